@@ -1,0 +1,8 @@
+/* Wall-clock time of the host, for benchmarks and progress lines (never for simulated time). */
+#ifndef SCALELAB_BASE_CLOCK_H
+#define SCALELAB_BASE_CLOCK_H
+
+/* Seconds from an arbitrary fixed point, monotonic. */
+double clock_now(void);
+
+#endif

@@ -1,0 +1,44 @@
+#include "config.h"
+#include "base/datadir.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int installed(void)
+{
+    char exe[PATH_MAX], dir[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return 1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return 1;
+    *slash = '\0';
+    if (!realpath(BINDIR, dir))
+        return 0;
+    return strcmp(exe, dir) == 0;
+}
+
+const char *datadir(void)
+{
+    static char cached[PATH_MAX];
+    if (cached[0])
+        return cached;
+    const char *env = getenv("SCALELAB_DATA");
+    const char *d = env && *env ? env : installed() ? PKGDATADIR : TOP_SRCDIR;
+    snprintf(cached, sizeof cached, "%s", d);
+    size_t len = strlen(cached);
+    while (len > 1 && cached[len - 1] == '/')
+        cached[--len] = '\0';
+    return cached;
+}
+
+char *datadir_path(char *buf, size_t n, const char *rel)
+{
+    int len = snprintf(buf, n, "%s/%s", datadir(), rel);
+    return len < 0 || (size_t)len >= n ? NULL : buf;
+}

@@ -1,0 +1,16 @@
+/* Where the lessons and presets are read from.
+ *
+ * In order: $SCALELAB_DATA if set; the source tree when the program runs from its build tree
+ * (not from the installed bindir); otherwise the installed $(pkgdatadir). */
+#ifndef SCALELAB_BASE_DATADIR_H
+#define SCALELAB_BASE_DATADIR_H
+
+#include <stddef.h>
+
+/* The data folder, without a trailing slash. */
+const char *datadir(void);
+
+/* datadir() + "/" + rel, in buf; returns buf, or NULL if it does not fit. */
+char *datadir_path(char *buf, size_t n, const char *rel);
+
+#endif

@@ -1,0 +1,32 @@
+#include "config.h"
+#include "cli/command.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+
+const struct command *command_find(const char *name)
+{
+    for (int i = 0; commands[i]; i++)
+        if (strcmp(commands[i]->name, name) == 0)
+            return commands[i];
+    return NULL;
+}
+
+int cli_fail(const struct error *e)
+{
+    fprintf(stderr, "scalelab: %s\n", e->msg);
+    return error_exit_status(e->code ? e->code : ERR_RUN);
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "scalelab: %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "; see 'scalelab help %s'\n", cmd);
+    va_end(ap);
+    return 2;
+}

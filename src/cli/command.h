@@ -1,0 +1,29 @@
+/* The subcommands of scalelab. Each lives in its own file (cmd_NAME.c) and exports one
+ * struct command; main.c lists them. A command returns the exit status: 0, 1 (a run
+ * failed) or 2 (bad usage or input). */
+#ifndef SCALELAB_CLI_COMMAND_H
+#define SCALELAB_CLI_COMMAND_H
+
+#include <stdarg.h>
+
+struct error;
+
+struct command {
+    const char *name;
+    const char *summary; /* one line, for "scalelab --help" */
+    const char *help;    /* the whole text of "scalelab help NAME" */
+    int (*run)(int argc, char **argv); /* argv[0] is the command's name */
+};
+
+/* The commands, in the order "scalelab --help" lists them; NULL-terminated. */
+extern const struct command *const commands[];
+
+const struct command *command_find(const char *name);
+
+/* Prints "scalelab: MESSAGE" to stderr and returns the exit status for e's code. */
+int cli_fail(const struct error *e);
+
+/* Prints "scalelab: CMD: MESSAGE; see 'scalelab help CMD'" to stderr and returns 2. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

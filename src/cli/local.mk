@@ -1,0 +1,5 @@
+libscalelab_a_SOURCES += \
+	%reldir%/bench.h %reldir%/cmd_bench.c \
+	%reldir%/command.c %reldir%/command.h \
+	%reldir%/opts.c %reldir%/opts.h \
+	%reldir%/registry.c

@@ -1,0 +1,97 @@
+/* scalelab: a terminal lab for training at scale.
+ *
+ * "scalelab" alone opens the window on a terminal; "scalelab COMMAND ..." runs one command
+ * headless. See DESIGN.md for the map of the code. */
+#include "config.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/command.h"
+#include "cli/opts.h"
+
+static void print_usage(FILE *f)
+{
+    fprintf(f, "usage: scalelab [--ascii]          open the lab in this terminal\n"
+               "       scalelab COMMAND [OPTIONS]  run one command headless\n"
+               "       scalelab help COMMAND       help on a command\n"
+               "\ncommands:\n");
+    for (int i = 0; commands[i]; i++)
+        fprintf(f, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(f, "\noptions:\n"
+               "  --ascii      draw the window with ASCII characters only\n"
+               "  --help       this text\n"
+               "  --version    the version\n");
+}
+
+static const char *closest_command(const char *name)
+{
+    const char *best = NULL;
+    int best_d = 3;
+    for (int i = 0; commands[i]; i++) {
+        int d = opts_distance(name, commands[i]->name);
+        if (d < best_d)
+            best_d = d, best = commands[i]->name;
+    }
+    return best;
+}
+
+static int unknown_command(const char *name)
+{
+    const char *near = closest_command(name);
+    fprintf(stderr, "scalelab: unknown command '%s'", name);
+    if (near)
+        fprintf(stderr, " (did you mean '%s'?)", near);
+    fprintf(stderr, "; see 'scalelab --help'\n");
+    return 2;
+}
+
+static int help(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_usage(stdout);
+        return 0;
+    }
+    if (argc > 2) {
+        fprintf(stderr, "scalelab: help takes one command name\n");
+        return 2;
+    }
+    const struct command *c = command_find(argv[1]);
+    if (!c)
+        return unknown_command(argv[1]);
+    fputs(c->help, stdout);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* The simulated devices are the parallelism: each runs OpenBLAS on its own thread. */
+    openblas_set_num_threads(1);
+
+    if (argc < 2)
+        return help(1, argv);
+    const char *first = argv[1];
+    if (!strcmp(first, "--help") || !strcmp(first, "-h"))
+        return help(1, argv);
+    if (!strcmp(first, "--version") || !strcmp(first, "-V")) {
+        printf("scalelab %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    if (!strcmp(first, "help"))
+        return help(argc - 1, argv + 1);
+    if (first[0] == '-') {
+        fprintf(stderr, "scalelab: unknown option '%s'; see 'scalelab --help'\n", first);
+        return 2;
+    }
+    const struct command *c = command_find(first);
+    if (!c)
+        return unknown_command(first);
+    /* "scalelab CMD --help" is the same as "scalelab help CMD". */
+    for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(c->help, stdout);
+            return 0;
+        }
+    return c->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,15 @@
+/* The lists of commands and benchmark groups: the one place a new one is added. */
+#include "config.h"
+#include "cli/bench.h"
+#include "cli/command.h"
+
+extern const struct command cmd_bench;
+
+const struct command *const commands[] = {
+    &cmd_bench,
+    NULL,
+};
+
+const struct bench_case *const bench_cases[] = {
+    NULL,
+};

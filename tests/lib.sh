@@ -1,0 +1,68 @@
+# Helpers for scalelab's shell tests. Each test prints TAP ("ok N - what" / "not ok N - what")
+# and exits 0 only if every check passed. Source it, call the checks, end with "done_testing".
+#
+# Environment (set by the test harness): SCALELAB, the binary under test; srcdir, the source tree.
+
+: "${SCALELAB:=./scalelab}"
+: "${srcdir:=.}"
+export SCALELAB_DATA="${SCALELAB_DATA:-$srcdir}"
+export LC_ALL=C.UTF-8
+unset NO_COLOR
+T_N=0
+T_FAILED=0
+T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/scalelab-test.XXXXXX")
+trap 'rm -rf "$T_TMP"' EXIT
+
+ok() { T_N=$((T_N + 1)); echo "ok $T_N - $1"; }
+not_ok() {
+    T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $1"
+    shift; for line in "$@"; do printf '#   %s\n' "$line"; done
+}
+
+# run ARGS...: runs scalelab; sets $out, $err and $status.
+run() {
+    "$SCALELAB" "$@" >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
+    status=$?
+    out=$(cat "$T_TMP/out")
+    err=$(cat "$T_TMP/err")
+}
+
+# run_stdin INPUT ARGS...: the same, with INPUT on standard input.
+run_stdin() {
+    local input=$1; shift
+    printf '%s' "$input" | "$SCALELAB" "$@" >"$T_TMP/out" 2>"$T_TMP/err"
+    status=$?
+    out=$(cat "$T_TMP/out")
+    err=$(cat "$T_TMP/err")
+}
+
+check_status() { # WANT WHAT
+    if [ "$status" -eq "$1" ]; then ok "$2 (exit $1)"; else
+        not_ok "$2: exit $status, wanted $1" "stderr: $err"; fi
+}
+
+check_contains() { # HAYSTACK NEEDLE WHAT
+    case "$1" in *"$2"*) ok "$3" ;; *) not_ok "$3" "missing: $2" "in: $(printf '%s' "$1" | head -c 2000)" ;; esac
+}
+
+check_not_contains() { # HAYSTACK NEEDLE WHAT
+    case "$1" in *"$2"*) not_ok "$3" "unexpected: $2" ;; *) ok "$3" ;; esac
+}
+
+check_eq() { # GOT WANT WHAT
+    if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3" "got:  $1" "want: $2"; fi
+}
+
+# check_json EXPR WHAT: evaluates a python3 expression on the JSON in $out (bound to 'd').
+check_json() {
+    if printf '%s' "$out" | python3 -c "import json,sys,math; d=json.load(sys.stdin); sys.exit(0 if ($1) else 1)" 2>"$T_TMP/pyerr"; then
+        ok "$2"
+    else
+        not_ok "$2" "expression: $1" "$(cat "$T_TMP/pyerr")" "json: $(printf '%s' "$out" | head -c 1500)"
+    fi
+}
+
+done_testing() {
+    echo "1..$T_N"
+    [ "$T_FAILED" -eq 0 ]
+}

@@ -1,0 +1,26 @@
+# Every test speaks TAP, so the harness counts each check, not each program.
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+TEST_EXTENSIONS = .sh
+SH_LOG_DRIVER = $(LOG_DRIVER)
+AM_TESTS_ENVIRONMENT = srcdir='$(abs_top_srcdir)'; export srcdir; \
+	SCALELAB='$(abs_top_builddir)/scalelab$(EXEEXT)'; export SCALELAB; \
+	SCALELAB_DATA='$(abs_top_srcdir)'; export SCALELAB_DATA; \
+	TMUX_BIN='$(TMUX)'; export TMUX_BIN;
+
+# Check unit tests: one program per layer, each linking the internal library.
+UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+check_LIBRARIES = tests/unit/libharness.a
+tests_unit_libharness_a_SOURCES = tests/unit/harness.c tests/unit/harness.h
+tests_unit_libharness_a_CFLAGS = $(UNIT_CFLAGS)
+UNIT_LIBS = tests/unit/libharness.a $(LIBS_ALL) $(CHECK_LIBS)
+
+check_PROGRAMS += tests/unit/test_base
+tests_unit_test_base_SOURCES = tests/unit/test_base.c
+tests_unit_test_base_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_base_LDADD = $(UNIT_LIBS)
+
+# Command-line tests (tests/cli) and terminal tests driven through tmux (tests/tui).
+TESTS += tests/cli/basics.sh
+EXTRA_DIST += tests/lib.sh tests/data tests/cli tests/tui
+
+TESTS += $(check_PROGRAMS)

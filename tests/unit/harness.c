@@ -1,0 +1,23 @@
+#include "config.h"
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int harness_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_tap(sr, "-");
+    srunner_run_all(sr, CK_SILENT);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+const char *harness_data(const char *name)
+{
+    static char path[4096];
+    const char *srcdir = getenv("srcdir");
+    snprintf(path, sizeof path, "%s/tests/data/%s", srcdir ? srcdir : ".", name);
+    return path;
+}
