@@ -14,13 +14,16 @@ tests_unit_libharness_a_SOURCES = tests/unit/harness.c tests/unit/harness.h
 tests_unit_libharness_a_CFLAGS = $(UNIT_CFLAGS)
 UNIT_LIBS = tests/unit/libharness.a $(LIBS_ALL) $(CHECK_LIBS)
 
-check_PROGRAMS += tests/unit/test_base
-tests_unit_test_base_SOURCES = tests/unit/test_base.c
-tests_unit_test_base_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_base_LDADD = $(UNIT_LIBS)
-
-# Command-line tests (tests/cli) and terminal tests driven through tmux (tests/tui).
-TESTS += tests/cli/basics.sh
 EXTRA_DIST += tests/lib.sh tests/data tests/cli tests/tui
+
+# Each area lists its unit tests (tests/unit), command-line tests (tests/cli) and terminal
+# tests driven through tmux (tests/tui) in its own fragment.
+include tests/base.mk
+include tests/num.mk
+include tests/lesson.mk
+include tests/ui.mk
+include tests/calc.mk
+include tests/comm.mk
+include tests/train.mk
 
 TESTS += $(check_PROGRAMS)

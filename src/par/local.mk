@@ -1,0 +1,1 @@
+libscalelab_a_SOURCES +=

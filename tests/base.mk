@@ -1,0 +1,6 @@
+check_PROGRAMS += tests/unit/test_base
+tests_unit_test_base_SOURCES = tests/unit/test_base.c
+tests_unit_test_base_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_base_LDADD = $(UNIT_LIBS)
+
+TESTS += tests/cli/basics.sh
