@@ -7,3 +7,7 @@ check_PROGRAMS += tests/unit/test_sim
 tests_unit_test_sim_SOURCES = tests/unit/test_sim.c
 tests_unit_test_sim_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_sim_LDADD = $(UNIT_LIBS)
+check_PROGRAMS += tests/unit/test_coll
+tests_unit_test_coll_SOURCES = tests/unit/test_coll.c
+tests_unit_test_coll_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_coll_LDADD = $(UNIT_LIBS)
