@@ -1,1 +1,4 @@
-libscalelab_a_SOURCES +=
+libscalelab_a_SOURCES += \
+	%reldir%/preset.c %reldir%/preset.h
+libscalelab_a_SOURCES += \
+	%reldir%/params.c %reldir%/params.h
