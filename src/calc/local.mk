@@ -2,3 +2,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/preset.c %reldir%/preset.h
 libscalelab_a_SOURCES += \
 	%reldir%/params.c %reldir%/params.h
+libscalelab_a_SOURCES += \
+	%reldir%/activ.c %reldir%/activ.h
+libscalelab_a_SOURCES += \
+	%reldir%/memory.c %reldir%/memory.h

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "calc/activ.h"
+#include "calc/memory.h"
 #include "calc/params.h"
 #include "calc/preset.h"
 #include "harness.h"
@@ -274,6 +276,238 @@ START_TEST(params_sharding)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ model states */
+
+START_TEST(zero_paper_numbers)
+{
+    /* ZeRO paper, Figure 1: Ψ = 7.5B, N_d = 64, K = 12: 120, 31.4, 16.6, 1.875 GB. Exact in
+     * binary floating point for these inputs, so compared exactly. */
+    struct memory_states k, st;
+    memory_bytes_per_param(PREC_BF16, OPT_ADAMW, false, &k);
+    ck_assert(k.weights == 2 && k.gradients == 2 && k.master + k.optimizer == 12);
+    const double want[4] = {120e9, 31.40625e9, 16.640625e9, 1.875e9};
+    for (int z = 0; z < 4; z++) {
+        memory_zero(7.5e9, &k, z, 64, &st);
+        double total = st.weights + st.gradients + st.master + st.optimizer;
+        ck_assert_msg(total == want[z], "stage %d: %.6g", z, total);
+    }
+    /* 18 bytes with fp32 gradient accumulation; fp32 training 16; SGD variants. */
+    memory_bytes_per_param(PREC_FP16, OPT_ADAMW, true, &k);
+    ck_assert(k.weights + k.gradients + k.master + k.optimizer == 18);
+    memory_bytes_per_param(PREC_FP32, OPT_ADAMW, false, &k);
+    ck_assert(k.weights == 4 && k.gradients == 4 && k.master == 0 && k.optimizer == 8);
+    memory_bytes_per_param(PREC_BF16, OPT_SGD, false, &k);
+    ck_assert(k.weights + k.gradients + k.master + k.optimizer == 8);
+    memory_bytes_per_param(PREC_BF16, OPT_SGD_MOMENTUM, false, &k);
+    ck_assert(k.weights + k.gradients + k.master + k.optimizer == 12);
+}
+END_TEST
+
+static struct memory_config config_7b(const struct model_shape *m)
+{
+    return (struct memory_config){.model = m,
+                                  .precision = PREC_BF16,
+                                  .optimizer = OPT_ADAMW,
+                                  .dp = 1,
+                                  .tp = 1,
+                                  .pp = 1,
+                                  .micro_batch = 1,
+                                  .seq = 2048,
+                                  .micro_batches = 1,
+                                  .schedule = SCHED_1F1B,
+                                  .ckpt = {ACTIV_FULL, 1},
+                                  .capacity = 80 * GiB};
+}
+
+START_TEST(memory_synthetic_7b)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct memory_config c = config_7b(&m);
+    struct memory_result r;
+    struct error e = {0};
+    ck_assert_msg(memory_compute(&c, &r, &e) == 0, "%s", e.msg);
+    double states = r.states.weights + r.states.gradients + r.states.master + r.states.optimizer;
+    ck_assert(states == 16 * 7289966592.0);
+    ck_assert_double_eq_tol(states / GiB, 108.63, 0.005);
+    ck_assert(!r.fits);
+    ck_assert(r.over == r.total - 80 * GiB && r.over > 28 * GiB);
+    /* ZeRO-3 over 8 GPUs: 108.63 / 8 = 13.58 GiB of states, fits. */
+    c.dp = 8, c.zero = 3;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), 0);
+    ck_assert(r.fits && r.over == 0);
+    ck_assert(r.states.weights == 2 * 7289966592.0 / 8);
+    /* Pipeline: 4 stages of 8 layers, 1F1B with 8 micro-batches: stage 0 holds 4 of them,
+     * GPipe all 8. */
+    c.dp = 1, c.zero = 0, c.pp = 4, c.micro_batches = 8;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), 0);
+    struct memory_result g;
+    c.schedule = SCHED_GPIPE;
+    ck_assert_int_eq(memory_compute(&c, &g, &e), 0);
+    ck_assert_int_eq(g.in_flight, 8);
+    ck_assert(g.activations > r.activations);
+    ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 0, 4, 8), 4);
+    ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 3, 4, 8), 1);
+    ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 0, 4, 2), 2);
+    /* A bare count: Ψ / (tp pp). */
+    c = config_7b(NULL);
+    c.params = 7.5e9, c.dp = 64, c.zero = 2;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), 0);
+    ck_assert(r.total == 16.640625e9 && r.activations == 0);
+}
+END_TEST
+
+START_TEST(memory_bad_layouts)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct memory_config c = config_7b(&m);
+    struct memory_result r;
+    struct error e = {0};
+    c.tp = 3;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "--tp 3 does not divide the 32 attention heads of synthetic-7b");
+    c.tp = 1, c.pp = 33;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--pp 33 is more than the 32 layers"));
+    c.pp = 1, c.zero = 4;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "0, 1, 2 or 3"));
+    c.zero = 0, c.capacity = NAN;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    c.capacity = 80 * GiB, c.tp = 8, c.sp = true, c.seq = 100;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--tp 8 must divide --seq 100"));
+    struct model_shape g = load_model("gpt3-175b");
+    c = config_7b(&g);
+    c.seq = 4096;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "2048 learned positions"));
+    struct model_shape l = load_model("llama2-70b");
+    c = config_7b(&l);
+    c.tp = 16; /* divides the 64 heads, not the 8 key/value heads */
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "8 key/value heads"));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ activations */
+
+START_TEST(korthikanti_gpt3)
+{
+    /* Korthikanti et al. 2022 on GPT-3 175B (s 2048, h 12288, a 96), b = 1, 16-bit:
+     * eq. 1 sbh(34 + 5as/h), eq. 2 sbh(10 + 24/t + 5as/(ht)), eq. 3 sbh/t (34 + 5as/h),
+     * selective with sp 34 sbh/t, full recompute 2sbh. Exact integers. */
+    struct model_shape m = load_model("gpt3-175b");
+    double s = 2048, b = 1, h = 12288, a = 96, sbh = s * b * h;
+    struct activ_config c = {1, 2048, 1, false, 2};
+    struct activ_list l;
+    activ_layer(&m, &c, &l);
+    ck_assert(l.total == sbh * (34 + 5 * a * s / h));
+    ck_assert(l.total == 2868903936.0);
+    ck_assert_str_eq(l.formula, "sbh(34 + 5as/h)");
+    ck_assert(l.input == 2 * sbh);
+    c.tp = 8;
+    activ_layer(&m, &c, &l);
+    ck_assert(l.total == sbh * (10 + 24.0 / 8 + 5 * a * s / (h * 8)));
+    ck_assert_str_eq(l.formula, "sbh(10 + 24/t + 5as/(ht))");
+    ck_assert(l.total - l.core == sbh * (10 + 24.0 / 8)); /* selective without sp */
+    c.sp = true;
+    activ_layer(&m, &c, &l);
+    ck_assert(l.total == sbh / 8 * (34 + 5 * a * s / h));
+    ck_assert(l.total - l.core == 34 * sbh / 8);
+    ck_assert(l.input == 2 * sbh / 8);
+    /* Per layer under each policy (activ_total's per_layer). */
+    struct activ_total t;
+    c = (struct activ_config){1, 2048, 1, false, 2};
+    activ_total(&m, &c, &(struct activ_policy){ACTIV_FULL, 1}, 96, true, true, &t);
+    ck_assert(t.per_layer == 2 * sbh && t.checkpoints == 96);
+    activ_total(&m, &c, &(struct activ_policy){ACTIV_SELECTIVE, 0}, 96, true, true, &t);
+    ck_assert(t.per_layer == 34 * sbh);
+    /* fp32 activations: 16 elements of 4 bytes + 2 one-byte masks; 2 x 4 + 1 per as^2b. */
+    c.bytes = 4;
+    activ_layer(&m, &c, &l);
+    ck_assert(l.total == sbh * 66 + 9 * a * s * s * b);
+}
+END_TEST
+
+START_TEST(swiglu_tiny_by_hand)
+{
+    /* tiny (d 64, 4 heads, ffn 172, vocab 64), b = 2, s = 64, bf16: the list of activ.h by
+     * hand. sbh = 8192 elements, sbf = 22016, as^2b = 32768, sb = 128. */
+    struct model_shape m = load_model("tiny");
+    struct activ_config c = {2, 64, 1, false, 2};
+    struct activ_list l;
+    activ_layer(&m, &c, &l);
+    const char *names[] = {"x",        "attn_rstd", "xn1",      "q",   "k",    "v",  "att",
+                           "attn_out", "x1",        "mlp_rstd", "xn2", "gate", "up", "act"};
+    const double bytes[] = {16384, 512,   16384, 16384, 16384, 16384, 65536,
+                            16384, 16384, 512,   16384, 44032, 44032, 44032};
+    ck_assert_int_eq(l.n, 14);
+    for (int i = 0; i < l.n; i++) {
+        ck_assert_str_eq(l.t[i].name, names[i]);
+        ck_assert_msg(l.t[i].bytes == bytes[i], "%s: %.0f", names[i], l.t[i].bytes);
+    }
+    ck_assert(l.total == 329728 && l.input == 16384 && l.core == 65536);
+    struct activ_list ends;
+    activ_ends(&m, &c, true, true, &ends);
+    ck_assert(ends.total == 16384 + 512 + 16384 + 32768);
+    struct {
+        struct activ_policy pol;
+        double saved, peak;
+    } want[] = {
+        {{ACTIV_NONE, 0}, 4 * 329728 + 66048, 4 * 329728 + 66048},
+        {{ACTIV_FULL, 1}, 4 * 16384 + 66048, 3 * 16384 + 329728},
+        {{ACTIV_EVERY, 2}, 2 * 16384 + 66048, 16384 + 2 * 329728},
+        {{ACTIV_SQRT, 0}, 2 * 16384 + 66048, 16384 + 2 * 329728},
+        {{ACTIV_EVERY, 3}, 2 * 16384 + 66048, 3 * 329728},
+        {{ACTIV_SELECTIVE, 0}, 4 * 264192 + 66048, 4 * 264192 + 66048},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        struct activ_total t;
+        activ_total(&m, &c, &want[i].pol, 4, true, true, &t);
+        ck_assert_msg(t.saved == want[i].saved && t.peak == want[i].peak,
+                      "policy %zu: saved %.0f peak %.0f", i, t.saved, t.peak);
+    }
+}
+END_TEST
+
+START_TEST(swiglu_formula)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct activ_config c = {1, 2048, 1, false, 2};
+    struct activ_list l;
+    activ_layer(&m, &c, &l);
+    ck_assert_str_eq(l.formula, "sbh(34.375 + 2as/h) + 8sb");
+    double s = 2048, h = 4096, a = 32;
+    ck_assert(l.total == s * h * (34.375 + 2 * a * s / h) + 8 * s);
+    c.tp = 4;
+    activ_layer(&m, &c, &l);
+    ck_assert_str_eq(l.formula, "sbh(8 + 26.375/t + 2as/(ht)) + 8sb");
+    /* GQA: llama2-70b's k and v are kv/h = 1/8 of q. */
+    struct model_shape g = load_model("llama2-70b");
+    c = (struct activ_config){1, 4096, 1, false, 2};
+    activ_layer(&g, &c, &l);
+    ck_assert(l.t[4].elements == 4096.0 * 1024 && l.t[3].elements == 4096.0 * 8192);
+}
+END_TEST
+
+START_TEST(policy_parsing)
+{
+    struct activ_policy p;
+    struct error e;
+    char buf[32];
+    ck_assert_int_eq(activ_parse_policy("every:4", &p, &e), 0);
+    ck_assert(p.kind == ACTIV_EVERY && p.every == 4);
+    ck_assert_str_eq(activ_policy_name(buf, sizeof buf, &p), "every:4");
+    ck_assert_int_eq(activ_parse_policy("every:0", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(activ_parse_policy("every:", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(activ_parse_policy("some", &p, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "none, full, selective, sqrt or every:K"));
+    ck_assert_int_eq(activ_parse_policy("sqrt", &p, &e), 0);
+    ck_assert_int_eq(activ_policy_every(&p, 32), 6);
+    ck_assert_int_eq(activ_policy_every(&p, 4), 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("calc");
@@ -289,6 +523,15 @@ int main(void)
     tcase_add_test(tc, params_synthetic_7b);
     tcase_add_test(tc, params_known_models);
     tcase_add_test(tc, params_sharding);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("memory");
+    tcase_add_test(tc, zero_paper_numbers);
+    tcase_add_test(tc, memory_synthetic_7b);
+    tcase_add_test(tc, memory_bad_layouts);
+    tcase_add_test(tc, korthikanti_gpt3);
+    tcase_add_test(tc, swiglu_tiny_by_hand);
+    tcase_add_test(tc, swiglu_formula);
+    tcase_add_test(tc, policy_parsing);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
