@@ -11,8 +11,13 @@
 #include "calc/activ.h"
 #include "calc/memory.h"
 #include "calc/params.h"
+#include "calc/plan.h"
+#include "calc/sched.h"
+#include "calc/traffic.h"
+#include "comm/cost.h"
 #include "calc/preset.h"
 #include "harness.h"
+#include "sim/spec.h"
 
 #define GiB 1073741824.0
 
@@ -37,15 +42,15 @@ START_TEST(presets_load)
     }
     const char *clusters[] = {"h100-80gb", "h200", "a100-80gb", "a100-40gb", "workstation-4gpu"};
     for (size_t i = 0; i < sizeof clusters / sizeof clusters[0]; i++) {
-        struct cluster c;
+        struct cluster_spec c;
         struct error e = {0};
         ck_assert_msg(preset_load_cluster(clusters[i], &c, &e) == 0, "%s", e.msg);
         ck_assert_str_eq(c.name, clusters[i]);
-        ck_assert(c.peak_flops > 1e14 && c.hbm > 30 * GiB && c.beta_intra > c.beta_inter);
+        ck_assert(c.peak_flops > 1e14 && c.hbm_bytes > 30 * GiB && c.beta_intra > c.beta_inter);
     }
-    struct cluster c;
+    struct cluster_spec c;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &c, NULL), 0);
-    ck_assert(c.hbm == 80 * GiB && c.gpus_per_node == 8 && c.nodes == 1);
+    ck_assert(c.hbm_bytes == 80 * GiB && c.gpus_per_node == 8 && c.nodes == 1);
     ck_assert(c.peak_flops == 989.4e12 && c.beta_intra == 450e9 && c.alpha_inter == 5e-6);
 }
 END_TEST
@@ -76,7 +81,7 @@ START_TEST(preset_unknown_names_the_presets)
     ck_assert_int_eq(preset_load_model("/nonexistent/x.ini", &m, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "cannot open '/nonexistent/x.ini'"));
     ck_assert_int_eq(preset_load_model("../../etc/passwd", &m, &e), ERR_INVAL);
-    struct cluster c;
+    struct cluster_spec c;
     ck_assert_int_eq(preset_load_cluster("h100", &c, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "h100-80gb"));
 }
@@ -185,11 +190,10 @@ START_TEST(cluster_file_errors)
     const char *good = "[cluster]\nname = c\ngpus_per_node = 8\nnodes = 2\nhbm = 80GiB\n"
                        "peak_flops = 1e15\nintra_latency = 2e-6\nintra_bandwidth = 450e9\n"
                        "inter_latency = 5e-6\ninter_bandwidth = 50e9\n";
-    struct cluster c;
+    struct cluster_spec c;
     struct error e = {0};
     ck_assert_msg(preset_parse_cluster(good, "c.ini", &c, &e) == 0, "%s", e.msg);
-    ck_assert_str_eq(c.gpu, "c"); /* gpu defaults to the name */
-    ck_assert(c.hbm == 80 * GiB && c.nodes == 2);
+    ck_assert(c.hbm_bytes == 80 * GiB && c.nodes == 2);
     static const struct {
         const char *from, *to, *want;
     } cases[] = {
@@ -508,6 +512,195 @@ START_TEST(policy_parsing)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ pipeline schedules */
+
+START_TEST(sched_bubbles_match_formulas)
+{
+    /* The timeline's idle share equals (p-1)/(vm) and (p-1)/(vm+p-1) for every schedule:
+     * measured on the simulated timeline, so the orders and dependencies are right. */
+    for (int k = 0; k < 3; k++)
+        for (int p = 1; p <= 8; p++)
+            for (int m = 1; m <= 16; m++)
+                for (int v = 1; v <= 3; v++) {
+                    if ((k != SCHED_INTERLEAVED) != (v == 1) || (k == SCHED_INTERLEAVED && m % p))
+                        continue;
+                    struct sched s;
+                    struct error e = {0};
+                    ck_assert_msg(sched_build(k, p, m, v, &s, &e) == 0, "%s", e.msg);
+                    /* both sides are ratios of small integers: 1e-12 covers the rounding */
+                    ck_assert_double_eq_tol(s.bubble_over_ideal, sched_bubble_over_ideal(p, m, v),
+                                            1e-12);
+                    ck_assert_double_eq_tol(s.bubble_over_wall, sched_bubble_over_wall(p, m, v),
+                                            1e-12);
+                    ck_assert_int_eq(s.makespan, (m * v + p - 1) * (SCHED_TF + SCHED_TB));
+                    for (int st = 0; st < p; st++)
+                        ck_assert_int_eq(s.count[st], 2 * m * v);
+                    sched_free(&s);
+                }
+}
+END_TEST
+
+START_TEST(sched_gpipe_vs_1f1b)
+{
+    /* p = 4, m = 8: bubble 3/8 of ideal time, 3/11 of wall time for both; GPipe holds all 8
+     * micro-batches on every stage, 1F1B 4, 3, 2, 1. */
+    struct sched g, f;
+    ck_assert_int_eq(sched_build(SCHED_GPIPE, 4, 8, 1, &g, NULL), 0);
+    ck_assert_int_eq(sched_build(SCHED_1F1B, 4, 8, 1, &f, NULL), 0);
+    ck_assert(g.bubble_over_ideal == 0.375 && f.bubble_over_ideal == 0.375);
+    ck_assert_double_eq_tol(f.bubble_over_wall, 3.0 / 11, 1e-15);
+    for (int s = 0; s < 4; s++) {
+        ck_assert_int_eq(g.peak_chunks[s], 8);
+        ck_assert_int_eq(f.peak_chunks[s], 4 - s);
+    }
+    /* stage 0 of 1F1B: F0 F1 F2 (warm-up), F3 B0, F4 B1, ... */
+    const char *want = "F0F1F2F3B0F4B1F5B2F6B3F7B4B5B6B7";
+    char got[64] = "";
+    for (int i = 0; i < f.count[0]; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%c%d", f.ops[0][i].kind,
+                 f.ops[0][i].micro);
+    ck_assert_str_eq(got, want);
+    /* the last stage starts its first forward after 3 forwards upstream */
+    ck_assert_int_eq(f.ops[3][0].start, 3);
+    sched_free(&g);
+    sched_free(&f);
+    /* interleaved, p 4, m 8, v 2: bubble halves; stage 0 warms up with 2*3 + 4 = 10 chunks */
+    struct sched i;
+    ck_assert_int_eq(sched_build(SCHED_INTERLEAVED, 4, 8, 2, &i, NULL), 0);
+    ck_assert(i.bubble_over_ideal == 3.0 / 16);
+    ck_assert_int_eq(i.peak_chunks[0], 11);
+    ck_assert_int_eq(i.ops[0][4].chunk, 1); /* after micro-batches 0-3 of chunk 0 */
+    sched_free(&i);
+}
+END_TEST
+
+START_TEST(sched_bad_sizes)
+{
+    struct sched s;
+    struct error e = {0};
+    ck_assert_int_eq(sched_build(SCHED_INTERLEAVED, 4, 6, 2, &s, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "multiple of --stages 4"));
+    ck_assert_int_eq(sched_build(SCHED_1F1B, 4, 8, 2, &s, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "only the interleaved schedule has chunks"));
+    ck_assert_int_eq(sched_build(SCHED_1F1B, 0, 8, 1, &s, &e), ERR_INVAL);
+    ck_assert_int_eq(sched_build(SCHED_1F1B, 4, 0, 1, &s, &e), ERR_INVAL);
+    ck_assert_int_eq(sched_build(SCHED_INTERLEAVED, 4, 8, 1, &s, &e), ERR_INVAL);
+    enum calc_schedule k;
+    ck_assert_int_eq(sched_parse("zigzag", &k, &e), ERR_INVAL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ communication */
+
+START_TEST(traffic_volumes)
+{
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    cl.nodes = 8;
+    struct memory_config c = config_7b(NULL);
+    c.params = 7.5e9, c.dp = 64;
+    struct traffic t, t3;
+    double psi = 7.5e9;
+    ck_assert_int_eq(traffic_compute(&c, &cl, psi, 0, 0, 0, &t, NULL), 0);
+    /* DDP: 2(N-1)/N Ψ x 2 bytes; 64 GPUs span 8 nodes: the inter-node link. */
+    ck_assert_double_eq_tol(t.dp.bytes, 2 * 63.0 / 64 * psi * 2, 1);
+    ck_assert_double_eq_tol(t.dp.time_s, 2 * 63 * 5e-6 + 2 * 63.0 / 64 * psi * 2 / 50e9, 1e-9);
+    ck_assert_ptr_nonnull(strstr(t.dp.formula, "2(N-1)/N"));
+    for (int z = 1; z <= 2; z++) {
+        c.zero = z;
+        ck_assert_int_eq(traffic_compute(&c, &cl, psi, 0, 0, 0, &t3, NULL), 0);
+        ck_assert_double_eq_tol(t3.dp.bytes, t.dp.bytes, 1);
+    }
+    c.zero = 3;
+    ck_assert_int_eq(traffic_compute(&c, &cl, psi, 0, 0, 0, &t3, NULL), 0);
+    ck_assert_double_eq_tol(t3.dp.bytes, 1.5 * t.dp.bytes, 1);
+    /* tensor parallel, synthetic-7b, t = 8, b 1, s 2048, bf16: 4 all-reduces x 32 layers of
+     * 2(t-1)/t x sbh x 2 bytes; full recompute 6. */
+    struct model_shape m = load_model("synthetic-7b");
+    c = config_7b(&m);
+    c.tp = 8, c.ckpt = (struct activ_policy){ACTIV_NONE, 0};
+    ck_assert_int_eq(traffic_compute(&c, &cl, 1e9, 32, 1, 1, &t, NULL), 0);
+    double sbh2 = 2048.0 * 4096 * 2;
+    ck_assert_double_eq_tol(t.tp.bytes, 4 * 32 * 2 * 7.0 / 8 * sbh2, 1);
+    ck_assert(t.tp.exposed == t.tp.time_s && t.dp.bytes == 0);
+    c.ckpt = (struct activ_policy){ACTIV_FULL, 1};
+    ck_assert_int_eq(traffic_compute(&c, &cl, 1e9, 32, 1, 1, &t, NULL), 0);
+    ck_assert_double_eq_tol(t.tp.bytes, 6 * 32 * 2 * 7.0 / 8 * sbh2, 1);
+    /* pipeline: 2 m sbh p */
+    c.tp = 1, c.pp = 4, c.micro_batches = 8;
+    ck_assert_int_eq(traffic_compute(&c, &cl, 1e9, 8, 1, 1, &t, NULL), 0);
+    ck_assert(t.pp.bytes == 2 * 8 * sbh2);
+    ck_assert_double_eq_tol(t.pp.exposed, 6 * (2e-6 + sbh2 / 450e9), 1e-12);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ the planner */
+
+START_TEST(plan_7b_on_one_node)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    struct plan_config c = {&m, &cl, 8, 256, 2048, PREC_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes};
+    struct plan_result r;
+    struct error e = {0};
+    ck_assert_msg(plan_run(&c, &r, &e) == 0, "%s", e.msg);
+    ck_assert(r.n_kept > 10 && r.n_rejected > 0);
+    for (size_t i = 0; i < r.n_kept; i++) {
+        const struct plan_layout *l = &r.kept[i];
+        ck_assert_int_eq(l->dp * l->tp * l->pp, 8);
+        ck_assert(l->per_gpu_bytes <= cl.hbm_bytes);
+        ck_assert(i == 0 || l->step_time_s >= r.kept[i - 1].step_time_s);
+        ck_assert(l->mfu > 0 && l->mfu <= 0.5 + 1e-12); /* at most the efficiency */
+        ck_assert_int_eq(l->micro_batch * l->micro_batches * l->dp, 256);
+    }
+    /* compute of the best: (6Ψ + 12 L h s) T / (8 x peak x 0.5), T = 256 x 2048 tokens,
+     * no recompute for the best layout. */
+    double T = 256.0 * 2048;
+    double flops = (6 * 7289966592.0 + 12.0 * 32 * 4096 * 2048) * T;
+    ck_assert(r.model_flops == flops);
+    ck_assert_int_eq(r.kept[0].ckpt.kind, ACTIV_NONE);
+    ck_assert_double_eq_tol(r.kept[0].compute_s, flops / (8 * 989.4e12 * 0.5), 1e-9);
+    /* the rejected ones say by how much they overflow, the closest first */
+    ck_assert(r.rejected[0].over > 0);
+    ck_assert_ptr_nonnull(strstr(r.rejected[0].reason, "GiB over the 80.00 GiB"));
+    /* no DDP layout without sharding fits: 108.63 GiB of states */
+    for (size_t i = 0; i < r.n_kept; i++)
+        ck_assert(!(r.kept[i].dp == 8 && r.kept[i].zero == 0));
+    plan_free(&r);
+}
+END_TEST
+
+START_TEST(plan_reasons_and_scale)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    cl.nodes = 6;
+    struct plan_config c = {&m, &cl, 48, 96, 2048, PREC_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes};
+    struct plan_result r;
+    struct error e = {0};
+    ck_assert_int_eq(plan_run(&c, &r, &e), 0);
+    bool tp3 = false;
+    for (size_t i = 0; i < r.n_rejected; i++)
+        tp3 |= r.rejected[i].tp == 3 &&
+               strstr(r.rejected[i].reason, "--tp 3 does not divide the 32 attention heads");
+    ck_assert(tp3);
+    plan_free(&r);
+    /* 4096 GPUs: runs (the CLI test times it loosely; unit tests assert no timings) */
+    cl.nodes = 512;
+    c.gpus = 4096, c.global_batch = 2048;
+    ck_assert_int_eq(plan_run(&c, &r, &e), 0);
+    ck_assert(r.n_kept > 0);
+    plan_free(&r);
+    c.gpus = 5000;
+    ck_assert_int_eq(plan_run(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "the cluster has 4096 GPUs"));
+    c.gpus = 8, c.efficiency = 0;
+    ck_assert_int_eq(plan_run(&c, &r, &e), ERR_INVAL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("calc");
@@ -532,6 +725,17 @@ int main(void)
     tcase_add_test(tc, swiglu_tiny_by_hand);
     tcase_add_test(tc, swiglu_formula);
     tcase_add_test(tc, policy_parsing);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("schedules");
+    tcase_add_test(tc, sched_bubbles_match_formulas);
+    tcase_add_test(tc, sched_gpipe_vs_1f1b);
+    tcase_add_test(tc, sched_bad_sizes);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("plan");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, traffic_volumes);
+    tcase_add_test(tc, plan_7b_on_one_node);
+    tcase_add_test(tc, plan_reasons_and_scale);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
