@@ -1,1 +1,5 @@
 # tests of src/calc and comm/cost
+check_PROGRAMS += tests/unit/test_calc
+tests_unit_test_calc_SOURCES = tests/unit/test_calc.c
+tests_unit_test_calc_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_calc_LDADD = $(UNIT_LIBS)
