@@ -4,6 +4,7 @@
 #include "cli/command.h"
 
 extern const struct command cmd_bench;
+extern const struct bench_case bench_collective;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
 
@@ -15,5 +16,6 @@ const struct command *const commands[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
+    &bench_collective,
     NULL,
 };
