@@ -216,9 +216,11 @@ static inline uint16_t f16_bits(uint32_t u)
      * low bits. One float addition, which vectorises, instead of a variable shift. */
     uint32_t sub = fp_f32_bits(fp_f32_from_bits(a) + 0.5f) - 0x3f000000u;
     uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
-    /* Select with masks rather than branches, so that the loops vectorise. */
-    uint32_t is_nan = -(uint32_t)(a > 0x7f800000u), big = -(uint32_t)(a >= 0x47800000u);
-    uint32_t norm = -(uint32_t)(a >= 0x38800000u);
+    /* Select with masks rather than branches, so that the loops vectorise; a < 2^31, so the
+     * comparisons may be signed ones, which SSE2 has. */
+    int32_t sa = (int32_t)a;
+    uint32_t is_nan = -(uint32_t)(sa > 0x7f800000), big = -(uint32_t)(sa >= 0x47800000);
+    uint32_t norm = -(uint32_t)(sa >= 0x38800000);
     uint32_t r =
         (nan & is_nan) | (0x7c00u & big & ~is_nan) | (normal & norm & ~big) | (sub & ~norm);
     return (uint16_t)(sign | r);
