@@ -93,6 +93,10 @@ static int read_stdin(struct values *vs, struct error *e)
             len--;
         while (len > 0 && isspace((unsigned char)*s))
             s++, len--;
+        if (memchr(s, 0, (size_t)len)) {
+            rc = error_set(e, ERR_INVAL, "formats: stdin:%d: not a number (a NUL byte)", lineno);
+            break;
+        }
         char where[48];
         snprintf(where, sizeof where, "stdin:%d", lineno);
         rc = values_add(vs, s, (size_t)len, where, e);
@@ -202,6 +206,8 @@ static void print_value_text(const struct value *v)
         printf(": too large for fp32 (above %.9g), inf as in a float tensor", FLT_MAX);
     else if (v->x == 0 && v->parsed != 0)
         printf(": too small for fp32 (below %.9g), 0 as in a float tensor", FLT_TRUE_MIN);
+    else if (v->x != 0 && fabsf(v->x) < FLT_MIN)
+        printf(", a subnormal in fp32");
     printf("\n  %-9s %-16s %-6s %s\n", "format", "nearest value", "bits", "rel. error d");
     for (size_t k = 0; k < NTARGETS; k++) {
         enum fp_format f = targets[k];
