@@ -130,7 +130,7 @@ static const char *text_number(char *buf, size_t n, double v)
 }
 
 /* A number, or a string for the values JSON cannot hold. Printed with jansson's default
- * precision (17 significant digits): every fp32 value reads back exactly. */
+ * precision (up to 17 significant digits): every value reads back exactly. */
 static json_t *json_number(double v)
 {
     if (isnan(v))
@@ -346,7 +346,7 @@ const struct command cmd_formats = {
     "           \"min_normal\", \"min_subnormal\", \"epsilon\"}]}; with values\n"
     "           {\"values\": [{\"input\", \"fp32\": {\"bits\", \"value\"}, \"fp16\": {\"bits\",\n"
     "           \"value\", \"rel_error\"}, \"bf16\", \"fp8_e4m3\", \"fp8_e5m2\"}]}. A value\n"
-    "           or rel_error is a number (17 significant digits: exact) or the string \"inf\",\n"
-    "           \"-inf\" or \"nan\"; rel_error is null when undefined.\n",
+    "           or rel_error is a number (up to 17 significant digits: exact) or the\n"
+    "           string \"inf\", \"-inf\" or \"nan\"; rel_error is null when undefined.\n",
     formats_main,
 };
