@@ -17,10 +17,11 @@
  * fp8 formats are those of Micikevicius et al., "FP8 formats for deep learning" (2022).
  *
  * The fast paths do the same with fixed constants: for bf16 the classic add-0x7fff-plus-odd
- * trick on the top 16 bits; for fp16 the same trick on normal values and an integer shift for
- * subnormals. On x86 with F16C the bulk fp16 calls use vcvtps2ph/vcvtph2ps (rounding fixed to
- * nearest-even in the instruction, independent of MXCSR), and the bf16 calls are the portable
- * loops compiled for AVX2. The unit tests check that every path agrees bit for bit. */
+ * trick on the top 16 bits; for fp16 the same trick on normal values and one float addition
+ * for subnormals (see f16_bits). On x86 with F16C the bulk fp16 calls use vcvtps2ph/vcvtph2ps
+ * (rounding fixed to nearest-even in the instruction, independent of MXCSR), and the bf16
+ * calls the bf16 arithmetic in AVX2 intrinsics. The unit tests check that every path agrees
+ * bit for bit; all of them were also compared on all 2^32 fp32 inputs while writing them. */
 #include "config.h"
 #include "num/fp.h"
 
