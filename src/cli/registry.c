@@ -7,6 +7,7 @@ extern const struct command cmd_bench;
 extern const struct bench_case bench_collective;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
+extern const struct bench_case bench_formats;
 
 const struct command *const commands[] = {
     &cmd_formats,
@@ -17,5 +18,6 @@ const struct command *const commands[] = {
 
 const struct bench_case *const bench_cases[] = {
     &bench_collective,
+    &bench_formats,
     NULL,
 };
