@@ -140,6 +140,15 @@ void lesson_free_all(struct lesson **v, size_t n);
  * folder ("01-mixed-precision", with or without .lesson), or a path to a file. */
 int lesson_find(const char *dir, const char *which, struct lesson **out, struct error *e);
 
+/* ---- expectations ---- */
+
+struct json_t;
+
+/* Whether an @expect holds for a run's JSON output; why (n bytes) says what was found, e.g.
+ * "values[0].fp16.value is 65504, expected inf". A missing path does not hold. */
+bool lesson_expect_holds(const struct lesson_expect *x, const struct json_t *doc, char *why,
+                         size_t n);
+
 /* ---- answers ---- */
 
 struct lesson_result {
