@@ -1306,6 +1306,10 @@ static void shortest(char *buf, size_t n, double v)
         snprintf(buf, n, v > 0 ? "inf" : "-inf");
         return;
     }
+    if (v == floor(v) && fabs(v) < 1e15) { /* whole numbers without an exponent: 65504 */
+        snprintf(buf, n, "%.0f", v);
+        return;
+    }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, n, "%.*g", prec, v);
         if (strtod(buf, NULL) == v)
