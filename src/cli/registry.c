@@ -5,9 +5,11 @@
 
 extern const struct command cmd_bench;
 extern const struct command cmd_formats;
+extern const struct command cmd_run;
 
 const struct command *const commands[] = {
     &cmd_formats,
+    &cmd_run,
     &cmd_bench,
     NULL,
 };
