@@ -5,4 +5,5 @@ libscalelab_a_SOURCES += \
 	%reldir%/cmd_formats.c \
 	%reldir%/command.c %reldir%/command.h \
 	%reldir%/opts.c %reldir%/opts.h \
-	%reldir%/registry.c
+	%reldir%/registry.c \
+	%reldir%/cmd_run.c

@@ -8,10 +8,12 @@ extern const struct bench_case bench_collective;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
 extern const struct bench_case bench_formats;
+extern const struct command cmd_run;
 
 const struct command *const commands[] = {
     &cmd_formats,
     &cmd_collective,
+    &cmd_run,
     &cmd_bench,
     NULL,
 };
