@@ -11,11 +11,7 @@ extern const struct bench_case bench_formats;
 extern const struct command cmd_run;
 
 const struct command *const commands[] = {
-    &cmd_formats,
-    &cmd_collective,
-    &cmd_run,
-    &cmd_bench,
-    NULL,
+    &cmd_formats, &cmd_collective, &cmd_run, &cmd_bench, NULL,
 };
 
 const struct bench_case *const bench_cases[] = {
