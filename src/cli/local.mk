@@ -3,3 +3,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/command.c %reldir%/command.h \
 	%reldir%/opts.c %reldir%/opts.h \
 	%reldir%/registry.c
+# the calculator's commands
+libscalelab_a_SOURCES += \
+	%reldir%/calcargs.c %reldir%/calcargs.h \
+	%reldir%/cmd_memory.c %reldir%/cmd_pipeline.c %reldir%/cmd_plan.c

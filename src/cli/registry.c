@@ -4,8 +4,14 @@
 #include "cli/command.h"
 
 extern const struct command cmd_bench;
+extern const struct command cmd_memory;
+extern const struct command cmd_pipeline;
+extern const struct command cmd_plan;
 
 const struct command *const commands[] = {
+    &cmd_memory,
+    &cmd_plan,
+    &cmd_pipeline,
     &cmd_bench,
     NULL,
 };
