@@ -1,8 +1,10 @@
 libscalelab_a_SOURCES += \
 	%reldir%/bench.h %reldir%/cmd_bench.c \
+	%reldir%/cmd_formats.c \
 	%reldir%/command.c %reldir%/command.h \
 	%reldir%/opts.c %reldir%/opts.h \
-	%reldir%/registry.c
+	%reldir%/registry.c \
+	%reldir%/cmd_run.c
 # the calculator's commands
 libscalelab_a_SOURCES += \
 	%reldir%/calcargs.c %reldir%/calcargs.h \

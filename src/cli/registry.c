@@ -4,14 +4,18 @@
 #include "cli/command.h"
 
 extern const struct command cmd_bench;
+extern const struct command cmd_formats;
 extern const struct command cmd_memory;
 extern const struct command cmd_pipeline;
 extern const struct command cmd_plan;
+extern const struct command cmd_run;
 
 const struct command *const commands[] = {
+    &cmd_formats,
     &cmd_memory,
     &cmd_plan,
     &cmd_pipeline,
+    &cmd_run,
     &cmd_bench,
     NULL,
 };
