@@ -11,13 +11,7 @@ extern const struct command cmd_plan;
 extern const struct command cmd_run;
 
 const struct command *const commands[] = {
-    &cmd_formats,
-    &cmd_memory,
-    &cmd_plan,
-    &cmd_pipeline,
-    &cmd_run,
-    &cmd_bench,
-    NULL,
+    &cmd_formats, &cmd_memory, &cmd_plan, &cmd_pipeline, &cmd_run, &cmd_bench, NULL,
 };
 
 const struct bench_case *const bench_cases[] = {
