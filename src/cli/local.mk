@@ -7,3 +7,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/opts.c %reldir%/opts.h \
 	%reldir%/registry.c \
 	%reldir%/cmd_run.c
+# the calculator's commands
+libscalelab_a_SOURCES += \
+	%reldir%/calcargs.c %reldir%/calcargs.h \
+	%reldir%/cmd_memory.c %reldir%/cmd_pipeline.c %reldir%/cmd_plan.c

@@ -9,3 +9,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/panels.c %reldir%/panels.h \
 	%reldir%/termcheck.c %reldir%/termcheck.h \
 	%reldir%/theme.c %reldir%/theme.h
+# the memory lab (issue 3)
+libscalelab_a_SOURCES += \
+	%reldir%/panel_memory.c \
+	%reldir%/stackbar.c %reldir%/stackbar.h

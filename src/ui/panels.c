@@ -4,7 +4,8 @@
 #include <string.h>
 
 extern const struct panel_ops panel_soon_training, panel_soon_checkpoint, panel_soon_collective,
-    panel_soon_parallel, panel_soon_zero, panel_soon_memory;
+    panel_soon_parallel;
+extern const struct panel_ops panel_memory, panel_zero;
 
 /* One line per panel. A panel that replaces a placeholder (panel_soon_*) takes its line. */
 const struct panel_ops *const ui_panels[] = {
@@ -13,8 +14,8 @@ const struct panel_ops *const ui_panels[] = {
     &panel_soon_checkpoint, /* lesson 2 */
     &panel_soon_collective, /* lesson 3 */
     &panel_soon_parallel,   /* lesson 4 */
-    &panel_soon_zero,       /* lesson 5 */
-    &panel_soon_memory,     /* the Lab */
+    &panel_zero,            /* lesson 5 */
+    &panel_memory,          /* the Lab */
     NULL,
 };
 
