@@ -9,7 +9,9 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "comm/cost.h"
 #include "num/fp.h"
+#include "sim/spec.h"
 
 /* ------------------------------------------------------------------ number formats (num/fp.h) */
 
@@ -95,6 +97,70 @@ FORMAT_QUANTITIES(bf16, FP_BF16)
 FORMAT_QUANTITIES(e4m3, FP_E4M3)
 FORMAT_QUANTITIES(e5m2, FP_E5M2)
 
+/* ------------------------------------------------------------------ collectives (comm/cost.h) */
+
+/* n GPUs of the h100-80gb preset (sim/spec.h's built-in copy of its numbers: 8 per node, NVLink
+ * α = 2 µs, β = 450 GB/s; between nodes α = 5 µs, β = 50 GB/s), the α-β model of comm/cost.h. */
+static struct cost_result allreduce(enum cost_algo algo, double n, double bytes)
+{
+    struct cost_result r = {0};
+    struct cluster_spec s;
+    spec_default(&s);
+    struct cost_net net = {(int)n,       s.gpus_per_node, s.alpha_intra,
+                           s.beta_intra, s.alpha_inter,   s.beta_inter};
+    if (!(n >= 1 && n <= 1 << 20 && n == floor(n)) ||
+        cost_collective(COST_ALLREDUCE, algo, &net, bytes, &r, NULL) != 0)
+        r.time_s = r.bytes_total = r.bytes_max_per_gpu = NAN, r.steps = -1;
+    return r;
+}
+
+static double ring_sent_per_gpu(double n, double bytes)
+{
+    return allreduce(COST_RING, n, bytes).bytes_max_per_gpu;
+}
+
+static double ring_sent_total(double n, double bytes)
+{
+    return allreduce(COST_RING, n, bytes).bytes_total;
+}
+
+static double ring_steps(double n)
+{
+    struct cost_result r = allreduce(COST_RING, n, 0);
+    return r.steps < 0 ? NAN : r.steps;
+}
+
+static double ring_time(double n, double bytes)
+{
+    return allreduce(COST_RING, n, bytes).time_s;
+}
+
+static double tree_time(double n, double bytes)
+{
+    return allreduce(COST_TREE, n, bytes).time_s;
+}
+
+static double tree_faster(double n, double bytes)
+{
+    return tree_time(n, bytes) < ring_time(n, bytes);
+}
+
+static double crossover(double n)
+{
+    struct cluster_spec s;
+    spec_default(&s);
+    struct cost_net net = {(int)n,       s.gpus_per_node, s.alpha_intra,
+                           s.beta_intra, s.alpha_inter,   s.beta_inter};
+    if (!(n >= 2 && n <= 1 << 20 && n == floor(n)))
+        return NAN;
+    return cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1, 1e12);
+}
+
+static double busbw_factor(double n)
+{
+    return n >= 1 ? cost_busbw_factor(COST_ALLREDUCE, (int)n) : NAN;
+}
+
 /* ------------------------------------------------------------------ the registry */
 
 #define Q0(name, unit, what, f)                                                                    \
@@ -146,8 +212,27 @@ FORMAT_QUANTITIES(e5m2, FP_E5M2)
         Q1(key ".underflows", "bool", "1 if x is not 0 but becomes 0 in " key, p##_underflows)
 
 static const struct quantity registry[] = {
-    FORMAT_LINES(fp32, "fp32"),     FORMAT_LINES(fp16, "fp16"),     FORMAT_LINES(bf16, "bf16"),
-    FORMAT_LINES(e4m3, "fp8_e4m3"), FORMAT_LINES(e5m2, "fp8_e5m2"),
+    FORMAT_LINES(fp32, "fp32"),
+    FORMAT_LINES(fp16, "fp16"),
+    FORMAT_LINES(bf16, "bf16"),
+    FORMAT_LINES(e4m3, "fp8_e4m3"),
+    FORMAT_LINES(e5m2, "fp8_e5m2"),
+    Q2("ring.allreduce_sent_per_gpu", "B",
+       "bytes each of x GPUs sends in a ring all-reduce of y bytes: 2(x-1)/x y", ring_sent_per_gpu),
+    Q2("ring.allreduce_sent_total", "B",
+       "bytes all x GPUs send together in a ring all-reduce of y bytes: 2(x-1) y", ring_sent_total),
+    Q1("ring.allreduce_steps", "", "steps of a ring all-reduce on x GPUs: 2(x-1)", ring_steps),
+    Q2("ring.allreduce_time", "s",
+       "α-β time of a ring all-reduce of y bytes on x GPUs of h100-80gb", ring_time),
+    Q2("tree.allreduce_time", "s",
+       "α-β time of a pipelined binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
+       tree_time),
+    Q2("allreduce.tree_faster", "bool",
+       "1 if the tree all-reduce of y bytes on x GPUs of h100-80gb beats the ring", tree_faster),
+    Q1("allreduce.crossover", "B",
+       "the all-reduce size above which a ring beats a tree on x GPUs of h100-80gb", crossover),
+    Q1("allreduce.busbw_factor", "",
+       "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
 };
 
 size_t quantity_count(void)
