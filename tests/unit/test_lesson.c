@@ -206,6 +206,8 @@ static const struct {
      "t.lesson:6: expected a number or a quantity such as fp16.max, not '1abc'"},
     {HEAD "@step S\n@question Q?\n@option yes\n@option yes\n",
      "t.lesson:7: duplicate option 'yes' (it is option a)"},
+    {HEAD "@step S\n@question Q?\n@option Inf\n@option b\n@option inf\n",
+     "t.lesson:8: duplicate option 'inf' (it is option a)"},
     {HEAD "@step S\n@question Q?\n@option yes\n@answer a\n",
      "t.lesson:5: a choice question needs at least two @option lines"},
     {HEAD "@step S\n@question Q?\n@option a\n@option b\n@answer c\n",
