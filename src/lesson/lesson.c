@@ -136,41 +136,20 @@ static const struct {
     const char *name, *kind;
     double factor;
 } unit_table[] = {
-    {"B", "bytes", 1},
-    {"kB", "bytes", 1e3},
-    {"KB", "bytes", 1e3},
-    {"MB", "bytes", 1e6},
-    {"GB", "bytes", 1e9},
-    {"TB", "bytes", 1e12},
-    {"KiB", "bytes", 1024.0},
-    {"MiB", "bytes", 1048576.0},
-    {"GiB", "bytes", 1073741824.0},
-    {"TiB", "bytes", 1099511627776.0},
-    {"s", "seconds", 1},
-    {"ms", "seconds", 1e-3},
-    {"us", "seconds", 1e-6},
-    {"\xc2\xb5s", "seconds", 1e-6}, /* µs */
-    {"ns", "seconds", 1e-9},
-    {"min", "seconds", 60},
-    {"h", "seconds", 3600},
-    {"B/s", "bandwidth", 1},
-    {"kB/s", "bandwidth", 1e3},
-    {"MB/s", "bandwidth", 1e6},
-    {"GB/s", "bandwidth", 1e9},
-    {"TB/s", "bandwidth", 1e12},
-    {"FLOP/s", "compute", 1},
-    {"GFLOP/s", "compute", 1e9},
-    {"TFLOP/s", "compute", 1e12},
-    {"PFLOP/s", "compute", 1e15},
-    {"", "number", 1},
-    {"%", "number", 0.01},
-    {"x", "number", 1},
+    {"B", "bytes", 1},           {"byte", "bytes", 1},           {"bytes", "bytes", 1},
+    {"kB", "bytes", 1e3},        {"KB", "bytes", 1e3},           {"MB", "bytes", 1e6},
+    {"GB", "bytes", 1e9},        {"TB", "bytes", 1e12},          {"KiB", "bytes", 1024.0},
+    {"MiB", "bytes", 1048576.0}, {"GiB", "bytes", 1073741824.0}, {"TiB", "bytes", 1099511627776.0},
+    {"s", "seconds", 1},         {"sec", "seconds", 1},          {"ms", "seconds", 1e-3},
+    {"us", "seconds", 1e-6},     {"\xc2\xb5s", "seconds", 1e-6}, /* µs */
+    {"ns", "seconds", 1e-9},     {"min", "seconds", 60},         {"h", "seconds", 3600},
+    {"B/s", "bandwidth", 1},     {"kB/s", "bandwidth", 1e3},     {"MB/s", "bandwidth", 1e6},
+    {"GB/s", "bandwidth", 1e9},  {"TB/s", "bandwidth", 1e12},    {"FLOP/s", "compute", 1},
+    {"GFLOP/s", "compute", 1e9}, {"TFLOP/s", "compute", 1e12},   {"PFLOP/s", "compute", 1e15},
+    {"", "number", 1},           {"%", "number", 0.01},          {"x", "number", 1},
     {"\xc3\x97", "number", 1}, /* × */
-    {"K", "number", 1e3},
-    {"k", "number", 1e3},
-    {"M", "number", 1e6},
-    {"B", "number", 1e9},
-    {"T", "number", 1e12},
+    {"K", "number", 1e3},        {"k", "number", 1e3},           {"M", "number", 1e6},
+    {"B", "number", 1e9},        {"T", "number", 1e12},
 };
 
 double lesson_unit_factor(const char *unit, const char **kind)
@@ -188,9 +167,13 @@ double lesson_unit_factor(const char *unit, const char **kind)
  * 0 when the unit is not of that kind. */
 static double factor_in(const char *unit, const char *kind)
 {
-    for (size_t i = 0; i < sizeof unit_table / sizeof unit_table[0]; i++)
-        if (strcmp(unit_table[i].kind, kind) == 0 && strcmp(unit, unit_table[i].name) == 0)
-            return unit_table[i].factor;
+    /* the exact spelling first, then any case ("gib", "MS"), as learners type */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < sizeof unit_table / sizeof unit_table[0]; i++)
+            if (strcmp(unit_table[i].kind, kind) == 0 &&
+                (pass ? strcasecmp(unit, unit_table[i].name) : strcmp(unit, unit_table[i].name)) ==
+                    0)
+                return unit_table[i].factor;
     return 0;
 }
 

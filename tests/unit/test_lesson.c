@@ -415,6 +415,9 @@ START_TEST(answers_numbers)
     right(2, "108.63 GiB");
     right(2, "108.63GiB");
     right(2, "116.64 GB");
+    right(2, "116.64 gb");
+    right(2, "108.63 gib");
+    right(2, "116640000000 bytes");
     right(2, "108.2");
     wrong(2, "108");
     wrong(2, "116.64"); /* GB number typed without its unit: read as GiB */
