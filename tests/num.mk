@@ -5,3 +5,4 @@ tests_unit_test_num_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_num_LDADD = $(UNIT_LIBS)
 
 TESTS += tests/cli/formats.sh
+TESTS += tests/cli/bench.sh
