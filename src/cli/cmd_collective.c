@@ -29,15 +29,15 @@
 #define HOST_LIMIT (4.0 * 1024 * 1024 * 1024)
 
 static const struct opt options[] = {
-    {"op", 0, true},    {"algo", 0, true},    {"gpus", 0, true},  {"size", 0, true},
-    {"dtype", 0, true}, {"cluster", 0, true}, {"nodes", 0, true}, {"steps", 0, false},
-    {"json", 0, false}, {"trace", 0, true},   {"fail", 0, true},  {"sweep", 0, false},
-    {"root", 0, true},  {"seed", 0, true},    {NULL, 0, false},
+    {"op", 0, true},    {"algo", 0, true},    {"gpus", 0, true},   {"size", 0, true},
+    {"dtype", 0, true}, {"cluster", 0, true}, {"nodes", 0, true},  {"steps", 0, false},
+    {"json", 0, false}, {"trace", 0, true},   {"fail", 0, true},   {"sweep", 0, false},
+    {"root", 0, true},  {"seed", 0, true},    {"events", 0, true}, {NULL, 0, false},
 };
 
 struct cfg {
     struct trial_args a;
-    const char *cluster, *trace, *fail;
+    const char *cluster, *trace, *fail, *events;
     int nodes;
     double size;
     bool steps, json, sweep, size_given;
@@ -120,6 +120,8 @@ static int parse(int argc, char **argv, struct cfg *c)
             c->sweep = true;
         else if (!strcmp(name, "trace"))
             c->trace = arg;
+        else if (!strcmp(name, "events"))
+            c->events = arg;
         else if (!strcmp(name, "fail")) {
             c->fail = arg;
             rc = parse_fail(arg, &c->a.fail_gpu, &c->a.fail_step, &e);
@@ -169,8 +171,9 @@ static int parse(int argc, char **argv, struct cfg *c)
                              "--fail %s: there is no step %d (this run has %d: 0 to %d)", c->fail,
                              c->a.fail_step, steps, steps - 1);
     }
-    if (c->sweep && (c->fail || c->steps || c->trace))
-        return cli_usage("collective", "--sweep runs many sizes: no --fail, --steps or --trace");
+    if (c->sweep && (c->fail || c->steps || c->trace || c->events))
+        return cli_usage("collective",
+                         "--sweep runs many sizes: no --fail, --steps, --trace or --events");
     return 0;
 }
 
@@ -418,7 +421,7 @@ static int collective_main(int argc, char **argv)
         return rc;
     if (c.sweep)
         return sweep(&c);
-    c.a.record_events = c.steps || c.trace;
+    c.a.record_events = c.steps || c.trace || c.events;
     struct trial t;
     struct error e = {0};
     rc = trial_run(&c.a, &t, &e);
@@ -429,6 +432,23 @@ static int collective_main(int argc, char **argv)
         if (trace_write_chrome(c.trace, ev, n, c.a.gpus, &te) != 0) {
             trial_fini(&t);
             return cli_fail(&te);
+        }
+    }
+    if (c.events && t.cluster) {
+        size_t n;
+        const struct event *ev = cluster_events(t.cluster, &n);
+        FILE *f = fopen(c.events, "w");
+        bool bad = !f;
+        if (f) {
+            trace_write_jsonl(f, ev, n);
+            bad = ferror(f) != 0;
+            bad |= fclose(f) != 0;
+        }
+        if (bad) {
+            struct error fe;
+            error_set(&fe, ERR_IO, "%s: cannot write the events", c.events);
+            trial_fini(&t);
+            return cli_fail(&fe);
         }
     }
     if (rc) {
@@ -458,7 +478,7 @@ const struct command cmd_collective = {
     "usage: scalelab collective [--op OP] [--algo ALGO] [--gpus N] [--size BYTES]\n"
     "                           [--dtype fp32|bf16|fp16] [--cluster PRESET|FILE] [--nodes K]\n"
     "                           [--root R] [--steps] [--json] [--trace FILE] [--fail GPU@STEP]\n"
-    "                           [--sweep] [--seed S]\n"
+    "                           [--events FILE] [--sweep] [--seed S]\n"
     "\n"
     "Runs one collective on real data among N device threads of the simulated cluster, checks\n"
     "the result against a double-precision reference, and reports the bytes each GPU sent, the\n"
@@ -482,6 +502,8 @@ const struct command cmd_collective = {
     "  --steps        print every step: which GPU sends which chunk to which\n"
     "  --json         one JSON document\n"
     "  --trace FILE   write the run as Chrome trace-event JSON (open it in ui.perfetto.dev)\n"
+    "  --events FILE  write every event (sends, receives, memory) as JSON lines, in the order of\n"
+    "                 simulated time, GPU, and each GPU's own sequence\n"
     "  --fail G@S     GPU G stops at step S: the run ends with an error naming both (exit 1)\n"
     "  --sweep        ring against tree (rhd for reduce-scatter/allgather) from 1 KiB to\n"
     "                 --size (default 64 MiB) by factors of 4, with the crossover\n"

@@ -46,6 +46,19 @@ run collective --gpus 16 --size 1MiB --fail 7@3
 check_status 1 "--fail ends the run"
 check_contains "$err" "GPU 7: failed at step 3" "--fail names the GPU and the step"
 
+run collective --gpus 4 --size 4KiB --fail 2@1 --events "$T_TMP/ev.jsonl"
+check_status 1 "--events with --fail"
+if python3 -c "
+import json,sys
+ev=[json.loads(l) for l in open(sys.argv[1])]
+assert all({'type','device','seq','t'} <= set(e) for e in ev)
+assert all((a['t'],a['device'],a['seq']) <= (b['t'],b['device'],b['seq']) for a,b in zip(ev,ev[1:]))
+assert [e['device'] for e in ev if e['type']=='fail'] == [2]
+sends={e['msg'] for e in ev if e['type']=='send'}; recvs={e['msg'] for e in ev if e['type']=='recv'}
+assert recvs <= sends
+" "$T_TMP/ev.jsonl" 2>"$T_TMP/pyerr"; then ok "--events writes JSON lines in (time, GPU, sequence) order, the failure included"
+else not_ok "--events JSON lines" "$(cat "$T_TMP/pyerr")"; fi
+
 run collective --gpus 4 --size 64KiB --trace "$T_TMP/t.json"
 check_status 0 "--trace"
 if python3 -c "
