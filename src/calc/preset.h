@@ -40,15 +40,6 @@ struct model_shape {
     bool tied;
 };
 
-struct cluster {
-    char name[PRESET_NAME_MAX], gpu[PRESET_NAME_MAX];
-    int gpus_per_node, nodes;
-    double hbm;                     /* bytes per GPU */
-    double peak_flops;              /* dense bf16 FLOP/s per GPU */
-    double alpha_intra, beta_intra; /* seconds; bytes/s per GPU and direction */
-    double alpha_inter, beta_inter;
-};
-
 /* Limits of a shape (beyond them a file is "absurd" and refused). */
 enum {
     PRESET_MAX_LAYERS = 10000,
