@@ -86,6 +86,8 @@ int coll_steps(const struct cluster_spec *s, int n, enum cost_op op, enum cost_a
     }
 }
 
+static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, struct error *e);
+
 int coll_run(struct device *d, const struct coll *c, struct error *e)
 {
     int n = dev_count(d);
@@ -112,20 +114,27 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
         return 0;
     if (algo == COST_RING || algo == COST_TREE || algo == COST_DBTREE)
         a.chunks = chunks_for(s, n, c->op, algo, c->count, a.es);
-    switch (c->op) {
+    int rc = dispatch(c->op, algo, &a, e);
+    dev_join(d); /* the collective is complete on this GPU when all its streams are */
+    return rc;
+}
+
+static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, struct error *e)
+{
+    switch (op) {
     case COST_ALLREDUCE:
         switch (algo) {
-        case COST_RING: return ring_allreduce(&a, e);
-        case COST_TREE: return pipe_allreduce(&a, e);
-        case COST_DBTREE: return pipe_dbtree_allreduce(&a, e);
-        default: return rhd_allreduce(&a, e);
+        case COST_RING: return ring_allreduce(a, e);
+        case COST_TREE: return pipe_allreduce(a, e);
+        case COST_DBTREE: return pipe_dbtree_allreduce(a, e);
+        default: return rhd_allreduce(a, e);
         }
     case COST_REDUCE_SCATTER:
-        return algo == COST_RING ? ring_reduce_scatter(&a, 0, e) : rhd_reduce_scatter(&a, 0, e);
+        return algo == COST_RING ? ring_reduce_scatter(a, 0, e) : rhd_reduce_scatter(a, 0, e);
     case COST_ALLGATHER:
-        return algo == COST_RING ? ring_allgather(&a, 0, e) : rhd_allgather(&a, 0, e);
-    case COST_BROADCAST: return algo == COST_RING ? ring_broadcast(&a, e) : pipe_broadcast(&a, e);
-    case COST_REDUCE: return algo == COST_RING ? ring_reduce(&a, e) : pipe_reduce(&a, e);
+        return algo == COST_RING ? ring_allgather(a, 0, e) : rhd_allgather(a, 0, e);
+    case COST_BROADCAST: return algo == COST_RING ? ring_broadcast(a, e) : pipe_broadcast(a, e);
+    case COST_REDUCE: return algo == COST_RING ? ring_reduce(a, e) : pipe_reduce(a, e);
     default: return error_set(e, ERR_INVAL, "no such collective");
     }
 }

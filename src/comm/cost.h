@@ -44,9 +44,11 @@
  * tree, S. Jeaugey, "Massively Scale Your Deep Learning Training with NCCL 2.4" (NVIDIA blog,
  * 2019): two binary trees, each carrying half of the data, such that a GPU that is an inner
  * node of one is a leaf of the other (the second tree is the first mirrored for even N and
- * shifted by one for odd N). Its formula above is this model's estimate with both trees
- * sharing each GPU's port (2 messages per chunk index per phase); the simulated time is
- * within a few steps of it.
+ * shifted by one for odd N). Its formula above counts, per chunk, the two messages each GPU
+ * sends through its one port in each phase (one per tree up, two down in the tree where it is
+ * an inner node); it is an upper bound: the simulation, where the trees run on two streams
+ * that share each GPU's port but not each other's waits, takes 0.6 to 1 of it (nearer 1 for
+ * large sizes, where the bandwidth term 2 S/β dominates).
  *
  * Two-level clusters: GPUs are numbered node by node (GPU g is on node g / gpus_per_node).
  * If the N GPUs span more than one node, every formula uses the inter-node α and β: an

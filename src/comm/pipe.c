@@ -6,7 +6,8 @@
  * chunk, a GPU takes it from its parent and sends it to its children, one after the other
  * through its one port. All-reduce: the reduce to the tree's root, then the broadcast of the
  * root's result, so every GPU holds the root's bits. The double binary tree runs both trees
- * at once, half the buffer each, chunk by chunk: tree 0's chunk k, then tree 1's. Sends are
+ * at once, half the buffer each, on two device streams (so neither tree's simulated time waits
+ * for the other's), chunk by chunk: tree 0's chunk k, then tree 1's. Sends are
  * waited for at the end of each chunk, after both trees have posted theirs, so neither tree
  * waits for the other (no deadlock). */
 #include "config.h"
@@ -18,6 +19,7 @@
 
 struct part {
     struct tree_node node;
+    int stream; /* the device stream this tree runs on */
     char *base; /* this tree's part of the buffer */
     size_t count;
 };
@@ -38,7 +40,7 @@ static int reduce_chunk(const struct algo *a, const struct part *t, int k, int s
     size_t b;
     enum fp_format dt = a->dt;
     piece(a, t, k, &p, &b);
-    struct dev_tag tag = {step, k, "reduce"};
+    struct dev_tag tag = {step, k, "reduce", t->stream};
     for (int c = 0; c < 2; c++)
         if (t->node.child[c] >= 0) {
             int rc = dev_recv(a->d, t->node.child[c], p, b, &tag, reduce_sum, &dt, e);
@@ -56,7 +58,7 @@ static int bcast_chunk(const struct algo *a, const struct part *t, int k, int st
     char *p;
     size_t b;
     piece(a, t, k, &p, &b);
-    struct dev_tag tag = {step, k, "broadcast"};
+    struct dev_tag tag = {step, k, "broadcast", t->stream};
     if (t->node.parent >= 0) {
         int rc = dev_recv(a->d, t->node.parent, p, b, &tag, NULL, NULL, e);
         if (rc)
@@ -96,6 +98,7 @@ static int phase(const struct algo *a, const struct part *t, int ntrees, bool re
 static void whole(const struct algo *a, int which, int root, struct part *t)
 {
     tree_node(a->n, which, root, a->rank, &t->node);
+    t->stream = 0;
     t->base = a->buf;
     t->count = a->count;
 }
@@ -128,6 +131,7 @@ int pipe_dbtree_allreduce(const struct algo *a, struct error *e)
     size_t half = a->count / 2 + a->count % 2;
     for (int i = 0; i < 2; i++) {
         tree_node(a->n, i, -1, a->rank, &t[i].node);
+        t[i].stream = i; /* the trees run side by side, as NCCL's channels do */
         t[i].base = a->buf + (i ? half * a->es : 0);
         t[i].count = i ? a->count - half : half;
     }

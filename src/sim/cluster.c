@@ -15,10 +15,18 @@
 
 enum { REQ_POSTED = 1, REQ_TAKEN, REQ_DONE };
 
+#define PORT_MAX 512
+
+struct busy {
+    double t0, t1;
+};
+
 struct device {
     struct cluster *c;
     int rank;
-    double clock, egress_free;
+    double clock[DEV_STREAMS];  /* one per stream; a stream's operations are in order */
+    struct busy port[PORT_MAX]; /* the outgoing port's booked intervals, sorted */
+    int nport;
     struct ledger ledger;
     struct rng rng;
     pthread_cond_t cond;                     /* with c->lock */
@@ -34,6 +42,65 @@ struct device {
     int (*fn)(struct device *, void *, struct error *);
     void *arg;
 };
+
+/* The latest of the device's stream clocks. */
+static double clock_max(const struct device *d)
+{
+    double t = d->clock[0];
+    for (int i = 1; i < DEV_STREAMS; i++)
+        if (d->clock[i] > t)
+            t = d->clock[i];
+    return t;
+}
+
+static double clock_min(const struct device *d)
+{
+    double t = d->clock[0];
+    for (int i = 1; i < DEV_STREAMS; i++)
+        if (d->clock[i] < t)
+            t = d->clock[i];
+    return t;
+}
+
+/* Books the outgoing port for dur seconds from the earliest moment >= ready at which it is
+ * free for that long (a send that is ready early passes one that waits for its data). A single
+ * stream books in order, so for it this is first come, first served. */
+static double port_book(struct device *d, double ready, double dur)
+{
+    if (d->nport == PORT_MAX) { /* forget what no stream can reach any more */
+        double floor = clock_min(d);
+        int k = 0;
+        while (k < d->nport && d->port[k].t1 <= floor)
+            k++;
+        memmove(d->port, d->port + k, (size_t)(d->nport - k) * sizeof d->port[0]);
+        d->nport -= k;
+    }
+    double t = ready;
+    int i = 0;
+    while (i < d->nport && d->port[i].t1 <= t)
+        i++;
+    for (; i < d->nport; i++) {
+        if (t + dur <= d->port[i].t0)
+            break;
+        if (d->port[i].t1 > t)
+            t = d->port[i].t1;
+    }
+    if (d->nport == PORT_MAX) { /* still full: book after everything */
+        t = d->port[d->nport - 1].t1 > ready ? d->port[d->nport - 1].t1 : ready;
+        memmove(d->port, d->port + 1, (size_t)(d->nport - 1) * sizeof d->port[0]);
+        d->port[d->nport - 1] = (struct busy){t, t + dur};
+        return t;
+    }
+    memmove(d->port + i + 1, d->port + i, (size_t)(d->nport - i) * sizeof d->port[0]);
+    d->port[i] = (struct busy){t, t + dur};
+    d->nport++;
+    return t;
+}
+
+static int stream_of(const struct dev_tag *tag)
+{
+    return tag && tag->stream > 0 && tag->stream < DEV_STREAMS ? tag->stream : 0;
+}
 
 struct cluster {
     struct cluster_config cfg;
@@ -72,7 +139,7 @@ static void ledger_hook(void *ctx, enum ledger_cat cat, int64_t delta, bool oom)
     struct device *d = ctx;
     struct event ev = {0};
     ev.type = oom ? EV_OOM : EV_MEMORY;
-    ev.t = ev.t_end = d->clock;
+    ev.t = ev.t_end = clock_max(d);
     ev.category = cat;
     ev.delta = delta;
     ev.current = d->ledger.total;
@@ -150,7 +217,8 @@ void cluster_reset(struct cluster *c)
 {
     for (int i = 0; i < c->n; i++) {
         struct device *d = &c->dev[i];
-        d->clock = d->egress_free = 0;
+        memset(d->clock, 0, sizeof d->clock);
+        d->nport = 0;
         d->nsent = d->seq = 0;
         memset(&d->stats, 0, sizeof d->stats);
         d->nev = 0;
@@ -179,8 +247,8 @@ double cluster_time(const struct cluster *c)
 {
     double t = 0;
     for (int i = 0; i < c->n; i++)
-        if (c->dev[i].clock > t)
-            t = c->dev[i].clock;
+        if (clock_max(&c->dev[i]) > t)
+            t = clock_max(&c->dev[i]);
     return t;
 }
 
@@ -306,27 +374,37 @@ struct dev_stats dev_stats(const struct device *d)
 
 double dev_now(const struct device *d)
 {
-    return d->clock;
+    return clock_max(d);
+}
+
+void dev_join(struct device *d)
+{
+    double t = clock_max(d);
+    for (int i = 0; i < DEV_STREAMS; i++)
+        d->clock[i] = t;
 }
 
 void dev_advance(struct device *d, double seconds)
 {
+    dev_join(d);
     if (seconds > 0)
-        d->clock += seconds;
+        for (int i = 0; i < DEV_STREAMS; i++)
+            d->clock[i] += seconds;
 }
 
 void dev_compute(struct device *d, double flops, const char *name, int layer, int micro)
 {
     struct event ev = {0};
     double dt = flops > 0 ? flops / d->c->cfg.spec.peak_flops : 0;
+    dev_join(d);
     ev.type = EV_COMPUTE_BEGIN;
-    ev.t = d->clock;
-    ev.t_end = d->clock + dt;
+    ev.t = d->clock[0];
+    ev.t_end = d->clock[0] + dt;
     ev.name = name, ev.layer = layer, ev.micro = micro, ev.flops = flops;
     dev_emit(d, &ev);
-    d->clock += dt;
+    dev_advance(d, dt);
     ev.type = EV_COMPUTE_END;
-    ev.t = d->clock;
+    ev.t = d->clock[0];
     dev_emit(d, &ev);
 }
 
@@ -348,7 +426,7 @@ static int vfail(struct device *d, struct error *e, const char *fmt, va_list ap)
     error_set(&why, ERR_RUN, "GPU %d: %s", d->rank, msg);
     struct event ev = {0};
     ev.type = EV_FAIL;
-    ev.t = ev.t_end = d->clock;
+    ev.t = ev.t_end = clock_max(d);
     ev.name = "fail";
     ev.step = d->step;
     dev_emit(d, &ev);
@@ -408,12 +486,12 @@ int dev_isend(struct device *d, int peer, const void *buf, size_t bytes, const s
     req->bytes = bytes;
     req->from = d->rank;
     req->to = peer;
-    req->t_start = d->clock > d->egress_free ? d->clock : d->egress_free;
-    req->t_arrival = req->t_start + link_cost(d, peer, bytes);
+    double cost = link_cost(d, peer, bytes);
+    req->t_start = port_book(d, d->clock[stream_of(tag)], cost);
+    req->t_arrival = req->t_start + cost;
     req->msg = ((uint64_t)d->rank << 40) | d->nsent++;
     if (tag)
         req->tag = *tag;
-    d->egress_free = req->t_arrival;
     d->stats.bytes_sent += bytes;
     d->stats.msgs_sent++;
 
@@ -484,8 +562,9 @@ int dev_wait(struct device *d, struct dev_req *req, struct error *e)
             deadline_at(&ts, c->cfg.deadline_s);
     }
     pthread_mutex_unlock(&c->lock);
-    if (req->t_arrival > d->clock)
-        d->clock = req->t_arrival;
+    int st = stream_of(&req->tag);
+    if (req->t_arrival > d->clock[st])
+        d->clock[st] = req->t_arrival;
     return 0;
 }
 
@@ -546,15 +625,16 @@ int dev_recv(struct device *d, int peer, void *buf, size_t bytes, const struct d
     if (got != bytes)
         return dev_fail(d, e, "expected %zu bytes from GPU %d (step %d) but %zu came", bytes, peer,
                         tag ? tag->step : -1, got);
-    if (arrival > d->clock)
-        d->clock = arrival;
+    int st = stream_of(tag);
+    if (arrival > d->clock[st])
+        d->clock[st] = arrival;
     d->stats.bytes_received += bytes;
     if (combine)
         d->stats.bytes_combined += bytes;
     d->stats.msgs_received++;
     struct event ev = {0};
     ev.type = EV_RECV;
-    ev.t = d->clock;
+    ev.t = d->clock[st];
     ev.t_end = arrival;
     ev.peer = peer, ev.bytes = bytes, ev.msg = msg;
     ev.step = rtag.step, ev.chunk = rtag.chunk, ev.phase = rtag.phase;

@@ -10,13 +10,16 @@
  * they have been taken: until then the sender must not write that buffer. Messages between
  * two devices are matched in the order they were sent.
  *
- * Simulated time (Hockney's model, as comm/cost.h): each device has a clock and one outgoing
- * port. A send of m bytes starts at the later of the sender's clock and the end of its
- * previous send, occupies the port for α + m/β and arrives when it ends; α and β are the
- * spec's intra-node or inter-node ones (GPU g is on node g / gpus_per_node). A receive sets
- * the receiver's clock to the later of its own and the arrival; dev_wait sets the sender's
- * to the later of its own and the arrival (the buffer is free again). Compute advances the
- * clock by FLOPs / peak. So simulated times depend only on the program, never on the host.
+ * Simulated time (Hockney's model, as comm/cost.h): each device has one outgoing port and a
+ * clock per stream (like CUDA streams or NCCL channels: the two trees of a double binary tree
+ * run on two streams and do not wait for each other). A send of m bytes on a stream becomes
+ * ready at that stream's clock, occupies the port for α + m/β from the earliest moment the
+ * port is free that long, and arrives when it ends; α and β are the spec's intra-node or
+ * inter-node ones (GPU g is on node g / gpus_per_node). A receive sets its stream's clock to
+ * the later of its own and the arrival; dev_wait does the same for the sender (the buffer is
+ * free again). Compute joins the streams (dev_join) and advances them by FLOPs / peak.
+ * With one stream this is: each send starts when the device is ready and its previous send
+ * has left. Simulated times depend only on the program, never on the host.
  *
  * Stopping: every wait has a deadline (host seconds) and watches the cluster-wide abort flag.
  * A device that fails (an error returned by fn, out of memory, a deadline, an injected
@@ -82,11 +85,15 @@ struct dev_stats {
     uint64_t bytes_combined; /* the part of bytes_received taken through a combine function */
 };
 
-/* What a message is part of, for events and --steps. phase is a static string. */
+/* What a message is part of, for events and --steps (phase is a static string), and the
+ * stream it runs on (0 to DEV_STREAMS-1; see dev_join). */
 struct dev_tag {
     int step, chunk;
     const char *phase;
+    int stream;
 };
+
+#define DEV_STREAMS 4
 
 /* A posted send. Lives with the sender (e.g. on its stack) until dev_wait returns. */
 struct dev_req {
@@ -110,9 +117,11 @@ struct rng *dev_rng(struct device *d);
 struct cluster *dev_cluster(struct device *d);
 struct dev_stats dev_stats(const struct device *d);
 
-/* The device's simulated clock, in seconds. */
+/* The device's simulated time, in seconds: the latest of its streams' clocks. */
 double dev_now(const struct device *d);
-/* Advances the clock by seconds. */
+/* Every stream waits for the others: their clocks become the latest one. */
+void dev_join(struct device *d);
+/* Joins the streams and advances them by seconds. */
 void dev_advance(struct device *d, double seconds);
 /* flops of work: the clock advances by flops / peak; compute begin and end events. */
 void dev_compute(struct device *d, double flops, const char *name, int layer, int micro);

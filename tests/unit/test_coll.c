@@ -182,16 +182,18 @@ START_TEST(simulated_time_matches_the_model)
             trial_fini(&t);
         }
     }
-    /* the double binary tree's formula is an estimate: within 25% of the simulation; and
-     * across nodes every algorithm's simulated time stays under the bottleneck bound */
+    /* the double binary tree's formula is an upper bound the simulation comes within a factor
+     * of 0.6 of; and across nodes every algorithm's simulated time stays under the bottleneck
+     * bound */
     for (int n = 4; n <= 16; n += 4) {
         struct trial_args a = args(COST_ALLREDUCE, COST_DBTREE, n, 1 << 16, FP_FP32);
         a.spec.gpus_per_node = 16;
         a.verify = false;
         struct trial t;
         ck_assert_int_eq(trial_run(&a, &t, NULL), 0);
-        ck_assert_msg(fabs(t.simulated_s / t.predicted.time_s - 1) < 0.25, "dbtree N=%d: %g vs %g",
-                      n, t.simulated_s, t.predicted.time_s);
+        double ratio = t.simulated_s / t.predicted.time_s;
+        ck_assert_msg(ratio > 0.6 && ratio <= 1 + 1e-9, "dbtree N=%d: %g vs %g", n, t.simulated_s,
+                      t.predicted.time_s);
         trial_fini(&t);
         for (int algo = 0; algo < COST_ALGO_COUNT; algo++) {
             a = args(COST_ALLREDUCE, (enum cost_algo)algo, n, 48 * 1024, FP_FP32);

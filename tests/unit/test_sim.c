@@ -100,6 +100,49 @@ START_TEST(p2p_times)
 }
 END_TEST
 
+/* Streams: GPU 0 waits on stream 0 for a message from GPU 1 (arriving at 2 us), then sends
+ * on stream 0 to GPU 2 (from 2 us to 4 us) and on stream 1 to GPU 3: that send does not wait
+ * for stream 0 and takes the port while it is free, from 0 to 2 us. dev_join then brings both
+ * streams to 4 us. All on one node: α = 1 us, β = 1 GB/s, 1000 bytes: 2 us a message. */
+static int streams(struct device *d, void *arg, struct error *e)
+{
+    static char buf[4][1000];
+    (void)arg;
+    int r = dev_rank(d);
+    struct dev_tag s0 = {0, 0, "x", 0}, s1 = {0, 0, "x", 1};
+    if (r == 0) {
+        struct dev_req a, b;
+        if (dev_recv(d, 1, buf[0], 1000, &s0, NULL, NULL, e) ||
+            dev_isend(d, 2, buf[0], 1000, &s0, &a, e) || dev_isend(d, 3, buf[0], 1000, &s1, &b, e))
+            return ERR_RUN;
+        if (dev_wait(d, &a, e) || dev_wait(d, &b, e))
+            return ERR_RUN;
+        if (dev_now(d) != 4e-6)
+            return error_set(e, ERR_RUN, "GPU 0 at %g", dev_now(d));
+        dev_join(d);
+        dev_compute(d, 1e6, "x", 0, 0); /* 1 us after the join */
+        if (fabs(dev_now(d) - 5e-6) > 1e-18)
+            return error_set(e, ERR_RUN, "GPU 0 after compute at %g", dev_now(d));
+        return 0;
+    }
+    if (r == 1) {
+        struct dev_req a;
+        return dev_isend(d, 0, buf[1], 1000, &s0, &a, e) || dev_wait(d, &a, e) ? ERR_RUN : 0;
+    }
+    return dev_recv(d, 0, buf[r], 1000, r == 3 ? &s1 : &s0, NULL, NULL, e);
+}
+
+START_TEST(streams_share_the_port_not_the_waits)
+{
+    struct cluster *c = make(4, 4);
+    struct error e = {0};
+    ck_assert_msg(cluster_run(c, streams, NULL, &e) == 0, "%s", e.msg);
+    ck_assert(fabs(dev_now(cluster_device(c, 2)) - 4e-6) < 1e-18);
+    ck_assert(fabs(dev_now(cluster_device(c, 3)) - 2e-6) < 1e-18);
+    cluster_free(c);
+}
+END_TEST
+
 static int fail_at_2(struct device *d, void *arg, struct error *e)
 {
     static char buf[64][8];
@@ -188,6 +231,7 @@ int main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, ledger_accounts_and_refuses);
     tcase_add_test(tc, p2p_times);
+    tcase_add_test(tc, streams_share_the_port_not_the_waits);
     tcase_add_test(tc, failure_stops_everyone);
     tcase_add_test(tc, deadline_is_an_error);
     tcase_add_test(tc, out_of_memory_is_an_error_and_an_event);
