@@ -481,10 +481,28 @@ static void coll_draw(const void *state, struct ui_canvas *c)
         canvas_printf(c, y++, 0, ROLE_TEXT, "step %d of %d: %s, t = %s of %s", p->step, p->nsteps,
                       p->phase ? p->phase : "", b2, b3);
     if (p->s.algo == COST_RING) {
+        /* the ring, each link labelled with the chunk it carried in the last step */
+        int moved[MAX_GPUS];
+        for (int g = 0; g < n; g++)
+            moved[g] = -1;
+        for (int i = 0; i < p->nhops; i++)
+            if (p->hops[i].step == p->step - 1)
+                moved[p->hops[i].from] = p->hops[i].chunk;
+        int need = 0;
+        for (int g = 0; g < n; g++)
+            need += 8 + (g >= 10);
         int x = 0;
-        for (int g = 0; g < n && g < ROWS_FULL && x < w - 8; g++)
-            x = canvas_printf(c, y, x, ROLE_DIM, "%d -> ", g);
-        canvas_printf(c, y++, x, ROLE_DIM, n > ROWS_FULL ? "... -> %d -> 0" : "0", n - 1);
+        if (n <= ROWS_FULL && need + 2 <= w && p->step > 0) {
+            for (int g = 0; g < n; g++) {
+                x = canvas_printf(c, y, x, ROLE_TEXT, "%d", g);
+                x = canvas_printf(c, y, x, ROLE_SELECTED, " -c%d-> ", moved[g]);
+            }
+            canvas_text(c, y++, x, ROLE_TEXT, "0");
+        } else {
+            for (int g = 0; g < n && g < ROWS_FULL && x < w - 8; g++)
+                x = canvas_printf(c, y, x, ROLE_DIM, "%d -> ", g);
+            canvas_printf(c, y++, x, ROLE_DIM, n > ROWS_FULL ? "... -> %d -> 0" : "0", n - 1);
+        }
     } else {
         canvas_printf(c, y++, 0, ROLE_DIM,
                       "binary tree of depth %d, %d pipeline chunk%s: reduce up, then broadcast",

@@ -37,6 +37,7 @@ check_contains "$screen" "the run is verified" "the real run behind the animatio
 tm send-keys n
 screen "step 1 of 14"
 check_contains "$screen" "step 1 of 14: reduce-scatter" "n steps into the reduce-scatter"
+check_contains "$screen" "0 -c7-> 1 -c0-> 2 -c1-> 3" "the ring shows the chunk each link carried: GPU r sent chunk r-1"
 check_contains "$screen" "GPU 2  2 1 1 1 1 1 1 1" "GPU 2 now holds 2 contributions of chunk 0"
 check_contains "$screen" "GPU 0  1 1 1 1 1 1 2 1" "GPU 0 holds 2 contributions of chunk 6"
 check_contains "$screen" "sent per GPU so far 8.00 MiB" "each GPU sent one chunk: 64 MiB / 8"
