@@ -11,5 +11,5 @@ libscalelab_a_SOURCES += \
 	%reldir%/theme.c %reldir%/theme.h
 # the memory lab (issue 3)
 libscalelab_a_SOURCES += \
-	%reldir%/panel_memory.c \
+	%reldir%/panel_memory.c %reldir%/panel_parallel.c \
 	%reldir%/stackbar.c %reldir%/stackbar.h

@@ -352,6 +352,23 @@ START_TEST(memory_synthetic_7b)
     ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 0, 4, 8), 4);
     ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 3, 4, 8), 1);
     ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 0, 4, 2), 2);
+    /* Each stage on its own: the reported GPU is the largest; 1F1B's in-flight count falls
+     * from p to 1 along the pipeline; the stages' parameters add up to the model plus the tied
+     * copy of the embedding on the last stage. */
+    c.schedule = SCHED_1F1B;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), 0);
+    double most = 0, psi = 0;
+    for (int s = 0; s < 4; s++) {
+        struct memory_result st;
+        ck_assert_int_eq(memory_compute_stage(&c, s, &st, &e), 0);
+        ck_assert_int_eq(st.in_flight, 4 - s);
+        ck_assert_int_eq(st.stage, s);
+        most = fmax(most, st.total);
+        psi += st.params_gpu;
+    }
+    ck_assert(most == r.total);
+    ck_assert(psi == 7289966592.0 + 51200.0 * 4096);
+    ck_assert_int_eq(memory_compute_stage(&c, 4, &g, &e), ERR_INVAL);
     /* A bare count: Ψ / (tp pp). */
     c = config_7b(NULL);
     c.params = 7.5e9, c.dp = 64, c.zero = 2;
