@@ -27,6 +27,11 @@ screen "q quit" || not_ok "the window opened" "$screen"
 tm send-keys 4
 screen "Parallel layouts"
 check_contains "$screen" "Parallel layouts" "lesson 4 shows the layout panel"
+# Set the layout by keys, whatever the lesson's step chose: dp 1, tp 2, pp 4, 8 micro-batches
+# (Left goes down to the least value, Right doubles), then 1F1B.
+tm send-keys j h h h h h h h h h h j h h h h h h h l j h h h h h h h l l j h h h h h h h h h l l l
+screen "micro-b.  8"
+case "$screen" in *"gpipe bubble"*) tm send-keys g; screen "1f1b bubble" ;; esac
 check_contains "$screen" "8 GPUs: dp 1 x tp 2 x pp 4" "the layout and its GPU count"
 check_contains "$screen" "23.05 GiB 4 in fl." "1F1B: stage 0 holds p = 4 micro-batches"
 check_contains "$screen" "1f1b bubble 3/8: 37.5% ideal, 27.3% wall" "the bubble under both definitions"
