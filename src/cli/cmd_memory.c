@@ -112,9 +112,9 @@ static int configure(const struct args *a, struct run *r, struct error *e)
         {"tp", &c->tp, 1, 4096},
         {"pp", &c->pp, 1, PRESET_MAX_LAYERS},
         {"zero", &c->zero, 0, 3},
-        {"micro-batch", &c->micro_batch, 1, 1 << 20},
-        {"micro-batches", &c->micro_batches, 1, 1 << 20},
-        {"seq", &c->seq, 1, PRESET_MAX_SEQ},
+        {"micro-batch", &c->micro_batch, 1, 1 << 16},
+        {"micro-batches", &c->micro_batches, 1, 1 << 16},
+        {"seq", &c->seq, 1, 1 << 20},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((s = get(a, ints[i].name)) &&
@@ -122,6 +122,10 @@ static int configure(const struct args *a, struct run *r, struct error *e)
             return rc;
     if (!get(a, "seq"))
         c->seq = c->model ? c->model->seq : 2048;
+    if ((double)c->micro_batch * c->seq > (double)(1 << 30))
+        return error_set(e, ERR_INVAL,
+                         "--micro-batch %d x --seq %d is more than 2^30 tokens per micro-batch",
+                         c->micro_batch, c->seq);
     if (!get(a, "micro-batches"))
         c->micro_batches = c->pp;
     int gpus = 0, dp = 0;
@@ -189,9 +193,10 @@ named:
 
 /* ------------------------------------------------------------------ output */
 
+/* Bytes as a JSON integer while exact (below 2^53), else as a number. */
 static json_t *jbytes(double v)
 {
-    return json_integer((json_int_t)llround(v));
+    return fabs(v) < 9007199254740992.0 ? json_integer((json_int_t)llround(v)) : json_real(v);
 }
 
 static void print_json(const struct run *r)

@@ -107,5 +107,11 @@ bad "model and params" "exclude each other" --model tiny --params 1e9
 bad "seq beyond learned positions" "longer than the 2048 learned positions" --model gpt3-175b --seq 4096
 bad "sp needs t | s" "--tp 2 must divide --seq 3" --tp 2 --sequence-parallel --seq 3
 bad "unknown option" "unknown option '--zer'" --zer 1
+bad "absurd tokens per micro-batch" "more than 2^30 tokens per micro-batch" --micro-batch 65536 --seq 1048576
+bad "absurd sequence" "--seq: '99999999' is not allowed" --seq 99999999
+
+# Huge but allowed sizes stay numbers in the JSON, never wrapped integers.
+run memory --model tiny --micro-batch 1024 --seq 1048576 --json
+check_json 'd["per_gpu"]["activations"] > 1e16 and d["fits"] is False' "huge activations stay positive numbers"
 
 done_testing
