@@ -11,6 +11,7 @@ extern const struct command cmd_memory;
 extern const struct command cmd_pipeline;
 extern const struct command cmd_plan;
 extern const struct command cmd_run;
+extern const struct bench_case bench_formats;
 
 const struct command *const commands[] = {
     &cmd_formats,    &cmd_memory, &cmd_plan,  &cmd_pipeline,
@@ -18,6 +19,7 @@ const struct command *const commands[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
+    &bench_formats,
     &bench_collective,
     NULL,
 };
