@@ -7,11 +7,11 @@ extern const struct command cmd_bench;
 extern const struct bench_case bench_collective;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
+extern const struct bench_case bench_formats;
 extern const struct command cmd_memory;
 extern const struct command cmd_pipeline;
 extern const struct command cmd_plan;
 extern const struct command cmd_run;
-extern const struct bench_case bench_formats;
 
 const struct command *const commands[] = {
     &cmd_formats,    &cmd_memory, &cmd_plan,  &cmd_pipeline,

@@ -13,3 +13,5 @@ libscalelab_a_SOURCES += \
 libscalelab_a_SOURCES += \
 	%reldir%/panel_memory.c %reldir%/panel_parallel.c \
 	%reldir%/stackbar.c %reldir%/stackbar.h
+# lesson 3's panel (issue 4)
+libscalelab_a_SOURCES += %reldir%/panel_collective.c
