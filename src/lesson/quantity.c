@@ -221,73 +221,73 @@ static double peak_1f1b(double p, double m, double s)
 static double peak_gpipe(double p, double m, double s)
 {
     return peak_in_flight(SCHED_GPIPE, p, m, s);
-    /* ------------------------------------------------------------------ collectives (comm/cost.h)
-     */
+}
 
-    /* n GPUs of the h100-80gb preset (sim/spec.h's built-in copy of its numbers: 8 per node, NVLink
-     * α = 2 µs, β = 450 GB/s; between nodes α = 5 µs, β = 50 GB/s), the α-β model of comm/cost.h.
-     */
-    static struct cost_result allreduce(enum cost_algo algo, double n, double bytes)
-    {
-        struct cost_result r = {0};
-        struct cluster_spec s;
-        spec_default(&s);
-        struct cost_net net = {(int)n,       s.gpus_per_node, s.alpha_intra,
-                               s.beta_intra, s.alpha_inter,   s.beta_inter};
-        if (!(n >= 1 && n <= 1 << 20 && n == floor(n)) ||
-            cost_collective(COST_ALLREDUCE, algo, &net, bytes, &r, NULL) != 0)
-            r.time_s = r.bytes_total = r.bytes_max_per_gpu = NAN, r.steps = -1;
-        return r;
-    }
+/* ------------------------------------------------------------------ collectives (comm/cost.h) */
 
-    static double ring_sent_per_gpu(double n, double bytes)
-    {
-        return allreduce(COST_RING, n, bytes).bytes_max_per_gpu;
-    }
+/* n GPUs of the h100-80gb preset (sim/spec.h's built-in copy of its numbers: 8 per node, NVLink
+ * α = 2 µs, β = 450 GB/s; between nodes α = 5 µs, β = 50 GB/s), the α-β model of comm/cost.h. */
+static struct cost_result allreduce(enum cost_algo algo, double n, double bytes)
+{
+    struct cost_result r = {0};
+    struct cluster_spec s;
+    spec_default(&s);
+    struct cost_net net = {(int)n,       s.gpus_per_node, s.alpha_intra,
+                           s.beta_intra, s.alpha_inter,   s.beta_inter};
+    if (!(n >= 1 && n <= 1 << 20 && n == floor(n)) ||
+        cost_collective(COST_ALLREDUCE, algo, &net, bytes, &r, NULL) != 0)
+        r.time_s = r.bytes_total = r.bytes_max_per_gpu = NAN, r.steps = -1;
+    return r;
+}
 
-    static double ring_sent_total(double n, double bytes)
-    {
-        return allreduce(COST_RING, n, bytes).bytes_total;
-    }
+static double ring_sent_per_gpu(double n, double bytes)
+{
+    return allreduce(COST_RING, n, bytes).bytes_max_per_gpu;
+}
 
-    static double ring_steps(double n)
-    {
-        struct cost_result r = allreduce(COST_RING, n, 0);
-        return r.steps < 0 ? NAN : r.steps;
-    }
+static double ring_sent_total(double n, double bytes)
+{
+    return allreduce(COST_RING, n, bytes).bytes_total;
+}
 
-    static double ring_time(double n, double bytes)
-    {
-        return allreduce(COST_RING, n, bytes).time_s;
-    }
+static double ring_steps(double n)
+{
+    struct cost_result r = allreduce(COST_RING, n, 0);
+    return r.steps < 0 ? NAN : r.steps;
+}
 
-    static double tree_time(double n, double bytes)
-    {
-        return allreduce(COST_TREE, n, bytes).time_s;
-    }
+static double ring_time(double n, double bytes)
+{
+    return allreduce(COST_RING, n, bytes).time_s;
+}
 
-    static double tree_faster(double n, double bytes)
-    {
-        return tree_time(n, bytes) < ring_time(n, bytes);
-    }
+static double tree_time(double n, double bytes)
+{
+    return allreduce(COST_TREE, n, bytes).time_s;
+}
 
-    static double crossover(double n)
-    {
-        struct cluster_spec s;
-        spec_default(&s);
-        struct cost_net net = {(int)n,       s.gpus_per_node, s.alpha_intra,
-                               s.beta_intra, s.alpha_inter,   s.beta_inter};
-        if (!(n >= 2 && n <= 1 << 20 && n == floor(n)))
-            return NAN;
-        return cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1, 1e12);
-    }
+static double tree_faster(double n, double bytes)
+{
+    return tree_time(n, bytes) < ring_time(n, bytes);
+}
 
-    static double busbw_factor(double n)
-    {
-        return n >= 1 ? cost_busbw_factor(COST_ALLREDUCE, (int)n) : NAN;
-    }
+static double crossover(double n)
+{
+    struct cluster_spec s;
+    spec_default(&s);
+    struct cost_net net = {(int)n,       s.gpus_per_node, s.alpha_intra,
+                           s.beta_intra, s.alpha_inter,   s.beta_inter};
+    if (!(n >= 2 && n <= 1 << 20 && n == floor(n)))
+        return NAN;
+    return cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1, 1e12);
+}
 
-    /* ------------------------------------------------------------------ the registry */
+static double busbw_factor(double n)
+{
+    return n >= 1 ? cost_busbw_factor(COST_ALLREDUCE, (int)n) : NAN;
+}
+
+/* ------------------------------------------------------------------ the registry */
 
 #define Q0(name, unit, what, f)                                                                    \
     {                                                                                              \
@@ -337,175 +337,168 @@ static double peak_gpipe(double p, double m, double s)
         Q1(key ".overflows", "bool", "1 if finite x becomes inf or nan in " key, p##_overflows),   \
         Q1(key ".underflows", "bool", "1 if x is not 0 but becomes 0 in " key, p##_underflows)
 
-    static const struct quantity registry[] = {
-        FORMAT_LINES(fp32, "fp32"),
-        FORMAT_LINES(fp16, "fp16"),
-        FORMAT_LINES(bf16, "bf16"),
-        FORMAT_LINES(e4m3, "fp8_e4m3"),
-        FORMAT_LINES(e5m2, "fp8_e5m2"),
-        Q0("synthetic_7b.params", "", "synthetic-7b's parameters, counted from its shape",
-           s7b_params),
-        Q0("synthetic_7b.states", "B",
-           "synthetic-7b's model states with mixed-precision AdamW, 16 B/param", s7b_states),
-        Q2("synthetic_7b.activ_layer", "B",
-           "bytes one synthetic-7b layer saves for s tokens x b sequences in bf16, no "
-           "checkpointing",
-           s7b_activ_layer),
-        Q3("zero.per_gpu", "B",
-           "model states per GPU: psi params, n GPUs, ZeRO stage z, 16 B/param", zero_per_gpu),
-        Q3("zero.per_gpu18", "B", "the same with fp32 gradients, 18 B/param", zero_per_gpu18),
-        Q3("zero.comm", "B",
-           "bytes one GPU sends per step: psi params, n GPUs, stage z (2-byte grads)", zero_comm),
-        Q3("zero.min_gpus", "", "fewest GPUs whose states fit capacity bytes: psi params, stage z",
-           zero_min_gpus),
-        Q3("activ.gpt_layer", "B",
-           "Korthikanti: a GPT layer's activations sbh(34 + 5as/h), s, h, a, b = 1",
-           activ_gpt_layer),
-        Q2("pipeline.bubble", "", "pipeline bubble over ideal compute time, (p-1)/m", bubble),
-        Q2("pipeline.bubble_wall", "", "pipeline bubble over wall time, (p-1)/(m+p-1)",
-           bubble_wall),
-        Q3("pipeline.bubble_interleaved", "", "interleaved 1F1B bubble over ideal time, (p-1)/(vm)",
-           bubble_interleaved),
-        Q3("pipeline.peak_1f1b", "",
-           "micro-batches stage s of p holds at once under 1F1B, m of them", peak_1f1b),
-        Q3("pipeline.peak_gpipe", "", "micro-batches stage s of p holds at once under GPipe",
-           peak_gpipe),
-        Q2("ring.allreduce_sent_per_gpu", "B",
-           "bytes each of x GPUs sends in a ring all-reduce of y bytes: 2(x-1)/x y",
-           ring_sent_per_gpu),
-        Q2("ring.allreduce_sent_total", "B",
-           "bytes all x GPUs send together in a ring all-reduce of y bytes: 2(x-1) y",
-           ring_sent_total),
-        Q1("ring.allreduce_steps", "", "steps of a ring all-reduce on x GPUs: 2(x-1)", ring_steps),
-        Q2("ring.allreduce_time", "s",
-           "α-β time of a ring all-reduce of y bytes on x GPUs of h100-80gb", ring_time),
-        Q2("tree.allreduce_time", "s",
-           "α-β time of a pipelined binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
-           tree_time),
-        Q2("allreduce.tree_faster", "bool",
-           "1 if the tree all-reduce of y bytes on x GPUs of h100-80gb beats the ring",
-           tree_faster),
-        Q1("allreduce.crossover", "B",
-           "the all-reduce size above which a ring beats a tree on x GPUs of h100-80gb", crossover),
-        Q1("allreduce.busbw_factor", "",
-           "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
-    };
+static const struct quantity registry[] = {
+    FORMAT_LINES(fp32, "fp32"),
+    FORMAT_LINES(fp16, "fp16"),
+    FORMAT_LINES(bf16, "bf16"),
+    FORMAT_LINES(e4m3, "fp8_e4m3"),
+    FORMAT_LINES(e5m2, "fp8_e5m2"),
+    Q0("synthetic_7b.params", "", "synthetic-7b's parameters, counted from its shape", s7b_params),
+    Q0("synthetic_7b.states", "B",
+       "synthetic-7b's model states with mixed-precision AdamW, 16 B/param", s7b_states),
+    Q2("synthetic_7b.activ_layer", "B",
+       "bytes one synthetic-7b layer saves for s tokens x b sequences in bf16, no "
+       "checkpointing",
+       s7b_activ_layer),
+    Q3("zero.per_gpu", "B", "model states per GPU: psi params, n GPUs, ZeRO stage z, 16 B/param",
+       zero_per_gpu),
+    Q3("zero.per_gpu18", "B", "the same with fp32 gradients, 18 B/param", zero_per_gpu18),
+    Q3("zero.comm", "B", "bytes one GPU sends per step: psi params, n GPUs, stage z (2-byte grads)",
+       zero_comm),
+    Q3("zero.min_gpus", "", "fewest GPUs whose states fit capacity bytes: psi params, stage z",
+       zero_min_gpus),
+    Q3("activ.gpt_layer", "B",
+       "Korthikanti: a GPT layer's activations sbh(34 + 5as/h), s, h, a, b = 1", activ_gpt_layer),
+    Q2("pipeline.bubble", "", "pipeline bubble over ideal compute time, (p-1)/m", bubble),
+    Q2("pipeline.bubble_wall", "", "pipeline bubble over wall time, (p-1)/(m+p-1)", bubble_wall),
+    Q3("pipeline.bubble_interleaved", "", "interleaved 1F1B bubble over ideal time, (p-1)/(vm)",
+       bubble_interleaved),
+    Q3("pipeline.peak_1f1b", "", "micro-batches stage s of p holds at once under 1F1B, m of them",
+       peak_1f1b),
+    Q3("pipeline.peak_gpipe", "", "micro-batches stage s of p holds at once under GPipe",
+       peak_gpipe),
+    Q2("ring.allreduce_sent_per_gpu", "B",
+       "bytes each of x GPUs sends in a ring all-reduce of y bytes: 2(x-1)/x y", ring_sent_per_gpu),
+    Q2("ring.allreduce_sent_total", "B",
+       "bytes all x GPUs send together in a ring all-reduce of y bytes: 2(x-1) y", ring_sent_total),
+    Q1("ring.allreduce_steps", "", "steps of a ring all-reduce on x GPUs: 2(x-1)", ring_steps),
+    Q2("ring.allreduce_time", "s",
+       "α-β time of a ring all-reduce of y bytes on x GPUs of h100-80gb", ring_time),
+    Q2("tree.allreduce_time", "s",
+       "α-β time of a pipelined binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
+       tree_time),
+    Q2("allreduce.tree_faster", "bool",
+       "1 if the tree all-reduce of y bytes on x GPUs of h100-80gb beats the ring", tree_faster),
+    Q1("allreduce.crossover", "B",
+       "the all-reduce size above which a ring beats a tree on x GPUs of h100-80gb", crossover),
+    Q1("allreduce.busbw_factor", "",
+       "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
+};
 
-    size_t quantity_count(void)
-    {
-        return sizeof registry / sizeof registry[0];
-    }
+size_t quantity_count(void)
+{
+    return sizeof registry / sizeof registry[0];
+}
 
-    const struct quantity *quantity_at(size_t i)
-    {
-        return i < quantity_count() ? &registry[i] : NULL;
-    }
+const struct quantity *quantity_at(size_t i)
+{
+    return i < quantity_count() ? &registry[i] : NULL;
+}
 
-    const struct quantity *quantity_find(const char *name)
-    {
-        for (size_t i = 0; i < quantity_count(); i++)
-            if (strcmp(registry[i].name, name) == 0)
-                return &registry[i];
-        return NULL;
-    }
+const struct quantity *quantity_find(const char *name)
+{
+    for (size_t i = 0; i < quantity_count(); i++)
+        if (strcmp(registry[i].name, name) == 0)
+            return &registry[i];
+    return NULL;
+}
 
-    /* ------------------------------------------------------------------ evaluation */
+/* ------------------------------------------------------------------ evaluation */
 
 #define EXPR_MAX  256
 #define DEPTH_MAX 4
 
-    static bool name_char(int c)
-    {
-        return islower(c) || isdigit(c) || c == '_' || c == '.';
-    }
+static bool name_char(int c)
+{
+    return islower(c) || isdigit(c) || c == '_' || c == '.';
+}
 
-    static int eval(const char *s, size_t len, int depth, double *value,
-                    const struct quantity **qout, struct error *e);
+static int eval(const char *s, size_t len, int depth, double *value, const struct quantity **qout,
+                struct error *e);
 
-    /* One argument: a number, or a quantity (so "fp16.ulp(fp16.max)" works). */
-    static int eval_arg(const char *s, size_t len, int depth, double *v, struct error *e)
-    {
-        while (len && isspace((unsigned char)*s))
-            s++, len--;
-        while (len && isspace((unsigned char)s[len - 1]))
-            len--;
-        char buf[EXPR_MAX];
-        if (len == 0)
-            return error_set(e, ERR_INVAL, "expected a number between the parentheses");
-        memcpy(buf, s, len);
-        buf[len] = '\0';
-        if (islower((unsigned char)buf[0]) && strcmp(buf, "inf") && strcmp(buf, "nan"))
-            return eval(s, len, depth + 1, v, NULL, e);
-        if (units_parse_double(buf, true, v, NULL) < 0)
-            return error_set(e, ERR_INVAL, "'%s' is not a number", buf);
-        return 0;
-    }
+/* One argument: a number, or a quantity (so "fp16.ulp(fp16.max)" works). */
+static int eval_arg(const char *s, size_t len, int depth, double *v, struct error *e)
+{
+    while (len && isspace((unsigned char)*s))
+        s++, len--;
+    while (len && isspace((unsigned char)s[len - 1]))
+        len--;
+    char buf[EXPR_MAX];
+    if (len == 0)
+        return error_set(e, ERR_INVAL, "expected a number between the parentheses");
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (islower((unsigned char)buf[0]) && strcmp(buf, "inf") && strcmp(buf, "nan"))
+        return eval(s, len, depth + 1, v, NULL, e);
+    if (units_parse_double(buf, true, v, NULL) < 0)
+        return error_set(e, ERR_INVAL, "'%s' is not a number", buf);
+    return 0;
+}
 
-    static int eval(const char *s, size_t len, int depth, double *value,
-                    const struct quantity **qout, struct error *e)
-    {
-        if (len >= EXPR_MAX)
-            return error_set(e, ERR_INVAL, "a quantity of %zu characters is too long", len);
-        if (depth > DEPTH_MAX)
-            return error_set(e, ERR_INVAL, "quantities nested more than %d deep", DEPTH_MAX);
-        size_t n = 0;
-        while (n < len && name_char((unsigned char)s[n]))
-            n++;
-        char name[EXPR_MAX];
-        memcpy(name, s, n);
-        name[n] = '\0';
-        if (n == 0)
-            return error_set(e, ERR_INVAL, "expected a quantity name such as fp16.max");
-        const struct quantity *q = quantity_find(name);
-        if (!q)
-            return error_set(e, ERR_INVAL,
-                             "unknown quantity '%s' (lessons/README.md lists them; "
-                             "'scalelab run --quantities' prints them)",
-                             name);
-        double args[QUANTITY_MAX_ARGS];
-        int nargs = 0;
-        size_t i = n;
-        while (i < len && s[i] == ' ')
-            i++;
-        if (i < len) {
-            if (s[i] != '(' || s[len - 1] != ')')
-                return error_set(e, ERR_INVAL, "expected '(' and ')' around the arguments of %s",
-                                 name);
-            size_t start = ++i, end = len - 1;
-            int paren = 0;
-            for (; i <= end; i++) {
-                char c = i < end ? s[i] : ',';
-                if (c == '(')
-                    paren++;
-                else if (c == ')' && --paren < 0)
-                    return error_set(e, ERR_INVAL, "unbalanced ')' in %s(...)", name);
-                if ((c == ',' && paren == 0) || i == end) {
-                    if (i == end && paren != 0)
-                        return error_set(e, ERR_INVAL, "unbalanced '(' in %s(...)", name);
-                    if (nargs == QUANTITY_MAX_ARGS)
-                        return error_set(e, ERR_INVAL, "%s takes %d argument%s", name, q->nargs,
-                                         q->nargs == 1 ? "" : "s");
-                    if (eval_arg(s + start, i - start, depth, &args[nargs++], e) < 0)
-                        return ERR_INVAL;
-                    start = i + 1;
-                }
+static int eval(const char *s, size_t len, int depth, double *value, const struct quantity **qout,
+                struct error *e)
+{
+    if (len >= EXPR_MAX)
+        return error_set(e, ERR_INVAL, "a quantity of %zu characters is too long", len);
+    if (depth > DEPTH_MAX)
+        return error_set(e, ERR_INVAL, "quantities nested more than %d deep", DEPTH_MAX);
+    size_t n = 0;
+    while (n < len && name_char((unsigned char)s[n]))
+        n++;
+    char name[EXPR_MAX];
+    memcpy(name, s, n);
+    name[n] = '\0';
+    if (n == 0)
+        return error_set(e, ERR_INVAL, "expected a quantity name such as fp16.max");
+    const struct quantity *q = quantity_find(name);
+    if (!q)
+        return error_set(e, ERR_INVAL,
+                         "unknown quantity '%s' (lessons/README.md lists them; "
+                         "'scalelab run --quantities' prints them)",
+                         name);
+    double args[QUANTITY_MAX_ARGS];
+    int nargs = 0;
+    size_t i = n;
+    while (i < len && s[i] == ' ')
+        i++;
+    if (i < len) {
+        if (s[i] != '(' || s[len - 1] != ')')
+            return error_set(e, ERR_INVAL, "expected '(' and ')' around the arguments of %s", name);
+        size_t start = ++i, end = len - 1;
+        int paren = 0;
+        for (; i <= end; i++) {
+            char c = i < end ? s[i] : ',';
+            if (c == '(')
+                paren++;
+            else if (c == ')' && --paren < 0)
+                return error_set(e, ERR_INVAL, "unbalanced ')' in %s(...)", name);
+            if ((c == ',' && paren == 0) || i == end) {
+                if (i == end && paren != 0)
+                    return error_set(e, ERR_INVAL, "unbalanced '(' in %s(...)", name);
+                if (nargs == QUANTITY_MAX_ARGS)
+                    return error_set(e, ERR_INVAL, "%s takes %d argument%s", name, q->nargs,
+                                     q->nargs == 1 ? "" : "s");
+                if (eval_arg(s + start, i - start, depth, &args[nargs++], e) < 0)
+                    return ERR_INVAL;
+                start = i + 1;
             }
         }
-        if (nargs != q->nargs)
-            return error_set(e, ERR_INVAL, "%s takes %d argument%s%s, not %d", name, q->nargs,
-                             q->nargs == 1 ? "" : "s", q->nargs ? " in parentheses" : "", nargs);
-        switch (q->nargs) {
-        case 0: *value = q->fn.f0(); break;
-        case 1: *value = q->fn.f1(args[0]); break;
-        case 2: *value = q->fn.f2(args[0], args[1]); break;
-        default: *value = q->fn.f3(args[0], args[1], args[2]); break;
-        }
-        if (qout)
-            *qout = q;
-        return 0;
     }
+    if (nargs != q->nargs)
+        return error_set(e, ERR_INVAL, "%s takes %d argument%s%s, not %d", name, q->nargs,
+                         q->nargs == 1 ? "" : "s", q->nargs ? " in parentheses" : "", nargs);
+    switch (q->nargs) {
+    case 0: *value = q->fn.f0(); break;
+    case 1: *value = q->fn.f1(args[0]); break;
+    case 2: *value = q->fn.f2(args[0], args[1]); break;
+    default: *value = q->fn.f3(args[0], args[1], args[2]); break;
+    }
+    if (qout)
+        *qout = q;
+    return 0;
+}
 
-    int quantity_eval(const char *expr, double *value, const struct quantity **q, struct error *e)
-    {
-        return eval(expr, strlen(expr), 0, value, q, e);
-    }
+int quantity_eval(const char *expr, double *value, const struct quantity **q, struct error *e)
+{
+    return eval(expr, strlen(expr), 0, value, q, e);
+}
