@@ -5,7 +5,7 @@ tests_unit_test_lesson_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_lesson_LDADD = $(UNIT_LIBS)
 
 # scalelab run: lessons headless
-TESTS += tests/cli/run.sh
+SH_TESTS += tests/cli/run.sh
 
 # libFuzzer target for the parser (clang only, never part of the build or the tests; see
 # tests/fuzz/README.md).

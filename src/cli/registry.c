@@ -19,7 +19,7 @@ const struct command *const commands[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
-    &bench_collective,
     &bench_formats,
+    &bench_collective,
     NULL,
 };
