@@ -17,6 +17,7 @@ struct algo {
     enum fp_format dt;
     int n, rank, root;
     int chunks; /* pipeline chunks (chains and trees) */
+    int stream; /* the device stream (dbtree also uses stream + 1) */
 };
 
 /* Bytes offset and length of chunk i of n over the whole buffer. */

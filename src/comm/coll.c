@@ -101,6 +101,7 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
         .n = n,
         .rank = dev_rank(d),
         .root = c->root,
+        .stream = c->stream,
     };
     if (a.es == 0)
         return error_set(e, ERR_INVAL, "collectives carry fp32, bf16 or fp16 data");
@@ -110,12 +111,16 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
     enum cost_algo algo = coll_resolve(s, n, c->op, c->algo, (double)c->count * (double)a.es);
     if (!cost_supported(c->op, algo, n, e))
         return ERR_INVAL;
+    if (c->stream < 0 || c->stream + (algo == COST_DBTREE) >= DEV_STREAMS)
+        return error_set(e, ERR_INVAL, "streams go from 0 to %d (dbtree uses two), not %d",
+                         DEV_STREAMS - 1, c->stream);
     if (n == 1)
         return 0;
     if (algo == COST_RING || algo == COST_TREE || algo == COST_DBTREE)
         a.chunks = chunks_for(s, n, c->op, algo, c->count, a.es);
     int rc = dispatch(c->op, algo, &a, e);
-    dev_join(d); /* the collective is complete on this GPU when all its streams are */
+    if (algo == COST_DBTREE) /* done on this GPU when both trees are */
+        dev_sync(d, c->stream, c->stream + 1);
     return rc;
 }
 
@@ -142,7 +147,7 @@ static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, 
 static int one(struct device *d, enum cost_op op, void *buf, size_t count, enum fp_format dt,
                int root, enum cost_algo algo, struct error *e)
 {
-    struct coll c = {op, algo, buf, count, dt, root};
+    struct coll c = {op, algo, buf, count, dt, root, 0};
     return coll_run(d, &c, e);
 }
 

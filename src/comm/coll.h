@@ -26,7 +26,12 @@
  * The step numbers (dev_step, the events' step, --fail GPU@STEP) count each algorithm's
  * rounds from 0: ring N-1 per phase; rhd one per exchange (and one per fold); chains and
  * trees one per pipeline chunk and phase. Memory: no allocation; a receive combines straight
- * from the sender's buffer. */
+ * from the sender's buffer.
+ *
+ * Time: a collective runs on one device stream (struct coll's stream, 0 by default), the double
+ * binary tree on that stream and the next; when it returns, its stream's clock is when this GPU
+ * is done with it. Compute on another stream (dev_compute_on) overlaps it; dev_compute or
+ * dev_join waits for it. */
 #ifndef SCALELAB_COMM_COLL_H
 #define SCALELAB_COMM_COLL_H
 
@@ -45,6 +50,8 @@ struct coll {
     size_t count;         /* elements */
     enum fp_format dtype; /* fp32, bf16 or fp16 */
     int root;             /* broadcast and reduce */
+    int stream;           /* the device stream it runs on (sim/cluster.h); dbtree also uses
+                             stream + 1. 0 unless compute overlaps it on another stream */
 };
 
 /* Every device calls it with the same op, algo, count, dtype and root. 0, ERR_INVAL (an

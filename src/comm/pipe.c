@@ -98,7 +98,7 @@ static int phase(const struct algo *a, const struct part *t, int ntrees, bool re
 static void whole(const struct algo *a, int which, int root, struct part *t)
 {
     tree_node(a->n, which, root, a->rank, &t->node);
-    t->stream = 0;
+    t->stream = a->stream;
     t->base = a->buf;
     t->count = a->count;
 }
@@ -131,7 +131,7 @@ int pipe_dbtree_allreduce(const struct algo *a, struct error *e)
     size_t half = a->count / 2 + a->count % 2;
     for (int i = 0; i < 2; i++) {
         tree_node(a->n, i, -1, a->rank, &t[i].node);
-        t[i].stream = i; /* the trees run side by side, as NCCL's channels do */
+        t[i].stream = a->stream + i; /* the trees run side by side, as NCCL's channels do */
         t[i].base = a->buf + (i ? half * a->es : 0);
         t[i].count = i ? a->count - half : half;
     }

@@ -43,7 +43,7 @@ static int halving(const struct algo *a, int np, int me, const int *real, int st
         size_t sb, kb;
         blocks(a, np, low ? mid : lo, low ? hi : mid, &sp, &sb);
         blocks(a, np, low ? lo : mid, low ? mid : hi, &kp, &kb);
-        struct dev_tag tag = {step, low ? mid : lo, "reduce-scatter", 0};
+        struct dev_tag tag = {step, low ? mid : lo, "reduce-scatter", a->stream};
         int rc = dev_step(a->d, step, e);
         if (!rc)
             rc = dev_sendrecv(a->d, real[partner], sp, sb, real[partner], kp, kb, &tag, reduce_sum,
@@ -68,7 +68,7 @@ static int doubling(const struct algo *a, int np, int me, const int *real, int s
         size_t sb, rb;
         blocks(a, np, lo, lo + d, &sp, &sb);
         blocks(a, np, plo, plo + d, &rp, &rb);
-        struct dev_tag tag = {step, lo, "all-gather", 0};
+        struct dev_tag tag = {step, lo, "all-gather", a->stream};
         int rc = dev_step(a->d, step, e);
         if (!rc)
             rc = dev_sendrecv(a->d, real[partner], sp, sb, real[partner], rp, rb, &tag, NULL, NULL,
@@ -115,7 +115,7 @@ int rhd_allreduce(const struct algo *a, struct error *e)
     bool extra = rank < 2 * r && rank % 2 == 0; /* sits out */
     int me = rank < 2 * r ? rank / 2 : rank - r;
     if (r > 0) {
-        struct dev_tag tag = {0, 0, "fold-in", 0};
+        struct dev_tag tag = {0, 0, "fold-in", a->stream};
         if ((rc = dev_step(a->d, 0, e)))
             return rc;
         if (extra) {
@@ -141,7 +141,7 @@ int rhd_allreduce(const struct algo *a, struct error *e)
     }
     step += 2 * k;
     if (r > 0) {
-        struct dev_tag tag = {step, 0, "fold-out", 0};
+        struct dev_tag tag = {step, 0, "fold-out", a->stream};
         if ((rc = dev_step(a->d, step, e)))
             return rc;
         if (extra) {

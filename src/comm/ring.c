@@ -29,7 +29,7 @@ int ring_reduce_scatter(const struct algo *a, int step0, struct error *e)
         size_t sb, rb;
         algo_chunk(a, n, sc, &sp, &sb);
         algo_chunk(a, n, rc, &rp, &rb);
-        struct dev_tag tag = {step0 + s, sc, "reduce-scatter", 0};
+        struct dev_tag tag = {step0 + s, sc, "reduce-scatter", a->stream};
         int rc2 = dev_step(a->d, step0 + s, e);
         if (!rc2)
             rc2 = dev_sendrecv(a->d, next, sp, sb, prev, rp, rb, &tag, reduce_sum, &dt, e);
@@ -48,7 +48,7 @@ int ring_allgather(const struct algo *a, int step0, struct error *e)
         size_t sb, rb;
         algo_chunk(a, n, sc, &sp, &sb);
         algo_chunk(a, n, rc, &rp, &rb);
-        struct dev_tag tag = {step0 + s, sc, "all-gather", 0};
+        struct dev_tag tag = {step0 + s, sc, "all-gather", a->stream};
         int rc2 = dev_step(a->d, step0 + s, e);
         if (!rc2)
             rc2 = dev_sendrecv(a->d, next, sp, sb, prev, rp, rb, &tag, NULL, NULL, e);
@@ -80,7 +80,7 @@ static int chain(const struct algo *a, bool reduce, struct error *e)
         char *p;
         size_t b;
         algo_chunk(a, a->chunks, k, &p, &b);
-        struct dev_tag tag = {k, k, phase, 0};
+        struct dev_tag tag = {k, k, phase, a->stream};
         int rc = dev_step(a->d, k, e);
         if (!rc && has_up)
             rc = dev_recv(a->d, from, p, b, &tag, reduce ? reduce_sum : NULL, &dt, e);

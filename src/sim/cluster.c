@@ -408,6 +408,31 @@ void dev_compute(struct device *d, double flops, const char *name, int layer, in
     dev_emit(d, &ev);
 }
 
+void dev_compute_on(struct device *d, int stream, double flops, const char *name, int layer,
+                    int micro)
+{
+    struct event ev = {0};
+    int st = stream_of(&(struct dev_tag){0, 0, NULL, stream});
+    double dt = flops > 0 ? flops / d->c->cfg.spec.peak_flops : 0;
+    ev.type = EV_COMPUTE_BEGIN;
+    ev.t = d->clock[st];
+    ev.t_end = d->clock[st] + dt;
+    ev.name = name, ev.layer = layer, ev.micro = micro, ev.flops = flops;
+    dev_emit(d, &ev);
+    d->clock[st] += dt;
+    ev.type = EV_COMPUTE_END;
+    ev.t = d->clock[st];
+    dev_emit(d, &ev);
+}
+
+void dev_sync(struct device *d, int a, int b)
+{
+    if (a < 0 || a >= DEV_STREAMS || b < 0 || b >= DEV_STREAMS)
+        return;
+    double t = d->clock[a] > d->clock[b] ? d->clock[a] : d->clock[b];
+    d->clock[a] = d->clock[b] = t;
+}
+
 bool dev_aborted(const struct device *d)
 {
     return __atomic_load_n(&d->c->aborted, __ATOMIC_ACQUIRE) != 0;

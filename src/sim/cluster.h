@@ -123,8 +123,16 @@ double dev_now(const struct device *d);
 void dev_join(struct device *d);
 /* Joins the streams and advances them by seconds. */
 void dev_advance(struct device *d, double seconds);
-/* flops of work: the clock advances by flops / peak; compute begin and end events. */
+/* flops of work: the streams join, then advance by flops / peak; compute begin and end
+ * events. */
 void dev_compute(struct device *d, double flops, const char *name, int layer, int micro);
+/* The same on one stream only, leaving the others alone: compute that overlaps communication
+ * on another stream (e.g. the backward pass on stream 2 while stream 0 all-reduces the
+ * gradients of the layers already done). */
+void dev_compute_on(struct device *d, int stream, double flops, const char *name, int layer,
+                    int micro);
+/* Streams a and b wait for each other: both clocks become the later one. */
+void dev_sync(struct device *d, int a, int b);
 
 /* The device starts step `step` (of a collective or of training): 0, or ERR_RUN if the run
  * was aborted or this is the injected failure (--fail GPU@STEP). */

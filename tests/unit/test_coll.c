@@ -273,6 +273,57 @@ START_TEST(deterministic_timelines)
 }
 END_TEST
 
+/* Streams: an all-reduce on stream 0 and compute on stream 2 overlap (the GPU is done at the
+ * later of the two); compute with dev_compute waits for the all-reduce (their sum). */
+struct overlap {
+    float *buf[4];
+    double done[4];
+    bool join;
+};
+
+static int overlap_body(struct device *d, void *arg, struct error *e)
+{
+    struct overlap *o = arg;
+    int r = dev_rank(d);
+    struct coll c = {COST_ALLREDUCE, COST_RING, o->buf[r], 1 << 12, FP_FP32, 0, 0};
+    if (o->join) {
+        if (coll_run(d, &c, e))
+            return ERR_RUN;
+        dev_compute(d, 1e8, "backward", 0, 0);
+    } else {
+        dev_compute_on(d, 2, 1e8, "backward", 0, 0);
+        if (coll_run(d, &c, e))
+            return ERR_RUN;
+    }
+    o->done[r] = dev_now(d);
+    return 0;
+}
+
+START_TEST(streams_overlap_compute_and_communication)
+{
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = 4;
+    double comm = 6 * (cfg.spec.alpha_intra + 4096.0 / cfg.spec.beta_intra); /* 2(N-1) steps */
+    double compute = 1e8 / cfg.spec.peak_flops;
+    for (int join = 0; join < 2; join++) {
+        struct error e = {0};
+        struct cluster *cl = cluster_new(&cfg, &e);
+        struct overlap o = {.join = join};
+        for (int g = 0; g < 4; g++)
+            o.buf[g] = ledger_alloc(dev_ledger(cluster_device(cl, g)), MEM_GRADIENTS, 1 << 14, &e);
+        ck_assert_msg(cluster_run(cl, overlap_body, &o, &e) == 0, "%s", e.msg);
+        double want = join ? comm + compute : (comm > compute ? comm : compute);
+        for (int g = 0; g < 4; g++) {
+            ck_assert_msg(fabs(o.done[g] - want) < 1e-12 * want, "join %d GPU %d: %g, want %g",
+                          join, g, o.done[g], want);
+            ledger_free(dev_ledger(cluster_device(cl, g)), o.buf[g]);
+        }
+        cluster_free(cl);
+    }
+}
+END_TEST
+
 /* --fail: the GPU stops at the step; everyone else is woken; the error names both. */
 START_TEST(failure_ends_cleanly)
 {
@@ -333,6 +384,7 @@ int main(void)
     ADD(simulated_time_matches_the_model);
     ADD(ring_event_order);
     ADD(deterministic_timelines);
+    ADD(streams_overlap_compute_and_communication);
     ADD(failure_ends_cleanly);
     ADD(ledger_limits_the_buffers);
     return harness_run(s);
