@@ -415,6 +415,7 @@ void dev_compute_on(struct device *d, int stream, double flops, const char *name
     int st = stream_of(&(struct dev_tag){0, 0, NULL, stream});
     double dt = flops > 0 ? flops / d->c->cfg.spec.peak_flops : 0;
     ev.type = EV_COMPUTE_BEGIN;
+    ev.stream = st;
     ev.t = d->clock[st];
     ev.t_end = d->clock[st] + dt;
     ev.name = name, ev.layer = layer, ev.micro = micro, ev.flops = flops;
@@ -522,6 +523,7 @@ int dev_isend(struct device *d, int peer, const void *buf, size_t bytes, const s
 
     struct event ev = {0};
     ev.type = EV_SEND;
+    ev.stream = stream_of(tag);
     ev.t = req->t_start;
     ev.t_end = req->t_arrival;
     ev.peer = peer, ev.bytes = bytes, ev.msg = req->msg;
@@ -659,6 +661,7 @@ int dev_recv(struct device *d, int peer, void *buf, size_t bytes, const struct d
     d->stats.msgs_received++;
     struct event ev = {0};
     ev.type = EV_RECV;
+    ev.stream = st;
     ev.t = d->clock[st];
     ev.t_end = arrival;
     ev.peer = peer, ev.bytes = bytes, ev.msg = msg;

@@ -32,6 +32,7 @@ struct event {
     uint64_t seq; /* per device, from 0 */
     double t;     /* simulated seconds */
     double t_end;
+    int stream; /* the device stream of a send, receive or compute (sim/cluster.h) */
     /* communication */
     int peer, chunk, step;
     const char *phase;

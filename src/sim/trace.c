@@ -37,10 +37,10 @@ static void chrome_event(FILE *f, const struct event *ev)
     switch (ev->type) {
     case EV_COMPUTE_BEGIN:
         fprintf(f,
-                ",\n{\"name\":\"%s\",\"cat\":\"compute\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,"
+                ",\n{\"name\":\"%s\",\"cat\":\"compute\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
                 "\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"layer\":%d,\"micro\":%d,\"flops\":%.17g}}",
-                str(ev->name), d, us(ev->t), us(ev->t_end - ev->t), ev->layer, ev->micro,
-                ev->flops);
+                str(ev->name), d, ev->stream ? 2 + ev->stream : 0, us(ev->t), us(ev->t_end - ev->t),
+                ev->layer, ev->micro, ev->flops);
         break;
     case EV_SEND:
         fprintf(f,
@@ -55,14 +55,14 @@ static void chrome_event(FILE *f, const struct event *ev)
                 (unsigned long long)ev->msg, d, us(ev->t));
         break;
     case EV_RECV: {
-        double dur = ev->t - ev->t_end;
+        /* a mark at the arrival: receives from two peers may wait at once, and slices on one
+         * track must nest */
         fprintf(f,
                 ",\n{\"name\":\"%s chunk %d from GPU %d\",\"cat\":\"comm\",\"ph\":\"X\","
                 "\"pid\":%d,\"tid\":2,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"peer\":%d,"
                 "\"bytes\":%llu,\"chunk\":%d,\"step\":%d,\"phase\":\"%s\"}}",
-                str(ev->phase), ev->chunk, ev->peer, d, us(ev->t_end),
-                dur > 1e-12 ? us(dur) : 0.001, ev->peer, (unsigned long long)ev->bytes, ev->chunk,
-                ev->step, str(ev->phase));
+                str(ev->phase), ev->chunk, ev->peer, d, us(ev->t_end), 0.001, ev->peer,
+                (unsigned long long)ev->bytes, ev->chunk, ev->step, str(ev->phase));
         fprintf(f,
                 ",\n{\"name\":\"hop\",\"cat\":\"comm\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,"
                 "\"pid\":%d,\"tid\":2,\"ts\":%.6f}",
@@ -133,8 +133,12 @@ int trace_write_chrome(const char *path, const struct event *ev, size_t n, int g
                 ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
                 "\"args\":{\"sort_index\":%d}}",
                 d, d);
-        const char *tracks[3] = {"compute", "send", "receive"};
-        for (int t = 0; t < 3; t++)
+        /* compute on stream 0 (or joined) first, then the links, then compute on streams
+         * 1-3 (sim/cluster.h's DEV_STREAMS = 4): tid 2 + stream */
+        static const char *const tracks[6] = {"compute",           "send",
+                                              "receive",           "compute, stream 1",
+                                              "compute, stream 2", "compute, stream 3"};
+        for (int t = 0; t < 6; t++)
             fprintf(f,
                     ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                     "\"args\":{\"name\":\"%s\"}}",

@@ -1,8 +1,9 @@
 /* Writers of a run's events: Chrome trace-event JSON for Perfetto (ui.perfetto.dev) and
  * JSON lines.
  *
- * The Chrome trace has one process per GPU ("GPU 3") with three tracks: compute, send and
- * receive; a flow arrow for each hop from the send slice to the receive slice; a "memory"
+ * The Chrome trace has one process per GPU ("GPU 3") with its tracks: compute, send, receive
+ * (a mark at each arrival), and compute on streams 1-3; a flow arrow for each hop from the send
+ * slice to the receive mark; a "memory"
  * counter per GPU; instants for out of memory, failures, non-finite values and training
  * steps. Timestamps are simulated microseconds. It is written to a temporary file in the
  * same folder and renamed, so a reader never sees half a file. */

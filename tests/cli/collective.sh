@@ -77,6 +77,24 @@ assert any(e['ph']=='C' for e in ev)
 else not_ok "--trace shape" "$(cat "$T_TMP/pyerr")"; fi
 ls "$T_TMP" | grep -q tmp && not_ok "no temporary file left" || ok "no temporary file left"
 
+# slices on one track must nest (Perfetto draws them as a stack): a double binary tree, whose
+# two trees run on two streams, included
+run collective --gpus 6 --size 1MiB --algo dbtree --trace "$T_TMP/d.json"
+if python3 -c "
+import json,sys,collections
+ev=json.load(open(sys.argv[1]))['traceEvents']
+tracks=collections.defaultdict(list)
+for e in ev:
+    if e['ph']=='X': tracks[(e['pid'],e['tid'])].append((e['ts'],e['ts']+e['dur']))
+for k,xs in tracks.items():
+    stack=[]
+    for a,b in sorted(xs, key=lambda x:(x[0],-x[1])):
+        while stack and stack[-1] <= a + 1e-9: stack.pop()
+        assert not stack or b <= stack[-1] + 1e-9, (k,a,b,stack[-1])
+        stack.append(b)
+" "$T_TMP/d.json" 2>"$T_TMP/pyerr"; then ok "--trace: slices nest on every track (dbtree on two streams)"
+else not_ok "--trace nesting" "$(cat "$T_TMP/pyerr")"; fi
+
 run collective --gpus 8 --sweep --size 4MiB
 check_status 0 "--sweep"
 check_contains "$out" "crossover between" "--sweep finds the ring/tree crossover"
