@@ -143,6 +143,34 @@ START_TEST(streams_share_the_port_not_the_waits)
 }
 END_TEST
 
+/* The live hook sees every event the devices record, from their own threads. */
+static void count_event(void *ctx, const struct event *ev)
+{
+    (void)ev;
+    __atomic_fetch_add((int *)ctx, 1, __ATOMIC_RELAXED);
+}
+
+START_TEST(live_hook_sees_every_event)
+{
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = 4;
+    cfg.spec.gpus_per_node = 2;
+    cfg.record_events = true;
+    int seen = 0;
+    cfg.on_event = count_event;
+    cfg.event_ctx = &seen;
+    struct error e = {0};
+    struct cluster *c = cluster_new(&cfg, &e);
+    ck_assert_int_eq(cluster_run(c, p2p, NULL, &e), 0);
+    size_t n;
+    cluster_events(c, &n);
+    ck_assert_int_eq(seen, (int)n);
+    ck_assert_uint_eq(n, 6);
+    cluster_free(c);
+}
+END_TEST
+
 static int fail_at_2(struct device *d, void *arg, struct error *e)
 {
     static char buf[64][8];
@@ -232,6 +260,7 @@ int main(void)
     tcase_add_test(tc, ledger_accounts_and_refuses);
     tcase_add_test(tc, p2p_times);
     tcase_add_test(tc, streams_share_the_port_not_the_waits);
+    tcase_add_test(tc, live_hook_sees_every_event);
     tcase_add_test(tc, failure_stops_everyone);
     tcase_add_test(tc, deadline_is_an_error);
     tcase_add_test(tc, out_of_memory_is_an_error_and_an_event);
