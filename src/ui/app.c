@@ -11,6 +11,7 @@
 
 #include <curses.h>
 #include <errno.h>
+#include <limits.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <poll.h>
@@ -22,9 +23,13 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "lesson/ascii.h"
+#include "lesson/lesson.h"
+#include "lesson/progress.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/layout.h"
+#include "ui/lessonpane.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
 #include "ui/termcheck.h"
@@ -40,7 +45,13 @@ struct tab {
     const struct ui_tab *def;
     const struct panel_ops *ops;
     void *panel;
-    int scroll; /* lines of the lesson text scrolled away */
+    struct lesson *lesson;      /* NULL when its file could not be read: */
+    char error[ERROR_MAX + 64]; /* why */
+    char full[48], brief[24];   /* the tab's labels */
+    size_t step;
+    int scroll, max_scroll; /* lines of the lesson text scrolled away; at most (last frame) */
+    struct lessonpane_answer *answers; /* [step * LESSON_MAX_QUESTIONS + question] */
+    char label[48];                    /* the label from the lesson file: "1 Mixed precision" */
 };
 
 struct app {
@@ -56,6 +67,11 @@ struct app {
     bool playing;
     int speed; /* the speed is 2^speed */
     double last_tick;
+    int asking; /* the question of the current step being answered, or -1 */
+    char input[LESSONPANE_ANSWER_MAX];
+    char input_error[ERROR_MAX];
+    struct progress progress;
+    char progress_file[4096]; /* "" when progress is not saved */
 };
 
 /* ---- the terminal's life ---- */
@@ -120,6 +136,15 @@ static int start_curses(bool ascii_wanted, bool *ascii, struct error *e)
 
 /* ---- tabs and panels ---- */
 
+static void save_progress(struct app *a)
+{
+    struct error e = {0};
+    if (a->progress_file[0] && progress_save(&a->progress, a->progress_file, &e) < 0) {
+        eventlog_add(&a->log, "progress not saved: %s", e.msg);
+        a->progress_file[0] = '\0'; /* say it once */
+    }
+}
+
 static int open_panel(struct app *a, struct tab *t, const struct panel_ops *ops, struct error *e)
 {
     if (t->panel)
@@ -145,7 +170,13 @@ static void switch_tab(struct app *a, int i)
     if (i == a->cur)
         return;
     pause_playing(a);
+    a->asking = -1;
     a->cur = (i + UI_TABS) % UI_TABS;
+    struct tab *t = &a->tabs[a->cur];
+    if (t->lesson) {
+        progress_set_step(&a->progress, t->lesson->number, (int)t->step);
+        save_progress(a);
+    }
     a->dirty = true;
 }
 
@@ -189,6 +220,153 @@ static void panel_event(struct app *a, enum panel_event_kind kind, double dt)
     }
 }
 
+/* ---- lessons and progress ---- */
+
+static int lesson_number(const struct tab *t)
+{
+    return t->lesson ? t->lesson->number : -1;
+}
+
+/* Shows step i of tab t's lesson: its panel (opened if it changes) with the step's settings. */
+static void show_step(struct app *a, struct tab *t, size_t i, bool save)
+{
+    const struct lesson *l = t->lesson;
+    if (l && i >= l->nsteps)
+        i = l->nsteps ? l->nsteps - 1 : 0;
+    t->step = i;
+    t->scroll = 0;
+    if (t == &a->tabs[a->cur])
+        a->asking = -1;
+    const struct lesson_panel *lp = l ? lesson_step_panel(l, i) : NULL;
+    const struct panel_ops *ops = panel_find(lp ? lp->name : t->def->panel);
+    if (!ops) {
+        eventlog_add(&a->log, "%s:%d: no panel named '%s'", l->file, lp->line, lp->name);
+        ops = panel_find(t->def->panel);
+        lp = NULL;
+    }
+    struct error e = {0};
+    if (ops != t->ops && open_panel(a, t, ops, &e) < 0) {
+        eventlog_add(&a->log, "panel %s: %s", ops->name, e.msg);
+        return;
+    }
+    for (size_t k = 0; lp && k < lp->nsettings; k++) {
+        const struct lesson_setting *st = &lp->settings[k];
+        if (!ops->set || ops->set(t->panel, st->key, st->value, &e) < 0)
+            eventlog_add(&a->log, "%s:%d: %s", l->file, lp->line,
+                         ops->set ? e.msg : "this panel takes no settings");
+    }
+    if (l && save) {
+        progress_set_step(&a->progress, l->number, (int)i);
+        save_progress(a);
+    }
+    a->dirty = true;
+}
+
+static int load_lessons(struct app *a, struct error *e)
+{
+    struct error pe = {0};
+    progress_init(&a->progress);
+    if (progress_path(a->progress_file, sizeof a->progress_file, &pe) < 0) {
+        a->progress_file[0] = '\0';
+        eventlog_add(&a->log, "progress is not saved: %s", pe.msg);
+    } else if (progress_load(&a->progress, a->progress_file, &pe) == PROGRESS_FRESH && pe.code) {
+        eventlog_add(&a->log, "progress starts afresh: %s", pe.msg);
+    }
+    for (int i = 0; i < UI_TABS; i++) {
+        struct tab *t = &a->tabs[i];
+        char which[8], buf[96];
+        snprintf(which, sizeof which, "%d", i + 1);
+        struct error le = {0};
+        if (lesson_find(NULL, which, &t->lesson, &le) < 0) {
+            t->lesson = NULL;
+            snprintf(t->error, sizeof t->error, "The lesson could not be read: %s", le.msg);
+            eventlog_add(&a->log, "lesson %s: %s", which, le.msg);
+        }
+        const char *shrt = t->lesson ? t->lesson->short_title : NULL;
+        if (shrt && a->ascii)
+            shrt = ascii_line(buf, sizeof buf, shrt);
+        snprintf(t->label, sizeof t->label, "%s %s", t->def->key, shrt ? shrt : t->def->full + 2);
+        if (t->lesson && t->lesson->nsteps) {
+            t->answers = calloc(t->lesson->nsteps * LESSON_MAX_QUESTIONS, sizeof *t->answers);
+            if (!t->answers)
+                return error_set(e, ERR_NOMEM, "out of memory");
+        }
+        show_step(a, t, t->lesson ? (size_t)progress_step(&a->progress, t->lesson->number) : 0,
+                  false);
+    }
+    int cur = a->progress.current;
+    for (int i = 0; i < UI_TABS; i++)
+        if (cur >= 0 && lesson_number(&a->tabs[i]) == cur)
+            a->cur = i;
+    return 0;
+}
+
+/* a: answer a question of the step: the first not yet answered, else the first wrong one,
+ * else the first. */
+static void start_answer(struct app *a)
+{
+    struct tab *t = &a->tabs[a->cur];
+    const struct lesson_step *s = t->lesson ? &t->lesson->steps[t->step] : NULL;
+    if (!s || !s->nquestions) {
+        eventlog_add(&a->log, "this step asks no question");
+        a->dirty = true;
+        return;
+    }
+    const struct lessonpane_answer *ans = &t->answers[t->step * LESSON_MAX_QUESTIONS];
+    int pick = -1;
+    for (size_t q = 0; q < s->nquestions && pick < 0; q++)
+        if (ans[q].state == 0)
+            pick = (int)q;
+    for (size_t q = 0; q < s->nquestions && pick < 0; q++)
+        if (ans[q].state < 0)
+            pick = (int)q;
+    a->asking = pick < 0 ? 0 : pick;
+    a->input[0] = a->input_error[0] = '\0';
+    t->scroll = INT_MAX; /* the question is at the end: show it */
+    a->dirty = true;
+}
+
+static void answer_key(struct app *a, int ch)
+{
+    struct tab *t = &a->tabs[a->cur];
+    size_t len = strlen(a->input);
+    a->dirty = true;
+    if (ch == KEY_ESC) {
+        a->asking = -1;
+    } else if (ch == '\r' || ch == '\n' || ch == KEY_ENTER) {
+        const struct lesson_question *q = &t->lesson->steps[t->step].questions[a->asking];
+        struct lesson_result r;
+        struct error e = {0};
+        if (lesson_check_answer(q, a->input, &r, &e) < 0) {
+            snprintf(a->input_error, sizeof a->input_error, "%s", e.msg);
+            return;
+        }
+        struct lessonpane_answer *ans =
+            &t->answers[t->step * LESSON_MAX_QUESTIONS + (size_t)a->asking];
+        ans->state = r.correct ? 1 : -1;
+        snprintf(ans->text, sizeof ans->text, "%s", a->input);
+        progress_mark(&a->progress, t->lesson->number, (int)t->step, a->asking, r.correct);
+        save_progress(a);
+        eventlog_add(&a->log, "lesson %d, step %zu, question %d: %s", t->lesson->number,
+                     t->step + 1, a->asking + 1, r.correct ? "right" : "not quite");
+        a->asking = -1;
+        t->scroll = INT_MAX; /* show the explanation */
+    } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+        /* remove one UTF-8 character */
+        while (len && ((unsigned char)a->input[len - 1] & 0xC0) == 0x80)
+            len--;
+        if (len)
+            len--;
+        a->input[len] = '\0';
+    } else if (ch == 21) { /* Ctrl-U */
+        a->input[0] = '\0';
+    } else if (ch >= 32 && ch < 256 && ch != 127 && len + 1 < sizeof a->input) {
+        a->input[len] = (char)ch;
+        a->input[len + 1] = '\0';
+        a->input_error[0] = '\0';
+    }
+}
+
 /* ---- keys ---- */
 
 static void help_key(struct app *a, int ch)
@@ -216,6 +394,10 @@ static void app_key(struct app *a, int ch)
         help_key(a, ch);
         return;
     }
+    if (a->asking >= 0) {
+        answer_key(a, ch);
+        return;
+    }
     int r = t->ops->on_key(t->panel, ch);
     if (r & PANEL_REDRAW)
         a->dirty = true;
@@ -239,17 +421,32 @@ static void app_key(struct app *a, int ch)
     case 'L': switch_tab(a, UI_TABS - 1); break;
     case KEY_TAB: switch_tab(a, a->cur + 1); break;
     case KEY_BTAB: switch_tab(a, a->cur - 1); break;
+    case ']':
+    case '[':
+        if (t->lesson && (ch == ']' ? t->step + 1 < t->lesson->nsteps : t->step > 0)) {
+            pause_playing(a);
+            show_step(a, t, ch == ']' ? t->step + 1 : t->step - 1, true);
+        } else if (t->lesson) {
+            eventlog_add(&a->log, ch == ']' ? "the last step" : "the first step");
+            a->dirty = true;
+        }
+        break;
+    case 'a': start_answer(a); break;
     case KEY_NPAGE:
-    case 'J':
-        t->scroll++;
-        a->dirty = true;
-        break;
     case KEY_PPAGE:
-    case 'K':
-        if (t->scroll > 0)
-            t->scroll--;
+    case 'J':
+    case 'K': {
+        /* PgDn/PgUp a pane less two lines; J/K one line. */
+        int page = layout_inner(a->lay.lesson).h - 2;
+        int d = ch == 'J' ? 1 : ch == 'K' ? -1 : ch == KEY_NPAGE ? page : -page;
+        t->scroll += d;
+        if (t->scroll > t->max_scroll)
+            t->scroll = t->max_scroll;
+        if (t->scroll < 0)
+            t->scroll = 0;
         a->dirty = true;
         break;
+    }
     case ' ':
         if (a->playing) {
             pause_playing(a);
@@ -301,11 +498,15 @@ static void draw_too_small(const struct app *a)
 
 static void draw_tabs(const struct app *a)
 {
+    /* The lessons' own short titles if they fit, else ours ("1 Precision", then "1 Prec"). */
     struct tab_label labels[UI_TABS];
     int x[UI_TABS], w[UI_TABS];
-    for (int i = 0; i < UI_TABS; i++)
-        labels[i] = (struct tab_label){a->tabs[i].def->full, a->tabs[i].def->brief};
     struct ui_rect r = a->lay.tabs;
+    for (int i = 0; i < UI_TABS; i++)
+        labels[i] = (struct tab_label){a->tabs[i].label, a->tabs[i].def->full};
+    if (layout_tabs(labels, UI_TABS, r.w, x, w) < 2)
+        for (int i = 0; i < UI_TABS; i++)
+            labels[i] = (struct tab_label){a->tabs[i].def->full, a->tabs[i].def->brief};
     struct ui_canvas c = canvas_make(stdscr, r);
     layout_tabs(labels, UI_TABS, r.w, x, w);
     int end = x[UI_TABS - 1] + w[UI_TABS - 1];
@@ -325,19 +526,46 @@ static void draw_tabs(const struct app *a)
         canvas_text(&c, 0, r.w - layout_text_width(brand) - 1, ROLE_DIM, brand);
 }
 
-static void draw_lesson(const struct app *a)
+static void draw_lesson(struct app *a, struct ui_canvas *out)
 {
-    const struct tab *t = &a->tabs[a->cur];
+    struct tab *t = &a->tabs[a->cur];
+    const struct ui_glyphs *g = theme_glyphs();
     char title[96];
-    snprintf(title, sizeof title, "Lesson %s", t->def->key);
-    if (a->cur == UI_TABS - 1)
-        snprintf(title, sizeof title, "The Lab");
-    draw_box(stdscr, a->lay.lesson, title, false);
-    struct ui_canvas c = canvas_make(stdscr, layout_inner(a->lay.lesson));
-    c.r.x += 1;
-    c.r.w -= 2;
-    int y = canvas_wrap(&c, 0, ROLE_TITLE, t->def->title, 0);
-    canvas_wrap(&c, y + 1, ROLE_TEXT, t->ops->about, t->scroll);
+    int n = snprintf(title, sizeof title, "%s", a->cur == UI_TABS - 1 ? "The Lab" : "Lesson ");
+    if (a->cur != UI_TABS - 1)
+        n += snprintf(title + n, sizeof title - (size_t)n, "%s", t->def->key);
+    if (t->lesson && t->lesson->nsteps > 1)
+        snprintf(title + n, sizeof title - (size_t)n, " %s step %zu of %zu", g->dot, t->step + 1,
+                 t->lesson->nsteps);
+    draw_box(stdscr, a->lay.lesson, title, a->asking >= 0);
+    struct ui_rect in = layout_inner(a->lay.lesson);
+    in.x += 1;
+    in.w -= 2;
+    *out = canvas_make(stdscr, in);
+    bool right[LESSON_MAX_QUESTIONS] = {false};
+    const struct lessonpane_answer *ans = NULL;
+    if (t->lesson) {
+        ans = &t->answers[t->step * LESSON_MAX_QUESTIONS];
+        for (int q = 0; q < LESSON_MAX_QUESTIONS; q++)
+            right[q] = progress_correct(&a->progress, t->lesson->number, (int)t->step, q);
+    }
+    struct lessonpane_view v = {t->lesson, t->error, t->step,        ans,     right,
+                                a->asking, a->input, a->input_error, a->ascii};
+    /* Count the lines first, to keep the scroll in range, then draw. */
+    struct ui_canvas none = canvas_make(stdscr, (struct ui_rect){in.y, in.x, 0, in.w});
+    int total = lessonpane_draw(&v, &none, 0);
+    t->max_scroll = total > in.h ? total - in.h : 0;
+    if (t->scroll > t->max_scroll)
+        t->scroll = t->max_scroll;
+    lessonpane_draw(&v, out, t->scroll);
+    /* More below or above: say so on the bottom border. */
+    if (t->max_scroll) {
+        char more[48];
+        snprintf(more, sizeof more, " %s ", t->scroll < t->max_scroll ? "PgDn more" : "PgUp back");
+        struct ui_rect b = a->lay.lesson;
+        struct ui_canvas bc = canvas_make(stdscr, (struct ui_rect){b.y + b.h - 1, b.x, 1, b.w});
+        canvas_text(&bc, 0, b.w - 2 - layout_text_width(more), ROLE_KEY, more);
+    }
 }
 
 static void draw_panel(const struct app *a, struct ui_canvas *out)
@@ -371,13 +599,20 @@ static void draw_hints(const struct app *a)
         const char *k, *w;
     } h[32];
     int n = 0;
+    char first[16][24]; /* a panel key's first spelling: "Enter" of "Enter /" */
+    int nf = 0;
     h[n++] = (struct hint){"?", "help"};
     h[n++] = (struct hint){"q", "quit"};
-    h[n++] = (struct hint){"1-5 L", "lesson"};
-    h[n++] = (struct hint){"[ ]", "step"};
-    for (const struct panel_key *k = t->ops->keys; k->keys && n < 28; k++)
-        if (k->brief)
-            h[n++] = (struct hint){k->keys, k->brief};
+    h[n++] = (struct hint){"] [", "step"};
+    const struct lesson_step *st = t->lesson ? &t->lesson->steps[t->step] : NULL;
+    if (st && st->nquestions)
+        h[n++] = (struct hint){"a", "answer"};
+    for (const struct panel_key *k = t->ops->keys; k->keys && nf < 16; k++)
+        if (k->brief) {
+            snprintf(first[nf], sizeof first[nf], "%.*s", (int)strcspn(k->keys, " "), k->keys);
+            h[n++] = (struct hint){first[nf++], k->brief};
+        }
+    h[n++] = (struct hint){"1-5 L", "lessons"};
     h[n++] = (struct hint){"space", a->playing ? "pause" : "play"};
     int x = 1;
     for (int i = 0; i < n; i++) {
@@ -402,6 +637,7 @@ static const struct help_line app_keys[] = {
     {"Tab S-Tab", "next, previous tab"},
     {"] [", "next, previous step"},
     {"PgDn PgUp J K", "scroll the text"},
+    {"a", "answer the step's question"},
     {"space", "play, pause"},
     {"n", "one step, paused"},
     {"+ -", "faster, slower"},
@@ -494,9 +730,12 @@ static void draw_frame(struct app *a)
     if (a->lay.too_small) {
         draw_too_small(a);
     } else {
+        struct ui_canvas lc;
         draw_tabs(a);
-        draw_lesson(a);
+        draw_lesson(a, &lc);
         draw_panel(a, &pc);
+        if (lc.cursor_y >= 0)
+            pc = lc; /* the answer field has the keys, so the cursor */
         draw_events(a);
         draw_hints(a);
         if (a->help)
@@ -560,11 +799,15 @@ static int run_loop(struct app *a, struct error *e)
     return 0;
 }
 
-static void close_panels(struct app *a)
+static void close_tabs(struct app *a)
 {
-    for (int i = 0; i < UI_TABS; i++)
-        if (a->tabs[i].panel)
-            a->tabs[i].ops->fini(a->tabs[i].panel);
+    for (int i = 0; i < UI_TABS; i++) {
+        struct tab *t = &a->tabs[i];
+        if (t->panel)
+            t->ops->fini(t->panel);
+        lesson_free(t->lesson);
+        free(t->answers);
+    }
 }
 
 int ui_run(const struct ui_options *o, struct error *e)
@@ -588,11 +831,18 @@ int ui_run(const struct ui_options *o, struct error *e)
         if ((rc = open_panel(a, t, ops, e)) < 0)
             goto out;
     }
+    a->asking = -1;
+    if ((rc = load_lessons(a, e)) < 0)
+        goto out;
     eventlog_add(&a->log, "welcome: ? lists the keys, q quits");
     rc = run_loop(a, e);
 out:
     restore_terminal();
-    close_panels(a);
+    if (a->tabs[a->cur].lesson) {
+        a->progress.current = a->tabs[a->cur].lesson->number;
+        save_progress(a);
+    }
+    close_tabs(a);
     free(a);
     if (rc < 0)
         return rc;

@@ -59,6 +59,12 @@ struct wrap_line {
 };
 int layout_wrap(const char *text, int width, struct wrap_line *lines, int max);
 
+/* A lesson step's text lines as the pane shows them (lessons/README.md): lines of a paragraph
+ * are joined with a space; a blank line separates paragraphs (kept as an empty line); a line
+ * that starts with a space is kept as written, on its own line. Writes the result, lines
+ * separated by '\n', into out (cut to cap bytes) and returns its length. */
+size_t layout_join(char *const *lines, size_t n, char *out, size_t cap);
+
 /* A horizontal bar of width cells showing value/max: full cells, then one partial cell of
  * eighths (0-7, drawn with the block elements, or rounded to a full cell in ASCII), then
  * empty cells. Values outside [0, max], NaN and max <= 0 clamp to an empty or full bar. */
