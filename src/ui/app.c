@@ -303,24 +303,33 @@ static int load_lessons(struct app *a, struct error *e)
 
 /* a: answer a question of the step: the first not yet answered, else the first wrong one,
  * else the first. */
+/* The question a opens: the first not yet answered, else the first wrong one, else the
+ * first; -1 when the step asks none. */
+static int next_question(const struct tab *t)
+{
+    const struct lesson_step *s = t->lesson ? &t->lesson->steps[t->step] : NULL;
+    if (!s || !s->nquestions)
+        return -1;
+    const struct lessonpane_answer *ans = &t->answers[t->step * LESSON_MAX_QUESTIONS];
+    for (size_t q = 0; q < s->nquestions; q++)
+        if (ans[q].state == 0)
+            return (int)q;
+    for (size_t q = 0; q < s->nquestions; q++)
+        if (ans[q].state < 0)
+            return (int)q;
+    return 0;
+}
+
 static void start_answer(struct app *a)
 {
     struct tab *t = &a->tabs[a->cur];
-    const struct lesson_step *s = t->lesson ? &t->lesson->steps[t->step] : NULL;
-    if (!s || !s->nquestions) {
+    int q = next_question(t);
+    if (q < 0) {
         eventlog_add(&a->log, "this step asks no question");
         a->dirty = true;
         return;
     }
-    const struct lessonpane_answer *ans = &t->answers[t->step * LESSON_MAX_QUESTIONS];
-    int pick = -1;
-    for (size_t q = 0; q < s->nquestions && pick < 0; q++)
-        if (ans[q].state == 0)
-            pick = (int)q;
-    for (size_t q = 0; q < s->nquestions && pick < 0; q++)
-        if (ans[q].state < 0)
-            pick = (int)q;
-    a->asking = pick < 0 ? 0 : pick;
+    a->asking = q;
     a->input[0] = a->input_error[0] = '\0';
     t->scroll = INT_MAX; /* the question is at the end: show it */
     a->dirty = true;
@@ -549,8 +558,18 @@ static void draw_lesson(struct app *a, struct ui_canvas *out)
         for (int q = 0; q < LESSON_MAX_QUESTIONS; q++)
             right[q] = progress_correct(&a->progress, t->lesson->number, (int)t->step, q);
     }
-    struct lessonpane_view v = {t->lesson, t->error, t->step,        ans,     right,
-                                a->asking, a->input, a->input_error, a->ascii};
+    struct lessonpane_view v = {
+        .lesson = t->lesson,
+        .error = t->error,
+        .step = t->step,
+        .answers = ans,
+        .right_before = right,
+        .asking = a->asking,
+        .next = next_question(t),
+        .input = a->input,
+        .input_error = a->input_error,
+        .ascii = a->ascii,
+    };
     /* Count the lines first, to keep the scroll in range, then draw. */
     struct ui_canvas none = canvas_make(stdscr, (struct ui_rect){in.y, in.x, 0, in.w});
     int total = lessonpane_draw(&v, &none, 0);
@@ -601,6 +620,12 @@ static void draw_hints(const struct app *a)
     int n = 0;
     char first[16][24]; /* a panel key's first spelling: "Enter" of "Enter /" */
     int nf = 0;
+    if (a->asking >= 0) {
+        h[n++] = (struct hint){"Enter", "check the answer"};
+        h[n++] = (struct hint){"Esc", "cancel"};
+        h[n++] = (struct hint){"Ctrl-U", "clear"};
+        goto draw;
+    }
     h[n++] = (struct hint){"?", "help"};
     h[n++] = (struct hint){"q", "quit"};
     h[n++] = (struct hint){"] [", "step"};
@@ -614,6 +639,7 @@ static void draw_hints(const struct app *a)
         }
     h[n++] = (struct hint){"1-5 L", "lessons"};
     h[n++] = (struct hint){"space", a->playing ? "pause" : "play"};
+draw:;
     int x = 1;
     for (int i = 0; i < n; i++) {
         int need = layout_text_width(h[i].k) + 1 + layout_text_width(h[i].w) + 2;

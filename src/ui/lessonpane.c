@@ -123,9 +123,10 @@ static void question(struct pen *p, const struct lessonpane_view *v, size_t qi)
         return;
     }
     if (a->state == 0) {
-        block(p, ROLE_DIM, 0,
-              v->right_before && v->right_before[qi] ? "answered right before; a answers again"
-                                                     : "a answers it");
+        if (v->right_before && v->right_before[qi])
+            block(p, ROLE_GOOD, 0, "answered right before");
+        else if ((int)qi == v->next)
+            block(p, ROLE_DIM, 0, "press a to answer");
         return;
     }
     char want[128];

@@ -24,6 +24,7 @@ struct lessonpane_view {
     const struct lessonpane_answer *answers; /* the step's, one per question */
     const bool *right_before; /* per question: answered right in an earlier session */
     int asking;               /* the question being answered, or -1 */
+    int next;                 /* the question a would open */
     const char *input;        /* what the learner has typed so far */
     const char *input_error;  /* why the last answer could not be read, or "" */
     bool ascii;               /* ASCII only */

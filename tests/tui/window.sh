@@ -2,7 +2,7 @@
 # The window, driven in tmux like a person would: opens, switches lessons, opens and closes
 # the help, types a value in the formats explorer and reads its bits, resizes too small and
 # back, runs without colour and in ASCII, idles without spending CPU, and leaves the
-# terminal usable after q and after SIGTERM.
+# terminal usable after q, SIGTERM and Ctrl-C. Saved progress goes to a folder of the test's.
 #
 # A private tmux server (-L) with a fixed size; every wait polls the screen with a deadline
 # (generous: the sanitizer builds are slower), never a fixed sleep; the server is killed at
@@ -234,5 +234,11 @@ start LC_ALL=C.UTF-8 --
 wait_for "1 Precision" "opens again"
 kill -TERM "$pid"
 check_restored 143 "SIGTERM"
+
+# ---- Ctrl-C (SIGINT from the terminal) too ----
+start LC_ALL=C.UTF-8 --
+wait_for "1 Precision" "opens once more"
+keys C-c
+check_restored 130 "Ctrl-C"
 
 done_testing

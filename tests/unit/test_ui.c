@@ -209,6 +209,31 @@ START_TEST(wrap_keeps_every_word)
 }
 END_TEST
 
+static const char *joined(char *const *lines, size_t n)
+{
+    static char out[512];
+    layout_join(lines, n, out, sizeof out);
+    return out;
+}
+
+/* lessons/README.md: lines of a paragraph join; a blank line separates paragraphs; a line
+ * that starts with a space stays as written. */
+START_TEST(join_paragraphs)
+{
+    char *para[] = {"", "A float32 number", "takes 4 bytes.", "", "", "Bytes cost twice.", ""};
+    ck_assert_str_eq(joined(para, 7), "A float32 number takes 4 bytes.\n\nBytes cost twice.");
+    char *table[] = {"fields:", " sign     0 for +", " exponent the range", "After."};
+    ck_assert_str_eq(joined(table, 4), "fields:\n sign     0 for +\n exponent the range\nAfter.");
+    char *none[] = {"", ""};
+    ck_assert_str_eq(joined(none, 2), "");
+    ck_assert_str_eq(joined(none, 0), "");
+    char small[8];
+    char *one[] = {"abcdefghijkl"};
+    ck_assert_uint_eq(layout_join(one, 1, small, sizeof small), 7); /* cut, terminated */
+    ck_assert_str_eq(small, "abcdefg");
+}
+END_TEST
+
 START_TEST(bars)
 {
     struct bar_cells b = layout_bar(50, 100, 10);
@@ -316,6 +341,7 @@ int main(void)
     tcase_add_test(tc, text_width_and_fit);
     tcase_add_test(tc, wrap_words);
     tcase_add_test(tc, wrap_keeps_every_word);
+    tcase_add_test(tc, join_paragraphs);
     tcase_add_test(tc, bars);
     tcase_add_test(tc, bits_and_hex);
     tcase_add_test(tc, values_and_errors);
