@@ -25,6 +25,7 @@ WAIT_TENTHS=${WAIT_TENTHS:-200} # 20 s at most per wait
 cat >"$T_TMP/pane.sh" <<'EOS'
 #!/bin/sh
 dir=$1; shift
+trap : INT # Ctrl-C is for scalelab: this shell stays (a caught signal is default again in children)
 export TERM=screen-256color
 export XDG_STATE_HOME="$dir/state"
 sh -c 'echo $$ >"$0/pid"; exec "$@"' "$dir" "$@"
