@@ -620,9 +620,10 @@ static void draw_hints(const struct app *a)
     int n = 0;
     char first[16][24]; /* a panel key's first spelling: "Enter" of "Enter /" */
     int nf = 0;
-    if (a->asking >= 0) {
-        h[n++] = (struct hint){"Enter", "check the answer"};
+    if (a->asking >= 0 || (t->ops->editing && t->ops->editing(t->panel))) {
+        h[n++] = (struct hint){"Enter", a->asking >= 0 ? "check the answer" : "apply"};
         h[n++] = (struct hint){"Esc", "cancel"};
+        h[n++] = (struct hint){"Backspace", "delete"};
         h[n++] = (struct hint){"Ctrl-U", "clear"};
         goto draw;
     }

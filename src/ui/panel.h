@@ -78,6 +78,9 @@ struct panel_ops {
      * value. May be NULL (then every setting is an error). */
     int (*set)(void *state, const char *name, const char *value, struct error *e);
     void (*draw)(const void *state, struct ui_canvas *c);
+    /* Whether an input field has the keys (the hint line then shows Enter and Esc). May be
+     * NULL: never. */
+    bool (*editing)(const void *state);
     const struct panel_key *keys; /* ends with {NULL} */
 };
 

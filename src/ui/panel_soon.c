@@ -53,10 +53,19 @@ static void soon_draw(const void *state, struct ui_canvas *c)
                 "This panel is not built yet; the lesson's text on the left reads on its own.", 0);
 }
 
+static const struct panel_key soon_keys[] = {{NULL, NULL, NULL}};
+
 #define SOON(NAME, TITLE, ABOUT)                                                                   \
     const struct panel_ops panel_soon_##NAME = {                                                   \
-        #NAME,       TITLE, ABOUT,    soon_init, soon_fini,                                        \
-        soon_on_key, NULL,  soon_set, soon_draw, (const struct panel_key[]){{NULL, NULL, NULL}},   \
+        .name = #NAME,                                                                             \
+        .title = TITLE,                                                                            \
+        .about = ABOUT,                                                                            \
+        .init = soon_init,                                                                         \
+        .fini = soon_fini,                                                                         \
+        .on_key = soon_on_key,                                                                     \
+        .set = soon_set,                                                                           \
+        .draw = soon_draw,                                                                         \
+        .keys = soon_keys,                                                                         \
     };
 
 SOON(training, "Loss scaling",

@@ -111,6 +111,7 @@ fi
 
 keys 3
 wait_for "Lesson 3" "3 switches to lesson 3"
+check_contains "$(screen)" "the ring all-reduce will be" "lesson 3's panel says what it will show"
 keys Tab
 wait_for "Lesson 4" "Tab goes to the next lesson"
 keys BTab
@@ -151,6 +152,7 @@ keys ']'
 wait_for "step 2 of" "and forth"
 
 keys Enter
+wait_for "Enter apply" "typing a value: the hints say how to apply it"
 keys -l 65504
 keys Enter
 wait_for "0 11110 1111111111" "65504 typed: its fp16 bits"
