@@ -1,11 +1,11 @@
 /* The window's frame: tabs, the lesson pane, the live panel, the latest events and the key
  * hints; the input loop; the terminal's set-up and restoration on every way out.
  *
- * The loop waits in poll() on standard input, with no timeout unless a panel is playing, so
- * an idle window costs no CPU. Signals (SIGINT, SIGTERM, SIGHUP) only set a flag; poll()
- * returns EINTR and the loop ends, restoring the terminal. SIGWINCH is ncurses' own: the next
- * wgetch() returns KEY_RESIZE. Keys never draw: they change state and mark the frame dirty;
- * the frame is drawn once per loop with one doupdate(). */
+ * The loop waits in ppoll() on standard input, with no timeout unless a panel is playing, so
+ * an idle window costs no CPU. Signals (SIGINT, SIGTERM, SIGHUP) only set a flag; they are
+ * let in only during the wait, whose EINTR ends the loop, and the terminal is restored. SIGWINCH is
+ * ncurses' own: the next wgetch() returns KEY_RESIZE. Keys never draw: they change state and mark
+ * the frame dirty; the frame is drawn once per loop with one doupdate(). */
 #include "config.h"
 #include "ui/app.h"
 
@@ -16,6 +16,7 @@
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,11 @@ struct app {
 
 static volatile sig_atomic_t got_signal;
 static SCREEN *screen;
+/* The signal mask the loop waits with: SIGINT, SIGTERM and SIGHUP stay blocked outside the
+ * wait and arrive only inside ppoll(), so none slips in between the check of got_signal and
+ * the wait (which would then sleep until the next key). */
+static sigset_t wait_mask, old_mask;
+static bool masked;
 
 static void on_signal(int sig)
 {
@@ -106,10 +112,21 @@ static int start_curses(bool ascii_wanted, bool *ascii, struct error *e)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; /* no SA_RESTART: poll() returns at once */
+    sa.sa_flags = 0; /* no SA_RESTART: the wait returns at once */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old_mask);
+    masked = true;
+    wait_mask = old_mask;
+    sigdelset(&wait_mask, SIGINT);
+    sigdelset(&wait_mask, SIGTERM);
+    sigdelset(&wait_mask, SIGHUP);
 
     static bool registered;
     if (!registered) {
@@ -797,7 +814,8 @@ static int run_loop(struct app *a, struct error *e)
             a->dirty = false;
         }
         struct pollfd p = {STDIN_FILENO, POLLIN, 0};
-        int r = poll(&p, 1, a->playing ? FRAME_MS : -1);
+        struct timespec frame = {0, FRAME_MS * 1000000L};
+        int r = ppoll(&p, 1, a->playing ? &frame : NULL, &wait_mask);
         if (got_signal)
             break;
         if (r < 0 && errno != EINTR)
@@ -865,6 +883,9 @@ int ui_run(const struct ui_options *o, struct error *e)
     rc = run_loop(a, e);
 out:
     restore_terminal();
+    if (masked)
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    masked = false;
     if (a->tabs[a->cur].lesson) {
         a->progress.current = a->tabs[a->cur].lesson->number;
         save_progress(a);

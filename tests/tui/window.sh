@@ -168,6 +168,17 @@ wait_for "not a number" "bad input shows an error in the panel"
 keys Escape
 wait_gone "not a number" "Esc leaves the input"
 
+# Keys at random (every printable one but q, and the special ones) never crash the window.
+keys -l 'abcdefghijklmnoprstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!"#$%&()*+,-./:;<=>@[]^_{|}~'
+keys Escape Escape Up Down Left Right Home End NPage PPage F1 F5 BSpace DC IC Tab BTab Escape
+keys Enter
+keys -l '1234567890123456789012345678901234567890123456789012345678901234567890e999999'
+keys Enter Escape
+keys 1 '[' '[' '[' '[' '[' '[' '[' '['
+wait_for "step 1 of" "a storm of keys and a long input later, the window still answers"
+keys ']'
+wait_for "step 2 of" "back at step 2"
+
 T resize-window -t "$S" -x 60 -y 20
 wait_for "at least 80x24" "too small: says how large it must be"
 check_contains "$(screen)" "60x20" "and the current size"
