@@ -6,6 +6,7 @@
 extern const struct command cmd_bench;
 extern const struct command cmd_formats;
 extern const struct command cmd_run;
+extern const struct bench_case bench_formats;
 
 const struct command *const commands[] = {
     &cmd_formats,
@@ -15,5 +16,6 @@ const struct command *const commands[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
+    &bench_formats,
     NULL,
 };

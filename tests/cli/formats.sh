@@ -43,6 +43,9 @@ check_contains "$out" "0x7c00 inf        overflow: inf" "65520 overflows fp16 to
 check_contains "$out" "0x7f   n/a        overflow: NaN" "500 overflows e4m3 to NaN"
 check_contains "$out" "0x0000 -1         underflow to 0" "1e-8 underflows fp16 to 0"
 check_contains "$out" "too large for fp32" "1e39 is said to be too large for fp32"
+run formats 1e-40 1e-50
+check_contains "$out" "(0x000116c2), a subnormal in fp32" "1e-40 is an fp32 subnormal"
+check_contains "$out" "too small for fp32" "1e-50 is said to be too small for fp32"
 
 # ---------------------------------------------------------------- values, JSON
 run formats --json 0.1 65504 65519 65520 500 464 61440 1e-8 6e-8 1e39 nan -inf 0
@@ -103,6 +106,11 @@ run_stdin "$(printf '1\nzz\n')" formats --json -
 check_status 2 "bad stdin value"
 check_contains "$err" "stdin:2: 'zz' is not a number" "the bad stdin value is named"
 check_eq "$out" "" "nothing printed for a bad stdin value"
+printf '1\n2\0x\n' | "$SCALELAB" formats - >"$T_TMP/out" 2>"$T_TMP/err"
+status=$?; out=$(cat "$T_TMP/out"); err=$(cat "$T_TMP/err")
+check_status 2 "a NUL byte on stdin"
+check_contains "$err" "stdin:2: not a number" "the line with the NUL byte is named"
+check_eq "$out" "" "nothing printed for a NUL byte"
 run formats --jsn
 check_status 2 "misspelt option"
 check_contains "$err" "did you mean '--json'?" "misspelt option gets a hint"
