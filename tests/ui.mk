@@ -5,4 +5,5 @@ tests_unit_test_ui_SOURCES = tests/unit/test_ui.c
 tests_unit_test_ui_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_ui_LDADD = $(UNIT_LIBS)
 
-TESTS += tests/cli/window_refuses.sh tests/tui/window.sh
+SH_TESTS += tests/cli/window_refuses.sh
+SH_TESTS += tests/tui/window.sh
