@@ -378,8 +378,13 @@ static void answer_key(struct app *a, int ch)
         snprintf(ans->text, sizeof ans->text, "%s", a->input);
         progress_mark(&a->progress, t->lesson->number, (int)t->step, a->asking, r.correct);
         save_progress(a);
-        eventlog_add(&a->log, "lesson %d, step %zu, question %d: %s", t->lesson->number,
-                     t->step + 1, a->asking + 1, r.correct ? "right" : "not quite");
+        size_t total = 0;
+        for (size_t i = 0; i < t->lesson->nsteps; i++)
+            total += t->lesson->steps[i].nquestions;
+        eventlog_add(&a->log, "lesson %d, step %zu, question %d: %s (%d of %zu right so far)",
+                     t->lesson->number, t->step + 1, a->asking + 1,
+                     r.correct ? "right" : "not quite",
+                     progress_count(&a->progress, t->lesson->number), total);
         a->asking = -1;
         t->scroll = INT_MAX; /* show the explanation */
     } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
