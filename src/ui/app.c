@@ -51,6 +51,7 @@ struct tab {
     char full[48], brief[24];   /* the tab's labels */
     size_t step;
     int scroll, max_scroll; /* lines of the lesson text scrolled away; at most (last frame) */
+    int show_q;             /* a question to scroll into view at the next frame, or -1 */
     struct lessonpane_answer *answers; /* [step * LESSON_MAX_QUESTIONS + question] */
     char label[48];                    /* the label from the lesson file: "1 Mixed precision" */
 };
@@ -257,6 +258,7 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
         i = l->nsteps ? l->nsteps - 1 : 0;
     t->step = i;
     t->scroll = 0;
+    t->show_q = -1;
     if (t == &a->tabs[a->cur])
         a->asking = -1;
     const struct lesson_panel *lp = l ? lesson_step_panel(l, i) : NULL;
@@ -353,7 +355,7 @@ static void start_answer(struct app *a)
     }
     a->asking = q;
     a->input[0] = a->input_error[0] = '\0';
-    t->scroll = INT_MAX; /* the question is at the end: show it */
+    t->show_q = q;
     a->dirty = true;
 }
 
@@ -385,8 +387,8 @@ static void answer_key(struct app *a, int ch)
                      t->lesson->number, t->step + 1, a->asking + 1,
                      r.correct ? "right" : "not quite",
                      progress_count(&a->progress, t->lesson->number), total);
+        t->show_q = a->asking; /* its result and explanation */
         a->asking = -1;
-        t->scroll = INT_MAX; /* show the explanation */
     } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
         /* remove one UTF-8 character */
         while (len && ((unsigned char)a->input[len - 1] & 0xC0) == 0x80)
@@ -596,14 +598,25 @@ static void draw_lesson(struct app *a, struct ui_canvas *out)
         .input = a->input,
         .input_error = a->input_error,
         .ascii = a->ascii,
+        .focus = t->show_q,
     };
-    /* Count the lines first, to keep the scroll in range, then draw. */
+    /* Count the lines first, to keep the scroll in range and bring a question into view,
+     * then draw. */
     struct ui_canvas none = canvas_make(stdscr, (struct ui_rect){in.y, in.x, 0, in.w});
-    int total = lessonpane_draw(&v, &none, 0);
+    int focus[2] = {-1, -1};
+    int total = lessonpane_draw(&v, &none, 0, focus);
     t->max_scroll = total > in.h ? total - in.h : 0;
+    if (t->show_q >= 0 && focus[0] >= 0) {
+        /* all of the question if it fits, else its start */
+        if (t->scroll > focus[0] || focus[1] - focus[0] >= in.h)
+            t->scroll = focus[0];
+        else if (focus[1] >= t->scroll + in.h)
+            t->scroll = focus[1] - in.h + 1;
+        t->show_q = -1;
+    }
     if (t->scroll > t->max_scroll)
         t->scroll = t->max_scroll;
-    lessonpane_draw(&v, out, t->scroll);
+    lessonpane_draw(&v, out, t->scroll, NULL);
     /* More below or above: say so on the bottom border. */
     if (t->max_scroll) {
         char more[48];

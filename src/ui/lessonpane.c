@@ -149,7 +149,7 @@ static void question(struct pen *p, const struct lessonpane_view *v, size_t qi)
     }
 }
 
-int lessonpane_draw(const struct lessonpane_view *v, struct ui_canvas *c, int scroll)
+int lessonpane_draw(const struct lessonpane_view *v, struct ui_canvas *c, int scroll, int *focus)
 {
     struct pen p = {c, scroll, 0, v->ascii, -1, -1};
     if (!v->lesson) {
@@ -186,8 +186,13 @@ int lessonpane_draw(const struct lessonpane_view *v, struct ui_canvas *c, int sc
         snprintf(buf, sizeof buf, "Headless: scalelab %s", s->runs[r].cmdline);
         block(&p, ROLE_DIM, 0, buf);
     }
-    for (size_t q = 0; q < s->nquestions; q++)
+    for (size_t q = 0; q < s->nquestions; q++) {
+        if (focus && (int)q == v->focus)
+            focus[0] = p.line + 1; /* after the blank line */
         question(&p, v, q);
+        if (focus && (int)q == v->focus)
+            focus[1] = p.line - 1;
+    }
     block(&p, ROLE_TEXT, 0, "");
     block(&p, ROLE_DIM, 0,
           v->step + 1 < l->nsteps ? "] next step, [ back" : "The last step; [ goes back.");

@@ -28,10 +28,12 @@ struct lessonpane_view {
     const char *input;        /* what the learner has typed so far */
     const char *input_error;  /* why the last answer could not be read, or "" */
     bool ascii;               /* ASCII only */
+    int focus;                /* a question whose lines to report (focus_from, focus_to), or -1 */
 };
 
-/* Draws the view from wrapped line `scroll` on; returns the number of wrapped lines in all.
- * Sets the canvas cursor in the answer field while asking. */
-int lessonpane_draw(const struct lessonpane_view *v, struct ui_canvas *c, int scroll);
+/* Draws the view from wrapped line `scroll` on; returns the number of wrapped lines in all,
+ * and in focus[0] and focus[1] (when not NULL) the first and the last line of question
+ * v->focus. Sets the canvas cursor in the answer field while asking. */
+int lessonpane_draw(const struct lessonpane_view *v, struct ui_canvas *c, int scroll, int *focus);
 
 #endif

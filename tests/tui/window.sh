@@ -101,8 +101,8 @@ ESC=$(printf '\033')
 start LC_ALL=C.UTF-8 --
 wait_for "1 Precision" "opens: the tab bar shows"
 wait_for "Number formats" "lesson 1's panel is the formats explorer"
-check_contains "$(screen)" "Lesson 1 · step 1 of" "the lesson pane shows lesson 1's first step"
-check_contains "$(screen)" "Why not keep everything in" "with the step's text from lessons/"
+wait_for "Lesson 1 · step 1 of" "the lesson pane shows lesson 1's first step"
+wait_for "Why not keep everything in" "with the step's text from lessons/"
 check_contains "$(T capture-pane -e -p -t "$S")" "${ESC}[" "the screen has colour and attributes"
 if T capture-pane -e -p -t "$S" | grep -qE "${ESC}\[([0-9]+;)*(3[0-7]|38;5)"; then
     ok "colours are used"
@@ -112,7 +112,7 @@ fi
 
 keys 3
 wait_for "Lesson 3" "3 switches to lesson 3"
-check_contains "$(screen)" "the ring all-reduce will be" "lesson 3's panel says what it will show"
+wait_for "the ring all-reduce will be" "lesson 3's panel says what it will show"
 keys Tab
 wait_for "Lesson 4" "Tab goes to the next lesson"
 keys BTab
@@ -124,7 +124,7 @@ wait_for "Lesson 1" "1 goes back to lesson 1"
 
 keys '?'
 wait_for "The window" "? opens the help"
-check_contains "$(screen)" "select a format" "the help lists the panel's keys"
+wait_for "select a format" "the help lists the panel's keys"
 keys Escape
 wait_gone "Esc or ? closes" "Esc closes the help"
 
@@ -137,7 +137,7 @@ wait_for "> " "a opens the answer field"
 keys -l 9
 keys Enter
 wait_for "9: not quite" "a wrong answer is told so"
-check_contains "$(screen)" "the answer is" "with the right answer"
+wait_for "the answer is" "with the right answer"
 keys a
 keys -l abc
 keys Enter
@@ -146,7 +146,7 @@ keys C-u
 keys -l 10
 keys Enter
 wait_for "10: right" "the right answer"
-check_contains "$(screen)" "implicit 1" "the explanation shows"
+wait_for "implicit 1" "the explanation shows"
 keys '['
 wait_for "step 1 of" "[ goes back"
 keys ']'
@@ -157,8 +157,8 @@ wait_for "Enter apply" "typing a value: the hints say how to apply it"
 keys -l 65504
 keys Enter
 wait_for "0 11110 1111111111" "65504 typed: its fp16 bits"
-check_contains "$(screen)" "0x7bff" "65504 in fp16 is 0x7bff"
-check_contains "$(screen)" "0 10001110 11111111110000000000000" "and its fp32 bits"
+wait_for "0x7bff" "65504 in fp16 is 0x7bff"
+wait_for "0 10001110 11111111110000000000000" "and its fp32 bits"
 keys Down
 keys Right
 wait_for "0 11111 0000000000" "fp16 selected: one ulp up from its max is inf"
@@ -182,11 +182,11 @@ wait_for "step 2 of" "back at step 2"
 
 T resize-window -t "$S" -x 60 -y 20
 wait_for "at least 80x24" "too small: says how large it must be"
-check_contains "$(screen)" "60x20" "and the current size"
+wait_for "60x20" "and the current size"
 T resize-window -t "$S" -x 150 -y 40
 wait_for "5 ZeRO" "larger again: the layout returns"
-check_contains "$(screen)" "rel. error" "at 150 columns the table is one line per format"
-check_contains "$(screen)" "1 Mixed precision" "and the tabs take the lessons' own titles"
+wait_for "rel. error" "at 150 columns the table is one line per format"
+wait_for "1 Mixed precision" "and the tabs take the lessons' own titles"
 T resize-window -t "$S" -x 80 -y 24
 wait_for "1 Precision" "back to 80x24"
 
@@ -213,7 +213,7 @@ check_restored 0 "q"
 start LC_ALL=C.UTF-8 --
 wait_for "step 2 of" "a new session opens at the step left"
 keys NPage NPage NPage
-check_contains "$(screen)" "answered right before" "and knows the question was answered"
+wait_for "answered right before" "and knows the question was answered"
 keys q
 check_restored 0 "q again"
 
@@ -225,7 +225,7 @@ if T capture-pane -e -p -t "$S" | grep -qE "${ESC}\[([0-9]+;)*(3[0-7]|4[0-7]|38;
 else
     ok "NO_COLOR: no colour on the screen"
 fi
-check_contains "$(screen)" "0 01111011 10011001100110011001101" "NO_COLOR: the bits are shown"
+wait_for "0 01111011 10011001100110011001101" "NO_COLOR: the bits are shown"
 keys q
 check_restored 0 "NO_COLOR"
 
@@ -238,7 +238,7 @@ for how in "LC_ALL=C.UTF-8 -- --ascii" "LC_ALL=C --"; do
     wait_for "The window" "$how: the help opens"
     bad=$(screen | LC_ALL=C tr -d '\n\040-\176' | wc -c)
     check_eq "$bad" "0" "$how: only ASCII on the screen"
-    check_contains "$(screen)" "+-" "$how: boxes drawn with + and -"
+    wait_for "+-" "$how: boxes drawn with + and -"
     keys q
     keys q
     check_restored 0 "$how"
