@@ -11,15 +11,14 @@
 
 #include <curses.h>
 #include <errno.h>
-#include <limits.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -48,7 +47,6 @@ struct tab {
     void *panel;
     struct lesson *lesson;      /* NULL when its file could not be read: */
     char error[ERROR_MAX + 64]; /* why */
-    char full[48], brief[24];   /* the tab's labels */
     size_t step;
     int scroll, max_scroll; /* lines of the lesson text scrolled away; at most (last frame) */
     int show_q;             /* a question to scroll into view at the next frame, or -1 */
@@ -74,6 +72,7 @@ struct app {
     char input_error[ERROR_MAX];
     struct progress progress;
     char progress_file[4096]; /* "" when progress is not saved */
+    struct error fatal;       /* a panel could not start (out of memory): the window ends */
 };
 
 /* ---- the terminal's life ---- */
@@ -175,7 +174,12 @@ static int open_panel(struct app *a, struct tab *t, const struct panel_ops *ops,
     t->panel = NULL;
     t->ops = ops;
     struct panel_env env = {ops, &a->log, a->ascii};
-    return ops->init(&t->panel, &env, e);
+    int rc = ops->init(&t->panel, &env, e);
+    if (rc < 0) {
+        error_prefix(e, "panel %s", ops->name);
+        t->panel = NULL;
+    }
+    return rc;
 }
 
 static void pause_playing(struct app *a)
@@ -269,8 +273,8 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
         lp = NULL;
     }
     struct error e = {0};
-    if (ops != t->ops && open_panel(a, t, ops, &e) < 0) {
-        eventlog_add(&a->log, "panel %s: %s", ops->name, e.msg);
+    if (ops != t->ops && open_panel(a, t, ops, &a->fatal) < 0) {
+        a->quit = true; /* with no panel to draw, the window cannot go on */
         return;
     }
     for (size_t k = 0; lp && k < lp->nsettings; k++) {
@@ -903,7 +907,12 @@ int ui_run(const struct ui_options *o, struct error *e)
     if ((rc = load_lessons(a, e)) < 0)
         goto out;
     eventlog_add(&a->log, "welcome: ? lists the keys, q quits");
-    rc = run_loop(a, e);
+    if (!a->fatal.code)
+        rc = run_loop(a, e);
+    if (rc >= 0 && a->fatal.code) {
+        *e = a->fatal;
+        rc = a->fatal.code;
+    }
 out:
     restore_terminal();
     if (masked)
