@@ -443,6 +443,10 @@ static void app_key(struct app *a, int ch)
     int r = t->ops->on_key(t->panel, ch);
     if (r & PANEL_REDRAW)
         a->dirty = true;
+    if ((r & PANEL_ANIMATE) && !a->playing) { /* a key started something that moves */
+        a->playing = true;
+        a->last_tick = clock_now();
+    }
     if (r & PANEL_QUIT)
         a->quit = true;
     if (r & PANEL_HANDLED)

@@ -110,7 +110,6 @@ static int formats_on_key(void *state, int key)
     case '\r':
     case KEY_ENTER:
     case '/':
-    case '=':
         f->editing = true;
         f->len = 0;
         f->input[0] = '\0';
