@@ -1,16 +1,24 @@
 /* The window's frame: tabs, the lesson pane, the live panel, the latest events and the key
  * hints; the input loop; the terminal's set-up and restoration on every way out.
  *
- * The loop waits in ppoll() on standard input, with no timeout unless a panel is playing, so
- * an idle window costs no CPU. Signals (SIGINT, SIGTERM, SIGHUP) only set a flag; they are
- * let in only during the wait, whose EINTR ends the loop, and the terminal is restored. SIGWINCH is
- * ncurses' own: the next wgetch() returns KEY_RESIZE. Keys never draw: they change state and mark
- * the frame dirty; the frame is drawn once per loop with one doupdate(). */
+ * The loop waits in poll() on standard input, with no timeout unless a panel is playing, so
+ * an idle window costs no CPU. Keys never draw: they change state and mark the frame dirty;
+ * the frame is drawn once per loop with one doupdate().
+ *
+ * Signals: SIGINT, SIGTERM and SIGHUP set a flag that ends the loop (the terminal is then
+ * restored); SIGWINCH goes to ncurses' own handler, and the next wgetch() returns KEY_RESIZE.
+ * A signal sent to the process may be taken by any thread that does not block it, and
+ * OpenBLAS starts a thread of its own before main(), so a handler that only set a flag could
+ * leave the UI thread asleep in poll(). Each handler therefore also writes a byte to a pipe
+ * that poll() watches (the self-pipe trick; write() is async-signal-safe), which wakes the UI
+ * thread whichever thread ran the handler, and leaves no gap between testing the flag and
+ * going to sleep. */
 #include "config.h"
 #include "ui/app.h"
 
 #include <curses.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <poll.h>
@@ -18,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -79,15 +86,30 @@ struct app {
 
 static volatile sig_atomic_t got_signal;
 static SCREEN *screen;
-/* The signal mask the loop waits with: SIGINT, SIGTERM and SIGHUP stay blocked outside the
- * wait and arrive only inside ppoll(), so none slips in between the check of got_signal and
- * the wait (which would then sleep until the next key). */
-static sigset_t wait_mask, old_mask;
-static bool masked;
+static int wake_pipe[2] = {-1, -1}; /* the handlers write, the loop polls */
+static void (*ncurses_winch)(int);  /* ncurses' SIGWINCH handler, which ours calls */
+
+static void wake(void)
+{
+    int saved = errno;
+    if (wake_pipe[1] >= 0) {
+        ssize_t n = write(wake_pipe[1], "", 1); /* a full pipe already wakes the loop */
+        (void)n;
+    }
+    errno = saved;
+}
 
 static void on_signal(int sig)
 {
     got_signal = sig;
+    wake();
+}
+
+static void on_winch(int sig)
+{
+    if (ncurses_winch)
+        ncurses_winch(sig);
+    wake();
 }
 
 /* Every way out goes through here: quit, a signal, an error, exit() from anywhere (atexit).
@@ -113,25 +135,20 @@ static int start_curses(bool ascii_wanted, bool *ascii, struct error *e)
     const char *cs = nl_langinfo(CODESET);
     *ascii = ascii_wanted || !cs || strcmp(cs, "UTF-8") != 0;
 
+    if (pipe(wake_pipe) < 0)
+        return error_set(e, ERR_RUN, "cannot make a pipe: %s", strerror(errno));
+    for (int i = 0; i < 2; i++) {
+        fcntl(wake_pipe[i], F_SETFL, fcntl(wake_pipe[i], F_GETFL) | O_NONBLOCK);
+        fcntl(wake_pipe[i], F_SETFD, FD_CLOEXEC);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; /* no SA_RESTART: the wait returns at once */
+    sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigprocmask(SIG_BLOCK, &block, &old_mask);
-    masked = true;
-    wait_mask = old_mask;
-    sigdelset(&wait_mask, SIGINT);
-    sigdelset(&wait_mask, SIGTERM);
-    sigdelset(&wait_mask, SIGHUP);
 
     static bool registered;
     if (!registered) {
@@ -143,6 +160,14 @@ static int start_curses(bool ascii_wanted, bool *ascii, struct error *e)
         return error_set(e, ERR_RUN, "the terminal could not be set up (TERM '%s')",
                          getenv("TERM"));
     set_term(screen);
+    /* newterm installed ncurses' SIGWINCH handler; ours calls it, then wakes the loop. */
+    struct sigaction cur;
+    if (sigaction(SIGWINCH, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN) {
+        ncurses_winch = cur.sa_handler;
+        cur.sa_handler = on_winch;
+        sigaction(SIGWINCH, &cur, NULL);
+    }
     cbreak();
     noecho();
     nonl();
@@ -844,14 +869,16 @@ static int run_loop(struct app *a, struct error *e)
             draw_frame(a);
             a->dirty = false;
         }
-        struct pollfd p = {STDIN_FILENO, POLLIN, 0};
-        struct timespec frame = {0, FRAME_MS * 1000000L};
-        int r = ppoll(&p, 1, a->playing ? &frame : NULL, &wait_mask);
+        struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+        int r = poll(p, 2, a->playing ? FRAME_MS : -1);
         if (got_signal)
             break;
         if (r < 0 && errno != EINTR)
             return error_set(e, ERR_RUN, "waiting for keys: %s", strerror(errno));
-        if (r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)) && !(p.revents & POLLIN)) {
+        char drain[64];
+        while (read(wake_pipe[0], drain, sizeof drain) > 0)
+            continue;
+        if (r > 0 && (p[0].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(p[0].revents & POLLIN)) {
             got_signal = SIGHUP; /* the terminal went away */
             break;
         }
@@ -919,9 +946,11 @@ int ui_run(const struct ui_options *o, struct error *e)
     }
 out:
     restore_terminal();
-    if (masked)
-        sigprocmask(SIG_SETMASK, &old_mask, NULL);
-    masked = false;
+    for (int i = 0; i < 2; i++) {
+        if (wake_pipe[i] >= 0)
+            close(wake_pipe[i]);
+        wake_pipe[i] = -1;
+    }
     if (a->tabs[a->cur].lesson) {
         a->progress.current = a->tabs[a->cur].lesson->number;
         save_progress(a);

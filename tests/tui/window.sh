@@ -250,6 +250,21 @@ wait_for "1 Precision" "opens again"
 kill -TERM "$pid"
 check_restored 143 "SIGTERM"
 
+# ---- even when another thread takes the signal ----
+# A signal sent to a process goes to any thread that does not block it; OpenBLAS runs a
+# thread of its own. SIGTERM aimed at that thread (tgkill) must still end the window.
+start LC_ALL=C.UTF-8 --
+wait_for "1 Precision" "opens, with its threads"
+tid=$(ls "/proc/$pid/task" 2>/dev/null | grep -v "^$pid\$" | head -1)
+if [ -n "$tid" ] && command -v python3 >/dev/null 2>&1; then
+    python3 -c "import ctypes,sys; sys.exit(ctypes.CDLL(None, use_errno=True).syscall(234, $pid, $tid, 15) != 0)" ||
+        kill -TERM "$pid" # tgkill is syscall 234 on x86-64 only; elsewhere the process
+    check_restored 143 "SIGTERM to a thread other than the window's"
+else
+    kill -TERM "$pid"
+    check_restored 143 "SIGTERM (one thread only)"
+fi
+
 # ---- SIGINT too (Ctrl-C in the pane; kill -INT if the keystroke went astray in tmux) ----
 start LC_ALL=C.UTF-8 --
 wait_for "1 Precision" "opens once more"
