@@ -23,6 +23,7 @@
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,16 +85,23 @@ struct app {
 
 /* ---- the terminal's life ---- */
 
-static volatile sig_atomic_t got_signal;
+/* Written by signal handlers, which may run on another thread: lock-free atomics, which are
+ * both async-signal-safe and free of data races (a volatile sig_atomic_t is only the first). */
+typedef void (*signal_fn)(int);
+static atomic_int got_signal;
+static atomic_int wake_fd = -1;          /* the pipe's write end, for the handlers */
+static _Atomic(signal_fn) ncurses_winch; /* ncurses' SIGWINCH handler, which ours calls */
 static SCREEN *screen;
-static int wake_pipe[2] = {-1, -1}; /* the handlers write, the loop polls */
-static void (*ncurses_winch)(int);  /* ncurses' SIGWINCH handler, which ours calls */
+/* The pipe stays open until the process ends: a handler running on another thread may still
+ * be about to write to it when the window closes. */
+static int wake_pipe[2] = {-1, -1};
 
 static void wake(void)
 {
     int saved = errno;
-    if (wake_pipe[1] >= 0) {
-        ssize_t n = write(wake_pipe[1], "", 1); /* a full pipe already wakes the loop */
+    int fd = atomic_load(&wake_fd);
+    if (fd >= 0) {
+        ssize_t n = write(fd, "", 1); /* a full pipe already wakes the loop */
         (void)n;
     }
     errno = saved;
@@ -101,14 +109,15 @@ static void wake(void)
 
 static void on_signal(int sig)
 {
-    got_signal = sig;
+    atomic_store(&got_signal, sig);
     wake();
 }
 
 static void on_winch(int sig)
 {
-    if (ncurses_winch)
-        ncurses_winch(sig);
+    signal_fn f = atomic_load(&ncurses_winch);
+    if (f)
+        f(sig);
     wake();
 }
 
@@ -135,11 +144,14 @@ static int start_curses(bool ascii_wanted, bool *ascii, struct error *e)
     const char *cs = nl_langinfo(CODESET);
     *ascii = ascii_wanted || !cs || strcmp(cs, "UTF-8") != 0;
 
-    if (pipe(wake_pipe) < 0)
-        return error_set(e, ERR_RUN, "cannot make a pipe: %s", strerror(errno));
-    for (int i = 0; i < 2; i++) {
-        fcntl(wake_pipe[i], F_SETFL, fcntl(wake_pipe[i], F_GETFL) | O_NONBLOCK);
-        fcntl(wake_pipe[i], F_SETFD, FD_CLOEXEC);
+    if (wake_pipe[0] < 0) {
+        if (pipe(wake_pipe) < 0)
+            return error_set(e, ERR_RUN, "cannot make a pipe: %s", strerror(errno));
+        for (int i = 0; i < 2; i++) {
+            fcntl(wake_pipe[i], F_SETFL, fcntl(wake_pipe[i], F_GETFL) | O_NONBLOCK);
+            fcntl(wake_pipe[i], F_SETFD, FD_CLOEXEC);
+        }
+        atomic_store(&wake_fd, wake_pipe[1]);
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -164,7 +176,7 @@ static int start_curses(bool ascii_wanted, bool *ascii, struct error *e)
     struct sigaction cur;
     if (sigaction(SIGWINCH, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
         cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN) {
-        ncurses_winch = cur.sa_handler;
+        atomic_store(&ncurses_winch, cur.sa_handler);
         cur.sa_handler = on_winch;
         sigaction(SIGWINCH, &cur, NULL);
     }
@@ -864,14 +876,14 @@ static void relayout(struct app *a)
 static int run_loop(struct app *a, struct error *e)
 {
     relayout(a);
-    while (!a->quit && !got_signal) {
+    while (!a->quit && !atomic_load(&got_signal)) {
         if (a->dirty) {
             draw_frame(a);
             a->dirty = false;
         }
         struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
         int r = poll(p, 2, a->playing ? FRAME_MS : -1);
-        if (got_signal)
+        if (atomic_load(&got_signal))
             break;
         if (r < 0 && errno != EINTR)
             return error_set(e, ERR_RUN, "waiting for keys: %s", strerror(errno));
@@ -879,7 +891,7 @@ static int run_loop(struct app *a, struct error *e)
         while (read(wake_pipe[0], drain, sizeof drain) > 0)
             continue;
         if (r > 0 && (p[0].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(p[0].revents & POLLIN)) {
-            got_signal = SIGHUP; /* the terminal went away */
+            atomic_store(&got_signal, SIGHUP); /* the terminal went away */
             break;
         }
         int ch;
@@ -946,11 +958,6 @@ int ui_run(const struct ui_options *o, struct error *e)
     }
 out:
     restore_terminal();
-    for (int i = 0; i < 2; i++) {
-        if (wake_pipe[i] >= 0)
-            close(wake_pipe[i]);
-        wake_pipe[i] = -1;
-    }
     if (a->tabs[a->cur].lesson) {
         a->progress.current = a->tabs[a->cur].lesson->number;
         save_progress(a);
@@ -959,5 +966,6 @@ out:
     free(a);
     if (rc < 0)
         return rc;
-    return got_signal ? 128 + got_signal : 0;
+    int sig = atomic_load(&got_signal);
+    return sig ? 128 + sig : 0;
 }
