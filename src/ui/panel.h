@@ -19,9 +19,9 @@
  *     open. A panel must return 0 for keys it does not use, and must not take the app's keys
  *     (digits, L, Tab, [ ], J K, PgUp PgDn, space, n, + = -, r, a, ?, q, Esc) unless it is editing
  * text (an input field), when it takes every key until Enter or Esc.
- *   - Panel code runs on the UI thread. An engine a panel starts in its own threads inherits
- *     a signal mask with SIGINT, SIGTERM and SIGHUP blocked (the UI thread takes them); block
- *     SIGWINCH in those threads too (pthread_sigmask), so that resizes reach the UI thread.
+ *   - Panel code runs on the UI thread. Threads an engine starts should block SIGINT,
+ *     SIGTERM, SIGHUP and SIGWINCH (pthread_sigmask): signals belong to the UI thread. (The
+ *     window copes if one does not: its handlers wake the UI thread through a pipe.)
  *   - The app sleeps in its input wait unless something plays: it sends PANEL_TICK (about 20
  *     a second) only after a handler returned PANEL_ANIMATE (from on_key too, e.g. a key that
  *     starts a run), and until a tick returns without it. */
