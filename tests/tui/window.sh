@@ -15,6 +15,7 @@ if [ -z "$TMUX_BIN" ] || [ ! -x "$TMUX_BIN" ]; then
     exit 0
 fi
 
+unset TMUX # a private server, even when the tests run inside tmux
 SOCK="scalelab-test-$$"
 T() { "$TMUX_BIN" -L "$SOCK" -f /dev/null "$@"; }
 trap 'T kill-server >/dev/null 2>&1; rm -rf "$T_TMP"' EXIT
