@@ -205,6 +205,18 @@ struct bar_cells layout_bar(double value, double max, int width)
     return b;
 }
 
+int layout_axis(double lo, double hi, int width, double x)
+{
+    if (width < 1 || !(hi > lo) || isnan(x))
+        return -1;
+    double f = (x - lo) / (hi - lo) * width;
+    if (f < 0)
+        return 0;
+    if (f >= width)
+        return width - 1;
+    return (int)f;
+}
+
 char *fmt_bits(char *buf, size_t n, uint32_t bits, int exp_bits, int man_bits)
 {
     int total = 1 + exp_bits + man_bits;

@@ -73,6 +73,11 @@ struct bar_cells {
 };
 struct bar_cells layout_bar(double value, double max, int width);
 
+/* The column (0 .. width-1) of x on an axis that runs from lo (left edge of column 0) to hi
+ * (right edge of the last column), clamped to the ends; -1 when x is NaN, width < 1 or
+ * hi <= lo. */
+int layout_axis(double lo, double hi, int width, double x);
+
 /* Number formatting for the panels. Each writes into buf (n bytes) and returns buf.
  * fmt_bits: the bits of a floating-point format, grouped sign, exponent, mantissa:
  * fmt_bits(b, n, 0x7bff, 5, 10) -> "0 11110 1111111111".

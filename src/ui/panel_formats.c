@@ -199,6 +199,43 @@ static enum ui_role err_role(const char *err)
     return ROLE_TEXT;
 }
 
+/* Each format's range on one axis of powers of two, 2^-150 to 2^130, where fp32's and
+ * bf16's reach shows beside fp16's and fp8's: the subnormals shaded, the normal numbers
+ * full, and a marker above the value's place. */
+static void draw_ranges(struct ui_canvas *c, int y, double want)
+{
+    const struct ui_glyphs *g = theme_glyphs();
+    const double lo = -150, hi = 130;
+    const int ax = 10, aw = c->r.w - ax;
+    if (aw < 20)
+        return;
+    canvas_text(c, y, 0, ROLE_DIM, "range");
+    if (isfinite(want) && want != 0) {
+        int col = layout_axis(lo, hi, aw, log2(fabs(want)));
+        canvas_text(c, y, ax + col, ROLE_KEY, g->marker);
+    }
+    y++;
+    for (int i = 0; i < FP_COUNT; i++, y++) {
+        const struct fp_info *in = fp_info((enum fp_format)i);
+        double sub = log2(in->min_subnormal), nor = log2(in->min_normal), top = log2(in->max);
+        canvas_text(c, y, 1, ROLE_TEXT, in->name);
+        for (int k = 0; k < aw; k++) {
+            double e = lo + (k + 0.5) * (hi - lo) / aw; /* the middle of the cell */
+            if (e >= nor && e <= top)
+                canvas_text(c, y, ax + k, ROLE_BAR, g->bar);
+            else if (e >= sub && e < nor)
+                canvas_text(c, y, ax + k, ROLE_BAR, g->shade);
+            else
+                canvas_text(c, y, ax + k, ROLE_DIM, g->h);
+        }
+    }
+    /* The axis' labels: its ends and 1 = 2^0. */
+    int one = layout_axis(lo, hi, aw, 0);
+    canvas_text(c, y, ax, ROLE_DIM, "2^-150");
+    canvas_text(c, y, ax + one, ROLE_DIM, "1");
+    canvas_text(c, y, ax + aw - 5, ROLE_DIM, "2^130");
+}
+
 static void formats_draw(const void *state, struct ui_canvas *c)
 {
     const struct formats *f = state;
@@ -226,7 +263,7 @@ static void formats_draw(const void *state, struct ui_canvas *c)
     /* The table: one line per format when it is wide enough, else two (bits, then hex,
      * value and error), with a blank line between formats when there are rows to spare. */
     bool wide = w >= 80;
-    bool airy = !wide && c->r.h >= 4 + 2 + 3 * FP_COUNT + 3;
+    bool airy = !wide && c->r.h >= 4 + 3 * FP_COUNT + 3 + 3 + FP_COUNT; /* with the ranges */
     int y = 3;
     const int bx = 10;                  /* the bits */
     const int hx = wide ? bx + 35 : bx; /* hex, value, error */
@@ -272,7 +309,10 @@ static void formats_draw(const void *state, struct ui_canvas *c)
                       in->epsilon);
         canvas_printf(c, y + 1, 0, ROLE_DIM, "min normal %.3g  min subnormal %.3g", in->min_normal,
                       in->min_subnormal);
+        y += 2;
     }
+    if (y + 3 + FP_COUNT <= c->r.h)
+        draw_ranges(c, y + 1, f->want);
 }
 
 static bool formats_editing(const void *state)

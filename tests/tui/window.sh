@@ -188,6 +188,7 @@ T resize-window -t "$S" -x 150 -y 40
 wait_for "5 ZeRO" "larger again: the layout returns"
 wait_for "rel. error" "at 150 columns the table is one line per format"
 wait_for "1 Mixed precision" "and the tabs take the lessons' own titles"
+wait_for "2^-150" "with room, each format's range on one axis of powers of two"
 T resize-window -t "$S" -x 80 -y 24
 wait_for "1 Precision" "back to 80x24"
 

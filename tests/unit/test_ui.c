@@ -269,6 +269,23 @@ START_TEST(bars)
 }
 END_TEST
 
+START_TEST(axis)
+{
+    ck_assert_int_eq(layout_axis(0, 10, 10, 0), 0);
+    ck_assert_int_eq(layout_axis(0, 10, 10, 0.99), 0);
+    ck_assert_int_eq(layout_axis(0, 10, 10, 1), 1);
+    ck_assert_int_eq(layout_axis(0, 10, 10, 9.99), 9);
+    ck_assert_int_eq(layout_axis(0, 10, 10, 10), 9);     /* the right end is the last column */
+    ck_assert_int_eq(layout_axis(-150, 130, 56, 0), 30); /* 150 / 280 * 56 = 30 */
+    ck_assert_int_eq(layout_axis(0, 10, 10, -5), 0);     /* clamped */
+    ck_assert_int_eq(layout_axis(0, 10, 10, INFINITY), 9);
+    ck_assert_int_eq(layout_axis(0, 10, 10, -INFINITY), 0);
+    ck_assert_int_eq(layout_axis(0, 10, 10, NAN), -1);
+    ck_assert_int_eq(layout_axis(0, 10, 0, 5), -1);
+    ck_assert_int_eq(layout_axis(10, 10, 10, 5), -1);
+}
+END_TEST
+
 START_TEST(bits_and_hex)
 {
     char b[64];
@@ -343,6 +360,7 @@ int main(void)
     tcase_add_test(tc, wrap_keeps_every_word);
     tcase_add_test(tc, join_paragraphs);
     tcase_add_test(tc, bars);
+    tcase_add_test(tc, axis);
     tcase_add_test(tc, bits_and_hex);
     tcase_add_test(tc, values_and_errors);
     tcase_add_test(tc, eventlog_ring);
