@@ -7,9 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <curses.h>
+
+#include "base/error.h"
 #include "harness.h"
 #include "ui/eventlog.h"
 #include "ui/layout.h"
+#include "ui/panel.h"
+#include "ui/panels.h"
 
 static bool inside(struct ui_rect r, int rows, int cols)
 {
@@ -346,6 +351,95 @@ START_TEST(eventlog_ring)
 }
 END_TEST
 
+/* The contract every registered panel keeps (src/ui/panel.h), checked without a terminal. */
+START_TEST(panels_keep_the_contract)
+{
+    static struct eventlog log;
+    /* Keys that belong to the app, which a panel must leave alone unless it edits text. */
+    const int app_keys[] = {'q', '?',       '1',       '5', '6', 'L', '\t', KEY_BTAB, '[', ']', 'J',
+                            'K', KEY_NPAGE, KEY_PPAGE, ' ', 'n', '+', '=',  '-',      'r', 'a', 27};
+    int n = 0;
+    for (int i = 0; ui_panels[i]; i++, n++) {
+        const struct panel_ops *p = ui_panels[i];
+        ck_assert_msg(p->name && *p->name && p->title && *p->title && p->about && *p->about,
+                      "panel %d: name, title and about", i);
+        ck_assert_msg(p->init && p->fini && p->on_key && p->draw && p->keys, "panel %s: ops",
+                      p->name);
+        ck_assert_ptr_eq(panel_find(p->name), p); /* names are unique */
+        for (const struct panel_key *k = p->keys; k->keys; k++)
+            ck_assert_msg(k->what && *k->what, "panel %s: key %s says what it does", p->name,
+                          k->keys);
+        struct panel_env env = {p, &log, false};
+        void *st = NULL;
+        struct error e = {0};
+        ck_assert_int_eq(p->init(&st, &env, &e), 0);
+        for (size_t k = 0; k < sizeof app_keys / sizeof app_keys[0]; k++)
+            if (!(p->editing && p->editing(st)))
+                ck_assert_msg(!(p->on_key(st, app_keys[k]) & PANEL_HANDLED),
+                              "panel %s takes the app's key %d", p->name, app_keys[k]);
+        if (p->on_event) {
+            struct panel_event ev = {PANEL_RESET, 0, 1};
+            ck_assert_int_eq(p->on_event(st, &ev) & PANEL_QUIT, 0);
+        }
+        p->fini(st);
+    }
+    ck_assert_int_ge(n, 7); /* formats and the six that say what they will show */
+    for (int t = 0; t < UI_TABS; t++)
+        ck_assert_msg(panel_find(ui_tabs[t].panel), "tab %d's panel %s", t, ui_tabs[t].panel);
+}
+END_TEST
+
+/* The formats explorer's settings (from lesson steps) and keys, through its table. */
+START_TEST(formats_panel)
+{
+    static struct eventlog log;
+    const struct panel_ops *p = panel_find("formats");
+    ck_assert_ptr_nonnull(p);
+    struct panel_env env = {p, &log, false};
+    void *st;
+    struct error e = {0};
+    ck_assert_int_eq(p->init(&st, &env, &e), 0);
+    ck_assert_int_eq(p->set(st, "value", "65504", &e), 0);
+    ck_assert_int_eq(p->set(st, "format", "fp16", &e), 0);
+    ck_assert_int_eq(p->set(st, "format", "e4m3", &e), 0);
+    ck_assert_int_eq(p->set(st, "value", "abc", &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "abc"));
+    ck_assert_int_eq(p->set(st, "format", "fp12", &e), ERR_INVAL);
+    ck_assert_int_eq(p->set(st, "colour", "red", &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "'value' and 'format'"));
+    /* Keys: arrows and the shortcuts are the panel's; each logs what it did. */
+    unsigned long before = log.count;
+    ck_assert_int_eq(p->on_key(st, KEY_RIGHT), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert_int_eq(p->on_key(st, 'M'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "65504"));
+    ck_assert_int_eq(p->on_key(st, 's'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "5.96046448e-08"));
+    ck_assert_uint_eq(log.count, before + 3);
+    ck_assert_int_eq(p->on_key(st, 'x'), 0);
+    /* Editing: every key is the panel's until Enter; bad input keeps the field open. */
+    ck_assert(!p->editing(st));
+    p->on_key(st, '\n');
+    ck_assert(p->editing(st));
+    ck_assert_int_eq(p->on_key(st, 'q') & PANEL_HANDLED, PANEL_HANDLED);
+    p->on_key(st, '\n'); /* "q" is not a number */
+    ck_assert(p->editing(st));
+    p->on_key(st, KEY_BACKSPACE);
+    for (const char *c = "1e-8"; *c; c++)
+        p->on_key(st, *c);
+    for (int i = 0; i < 100; i++) /* far past the field's length: cut, never overrun */
+        p->on_key(st, '9');
+    p->on_key(st, 27);
+    ck_assert(!p->editing(st));
+    p->on_key(st, '/');
+    for (const char *c = "-inf"; *c; c++)
+        p->on_key(st, *c);
+    p->on_key(st, '\r');
+    ck_assert(!p->editing(st));
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "-inf"));
+    p->fini(st);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ui");
@@ -364,6 +458,8 @@ int main(void)
     tcase_add_test(tc, bits_and_hex);
     tcase_add_test(tc, values_and_errors);
     tcase_add_test(tc, eventlog_ring);
+    tcase_add_test(tc, panels_keep_the_contract);
+    tcase_add_test(tc, formats_panel);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
