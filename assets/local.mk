@@ -1,1 +1,12 @@
-nobase_dist_pkgdata_DATA +=
+nobase_dist_pkgdata_DATA += \
+	assets/models/synthetic-7b.ini \
+	assets/models/tiny.ini \
+	assets/models/small.ini \
+	assets/models/gpt3-175b.ini \
+	assets/models/llama2-13b.ini \
+	assets/models/llama2-70b.ini \
+	assets/clusters/h100-80gb.ini \
+	assets/clusters/h200.ini \
+	assets/clusters/a100-80gb.ini \
+	assets/clusters/a100-40gb.ini \
+	assets/clusters/workstation-4gpu.ini

@@ -15,6 +15,7 @@ FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/lesson/lesson.c $(top_srcdir)/src/lesson/quantity.c \
 	$(top_srcdir)/src/lesson/ascii.c $(top_srcdir)/src/lesson/progress.c \
 	$(top_srcdir)/src/num/fp.c \
+	$(top_srcdir)/src/comm/cost.c $(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
 	$(top_srcdir)/src/base/datadir.c
 EXTRA_DIST += tests/fuzz

@@ -1,1 +1,9 @@
-libscalelab_a_SOURCES +=
+# The analytic engine: pure functions from a configuration to a breakdown, never threads.
+libscalelab_a_SOURCES += \
+	%reldir%/activ.c %reldir%/activ.h \
+	%reldir%/memory.c %reldir%/memory.h \
+	%reldir%/params.c %reldir%/params.h \
+	%reldir%/plan.c %reldir%/plan.h \
+	%reldir%/preset.c %reldir%/preset.h \
+	%reldir%/sched.c %reldir%/sched.h \
+	%reldir%/traffic.c %reldir%/traffic.h

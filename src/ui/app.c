@@ -695,7 +695,7 @@ static void draw_events(const struct app *a)
 }
 
 /* The hint line: the app's keys, then the panel's, as many as fit. */
-static void draw_hints(const struct app *a)
+static void draw_hints(const struct app *a, bool panel_editing)
 {
     const struct tab *t = &a->tabs[a->cur];
     struct ui_canvas c = canvas_make(stdscr, a->lay.hints);
@@ -705,7 +705,7 @@ static void draw_hints(const struct app *a)
     int n = 0;
     char first[16][24]; /* a panel key's first spelling: "Enter" of "Enter /" */
     int nf = 0;
-    if (a->asking >= 0 || (t->ops->editing && t->ops->editing(t->panel))) {
+    if (a->asking >= 0 || panel_editing) {
         h[n++] = (struct hint){"Enter", a->asking >= 0 ? "check the answer" : "apply"};
         h[n++] = (struct hint){"Esc", "cancel"};
         h[n++] = (struct hint){"Backspace", "delete"};
@@ -849,7 +849,7 @@ static void draw_frame(struct app *a)
         if (lc.cursor_y >= 0)
             pc = lc; /* the answer field has the keys, so the cursor */
         draw_events(a);
-        draw_hints(a);
+        draw_hints(a, pc.cursor_y >= 0); /* the panel shows a cursor: it has an input field */
         if (a->help)
             draw_help(a);
     }

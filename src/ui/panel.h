@@ -17,8 +17,11 @@
  *     (PANEL_TICK), and draws from its own copy; it never blocks.
  *   - The app gives every key to the panel first, except while the help or a question is
  *     open. A panel must return 0 for keys it does not use, and must not take the app's keys
- *     (digits, L, Tab, [ ], J K, PgUp PgDn, space, n, + = -, r, a, ?, q, Esc) unless it is editing
- * text (an input field), when it takes every key until Enter or Esc.
+ *     (digits, L, Tab, [ ], J K, PgUp PgDn, space, n, + = -, r, a, ?, q, Esc) unless it is
+ *     editing text in an input field, when it takes every key until Enter or Esc. A panel
+ *     starts with no field open.
+ *   - An input field shows the text cursor (canvas_cursor in draw); while it does, the hint
+ *     line shows the editing keys (Enter, Esc) instead of the app's.
  *   - Panel code runs on the UI thread. Threads an engine starts should block SIGINT,
  *     SIGTERM, SIGHUP and SIGWINCH (pthread_sigmask): signals belong to the UI thread. (The
  *     window copes if one does not: its handlers wake the UI thread through a pipe.)
@@ -84,9 +87,6 @@ struct panel_ops {
      * value. May be NULL (then every setting is an error). */
     int (*set)(void *state, const char *name, const char *value, struct error *e);
     void (*draw)(const void *state, struct ui_canvas *c);
-    /* Whether an input field has the keys (the hint line then shows Enter and Esc). May be
-     * NULL: never. */
-    bool (*editing)(const void *state);
     const struct panel_key *keys; /* ends with {NULL} */
 };
 

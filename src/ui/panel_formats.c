@@ -315,12 +315,6 @@ static void formats_draw(const void *state, struct ui_canvas *c)
         draw_ranges(c, y + 1, f->want);
 }
 
-static bool formats_editing(const void *state)
-{
-    const struct formats *f = state;
-    return f->editing;
-}
-
 static const struct panel_key formats_keys[] = {
     {"Enter /", "type a value (Enter applies, Esc cancels)", "value"},
     {"Up/Down j/k", "select a format", "format"},
@@ -346,6 +340,5 @@ const struct panel_ops panel_formats = {
     .on_event = formats_on_event,
     .set = formats_set,
     .draw = formats_draw,
-    .editing = formats_editing,
     .keys = formats_keys,
 };

@@ -4,18 +4,18 @@
 #include <string.h>
 
 extern const struct panel_ops panel_formats;
-extern const struct panel_ops panel_soon_training, panel_soon_checkpoint, panel_soon_collective,
-    panel_soon_parallel, panel_soon_zero, panel_soon_memory;
+extern const struct panel_ops panel_soon_training, panel_soon_checkpoint;
+extern const struct panel_ops panel_collective, panel_memory, panel_parallel, panel_zero;
 
 /* One line per panel. A panel that replaces a placeholder (panel_soon_*) takes its line. */
 const struct panel_ops *const ui_panels[] = {
     &panel_formats,         /* lesson 1: number formats */
     &panel_soon_training,   /* lesson 1: loss scaling and clipping on a real run */
     &panel_soon_checkpoint, /* lesson 2 */
-    &panel_soon_collective, /* lesson 3 */
-    &panel_soon_parallel,   /* lesson 4 */
-    &panel_soon_zero,       /* lesson 5 */
-    &panel_soon_memory,     /* the Lab */
+    &panel_collective,      /* lesson 3 */
+    &panel_parallel,        /* lesson 4 */
+    &panel_zero,            /* lesson 5 */
+    &panel_memory,          /* the Lab */
     NULL,
 };
 

@@ -111,9 +111,11 @@ else
     not_ok "colours are used"
 fi
 
+keys 2
+wait_for "Lesson 2" "2 switches to lesson 2"
+wait_for "Lesson 2: each layer's activation" "a panel not built yet says what it will show"
 keys 3
 wait_for "Lesson 3" "3 switches to lesson 3"
-wait_for "the ring all-reduce will be" "lesson 3's panel says what it will show"
 keys Tab
 wait_for "Lesson 4" "Tab goes to the next lesson"
 keys BTab
