@@ -2,19 +2,28 @@
  * hints; the input loop; the terminal's set-up and restoration on every way out.
  *
  * The loop waits in poll() on standard input, with no timeout unless a panel is playing, so
- * an idle window costs no CPU. Signals (SIGINT, SIGTERM, SIGHUP) only set a flag; poll()
- * returns EINTR and the loop ends, restoring the terminal. SIGWINCH is ncurses' own: the next
- * wgetch() returns KEY_RESIZE. Keys never draw: they change state and mark the frame dirty;
- * the frame is drawn once per loop with one doupdate(). */
+ * an idle window costs no CPU. Keys never draw: they change state and mark the frame dirty;
+ * the frame is drawn once per loop with one doupdate().
+ *
+ * Signals: SIGINT, SIGTERM and SIGHUP set a flag that ends the loop (the terminal is then
+ * restored); SIGWINCH goes to ncurses' own handler, and the next wgetch() returns KEY_RESIZE.
+ * A signal sent to the process may be taken by any thread that does not block it, and
+ * OpenBLAS starts a thread of its own before main(), so a handler that only set a flag could
+ * leave the UI thread asleep in poll(). Each handler therefore also writes a byte to a pipe
+ * that poll() watches (the self-pipe trick; write() is async-signal-safe), which wakes the UI
+ * thread whichever thread ran the handler, and leaves no gap between testing the flag and
+ * going to sleep. */
 #include "config.h"
 #include "ui/app.h"
 
 #include <curses.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +31,13 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "lesson/ascii.h"
+#include "lesson/lesson.h"
+#include "lesson/progress.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/layout.h"
+#include "ui/lessonpane.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
 #include "ui/termcheck.h"
@@ -40,7 +53,13 @@ struct tab {
     const struct ui_tab *def;
     const struct panel_ops *ops;
     void *panel;
-    int scroll; /* lines of the lesson text scrolled away */
+    struct lesson *lesson;      /* NULL when its file could not be read: */
+    char error[ERROR_MAX + 64]; /* why */
+    size_t step;
+    int scroll, max_scroll; /* lines of the lesson text scrolled away; at most (last frame) */
+    int show_q;             /* a question to scroll into view at the next frame, or -1 */
+    struct lessonpane_answer *answers; /* [step * LESSON_MAX_QUESTIONS + question] */
+    char label[48];                    /* the label from the lesson file: "1 Mixed precision" */
 };
 
 struct app {
@@ -56,19 +75,58 @@ struct app {
     bool playing;
     int speed; /* the speed is 2^speed */
     double last_tick;
+    int asking; /* the question of the current step being answered, or -1 */
+    char input[LESSONPANE_ANSWER_MAX];
+    char input_error[ERROR_MAX];
+    struct progress progress;
+    char progress_file[4096]; /* "" when progress is not saved */
+    struct error fatal;       /* a panel could not start (out of memory): the window ends */
 };
 
 /* ---- the terminal's life ---- */
 
-static volatile sig_atomic_t got_signal;
+/* Written by signal handlers, which may run on another thread: lock-free atomics, which are
+ * both async-signal-safe and free of data races (a volatile sig_atomic_t is only the first). */
+typedef void (*signal_fn)(int);
+static atomic_int got_signal;
+static atomic_int wake_fd = -1;          /* the pipe's write end, for the handlers */
+static _Atomic(signal_fn) ncurses_winch; /* ncurses' SIGWINCH handler, which ours calls */
 static SCREEN *screen;
+/* The pipe stays open until the process ends: a handler running on another thread may still
+ * be about to write to it when the window closes. */
+static int wake_pipe[2] = {-1, -1};
+
+static void wake(void)
+{
+    int saved = errno;
+    int fd = atomic_load(&wake_fd);
+    if (fd >= 0) {
+        ssize_t n = write(fd, "", 1); /* a full pipe already wakes the loop */
+        (void)n;
+    }
+    errno = saved;
+}
 
 static void on_signal(int sig)
 {
-    got_signal = sig;
+    atomic_store(&got_signal, sig);
+    wake();
 }
 
-/* Every way out goes through here: quit, a signal, an error, exit() from anywhere (atexit). */
+static void on_winch(int sig)
+{
+    signal_fn f = atomic_load(&ncurses_winch);
+    if (f)
+        f(sig);
+    wake();
+}
+
+/* Every way out goes through here: quit, a signal, an error, exit() from anywhere (atexit).
+ * endwin() gives the terminal back (normal screen, cursor, modes); delscreen() frees the
+ * screen. What ncurses keeps after that (terminfo caches) stays reachable, so LeakSanitizer
+ * reports nothing and needs no suppression; Debian's ncurses is built without the
+ * --disable-leaks option that would let exit_curses() free it, so calling that gains nothing.
+ * tests/tui/window.sh checks it: under ASan a leak would turn the exit status 0 into 23. */
 static void restore_terminal(void)
 {
     if (!screen)
@@ -86,11 +144,20 @@ static int start_curses(bool ascii_wanted, bool *ascii, struct error *e)
     const char *cs = nl_langinfo(CODESET);
     *ascii = ascii_wanted || !cs || strcmp(cs, "UTF-8") != 0;
 
+    if (wake_pipe[0] < 0) {
+        if (pipe(wake_pipe) < 0)
+            return error_set(e, ERR_RUN, "cannot make a pipe: %s", strerror(errno));
+        for (int i = 0; i < 2; i++) {
+            fcntl(wake_pipe[i], F_SETFL, fcntl(wake_pipe[i], F_GETFL) | O_NONBLOCK);
+            fcntl(wake_pipe[i], F_SETFD, FD_CLOEXEC);
+        }
+        atomic_store(&wake_fd, wake_pipe[1]);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; /* no SA_RESTART: poll() returns at once */
+    sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
@@ -105,6 +172,14 @@ static int start_curses(bool ascii_wanted, bool *ascii, struct error *e)
         return error_set(e, ERR_RUN, "the terminal could not be set up (TERM '%s')",
                          getenv("TERM"));
     set_term(screen);
+    /* newterm installed ncurses' SIGWINCH handler; ours calls it, then wakes the loop. */
+    struct sigaction cur;
+    if (sigaction(SIGWINCH, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN) {
+        atomic_store(&ncurses_winch, cur.sa_handler);
+        cur.sa_handler = on_winch;
+        sigaction(SIGWINCH, &cur, NULL);
+    }
     cbreak();
     noecho();
     nonl();
@@ -120,6 +195,15 @@ static int start_curses(bool ascii_wanted, bool *ascii, struct error *e)
 
 /* ---- tabs and panels ---- */
 
+static void save_progress(struct app *a)
+{
+    struct error e = {0};
+    if (a->progress_file[0] && progress_save(&a->progress, a->progress_file, &e) < 0) {
+        eventlog_add(&a->log, "progress not saved: %s", e.msg);
+        a->progress_file[0] = '\0'; /* say it once */
+    }
+}
+
 static int open_panel(struct app *a, struct tab *t, const struct panel_ops *ops, struct error *e)
 {
     if (t->panel)
@@ -127,7 +211,12 @@ static int open_panel(struct app *a, struct tab *t, const struct panel_ops *ops,
     t->panel = NULL;
     t->ops = ops;
     struct panel_env env = {ops, &a->log, a->ascii};
-    return ops->init(&t->panel, &env, e);
+    int rc = ops->init(&t->panel, &env, e);
+    if (rc < 0) {
+        error_prefix(e, "panel %s", ops->name);
+        t->panel = NULL;
+    }
+    return rc;
 }
 
 static void pause_playing(struct app *a)
@@ -145,7 +234,13 @@ static void switch_tab(struct app *a, int i)
     if (i == a->cur)
         return;
     pause_playing(a);
+    a->asking = -1;
     a->cur = (i + UI_TABS) % UI_TABS;
+    struct tab *t = &a->tabs[a->cur];
+    if (t->lesson) {
+        progress_set_step(&a->progress, t->lesson->number, (int)t->step);
+        save_progress(a);
+    }
     a->dirty = true;
 }
 
@@ -189,6 +284,168 @@ static void panel_event(struct app *a, enum panel_event_kind kind, double dt)
     }
 }
 
+/* ---- lessons and progress ---- */
+
+static int lesson_number(const struct tab *t)
+{
+    return t->lesson ? t->lesson->number : -1;
+}
+
+/* Shows step i of tab t's lesson: its panel (opened if it changes) with the step's settings. */
+static void show_step(struct app *a, struct tab *t, size_t i, bool save)
+{
+    const struct lesson *l = t->lesson;
+    if (l && i >= l->nsteps)
+        i = l->nsteps ? l->nsteps - 1 : 0;
+    t->step = i;
+    t->scroll = 0;
+    t->show_q = -1;
+    if (t == &a->tabs[a->cur])
+        a->asking = -1;
+    const struct lesson_panel *lp = l ? lesson_step_panel(l, i) : NULL;
+    const struct panel_ops *ops = panel_find(lp ? lp->name : t->def->panel);
+    if (!ops) {
+        eventlog_add(&a->log, "%s:%d: no panel named '%s'", l->file, lp->line, lp->name);
+        ops = panel_find(t->def->panel);
+        lp = NULL;
+    }
+    struct error e = {0};
+    if (ops != t->ops && open_panel(a, t, ops, &a->fatal) < 0) {
+        a->quit = true; /* with no panel to draw, the window cannot go on */
+        return;
+    }
+    for (size_t k = 0; lp && k < lp->nsettings; k++) {
+        const struct lesson_setting *st = &lp->settings[k];
+        if (!ops->set || ops->set(t->panel, st->key, st->value, &e) < 0)
+            eventlog_add(&a->log, "%s:%d: %s", l->file, lp->line,
+                         ops->set ? e.msg : "this panel takes no settings");
+    }
+    if (l && save) {
+        progress_set_step(&a->progress, l->number, (int)i);
+        save_progress(a);
+    }
+    a->dirty = true;
+}
+
+static int load_lessons(struct app *a, struct error *e)
+{
+    struct error pe = {0};
+    progress_init(&a->progress);
+    if (progress_path(a->progress_file, sizeof a->progress_file, &pe) < 0) {
+        a->progress_file[0] = '\0';
+        eventlog_add(&a->log, "progress is not saved: %s", pe.msg);
+    } else if (progress_load(&a->progress, a->progress_file, &pe) == PROGRESS_FRESH && pe.code) {
+        eventlog_add(&a->log, "progress starts afresh: %s", pe.msg);
+    }
+    for (int i = 0; i < UI_TABS; i++) {
+        struct tab *t = &a->tabs[i];
+        char which[8], buf[96];
+        snprintf(which, sizeof which, "%d", i + 1);
+        struct error le = {0};
+        if (lesson_find(NULL, which, &t->lesson, &le) < 0) {
+            t->lesson = NULL;
+            snprintf(t->error, sizeof t->error, "The lesson could not be read: %s", le.msg);
+            eventlog_add(&a->log, "lesson %s: %s", which, le.msg);
+        }
+        const char *shrt = t->lesson ? t->lesson->short_title : NULL;
+        if (shrt && a->ascii)
+            shrt = ascii_line(buf, sizeof buf, shrt);
+        snprintf(t->label, sizeof t->label, "%s %s", t->def->key, shrt ? shrt : t->def->full + 2);
+        if (t->lesson && t->lesson->nsteps) {
+            t->answers = calloc(t->lesson->nsteps * LESSON_MAX_QUESTIONS, sizeof *t->answers);
+            if (!t->answers)
+                return error_set(e, ERR_NOMEM, "out of memory");
+        }
+        show_step(a, t, t->lesson ? (size_t)progress_step(&a->progress, t->lesson->number) : 0,
+                  false);
+    }
+    int cur = a->progress.current;
+    for (int i = 0; i < UI_TABS; i++)
+        if (cur >= 0 && lesson_number(&a->tabs[i]) == cur)
+            a->cur = i;
+    return 0;
+}
+
+/* a: answer a question of the step: the first not yet answered, else the first wrong one,
+ * else the first. */
+/* The question a opens: the first not yet answered, else the first wrong one, else the
+ * first; -1 when the step asks none. */
+static int next_question(const struct tab *t)
+{
+    const struct lesson_step *s = t->lesson ? &t->lesson->steps[t->step] : NULL;
+    if (!s || !s->nquestions)
+        return -1;
+    const struct lessonpane_answer *ans = &t->answers[t->step * LESSON_MAX_QUESTIONS];
+    for (size_t q = 0; q < s->nquestions; q++)
+        if (ans[q].state == 0)
+            return (int)q;
+    for (size_t q = 0; q < s->nquestions; q++)
+        if (ans[q].state < 0)
+            return (int)q;
+    return 0;
+}
+
+static void start_answer(struct app *a)
+{
+    struct tab *t = &a->tabs[a->cur];
+    int q = next_question(t);
+    if (q < 0) {
+        eventlog_add(&a->log, "this step asks no question");
+        a->dirty = true;
+        return;
+    }
+    a->asking = q;
+    a->input[0] = a->input_error[0] = '\0';
+    t->show_q = q;
+    a->dirty = true;
+}
+
+static void answer_key(struct app *a, int ch)
+{
+    struct tab *t = &a->tabs[a->cur];
+    size_t len = strlen(a->input);
+    a->dirty = true;
+    if (ch == KEY_ESC) {
+        a->asking = -1;
+    } else if (ch == '\r' || ch == '\n' || ch == KEY_ENTER) {
+        const struct lesson_question *q = &t->lesson->steps[t->step].questions[a->asking];
+        struct lesson_result r;
+        struct error e = {0};
+        if (lesson_check_answer(q, a->input, &r, &e) < 0) {
+            snprintf(a->input_error, sizeof a->input_error, "%s", e.msg);
+            return;
+        }
+        struct lessonpane_answer *ans =
+            &t->answers[t->step * LESSON_MAX_QUESTIONS + (size_t)a->asking];
+        ans->state = r.correct ? 1 : -1;
+        snprintf(ans->text, sizeof ans->text, "%s", a->input);
+        progress_mark(&a->progress, t->lesson->number, (int)t->step, a->asking, r.correct);
+        save_progress(a);
+        size_t total = 0;
+        for (size_t i = 0; i < t->lesson->nsteps; i++)
+            total += t->lesson->steps[i].nquestions;
+        eventlog_add(&a->log, "lesson %d, step %zu, question %d: %s (%d of %zu right so far)",
+                     t->lesson->number, t->step + 1, a->asking + 1,
+                     r.correct ? "right" : "not quite",
+                     progress_count(&a->progress, t->lesson->number), total);
+        t->show_q = a->asking; /* its result and explanation */
+        a->asking = -1;
+    } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+        /* remove one UTF-8 character */
+        while (len && ((unsigned char)a->input[len - 1] & 0xC0) == 0x80)
+            len--;
+        if (len)
+            len--;
+        a->input[len] = '\0';
+    } else if (ch == 21) { /* Ctrl-U */
+        a->input[0] = '\0';
+    } else if (ch >= 32 && ch < 256 && ch != 127 && len + 1 < sizeof a->input) {
+        a->input[len] = (char)ch;
+        a->input[len + 1] = '\0';
+        a->input_error[0] = '\0';
+    }
+}
+
 /* ---- keys ---- */
 
 static void help_key(struct app *a, int ch)
@@ -216,9 +473,17 @@ static void app_key(struct app *a, int ch)
         help_key(a, ch);
         return;
     }
+    if (a->asking >= 0) {
+        answer_key(a, ch);
+        return;
+    }
     int r = t->ops->on_key(t->panel, ch);
     if (r & PANEL_REDRAW)
         a->dirty = true;
+    if ((r & PANEL_ANIMATE) && !a->playing) { /* a key started something that moves */
+        a->playing = true;
+        a->last_tick = clock_now();
+    }
     if (r & PANEL_QUIT)
         a->quit = true;
     if (r & PANEL_HANDLED)
@@ -239,17 +504,32 @@ static void app_key(struct app *a, int ch)
     case 'L': switch_tab(a, UI_TABS - 1); break;
     case KEY_TAB: switch_tab(a, a->cur + 1); break;
     case KEY_BTAB: switch_tab(a, a->cur - 1); break;
+    case ']':
+    case '[':
+        if (t->lesson && (ch == ']' ? t->step + 1 < t->lesson->nsteps : t->step > 0)) {
+            pause_playing(a);
+            show_step(a, t, ch == ']' ? t->step + 1 : t->step - 1, true);
+        } else if (t->lesson) {
+            eventlog_add(&a->log, ch == ']' ? "the last step" : "the first step");
+            a->dirty = true;
+        }
+        break;
+    case 'a': start_answer(a); break;
     case KEY_NPAGE:
-    case 'J':
-        t->scroll++;
-        a->dirty = true;
-        break;
     case KEY_PPAGE:
-    case 'K':
-        if (t->scroll > 0)
-            t->scroll--;
+    case 'J':
+    case 'K': {
+        /* PgDn/PgUp a pane less two lines; J/K one line. */
+        int page = layout_inner(a->lay.lesson).h - 2;
+        int d = ch == 'J' ? 1 : ch == 'K' ? -1 : ch == KEY_NPAGE ? page : -page;
+        t->scroll += d;
+        if (t->scroll > t->max_scroll)
+            t->scroll = t->max_scroll;
+        if (t->scroll < 0)
+            t->scroll = 0;
         a->dirty = true;
         break;
+    }
     case ' ':
         if (a->playing) {
             pause_playing(a);
@@ -301,11 +581,15 @@ static void draw_too_small(const struct app *a)
 
 static void draw_tabs(const struct app *a)
 {
+    /* The lessons' own short titles if they fit, else ours ("1 Precision", then "1 Prec"). */
     struct tab_label labels[UI_TABS];
     int x[UI_TABS], w[UI_TABS];
-    for (int i = 0; i < UI_TABS; i++)
-        labels[i] = (struct tab_label){a->tabs[i].def->full, a->tabs[i].def->brief};
     struct ui_rect r = a->lay.tabs;
+    for (int i = 0; i < UI_TABS; i++)
+        labels[i] = (struct tab_label){a->tabs[i].label, a->tabs[i].def->full};
+    if (layout_tabs(labels, UI_TABS, r.w, x, w) < 2)
+        for (int i = 0; i < UI_TABS; i++)
+            labels[i] = (struct tab_label){a->tabs[i].def->full, a->tabs[i].def->brief};
     struct ui_canvas c = canvas_make(stdscr, r);
     layout_tabs(labels, UI_TABS, r.w, x, w);
     int end = x[UI_TABS - 1] + w[UI_TABS - 1];
@@ -325,19 +609,67 @@ static void draw_tabs(const struct app *a)
         canvas_text(&c, 0, r.w - layout_text_width(brand) - 1, ROLE_DIM, brand);
 }
 
-static void draw_lesson(const struct app *a)
+static void draw_lesson(struct app *a, struct ui_canvas *out)
 {
-    const struct tab *t = &a->tabs[a->cur];
+    struct tab *t = &a->tabs[a->cur];
+    const struct ui_glyphs *g = theme_glyphs();
     char title[96];
-    snprintf(title, sizeof title, "Lesson %s", t->def->key);
-    if (a->cur == UI_TABS - 1)
-        snprintf(title, sizeof title, "The Lab");
-    draw_box(stdscr, a->lay.lesson, title, false);
-    struct ui_canvas c = canvas_make(stdscr, layout_inner(a->lay.lesson));
-    c.r.x += 1;
-    c.r.w -= 2;
-    int y = canvas_wrap(&c, 0, ROLE_TITLE, t->def->title, 0);
-    canvas_wrap(&c, y + 1, ROLE_TEXT, t->ops->about, t->scroll);
+    int n = snprintf(title, sizeof title, "%s", a->cur == UI_TABS - 1 ? "The Lab" : "Lesson ");
+    if (a->cur != UI_TABS - 1)
+        n += snprintf(title + n, sizeof title - (size_t)n, "%s", t->def->key);
+    if (t->lesson && t->lesson->nsteps > 1)
+        snprintf(title + n, sizeof title - (size_t)n, " %s step %zu of %zu", g->dot, t->step + 1,
+                 t->lesson->nsteps);
+    draw_box(stdscr, a->lay.lesson, title, a->asking >= 0);
+    struct ui_rect in = layout_inner(a->lay.lesson);
+    in.x += 1;
+    in.w -= 2;
+    *out = canvas_make(stdscr, in);
+    bool right[LESSON_MAX_QUESTIONS] = {false};
+    const struct lessonpane_answer *ans = NULL;
+    if (t->lesson) {
+        ans = &t->answers[t->step * LESSON_MAX_QUESTIONS];
+        for (int q = 0; q < LESSON_MAX_QUESTIONS; q++)
+            right[q] = progress_correct(&a->progress, t->lesson->number, (int)t->step, q);
+    }
+    struct lessonpane_view v = {
+        .lesson = t->lesson,
+        .error = t->error,
+        .step = t->step,
+        .answers = ans,
+        .right_before = right,
+        .asking = a->asking,
+        .next = next_question(t),
+        .input = a->input,
+        .input_error = a->input_error,
+        .ascii = a->ascii,
+        .focus = t->show_q,
+    };
+    /* Count the lines first, to keep the scroll in range and bring a question into view,
+     * then draw. */
+    struct ui_canvas none = canvas_make(stdscr, (struct ui_rect){in.y, in.x, 0, in.w});
+    int focus[2] = {-1, -1};
+    int total = lessonpane_draw(&v, &none, 0, focus);
+    t->max_scroll = total > in.h ? total - in.h : 0;
+    if (t->show_q >= 0 && focus[0] >= 0) {
+        /* all of the question if it fits, else its start */
+        if (t->scroll > focus[0] || focus[1] - focus[0] >= in.h)
+            t->scroll = focus[0];
+        else if (focus[1] >= t->scroll + in.h)
+            t->scroll = focus[1] - in.h + 1;
+        t->show_q = -1;
+    }
+    if (t->scroll > t->max_scroll)
+        t->scroll = t->max_scroll;
+    lessonpane_draw(&v, out, t->scroll, NULL);
+    /* More below or above: say so on the bottom border. */
+    if (t->max_scroll) {
+        char more[48];
+        snprintf(more, sizeof more, " %s ", t->scroll < t->max_scroll ? "PgDn more" : "PgUp back");
+        struct ui_rect b = a->lay.lesson;
+        struct ui_canvas bc = canvas_make(stdscr, (struct ui_rect){b.y + b.h - 1, b.x, 1, b.w});
+        canvas_text(&bc, 0, b.w - 2 - layout_text_width(more), ROLE_KEY, more);
+    }
 }
 
 static void draw_panel(const struct app *a, struct ui_canvas *out)
@@ -363,7 +695,7 @@ static void draw_events(const struct app *a)
 }
 
 /* The hint line: the app's keys, then the panel's, as many as fit. */
-static void draw_hints(const struct app *a)
+static void draw_hints(const struct app *a, bool panel_editing)
 {
     const struct tab *t = &a->tabs[a->cur];
     struct ui_canvas c = canvas_make(stdscr, a->lay.hints);
@@ -371,14 +703,29 @@ static void draw_hints(const struct app *a)
         const char *k, *w;
     } h[32];
     int n = 0;
+    char first[16][24]; /* a panel key's first spelling: "Enter" of "Enter /" */
+    int nf = 0;
+    if (a->asking >= 0 || panel_editing) {
+        h[n++] = (struct hint){"Enter", a->asking >= 0 ? "check the answer" : "apply"};
+        h[n++] = (struct hint){"Esc", "cancel"};
+        h[n++] = (struct hint){"Backspace", "delete"};
+        h[n++] = (struct hint){"Ctrl-U", "clear"};
+        goto draw;
+    }
     h[n++] = (struct hint){"?", "help"};
     h[n++] = (struct hint){"q", "quit"};
-    h[n++] = (struct hint){"1-5 L", "lesson"};
-    h[n++] = (struct hint){"[ ]", "step"};
-    for (const struct panel_key *k = t->ops->keys; k->keys && n < 28; k++)
-        if (k->brief)
-            h[n++] = (struct hint){k->keys, k->brief};
+    h[n++] = (struct hint){"] [", "step"};
+    const struct lesson_step *st = t->lesson ? &t->lesson->steps[t->step] : NULL;
+    if (st && st->nquestions)
+        h[n++] = (struct hint){"a", "answer"};
+    for (const struct panel_key *k = t->ops->keys; k->keys && nf < 16; k++)
+        if (k->brief) {
+            snprintf(first[nf], sizeof first[nf], "%.*s", (int)strcspn(k->keys, " "), k->keys);
+            h[n++] = (struct hint){first[nf++], k->brief};
+        }
+    h[n++] = (struct hint){"1-5 L", "lessons"};
     h[n++] = (struct hint){"space", a->playing ? "pause" : "play"};
+draw:;
     int x = 1;
     for (int i = 0; i < n; i++) {
         int need = layout_text_width(h[i].k) + 1 + layout_text_width(h[i].w) + 2;
@@ -402,6 +749,7 @@ static const struct help_line app_keys[] = {
     {"Tab S-Tab", "next, previous tab"},
     {"] [", "next, previous step"},
     {"PgDn PgUp J K", "scroll the text"},
+    {"a", "answer the step's question"},
     {"space", "play, pause"},
     {"n", "one step, paused"},
     {"+ -", "faster, slower"},
@@ -494,11 +842,14 @@ static void draw_frame(struct app *a)
     if (a->lay.too_small) {
         draw_too_small(a);
     } else {
+        struct ui_canvas lc;
         draw_tabs(a);
-        draw_lesson(a);
+        draw_lesson(a, &lc);
         draw_panel(a, &pc);
+        if (lc.cursor_y >= 0)
+            pc = lc; /* the answer field has the keys, so the cursor */
         draw_events(a);
-        draw_hints(a);
+        draw_hints(a, pc.cursor_y >= 0); /* the panel shows a cursor: it has an input field */
         if (a->help)
             draw_help(a);
     }
@@ -525,19 +876,22 @@ static void relayout(struct app *a)
 static int run_loop(struct app *a, struct error *e)
 {
     relayout(a);
-    while (!a->quit && !got_signal) {
+    while (!a->quit && !atomic_load(&got_signal)) {
         if (a->dirty) {
             draw_frame(a);
             a->dirty = false;
         }
-        struct pollfd p = {STDIN_FILENO, POLLIN, 0};
-        int r = poll(&p, 1, a->playing ? FRAME_MS : -1);
-        if (got_signal)
+        struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+        int r = poll(p, 2, a->playing ? FRAME_MS : -1);
+        if (atomic_load(&got_signal))
             break;
         if (r < 0 && errno != EINTR)
             return error_set(e, ERR_RUN, "waiting for keys: %s", strerror(errno));
-        if (r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)) && !(p.revents & POLLIN)) {
-            got_signal = SIGHUP; /* the terminal went away */
+        char drain[64];
+        while (read(wake_pipe[0], drain, sizeof drain) > 0)
+            continue;
+        if (r > 0 && (p[0].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(p[0].revents & POLLIN)) {
+            atomic_store(&got_signal, SIGHUP); /* the terminal went away */
             break;
         }
         int ch;
@@ -560,11 +914,15 @@ static int run_loop(struct app *a, struct error *e)
     return 0;
 }
 
-static void close_panels(struct app *a)
+static void close_tabs(struct app *a)
 {
-    for (int i = 0; i < UI_TABS; i++)
-        if (a->tabs[i].panel)
-            a->tabs[i].ops->fini(a->tabs[i].panel);
+    for (int i = 0; i < UI_TABS; i++) {
+        struct tab *t = &a->tabs[i];
+        if (t->panel)
+            t->ops->fini(t->panel);
+        lesson_free(t->lesson);
+        free(t->answers);
+    }
 }
 
 int ui_run(const struct ui_options *o, struct error *e)
@@ -588,13 +946,26 @@ int ui_run(const struct ui_options *o, struct error *e)
         if ((rc = open_panel(a, t, ops, e)) < 0)
             goto out;
     }
+    a->asking = -1;
+    if ((rc = load_lessons(a, e)) < 0)
+        goto out;
     eventlog_add(&a->log, "welcome: ? lists the keys, q quits");
-    rc = run_loop(a, e);
+    if (!a->fatal.code)
+        rc = run_loop(a, e);
+    if (rc >= 0 && a->fatal.code) {
+        *e = a->fatal;
+        rc = a->fatal.code;
+    }
 out:
     restore_terminal();
-    close_panels(a);
+    if (a->tabs[a->cur].lesson) {
+        a->progress.current = a->tabs[a->cur].lesson->number;
+        save_progress(a);
+    }
+    close_tabs(a);
     free(a);
     if (rc < 0)
         return rc;
-    return got_signal ? 128 + got_signal : 0;
+    int sig = atomic_load(&got_signal);
+    return sig ? 128 + sig : 0;
 }

@@ -5,15 +5,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lesson/ascii.h"
+
 struct ui_canvas canvas_make(WINDOW *win, struct ui_rect r)
 {
     return (struct ui_canvas){win, r, -1, -1};
+}
+
+/* Whether s has a byte outside ASCII. */
+static bool has_utf8(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s >= 0x80)
+            return true;
+    return false;
 }
 
 int canvas_text(struct ui_canvas *c, int y, int x, enum ui_role role, const char *s)
 {
     if (y < 0 || y >= c->r.h || x < 0 || x >= c->r.w)
         return x;
+    /* In ASCII mode nothing else reaches the terminal, whatever the caller passed. */
+    char conv[1024];
+    if (theme_ascii() && has_utf8(s))
+        s = ascii_line(conv, sizeof conv, s);
     size_t bytes = layout_fit(s, strlen(s), c->r.w - x);
     attr_t a = theme_attr(role);
     wattrset(c->win, (int)a);

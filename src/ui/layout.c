@@ -147,6 +147,47 @@ int layout_wrap(const char *text, int width, struct wrap_line *lines, int max)
     return count;
 }
 
+/* Appends s to out at *len (cut at cap - 1). */
+static void append(char *out, size_t cap, size_t *len, const char *s)
+{
+    size_t n = strlen(s);
+    if (*len + n >= cap)
+        n = cap - 1 - *len;
+    memcpy(out + *len, s, n);
+    *len += n;
+    out[*len] = '\0';
+}
+
+size_t layout_join(char *const *lines, size_t n, char *out, size_t cap)
+{
+    size_t len = 0;
+    if (!cap)
+        return 0;
+    out[0] = '\0';
+    /* Blank lines at either end carry nothing. */
+    while (n && !lines[n - 1][0])
+        n--;
+    size_t i = 0;
+    while (i < n && !lines[i][0])
+        i++;
+    bool in_para = false; /* the last thing written is a paragraph line that may go on */
+    for (; i < n; i++) {
+        const char *l = lines[i];
+        if (!l[0]) { /* paragraph break: one empty line */
+            append(out, cap, &len, "\n\n");
+            in_para = false;
+            while (i + 1 < n && !lines[i + 1][0])
+                i++;
+            continue;
+        }
+        if (len && out[len - 1] != '\n')
+            append(out, cap, &len, l[0] == ' ' || !in_para ? "\n" : " ");
+        append(out, cap, &len, l);
+        in_para = l[0] != ' ';
+    }
+    return len;
+}
+
 struct bar_cells layout_bar(double value, double max, int width)
 {
     struct bar_cells b = {0, 0, width > 0 ? width : 0};
@@ -162,6 +203,18 @@ struct bar_cells layout_bar(double value, double max, int width)
     b.eighths = (int)(e % 8);
     b.empty = width - b.full - (b.eighths ? 1 : 0);
     return b;
+}
+
+int layout_axis(double lo, double hi, int width, double x)
+{
+    if (width < 1 || !(hi > lo) || isnan(x))
+        return -1;
+    double f = (x - lo) / (hi - lo) * width;
+    if (f < 0)
+        return 0;
+    if (f >= width)
+        return width - 1;
+    return (int)f;
 }
 
 char *fmt_bits(char *buf, size_t n, uint32_t bits, int exp_bits, int man_bits)

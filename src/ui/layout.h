@@ -59,6 +59,12 @@ struct wrap_line {
 };
 int layout_wrap(const char *text, int width, struct wrap_line *lines, int max);
 
+/* A lesson step's text lines as the pane shows them (lessons/README.md): lines of a paragraph
+ * are joined with a space; a blank line separates paragraphs (kept as an empty line); a line
+ * that starts with a space is kept as written, on its own line. Writes the result, lines
+ * separated by '\n', into out (cut to cap bytes) and returns its length. */
+size_t layout_join(char *const *lines, size_t n, char *out, size_t cap);
+
 /* A horizontal bar of width cells showing value/max: full cells, then one partial cell of
  * eighths (0-7, drawn with the block elements, or rounded to a full cell in ASCII), then
  * empty cells. Values outside [0, max], NaN and max <= 0 clamp to an empty or full bar. */
@@ -66,6 +72,11 @@ struct bar_cells {
     int full, eighths, empty;
 };
 struct bar_cells layout_bar(double value, double max, int width);
+
+/* The column (0 .. width-1) of x on an axis that runs from lo (left edge of column 0) to hi
+ * (right edge of the last column), clamped to the ends; -1 when x is NaN, width < 1 or
+ * hi <= lo. */
+int layout_axis(double lo, double hi, int width, double x);
 
 /* Number formatting for the panels. Each writes into buf (n bytes) and returns buf.
  * fmt_bits: the bits of a floating-point format, grouped sign, exponent, mantissa:

@@ -1,7 +1,8 @@
 /* A live panel: the right-hand side of the window. Each panel is a table of operations in
  * its own file (src/ui/panel_NAME.c exporting `const struct panel_ops panel_NAME`), listed
- * once in ui_panels[] in src/ui/panels.c. A lesson step shows a panel by its name
- * ("panel = formats" in a .lesson file) and passes it settings ("value = 65504").
+ * once in ui_panels[] in src/ui/panels.c. A lesson step shows a panel by its name and passes
+ * it settings: "@panel formats value=65504 format=fp16" in a .lesson file calls set() with
+ * ("value", "65504") and ("format", "fp16") each time the step is shown.
  *
  * Adding a panel:
  *   1. write src/ui/panel_NAME.c (the template: panel_formats.c), add it to src/ui/local.mk;
@@ -16,9 +17,17 @@
  *     (PANEL_TICK), and draws from its own copy; it never blocks.
  *   - The app gives every key to the panel first, except while the help or a question is
  *     open. A panel must return 0 for keys it does not use, and must not take the app's keys
- *     (digits, Tab, [ ], space, n, + -, r, a, ?, q, Esc) unless it is editing text (an input
- *     field), when it takes every key until Enter or Esc.
- *   - Panels run on the UI thread only. */
+ *     (digits, L, Tab, [ ], J K, PgUp PgDn, space, n, + = -, r, a, ?, q, Esc) unless it is
+ *     editing text in an input field, when it takes every key until Enter or Esc. A panel
+ *     starts with no field open.
+ *   - An input field shows the text cursor (canvas_cursor in draw); while it does, the hint
+ *     line shows the editing keys (Enter, Esc) instead of the app's.
+ *   - Panel code runs on the UI thread. Threads an engine starts should block SIGINT,
+ *     SIGTERM, SIGHUP and SIGWINCH (pthread_sigmask): signals belong to the UI thread. (The
+ *     window copes if one does not: its handlers wake the UI thread through a pipe.)
+ *   - The app sleeps in its input wait unless something plays: it sends PANEL_TICK (about 20
+ *     a second) only after a handler returned PANEL_ANIMATE (from on_key too, e.g. a key that
+ *     starts a run), and until a tick returns without it. */
 #ifndef SCALELAB_UI_PANEL_H
 #define SCALELAB_UI_PANEL_H
 
@@ -33,7 +42,7 @@ enum {
     PANEL_HANDLED = 1 << 0, /* the key was the panel's: the app does nothing else with it */
     PANEL_REDRAW = 1 << 1,  /* the panel's picture changed */
     PANEL_QUIT = 1 << 2,    /* leave the window */
-    PANEL_ANIMATE = 1 << 3, /* (PANEL_PLAY, PANEL_TICK) something moves: keep sending ticks */
+    PANEL_ANIMATE = 1 << 3, /* something moves: send ticks (until a tick returns without it) */
 };
 
 enum panel_event_kind {

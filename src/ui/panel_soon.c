@@ -53,10 +53,19 @@ static void soon_draw(const void *state, struct ui_canvas *c)
                 "This panel is not built yet; the lesson's text on the left reads on its own.", 0);
 }
 
+static const struct panel_key soon_keys[] = {{NULL, NULL, NULL}};
+
 #define SOON(NAME, TITLE, ABOUT)                                                                   \
     const struct panel_ops panel_soon_##NAME = {                                                   \
-        #NAME,       TITLE, ABOUT,    soon_init, soon_fini,                                        \
-        soon_on_key, NULL,  soon_set, soon_draw, (const struct panel_key[]){{NULL, NULL, NULL}},   \
+        .name = #NAME,                                                                             \
+        .title = TITLE,                                                                            \
+        .about = ABOUT,                                                                            \
+        .init = soon_init,                                                                         \
+        .fini = soon_fini,                                                                         \
+        .on_key = soon_on_key,                                                                     \
+        .set = soon_set,                                                                           \
+        .draw = soon_draw,                                                                         \
+        .keys = soon_keys,                                                                         \
     };
 
 SOON(training, "Loss scaling",
@@ -66,15 +75,3 @@ SOON(training, "Loss scaling",
 SOON(checkpoint, "Activation memory",
      "Lesson 2: each layer's activation memory will be drawn here as bars, with and without "
      "checkpointing, beside the extra compute each policy costs.")
-SOON(collective, "Ring all-reduce",
-     "Lesson 3: the ring all-reduce will be animated here, chunk by chunk between device "
-     "threads: reduce-scatter, then all-gather, with the bytes each link carries.")
-SOON(parallel, "Parallel layouts",
-     "Lesson 4: memory per GPU and the step's timeline for data, tensor and pipeline "
-     "parallelism will be shown here, pipeline bubble included.")
-SOON(zero, "ZeRO stages",
-     "Lesson 5: per-GPU memory and communication of DDP and ZeRO stages 1 to 3 will be "
-     "compared here, bar by bar.")
-SOON(memory, "Memory lab",
-     "The Lab: pick a model, a cluster, a precision and a ZeRO stage, and see each GPU's "
-     "memory (weights, gradients, optimizer state, activations) against its capacity.")

@@ -3,12 +3,13 @@
 
 #include <string.h>
 
+extern const struct panel_ops panel_formats;
 extern const struct panel_ops panel_soon_training, panel_soon_checkpoint;
 extern const struct panel_ops panel_collective, panel_memory, panel_parallel, panel_zero;
 
 /* One line per panel. A panel that replaces a placeholder (panel_soon_*) takes its line. */
 const struct panel_ops *const ui_panels[] = {
-    &panel_soon_training,   /*TMP*/
+    &panel_formats,         /* lesson 1: number formats */
     &panel_soon_training,   /* lesson 1: loss scaling and clipping on a real run */
     &panel_soon_checkpoint, /* lesson 2 */
     &panel_collective,      /* lesson 3 */
@@ -19,7 +20,7 @@ const struct panel_ops *const ui_panels[] = {
 };
 
 const struct ui_tab ui_tabs[UI_TABS] = {
-    {"1", "1 Precision", "1 Prec", "01", "Gradient clipping and mixed precision", "training"},
+    {"1", "1 Precision", "1 Prec", "01", "Gradient clipping and mixed precision", "formats"},
     {"2", "2 Checkpointing", "2 Ckpt", "02", "Gradient checkpointing", "checkpoint"},
     {"3", "3 Collectives", "3 Coll", "03", "Collective operations from scratch", "collective"},
     {"4", "4 Scaling", "4 Scale", "04", "Scaling and distributed training", "parallel"},

@@ -26,14 +26,37 @@ static const struct {
 };
 
 static const struct ui_glyphs utf8 = {
-    "\u2500", "\u2502", "\u256d",
-    "\u256e", "\u2570", "\u256f",
-    "\u25b8", "\u00b7", {"", "\u258f", "\u258e", "\u258d", "\u258c", "\u258b", "\u258a", "\u2589"},
-    "\u2588", "\u2591", "\u2026",
+    .h = "\u2500", /* ─ ╭ ╮ ╰ ╯ (rounded corners) */
+    .v = "\u2502",
+    .tl = "\u256d",
+    .tr = "\u256e",
+    .bl = "\u2570",
+    .br = "\u256f",
+    .sel = "\u25b8", /* ▸ */
+    .dot = "\u00b7", /* · */
+    .eighths = {"", "\u258f", "\u258e", "\u258d", "\u258c", "\u258b", "\u258a", "\u2589"},
+    .bar = "\u2588",       /* █ */
+    .bar_empty = "\u2591", /* ░ */
+    .ellipsis = "\u2026",
+    .shade = "\u2592",  /* ▒ */
+    .marker = "\u25bc", /* ▼ */
 };
 
 static const struct ui_glyphs ascii = {
-    "-", "|", "+", "+", "+", "+", ">", "|", {"", "#", "#", "#", "#", "#", "#", "#"}, "#", ".", "~",
+    .h = "-",
+    .v = "|",
+    .tl = "+",
+    .tr = "+",
+    .bl = "+",
+    .br = "+",
+    .sel = ">",
+    .dot = "|",
+    .eighths = {"", "#", "#", "#", "#", "#", "#", "#"},
+    .bar = "#",
+    .bar_empty = ".",
+    .ellipsis = "~",
+    .shade = ":",
+    .marker = "v",
 };
 
 static bool use_color, use_ascii;

@@ -35,6 +35,8 @@ struct ui_glyphs {
     const char *eighths[8];                /* bar cells: [0] unused, [1..7] partial, full = bar */
     const char *bar, *bar_empty;
     const char *ellipsis;
+    const char *shade;  /* a lighter fill: the subnormal part of a range */
+    const char *marker; /* points down at a place on an axis */
 };
 
 /* color: use colours (the caller has checked NO_COLOR and has_colors()); ascii: ASCII only. */

@@ -7,9 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <curses.h>
+
+#include "base/error.h"
 #include "harness.h"
 #include "ui/eventlog.h"
 #include "ui/layout.h"
+#include "ui/panel.h"
+#include "ui/panels.h"
 
 static bool inside(struct ui_rect r, int rows, int cols)
 {
@@ -209,6 +214,31 @@ START_TEST(wrap_keeps_every_word)
 }
 END_TEST
 
+static const char *joined(char *const *lines, size_t n)
+{
+    static char out[512];
+    layout_join(lines, n, out, sizeof out);
+    return out;
+}
+
+/* lessons/README.md: lines of a paragraph join; a blank line separates paragraphs; a line
+ * that starts with a space stays as written. */
+START_TEST(join_paragraphs)
+{
+    char *para[] = {"", "A float32 number", "takes 4 bytes.", "", "", "Bytes cost twice.", ""};
+    ck_assert_str_eq(joined(para, 7), "A float32 number takes 4 bytes.\n\nBytes cost twice.");
+    char *table[] = {"fields:", " sign     0 for +", " exponent the range", "After."};
+    ck_assert_str_eq(joined(table, 4), "fields:\n sign     0 for +\n exponent the range\nAfter.");
+    char *none[] = {"", ""};
+    ck_assert_str_eq(joined(none, 2), "");
+    ck_assert_str_eq(joined(none, 0), "");
+    char small[8];
+    char *one[] = {"abcdefghijkl"};
+    ck_assert_uint_eq(layout_join(one, 1, small, sizeof small), 7); /* cut, terminated */
+    ck_assert_str_eq(small, "abcdefg");
+}
+END_TEST
+
 START_TEST(bars)
 {
     struct bar_cells b = layout_bar(50, 100, 10);
@@ -241,6 +271,23 @@ START_TEST(bars)
             b = layout_bar(v, 1.0, w);
             ck_assert_int_eq(b.full + (b.eighths ? 1 : 0) + b.empty, w);
         }
+}
+END_TEST
+
+START_TEST(axis)
+{
+    ck_assert_int_eq(layout_axis(0, 10, 10, 0), 0);
+    ck_assert_int_eq(layout_axis(0, 10, 10, 0.99), 0);
+    ck_assert_int_eq(layout_axis(0, 10, 10, 1), 1);
+    ck_assert_int_eq(layout_axis(0, 10, 10, 9.99), 9);
+    ck_assert_int_eq(layout_axis(0, 10, 10, 10), 9);     /* the right end is the last column */
+    ck_assert_int_eq(layout_axis(-150, 130, 56, 0), 30); /* 150 / 280 * 56 = 30 */
+    ck_assert_int_eq(layout_axis(0, 10, 10, -5), 0);     /* clamped */
+    ck_assert_int_eq(layout_axis(0, 10, 10, INFINITY), 9);
+    ck_assert_int_eq(layout_axis(0, 10, 10, -INFINITY), 0);
+    ck_assert_int_eq(layout_axis(0, 10, 10, NAN), -1);
+    ck_assert_int_eq(layout_axis(0, 10, 0, 5), -1);
+    ck_assert_int_eq(layout_axis(10, 10, 10, 5), -1);
 }
 END_TEST
 
@@ -304,6 +351,93 @@ START_TEST(eventlog_ring)
 }
 END_TEST
 
+/* The contract every registered panel keeps (src/ui/panel.h), checked without a terminal. */
+START_TEST(panels_keep_the_contract)
+{
+    static struct eventlog log;
+    /* Keys that belong to the app, which a panel must leave alone unless it edits text. */
+    const int app_keys[] = {'q', '?',       '1',       '5', '6', 'L', '\t', KEY_BTAB, '[', ']', 'J',
+                            'K', KEY_NPAGE, KEY_PPAGE, ' ', 'n', '+', '=',  '-',      'r', 'a', 27};
+    int n = 0;
+    for (int i = 0; ui_panels[i]; i++, n++) {
+        const struct panel_ops *p = ui_panels[i];
+        ck_assert_msg(p->name && *p->name && p->title && *p->title && p->about && *p->about,
+                      "panel %d: name, title and about", i);
+        ck_assert_msg(p->init && p->fini && p->on_key && p->draw && p->keys, "panel %s: ops",
+                      p->name);
+        ck_assert_ptr_eq(panel_find(p->name), p); /* names are unique */
+        for (const struct panel_key *k = p->keys; k->keys; k++)
+            ck_assert_msg(k->what && *k->what, "panel %s: key %s says what it does", p->name,
+                          k->keys);
+        struct panel_env env = {p, &log, false};
+        void *st = NULL;
+        struct error e = {0};
+        ck_assert_int_eq(p->init(&st, &env, &e), 0);
+        /* A panel starts with no input field open, so the app's keys are the app's. */
+        for (size_t k = 0; k < sizeof app_keys / sizeof app_keys[0]; k++)
+            ck_assert_msg(!(p->on_key(st, app_keys[k]) & PANEL_HANDLED),
+                          "panel %s takes the app's key %d", p->name, app_keys[k]);
+        if (p->on_event) {
+            struct panel_event ev = {PANEL_RESET, 0, 1};
+            ck_assert_int_eq(p->on_event(st, &ev) & PANEL_QUIT, 0);
+        }
+        p->fini(st);
+    }
+    ck_assert_int_ge(n, 7); /* one per tab at least, and lesson 1's training panel */
+    for (int t = 0; t < UI_TABS; t++)
+        ck_assert_msg(panel_find(ui_tabs[t].panel), "tab %d's panel %s", t, ui_tabs[t].panel);
+}
+END_TEST
+
+/* The formats explorer's settings (from lesson steps) and keys, through its table. */
+START_TEST(formats_panel)
+{
+    static struct eventlog log;
+    const struct panel_ops *p = panel_find("formats");
+    ck_assert_ptr_nonnull(p);
+    struct panel_env env = {p, &log, false};
+    void *st;
+    struct error e = {0};
+    ck_assert_int_eq(p->init(&st, &env, &e), 0);
+    ck_assert_int_eq(p->set(st, "value", "65504", &e), 0);
+    ck_assert_int_eq(p->set(st, "format", "fp16", &e), 0);
+    ck_assert_int_eq(p->set(st, "format", "e4m3", &e), 0);
+    ck_assert_int_eq(p->set(st, "value", "abc", &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "abc"));
+    ck_assert_int_eq(p->set(st, "format", "fp12", &e), ERR_INVAL);
+    ck_assert_int_eq(p->set(st, "colour", "red", &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "'value' and 'format'"));
+    /* Keys: arrows and the shortcuts are the panel's; each logs what it did. */
+    unsigned long before = log.count;
+    ck_assert_int_eq(p->on_key(st, KEY_RIGHT), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert_int_eq(p->on_key(st, 'M'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "65504"));
+    ck_assert_int_eq(p->on_key(st, 's'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "5.96046448e-08"));
+    ck_assert_uint_eq(log.count, before + 3);
+    ck_assert_int_eq(p->on_key(st, 'x'), 0);
+    /* Editing: every key is the panel's until Enter; bad input keeps the field open. */
+    ck_assert_int_eq(p->on_key(st, 'q'), 0);
+    p->on_key(st, '\n');
+    ck_assert_int_eq(p->on_key(st, 'q') & PANEL_HANDLED, PANEL_HANDLED);
+    p->on_key(st, '\n'); /* "q" is not a number */
+    ck_assert_int_eq(p->on_key(st, KEY_BACKSPACE) & PANEL_HANDLED, PANEL_HANDLED);
+    for (const char *c = "1e-8"; *c; c++)
+        p->on_key(st, *c);
+    for (int i = 0; i < 100; i++) /* far past the field's length: cut, never overrun */
+        p->on_key(st, '9');
+    p->on_key(st, 27);
+    ck_assert_int_eq(p->on_key(st, 'q'), 0); /* Esc closed the field */
+    p->on_key(st, '/');
+    for (const char *c = "-inf"; *c; c++)
+        p->on_key(st, *c);
+    p->on_key(st, '\r');
+    ck_assert_int_eq(p->on_key(st, 'q'), 0); /* Enter applied it and closed the field */
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "-inf"));
+    p->fini(st);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ui");
@@ -316,10 +450,14 @@ int main(void)
     tcase_add_test(tc, text_width_and_fit);
     tcase_add_test(tc, wrap_words);
     tcase_add_test(tc, wrap_keeps_every_word);
+    tcase_add_test(tc, join_paragraphs);
     tcase_add_test(tc, bars);
+    tcase_add_test(tc, axis);
     tcase_add_test(tc, bits_and_hex);
     tcase_add_test(tc, values_and_errors);
     tcase_add_test(tc, eventlog_ring);
+    tcase_add_test(tc, panels_keep_the_contract);
+    tcase_add_test(tc, formats_panel);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }

@@ -1,0 +1,293 @@
+#!/bin/sh
+# The window, driven in tmux like a person would: opens, switches lessons, opens and closes
+# the help, types a value in the formats explorer and reads its bits, resizes too small and
+# back, runs without colour and in ASCII, idles without spending CPU, and leaves the
+# terminal usable after q, SIGTERM and Ctrl-C. Saved progress goes to a folder of the test's.
+#
+# A private tmux server (-L) with a fixed size; every wait polls the screen with a deadline
+# (generous: the sanitizer builds are slower), never a fixed sleep; the server is killed at
+# the end whatever happens. Under ASan, a leak report would turn the exit statuses it checks
+# (0, 143, 130) into 23.
+. "$srcdir/tests/lib.sh"
+
+if [ -z "$TMUX_BIN" ] || [ ! -x "$TMUX_BIN" ]; then
+    echo "1..0 # SKIP tmux is not installed (apt-get install tmux)"
+    exit 0
+fi
+
+unset TMUX # a private server, even when the tests run inside tmux
+SOCK="scalelab-test-$$"
+T() { "$TMUX_BIN" -L "$SOCK" -f /dev/null "$@"; }
+trap 'T kill-server >/dev/null 2>&1; rm -rf "$T_TMP"' EXIT
+WAIT_TENTHS=${WAIT_TENTHS:-200} # 20 s at most per wait
+
+# The pane runs scalelab through this script: it records scalelab's pid (the inner sh execs
+# it) and exit status, then prints a prompt and stays, so that the screen left behind can be
+# read. TERM is one that ncurses-base always has.
+cat >"$T_TMP/pane.sh" <<'EOS'
+#!/bin/sh
+dir=$1; shift
+trap : INT # Ctrl-C is for scalelab: this shell stays (a caught signal is default again in children)
+export TERM=screen-256color
+export XDG_STATE_HOME="$dir/state"
+sh -c 'echo $$ >"$0/pid"; exec "$@"' "$dir" "$@"
+echo "exit=$?" >"$dir/status"
+printf 'PROMPT> '
+exec cat
+EOS
+
+# start ENV-ASSIGNMENTS... -- ARGS...: a new session running scalelab at 80x24.
+# Each run gets a new session (the old one is killed after, so the server never empties).
+S=s0
+start() {
+    rm -f "$T_TMP/pid" "$T_TMP/status"
+    old=$S
+    S="s$((${S#s} + 1))"
+    envs=""
+    while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+    shift
+    T new-session -d -s "$S" -x 80 -y 24 \
+        "env $envs sh '$T_TMP/pane.sh' '$T_TMP' '$SCALELAB' $*" || not_ok "tmux new-session"
+    T kill-session -t "$old" >/dev/null 2>&1
+    wait_file pid
+    pid=$(cat "$T_TMP/pid" 2>/dev/null)
+}
+
+screen() { T capture-pane -p -t "$S" 2>/dev/null; }
+
+wait_file() {
+    i=0
+    while [ ! -s "$T_TMP/$1" ] && [ $i -lt "$WAIT_TENTHS" ]; do sleep 0.1; i=$((i + 1)); done
+}
+
+# wait_for TEXT WHAT: polls the screen until TEXT shows; one TAP line.
+wait_for() {
+    i=0
+    while [ $i -lt "$WAIT_TENTHS" ]; do
+        s=$(screen)
+        case "$s" in *"$1"*) ok "$2"; return 0 ;; esac
+        sleep 0.1
+        i=$((i + 1))
+    done
+    not_ok "$2" "never showed: $1" "screen:" "$(screen)"
+    return 1
+}
+
+# wait_gone TEXT WHAT: until TEXT is no longer on the screen.
+wait_gone() {
+    i=0
+    while [ $i -lt "$WAIT_TENTHS" ]; do
+        case "$(screen)" in *"$1"*) ;; *) ok "$2"; return 0 ;; esac
+        sleep 0.1
+        i=$((i + 1))
+    done
+    not_ok "$2" "still there: $1" "screen:" "$(screen)"
+    return 1
+}
+
+keys() { T send-keys -t "$S" "$@"; }
+
+# After scalelab ended: its status, and a terminal back to normal.
+check_restored() { # WANT-STATUS WHAT
+    wait_file status
+    check_eq "$(cat "$T_TMP/status" 2>/dev/null)" "exit=$1" "$2: exit status $1"
+    wait_for "PROMPT>" "$2: the shell's prompt shows"
+    check_eq "$(T display -p -t "$S" '#{alternate_on}')" "0" "$2: the alternate screen is left"
+    check_eq "$(T display -p -t "$S" '#{cursor_flag}')" "1" "$2: the cursor is visible"
+}
+
+ESC=$(printf '\033')
+
+# ---- a normal run: colour, UTF-8 ----
+start LC_ALL=C.UTF-8 --
+wait_for "1 Precision" "opens: the tab bar shows"
+wait_for "Number formats" "lesson 1's panel is the formats explorer"
+wait_for "Lesson 1 · step 1 of" "the lesson pane shows lesson 1's first step"
+wait_for "Why not keep everything in" "with the step's text from lessons/"
+check_contains "$(T capture-pane -e -p -t "$S")" "${ESC}[" "the screen has colour and attributes"
+if T capture-pane -e -p -t "$S" | grep -qE "${ESC}\[([0-9]+;)*(3[0-7]|38;5)"; then
+    ok "colours are used"
+else
+    not_ok "colours are used"
+fi
+
+keys 2
+wait_for "Lesson 2" "2 switches to lesson 2"
+wait_for "Lesson 2: each layer's activation" "a panel not built yet says what it will show"
+keys 3
+wait_for "Lesson 3" "3 switches to lesson 3"
+keys Tab
+wait_for "Lesson 4" "Tab goes to the next lesson"
+keys BTab
+wait_for "Lesson 3" "Shift-Tab goes back"
+keys L
+wait_for "The Lab" "L opens the Lab"
+keys 1
+wait_for "Lesson 1" "1 goes back to lesson 1"
+
+keys '?'
+wait_for "The window" "? opens the help"
+wait_for "select a format" "the help lists the panel's keys"
+keys Escape
+wait_gone "Esc or ? closes" "Esc closes the help"
+
+# Lesson steps: the next step sets the panel (value=0.1 format=fp32) and asks a question.
+keys ']'
+wait_for "step 2 of" "] goes to the next step"
+wait_for "0x3dcccccd" "the step's panel settings apply: 0.1 in fp32"
+keys a
+wait_for "> " "a opens the answer field"
+keys -l 9
+keys Enter
+wait_for "9: not quite" "a wrong answer is told so"
+wait_for "the answer is" "with the right answer"
+keys a
+keys -l abc
+keys Enter
+wait_for "abc" "an answer that cannot be read is neither right nor wrong"
+keys C-u
+keys -l 10
+keys Enter
+wait_for "10: right" "the right answer"
+wait_for "implicit 1" "the explanation shows"
+keys '['
+wait_for "step 1 of" "[ goes back"
+keys ']'
+wait_for "step 2 of" "and forth"
+
+keys Enter
+wait_for "Enter apply" "typing a value: the hints say how to apply it"
+keys -l 65504
+keys Enter
+wait_for "0 11110 1111111111" "65504 typed: its fp16 bits"
+wait_for "0x7bff" "65504 in fp16 is 0x7bff"
+wait_for "0 10001110 11111111110000000000000" "and its fp32 bits"
+keys Down
+keys Right
+wait_for "0 11111 0000000000" "fp16 selected: one ulp up from its max is inf"
+keys Enter
+keys -l abc
+keys Enter
+wait_for "not a number" "bad input shows an error in the panel"
+keys Escape
+wait_gone "not a number" "Esc leaves the input"
+
+# Keys at random (every printable one but q, and the special ones) never crash the window.
+keys -l 'abcdefghijklmnoprstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!"#$%&()*+,-./:;<=>@[]^_{|}~'
+keys Escape Escape Up Down Left Right Home End NPage PPage F1 F5 BSpace DC IC Tab BTab Escape
+keys Enter
+keys -l '1234567890123456789012345678901234567890123456789012345678901234567890e999999'
+keys Enter Escape
+keys 1 '[' '[' '[' '[' '[' '[' '[' '['
+wait_for "step 1 of" "a storm of keys and a long input later, the window still answers"
+keys ']'
+wait_for "step 2 of" "back at step 2"
+
+T resize-window -t "$S" -x 60 -y 20
+wait_for "at least 80x24" "too small: says how large it must be"
+wait_for "60x20" "and the current size"
+T resize-window -t "$S" -x 150 -y 40
+wait_for "5 ZeRO" "larger again: the layout returns"
+wait_for "rel. error" "at 150 columns the table is one line per format"
+wait_for "1 Mixed precision" "and the tabs take the lessons' own titles"
+wait_for "2^-150" "with room, each format's range on one axis of powers of two"
+T resize-window -t "$S" -x 80 -y 24
+wait_for "1 Precision" "back to 80x24"
+
+# Idle: utime + stime (fields 14 and 15 of /proc/PID/stat, in clock ticks) over 3 s.
+if [ -r "/proc/$pid/stat" ]; then
+    hz=$(getconf CLK_TCK)
+    t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    sleep 3
+    t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    # under 1% of a core: fewer than 0.03 s of CPU in 3 s
+    if [ $(((t1 - t0) * 100)) -lt $((3 * hz)) ]; then
+        ok "idle: $((t1 - t0)) ticks of CPU in 3 s (under 1% of a core)"
+    else
+        not_ok "idle: $((t1 - t0)) ticks of CPU in 3 s, 1% is $((3 * hz / 100))"
+    fi
+else
+    not_ok "idle: /proc/$pid/stat is not readable"
+fi
+
+keys q
+check_restored 0 "q"
+
+# ---- progress: the learner comes back to the same place ----
+start LC_ALL=C.UTF-8 --
+wait_for "step 2 of" "a new session opens at the step left"
+keys NPage NPage NPage
+wait_for "answered right before" "and knows the question was answered"
+keys q
+check_restored 0 "q again"
+
+# ---- NO_COLOR: no colour, still readable ----
+start LC_ALL=C.UTF-8 NO_COLOR=1 --
+wait_for "1 Precision" "NO_COLOR: opens"
+if T capture-pane -e -p -t "$S" | grep -qE "${ESC}\[([0-9]+;)*(3[0-7]|4[0-7]|38;|48;)"; then
+    not_ok "NO_COLOR: no colour on the screen"
+else
+    ok "NO_COLOR: no colour on the screen"
+fi
+wait_for "0 01111011 10011001100110011001101" "NO_COLOR: the bits are shown"
+keys q
+check_restored 0 "NO_COLOR"
+
+# ---- ASCII: --ascii, and a locale that is not UTF-8 ----
+for how in "LC_ALL=C.UTF-8 -- --ascii" "LC_ALL=C --"; do
+    # shellcheck disable=SC2086
+    start $how
+    wait_for "1 Precision" "$how: opens"
+    keys '?'
+    wait_for "The window" "$how: the help opens"
+    bad=$(screen | LC_ALL=C tr -d '\n\040-\176' | wc -c)
+    check_eq "$bad" "0" "$how: only ASCII on the screen"
+    wait_for "+-" "$how: boxes drawn with + and -"
+    keys q
+    keys q
+    check_restored 0 "$how"
+done
+
+# ---- SIGTERM restores the terminal too ----
+start LC_ALL=C.UTF-8 --
+wait_for "1 Precision" "opens again"
+kill -TERM "$pid"
+check_restored 143 "SIGTERM"
+
+# ---- even when another thread takes the signal ----
+# A signal sent to a process goes to any thread that does not block it; OpenBLAS runs a
+# thread of its own. SIGTERM aimed at that thread (tgkill) must still end the window.
+start LC_ALL=C.UTF-8 --
+wait_for "1 Precision" "opens, with its threads"
+# (a thread that does not block SIGTERM, bit 15 of SigBlk: sanitizers run threads that do)
+tid=""
+for t in $(ls "/proc/$pid/task" 2>/dev/null); do
+    blk=$(awk '/^SigBlk/ {print $2}' "/proc/$pid/task/$t/status" 2>/dev/null)
+    if [ "$t" != "$pid" ] && [ -n "$blk" ] && [ $((0x$blk >> 14 & 1)) -eq 0 ]; then
+        tid=$t
+        break
+    fi
+done
+if [ -n "$tid" ] && command -v python3 >/dev/null 2>&1; then
+    python3 -c "import ctypes,sys; sys.exit(ctypes.CDLL(None, use_errno=True).syscall(234, $pid, $tid, 15) != 0)" ||
+        kill -TERM "$pid" # tgkill is syscall 234 on x86-64 only; elsewhere the process
+    check_restored 143 "SIGTERM to a thread other than the window's"
+else
+    kill -TERM "$pid"
+    check_restored 143 "SIGTERM (one thread only)"
+fi
+
+# ---- SIGINT too (Ctrl-C in the pane; kill -INT if the keystroke went astray in tmux) ----
+start LC_ALL=C.UTF-8 --
+wait_for "1 Precision" "opens once more"
+keys C-c
+i=0
+while [ ! -s "$T_TMP/status" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+if [ ! -s "$T_TMP/status" ]; then
+    echo "# Ctrl-C did not end it within 5 s ($(grep -E '^Sig(Pnd|Blk|Ign|Cgt)' \
+        "/proc/$pid/status" 2>/dev/null | tr '\n' ' ')); sending SIGINT"
+    kill -INT "$pid"
+fi
+check_restored 130 "SIGINT"
+
+done_testing
