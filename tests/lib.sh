@@ -12,6 +12,9 @@ T_N=0
 T_FAILED=0
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/scalelab-test.XXXXXX")
 trap 'rm -rf "$T_TMP"' EXIT
+# Saved progress of the window goes to the test's own folder: tests run in parallel and must
+# not reopen where another test left off, nor touch the user's own progress.
+export XDG_STATE_HOME="$T_TMP/state"
 
 ok() { T_N=$((T_N + 1)); echo "ok $T_N - $1"; }
 not_ok() {
