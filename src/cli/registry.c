@@ -4,8 +4,10 @@
 #include "cli/command.h"
 
 extern const struct command cmd_bench;
+extern const struct command cmd_formats;
 
 const struct command *const commands[] = {
+    &cmd_formats,
     &cmd_bench,
     NULL,
 };

@@ -1,1 +1,2 @@
-libscalelab_a_SOURCES +=
+libscalelab_a_SOURCES += \
+	%reldir%/fp.c %reldir%/fp.h

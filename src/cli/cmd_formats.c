@@ -1,0 +1,346 @@
+/* scalelab formats: the number formats' properties, and values rounded to each format.
+ *
+ * A value is first held as fp32, the way a framework holds it in a float tensor (the decimal
+ * text is read as a double, as Python reads a float, then rounded to fp32: 1e39 becomes inf),
+ * then converted to each format with round-to-nearest-even (num/fp.h).
+ *
+ * The relative error d of a format's value r against the fp32 value x is the one of the
+ * standard model of floating-point arithmetic, r = x (1 + d), so d = (r - x) / x: negative
+ * when the magnitude shrank. It is 0 when the format holds x exactly (x = 0 and x = inf
+ * included), inf when a finite x overflowed to inf, -1 when it underflowed to 0, and undefined
+ * (JSON null, "n/a" in text) when x or r is NaN. */
+#include "config.h"
+
+#include <ctype.h>
+#include <float.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "cli/command.h"
+#include "cli/opts.h"
+#include "num/fp.h"
+
+/* The formats a value is converted to, in the order shown. */
+static const enum fp_format targets[] = {FP_FP16, FP_BF16, FP_E4M3, FP_E5M2};
+#define NTARGETS (sizeof targets / sizeof targets[0])
+
+struct value {
+    char *input; /* as given (owned) */
+    double parsed;
+    float x; /* held in fp32 */
+};
+
+struct values {
+    struct value *v;
+    size_t n, cap;
+};
+
+static void values_free(struct values *vs)
+{
+    for (size_t i = 0; i < vs->n; i++)
+        free(vs->v[i].input);
+    free(vs->v);
+}
+
+/* Adds one value; where ("stdin:3") or NULL says where it came from, for the error. */
+static int values_add(struct values *vs, const char *s, size_t len, const char *where,
+                      struct error *e)
+{
+    if (vs->n == vs->cap) {
+        size_t cap = vs->cap ? 2 * vs->cap : 16;
+        struct value *v = realloc(vs->v, cap * sizeof *v);
+        if (!v)
+            return error_set(e, ERR_NOMEM, "out of memory");
+        vs->v = v, vs->cap = cap;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    memcpy(copy, s, len);
+    copy[len] = 0;
+    struct value *v = &vs->v[vs->n];
+    if (units_parse_double(copy, true, &v->parsed, e) < 0) {
+        if (where)
+            error_prefix(e, "%s", where);
+        error_prefix(e, "formats");
+        free(copy);
+        return e->code;
+    }
+    v->input = copy;
+    /* double -> float: round to nearest even; too large becomes inf, as in a float tensor. */
+    v->x = (float)v->parsed;
+    vs->n++;
+    return 0;
+}
+
+/* Values from standard input, one per line; spaces around a value are ignored, an empty line
+ * is an error. */
+static int read_stdin(struct values *vs, struct error *e)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0, rc = 0;
+    while (rc == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
+        lineno++;
+        const char *s = line;
+        while (len > 0 && isspace((unsigned char)s[len - 1]))
+            len--;
+        while (len > 0 && isspace((unsigned char)*s))
+            s++, len--;
+        char where[48];
+        snprintf(where, sizeof where, "stdin:%d", lineno);
+        rc = values_add(vs, s, (size_t)len, where, e);
+    }
+    if (rc == 0 && ferror(stdin))
+        rc = error_set(e, ERR_IO, "formats: cannot read standard input");
+    free(line);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ numbers */
+
+static double rel_error(float x, float r, bool *defined)
+{
+    *defined = !isnan(x) && !isnan(r);
+    if (!*defined || (double)r == (double)x)
+        return 0;
+    return ((double)r - (double)x) / (double)x;
+}
+
+/* "inf", "-inf", "nan" or the number with 9 significant digits (reads back as the same fp32). */
+static const char *text_number(char *buf, size_t n, double v)
+{
+    if (isnan(v))
+        snprintf(buf, n, "nan");
+    else if (isinf(v))
+        snprintf(buf, n, v > 0 ? "inf" : "-inf");
+    else
+        snprintf(buf, n, "%.9g", v);
+    return buf;
+}
+
+/* A number, or a string for the values JSON cannot hold. Printed with jansson's default
+ * precision (17 significant digits): every fp32 value reads back exactly. */
+static json_t *json_number(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
+static const char *hex_bits(char *buf, size_t n, enum fp_format f, uint32_t bits)
+{
+    snprintf(buf, n, "0x%0*x", fp_info(f)->bits / 4, bits);
+    return buf;
+}
+
+/* What happened to x in format f, for the text output. */
+static const char *note(enum fp_format f, float x, float r)
+{
+    if (isnan(x))
+        return "";
+    if (isnan(r))
+        return isinf(x) ? "no inf in e4m3fn: NaN" : "overflow: NaN (e4m3fn has no inf)";
+    if (isinf(r) && !isinf(x))
+        return "overflow: inf";
+    if (r == 0 && x != 0)
+        return "underflow to 0";
+    if (r != 0 && fabsf(r) < (float)fp_info(f)->min_normal)
+        return (double)r == (double)x ? "exact, subnormal" : "subnormal";
+    if ((double)r == (double)x)
+        return "exact";
+    return "";
+}
+
+/* ------------------------------------------------------------------ output */
+
+static void print_properties_text(void)
+{
+    printf("%-9s %4s %4s %4s %4s  %-15s %-15s %-18s %-13s %s\n", "format", "bits", "exp", "man",
+           "bias", "largest finite", "smallest normal", "smallest subnormal", "epsilon", "inf");
+    for (int f = 0; f < FP_COUNT; f++) {
+        const struct fp_info *fi = fp_info(f);
+        printf("%-9s %4d %4d %4d %4d  %-15.9g %-15.9g %-18.9g %-13.9g%s\n", fi->name, fi->bits,
+               fi->exp_bits, fi->man_bits, fi->bias, fi->max, fi->min_normal, fi->min_subnormal,
+               fi->epsilon, fi->has_inf ? " yes" : " no: overflow and inf become NaN");
+    }
+    printf("\nexp, man: bits of exponent and mantissa (plus one sign bit); epsilon: the gap "
+           "between 1\nand the next larger value, 2^-man. Conversions round to nearest, ties to "
+           "even, and\nkeep subnormals.\n");
+}
+
+static json_t *properties_json(void)
+{
+    json_t *list = json_array();
+    for (int f = 0; f < FP_COUNT; f++) {
+        const struct fp_info *fi = fp_info(f);
+        json_array_append_new(
+            list, json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:b, s:f, s:f, s:f, s:f}", "name",
+                            fi->name, "key", fi->key, "bits", fi->bits, "exponent_bits",
+                            fi->exp_bits, "mantissa_bits", fi->man_bits, "bias", fi->bias,
+                            "has_inf", fi->has_inf, "max", fi->max, "min_normal", fi->min_normal,
+                            "min_subnormal", fi->min_subnormal, "epsilon", fi->epsilon));
+    }
+    return json_pack("{s:o}", "formats", list);
+}
+
+static void print_value_text(const struct value *v)
+{
+    char num[64], hex[16];
+    uint32_t b32 = fp_f32_bits(v->x);
+    printf("%s: held in fp32 as %s (%s)", v->input, text_number(num, sizeof num, v->x),
+           hex_bits(hex, sizeof hex, FP_FP32, b32));
+    if (isinf(v->x) && !isinf(v->parsed))
+        printf(": too large for fp32 (above %.9g), inf as in a float tensor", FLT_MAX);
+    else if (v->x == 0 && v->parsed != 0)
+        printf(": too small for fp32 (below %.9g), 0 as in a float tensor", FLT_TRUE_MIN);
+    printf("\n  %-9s %-16s %-6s %s\n", "format", "nearest value", "bits", "rel. error d");
+    for (size_t k = 0; k < NTARGETS; k++) {
+        enum fp_format f = targets[k];
+        float r = fp_round(f, v->x);
+        bool defined;
+        double d = rel_error(v->x, r, &defined);
+        char err[64];
+        if (!defined)
+            snprintf(err, sizeof err, "n/a");
+        else if (isinf(d))
+            snprintf(err, sizeof err, d > 0 ? "inf" : "-inf");
+        else
+            snprintf(err, sizeof err, "%.3g", d);
+        const char *what = note(f, v->x, r);
+        printf("  %-9s %-16s %-6s %-*s%s%s\n", fp_info(f)->name, text_number(num, sizeof num, r),
+               hex_bits(hex, sizeof hex, f, fp_encode(f, v->x)), *what ? 10 : 0, err,
+               *what ? " " : "", what);
+    }
+}
+
+static json_t *value_json(const struct value *v)
+{
+    char hex[16];
+    json_t *o = json_pack("{s:s, s:{s:s, s:o}}", "input", v->input, "fp32", "bits",
+                          hex_bits(hex, sizeof hex, FP_FP32, fp_f32_bits(v->x)), "value",
+                          json_number(v->x));
+    for (size_t k = 0; k < NTARGETS; k++) {
+        enum fp_format f = targets[k];
+        float r = fp_round(f, v->x);
+        bool defined;
+        double d = rel_error(v->x, r, &defined);
+        json_object_set_new(o, fp_info(f)->key,
+                            json_pack("{s:s, s:o, s:o}", "bits",
+                                      hex_bits(hex, sizeof hex, f, fp_encode(f, v->x)), "value",
+                                      json_number(r), "rel_error",
+                                      defined ? json_number(d) : json_null()));
+    }
+    return o;
+}
+
+static void print_json(json_t *doc)
+{
+    json_dumpf(doc, stdout, JSON_INDENT(2));
+    printf("\n");
+    json_decref(doc);
+}
+
+/* ------------------------------------------------------------------ the command */
+
+static const struct opt options[] = {
+    {"json", 0, false},
+    {NULL, 0, false},
+};
+
+static int formats_main(int argc, char **argv)
+{
+    struct opts p;
+    const char *arg;
+    bool json = false, stdin_used = false;
+    struct values vs = {0};
+    struct error e = {0};
+    int k, rc = 0;
+
+    /* Read and check every value before printing anything. */
+    opts_init(&p, argc, argv, options, "formats");
+    while (rc == 0 && (k = opts_next(&p, &arg)) != OPTS_END) {
+        if (k == OPTS_ERROR) {
+            values_free(&vs);
+            return 2;
+        }
+        if (k >= 0) {
+            json = true;
+        } else if (!strcmp(arg, "-")) {
+            if (stdin_used) {
+                values_free(&vs);
+                return cli_usage("formats", "'-' (read standard input) given twice");
+            }
+            stdin_used = true;
+            rc = read_stdin(&vs, &e);
+        } else {
+            rc = values_add(&vs, arg, strlen(arg), NULL, &e);
+        }
+    }
+    if (rc < 0) {
+        values_free(&vs);
+        return cli_fail(&e);
+    }
+
+    if (vs.n == 0 && !stdin_used) {
+        if (json)
+            print_json(properties_json());
+        else
+            print_properties_text();
+    } else if (json) {
+        json_t *list = json_array();
+        for (size_t i = 0; i < vs.n; i++)
+            json_array_append_new(list, value_json(&vs.v[i]));
+        print_json(json_pack("{s:o}", "values", list));
+    } else {
+        for (size_t i = 0; i < vs.n; i++) {
+            if (i)
+                printf("\n");
+            print_value_text(&vs.v[i]);
+        }
+        if (vs.n)
+            printf("\nrel. error d: the format's value is fp32 * (1 + d); 0 when held exactly "
+                   "(0 and inf\nincluded), n/a when NaN is involved.\n");
+    }
+    values_free(&vs);
+    return 0;
+}
+
+const struct command cmd_formats = {
+    "formats",
+    "number formats: properties, and values rounded to fp16, bf16 and fp8 with their bits",
+    "usage: scalelab formats [--json] [VALUE... | -]\n"
+    "\n"
+    "Without values: the properties of fp32, fp16, bf16, fp8 e4m3 (the \"fn\" variant: no inf,\n"
+    "largest 448) and fp8 e5m2: bits of exponent and mantissa, bias, largest finite value,\n"
+    "smallest normal and subnormal values, machine epsilon (the gap between 1 and the next\n"
+    "value).\n"
+    "\n"
+    "With values: each value is first held as fp32, as in a float tensor (too large for fp32,\n"
+    "like 1e39, becomes inf), then rounded to each format to nearest, ties to even, keeping\n"
+    "subnormals. fp16, bf16 and e5m2 overflow to inf; e4m3 turns overflow and inf into NaN.\n"
+    "Shown: the fp32 value and bits, and for each format the nearest value, its bits in hex\n"
+    "and the relative error d, defined by value = fp32 * (1 + d): 0 when the format holds the\n"
+    "fp32 value exactly (0 and inf included), inf when a finite value overflowed to inf, -1\n"
+    "when it underflowed to 0, n/a (JSON null) when the fp32 value or the result is NaN.\n"
+    "Values: decimal numbers (\"0.1\", \"-1.5e-3\"), inf, -inf, nan; negative values work as\n"
+    "they are (scalelab formats -1.5) or after \"--\". \"-\" reads values from standard input,\n"
+    "one per line. A value that is not a number is an error (exit 2) and nothing is printed.\n"
+    "\n"
+    "  --json   one JSON document: without values {\"formats\": [{\"name\", \"key\", \"bits\",\n"
+    "           \"exponent_bits\", \"mantissa_bits\", \"bias\", \"has_inf\", \"max\",\n"
+    "           \"min_normal\", \"min_subnormal\", \"epsilon\"}]}; with values\n"
+    "           {\"values\": [{\"input\", \"fp32\": {\"bits\", \"value\"}, \"fp16\": {\"bits\",\n"
+    "           \"value\", \"rel_error\"}, \"bf16\", \"fp8_e4m3\", \"fp8_e5m2\"}]}. A value\n"
+    "           or rel_error is a number (17 significant digits: exact) or the string \"inf\",\n"
+    "           \"-inf\" or \"nan\"; rel_error is null when undefined.\n",
+    formats_main,
+};
