@@ -1,1 +1,9 @@
 # tests of src/sim and comm
+check_PROGRAMS += tests/unit/test_cost
+tests_unit_test_cost_SOURCES = tests/unit/test_cost.c
+tests_unit_test_cost_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_cost_LDADD = $(UNIT_LIBS)
+check_PROGRAMS += tests/unit/test_sim
+tests_unit_test_sim_SOURCES = tests/unit/test_sim.c
+tests_unit_test_sim_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_sim_LDADD = $(UNIT_LIBS)

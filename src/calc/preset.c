@@ -15,6 +15,8 @@
 #include "base/datadir.h"
 #include "base/error.h"
 #include "base/units.h"
+#include "comm/cost.h"
+#include "sim/spec.h"
 
 #define FILE_MAX (1 << 20) /* a preset is a few hundred bytes; refuse anything huge */
 
@@ -53,23 +55,24 @@ static const struct key model_keys[] = {
 
 #define CL_D(k, t, lo, hi, open)                                                                   \
     {                                                                                              \
-#k, t, false, 0, 0, lo, hi, open, offsetof(struct cluster, k)                              \
+#k, t, false, 0, 0, lo, hi, open, offsetof(struct cluster_spec, k)                         \
     }
 
 static const struct key cluster_keys[] = {
-    {"name", KEY_NAME, false, 0, 0, 0, 0, false, offsetof(struct cluster, name)},
-    {"gpu", KEY_NAME, true, 0, 0, 0, 0, false, offsetof(struct cluster, gpu)},
+    {"name", KEY_NAME, false, 0, 0, 0, 0, false, offsetof(struct cluster_spec, name)},
     {"gpus_per_node", KEY_INT, false, 1, 4096, 0, 0, false,
-     offsetof(struct cluster, gpus_per_node)},
-    {"nodes", KEY_INT, false, 1, 1 << 18, 0, 0, false, offsetof(struct cluster, nodes)},
-    {"hbm", KEY_BYTES, false, 0, 0, 0, 1e15, true, offsetof(struct cluster, hbm)},
+     offsetof(struct cluster_spec, gpus_per_node)},
+    {"nodes", KEY_INT, false, 1, 1 << 18, 0, 0, false, offsetof(struct cluster_spec, nodes)},
+    {"hbm", KEY_BYTES, false, 0, 0, 0, 1e15, true, offsetof(struct cluster_spec, hbm_bytes)},
     CL_D(peak_flops, KEY_DOUBLE, 0, 1e18, true),
-    {"intra_latency", KEY_DOUBLE, false, 0, 0, 0, 1, false, offsetof(struct cluster, alpha_intra)},
+    {"intra_latency", KEY_DOUBLE, false, 0, 0, 0, 1, false,
+     offsetof(struct cluster_spec, alpha_intra)},
     {"intra_bandwidth", KEY_DOUBLE, false, 0, 0, 0, 1e15, true,
-     offsetof(struct cluster, beta_intra)},
-    {"inter_latency", KEY_DOUBLE, false, 0, 0, 0, 1, false, offsetof(struct cluster, alpha_inter)},
+     offsetof(struct cluster_spec, beta_intra)},
+    {"inter_latency", KEY_DOUBLE, false, 0, 0, 0, 1, false,
+     offsetof(struct cluster_spec, alpha_inter)},
     {"inter_bandwidth", KEY_DOUBLE, false, 0, 0, 0, 1e15, true,
-     offsetof(struct cluster, beta_inter)},
+     offsetof(struct cluster_spec, beta_inter)},
     {NULL, KEY_NAME, false, 0, 0, 0, 0, false, 0},
 };
 
@@ -311,20 +314,28 @@ int preset_parse_model(const char *text, const char *file, struct model_shape *m
     return 0;
 }
 
-int preset_parse_cluster(const char *text, const char *file, struct cluster *c, struct error *e)
+int preset_parse_cluster(const char *text, const char *file, struct cluster_spec *c,
+                         struct error *e)
 {
-    struct cluster tmp;
+    struct cluster_spec tmp;
     memset(&tmp, 0, sizeof tmp);
     int line = parse(text, file, "cluster", cluster_keys, &tmp, e);
     if (line < 0)
         return line;
-    if (!tmp.gpu[0])
-        memcpy(tmp.gpu, tmp.name, sizeof tmp.gpu);
     if ((long long)tmp.gpus_per_node * tmp.nodes > PRESET_MAX_GPUS)
         return error_set(e, ERR_INVAL, "%s:%d: gpus_per_node x nodes is above %d GPUs", file, line,
                          PRESET_MAX_GPUS);
+    int rc = spec_check(&tmp, e);
+    if (rc < 0)
+        return rc;
     *c = tmp;
     return 0;
+}
+
+void preset_cost_net(const struct cluster_spec *c, int gpus, struct cost_net *out)
+{
+    *out = (struct cost_net){gpus,          c->gpus_per_node, c->alpha_intra,
+                             c->beta_intra, c->alpha_inter,   c->beta_inter};
 }
 
 /* ------------------------------------------------------------------ files and presets */
@@ -431,7 +442,7 @@ int preset_load_model(const char *name_or_path, struct model_shape *m, struct er
     return rc;
 }
 
-int preset_load_cluster(const char *name_or_path, struct cluster *c, struct error *e)
+int preset_load_cluster(const char *name_or_path, struct cluster_spec *c, struct error *e)
 {
     char *text = NULL, path[4096];
     int rc = load(name_or_path, "cluster", &text, path, sizeof path, e);

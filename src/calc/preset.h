@@ -10,10 +10,11 @@
  * every linear layer, two feed-forward matrices, learned positional embeddings of seq x d_model).
  *
  * A cluster is a [cluster] section with the keys
- *   name, gpu (optional: a description), gpus_per_node, nodes, hbm (a size: "80GiB"),
+ *   name, gpus_per_node, nodes, hbm (a size: "80GiB"),
  *   peak_flops (dense bf16 FLOP/s), intra_latency, inter_latency (α, seconds),
  *   intra_bandwidth, inter_bandwidth (β, bytes per second per GPU and direction).
- * assets/clusters/ cites where each preset's numbers come from.
+ * filling the simulator's struct cluster_spec (sim/spec.h), which the planner, the simulated
+ * cluster and the cost model all use. assets/clusters/ cites where each number comes from.
  *
  * A name without '/' and without ".ini" is a preset, read from datadir()/assets/models/NAME.ini
  * or datadir()/assets/clusters/NAME.ini; anything else is a file path. A malformed file gets
@@ -24,6 +25,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct cluster_spec; /* sim/spec.h: the cluster as the simulator and the cost model see it */
+struct cost_net;
 struct error;
 
 enum ffn_kind { FFN_SWIGLU, FFN_GELU };
@@ -58,16 +61,20 @@ enum {
 
 /* A preset name or a file path (see above). */
 int preset_load_model(const char *name_or_path, struct model_shape *m, struct error *e);
-int preset_load_cluster(const char *name_or_path, struct cluster *c, struct error *e);
+int preset_load_cluster(const char *name_or_path, struct cluster_spec *c, struct error *e);
 
 /* The same from text already in memory; file names the text in messages. */
 int preset_parse_model(const char *text, const char *file, struct model_shape *m, struct error *e);
-int preset_parse_cluster(const char *text, const char *file, struct cluster *c, struct error *e);
+int preset_parse_cluster(const char *text, const char *file, struct cluster_spec *c,
+                         struct error *e);
 
 /* The preset names of a kind ("models" or "clusters"), comma-separated and sorted, in buf. */
 char *preset_list(char *buf, size_t n, const char *kind);
 
 /* "swiglu" or "gelu". */
 const char *preset_ffn_kind_name(enum ffn_kind k);
+
+/* The cost model's view (comm/cost.h) of `gpus` GPUs of the cluster. */
+void preset_cost_net(const struct cluster_spec *c, int gpus, struct cost_net *out);
 
 #endif

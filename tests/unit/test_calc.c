@@ -8,9 +8,16 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "calc/activ.h"
+#include "calc/memory.h"
 #include "calc/params.h"
+#include "calc/plan.h"
+#include "calc/sched.h"
+#include "calc/traffic.h"
+#include "comm/cost.h"
 #include "calc/preset.h"
 #include "harness.h"
+#include "sim/spec.h"
 
 #define GiB 1073741824.0
 
@@ -35,15 +42,15 @@ START_TEST(presets_load)
     }
     const char *clusters[] = {"h100-80gb", "h200", "a100-80gb", "a100-40gb", "workstation-4gpu"};
     for (size_t i = 0; i < sizeof clusters / sizeof clusters[0]; i++) {
-        struct cluster c;
+        struct cluster_spec c;
         struct error e = {0};
         ck_assert_msg(preset_load_cluster(clusters[i], &c, &e) == 0, "%s", e.msg);
         ck_assert_str_eq(c.name, clusters[i]);
-        ck_assert(c.peak_flops > 1e14 && c.hbm > 30 * GiB && c.beta_intra > c.beta_inter);
+        ck_assert(c.peak_flops > 1e14 && c.hbm_bytes > 30 * GiB && c.beta_intra > c.beta_inter);
     }
-    struct cluster c;
+    struct cluster_spec c;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &c, NULL), 0);
-    ck_assert(c.hbm == 80 * GiB && c.gpus_per_node == 8 && c.nodes == 1);
+    ck_assert(c.hbm_bytes == 80 * GiB && c.gpus_per_node == 8 && c.nodes == 1);
     ck_assert(c.peak_flops == 989.4e12 && c.beta_intra == 450e9 && c.alpha_inter == 5e-6);
 }
 END_TEST
@@ -74,7 +81,7 @@ START_TEST(preset_unknown_names_the_presets)
     ck_assert_int_eq(preset_load_model("/nonexistent/x.ini", &m, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "cannot open '/nonexistent/x.ini'"));
     ck_assert_int_eq(preset_load_model("../../etc/passwd", &m, &e), ERR_INVAL);
-    struct cluster c;
+    struct cluster_spec c;
     ck_assert_int_eq(preset_load_cluster("h100", &c, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "h100-80gb"));
 }
@@ -183,11 +190,10 @@ START_TEST(cluster_file_errors)
     const char *good = "[cluster]\nname = c\ngpus_per_node = 8\nnodes = 2\nhbm = 80GiB\n"
                        "peak_flops = 1e15\nintra_latency = 2e-6\nintra_bandwidth = 450e9\n"
                        "inter_latency = 5e-6\ninter_bandwidth = 50e9\n";
-    struct cluster c;
+    struct cluster_spec c;
     struct error e = {0};
     ck_assert_msg(preset_parse_cluster(good, "c.ini", &c, &e) == 0, "%s", e.msg);
-    ck_assert_str_eq(c.gpu, "c"); /* gpu defaults to the name */
-    ck_assert(c.hbm == 80 * GiB && c.nodes == 2);
+    ck_assert(c.hbm_bytes == 80 * GiB && c.nodes == 2);
     static const struct {
         const char *from, *to, *want;
     } cases[] = {
@@ -274,6 +280,427 @@ START_TEST(params_sharding)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ model states */
+
+START_TEST(zero_paper_numbers)
+{
+    /* ZeRO paper, Figure 1: Ψ = 7.5B, N_d = 64, K = 12: 120, 31.4, 16.6, 1.875 GB. Exact in
+     * binary floating point for these inputs, so compared exactly. */
+    struct memory_states k, st;
+    memory_bytes_per_param(PREC_BF16, OPT_ADAMW, false, &k);
+    ck_assert(k.weights == 2 && k.gradients == 2 && k.master + k.optimizer == 12);
+    const double want[4] = {120e9, 31.40625e9, 16.640625e9, 1.875e9};
+    for (int z = 0; z < 4; z++) {
+        memory_zero(7.5e9, &k, z, 64, &st);
+        double total = st.weights + st.gradients + st.master + st.optimizer;
+        ck_assert_msg(total == want[z], "stage %d: %.6g", z, total);
+    }
+    /* 18 bytes with fp32 gradient accumulation; fp32 training 16; SGD variants. */
+    memory_bytes_per_param(PREC_FP16, OPT_ADAMW, true, &k);
+    ck_assert(k.weights + k.gradients + k.master + k.optimizer == 18);
+    memory_bytes_per_param(PREC_FP32, OPT_ADAMW, false, &k);
+    ck_assert(k.weights == 4 && k.gradients == 4 && k.master == 0 && k.optimizer == 8);
+    memory_bytes_per_param(PREC_BF16, OPT_SGD, false, &k);
+    ck_assert(k.weights + k.gradients + k.master + k.optimizer == 8);
+    memory_bytes_per_param(PREC_BF16, OPT_SGD_MOMENTUM, false, &k);
+    ck_assert(k.weights + k.gradients + k.master + k.optimizer == 12);
+}
+END_TEST
+
+static struct memory_config config_7b(const struct model_shape *m)
+{
+    return (struct memory_config){.model = m,
+                                  .precision = PREC_BF16,
+                                  .optimizer = OPT_ADAMW,
+                                  .dp = 1,
+                                  .tp = 1,
+                                  .pp = 1,
+                                  .micro_batch = 1,
+                                  .seq = 2048,
+                                  .micro_batches = 1,
+                                  .schedule = SCHED_1F1B,
+                                  .ckpt = {ACTIV_FULL, 1},
+                                  .capacity = 80 * GiB};
+}
+
+START_TEST(memory_synthetic_7b)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct memory_config c = config_7b(&m);
+    struct memory_result r;
+    struct error e = {0};
+    ck_assert_msg(memory_compute(&c, &r, &e) == 0, "%s", e.msg);
+    double states = r.states.weights + r.states.gradients + r.states.master + r.states.optimizer;
+    ck_assert(states == 16 * 7289966592.0);
+    ck_assert_double_eq_tol(states / GiB, 108.63, 0.005);
+    ck_assert(!r.fits);
+    ck_assert(r.over == r.total - 80 * GiB && r.over > 28 * GiB);
+    /* ZeRO-3 over 8 GPUs: 108.63 / 8 = 13.58 GiB of states, fits. */
+    c.dp = 8, c.zero = 3;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), 0);
+    ck_assert(r.fits && r.over == 0);
+    ck_assert(r.states.weights == 2 * 7289966592.0 / 8);
+    /* Pipeline: 4 stages of 8 layers, 1F1B with 8 micro-batches: stage 0 holds 4 of them,
+     * GPipe all 8. */
+    c.dp = 1, c.zero = 0, c.pp = 4, c.micro_batches = 8;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), 0);
+    struct memory_result g;
+    c.schedule = SCHED_GPIPE;
+    ck_assert_int_eq(memory_compute(&c, &g, &e), 0);
+    ck_assert_int_eq(g.in_flight, 8);
+    ck_assert(g.activations > r.activations);
+    ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 0, 4, 8), 4);
+    ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 3, 4, 8), 1);
+    ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 0, 4, 2), 2);
+    /* A bare count: Ψ / (tp pp). */
+    c = config_7b(NULL);
+    c.params = 7.5e9, c.dp = 64, c.zero = 2;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), 0);
+    ck_assert(r.total == 16.640625e9 && r.activations == 0);
+}
+END_TEST
+
+START_TEST(memory_bad_layouts)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct memory_config c = config_7b(&m);
+    struct memory_result r;
+    struct error e = {0};
+    c.tp = 3;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "--tp 3 does not divide the 32 attention heads of synthetic-7b");
+    c.tp = 1, c.pp = 33;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--pp 33 is more than the 32 layers"));
+    c.pp = 1, c.zero = 4;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "0, 1, 2 or 3"));
+    c.zero = 0, c.capacity = NAN;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    c.capacity = 80 * GiB, c.tp = 8, c.sp = true, c.seq = 100;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--tp 8 must divide --seq 100"));
+    struct model_shape g = load_model("gpt3-175b");
+    c = config_7b(&g);
+    c.seq = 4096;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "2048 learned positions"));
+    struct model_shape l = load_model("llama2-70b");
+    c = config_7b(&l);
+    c.tp = 16; /* divides the 64 heads, not the 8 key/value heads */
+    ck_assert_int_eq(memory_compute(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "8 key/value heads"));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ activations */
+
+START_TEST(korthikanti_gpt3)
+{
+    /* Korthikanti et al. 2022 on GPT-3 175B (s 2048, h 12288, a 96), b = 1, 16-bit:
+     * eq. 1 sbh(34 + 5as/h), eq. 2 sbh(10 + 24/t + 5as/(ht)), eq. 3 sbh/t (34 + 5as/h),
+     * selective with sp 34 sbh/t, full recompute 2sbh. Exact integers. */
+    struct model_shape m = load_model("gpt3-175b");
+    double s = 2048, b = 1, h = 12288, a = 96, sbh = s * b * h;
+    struct activ_config c = {1, 2048, 1, false, 2};
+    struct activ_list l;
+    activ_layer(&m, &c, &l);
+    ck_assert(l.total == sbh * (34 + 5 * a * s / h));
+    ck_assert(l.total == 2868903936.0);
+    ck_assert_str_eq(l.formula, "sbh(34 + 5as/h)");
+    ck_assert(l.input == 2 * sbh);
+    c.tp = 8;
+    activ_layer(&m, &c, &l);
+    ck_assert(l.total == sbh * (10 + 24.0 / 8 + 5 * a * s / (h * 8)));
+    ck_assert_str_eq(l.formula, "sbh(10 + 24/t + 5as/(ht))");
+    ck_assert(l.total - l.core == sbh * (10 + 24.0 / 8)); /* selective without sp */
+    c.sp = true;
+    activ_layer(&m, &c, &l);
+    ck_assert(l.total == sbh / 8 * (34 + 5 * a * s / h));
+    ck_assert(l.total - l.core == 34 * sbh / 8);
+    ck_assert(l.input == 2 * sbh / 8);
+    /* Per layer under each policy (activ_total's per_layer). */
+    struct activ_total t;
+    c = (struct activ_config){1, 2048, 1, false, 2};
+    activ_total(&m, &c, &(struct activ_policy){ACTIV_FULL, 1}, 96, true, true, &t);
+    ck_assert(t.per_layer == 2 * sbh && t.checkpoints == 96);
+    activ_total(&m, &c, &(struct activ_policy){ACTIV_SELECTIVE, 0}, 96, true, true, &t);
+    ck_assert(t.per_layer == 34 * sbh);
+    /* fp32 activations: 16 elements of 4 bytes + 2 one-byte masks; 2 x 4 + 1 per as^2b. */
+    c.bytes = 4;
+    activ_layer(&m, &c, &l);
+    ck_assert(l.total == sbh * 66 + 9 * a * s * s * b);
+}
+END_TEST
+
+START_TEST(swiglu_tiny_by_hand)
+{
+    /* tiny (d 64, 4 heads, ffn 172, vocab 64), b = 2, s = 64, bf16: the list of activ.h by
+     * hand. sbh = 8192 elements, sbf = 22016, as^2b = 32768, sb = 128. */
+    struct model_shape m = load_model("tiny");
+    struct activ_config c = {2, 64, 1, false, 2};
+    struct activ_list l;
+    activ_layer(&m, &c, &l);
+    const char *names[] = {"x",        "attn_rstd", "xn1",      "q",   "k",    "v",  "att",
+                           "attn_out", "x1",        "mlp_rstd", "xn2", "gate", "up", "act"};
+    const double bytes[] = {16384, 512,   16384, 16384, 16384, 16384, 65536,
+                            16384, 16384, 512,   16384, 44032, 44032, 44032};
+    ck_assert_int_eq(l.n, 14);
+    for (int i = 0; i < l.n; i++) {
+        ck_assert_str_eq(l.t[i].name, names[i]);
+        ck_assert_msg(l.t[i].bytes == bytes[i], "%s: %.0f", names[i], l.t[i].bytes);
+    }
+    ck_assert(l.total == 329728 && l.input == 16384 && l.core == 65536);
+    struct activ_list ends;
+    activ_ends(&m, &c, true, true, &ends);
+    ck_assert(ends.total == 16384 + 512 + 16384 + 32768);
+    struct {
+        struct activ_policy pol;
+        double saved, peak;
+    } want[] = {
+        {{ACTIV_NONE, 0}, 4 * 329728 + 66048, 4 * 329728 + 66048},
+        {{ACTIV_FULL, 1}, 4 * 16384 + 66048, 3 * 16384 + 329728},
+        {{ACTIV_EVERY, 2}, 2 * 16384 + 66048, 16384 + 2 * 329728},
+        {{ACTIV_SQRT, 0}, 2 * 16384 + 66048, 16384 + 2 * 329728},
+        {{ACTIV_EVERY, 3}, 2 * 16384 + 66048, 3 * 329728},
+        {{ACTIV_SELECTIVE, 0}, 4 * 264192 + 66048, 4 * 264192 + 66048},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        struct activ_total t;
+        activ_total(&m, &c, &want[i].pol, 4, true, true, &t);
+        ck_assert_msg(t.saved == want[i].saved && t.peak == want[i].peak,
+                      "policy %zu: saved %.0f peak %.0f", i, t.saved, t.peak);
+    }
+}
+END_TEST
+
+START_TEST(swiglu_formula)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct activ_config c = {1, 2048, 1, false, 2};
+    struct activ_list l;
+    activ_layer(&m, &c, &l);
+    ck_assert_str_eq(l.formula, "sbh(34.375 + 2as/h) + 8sb");
+    double s = 2048, h = 4096, a = 32;
+    ck_assert(l.total == s * h * (34.375 + 2 * a * s / h) + 8 * s);
+    c.tp = 4;
+    activ_layer(&m, &c, &l);
+    ck_assert_str_eq(l.formula, "sbh(8 + 26.375/t + 2as/(ht)) + 8sb");
+    /* GQA: llama2-70b's k and v are kv/h = 1/8 of q. */
+    struct model_shape g = load_model("llama2-70b");
+    c = (struct activ_config){1, 4096, 1, false, 2};
+    activ_layer(&g, &c, &l);
+    ck_assert(l.t[4].elements == 4096.0 * 1024 && l.t[3].elements == 4096.0 * 8192);
+}
+END_TEST
+
+START_TEST(policy_parsing)
+{
+    struct activ_policy p;
+    struct error e;
+    char buf[32];
+    ck_assert_int_eq(activ_parse_policy("every:4", &p, &e), 0);
+    ck_assert(p.kind == ACTIV_EVERY && p.every == 4);
+    ck_assert_str_eq(activ_policy_name(buf, sizeof buf, &p), "every:4");
+    ck_assert_int_eq(activ_parse_policy("every:0", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(activ_parse_policy("every:", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(activ_parse_policy("some", &p, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "none, full, selective, sqrt or every:K"));
+    ck_assert_int_eq(activ_parse_policy("sqrt", &p, &e), 0);
+    ck_assert_int_eq(activ_policy_every(&p, 32), 6);
+    ck_assert_int_eq(activ_policy_every(&p, 4), 2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ pipeline schedules */
+
+START_TEST(sched_bubbles_match_formulas)
+{
+    /* The timeline's idle share equals (p-1)/(vm) and (p-1)/(vm+p-1) for every schedule:
+     * measured on the simulated timeline, so the orders and dependencies are right. */
+    for (int k = 0; k < 3; k++)
+        for (int p = 1; p <= 8; p++)
+            for (int m = 1; m <= 16; m++)
+                for (int v = 1; v <= 3; v++) {
+                    if ((k != SCHED_INTERLEAVED) != (v == 1) || (k == SCHED_INTERLEAVED && m % p))
+                        continue;
+                    struct sched s;
+                    struct error e = {0};
+                    ck_assert_msg(sched_build(k, p, m, v, &s, &e) == 0, "%s", e.msg);
+                    /* both sides are ratios of small integers: 1e-12 covers the rounding */
+                    ck_assert_double_eq_tol(s.bubble_over_ideal, sched_bubble_over_ideal(p, m, v),
+                                            1e-12);
+                    ck_assert_double_eq_tol(s.bubble_over_wall, sched_bubble_over_wall(p, m, v),
+                                            1e-12);
+                    ck_assert_int_eq(s.makespan, (m * v + p - 1) * (SCHED_TF + SCHED_TB));
+                    for (int st = 0; st < p; st++)
+                        ck_assert_int_eq(s.count[st], 2 * m * v);
+                    sched_free(&s);
+                }
+}
+END_TEST
+
+START_TEST(sched_gpipe_vs_1f1b)
+{
+    /* p = 4, m = 8: bubble 3/8 of ideal time, 3/11 of wall time for both; GPipe holds all 8
+     * micro-batches on every stage, 1F1B 4, 3, 2, 1. */
+    struct sched g, f;
+    ck_assert_int_eq(sched_build(SCHED_GPIPE, 4, 8, 1, &g, NULL), 0);
+    ck_assert_int_eq(sched_build(SCHED_1F1B, 4, 8, 1, &f, NULL), 0);
+    ck_assert(g.bubble_over_ideal == 0.375 && f.bubble_over_ideal == 0.375);
+    ck_assert_double_eq_tol(f.bubble_over_wall, 3.0 / 11, 1e-15);
+    for (int s = 0; s < 4; s++) {
+        ck_assert_int_eq(g.peak_chunks[s], 8);
+        ck_assert_int_eq(f.peak_chunks[s], 4 - s);
+    }
+    /* stage 0 of 1F1B: F0 F1 F2 (warm-up), F3 B0, F4 B1, ... */
+    const char *want = "F0F1F2F3B0F4B1F5B2F6B3F7B4B5B6B7";
+    char got[64] = "";
+    for (int i = 0; i < f.count[0]; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%c%d", f.ops[0][i].kind,
+                 f.ops[0][i].micro);
+    ck_assert_str_eq(got, want);
+    /* the last stage starts its first forward after 3 forwards upstream */
+    ck_assert_int_eq(f.ops[3][0].start, 3);
+    sched_free(&g);
+    sched_free(&f);
+    /* interleaved, p 4, m 8, v 2: bubble halves; stage 0 warms up with 2*3 + 4 = 10 chunks */
+    struct sched i;
+    ck_assert_int_eq(sched_build(SCHED_INTERLEAVED, 4, 8, 2, &i, NULL), 0);
+    ck_assert(i.bubble_over_ideal == 3.0 / 16);
+    ck_assert_int_eq(i.peak_chunks[0], 11);
+    ck_assert_int_eq(i.ops[0][4].chunk, 1); /* after micro-batches 0-3 of chunk 0 */
+    sched_free(&i);
+}
+END_TEST
+
+START_TEST(sched_bad_sizes)
+{
+    struct sched s;
+    struct error e = {0};
+    ck_assert_int_eq(sched_build(SCHED_INTERLEAVED, 4, 6, 2, &s, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "multiple of --stages 4"));
+    ck_assert_int_eq(sched_build(SCHED_1F1B, 4, 8, 2, &s, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "only the interleaved schedule has chunks"));
+    ck_assert_int_eq(sched_build(SCHED_1F1B, 0, 8, 1, &s, &e), ERR_INVAL);
+    ck_assert_int_eq(sched_build(SCHED_1F1B, 4, 0, 1, &s, &e), ERR_INVAL);
+    ck_assert_int_eq(sched_build(SCHED_INTERLEAVED, 4, 8, 1, &s, &e), ERR_INVAL);
+    enum calc_schedule k;
+    ck_assert_int_eq(sched_parse("zigzag", &k, &e), ERR_INVAL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ communication */
+
+START_TEST(traffic_volumes)
+{
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    cl.nodes = 8;
+    struct memory_config c = config_7b(NULL);
+    c.params = 7.5e9, c.dp = 64;
+    struct traffic t, t3;
+    double psi = 7.5e9;
+    ck_assert_int_eq(traffic_compute(&c, &cl, psi, 0, 0, 0, &t, NULL), 0);
+    /* DDP: 2(N-1)/N Ψ x 2 bytes; 64 GPUs span 8 nodes: the inter-node link. */
+    ck_assert_double_eq_tol(t.dp.bytes, 2 * 63.0 / 64 * psi * 2, 1);
+    ck_assert_double_eq_tol(t.dp.time_s, 2 * 63 * 5e-6 + 2 * 63.0 / 64 * psi * 2 / 50e9, 1e-9);
+    ck_assert_ptr_nonnull(strstr(t.dp.formula, "2(N-1)/N"));
+    for (int z = 1; z <= 2; z++) {
+        c.zero = z;
+        ck_assert_int_eq(traffic_compute(&c, &cl, psi, 0, 0, 0, &t3, NULL), 0);
+        ck_assert_double_eq_tol(t3.dp.bytes, t.dp.bytes, 1);
+    }
+    c.zero = 3;
+    ck_assert_int_eq(traffic_compute(&c, &cl, psi, 0, 0, 0, &t3, NULL), 0);
+    ck_assert_double_eq_tol(t3.dp.bytes, 1.5 * t.dp.bytes, 1);
+    /* tensor parallel, synthetic-7b, t = 8, b 1, s 2048, bf16: 4 all-reduces x 32 layers of
+     * 2(t-1)/t x sbh x 2 bytes; full recompute 6. */
+    struct model_shape m = load_model("synthetic-7b");
+    c = config_7b(&m);
+    c.tp = 8, c.ckpt = (struct activ_policy){ACTIV_NONE, 0};
+    ck_assert_int_eq(traffic_compute(&c, &cl, 1e9, 32, 1, 1, &t, NULL), 0);
+    double sbh2 = 2048.0 * 4096 * 2;
+    ck_assert_double_eq_tol(t.tp.bytes, 4 * 32 * 2 * 7.0 / 8 * sbh2, 1);
+    ck_assert(t.tp.exposed == t.tp.time_s && t.dp.bytes == 0);
+    c.ckpt = (struct activ_policy){ACTIV_FULL, 1};
+    ck_assert_int_eq(traffic_compute(&c, &cl, 1e9, 32, 1, 1, &t, NULL), 0);
+    ck_assert_double_eq_tol(t.tp.bytes, 6 * 32 * 2 * 7.0 / 8 * sbh2, 1);
+    /* pipeline: 2 m sbh p */
+    c.tp = 1, c.pp = 4, c.micro_batches = 8;
+    ck_assert_int_eq(traffic_compute(&c, &cl, 1e9, 8, 1, 1, &t, NULL), 0);
+    ck_assert(t.pp.bytes == 2 * 8 * sbh2);
+    ck_assert_double_eq_tol(t.pp.exposed, 6 * (2e-6 + sbh2 / 450e9), 1e-12);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ the planner */
+
+START_TEST(plan_7b_on_one_node)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    struct plan_config c = {&m, &cl, 8, 256, 2048, PREC_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes};
+    struct plan_result r;
+    struct error e = {0};
+    ck_assert_msg(plan_run(&c, &r, &e) == 0, "%s", e.msg);
+    ck_assert(r.n_kept > 10 && r.n_rejected > 0);
+    for (size_t i = 0; i < r.n_kept; i++) {
+        const struct plan_layout *l = &r.kept[i];
+        ck_assert_int_eq(l->dp * l->tp * l->pp, 8);
+        ck_assert(l->per_gpu_bytes <= cl.hbm_bytes);
+        ck_assert(i == 0 || l->step_time_s >= r.kept[i - 1].step_time_s);
+        ck_assert(l->mfu > 0 && l->mfu <= 0.5 + 1e-12); /* at most the efficiency */
+        ck_assert_int_eq(l->micro_batch * l->micro_batches * l->dp, 256);
+    }
+    /* compute of the best: (6Ψ + 12 L h s) T / (8 x peak x 0.5), T = 256 x 2048 tokens,
+     * no recompute for the best layout. */
+    double T = 256.0 * 2048;
+    double flops = (6 * 7289966592.0 + 12.0 * 32 * 4096 * 2048) * T;
+    ck_assert(r.model_flops == flops);
+    ck_assert_int_eq(r.kept[0].ckpt.kind, ACTIV_NONE);
+    ck_assert_double_eq_tol(r.kept[0].compute_s, flops / (8 * 989.4e12 * 0.5), 1e-9);
+    /* the rejected ones say by how much they overflow, the closest first */
+    ck_assert(r.rejected[0].over > 0);
+    ck_assert_ptr_nonnull(strstr(r.rejected[0].reason, "GiB over the 80.00 GiB"));
+    /* no DDP layout without sharding fits: 108.63 GiB of states */
+    for (size_t i = 0; i < r.n_kept; i++)
+        ck_assert(!(r.kept[i].dp == 8 && r.kept[i].zero == 0));
+    plan_free(&r);
+}
+END_TEST
+
+START_TEST(plan_reasons_and_scale)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    cl.nodes = 6;
+    struct plan_config c = {&m, &cl, 48, 96, 2048, PREC_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes};
+    struct plan_result r;
+    struct error e = {0};
+    ck_assert_int_eq(plan_run(&c, &r, &e), 0);
+    bool tp3 = false;
+    for (size_t i = 0; i < r.n_rejected; i++)
+        tp3 |= r.rejected[i].tp == 3 &&
+               strstr(r.rejected[i].reason, "--tp 3 does not divide the 32 attention heads");
+    ck_assert(tp3);
+    plan_free(&r);
+    /* 4096 GPUs: runs (the CLI test times it loosely; unit tests assert no timings) */
+    cl.nodes = 512;
+    c.gpus = 4096, c.global_batch = 2048;
+    ck_assert_int_eq(plan_run(&c, &r, &e), 0);
+    ck_assert(r.n_kept > 0);
+    plan_free(&r);
+    c.gpus = 5000;
+    ck_assert_int_eq(plan_run(&c, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "the cluster has 4096 GPUs"));
+    c.gpus = 8, c.efficiency = 0;
+    ck_assert_int_eq(plan_run(&c, &r, &e), ERR_INVAL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("calc");
@@ -289,6 +716,26 @@ int main(void)
     tcase_add_test(tc, params_synthetic_7b);
     tcase_add_test(tc, params_known_models);
     tcase_add_test(tc, params_sharding);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("memory");
+    tcase_add_test(tc, zero_paper_numbers);
+    tcase_add_test(tc, memory_synthetic_7b);
+    tcase_add_test(tc, memory_bad_layouts);
+    tcase_add_test(tc, korthikanti_gpt3);
+    tcase_add_test(tc, swiglu_tiny_by_hand);
+    tcase_add_test(tc, swiglu_formula);
+    tcase_add_test(tc, policy_parsing);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("schedules");
+    tcase_add_test(tc, sched_bubbles_match_formulas);
+    tcase_add_test(tc, sched_gpipe_vs_1f1b);
+    tcase_add_test(tc, sched_bad_sizes);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("plan");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, traffic_volumes);
+    tcase_add_test(tc, plan_7b_on_one_node);
+    tcase_add_test(tc, plan_reasons_and_scale);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }

@@ -1,0 +1,273 @@
+#include "config.h"
+#include "calc/activ.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/units.h"
+
+int activ_parse_policy(const char *s, struct activ_policy *out, struct error *e)
+{
+    if (!s)
+        s = "";
+    if (!strcmp(s, "none"))
+        *out = (struct activ_policy){ACTIV_NONE, 0};
+    else if (!strcmp(s, "full"))
+        *out = (struct activ_policy){ACTIV_FULL, 1};
+    else if (!strcmp(s, "selective"))
+        *out = (struct activ_policy){ACTIV_SELECTIVE, 0};
+    else if (!strcmp(s, "sqrt"))
+        *out = (struct activ_policy){ACTIV_SQRT, 0};
+    else if (!strncmp(s, "every:", 6)) {
+        long long k;
+        if (units_parse_int(s + 6, 1, 100000, &k, NULL) < 0)
+            return error_set(e, ERR_INVAL, "'%s': every:K needs a whole number K from 1 to 100000",
+                             s);
+        *out = (struct activ_policy){ACTIV_EVERY, (int)k};
+    } else
+        return error_set(e, ERR_INVAL,
+                         "'%s' is not a checkpoint policy (use none, full, selective, sqrt or "
+                         "every:K)",
+                         s);
+    return 0;
+}
+
+char *activ_policy_name(char *buf, size_t n, const struct activ_policy *pol)
+{
+    static const char *names[] = {"none", "full", "every", "sqrt", "selective"};
+    if (pol->kind == ACTIV_EVERY)
+        snprintf(buf, n, "every:%d", pol->every);
+    else
+        snprintf(buf, n, "%s", names[pol->kind]);
+    return buf;
+}
+
+int activ_policy_every(const struct activ_policy *pol, int n)
+{
+    switch (pol->kind) {
+    case ACTIV_FULL: return 1;
+    case ACTIV_EVERY: return pol->every;
+    case ACTIV_SQRT: return n < 1 ? 1 : (int)ceil(sqrt((double)n));
+    default: return 0;
+    }
+}
+
+int activ_check(const struct model_shape *m, const struct activ_config *c, struct error *e)
+{
+    if (c->micro_batch < 1 || c->seq < 1 || c->tp < 1)
+        return error_set(e, ERR_INVAL, "micro-batch, seq and tp must be at least 1");
+    if (c->bytes != 2 && c->bytes != 4)
+        return error_set(e, ERR_INVAL, "activations are 2 or 4 bytes per element");
+    if (m->heads % c->tp)
+        return error_set(e, ERR_INVAL, "--tp %d does not divide the %d attention heads of %s",
+                         c->tp, m->heads, m->name);
+    if (m->kv_heads % c->tp)
+        return error_set(e, ERR_INVAL, "--tp %d does not divide the %d key/value heads of %s",
+                         c->tp, m->kv_heads, m->name);
+    if (m->ffn % c->tp)
+        return error_set(e, ERR_INVAL, "--tp %d does not divide the feed-forward width %d of %s",
+                         c->tp, m->ffn, m->name);
+    if (c->sp && c->seq % c->tp)
+        return error_set(e, ERR_INVAL,
+                         "--sequence-parallel splits the sequence: --tp %d must divide --seq %d",
+                         c->tp, c->seq);
+    if (m->ffn_kind == FFN_GELU && c->seq > m->seq)
+        return error_set(e, ERR_INVAL,
+                         "--seq %d is longer than the %d learned positions of %s (at most %d)",
+                         c->seq, m->seq, m->name, m->seq);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the lists */
+
+/* One tensor as multiples of the paper's units, before tensor parallelism:
+ * sbh x c_sbh + a s^2 b x c_as2b + sb x c_sb + sbv x c_sbv elements. */
+struct spec {
+    const char *name, *shape;
+    double c_sbh, c_as2b, c_sb, c_sbv;
+    int bytes; /* 0: p */
+    bool split, core;
+};
+
+struct acc {
+    struct activ_list *out;
+    const struct activ_config *c;
+    double s, b, h, a, v;
+    /* coefficients in bytes, for the formula: R replicated sbh, S split sbh, C as^2b, B sb */
+    double R, S, C, B;
+};
+
+static void put(struct acc *x, const struct spec *sp)
+{
+    const struct activ_config *c = x->c;
+    int bytes = sp->bytes ? sp->bytes : c->bytes;
+    double el = sp->c_sbh * x->s * x->b * x->h + sp->c_as2b * x->a * x->s * x->s * x->b +
+                sp->c_sb * x->s * x->b + sp->c_sbv * x->s * x->b * x->v;
+    bool divided = sp->split || c->sp;
+    if (divided)
+        el /= c->tp;
+    struct activ_list *o = x->out;
+    struct activ_tensor *t = &o->t[o->n++];
+    *t = (struct activ_tensor){sp->name, sp->shape, el, bytes, el * bytes, sp->core};
+    o->total += t->bytes;
+    if (sp->core)
+        o->core += t->bytes;
+    if (sp->c_sbh && !sp->split)
+        x->R += sp->c_sbh * bytes;
+    if (sp->c_sbh && sp->split)
+        x->S += sp->c_sbh * bytes;
+    x->C += sp->c_as2b * bytes;
+    x->B += sp->c_sb * bytes;
+}
+
+static void acc_init(struct acc *x, struct activ_list *out, const struct model_shape *m,
+                     const struct activ_config *c)
+{
+    memset(out, 0, sizeof *out);
+    *x = (struct acc){out, c, c->seq, c->micro_batch, m->d_model, m->heads, m->vocab, 0, 0, 0, 0};
+}
+
+/* "34", "34.375", "10 + 24/t": numbers as short as they are exact. */
+static void num(char *buf, size_t n, double v)
+{
+    snprintf(buf, n, "%.6g", v);
+}
+
+static void formula(struct acc *x, const struct activ_config *c)
+{
+    char r[32], s[32], cc[32], b[32], all[32];
+    num(r, sizeof r, x->R);
+    num(s, sizeof s, x->S);
+    num(cc, sizeof cc, x->C);
+    num(b, sizeof b, x->B);
+    num(all, sizeof all, x->R + x->S);
+    char sb[48] = "";
+    if (x->B)
+        snprintf(sb, sizeof sb, " + %ssb%s", b, c->sp && c->tp > 1 ? "/t" : "");
+    char *f = x->out->formula;
+    size_t n = sizeof x->out->formula;
+    if (c->tp == 1)
+        snprintf(f, n, "sbh(%s + %sas/h)%s", all, cc, sb);
+    else if (c->sp)
+        snprintf(f, n, "sbh/t (%s + %sas/h)%s", all, cc, sb);
+    else
+        snprintf(f, n, "sbh(%s + %s/t + %sas/(ht))%s", r, s, cc, sb);
+}
+
+void activ_layer(const struct model_shape *m, const struct activ_config *c, struct activ_list *out)
+{
+    struct acc x;
+    acc_init(&x, out, m, c);
+    double kv = (double)m->kv_heads / m->heads, f = (double)m->ffn / m->d_model;
+    if (m->ffn_kind == FFN_GELU) {
+        const struct spec list[] = {
+            {"attn_norm_in", "sbh", 1, 0, 0, 0, 0, false, false},
+            {"qkv_in", "sbh", 1, 0, 0, 0, 0, false, false},
+            {"q", "sbh", 1, 0, 0, 0, 0, true, false},
+            {"k", "sb kv", kv, 0, 0, 0, 0, true, false},
+            {"v", "sb kv", kv, 0, 0, 0, 0, true, false},
+            {"softmax_out", "as^2b", 0, 1, 0, 0, 0, true, true},
+            {"softmax_mask", "as^2b", 0, 1, 0, 0, 1, true, true},
+            {"softmax_drop", "as^2b", 0, 1, 0, 0, 0, true, true},
+            {"proj_in", "sbh", 1, 0, 0, 0, 0, true, false},
+            {"attn_mask", "sbh", 1, 0, 0, 0, 1, false, false},
+            {"mlp_norm_in", "sbh", 1, 0, 0, 0, 0, false, false},
+            {"fc1_in", "sbh", 1, 0, 0, 0, 0, false, false},
+            {"gelu_in", "sbf", f, 0, 0, 0, 0, true, false},
+            {"fc2_in", "sbf", f, 0, 0, 0, 0, true, false},
+            {"mlp_mask", "sbh", 1, 0, 0, 0, 1, false, false},
+        };
+        for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+            put(&x, &list[i]);
+    } else {
+        const struct spec list[] = {
+            {"x", "sbh", 1, 0, 0, 0, 0, false, false},
+            {"attn_rstd", "sb", 0, 0, 1, 0, 4, false, false},
+            {"xn1", "sbh", 1, 0, 0, 0, 0, false, false},
+            {"q", "sbh", 1, 0, 0, 0, 0, true, false},
+            {"k", "sb kv", kv, 0, 0, 0, 0, true, false},
+            {"v", "sb kv", kv, 0, 0, 0, 0, true, false},
+            {"att", "as^2b", 0, 1, 0, 0, 0, true, true},
+            {"attn_out", "sbh", 1, 0, 0, 0, 0, true, false},
+            {"x1", "sbh", 1, 0, 0, 0, 0, false, false},
+            {"mlp_rstd", "sb", 0, 0, 1, 0, 4, false, false},
+            {"xn2", "sbh", 1, 0, 0, 0, 0, false, false},
+            {"gate", "sbf", f, 0, 0, 0, 0, true, false},
+            {"up", "sbf", f, 0, 0, 0, 0, true, false},
+            {"act", "sbf", f, 0, 0, 0, 0, true, false},
+        };
+        for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+            put(&x, &list[i]);
+    }
+    out->input = out->t[0].bytes; /* the first tensor is the layer input */
+    formula(&x, c);
+}
+
+void activ_ends(const struct model_shape *m, const struct activ_config *c, bool first, bool last,
+                struct activ_list *out)
+{
+    struct acc x;
+    acc_init(&x, out, m, c);
+    bool gelu = m->ffn_kind == FFN_GELU;
+    if (first && gelu)
+        put(&x, &(struct spec){"emb_mask", "sbh", 1, 0, 0, 0, 1, false, false});
+    if (last) {
+        put(&x, &(struct spec){"final_in", "sbh", 1, 0, 0, 0, 0, false, false});
+        if (!gelu)
+            put(&x, &(struct spec){"final_rstd", "sb", 0, 0, 1, 0, 4, false, false});
+        put(&x, &(struct spec){"head_in", "sbh", 1, 0, 0, 0, 0, false, false});
+        put(&x, &(struct spec){"probs", "sbv", 0, 0, 0, 1, 4, true, false});
+    }
+    snprintf(out->formula, sizeof out->formula, "%s", "");
+}
+
+void activ_total(const struct model_shape *m, const struct activ_config *c,
+                 const struct activ_policy *pol, int n, bool first, bool last,
+                 struct activ_total *out)
+{
+    struct activ_list layer, ends;
+    activ_layer(m, c, &layer);
+    activ_ends(m, c, first, last, &ends);
+    double L = layer.total, X = layer.input, H = ends.total, core = layer.core;
+    memset(out, 0, sizeof *out);
+    switch (pol->kind) {
+    case ACTIV_NONE:
+        out->per_layer = L;
+        out->saved = out->peak = n * L + H;
+        break;
+    case ACTIV_SELECTIVE:
+        out->per_layer = L - core;
+        out->saved = n * (L - core) + H;
+        out->peak = fmax(out->saved, n > 0 ? n * (L - core) + core : 0);
+        break;
+    default: {
+        int k = activ_policy_every(pol, n);
+        int segments = n > 0 ? (n + k - 1) / k : 0;
+        out->every = k;
+        out->checkpoints = segments;
+        out->per_layer = X;
+        out->saved = segments * X + H;
+        out->peak = out->saved;
+        for (int j = 0; j < segments; j++) {
+            int len = j < segments - 1 ? k : n - j * k;
+            out->peak = fmax(out->peak, j * X + len * L);
+        }
+        break;
+    }
+    }
+}
+
+double activ_recompute_flops(const struct model_shape *m, const struct activ_config *c,
+                             const struct activ_policy *pol, int n, double layer_forward_flops)
+{
+    switch (pol->kind) {
+    case ACTIV_NONE: return 0;
+    case ACTIV_SELECTIVE:
+        /* QK^T and P x V: 2 b s^2 h FLOPs each, split over t. */
+        return n * 4.0 * c->micro_batch * (double)c->seq * c->seq * m->d_model / c->tp;
+    default: return n * layer_forward_flops;
+    }
+}

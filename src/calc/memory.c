@@ -1,0 +1,154 @@
+#include "config.h"
+#include "calc/memory.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "calc/params.h"
+
+int memory_parse_precision(const char *s, enum calc_precision *out, struct error *e)
+{
+    if (s && !strcmp(s, "fp32"))
+        *out = PREC_FP32;
+    else if (s && !strcmp(s, "bf16"))
+        *out = PREC_BF16;
+    else if (s && !strcmp(s, "fp16"))
+        *out = PREC_FP16;
+    else
+        return error_set(e, ERR_INVAL, "'%s' is not a precision (use fp32, bf16 or fp16)",
+                         s ? s : "");
+    return 0;
+}
+
+int memory_parse_optimizer(const char *s, enum calc_optimizer *out, struct error *e)
+{
+    if (s && !strcmp(s, "adamw"))
+        *out = OPT_ADAMW;
+    else if (s && !strcmp(s, "sgd"))
+        *out = OPT_SGD;
+    else if (s && !strcmp(s, "sgd-momentum"))
+        *out = OPT_SGD_MOMENTUM;
+    else
+        return error_set(e, ERR_INVAL, "'%s' is not an optimizer (use adamw, sgd or sgd-momentum)",
+                         s ? s : "");
+    return 0;
+}
+
+const char *memory_precision_name(enum calc_precision p)
+{
+    return p == PREC_FP32 ? "fp32" : p == PREC_BF16 ? "bf16" : "fp16";
+}
+
+const char *memory_optimizer_name(enum calc_optimizer o)
+{
+    return o == OPT_ADAMW ? "adamw" : o == OPT_SGD ? "sgd" : "sgd-momentum";
+}
+
+void memory_bytes_per_param(enum calc_precision prec, enum calc_optimizer opt, bool grad_fp32,
+                            struct memory_states *out)
+{
+    bool mixed = prec != PREC_FP32;
+    out->weights = mixed ? 2 : 4;
+    out->gradients = mixed && !grad_fp32 ? 2 : 4;
+    out->master = mixed ? 4 : 0; /* fp32 weights are their own master copy */
+    out->optimizer = opt == OPT_ADAMW ? 8 : opt == OPT_SGD_MOMENTUM ? 4 : 0;
+}
+
+void memory_zero(double psi, const struct memory_states *k, int zero, int nd,
+                 struct memory_states *out)
+{
+    out->weights = psi * k->weights / (zero >= 3 ? nd : 1);
+    out->gradients = psi * k->gradients / (zero >= 2 ? nd : 1);
+    out->master = psi * k->master / (zero >= 1 ? nd : 1);
+    out->optimizer = psi * k->optimizer / (zero >= 1 ? nd : 1);
+}
+
+int memory_in_flight(enum calc_schedule sched, int stage, int pp, int m)
+{
+    if (pp <= 1)
+        return 1;
+    if (sched == SCHED_GPIPE)
+        return m;
+    return pp - stage < m ? pp - stage : m;
+}
+
+int memory_check(const struct memory_config *c, struct error *e)
+{
+    if (c->dp < 1 || c->tp < 1 || c->pp < 1)
+        return error_set(e, ERR_INVAL, "--dp, --tp and --pp must be at least 1");
+    if (c->zero < 0 || c->zero > 3)
+        return error_set(e, ERR_INVAL, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", c->zero);
+    if (c->micro_batch < 1 || c->seq < 1 || c->micro_batches < 1)
+        return error_set(e, ERR_INVAL,
+                         "--micro-batch, --seq and --micro-batches must be at least 1");
+    if (c->schedule == SCHED_INTERLEAVED)
+        return error_set(e, ERR_INVAL, "memory: --schedule is gpipe or 1f1b");
+    if (!(c->capacity > 0) || !isfinite(c->capacity))
+        return error_set(e, ERR_INVAL, "--gpu-mem must be a size above 0");
+    if (!c->model) {
+        if (!(c->params >= 1) || !isfinite(c->params))
+            return error_set(e, ERR_INVAL, "--params must be a count of at least 1");
+        return 0;
+    }
+    if (c->pp > c->model->layers)
+        return error_set(e, ERR_INVAL, "--pp %d is more than the %d layers of %s (at most %d)",
+                         c->pp, c->model->layers, c->model->name, c->model->layers);
+    struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
+                              c->precision == PREC_FP32 ? 4 : 2};
+    return activ_check(c->model, &ac, e);
+}
+
+int memory_compute(const struct memory_config *c, struct memory_result *out, struct error *e)
+{
+    int rc = memory_check(c, e);
+    if (rc < 0)
+        return rc;
+    memset(out, 0, sizeof *out);
+    memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &out->per_param);
+    out->capacity = c->capacity;
+    out->in_flight = 1;
+
+    if (!c->model) {
+        /* A bare count: the textbook division by tp x pp, no activations. */
+        out->params = c->params;
+        out->params_gpu = c->params / ((double)c->tp * c->pp);
+        memory_zero(out->params_gpu, &out->per_param, c->zero, c->dp, &out->states);
+        out->total = out->states.weights + out->states.gradients + out->states.master +
+                     out->states.optimizer;
+    } else {
+        const struct model_shape *m = c->model;
+        struct params_breakdown pb;
+        params_count(m, &pb);
+        out->params = pb.total;
+        struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
+                                  c->precision == PREC_FP32 ? 4 : 2};
+        activ_layer(m, &ac, &out->layer);
+        out->total = -1;
+        for (int s = 0; s < c->pp; s++) {
+            int first, count;
+            params_stage_layers(m->layers, s, c->pp, &first, &count);
+            double psi = params_per_gpu(&pb, m->layers, s, c->pp, c->tp, m->tied);
+            struct memory_states st;
+            memory_zero(psi, &out->per_param, c->zero, c->dp, &st);
+            struct activ_total at;
+            activ_total(m, &ac, &c->ckpt, count, s == 0, s == c->pp - 1, &at);
+            int k = memory_in_flight(c->schedule, s, c->pp, c->micro_batches);
+            double act = (k - 1) * at.saved + at.peak;
+            double total = st.weights + st.gradients + st.master + st.optimizer + act;
+            if (total > out->total) {
+                out->total = total;
+                out->params_gpu = psi;
+                out->stage = s;
+                out->stage_layers = count;
+                out->states = st;
+                out->activations = act;
+                out->act = at;
+                out->in_flight = k;
+            }
+        }
+    }
+    out->fits = out->total <= c->capacity;
+    out->over = out->fits ? 0 : out->total - c->capacity;
+    return 0;
+}

@@ -1,0 +1,94 @@
+/* Memory per GPU: model states (weights, gradients, master weights, optimizer state) and
+ * activations, for a model, a precision, an optimizer, a parallel layout and a ZeRO stage.
+ *
+ * Model states follow the ZeRO paper (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations
+ * Toward Training Trillion Parameter Models", §3.1 and Figure 1): mixed precision with Adam keeps
+ * 2 bytes of fp16/bf16 weights, 2 of gradients and K = 12 of fp32 master weights, momentum and
+ * variance: 16 bytes per parameter Ψ. With N_d-way data parallelism,
+ *   stage 0 (DDP)  (2 + 2 + K) Ψ
+ *   stage 1 (P_os) (2 + 2) Ψ + K Ψ / N_d          optimizer state (and master weights) split
+ *   stage 2 (P_os+g) 2 Ψ + (2 + K) Ψ / N_d        gradients split too
+ *   stage 3 (P_os+g+p) (2 + 2 + K) Ψ / N_d        weights split too
+ * Ψ = 7.5e9, N_d = 64: 120, 31.4, 16.6 and 1.875 GB. Megatron-LM and DeepSpeed accumulate
+ * gradients in fp32 ("--grad-accum fp32"): 4 bytes of gradients, 18 per parameter.
+ * fp32 training keeps 4-byte weights that are their own master copy: 4 + 4 + 8 = 16 with AdamW.
+ * Optimizer state: AdamW 8 bytes (m, v in fp32), SGD with momentum 4, plain SGD 0.
+ *
+ * Tensor and pipeline parallelism divide the parameters before ZeRO does: a GPU of pipeline
+ * stage s holds its layers' shards (calc/params.h, params_per_gpu); the reported GPU is the
+ * stage whose total is largest. Activations: calc/activ.h for one micro-batch, times the
+ * micro-batches a stage holds at once: 1 without pipelining (micro-batches run one after the
+ * other), all m with GPipe, min(p - s, m) at stage s with 1F1B (PipeDream-Flush, Narayanan et
+ * al. 2021). With k in flight the stage holds (k - 1) x saved + peak. */
+#ifndef SCALELAB_CALC_MEMORY_H
+#define SCALELAB_CALC_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "calc/activ.h"
+#include "calc/preset.h"
+
+struct error;
+
+enum calc_precision { PREC_FP32, PREC_BF16, PREC_FP16 };
+enum calc_optimizer { OPT_ADAMW, OPT_SGD, OPT_SGD_MOMENTUM };
+enum calc_schedule { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED };
+
+int memory_parse_precision(const char *s, enum calc_precision *out, struct error *e);
+int memory_parse_optimizer(const char *s, enum calc_optimizer *out, struct error *e);
+const char *memory_precision_name(enum calc_precision p);
+const char *memory_optimizer_name(enum calc_optimizer o);
+
+/* Bytes per parameter of each model state, before any partitioning. */
+struct memory_states {
+    double weights, gradients, master, optimizer;
+};
+
+void memory_bytes_per_param(enum calc_precision prec, enum calc_optimizer opt, bool grad_fp32,
+                            struct memory_states *out);
+
+/* psi parameters' states on one of nd data-parallel GPUs at ZeRO stage 0-3. */
+void memory_zero(double psi, const struct memory_states *per_param, int zero, int nd,
+                 struct memory_states *out);
+
+struct memory_config {
+    const struct model_shape *model; /* NULL: a bare parameter count, no activations */
+    double params;                   /* used when model is NULL */
+    enum calc_precision precision;
+    enum calc_optimizer optimizer;
+    bool grad_fp32;
+    int dp, tp, pp, zero;
+    int micro_batch, seq, micro_batches;
+    enum calc_schedule schedule; /* gpipe or 1f1b (pp > 1) */
+    bool sp;
+    struct activ_policy ckpt;
+    double capacity; /* bytes per GPU */
+};
+
+/* Checks a layout against the model: sizes at least 1, zero 0..3, pp at most the layers, tp
+ * dividing the heads (activ_check), schedule gpipe or 1f1b. ERR_INVAL naming the option. */
+int memory_check(const struct memory_config *c, struct error *e);
+
+struct memory_result {
+    double params;     /* the whole model */
+    double params_gpu; /* held by the reported GPU before ZeRO (its tp/pp share) */
+    int stage;         /* the pipeline stage of the reported GPU */
+    int stage_layers;
+    struct memory_states per_param; /* bytes per parameter */
+    struct memory_states states;    /* bytes on the reported GPU */
+    double activations, total;
+    int in_flight;           /* micro-batches that stage holds at once */
+    struct activ_total act;  /* one micro-batch of the stage */
+    struct activ_list layer; /* one layer's list (empty without a shape) */
+    double capacity;
+    bool fits;
+    double over; /* total - capacity when it does not fit, else 0 */
+};
+
+int memory_compute(const struct memory_config *c, struct memory_result *out, struct error *e);
+
+/* The micro-batches stage s of pp holds at once (1 when pp is 1). */
+int memory_in_flight(enum calc_schedule sched, int stage, int pp, int m);
+
+#endif

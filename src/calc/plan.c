@@ -1,0 +1,220 @@
+#include "config.h"
+#include "calc/plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "calc/params.h"
+#include "sim/spec.h"
+
+#define GIB 1073741824.0
+
+double plan_model_flops(const struct model_shape *m, double params, double tokens, int seq)
+{
+    return 6 * params * tokens + 12.0 * m->layers * m->d_model * (double)seq * tokens;
+}
+
+int plan_time(const struct plan_config *pc, const struct memory_config *mc,
+              const struct memory_result *mr, struct plan_layout *l, struct error *e)
+{
+    const struct model_shape *m = pc->model;
+    const struct cluster_spec *cl = pc->cluster;
+    double gpus = (double)mc->dp * mc->tp * mc->pp;
+    double tokens = (double)pc->global_batch * mc->seq;
+    double model = plan_model_flops(m, mr->params, tokens, mc->seq);
+
+    /* Recompute, per micro-batch of the whole model (tp = 1), times the micro-batches of the
+     * global batch. */
+    struct params_breakdown pb;
+    params_count(m, &pb);
+    double b = mc->micro_batch, s = mc->seq;
+    double layer_fwd = 2 * pb.per_layer * b * s + 4 * b * s * s * m->d_model;
+    struct activ_config ac = {mc->micro_batch, mc->seq, 1, false, 2};
+    double recompute = activ_recompute_flops(m, &ac, &mc->ckpt, m->layers, layer_fwd) *
+                       ((double)pc->global_batch / mc->micro_batch);
+
+    double rate = gpus * cl->peak_flops * pc->efficiency;
+    l->compute_s = (model + recompute) / rate;
+    l->bubble_s = l->compute_s * (mc->pp - 1.0) / mc->micro_batches;
+    double per_micro = l->compute_s / mc->micro_batches;
+    int rc = traffic_compute(mc, cl, mr->params_gpu, mr->stage_layers, per_micro / 3,
+                             per_micro * 2 / 3, &l->traffic, e);
+    if (rc < 0)
+        return rc;
+    l->comm_exposed_s = l->traffic.exposed;
+    l->comm_bytes_per_gpu = l->traffic.bytes;
+    l->step_time_s = l->compute_s + l->bubble_s + l->comm_exposed_s;
+    l->mfu = model / (l->step_time_s * gpus * cl->peak_flops);
+    return 0;
+}
+
+static void set_reason(struct plan_layout *l, const char *msg)
+{
+    size_t n = strlen(msg);
+    if (n >= sizeof l->reason)
+        n = sizeof l->reason - 1;
+    memcpy(l->reason, msg, n);
+    l->reason[n] = '\0';
+}
+
+struct list {
+    struct plan_layout *v;
+    size_t n, cap;
+};
+
+static int push(struct list *L, const struct plan_layout *l)
+{
+    if (L->n == L->cap) {
+        size_t cap = L->cap ? 2 * L->cap : 256;
+        struct plan_layout *v = realloc(L->v, cap * sizeof *v);
+        if (!v)
+            return ERR_NOMEM;
+        L->v = v, L->cap = cap;
+    }
+    L->v[L->n++] = *l;
+    return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const struct plan_layout *x = a, *y = b;
+    if (x->step_time_s != y->step_time_s)
+        return (x->step_time_s > y->step_time_s) - (x->step_time_s < y->step_time_s);
+    /* Equal time: the one with the most memory to spare first. */
+    return (x->per_gpu_bytes > y->per_gpu_bytes) - (x->per_gpu_bytes < y->per_gpu_bytes);
+}
+
+/* Closest misses first; structural reasons (over 0) after them. */
+static int by_over(const void *a, const void *b)
+{
+    const struct plan_layout *x = a, *y = b;
+    double ox = x->over > 0 ? x->over : INFINITY, oy = y->over > 0 ? y->over : INFINITY;
+    return (ox > oy) - (ox < oy);
+}
+
+int plan_run(const struct plan_config *c, struct plan_result *out, struct error *e)
+{
+    memset(out, 0, sizeof *out);
+    const struct cluster_spec *cl = c->cluster;
+    if (c->gpus < 1 || (long long)c->gpus > (long long)cl->gpus_per_node * cl->nodes)
+        return error_set(e, ERR_INVAL, "--gpus %d: the cluster has %d GPUs (%d nodes of %d)",
+                         c->gpus, cl->gpus_per_node * cl->nodes, cl->nodes, cl->gpus_per_node);
+    if (c->global_batch < 1)
+        return error_set(e, ERR_INVAL, "--global-batch must be at least 1");
+    if (!(c->efficiency > 0 && c->efficiency <= 1))
+        return error_set(e, ERR_INVAL, "--efficiency must be above 0 and at most 1");
+    if (!(c->capacity > 0) || !isfinite(c->capacity))
+        return error_set(e, ERR_INVAL, "--gpu-mem must be a size above 0");
+    if (c->model->ffn_kind == FFN_GELU && c->seq > c->model->seq)
+        return error_set(e, ERR_INVAL, "--seq %d is longer than the %d learned positions of %s",
+                         c->seq, c->model->seq, c->model->name);
+
+    struct params_breakdown pb;
+    params_count(c->model, &pb);
+    out->model_flops =
+        plan_model_flops(c->model, pb.total, (double)c->global_batch * c->seq, c->seq);
+    struct list kept = {0}, rejected = {0};
+    static const struct activ_policy policies[] = {
+        {ACTIV_NONE, 0}, {ACTIV_SELECTIVE, 0}, {ACTIV_FULL, 1}};
+    int rc = 0;
+    for (int tp = 1; tp <= c->gpus && rc == 0; tp++) {
+        if (c->gpus % tp)
+            continue;
+        for (int pp = 1; pp <= c->gpus / tp && rc == 0; pp++) {
+            if ((c->gpus / tp) % pp)
+                continue;
+            int dp = c->gpus / tp / pp;
+            struct plan_layout l = {.dp = dp, .tp = tp, .pp = pp, .ckpt = policies[0]};
+            struct memory_config mc = {.model = c->model,
+                                       .precision = c->precision,
+                                       .optimizer = c->optimizer,
+                                       .grad_fp32 = c->grad_fp32,
+                                       .dp = dp,
+                                       .tp = tp,
+                                       .pp = pp,
+                                       .micro_batch = 1,
+                                       .seq = c->seq,
+                                       .micro_batches = 1,
+                                       .schedule = SCHED_1F1B,
+                                       .sp = tp > 1,
+                                       .ckpt = policies[0],
+                                       .capacity = c->capacity};
+            struct error sub = {0};
+            if (memory_check(&mc, &sub) < 0) {
+                set_reason(&l, sub.msg);
+                rc = push(&rejected, &l);
+                continue;
+            }
+            if (c->global_batch % dp) {
+                snprintf(l.reason, sizeof l.reason,
+                         "--global-batch %d is not a multiple of dp = %d", c->global_batch, dp);
+                rc = push(&rejected, &l);
+                continue;
+            }
+            for (int zero = 0; zero <= 3 && rc == 0; zero++) {
+                if (zero >= 2 && pp > 1)
+                    continue; /* not a combination the frameworks offer */
+                if (zero > 0 && dp == 1)
+                    continue; /* nothing to partition */
+                for (size_t k = 0; k < sizeof policies / sizeof policies[0] && rc == 0; k++) {
+                    for (int b = 1; b <= c->global_batch / dp && b <= 64 && rc == 0; b *= 2) {
+                        if ((c->global_batch / dp) % b)
+                            continue;
+                        mc.zero = zero, mc.ckpt = policies[k], mc.micro_batch = b;
+                        mc.micro_batches = c->global_batch / dp / b;
+                        struct memory_result mr;
+                        l = (struct plan_layout){.dp = dp,
+                                                 .tp = tp,
+                                                 .pp = pp,
+                                                 .zero = zero,
+                                                 .ckpt = policies[k],
+                                                 .micro_batch = b,
+                                                 .micro_batches = mc.micro_batches};
+                        if (memory_compute(&mc, &mr, &sub) < 0) {
+                            set_reason(&l, sub.msg);
+                            rc = push(&rejected, &l);
+                            continue;
+                        }
+                        l.per_gpu_bytes = mr.total;
+                        if (plan_time(c, &mc, &mr, &l, &sub) < 0) {
+                            set_reason(&l, sub.msg);
+                            rc = push(&rejected, &l);
+                            continue;
+                        }
+                        if (!mr.fits) {
+                            l.over = mr.over;
+                            snprintf(l.reason, sizeof l.reason,
+                                     "needs %.2f GiB per GPU: %.2f GiB over the %.2f GiB",
+                                     mr.total / GIB, mr.over / GIB, c->capacity / GIB);
+                            rc = push(&rejected, &l);
+                        } else {
+                            rc = push(&kept, &l);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if (rc < 0) {
+        free(kept.v);
+        free(rejected.v);
+        return error_set(e, ERR_NOMEM, "out of memory while planning");
+    }
+    if (kept.n)
+        qsort(kept.v, kept.n, sizeof *kept.v, by_time);
+    if (rejected.n)
+        qsort(rejected.v, rejected.n, sizeof *rejected.v, by_over);
+    out->kept = kept.v, out->n_kept = kept.n;
+    out->rejected = rejected.v, out->n_rejected = rejected.n;
+    return 0;
+}
+
+void plan_free(struct plan_result *r)
+{
+    free(r->kept);
+    free(r->rejected);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,76 @@
+/* The planner: every parallel layout of a model on a cluster, those that fit, ranked by
+ * predicted step time.
+ *
+ * Layouts: dp x tp x pp = the GPUs; ZeRO stage 0-3 (2 and 3 only without pipelining, as
+ * DeepSpeed and Megatron-LM allow); checkpoint policy none, selective or full; micro-batch size
+ * b a power of two dividing global_batch / dp, so each step runs m = global_batch / (dp b)
+ * micro-batches (the pipeline's, or gradient accumulation's). Tensor parallelism uses sequence
+ * parallelism (Korthikanti et al. 2022); pipelines run 1F1B.
+ *
+ * Predicted step time (all on one GPU, the busiest stage):
+ *   compute   (model FLOPs + recompute FLOPs) / (GPUs x peak x efficiency)
+ *             model FLOPs = 6 Ψ T + 12 L h s T for T tokens (Kaplan et al. 2020's 6 FLOPs per
+ *             parameter and token, plus attention's scores and values as PaLM's MFU counts
+ *             them, Chowdhery et al. 2022, appendix B); recompute: one more forward of every
+ *             layer for full checkpointing, QK^T and P x V for selective (calc/activ.h)
+ *   bubble    compute x (pp - 1) / m (calc/sched.h)
+ *   exposed communication: calc/traffic.h
+ * MFU = model FLOPs / (step time x GPUs x peak). */
+#ifndef SCALELAB_CALC_PLAN_H
+#define SCALELAB_CALC_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "calc/memory.h"
+#include "calc/traffic.h"
+
+struct cluster_spec;
+struct error;
+
+struct plan_config {
+    const struct model_shape *model;
+    const struct cluster_spec *cluster;
+    int gpus;         /* at most gpus_per_node x nodes */
+    int global_batch; /* sequences per step */
+    int seq;
+    enum calc_precision precision;
+    enum calc_optimizer optimizer;
+    bool grad_fp32;
+    double efficiency; /* share of peak the matmuls reach, (0, 1] */
+    double capacity;   /* bytes per GPU */
+};
+
+struct plan_layout {
+    int dp, tp, pp, zero;
+    struct activ_policy ckpt;
+    int micro_batch, micro_batches;
+    double per_gpu_bytes;
+    double compute_s, bubble_s, comm_exposed_s, step_time_s;
+    double mfu;
+    double comm_bytes_per_gpu;
+    struct traffic traffic;
+    double over;      /* bytes above the capacity, 0 if it fits */
+    char reason[200]; /* why it was rejected, "" if kept */
+};
+
+struct plan_result {
+    struct plan_layout *kept, *rejected;
+    size_t n_kept, n_rejected;
+    double model_flops; /* per step */
+};
+
+/* 6 Ψ T + 12 L h s T. */
+double plan_model_flops(const struct model_shape *m, double params, double tokens, int seq);
+
+/* Step time, MFU and communication of one layout (memory already computed into l's fields by
+ * the caller, or not needed). */
+int plan_time(const struct plan_config *pc, const struct memory_config *mc,
+              const struct memory_result *mr, struct plan_layout *l, struct error *e);
+
+/* Checks the configuration (ERR_INVAL naming the option), enumerates and ranks: kept by step
+ * time, rejected by how far they overflow (then the structural reasons). */
+int plan_run(const struct plan_config *c, struct plan_result *out, struct error *e);
+void plan_free(struct plan_result *r);
+
+#endif

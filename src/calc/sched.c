@@ -1,0 +1,225 @@
+#include "config.h"
+#include "calc/sched.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+
+int sched_parse(const char *s, enum calc_schedule *out, struct error *e)
+{
+    if (s && !strcmp(s, "gpipe"))
+        *out = SCHED_GPIPE;
+    else if (s && !strcmp(s, "1f1b"))
+        *out = SCHED_1F1B;
+    else if (s && !strcmp(s, "interleaved"))
+        *out = SCHED_INTERLEAVED;
+    else
+        return error_set(e, ERR_INVAL,
+                         "'%s' is not a pipeline schedule (use gpipe, 1f1b or interleaved)",
+                         s ? s : "");
+    return 0;
+}
+
+const char *sched_name(enum calc_schedule k)
+{
+    return k == SCHED_GPIPE ? "gpipe" : k == SCHED_1F1B ? "1f1b" : "interleaved";
+}
+
+double sched_bubble_over_ideal(int p, int m, int v)
+{
+    return (p - 1.0) / ((double)v * m);
+}
+
+double sched_bubble_over_wall(int p, int m, int v)
+{
+    return (p - 1.0) / ((double)v * m + p - 1.0);
+}
+
+int sched_check(enum calc_schedule k, int p, int m, int v, struct error *e)
+{
+    if (p < 1 || p > SCHED_MAX_STAGES)
+        return error_set(e, ERR_INVAL, "--stages %d: allowed 1 to %d", p, SCHED_MAX_STAGES);
+    if (m < 1 || m > SCHED_MAX_MICRO)
+        return error_set(e, ERR_INVAL, "--micro-batches %d: allowed 1 to %d", m, SCHED_MAX_MICRO);
+    if (k != SCHED_INTERLEAVED && v != 1)
+        return error_set(e, ERR_INVAL,
+                         "--chunks %d: only the interleaved schedule has chunks "
+                         "(use --schedule interleaved, or --chunks 1)",
+                         v);
+    if (k == SCHED_INTERLEAVED) {
+        if (v < 2 || v > SCHED_MAX_CHUNKS)
+            return error_set(e, ERR_INVAL, "--chunks %d: interleaved needs 2 to %d chunks", v,
+                             SCHED_MAX_CHUNKS);
+        if (m % p)
+            return error_set(e, ERR_INVAL,
+                             "--micro-batches %d: interleaved needs a multiple of --stages %d", m,
+                             p);
+    }
+    return 0;
+}
+
+/* The order of stage s (operations without times). */
+static int order(enum calc_schedule k, int p, int m, int v, int s, struct sched_op *ops)
+{
+    int n = 0;
+    if (k == SCHED_GPIPE) {
+        for (int i = 0; i < m; i++)
+            ops[n++] = (struct sched_op){'F', i, 0, 0, 0};
+        for (int i = m - 1; i >= 0; i--)
+            ops[n++] = (struct sched_op){'B', i, 0, 0, 0};
+        return n;
+    }
+    if (k == SCHED_1F1B) {
+        int warm = p - s - 1 < m ? p - s - 1 : m;
+        for (int i = 0; i < warm; i++)
+            ops[n++] = (struct sched_op){'F', i, 0, 0, 0};
+        for (int i = 0; i < m - warm; i++) {
+            ops[n++] = (struct sched_op){'F', warm + i, 0, 0, 0};
+            ops[n++] = (struct sched_op){'B', i, 0, 0, 0};
+        }
+        for (int i = m - warm; i < m; i++)
+            ops[n++] = (struct sched_op){'B', i, 0, 0, 0};
+        return n;
+    }
+    /* Interleaved: the k-th forward is micro-batch (k / pv) p + k % p of chunk (k % pv) / p;
+     * the k-th backward the same micro-batch of chunk v - 1 - (k % pv) / p. */
+    int total = m * v, warm = 2 * (p - s - 1) + (v - 1) * p;
+    if (warm > total)
+        warm = total;
+    int pv = p * v;
+#define FWD(q) ((struct sched_op){'F', (q) / pv * p + (q) % p, (q) % pv / p, 0, 0})
+#define BWD(q) ((struct sched_op){'B', (q) / pv * p + (q) % p, v - 1 - (q) % pv / p, 0, 0})
+    for (int q = 0; q < warm; q++)
+        ops[n++] = FWD(q);
+    for (int q = 0; q < total - warm; q++) {
+        ops[n++] = FWD(warm + q);
+        ops[n++] = BWD(q);
+    }
+    for (int q = total - warm; q < total; q++)
+        ops[n++] = BWD(q);
+#undef FWD
+#undef BWD
+    return n;
+}
+
+void sched_free(struct sched *s)
+{
+    if (s->ops)
+        for (int i = 0; i < s->p; i++)
+            free(s->ops[i]);
+    free(s->ops);
+    free(s->count);
+    free(s->peak_chunks);
+    memset(s, 0, sizeof *s);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Most (micro-batch, chunk) pairs a stage holds at once: held from the start of a forward to
+ * the end of its backward; a backward ending at t frees before a forward starting at t. */
+static int peak_held(const struct sched_op *ops, int n)
+{
+    int *ev = malloc(sizeof *ev * (size_t)n);
+    if (!ev)
+        return -1;
+    for (int i = 0; i < n; i++)
+        ev[i] = ops[i].kind == 'F' ? 2 * ops[i].start + 1 : 2 * (ops[i].start + ops[i].duration);
+    qsort(ev, (size_t)n, sizeof *ev, cmp_int);
+    int held = 0, peak = 0;
+    for (int i = 0; i < n; i++) {
+        held += ev[i] % 2 ? 1 : -1;
+        if (held > peak)
+            peak = held;
+    }
+    free(ev);
+    return peak;
+}
+
+int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, struct error *e)
+{
+    int rc = sched_check(k, p, m, v, e);
+    if (rc < 0)
+        return rc;
+    memset(out, 0, sizeof *out);
+    *out = (struct sched){.kind = k, .p = p, .m = m, .v = v};
+    int per = 2 * m * v, nv = p * v;
+    out->count = calloc((size_t)p, sizeof *out->count);
+    out->ops = calloc((size_t)p, sizeof *out->ops);
+    out->peak_chunks = calloc((size_t)p, sizeof *out->peak_chunks);
+    /* finish[F/B][micro][virtual stage], -1 until scheduled */
+    int *finish = malloc(sizeof *finish * 2 * (size_t)m * (size_t)nv);
+    int *next = calloc((size_t)p, sizeof *next), *free_at = calloc((size_t)p, sizeof *free_at);
+    if (!out->count || !out->ops || !out->peak_chunks || !finish || !next || !free_at)
+        goto nomem;
+    for (int s = 0; s < p; s++) {
+        out->ops[s] = malloc(sizeof **out->ops * (size_t)per);
+        if (!out->ops[s])
+            goto nomem;
+        out->count[s] = order(k, p, m, v, s, out->ops[s]);
+    }
+    for (int i = 0; i < 2 * m * nv; i++)
+        finish[i] = -1;
+#define FIN(kind, micro, vs) finish[((kind) == 'B') * m * nv + (micro)*nv + (vs)]
+    int left = p * per;
+    while (left > 0) {
+        int progress = 0;
+        for (int s = 0; s < p; s++) {
+            while (next[s] < out->count[s]) {
+                struct sched_op *op = &out->ops[s][next[s]];
+                int vs = op->chunk * p + s, ready = 0;
+                if (op->kind == 'F') {
+                    if (vs > 0 && (ready = FIN('F', op->micro, vs - 1)) < 0)
+                        break;
+                } else {
+                    ready = FIN('F', op->micro, vs);
+                    if (ready < 0)
+                        break;
+                    if (vs < nv - 1) {
+                        int b = FIN('B', op->micro, vs + 1);
+                        if (b < 0)
+                            break;
+                        ready = ready > b ? ready : b;
+                    }
+                }
+                op->start = ready > free_at[s] ? ready : free_at[s];
+                op->duration = op->kind == 'F' ? SCHED_TF : SCHED_TB;
+                free_at[s] = op->start + op->duration;
+                FIN(op->kind, op->micro, vs) = free_at[s];
+                next[s]++, left--, progress++;
+            }
+        }
+        if (!progress) { /* cannot happen for the orders above; never loop forever */
+            rc = error_set(e, ERR_RUN, "pipeline schedule %s deadlocks at p=%d m=%d v=%d",
+                           sched_name(k), p, m, v);
+            goto fail;
+        }
+    }
+#undef FIN
+    for (int s = 0; s < p; s++) {
+        if (free_at[s] > out->makespan)
+            out->makespan = free_at[s];
+        out->peak_chunks[s] = peak_held(out->ops[s], out->count[s]);
+        if (out->peak_chunks[s] < 0)
+            goto nomem;
+    }
+    out->busy = (double)m * v * (SCHED_TF + SCHED_TB);
+    out->bubble_over_ideal = (out->makespan - out->busy) / out->busy;
+    out->bubble_over_wall = (out->makespan - out->busy) / out->makespan;
+    free(finish);
+    free(next);
+    free(free_at);
+    return 0;
+nomem:
+    rc = error_set(e, ERR_NOMEM, "out of memory building a pipeline schedule");
+fail:
+    free(finish);
+    free(next);
+    free(free_at);
+    sched_free(out);
+    return rc;
+}

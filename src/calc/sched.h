@@ -1,0 +1,69 @@
+/* Pipeline schedules as data: which stage runs the forward or backward pass of which
+ * micro-batch (and model chunk) in which time slot. The real pipeline runs (src/par) execute
+ * each stage's list of operations in this order; the Gantt charts draw it.
+ *
+ * Schedules, for p stages and m micro-batches:
+ *   gpipe        every stage runs all m forwards, then the m backwards in reverse order
+ *                (Huang et al. 2019, "GPipe"); each stage holds all m micro-batches.
+ *   1f1b         PipeDream-Flush (Narayanan et al. 2021, "Memory-Efficient Pipeline-Parallel
+ *                DNN Training"): stage s runs min(p - s - 1, m) warm-up forwards, then
+ *                alternates one forward and one backward, then drains the backwards; it holds
+ *                at most p - s micro-batches.
+ *   interleaved  Megatron-LM's interleaved 1F1B (Narayanan et al. 2021, "Efficient
+ *                Large-Scale Language Model Training on GPU Clusters", §2.2): each stage holds
+ *                v model chunks (virtual stage c p + s); forwards go through groups of p
+ *                micro-batches chunk by chunk; stage s warms up with 2(p - s - 1) + (v - 1) p
+ *                chunk forwards. m must be a multiple of p.
+ *
+ * Time: a chunk's forward takes TF = 1 slot and its backward TB = 2 slots (the backward pass
+ * costs about twice the forward: 4 of the 6 FLOPs per parameter and token); with v chunks a
+ * stage's whole forward is v slots. Sends take no time. Each operation starts when its stage
+ * is free and its input is ready (the previous virtual stage's forward of the same
+ * micro-batch; the next virtual stage's backward), so the timeline follows from the order.
+ *
+ * Bubble (the time stages sit idle), in the two definitions in use:
+ *   over ideal compute time  (p - 1) / (v m)          (Narayanan et al. 2021, eq. in §2.2)
+ *   over wall time           (p - 1) / (v m + p - 1)  (the idle share of the whole step)
+ * GPipe and 1F1B have the same bubble and differ in peak memory. */
+#ifndef SCALELAB_CALC_SCHED_H
+#define SCALELAB_CALC_SCHED_H
+
+#include "calc/memory.h"
+
+struct error;
+
+enum { SCHED_TF = 1, SCHED_TB = 2 };
+enum { SCHED_MAX_STAGES = 64, SCHED_MAX_MICRO = 1024, SCHED_MAX_CHUNKS = 16 };
+
+struct sched_op {
+    char kind; /* 'F' or 'B' */
+    int micro, chunk;
+    int start, duration; /* in slots */
+};
+
+struct sched {
+    enum calc_schedule kind;
+    int p, m, v;
+    int *count;            /* operations per stage (2 m v each) */
+    struct sched_op **ops; /* ops[s][i]: stage s's operations in the order it runs them */
+    int makespan;          /* slots from the first forward to the last backward */
+    double busy;           /* slots one stage computes: m v (TF + TB) */
+    double bubble_over_ideal, bubble_over_wall; /* measured on the timeline */
+    int *peak_chunks; /* per stage: most (micro-batch, chunk) pairs held at once */
+};
+
+int sched_parse(const char *s, enum calc_schedule *out, struct error *e);
+const char *sched_name(enum calc_schedule k);
+
+/* Checks p, m, v (v is 1 except for interleaved, which needs v >= 2 and p | m). */
+int sched_check(enum calc_schedule k, int p, int m, int v, struct error *e);
+
+/* Builds and times the schedule; sched_free releases it. ERR_INVAL for bad sizes, ERR_NOMEM. */
+int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, struct error *e);
+void sched_free(struct sched *s);
+
+/* The formulas above. */
+double sched_bubble_over_ideal(int p, int m, int v);
+double sched_bubble_over_wall(int p, int m, int v);
+
+#endif

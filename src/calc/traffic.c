@@ -1,0 +1,137 @@
+#include "config.h"
+#include "calc/traffic.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "calc/preset.h"
+#include "comm/cost.h"
+#include "sim/spec.h"
+
+/* A group of n GPUs whose ranks are `stride` apart: how many of them share a node. */
+static void group_net(const struct cluster_spec *cl, int n, int stride, struct cost_net *net)
+{
+    preset_cost_net(cl, n, net);
+    int per = cl->gpus_per_node / stride;
+    net->gpus_per_node = per < 1 ? 1 : per;
+}
+
+static int ring(enum cost_op op, const struct cost_net *net, double bytes, double *t,
+                struct error *e)
+{
+    struct cost_result r;
+    int rc = cost_collective(op, COST_RING, net, bytes, &r, e);
+    *t = rc < 0 ? 0 : r.time_s;
+    return rc;
+}
+
+static double pos(double x)
+{
+    return x > 0 ? x : 0;
+}
+
+static int data_parallel(const struct memory_config *c, const struct cluster_spec *cl, double psi,
+                         double fwd_s, double bwd_s, struct traffic_part *out, struct error *e)
+{
+    int n = c->dp, m = c->micro_batches;
+    struct memory_states k;
+    memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
+    double g = k.gradients, w = k.weights, f = (n - 1.0) / n;
+    struct cost_net net;
+    group_net(cl, n, c->tp, &net);
+    double t_ar, t_rs, t_ag;
+    int rc = 0;
+    rc |= ring(COST_ALLREDUCE, &net, psi * g, &t_ar, e);
+    rc |= ring(COST_REDUCE_SCATTER, &net, psi * g, &t_rs, e);
+    rc |= ring(COST_ALLGATHER, &net, psi * w, &t_ag, e);
+    if (rc < 0)
+        return ERR_INVAL;
+    switch (c->zero) {
+    case 0:
+        out->bytes = 2 * f * psi * g;
+        out->time_s = t_ar;
+        out->exposed = pos(t_ar - bwd_s);
+        snprintf(out->formula, sizeof out->formula, "all-reduce 2(N-1)/N x Ψ x %g B, N = %d", g, n);
+        break;
+    case 1:
+        out->bytes = f * psi * (g + w);
+        out->time_s = t_rs + t_ag;
+        out->exposed = pos(t_rs - bwd_s) + t_ag;
+        snprintf(out->formula, sizeof out->formula,
+                 "reduce-scatter + all-gather (N-1)/N x Ψ x (%g + %g) B, N = %d", g, w, n);
+        break;
+    case 2:
+        out->bytes = f * psi * (m * g + w);
+        out->time_s = m * t_rs + t_ag;
+        out->exposed = m * pos(t_rs - bwd_s) + t_ag;
+        snprintf(out->formula, sizeof out->formula,
+                 "(N-1)/N x Ψ x (m %g + %g) B: a reduce-scatter per micro-batch, m = %d, N = %d", g,
+                 w, m, n);
+        break;
+    default: {
+        double t_rs_w;
+        if (ring(COST_REDUCE_SCATTER, &net, psi * w, &t_rs_w, e) < 0)
+            return ERR_INVAL;
+        out->bytes = 3 * f * psi * w * m;
+        out->time_s = m * (2 * t_ag + t_rs_w);
+        out->exposed = m * (pos(t_ag - fwd_s) + pos(t_ag + t_rs_w - bwd_s));
+        snprintf(out->formula, sizeof out->formula,
+                 "3(N-1)/N x Ψ x %g B x m: 2 all-gathers + 1 reduce-scatter per micro-batch "
+                 "(1.5x DDP), m = %d, N = %d",
+                 w, m, n);
+        break;
+    }
+    }
+    if (n == 1)
+        snprintf(out->formula, sizeof out->formula, "none: one data-parallel replica");
+    return 0;
+}
+
+int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, double psi_gpu,
+                    int stage_layers, double fwd_s, double bwd_s, struct traffic *out,
+                    struct error *e)
+{
+    memset(out, 0, sizeof *out);
+    int rc = data_parallel(c, cl, psi_gpu, fwd_s, bwd_s, &out->dp, e);
+    if (rc < 0)
+        return rc;
+    snprintf(out->tp.formula, sizeof out->tp.formula, "none: tp = 1");
+    snprintf(out->pp.formula, sizeof out->pp.formula, "none: pp = 1");
+    if (c->model) {
+        int p = c->precision == PREC_FP32 ? 4 : 2, t = c->tp, m = c->micro_batches;
+        double sbh = (double)c->seq * c->micro_batch * c->model->d_model * p;
+        if (t > 1) {
+            bool full = c->ckpt.kind != ACTIV_NONE && c->ckpt.kind != ACTIV_SELECTIVE;
+            int per_layer = 4 + (full ? 2 : 0);
+            double count = (double)per_layer * stage_layers * m;
+            struct cost_net net;
+            group_net(cl, t, 1, &net);
+            double t1;
+            if (ring(COST_ALLREDUCE, &net, sbh, &t1, e) < 0)
+                return ERR_INVAL;
+            out->tp.bytes = count * 2 * (t - 1.0) / t * sbh;
+            out->tp.time_s = out->tp.exposed = count * t1;
+            snprintf(out->tp.formula, sizeof out->tp.formula,
+                     "%d all-reduces x %d layers x m x 2(t-1)/t x sbh x %d B, m = %d, t = %d%s",
+                     per_layer, stage_layers, p, m, t,
+                     c->sp ? " (as reduce-scatter + all-gather)" : "");
+        }
+        if (c->pp > 1) {
+            double msg = c->sp ? sbh / t : sbh;
+            bool inter = (long long)t * c->dp >= cl->gpus_per_node;
+            double t1 = inter ? cl->alpha_inter + msg / cl->beta_inter
+                              : cl->alpha_intra + msg / cl->beta_intra;
+            out->pp.bytes = 2.0 * m * msg;
+            out->pp.time_s = 2.0 * m * t1;
+            out->pp.exposed = 2.0 * (c->pp - 1) * t1;
+            snprintf(out->pp.formula, sizeof out->pp.formula,
+                     "2 x m x sbh%s x %d B (activations forward, gradients back), m = %d",
+                     c->sp ? "/t" : "", p, m);
+        }
+    }
+    out->bytes = out->dp.bytes + out->tp.bytes + out->pp.bytes;
+    out->exposed = out->dp.exposed + out->tp.exposed + out->pp.exposed;
+    return 0;
+}

@@ -1,0 +1,64 @@
+/* Communication per GPU per training step, and the time it takes, for a parallel layout.
+ *
+ * Bytes are what one GPU sends (nccl-tests' convention: a ring collective over N GPUs of a
+ * buffer of S bytes sends (N-1)/N S per GPU for reduce-scatter or all-gather, twice that for
+ * all-reduce). Ψ is the parameters one GPU holds after tensor and pipeline parallelism, g the
+ * gradient bytes per element (2, or 4 with fp32 gradients), w the weight bytes (2 or 4), m the
+ * micro-batches per step, p the activation bytes.
+ *   data parallel, N = dp:
+ *     DDP (ZeRO-0)  all-reduce of the gradients once per step      2(N-1)/N Ψ g
+ *     ZeRO-1        reduce-scatter of the gradients once per step, all-gather of the updated
+ *                   weights                                        (N-1)/N Ψ (g + w)
+ *     ZeRO-2        the gradients are kept sharded, so each micro-batch's are
+ *                   reduce-scattered at once (DeepSpeed)            (N-1)/N Ψ (m g + w)
+ *     ZeRO-3        per micro-batch: all-gather the weights for the forward and again for the
+ *                   backward, reduce-scatter the gradients          3(N-1)/N Ψ w m (g = w)
+ *     With g = w and m = 1 these are the ZeRO paper's 2Ψ (DDP, stages 1-2) and 3Ψ (stage 3,
+ *     1.5 times as much), times (N-1)/N.
+ *   tensor parallel, t = tp: two all-reduces of the b s h activations per layer in the
+ *     forward pass and two in the backward (Megatron-LM's f and g operators), two more when a
+ *     full recompute repeats the forward; with sequence parallelism each becomes a
+ *     reduce-scatter plus an all-gather of the same volume:
+ *       (4 + 2 recompute) x layers of the stage x m x 2(t-1)/t s b h p
+ *   pipeline: each micro-batch's activations go to the next stage and their gradients come
+ *     back: a middle stage sends 2 m s b h p per step (divided by t with sequence
+ *     parallelism, which sends only its shard).
+ *
+ * Times use the α-β ring formulas of comm/cost.h over the link the group crosses. Ranks are
+ * numbered tp innermost, then dp, then pp (Megatron-LM's order): a tp group spans nodes when
+ * tp > GPUs per node, a dp group when tp x dp does. What is hidden behind compute:
+ *   DDP, ZeRO-1/2 gradient reduction overlaps the backward pass of the last micro-batch (the
+ *   earlier micro-batches' under ZeRO-2 overlap their own backward pass); the weight
+ *   all-gather after the optimizer step is exposed; ZeRO-3's gathers are prefetched behind the
+ *   forward and backward passes of each micro-batch. Tensor-parallel all-reduces are on the
+ *   critical path (exposed). Pipeline sends are exposed only while the pipeline fills and
+ *   drains: 2(pp - 1) of them. */
+#ifndef SCALELAB_CALC_TRAFFIC_H
+#define SCALELAB_CALC_TRAFFIC_H
+
+#include "calc/memory.h"
+
+struct cluster_spec;
+struct error;
+
+struct traffic_part {
+    double bytes;   /* sent per GPU per step */
+    double time_s;  /* α-β time of all of it */
+    double exposed; /* the part not hidden behind compute */
+    char formula[160];
+};
+
+struct traffic {
+    struct traffic_part dp, tp, pp;
+    double bytes, exposed; /* sums */
+};
+
+/* c as checked by memory_check, with c->model set; psi_gpu the parameters of the reported GPU
+ * (memory_result.params_gpu), stage_layers its layers; fwd_s and bwd_s the compute time of one
+ * micro-batch's forward and backward pass on one GPU (for what overlaps). A bare parameter
+ * count (c->model NULL) has data-parallel traffic only. */
+int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, double psi_gpu,
+                    int stage_layers, double fwd_s, double bwd_s, struct traffic *out,
+                    struct error *e);
+
+#endif

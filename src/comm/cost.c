@@ -1,0 +1,266 @@
+#include "config.h"
+#include "comm/cost.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "comm/tree.h"
+
+static const char *const op_names[COST_OP_COUNT] = {"allreduce", "reduce-scatter", "allgather",
+                                                    "broadcast", "reduce"};
+static const char *const algo_names[COST_ALGO_COUNT] = {"ring", "tree", "dbtree", "rhd"};
+
+const char *cost_op_name(enum cost_op op)
+{
+    return op < COST_OP_COUNT ? op_names[op] : "?";
+}
+
+const char *cost_algo_name(enum cost_algo algo)
+{
+    return algo < COST_ALGO_COUNT ? algo_names[algo] : algo == COST_AUTO ? "auto" : "?";
+}
+
+int cost_parse_op(const char *s, enum cost_op *out, struct error *e)
+{
+    for (int i = 0; i < COST_OP_COUNT; i++)
+        if (!strcmp(s, op_names[i])) {
+            *out = (enum cost_op)i;
+            return 0;
+        }
+    return error_set(e, ERR_INVAL,
+                     "unknown collective '%s' (allreduce, reduce-scatter, allgather, broadcast, "
+                     "reduce)",
+                     s);
+}
+
+int cost_parse_algo(const char *s, enum cost_algo *out, struct error *e)
+{
+    if (!strcmp(s, "auto")) {
+        *out = COST_AUTO;
+        return 0;
+    }
+    for (int i = 0; i < COST_ALGO_COUNT; i++)
+        if (!strcmp(s, algo_names[i])) {
+            *out = (enum cost_algo)i;
+            return 0;
+        }
+    return error_set(e, ERR_INVAL, "unknown algorithm '%s' (ring, tree, dbtree, rhd, auto)", s);
+}
+
+static bool is_pow2(int n)
+{
+    return n > 0 && (n & (n - 1)) == 0;
+}
+
+int cost_log2(int n)
+{
+    int k = 0;
+    while (n > 1)
+        n /= 2, k++;
+    return k;
+}
+
+bool cost_supported(enum cost_op op, enum cost_algo algo, int n, struct error *e)
+{
+    switch (op) {
+    case COST_ALLREDUCE:
+        if (algo < COST_ALGO_COUNT)
+            return true;
+        break;
+    case COST_REDUCE_SCATTER:
+    case COST_ALLGATHER:
+        if (algo == COST_RING)
+            return true;
+        if (algo == COST_RHD) {
+            if (is_pow2(n))
+                return true;
+            error_set(e, ERR_INVAL, "%s by rhd needs a power-of-two number of GPUs, not %d",
+                      cost_op_name(op), n);
+            return false;
+        }
+        error_set(e, ERR_INVAL, "%s runs by ring or rhd, not %s", cost_op_name(op),
+                  cost_algo_name(algo));
+        return false;
+    case COST_BROADCAST:
+    case COST_REDUCE:
+        if (algo == COST_RING || algo == COST_TREE)
+            return true;
+        error_set(e, ERR_INVAL, "%s runs by ring (a pipelined chain) or tree, not %s",
+                  cost_op_name(op), cost_algo_name(algo));
+        return false;
+    default: break;
+    }
+    error_set(e, ERR_INVAL, "no algorithm '%s' for %s", cost_algo_name(algo), cost_op_name(op));
+    return false;
+}
+
+void cost_link(const struct cost_net *net, double *alpha, double *beta)
+{
+    bool one_node = net->gpus <= net->gpus_per_node;
+    *alpha = one_node ? net->alpha_intra : net->alpha_inter;
+    *beta = one_node ? net->beta_intra : net->beta_inter;
+}
+
+/* (P + depth - 1)(α + bytes/(Pβ)) is least at P* = sqrt((depth-1) bytes / (αβ)). */
+int cost_pipeline_chunks(int depth, double bytes, double alpha, double beta)
+{
+    if (depth <= 1 || bytes <= 0)
+        return 1;
+    if (alpha <= 0)
+        return COST_MAX_CHUNKS;
+    double pstar = sqrt((depth - 1) * bytes / (alpha * beta));
+    if (!(pstar < COST_MAX_CHUNKS))
+        return COST_MAX_CHUNKS;
+    int lo = pstar < 1 ? 1 : (int)pstar, hi = lo + 1;
+    double tlo = (lo + depth - 1) * (alpha + bytes / (lo * beta));
+    double thi = (hi + depth - 1) * (alpha + bytes / (hi * beta));
+    return thi < tlo && hi <= COST_MAX_CHUNKS ? hi : lo;
+}
+
+double cost_p2p(const struct cost_net *net, int from, int to, double bytes)
+{
+    int g = net->gpus_per_node > 0 ? net->gpus_per_node : 1;
+    bool same = from / g == to / g;
+    return same ? net->alpha_intra + bytes / net->beta_intra
+                : net->alpha_inter + bytes / net->beta_inter;
+}
+
+/* The busiest GPU's bytes in a tree collective: `up` bytes to its parent, `down` to each
+ * child, in tree `which`. */
+static double tree_max_bytes(int n, int which, int root, double up, double down,
+                             const double *other)
+{
+    double max = 0;
+    for (int r = 0; r < n; r++) {
+        struct tree_node t;
+        tree_node(n, which, root, r, &t);
+        double b = (t.parent >= 0 ? up : 0) + t.nchild * down;
+        if (other) {
+            tree_node(n, 1, -1, r, &t);
+            b += (t.parent >= 0 ? other[0] : 0) + t.nchild * other[1];
+        }
+        if (b > max)
+            max = b;
+    }
+    return max;
+}
+
+int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes,
+                    struct cost_result *out, struct error *e)
+{
+    memset(out, 0, sizeof *out);
+    int n = net->gpus;
+    if (n < 1 || net->gpus_per_node < 1)
+        return error_set(e, ERR_INVAL, "the cost model needs at least one GPU and one per node");
+    if (!(bytes >= 0))
+        return error_set(e, ERR_INVAL, "the size must be a number of bytes >= 0");
+    if (!(net->beta_intra > 0 && net->beta_inter > 0 && net->alpha_intra >= 0 &&
+          net->alpha_inter >= 0))
+        return error_set(e, ERR_INVAL, "the cost model needs α >= 0 and β > 0");
+    if (algo == COST_AUTO)
+        algo = cost_best_algo(op, net, bytes);
+    if (!cost_supported(op, algo, n, e))
+        return ERR_INVAL;
+    double a, b;
+    cost_link(net, &a, &b);
+    out->alpha = a, out->beta = b, out->chunks = 1;
+    if (n == 1)
+        return 0;
+    double S = bytes, N = n;
+    int D = cost_log2(n), P;
+    bool reduce_all = op == COST_ALLREDUCE;
+    switch (algo) {
+    case COST_RING:
+        if (op == COST_BROADCAST || op == COST_REDUCE) {
+            P = cost_pipeline_chunks(n - 1, S, a, b);
+            out->chunks = P;
+            out->steps = P + n - 2;
+            out->time_s = out->steps * (a + S / P / b);
+            out->bytes_total = (N - 1) * S;
+            out->bytes_max_per_gpu = S;
+        } else {
+            int k = reduce_all ? 2 : 1;
+            out->steps = k * (n - 1);
+            out->time_s = k * (N - 1) * a + k * (N - 1) / N * S / b;
+            out->bytes_total = k * (N - 1) * S;
+            out->bytes_max_per_gpu = k * (N - 1) / N * S;
+        }
+        break;
+    case COST_RHD: {
+        int k = reduce_all ? 2 : 1;
+        double np = 1 << D;
+        out->steps = k * D;
+        out->time_s = k * D * a + k * (np - 1) / np * S / b;
+        out->bytes_total = k * (np - 1) * S;
+        out->bytes_max_per_gpu = k * (np - 1) / np * S;
+        if (n != (1 << D)) { /* fold in, fold out (all-reduce only) */
+            double r = N - np;
+            out->steps += 2;
+            out->time_s += 2 * (a + S / b);
+            out->bytes_total += 2 * r * S;
+            out->bytes_max_per_gpu += S;
+        }
+        break;
+    }
+    case COST_TREE: {
+        int fan = n == 2 ? 1 : 2; /* sends per chunk of an inner node; 2 GPUs are a chain */
+        P = cost_pipeline_chunks(D, S, a, b);
+        out->chunks = P;
+        if (op == COST_BROADCAST) {
+            out->steps = fan * (P + D - 1);
+            out->bytes_max_per_gpu = tree_max_bytes(n, 0, 0, 0, S, NULL);
+        } else if (op == COST_REDUCE) {
+            out->steps = P + D - 1;
+            out->bytes_max_per_gpu = S;
+        } else {
+            out->steps = (1 + fan) * (P + D - 1);
+            out->bytes_max_per_gpu = tree_max_bytes(n, 0, -1, S, S, NULL);
+        }
+        out->time_s = out->steps * (a + S / P / b);
+        out->bytes_total = (reduce_all ? 2 : 1) * (N - 1) * S;
+        break;
+    }
+    case COST_DBTREE: {
+        P = cost_pipeline_chunks(D, S / 2, a, b);
+        out->chunks = P;
+        out->steps = (n == 2 ? 2 : 4) * (P + D - 1);
+        out->time_s = out->steps * (a + S / 2 / P / b);
+        out->bytes_total = 2 * (N - 1) * S;
+        double half[2] = {S / 2, S / 2};
+        out->bytes_max_per_gpu = tree_max_bytes(n, 0, -1, S / 2, S / 2, half);
+        break;
+    }
+    default: return error_set(e, ERR_INVAL, "no such algorithm");
+    }
+    return 0;
+}
+
+enum cost_algo cost_best_algo(enum cost_op op, const struct cost_net *net, double bytes)
+{
+    enum cost_algo best = COST_RING;
+    double best_t = INFINITY;
+    for (int i = 0; i < COST_ALGO_COUNT; i++) {
+        struct cost_result r;
+        if (!cost_supported(op, (enum cost_algo)i, net->gpus, NULL))
+            continue;
+        if (cost_collective(op, (enum cost_algo)i, net, bytes, &r, NULL) == 0 && r.time_s < best_t)
+            best = (enum cost_algo)i, best_t = r.time_s;
+    }
+    return best;
+}
+
+double cost_busbw_factor(enum cost_op op, int n)
+{
+    switch (op) {
+    case COST_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case COST_REDUCE_SCATTER:
+    case COST_ALLGATHER: return (double)(n - 1) / n;
+    default: return 1.0;
+    }
+}
+
+double cost_algbw(double bytes, double time_s)
+{
+    return time_s > 0 ? bytes / time_s : 0;
+}

@@ -1,0 +1,133 @@
+/* The α-β (latency-bandwidth) cost of each collective: pure functions, no threads.
+ *
+ * The model (Hockney's): one message of m bytes over a link costs α + m/β seconds and keeps
+ * the sender's one outgoing port busy for that long; a device can send and receive at the same
+ * time (full duplex) and receives from several peers at once. The simulator (sim/device.h)
+ * times every message the same way, so for a single-node cluster the simulated time of a ring
+ * or recursive halving/doubling collective equals the formula here exactly.
+ *
+ * S is the collective's size in bytes as nccl-tests counts it: the whole buffer (for
+ * reduce-scatter the input of each GPU, for all-gather the output of each GPU). N is the
+ * number of GPUs, D = floor(log2 N) the depth of a binary tree over them.
+ *
+ *   op / algo                  time                                        sent in total
+ *   ring reduce-scatter        (N-1) α + (N-1)/N S/β                       (N-1) S
+ *   ring all-gather            (N-1) α + (N-1)/N S/β                       (N-1) S
+ *   ring all-reduce            2(N-1) α + 2(N-1)/N S/β                     2(N-1) S
+ *   rhd reduce-scatter         log2 N α + (N-1)/N S/β         (N = 2^k)    (N-1) S
+ *   rhd all-gather             log2 N α + (N-1)/N S/β         (N = 2^k)    (N-1) S
+ *   rhd all-reduce             2 log2 N α + 2(N-1)/N S/β      (N = 2^k)    2(N-1) S
+ *     N not a power of two (Thakur, Rabenseifner, Gropp 2005, §4): with N' = 2^D and
+ *     r = N - N', ranks 2i and 2i+1 (i < r) first fold: the even one sends its whole vector
+ *     to the odd one (α + S/β); the N' survivors run the power-of-two algorithm; the odd
+ *     ones send the result back (α + S/β).  Time 2Dα + 2(N'-1)/N' S/β + 2(α + S/β).
+ *     reduce-scatter and all-gather by rhd need N = 2^k.
+ *   ring broadcast / reduce    (P + N-2)(α + S/(Pβ))  a pipelined chain    (N-1) S
+ *   tree broadcast             2(P + D-1)(α + S/(Pβ)) pipelined binary     (N-1) S
+ *   tree reduce                (P + D-1)(α + S/(Pβ))  tree                 (N-1) S
+ *   tree all-reduce            3(P + D-1)(α + S/(Pβ)) reduce, then         2(N-1) S
+ *                                                     broadcast
+ *   dbtree all-reduce          4(P + D-1)(α + S/(2Pβ))                     2(N-1) S
+ *   point-to-point             α + S/β
+ *
+ * Pipelining (P chunks): a chain or tree splits the buffer into P chunks and forwards chunk k
+ * while chunk k+1 arrives. A node of a binary tree sends each chunk to two children one after
+ * the other through its one port, so a broadcast step costs 2(α + m/β); a reduction receives
+ * both children at once, so it costs α + m/β; the all-reduce is a pipelined reduce to the root
+ * followed by a pipelined broadcast from it. (With N = 2 the tree is a chain: the factors 2,
+ * 3 and 4 become 1, 2 and 2.) The tree formulas are exact when every inner node has two
+ * children (N = 2^k - 1) and an upper bound otherwise. P minimises the formula:
+ * P* = sqrt((depth-1) S / (αβ)) rounded to the better neighbouring integer, between 1 and
+ * COST_MAX_CHUNKS (cost_pipeline_chunks); the collectives use the same P, capped by the
+ * number of elements. See Sanders, Speck, Träff, "Two-tree algorithms for full bandwidth
+ * broadcast, reduction and scan", Parallel Computing 35 (2009), and for NCCL's double binary
+ * tree, S. Jeaugey, "Massively Scale Your Deep Learning Training with NCCL 2.4" (NVIDIA blog,
+ * 2019): two binary trees, each carrying half of the data, such that a GPU that is an inner
+ * node of one is a leaf of the other (the second tree is the first mirrored for even N and
+ * shifted by one for odd N). Its formula above is this model's estimate with both trees
+ * sharing each GPU's port (2 messages per chunk index per phase); the simulated time is
+ * within a few steps of it.
+ *
+ * Two-level clusters: GPUs are numbered node by node (GPU g is on node g / gpus_per_node).
+ * If the N GPUs span more than one node, every formula uses the inter-node α and β: an
+ * algorithm that crosses nodes runs at the pace of its slowest link (the bottleneck bound of
+ * NCCL's ring model). The simulator times each hop on its own link, so its time for the
+ * same algorithm is at most this bound.
+ *
+ * Bus bandwidth (nccl-tests, doc/PERFORMANCE.md): algbw = S / t; busbw = algbw × factor with
+ * factor 2(N-1)/N for all-reduce, (N-1)/N for reduce-scatter and all-gather, 1 for
+ * broadcast and reduce. */
+#ifndef SCALELAB_COMM_COST_H
+#define SCALELAB_COMM_COST_H
+
+#include <stdbool.h>
+
+struct error;
+
+enum cost_op {
+    COST_ALLREDUCE,
+    COST_REDUCE_SCATTER,
+    COST_ALLGATHER,
+    COST_BROADCAST,
+    COST_REDUCE,
+    COST_OP_COUNT
+};
+
+enum cost_algo { COST_RING, COST_TREE, COST_DBTREE, COST_RHD, COST_ALGO_COUNT, COST_AUTO };
+
+#define COST_MAX_CHUNKS 64
+
+/* A cluster as the cost model sees it. α in seconds, β in bytes per second. */
+struct cost_net {
+    int gpus;          /* N, >= 1 */
+    int gpus_per_node; /* >= 1; N <= gpus_per_node means one node */
+    double alpha_intra, beta_intra;
+    double alpha_inter, beta_inter;
+};
+
+struct cost_result {
+    double time_s;            /* predicted time */
+    double bytes_total;       /* bytes sent by all GPUs together */
+    double bytes_max_per_gpu; /* bytes sent by the busiest GPU */
+    int steps;                /* α terms on the critical path (messages in sequence) */
+    int chunks;               /* P for the pipelined algorithms, else 1 */
+    double alpha, beta;       /* the link the formula used */
+};
+
+/* "allreduce", "reduce-scatter", "allgather", "broadcast", "reduce"; "ring", "tree", "dbtree",
+ * "rhd" ("auto" parses to COST_AUTO). */
+const char *cost_op_name(enum cost_op op);
+const char *cost_algo_name(enum cost_algo algo);
+int cost_parse_op(const char *s, enum cost_op *out, struct error *e);
+int cost_parse_algo(const char *s, enum cost_algo *out, struct error *e);
+
+/* Whether algo implements op on n GPUs (e.g. rhd reduce-scatter needs a power of two);
+ * if not, fills e (ERR_INVAL) with what is allowed. */
+bool cost_supported(enum cost_op op, enum cost_algo algo, int n, struct error *e);
+
+/* The link the formulas use: intra-node if all GPUs are on one node, else inter-node. */
+void cost_link(const struct cost_net *net, double *alpha, double *beta);
+
+/* The number of pipeline chunks for a chain or tree of the given depth (>= 1). */
+int cost_pipeline_chunks(int depth, double bytes, double alpha, double beta);
+
+/* floor(log2 n) for n >= 1. */
+int cost_log2(int n);
+
+/* The α-β time and traffic of op by algo on net for bytes; 0, or ERR_INVAL if unsupported
+ * or the arguments are out of range. COST_AUTO is resolved with cost_best_algo first. */
+int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes,
+                    struct cost_result *out, struct error *e);
+
+/* The supported algorithm with the least predicted time (ties: the first in enum order). */
+enum cost_algo cost_best_algo(enum cost_op op, const struct cost_net *net, double bytes);
+
+/* α + S/β over the link between two GPUs (intra- or inter-node). */
+double cost_p2p(const struct cost_net *net, int from, int to, double bytes);
+
+/* nccl-tests: busbw = algbw × cost_busbw_factor(op, n). */
+double cost_busbw_factor(enum cost_op op, int n);
+/* S / t in bytes per second (0 if t <= 0). */
+double cost_algbw(double bytes, double time_s);
+
+#endif

@@ -1,0 +1,575 @@
+#include "config.h"
+#include "sim/cluster.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "base/rng.h"
+
+enum { REQ_POSTED = 1, REQ_TAKEN, REQ_DONE };
+
+struct device {
+    struct cluster *c;
+    int rank;
+    double clock, egress_free;
+    struct ledger ledger;
+    struct rng rng;
+    pthread_cond_t cond;                     /* with c->lock */
+    struct dev_req *inbox_head, *inbox_tail; /* posted to me; c->lock */
+    uint64_t nsent, seq;
+    int step; /* the last dev_step */
+    struct dev_stats stats;
+    struct event *ev;
+    size_t nev, cap;
+    struct error err;
+    int ret;
+    pthread_t thread;
+    int (*fn)(struct device *, void *, struct error *);
+    void *arg;
+};
+
+struct cluster {
+    struct cluster_config cfg;
+    int n;
+    struct device *dev;
+    pthread_mutex_t lock;
+    int aborted; /* c->lock; read without it through __atomic */
+    bool failed; /* c->lock: reason holds the first failure */
+    struct error reason;
+    struct event *merged;
+    size_t nmerged;
+};
+
+/* ---------------------------------------------------------------- events */
+
+void dev_emit(struct device *d, struct event *ev)
+{
+    ev->device = d->rank;
+    ev->seq = d->seq++;
+    if (d->c->cfg.on_event)
+        d->c->cfg.on_event(d->c->cfg.event_ctx, ev);
+    if (!d->c->cfg.record_events)
+        return;
+    if (d->nev == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 256;
+        struct event *p = realloc(d->ev, cap * sizeof *p);
+        if (!p)
+            return; /* the run goes on without the rest of its log */
+        d->ev = p, d->cap = cap;
+    }
+    d->ev[d->nev++] = *ev;
+}
+
+static void ledger_hook(void *ctx, enum ledger_cat cat, int64_t delta, bool oom)
+{
+    struct device *d = ctx;
+    struct event ev = {0};
+    ev.type = oom ? EV_OOM : EV_MEMORY;
+    ev.t = ev.t_end = d->clock;
+    ev.category = cat;
+    ev.delta = delta;
+    ev.current = d->ledger.total;
+    ev.peak = d->ledger.peak;
+    ev.capacity = d->ledger.capacity;
+    dev_emit(d, &ev);
+}
+
+/* ---------------------------------------------------------------- the cluster */
+
+void cluster_config_init(struct cluster_config *c)
+{
+    memset(c, 0, sizeof *c);
+    spec_default(&c->spec);
+    c->gpus = 1;
+    c->deadline_s = 60;
+    c->fail_gpu = c->fail_step = -1;
+}
+
+struct cluster *cluster_new(const struct cluster_config *cfg, struct error *e)
+{
+    if (cfg->gpus < 1 || cfg->gpus > CLUSTER_MAX_GPUS) {
+        error_set(e, ERR_INVAL, "the number of GPUs must be 1 to %d, not %d", CLUSTER_MAX_GPUS,
+                  cfg->gpus);
+        return NULL;
+    }
+    if (spec_check(&cfg->spec, e) != 0)
+        return NULL;
+    struct cluster *c = calloc(1, sizeof *c);
+    struct device *dev = calloc((size_t)cfg->gpus, sizeof *dev);
+    if (!c || !dev) {
+        free(c);
+        free(dev);
+        error_set(e, ERR_NOMEM, "no memory for a cluster of %d GPUs", cfg->gpus);
+        return NULL;
+    }
+    c->cfg = *cfg;
+    if (!(c->cfg.deadline_s > 0))
+        c->cfg.deadline_s = 60;
+    c->n = cfg->gpus;
+    c->dev = dev;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    for (int i = 0; i < c->n; i++) {
+        struct device *d = &dev[i];
+        d->c = c;
+        d->rank = i;
+        pthread_cond_init(&d->cond, &ca);
+        rng_seed(&d->rng, cfg->seed, (uint64_t)i);
+        ledger_init(&d->ledger, i, (uint64_t)cfg->spec.hbm_bytes);
+        d->ledger.hook = ledger_hook;
+        d->ledger.ctx = d;
+    }
+    pthread_condattr_destroy(&ca);
+    return c;
+}
+
+void cluster_free(struct cluster *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < c->n; i++) {
+        pthread_cond_destroy(&c->dev[i].cond);
+        free(c->dev[i].ev);
+    }
+    pthread_mutex_destroy(&c->lock);
+    free(c->merged);
+    free(c->dev);
+    free(c);
+}
+
+void cluster_reset(struct cluster *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        struct device *d = &c->dev[i];
+        d->clock = d->egress_free = 0;
+        d->nsent = d->seq = 0;
+        memset(&d->stats, 0, sizeof d->stats);
+        d->nev = 0;
+    }
+    free(c->merged);
+    c->merged = NULL;
+    c->nmerged = 0;
+}
+
+int cluster_size(const struct cluster *c)
+{
+    return c->n;
+}
+
+struct device *cluster_device(struct cluster *c, int rank)
+{
+    return rank >= 0 && rank < c->n ? &c->dev[rank] : NULL;
+}
+
+const struct cluster_spec *cluster_spec(const struct cluster *c)
+{
+    return &c->cfg.spec;
+}
+
+double cluster_time(const struct cluster *c)
+{
+    double t = 0;
+    for (int i = 0; i < c->n; i++)
+        if (c->dev[i].clock > t)
+            t = c->dev[i].clock;
+    return t;
+}
+
+const struct event *cluster_events(struct cluster *c, size_t *n)
+{
+    size_t total = 0;
+    for (int i = 0; i < c->n; i++)
+        total += c->dev[i].nev;
+    free(c->merged);
+    c->merged = malloc((total ? total : 1) * sizeof *c->merged);
+    c->nmerged = 0;
+    if (c->merged) {
+        for (int i = 0; i < c->n; i++) {
+            memcpy(c->merged + c->nmerged, c->dev[i].ev, c->dev[i].nev * sizeof *c->merged);
+            c->nmerged += c->dev[i].nev;
+        }
+        event_sort(c->merged, c->nmerged);
+    }
+    *n = c->nmerged;
+    return c->merged;
+}
+
+/* Stops the run: the first reason is kept; every waiting device wakes. Needs c->lock. */
+static void abort_locked(struct cluster *c, const struct error *why)
+{
+    if (!c->failed && why) {
+        c->failed = true;
+        c->reason = *why;
+    }
+    __atomic_store_n(&c->aborted, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < c->n; i++)
+        pthread_cond_broadcast(&c->dev[i].cond);
+}
+
+static void *device_main(void *arg)
+{
+    struct device *d = arg;
+    d->ret = d->fn(d, d->arg, &d->err);
+    if (d->ret != 0) {
+        pthread_mutex_lock(&d->c->lock);
+        if (d->err.code == 0)
+            error_set(&d->err, d->ret, "GPU %d: failed (error %d)", d->rank, d->ret);
+        abort_locked(d->c, &d->err);
+        pthread_mutex_unlock(&d->c->lock);
+    }
+    return NULL;
+}
+
+int cluster_run(struct cluster *c, int (*fn)(struct device *d, void *arg, struct error *e),
+                void *arg, struct error *e)
+{
+    c->aborted = 0;
+    c->failed = false;
+    memset(&c->reason, 0, sizeof c->reason);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* signals belong to the main thread */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 4u << 20);
+    int started = 0;
+    for (int i = 0; i < c->n; i++) {
+        struct device *d = &c->dev[i];
+        d->fn = fn, d->arg = arg, d->ret = 0;
+        memset(&d->err, 0, sizeof d->err);
+        if (pthread_create(&d->thread, &attr, device_main, d) != 0) {
+            struct error why;
+            error_set(&why, ERR_RUN, "could not start the thread of GPU %d", i);
+            pthread_mutex_lock(&c->lock);
+            abort_locked(c, &why);
+            pthread_mutex_unlock(&c->lock);
+            break;
+        }
+        started++;
+    }
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    for (int i = 0; i < started; i++)
+        pthread_join(c->dev[i].thread, NULL);
+    if (!c->failed)
+        return 0;
+    if (e)
+        *e = c->reason;
+    return c->reason.code ? c->reason.code : ERR_RUN;
+}
+
+/* ---------------------------------------------------------------- a device */
+
+int dev_rank(const struct device *d)
+{
+    return d->rank;
+}
+
+int dev_count(const struct device *d)
+{
+    return d->c->n;
+}
+
+const struct cluster_spec *dev_spec(const struct device *d)
+{
+    return &d->c->cfg.spec;
+}
+
+struct ledger *dev_ledger(struct device *d)
+{
+    return &d->ledger;
+}
+
+struct rng *dev_rng(struct device *d)
+{
+    return &d->rng;
+}
+
+struct cluster *dev_cluster(struct device *d)
+{
+    return d->c;
+}
+
+struct dev_stats dev_stats(const struct device *d)
+{
+    return d->stats;
+}
+
+double dev_now(const struct device *d)
+{
+    return d->clock;
+}
+
+void dev_advance(struct device *d, double seconds)
+{
+    if (seconds > 0)
+        d->clock += seconds;
+}
+
+void dev_compute(struct device *d, double flops, const char *name, int layer, int micro)
+{
+    struct event ev = {0};
+    double dt = flops > 0 ? flops / d->c->cfg.spec.peak_flops : 0;
+    ev.type = EV_COMPUTE_BEGIN;
+    ev.t = d->clock;
+    ev.t_end = d->clock + dt;
+    ev.name = name, ev.layer = layer, ev.micro = micro, ev.flops = flops;
+    dev_emit(d, &ev);
+    d->clock += dt;
+    ev.type = EV_COMPUTE_END;
+    ev.t = d->clock;
+    dev_emit(d, &ev);
+}
+
+bool dev_aborted(const struct device *d)
+{
+    return __atomic_load_n(&d->c->aborted, __ATOMIC_ACQUIRE) != 0;
+}
+
+static int aborted_error(struct device *d, struct error *e)
+{
+    return error_set(e, ERR_RUN, "GPU %d: stopped: the run was aborted", d->rank);
+}
+
+static int vfail(struct device *d, struct error *e, const char *fmt, va_list ap)
+{
+    struct error why = {0};
+    char msg[ERROR_MAX - 16];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    error_set(&why, ERR_RUN, "GPU %d: %s", d->rank, msg);
+    struct event ev = {0};
+    ev.type = EV_FAIL;
+    ev.t = ev.t_end = d->clock;
+    ev.name = "fail";
+    ev.step = d->step;
+    dev_emit(d, &ev);
+    pthread_mutex_lock(&d->c->lock);
+    abort_locked(d->c, &why);
+    pthread_mutex_unlock(&d->c->lock);
+    if (e)
+        *e = why;
+    return ERR_RUN;
+}
+
+int dev_fail(struct device *d, struct error *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vfail(d, e, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int dev_step(struct device *d, int step, struct error *e)
+{
+    if (dev_aborted(d))
+        return aborted_error(d, e);
+    d->step = step;
+    if (d->rank == d->c->cfg.fail_gpu && step == d->c->cfg.fail_step)
+        return dev_fail(d, e, "failed at step %d (injected with --fail)", step);
+    return 0;
+}
+
+static void deadline_at(struct timespec *ts, double seconds)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    double whole = (double)(long)seconds;
+    ts->tv_sec += (time_t)whole;
+    ts->tv_nsec += (long)((seconds - whole) * 1e9);
+    if (ts->tv_nsec >= 1000000000L)
+        ts->tv_sec++, ts->tv_nsec -= 1000000000L;
+}
+
+static double link_cost(const struct device *d, int peer, size_t bytes)
+{
+    const struct cluster_spec *s = &d->c->cfg.spec;
+    bool same = spec_node(s, d->rank) == spec_node(s, peer);
+    return same ? s->alpha_intra + (double)bytes / s->beta_intra
+                : s->alpha_inter + (double)bytes / s->beta_inter;
+}
+
+int dev_isend(struct device *d, int peer, const void *buf, size_t bytes, const struct dev_tag *tag,
+              struct dev_req *req, struct error *e)
+{
+    struct cluster *c = d->c;
+    if (peer < 0 || peer >= c->n || peer == d->rank)
+        return error_set(e, ERR_INVAL, "GPU %d: cannot send to GPU %d", d->rank, peer);
+    memset(req, 0, sizeof *req);
+    req->buf = buf;
+    req->bytes = bytes;
+    req->from = d->rank;
+    req->to = peer;
+    req->t_start = d->clock > d->egress_free ? d->clock : d->egress_free;
+    req->t_arrival = req->t_start + link_cost(d, peer, bytes);
+    req->msg = ((uint64_t)d->rank << 40) | d->nsent++;
+    if (tag)
+        req->tag = *tag;
+    d->egress_free = req->t_arrival;
+    d->stats.bytes_sent += bytes;
+    d->stats.msgs_sent++;
+
+    struct event ev = {0};
+    ev.type = EV_SEND;
+    ev.t = req->t_start;
+    ev.t_end = req->t_arrival;
+    ev.peer = peer, ev.bytes = bytes, ev.msg = req->msg;
+    ev.step = req->tag.step, ev.chunk = req->tag.chunk, ev.phase = req->tag.phase;
+    dev_emit(d, &ev);
+
+    pthread_mutex_lock(&c->lock);
+    if (c->aborted) {
+        pthread_mutex_unlock(&c->lock);
+        req->state = REQ_DONE;
+        return aborted_error(d, e);
+    }
+    struct device *to = &c->dev[peer];
+    req->state = REQ_POSTED;
+    if (to->inbox_tail)
+        to->inbox_tail->next = req;
+    else
+        to->inbox_head = req;
+    to->inbox_tail = req;
+    pthread_cond_signal(&to->cond);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+/* Removes req from d's queue; needs c->lock. */
+static void unlink_req(struct device *d, struct dev_req *req)
+{
+    struct dev_req **pp = &d->inbox_head, *prev = NULL;
+    while (*pp && *pp != req)
+        prev = *pp, pp = &(*pp)->next;
+    if (!*pp)
+        return;
+    *pp = req->next;
+    if (d->inbox_tail == req)
+        d->inbox_tail = prev;
+    req->next = NULL;
+}
+
+int dev_wait(struct device *d, struct dev_req *req, struct error *e)
+{
+    struct cluster *c = d->c;
+    struct timespec ts;
+    int rc = 0;
+    deadline_at(&ts, c->cfg.deadline_s);
+    pthread_mutex_lock(&c->lock);
+    while (req->state != REQ_DONE) {
+        /* A message being copied is waited for even after an abort: the receiver is
+         * reading this buffer and will finish without waiting for anything. */
+        if (req->state == REQ_POSTED && (c->aborted || rc == ETIMEDOUT)) {
+            bool deadline = !c->aborted;
+            unlink_req(&c->dev[req->to], req);
+            req->state = REQ_DONE;
+            pthread_mutex_unlock(&c->lock);
+            if (deadline)
+                return dev_fail(d, e,
+                                "waited %.0f s for GPU %d to take a message (step %d): deadline "
+                                "passed",
+                                c->cfg.deadline_s, req->to, req->tag.step);
+            return aborted_error(d, e);
+        }
+        rc = pthread_cond_timedwait(&d->cond, &c->lock, &ts);
+        if (rc == ETIMEDOUT && req->state == REQ_TAKEN)
+            deadline_at(&ts, c->cfg.deadline_s);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (req->t_arrival > d->clock)
+        d->clock = req->t_arrival;
+    return 0;
+}
+
+static struct dev_req *find_from(struct device *d, int peer)
+{
+    for (struct dev_req *r = d->inbox_head; r; r = r->next)
+        if (r->from == peer)
+            return r;
+    return NULL;
+}
+
+int dev_recv(struct device *d, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
+             dev_combine_fn combine, void *ctx, struct error *e)
+{
+    struct cluster *c = d->c;
+    if (peer < 0 || peer >= c->n || peer == d->rank)
+        return error_set(e, ERR_INVAL, "GPU %d: cannot receive from GPU %d", d->rank, peer);
+    struct timespec ts;
+    struct dev_req *req;
+    deadline_at(&ts, c->cfg.deadline_s);
+    pthread_mutex_lock(&c->lock);
+    while (!(req = find_from(d, peer))) {
+        if (c->aborted) {
+            pthread_mutex_unlock(&c->lock);
+            return aborted_error(d, e);
+        }
+        if (pthread_cond_timedwait(&d->cond, &c->lock, &ts) == ETIMEDOUT &&
+            !(req = find_from(d, peer))) {
+            pthread_mutex_unlock(&c->lock);
+            return dev_fail(d, e,
+                            "waited %.0f s for a message from GPU %d (step %d): deadline "
+                            "passed",
+                            c->cfg.deadline_s, peer, tag ? tag->step : -1);
+        }
+        if (req)
+            break;
+    }
+    unlink_req(d, req);
+    req->state = REQ_TAKEN;
+    pthread_mutex_unlock(&c->lock);
+
+    size_t got = req->bytes;
+    if (got == bytes && bytes > 0) {
+        if (combine)
+            combine(buf, req->buf, bytes, ctx);
+        else
+            memcpy(buf, req->buf, bytes);
+    }
+    double arrival = req->t_arrival;
+    uint64_t msg = req->msg;
+    struct dev_tag rtag = req->tag;
+
+    pthread_mutex_lock(&c->lock);
+    req->state = REQ_DONE; /* req belongs to the sender again from here */
+    pthread_cond_broadcast(&c->dev[peer].cond);
+    pthread_mutex_unlock(&c->lock);
+
+    if (got != bytes)
+        return dev_fail(d, e, "expected %zu bytes from GPU %d (step %d) but %zu came", bytes, peer,
+                        tag ? tag->step : -1, got);
+    if (arrival > d->clock)
+        d->clock = arrival;
+    d->stats.bytes_received += bytes;
+    d->stats.msgs_received++;
+    struct event ev = {0};
+    ev.type = EV_RECV;
+    ev.t = d->clock;
+    ev.t_end = arrival;
+    ev.peer = peer, ev.bytes = bytes, ev.msg = msg;
+    ev.step = rtag.step, ev.chunk = rtag.chunk, ev.phase = rtag.phase;
+    dev_emit(d, &ev);
+    return 0;
+}
+
+int dev_sendrecv(struct device *d, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
+                 size_t rbytes, const struct dev_tag *tag, dev_combine_fn combine, void *ctx,
+                 struct error *e)
+{
+    struct dev_req req;
+    int rc = dev_isend(d, to, sbuf, sbytes, tag, &req, e);
+    if (rc != 0)
+        return rc;
+    rc = dev_recv(d, from, rbuf, rbytes, tag, combine, ctx, e);
+    struct error we;
+    int wrc = dev_wait(d, &req, rc ? &we : e);
+    return rc ? rc : wrc;
+}

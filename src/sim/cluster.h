@@ -1,0 +1,146 @@
+/* The simulated cluster: one thread per GPU, point-to-point sends, simulated time, abort.
+ *
+ * cluster_run(c, fn, arg) runs fn on every device at once, one pthread each (1 to
+ * CLUSTER_MAX_GPUS of them, whatever the host's core count: every wait blocks on a condition
+ * variable, none spins), joins them all and returns the first failure.
+ *
+ * Sends (dev_isend, dev_recv, dev_wait) are rendezvous DMAs: the sender posts its buffer, the
+ * receiver copies the bytes out of it straight into its own buffer (or, for a reduction,
+ * combines them into it with a function it supplies), and the sender's dev_wait returns once
+ * they have been taken: until then the sender must not write that buffer. Messages between
+ * two devices are matched in the order they were sent.
+ *
+ * Simulated time (Hockney's model, as comm/cost.h): each device has a clock and one outgoing
+ * port. A send of m bytes starts at the later of the sender's clock and the end of its
+ * previous send, occupies the port for α + m/β and arrives when it ends; α and β are the
+ * spec's intra-node or inter-node ones (GPU g is on node g / gpus_per_node). A receive sets
+ * the receiver's clock to the later of its own and the arrival; dev_wait sets the sender's
+ * to the later of its own and the arrival (the buffer is free again). Compute advances the
+ * clock by FLOPs / peak. So simulated times depend only on the program, never on the host.
+ *
+ * Stopping: every wait has a deadline (host seconds) and watches the cluster-wide abort flag.
+ * A device that fails (an error returned by fn, out of memory, a deadline, an injected
+ * failure) aborts the cluster: every other device's wait returns ERR_RUN, every thread is
+ * joined, and cluster_run reports the first failure, naming the GPU. */
+#ifndef SCALELAB_SIM_CLUSTER_H
+#define SCALELAB_SIM_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/event.h"
+#include "sim/ledger.h"
+#include "sim/spec.h"
+
+struct error;
+struct rng;
+struct cluster;
+struct device;
+
+#define CLUSTER_MAX_GPUS 256
+
+struct cluster_config {
+    struct cluster_spec spec;
+    int gpus;          /* 1 to CLUSTER_MAX_GPUS */
+    uint64_t seed;     /* device d's rng is rng_seed(seed, d) */
+    double deadline_s; /* the longest host wait for one message; 0: 60 s */
+    bool record_events;
+    /* Sees each event as a device records it, on that device's thread: it must not block
+     * (copy the event into a buffer of its own under a short lock, or drop it). */
+    void (*on_event)(void *ctx, const struct event *ev);
+    void *event_ctx;
+    int fail_gpu, fail_step; /* dev_step(fail_step) on GPU fail_gpu fails; -1: never */
+};
+
+/* Fills c with a 1-GPU default spec (spec_default), a 60 s deadline, no failure. */
+void cluster_config_init(struct cluster_config *c);
+
+struct cluster *cluster_new(const struct cluster_config *cfg, struct error *e);
+void cluster_free(struct cluster *c);
+
+/* Runs fn(device, arg, e) on every device in its own thread; 0, or the first failure. */
+int cluster_run(struct cluster *c, int (*fn)(struct device *d, void *arg, struct error *e),
+                void *arg, struct error *e);
+
+/* Simulated time back to 0, counters and events cleared (memory stays allocated). */
+void cluster_reset(struct cluster *c);
+
+int cluster_size(const struct cluster *c);
+struct device *cluster_device(struct cluster *c, int rank);
+const struct cluster_spec *cluster_spec(const struct cluster *c);
+/* The latest device clock: when the last device finished. */
+double cluster_time(const struct cluster *c);
+/* All recorded events merged in (t, device, seq) order; valid until the next run, reset or
+ * free. Call between runs only. */
+const struct event *cluster_events(struct cluster *c, size_t *n);
+
+/* ---------------------------------------------------------------- one device */
+
+struct dev_stats {
+    uint64_t bytes_sent, bytes_received, msgs_sent, msgs_received;
+};
+
+/* What a message is part of, for events and --steps. phase is a static string. */
+struct dev_tag {
+    int step, chunk;
+    const char *phase;
+};
+
+/* A posted send. Lives with the sender (e.g. on its stack) until dev_wait returns. */
+struct dev_req {
+    struct dev_req *next; /* in the receiver's queue */
+    const void *buf;
+    size_t bytes;
+    int from, to, state;
+    double t_start, t_arrival;
+    uint64_t msg;
+    struct dev_tag tag;
+};
+
+/* Combines src into dst (bytes each), e.g. dst += src in some number format. */
+typedef void (*dev_combine_fn)(void *dst, const void *src, size_t bytes, void *ctx);
+
+int dev_rank(const struct device *d);
+int dev_count(const struct device *d);
+const struct cluster_spec *dev_spec(const struct device *d);
+struct ledger *dev_ledger(struct device *d);
+struct rng *dev_rng(struct device *d);
+struct cluster *dev_cluster(struct device *d);
+struct dev_stats dev_stats(const struct device *d);
+
+/* The device's simulated clock, in seconds. */
+double dev_now(const struct device *d);
+/* Advances the clock by seconds. */
+void dev_advance(struct device *d, double seconds);
+/* flops of work: the clock advances by flops / peak; compute begin and end events. */
+void dev_compute(struct device *d, double flops, const char *name, int layer, int micro);
+
+/* The device starts step `step` (of a collective or of training): 0, or ERR_RUN if the run
+ * was aborted or this is the injected failure (--fail GPU@STEP). */
+int dev_step(struct device *d, int step, struct error *e);
+bool dev_aborted(const struct device *d);
+/* Stops the whole run because of this device: records an EV_FAIL event, aborts the cluster
+ * with "GPU d: MESSAGE" as the run's error (the first one wins), returns ERR_RUN. */
+int dev_fail(struct device *d, struct error *e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Posts bytes of buf to peer; the buffer stays the sender's to read, not to write, until
+ * dev_wait(req). 0 or ERR_RUN (aborted) / ERR_INVAL (a bad peer). */
+int dev_isend(struct device *d, int peer, const void *buf, size_t bytes, const struct dev_tag *tag,
+              struct dev_req *req, struct error *e);
+int dev_wait(struct device *d, struct dev_req *req, struct error *e);
+/* Waits for the next message from peer and copies it into buf (combine NULL) or combines it
+ * into buf; its size must be bytes. 0 or ERR_RUN (aborted, deadline, size mismatch). */
+int dev_recv(struct device *d, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
+             dev_combine_fn combine, void *ctx, struct error *e);
+/* dev_isend to `to`, dev_recv from `from`, dev_wait: one exchange step. */
+int dev_sendrecv(struct device *d, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
+                 size_t rbytes, const struct dev_tag *tag, dev_combine_fn combine, void *ctx,
+                 struct error *e);
+
+/* Records an event for this device (device, seq filled in; t is the caller's, usually
+ * dev_now). For engines above sim (training steps, non-finite values). */
+void dev_emit(struct device *d, struct event *ev);
+
+#endif

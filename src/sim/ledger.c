@@ -1,0 +1,126 @@
+#include "config.h"
+#include "sim/ledger.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/units.h"
+
+/* Each allocation starts with a header (one cache line, so the data stays 64-byte aligned). */
+struct header {
+    uint64_t bytes;
+    int cat;
+    uint32_t magic;
+    char pad[48];
+};
+
+#define LEDGER_MAGIC 0x5ca1ab1eu
+
+static const char *const names[MEM_CAT_COUNT] = {"weights",         "gradients",   "master weights",
+                                                 "optimizer state", "activations", "communication"};
+
+const char *ledger_cat_name(enum ledger_cat cat)
+{
+    return cat < MEM_CAT_COUNT ? names[cat] : "?";
+}
+
+void ledger_init(struct ledger *l, int device, uint64_t capacity)
+{
+    memset(l, 0, sizeof *l);
+    l->device = device;
+    l->capacity = capacity;
+}
+
+bool ledger_fits(const struct ledger *l, uint64_t bytes)
+{
+    return bytes <= l->capacity && l->total <= l->capacity - bytes;
+}
+
+static int refuse(struct ledger *l, enum ledger_cat cat, uint64_t bytes, struct error *e)
+{
+    char want[32], have[32], cap[32];
+    units_format_bytes(want, sizeof want, (double)bytes, UNITS_BINARY);
+    units_format_bytes(have, sizeof have, (double)l->total, UNITS_BINARY);
+    units_format_bytes(cap, sizeof cap, (double)l->capacity, UNITS_BINARY);
+    if (l->hook)
+        l->hook(l->ctx, cat, (int64_t)bytes, true);
+    return error_set(e, ERR_RUN,
+                     "GPU %d: out of memory: %s more of %s on top of %s in use exceeds "
+                     "the capacity of %s",
+                     l->device, want, names[cat], have, cap);
+}
+
+static void add(struct ledger *l, enum ledger_cat cat, uint64_t bytes)
+{
+    l->current[cat] += bytes;
+    l->total += bytes;
+    if (l->current[cat] > l->peak_cat[cat])
+        l->peak_cat[cat] = l->current[cat];
+    if (l->total > l->peak)
+        l->peak = l->total;
+    if (l->hook)
+        l->hook(l->ctx, cat, (int64_t)bytes, false);
+}
+
+static void sub(struct ledger *l, enum ledger_cat cat, uint64_t bytes)
+{
+    l->current[cat] -= bytes;
+    l->total -= bytes;
+    if (l->hook)
+        l->hook(l->ctx, cat, -(int64_t)bytes, false);
+}
+
+int ledger_charge(struct ledger *l, enum ledger_cat cat, uint64_t bytes, struct error *e)
+{
+    if (cat >= MEM_CAT_COUNT)
+        return error_set(e, ERR_INVAL, "no memory category %d", (int)cat);
+    if (!ledger_fits(l, bytes))
+        return refuse(l, cat, bytes, e);
+    add(l, cat, bytes);
+    return 0;
+}
+
+void ledger_release(struct ledger *l, enum ledger_cat cat, uint64_t bytes)
+{
+    if (cat < MEM_CAT_COUNT && bytes <= l->current[cat])
+        sub(l, cat, bytes);
+}
+
+void *ledger_alloc(struct ledger *l, enum ledger_cat cat, size_t bytes, struct error *e)
+{
+    if (cat >= MEM_CAT_COUNT) {
+        error_set(e, ERR_INVAL, "no memory category %d", (int)cat);
+        return NULL;
+    }
+    if (!ledger_fits(l, bytes)) {
+        refuse(l, cat, bytes, e);
+        return NULL;
+    }
+    void *p = NULL;
+    if (bytes > SIZE_MAX - sizeof(struct header) ||
+        posix_memalign(&p, 64, sizeof(struct header) + bytes) != 0) {
+        error_set(e, ERR_NOMEM, "GPU %d: the host has no memory for %zu bytes of %s", l->device,
+                  bytes, names[cat]);
+        return NULL;
+    }
+    struct header *h = p;
+    memset(h, 0, sizeof *h + bytes); /* touched once, here */
+    h->bytes = bytes;
+    h->cat = cat;
+    h->magic = LEDGER_MAGIC;
+    add(l, cat, bytes);
+    return h + 1;
+}
+
+void ledger_free(struct ledger *l, void *p)
+{
+    if (!p)
+        return;
+    struct header *h = (struct header *)p - 1;
+    if (h->magic != LEDGER_MAGIC)
+        abort(); /* not from ledger_alloc: a bug, not bad input */
+    h->magic = 0;
+    sub(l, (enum ledger_cat)h->cat, h->bytes);
+    free(h);
+}

@@ -1,0 +1,61 @@
+/* The memory ledger of one simulated GPU: bytes by category, current and peak, against a
+ * capacity.
+ *
+ * Real buffers are allocated through it (ledger_alloc), so what a run measures is what it
+ * accounts; ledger_charge accounts bytes that are not backed by host memory (a lesson's
+ * 7B-parameter model on a simulated 80 GiB GPU). Going over the capacity is an error
+ * (ERR_RUN, "out of memory"), never a crash: nothing is allocated or charged, the hook
+ * sees it (the device turns it into an out-of-memory event).
+ *
+ * ledger_alloc returns zeroed memory aligned to 64 bytes, touched once so the page faults
+ * happen there and not in the first step; allocate large buffers once per run. A ledger is
+ * used by one thread at a time (its device's, or the main thread before and after a run). */
+#ifndef SCALELAB_SIM_LEDGER_H
+#define SCALELAB_SIM_LEDGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct error;
+
+enum ledger_cat {
+    MEM_WEIGHTS,
+    MEM_GRADIENTS,
+    MEM_MASTER,    /* fp32 master weights */
+    MEM_OPTIMIZER, /* optimizer state (Adam moments) */
+    MEM_ACTIVATIONS,
+    MEM_COMM, /* communication buffers */
+    MEM_CAT_COUNT
+};
+
+struct ledger {
+    uint64_t capacity;
+    uint64_t current[MEM_CAT_COUNT], peak_cat[MEM_CAT_COUNT];
+    uint64_t total, peak;
+    int device; /* for messages */
+    /* Called after every change (delta > 0 allocation, < 0 release) and on a refusal
+     * (oom true, delta the bytes asked for, nothing changed). */
+    void (*hook)(void *ctx, enum ledger_cat cat, int64_t delta, bool oom);
+    void *ctx;
+};
+
+/* "weights", "gradients", "master weights", "optimizer state", "activations",
+ * "communication" */
+const char *ledger_cat_name(enum ledger_cat cat);
+
+void ledger_init(struct ledger *l, int device, uint64_t capacity);
+
+/* bytes of zeroed memory, or NULL: ERR_RUN "GPU d: out of memory: ..." if it does not fit,
+ * ERR_NOMEM if the host has none. Free with ledger_free on the same ledger. */
+void *ledger_alloc(struct ledger *l, enum ledger_cat cat, size_t bytes, struct error *e);
+void ledger_free(struct ledger *l, void *p);
+
+/* Accounting without memory: 0 or ERR_RUN (out of memory); ledger_release gives it back. */
+int ledger_charge(struct ledger *l, enum ledger_cat cat, uint64_t bytes, struct error *e);
+void ledger_release(struct ledger *l, enum ledger_cat cat, uint64_t bytes);
+
+/* Whether bytes more would fit. */
+bool ledger_fits(const struct ledger *l, uint64_t bytes);
+
+#endif

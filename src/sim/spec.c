@@ -1,0 +1,43 @@
+#include "config.h"
+#include "sim/spec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+
+void spec_default(struct cluster_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", "8xH100 (built in)");
+    s->gpus_per_node = 8;
+    s->nodes = 1;
+    s->hbm_bytes = 80.0 * 1024 * 1024 * 1024;
+    s->peak_flops = 989e12;
+    s->alpha_intra = 3e-6;
+    s->beta_intra = 450e9;
+    s->alpha_inter = 10e-6;
+    s->beta_inter = 50e9;
+}
+
+int spec_check(const struct cluster_spec *s, struct error *e)
+{
+    if (s->gpus_per_node < 1)
+        return error_set(e, ERR_INVAL, "cluster %s: gpus_per_node must be >= 1", s->name);
+    if (s->nodes < 1)
+        return error_set(e, ERR_INVAL, "cluster %s: nodes must be >= 1", s->name);
+    if (!(s->hbm_bytes > 0))
+        return error_set(e, ERR_INVAL, "cluster %s: the memory per GPU must be > 0", s->name);
+    if (!(s->peak_flops > 0))
+        return error_set(e, ERR_INVAL, "cluster %s: the peak FLOP/s must be > 0", s->name);
+    if (!(s->alpha_intra >= 0 && s->alpha_inter >= 0))
+        return error_set(e, ERR_INVAL, "cluster %s: α must be >= 0", s->name);
+    if (!(s->beta_intra > 0 && s->beta_inter > 0))
+        return error_set(e, ERR_INVAL, "cluster %s: β must be > 0", s->name);
+    return 0;
+}
+
+int spec_node(const struct cluster_spec *s, int gpu)
+{
+    return gpu / (s->gpus_per_node > 0 ? s->gpus_per_node : 1);
+}

@@ -1,0 +1,208 @@
+#include "config.h"
+#include "sim/trace.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "sim/ledger.h"
+
+/* JSON refuses NaN and infinities: they are written as strings. */
+static void num(FILE *f, double v)
+{
+    if (isnan(v))
+        fputs("\"nan\"", f);
+    else if (isinf(v))
+        fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);
+    else
+        fprintf(f, "%.17g", v);
+}
+
+static const char *str(const char *s)
+{
+    return s ? s : "";
+}
+
+static double us(double t)
+{
+    return t * 1e6;
+}
+
+static void chrome_event(FILE *f, const struct event *ev)
+{
+    int d = ev->device;
+    switch (ev->type) {
+    case EV_COMPUTE_BEGIN:
+        fprintf(f,
+                ",\n{\"name\":\"%s\",\"cat\":\"compute\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,"
+                "\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"layer\":%d,\"micro\":%d,\"flops\":%.17g}}",
+                str(ev->name), d, us(ev->t), us(ev->t_end - ev->t), ev->layer, ev->micro,
+                ev->flops);
+        break;
+    case EV_SEND:
+        fprintf(f,
+                ",\n{\"name\":\"%s chunk %d to GPU %d\",\"cat\":\"comm\",\"ph\":\"X\",\"pid\":%d,"
+                "\"tid\":1,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"peer\":%d,\"bytes\":%llu,"
+                "\"chunk\":%d,\"step\":%d,\"phase\":\"%s\"}}",
+                str(ev->phase), ev->chunk, ev->peer, d, us(ev->t), us(ev->t_end - ev->t), ev->peer,
+                (unsigned long long)ev->bytes, ev->chunk, ev->step, str(ev->phase));
+        fprintf(f,
+                ",\n{\"name\":\"hop\",\"cat\":\"comm\",\"ph\":\"s\",\"id\":%llu,\"pid\":%d,"
+                "\"tid\":1,\"ts\":%.6f}",
+                (unsigned long long)ev->msg, d, us(ev->t));
+        break;
+    case EV_RECV: {
+        double dur = ev->t - ev->t_end;
+        fprintf(f,
+                ",\n{\"name\":\"%s chunk %d from GPU %d\",\"cat\":\"comm\",\"ph\":\"X\","
+                "\"pid\":%d,\"tid\":2,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"peer\":%d,"
+                "\"bytes\":%llu,\"chunk\":%d,\"step\":%d,\"phase\":\"%s\"}}",
+                str(ev->phase), ev->chunk, ev->peer, d, us(ev->t_end),
+                dur > 1e-12 ? us(dur) : 0.001, ev->peer, (unsigned long long)ev->bytes, ev->chunk,
+                ev->step, str(ev->phase));
+        fprintf(f,
+                ",\n{\"name\":\"hop\",\"cat\":\"comm\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,"
+                "\"pid\":%d,\"tid\":2,\"ts\":%.6f}",
+                (unsigned long long)ev->msg, d, us(ev->t_end));
+        break;
+    }
+    case EV_MEMORY:
+        fprintf(f,
+                ",\n{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.6f,"
+                "\"args\":{\"bytes\":%llu}}",
+                d, us(ev->t), (unsigned long long)ev->current);
+        break;
+    case EV_OOM:
+    case EV_FAIL:
+    case EV_NONFINITE:
+        fprintf(f,
+                ",\n{\"name\":\"%s%s%s\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":0,"
+                "\"ts\":%.6f}",
+                ev->type == EV_OOM    ? "out of memory: "
+                : ev->type == EV_FAIL ? "failed"
+                                      : "non-finite ",
+                ev->type == EV_OOM ? ledger_cat_name((enum ledger_cat)ev->category) : "",
+                ev->type == EV_NONFINITE ? str(ev->name) : "", d, us(ev->t));
+        break;
+    case EV_TRAIN_STEP:
+        fprintf(f,
+                ",\n{\"name\":\"loss\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.6f,\"args\":{\"loss\":", d,
+                us(ev->t));
+        num(f, ev->loss);
+        fputs("}}", f);
+        break;
+    default: break;
+    }
+}
+
+int trace_write_chrome(const char *path, const struct event *ev, size_t n, int gpus,
+                       struct error *e)
+{
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 16);
+    if (!tmp)
+        return error_set(e, ERR_NOMEM, "%s: no memory", path);
+    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int err = errno;
+        free(tmp);
+        return error_set(e, ERR_IO, "%s: cannot write: %s", path, strerror(err));
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        return error_set(e, ERR_IO, "%s: cannot write", path);
+    }
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"simulated\"},"
+          "\"traceEvents\":[\n",
+          f);
+    fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"GPU 0\"}}", f);
+    for (int d = 0; d < gpus; d++) {
+        if (d > 0)
+            fprintf(f,
+                    ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+                    "\"args\":{\"name\":\"GPU %d\"}}",
+                    d, d);
+        fprintf(f,
+                ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
+                "\"args\":{\"sort_index\":%d}}",
+                d, d);
+        const char *tracks[3] = {"compute", "send", "receive"};
+        for (int t = 0; t < 3; t++)
+            fprintf(f,
+                    ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                    "\"args\":{\"name\":\"%s\"}}",
+                    d, t, tracks[t]);
+    }
+    for (size_t i = 0; i < n; i++)
+        chrome_event(f, &ev[i]);
+    fputs("\n]}\n", f);
+    bool bad = ferror(f) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        free(tmp);
+        return error_set(e, ERR_IO, "%s: cannot write: %s", path, strerror(err));
+    }
+    free(tmp);
+    return 0;
+}
+
+void trace_write_jsonl(FILE *f, const struct event *ev, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct event *v = &ev[i];
+        fprintf(f, "{\"type\":\"%s\",\"device\":%d,\"seq\":%llu,\"t\":", event_type_name(v->type),
+                v->device, (unsigned long long)v->seq);
+        num(f, v->t);
+        switch (v->type) {
+        case EV_SEND:
+        case EV_RECV:
+            fprintf(f,
+                    ",\"arrival\":%.17g,\"peer\":%d,\"bytes\":%llu,\"chunk\":%d,\"step\":%d,"
+                    "\"phase\":\"%s\",\"msg\":%llu",
+                    v->t_end, v->peer, (unsigned long long)v->bytes, v->chunk, v->step,
+                    str(v->phase), (unsigned long long)v->msg);
+            break;
+        case EV_COMPUTE_BEGIN:
+        case EV_COMPUTE_END:
+            fprintf(f, ",\"name\":\"%s\",\"layer\":%d,\"micro\":%d,\"flops\":%.17g", str(v->name),
+                    v->layer, v->micro, v->flops);
+            break;
+        case EV_MEMORY:
+        case EV_OOM:
+            fprintf(f,
+                    ",\"category\":\"%s\",\"delta\":%lld,\"current\":%llu,\"peak\":%llu,"
+                    "\"capacity\":%llu",
+                    ledger_cat_name((enum ledger_cat)v->category), (long long)v->delta,
+                    (unsigned long long)v->current, (unsigned long long)v->peak,
+                    (unsigned long long)v->capacity);
+            break;
+        case EV_TRAIN_STEP:
+            fprintf(f, ",\"step\":%d,\"loss\":", v->step);
+            num(f, v->loss);
+            fputs(",\"grad_norm\":", f);
+            num(f, v->grad_norm);
+            fputs(",\"clip_coef\":", f);
+            num(f, v->clip_coef);
+            fputs(",\"loss_scale\":", f);
+            num(f, v->loss_scale);
+            fprintf(f, ",\"skipped\":%s", v->skipped ? "true" : "false");
+            break;
+        case EV_NONFINITE:
+        case EV_FAIL:
+            fprintf(f, ",\"name\":\"%s\",\"layer\":%d,\"step\":%d", str(v->name), v->layer,
+                    v->step);
+            break;
+        default: break;
+        }
+        fputs("}\n", f);
+    }
+}

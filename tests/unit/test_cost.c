@@ -1,0 +1,230 @@
+/* Unit tests of src/comm/cost: the α-β formulas against values computed by hand, the
+ * pipeline chunk choice, the trees, nccl-tests' bus bandwidth factors. Times are compared
+ * with a relative tolerance of 1e-12: every value is a handful of double operations. */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "comm/cost.h"
+#include "comm/tree.h"
+#include "harness.h"
+
+static void close_to(double x, double want)
+{
+    ck_assert_msg(fabs(x - want) <= 1e-12 * fabs(want), "%.17g != %.17g", x, want);
+}
+#define CLOSE(x, want) close_to((double)(x), (double)(want))
+
+/* One node of 8: α = 10 µs, β = 10 GB/s; a second node level: α = 20 µs, β = 2.5 GB/s. */
+static struct cost_net net(int n)
+{
+    struct cost_net c = {n, 8, 1e-5, 1e10, 2e-5, 2.5e9};
+    return c;
+}
+
+static struct cost_result run(enum cost_op op, enum cost_algo algo, int n, double bytes)
+{
+    struct cost_net c = net(n);
+    struct cost_result r;
+    struct error e = {0};
+    ck_assert_msg(cost_collective(op, algo, &c, bytes, &r, &e) == 0, "%s", e.msg);
+    return r;
+}
+
+START_TEST(ring_formulas)
+{
+    /* all-reduce, 8 GPUs, 100 MB: 2*7*10us + 2*7/8 * 1e8 / 1e10 = 140 us + 17.5 ms */
+    struct cost_result r = run(COST_ALLREDUCE, COST_RING, 8, 1e8);
+    CLOSE(r.time_s, 1.4e-4 + 0.0175);
+    CLOSE(r.bytes_total, 14e8);
+    CLOSE(r.bytes_max_per_gpu, 1.75e8);
+    ck_assert_int_eq(r.steps, 14);
+    /* reduce-scatter and all-gather: half of that */
+    r = run(COST_REDUCE_SCATTER, COST_RING, 8, 1e8);
+    CLOSE(r.time_s, 7e-5 + 0.00875);
+    CLOSE(r.bytes_total, 7e8);
+    ck_assert_int_eq(r.steps, 7);
+    r = run(COST_ALLGATHER, COST_RING, 8, 1e8);
+    CLOSE(r.time_s, 7e-5 + 0.00875);
+    /* 16 GPUs span two nodes: the inter-node link sets the pace: 30*20us + 30/16*1e8/2.5e9 */
+    r = run(COST_ALLREDUCE, COST_RING, 16, 1e8);
+    CLOSE(r.time_s, 30 * 2e-5 + 30.0 / 16 * 1e8 / 2.5e9);
+    CLOSE(r.alpha, 2e-5);
+    /* one GPU: nothing to do */
+    r = run(COST_ALLREDUCE, COST_RING, 1, 1e8);
+    CLOSE(r.time_s + 1, 1);
+    ck_assert_int_eq(r.steps, 0);
+}
+END_TEST
+
+START_TEST(rhd_formulas)
+{
+    /* 8 GPUs: 2*3*10us + 2*7/8*1e8/1e10 */
+    struct cost_result r = run(COST_ALLREDUCE, COST_RHD, 8, 1e8);
+    CLOSE(r.time_s, 6e-5 + 0.0175);
+    ck_assert_int_eq(r.steps, 6);
+    CLOSE(r.bytes_total, 14e8);
+    /* 6 GPUs: N' = 4, r = 2: 2*2*10us + 2*3/4*1e8/1e10 + 2*(10us + 1e8/1e10) */
+    r = run(COST_ALLREDUCE, COST_RHD, 6, 1e8);
+    CLOSE(r.time_s, 4e-5 + 0.015 + 2 * (1e-5 + 0.01));
+    CLOSE(r.bytes_total, 2 * 3 * 1e8 + 2 * 2 * 1e8);
+    CLOSE(r.bytes_max_per_gpu, 1.5e8 + 1e8);
+    ck_assert_int_eq(r.steps, 6);
+    r = run(COST_REDUCE_SCATTER, COST_RHD, 4, 1e8);
+    CLOSE(r.time_s, 2e-5 + 0.0075);
+}
+END_TEST
+
+START_TEST(pipelined_formulas)
+{
+    /* chain broadcast, 4 GPUs, 2 MB: P* = sqrt(2 * 2e6 / (1e-5 * 1e10)) = 6.32; P = 6 gives
+     * 8 * (10us + 2e6/6/1e10) = 346.67 us, P = 7 gives 9 * (10us + 28.57us) = 347.14 us. */
+    struct cost_result r = run(COST_BROADCAST, COST_RING, 4, 2e6);
+    ck_assert_int_eq(r.chunks, 6);
+    ck_assert_int_eq(r.steps, 8);
+    CLOSE(r.time_s, 8 * (1e-5 + 2e6 / 6 / 1e10));
+    CLOSE(r.bytes_total, 3 * 2e6);
+    /* tree all-reduce, 7 GPUs (a perfect tree, depth 2), 1 MB: P* = sqrt(1e6/1e5) = 3.16,
+     * P = 3: 3 * (3 + 1) steps of 10us + 1e6/3/1e10 */
+    r = run(COST_ALLREDUCE, COST_TREE, 7, 1e6);
+    ck_assert_int_eq(r.chunks, 3);
+    ck_assert_int_eq(r.steps, 12);
+    CLOSE(r.time_s, 12 * (1e-5 + 1e6 / 3 / 1e10));
+    CLOSE(r.bytes_total, 2 * 6 * 1e6);
+    CLOSE(r.bytes_max_per_gpu, 3e6); /* an inner node: up once, down twice */
+    r = run(COST_BROADCAST, COST_TREE, 7, 1e6);
+    ck_assert_int_eq(r.steps, 8);
+    r = run(COST_REDUCE, COST_TREE, 7, 1e6);
+    ck_assert_int_eq(r.steps, 4);
+    /* double binary tree, 8 GPUs, 1 MB: each tree 0.5 MB, depth 3: P* = sqrt(2*5e5/1e5) =
+     * 3.16, P = 3: 4 * (3 + 2) steps of 10us + 5e5/3/1e10 */
+    r = run(COST_ALLREDUCE, COST_DBTREE, 8, 1e6);
+    ck_assert_int_eq(r.chunks, 3);
+    ck_assert_int_eq(r.steps, 20);
+    CLOSE(r.time_s, 20 * (1e-5 + 5e5 / 3 / 1e10));
+    CLOSE(r.bytes_total, 14e6);
+}
+END_TEST
+
+START_TEST(busbw_and_p2p)
+{
+    /* nccl-tests doc/PERFORMANCE.md */
+    CLOSE(cost_busbw_factor(COST_ALLREDUCE, 8), 1.75);
+    CLOSE(cost_busbw_factor(COST_REDUCE_SCATTER, 8), 0.875);
+    CLOSE(cost_busbw_factor(COST_ALLGATHER, 4), 0.75);
+    CLOSE(cost_busbw_factor(COST_BROADCAST, 8), 1);
+    CLOSE(cost_busbw_factor(COST_REDUCE, 8), 1);
+    CLOSE(cost_algbw(1e9, 0.5), 2e9);
+    struct cost_net c = net(16);
+    CLOSE(cost_p2p(&c, 0, 7, 1e6), 1e-5 + 1e-4);
+    CLOSE(cost_p2p(&c, 7, 8, 1e6), 2e-5 + 4e-4);
+}
+END_TEST
+
+START_TEST(auto_picks_the_fastest)
+{
+    struct cost_net c = net(6);
+    double sizes[] = {8, 4096, 1e6, 1e9};
+    for (int i = 0; i < 4; i++) {
+        enum cost_algo best = cost_best_algo(COST_ALLREDUCE, &c, sizes[i]);
+        struct cost_result rb, r;
+        cost_collective(COST_ALLREDUCE, best, &c, sizes[i], &rb, NULL);
+        for (int a = 0; a < COST_ALGO_COUNT; a++) {
+            cost_collective(COST_ALLREDUCE, (enum cost_algo)a, &c, sizes[i], &r, NULL);
+            ck_assert(rb.time_s <= r.time_s);
+        }
+    }
+    /* tiny messages on 6 GPUs: the tree's 3*(1+2-1) = 6 latencies beat the ring's 10, and
+     * rhd's 2*2 + 2 = 6 latencies tie with the tree but it sends 28 bytes in sequence, not 48 */
+    struct cost_result ring, tree;
+    cost_collective(COST_ALLREDUCE, COST_RING, &c, 8, &ring, NULL);
+    cost_collective(COST_ALLREDUCE, COST_TREE, &c, 8, &tree, NULL);
+    ck_assert(tree.time_s < ring.time_s);
+    ck_assert_int_eq(cost_best_algo(COST_ALLREDUCE, &c, 8), COST_RHD);
+    /* large ones: the ring's bandwidth term 2(N-1)/N S/β wins over the tree's 3 S/β */
+    ck_assert_int_eq(cost_best_algo(COST_ALLREDUCE, &c, 1e9), COST_RING);
+    ck_assert_int_eq(cost_best_algo(COST_ALLGATHER, &c, 1e9), COST_RING);
+}
+END_TEST
+
+START_TEST(unsupported_and_bad_input)
+{
+    struct cost_net c = net(6);
+    struct cost_result r;
+    struct error e = {0};
+    ck_assert_int_eq(cost_collective(COST_ALLGATHER, COST_RHD, &c, 1e6, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "power-of-two"));
+    ck_assert_int_eq(cost_collective(COST_BROADCAST, COST_DBTREE, &c, 1e6, &r, &e), ERR_INVAL);
+    ck_assert_int_eq(cost_collective(COST_ALLREDUCE, COST_RING, &c, -1, &r, &e), ERR_INVAL);
+    c.gpus = 0;
+    ck_assert_int_eq(cost_collective(COST_ALLREDUCE, COST_RING, &c, 1, &r, &e), ERR_INVAL);
+    enum cost_op op;
+    enum cost_algo algo;
+    ck_assert_int_eq(cost_parse_op("reduce-scatter", &op, &e), 0);
+    ck_assert_int_eq(op, COST_REDUCE_SCATTER);
+    ck_assert_int_eq(cost_parse_op("alltoall", &op, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "alltoall"));
+    ck_assert_int_eq(cost_parse_algo("auto", &algo, &e), 0);
+    ck_assert_int_eq(algo, COST_AUTO);
+    ck_assert_int_eq(cost_parse_algo("butterfly", &algo, &e), ERR_INVAL);
+}
+END_TEST
+
+/* Every rank appears once, parents and children agree, depth is floor(log2 N), and in the
+ * double binary tree an inner node of tree 0 is a leaf of tree 1. */
+START_TEST(trees_are_consistent)
+{
+    for (int n = 1; n <= 40; n++) {
+        for (int which = 0; which < 2; which++) {
+            int roots = 0;
+            for (int r = 0; r < n; r++) {
+                struct tree_node t, c;
+                tree_node(n, which, -1, r, &t);
+                if (t.parent < 0) {
+                    roots++;
+                    ck_assert_int_eq(r, tree_root(n, which));
+                } else {
+                    tree_node(n, which, -1, t.parent, &c);
+                    ck_assert(c.child[0] == r || c.child[1] == r);
+                }
+                int depth = 0;
+                for (int q = r; t.parent >= 0; depth++)
+                    q = t.parent, tree_node(n, which, -1, q, &t);
+                ck_assert_int_le(depth, cost_log2(n));
+            }
+            ck_assert_int_eq(roots, 1);
+        }
+        int inner_both = 0;
+        for (int r = 0; r < n; r++) {
+            struct tree_node a, b;
+            tree_node(n, 0, -1, r, &a);
+            tree_node(n, 1, -1, r, &b);
+            inner_both += a.nchild > 0 && b.nchild > 0;
+        }
+        ck_assert_int_eq(inner_both, 0);
+        /* a rooted tree has its root where asked */
+        for (int root = 0; root < n; root++) {
+            struct tree_node t;
+            tree_node(n, 0, root, root, &t);
+            ck_assert_int_eq(t.parent, -1);
+        }
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cost");
+    TCase *tc = tcase_create("cost");
+    tcase_add_test(tc, ring_formulas);
+    tcase_add_test(tc, rhd_formulas);
+    tcase_add_test(tc, pipelined_formulas);
+    tcase_add_test(tc, busbw_and_p2p);
+    tcase_add_test(tc, auto_picks_the_fastest);
+    tcase_add_test(tc, unsupported_and_bad_input);
+    tcase_add_test(tc, trees_are_consistent);
+    suite_add_tcase(s, tc);
+    return harness_run(s);
+}

@@ -1,0 +1,196 @@
+/* Unit tests of src/sim: the ledger, point-to-point timing, abort, deadlines, determinism. */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "sim/cluster.h"
+#include "sim/ledger.h"
+#include "harness.h"
+
+static struct cluster *make(int n, int gpn)
+{
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = n;
+    cfg.spec.gpus_per_node = gpn;
+    cfg.spec.alpha_intra = 1e-6;
+    cfg.spec.beta_intra = 1e9;
+    cfg.spec.alpha_inter = 1e-5;
+    cfg.spec.beta_inter = 1e8;
+    cfg.spec.hbm_bytes = 1 << 20;
+    cfg.spec.peak_flops = 1e12;
+    cfg.record_events = true;
+    struct error e;
+    struct cluster *c = cluster_new(&cfg, &e);
+    ck_assert_msg(c != NULL, "%s", e.msg);
+    return c;
+}
+
+START_TEST(ledger_accounts_and_refuses)
+{
+    struct ledger l;
+    struct error e = {0};
+    ledger_init(&l, 3, 1000);
+    void *a = ledger_alloc(&l, MEM_WEIGHTS, 600, &e);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq((long)((uintptr_t)a % 64), 0);
+    ck_assert_int_eq(((unsigned char *)a)[599], 0);
+    ck_assert_int_eq(ledger_charge(&l, MEM_ACTIVATIONS, 300, &e), 0);
+    ck_assert_uint_eq(l.total, 900);
+    ck_assert_ptr_null(ledger_alloc(&l, MEM_GRADIENTS, 101, &e));
+    ck_assert_int_eq(e.code, ERR_RUN);
+    ck_assert_ptr_nonnull(strstr(e.msg, "GPU 3: out of memory"));
+    ck_assert_uint_eq(l.total, 900);
+    ledger_free(&l, a);
+    ck_assert_uint_eq(l.current[MEM_WEIGHTS], 0);
+    ck_assert_uint_eq(l.peak, 900);
+    ledger_release(&l, MEM_ACTIVATIONS, 300);
+    ck_assert_uint_eq(l.total, 0);
+}
+END_TEST
+
+/* GPU 0 sends 1000 bytes to 1 (same node) and 2 (another node): arrivals at
+ * α + m/β = 1e-6 + 1e-6 and, after the first send has left the port, 2e-6 + 1e-5 + 1e-5. */
+static int p2p(struct device *d, void *arg, struct error *e)
+{
+    static char buf[4][1000];
+    (void)arg;
+    int r = dev_rank(d);
+    if (r == 0) {
+        memset(buf[0], 7, sizeof buf[0]);
+        struct dev_req a, b;
+        if (dev_isend(d, 1, buf[0], 1000, NULL, &a, e) ||
+            dev_isend(d, 2, buf[0], 1000, NULL, &b, e))
+            return ERR_RUN;
+        if (dev_wait(d, &a, e) || dev_wait(d, &b, e))
+            return ERR_RUN;
+    } else if (r <= 2) {
+        if (dev_recv(d, 0, buf[r], 1000, NULL, NULL, NULL, e))
+            return ERR_RUN;
+        if (buf[r][999] != 7)
+            return error_set(e, ERR_RUN, "GPU %d got wrong bytes", r);
+    } else {
+        dev_compute(d, 2e6, "matmul", 0, 0);
+    }
+    return 0;
+}
+
+START_TEST(p2p_times)
+{
+    struct cluster *c = make(4, 2);
+    struct error e = {0};
+    ck_assert_msg(cluster_run(c, p2p, NULL, &e) == 0, "%s", e.msg);
+    ck_assert(fabs(dev_now(cluster_device(c, 1)) - 2e-6) < 1e-18);
+    ck_assert(fabs(dev_now(cluster_device(c, 2)) - (2e-6 + 2e-5)) < 1e-18);
+    ck_assert(fabs(dev_now(cluster_device(c, 0)) - (2e-6 + 2e-5)) < 1e-18);
+    ck_assert(fabs(dev_now(cluster_device(c, 3)) - 2e-6) < 1e-18); /* 2e6 / 1e12 */
+    ck_assert_uint_eq(dev_stats(cluster_device(c, 0)).bytes_sent, 2000);
+    size_t n;
+    const struct event *ev = cluster_events(c, &n);
+    ck_assert_uint_eq(n, 6);                        /* 2 sends, 2 receives, compute begin and end */
+    /* merged by (time, device, sequence): at t = 0 GPU 0's first send, then GPU 3's compute */
+    ck_assert(ev[0].type == EV_SEND && ev[0].device == 0 && ev[0].t == 0);
+    ck_assert(ev[1].type == EV_COMPUTE_BEGIN && ev[1].device == 3);
+    for (size_t i = 1; i < n; i++)
+        ck_assert(ev[i - 1].t <= ev[i].t);
+    cluster_free(c);
+}
+END_TEST
+
+static int fail_at_2(struct device *d, void *arg, struct error *e)
+{
+    static char buf[64][8];
+    (void)arg;
+    int n = dev_count(d), r = dev_rank(d);
+    for (int s = 0; s < 100; s++) {
+        if (dev_step(d, s, e))
+            return ERR_RUN;
+        if (dev_sendrecv(d, (r + 1) % n, buf[r], 8, (r + n - 1) % n, buf[r], 8, NULL, NULL, NULL,
+                         e))
+            return ERR_RUN;
+    }
+    return 0;
+}
+
+START_TEST(failure_stops_everyone)
+{
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = 16;
+    cfg.fail_gpu = 5;
+    cfg.fail_step = 2;
+    struct error e = {0};
+    struct cluster *c = cluster_new(&cfg, &e);
+    double t0 = clock_now();
+    ck_assert_int_eq(cluster_run(c, fail_at_2, NULL, &e), ERR_RUN);
+    ck_assert(clock_now() - t0 < 2);
+    ck_assert_str_eq(e.msg, "GPU 5: failed at step 2 (injected with --fail)");
+    cluster_free(c);
+}
+END_TEST
+
+static int wait_forever(struct device *d, void *arg, struct error *e)
+{
+    char b[4];
+    (void)arg;
+    if (dev_rank(d) == 1)
+        return dev_recv(d, 0, b, 4, NULL, NULL, NULL, e);
+    return 0;
+}
+
+START_TEST(deadline_is_an_error)
+{
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = 2;
+    cfg.deadline_s = 0.2;
+    struct error e = {0};
+    struct cluster *c = cluster_new(&cfg, &e);
+    ck_assert_int_eq(cluster_run(c, wait_forever, NULL, &e), ERR_RUN);
+    ck_assert_ptr_nonnull(strstr(e.msg, "GPU 1: waited"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "GPU 0"));
+    cluster_free(c);
+}
+END_TEST
+
+static int oom(struct device *d, void *arg, struct error *e)
+{
+    (void)arg;
+    void *p = ledger_alloc(dev_ledger(d), MEM_ACTIVATIONS, dev_rank(d) == 2 ? 2 << 20 : 1024, e);
+    if (!p)
+        return e->code;
+    ledger_free(dev_ledger(d), p);
+    return 0;
+}
+
+START_TEST(out_of_memory_is_an_error_and_an_event)
+{
+    struct cluster *c = make(4, 4);
+    struct error e = {0};
+    ck_assert_int_eq(cluster_run(c, oom, NULL, &e), ERR_RUN);
+    ck_assert_ptr_nonnull(strstr(e.msg, "GPU 2: out of memory"));
+    size_t n, oom_events = 0;
+    const struct event *ev = cluster_events(c, &n);
+    for (size_t i = 0; i < n; i++)
+        oom_events += ev[i].type == EV_OOM && ev[i].device == 2;
+    ck_assert_uint_eq(oom_events, 1);
+    cluster_free(c);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sim");
+    TCase *tc = tcase_create("sim");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, ledger_accounts_and_refuses);
+    tcase_add_test(tc, p2p_times);
+    tcase_add_test(tc, failure_stops_everyone);
+    tcase_add_test(tc, deadline_is_an_error);
+    tcase_add_test(tc, out_of_memory_is_an_error_and_an_event);
+    suite_add_tcase(s, tc);
+    return harness_run(s);
+}
