@@ -1,5 +1,6 @@
 libscalelab_a_SOURCES += \
 	%reldir%/bench.h %reldir%/cmd_bench.c \
+	%reldir%/cmd_train.c \
 	%reldir%/cmd_formats.c \
 	%reldir%/command.c %reldir%/command.h \
 	%reldir%/opts.c %reldir%/opts.h \

@@ -4,10 +4,12 @@
 #include "cli/command.h"
 
 extern const struct command cmd_bench;
+extern const struct command cmd_train;
 extern const struct command cmd_formats;
 
 const struct command *const commands[] = {
     &cmd_formats,
+    &cmd_train,
     &cmd_bench,
     NULL,
 };

@@ -303,6 +303,22 @@ static void charge(struct gpt *g, long long delta)
         g->alloc.charge(g->alloc.ctx, GPT_MEM_ACTIVATIONS, delta);
 }
 
+double gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
+                          const struct gpt_ckpt *ckpt)
+{
+    double N = (double)batch * c->seq, d = c->d, f = c->ffn, V = c->vocab, T = c->seq;
+    double p = fmt == FP_FP32 ? 4 : 2, core = (double)batch * c->heads * T * T;
+    double elems = 8 * N * d + 3 * N * f + core; /* one layer's list in the format */
+    double layer = elems * p + 2 * N * 4, ends = 2 * N * d * p + N * 4 + N * V * 4;
+    int seg = ckpt ? gpt_ckpt_segment(ckpt, c->layers) : 0;
+    double arena =
+        seg ? ceil((double)c->layers / seg) * N * d * p + seg * layer
+            : c->layers * (layer - (ckpt && ckpt->kind == GPT_CKPT_SELECTIVE ? core * p : 0));
+    double work = (elems + 2 * N) * 4 + 10 * N * d * 4 + N * 4 + 3 * N * f * 4 + T * T * 4 +
+                  N * V * 4 + (d > V ? d : V) * 8 + T * d / c->heads * 4;
+    return 2.0 * 4 * (double)gpt_param_count(c) + arena + ends + work;
+}
+
 int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
             const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e)
 {

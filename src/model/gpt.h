@@ -122,6 +122,11 @@ struct gpt_inject {
     float logit_factor;   /* logits multiplied by this (1: nothing), a bad batch */
 };
 
+/* The bytes gpt_new would allocate (weights, gradients, arena, workspace), to refuse a batch
+ * that cannot fit before trying. */
+double gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
+                          const struct gpt_ckpt *ckpt);
+
 struct gpt;
 
 /* A model for batches of `batch` sequences. Parameters start at zero: call gpt_init_params
