@@ -23,7 +23,7 @@ struct trainer {
     int32_t *tokens, *targets;
     long step;
     double *window; /* the last spike_window losses (a ring) */
-    int nwin, iwin;
+    int nwin, iwin, outliers_in_a_row;
     train_observer observe;
     void *observe_ctx;
     struct gpt_alloc alloc;
@@ -44,8 +44,8 @@ void train_opts_default(struct train_opts *o)
     o->scale = 65536.0;
     o->growth_interval = 2000;
     o->hysteresis = 1;
-    o->spike_window = 32;
-    o->spike_z = 6.0;
+    o->spike_window = 64;
+    o->spike_z = 5.0;
 }
 
 int train_opts_check(const struct train_opts *o, struct error *e)
@@ -178,24 +178,38 @@ void trainer_observe(struct trainer *t, train_observer fn, void *ctx)
     t->observe_ctx = ctx;
 }
 
-/* The z-score of a loss against the window of recent losses, then the loss joins the window:
- * llm.c's OutlierDetector (llmc/outlier_detector.h), which flags and optionally skips updates
- * whose loss z-score exceeds a threshold (train_gpt2.cu, -sl). NaN until the window is full. */
+/* The z-score of a loss within the window of recent losses: llm.c's OutlierDetector
+ * (llmc/outlier_detector.h; train_gpt2.cu skips the update when the loss z-score exceeds -sl).
+ * NaN until the window is full; then the new loss replaces the oldest and z is computed over
+ * the window including it (so z <= sqrt(window - 1)). An outlier is taken back out of the
+ * window, so that it does not make the detector less picky, except on the third outlier in a
+ * row, which stays, so the detector cannot get stuck. */
 static double spike_zscore(struct trainer *t, double loss)
 {
     int w = t->o.spike_window;
-    double z = NAN;
-    if (t->nwin == w) {
-        double s = 0, ss = 0;
-        for (int i = 0; i < w; i++)
-            s += t->window[i], ss += t->window[i] * t->window[i];
-        double mean = s / w, var = ss / w - mean * mean;
-        z = var > 0 ? (loss - mean) / sqrt(var) : 0.0;
+    if (t->nwin < w) {
+        t->window[t->nwin++] = loss;
+        t->outliers_in_a_row = 0;
+        return NAN;
     }
+    double old = t->window[t->iwin];
     t->window[t->iwin] = loss;
-    t->iwin = (t->iwin + 1) % w;
-    if (t->nwin < w)
-        t->nwin++;
+    double s = 0, ss = 0;
+    for (int i = 0; i < w; i++)
+        s += t->window[i], ss += t->window[i] * t->window[i];
+    double mean = s / w, sd = sqrt(fmax(ss / w - mean * mean, 0.0));
+    if (sd == 0.0) {
+        t->iwin = (t->iwin + 1) % w;
+        return 0.0;
+    }
+    double z = (loss - mean) / sd;
+    if (z > t->o.spike_z && ++t->outliers_in_a_row < 3)
+        t->window[t->iwin] = old; /* as if it never happened */
+    else {
+        if (!(z > t->o.spike_z))
+            t->outliers_in_a_row = 0;
+        t->iwin = (t->iwin + 1) % w;
+    }
     return z;
 }
 

@@ -51,8 +51,8 @@ run train --steps 3 --batch 2 --precision bf16 --inject inf@2 --json
 check_jsonl "d[1]['skipped'] and d[1]['nonfinite'] == 'layer 3 grad mlp hidden' and d[1]['loss_scale'] == 1 and d[2]['loss_scale'] == 1" \
     "bf16: no loss scaling by default; an inf gradient is named and skipped"
 
-run train --steps 4 --batch 2 --spike-window 2 --skip-spikes --inject spike@4:50 --json
-check_jsonl "d[3]['skipped'] and not d[3]['overflow'] and d[3]['loss'] > 5 * d[2]['loss'] and d[4]['summary']['spikes'] == 1" \
+run train --steps 10 --batch 2 --spike-window 8 --spike-z 2 --skip-spikes --inject spike@10:50 --json
+check_jsonl "d[9]['skipped'] and not d[9]['overflow'] and d[9]['loss'] > 5 * d[8]['loss'] and d[10]['summary']['spikes'] == 1 and not any(x['skipped'] for x in d[:9])" \
     "a bad batch is flagged as a spike and skipped"
 
 run train --steps 2 --batch 2 --clip 0.1 --json
