@@ -1,6 +1,8 @@
 libscalelab_a_SOURCES += \
 	%reldir%/bench.h %reldir%/cmd_bench.c \
 	%reldir%/cmd_train.c \
+	%reldir%/bench_collective.c \
+	%reldir%/cmd_collective.c \
 	%reldir%/cmd_formats.c \
 	%reldir%/command.c %reldir%/command.h \
 	%reldir%/opts.c %reldir%/opts.h \

@@ -5,15 +5,19 @@
 
 extern const struct command cmd_bench;
 extern const struct command cmd_train;
+extern const struct bench_case bench_collective;
+extern const struct command cmd_collective;
 extern const struct command cmd_formats;
 
 const struct command *const commands[] = {
     &cmd_formats,
+    &cmd_collective,
     &cmd_train,
     &cmd_bench,
     NULL,
 };
 
 const struct bench_case *const bench_cases[] = {
+    &bench_collective,
     NULL,
 };

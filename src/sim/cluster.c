@@ -549,6 +549,8 @@ int dev_recv(struct device *d, int peer, void *buf, size_t bytes, const struct d
     if (arrival > d->clock)
         d->clock = arrival;
     d->stats.bytes_received += bytes;
+    if (combine)
+        d->stats.bytes_combined += bytes;
     d->stats.msgs_received++;
     struct event ev = {0};
     ev.type = EV_RECV;

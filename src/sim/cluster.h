@@ -79,6 +79,7 @@ const struct event *cluster_events(struct cluster *c, size_t *n);
 
 struct dev_stats {
     uint64_t bytes_sent, bytes_received, msgs_sent, msgs_received;
+    uint64_t bytes_combined; /* the part of bytes_received taken through a combine function */
 };
 
 /* What a message is part of, for events and --steps. phase is a static string. */

@@ -9,14 +9,14 @@
 void spec_default(struct cluster_spec *s)
 {
     memset(s, 0, sizeof *s);
-    snprintf(s->name, sizeof s->name, "%s", "8xH100 (built in)");
+    snprintf(s->name, sizeof s->name, "%s", "h100-80gb (built in)");
     s->gpus_per_node = 8;
     s->nodes = 1;
     s->hbm_bytes = 80.0 * 1024 * 1024 * 1024;
-    s->peak_flops = 989e12;
-    s->alpha_intra = 3e-6;
+    s->peak_flops = 989.4e12;
+    s->alpha_intra = 2e-6;
     s->beta_intra = 450e9;
-    s->alpha_inter = 10e-6;
+    s->alpha_inter = 5e-6;
     s->beta_inter = 50e9;
 }
 

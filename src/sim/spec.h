@@ -16,12 +16,10 @@ struct cluster_spec {
     double alpha_inter, beta_inter; /* between nodes */
 };
 
-/* One node of 8 NVIDIA H100 SXM 80GB, used only when no preset is given:
- * 80 GiB HBM3; 989 TFLOP/s dense bf16 (H100 SXM datasheet); NVLink 4 at 900 GB/s both
- * directions together, 450 GB/s each way (datasheet); between nodes one 400 Gb/s NDR
- * InfiniBand adapter per GPU, 50 GB/s each way. α (the fixed cost of one message) is taken as
- * 3 µs inside a node and 10 µs between nodes, the order of NCCL's own latency estimates
- * (src/graph/tuning.cc: a few µs base latency per collective step). */
+/* One node of 8 NVIDIA H100 SXM 80GB, the numbers of assets/clusters/h100-80gb.ini (which
+ * cites their sources): 80 GiB, 989.4 TFLOP/s dense bf16, NVLink 4 at 450 GB/s per direction
+ * with α = 2 µs, 50 GB/s and α = 5 µs between nodes. For library defaults and tests that must
+ * not depend on files; the command line always reads a preset. */
 void spec_default(struct cluster_spec *s);
 
 /* 0, or ERR_INVAL naming the first field out of range. */

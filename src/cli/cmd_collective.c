@@ -1,0 +1,493 @@
+/* scalelab collective: one real collective among N device threads, checked and measured.
+ *
+ * Everything comes from comm/trial: the buffers (through each GPU's memory ledger), the data,
+ * the run on the simulated cluster, the check against a double-precision reference, the bytes
+ * each GPU sent, the simulated and predicted times. algbw and busbw are nccl-tests' (its
+ * doc/PERFORMANCE.md): algbw = S / t, busbw = algbw x 2(N-1)/N for all-reduce, (N-1)/N for
+ * reduce-scatter and all-gather, 1 for broadcast and reduce; t is the simulated cluster's
+ * time (the host's own figures, from its wall time, are given beside them). */
+#include "config.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "calc/preset.h"
+#include "cli/command.h"
+#include "cli/opts.h"
+#include "comm/coll.h"
+#include "comm/cost.h"
+#include "comm/reduce.h"
+#include "comm/trial.h"
+#include "sim/trace.h"
+
+/* Host memory all GPUs' buffers together may take. */
+#define HOST_LIMIT (4.0 * 1024 * 1024 * 1024)
+
+static const struct opt options[] = {
+    {"op", 0, true},    {"algo", 0, true},    {"gpus", 0, true},  {"size", 0, true},
+    {"dtype", 0, true}, {"cluster", 0, true}, {"nodes", 0, true}, {"steps", 0, false},
+    {"json", 0, false}, {"trace", 0, true},   {"fail", 0, true},  {"sweep", 0, false},
+    {"root", 0, true},  {"seed", 0, true},    {NULL, 0, false},
+};
+
+struct cfg {
+    struct trial_args a;
+    const char *cluster, *trace, *fail;
+    int nodes;
+    double size;
+    bool steps, json, sweep, size_given;
+};
+
+static int usage_err(const struct error *e)
+{
+    return cli_usage("collective", "%s", e->msg);
+}
+
+/* "GPU@STEP" */
+static int parse_fail(const char *s, int *gpu, int *step, struct error *e)
+{
+    const char *at = strchr(s, '@');
+    long long g, st;
+    char buf[64];
+    if (!at || (size_t)(at - s) >= sizeof buf)
+        return error_set(e, ERR_INVAL, "--fail: expected GPU@STEP (e.g. 3@2), not '%s'", s);
+    memcpy(buf, s, (size_t)(at - s));
+    buf[at - s] = 0;
+    if (units_parse_int(buf, 0, CLUSTER_MAX_GPUS - 1, &g, e) ||
+        units_parse_int(at + 1, 0, 1 << 30, &st, e)) {
+        error_prefix(e, "--fail %s", s);
+        return ERR_INVAL;
+    }
+    *gpu = (int)g, *step = (int)st;
+    return 0;
+}
+
+static int parse(int argc, char **argv, struct cfg *c)
+{
+    struct opts p;
+    const char *arg;
+    struct error e = {0};
+    int k;
+    long long v;
+    trial_args_init(&c->a);
+    c->a.op = COST_ALLREDUCE;
+    c->a.gpus = 8;
+    c->size = 64.0 * 1024 * 1024;
+    c->cluster = "h100-80gb";
+    opts_init(&p, argc, argv, options, "collective");
+    while ((k = opts_next(&p, &arg)) != OPTS_END) {
+        if (k == OPTS_ERROR)
+            return 2;
+        if (k == OPTS_POSITIONAL)
+            return cli_usage("collective", "unexpected argument '%s'", arg);
+        const char *name = options[k].name;
+        int rc = 0;
+        if (!strcmp(name, "op"))
+            rc = cost_parse_op(arg, &c->a.op, &e);
+        else if (!strcmp(name, "algo"))
+            rc = cost_parse_algo(arg, &c->a.algo, &e);
+        else if (!strcmp(name, "gpus")) {
+            rc = units_parse_int(arg, 1, CLUSTER_MAX_GPUS, &v, &e);
+            c->a.gpus = (int)v;
+        } else if (!strcmp(name, "size")) {
+            rc = units_parse_bytes(arg, HOST_LIMIT, &c->size, &e);
+            c->size_given = true;
+        } else if (!strcmp(name, "dtype")) {
+            rc = fp_parse_format(arg, &c->a.dtype, &e);
+            if (!rc && reduce_elem_size(c->a.dtype) == 0)
+                rc = error_set(&e, ERR_INVAL, "collectives carry fp32, bf16 or fp16, not %s", arg);
+        } else if (!strcmp(name, "cluster"))
+            c->cluster = arg;
+        else if (!strcmp(name, "nodes")) {
+            rc = units_parse_int(arg, 1, CLUSTER_MAX_GPUS, &v, &e);
+            c->nodes = (int)v;
+        } else if (!strcmp(name, "root")) {
+            rc = units_parse_int(arg, 0, CLUSTER_MAX_GPUS - 1, &v, &e);
+            c->a.root = (int)v;
+        } else if (!strcmp(name, "seed")) {
+            rc = units_parse_int(arg, 0, (1LL << 62), &v, &e);
+            c->a.seed = (uint64_t)v;
+        } else if (!strcmp(name, "steps"))
+            c->steps = true;
+        else if (!strcmp(name, "json"))
+            c->json = true;
+        else if (!strcmp(name, "sweep"))
+            c->sweep = true;
+        else if (!strcmp(name, "trace"))
+            c->trace = arg;
+        else if (!strcmp(name, "fail")) {
+            c->fail = arg;
+            rc = parse_fail(arg, &c->a.fail_gpu, &c->a.fail_step, &e);
+        }
+        if (rc) {
+            if (!strstr(e.msg, "--"))
+                error_prefix(&e, "--%s", name);
+            return usage_err(&e);
+        }
+    }
+    /* the cluster: a preset or a file, then --nodes */
+    if (preset_load_cluster(c->cluster, &c->a.spec, &e) != 0) {
+        error_prefix(&e, "--cluster");
+        return usage_err(&e);
+    }
+    int n = c->a.gpus;
+    if (c->nodes) {
+        if (n % c->nodes != 0)
+            return cli_usage("collective", "--nodes %d: %d GPUs do not split evenly over %d nodes",
+                             c->nodes, n, c->nodes);
+        c->a.spec.gpus_per_node = n / c->nodes;
+        c->a.spec.nodes = c->nodes;
+    }
+    size_t es = reduce_elem_size(c->a.dtype);
+    if (fmod(c->size, (double)es) != 0)
+        return cli_usage("collective",
+                         "--size: %.0f bytes is not a whole number of %s elements (%zu bytes each)",
+                         c->size, fp_info(c->a.dtype)->name, es);
+    if (c->size * n > HOST_LIMIT)
+        return cli_usage("collective",
+                         "--size x --gpus: %.0f bytes of buffers on the host; at most 4 GiB",
+                         c->size * n);
+    c->a.count = (size_t)(c->size / (double)es);
+    if ((c->a.op == COST_BROADCAST || c->a.op == COST_REDUCE) && c->a.root >= n)
+        return cli_usage("collective", "--root %d: there are GPUs 0 to %d", c->a.root, n - 1);
+    if (c->a.algo != COST_AUTO && !cost_supported(c->a.op, c->a.algo, n, &e)) {
+        error_prefix(&e, "--algo");
+        return usage_err(&e);
+    }
+    if (c->fail) {
+        if (c->a.fail_gpu >= n)
+            return cli_usage("collective", "--fail %s: there is no GPU %d (GPUs 0 to %d)", c->fail,
+                             c->a.fail_gpu, n - 1);
+        int steps = coll_steps(&c->a.spec, n, c->a.op, c->a.algo, c->a.count, c->a.dtype);
+        if (c->a.fail_step >= steps)
+            return cli_usage("collective",
+                             "--fail %s: there is no step %d (this run has %d: 0 to %d)", c->fail,
+                             c->a.fail_step, steps, steps - 1);
+    }
+    if (c->sweep && (c->fail || c->steps || c->trace))
+        return cli_usage("collective", "--sweep runs many sizes: no --fail, --steps or --trace");
+    return 0;
+}
+
+static const char *algo_title(enum cost_op op, enum cost_algo algo)
+{
+    if (algo == COST_RING && (op == COST_BROADCAST || op == COST_REDUCE))
+        return "ring (pipelined chain)";
+    switch (algo) {
+    case COST_RING: return "ring";
+    case COST_TREE: return "pipelined binary tree";
+    case COST_DBTREE: return "double binary tree";
+    case COST_RHD: return "recursive halving/doubling";
+    default: return "?";
+    }
+}
+
+static json_t *jnum(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
+/* Prints each step's sends, from the events. */
+static void print_steps(struct cluster *cl, size_t es)
+{
+    size_t n;
+    const struct event *ev = cluster_events(cl, &n);
+    int maxstep = -1;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].type == EV_SEND && ev[i].step > maxstep)
+            maxstep = ev[i].step;
+    for (int s = 0; s <= maxstep; s++) {
+        const char *phase = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (ev[i].type != EV_SEND || ev[i].step != s)
+                continue;
+            if (!phase || strcmp(phase, ev[i].phase) != 0) {
+                phase = ev[i].phase;
+                printf("step %d (%s)%s\n", s, phase, "");
+            }
+            char b[32];
+            units_format_bytes(b, sizeof b, (double)ev[i].bytes, UNITS_BINARY);
+            printf("  GPU %d -> GPU %d: chunk %d, %s (%llu elements), t = %.3f us -> %.3f us\n",
+                   ev[i].device, ev[i].peer, ev[i].chunk, b, (unsigned long long)(ev[i].bytes / es),
+                   ev[i].t * 1e6, ev[i].t_end * 1e6);
+        }
+    }
+}
+
+static void print_text(const struct cfg *c, const struct trial *t)
+{
+    const struct trial_args *a = &c->a;
+    int n = a->gpus;
+    char b1[32], b2[32], g[32];
+    units_format_bytes(b1, sizeof b1, t->bytes, UNITS_BINARY);
+    const struct cluster_spec *s = &a->spec;
+    int nodes = (n + s->gpus_per_node - 1) / s->gpus_per_node;
+    printf("%s %s of %s %s on %d GPU%s (%s: %d per node, %d node%s)\n", algo_title(a->op, t->algo),
+           cost_op_name(a->op), b1, fp_info(a->dtype)->name, n, n == 1 ? "" : "s", s->name,
+           s->gpus_per_node < n ? s->gpus_per_node : n, nodes, nodes == 1 ? "" : "s");
+    if (a->algo == COST_AUTO)
+        printf("  algorithm: %s, the α-β model's fastest for this size\n", cost_algo_name(t->algo));
+    if (t->check.tolerance > 0)
+        printf("  verified: max relative error %.3g <= tolerance %.3g = (N-1)(u_%s%s), "
+               "relative to sum|x|\n",
+               t->check.max_rel_error, t->check.tolerance, fp_info(a->dtype)->name,
+               a->dtype == FP_FP32 ? "" : " + u_fp32");
+    else
+        printf("  verified: every element is the source's exactly\n");
+    if (a->op == COST_ALLREDUCE)
+        printf("  every GPU holds bit-identical results\n");
+    double share = 0, factor = 0;
+    const char *formula = NULL;
+    switch (a->op) {
+    case COST_ALLREDUCE: formula = "2(N-1)", factor = 2.0 * (n - 1); break;
+    case COST_REDUCE_SCATTER:
+    case COST_ALLGATHER: formula = "(N-1)", factor = n - 1; break;
+    default: formula = "(N-1)", factor = n - 1; break;
+    }
+    share = factor / n * t->bytes;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int i = 0; i < n; i++) {
+        lo = t->sent[i] < lo ? t->sent[i] : lo;
+        hi = t->sent[i] > hi ? t->sent[i] : hi;
+    }
+    if (lo == hi)
+        printf("  bytes sent by each GPU: %s", units_format_grouped(g, sizeof g, hi));
+    else
+        printf("  bytes sent by each GPU: %s to %s", units_format_grouped(b1, sizeof b1, lo),
+               units_format_grouped(b2, sizeof b2, hi));
+    if ((a->op == COST_ALLREDUCE || a->op == COST_REDUCE_SCATTER || a->op == COST_ALLGATHER) &&
+        (t->algo == COST_RING || (t->algo == COST_RHD && !(n & (n - 1)))))
+        printf("   (%s/N x size = %.1f, up to one element)\n", formula, share);
+    else
+        printf("\n");
+    if (n <= 16 && lo != hi) {
+        printf("   ");
+        for (int i = 0; i < n; i++)
+            printf(" GPU %d: %s", i, units_format_grouped(g, sizeof g, t->sent[i]));
+        printf("\n");
+    }
+    printf("  bytes sent in total:    %s   (%s x size = %.0f)\n",
+           units_format_grouped(g, sizeof g, t->sent_total), formula, factor * t->bytes);
+    printf("  steps:                  %d\n", t->steps);
+    units_format_seconds(b1, sizeof b1, t->predicted.time_s);
+    units_format_seconds(b2, sizeof b2, t->simulated_s);
+    printf("  predicted time (α-β):   %s   simulated: %s\n", b1, b2);
+    units_format_seconds(b1, sizeof b1, t->wall_s);
+    printf("  host wall time:         %s\n", b1);
+    double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, t->simulated_s) / 1e9;
+    printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the simulated "
+           "time)\n",
+           alg, alg * f, f);
+    double halg = cost_algbw(t->bytes, t->wall_s) / 1e9;
+    printf("  on this host: algbw %.2f GB/s, busbw %.2f GB/s\n", halg, halg * f);
+}
+
+static void print_json(const struct cfg *c, const struct trial *t)
+{
+    const struct trial_args *a = &c->a;
+    int n = a->gpus;
+    json_t *sent = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(sent, json_integer((json_int_t)t->sent[i]));
+    double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, t->simulated_s) / 1e9;
+    double halg = cost_algbw(t->bytes, t->wall_s) / 1e9;
+    json_t *o = json_object();
+    json_object_set_new(o, "op", json_string(cost_op_name(a->op)));
+    json_object_set_new(o, "algo", json_string(cost_algo_name(t->algo)));
+    json_object_set_new(o, "gpus", json_integer(n));
+    json_object_set_new(o, "size", json_integer((json_int_t)t->bytes));
+    json_object_set_new(o, "dtype", json_string(fp_info(a->dtype)->key));
+    json_object_set_new(o, "verified", json_boolean(t->check.ok));
+    json_object_set_new(o, "max_rel_error", jnum(t->check.max_rel_error));
+    json_object_set_new(o, "tolerance", jnum(t->check.tolerance));
+    json_object_set_new(o, "bit_identical", json_boolean(t->check.identical));
+    json_object_set_new(o, "bytes_sent_per_gpu", sent);
+    json_object_set_new(o, "bytes_sent_total", json_integer((json_int_t)t->sent_total));
+    json_object_set_new(o, "steps", json_integer(t->steps));
+    json_object_set_new(o, "predicted_time_s", jnum(t->predicted.time_s));
+    json_object_set_new(o, "simulated_time_s", jnum(t->simulated_s));
+    json_object_set_new(o, "wall_time_s", jnum(t->wall_s));
+    json_object_set_new(o, "algbw_GBps", jnum(alg));
+    json_object_set_new(o, "busbw_GBps", jnum(alg * f));
+    json_object_set_new(o, "host_algbw_GBps", jnum(halg));
+    json_object_set_new(o, "host_busbw_GBps", jnum(halg * f));
+    json_object_set_new(o, "cluster", json_string(a->spec.name));
+    json_object_set_new(o, "gpus_per_node", json_integer(a->spec.gpus_per_node));
+    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+    printf("\n");
+    json_decref(o);
+}
+
+/* ring vs tree all-reduce (or the op's two algorithms) over sizes: simulated runs beside the
+ * α-β model, and where the faster one changes. */
+static int sweep(struct cfg *c)
+{
+    const struct trial_args *base = &c->a;
+    size_t es = reduce_elem_size(base->dtype);
+    double max = c->size_given ? c->size : 64.0 * 1024 * 1024;
+    enum cost_algo algos[2] = {COST_RING, COST_TREE};
+    if (base->op == COST_REDUCE_SCATTER || base->op == COST_ALLGATHER)
+        algos[1] = COST_RHD;
+    struct error e = {0};
+    if (!cost_supported(base->op, algos[1], base->gpus, &e))
+        return cli_fail(&e);
+    json_t *rows = json_array();
+    if (!c->json)
+        printf("%s %s vs %s on %d GPUs (%s), simulated (and α-β predicted) times\n",
+               cost_op_name(base->op), cost_algo_name(algos[0]), cost_algo_name(algos[1]),
+               base->gpus, base->spec.name);
+    if (!c->json)
+        printf("%12s %14s %14s %14s %14s  %s\n", "size", "ring", "(predicted)",
+               cost_algo_name(algos[1]), "(predicted)", "faster");
+    int prev = -1;
+    double cross_lo = -1, cross_hi = -1, last = 0;
+    for (double size = 1024; size <= max; size *= 4) {
+        double ts[2], tp[2];
+        for (int i = 0; i < 2; i++) {
+            struct trial_args a = *base;
+            a.algo = algos[i];
+            a.count = (size_t)(size / (double)es);
+            a.verify = false;
+            struct trial t;
+            int rc = trial_run(&a, &t, &e);
+            ts[i] = t.simulated_s;
+            tp[i] = t.predicted.time_s;
+            trial_fini(&t);
+            if (rc) {
+                json_decref(rows);
+                return cli_fail(&e);
+            }
+        }
+        int faster = ts[1] < ts[0];
+        if (prev >= 0 && faster != prev && cross_lo < 0)
+            cross_lo = last, cross_hi = size;
+        prev = faster;
+        last = size;
+        char b[32], t0[32], t1[32], p0[32], p1[32];
+        units_format_bytes(b, sizeof b, size, UNITS_BINARY);
+        if (!c->json)
+            printf("%12s %14s %14s %14s %14s  %s\n", b, units_format_seconds(t0, sizeof t0, ts[0]),
+                   units_format_seconds(p0, sizeof p0, tp[0]),
+                   units_format_seconds(t1, sizeof t1, ts[1]),
+                   units_format_seconds(p1, sizeof p1, tp[1]), cost_algo_name(algos[faster]));
+        json_array_append_new(rows,
+                              json_pack("{s:f, s:o, s:o, s:o, s:o, s:s}", "size", size, "ring_s",
+                                        jnum(ts[0]), "ring_predicted_s", jnum(tp[0]), "other_s",
+                                        jnum(ts[1]), "other_predicted_s", jnum(tp[1]), "faster",
+                                        cost_algo_name(algos[faster])));
+    }
+    if (c->json) {
+        json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:o}", "op", cost_op_name(base->op), "other",
+                              cost_algo_name(algos[1]), "gpus", base->gpus, "dtype",
+                              fp_info(base->dtype)->key, "sizes", rows);
+        json_object_set_new(o, "crossover_bytes",
+                            cross_lo < 0 ? json_null() : json_pack("[f, f]", cross_lo, cross_hi));
+        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+        printf("\n");
+        json_decref(o);
+    } else {
+        json_decref(rows);
+        char b1[32], b2[32];
+        if (cross_lo < 0)
+            printf("no crossover in this range: %s is faster throughout\n",
+                   cost_algo_name(algos[prev > 0]));
+        else
+            printf("crossover between %s and %s: %s below, %s above\n",
+                   units_format_bytes(b1, sizeof b1, cross_lo, UNITS_BINARY),
+                   units_format_bytes(b2, sizeof b2, cross_hi, UNITS_BINARY),
+                   cost_algo_name(algos[!prev]), cost_algo_name(algos[prev]));
+    }
+    return 0;
+}
+
+static int collective_main(int argc, char **argv)
+{
+    struct cfg c = {0};
+    int rc = parse(argc, argv, &c);
+    if (rc)
+        return rc;
+    if (c.sweep)
+        return sweep(&c);
+    c.a.record_events = c.steps || c.trace;
+    struct trial t;
+    struct error e = {0};
+    rc = trial_run(&c.a, &t, &e);
+    if (c.trace && t.cluster) {
+        size_t n;
+        const struct event *ev = cluster_events(t.cluster, &n);
+        struct error te = {0};
+        if (trace_write_chrome(c.trace, ev, n, c.a.gpus, &te) != 0) {
+            trial_fini(&t);
+            return cli_fail(&te);
+        }
+    }
+    if (rc) {
+        trial_fini(&t);
+        error_prefix(&e, "collective");
+        return cli_fail(&e);
+    }
+    if (c.steps && !c.json)
+        print_steps(t.cluster, reduce_elem_size(c.a.dtype));
+    c.json ? print_json(&c, &t) : print_text(&c, &t);
+    int status = 0;
+    if (!t.check.ok) {
+        fprintf(stderr,
+                "scalelab: collective: the result is wrong: GPU %d element %zu is %.9g, the "
+                "reference %.9g%s\n",
+                t.check.bad_gpu, t.check.bad_index, t.check.bad_got, t.check.bad_want,
+                t.check.identical ? "" : " (GPUs disagree)");
+        status = 1;
+    }
+    trial_fini(&t);
+    return status;
+}
+
+const struct command cmd_collective = {
+    "collective",
+    "run a real collective among N simulated GPUs: verify it, count its bytes, time it",
+    "usage: scalelab collective [--op OP] [--algo ALGO] [--gpus N] [--size BYTES]\n"
+    "                           [--dtype fp32|bf16|fp16] [--cluster PRESET|FILE] [--nodes K]\n"
+    "                           [--root R] [--steps] [--json] [--trace FILE] [--fail GPU@STEP]\n"
+    "                           [--sweep] [--seed S]\n"
+    "\n"
+    "Runs one collective on real data among N device threads of the simulated cluster, checks\n"
+    "the result against a double-precision reference, and reports the bytes each GPU sent, the\n"
+    "steps, the α-β predicted time, the simulated time, the host's wall time, and algbw and\n"
+    "busbw as nccl-tests defines them (S/t; busbw = algbw x 2(N-1)/N for allreduce, (N-1)/N for\n"
+    "reduce-scatter and allgather, 1 for broadcast and reduce; t the simulated time).\n"
+    "\n"
+    "  --op OP        allreduce (default), reduce-scatter, allgather, broadcast, reduce\n"
+    "  --algo ALGO    ring (default), tree, dbtree, rhd, or auto (the α-β model's fastest).\n"
+    "                 allreduce: all four; reduce-scatter, allgather: ring, rhd (N a power of\n"
+    "                 two); broadcast, reduce: ring (a pipelined chain), tree\n"
+    "  --gpus N       1 to 256 (default 8)\n"
+    "  --size BYTES   the collective's size S as nccl-tests counts it: the whole buffer of each\n"
+    "                 GPU (\"64MiB\", default); a whole number of elements; N x S at most 4 GiB\n"
+    "  --dtype T      fp32 (default), bf16, fp16: low-precision sums add in fp32 and round once\n"
+    "                 per hop\n"
+    "  --cluster C    a preset of assets/clusters (default h100-80gb) or an .ini file\n"
+    "  --nodes K      spread the N GPUs over K nodes (N/K per node) instead of the preset's\n"
+    "                 GPUs per node; links between nodes use the inter-node α and β\n"
+    "  --root R       the root of broadcast and reduce (default 0)\n"
+    "  --steps        print every step: which GPU sends which chunk to which\n"
+    "  --json         one JSON document\n"
+    "  --trace FILE   write the run as Chrome trace-event JSON (open it in ui.perfetto.dev)\n"
+    "  --fail G@S     GPU G stops at step S: the run ends with an error naming both (exit 1)\n"
+    "  --sweep        ring against tree (rhd for reduce-scatter/allgather) from 1 KiB to\n"
+    "                 --size (default 64 MiB) by factors of 4, with the crossover\n"
+    "  --seed S       the data's seed (default 1)\n"
+    "\n"
+    "Tolerance: each of the N-1 additions of an element rounds once in fp32 and once to the\n"
+    "data's format, so |result - exact| <= (N-1)(u_format + u_fp32) sum|x| (u = 2^-24, 2^-8\n"
+    "for bf16, 2^-11 for fp16); copies must be exact.\n",
+    collective_main,
+};

@@ -1,0 +1,43 @@
+/* Private to comm/: the algorithms behind coll_run, one file per family (ring.c, rhd.c,
+ * pipe.c). Each is called by every device with the same arguments. */
+#ifndef SCALELAB_COMM_ALGO_H
+#define SCALELAB_COMM_ALGO_H
+
+#include <stddef.h>
+
+#include "num/fp.h"
+#include "sim/cluster.h"
+
+struct error;
+
+struct algo {
+    struct device *d;
+    char *buf;
+    size_t count, es; /* elements, bytes per element */
+    enum fp_format dt;
+    int n, rank, root;
+    int chunks; /* pipeline chunks (chains and trees) */
+};
+
+/* Bytes offset and length of chunk i of n over the whole buffer. */
+void algo_chunk(const struct algo *a, int n, int i, char **p, size_t *bytes);
+
+/* ring.c */
+int ring_reduce_scatter(const struct algo *a, int step0, struct error *e);
+int ring_allgather(const struct algo *a, int step0, struct error *e);
+int ring_allreduce(const struct algo *a, struct error *e);
+int ring_broadcast(const struct algo *a, struct error *e); /* pipelined chain */
+int ring_reduce(const struct algo *a, struct error *e);    /* pipelined chain */
+
+/* rhd.c */
+int rhd_allreduce(const struct algo *a, struct error *e);
+int rhd_reduce_scatter(const struct algo *a, int step0, struct error *e); /* N = 2^k */
+int rhd_allgather(const struct algo *a, int step0, struct error *e);      /* N = 2^k */
+
+/* pipe.c: the pipelined binary trees */
+int pipe_broadcast(const struct algo *a, struct error *e);
+int pipe_reduce(const struct algo *a, struct error *e);
+int pipe_allreduce(const struct algo *a, struct error *e);
+int pipe_dbtree_allreduce(const struct algo *a, struct error *e);
+
+#endif

@@ -1,0 +1,168 @@
+#include "config.h"
+#include "comm/coll.h"
+
+#include "base/error.h"
+#include "comm/algo.h"
+#include "comm/reduce.h"
+
+void coll_chunk(size_t count, int n, int i, size_t *off, size_t *len)
+{
+    size_t base = count / (size_t)n, rem = count % (size_t)n, k = (size_t)i;
+    *off = k * base + (k < rem ? k : rem);
+    *len = base + (k < rem);
+}
+
+void algo_chunk(const struct algo *a, int n, int i, char **p, size_t *bytes)
+{
+    size_t off, len;
+    coll_chunk(a->count, n, i, &off, &len);
+    *p = a->buf + off * a->es;
+    *bytes = len * a->es;
+}
+
+void coll_net(const struct cluster_spec *s, int n, struct cost_net *net)
+{
+    net->gpus = n;
+    net->gpus_per_node = s->gpus_per_node;
+    net->alpha_intra = s->alpha_intra;
+    net->beta_intra = s->beta_intra;
+    net->alpha_inter = s->alpha_inter;
+    net->beta_inter = s->beta_inter;
+}
+
+enum cost_algo coll_resolve(const struct cluster_spec *s, int n, enum cost_op op,
+                            enum cost_algo algo, double bytes)
+{
+    if (algo != COST_AUTO)
+        return algo;
+    struct cost_net net;
+    coll_net(s, n, &net);
+    return cost_best_algo(op, &net, bytes);
+}
+
+int coll_pipeline_chunks(const struct cluster_spec *s, int n, int depth, double bytes, size_t count)
+{
+    struct cost_net net;
+    double alpha, beta;
+    coll_net(s, n, &net);
+    cost_link(&net, &alpha, &beta);
+    int p = cost_pipeline_chunks(depth, bytes, alpha, beta);
+    if ((size_t)p > count)
+        p = count > 0 ? (int)count : 1;
+    return p;
+}
+
+/* The pipeline depth and the bytes one pipeline carries, as comm/cost.c counts them. */
+static int chunks_for(const struct cluster_spec *s, int n, enum cost_op op, enum cost_algo algo,
+                      size_t count, size_t es)
+{
+    double bytes = (double)count * (double)es;
+    if (algo == COST_RING)
+        return coll_pipeline_chunks(s, n, n - 1, bytes, count);
+    if (algo == COST_DBTREE)
+        return coll_pipeline_chunks(s, n, cost_log2(n), bytes / 2, count / 2 + count % 2);
+    (void)op;
+    return coll_pipeline_chunks(s, n, cost_log2(n), bytes, count);
+}
+
+int coll_steps(const struct cluster_spec *s, int n, enum cost_op op, enum cost_algo algo,
+               size_t count, enum fp_format dt)
+{
+    algo = coll_resolve(s, n, op, algo, (double)count * (double)reduce_elem_size(dt));
+    if (n == 1)
+        return 0;
+    int k = op == COST_ALLREDUCE ? 2 : 1, lg = cost_log2(n);
+    switch (algo) {
+    case COST_RING:
+        if (op == COST_BROADCAST || op == COST_REDUCE)
+            return chunks_for(s, n, op, algo, count, reduce_elem_size(dt));
+        return k * (n - 1);
+    case COST_RHD: return k * lg + (n != (1 << lg) ? 2 : 0);
+    case COST_TREE:
+    case COST_DBTREE:
+        return (op == COST_ALLREDUCE ? 2 : 1) *
+               chunks_for(s, n, op, algo, count, reduce_elem_size(dt));
+    default: return 0;
+    }
+}
+
+int coll_run(struct device *d, const struct coll *c, struct error *e)
+{
+    int n = dev_count(d);
+    const struct cluster_spec *s = dev_spec(d);
+    struct algo a = {
+        .d = d,
+        .buf = c->buf,
+        .count = c->count,
+        .es = reduce_elem_size(c->dtype),
+        .dt = c->dtype,
+        .n = n,
+        .rank = dev_rank(d),
+        .root = c->root,
+    };
+    if (a.es == 0)
+        return error_set(e, ERR_INVAL, "collectives carry fp32, bf16 or fp16 data");
+    if ((c->op == COST_BROADCAST || c->op == COST_REDUCE) && (c->root < 0 || c->root >= n))
+        return error_set(e, ERR_INVAL, "the root must be a GPU from 0 to %d, not %d", n - 1,
+                         c->root);
+    enum cost_algo algo = coll_resolve(s, n, c->op, c->algo, (double)c->count * (double)a.es);
+    if (!cost_supported(c->op, algo, n, e))
+        return ERR_INVAL;
+    if (n == 1)
+        return 0;
+    if (algo == COST_RING || algo == COST_TREE || algo == COST_DBTREE)
+        a.chunks = chunks_for(s, n, c->op, algo, c->count, a.es);
+    switch (c->op) {
+    case COST_ALLREDUCE:
+        switch (algo) {
+        case COST_RING: return ring_allreduce(&a, e);
+        case COST_TREE: return pipe_allreduce(&a, e);
+        case COST_DBTREE: return pipe_dbtree_allreduce(&a, e);
+        default: return rhd_allreduce(&a, e);
+        }
+    case COST_REDUCE_SCATTER:
+        return algo == COST_RING ? ring_reduce_scatter(&a, 0, e) : rhd_reduce_scatter(&a, 0, e);
+    case COST_ALLGATHER:
+        return algo == COST_RING ? ring_allgather(&a, 0, e) : rhd_allgather(&a, 0, e);
+    case COST_BROADCAST: return algo == COST_RING ? ring_broadcast(&a, e) : pipe_broadcast(&a, e);
+    case COST_REDUCE: return algo == COST_RING ? ring_reduce(&a, e) : pipe_reduce(&a, e);
+    default: return error_set(e, ERR_INVAL, "no such collective");
+    }
+}
+
+static int one(struct device *d, enum cost_op op, void *buf, size_t count, enum fp_format dt,
+               int root, enum cost_algo algo, struct error *e)
+{
+    struct coll c = {op, algo, buf, count, dt, root};
+    return coll_run(d, &c, e);
+}
+
+int coll_allreduce(struct device *d, void *buf, size_t count, enum fp_format dt,
+                   enum cost_algo algo, struct error *e)
+{
+    return one(d, COST_ALLREDUCE, buf, count, dt, 0, algo, e);
+}
+
+int coll_reduce_scatter(struct device *d, void *buf, size_t count, enum fp_format dt,
+                        enum cost_algo algo, struct error *e)
+{
+    return one(d, COST_REDUCE_SCATTER, buf, count, dt, 0, algo, e);
+}
+
+int coll_allgather(struct device *d, void *buf, size_t count, enum fp_format dt,
+                   enum cost_algo algo, struct error *e)
+{
+    return one(d, COST_ALLGATHER, buf, count, dt, 0, algo, e);
+}
+
+int coll_broadcast(struct device *d, void *buf, size_t count, enum fp_format dt, int root,
+                   enum cost_algo algo, struct error *e)
+{
+    return one(d, COST_BROADCAST, buf, count, dt, root, algo, e);
+}
+
+int coll_reduce(struct device *d, void *buf, size_t count, enum fp_format dt, int root,
+                enum cost_algo algo, struct error *e)
+{
+    return one(d, COST_REDUCE, buf, count, dt, root, algo, e);
+}

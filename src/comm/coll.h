@@ -1,0 +1,84 @@
+/* The collectives: one call on one range of a flat buffer, made by every device of the
+ * cluster at once (inside cluster_run), built only from sim's point-to-point sends.
+ *
+ *   allreduce       every GPU ends with the element-wise sum of all GPUs' buffers, bit for bit
+ *                   the same on every GPU (each reduced value is computed once and copied)
+ *   reduce-scatter  GPU i ends with the sum in its chunk i of the buffer (coll_chunk); the
+ *                   rest of its buffer holds partial sums
+ *   allgather       GPU i starts with its chunk i; every GPU ends with all chunks
+ *   broadcast       the root's buffer ends up everywhere
+ *   reduce          the root ends with the sum; the other GPUs' buffers hold partial sums
+ *
+ * Buffers are in place, as NCCL's in-place calls: a ZeRO shard of GPU i is chunk i. Chunks
+ * split count elements as evenly as possible (the first count % N chunks one element
+ * longer), so any count works, including counts below N (empty chunks).
+ *
+ * Algorithms (comm/cost.h has their α-β times):
+ *   ring    reduce-scatter, all-gather, all-reduce (reduce-scatter then all-gather) around
+ *           the ring 0 -> 1 -> ... -> N-1 -> 0 (ring.c); broadcast and reduce as a pipelined
+ *           chain from or to the root
+ *   tree    pipelined binary tree (tree 0 of comm/tree.h): all-reduce = reduce to the tree's
+ *           root, then broadcast from it; broadcast, reduce rooted at the given root
+ *   dbtree  NCCL's double binary tree: half of the buffer on each of two trees (all-reduce)
+ *   rhd     recursive halving reduce-scatter, recursive doubling all-gather (Rabenseifner);
+ *           all-reduce on any N, folding the extra GPUs in and out (see comm/cost.h)
+ *
+ * The step numbers (dev_step, the events' step, --fail GPU@STEP) count each algorithm's
+ * rounds from 0: ring N-1 per phase; rhd one per exchange (and one per fold); chains and
+ * trees one per pipeline chunk and phase. Memory: no allocation; a receive combines straight
+ * from the sender's buffer. */
+#ifndef SCALELAB_COMM_COLL_H
+#define SCALELAB_COMM_COLL_H
+
+#include <stddef.h>
+
+#include "comm/cost.h"
+#include "num/fp.h"
+#include "sim/cluster.h"
+
+struct error;
+
+struct coll {
+    enum cost_op op;
+    enum cost_algo algo; /* COST_AUTO: the α-β model's choice for this size */
+    void *buf;
+    size_t count;         /* elements */
+    enum fp_format dtype; /* fp32, bf16 or fp16 */
+    int root;             /* broadcast and reduce */
+};
+
+/* Every device calls it with the same op, algo, count, dtype and root. 0, ERR_INVAL (an
+ * unsupported combination), or ERR_RUN (the run was aborted or failed). */
+int coll_run(struct device *d, const struct coll *c, struct error *e);
+
+int coll_allreduce(struct device *d, void *buf, size_t count, enum fp_format dt,
+                   enum cost_algo algo, struct error *e);
+int coll_reduce_scatter(struct device *d, void *buf, size_t count, enum fp_format dt,
+                        enum cost_algo algo, struct error *e);
+int coll_allgather(struct device *d, void *buf, size_t count, enum fp_format dt,
+                   enum cost_algo algo, struct error *e);
+int coll_broadcast(struct device *d, void *buf, size_t count, enum fp_format dt, int root,
+                   enum cost_algo algo, struct error *e);
+int coll_reduce(struct device *d, void *buf, size_t count, enum fp_format dt, int root,
+                enum cost_algo algo, struct error *e);
+
+/* Chunk i of n over count elements: offset and length in elements. */
+void coll_chunk(size_t count, int n, int i, size_t *off, size_t *len);
+
+/* The cost model's view of a spec with n GPUs. */
+void coll_net(const struct cluster_spec *s, int n, struct cost_net *net);
+
+/* The algorithm COST_AUTO means for this op, size and cluster. */
+enum cost_algo coll_resolve(const struct cluster_spec *s, int n, enum cost_op op,
+                            enum cost_algo algo, double bytes);
+
+/* The number of pipeline chunks a chain or tree uses: cost_pipeline_chunks on the link the
+ * cost model uses, at most count (at least 1). */
+int coll_pipeline_chunks(const struct cluster_spec *s, int n, int depth, double bytes,
+                         size_t count);
+
+/* The number of steps (rounds) the algorithm takes, as numbered above. */
+int coll_steps(const struct cluster_spec *s, int n, enum cost_op op, enum cost_algo algo,
+               size_t count, enum fp_format dt);
+
+#endif

@@ -1,0 +1,47 @@
+/* Real data for a collective and its check against a double-precision reference.
+ *
+ * GPU r's element i is a value in [-1, 1) drawn from a hash of (seed, r, i), rounded to the
+ * data's format; the reference sum of element i over N GPUs is computed in double from the
+ * same values, so no copy of the inputs is kept.
+ *
+ * Tolerance, for a sum over N GPUs: each of the N-1 additions is done in fp32 and rounded
+ * once to the storage format, a relative error of at most u_fmt + u_fp32 (u = 2^-24 for
+ * fp32, 2^-11 for fp16, 2^-8 for bf16: half an ulp at 1), plus, in fp16, an absolute error
+ * of half the smallest subnormal when a sum underflows. Whatever the order of the
+ * additions (ring, tree, halving), the classic bound (Higham, "Accuracy and Stability of
+ * Numerical Algorithms", 2002, §4.2) gives
+ *     |got - ref| <= (N-1) ((u_fmt + u_fp32)(1 + 1e-3) sum|x_r| + s_fmt/2),
+ * where 1e-3 covers the second-order terms. The error is reported relative to sum|x_r| (the
+ * sum's scale; the sum itself may be near zero): max_rel_error <= (N-1)(u_fmt + u_fp32).
+ * Copies (all-gather, broadcast) must be exact. */
+#ifndef SCALELAB_COMM_VERIFY_H
+#define SCALELAB_COMM_VERIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/cost.h"
+#include "num/fp.h"
+
+struct verify {
+    bool ok;              /* every checked element within tolerance */
+    bool identical;       /* every GPU's result bit for bit the same (all-reduce, copies) */
+    double max_rel_error; /* max |got - ref| / sum|x| over the checked elements */
+    double tolerance;     /* (N-1)(u_fmt + u_fp32) relative, 0 for copies */
+    int bad_gpu;          /* the first GPU out of tolerance, or -1 */
+    size_t bad_index;
+    double bad_got, bad_want;
+};
+
+/* GPU rank's input for the collective, count elements of dt. */
+void verify_fill(enum fp_format dt, void *buf, size_t count, uint64_t seed, int rank);
+
+/* The relative tolerance for a sum over n GPUs. */
+double verify_tolerance(enum fp_format dt, int n);
+
+/* Checks the n buffers after op (with root for broadcast and reduce). */
+void verify_check(enum cost_op op, int root, enum fp_format dt, void *const *bufs, int n,
+                  size_t count, uint64_t seed, struct verify *out);
+
+#endif

@@ -1,0 +1,112 @@
+#!/bin/sh
+# scalelab collective: JSON fields, byte counts, verification, --steps, --fail, --trace, --sweep,
+# bad options.
+. "$srcdir/tests/lib.sh"
+
+run collective --gpus 4 --size 4MiB --json
+check_status 0 "ring all-reduce, 4 GPUs, 4 MiB"
+check_json "set(['op','algo','gpus','size','dtype','verified','max_rel_error','bytes_sent_per_gpu','bytes_sent_total','steps','predicted_time_s','wall_time_s','algbw_GBps','busbw_GBps']) <= set(d)" "JSON has the issue's fields"
+check_json "d['op']=='allreduce' and d['algo']=='ring' and d['gpus']==4 and d['size']==4194304 and d['dtype']=='fp32'" "JSON echoes the run"
+check_json "d['verified'] is True and d['max_rel_error'] <= 3*2**-24" "verified within (N-1) u_fp32"
+check_json "d['bytes_sent_total'] == 2*3*4194304" "ring all-reduce sends exactly 2(N-1) x size"
+check_json "all(abs(b - 2*3/4*4194304) <= 4 for b in d['bytes_sent_per_gpu'])" "each GPU sends 2(N-1)/N x size"
+check_json "d['steps'] == 6" "2(N-1) steps"
+# α-β on h100-80gb: 6 x 2 us + 2*3/4 * 4 MiB / 450e9
+check_json "abs(d['predicted_time_s'] - (6*2e-6 + 1.5*4194304/450e9)) < 1e-12" "predicted time is the α-β formula"
+check_json "abs(d['algbw_GBps'] - 4194304/d['simulated_time_s']/1e9) < 1e-6*d['algbw_GBps'] and abs(d['busbw_GBps'] - d['algbw_GBps']*1.5) < 1e-6*d['busbw_GBps']" "algbw and busbw as nccl-tests defines them"
+
+# uneven counts: 7 GPUs, 1001 elements: the total is still exact, shares within one element
+run collective --gpus 7 --size 4004 --json
+check_status 0 "7 GPUs, 1001 elements"
+check_json "d['bytes_sent_total'] == 2*6*4004 and all(abs(b - 12/7*4004) <= 4 for b in d['bytes_sent_per_gpu'])" "uneven chunks: exact total, shares up to one element"
+
+for op in allreduce reduce-scatter allgather broadcast reduce; do
+    for dt in fp32 bf16 fp16; do
+        run collective --op $op --gpus 5 --size 6000 --dtype $dt --algo auto --json
+        check_json "d['verified'] is True" "$op $dt on 5 GPUs, algo auto, verified"
+    done
+done
+
+run collective --gpus 4 --size 4MiB
+check_status 0 "text output"
+check_contains "$out" "2(N-1)/N x size" "the per-GPU share is shown beside its formula"
+check_contains "$out" "2(N-1) x size = 25165824" "the total is shown beside 2(N-1) x size"
+check_contains "$out" "busbw" "text shows busbw"
+
+run collective --gpus 3 --size 36 --steps
+check_contains "$out" "step 0 (reduce-scatter)" "--steps shows the reduce-scatter steps"
+check_contains "$out" "GPU 0 -> GPU 1: chunk 2" "--steps: GPU 0 sends chunk 2 first"
+check_contains "$out" "step 3 (all-gather)" "--steps shows the all-gather steps"
+
+run collective --gpus 4 --size 64KiB --nodes 2 --json
+check_json "d['gpus_per_node'] == 2 and d['verified']" "--nodes 2 splits 4 GPUs into 2 per node"
+check_json "abs(d['predicted_time_s'] - (6*5e-6 + 1.5*65536/50e9)) < 1e-12" "across nodes the inter-node link sets the pace"
+
+run collective --gpus 16 --size 1MiB --fail 7@3
+check_status 1 "--fail ends the run"
+check_contains "$err" "GPU 7: failed at step 3" "--fail names the GPU and the step"
+
+run collective --gpus 4 --size 64KiB --trace "$T_TMP/t.json"
+check_status 0 "--trace"
+if python3 -c "
+import json,sys
+d=json.load(open(sys.argv[1]))
+ev=d['traceEvents']
+names={e['args']['name'] for e in ev if e['ph']=='M' and e['name']=='process_name'}
+assert names=={'GPU 0','GPU 1','GPU 2','GPU 3'}, names
+x=[e for e in ev if e['ph']=='X' and e.get('cat')=='comm']
+assert len(x)==2*4*6, len(x)
+s={e['id'] for e in ev if e['ph']=='s'}; f={e['id'] for e in ev if e['ph']=='f'}
+assert s==f and len(s)==24
+assert all('pid' in e and (e['ph']=='M' or isinstance(e['ts'],(int,float))) for e in ev)
+assert any(e['ph']=='C' for e in ev)
+" "$T_TMP/t.json" 2>"$T_TMP/pyerr"; then ok "--trace writes Chrome trace-event JSON: a process per GPU, slices, flows, counters"
+else not_ok "--trace shape" "$(cat "$T_TMP/pyerr")"; fi
+ls "$T_TMP" | grep -q tmp && not_ok "no temporary file left" || ok "no temporary file left"
+
+run collective --gpus 8 --sweep --size 4MiB
+check_status 0 "--sweep"
+check_contains "$out" "crossover between" "--sweep finds the ring/tree crossover"
+
+# bad options: exit 2, the option named
+run collective --gpus 0
+check_status 2 "0 GPUs"
+check_contains "$err" "--gpus" "0 GPUs: the option is named"
+run collective --gpus 257
+check_status 2 "257 GPUs"
+run collective --size -1MiB
+check_status 2 "negative size"
+check_contains "$err" "--size" "negative size: the option is named"
+run collective --size lots
+check_status 2 "unparsable size"
+run collective --size 10
+check_status 2 "a size that is not whole fp32 elements"
+check_contains "$err" "whole number of fp32 elements" "the element size is explained"
+run collective --op alltoall
+check_status 2 "unknown op"
+check_contains "$err" "alltoall" "unknown op named"
+run collective --algo butterfly
+check_status 2 "unknown algorithm"
+run collective --dtype fp64
+check_status 2 "unknown dtype"
+run collective --dtype e4m3
+check_status 2 "fp8 is not a collective dtype"
+run collective --cluster nosuch
+check_status 2 "unknown preset"
+check_contains "$err" "nosuch" "unknown preset named"
+run collective --gpus 4 --fail 4@0
+check_status 2 "failing GPU that does not exist"
+check_contains "$err" "no GPU 4" "the missing GPU is named"
+run collective --gpus 4 --fail 1@99
+check_status 2 "failing step that does not exist"
+run collective --gpus 4 --fail x
+check_status 2 "unparsable --fail"
+run collective --op allgather --algo rhd --gpus 6
+check_status 2 "rhd all-gather on 6 GPUs"
+check_contains "$err" "power-of-two" "rhd needs a power of two"
+run collective --op broadcast --algo dbtree
+check_status 2 "dbtree broadcast"
+run collective --gpus 3 --nodes 2
+check_status 2 "--nodes that does not divide the GPUs"
+
+done_testing

@@ -1,0 +1,329 @@
+/* Unit tests of src/comm's collectives on the simulated cluster: every op, algorithm and
+ * number format at N = 1..17 and awkward sizes, checked against a double-precision reference
+ * (comm/verify.h states the tolerance and why); bit-identical results; byte counts; the event
+ * order of a 4-GPU ring; simulated times against the α-β formulas; determinism; failures. */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "comm/coll.h"
+#include "comm/trial.h"
+#include "harness.h"
+
+static const enum fp_format dtypes[] = {FP_FP32, FP_BF16, FP_FP16};
+
+static struct trial_args args(enum cost_op op, enum cost_algo algo, int n, size_t count,
+                              enum fp_format dt)
+{
+    struct trial_args a;
+    trial_args_init(&a);
+    a.op = op, a.algo = algo, a.gpus = n, a.count = count, a.dtype = dt;
+    a.spec.gpus_per_node = 4; /* two levels from N = 5 on */
+    a.root = n > 2 ? n / 2 : 0;
+    a.deadline_s = 20;
+    return a;
+}
+
+static void check_one(enum cost_op op, enum cost_algo algo, int n, size_t count, enum fp_format dt)
+{
+    struct trial_args a = args(op, algo, n, count, dt);
+    struct trial t;
+    struct error e = {0};
+    int rc = trial_run(&a, &t, &e);
+    ck_assert_msg(rc == 0, "%s %s N=%d count=%zu %s: %s", cost_op_name(op), cost_algo_name(algo), n,
+                  count, fp_info(dt)->name, e.msg);
+    ck_assert_msg(t.check.ok,
+                  "%s %s N=%d count=%zu %s: GPU %d element %zu: got %.9g want %.9g "
+                  "(identical %d, max rel %.3g, tol %.3g)",
+                  cost_op_name(op), cost_algo_name(algo), n, count, fp_info(dt)->name,
+                  t.check.bad_gpu, t.check.bad_index, t.check.bad_got, t.check.bad_want,
+                  t.check.identical, t.check.max_rel_error, t.check.tolerance);
+    /* every algorithm moves (N-1) S for one pass and 2(N-1) S for an all-reduce, except rhd
+     * with its folds (2r S more) */
+    double S = (double)count * (fp_info(dt)->bits / 8);
+    double want = (op == COST_ALLREDUCE ? 2 : 1) * (n - 1) * S;
+    if (algo == COST_RHD && op == COST_ALLREDUCE && n > 1) {
+        int np = 1;
+        while (np * 2 <= n)
+            np *= 2;
+        want = 2 * (np - 1) * S + 2 * (n - np) * S;
+    }
+    ck_assert_msg((double)t.sent_total == want, "%s %s N=%d count=%zu: sent %llu, want %.0f",
+                  cost_op_name(op), cost_algo_name(algo), n, count,
+                  (unsigned long long)t.sent_total, want);
+    trial_fini(&t);
+}
+
+static const size_t counts[] = {1, 3, 37, 1000};
+
+static void sweep(enum cost_op op, enum cost_algo algo, bool pow2_only)
+{
+    for (int n = 1; n <= 17; n++) {
+        if (pow2_only && (n & (n - 1)))
+            continue;
+        for (size_t di = 0; di < 3; di++) {
+            for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+                check_one(op, algo, n, counts[ci], dtypes[di]);
+            check_one(op, algo, n, (size_t)n - 1 + (n == 1), dtypes[di]); /* fewer than N */
+        }
+    }
+}
+
+START_TEST(allreduce_ring)
+{
+    sweep(COST_ALLREDUCE, COST_RING, false);
+}
+END_TEST
+START_TEST(allreduce_tree)
+{
+    sweep(COST_ALLREDUCE, COST_TREE, false);
+}
+END_TEST
+START_TEST(allreduce_dbtree)
+{
+    sweep(COST_ALLREDUCE, COST_DBTREE, false);
+}
+END_TEST
+START_TEST(allreduce_rhd)
+{
+    sweep(COST_ALLREDUCE, COST_RHD, false);
+}
+END_TEST
+START_TEST(reduce_scatter_ring)
+{
+    sweep(COST_REDUCE_SCATTER, COST_RING, false);
+}
+END_TEST
+START_TEST(reduce_scatter_rhd)
+{
+    sweep(COST_REDUCE_SCATTER, COST_RHD, true);
+}
+END_TEST
+START_TEST(allgather_ring)
+{
+    sweep(COST_ALLGATHER, COST_RING, false);
+}
+END_TEST
+START_TEST(allgather_rhd)
+{
+    sweep(COST_ALLGATHER, COST_RHD, true);
+}
+END_TEST
+START_TEST(broadcast_ring)
+{
+    sweep(COST_BROADCAST, COST_RING, false);
+}
+END_TEST
+START_TEST(broadcast_tree)
+{
+    sweep(COST_BROADCAST, COST_TREE, false);
+}
+END_TEST
+START_TEST(reduce_ring)
+{
+    sweep(COST_REDUCE, COST_RING, false);
+}
+END_TEST
+START_TEST(reduce_tree)
+{
+    sweep(COST_REDUCE, COST_TREE, false);
+}
+END_TEST
+
+/* A ring all-reduce of S bytes: in total exactly 2(N-1) S; each GPU 2(N-1)/N S up to one
+ * element (its chunks are count/N elements, one more for the first count % N). */
+START_TEST(ring_bytes_per_gpu)
+{
+    for (int n = 2; n <= 9; n++) {
+        struct trial_args a = args(COST_ALLREDUCE, COST_RING, n, 1001, FP_FP32);
+        struct trial t;
+        ck_assert_int_eq(trial_run(&a, &t, NULL), 0);
+        double S = 1001 * 4.0;
+        ck_assert(t.sent_total == (uint64_t)(2 * (n - 1) * S));
+        for (int g = 0; g < n; g++)
+            ck_assert(fabs((double)t.sent[g] - 2.0 * (n - 1) / n * S) <= 2 * 4);
+        ck_assert_int_eq(t.steps, 2 * (n - 1));
+        trial_fini(&t);
+    }
+}
+END_TEST
+
+/* On one node the simulated time of a ring or rhd collective is the α-β formula (sizes
+ * divisible by N so every chunk is S/N); a perfect tree (N = 7) matches its formula. The
+ * tolerance 1e-9 relative covers summing the same terms in another order. */
+START_TEST(simulated_time_matches_the_model)
+{
+    struct {
+        enum cost_op op;
+        enum cost_algo algo;
+        int n;
+    } cases[] = {
+        {COST_ALLREDUCE, COST_RING, 8}, {COST_REDUCE_SCATTER, COST_RING, 5},
+        {COST_ALLGATHER, COST_RING, 3}, {COST_ALLREDUCE, COST_RHD, 8},
+        {COST_ALLREDUCE, COST_RHD, 6},  {COST_BROADCAST, COST_RING, 6},
+        {COST_REDUCE, COST_RING, 6},    {COST_ALLREDUCE, COST_TREE, 7},
+        {COST_BROADCAST, COST_TREE, 7}, {COST_REDUCE, COST_TREE, 7},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (size_t count = 840; count <= 840 * 512; count *= 8) {
+            struct trial_args a = args(cases[i].op, cases[i].algo, cases[i].n, count, FP_FP32);
+            a.spec.gpus_per_node = 8;
+            a.verify = true;
+            struct trial t;
+            ck_assert_int_eq(trial_run(&a, &t, NULL), 0);
+            ck_assert_msg(fabs(t.simulated_s - t.predicted.time_s) <= 1e-9 * t.predicted.time_s,
+                          "%s %s N=%d count %zu: simulated %.12g, formula %.12g",
+                          cost_op_name(cases[i].op), cost_algo_name(cases[i].algo), cases[i].n,
+                          count, t.simulated_s, t.predicted.time_s);
+            trial_fini(&t);
+        }
+    }
+    /* the double binary tree's formula is an estimate: within 25% of the simulation; and
+     * across nodes every algorithm's simulated time stays under the bottleneck bound */
+    for (int n = 4; n <= 16; n += 4) {
+        struct trial_args a = args(COST_ALLREDUCE, COST_DBTREE, n, 1 << 16, FP_FP32);
+        a.spec.gpus_per_node = 16;
+        struct trial t;
+        ck_assert_int_eq(trial_run(&a, &t, NULL), 0);
+        ck_assert_msg(fabs(t.simulated_s / t.predicted.time_s - 1) < 0.25, "dbtree N=%d: %g vs %g",
+                      n, t.simulated_s, t.predicted.time_s);
+        trial_fini(&t);
+        for (int algo = 0; algo < COST_ALGO_COUNT; algo++) {
+            a = args(COST_ALLREDUCE, (enum cost_algo)algo, n, 48 * 1024, FP_FP32);
+            a.spec.gpus_per_node = 2;
+            ck_assert_int_eq(trial_run(&a, &t, NULL), 0);
+            ck_assert_msg(t.simulated_s <= t.predicted.time_s * (1 + 1e-9),
+                          "%s N=%d across nodes: simulated %.9g > bound %.9g",
+                          cost_algo_name((enum cost_algo)algo), n, t.simulated_s,
+                          t.predicted.time_s);
+            trial_fini(&t);
+        }
+    }
+}
+END_TEST
+
+/* The 4-GPU ring all-reduce of 4 chunks: the sends in order of (time, GPU), each GPU passing
+ * chunk (r-s-1) mod 4 in reduce-scatter step s and chunk (r-s) mod 4 in all-gather step s. */
+START_TEST(ring_event_order)
+{
+    struct trial_args a = args(COST_ALLREDUCE, COST_RING, 4, 400, FP_FP32);
+    a.spec.gpus_per_node = 8;
+    a.record_events = true;
+    struct trial t;
+    ck_assert_int_eq(trial_run(&a, &t, NULL), 0);
+    size_t n;
+    const struct event *ev = cluster_events(t.cluster, &n);
+    int sends = 0;
+    double tau = a.spec.alpha_intra + 100 * 4 / a.spec.beta_intra;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].type != EV_SEND)
+            continue;
+        int s = sends / 4, r = sends % 4;
+        bool rs = s < 3;
+        ck_assert_int_eq(ev[i].device, r);
+        ck_assert_int_eq(ev[i].step, s);
+        ck_assert_int_eq(ev[i].peer, (r + 1) % 4);
+        ck_assert_int_eq(ev[i].chunk, ((rs ? r - s - 1 : r - (s - 3)) % 4 + 8) % 4);
+        ck_assert_str_eq(ev[i].phase, rs ? "reduce-scatter" : "all-gather");
+        ck_assert_uint_eq(ev[i].bytes, 400);
+        ck_assert(fabs(ev[i].t - s * tau) < 1e-15);
+        ck_assert(fabs(ev[i].t_end - (s + 1) * tau) < 1e-15);
+        sends++;
+    }
+    ck_assert_int_eq(sends, 4 * 6);
+    trial_fini(&t);
+}
+END_TEST
+
+/* The same run twice gives the same events, times included, bit for bit. */
+START_TEST(deterministic_timelines)
+{
+    struct event *first = NULL;
+    size_t nfirst = 0;
+    for (int run = 0; run < 3; run++) {
+        struct trial_args a = args(COST_ALLREDUCE, COST_DBTREE, 13, 5000, FP_BF16);
+        a.record_events = true;
+        struct trial t;
+        ck_assert_int_eq(trial_run(&a, &t, NULL), 0);
+        size_t n;
+        const struct event *ev = cluster_events(t.cluster, &n);
+        if (run == 0) {
+            first = malloc(n * sizeof *first);
+            memcpy(first, ev, n * sizeof *first);
+            nfirst = n;
+        } else {
+            ck_assert_uint_eq(n, nfirst);
+            for (size_t i = 0; i < n; i++) {
+                ck_assert(ev[i].t == first[i].t && ev[i].t_end == first[i].t_end);
+                ck_assert(ev[i].type == first[i].type && ev[i].device == first[i].device);
+                ck_assert(ev[i].peer == first[i].peer && ev[i].bytes == first[i].bytes);
+            }
+        }
+        trial_fini(&t);
+    }
+    free(first);
+}
+END_TEST
+
+/* --fail: the GPU stops at the step; everyone else is woken; the error names both. */
+START_TEST(failure_ends_cleanly)
+{
+    enum cost_algo algos[] = {COST_RING, COST_TREE, COST_DBTREE, COST_RHD};
+    for (int i = 0; i < 4; i++) {
+        struct trial_args a = args(COST_ALLREDUCE, algos[i], 17, 1 << 14, FP_FP32);
+        a.fail_gpu = 16;
+        a.fail_step = 1;
+        struct trial t;
+        struct error e = {0};
+        double t0 = clock_now();
+        ck_assert_int_eq(trial_run(&a, &t, &e), ERR_RUN);
+        ck_assert(clock_now() - t0 < 2);
+        ck_assert_str_eq(e.msg, "GPU 16: failed at step 1 (injected with --fail)");
+        trial_fini(&t);
+    }
+}
+END_TEST
+
+/* Buffers come from the ledger: a GPU too small for them is an out-of-memory error. */
+START_TEST(ledger_limits_the_buffers)
+{
+    struct trial_args a = args(COST_ALLREDUCE, COST_RING, 4, 1 << 20, FP_FP32);
+    a.spec.hbm_bytes = 1 << 20; /* 1 MiB GPUs, 4 MiB buffers */
+    struct trial t;
+    struct error e = {0};
+    ck_assert_int_eq(trial_run(&a, &t, &e), ERR_RUN);
+    ck_assert_ptr_nonnull(strstr(e.msg, "GPU 0: out of memory"));
+    trial_fini(&t);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("coll");
+    TCase *tc = tcase_create("coll");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, allreduce_ring);
+    tcase_add_test(tc, allreduce_tree);
+    tcase_add_test(tc, allreduce_dbtree);
+    tcase_add_test(tc, allreduce_rhd);
+    tcase_add_test(tc, reduce_scatter_ring);
+    tcase_add_test(tc, reduce_scatter_rhd);
+    tcase_add_test(tc, allgather_ring);
+    tcase_add_test(tc, allgather_rhd);
+    tcase_add_test(tc, broadcast_ring);
+    tcase_add_test(tc, broadcast_tree);
+    tcase_add_test(tc, reduce_ring);
+    tcase_add_test(tc, reduce_tree);
+    tcase_add_test(tc, ring_bytes_per_gpu);
+    tcase_add_test(tc, simulated_time_matches_the_model);
+    tcase_add_test(tc, ring_event_order);
+    tcase_add_test(tc, deterministic_timelines);
+    tcase_add_test(tc, failure_ends_cleanly);
+    tcase_add_test(tc, ledger_limits_the_buffers);
+    suite_add_tcase(s, tc);
+    return harness_run(s);
+}
