@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -18,6 +19,9 @@
 #include "cli/command.h"
 #include "cli/opts.h"
 #include "par/trainer.h"
+#include "sim/cluster.h"
+#include "sim/ledger.h"
+#include "sim/trace.h"
 
 static const struct opt options[] = {
     {"model", 0, true},      {"steps", 0, true},        {"batch", 0, true},
@@ -27,7 +31,7 @@ static const struct opt options[] = {
     {"hysteresis", 0, true}, {"clip", 0, true},         {"skip-spikes", 0, false},
     {"spike-z", 0, true},    {"spike-window", 0, true}, {"inject", 0, true},
     {"checkpoint", 0, true}, {"json", 0, false},        {"dump", 0, true},
-    {NULL, 0, false},
+    {"trace", 0, true},      {"cluster", 0, true},      {NULL, 0, false},
 };
 
 #define MAX_STEPS 10000000L
@@ -36,7 +40,7 @@ struct run {
     struct train_opts o;
     struct model_shape shape;
     bool json, scale_given, init_scale_given;
-    const char *dump;
+    const char *dump, *trace, *cluster;
     struct error dump_err;
     bool dumped;
 };
@@ -196,6 +200,10 @@ static int parse_option(struct run *r, const char *name, const char *arg, struct
         r->json = true;
     } else if (!strcmp(name, "dump")) {
         r->dump = arg;
+    } else if (!strcmp(name, "trace")) {
+        r->trace = arg;
+    } else if (!strcmp(name, "cluster")) {
+        r->cluster = arg;
     }
     return rc;
 }
@@ -333,11 +341,207 @@ static void step_text(const struct train_step *s)
 }
 
 struct summary {
-    double final_loss, floor, seconds, tokens_per_s, flops, recompute, overhead, predicted;
+    double final_loss, floor, seconds, sim_seconds, tokens_per_s, flops, recompute, overhead;
+    double predicted;
     long steps, skipped, overflows, spikes;
+    int nlast;
     size_t act_peak;
+    uint64_t mem[MEM_CAT_COUNT], mem_peak;
     float last_scale;
 };
+
+/* ------------------------------------------------------------------ the command */
+
+/* ------------------------------------------------------------------ the device */
+
+/* The model's allocator seam on a simulated GPU: weights, gradients, master weights and Adam's
+ * moments come from the device's ledger; activations are charged to it as they live and die;
+ * compute advances the device's simulated clock. The arena and the fp32 workspace of the CPU
+ * emulation are host memory, not the GPU's (a GPU computes in registers and tensor cores). */
+struct seam {
+    struct device *d;
+    struct error err; /* the first out-of-memory */
+};
+
+static enum ledger_cat ledger_of(enum gpt_mem kind)
+{
+    switch (kind) {
+    case GPT_MEM_WEIGHTS: return MEM_WEIGHTS;
+    case GPT_MEM_GRADS: return MEM_GRADIENTS;
+    case GPT_MEM_MASTER: return MEM_MASTER;
+    case GPT_MEM_OPTIMIZER: return MEM_OPTIMIZER;
+    default: return MEM_ACTIVATIONS;
+    }
+}
+
+static void *seam_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
+{
+    struct seam *s = ctx;
+    (void)what;
+    if (kind == GPT_MEM_WORKSPACE) {
+        void *p = NULL;
+        if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0)
+            return NULL;
+        memset(p, 0, bytes);
+        return p;
+    }
+    struct error e = {0};
+    void *p = ledger_alloc(dev_ledger(s->d), ledger_of(kind), bytes, &e);
+    if (!p && !s->err.code)
+        s->err = e;
+    return p;
+}
+
+static void seam_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
+{
+    struct seam *s = ctx;
+    (void)bytes;
+    if (kind == GPT_MEM_WORKSPACE)
+        free(p);
+    else
+        ledger_free(dev_ledger(s->d), p);
+}
+
+static void seam_charge(void *ctx, enum gpt_mem kind, long long delta)
+{
+    struct seam *s = ctx;
+    struct error e = {0};
+    if (delta > 0) {
+        if (ledger_charge(dev_ledger(s->d), ledger_of(kind), (uint64_t)delta, &e) && !s->err.code)
+            s->err = e;
+    } else
+        ledger_release(dev_ledger(s->d), ledger_of(kind), (uint64_t)-delta);
+}
+
+static void seam_compute(void *ctx, double flops, const char *what, int layer)
+{
+    struct seam *s = ctx;
+    dev_compute(s->d, flops, what, layer, 0);
+}
+
+/* Events of --trace, in a buffer sized before the run (nothing grows inside the step loop);
+ * non-finite tensor names are interned in a fixed table, since events keep static strings. */
+struct evlog {
+    struct event *ev;
+    size_t n, cap;
+    char names[64][48];
+    int nnames;
+};
+
+static void on_event(void *ctx, const struct event *ev)
+{
+    struct evlog *l = ctx;
+    if (l->n < l->cap)
+        l->ev[l->n++] = *ev;
+}
+
+static const char *intern(struct evlog *l, const char *name)
+{
+    for (int i = 0; i < l->nnames; i++)
+        if (!strcmp(l->names[i], name))
+            return l->names[i];
+    if (l->nnames == 64)
+        return "(more)";
+    snprintf(l->names[l->nnames], sizeof l->names[0], "%s", name);
+    return l->names[l->nnames++];
+}
+
+struct job {
+    struct run *r;
+    struct summary sum;
+    struct evlog *log;
+    bool progress;
+};
+
+static int train_device(struct device *d, void *arg, struct error *e)
+{
+    struct job *j = arg;
+    struct run *r = j->r;
+    struct train_opts *o = &r->o;
+    struct seam seam = {d, {0}};
+    struct gpt_alloc alloc = {seam_alloc, seam_free, seam_charge, seam_compute, &seam};
+    struct trainer *t;
+    int rc = trainer_new(&t, o, &alloc, e);
+    if (rc) {
+        if (seam.err.code)
+            *e = seam.err;
+        return dev_fail(d, e, "%s", e->msg);
+    }
+    if (r->dump)
+        trainer_observe(t, dump_step, r);
+    struct summary *sum = &j->sum;
+    struct ledger *led = dev_ledger(d);
+    sum->floor = trainer_loss_floor(t);
+    if (!r->json)
+        printf("loss floor (entropy rate of the data): %.4f nats\n", sum->floor);
+
+    long every = o->steps / 20 > 0 ? o->steps / 20 : 1;
+    int nlast = o->steps < 10 ? (int)o->steps : 10;
+    double lastsum = 0;
+    int lastn = 0;
+    double t0 = clock_now(), tprog = t0;
+    struct train_step s;
+    for (long i = 1; i <= o->steps; i++) {
+        if ((rc = dev_step(d, (int)i, e)))
+            break;
+        trainer_step(t, &s);
+        if (seam.err.code) { /* a charge did not fit */
+            rc = dev_fail(d, e, "%s", seam.err.msg);
+            break;
+        }
+        if (r->dump && r->dump_err.code) {
+            *e = r->dump_err;
+            rc = r->dump_err.code;
+            break;
+        }
+        s.act_peak_bytes = led->peak_cat[MEM_ACTIVATIONS]; /* the ledger's word */
+        struct event ev = {.type = EV_TRAIN_STEP, .t = dev_now(d), .step = (int)i};
+        ev.loss = s.loss, ev.grad_norm = s.grad_norm, ev.clip_coef = s.clip_coef;
+        ev.loss_scale = s.loss_scale, ev.skipped = s.skipped;
+        dev_emit(d, &ev);
+        if (s.nonfinite[0]) {
+            struct event nf = {.type = EV_NONFINITE, .t = dev_now(d), .step = (int)i};
+            nf.name = j->log ? intern(j->log, s.nonfinite) : "tensor";
+            nf.layer = atoi(strncmp(s.nonfinite, "layer ", 6) ? "-1" : s.nonfinite + 6);
+            dev_emit(d, &nf);
+        }
+        sum->skipped += s.skipped;
+        sum->overflows += s.overflow;
+        sum->spikes += s.spike;
+        if (i > o->steps - nlast && isfinite(s.loss))
+            lastsum += s.loss, lastn++;
+        if (r->json)
+            step_json(&s);
+        else if (i == 1 || i % every == 0 || i == o->steps || s.skipped || s.overflow || s.spike ||
+                 s.nonfinite[0])
+            step_text(&s);
+        if (j->progress && clock_now() - tprog > 0.2) {
+            double el = clock_now() - t0, rate = (double)i / el;
+            char left[32];
+            units_format_seconds(left, sizeof left, (double)(o->steps - i) / rate);
+            fprintf(stderr, "\rstep %ld/%ld  loss %.4f  %.1f steps/s  %s left   ", i, o->steps,
+                    s.loss, rate, left);
+            tprog = clock_now();
+        }
+        if (!r->json)
+            fflush(stdout);
+        sum->steps = i;
+    }
+    if (j->progress)
+        fprintf(stderr, "\r%*s\r", 70, "");
+    sum->seconds = clock_now() - t0;
+    sum->final_loss = lastn ? lastsum / lastn : NAN;
+    sum->tokens_per_s = (double)sum->steps * o->batch * o->shape.seq / sum->seconds;
+    sum->act_peak = (size_t)led->peak_cat[MEM_ACTIVATIONS];
+    sum->last_scale = s.loss_scale;
+    sum->nlast = nlast;
+    sum->sim_seconds = dev_now(d);
+    for (int c = 0; c < MEM_CAT_COUNT; c++)
+        sum->mem[c] = led->peak_cat[c];
+    sum->mem_peak = led->peak;
+    trainer_free(t);
+    return rc;
+}
 
 /* ------------------------------------------------------------------ the command */
 
@@ -350,6 +554,7 @@ static int train_main(int argc, char **argv)
     int k, rc;
     train_opts_default(&r.o);
     r.o.lr = 3e-3;
+    r.cluster = "h100-80gb";
     if ((rc = preset_load_model("tiny", &r.shape, &e)))
         return cli_fail(&e);
     opts_init(&p, argc, argv, options, "train");
@@ -375,141 +580,181 @@ static int train_main(int argc, char **argv)
         return cli_usage("train", "--init-scale needs --loss-scale dynamic");
     if ((rc = train_opts_check(o, &e)))
         return cli_fail(&e);
+    struct cluster_config cc;
+    cluster_config_init(&cc);
+    if (preset_load_cluster(r.cluster, &cc.spec, &e) != 0) {
+        error_prefix(&e, "--cluster");
+        return cli_fail(&e);
+    }
+
+    /* what the run needs, checked before anything is allocated */
+    char a[32], b[32];
     double need = gpt_estimate_bytes(&o->shape, o->batch, o->precision, &o->ckpt) +
                   3.0 * 4 * (double)gpt_param_count(&o->shape);
     double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (host > 0 && need > host / 2) {
-        char a[32], b[32];
-        units_format_bytes(a, sizeof a, need, UNITS_BINARY);
-        units_format_bytes(b, sizeof b, host, UNITS_BINARY);
+    if (host > 0 && need > host / 2)
         return cli_usage("train",
-                         "--batch %d: the run's buffers need %s, more than half of this host's "
-                         "%s",
-                         o->batch, a, b);
+                         "--batch %d: the run's buffers need %s, more than half of this host's %s",
+                         o->batch, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
+                         units_format_bytes(b, sizeof b, host, UNITS_BINARY));
+    if (need > cc.spec.hbm_bytes)
+        return cli_usage("train", "--batch %d: the run's buffers need %s, more than a %s GPU's %s",
+                         o->batch, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
+                         cc.spec.name,
+                         units_format_bytes(b, sizeof b, cc.spec.hbm_bytes, UNITS_BINARY));
+    struct evlog log = {0};
+    if (r.trace) {
+        /* per step: compute begin/end for each layer's forward, backward and recomputation
+         * and the head's, memory changes (a few per layer), the step and a non-finite value */
+        double per = 2.0 * (3 * o->shape.layers + 2) + 4.0 * o->shape.layers + 8 + 2;
+        double events = per * (double)o->steps + 64, bytes = events * sizeof(struct event);
+        double disk = events * 160; /* bytes of JSON per event, about */
+        struct statvfs fs;
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", r.trace);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *(slash == dir ? slash + 1 : slash) = 0;
+        if (host > 0 && need + bytes > host / 2)
+            return cli_usage("train",
+                             "--steps %ld with --trace: %s of events do not fit in this host's "
+                             "memory",
+                             o->steps, units_format_bytes(a, sizeof a, bytes, UNITS_BINARY));
+        if (statvfs(slash ? dir : ".", &fs) == 0 &&
+            disk > (double)fs.f_bavail * (double)fs.f_frsize)
+            return cli_usage("train",
+                             "--steps %ld with --trace: a trace of about %s does not "
+                             "fit on the disk (%s free)",
+                             o->steps, units_format_bytes(a, sizeof a, disk, UNITS_BINARY),
+                             units_format_bytes(b, sizeof b,
+                                                (double)fs.f_bavail * (double)fs.f_frsize,
+                                                UNITS_BINARY));
+        log.cap = (size_t)events;
+        if (!(log.ev = malloc(log.cap * sizeof *log.ev))) {
+            error_set(&e, ERR_NOMEM, "out of memory for the trace's events");
+            return cli_fail(&e);
+        }
+        cc.on_event = on_event;
+        cc.event_ctx = &log;
+    }
+    cc.gpus = 1;
+    cc.seed = o->seed;
+    cc.deadline_s = 3600;
+    struct cluster *cl = cluster_new(&cc, &e);
+    if (!cl) {
+        free(log.ev);
+        return cli_fail(&e);
     }
 
-    struct trainer *t;
-    if ((rc = trainer_new(&t, o, NULL, &e)))
-        return cli_fail(&e);
-    if (r.dump)
-        trainer_observe(t, dump_step, &r);
-
-    struct summary sum = {0};
-    sum.floor = trainer_loss_floor(t);
-    struct gpt *g = trainer_model(t);
-    struct gpt_flops fl = gpt_flops(g);
-    sum.flops = fl.forward + fl.backward + fl.recompute;
-    sum.recompute = fl.recompute;
-    sum.overhead = 100.0 * fl.recompute / (fl.forward + fl.backward);
+    struct job job = {.r = &r, .log = r.trace ? &log : NULL, .progress = !r.json && isatty(2)};
+    struct summary *sum = &job.sum;
+    struct gpt_config *c = &o->shape;
     {
+        /* matmul FLOPs as the model counts them (gpt_flops), and the calculator's
+         * prediction of the activation peak */
+        double fwd, layer;
+        double N = (double)o->batch * c->seq, T = c->seq;
+        double attn = 4.0 * o->batch * c->heads * T * T * (c->d / c->heads);
+        layer = 2.0 * N * (4.0 * c->d * c->d + 3.0 * c->d * c->ffn) + attn;
+        fwd = c->layers * layer + 2.0 * N * c->vocab * c->d;
+        int seg = gpt_ckpt_segment(&o->ckpt, c->layers);
+        sum->recompute = seg                                  ? c->layers * layer
+                         : o->ckpt.kind == GPT_CKPT_SELECTIVE ? c->layers * attn / 2
+                                                              : 0;
+        sum->flops = 3 * fwd + sum->recompute;
+        sum->overhead = 100.0 * sum->recompute / (3 * fwd);
         struct activ_policy pol;
         struct activ_total tot;
-        struct activ_config ac = {o->batch, o->shape.seq, 1, false,
-                                  o->precision == FP_FP32 ? 4 : 2};
+        struct activ_config ac = {o->batch, c->seq, 1, false, o->precision == FP_FP32 ? 4 : 2};
         if (activ_parse_policy(o->ckpt.name[0] ? o->ckpt.name : "none", &pol, &e) == 0) {
-            activ_total(&r.shape, &ac, &pol, o->shape.layers, true, true, &tot);
-            sum.predicted = tot.peak;
+            activ_total(&r.shape, &ac, &pol, c->layers, true, true, &tot);
+            sum->predicted = tot.peak;
         }
     }
     if (!r.json) {
         char pc[32];
         printf("model %s: %s parameters, d_model %d, %d layers, %d heads, ffn %d, vocab %d, "
                "seq %d\n",
-               r.shape.name, units_format_grouped(pc, sizeof pc, gpt_param_count(&o->shape)),
-               o->shape.d, o->shape.layers, o->shape.heads, o->shape.ffn, o->shape.vocab,
-               o->shape.seq);
-        printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g\n",
+               r.shape.name, units_format_grouped(pc, sizeof pc, gpt_param_count(c)), c->d,
+               c->layers, c->heads, c->ffn, c->vocab, c->seq);
+        printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, "
+               "one simulated %s GPU\n",
                fp_info(o->precision)->name,
                o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
                : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
                                                   : "none",
-               o->ckpt.name[0] ? o->ckpt.name : "none", o->batch, o->shape.seq, o->lr);
-        printf("loss floor (entropy rate of the data): %.4f nats\n", sum.floor);
+               o->ckpt.name[0] ? o->ckpt.name : "none", o->batch, c->seq, o->lr, cc.spec.name);
+        fflush(stdout);
+    }
+    rc = cluster_run(cl, train_device, &job, &e);
+    cluster_free(cl);
+    if (rc) {
+        free(log.ev);
+        return cli_fail(&e);
+    }
+    if (r.trace) {
+        rc = trace_write_chrome(r.trace, log.ev, log.n, 1, &e);
+        free(log.ev);
+        if (rc) {
+            error_prefix(&e, "--trace");
+            return cli_fail(&e);
+        }
     }
 
-    bool progress = !r.json && isatty(2);
-    long every = o->steps / 20 > 0 ? o->steps / 20 : 1;
-    int nlast = o->steps < 10 ? (int)o->steps : 10;
-    double lastsum = 0;
-    int lastn = 0;
-    double t0 = clock_now(), tprog = t0;
-    struct train_step s;
-    for (long i = 1; i <= o->steps; i++) {
-        trainer_step(t, &s);
-        if (r.dump && r.dump_err.code) {
-            trainer_free(t);
-            return cli_fail(&r.dump_err);
-        }
-        sum.skipped += s.skipped;
-        sum.overflows += s.overflow;
-        sum.spikes += s.spike;
-        if (i > o->steps - nlast && isfinite(s.loss))
-            lastsum += s.loss, lastn++;
-        if (r.json)
-            step_json(&s);
-        else if (i == 1 || i % every == 0 || i == o->steps || s.skipped || s.overflow || s.spike ||
-                 s.nonfinite[0])
-            step_text(&s);
-        if (progress && clock_now() - tprog > 0.2) {
-            double el = clock_now() - t0, rate = (double)i / el;
-            char left[32];
-            units_format_seconds(left, sizeof left, (double)(o->steps - i) / rate);
-            fprintf(stderr, "\rstep %ld/%ld  loss %.4f  %.1f steps/s  %s left   ", i, o->steps,
-                    s.loss, rate, left);
-            tprog = clock_now();
-        }
-        if (!r.json)
-            fflush(stdout);
-    }
-    if (progress)
-        fprintf(stderr, "\r%*s\r", 70, "");
-    sum.seconds = clock_now() - t0;
-    sum.steps = o->steps;
-    sum.final_loss = lastn ? lastsum / lastn : NAN;
-    sum.tokens_per_s = (double)o->steps * o->batch * o->shape.seq / sum.seconds;
-    sum.act_peak = s.act_peak_bytes;
-    sum.last_scale = s.loss_scale;
-
+    double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
     if (r.json) {
         json_t *m = json_object();
-        json_object_set_new(m, "final_loss", num(sum.final_loss));
-        json_object_set_new(m, "loss_floor", num(sum.floor));
-        json_object_set_new(m, "skipped_steps", json_integer(sum.skipped));
-        json_object_set_new(m, "tokens_per_s", num(sum.tokens_per_s));
-        json_object_set_new(m, "steps", json_integer(sum.steps));
+        json_object_set_new(m, "final_loss", num(sum->final_loss));
+        json_object_set_new(m, "loss_floor", num(sum->floor));
+        json_object_set_new(m, "skipped_steps", json_integer(sum->skipped));
+        json_object_set_new(m, "tokens_per_s", num(sum->tokens_per_s));
+        json_object_set_new(m, "steps", json_integer(sum->steps));
         json_object_set_new(m, "model", json_string(r.shape.name));
-        json_object_set_new(m, "parameters", json_integer((json_int_t)gpt_nparams(g)));
+        json_object_set_new(m, "parameters", json_integer((json_int_t)gpt_param_count(c)));
         json_object_set_new(m, "precision", json_string(fp_info(o->precision)->key));
         json_object_set_new(m, "checkpoint", json_string(o->ckpt.name[0] ? o->ckpt.name : "none"));
-        json_object_set_new(m, "overflow_steps", json_integer(sum.overflows));
-        json_object_set_new(m, "spikes", json_integer(sum.spikes));
-        json_object_set_new(m, "final_loss_scale", num(sum.last_scale));
-        json_object_set_new(m, "act_peak_bytes", json_integer((json_int_t)sum.act_peak));
-        json_object_set_new(m, "act_predicted_bytes", num(sum.predicted));
-        json_object_set_new(m, "flops_per_step", num(sum.flops));
-        json_object_set_new(m, "recompute_flops", num(sum.recompute));
-        json_object_set_new(m, "recompute_overhead_pct", num(sum.overhead));
-        json_object_set_new(m, "gflops", num(sum.flops * sum.steps / sum.seconds / 1e9));
-        json_object_set_new(m, "seconds", num(sum.seconds));
+        json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));
+        json_object_set_new(m, "spikes", json_integer(sum->spikes));
+        json_object_set_new(m, "final_loss_scale", num(sum->last_scale));
+        json_object_set_new(m, "act_peak_bytes", json_integer((json_int_t)sum->act_peak));
+        json_object_set_new(m, "act_predicted_bytes", num(sum->predicted));
+        json_t *mem = json_object();
+        for (int i = 0; i < MEM_CAT_COUNT; i++)
+            json_object_set_new(mem, ledger_cat_name((enum ledger_cat)i),
+                                json_integer((json_int_t)sum->mem[i]));
+        json_object_set_new(mem, "total", json_integer((json_int_t)sum->mem_peak));
+        json_object_set_new(m, "memory_peak_bytes", mem);
+        json_object_set_new(m, "flops_per_step", num(sum->flops));
+        json_object_set_new(m, "recompute_flops", num(sum->recompute));
+        json_object_set_new(m, "recompute_overhead_pct", num(sum->overhead));
+        json_object_set_new(m, "gflops", num(gflops));
+        json_object_set_new(m, "seconds", num(sum->seconds));
+        json_object_set_new(m, "simulated_seconds", num(sum->sim_seconds));
         json_t *top = json_object();
         json_object_set_new(top, "summary", m);
         print_json_obj(top);
     } else {
-        char a[32], b[32];
         printf("\nfinal loss %.4f (mean of the last %d steps), floor %.4f: %.4f nats above\n",
-               sum.final_loss, nlast, sum.floor, sum.final_loss - sum.floor);
-        printf("skipped steps %ld (overflow %ld, spikes %ld), final loss scale %g\n", sum.skipped,
-               sum.overflows, sum.spikes, (double)sum.last_scale);
-        printf("activation memory: peak %s measured, %s predicted by the calculator\n",
-               units_format_bytes(a, sizeof a, (double)sum.act_peak, UNITS_BINARY),
-               units_format_bytes(b, sizeof b, sum.predicted, UNITS_BINARY));
-        printf("matmul FLOPs per step %.4g, recomputed %.4g (%.1f%% overhead)\n", sum.flops,
-               sum.recompute, sum.overhead);
-        printf("%.0f tokens/s, %.2f GFLOP/s, %s\n", sum.tokens_per_s,
-               sum.flops * sum.steps / sum.seconds / 1e9,
-               units_format_seconds(a, sizeof a, sum.seconds));
+               sum->final_loss, sum->nlast, sum->floor, sum->final_loss - sum->floor);
+        printf("skipped steps %ld (overflow %ld, spikes %ld), final loss scale %g\n", sum->skipped,
+               sum->overflows, sum->spikes, (double)sum->last_scale);
+        printf("activation memory: peak %s measured by the ledger, %s predicted by the "
+               "calculator\n",
+               units_format_bytes(a, sizeof a, (double)sum->act_peak, UNITS_BINARY),
+               units_format_bytes(b, sizeof b, sum->predicted, UNITS_BINARY));
+        printf("GPU memory peak %s (",
+               units_format_bytes(a, sizeof a, (double)sum->mem_peak, UNITS_BINARY));
+        for (int i = 0; i < MEM_CAT_COUNT; i++)
+            if (sum->mem[i])
+                printf("%s%s %s", i ? ", " : "", ledger_cat_name((enum ledger_cat)i),
+                       units_format_bytes(b, sizeof b, (double)sum->mem[i], UNITS_BINARY));
+        printf(")\n");
+        printf("matmul FLOPs per step %.4g, recomputed %.4g (%.1f%% overhead)\n", sum->flops,
+               sum->recompute, sum->overhead);
+        printf("%.0f tokens/s, %.2f GFLOP/s, %s wall; %s simulated on %s\n", sum->tokens_per_s,
+               gflops, units_format_seconds(a, sizeof a, sum->seconds),
+               units_format_seconds(b, sizeof b, sum->sim_seconds), cc.spec.name);
     }
-    trainer_free(t);
     return 0;
 }
 
@@ -543,6 +788,10 @@ const struct command cmd_train = {
     "                        (a bad batch: the logits times FACTOR, default 10); repeatable\n"
     "  --checkpoint POLICY   none, full, every:K, sqrt or selective (default none)\n"
     "  --json                one JSON object per step, then {\"summary\": {...}}\n"
+    "  --cluster NAME|FILE   the simulated GPU's preset (default h100-80gb): its memory and\n"
+    "                        peak FLOP/s set the ledger's capacity and the simulated time\n"
+    "  --trace FILE          Chrome trace-event JSON of the run (Perfetto): compute per\n"
+    "                        layer, memory, steps, non-finite values, in simulated time\n"
     "  --dump DIR            write model.ini, params.f32, tokens.i32, targets.i32, loss.txt and\n"
     "                        grads.f32 of step 1 (little-endian; gradients of the mean loss,\n"
     "                        unscaled and before clipping) to check against PyTorch\n"

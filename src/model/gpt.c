@@ -487,18 +487,40 @@ struct gpt_act_sizes gpt_act_sizes(const struct gpt *g)
                                   g->head_bytes};
 }
 
+/* Matmul FLOPs (2 per multiply-add) of one layer's forward: the six projections, 2 N (4 d^2 +
+ * 3 d F), and attention's QK^T and P V over full T x T blocks, 2 x 2 B H T^2 hd. */
+static double attn_flops(const struct gpt *g)
+{
+    double T = g->c.seq;
+    return 2.0 * 2.0 * g->B * g->c.heads * T * T * g->hd;
+}
+
+static double layer_flops(const struct gpt *g)
+{
+    double N = g->N, d = g->c.d, f = g->c.ffn;
+    return 2.0 * N * (4 * d * d + 3 * d * f) + attn_flops(g);
+}
+
+static double head_flops(const struct gpt *g)
+{
+    return 2.0 * g->N * g->c.vocab * g->c.d;
+}
+
 struct gpt_flops gpt_flops(const struct gpt *g)
 {
-    double N = g->N, d = g->c.d, f = g->c.ffn, V = g->c.vocab, T = g->c.seq;
-    double attn = 2.0 * 2.0 * g->B * g->c.heads * T * T * g->hd; /* QK^T and P V */
-    double layer = 2.0 * N * (4 * d * d + 3 * d * f) + attn;
-    double head = 2.0 * N * V * d;
-    struct gpt_flops fl = {g->c.layers * layer + head, 2 * (g->c.layers * layer + head), 0};
+    double fwd = g->c.layers * layer_flops(g) + head_flops(g);
+    struct gpt_flops fl = {fwd, 2 * fwd, 0};
     if (g->seg)
-        fl.recompute = g->c.layers * layer;
+        fl.recompute = g->c.layers * layer_flops(g);
     else if (g->ckpt.kind == GPT_CKPT_SELECTIVE)
-        fl.recompute = g->c.layers * attn / 2; /* QK^T again; the softmax is not a matmul */
+        fl.recompute = g->c.layers * attn_flops(g) / 2; /* QK^T again; softmax is no matmul */
     return fl;
+}
+
+static void compute(const struct gpt *g, double flops, const char *what, int layer)
+{
+    if (g->alloc.compute)
+        g->alloc.compute(g->alloc.ctx, flops, what, layer);
 }
 
 void gpt_diag(const struct gpt *g, struct gpt_diag *out)
@@ -907,6 +929,7 @@ static void load_set(struct gpt *g, int l, void **set)
     if (!set[A_P]) { /* selective: the attention core comes back to life */
         charge(g, (long long)act_bytes(g, A_P));
         attn_probs(g, l);
+        compute(g, attn_flops(g) / 2, "recompute", l);
     }
 }
 
@@ -945,6 +968,7 @@ static double forward(struct gpt *g, const int32_t *tokens, const int32_t *targe
             layer_forward(g, l, g->res, g->saved[l]);
             charge(g, (long long)set_bytes(g, g->saved[l]));
         }
+        compute(g, layer_flops(g), "forward", l);
     }
     /* the ends: final norm, logits = hn E^T, softmax in fp32, mean cross-entropy */
     const float *wf = g->params + g->nparams - d;
@@ -975,6 +999,7 @@ static double forward(struct gpt *g, const int32_t *tokens, const int32_t *targe
         loss += lse - z[targets[r]];
     }
     charge(g, (long long)g->head_bytes);
+    compute(g, head_flops(g), "head forward", -1);
     g->in_forward = false;
     return loss / N;
 }
@@ -1029,6 +1054,7 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
     round_grad(g, gwf, (size_t)d, L);
     rnd(g, g->dres, nd);
     check(g, g->dres, nd, -1, "grad final norm");
+    compute(g, 2 * head_flops(g), "head backward", -1);
     charge(g, -(long long)g->head_bytes);
 
     if (g->seg) {
@@ -1040,10 +1066,12 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
                 layer_forward(g, l, g->res, g->pool[l - l0]);
                 /* the segment's first input is its checkpoint, already charged */
                 charge(g, (long long)(g->layer_bytes - (l == l0 ? act_bytes(g, A_X) : 0)));
+                compute(g, layer_flops(g), "recompute", l);
             }
             for (int l = l1 - 1; l >= l0; l--) {
                 load_set(g, l, g->pool[l - l0]);
                 layer_backward(g, l, g->dres);
+                compute(g, 2 * layer_flops(g), "backward", l);
                 charge(g, -(long long)g->layer_bytes);
             }
         }
@@ -1051,6 +1079,7 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
         for (int l = L - 1; l >= 0; l--) {
             load_set(g, l, g->saved[l]);
             layer_backward(g, l, g->dres);
+            compute(g, 2 * layer_flops(g), "backward", l);
             charge(g, -(long long)g->layer_bytes);
         }
 

@@ -112,6 +112,10 @@ struct gpt_alloc {
     void *(*alloc)(void *ctx, enum gpt_mem kind, size_t bytes, const char *what);
     void (*free)(void *ctx, enum gpt_mem kind, void *p, size_t bytes);
     void (*charge)(void *ctx, enum gpt_mem kind, long long delta);
+    /* Told after each piece of work with its matmul FLOPs: "forward", "backward" or
+     * "recompute" of a layer, "head forward" / "head backward" (layer -1); may be NULL. A
+     * simulated device advances its clock by it. what is a static string. */
+    void (*compute)(void *ctx, double flops, const char *what, int layer);
     void *ctx;
 };
 

@@ -82,6 +82,12 @@ check_contains "$(cat "$T_TMP/dump/model.ini")" "ffn_kind = swiglu" "model.ini i
 run train --steps 1 --model "$T_TMP/dump/model.ini" --batch 1
 check_status 0 "the dumped model.ini loads as a model"
 
+run train --steps 3 --batch 2 --checkpoint full --inject nan@2 --trace "$T_TMP/trace.json"
+check_status 0 "--trace"
+out=$(cat "$T_TMP/trace.json")
+check_json "any(e.get('name') == 'recompute' for e in d['traceEvents']) and any('non-finite layer 2 attn scores' in str(e.get('name')) for e in d['traceEvents'])" \
+    "the trace shows recomputation and names the non-finite tensor"
+
 run train --steps 2 --batch 2
 check_contains "$out" "loss floor" "text output names the floor"
 check_contains "$out" "final loss" "text output ends with a summary"
@@ -109,5 +115,6 @@ bad "betas out of range" "--betas" --betas 1,0.9
 bad "a gelu model" "swiglu" --model gpt3-175b
 bad "an unknown model" "nosuch" --model nosuch
 bad "a stray argument" "unexpected argument" extra
+bad "an unknown cluster" "--cluster" --cluster nosuch
 
 done_testing
