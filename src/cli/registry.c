@@ -6,6 +6,7 @@
 extern const struct command cmd_bench;
 extern const struct command cmd_train;
 extern const struct bench_case bench_collective;
+extern const struct bench_case bench_train;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
 
@@ -19,5 +20,6 @@ const struct command *const commands[] = {
 
 const struct bench_case *const bench_cases[] = {
     &bench_collective,
+    &bench_train,
     NULL,
 };

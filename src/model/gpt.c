@@ -583,16 +583,20 @@ static void check(struct gpt *g, const float *p, size_t n, int layer, const char
     g->nonfinite_forward = g->in_forward;
 }
 
-/* Rounds a weight gradient to the format, counting elements that underflowed to zero. */
+/* Rounds a weight gradient to the format, counting elements that underflowed to zero (in
+ * chunks through the bulk conversion, which is much faster than one value at a time). */
 static void round_grad(struct gpt *g, float *p, size_t n, int layer)
 {
     if (g->fmt == FP_FP32)
         return;
     uint64_t under = 0;
-    for (size_t i = 0; i < n; i++) {
-        float r = fp_round(g->fmt, p[i]);
-        under += r == 0.0f && p[i] != 0.0f;
-        p[i] = r;
+    float buf[1024];
+    for (size_t i = 0; i < n; i += 1024) {
+        size_t m = n - i < 1024 ? n - i : 1024;
+        fp_round_n(g->fmt, buf, p + i, m);
+        for (size_t j = 0; j < m; j++)
+            under += buf[j] == 0.0f && p[i + j] != 0.0f;
+        memcpy(p + i, buf, m * sizeof *buf);
     }
     g->underflow[layer] += under;
     g->underflow_total += under;

@@ -93,6 +93,11 @@ check_contains "$out" "loss floor" "text output names the floor"
 check_contains "$out" "final loss" "text output ends with a summary"
 check_eq "$err" "" "no progress on stderr when it is not a terminal"
 
+run bench --quick --only train --json
+check_status 0 "bench --only train"
+check_json "len([r for r in d['results'] if r['group'] == 'train']) == 8 and all(r['value'] > 0 for r in d['results'])" \
+    "the train benchmark reports tokens/s, GFLOP/s beside sgemm, and the emulation's cost"
+
 bad() { # WHAT NEEDLE ARGS...
     what=$1 needle=$2; shift 2
     run train "$@"
