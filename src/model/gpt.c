@@ -585,10 +585,12 @@ static void check(struct gpt *g, const float *p, size_t n, int layer, const char
 
 /* Rounds a weight gradient to the format, counting elements that underflowed to zero (in
  * chunks through the bulk conversion, which is much faster than one value at a time). */
-static void round_grad(struct gpt *g, float *p, size_t n, int layer)
+static void round_grad(struct gpt *g, float *p, size_t n, int layer, const char *what)
 {
-    if (g->fmt == FP_FP32)
+    if (g->fmt == FP_FP32) {
+        check(g, p, n, layer < g->c.layers ? layer : -1, what);
         return;
+    }
     uint64_t under = 0;
     float buf[1024];
     for (size_t i = 0; i < n; i += 1024) {
@@ -600,6 +602,7 @@ static void round_grad(struct gpt *g, float *p, size_t n, int layer)
     }
     g->underflow[layer] += under;
     g->underflow_total += under;
+    check(g, p, n, layer < g->c.layers ? layer : -1, what);
 }
 
 /* y [N, out] = x [N, in] W^T (W [out, in]) */
@@ -834,7 +837,7 @@ static void layer_backward(struct gpt *g, int l, float *dres)
         g->dh[0] = INFINITY;
     check(g, g->dh, nf, l, "grad mlp hidden");
     mm_dw(GRAD(GPT_W_DOWN), dres, w[A_H], N, d, f);
-    round_grad(g, GRAD(GPT_W_DOWN), (size_t)d * f, l);
+    round_grad(g, GRAD(GPT_W_DOWN), (size_t)d * f, l, "grad w_down");
     for (size_t i = 0; i < nf; i++) {
         float x = w[A_G][i], sg = 1.0f / (1.0f + expf(-x));
         g->du[i] = g->dh[i] * (x * sg);
@@ -844,15 +847,15 @@ static void layer_backward(struct gpt *g, int l, float *dres)
     rnd(g, g->du, nf);
     mm_dw(GRAD(GPT_W_GATE), g->dg, w[A_XN2], N, f, d);
     mm_dw(GRAD(GPT_W_UP), g->du, w[A_XN2], N, f, d);
-    round_grad(g, GRAD(GPT_W_GATE), (size_t)f * d, l);
-    round_grad(g, GRAD(GPT_W_UP), (size_t)f * d, l);
+    round_grad(g, GRAD(GPT_W_GATE), (size_t)f * d, l, "grad w_gate");
+    round_grad(g, GRAD(GPT_W_UP), (size_t)f * d, l, "grad w_up");
     mm_dx(g->dxn, g->dg, lparam(g, P, l, GPT_W_GATE), N, f, d, 0.0f);
     mm_dx(g->dxn, g->du, lparam(g, P, l, GPT_W_UP), N, f, d, 1.0f);
     rnd(g, g->dxn, nd);
     check(g, g->dxn, nd, l, "grad mlp norm");
     rms_bwd(g, dres, GRAD(GPT_MLP_NORM), w[A_XM], w[A_RSTD2], lparam(g, P, l, GPT_MLP_NORM), g->dxn,
             N, d);
-    round_grad(g, GRAD(GPT_MLP_NORM), (size_t)d, l);
+    round_grad(g, GRAD(GPT_MLP_NORM), (size_t)d, l, "grad mlp_norm");
     rnd(g, dres, nd);
     check(g, dres, nd, l, "grad attn residual");
 
@@ -860,7 +863,7 @@ static void layer_backward(struct gpt *g, int l, float *dres)
     mm_dx(g->datt, dres, lparam(g, P, l, GPT_WO), N, d, d, 0.0f);
     rnd(g, g->datt, nd);
     mm_dw(GRAD(GPT_WO), dres, w[A_ATT], N, d, d);
-    round_grad(g, GRAD(GPT_WO), (size_t)d * d, l);
+    round_grad(g, GRAD(GPT_WO), (size_t)d * d, l, "grad wo");
     float scale = (float)(1.0 / sqrt((double)hd));
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
@@ -904,9 +907,9 @@ static void layer_backward(struct gpt *g, int l, float *dres)
     mm_dw(GRAD(GPT_WQ), g->dq, w[A_XN1], N, d, d);
     mm_dw(GRAD(GPT_WK), g->dk, w[A_XN1], N, d, d);
     mm_dw(GRAD(GPT_WV), g->dv, w[A_XN1], N, d, d);
-    round_grad(g, GRAD(GPT_WQ), (size_t)d * d, l);
-    round_grad(g, GRAD(GPT_WK), (size_t)d * d, l);
-    round_grad(g, GRAD(GPT_WV), (size_t)d * d, l);
+    round_grad(g, GRAD(GPT_WQ), (size_t)d * d, l, "grad wq");
+    round_grad(g, GRAD(GPT_WK), (size_t)d * d, l, "grad wk");
+    round_grad(g, GRAD(GPT_WV), (size_t)d * d, l, "grad wv");
     mm_dx(g->dxn, g->dq, lparam(g, P, l, GPT_WQ), N, d, d, 0.0f);
     mm_dx(g->dxn, g->dk, lparam(g, P, l, GPT_WK), N, d, d, 1.0f);
     mm_dx(g->dxn, g->dv, lparam(g, P, l, GPT_WV), N, d, d, 1.0f);
@@ -914,7 +917,7 @@ static void layer_backward(struct gpt *g, int l, float *dres)
     check(g, g->dxn, nd, l, "grad attn norm");
     rms_bwd(g, dres, GRAD(GPT_ATTN_NORM), w[A_X], w[A_RSTD1], lparam(g, P, l, GPT_ATTN_NORM),
             g->dxn, N, d);
-    round_grad(g, GRAD(GPT_ATTN_NORM), (size_t)d, l);
+    round_grad(g, GRAD(GPT_ATTN_NORM), (size_t)d, l, "grad attn_norm");
     rnd(g, dres, nd);
     check(g, dres, nd, l, "grad input");
 #undef GRAD
@@ -1055,7 +1058,7 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
     memset(g->dres, 0, nd * 4);
     float *gwf = g->grads + g->nparams - d;
     rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, N, d);
-    round_grad(g, gwf, (size_t)d, L);
+    round_grad(g, gwf, (size_t)d, L, "grad final_norm");
     rnd(g, g->dres, nd);
     check(g, g->dres, nd, -1, "grad final norm");
     compute(g, 2 * head_flops(g), "head backward", -1);
@@ -1094,7 +1097,7 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
         for (int j = 0; j < d; j++)
             dst[j] += src[j];
     }
-    round_grad(g, gE, (size_t)V * d, L);
+    round_grad(g, gE, (size_t)V * d, L, "grad embedding");
     g->inj = NULL;
     return loss;
 }
