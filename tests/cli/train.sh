@@ -47,6 +47,12 @@ check_jsonl "d[1]['skipped'] and d[1]['overflow'] and d[1]['nonfinite'] == 'laye
 check_jsonl "d[0]['loss_scale'] == 65536 and d[1]['loss_scale'] == 65536 and d[2]['loss_scale'] == 32768 and not d[2]['skipped']" \
     "fp16 starts at 65536 and halves after the overflow"
 
+run train --steps 3 --batch 2 --precision fp16 --init-scale 1e9 --json
+check_jsonl "[x['loss_scale'] for x in d[:3]] == [1e9, 5e8, 2.5e8] and all(x['overflow'] and x['skipped'] and x['nonfinite'] for x in d[:3])" \
+    "a scale too large overflows fp16 for real: named, skipped, halved each step"
+run train --steps 3 --batch 2 --precision fp16 --init-scale 1e9 --hysteresis 2 --json
+check_jsonl "[x['loss_scale'] for x in d[:3]] == [1e9, 1e9, 5e8]" "--hysteresis 2 backs off at the second overflow"
+
 run train --steps 3 --batch 2 --precision bf16 --inject inf@2 --json
 check_jsonl "d[1]['skipped'] and d[1]['nonfinite'] == 'layer 3 grad mlp hidden' and d[1]['loss_scale'] == 1 and d[2]['loss_scale'] == 1" \
     "bf16: no loss scaling by default; an inf gradient is named and skipped"
