@@ -2,7 +2,7 @@
 # they are missing, then configures and builds in build/ (or $BUILD). Not meant to run alone.
 
 PACKAGES="build-essential autoconf automake autoconf-archive pkg-config libncurses-dev
-libopenblas-dev libinih-dev libjansson-dev check tmux python3 ncurses-term python3-torch"
+libopenblas-dev libinih-dev libjansson-dev check tmux python3 ncurses-term clang-format python3-torch"
 
 install_missing() {
     missing=""
@@ -29,5 +29,5 @@ build() {
         (cd "$dir" && "$top/configure" -q "$@") || exit 1
         echo "$want" >"$dir/.configure-args"
     fi
-    make -s -C "$dir" -j"$(nproc)" || exit 1
+    make -s -C "$dir" -j"$(nproc)" >"$dir/build.out" 2>&1 || { cat "$dir/build.out"; exit 1; }
 }

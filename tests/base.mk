@@ -4,3 +4,4 @@ tests_unit_test_base_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_base_LDADD = $(UNIT_LIBS)
 
 TESTS += tests/cli/basics.sh
+TESTS += tests/cli/style.sh

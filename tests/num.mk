@@ -3,3 +3,6 @@ check_PROGRAMS += tests/unit/test_num
 tests_unit_test_num_SOURCES = tests/unit/test_num.c
 tests_unit_test_num_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_num_LDADD = $(UNIT_LIBS)
+
+TESTS += tests/cli/formats.sh
+TESTS += tests/cli/bench.sh

@@ -89,8 +89,8 @@ int units_parse_bytes(const char *s, double max, double *out, struct error *e)
     double f = *suffix ? units_factor(suffix) : 1.0;
     if (f == 0.0)
         return error_set(e, ERR_INVAL,
-                         "'%s': unknown unit '%s' (use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB)",
-                         s, suffix);
+                         "'%s': unknown unit '%s' (use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB)", s,
+                         suffix);
     v *= f;
     if (v < 0)
         return error_set(e, ERR_INVAL, "'%s': a size cannot be negative", s);

@@ -13,7 +13,8 @@
 
 struct error;
 
-/* A finite or infinite decimal number ("0.1", "-1.5e-3", "inf", "-inf", "nan" when allow_nonfinite). */
+/* A finite or infinite decimal number ("0.1", "-1.5e-3", "inf", "-inf", "nan" when
+ * allow_nonfinite). */
 int units_parse_double(const char *s, bool allow_nonfinite, double *out, struct error *e);
 
 /* A whole number in [min, max]. */

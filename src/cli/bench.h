@@ -12,10 +12,10 @@
 #include <stddef.h>
 
 struct bench {
-    bool quick;         /* small sizes and few repeats, for a smoke test */
-    double copy_GBps;   /* memcpy: (bytes read + bytes written) / s, best of several */
+    bool quick;          /* small sizes and few repeats, for a smoke test */
+    double copy_GBps;    /* memcpy: (bytes read + bytes written) / s, best of several */
     double sgemm_GFLOPs; /* single-thread sgemm, 2mnk / s */
-    void *rows;         /* the report (owned by cmd_bench.c) */
+    void *rows;          /* the report (owned by cmd_bench.c) */
 };
 
 enum bench_limit { BENCH_NONE, BENCH_COPY, BENCH_SGEMM };

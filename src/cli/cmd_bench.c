@@ -73,7 +73,7 @@ void bench_report(struct bench *b, const char *group, const char *what, double v
 
 static double row_ratio(const struct bench *b, const struct row *row)
 {
-    double lim = row->limit == BENCH_COPY ? b->copy_GBps
+    double lim = row->limit == BENCH_COPY    ? b->copy_GBps
                  : row->limit == BENCH_SGEMM ? b->sgemm_GFLOPs
                                              : 0;
     return lim > 0 ? row->value / lim : 0;
@@ -100,8 +100,8 @@ struct sgemm_arg {
 static void do_sgemm(void *arg)
 {
     struct sgemm_arg *s = arg;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->n, s->n, s->n, 1.0f, s->a, s->n,
-                s->b, s->n, 0.0f, s->c, s->n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->n, s->n, s->n, 1.0f, s->a, s->n, s->b,
+                s->n, 0.0f, s->c, s->n);
 }
 
 static void measure_limits(struct bench *b)
@@ -127,11 +127,8 @@ static void measure_limits(struct bench *b)
 /* ------------------------------------------------------------------ the command */
 
 static const struct opt options[] = {
-    {"quick", 0, false},
-    {"only", 0, true},
-    {"json", 0, false},
-    {"list", 0, false},
-    {NULL, 0, false},
+    {"quick", 0, false}, {"only", 0, true}, {"json", 0, false},
+    {"list", 0, false},  {NULL, 0, false},
 };
 
 static void print_text(const struct bench *b, const struct report *r)
@@ -157,7 +154,8 @@ static void print_json(const struct bench *b, const struct report *r)
         json_t *o = json_pack("{s:s, s:s, s:f, s:s}", "group", row->group, "measure", row->what,
                               "value", row->value, "unit", row->unit);
         if (row->limit != BENCH_NONE) {
-            json_object_set_new(o, "limit", json_string(row->limit == BENCH_COPY ? "copy" : "sgemm"));
+            json_object_set_new(o, "limit",
+                                json_string(row->limit == BENCH_COPY ? "copy" : "sgemm"));
             json_object_set_new(o, "ratio", json_real(row_ratio(b, row)));
         }
         json_array_append_new(rows, o);

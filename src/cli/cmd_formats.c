@@ -93,6 +93,10 @@ static int read_stdin(struct values *vs, struct error *e)
             len--;
         while (len > 0 && isspace((unsigned char)*s))
             s++, len--;
+        if (memchr(s, 0, (size_t)len)) {
+            rc = error_set(e, ERR_INVAL, "formats: stdin:%d: not a number (a NUL byte)", lineno);
+            break;
+        }
         char where[48];
         snprintf(where, sizeof where, "stdin:%d", lineno);
         rc = values_add(vs, s, (size_t)len, where, e);
@@ -126,7 +130,7 @@ static const char *text_number(char *buf, size_t n, double v)
 }
 
 /* A number, or a string for the values JSON cannot hold. Printed with jansson's default
- * precision (17 significant digits): every fp32 value reads back exactly. */
+ * precision (up to 17 significant digits): every value reads back exactly. */
 static json_t *json_number(double v)
 {
     if (isnan(v))
@@ -202,6 +206,8 @@ static void print_value_text(const struct value *v)
         printf(": too large for fp32 (above %.9g), inf as in a float tensor", FLT_MAX);
     else if (v->x == 0 && v->parsed != 0)
         printf(": too small for fp32 (below %.9g), 0 as in a float tensor", FLT_TRUE_MIN);
+    else if (v->x != 0 && fabsf(v->x) < FLT_MIN)
+        printf(", a subnormal in fp32");
     printf("\n  %-9s %-16s %-6s %s\n", "format", "nearest value", "bits", "rel. error d");
     for (size_t k = 0; k < NTARGETS; k++) {
         enum fp_format f = targets[k];
@@ -340,7 +346,7 @@ const struct command cmd_formats = {
     "           \"min_normal\", \"min_subnormal\", \"epsilon\"}]}; with values\n"
     "           {\"values\": [{\"input\", \"fp32\": {\"bits\", \"value\"}, \"fp16\": {\"bits\",\n"
     "           \"value\", \"rel_error\"}, \"bf16\", \"fp8_e4m3\", \"fp8_e5m2\"}]}. A value\n"
-    "           or rel_error is a number (17 significant digits: exact) or the string \"inf\",\n"
-    "           \"-inf\" or \"nan\"; rel_error is null when undefined.\n",
+    "           or rel_error is a number (up to 17 significant digits: exact) or the\n"
+    "           string \"inf\", \"-inf\" or \"nan\"; rel_error is null when undefined.\n",
     formats_main,
 };

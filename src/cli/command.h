@@ -10,8 +10,8 @@ struct error;
 
 struct command {
     const char *name;
-    const char *summary; /* one line, for "scalelab --help" */
-    const char *help;    /* the whole text of "scalelab help NAME" */
+    const char *summary;               /* one line, for "scalelab --help" */
+    const char *help;                  /* the whole text of "scalelab help NAME" */
     int (*run)(int argc, char **argv); /* argv[0] is the command's name */
 };
 

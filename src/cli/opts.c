@@ -23,8 +23,8 @@ int opts_distance(const char *a, const char *b)
         d[0][j] = (int)j;
     for (size_t i = 1; i <= la; i++)
         for (size_t j = 1; j <= lb; j++) {
-            int sub = d[i - 1][j - 1] + (tolower((unsigned char)a[i - 1]) !=
-                                         tolower((unsigned char)b[j - 1]));
+            int sub = d[i - 1][j - 1] +
+                      (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
             int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
             d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
         }

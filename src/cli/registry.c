@@ -9,17 +9,15 @@ extern const struct bench_case bench_collective;
 extern const struct bench_case bench_train;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
+extern const struct bench_case bench_formats;
 
 const struct command *const commands[] = {
-    &cmd_formats,
-    &cmd_collective,
-    &cmd_train,
-    &cmd_bench,
-    NULL,
+    &cmd_formats, &cmd_collective, &cmd_train, &cmd_bench, NULL,
 };
 
 const struct bench_case *const bench_cases[] = {
     &bench_collective,
     &bench_train,
+    &bench_formats,
     NULL,
 };

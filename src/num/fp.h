@@ -64,7 +64,8 @@ void fp_round_n(enum fp_format f, float *dst, const float *src, size_t n);
 
 /* Which bulk implementation runs: FP_IMPL_AUTO (the default) uses x86 F16C/AVX2 when the CPU
  * has them, FP_IMPL_PORTABLE forces the plain C loops. For tests and the benchmark, which
- * compare the two; not thread-safe against concurrent bulk calls. Returns the previous one. */
+ * compare the two: the switch is process-wide (both give the same bits, so a thread that sees
+ * it change mid-call still gets correct results). Returns the previous choice. */
 enum fp_impl { FP_IMPL_AUTO, FP_IMPL_PORTABLE };
 enum fp_impl fp_set_impl(enum fp_impl impl);
 /* True when the bulk calls currently use the F16C/AVX2 paths. */

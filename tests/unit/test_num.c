@@ -126,7 +126,8 @@ static int check_against_ref(uint32_t u)
         enum fp_format f = small[i];
         uint32_t want = ref_encode(&refs[f], x), got = fp_encode(f, x);
         if (got != want) {
-            if (bad++ < 3)
+            bad++;
+            if (failures++ < 5) /* print the first few only */
                 fprintf(stderr, "# %s: fp32 0x%08x: fp_encode 0x%x, reference 0x%x\n",
                         fp_info(f)->name, u, got, want);
         }
