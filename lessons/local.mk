@@ -1,1 +1,8 @@
-nobase_dist_pkgdata_DATA +=
+# The lessons, installed under $(pkgdatadir)/lessons (format: lessons/README.md).
+nobase_dist_pkgdata_DATA += \
+	lessons/01-mixed-precision.lesson \
+	lessons/02-checkpointing.lesson \
+	lessons/03-collectives.lesson \
+	lessons/04-scaling.lesson \
+	lessons/05-zero.lesson \
+	lessons/06-lab.lesson

@@ -3,3 +3,10 @@ check_PROGRAMS += tests/unit/test_calc
 tests_unit_test_calc_SOURCES = tests/unit/test_calc.c
 tests_unit_test_calc_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_calc_LDADD = $(UNIT_LIBS)
+
+TESTS += tests/cli/memory.sh tests/cli/plan.sh tests/cli/pipeline.sh
+TESTS += tests/tui/lab.sh
+check_PROGRAMS += tests/unit/test_stackbar
+tests_unit_test_stackbar_SOURCES = tests/unit/test_stackbar.c
+tests_unit_test_stackbar_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_stackbar_LDADD = $(UNIT_LIBS)

@@ -12,3 +12,4 @@ tests_unit_test_coll_SOURCES = tests/unit/test_coll.c
 tests_unit_test_coll_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_coll_LDADD = $(UNIT_LIBS)
 TESTS += tests/cli/collective.sh
+TESTS += tests/tui/collective.sh

@@ -1,1 +1,37 @@
-# tests of src/lesson
+# tests of src/lesson: the parser, answers, quantities, ASCII fallback, progress, the shipped lessons
+check_PROGRAMS += tests/unit/test_lesson
+tests_unit_test_lesson_SOURCES = tests/unit/test_lesson.c
+tests_unit_test_lesson_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_lesson_LDADD = $(UNIT_LIBS)
+
+# scalelab run: lessons headless
+TESTS += tests/cli/run.sh
+
+# libFuzzer target for the parser (clang only, never part of the build or the tests; see
+# tests/fuzz/README.md).
+FUZZ_CC = clang
+FUZZ_SECONDS = 60
+FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
+	$(top_srcdir)/src/lesson/lesson.c $(top_srcdir)/src/lesson/quantity.c \
+	$(top_srcdir)/src/lesson/ascii.c $(top_srcdir)/src/num/fp.c \
+	$(top_srcdir)/src/comm/cost.c $(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c \
+	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
+	$(top_srcdir)/src/base/datadir.c
+EXTRA_DIST += tests/fuzz
+
+# clang 14 does not know the "f16c" feature name that num/fp.c asks __builtin_cpu_supports
+# about; the fuzzer only needs fp.c's scalar paths, so the check is defined away here.
+fuzz-lesson: $(FUZZ_LESSON_SRC)
+	@mkdir -p tests/fuzz
+	$(FUZZ_CC) -std=c11 '-D__builtin_cpu_supports(x)=0'  -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-I. -I$(top_srcdir)/src $(AM_CPPFLAGS) $(FUZZ_LESSON_SRC) \
+		-o tests/fuzz/fuzz_lesson $(JANSSON_LIBS) -lm
+
+fuzz-lesson-run: fuzz-lesson
+	rm -rf tests/fuzz/corpus && mkdir -p tests/fuzz/corpus
+	cp $(top_srcdir)/lessons/*.lesson $(top_srcdir)/tests/data/lessons/*.lesson tests/fuzz/corpus/
+	tests/fuzz/fuzz_lesson -max_total_time=$(FUZZ_SECONDS) -max_len=8192 tests/fuzz/corpus
+
+CLEANFILES += tests/fuzz/fuzz_lesson
+
+.PHONY: fuzz-lesson fuzz-lesson-run

@@ -1,1 +1,8 @@
-# tests of src/ui
+# tests of src/ui: the pure layout and formatting (Check), the window driven in tmux, and
+# the refusal to open without a terminal.
+check_PROGRAMS += tests/unit/test_ui
+tests_unit_test_ui_SOURCES = tests/unit/test_ui.c
+tests_unit_test_ui_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_ui_LDADD = $(UNIT_LIBS)
+
+TESTS += tests/cli/window_refuses.sh

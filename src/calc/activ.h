@@ -129,7 +129,7 @@ struct activ_list {
     double total;      /* bytes of the list */
     double input;      /* bytes of the layer input (what a checkpoint keeps) */
     double core;       /* bytes selective recompute drops */
-    char formula[160]; /* the per-layer formula in the paper's notation, with its numbers */
+    char formula[256]; /* the per-layer formula in the paper's notation, with its numbers */
 };
 
 /* One layer's list for one micro-batch on one GPU (m, c checked by activ_check). */

@@ -100,8 +100,10 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
     memset(out, 0, sizeof *out);
     const struct cluster_spec *cl = c->cluster;
     if (c->gpus < 1 || (long long)c->gpus > (long long)cl->gpus_per_node * cl->nodes)
-        return error_set(e, ERR_INVAL, "--gpus %d: the cluster has %d GPUs (%d nodes of %d)",
-                         c->gpus, cl->gpus_per_node * cl->nodes, cl->nodes, cl->gpus_per_node);
+        return error_set(e, ERR_INVAL,
+                         "--gpus %d: the cluster has %d GPUs (%d node%s of %d; use --nodes K)",
+                         c->gpus, cl->gpus_per_node * cl->nodes, cl->nodes,
+                         cl->nodes == 1 ? "" : "s", cl->gpus_per_node);
     if (c->global_batch < 1)
         return error_set(e, ERR_INVAL, "--global-batch must be at least 1");
     if (!(c->efficiency > 0 && c->efficiency <= 1))

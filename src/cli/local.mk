@@ -6,4 +6,9 @@ libscalelab_a_SOURCES += \
 	%reldir%/cmd_formats.c \
 	%reldir%/command.c %reldir%/command.h \
 	%reldir%/opts.c %reldir%/opts.h \
-	%reldir%/registry.c
+	%reldir%/registry.c \
+	%reldir%/cmd_run.c
+# the calculator's commands
+libscalelab_a_SOURCES += \
+	%reldir%/calcargs.c %reldir%/calcargs.h \
+	%reldir%/cmd_memory.c %reldir%/cmd_pipeline.c %reldir%/cmd_plan.c

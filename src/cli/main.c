@@ -5,11 +5,14 @@
 #include "config.h"
 
 #include <cblas.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "cli/command.h"
 #include "cli/opts.h"
+#include "ui/app.h"
 
 static void print_usage(FILE *f)
 {
@@ -64,14 +67,30 @@ static int help(int argc, char **argv)
     return 0;
 }
 
+/* "scalelab" and "scalelab --ascii": the window, or a message saying how to run headless. */
+static int window(bool ascii)
+{
+    struct ui_options o = {.ascii = ascii};
+    struct error e = {0};
+    int rc = ui_run(&o, &e);
+    return rc < 0 ? cli_fail(&e) : rc;
+}
+
 int main(int argc, char **argv)
 {
     /* The simulated devices are the parallelism: each runs OpenBLAS on its own thread. */
     openblas_set_num_threads(1);
 
     if (argc < 2)
-        return help(1, argv);
+        return window(false);
     const char *first = argv[1];
+    if (!strcmp(first, "--ascii")) {
+        if (argc > 2) {
+            fprintf(stderr, "scalelab: --ascii takes no command; see 'scalelab --help'\n");
+            return 2;
+        }
+        return window(true);
+    }
     if (!strcmp(first, "--help") || !strcmp(first, "-h"))
         return help(1, argv);
     if (!strcmp(first, "--version") || !strcmp(first, "-V")) {

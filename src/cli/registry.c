@@ -10,9 +10,14 @@ extern const struct bench_case bench_train;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
 extern const struct bench_case bench_formats;
+extern const struct command cmd_memory;
+extern const struct command cmd_pipeline;
+extern const struct command cmd_plan;
+extern const struct command cmd_run;
 
 const struct command *const commands[] = {
-    &cmd_formats, &cmd_collective, &cmd_train, &cmd_bench, NULL,
+    &cmd_formats, &cmd_memory, &cmd_plan,  &cmd_pipeline, &cmd_collective,
+    &cmd_train,   &cmd_run,    &cmd_bench, NULL,
 };
 
 const struct bench_case *const bench_cases[] = {

@@ -250,6 +250,45 @@ enum cost_algo cost_best_algo(enum cost_op op, const struct cost_net *net, doubl
     return best;
 }
 
+static double diff(enum cost_op op, enum cost_algo a, enum cost_algo b, const struct cost_net *net,
+                   double bytes)
+{
+    struct cost_result ra, rb;
+    if (cost_collective(op, a, net, bytes, &ra, NULL) ||
+        cost_collective(op, b, net, bytes, &rb, NULL))
+        return NAN;
+    return ra.time_s - rb.time_s;
+}
+
+double cost_crossover(enum cost_op op, enum cost_algo a, enum cost_algo b,
+                      const struct cost_net *net, double lo, double hi)
+{
+    if (!(lo > 0 && hi > lo))
+        return -1;
+    double step = pow(2, 1.0 / 32), x0 = lo, d0 = diff(op, a, b, net, lo);
+    if (isnan(d0))
+        return -1;
+    for (double x1 = lo * step; x0 < hi; x0 = x1, x1 *= step) {
+        if (x1 > hi)
+            x1 = hi;
+        double d1 = diff(op, a, b, net, x1);
+        if ((d0 < 0) != (d1 < 0)) { /* the pipelines' chunk counts make t a step function:
+                                        bisect on the sign, not on a root */
+            double l = x0, h = x1;
+            while (h - l > 1e-6 * h) {
+                double m = (l + h) / 2;
+                if ((diff(op, a, b, net, m) < 0) == (d0 < 0))
+                    l = m;
+                else
+                    h = m;
+            }
+            return (l + h) / 2;
+        }
+        d0 = d1;
+    }
+    return -1;
+}
+
 double cost_busbw_factor(enum cost_op op, int n)
 {
     switch (op) {

@@ -122,6 +122,12 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
 /* The supported algorithm with the least predicted time (ties: the first in enum order). */
 enum cost_algo cost_best_algo(enum cost_op op, const struct cost_net *net, double bytes);
 
+/* The size in bytes, between lo and hi, where algorithm a stops being faster than b or starts
+ * to be (the first change of sign of t_a - t_b, found on a grid of 32 points per factor of 2
+ * and refined by bisection to 1e-6 relative), or -1 if one is faster throughout. */
+double cost_crossover(enum cost_op op, enum cost_algo a, enum cost_algo b,
+                      const struct cost_net *net, double lo, double hi);
+
 /* α + S/β over the link between two GPUs (intra- or inter-node). */
 double cost_p2p(const struct cost_net *net, int from, int to, double bytes);
 

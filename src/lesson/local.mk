@@ -1,1 +1,5 @@
-libscalelab_a_SOURCES +=
+libscalelab_a_SOURCES += \
+	%reldir%/ascii.c %reldir%/ascii.h \
+	%reldir%/lesson.c %reldir%/lesson.h \
+	%reldir%/progress.c %reldir%/progress.h \
+	%reldir%/quantity.c %reldir%/quantity.h

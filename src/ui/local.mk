@@ -1,1 +1,17 @@
-libscalelab_a_SOURCES +=
+# The ncurses window: the only folder that includes curses.
+libscalelab_a_SOURCES += \
+	%reldir%/app.c %reldir%/app.h \
+	%reldir%/draw.c %reldir%/draw.h \
+	%reldir%/eventlog.c %reldir%/eventlog.h \
+	%reldir%/layout.c %reldir%/layout.h \
+	%reldir%/panel.h \
+	%reldir%/panel_soon.c \
+	%reldir%/panels.c %reldir%/panels.h \
+	%reldir%/termcheck.c %reldir%/termcheck.h \
+	%reldir%/theme.c %reldir%/theme.h
+# the memory lab (issue 3)
+libscalelab_a_SOURCES += \
+	%reldir%/panel_memory.c \
+	%reldir%/stackbar.c %reldir%/stackbar.h
+# lesson 3's panel (issue 4)
+libscalelab_a_SOURCES += %reldir%/panel_collective.c

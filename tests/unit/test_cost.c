@@ -149,6 +149,25 @@ START_TEST(auto_picks_the_fastest)
 }
 END_TEST
 
+/* Ring against a tree all-reduce on one node of 8 (α = 10 µs, β = 10 GB/s): both are
+ * monotonic in S and cross once; at the crossover their times agree, below it the tree wins. */
+START_TEST(crossover_of_ring_and_tree)
+{
+    struct cost_net c = net(8);
+    double x = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &c, 1024, 1e10);
+    ck_assert(x > 1024 && x < 1e10);
+    struct cost_result ring, tree;
+    cost_collective(COST_ALLREDUCE, COST_RING, &c, x * 0.99, &ring, NULL);
+    cost_collective(COST_ALLREDUCE, COST_TREE, &c, x * 0.99, &tree, NULL);
+    ck_assert(tree.time_s < ring.time_s);
+    cost_collective(COST_ALLREDUCE, COST_RING, &c, x * 1.01, &ring, NULL);
+    cost_collective(COST_ALLREDUCE, COST_TREE, &c, x * 1.01, &tree, NULL);
+    ck_assert(ring.time_s < tree.time_s);
+    /* one algorithm against itself never crosses */
+    ck_assert(cost_crossover(COST_ALLREDUCE, COST_RING, COST_RING, &c, 1024, 1e10) < 0);
+}
+END_TEST
+
 START_TEST(unsupported_and_bad_input)
 {
     struct cost_net c = net(6);
@@ -223,6 +242,7 @@ int main(void)
     tcase_add_test(tc, pipelined_formulas);
     tcase_add_test(tc, busbw_and_p2p);
     tcase_add_test(tc, auto_picks_the_fastest);
+    tcase_add_test(tc, crossover_of_ring_and_tree);
     tcase_add_test(tc, unsupported_and_bad_input);
     tcase_add_test(tc, trees_are_consistent);
     suite_add_tcase(s, tc);

@@ -90,7 +90,7 @@ START_TEST(p2p_times)
     ck_assert_uint_eq(dev_stats(cluster_device(c, 0)).bytes_sent, 2000);
     size_t n;
     const struct event *ev = cluster_events(c, &n);
-    ck_assert_uint_eq(n, 6);                        /* 2 sends, 2 receives, compute begin and end */
+    ck_assert_uint_eq(n, 6); /* 2 sends, 2 receives, compute begin and end */
     /* merged by (time, device, sequence): at t = 0 GPU 0's first send, then GPU 3's compute */
     ck_assert(ev[0].type == EV_SEND && ev[0].device == 0 && ev[0].t == 0);
     ck_assert(ev[1].type == EV_COMPUTE_BEGIN && ev[1].device == 3);

@@ -1,0 +1,65 @@
+#include "config.h"
+#include "cli/calcargs.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "base/error.h"
+
+int calcargs_int(const char *name, const char *arg, long long min, long long max, int *out,
+                 struct error *e)
+{
+    long long v;
+    if (units_parse_int(arg, min, max, &v, NULL) < 0)
+        return error_set(e, ERR_INVAL,
+                         "--%s: '%s' is not allowed (a whole number from %lld to %lld)", name,
+                         arg ? arg : "", min, max);
+    *out = (int)v;
+    return 0;
+}
+
+int calcargs_bytes(const char *name, const char *arg, double *out, struct error *e)
+{
+    double v;
+    struct error sub = {0};
+    if (units_parse_bytes(arg, 1e15, &v, &sub) < 0)
+        return error_set(e, ERR_INVAL, "--%s: %s", name, sub.msg);
+    if (!(v > 0))
+        return error_set(e, ERR_INVAL, "--%s: '%s' must be above 0 bytes (e.g. 80GiB)", name, arg);
+    *out = v;
+    return 0;
+}
+
+int calcargs_model(const char *arg, struct model_shape *m, struct error *e)
+{
+    int rc = preset_load_model(arg, m, e);
+    if (rc < 0)
+        error_prefix(e, "--model");
+    return rc;
+}
+
+int calcargs_cluster(const char *arg, const char *nodes, struct cluster_spec *c, struct error *e)
+{
+    int rc = preset_load_cluster(arg, c, e);
+    if (rc < 0) {
+        error_prefix(e, "--cluster");
+        return rc;
+    }
+    if (nodes) {
+        int k = 1;
+        rc = calcargs_int("nodes", nodes, 1, PRESET_MAX_GPUS / c->gpus_per_node, &k, e);
+        if (rc < 0)
+            return rc;
+        c->nodes = k;
+    }
+    return 0;
+}
+
+char *calcargs_size(char *buf, unsigned long n, double bytes, enum units_system sys)
+{
+    /* Three decimals below 10, so the ZeRO paper's 1.875 GB reads as written. */
+    const char *unit = sys == UNITS_BINARY ? "GiB" : "GB";
+    double v = bytes / units_factor(unit);
+    snprintf(buf, n, fabs(v) < 10 && v != 0 ? "%.3f %s" : "%.2f %s", v, unit);
+    return buf;
+}

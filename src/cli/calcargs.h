@@ -1,0 +1,28 @@
+/* Option values shared by the calculator commands (memory, plan): whole numbers in a range,
+ * sizes, and the model and cluster presets, each failing with "--NAME: what is allowed". */
+#ifndef SCALELAB_CLI_CALCARGS_H
+#define SCALELAB_CLI_CALCARGS_H
+
+#include <stdbool.h>
+
+#include "base/units.h"
+#include "calc/preset.h"
+#include "sim/spec.h"
+
+struct error;
+
+/* A whole number for --name in [min, max]. */
+int calcargs_int(const char *name, const char *arg, long long min, long long max, int *out,
+                 struct error *e);
+
+/* A size for --name above 0, at most 1 PB. */
+int calcargs_bytes(const char *name, const char *arg, double *out, struct error *e);
+
+/* --model and --cluster (with --nodes, a whole number from 1, when not NULL). */
+int calcargs_model(const char *arg, struct model_shape *m, struct error *e);
+int calcargs_cluster(const char *arg, const char *nodes, struct cluster_spec *c, struct error *e);
+
+/* A number of bytes in the chosen units, labelled: "108.63 GiB". */
+char *calcargs_size(char *buf, unsigned long n, double bytes, enum units_system sys);
+
+#endif

@@ -1,0 +1,183 @@
+/* scalelab pipeline: a pipeline schedule (calc/sched.h) as a text Gantt chart, with its bubble
+ * under both definitions and the micro-batches each stage holds. */
+#include "config.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "calc/sched.h"
+#include "cli/calcargs.h"
+#include "cli/command.h"
+#include "cli/opts.h"
+
+static const struct opt options[] = {
+    {"stages", 0, true}, {"micro-batches", 0, true}, {"schedule", 0, true},
+    {"chunks", 0, true}, {"json", 0, false},         {NULL, 0, false},
+};
+
+/* "F12" or "F12b" (chunk b = 1): the label of an operation. */
+static int label(char *buf, size_t n, const struct sched_op *op, int v)
+{
+    if (v > 1)
+        return snprintf(buf, n, "%c%d%c", op->kind, op->micro, 'a' + op->chunk);
+    return snprintf(buf, n, "%c%d", op->kind, op->micro);
+}
+
+static void print_text(const struct sched *s)
+{
+    int p = s->p, m = s->m, v = s->v;
+    char buf[32];
+    /* cell width: the longest label, so every slot lines up */
+    struct sched_op widest = {'F', m - 1, v - 1, 0, 0};
+    int w = label(buf, sizeof buf, &widest, v);
+    printf("pipeline: %s, %d stage%s, %d micro-batch%s", sched_name(s->kind), p, p > 1 ? "s" : "",
+           m, m > 1 ? "es" : "");
+    if (v > 1)
+        printf(", %d model chunks per stage (a, b, ...)", v);
+    printf("\ntime: one slot = one forward of a %s; a backward takes %d slots\n\n",
+           v > 1 ? "chunk" : "stage", SCHED_TB / SCHED_TF);
+    printf("%-9s", "slot");
+    for (int t = 0; t < s->makespan; t += 10) {
+        int len = snprintf(buf, sizeof buf, "%d", t);
+        int pad = 10 * w - len;
+        printf("%s%*s", buf, t + 10 < s->makespan ? pad : 0, "");
+    }
+    printf("\n");
+    for (int st = 0; st < p; st++) {
+        printf("stage %-3d", st);
+        int t = 0;
+        for (int i = 0; i < s->count[st]; i++) {
+            const struct sched_op *op = &s->ops[st][i];
+            for (; t < op->start; t++)
+                printf("%.*s", w, "................................");
+            int len = label(buf, sizeof buf, op, v);
+            printf("%s", buf);
+            for (int k = len; k < w * op->duration; k++)
+                putchar(op->kind == 'B' ? '-' : ' ');
+            t += op->duration;
+        }
+        for (; t < s->makespan; t++)
+            printf("%.*s", w, "................................");
+        printf("\n");
+    }
+    if (v > 1)
+        printf("\nlegend: Fkc forward of micro-batch k on model chunk c, Bkc--- its backward, "
+               ". idle\n\n");
+    else
+        printf("\nlegend: Fk forward of micro-batch k, Bk-- its backward, . idle\n\n");
+    double fi = sched_bubble_over_ideal(p, m, v), fw = sched_bubble_over_wall(p, m, v);
+    printf("bubble: %.1f%% of ideal compute time  (p-1)/(%sm) = %d/%d\n", 100 * fi,
+           v > 1 ? "v" : "", p - 1, v * m);
+    printf("        %.1f%% of wall time           (p-1)/(%sm+p-1) = %d/%d\n", 100 * fw,
+           v > 1 ? "v" : "", p - 1, v * m + p - 1);
+    printf("        measured on this timeline: %.1f%% and %.1f%% (%d idle of %d slots per stage)\n",
+           100 * s->bubble_over_ideal, 100 * s->bubble_over_wall, s->makespan - (int)s->busy,
+           s->makespan);
+    printf("\npeak micro-batches in flight per stage:");
+    for (int st = 0; st < p; st++) {
+        if (v > 1)
+            printf(" %g", (double)s->peak_chunks[st] / v);
+        else
+            printf(" %d", s->peak_chunks[st]);
+    }
+    printf("\n  (%s)\n", s->kind == SCHED_GPIPE ? "GPipe keeps all m micro-batches until their "
+                                                  "backward: same bubble as 1F1B, more memory"
+                         : s->kind == SCHED_1F1B
+                             ? "1F1B holds at most p - s at stage s: same bubble as GPipe, less "
+                               "memory"
+                             : "chunks held / v: each chunk keeps 1/v of the stage's layers");
+}
+
+static void print_json(const struct sched *s)
+{
+    json_t *peak = json_array(), *chunks = json_array(), *ops = json_array();
+    for (int st = 0; st < s->p; st++) {
+        json_array_append_new(peak, json_real((double)s->peak_chunks[st] / s->v));
+        json_array_append_new(chunks, json_integer(s->peak_chunks[st]));
+        json_t *row = json_array();
+        for (int i = 0; i < s->count[st]; i++) {
+            const struct sched_op *op = &s->ops[st][i];
+            char kind[2] = {op->kind, 0};
+            json_array_append_new(row, json_pack("{s:s, s:i, s:i, s:i, s:i}", "kind", kind, "micro",
+                                                 op->micro, "chunk", op->chunk, "start", op->start,
+                                                 "duration", op->duration));
+        }
+        json_array_append_new(ops, row);
+    }
+    json_t *doc = json_pack(
+        "{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o, s:i, s:{s:i, s:i}, s:o}", "schedule",
+        sched_name(s->kind), "stages", s->p, "micro_batches", s->m, "chunks", s->v,
+        "bubble_over_ideal", sched_bubble_over_ideal(s->p, s->m, s->v), "bubble_over_wall",
+        sched_bubble_over_wall(s->p, s->m, s->v), "measured_bubble_over_ideal",
+        s->bubble_over_ideal, "measured_bubble_over_wall", s->bubble_over_wall, "peak_in_flight",
+        peak, "peak_chunks", chunks, "makespan_slots", s->makespan, "slots", "forward", SCHED_TF,
+        "backward", SCHED_TB, "ops", ops);
+    json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_COMPACT);
+    printf("\n");
+    json_decref(doc);
+}
+
+static int pipeline_main(int argc, char **argv)
+{
+    struct opts o;
+    const char *arg;
+    int k, p = 4, m = 8, v = 0;
+    bool json = false;
+    enum calc_schedule kind = SCHED_1F1B;
+    struct error e = {0};
+    opts_init(&o, argc, argv, options, "pipeline");
+    while ((k = opts_next(&o, &arg)) != OPTS_END) {
+        if (k == OPTS_ERROR)
+            return 2;
+        if (k == OPTS_POSITIONAL)
+            return cli_usage("pipeline", "unexpected argument '%s'", arg);
+        const char *name = options[k].name;
+        int rc = 0;
+        if (!strcmp(name, "stages"))
+            rc = calcargs_int(name, arg, 1, SCHED_MAX_STAGES, &p, &e);
+        else if (!strcmp(name, "micro-batches"))
+            rc = calcargs_int(name, arg, 1, SCHED_MAX_MICRO, &m, &e);
+        else if (!strcmp(name, "chunks"))
+            rc = calcargs_int(name, arg, 1, SCHED_MAX_CHUNKS, &v, &e);
+        else if (!strcmp(name, "schedule")) {
+            if ((rc = sched_parse(arg, &kind, &e)) < 0)
+                error_prefix(&e, "--schedule");
+        } else
+            json = true;
+        if (rc < 0)
+            return cli_fail(&e);
+    }
+    if (v == 0)
+        v = kind == SCHED_INTERLEAVED ? 2 : 1;
+    struct sched s;
+    if (sched_build(kind, p, m, v, &s, &e) < 0)
+        return cli_fail(&e);
+    json ? print_json(&s) : print_text(&s);
+    sched_free(&s);
+    return 0;
+}
+
+const struct command cmd_pipeline = {
+    "pipeline",
+    "a pipeline schedule (GPipe, 1F1B, interleaved) as a Gantt chart with its bubble",
+    "usage: scalelab pipeline [--stages P] [--micro-batches M]\n"
+    "                         [--schedule gpipe|1f1b|interleaved] [--chunks V] [--json]\n"
+    "\n"
+    "Builds the schedule as data (which stage runs which forward or backward when), times it\n"
+    "(a forward takes one slot, a backward two) and prints one row per stage, the bubble over\n"
+    "ideal compute time, (p-1)/(vm), and over wall time, (p-1)/(vm+p-1), and the micro-batches\n"
+    "each stage holds at its peak. GPipe and 1F1B have the same bubble; 1F1B holds fewer.\n"
+    "\n"
+    "  --stages P          pipeline stages, 1 to 64 (default 4)\n"
+    "  --micro-batches M   micro-batches per step, 1 to 1024 (default 8)\n"
+    "  --schedule S        gpipe, 1f1b (default) or interleaved (Megatron-LM: M a multiple of P)\n"
+    "  --chunks V          model chunks per stage for interleaved, 2 to 16 (default 2)\n"
+    "  --json              {\"schedule\", \"stages\", \"micro_batches\", \"chunks\",\n"
+    "                      \"bubble_over_ideal\", \"bubble_over_wall\", \"peak_in_flight\": "
+    "[...],\n"
+    "                      \"ops\": [[{\"kind\", \"micro\", \"chunk\", \"start\", "
+    "\"duration\"}...]...]}\n",
+    pipeline_main,
+};

@@ -1,0 +1,484 @@
+/* scalelab run LESSON: a lesson headless. Prints its steps, runs its experiments as child
+ * processes of this same binary, checks their expectations against their JSON output, and
+ * prints each question with the answer the engine computes. */
+#include "config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "cli/command.h"
+#include "cli/opts.h"
+#include "lesson/lesson.h"
+#include "lesson/quantity.h"
+
+#define OUTPUT_MAX  (16u << 20) /* bytes kept of a run's output */
+#define RUN_SECONDS 120         /* a lesson's experiment is small; a hung one is killed */
+
+struct output {
+    char *data;
+    size_t len;
+};
+
+/* What one @run gave. */
+struct outcome {
+    int status;        /* exit status, or -1 when it could not run */
+    char problem[512]; /* why the run failed, "" when it exited 0 */
+    json_t *doc;       /* its JSON output, when it has expectations */
+};
+
+static int append(struct output *o, const char *buf, size_t n)
+{
+    if (o->len + n > OUTPUT_MAX)
+        n = OUTPUT_MAX - o->len;
+    char *p = realloc(o->data, o->len + n + 1);
+    if (!p)
+        return -1;
+    memcpy(p + o->len, buf, n);
+    o->len += n;
+    p[o->len] = '\0';
+    o->data = p;
+    return 0;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Runs this binary with argv (argv[0] is the command name), collecting stdout and stderr. */
+static void run_child(const struct lesson_run *r, struct output *out, struct output *err,
+                      struct outcome *oc)
+{
+    int po[2], pe[2];
+    oc->status = -1;
+    if (pipe(po) < 0 || pipe(pe) < 0) {
+        snprintf(oc->problem, sizeof oc->problem, "cannot create a pipe: %s", strerror(errno));
+        return;
+    }
+    char **argv = calloc((size_t)r->argc + 2, sizeof *argv);
+    if (!argv) {
+        snprintf(oc->problem, sizeof oc->problem, "out of memory");
+        return;
+    }
+    argv[0] = "scalelab";
+    for (int i = 0; i < r->argc; i++)
+        argv[i + 1] = r->argv[i];
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(po[1], STDOUT_FILENO);
+        dup2(pe[1], STDERR_FILENO);
+        close(po[0]), close(po[1]), close(pe[0]), close(pe[1]);
+        execv("/proc/self/exe", argv);
+        fprintf(stderr, "cannot run /proc/self/exe: %s\n", strerror(errno));
+        _exit(127);
+    }
+    free(argv);
+    close(po[1]), close(pe[1]);
+    if (pid < 0) {
+        close(po[0]), close(pe[0]);
+        snprintf(oc->problem, sizeof oc->problem, "cannot start a process: %s", strerror(errno));
+        return;
+    }
+    struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+    struct output *dst[2] = {out, err};
+    int open_fds = 2;
+    bool timed_out = false;
+    double deadline = now() + RUN_SECONDS;
+    while (open_fds > 0) {
+        int left = (int)((deadline - now()) * 1000);
+        if (left <= 0) {
+            timed_out = true;
+            kill(pid, SIGKILL);
+            break;
+        }
+        if (poll(fds, 2, left) < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char buf[65536];
+            ssize_t n = read(fds[i].fd, buf, sizeof buf);
+            if (n > 0) {
+                append(dst[i], buf, (size_t)n);
+            } else if (n == 0 || errno != EINTR) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_fds--;
+            }
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (fds[i].fd >= 0)
+            close(fds[i].fd);
+    int ws;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+        ;
+    if (timed_out) {
+        snprintf(oc->problem, sizeof oc->problem, "killed after %d s", RUN_SECONDS);
+        return;
+    }
+    if (WIFSIGNALED(ws)) {
+        snprintf(oc->problem, sizeof oc->problem, "killed by signal %d", WTERMSIG(ws));
+        return;
+    }
+    oc->status = WEXITSTATUS(ws);
+}
+
+/* The first line of s, for a message. */
+static const char *first_line(const char *s, char *buf, size_t n)
+{
+    size_t len = s ? strcspn(s, "\n") : 0;
+    snprintf(buf, n, "%.*s", (int)(len < n ? len : n - 1), s ? s : "");
+    return buf;
+}
+
+static void execute(const struct lesson_run *r, struct outcome *oc)
+{
+    memset(oc, 0, sizeof *oc);
+    if (!command_find(r->argv[0])) {
+        oc->status = -1;
+        snprintf(oc->problem, sizeof oc->problem,
+                 "unknown command '%s': this scalelab has no such command", r->argv[0]);
+        return;
+    }
+    struct output out = {0}, err = {0};
+    run_child(r, &out, &err, oc);
+    char line[300];
+    if (oc->status > 0)
+        snprintf(oc->problem, sizeof oc->problem, "exit status %d: %s", oc->status,
+                 first_line(err.data, line, sizeof line));
+    else if (oc->status == 0 && r->nexpects) {
+        json_error_t je;
+        oc->doc = json_loadb(out.data ? out.data : "", out.len, 0, &je);
+        if (!oc->doc) {
+            oc->status = -1;
+            snprintf(oc->problem, sizeof oc->problem, "its output is not JSON: %s (line %d)",
+                     je.text, je.line);
+        }
+    }
+    free(out.data);
+    free(err.data);
+}
+
+static const char *check_text(const struct lesson_expect *x, char *buf, size_t n)
+{
+    static const char *const ops[] = {"=", "<", "<=", ">", ">="};
+    switch (x->check) {
+    case LESSON_STR_EQ: snprintf(buf, n, "%s = \"%s\"", x->path, x->text); break;
+    case LESSON_IS_INF: snprintf(buf, n, "%s is inf", x->path); break;
+    case LESSON_IS_NEGINF: snprintf(buf, n, "%s is -inf", x->path); break;
+    case LESSON_IS_NAN: snprintf(buf, n, "%s is nan", x->path); break;
+    case LESSON_IS_FINITE: snprintf(buf, n, "%s is finite", x->path); break;
+    default: snprintf(buf, n, "%s %s %s", x->path, ops[x->check], x->number.expr); break;
+    }
+    return buf;
+}
+
+static json_t *json_number(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
+struct tally {
+    int passed, failed;
+};
+
+/* Runs a step's experiments; prints them as text, or adds them to runs (JSON). */
+static void run_step(const struct lesson_step *st, json_t *runs, struct tally *t)
+{
+    for (size_t i = 0; i < st->nruns; i++) {
+        const struct lesson_run *r = &st->runs[i];
+        struct outcome oc;
+        execute(r, &oc);
+        bool ran = oc.problem[0] == '\0';
+        json_t *jr = NULL, *jx = NULL;
+        if (runs) {
+            jr = json_pack("{s:s, s:i, s:b}", "command", r->cmdline, "line", r->line, "ok", ran);
+            if (!ran)
+                json_object_set_new(jr, "problem", json_string(oc.problem));
+            json_object_set_new(jr, "expects", jx = json_array());
+            json_array_append_new(runs, jr);
+        } else {
+            printf("\n  $ scalelab %s\n", r->cmdline);
+            if (!ran)
+                printf("    FAIL the run: %s\n", oc.problem);
+        }
+        if (!ran && r->nexpects == 0)
+            t->failed++;
+        for (size_t k = 0; k < r->nexpects; k++) {
+            const struct lesson_expect *x = &r->expects[k];
+            char why[600], what[LESSON_LINE_MAX + 64];
+            bool ok = ran && lesson_expect_holds(x, oc.doc, why, sizeof why);
+            if (!ran)
+                snprintf(why, sizeof why, "the run failed: %s", oc.problem);
+            ok ? t->passed++ : t->failed++;
+            check_text(x, what, sizeof what);
+            if (jx)
+                json_array_append_new(jx, json_pack("{s:s, s:i, s:b, s:s}", "check", what, "line",
+                                                    x->line, "ok", ok, "found", why));
+            else if (ok)
+                printf("    ok   %s\n", what);
+            else
+                printf("    FAIL %s (line %d): %s\n", what, x->line, why);
+        }
+        json_decref(oc.doc);
+    }
+}
+
+static json_t *question_json(const struct lesson_question *q)
+{
+    char ans[LESSON_LINE_MAX + 64];
+    lesson_format_answer(q, ans, sizeof ans);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "question", q->text, "kind",
+                          q->kind == LESSON_Q_CHOICE ? "choice" : "number", "answer", ans,
+                          "explain", q->explain);
+    if (q->kind == LESSON_Q_CHOICE) {
+        json_t *opts = json_array();
+        for (size_t i = 0; i < q->noptions; i++)
+            json_array_append_new(opts, json_string(q->options[i]));
+        json_object_set_new(o, "options", opts);
+        json_object_set_new(o, "correct", json_integer(q->correct));
+        if (q->condition)
+            json_object_set_new(o, "from", json_string(q->condition));
+    } else {
+        json_object_set_new(o, "value", json_number(q->answer.value));
+        json_object_set_new(o, "unit", json_string(q->unit));
+        if (q->answer.is_quantity)
+            json_object_set_new(o, "from", json_string(q->answer.expr));
+    }
+    return o;
+}
+
+static void print_question(size_t n, const struct lesson_question *q)
+{
+    char ans[LESSON_LINE_MAX + 64];
+    printf("\n  Q%zu. %s\n", n, q->text);
+    for (size_t i = 0; i < q->noptions; i++)
+        printf("      %c) %s\n", (int)('a' + i), q->options[i]);
+    const char *from = q->condition ? q->condition : q->answer.is_quantity ? q->answer.expr : NULL;
+    printf("      answer: %s", lesson_format_answer(q, ans, sizeof ans));
+    if (from)
+        printf("   [computed: %s]", from);
+    printf("\n");
+    for (const char *s = q->explain; *s;) {
+        size_t len = strcspn(s, "\n");
+        printf("      %.*s\n", (int)len, s);
+        s += len + (s[len] == '\n');
+    }
+}
+
+static int run_lesson(const struct lesson *l, bool json)
+{
+    struct tally t = {0, 0};
+    json_t *doc = NULL, *steps = NULL;
+    if (json) {
+        json_t *outcomes = json_array();
+        for (size_t i = 0; i < l->noutcomes; i++)
+            json_array_append_new(outcomes, json_string(l->outcomes[i]));
+        doc = json_pack("{s:i, s:s, s:s, s:i, s:o}", "lesson", l->number, "file", l->file, "title",
+                        l->title, "minutes", l->minutes, "outcomes", outcomes);
+        json_object_set_new(doc, "steps", steps = json_array());
+    } else {
+        if (l->number >= 0)
+            printf("Lesson %d: ", l->number);
+        printf("%s (", l->title);
+        if (l->minutes)
+            printf("%d min)\n", l->minutes);
+        else
+            printf("open)\n");
+        printf("You will be able to:\n");
+        for (size_t i = 0; i < l->noutcomes; i++)
+            printf("  - %s\n", l->outcomes[i]);
+    }
+    for (size_t s = 0; s < l->nsteps; s++) {
+        const struct lesson_step *st = &l->steps[s];
+        json_t *runs = NULL, *qs = NULL;
+        if (json) {
+            json_t *text = json_array();
+            for (size_t i = 0; i < st->ntext; i++)
+                json_array_append_new(text, json_string(st->text[i]));
+            json_t *js = json_pack("{s:s, s:o}", "title", st->title, "text", text);
+            const struct lesson_panel *p = lesson_step_panel(l, s);
+            if (p) {
+                json_t *set = json_object();
+                for (size_t i = 0; i < p->nsettings; i++)
+                    json_object_set_new(set, p->settings[i].key, json_string(p->settings[i].value));
+                json_object_set_new(js, "panel",
+                                    json_pack("{s:s, s:o}", "name", p->name, "settings", set));
+            }
+            json_object_set_new(js, "runs", runs = json_array());
+            json_object_set_new(js, "questions", qs = json_array());
+            json_array_append_new(steps, js);
+        } else {
+            printf("\n== Step %zu/%zu: %s\n\n", s + 1, l->nsteps, st->title);
+            for (size_t i = 0; i < st->ntext; i++)
+                printf("%s%s\n", st->text[i][0] ? "  " : "", st->text[i]);
+        }
+        run_step(st, runs, &t);
+        for (size_t q = 0; q < st->nquestions; q++) {
+            if (qs)
+                json_array_append_new(qs, question_json(&st->questions[q]));
+            else
+                print_question(q + 1, &st->questions[q]);
+        }
+    }
+    if (json) {
+        json_object_set_new(doc, "passed", json_integer(t.passed));
+        json_object_set_new(doc, "failed", json_integer(t.failed));
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        printf("\n");
+        json_decref(doc);
+    } else {
+        printf("\n%d expectation%s held, %d failed\n", t.passed, t.passed == 1 ? "" : "s",
+               t.failed);
+    }
+    return t.failed ? 1 : 0;
+}
+
+static int list_lessons(bool json)
+{
+    struct lesson **v;
+    size_t n;
+    struct error e;
+    if (lesson_load_all(NULL, &v, &n, &e) < 0)
+        return cli_fail(&e);
+    json_t *arr = json ? json_array() : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (arr)
+            json_array_append_new(arr, json_pack("{s:i, s:s, s:i, s:i}", "lesson", v[i]->number,
+                                                 "title", v[i]->title, "minutes", v[i]->minutes,
+                                                 "steps", (int)v[i]->nsteps));
+        else if (v[i]->minutes)
+            printf("%2d  %-40s %3d min  %2zu steps\n", v[i]->number, v[i]->title, v[i]->minutes,
+                   v[i]->nsteps);
+        else
+            printf("%2d  %-40s    open  %2zu steps\n", v[i]->number, v[i]->title, v[i]->nsteps);
+    }
+    if (arr) {
+        json_t *doc = json_pack("{s:o}", "lessons", arr);
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        printf("\n");
+        json_decref(doc);
+    }
+    lesson_free_all(v, n);
+    return 0;
+}
+
+static int list_quantities(bool json)
+{
+    json_t *arr = json ? json_array() : NULL;
+    for (size_t i = 0; i < quantity_count(); i++) {
+        const struct quantity *q = quantity_at(i);
+        double v = 0;
+        char shown[64] = "", name[80];
+        snprintf(name, sizeof name, "%s%s", q->name,
+                 q->nargs == 0   ? ""
+                 : q->nargs == 1 ? "(x)"
+                 : q->nargs == 2 ? "(x, y)"
+                                 : "(x, y, z)");
+        if (q->nargs == 0) {
+            quantity_eval(q->name, &v, NULL, NULL);
+            snprintf(shown, sizeof shown, "%.17g", v);
+        }
+        if (arr) {
+            json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "name", q->name, "args", q->nargs, "unit",
+                                  q->unit, "what", q->what);
+            if (q->nargs == 0)
+                json_object_set_new(o, "value", json_number(v));
+            json_array_append_new(arr, o);
+        } else {
+            printf("%-28s %-24s %-5s %s\n", name, shown, q->unit, q->what);
+        }
+    }
+    if (arr) {
+        json_t *doc = json_pack("{s:o}", "quantities", arr);
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        printf("\n");
+        json_decref(doc);
+    }
+    return 0;
+}
+
+static const struct opt options[] = {
+    {"json", 0, false},
+    {"list", 0, false},
+    {"quantities", 0, false},
+    {NULL, 0, false},
+};
+
+static int run_main(int argc, char **argv)
+{
+    struct opts p;
+    const char *arg, *which = NULL;
+    bool json = false, list = false, quantities = false;
+    int k;
+    opts_init(&p, argc, argv, options, "run");
+    while ((k = opts_next(&p, &arg)) != OPTS_END) {
+        if (k == OPTS_ERROR)
+            return 2;
+        if (k == OPTS_POSITIONAL) {
+            if (which)
+                return cli_usage("run", "one lesson at a time, not '%s' too", arg);
+            which = arg;
+            continue;
+        }
+        const char *name = options[k].name;
+        if (!strcmp(name, "json"))
+            json = true;
+        else if (!strcmp(name, "list"))
+            list = true;
+        else
+            quantities = true;
+    }
+    if (list || quantities) {
+        if (which)
+            return cli_usage("run", "--%s takes no lesson", list ? "list" : "quantities");
+        return list ? list_lessons(json) : list_quantities(json);
+    }
+    if (!which)
+        return cli_usage("run", "which lesson? give its number, its name or a path");
+    struct lesson *l;
+    struct error e;
+    if (lesson_find(NULL, which, &l, &e) < 0)
+        return cli_fail(&e);
+    int status = run_lesson(l, json);
+    lesson_free(l);
+    return status;
+}
+
+const struct command cmd_run = {
+    "run",
+    "run a lesson headless: its steps, experiments and checks, and its questions' answers",
+    "usage: scalelab run LESSON [--json]\n"
+    "       scalelab run --list | --quantities [--json]\n"
+    "\n"
+    "Prints a lesson's steps, runs each of its experiments (@run) as a scalelab command,\n"
+    "checks each expected result (@expect) against that command's JSON output, and prints each\n"
+    "question with the answer the engine computes. Exit status 1 if an expectation failed or\n"
+    "an experiment could not run; 2 if the lesson cannot be found or read.\n"
+    "\n"
+    "  LESSON        a number (1), a name (01-mixed-precision) or a path to a .lesson file\n"
+    "  --json        one JSON document: {\"lesson\", \"title\", \"steps\": [{\"runs\": "
+    "[{\"expects\"\n"
+    "                : [...]}], \"questions\": [...]}], \"passed\", \"failed\"}\n"
+    "  --list        the lessons, with their duration and number of steps\n"
+    "  --quantities  the quantities lessons may use as answers (lessons/README.md)\n",
+    run_main,
+};

@@ -1,0 +1,67 @@
+/* A learner's saved progress: for each lesson, the step they were at and the questions they
+ * answered right, and which lesson was open last.
+ *
+ * Stored as text in $XDG_STATE_HOME/scalelab/progress (default ~/.local/state/scalelab/):
+ *
+ *     # scalelab progress 1
+ *     current 1
+ *     lesson 1 step 3 correct 0.0 2.1
+ *
+ * (lesson numbers as in NN-name.lesson; steps and questions counted from 0; "2.1" is the second
+ * question of the third step). It is written to a temporary file in the same folder and renamed
+ * over the old one, so a crash leaves the old file or the new one, never a mix. A missing or
+ * corrupt file reads as fresh progress. */
+#ifndef SCALELAB_LESSON_PROGRESS_H
+#define SCALELAB_LESSON_PROGRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lesson/lesson.h"
+
+struct error;
+
+#define PROGRESS_LESSONS 100 /* lesson numbers 0..99 */
+
+struct progress_lesson {
+    bool visited;
+    int step;                           /* from 0 */
+    uint32_t correct[LESSON_MAX_STEPS]; /* bit q: question q of that step answered right */
+};
+
+struct progress {
+    int current; /* the lesson open last, or -1 */
+    struct progress_lesson lessons[PROGRESS_LESSONS];
+};
+
+enum { PROGRESS_FRESH = 1 }; /* progress_load: nothing usable was read */
+
+/* Fresh progress: nothing visited, no lesson open. */
+void progress_init(struct progress *p);
+
+/* The progress file: $XDG_STATE_HOME/scalelab/progress if XDG_STATE_HOME is an absolute path,
+ * else $HOME/.local/state/scalelab/progress. 0, or ERR_INVAL when neither can be found. */
+int progress_path(char *buf, size_t n, struct error *e);
+
+/* Reads path into p. Returns 0 when read; PROGRESS_FRESH with p fresh when the file is missing
+ * or corrupt (then e says why, as "FILE:LINE: ..."; a missing file leaves e->code 0). */
+int progress_load(struct progress *p, const char *path, struct error *e);
+
+/* Writes p to path through a temporary file in the same folder and a rename; creates the folder
+ * (and its parents) if needed. 0, or ERR_IO with e saying what failed. */
+int progress_save(const struct progress *p, const char *path, struct error *e);
+
+/* The step to reopen a lesson at (0 if never visited), and setting it (marks it visited and
+ * current). Out-of-range numbers are ignored / give 0. */
+int progress_step(const struct progress *p, int lesson);
+void progress_set_step(struct progress *p, int lesson, int step);
+
+/* Questions answered right. */
+bool progress_correct(const struct progress *p, int lesson, int step, int question);
+void progress_mark(struct progress *p, int lesson, int step, int question, bool correct);
+
+/* How many questions of lesson l are answered right (for "3/12" in the tab bar). */
+int progress_count(const struct progress *p, int lesson);
+
+#endif

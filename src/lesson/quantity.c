@@ -1,0 +1,354 @@
+#include "config.h"
+#include "lesson/quantity.h"
+
+#include <ctype.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "comm/cost.h"
+#include "num/fp.h"
+#include "sim/spec.h"
+
+/* ------------------------------------------------------------------ number formats (num/fp.h) */
+
+/* A value is first held as fp32, as a framework holds a float tensor, then rounded to the format
+ * with round-to-nearest-even: the same path as "scalelab formats". */
+static float to_float(double x)
+{
+    /* Converting a double beyond the float range is undefined in C; IEEE 754 rounds it to the
+     * largest float below half an ulp (2^103) past FLT_MAX, and to inf from there (the tie goes to
+     * the even significand, which is inf's). */
+    if (isnan(x) || fabs(x) <= FLT_MAX)
+        return (float)x;
+    if (fabs(x) < (double)FLT_MAX + 0x1p103)
+        return x > 0 ? FLT_MAX : -FLT_MAX;
+    return x > 0 ? INFINITY : -INFINITY;
+}
+
+static double fmt_round(enum fp_format f, double x)
+{
+    return fp_round(f, to_float(x));
+}
+
+/* The gap between |x| rounded to f and the next value up: one unit in the last place there. */
+static double fmt_ulp(enum fp_format f, double x)
+{
+    uint32_t bits = fp_encode(f, fabsf(to_float(x)));
+    return (double)fp_decode(f, fp_step(f, bits, +1)) - (double)fp_decode(f, bits);
+}
+
+#define FORMAT_QUANTITIES(p, F)                                                                    \
+    static double p##_max(void)                                                                    \
+    {                                                                                              \
+        return fp_info(F)->max;                                                                    \
+    }                                                                                              \
+    static double p##_min_normal(void)                                                             \
+    {                                                                                              \
+        return fp_info(F)->min_normal;                                                             \
+    }                                                                                              \
+    static double p##_min_subnormal(void)                                                          \
+    {                                                                                              \
+        return fp_info(F)->min_subnormal;                                                          \
+    }                                                                                              \
+    static double p##_epsilon(void)                                                                \
+    {                                                                                              \
+        return fp_info(F)->epsilon;                                                                \
+    }                                                                                              \
+    static double p##_exp_bits(void)                                                               \
+    {                                                                                              \
+        return fp_info(F)->exp_bits;                                                               \
+    }                                                                                              \
+    static double p##_man_bits(void)                                                               \
+    {                                                                                              \
+        return fp_info(F)->man_bits;                                                               \
+    }                                                                                              \
+    static double p##_bytes(void)                                                                  \
+    {                                                                                              \
+        return fp_info(F)->bits / 8.0;                                                             \
+    }                                                                                              \
+    static double p##_round(double x)                                                              \
+    {                                                                                              \
+        return fmt_round(F, x);                                                                    \
+    }                                                                                              \
+    static double p##_ulp(double x)                                                                \
+    {                                                                                              \
+        return fmt_ulp(F, x);                                                                      \
+    }                                                                                              \
+    static double p##_rel_error(double x)                                                          \
+    {                                                                                              \
+        return fabs(fmt_round(F, x) - x) / fabs(x);                                                \
+    }                                                                                              \
+    static double p##_overflows(double x)                                                          \
+    {                                                                                              \
+        return isfinite(to_float(x)) && !isfinite(fmt_round(F, x));                                \
+    }                                                                                              \
+    static double p##_underflows(double x)                                                         \
+    {                                                                                              \
+        return x != 0 && fmt_round(F, x) == 0;                                                     \
+    }
+
+FORMAT_QUANTITIES(fp32, FP_FP32)
+FORMAT_QUANTITIES(fp16, FP_FP16)
+FORMAT_QUANTITIES(bf16, FP_BF16)
+FORMAT_QUANTITIES(e4m3, FP_E4M3)
+FORMAT_QUANTITIES(e5m2, FP_E5M2)
+
+/* ------------------------------------------------------------------ collectives (comm/cost.h) */
+
+/* n GPUs of the h100-80gb preset (sim/spec.h's built-in copy of its numbers: 8 per node, NVLink
+ * α = 2 µs, β = 450 GB/s; between nodes α = 5 µs, β = 50 GB/s), the α-β model of comm/cost.h. */
+static struct cost_result allreduce(enum cost_algo algo, double n, double bytes)
+{
+    struct cost_result r = {0};
+    struct cluster_spec s;
+    spec_default(&s);
+    struct cost_net net = {(int)n,       s.gpus_per_node, s.alpha_intra,
+                           s.beta_intra, s.alpha_inter,   s.beta_inter};
+    if (!(n >= 1 && n <= 1 << 20 && n == floor(n)) ||
+        cost_collective(COST_ALLREDUCE, algo, &net, bytes, &r, NULL) != 0)
+        r.time_s = r.bytes_total = r.bytes_max_per_gpu = NAN, r.steps = -1;
+    return r;
+}
+
+static double ring_sent_per_gpu(double n, double bytes)
+{
+    return allreduce(COST_RING, n, bytes).bytes_max_per_gpu;
+}
+
+static double ring_sent_total(double n, double bytes)
+{
+    return allreduce(COST_RING, n, bytes).bytes_total;
+}
+
+static double ring_steps(double n)
+{
+    struct cost_result r = allreduce(COST_RING, n, 0);
+    return r.steps < 0 ? NAN : r.steps;
+}
+
+static double ring_time(double n, double bytes)
+{
+    return allreduce(COST_RING, n, bytes).time_s;
+}
+
+static double tree_time(double n, double bytes)
+{
+    return allreduce(COST_TREE, n, bytes).time_s;
+}
+
+static double tree_faster(double n, double bytes)
+{
+    return tree_time(n, bytes) < ring_time(n, bytes);
+}
+
+static double crossover(double n)
+{
+    struct cluster_spec s;
+    spec_default(&s);
+    struct cost_net net = {(int)n,       s.gpus_per_node, s.alpha_intra,
+                           s.beta_intra, s.alpha_inter,   s.beta_inter};
+    if (!(n >= 2 && n <= 1 << 20 && n == floor(n)))
+        return NAN;
+    return cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1, 1e12);
+}
+
+static double busbw_factor(double n)
+{
+    return n >= 1 ? cost_busbw_factor(COST_ALLREDUCE, (int)n) : NAN;
+}
+
+/* ------------------------------------------------------------------ the registry */
+
+#define Q0(name, unit, what, f)                                                                    \
+    {                                                                                              \
+        name, unit, what, 0,                                                                       \
+        {                                                                                          \
+            .f0 = f                                                                                \
+        }                                                                                          \
+    }
+#define Q1(name, unit, what, f)                                                                    \
+    {                                                                                              \
+        name, unit, what, 1,                                                                       \
+        {                                                                                          \
+            .f1 = f                                                                                \
+        }                                                                                          \
+    }
+#define Q2(name, unit, what, f)                                                                    \
+    {                                                                                              \
+        name, unit, what, 2,                                                                       \
+        {                                                                                          \
+            .f2 = f                                                                                \
+        }                                                                                          \
+    }
+#define Q3(name, unit, what, f)                                                                    \
+    {                                                                                              \
+        name, unit, what, 3,                                                                       \
+        {                                                                                          \
+            .f3 = f                                                                                \
+        }                                                                                          \
+    }
+
+#define FORMAT_LINES(p, key)                                                                       \
+    Q0(key ".max", "", "largest finite " key " value", p##_max),                                   \
+        Q0(key ".min_normal", "", "smallest positive normal " key " value", p##_min_normal),       \
+        Q0(key ".min_subnormal", "", "smallest positive " key " value (subnormal)",                \
+           p##_min_subnormal),                                                                     \
+        Q0(key ".epsilon", "", "gap between 1 and the next " key " value", p##_epsilon),           \
+        Q0(key ".exp_bits", "", "exponent bits of " key, p##_exp_bits),                            \
+        Q0(key ".man_bits", "", "mantissa bits of " key " (stored, without the implicit 1)",       \
+           p##_man_bits),                                                                          \
+        Q0(key ".bytes", "B", "bytes per " key " value", p##_bytes),                               \
+        Q1(key ".round", "", "x held in fp32, then rounded to " key " (nearest even)", p##_round), \
+        Q1(key ".ulp", "",                                                                         \
+           "the gap above abs(x): from abs(x) rounded to " key " to the next " key " value",       \
+           p##_ulp),                                                                               \
+        Q1(key ".rel_error", "", "relative error of x in " key ": abs(round(x) - x) / abs(x)",     \
+           p##_rel_error),                                                                         \
+        Q1(key ".overflows", "bool", "1 if finite x becomes inf or nan in " key, p##_overflows),   \
+        Q1(key ".underflows", "bool", "1 if x is not 0 but becomes 0 in " key, p##_underflows)
+
+static const struct quantity registry[] = {
+    FORMAT_LINES(fp32, "fp32"),
+    FORMAT_LINES(fp16, "fp16"),
+    FORMAT_LINES(bf16, "bf16"),
+    FORMAT_LINES(e4m3, "fp8_e4m3"),
+    FORMAT_LINES(e5m2, "fp8_e5m2"),
+    Q2("ring.allreduce_sent_per_gpu", "B",
+       "bytes each of x GPUs sends in a ring all-reduce of y bytes: 2(x-1)/x y", ring_sent_per_gpu),
+    Q2("ring.allreduce_sent_total", "B",
+       "bytes all x GPUs send together in a ring all-reduce of y bytes: 2(x-1) y", ring_sent_total),
+    Q1("ring.allreduce_steps", "", "steps of a ring all-reduce on x GPUs: 2(x-1)", ring_steps),
+    Q2("ring.allreduce_time", "s",
+       "α-β time of a ring all-reduce of y bytes on x GPUs of h100-80gb", ring_time),
+    Q2("tree.allreduce_time", "s",
+       "α-β time of a pipelined binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
+       tree_time),
+    Q2("allreduce.tree_faster", "bool",
+       "1 if the tree all-reduce of y bytes on x GPUs of h100-80gb beats the ring", tree_faster),
+    Q1("allreduce.crossover", "B",
+       "the all-reduce size above which a ring beats a tree on x GPUs of h100-80gb", crossover),
+    Q1("allreduce.busbw_factor", "",
+       "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
+};
+
+size_t quantity_count(void)
+{
+    return sizeof registry / sizeof registry[0];
+}
+
+const struct quantity *quantity_at(size_t i)
+{
+    return i < quantity_count() ? &registry[i] : NULL;
+}
+
+const struct quantity *quantity_find(const char *name)
+{
+    for (size_t i = 0; i < quantity_count(); i++)
+        if (strcmp(registry[i].name, name) == 0)
+            return &registry[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ evaluation */
+
+#define EXPR_MAX  256
+#define DEPTH_MAX 4
+
+static bool name_char(int c)
+{
+    return islower(c) || isdigit(c) || c == '_' || c == '.';
+}
+
+static int eval(const char *s, size_t len, int depth, double *value, const struct quantity **qout,
+                struct error *e);
+
+/* One argument: a number, or a quantity (so "fp16.ulp(fp16.max)" works). */
+static int eval_arg(const char *s, size_t len, int depth, double *v, struct error *e)
+{
+    while (len && isspace((unsigned char)*s))
+        s++, len--;
+    while (len && isspace((unsigned char)s[len - 1]))
+        len--;
+    char buf[EXPR_MAX];
+    if (len == 0)
+        return error_set(e, ERR_INVAL, "expected a number between the parentheses");
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (islower((unsigned char)buf[0]) && strcmp(buf, "inf") && strcmp(buf, "nan"))
+        return eval(s, len, depth + 1, v, NULL, e);
+    if (units_parse_double(buf, true, v, NULL) < 0)
+        return error_set(e, ERR_INVAL, "'%s' is not a number", buf);
+    return 0;
+}
+
+static int eval(const char *s, size_t len, int depth, double *value, const struct quantity **qout,
+                struct error *e)
+{
+    if (len >= EXPR_MAX)
+        return error_set(e, ERR_INVAL, "a quantity of %zu characters is too long", len);
+    if (depth > DEPTH_MAX)
+        return error_set(e, ERR_INVAL, "quantities nested more than %d deep", DEPTH_MAX);
+    size_t n = 0;
+    while (n < len && name_char((unsigned char)s[n]))
+        n++;
+    char name[EXPR_MAX];
+    memcpy(name, s, n);
+    name[n] = '\0';
+    if (n == 0)
+        return error_set(e, ERR_INVAL, "expected a quantity name such as fp16.max");
+    const struct quantity *q = quantity_find(name);
+    if (!q)
+        return error_set(e, ERR_INVAL,
+                         "unknown quantity '%s' (lessons/README.md lists them; "
+                         "'scalelab run --quantities' prints them)",
+                         name);
+    double args[QUANTITY_MAX_ARGS];
+    int nargs = 0;
+    size_t i = n;
+    while (i < len && s[i] == ' ')
+        i++;
+    if (i < len) {
+        if (s[i] != '(' || s[len - 1] != ')')
+            return error_set(e, ERR_INVAL, "expected '(' and ')' around the arguments of %s", name);
+        size_t start = ++i, end = len - 1;
+        int paren = 0;
+        for (; i <= end; i++) {
+            char c = i < end ? s[i] : ',';
+            if (c == '(')
+                paren++;
+            else if (c == ')' && --paren < 0)
+                return error_set(e, ERR_INVAL, "unbalanced ')' in %s(...)", name);
+            if ((c == ',' && paren == 0) || i == end) {
+                if (i == end && paren != 0)
+                    return error_set(e, ERR_INVAL, "unbalanced '(' in %s(...)", name);
+                if (nargs == QUANTITY_MAX_ARGS)
+                    return error_set(e, ERR_INVAL, "%s takes %d argument%s", name, q->nargs,
+                                     q->nargs == 1 ? "" : "s");
+                if (eval_arg(s + start, i - start, depth, &args[nargs++], e) < 0)
+                    return ERR_INVAL;
+                start = i + 1;
+            }
+        }
+    }
+    if (nargs != q->nargs)
+        return error_set(e, ERR_INVAL, "%s takes %d argument%s%s, not %d", name, q->nargs,
+                         q->nargs == 1 ? "" : "s", q->nargs ? " in parentheses" : "", nargs);
+    switch (q->nargs) {
+    case 0: *value = q->fn.f0(); break;
+    case 1: *value = q->fn.f1(args[0]); break;
+    case 2: *value = q->fn.f2(args[0], args[1]); break;
+    default: *value = q->fn.f3(args[0], args[1], args[2]); break;
+    }
+    if (qout)
+        *qout = q;
+    return 0;
+}
+
+int quantity_eval(const char *expr, double *value, const struct quantity **q, struct error *e)
+{
+    return eval(expr, strlen(expr), 0, value, q, e);
+}

@@ -1,0 +1,84 @@
+/* A live panel: the right-hand side of the window. Each panel is a table of operations in
+ * its own file (src/ui/panel_NAME.c exporting `const struct panel_ops panel_NAME`), listed
+ * once in ui_panels[] in src/ui/panels.c. A lesson step shows a panel by its name
+ * ("panel = formats" in a .lesson file) and passes it settings ("value = 65504").
+ *
+ * Adding a panel:
+ *   1. write src/ui/panel_NAME.c (the template: panel_formats.c), add it to src/ui/local.mk;
+ *   2. put `&panel_NAME` in ui_panels[] (src/ui/panels.c), replacing the placeholder of
+ *      the same name if there is one; a tab's default panel is named in ui_tabs[] there.
+ *
+ * The rules (the app relies on them):
+ *   - on_key and on_event change the state and return PANEL_* flags; they never draw.
+ *   - draw draws the state into the canvas it is given (src/ui/draw.h) and nothing else;
+ *     the app calls it whenever it redraws the frame, one doupdate() per frame.
+ *   - A panel that follows a running engine reads the engine's snapshot in on_event
+ *     (PANEL_TICK), and draws from its own copy; it never blocks.
+ *   - The app gives every key to the panel first, except while the help or a question is
+ *     open. A panel must return 0 for keys it does not use, and must not take the app's keys
+ *     (digits, Tab, [ ], space, n, + -, r, a, ?, q, Esc) unless it is editing text (an input
+ *     field), when it takes every key until Enter or Esc.
+ *   - Panels run on the UI thread only. */
+#ifndef SCALELAB_UI_PANEL_H
+#define SCALELAB_UI_PANEL_H
+
+#include <stdbool.h>
+
+struct error;
+struct eventlog;
+struct ui_canvas;
+
+/* What on_key and on_event return (or-ed together; 0: the key was not the panel's). */
+enum {
+    PANEL_HANDLED = 1 << 0, /* the key was the panel's: the app does nothing else with it */
+    PANEL_REDRAW = 1 << 1,  /* the panel's picture changed */
+    PANEL_QUIT = 1 << 2,    /* leave the window */
+    PANEL_ANIMATE = 1 << 3, /* (PANEL_PLAY, PANEL_TICK) something moves: keep sending ticks */
+};
+
+enum panel_event_kind {
+    PANEL_PLAY,  /* space: start playing; return PANEL_ANIMATE if something can move */
+    PANEL_PAUSE, /* space again, or leaving the tab */
+    PANEL_TICK,  /* while playing, each frame (about 20 a second): dt simulated seconds */
+    PANEL_STEP,  /* n: one step of whatever plays, while paused */
+    PANEL_RESET, /* r: back to the panel's starting state (and the step's settings) */
+};
+
+struct panel_event {
+    enum panel_event_kind kind;
+    double dt;    /* PANEL_TICK: wall seconds since the last tick times the speed */
+    double speed; /* the speed the user chose with + and - (1 = real time) */
+};
+
+/* A key the panel uses, for the help overlay (and, when brief is set, the hint line). */
+struct panel_key {
+    const char *keys;  /* "Up/Down j/k" (ASCII) */
+    const char *what;  /* "select a format" */
+    const char *brief; /* "format", or NULL: not in the hint line */
+};
+
+/* What the app lends a panel. */
+struct panel_env {
+    const struct panel_ops *self; /* the panel's own table (its name, about text) */
+    struct eventlog *log;         /* add a line to the latest events: eventlog_add(log, ...) */
+    bool ascii;                   /* draw with ASCII only (theme_glyphs() knows it too) */
+};
+
+struct panel_ops {
+    const char *name;  /* the name lesson files use: "formats" */
+    const char *title; /* the panel's box title: "Number formats" */
+    const char *about; /* one or two sentences on what the panel shows (help overlay) */
+    /* Allocates the panel's state in *state; 0, or a negative code with e filled. */
+    int (*init)(void **state, const struct panel_env *env, struct error *e);
+    void (*fini)(void *state);
+    int (*on_key)(void *state, int key);                        /* a curses key code */
+    int (*on_event)(void *state, const struct panel_event *ev); /* may be NULL */
+    /* A setting from the lesson step being shown ("value", "65504"); called after init and
+     * each time the step is shown. ERR_INVAL with a message for an unknown name or a bad
+     * value. May be NULL (then every setting is an error). */
+    int (*set)(void *state, const char *name, const char *value, struct error *e);
+    void (*draw)(const void *state, struct ui_canvas *c);
+    const struct panel_key *keys; /* ends with {NULL} */
+};
+
+#endif

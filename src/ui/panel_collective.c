@@ -1,0 +1,545 @@
+/* Lesson 3's panel: a real all-reduce among N device threads, replayed step by step.
+ *
+ * Each GPU's buffer is drawn as its chunks (N for the ring, the pipeline's chunks for the
+ * tree); a chunk shows how many GPUs' contributions it holds so far (a digit, '#' once it
+ * holds all N), dim while it holds only its own, highlighted where this step's data arrived.
+ * Beside each GPU, the bytes it has sent against the 2(N-1)/N x size line. Below: the α-β
+ * plot of ring and tree time against the size, on log axes, with the crossover and the chosen
+ * size marked.
+ *
+ * Every step comes from a real run (comm/trial.h) of N x 256 fp32 elements on the chosen
+ * cluster preset, checked against its reference: its send events are the animation. The link
+ * bandwidths of that run are scaled by (its bytes / the chosen size), so its simulated times
+ * and its pipeline chunks are those of the chosen size: the same numbers as
+ * "scalelab collective --size SIZE --steps".
+ *
+ * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16), Up/Down (k/j) size (x2),
+ * t ring/tree, c the cluster preset. Settings: gpus=N, size=BYTES, algo=ring|tree,
+ * cluster=PRESET, step=K. */
+#include "config.h"
+
+#include <curses.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "calc/preset.h"
+#include "comm/coll.h"
+#include "comm/cost.h"
+#include "comm/trial.h"
+#include "sim/cluster.h"
+#include "ui/draw.h"
+#include "ui/eventlog.h"
+#include "ui/panel.h"
+
+#define MAX_GPUS     64
+#define MAX_CHUNKS   64
+#define MAX_CLUSTERS 8
+#define ROWS_FULL    16
+#define STEPS_PER_S  2.0 /* animation speed at 1x */
+
+struct hop {
+    int step, from, to, chunk;
+    bool reduce;
+    double bytes, t_end;
+};
+
+struct settings {
+    int gpus, cluster;
+    double size;
+    enum cost_algo algo;
+};
+
+struct coll_panel {
+    struct eventlog *log;
+    int nclusters;
+    struct cluster_spec clusters[MAX_CLUSTERS];
+    struct settings s, start;
+    int start_step;
+    /* the run */
+    bool ok;
+    char err[ERROR_MAX];
+    struct hop *hops;
+    int nhops, nsteps, nchunks;
+    double real_bytes, sim_time, max_rel_error, tolerance;
+    bool verified;
+    struct cost_result ring, tree;
+    double crossover;
+    /* the replay */
+    int step;
+    double acc;
+    uint64_t mask[MAX_GPUS][MAX_CHUNKS];
+    bool fresh[MAX_GPUS][MAX_CHUNKS];
+    double sent[MAX_GPUS], now;
+    const char *phase;
+};
+
+static struct cost_net net_of(const struct coll_panel *p, int gpus)
+{
+    struct cost_net net;
+    coll_net(&p->clusters[p->s.cluster], gpus, &net);
+    return net;
+}
+
+/* The state after p->step steps: replays the hops of the steps before, in the order they
+ * were sent (a GPU never sends a chunk while one arrives into it, so this is causal). */
+static void replay(struct coll_panel *p)
+{
+    int n = p->s.gpus;
+    memset(p->fresh, 0, sizeof p->fresh);
+    memset(p->sent, 0, sizeof p->sent);
+    for (int g = 0; g < n; g++)
+        for (int c = 0; c < p->nchunks; c++)
+            p->mask[g][c] = 1ull << g;
+    p->now = 0;
+    p->phase = NULL;
+    double scale = p->real_bytes > 0 ? p->s.size / p->real_bytes : 0;
+    for (int i = 0; i < p->nhops; i++) {
+        const struct hop *h = &p->hops[i];
+        if (h->step >= p->step)
+            continue;
+        uint64_t m = p->mask[h->from][h->chunk];
+        p->mask[h->to][h->chunk] = h->reduce ? p->mask[h->to][h->chunk] | m : m;
+        p->sent[h->from] += h->bytes * scale;
+        if (h->t_end > p->now)
+            p->now = h->t_end;
+        if (h->step == p->step - 1) {
+            p->fresh[h->to][h->chunk] = true;
+            p->phase = h->reduce ? (p->s.algo == COST_RING ? "reduce-scatter" : "reduce")
+                                 : (p->s.algo == COST_RING ? "all-gather" : "broadcast");
+        }
+    }
+}
+
+/* Runs the collective for the current settings and keeps its send events as hops. */
+static void compute(struct coll_panel *p)
+{
+    struct trial_args a;
+    trial_args_init(&a);
+    a.op = COST_ALLREDUCE;
+    a.algo = p->s.algo;
+    a.gpus = p->s.gpus;
+    a.count = (size_t)p->s.gpus * 256;
+    a.dtype = FP_FP32;
+    a.spec = p->clusters[p->s.cluster];
+    a.record_events = true;
+    p->real_bytes = (double)a.count * 4;
+    double scale = p->real_bytes / p->s.size;
+    a.spec.beta_intra *= scale;
+    a.spec.beta_inter *= scale;
+    free(p->hops);
+    p->hops = NULL;
+    p->nhops = p->nsteps = 0;
+    p->nchunks = 1;
+    p->ok = true;
+    p->err[0] = 0;
+    struct cost_net net = net_of(p, p->s.gpus);
+    cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
+    cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
+    p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1024, 1e12);
+
+    struct trial t;
+    struct error e = {0};
+    if (trial_run(&a, &t, &e) != 0) {
+        p->ok = false;
+        snprintf(p->err, sizeof p->err, "%s", e.msg);
+        trial_fini(&t);
+        return;
+    }
+    p->verified = t.check.ok;
+    p->max_rel_error = t.check.max_rel_error;
+    p->tolerance = t.check.tolerance;
+    p->sim_time = t.simulated_s;
+    size_t n;
+    const struct event *ev = cluster_events(t.cluster, &n); /* in the order they were sent */
+    p->hops = calloc(n ? n : 1, sizeof *p->hops);
+    for (size_t i = 0; i < n && p->hops; i++) {
+        if (ev[i].type != EV_SEND || ev[i].chunk < 0 || ev[i].chunk >= MAX_CHUNKS)
+            continue;
+        struct hop *h = &p->hops[p->nhops++];
+        h->step = ev[i].step;
+        h->from = ev[i].device;
+        h->to = ev[i].peer;
+        h->chunk = ev[i].chunk;
+        h->reduce = ev[i].phase &&
+                    (!strcmp(ev[i].phase, "reduce-scatter") || !strcmp(ev[i].phase, "reduce"));
+        h->bytes = (double)ev[i].bytes;
+        h->t_end = ev[i].t_end;
+        if (h->step + 1 > p->nsteps)
+            p->nsteps = h->step + 1;
+        if (h->chunk + 1 > p->nchunks)
+            p->nchunks = h->chunk + 1;
+    }
+    if (p->s.algo == COST_RING)
+        p->nchunks = p->s.gpus;
+    trial_fini(&t);
+    if (p->step > p->nsteps)
+        p->step = p->nsteps;
+    replay(p);
+}
+
+static void defaults(struct settings *s)
+{
+    *s = (struct settings){.gpus = 8, .cluster = 0, .size = 64.0 * 1024 * 1024, .algo = COST_RING};
+}
+
+static int coll_init(void **state, const struct panel_env *env, struct error *e)
+{
+    struct coll_panel *p = calloc(1, sizeof *p);
+    if (!p)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    p->log = env->log;
+    char list[512];
+    preset_list(list, sizeof list, "clusters");
+    /* h100-80gb first: the lessons' running example */
+    if (preset_load_cluster("h100-80gb", &p->clusters[0], NULL) == 0)
+        p->nclusters = 1;
+    for (char *tok = strtok(list, ", "); tok && p->nclusters < MAX_CLUSTERS;
+         tok = strtok(NULL, ", "))
+        if (strcmp(tok, "h100-80gb") != 0 &&
+            preset_load_cluster(tok, &p->clusters[p->nclusters], NULL) == 0)
+            p->nclusters++;
+    if (p->nclusters == 0) {
+        free(p);
+        return error_set(e, ERR_IO, "no cluster presets found under assets/clusters");
+    }
+    defaults(&p->s);
+    p->start = p->s;
+    compute(p);
+    *state = p;
+    return 0;
+}
+
+static void coll_fini(void *state)
+{
+    struct coll_panel *p = state;
+    free(p->hops);
+    free(p);
+}
+
+static void changed(struct coll_panel *p, const char *what)
+{
+    char b[32];
+    p->step = 0;
+    p->acc = 0;
+    compute(p);
+    if (!strcmp(what, "size"))
+        eventlog_add(p->log, "collective: size %s",
+                     units_format_bytes(b, sizeof b, p->s.size, UNITS_BINARY));
+    else if (!strcmp(what, "gpus"))
+        eventlog_add(p->log, "collective: %d GPUs", p->s.gpus);
+    else if (!strcmp(what, "algo"))
+        eventlog_add(p->log, "collective: %s all-reduce", cost_algo_name(p->s.algo));
+    else
+        eventlog_add(p->log, "collective: cluster %s", p->clusters[p->s.cluster].name);
+}
+
+static int coll_on_key(void *state, int key)
+{
+    struct coll_panel *p = state;
+    switch (key) {
+    case KEY_RIGHT:
+    case 'l':
+        if (p->s.gpus >= MAX_GPUS)
+            return PANEL_HANDLED;
+        p->s.gpus++;
+        changed(p, "gpus");
+        break;
+    case KEY_LEFT:
+    case 'h':
+        if (p->s.gpus <= 2)
+            return PANEL_HANDLED;
+        p->s.gpus--;
+        changed(p, "gpus");
+        break;
+    case KEY_UP:
+    case 'k':
+        if (p->s.size >= 4.0 * 1024 * 1024 * 1024)
+            return PANEL_HANDLED;
+        p->s.size *= 2;
+        changed(p, "size");
+        break;
+    case KEY_DOWN:
+    case 'j':
+        if (p->s.size <= 1024)
+            return PANEL_HANDLED;
+        p->s.size /= 2;
+        changed(p, "size");
+        break;
+    case 't':
+        p->s.algo = p->s.algo == COST_RING ? COST_TREE : COST_RING;
+        changed(p, "algo");
+        break;
+    case 'c':
+        p->s.cluster = (p->s.cluster + 1) % p->nclusters;
+        changed(p, "cluster");
+        break;
+    default: return 0;
+    }
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+static int coll_on_event(void *state, const struct panel_event *ev)
+{
+    struct coll_panel *p = state;
+    switch (ev->kind) {
+    case PANEL_PLAY:
+        if (p->step >= p->nsteps)
+            p->step = 0; /* play again from the start */
+        p->acc = 0;
+        replay(p);
+        return PANEL_REDRAW | (p->nsteps > 0 ? PANEL_ANIMATE : 0);
+    case PANEL_PAUSE: return 0;
+    case PANEL_TICK:
+        p->acc += ev->dt * STEPS_PER_S;
+        if (p->acc >= 1 && p->step < p->nsteps) {
+            int k = (int)p->acc;
+            p->acc -= k;
+            p->step = p->step + k > p->nsteps ? p->nsteps : p->step + k;
+            replay(p);
+            return PANEL_REDRAW | (p->step < p->nsteps ? PANEL_ANIMATE : 0);
+        }
+        return p->step < p->nsteps ? PANEL_ANIMATE : 0;
+    case PANEL_STEP:
+        if (p->step < p->nsteps) {
+            p->step++;
+            replay(p);
+            eventlog_add(p->log, "collective: step %d of %d (%s)", p->step, p->nsteps,
+                         p->phase ? p->phase : "");
+        }
+        return PANEL_REDRAW;
+    case PANEL_RESET:
+        p->s = p->start;
+        p->step = p->start_step;
+        compute(p);
+        return PANEL_REDRAW;
+    }
+    return 0;
+}
+
+static int coll_set(void *state, const char *name, const char *value, struct error *e)
+{
+    struct coll_panel *p = state;
+    struct settings s = p->s;
+    long long v;
+    int rc = 0, step = -1;
+    if (!strcmp(name, "gpus")) {
+        if ((rc = units_parse_int(value, 2, MAX_GPUS, &v, e)) == 0)
+            s.gpus = (int)v;
+    } else if (!strcmp(name, "size")) {
+        double b;
+        if ((rc = units_parse_bytes(value, 4.0 * 1024 * 1024 * 1024, &b, e)) == 0 && b < 1024)
+            rc = error_set(e, ERR_INVAL, "the size must be at least 1 KiB");
+        s.size = b;
+    } else if (!strcmp(name, "algo")) {
+        if (!strcmp(value, "ring"))
+            s.algo = COST_RING;
+        else if (!strcmp(value, "tree"))
+            s.algo = COST_TREE;
+        else
+            rc = error_set(e, ERR_INVAL, "algo is ring or tree, not '%s'", value);
+    } else if (!strcmp(name, "cluster")) {
+        int found = -1;
+        for (int i = 0; i < p->nclusters; i++)
+            if (!strcmp(p->clusters[i].name, value))
+                found = i;
+        if (found < 0)
+            rc = error_set(e, ERR_INVAL, "no cluster preset '%s'", value);
+        s.cluster = found;
+    } else if (!strcmp(name, "step")) {
+        if ((rc = units_parse_int(value, 0, 1 << 20, &v, e)) == 0)
+            step = (int)v;
+    } else {
+        return error_set(e, ERR_INVAL,
+                         "the collective panel knows gpus, size, algo, cluster and step, not '%s'",
+                         name);
+    }
+    if (rc < 0) {
+        error_prefix(e, "%s", name);
+        return ERR_INVAL;
+    }
+    p->s = p->start = s;
+    if (step >= 0)
+        p->start_step = step;
+    p->step = p->start_step;
+    compute(p);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ drawing */
+
+static char count_char(int k, int n)
+{
+    if (k >= n)
+        return '#';
+    return k < 10 ? (char)('0' + k) : (char)('a' + k - 10);
+}
+
+static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cellw,
+                     int barw)
+{
+    int n = p->s.gpus;
+    canvas_printf(c, y, 0, ROLE_DIM, "GPU %-2d", g);
+    int x = 7;
+    for (int k = 0; k < p->nchunks; k++) {
+        int have = __builtin_popcountll(p->mask[g][k]);
+        enum ui_role role = p->fresh[g][k] ? ROLE_SELECTED
+                            : have >= n    ? ROLE_GOOD
+                            : have == 1    ? ROLE_DIM
+                                           : ROLE_WARN;
+        char cell[3] = {count_char(have, n), ' ', 0};
+        if (cellw == 1)
+            cell[1] = 0;
+        canvas_text(c, y, x, role, cell);
+        x += cellw;
+    }
+    double line = 2.0 * (n - 1) / n * p->s.size;
+    if (barw >= 4 && p->s.algo == COST_RING) {
+        canvas_bar(c, y, x + 1, barw, p->sent[g], line);
+        x += barw + 2;
+    }
+    char b[32];
+    canvas_text(c, y, x + 1, ROLE_TEXT, units_format_bytes(b, sizeof b, p->sent[g], UNITS_BINARY));
+}
+
+/* Ring and tree time against the size, log-log, 1 KiB to 1 GiB. */
+static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, int h, int w)
+{
+    if (h < 4 || w < 24)
+        return;
+    int pw = w - 10, ph = h - 2;
+    struct cost_net net = net_of(p, p->s.gpus);
+    double lo = 1024, hi = 1024.0 * 1024 * 1024, tmin = INFINITY, tmax = 0;
+    double tr[256], tt[256];
+    if (pw > 256)
+        pw = 256;
+    for (int i = 0; i < pw; i++) {
+        double s = lo * pow(hi / lo, (double)i / (pw - 1));
+        struct cost_result r;
+        cost_collective(COST_ALLREDUCE, COST_RING, &net, s, &r, NULL);
+        tr[i] = r.time_s;
+        cost_collective(COST_ALLREDUCE, COST_TREE, &net, s, &r, NULL);
+        tt[i] = r.time_s;
+        tmin = fmin(tmin, fmin(tr[i], tt[i]));
+        tmax = fmax(tmax, fmax(tr[i], tt[i]));
+    }
+    double l0 = log(tmin), l1 = log(tmax);
+    char b[32];
+    canvas_text(c, y0, 0, ROLE_DIM, units_format_seconds(b, sizeof b, tmax));
+    canvas_text(c, y0 + ph - 1, 0, ROLE_DIM, units_format_seconds(b, sizeof b, tmin));
+    int xc = p->crossover > 0 ? (int)lround(log(p->crossover / lo) / log(hi / lo) * (pw - 1)) : -1;
+    int xs = (int)lround(log(p->s.size / lo) / log(hi / lo) * (pw - 1));
+    for (int row = 0; row < ph; row++)
+        if (xc >= 0 && xc < pw)
+            canvas_text(c, y0 + row, 10 + xc, ROLE_DIM, theme_glyphs()->v);
+    for (int i = 0; i < pw; i++) {
+        int yr = ph - 1 - (int)lround((log(tr[i]) - l0) / (l1 - l0 + 1e-300) * (ph - 1));
+        int yt = ph - 1 - (int)lround((log(tt[i]) - l0) / (l1 - l0 + 1e-300) * (ph - 1));
+        if (yr == yt) {
+            canvas_text(c, y0 + yr, 10 + i, ROLE_TEXT, "*");
+        } else {
+            canvas_text(c, y0 + yr, 10 + i, ROLE_GOOD, "r");
+            canvas_text(c, y0 + yt, 10 + i, ROLE_WARN, "t");
+        }
+    }
+    canvas_text(c, y0 + ph, 10, ROLE_DIM, "1 KiB");
+    canvas_text(c, y0 + ph, 10 + pw - 5, ROLE_DIM, "1 GiB");
+    if (xs >= 0 && xs < pw)
+        canvas_text(c, y0 + ph, 10 + xs, ROLE_SELECTED, "^");
+    if (xc >= 0 && xc < pw) {
+        char b2[32];
+        canvas_printf(c, y0 + ph + 1, 0, ROLE_DIM, "r ring  t tree  %s crossover %s  ^ this size",
+                      theme_glyphs()->v,
+                      units_format_bytes(b2, sizeof b2, p->crossover, UNITS_BINARY));
+    } else {
+        canvas_text(c, y0 + ph + 1, 0, ROLE_DIM, "r ring, t tree, ^ this size");
+    }
+}
+
+static void coll_draw(const void *state, struct ui_canvas *c)
+{
+    const struct coll_panel *p = state;
+    int w = c->r.w, h = c->r.h, n = p->s.gpus, y = 0;
+    char b1[32], b2[32], b3[32];
+    const struct cluster_spec *cl = &p->clusters[p->s.cluster];
+    units_format_bytes(b1, sizeof b1, p->s.size, UNITS_BINARY);
+    canvas_printf(c, y++, 0, ROLE_TITLE, "%s all-reduce, %d GPUs, %s fp32, %s",
+                  p->s.algo == COST_RING ? "ring" : "tree", n, b1, cl->name);
+    if (!p->ok) {
+        canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
+        return;
+    }
+    units_format_seconds(b2, sizeof b2, p->now);
+    units_format_seconds(b3, sizeof b3, p->sim_time);
+    if (p->step == 0)
+        canvas_printf(c, y++, 0, ROLE_TEXT, "step 0 of %d: each GPU holds its own data (%s)",
+                      p->nsteps, "space plays, n steps");
+    else
+        canvas_printf(c, y++, 0, ROLE_TEXT, "step %d of %d: %s, t = %s of %s", p->step, p->nsteps,
+                      p->phase ? p->phase : "", b2, b3);
+    if (p->s.algo == COST_RING) {
+        int x = 0;
+        for (int g = 0; g < n && g < ROWS_FULL && x < w - 8; g++)
+            x = canvas_printf(c, y, x, ROLE_DIM, "%d -> ", g);
+        canvas_printf(c, y++, x, ROLE_DIM, n > ROWS_FULL ? "... -> %d -> 0" : "0", n - 1);
+    } else {
+        canvas_printf(c, y++, 0, ROLE_DIM,
+                      "binary tree of depth %d, %d pipeline chunk%s: reduce up, then broadcast",
+                      cost_log2(n), p->nchunks, p->nchunks == 1 ? "" : "s");
+    }
+    /* the GPUs */
+    int cellw = p->nchunks * 2 + 30 <= w ? 2 : 1;
+    int barw = w - 7 - p->nchunks * cellw - 14;
+    barw = barw > 20 ? 20 : barw;
+    if (n <= ROWS_FULL) {
+        for (int g = 0; g < n; g++)
+            draw_gpu(p, c, y++, g, cellw, barw);
+    } else { /* the first ones, a summary line, the last one */
+        for (int g = 0; g < ROWS_FULL - 2; g++)
+            draw_gpu(p, c, y++, g, cellw, barw);
+        canvas_printf(c, y++, 0, ROLE_DIM, "... GPUs %d to %d ...", ROWS_FULL - 2, n - 2);
+        draw_gpu(p, c, y++, n - 1, cellw, barw);
+    }
+    /* the counts */
+    double line = 2.0 * (n - 1) / n * p->s.size;
+    double sent = 0;
+    for (int g = 0; g < n; g++)
+        sent += p->sent[g];
+    canvas_printf(c, y++, 0, ROLE_DIM, "chunk: contributions held (# = all %d); %s", n,
+                  p->verified ? "the run is verified" : "NOT verified");
+    canvas_printf(c, y++, 0, ROLE_TEXT, "sent per GPU so far %s of 2(N-1)/N x size = %s",
+                  units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY),
+                  units_format_bytes(b2, sizeof b2, line, UNITS_BINARY));
+    units_format_seconds(b1, sizeof b1, p->ring.time_s);
+    units_format_seconds(b2, sizeof b2, p->tree.time_s);
+    canvas_printf(c, y++, 0, ROLE_TEXT, "α-β: ring %s, tree %s: %s is faster", b1, b2,
+                  p->tree.time_s < p->ring.time_s ? "tree" : "ring");
+    int ph = h - y - 1;
+    draw_plot(p, c, y + 1, ph > 12 ? 12 : ph, w);
+}
+
+static const struct panel_key keys[] = {
+    {"Left/Right h/l", "fewer or more GPUs (2-64)", "GPUs"},
+    {"Up/Down k/j", "double or halve the size", "size"},
+    {"t", "ring or tree", "algo"},
+    {"c", "next cluster preset", "cluster"},
+    {NULL, NULL, NULL},
+};
+
+const struct panel_ops panel_collective = {
+    "collective",
+    "Ring all-reduce",
+    "A real all-reduce among N device threads, step by step: each GPU's chunks and how many "
+    "GPUs' contributions they hold, reduce-scatter then all-gather; the bytes each GPU sent "
+    "against 2(N-1)/N x size; and the α-β time of ring and tree against the size.",
+    coll_init,
+    coll_fini,
+    coll_on_key,
+    coll_on_event,
+    coll_set,
+    coll_draw,
+    keys,
+};

@@ -1,0 +1,37 @@
+#include "config.h"
+#include "ui/panels.h"
+
+#include <string.h>
+
+extern const struct panel_ops panel_soon_training, panel_soon_checkpoint, panel_soon_collective,
+    panel_soon_parallel;
+extern const struct panel_ops panel_memory, panel_zero, panel_collective;
+
+/* One line per panel. A panel that replaces a placeholder (panel_soon_*) takes its line. */
+const struct panel_ops *const ui_panels[] = {
+    &panel_soon_training,   /*TMP*/
+    &panel_soon_training,   /* lesson 1: loss scaling and clipping on a real run */
+    &panel_soon_checkpoint, /* lesson 2 */
+    &panel_collective,      /* lesson 3 */
+    &panel_soon_parallel,   /* lesson 4 */
+    &panel_zero,            /* lesson 5 */
+    &panel_memory,          /* the Lab */
+    NULL,
+};
+
+const struct ui_tab ui_tabs[UI_TABS] = {
+    {"1", "1 Precision", "1 Prec", "01", "Gradient clipping and mixed precision", "training"},
+    {"2", "2 Checkpointing", "2 Ckpt", "02", "Gradient checkpointing", "checkpoint"},
+    {"3", "3 Collectives", "3 Coll", "03", "Collective operations from scratch", "collective"},
+    {"4", "4 Scaling", "4 Scale", "04", "Scaling and distributed training", "parallel"},
+    {"5", "5 ZeRO", "5 ZeRO", "05", "ZeRO and FSDP", "zero"},
+    {"L", "L Lab", "L Lab", "lab", "Data parallelism and ZeRO memory", "memory"},
+};
+
+const struct panel_ops *panel_find(const char *name)
+{
+    for (int i = 0; ui_panels[i]; i++)
+        if (!strcmp(ui_panels[i]->name, name))
+            return ui_panels[i];
+    return NULL;
+}

@@ -1,0 +1,111 @@
+#!/bin/sh
+# scalelab memory: the synthetic-7b's numbers, the ZeRO paper's, JSON, files and bad input.
+. "$srcdir/tests/lib.sh"
+D="$srcdir/tests/data/calc"
+
+run memory
+check_status 0 "memory with the defaults"
+check_contains "$out" "synthetic-7b: 7,289,966,592 parameters" "the 7B's count from its shape"
+check_contains "$out" "model states           108.63 GiB" "16 bytes/param = 108.63 GiB"
+check_contains "$out" "does NOT fit: over by" "says it does not fit on 80 GiB"
+check_contains "$out" "formula: sbh(34.375 + 2as/h) + 8sb" "names the activation formula"
+check_contains "$out" "2 + 2 + K, K = 12" "names the 16-byte convention"
+
+run memory --json
+check_status 0 "memory --json"
+check_json 'd["params"] == 7289966592 and d["fits"] is False and d["model"] == "synthetic-7b"' "JSON: count and verdict"
+check_json 'sum(d["per_gpu"][k] for k in ("weights","gradients","master_weights","optimizer")) == 16 * 7289966592' "JSON: 16 bytes per parameter"
+check_json 'd["per_gpu"]["total"] == sum(v for k, v in d["per_gpu"].items() if k != "total")' "JSON: the total is the sum of the parts"
+check_json 'd["layout"] == {"dp": 1, "tp": 1, "pp": 1, "zero": 0} and d["capacity"] == 80 * 2**30' "JSON: layout and capacity"
+check_json 'd["activations_per_layer"] == 2048*4096*34.375 + 2*32*2048*2048 + 8*2048' "JSON: one layer's activations by the formula"
+
+# The ZeRO paper (Rajbhandari et al. 2020, Figure 1): Ψ = 7.5B, N_d = 64.
+i=0
+for want in "120.00 GB" "31.41 GB" "16.64 GB" "1.875 GB"; do
+    run memory --params 7.5e9 --gpus 64 --nodes 8 --zero $i --units GB
+    check_contains "$out" "$(printf "%-18s %14s" "model states" "$want")" "ZeRO-$i of 7.5B on 64 GPUs: $want"
+    i=$((i + 1))
+done
+run memory --params 7.5B --gpus 64 --nodes 8 --zero 3 --json
+check_json 'd["per_gpu"]["total"] == 1875000000 and d["activations_per_layer"] == 0' "ZeRO-3 JSON: exactly 1.875e9 bytes"
+run memory --params 7.5e9 --gpus 64 --nodes 8 --zero 0 --json
+check_json 'abs(d["communication"]["data_parallel"]["bytes"] - 2*63/64*7.5e9*2) < 1' "DDP sends 2(N-1)/N Ψ x 2 bytes"
+check_contains "$(printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["communication"]["data_parallel"]["formula"])')" "2(N-1)/N" "the formula is stated beside the volume"
+run memory --params 7.5e9 --gpus 64 --nodes 8 --zero 3 --json
+check_json 'abs(d["communication"]["data_parallel"]["bytes"] - 1.5*2*63/64*7.5e9*2) < 1' "ZeRO-3 sends 1.5 times as much"
+
+run memory --grad-accum fp32 --json
+check_json 'd["bytes_per_param"] == 18' "--grad-accum fp32: 18 bytes per parameter"
+run memory --precision fp32 --optimizer sgd --json
+check_json 'd["bytes_per_param"] == 8 and d["per_gpu"]["master_weights"] == 0' "fp32 SGD: 8 bytes, no master copy"
+
+# Fitting the 7B on 80 GiB GPUs.
+run memory --gpus 8 --zero 3 --checkpoint full
+check_status 0 "7B, ZeRO-3 on 8 GPUs, full checkpointing"
+check_contains "$out" "fits:" "fits on 80 GiB"
+run memory --gpus 8 --zero 3 --checkpoint full --json
+check_json 'd["fits"] is True and d["per_gpu"]["total"] <= 80 * 2**30 and d["over"] == 0' "JSON: fits"
+run memory --gpus 8 --zero 0 --checkpoint full --json
+check_json 'd["fits"] is False and d["over"] == d["per_gpu"]["total"] - 80 * 2**30' "DDP alone does not: it says by how much"
+run memory --gpu-mem 200GiB --json
+check_json 'd["fits"] is True and d["capacity"] == 200 * 2**30' "--gpu-mem overrides the cluster's"
+
+# Pipelines: GPipe holds all m micro-batches, 1F1B p.
+run memory --pp 4 --micro-batches 16 --schedule gpipe --json
+gpipe=$out
+check_json 'd["in_flight"] == 16' "GPipe: the first stage holds all 16 micro-batches"
+run memory --pp 4 --micro-batches 16 --schedule 1f1b --json
+check_json 'd["in_flight"] == 4 and d["per_gpu"]["activations"] < '"$(printf '%s' "$gpipe" | python3 -c 'import json,sys; print(json.load(sys.stdin)["per_gpu"]["activations"])')" "1F1B: 4 in flight, fewer activations"
+
+# Tensor and sequence parallelism (Korthikanti's variants on GPT-3).
+run memory --model gpt3-175b --tp 8 --pp 8 --nodes 8 --json
+check_json 'd["activations_per_layer"] == 2048*12288*(10 + 24/8 + 5*96*2048/(12288*8))' "GPT-3, t = 8: sbh(10 + 24/t + 5as/(ht))"
+check_json 'd["activation_formula"] == "sbh(10 + 24/t + 5as/(ht))"' "GPT-3: names Korthikanti's formula"
+run memory --model gpt3-175b --tp 8 --pp 8 --nodes 8 --sequence-parallel --checkpoint selective --json
+check_json 'd["activations_per_layer"] == 34*2048*12288/8' "GPT-3, sp + selective: 34 sbh/t"
+
+# Files.
+run memory --model "$D/mine.ini" --json
+check_json 'd["params"] == 21792 and d["model"] == "mine"' "--model FILE: counted from its shape"
+run memory --model "$D/bad-tied.ini"
+check_status 2 "malformed model file"
+check_contains "$err" "bad-tied.ini:10: 'tied' must be true or false, not 'maybe'" "file:line: what was expected"
+run memory --cluster "$D/bad-hbm.ini"
+check_status 2 "malformed cluster file"
+check_contains "$err" "bad-hbm.ini:5: 'hbm' must be a size" "cluster file:line"
+run memory --cluster "$D/small-cluster.ini" --model tiny --json
+check_json 'd["capacity"] == 1048576' "--cluster FILE: its capacity"
+
+# Bad input: exit 2, a message naming the option.
+bad() { # WHAT NEEDLE ARGS...
+    what=$1; needle=$2; shift 2
+    run memory "$@"
+    check_status 2 "$what"
+    check_contains "$err" "$needle" "$what: the message"
+}
+bad "tp not dividing the heads" "--tp 3 does not divide the 32 attention heads" --tp 3
+bad "pp above the layers" "--pp 33 is more than the 32 layers" --pp 33
+bad "zero above 3" "--zero: '4' is not allowed (a whole number from 0 to 3)" --zero 4
+bad "inconsistent layout" "inconsistent layout: --dp 4 x --tp 1 x --pp 1 = 4, not --gpus 8" --gpus 8 --dp 4
+bad "gpus not a multiple of tp x pp" "--gpus 6 is not a multiple of --tp 4" --gpus 6 --tp 4
+bad "more GPUs than the cluster" "use --nodes K" --gpus 64
+bad "zero micro-batch" "--micro-batch: '0' is not allowed" --micro-batch 0
+bad "negative seq" "--seq: '-5' is not allowed" --seq -5
+bad "NaN memory" "--gpu-mem: 'nan' is not a size" --gpu-mem nan
+bad "zero memory" "--gpu-mem: '0' must be above 0" --gpu-mem 0
+bad "NaN params" "--params: 'nan' is not allowed" --params nan
+bad "absurd params" "--params: '1e20' is not allowed" --params 1e20
+bad "unknown model preset" "unknown model preset 'synthetic-8b' (presets: gpt3-175b" --model synthetic-8b
+bad "missing model file" "cannot open" --model /nonexistent/m.ini
+bad "unknown cluster" "unknown cluster preset 'h100'" --cluster h100
+bad "bad precision" "--precision: 'fp8' is not a precision (use fp32, bf16 or fp16)" --precision fp8
+bad "bad optimizer" "use adamw, sgd or sgd-momentum" --optimizer adam
+bad "bad policy" "use none, full, selective, sqrt or every:K" --checkpoint some
+bad "every:0" "every:K needs a whole number K" --checkpoint every:0
+bad "bad units" "--units: 'MB' is not a unit system" --units MB
+bad "model and params" "exclude each other" --model tiny --params 1e9
+bad "seq beyond learned positions" "longer than the 2048 learned positions" --model gpt3-175b --seq 4096
+bad "sp needs t | s" "--tp 2 must divide --seq 3" --tp 2 --sequence-parallel --seq 3
+bad "unknown option" "unknown option '--zer'" --zer 1
+
+done_testing

@@ -1,0 +1,50 @@
+#!/bin/sh
+# scalelab pipeline: Gantt charts, bubbles under both definitions, peak micro-batches, JSON.
+. "$srcdir/tests/lib.sh"
+
+run pipeline --stages 4 --micro-batches 8 --schedule 1f1b
+check_status 0 "1f1b, p 4, m 8"
+check_contains "$out" "37.5% of ideal compute time  (p-1)/(m) = 3/8" "bubble over ideal time, labelled"
+check_contains "$out" "27.3% of wall time           (p-1)/(m+p-1) = 3/11" "bubble over wall time, labelled"
+check_contains "$out" "peak micro-batches in flight per stage: 4 3 2 1" "1F1B holds p - s"
+check_contains "$out" "stage 0  F0F1F2F3....." "stage 0 warms up with p - 1 forwards, then waits"
+check_contains "$out" "stage 3  ......F0B0--F1B1--" "the last stage alternates one forward, one backward"
+
+run pipeline --stages 4 --micro-batches 8 --schedule gpipe
+check_contains "$out" "37.5% of ideal compute time" "GPipe: the same bubble"
+check_contains "$out" "peak micro-batches in flight per stage: 8 8 8 8" "GPipe: holds all m"
+check_contains "$out" "stage 0  F0F1F2F3F4F5F6F7" "GPipe: all forwards first"
+
+run pipeline --stages 4 --micro-batches 8 --schedule 1f1b --json
+f1b=$out
+check_json 'd["bubble_over_ideal"] == 3/8 and d["bubble_over_wall"] == 3/11 and d["peak_in_flight"] == [4, 3, 2, 1]' "JSON: 1F1B bubble and peaks"
+check_json 'd["measured_bubble_over_ideal"] == d["bubble_over_ideal"]' "the timeline's bubble equals the formula"
+check_json 'all(len(row) == 16 for row in d["ops"]) and d["ops"][0][3] == {"kind": "F", "micro": 3, "chunk": 0, "start": 3, "duration": 1}' "the schedule as data"
+check_json 'd["schedule"] == "1f1b" and d["stages"] == 4 and d["micro_batches"] == 8 and d["chunks"] == 1' "JSON keys"
+run pipeline --stages 4 --micro-batches 8 --schedule gpipe --json
+check_json 'd["bubble_over_ideal"] == 3/8 and d["peak_in_flight"] == [8, 8, 8, 8]' "JSON: GPipe same bubble, more in flight"
+
+run pipeline --stages 4 --micro-batches 8 --schedule interleaved --chunks 2 --json
+check_json 'd["bubble_over_ideal"] == 3/16 and d["measured_bubble_over_ideal"] == 3/16' "interleaved divides the bubble by v"
+check_json 'all(len(row) == 32 for row in d["ops"])' "2 m v operations per stage"
+run pipeline --stages 4 --micro-batches 8 --schedule interleaved --chunks 2
+check_contains "$out" "(p-1)/(vm) = 3/16" "interleaved: the formula with v"
+
+run pipeline --stages 1 --micro-batches 1
+check_status 0 "one stage, one micro-batch"
+check_contains "$out" "0.0% of ideal compute time" "no bubble"
+
+bad() { # WHAT NEEDLE ARGS...
+    what=$1; needle=$2; shift 2
+    run pipeline "$@"
+    check_status 2 "$what"
+    check_contains "$err" "$needle" "$what: the message"
+}
+bad "zero stages" "--stages: '0' is not allowed (a whole number from 1 to 64)" --stages 0
+bad "too many micro-batches" "--micro-batches: '5000' is not allowed" --micro-batches 5000
+bad "unknown schedule" "'zigzag' is not a pipeline schedule (use gpipe, 1f1b or interleaved)" --schedule zigzag
+bad "chunks without interleaving" "only the interleaved schedule has chunks" --chunks 2
+bad "interleaved m not a multiple of p" "interleaved needs a multiple of --stages 4" --schedule interleaved --micro-batches 6
+bad "NaN stages" "--stages: 'nan' is not allowed" --stages nan
+
+done_testing

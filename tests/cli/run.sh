@@ -1,0 +1,69 @@
+#!/bin/sh
+# scalelab run: lessons headless, their experiments checked, their answers computed.
+. "$srcdir/tests/lib.sh"
+data="$srcdir/tests/data/lessons"
+
+run run "$data/run-good.lesson"
+check_status 0 "a lesson whose expectations hold"
+check_contains "$out" "== Step 1/1: Formats" "steps are printed"
+check_contains "$out" "ok   values[0].fp16.value is inf" "a passing expectation is shown"
+check_contains "$out" "answer: 65504   [computed: fp16.max]" "answers are computed"
+check_contains "$out" "3 expectations held, 0 failed" "the tally"
+
+run run "$data/run-good.lesson" --json
+check_status 0 "run --json"
+check_json "d['passed'] == 3 and d['failed'] == 0" "JSON tally"
+check_json "d['steps'][0]['runs'][0]['expects'][1]['check'] == 'values[1].bf16.value = bf16.round(0.1)'" "JSON names each check"
+check_json "d['steps'][0]['questions'][0]['value'] == 65504 and d['steps'][0]['questions'][0]['from'] == 'fp16.max'" "JSON answers"
+
+run run "$data/run-bad.lesson"
+check_status 1 "a failing expectation"
+check_contains "$out" "FAIL values[0].fp16.value = 65504 (line 8): values[0].fp16.value is inf, expected = 65504" "the failure says what was found"
+check_contains "$out" "FAIL values[0].nosuch > 1 (line 10): values[0].nosuch: the output has no values[0].nosuch" "a missing JSON path"
+check_contains "$out" "unknown command 'frobnicate': this scalelab has no such command" "an unknown command is a clear failure"
+check_contains "$out" "exit status 2: scalelab: formats: 'abc' is not a number" "a failing run shows its error"
+check_contains "$out" "1 expectation held, 4 failed" "the tally counts failures"
+
+run run "$data/run-bad.lesson" --json
+check_status 1 "run --json with failures"
+check_json "d['failed'] == 4 and d['passed'] == 1 and d['steps'][1]['runs'][0]['ok'] == False" "JSON failures"
+
+run run 1
+check_status 0 "lesson 1's formats experiments hold"
+check_contains "$out" "Lesson 1: Gradient clipping and mixed precision (40 min)" "lesson 1 by number"
+check_contains "$out" "0 failed" "no failed expectation in lesson 1"
+
+for n in 2 3 4 5 6; do
+    run run $n
+    check_status 0 "lesson $n runs"
+done
+
+run run 01-mixed-precision --json
+check_status 0 "a lesson by name"
+check_json "d['lesson'] == 1 and d['steps'][0]['panel']['name'] == 'formats'" "panels in JSON"
+
+run run --list
+check_status 0 "run --list"
+check_contains "$out" "Data parallelism and ZeRO memory" "the Lab is listed"
+check_eq "$(printf '%s\n' "$out" | wc -l)" 6 "six lessons listed"
+
+run run --quantities
+check_status 0 "run --quantities"
+check_contains "$out" "fp16.max" "quantities are listed"
+run run --quantities --json
+check_json "[q['value'] for q in d['quantities'] if q['name'] == 'fp16.max'] == [65504]" "quantity values"
+
+run run 99
+check_status 2 "an unknown lesson"
+check_contains "$err" "scalelab: no lesson '99'" "the unknown lesson is named"
+
+run run "$data/bad-quantity.lesson"
+check_status 2 "a broken lesson"
+check_contains "$err" "bad-quantity.lesson:8: unknown quantity 'bf16.eps'" "with its file and line"
+
+run run
+check_status 2 "no lesson given"
+run run 1 2
+check_status 2 "two lessons given"
+
+done_testing

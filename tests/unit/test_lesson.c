@@ -1,0 +1,1070 @@
+/* Unit tests of src/lesson: the lesson parser and its error messages, answer checking,
+ * expectations, quantities, the ASCII fallback, saved progress, and the shipped lessons. */
+#include "config.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "harness.h"
+#include "lesson/ascii.h"
+#include "lesson/lesson.h"
+#include "lesson/progress.h"
+#include "lesson/quantity.h"
+
+static struct lesson *parse_ok(const char *text)
+{
+    struct lesson *l = NULL;
+    struct error e = {0};
+    int rc = lesson_parse_string("t.lesson", text, strlen(text), &l, &e);
+    ck_assert_msg(rc == 0, "parse failed: %s", e.msg);
+    ck_assert_ptr_nonnull(l);
+    return l;
+}
+
+/* Parses text that must fail; returns the message. */
+static const char *parse_bad(const char *text, size_t len)
+{
+    static struct error e;
+    struct lesson *l = (struct lesson *)1;
+    memset(&e, 0, sizeof e);
+    ck_assert_int_eq(lesson_parse_string("t.lesson", text, len, &l, &e), ERR_INVAL);
+    ck_assert_ptr_null(l);
+    return e.msg;
+}
+
+#define HEAD "@title T\n@duration 5 min\n@outcome do a thing\n"
+
+/* ------------------------------------------------------------------ good files */
+
+static const char good[] = "# a comment\n"
+                           "@title Number formats\n"
+                           "@short Formats\n"
+                           "@duration 40 min\n"
+                           "@outcome choose bf16 or fp16\n"
+                           "@outcome debug a loss scaler\n"
+                           "@panel formats value=1 format=fp32\n"
+                           "\n"
+                           "@step First\n"
+                           "\n"
+                           "Some text, with UTF-8: 2^-24 ≈ 6e-8.\n"
+                           "\n"
+                           " a preformatted line\n"
+                           "\\@ not a directive\n"
+                           "\\# not a comment\n"
+                           "\n"
+                           "@step Second\n"
+                           "@panel formats value=65504 format=fp16 label=\"a b\"\n"
+                           "@run formats 65520 --json\n"
+                           "@expect values[0].fp16.value is inf\n"
+                           "@expect values[0].bf16.value = bf16.round(65520) tol=1%\n"
+                           "@expect values[0].fp16.bits = \"0x7c00\"\n"
+                           "@expect values[0].fp32.value >= 65520\n"
+                           "@question What is the largest fp16 value?\n"
+                           "@answer fp16.max\n"
+                           "@explain line one\n"
+                           "@explain line two\n"
+                           "@question Does 65520 overflow?\n"
+                           "@option no\n"
+                           "@option yes\n"
+                           "@answer fp16.overflows(65520) ? b : a\n"
+                           "@question Memory?\n"
+                           "@answer 108.63 tol=0.5% unit=GiB\n"
+                           "@step Third\n"
+                           "@question Bytes in fp32, in KiB?\n"
+                           "@answer fp32.bytes unit=KiB\n";
+
+START_TEST(good_file_structure)
+{
+    struct lesson *l = parse_ok(good);
+    ck_assert_str_eq(l->title, "Number formats");
+    ck_assert_str_eq(l->short_title, "Formats");
+    ck_assert_int_eq(l->minutes, 40);
+    ck_assert_int_eq(l->number, -1);
+    ck_assert_uint_eq(l->noutcomes, 2);
+    ck_assert_str_eq(l->outcomes[1], "debug a loss scaler");
+    ck_assert_str_eq(l->panel->name, "formats");
+    ck_assert_str_eq(lesson_panel_get(l->panel, "format"), "fp32");
+    ck_assert_uint_eq(l->nsteps, 3);
+
+    const struct lesson_step *s = &l->steps[0];
+    ck_assert_str_eq(s->title, "First");
+    ck_assert_uint_eq(s->ntext, 5); /* leading and trailing blank lines dropped */
+    ck_assert_str_eq(s->text[0], "Some text, with UTF-8: 2^-24 ≈ 6e-8.");
+    ck_assert_str_eq(s->text[1], "");
+    ck_assert_str_eq(s->text[2], " a preformatted line");
+    ck_assert_str_eq(s->text[3], "@ not a directive");
+    ck_assert_str_eq(s->text[4], "# not a comment");
+    ck_assert_ptr_null(s->panel);
+    ck_assert_ptr_eq(lesson_step_panel(l, 0), l->panel);
+
+    s = &l->steps[1];
+    ck_assert_str_eq(s->panel->name, "formats");
+    ck_assert_uint_eq(s->panel->nsettings, 3);
+    ck_assert_str_eq(lesson_panel_get(s->panel, "value"), "65504");
+    ck_assert_str_eq(lesson_panel_get(s->panel, "label"), "a b");
+    ck_assert_ptr_null(lesson_panel_get(s->panel, "nope"));
+    ck_assert_ptr_eq(lesson_step_panel(l, 1), s->panel);
+    ck_assert_ptr_eq(lesson_step_panel(l, 2), s->panel); /* kept by the next step */
+
+    ck_assert_uint_eq(s->nruns, 1);
+    const struct lesson_run *r = &s->runs[0];
+    ck_assert_int_eq(r->argc, 3);
+    ck_assert_str_eq(r->argv[0], "formats");
+    ck_assert_str_eq(r->argv[2], "--json");
+    ck_assert_ptr_null(r->argv[3]);
+    ck_assert_uint_eq(r->nexpects, 4);
+    ck_assert_int_eq(r->expects[0].check, LESSON_IS_INF);
+    ck_assert_str_eq(r->expects[0].path, "values[0].fp16.value");
+    ck_assert_int_eq(r->expects[1].check, LESSON_EQ);
+    ck_assert(r->expects[1].number.is_quantity);
+    ck_assert(r->expects[1].number.value == 65536); /* 65520 in bf16: spacing 256 there */
+    ck_assert(r->expects[1].tol.relative && r->expects[1].tol.amount == 0.01);
+    ck_assert_int_eq(r->expects[2].check, LESSON_STR_EQ);
+    ck_assert_str_eq(r->expects[2].text, "0x7c00");
+    ck_assert_int_eq(r->expects[3].check, LESSON_GE);
+    ck_assert_int_eq(r->expects[3].line, 23);
+
+    ck_assert_uint_eq(s->nquestions, 3);
+    const struct lesson_question *q = &s->questions[0];
+    ck_assert_int_eq(q->kind, LESSON_Q_NUMBER);
+    ck_assert_str_eq(q->answer.expr, "fp16.max");
+    ck_assert(q->answer.value == 65504);
+    ck_assert_str_eq(q->explain, "line one\nline two");
+    ck_assert_str_eq(q->unit, "");
+    q = &s->questions[1];
+    ck_assert_int_eq(q->kind, LESSON_Q_CHOICE);
+    ck_assert_uint_eq(q->noptions, 2);
+    ck_assert_int_eq(q->correct, 1); /* 65520 overflows: the tie goes to 65536 */
+    ck_assert_str_eq(q->condition, "fp16.overflows(65520)");
+    ck_assert_str_eq(q->explain, "");
+    q = &s->questions[2];
+    ck_assert(q->answer.value == 108.63 && !q->answer.is_quantity);
+    ck_assert_str_eq(q->unit, "GiB");
+    ck_assert(q->tol.relative && fabs(q->tol.amount - 0.005) < 1e-15);
+
+    /* a quantity in bytes converted to the question's unit */
+    q = &l->steps[2].questions[0];
+    ck_assert(q->answer.value == 4.0 / 1024);
+    lesson_free(l);
+}
+END_TEST
+
+START_TEST(good_file_variants)
+{
+    /* CRLF line ends, a byte-order mark, an open duration, no trailing newline */
+    const char *text = "\xef\xbb\xbf@title Lab\r\n@duration open\r\n@outcome explore\r\n"
+                       "@step Only\r\nText\r\n@question Pick\r\n@option A\r\n@option B\r\n"
+                       "@answer B";
+    struct lesson *l = parse_ok(text);
+    ck_assert_int_eq(l->minutes, 0);
+    ck_assert_str_eq(l->title, "Lab");
+    ck_assert_str_eq(l->short_title, "Lab");
+    ck_assert_str_eq(l->steps[0].text[0], "Text");
+    ck_assert_int_eq(l->steps[0].questions[0].correct, 1);
+    ck_assert_ptr_null(lesson_step_panel(l, 0));
+    lesson_free(l);
+
+    struct error e;
+    ck_assert_int_eq(lesson_parse_string("lessons/07-x.lesson", good, strlen(good), &l, &e), 0);
+    ck_assert_int_eq(l->number, 7);
+    lesson_free(l);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ broken files */
+
+static const struct {
+    const char *text, *want;
+} broken[] = {
+    {HEAD "@step S\n@frobnicate x\n", "t.lesson:5: unknown directive '@frobnicate'"},
+    {HEAD "@step S\n@run-it x\n", "t.lesson:5: unknown directive '@run-it'"},
+    {"@title\n", "t.lesson:1: @title needs a value"},
+    {HEAD "@step S\n@question Q?\n@answer\n", "t.lesson:6: @answer needs a value"},
+    {HEAD "@step S\n@question Q?\n@answer 1 tol=x\n", "t.lesson:6: bad tolerance 'tol=x'"},
+    {HEAD "@step S\n@question Q?\n@answer 1 tol=-1\n", "t.lesson:6: bad tolerance"},
+    {HEAD "@step S\n@question Q?\n@answer 1 tol=%\n", "t.lesson:6: bad tolerance"},
+    {HEAD "@step S\n@question Q?\n@step T\ntext\n",
+     "t.lesson:5: question without answer: expected @answer"},
+    {HEAD "@step S\n@question Q?\n", "t.lesson:5: question without answer"},
+    {HEAD "@step S\n@question Q?\n@option a\n@option b\n",
+     "t.lesson:5: question without answer: expected @answer LETTER"},
+    {HEAD "@step S\n@question Q?\n@answer fp16.maximum\n",
+     "t.lesson:6: unknown quantity 'fp16.maximum'"},
+    {HEAD "@step S\n@question Q?\n@answer fp16.round\n",
+     "t.lesson:6: fp16.round takes 1 argument in parentheses, not 0"},
+    {HEAD "@step S\n@question Q?\n@answer fp16.max(3)\n", "t.lesson:6: fp16.max takes 0 arguments"},
+    {HEAD "@step S\n@question Q?\n@answer fp16.round(x)\n", "t.lesson:6: unknown quantity 'x'"},
+    {HEAD "@step S\n@question Q?\n@answer fp16.round(1\n", "t.lesson:6: expected '(' and ')'"},
+    {HEAD "@step S\n@question Q?\n@answer 1abc\n",
+     "t.lesson:6: expected a number or a quantity such as fp16.max, not '1abc'"},
+    {HEAD "@step S\n@question Q?\n@option yes\n@option yes\n",
+     "t.lesson:7: duplicate option 'yes' (it is option a)"},
+    {HEAD "@step S\n@question Q?\n@option yes\n@answer a\n",
+     "t.lesson:5: a choice question needs at least two @option lines"},
+    {HEAD "@step S\n@question Q?\n@option a\n@option b\n@answer c\n",
+     "t.lesson:8: expected an option letter from a to b, not 'c'"},
+    {HEAD "@step S\n@question Q?\n@option a\n@option b\n@answer fp16.max ? a : b\n",
+     "t.lesson:8: fp16.max is not a yes/no quantity"},
+    {HEAD "@step S\n@question Q?\n@option a\n@option b\n@answer fp16.overflows(1) ? a\n",
+     "t.lesson:8: expected @answer QUANTITY ? LETTER : LETTER"},
+    {HEAD "@step S\n@question Q?\n@answer fp16.overflows(1)\n",
+     "t.lesson:6: fp16.overflows is a yes/no quantity"},
+    {HEAD "@step S\n@question Q?\n@answer fp16.bytes unit=s\n",
+     "t.lesson:6: fp16.bytes is in 'B', which cannot be converted to unit=s"},
+    {HEAD "@step S\n@question Q?\n@answer 1\n@answer 2\n", "t.lesson:7: a second @answer"},
+    {HEAD "@step S\n@question Q?\n@option a\n@option b\n@answer a\n@option c\n",
+     "t.lesson:9: @option after @answer"},
+    {HEAD "@step Empty\n@step Next\ntext\n",
+     "t.lesson:4: the step 'Empty' is empty: expected text, @run or @question"},
+    {HEAD "@step Empty\n\n\n", "t.lesson:4: the step 'Empty' is empty"},
+    {"", "t.lesson:1: the file is empty"},
+    {"\n  \n\n", "t.lesson:1: the file is empty"},
+    {"# only a comment\n", "t.lesson:1: expected @title"},
+    {"@title T\n@outcome x\n@step S\ntext\n", "t.lesson:3: expected @duration"},
+    {"@title T\n@duration 5 min\n@step S\ntext\n", "t.lesson:3: expected at least one @outcome"},
+    {HEAD, "t.lesson:3: expected at least one @step"},
+    {"@title T\n@duration 5 minutes\n", "t.lesson:2: expected @duration N min"},
+    {"@title T\n@duration 0 min\n", "t.lesson:2: expected a number of minutes from 1 to 1000"},
+    {"@title T\n@title U\n", "t.lesson:2: a second @title"},
+    {"Hello\n", "t.lesson:1: text before the first @step"},
+    {HEAD "@step S\n@title Again\n", "t.lesson:5: @title belongs in the head"},
+    {HEAD "@run formats 1\n", "t.lesson:4: @run belongs in a step"},
+    {HEAD "@step S\n@option a\n", "t.lesson:5: @option belongs to a question"},
+    {HEAD "@step S\n@expect a.b = 1\n", "t.lesson:5: @expect needs a @run before it"},
+    {HEAD "@step S\n@run formats 1\n@expect a.b = 1\n",
+     "t.lesson:6: @expect reads JSON: the @run on line 5 needs --json"},
+    {HEAD "@step S\n@run formats 1 --json\n@expect a..b = 1\n",
+     "t.lesson:6: expected @expect PATH CHECK"},
+    {HEAD "@step S\n@run formats 1 --json\n@expect a[x] = 1\n",
+     "t.lesson:6: expected @expect PATH CHECK"},
+    {HEAD "@step S\n@run formats 1 --json\n@expect a ~ 1\n",
+     "t.lesson:6: expected a check after the path"},
+    {HEAD "@step S\n@run formats 1 --json\n@expect a is big\n",
+     "t.lesson:6: expected is inf, is -inf, is nan or is finite, not 'is big'"},
+    {HEAD "@step S\n@run formats 1 --json\n@expect a = \"x\n",
+     "t.lesson:6: expected = \"TEXT\" with the text in double quotes"},
+    {HEAD "@step S\n@run formats 1 --json\n@expect a < 1 tol=1\n",
+     "t.lesson:6: expected nothing after the number, not 'tol=1'"},
+    {HEAD "@step S\n@run formats \"1\n", "t.lesson:5: a '\"' is not closed"},
+    {HEAD "@panel formats a=1 a=2\n", "t.lesson:4: the panel setting 'a' is given twice"},
+    {HEAD "@panel formats a=\n", "t.lesson:4: the panel setting 'a' needs a value"},
+    {HEAD "@panel formats novalue\n", "t.lesson:4: expected KEY=VALUE"},
+    {HEAD "@panel Formats\n", "t.lesson:4: @panel needs a panel name"},
+    {HEAD "@panel a\n@panel b\n",
+     "t.lesson:5: a second @panel in this head (the first is on line 4)"},
+    {HEAD "@step S\ntext\x01\n", "t.lesson:5: expected UTF-8 text, found the control byte 0x01"},
+    {HEAD "@step S\ntext \xff\xfe\n", "t.lesson:5: expected UTF-8 text, found the byte 0xff"},
+    {HEAD "@step S\n\xc0\xaf overlong\n", "t.lesson:5: expected UTF-8 text, found the byte 0xc0"},
+    {HEAD "@step S\n\xed\xa0\x80 surrogate\n", "t.lesson:5: expected UTF-8 text"},
+};
+
+START_TEST(broken_files)
+{
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        const char *msg = parse_bad(broken[i].text, strlen(broken[i].text));
+        ck_assert_msg(strncmp(msg, broken[i].want, strlen(broken[i].want)) == 0,
+                      "case %zu: got '%s', want '%s...'", i, msg, broken[i].want);
+    }
+}
+END_TEST
+
+START_TEST(broken_binary_and_long)
+{
+    /* a NUL byte: binary junk */
+    const char nul[] = HEAD "@step S\nab\0cd\n";
+    const char *msg = parse_bad(nul, sizeof nul - 1);
+    ck_assert_str_eq(msg, "t.lesson:5: expected UTF-8 text, found a NUL byte (a binary file?)");
+
+    /* a line of 1000 bytes is fine, 1001 is not */
+    char *text = malloc(4096);
+    strcpy(text, HEAD "@step S\n");
+    size_t n = strlen(text);
+    memset(text + n, 'x', 1000);
+    strcpy(text + n + 1000, "\n");
+    struct lesson *l = parse_ok(text);
+    ck_assert_uint_eq(strlen(l->steps[0].text[0]), 1000);
+    lesson_free(l);
+    memset(text + n, 'x', 1001);
+    strcpy(text + n + 1001, "\n");
+    msg = parse_bad(text, strlen(text));
+    ck_assert_str_eq(msg, "t.lesson:5: the line is 1001 bytes long; at most 1000 are allowed");
+    memset(text + n, 'x', 3000);
+    text[n + 3000] = '\0';
+    msg = parse_bad(text, strlen(text));
+    ck_assert_str_eq(msg, "t.lesson:5: the line is 3000 bytes long; at most 1000 are allowed");
+    free(text);
+}
+END_TEST
+
+START_TEST(broken_sample_files)
+{
+    /* the samples in tests/data/lessons: each one's first line says what it must give */
+    static const char *const names[] = {"bad-binary.lesson", "bad-empty.lesson",
+                                        "bad-quantity.lesson", "bad-noanswer.lesson"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[4096], want[256] = "";
+        snprintf(path, sizeof path, "%s", harness_data("lessons"));
+        snprintf(path + strlen(path), sizeof path - strlen(path), "/%s", names[i]);
+        struct lesson *l;
+        struct error e = {0};
+        ck_assert_int_eq(lesson_load(path, &l, &e), ERR_INVAL);
+        const char *colon = strstr(e.msg, names[i]);
+        ck_assert_msg(colon != NULL, "%s: %s", names[i], e.msg);
+        snprintf(want, sizeof want, "%s:", names[i]);
+        ck_assert_msg(strncmp(colon, want, strlen(want)) == 0, "%s", e.msg);
+    }
+    struct lesson *l;
+    struct error e = {0};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bad-binary.lesson", harness_data("lessons"));
+    lesson_load(path, &l, &e);
+    ck_assert_ptr_nonnull(strstr(e.msg, "bad-binary.lesson:3: expected UTF-8 text"));
+    snprintf(path, sizeof path, "%s/bad-quantity.lesson", harness_data("lessons"));
+    lesson_load(path, &l, &e);
+    ck_assert_ptr_nonnull(strstr(e.msg, "bad-quantity.lesson:8: unknown quantity 'bf16.eps'"));
+    snprintf(path, sizeof path, "%s/bad-noanswer.lesson", harness_data("lessons"));
+    lesson_load(path, &l, &e);
+    ck_assert_ptr_nonnull(strstr(e.msg, "bad-noanswer.lesson:8: question without answer"));
+    ck_assert_int_eq(lesson_load("/nonexistent/x.lesson", &l, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/x.lesson: cannot read"));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ answers */
+
+static struct lesson *qlesson;
+
+static const struct lesson_question *question(size_t step, size_t i)
+{
+    return &qlesson->steps[step].questions[i];
+}
+
+static void setup_questions(void)
+{
+    qlesson = parse_ok(HEAD "@step S\n"
+                            "@question fp16 max?\n@answer fp16.max\n"                   /* 0 */
+                            "@question subnormal?\n@answer fp16.min_subnormal tol=2%\n" /* 1 */
+                            "@question memory?\n@answer 108.63 tol=0.5 unit=GiB\n"      /* 2 */
+                            "@question time?\n@answer 0.002 tol=1% unit=s\n"            /* 3 */
+                            "@question params?\n@answer 7289966592 tol=0.1%\n"          /* 4 */
+                            "@question ratio?\n@answer 0.3333 tol=0.01\n"               /* 5 */
+                            "@question overflow?\n@option finite\n@option inf\n"
+                            "@answer fp16.overflows(65520) ? b : a\n"        /* 6 */
+                            "@question inf?\n@answer fp16.round(70000)\n"    /* 7 */
+                            "@question widgets?\n@answer 3 unit=widgets\n"); /* 8 */
+}
+
+static void teardown_questions(void)
+{
+    lesson_free(qlesson);
+}
+
+static int check(size_t i, const char *answer, bool *correct)
+{
+    struct lesson_result r;
+    struct error e = {0};
+    int rc = lesson_check_answer(question(0, i), answer, &r, &e);
+    if (rc == 0)
+        *correct = r.correct;
+    return rc;
+}
+
+static void right(size_t i, const char *a)
+{
+    bool c = false;
+    ck_assert_msg(check(i, a, &c) == 0 && c, "question %zu: '%s' should be right", i, a);
+}
+
+static void wrong(size_t i, const char *a)
+{
+    bool c = true;
+    ck_assert_msg(check(i, a, &c) == 0 && !c, "question %zu: '%s' should be wrong", i, a);
+}
+
+static void unreadable(size_t i, const char *a)
+{
+    bool c;
+    ck_assert_msg(check(i, a, &c) == ERR_INVAL, "question %zu: '%s' should be unreadable", i, a);
+}
+
+START_TEST(answers_numbers)
+{
+    right(0, "65504");
+    right(0, " 65504 ");
+    right(0, "6.5504e4");
+    right(0, "65,504");
+    wrong(0, "65505"); /* default tolerance: relative 1e-9 */
+    wrong(0, "65500");
+    /* 2% of 5.96e-8 */
+    right(1, "6e-8");
+    right(1, "5.96e-8");
+    right(1, "2^-24");
+    wrong(1, "6.2e-8");
+    wrong(1, "1e-8");
+    /* absolute 0.5 GiB; other byte units converted */
+    right(2, "108.63");
+    right(2, "108.63 GiB");
+    right(2, "108.63GiB");
+    right(2, "116.64 GB");
+    right(2, "108.2");
+    wrong(2, "108");
+    wrong(2, "116.64"); /* GB number typed without its unit: read as GiB */
+    unreadable(2, "108 s");
+    unreadable(2, "108 parsecs");
+    /* time units */
+    right(3, "2 ms");
+    right(3, "0.002");
+    right(3, "2000 us");
+    right(3, "2000 µs");
+    wrong(3, "2.1 ms");
+    /* counts */
+    right(4, "7,289,966,592");
+    right(4, "7.29B");
+    right(4, "7.29e9");
+    wrong(4, "7.2B");
+    unreadable(4, "7,28,9966");
+    unreadable(4, "0,5");
+    /* percent of a plain number */
+    right(5, "33%");
+    right(5, "0.33");
+    wrong(5, "30%");
+    /* an infinite answer */
+    right(7, "inf");
+    wrong(7, "-inf");
+    wrong(7, "65504");
+    /* a unit of the teacher's own, typed exactly */
+    right(8, "3 widgets");
+    right(8, "3");
+    unreadable(8, "3 gadgets");
+    /* junk */
+    unreadable(0, "");
+    unreadable(0, "   ");
+    unreadable(0, "abc");
+    unreadable(0, "1e");
+    unreadable(0, "--1");
+    unreadable(0, "2^");
+    unreadable(0, "^3");
+    unreadable(0, "1.2.3");
+
+    struct lesson_result r;
+    struct error e;
+    ck_assert_int_eq(lesson_check_answer(question(0, 2), "110 GB", &r, &e), 0);
+    ck_assert(fabs(r.value - 110e9 / 1073741824.0) < 1e-12);
+    ck_assert_int_eq(lesson_check_answer(question(0, 2), "abc", &r, &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "expected a number such as 0.1, 6e-8 or 2^-24, optionally followed "
+                            "by GiB");
+    ck_assert_int_eq(lesson_check_answer(question(0, 2), "3 s", &r, &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "'s' is not a unit this question takes; answer in GiB");
+}
+END_TEST
+
+START_TEST(answers_choices)
+{
+    right(6, "b");
+    right(6, "B");
+    right(6, "b)");
+    right(6, "2");
+    right(6, "inf");
+    right(6, "INF");
+    wrong(6, "a");
+    wrong(6, "1");
+    wrong(6, "finite");
+    unreadable(6, "c");
+    unreadable(6, "3");
+    unreadable(6, "0");
+    unreadable(6, "maybe");
+    unreadable(6, "");
+    struct lesson_result r;
+    struct error e;
+    ck_assert_int_eq(lesson_check_answer(question(0, 6), "z", &r, &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "expected an option letter from a to b (or its number from 1 to 2)");
+    ck_assert_int_eq(lesson_check_answer(question(0, 6), "a", &r, &e), 0);
+    ck_assert_int_eq(r.choice, 0);
+}
+END_TEST
+
+START_TEST(answers_formatted)
+{
+    char buf[128];
+    ck_assert_str_eq(lesson_format_answer(question(0, 0), buf, sizeof buf), "65504");
+    ck_assert_str_eq(lesson_format_answer(question(0, 1), buf, sizeof buf),
+                     "5.9604644775390625e-08 (within 2%)");
+    ck_assert_str_eq(lesson_format_answer(question(0, 2), buf, sizeof buf),
+                     "108.63 GiB (within 0.5)");
+    ck_assert_str_eq(lesson_format_answer(question(0, 6), buf, sizeof buf), "b) inf");
+    ck_assert_str_eq(lesson_format_answer(question(0, 7), buf, sizeof buf), "inf");
+}
+END_TEST
+
+START_TEST(tolerances)
+{
+    struct lesson_tolerance abs1 = {false, 0.5}, rel = {true, 0.01}, zero = {false, 0};
+    ck_assert(lesson_within(10.5, 10, abs1));
+    ck_assert(!lesson_within(10.51, 10, abs1));
+    ck_assert(lesson_within(-10.1, -10, rel));
+    ck_assert(!lesson_within(-10.2, -10, rel));
+    ck_assert(lesson_within(3, 3, zero));
+    ck_assert(!lesson_within(INFINITY, 1e308, rel));
+    ck_assert(lesson_within(INFINITY, INFINITY, zero));
+    ck_assert(!lesson_within(-INFINITY, INFINITY, abs1));
+    ck_assert(lesson_within(NAN, NAN, zero));
+    ck_assert(!lesson_within(NAN, 1, abs1));
+    ck_assert(!lesson_within(1, NAN, abs1));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ expectations */
+
+START_TEST(expectations)
+{
+    struct lesson *l = parse_ok(HEAD "@step S\n@run formats 1 --json\n"
+                                     "@expect values[0].fp16.value is inf\n"      /* 0 */
+                                     "@expect values[0].bf16.value = 65536\n"     /* 1 */
+                                     "@expect values[0].fp16.bits = \"0x7c00\"\n" /* 2 */
+                                     "@expect values[1].x is nan\n"               /* 3 */
+                                     "@expect values[0].bf16.value < 65536\n"     /* 4 */
+                                     "@expect values[0].n > 0\n"                  /* 5 */
+                                     "@expect values[0].bf16.value = 65000 tol=1%\n"
+                                     "@expect values[0].bf16.value = 65000 tol=100\n"
+                                     "@expect values[0].bf16 is finite\n" /* 8 */
+                                     "@expect values[0].m is -inf\n");    /* 9 */
+    json_error_t je;
+    json_t *doc = json_loads("{\"values\": [{\"fp16\": {\"value\": \"inf\", \"bits\": \"0x7c00\"},"
+                             " \"bf16\": {\"value\": 65536.0}, \"n\": 3, \"m\": \"-inf\"},"
+                             " {\"x\": \"nan\"}]}",
+                             0, &je);
+    ck_assert_ptr_nonnull(doc);
+    const struct lesson_run *r = &l->steps[0].runs[0];
+    bool want[] = {true, true, true, true, false, true, true, false, false, true};
+    char why[256];
+    for (size_t i = 0; i < r->nexpects; i++)
+        ck_assert_msg(lesson_expect_holds(&r->expects[i], doc, why, sizeof why) == want[i],
+                      "expect %zu: %s", i, why);
+    lesson_expect_holds(&r->expects[4], doc, why, sizeof why);
+    ck_assert_str_eq(why, "values[0].bf16.value is 65536, expected < 65536");
+    lesson_expect_holds(&r->expects[8], doc, why, sizeof why);
+    ck_assert_str_eq(why, "values[0].bf16 is not a number");
+    json_decref(doc);
+    doc = json_loads("{\"values\": []}", 0, &je);
+    ck_assert(!lesson_expect_holds(&r->expects[0], doc, why, sizeof why));
+    ck_assert_str_eq(why, "values[0].fp16.value: the output has no values[0]");
+    json_decref(doc);
+    lesson_free(l);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ quantities */
+
+START_TEST(quantities)
+{
+    double v;
+    const struct quantity *q;
+    struct error e;
+    /* IEEE binary16 and bfloat16 constants */
+    ck_assert_int_eq(quantity_eval("fp16.max", &v, &q, &e), 0);
+    ck_assert(v == 65504);
+    ck_assert_str_eq(q->name, "fp16.max");
+    ck_assert_int_eq(quantity_eval("fp16.min_subnormal", &v, NULL, &e), 0);
+    ck_assert(v == ldexp(1, -24));
+    ck_assert_int_eq(quantity_eval("fp16.min_normal", &v, NULL, &e), 0);
+    ck_assert(v == ldexp(1, -14));
+    ck_assert_int_eq(quantity_eval("bf16.epsilon", &v, NULL, &e), 0);
+    ck_assert(v == ldexp(1, -7));
+    ck_assert_int_eq(quantity_eval("bf16.max", &v, NULL, &e), 0);
+    ck_assert(v == ldexp(255, 120)); /* (2 - 2^-7) * 2^127 */
+    ck_assert_int_eq(quantity_eval("fp8_e4m3.max", &v, NULL, &e), 0);
+    ck_assert(v == 448);
+    ck_assert_int_eq(quantity_eval("fp8_e5m2.max", &v, NULL, &e), 0);
+    ck_assert(v == 57344);
+    ck_assert_int_eq(quantity_eval("fp32.epsilon", &v, NULL, &e), 0);
+    ck_assert(v == ldexp(1, -23));
+    /* rounding: 0.1 held in fp32, then to bf16 (0x3dcd) and fp16 (0x2e66) */
+    ck_assert_int_eq(quantity_eval("bf16.round(0.1)", &v, NULL, &e), 0);
+    ck_assert(v == 0.10009765625);
+    ck_assert_int_eq(quantity_eval("fp16.round( 0.1 )", &v, NULL, &e), 0);
+    ck_assert(v == 0.0999755859375);
+    ck_assert_int_eq(quantity_eval("fp16.round(2049)", &v, NULL, &e), 0);
+    ck_assert(v == 2048); /* tie to even */
+    ck_assert_int_eq(quantity_eval("fp16.round(1e300)", &v, NULL, &e), 0);
+    ck_assert(isinf(v));
+    ck_assert_int_eq(quantity_eval("fp8_e4m3.round(500)", &v, NULL, &e), 0);
+    ck_assert(isnan(v));
+    ck_assert_int_eq(quantity_eval("fp8_e5m2.round(500)", &v, NULL, &e), 0);
+    ck_assert(v == 512);
+    ck_assert_int_eq(quantity_eval("fp16.overflows(65520)", &v, NULL, &e), 0);
+    ck_assert(v == 1);
+    ck_assert_int_eq(quantity_eval("fp16.overflows(65519)", &v, NULL, &e), 0);
+    ck_assert(v == 0);
+    ck_assert_int_eq(quantity_eval("fp16.overflows(inf)", &v, NULL, &e), 0);
+    ck_assert(v == 0); /* inf is not an overflow: it was never finite */
+    ck_assert_int_eq(quantity_eval("bf16.overflows(65520)", &v, NULL, &e), 0);
+    ck_assert(v == 0);
+    ck_assert_int_eq(quantity_eval("fp16.underflows(1e-8)", &v, NULL, &e), 0);
+    ck_assert(v == 1);
+    ck_assert_int_eq(quantity_eval("bf16.underflows(1e-8)", &v, NULL, &e), 0);
+    ck_assert(v == 0);
+    ck_assert_int_eq(quantity_eval("fp16.ulp(fp16.max)", &v, NULL, &e), 0);
+    ck_assert(isinf(v)); /* the next value up from 65504 is inf */
+    ck_assert_int_eq(quantity_eval("fp16.ulp(1)", &v, NULL, &e), 0);
+    ck_assert(v == ldexp(1, -10));
+    ck_assert_int_eq(quantity_eval("bf16.rel_error(0.1)", &v, NULL, &e), 0);
+    ck_assert(fabs(v - 0.0009765625) < 1e-12);
+    ck_assert_int_eq(quantity_eval("fp16.bytes", &v, &q, &e), 0);
+    ck_assert(v == 2);
+    ck_assert_str_eq(q->unit, "B");
+
+    ck_assert_int_eq(quantity_eval("nope", &v, NULL, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "unknown quantity 'nope'"));
+    ck_assert_int_eq(quantity_eval("fp16.round(1, 2)", &v, NULL, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "fp16.round takes 1 argument"));
+    ck_assert_int_eq(quantity_eval("fp16.round()", &v, NULL, &e), ERR_INVAL);
+    ck_assert_int_eq(quantity_eval("fp16.round(1))", &v, NULL, &e), ERR_INVAL);
+    ck_assert_int_eq(quantity_eval("fp16.round((1)", &v, NULL, &e), ERR_INVAL);
+    ck_assert_int_eq(quantity_eval("fp16.max junk", &v, NULL, &e), ERR_INVAL);
+    ck_assert_int_eq(quantity_eval("", &v, NULL, &e), ERR_INVAL);
+    ck_assert_int_eq(
+        quantity_eval("fp16.round(fp16.round(fp16.round(fp16.round(fp16.round(fp16.round(1))))))",
+                      &v, NULL, &e),
+        ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "nested"));
+
+    /* every name is unique and well formed */
+    for (size_t i = 0; i < quantity_count(); i++) {
+        const struct quantity *a = quantity_at(i);
+        ck_assert_ptr_eq(quantity_find(a->name), a);
+        ck_assert_int_le(a->nargs, QUANTITY_MAX_ARGS);
+        ck_assert(a->unit && a->what && a->what[0]);
+    }
+    ck_assert_ptr_null(quantity_at(quantity_count()));
+}
+END_TEST
+
+/* lessons/README.md documents every quantity. */
+START_TEST(quantities_documented)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/lessons/README.md", getenv("srcdir") ? getenv("srcdir") : ".");
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    for (size_t i = 0; i < quantity_count(); i++) {
+        char want[128];
+        snprintf(want, sizeof want, "`%s", quantity_at(i)->name);
+        ck_assert_msg(strstr(text, want), "lessons/README.md does not list %s",
+                      quantity_at(i)->name);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ ASCII */
+
+START_TEST(ascii_fallback)
+{
+    char buf[256];
+    ck_assert_str_eq(ascii_line(buf, sizeof buf, "plain text"), "plain text");
+    ck_assert_str_eq(ascii_line(buf, sizeof buf, "a – b — c"), "a - b -- c");
+    ck_assert_str_eq(ascii_line(buf, sizeof buf, "‘it’s’ “q”"), "'it's' \"q\"");
+    ck_assert_str_eq(ascii_line(buf, sizeof buf, "2 × 3 ≈ 6 ≤ 7 ≥ 5 → ok"),
+                     "2 x 3 ~= 6 <= 7 >= 5 -> ok");
+    ck_assert_str_eq(ascii_line(buf, sizeof buf, "Ψ α β µs"), "Psi alpha beta us");
+    ck_assert_str_eq(ascii_line(buf, sizeof buf, "┌─┬─┐│ │└─┴─┘═║"), "+-+-+| |+-+-+=|");
+    ck_assert_str_eq(ascii_line(buf, sizeof buf, "█▓▒░"), "##:.");
+    ck_assert_str_eq(ascii_line(buf, sizeof buf, "x² ± 1…"), "x^2 +/- 1...");
+    ck_assert_str_eq(ascii_line(buf, sizeof buf, "日本"), "??");
+    ck_assert_str_eq(ascii_line(buf, sizeof buf, "bad \xff\xc3 end"), "bad ?? end");
+    /* cut to fit, never in the middle of a replacement */
+    ck_assert_str_eq(ascii_line(buf, 6, "abcdefgh"), "abcde");
+    ck_assert_str_eq(ascii_line(buf, 6, "abcd—"), "abcd");
+    ck_assert_str_eq(ascii_line(buf, 1, "abc"), "");
+    unsigned cp;
+    ck_assert_int_eq(ascii_utf8_decode("\xe2\x89\x88", 3, &cp), 3);
+    ck_assert_uint_eq(cp, 0x2248);
+    ck_assert_int_eq(ascii_utf8_decode("\xe2\x89", 2, &cp), 0);
+    ck_assert_int_eq(ascii_utf8_decode("\xf4\x90\x80\x80", 4, &cp), 0); /* > U+10FFFF */
+}
+END_TEST
+
+/* ------------------------------------------------------------------ progress */
+
+static char tmpdir[256];
+
+static void setup_tmp(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "%s/scalelab-lesson.XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            remove_tree(path);
+        else
+            unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static void teardown_tmp(void)
+{
+    remove_tree(tmpdir);
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fwrite(text, 1, len, f);
+    fclose(f);
+}
+
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *ent;
+    while (d && (ent = readdir(d)))
+        n += ent->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+START_TEST(progress_round_trip)
+{
+    struct progress *p = malloc(sizeof *p), *q = malloc(sizeof *q);
+    struct error e = {0};
+    char path[600], dir[512];
+    snprintf(dir, sizeof dir, "%s/state/scalelab", tmpdir);
+    snprintf(path, sizeof path, "%s/progress", dir);
+    progress_init(p);
+    ck_assert_int_eq(p->current, -1);
+    ck_assert_int_eq(progress_load(q, path, &e), PROGRESS_FRESH);
+    ck_assert_int_eq(e.code, 0); /* missing is not an error */
+    ck_assert_int_eq(q->current, -1);
+
+    progress_set_step(p, 1, 5);
+    progress_mark(p, 1, 2, 0, true);
+    progress_mark(p, 1, 2, 31, true);
+    progress_mark(p, 1, 63, 3, true);
+    progress_mark(p, 1, 4, 1, true);
+    progress_mark(p, 1, 4, 1, false);
+    progress_set_step(p, 6, 0);
+    progress_set_step(p, 3, 2);
+    progress_set_step(p, 100, 1);     /* out of range: ignored */
+    progress_mark(p, 1, 64, 0, true); /* ignored */
+    ck_assert_int_eq(progress_count(p, 1), 3);
+    ck_assert_int_eq(progress_save(p, path, &e), 0); /* creates state/scalelab */
+    ck_assert_int_eq(count_files(dir), 1);           /* no temporary file left behind */
+
+    ck_assert_int_eq(progress_load(q, path, &e), 0);
+    ck_assert_int_eq(q->current, 3);
+    ck_assert_int_eq(progress_step(q, 1), 5);
+    ck_assert_int_eq(progress_step(q, 3), 2);
+    ck_assert_int_eq(progress_step(q, 2), 0);
+    ck_assert(q->lessons[6].visited && !q->lessons[2].visited);
+    ck_assert(progress_correct(q, 1, 2, 0) && progress_correct(q, 1, 2, 31));
+    ck_assert(progress_correct(q, 1, 63, 3));
+    ck_assert(!progress_correct(q, 1, 4, 1));
+    ck_assert(!progress_correct(q, 1, 2, 1));
+    ck_assert_int_eq(memcmp(p, q, sizeof *p), 0);
+
+    /* the file is the documented text */
+    FILE *f = fopen(path, "r");
+    char text[512] = "";
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    ck_assert_str_eq(text, "# scalelab progress 1\ncurrent 3\nlesson 1 step 5 correct 2.0 2.31 "
+                           "63.3\nlesson 3 step 2\nlesson 6 step 0\n");
+    free(p);
+    free(q);
+}
+END_TEST
+
+START_TEST(progress_replaces_by_rename)
+{
+    struct progress *p = malloc(sizeof *p);
+    struct error e = {0};
+    char path[512], old[512];
+    snprintf(path, sizeof path, "%s/progress", tmpdir);
+    snprintf(old, sizeof old, "%s/old", tmpdir);
+    progress_init(p);
+    progress_set_step(p, 2, 1);
+    ck_assert_int_eq(progress_save(p, path, &e), 0);
+    /* A second name for the old file keeps its old content: the new one is a new file renamed
+     * over the path, not the old file rewritten in place. */
+    ck_assert_int_eq(link(path, old), 0);
+    struct stat before, after;
+    ck_assert_int_eq(stat(path, &before), 0);
+    progress_set_step(p, 2, 4);
+    ck_assert_int_eq(progress_save(p, path, &e), 0);
+    ck_assert_int_eq(stat(path, &after), 0);
+    ck_assert(before.st_ino != after.st_ino);
+    ck_assert_int_eq(progress_load(p, old, &e), 0);
+    ck_assert_int_eq(progress_step(p, 2), 1);
+    ck_assert_int_eq(progress_load(p, path, &e), 0);
+    ck_assert_int_eq(progress_step(p, 2), 4);
+    ck_assert_int_eq(count_files(tmpdir), 2);
+
+    /* a folder that cannot be written: an error, the old file untouched */
+    if (geteuid() != 0) {
+        chmod(tmpdir, 0500);
+        progress_set_step(p, 2, 9);
+        ck_assert_int_eq(progress_save(p, path, &e), ERR_IO);
+        ck_assert_ptr_nonnull(strstr(e.msg, "cannot create a temporary file"));
+        chmod(tmpdir, 0700);
+        ck_assert_int_eq(progress_load(p, path, &e), 0);
+        ck_assert_int_eq(progress_step(p, 2), 4);
+    }
+    /* a path whose folder is a file */
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/progress/x", tmpdir);
+    ck_assert_int_eq(progress_save(p, bad, &e), ERR_IO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "not a folder"));
+    free(p);
+}
+END_TEST
+
+START_TEST(progress_corrupt_is_fresh)
+{
+    static const struct {
+        const char *text;
+        size_t len;
+        const char *why;
+    } bad[] = {
+        {"", 0, ":1: the file is empty"},
+        {"garbage\n", 8, ":1: expected '# scalelab progress 1'"},
+        {"# scalelab progress 1\ncurrent x\n", 32, ":2: expected"},
+        {"# scalelab progress 1\nlesson 1 step 2 correct 1\n", 49, ":2: expected"},
+        {"# scalelab progress 1\nlesson 1 step 99\n", 39, ":2: expected"},
+        {"# scalelab progress 1\nlesson 1 step 1\nlesson 1 step 2\n", 54, ":3: expected"},
+        {"# scalelab progress 1\nlesson 1 step 2 correct 0.32\n", 50, ":2: expected"},
+        {"# scalelab progress 1\nlesson 1\0 step 2\n", 39, ":2: expected"},
+        {"# scalelab progress 1\ncurrent 1 2\n", 34, ":2: expected"},
+    };
+    char path[512];
+    snprintf(path, sizeof path, "%s/progress", tmpdir);
+    struct progress *p = malloc(sizeof *p);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct error e = {0};
+        write_file(path, bad[i].text, bad[i].len);
+        ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_FRESH);
+        ck_assert_int_eq(p->current, -1);
+        ck_assert(!p->lessons[1].visited);
+        ck_assert_msg(strstr(e.msg, bad[i].why), "case %zu: %s", i, e.msg);
+    }
+    /* a very long line */
+    char *big = malloc(5000);
+    memset(big, 'x', 5000);
+    write_file(path, big, 5000);
+    free(big);
+    ck_assert_int_eq(progress_load(p, path, NULL), PROGRESS_FRESH);
+    free(p);
+}
+END_TEST
+
+START_TEST(progress_path_from_environment)
+{
+    char buf[512];
+    struct error e;
+    char *old_state = getenv("XDG_STATE_HOME") ? strdup(getenv("XDG_STATE_HOME")) : NULL;
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("XDG_STATE_HOME", "/x/state", 1);
+    setenv("HOME", "/home/u", 1);
+    ck_assert_int_eq(progress_path(buf, sizeof buf, &e), 0);
+    ck_assert_str_eq(buf, "/x/state/scalelab/progress");
+    setenv("XDG_STATE_HOME", "relative", 1); /* ignored, as the XDG spec says */
+    ck_assert_int_eq(progress_path(buf, sizeof buf, &e), 0);
+    ck_assert_str_eq(buf, "/home/u/.local/state/scalelab/progress");
+    unsetenv("XDG_STATE_HOME");
+    ck_assert_int_eq(progress_path(buf, sizeof buf, &e), 0);
+    ck_assert_str_eq(buf, "/home/u/.local/state/scalelab/progress");
+    unsetenv("HOME");
+    ck_assert_int_eq(progress_path(buf, sizeof buf, &e), ERR_INVAL);
+    ck_assert_int_eq(progress_path(buf, 5, &e), ERR_INVAL);
+    if (old_state)
+        setenv("XDG_STATE_HOME", old_state, 1);
+    if (old_home)
+        setenv("HOME", old_home, 1);
+    free(old_state);
+    free(old_home);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ the lessons folder */
+
+START_TEST(load_all_sorted_and_find)
+{
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/lessons", tmpdir);
+    mkdir(dir, 0700);
+    static const char body[] = "@title %s\n@duration 5 min\n@outcome o\n@step S\ntext\n";
+    const char *names[] = {"10-ten.lesson", "02-two.lesson", "01-one.lesson", "README.md",
+                           "3-short.lesson"};
+    for (size_t i = 0; i < 5; i++) {
+        char text[200];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        snprintf(text, sizeof text, body, names[i]);
+        write_file(path, text, strlen(text));
+    }
+    struct lesson **v;
+    size_t n;
+    struct error e;
+    ck_assert_int_eq(lesson_load_all(tmpdir, &v, &n, &e), 0);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(v[0]->number, 1);
+    ck_assert_int_eq(v[1]->number, 2);
+    ck_assert_int_eq(v[2]->number, 10);
+    ck_assert_str_eq(v[2]->title, "10-ten.lesson");
+    lesson_free_all(v, n);
+
+    struct lesson *l;
+    ck_assert_int_eq(lesson_find(tmpdir, "2", &l, &e), 0);
+    ck_assert_int_eq(l->number, 2);
+    lesson_free(l);
+    ck_assert_int_eq(lesson_find(tmpdir, "10-ten", &l, &e), 0);
+    ck_assert_int_eq(l->number, 10);
+    lesson_free(l);
+    ck_assert_int_eq(lesson_find(tmpdir, "01-one.lesson", &l, &e), 0);
+    lesson_free(l);
+    snprintf(path, sizeof path, "%s/02-two.lesson", dir);
+    ck_assert_int_eq(lesson_find(tmpdir, path, &l, &e), 0);
+    lesson_free(l);
+    ck_assert_int_eq(lesson_find(tmpdir, "7", &l, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "no lesson '7'"));
+    ck_assert_int_eq(lesson_find(tmpdir, "one", &l, &e), ERR_INVAL);
+
+    /* two lessons numbered 2 */
+    snprintf(path, sizeof path, "%s/02-again.lesson", dir);
+    write_file(path, "@title x\n@duration 5 min\n@outcome o\n@step S\ntext\n", 49);
+    ck_assert_int_eq(lesson_load_all(tmpdir, &v, &n, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "two lessons numbered 2"));
+    unlink(path);
+    /* one broken lesson fails the whole load, naming it */
+    snprintf(path, sizeof path, "%s/04-broken.lesson", dir);
+    write_file(path, "@title x\n@frob\n", 15);
+    ck_assert_int_eq(lesson_load_all(tmpdir, &v, &n, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "04-broken.lesson:2: unknown directive '@frob'"));
+
+    ck_assert_int_eq(lesson_load_all("/nonexistent", &v, &n, &e), ERR_IO);
+}
+END_TEST
+
+/* Every shipped lesson parses, with every quantity it names (they are evaluated when read). */
+START_TEST(shipped_lessons)
+{
+    struct lesson **v;
+    size_t n;
+    struct error e = {0};
+    int rc = lesson_load_all(NULL, &v, &n, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    ck_assert_uint_eq(n, 6);
+    static const char *const titles[] = {"Gradient clipping and mixed precision",
+                                         "Gradient checkpointing",
+                                         "Collective operations from scratch",
+                                         "Scaling and distributed training",
+                                         "ZeRO and FSDP",
+                                         "Data parallelism and ZeRO memory"};
+    static const int minutes[] = {40, 35, 40, 45, 40, 0};
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(v[i]->number, (int)i + 1);
+        ck_assert_str_eq(v[i]->title, titles[i]);
+        ck_assert_int_eq(v[i]->minutes, minutes[i]);
+        ck_assert_uint_ge(v[i]->noutcomes, 2);
+        for (size_t s = 0; s < v[i]->nsteps; s++) {
+            const struct lesson_step *st = &v[i]->steps[s];
+            for (size_t k = 0; k < st->ntext; k++) {
+                size_t chars = 0;
+                for (const char *c = st->text[k]; *c; c++)
+                    chars += ((unsigned char)*c & 0xc0) != 0x80;
+                ck_assert_msg(chars <= 96,
+                              "%s: step %d: text lines stay readable in an editor "
+                              "(at most 96 characters): %s",
+                              v[i]->file, st->line, st->text[k]);
+            }
+            /* each question's right answer is accepted as typed from its formatted form */
+            for (size_t k = 0; k < st->nquestions; k++) {
+                const struct lesson_question *q = &st->questions[k];
+                char buf[256];
+                struct lesson_result r;
+                lesson_format_answer(q, buf, sizeof buf);
+                if (q->kind == LESSON_Q_CHOICE)
+                    buf[1] = '\0';
+                else if (strchr(buf, '('))
+                    strchr(buf, '(')[-1] = '\0';
+                ck_assert_msg(lesson_check_answer(q, buf, &r, &e) == 0 && r.correct,
+                              "%s: '%s' for '%s': %s", v[i]->file, buf, q->text, e.msg);
+            }
+        }
+    }
+    /* lesson 1's formats part: the explorer's panel in every step that has one */
+    for (size_t s = 0; s < v[0]->nsteps; s++) {
+        const struct lesson_panel *p = lesson_step_panel(v[0], s);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_str_eq(p->name, "formats");
+        ck_assert_ptr_nonnull(lesson_panel_get(p, "value"));
+        ck_assert_ptr_nonnull(lesson_panel_get(p, "format"));
+    }
+    lesson_free_all(v, n);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("lesson");
+    TCase *t = tcase_create("parse");
+    tcase_add_test(t, good_file_structure);
+    tcase_add_test(t, good_file_variants);
+    tcase_add_test(t, broken_files);
+    tcase_add_test(t, broken_binary_and_long);
+    tcase_add_test(t, broken_sample_files);
+    tcase_add_test(t, expectations);
+    tcase_add_test(t, quantities);
+    tcase_add_test(t, quantities_documented);
+    tcase_add_test(t, ascii_fallback);
+    tcase_add_test(t, shipped_lessons);
+    suite_add_tcase(s, t);
+    t = tcase_create("answers");
+    tcase_add_checked_fixture(t, setup_questions, teardown_questions);
+    tcase_add_test(t, answers_numbers);
+    tcase_add_test(t, answers_choices);
+    tcase_add_test(t, answers_formatted);
+    tcase_add_test(t, tolerances);
+    suite_add_tcase(s, t);
+    t = tcase_create("files");
+    tcase_add_checked_fixture(t, setup_tmp, teardown_tmp);
+    tcase_add_test(t, progress_round_trip);
+    tcase_add_test(t, progress_replaces_by_rename);
+    tcase_add_test(t, progress_corrupt_is_fresh);
+    tcase_add_test(t, progress_path_from_environment);
+    tcase_add_test(t, load_all_sorted_and_find);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return harness_run(suite());
+}
