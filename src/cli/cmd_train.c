@@ -31,7 +31,8 @@ static const struct opt options[] = {
     {"hysteresis", 0, true}, {"clip", 0, true},         {"skip-spikes", 0, false},
     {"spike-z", 0, true},    {"spike-window", 0, true}, {"inject", 0, true},
     {"checkpoint", 0, true}, {"json", 0, false},        {"dump", 0, true},
-    {"trace", 0, true},      {"cluster", 0, true},      {NULL, 0, false},
+    {"trace", 0, true},      {"cluster", 0, true},      {"summary", 0, false},
+    {NULL, 0, false},
 };
 
 #define MAX_STEPS 10000000L
@@ -39,7 +40,7 @@ static const struct opt options[] = {
 struct run {
     struct train_opts o;
     struct model_shape shape;
-    bool json, scale_given, init_scale_given;
+    bool json, summary_only, scale_given, init_scale_given;
     const char *dump, *trace, *cluster;
     struct error dump_err;
     bool dumped;
@@ -198,6 +199,8 @@ static int parse_option(struct run *r, const char *name, const char *arg, struct
             error_prefix(e, "--checkpoint");
     } else if (!strcmp(name, "json")) {
         r->json = true;
+    } else if (!strcmp(name, "summary")) {
+        r->summary_only = true;
     } else if (!strcmp(name, "dump")) {
         r->dump = arg;
     } else if (!strcmp(name, "trace")) {
@@ -342,7 +345,8 @@ static void step_text(const struct train_step *s)
 
 struct summary {
     double final_loss, floor, seconds, sim_seconds, tokens_per_s, flops, recompute, overhead;
-    double predicted;
+    double predicted, first_loss, max_norm, min_coef, max_underflow;
+    char first_nonfinite[48];
     long steps, skipped, overflows, spikes;
     int nlast;
     size_t act_peak;
@@ -508,12 +512,22 @@ static int train_device(struct device *d, void *arg, struct error *e)
         sum->skipped += s.skipped;
         sum->overflows += s.overflow;
         sum->spikes += s.spike;
+        if (i == 1)
+            sum->first_loss = s.loss, sum->min_coef = s.clip_coef;
+        if (isfinite(s.grad_norm) && s.grad_norm > sum->max_norm) /* of the finite ones */
+            sum->max_norm = s.grad_norm;
+        if (s.clip_coef < sum->min_coef)
+            sum->min_coef = s.clip_coef;
+        if (s.underflow_frac > sum->max_underflow)
+            sum->max_underflow = s.underflow_frac;
+        if (s.nonfinite[0] && !sum->first_nonfinite[0])
+            snprintf(sum->first_nonfinite, sizeof sum->first_nonfinite, "%s", s.nonfinite);
         if (i > o->steps - nlast && isfinite(s.loss))
             lastsum += s.loss, lastn++;
-        if (r->json)
+        if (r->json && !r->summary_only)
             step_json(&s);
-        else if (i == 1 || i % every == 0 || i == o->steps || s.skipped || s.overflow || s.spike ||
-                 s.nonfinite[0])
+        else if (!r->json && (i == 1 || i % every == 0 || i == o->steps || s.skipped ||
+                              s.overflow || s.spike || s.nonfinite[0]))
             step_text(&s);
         if (j->progress && clock_now() - tprog > 0.2) {
             double el = clock_now() - t0, rate = (double)i / el;
@@ -576,6 +590,8 @@ static int train_main(int argc, char **argv)
                                    r.shape.heads, r.shape.ffn,     r.shape.seq};
     if (!r.scale_given)
         o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
+    if (r.summary_only && !r.json)
+        return cli_usage("train", "--summary goes with --json");
     if (r.init_scale_given && o->scaling != TRAIN_SCALE_DYNAMIC)
         return cli_usage("train", "--init-scale needs --loss-scale dynamic");
     if ((rc = train_opts_check(o, &e)))
@@ -704,6 +720,7 @@ static int train_main(int argc, char **argv)
     double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
     if (r.json) {
         json_t *m = json_object();
+        json_object_set_new(m, "first_loss", num(sum->first_loss));
         json_object_set_new(m, "final_loss", num(sum->final_loss));
         json_object_set_new(m, "loss_floor", num(sum->floor));
         json_object_set_new(m, "skipped_steps", json_integer(sum->skipped));
@@ -716,6 +733,12 @@ static int train_main(int argc, char **argv)
         json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));
         json_object_set_new(m, "spikes", json_integer(sum->spikes));
         json_object_set_new(m, "final_loss_scale", num(sum->last_scale));
+        json_object_set_new(m, "max_grad_norm", num(sum->max_norm));
+        json_object_set_new(m, "min_clip_coef", num(sum->min_coef));
+        json_object_set_new(m, "max_underflow_frac", num(sum->max_underflow));
+        json_object_set_new(m, "first_nonfinite",
+                            sum->first_nonfinite[0] ? json_string(sum->first_nonfinite)
+                                                    : json_null());
         json_object_set_new(m, "act_peak_bytes", json_integer((json_int_t)sum->act_peak));
         json_object_set_new(m, "act_predicted_bytes", num(sum->predicted));
         json_t *mem = json_object();
@@ -788,6 +811,7 @@ const struct command cmd_train = {
     "                        (a bad batch: the logits times FACTOR, default 10); repeatable\n"
     "  --checkpoint POLICY   none, full, every:K, sqrt or selective (default none)\n"
     "  --json                one JSON object per step, then {\"summary\": {...}}\n"
+    "  --summary             with --json, only the summary object (one JSON document)\n"
     "  --cluster NAME|FILE   the simulated GPU's preset (default h100-80gb): its memory and\n"
     "                        peak FLOP/s set the ledger's capacity and the simulated time\n"
     "  --trace FILE          Chrome trace-event JSON of the run (Perfetto): compute per\n"

@@ -268,6 +268,33 @@ void trainer_step(struct trainer *t, struct train_step *out)
     out->act_peak_bytes = gpt_mem_bytes(t->g, GPT_MEM_ACTIVATIONS);
 }
 
+void trainer_inject(struct trainer *t, enum train_inject_kind kind, double factor)
+{
+    int n = 0; /* drop the injections already done */
+    for (int i = 0; i < t->o.ninject; i++)
+        if (t->o.inject[i].step > t->step)
+            t->o.inject[n++] = t->o.inject[i];
+    t->o.ninject = n;
+    if (t->o.ninject < TRAIN_MAX_INJECT)
+        t->o.inject[t->o.ninject++] = (struct train_inject){kind, t->step + 1, factor};
+}
+
+void trainer_set_clip(struct trainer *t, double clip)
+{
+    t->o.clip = clip > 0 && isfinite(clip) ? clip : 0;
+}
+
+void trainer_set_lr(struct trainer *t, double lr)
+{
+    if (lr >= 0 && isfinite(lr))
+        t->o.lr = t->adam.lr = lr;
+}
+
+long trainer_steps_done(const struct trainer *t)
+{
+    return t->step;
+}
+
 double trainer_loss_floor(const struct trainer *t)
 {
     return markov_entropy(t->data);

@@ -89,6 +89,13 @@ void trainer_observe(struct trainer *t, train_observer fn, void *ctx);
 /* Runs the next step and describes it. */
 void trainer_step(struct trainer *t, struct train_step *out);
 
+/* Live changes, for the window's knobs: from the next step on. trainer_inject schedules an
+ * injection at the next step (ignored when the table is full); clip 0 turns clipping off. */
+void trainer_inject(struct trainer *t, enum train_inject_kind kind, double factor);
+void trainer_set_clip(struct trainer *t, double clip);
+void trainer_set_lr(struct trainer *t, double lr);
+long trainer_steps_done(const struct trainer *t);
+
 double trainer_loss_floor(const struct trainer *t);
 struct gpt *trainer_model(const struct trainer *t);
 const float *trainer_master(const struct trainer *t); /* fp32 weights, documented order */

@@ -15,3 +15,5 @@ libscalelab_a_SOURCES += \
 	%reldir%/stackbar.c %reldir%/stackbar.h
 # lesson 3's panel (issue 4)
 libscalelab_a_SOURCES += %reldir%/panel_collective.c
+# lessons 1 and 2's panels (issue 5)
+libscalelab_a_SOURCES += %reldir%/panel_training.c %reldir%/panel_checkpoint.c
