@@ -308,8 +308,7 @@ static void ckpt_draw(const void *state, struct ui_canvas *c)
                       p->fl.recompute > 0 ? " (with recomputation)" : "");
     }
     if (p->have_big && y < H)
-        canvas_printf(c, y++, 0, ROLE_TEXT,
-                      "synthetic-7b, micro-batch 1, seq %d, bf16: %s (none: %s), calculator",
+        canvas_printf(c, y++, 0, ROLE_TEXT, "synthetic-7b (calculator, 1 x %d, bf16): %s; none %s",
                       p->big.seq, units_format_bytes(a, sizeof a, p->big_peak, UNITS_BINARY),
                       units_format_bytes(b, sizeof b, p->big_none, UNITS_BINARY));
 }
