@@ -6,3 +6,4 @@ tests_unit_test_train_LDADD = $(UNIT_LIBS)
 
 TESTS += tests/cli/train.sh tests/cli/train_torch.sh
 EXTRA_DIST += tests/torch_check.py
+TESTS += tests/tui/checkpoint.sh
