@@ -311,20 +311,37 @@ static void print_json_obj(json_t *o)
     json_decref(o);
 }
 
+/* A JSON number, or the strings "inf", "-inf", "nan" (printed directly: the step loop
+ * allocates nothing, not even a JSON tree). %.10g reads back to the same double for losses
+ * and float fields to 10 significant digits. */
+static void put_num(const char *key, double v, bool comma)
+{
+    if (isnan(v))
+        printf("\"%s\":\"nan\"", key);
+    else if (isinf(v))
+        printf("\"%s\":\"%s\"", key, v > 0 ? "inf" : "-inf");
+    else
+        printf("\"%s\":%.10g", key, v);
+    if (comma)
+        putchar(',');
+}
+
 static void step_json(const struct train_step *s)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "step", json_integer(s->step));
-    json_object_set_new(o, "loss", num(s->loss));
-    json_object_set_new(o, "grad_norm", num(s->grad_norm));
-    json_object_set_new(o, "clip_coef", num(s->clip_coef));
-    json_object_set_new(o, "loss_scale", num(s->loss_scale));
-    json_object_set_new(o, "skipped", json_boolean(s->skipped));
-    json_object_set_new(o, "overflow", json_boolean(s->overflow));
-    json_object_set_new(o, "nonfinite", s->nonfinite[0] ? json_string(s->nonfinite) : json_null());
-    json_object_set_new(o, "underflow_frac", num(s->underflow_frac));
-    json_object_set_new(o, "act_peak_bytes", json_integer((json_int_t)s->act_peak_bytes));
-    print_json_obj(o);
+    printf("{\"step\":%ld,", s->step);
+    put_num("loss", s->loss, true);
+    put_num("grad_norm", s->grad_norm, true);
+    put_num("clip_coef", s->clip_coef, true);
+    put_num("loss_scale", s->loss_scale, true);
+    printf("\"skipped\":%s,\"overflow\":%s,", s->skipped ? "true" : "false",
+           s->overflow ? "true" : "false");
+    /* tensor names are letters, digits, spaces and underscores: nothing to escape */
+    if (s->nonfinite[0])
+        printf("\"nonfinite\":\"%s\",", s->nonfinite);
+    else
+        printf("\"nonfinite\":null,");
+    put_num("underflow_frac", s->underflow_frac, true);
+    printf("\"act_peak_bytes\":%zu}\n", s->act_peak_bytes);
 }
 
 static void step_text(const struct train_step *s)
