@@ -648,6 +648,9 @@ static int train_main(int argc, char **argv)
         char *slash = strrchr(dir, '/');
         if (slash)
             *(slash == dir ? slash + 1 : slash) = 0;
+        if (access(slash ? dir : ".", W_OK) != 0)
+            return cli_usage("train", "--trace %s: cannot write in %s: %s", r.trace,
+                             slash ? dir : ".", strerror(errno));
         if (host > 0 && need + bytes > host / 2)
             return cli_usage("train",
                              "--steps %ld with --trace: %s of events do not fit in this host's "

@@ -137,5 +137,8 @@ bad "a gelu model" "swiglu" --model gpt3-175b
 bad "an unknown model" "nosuch" --model nosuch
 bad "a stray argument" "unexpected argument" extra
 bad "an unknown cluster" "--cluster" --cluster nosuch
+bad "a trace beyond memory" "--steps" --steps 10000000 --trace "$T_TMP/big.json"
+bad "a trace in a folder that does not exist" "--trace" --steps 2 --trace "$T_TMP/no/such/t.json"
+bad "--summary without --json" "--summary" --steps 2 --summary
 
 done_testing
