@@ -368,6 +368,8 @@ struct summary {
     int nlast;
     size_t act_peak;
     uint64_t mem[MEM_CAT_COUNT], mem_peak;
+    uint64_t *underflow; /* per layer over the run (layers + 1: the last is embedding+norms) */
+    int layers;
     float last_scale;
 };
 
@@ -535,6 +537,8 @@ static int train_device(struct device *d, void *arg, struct error *e)
             sum->max_norm = s.grad_norm;
         if (s.clip_coef < sum->min_coef)
             sum->min_coef = s.clip_coef;
+        for (int l = 0; l <= o->shape.layers; l++)
+            sum->underflow[l] += s.underflow[l];
         if (s.underflow_frac > sum->max_underflow)
             sum->max_underflow = s.underflow_frac;
         if (s.nonfinite[0] && !sum->first_nonfinite[0])
@@ -684,6 +688,14 @@ static int train_main(int argc, char **argv)
 
     struct job job = {.r = &r, .log = r.trace ? &log : NULL, .progress = !r.json && isatty(2)};
     struct summary *sum = &job.sum;
+    sum->layers = o->shape.layers;
+    sum->underflow = calloc((size_t)o->shape.layers + 1, sizeof *sum->underflow);
+    if (!sum->underflow) {
+        cluster_free(cl);
+        free(log.ev);
+        error_set(&e, ERR_NOMEM, "out of memory");
+        return cli_fail(&e);
+    }
     struct gpt_config *c = &o->shape;
     {
         /* matmul FLOPs as the model counts them (gpt_flops), and the calculator's
@@ -726,6 +738,7 @@ static int train_main(int argc, char **argv)
     cluster_free(cl);
     if (rc) {
         free(log.ev);
+        free(sum->underflow);
         return cli_fail(&e);
     }
     if (r.trace) {
@@ -733,6 +746,7 @@ static int train_main(int argc, char **argv)
         free(log.ev);
         if (rc) {
             error_prefix(&e, "--trace");
+            free(sum->underflow);
             return cli_fail(&e);
         }
     }
@@ -756,6 +770,10 @@ static int train_main(int argc, char **argv)
         json_object_set_new(m, "max_grad_norm", num(sum->max_norm));
         json_object_set_new(m, "min_clip_coef", num(sum->min_coef));
         json_object_set_new(m, "max_underflow_frac", num(sum->max_underflow));
+        json_t *ul = json_array();
+        for (int l = 0; l <= sum->layers; l++)
+            json_array_append_new(ul, json_integer((json_int_t)sum->underflow[l]));
+        json_object_set_new(m, "underflow_by_layer", ul);
         json_object_set_new(m, "first_nonfinite",
                             sum->first_nonfinite[0] ? json_string(sum->first_nonfinite)
                                                     : json_null());
@@ -792,12 +810,20 @@ static int train_main(int argc, char **argv)
                 printf("%s%s %s", i ? ", " : "", ledger_cat_name((enum ledger_cat)i),
                        units_format_bytes(b, sizeof b, (double)sum->mem[i], UNITS_BINARY));
         printf(")\n");
+        if (o->precision != FP_FP32) {
+            printf("gradient elements that underflowed to 0 over the run:");
+            for (int l = 0; l < sum->layers; l++)
+                printf(" layer %d: %llu,", l, (unsigned long long)sum->underflow[l]);
+            printf(" embedding and norms: %llu", (unsigned long long)sum->underflow[sum->layers]);
+            printf("\n");
+        }
         printf("matmul FLOPs per step %.4g, recomputed %.4g (%.1f%% overhead)\n", sum->flops,
                sum->recompute, sum->overhead);
         printf("%.0f tokens/s, %.2f GFLOP/s, %s wall; %s simulated on %s\n", sum->tokens_per_s,
                gflops, units_format_seconds(a, sizeof a, sum->seconds),
                units_format_seconds(b, sizeof b, sum->sim_seconds), cc.spec.name);
     }
+    free(sum->underflow);
     return 0;
 }
 

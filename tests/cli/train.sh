@@ -57,6 +57,10 @@ check_jsonl "d[1]['skipped'] and d[1]['overflow'] and d[1]['nonfinite'] == 'laye
 check_jsonl "d[0]['loss_scale'] == 65536 and d[1]['loss_scale'] == 65536 and d[2]['loss_scale'] == 32768 and not d[2]['skipped']" \
     "fp16 starts at 65536 and halves after the overflow"
 
+run train --steps 2 --batch 2 --precision fp16 --loss-scale none --json
+check_jsonl "len(d[2]['summary']['underflow_by_layer']) == 5 and sum(d[2]['summary']['underflow_by_layer']) > 0 and all(x['underflow_frac'] > 0 for x in d[:2])" \
+    "fp16 without scaling: gradients underflow, counted per layer"
+
 run train --steps 3 --batch 2 --precision fp16 --init-scale 1e9 --json
 check_jsonl "[x['loss_scale'] for x in d[:3]] == [1e9, 5e8, 2.5e8] and all(x['overflow'] and x['skipped'] and x['nonfinite'] for x in d[:3])" \
     "a scale too large overflows fp16 for real: named, skipped, halved each step"
