@@ -1,9 +1,12 @@
 /* Lesson 1's panel: a real mixed-precision training run of the tiny GPT, live.
  *
  * The run is the trainer of `scalelab train` (src/par/trainer.h) on the same data, with the
- * same numbers: each tick runs as many steps as the speed asks for, within a time budget, on
- * the UI thread (a tiny step takes milliseconds), and the panel keeps its own history of
- * each step's loss, gradient norm, clip coefficient and loss scale. Drawn: the loss curve with
+ * same numbers. It runs in a worker thread of its own: each tick gives it credit for as many
+ * steps as the speed asks for, and it blocks (on a condition variable, with a deadline) when
+ * it has none. After each step it writes a small record into a ring under a lock; on the next
+ * tick the panel copies the new records into its own history, so drawing never waits for a
+ * step and the trainer never waits for the screen. Knob changes go to the worker as commands
+ * it applies between steps. Drawn: the loss curve with
  * the loss floor (the data's entropy rate), the gradient norm on a log scale with the clip
  * line, the loss scale as a log2 staircase, the fraction of each layer's weight gradients
  * that underflowed to zero in the last step, and the run's events: overflows and NaNs with
@@ -18,13 +21,16 @@
 #include "config.h"
 
 #include <curses.h>
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "base/error.h"
 #include "base/units.h"
 #include "calc/preset.h"
@@ -35,18 +41,41 @@
 
 #define HIST        4096
 #define NEVENTS     8
-#define STEPS_PER_S 10.0  /* at speed 1x */
-#define BUDGET_S    0.040 /* the most one tick may spend stepping */
+#define STEPS_PER_S 10.0 /* at speed 1x */
+#define RING        256  /* step records between two ticks */
 
 struct tevent {
     char text[72];
     enum ui_role role;
 };
 
+/* What the worker reports of one step. */
+struct rec {
+    struct train_step s; /* its underflow pointer is not used: see under[] */
+    uint64_t under[65];
+};
+
+/* Shared between the panel (UI thread) and its worker, under mu. */
+struct worker {
+    pthread_t thread;
+    bool running;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool quit;
+    double credit;         /* steps the worker may run */
+    bool set_clip, set_lr; /* commands, applied before the next step */
+    double clip, lr;
+    int inject_spike, inject_nan; /* injections to schedule at the next step */
+    struct rec ring[RING];
+    long produced, consumed; /* records written; records the panel has taken */
+};
+
 struct train_panel {
     struct eventlog *log;
     struct train_opts o, start; /* the run's settings; the lesson step's */
-    struct trainer *t;
+    struct trainer *t;          /* owned by the worker while it runs */
+    struct worker w;
+    struct rec got[RING]; /* records taken from the ring, outside the lock */
     char err[ERROR_MAX];
     double floor;
     /* history, one entry per step (the last HIST) */
@@ -60,7 +89,6 @@ struct train_panel {
     long skipped, overflows, spikes;
     struct tevent ev[NEVENTS];
     int nev;
-    double acc;
 };
 
 static const double clips[] = {0, 1.0, 0.5, 0.1};
@@ -84,12 +112,71 @@ static void add_event(struct train_panel *p, enum ui_role role, const char *fmt,
         eventlog_add(p->log, "%s", p->ev[0].text);
 }
 
+/* ------------------------------------------------------------------ the worker */
+
+static void *worker_main(void *arg)
+{
+    struct train_panel *p = arg;
+    struct worker *w = &p->w;
+    sigset_t all; /* signals belong to the UI thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->quit && (w->credit < 1 || w->produced - w->consumed >= RING)) {
+            struct timespec dl; /* every wait has a deadline; the loop checks again */
+            clock_gettime(CLOCK_REALTIME, &dl);
+            dl.tv_sec += 1;
+            pthread_cond_timedwait(&w->cv, &w->mu, &dl);
+        }
+        if (w->quit)
+            break;
+        w->credit -= 1;
+        if (w->set_clip)
+            trainer_set_clip(p->t, w->clip), w->set_clip = false;
+        if (w->set_lr)
+            trainer_set_lr(p->t, w->lr), w->set_lr = false;
+        for (; w->inject_spike > 0; w->inject_spike--)
+            trainer_inject(p->t, TRAIN_INJECT_SPIKE, 20.0);
+        for (; w->inject_nan > 0; w->inject_nan--)
+            trainer_inject(p->t, TRAIN_INJECT_NAN, 1.0);
+        pthread_mutex_unlock(&w->mu);
+
+        struct rec r;
+        trainer_step(p->t, &r.s);
+        int L = p->layers;
+        for (int l = 0; l <= L; l++)
+            r.under[l] = r.s.underflow[l < L ? l : p->o.shape.layers];
+        r.s.underflow = NULL;
+
+        pthread_mutex_lock(&w->mu);
+        w->ring[w->produced % RING] = r;
+        w->produced++;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static void stop_worker(struct train_panel *p)
+{
+    struct worker *w = &p->w;
+    if (!w->running)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->quit = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    w->running = false;
+}
+
 /* (Re)starts the run with p->o. */
 static void restart(struct train_panel *p)
 {
+    stop_worker(p);
     trainer_free(p->t);
     p->t = NULL;
-    p->n = 0, p->skipped = p->overflows = p->spikes = 0, p->nev = 0, p->acc = 0;
+    p->n = 0, p->skipped = p->overflows = p->spikes = 0, p->nev = 0;
     memset(&p->last, 0, sizeof p->last);
     memset(p->under_frac, 0, sizeof p->under_frac);
     struct error e = {0};
@@ -102,14 +189,23 @@ static void restart(struct train_panel *p)
     p->err[0] = 0;
     p->floor = trainer_loss_floor(p->t);
     p->layers = p->o.shape.layers < 64 ? p->o.shape.layers : 64;
+    struct worker *w = &p->w;
+    w->quit = false, w->credit = 0, w->produced = w->consumed = 0;
+    w->set_clip = w->set_lr = false, w->inject_spike = w->inject_nan = 0;
+    if (pthread_create(&w->thread, NULL, worker_main, p) != 0) {
+        snprintf(p->err, sizeof p->err, "cannot start the training thread");
+        trainer_free(p->t);
+        p->t = NULL;
+        return;
+    }
+    w->running = true;
 }
 
-static void one_step(struct train_panel *p)
+/* Takes one step's record into the panel's history and events (UI thread). */
+static void take(struct train_panel *p, const struct rec *r)
 {
-    if (!p->t)
-        return;
-    struct train_step s;
-    trainer_step(p->t, &s);
+    const struct train_step *sp = &r->s;
+    struct train_step s = *sp;
     int i = (int)(p->n % HIST);
     p->loss[i] = (float)s.loss;
     p->norm[i] = s.grad_norm;
@@ -122,14 +218,12 @@ static void one_step(struct train_panel *p)
     double per_layer = 2.0 * c->d + 4.0 * c->d * c->d + 3.0 * c->d * c->ffn;
     double ends = (double)c->vocab * c->d + c->d;
     for (int l = 0; l <= p->layers; l++)
-        p->under_frac[l] =
-            (double)s.underflow[l < p->layers ? l : c->layers] / (l < p->layers ? per_layer : ends);
+        p->under_frac[l] = (double)r->under[l] / (l < p->layers ? per_layer : ends);
     p->skipped += s.skipped;
     p->overflows += s.overflow;
     p->spikes += s.spike;
     if (s.nonfinite[0])
-        add_event(p, ROLE_ERROR, "step %ld: %s in %s", s.step, s.overflow ? "inf/NaN" : "NaN",
-                  s.nonfinite);
+        add_event(p, ROLE_ERROR, "step %ld: inf/NaN in %s", s.step, s.nonfinite);
     if (s.skipped)
         add_event(p, ROLE_ERROR, "step %ld skipped (%s): weights and Adam state untouched", s.step,
                   s.overflow ? "inf/NaN gradient" : "loss spike");
@@ -144,6 +238,25 @@ static void one_step(struct train_panel *p)
             add_event(p, ROLE_WARN, "step %ld: loss scale backed off to %g", s.step,
                       (double)s.loss_scale);
     }
+}
+
+/* Gives the worker credit for steps and takes what it has done (UI thread; short lock). */
+static int pump(struct train_panel *p, double credit)
+{
+    struct worker *w = &p->w;
+    if (!w->running)
+        return 0;
+    struct rec *got = p->got;
+    int n = 0;
+    pthread_mutex_lock(&w->mu);
+    w->credit = fmin(w->credit + credit, 4.0); /* a slow host does not pile steps up */
+    for (; w->consumed < w->produced; w->consumed++)
+        got[n++] = w->ring[w->consumed % RING];
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < n; i++)
+        take(p, &got[i]);
+    return n;
 }
 
 /* ------------------------------------------------------------------ settings and keys */
@@ -166,6 +279,8 @@ static int train_init(void **state, const struct panel_env *env, struct error *e
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
+    pthread_mutex_init(&p->w.mu, NULL);
+    pthread_cond_init(&p->w.cv, NULL);
     defaults(&p->o);
     p->start = p->o;
     restart(p);
@@ -176,7 +291,10 @@ static int train_init(void **state, const struct panel_env *env, struct error *e
 static void train_fini(void *state)
 {
     struct train_panel *p = state;
+    stop_worker(p);
     trainer_free(p->t);
+    pthread_cond_destroy(&p->w.cv);
+    pthread_mutex_destroy(&p->w.mu);
     free(p);
 }
 
@@ -272,14 +390,16 @@ static int train_on_key(void *state, int key)
         return PANEL_HANDLED | PANEL_REDRAW;
     case 'c':
         o->clip = clips[cycle(clips, 4, o->clip)];
-        if (p->t)
-            trainer_set_clip(p->t, o->clip);
+        pthread_mutex_lock(&p->w.mu);
+        p->w.set_clip = true, p->w.clip = o->clip;
+        pthread_mutex_unlock(&p->w.mu);
         add_event(p, ROLE_DIM, "clip %s", o->clip > 0 ? "on" : "off");
         return PANEL_HANDLED | PANEL_REDRAW;
     case 'l':
         o->lr = lrs[cycle(lrs, 4, o->lr)];
-        if (p->t)
-            trainer_set_lr(p->t, o->lr);
+        pthread_mutex_lock(&p->w.mu);
+        p->w.set_lr = true, p->w.lr = o->lr;
+        pthread_mutex_unlock(&p->w.mu);
         add_event(p, ROLE_DIM, "learning rate %g", o->lr);
         return PANEL_HANDLED | PANEL_REDRAW;
     case 'g': {
@@ -291,14 +411,16 @@ static int train_on_key(void *state, int key)
         return PANEL_HANDLED | PANEL_REDRAW;
     }
     case 'b':
-        if (p->t)
-            trainer_inject(p->t, TRAIN_INJECT_SPIKE, 20.0);
-        add_event(p, ROLE_WARN, "a bad batch comes at step %ld", p->n + 1);
+        pthread_mutex_lock(&p->w.mu);
+        p->w.inject_spike++;
+        pthread_mutex_unlock(&p->w.mu);
+        add_event(p, ROLE_WARN, "a bad batch comes with the next step");
         return PANEL_HANDLED | PANEL_REDRAW;
     case 'x':
-        if (p->t)
-            trainer_inject(p->t, TRAIN_INJECT_NAN, 1.0);
-        add_event(p, ROLE_WARN, "a NaN comes at step %ld", p->n + 1);
+        pthread_mutex_lock(&p->w.mu);
+        p->w.inject_nan++;
+        pthread_mutex_unlock(&p->w.mu);
+        add_event(p, ROLE_WARN, "a NaN comes with the next step");
         return PANEL_HANDLED | PANEL_REDRAW;
     default: return 0;
     }
@@ -310,23 +432,22 @@ static int train_on_event(void *state, const struct panel_event *ev)
     switch (ev->kind) {
     case PANEL_PLAY: return p->t ? PANEL_ANIMATE | PANEL_REDRAW : 0;
     case PANEL_PAUSE: return 0;
-    case PANEL_STEP: one_step(p); return PANEL_REDRAW;
+    case PANEL_STEP: {
+        /* one step, paused: credit for one, then wait (briefly) for its record */
+        long before = p->n;
+        pump(p, 1.0);
+        for (int i = 0; i < 400 && p->n == before && p->w.running; i++) {
+            struct timespec ms = {0, 5000000};
+            nanosleep(&ms, NULL);
+            pump(p, 0.0);
+        }
+        return PANEL_REDRAW;
+    }
     case PANEL_RESET:
         p->o = p->start;
         restart(p);
         return PANEL_REDRAW;
-    case PANEL_TICK: {
-        p->acc += ev->dt * STEPS_PER_S;
-        double t0 = clock_now();
-        int did = 0;
-        while (p->acc >= 1 && clock_now() - t0 < BUDGET_S) {
-            one_step(p);
-            p->acc -= 1, did++;
-        }
-        if (p->acc > 4)
-            p->acc = 4; /* the host cannot keep up: do not pile steps up */
-        return PANEL_ANIMATE | (did ? PANEL_REDRAW : 0);
-    }
+    case PANEL_TICK: return PANEL_ANIMATE | (pump(p, ev->dt * STEPS_PER_S) ? PANEL_REDRAW : 0);
     }
     return 0;
 }

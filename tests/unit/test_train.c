@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/error.h"
 #include "base/rng.h"
@@ -22,6 +23,10 @@
 #include "num/clip.h"
 #include "num/scaler.h"
 #include "par/trainer.h"
+#include "ui/eventlog.h"
+#include "ui/panel.h"
+
+extern const struct panel_ops panel_training;
 
 /* A shape small enough for finite differences on every tensor kind, with 2 layers, 2 heads
  * and T > 1 so that attention mixes positions. */
@@ -613,6 +618,43 @@ START_TEST(options_are_checked)
 }
 END_TEST
 
+/* Lesson 1's panel without a screen: its worker thread trains while ticks give it credit,
+ * knobs and injections reach it, a restart joins it (the sanitizer builds watch the threads). */
+START_TEST(training_panel_runs_its_worker)
+{
+    struct eventlog log = {0};
+    struct panel_env env = {&panel_training, &log, true};
+    void *st = NULL;
+    struct error e = {0};
+    ck_assert_int_eq(panel_training.init(&st, &env, &e), 0);
+    ck_assert_int_eq(panel_training.set(st, "batch", "1", &e), 0);
+    ck_assert_int_eq(panel_training.set(st, "precision", "fp16", &e), 0);
+    ck_assert_int_eq(panel_training.set(st, "nonsense", "1", &e), ERR_INVAL);
+    ck_assert_int_eq(panel_training.set(st, "precision", "fp12", &e), ERR_INVAL);
+    struct panel_event step = {PANEL_STEP, 0, 1};
+    ck_assert(panel_training.on_event(st, &step) & PANEL_REDRAW);
+    unsigned long before = log.count;
+    ck_assert(panel_training.on_key(st, 'x') & PANEL_HANDLED);
+    ck_assert(panel_training.on_key(st, 'c') & PANEL_HANDLED);
+    ck_assert(panel_training.on_key(st, 'l') & PANEL_HANDLED);
+    struct panel_event play = {PANEL_PLAY, 0, 1}, tick = {PANEL_TICK, 0.2, 1};
+    ck_assert(panel_training.on_event(st, &play) & PANEL_ANIMATE);
+    bool skipped = false;
+    for (int i = 0; i < 200 && !skipped; i++) {
+        panel_training.on_event(st, &tick);
+        for (unsigned long k = 0; k < log.count - before && k < EVENTLOG_LINES; k++)
+            skipped |= strstr(eventlog_get(&log, k), "layer 2 attn scores") != NULL;
+        struct timespec ms = {0, 10000000};
+        nanosleep(&ms, NULL);
+    }
+    ck_assert_msg(skipped, "the injected NaN is reported with its tensor");
+    ck_assert_int_eq(panel_training.on_key(st, '1'), 0);       /* the app's key */
+    ck_assert(panel_training.on_key(st, 'p') & PANEL_HANDLED); /* restarts the worker */
+    panel_training.on_event(st, &tick);
+    panel_training.fini(st);
+}
+END_TEST
+
 int main(void)
 {
     openblas_set_num_threads(1);
@@ -632,6 +674,7 @@ int main(void)
     tcase_add_test(tc, trainer_deterministic_and_learns);
     tcase_add_test(tc, markov_entropy_is_the_floor);
     tcase_add_test(tc, options_are_checked);
+    tcase_add_test(tc, training_panel_runs_its_worker);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
