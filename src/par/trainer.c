@@ -34,7 +34,7 @@ void train_opts_default(struct train_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->shape = (struct gpt_config){64, 64, 4, 4, 172, 64};
-    o->batch = 8;
+    o->batch = 16;
     o->steps = 300;
     o->seed = 1;
     o->precision = FP_FP32;

@@ -51,7 +51,7 @@ struct train_opts {
     int ninject;
 };
 
-/* PyTorch's defaults (AdamW, GradScaler), tiny's shape, batch 8, 300 steps, seed 1, fp32. */
+/* PyTorch's defaults (AdamW, GradScaler), tiny's shape, batch 16, 300 steps, seed 1, fp32. */
 void train_opts_default(struct train_opts *o);
 
 /* Checks the options (ranges, injection steps within 1..steps); 0 or ERR_INVAL naming the
