@@ -3,5 +3,5 @@ tests_unit_test_base_SOURCES = tests/unit/test_base.c
 tests_unit_test_base_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_base_LDADD = $(UNIT_LIBS)
 
-TESTS += tests/cli/basics.sh
-TESTS += tests/cli/style.sh
+SH_TESTS += tests/cli/basics.sh
+SH_TESTS += tests/cli/style.sh

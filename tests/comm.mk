@@ -11,5 +11,5 @@ check_PROGRAMS += tests/unit/test_coll
 tests_unit_test_coll_SOURCES = tests/unit/test_coll.c
 tests_unit_test_coll_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_coll_LDADD = $(UNIT_LIBS)
-TESTS += tests/cli/collective.sh
-TESTS += tests/tui/collective.sh
+SH_TESTS += tests/cli/collective.sh
+SH_TESTS += tests/tui/collective.sh

@@ -5,7 +5,7 @@ tests_unit_test_lesson_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_lesson_LDADD = $(UNIT_LIBS)
 
 # scalelab run: lessons headless
-TESTS += tests/cli/run.sh
+SH_TESTS += tests/cli/run.sh
 
 # libFuzzer target for the parser (clang only, never part of the build or the tests; see
 # tests/fuzz/README.md).
@@ -13,7 +13,8 @@ FUZZ_CC = clang
 FUZZ_SECONDS = 60
 FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/lesson/lesson.c $(top_srcdir)/src/lesson/quantity.c \
-	$(top_srcdir)/src/lesson/ascii.c $(top_srcdir)/src/num/fp.c \
+	$(top_srcdir)/src/lesson/ascii.c $(top_srcdir)/src/lesson/progress.c \
+	$(top_srcdir)/src/num/fp.c \
 	$(top_srcdir)/src/comm/cost.c $(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
 	$(top_srcdir)/src/base/datadir.c

@@ -14,7 +14,10 @@ tests_unit_libharness_a_SOURCES = tests/unit/harness.c tests/unit/harness.h
 tests_unit_libharness_a_CFLAGS = $(UNIT_CFLAGS)
 UNIT_LIBS = tests/unit/libharness.a $(LIBS_ALL) $(CHECK_LIBS)
 
-EXTRA_DIST += tests/lib.sh tests/data tests/cli tests/tui
+EXTRA_DIST += tests/lib.sh tests/data
+
+# Shell tests are listed in SH_TESTS, so that they are distributed as well as run.
+SH_TESTS =
 
 # Each area lists its unit tests (tests/unit), command-line tests (tests/cli) and terminal
 # tests driven through tmux (tests/tui) in its own fragment.
@@ -27,3 +30,6 @@ include tests/comm.mk
 include tests/train.mk
 
 TESTS += $(check_PROGRAMS)
+
+TESTS += $(SH_TESTS)
+EXTRA_DIST += $(SH_TESTS)

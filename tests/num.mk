@@ -4,5 +4,5 @@ tests_unit_test_num_SOURCES = tests/unit/test_num.c
 tests_unit_test_num_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_num_LDADD = $(UNIT_LIBS)
 
-TESTS += tests/cli/formats.sh
-TESTS += tests/cli/bench.sh
+SH_TESTS += tests/cli/formats.sh
+SH_TESTS += tests/cli/bench.sh

@@ -5,4 +5,4 @@ tests_unit_test_ui_SOURCES = tests/unit/test_ui.c
 tests_unit_test_ui_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_ui_LDADD = $(UNIT_LIBS)
 
-TESTS += tests/cli/window_refuses.sh
+SH_TESTS += tests/cli/window_refuses.sh

@@ -1,14 +1,9 @@
+# The analytic engine: pure functions from a configuration to a breakdown, never threads.
 libscalelab_a_SOURCES += \
-	%reldir%/preset.c %reldir%/preset.h
-libscalelab_a_SOURCES += \
-	%reldir%/params.c %reldir%/params.h
-libscalelab_a_SOURCES += \
-	%reldir%/activ.c %reldir%/activ.h
-libscalelab_a_SOURCES += \
-	%reldir%/memory.c %reldir%/memory.h
-libscalelab_a_SOURCES += \
-	%reldir%/sched.c %reldir%/sched.h
-libscalelab_a_SOURCES += \
+	%reldir%/activ.c %reldir%/activ.h \
+	%reldir%/memory.c %reldir%/memory.h \
+	%reldir%/params.c %reldir%/params.h \
+	%reldir%/plan.c %reldir%/plan.h \
+	%reldir%/preset.c %reldir%/preset.h \
+	%reldir%/sched.c %reldir%/sched.h \
 	%reldir%/traffic.c %reldir%/traffic.h
-libscalelab_a_SOURCES += \
-	%reldir%/plan.c %reldir%/plan.h

@@ -99,6 +99,56 @@ int memory_check(const struct memory_config *c, struct error *e)
     return activ_check(c->model, &ac, e);
 }
 
+/* The states and activations of one GPU of pipeline stage s (shape given). */
+static void stage_fill(const struct memory_config *c, const struct params_breakdown *pb, int s,
+                       struct memory_result *out)
+{
+    const struct model_shape *m = c->model;
+    int first, count;
+    params_stage_layers(m->layers, s, c->pp, &first, &count);
+    double psi = params_per_gpu(pb, m->layers, s, c->pp, c->tp, m->tied);
+    struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
+                              c->precision == PREC_FP32 ? 4 : 2};
+    memory_zero(psi, &out->per_param, c->zero, c->dp, &out->states);
+    activ_total(m, &ac, &c->ckpt, count, s == 0, s == c->pp - 1, &out->act);
+    out->in_flight = memory_in_flight(c->schedule, s, c->pp, c->micro_batches);
+    out->activations = (out->in_flight - 1) * out->act.saved + out->act.peak;
+    out->params_gpu = psi;
+    out->stage = s;
+    out->stage_layers = count;
+    out->total = out->states.weights + out->states.gradients + out->states.master +
+                 out->states.optimizer + out->activations;
+}
+
+static void finish(const struct memory_config *c, struct memory_result *out)
+{
+    out->capacity = c->capacity;
+    out->fits = out->total <= c->capacity;
+    out->over = out->fits ? 0 : out->total - c->capacity;
+}
+
+int memory_compute_stage(const struct memory_config *c, int stage, struct memory_result *out,
+                         struct error *e)
+{
+    int rc = memory_check(c, e);
+    if (rc < 0)
+        return rc;
+    if (!c->model || stage < 0 || stage >= c->pp)
+        return error_set(e, ERR_INVAL, "stage %d: a shaped model has stages 0 to %d", stage,
+                         c->pp - 1);
+    memset(out, 0, sizeof *out);
+    memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &out->per_param);
+    struct params_breakdown pb;
+    params_count(c->model, &pb);
+    out->params = pb.total;
+    struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
+                              c->precision == PREC_FP32 ? 4 : 2};
+    activ_layer(c->model, &ac, &out->layer);
+    stage_fill(c, &pb, stage, out);
+    finish(c, out);
+    return 0;
+}
+
 int memory_compute(const struct memory_config *c, struct memory_result *out, struct error *e)
 {
     int rc = memory_check(c, e);
@@ -106,9 +156,7 @@ int memory_compute(const struct memory_config *c, struct memory_result *out, str
         return rc;
     memset(out, 0, sizeof *out);
     memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &out->per_param);
-    out->capacity = c->capacity;
     out->in_flight = 1;
-
     if (!c->model) {
         /* A bare count: the textbook division by tp x pp, no activations. */
         out->params = c->params;
@@ -117,38 +165,20 @@ int memory_compute(const struct memory_config *c, struct memory_result *out, str
         out->total = out->states.weights + out->states.gradients + out->states.master +
                      out->states.optimizer;
     } else {
-        const struct model_shape *m = c->model;
         struct params_breakdown pb;
-        params_count(m, &pb);
+        params_count(c->model, &pb);
         out->params = pb.total;
         struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
                                   c->precision == PREC_FP32 ? 4 : 2};
-        activ_layer(m, &ac, &out->layer);
+        activ_layer(c->model, &ac, &out->layer);
+        struct memory_result st = *out;
         out->total = -1;
         for (int s = 0; s < c->pp; s++) {
-            int first, count;
-            params_stage_layers(m->layers, s, c->pp, &first, &count);
-            double psi = params_per_gpu(&pb, m->layers, s, c->pp, c->tp, m->tied);
-            struct memory_states st;
-            memory_zero(psi, &out->per_param, c->zero, c->dp, &st);
-            struct activ_total at;
-            activ_total(m, &ac, &c->ckpt, count, s == 0, s == c->pp - 1, &at);
-            int k = memory_in_flight(c->schedule, s, c->pp, c->micro_batches);
-            double act = (k - 1) * at.saved + at.peak;
-            double total = st.weights + st.gradients + st.master + st.optimizer + act;
-            if (total > out->total) {
-                out->total = total;
-                out->params_gpu = psi;
-                out->stage = s;
-                out->stage_layers = count;
-                out->states = st;
-                out->activations = act;
-                out->act = at;
-                out->in_flight = k;
-            }
+            stage_fill(c, &pb, s, &st);
+            if (st.total > out->total)
+                *out = st;
         }
     }
-    out->fits = out->total <= c->capacity;
-    out->over = out->fits ? 0 : out->total - c->capacity;
+    finish(c, out);
     return 0;
 }

@@ -88,6 +88,10 @@ struct memory_result {
 
 int memory_compute(const struct memory_config *c, struct memory_result *out, struct error *e);
 
+/* The same for the GPUs of one pipeline stage (0 <= stage < pp; a shaped model only). */
+int memory_compute_stage(const struct memory_config *c, int stage, struct memory_result *out,
+                         struct error *e);
+
 /* The micro-batches stage s of pp holds at once (1 when pp is 1). */
 int memory_in_flight(enum calc_schedule sched, int stage, int pp, int m);
 

@@ -318,6 +318,7 @@ static void print_json(const struct cfg *c, const struct trial *t)
     json_object_set_new(o, "wall_time_s", jnum(t->wall_s));
     json_object_set_new(o, "algbw_GBps", jnum(alg));
     json_object_set_new(o, "busbw_GBps", jnum(alg * f));
+    json_object_set_new(o, "busbw_factor", jnum(f));
     json_object_set_new(o, "host_algbw_GBps", jnum(halg));
     json_object_set_new(o, "host_busbw_GBps", jnum(halg * f));
     json_object_set_new(o, "cluster", json_string(a->spec.name));

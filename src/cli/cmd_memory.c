@@ -40,6 +40,7 @@ static const struct opt options[] = {
     {"gpu-mem", 0, true},
     {"units", 0, true},
     {"json", 0, false},
+    {"tensors", 0, false},
     {NULL, 0, false},
 };
 
@@ -112,9 +113,9 @@ static int configure(const struct args *a, struct run *r, struct error *e)
         {"tp", &c->tp, 1, 4096},
         {"pp", &c->pp, 1, PRESET_MAX_LAYERS},
         {"zero", &c->zero, 0, 3},
-        {"micro-batch", &c->micro_batch, 1, 1 << 20},
-        {"micro-batches", &c->micro_batches, 1, 1 << 20},
-        {"seq", &c->seq, 1, PRESET_MAX_SEQ},
+        {"micro-batch", &c->micro_batch, 1, 1 << 16},
+        {"micro-batches", &c->micro_batches, 1, 1 << 16},
+        {"seq", &c->seq, 1, 1 << 20},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((s = get(a, ints[i].name)) &&
@@ -122,6 +123,10 @@ static int configure(const struct args *a, struct run *r, struct error *e)
             return rc;
     if (!get(a, "seq"))
         c->seq = c->model ? c->model->seq : 2048;
+    if ((double)c->micro_batch * c->seq > (double)(1 << 30))
+        return error_set(e, ERR_INVAL,
+                         "--micro-batch %d x --seq %d is more than 2^30 tokens per micro-batch",
+                         c->micro_batch, c->seq);
     if (!get(a, "micro-batches"))
         c->micro_batches = c->pp;
     int gpus = 0, dp = 0;
@@ -189,9 +194,10 @@ named:
 
 /* ------------------------------------------------------------------ output */
 
+/* Bytes as a JSON integer while exact (below 2^53), else as a number. */
 static json_t *jbytes(double v)
 {
-    return json_integer((json_int_t)llround(v));
+    return fabs(v) < 9007199254740992.0 ? json_integer((json_int_t)llround(v)) : json_real(v);
 }
 
 static void print_json(const struct run *r)
@@ -231,6 +237,27 @@ static void print_json(const struct run *r)
     json_object_set_new(doc, "activation_formula",
                         json_string(c->model ? m->layer.formula : "none (no shape)"));
     json_object_set_new(doc, "communication", comm);
+    if (c->model) {
+        json_t *acts = json_array(), *pars = json_array();
+        for (int i = 0; i < m->layer.n; i++) {
+            const struct activ_tensor *t = &m->layer.t[i];
+            json_array_append_new(acts,
+                                  json_pack("{s:s, s:s, s:o, s:i, s:o, s:b}", "name", t->name,
+                                            "shape", t->shape, "elements", jbytes(t->elements),
+                                            "bytes_per_element", t->bytes_per_elem, "bytes",
+                                            jbytes(t->bytes), "attention_core", t->core));
+        }
+        struct params_breakdown pb;
+        params_count(c->model, &pb);
+        static const char *where[] = {"first", "layer", "last"};
+        for (int i = 0; i < pb.n; i++)
+            json_array_append_new(
+                pars, json_pack("{s:s, s:I, s:I, s:s, s:b}", "name", pb.t[i].name, "rows",
+                                (json_int_t)pb.t[i].rows, "cols", (json_int_t)pb.t[i].cols, "where",
+                                where[pb.t[i].where], "tp_split", pb.t[i].tp_split));
+        json_object_set_new(doc, "activation_tensors", acts);
+        json_object_set_new(doc, "param_tensors", pars);
+    }
     json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     printf("\n");
     json_decref(doc);
@@ -358,6 +385,38 @@ static void print_text(const struct run *r)
     printf("  %-16s %14s\n", "total", calcargs_size(b1, sizeof b1, r->t.bytes, u));
 }
 
+/* --tensors: the parameter and activation lists the numbers come from. */
+static void print_tensors(const struct run *r)
+{
+    const struct memory_config *c = &r->c;
+    if (!c->model) {
+        printf("\n(--tensors needs a model shape, not --params)\n");
+        return;
+    }
+    char b1[64], b2[64];
+    struct params_breakdown pb;
+    params_count(c->model, &pb);
+    static const char *where[] = {"first stage", "each layer", "last stage"};
+    printf("\nparameter tensors of %s (y = x W, W is rows x cols):\n", c->model->name);
+    for (int i = 0; i < pb.n; i++) {
+        const struct params_tensor *t = &pb.t[i];
+        units_format_grouped(b1, sizeof b1, (unsigned long long)(t->rows * t->cols));
+        printf("  %-16s %8lld x %-8lld %16s  %-11s %s\n", t->name, t->rows, t->cols, b1,
+               where[t->where], t->tp_split ? "split by tp" : "replicated");
+    }
+    units_format_grouped(b1, sizeof b1, (unsigned long long)llround(pb.total));
+    printf("  total %s = first + %d x layer + last\n", b1, c->model->layers);
+    printf("\nactivations one layer saves for its backward pass (one micro-batch, this GPU):\n");
+    for (int i = 0; i < r->r.layer.n; i++) {
+        const struct activ_tensor *t = &r->r.layer.t[i];
+        units_format_grouped(b1, sizeof b1, (unsigned long long)llround(t->elements));
+        printf("  %-13s %-7s %16s x %d B = %14s%s\n", t->name, t->shape, b1, t->bytes_per_elem,
+               units_format_bytes(b2, sizeof b2, t->bytes, r->units),
+               t->core ? "  (attention core: selective recompute drops it)" : "");
+    }
+    printf("  total %s\n", units_format_bytes(b1, sizeof b1, r->r.layer.total, r->units));
+}
+
 static int memory_main(int argc, char **argv)
 {
     struct opts p;
@@ -391,10 +450,13 @@ static int memory_main(int argc, char **argv)
         rc = traffic_compute(&r.c, &r.cluster, r.r.params_gpu, r.r.stage_layers, 0, 0, &r.t, &e);
     if (rc < 0)
         return cli_fail(&e);
-    if (get(&a, "json"))
+    if (get(&a, "json")) {
         print_json(&r);
-    else
+    } else {
         print_text(&r);
+        if (get(&a, "tensors"))
+            print_tensors(&r);
+    }
     return 0;
 }
 
@@ -407,7 +469,7 @@ const struct command cmd_memory = {
     "                       [--grad-accum fp32|same] [--micro-batch B] [--seq S]\n"
     "                       [--micro-batches M] [--schedule gpipe|1f1b] [--sequence-parallel]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
-    "                       [--units GiB|GB] [--json]\n"
+    "                       [--units GiB|GB] [--tensors] [--json]\n"
     "\n"
     "Memory per GPU and its parts (weights, gradients, master weights, optimizer state,\n"
     "activations), whether it fits, and the communication per GPU per step, each with its\n"
@@ -435,6 +497,7 @@ const struct command cmd_memory = {
     "  --checkpoint P       none (default), full, selective, sqrt or every:K\n"
     "  --gpu-mem SIZE       memory per GPU (default the cluster's), e.g. 80GiB\n"
     "  --units U            GiB (default) or GB\n"
-    "  --json               one JSON document; sizes in bytes\n",
+    "  --tensors            list the parameter tensors and the activations a layer saves\n"
+    "  --json               one JSON document; sizes in bytes (with both lists)\n",
     memory_main,
 };

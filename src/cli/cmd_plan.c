@@ -75,7 +75,7 @@ static int configure(const char **v, struct run *r, struct error *e)
     if (v[O_BATCH] &&
         (rc = calcargs_int("global-batch", v[O_BATCH], 1, 1 << 24, &c->global_batch, e)) < 0)
         return rc;
-    if (v[O_SEQ] && (rc = calcargs_int("seq", v[O_SEQ], 1, PRESET_MAX_SEQ, &c->seq, e)) < 0)
+    if (v[O_SEQ] && (rc = calcargs_int("seq", v[O_SEQ], 1, 1 << 20, &c->seq, e)) < 0)
         return rc;
     if (v[O_TOP] && (rc = calcargs_int("top", v[O_TOP], 0, 1 << 20, &r->top, e)) < 0)
         return rc;
@@ -131,6 +131,12 @@ static bool show_rejected(const struct plan_result *res, size_t i, size_t top)
     return true;
 }
 
+/* Bytes as a JSON integer while exact (below 2^53), else as a number. */
+static json_t *jbytes(double v)
+{
+    return fabs(v) < 9007199254740992.0 ? json_integer((json_int_t)llround(v)) : json_real(v);
+}
+
 static json_t *jlayout(const struct plan_layout *l, bool kept)
 {
     char pol[32];
@@ -138,20 +144,18 @@ static json_t *jlayout(const struct plan_layout *l, bool kept)
                           l->pp, "zero", l->zero, "checkpoint", policy(l, pol, sizeof pol),
                           "micro_batch", l->micro_batch, "micro_batches", l->micro_batches);
     if (l->per_gpu_bytes > 0)
-        json_object_set_new(o, "per_gpu_bytes",
-                            json_integer((json_int_t)llround(l->per_gpu_bytes)));
+        json_object_set_new(o, "per_gpu_bytes", jbytes(l->per_gpu_bytes));
     if (kept) {
         json_object_set_new(o, "step_time_s", json_real(l->step_time_s));
         json_object_set_new(o, "compute_s", json_real(l->compute_s));
         json_object_set_new(o, "bubble_s", json_real(l->bubble_s));
         json_object_set_new(o, "comm_exposed_s", json_real(l->comm_exposed_s));
         json_object_set_new(o, "mfu", json_real(l->mfu));
-        json_object_set_new(o, "comm_bytes_per_gpu",
-                            json_integer((json_int_t)llround(l->comm_bytes_per_gpu)));
+        json_object_set_new(o, "comm_bytes_per_gpu", jbytes(l->comm_bytes_per_gpu));
     } else {
         json_object_set_new(o, "reason", json_string(l->reason));
         if (l->over > 0)
-            json_object_set_new(o, "over_bytes", json_integer((json_int_t)llround(l->over)));
+            json_object_set_new(o, "over_bytes", jbytes(l->over));
     }
     return o;
 }
@@ -170,7 +174,7 @@ static void print_json(const struct run *r, const struct plan_result *res)
                   "seq", r->c.seq, "efficiency", r->c.efficiency, "model_flops", res->model_flops,
                   "kept_count", (json_int_t)res->n_kept, "rejected_count",
                   (json_int_t)res->n_rejected, "layouts", kept, "rejected", rej);
-    json_object_set_new(doc, "capacity", json_integer((json_int_t)llround(r->c.capacity)));
+    json_object_set_new(doc, "capacity", jbytes(r->c.capacity));
     json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     printf("\n");
     json_decref(doc);

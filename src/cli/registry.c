@@ -21,8 +21,8 @@ const struct command *const commands[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
+    &bench_formats,
     &bench_collective,
     &bench_train,
-    &bench_formats,
     NULL,
 };

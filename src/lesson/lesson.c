@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "base/datadir.h"
 #include "base/error.h"
@@ -41,7 +42,7 @@ static void *push(void *arrayp, size_t *n, size_t size)
     return el;
 }
 
-static char *dup_n(const char *s, size_t n)
+static char *str_dup_n(const char *s, size_t n)
 {
     char *d = malloc(n + 1);
     if (d) {
@@ -51,9 +52,9 @@ static char *dup_n(const char *s, size_t n)
     return d;
 }
 
-static char *dup(const char *s)
+static char *str_dup(const char *s)
 {
-    return dup_n(s, strlen(s));
+    return str_dup_n(s, strlen(s));
 }
 
 static const char *skip_space(const char *s)
@@ -135,41 +136,20 @@ static const struct {
     const char *name, *kind;
     double factor;
 } unit_table[] = {
-    {"B", "bytes", 1},
-    {"kB", "bytes", 1e3},
-    {"KB", "bytes", 1e3},
-    {"MB", "bytes", 1e6},
-    {"GB", "bytes", 1e9},
-    {"TB", "bytes", 1e12},
-    {"KiB", "bytes", 1024.0},
-    {"MiB", "bytes", 1048576.0},
-    {"GiB", "bytes", 1073741824.0},
-    {"TiB", "bytes", 1099511627776.0},
-    {"s", "seconds", 1},
-    {"ms", "seconds", 1e-3},
-    {"us", "seconds", 1e-6},
-    {"\xc2\xb5s", "seconds", 1e-6}, /* µs */
-    {"ns", "seconds", 1e-9},
-    {"min", "seconds", 60},
-    {"h", "seconds", 3600},
-    {"B/s", "bandwidth", 1},
-    {"kB/s", "bandwidth", 1e3},
-    {"MB/s", "bandwidth", 1e6},
-    {"GB/s", "bandwidth", 1e9},
-    {"TB/s", "bandwidth", 1e12},
-    {"FLOP/s", "compute", 1},
-    {"GFLOP/s", "compute", 1e9},
-    {"TFLOP/s", "compute", 1e12},
-    {"PFLOP/s", "compute", 1e15},
-    {"", "number", 1},
-    {"%", "number", 0.01},
-    {"x", "number", 1},
+    {"B", "bytes", 1},           {"byte", "bytes", 1},           {"bytes", "bytes", 1},
+    {"kB", "bytes", 1e3},        {"KB", "bytes", 1e3},           {"MB", "bytes", 1e6},
+    {"GB", "bytes", 1e9},        {"TB", "bytes", 1e12},          {"KiB", "bytes", 1024.0},
+    {"MiB", "bytes", 1048576.0}, {"GiB", "bytes", 1073741824.0}, {"TiB", "bytes", 1099511627776.0},
+    {"s", "seconds", 1},         {"sec", "seconds", 1},          {"ms", "seconds", 1e-3},
+    {"us", "seconds", 1e-6},     {"\xc2\xb5s", "seconds", 1e-6}, /* µs */
+    {"ns", "seconds", 1e-9},     {"min", "seconds", 60},         {"h", "seconds", 3600},
+    {"B/s", "bandwidth", 1},     {"kB/s", "bandwidth", 1e3},     {"MB/s", "bandwidth", 1e6},
+    {"GB/s", "bandwidth", 1e9},  {"TB/s", "bandwidth", 1e12},    {"FLOP/s", "compute", 1},
+    {"GFLOP/s", "compute", 1e9}, {"TFLOP/s", "compute", 1e12},   {"PFLOP/s", "compute", 1e15},
+    {"", "number", 1},           {"%", "number", 0.01},          {"x", "number", 1},
     {"\xc3\x97", "number", 1}, /* × */
-    {"K", "number", 1e3},
-    {"k", "number", 1e3},
-    {"M", "number", 1e6},
-    {"B", "number", 1e9},
-    {"T", "number", 1e12},
+    {"K", "number", 1e3},        {"k", "number", 1e3},           {"M", "number", 1e6},
+    {"B", "number", 1e9},        {"T", "number", 1e12},
 };
 
 double lesson_unit_factor(const char *unit, const char **kind)
@@ -187,9 +167,13 @@ double lesson_unit_factor(const char *unit, const char **kind)
  * 0 when the unit is not of that kind. */
 static double factor_in(const char *unit, const char *kind)
 {
-    for (size_t i = 0; i < sizeof unit_table / sizeof unit_table[0]; i++)
-        if (strcmp(unit_table[i].kind, kind) == 0 && strcmp(unit, unit_table[i].name) == 0)
-            return unit_table[i].factor;
+    /* the exact spelling first, then any case ("gib", "MS"), as learners type */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < sizeof unit_table / sizeof unit_table[0]; i++)
+            if (strcmp(unit_table[i].kind, kind) == 0 &&
+                (pass ? strcasecmp(unit, unit_table[i].name) : strcmp(unit, unit_table[i].name)) ==
+                    0)
+                return unit_table[i].factor;
     return 0;
 }
 
@@ -238,7 +222,7 @@ static int parse_number(struct parser *p, const char *s, struct lesson_number *n
     } else if (units_parse_double(s, true, &n->value, NULL) < 0) {
         return fail(p, "expected a number or a quantity such as fp16.max, not '%s'", s);
     }
-    n->expr = dup(s);
+    n->expr = str_dup(s);
     return n->expr ? 0 : nomem(p);
 }
 
@@ -308,7 +292,7 @@ static int parse_panel(struct parser *p, const char *arg, struct lesson_panel **
         return fail(p, "@panel needs a panel name (lower case letters, digits, _), e.g. "
                        "@panel formats value=1 format=fp16");
     struct lesson_panel *panel = calloc(1, sizeof *panel);
-    if (!panel || !(panel->name = dup(word))) {
+    if (!panel || !(panel->name = str_dup(word))) {
         free(panel);
         return nomem(p);
     }
@@ -330,8 +314,8 @@ static int parse_panel(struct parser *p, const char *arg, struct lesson_panel **
         struct lesson_setting *set = push(&panel->settings, &panel->nsettings, sizeof *set);
         if (!set)
             return nomem(p);
-        set->key = dup(word);
-        set->value = dup(eq + 1);
+        set->key = str_dup(word);
+        set->value = str_dup(eq + 1);
         if (!set->key || !set->value)
             return nomem(p);
     }
@@ -353,7 +337,7 @@ static int set_once(struct parser *p, char **field, const char *name, const char
 {
     if (*field)
         return fail(p, "a second @%s: the lesson has one", name);
-    *field = dup(arg);
+    *field = str_dup(arg);
     return *field ? 0 : nomem(p);
 }
 
@@ -409,7 +393,7 @@ static int close_question(struct parser *p)
     else if (q->noptions && q->correct < 0)
         rc = fail(p, "question without answer: expected @answer LETTER after its @option lines");
     p->line = line;
-    if (!q->explain && !(q->explain = dup("")))
+    if (!q->explain && !(q->explain = str_dup("")))
         rc = nomem(p);
     p->q = NULL;
     return rc;
@@ -428,7 +412,7 @@ static int parse_question(struct parser *p, const char *arg)
     q->correct = -1;
     p->q = q;
     p->run = NULL;
-    q->text = dup(arg);
+    q->text = str_dup(arg);
     return q->text ? 0 : nomem(p);
 }
 
@@ -440,13 +424,13 @@ static int parse_option(struct parser *p, const char *arg)
     if (q->noptions == LESSON_MAX_OPTIONS)
         return fail(p, "more than %d options", LESSON_MAX_OPTIONS);
     for (size_t i = 0; i < q->noptions; i++)
-        if (strcmp(q->options[i], arg) == 0)
+        if (strcasecmp(q->options[i], arg) == 0) /* learners may type an option's text */
             return fail(p, "duplicate option '%s' (it is option %c)", arg, (int)('a' + i));
     char **slot = push(&q->options, &q->noptions, sizeof *slot);
     if (!slot)
         return nomem(p);
     q->kind = LESSON_Q_CHOICE;
-    *slot = dup(arg);
+    *slot = str_dup(arg);
     return *slot ? 0 : nomem(p);
 }
 
@@ -503,7 +487,7 @@ static int parse_choice_answer(struct parser *p, const char *arg)
                     "fp16.overflows(X))",
                     qt->name);
     q->correct = v != 0 ? iy : in;
-    q->condition = dup(cond);
+    q->condition = str_dup(cond);
     return q->condition ? 0 : nomem(p);
 }
 
@@ -527,7 +511,7 @@ static int parse_number_answer(struct parser *p, const char *arg)
                 return ERR_INVAL;
         } else if (strncmp(word, "unit=", 5) == 0) {
             unit = word + 5;
-            if (!(q->unit = dup(unit)))
+            if (!(q->unit = str_dup(unit)))
                 return nomem(p);
         } else {
             return fail(p, "expected tol=T or unit=U after the answer, not '%s'", word);
@@ -540,7 +524,7 @@ static int parse_number_answer(struct parser *p, const char *arg)
                     "%s is a yes/no quantity: ask it as a choice "
                     "(@option lines, then @answer %s ? a : b)",
                     qt->name, q->answer.expr);
-    if (!q->unit && !(q->unit = dup(qt ? qt->unit : "")))
+    if (!q->unit && !(q->unit = str_dup(qt ? qt->unit : "")))
         return nomem(p);
     if (qt && strcmp(qt->unit, q->unit) != 0) {
         /* The quantity is in its own unit; convert it to the one the learner answers in. */
@@ -588,7 +572,7 @@ static int parse_run(struct parser *p, const char *arg)
         return nomem(p);
     r->line = p->line;
     p->run = r;
-    if (!(r->cmdline = dup(arg)) || !(r->argv = calloc(1, sizeof *r->argv)))
+    if (!(r->cmdline = str_dup(arg)) || !(r->argv = calloc(1, sizeof *r->argv)))
         return nomem(p);
     char word[LESSON_LINE_MAX + 1];
     const char *s = arg;
@@ -597,7 +581,7 @@ static int parse_run(struct parser *p, const char *arg)
     while ((k = next_word(&s, word, sizeof word)) > 0) {
         /* argv keeps a NULL after the last argument */
         char **slot = push(&r->argv, &n, sizeof *slot);
-        if (!slot || !(*slot = dup(word)))
+        if (!slot || !(*slot = str_dup(word)))
             return nomem(p);
         r->argc = (int)n;
         char **end = push(&r->argv, &n, sizeof *end);
@@ -657,7 +641,7 @@ static int parse_expect(struct parser *p, const char *arg)
     if (next_word(&s, path, sizeof path) <= 0 || !valid_path(path))
         return fail(p, "expected @expect PATH CHECK with a JSON path such as "
                        "values[0].fp16.value");
-    if (!(x->path = dup(path)))
+    if (!(x->path = str_dup(path)))
         return nomem(p);
     s = skip_space(s);
     if (next_word(&s, op, sizeof op) <= 0)
@@ -696,7 +680,7 @@ static int parse_expect(struct parser *p, const char *arg)
         if (len < 2 || s[len - 1] != '"' || memchr(s + 1, '"', len - 2))
             return fail(p, "expected = \"TEXT\" with the text in double quotes");
         x->check = LESSON_STR_EQ;
-        x->text = dup_n(s + 1, len - 2);
+        x->text = str_dup_n(s + 1, len - 2);
         return x->text ? 0 : nomem(p);
     }
     const struct quantity *qt;
@@ -766,7 +750,7 @@ static int parse_step(struct parser *p, const char *arg)
     s->line = p->line;
     p->step = s;
     p->run = NULL;
-    s->title = dup(arg);
+    s->title = str_dup(arg);
     return s->title ? 0 : nomem(p);
 }
 
@@ -783,7 +767,7 @@ static int add_text(struct parser *p, const char *line)
     char **slot = push(&p->step->text, &p->step->ntext, sizeof *slot);
     if (!slot)
         return nomem(p);
-    *slot = dup(line);
+    *slot = str_dup(line);
     return *slot ? 0 : nomem(p);
 }
 
@@ -833,7 +817,7 @@ static int parse_directive(struct parser *p, const char *line)
         if (head_only(p, name) < 0)
             return ERR_INVAL;
         char **slot = push(&l->outcomes, &l->noutcomes, sizeof *slot);
-        if (!slot || !(*slot = dup(arg)))
+        if (!slot || !(*slot = str_dup(arg)))
             return nomem(p);
         return 0;
     }
@@ -919,7 +903,7 @@ int lesson_parse_string(const char *name, const char *text, size_t len, struct l
     char *buf = NULL;
     int rc;
     *out = NULL;
-    if (!l || !(l->file = dup(name)))
+    if (!l || !(l->file = str_dup(name)))
         goto oom;
     l->number = lesson_number_of(name);
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) /* a UTF-8 byte-order mark */
@@ -961,7 +945,7 @@ int lesson_parse_string(const char *name, const char *text, size_t len, struct l
         rc = fail(&p, "expected at least one @step TITLE");
         goto fail;
     }
-    if (!l->short_title && !(l->short_title = dup(l->title)))
+    if (!l->short_title && !(l->short_title = str_dup(l->title)))
         goto oom;
     free(buf);
     *out = l;
@@ -1051,7 +1035,7 @@ static int list_lessons(const char *dir, char *folder, size_t fn, char ***names,
         if (!lesson_file_name(ent->d_name))
             continue;
         char **slot = push(names, n, sizeof *slot);
-        if (!slot || !(*slot = dup(ent->d_name))) {
+        if (!slot || !(*slot = str_dup(ent->d_name))) {
             if (slot)
                 (*n)--;
             rc = error_set(e, ERR_NOMEM, "out of memory");
@@ -1104,7 +1088,9 @@ int lesson_load_all(const char *dir, struct lesson ***out, size_t *n, struct err
 int lesson_find(const char *dir, const char *which, struct lesson **out, struct error *e)
 {
     *out = NULL;
-    if (strchr(which, '/'))
+    size_t wl = strlen(which);
+    if (strchr(which, '/') ||
+        (wl > 7 && !strcmp(which + wl - 7, ".lesson") && access(which, F_OK) == 0))
         return lesson_load(which, out, e);
     char folder[4096], path[4096 + 256];
     char **names;
@@ -1116,7 +1102,6 @@ int lesson_find(const char *dir, const char *which, struct lesson **out, struct 
     bool numeric = units_parse_int(which, 0, 99, &num, NULL) == 0;
     const char *hit = NULL;
     for (size_t i = 0; i < count && !hit; i++) {
-        size_t wl = strlen(which);
         if (numeric ? lesson_number_of(names[i]) == num
                     : strcmp(names[i], which) == 0 ||
                           (strncmp(names[i], which, wl) == 0 && !strcmp(names[i] + wl, ".lesson")))

@@ -162,7 +162,7 @@ struct lesson_result {
 int lesson_check_answer(const struct lesson_question *q, const char *answer,
                         struct lesson_result *r, struct error *e);
 
-/* The right answer as text: "65504", "5.96046e-08 (within 1%)", "b) inf". */
+/* The right answer as text: "65504", "108.63 GiB (within 0.5%)", "b) inf". */
 char *lesson_format_answer(const struct lesson_question *q, char *buf, size_t n);
 
 /* Whether x is within tol of want (exact for infinities; NaN matches NaN). */

@@ -9,6 +9,11 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "calc/activ.h"
+#include "calc/memory.h"
+#include "calc/params.h"
+#include "calc/preset.h"
+#include "calc/sched.h"
 #include "comm/cost.h"
 #include "num/fp.h"
 #include "sim/spec.h"
@@ -96,6 +101,127 @@ FORMAT_QUANTITIES(fp16, FP_FP16)
 FORMAT_QUANTITIES(bf16, FP_BF16)
 FORMAT_QUANTITIES(e4m3, FP_E4M3)
 FORMAT_QUANTITIES(e5m2, FP_E5M2)
+
+/* ------------------------------------------------------------------ the calculator (src/calc) */
+
+/* Model states per GPU (bytes) of psi parameters on n data-parallel GPUs at ZeRO stage z, with
+ * mixed-precision AdamW: the ZeRO paper's 16 bytes per parameter, or 18 with fp32 gradients. */
+static double zero_states(double psi, double n, double z, bool grad_fp32)
+{
+    if (!(psi >= 0) || !(n >= 1) || n != floor(n) || !(z >= 0 && z <= 3) || z != floor(z))
+        return NAN;
+    struct memory_states k, st;
+    memory_bytes_per_param(PREC_BF16, OPT_ADAMW, grad_fp32, &k);
+    memory_zero(psi, &k, (int)z, (int)n, &st);
+    return st.weights + st.gradients + st.master + st.optimizer;
+}
+
+static double zero_per_gpu(double psi, double n, double z)
+{
+    return zero_states(psi, n, z, false);
+}
+
+static double zero_per_gpu18(double psi, double n, double z)
+{
+    return zero_states(psi, n, z, true);
+}
+
+/* Bytes one GPU sends per step (one micro-batch, 2-byte gradients and weights): 2(N-1)/N Ψ 2 for
+ * DDP and stages 1-2, 1.5 times that for stage 3 (calc/traffic.h). */
+static double zero_comm(double psi, double n, double z)
+{
+    if (!(psi >= 0) || !(n >= 1) || !(z >= 0 && z <= 3))
+        return NAN;
+    double f = (n - 1) / n;
+    return (z >= 3 ? 3 : 2) * f * psi * 2;
+}
+
+/* The fewest data-parallel GPUs whose model states at stage z fit `capacity` bytes each
+ * (activations aside); 0 if no number of GPUs up to 2^20 does. */
+static double zero_min_gpus(double psi, double z, double capacity)
+{
+    for (int n = 1; n <= 1 << 20; n++)
+        if (zero_states(psi, n, z, false) <= capacity)
+            return n;
+    return 0;
+}
+
+static double synthetic_7b(int what)
+{
+    struct model_shape m;
+    if (preset_load_model("synthetic-7b", &m, NULL) < 0)
+        return NAN;
+    double psi = params_total(&m);
+    return what == 0 ? psi : 16 * psi;
+}
+
+static double s7b_params(void)
+{
+    return synthetic_7b(0);
+}
+
+static double s7b_states(void)
+{
+    return synthetic_7b(1);
+}
+
+/* Bytes one synthetic-7b layer saves for one micro-batch of b sequences of s tokens in bf16,
+ * without checkpointing (calc/activ.h's list). */
+static double s7b_activ_layer(double s, double b)
+{
+    struct model_shape m;
+    if (preset_load_model("synthetic-7b", &m, NULL) < 0 || !(s >= 1 && s <= 1 << 20) ||
+        !(b >= 1 && b <= 1 << 20))
+        return NAN;
+    struct activ_config c = {(int)b, (int)s, 1, false, 2};
+    struct activ_list l;
+    activ_layer(&m, &c, &l);
+    return l.total;
+}
+
+/* Korthikanti et al. 2022: a GPT layer's activations, sbh(34 + 5as/h) bytes for b = 1. */
+static double activ_gpt_layer(double s, double h, double a)
+{
+    if (!(s >= 1 && h >= 1 && a >= 1))
+        return NAN;
+    return s * h * (34 + 5 * a * s / h);
+}
+
+static double bubble(double p, double m)
+{
+    return p >= 1 && m >= 1 ? sched_bubble_over_ideal((int)p, (int)m, 1) : NAN;
+}
+
+static double bubble_wall(double p, double m)
+{
+    return p >= 1 && m >= 1 ? sched_bubble_over_wall((int)p, (int)m, 1) : NAN;
+}
+
+static double bubble_interleaved(double p, double m, double v)
+{
+    return p >= 1 && m >= 1 && v >= 1 ? sched_bubble_over_ideal((int)p, (int)m, (int)v) : NAN;
+}
+
+/* The most micro-batches stage s holds at once, measured on the built schedule. */
+static double peak_in_flight(enum calc_schedule k, double p, double m, double s)
+{
+    struct sched sc;
+    if (!(s >= 0 && s < p) || sched_build(k, (int)p, (int)m, 1, &sc, NULL) < 0)
+        return NAN;
+    double v = sc.peak_chunks[(int)s];
+    sched_free(&sc);
+    return v;
+}
+
+static double peak_1f1b(double p, double m, double s)
+{
+    return peak_in_flight(SCHED_1F1B, p, m, s);
+}
+
+static double peak_gpipe(double p, double m, double s)
+{
+    return peak_in_flight(SCHED_GPIPE, p, m, s);
+}
 
 /* ------------------------------------------------------------------ collectives (comm/cost.h) */
 
@@ -217,6 +343,30 @@ static const struct quantity registry[] = {
     FORMAT_LINES(bf16, "bf16"),
     FORMAT_LINES(e4m3, "fp8_e4m3"),
     FORMAT_LINES(e5m2, "fp8_e5m2"),
+    Q0("synthetic_7b.params", "", "synthetic-7b's parameters, counted from its shape", s7b_params),
+    Q0("synthetic_7b.states", "B",
+       "synthetic-7b's model states with mixed-precision AdamW, 16 B/param", s7b_states),
+    Q2("synthetic_7b.activ_layer", "B",
+       "bytes one synthetic-7b layer saves for s tokens x b sequences in bf16, no "
+       "checkpointing",
+       s7b_activ_layer),
+    Q3("zero.per_gpu", "B", "model states per GPU: psi params, n GPUs, ZeRO stage z, 16 B/param",
+       zero_per_gpu),
+    Q3("zero.per_gpu18", "B", "the same with fp32 gradients, 18 B/param", zero_per_gpu18),
+    Q3("zero.comm", "B", "bytes one GPU sends per step: psi params, n GPUs, stage z (2-byte grads)",
+       zero_comm),
+    Q3("zero.min_gpus", "", "fewest GPUs whose states fit capacity bytes: psi params, stage z",
+       zero_min_gpus),
+    Q3("activ.gpt_layer", "B",
+       "Korthikanti: a GPT layer's activations sbh(34 + 5as/h), s, h, a, b = 1", activ_gpt_layer),
+    Q2("pipeline.bubble", "", "pipeline bubble over ideal compute time, (p-1)/m", bubble),
+    Q2("pipeline.bubble_wall", "", "pipeline bubble over wall time, (p-1)/(m+p-1)", bubble_wall),
+    Q3("pipeline.bubble_interleaved", "", "interleaved 1F1B bubble over ideal time, (p-1)/(vm)",
+       bubble_interleaved),
+    Q3("pipeline.peak_1f1b", "", "micro-batches stage s of p holds at once under 1F1B, m of them",
+       peak_1f1b),
+    Q3("pipeline.peak_gpipe", "", "micro-batches stage s of p holds at once under GPipe",
+       peak_gpipe),
     Q2("ring.allreduce_sent_per_gpu", "B",
        "bytes each of x GPUs sends in a ring all-reduce of y bytes: 2(x-1)/x y", ring_sent_per_gpu),
     Q2("ring.allreduce_sent_total", "B",

@@ -11,7 +11,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/theme.c %reldir%/theme.h
 # the memory lab (issue 3)
 libscalelab_a_SOURCES += \
-	%reldir%/panel_memory.c \
+	%reldir%/panel_memory.c %reldir%/panel_parallel.c \
 	%reldir%/stackbar.c %reldir%/stackbar.h
 # lesson 3's panel (issue 4)
 libscalelab_a_SOURCES += %reldir%/panel_collective.c

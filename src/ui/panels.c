@@ -3,19 +3,17 @@
 
 #include <string.h>
 
-extern const struct panel_ops panel_soon_training, panel_soon_checkpoint, panel_soon_collective,
-    panel_soon_parallel;
-extern const struct panel_ops panel_memory, panel_zero, panel_collective;
+extern const struct panel_ops panel_collective, panel_memory, panel_parallel, panel_zero;
 extern const struct panel_ops panel_training, panel_checkpoint;
 
 /* One line per panel. A panel that replaces a placeholder (panel_soon_*) takes its line. */
 const struct panel_ops *const ui_panels[] = {
-    &panel_training,      /* lesson 1: loss scaling and clipping on a real run */
-    &panel_checkpoint,    /* lesson 2 */
-    &panel_collective,    /* lesson 3 */
-    &panel_soon_parallel, /* lesson 4 */
-    &panel_zero,          /* lesson 5 */
-    &panel_memory,        /* the Lab */
+    &panel_training,   /* lesson 1: loss scaling and clipping on a real run */
+    &panel_checkpoint, /* lesson 2 */
+    &panel_collective, /* lesson 3 */
+    &panel_parallel,   /* lesson 4 */
+    &panel_zero,       /* lesson 5 */
+    &panel_memory,     /* the Lab */
     NULL,
 };
 

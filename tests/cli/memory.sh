@@ -64,6 +64,15 @@ check_json 'd["activation_formula"] == "sbh(10 + 24/t + 5as/(ht))"' "GPT-3: name
 run memory --model gpt3-175b --tp 8 --pp 8 --nodes 8 --sequence-parallel --checkpoint selective --json
 check_json 'd["activations_per_layer"] == 34*2048*12288/8' "GPT-3, sp + selective: 34 sbh/t"
 
+# The lists behind the numbers (tiny, b = 2, s = 64, bf16; by hand in tests/unit/test_calc.c).
+run memory --model tiny --micro-batch 2 --json
+check_json '[t["name"] for t in d["activation_tensors"]] == ["x","attn_rstd","xn1","q","k","v","att","attn_out","x1","mlp_rstd","xn2","gate","up","act"]' "JSON: the activation list, in order"
+check_json 'sum(t["bytes"] for t in d["activation_tensors"]) == 329728 == d["activations_per_layer"]' "JSON: the list adds up to one layer's 329,728 bytes"
+check_json 'sum(t["rows"]*t["cols"]*(4 if t["where"]=="layer" else 1) for t in d["param_tensors"]) == d["params"]' "JSON: the parameter tensors add up to the count"
+run memory --model tiny --micro-batch 2 --tensors
+check_contains "$out" "att           as^2b             32,768 x 2 B =      64.00 KiB" "--tensors lists the attention matrix"
+check_contains "$out" "w_gate                 64 x 172                11,008  each layer  split by tp" "--tensors lists the parameters"
+
 # Files.
 run memory --model "$D/mine.ini" --json
 check_json 'd["params"] == 21792 and d["model"] == "mine"' "--model FILE: counted from its shape"
@@ -107,5 +116,11 @@ bad "model and params" "exclude each other" --model tiny --params 1e9
 bad "seq beyond learned positions" "longer than the 2048 learned positions" --model gpt3-175b --seq 4096
 bad "sp needs t | s" "--tp 2 must divide --seq 3" --tp 2 --sequence-parallel --seq 3
 bad "unknown option" "unknown option '--zer'" --zer 1
+bad "absurd tokens per micro-batch" "more than 2^30 tokens per micro-batch" --micro-batch 65536 --seq 1048576
+bad "absurd sequence" "--seq: '99999999' is not allowed" --seq 99999999
+
+# Huge but allowed sizes stay numbers in the JSON, never wrapped integers.
+run memory --model tiny --micro-batch 1024 --seq 1048576 --json
+check_json 'd["per_gpu"]["activations"] > 1e16 and d["fits"] is False' "huge activations stay positive numbers"
 
 done_testing

@@ -1,16 +1,21 @@
 /* libFuzzer target for the lesson parser: any bytes must give a lesson or a FILE:LINE error,
  * never a crash, a leak or undefined behaviour. A parsed lesson is also walked the way the
  * window walks it: every question gets answers cut from the input, every line its ASCII
- * rendering. Build and run: make fuzz-lesson (see tests/fuzz/README.md). */
+ * rendering. The same bytes are also read as a saved-progress file. Build and run: make fuzz-lesson
+ * (see tests/fuzz/README.md). */
 #include "config.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "lesson/ascii.h"
 #include "lesson/lesson.h"
+#include "lesson/progress.h"
 #include "lesson/quantity.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -54,6 +59,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         double v;
         ascii_line(buf, sizeof buf, text);
         quantity_eval(text, &v, NULL, &e);
+    }
+    /* the input as a progress file, through a memory file */
+    int fd = memfd_create("progress", 0);
+    if (fd >= 0) {
+        char path[64];
+        static struct progress p;
+        if (write(fd, data, size) == (ssize_t)size) {
+            snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+            if (progress_load(&p, path, &e) != 0 && p.current != -1)
+                abort(); /* a refused file must leave fresh progress */
+        }
+        close(fd);
     }
     free(text);
     return 0;

@@ -352,6 +352,23 @@ START_TEST(memory_synthetic_7b)
     ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 0, 4, 8), 4);
     ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 3, 4, 8), 1);
     ck_assert_int_eq(memory_in_flight(SCHED_1F1B, 0, 4, 2), 2);
+    /* Each stage on its own: the reported GPU is the largest; 1F1B's in-flight count falls
+     * from p to 1 along the pipeline; the stages' parameters add up to the model plus the tied
+     * copy of the embedding on the last stage. */
+    c.schedule = SCHED_1F1B;
+    ck_assert_int_eq(memory_compute(&c, &r, &e), 0);
+    double most = 0, psi = 0;
+    for (int s = 0; s < 4; s++) {
+        struct memory_result st;
+        ck_assert_int_eq(memory_compute_stage(&c, s, &st, &e), 0);
+        ck_assert_int_eq(st.in_flight, 4 - s);
+        ck_assert_int_eq(st.stage, s);
+        most = fmax(most, st.total);
+        psi += st.params_gpu;
+    }
+    ck_assert(most == r.total);
+    ck_assert(psi == 7289966592.0 + 51200.0 * 4096);
+    ck_assert_int_eq(memory_compute_stage(&c, 4, &g, &e), ERR_INVAL);
     /* A bare count: Ψ / (tp pp). */
     c = config_7b(NULL);
     c.params = 7.5e9, c.dp = 64, c.zero = 2;
@@ -426,6 +443,26 @@ START_TEST(korthikanti_gpt3)
     ck_assert(t.per_layer == 2 * sbh && t.checkpoints == 96);
     activ_total(&m, &c, &(struct activ_policy){ACTIV_SELECTIVE, 0}, 96, true, true, &t);
     ck_assert(t.per_layer == 34 * sbh);
+    /* The paper's other models (Table 3: 22B, 530B, 1T; s = 2048, t = 8), every variant. */
+    static const struct {
+        int h, a, L;
+    } table3[] = {{6144, 64, 48}, {20480, 128, 105}, {25600, 160, 128}};
+    for (size_t i = 0; i < sizeof table3 / sizeof table3[0]; i++) {
+        double H = table3[i].h, A = table3[i].a, sh = 2048 * H;
+        struct model_shape k = {
+            "",    table3[i].L, table3[i].h, table3[i].a, table3[i].a, 4 * table3[i].h,
+            51200, 2048,        FFN_GELU,    true};
+        struct activ_config kc = {1, 2048, 8, false, 2};
+        activ_layer(&k, &kc, &l);
+        /* 5as/h is not a whole number for the 22B model: compare to 1e-12 relative */
+        double want = sh * (10 + 24.0 / 8 + 5 * A * 2048 / (H * 8));
+        ck_assert_double_eq_tol(l.total, want, 1e-12 * want);
+        kc.sp = true;
+        activ_layer(&k, &kc, &l);
+        want = sh / 8 * (34 + 5 * A * 2048 / H);
+        ck_assert_double_eq_tol(l.total, want, 1e-12 * want);
+        ck_assert_double_eq_tol(l.total - l.core, 34 * sh / 8, 1e-12 * want);
+    }
     /* fp32 activations: 16 elements of 4 bytes + 2 one-byte masks; 2 x 4 + 1 per as^2b. */
     c.bytes = 4;
     activ_layer(&m, &c, &l);

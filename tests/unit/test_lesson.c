@@ -206,6 +206,8 @@ static const struct {
      "t.lesson:6: expected a number or a quantity such as fp16.max, not '1abc'"},
     {HEAD "@step S\n@question Q?\n@option yes\n@option yes\n",
      "t.lesson:7: duplicate option 'yes' (it is option a)"},
+    {HEAD "@step S\n@question Q?\n@option Inf\n@option b\n@option inf\n",
+     "t.lesson:8: duplicate option 'inf' (it is option a)"},
     {HEAD "@step S\n@question Q?\n@option yes\n@answer a\n",
      "t.lesson:5: a choice question needs at least two @option lines"},
     {HEAD "@step S\n@question Q?\n@option a\n@option b\n@answer c\n",
@@ -413,6 +415,9 @@ START_TEST(answers_numbers)
     right(2, "108.63 GiB");
     right(2, "108.63GiB");
     right(2, "116.64 GB");
+    right(2, "116.64 gb");
+    right(2, "108.63 gib");
+    right(2, "116640000000 bytes");
     right(2, "108.2");
     wrong(2, "108");
     wrong(2, "116.64"); /* GB number typed without its unit: read as GiB */

@@ -1,0 +1,446 @@
+/* Lesson 4's panel: a dp x tp x pp layout of a model, the memory of one GPU of each pipeline
+ * stage as stacked bars against its capacity, and the pipeline schedule as a Gantt chart with
+ * its bubble. The numbers come from src/calc (memory_compute_stage, sched_build), as
+ * 'scalelab memory' and 'scalelab pipeline' print them.
+ *
+ * Knobs (Up/Down select, Left/Right change): model, dp, tp, pp, micro-batches, schedule
+ * (gpipe or 1f1b), ZeRO stage, checkpoint policy, GPU memory. Lesson settings: model=NAME,
+ * dp=N, tp=N, pp=N, micro_batches=M, schedule=gpipe|1f1b, zero=0-3,
+ * checkpoint=none|selective|full|sqrt|every:K, gpu_mem=SIZE. */
+#include "config.h"
+
+#include <curses.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "calc/activ.h"
+#include "calc/memory.h"
+#include "calc/preset.h"
+#include "calc/sched.h"
+#include "ui/draw.h"
+#include "ui/eventlog.h"
+#include "ui/panel.h"
+#include "ui/stackbar.h"
+
+#define GIB        1073741824.0
+#define MAX_MODELS 8
+#define MAX_SHOWN  8 /* stages drawn as bars (the first ones and the last) */
+
+static const char *const model_names[] = {"synthetic-7b", "tiny",       "small",
+                                          "llama2-13b",   "llama2-70b", "gpt3-175b"};
+static const double mem_steps[] = {16, 24, 32, 40, 48, 64, 80, 96, 128, 144}; /* GiB */
+static const char *const ckpt_names[] = {"none", "selective", "full", "sqrt"};
+
+enum { K_MODEL, K_DP, K_TP, K_PP, K_M, K_SCHED, K_ZERO, K_CKPT, K_MEM, K_COUNT };
+
+struct settings {
+    int model, dp, tp, pp, m, zero;
+    enum calc_schedule sched;
+    struct activ_policy ckpt;
+    double capacity;
+};
+
+struct par {
+    struct eventlog *log;
+    int nmodels;
+    struct model_shape models[MAX_MODELS];
+    struct settings s, start;
+    int sel;
+    bool ok;
+    char err[ERROR_MAX];
+    struct memory_result stage[MAX_SHOWN];
+    int shown[MAX_SHOWN], nshown;
+    struct sched sched;
+    bool have_sched;
+};
+
+static void compute(struct par *p)
+{
+    const struct settings *s = &p->s;
+    const struct model_shape *m = &p->models[s->model];
+    struct memory_config c = {.model = m,
+                              .precision = PREC_BF16,
+                              .optimizer = OPT_ADAMW,
+                              .dp = s->dp,
+                              .tp = s->tp,
+                              .pp = s->pp,
+                              .zero = s->zero,
+                              .micro_batch = 1,
+                              .seq = m->seq,
+                              .micro_batches = s->m,
+                              .schedule = s->sched,
+                              .sp = s->tp > 1,
+                              .ckpt = s->ckpt,
+                              .capacity = s->capacity};
+    struct error e = {0};
+    p->ok = true;
+    p->err[0] = '\0';
+    /* the first stages, and the last one */
+    p->nshown = s->pp < MAX_SHOWN ? s->pp : MAX_SHOWN;
+    for (int i = 0; i < p->nshown; i++)
+        p->shown[i] = i;
+    if (s->pp > MAX_SHOWN)
+        p->shown[MAX_SHOWN - 1] = s->pp - 1;
+    for (int i = 0; i < p->nshown && p->ok; i++)
+        if (memory_compute_stage(&c, p->shown[i], &p->stage[i], &e) < 0) {
+            p->ok = false;
+            snprintf(p->err, sizeof p->err, "%s", e.msg);
+        }
+    if (p->have_sched)
+        sched_free(&p->sched);
+    p->have_sched = p->ok && sched_build(s->sched, s->pp, s->m, 1, &p->sched, &e) == 0;
+    if (p->ok && !p->have_sched) {
+        p->ok = false;
+        snprintf(p->err, sizeof p->err, "%s", e.msg);
+    }
+}
+
+static int par_init(void **state, const struct panel_env *env, struct error *e)
+{
+    struct par *p = calloc(1, sizeof *p);
+    if (!p)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    p->log = env->log;
+    for (size_t i = 0; i < sizeof model_names / sizeof model_names[0]; i++)
+        if (preset_load_model(model_names[i], &p->models[p->nmodels], NULL) == 0)
+            p->nmodels++;
+    if (p->nmodels == 0) {
+        free(p);
+        return error_set(e, ERR_IO, "no model presets found under assets/models");
+    }
+    p->s = (struct settings){.model = 0,
+                             .dp = 1,
+                             .tp = 2,
+                             .pp = 4,
+                             .m = 8,
+                             .zero = 0,
+                             .sched = SCHED_1F1B,
+                             .ckpt = {ACTIV_NONE, 0},
+                             .capacity = 80 * GIB};
+    p->start = p->s;
+    compute(p);
+    *state = p;
+    return 0;
+}
+
+static void par_fini(void *state)
+{
+    struct par *p = state;
+    if (p->have_sched)
+        sched_free(&p->sched);
+    free(p);
+}
+
+static void knob_text(const struct par *p, int k, char *name, size_t nn, char *val, size_t vn)
+{
+    static const char *names[K_COUNT] = {"model",    "dp",   "tp",   "pp",     "micro-b.",
+                                         "schedule", "ZeRO", "ckpt", "GPU mem"};
+    const struct settings *s = &p->s;
+    snprintf(name, nn, "%s", names[k]);
+    switch (k) {
+    case K_MODEL: snprintf(val, vn, "%s", p->models[s->model].name); break;
+    case K_DP: snprintf(val, vn, "%d", s->dp); break;
+    case K_TP: snprintf(val, vn, "%d", s->tp); break;
+    case K_PP: snprintf(val, vn, "%d", s->pp); break;
+    case K_M: snprintf(val, vn, "%d", s->m); break;
+    case K_SCHED: snprintf(val, vn, "%s", sched_name(s->sched)); break;
+    case K_ZERO: snprintf(val, vn, "%d", s->zero); break;
+    case K_CKPT: activ_policy_name(val, vn, &s->ckpt); break;
+    default: snprintf(val, vn, "%.0f GiB", s->capacity / GIB); break;
+    }
+}
+
+static void twice(int *v, int dir, int max)
+{
+    if (dir > 0 && *v * 2 <= max)
+        *v *= 2;
+    else if (dir < 0 && *v > 1)
+        *v /= 2;
+}
+
+static void change(struct par *p, int k, int dir)
+{
+    struct settings *s = &p->s;
+    switch (k) {
+    case K_MODEL: s->model = (s->model + p->nmodels + dir) % p->nmodels; break;
+    case K_DP: twice(&s->dp, dir, 1024); break;
+    case K_TP: twice(&s->tp, dir, 64); break;
+    case K_PP: twice(&s->pp, dir, SCHED_MAX_STAGES); break;
+    case K_M: twice(&s->m, dir, 256); break;
+    case K_SCHED: s->sched = s->sched == SCHED_GPIPE ? SCHED_1F1B : SCHED_GPIPE; break;
+    case K_ZERO: s->zero = (s->zero + 4 + dir) % 4; break;
+    case K_CKPT: {
+        int i = 0;
+        char cur[32];
+        activ_policy_name(cur, sizeof cur, &s->ckpt);
+        for (int j = 0; j < 4; j++)
+            if (!strcmp(cur, ckpt_names[j]))
+                i = j;
+        activ_parse_policy(ckpt_names[(i + 4 + dir) % 4], &s->ckpt, NULL);
+        break;
+    }
+    default: {
+        int n = (int)(sizeof mem_steps / sizeof mem_steps[0]);
+        double cur = s->capacity / GIB;
+        for (int i = dir > 0 ? 0 : n - 1; i >= 0 && i<n; i += dir> 0 ? 1 : -1)
+            if (dir > 0 ? mem_steps[i] > cur + 1e-9 : mem_steps[i] < cur - 1e-9) {
+                s->capacity = mem_steps[i] * GIB;
+                break;
+            }
+    }
+    }
+    char name[32], val[48];
+    knob_text(p, k, name, sizeof name, val, sizeof val);
+    compute(p);
+    eventlog_add(p->log, "layout: %s = %s", name, val);
+}
+
+static int par_on_key(void *state, int key)
+{
+    struct par *p = state;
+    switch (key) {
+    case KEY_UP:
+    case 'k': p->sel = (p->sel + K_COUNT - 1) % K_COUNT; break;
+    case KEY_DOWN:
+    case 'j': p->sel = (p->sel + 1) % K_COUNT; break;
+    case KEY_RIGHT:
+    case 'l': change(p, p->sel, +1); break;
+    case KEY_LEFT:
+    case 'h': change(p, p->sel, -1); break;
+    case 'g': change(p, K_SCHED, +1); break;
+    case 'm': change(p, K_MODEL, +1); break;
+    default: return 0;
+    }
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+static int par_on_event(void *state, const struct panel_event *ev)
+{
+    struct par *p = state;
+    if (ev->kind != PANEL_RESET)
+        return 0;
+    p->s = p->start;
+    compute(p);
+    eventlog_add(p->log, "layout: reset");
+    return PANEL_REDRAW;
+}
+
+static int par_set(void *state, const char *name, const char *value, struct error *e)
+{
+    struct par *p = state;
+    struct settings s = p->s;
+    long long v = 0;
+    int rc = 0;
+    struct {
+        const char *name;
+        int *field;
+        long long min, max;
+    } ints[] = {{"dp", &s.dp, 1, 1024},
+                {"tp", &s.tp, 1, 64},
+                {"pp", &s.pp, 1, 64},
+                {"micro_batches", &s.m, 1, 256},
+                {"zero", &s.zero, 0, 3}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (!strcmp(name, ints[i].name)) {
+            if ((rc = units_parse_int(value, ints[i].min, ints[i].max, &v, e)) == 0)
+                *ints[i].field = (int)v;
+            goto done;
+        }
+    if (!strcmp(name, "model")) {
+        int found = -1;
+        for (int i = 0; i < p->nmodels; i++)
+            if (!strcmp(p->models[i].name, value))
+                found = i;
+        if (found < 0)
+            return error_set(e, ERR_INVAL, "the layout panel has no model '%s'", value);
+        s.model = found;
+    } else if (!strcmp(name, "schedule")) {
+        if ((rc = sched_parse(value, &s.sched, e)) == 0 && s.sched == SCHED_INTERLEAVED)
+            rc = error_set(e, ERR_INVAL, "the layout panel shows gpipe or 1f1b");
+    } else if (!strcmp(name, "checkpoint")) {
+        rc = activ_parse_policy(value, &s.ckpt, e);
+    } else if (!strcmp(name, "gpu_mem")) {
+        double b = 0;
+        if ((rc = units_parse_bytes(value, 1e15, &b, e)) == 0 && !(b > 0))
+            rc = error_set(e, ERR_INVAL, "gpu_mem must be above 0");
+        s.capacity = b;
+    } else {
+        return error_set(e, ERR_INVAL,
+                         "the layout panel knows model, dp, tp, pp, micro_batches, schedule, "
+                         "zero, checkpoint and gpu_mem, not '%s'",
+                         name);
+    }
+done:
+    if (rc < 0) {
+        error_prefix(e, "%s", name);
+        return ERR_INVAL;
+    }
+    p->s = p->start = s;
+    compute(p);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ drawing */
+
+static const enum ui_role part_role[5] = {ROLE_SIGN, ROLE_EXP, ROLE_MAN, ROLE_BAR, ROLE_GOOD};
+static const char part_letter[5] = {'W', 'G', 'M', 'O', 'A'};
+
+static void draw_bar(struct ui_canvas *c, int y, int x, int w, const struct memory_result *m,
+                     double scale)
+{
+    const struct ui_glyphs *g = theme_glyphs();
+    double parts[5] = {m->states.weights, m->states.gradients, m->states.master,
+                       m->states.optimizer, m->activations};
+    static struct stackbar sb; /* UI thread only */
+    stackbar_layout(parts, 5, scale, m->capacity, w, &sb);
+    for (int i = 0; i < sb.width; i++) {
+        char cell[2] = {0, 0};
+        if (i == sb.cap_col) {
+            canvas_text(c, y, x + i, ROLE_WARN, g->v);
+        } else if (sb.part[i] < 0) {
+            canvas_text(c, y, x + i, ROLE_DIM, g->bar_empty);
+        } else {
+            cell[0] = part_letter[(int)sb.part[i]];
+            canvas_text(c, y, x + i, sb.over[i] ? ROLE_ERROR : part_role[(int)sb.part[i]],
+                        theme_color() ? g->bar : cell);
+        }
+    }
+}
+
+static void draw_gantt(const struct par *p, struct ui_canvas *c, int y, int h)
+{
+    const struct sched *s = &p->sched;
+    int w = c->r.w - 4;
+    if (w < 8 || h < 2)
+        return;
+    /* each column shows `per` slots (the slot at its start) */
+    int per = (s->makespan + w - 1) / w;
+    if (per < 1)
+        per = 1;
+    int rows = s->p < h ? s->p : h;
+    for (int r = 0; r < rows; r++) {
+        int st = r == rows - 1 ? s->p - 1 : r;
+        canvas_printf(c, y + r, 0, ROLE_DIM, "%2d", st);
+        for (int col = 0; col * per < s->makespan && col < w; col++) {
+            int t = col * per;
+            char ch = '.';
+            int micro = -1;
+            for (int i = 0; i < s->count[st]; i++) {
+                const struct sched_op *op = &s->ops[st][i];
+                if (op->start <= t && t < op->start + op->duration) {
+                    ch = op->kind;
+                    micro = op->micro;
+                    break;
+                }
+            }
+            char cell[2] = {ch, 0};
+            if (per == 1 && micro >= 0 && micro < 10)
+                cell[0] = ch == 'F' ? (char)('0' + micro) : (char)('a' + micro);
+            canvas_text(c, y + r, 3 + col,
+                        ch == 'F'   ? ROLE_EXP
+                        : ch == 'B' ? ROLE_MAN
+                                    : ROLE_DIM,
+                        cell);
+        }
+    }
+}
+
+static void par_draw(const void *state, struct ui_canvas *c)
+{
+    const struct par *p = state;
+    const struct ui_glyphs *g = theme_glyphs();
+    int w = c->r.w, h = c->r.h, y = 0;
+    char name[32], val[48];
+
+    /* knobs, three to a row when there is room */
+    int per_row = w >= 78 ? 3 : w >= 44 ? 2 : 1, colw = w / per_row;
+    /* the model on a row of its own (its name is long), then the other knobs */
+    for (int k = 0; k < K_COUNT; k++) {
+        int i = k == K_MODEL ? 0 : k - 1 + per_row;
+        int row = i / per_row, x = (i % per_row) * colw;
+        knob_text(p, k, name, sizeof name, val, sizeof val);
+        bool sel = k == p->sel;
+        if (sel)
+            canvas_text(c, y + row, x, ROLE_SELECTED, g->sel);
+        canvas_printf(c, y + row, x + 2, ROLE_DIM, "%-9s", name);
+        canvas_text(c, y + row, x + 12, sel ? ROLE_SELECTED : ROLE_TEXT, val);
+    }
+    y += 1 + (K_COUNT - 1 + per_row - 1) / per_row;
+    const struct settings *s = &p->s;
+    canvas_printf(c, y++, 0, ROLE_DIM, "%d GPUs: dp %d x tp %d x pp %d%s", s->dp * s->tp * s->pp,
+                  s->dp, s->tp, s->pp, s->tp > 1 ? " (+ seq. parallel)" : "");
+    if (!p->ok) {
+        canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
+        return;
+    }
+
+    /* memory of one GPU per stage */
+    double largest = 0;
+    for (int i = 0; i < p->nshown; i++)
+        largest = fmax(largest, p->stage[i].total);
+    double scale = stackbar_scale(largest, s->capacity);
+    /* rows: the bars (at least the first and the last stage), the chart's title, its rows
+     * and its legend share what is left */
+    int avail = h - y - 2;
+    int gantt_rows = s->pp < 8 ? s->pp : 8;
+    int bars = p->nshown;
+    if (bars + gantt_rows > avail) {
+        bars = avail - gantt_rows;
+        if (bars < 2)
+            bars = p->nshown < 2 ? p->nshown : 2;
+        gantt_rows = avail - bars;
+    }
+    for (int i = 0; i < bars; i++) {
+        const struct memory_result *r = &p->stage[i == bars - 1 ? p->nshown - 1 : i];
+        int x = canvas_printf(c, y, 0, ROLE_DIM, "st%-2d", r->stage);
+        int bw = w - x - 24;
+        if (bw > 4)
+            draw_bar(c, y, x, bw, r, scale);
+        x += bw > 4 ? bw + 1 : 0;
+        x = canvas_printf(c, y, x, r->fits ? ROLE_TEXT : ROLE_ERROR, "%6.2f GiB", r->total / GIB);
+        canvas_printf(c, y, x + 1, ROLE_DIM, "%d in fl.", r->in_flight);
+        y++;
+    }
+
+    /* the schedule */
+    if (p->have_sched && y + 2 < h) {
+        const struct sched *sc = &p->sched;
+        canvas_printf(c, y++, 0, ROLE_TITLE, "%s bubble %d/%d: %.1f%% ideal, %.1f%% wall",
+                      sched_name(s->sched), s->pp - 1, s->m,
+                      100 * sched_bubble_over_ideal(s->pp, s->m, 1),
+                      100 * sched_bubble_over_wall(s->pp, s->m, 1));
+        int rows = gantt_rows < h - y - 1 ? gantt_rows : h - y - 1;
+        draw_gantt(p, c, y, rows);
+        y += rows;
+        if (y < h)
+            canvas_printf(c, y, 0, ROLE_DIM, "0-9 forward, a-j backward; %d slots", sc->makespan);
+    }
+}
+
+static const struct panel_key par_keys[] = {
+    {"Up/Down j/k", "select a knob", "knob"},
+    {"Left/Right h/l", "change the selected knob", "change"},
+    {"g", "GPipe or 1F1B", NULL},
+    {"m", "next model", NULL},
+    {NULL, NULL, NULL},
+};
+
+const struct panel_ops panel_parallel = {
+    .name = "parallel",
+    .title = "Parallel layouts",
+    .about = "A dp x tp x pp layout: the memory of one GPU of each pipeline stage (weights, "
+             "gradients, master weights, optimizer state, activations) against its capacity, "
+             "and the pipeline schedule with its bubble. GPipe and 1F1B have the same bubble; "
+             "1F1B's first stage holds p micro-batches instead of m.",
+    .init = par_init,
+    .fini = par_fini,
+    .on_key = par_on_key,
+    .on_event = par_on_event,
+    .set = par_set,
+    .draw = par_draw,
+    .keys = par_keys,
+};
