@@ -4,7 +4,9 @@
 #include "cli/command.h"
 
 extern const struct command cmd_bench;
+extern const struct command cmd_train;
 extern const struct bench_case bench_collective;
+extern const struct bench_case bench_train;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
 extern const struct bench_case bench_formats;
@@ -14,12 +16,13 @@ extern const struct command cmd_plan;
 extern const struct command cmd_run;
 
 const struct command *const commands[] = {
-    &cmd_formats,    &cmd_memory, &cmd_plan,  &cmd_pipeline,
-    &cmd_collective, &cmd_run,    &cmd_bench, NULL,
+    &cmd_formats, &cmd_memory, &cmd_plan,  &cmd_pipeline, &cmd_collective,
+    &cmd_train,   &cmd_run,    &cmd_bench, NULL,
 };
 
 const struct bench_case *const bench_cases[] = {
     &bench_formats,
     &bench_collective,
+    &bench_train,
     NULL,
 };

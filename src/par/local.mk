@@ -1,1 +1,2 @@
-libscalelab_a_SOURCES +=
+libscalelab_a_SOURCES += \
+	%reldir%/trainer.c %reldir%/trainer.h

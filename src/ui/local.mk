@@ -7,7 +7,6 @@ libscalelab_a_SOURCES += \
 	%reldir%/lessonpane.c %reldir%/lessonpane.h \
 	%reldir%/panel.h \
 	%reldir%/panel_formats.c \
-	%reldir%/panel_soon.c \
 	%reldir%/panels.c %reldir%/panels.h \
 	%reldir%/termcheck.c %reldir%/termcheck.h \
 	%reldir%/theme.c %reldir%/theme.h
@@ -17,3 +16,5 @@ libscalelab_a_SOURCES += \
 	%reldir%/stackbar.c %reldir%/stackbar.h
 # lesson 3's panel (issue 4)
 libscalelab_a_SOURCES += %reldir%/panel_collective.c
+# lessons 1 and 2's panels (issue 5)
+libscalelab_a_SOURCES += %reldir%/panel_training.c %reldir%/panel_checkpoint.c

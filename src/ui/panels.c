@@ -4,18 +4,18 @@
 #include <string.h>
 
 extern const struct panel_ops panel_formats;
-extern const struct panel_ops panel_soon_training, panel_soon_checkpoint;
 extern const struct panel_ops panel_collective, panel_memory, panel_parallel, panel_zero;
+extern const struct panel_ops panel_training, panel_checkpoint;
 
-/* One line per panel. A panel that replaces a placeholder (panel_soon_*) takes its line. */
+/* One line per panel; a lesson file names its panel with @panel NAME. */
 const struct panel_ops *const ui_panels[] = {
-    &panel_formats,         /* lesson 1: number formats */
-    &panel_soon_training,   /* lesson 1: loss scaling and clipping on a real run */
-    &panel_soon_checkpoint, /* lesson 2 */
-    &panel_collective,      /* lesson 3 */
-    &panel_parallel,        /* lesson 4 */
-    &panel_zero,            /* lesson 5 */
-    &panel_memory,          /* the Lab */
+    &panel_formats,    /* lesson 1: number formats */
+    &panel_training,   /* lesson 1: loss scaling and clipping on a real run */
+    &panel_checkpoint, /* lesson 2 */
+    &panel_collective, /* lesson 3 */
+    &panel_parallel,   /* lesson 4 */
+    &panel_zero,       /* lesson 5 */
+    &panel_memory,     /* the Lab */
     NULL,
 };
 

@@ -113,7 +113,7 @@ fi
 
 keys 2
 wait_for "Lesson 2" "2 switches to lesson 2"
-wait_for "Lesson 2: each layer's activation" "a panel not built yet says what it will show"
+wait_for "Activation memory" "lesson 2 shows its activation-memory panel"
 keys 3
 wait_for "Lesson 3" "3 switches to lesson 3"
 keys Tab

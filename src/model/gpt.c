@@ -1,0 +1,1103 @@
+/* The tiny GPT: forward and backward by hand over cblas_sgemm.
+ *
+ * Shapes: N = B T rows (tokens), d model width, H heads of hd = d / H, F SwiGLU width, V
+ * vocabulary. A matrix W [out, in] maps x [N, in] to y = x W^T [N, out] (PyTorch's Linear);
+ * its backward is dx = dy W [N, in] and dW = dy^T x [out, in].
+ *
+ * How a step runs: the forward pass computes one layer at a time in fp32 workspace buffers
+ * (one layer's worth, reused), rounds every tensor to the training format where it is
+ * produced, and copies the tensors the backward pass needs into that layer's saved set, in the
+ * format's width. The backward pass decodes a layer's saved set back into the workspace (or
+ * recomputes it, for checkpointed layers) and runs that layer's backward. Because recomputation
+ * runs exactly the same code on exactly the same inputs (single-threaded sgemm is
+ * deterministic), gradients are bit-identical under every checkpoint policy.
+ *
+ * Saved per layer (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+ * Transformer Models", section 4.1, adapted: no dropout, RMSNorm, SwiGLU): the attention
+ * norm's input x, its output xn1 (input of Wq, Wk, Wv), q and k after RoPE (for QK^T), v, the
+ * softmax probabilities p [B, H, T, T] (for the attention over v), the attention output att
+ * (input of Wo), the MLP norm's input xm, its output xn2 (input of w_gate, w_up), the gate
+ * and up projections g, u (for SwiGLU's backward) and the hidden h = silu(g) u (input of
+ * w_down), and each RMSNorm's 1 / rms per token in fp32: 8 N d + 3 N F + B H T^2 elements in
+ * the format and 2 N in fp32 -- exactly the list of calc/activ.h, which predicts the bytes.
+ * The ends keep the final norm's input, its 1 / rms and output, and the fp32 softmax of the
+ * logits for the cross-entropy's backward.
+ *
+ * Memory is measured, not estimated: the kept tensors live in an arena allocated once, and each
+ * is charged to the allocator seam when it comes to life (forward, or recomputation) and
+ * released when the backward pass is done with it, so the peak is what the policy really
+ * holds at its worst moment. */
+#include "config.h"
+#include "model/gpt.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/rng.h"
+
+#define RMS_EPS   1e-5
+#define ROPE_BASE 10000.0
+
+/* ------------------------------------------------------------------ shape and layout */
+
+int gpt_config_check(const struct gpt_config *c, struct error *e)
+{
+    if (c->vocab < 2 || c->d < 2 || c->layers < 1 || c->heads < 1 || c->ffn < 1 || c->seq < 1)
+        return error_set(e, ERR_INVAL,
+                         "model shape: vocab >= 2, d_model >= 2, layers, heads, ffn and seq "
+                         ">= 1 are needed");
+    if (c->d % c->heads != 0 || (c->d / c->heads) % 2 != 0)
+        return error_set(e, ERR_INVAL,
+                         "model shape: d_model %d must be a multiple of heads %d with an even "
+                         "head dimension (RoPE rotates pairs)",
+                         c->d, c->heads);
+    if (c->vocab > 1 << 20 || c->d > 1 << 16 || c->ffn > 1 << 18 || c->seq > 1 << 16 ||
+        c->layers > 1024)
+        return error_set(e, ERR_INVAL, "model shape: too large for this lab");
+    return 0;
+}
+
+static size_t layer_params(const struct gpt_config *c)
+{
+    size_t d = (size_t)c->d, f = (size_t)c->ffn;
+    return 2 * d + 4 * d * d + 3 * d * f;
+}
+
+size_t gpt_param_count(const struct gpt_config *c)
+{
+    return (size_t)c->vocab * c->d + (size_t)c->layers * layer_params(c) + (size_t)c->d;
+}
+
+size_t gpt_tensor_count(const struct gpt_config *c)
+{
+    return 2 + 9 * (size_t)c->layers;
+}
+
+static const char *const kind_names[GPT_KINDS] = {
+    "embedding", "attn_norm", "wq",   "wk",     "wv",         "wo",
+    "mlp_norm",  "w_gate",    "w_up", "w_down", "final_norm",
+};
+
+const char *gpt_kind_name(enum gpt_kind k)
+{
+    return k < GPT_KINDS ? kind_names[k] : "?";
+}
+
+struct gpt_tensor gpt_tensor_at(const struct gpt_config *c, size_t i)
+{
+    size_t d = (size_t)c->d, f = (size_t)c->ffn;
+    struct gpt_tensor t = {GPT_EMBEDDING, -1, 0, c->vocab, c->d};
+    if (i == 0)
+        return t;
+    if (i == gpt_tensor_count(c) - 1)
+        return (struct gpt_tensor){GPT_FINAL_NORM, -1, gpt_param_count(c) - d, 1, c->d};
+    size_t l = (i - 1) / 9, k = (i - 1) % 9;
+    size_t off = (size_t)c->vocab * d + l * layer_params(c);
+    /* sizes of the nine tensors of a layer, in order */
+    const size_t rows[9] = {1, d, d, d, d, 1, f, f, d};
+    const size_t cols[9] = {d, d, d, d, d, d, d, d, f};
+    for (size_t j = 0; j < k; j++)
+        off += rows[j] * cols[j];
+    return (struct gpt_tensor){(enum gpt_kind)(GPT_ATTN_NORM + k), (int)l, off, (int)rows[k],
+                               (int)cols[k]};
+}
+
+/* ------------------------------------------------------------------ checkpoint policies */
+
+int gpt_ckpt_parse(const char *s, struct gpt_ckpt *out, struct error *e)
+{
+    struct gpt_ckpt p = {GPT_CKPT_NONE, 0, ""};
+    if (!strcmp(s, "none"))
+        p.kind = GPT_CKPT_NONE;
+    else if (!strcmp(s, "full"))
+        p.kind = GPT_CKPT_SEGMENTS, p.every = 1;
+    else if (!strcmp(s, "sqrt"))
+        p.kind = GPT_CKPT_SEGMENTS, p.every = 0;
+    else if (!strcmp(s, "selective"))
+        p.kind = GPT_CKPT_SELECTIVE;
+    else if (!strncmp(s, "every:", 6)) {
+        char *end;
+        long k = strtol(s + 6, &end, 10);
+        if (end == s + 6 || *end || k < 1 || k > 1024)
+            return error_set(e, ERR_INVAL,
+                             "checkpoint policy '%s': every:K needs a whole K from 1 to 1024", s);
+        p.kind = GPT_CKPT_SEGMENTS, p.every = (int)k;
+    } else
+        return error_set(e, ERR_INVAL,
+                         "unknown checkpoint policy '%s' (none, full, every:K, sqrt, selective)",
+                         s);
+    snprintf(p.name, sizeof p.name, "%s", s);
+    *out = p;
+    return 0;
+}
+
+int gpt_ckpt_segment(const struct gpt_ckpt *p, int layers)
+{
+    if (p->kind != GPT_CKPT_SEGMENTS)
+        return 0;
+    int k = p->every;
+    if (k == 0) /* sqrt: segments of ceil(sqrt(L)) layers */
+        while ((long)k * k < layers)
+            k++;
+    return k < layers ? k : layers;
+}
+
+/* ------------------------------------------------------------------ the model */
+
+/* The tensors a layer keeps for its backward pass. */
+enum {
+    A_X,
+    A_RSTD1,
+    A_XN1,
+    A_Q,
+    A_K,
+    A_V,
+    A_P,
+    A_ATT,
+    A_XM,
+    A_RSTD2,
+    A_XN2,
+    A_G,
+    A_U,
+    A_H,
+    A_COUNT
+};
+static const char *const act_names[A_COUNT] = {
+    "input",    "attn rstd",     "attn norm", "q",        "k",        "v",      "attn probs",
+    "attn out", "attn residual", "mlp rstd",  "mlp norm", "mlp gate", "mlp up", "mlp hidden",
+};
+/* The ends keep the final norm's input, 1 / rms and output, and the fp32 probabilities. */
+enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
+
+struct alloc_rec {
+    void *p;
+    size_t bytes;
+    enum gpt_mem kind;
+};
+
+struct gpt {
+    struct gpt_config c;
+    int B, N, hd, seg; /* seg: segment length (0: not segmented) */
+    struct gpt_ckpt ckpt;
+    enum fp_format fmt;
+    size_t esize; /* bytes per stored activation element */
+    size_t nparams;
+    float *params, *grads;
+
+    void *(*saved)[A_COUNT]; /* [L][A_COUNT]: each layer's own saved set (NULL: not kept) */
+    void *(*pool)[A_COUNT];  /* [seg][A_COUNT]: saved sets of a segment being recomputed */
+    void **segin;            /* [ceil(L / seg)]: each segment's input */
+    void *head[H_COUNT];
+    size_t layer_bytes, head_bytes; /* a full list of kept tensors; the ends */
+    size_t live, peak;              /* charged activation bytes */
+
+    /* fp32 workspace: one layer's tensors, the residual stream and the gradients */
+    float *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du, *dp;
+    float *hx, *hn, *hrstd, *logits;
+    double *colsum;
+    float *rope_cos, *rope_sin; /* [T, hd / 2] */
+
+    /* diagnosis of the current step */
+    char nonfinite[48];
+    bool nonfinite_forward, in_forward;
+    uint64_t *underflow; /* [L + 1] */
+    uint64_t underflow_total;
+
+    const struct gpt_inject *inj;
+
+    struct gpt_alloc alloc;
+    size_t mem[GPT_MEM_KINDS];
+    struct alloc_rec *recs;
+    size_t nrecs, caprecs;
+};
+
+static void *host_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
+{
+    (void)ctx, (void)kind, (void)what;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0)
+        return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void host_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
+{
+    (void)ctx, (void)kind, (void)bytes;
+    free(p);
+}
+
+static void *gmalloc(struct gpt *g, enum gpt_mem kind, size_t bytes, const char *what)
+{
+    if (g->nrecs == g->caprecs) {
+        size_t cap = g->caprecs ? 2 * g->caprecs : 64;
+        struct alloc_rec *r = realloc(g->recs, cap * sizeof *r);
+        if (!r)
+            return NULL;
+        g->recs = r, g->caprecs = cap;
+    }
+    void *p = g->alloc.alloc(g->alloc.ctx, kind, bytes, what);
+    if (p) {
+        g->recs[g->nrecs++] = (struct alloc_rec){p, bytes, kind};
+        g->mem[kind] += bytes;
+    }
+    return p;
+}
+
+void gpt_free(struct gpt *g)
+{
+    if (!g)
+        return;
+    for (size_t i = g->nrecs; i-- > 0;)
+        g->alloc.free(g->alloc.ctx, g->recs[i].kind, g->recs[i].p, g->recs[i].bytes);
+    free(g->recs);
+    free(g->saved);
+    free(g->pool);
+    free(g->segin);
+    free(g->underflow);
+    free(g);
+}
+
+static size_t act_elems(const struct gpt *g, int a)
+{
+    size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->c.ffn;
+    if (a == A_P)
+        return (size_t)g->B * g->c.heads * g->c.seq * g->c.seq;
+    if (a == A_G || a == A_U || a == A_H)
+        return N * f;
+    if (a == A_RSTD1 || a == A_RSTD2)
+        return N;
+    return N * d;
+}
+
+/* Bytes of a kept tensor: the format's width, fp32 for the RMSNorm statistics. */
+static size_t act_bytes(const struct gpt *g, int a)
+{
+    return act_elems(g, a) * (a == A_RSTD1 || a == A_RSTD2 ? 4 : g->esize);
+}
+
+/* Allocates one saved set in the arena; which tensors it holds depends on the policy. */
+static int alloc_set(struct gpt *g, void **set, bool selective)
+{
+    for (int a = 0; a < A_COUNT; a++) {
+        set[a] = NULL;
+        if (a == A_P && selective)
+            continue;
+        set[a] = gmalloc(g, GPT_MEM_WORKSPACE, act_bytes(g, a), act_names[a]);
+        if (!set[a])
+            return ERR_NOMEM;
+    }
+    return 0;
+}
+
+static void charge(struct gpt *g, long long delta)
+{
+    g->live = (size_t)((long long)g->live + delta);
+    if (g->live > g->peak)
+        g->peak = g->live;
+    if (g->alloc.charge)
+        g->alloc.charge(g->alloc.ctx, GPT_MEM_ACTIVATIONS, delta);
+}
+
+double gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
+                          const struct gpt_ckpt *ckpt)
+{
+    double N = (double)batch * c->seq, d = c->d, f = c->ffn, V = c->vocab, T = c->seq;
+    double p = fmt == FP_FP32 ? 4 : 2, core = (double)batch * c->heads * T * T;
+    double elems = 8 * N * d + 3 * N * f + core; /* one layer's list in the format */
+    double layer = elems * p + 2 * N * 4, ends = 2 * N * d * p + N * 4 + N * V * 4;
+    int seg = ckpt ? gpt_ckpt_segment(ckpt, c->layers) : 0;
+    double arena =
+        seg ? ceil((double)c->layers / seg) * N * d * p + seg * layer
+            : c->layers * (layer - (ckpt && ckpt->kind == GPT_CKPT_SELECTIVE ? core * p : 0));
+    double work = (elems + 2 * N) * 4 + 10 * N * d * 4 + N * 4 + 3 * N * f * 4 + T * T * 4 +
+                  N * V * 4 + (d > V ? d : V) * 8 + T * d / c->heads * 4;
+    return 2.0 * 4 * (double)gpt_param_count(c) + arena + ends + work;
+}
+
+int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
+            const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e)
+{
+    *out = NULL;
+    int rc = gpt_config_check(c, e);
+    if (rc)
+        return rc;
+    if (batch < 1)
+        return error_set(e, ERR_INVAL, "batch must be at least 1");
+    if (fmt != FP_FP32 && fmt != FP_FP16 && fmt != FP_BF16)
+        return error_set(e, ERR_INVAL, "training precision must be fp32, bf16 or fp16");
+    struct gpt *g = calloc(1, sizeof *g);
+    if (!g)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    g->c = *c;
+    g->B = batch;
+    g->N = batch * c->seq;
+    g->hd = c->d / c->heads;
+    g->ckpt = ckpt ? *ckpt : (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
+    g->seg = gpt_ckpt_segment(&g->ckpt, c->layers);
+    g->fmt = fmt;
+    g->esize = fmt == FP_FP32 ? 4 : 2;
+    g->nparams = gpt_param_count(c);
+    g->alloc =
+        alloc && alloc->alloc ? *alloc : (struct gpt_alloc){.alloc = host_alloc, .free = host_free};
+    int L = c->layers;
+    size_t N = (size_t)g->N, d = (size_t)c->d, f = (size_t)c->ffn, V = (size_t)c->vocab;
+    size_t T = (size_t)c->seq, half = (size_t)g->hd / 2;
+
+    g->saved = calloc((size_t)L, sizeof *g->saved);
+    g->underflow = calloc((size_t)L + 1, sizeof *g->underflow);
+    if (g->seg) {
+        g->pool = calloc((size_t)g->seg, sizeof *g->pool);
+        g->segin = calloc((size_t)(L + g->seg - 1) / g->seg, sizeof *g->segin);
+    }
+    if (!g->saved || !g->underflow || (g->seg && (!g->pool || !g->segin)))
+        goto nomem;
+
+    g->params = gmalloc(g, GPT_MEM_WEIGHTS, g->nparams * sizeof(float), "weights");
+    g->grads = gmalloc(g, GPT_MEM_GRADS, g->nparams * sizeof(float), "gradients");
+    if (!g->params || !g->grads)
+        goto nomem;
+
+    /* the arena of the tensors kept for the backward pass */
+    for (int a = 0; a < A_COUNT; a++)
+        g->layer_bytes += act_bytes(g, a);
+    if (g->seg) {
+        for (int s = 0; s < (L + g->seg - 1) / g->seg; s++)
+            if (!(g->segin[s] = gmalloc(g, GPT_MEM_WORKSPACE, N * d * g->esize, "input")))
+                goto nomem;
+        for (int s = 0; s < g->seg; s++)
+            if (alloc_set(g, g->pool[s], false))
+                goto nomem;
+    } else {
+        for (int l = 0; l < L; l++)
+            if (alloc_set(g, g->saved[l], g->ckpt.kind == GPT_CKPT_SELECTIVE))
+                goto nomem;
+    }
+    const size_t head_bytes[H_COUNT] = {N * d * g->esize, N * 4, N * d * g->esize, N * V * 4};
+    for (int a = 0; a < H_COUNT; a++) {
+        g->head_bytes += head_bytes[a];
+        if (!(g->head[a] = gmalloc(g, GPT_MEM_WORKSPACE, head_bytes[a], "ends")))
+            goto nomem;
+    }
+
+    /* fp32 workspace */
+    for (int a = 0; a < A_COUNT; a++)
+        if (!(g->w[a] = gmalloc(g, GPT_MEM_WORKSPACE, act_elems(g, a) * 4, act_names[a])))
+            goto nomem;
+    float **nd[] = {&g->tmp, &g->res, &g->dres, &g->dxn, &g->dq,
+                    &g->dk,  &g->dv,  &g->datt, &g->hx,  &g->hn};
+    if (!(g->hrstd = gmalloc(g, GPT_MEM_WORKSPACE, N * 4, "workspace")))
+        goto nomem;
+    for (size_t i = 0; i < sizeof nd / sizeof *nd; i++)
+        if (!(*nd[i] = gmalloc(g, GPT_MEM_WORKSPACE, N * d * 4, "workspace")))
+            goto nomem;
+    float **nf[] = {&g->dh, &g->dg, &g->du};
+    for (size_t i = 0; i < sizeof nf / sizeof *nf; i++)
+        if (!(*nf[i] = gmalloc(g, GPT_MEM_WORKSPACE, N * f * 4, "workspace")))
+            goto nomem;
+    g->dp = gmalloc(g, GPT_MEM_WORKSPACE, T * T * 4, "workspace");
+    g->logits = gmalloc(g, GPT_MEM_WORKSPACE, N * V * 4, "logits");
+    g->colsum = gmalloc(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double), "workspace");
+    g->rope_cos = gmalloc(g, GPT_MEM_WORKSPACE, T * half * 4, "rope");
+    g->rope_sin = gmalloc(g, GPT_MEM_WORKSPACE, T * half * 4, "rope");
+    if (!g->dp || !g->logits || !g->colsum || !g->rope_cos || !g->rope_sin)
+        goto nomem;
+
+    /* RoPE tables: angle = pos * base^(-2i / hd), i < hd / 2 (Su et al. 2021; the rotate-half
+     * layout of GPT-NeoX and Llama); computed in double, stored in fp32. */
+    for (size_t t = 0; t < T; t++)
+        for (size_t i = 0; i < half; i++) {
+            double inv = 1.0 / pow(ROPE_BASE, (double)(2 * i) / (double)g->hd);
+            double ang = (double)t * inv;
+            g->rope_cos[t * half + i] = (float)cos(ang);
+            g->rope_sin[t * half + i] = (float)sin(ang);
+        }
+    *out = g;
+    return 0;
+nomem:
+    gpt_free(g);
+    return error_set(e, ERR_NOMEM, "out of memory allocating the model's buffers");
+}
+
+void gpt_init_params(const struct gpt_config *c, uint64_t seed, float *master)
+{
+    struct rng r;
+    rng_seed(&r, seed, 0x6770);
+    double proj = 0.02 / sqrt(2.0 * c->layers);
+    size_t n = gpt_tensor_count(c);
+    for (size_t i = 0; i < n; i++) {
+        struct gpt_tensor t = gpt_tensor_at(c, i);
+        size_t m = (size_t)t.rows * t.cols;
+        float *p = master + t.offset;
+        bool norm = t.kind == GPT_ATTN_NORM || t.kind == GPT_MLP_NORM || t.kind == GPT_FINAL_NORM;
+        double sd = (t.kind == GPT_WO || t.kind == GPT_W_DOWN) ? proj : 0.02;
+        for (size_t j = 0; j < m; j++)
+            p[j] = norm ? 1.0f : (float)(sd * rng_normal(&r));
+    }
+}
+
+const struct gpt_config *gpt_config(const struct gpt *g)
+{
+    return &g->c;
+}
+
+size_t gpt_nparams(const struct gpt *g)
+{
+    return g->nparams;
+}
+
+float *gpt_params(struct gpt *g)
+{
+    return g->params;
+}
+
+float *gpt_grads(struct gpt *g)
+{
+    return g->grads;
+}
+
+void gpt_set_weights(struct gpt *g, const float *master)
+{
+    if (g->fmt == FP_FP32) {
+        if (master != g->params)
+            memcpy(g->params, master, g->nparams * sizeof(float));
+    } else
+        fp_round_n(g->fmt, g->params, master, g->nparams);
+}
+
+size_t gpt_mem_bytes(const struct gpt *g, enum gpt_mem kind)
+{
+    if (kind == GPT_MEM_ACTIVATIONS)
+        return g->peak;
+    return kind < GPT_MEM_KINDS ? g->mem[kind] : 0;
+}
+
+size_t gpt_act_live(const struct gpt *g)
+{
+    return g->live;
+}
+
+struct gpt_act_sizes gpt_act_sizes(const struct gpt *g)
+{
+    return (struct gpt_act_sizes){g->layer_bytes, act_bytes(g, A_X), act_bytes(g, A_P),
+                                  g->head_bytes};
+}
+
+/* Matmul FLOPs (2 per multiply-add) of one layer's forward: the six projections, 2 N (4 d^2 +
+ * 3 d F), and attention's QK^T and P V over full T x T blocks, 2 x 2 B H T^2 hd. */
+static double attn_flops(const struct gpt *g)
+{
+    double T = g->c.seq;
+    return 2.0 * 2.0 * g->B * g->c.heads * T * T * g->hd;
+}
+
+static double layer_flops(const struct gpt *g)
+{
+    double N = g->N, d = g->c.d, f = g->c.ffn;
+    return 2.0 * N * (4 * d * d + 3 * d * f) + attn_flops(g);
+}
+
+static double head_flops(const struct gpt *g)
+{
+    return 2.0 * g->N * g->c.vocab * g->c.d;
+}
+
+struct gpt_flops gpt_flops(const struct gpt *g)
+{
+    double fwd = g->c.layers * layer_flops(g) + head_flops(g);
+    struct gpt_flops fl = {fwd, 2 * fwd, 0};
+    if (g->seg)
+        fl.recompute = g->c.layers * layer_flops(g);
+    else if (g->ckpt.kind == GPT_CKPT_SELECTIVE)
+        fl.recompute = g->c.layers * attn_flops(g) / 2; /* QK^T again; softmax is no matmul */
+    return fl;
+}
+
+static void compute(const struct gpt *g, double flops, const char *what, int layer)
+{
+    if (g->alloc.compute)
+        g->alloc.compute(g->alloc.ctx, flops, what, layer);
+}
+
+void gpt_diag(const struct gpt *g, struct gpt_diag *out)
+{
+    snprintf(out->nonfinite, sizeof out->nonfinite, "%s", g->nonfinite);
+    out->nonfinite_forward = g->nonfinite_forward;
+    out->underflow = g->underflow;
+    out->underflow_total = g->underflow_total;
+    out->grad_elements = g->nparams;
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static inline void rnd(const struct gpt *g, float *p, size_t n)
+{
+    if (g->fmt != FP_FP32)
+        fp_round_n(g->fmt, p, p, n);
+}
+
+static void store(const struct gpt *g, void *dst, const float *src, size_t n)
+{
+    if (g->fmt == FP_FP32)
+        memcpy(dst, src, n * 4);
+    else if (g->fmt == FP_FP16)
+        fp16_from_f32_n(dst, src, n);
+    else
+        bf16_from_f32_n(dst, src, n);
+}
+
+static void load(const struct gpt *g, float *dst, const void *src, size_t n)
+{
+    if (g->fmt == FP_FP32)
+        memcpy(dst, src, n * 4);
+    else if (g->fmt == FP_FP16)
+        fp16_to_f32_n(dst, src, n);
+    else
+        bf16_to_f32_n(dst, src, n);
+}
+
+static bool all_finite(const float *p, size_t n)
+{
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &p[i], 4);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return !bad;
+}
+
+/* Records the first non-finite tensor of the step: "layer 2 attn scores", "logits". */
+static void check(struct gpt *g, const float *p, size_t n, int layer, const char *what)
+{
+    if (g->nonfinite[0] || all_finite(p, n))
+        return;
+    if (layer >= 0)
+        snprintf(g->nonfinite, sizeof g->nonfinite, "layer %d %s", layer, what);
+    else
+        snprintf(g->nonfinite, sizeof g->nonfinite, "%s", what);
+    g->nonfinite_forward = g->in_forward;
+}
+
+/* Rounds a weight gradient to the format, counting elements that underflowed to zero (in
+ * chunks through the bulk conversion, which is much faster than one value at a time). */
+static void round_grad(struct gpt *g, float *p, size_t n, int layer, const char *what)
+{
+    if (g->fmt == FP_FP32) {
+        check(g, p, n, layer < g->c.layers ? layer : -1, what);
+        return;
+    }
+    uint64_t under = 0;
+    float buf[1024];
+    for (size_t i = 0; i < n; i += 1024) {
+        size_t m = n - i < 1024 ? n - i : 1024;
+        fp_round_n(g->fmt, buf, p + i, m);
+        for (size_t j = 0; j < m; j++)
+            under += buf[j] == 0.0f && p[i + j] != 0.0f;
+        memcpy(p + i, buf, m * sizeof *buf);
+    }
+    g->underflow[layer] += under;
+    g->underflow_total += under;
+    check(g, p, n, layer < g->c.layers ? layer : -1, what);
+}
+
+/* y [N, out] = x [N, in] W^T (W [out, in]) */
+static void mm_fwd(float *y, const float *x, const float *w, int n, int out, int in)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 0.0f, y,
+                out);
+}
+
+/* dx [N, in] (+)= dy [N, out] W */
+static void mm_dx(float *dx, const float *dy, const float *w, int n, int out, int in, float beta)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in, beta,
+                dx, in);
+}
+
+/* dW [out, in] = dy^T [out, N] x [N, in] */
+static void mm_dw(float *dw, const float *dy, const float *x, int n, int out, int in)
+{
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in, 0.0f, dw,
+                in);
+}
+
+/* 1 / sqrt(mean(x^2) + eps) of one row, the same in forward and backward */
+static float rms_rstd(const float *x, int d)
+{
+    double ss = 0;
+    for (int j = 0; j < d; j++)
+        ss += (double)x[j] * x[j];
+    return (float)(1.0 / sqrt(ss / d + RMS_EPS));
+}
+
+/* y = x / rms(x) * w, row by row (Zhang and Sennrich 2019); rstd[r] = 1 / rms(x_r) */
+static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n, int d)
+{
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * d;
+        float *yr = y + (size_t)r * d;
+        float s = rstd[r] = rms_rstd(xr, d);
+        for (int j = 0; j < d; j++)
+            yr[j] = (xr[j] * s) * w[j];
+    }
+}
+
+/* With xh = x s (s = rstd) and y = xh w: dw += sum_rows dy xh;
+ * dx = s (dy w - xh mean(dy w xh)), added into dx. */
+static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float *rstd,
+                    const float *w, const float *dy, int n, int d)
+{
+    double *cs = g->colsum;
+    memset(cs, 0, (size_t)d * sizeof *cs);
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * d, *dyr = dy + (size_t)r * d;
+        float *dxr = dx + (size_t)r * d;
+        float s = rstd[r];
+        double dot = 0;
+        for (int j = 0; j < d; j++) {
+            float xh = xr[j] * s;
+            cs[j] += (double)dyr[j] * xh;
+            dot += (double)(dyr[j] * w[j]) * xh;
+        }
+        float m = (float)(dot / d);
+        for (int j = 0; j < d; j++)
+            dxr[j] += s * (dyr[j] * w[j] - (xr[j] * s) * m);
+    }
+    for (int j = 0; j < d; j++)
+        dw[j] = (float)cs[j];
+}
+
+/* Rotary embedding, rotate-half: for each head, pairs (i, i + hd/2) rotate by pos * theta_i.
+ * dir -1 applies the inverse rotation (the backward pass). */
+static void rope(const struct gpt *g, float *x, int dir)
+{
+    int T = g->c.seq, H = g->c.heads, hd = g->hd, half = hd / 2, d = g->c.d;
+    for (int r = 0; r < g->N; r++) {
+        int t = r % T;
+        const float *cs = g->rope_cos + (size_t)t * half, *sn = g->rope_sin + (size_t)t * half;
+        for (int h = 0; h < H; h++) {
+            float *v = x + (size_t)r * d + (size_t)h * hd;
+            for (int i = 0; i < half; i++) {
+                float a = v[i], b = v[i + half], s = dir > 0 ? sn[i] : -sn[i];
+                v[i] = a * cs[i] - b * s;
+                v[i + half] = b * cs[i] + a * s;
+            }
+        }
+    }
+}
+
+static const float *lparam(const struct gpt *g, const float *base, int l, enum gpt_kind k)
+{
+    return base + gpt_tensor_at(&g->c, 1 + 9 * (size_t)l + (k - GPT_ATTN_NORM)).offset;
+}
+
+/* ------------------------------------------------------------------ attention */
+
+/* scores = q k^T / sqrt(hd) per (batch, head), causal, then softmax; into w[A_P]. */
+static void attn_probs(struct gpt *g, int l)
+{
+    int T = g->c.seq, H = g->c.heads, hd = g->hd, d = g->c.d;
+    float scale = (float)(1.0 / sqrt((double)hd));
+    size_t TT = (size_t)T * T;
+    for (int b = 0; b < g->B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *q = g->w[A_Q] + (size_t)b * T * d + (size_t)h * hd;
+            const float *k = g->w[A_K] + (size_t)b * T * d + (size_t)h * hd;
+            float *s = g->w[A_P] + ((size_t)b * H + h) * TT;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, scale, q, d, k, d, 0.0f,
+                        s, T);
+            for (int i = 0; i < T; i++)
+                for (int j = i + 1; j < T; j++)
+                    s[(size_t)i * T + j] = 0.0f; /* masked; not part of the softmax */
+        }
+    size_t n = (size_t)g->B * H * TT;
+    rnd(g, g->w[A_P], n);
+    if (g->inj && g->inj->nan_scores_layer == l)
+        g->w[A_P][0] = NAN;
+    check(g, g->w[A_P], n, l, "attn scores");
+    for (size_t m = 0; m < (size_t)g->B * H; m++)
+        for (int i = 0; i < T; i++) {
+            float *row = g->w[A_P] + m * TT + (size_t)i * T;
+            float mx = row[0];
+            for (int j = 1; j <= i; j++)
+                mx = row[j] > mx ? row[j] : mx;
+            float sum = 0;
+            for (int j = 0; j <= i; j++)
+                sum += row[j] = expf(row[j] - mx);
+            float inv = 1.0f / sum;
+            for (int j = 0; j <= i; j++)
+                row[j] *= inv;
+        }
+    rnd(g, g->w[A_P], n);
+}
+
+static void attn_out(struct gpt *g)
+{
+    int T = g->c.seq, H = g->c.heads, hd = g->hd, d = g->c.d;
+    size_t TT = (size_t)T * T;
+    for (int b = 0; b < g->B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *p = g->w[A_P] + ((size_t)b * H + h) * TT;
+            const float *v = g->w[A_V] + (size_t)b * T * d + (size_t)h * hd;
+            float *o = g->w[A_ATT] + (size_t)b * T * d + (size_t)h * hd;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, v, d, 0.0f,
+                        o, d);
+        }
+}
+
+/* ------------------------------------------------------------------ one layer */
+
+/* Runs layer l on the residual stream res (updated in place to the layer's output); keeps the
+ * tensors of `save` (any may be NULL). */
+static void layer_forward(struct gpt *g, int l, float *res, void **save)
+{
+    int N = g->N, d = g->c.d, f = g->c.ffn;
+    size_t nd = (size_t)N * d, nf = (size_t)N * f;
+    const float *P = g->params;
+    float **w = g->w;
+    if (save && save[A_X])
+        store(g, save[A_X], res, nd);
+
+    rms_fwd(w[A_XN1], w[A_RSTD1], res, lparam(g, P, l, GPT_ATTN_NORM), N, d);
+    rnd(g, w[A_XN1], nd);
+    mm_fwd(w[A_Q], w[A_XN1], lparam(g, P, l, GPT_WQ), N, d, d);
+    mm_fwd(w[A_K], w[A_XN1], lparam(g, P, l, GPT_WK), N, d, d);
+    mm_fwd(w[A_V], w[A_XN1], lparam(g, P, l, GPT_WV), N, d, d);
+    rnd(g, w[A_Q], nd);
+    rnd(g, w[A_K], nd);
+    rnd(g, w[A_V], nd);
+    rope(g, w[A_Q], 1);
+    rope(g, w[A_K], 1);
+    rnd(g, w[A_Q], nd);
+    rnd(g, w[A_K], nd);
+    check(g, w[A_Q], nd, l, "q");
+    check(g, w[A_K], nd, l, "k");
+    check(g, w[A_V], nd, l, "v");
+    attn_probs(g, l);
+    check(g, w[A_P], (size_t)g->B * g->c.heads * g->c.seq * g->c.seq, l, "attn probs");
+    attn_out(g);
+    rnd(g, w[A_ATT], nd);
+    mm_fwd(g->tmp, w[A_ATT], lparam(g, P, l, GPT_WO), N, d, d);
+    rnd(g, g->tmp, nd);
+    check(g, g->tmp, nd, l, "attn proj");
+    for (size_t i = 0; i < nd; i++)
+        w[A_XM][i] = res[i] + g->tmp[i];
+    rnd(g, w[A_XM], nd);
+
+    rms_fwd(w[A_XN2], w[A_RSTD2], w[A_XM], lparam(g, P, l, GPT_MLP_NORM), N, d);
+    rnd(g, w[A_XN2], nd);
+    mm_fwd(w[A_G], w[A_XN2], lparam(g, P, l, GPT_W_GATE), N, f, d);
+    mm_fwd(w[A_U], w[A_XN2], lparam(g, P, l, GPT_W_UP), N, f, d);
+    rnd(g, w[A_G], nf);
+    rnd(g, w[A_U], nf);
+    for (size_t i = 0; i < nf; i++) {
+        float x = w[A_G][i];
+        w[A_H][i] = x / (1.0f + expf(-x)) * w[A_U][i];
+    }
+    rnd(g, w[A_H], nf);
+    check(g, w[A_H], nf, l, "mlp hidden");
+    mm_fwd(g->tmp, w[A_H], lparam(g, P, l, GPT_W_DOWN), N, d, f);
+    rnd(g, g->tmp, nd);
+    check(g, g->tmp, nd, l, "mlp out");
+    for (size_t i = 0; i < nd; i++)
+        res[i] = w[A_XM][i] + g->tmp[i];
+    rnd(g, res, nd);
+    check(g, res, nd, l, "output");
+
+    if (save)
+        for (int a = A_RSTD1; a < A_COUNT; a++)
+            if (save[a]) {
+                if (a == A_RSTD1 || a == A_RSTD2)
+                    memcpy(save[a], w[a], act_bytes(g, a));
+                else
+                    store(g, save[a], w[a], act_elems(g, a));
+            }
+}
+
+/* Backward of layer l with its tensors in the workspace: on entry dres is d loss / d output,
+ * on return d loss / d input. Writes the layer's weight gradients. */
+static void layer_backward(struct gpt *g, int l, float *dres)
+{
+    int N = g->N, d = g->c.d, f = g->c.ffn, T = g->c.seq, H = g->c.heads, hd = g->hd;
+    size_t nd = (size_t)N * d, nf = (size_t)N * f, TT = (size_t)T * T;
+    const float *P = g->params;
+    float *G = g->grads;
+    float **w = g->w;
+#define GRAD(k) ((float *)lparam(g, G, l, k))
+
+    /* MLP: out = xm + h W_down^T, h = silu(g) u */
+    mm_dx(g->dh, dres, lparam(g, P, l, GPT_W_DOWN), N, d, f, 0.0f);
+    rnd(g, g->dh, nf);
+    if (g->inj && g->inj->inf_grad_layer == l)
+        g->dh[0] = INFINITY;
+    check(g, g->dh, nf, l, "grad mlp hidden");
+    mm_dw(GRAD(GPT_W_DOWN), dres, w[A_H], N, d, f);
+    round_grad(g, GRAD(GPT_W_DOWN), (size_t)d * f, l, "grad w_down");
+    for (size_t i = 0; i < nf; i++) {
+        float x = w[A_G][i], sg = 1.0f / (1.0f + expf(-x));
+        g->du[i] = g->dh[i] * (x * sg);
+        g->dg[i] = g->dh[i] * w[A_U][i] * (sg * (1.0f + x * (1.0f - sg)));
+    }
+    rnd(g, g->dg, nf);
+    rnd(g, g->du, nf);
+    mm_dw(GRAD(GPT_W_GATE), g->dg, w[A_XN2], N, f, d);
+    mm_dw(GRAD(GPT_W_UP), g->du, w[A_XN2], N, f, d);
+    round_grad(g, GRAD(GPT_W_GATE), (size_t)f * d, l, "grad w_gate");
+    round_grad(g, GRAD(GPT_W_UP), (size_t)f * d, l, "grad w_up");
+    mm_dx(g->dxn, g->dg, lparam(g, P, l, GPT_W_GATE), N, f, d, 0.0f);
+    mm_dx(g->dxn, g->du, lparam(g, P, l, GPT_W_UP), N, f, d, 1.0f);
+    rnd(g, g->dxn, nd);
+    check(g, g->dxn, nd, l, "grad mlp norm");
+    rms_bwd(g, dres, GRAD(GPT_MLP_NORM), w[A_XM], w[A_RSTD2], lparam(g, P, l, GPT_MLP_NORM), g->dxn,
+            N, d);
+    round_grad(g, GRAD(GPT_MLP_NORM), (size_t)d, l, "grad mlp_norm");
+    rnd(g, dres, nd);
+    check(g, dres, nd, l, "grad attn residual");
+
+    /* attention: xm = x + att W_o^T */
+    mm_dx(g->datt, dres, lparam(g, P, l, GPT_WO), N, d, d, 0.0f);
+    rnd(g, g->datt, nd);
+    mm_dw(GRAD(GPT_WO), dres, w[A_ATT], N, d, d);
+    round_grad(g, GRAD(GPT_WO), (size_t)d * d, l, "grad wo");
+    float scale = (float)(1.0 / sqrt((double)hd));
+    for (int b = 0; b < g->B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t off = (size_t)b * T * d + (size_t)h * hd;
+            const float *p = w[A_P] + ((size_t)b * H + h) * TT;
+            const float *dO = g->datt + off;
+            float *dp = g->dp;
+            /* dP = dO V^T; dV = P^T dO */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, 1.0f, dO, d,
+                        w[A_V] + off, d, 0.0f, dp, T);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, dO, d, 0.0f,
+                        g->dv + off, d);
+            rnd(g, dp, TT);
+            /* softmax backward: dS = P (dP - rowsum(P dP)), times the 1/sqrt(hd) scale */
+            for (int i = 0; i < T; i++) {
+                const float *pr = p + (size_t)i * T;
+                float *dr = dp + (size_t)i * T;
+                float dot = 0;
+                for (int j = 0; j <= i; j++)
+                    dot += pr[j] * dr[j];
+                for (int j = 0; j <= i; j++)
+                    dr[j] = pr[j] * (dr[j] - dot) * scale;
+                for (int j = i + 1; j < T; j++)
+                    dr[j] = 0.0f;
+            }
+            rnd(g, dp, TT);
+            check(g, dp, TT, l, "grad attn scores");
+            /* dQ = dS K; dK = dS^T Q */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
+                        w[A_K] + off, d, 0.0f, g->dq + off, d);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
+                        w[A_Q] + off, d, 0.0f, g->dk + off, d);
+        }
+    rnd(g, g->dq, nd);
+    rnd(g, g->dk, nd);
+    rnd(g, g->dv, nd);
+    rope(g, g->dq, -1);
+    rope(g, g->dk, -1);
+    rnd(g, g->dq, nd);
+    rnd(g, g->dk, nd);
+    mm_dw(GRAD(GPT_WQ), g->dq, w[A_XN1], N, d, d);
+    mm_dw(GRAD(GPT_WK), g->dk, w[A_XN1], N, d, d);
+    mm_dw(GRAD(GPT_WV), g->dv, w[A_XN1], N, d, d);
+    round_grad(g, GRAD(GPT_WQ), (size_t)d * d, l, "grad wq");
+    round_grad(g, GRAD(GPT_WK), (size_t)d * d, l, "grad wk");
+    round_grad(g, GRAD(GPT_WV), (size_t)d * d, l, "grad wv");
+    mm_dx(g->dxn, g->dq, lparam(g, P, l, GPT_WQ), N, d, d, 0.0f);
+    mm_dx(g->dxn, g->dk, lparam(g, P, l, GPT_WK), N, d, d, 1.0f);
+    mm_dx(g->dxn, g->dv, lparam(g, P, l, GPT_WV), N, d, d, 1.0f);
+    rnd(g, g->dxn, nd);
+    check(g, g->dxn, nd, l, "grad attn norm");
+    rms_bwd(g, dres, GRAD(GPT_ATTN_NORM), w[A_X], w[A_RSTD1], lparam(g, P, l, GPT_ATTN_NORM),
+            g->dxn, N, d);
+    round_grad(g, GRAD(GPT_ATTN_NORM), (size_t)d, l, "grad attn_norm");
+    rnd(g, dres, nd);
+    check(g, dres, nd, l, "grad input");
+#undef GRAD
+}
+
+/* Decodes a saved set into the workspace; recomputes the probabilities if they were not kept. */
+static void load_set(struct gpt *g, int l, void **set)
+{
+    for (int a = 0; a < A_COUNT; a++)
+        if (set[a]) {
+            if (a == A_RSTD1 || a == A_RSTD2)
+                memcpy(g->w[a], set[a], act_bytes(g, a));
+            else
+                load(g, g->w[a], set[a], act_elems(g, a));
+        }
+    if (!set[A_P]) { /* selective: the attention core comes back to life */
+        charge(g, (long long)act_bytes(g, A_P));
+        attn_probs(g, l);
+        compute(g, attn_flops(g) / 2, "recompute", l);
+    }
+}
+
+/* ------------------------------------------------------------------ the whole model */
+
+/* Bytes a layer charges when its list is stored: all of it, or all but the core. */
+static size_t set_bytes(const struct gpt *g, void **set)
+{
+    size_t b = 0;
+    for (int a = 0; a < A_COUNT; a++)
+        if (set[a])
+            b += act_bytes(g, a);
+    return b;
+}
+
+static double forward(struct gpt *g, const int32_t *tokens, const int32_t *targets)
+{
+    int N = g->N, d = g->c.d, V = g->c.vocab, L = g->c.layers;
+    size_t nd = (size_t)N * d, nv = (size_t)N * V;
+    g->nonfinite[0] = 0;
+    g->nonfinite_forward = false;
+    g->in_forward = true;
+    const float *E = g->params;
+    for (int r = 0; r < N; r++)
+        memcpy(g->res + (size_t)r * d, E + (size_t)tokens[r] * d, (size_t)d * 4);
+    check(g, g->res, nd, -1, "embedding");
+    for (int l = 0; l < L; l++) {
+        if (g->seg) {
+            void *set[A_COUNT] = {0};
+            if (l % g->seg == 0) { /* a checkpoint: the segment's input */
+                set[A_X] = g->segin[l / g->seg];
+                charge(g, (long long)act_bytes(g, A_X));
+            }
+            layer_forward(g, l, g->res, set);
+        } else {
+            layer_forward(g, l, g->res, g->saved[l]);
+            charge(g, (long long)set_bytes(g, g->saved[l]));
+        }
+        compute(g, layer_flops(g), "forward", l);
+    }
+    /* the ends: final norm, logits = hn E^T, softmax in fp32, mean cross-entropy */
+    const float *wf = g->params + g->nparams - d;
+    store(g, g->head[H_X], g->res, nd);
+    rms_fwd(g->hn, g->head[H_RSTD], g->res, wf, N, d);
+    rnd(g, g->hn, nd);
+    store(g, g->head[H_N], g->hn, nd);
+    mm_fwd(g->logits, g->hn, E, N, V, d);
+    if (g->inj && g->inj->logit_factor != 1.0f)
+        for (size_t i = 0; i < nv; i++)
+            g->logits[i] *= g->inj->logit_factor;
+    rnd(g, g->logits, nv);
+    check(g, g->logits, nv, -1, "logits");
+    float *probs = g->head[H_PROBS];
+    double loss = 0;
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        float *pr = probs + (size_t)r * V;
+        float mx = z[0];
+        for (int j = 1; j < V; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        double s = 0;
+        for (int j = 0; j < V; j++)
+            s += exp((double)z[j] - mx);
+        double lse = log(s) + mx;
+        for (int j = 0; j < V; j++)
+            pr[j] = (float)exp((double)z[j] - lse);
+        loss += lse - z[targets[r]];
+    }
+    charge(g, (long long)g->head_bytes);
+    compute(g, head_flops(g), "head forward", -1);
+    g->in_forward = false;
+    return loss / N;
+}
+
+double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
+                   const struct gpt_inject *inj)
+{
+    g->inj = inj;
+    double loss = forward(g, tokens, targets);
+    charge(g, -(long long)g->live); /* nothing will need them */
+    g->inj = NULL;
+    return loss;
+}
+
+double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, float loss_scale,
+                const struct gpt_inject *inj)
+{
+    int N = g->N, d = g->c.d, V = g->c.vocab, L = g->c.layers;
+    size_t nd = (size_t)N * d, nv = (size_t)N * V;
+    g->inj = inj;
+    memset(g->underflow, 0, ((size_t)L + 1) * sizeof *g->underflow);
+    g->underflow_total = 0;
+    double loss = forward(g, tokens, targets);
+
+    /* d(loss_scale * mean CE) / d logits = (softmax - onehot) * loss_scale / N */
+    float *E = g->params, *gE = g->grads, *dl = g->logits;
+    const float *probs = g->head[H_PROBS];
+    float coef = loss_scale / (float)N;
+    for (int r = 0; r < N; r++) {
+        const float *pr = probs + (size_t)r * V;
+        float *z = dl + (size_t)r * V;
+        for (int j = 0; j < V; j++)
+            z[j] = pr[j];
+        z[targets[r]] -= 1.0f;
+        for (int j = 0; j < V; j++)
+            z[j] *= coef;
+    }
+    if (inj && inj->logit_factor != 1.0f)
+        for (size_t i = 0; i < nv; i++)
+            dl[i] *= inj->logit_factor;
+    rnd(g, dl, nv);
+    check(g, dl, nv, -1, "grad logits");
+    load(g, g->hn, g->head[H_N], nd);
+    load(g, g->hx, g->head[H_X], nd);
+    memcpy(g->hrstd, g->head[H_RSTD], (size_t)N * 4);
+    mm_dw(gE, dl, g->hn, N, V, d); /* the head's share of the tied embedding's gradient */
+    mm_dx(g->dxn, dl, E, N, V, d, 0.0f);
+    rnd(g, g->dxn, nd);
+    memset(g->dres, 0, nd * 4);
+    float *gwf = g->grads + g->nparams - d;
+    rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, N, d);
+    round_grad(g, gwf, (size_t)d, L, "grad final_norm");
+    rnd(g, g->dres, nd);
+    check(g, g->dres, nd, -1, "grad final norm");
+    compute(g, 2 * head_flops(g), "head backward", -1);
+    charge(g, -(long long)g->head_bytes);
+
+    if (g->seg) {
+        int nseg = (L + g->seg - 1) / g->seg;
+        for (int s = nseg - 1; s >= 0; s--) {
+            int l0 = s * g->seg, l1 = l0 + g->seg < L ? l0 + g->seg : L;
+            load(g, g->res, g->segin[s], nd); /* recompute the segment from its checkpoint */
+            for (int l = l0; l < l1; l++) {
+                layer_forward(g, l, g->res, g->pool[l - l0]);
+                /* the segment's first input is its checkpoint, already charged */
+                charge(g, (long long)(g->layer_bytes - (l == l0 ? act_bytes(g, A_X) : 0)));
+                compute(g, layer_flops(g), "recompute", l);
+            }
+            for (int l = l1 - 1; l >= l0; l--) {
+                load_set(g, l, g->pool[l - l0]);
+                layer_backward(g, l, g->dres);
+                compute(g, 2 * layer_flops(g), "backward", l);
+                charge(g, -(long long)g->layer_bytes);
+            }
+        }
+    } else
+        for (int l = L - 1; l >= 0; l--) {
+            load_set(g, l, g->saved[l]);
+            layer_backward(g, l, g->dres);
+            compute(g, 2 * layer_flops(g), "backward", l);
+            charge(g, -(long long)g->layer_bytes);
+        }
+
+    /* embedding: the rows of the tokens seen receive the input gradient */
+    for (int r = 0; r < N; r++) {
+        float *dst = gE + (size_t)tokens[r] * d;
+        const float *src = g->dres + (size_t)r * d;
+        for (int j = 0; j < d; j++)
+            dst[j] += src[j];
+    }
+    round_grad(g, gE, (size_t)V * d, L, "grad embedding");
+    g->inj = NULL;
+    return loss;
+}

@@ -1,0 +1,194 @@
+/* The tiny GPT: the synthetic-7b's architecture at a size a CPU trains in seconds.
+ *
+ * tokens -> embedding E[V, d] -> L x { RMSNorm -> causal multi-head attention with RoPE ->
+ * residual -> RMSNorm -> SwiGLU MLP -> residual } -> RMSNorm -> logits = h E^T -> mean
+ * cross-entropy. No biases; weights row-major [out, in] like PyTorch's nn.Linear.
+ *
+ * All parameters live in one flat fp32 buffer, in this order (gradients, master weights and
+ * Adam moments use the same layout, so a tensor is an (offset, shape) view and a shard is a
+ * range):
+ *     embedding [V, d]
+ *     per layer l: attn_norm [d], wq [d, d], wk [d, d], wv [d, d], wo [d, d],
+ *                  mlp_norm [d], w_gate [F, d], w_up [F, d], w_down [d, F]
+ *     final_norm [d]
+ *
+ * Precision: in bf16/fp16 the working weights are the master weights rounded to the format,
+ * every activation and gradient is rounded to the format where it is produced, matmul operands
+ * are therefore in the format and sgemm accumulates in fp32, as tensor cores do. Activations
+ * kept for the backward pass are stored in the format's real width (2 bytes in bf16/fp16).
+ *
+ * Every buffer is allocated once, in gpt_new, through a small allocator seam (struct
+ * gpt_alloc), so a device's memory ledger can account for them. */
+#ifndef SCALELAB_MODEL_GPT_H
+#define SCALELAB_MODEL_GPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "num/fp.h"
+
+struct error;
+
+struct gpt_config {
+    int vocab;  /* V */
+    int d;      /* d_model */
+    int layers; /* L */
+    int heads;  /* H; head_dim = d / H, even (RoPE rotates pairs) */
+    int ffn;    /* F, the SwiGLU hidden width */
+    int seq;    /* T, the context length trained on */
+};
+
+/* Checks the shape (positive sizes, d divisible by heads, even head_dim); 0 or ERR_INVAL. */
+int gpt_config_check(const struct gpt_config *c, struct error *e);
+/* Number of parameters: V d + L (2d + 4d^2 + 3dF) + d. */
+size_t gpt_param_count(const struct gpt_config *c);
+
+/* The named tensors of the flat buffer, in order: 2 + 9 L of them. */
+enum gpt_kind {
+    GPT_EMBEDDING,
+    GPT_ATTN_NORM,
+    GPT_WQ,
+    GPT_WK,
+    GPT_WV,
+    GPT_WO,
+    GPT_MLP_NORM,
+    GPT_W_GATE,
+    GPT_W_UP,
+    GPT_W_DOWN,
+    GPT_FINAL_NORM,
+    GPT_KINDS
+};
+
+struct gpt_tensor {
+    enum gpt_kind kind;
+    int layer;      /* -1 for the embedding and the final norm */
+    size_t offset;  /* in elements */
+    int rows, cols; /* a vector has rows 1 */
+};
+
+size_t gpt_tensor_count(const struct gpt_config *c);
+/* Tensor i (0 <= i < gpt_tensor_count) of the documented order. */
+struct gpt_tensor gpt_tensor_at(const struct gpt_config *c, size_t i);
+/* "embedding", "wq", ... */
+const char *gpt_kind_name(enum gpt_kind k);
+
+/* Gradient checkpointing. Segments of k consecutive layers keep only the segment's input and
+ * recompute the rest in the backward pass (full: k = 1; every:K: k = K, Megatron's "uniform"
+ * method; sqrt: k = ceil(sqrt(L)), Chen et al. 2016). Selective (Korthikanti et al. 2022) keeps
+ * everything but attention's softmax probabilities and recomputes QK^T and the softmax. */
+enum gpt_ckpt_kind { GPT_CKPT_NONE, GPT_CKPT_SEGMENTS, GPT_CKPT_SELECTIVE };
+
+struct gpt_ckpt {
+    enum gpt_ckpt_kind kind;
+    int every;     /* segment length for GPT_CKPT_SEGMENTS; 0 means sqrt (resolved by gpt_new) */
+    char name[24]; /* as given: "none", "full", "every:2", "sqrt", "selective" */
+};
+
+/* Parses "none", "full", "every:K" (K >= 1), "sqrt", "selective"; 0 or ERR_INVAL. */
+int gpt_ckpt_parse(const char *s, struct gpt_ckpt *out, struct error *e);
+/* The segment length a policy uses for L layers (1 for full; 0 when not segmented). */
+int gpt_ckpt_segment(const struct gpt_ckpt *p, int layers);
+
+/* Memory categories of the run's buffers. */
+enum gpt_mem {
+    GPT_MEM_WEIGHTS,     /* working weights (the fp32 parameters in fp32 training) */
+    GPT_MEM_GRADS,       /* gradients */
+    GPT_MEM_MASTER,      /* fp32 master weights (bf16/fp16 training; the trainer's) */
+    GPT_MEM_OPTIMIZER,   /* Adam's moments (the trainer's) */
+    GPT_MEM_ACTIVATIONS, /* tensors kept from the forward for the backward pass: charged */
+    GPT_MEM_WORKSPACE,   /* the arena holding them, and fp32 compute buffers of one layer */
+    GPT_MEM_KINDS
+};
+
+/* The allocator seam. alloc returns zeroed, touched memory (64-byte aligned) or NULL; free
+ * releases it. Every buffer is allocated once, in gpt_new / trainer_new. Activations live in
+ * an arena allocated once (GPT_MEM_WORKSPACE); as each kept tensor comes to life in the forward
+ * pass, or is recomputed, its bytes are charged (delta > 0) under GPT_MEM_ACTIVATIONS, and
+ * released (delta < 0) when the backward pass is done with it -- what PyTorch's caching
+ * allocator calls allocated bytes, the arena being its reserved memory. charge may be NULL.
+ * A NULL seam means the host's memory and no charging. */
+struct gpt_alloc {
+    void *(*alloc)(void *ctx, enum gpt_mem kind, size_t bytes, const char *what);
+    void (*free)(void *ctx, enum gpt_mem kind, void *p, size_t bytes);
+    void (*charge)(void *ctx, enum gpt_mem kind, long long delta);
+    /* Told after each piece of work with its matmul FLOPs: "forward", "backward" or
+     * "recompute" of a layer, "head forward" / "head backward" (layer -1); may be NULL. A
+     * simulated device advances its clock by it. what is a static string. */
+    void (*compute)(void *ctx, double flops, const char *what, int layer);
+    void *ctx;
+};
+
+/* What to inject into the current step (for the lessons and the tests). */
+struct gpt_inject {
+    int nan_scores_layer; /* >= 0: a NaN in that layer's attention scores */
+    int inf_grad_layer;   /* >= 0: an inf in that layer's MLP gradient (the backward pass) */
+    float logit_factor;   /* logits multiplied by this (1: nothing), a bad batch */
+};
+
+/* The bytes gpt_new would allocate (weights, gradients, arena, workspace), to refuse a batch
+ * that cannot fit before trying. */
+double gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
+                          const struct gpt_ckpt *ckpt);
+
+struct gpt;
+
+/* A model for batches of `batch` sequences. Parameters start at zero: call gpt_init_params
+ * or fill gpt_params(). 0, ERR_INVAL (bad shape) or ERR_NOMEM. */
+int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
+            const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e);
+void gpt_free(struct gpt *g);
+
+/* Initialisation (GPT-2's): every matrix ~ normal(0, 0.02), the residual projections wo and
+ * w_down ~ normal(0, 0.02 / sqrt(2 L)), norm weights 1. Seeded; writes master (fp32, nparams)
+ * in the documented order. */
+void gpt_init_params(const struct gpt_config *c, uint64_t seed, float *master);
+
+const struct gpt_config *gpt_config(const struct gpt *g);
+size_t gpt_nparams(const struct gpt *g);
+/* The working weights the forward pass reads; gpt_set_weights rounds master into them. */
+float *gpt_params(struct gpt *g);
+void gpt_set_weights(struct gpt *g, const float *master);
+/* The gradients of the last gpt_step (times its loss scale), rounded to the format. */
+float *gpt_grads(struct gpt *g);
+
+/* One forward and backward pass on tokens/targets (batch x seq int32 in [0, V)). The loss is
+ * the mean cross-entropy; the backward pass starts from d(loss * loss_scale). Gradients are
+ * overwritten. Returns the loss (NaN or inf when the forward went non-finite). */
+double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, float loss_scale,
+                const struct gpt_inject *inj);
+/* The forward pass only (the loss). */
+double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
+                   const struct gpt_inject *inj);
+
+/* Diagnosis of the last step. */
+struct gpt_diag {
+    /* The first tensor, in the order computed, holding a NaN or inf ("" if none), e.g.
+     * "layer 2 attn scores" or "layer 3 grad mlp hidden". */
+    char nonfinite[48];
+    bool nonfinite_forward; /* it appeared in the forward pass */
+    /* Weight-gradient elements, per layer, nonzero in fp32 that rounded to zero in the format
+     * (index L: the embedding and final norm). Sized layers + 1. */
+    const uint64_t *underflow;
+    uint64_t underflow_total, grad_elements;
+};
+void gpt_diag(const struct gpt *g, struct gpt_diag *out);
+
+/* Bytes of the model's buffers by category, as allocated; for GPT_MEM_ACTIVATIONS, the peak
+ * of the charged bytes since gpt_new (the arena is GPT_MEM_WORKSPACE). */
+size_t gpt_mem_bytes(const struct gpt *g, enum gpt_mem kind);
+/* Activation bytes charged now (0 between steps). */
+size_t gpt_act_live(const struct gpt *g);
+/* Bytes of one layer's full list of kept tensors, of its input alone, of the attention core
+ * (the probabilities), and of the ends (final norm input, its rstd and output, fp32 probs). */
+struct gpt_act_sizes {
+    size_t layer, input, core, ends;
+};
+struct gpt_act_sizes gpt_act_sizes(const struct gpt *g);
+/* Matmul FLOPs of one step: forward, backward, and recomputation for checkpointing. */
+struct gpt_flops {
+    double forward, backward, recompute;
+};
+struct gpt_flops gpt_flops(const struct gpt *g);
+
+#endif

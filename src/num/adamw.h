@@ -1,0 +1,20 @@
+/* AdamW (Loshchilov and Hutter 2019) with PyTorch's torch.optim.AdamW semantics: decoupled
+ * weight decay p -= lr wd p, then Adam with bias correction; eps added to sqrt(v_hat). */
+#ifndef SCALELAB_NUM_ADAMW_H
+#define SCALELAB_NUM_ADAMW_H
+
+#include <stddef.h>
+
+struct adamw {
+    double lr, beta1, beta2, eps, wd; /* PyTorch's defaults: 1e-3, 0.9, 0.999, 1e-8, 1e-2 */
+    long step;                        /* steps taken (skipped steps do not count) */
+};
+
+void adamw_init(struct adamw *a, double lr, double beta1, double beta2, double eps, double wd);
+
+/* One update of n fp32 parameters p with gradients g and moments m, v (same layout), for step
+ * a->step + 1; call adamw_advance once per step before updating the ranges of that step. */
+void adamw_advance(struct adamw *a);
+void adamw_update(const struct adamw *a, float *p, const float *g, float *m, float *v, size_t n);
+
+#endif

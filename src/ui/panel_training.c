@@ -1,0 +1,634 @@
+/* Lesson 1's panel: a real mixed-precision training run of the tiny GPT, live.
+ *
+ * The run is the trainer of `scalelab train` (src/par/trainer.h) on the same data, with the
+ * same numbers. It runs in a worker thread of its own: each tick gives it credit for as many
+ * steps as the speed asks for, and it blocks (on a condition variable, with a deadline) when
+ * it has none. After each step it writes a small record into a ring under a lock; on the next
+ * tick the panel copies the new records into its own history, so drawing never waits for a
+ * step and the trainer never waits for the screen. Knob changes go to the worker as commands
+ * it applies between steps. Drawn: the loss curve with
+ * the loss floor (the data's entropy rate), the gradient norm on a log scale with the clip
+ * line, the loss scale as a log2 staircase, the fraction of each layer's weight gradients
+ * that underflowed to zero in the last step, and the run's events: overflows and NaNs with
+ * the tensor where they appeared, skipped steps and loss spikes, in the error colour.
+ *
+ * Keys: p precision (fp32, bf16, fp16), s loss scaling (dynamic, none, fixed 1024), c clip
+ * (off, 1, 0.5, 0.1), l learning rate, b a bad batch at the next step (logits x 20), x a NaN
+ * at the next step, g the dynamic scale's growth interval (2000, 100, 20). A change of
+ * precision or scaling restarts the run; clip and learning rate change it live.
+ * Settings: precision=fp32|bf16|fp16, scale=dynamic|none|VALUE, clip=none|X, lr=X,
+ * growth=N, init_scale=X, batch=B, seed=S. */
+#include "config.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "calc/preset.h"
+#include "par/trainer.h"
+#include "ui/draw.h"
+#include "ui/eventlog.h"
+#include "ui/panel.h"
+
+#define HIST        4096
+#define NEVENTS     8
+#define STEPS_PER_S 10.0 /* at speed 1x */
+#define RING        256  /* step records between two ticks */
+
+struct tevent {
+    char text[72];
+    enum ui_role role;
+};
+
+/* What the worker reports of one step. */
+struct rec {
+    struct train_step s; /* its underflow pointer is not used: see under[] */
+    uint64_t under[65];
+};
+
+/* Shared between the panel (UI thread) and its worker, under mu. */
+struct worker {
+    pthread_t thread;
+    bool running;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool quit;
+    double credit;         /* steps the worker may run */
+    bool set_clip, set_lr; /* commands, applied before the next step */
+    double clip, lr;
+    int inject_spike, inject_nan; /* injections to schedule at the next step */
+    struct rec ring[RING];
+    long produced, consumed; /* records written; records the panel has taken */
+};
+
+struct train_panel {
+    struct eventlog *log;
+    struct train_opts o, start; /* the run's settings; the lesson step's */
+    struct trainer *t;          /* owned by the worker while it runs */
+    struct worker w;
+    struct rec got[RING]; /* records taken from the ring, outside the lock */
+    char err[ERROR_MAX];
+    double floor;
+    /* history, one entry per step (the last HIST) */
+    float loss[HIST], norm[HIST], scale[HIST];
+    unsigned char bad[HIST]; /* 1 skipped, 2 spike */
+    long n;
+    struct train_step last;
+    uint64_t under[65];
+    double under_frac[65];
+    int layers;
+    long skipped, overflows, spikes;
+    struct tevent ev[NEVENTS];
+    int nev;
+};
+
+static const double clips[] = {0, 1.0, 0.5, 0.1};
+static const double lrs[] = {1e-3, 3e-3, 1e-2, 3e-2};
+static const int growths[] = {2000, 100, 20};
+
+static void add_event(struct train_panel *p, enum ui_role role, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void add_event(struct train_panel *p, enum ui_role role, const char *fmt, ...)
+{
+    memmove(p->ev + 1, p->ev, (NEVENTS - 1) * sizeof *p->ev);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->ev[0].text, sizeof p->ev[0].text, fmt, ap);
+    va_end(ap);
+    p->ev[0].role = role;
+    if (p->nev < NEVENTS)
+        p->nev++;
+    if (p->log)
+        eventlog_add(p->log, "%s", p->ev[0].text);
+}
+
+/* ------------------------------------------------------------------ the worker */
+
+static void *worker_main(void *arg)
+{
+    struct train_panel *p = arg;
+    struct worker *w = &p->w;
+    sigset_t all; /* signals belong to the UI thread */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->quit && (w->credit < 1 || w->produced - w->consumed >= RING)) {
+            struct timespec dl; /* every wait has a deadline; the loop checks again */
+            clock_gettime(CLOCK_REALTIME, &dl);
+            dl.tv_sec += 1;
+            pthread_cond_timedwait(&w->cv, &w->mu, &dl);
+        }
+        if (w->quit)
+            break;
+        w->credit -= 1;
+        if (w->set_clip)
+            trainer_set_clip(p->t, w->clip), w->set_clip = false;
+        if (w->set_lr)
+            trainer_set_lr(p->t, w->lr), w->set_lr = false;
+        for (; w->inject_spike > 0; w->inject_spike--)
+            trainer_inject(p->t, TRAIN_INJECT_SPIKE, 20.0);
+        for (; w->inject_nan > 0; w->inject_nan--)
+            trainer_inject(p->t, TRAIN_INJECT_NAN, 1.0);
+        pthread_mutex_unlock(&w->mu);
+
+        struct rec r;
+        trainer_step(p->t, &r.s);
+        int L = p->layers;
+        for (int l = 0; l <= L; l++)
+            r.under[l] = r.s.underflow[l < L ? l : p->o.shape.layers];
+        r.s.underflow = NULL;
+
+        pthread_mutex_lock(&w->mu);
+        w->ring[w->produced % RING] = r;
+        w->produced++;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static void stop_worker(struct train_panel *p)
+{
+    struct worker *w = &p->w;
+    if (!w->running)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->quit = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    w->running = false;
+}
+
+/* (Re)starts the run with p->o. */
+static void restart(struct train_panel *p)
+{
+    stop_worker(p);
+    trainer_free(p->t);
+    p->t = NULL;
+    p->n = 0, p->skipped = p->overflows = p->spikes = 0, p->nev = 0;
+    memset(&p->last, 0, sizeof p->last);
+    memset(p->under_frac, 0, sizeof p->under_frac);
+    struct error e = {0};
+    p->o.steps = 1L << 40; /* the window runs until stopped */
+    if (trainer_new(&p->t, &p->o, NULL, &e) != 0) {
+        snprintf(p->err, sizeof p->err, "%s", e.msg);
+        p->t = NULL;
+        return;
+    }
+    p->err[0] = 0;
+    p->floor = trainer_loss_floor(p->t);
+    p->layers = p->o.shape.layers < 64 ? p->o.shape.layers : 64;
+    struct worker *w = &p->w;
+    w->quit = false, w->credit = 0, w->produced = w->consumed = 0;
+    w->set_clip = w->set_lr = false, w->inject_spike = w->inject_nan = 0;
+    if (pthread_create(&w->thread, NULL, worker_main, p) != 0) {
+        snprintf(p->err, sizeof p->err, "cannot start the training thread");
+        trainer_free(p->t);
+        p->t = NULL;
+        return;
+    }
+    w->running = true;
+}
+
+/* Takes one step's record into the panel's history and events (UI thread). */
+static void take(struct train_panel *p, const struct rec *r)
+{
+    const struct train_step *sp = &r->s;
+    struct train_step s = *sp;
+    int i = (int)(p->n % HIST);
+    p->loss[i] = (float)s.loss;
+    p->norm[i] = s.grad_norm;
+    p->scale[i] = s.loss_scale;
+    p->bad[i] = (unsigned char)(s.skipped ? 1 : s.spike ? 2 : 0);
+    p->n++;
+    p->last = s;
+    const struct gpt_config *c = &p->o.shape;
+    /* the fraction of each layer's weight-gradient elements that underflowed */
+    double per_layer = 2.0 * c->d + 4.0 * c->d * c->d + 3.0 * c->d * c->ffn;
+    double ends = (double)c->vocab * c->d + c->d;
+    for (int l = 0; l <= p->layers; l++)
+        p->under_frac[l] = (double)r->under[l] / (l < p->layers ? per_layer : ends);
+    p->skipped += s.skipped;
+    p->overflows += s.overflow;
+    p->spikes += s.spike;
+    if (s.nonfinite[0])
+        add_event(p, ROLE_ERROR, "step %ld: inf/NaN in %s", s.step, s.nonfinite);
+    if (s.skipped)
+        add_event(p, ROLE_ERROR, "step %ld skipped (%s): weights and Adam state untouched", s.step,
+                  s.overflow ? "inf/NaN gradient" : "loss spike");
+    else if (s.spike)
+        add_event(p, ROLE_WARN, "step %ld: loss spike, z = %.1f", s.step, s.zscore);
+    if (p->n >= 2 && !s.overflow) {
+        float prev = p->scale[(p->n - 2) % HIST];
+        if (s.loss_scale > prev)
+            add_event(p, ROLE_GOOD, "step %ld: loss scale grew to %g", s.step,
+                      (double)s.loss_scale);
+        else if (s.loss_scale < prev)
+            add_event(p, ROLE_WARN, "step %ld: loss scale backed off to %g", s.step,
+                      (double)s.loss_scale);
+    }
+}
+
+/* Gives the worker credit for steps and takes what it has done (UI thread; short lock). */
+static int pump(struct train_panel *p, double credit)
+{
+    struct worker *w = &p->w;
+    if (!w->running)
+        return 0;
+    struct rec *got = p->got;
+    int n = 0;
+    pthread_mutex_lock(&w->mu);
+    w->credit = fmin(w->credit + credit, 4.0); /* a slow host does not pile steps up */
+    for (; w->consumed < w->produced; w->consumed++)
+        got[n++] = w->ring[w->consumed % RING];
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < n; i++)
+        take(p, &got[i]);
+    return n;
+}
+
+/* ------------------------------------------------------------------ settings and keys */
+
+static void defaults(struct train_opts *o)
+{
+    struct model_shape m;
+    train_opts_default(o);
+    if (preset_load_model("tiny", &m, NULL) == 0)
+        o->shape = (struct gpt_config){m.vocab, m.d_model, m.layers, m.heads, m.ffn, m.seq};
+    o->lr = 3e-3;
+    o->batch = 4;
+    o->spike_window = 32;
+    o->spike_z = 4.0;
+}
+
+static int train_init(void **state, const struct panel_env *env, struct error *e)
+{
+    struct train_panel *p = calloc(1, sizeof *p);
+    if (!p)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    p->log = env->log;
+    pthread_mutex_init(&p->w.mu, NULL);
+    pthread_cond_init(&p->w.cv, NULL);
+    defaults(&p->o);
+    p->start = p->o;
+    restart(p);
+    *state = p;
+    return 0;
+}
+
+static void train_fini(void *state)
+{
+    struct train_panel *p = state;
+    stop_worker(p);
+    trainer_free(p->t);
+    pthread_cond_destroy(&p->w.cv);
+    pthread_mutex_destroy(&p->w.mu);
+    free(p);
+}
+
+static int train_set(void *state, const char *name, const char *value, struct error *e)
+{
+    struct train_panel *p = state;
+    struct train_opts *o = &p->start;
+    double v;
+    long long n;
+    if (!strcmp(name, "precision")) {
+        if (!strcmp(value, "fp32"))
+            o->precision = FP_FP32;
+        else if (!strcmp(value, "bf16"))
+            o->precision = FP_BF16;
+        else if (!strcmp(value, "fp16"))
+            o->precision = FP_FP16;
+        else
+            return error_set(e, ERR_INVAL, "precision: fp32, bf16 or fp16, not '%s'", value);
+        o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
+    } else if (!strcmp(name, "scale")) {
+        if (!strcmp(value, "dynamic"))
+            o->scaling = TRAIN_SCALE_DYNAMIC;
+        else if (!strcmp(value, "none"))
+            o->scaling = TRAIN_SCALE_NONE;
+        else if (units_parse_double(value, false, &v, NULL) == 0 && v > 0)
+            o->scaling = TRAIN_SCALE_STATIC, o->scale = v;
+        else
+            return error_set(e, ERR_INVAL, "scale: dynamic, none or a number, not '%s'", value);
+    } else if (!strcmp(name, "clip")) {
+        if (!strcmp(value, "none"))
+            o->clip = 0;
+        else if (units_parse_double(value, false, &v, NULL) == 0 && v > 0)
+            o->clip = v;
+        else
+            return error_set(e, ERR_INVAL, "clip: none or a number > 0, not '%s'", value);
+    } else if (!strcmp(name, "lr")) {
+        if (units_parse_double(value, false, &v, NULL) || !(v >= 0))
+            return error_set(e, ERR_INVAL, "lr: a number >= 0, not '%s'", value);
+        o->lr = v;
+    } else if (!strcmp(name, "init_scale")) {
+        if (units_parse_double(value, false, &v, NULL) || !(v > 0 && v < 3e38))
+            return error_set(e, ERR_INVAL, "init_scale: a number > 0, not '%s'", value);
+        o->scale = v;
+    } else if (!strcmp(name, "growth")) {
+        if (units_parse_int(value, 1, 1 << 30, &n, e))
+            return ERR_INVAL;
+        o->growth_interval = (int)n;
+    } else if (!strcmp(name, "batch")) {
+        if (units_parse_int(value, 1, 64, &n, e))
+            return ERR_INVAL;
+        o->batch = (int)n;
+    } else if (!strcmp(name, "seed")) {
+        if (units_parse_int(value, 0, 1LL << 53, &n, e))
+            return ERR_INVAL;
+        o->seed = (uint64_t)n;
+    } else
+        return error_set(e, ERR_INVAL,
+                         "the training panel knows precision, scale, clip, lr, growth, "
+                         "init_scale, batch, seed; not '%s'",
+                         name);
+    p->o = *o;
+    restart(p);
+    return 0;
+}
+
+static int cycle(const double *v, int n, double cur)
+{
+    for (int i = 0; i < n; i++)
+        if (fabs(v[i] - cur) <= 1e-12 * fabs(cur) || v[i] == cur)
+            return (i + 1) % n;
+    return 0;
+}
+
+static int train_on_key(void *state, int key)
+{
+    struct train_panel *p = state;
+    struct train_opts *o = &p->o;
+    switch (key) {
+    case 'p':
+        o->precision = o->precision == FP_FP32   ? FP_BF16
+                       : o->precision == FP_BF16 ? FP_FP16
+                                                 : FP_FP32;
+        o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
+        o->scale = 65536;
+        restart(p);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    case 's':
+        o->scaling = o->scaling == TRAIN_SCALE_DYNAMIC ? TRAIN_SCALE_NONE
+                     : o->scaling == TRAIN_SCALE_NONE  ? TRAIN_SCALE_STATIC
+                                                       : TRAIN_SCALE_DYNAMIC;
+        o->scale = o->scaling == TRAIN_SCALE_STATIC ? 1024 : 65536;
+        restart(p);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    case 'c':
+        o->clip = clips[cycle(clips, 4, o->clip)];
+        pthread_mutex_lock(&p->w.mu);
+        p->w.set_clip = true, p->w.clip = o->clip;
+        pthread_mutex_unlock(&p->w.mu);
+        add_event(p, ROLE_DIM, "clip %s", o->clip > 0 ? "on" : "off");
+        return PANEL_HANDLED | PANEL_REDRAW;
+    case 'l':
+        o->lr = lrs[cycle(lrs, 4, o->lr)];
+        pthread_mutex_lock(&p->w.mu);
+        p->w.set_lr = true, p->w.lr = o->lr;
+        pthread_mutex_unlock(&p->w.mu);
+        add_event(p, ROLE_DIM, "learning rate %g", o->lr);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    case 'g': {
+        int i = 0;
+        while (i < 3 && growths[i] != o->growth_interval)
+            i++;
+        o->growth_interval = growths[(i + 1) % 3];
+        restart(p);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
+    case 'b':
+        pthread_mutex_lock(&p->w.mu);
+        p->w.inject_spike++;
+        pthread_mutex_unlock(&p->w.mu);
+        add_event(p, ROLE_WARN, "a bad batch comes with the next step");
+        return PANEL_HANDLED | PANEL_REDRAW;
+    case 'x':
+        pthread_mutex_lock(&p->w.mu);
+        p->w.inject_nan++;
+        pthread_mutex_unlock(&p->w.mu);
+        add_event(p, ROLE_WARN, "a NaN comes with the next step");
+        return PANEL_HANDLED | PANEL_REDRAW;
+    default: return 0;
+    }
+}
+
+static int train_on_event(void *state, const struct panel_event *ev)
+{
+    struct train_panel *p = state;
+    switch (ev->kind) {
+    case PANEL_PLAY: return p->t ? PANEL_ANIMATE | PANEL_REDRAW : 0;
+    case PANEL_PAUSE: return 0;
+    case PANEL_STEP: {
+        /* one step, paused: credit for one, then wait (briefly) for its record */
+        long before = p->n;
+        pump(p, 1.0);
+        for (int i = 0; i < 400 && p->n == before && p->w.running; i++) {
+            struct timespec ms = {0, 5000000};
+            nanosleep(&ms, NULL);
+            pump(p, 0.0);
+        }
+        return PANEL_REDRAW;
+    }
+    case PANEL_RESET:
+        p->o = p->start;
+        restart(p);
+        return PANEL_REDRAW;
+    case PANEL_TICK: return PANEL_ANIMATE | (pump(p, ev->dt * STEPS_PER_S) ? PANEL_REDRAW : 0);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ drawing */
+
+/* A curve of the last steps into h x w cells, the value mapped by f to [lo, hi]; a
+ * horizontal line at `line` (if finite); non-finite values and skipped steps marked. */
+static void plot(const struct train_panel *p, struct ui_canvas *c, int y, int x, int h, int w,
+                 const float *v, double (*f)(double), double lo, double hi, double line)
+{
+    if (h < 2 || w < 4 || p->n == 0)
+        return;
+    long n = p->n < HIST ? p->n : HIST, first = p->n - n;
+    long per = (n + w - 1) / w; /* steps per column */
+    if (per < 1)
+        per = 1;
+    int cols = (int)((n + per - 1) / per);
+    const struct ui_glyphs *gl = theme_glyphs();
+    if (isfinite(line) && line >= lo && line <= hi) {
+        int ly = y + h - 1 - (int)lround((f(line) - f(lo)) / (f(hi) - f(lo)) * (h - 1));
+        for (int i = 0; i < w; i++)
+            canvas_text(c, ly, x + i, ROLE_DIM, gl->h);
+    }
+    for (int col = 0; col < cols; col++) {
+        double sum = 0;
+        int cnt = 0, bad = 0, nonfinite = 0;
+        for (long k = first + col * per; k < first + (col + 1) * per && k < p->n; k++) {
+            double val = v[k % HIST];
+            if (!isfinite(val))
+                nonfinite = 1;
+            else
+                sum += val, cnt++;
+            bad |= p->bad[k % HIST];
+        }
+        if (nonfinite && !cnt) {
+            canvas_text(c, y, x + col, ROLE_ERROR, "x");
+            continue;
+        }
+        double val = sum / cnt;
+        double fr = (f(fmin(fmax(val, lo), hi)) - f(lo)) / (f(hi) - f(lo));
+        int py = y + h - 1 - (int)lround(fr * (h - 1));
+        canvas_text(c, py, x + col, bad || nonfinite ? ROLE_ERROR : ROLE_BAR,
+                    bad || nonfinite ? "x" : "*");
+    }
+}
+
+static double ident(double v)
+{
+    return v;
+}
+
+static double logv(double v)
+{
+    return log(v > 1e-30 ? v : 1e-30);
+}
+
+static void range(const struct train_panel *p, const float *v, double *lo, double *hi)
+{
+    long n = p->n < HIST ? p->n : HIST;
+    *lo = INFINITY, *hi = -INFINITY;
+    for (long k = p->n - n; k < p->n; k++) {
+        double x = v[k % HIST];
+        if (isfinite(x) && x > 0)
+            *lo = fmin(*lo, x), *hi = fmax(*hi, x);
+    }
+    if (!(*lo <= *hi))
+        *lo = 0.1, *hi = 1;
+}
+
+static void train_draw(const void *state, struct ui_canvas *c)
+{
+    const struct train_panel *p = state;
+    const struct train_opts *o = &p->o;
+    int W = c->r.w, H = c->r.h, y = 0;
+    char a[32];
+    canvas_printf(c, y++, 0, ROLE_TEXT, "%s  scale %s  clip %s  lr %g  growth %d  batch %d",
+                  fp_info(o->precision)->name,
+                  o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
+                  : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
+                                                     : "none",
+                  o->clip > 0 ? (snprintf(a, sizeof a, "%g", o->clip), a) : "off", o->lr,
+                  o->growth_interval, o->batch);
+    if (p->err[0]) {
+        canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
+        return;
+    }
+    const struct train_step *s = &p->last;
+    if (p->n == 0) {
+        canvas_printf(c, y++, 0, ROLE_DIM, "tiny GPT, loss floor %.3f nats: press space to train",
+                      p->floor);
+    } else {
+        canvas_printf(c, y++, 0, ROLE_TEXT,
+                      "step %ld  loss %.3f (floor %.3f)  norm %.3g  coef %.3f  scale %g", s->step,
+                      s->loss, p->floor, (double)s->grad_norm, (double)s->clip_coef,
+                      (double)s->loss_scale);
+        canvas_printf(c, y++, 0, p->skipped ? ROLE_ERROR : ROLE_DIM,
+                      "skipped %ld  overflows %ld  spikes %ld", p->skipped, p->overflows,
+                      p->spikes);
+    }
+    int rest = H - y - (p->layers + 2) - 5;
+    int h1 = rest * 4 / 10, h2 = rest * 3 / 10, h3 = rest - h1 - h2 - 3;
+    if (h1 < 3 || W < 30) {
+        canvas_text(c, y + 1, 0, ROLE_DIM, "(a larger window shows the curves)");
+        return;
+    }
+    int pw = W - 8;
+    /* loss with its floor */
+    double lo, hi;
+    range(p, p->loss, &lo, &hi);
+    lo = fmin(lo, p->floor) - 0.05;
+    canvas_printf(c, y, 0, ROLE_TITLE, "loss");
+    canvas_printf(c, y + 1, 0, ROLE_DIM, "%6.2f", hi);
+    canvas_printf(c, y + h1 - 1, 0, ROLE_DIM, "%6.2f", lo);
+    canvas_printf(c, y + h1, 8, ROLE_DIM, "-- floor %.3f (entropy rate of the data)", p->floor);
+    plot(p, c, y, 8, h1, pw, p->loss, ident, lo, hi, p->floor);
+    y += h1 + 1;
+    /* gradient norm, log scale, with the clip line */
+    range(p, p->norm, &lo, &hi);
+    if (o->clip > 0)
+        lo = fmin(lo, o->clip), hi = fmax(hi, o->clip);
+    hi *= 1.2, lo /= 1.2;
+    canvas_printf(c, y, 0, ROLE_TITLE, "norm");
+    canvas_printf(c, y + 1, 0, ROLE_DIM, "%6.2g", hi);
+    canvas_printf(c, y + h2 - 1, 0, ROLE_DIM, "%6.2g", lo);
+    plot(p, c, y, 8, h2, pw, p->norm, logv, lo, hi, o->clip > 0 ? o->clip : NAN);
+    if (o->clip > 0)
+        canvas_printf(c, y + h2, 8, ROLE_DIM, "-- clip at %g (log scale)", o->clip);
+    y += h2 + 1;
+    /* the loss scale, log2 staircase */
+    if (h3 >= 2) {
+        range(p, p->scale, &lo, &hi);
+        lo /= 2, hi *= 2;
+        canvas_printf(c, y, 0, ROLE_TITLE, "scale");
+        canvas_printf(c, y + 1, 0, ROLE_DIM, "2^%-4.0f", log2(hi));
+        canvas_printf(c, y + h3 - 1, 0, ROLE_DIM, "2^%-4.0f", log2(lo));
+        plot(p, c, y, 8, h3, pw, p->scale, logv, lo, hi, NAN);
+        y += h3;
+    }
+    /* underflow per layer */
+    canvas_printf(c, y++, 0, ROLE_TITLE, "weight gradients that underflowed to 0, last step");
+    double umax = 0;
+    for (int l = 0; l <= p->layers; l++)
+        umax = fmax(umax, p->under_frac[l]);
+    for (int l = 0; l <= p->layers && y < H; l++, y++) {
+        if (l < p->layers)
+            canvas_printf(c, y, 0, ROLE_DIM, "layer %d", l);
+        else
+            canvas_printf(c, y, 0, ROLE_DIM, "emb+norm");
+        canvas_bar(c, y, 9, W - 20, p->under_frac[l], umax > 0 ? umax : 1);
+        canvas_printf(c, y, W - 10, p->under_frac[l] > 0 ? ROLE_WARN : ROLE_DIM, "%8.4f%%",
+                      100 * p->under_frac[l]);
+    }
+    /* events */
+    for (int i = 0; i < p->nev && y < H; i++)
+        canvas_text(c, y++, 0, p->ev[i].role, p->ev[i].text);
+}
+
+static const struct panel_key train_keys[] = {
+    {"p", "precision: fp32, bf16, fp16 (restarts)", "precision"},
+    {"s", "loss scaling: dynamic, none, fixed 1024 (restarts)", "scaling"},
+    {"c", "clip the gradient norm: off, 1, 0.5, 0.1", "clip"},
+    {"l", "learning rate: 1e-3, 3e-3, 1e-2, 3e-2", "lr"},
+    {"g", "growth interval of the dynamic scale: 2000, 100, 20 (restarts)", NULL},
+    {"b", "a bad batch at the next step (logits x 20)", "bad batch"},
+    {"x", "a NaN in the attention scores at the next step", NULL},
+    {NULL, NULL, NULL},
+};
+
+const struct panel_ops panel_training = {
+    .name = "training",
+    .title = "Mixed-precision training, live",
+    .about = "A real training run of the tiny GPT with the trainer of 'scalelab train': the "
+             "loss against the data's entropy floor, the gradient norm and the clip line, the "
+             "loss scale, underflowed gradients per layer, and overflow, NaN and skipped-step "
+             "events.",
+    .init = train_init,
+    .fini = train_fini,
+    .on_key = train_on_key,
+    .on_event = train_on_event,
+    .set = train_set,
+    .draw = train_draw,
+    .keys = train_keys,
+};

@@ -1,0 +1,680 @@
+/* Unit tests of src/model, src/par's trainer and num's scaler, clipping and AdamW.
+ *
+ * The model's gradients are checked against central finite differences of an independent
+ * double-precision forward pass written here (a second implementation, loops only, no
+ * BLAS); the loss scaler, clipping and AdamW against PyTorch's documented semantics on
+ * crafted inputs; checkpointing against the calculator and for bit-identical gradients. */
+#include "config.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "base/rng.h"
+#include "calc/activ.h"
+#include "calc/preset.h"
+#include "harness.h"
+#include "model/gpt.h"
+#include "model/markov.h"
+#include "num/adamw.h"
+#include "num/clip.h"
+#include "num/scaler.h"
+#include "par/trainer.h"
+#include "ui/eventlog.h"
+#include "ui/panel.h"
+
+extern const struct panel_ops panel_training;
+
+/* A shape small enough for finite differences on every tensor kind, with 2 layers, 2 heads
+ * and T > 1 so that attention mixes positions. */
+static const struct gpt_config small_cfg = {16, 16, 2, 2, 24, 8};
+enum { SB = 2 };
+
+/* ------------------------------------------------------------------ reference in double */
+
+static void ref_rms(double *y, const double *x, const double *w, int d)
+{
+    double ss = 0;
+    for (int j = 0; j < d; j++)
+        ss += x[j] * x[j];
+    double s = 1.0 / sqrt(ss / d + 1e-5);
+    for (int j = 0; j < d; j++)
+        y[j] = x[j] * s * w[j];
+}
+
+/* y [out] = W [out, in] x [in] */
+static void ref_lin(double *y, const double *w, const double *x, int out, int in)
+{
+    for (int o = 0; o < out; o++) {
+        double s = 0;
+        for (int i = 0; i < in; i++)
+            s += w[(size_t)o * in + i] * x[i];
+        y[o] = s;
+    }
+}
+
+static void ref_rope(double *v, int t, int hd)
+{
+    int half = hd / 2;
+    for (int i = 0; i < half; i++) {
+        double ang = t * pow(10000.0, -2.0 * i / hd), a = v[i], b = v[i + half];
+        v[i] = a * cos(ang) - b * sin(ang);
+        v[i + half] = b * cos(ang) + a * sin(ang);
+    }
+}
+
+/* The mean cross-entropy of the model in double precision, straight from the definition. */
+static double ref_loss(const struct gpt_config *c, const double *p, const int32_t *tok,
+                       const int32_t *tgt, int B)
+{
+    int V = c->vocab, d = c->d, L = c->layers, H = c->heads, F = c->ffn, T = c->seq;
+    int hd = d / H;
+    size_t nd = (size_t)T * d;
+    double *x = calloc(nd, 8), *h = calloc(nd, 8), *q = calloc(nd, 8), *k = calloc(nd, 8);
+    double *v = calloc(nd, 8), *o = calloc(nd, 8), *tmp = calloc((size_t)F * 2 + d, 8);
+    double *lg = calloc((size_t)V, 8);
+    double loss = 0;
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++)
+            memcpy(x + (size_t)t * d, p + (size_t)tok[b * T + t] * d, (size_t)d * 8);
+        for (int l = 0; l < L; l++) {
+#define W(kind) (p + gpt_tensor_at(c, 1 + 9 * (size_t)l + (kind - GPT_ATTN_NORM)).offset)
+            for (int t = 0; t < T; t++) {
+                ref_rms(h + t * d, x + t * d, W(GPT_ATTN_NORM), d);
+                ref_lin(q + t * d, W(GPT_WQ), h + t * d, d, d);
+                ref_lin(k + t * d, W(GPT_WK), h + t * d, d, d);
+                ref_lin(v + t * d, W(GPT_WV), h + t * d, d, d);
+                for (int hh = 0; hh < H; hh++) {
+                    ref_rope(q + t * d + hh * hd, t, hd);
+                    ref_rope(k + t * d + hh * hd, t, hd);
+                }
+            }
+            for (int hh = 0; hh < H; hh++)
+                for (int i = 0; i < T; i++) {
+                    double s[64], mx = -1e300, sum = 0;
+                    for (int j = 0; j <= i; j++) {
+                        s[j] = 0;
+                        for (int e = 0; e < hd; e++)
+                            s[j] += q[i * d + hh * hd + e] * k[j * d + hh * hd + e];
+                        s[j] /= sqrt((double)hd);
+                        mx = fmax(mx, s[j]);
+                    }
+                    for (int j = 0; j <= i; j++)
+                        sum += s[j] = exp(s[j] - mx);
+                    for (int e = 0; e < hd; e++) {
+                        double acc = 0;
+                        for (int j = 0; j <= i; j++)
+                            acc += s[j] / sum * v[j * d + hh * hd + e];
+                        o[i * d + hh * hd + e] = acc;
+                    }
+                }
+            for (int t = 0; t < T; t++) {
+                ref_lin(tmp, W(GPT_WO), o + t * d, d, d);
+                for (int j = 0; j < d; j++)
+                    x[t * d + j] += tmp[j];
+                ref_rms(h + t * d, x + t * d, W(GPT_MLP_NORM), d);
+                double *g = tmp, *u = tmp + F, *m = tmp + 2 * F;
+                ref_lin(g, W(GPT_W_GATE), h + t * d, F, d);
+                ref_lin(u, W(GPT_W_UP), h + t * d, F, d);
+                for (int j = 0; j < F; j++)
+                    g[j] = g[j] / (1 + exp(-g[j])) * u[j];
+                ref_lin(m, W(GPT_W_DOWN), g, d, F);
+                for (int j = 0; j < d; j++)
+                    x[t * d + j] += m[j];
+            }
+#undef W
+        }
+        const double *wf = p + gpt_param_count(c) - d;
+        for (int t = 0; t < T; t++) {
+            ref_rms(h + t * d, x + t * d, wf, d);
+            ref_lin(lg, p, h + t * d, V, d); /* tied: logits = E h */
+            double mx = -1e300, s = 0;
+            for (int j = 0; j < V; j++)
+                mx = fmax(mx, lg[j]);
+            for (int j = 0; j < V; j++)
+                s += exp(lg[j] - mx);
+            loss += log(s) + mx - lg[tgt[b * T + t]];
+        }
+    }
+    free(x), free(h), free(q), free(k), free(v), free(o), free(tmp), free(lg);
+    return loss / ((double)B * T);
+}
+
+/* Parameters with structure (std 0.3, norms 1 +- 0.2) so attention is far from uniform. */
+static void random_params(const struct gpt_config *c, float *p, uint64_t seed)
+{
+    struct rng r;
+    rng_seed(&r, seed, 1);
+    for (size_t i = 0; i < gpt_tensor_count(c); i++) {
+        struct gpt_tensor t = gpt_tensor_at(c, i);
+        bool norm = t.rows == 1;
+        for (size_t j = 0; j < (size_t)t.rows * t.cols; j++)
+            p[t.offset + j] = (float)(norm ? 1 + 0.2 * rng_normal(&r) : 0.3 * rng_normal(&r));
+    }
+}
+
+static void random_batch(const struct gpt_config *c, int B, int32_t *tok, int32_t *tgt)
+{
+    struct rng r;
+    rng_seed(&r, 7, 2);
+    for (int i = 0; i < B * c->seq; i++)
+        tok[i] = (int32_t)rng_below(&r, (uint64_t)c->vocab),
+        tgt[i] = (int32_t)rng_below(&r, (uint64_t)c->vocab);
+}
+
+static struct gpt *new_model(const struct gpt_config *c, int B, enum fp_format f, const char *ck)
+{
+    struct gpt_ckpt p;
+    struct gpt *g = NULL;
+    ck_assert_int_eq(gpt_ckpt_parse(ck, &p, NULL), 0);
+    ck_assert_int_eq(gpt_new(&g, c, B, f, &p, NULL, NULL), 0);
+    return g;
+}
+
+/* ------------------------------------------------------------------ gradient check */
+
+START_TEST(gradients_match_finite_differences)
+{
+    const struct gpt_config *c = &small_cfg;
+    struct gpt *g = new_model(c, SB, FP_FP32, "none");
+    size_t n = gpt_nparams(g);
+    int32_t tok[SB * 8], tgt[SB * 8];
+    random_batch(c, SB, tok, tgt);
+    random_params(c, gpt_params(g), 3);
+    double loss = gpt_step(g, tok, tgt, 1.0f, NULL);
+    const float *grad = gpt_grads(g);
+    double *pd = malloc(n * 8);
+    for (size_t i = 0; i < n; i++)
+        pd[i] = gpt_params(g)[i];
+    /* The fp32 loss against the double reference: fp32 rounding over a 2-layer net,
+     * ~1e-7 relative per operation, stays well below 1e-5. */
+    double ref = ref_loss(c, pd, tok, tgt, SB);
+    ck_assert_double_le(fabs(loss - ref) / ref, 1e-5);
+
+    /* Central differences in double with h = 1e-5: truncation error ~h^2 f''' ~ 1e-10,
+     * rounding ~1e-16 / h ~ 1e-11, far below the tolerance. The analytic gradient is fp32:
+     * errors ~1e-6 of the tensor's largest gradient. Tolerance: 1e-4 of that scale plus 1e-3
+     * relative; a wrong formula is off by O(1). Every tensor of every layer, 8 elements each
+     * (the first, the last and 6 at random). */
+    struct rng r;
+    rng_seed(&r, 11, 3);
+    for (size_t ti = 0; ti < gpt_tensor_count(c); ti++) {
+        struct gpt_tensor t = gpt_tensor_at(c, ti);
+        size_t m = (size_t)t.rows * t.cols;
+        double scale = 0;
+        for (size_t j = 0; j < m; j++)
+            scale = fmax(scale, fabs(grad[t.offset + j]));
+        ck_assert_msg(scale > 0, "tensor %zu has a zero gradient", ti);
+        for (int s = 0; s < 8; s++) {
+            size_t j = t.offset + (s == 0 ? 0 : s == 1 ? m - 1 : rng_below(&r, m));
+            double keep = pd[j], h = 1e-5;
+            pd[j] = keep + h;
+            double up = ref_loss(c, pd, tok, tgt, SB);
+            pd[j] = keep - h;
+            double down = ref_loss(c, pd, tok, tgt, SB);
+            pd[j] = keep;
+            double fd = (up - down) / (2 * h);
+            ck_assert_msg(fabs(grad[j] - fd) <= 1e-4 * scale + 1e-3 * fabs(fd),
+                          "%s layer %d element %zu: analytic %.9g, finite difference %.9g",
+                          gpt_kind_name(t.kind), t.layer, j - t.offset, (double)grad[j], fd);
+        }
+    }
+    free(pd);
+    gpt_free(g);
+}
+END_TEST
+
+START_TEST(layout_is_documented_order)
+{
+    const struct gpt_config *c = &small_cfg;
+    size_t off = 0;
+    for (size_t i = 0; i < gpt_tensor_count(c); i++) {
+        struct gpt_tensor t = gpt_tensor_at(c, i);
+        ck_assert_uint_eq(t.offset, off);
+        off += (size_t)t.rows * t.cols;
+    }
+    ck_assert_uint_eq(off, gpt_param_count(c));
+    /* V d + L (2 d + 4 d^2 + 3 d F) + d */
+    ck_assert_uint_eq(gpt_param_count(c), 16 * 16 + 2 * (32 + 4 * 256 + 3 * 16 * 24) + 16);
+    ck_assert_int_eq(gpt_tensor_at(c, 1).kind, GPT_ATTN_NORM);
+    ck_assert_int_eq(gpt_tensor_at(c, 9).kind, GPT_W_DOWN);
+    ck_assert_int_eq(gpt_tensor_at(c, 9).rows, 16);
+    ck_assert_int_eq(gpt_tensor_at(c, 9).cols, 24);
+    ck_assert_int_eq(gpt_tensor_at(c, 10).layer, 1);
+    /* tiny's count, as calc computes it from the preset */
+    struct gpt_config tiny = {64, 64, 4, 4, 172, 64};
+    ck_assert_uint_eq(gpt_param_count(&tiny), 202304);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ checkpointing */
+
+static const char *const policies[] = {"none", "full", "every:2", "every:3", "sqrt", "selective"};
+
+START_TEST(checkpoint_gradients_bit_identical)
+{
+    struct gpt_config c = small_cfg;
+    c.layers = 5; /* uneven segments for every:2 and every:3 */
+    enum fp_format fmts[] = {FP_FP32, FP_BF16, FP_FP16};
+    int32_t tok[SB * 8], tgt[SB * 8];
+    random_batch(&c, SB, tok, tgt);
+    size_t n = gpt_param_count(&c);
+    float *master = malloc(n * 4), *ref = malloc(n * 4);
+    random_params(&c, master, 5);
+    for (int f = 0; f < 3; f++) {
+        double ref_loss_v = 0;
+        for (size_t k = 0; k < sizeof policies / sizeof *policies; k++) {
+            struct gpt *g = new_model(&c, SB, fmts[f], policies[k]);
+            gpt_set_weights(g, master);
+            double loss = gpt_step(g, tok, tgt, 1024.0f, NULL);
+            if (k == 0) {
+                memcpy(ref, gpt_grads(g), n * 4);
+                ref_loss_v = loss;
+            } else {
+                ck_assert_msg(memcmp(ref, gpt_grads(g), n * 4) == 0,
+                              "%s: gradients differ from none in format %d", policies[k], f);
+                ck_assert(loss == ref_loss_v);
+            }
+            ck_assert_uint_eq(gpt_act_live(g), 0); /* everything released */
+            gpt_free(g);
+        }
+    }
+    free(master);
+    free(ref);
+}
+END_TEST
+
+START_TEST(checkpoint_memory_equals_calculator)
+{
+    struct model_shape tiny;
+    ck_assert_int_eq(preset_load_model("tiny", &tiny, NULL), 0);
+    struct gpt_config c = {tiny.vocab, tiny.d_model, tiny.layers, tiny.heads, tiny.ffn, tiny.seq};
+    int B = 2;
+    int32_t *tok = calloc((size_t)B * c.seq, 4), *tgt = calloc((size_t)B * c.seq, 4);
+    for (int f = 0; f < 2; f++) {
+        enum fp_format fmt = f ? FP_BF16 : FP_FP32;
+        struct activ_config ac = {B, c.seq, 1, false, f ? 2 : 4};
+        for (size_t k = 0; k < sizeof policies / sizeof *policies; k++) {
+            struct gpt *g = new_model(&c, B, fmt, policies[k]);
+            gpt_init_params(&c, 1, gpt_params(g));
+            gpt_step(g, tok, tgt, 1.0f, NULL);
+            struct activ_policy pol;
+            struct activ_total tot;
+            ck_assert_int_eq(activ_parse_policy(policies[k], &pol, NULL), 0);
+            activ_total(&tiny, &ac, &pol, c.layers, true, true, &tot);
+            ck_assert_msg((double)gpt_mem_bytes(g, GPT_MEM_ACTIVATIONS) == tot.peak,
+                          "%s %s: measured %zu, calculator %.0f", policies[k], f ? "bf16" : "fp32",
+                          gpt_mem_bytes(g, GPT_MEM_ACTIVATIONS), tot.peak);
+            struct gpt_flops fl = gpt_flops(g);
+            if (!strcmp(policies[k], "full")) /* one more forward: about a third */
+                ck_assert_double_eq_tol(fl.recompute / (fl.forward + fl.backward), 0.33, 0.02);
+            if (!strcmp(policies[k], "none"))
+                ck_assert(fl.recompute == 0);
+            gpt_free(g);
+        }
+    }
+    free(tok);
+    free(tgt);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ diagnosis */
+
+START_TEST(nonfinite_names_the_first_tensor)
+{
+    const struct gpt_config *c = &small_cfg;
+    struct gpt *g = new_model(c, SB, FP_FP16, "full");
+    random_params(c, gpt_params(g), 3);
+    int32_t tok[SB * 8], tgt[SB * 8];
+    random_batch(c, SB, tok, tgt);
+    struct gpt_diag d;
+    struct gpt_inject nan1 = {1, -1, 1.0f};
+    double loss = gpt_step(g, tok, tgt, 1.0f, &nan1);
+    gpt_diag(g, &d);
+    ck_assert(isnan(loss));
+    ck_assert_str_eq(d.nonfinite, "layer 1 attn scores");
+    ck_assert(d.nonfinite_forward);
+    struct gpt_inject inf0 = {-1, 0, 1.0f};
+    loss = gpt_step(g, tok, tgt, 1.0f, &inf0);
+    gpt_diag(g, &d);
+    ck_assert(isfinite(loss));
+    ck_assert_str_eq(d.nonfinite, "layer 0 grad mlp hidden");
+    ck_assert(!d.nonfinite_forward);
+    /* fp16 overflow for real: a loss scale of 2^24 pushes the logits' gradient past 65504 */
+    loss = gpt_step(g, tok, tgt, 16777216.0f * 64, NULL);
+    gpt_diag(g, &d);
+    ck_assert_str_eq(d.nonfinite, "grad logits");
+    /* and a clean step has none */
+    gpt_step(g, tok, tgt, 1.0f, NULL);
+    gpt_diag(g, &d);
+    ck_assert_str_eq(d.nonfinite, "");
+    gpt_free(g);
+}
+END_TEST
+
+START_TEST(fp16_gradients_underflow_without_scaling)
+{
+    struct gpt_config tiny = {64, 64, 4, 4, 172, 64};
+    struct gpt *g = new_model(&tiny, 4, FP_FP16, "none");
+    gpt_init_params(&tiny, 1, gpt_params(g));
+    gpt_set_weights(g, gpt_params(g));
+    int32_t *tok = calloc(4 * 64, 4), *tgt = calloc(4 * 64, 4);
+    random_batch(&tiny, 4, tok, tgt);
+    struct gpt_diag d;
+    gpt_step(g, tok, tgt, 1.0f, NULL);
+    gpt_diag(g, &d);
+    uint64_t plain = d.underflow_total, per_layer = 0;
+    for (int l = 0; l <= tiny.layers; l++)
+        per_layer += d.underflow[l];
+    ck_assert_uint_eq(per_layer, plain);
+    gpt_step(g, tok, tgt, 65536.0f, NULL);
+    gpt_diag(g, &d);
+    /* gradients of a mean over 256 tokens at init are ~1e-5..1e-8: fp16's subnormals end at
+     * 6e-8, so some flush to zero unscaled, and scaling by 2^16 saves them */
+    ck_assert_uint_gt(plain, 0);
+    ck_assert_uint_lt(d.underflow_total, plain);
+    free(tok);
+    free(tgt);
+    gpt_free(g);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ scaler, clip, AdamW */
+
+START_TEST(grad_scaler_semantics)
+{
+    struct scaler s;
+    scaler_init(&s, 65536.0f, 3, 1);
+    ck_assert(s.scale == 65536.0f);
+    scaler_update(&s, true); /* overflow: halve, tracker reset */
+    ck_assert(s.scale == 32768.0f);
+    scaler_update(&s, false);
+    scaler_update(&s, false);
+    ck_assert(s.scale == 32768.0f);
+    scaler_update(&s, true); /* an overflow resets the count of clean steps */
+    ck_assert(s.scale == 16384.0f);
+    scaler_update(&s, false);
+    scaler_update(&s, false);
+    ck_assert(s.scale == 16384.0f);
+    scaler_update(&s, false); /* the third clean step in a row: double */
+    ck_assert(s.scale == 32768.0f);
+    ck_assert_int_eq(s.growth_tracker, 0);
+
+    /* never grows to inf: 2^127 doubled is inf in fp32, so it stays */
+    scaler_init(&s, ldexpf(1.0f, 127), 1, 1);
+    scaler_update(&s, false);
+    ck_assert(s.scale == ldexpf(1.0f, 127));
+    ck_assert_int_eq(s.growth_tracker, 0);
+
+    /* 1 / scale in double, then fp32 */
+    float scales[] = {3.0f, 65536.0f, 12345.678f, 0.1f};
+    for (int i = 0; i < 4; i++) {
+        scaler_init_static(&s, scales[i]);
+        ck_assert(scaler_inv_scale(&s) == (float)(1.0 / (double)scales[i]));
+    }
+    float g[3] = {65536.0f, -2.0f, 0.0f};
+    scaler_init(&s, 65536.0f, 2000, 1);
+    ck_assert(!scaler_unscale(&s, g, 3));
+    ck_assert(g[0] == 1.0f && g[1] == -2.0f / 65536.0f && g[2] == 0.0f);
+    float bad[2] = {1.0f, INFINITY};
+    ck_assert(scaler_unscale(&s, bad, 2));
+    float nanv[2] = {NAN, 1.0f};
+    ck_assert(scaler_unscale(&s, nanv, 2));
+
+    /* hysteresis 2 (Megatron, DeepSpeed): the first overflow only counts down */
+    scaler_init(&s, 1024.0f, 2, 2);
+    scaler_update(&s, true);
+    ck_assert(s.scale == 1024.0f);
+    scaler_update(&s, true);
+    ck_assert(s.scale == 512.0f);
+    scaler_update(&s, true); /* stays at 0 until a growth: backs off again */
+    ck_assert(s.scale == 256.0f);
+    scaler_update(&s, false);
+    scaler_update(&s, false); /* growth resets the hysteresis */
+    ck_assert(s.scale == 512.0f);
+    scaler_update(&s, true);
+    ck_assert(s.scale == 512.0f);
+
+    /* a static scale never changes */
+    scaler_init_static(&s, 128.0f);
+    scaler_update(&s, true);
+    ck_assert(s.scale == 128.0f);
+}
+END_TEST
+
+START_TEST(clip_semantics)
+{
+    float g[2] = {3.0f, 4.0f};
+    float norm = clip_norm(g, 2);
+    ck_assert(norm == 5.0f);
+    float coef = clip_coef(norm, 1.0f);
+    ck_assert(coef == 1.0f / (5.0f + 1e-6f)); /* max_norm / (norm + 1e-6), in fp32 */
+    clip_apply(g, 2, coef);
+    ck_assert_double_eq_tol(clip_norm(g, 2), 1.0, 1e-6);
+    ck_assert(clip_coef(0.5f, 1.0f) == 1.0f); /* clamped to 1 */
+    ck_assert(clip_coef(INFINITY, 1.0f) == 0.0f);
+    ck_assert(isnan(clip_coef(NAN, 1.0f))); /* torch.clamp keeps NaN */
+}
+END_TEST
+
+START_TEST(adamw_matches_pytorch_formula)
+{
+    struct adamw a;
+    adamw_init(&a, 0.1, 0.9, 0.999, 1e-8, 0.01);
+    float p[2] = {1.0f, -0.5f}, m[2] = {0}, v[2] = {0};
+    float g[2] = {0.5f, -2.0f};
+    double pd[2] = {1.0, -0.5}, md[2] = {0}, vd[2] = {0};
+    for (int t = 1; t <= 3; t++) {
+        adamw_advance(&a);
+        adamw_update(&a, p, g, m, v, 2);
+        for (int i = 0; i < 2; i++) { /* torch.optim.AdamW, written out in double */
+            pd[i] *= 1 - 0.1 * 0.01;
+            md[i] = 0.9 * md[i] + 0.1 * g[i];
+            vd[i] = 0.999 * vd[i] + 0.001 * g[i] * g[i];
+            double mh = md[i] / (1 - pow(0.9, t)), vh = vd[i] / (1 - pow(0.999, t));
+            pd[i] -= 0.1 * mh / (sqrt(vh) + 1e-8);
+            ck_assert_double_eq_tol(p[i], pd[i], 1e-6); /* fp32 state: a few ulps */
+        }
+    }
+    ck_assert_int_eq(a.step, 3);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ the trainer */
+
+static struct trainer *new_trainer(struct train_opts *o)
+{
+    struct trainer *t = NULL;
+    struct error e = {0};
+    ck_assert_msg(trainer_new(&t, o, NULL, &e) == 0, "%s", e.msg);
+    return t;
+}
+
+START_TEST(skipped_step_leaves_state_untouched)
+{
+    struct train_opts o;
+    train_opts_default(&o);
+    o.shape = small_cfg;
+    o.batch = SB;
+    o.steps = 4;
+    o.precision = FP_FP16;
+    o.scaling = TRAIN_SCALE_DYNAMIC;
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 3, 1};
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_INF, 4, 1};
+    struct trainer *t = new_trainer(&o);
+    size_t n = gpt_param_count(&o.shape), bytes = n * 4;
+    float *before = malloc(4 * bytes);
+    struct train_step s;
+    trainer_step(t, &s);
+    trainer_step(t, &s);
+    ck_assert(!s.skipped);
+    ck_assert(s.loss_scale == 65536.0f);
+    for (int step = 3; step <= 4; step++) {
+        memcpy(before, trainer_master(t), bytes);
+        memcpy(before + n, gpt_params(trainer_model(t)), bytes);
+        memcpy(before + 2 * n, trainer_moments(t, 0), bytes);
+        memcpy(before + 3 * n, trainer_moments(t, 1), bytes);
+        long adam = trainer_adam_steps(t);
+        trainer_step(t, &s);
+        ck_assert(s.skipped && s.overflow);
+        ck_assert(memcmp(before, trainer_master(t), bytes) == 0);
+        ck_assert(memcmp(before + n, gpt_params(trainer_model(t)), bytes) == 0);
+        ck_assert(memcmp(before + 2 * n, trainer_moments(t, 0), bytes) == 0);
+        ck_assert(memcmp(before + 3 * n, trainer_moments(t, 1), bytes) == 0);
+        ck_assert_int_eq(trainer_adam_steps(t), adam);
+    }
+    ck_assert_str_eq(s.nonfinite, "layer 1 grad mlp hidden");
+    ck_assert(s.loss_scale == 32768.0f); /* the scale step 4 used: halved after step 3 */
+    free(before);
+    trainer_free(t);
+}
+END_TEST
+
+START_TEST(trainer_deterministic_and_learns)
+{
+    struct train_opts o;
+    train_opts_default(&o);
+    o.shape = small_cfg;
+    o.shape.seq = 16;
+    o.batch = 4;
+    o.steps = 60;
+    o.lr = 1e-2;
+    o.clip = 1.0;
+    struct trainer *a = new_trainer(&o), *b = new_trainer(&o);
+    struct train_step sa, sb;
+    double first = 0, last = 0;
+    for (int i = 0; i < o.steps; i++) {
+        trainer_step(a, &sa);
+        trainer_step(b, &sb);
+        ck_assert(sa.loss == sb.loss && sa.grad_norm == sb.grad_norm);
+        if (i < 5)
+            first += sa.loss / 5;
+        if (i >= o.steps - 5)
+            last += sa.loss / 5;
+        ck_assert(sa.clip_coef <= 1.0f);
+    }
+    size_t bytes = gpt_param_count(&o.shape) * 4;
+    ck_assert(memcmp(trainer_master(a), trainer_master(b), bytes) == 0);
+    /* from ~log 16 = 2.77 at the start; 60 steps on a 16-token source take off > 0.5 nats */
+    ck_assert_double_lt(last, first - 0.5);
+    ck_assert_double_gt(last, trainer_loss_floor(a) - 0.3); /* the floor is a floor */
+    trainer_free(a);
+    trainer_free(b);
+}
+END_TEST
+
+START_TEST(markov_entropy_is_the_floor)
+{
+    struct markov *m;
+    ck_assert_int_eq(markov_new(&m, 64, 1, NULL), 0);
+    double h = markov_entropy(m);
+    /* four successors and a 2% leak: between the leak's contribution and log 4 + leak */
+    ck_assert_double_gt(h, 0.1);
+    ck_assert_double_lt(h, log(4.0) + 0.2);
+    struct markov *m2;
+    ck_assert_int_eq(markov_new(&m2, 64, 1, NULL), 0);
+    ck_assert(markov_entropy(m2) == h);
+    int32_t tok[4 * 32], tgt[4 * 32];
+    struct rng r;
+    rng_seed(&r, 1, 0);
+    markov_batch(m, &r, 4, 32, tok, tgt);
+    for (int i = 0; i < 4 * 32; i++) {
+        ck_assert(tok[i] >= 0 && tok[i] < 64 && tgt[i] >= 0 && tgt[i] < 64);
+        if (i % 32 != 31)
+            ck_assert_int_eq(tgt[i], tok[i + 1]); /* targets are the next inputs */
+    }
+    markov_free(m);
+    markov_free(m2);
+    struct error e = {0};
+    ck_assert_int_eq(markov_new(&m, 4, 1, &e), ERR_INVAL);
+}
+END_TEST
+
+START_TEST(options_are_checked)
+{
+    struct train_opts o;
+    struct error e = {0};
+    train_opts_default(&o);
+    ck_assert_int_eq(train_opts_check(&o, &e), 0);
+    o.lr = -1;
+    ck_assert_int_eq(train_opts_check(&o, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--lr"));
+    train_opts_default(&o);
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 301, 1};
+    ck_assert_int_eq(train_opts_check(&o, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--inject"));
+    struct gpt_ckpt p;
+    ck_assert_int_eq(gpt_ckpt_parse("every:0", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(gpt_ckpt_parse("most", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(gpt_ckpt_parse("sqrt", &p, &e), 0);
+    ck_assert_int_eq(gpt_ckpt_segment(&p, 4), 2);
+    ck_assert_int_eq(gpt_ckpt_segment(&p, 10), 4);
+    struct gpt_config bad = small_cfg;
+    bad.heads = 3;
+    ck_assert_int_eq(gpt_config_check(&bad, &e), ERR_INVAL);
+}
+END_TEST
+
+/* Lesson 1's panel without a screen: its worker thread trains while ticks give it credit,
+ * knobs and injections reach it, a restart joins it (the sanitizer builds watch the threads). */
+START_TEST(training_panel_runs_its_worker)
+{
+    struct eventlog log = {0};
+    struct panel_env env = {&panel_training, &log, true};
+    void *st = NULL;
+    struct error e = {0};
+    ck_assert_int_eq(panel_training.init(&st, &env, &e), 0);
+    ck_assert_int_eq(panel_training.set(st, "batch", "1", &e), 0);
+    ck_assert_int_eq(panel_training.set(st, "precision", "fp16", &e), 0);
+    ck_assert_int_eq(panel_training.set(st, "nonsense", "1", &e), ERR_INVAL);
+    ck_assert_int_eq(panel_training.set(st, "precision", "fp12", &e), ERR_INVAL);
+    struct panel_event step = {PANEL_STEP, 0, 1};
+    ck_assert(panel_training.on_event(st, &step) & PANEL_REDRAW);
+    unsigned long before = log.count;
+    ck_assert(panel_training.on_key(st, 'x') & PANEL_HANDLED);
+    ck_assert(panel_training.on_key(st, 'c') & PANEL_HANDLED);
+    ck_assert(panel_training.on_key(st, 'l') & PANEL_HANDLED);
+    struct panel_event play = {PANEL_PLAY, 0, 1}, tick = {PANEL_TICK, 0.2, 1};
+    ck_assert(panel_training.on_event(st, &play) & PANEL_ANIMATE);
+    bool skipped = false;
+    for (int i = 0; i < 200 && !skipped; i++) {
+        panel_training.on_event(st, &tick);
+        for (unsigned long k = 0; k < log.count - before && k < EVENTLOG_LINES; k++)
+            skipped |= strstr(eventlog_get(&log, k), "layer 2 attn scores") != NULL;
+        struct timespec ms = {0, 10000000};
+        nanosleep(&ms, NULL);
+    }
+    ck_assert_msg(skipped, "the injected NaN is reported with its tensor");
+    ck_assert_int_eq(panel_training.on_key(st, '1'), 0);       /* the app's key */
+    ck_assert(panel_training.on_key(st, 'p') & PANEL_HANDLED); /* restarts the worker */
+    panel_training.on_event(st, &tick);
+    panel_training.fini(st);
+}
+END_TEST
+
+int main(void)
+{
+    openblas_set_num_threads(1);
+    Suite *s = suite_create("train");
+    TCase *tc = tcase_create("model");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, layout_is_documented_order);
+    tcase_add_test(tc, gradients_match_finite_differences);
+    tcase_add_test(tc, checkpoint_gradients_bit_identical);
+    tcase_add_test(tc, checkpoint_memory_equals_calculator);
+    tcase_add_test(tc, nonfinite_names_the_first_tensor);
+    tcase_add_test(tc, fp16_gradients_underflow_without_scaling);
+    tcase_add_test(tc, grad_scaler_semantics);
+    tcase_add_test(tc, clip_semantics);
+    tcase_add_test(tc, adamw_matches_pytorch_formula);
+    tcase_add_test(tc, skipped_step_leaves_state_untouched);
+    tcase_add_test(tc, trainer_deterministic_and_learns);
+    tcase_add_test(tc, markov_entropy_is_the_floor);
+    tcase_add_test(tc, options_are_checked);
+    tcase_add_test(tc, training_panel_runs_its_worker);
+    suite_add_tcase(s, tc);
+    return harness_run(s);
+}
