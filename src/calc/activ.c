@@ -266,8 +266,11 @@ double activ_recompute_flops(const struct model_shape *m, const struct activ_con
     switch (pol->kind) {
     case ACTIV_NONE: return 0;
     case ACTIV_SELECTIVE:
-        /* QK^T and P x V: 2 b s^2 h FLOPs each, split over t. */
-        return n * 4.0 * c->micro_batch * (double)c->seq * c->seq * m->d_model / c->tp;
+        /* The scores QK^T again (2 b s^2 h FLOPs, split over t) and their softmax, which is
+         * no matmul. The output of P x V is kept (it is wo's input), so backward needs only
+         * P back. Megatron's selective recompute checkpoints core attention as a whole and so
+         * also repeats P x V, another 2 b s^2 h. */
+        return n * 2.0 * c->micro_batch * (double)c->seq * c->seq * m->d_model / c->tp;
     default: return n * layer_forward_flops;
     }
 }

@@ -155,7 +155,8 @@ void activ_total(const struct model_shape *m, const struct activ_config *c,
 /* The forward FLOPs the policy recomputes in the backward pass, for n layers and one
  * micro-batch, given one layer's forward FLOPs on this GPU: none 0; full, every:K and sqrt
  * recompute every layer once (n x layer_forward_flops, about a third more compute: 8 instead
- * of 6 FLOPs per parameter and token); selective recomputes QK^T and P x V, 2bs^2h/t each. */
+ * of 6 FLOPs per parameter and token); selective recomputes the scores QK^T, 2bs^2h/t (P x V is
+ * kept). */
 double activ_recompute_flops(const struct model_shape *m, const struct activ_config *c,
                              const struct activ_policy *pol, int n, double layer_forward_flops);
 
