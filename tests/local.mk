@@ -28,6 +28,7 @@ include tests/ui.mk
 include tests/calc.mk
 include tests/comm.mk
 include tests/train.mk
+include tests/robust.mk
 
 TESTS += $(check_PROGRAMS)
 

@@ -42,8 +42,10 @@ static int number_and_suffix(const char *s, double *v, const char **suffix)
         return -1;
     errno = 0;
     char *end;
+    /* out of double's range is still a number: strtod gives ±HUGE_VAL (the callers refuse
+     * or keep infinities) or the nearest subnormal or zero, the correctly rounded value */
     *v = strtod(s, &end);
-    if (end == s || errno == ERANGE)
+    if (end == s)
         return -1;
     while (*end == ' ')
         end++;
@@ -83,9 +85,17 @@ int units_parse_bytes(const char *s, double max, double *out, struct error *e)
 {
     double v;
     const char *suffix;
-    if (number_and_suffix(s, &v, &suffix) < 0 || !isfinite(v))
+    if (number_and_suffix(s, &v, &suffix) < 0 || isnan(v))
         return error_set(e, ERR_INVAL, "'%s' is not a size (write e.g. 4096, 64MiB or 1GB)",
                          s ? s : "");
+    size_t sl = strlen(suffix);
+    /* "Mb", "Gb": a lowercase b is a bit in network speeds; a size in bytes must not take it
+     * silently for a byte (a factor of 8) */
+    if (sl > 1 && suffix[sl - 1] == 'b')
+        return error_set(e, ERR_INVAL,
+                         "'%s': '%s' reads as bits; sizes are in bytes (B, kB, MB, GB, TB, KiB, "
+                         "MiB, GiB or TiB)",
+                         s, suffix);
     double f = *suffix ? units_factor(suffix) : 1.0;
     if (f == 0.0)
         return error_set(e, ERR_INVAL,
@@ -108,7 +118,7 @@ int units_parse_count(const char *s, double max, double *out, struct error *e)
     } mult[] = {{'k', 1e3}, {'K', 1e3}, {'M', 1e6}, {'B', 1e9}, {'G', 1e9}, {'T', 1e12}};
     double v;
     const char *suffix;
-    if (number_and_suffix(s, &v, &suffix) < 0 || !isfinite(v))
+    if (number_and_suffix(s, &v, &suffix) < 0 || isnan(v))
         return error_set(e, ERR_INVAL, "'%s' is not a count (write e.g. 7.5B, 7.5e9 or 13M)",
                          s ? s : "");
     if (*suffix) {

@@ -1,9 +1,9 @@
 /* Numbers and sizes as people write them, and back.
  *
- * Sizes: "64MiB", "1GB", "80 GiB", "4096" (bytes). Decimal prefixes (kB, MB, GB, TB) are powers
- * of 1000 and binary ones (KiB, MiB, GiB, TiB) powers of 1024, as memory is labelled.
- * Counts: "7.5B", "175e9", "13M", "4k" (K, M, B or G, T: powers of 1000).
- * Every parser takes the whole string or fails: "1e", "", "12abc" and NaN are errors. */
+ * Sizes: "64MiB", "1GB", "80 GiB", "4096" (bytes); "64Mb" (bits) is refused. Decimal prefixes (kB,
+ * MB, GB, TB) are powers of 1000 and binary ones (KiB, MiB, GiB, TiB) powers of 1024, as memory is
+ * labelled. Counts: "7.5B", "175e9", "13M", "4k" (K, M, B or G, T: powers of 1000). Every parser
+ * takes the whole string or fails: "1e", "", "12abc" and NaN are errors. */
 #ifndef SCALELAB_BASE_UNITS_H
 #define SCALELAB_BASE_UNITS_H
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/datadir.h"
@@ -249,9 +250,40 @@ static int handler(void *user, const char *section, const char *name, const char
     return set_value(p, k, value, line);
 }
 
-static int parse(const char *text, const char *file, const char *section, const struct key *keys,
-                 void *out, struct error *e)
+/* inih reads a line into a buffer of INI_MAX_LINE bytes (200 in Debian's build) and takes
+ * the rest of a longer line as another line, so a long comment would end up as a syntax error
+ * on the wrong line, and a long value would be cut silently: such a line is refused here, with
+ * its own number. Returns the first line with more than LINE_MAX_CHARS bytes, or 0. */
+#define LINE_MAX_CHARS 198
+
+static int long_line(const char *text)
 {
+    int line = 0;
+    for (const char *s = text; *s;) {
+        const char *end = strchr(s, '\n');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        line++;
+        if (len > LINE_MAX_CHARS)
+            return line;
+        if (!end)
+            break;
+        s = end + 1;
+    }
+    return 0;
+}
+
+/* Fills out from the [section] of text; lines[i] is the line of keys[i] (0 if absent).
+ * Returns the line of [section], or a negative error code. */
+static int parse(const char *text, const char *file, const char *section, const struct key *keys,
+                 void *out, int lines[MAX_KEYS], struct error *e)
+{
+    /* inih skips a UTF-8 byte-order mark; so do the line counts here */
+    if (strncmp(text, "\xef\xbb\xbf", 3) == 0)
+        text += 3;
+    int too_long = long_line(text);
+    if (too_long)
+        return error_set(e, ERR_INVAL, "%s:%d: a line longer than %d characters", file, too_long,
+                         LINE_MAX_CHARS);
     struct parse p = {.text = text,
                       .file = file,
                       .section = section,
@@ -277,19 +309,23 @@ static int parse(const char *text, const char *file, const char *section, const 
             return error_set(e, ERR_INVAL,
                              "%s:%d: [%s] has no '%s' (it needs every one of its keys)", file,
                              p.section_line, section, k->name);
+    memcpy(lines, p.seen_line, sizeof p.seen_line);
     return p.section_line;
 }
 
 /* ------------------------------------------------------------------ checks after parsing */
 
-static int check_model(const struct model_shape *m, const char *file, int line, struct error *e)
+/* lines[]: where each of model_keys was given */
+static int check_model(const struct model_shape *m, const char *file, int line,
+                       const int lines[MAX_KEYS], struct error *e)
 {
+    enum { K_LAYERS = 1, K_D_MODEL, K_HEADS, K_KV_HEADS }; /* indices in model_keys */
     if (m->d_model % m->heads != 0)
-        return error_set(e, ERR_INVAL, "%s:%d: heads (%d) must divide d_model (%d)", file, line,
-                         m->heads, m->d_model);
+        return error_set(e, ERR_INVAL, "%s:%d: heads (%d) must divide d_model (%d, line %d)", file,
+                         lines[K_HEADS], m->heads, m->d_model, lines[K_D_MODEL]);
     if (m->heads % m->kv_heads != 0)
-        return error_set(e, ERR_INVAL, "%s:%d: kv_heads (%d) must divide heads (%d)", file, line,
-                         m->kv_heads, m->heads);
+        return error_set(e, ERR_INVAL, "%s:%d: kv_heads (%d) must divide heads (%d, line %d)", file,
+                         lines[K_KV_HEADS], m->kv_heads, m->heads, lines[K_HEADS]);
     /* A shape whose parameters would not fit any machine (a petabyte of weights) is a typo. */
     double d = m->d_model, f = m->ffn, per_layer = 4 * d * d + 3 * d * f;
     if (per_layer * m->layers + 2.0 * m->vocab * d > 1e15)
@@ -304,10 +340,11 @@ int preset_parse_model(const char *text, const char *file, struct model_shape *m
 {
     struct model_shape tmp;
     memset(&tmp, 0, sizeof tmp);
-    int line = parse(text, file, "model", model_keys, &tmp, e);
+    int lines[MAX_KEYS];
+    int line = parse(text, file, "model", model_keys, &tmp, lines, e);
     if (line < 0)
         return line;
-    int rc = check_model(&tmp, file, line, e);
+    int rc = check_model(&tmp, file, line, lines, e);
     if (rc < 0)
         return rc;
     *m = tmp;
@@ -319,7 +356,8 @@ int preset_parse_cluster(const char *text, const char *file, struct cluster_spec
 {
     struct cluster_spec tmp;
     memset(&tmp, 0, sizeof tmp);
-    int line = parse(text, file, "cluster", cluster_keys, &tmp, e);
+    int lines[MAX_KEYS];
+    int line = parse(text, file, "cluster", cluster_keys, &tmp, lines, e);
     if (line < 0)
         return line;
     if ((long long)tmp.gpus_per_node * tmp.nodes > PRESET_MAX_GPUS)
@@ -364,6 +402,9 @@ static bool is_preset_name(const char *s)
 
 static int read_file(const char *path, char **text, struct error *e)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return error_set(e, ERR_INVAL, "'%s' is a folder, not a preset file", path);
     FILE *f = fopen(path, "rb");
     if (!f)
         return error_set(e, ERR_INVAL, "cannot open '%s': %s", path, strerror(errno));

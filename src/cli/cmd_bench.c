@@ -176,6 +176,7 @@ static int bench_main(int argc, char **argv)
     struct bench b = {.rows = &report};
     int k;
     opts_init(&p, argc, argv, options, "bench");
+    p.once = true;
     while ((k = opts_next(&p, &arg)) != OPTS_END) {
         if (k == OPTS_ERROR)
             return 2;

@@ -80,6 +80,7 @@ static int parse(int argc, char **argv, struct cfg *c)
     c->size = 64.0 * 1024 * 1024;
     c->cluster = "h100-80gb";
     opts_init(&p, argc, argv, options, "collective");
+    p.once = true;
     while ((k = opts_next(&p, &arg)) != OPTS_END) {
         if (k == OPTS_ERROR)
             return 2;
@@ -146,6 +147,9 @@ static int parse(int argc, char **argv, struct cfg *c)
         c->a.spec.nodes = c->nodes;
     }
     size_t es = reduce_elem_size(c->a.dtype);
+    if (c->size < (double)es)
+        return cli_usage("collective", "--size: %.0f bytes is less than one %s element (%zu bytes)",
+                         c->size, fp_info(c->a.dtype)->name, es);
     if (fmod(c->size, (double)es) != 0)
         return cli_usage("collective",
                          "--size: %.0f bytes is not a whole number of %s elements (%zu bytes each)",
@@ -174,6 +178,15 @@ static int parse(int argc, char **argv, struct cfg *c)
     if (c->sweep && (c->fail || c->steps || c->trace || c->events))
         return cli_usage("collective",
                          "--sweep runs many sizes: no --fail, --steps, --trace or --events");
+    /* an unwritable output is bad input, found before the run rather than after it */
+    if (c->trace && trace_check_path(c->trace, &e) < 0) {
+        error_prefix(&e, "--trace");
+        return usage_err(&e);
+    }
+    if (c->events && trace_check_path(c->events, &e) < 0) {
+        error_prefix(&e, "--events");
+        return usage_err(&e);
+    }
     return 0;
 }
 
@@ -437,16 +450,8 @@ static int collective_main(int argc, char **argv)
     if (c.events && t.cluster) {
         size_t n;
         const struct event *ev = cluster_events(t.cluster, &n);
-        FILE *f = fopen(c.events, "w");
-        bool bad = !f;
-        if (f) {
-            trace_write_jsonl(f, ev, n);
-            bad = ferror(f) != 0;
-            bad |= fclose(f) != 0;
-        }
-        if (bad) {
-            struct error fe;
-            error_set(&fe, ERR_IO, "%s: cannot write the events", c.events);
+        struct error fe = {0};
+        if (trace_write_jsonl_file(c.events, ev, n, &fe) != 0) {
             trial_fini(&t);
             return cli_fail(&fe);
         }

@@ -273,6 +273,7 @@ static int formats_main(int argc, char **argv)
 
     /* Read and check every value before printing anything. */
     opts_init(&p, argc, argv, options, "formats");
+    p.once = true;
     while (rc == 0 && (k = opts_next(&p, &arg)) != OPTS_END) {
         if (k == OPTS_ERROR) {
             values_free(&vs);

@@ -424,6 +424,7 @@ static int memory_main(int argc, char **argv)
     struct args a = {0};
     int k;
     opts_init(&p, argc, argv, options, "memory");
+    p.once = true;
     while ((k = opts_next(&p, &arg)) != OPTS_END) {
         if (k == OPTS_ERROR)
             return 2;

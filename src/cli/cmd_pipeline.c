@@ -128,6 +128,7 @@ static int pipeline_main(int argc, char **argv)
     enum calc_schedule kind = SCHED_1F1B;
     struct error e = {0};
     opts_init(&o, argc, argv, options, "pipeline");
+    o.once = true;
     while ((k = opts_next(&o, &arg)) != OPTS_END) {
         if (k == OPTS_ERROR)
             return 2;

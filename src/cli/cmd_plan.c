@@ -250,6 +250,7 @@ static int plan_main(int argc, char **argv)
     const char *arg, *v[O_COUNT] = {0};
     int k;
     opts_init(&o, argc, argv, options, "plan");
+    o.once = true;
     while ((k = opts_next(&o, &arg)) != OPTS_END) {
         if (k == OPTS_ERROR)
             return 2;

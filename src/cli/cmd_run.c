@@ -430,6 +430,7 @@ static int run_main(int argc, char **argv)
     bool json = false, list = false, quantities = false;
     int k;
     opts_init(&p, argc, argv, options, "run");
+    p.once = true;
     while ((k = opts_next(&p, &arg)) != OPTS_END) {
         if (k == OPTS_ERROR)
             return 2;

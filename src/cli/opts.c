@@ -91,6 +91,17 @@ int opts_next(struct opts *p, const char **arg)
     }
     if (!o)
         return unknown(p, a);
+    size_t idx = (size_t)(o - p->table);
+    if (p->once && idx < 64) {
+        if (p->seen & (1ULL << idx)) {
+            fprintf(stderr,
+                    "scalelab: %s: option '--%s' given twice (give it once); see 'scalelab help "
+                    "%s'\n",
+                    p->cmd, o->name, p->cmd);
+            return OPTS_ERROR;
+        }
+        p->seen |= 1ULL << idx;
+    }
     if (!o->has_arg) {
         if (inline_val) {
             fprintf(stderr, "scalelab: %s: option '--%s' takes no value\n", p->cmd, o->name);

@@ -22,9 +22,12 @@ struct opts {
     const struct opt *table; /* ends with a {NULL} entry */
     const char *cmd;         /* the command, for messages */
     bool positional_only;    /* after "--" */
+    bool once;               /* an option given twice is an error */
+    unsigned long long seen; /* with once: a bit per table entry (the first 64) */
 };
 
-/* argv[0] is the command name; parsing starts at argv[1]. */
+/* argv[0] is the command name; parsing starts at argv[1]. Set p->once after this to refuse an
+ * option given twice ("--gpus 8 --gpus 4" is a mistake, not a choice; last-wins would hide it). */
 void opts_init(struct opts *p, int argc, char **argv, const struct opt *table, const char *cmd);
 
 /* The next option's index in the table, with *arg its value (or NULL); OPTS_POSITIONAL with

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -961,10 +962,17 @@ fail:
 int lesson_load(const char *path, struct lesson **out, struct error *e)
 {
     *out = NULL;
+    /* a path that does not exist, is a folder or may not be read is the user's mistake (exit
+     * 2); only a failing disk is an I/O error */
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return error_set(e, ERR_INVAL, "%s: a folder, not a lesson file", path);
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return error_set(e, errno == ENOENT ? ERR_INVAL : ERR_IO, "%s: cannot read: %s", path,
-                         strerror(errno));
+    if (!f) {
+        int err = errno;
+        return error_set(e, err == ENOENT || err == EACCES || err == ENOTDIR ? ERR_INVAL : ERR_IO,
+                         "%s: cannot read: %s", path, strerror(err));
+    }
     char *text = malloc(FILE_MAX + 1);
     if (!text) {
         fclose(f);

@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -98,27 +100,79 @@ static void chrome_event(FILE *f, const struct event *ev)
     }
 }
 
-int trace_write_chrome(const char *path, const struct event *ev, size_t n, int gpus,
-                       struct error *e)
+/* Opens a temporary file beside path (so that the rename stays on one file system). */
+static int open_tmp(const char *path, FILE **out, char **tmp, struct error *e)
 {
     size_t len = strlen(path);
-    char *tmp = malloc(len + 16);
-    if (!tmp)
+    *out = NULL;
+    *tmp = malloc(len + 16);
+    if (!*tmp)
         return error_set(e, ERR_NOMEM, "%s: no memory", path);
-    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    snprintf(*tmp, len + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(*tmp);
     if (fd < 0) {
         int err = errno;
-        free(tmp);
+        free(*tmp);
+        *tmp = NULL;
         return error_set(e, ERR_IO, "%s: cannot write: %s", path, strerror(err));
     }
     FILE *f = fdopen(fd, "w");
     if (!f) {
         close(fd);
-        unlink(tmp);
-        free(tmp);
+        unlink(*tmp);
+        free(*tmp);
+        *tmp = NULL;
         return error_set(e, ERR_IO, "%s: cannot write", path);
     }
+    *out = f;
+    return 0;
+}
+
+/* Closes f and renames tmp to path; on any error removes tmp. Frees tmp. */
+static int commit_tmp(FILE *f, char *tmp, const char *path, struct error *e)
+{
+    bool bad = ferror(f) != 0;
+    int err = bad ? EIO : 0;
+    if (fclose(f) != 0 && !bad)
+        bad = true, err = errno;
+    if (!bad && rename(tmp, path) != 0)
+        bad = true, err = errno;
+    if (bad)
+        unlink(tmp);
+    free(tmp);
+    if (bad)
+        return error_set(e, ERR_IO, "%s: cannot write: %s", path, strerror(err));
+    return 0;
+}
+
+int trace_check_path(const char *path, struct error *e)
+{
+    if (!path || !*path)
+        return error_set(e, ERR_INVAL, "an empty file name; give a file to write");
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return error_set(e, ERR_INVAL, "'%s' is a folder; give a file to write", path);
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir)
+        return error_set(e, ERR_NOMEM, "%s: no memory", path);
+    int rc = 0;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        rc = error_set(e, ERR_INVAL, "'%s': the folder '%s' does not exist", path, dir);
+    else if (access(dir, W_OK | X_OK) != 0)
+        rc = error_set(e, ERR_INVAL, "'%s': the folder '%s' is not writable", path, dir);
+    free(dir);
+    return rc;
+}
+
+int trace_write_chrome(const char *path, const struct event *ev, size_t n, int gpus,
+                       struct error *e)
+{
+    char *tmp;
+    FILE *f;
+    int rc = open_tmp(path, &f, &tmp, e);
+    if (rc < 0)
+        return rc;
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"clock\":\"simulated\"},"
           "\"traceEvents\":[\n",
           f);
@@ -147,16 +201,7 @@ int trace_write_chrome(const char *path, const struct event *ev, size_t n, int g
     for (size_t i = 0; i < n; i++)
         chrome_event(f, &ev[i]);
     fputs("\n]}\n", f);
-    bool bad = ferror(f) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        free(tmp);
-        return error_set(e, ERR_IO, "%s: cannot write: %s", path, strerror(err));
-    }
-    free(tmp);
-    return 0;
+    return commit_tmp(f, tmp, path, e);
 }
 
 void trace_write_jsonl(FILE *f, const struct event *ev, size_t n)
@@ -209,4 +254,15 @@ void trace_write_jsonl(FILE *f, const struct event *ev, size_t n)
         }
         fputs("}\n", f);
     }
+}
+
+int trace_write_jsonl_file(const char *path, const struct event *ev, size_t n, struct error *e)
+{
+    char *tmp;
+    FILE *f;
+    int rc = open_tmp(path, &f, &tmp, e);
+    if (rc < 0)
+        return rc;
+    trace_write_jsonl(f, ev, n);
+    return commit_tmp(f, tmp, path, e);
 }

@@ -20,7 +20,14 @@ struct error;
 int trace_write_chrome(const char *path, const struct event *ev, size_t n, int gpus,
                        struct error *e);
 
+/* Whether path can be written, before a run: ERR_INVAL when it is empty, a folder, or in a
+ * folder that does not exist or is not writable. */
+int trace_check_path(const char *path, struct error *e);
+
 /* One JSON object per line: {"type":..,"device":..,"t":..,...} with the fields of its type. */
 void trace_write_jsonl(FILE *f, const struct event *ev, size_t n);
+
+/* The same into path, through a temporary file renamed at the end. */
+int trace_write_jsonl_file(const char *path, const struct event *ev, size_t n, struct error *e);
 
 #endif
