@@ -364,8 +364,10 @@ int preset_parse_cluster(const char *text, const char *file, struct cluster_spec
         return error_set(e, ERR_INVAL, "%s:%d: gpus_per_node x nodes is above %d GPUs", file, line,
                          PRESET_MAX_GPUS);
     int rc = spec_check(&tmp, e);
-    if (rc < 0)
+    if (rc < 0) {
+        error_prefix(e, "%s:%d", file, line);
         return rc;
+    }
     *c = tmp;
     return 0;
 }

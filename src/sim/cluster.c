@@ -328,6 +328,10 @@ int cluster_run(struct cluster *c, int (*fn)(struct device *d, void *arg, struct
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     for (int i = 0; i < started; i++)
         pthread_join(c->dev[i].thread, NULL);
+    /* every thread has ended: a request still queued (a sender that returned without its
+     * dev_wait) points into a stack that is gone, and must not reach the next run */
+    for (int i = 0; i < c->n; i++)
+        c->dev[i].inbox_head = c->dev[i].inbox_tail = NULL;
     if (!c->failed)
         return 0;
     if (e)
@@ -505,9 +509,11 @@ int dev_isend(struct device *d, int peer, const void *buf, size_t bytes, const s
               struct dev_req *req, struct error *e)
 {
     struct cluster *c = d->c;
+    /* req is DONE before any refusal, so that the caller's dev_wait on it returns at once */
+    memset(req, 0, sizeof *req);
+    req->state = REQ_DONE;
     if (peer < 0 || peer >= c->n || peer == d->rank)
         return error_set(e, ERR_INVAL, "GPU %d: cannot send to GPU %d", d->rank, peer);
-    memset(req, 0, sizeof *req);
     req->buf = buf;
     req->bytes = bytes;
     req->from = d->rank;

@@ -116,6 +116,10 @@ static int open_tmp(const char *path, FILE **out, char **tmp, struct error *e)
         *tmp = NULL;
         return error_set(e, ERR_IO, "%s: cannot write: %s", path, strerror(err));
     }
+    /* mkstemp makes the file 0600; the result gets the mode a plain fopen would give it */
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
     FILE *f = fdopen(fd, "w");
     if (!f) {
         close(fd);

@@ -227,6 +227,69 @@ START_TEST(deadline_is_an_error)
 }
 END_TEST
 
+/* A send the simulator refuses leaves its request done, so that the caller's usual dev_wait
+ * returns at once instead of waiting on whatever the request held before. */
+static int refused_send(struct device *d, void *arg, struct error *e)
+{
+    struct dev_req req;
+    struct error ignored;
+    char b[4] = {0};
+    (void)arg;
+    memset(&req, 0xff, sizeof req);
+    if (dev_isend(d, dev_count(d), b, 4, NULL, &req, &ignored) != ERR_INVAL)
+        return dev_fail(d, e, "a send to a GPU that does not exist was accepted");
+    return dev_wait(d, &req, e);
+}
+
+START_TEST(refused_send_needs_no_wait)
+{
+    struct cluster *c = make(2, 2);
+    struct error e = {0};
+    double t0 = clock_now();
+    ck_assert_msg(cluster_run(c, refused_send, NULL, &e) == 0, "%s", e.msg);
+    ck_assert(clock_now() - t0 < 5);
+    cluster_free(c);
+}
+END_TEST
+
+/* GPU 0 posts a send and returns without waiting for it (a misuse): a message of one run must
+ * never be received by the next. (The request is static here so that, without the clean-up,
+ * the next run would find it intact and take it; a real one lives in a stack that is gone.) */
+static int post_and_leave(struct device *d, void *arg, struct error *e)
+{
+    static struct dev_req req;
+    static char b[4] = {1, 2, 3, 4};
+    (void)arg;
+    if (dev_rank(d) == 0)
+        return dev_isend(d, 1, b, 4, NULL, &req, e);
+    return 0;
+}
+
+static int receive_one(struct device *d, void *arg, struct error *e)
+{
+    char b[4];
+    (void)arg;
+    if (dev_rank(d) == 1)
+        return dev_recv(d, 0, b, 4, NULL, NULL, NULL, e);
+    return 0;
+}
+
+START_TEST(a_run_leaves_no_message_behind)
+{
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = 2;
+    cfg.deadline_s = 0.2;
+    struct error e = {0};
+    struct cluster *c = cluster_new(&cfg, &e);
+    ck_assert_int_eq(cluster_run(c, post_and_leave, NULL, &e), 0);
+    cluster_reset(c);
+    ck_assert_int_eq(cluster_run(c, receive_one, NULL, &e), ERR_RUN);
+    ck_assert_ptr_nonnull(strstr(e.msg, "GPU 1: waited"));
+    cluster_free(c);
+}
+END_TEST
+
 static int oom(struct device *d, void *arg, struct error *e)
 {
     (void)arg;
@@ -263,6 +326,8 @@ int main(void)
     tcase_add_test(tc, live_hook_sees_every_event);
     tcase_add_test(tc, failure_stops_everyone);
     tcase_add_test(tc, deadline_is_an_error);
+    tcase_add_test(tc, refused_send_needs_no_wait);
+    tcase_add_test(tc, a_run_leaves_no_message_behind);
     tcase_add_test(tc, out_of_memory_is_an_error_and_an_event);
     suite_add_tcase(s, tc);
     return harness_run(s);
