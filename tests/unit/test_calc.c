@@ -148,8 +148,8 @@ START_TEST(model_file_errors)
         {"layers", "layers = 99999999999", "t.ini:4: 'layers' must be a whole number"},
         {"d_model", "d_model = 1e9", "t.ini:5: 'd_model' must be a whole number"},
         {"d_model", "dmodel = 64", "t.ini:5: unknown key 'dmodel' (expected one of: name, layers"},
-        {"heads", "heads = 5", "t.ini:2: heads (5) must divide d_model (64)"},
-        {"kv_heads", "kv_heads = 3", "t.ini:2: kv_heads (3) must divide heads (4)"},
+        {"heads", "heads = 5", "t.ini:6: heads (5) must divide d_model (64, line 5)"},
+        {"kv_heads", "kv_heads = 3", "t.ini:7: kv_heads (3) must divide heads (4, line 6)"},
         {"ffn_kind", "ffn_kind = relu", "t.ini:9: 'ffn_kind' must be swiglu or gelu, not 'relu'"},
         {"tied", "tied = yes", "t.ini:11: 'tied' must be true or false, not 'yes'"},
         {"seq", NULL, "t.ini:2: [model] has no 'seq'"},
@@ -171,6 +171,15 @@ START_TEST(model_file_errors)
     }
     struct model_shape m;
     struct error e = {0};
+    /* a line longer than inih's buffer is refused on its own line (it used to be cut in two,
+     * the rest read as a line of its own); a UTF-8 byte-order mark changes no line number */
+    char text[2048];
+    snprintf(text, sizeof text, "# %0250d\n%s", 0, good_model);
+    ck_assert_int_eq(preset_parse_model(text, "l.ini", &m, &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "l.ini:1: a line longer than 198 characters");
+    snprintf(text, sizeof text, "\xef\xbb\xbf%s", edit("heads", "heads = 5"));
+    ck_assert_int_eq(preset_parse_model(text, "b.ini", &m, &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "b.ini:6: heads (5) must divide d_model (64, line 5)");
     ck_assert_int_eq(preset_parse_model("name = x\n", "u.ini", &m, &e), ERR_INVAL);
     ck_assert_str_eq(e.msg, "u.ini:1: 'name' is before any section; expected it in [model]");
     ck_assert_int_eq(preset_parse_model("[model]\nname=x\nlayers=10000\nd_model=1048576\n"
