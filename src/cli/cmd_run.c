@@ -448,6 +448,8 @@ static int run_main(int argc, char **argv)
         else
             quantities = true;
     }
+    if (list && quantities)
+        return cli_usage("run", "--list and --quantities exclude each other (give one)");
     if (list || quantities) {
         if (which)
             return cli_usage("run", "--%s takes no lesson", list ? "list" : "quantities");

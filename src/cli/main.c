@@ -60,6 +60,10 @@ static int help(int argc, char **argv)
         fprintf(stderr, "scalelab: help takes one command name\n");
         return 2;
     }
+    if (!strcmp(argv[1], "help")) { /* "scalelab help help": the overview */
+        print_usage(stdout);
+        return 0;
+    }
     const struct command *c = command_find(argv[1]);
     if (!c)
         return unknown_command(argv[1]);
@@ -90,6 +94,12 @@ int main(int argc, char **argv)
             return 2;
         }
         return window(true);
+    }
+    if ((!strcmp(first, "--help") || !strcmp(first, "-h") || !strcmp(first, "--version") ||
+         !strcmp(first, "-V")) &&
+        argc > 2) {
+        fprintf(stderr, "scalelab: %s takes nothing after it; see 'scalelab --help'\n", first);
+        return 2;
     }
     if (!strcmp(first, "--help") || !strcmp(first, "-h"))
         return help(1, argv);

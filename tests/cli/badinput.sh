@@ -92,6 +92,10 @@ bad "unknown command" ""
 bad "unknown option" --nosuch
 bad "help" help nosuch
 bad "help" help ""
+bad "help" help memory extra
+bad "--version" --version extra
+bad "--help" --help memory
+bad "--ascii" --ascii memory
 
 # ---------------------------------------------------------------- formats
 bad "abc" formats abc
@@ -291,6 +295,7 @@ bad "none.lesson" run "$D/none.lesson"
 bad "empty.ini" run "$D/empty.ini"
 bad "unknown option" run --bogus
 bad "--list" run --list 1
+bad "--list and --quantities" run --list --quantities
 bad "benchmark" bench --only nosuch
 bad "benchmark" bench --only ""
 bad "unexpected" bench extra
@@ -329,6 +334,9 @@ check_json 'd["per_gpu"]["total"] == 16' "one parameter: 16 bytes"
 run formats --json 1e400 -1e-400
 check_status 0 "formats of values beyond double's range"
 check_json 'd["values"][0]["fp32"]["value"] == "inf" and d["values"][1]["fp32"]["bits"] == "0x80000000"' "1e400 is inf, -1e-400 is -0"
+run help help
+check_status 0 "help help: the overview"
+check_contains "$out" "usage: scalelab" "help help shows the usage"
 run formats -- -0
 check_status 0 "formats -0"
 check_contains "$out" "0x80000000" "-0 keeps its sign"
