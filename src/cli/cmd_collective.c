@@ -178,6 +178,10 @@ static int parse(int argc, char **argv, struct cfg *c)
     if (c->sweep && (c->fail || c->steps || c->trace || c->events))
         return cli_usage("collective",
                          "--sweep runs many sizes: no --fail, --steps, --trace or --events");
+    if (c->sweep && c->size < 1024)
+        return cli_usage("collective",
+                         "--sweep runs from 1 KiB up to --size: give at least 1KiB, not %.0f bytes",
+                         c->size);
     /* an unwritable output is bad input, found before the run rather than after it */
     if (c->trace && trace_check_path(c->trace, &e) < 0) {
         error_prefix(&e, "--trace");

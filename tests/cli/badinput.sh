@@ -266,6 +266,8 @@ bad "--events" collective --gpus 2 --size 1KiB --events "$D/dir"
 bad "--trace" collective --gpus 2 --size 1KiB --trace ""
 bad "twice" collective --gpus 2 --gpus 4
 bad "--sweep" collective --sweep --steps
+bad "--sweep" collective --sweep --size 512
+bad "--sweep" collective --sweep --json --size 1020
 bad "--gpus" collective --json --gpus 0
 
 # ---------------------------------------------------------------- train (options only: no run)
