@@ -178,6 +178,9 @@ static int parse(int argc, char **argv, struct cfg *c)
     if (c->sweep && (c->fail || c->steps || c->trace || c->events))
         return cli_usage("collective",
                          "--sweep runs many sizes: no --fail, --steps, --trace or --events");
+    if (c->steps && c->json)
+        return cli_usage("collective", "--steps prints text, not JSON: with --json, --events FILE "
+                                       "writes every step");
     if (c->sweep && c->size < 1024)
         return cli_usage("collective",
                          "--sweep runs from 1 KiB up to --size: give at least 1KiB, not %.0f bytes",

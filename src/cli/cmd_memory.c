@@ -88,6 +88,9 @@ static int configure(const struct args *a, struct run *r, struct error *e)
         return error_set(e, ERR_INVAL,
                          "--model and --params exclude each other (a shape, or a "
                          "bare parameter count for the model states alone)");
+    if (get(a, "tensors") && get(a, "params"))
+        return error_set(e, ERR_INVAL,
+                         "--tensors lists a shape's tensors: it needs --model, not --params");
     if ((s = get(a, "params"))) {
         struct error sub = {0};
         if (units_parse_count(s, 1e15, &c->params, &sub) < 0 || !(c->params >= 1))

@@ -187,6 +187,7 @@ bad "chbm.ini:" memory --cluster "$D/chbm.ini"
 bad "cbig.ini:" memory --cluster "$D/cbig.ini"
 bad "cmiss.ini" memory --cluster "$D/cmiss.ini"
 bad "--params" memory --model tiny --params 1e6
+bad "--tensors" memory --params 7B --tensors
 bad "twice" memory --gpus 8 --gpus 4
 bad "twice" memory --json --json
 bad "unexpected" memory extra
@@ -266,6 +267,7 @@ bad "--events" collective --gpus 2 --size 1KiB --events "$D/dir"
 bad "--trace" collective --gpus 2 --size 1KiB --trace ""
 bad "twice" collective --gpus 2 --gpus 4
 bad "--sweep" collective --sweep --steps
+bad "--steps" collective --steps --json --gpus 2 --size 1KiB
 bad "--sweep" collective --sweep --size 512
 bad "--sweep" collective --sweep --json --size 1020
 bad "--gpus" collective --json --gpus 0
