@@ -92,7 +92,10 @@ int opts_next(struct opts *p, const char **arg)
     if (!o)
         return unknown(p, a);
     size_t idx = (size_t)(o - p->table);
-    if (p->once && idx < 64) {
+    bool repeatable = false;
+    for (const char *const *r = p->repeatable; r && *r; r++)
+        repeatable |= strcmp(*r, o->name) == 0;
+    if (p->once && !repeatable && idx < 64) {
         if (p->seen & (1ULL << idx)) {
             fprintf(stderr,
                     "scalelab: %s: option '--%s' given twice (give it once); see 'scalelab help "

@@ -19,15 +19,17 @@ enum { OPTS_END = -1, OPTS_POSITIONAL = -2, OPTS_ERROR = -3 };
 struct opts {
     int argc, i;
     char **argv;
-    const struct opt *table; /* ends with a {NULL} entry */
-    const char *cmd;         /* the command, for messages */
-    bool positional_only;    /* after "--" */
-    bool once;               /* an option given twice is an error */
-    unsigned long long seen; /* with once: a bit per table entry (the first 64) */
+    const struct opt *table;       /* ends with a {NULL} entry */
+    const char *cmd;               /* the command, for messages */
+    bool positional_only;          /* after "--" */
+    bool once;                     /* an option given twice is an error... */
+    const char *const *repeatable; /* ...unless named here (NULL-terminated; NULL: none) */
+    unsigned long long seen;       /* with once: a bit per table entry (the first 64) */
 };
 
 /* argv[0] is the command name; parsing starts at argv[1]. Set p->once after this to refuse an
- * option given twice ("--gpus 8 --gpus 4" is a mistake, not a choice; last-wins would hide it). */
+ * option given twice ("--gpus 8 --gpus 4" is a mistake, not a choice; last-wins would hide it),
+ * and p->repeatable to the options that add up ("--inject" in train). */
 void opts_init(struct opts *p, int argc, char **argv, const struct opt *table, const char *cmd);
 
 /* The next option's index in the table, with *arg its value (or NULL); OPTS_POSITIONAL with

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "base/units.h"
+#include "cli/opts.h"
 #include "harness.h"
 
 START_TEST(parse_double_accepts_numbers)
@@ -133,6 +134,53 @@ START_TEST(rng_reproducible_and_uniform)
 }
 END_TEST
 
+/* Sizes in bits are refused; beyond double's range is still a number. */
+START_TEST(parse_edges)
+{
+    double v;
+    struct error e = {0};
+    ck_assert_int_eq(units_parse_bytes("64Mb", 1e15, &v, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "bits"));
+    ck_assert_int_eq(units_parse_bytes("64gib", 1e15, &v, &e), ERR_INVAL);
+    ck_assert_int_eq(units_parse_bytes("64MiB", 1e15, &v, &e), 0);
+    ck_assert(v == 64.0 * 1024 * 1024);
+    ck_assert_int_eq(units_parse_bytes("1e400", 1e15, &v, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "too large"));
+    ck_assert_int_eq(units_parse_double("1e400", true, &v, &e), 0);
+    ck_assert(isinf(v) && v > 0);
+    ck_assert_int_eq(units_parse_double("1e400", false, &v, &e), ERR_INVAL);
+    ck_assert_int_eq(units_parse_double("-1e-400", false, &v, &e), 0);
+    ck_assert(v == 0 && signbit(v));
+    ck_assert_int_eq(units_parse_count("1e400", 1e15, &v, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "too large"));
+}
+END_TEST
+
+/* With once, an option given twice is an error, unless it is repeatable. */
+START_TEST(opts_once)
+{
+    static const struct opt table[] = {{"gpus", 0, true}, {"inject", 0, true}, {NULL, 0, false}};
+    static const char *const rep[] = {"inject", NULL};
+    char *argv[] = {"x", "--inject", "a", "--gpus", "1", "--inject=b", "--gpus", "2"};
+    struct opts p;
+    const char *arg;
+    opts_init(&p, 8, argv, table, "x");
+    p.once = true;
+    p.repeatable = rep;
+    ck_assert_int_eq(opts_next(&p, &arg), 1);
+    ck_assert_int_eq(opts_next(&p, &arg), 0);
+    ck_assert_int_eq(opts_next(&p, &arg), 1);
+    ck_assert_str_eq(arg, "b");
+    ck_assert_int_eq(opts_next(&p, &arg), OPTS_ERROR);
+    opts_init(&p, 8, argv, table, "x"); /* without once: the last one wins, as before */
+    int k, gpus = 0;
+    while ((k = opts_next(&p, &arg)) != OPTS_END)
+        if (k == 0)
+            gpus = arg[0] - '0';
+    ck_assert_int_eq(gpus, 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("base");
@@ -144,6 +192,8 @@ int main(void)
     tcase_add_test(tc, parse_count_suffixes);
     tcase_add_test(tc, format_bytes_and_counts);
     tcase_add_test(tc, rng_reproducible_and_uniform);
+    tcase_add_test(tc, parse_edges);
+    tcase_add_test(tc, opts_once);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
