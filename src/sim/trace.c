@@ -100,11 +100,20 @@ static void chrome_event(FILE *f, const struct event *ev)
     }
 }
 
-/* Opens a temporary file beside path (so that the rename stays on one file system). */
+/* Opens a temporary file beside path (so that the rename stays on one file system). A path
+ * that exists and is not a regular file (/dev/null, a pipe, a terminal) is opened as it is, *tmp
+ * NULL: renaming over it would replace the device with a plain file. */
 static int open_tmp(const char *path, FILE **out, char **tmp, struct error *e)
 {
     size_t len = strlen(path);
+    struct stat st;
     *out = NULL;
+    *tmp = NULL;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (!(*out = fopen(path, "w")))
+            return error_set(e, ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        return 0;
+    }
     *tmp = malloc(len + 16);
     if (!*tmp)
         return error_set(e, ERR_NOMEM, "%s: no memory", path);
@@ -132,16 +141,17 @@ static int open_tmp(const char *path, FILE **out, char **tmp, struct error *e)
     return 0;
 }
 
-/* Closes f and renames tmp to path; on any error removes tmp. Frees tmp. */
+/* Closes f and renames tmp to path (tmp NULL: f is path itself); on any error removes tmp.
+ * Frees tmp. */
 static int commit_tmp(FILE *f, char *tmp, const char *path, struct error *e)
 {
     bool bad = ferror(f) != 0;
     int err = bad ? EIO : 0;
     if (fclose(f) != 0 && !bad)
         bad = true, err = errno;
-    if (!bad && rename(tmp, path) != 0)
+    if (!bad && tmp && rename(tmp, path) != 0)
         bad = true, err = errno;
-    if (bad)
+    if (bad && tmp)
         unlink(tmp);
     free(tmp);
     if (bad)
@@ -156,6 +166,8 @@ int trace_check_path(const char *path, struct error *e)
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return error_set(e, ERR_INVAL, "'%s' is a folder; give a file to write", path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* a device or a pipe: written in place */
+        return access(path, W_OK) == 0 ? 0 : error_set(e, ERR_INVAL, "'%s' is not writable", path);
     const char *slash = strrchr(path, '/');
     char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     if (!dir)

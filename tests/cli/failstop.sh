@@ -48,4 +48,13 @@ check_eq "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(a
 check_contains "$(cat "$T_TMP/e.jsonl")" '"type":"fail","device":2' "the events show it too"
 check_eq "$(ls "$T_TMP" | grep -c '\.tmp\.')" 0 "no temporary file is left behind"
 
+# A device or a pipe is written in place, never replaced through a rename (run as root, that
+# turned /dev/null into a plain file). A named pipe shows it without touching /dev.
+mkfifo "$T_TMP/fifo"
+timeout 20 cat "$T_TMP/fifo" >"$T_TMP/from-fifo" &
+run collective --gpus 2 --size 1KiB --events "$T_TMP/fifo"
+wait
+check_status 0 "--events into a named pipe"
+check_contains "$(cat "$T_TMP/from-fifo")" '"type":"send","device":0' "the pipe carried the events"
+
 done_testing

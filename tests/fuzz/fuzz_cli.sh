@@ -83,7 +83,7 @@ TOKENS=("" " " "0" "-1" "-0" "1" "2" "3" "7" "64" "257" "65536" "2147483648" "92
     "gpipe" "1f1b" "interleaved" "full" "selective" "sqrt" "none" "dynamic" "swiglu"
     "tiny" "small" "synthetic-7b" "gpt3-175b" "h100-80gb" "nosuch" "../x" "/"
     "$W/dir" "$W/none/x" "$W/junk.ini" "$W/partial.ini" "$W/cluster0.ini" "$W/heads.ini"
-    "$W/unreadable.ini" "$W/out/new.json" "/dev/null" "/dev/full"
+    "$W/unreadable.ini" "$W/out/new.json" "$W/out/x.ini"
     "$(head -c 300 /dev/zero | tr '\0' 9)" "é" "%s%n" "0.9,0.95" "0.9,1" "1,0.5" "nan@1" "inf@0"
     "spike@1:100" "spike@1:-1")
 OPTIONS=(--json --gpus --size --model --cluster --nodes --steps --batch --tp --pp --dp --zero
