@@ -20,9 +20,8 @@
  * Every buffer is allocated once, in gpt_new, through a small allocator seam (struct
  * gpt_alloc), so a device's memory ledger accounts for every byte.
  *
- * How memory is accounted, and why. A device's ledger
- * must hold every byte the run really allocates, and its activations category must still draw
- * the sawtooth of the forward pass filling memory and the backward pass emptying it, peaking
+ * How memory is accounted, and why. A device's ledger must hold every byte the run really
+ * allocates, and its activations category must still draw * the sawtooth of the forward pass filling memory and the backward pass emptying it, peaking
  * exactly where the calculator (calc/activ.h) says. So the model makes four allocations
  * (GPT_BUFFERS): weights, gradients, the activation arena and the fp32 workspace, and carves
  * its buffers out of them. The arena is allocated whole before the first step, like the
