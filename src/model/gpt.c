@@ -31,6 +31,7 @@
 #include "model/gpt.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,6 +285,14 @@ static void charge(struct gpt *g, long long delta)
         g->alloc.charge(g->alloc.ctx, GPT_MEM_ACTIVATIONS, delta);
 }
 
+/* The simulated devices are the parallelism: OpenBLAS must not start threads of its own inside
+ * a device's matmul. Every model makes sure of it, whoever creates it (the command line, a
+ * window panel, a test); the library's own threads would race with the caller's buffers. */
+static void blas_single_thread(void)
+{
+    openblas_set_num_threads(1);
+}
+
 /* The shape of a model, before any buffer: 0 or an error. */
 static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_format fmt,
                  const struct gpt_ckpt *ckpt, struct error *e)
@@ -387,6 +396,8 @@ size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format 
 int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
             const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e)
 {
+    static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+    pthread_once(&blas_once, blas_single_thread);
     *out = NULL;
     struct gpt *g = calloc(1, sizeof *g);
     if (!g)

@@ -21,22 +21,22 @@
  * gpt_alloc), so a device's memory ledger accounts for every byte.
  *
  * How memory is accounted, and why. A device's ledger must hold every byte the run really
- * allocates, and its activations category must still draw * the sawtooth of the forward pass filling memory and the backward pass emptying it, peaking
- * exactly where the calculator (calc/activ.h) says. So the model makes four allocations
- * (GPT_BUFFERS): weights, gradients, the activation arena and the fp32 workspace, and carves
- * its buffers out of them. The arena is allocated whole before the first step, like the
- * segment PyTorch's caching allocator reserves; it holds every tensor the forward pass keeps
- * for the backward pass, the recomputed ones included (selective: a slot for the recomputed
- * probabilities), so it is at least the policy's peak (equal for none, larger when segments
- * share a pool). As each kept tensor comes to life (forward, or recomputation) its bytes are
- * charged (delta > 0) under GPT_MEM_ACTIVATIONS, and released (delta < 0) when the backward
- * pass is done with it: PyTorch's allocated bytes inside the reserved ones. The device
- * (cli/cmd_train.c) allocates the arena as ledger memory of category "reserved" and each charge
- * moves bytes from reserved to activations and back (ledger_move): the ledger's total is every
- * byte the run holds, so the capacity check sees all of it before the first step and nothing
- * can run out of memory inside the step loop, while the activations category is the sawtooth.
- * The fp32 workspace is what a GPU keeps in registers and cuBLAS workspace; the CPU emulation
- * really holds it, so it is accounted too, as "workspace". */
+ * allocates, and its activations category must still draw the sawtooth of the forward pass
+ * filling memory and the backward pass emptying it, peaking exactly where the calculator
+ * (calc/activ.h) says. So the model makes four allocations (GPT_BUFFERS): weights, gradients,
+ * the activation arena and the fp32 workspace, and carves its buffers out of them. The arena is
+ * allocated whole before the first step, like the segment PyTorch's caching allocator reserves;
+ * it holds every tensor the forward pass keeps for the backward pass, the recomputed ones
+ * included (selective: a slot for the recomputed probabilities), so it is at least the policy's
+ * peak (equal for none, larger when segments share a pool). As each kept tensor comes to life
+ * (forward, or recomputation) its bytes are charged (delta > 0) under GPT_MEM_ACTIVATIONS, and
+ * released (delta < 0) when the backward pass is done with it: PyTorch's allocated bytes inside
+ * the reserved ones. The device (cli/cmd_train.c) allocates the arena as ledger memory of
+ * category "reserved" and each charge moves bytes from reserved to activations and back
+ * (ledger_move): the ledger's total is every byte the run holds, so the capacity check sees all
+ * of it before the first step and nothing can run out of memory inside the step loop, while the
+ * activations category is the sawtooth. The fp32 workspace is what a GPU keeps in registers and
+ * cuBLAS workspace; the CPU emulation really holds it, so it is accounted too, as "workspace". */
 #ifndef SCALELAB_MODEL_GPT_H
 #define SCALELAB_MODEL_GPT_H
 
