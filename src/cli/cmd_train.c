@@ -852,11 +852,14 @@ static int train_main(int argc, char **argv)
                units_format_bytes(b, sizeof b, sum->predicted, UNITS_BINARY));
         printf("GPU memory peak %s (",
                units_format_bytes(a, sizeof a, (double)sum->mem_peak, UNITS_BINARY));
+        /* the arena is reserved memory whole when allocated; live activations are inside it */
         for (int i = 0; i < MEM_CAT_COUNT; i++)
-            if (sum->mem[i])
+            if (sum->mem[i] && i != MEM_ACTIVATIONS && i != MEM_RESERVED)
                 printf("%s%s %s", i ? ", " : "", ledger_cat_name((enum ledger_cat)i),
                        units_format_bytes(b, sizeof b, (double)sum->mem[i], UNITS_BINARY));
-        printf(")\n");
+        printf(", activation arena %s holding at most %s of live activations)\n",
+               units_format_bytes(a, sizeof a, (double)sum->mem[MEM_RESERVED], UNITS_BINARY),
+               units_format_bytes(b, sizeof b, (double)sum->mem[MEM_ACTIVATIONS], UNITS_BINARY));
         if (o->precision != FP_FP32) {
             printf("gradient elements that underflowed to 0 over the run:");
             for (int l = 0; l < sum->layers; l++)
