@@ -11,7 +11,9 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "comm/coll.h"
+#include "comm/reduce.h"
 #include "comm/trial.h"
+#include "comm/verify.h"
 #include "harness.h"
 
 static struct trial_args args(enum cost_op op, enum cost_algo algo, int n, size_t count,
@@ -356,6 +358,42 @@ START_TEST(ledger_limits_the_buffers)
 }
 END_TEST
 
+/* The checker of copies compares most buffers byte for byte with one checked buffer: a wrong
+ * element anywhere, in the checked buffer or another, must still be found and named. */
+START_TEST(verify_finds_a_wrong_copy)
+{
+    enum { N = 5, COUNT = 37 };
+    float data[N][COUNT];
+    void *bufs[N];
+    for (int bad = -1; bad < N; bad++)
+        for (int op = 0; op < 2; op++) { /* broadcast from GPU 2, all-gather */
+            for (int g = 0; g < N; g++) {
+                bufs[g] = data[g];
+                if (op == 0)
+                    verify_fill(FP_FP32, data[g], COUNT, 9, 2);
+                else
+                    for (int c = 0; c < N; c++) {
+                        size_t off, len;
+                        float in[COUNT];
+                        verify_fill(FP_FP32, in, COUNT, 9, c);
+                        coll_chunk(COUNT, N, c, &off, &len);
+                        memcpy(data[g] + off, in + off, len * sizeof(float));
+                    }
+            }
+            if (bad >= 0)
+                data[bad][30] = nextafterf(data[bad][30], 2.0f);
+            struct verify v;
+            verify_check(op == 0 ? COST_BROADCAST : COST_ALLGATHER, 2, FP_FP32, bufs, N, COUNT, 9,
+                         &v);
+            ck_assert_msg(v.ok == (bad < 0), "op %d, GPU %d wrong: ok %d", op, bad, v.ok);
+            if (bad >= 0) {
+                ck_assert_int_eq(v.bad_gpu, bad);
+                ck_assert_uint_eq(v.bad_index, 30);
+            }
+        }
+}
+END_TEST
+
 /* One case per test, so that CK_RUN_CASE=name runs one. */
 #define ADD(t)                                                                                     \
     do {                                                                                           \
@@ -368,6 +406,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("coll");
+    ADD(verify_finds_a_wrong_copy);
     ADD(allreduce_ring);
     ADD(allreduce_tree);
     ADD(allreduce_dbtree);
