@@ -64,15 +64,18 @@ static const struct key cluster_keys[] = {
     {"gpus_per_node", KEY_INT, false, 1, 4096, 0, 0, false,
      offsetof(struct cluster_spec, gpus_per_node)},
     {"nodes", KEY_INT, false, 1, 1 << 18, 0, 0, false, offsetof(struct cluster_spec, nodes)},
-    {"hbm", KEY_BYTES, false, 0, 0, 0, 1e15, true, offsetof(struct cluster_spec, hbm_bytes)},
-    CL_D(peak_flops, KEY_DOUBLE, 0, 1e18, true),
+    /* The lower bounds keep every figure finite: a bandwidth of 1e-300 B/s made the α-β
+     * times infinite (and dropped them from JSON); no real link is below 1 kB/s, no GPU below
+     * 1 MFLOP/s, none with less than 1 MiB of memory. */
+    {"hbm", KEY_BYTES, false, 0, 0, 1048576, 1e15, false, offsetof(struct cluster_spec, hbm_bytes)},
+    CL_D(peak_flops, KEY_DOUBLE, 1e6, 1e18, false),
     {"intra_latency", KEY_DOUBLE, false, 0, 0, 0, 1, false,
      offsetof(struct cluster_spec, alpha_intra)},
-    {"intra_bandwidth", KEY_DOUBLE, false, 0, 0, 0, 1e15, true,
+    {"intra_bandwidth", KEY_DOUBLE, false, 0, 0, 1e3, 1e15, false,
      offsetof(struct cluster_spec, beta_intra)},
     {"inter_latency", KEY_DOUBLE, false, 0, 0, 0, 1, false,
      offsetof(struct cluster_spec, alpha_inter)},
-    {"inter_bandwidth", KEY_DOUBLE, false, 0, 0, 0, 1e15, true,
+    {"inter_bandwidth", KEY_DOUBLE, false, 0, 0, 1e3, 1e15, false,
      offsetof(struct cluster_spec, beta_inter)},
     {NULL, KEY_NAME, false, 0, 0, 0, 0, false, 0},
 };
@@ -211,7 +214,7 @@ static int set_value(struct parse *p, const struct key *k, const char *value, in
         int rc = k->type == KEY_BYTES ? units_parse_bytes(value, INFINITY, &v, &sub)
                                       : units_parse_double(value, false, &v, &sub);
         if (rc < 0 || v < k->dmin || (k->dmin_open && v <= k->dmin) || v > k->dmax)
-            return fail(p, line, "'%s' must be %s %s %g and at most %g%s, not '%s'", k->name,
+            return fail(p, line, "'%s' must be %s %s %.15g and at most %.15g%s, not '%s'", k->name,
                         k->type == KEY_BYTES ? "a size (e.g. 80GiB)" : "a number",
                         k->dmin_open ? "above" : "at least", k->dmin, k->dmax,
                         k->type == KEY_BYTES ? " bytes" : "", value);

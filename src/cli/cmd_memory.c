@@ -203,6 +203,17 @@ static json_t *jbytes(double v)
     return fabs(v) < 9007199254740992.0 ? json_integer((json_int_t)llround(v)) : json_real(v);
 }
 
+/* A number, or "inf", "-inf", "nan" (JSON has none of them; jansson refuses them and a
+ * json_pack with one fails, which would drop the whole entry). */
+static json_t *jnum(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
 static void print_json(const struct run *r)
 {
     const struct memory_result *m = &r->r;
@@ -217,8 +228,8 @@ static void print_json(const struct run *r)
     const char *names[] = {"data_parallel", "tensor_parallel", "pipeline"};
     for (int i = 0; i < 3; i++)
         json_object_set_new(comm, names[i],
-                            json_pack("{s:o, s:f, s:s}", "bytes", jbytes(parts[i]->bytes), "time_s",
-                                      parts[i]->time_s, "formula", parts[i]->formula));
+                            json_pack("{s:o, s:o, s:s}", "bytes", jbytes(parts[i]->bytes), "time_s",
+                                      jnum(parts[i]->time_s), "formula", parts[i]->formula));
     json_object_set_new(comm, "bytes", jbytes(r->t.bytes));
     json_t *doc =
         json_pack("{s:s, s:o, s:i, s:{s:i, s:i, s:i, s:i}, s:o, s:o, s:o, s:b, s:o}", "model",

@@ -132,6 +132,16 @@ static bool show_rejected(const struct plan_result *res, size_t i, size_t top)
 }
 
 /* Bytes as a JSON integer while exact (below 2^53), else as a number. */
+/* A number, or "inf", "-inf", "nan" (jansson refuses them). */
+static json_t *jnum(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
 static json_t *jbytes(double v)
 {
     return fabs(v) < 9007199254740992.0 ? json_integer((json_int_t)llround(v)) : json_real(v);
@@ -146,11 +156,11 @@ static json_t *jlayout(const struct plan_layout *l, bool kept)
     if (l->per_gpu_bytes > 0)
         json_object_set_new(o, "per_gpu_bytes", jbytes(l->per_gpu_bytes));
     if (kept) {
-        json_object_set_new(o, "step_time_s", json_real(l->step_time_s));
-        json_object_set_new(o, "compute_s", json_real(l->compute_s));
-        json_object_set_new(o, "bubble_s", json_real(l->bubble_s));
-        json_object_set_new(o, "comm_exposed_s", json_real(l->comm_exposed_s));
-        json_object_set_new(o, "mfu", json_real(l->mfu));
+        json_object_set_new(o, "step_time_s", jnum(l->step_time_s));
+        json_object_set_new(o, "compute_s", jnum(l->compute_s));
+        json_object_set_new(o, "bubble_s", jnum(l->bubble_s));
+        json_object_set_new(o, "comm_exposed_s", jnum(l->comm_exposed_s));
+        json_object_set_new(o, "mfu", jnum(l->mfu));
         json_object_set_new(o, "comm_bytes_per_gpu", jbytes(l->comm_bytes_per_gpu));
     } else {
         json_object_set_new(o, "reason", json_string(l->reason));

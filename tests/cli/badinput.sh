@@ -75,6 +75,7 @@ cluster() { # FILE KEY=VALUE...
             for o in "$@"; do case "$o" in "$k="*) skip=1 ;; "-$k") skip=1 ;; esac; done
             [ -z "$skip" ] && echo "$k = ${kv#*=}"
         done
+        for o in "$@"; do case "$o" in -*) ;; *) echo "${o%%=*} = ${o#*=}" ;; esac; done
     } >"$D/$f"
 }
 cluster cgood.ini
@@ -85,6 +86,9 @@ cluster cnan.ini intra_latency=nan
 cluster chbm.ini hbm=80GiBs
 cluster cbig.ini nodes=2000000
 cluster cmiss.ini -hbm
+cluster cslow.ini intra_bandwidth=1e-300
+cluster cflops.ini peak_flops=1e-300
+cluster chbm1.ini hbm=1B
 
 # ---------------------------------------------------------------- top level
 bad "unknown command" nosuch
@@ -186,6 +190,10 @@ bad "cnan.ini:" memory --cluster "$D/cnan.ini"
 bad "chbm.ini:" memory --cluster "$D/chbm.ini"
 bad "cbig.ini:" memory --cluster "$D/cbig.ini"
 bad "cmiss.ini" memory --cluster "$D/cmiss.ini"
+# absurdly small rates made the α-β times infinite, and memory --json dropped them
+bad "cslow.ini:10: 'intra_bandwidth' must be a number at least 1000" memory --json --cluster "$D/cslow.ini"
+bad "cflops.ini:10: 'peak_flops'" plan --cluster "$D/cflops.ini"
+bad "chbm1.ini:10: 'hbm'" collective --cluster "$D/chbm1.ini"
 bad "--params" memory --model tiny --params 1e6
 bad "--tensors" memory --params 7B --tensors
 bad "twice" memory --gpus 8 --gpus 4

@@ -206,9 +206,13 @@ START_TEST(cluster_file_errors)
     static const struct {
         const char *from, *to, *want;
     } cases[] = {
-        {"hbm = 80GiB", "hbm = 80 parsecs", "c.ini:5: 'hbm' must be a size (e.g. 80GiB) above 0"},
+        {"hbm = 80GiB", "hbm = 80 parsecs",
+         "c.ini:5: 'hbm' must be a size (e.g. 80GiB) at least 1048576 and at most 1e+15 bytes"},
         {"hbm = 80GiB", "hbm = 0", "c.ini:5: 'hbm' must be a size"},
-        {"peak_flops = 1e15", "peak_flops = nan", "c.ini:6: 'peak_flops' must be a number above 0"},
+        {"peak_flops = 1e15", "peak_flops = nan",
+         "c.ini:6: 'peak_flops' must be a number at least 1000000 and"},
+        {"intra_bandwidth = 450e9", "intra_bandwidth = 1e-300",
+         "c.ini:8: 'intra_bandwidth' must be a number at least 1000 and at most 1e+15"},
         {"peak_flops = 1e15", "peak_flops = -1", "c.ini:6: 'peak_flops' must be a number"},
         {"intra_bandwidth = 450e9", "intra_bandwidth = 0", "c.ini:8: 'intra_bandwidth' must be"},
         {"inter_latency = 5e-6", "inter_latency = 2",
