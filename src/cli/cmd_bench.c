@@ -192,11 +192,23 @@ static int bench_main(int argc, char **argv)
         else
             list = true;
     }
+    if (list && (only || b.quick))
+        return cli_usage("bench", "--list runs nothing: no --%s with it", only ? "only" : "quick");
     bool known = only == NULL;
+    json_t *groups = list && json ? json_array() : NULL;
     for (int i = 0; bench_cases[i]; i++) {
-        if (list)
+        if (groups)
+            json_array_append_new(groups, json_pack("{s:s, s:s}", "name", bench_cases[i]->name,
+                                                    "what", bench_cases[i]->what));
+        else if (list)
             printf("%-12s %s\n", bench_cases[i]->name, bench_cases[i]->what);
         known |= only && !strcmp(only, bench_cases[i]->name);
+    }
+    if (groups) {
+        json_t *doc = json_pack("{s:o}", "groups", groups);
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        printf("\n");
+        json_decref(doc);
     }
     if (list)
         return 0;
@@ -225,7 +237,7 @@ const struct command cmd_bench = {
     "\n"
     "  --quick      small sizes and few repeats (a smoke test; the figures are rough)\n"
     "  --only NAME  run one group (see --list)\n"
-    "  --list       list the groups\n"
+    "  --list       list the groups (with --json: {\"groups\": [{\"name\", \"what\"}...]})\n"
     "  --json       one JSON document: {\"copy_GBps\", \"sgemm_GFLOPs\", \"results\": [...]}\n",
     bench_main,
 };

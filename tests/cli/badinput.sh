@@ -312,6 +312,8 @@ bad "benchmark" bench --only nosuch
 bad "benchmark" bench --only ""
 bad "unexpected" bench extra
 bad "twice" bench --only formats --only train
+bad "--list" bench --list --only formats
+bad "--list" bench --list --quick
 
 # ---------------------------------------------------------------- valid edge cases
 run collective --gpus 1 --size 4 --json
@@ -346,6 +348,9 @@ check_json 'd["per_gpu"]["total"] == 16' "one parameter: 16 bytes"
 run formats --json 1e400 -1e-400
 check_status 0 "formats of values beyond double's range"
 check_json 'd["values"][0]["fp32"]["value"] == "inf" and d["values"][1]["fp32"]["bits"] == "0x80000000"' "1e400 is inf, -1e-400 is -0"
+run bench --list --json
+check_status 0 "bench --list --json"
+check_json '[g["name"] for g in d["groups"]][:3] == ["formats", "collective", "train"]' "the groups as JSON (it printed text)"
 run help help
 check_status 0 "help help: the overview"
 check_contains "$out" "usage: scalelab" "help help shows the usage"

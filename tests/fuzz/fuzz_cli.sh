@@ -12,7 +12,8 @@
 #   sanitizer  an AddressSanitizer/LeakSanitizer/UBSan/TSan report on stderr
 #   hang     no exit within FUZZ_TIMEOUT seconds (look: a huge but valid size is just slow)
 #   message  exit 1 or 2 without a "scalelab: " line on stderr
-# and keeps each finding's command line and output in FUZZ_OUT (default ./fuzz-cli-out).
+# and keeps each finding's command line and output in FUZZ_OUT (default ./fuzz-cli-out), and
+# the runs that failed with exit 1 (a run's own failure, to read) in FUZZ_OUT/exit1.txt.
 # It ends with a summary and exits 1 if anything was flagged.
 #
 # Environment: SCALELAB, the binary (build it with --enable-sanitizers --enable-debug: the
@@ -171,6 +172,12 @@ while [ $SECONDS -lt $end ]; do
         flag crash
     elif [ $status -ne 0 ] && ! grep -q '^scalelab: ' "$W/stderr"; then
         flag message
+    elif [ $status -eq 1 ]; then # a run that failed: not a finding by itself, kept to read
+        {
+            printf 'args:'
+            printf ' %q' "${args[@]}"
+            printf '\n  %s\n' "$(head -c 300 "$W/stderr")"
+        } >>"$FUZZ_OUT/exit1.txt"
     fi
     find "$W/out" -mindepth 1 -delete 2>/dev/null
 done
