@@ -130,6 +130,32 @@ start LC_ALL=C.UTF-8 --
 wait_for "step 2 of" "a new session opens at the step left"
 keys NPage NPage NPage
 wait_for "answered right before" "and knows the question was answered"
+
+# ---- v: the formats explorer stays one key away from the training run ----
+keys ']' ']' ']' ']' ']' ']' ']'
+wait_for "step 9 of" "] to step 9, the first training step"
+wait_for "Mixed-precision training" "a training step shows the training panel"
+wait_for "v formats" "the hint line offers the formats explorer on v"
+keys v
+wait_for "Number formats" "v swaps the live panel to the formats explorer"
+wait_for "v training" "and the hint offers the way back"
+wait_for "0x43fa0000" "the explorer as the formats steps left it: 500 (step 8) in fp32"
+keys M
+wait_for "0x7bff" "the explorer answers its keys: M is fp16 max"
+keys v
+wait_for "Mixed-precision training" "v again: back to the training panel"
+wait_gone "held as fp32" "the explorer is no longer drawn"
+keys v
+wait_for "0x7bff" "the explorer kept its value across the swap"
+keys ']'
+wait_for "step 10 of" "the next step"
+wait_for "Mixed-precision training" "shows the step's own panel again"
+keys '?'
+wait_for "each keeps its state" "the help lists v"
+keys Escape
+keys '[' '[' '[' '[' '[' '[' '[' '['
+wait_for "step 2 of" "back at step 2"
+wait_for "0x3dcccccd" "where the step's settings apply to the explorer again"
 quit "q again"
 
 # ---- NO_COLOR: no colour, still readable ----
