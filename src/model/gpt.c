@@ -31,6 +31,7 @@
 #include "model/gpt.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -319,9 +320,19 @@ double gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format 
     return 2.0 * 4 * (double)gpt_param_count(c) + arena + ends + work;
 }
 
+/* The simulated devices are the parallelism: OpenBLAS must not start threads of its own inside
+ * a device's matmul. Every model makes sure of it, whoever creates it (the command line, a
+ * window panel, a test); the library's own threads would race with the caller's buffers. */
+static void blas_single_thread(void)
+{
+    openblas_set_num_threads(1);
+}
+
 int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
             const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e)
 {
+    static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+    pthread_once(&blas_once, blas_single_thread);
     *out = NULL;
     int rc = gpt_config_check(c, e);
     if (rc)

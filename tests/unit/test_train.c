@@ -227,6 +227,16 @@ START_TEST(gradients_match_finite_differences)
 }
 END_TEST
 
+/* A model makes OpenBLAS single-threaded whoever creates it: its own threads would race with
+ * the device threads' buffers (and ThreadSanitizer says so). */
+START_TEST(blas_runs_single_threaded)
+{
+    struct gpt *g = new_model(&small_cfg, 1, FP_FP32, "none");
+    ck_assert_int_eq(openblas_get_num_threads(), 1);
+    gpt_free(g);
+}
+END_TEST
+
 START_TEST(layout_is_documented_order)
 {
     const struct gpt_config *c = &small_cfg;
@@ -663,10 +673,10 @@ END_TEST
 
 int main(void)
 {
-    openblas_set_num_threads(1);
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("model");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, blas_runs_single_threaded);
     tcase_add_test(tc, layout_is_documented_order);
     tcase_add_test(tc, gradients_match_finite_differences);
     tcase_add_test(tc, checkpoint_gradients_bit_identical);
