@@ -497,13 +497,10 @@ static char count_char(int k, int n)
 
 /* Chunk k of GPU g: its count of contributions, and its look: where this step's data landed,
  * complete, its own data only, or partly reduced. */
-static enum ui_role chunk_role(const struct coll_panel *p, int g, int k, bool moved_role)
+static enum ui_role chunk_role(const struct coll_panel *p, int g, int k)
 {
     int n = p->s.gpus, have = __builtin_popcountll(p->mask[g][k]);
-    return p->fresh[g][k] ? (moved_role ? ROLE_MOVED : ROLE_SELECTED)
-           : have >= n    ? ROLE_GOOD
-           : have == 1    ? ROLE_DIM
-                          : ROLE_WARN;
+    return p->fresh[g][k] ? ROLE_MOVED : have >= n ? ROLE_GOOD : have == 1 ? ROLE_DIM : ROLE_WARN;
 }
 
 static void draw_ring(const struct coll_panel *p, struct ui_canvas *c, int oy, int ox,
@@ -528,7 +525,7 @@ static void draw_ring(const struct coll_panel *p, struct ui_canvas *c, int oy, i
         int pad = (bw - 2 - p->nchunks) / 2;
         for (int k = 0; k < p->nchunks; k++) {
             char cell[2] = {count_char(__builtin_popcountll(p->mask[i][k]), n), 0};
-            canvas_text(c, y + 1, x + 1 + pad + k, chunk_role(p, i, k, true), cell);
+            canvas_text(c, y + 1, x + 1 + pad + k, chunk_role(p, i, k), cell);
         }
         canvas_text(c, y + 1, x + bw - 1, ROLE_BORDER, g->v);
         cx = canvas_text(c, y + 2, x, ROLE_BORDER, g->bl);
@@ -583,7 +580,7 @@ static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int
         char cell[3] = {count_char(have, n), ' ', 0};
         if (cellw == 1)
             cell[1] = 0;
-        canvas_text(c, y, x, chunk_role(p, g, k, false), cell);
+        canvas_text(c, y, x, chunk_role(p, g, k), cell);
         x += cellw;
     }
     double line = 2.0 * (n - 1) / n * p->s.size;

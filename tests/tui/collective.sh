@@ -27,6 +27,8 @@ for k in 0 1 2 3 4 5 6 7; do
     case "$screen" in *"c$k↗"* | *"c$k↘"* | *"c$k↙"* | *"c$k↖"* | *"c$k→"* | *"c$k←"* | *"c$k↑"* | *"c$k↓"*) labels=$((labels + 1)) ;; esac
 done
 check_eq "$labels" 8 "each of the 8 links shows the chunk it carried, with its arrow"
+moved=$(capture -e | grep -o "$(printf '\033')\[[0-9;]*43m[^$(printf '\033')]*" | grep -c 'm\(c[0-7]\|2$\)')
+check_eq "$moved" 16 "the 8 chunks on the links and the 8 where they landed are highlighted"
 wait_for "8.00 MiB sent/GPU" "the ring's middle counts the bytes each GPU sent"
 wait_for "sent per GPU so far 8.00 MiB" "each GPU sent one chunk: 64 MiB / 8"
 
