@@ -377,13 +377,15 @@ struct summary {
 
 /* ------------------------------------------------------------------ the device */
 
-/* The model's allocator seam on a simulated GPU: weights, gradients, master weights and Adam's
- * moments come from the device's ledger; activations are charged to it as they live and die;
- * compute advances the device's simulated clock. The arena and the fp32 workspace of the CPU
- * emulation are host memory, not the GPU's (a GPU computes in registers and tensor cores). */
+/* The model's allocator seam on a simulated GPU: every buffer comes from the device's ledger
+ * (weights, gradients, master weights, Adam's moments; the activation arena as reserved
+ * memory; the fp32 workspace of the CPU emulation and the batch as workspace), so the capacity
+ * check sees every byte before the first step. As kept tensors live and die, their bytes move
+ * from reserved to activations and back (model/gpt.h): the sawtooth, inside memory already
+ * held. Compute advances the device's simulated clock. */
 struct seam {
     struct device *d;
-    struct error err; /* the first out-of-memory */
+    struct error err; /* the first out-of-memory or accounting error */
 };
 
 static enum ledger_cat ledger_of(enum gpt_mem kind)
@@ -393,7 +395,9 @@ static enum ledger_cat ledger_of(enum gpt_mem kind)
     case GPT_MEM_GRADS: return MEM_GRADIENTS;
     case GPT_MEM_MASTER: return MEM_MASTER;
     case GPT_MEM_OPTIMIZER: return MEM_OPTIMIZER;
-    default: return MEM_ACTIVATIONS;
+    case GPT_MEM_ACTIVATIONS: return MEM_ACTIVATIONS;
+    case GPT_MEM_ARENA: return MEM_RESERVED;
+    default: return MEM_WORKSPACE;
     }
 }
 
@@ -401,13 +405,6 @@ static void *seam_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *
 {
     struct seam *s = ctx;
     (void)what;
-    if (kind == GPT_MEM_WORKSPACE) {
-        void *p = NULL;
-        if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0)
-            return NULL;
-        memset(p, 0, bytes);
-        return p;
-    }
     struct error e = {0};
     void *p = ledger_alloc(dev_ledger(s->d), ledger_of(kind), bytes, &e);
     if (!p && !s->err.code)
@@ -418,22 +415,20 @@ static void *seam_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *
 static void seam_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
 {
     struct seam *s = ctx;
-    (void)bytes;
-    if (kind == GPT_MEM_WORKSPACE)
-        free(p);
-    else
-        ledger_free(dev_ledger(s->d), p);
+    (void)kind, (void)bytes;
+    ledger_free(dev_ledger(s->d), p);
 }
 
 static void seam_charge(void *ctx, enum gpt_mem kind, long long delta)
 {
     struct seam *s = ctx;
     struct error e = {0};
-    if (delta > 0) {
-        if (ledger_charge(dev_ledger(s->d), ledger_of(kind), (uint64_t)delta, &e) && !s->err.code)
-            s->err = e;
-    } else
-        ledger_release(dev_ledger(s->d), ledger_of(kind), (uint64_t)-delta);
+    int rc =
+        delta > 0
+            ? ledger_move(dev_ledger(s->d), MEM_RESERVED, ledger_of(kind), (uint64_t)delta, &e)
+            : ledger_move(dev_ledger(s->d), ledger_of(kind), MEM_RESERVED, (uint64_t)-delta, &e);
+    if (rc && !s->err.code)
+        s->err = e;
 }
 
 static void seam_compute(void *ctx, double flops, const char *what, int layer)
@@ -442,29 +437,48 @@ static void seam_compute(void *ctx, double flops, const char *what, int layer)
     dev_compute(s->d, flops, what, layer, 0);
 }
 
-/* Events of --trace, in a buffer sized before the run (nothing grows inside the step loop);
- * non-finite tensor names are interned in a fixed table, since events keep static strings. */
+/* Events of --trace, in a buffer sized exactly before the run from its shape (trace_events):
+ * nothing grows inside the step loop, and nothing is left out. Non-finite tensor names are
+ * interned in a table with room for one new name per step, since events keep static strings.
+ * lost counts what did not fit anyway: the run then fails rather than write a partial trace. */
 struct evlog {
     struct event *ev;
-    size_t n, cap;
-    char names[64][48];
-    int nnames;
+    size_t n, cap, lost;
+    char (*names)[48];
+    size_t nnames, capnames;
 };
+
+/* A trace Perfetto's web UI opens comfortably (its JSON about 150 bytes an event: ~300 MB). */
+#define TRACE_MAX_EVENTS 2000000
+
+/* The events a run records: each buffer's allocation and release, then per step two per
+ * compute (begin, end), two per charge (bytes leave reserved, join activations, or back),
+ * the step and at most one non-finite value; and at most one failure at the end. */
+static double trace_events(const struct train_opts *o)
+{
+    struct train_calls c = trainer_calls(o);
+    return 2.0 * (double)c.buffers + (double)o->steps * (2.0 * c.computes + 2.0 * c.charges + 2) +
+           1;
+}
 
 static void on_event(void *ctx, const struct event *ev)
 {
     struct evlog *l = ctx;
     if (l->n < l->cap)
         l->ev[l->n++] = *ev;
+    else
+        l->lost++;
 }
 
 static const char *intern(struct evlog *l, const char *name)
 {
-    for (int i = 0; i < l->nnames; i++)
+    for (size_t i = 0; i < l->nnames; i++)
         if (!strcmp(l->names[i], name))
             return l->names[i];
-    if (l->nnames == 64)
-        return "(more)";
+    if (l->nnames == l->capnames) { /* cannot happen: one name per step at most */
+        l->lost++;
+        return "?";
+    }
     snprintf(l->names[l->nnames], sizeof l->names[0], "%s", name);
     return l->names[l->nnames++];
 }
@@ -475,6 +489,13 @@ struct job {
     struct evlog *log;
     bool progress;
 };
+
+/* A ledger's message without its "GPU d: ", which dev_fail adds. */
+static const char *unprefixed(const char *msg)
+{
+    const char *colon = strstr(msg, ": ");
+    return !strncmp(msg, "GPU ", 4) && colon ? colon + 2 : msg;
+}
 
 static int train_device(struct device *d, void *arg, struct error *e)
 {
@@ -488,7 +509,7 @@ static int train_device(struct device *d, void *arg, struct error *e)
     if (rc) {
         if (seam.err.code)
             *e = seam.err;
-        return dev_fail(d, e, "%s", e->msg);
+        return dev_fail(d, e, "%s", unprefixed(e->msg));
     }
     if (r->dump)
         trainer_observe(t, dump_step, r);
@@ -508,8 +529,8 @@ static int train_device(struct device *d, void *arg, struct error *e)
         if ((rc = dev_step(d, (int)i, e)))
             break;
         trainer_step(t, &s);
-        if (seam.err.code) { /* a charge did not fit */
-            rc = dev_fail(d, e, "%s", seam.err.msg);
+        if (seam.err.code) { /* accounting went wrong: a bug, said rather than hidden */
+            rc = dev_fail(d, e, "%s", unprefixed(seam.err.msg));
             break;
         }
         if (r->dump && r->dump_err.code) {
@@ -561,6 +582,21 @@ static int train_device(struct device *d, void *arg, struct error *e)
         if (!r->json)
             fflush(stdout);
         sum->steps = i;
+        if (s.weights_nonfinite_since && !isfinite(s.loss)) {
+            /* Without a scaler the run goes on as plain PyTorch would, applying the bad
+             * step; once that shows as a non-finite loss, every later step would only
+             * repeat it: stop, say why and what would have saved the run. */
+            const char *tensor;
+            long at = trainer_poisoned(t, &tensor);
+            rc = dev_fail(d, e,
+                          "step %ld: the loss is %s: without a loss scaler nothing skips a "
+                          "step whose gradients hold inf or NaN, step %ld applied one (first "
+                          "non-finite tensor: %s) and the weights are now NaN; stopping. A "
+                          "scaler skips such steps: --loss-scale dynamic or a fixed VALUE "
+                          "(1 for bf16)",
+                          i, isnan(s.loss) ? "NaN" : "inf", at, tensor[0] ? tensor : "?");
+            break;
+        }
     }
     if (j->progress)
         fprintf(stderr, "\r%*s\r", 70, "");
@@ -624,9 +660,11 @@ static int train_main(int argc, char **argv)
         return cli_fail(&e);
     }
 
-    /* what the run needs, checked before anything is allocated */
+    /* What the run needs from this host, checked before anything is allocated: the model's
+     * buffers (exactly), master weights and Adam's moments. Whether it fits the simulated
+     * GPU is the ledger's call, when the buffers are allocated: out of memory, exit 1. */
     char a[32], b[32];
-    double need = gpt_estimate_bytes(&o->shape, o->batch, o->precision, &o->ckpt) +
+    double need = (double)gpt_estimate_bytes(&o->shape, o->batch, o->precision, &o->ckpt, &e) +
                   3.0 * 4 * (double)gpt_param_count(&o->shape);
     double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (host > 0 && need > host / 2)
@@ -634,17 +672,9 @@ static int train_main(int argc, char **argv)
                          "--batch %d: the run's buffers need %s, more than half of this host's %s",
                          o->batch, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
                          units_format_bytes(b, sizeof b, host, UNITS_BINARY));
-    if (need > cc.spec.hbm_bytes)
-        return cli_usage("train", "--batch %d: the run's buffers need %s, more than a %s GPU's %s",
-                         o->batch, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
-                         cc.spec.name,
-                         units_format_bytes(b, sizeof b, cc.spec.hbm_bytes, UNITS_BINARY));
     struct evlog log = {0};
     if (r.trace) {
-        /* per step: compute begin/end for each layer's forward, backward and recomputation
-         * and the head's, memory changes (a few per layer), the step and a non-finite value */
-        double per = 2.0 * (3 * o->shape.layers + 2) + 4.0 * o->shape.layers + 8 + 2;
-        double events = per * (double)o->steps + 64, bytes = events * sizeof(struct event);
+        double events = trace_events(o), bytes = events * sizeof(struct event);
         double disk = events * 160; /* bytes of JSON per event, about */
         struct statvfs fs;
         char dir[4096];
@@ -655,22 +685,32 @@ static int train_main(int argc, char **argv)
         if (access(slash ? dir : ".", W_OK) != 0)
             return cli_usage("train", "--trace %s: cannot write in %s: %s", r.trace,
                              slash ? dir : ".", strerror(errno));
+        if (events > TRACE_MAX_EVENTS)
+            return cli_usage("train",
+                             "--trace: %ld steps of this run record %.0f events, more than the "
+                             "limit of %d a trace may hold; trace fewer --steps",
+                             o->steps, events, TRACE_MAX_EVENTS);
         if (host > 0 && need + bytes > host / 2)
             return cli_usage("train",
-                             "--steps %ld with --trace: %s of events do not fit in this host's "
-                             "memory",
-                             o->steps, units_format_bytes(a, sizeof a, bytes, UNITS_BINARY));
+                             "--trace: %s of events for %ld steps do not fit in this host's "
+                             "memory; trace fewer --steps",
+                             units_format_bytes(a, sizeof a, bytes, UNITS_BINARY), o->steps);
         if (statvfs(slash ? dir : ".", &fs) == 0 &&
             disk > (double)fs.f_bavail * (double)fs.f_frsize)
             return cli_usage("train",
-                             "--steps %ld with --trace: a trace of about %s does not "
-                             "fit on the disk (%s free)",
-                             o->steps, units_format_bytes(a, sizeof a, disk, UNITS_BINARY),
+                             "--trace: a trace of about %s for %ld steps does not fit on the "
+                             "disk (%s free)",
+                             units_format_bytes(a, sizeof a, disk, UNITS_BINARY), o->steps,
                              units_format_bytes(b, sizeof b,
                                                 (double)fs.f_bavail * (double)fs.f_frsize,
                                                 UNITS_BINARY));
         log.cap = (size_t)events;
-        if (!(log.ev = malloc(log.cap * sizeof *log.ev))) {
+        log.capnames = (size_t)o->steps;
+        log.ev = malloc(log.cap * sizeof *log.ev);
+        log.names = malloc(log.capnames * sizeof *log.names);
+        if (!log.ev || !log.names) {
+            free(log.ev);
+            free(log.names);
             error_set(&e, ERR_NOMEM, "out of memory for the trace's events");
             return cli_fail(&e);
         }
@@ -683,6 +723,7 @@ static int train_main(int argc, char **argv)
     struct cluster *cl = cluster_new(&cc, &e);
     if (!cl) {
         free(log.ev);
+        free(log.names);
         return cli_fail(&e);
     }
 
@@ -693,6 +734,7 @@ static int train_main(int argc, char **argv)
     if (!sum->underflow) {
         cluster_free(cl);
         free(log.ev);
+        free(log.names);
         error_set(&e, ERR_NOMEM, "out of memory");
         return cli_fail(&e);
     }
@@ -736,19 +778,24 @@ static int train_main(int argc, char **argv)
     }
     rc = cluster_run(cl, train_device, &job, &e);
     cluster_free(cl);
-    if (rc) {
+    if (r.trace) { /* a failed run's trace too: it shows where it stopped */
+        struct error te = {0};
+        int trc = log.lost ? error_set(&te, ERR_RUN,
+                                       "%zu events did not fit in the buffer sized for the "
+                                       "run; no trace written",
+                                       log.lost)
+                           : trace_write_chrome(r.trace, log.ev, log.n, 1, &te);
         free(log.ev);
+        free(log.names);
+        if (trc && !rc) {
+            error_prefix(&te, "--trace");
+            e = te;
+            rc = trc;
+        }
+    }
+    if (rc) {
         free(sum->underflow);
         return cli_fail(&e);
-    }
-    if (r.trace) {
-        rc = trace_write_chrome(r.trace, log.ev, log.n, 1, &e);
-        free(log.ev);
-        if (rc) {
-            error_prefix(&e, "--trace");
-            free(sum->underflow);
-            return cli_fail(&e);
-        }
     }
 
     double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
@@ -805,11 +852,14 @@ static int train_main(int argc, char **argv)
                units_format_bytes(b, sizeof b, sum->predicted, UNITS_BINARY));
         printf("GPU memory peak %s (",
                units_format_bytes(a, sizeof a, (double)sum->mem_peak, UNITS_BINARY));
+        /* the arena is reserved memory whole when allocated; live activations are inside it */
         for (int i = 0; i < MEM_CAT_COUNT; i++)
-            if (sum->mem[i])
+            if (sum->mem[i] && i != MEM_ACTIVATIONS && i != MEM_RESERVED)
                 printf("%s%s %s", i ? ", " : "", ledger_cat_name((enum ledger_cat)i),
                        units_format_bytes(b, sizeof b, (double)sum->mem[i], UNITS_BINARY));
-        printf(")\n");
+        printf(", activation arena %s holding at most %s of live activations)\n",
+               units_format_bytes(a, sizeof a, (double)sum->mem[MEM_RESERVED], UNITS_BINARY),
+               units_format_bytes(b, sizeof b, (double)sum->mem[MEM_ACTIVATIONS], UNITS_BINARY));
         if (o->precision != FP_FP32) {
             printf("gradient elements that underflowed to 0 over the run:");
             for (int l = 0; l < sum->layers; l++)
@@ -843,7 +893,13 @@ const struct command cmd_train = {
     "  --lr LR               AdamW learning rate (default 0.003)\n"
     "  --betas B1,B2         (default 0.9,0.999)   --wd WD (default 0.01)   --eps E (1e-8)\n"
     "  --precision P         fp32, bf16 or fp16 (default fp32)\n"
-    "  --loss-scale S        dynamic, none or a fixed VALUE (default: dynamic for fp16)\n"
+    "  --loss-scale S        dynamic (PyTorch's GradScaler: halves and skips the step on an\n"
+    "                        inf/NaN gradient, doubles after --growth-interval clean steps),\n"
+    "                        a fixed VALUE (Megatron's constant scaler: never changes, still\n"
+    "                        skips inf/NaN steps) or none (no scaler, as plain PyTorch: an\n"
+    "                        inf/NaN step is applied, the weights turn NaN, and the run stops\n"
+    "                        with exit 1 at the first NaN loss, naming the step and tensor\n"
+    "                        that caused it). Default: dynamic for fp16, none otherwise\n"
     "  --init-scale S        the dynamic scale's start (default 65536)\n"
     "  --growth-interval N   clean steps before the scale doubles (default 2000)\n"
     "  --hysteresis N        overflowing steps before it halves (default 1, PyTorch's)\n"
@@ -861,10 +917,18 @@ const struct command cmd_train = {
     "  --cluster NAME|FILE   the simulated GPU's preset (default h100-80gb): its memory and\n"
     "                        peak FLOP/s set the ledger's capacity and the simulated time\n"
     "  --trace FILE          Chrome trace-event JSON of the run (Perfetto): compute per\n"
-    "                        layer, memory, steps, non-finite values, in simulated time\n"
+    "                        layer, memory (total and live activations), steps, non-finite\n"
+    "                        values, in simulated time. Complete: its events are counted from\n"
+    "                        the run's shape before it starts; a run of more than 2,000,000\n"
+    "                        events is refused (exit 2): tiny traces 34,000 to 47,000 steps\n"
     "  --dump DIR            write model.ini, params.f32, tokens.i32, targets.i32, loss.txt and\n"
     "                        grads.f32 of step 1 (little-endian; gradients of the mean loss,\n"
     "                        unscaled and before clipping) to check against PyTorch\n"
+    "\n"
+    "Memory: every buffer comes from the simulated GPU's ledger before the first step (the\n"
+    "activation arena as reserved memory, the CPU emulation's fp32 workspace as workspace), so\n"
+    "a run that does not fit fails at once, out of memory (exit 1); live activations move in\n"
+    "and out of the arena, and their peak is the calculator's figure.\n"
     "\n"
     "The final loss is the mean of the last 10 steps' losses. Each step's loss is measured on\n"
     "a fresh batch before the update, so it is a held-out estimate. At the defaults, tiny ends\n"

@@ -167,18 +167,8 @@ enum {
     A_H,
     A_COUNT
 };
-static const char *const act_names[A_COUNT] = {
-    "input",    "attn rstd",     "attn norm", "q",        "k",        "v",      "attn probs",
-    "attn out", "attn residual", "mlp rstd",  "mlp norm", "mlp gate", "mlp up", "mlp hidden",
-};
 /* The ends keep the final norm's input, 1 / rms and output, and the fp32 probabilities. */
 enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
-
-struct alloc_rec {
-    void *p;
-    size_t bytes;
-    enum gpt_mem kind;
-};
 
 struct gpt {
     struct gpt_config c;
@@ -192,6 +182,7 @@ struct gpt {
     void *(*saved)[A_COUNT]; /* [L][A_COUNT]: each layer's own saved set (NULL: not kept) */
     void *(*pool)[A_COUNT];  /* [seg][A_COUNT]: saved sets of a segment being recomputed */
     void **segin;            /* [ceil(L / seg)]: each segment's input */
+    void *pslot;             /* selective: the slot of the recomputed probabilities */
     void *head[H_COUNT];
     size_t layer_bytes, head_bytes; /* a full list of kept tensors; the ends */
     size_t live, peak;              /* charged activation bytes */
@@ -210,10 +201,10 @@ struct gpt {
 
     const struct gpt_inject *inj;
 
+    /* One block per category, carved into the buffers: block NULL while sizing */
     struct gpt_alloc alloc;
-    size_t mem[GPT_MEM_KINDS];
-    struct alloc_rec *recs;
-    size_t nrecs, caprecs;
+    char *block[GPT_MEM_KINDS];
+    size_t mem[GPT_MEM_KINDS], used[GPT_MEM_KINDS];
 };
 
 static void *host_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
@@ -232,20 +223,17 @@ static void host_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
     free(p);
 }
 
-static void *gmalloc(struct gpt *g, enum gpt_mem kind, size_t bytes, const char *what)
+/* A buffer of the run, 64-byte aligned: while sizing (the category has no block yet) it
+ * counts the bytes and returns a placeholder; then it carves the block in the same order. */
+static void *carve(struct gpt *g, enum gpt_mem kind, size_t bytes)
 {
-    if (g->nrecs == g->caprecs) {
-        size_t cap = g->caprecs ? 2 * g->caprecs : 64;
-        struct alloc_rec *r = realloc(g->recs, cap * sizeof *r);
-        if (!r)
-            return NULL;
-        g->recs = r, g->caprecs = cap;
+    size_t r = (bytes + 63) / 64 * 64;
+    if (!g->block[kind]) {
+        g->mem[kind] += r;
+        return &g->block[kind]; /* never used: the carving pass replaces it */
     }
-    void *p = g->alloc.alloc(g->alloc.ctx, kind, bytes, what);
-    if (p) {
-        g->recs[g->nrecs++] = (struct alloc_rec){p, bytes, kind};
-        g->mem[kind] += bytes;
-    }
+    void *p = g->block[kind] + g->used[kind];
+    g->used[kind] += r;
     return p;
 }
 
@@ -253,9 +241,9 @@ void gpt_free(struct gpt *g)
 {
     if (!g)
         return;
-    for (size_t i = g->nrecs; i-- > 0;)
-        g->alloc.free(g->alloc.ctx, g->recs[i].kind, g->recs[i].p, g->recs[i].bytes);
-    free(g->recs);
+    for (int k = GPT_MEM_KINDS; k-- > 0;)
+        if (g->block[k])
+            g->alloc.free(g->alloc.ctx, (enum gpt_mem)k, g->block[k], g->mem[k]);
     free(g->saved);
     free(g->pool);
     free(g->segin);
@@ -281,18 +269,11 @@ static size_t act_bytes(const struct gpt *g, int a)
     return act_elems(g, a) * (a == A_RSTD1 || a == A_RSTD2 ? 4 : g->esize);
 }
 
-/* Allocates one saved set in the arena; which tensors it holds depends on the policy. */
-static int alloc_set(struct gpt *g, void **set, bool selective)
+/* One saved set in the arena; which tensors it holds depends on the policy. */
+static void carve_set(struct gpt *g, void **set, bool selective)
 {
-    for (int a = 0; a < A_COUNT; a++) {
-        set[a] = NULL;
-        if (a == A_P && selective)
-            continue;
-        set[a] = gmalloc(g, GPT_MEM_WORKSPACE, act_bytes(g, a), act_names[a]);
-        if (!set[a])
-            return ERR_NOMEM;
-    }
-    return 0;
+    for (int a = 0; a < A_COUNT; a++)
+        set[a] = a == A_P && selective ? NULL : carve(g, GPT_MEM_ARENA, act_bytes(g, a));
 }
 
 static void charge(struct gpt *g, long long delta)
@@ -304,22 +285,6 @@ static void charge(struct gpt *g, long long delta)
         g->alloc.charge(g->alloc.ctx, GPT_MEM_ACTIVATIONS, delta);
 }
 
-double gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
-                          const struct gpt_ckpt *ckpt)
-{
-    double N = (double)batch * c->seq, d = c->d, f = c->ffn, V = c->vocab, T = c->seq;
-    double p = fmt == FP_FP32 ? 4 : 2, core = (double)batch * c->heads * T * T;
-    double elems = 8 * N * d + 3 * N * f + core; /* one layer's list in the format */
-    double layer = elems * p + 2 * N * 4, ends = 2 * N * d * p + N * 4 + N * V * 4;
-    int seg = ckpt ? gpt_ckpt_segment(ckpt, c->layers) : 0;
-    double arena =
-        seg ? ceil((double)c->layers / seg) * N * d * p + seg * layer
-            : c->layers * (layer - (ckpt && ckpt->kind == GPT_CKPT_SELECTIVE ? core * p : 0));
-    double work = (elems + 2 * N) * 4 + 10 * N * d * 4 + N * 4 + 3 * N * f * 4 + T * T * 4 +
-                  N * V * 4 + (d > V ? d : V) * 8 + T * d / c->heads * 4;
-    return 2.0 * 4 * (double)gpt_param_count(c) + arena + ends + work;
-}
-
 /* The simulated devices are the parallelism: OpenBLAS must not start threads of its own inside
  * a device's matmul. Every model makes sure of it, whoever creates it (the command line, a
  * window panel, a test); the library's own threads would race with the caller's buffers. */
@@ -328,12 +293,10 @@ static void blas_single_thread(void)
     openblas_set_num_threads(1);
 }
 
-int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
-            const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e)
+/* The shape of a model, before any buffer: 0 or an error. */
+static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_format fmt,
+                 const struct gpt_ckpt *ckpt, struct error *e)
 {
-    static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-    pthread_once(&blas_once, blas_single_thread);
-    *out = NULL;
     int rc = gpt_config_check(c, e);
     if (rc)
         return rc;
@@ -341,9 +304,6 @@ int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_for
         return error_set(e, ERR_INVAL, "batch must be at least 1");
     if (fmt != FP_FP32 && fmt != FP_FP16 && fmt != FP_BF16)
         return error_set(e, ERR_INVAL, "training precision must be fp32, bf16 or fp16");
-    struct gpt *g = calloc(1, sizeof *g);
-    if (!g)
-        return error_set(e, ERR_NOMEM, "out of memory");
     g->c = *c;
     g->B = batch;
     g->N = batch * c->seq;
@@ -353,12 +313,7 @@ int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_for
     g->fmt = fmt;
     g->esize = fmt == FP_FP32 ? 4 : 2;
     g->nparams = gpt_param_count(c);
-    g->alloc =
-        alloc && alloc->alloc ? *alloc : (struct gpt_alloc){.alloc = host_alloc, .free = host_free};
     int L = c->layers;
-    size_t N = (size_t)g->N, d = (size_t)c->d, f = (size_t)c->ffn, V = (size_t)c->vocab;
-    size_t T = (size_t)c->seq, half = (size_t)g->hd / 2;
-
     g->saved = calloc((size_t)L, sizeof *g->saved);
     g->underflow = calloc((size_t)L + 1, sizeof *g->underflow);
     if (g->seg) {
@@ -366,60 +321,110 @@ int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_for
         g->segin = calloc((size_t)(L + g->seg - 1) / g->seg, sizeof *g->segin);
     }
     if (!g->saved || !g->underflow || (g->seg && (!g->pool || !g->segin)))
-        goto nomem;
-
-    g->params = gmalloc(g, GPT_MEM_WEIGHTS, g->nparams * sizeof(float), "weights");
-    g->grads = gmalloc(g, GPT_MEM_GRADS, g->nparams * sizeof(float), "gradients");
-    if (!g->params || !g->grads)
-        goto nomem;
-
-    /* the arena of the tensors kept for the backward pass */
+        return error_set(e, ERR_NOMEM, "out of memory");
     for (int a = 0; a < A_COUNT; a++)
         g->layer_bytes += act_bytes(g, a);
+    return 0;
+}
+
+/* Every buffer of the model, in order: sizes them (no blocks yet) or carves them. */
+static void layout(struct gpt *g)
+{
+    int L = g->c.layers;
+    size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->c.ffn, V = (size_t)g->c.vocab;
+    size_t T = (size_t)g->c.seq, half = (size_t)g->hd / 2;
+    for (int k = 0; k < GPT_MEM_KINDS; k++)
+        g->used[k] = 0;
+    g->params = carve(g, GPT_MEM_WEIGHTS, g->nparams * sizeof(float));
+    g->grads = carve(g, GPT_MEM_GRADS, g->nparams * sizeof(float));
+
+    /* the arena of the tensors kept for the backward pass */
     if (g->seg) {
         for (int s = 0; s < (L + g->seg - 1) / g->seg; s++)
-            if (!(g->segin[s] = gmalloc(g, GPT_MEM_WORKSPACE, N * d * g->esize, "input")))
-                goto nomem;
+            g->segin[s] = carve(g, GPT_MEM_ARENA, N * d * g->esize);
         for (int s = 0; s < g->seg; s++)
-            if (alloc_set(g, g->pool[s], false))
-                goto nomem;
+            carve_set(g, g->pool[s], false);
     } else {
         for (int l = 0; l < L; l++)
-            if (alloc_set(g, g->saved[l], g->ckpt.kind == GPT_CKPT_SELECTIVE))
-                goto nomem;
+            carve_set(g, g->saved[l], g->ckpt.kind == GPT_CKPT_SELECTIVE);
+        if (g->ckpt.kind == GPT_CKPT_SELECTIVE)
+            g->pslot = carve(g, GPT_MEM_ARENA, act_bytes(g, A_P));
     }
     const size_t head_bytes[H_COUNT] = {N * d * g->esize, N * 4, N * d * g->esize, N * V * 4};
+    g->head_bytes = 0;
     for (int a = 0; a < H_COUNT; a++) {
         g->head_bytes += head_bytes[a];
-        if (!(g->head[a] = gmalloc(g, GPT_MEM_WORKSPACE, head_bytes[a], "ends")))
-            goto nomem;
+        g->head[a] = carve(g, GPT_MEM_ARENA, head_bytes[a]);
     }
 
     /* fp32 workspace */
     for (int a = 0; a < A_COUNT; a++)
-        if (!(g->w[a] = gmalloc(g, GPT_MEM_WORKSPACE, act_elems(g, a) * 4, act_names[a])))
-            goto nomem;
+        g->w[a] = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a) * 4);
     float **nd[] = {&g->tmp, &g->res, &g->dres, &g->dxn, &g->dq,
                     &g->dk,  &g->dv,  &g->datt, &g->hx,  &g->hn};
-    if (!(g->hrstd = gmalloc(g, GPT_MEM_WORKSPACE, N * 4, "workspace")))
-        goto nomem;
+    g->hrstd = carve(g, GPT_MEM_WORKSPACE, N * 4);
     for (size_t i = 0; i < sizeof nd / sizeof *nd; i++)
-        if (!(*nd[i] = gmalloc(g, GPT_MEM_WORKSPACE, N * d * 4, "workspace")))
-            goto nomem;
+        *nd[i] = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
     float **nf[] = {&g->dh, &g->dg, &g->du};
     for (size_t i = 0; i < sizeof nf / sizeof *nf; i++)
-        if (!(*nf[i] = gmalloc(g, GPT_MEM_WORKSPACE, N * f * 4, "workspace")))
-            goto nomem;
-    g->dp = gmalloc(g, GPT_MEM_WORKSPACE, T * T * 4, "workspace");
-    g->logits = gmalloc(g, GPT_MEM_WORKSPACE, N * V * 4, "logits");
-    g->colsum = gmalloc(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double), "workspace");
-    g->rope_cos = gmalloc(g, GPT_MEM_WORKSPACE, T * half * 4, "rope");
-    g->rope_sin = gmalloc(g, GPT_MEM_WORKSPACE, T * half * 4, "rope");
-    if (!g->dp || !g->logits || !g->colsum || !g->rope_cos || !g->rope_sin)
-        goto nomem;
+        *nf[i] = carve(g, GPT_MEM_WORKSPACE, N * f * 4);
+    g->dp = carve(g, GPT_MEM_WORKSPACE, T * T * 4);
+    g->logits = carve(g, GPT_MEM_WORKSPACE, N * V * 4);
+    g->colsum = carve(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double));
+    g->rope_cos = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
+    g->rope_sin = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
+}
+
+size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
+                          const struct gpt_ckpt *ckpt, struct error *e)
+{
+    struct gpt *g = calloc(1, sizeof *g);
+    if (!g) {
+        error_set(e, ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    size_t total = 0;
+    if (setup(g, c, batch, fmt, ckpt, e) == 0) {
+        layout(g);
+        for (int k = 0; k < GPT_MEM_KINDS; k++)
+            total += g->mem[k];
+    }
+    gpt_free(g);
+    return total;
+}
+
+int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
+            const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e)
+{
+    static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+    pthread_once(&blas_once, blas_single_thread);
+    *out = NULL;
+    struct gpt *g = calloc(1, sizeof *g);
+    if (!g)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    int rc = setup(g, c, batch, fmt, ckpt, e);
+    if (rc) {
+        gpt_free(g);
+        return rc;
+    }
+    g->alloc =
+        alloc && alloc->alloc ? *alloc : (struct gpt_alloc){.alloc = host_alloc, .free = host_free};
+    static const char *const what[GPT_MEM_KINDS] = {[GPT_MEM_WEIGHTS] = "weights",
+                                                    [GPT_MEM_GRADS] = "gradients",
+                                                    [GPT_MEM_ARENA] = "activation arena",
+                                                    [GPT_MEM_WORKSPACE] = "workspace"};
+    layout(g); /* sizes */
+    for (int k = 0; k < GPT_MEM_KINDS; k++)
+        if (g->mem[k] &&
+            !(g->block[k] = g->alloc.alloc(g->alloc.ctx, (enum gpt_mem)k, g->mem[k], what[k]))) {
+            gpt_free(g);
+            return error_set(e, ERR_NOMEM, "out of memory allocating the model's %s", what[k]);
+        }
+    layout(g); /* carves */
 
     /* RoPE tables: angle = pos * base^(-2i / hd), i < hd / 2 (Su et al. 2021; the rotate-half
      * layout of GPT-NeoX and Llama); computed in double, stored in fp32. */
+    size_t T = (size_t)c->seq, half = (size_t)g->hd / 2;
     for (size_t t = 0; t < T; t++)
         for (size_t i = 0; i < half; i++) {
             double inv = 1.0 / pow(ROPE_BASE, (double)(2 * i) / (double)g->hd);
@@ -429,9 +434,6 @@ int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_for
         }
     *out = g;
     return 0;
-nomem:
-    gpt_free(g);
-    return error_set(e, ERR_NOMEM, "out of memory allocating the model's buffers");
 }
 
 void gpt_init_params(const struct gpt_config *c, uint64_t seed, float *master)
@@ -515,6 +517,21 @@ static double layer_flops(const struct gpt *g)
 static double head_flops(const struct gpt *g)
 {
     return 2.0 * g->N * g->c.vocab * g->c.d;
+}
+
+struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct gpt_ckpt *ckpt)
+{
+    long L = c->layers, seg = ckpt ? gpt_ckpt_segment(ckpt, c->layers) : 0;
+    bool selective = ckpt && ckpt->kind == GPT_CKPT_SELECTIVE;
+    struct gpt_calls n;
+    /* forward and backward of each layer, the head's forward and backward, and a
+     * recomputation per layer (all of it when segmented, the core when selective) */
+    n.compute = 2 * L + 2 + (seg || selective ? L : 0);
+    /* the forward keeps each layer's list (segmented: each segment's input), then the ends;
+     * the backward frees the ends, brings back what is recomputed (each layer when
+     * segmented or selective) and frees each layer's list */
+    n.charge = (seg ? (L + seg - 1) / seg : L) + 1 + 1 + (seg || selective ? L : 0) + L;
+    return n;
 }
 
 struct gpt_flops gpt_flops(const struct gpt *g)
@@ -944,9 +961,10 @@ static void load_set(struct gpt *g, int l, void **set)
             else
                 load(g, g->w[a], set[a], act_elems(g, a));
         }
-    if (!set[A_P]) { /* selective: the attention core comes back to life */
+    if (!set[A_P]) { /* selective: the attention core comes back to life, in its slot */
         charge(g, (long long)act_bytes(g, A_P));
         attn_probs(g, l);
+        store(g, g->pslot, g->w[A_P], act_elems(g, A_P)); /* already rounded: exact */
         compute(g, attn_flops(g) / 2, "recompute", l);
     }
 }

@@ -18,7 +18,25 @@
  * kept for the backward pass are stored in the format's real width (2 bytes in bf16/fp16).
  *
  * Every buffer is allocated once, in gpt_new, through a small allocator seam (struct
- * gpt_alloc), so a device's memory ledger can account for them. */
+ * gpt_alloc), so a device's memory ledger accounts for every byte.
+ *
+ * How memory is accounted, and why. A device's ledger must hold every byte the run really
+ * allocates, and its activations category must still draw the sawtooth of the forward pass
+ * filling memory and the backward pass emptying it, peaking exactly where the calculator
+ * (calc/activ.h) says. So the model makes four allocations (GPT_BUFFERS): weights, gradients,
+ * the activation arena and the fp32 workspace, and carves its buffers out of them. The arena is
+ * allocated whole before the first step, like the segment PyTorch's caching allocator reserves;
+ * it holds every tensor the forward pass keeps for the backward pass, the recomputed ones
+ * included (selective: a slot for the recomputed probabilities), so it is at least the policy's
+ * peak (equal for none, larger when segments share a pool). As each kept tensor comes to life
+ * (forward, or recomputation) its bytes are charged (delta > 0) under GPT_MEM_ACTIVATIONS, and
+ * released (delta < 0) when the backward pass is done with it: PyTorch's allocated bytes inside
+ * the reserved ones. The device (cli/cmd_train.c) allocates the arena as ledger memory of
+ * category "reserved" and each charge moves bytes from reserved to activations and back
+ * (ledger_move): the ledger's total is every byte the run holds, so the capacity check sees all
+ * of it before the first step and nothing can run out of memory inside the step loop, while the
+ * activations category is the sawtooth. The fp32 workspace is what a GPU keeps in registers and
+ * cuBLAS workspace; the CPU emulation really holds it, so it is accounted too, as "workspace". */
 #ifndef SCALELAB_MODEL_GPT_H
 #define SCALELAB_MODEL_GPT_H
 
@@ -96,18 +114,19 @@ enum gpt_mem {
     GPT_MEM_GRADS,       /* gradients */
     GPT_MEM_MASTER,      /* fp32 master weights (bf16/fp16 training; the trainer's) */
     GPT_MEM_OPTIMIZER,   /* Adam's moments (the trainer's) */
-    GPT_MEM_ACTIVATIONS, /* tensors kept from the forward for the backward pass: charged */
-    GPT_MEM_WORKSPACE,   /* the arena holding them, and fp32 compute buffers of one layer */
+    GPT_MEM_ACTIVATIONS, /* kept tensors alive now, inside the arena: charged, not allocated */
+    GPT_MEM_ARENA,       /* the arena holding every kept tensor: allocated once */
+    GPT_MEM_WORKSPACE,   /* fp32 compute buffers of one layer, the logits, RoPE tables; the
+                            trainer's batch */
     GPT_MEM_KINDS
 };
 
 /* The allocator seam. alloc returns zeroed, touched memory (64-byte aligned) or NULL; free
- * releases it. Every buffer is allocated once, in gpt_new / trainer_new. Activations live in
- * an arena allocated once (GPT_MEM_WORKSPACE); as each kept tensor comes to life in the forward
- * pass, or is recomputed, its bytes are charged (delta > 0) under GPT_MEM_ACTIVATIONS, and
- * released (delta < 0) when the backward pass is done with it -- what PyTorch's caching
- * allocator calls allocated bytes, the arena being its reserved memory. charge may be NULL.
- * A NULL seam means the host's memory and no charging. */
+ * releases it. The model makes one allocation per category (GPT_MEM_WEIGHTS, _GRADS, _ARENA,
+ * _WORKSPACE: GPT_BUFFERS of them), in gpt_new, and carves its buffers out of them; the trainer
+ * adds its own. charge may be NULL. A NULL seam means the host's memory and no charging.
+ * How the bytes are accounted: the file's header. */
+#define GPT_BUFFERS 4
 struct gpt_alloc {
     void *(*alloc)(void *ctx, enum gpt_mem kind, size_t bytes, const char *what);
     void (*free)(void *ctx, enum gpt_mem kind, void *p, size_t bytes);
@@ -126,10 +145,17 @@ struct gpt_inject {
     float logit_factor;   /* logits multiplied by this (1: nothing), a bad batch */
 };
 
-/* The bytes gpt_new would allocate (weights, gradients, arena, workspace), to refuse a batch
- * that cannot fit before trying. */
-double gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
-                          const struct gpt_ckpt *ckpt);
+/* The bytes gpt_new allocates (weights, gradients, arena, workspace), exactly, to refuse a
+ * batch that cannot fit before trying; 0 with e set if the shape is bad. */
+size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
+                          const struct gpt_ckpt *ckpt, struct error *e);
+
+/* Calls one gpt_step makes to the seam's compute and charge hooks, from the shape alone:
+ * with GPT_BUFFERS, what a trace of a run holds is known before it starts. */
+struct gpt_calls {
+    long compute, charge;
+};
+struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct gpt_ckpt *ckpt);
 
 struct gpt;
 
@@ -175,7 +201,7 @@ struct gpt_diag {
 void gpt_diag(const struct gpt *g, struct gpt_diag *out);
 
 /* Bytes of the model's buffers by category, as allocated; for GPT_MEM_ACTIVATIONS, the peak
- * of the charged bytes since gpt_new (the arena is GPT_MEM_WORKSPACE). */
+ * of the charged bytes since gpt_new (they live in GPT_MEM_ARENA). */
 size_t gpt_mem_bytes(const struct gpt *g, enum gpt_mem kind);
 /* Activation bytes charged now (0 between steps). */
 size_t gpt_act_live(const struct gpt *g);

@@ -10,6 +10,11 @@
  * step, and when it reaches growth_interval (2000) the scale doubles -- unless the doubled
  * scale is not finite, in which case it stays -- and the tracker resets.
  *
+ * A constant scale (scaler_init_static) is Megatron-LM's ConstantGradScaler: update() does
+ * nothing, whatever it is told; the caller still skips a step whose unscaled gradients hold
+ * inf/NaN, as Megatron's MixedPrecisionOptimizer.step does with any grad scaler. No scaler at
+ * all (scale 1, nothing checked or skipped) is the trainer's business (par/trainer.h).
+ *
  * Hysteresis H (Megatron, DeepSpeed): the scale backs off only after H overflowing steps
  * (counting down, reset to H at each growth); every overflowing step is still skipped. H = 1 is
  * PyTorch's behaviour. */
@@ -20,7 +25,7 @@
 #include <stddef.h>
 
 struct scaler {
-    bool enabled; /* false: scale 1, never changes, nothing skipped for overflow */
+    bool enabled; /* false: a constant scale (1 when there is no scaler), never changes */
     float scale;
     float growth, backoff;
     int growth_interval, growth_tracker;

@@ -2,6 +2,7 @@
 #include "par/trainer.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,8 @@ struct trainer {
     void *observe_ctx;
     struct gpt_alloc alloc;
     size_t extra[GPT_MEM_KINDS];
+    long poisoned_at;     /* the step whose update made the weights non-finite (0: none) */
+    char poisoned_by[48]; /* the first non-finite tensor of that step */
 };
 
 void train_opts_default(struct train_opts *o)
@@ -105,6 +108,20 @@ static void host_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
     free(p);
 }
 
+static size_t batch_bytes(const struct train_opts *o)
+{
+    return 2 * (size_t)o->batch * (size_t)o->shape.seq * sizeof(int32_t);
+}
+
+struct train_calls trainer_calls(const struct train_opts *o)
+{
+    struct gpt_calls g = gpt_step_calls(&o->shape, &o->ckpt);
+    /* the model's, Adam's m and v, the batch, and fp32 master weights unless they are the
+     * model's own weights (fp32 training) */
+    long buffers = GPT_BUFFERS + 3 + (o->precision != FP_FP32);
+    return (struct train_calls){buffers, g.charge, g.compute};
+}
+
 void trainer_free(struct trainer *t)
 {
     if (!t)
@@ -116,10 +133,10 @@ void trainer_free(struct trainer *t)
         t->alloc.free(t->alloc.ctx, GPT_MEM_OPTIMIZER, t->m, n * 4);
     if (t->v)
         t->alloc.free(t->alloc.ctx, GPT_MEM_OPTIMIZER, t->v, n * 4);
+    if (t->tokens)
+        t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tokens, batch_bytes(&t->o));
     gpt_free(t->g);
     markov_free(t->data);
-    free(t->tokens);
-    free(t->targets);
     free(t->window);
     free(t);
 }
@@ -150,8 +167,9 @@ int trainer_new(struct trainer **out, const struct train_opts *o, const struct g
         t->master = tmalloc(t, GPT_MEM_MASTER, n * 4, "master weights");
     t->m = tmalloc(t, GPT_MEM_OPTIMIZER, n * 4, "adam m");
     t->v = tmalloc(t, GPT_MEM_OPTIMIZER, n * 4, "adam v");
-    t->tokens = calloc(bt, sizeof *t->tokens);
-    t->targets = calloc(bt, sizeof *t->targets);
+    /* the batch, tokens then targets: on a GPU it is copied to the device each step */
+    if ((t->tokens = tmalloc(t, GPT_MEM_WORKSPACE, batch_bytes(o), "batch")))
+        t->targets = t->tokens + bt;
     t->window = calloc((size_t)o->spike_window, sizeof *t->window);
     if (!t->master || !t->m || !t->v || !t->tokens || !t->targets || !t->window) {
         rc = error_set(e, ERR_NOMEM, "out of memory allocating the trainer's buffers");
@@ -176,6 +194,14 @@ void trainer_observe(struct trainer *t, train_observer fn, void *ctx)
 {
     t->observe = fn;
     t->observe_ctx = ctx;
+}
+
+static bool all_finite(const float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(p[i]))
+            return false;
+    return true;
 }
 
 /* The z-score of a loss within the window of recent losses: llm.c's OutlierDetector
@@ -248,7 +274,9 @@ void trainer_step(struct trainer *t, struct train_step *out)
     } else
         out->zscore = NAN;
     out->overflow = found_inf;
-    out->skipped = found_inf || (o->skip_spikes && out->spike);
+    /* A scaler, dynamic or constant, skips a non-finite step; without one nothing looks. */
+    bool skip_inf = found_inf && o->scaling != TRAIN_SCALE_NONE;
+    out->skipped = skip_inf || (o->skip_spikes && out->spike);
     if (!out->skipped) {
         if (o->clip > 0)
             clip_apply(grads, n, out->clip_coef);
@@ -256,7 +284,14 @@ void trainer_step(struct trainer *t, struct train_step *out)
         adamw_update(&t->adam, t->master, grads, t->m, t->v, n);
         if (t->master != gpt_params(t->g))
             gpt_set_weights(t->g, t->master);
+        if (found_inf && !t->poisoned_at && !all_finite(t->master, n)) {
+            struct gpt_diag d;
+            gpt_diag(t->g, &d);
+            t->poisoned_at = step;
+            snprintf(t->poisoned_by, sizeof t->poisoned_by, "%s", d.nonfinite);
+        }
     }
+    out->weights_nonfinite_since = t->poisoned_at;
     scaler_update(&t->scaler, found_inf);
 
     struct gpt_diag d;
@@ -323,6 +358,13 @@ long trainer_adam_steps(const struct trainer *t)
 const float *trainer_moments(const struct trainer *t, int which)
 {
     return which ? t->v : t->m;
+}
+
+long trainer_poisoned(const struct trainer *t, const char **tensor)
+{
+    if (tensor)
+        *tensor = t->poisoned_by;
+    return t->poisoned_at;
 }
 
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind)

@@ -7,7 +7,16 @@
  * weights, Adam's moments and Adam's step count untouched -- or else update the fp32 master
  * weights with AdamW and round them into the working weights; update the loss scale
  * (num/scaler.h). This is the order of PyTorch's AMP recipe: scaler.scale(loss).backward(),
- * scaler.unscale_(opt), clip_grad_norm_, scaler.step(opt), scaler.update(). */
+ * scaler.unscale_(opt), clip_grad_norm_, scaler.step(opt), scaler.update().
+ *
+ * Who skips a non-finite step: a dynamic scaler (GradScaler.step skips the optimizer when
+ * unscale_ found inf/NaN) and a constant one (Megatron-LM's ConstantGradScaler never changes
+ * its scale, but MixedPrecisionOptimizer.step still unscales, checks and returns without
+ * updating on inf/NaN: megatron/core/optimizer/grad_scaler.py and optimizer.py). Without a
+ * scaler (TRAIN_SCALE_NONE: plain PyTorch, Megatron's bf16 without --loss-scale) nothing
+ * checks: the step is applied, AdamW turns the inf/NaN gradients into NaN moments and weights
+ * (inf / sqrt(inf) is NaN), and every later loss is NaN. The step still reports overflow (the
+ * gradients held inf/NaN) and weights_nonfinite_since says when the weights were poisoned. */
 #ifndef SCALELAB_PAR_TRAINER_H
 #define SCALELAB_PAR_TRAINER_H
 
@@ -71,9 +80,20 @@ struct train_step {
     double underflow_frac;     /* weight-gradient elements that underflowed to zero, fraction */
     const uint64_t *underflow; /* per layer (L + 1 entries: the last is embedding + norm) */
     size_t act_peak_bytes;
+    /* The step whose applied update made the fp32 weights non-finite, 0 if they are finite;
+     * only without a scaler, which applies non-finite gradients. */
+    long weights_nonfinite_since;
 };
 
 struct trainer;
+
+/* What a run does through the allocator seam, known from its options alone: buffers
+ * allocated by trainer_new (and freed by trainer_free), and calls to the seam's charge and
+ * compute hooks per trainer_step. */
+struct train_calls {
+    long buffers, charges, computes;
+};
+struct train_calls trainer_calls(const struct train_opts *o);
 
 /* alloc: the allocator seam for every buffer (NULL: the host's). */
 int trainer_new(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
@@ -102,6 +122,8 @@ const float *trainer_master(const struct trainer *t); /* fp32 weights, documente
 const struct train_opts *trainer_opts(const struct trainer *t);
 long trainer_adam_steps(const struct trainer *t);
 const float *trainer_moments(const struct trainer *t, int which); /* 0: m, 1: v */
+/* trainer_step's weights_nonfinite_since, and the first non-finite tensor of that step. */
+long trainer_poisoned(const struct trainer *t, const char **tensor);
 /* Bytes of every buffer of the run by category (model and trainer). */
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind);
 

@@ -143,6 +143,7 @@ static void ledger_hook(void *ctx, enum ledger_cat cat, int64_t delta, bool oom)
     ev.category = cat;
     ev.delta = delta;
     ev.current = d->ledger.total;
+    ev.cat_current = cat < MEM_CAT_COUNT ? d->ledger.current[cat] : 0;
     ev.peak = d->ledger.peak;
     ev.capacity = d->ledger.capacity;
     dev_emit(d, &ev);

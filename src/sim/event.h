@@ -18,7 +18,8 @@ enum event_type {
     EV_SEND,          /* peer, bytes, chunk, step, phase, msg; t the start, t_end the arrival */
     EV_RECV,          /* peer, bytes, chunk, step, phase, msg; t_end the arrival, t the
                          receiver's clock after it (the later of its own and the arrival) */
-    EV_MEMORY,        /* category, delta, current (the device's total), peak, capacity */
+    EV_MEMORY,        /* category, delta, current (the device's total), peak, capacity,
+                         cat_current (the category's bytes after the change) */
     EV_OOM,           /* category, delta (asked for), current, capacity */
     EV_TRAIN_STEP,    /* step, loss, grad_norm, clip_coef, loss_scale, skipped */
     EV_NONFINITE,     /* name (tensor), layer, step */
@@ -45,7 +46,7 @@ struct event {
     /* memory */
     int category;
     int64_t delta;
-    uint64_t current, peak, capacity;
+    uint64_t current, peak, capacity, cat_current;
     /* training */
     double loss, grad_norm, clip_coef, loss_scale;
     bool skipped;

@@ -18,7 +18,8 @@ struct header {
 #define LEDGER_MAGIC 0x5ca1ab1eu
 
 static const char *const names[MEM_CAT_COUNT] = {"weights",         "gradients",   "master weights",
-                                                 "optimizer state", "activations", "communication"};
+                                                 "optimizer state", "activations", "communication",
+                                                 "workspace",       "reserved"};
 
 const char *ledger_cat_name(enum ledger_cat cat)
 {
@@ -85,6 +86,21 @@ void ledger_release(struct ledger *l, enum ledger_cat cat, uint64_t bytes)
 {
     if (cat < MEM_CAT_COUNT && bytes <= l->current[cat])
         sub(l, cat, bytes);
+}
+
+int ledger_move(struct ledger *l, enum ledger_cat from, enum ledger_cat to, uint64_t bytes,
+                struct error *e)
+{
+    if (from >= MEM_CAT_COUNT || to >= MEM_CAT_COUNT)
+        return error_set(e, ERR_INVAL, "no memory category %d",
+                         (int)(from >= MEM_CAT_COUNT ? from : to));
+    if (bytes > l->current[from])
+        return error_set(e, ERR_INVAL, "GPU %d: %llu bytes of %s moved to %s, but it holds %llu",
+                         l->device, (unsigned long long)bytes, names[from], names[to],
+                         (unsigned long long)l->current[from]);
+    sub(l, from, bytes);
+    add(l, to, bytes);
+    return 0;
 }
 
 void *ledger_alloc(struct ledger *l, enum ledger_cat cat, size_t bytes, struct error *e)

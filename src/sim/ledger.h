@@ -25,7 +25,10 @@ enum ledger_cat {
     MEM_MASTER,    /* fp32 master weights */
     MEM_OPTIMIZER, /* optimizer state (Adam moments) */
     MEM_ACTIVATIONS,
-    MEM_COMM, /* communication buffers */
+    MEM_COMM,      /* communication buffers */
+    MEM_WORKSPACE, /* scratch for computing (cuBLAS workspace, the CPU emulation's fp32 buffers) */
+    MEM_RESERVED,  /* allocated, holding nothing yet: the free part of an arena (PyTorch's
+                      caching allocator: reserved but not allocated) */
     MEM_CAT_COUNT
 };
 
@@ -41,7 +44,7 @@ struct ledger {
 };
 
 /* "weights", "gradients", "master weights", "optimizer state", "activations",
- * "communication" */
+ * "communication", "workspace", "reserved" */
 const char *ledger_cat_name(enum ledger_cat cat);
 
 void ledger_init(struct ledger *l, int device, uint64_t capacity);
@@ -54,6 +57,13 @@ void ledger_free(struct ledger *l, void *p);
 /* Accounting without memory: 0 or ERR_RUN (out of memory); ledger_release gives it back. */
 int ledger_charge(struct ledger *l, enum ledger_cat cat, uint64_t bytes, struct error *e);
 void ledger_release(struct ledger *l, enum ledger_cat cat, uint64_t bytes);
+
+/* Bytes already held change category, the total stays (an arena's reserved bytes become
+ * activations as tensors come to life in it, and back): never out of memory. 0, or ERR_INVAL
+ * if `from` holds fewer bytes (nothing changes). The hook sees -bytes of from, then +bytes
+ * of to. */
+int ledger_move(struct ledger *l, enum ledger_cat from, enum ledger_cat to, uint64_t bytes,
+                struct error *e);
 
 /* Whether bytes more would fit. */
 bool ledger_fits(const struct ledger *l, uint64_t bytes);

@@ -74,6 +74,11 @@ static void chrome_event(FILE *f, const struct event *ev)
                 ",\n{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.6f,"
                 "\"args\":{\"bytes\":%llu}}",
                 d, us(ev->t), (unsigned long long)ev->current);
+        if (ev->category == MEM_ACTIVATIONS) /* the live activations' sawtooth */
+            fprintf(f,
+                    ",\n{\"name\":\"activations\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.6f,"
+                    "\"args\":{\"bytes\":%llu}}",
+                    d, us(ev->t), (unsigned long long)ev->cat_current);
         break;
     case EV_OOM:
     case EV_FAIL:

@@ -3,10 +3,10 @@
  *
  * The Chrome trace has one process per GPU ("GPU 3") with its tracks: compute, send, receive
  * (a mark at each arrival), and compute on streams 1-3; a flow arrow for each hop from the send
- * slice to the receive mark; a "memory"
- * counter per GPU; instants for out of memory, failures, non-finite values and training
- * steps. Timestamps are simulated microseconds. It is written to a temporary file in the
- * same folder and renamed, so a reader never sees half a file. */
+ * slice to the receive mark; a "memory" counter per GPU (its total) and an "activations" one
+ * (the bytes of that category, drawn when it changes); instants for out of memory, failures,
+ * non-finite values and training steps. Timestamps are simulated microseconds. It is written to a
+ * temporary file in the same folder and renamed, so a reader never sees half a file. */
 #ifndef SCALELAB_SIM_TRACE_H
 #define SCALELAB_SIM_TRACE_H
 

@@ -67,9 +67,30 @@ check_jsonl "[x['loss_scale'] for x in d[:3]] == [1e9, 5e8, 2.5e8] and all(x['ov
 run train --steps 3 --batch 2 --precision fp16 --init-scale 1e9 --hysteresis 2 --json
 check_jsonl "[x['loss_scale'] for x in d[:3]] == [1e9, 1e9, 5e8]" "--hysteresis 2 backs off at the second overflow"
 
-run train --steps 3 --batch 2 --precision bf16 --inject inf@2 --json
-check_jsonl "d[1]['skipped'] and d[1]['nonfinite'] == 'layer 3 grad mlp hidden' and d[1]['loss_scale'] == 1 and d[2]['loss_scale'] == 1" \
-    "bf16: no loss scaling by default; an inf gradient is named and skipped"
+# Loss scaling semantics. none (bf16's and fp32's default) is training without a scaler, as
+# plain PyTorch does it: an inf/NaN step is applied, the weights turn NaN, the next loss is NaN,
+# and the run stops there with exit 1 naming the step that poisoned it. A fixed VALUE is
+# Megatron's ConstantGradScaler: the scale never changes, an inf/NaN step is still skipped.
+run train --steps 5 --batch 2 --precision bf16 --inject inf@2 --json
+check_status 1 "bf16 without a scaler: an inf gradient ends the run"
+check_jsonl "len(d) == 3 and d[1]['overflow'] and not d[1]['skipped'] and d[1]['nonfinite'] == 'layer 3 grad mlp hidden' and d[1]['loss'] != 'nan' and d[2]['loss'] == 'nan' and not d[2]['skipped'] and all(x['loss_scale'] == 1 for x in d)" \
+    "none: the inf step is applied (not skipped), the next loss is NaN, every line is JSON"
+check_contains "$err" "step 3: the loss is NaN" "the message names the NaN step"
+check_contains "$err" "step 2 applied one (first non-finite tensor: layer 3 grad mlp hidden)" \
+    "the message names the step and tensor that poisoned the weights"
+check_contains "$err" "--loss-scale dynamic or a fixed VALUE" "the message says what would have skipped it"
+run train --steps 4 --batch 2 --inject nan@2 --json --trace "$T_TMP/fail.json"
+check_status 1 "fp32 without a scaler: an injected NaN ends the run at once"
+check_contains "$(cat "$T_TMP/fail.json")" '"name":"failed"' "a failed run's trace is written, and shows where it stopped"
+check_jsonl "len(d) == 2 and d[1]['loss'] == 'nan' and not d[1]['skipped'] and d[1]['overflow']" \
+    "none: the NaN step is applied and the run stops after it"
+run train --steps 3 --batch 2 --precision bf16 --loss-scale 1 --inject inf@2 --json
+check_status 0 "bf16 with a fixed scale of 1"
+check_jsonl "d[1]['skipped'] and d[1]['overflow'] and d[1]['nonfinite'] == 'layer 3 grad mlp hidden' and not d[2]['skipped'] and d[2]['loss'] != 'nan' and all(x['loss_scale'] == 1 for x in d[:3])" \
+    "a fixed scale skips the inf step and trains on"
+run train --steps 4 --batch 2 --precision fp16 --loss-scale 1024 --inject nan@2 --inject inf@3 --json
+check_jsonl "[x['skipped'] for x in d[:4]] == [False, True, True, False] and all(x['loss_scale'] == 1024 for x in d[:4]) and d[4]['summary']['final_loss_scale'] == 1024" \
+    "a fixed scale never backs off, yet skips every inf/NaN step (Megatron's ConstantGradScaler)"
 
 run train --steps 10 --batch 2 --spike-window 8 --spike-z 2 --skip-spikes --inject spike@10:50 --json
 check_jsonl "d[9]['skipped'] and not d[9]['overflow'] and d[9]['loss'] > 5 * d[8]['loss'] and d[10]['summary']['spikes'] == 1 and not any(x['skipped'] for x in d[:9])" \
@@ -92,6 +113,23 @@ done
 run train --steps 1 --batch 2 --checkpoint full --json
 check_jsonl "30 < d[1]['summary']['recompute_overhead_pct'] < 34" "full recomputation costs about a third more"
 
+# Every byte the run allocates is in the device's ledger: weights, gradients, Adam's moments,
+# the activation arena (reserved; live activations move in and out of it) and the fp32
+# workspace. A GPU with exactly that many bytes runs it; one byte less is out of memory, an
+# error naming the GPU (exit 1), before the first step.
+run train --steps 2 --batch 2 --checkpoint sqrt --json --summary
+check_json "(lambda m: m['total'] == sum(v for k, v in m.items() if k not in ('total', 'activations')) and 0 < m['activations'] <= m['reserved'] and m['workspace'] > 0)(d['summary']['memory_peak_bytes'])" \
+    "the ledger's total is every allocated buffer; live activations fit in the reserved arena"
+total=$(printf '%s' "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)['summary']['memory_peak_bytes']['total'])")
+for cap in "$total 0" "$((total - 1)) 1"; do
+    set -- $cap
+    printf '[cluster]\nname = exact\ngpus_per_node = 1\nnodes = 1\nhbm = %s\npeak_flops = 1e12\nintra_latency = 1e-6\nintra_bandwidth = 1e11\ninter_latency = 1e-6\ninter_bandwidth = 1e10\n' "$1" >"$T_TMP/exact.ini"
+    run train --steps 2 --batch 2 --checkpoint sqrt --cluster "$T_TMP/exact.ini"
+    check_status $2 "a GPU of $1 bytes (the run's total is $total)"
+done
+check_contains "$err" "scalelab: GPU 0: out of memory: " "out of memory names the GPU"
+check_not_contains "$err" "GPU 0: GPU 0" "and names it once"
+
 run train --steps 2 --batch 2 --dump "$T_TMP/dump" --json
 check_status 0 "--dump"
 sizes=$(cd "$T_TMP/dump" && wc -c model.ini params.f32 tokens.i32 targets.i32 grads.f32 loss.txt | awk '$2!="total"{printf "%s=%s ", $2, $1}')
@@ -102,11 +140,48 @@ check_contains "$(cat "$T_TMP/dump/model.ini")" "ffn_kind = swiglu" "model.ini i
 run train --steps 1 --model "$T_TMP/dump/model.ini" --batch 1
 check_status 0 "the dumped model.ini loads as a model"
 
-run train --steps 3 --batch 2 --checkpoint full --inject nan@2 --trace "$T_TMP/trace.json"
+run train --steps 3 --batch 2 --checkpoint full --loss-scale 1 --inject nan@2 --trace "$T_TMP/trace.json"
 check_status 0 "--trace"
 out=$(cat "$T_TMP/trace.json")
 check_json "any(e.get('name') == 'recompute' for e in d['traceEvents']) and any('non-finite layer 2 attn scores' in str(e.get('name')) for e in d['traceEvents'])" \
     "the trace shows recomputation and names the non-finite tensor"
+
+# A trace is complete: count its events against what the run must record. tiny has L = 4
+# layers. Per step, compute slices: L forward + L backward + head forward + head backward, plus
+# L recomputations (of whole layers when segmented, of the attention core when selective).
+# Activation changes: each layer's kept list (segmented: each segment's input, ceil(L/k)), the
+# ends in and out, what the backward pass brings back (L when recomputing) and each layer's
+# release (L). Each change is two memory events (bytes move between reserved and activations);
+# the buffers add one memory event each when allocated and when freed: the model's weights,
+# gradients, arena and workspace, Adam's m and v, the batch (7 in fp32) and fp32 master
+# weights in bf16 (8).
+count_trace() { # POLICY PRECISION: prints "counted expected" for the trace in $T_TMP/t.json
+    python3 - "$T_TMP/t.json" "$1" "$2" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+pol, prec = sys.argv[2], sys.argv[3]
+L, S = 4, 3                       # tiny's layers; steps
+seg = {"full": 1, "every:3": 3, "sqrt": 2}.get(pol, 0)
+rec = 0 if pol == "none" else L   # recomputations per step
+charges = ((L + seg - 1) // seg if seg else L) + 2 + rec + L
+buffers = 8 if prec == "bf16" else 7
+count = lambda f: sum(1 for e in ev if f(e))
+got = [count(lambda e: e.get("ph") == "X" and e.get("cat") == "compute"),
+       count(lambda e: e.get("name") == "activations"),
+       count(lambda e: e.get("name") == "memory"),
+       count(lambda e: e.get("name") == "loss"),
+       count(lambda e: str(e.get("name")).startswith("non-finite"))]
+want = [S * (2 * L + 2 + rec), S * charges, 2 * buffers + 2 * S * charges, S, 1]
+print(got, want)
+PY
+}
+for spec in "none fp32" "every:3 bf16" "selective fp32"; do
+    set -- $spec
+    run train --steps 3 --batch 2 --checkpoint $1 --precision $2 --loss-scale 1 --inject nan@2 --trace "$T_TMP/t.json"
+    counts=$(count_trace $1 $2)
+    check_eq "${counts%%] *}]" "[${counts#*] [}" \
+        "--trace --checkpoint $1 ($2): every compute, memory change, step and NaN is in it"
+done
 
 run train --steps 2 --batch 2
 check_contains "$out" "loss floor" "text output names the floor"
@@ -141,7 +216,9 @@ bad "a gelu model" "swiglu" --model gpt3-175b
 bad "an unknown model" "nosuch" --model nosuch
 bad "a stray argument" "unexpected argument" extra
 bad "an unknown cluster" "--cluster" --cluster nosuch
-bad "a trace beyond memory" "--steps" --steps 10000000 --trace "$T_TMP/big.json"
+bad "a trace beyond the limit" "more than the limit of 2000000 a trace may hold" --steps 100000 --trace "$T_TMP/big.json"
+run train --steps 100000 --trace "$T_TMP/big.json"
+check_contains "$err" "--trace" "a trace beyond the limit: the message names --trace"
 bad "a trace in a folder that does not exist" "--trace" --steps 2 --trace "$T_TMP/no/such/t.json"
 bad "--summary without --json" "--summary" --steps 2 --summary
 

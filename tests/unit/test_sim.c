@@ -52,6 +52,53 @@ START_TEST(ledger_accounts_and_refuses)
 }
 END_TEST
 
+struct hook_log {
+    int n;
+    enum ledger_cat cat[4];
+    int64_t delta[4];
+};
+
+static void log_hook(void *ctx, enum ledger_cat cat, int64_t delta, bool oom)
+{
+    struct hook_log *h = ctx;
+    ck_assert(!oom);
+    if (h->n < 4)
+        h->cat[h->n] = cat, h->delta[h->n] = delta;
+    h->n++;
+}
+
+/* Bytes held change category (an arena's reserved bytes become activations and back): the
+ * total and its peak stay, the categories' peaks follow, moving more than is held is refused. */
+START_TEST(ledger_moves_bytes_between_categories)
+{
+    struct ledger l;
+    struct error e = {0};
+    struct hook_log h = {0};
+    ledger_init(&l, 1, 1000);
+    void *arena = ledger_alloc(&l, MEM_RESERVED, 800, &e);
+    ck_assert_ptr_nonnull(arena);
+    l.hook = log_hook, l.ctx = &h;
+    ck_assert_int_eq(ledger_move(&l, MEM_RESERVED, MEM_ACTIVATIONS, 500, &e), 0);
+    ck_assert_uint_eq(l.total, 800);
+    ck_assert_uint_eq(l.current[MEM_RESERVED], 300);
+    ck_assert_uint_eq(l.current[MEM_ACTIVATIONS], 500);
+    ck_assert_int_eq(h.n, 2);
+    ck_assert(h.cat[0] == MEM_RESERVED && h.delta[0] == -500);
+    ck_assert(h.cat[1] == MEM_ACTIVATIONS && h.delta[1] == 500);
+    ck_assert_int_eq(ledger_move(&l, MEM_RESERVED, MEM_ACTIVATIONS, 301, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "holds 300"));
+    ck_assert_int_eq(h.n, 2); /* refused: nothing changed, nothing seen */
+    ck_assert_int_eq(ledger_move(&l, MEM_ACTIVATIONS, MEM_RESERVED, 500, &e), 0);
+    ck_assert_uint_eq(l.peak_cat[MEM_ACTIVATIONS], 500);
+    ck_assert_uint_eq(l.peak, 800);
+    ck_assert_str_eq(ledger_cat_name(MEM_RESERVED), "reserved");
+    ck_assert_str_eq(ledger_cat_name(MEM_WORKSPACE), "workspace");
+    l.hook = NULL;
+    ledger_free(&l, arena);
+    ck_assert_uint_eq(l.total, 0);
+}
+END_TEST
+
 /* GPU 0 sends 1000 bytes to 1 (same node) and 2 (another node): arrivals at
  * α + m/β = 1e-6 + 1e-6 and, after the first send has left the port, 2e-6 + 1e-5 + 1e-5. */
 static int p2p(struct device *d, void *arg, struct error *e)
@@ -258,6 +305,7 @@ int main(void)
     TCase *tc = tcase_create("sim");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, ledger_accounts_and_refuses);
+    tcase_add_test(tc, ledger_moves_bytes_between_categories);
     tcase_add_test(tc, p2p_times);
     tcase_add_test(tc, streams_share_the_port_not_the_waits);
     tcase_add_test(tc, live_hook_sees_every_event);

@@ -337,6 +337,93 @@ START_TEST(checkpoint_memory_equals_calculator)
 }
 END_TEST
 
+/* A seam that counts: buffers and their bytes by category, charge and compute calls, the
+ * live charged bytes and their peak. */
+struct counting {
+    int buffers;
+    size_t bytes[GPT_MEM_KINDS];
+    long charges, computes;
+    long long live, peak;
+};
+
+static void *count_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
+{
+    struct counting *k = ctx;
+    (void)what;
+    k->buffers++;
+    k->bytes[kind] += bytes;
+    return calloc(1, bytes);
+}
+
+static void count_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
+{
+    (void)ctx, (void)kind, (void)bytes;
+    free(p);
+}
+
+static void count_charge(void *ctx, enum gpt_mem kind, long long delta)
+{
+    struct counting *k = ctx;
+    ck_assert(kind == GPT_MEM_ACTIVATIONS);
+    k->charges++;
+    k->live += delta;
+    k->peak = k->live > k->peak ? k->live : k->peak;
+}
+
+static void count_compute(void *ctx, double flops, const char *what, int layer)
+{
+    struct counting *k = ctx;
+    (void)flops, (void)what, (void)layer;
+    k->computes++;
+}
+
+/* What the trace is sized from, against what a step really does; every allocated byte is
+ * what gpt_estimate_bytes says; the charged activations always fit in the arena and come
+ * back to 0 after a step. */
+START_TEST(seam_calls_are_known_before_the_run)
+{
+    struct model_shape tiny;
+    ck_assert_int_eq(preset_load_model("tiny", &tiny, NULL), 0);
+    struct gpt_config c = {tiny.vocab, tiny.d_model, tiny.layers, tiny.heads, tiny.ffn, tiny.seq};
+    const char *pols[] = {"none", "full", "every:3", "sqrt", "selective"};
+    int B = 2;
+    int32_t *tok = calloc((size_t)B * c.seq, 4), *tgt = calloc((size_t)B * c.seq, 4);
+    for (size_t k = 0; k < sizeof pols / sizeof *pols; k++)
+        for (int f = 0; f < 2; f++) {
+            enum fp_format fmt = f ? FP_BF16 : FP_FP32;
+            struct counting n = {0};
+            struct gpt_alloc seam = {count_alloc, count_free, count_charge, count_compute, &n};
+            struct gpt_ckpt p;
+            struct gpt *g = NULL;
+            ck_assert_int_eq(gpt_ckpt_parse(pols[k], &p, NULL), 0);
+            ck_assert_int_eq(gpt_new(&g, &c, B, fmt, &p, &seam, NULL), 0);
+            ck_assert_int_eq(n.buffers, GPT_BUFFERS);
+            size_t total = 0;
+            for (int m = 0; m < GPT_MEM_KINDS; m++)
+                total += n.bytes[m];
+            ck_assert_uint_eq(total, gpt_estimate_bytes(&c, B, fmt, &p, NULL));
+            ck_assert_uint_eq(n.bytes[GPT_MEM_ARENA], gpt_mem_bytes(g, GPT_MEM_ARENA));
+            gpt_init_params(&c, 1, gpt_params(g));
+            for (int step = 1; step <= 2; step++) {
+                n.charges = n.computes = 0;
+                gpt_step(g, tok, tgt, 1.0f, NULL);
+                struct gpt_calls want = gpt_step_calls(&c, &p);
+                ck_assert_msg(n.charges == want.charge && n.computes == want.compute,
+                              "%s: %ld charges, %ld computes; predicted %ld, %ld", pols[k],
+                              n.charges, n.computes, want.charge, want.compute);
+                ck_assert_int_eq(n.live, 0);
+            }
+            ck_assert_msg((size_t)n.peak <= n.bytes[GPT_MEM_ARENA],
+                          "%s: %lld bytes live at the peak, the arena holds %zu", pols[k], n.peak,
+                          n.bytes[GPT_MEM_ARENA]);
+            ck_assert_uint_eq((size_t)n.peak, gpt_mem_bytes(g, GPT_MEM_ACTIVATIONS));
+            gpt_free(g);
+        }
+    free(tok);
+    free(tgt);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ diagnosis */
 
 START_TEST(nonfinite_names_the_first_tensor)
@@ -549,6 +636,54 @@ START_TEST(skipped_step_leaves_state_untouched)
 }
 END_TEST
 
+/* Without a scaler nothing checks: the NaN step is applied as plain PyTorch applies it (Adam
+ * counts it, the weights turn NaN, the next loss is NaN). A constant scale skips it and keeps
+ * its value (Megatron's ConstantGradScaler). */
+START_TEST(no_scaler_applies_nonfinite_steps)
+{
+    struct train_opts o;
+    train_opts_default(&o);
+    o.shape = small_cfg;
+    o.batch = SB;
+    o.steps = 3;
+    o.precision = FP_BF16;
+    o.scaling = TRAIN_SCALE_NONE;
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 2, 1};
+    struct trainer *t = new_trainer(&o);
+    size_t n = gpt_param_count(&o.shape);
+    struct train_step s;
+    trainer_step(t, &s);
+    ck_assert(!s.overflow && !s.skipped && s.weights_nonfinite_since == 0);
+    trainer_step(t, &s);
+    ck_assert(s.overflow && !s.skipped && isnan(s.loss));
+    ck_assert_int_eq(trainer_adam_steps(t), 2);
+    ck_assert_int_eq(s.weights_nonfinite_since, 2);
+    bool nan_weight = false;
+    for (size_t i = 0; i < n; i++)
+        nan_weight |= isnan(trainer_master(t)[i]) != 0;
+    ck_assert(nan_weight);
+    const char *tensor;
+    ck_assert_int_eq(trainer_poisoned(t, &tensor), 2);
+    ck_assert_str_eq(tensor, "layer 1 attn scores");
+    trainer_step(t, &s); /* no injection: the weights alone make it NaN */
+    ck_assert(isnan(s.loss) && !s.skipped && s.weights_nonfinite_since == 2);
+    trainer_free(t);
+
+    o.scaling = TRAIN_SCALE_STATIC;
+    o.scale = 1024;
+    o.precision = FP_FP16;
+    t = new_trainer(&o);
+    trainer_step(t, &s);
+    trainer_step(t, &s);
+    ck_assert(s.overflow && s.skipped && s.loss_scale == 1024.0f);
+    ck_assert_int_eq(trainer_adam_steps(t), 1);
+    trainer_step(t, &s);
+    ck_assert(!s.skipped && isfinite(s.loss) && s.loss_scale == 1024.0f);
+    ck_assert_int_eq(s.weights_nonfinite_since, 0);
+    trainer_free(t);
+}
+END_TEST
+
 START_TEST(trainer_deterministic_and_learns)
 {
     struct train_opts o;
@@ -681,12 +816,14 @@ int main(void)
     tcase_add_test(tc, gradients_match_finite_differences);
     tcase_add_test(tc, checkpoint_gradients_bit_identical);
     tcase_add_test(tc, checkpoint_memory_equals_calculator);
+    tcase_add_test(tc, seam_calls_are_known_before_the_run);
     tcase_add_test(tc, nonfinite_names_the_first_tensor);
     tcase_add_test(tc, fp16_gradients_underflow_without_scaling);
     tcase_add_test(tc, grad_scaler_semantics);
     tcase_add_test(tc, clip_semantics);
     tcase_add_test(tc, adamw_matches_pytorch_formula);
     tcase_add_test(tc, skipped_step_leaves_state_untouched);
+    tcase_add_test(tc, no_scaler_applies_nonfinite_steps);
     tcase_add_test(tc, trainer_deterministic_and_learns);
     tcase_add_test(tc, markov_entropy_is_the_floor);
     tcase_add_test(tc, options_are_checked);
