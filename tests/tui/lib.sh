@@ -12,10 +12,11 @@
 #
 # Without tmux the test prints "1..0 # SKIP" and exits 0 when this file is sourced.
 #
-# Every test gets a private tmux server (-L, no configuration file), killed on exit whatever
-# happens. Every wait polls the screen every 0.1 s with a deadline, never a fixed sleep: the
-# deadline is generous (TUI_WAIT seconds, 20 by default: the sanitizer builds are slow) and
-# cut short once scalelab has ended, so a window that died fails the rest of the test fast.
+# Every test gets a private tmux server (its socket in the test's folder, no configuration
+# file), killed on exit whatever happens. Every wait polls the screen every 0.1 s with a
+# deadline, never a fixed sleep: the deadline is generous (TUI_WAIT seconds, 20 by default:
+# the sanitizer builds are slow) and cut short once scalelab has ended, so a window that died
+# fails the rest of the test fast.
 #
 # The pane runs scalelab through a small script: it records scalelab's pid (the inner sh
 # execs it) and exit status, then prints a prompt and stays, so that the screen left behind
@@ -27,9 +28,12 @@ if [ -z "$TMUX_BIN" ] || ! command -v "$TMUX_BIN" >/dev/null 2>&1; then
 fi
 
 unset TMUX # a private server, even when the tests run inside tmux
-TUI_SOCK="scalelab-test-$$"
+# Its socket lives in the test's own folder, not under /tmp/tmux-UID with a name made of the
+# pid: tests run side by side (from other checkouts too, perhaps in other pid namespaces)
+# and must never reach, or kill, another test's server.
+TUI_SOCK="$T_TMP/tmux.sock"
 TUI_WAIT=${TUI_WAIT:-20}
-T() { "$TMUX_BIN" -L "$TUI_SOCK" -f /dev/null "$@"; }
+T() { "$TMUX_BIN" -S "$TUI_SOCK" -f /dev/null "$@"; }
 tui_cleanup() {
     T kill-server >/dev/null 2>&1
     rm -rf "$T_TMP"
