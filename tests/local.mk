@@ -14,7 +14,7 @@ tests_unit_libharness_a_SOURCES = tests/unit/harness.c tests/unit/harness.h
 tests_unit_libharness_a_CFLAGS = $(UNIT_CFLAGS)
 UNIT_LIBS = tests/unit/libharness.a $(LIBS_ALL) $(CHECK_LIBS)
 
-EXTRA_DIST += tests/lib.sh tests/data
+EXTRA_DIST += tests/lib.sh tests/tui/lib.sh tests/data
 
 # Shell tests are listed in SH_TESTS, so that they are distributed as well as run.
 SH_TESTS =

@@ -43,16 +43,30 @@
 #include "ui/termcheck.h"
 #include "ui/theme.h"
 
-#define KEY_ESC   27
-#define KEY_TAB   9
-#define FRAME_MS  50 /* 20 frames a second while something plays */
-#define SPEED_MIN (-3)
-#define SPEED_MAX 4
+#define KEY_ESC    27
+#define KEY_TAB    9
+#define FRAME_MS   50 /* 20 frames a second while something plays */
+#define SPEED_MIN  (-3)
+#define SPEED_MAX  4
+#define TAB_PANELS 8 /* panels a tab keeps open, one of each at most: more than ui_panels[] has */
+
+/* A tab keeps open every panel it has shown, each with its state, for as long as the window
+ * lives: a step shows its own panel, and v swaps the live one among the panels its lesson
+ * names (lesson 1: the formats explorer and the training run), so going back and forth loses
+ * nothing. */
+struct kept_panel {
+    const struct panel_ops *ops;
+    void *state;
+};
 
 struct tab {
     const struct ui_tab *def;
-    const struct panel_ops *ops;
-    void *panel;
+    const struct panel_ops *ops; /* the live panel: one of kept[] */
+    void *panel;                 /* its state */
+    struct kept_panel kept[TAB_PANELS];
+    int nkept;
+    const struct panel_ops *views[TAB_PANELS]; /* the panels the lesson names, in order: v */
+    int nviews;
     struct lesson *lesson;      /* NULL when its file could not be read: */
     char error[ERROR_MAX + 64]; /* why */
     size_t step;
@@ -204,19 +218,33 @@ static void save_progress(struct app *a)
     }
 }
 
-static int open_panel(struct app *a, struct tab *t, const struct panel_ops *ops, struct error *e)
+/* Makes ops tab t's live panel: the one kept open if there is one (*fresh false), else a new
+ * one (*fresh true). */
+static int use_panel(struct app *a, struct tab *t, const struct panel_ops *ops, bool *fresh,
+                     struct error *e)
 {
-    if (t->panel)
-        t->ops->fini(t->panel);
-    t->panel = NULL;
-    t->ops = ops;
+    *fresh = false;
+    for (int i = 0; i < t->nkept; i++)
+        if (t->kept[i].ops == ops) {
+            t->ops = ops;
+            t->panel = t->kept[i].state;
+            return 0;
+        }
+    if (t->nkept == TAB_PANELS)
+        return error_set(e, ERR_RUN, "panel %s: a tab keeps %d panels at most", ops->name,
+                         TAB_PANELS);
+    void *state = NULL;
     struct panel_env env = {ops, &a->log, a->ascii};
-    int rc = ops->init(&t->panel, &env, e);
+    int rc = ops->init(&state, &env, e);
     if (rc < 0) {
         error_prefix(e, "panel %s", ops->name);
-        t->panel = NULL;
+        return rc;
     }
-    return rc;
+    t->kept[t->nkept++] = (struct kept_panel){ops, state};
+    t->ops = ops;
+    t->panel = state;
+    *fresh = true;
+    return 0;
 }
 
 static void pause_playing(struct app *a)
@@ -291,6 +319,79 @@ static int lesson_number(const struct tab *t)
     return t->lesson ? t->lesson->number : -1;
 }
 
+/* Gives the live panel of tab t the settings of lp (an @panel line of its lesson, or NULL). */
+static void apply_settings(struct app *a, struct tab *t, const struct lesson_panel *lp)
+{
+    struct error e = {0};
+    for (size_t k = 0; lp && k < lp->nsettings; k++) {
+        const struct lesson_setting *st = &lp->settings[k];
+        if (!t->ops->set || t->ops->set(t->panel, st->key, st->value, &e) < 0)
+            eventlog_add(&a->log, "%s:%d: %s", t->lesson->file, lp->line,
+                         t->ops->set ? e.msg : "this panel takes no settings");
+    }
+}
+
+/* The panels tab t's lesson names (its head's, its steps'), each once, in order; the tab's
+ * own panel when the lesson names none. */
+static void find_views(struct tab *t)
+{
+    t->nviews = 0;
+    const struct lesson *l = t->lesson;
+    for (size_t i = 0; l && i <= l->nsteps; i++) {
+        const struct lesson_panel *lp = i ? l->steps[i - 1].panel : l->panel;
+        const struct panel_ops *ops = lp ? panel_find(lp->name) : NULL;
+        bool seen = !ops;
+        for (int k = 0; k < t->nviews && !seen; k++)
+            seen = t->views[k] == ops;
+        if (!seen && t->nviews < TAB_PANELS)
+            t->views[t->nviews++] = ops;
+    }
+    if (!t->nviews)
+        t->views[t->nviews++] = panel_find(t->def->panel);
+}
+
+/* The panel v shows next on tab t: the one after the live panel among the lesson's. */
+static const struct panel_ops *next_view(const struct tab *t)
+{
+    int i = 0;
+    while (i < t->nviews && t->views[i] != t->ops)
+        i++;
+    return t->views[i < t->nviews ? (i + 1) % t->nviews : 0];
+}
+
+/* v: the next of the lesson's panels, as it was left; a panel shown for the first time gets
+ * the settings of the nearest step that names it (before the current step, else after). */
+static void swap_panel(struct app *a)
+{
+    struct tab *t = &a->tabs[a->cur];
+    a->dirty = true;
+    if (t->nviews < 2) {
+        eventlog_add(&a->log, "%s is this lesson's only panel", t->ops->title);
+        return;
+    }
+    const struct panel_ops *ops = next_view(t);
+    pause_playing(a);
+    bool fresh;
+    if (use_panel(a, t, ops, &fresh, &a->fatal) < 0) {
+        a->quit = true;
+        return;
+    }
+    if (fresh && t->lesson) {
+        const struct lesson *l = t->lesson;
+        const struct lesson_panel *lp = NULL;
+        for (size_t k = t->step + 1; k-- > 0 && !lp;)
+            if (l->steps[k].panel && !strcmp(l->steps[k].panel->name, ops->name))
+                lp = l->steps[k].panel;
+        for (size_t k = t->step + 1; k < l->nsteps && !lp; k++)
+            if (l->steps[k].panel && !strcmp(l->steps[k].panel->name, ops->name))
+                lp = l->steps[k].panel;
+        if (!lp && l->panel && !strcmp(l->panel->name, ops->name))
+            lp = l->panel;
+        apply_settings(a, t, lp);
+    }
+    eventlog_add(&a->log, "%s (v: %s)", ops->title, next_view(t)->title);
+}
+
 /* Shows step i of tab t's lesson: its panel (opened if it changes) with the step's settings. */
 static void show_step(struct app *a, struct tab *t, size_t i, bool save)
 {
@@ -309,17 +410,12 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
         ops = panel_find(t->def->panel);
         lp = NULL;
     }
-    struct error e = {0};
-    if (ops != t->ops && open_panel(a, t, ops, &a->fatal) < 0) {
+    bool fresh;
+    if (ops != t->ops && use_panel(a, t, ops, &fresh, &a->fatal) < 0) {
         a->quit = true; /* with no panel to draw, the window cannot go on */
         return;
     }
-    for (size_t k = 0; lp && k < lp->nsettings; k++) {
-        const struct lesson_setting *st = &lp->settings[k];
-        if (!ops->set || ops->set(t->panel, st->key, st->value, &e) < 0)
-            eventlog_add(&a->log, "%s:%d: %s", l->file, lp->line,
-                         ops->set ? e.msg : "this panel takes no settings");
-    }
+    apply_settings(a, t, lp);
     if (l && save) {
         progress_set_step(&a->progress, l->number, (int)i);
         save_progress(a);
@@ -356,6 +452,7 @@ static int load_lessons(struct app *a, struct error *e)
             if (!t->answers)
                 return error_set(e, ERR_NOMEM, "out of memory");
         }
+        find_views(t);
         show_step(a, t, t->lesson ? (size_t)progress_step(&a->progress, t->lesson->number) : 0,
                   false);
     }
@@ -515,6 +612,7 @@ static void app_key(struct app *a, int ch)
         }
         break;
     case 'a': start_answer(a); break;
+    case 'v': swap_panel(a); break;
     case KEY_NPAGE:
     case KEY_PPAGE:
     case 'J':
@@ -718,6 +816,8 @@ static void draw_hints(const struct app *a, bool panel_editing)
     const struct lesson_step *st = t->lesson ? &t->lesson->steps[t->step] : NULL;
     if (st && st->nquestions)
         h[n++] = (struct hint){"a", "answer"};
+    if (t->nviews > 1)
+        h[n++] = (struct hint){"v", next_view(t)->name};
     for (const struct panel_key *k = t->ops->keys; k->keys && nf < 16; k++)
         if (k->brief) {
             snprintf(first[nf], sizeof first[nf], "%.*s", (int)strcspn(k->keys, " "), k->keys);
@@ -750,6 +850,7 @@ static const struct help_line app_keys[] = {
     {"] [", "next, previous step"},
     {"PgDn PgUp J K", "scroll the text"},
     {"a", "answer the step's question"},
+    {"v", "the lesson's next panel (lesson 1: formats, training); each keeps its state"},
     {"space", "play, pause"},
     {"n", "one step, paused"},
     {"+ -", "faster, slower"},
@@ -918,8 +1019,8 @@ static void close_tabs(struct app *a)
 {
     for (int i = 0; i < UI_TABS; i++) {
         struct tab *t = &a->tabs[i];
-        if (t->panel)
-            t->ops->fini(t->panel);
+        for (int k = 0; k < t->nkept; k++)
+            t->kept[k].ops->fini(t->kept[k].state);
         lesson_free(t->lesson);
         free(t->answers);
     }
@@ -943,7 +1044,8 @@ int ui_run(const struct ui_options *o, struct error *e)
             rc = error_set(e, ERR_RUN, "no panel named '%s'", t->def->panel);
             goto out;
         }
-        if ((rc = open_panel(a, t, ops, e)) < 0)
+        bool fresh;
+        if ((rc = use_panel(a, t, ops, &fresh, e)) < 0)
             goto out;
     }
     a->asking = -1;

@@ -217,6 +217,66 @@ int layout_axis(double lo, double hi, int width, double x)
     return (int)f;
 }
 
+/* Do [y, y+h) x [x, x+w) and [y2, y2+h2) x [x2, x2+w2) share a cell? */
+static bool cells_meet(int y, int x, int h, int w, int y2, int x2, int h2, int w2)
+{
+    return y < y2 + h2 && y2 < y + h && x < x2 + w2 && x2 < x + w;
+}
+
+int layout_ring(int n, int bh, int bw, int lw, int rows, int cols, struct ring_layout *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 2 || n > LAYOUT_RING_MAX || bh < 1 || bw < 1 || lw < 1 || rows < 2 * bh + 1 ||
+        cols < bw + lw + 2)
+        return -1;
+    *out = (struct ring_layout){.n = n, .bh = bh, .bw = bw, .lw = lw};
+    /* The ellipse the boxes' top-left corners run on, from angle 0 at the top, clockwise:
+     * x = rx (1 + sin t), y = ry (1 - cos t); a label's centre runs on the same ellipse
+     * moved by half a box. Its length is measured in boxes: dx / (bw + lw), dy / (bh + 1). */
+    double rx = (cols - bw) / 2, ry = (rows - bh) / 2; /* whole: mirror images round alike */
+    double ux = bw + lw, uy = bh + 1;
+    enum { M = 360 };
+    double len[M + 1];
+    len[0] = 0;
+    for (int k = 1; k <= M; k++) {
+        double t0 = 2 * M_PI * (k - 1) / M, t1 = 2 * M_PI * k / M;
+        double dx = rx * (sin(t1) - sin(t0)) / ux, dy = ry * (cos(t0) - cos(t1)) / uy;
+        len[k] = len[k - 1] + sqrt(dx * dx + dy * dy);
+    }
+    /* The point a fraction f of the way round: its angle, by the table. */
+    int k = 0;
+    for (int i = 0; i < 2 * n; i++) {
+        double want = len[M] * i / (2.0 * n);
+        while (k < M && len[k + 1] < want)
+            k++;
+        double seg = len[k + 1] - len[k];
+        double t = 2 * M_PI * (k + (seg > 0 ? (want - len[k]) / seg : 0)) / M;
+        double x = rx * (1 + sin(t)), y = ry * (1 - cos(t));
+        if (i % 2 == 0) {
+            out->y[i / 2] = (int)lround(y);
+            out->x[i / 2] = (int)lround(x);
+        } else { /* a label: centred where a box's centre would be */
+            out->ly[i / 2] = (int)lround(y + (bh - 1) / 2.0);
+            out->lx[i / 2] = (int)lround(x + (bw - lw) / 2.0);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (out->y[i] < 0 || out->x[i] < 0 || out->y[i] + bh > rows || out->x[i] + bw > cols ||
+            out->ly[i] < 0 || out->lx[i] < 0 || out->ly[i] >= rows || out->lx[i] + lw > cols)
+            return -1;
+        for (int j = 0; j < n; j++) {
+            if (j > i && cells_meet(out->y[i] - 1, out->x[i] - 1, bh + 2, bw + 2, out->y[j],
+                                    out->x[j], bh, bw))
+                return -1;
+            if (cells_meet(out->ly[i], out->lx[i] - 1, 1, lw + 2, out->y[j], out->x[j], bh, bw))
+                return -1;
+            if (j > i && cells_meet(out->ly[i], out->lx[i], 1, lw, out->ly[j], out->lx[j], 1, lw))
+                return -1;
+        }
+    }
+    return 0;
+}
+
 char *fmt_bits(char *buf, size_t n, uint32_t bits, int exp_bits, int man_bits)
 {
     int total = 1 + exp_bits + man_bits;

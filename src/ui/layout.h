@@ -78,6 +78,24 @@ struct bar_cells layout_bar(double value, double max, int width);
  * hi <= lo. */
 int layout_axis(double lo, double hi, int width, double x);
 
+/* A ring of n boxes (2 to LAYOUT_RING_MAX), each bh rows x bw columns, on an ellipse inside
+ * a rect of rows x cols: box 0 at the top, then clockwise. The boxes are spaced evenly along
+ * the ellipse, measured in boxes (a box and a label across, a box and a row down), so wide
+ * boxes are not crowded where the ellipse runs up and down its sides. Between box i and box
+ * i+1 (mod n), halfway along the ellipse, sits the label of that link, lw columns wide.
+ * Every box and label lies inside the rect, no two boxes overlap or touch (a free cell
+ * between them), and no label overlaps a box, or comes nearer than one column to one on its
+ * row, or overlaps another label.
+ * Fills out (top-left corners); returns 0, or -1 when they do not fit (or n, bh, bw, lw are
+ * out of range). */
+#define LAYOUT_RING_MAX 16
+struct ring_layout {
+    int n, bh, bw, lw;
+    int y[LAYOUT_RING_MAX], x[LAYOUT_RING_MAX];   /* box i */
+    int ly[LAYOUT_RING_MAX], lx[LAYOUT_RING_MAX]; /* the label of the link from box i to i+1 */
+};
+int layout_ring(int n, int bh, int bw, int lw, int rows, int cols, struct ring_layout *out);
+
 /* Number formatting for the panels. Each writes into buf (n bytes) and returns buf.
  * fmt_bits: the bits of a floating-point format, grouped sign, exponent, mantissa:
  * fmt_bits(b, n, 0x7bff, 5, 10) -> "0 11110 1111111111".

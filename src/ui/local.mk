@@ -12,6 +12,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/theme.c %reldir%/theme.h
 # the memory lab (issue 3)
 libscalelab_a_SOURCES += \
+	%reldir%/memui.c %reldir%/memui.h \
 	%reldir%/panel_memory.c %reldir%/panel_parallel.c \
 	%reldir%/stackbar.c %reldir%/stackbar.h
 # lesson 3's panel (issue 4)

@@ -9,6 +9,12 @@
  *   2. put `&panel_NAME` in ui_panels[] (src/ui/panels.c), replacing the placeholder of
  *      the same name if there is one; a tab's default panel is named in ui_tabs[] there.
  *
+ * A tab keeps every panel it has shown open, with its state, until the window closes: a step
+ * makes its own panel the live one (and applies its settings), and the app's key v swaps the
+ * live panel among the panels the tab's lesson names (lesson 1: formats and training), each
+ * as it was left. A panel that is not live gets no keys and no ticks (PANEL_PAUSE when it was
+ * playing), and is neither drawn nor freed; its fini runs when the window closes.
+ *
  * The rules (the app relies on them):
  *   - on_key and on_event change the state and return PANEL_* flags; they never draw.
  *   - draw draws the state into the canvas it is given (src/ui/draw.h) and nothing else;
@@ -17,7 +23,7 @@
  *     (PANEL_TICK), and draws from its own copy; it never blocks.
  *   - The app gives every key to the panel first, except while the help or a question is
  *     open. A panel must return 0 for keys it does not use, and must not take the app's keys
- *     (digits, L, Tab, [ ], J K, PgUp PgDn, space, n, + = -, r, a, ?, q, Esc) unless it is
+ *     (digits, L, Tab, [ ], J K, PgUp PgDn, space, n, + = -, r, a, v, ?, q, Esc) unless it is
  *     editing text in an input field, when it takes every key until Enter or Esc. A panel
  *     starts with no field open.
  *   - An input field shows the text cursor (canvas_cursor in draw); while it does, the hint

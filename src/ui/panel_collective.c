@@ -1,11 +1,18 @@
 /* Lesson 3's panel: a real all-reduce among N device threads, replayed step by step.
  *
- * Each GPU's buffer is drawn as its chunks (N for the ring, the pipeline's chunks for the
- * tree); a chunk shows how many GPUs' contributions it holds so far (a digit, '#' once it
- * holds all N), dim while it holds only its own, highlighted where this step's data arrived.
- * Beside each GPU, the bytes it has sent against the 2(N-1)/N x size line. Below: the α-β
- * plot of ring and tree time against the size, on log axes, with the crossover and the chosen
- * size marked.
+ * The ring: each GPU a small box on an ellipse (layout_ring in src/ui/layout.c), GPU 0 at
+ * the top and the ring running clockwise. Inside each box, its buffer's N chunks: how many
+ * GPUs' contributions each holds so far (a digit or a letter, '#' once it holds all N), dim
+ * while it holds only its own, highlighted where this step's data landed. On the link from
+ * each GPU to the next, the chunk it sent in the step shown ("c3" and an arrow), highlighted;
+ * inside the ring the phase, the step and the bytes each GPU sent. Below it the legend, the
+ * bytes sent per GPU against the 2(N-1)/N x size line, and the α-β times. The α-β plot of
+ * ring and tree time against the size (log axes, the crossover and the chosen size marked)
+ * goes beside the ring when the ring as it likes to be leaves it PLOT_W columns, else below
+ * it (the ring giving up rows down to what it needs), else it is left out. When no ring fits
+ * (a small panel), for the tree, and beyond 16 GPUs, a row per GPU instead (the middle ones
+ * summarised beyond 16), the ring as one line above them and the plot below if it fits. In
+ * monochrome the counts and the arrows carry the picture; in ASCII the arrows are > < v ^.
  *
  * Every step comes from a real run (comm/trial.h) of N x 256 fp32 elements on the chosen
  * cluster preset, checked against its reference: its send events are the animation. The link
@@ -371,46 +378,14 @@ static int coll_set(void *state, const char *name, const char *value, struct err
 
 /* ------------------------------------------------------------------ drawing */
 
-static char count_char(int k, int n)
+/* Ring and tree time against the size, log-log, 1 KiB to 1 GiB, in h rows x w columns at
+ * (y0, x0): the curves, the size axis, and a legend (one line when there is room, else two). */
+static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, int x0, int h, int w)
 {
-    if (k >= n)
-        return '#';
-    return k < 10 ? (char)('0' + k) : (char)('a' + k - 10);
-}
-
-static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cellw,
-                     int barw)
-{
-    int n = p->s.gpus;
-    canvas_printf(c, y, 0, ROLE_DIM, "GPU %-2d", g);
-    int x = 7;
-    for (int k = 0; k < p->nchunks; k++) {
-        int have = __builtin_popcountll(p->mask[g][k]);
-        enum ui_role role = p->fresh[g][k] ? ROLE_SELECTED
-                            : have >= n    ? ROLE_GOOD
-                            : have == 1    ? ROLE_DIM
-                                           : ROLE_WARN;
-        char cell[3] = {count_char(have, n), ' ', 0};
-        if (cellw == 1)
-            cell[1] = 0;
-        canvas_text(c, y, x, role, cell);
-        x += cellw;
-    }
-    double line = 2.0 * (n - 1) / n * p->s.size;
-    if (barw >= 4 && p->s.algo == COST_RING) {
-        canvas_bar(c, y, x + 1, barw, p->sent[g], line);
-        x += barw + 2;
-    }
-    char b[32];
-    canvas_text(c, y, x + 1, ROLE_TEXT, units_format_bytes(b, sizeof b, p->sent[g], UNITS_BINARY));
-}
-
-/* Ring and tree time against the size, log-log, 1 KiB to 1 GiB. */
-static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, int h, int w)
-{
-    if (h < 4 || w < 24)
+    bool one_line = w >= 52;
+    int ph = h - (one_line ? 2 : 3), pw = w - 10;
+    if (ph < 2 || w < 30)
         return;
-    int pw = w - 10, ph = h - 2;
     struct cost_net net = net_of(p, p->s.gpus);
     double lo = 1024, hi = 1024.0 * 1024 * 1024, tmin = INFINITY, tmax = 0;
     double tr[256], tt[256];
@@ -428,37 +403,269 @@ static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, i
     }
     double l0 = log(tmin), l1 = log(tmax);
     char b[32];
-    canvas_text(c, y0, 0, ROLE_DIM, units_format_seconds(b, sizeof b, tmax));
-    canvas_text(c, y0 + ph - 1, 0, ROLE_DIM, units_format_seconds(b, sizeof b, tmin));
+    canvas_text(c, y0, x0, ROLE_DIM, units_format_seconds(b, sizeof b, tmax));
+    canvas_text(c, y0 + ph - 1, x0, ROLE_DIM, units_format_seconds(b, sizeof b, tmin));
     int xc = p->crossover > 0 ? (int)lround(log(p->crossover / lo) / log(hi / lo) * (pw - 1)) : -1;
     int xs = (int)lround(log(p->s.size / lo) / log(hi / lo) * (pw - 1));
+    int px = x0 + 10;
     for (int row = 0; row < ph; row++)
         if (xc >= 0 && xc < pw)
-            canvas_text(c, y0 + row, 10 + xc, ROLE_DIM, theme_glyphs()->v);
+            canvas_text(c, y0 + row, px + xc, ROLE_DIM, theme_glyphs()->v);
     for (int i = 0; i < pw; i++) {
         int yr = ph - 1 - (int)lround((log(tr[i]) - l0) / (l1 - l0 + 1e-300) * (ph - 1));
         int yt = ph - 1 - (int)lround((log(tt[i]) - l0) / (l1 - l0 + 1e-300) * (ph - 1));
         if (yr == yt) {
-            canvas_text(c, y0 + yr, 10 + i, ROLE_TEXT, "*");
+            canvas_text(c, y0 + yr, px + i, ROLE_TEXT, "*");
         } else {
-            canvas_text(c, y0 + yr, 10 + i, ROLE_GOOD, "r");
-            canvas_text(c, y0 + yt, 10 + i, ROLE_WARN, "t");
+            canvas_text(c, y0 + yr, px + i, ROLE_GOOD, "r");
+            canvas_text(c, y0 + yt, px + i, ROLE_WARN, "t");
         }
     }
-    canvas_text(c, y0 + ph, 10, ROLE_DIM, "1 KiB");
-    canvas_text(c, y0 + ph, 10 + pw - 5, ROLE_DIM, "1 GiB");
+    canvas_text(c, y0 + ph, px, ROLE_DIM, "1 KiB");
+    canvas_text(c, y0 + ph, px + pw - 5, ROLE_DIM, "1 GiB");
     if (xs >= 0 && xs < pw)
-        canvas_text(c, y0 + ph, 10 + xs, ROLE_SELECTED, "^");
-    if (xc >= 0 && xc < pw) {
-        char b2[32];
-        canvas_printf(c, y0 + ph + 1, 0, ROLE_DIM, "r ring  t tree  %s crossover %s  ^ this size",
-                      theme_glyphs()->v,
-                      units_format_bytes(b2, sizeof b2, p->crossover, UNITS_BINARY));
+        canvas_text(c, y0 + ph, px + xs, ROLE_SELECTED, "^");
+    char cross[64] = "";
+    if (xc >= 0 && xc < pw)
+        snprintf(cross, sizeof cross, "%s crossover %s", theme_glyphs()->v,
+                 units_format_bytes(b, sizeof b, p->crossover, UNITS_BINARY));
+    if (one_line) {
+        canvas_printf(c, y0 + ph + 1, x0, ROLE_DIM, "r ring  t tree  %s%s^ this size", cross,
+                      *cross ? "  " : "");
     } else {
-        canvas_text(c, y0 + ph + 1, 0, ROLE_DIM, "r ring, t tree, ^ this size");
+        canvas_text(c, y0 + ph + 1, x0, ROLE_DIM, "r ring  t tree  ^ this size");
+        canvas_text(c, y0 + ph + 2, x0, ROLE_DIM, cross);
     }
 }
 
+/* ---- the ring: GPUs in boxes on an ellipse (src/ui/layout.c, layout_ring) ---- */
+
+#define BOX_H  3  /* a border, the chunks, a border */
+#define LINK_W 4  /* "c15>" */
+#define PLOT_W 48 /* the plot's columns beside the ring */
+#define PLOT_H 12 /* the plot's rows at most, its axis and legend included */
+
+/* A box's inside: the N chunks, and room for its name " GPU 7 " on the border. */
+static int box_w(int n)
+{
+    return (n > 7 ? n : 7) + 2;
+}
+
+/* The largest ring of n boxes that fits in rows x cols, though never taller than it needs
+ * (about a box and a gap per two GPUs, down each side) nor much wider than about three
+ * times its height (a cell is about twice as high as wide, and the boxes are wide). Sets
+ * *ur x *uc, the rect it takes. */
+static bool fit_ring(int n, int rows, int cols, struct ring_layout *rl, int *ur, int *uc)
+{
+    int bw = box_w(n), want = 2 * n + 6;
+    int top = rows < want ? rows : want;
+    for (int r = top; r >= 2 * BOX_H + 1 && r >= top - 8; r -= 2) {
+        int cw = bw + 3 * (r - BOX_H);
+        int cc = cols < cw ? cols : cw;
+        if (layout_ring(n, BOX_H, bw, LINK_W, r, cc, rl) == 0 ||
+            (cc < cols && layout_ring(n, BOX_H, bw, LINK_W, r, cc = cols, rl) == 0)) {
+            *ur = r;
+            *uc = cc;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The arrow from (y, x) towards (y2, x2): horizontal, vertical or (in UTF-8) diagonal; a
+ * cell is taken as twice as high as wide. */
+static const char *arrow(int y, int x, int y2, int x2)
+{
+    double ax = (x2 - x) / 2.0, ay = y2 - y;
+    if (theme_ascii())
+        return fabs(ax) >= fabs(ay) ? (ax > 0 ? ">" : "<") : (ay > 0 ? "v" : "^");
+    if (fabs(ax) > 2 * fabs(ay))
+        return ax > 0 ? "\u2192" : "\u2190"; /* → ← */
+    if (fabs(ay) > 2 * fabs(ax))
+        return ay > 0 ? "\u2193" : "\u2191"; /* ↓ ↑ */
+    if (ay > 0)
+        return ax > 0 ? "\u2198" : "\u2199"; /* ↘ ↙ */
+    return ax > 0 ? "\u2197" : "\u2196";     /* ↗ ↖ */
+}
+
+static char count_char(int k, int n)
+{
+    if (k >= n)
+        return '#';
+    return k < 10 ? (char)('0' + k) : (char)('a' + k - 10);
+}
+
+/* Chunk k of GPU g: its count of contributions, and its look: where this step's data landed,
+ * complete, its own data only, or partly reduced. */
+static enum ui_role chunk_role(const struct coll_panel *p, int g, int k)
+{
+    int n = p->s.gpus, have = __builtin_popcountll(p->mask[g][k]);
+    return p->fresh[g][k] ? ROLE_MOVED : have >= n ? ROLE_GOOD : have == 1 ? ROLE_DIM : ROLE_WARN;
+}
+
+static void draw_ring(const struct coll_panel *p, struct ui_canvas *c, int oy, int ox,
+                      const struct ring_layout *rl, int ur, int uc)
+{
+    const struct ui_glyphs *g = theme_glyphs();
+    int n = p->s.gpus, bw = rl->bw;
+    int moved[MAX_GPUS];
+    for (int i = 0; i < n; i++)
+        moved[i] = -1;
+    for (int i = 0; i < p->nhops; i++)
+        if (p->hops[i].step == p->step - 1)
+            moved[p->hops[i].from] = p->hops[i].chunk;
+    for (int i = 0; i < n; i++) {
+        int y = oy + rl->y[i], x = ox + rl->x[i];
+        int cx = canvas_text(c, y, x, ROLE_BORDER, g->tl);
+        cx = canvas_printf(c, y, cx, ROLE_TITLE, " GPU %d ", i);
+        while (cx < x + bw - 1)
+            cx = canvas_text(c, y, cx, ROLE_BORDER, g->h);
+        canvas_text(c, y, x + bw - 1, ROLE_BORDER, g->tr);
+        canvas_text(c, y + 1, x, ROLE_BORDER, g->v);
+        int pad = (bw - 2 - p->nchunks) / 2;
+        for (int k = 0; k < p->nchunks; k++) {
+            char cell[2] = {count_char(__builtin_popcountll(p->mask[i][k]), n), 0};
+            canvas_text(c, y + 1, x + 1 + pad + k, chunk_role(p, i, k), cell);
+        }
+        canvas_text(c, y + 1, x + bw - 1, ROLE_BORDER, g->v);
+        cx = canvas_text(c, y + 2, x, ROLE_BORDER, g->bl);
+        while (cx < x + bw - 1)
+            cx = canvas_text(c, y + 2, cx, ROLE_BORDER, g->h);
+        canvas_text(c, y + 2, x + bw - 1, ROLE_BORDER, g->br);
+    }
+    /* The links, clockwise: the chunk each carried in the step shown, or an arrow. */
+    for (int i = 0; i < n; i++) {
+        int j = (i + 1) % n;
+        const char *a = arrow(rl->y[i], rl->x[i], rl->y[j], rl->x[j]);
+        char label[16];
+        if (p->step > 0 && moved[i] >= 0)
+            snprintf(label, sizeof label, "c%d%s", moved[i], a);
+        else
+            snprintf(label, sizeof label, "%s", a);
+        int lw = layout_text_width(label);
+        canvas_text(c, oy + rl->ly[i], ox + rl->lx[i] + (LINK_W - lw + 1) / 2,
+                    p->step > 0 ? ROLE_MOVED : ROLE_DIM, label);
+    }
+    /* Inside the ring, where nothing else is: the phase, the step, the bytes each GPU sent. */
+    char lines[3][48], b[32];
+    double sent = 0;
+    for (int i = 0; i < n; i++)
+        sent += p->sent[i];
+    snprintf(lines[0], sizeof lines[0], "%s", p->step ? p->phase ? p->phase : "" : "start");
+    snprintf(lines[1], sizeof lines[1], "step %d of %d", p->step, p->nsteps);
+    snprintf(lines[2], sizeof lines[2], "%s sent/GPU",
+             units_format_bytes(b, sizeof b, sent / n, UNITS_BINARY));
+    for (int l = 0; l < 3; l++) {
+        int w = layout_text_width(lines[l]), y = ur / 2 - 1 + l, x = (uc - w) / 2;
+        bool clear = y >= 0 && y < ur;
+        for (int i = 0; i < n && clear; i++)
+            clear = !(y >= rl->y[i] && y < rl->y[i] + BOX_H && x - 1 < rl->x[i] + bw &&
+                      rl->x[i] < x + w + 1) &&
+                    !(y == rl->ly[i] && x - 1 < rl->lx[i] + LINK_W && rl->lx[i] < x + w + 1);
+        if (clear)
+            canvas_text(c, oy + y, ox + x, l == 0 ? ROLE_TITLE : ROLE_DIM, lines[l]);
+    }
+}
+
+/* ---- rows: one GPU a line, for small panels, the tree, and more than 16 GPUs ---- */
+
+static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cellw,
+                     int barw)
+{
+    int n = p->s.gpus;
+    canvas_printf(c, y, 0, ROLE_DIM, "GPU %-2d", g);
+    int x = 7;
+    for (int k = 0; k < p->nchunks; k++) {
+        int have = __builtin_popcountll(p->mask[g][k]);
+        char cell[3] = {count_char(have, n), ' ', 0};
+        if (cellw == 1)
+            cell[1] = 0;
+        canvas_text(c, y, x, chunk_role(p, g, k), cell);
+        x += cellw;
+    }
+    double line = 2.0 * (n - 1) / n * p->s.size;
+    if (barw >= 4 && p->s.algo == COST_RING) {
+        canvas_bar(c, y, x + 1, barw, p->sent[g], line);
+        x += barw + 2;
+    }
+    char b[32];
+    canvas_text(c, y, x + 1, ROLE_TEXT, units_format_bytes(b, sizeof b, p->sent[g], UNITS_BINARY));
+}
+
+/* The ring as a line with the chunk each link carried, then a row per GPU; returns the row
+ * after them. */
+static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y)
+{
+    int w = c->r.w, n = p->s.gpus;
+    if (p->s.algo == COST_RING) {
+        int moved[MAX_GPUS];
+        for (int g = 0; g < n; g++)
+            moved[g] = -1;
+        for (int i = 0; i < p->nhops; i++)
+            if (p->hops[i].step == p->step - 1)
+                moved[p->hops[i].from] = p->hops[i].chunk;
+        int need = 0;
+        for (int g = 0; g < n; g++)
+            need += 8 + (g >= 10);
+        int x = 0;
+        if (n <= ROWS_FULL && need + 2 <= w && p->step > 0) {
+            for (int g = 0; g < n; g++) {
+                x = canvas_printf(c, y, x, ROLE_TEXT, "%d", g);
+                x = canvas_printf(c, y, x, ROLE_SELECTED, " -c%d-> ", moved[g]);
+            }
+            canvas_text(c, y++, x, ROLE_TEXT, "0");
+        } else {
+            for (int g = 0; g < n && g < ROWS_FULL && x < w - 22; g++)
+                x = canvas_printf(c, y, x, ROLE_DIM, "%d -> ", g);
+            canvas_printf(c, y++, x, ROLE_DIM, n > ROWS_FULL ? "... -> %d -> 0" : "0", n - 1);
+        }
+    } else {
+        canvas_printf(c, y++, 0, ROLE_DIM,
+                      "binary tree of depth %d, %d pipeline chunk%s: reduce up, then broadcast",
+                      cost_log2(n), p->nchunks, p->nchunks == 1 ? "" : "s");
+    }
+    int cellw = p->nchunks * 2 + 30 <= w ? 2 : 1;
+    int barw = w - 7 - p->nchunks * cellw - 14;
+    barw = barw > 20 ? 20 : barw;
+    if (n <= ROWS_FULL) {
+        for (int g = 0; g < n; g++)
+            draw_gpu(p, c, y++, g, cellw, barw);
+    } else { /* the first ones, a summary line, the last one */
+        for (int g = 0; g < ROWS_FULL - 2; g++)
+            draw_gpu(p, c, y++, g, cellw, barw);
+        canvas_printf(c, y++, 0, ROLE_DIM, "... GPUs %d to %d ...", ROWS_FULL - 2, n - 2);
+        draw_gpu(p, c, y++, n - 1, cellw, barw);
+    }
+    return y;
+}
+
+/* The legend, the bytes sent against 2(N-1)/N x size, the α-β times: three rows. */
+static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
+{
+    int n = p->s.gpus;
+    char b1[32], b2[32];
+    double line = 2.0 * (n - 1) / n * p->s.size;
+    double sent = 0;
+    for (int g = 0; g < n; g++)
+        sent += p->sent[g];
+    canvas_printf(c, y++, 0, ROLE_DIM, "chunk: contributions held (# = all %d); %s", n,
+                  p->verified ? "the run is verified" : "NOT verified");
+    int x = canvas_printf(c, y, 0, ROLE_TEXT, "sent per GPU so far %s of 2(N-1)/N x size = %s",
+                          units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY),
+                          units_format_bytes(b2, sizeof b2, line, UNITS_BINARY));
+    int barw = c->r.w - x - 2;
+    if (barw >= 8)
+        canvas_bar(c, y, x + 2, barw > 24 ? 24 : barw, sent / n, line);
+    y++;
+    units_format_seconds(b1, sizeof b1, p->ring.time_s);
+    units_format_seconds(b2, sizeof b2, p->tree.time_s);
+    canvas_printf(c, y, 0, ROLE_TEXT, "α-β: ring %s, tree %s: %s is faster", b1, b2,
+                  p->tree.time_s < p->ring.time_s ? "tree" : "ring");
+}
+
+/* Where things go: a ring of boxes with the plot beside it when the panel is wide enough,
+ * else with the plot below, else alone; rows (and the plot below if it fits) when the ring
+ * does not fit, for the tree, and beyond 16 GPUs. */
 static void coll_draw(const void *state, struct ui_canvas *c)
 {
     const struct coll_panel *p = state;
@@ -480,63 +687,39 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     else
         canvas_printf(c, y++, 0, ROLE_TEXT, "step %d of %d: %s, t = %s of %s", p->step, p->nsteps,
                       p->phase ? p->phase : "", b2, b3);
-    if (p->s.algo == COST_RING) {
-        /* the ring, each link labelled with the chunk it carried in the last step */
-        int moved[MAX_GPUS];
-        for (int g = 0; g < n; g++)
-            moved[g] = -1;
-        for (int i = 0; i < p->nhops; i++)
-            if (p->hops[i].step == p->step - 1)
-                moved[p->hops[i].from] = p->hops[i].chunk;
-        int need = 0;
-        for (int g = 0; g < n; g++)
-            need += 8 + (g >= 10);
-        int x = 0;
-        if (n <= ROWS_FULL && need + 2 <= w && p->step > 0) {
-            for (int g = 0; g < n; g++) {
-                x = canvas_printf(c, y, x, ROLE_TEXT, "%d", g);
-                x = canvas_printf(c, y, x, ROLE_SELECTED, " -c%d-> ", moved[g]);
-            }
-            canvas_text(c, y++, x, ROLE_TEXT, "0");
-        } else {
-            for (int g = 0; g < n && g < ROWS_FULL && x < w - 8; g++)
-                x = canvas_printf(c, y, x, ROLE_DIM, "%d -> ", g);
-            canvas_printf(c, y++, x, ROLE_DIM, n > ROWS_FULL ? "... -> %d -> 0" : "0", n - 1);
+
+    int avail = h - y - 3 - 1; /* the counts below, and a blank row before them */
+    struct ring_layout rl;
+    int ur = 0, uc = 0;
+    if (p->s.algo == COST_RING && n <= LAYOUT_RING_MAX) {
+        /* beside, when the ring as it likes to be leaves the plot PLOT_W columns */
+        if (fit_ring(n, avail, w, &rl, &ur, &uc) && uc + 3 + PLOT_W <= w) {
+            int ph = ur > PLOT_H + 2 ? ur : PLOT_H + 2; /* as tall as the ring */
+            ph = ph < avail ? ph : avail;
+            draw_ring(p, c, y + (ph > ur ? (ph - ur) / 2 : 0), 0, &rl, ur, uc);
+            draw_plot(p, c, y + (ur > ph ? (ur - ph) / 2 : 0), uc + 3, ph, w - uc - 3);
+            draw_counts(p, c, y + (ur > ph ? ur : ph) + 1);
+            return;
         }
-    } else {
-        canvas_printf(c, y++, 0, ROLE_DIM,
-                      "binary tree of depth %d, %d pipeline chunk%s: reduce up, then broadcast",
-                      cost_log2(n), p->nchunks, p->nchunks == 1 ? "" : "s");
+        /* below: the plot takes PLOT_H rows, or fewer (not under 8) to let the ring fit */
+        for (int ph = PLOT_H; ph >= 8; ph--)
+            if (avail - ph - 1 >= 2 * BOX_H + 1 && fit_ring(n, avail - ph - 1, w, &rl, &ur, &uc)) {
+                draw_ring(p, c, y, (w - uc) / 2, &rl, ur, uc);
+                draw_plot(p, c, y + ur + 1, 0, ph, w);
+                draw_counts(p, c, y + ur + 1 + ph + 1);
+                return;
+            }
+        if (fit_ring(n, avail, w, &rl, &ur, &uc)) { /* alone */
+            draw_ring(p, c, y, (w - uc) / 2, &rl, ur, uc);
+            draw_counts(p, c, y + ur + 1);
+            return;
+        }
     }
-    /* the GPUs */
-    int cellw = p->nchunks * 2 + 30 <= w ? 2 : 1;
-    int barw = w - 7 - p->nchunks * cellw - 14;
-    barw = barw > 20 ? 20 : barw;
-    if (n <= ROWS_FULL) {
-        for (int g = 0; g < n; g++)
-            draw_gpu(p, c, y++, g, cellw, barw);
-    } else { /* the first ones, a summary line, the last one */
-        for (int g = 0; g < ROWS_FULL - 2; g++)
-            draw_gpu(p, c, y++, g, cellw, barw);
-        canvas_printf(c, y++, 0, ROLE_DIM, "... GPUs %d to %d ...", ROWS_FULL - 2, n - 2);
-        draw_gpu(p, c, y++, n - 1, cellw, barw);
-    }
-    /* the counts */
-    double line = 2.0 * (n - 1) / n * p->s.size;
-    double sent = 0;
-    for (int g = 0; g < n; g++)
-        sent += p->sent[g];
-    canvas_printf(c, y++, 0, ROLE_DIM, "chunk: contributions held (# = all %d); %s", n,
-                  p->verified ? "the run is verified" : "NOT verified");
-    canvas_printf(c, y++, 0, ROLE_TEXT, "sent per GPU so far %s of 2(N-1)/N x size = %s",
-                  units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY),
-                  units_format_bytes(b2, sizeof b2, line, UNITS_BINARY));
-    units_format_seconds(b1, sizeof b1, p->ring.time_s);
-    units_format_seconds(b2, sizeof b2, p->tree.time_s);
-    canvas_printf(c, y++, 0, ROLE_TEXT, "α-β: ring %s, tree %s: %s is faster", b1, b2,
-                  p->tree.time_s < p->ring.time_s ? "tree" : "ring");
+    y = draw_rows(p, c, y);
+    draw_counts(p, c, y);
+    y += 3;
     int ph = h - y - 1;
-    draw_plot(p, c, y + 1, ph > 12 ? 12 : ph, w);
+    draw_plot(p, c, y + 1, 0, ph > PLOT_H ? PLOT_H : ph, w);
 }
 
 static const struct panel_key keys[] = {

@@ -28,16 +28,12 @@
 #include "sim/spec.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
+#include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/stackbar.h"
 
-#define GIB        1073741824.0
+#define GIB        MEMUI_GIB
 #define MAX_MODELS 8
-
-static const char *const model_names[] = {"synthetic-7b", "tiny",       "small",
-                                          "llama2-13b",   "llama2-70b", "gpt3-175b"};
-static const double mem_steps[] = {16, 24, 32, 40, 48, 64, 80, 96, 128, 144}; /* GiB */
-static const char *const ckpt_names[] = {"none", "selective", "full", "sqrt"};
 
 enum { K_MODEL, K_GPUS, K_ZERO, K_PREC, K_BYTES, K_MB, K_CKPT, K_MEM, K_COUNT };
 
@@ -113,9 +109,7 @@ static int lab_init(void **state, const struct panel_env *env, struct error *e)
     if (!l)
         return error_set(e, ERR_NOMEM, "out of memory");
     l->log = env->log;
-    for (size_t i = 0; i < sizeof model_names / sizeof model_names[0]; i++)
-        if (preset_load_model(model_names[i], &l->models[l->nmodels], NULL) == 0)
-            l->nmodels++;
+    l->nmodels = memui_load_models(l->models, MAX_MODELS);
     int rc = preset_load_cluster("h100-80gb", &l->cluster, e);
     if (rc == 0 && l->nmodels == 0)
         rc = error_set(e, ERR_IO, "no model presets found under assets/models");
@@ -175,33 +169,8 @@ static void change(struct lab *l, int k, int dir)
         else if (dir < 0 && s->micro_batch > 1)
             s->micro_batch /= 2;
         break;
-    case K_CKPT: {
-        int i = 0;
-        char cur[32];
-        activ_policy_name(cur, sizeof cur, &s->ckpt);
-        for (int j = 0; j < 4; j++)
-            if (!strcmp(cur, ckpt_names[j]))
-                i = j;
-        activ_parse_policy(ckpt_names[(i + 4 + dir) % 4], &s->ckpt, NULL);
-        break;
-    }
-    default: {
-        int n = (int)(sizeof mem_steps / sizeof mem_steps[0]);
-        double cur = s->capacity / GIB;
-        if (dir > 0) {
-            for (int i = 0; i < n; i++)
-                if (mem_steps[i] > cur + 1e-9) {
-                    s->capacity = mem_steps[i] * GIB;
-                    break;
-                }
-        } else {
-            for (int i = n - 1; i >= 0; i--)
-                if (mem_steps[i] < cur - 1e-9) {
-                    s->capacity = mem_steps[i] * GIB;
-                    break;
-                }
-        }
-    }
+    case K_CKPT: memui_step_ckpt(&s->ckpt, dir); break;
+    default: memui_step_capacity(&s->capacity, dir); break;
     }
     char name[32], val[48];
     knob_text(l, k, name, sizeof name, val, sizeof val);
@@ -212,15 +181,13 @@ static void change(struct lab *l, int k, int dir)
 static int lab_on_key(void *state, int key)
 {
     struct lab *l = state;
+    int dir;
+    if (memui_knob_key(key, &l->sel, K_COUNT, &dir)) {
+        if (dir)
+            change(l, l->sel, dir);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     switch (key) {
-    case KEY_UP:
-    case 'k': l->sel = (l->sel + K_COUNT - 1) % K_COUNT; break;
-    case KEY_DOWN:
-    case 'j': l->sel = (l->sel + 1) % K_COUNT; break;
-    case KEY_RIGHT:
-    case 'l': change(l, l->sel, +1); break;
-    case KEY_LEFT:
-    case 'h': change(l, l->sel, -1); break;
     case 'z': change(l, K_ZERO, +1); break;
     case 'm': change(l, K_MODEL, +1); break;
     case 'g': change(l, K_GPUS, +1); break;
@@ -250,10 +217,7 @@ static int lab_set(void *state, const char *name, const char *value, struct erro
     long long v;
     int rc = 0;
     if (!strcmp(name, "model")) {
-        int found = -1;
-        for (int i = 0; i < l->nmodels; i++)
-            if (!strcmp(l->models[i].name, value))
-                found = i;
+        int found = memui_find_model(l->models, l->nmodels, value);
         if (found < 0)
             return error_set(e, ERR_INVAL, "the lab has no model '%s'", value);
         s.model = found;
@@ -275,10 +239,7 @@ static int lab_set(void *state, const char *name, const char *value, struct erro
     } else if (!strcmp(name, "checkpoint")) {
         rc = activ_parse_policy(value, &s.ckpt, e);
     } else if (!strcmp(name, "gpu_mem")) {
-        double b;
-        if ((rc = units_parse_bytes(value, 1e15, &b, e)) == 0 && !(b > 0))
-            rc = error_set(e, ERR_INVAL, "gpu_mem must be above 0");
-        s.capacity = b;
+        rc = memui_parse_capacity(value, &s.capacity, e);
     } else {
         return error_set(e, ERR_INVAL,
                          "the memory lab knows model, gpus, zero, precision, bytes, micro_batch, "
@@ -296,48 +257,6 @@ static int lab_set(void *state, const char *name, const char *value, struct erro
 
 /* ------------------------------------------------------------------ drawing */
 
-static const enum ui_role part_role[5] = {ROLE_SIGN, ROLE_EXP, ROLE_MAN, ROLE_BAR, ROLE_GOOD};
-static const char part_letter[5] = {'W', 'G', 'M', 'O', 'A'};
-
-static void parts_of(const struct memory_result *m, double p[5])
-{
-    p[0] = m->states.weights;
-    p[1] = m->states.gradients;
-    p[2] = m->states.master;
-    p[3] = m->states.optimizer;
-    p[4] = m->activations;
-}
-
-static void draw_bar(struct ui_canvas *c, int y, int x, int w, const struct memory_result *m,
-                     double scale)
-{
-    const struct ui_glyphs *g = theme_glyphs();
-    double p[5];
-    parts_of(m, p);
-    static struct stackbar sb; /* UI thread only */
-    stackbar_layout(p, 5, scale, m->capacity, w, &sb);
-    bool letters = !theme_color();
-    for (int i = 0; i < sb.width; i++) {
-        char cell[2] = {0, 0};
-        const char *glyph;
-        enum ui_role role;
-        if (i == sb.cap_col) {
-            glyph = g->v;
-            role = ROLE_WARN;
-        } else if (sb.part[i] < 0) {
-            glyph = g->bar_empty;
-            role = ROLE_DIM;
-        } else {
-            cell[0] = part_letter[(int)sb.part[i]];
-            glyph = letters ? cell : g->bar;
-            role = sb.over[i] ? ROLE_ERROR : part_role[(int)sb.part[i]];
-        }
-        canvas_text(c, y, x + i, role, glyph);
-    }
-    if (sb.cap_col == sb.width)
-        canvas_text(c, y, x + sb.width, ROLE_WARN, g->v);
-}
-
 static void lab_draw(const void *state, struct ui_canvas *c)
 {
     const struct lab *l = state;
@@ -351,11 +270,7 @@ static void lab_draw(const void *state, struct ui_canvas *c)
     for (int k = 0; k < K_COUNT; k++) {
         int row = two ? k / 2 : k, x = two ? (k % 2) * colw : 0;
         knob_text(l, k, name, sizeof name, val, sizeof val);
-        bool sel = k == l->sel;
-        if (sel)
-            canvas_text(c, y + row, x, ROLE_SELECTED, g->sel);
-        canvas_printf(c, y + row, x + 2, ROLE_DIM, "%-10s", name);
-        canvas_text(c, y + row, x + 13, sel ? ROLE_SELECTED : ROLE_TEXT, val);
+        memui_draw_knob(c, y + row, x, 10, name, val, k == l->sel);
     }
     y += two ? (K_COUNT + 1) / 2 : K_COUNT;
     const struct model_shape *m = &l->models[l->s.model];
@@ -376,8 +291,8 @@ static void lab_draw(const void *state, struct ui_canvas *c)
     static const char *part_short[5] = {"wt", "grad", "mst", "opt", "act"};
     const char *const *part_name = narrow ? part_short : part_long;
     for (int i = 0; i < 5 && x < w; i++) {
-        char cell[2] = {part_letter[i], 0};
-        x = canvas_text(c, y, x, part_role[i], theme_color() ? g->bar : cell);
+        char cell[2] = {memui_part_letter[i], 0};
+        x = canvas_text(c, y, x, memui_part_role[i], theme_color() ? g->bar : cell);
         x = canvas_printf(c, y, x + 1, ROLE_DIM, "%s ", part_name[i]);
     }
     x = canvas_text(c, y, x, ROLE_WARN, g->v);
@@ -404,7 +319,7 @@ static void lab_draw(const void *state, struct ui_canvas *c)
         int cx = x + 2 > 40 ? x + 2 : 40;
         if (cx + 16 + (int)strlen(b2) <= w)
             canvas_printf(c, y, cx, ROLE_DIM, "comm %s/step", b2);
-        draw_bar(c, y + 1, 2, w - 3, r, scale);
+        memui_draw_bar(c, y + 1, 2, w - 3, r, scale);
         y += 2;
     }
 

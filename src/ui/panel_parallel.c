@@ -23,17 +23,13 @@
 #include "calc/sched.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
+#include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/stackbar.h"
 
-#define GIB        1073741824.0
+#define GIB        MEMUI_GIB
 #define MAX_MODELS 8
 #define MAX_SHOWN  8 /* stages drawn as bars (the first ones and the last) */
-
-static const char *const model_names[] = {"synthetic-7b", "tiny",       "small",
-                                          "llama2-13b",   "llama2-70b", "gpt3-175b"};
-static const double mem_steps[] = {16, 24, 32, 40, 48, 64, 80, 96, 128, 144}; /* GiB */
-static const char *const ckpt_names[] = {"none", "selective", "full", "sqrt"};
 
 enum { K_MODEL, K_DP, K_TP, K_PP, K_M, K_SCHED, K_ZERO, K_CKPT, K_MEM, K_COUNT };
 
@@ -105,9 +101,7 @@ static int par_init(void **state, const struct panel_env *env, struct error *e)
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
-    for (size_t i = 0; i < sizeof model_names / sizeof model_names[0]; i++)
-        if (preset_load_model(model_names[i], &p->models[p->nmodels], NULL) == 0)
-            p->nmodels++;
+    p->nmodels = memui_load_models(p->models, MAX_MODELS);
     if (p->nmodels == 0) {
         free(p);
         return error_set(e, ERR_IO, "no model presets found under assets/models");
@@ -173,25 +167,8 @@ static void change(struct par *p, int k, int dir)
     case K_M: twice(&s->m, dir, 256); break;
     case K_SCHED: s->sched = s->sched == SCHED_GPIPE ? SCHED_1F1B : SCHED_GPIPE; break;
     case K_ZERO: s->zero = (s->zero + 4 + dir) % 4; break;
-    case K_CKPT: {
-        int i = 0;
-        char cur[32];
-        activ_policy_name(cur, sizeof cur, &s->ckpt);
-        for (int j = 0; j < 4; j++)
-            if (!strcmp(cur, ckpt_names[j]))
-                i = j;
-        activ_parse_policy(ckpt_names[(i + 4 + dir) % 4], &s->ckpt, NULL);
-        break;
-    }
-    default: {
-        int n = (int)(sizeof mem_steps / sizeof mem_steps[0]);
-        double cur = s->capacity / GIB;
-        for (int i = dir > 0 ? 0 : n - 1; i >= 0 && i<n; i += dir> 0 ? 1 : -1)
-            if (dir > 0 ? mem_steps[i] > cur + 1e-9 : mem_steps[i] < cur - 1e-9) {
-                s->capacity = mem_steps[i] * GIB;
-                break;
-            }
-    }
+    case K_CKPT: memui_step_ckpt(&s->ckpt, dir); break;
+    default: memui_step_capacity(&s->capacity, dir); break;
     }
     char name[32], val[48];
     knob_text(p, k, name, sizeof name, val, sizeof val);
@@ -202,15 +179,13 @@ static void change(struct par *p, int k, int dir)
 static int par_on_key(void *state, int key)
 {
     struct par *p = state;
+    int dir;
+    if (memui_knob_key(key, &p->sel, K_COUNT, &dir)) {
+        if (dir)
+            change(p, p->sel, dir);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     switch (key) {
-    case KEY_UP:
-    case 'k': p->sel = (p->sel + K_COUNT - 1) % K_COUNT; break;
-    case KEY_DOWN:
-    case 'j': p->sel = (p->sel + 1) % K_COUNT; break;
-    case KEY_RIGHT:
-    case 'l': change(p, p->sel, +1); break;
-    case KEY_LEFT:
-    case 'h': change(p, p->sel, -1); break;
     case 'g': change(p, K_SCHED, +1); break;
     case 'm': change(p, K_MODEL, +1); break;
     default: return 0;
@@ -251,10 +226,7 @@ static int par_set(void *state, const char *name, const char *value, struct erro
             goto done;
         }
     if (!strcmp(name, "model")) {
-        int found = -1;
-        for (int i = 0; i < p->nmodels; i++)
-            if (!strcmp(p->models[i].name, value))
-                found = i;
+        int found = memui_find_model(p->models, p->nmodels, value);
         if (found < 0)
             return error_set(e, ERR_INVAL, "the layout panel has no model '%s'", value);
         s.model = found;
@@ -264,10 +236,7 @@ static int par_set(void *state, const char *name, const char *value, struct erro
     } else if (!strcmp(name, "checkpoint")) {
         rc = activ_parse_policy(value, &s.ckpt, e);
     } else if (!strcmp(name, "gpu_mem")) {
-        double b = 0;
-        if ((rc = units_parse_bytes(value, 1e15, &b, e)) == 0 && !(b > 0))
-            rc = error_set(e, ERR_INVAL, "gpu_mem must be above 0");
-        s.capacity = b;
+        rc = memui_parse_capacity(value, &s.capacity, e);
     } else {
         return error_set(e, ERR_INVAL,
                          "the layout panel knows model, dp, tp, pp, micro_batches, schedule, "
@@ -285,31 +254,6 @@ done:
 }
 
 /* ------------------------------------------------------------------ drawing */
-
-static const enum ui_role part_role[5] = {ROLE_SIGN, ROLE_EXP, ROLE_MAN, ROLE_BAR, ROLE_GOOD};
-static const char part_letter[5] = {'W', 'G', 'M', 'O', 'A'};
-
-static void draw_bar(struct ui_canvas *c, int y, int x, int w, const struct memory_result *m,
-                     double scale)
-{
-    const struct ui_glyphs *g = theme_glyphs();
-    double parts[5] = {m->states.weights, m->states.gradients, m->states.master,
-                       m->states.optimizer, m->activations};
-    static struct stackbar sb; /* UI thread only */
-    stackbar_layout(parts, 5, scale, m->capacity, w, &sb);
-    for (int i = 0; i < sb.width; i++) {
-        char cell[2] = {0, 0};
-        if (i == sb.cap_col) {
-            canvas_text(c, y, x + i, ROLE_WARN, g->v);
-        } else if (sb.part[i] < 0) {
-            canvas_text(c, y, x + i, ROLE_DIM, g->bar_empty);
-        } else {
-            cell[0] = part_letter[(int)sb.part[i]];
-            canvas_text(c, y, x + i, sb.over[i] ? ROLE_ERROR : part_role[(int)sb.part[i]],
-                        theme_color() ? g->bar : cell);
-        }
-    }
-}
 
 static void draw_gantt(const struct par *p, struct ui_canvas *c, int y, int h)
 {
@@ -352,7 +296,6 @@ static void draw_gantt(const struct par *p, struct ui_canvas *c, int y, int h)
 static void par_draw(const void *state, struct ui_canvas *c)
 {
     const struct par *p = state;
-    const struct ui_glyphs *g = theme_glyphs();
     int w = c->r.w, h = c->r.h, y = 0;
     char name[32], val[48];
 
@@ -363,11 +306,7 @@ static void par_draw(const void *state, struct ui_canvas *c)
         int i = k == K_MODEL ? 0 : k - 1 + per_row;
         int row = i / per_row, x = (i % per_row) * colw;
         knob_text(p, k, name, sizeof name, val, sizeof val);
-        bool sel = k == p->sel;
-        if (sel)
-            canvas_text(c, y + row, x, ROLE_SELECTED, g->sel);
-        canvas_printf(c, y + row, x + 2, ROLE_DIM, "%-9s", name);
-        canvas_text(c, y + row, x + 12, sel ? ROLE_SELECTED : ROLE_TEXT, val);
+        memui_draw_knob(c, y + row, x, 9, name, val, k == p->sel);
     }
     y += 1 + (K_COUNT - 1 + per_row - 1) / per_row;
     const struct settings *s = &p->s;
@@ -399,7 +338,7 @@ static void par_draw(const void *state, struct ui_canvas *c)
         int x = canvas_printf(c, y, 0, ROLE_DIM, "st%-2d", r->stage);
         int bw = w - x - 24;
         if (bw > 4)
-            draw_bar(c, y, x, bw, r, scale);
+            memui_draw_bar(c, y, x, bw, r, scale);
         x += bw > 4 ? bw + 1 : 0;
         x = canvas_printf(c, y, x, r->fits ? ROLE_TEXT : ROLE_ERROR, "%6.2f GiB", r->total / GIB);
         canvas_printf(c, y, x + 1, ROLE_DIM, "%d in fl.", r->in_flight);

@@ -23,6 +23,7 @@ static const struct {
     [ROLE_EXP] = {COLOR_GREEN, -1, A_BOLD, A_UNDERLINE},
     [ROLE_MAN] = {COLOR_YELLOW, -1, A_NORMAL, A_NORMAL},
     [ROLE_BAR] = {COLOR_CYAN, -1, A_NORMAL, A_REVERSE},
+    [ROLE_MOVED] = {COLOR_BLACK, COLOR_YELLOW, A_BOLD, A_REVERSE | A_BOLD},
 };
 
 static const struct ui_glyphs utf8 = {

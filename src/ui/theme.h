@@ -24,6 +24,7 @@ enum ui_role {
     ROLE_EXP,        /* exponent bits */
     ROLE_MAN,        /* mantissa bits */
     ROLE_BAR,        /* the filled part of a bar */
+    ROLE_MOVED,      /* data that moved in the step shown: a chunk on a link, where it landed */
     ROLE_COUNT
 };
 

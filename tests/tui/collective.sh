@@ -1,80 +1,94 @@
 #!/bin/sh
 # Lesson 3's panel in a real terminal (tmux): a ring all-reduce of 8 GPUs stepped with n, the
-# chunks' contribution counts after each step, the bytes against 2(N-1)/N x size, the tree and
-# the GPU count keys. Skipped without tmux.
+# GPUs in boxes on a ring, the chunks' contribution counts after each step and the chunk each
+# link carried, the bytes against 2(N-1)/N x size, the tree and the GPU count keys; the rows
+# a small terminal gets instead; the ring in ASCII at a large size, with the plot beside it.
 . "$srcdir/tests/lib.sh"
+. "$srcdir/tests/tui/lib.sh"
 
-if [ -z "$TMUX_BIN" ] || ! command -v "$TMUX_BIN" >/dev/null 2>&1; then
-    echo "1..0 # SKIP tmux not found"
-    exit 0
-fi
-SOCK="scalelab-coll-$$"
-tm() { "$TMUX_BIN" -L "$SOCK" "$@"; }
-trap 'tm kill-server 2>/dev/null; rm -rf "$T_TMP"' EXIT
-
-# screen: waits until the pane shows $1 (up to 5 s), then leaves the capture in $screen.
-screen() {
-    i=0
-    while [ $i -lt 50 ]; do
-        screen=$(tm capture-pane -p 2>/dev/null)
-        case "$screen" in *"$1"*) return 0 ;; esac
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-
-# see: waits for text (the terminal may still be drawing the rest of the frame), then checks it.
-see() {
-    screen "$1"
-    check_contains "$screen" "$1" "$2"
-}
-
-tm new-session -d -x 130 -y 45 "TERM=xterm-256color SCALELAB_DATA='$SCALELAB_DATA' '$SCALELAB'"
-screen "q quit" || not_ok "the window opened" "$screen"
-tm send-keys 3
-screen "ring all-reduce, 8 GPUs, 64.00 MiB fp32, h100-80gb"
-see "ring all-reduce, 8 GPUs, 64.00 MiB fp32, h100-80gb" "tab 3 shows the ring all-reduce"
-see "step 0 of 14" "2(N-1) = 14 steps"
-see "GPU 0  1 1 1 1 1 1 1 1" "at first each chunk holds one contribution"
-see "the run is verified" "the real run behind the animation is verified"
+# ---- 130x45: the ring, the plot below it ----
+start -x 130 -y 45 --
+wait_for "q quit" "the window opened"
+keys 3
+wait_for "ring all-reduce, 8 GPUs, 64.00 MiB fp32, h100-80gb" "tab 3 shows the ring all-reduce"
+wait_for "step 0 of 14" "2(N-1) = 14 steps"
+wait_for "╭ GPU 0 ─╮" "each GPU is a box on the ring"
+wait_for "╭ GPU 7 ─╮" "all 8 of them"
+wait_for "│11111111│" "at first each chunk holds one contribution"
+wait_for "the run is verified" "the real run behind the animation is verified"
 
 # One step: GPU r received chunk r-2 from GPU r-1 and added it: that chunk holds 2.
-tm send-keys n
-screen "step 1 of 14"
-see "step 1 of 14: reduce-scatter" "n steps into the reduce-scatter"
-see "0 -c7-> 1 -c0-> 2 -c1-> 3" "the ring shows the chunk each link carried: GPU r sent chunk r-1"
-see "GPU 2  2 1 1 1 1 1 1 1" "GPU 2 now holds 2 contributions of chunk 0"
-see "GPU 0  1 1 1 1 1 1 2 1" "GPU 0 holds 2 contributions of chunk 6"
-see "sent per GPU so far 8.00 MiB" "each GPU sent one chunk: 64 MiB / 8"
+keys n
+wait_for "step 1 of 14: reduce-scatter" "n steps into the reduce-scatter"
+wait_for "│21111111│" "GPU 2 now holds 2 contributions of chunk 0"
+wait_for "│11111121│" "GPU 0 holds 2 contributions of chunk 6"
+labels=0
+for k in 0 1 2 3 4 5 6 7; do
+    case "$screen" in *"c$k↗"* | *"c$k↘"* | *"c$k↙"* | *"c$k↖"* | *"c$k→"* | *"c$k←"* | *"c$k↑"* | *"c$k↓"*) labels=$((labels + 1)) ;; esac
+done
+check_eq "$labels" 8 "each of the 8 links shows the chunk it carried, with its arrow"
+moved=$(capture -e | grep -o "$(printf '\033')\[[0-9;]*43m[^$(printf '\033')]*" | grep -c 'm\(c[0-7]\|2$\)')
+check_eq "$moved" 16 "the 8 chunks on the links and the 8 where they landed are highlighted"
+wait_for "8.00 MiB sent/GPU" "the ring's middle counts the bytes each GPU sent"
+wait_for "sent per GPU so far 8.00 MiB" "each GPU sent one chunk: 64 MiB / 8"
 
 # After N-1 = 7 steps, GPU r owns chunk r with all 8 contributions.
-tm send-keys n n n n n n
-screen "step 7 of 14"
-see "GPU 0  # 7 6 5 4 3 2 1" "after the reduce-scatter GPU 0 owns chunk 0 complete; chunk 1, one hop short, holds 7"
-see "GPU 5  5 4 3 2 1 # 7 6" "GPU 5 owns chunk 5 complete"
+keys n n n n n n
+wait_for "step 7 of 14" "six more steps"
+wait_for "│#7654321│" "after the reduce-scatter GPU 0 owns chunk 0 complete; chunk 1, one hop short, holds 7"
+wait_for "│54321#76│" "GPU 5 owns chunk 5 complete"
 
 # The all-gather: after 14 steps every chunk everywhere is complete, 2(N-1)/N x 64 MiB sent.
-tm send-keys n n n n n n n
-screen "step 14 of 14"
-see "step 14 of 14: all-gather" "the last step is an all-gather"
-see "GPU 7  # # # # # # # #" "every chunk complete on every GPU"
-see "sent per GPU so far 112.00 MiB of 2(N-1)/N x size = 112.00 MiB" "each GPU sent 2(N-1)/N x size"
-see "crossover" "the α-β plot marks the crossover"
+keys n n n n n n n
+wait_for "step 14 of 14: all-gather" "the last step is an all-gather"
+wait_for "│########│" "every chunk complete on every GPU"
+check_not_contains "$screen" "│1" "no GPU holds a chunk short of all 8"
+wait_for "sent per GPU so far 112.00 MiB of 2(N-1)/N x size = 112.00 MiB" "each GPU sent 2(N-1)/N x size"
+wait_for "crossover" "the α-β plot marks the crossover"
 
 # space plays from the start (at 4x: + +); it ends on the last step by itself.
-tm send-keys Left
-screen "7 GPUs"
-see "ring all-reduce, 7 GPUs" "Left takes one GPU away"
-see "step 0 of 12" "7 GPUs: 12 steps"
-tm send-keys + + ' '
-screen "step 12 of 12" && ok "space plays the ring to its end" || not_ok "space plays the ring to its end" "$screen"
+keys Left
+wait_for "ring all-reduce, 7 GPUs" "Left takes one GPU away"
+wait_for "step 0 of 12" "7 GPUs: 12 steps"
+keys + + ' '
+wait_for "step 12 of 12" "space plays the ring to its end"
 
-tm send-keys t
-screen "tree all-reduce"
-see "tree all-reduce, 7 GPUs" "t switches to the tree"
-see "binary tree of depth 2" "the tree's depth for 7 GPUs"
+keys t
+wait_for "tree all-reduce, 7 GPUs" "t switches to the tree"
+wait_for "binary tree of depth 2" "the tree's depth for 7 GPUs"
+quit
 
-tm send-keys q
-sleep 0.3
+# ---- 80x24: no room for the ring: a row per GPU ----
+start --
+wait_for "q quit" "the window opened at 80x24"
+keys 3 n
+wait_for "step 1 of 14" "n steps in the small window"
+wait_for "GPU 2  21111111" "a row per GPU: GPU 2 holds 2 contributions of chunk 0"
+wait_for "GPU 0  11111121" "GPU 0 holds 2 of chunk 6"
+wait_for "0 -> 1 -> 2 -> 3" "and the ring as a line"
+check_not_contains "$screen" "╭ GPU" "no boxes"
+quit "80x24"
+
+# ---- 160x50 in ASCII: the ring with the plot beside it; 16 GPUs; 17 in rows ----
+start -x 160 -y 50 LC_ALL=C.UTF-8 -- --ascii
+wait_for "q quit" "the window opened at 160x50, ASCII"
+keys 3 Left Left Left Left n
+wait_for "ring all-reduce, 4 GPUs" "4 GPUs"
+wait_for "+ GPU 0 +" "the boxes drawn in ASCII"
+wait_for "| 1121  |" "GPU 0 after a step: chunk 2 holds 2"
+wait_for "c3>" "the link from GPU 0 carried chunk 3, an ASCII arrow"
+wait_for "c2>" "the link into GPU 0 carried chunk 2"
+bad=$(capture | LC_ALL=C tr -d '\n\040-\176' | wc -c)
+check_eq "$bad" "0" "only ASCII on the screen"
+keys Left Left
+wait_for "ring all-reduce, 2 GPUs" "2 GPUs"
+check_contains "$(printf '%s\n' "$screen" | grep -F '+ GPU 0 +')" "tt" "a small ring leaves room for the plot beside it"
+keys l l l l l l l l l l l l l l
+wait_for "ring all-reduce, 16 GPUs" "16 GPUs"
+wait_for "+ GPU 15 ------" "16 GPUs still sit on the ring"
+keys l
+wait_for "ring all-reduce, 17 GPUs" "17 GPUs"
+wait_for "... GPUs 14 to 15 ..." "more than 16: rows, the middle ones summarised"
+wait_for "... -> 16 -> 0" "and the ring line ends at the last GPU"
+quit "ASCII"
 done_testing

@@ -4,97 +4,10 @@
 # back, runs without colour and in ASCII, idles without spending CPU, and leaves the
 # terminal usable after q, SIGTERM and Ctrl-C. Saved progress goes to a folder of the test's.
 #
-# A private tmux server (-L) with a fixed size; every wait polls the screen with a deadline
-# (generous: the sanitizer builds are slower), never a fixed sleep; the server is killed at
-# the end whatever happens. Under ASan, a leak report would turn the exit statuses it checks
-# (0, 143, 130) into 23.
+# tests/tui/lib.sh runs it (a private tmux server, bounded waits). Under ASan, a leak report
+# would turn the exit statuses it checks (0, 143, 130) into 23.
 . "$srcdir/tests/lib.sh"
-
-if [ -z "$TMUX_BIN" ] || [ ! -x "$TMUX_BIN" ]; then
-    echo "1..0 # SKIP tmux is not installed (apt-get install tmux)"
-    exit 0
-fi
-
-unset TMUX # a private server, even when the tests run inside tmux
-SOCK="scalelab-test-$$"
-T() { "$TMUX_BIN" -L "$SOCK" -f /dev/null "$@"; }
-trap 'T kill-server >/dev/null 2>&1; rm -rf "$T_TMP"' EXIT
-WAIT_TENTHS=${WAIT_TENTHS:-200} # 20 s at most per wait
-
-# The pane runs scalelab through this script: it records scalelab's pid (the inner sh execs
-# it) and exit status, then prints a prompt and stays, so that the screen left behind can be
-# read. TERM is one that ncurses-base always has.
-cat >"$T_TMP/pane.sh" <<'EOS'
-#!/bin/sh
-dir=$1; shift
-trap : INT # Ctrl-C is for scalelab: this shell stays (a caught signal is default again in children)
-export TERM=screen-256color
-export XDG_STATE_HOME="$dir/state"
-sh -c 'echo $$ >"$0/pid"; exec "$@"' "$dir" "$@"
-echo "exit=$?" >"$dir/status"
-printf 'PROMPT> '
-exec cat
-EOS
-
-# start ENV-ASSIGNMENTS... -- ARGS...: a new session running scalelab at 80x24.
-# Each run gets a new session (the old one is killed after, so the server never empties).
-S=s0
-start() {
-    rm -f "$T_TMP/pid" "$T_TMP/status"
-    old=$S
-    S="s$((${S#s} + 1))"
-    envs=""
-    while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
-    shift
-    T new-session -d -s "$S" -x 80 -y 24 \
-        "env $envs sh '$T_TMP/pane.sh' '$T_TMP' '$SCALELAB' $*" || not_ok "tmux new-session"
-    T kill-session -t "$old" >/dev/null 2>&1
-    wait_file pid
-    pid=$(cat "$T_TMP/pid" 2>/dev/null)
-}
-
-screen() { T capture-pane -p -t "$S" 2>/dev/null; }
-
-wait_file() {
-    i=0
-    while [ ! -s "$T_TMP/$1" ] && [ $i -lt "$WAIT_TENTHS" ]; do sleep 0.1; i=$((i + 1)); done
-}
-
-# wait_for TEXT WHAT: polls the screen until TEXT shows; one TAP line.
-wait_for() {
-    i=0
-    while [ $i -lt "$WAIT_TENTHS" ]; do
-        s=$(screen)
-        case "$s" in *"$1"*) ok "$2"; return 0 ;; esac
-        sleep 0.1
-        i=$((i + 1))
-    done
-    not_ok "$2" "never showed: $1" "screen:" "$(screen)"
-    return 1
-}
-
-# wait_gone TEXT WHAT: until TEXT is no longer on the screen.
-wait_gone() {
-    i=0
-    while [ $i -lt "$WAIT_TENTHS" ]; do
-        case "$(screen)" in *"$1"*) ;; *) ok "$2"; return 0 ;; esac
-        sleep 0.1
-        i=$((i + 1))
-    done
-    not_ok "$2" "still there: $1" "screen:" "$(screen)"
-    return 1
-}
-
-keys() { T send-keys -t "$S" "$@"; }
-
-# After scalelab ended: its status, and a terminal back to normal.
-check_restored() { # WANT-STATUS WHAT
-    wait_file status
-    check_eq "$(cat "$T_TMP/status" 2>/dev/null)" "exit=$1" "$2: exit status $1"
-    wait_for "PROMPT>" "$2: the shell's prompt shows"
-    check_eq "$(T display -p -t "$S" '#{alternate_on}')" "0" "$2: the alternate screen is left"
-    check_eq "$(T display -p -t "$S" '#{cursor_flag}')" "1" "$2: the cursor is visible"
-}
+. "$srcdir/tests/tui/lib.sh"
 
 ESC=$(printf '\033')
 
@@ -104,8 +17,8 @@ wait_for "1 Precision" "opens: the tab bar shows"
 wait_for "Number formats" "lesson 1's panel is the formats explorer"
 wait_for "Lesson 1 · step 1 of" "the lesson pane shows lesson 1's first step"
 wait_for "Why not keep everything in" "with the step's text from lessons/"
-check_contains "$(T capture-pane -e -p -t "$S")" "${ESC}[" "the screen has colour and attributes"
-if T capture-pane -e -p -t "$S" | grep -qE "${ESC}\[([0-9]+;)*(3[0-7]|38;5)"; then
+check_contains "$(capture -e)" "${ESC}[" "the screen has colour and attributes"
+if capture -e | grep -qE "${ESC}\[([0-9]+;)*(3[0-7]|38;5)"; then
     ok "colours are used"
 else
     not_ok "colours are used"
@@ -183,15 +96,15 @@ wait_for "step 1 of" "a storm of keys and a long input later, the window still a
 keys ']'
 wait_for "step 2 of" "back at step 2"
 
-T resize-window -t "$S" -x 60 -y 20
+resize 60 20
 wait_for "at least 80x24" "too small: says how large it must be"
 wait_for "60x20" "and the current size"
-T resize-window -t "$S" -x 150 -y 40
+resize 150 40
 wait_for "5 ZeRO" "larger again: the layout returns"
 wait_for "rel. error" "at 150 columns the table is one line per format"
 wait_for "1 Mixed precision" "and the tabs take the lessons' own titles"
 wait_for "2^-150" "with room, each format's range on one axis of powers of two"
-T resize-window -t "$S" -x 80 -y 24
+resize 80 24
 wait_for "1 Precision" "back to 80x24"
 
 # Idle: utime + stime (fields 14 and 15 of /proc/PID/stat, in clock ticks) over 3 s.
@@ -210,28 +123,51 @@ else
     not_ok "idle: /proc/$pid/stat is not readable"
 fi
 
-keys q
-check_restored 0 "q"
+quit "q"
 
 # ---- progress: the learner comes back to the same place ----
 start LC_ALL=C.UTF-8 --
 wait_for "step 2 of" "a new session opens at the step left"
 keys NPage NPage NPage
 wait_for "answered right before" "and knows the question was answered"
-keys q
-check_restored 0 "q again"
+
+# ---- v: the formats explorer stays one key away from the training run ----
+keys ']' ']' ']' ']' ']' ']' ']'
+wait_for "step 9 of" "] to step 9, the first training step"
+wait_for "Mixed-precision training" "a training step shows the training panel"
+wait_for "v formats" "the hint line offers the formats explorer on v"
+keys v
+wait_for "Number formats" "v swaps the live panel to the formats explorer"
+wait_for "v training" "and the hint offers the way back"
+wait_for "0x43fa0000" "the explorer as the formats steps left it: 500 (step 8) in fp32"
+keys M
+wait_for "0x7bff" "the explorer answers its keys: M is fp16 max"
+keys v
+wait_for "Mixed-precision training" "v again: back to the training panel"
+wait_gone "held as fp32" "the explorer is no longer drawn"
+keys v
+wait_for "0x7bff" "the explorer kept its value across the swap"
+keys ']'
+wait_for "step 10 of" "the next step"
+wait_for "Mixed-precision training" "shows the step's own panel again"
+keys '?'
+wait_for "each keeps its state" "the help lists v"
+keys Escape
+keys '[' '[' '[' '[' '[' '[' '[' '['
+wait_for "step 2 of" "back at step 2"
+wait_for "0x3dcccccd" "where the step's settings apply to the explorer again"
+quit "q again"
 
 # ---- NO_COLOR: no colour, still readable ----
 start LC_ALL=C.UTF-8 NO_COLOR=1 --
 wait_for "1 Precision" "NO_COLOR: opens"
-if T capture-pane -e -p -t "$S" | grep -qE "${ESC}\[([0-9]+;)*(3[0-7]|4[0-7]|38;|48;)"; then
+if capture -e | grep -qE "${ESC}\[([0-9]+;)*(3[0-7]|4[0-7]|38;|48;)"; then
     not_ok "NO_COLOR: no colour on the screen"
 else
     ok "NO_COLOR: no colour on the screen"
 fi
 wait_for "0 01111011 10011001100110011001101" "NO_COLOR: the bits are shown"
-keys q
-check_restored 0 "NO_COLOR"
+quit "NO_COLOR"
 
 # ---- ASCII: --ascii, and a locale that is not UTF-8 ----
 for how in "LC_ALL=C.UTF-8 -- --ascii" "LC_ALL=C --"; do
@@ -240,7 +176,7 @@ for how in "LC_ALL=C.UTF-8 -- --ascii" "LC_ALL=C --"; do
     wait_for "1 Precision" "$how: opens"
     keys '?'
     wait_for "The window" "$how: the help opens"
-    bad=$(screen | LC_ALL=C tr -d '\n\040-\176' | wc -c)
+    bad=$(capture | LC_ALL=C tr -d '\n\040-\176' | wc -c)
     check_eq "$bad" "0" "$how: only ASCII on the screen"
     wait_for "+-" "$how: boxes drawn with + and -"
     keys q

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <curses.h>
@@ -291,6 +292,85 @@ START_TEST(axis)
 }
 END_TEST
 
+/* The ring of lesson 3's panel: for every N and many panel sizes, a layout that is accepted
+ * keeps every box and label inside, apart, box 0 at the top and the rest clockwise; the sizes
+ * the panel relies on fit. */
+static bool ring_ok(const struct ring_layout *r, int rows, int cols)
+{
+    int n = r->n, bh = r->bh, bw = r->bw, lw = r->lw;
+    struct ui_rect all = {0, 0, rows, cols};
+    double prev = -1;
+    for (int i = 0; i < n; i++) {
+        struct ui_rect b = {r->y[i], r->x[i], bh, bw}, l = {r->ly[i], r->lx[i], 1, lw};
+        struct ui_rect lm = {r->ly[i], r->lx[i] - 1, 1,
+                             lw + 2}; /* a label and a column each side */
+        if (!inside(b, rows, cols) || !inside(l, rows, cols) || !overlap(b, all))
+            return false;
+        if (r->y[i] < r->y[0])
+            return false; /* box 0 is the top one */
+        for (int j = 0; j < n; j++) {
+            struct ui_rect b2 = {r->y[j], r->x[j], bh, bw}, l2 = {r->ly[j], r->lx[j], 1, lw};
+            struct ui_rect around = {b.y - 1, b.x - 1, bh + 2, bw + 2}; /* boxes do not touch */
+            if ((j != i && overlap(around, b2)) || overlap(lm, b2) || (j != i && overlap(l, l2)))
+                return false;
+        }
+        /* clockwise from the top: the angle of each centre, on the ellipse's own scale */
+        double dx = (r->x[i] + bw / 2.0 - cols / 2.0) / cols;
+        double dy = (r->y[i] + bh / 2.0 - rows / 2.0) / rows;
+        double a = atan2(dx, -dy);
+        if (i > 0 && a < 0)
+            a += 2 * M_PI; /* box 0 may sit a rounding left of the top */
+        if (i > 0 && !(a > prev))
+            return false;
+        prev = a;
+    }
+    /* box 0 centred across, within a column of rounding */
+    return abs(2 * r->x[0] + bw - cols) <= 2;
+}
+
+START_TEST(ring_layout)
+{
+    const int sizes[][2] = {{7, 30},   {9, 44},   {13, 44},  {17, 56}, {20, 60}, {22, 68},
+                            {24, 50},  {28, 68},  {33, 92},  {40, 41}, {40, 92}, {45, 92},
+                            {60, 200}, {10, 200}, {100, 30}, {35, 92}};
+    int fits = 0, tried = 0;
+    for (int n = 2; n <= LAYOUT_RING_MAX; n++) {
+        int bw = (n > 7 ? n : 7) + 2;
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            struct ring_layout r;
+            tried++;
+            if (layout_ring(n, 3, bw, 4, sizes[s][0], sizes[s][1], &r) == 0) {
+                fits++;
+                ck_assert_msg(ring_ok(&r, sizes[s][0], sizes[s][1]), "n %d in %dx%d", n,
+                              sizes[s][0], sizes[s][1]);
+            }
+        }
+        struct ring_layout r;
+        /* what the panel needs: every N in 40 rows of a 92-column panel (a 160x50 window) */
+        ck_assert_msg(layout_ring(n, 3, bw, 4, 40, 92, &r) == 0, "n %d in 40x92", n);
+        /* and 8 GPUs in 14 rows of a 68-column one (120x40, the plot below) */
+        if (n == 8)
+            ck_assert_int_eq(layout_ring(n, 3, bw, 4, 14, 68, &r), 0);
+        /* too small: 5 rows cannot hold two boxes and the space between */
+        ck_assert_int_eq(layout_ring(n, 3, bw, 4, 5, 200, &r), -1);
+    }
+    ck_assert_int_gt(fits, tried / 2);
+    ck_assert_int_lt(fits, tried); /* some sizes are too small for some N */
+    /* Four boxes in 15 x 40: at the top, right, bottom and left, exactly. */
+    struct ring_layout r;
+    ck_assert_int_eq(layout_ring(4, 3, 8, 4, 15, 40, &r), 0);
+    const int y[] = {0, 6, 12, 6}, x[] = {16, 32, 16, 0};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(r.y[i], y[i]);
+        ck_assert_int_eq(r.x[i], x[i]);
+    }
+    /* Out of range: one box, too many, empty boxes. */
+    ck_assert_int_eq(layout_ring(1, 3, 8, 4, 40, 90, &r), -1);
+    ck_assert_int_eq(layout_ring(LAYOUT_RING_MAX + 1, 3, 8, 4, 90, 200, &r), -1);
+    ck_assert_int_eq(layout_ring(4, 0, 8, 4, 40, 90, &r), -1);
+}
+END_TEST
+
 START_TEST(bits_and_hex)
 {
     char b[64];
@@ -356,8 +436,9 @@ START_TEST(panels_keep_the_contract)
 {
     static struct eventlog log;
     /* Keys that belong to the app, which a panel must leave alone unless it edits text. */
-    const int app_keys[] = {'q', '?',       '1',       '5', '6', 'L', '\t', KEY_BTAB, '[', ']', 'J',
-                            'K', KEY_NPAGE, KEY_PPAGE, ' ', 'n', '+', '=',  '-',      'r', 'a', 27};
+    const int app_keys[] = {'q', '?', '1', '5', '6',       'L',       '\t', KEY_BTAB,
+                            '[', ']', 'J', 'K', KEY_NPAGE, KEY_PPAGE, ' ',  'n',
+                            '+', '=', '-', 'r', 'a',       'v',       27};
     int n = 0;
     for (int i = 0; ui_panels[i]; i++, n++) {
         const struct panel_ops *p = ui_panels[i];
@@ -453,6 +534,7 @@ int main(void)
     tcase_add_test(tc, join_paragraphs);
     tcase_add_test(tc, bars);
     tcase_add_test(tc, axis);
+    tcase_add_test(tc, ring_layout);
     tcase_add_test(tc, bits_and_hex);
     tcase_add_test(tc, values_and_errors);
     tcase_add_test(tc, eventlog_ring);
