@@ -35,10 +35,12 @@ export SCALELAB_DATA="${SCALELAB_DATA:-$here}"
 : "${FUZZ_TIMEOUT:=30}"
 : "${FUZZ_OUT:=./fuzz-cli-out}"
 RANDOM=$FUZZ_SEED
-mkdir -p "$FUZZ_OUT"
+mkdir -p "$FUZZ_OUT" && FUZZ_OUT=$(cd "$FUZZ_OUT" && pwd)
 W=$(mktemp -d "${TMPDIR:-/tmp}/fuzz-cli.XXXXXX")
 trap 'chmod -R u+rwx "$W" 2>/dev/null; rm -rf "$W"' EXIT
 export XDG_STATE_HOME="$W/state"
+case "$SCALELAB" in /*) ;; *) SCALELAB="$PWD/$SCALELAB" ;; esac
+cd "$W" || exit 1 # a mutated '--trace tiny' writes ./tiny: here, not in the caller's folder
 mkdir -p "$W/dir" "$W/out"
 printf '[model]\nname = x\nlayers = 1\n' >"$W/partial.ini"
 head -c 300 /dev/urandom >"$W/junk.ini"
