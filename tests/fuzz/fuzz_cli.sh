@@ -68,7 +68,7 @@ seeds_collective=("collective --gpus 4 --size 4KiB"
     "collective --gpus 4 --size 64KiB --sweep --json")
 seeds_train=("train --steps 2 --batch 1"
     "train --steps 2 --batch 1 --precision fp16 --loss-scale dynamic --json"
-    "train --steps 3 --batch 1 --precision bf16 --clip 1.0 --checkpoint every:2 --inject nan@1"
+    "train --steps 3 --batch 1 --precision bf16 --loss-scale 1 --clip 1.0 --checkpoint every:2 --inject nan@1"
     "train --steps 2 --batch 1 --lr 1e-3 --betas 0.9,0.95 --wd 0.1 --seed 7 --summary")
 seeds_run=("run --list" "run --quantities --json" "run 1" "run $here/tests/data/lessons/run-good.lesson")
 seeds_bench=("bench --list" "bench --list --json" "bench --quick --only formats"
