@@ -115,8 +115,10 @@ static int parse_option(struct run *r, const char *name, const char *arg, struct
     long long n;
     int rc = 0;
     if (!strcmp(name, "model")) {
-        if ((rc = preset_load_model(arg, &r->shape, e)))
+        if ((rc = preset_load_model(arg, &r->shape, e))) {
+            error_prefix(e, "--model");
             return rc;
+        }
     } else if (!strcmp(name, "steps")) {
         if (!(rc = parse_long(name, arg, 1, MAX_STEPS, &n, e)))
             o->steps = (long)n;
@@ -212,6 +214,34 @@ static int parse_option(struct run *r, const char *name, const char *arg, struct
 }
 
 /* ------------------------------------------------------------------ --dump */
+
+/* Before the run: DIR is a writable folder, or can be made in a writable one. */
+static int dump_check(const char *dir, struct error *e)
+{
+    struct stat st;
+    if (!*dir)
+        return error_set(e, ERR_INVAL, "train: --dump: give a folder, not an empty name");
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return error_set(e, ERR_INVAL, "train: --dump %s: not a folder", dir);
+        if (access(dir, W_OK) != 0)
+            return error_set(e, ERR_INVAL, "train: --dump %s: cannot write in it: %s", dir,
+                             strerror(errno));
+        return 0;
+    }
+    char parent[4096];
+    if (snprintf(parent, sizeof parent, "%s", dir) >= (int)sizeof parent)
+        return error_set(e, ERR_INVAL, "train: --dump: the path is too long");
+    size_t len = strlen(parent);
+    while (len > 1 && parent[len - 1] == '/')
+        parent[--len] = '\0';
+    char *slash = strrchr(parent, '/');
+    const char *where = slash ? (slash == parent ? "/" : (*slash = '\0', parent)) : ".";
+    if (access(where, W_OK) != 0)
+        return error_set(e, ERR_INVAL, "train: --dump %s: cannot create it in %s: %s", dir, where,
+                         strerror(errno));
+    return 0;
+}
 
 /* Writes n bytes to dir/name through a temporary name and a rename. */
 static int write_file(const char *dir, const char *name, const void *data, size_t n,
@@ -628,7 +658,10 @@ static int train_main(int argc, char **argv)
     r.cluster = "h100-80gb";
     if ((rc = preset_load_model("tiny", &r.shape, &e)))
         return cli_fail(&e);
+    static const char *const repeatable[] = {"inject", NULL};
     opts_init(&p, argc, argv, options, "train");
+    p.once = true;
+    p.repeatable = repeatable;
     while ((k = opts_next(&p, &arg)) != OPTS_END) {
         if (k == OPTS_ERROR)
             return 2;
@@ -672,6 +705,8 @@ static int train_main(int argc, char **argv)
                          "--batch %d: the run's buffers need %s, more than half of this host's %s",
                          o->batch, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
                          units_format_bytes(b, sizeof b, host, UNITS_BINARY));
+    if (r.dump && (rc = dump_check(r.dump, &e)))
+        return cli_fail(&e);
     struct evlog log = {0};
     if (r.trace) {
         double events = trace_events(o), bytes = events * sizeof(struct event);
@@ -682,9 +717,10 @@ static int train_main(int argc, char **argv)
         char *slash = strrchr(dir, '/');
         if (slash)
             *(slash == dir ? slash + 1 : slash) = 0;
-        if (access(slash ? dir : ".", W_OK) != 0)
-            return cli_usage("train", "--trace %s: cannot write in %s: %s", r.trace,
-                             slash ? dir : ".", strerror(errno));
+        if (trace_check_path(r.trace, &e) < 0) {
+            error_prefix(&e, "train: --trace");
+            return cli_fail(&e);
+        }
         if (events > TRACE_MAX_EVENTS)
             return cli_usage("train",
                              "--trace: %ld steps of this run record %.0f events, more than the "

@@ -291,6 +291,17 @@ bad "--clip" train --clip 0
 bad "--precision" train --precision fp8
 bad "--loss-scale" train --loss-scale abc
 bad "--checkpoint" train --checkpoint every:0
+# outputs and options that would fail only after the run are refused before it
+bad "--trace" train --steps 1 --trace "$D/dir"
+bad "--trace" train --steps 1 --trace ""
+bad "--dump" train --steps 1 --dump "$D/none/d"
+bad "--dump" train --steps 1 --dump "$D/good.ini"
+bad "--dump" train --steps 1 --dump ""
+bad "given twice" train --steps 1 --steps 2
+bad "given twice" train --steps 1 --json --json
+bad "--model" train --steps 1 --model "$D/dir"
+bad "--model" train --steps 1 --model ""
+bad "--model" train --steps 1 --model "$D/heads.ini"
 bad "--inject" train --inject nan@0
 bad "--inject" train --inject nan@99999 --steps 10
 bad "heads.ini:11:" train --model "$D/heads.ini"
