@@ -207,7 +207,7 @@ struct gpt {
     size_t mem[GPT_MEM_KINDS], used[GPT_MEM_KINDS];
 };
 
-static void *host_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
+void *gpt_host_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
 {
     (void)ctx, (void)kind, (void)what;
     void *p = NULL;
@@ -217,7 +217,7 @@ static void *host_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *
     return p;
 }
 
-static void host_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
+void gpt_host_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
 {
     (void)ctx, (void)kind, (void)bytes;
     free(p);
@@ -407,8 +407,9 @@ int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_for
         gpt_free(g);
         return rc;
     }
-    g->alloc =
-        alloc && alloc->alloc ? *alloc : (struct gpt_alloc){.alloc = host_alloc, .free = host_free};
+    g->alloc = alloc && alloc->alloc
+                   ? *alloc
+                   : (struct gpt_alloc){.alloc = gpt_host_alloc, .free = gpt_host_free};
     static const char *const what[GPT_MEM_KINDS] = {[GPT_MEM_WEIGHTS] = "weights",
                                                     [GPT_MEM_GRADS] = "gradients",
                                                     [GPT_MEM_ARENA] = "activation arena",

@@ -138,6 +138,11 @@ struct gpt_alloc {
     void *ctx;
 };
 
+/* Plain host memory, 64-byte aligned and zeroed: the allocator of a seam with no simulated
+ * device behind it (a gpt_alloc whose alloc is NULL uses these). */
+void *gpt_host_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what);
+void gpt_host_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes);
+
 /* What to inject into the current step (for the lessons and the tests). */
 struct gpt_inject {
     int nan_scores_layer; /* >= 0: a NaN in that layer's attention scores */

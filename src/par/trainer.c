@@ -92,22 +92,6 @@ static void *tmalloc(struct trainer *t, enum gpt_mem kind, size_t bytes, const c
     return p;
 }
 
-static void *host_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
-{
-    (void)ctx, (void)kind, (void)what;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0)
-        return NULL;
-    memset(p, 0, bytes);
-    return p;
-}
-
-static void host_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
-{
-    (void)ctx, (void)kind, (void)bytes;
-    free(p);
-}
-
 static size_t batch_bytes(const struct train_opts *o)
 {
     return 2 * (size_t)o->batch * (size_t)o->shape.seq * sizeof(int32_t);
@@ -152,8 +136,9 @@ int trainer_new(struct trainer **out, const struct train_opts *o, const struct g
     if (!t)
         return error_set(e, ERR_NOMEM, "out of memory");
     t->o = *o;
-    t->alloc =
-        alloc && alloc->alloc ? *alloc : (struct gpt_alloc){.alloc = host_alloc, .free = host_free};
+    t->alloc = alloc && alloc->alloc
+                   ? *alloc
+                   : (struct gpt_alloc){.alloc = gpt_host_alloc, .free = gpt_host_free};
     rc = gpt_new(&t->g, &o->shape, o->batch, o->precision, &o->ckpt, &t->alloc, e);
     if (rc)
         goto fail;

@@ -80,22 +80,6 @@ static void rec_compute(void *ctx, double flops, const char *what, int layer)
     record(p);
 }
 
-static void *host_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
-{
-    (void)ctx, (void)kind, (void)what;
-    void *q = NULL;
-    if (posix_memalign(&q, 64, bytes ? bytes : 1) != 0)
-        return NULL;
-    memset(q, 0, bytes);
-    return q;
-}
-
-static void host_free(void *ctx, enum gpt_mem kind, void *q, size_t bytes)
-{
-    (void)ctx, (void)kind, (void)bytes;
-    free(q);
-}
-
 static double big_activ(const struct ckpt_panel *p, const char *policy)
 {
     struct activ_policy pol;
@@ -117,7 +101,7 @@ static void measure(struct ckpt_panel *p)
                            p->tiny.heads, p->tiny.ffn,     p->tiny.seq};
     p->npts = 0, p->flops_done = p->live = p->peak = 0;
     p->err[0] = 0;
-    struct gpt_alloc seam = {host_alloc, host_free, rec_charge, rec_compute, p};
+    struct gpt_alloc seam = {gpt_host_alloc, gpt_host_free, rec_charge, rec_compute, p};
     if (gpt_ckpt_parse(policies[p->policy], &ck, &e) ||
         gpt_new(&g, &c, p->batch, p->fmt, &ck, &seam, &e)) {
         snprintf(p->err, sizeof p->err, "%s", e.msg);
