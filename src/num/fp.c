@@ -297,94 +297,39 @@ float bf16_to_f32(bf16_t h)
  * the compiler's cheap vectoriser wants), and dst may equal src. */
 #define BLOCK 64
 
-/* The portable bulk loops (on x86 with F16C/AVX2, the intrinsics further down run instead). */
-static void f16_from_n_c(fp16_t *dst, const float *src, size_t n)
+static inline uint32_t f16_round_bits(uint32_t u)
 {
-    size_t i = 0;
-    for (; i + BLOCK <= n; i += BLOCK) {
-        uint32_t u[BLOCK];
-        uint16_t o[BLOCK];
-        memcpy(u, src + i, sizeof u);
-        for (int j = 0; j < BLOCK; j++)
-            o[j] = f16_bits(u[j]);
-        memcpy(dst + i, o, sizeof o);
-    }
-    for (; i < n; i++)
-        dst[i] = f16_bits(fp_f32_bits(src[i]));
+    return f16_to_bits(f16_bits(u));
 }
 
-static void f16_to_n_c(float *dst, const fp16_t *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + BLOCK <= n; i += BLOCK) {
-        uint16_t h[BLOCK];
-        uint32_t o[BLOCK];
-        memcpy(h, src + i, sizeof h);
-        for (int j = 0; j < BLOCK; j++)
-            o[j] = f16_to_bits(h[j]);
-        memcpy(dst + i, o, sizeof o);
+/* The portable bulk loops (on x86 with F16C/AVX2, the intrinsics further down run instead):
+ * NAME(dst, src, n) maps each element's bits IN to bits OUT with F. */
+#define BULK_LOOP(NAME, DST, SRC, IN, OUT, F)                                                      \
+    static void NAME(DST *dst, const SRC *src, size_t n)                                           \
+    {                                                                                              \
+        size_t i = 0;                                                                              \
+        for (; i + BLOCK <= n; i += BLOCK) {                                                       \
+            IN u[BLOCK];                                                                           \
+            OUT o[BLOCK];                                                                          \
+            memcpy(u, src + i, sizeof u);                                                          \
+            for (int j = 0; j < BLOCK; j++)                                                        \
+                o[j] = F(u[j]);                                                                    \
+            memcpy(dst + i, o, sizeof o);                                                          \
+        }                                                                                          \
+        for (; i < n; i++) {                                                                       \
+            IN u;                                                                                  \
+            memcpy(&u, src + i, sizeof u);                                                         \
+            OUT o = F(u);                                                                          \
+            memcpy(dst + i, &o, sizeof o);                                                         \
+        }                                                                                          \
     }
-    for (; i < n; i++)
-        dst[i] = fp_f32_from_bits(f16_to_bits(src[i]));
-}
 
-static void f16_round_n_c(float *dst, const float *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + BLOCK <= n; i += BLOCK) {
-        uint32_t u[BLOCK];
-        memcpy(u, src + i, sizeof u);
-        for (int j = 0; j < BLOCK; j++)
-            u[j] = f16_to_bits(f16_bits(u[j]));
-        memcpy(dst + i, u, sizeof u);
-    }
-    for (; i < n; i++)
-        dst[i] = fp_f32_from_bits(f16_to_bits(f16_bits(fp_f32_bits(src[i]))));
-}
-
-static void bf16_from_n_c(bf16_t *dst, const float *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + BLOCK <= n; i += BLOCK) {
-        uint32_t u[BLOCK];
-        uint16_t o[BLOCK];
-        memcpy(u, src + i, sizeof u);
-        for (int j = 0; j < BLOCK; j++)
-            o[j] = bf16_bits(u[j]);
-        memcpy(dst + i, o, sizeof o);
-    }
-    for (; i < n; i++)
-        dst[i] = bf16_bits(fp_f32_bits(src[i]));
-}
-
-static void bf16_to_n_c(float *dst, const bf16_t *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + BLOCK <= n; i += BLOCK) {
-        uint16_t h[BLOCK];
-        uint32_t o[BLOCK];
-        memcpy(h, src + i, sizeof h);
-        for (int j = 0; j < BLOCK; j++)
-            o[j] = bf16_to_bits(h[j]);
-        memcpy(dst + i, o, sizeof o);
-    }
-    for (; i < n; i++)
-        dst[i] = fp_f32_from_bits(bf16_to_bits(src[i]));
-}
-
-static void bf16_round_n_c(float *dst, const float *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + BLOCK <= n; i += BLOCK) {
-        uint32_t u[BLOCK];
-        memcpy(u, src + i, sizeof u);
-        for (int j = 0; j < BLOCK; j++)
-            u[j] = bf16_round_bits(u[j]);
-        memcpy(dst + i, u, sizeof u);
-    }
-    for (; i < n; i++)
-        dst[i] = fp_f32_from_bits(bf16_round_bits(fp_f32_bits(src[i])));
-}
+BULK_LOOP(f16_from_n_c, fp16_t, float, uint32_t, uint16_t, f16_bits)
+BULK_LOOP(f16_to_n_c, float, fp16_t, uint16_t, uint32_t, f16_to_bits)
+BULK_LOOP(f16_round_n_c, float, float, uint32_t, uint32_t, f16_round_bits)
+BULK_LOOP(bf16_from_n_c, bf16_t, float, uint32_t, uint16_t, bf16_bits)
+BULK_LOOP(bf16_to_n_c, float, bf16_t, uint16_t, uint32_t, bf16_to_bits)
+BULK_LOOP(bf16_round_n_c, float, float, uint32_t, uint32_t, bf16_round_bits)
 
 /* ------------------------------------------------------------------ bulk: x86 */
 
@@ -488,7 +433,7 @@ X86_ATTR static void f16_round_n_f16c(float *dst, const float *src, size_t n)
         _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
     }
     for (; i < n; i++)
-        dst[i] = fp_f32_from_bits(f16_to_bits(f16_bits(fp_f32_bits(src[i]))));
+        dst[i] = fp_f32_from_bits(f16_round_bits(fp_f32_bits(src[i])));
 }
 
 /* AVX2 and F16C, and an OS that saves the YMM registers, read with cpuid directly
