@@ -236,18 +236,21 @@ static void ckpt_draw(const void *state, struct ui_canvas *c)
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
         return;
     }
-    canvas_printf(c, y++, 0, ROLE_TEXT, "activation peak %s measured, %s predicted",
-                  units_format_bytes(a, sizeof a, p->peak, UNITS_BINARY),
-                  units_format_bytes(b, sizeof b, p->predicted, UNITS_BINARY));
-    canvas_printf(c, y++, 0, p->fl.recompute > 0 ? ROLE_WARN : ROLE_DIM,
-                  "recomputed %.3g FLOPs: +%.1f%% on forward + backward", p->fl.recompute,
-                  100 * p->fl.recompute / (p->fl.forward + p->fl.backward));
+    /* Lines that may be wider than the panel wrap rather than lose their numbers. */
+    char line[256];
+    snprintf(line, sizeof line, "activation peak %s measured, %s predicted",
+             units_format_bytes(a, sizeof a, p->peak, UNITS_BINARY),
+             units_format_bytes(b, sizeof b, p->predicted, UNITS_BINARY));
+    y += canvas_wrap(c, y, ROLE_TEXT, line, 0);
+    snprintf(line, sizeof line, "recomputed %.3g FLOPs: +%.1f%% on forward + backward",
+             p->fl.recompute, 100 * p->fl.recompute / (p->fl.forward + p->fl.backward));
+    y += canvas_wrap(c, y, p->fl.recompute > 0 ? ROLE_WARN : ROLE_DIM, line, 0);
     y++;
     /* per layer: kept (bar) and recomputed (dim) */
     double mx = 0;
     for (int l = 0; l < p->layers; l++)
         mx = fmax(mx, p->stored[l] + p->recomputed[l]);
-    canvas_printf(c, y++, 0, ROLE_TITLE, "per layer: kept by the forward pass, recomputed");
+    y += canvas_wrap(c, y, ROLE_TITLE, "per layer: kept by the forward pass, recomputed", 0);
     int bw = W - 30 > 10 ? W - 30 : 10;
     const struct ui_glyphs *gl = theme_glyphs();
     for (int l = 0; l < p->layers && y < H; l++, y++) {
@@ -260,8 +263,9 @@ static void ckpt_draw(const void *state, struct ui_canvas *c)
         canvas_printf(c, y, 10 + bw, ROLE_DIM, "%s",
                       units_format_bytes(a, sizeof a, p->stored[l], UNITS_BINARY));
     }
-    canvas_printf(c, y++, 0, ROLE_DIM, "ends (final norm, fp32 probabilities): %s kept",
-                  units_format_bytes(a, sizeof a, p->ends, UNITS_BINARY));
+    snprintf(line, sizeof line, "ends (final norm, fp32 probabilities): %s kept",
+             units_format_bytes(a, sizeof a, p->ends, UNITS_BINARY));
+    y += canvas_wrap(c, y, ROLE_DIM, line, 0);
     y++;
     /* the sawtooth: live activation bytes over the step's FLOPs */
     int h = H - y - 4;
@@ -291,10 +295,12 @@ static void ckpt_draw(const void *state, struct ui_canvas *c)
         canvas_printf(c, y++, x0, ROLE_DIM, "forward %s backward%s", gl->dot,
                       p->fl.recompute > 0 ? " (with recomputation)" : "");
     }
-    if (p->have_big && y < H)
-        canvas_printf(c, y++, 0, ROLE_TEXT, "synthetic-7b (calculator, 1 x %d, bf16): %s; none %s",
-                      p->big.seq, units_format_bytes(a, sizeof a, p->big_peak, UNITS_BINARY),
-                      units_format_bytes(b, sizeof b, p->big_none, UNITS_BINARY));
+    if (p->have_big && y < H) {
+        snprintf(line, sizeof line, "synthetic-7b (calculator, 1 x %d, bf16): %s; none %s",
+                 p->big.seq, units_format_bytes(a, sizeof a, p->big_peak, UNITS_BINARY),
+                 units_format_bytes(b, sizeof b, p->big_none, UNITS_BINARY));
+        canvas_wrap(c, y, ROLE_TEXT, line, 0);
+    }
 }
 
 static const struct panel_key ckpt_keys[] = {
