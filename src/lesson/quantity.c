@@ -12,6 +12,7 @@
 #include "calc/activ.h"
 #include "calc/memory.h"
 #include "calc/params.h"
+#include "calc/plan.h"
 #include "calc/preset.h"
 #include "calc/sched.h"
 #include "comm/cost.h"
@@ -177,6 +178,41 @@ static double s7b_activ_layer(double s, double b)
     struct activ_list l;
     activ_layer(&m, &c, &l);
     return l.total;
+}
+
+/* One synthetic-7b layer's parameters: what FSDP gathers for a layer wrapped as one unit. */
+static double s7b_layer_params(void)
+{
+    struct model_shape m;
+    struct params_breakdown b;
+    if (preset_load_model("synthetic-7b", &m, NULL) < 0)
+        return NAN;
+    params_count(&m, &b);
+    return b.per_layer;
+}
+
+/* Model FLOPs of one synthetic-7b training step over t tokens of its 2048-token sequences,
+ * 6 Psi t + 12 L h s t (Narayanan et al. 2021, as 'scalelab plan' counts them). */
+static double s7b_flops(double t)
+{
+    struct model_shape m;
+    if (preset_load_model("synthetic-7b", &m, NULL) < 0 || !(t >= 1))
+        return NAN;
+    return plan_model_flops(&m, params_total(&m), t, m.seq);
+}
+
+/* Bytes one GPU sends per step for Megatron tensor parallelism of degree t over all of
+ * synthetic-7b's layers (pp = 1), m micro-batches of one 2048-token sequence: two all-reduces
+ * of the s x h activations forward and two backward per layer, each 2(t-1)/t x s h x 2 B on a
+ * ring (Shoeybi et al. 2019). */
+static double s7b_tp_comm(double t, double mb)
+{
+    struct model_shape m;
+    if (preset_load_model("synthetic-7b", &m, NULL) < 0 || !(t >= 1 && t <= 1024) ||
+        !(mb >= 1 && mb <= 1 << 20))
+        return NAN;
+    double act = (double)m.seq * m.d_model * 2;
+    return 4.0 * m.layers * mb * 2 * (t - 1) / t * act;
 }
 
 /* Korthikanti et al. 2022: a GPT layer's activations, sbh(34 + 5as/h) bytes for b = 1. */
@@ -350,6 +386,10 @@ static const struct quantity registry[] = {
        "bytes one synthetic-7b layer saves for s tokens x b sequences in bf16, no "
        "checkpointing",
        s7b_activ_layer),
+    Q0("synthetic_7b.layer_params", "", "parameters of one synthetic-7b layer", s7b_layer_params),
+    Q1("synthetic_7b.flops", "", "model FLOPs of a synthetic-7b step over t tokens", s7b_flops),
+    Q2("synthetic_7b.tp_comm", "B", "bytes a GPU sends per step for tp = t, m micro-batches",
+       s7b_tp_comm),
     Q3("zero.per_gpu", "B", "model states per GPU: psi params, n GPUs, ZeRO stage z, 16 B/param",
        zero_per_gpu),
     Q3("zero.per_gpu18", "B", "the same with fp32 gradients, 18 B/param", zero_per_gpu18),
