@@ -333,6 +333,13 @@ static double busbw_factor(double n)
     return n >= 1 ? cost_busbw_factor(COST_ALLREDUCE, (int)n) : NAN;
 }
 
+/* nccl-tests' bus bandwidth of an all-reduce of y bytes on x GPUs that took t seconds:
+ * algbw y/t times 2(x-1)/x (nccl-tests, doc/PERFORMANCE.md). */
+static double busbw(double n, double bytes, double t)
+{
+    return t > 0 && bytes >= 0 ? bytes / t * busbw_factor(n) : NAN;
+}
+
 /* ------------------------------------------------------------------ the registry */
 
 #define Q0(name, unit, what, f)                                                                    \
@@ -442,6 +449,8 @@ static const struct quantity registry[] = {
        "the all-reduce size above which a ring beats a tree on x GPUs of h100-80gb", crossover),
     Q1("allreduce.busbw_factor", "",
        "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
+    Q3("allreduce.busbw", "B/s", "busbw of an all-reduce of y bytes on x GPUs in t s: y/t 2(x-1)/x",
+       busbw),
 };
 
 size_t quantity_count(void)
