@@ -731,16 +731,17 @@ static const struct panel_key keys[] = {
 };
 
 const struct panel_ops panel_collective = {
-    "collective",
-    "Ring all-reduce",
-    "A real all-reduce among N device threads, step by step: each GPU's chunks and how many "
-    "GPUs' contributions they hold, reduce-scatter then all-gather; the bytes each GPU sent "
-    "against 2(N-1)/N x size; and the α-β time of ring and tree against the size.",
-    coll_init,
-    coll_fini,
-    coll_on_key,
-    coll_on_event,
-    coll_set,
-    coll_draw,
-    keys,
+    .name = "collective",
+    .title = "Collectives, step by step",
+    .about = "A real all-reduce among N device threads, step by step: each GPU's chunks and how "
+             "many GPUs' contributions they hold, reduce-scatter then all-gather; the bytes each "
+             "GPU sent against 2(N-1)/N x size; and the α-β time of ring and tree against the "
+             "size.",
+    .init = coll_init,
+    .fini = coll_fini,
+    .on_key = coll_on_key,
+    .on_event = coll_on_event,
+    .set = coll_set,
+    .draw = coll_draw,
+    .keys = keys,
 };
