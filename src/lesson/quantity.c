@@ -215,6 +215,36 @@ static double s7b_tp_comm(double t, double mb)
     return 4.0 * m.layers * mb * 2 * (t - 1) / t * act;
 }
 
+/* synthetic-7b's whole model (32 layers and its ends), b sequences of s tokens in bf16 on one
+ * GPU: k = 0 no checkpointing, k = -1 selective, k >= 1 every:k (1 is full); calc/activ.h. */
+static double s7b_activ(double s, double b, double k, bool peak)
+{
+    struct model_shape m;
+    struct activ_policy pol = {ACTIV_NONE, 0};
+    if (preset_load_model("synthetic-7b", &m, NULL) < 0 || !(s >= 1 && s <= 1 << 20) ||
+        !(b >= 1 && b <= 1 << 20) || k != floor(k) || !(k >= -1 && k <= m.layers))
+        return NAN;
+    if (k == -1)
+        pol.kind = ACTIV_SELECTIVE;
+    else if (k >= 1)
+        pol.kind = ACTIV_EVERY, pol.every = (int)k;
+    struct activ_config c = {(int)b, (int)s, 1, false, 2};
+    struct activ_total t;
+    activ_total(&m, &c, &pol, m.layers, true, true, &t);
+    return peak ? t.peak : t.saved;
+}
+
+static double s7b_activ_peak(double s, double b, double k)
+{
+    return s7b_activ(s, b, k, true);
+}
+
+/* Model states (16 B/param) plus the peak activations: one GPU's memory, no parallelism. */
+static double s7b_total(double s, double b, double k)
+{
+    return synthetic_7b(1) + s7b_activ(s, b, k, true);
+}
+
 /* Korthikanti et al. 2022: a GPT layer's activations, sbh(34 + 5as/h) bytes for b = 1. */
 static double activ_gpt_layer(double s, double h, double a)
 {
@@ -302,6 +332,22 @@ static double tree_time(double n, double bytes)
     return allreduce(COST_TREE, n, bytes).time_s;
 }
 
+static double dbtree_time(double n, double bytes)
+{
+    return allreduce(COST_DBTREE, n, bytes).time_s;
+}
+
+static double rhd_time(double n, double bytes)
+{
+    return allreduce(COST_RHD, n, bytes).time_s;
+}
+
+static double rhd_steps(double n)
+{
+    struct cost_result r = allreduce(COST_RHD, n, 0);
+    return r.steps < 0 ? NAN : r.steps;
+}
+
 static double tree_faster(double n, double bytes)
 {
     return tree_time(n, bytes) < ring_time(n, bytes);
@@ -321,6 +367,13 @@ static double crossover(double n)
 static double busbw_factor(double n)
 {
     return n >= 1 ? cost_busbw_factor(COST_ALLREDUCE, (int)n) : NAN;
+}
+
+/* nccl-tests' bus bandwidth of an all-reduce of y bytes on x GPUs that took t seconds:
+ * algbw y/t times 2(x-1)/x (nccl-tests, doc/PERFORMANCE.md). */
+static double busbw(double n, double bytes, double t)
+{
+    return t > 0 && bytes >= 0 ? bytes / t * busbw_factor(n) : NAN;
 }
 
 /* ------------------------------------------------------------------ the registry */
@@ -390,6 +443,11 @@ static const struct quantity registry[] = {
     Q1("synthetic_7b.flops", "", "model FLOPs of a synthetic-7b step over t tokens", s7b_flops),
     Q2("synthetic_7b.tp_comm", "B", "bytes a GPU sends per step for tp = t, m micro-batches",
        s7b_tp_comm),
+    Q3("synthetic_7b.activ_peak", "B",
+       "its peak activations, s tokens x b sequences, bf16; k: 0 none, -1 selective, every:k",
+       s7b_activ_peak),
+    Q3("synthetic_7b.total", "B", "its states plus peak activations on one GPU (s, b, k as above)",
+       s7b_total),
     Q3("zero.per_gpu", "B", "model states per GPU: psi params, n GPUs, ZeRO stage z, 16 B/param",
        zero_per_gpu),
     Q3("zero.per_gpu18", "B", "the same with fp32 gradients, 18 B/param", zero_per_gpu18),
@@ -417,12 +475,22 @@ static const struct quantity registry[] = {
     Q2("tree.allreduce_time", "s",
        "α-β time of a pipelined binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
        tree_time),
+    Q2("dbtree.allreduce_time", "s",
+       "α-β time of a double-binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
+       dbtree_time),
+    Q2("rhd.allreduce_time", "s",
+       "α-β time of a recursive halving/doubling all-reduce of y bytes on x GPUs of h100-80gb",
+       rhd_time),
+    Q1("rhd.allreduce_steps", "", "steps of a recursive halving/doubling all-reduce on x GPUs",
+       rhd_steps),
     Q2("allreduce.tree_faster", "bool",
        "1 if the tree all-reduce of y bytes on x GPUs of h100-80gb beats the ring", tree_faster),
     Q1("allreduce.crossover", "B",
        "the all-reduce size above which a ring beats a tree on x GPUs of h100-80gb", crossover),
     Q1("allreduce.busbw_factor", "",
        "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
+    Q3("allreduce.busbw", "B/s", "busbw of an all-reduce of y bytes on x GPUs in t s: y/t 2(x-1)/x",
+       busbw),
 };
 
 size_t quantity_count(void)
