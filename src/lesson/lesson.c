@@ -1110,9 +1110,13 @@ int lesson_find(const char *dir, const char *which, struct lesson **out, struct 
     bool numeric = units_parse_int(which, 0, 99, &num, NULL) == 0;
     const char *hit = NULL;
     for (size_t i = 0; i < count && !hit; i++) {
-        if (numeric ? lesson_number_of(names[i]) == num
-                    : strcmp(names[i], which) == 0 ||
-                          (strncmp(names[i], which, wl) == 0 && !strcmp(names[i] + wl, ".lesson")))
+        /* "06-lab.lesson" answers to 6, "06-lab.lesson", "06-lab" and "lab" */
+        const char *dash = strchr(names[i], '-'), *bare = dash ? dash + 1 : names[i];
+        if (numeric
+                ? lesson_number_of(names[i]) == num
+                : strcmp(names[i], which) == 0 ||
+                      (strncmp(names[i], which, wl) == 0 && !strcmp(names[i] + wl, ".lesson")) ||
+                      (strncmp(bare, which, wl) == 0 && !strcmp(bare + wl, ".lesson")))
             hit = names[i];
     }
     if (hit) {
@@ -1121,7 +1125,7 @@ int lesson_find(const char *dir, const char *which, struct lesson **out, struct 
     } else {
         rc = error_set(e, ERR_INVAL,
                        "no lesson '%s' in %s (give a number, a name such as "
-                       "01-mixed-precision, or a path)",
+                       "01-mixed-precision or lab, or a path)",
                        which, folder);
     }
     free_strings(names, count);

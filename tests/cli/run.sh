@@ -16,6 +16,11 @@ check_json "d['passed'] == 3 and d['failed'] == 0" "JSON tally"
 check_json "d['steps'][0]['runs'][0]['expects'][1]['check'] == 'values[1].bf16.value = bf16.round(0.1)'" "JSON names each check"
 check_json "d['steps'][0]['questions'][0]['value'] == 65504 and d['steps'][0]['questions'][0]['from'] == 'fp16.max'" "JSON answers"
 
+# a shipped lesson by its bare name, as its tab calls it
+run run lab --json
+check_status 0 "run lab finds 06-lab.lesson"
+check_json "d['failed'] == 0 and d['passed'] > 0" "the Lab's experiments hold"
+
 run run "$data/run-bad.lesson"
 check_status 1 "a failing expectation"
 check_contains "$out" "FAIL values[0].fp16.value = 65504 (line 8): values[0].fp16.value is inf, expected = 65504" "the failure says what was found"
