@@ -152,7 +152,8 @@ int dev_wait(struct device *d, struct dev_req *req, struct error *e);
  * into buf; its size must be bytes. 0 or ERR_RUN (aborted, deadline, size mismatch). */
 int dev_recv(struct device *d, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
              dev_combine_fn combine, void *ctx, struct error *e);
-/* dev_isend to `to`, dev_recv from `from`, dev_wait: one exchange step. */
+/* dev_isend to `to`, dev_recv from `from`, dev_wait: one exchange step. sbuf and rbuf must not
+ * overlap: the peer reads sbuf while this device's receive writes rbuf (a rendezvous copy). */
 int dev_sendrecv(struct device *d, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
                  size_t rbytes, const struct dev_tag *tag, dev_combine_fn combine, void *ctx,
                  struct error *e);

@@ -220,14 +220,15 @@ END_TEST
 
 static int fail_at_2(struct device *d, void *arg, struct error *e)
 {
-    static char buf[64][8];
+    /* Separate send and receive buffers: the right neighbour reads out[r] while this GPU's
+     * receive writes in[r] (one buffer for both was a data race of the test's own making). */
+    static char out[64][8], in[64][8];
     (void)arg;
     int n = dev_count(d), r = dev_rank(d);
     for (int s = 0; s < 100; s++) {
         if (dev_step(d, s, e))
             return ERR_RUN;
-        if (dev_sendrecv(d, (r + 1) % n, buf[r], 8, (r + n - 1) % n, buf[r], 8, NULL, NULL, NULL,
-                         e))
+        if (dev_sendrecv(d, (r + 1) % n, out[r], 8, (r + n - 1) % n, in[r], 8, NULL, NULL, NULL, e))
             return ERR_RUN;
     }
     return 0;
