@@ -27,12 +27,13 @@ D=$T_TMP
 mkdir "$D/dir"
 : >"$D/empty.ini"
 printf '[model]\nname = x\n' >"$D/unreadable.ini"; chmod 000 "$D/unreadable.ini"
-model() { # FILE KEY=VALUE...: a tiny model file with the keys replaced or added
-    f=$1; shift
+# ini SECTION DEFAULTS FILE KEY=VALUE...: a preset file of SECTION with the DEFAULTS (space-
+# separated key=value), each KEY=VALUE replacing or adding a key and each -KEY removing one.
+ini() {
+    section=$1 defaults=$2 f=$3; shift 3
     {
-        echo "[model]"
-        for kv in "name=m" "layers=2" "d_model=64" "heads=4" "kv_heads=4" "ffn=172" \
-            "ffn_kind=swiglu" "vocab=64" "tied=true" "seq=64"; do
+        echo "[$section]"
+        for kv in $defaults; do
             k=${kv%%=*}
             skip=
             for o in "$@"; do case "$o" in "$k="*) skip=1 ;; "-$k") skip=1 ;; esac; done
@@ -40,6 +41,10 @@ model() { # FILE KEY=VALUE...: a tiny model file with the keys replaced or added
         done
         for o in "$@"; do case "$o" in -*) ;; *) echo "${o%%=*} = ${o#*=}" ;; esac; done
     } >"$D/$f"
+}
+model() { # FILE KEY=VALUE...: a tiny model file with the keys replaced or added
+    ini model "name=m layers=2 d_model=64 heads=4 kv_heads=4 ffn=172 ffn_kind=swiglu vocab=64 \
+tied=true seq=64" "$@"
 }
 model good.ini
 model heads.ini heads=5
@@ -65,18 +70,8 @@ printf '[model]\nthis line has no equals sign\n' >"$D/noeq.ini"
 { printf '# %0300d\n' 0; cat "$D/good.ini"; } >"$D/longcomment.ini"
 { printf '\357\273\277'; cat "$D/good.ini"; } >"$D/bom.ini"
 cluster() { # FILE KEY=VALUE...
-    f=$1; shift
-    {
-        echo "[cluster]"
-        for kv in "name=c" "gpus_per_node=8" "nodes=1" "hbm=80GiB" "peak_flops=1e15" \
-            "intra_latency=2e-6" "intra_bandwidth=450e9" "inter_latency=5e-6" "inter_bandwidth=50e9"; do
-            k=${kv%%=*}
-            skip=
-            for o in "$@"; do case "$o" in "$k="*) skip=1 ;; "-$k") skip=1 ;; esac; done
-            [ -z "$skip" ] && echo "$k = ${kv#*=}"
-        done
-        for o in "$@"; do case "$o" in -*) ;; *) echo "${o%%=*} = ${o#*=}" ;; esac; done
-    } >"$D/$f"
+    ini cluster "name=c gpus_per_node=8 nodes=1 hbm=80GiB peak_flops=1e15 intra_latency=2e-6 \
+intra_bandwidth=450e9 inter_latency=5e-6 inter_bandwidth=50e9" "$@"
 }
 cluster cgood.ini
 cluster c0gpu.ini gpus_per_node=0
