@@ -392,7 +392,11 @@ START_TEST(seam_calls_are_known_before_the_run)
         for (int f = 0; f < 2; f++) {
             enum fp_format fmt = f ? FP_BF16 : FP_FP32;
             struct counting n = {0};
-            struct gpt_alloc seam = {count_alloc, count_free, count_charge, count_compute, &n};
+            struct gpt_alloc seam = {.alloc = count_alloc,
+                                     .free = count_free,
+                                     .charge = count_charge,
+                                     .compute = count_compute,
+                                     .ctx = &n};
             struct gpt_ckpt p;
             struct gpt *g = NULL;
             ck_assert_int_eq(gpt_ckpt_parse(pols[k], &p, NULL), 0);
@@ -605,8 +609,8 @@ START_TEST(skipped_step_leaves_state_untouched)
     o.steps = 4;
     o.precision = FP_FP16;
     o.scaling = TRAIN_SCALE_DYNAMIC;
-    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 3, 1};
-    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_INF, 4, 1};
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 3, 1, 0};
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_INF, 4, 1, 0};
     struct trainer *t = new_trainer(&o);
     size_t n = gpt_param_count(&o.shape), bytes = n * 4;
     float *before = malloc(4 * bytes);
@@ -648,7 +652,7 @@ START_TEST(no_scaler_applies_nonfinite_steps)
     o.steps = 3;
     o.precision = FP_BF16;
     o.scaling = TRAIN_SCALE_NONE;
-    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 2, 1};
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 2, 1, 0};
     struct trainer *t = new_trainer(&o);
     size_t n = gpt_param_count(&o.shape);
     struct train_step s;
@@ -754,7 +758,7 @@ START_TEST(options_are_checked)
     ck_assert_int_eq(train_opts_check(&o, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "--lr"));
     train_opts_default(&o);
-    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 301, 1};
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 301, 1, 0};
     ck_assert_int_eq(train_opts_check(&o, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "--inject"));
     struct gpt_ckpt p;
