@@ -3,9 +3,9 @@
 #include "config.h"
 #include "par/run.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "model/markov.h"
 #include "par/dp.h"
 #include "sim/cluster.h"
 
@@ -289,8 +290,6 @@ static int device_main(struct device *d, void *arg, struct error *e)
     }
     if (r->cfg.keep_first_step && (o->zero > 0 || rank == 0))
         trainer_observe(t, keep_first, r);
-    if (rank == 0)
-        r->floor = trainer_loss_floor(t); /* read after the join */
     int applied = 0;
     struct train_step s;
     for (long i = 1; i <= o->steps; i++) {
@@ -411,6 +410,14 @@ int run_new(struct run **out, const struct run_config *cfg, struct error *e)
         run_free(r);
         return error_set(e, ERR_NOMEM, "out of memory");
     }
+    /* the loss floor: the data's entropy rate, the same source every GPU draws from */
+    struct markov *src;
+    if ((rc = markov_new(&src, cfg->o.shape.vocab, cfg->o.seed, e))) {
+        run_free(r);
+        return rc;
+    }
+    r->floor = markov_entropy(src);
+    markov_free(src);
     struct cluster_config cc;
     cluster_config_init(&cc);
     cc.spec = cfg->spec;
@@ -431,8 +438,14 @@ int run_new(struct run **out, const struct run_config *cfg, struct error *e)
 int run_start(struct run *r, struct error *e)
 {
     r->t0 = clock_now();
-    if (pthread_create(&r->driver, NULL, driver_main, r) != 0)
-        return error_set(e, ERR_NOMEM, "cannot start the run's thread: %s", strerror(errno));
+    /* signals belong to the caller's thread (the window's): the run's threads block them */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&r->driver, NULL, driver_main, r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return error_set(e, ERR_NOMEM, "cannot start the run's thread: %s", strerror(rc));
     r->started = true;
     return 0;
 }
