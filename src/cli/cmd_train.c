@@ -597,10 +597,11 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
 /* A GPU's ledger peaks under memory --json's names, and the calculator's for the same. */
 static json_t *peaks_json(const uint64_t *cat, uint64_t total)
 {
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "weights",
-                     (json_int_t)cat[MEM_WEIGHTS], "gradients", (json_int_t)cat[MEM_GRADIENTS],
-                     "master_weights", (json_int_t)cat[MEM_MASTER], "optimizer",
-                     (json_int_t)cat[MEM_OPTIMIZER], "activations",
+    uint64_t states = cat[MEM_WEIGHTS] + cat[MEM_GRADIENTS] + cat[MEM_MASTER] + cat[MEM_OPTIMIZER];
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "states",
+                     (json_int_t)states, "weights", (json_int_t)cat[MEM_WEIGHTS], "gradients",
+                     (json_int_t)cat[MEM_GRADIENTS], "master_weights", (json_int_t)cat[MEM_MASTER],
+                     "optimizer", (json_int_t)cat[MEM_OPTIMIZER], "activations",
                      (json_int_t)cat[MEM_ACTIVATIONS], "communication", (json_int_t)cat[MEM_COMM],
                      "workspace", (json_int_t)cat[MEM_WORKSPACE], "reserved",
                      (json_int_t)cat[MEM_RESERVED], "total", (json_int_t)total);
@@ -682,6 +683,21 @@ static void print_summary_json(const struct args *r, const struct run *run,
         json_object_set_new(m, "predicted",
                             json_pack("{s:o, s:o, s:s}", "per_gpu", pg, "comm_bytes_per_gpu",
                                       jint(p->t.dp.bytes), "comm_formula", p->t.dp.formula));
+        /* every GPU against the prediction: bytes of difference, summed (0 when all agree) */
+        const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
+                               pm->states.optimizer, pm->activations,      pm->comm};
+        const enum ledger_cat cats[] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
+                                        MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
+        double dmem = 0, dcomm = 0;
+        for (int i = 0; i < o->gpus; i++) {
+            const struct run_gpu *g = run_gpu(run, i);
+            for (int k = 0; k < 6; k++)
+                dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
+            dcomm += fabs((double)g->sent_per_step - p->t.dp.bytes);
+        }
+        json_object_set_new(
+            m, "measured_minus_predicted",
+            json_pack("{s:o, s:o}", "memory_bytes", jint(dmem), "comm_bytes", jint(dcomm)));
     }
     json_t *top = json_object();
     json_object_set_new(top, "summary", m);
