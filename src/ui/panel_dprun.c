@@ -78,6 +78,8 @@ struct feed {
     struct rec *ring;
     size_t head, count;
     long dev_step[MAX_GPUS]; /* steps each GPU has finished */
+    long nmem[MAX_GPUS];     /* memory events of each GPU */
+    bool failed;             /* a GPU failed or ran out of memory */
     unsigned long dropped;
 };
 
@@ -143,10 +145,15 @@ static void on_event(void *ctx, const struct event *ev)
     struct feed *f = ctx;
     if (ev->device < 0 || ev->device >= MAX_GPUS)
         return;
-    if (ev->type != EV_MEMORY && ev->type != EV_SEND && ev->type != EV_TRAIN_STEP)
+    if (ev->type != EV_MEMORY && ev->type != EV_SEND && ev->type != EV_TRAIN_STEP &&
+        ev->type != EV_FAIL && ev->type != EV_OOM)
         return;
     pthread_mutex_lock(&f->mu);
-    if (ev->type == EV_TRAIN_STEP) {
+    if (ev->type == EV_MEMORY)
+        f->nmem[ev->device]++;
+    if (ev->type == EV_FAIL || ev->type == EV_OOM) {
+        f->failed = true;
+    } else if (ev->type == EV_TRAIN_STEP) {
         f->dev_step[ev->device] = ev->step;
     } else if (f->count == RING) {
         f->dropped++;
@@ -293,7 +300,7 @@ static void predict(struct dprun *p)
         figures(p, &p->big, p->s.zero, 1, "full", &p->big_pred);
 }
 
-static void settle(struct dprun *p);
+static void settle(struct dprun *p, long buffers);
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step, but the GPUs
  * allocate their buffers at once, so the bars show them from the start. */
@@ -304,6 +311,8 @@ static void restart(struct dprun *p)
     pthread_mutex_lock(&f->mu);
     f->head = f->count = 0, f->dropped = 0;
     memset(f->dev_step, 0, sizeof f->dev_step);
+    memset(f->nmem, 0, sizeof f->nmem);
+    f->failed = false;
     pthread_mutex_unlock(&f->mu);
     p->npend = p->nrep = p->irep = 0;
     p->replaying = false;
@@ -343,7 +352,7 @@ static void restart(struct dprun *p)
         return;
     }
     p->floor = run_loss_floor(p->run);
-    settle(p);
+    settle(p, trainer_calls(&cfg.o).buffers);
 }
 
 static const char *stage_name(int z)
@@ -554,20 +563,24 @@ static void take_setup(struct dprun *p)
     p->npend = 0;
 }
 
-/* The GPUs allocate their buffers as soon as the run starts: waits (a second at most) until
- * their events stop coming, so that the bars show the buffers before the first step. */
-static void settle(struct dprun *p)
+/* The GPUs allocate their buffers as soon as the run starts, one memory event each, before
+ * their first step: waits for them (a few seconds at most), so that the bars show the
+ * buffers before the first step. */
+static void settle(struct dprun *p, long buffers)
 {
-    size_t last = 0;
-    int quiet = 0;
-    for (int i = 0; i < 200 && quiet < 4 && p->run; i++) {
-        struct timespec ms = {0, 5000000};
-        nanosleep(&ms, NULL);
+    bool done = false;
+    for (int i = 0; i < 2500 && !done && p->run; i++) {
         pthread_mutex_lock(&p->feed.mu);
-        size_t now = p->feed.count;
+        done = p->feed.failed;
+        long least = buffers;
+        for (int g = 0; g < p->s.gpus; g++)
+            least = p->feed.nmem[g] < least ? p->feed.nmem[g] : least;
+        done |= least >= buffers;
         pthread_mutex_unlock(&p->feed.mu);
-        quiet = now > 0 && now == last ? quiet + 1 : 0;
-        last = now;
+        if (!done) {
+            struct timespec ms = {0, 2000000};
+            nanosleep(&ms, NULL);
+        }
     }
     take_setup(p);
 }
@@ -704,6 +717,12 @@ static int dprun_on_key(void *state, int key)
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 
+static bool same_settings(const struct settings *a, const struct settings *b)
+{
+    return a->model == b->model && a->gpus == b->gpus && a->zero == b->zero &&
+           a->batch == b->batch && a->prec == b->prec;
+}
+
 static int dprun_on_event(void *state, const struct panel_event *ev)
 {
     struct dprun *p = state;
@@ -721,9 +740,11 @@ static int dprun_on_event(void *state, const struct panel_event *ev)
             finish_replay(p);
         return PANEL_REDRAW;
     case PANEL_RESET:
-        p->s = p->start;
-        restart(p);
-        say_restart(p);
+        if (!same_settings(&p->s, &p->start) || p->allowed > 0 || !p->run) {
+            p->s = p->start;
+            restart(p);
+            say_restart(p);
+        }
         return PANEL_REDRAW;
     case PANEL_TICK:
         take_setup(p);
@@ -811,26 +832,29 @@ static void draw_big(const struct dprun *p, struct ui_canvas *c, int y, int h)
         canvas_text(c, y, 0, ROLE_ERROR, "synthetic-7b: no figures for this layout");
         return;
     }
-    int end = y + h;
+    int end = y + h, d = w >= 56 ? 2 : 1;
     canvas_printf(c, y++, 0, ROLE_TITLE, "synthetic-7b on the same layout (calculator)");
     if (y < end)
-        canvas_printf(c, y++, 0, ROLE_DIM, "%d GPUs, %s, %s, 1 sequence each, full ckpt", p->s.gpus,
+        canvas_printf(c, y++, 0, ROLE_DIM, "%d GPUs, %s, %s; 1 sequence each, full ckpt", p->s.gpus,
                       stage_name(p->s.zero), fp_info(p->s.prec)->name);
     if (y < end)
         memui_draw_bar(c, y++, 0, w - 2, m, fmax(m->total, m->capacity) * 1.1);
     if (y < end)
-        canvas_printf(c, y++, 0, ROLE_TEXT, "W %.2f G %.2f M %.2f O %.2f A %.2f C %.2f GiB",
-                      m->states.weights / MEMUI_GIB, m->states.gradients / MEMUI_GIB,
-                      m->states.master / MEMUI_GIB, m->states.optimizer / MEMUI_GIB,
-                      m->activations / MEMUI_GIB, m->comm / MEMUI_GIB);
+        canvas_printf(c, y++, 0, ROLE_TEXT, "GiB: W %.*f G %.*f M %.*f O %.*f A %.*f C %.*f", d,
+                      m->states.weights / MEMUI_GIB, d, m->states.gradients / MEMUI_GIB, d,
+                      m->states.master / MEMUI_GIB, d, m->states.optimizer / MEMUI_GIB, d,
+                      m->activations / MEMUI_GIB, d, m->comm / MEMUI_GIB);
     if (y < end) {
-        int x = canvas_printf(c, y, 0, ROLE_TEXT, "%.2f GiB per GPU ", m->total / MEMUI_GIB);
+        int x = canvas_printf(c, y, 0, ROLE_TEXT, "%.2f GiB per GPU: ", m->total / MEMUI_GIB);
         if (m->fits)
-            x = canvas_printf(c, y, x, ROLE_GOOD, "fits %.0f GiB", m->capacity / MEMUI_GIB);
+            canvas_printf(c, y++, x, ROLE_GOOD, "fits in %.0f GiB", m->capacity / MEMUI_GIB);
         else
-            x = canvas_printf(c, y, x, ROLE_ERROR, "over by %.2f GiB", m->over / MEMUI_GIB);
-        canvas_printf(c, y++, x, ROLE_DIM, ", sends %.2f GiB/step", f->t.bytes / MEMUI_GIB);
+            canvas_printf(c, y++, x, ROLE_ERROR, "over %.0f GiB by %.2f", m->capacity / MEMUI_GIB,
+                          m->over / MEMUI_GIB);
     }
+    if (y < end)
+        canvas_printf(c, y++, 0, ROLE_DIM, "each GPU sends %.2f GiB a step",
+                      f->t.bytes / MEMUI_GIB);
 }
 
 static void dprun_draw(const void *state, struct ui_canvas *c)

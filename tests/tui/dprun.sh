@@ -51,7 +51,8 @@ fi
 # b: synthetic-7b on the same layout, from the calculator
 keys b
 wait_for "synthetic-7b on the same layout" "b shows the 7B's figures for the same layout"
-wait_for "4 GPUs, ZeRO-3, bf16, 1 sequence each" "the same GPUs, stage and precision"
+wait_for "4 GPUs, ZeRO-3, bf16; 1 sequence each" "the same GPUs, stage and precision"
+wait_for "GiB: W 3.39 G 3.39 M 6.79 O 13.58" "the 7B's states at ZeRO-3 on 4 GPUs: 108.63 GiB / 4"
 keys b
 
 # a small window: 16 GPUs do not all fit, and the panel says so
@@ -67,6 +68,8 @@ wait_for "q quit" "the window opened without colour"
 keys L v
 wait_for "Data parallelism, running" "the run panel"
 keys n
+# n waits 2 s at most for the run's step (a slow build may need a second n)
+wait_screen "ledger = calc, all 4 GPUs" || keys n
 wait_for "ledger = calc, all 4 GPUs" "n: one step, measured = predicted"
 peak=$(printf '%s\n' "$screen" | grep -o "peak  [WGMOAC.]*" | head -n 1)
 if printf '%s\n' "$peak" | grep -Eq '^peak  W+G+M+O+A+[.]*$'; then
