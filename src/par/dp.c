@@ -271,7 +271,8 @@ static int ring(struct dp *p, enum cost_op op, void *buf, size_t count, enum fp_
         return p->err.code;
     if (by_shards)
         shard_bounds(&p->plan, off, count, p->bounds);
-    struct coll c = {op, COST_RING, buf, count, fmt, 0, stream, by_shards ? p->bounds : NULL};
+    struct coll c = {op,   COST_RING, buf, count, fmt, 0, stream, by_shards ? p->bounds : NULL,
+                     NULL, 0};
     return coll_run(p->d, &c, &p->err);
 }
 
