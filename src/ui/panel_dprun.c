@@ -753,7 +753,9 @@ static int dprun_on_event(void *state, const struct panel_event *ev)
         if (!p->replaying && p->run) {
             take_setup(p);
             allow(p, p->shown + 1);
-            start_replay(p, 2.0);
+            if (!start_replay(p, 2.0) && p->run)
+                eventlog_add(p->log, "run: step %ld is still running: n again shows it",
+                             p->shown + 1);
         }
         if (p->replaying)
             finish_replay(p);
