@@ -1,6 +1,6 @@
 # Adversarial tests of the whole command line and the file parsers: bad input exits 2 with a
 # clear message and no sanitizer report; a failing GPU ends a collective cleanly.
-SH_TESTS += tests/cli/badinput.sh tests/cli/failstop.sh
+SH_TESTS += tests/cli/badinput.sh tests/cli/failstop.sh tests/cli/hardening.sh
 
 # tests/fuzz/fuzz_cli.sh, a randomized fuzzer of the command line, is run by hand (see its
 # header); tests/lesson.mk distributes the whole tests/fuzz folder.

@@ -40,7 +40,7 @@ struct cfg {
     const char *cluster, *trace, *fail, *events;
     int nodes;
     double size;
-    bool steps, json, sweep, size_given;
+    bool steps, json, sweep, size_given, root_given;
 };
 
 static int usage_err(const struct error *e)
@@ -110,6 +110,7 @@ static int parse(int argc, char **argv, struct cfg *c)
         } else if (!strcmp(name, "root")) {
             rc = units_parse_int(arg, 0, CLUSTER_MAX_GPUS - 1, &v, &e);
             c->a.root = (int)v;
+            c->root_given = true;
         } else if (!strcmp(name, "seed")) {
             rc = units_parse_int(arg, 0, (1LL << 62), &v, &e);
             c->a.seed = (uint64_t)v;
@@ -159,7 +160,11 @@ static int parse(int argc, char **argv, struct cfg *c)
                          "--size x --gpus: %.0f bytes of buffers on the host; at most 4 GiB",
                          c->size * n);
     c->a.count = (size_t)(c->size / (double)es);
-    if ((c->a.op == COST_BROADCAST || c->a.op == COST_REDUCE) && c->a.root >= n)
+    /* a root that is not used would be silently ignored: only broadcast and reduce have one */
+    if (c->root_given && c->a.op != COST_BROADCAST && c->a.op != COST_REDUCE)
+        return cli_usage("collective", "--root %d: only broadcast and reduce have a root, not %s",
+                         c->a.root, cost_op_name(c->a.op));
+    if (c->a.root >= n)
         return cli_usage("collective", "--root %d: there are GPUs 0 to %d", c->a.root, n - 1);
     if (c->a.algo != COST_AUTO && !cost_supported(c->a.op, c->a.algo, n, &e)) {
         error_prefix(&e, "--algo");
@@ -510,7 +515,7 @@ const struct command cmd_collective = {
     "  --cluster C    a preset of assets/clusters (default h100-80gb) or an .ini file\n"
     "  --nodes K      spread the N GPUs over K nodes (N/K per node) instead of the preset's\n"
     "                 GPUs per node; links between nodes use the inter-node α and β\n"
-    "  --root R       the root of broadcast and reduce (default 0)\n"
+    "  --root R       the root of broadcast and reduce (default 0; other operations refuse it)\n"
     "  --steps        print every step: which GPU sends which chunk to which (text; for\n"
     "                 JSON, --events FILE)\n"
     "  --json         one JSON document\n"

@@ -973,6 +973,12 @@ int lesson_load(const char *path, struct lesson **out, struct error *e)
         return error_set(e, err == ENOENT || err == EACCES || err == ENOTDIR ? ERR_INVAL : ERR_IO,
                          "%s: cannot read: %s", path, strerror(err));
     }
+    /* the size is checked before anything is read; the read below is bounded as well, for a
+     * file that grows meanwhile or has no size (a pipe, a device) */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > FILE_MAX) {
+        fclose(f);
+        return error_set(e, ERR_INVAL, "%s: larger than %d bytes: not a lesson", path, FILE_MAX);
+    }
     char *text = malloc(FILE_MAX + 1);
     if (!text) {
         fclose(f);
@@ -1034,9 +1040,13 @@ static int list_lessons(const char *dir, char *folder, size_t fn, char ***names,
     if (snprintf(folder, fn, "%s/lessons", dir ? dir : datadir()) >= (int)fn)
         return error_set(e, ERR_INVAL, "%s/lessons: the path is too long", dir);
     DIR *d = opendir(folder);
-    if (!d)
-        return error_set(e, ERR_IO, "%s: cannot open the lessons folder: %s", folder,
-                         strerror(errno));
+    if (!d) {
+        /* a data folder that is not there (SCALELAB_DATA=/nonexistent) is bad input, exit 2;
+         * only a failing disk is an I/O error */
+        int err = errno;
+        return error_set(e, err == ENOENT || err == ENOTDIR || err == EACCES ? ERR_INVAL : ERR_IO,
+                         "%s: cannot open the lessons folder: %s", folder, strerror(err));
+    }
     struct dirent *ent;
     int rc = 0;
     while ((ent = readdir(d))) {
