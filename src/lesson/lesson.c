@@ -188,6 +188,7 @@ struct parser {
     struct lesson_question *q; /* the open question, or NULL */
     struct lesson_run *run;    /* the @run that @expect lines belong to, or NULL */
     bool seen_duration;
+    int end_line; /* the line of @end, or 0 before it */
     struct error *e;
 };
 
@@ -774,9 +775,9 @@ static int add_text(struct parser *p, const char *line)
 
 /* ---- one line */
 
-static const char *const directives[] = {"title",    "short",  "duration", "outcome",
-                                         "panel",    "step",   "run",      "expect",
-                                         "question", "option", "answer",   "explain"};
+static const char *const directives[] = {"title",  "short",   "duration", "outcome",  "panel",
+                                         "step",   "run",     "expect",   "question", "option",
+                                         "answer", "explain", "end"};
 
 static int parse_directive(struct parser *p, const char *line)
 {
@@ -791,7 +792,7 @@ static int parse_directive(struct parser *p, const char *line)
         return fail(p,
                     "unknown directive '@%.*s'; expected one of @title @short @duration "
                     "@outcome @panel @step @run @expect @question @option @answer @explain "
-                    "(a line starting with '\\@' is text)",
+                    "@end (a line starting with '\\@' is text)",
                     (int)(n > 30 ? 30 : n), c);
     }
     size_t d = 0;
@@ -801,9 +802,16 @@ static int parse_directive(struct parser *p, const char *line)
         return fail(p,
                     "unknown directive '@%s'; expected one of @title @short @duration "
                     "@outcome @panel @step @run @expect @question @option @answer @explain "
-                    "(a line starting with '\\@' is text)",
+                    "@end (a line starting with '\\@' is text)",
                     name);
     const char *arg = skip_space(c + n);
+    /* "@end": the lesson's last line, so that a file cut short is told from a whole one */
+    if (!strcmp(name, "end")) {
+        if (*arg)
+            return fail(p, "@end takes nothing after it");
+        p->end_line = p->line;
+        return 0;
+    }
     if (!*arg)
         return fail(p, "@%s needs a value", name);
     struct lesson *l = p->l;
@@ -880,8 +888,11 @@ static int parse_line(struct parser *p, char *line, size_t len)
         return ERR_INVAL;
     while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t'))
         line[--len] = '\0';
-    if (line[0] == '#')
+    if (line[0] == '#' || (p->end_line && len == 0))
         return 0;
+    if (p->end_line)
+        return fail(p, "nothing but blank lines and comments may follow @end (line %d)",
+                    p->end_line);
     if (line[0] == '@')
         return parse_directive(p, line);
     return add_text(p, line);
@@ -937,6 +948,13 @@ int lesson_parse_string(const char *name, const char *text, size_t len, struct l
         start = end + 1;
     }
     p.line--;
+    if (p.step && !p.end_line) {
+        rc = fail(&p,
+                  "the file ends without @end: cut short? (%zu step%s read; a lesson's last "
+                  "line is @end)",
+                  l->nsteps, l->nsteps == 1 ? "" : "s");
+        goto fail;
+    }
     if (p.step) {
         if ((rc = close_step(&p)) < 0)
             goto fail;

@@ -18,11 +18,24 @@
 #include "lesson/progress.h"
 #include "lesson/quantity.h"
 
+/* text, with the "@end" line every whole lesson ends with when it has none */
+static char *with_end(const char *text, size_t *len)
+{
+    static char buf[65536];
+    bool has = strstr(text, "\n@end") != NULL || !strstr(text, "@step");
+    *len = (size_t)snprintf(buf, sizeof buf, "%s%s%s", text,
+                            has || (*len && text[*len - 1] == '\n') || !*len ? "" : "\n",
+                            has ? "" : "@end\n");
+    return buf;
+}
+
 static struct lesson *parse_ok(const char *text)
 {
     struct lesson *l = NULL;
     struct error e = {0};
-    int rc = lesson_parse_string("t.lesson", text, strlen(text), &l, &e);
+    size_t len = strlen(text);
+    text = with_end(text, &len);
+    int rc = lesson_parse_string("t.lesson", text, len, &l, &e);
     ck_assert_msg(rc == 0, "parse failed: %s", e.msg);
     ck_assert_ptr_nonnull(l);
     return l;
@@ -34,6 +47,8 @@ static const char *parse_bad(const char *text, size_t len)
     static struct error e;
     struct lesson *l = (struct lesson *)1;
     memset(&e, 0, sizeof e);
+    if (!memchr(text, '\0', len))
+        text = with_end(text, &len);
     ck_assert_int_eq(lesson_parse_string("t.lesson", text, len, &l, &e), ERR_INVAL);
     ck_assert_ptr_null(l);
     return e.msg;
@@ -78,7 +93,8 @@ static const char good[] = "# a comment\n"
                            "@answer 108.63 tol=0.5% unit=GiB\n"
                            "@step Third\n"
                            "@question Bytes in fp32, in KiB?\n"
-                           "@answer fp32.bytes unit=KiB\n";
+                           "@answer fp32.bytes unit=KiB\n"
+                           "@end\n";
 
 START_TEST(good_file_structure)
 {
@@ -756,6 +772,37 @@ static int count_files(const char *dir)
     return n;
 }
 
+/* Issue 11: a lesson cut in the middle ran as a shorter, complete lesson. */
+START_TEST(cut_lesson_is_an_error)
+{
+    struct error e = {0};
+    struct lesson *l;
+    size_t full = strlen(good);
+    /* every cut of the good file that keeps at least its first step is an error */
+    for (size_t cut = (size_t)(strstr(good, "@step First") - good) + 12; cut < full - 5; cut += 7) {
+        int rc = lesson_parse_string("t.lesson", good, cut, &l, &e);
+        ck_assert_int_eq(rc, ERR_INVAL);
+        ck_assert_msg(strstr(e.msg, "t.lesson:") == e.msg, "cut %zu: %s", cut, e.msg);
+    }
+    /* cut between two steps: nothing else is wrong, and the message says what is missing */
+    const char *two = strstr(good, "@step Third");
+    ck_assert_int_eq(lesson_parse_string("t.lesson", good, (size_t)(two - good), &l, &e),
+                     ERR_INVAL);
+    ck_assert_ptr_nonnull(
+        strstr(e.msg, "the file ends without @end: cut short? (2 steps read; a lesson's last "
+                      "line is @end)"));
+    /* @end takes nothing, and only blank lines and comments follow it */
+    const char *msg = parse_bad(HEAD "@step S\ntext\n@end 3\n", strlen(HEAD) + 22);
+    ck_assert_str_eq(msg, "t.lesson:6: @end takes nothing after it");
+    msg = parse_bad(HEAD "@step S\ntext\n@end\n\n# c\n@step T\n", strlen(HEAD) + 34);
+    ck_assert_str_eq(msg, "t.lesson:9: nothing but blank lines and comments may follow @end "
+                          "(line 6)");
+    l = parse_ok(HEAD "@step S\ntext\n@end\n\n# a comment\n");
+    ck_assert_uint_eq(l->nsteps, 1);
+    lesson_free(l);
+}
+END_TEST
+
 START_TEST(progress_round_trip)
 {
     struct progress *p = malloc(sizeof *p), *q = malloc(sizeof *q);
@@ -1016,7 +1063,7 @@ START_TEST(load_all_sorted_and_find)
     char dir[512], path[600];
     snprintf(dir, sizeof dir, "%s/lessons", tmpdir);
     mkdir(dir, 0700);
-    static const char body[] = "@title %s\n@duration 5 min\n@outcome o\n@step S\ntext\n";
+    static const char body[] = "@title %s\n@duration 5 min\n@outcome o\n@step S\ntext\n@end\n";
     const char *names[] = {"10-ten.lesson", "02-two.lesson", "01-one.lesson", "README.md",
                            "3-short.lesson"};
     for (size_t i = 0; i < 5; i++) {
@@ -1061,7 +1108,7 @@ START_TEST(load_all_sorted_and_find)
 
     /* two lessons numbered 2 */
     snprintf(path, sizeof path, "%s/02-again.lesson", dir);
-    write_file(path, "@title x\n@duration 5 min\n@outcome o\n@step S\ntext\n", 49);
+    write_file(path, "@title x\n@duration 5 min\n@outcome o\n@step S\ntext\n@end\n", 54);
     ck_assert_int_eq(lesson_load_all(tmpdir, &v, &n, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "two lessons numbered 2"));
     unlink(path);
@@ -1161,6 +1208,7 @@ static Suite *suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("files");
     tcase_add_checked_fixture(t, setup_tmp, teardown_tmp);
+    tcase_add_test(t, cut_lesson_is_an_error);
     tcase_add_test(t, progress_round_trip);
     tcase_add_test(t, progress_replaces_by_rename);
     tcase_add_test(t, progress_corrupt_is_fresh);
