@@ -189,8 +189,8 @@ int progress_load(struct progress *p, const char *path, struct error *e)
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         error_set(e, ERR_INVAL,
-                  "%s is a folder where the progress file should be: progress cannot be saved "
-                  "until it is moved away",
+                  "%s: a folder where the progress file should be; progress is not saved until "
+                  "it is moved",
                   path);
         return PROGRESS_FRESH;
     }

@@ -431,8 +431,11 @@ static int load_lessons(struct app *a, struct error *e)
         a->progress_file[0] = '\0';
         eventlog_add(&a->log, "progress is not saved: %s", pe.msg);
     } else if (progress_load(&a->progress, a->progress_file, &pe) != 0 && pe.code) {
-        /* what was skipped, in full: in lines that fit the narrowest window */
-        const char *m = pe.msg;
+        /* what was skipped, in full: in lines that fit the narrowest window, the file named
+         * without its folder (README.md says where it is) so that two lines hold it */
+        const char *m = pe.msg, *slash = strrchr(a->progress_file, '/');
+        if (slash && !strncmp(m, a->progress_file, strlen(a->progress_file)))
+            m += slash + 1 - a->progress_file;
         for (bool first = true; *m; first = false) {
             int n = (int)strlen(m);
             if (n > 68)

@@ -1021,7 +1021,7 @@ START_TEST(progress_keeps_valid_lines)
     unlink(path);
     ck_assert_int_eq(mkdir(path, 0700), 0);
     ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_FRESH);
-    ck_assert_ptr_nonnull(strstr(e.msg, "is a folder where the progress file should be"));
+    ck_assert_ptr_nonnull(strstr(e.msg, ": a folder where the progress file should be"));
     ck_assert_int_eq(progress_save(p, path, &e), ERR_IO);
     rmdir(path);
     free(p);
