@@ -100,7 +100,7 @@ static int finish_output(int rc)
     if (err == 0)
         err = cli_output_errno ? cli_output_errno : EIO;
     fprintf(stderr, "scalelab: write error: %s\n", strerror(err));
-    return 1;
+    return rc ? rc : 1;
 }
 
 static int run_command(int argc, char **argv)
