@@ -1,6 +1,8 @@
 # Adversarial tests of the whole command line and the file parsers: bad input exits 2 with a
 # clear message and no sanitizer report; a failing GPU ends a collective cleanly.
 SH_TESTS += tests/cli/badinput.sh tests/cli/failstop.sh tests/cli/hardening.sh
+# (issue 11: a damaged progress file in the window)
+SH_TESTS += tests/tui/progress.sh
 
 # A bounded soak: training and collectives in a loop, resident memory must not grow (in every
 # build, so under ASan too; SOAK_SECONDS sets its length).
