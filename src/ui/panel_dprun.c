@@ -1023,7 +1023,13 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     /* the loss */
     int lossrows = H - y - 1;
     if (lossrows >= 2 && y < H) {
-        canvas_printf(c, y++, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
+        x = canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
+        /* what the ledger holds beside the bars: the CPU's fp32 copies */
+        units_format_bytes(b1, sizeof b1, (double)p->cur[0][MEM_WORKSPACE], UNITS_BINARY);
+        if (x + 56 + (int)strlen(b1) <= W)
+            canvas_printf(c, y, x + 3, ROLE_DIM,
+                          "not in the bars: GPU 0's %s of workspace (fp32 copies)", b1);
+        y++;
         plot_loss(p, c, y, 6, lossrows, W - 7);
     }
 }
