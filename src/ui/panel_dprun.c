@@ -664,6 +664,12 @@ static int parse_prec(const char *v, enum fp_format *out)
     return 0;
 }
 
+static bool same_settings(const struct settings *a, const struct settings *b)
+{
+    return a->model == b->model && a->gpus == b->gpus && a->zero == b->zero &&
+           a->batch == b->batch && a->prec == b->prec;
+}
+
 static int dprun_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct dprun *p = state;
@@ -700,8 +706,12 @@ static int dprun_set(void *state, const char *name, const char *value, struct er
                          "the run panel knows model, gpus, zero, precision and batch, not '%s'",
                          name);
     }
+    /* a step's settings come one by one: restart only for one that changes the run, or
+     * when the run has moved on */
+    bool again = !same_settings(&s, &p->s) || p->allowed > 0 || !p->run;
     p->s = p->start = s;
-    restart(p);
+    if (again)
+        restart(p);
     return 0;
 }
 
@@ -734,12 +744,6 @@ static int dprun_on_key(void *state, int key)
     restart(p);
     say_restart(p);
     return PANEL_HANDLED | PANEL_REDRAW;
-}
-
-static bool same_settings(const struct settings *a, const struct settings *b)
-{
-    return a->model == b->model && a->gpus == b->gpus && a->zero == b->zero &&
-           a->batch == b->batch && a->prec == b->prec;
 }
 
 static int dprun_on_event(void *state, const struct panel_event *ev)
