@@ -185,11 +185,14 @@ struct gpt {
     float *params, *grads;
     double loss_tokens; /* the gradients are of the loss summed over this many tokens' mean */
 
-    void *(*saved)[A_COUNT]; /* [L][A_COUNT]: each layer's own saved set (NULL: not kept) */
+    struct gpt_part part;    /* the layers and ends this model holds, its micro-batch slots */
+    int nseg;                /* segments of the part's layers (seg > 0) */
+    void *(*saved)[A_COUNT]; /* [slots][L][A_COUNT]: each layer's saved set (NULL: not kept) */
     void *(*pool)[A_COUNT];  /* [seg][A_COUNT]: saved sets of a segment being recomputed */
-    void **segin;            /* [ceil(L / seg)]: each segment's input */
+    void **segin;            /* [slots][nseg]: each segment's input */
     void *pslot;             /* selective: the slot of the recomputed probabilities */
-    void *head[H_COUNT];
+    void *(*head)[H_COUNT];  /* [slots]: the ends' kept tensors (a part with the head) */
+    bool accumulate;         /* the weight gradients add into the buffer (micro-batches) */
     size_t layer_bytes, head_bytes; /* a full list of kept tensors; the ends */
     size_t live, peak;              /* charged activation bytes */
 
@@ -258,6 +261,7 @@ void gpt_free(struct gpt *g)
     free(g->saved);
     free(g->pool);
     free(g->segin);
+    free(g->head);
     free(g->underflow);
     free(g->lw);
     free(g->lg);
@@ -306,13 +310,28 @@ static void blas_single_thread(void)
     openblas_set_num_threads(1);
 }
 
+/* Parameters of a part: the embedding when it has either end (the head's is the tied one),
+ * its layers, the final norm with the head. */
+static size_t part_params(const struct gpt_config *c, const struct gpt_part *p)
+{
+    size_t d = (size_t)c->d, lp = 2 * d + 4 * d * d + 3 * d * (size_t)c->ffn;
+    return (p->embed || p->head ? (size_t)c->vocab * d : 0) + (size_t)p->count * lp +
+           (p->head ? d : 0);
+}
+
 /* The shape of a model, before any buffer: 0 or an error. */
 static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_format fmt,
-                 const struct gpt_ckpt *ckpt, struct error *e)
+                 const struct gpt_ckpt *ckpt, const struct gpt_part *part, struct error *e)
 {
     int rc = gpt_config_check(c, e);
     if (rc)
         return rc;
+    g->part = part ? *part : (struct gpt_part){0, c->layers, true, true, 1};
+    if (g->part.first < 0 || g->part.count < 1 || g->part.first + g->part.count > c->layers ||
+        g->part.slots < 1 || g->part.slots > 4096)
+        return error_set(e, ERR_INVAL,
+                         "a part holds layers first..first+count-1 of the %d and 1 to 4096 slots",
+                         c->layers);
     if (batch < 1)
         return error_set(e, ERR_INVAL, "batch must be at least 1");
     if (fmt != FP_FP32 && fmt != FP_FP16 && fmt != FP_BF16)
@@ -322,22 +341,26 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->N = batch * c->seq;
     g->hd = c->d / c->heads;
     g->ckpt = ckpt ? *ckpt : (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
-    g->seg = gpt_ckpt_segment(&g->ckpt, c->layers);
+    g->seg = gpt_ckpt_segment(&g->ckpt, g->part.count);
     g->fmt = fmt;
     g->esize = fmt == FP_FP32 ? 4 : 2;
-    g->nparams = gpt_param_count(c);
+    g->nparams = part_params(c, &g->part);
     g->nalloc = g->nparams;
     g->loss_tokens = g->N;
     int L = c->layers;
-    g->saved = calloc((size_t)L, sizeof *g->saved);
+    size_t slots = (size_t)g->part.slots;
+    g->nseg = g->seg ? (g->part.count + g->seg - 1) / g->seg : 0;
+    g->saved = calloc(slots * (size_t)L, sizeof *g->saved);
+    g->head = calloc(slots, sizeof *g->head);
     g->lw = calloc((size_t)L, sizeof *g->lw);
     g->lg = calloc((size_t)L, sizeof *g->lg);
     g->underflow = calloc((size_t)L + 1, sizeof *g->underflow);
     if (g->seg) {
         g->pool = calloc((size_t)g->seg, sizeof *g->pool);
-        g->segin = calloc((size_t)(L + g->seg - 1) / g->seg, sizeof *g->segin);
+        g->segin = calloc(slots * (size_t)g->nseg, sizeof *g->segin);
     }
-    if (!g->saved || !g->lw || !g->lg || !g->underflow || (g->seg && (!g->pool || !g->segin)))
+    if (!g->saved || !g->head || !g->lw || !g->lg || !g->underflow ||
+        (g->seg && (!g->pool || !g->segin)))
         return error_set(e, ERR_NOMEM, "out of memory");
     for (int a = 0; a < A_COUNT; a++)
         g->layer_bytes += act_bytes(g, a);
@@ -357,24 +380,28 @@ static void layout(struct gpt *g)
     g->grads = carve(g, g->alloc.grads_workspace ? GPT_MEM_WORKSPACE : GPT_MEM_GRADS,
                      g->nalloc * sizeof(float));
 
-    /* the arena of the tensors kept for the backward pass */
-    if (g->seg) {
-        for (int s = 0; s < (L + g->seg - 1) / g->seg; s++)
-            g->segin[s] = carve(g, GPT_MEM_ARENA, N * d * g->esize);
+    /* the arena of the tensors kept for the backward pass, one set per micro-batch slot */
+    const struct gpt_part *pt = &g->part;
+    for (int m = 0; m < pt->slots; m++) {
+        if (g->seg)
+            for (int s = 0; s < g->nseg; s++)
+                g->segin[m * g->nseg + s] = carve(g, GPT_MEM_ARENA, N * d * g->esize);
+        else
+            for (int l = pt->first; l < pt->first + pt->count; l++)
+                carve_set(g, g->saved[m * L + l], g->ckpt.kind == GPT_CKPT_SELECTIVE);
+    }
+    if (g->seg)
         for (int s = 0; s < g->seg; s++)
             carve_set(g, g->pool[s], false);
-    } else {
-        for (int l = 0; l < L; l++)
-            carve_set(g, g->saved[l], g->ckpt.kind == GPT_CKPT_SELECTIVE);
-        if (g->ckpt.kind == GPT_CKPT_SELECTIVE)
-            g->pslot = carve(g, GPT_MEM_ARENA, act_bytes(g, A_P));
-    }
+    else if (g->ckpt.kind == GPT_CKPT_SELECTIVE)
+        g->pslot = carve(g, GPT_MEM_ARENA, act_bytes(g, A_P));
     const size_t head_bytes[H_COUNT] = {N * d * g->esize, N * 4, N * d * g->esize, N * V * 4};
     g->head_bytes = 0;
-    for (int a = 0; a < H_COUNT; a++) {
+    for (int a = 0; a < H_COUNT; a++)
         g->head_bytes += head_bytes[a];
-        g->head[a] = carve(g, GPT_MEM_ARENA, head_bytes[a]);
-    }
+    for (int m = 0; m < pt->slots && pt->head; m++)
+        for (int a = 0; a < H_COUNT; a++)
+            g->head[m][a] = carve(g, GPT_MEM_ARENA, head_bytes[a]);
 
     /* fp32 workspace */
     for (int a = 0; a < A_COUNT; a++)
@@ -393,15 +420,20 @@ static void layout(struct gpt *g)
     g->rope_cos = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
     g->rope_sin = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
 
-    /* each layer's tensors, in the documented order */
-    for (int l = 0; l < L; l++)
+    /* each layer's tensors, in the documented order; a part's flat buffer holds its layers
+     * right after the embedding (or first, without one) */
+    size_t emb = (size_t)g->c.vocab * d;
+    size_t shift =
+        gpt_tensor_at(&g->c, 1 + 9 * (size_t)pt->first).offset - (pt->embed || pt->head ? emb : 0);
+    for (int l = pt->first; l < pt->first + pt->count; l++)
         for (int which = 0; which < 2; which++) {
             struct layer_ptrs *t = which ? &g->lg[l] : &g->lw[l];
             float *base = which ? g->grads : g->params;
             float **slot[9] = {&t->attn_norm, &t->wq,     &t->wk,   &t->wv,    &t->wo,
                                &t->mlp_norm,  &t->w_gate, &t->w_up, &t->w_down};
             for (int k = 0; k < 9; k++)
-                *slot[k] = base + gpt_tensor_at(&g->c, 1 + 9 * (size_t)l + (size_t)k).offset;
+                *slot[k] =
+                    base + gpt_tensor_at(&g->c, 1 + 9 * (size_t)l + (size_t)k).offset - shift;
         }
 }
 
@@ -414,7 +446,7 @@ size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format 
         return 0;
     }
     size_t total = 0;
-    if (setup(g, c, batch, fmt, ckpt, e) == 0) {
+    if (setup(g, c, batch, fmt, ckpt, NULL, e) == 0) {
         layout(g);
         for (int k = 0; k < GPT_MEM_KINDS; k++)
             total += g->mem[k];
@@ -426,13 +458,20 @@ size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format 
 int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
             const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e)
 {
+    return gpt_new_part(out, c, batch, fmt, ckpt, alloc, NULL, e);
+}
+
+int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
+                 const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc,
+                 const struct gpt_part *part, struct error *e)
+{
     static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
     pthread_once(&blas_once, blas_single_thread);
     *out = NULL;
     struct gpt *g = calloc(1, sizeof *g);
     if (!g)
         return error_set(e, ERR_NOMEM, "out of memory");
-    int rc = setup(g, c, batch, fmt, ckpt, e);
+    int rc = setup(g, c, batch, fmt, ckpt, part, e);
     if (rc) {
         gpt_free(g);
         return rc;
@@ -738,11 +777,11 @@ static void mm_dx(float *dx, const float *dy, const float *w, int n, int out, in
                 dx, in);
 }
 
-/* dW [out, in] = dy^T [out, N] x [N, in] */
-static void mm_dw(float *dw, const float *dy, const float *x, int n, int out, int in)
+/* dW [out, in] = dy^T [out, N] x [N, in], or += with acc (micro-batches add up) */
+static void mm_dw_acc(float *dw, const float *dy, const float *x, int n, int out, int in, bool acc)
 {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in, 0.0f, dw,
-                in);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in,
+                acc ? 1.0f : 0.0f, dw, in);
 }
 
 /* 1 / sqrt(mean(x^2) + eps) of one row, the same in forward and backward */
@@ -788,7 +827,7 @@ static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const f
             dxr[j] += s * (dyr[j] * w[j] - (xr[j] * s) * m);
     }
     for (int j = 0; j < d; j++)
-        dw[j] = (float)cs[j];
+        dw[j] = g->accumulate ? dw[j] + (float)cs[j] : (float)cs[j];
 }
 
 /* Rotary embedding, rotate-half: for each head, pairs (i, i + hd/2) rotate by pos * theta_i.
@@ -945,7 +984,7 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     if (g->inj && g->inj->inf_grad_layer == l)
         g->dh[0] = INFINITY; /* the lessons' injected overflow */
     check(g, g->dh, nf, l, "grad mlp hidden");
-    mm_dw(G->w_down, dres, w[A_H], N, d, f);
+    mm_dw_acc(G->w_down, dres, w[A_H], N, d, f, g->accumulate);
     produced_grad(g, G->w_down, (size_t)d * f, l, "grad w_down");
 
     /* h = silu(a) u with silu(a) = a sg(a), sg the logistic sigmoid: du = dh silu(a) and
@@ -957,8 +996,8 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     }
     rnd(g, g->dg, nf);
     rnd(g, g->du, nf);
-    mm_dw(G->w_gate, g->dg, w[A_XN2], N, f, d);
-    mm_dw(G->w_up, g->du, w[A_XN2], N, f, d);
+    mm_dw_acc(G->w_gate, g->dg, w[A_XN2], N, f, d, g->accumulate);
+    mm_dw_acc(G->w_up, g->du, w[A_XN2], N, f, d, g->accumulate);
     produced_grad(g, G->w_gate, (size_t)f * d, l, "grad w_gate");
     produced_grad(g, G->w_up, (size_t)f * d, l, "grad w_up");
     /* a = xn2 Wg^T, u = xn2 Wu^T: dxn2 = da Wg + du Wu */
@@ -983,7 +1022,7 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
     mm_dx(g->datt, dres, W->wo, N, d, d, 0.0f);
     rnd(g, g->datt, nd);
-    mm_dw(G->wo, dres, w[A_ATT], N, d, d);
+    mm_dw_acc(G->wo, dres, w[A_ATT], N, d, d, g->accumulate);
     produced_grad(g, G->wo, (size_t)d * d, l, "grad wo");
     float scale = (float)(1.0 / sqrt((double)hd));
     for (int b = 0; b < g->B; b++)
@@ -1027,9 +1066,9 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     rope(g, g->dk, -1);
     rnd(g, g->dq, nd);
     rnd(g, g->dk, nd);
-    mm_dw(G->wq, g->dq, w[A_XN1], N, d, d);
-    mm_dw(G->wk, g->dk, w[A_XN1], N, d, d);
-    mm_dw(G->wv, g->dv, w[A_XN1], N, d, d);
+    mm_dw_acc(G->wq, g->dq, w[A_XN1], N, d, d, g->accumulate);
+    mm_dw_acc(G->wk, g->dk, w[A_XN1], N, d, d, g->accumulate);
+    mm_dw_acc(G->wv, g->dv, w[A_XN1], N, d, d, g->accumulate);
     produced_grad(g, G->wq, (size_t)d * d, l, "grad wq");
     produced_grad(g, G->wk, (size_t)d * d, l, "grad wk");
     produced_grad(g, G->wv, (size_t)d * d, l, "grad wv");
@@ -1069,7 +1108,7 @@ static void load_set(struct gpt *g, int l, void **set)
     }
 }
 
-/* ------------------------------------------------------------------ the whole model */
+/* ------------------------------------------------------------------ the passes */
 
 /* Bytes a layer charges when its list is stored: all of it, or all but the core. */
 static size_t set_bytes(const struct gpt *g, void **set)
@@ -1081,48 +1120,74 @@ static size_t set_bytes(const struct gpt *g, void **set)
     return b;
 }
 
-static double forward(struct gpt *g, const int32_t *tokens, const int32_t *targets)
+static void **saved_set(struct gpt *g, int slot, int l)
 {
-    int N = g->N, d = g->c.d, V = g->c.vocab, L = g->c.layers;
-    size_t nd = (size_t)N * d, nv = (size_t)N * V;
+    return g->saved[(size_t)slot * g->c.layers + l];
+}
+
+/* A step begins: the diagnosis and the underflow counts start again. */
+static void step_begin(struct gpt *g)
+{
     g->nonfinite[0] = 0;
     g->nonfinite_forward = false;
-    g->in_forward = true;
+    memset(g->underflow, 0, ((size_t)g->c.layers + 1) * sizeof *g->underflow);
+    g->underflow_total = 0;
+}
+
+/* The embedding lookup: the residual stream starts as the rows of the tokens. */
+static void embed_forward(struct gpt *g, const int32_t *tokens)
+{
+    int N = g->N, d = g->c.d;
     const float *E = g->params;
     hook(g, GPT_HOOK_FORWARD, GPT_UNIT_EMBED);
     for (int r = 0; r < N; r++)
         memcpy(g->res + (size_t)r * d, E + (size_t)tokens[r] * d, (size_t)d * 4);
     hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_EMBED);
-    check(g, g->res, nd, -1, "embedding");
-    for (int l = 0; l < L; l++) {
+    check(g, g->res, (size_t)N * d, -1, "embedding");
+}
+
+/* The part's layers on the residual stream, keeping what the backward pass of micro-batch
+ * `slot` needs. */
+static void layers_forward(struct gpt *g, int slot)
+{
+    const struct gpt_part *pt = &g->part;
+    for (int l = pt->first; l < pt->first + pt->count; l++) {
         hook(g, GPT_HOOK_FORWARD, l);
         if (g->seg) {
             void *set[A_COUNT] = {0};
-            if (l % g->seg == 0) { /* a checkpoint: the segment's input */
-                set[A_X] = g->segin[l / g->seg];
+            int k = l - pt->first;
+            if (k % g->seg == 0) { /* a checkpoint: the segment's input */
+                set[A_X] = g->segin[slot * g->nseg + k / g->seg];
                 charge(g, (long long)act_bytes(g, A_X));
             }
             layer_forward(g, l, g->res, set);
         } else {
-            layer_forward(g, l, g->res, g->saved[l]);
-            charge(g, (long long)set_bytes(g, g->saved[l]));
+            layer_forward(g, l, g->res, saved_set(g, slot, l));
+            charge(g, (long long)set_bytes(g, saved_set(g, slot, l)));
         }
         compute(g, layer_flops(g), "forward", l);
         hook(g, GPT_HOOK_FORWARD_DONE, l);
     }
-    /* the ends: final norm, logits = hn E^T, softmax in fp32, mean cross-entropy */
+}
+
+/* The ends: final norm, logits = hn E^T, softmax in fp32, mean cross-entropy. */
+static double head_forward(struct gpt *g, int slot, const int32_t *targets)
+{
+    int N = g->N, d = g->c.d, V = g->c.vocab;
+    size_t nd = (size_t)N * d, nv = (size_t)N * V;
+    void **head = g->head[slot];
+    const float *E = g->params, *wf = g->params + g->nparams - d;
     hook(g, GPT_HOOK_FORWARD, GPT_UNIT_HEAD);
-    const float *wf = g->params + g->nparams - d;
-    store(g, g->head[H_X], g->res, nd);
-    rms_fwd(g->hn, g->head[H_RSTD], g->res, wf, N, d);
+    store(g, head[H_X], g->res, nd);
+    rms_fwd(g->hn, head[H_RSTD], g->res, wf, N, d);
     produced(g, g->hn, nd, -1, "final norm");
-    store(g, g->head[H_N], g->hn, nd);
+    store(g, head[H_N], g->hn, nd);
     mm_fwd(g->logits, g->hn, E, N, V, d);
     if (g->inj && g->inj->logit_factor != 1.0f)
         for (size_t i = 0; i < nv; i++)
             g->logits[i] *= g->inj->logit_factor; /* the lessons' bad batch */
     produced(g, g->logits, nv, -1, "logits");
-    float *probs = g->head[H_PROBS];
+    float *probs = head[H_PROBS];
     double loss = 0;
     for (int r = 0; r < N; r++) {
         const float *z = g->logits + (size_t)r * V;
@@ -1140,34 +1205,19 @@ static double forward(struct gpt *g, const int32_t *tokens, const int32_t *targe
     }
     charge(g, (long long)g->head_bytes);
     compute(g, head_flops(g), "head forward", -1);
-    g->in_forward = false;
     return loss / N;
 }
 
-double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
-                   const struct gpt_inject *inj)
-{
-    g->inj = inj;
-    double loss = forward(g, tokens, targets);
-    hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
-    charge(g, -(long long)g->live); /* nothing will need them */
-    g->inj = NULL;
-    return loss;
-}
-
-double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, float loss_scale,
-                const struct gpt_inject *inj)
+/* The head's backward, from d(loss_scale x mean CE) / d logits = (softmax - onehot) x
+ * loss_scale / tokens: the tied embedding's head share, the final norm's gradient, and
+ * d loss / d (the last layer's output) into dres. */
+static void head_backward(struct gpt *g, int slot, const int32_t *targets, float loss_scale)
 {
     int N = g->N, d = g->c.d, V = g->c.vocab, L = g->c.layers;
     size_t nd = (size_t)N * d, nv = (size_t)N * V;
-    g->inj = inj;
-    memset(g->underflow, 0, ((size_t)L + 1) * sizeof *g->underflow);
-    g->underflow_total = 0;
-    double loss = forward(g, tokens, targets);
-
-    /* d(loss_scale * mean CE) / d logits = (softmax - onehot) * loss_scale / N */
+    void **head = g->head[slot];
     float *E = g->params, *gE = g->grads, *dl = g->logits;
-    const float *probs = g->head[H_PROBS];
+    const float *probs = head[H_PROBS];
     float coef = loss_scale / (float)g->loss_tokens;
     for (int r = 0; r < N; r++) {
         const float *pr = probs + (size_t)r * V;
@@ -1178,14 +1228,14 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
         for (int j = 0; j < V; j++)
             z[j] *= coef;
     }
-    if (inj && inj->logit_factor != 1.0f)
+    if (g->inj && g->inj->logit_factor != 1.0f)
         for (size_t i = 0; i < nv; i++)
-            dl[i] *= inj->logit_factor;
+            dl[i] *= g->inj->logit_factor;
     produced(g, dl, nv, -1, "grad logits");
-    load(g, g->hn, g->head[H_N], nd);
-    load(g, g->hx, g->head[H_X], nd);
-    memcpy(g->hrstd, g->head[H_RSTD], (size_t)N * 4);
-    mm_dw(gE, dl, g->hn, N, V, d); /* the head's share of the tied embedding's gradient */
+    load(g, g->hn, head[H_N], nd);
+    load(g, g->hx, head[H_X], nd);
+    memcpy(g->hrstd, head[H_RSTD], (size_t)N * 4);
+    mm_dw_acc(gE, dl, g->hn, N, V, d, g->accumulate); /* the head's share of the embedding's */
     mm_dx(g->dxn, dl, E, N, V, d, 0.0f);
     rnd(g, g->dxn, nd);
     memset(g->dres, 0, nd * 4);
@@ -1197,25 +1247,33 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
     charge(g, -(long long)g->head_bytes);
     hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
     hook(g, GPT_HOOK_GRADS, GPT_UNIT_HEAD);
+}
 
+/* The part's layers backward, from dres (d loss / d the part's output) to d loss / d its
+ * input, recomputing what micro-batch `slot` did not keep. */
+static void layers_backward(struct gpt *g, int slot)
+{
+    const struct gpt_part *pt = &g->part;
+    size_t nd = (size_t)g->N * g->c.d;
+    int l0 = pt->first, l1 = pt->first + pt->count;
     if (g->seg) {
-        int nseg = (L + g->seg - 1) / g->seg;
-        for (int s = nseg - 1; s >= 0; s--) {
-            int l0 = s * g->seg, l1 = l0 + g->seg < L ? l0 + g->seg : L;
-            load(g, g->res, g->segin[s], nd); /* recompute the segment from its checkpoint */
-            for (int l = l0; l < l1; l++) {
+        for (int s = g->nseg - 1; s >= 0; s--) {
+            int a = l0 + s * g->seg, b = a + g->seg < l1 ? a + g->seg : l1;
+            /* recompute the segment from its checkpoint */
+            load(g, g->res, g->segin[slot * g->nseg + s], nd);
+            for (int l = a; l < b; l++) {
                 hook(g, g->seg == 1 ? GPT_HOOK_BACKWARD : GPT_HOOK_FORWARD, l);
-                layer_forward(g, l, g->res, g->pool[l - l0]);
+                layer_forward(g, l, g->res, g->pool[l - a]);
                 /* the segment's first input is its checkpoint, already charged */
-                charge(g, (long long)(g->layer_bytes - (l == l0 ? act_bytes(g, A_X) : 0)));
+                charge(g, (long long)(g->layer_bytes - (l == a ? act_bytes(g, A_X) : 0)));
                 compute(g, layer_flops(g), "recompute", l);
                 if (g->seg > 1)
                     hook(g, GPT_HOOK_FORWARD_DONE, l);
             }
-            for (int l = l1 - 1; l >= l0; l--) {
+            for (int l = b - 1; l >= a; l--) {
                 if (g->seg > 1)
                     hook(g, GPT_HOOK_BACKWARD, l);
-                load_set(g, l, g->pool[l - l0]);
+                load_set(g, l, g->pool[l - a]);
                 layer_backward(g, l, g->dres);
                 compute(g, 2 * layer_flops(g), "backward", l);
                 charge(g, -(long long)g->layer_bytes);
@@ -1223,24 +1281,114 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
             }
         }
     } else
-        for (int l = L - 1; l >= 0; l--) {
+        for (int l = l1 - 1; l >= l0; l--) {
             hook(g, GPT_HOOK_BACKWARD, l);
-            load_set(g, l, g->saved[l]);
+            load_set(g, l, saved_set(g, slot, l));
             layer_backward(g, l, g->dres);
             compute(g, 2 * layer_flops(g), "backward", l);
             charge(g, -(long long)g->layer_bytes);
             hook(g, GPT_HOOK_GRADS, l);
         }
+}
 
-    /* embedding: the rows of the tokens seen receive the input gradient */
+/* The embedding's backward: the rows of the tokens seen receive the input gradient (after the
+ * head's share, when this model holds the head too). */
+static void embed_backward(struct gpt *g, const int32_t *tokens)
+{
+    int N = g->N, d = g->c.d, V = g->c.vocab;
+    float *gE = g->grads;
+    if (!g->part.head && !g->accumulate) /* no head share: the rows alone */
+        memset(gE, 0, (size_t)V * d * sizeof *gE);
     for (int r = 0; r < N; r++) {
         float *dst = gE + (size_t)tokens[r] * d;
         const float *src = g->dres + (size_t)r * d;
         for (int j = 0; j < d; j++)
             dst[j] += src[j];
     }
-    produced_grad(g, gE, (size_t)V * d, L, "grad embedding");
+    produced_grad(g, gE, (size_t)V * d, g->c.layers, "grad embedding");
     hook(g, GPT_HOOK_GRADS, GPT_UNIT_EMBED);
+}
+
+/* ------------------------------------------------------------------ the whole model */
+
+double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
+                   const struct gpt_inject *inj)
+{
+    g->inj = inj;
+    step_begin(g);
+    g->in_forward = true;
+    embed_forward(g, tokens);
+    layers_forward(g, 0);
+    double loss = head_forward(g, 0, targets);
+    g->in_forward = false;
+    hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
+    charge(g, -(long long)g->live); /* nothing will need them */
     g->inj = NULL;
     return loss;
+}
+
+double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, float loss_scale,
+                const struct gpt_inject *inj)
+{
+    g->inj = inj;
+    g->accumulate = false;
+    step_begin(g);
+    g->in_forward = true;
+    embed_forward(g, tokens);
+    layers_forward(g, 0);
+    double loss = head_forward(g, 0, targets);
+    g->in_forward = false;
+    head_backward(g, 0, targets, loss_scale);
+    layers_backward(g, 0);
+    embed_backward(g, tokens);
+    g->inj = NULL;
+    return loss;
+}
+
+/* ------------------------------------------------------------------ a part of the model */
+
+void gpt_part_begin(struct gpt *g)
+{
+    step_begin(g);
+}
+
+double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const void *in, void *out,
+                        const int32_t *targets, const struct gpt_inject *inj)
+{
+    size_t nd = (size_t)g->N * g->c.d;
+    g->inj = inj;
+    g->in_forward = true;
+    if (g->part.embed)
+        embed_forward(g, tokens);
+    else
+        load(g, g->res, in, nd);
+    layers_forward(g, slot);
+    double loss = NAN;
+    if (g->part.head)
+        loss = head_forward(g, slot, targets);
+    else
+        store(g, out, g->res, nd); /* already in the format: exact */
+    g->in_forward = false;
+    g->inj = NULL;
+    return loss;
+}
+
+void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int32_t *targets,
+                       float loss_scale, const void *dout, void *din, bool accumulate,
+                       const struct gpt_inject *inj)
+{
+    size_t nd = (size_t)g->N * g->c.d;
+    g->inj = inj;
+    g->accumulate = accumulate;
+    if (g->part.head)
+        head_backward(g, slot, targets, loss_scale);
+    else
+        load(g, g->dres, dout, nd);
+    layers_backward(g, slot);
+    if (g->part.embed)
+        embed_backward(g, tokens);
+    else
+        store(g, din, g->dres, nd);
+    g->accumulate = false;
+    g->inj = NULL;
 }

@@ -193,11 +193,27 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct gpt_ckp
 
 struct gpt;
 
+/* A part of the model, for pipeline parallelism: layers first..first+count-1, with the
+ * embedding lookup (the first stage) and the head (the last: the final norm, and the tied
+ * embedding's copy that computes the logits; Megatron-LM keeps one on each end and sums their
+ * gradients), for `slots` micro-batches in flight at once (each keeps its own activations).
+ * Its flat buffer holds, in the documented order, the embedding (with either end), its
+ * layers, the final norm (with the head). The whole model is {0, layers, true, true, 1}. */
+struct gpt_part {
+    int first, count;
+    bool embed, head;
+    int slots;
+};
+
 /* A model for batches of `batch` sequences. Parameters start at zero: call gpt_init_params
  * or fill gpt_params(). 0, ERR_INVAL (bad shape) or ERR_NOMEM. */
 int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
             const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e);
 void gpt_free(struct gpt *g);
+/* The same for a part (NULL: the whole model); `batch` is a micro-batch. */
+int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
+                 const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc,
+                 const struct gpt_part *part, struct error *e);
 
 /* Initialisation (GPT-2's): every matrix ~ normal(0, 0.02), the residual projections wo and
  * w_down ~ normal(0, 0.02 / sqrt(2 L)), norm weights 1. Seeded; writes master (fp32, nparams)
@@ -223,6 +239,25 @@ void gpt_set_loss_tokens(struct gpt *g, double tokens);
  * when the forward went non-finite). */
 double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, float loss_scale,
                 const struct gpt_inject *inj);
+/* A part's step, micro-batch by micro-batch (any order a pipeline schedule gives, each
+ * micro-batch's backward after its forward, in slot `slot` < part.slots):
+ *   gpt_part_begin starts a step (the diagnosis and underflow counts start again);
+ *   gpt_part_forward takes the tokens (a part with the embedding) or the activations `in`
+ *   (batch x seq x d in the training format: what the stage before sent), runs its layers,
+ *   and returns the micro-batch's mean loss (a part with the head) or writes `out` (what goes
+ *   to the next stage);
+ *   gpt_part_backward starts from the loss (with the head) or from `dout` (the gradient the
+ *   next stage sent back), and writes `din` (without the embedding: what goes back) and the
+ *   weight gradients, which add to the buffer's when `accumulate` (every micro-batch but the
+ *   first). A part with the head but no embedding holds only the head's share of the tied
+ *   embedding's gradient. The loss over gpt_set_loss_tokens' count (all micro-batches'). */
+void gpt_part_begin(struct gpt *g);
+double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const void *in, void *out,
+                        const int32_t *targets, const struct gpt_inject *inj);
+void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int32_t *targets,
+                       float loss_scale, const void *dout, void *din, bool accumulate,
+                       const struct gpt_inject *inj);
+
 /* The forward pass only (the loss). */
 double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
                    const struct gpt_inject *inj);

@@ -918,6 +918,89 @@ START_TEST(zero_stages_hold_the_same_weights)
 }
 END_TEST
 
+/* Parts compose: two parts of the model (layer 0 with the embedding; layer 1 with the head),
+ * run micro-batch by micro-batch in GPipe's order with the activations and their gradients
+ * handed over as a pipeline's stages would send them, give the whole model's loss and
+ * gradients. With one micro-batch the same bits for every tensor but the tied embedding, whose
+ * two shares (the head's on the last part, the lookup's on the first) add in another order;
+ * with 2 and 4 micro-batches every gradient within 1e-5 of the largest (the batch's sums in
+ * another order: fp32 rounding, a few ulps). */
+START_TEST(parts_compose_into_the_whole_model)
+{
+    struct gpt_config c = small_cfg;
+    int B = 4, T = c.seq, V = c.vocab, d = c.d;
+    size_t n = gpt_param_count(&c), emb = (size_t)V * d;
+    size_t lp = (n - emb - (size_t)d) / (size_t)c.layers, bt = (size_t)B * T;
+    struct gpt *w = NULL;
+    ck_assert_int_eq(gpt_new(&w, &c, B, FP_FP32, NULL, NULL, NULL), 0);
+    gpt_init_params(&c, 3, gpt_params(w));
+    int32_t *tok = malloc(bt * 4), *tgt = malloc(bt * 4);
+    struct rng r;
+    rng_seed(&r, 5, 0);
+    for (size_t i = 0; i < bt; i++)
+        tok[i] = (int32_t)rng_below(&r, (uint64_t)V), tgt[i] = (int32_t)rng_below(&r, (uint64_t)V);
+    double whole = gpt_step(w, tok, tgt, 1.0f, NULL);
+    const float *P = gpt_params(w), *G = gpt_grads(w);
+    float scale = 0;
+    for (size_t i = 0; i < n; i++)
+        scale = fmaxf(scale, fabsf(G[i]));
+    const char *pols[3] = {"none", "full", "selective"}; /* recomputation changes no bit */
+    for (int k = 0; k < 3; k++)
+        for (int M = 1; M <= 4; M *= 2) {
+            int mb = B / M;
+            size_t mt = (size_t)mb * T;
+            struct gpt_part p0 = {0, 1, true, false, M}, p1 = {1, 1, false, true, M};
+            struct gpt_ckpt pol;
+            ck_assert_int_eq(gpt_ckpt_parse(pols[k], &pol, NULL), 0);
+            struct gpt *a = NULL, *b = NULL;
+            ck_assert_int_eq(gpt_new_part(&a, &c, mb, FP_FP32, &pol, NULL, &p0, NULL), 0);
+            ck_assert_int_eq(gpt_new_part(&b, &c, mb, FP_FP32, &pol, NULL, &p1, NULL), 0);
+            ck_assert_uint_eq(gpt_nparams(a), emb + lp);
+            ck_assert_uint_eq(gpt_nparams(b), emb + lp + (size_t)d);
+            gpt_set_loss_tokens(a, (double)bt);
+            gpt_set_loss_tokens(b, (double)bt);
+            float *pa = gpt_params(a), *pb = gpt_params(b);
+            memcpy(pa, P, (emb + lp) * 4);
+            memcpy(pb, P, emb * 4);
+            memcpy(pb + emb, P + emb + lp, (lp + (size_t)d) * 4);
+            float *act = malloc((size_t)M * mt * d * 4), *dact = malloc((size_t)M * mt * d * 4);
+            gpt_part_begin(a);
+            gpt_part_begin(b);
+            double loss = 0;
+            for (int m = 0; m < M; m++) { /* GPipe: every forward, then every backward */
+                float *x = act + (size_t)m * mt * d;
+                gpt_part_forward(a, m, tok + m * mt, NULL, x, NULL, NULL);
+                loss += gpt_part_forward(b, m, NULL, x, NULL, tgt + m * mt, NULL) / M;
+            }
+            for (int m = M - 1; m >= 0; m--) {
+                float *dx = dact + (size_t)m * mt * d;
+                gpt_part_backward(b, m, NULL, tgt + m * mt, 1.0f, NULL, dx, m != M - 1, NULL);
+                gpt_part_backward(a, m, tok + m * mt, NULL, 1.0f, dx, NULL, m != M - 1, NULL);
+            }
+            const float *ga = gpt_grads(a), *gb = gpt_grads(b);
+            float worst = 0;
+            for (size_t i = 0; i < n; i++) {
+                float got = i < emb ? ga[i] + gb[i] : i < emb + lp ? ga[i] : gb[i - lp];
+                if (M == 1 && i >= emb)
+                    ck_assert_msg(got == G[i], "one micro-batch: gradient %zu is %g, not %g", i,
+                                  (double)got, (double)G[i]);
+                worst = fmaxf(worst, fabsf(got - G[i]));
+            }
+            ck_assert_msg(worst <= 1e-5f * scale, "%d micro-batches: gradients off by %g of %g", M,
+                          (double)worst, (double)scale);
+            ck_assert_msg(M == 1 ? loss == whole : fabs(loss - whole) <= 1e-6 * whole,
+                          "%d micro-batches: loss %.9g, whole %.9g", M, loss, whole);
+            free(act);
+            free(dact);
+            gpt_free(a);
+            gpt_free(b);
+        }
+    free(tok);
+    free(tgt);
+    gpt_free(w);
+}
+END_TEST
+
 /* A key acts on the next step the screen shows: after step 1, a bad batch and a NaN asked for
  * together both land in step 2, the one the next n shows (never a step computed ahead). */
 START_TEST(training_panel_keys_act_on_the_next_step_shown)
@@ -969,6 +1052,7 @@ int main(void)
     tcase_add_test(tc, training_panel_keys_act_on_the_next_step_shown);
     tcase_add_test(tc, shard_plan_partitions_the_buffer);
     tcase_add_test(tc, zero_stages_hold_the_same_weights);
+    tcase_add_test(tc, parts_compose_into_the_whole_model);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
