@@ -40,6 +40,7 @@
 #include "ui/lessonpane.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
+#include "ui/steppanel.h"
 #include "ui/termcheck.h"
 #include "ui/theme.h"
 
@@ -218,32 +219,39 @@ static void save_progress(struct app *a)
     }
 }
 
-/* Makes ops tab t's live panel: the one kept open if there is one (*fresh false), else a new
- * one (*fresh true). */
-static int use_panel(struct app *a, struct tab *t, const struct panel_ops *ops, bool *fresh,
-                     struct error *e)
+/* Makes ops tab t's live panel: the one kept open if there is one (true), else none (false). */
+static bool use_kept(struct tab *t, const struct panel_ops *ops)
 {
-    *fresh = false;
     for (int i = 0; i < t->nkept; i++)
         if (t->kept[i].ops == ops) {
             t->ops = ops;
             t->panel = t->kept[i].state;
-            return 0;
+            return true;
         }
-    if (t->nkept == TAB_PANELS)
+    return false;
+}
+
+/* Makes ops tab t's live panel, opened afresh with the lesson's defaults and lp's settings
+ * (src/ui/steppanel.h): the kept one is replaced, or a new one kept. */
+static int open_panel(struct app *a, struct tab *t, const struct panel_ops *ops,
+                      const struct lesson_panel *lp, struct error *e)
+{
+    int i = 0;
+    while (i < t->nkept && t->kept[i].ops != ops)
+        i++;
+    if (i == TAB_PANELS)
         return error_set(e, ERR_RUN, "panel %s: a tab keeps %d panels at most", ops->name,
                          TAB_PANELS);
-    void *state = NULL;
     struct panel_env env = {ops, &a->log, a->ascii};
-    int rc = ops->init(&state, &env, e);
-    if (rc < 0) {
-        error_prefix(e, "panel %s", ops->name);
+    void *state = i < t->nkept ? t->kept[i].state : NULL;
+    int rc = steppanel_open(ops, &env, t->lesson, lp, &state, e);
+    if (rc < 0)
         return rc;
-    }
-    t->kept[t->nkept++] = (struct kept_panel){ops, state};
+    t->kept[i] = (struct kept_panel){ops, state};
+    if (i == t->nkept)
+        t->nkept++;
     t->ops = ops;
     t->panel = state;
-    *fresh = true;
     return 0;
 }
 
@@ -319,18 +327,6 @@ static int lesson_number(const struct tab *t)
     return t->lesson ? t->lesson->number : -1;
 }
 
-/* Gives the live panel of tab t the settings of lp (an @panel line of its lesson, or NULL). */
-static void apply_settings(struct app *a, struct tab *t, const struct lesson_panel *lp)
-{
-    struct error e = {0};
-    for (size_t k = 0; lp && k < lp->nsettings; k++) {
-        const struct lesson_setting *st = &lp->settings[k];
-        if (!t->ops->set || t->ops->set(t->panel, st->key, st->value, &e) < 0)
-            eventlog_add(&a->log, "%s:%d: %s", t->lesson->file, lp->line,
-                         t->ops->set ? e.msg : "this panel takes no settings");
-    }
-}
-
 /* The panels tab t's lesson names (its head's, its steps'), each once, in order; the tab's
  * own panel when the lesson names none. */
 static void find_views(struct tab *t)
@@ -371,23 +367,19 @@ static void swap_panel(struct app *a)
     }
     const struct panel_ops *ops = next_view(t);
     pause_playing(a);
-    bool fresh;
-    if (use_panel(a, t, ops, &fresh, &a->fatal) < 0) {
-        a->quit = true;
-        return;
-    }
-    if (fresh && t->lesson) {
+    if (!use_kept(t, ops)) {
         const struct lesson *l = t->lesson;
         const struct lesson_panel *lp = NULL;
-        for (size_t k = t->step + 1; k-- > 0 && !lp;)
+        for (size_t k = t->step + 1; l && k-- > 0 && !lp;)
             if (l->steps[k].panel && !strcmp(l->steps[k].panel->name, ops->name))
                 lp = l->steps[k].panel;
-        for (size_t k = t->step + 1; k < l->nsteps && !lp; k++)
+        for (size_t k = t->step + 1; l && k < l->nsteps && !lp; k++)
             if (l->steps[k].panel && !strcmp(l->steps[k].panel->name, ops->name))
                 lp = l->steps[k].panel;
-        if (!lp && l->panel && !strcmp(l->panel->name, ops->name))
-            lp = l->panel;
-        apply_settings(a, t, lp);
+        if (open_panel(a, t, ops, lp, &a->fatal) < 0) {
+            a->quit = true;
+            return;
+        }
     }
     eventlog_add(&a->log, "%s (v: %s)", ops->title, next_view(t)->title);
 }
@@ -410,12 +402,12 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
         ops = panel_find(t->def->panel);
         lp = NULL;
     }
-    bool fresh;
-    if (ops != t->ops && use_panel(a, t, ops, &fresh, &a->fatal) < 0) {
+    /* The step's panel opens afresh (its start, the lesson's defaults, the step's settings):
+     * what the learner turned in another step never contradicts this step's text. */
+    if (open_panel(a, t, ops, lp, &a->fatal) < 0) {
         a->quit = true; /* with no panel to draw, the window cannot go on */
         return;
     }
-    apply_settings(a, t, lp);
     if (l && save) {
         progress_set_step(&a->progress, l->number, (int)i);
         save_progress(a);
@@ -1044,8 +1036,7 @@ int ui_run(const struct ui_options *o, struct error *e)
             rc = error_set(e, ERR_RUN, "no panel named '%s'", t->def->panel);
             goto out;
         }
-        bool fresh;
-        if ((rc = use_panel(a, t, ops, &fresh, e)) < 0)
+        if ((rc = open_panel(a, t, ops, NULL, e)) < 0)
             goto out;
     }
     a->asking = -1;
