@@ -615,9 +615,16 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y)
             }
             canvas_text(c, y++, x, ROLE_TEXT, "0");
         } else {
-            for (int g = 0; g < n && g < ROWS_FULL && x < w - 22; g++)
+            int g = 0;
+            for (; g < n && g < ROWS_FULL && x < w - 22; g++)
                 x = canvas_printf(c, y, x, ROLE_DIM, "%d -> ", g);
-            canvas_printf(c, y++, x, ROLE_DIM, n > ROWS_FULL ? "... -> %d -> 0" : "0", n - 1);
+            /* the GPUs that do not fit are named as skipped, never dropped silently */
+            if (g >= n)
+                canvas_text(c, y++, x, ROLE_DIM, "0");
+            else if (g == n - 1)
+                canvas_printf(c, y++, x, ROLE_DIM, "%d -> 0", n - 1);
+            else
+                canvas_printf(c, y++, x, ROLE_DIM, "... -> %d -> 0", n - 1);
         }
     } else {
         canvas_printf(c, y++, 0, ROLE_DIM,
@@ -673,8 +680,13 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     char b1[32], b2[32], b3[32];
     const struct cluster_spec *cl = &p->clusters[p->s.cluster];
     units_format_bytes(b1, sizeof b1, p->s.size, UNITS_BINARY);
-    canvas_printf(c, y++, 0, ROLE_TITLE, "%s all-reduce, %d GPUs, %s fp32, %s",
-                  p->s.algo == COST_RING ? "ring" : "tree", n, b1, cl->name);
+    /* GPUs past one node use the inter-node link where a message crosses: say so */
+    int nodes = cl->gpus_per_node > 0 ? (n + cl->gpus_per_node - 1) / cl->gpus_per_node : 1;
+    char where[32] = "";
+    if (nodes > 1)
+        snprintf(where, sizeof where, " on %d nodes", nodes);
+    canvas_printf(c, y++, 0, ROLE_TITLE, "%s all-reduce, %d GPUs%s, %s fp32, %s",
+                  p->s.algo == COST_RING ? "ring" : "tree", n, where, b1, cl->name);
     if (!p->ok) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
         return;
