@@ -257,6 +257,22 @@ static int lab_set(void *state, const char *name, const char *value, struct erro
 
 /* ------------------------------------------------------------------ drawing */
 
+/* The traffic formula without a ratio to DDP written into it ("(1.5x DDP)"): the panel
+ * prints the ratio it computes from the bytes instead, which holds for every setting. */
+static void comm_formula(char *out, size_t n, const char *formula)
+{
+    snprintf(out, n, "%s", formula);
+    char *end = strstr(out, "x DDP)");
+    if (!end)
+        return;
+    char *open = end;
+    while (open > out && *open != '(')
+        open--;
+    if (open > out && open[-1] == ' ')
+        open--;
+    memmove(open, end + 6, strlen(end + 6) + 1);
+}
+
 static void lab_draw(const void *state, struct ui_canvas *c)
 {
     const struct lab *l = state;
@@ -333,10 +349,16 @@ static void lab_draw(const void *state, struct ui_canvas *c)
     }
     if (y < h) {
         units_format_bytes_in(b2, sizeof b2, l->comm[l->s.zero].bytes, "GiB");
-        canvas_printf(c, y++, 0, ROLE_DIM, "comm %s/step: %s", b2, l->comm[l->s.zero].dp.formula);
+        char f[sizeof l->comm[0].dp.formula], ratio[32] = "";
+        comm_formula(f, sizeof f, l->comm[l->s.zero].dp.formula);
+        if (l->s.zero > 0 && l->comm[0].bytes > 0)
+            snprintf(ratio, sizeof ratio, " (%.3gx DDP)",
+                     l->comm[l->s.zero].bytes / l->comm[0].bytes);
+        canvas_printf(c, y++, 0, ROLE_DIM, "comm %s/step%s: %s", b2, ratio, f);
     }
-    if (y < h)
-        canvas_printf(c, y++, 0, ROLE_DIM, "activations/layer: %s", r->layer.formula);
+    if (y < h) /* one layer's list, the figure a question may ask for, then its formula */
+        canvas_printf(c, y++, 0, ROLE_DIM, "activations/layer: %.2f GiB = %s", r->layer.total / GIB,
+                      r->layer.formula);
 }
 
 static const struct panel_key lab_keys[] = {

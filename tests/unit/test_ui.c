@@ -523,6 +523,37 @@ START_TEST(formats_panel)
 }
 END_TEST
 
+/* A terminal that goes nowhere, for drawing panels into windows and reading them back. */
+struct fake_term {
+    FILE *out, *in;
+    SCREEN *scr;
+};
+
+static WINDOW *term_open(struct fake_term *t, int rows, int cols)
+{
+    t->out = fopen("/dev/null", "w");
+    t->in = fopen("/dev/null", "r");
+    ck_assert_ptr_nonnull(t->out);
+    ck_assert_ptr_nonnull(t->in);
+    setenv("LINES", "50", 1);
+    setenv("COLUMNS", "160", 1);
+    t->scr = newterm("vt100", t->out, t->in);
+    ck_assert_ptr_nonnull(t->scr);
+    theme_init(false, true);
+    WINDOW *w = newwin(rows, cols, 0, 0);
+    ck_assert_ptr_nonnull(w);
+    return w;
+}
+
+static void term_close(struct fake_term *t, WINDOW *w)
+{
+    delwin(w);
+    endwin();
+    delscreen(t->scr);
+    fclose(t->out);
+    fclose(t->in);
+}
+
 /* The text a panel draws into a rows x cols window, row after row. */
 static void panel_text(const struct panel_ops *p, const void *st, WINDOW *w, char *out, size_t n)
 {
@@ -549,16 +580,8 @@ START_TEST(steps_open_their_whole_panel)
 {
     static struct eventlog log;
     static char want[200 * 60], got[200 * 60];
-    FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
-    ck_assert_ptr_nonnull(out);
-    ck_assert_ptr_nonnull(in);
-    setenv("LINES", "50", 1);
-    setenv("COLUMNS", "160", 1);
-    SCREEN *scr = newterm("vt100", out, in);
-    ck_assert_ptr_nonnull(scr);
-    theme_init(false, true);
-    WINDOW *w = newwin(40, 120, 0, 0);
-    ck_assert_ptr_nonnull(w);
+    struct fake_term ft;
+    WINDOW *w = term_open(&ft, 40, 120);
     struct lesson **ls;
     size_t nl;
     struct error e = {0};
@@ -612,11 +635,40 @@ START_TEST(steps_open_their_whole_panel)
     }
     ck_assert_int_ge(steps, 40);
     lesson_free_all(ls, nl);
-    delwin(w);
-    endwin();
-    delscreen(scr);
-    fclose(out);
-    fclose(in);
+    term_close(&ft, w);
+}
+END_TEST
+
+/* The Lab's panel: the ratio of a stage's traffic to DDP's is computed from the bytes it
+ * shows, never fixed text (18 bytes per parameter changes it), and the per-layer activations
+ * are a figure, not only a formula (Lab step 3 asks for it). */
+START_TEST(lab_panel_figures)
+{
+    static struct eventlog log;
+    static char text[200 * 60];
+    struct fake_term ft;
+    WINDOW *w = term_open(&ft, 40, 120);
+    const struct panel_ops *p = panel_find("memory");
+    struct panel_env env = {p, &log, true};
+    void *st = NULL;
+    struct error e = {0};
+    ck_assert_int_eq(p->init(&st, &env, &e), 0);
+    const char *set[][2] = {{"model", "synthetic-7b"},
+                            {"gpus", "8"},
+                            {"zero", "3"},
+                            {"micro_batch", "8"},
+                            {"checkpoint", "none"}};
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+        ck_assert_msg(p->set(st, set[i][0], set[i][1], &e) == 0, "%s", e.msg);
+    panel_text(p, st, w, text, sizeof text);
+    ck_assert_msg(strstr(text, "(1.5x DDP)"), "%s", text);
+    ck_assert_msg(strstr(text, "activations/layer: 4.15 GiB"), "%s", text);
+    ck_assert_int_eq(p->set(st, "zero", "1", &e), 0);
+    panel_text(p, st, w, text, sizeof text);
+    ck_assert_msg(strstr(text, "(1x DDP)"), "%s", text);
+    ck_assert_ptr_null(strstr(text, "1.5x"));
+    p->fini(st);
+    term_close(&ft, w);
 }
 END_TEST
 
@@ -642,6 +694,7 @@ int main(void)
     tcase_add_test(tc, panels_keep_the_contract);
     tcase_add_test(tc, formats_panel);
     tcase_add_test(tc, steps_open_their_whole_panel);
+    tcase_add_test(tc, lab_panel_figures);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
