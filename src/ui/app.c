@@ -506,16 +506,21 @@ static void answer_key(struct app *a, int ch)
         }
         struct lessonpane_answer *ans =
             &t->answers[t->step * LESSON_MAX_QUESTIONS + (size_t)a->asking];
-        ans->state = r.correct ? 1 : -1;
+        ans->state = (signed char)lessonpane_score(ans->state, r.correct);
         snprintf(ans->text, sizeof ans->text, "%s", a->input);
-        progress_mark(&a->progress, t->lesson->number, (int)t->step, a->asking, r.correct);
-        save_progress(a);
+        bool scored = ans->state != LESSONPANE_SHOWN; /* retyping a shown answer scores nothing */
+        if (scored) {
+            progress_mark(&a->progress, t->lesson->number, (int)t->step, a->asking, r.correct);
+            save_progress(a);
+        }
         size_t total = 0;
         for (size_t i = 0; i < t->lesson->nsteps; i++)
             total += t->lesson->steps[i].nquestions;
         eventlog_add(&a->log, "lesson %d, step %zu, question %d: %s (%d of %zu right so far)",
                      t->lesson->number, t->step + 1, a->asking + 1,
-                     r.correct ? "right" : "not quite",
+                     !scored     ? "the answer shown, not scored"
+                     : r.correct ? "right"
+                                 : "not quite",
                      progress_count(&a->progress, t->lesson->number), total);
         t->show_q = a->asking; /* its result and explanation */
         a->asking = -1;

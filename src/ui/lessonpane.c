@@ -131,11 +131,18 @@ static void question(struct pen *p, const struct lessonpane_view *v, size_t qi)
     }
     char want[128];
     lesson_format_answer(q, want, sizeof want);
-    if (a->state > 0)
+    if (a->state == 1)
         snprintf(buf, sizeof buf, "%s: right.", a->text);
+    else if (a->state == LESSONPANE_SHOWN)
+        snprintf(buf, sizeof buf, "%s: that is the answer shown before, %s; not scored.", a->text,
+                 want);
     else
         snprintf(buf, sizeof buf, "%s: not quite; the answer is %s.", a->text, want);
-    block(p, a->state > 0 ? ROLE_GOOD : ROLE_ERROR, 0, buf);
+    block(p,
+          a->state == 1                  ? ROLE_GOOD
+          : a->state == LESSONPANE_SHOWN ? ROLE_DIM
+                                         : ROLE_ERROR,
+          0, buf);
     if (*q->explain) {
         /* The @explain lines form one paragraph, unless a line starts with a space. */
         char *ex = strdup(q->explain);
@@ -199,4 +206,11 @@ int lessonpane_draw(const struct lessonpane_view *v, struct ui_canvas *c, int sc
     if (p.cursor_y >= 0)
         canvas_cursor(c, p.cursor_y, p.cursor_x);
     return p.line;
+}
+
+int lessonpane_score(int before, bool correct)
+{
+    if (!correct)
+        return -1;
+    return before < 0 || before == LESSONPANE_SHOWN ? LESSONPANE_SHOWN : 1;
 }

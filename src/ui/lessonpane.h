@@ -13,9 +13,16 @@ struct ui_canvas;
 
 /* A learner's answer to one question. */
 struct lessonpane_answer {
-    signed char state; /* 0: not answered, 1: right, -1: wrong */
+    /* 0: not answered, 1: right, -1: wrong (the answer was shown), 2: right once the answer
+     * had been shown, which is not scored */
+    signed char state;
     char text[LESSONPANE_ANSWER_MAX];
 };
+
+/* The state an answer leaves, after `before`: a right answer typed once the right one was
+ * shown (before < 0 or 2) is LESSONPANE_SHOWN, not 1. Pure. */
+#define LESSONPANE_SHOWN 2
+int lessonpane_score(int before, bool correct);
 
 struct lessonpane_view {
     const struct lesson *lesson; /* NULL: show error instead */

@@ -14,6 +14,7 @@
 #include "harness.h"
 #include "ui/eventlog.h"
 #include "ui/layout.h"
+#include "ui/lessonpane.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
 #include "ui/steppanel.h"
@@ -672,6 +673,18 @@ START_TEST(lab_panel_figures)
 }
 END_TEST
 
+/* A right answer typed after the window showed it is not scored right (issue 10). */
+START_TEST(shown_answers_are_not_scored)
+{
+    ck_assert_int_eq(lessonpane_score(0, true), 1);
+    ck_assert_int_eq(lessonpane_score(0, false), -1);
+    ck_assert_int_eq(lessonpane_score(1, true), 1);
+    ck_assert_int_eq(lessonpane_score(-1, true), LESSONPANE_SHOWN);
+    ck_assert_int_eq(lessonpane_score(LESSONPANE_SHOWN, true), LESSONPANE_SHOWN);
+    ck_assert_int_eq(lessonpane_score(-1, false), -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ui");
@@ -695,6 +708,7 @@ int main(void)
     tcase_add_test(tc, formats_panel);
     tcase_add_test(tc, steps_open_their_whole_panel);
     tcase_add_test(tc, lab_panel_figures);
+    tcase_add_test(tc, shown_answers_are_not_scored);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
