@@ -96,6 +96,12 @@ struct app {
     struct progress progress;
     char progress_file[4096]; /* "" when progress is not saved */
     struct error fatal;       /* a panel could not start (out of memory): the window ends */
+    /* presenter mode: autoplay walks the steps; G jumps to one */
+    double autoplay_s; /* seconds a step is shown (0 until --autoplay or A sets it) */
+    bool autoplay;     /* walking now */
+    double next_at;    /* when the next step comes (clock_now) */
+    bool jumping;      /* G: typing a step number */
+    char jump[8];
 };
 
 /* ---- the terminal's life ---- */
@@ -540,6 +546,86 @@ static void answer_key(struct app *a, int ch)
     }
 }
 
+/* ---- presenter mode ---- */
+
+#define AUTOPLAY_DEFAULT_S 10.0
+
+/* Starts the live panel playing without a word if it has nothing to play. */
+static void play_quietly(struct app *a)
+{
+    struct tab *t = &a->tabs[a->cur];
+    if (a->playing || !t->ops->on_event)
+        return;
+    struct panel_event ev = {PANEL_PLAY, 0, speed_factor(a->speed)};
+    a->playing = t->ops->on_event(t->panel, &ev) & PANEL_ANIMATE;
+    a->last_tick = clock_now();
+    a->dirty = true;
+}
+
+static void autoplay_start(struct app *a)
+{
+    if (a->autoplay_s <= 0)
+        a->autoplay_s = AUTOPLAY_DEFAULT_S;
+    a->autoplay = true;
+    a->next_at = clock_now() + a->autoplay_s;
+    play_quietly(a);
+    eventlog_add(&a->log, "autoplay: a step every %g s (any key pauses, A resumes)", a->autoplay_s);
+    a->dirty = true;
+}
+
+static void autoplay_stop(struct app *a, const char *why)
+{
+    a->autoplay = false;
+    eventlog_add(&a->log, "autoplay %s", why);
+    a->dirty = true;
+}
+
+/* The next step once its time has come; the last step ends the walk. */
+static void autoplay_tick(struct app *a)
+{
+    struct tab *t = &a->tabs[a->cur];
+    if (!a->autoplay || clock_now() < a->next_at)
+        return;
+    if (!t->lesson || t->step + 1 >= t->lesson->nsteps) {
+        autoplay_stop(a, "ends: the last step");
+        return;
+    }
+    pause_playing(a);
+    show_step(a, t, t->step + 1, true);
+    play_quietly(a);
+    a->next_at = clock_now() + a->autoplay_s;
+    eventlog_add(&a->log, "autoplay: step %zu of %zu", t->step + 1, t->lesson->nsteps);
+}
+
+/* G, then a step number and Enter: that step of the lesson. */
+static void jump_key(struct app *a, int ch)
+{
+    struct tab *t = &a->tabs[a->cur];
+    size_t len = strlen(a->jump);
+    a->dirty = true;
+    if (ch >= '0' && ch <= '9') {
+        if (len + 1 < sizeof a->jump)
+            a->jump[len] = (char)ch, a->jump[len + 1] = '\0';
+        return;
+    }
+    if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+        if (len)
+            a->jump[len - 1] = '\0';
+        return;
+    }
+    a->jumping = false;
+    if (ch != '\r' && ch != '\n' && ch != KEY_ENTER)
+        return; /* Esc, or any other key: no jump */
+    long k = a->jump[0] ? strtol(a->jump, NULL, 10) : 0;
+    size_t n = t->lesson ? t->lesson->nsteps : 0;
+    if (k < 1 || (size_t)k > n) {
+        eventlog_add(&a->log, "no step %s: this lesson has steps 1 to %zu", a->jump, n);
+        return;
+    }
+    pause_playing(a);
+    show_step(a, t, (size_t)k - 1, true);
+}
+
 /* ---- keys ---- */
 
 static void help_key(struct app *a, int ch)
@@ -570,6 +656,16 @@ static void app_key(struct app *a, int ch)
     if (a->asking >= 0) {
         answer_key(a, ch);
         return;
+    }
+    if (a->jumping) {
+        jump_key(a, ch);
+        return;
+    }
+    if (a->autoplay) { /* the presenter takes over: any key but q pauses the walk, used up */
+        pause_playing(a);
+        autoplay_stop(a, ch == 'A' ? "paused" : "paused: A resumes");
+        if (ch != 'q')
+            return;
     }
     int r = t->ops->on_key(t->panel, ch);
     if (r & PANEL_REDRAW)
@@ -610,6 +706,12 @@ static void app_key(struct app *a, int ch)
         break;
     case 'a': start_answer(a); break;
     case 'v': swap_panel(a); break;
+    case 'A': autoplay_start(a); break;
+    case 'G':
+        a->jumping = true;
+        a->jump[0] = '\0';
+        a->dirty = true;
+        break;
     case KEY_NPAGE:
     case KEY_PPAGE:
     case 'J':
@@ -800,6 +902,19 @@ static void draw_hints(const struct app *a, bool panel_editing)
     int n = 0;
     char first[16][24]; /* a panel key's first spelling: "Enter" of "Enter /" */
     int nf = 0;
+    char jump[32];
+    if (a->jumping) {
+        snprintf(jump, sizeof jump, "step %s_", a->jump);
+        h[n++] = (struct hint){"G", jump};
+        h[n++] = (struct hint){"Enter", "go"};
+        h[n++] = (struct hint){"Esc", "cancel"};
+        goto draw;
+    }
+    if (a->autoplay) {
+        h[n++] = (struct hint){"autoplay", "any key pauses"};
+        h[n++] = (struct hint){"q", "quit"};
+        goto draw;
+    }
     if (a->asking >= 0 || panel_editing) {
         h[n++] = (struct hint){"Enter", a->asking >= 0 ? "check the answer" : "apply"};
         h[n++] = (struct hint){"Esc", "cancel"};
@@ -847,6 +962,8 @@ static const struct help_line app_keys[] = {
     {"] [", "next, previous step"},
     {"PgDn PgUp J K", "scroll the text"},
     {"a", "answer the step's question"},
+    {"G", "go to a step: G, its number, Enter"},
+    {"A", "autoplay: the steps walk by themselves, each playing (any key pauses)"},
     {"v", "the lesson's next panel (lesson 1: formats, training); each keeps its state"},
     {"space", "play, pause"},
     {"n", "one step, paused"},
@@ -980,7 +1097,13 @@ static int run_loop(struct app *a, struct error *e)
             a->dirty = false;
         }
         struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
-        int r = poll(p, 2, a->playing ? FRAME_MS : -1);
+        int wait = a->playing ? FRAME_MS : -1;
+        if (a->autoplay) { /* wake for the next step */
+            double left = (a->next_at - clock_now()) * 1000.0;
+            int ms = left > 0 ? (int)left + 1 : 0;
+            wait = wait < 0 || ms < wait ? ms : wait;
+        }
+        int r = poll(p, 2, wait);
         if (atomic_load(&got_signal))
             break;
         if (r < 0 && errno != EINTR)
@@ -999,6 +1122,7 @@ static int run_loop(struct app *a, struct error *e)
             else
                 app_key(a, ch);
         }
+        autoplay_tick(a);
         if (a->playing) {
             double now = clock_now();
             double dt = now - a->last_tick;
@@ -1048,6 +1172,16 @@ int ui_run(const struct ui_options *o, struct error *e)
     if ((rc = load_lessons(a, e)) < 0)
         goto out;
     eventlog_add(&a->log, "welcome: ? lists the keys, q quits");
+    if (o->tab >= 0 && o->tab < UI_TABS) {
+        a->cur = o->tab;
+        struct tab *t = &a->tabs[a->cur];
+        if (o->step >= 0 && t->lesson)
+            show_step(a, t, (size_t)o->step, true);
+    }
+    if (o->autoplay_s > 0) {
+        a->autoplay_s = o->autoplay_s;
+        autoplay_start(a);
+    }
     if (!a->fatal.code)
         rc = run_loop(a, e);
     if (rc >= 0 && a->fatal.code) {

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Presenter mode in a real terminal (tmux): the window opens on a given lesson and step,
+# autoplay walks the steps by itself until a key pauses it, and G jumps to a step.
+. "$srcdir/tests/lib.sh"
+. "$srcdir/tests/tui/lib.sh"
+
+start -x 120 -y 40 -- --lesson 3 --step 4
+wait_for "Lesson 3 · step 4 of" "--lesson 3 --step 4 opens lesson 3 at step 4"
+wait_for "No all-reduce sends less" "with that step's title"
+keys G 6 Enter
+wait_for "step 6 of" "G 6 Enter jumps to step 6"
+wait_for "Latency or bandwidth" "and shows it"
+keys G 9 9 Enter
+wait_for "no step 99" "a step the lesson lacks is refused"
+quit
+
+start -x 120 -y 40 -- --lesson 1 --step 1 --autoplay 1
+wait_for "autoplay: a step every 1 s" "--autoplay 1 starts the walk"
+wait_for "step 2 of" "autoplay moves on to step 2"
+wait_for "step 3 of" "and on to step 3"
+keys x
+wait_for "autoplay paused" "a key pauses it"
+step=$(printf '%s\n' "$screen" | grep -o 'step [0-9]* of' | head -n 1)
+sleep 2
+screen=$(capture)
+check_contains "$screen" "$step" "paused, it stays at $step"
+keys A
+wait_for "autoplay: a step every 1 s" "A resumes it"
+quit
+done_testing
