@@ -742,6 +742,11 @@ static void app_key(struct app *a, int ch)
     case '+':
     case '=':
     case '-':
+        if (!t->ops->plays) {
+            eventlog_add(&a->log, "%s: nothing plays here, so no speed", t->ops->title);
+            a->dirty = true;
+            break;
+        }
         if (ch == '-' ? a->speed > SPEED_MIN : a->speed < SPEED_MAX)
             a->speed += ch == '-' ? -1 : 1;
         eventlog_add(&a->log, "speed %gx", speed_factor(a->speed));
@@ -936,19 +941,25 @@ static void draw_hints(const struct app *a, bool panel_editing)
             h[n++] = (struct hint){first[nf++], k->brief};
         }
     h[n++] = (struct hint){"1-5 L", "lessons"};
-    h[n++] = (struct hint){"space", a->playing ? "pause" : "play"};
+    if (t->ops->plays) /* a panel with nothing to play offers no space */
+        h[n++] = (struct hint){"space", a->playing ? "pause" : "play"};
 draw:;
+    /* the play status keeps its own place at the right; the hints stop before it */
+    char status[32] = "";
+    if (t->ops->plays && (a->playing || a->speed))
+        snprintf(status, sizeof status, "%s %gx", a->playing ? "playing" : "paused",
+                 speed_factor(a->speed));
+    int right = c.r.w - (status[0] ? layout_text_width(status) + 2 : 0);
     int x = 1;
     for (int i = 0; i < n; i++) {
         int need = layout_text_width(h[i].k) + 1 + layout_text_width(h[i].w) + 2;
-        if (x + need > c.r.w)
+        if (x + need > right)
             break;
         x = canvas_text(&c, 0, x, ROLE_KEY, h[i].k);
         x = canvas_text(&c, 0, x + 1, ROLE_DIM, h[i].w) + 2;
     }
-    if (a->playing || a->speed)
-        canvas_printf(&c, 0, c.r.w - 14, a->playing ? ROLE_GOOD : ROLE_DIM, "%s %gx",
-                      a->playing ? "playing" : "paused", speed_factor(a->speed));
+    if (status[0])
+        canvas_text(&c, 0, right + 1, a->playing ? ROLE_GOOD : ROLE_DIM, status);
 }
 
 struct help_line {

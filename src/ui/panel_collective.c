@@ -755,5 +755,6 @@ const struct panel_ops panel_collective = {
     .on_event = coll_on_event,
     .set = coll_set,
     .draw = coll_draw,
+    .plays = true,
     .keys = keys,
 };

@@ -630,5 +630,6 @@ const struct panel_ops panel_training = {
     .on_event = train_on_event,
     .set = train_set,
     .draw = train_draw,
+    .plays = true,
     .keys = train_keys,
 };

@@ -27,4 +27,21 @@ check_contains "$screen" "$step" "paused, it stays at $step"
 keys A
 wait_for "autoplay: a step every 1 s" "A resumes it"
 quit
+
+# The hint line: the play status has its own place; a panel with nothing to play offers no
+# space and no speed.
+start -x 80 -y 24 -- --lesson 3 --step 2
+wait_for "step 2 of" "lesson 3 at 80x24"
+keys Space
+wait_for "playing 1x" "space plays the ring"
+hints=$(printf '%s\n' "$screen" | tail -n 1)
+check_contains "$hints" "  playing 1x" "the status does not run into the hints"
+check_not_contains "$hints" "spac" "no hint is cut by it"
+keys Space L
+wait_for "The Lab" "the Lab"
+hints=$(capture | tail -n 1)
+check_not_contains "$hints" "space" "the Lab offers no space: nothing plays"
+keys +
+wait_for "nothing plays here, so no speed" "+ says there is nothing to speed up"
+quit
 done_testing

@@ -472,6 +472,11 @@ START_TEST(panels_keep_the_contract)
             struct panel_event ev = {PANEL_RESET, 0, 1};
             ck_assert_int_eq(p->on_event(st, &ev) & PANEL_QUIT, 0);
         }
+        /* a panel that says it has nothing to play never starts playing */
+        if (!p->plays && p->on_event) {
+            struct panel_event ev = {PANEL_PLAY, 0, 1};
+            ck_assert_msg(!(p->on_event(st, &ev) & PANEL_ANIMATE), "panel %s plays", p->name);
+        }
         p->fini(st);
     }
     ck_assert_int_ge(n, 7); /* one per tab at least, and lesson 1's training panel */
