@@ -75,6 +75,7 @@ struct tab {
     int show_q;             /* a question to scroll into view at the next frame, or -1 */
     struct lessonpane_answer *answers; /* [step * LESSON_MAX_QUESTIONS + question] */
     char label[48];                    /* the label from the lesson file: "1 Mixed precision" */
+    double spent;                      /* seconds this tab was the current one, this session */
 };
 
 struct app {
@@ -96,6 +97,7 @@ struct app {
     struct progress progress;
     char progress_file[4096]; /* "" when progress is not saved */
     struct error fatal;       /* a panel could not start (out of memory): the window ends */
+    double tab_since;         /* when the current tab became current (clock_now) */
     /* presenter mode: autoplay walks the steps; G jumps to one */
     double autoplay_s; /* seconds a step is shown (0 until --autoplay or A sets it) */
     bool autoplay;     /* walking now */
@@ -277,6 +279,9 @@ static void switch_tab(struct app *a, int i)
         return;
     pause_playing(a);
     a->asking = -1;
+    double now = clock_now();
+    a->tabs[a->cur].spent += now - a->tab_since;
+    a->tab_since = now;
     a->cur = (i + UI_TABS) % UI_TABS;
     struct tab *t = &a->tabs[a->cur];
     if (t->lesson) {
@@ -522,8 +527,13 @@ static void answer_key(struct app *a, int ch)
         size_t total = 0;
         for (size_t i = 0; i < t->lesson->nsteps; i++)
             total += t->lesson->steps[i].nquestions;
-        eventlog_add(&a->log, "lesson %d, step %zu, question %d: %s (%d of %zu right so far)",
-                     t->lesson->number, t->step + 1, a->asking + 1,
+        char which[16];
+        if (a->cur == UI_TABS - 1) /* the Lab is the Lab, not "lesson 6" */
+            snprintf(which, sizeof which, "Lab");
+        else
+            snprintf(which, sizeof which, "lesson %d", t->lesson->number);
+        eventlog_add(&a->log, "%s, step %zu, question %d: %s (%d of %zu right so far)", which,
+                     t->step + 1, a->asking + 1,
                      !scored     ? "the answer shown, not scored"
                      : r.correct ? "right"
                                  : "not quite",
@@ -846,7 +856,17 @@ static void draw_lesson(struct app *a, struct ui_canvas *out)
         .input_error = a->input_error,
         .ascii = a->ascii,
         .focus = t->show_q,
+        .recap = NULL,
     };
+    char recap[160];
+    if (t->lesson && t->step + 1 == t->lesson->nsteps) {
+        int total = 0;
+        for (size_t i = 0; i < t->lesson->nsteps; i++)
+            total += (int)t->lesson->steps[i].nquestions;
+        v.recap =
+            lessonpane_recap(recap, sizeof recap, progress_count(&a->progress, t->lesson->number),
+                             total, t->spent + clock_now() - a->tab_since);
+    }
     /* Count the lines first, to keep the scroll in range and bring a question into view,
      * then draw. */
     struct ui_canvas none = canvas_make(stdscr, (struct ui_rect){in.y, in.x, 0, in.w});
@@ -1180,6 +1200,7 @@ int ui_run(const struct ui_options *o, struct error *e)
             goto out;
     }
     a->asking = -1;
+    a->tab_since = clock_now();
     if ((rc = load_lessons(a, e)) < 0)
         goto out;
     eventlog_add(&a->log, "welcome: ? lists the keys, q quits");

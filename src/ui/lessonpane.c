@@ -1,6 +1,7 @@
 #include "config.h"
 #include "ui/lessonpane.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,11 @@ int lessonpane_draw(const struct lessonpane_view *v, struct ui_canvas *c, int sc
             focus[1] = p.line - 1;
     }
     block(&p, ROLE_TEXT, 0, "");
+    if (v->step + 1 == l->nsteps && v->recap) { /* what the learner did */
+        block(&p, ROLE_TITLE, 0, "Recap");
+        block(&p, ROLE_TEXT, 0, v->recap);
+        block(&p, ROLE_TEXT, 0, "");
+    }
     block(&p, ROLE_DIM, 0,
           v->step + 1 < l->nsteps ? "] next step, [ back" : "The last step; [ goes back.");
     if (p.cursor_y >= 0)
@@ -213,4 +219,20 @@ int lessonpane_score(int before, bool correct)
     if (!correct)
         return -1;
     return before < 0 || before == LESSONPANE_SHOWN ? LESSONPANE_SHOWN : 1;
+}
+
+char *lessonpane_recap(char *buf, size_t n, int right, int total, double seconds)
+{
+    long min = lround(seconds / 60.0);
+    if (total > 0)
+        snprintf(buf, n, "You answered %d of %d question%s right; ", right, total,
+                 total == 1 ? "" : "s");
+    else
+        snprintf(buf, n, "This lesson asks no question; ");
+    size_t used = strlen(buf);
+    if (min < 1)
+        snprintf(buf + used, n - used, "under a minute on this lesson in this session.");
+    else
+        snprintf(buf + used, n - used, "%ld min on this lesson in this session.", min);
+    return buf;
 }

@@ -24,6 +24,10 @@ struct lessonpane_answer {
 #define LESSONPANE_SHOWN 2
 int lessonpane_score(int before, bool correct);
 
+/* The last step's recap: "You answered 7 of 12 questions right; 23 min on this lesson in this
+ * session." Pure. */
+char *lessonpane_recap(char *buf, size_t n, int right, int total, double seconds);
+
 struct lessonpane_view {
     const struct lesson *lesson; /* NULL: show error instead */
     const char *error;           /* why the lesson could not be read */
@@ -36,6 +40,7 @@ struct lessonpane_view {
     const char *input_error;  /* why the last answer could not be read, or "" */
     bool ascii;               /* ASCII only */
     int focus;                /* a question whose lines to report (focus_from, focus_to), or -1 */
+    const char *recap;        /* shown at the end of the last step (lessonpane_recap), or NULL */
 };
 
 /* Draws the view from wrapped line `scroll` on; returns the number of wrapped lines in all,

@@ -152,6 +152,8 @@ static void knob_text(const struct lab *l, int k, char *name, size_t nn, char *v
 static void change(struct lab *l, int k, int dir)
 {
     struct settings *s = &l->s;
+    char name[32], was[48], val[48];
+    knob_text(l, k, name, sizeof name, was, sizeof was);
     switch (k) {
     case K_MODEL: s->model = (s->model + l->nmodels + dir) % l->nmodels; break;
     case K_GPUS:
@@ -172,10 +174,9 @@ static void change(struct lab *l, int k, int dir)
     case K_CKPT: memui_step_ckpt(&s->ckpt, dir); break;
     default: memui_step_capacity(&s->capacity, dir); break;
     }
-    char name[32], val[48];
     knob_text(l, k, name, sizeof name, val, sizeof val);
     compute(l);
-    eventlog_add(l->log, "lab: %s = %s", name, val);
+    memui_log_knob(l->log, "lab", name, was, val);
 }
 
 static int lab_on_key(void *state, int key)

@@ -44,4 +44,12 @@ check_not_contains "$hints" "space" "the Lab offers no space: nothing plays"
 keys +
 wait_for "nothing plays here, so no speed" "+ says there is nothing to speed up"
 quit
+
+# The last step of a lesson ends with a recap.
+start -x 120 -y 40 -- --lesson 2 --step 7
+wait_for "step 7 of 7" "lesson 2's last step"
+keys NPage NPage NPage NPage NPage NPage
+wait_for "You answered 0 of 12 questions right" "it ends with a recap of the questions"
+wait_for "on this lesson in this session" "and of the time spent"
+quit
 done_testing

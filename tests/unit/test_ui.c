@@ -15,6 +15,7 @@
 #include "ui/eventlog.h"
 #include "ui/layout.h"
 #include "ui/lessonpane.h"
+#include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
 #include "ui/steppanel.h"
@@ -696,6 +697,36 @@ START_TEST(shown_answers_are_not_scored)
 }
 END_TEST
 
+/* A knob stuck at its limit is said to be so once, not at every key press. */
+START_TEST(knob_at_its_limit)
+{
+    static struct eventlog log;
+    memui_log_knob(&log, "lab", "GPUs", "512", "1024");
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: GPUs = 1024"));
+    unsigned long n = log.count;
+    memui_log_knob(&log, "lab", "GPUs", "1024", "1024");
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: GPUs stays 1024, its limit"));
+    memui_log_knob(&log, "lab", "GPUs", "1024", "1024");
+    memui_log_knob(&log, "lab", "GPUs", "1024", "1024");
+    ck_assert_uint_eq(log.count, n + 1);
+}
+END_TEST
+
+/* The last step's recap: questions right, time spent. */
+START_TEST(recap_of_a_lesson)
+{
+    char b[160];
+    ck_assert_str_eq(
+        lessonpane_recap(b, sizeof b, 7, 12, 23 * 60 + 10),
+        "You answered 7 of 12 questions right; 23 min on this lesson in this session.");
+    ck_assert_str_eq(lessonpane_recap(b, sizeof b, 0, 1, 20),
+                     "You answered 0 of 1 question right; under a minute on this lesson in this "
+                     "session.");
+    ck_assert_str_eq(lessonpane_recap(b, sizeof b, 0, 0, 120),
+                     "This lesson asks no question; 2 min on this lesson in this session.");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ui");
@@ -719,6 +750,8 @@ int main(void)
     tcase_add_test(tc, formats_panel);
     tcase_add_test(tc, lab_panel_figures);
     tcase_add_test(tc, shown_answers_are_not_scored);
+    tcase_add_test(tc, recap_of_a_lesson);
+    tcase_add_test(tc, knob_at_its_limit);
     suite_add_tcase(s, tc);
     /* every step of every lesson, its panel opened twice: slow under the sanitizers */
     TCase *steps = tcase_create("steps");
