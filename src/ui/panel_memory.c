@@ -135,7 +135,7 @@ static void knob_text(const struct lab *l, int k, char *name, size_t nn, char *v
 {
     const struct settings *s = &l->s;
     static const char *names[K_COUNT] = {"model",     "GPUs",    "ZeRO",       "precision",
-                                         "bytes/par", "micro-b", "checkpoint", "GPU mem"};
+                                         "bytes/par", "batch b", "checkpoint", "GPU mem"};
     snprintf(name, nn, "%s", names[k]);
     switch (k) {
     case K_MODEL: snprintf(val, vn, "%s", l->models[s->model].name); break;

@@ -131,7 +131,7 @@ static void par_fini(void *state)
 
 static void knob_text(const struct par *p, int k, char *name, size_t nn, char *val, size_t vn)
 {
-    static const char *names[K_COUNT] = {"model",    "dp",   "tp",   "pp",     "micro-b.",
+    static const char *names[K_COUNT] = {"model",    "dp",   "tp",   "pp",     "micro m",
                                          "schedule", "ZeRO", "ckpt", "GPU mem"};
     const struct settings *s = &p->s;
     snprintf(name, nn, "%s", names[k]);
