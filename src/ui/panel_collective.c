@@ -646,7 +646,8 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y)
     return y;
 }
 
-/* The legend, the bytes sent against 2(N-1)/N x size, the α-β times: three rows. */
+/* The legend, the bytes sent against 2(N-1)/N x size, the α-β times, the bandwidths as
+ * nccl-tests reports them: four rows. */
 static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
 {
     int n = p->s.gpus;
@@ -655,19 +656,35 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     double sent = 0;
     for (int g = 0; g < n; g++)
         sent += p->sent[g];
-    canvas_printf(c, y++, 0, ROLE_DIM, "chunk: contributions held (# = all %d); %s", n,
-                  p->verified ? "the run is verified" : "NOT verified");
-    int x = canvas_printf(c, y, 0, ROLE_TEXT, "sent per GPU so far %s of 2(N-1)/N x size = %s",
-                          units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY),
-                          units_format_bytes(b2, sizeof b2, line, UNITS_BINARY));
+    bool narrow = c->r.w < 64; /* 80x24: the same figures, fewer words */
+    canvas_printf(c, y++, 0, ROLE_DIM,
+                  narrow ? "chunk: sums held (# = all %d); %s"
+                         : "chunk: contributions held (# = all %d); %s",
+                  n, p->verified ? (narrow ? "verified" : "the run is verified") : "NOT verified");
+    units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
+    units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
+    int x = canvas_printf(c, y, 0, ROLE_TEXT,
+                          narrow ? "sent/GPU %s of 2(N-1)/N S = %s"
+                                 : "sent per GPU so far %s of 2(N-1)/N x size = %s",
+                          b1, b2);
     int barw = c->r.w - x - 2;
     if (barw >= 8)
         canvas_bar(c, y, x + 2, barw > 24 ? 24 : barw, sent / n, line);
     y++;
     units_format_seconds(b1, sizeof b1, p->ring.time_s);
     units_format_seconds(b2, sizeof b2, p->tree.time_s);
-    canvas_printf(c, y, 0, ROLE_TEXT, "α-β: ring %s, tree %s: %s is faster", b1, b2,
-                  p->tree.time_s < p->ring.time_s ? "tree" : "ring");
+    canvas_printf(c, y++, 0, ROLE_TEXT,
+                  narrow ? "ring %s, tree %s: %s wins" : "α-β: ring %s, tree %s: %s is faster", b1,
+                  b2, p->tree.time_s < p->ring.time_s ? "tree" : "ring");
+    /* nccl-tests: algbw = S/t; busbw = algbw x 2(N-1)/N, the rate each link really ran at */
+    double t = p->s.algo == COST_RING ? p->ring.time_s : p->tree.time_s;
+    double alg = cost_algbw(p->s.size, t), bus = alg * cost_busbw_factor(COST_ALLREDUCE, n);
+    if (narrow)
+        canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9, bus / 1e9);
+    else
+        canvas_printf(c, y, 0, ROLE_TEXT, "%s: algbw %.1f GB/s, busbw %.1f GB/s (x %.3g)",
+                      p->s.algo == COST_RING ? "ring" : "tree", alg / 1e9, bus / 1e9,
+                      cost_busbw_factor(COST_ALLREDUCE, n));
 }
 
 /* Where things go: a ring of boxes with the plot beside it when the panel is wide enough,
@@ -685,8 +702,17 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     char where[32] = "";
     if (nodes > 1)
         snprintf(where, sizeof where, " on %d nodes", nodes);
-    canvas_printf(c, y++, 0, ROLE_TITLE, "%s all-reduce, %d GPUs%s, %s fp32, %s",
-                  p->s.algo == COST_RING ? "ring" : "tree", n, where, b1, cl->name);
+    /* the longest form that fits: nothing is cut, the cluster's name goes first */
+    char head[3][128];
+    const char *algo = p->s.algo == COST_RING ? "ring" : "tree";
+    snprintf(head[0], sizeof head[0], "%s all-reduce, %d GPUs%s, %s fp32, %s", algo, n, where, b1,
+             cl->name);
+    snprintf(head[1], sizeof head[1], "%s, %d GPUs%s, %s, %s", algo, n, where, b1, cl->name);
+    snprintf(head[2], sizeof head[2], "%s, %d GPUs%s, %s", algo, n, where, b1);
+    int hi = 0;
+    while (hi < 2 && layout_text_width(head[hi]) > w)
+        hi++;
+    canvas_text(c, y++, 0, ROLE_TITLE, head[hi]);
     if (!p->ok) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
         return;
@@ -694,13 +720,20 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     units_format_seconds(b2, sizeof b2, p->now);
     units_format_seconds(b3, sizeof b3, p->sim_time);
     if (p->step == 0)
-        canvas_printf(c, y++, 0, ROLE_TEXT, "step 0 of %d: each GPU holds its own data (%s)",
-                      p->nsteps, "space plays, n steps");
-    else
-        canvas_printf(c, y++, 0, ROLE_TEXT, "step %d of %d: %s, t = %s of %s", p->step, p->nsteps,
-                      p->phase ? p->phase : "", b2, b3);
+        canvas_printf(c, y++, 0, ROLE_TEXT,
+                      w < 64 ? "step 0 of %d: own data (%s)"
+                             : "step 0 of %d: each GPU holds its own data (%s)",
+                      p->nsteps, w < 64 ? "space, n" : "space plays, n steps");
+    else {
+        char line[2][128];
+        snprintf(line[0], sizeof line[0], "step %d of %d: %s, t = %s of %s", p->step, p->nsteps,
+                 p->phase ? p->phase : "", b2, b3);
+        snprintf(line[1], sizeof line[1], "step %d/%d %s, t %s/%s", p->step, p->nsteps,
+                 p->phase ? p->phase : "", b2, b3);
+        canvas_text(c, y++, 0, ROLE_TEXT, line[layout_text_width(line[0]) > w]);
+    }
 
-    int avail = h - y - 3 - 1; /* the counts below, and a blank row before them */
+    int avail = h - y - 4 - 1; /* the counts below, and a blank row before them */
     struct ring_layout rl;
     int ur = 0, uc = 0;
     if (p->s.algo == COST_RING && n <= LAYOUT_RING_MAX) {
@@ -729,7 +762,7 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     }
     y = draw_rows(p, c, y);
     draw_counts(p, c, y);
-    y += 3;
+    y += 4;
     int ph = h - y - 1;
     draw_plot(p, c, y + 1, 0, ph > PLOT_H ? PLOT_H : ph, w);
 }

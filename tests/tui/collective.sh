@@ -90,5 +90,15 @@ keys l
 wait_for "ring all-reduce, 17 GPUs" "17 GPUs"
 wait_for "... GPUs 14 to 15 ..." "more than 16: rows, the middle ones summarised"
 wait_for "... -> 16 -> 0" "and the ring line ends at the last GPU"
+wait_for "on 3 nodes" "17 GPUs of h100-80gb span 3 nodes: the panel says so"
 quit "ASCII"
+
+# 80x24, lesson 3's last step: the ring line marks the GPUs it skips, the bandwidths show,
+# the verdict is whole.
+start -x 80 -y 24 -- --lesson 3 --step 8
+wait_for "step 8 of" "lesson 3 step 8 at 80x24"
+wait_for "0 -> 1 -> 2 -> 3 -> 4 -> ... -> 7 -> 0" "8 GPUs on one line: the skipped ones marked"
+wait_for "algbw 94.7, busbw 165.6 GB/s" "algbw and busbw, as nccl-tests reports them"
+wait_for "ring 44.3 us, tree 71.5 us: ring wins" "the α-β verdict, not cut"
+quit
 done_testing
