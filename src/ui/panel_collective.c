@@ -37,6 +37,7 @@
 #include "comm/coll.h"
 #include "comm/cost.h"
 #include "comm/trial.h"
+#include "comm/tree.h"
 #include "sim/cluster.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
@@ -73,7 +74,7 @@ struct coll_panel {
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
     bool verified;
-    struct cost_result ring, tree;
+    struct cost_result ring, tree, dbtree, rhd;
     double crossover;
     /* the replay */
     int step;
@@ -121,6 +122,42 @@ static void replay(struct coll_panel *p)
     }
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A tree's panel steps are its pipeline's stages: the sends that arrive at the same moment
+ * form one step (a level of the reduce, one child of a level of the broadcast), in the order
+ * of time, which respects every dependency. */
+static void stage_steps(struct coll_panel *p)
+{
+    double *t = malloc((size_t)(p->nhops ? p->nhops : 1) * sizeof *t);
+    if (!t)
+        return;
+    for (int i = 0; i < p->nhops; i++)
+        t[i] = p->hops[i].t_end;
+    qsort(t, (size_t)p->nhops, sizeof *t, cmp_double);
+    int u = 0;
+    for (int i = 0; i < p->nhops; i++)
+        if (u == 0 || t[i] > t[u - 1] * (1 + 1e-9))
+            t[u++] = t[i];
+    for (int i = 0; i < p->nhops; i++) {
+        int lo = 0, hi = u - 1;
+        while (lo < hi) { /* the last stage at or before this hop's arrival */
+            int mid = (lo + hi + 1) / 2;
+            if (t[mid] <= p->hops[i].t_end * (1 + 1e-9))
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        p->hops[i].step = lo;
+    }
+    p->nsteps = u;
+    free(t);
+}
+
 /* Runs the collective for the current settings and keeps its send events as hops. */
 static void compute(struct coll_panel *p)
 {
@@ -146,6 +183,8 @@ static void compute(struct coll_panel *p)
     struct cost_net net = net_of(p, p->s.gpus);
     cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
     cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
+    cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
+    cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
     p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1024, 1e12);
 
     struct trial t;
@@ -182,6 +221,8 @@ static void compute(struct coll_panel *p)
     }
     if (p->s.algo == COST_RING)
         p->nchunks = p->s.gpus;
+    else
+        stage_steps(p);
     trial_fini(&t);
     if (p->step > p->nsteps)
         p->step = p->nsteps;
@@ -592,9 +633,39 @@ static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int
     canvas_text(c, y, x + 1, ROLE_TEXT, units_format_bytes(b, sizeof b, p->sent[g], UNITS_BINARY));
 }
 
+/* The tree drawn as a tree: a row per level, each GPU at its in-order place (GPU g in column
+ * 4g), a '/' after a left child and a '\\' before a right child pointing up to its parent.
+ * Returns the row after it; draws nothing if it does not fit the width. */
+static int draw_tree(const struct coll_panel *p, struct ui_canvas *c, int y)
+{
+    int n = p->s.gpus, depth = cost_log2(n), cw = 4;
+    if (n > ROWS_FULL || n * cw + 2 > c->r.w)
+        return y;
+    for (int g = 0; g < n; g++) {
+        struct tree_node t;
+        tree_node(n, 0, -1, g, &t);
+        int level = 0, parent = t.parent;
+        for (int q = g; parent >= 0; level++) {
+            struct tree_node u;
+            q = parent;
+            tree_node(n, 0, -1, q, &u);
+            parent = u.parent;
+        }
+        char label[8];
+        if (t.parent < 0)
+            snprintf(label, sizeof label, " %d", g);
+        else if (t.parent > g)
+            snprintf(label, sizeof label, " %d/", g);
+        else
+            snprintf(label, sizeof label, "\\%d", g);
+        canvas_text(c, y + level, g * cw, t.parent < 0 ? ROLE_TITLE : ROLE_TEXT, label);
+    }
+    return y + depth + 1;
+}
+
 /* The ring as a line with the chunk each link carried, then a row per GPU; returns the row
- * after them. */
-static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y)
+ * after them. room: the rows the tree's drawing may take. */
+static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int room)
 {
     int w = c->r.w, n = p->s.gpus;
     if (p->s.algo == COST_RING) {
@@ -628,8 +699,12 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y)
         }
     } else {
         canvas_printf(c, y++, 0, ROLE_DIM,
-                      "binary tree of depth %d, %d pipeline chunk%s: reduce up, then broadcast",
+                      w < 64 ? "tree of depth %d, %d chunk%s: reduce, broadcast"
+                             : "binary tree of depth %d, %d pipeline chunk%s: reduce up, then "
+                               "broadcast",
                       cost_log2(n), p->nchunks, p->nchunks == 1 ? "" : "s");
+        if (room >= cost_log2(n) + 1)
+            y = draw_tree(p, c, y);
     }
     int cellw = p->nchunks * 2 + 30 <= w ? 2 : 1;
     int barw = w - 7 - p->nchunks * cellw - 14;
@@ -646,8 +721,15 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y)
     return y;
 }
 
-/* The legend, the bytes sent against 2(N-1)/N x size, the α-β times, the bandwidths as
- * nccl-tests reports them: four rows. */
+/* The rows draw_counts takes in a panel w columns wide. */
+static int counts_rows(int w)
+{
+    return w >= 80 ? 4 : 5;
+}
+
+/* The legend, the bytes sent against 2(N-1)/N x size, the α-β times (ring and tree, then
+ * dbtree and rhd, on the same row when it is wide), the bandwidths as nccl-tests reports
+ * them: counts_rows rows. */
 static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
 {
     int n = p->s.gpus;
@@ -673,9 +755,20 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     y++;
     units_format_seconds(b1, sizeof b1, p->ring.time_s);
     units_format_seconds(b2, sizeof b2, p->tree.time_s);
-    canvas_printf(c, y++, 0, ROLE_TEXT,
-                  narrow ? "ring %s, tree %s: %s wins" : "α-β: ring %s, tree %s: %s is faster", b1,
-                  b2, p->tree.time_s < p->ring.time_s ? "tree" : "ring");
+    int x3 =
+        canvas_printf(c, y, 0, ROLE_TEXT,
+                      narrow ? "ring %s, tree %s: %s wins" : "α-β: ring %s, tree %s: %s is faster",
+                      b1, b2, p->tree.time_s < p->ring.time_s ? "tree" : "ring");
+    /* lesson 3 step 7's other two, from the same model: on the same row when it is wide */
+    units_format_seconds(b1, sizeof b1, p->dbtree.time_s);
+    units_format_seconds(b2, sizeof b2, p->rhd.time_s);
+    if (counts_rows(c->r.w) == 4) {
+        canvas_printf(c, y++, x3, ROLE_DIM, "; dbtree %s, rhd %s", b1, b2);
+    } else {
+        y++;
+        canvas_printf(c, y++, 0, ROLE_DIM, narrow ? "dbtree %s, rhd %s" : "also: dbtree %s, rhd %s",
+                      b1, b2);
+    }
     /* nccl-tests: algbw = S/t; busbw = algbw x 2(N-1)/N, the rate each link really ran at */
     double t = p->s.algo == COST_RING ? p->ring.time_s : p->tree.time_s;
     double alg = cost_algbw(p->s.size, t), bus = alg * cost_busbw_factor(COST_ALLREDUCE, n);
@@ -733,7 +826,7 @@ static void coll_draw(const void *state, struct ui_canvas *c)
         canvas_text(c, y++, 0, ROLE_TEXT, line[layout_text_width(line[0]) > w]);
     }
 
-    int avail = h - y - 4 - 1; /* the counts below, and a blank row before them */
+    int avail = h - y - counts_rows(w) - 1; /* the counts below, and a blank row before them */
     struct ring_layout rl;
     int ur = 0, uc = 0;
     if (p->s.algo == COST_RING && n <= LAYOUT_RING_MAX) {
@@ -760,9 +853,11 @@ static void coll_draw(const void *state, struct ui_canvas *c)
             return;
         }
     }
-    y = draw_rows(p, c, y);
+    /* the tree's drawing when the rows, the counts and a blank row leave room for it */
+    int rows = (n <= ROWS_FULL ? n : ROWS_FULL) + 1 + counts_rows(w) + 1;
+    y = draw_rows(p, c, y, h - y - rows);
     draw_counts(p, c, y);
-    y += 4;
+    y += counts_rows(w);
     int ph = h - y - 1;
     draw_plot(p, c, y + 1, 0, ph > PLOT_H ? PLOT_H : ph, w);
 }

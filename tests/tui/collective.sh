@@ -100,5 +100,16 @@ wait_for "step 8 of" "lesson 3 step 8 at 80x24"
 wait_for "0 -> 1 -> 2 -> 3 -> 4 -> ... -> 7 -> 0" "8 GPUs on one line: the skipped ones marked"
 wait_for "algbw 94.7, busbw 165.6 GB/s" "algbw and busbw, as nccl-tests reports them"
 wait_for "ring 44.3 us, tree 71.5 us: ring wins" "the α-β verdict, not cut"
+wait_for "dbtree 52 us, rhd 28.3 us" "dbtree and rhd from the same model"
+quit
+
+# The tree, drawn as a tree, one panel step per stage of its pipeline: 3P + 5 = 8 at P = 1.
+start -x 120 -y 40 -- --lesson 3 --step 6
+wait_for "step 0 of 8" "the 8-GPU tree at 64 KiB: 8 stages"
+wait_for "3/" "GPU 3 is a left child: '/' points up to its parent"
+wait_for "\\5" "GPU 5 a right child"
+keys n n n
+wait_for "step 3 of 8: reduce" "three steps: the reduce has reached the root"
+wait_for "GPU 7  #" "GPU 7, the root, holds the whole sum"
 quit
 done_testing
