@@ -327,15 +327,24 @@ static void lab_draw(const void *state, struct ui_canvas *c)
         if (sel)
             canvas_text(c, y, 0, ROLE_SELECTED, g->sel);
         x = canvas_printf(c, y, 2, sel ? ROLE_SELECTED : ROLE_TITLE, "%-7s", label[z]);
-        x = canvas_printf(c, y, x, ROLE_TEXT, "%8.2f GiB", r->total / GIB);
-        if (r->fits)
-            x = canvas_printf(c, y, x + 1, ROLE_GOOD, "fits");
-        else
-            x = canvas_printf(c, y, x + 1, ROLE_ERROR, "over by %.2f GiB", r->over / GIB);
         units_format_bytes_in(b2, sizeof b2, l->comm[z].bytes, "GiB");
-        int cx = x + 2 > 40 ? x + 2 : 40;
-        if (cx + 16 + (int)strlen(b2) <= w)
-            canvas_printf(c, y, cx, ROLE_DIM, "comm %s/step", b2);
+        if (w < 60) { /* 80x24: fewer words, and the traffic still on the row (GiB) */
+            x = canvas_printf(c, y, x, ROLE_TEXT, "%7.2f", r->total / GIB);
+            if (r->fits)
+                x = canvas_printf(c, y, x + 1, ROLE_GOOD, "fits");
+            else
+                x = canvas_printf(c, y, x + 1, ROLE_ERROR, "over %.2f", r->over / GIB);
+            canvas_printf(c, y, x + 2, ROLE_DIM, "comm %s", b2);
+        } else {
+            x = canvas_printf(c, y, x, ROLE_TEXT, "%8.2f GiB", r->total / GIB);
+            if (r->fits)
+                x = canvas_printf(c, y, x + 1, ROLE_GOOD, "fits");
+            else
+                x = canvas_printf(c, y, x + 1, ROLE_ERROR, "over by %.2f GiB", r->over / GIB);
+            int cx = x + 2 > 40 ? x + 2 : 40;
+            if (cx + 16 + (int)strlen(b2) <= w)
+                canvas_printf(c, y, cx, ROLE_DIM, "comm %s/step", b2);
+        }
         memui_draw_bar(c, y + 1, 2, w - 3, r, scale);
         y += 2;
     }
