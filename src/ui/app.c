@@ -717,6 +717,7 @@ static void app_key(struct app *a, int ch)
     case 'a': start_answer(a); break;
     case 'v': swap_panel(a); break;
     case 'A': autoplay_start(a); break;
+    case 'g': /* only when the panel does not use g (lesson 1's growth, the Lab's GPUs) */
     case 'G':
         a->jumping = true;
         a->jump[0] = '\0';
@@ -993,7 +994,7 @@ static const struct help_line app_keys[] = {
     {"] [", "next, previous step"},
     {"PgDn PgUp J K", "scroll the text"},
     {"a", "answer the step's question"},
-    {"G", "go to a step: G, its number, Enter"},
+    {"G", "go to a step: G, its number, Enter (g too, where the panel does not use it)"},
     {"A", "autoplay: the steps walk by themselves, each playing (any key pauses)"},
     {"v", "the lesson's next panel (lesson 1: formats, training); each keeps its state"},
     {"space", "play, pause"},

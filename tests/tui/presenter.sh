@@ -12,6 +12,8 @@ wait_for "step 6 of" "G 6 Enter jumps to step 6"
 wait_for "Latency or bandwidth" "and shows it"
 keys G 9 9 Enter
 wait_for "no step 99" "a step the lesson lacks is refused"
+keys g 2 Enter
+wait_for "step 2 of" "g 2 Enter too, where the panel does not use g"
 quit
 
 start -x 120 -y 40 -- --lesson 1 --step 1 --autoplay 1
