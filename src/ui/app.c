@@ -994,8 +994,6 @@ static const struct help_line app_keys[] = {
     {"] [", "next, previous step"},
     {"PgDn PgUp J K", "scroll the text"},
     {"a", "answer the step's question"},
-    {"G", "go to a step: G, its number, Enter (g too, where the panel does not use it)"},
-    {"A", "autoplay: the steps walk by themselves, each playing (any key pauses)"},
     {"v", "the lesson's next panel (lesson 1: formats, training); each keeps its state"},
     {"space", "play, pause"},
     {"n", "one step, paused"},
@@ -1004,6 +1002,8 @@ static const struct help_line app_keys[] = {
     {"?", "this help"},
     {"Esc", "close, cancel"},
     {"q", "quit"},
+    {"G N Enter", "go to step N (g too, unless the panel uses g)"},
+    {"A", "autoplay the steps (any key pauses)"},
 };
 
 #define HELP_KEYW 16 /* the keys' column */
