@@ -10,9 +10,12 @@
  * ring and tree time against the size (log axes, the crossover and the chosen size marked)
  * goes beside the ring when the ring as it likes to be leaves it PLOT_W columns, else below
  * it (the ring giving up rows down to what it needs), else it is left out. When no ring fits
- * (a small panel), for the tree, and beyond 16 GPUs, a row per GPU instead (the middle ones
- * summarised beyond 16), the ring as one line above them and the plot below if it fits. In
- * monochrome the counts and the arrows carry the picture; in ASCII the arrows are > < v ^.
+ * (a small panel), for the other algorithms, and beyond 16 GPUs, a row per GPU instead (the
+ * middle ones summarised beyond 16), the ring as one line above them (the tree drawn as a
+ * tree) and the plot below if it fits. A tree's steps are its pipeline's stages (the sends
+ * that arrive together); the double binary tree's chunks are tree 0's, then tree 1's; rhd's
+ * are its 2^k blocks. In monochrome the counts and the arrows carry the picture; in ASCII
+ * the arrows are > < v ^.
  *
  * Every step comes from a real run (comm/trial.h) of N x 256 fp32 elements on the chosen
  * cluster preset, checked against its reference: its send events are the animation. The link
@@ -21,8 +24,8 @@
  * "scalelab collective --size SIZE --steps".
  *
  * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16), Up/Down (k/j) size (x2),
- * t ring/tree, c the cluster preset. Settings: gpus=N, size=BYTES, algo=ring|tree,
- * cluster=PRESET, step=K. */
+ * t ring, tree, dbtree, rhd; c the cluster preset. Settings: gpus=N, size=BYTES,
+ * algo=ring|tree|dbtree|rhd, cluster=PRESET, step=K. */
 #include "config.h"
 
 #include <curses.h>
@@ -44,7 +47,7 @@
 #include "ui/panel.h"
 
 #define MAX_GPUS     64
-#define MAX_CHUNKS   64
+#define MAX_CHUNKS   128 /* a double binary tree: two trees of up to 64 chunks */
 #define MAX_CLUSTERS 8
 #define ROWS_FULL    16
 #define STEPS_PER_S  2.0 /* animation speed at 1x */
@@ -52,6 +55,7 @@
 struct hop {
     int step, from, to, chunk;
     bool reduce;
+    const char *phase; /* the algorithm's name for it: "reduce-scatter", "broadcast", ... */
     double bytes, t_end;
 };
 
@@ -116,9 +120,24 @@ static void replay(struct coll_panel *p)
             p->now = h->t_end;
         if (h->step == p->step - 1) {
             p->fresh[h->to][h->chunk] = true;
-            p->phase = h->reduce ? (p->s.algo == COST_RING ? "reduce-scatter" : "reduce")
-                                 : (p->s.algo == COST_RING ? "all-gather" : "broadcast");
+            p->phase = h->phase;
         }
+    }
+}
+
+static int n_gpus(const struct coll_panel *p)
+{
+    return p->s.gpus;
+}
+
+/* The α-β time of the algorithm shown (the same model as the simulated run). */
+static double algo_time(const struct coll_panel *p)
+{
+    switch (p->s.algo) {
+    case COST_TREE: return p->tree.time_s;
+    case COST_DBTREE: return p->dbtree.time_s;
+    case COST_RHD: return p->rhd.time_s;
+    default: return p->ring.time_s;
     }
 }
 
@@ -201,27 +220,51 @@ static void compute(struct coll_panel *p)
     p->sim_time = t.simulated_s;
     size_t n;
     const struct event *ev = cluster_events(t.cluster, &n); /* in the order they were sent */
-    p->hops = calloc(n ? n : 1, sizeof *p->hops);
+    /* The panel's chunks: the ring's N; a tree's pipeline chunks, the second tree of a double
+     * binary tree after the first's; rhd's 2^k blocks, a send of a range of them a hop per
+     * block (its fold-in and fold-out carry them all). */
+    int np = 1, per_tree = 1;
+    while (np * 2 <= n_gpus(p))
+        np *= 2;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].type == EV_SEND && ev[i].chunk + 1 > per_tree)
+            per_tree = ev[i].chunk + 1;
+    double block = p->real_bytes / np;
+    size_t cap = n * (p->s.algo == COST_RHD ? (size_t)np : 1) + 1;
+    p->hops = calloc(cap, sizeof *p->hops);
     for (size_t i = 0; i < n && p->hops; i++) {
-        if (ev[i].type != EV_SEND || ev[i].chunk < 0 || ev[i].chunk >= MAX_CHUNKS)
+        if (ev[i].type != EV_SEND || ev[i].chunk < 0)
             continue;
-        struct hop *h = &p->hops[p->nhops++];
-        h->step = ev[i].step;
-        h->from = ev[i].device;
-        h->to = ev[i].peer;
-        h->chunk = ev[i].chunk;
-        h->reduce = ev[i].phase &&
-                    (!strcmp(ev[i].phase, "reduce-scatter") || !strcmp(ev[i].phase, "reduce"));
-        h->bytes = (double)ev[i].bytes;
-        h->t_end = ev[i].t_end;
-        if (h->step + 1 > p->nsteps)
-            p->nsteps = h->step + 1;
-        if (h->chunk + 1 > p->nchunks)
-            p->nchunks = h->chunk + 1;
+        int first = ev[i].chunk, count = 1;
+        if (p->s.algo == COST_DBTREE)
+            first += (ev[i].stream > 0) * per_tree; /* tree 1 runs on the second stream */
+        if (p->s.algo == COST_RHD && block > 0) {
+            count = (int)lround((double)ev[i].bytes / block);
+            count = count < 1 ? 1 : count;
+        }
+        const char *ph = ev[i].phase ? ev[i].phase : "";
+        for (int j = 0; j < count && first + j < MAX_CHUNKS; j++) {
+            struct hop *h = &p->hops[p->nhops++];
+            h->step = ev[i].step;
+            h->from = ev[i].device;
+            h->to = ev[i].peer;
+            h->chunk = first + j;
+            h->phase = ev[i].phase;
+            h->reduce =
+                !strcmp(ph, "reduce-scatter") || !strcmp(ph, "reduce") || !strcmp(ph, "fold-in");
+            h->bytes = (double)ev[i].bytes / count;
+            h->t_end = ev[i].t_end;
+            if (h->step + 1 > p->nsteps)
+                p->nsteps = h->step + 1;
+            if (h->chunk + 1 > p->nchunks)
+                p->nchunks = h->chunk + 1;
+        }
     }
     if (p->s.algo == COST_RING)
         p->nchunks = p->s.gpus;
-    else
+    else if (p->s.algo == COST_RHD)
+        p->nchunks = np < MAX_CHUNKS ? np : MAX_CHUNKS;
+    if (p->s.algo != COST_RING)
         stage_steps(p);
     trial_fini(&t);
     if (p->step > p->nsteps)
@@ -317,8 +360,11 @@ static int coll_on_key(void *state, int key)
         p->s.size /= 2;
         changed(p, "size");
         break;
-    case 't':
-        p->s.algo = p->s.algo == COST_RING ? COST_TREE : COST_RING;
+    case 't': /* ring, tree, NCCL's double binary tree, recursive halving/doubling */
+        p->s.algo = p->s.algo == COST_RING     ? COST_TREE
+                    : p->s.algo == COST_TREE   ? COST_DBTREE
+                    : p->s.algo == COST_DBTREE ? COST_RHD
+                                               : COST_RING;
         changed(p, "algo");
         break;
     case 'c':
@@ -387,8 +433,12 @@ static int coll_set(void *state, const char *name, const char *value, struct err
             s.algo = COST_RING;
         else if (!strcmp(value, "tree"))
             s.algo = COST_TREE;
+        else if (!strcmp(value, "dbtree"))
+            s.algo = COST_DBTREE;
+        else if (!strcmp(value, "rhd"))
+            s.algo = COST_RHD;
         else
-            rc = error_set(e, ERR_INVAL, "algo is ring or tree, not '%s'", value);
+            rc = error_set(e, ERR_INVAL, "algo is ring, tree, dbtree or rhd, not '%s'", value);
     } else if (!strcmp(name, "cluster")) {
         int found = -1;
         for (int i = 0; i < p->nclusters; i++)
@@ -697,7 +747,7 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int
             else
                 canvas_printf(c, y++, x, ROLE_DIM, "... -> %d -> 0", n - 1);
         }
-    } else {
+    } else if (p->s.algo == COST_TREE) {
         canvas_printf(c, y++, 0, ROLE_DIM,
                       w < 64 ? "tree of depth %d, %d chunk%s: reduce, broadcast"
                              : "binary tree of depth %d, %d pipeline chunk%s: reduce up, then "
@@ -705,6 +755,16 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int
                       cost_log2(n), p->nchunks, p->nchunks == 1 ? "" : "s");
         if (room >= cost_log2(n) + 1)
             y = draw_tree(p, c, y);
+    } else if (p->s.algo == COST_DBTREE) {
+        canvas_printf(c, y++, 0, ROLE_DIM,
+                      w < 64 ? "2 trees, half each: chunks 0-%d, %d-%d"
+                             : "two binary trees, half the data each: chunks 0-%d, then %d-%d",
+                      p->nchunks / 2 - 1, p->nchunks / 2, p->nchunks - 1);
+    } else {
+        canvas_printf(c, y++, 0, ROLE_DIM,
+                      w < 64 ? "halving, then doubling: %d blocks"
+                             : "recursive halving (reduce-scatter), then doubling: %d blocks",
+                      p->nchunks);
     }
     int cellw = p->nchunks * 2 + 30 <= w ? 2 : 1;
     int barw = w - 7 - p->nchunks * cellw - 14;
@@ -770,13 +830,13 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
                       b1, b2);
     }
     /* nccl-tests: algbw = S/t; busbw = algbw x 2(N-1)/N, the rate each link really ran at */
-    double t = p->s.algo == COST_RING ? p->ring.time_s : p->tree.time_s;
+    double t = algo_time(p);
     double alg = cost_algbw(p->s.size, t), bus = alg * cost_busbw_factor(COST_ALLREDUCE, n);
     if (narrow)
         canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9, bus / 1e9);
     else
         canvas_printf(c, y, 0, ROLE_TEXT, "%s: algbw %.1f GB/s, busbw %.1f GB/s (x %.3g)",
-                      p->s.algo == COST_RING ? "ring" : "tree", alg / 1e9, bus / 1e9,
+                      cost_algo_name(p->s.algo), alg / 1e9, bus / 1e9,
                       cost_busbw_factor(COST_ALLREDUCE, n));
 }
 
@@ -797,7 +857,7 @@ static void coll_draw(const void *state, struct ui_canvas *c)
         snprintf(where, sizeof where, " on %d nodes", nodes);
     /* the longest form that fits: nothing is cut, the cluster's name goes first */
     char head[3][128];
-    const char *algo = p->s.algo == COST_RING ? "ring" : "tree";
+    const char *algo = cost_algo_name(p->s.algo);
     snprintf(head[0], sizeof head[0], "%s all-reduce, %d GPUs%s, %s fp32, %s", algo, n, where, b1,
              cl->name);
     snprintf(head[1], sizeof head[1], "%s, %d GPUs%s, %s, %s", algo, n, where, b1, cl->name);
@@ -865,7 +925,7 @@ static void coll_draw(const void *state, struct ui_canvas *c)
 static const struct panel_key keys[] = {
     {"Left/Right h/l", "fewer or more GPUs (2-64)", "GPUs"},
     {"Up/Down k/j", "double or halve the size", "size"},
-    {"t", "ring or tree", "algo"},
+    {"t", "ring, tree, double binary tree, recursive halving/doubling", "algo"},
     {"c", "next cluster preset", "cluster"},
     {NULL, NULL, NULL},
 };

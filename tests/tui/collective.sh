@@ -111,5 +111,12 @@ wait_for "\\5" "GPU 5 a right child"
 keys n n n
 wait_for "step 3 of 8: reduce" "three steps: the reduce has reached the root"
 wait_for "GPU 7  #" "GPU 7, the root, holds the whole sum"
+keys ']' t
+wait_for "dbtree all-reduce, 8 GPUs" "step 7: t goes to the double binary tree"
+wait_for "two binary trees, half the data each" "which says what it is"
+keys t n n n
+wait_for "rhd all-reduce, 8 GPUs" "then to recursive halving/doubling"
+wait_for "step 3 of 6: reduce-scatter" "three halving steps"
+wait_for "GPU 0  # 4 2 2 1 1 1 1" "GPU 0 holds block 0 of the whole sum, and halves of the others"
 quit
 done_testing
