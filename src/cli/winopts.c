@@ -16,12 +16,20 @@
 
 static const char *const options[] = {"--ascii", "--lesson", "--step", "--autoplay"};
 
+/* The option arg names ("--lesson" and "--lesson=3" both name --lesson), or NULL. */
+static const char *option_of(const char *arg)
+{
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        size_t n = strlen(options[i]);
+        if (!strncmp(arg, options[i], n) && (arg[n] == '\0' || (arg[n] == '=' && i > 0)))
+            return options[i];
+    }
+    return NULL;
+}
+
 bool winopts_is_option(const char *arg)
 {
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
-        if (!strcmp(arg, options[i]))
-            return true;
-    return false;
+    return option_of(arg) != NULL;
 }
 
 /* "1".."5", "6", "L" or "lab": the tab. */
@@ -41,19 +49,24 @@ int winopts_parse(int argc, char **argv, struct ui_options *o, struct error *e)
     *o = (struct ui_options){.tab = -1, .step = -1};
     const char *step = NULL;
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = option_of(argv[i]);
+        if (!a)
+            return error_set(e, ERR_INVAL,
+                             "unknown option '%s' for the window (--ascii, --lesson N, --step S, "
+                             "--autoplay SECONDS); see 'scalelab --help'",
+                             argv[i]);
         if (!strcmp(a, "--ascii")) {
             o->ascii = true;
             continue;
         }
-        if (!winopts_is_option(a))
-            return error_set(e, ERR_INVAL,
-                             "unknown option '%s' for the window (--ascii, --lesson N, --step S, "
-                             "--autoplay SECONDS); see 'scalelab --help'",
-                             a);
-        if (i + 1 >= argc)
+        const char *eq = strchr(argv[i], '='), *v;
+        if (eq) {
+            v = eq + 1;
+        } else if (i + 1 < argc) {
+            v = argv[++i];
+        } else {
             return error_set(e, ERR_INVAL, "%s needs a value; see 'scalelab --help'", a);
-        const char *v = argv[++i];
+        }
         if (!strcmp(a, "--lesson")) {
             if ((o->tab = parse_tab(v)) < 0)
                 return error_set(e, ERR_INVAL, "--lesson: 1 to 5 or lab, not '%s'", v);

@@ -628,6 +628,10 @@ static void jump_key(struct app *a, int ch)
         return; /* Esc, or any other key: no jump */
     long k = a->jump[0] ? strtol(a->jump, NULL, 10) : 0;
     size_t n = t->lesson ? t->lesson->nsteps : 0;
+    if (!n) {
+        eventlog_add(&a->log, "this tab has no lesson to go through");
+        return;
+    }
     if (k < 1 || (size_t)k > n) {
         eventlog_add(&a->log, "no step %s: this lesson has steps 1 to %zu", a->jump, n);
         return;

@@ -37,6 +37,11 @@ check_contains "$err" "lesson 3 has steps 1 to 8, not 40" "says which steps it h
 run --lesson 3 --autoplay 0
 check_status 2 "--autoplay 0"
 check_contains "$err" "seconds from 0.5 to 3600" "says what autoplay takes"
+run --lesson=9
+check_status 2 "--lesson=9"
+check_contains "$err" "not '9'" "the --opt=value form is read"
+run --ascii=1
+check_status 2 "--ascii takes no value"
 run --lesson lab --step 2 --autoplay 5
 check_status 2 "good options, no terminal"
 check_contains "$err" "standard input is not a terminal" "then only the terminal is missing"
