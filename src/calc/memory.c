@@ -58,10 +58,46 @@ void memory_bytes_per_param(enum calc_precision prec, enum calc_optimizer opt, b
 void memory_zero(double psi, const struct memory_states *k, int zero, int nd,
                  struct memory_states *out)
 {
-    out->weights = psi * k->weights / (zero >= 3 ? nd : 1);
-    out->gradients = psi * k->gradients / (zero >= 2 ? nd : 1);
-    out->master = psi * k->master / (zero >= 1 ? nd : 1);
-    out->optimizer = psi * k->optimizer / (zero >= 1 ? nd : 1);
+    /* the flat buffers are padded to nd ceil(psi/nd): a shard is ceil(psi/nd) (par/shard.h) */
+    double S = nd > 1 ? ceil(psi / nd) : psi, full = S * (nd > 1 ? nd : 1);
+    out->weights = (zero >= 3 ? S : full) * k->weights;
+    out->gradients = (zero >= 2 ? S : full) * k->gradients;
+    out->master = (zero >= 1 ? S : full) * k->master;
+    out->optimizer = (zero >= 1 ? S : full) * k->optimizer;
+}
+
+double memory_comm(const struct memory_config *c, const struct params_breakdown *pb, double psi,
+                   int layers, bool first, bool last)
+{
+    struct memory_states k;
+    memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
+    int nd = c->dp;
+    if (!pb) /* a bare count: the textbook's model states alone */
+        return 0;
+    double S = nd > 1 ? ceil(psi / nd) : psi, pad = S * (nd > 1 ? nd : 1) - psi;
+    double g = k.gradients, w = k.weights;
+    if (c->zero == 2) { /* two buckets: one reduced while the next fills */
+        double cap = floor((c->bucket_bytes > 0 ? c->bucket_bytes : MEMORY_BUCKET) / g);
+        if (cap < 1)
+            cap = 1;
+        return 2 * fmin(cap, psi + pad) * g;
+    }
+    if (c->zero < 3)
+        return 0;
+    /* ZeRO-3: two gradient pieces (the embedding, a layer, the final norm and padding), and
+     * the gathered units: the ends (embedding, final norm, padding) or a layer, two of them
+     * at once with prefetch */
+    double lyr = pb->per_layer;
+    double ends = psi + pad - layers * lyr;
+    double e_piece = first ? pb->first : 0, f_piece = ends - e_piece;
+    double piece = fmax(fmax(e_piece, f_piece), layers > 0 ? lyr : 0);
+    double gathered;
+    if (c->no_prefetch || layers == 0)
+        gathered = fmax(ends, lyr);
+    else
+        gathered = layers >= 2 ? fmax(ends + lyr, 2 * lyr) : ends + lyr;
+    (void)last;
+    return 2 * piece * g + gathered * w;
 }
 
 int memory_in_flight(enum calc_schedule sched, int stage, int pp, int m)
@@ -113,11 +149,12 @@ static void stage_fill(const struct memory_config *c, const struct params_breakd
     activ_total(m, &ac, &c->ckpt, count, s == 0, s == c->pp - 1, &out->act);
     out->in_flight = memory_in_flight(c->schedule, s, c->pp, c->micro_batches);
     out->activations = (out->in_flight - 1) * out->act.saved + out->act.peak;
+    out->comm = memory_comm(c, pb, psi, count, s == 0, s == c->pp - 1);
     out->params_gpu = psi;
     out->stage = s;
     out->stage_layers = count;
     out->total = out->states.weights + out->states.gradients + out->states.master +
-                 out->states.optimizer + out->activations;
+                 out->states.optimizer + out->activations + out->comm;
 }
 
 static void finish(const struct memory_config *c, struct memory_result *out)
@@ -162,8 +199,9 @@ int memory_compute(const struct memory_config *c, struct memory_result *out, str
         out->params = c->params;
         out->params_gpu = c->params / ((double)c->tp * c->pp);
         memory_zero(out->params_gpu, &out->per_param, c->zero, c->dp, &out->states);
+        out->comm = memory_comm(c, NULL, out->params_gpu, 0, false, false);
         out->total = out->states.weights + out->states.gradients + out->states.master +
-                     out->states.optimizer;
+                     out->states.optimizer + out->comm;
     } else {
         struct params_breakdown pb;
         params_count(c->model, &pb);

@@ -19,7 +19,8 @@
  * stage whose total is largest. Activations: calc/activ.h for one micro-batch, times the
  * micro-batches a stage holds at once: 1 without pipelining (micro-batches run one after the
  * other), all m with GPipe, min(p - s, m) at stage s with 1F1B (PipeDream-Flush, Narayanan et
- * al. 2021). With k in flight the stage holds (k - 1) x saved + peak. */
+ * al. 2021). With k in flight the stage holds (k - 1) x saved + peak. Communication buffers
+ * (memory_comm) complete the total. */
 #ifndef SCALELAB_CALC_MEMORY_H
 #define SCALELAB_CALC_MEMORY_H
 
@@ -48,7 +49,9 @@ struct memory_states {
 void memory_bytes_per_param(enum calc_precision prec, enum calc_optimizer opt, bool grad_fp32,
                             struct memory_states *out);
 
-/* psi parameters' states on one of nd data-parallel GPUs at ZeRO stage 0-3. */
+/* psi parameters' states on one of nd data-parallel GPUs at ZeRO stage 0-3. With nd > 1 the
+ * flat buffers are padded to nd ceil(psi/nd) elements and a shard is ceil(psi/nd), as the
+ * trainer's GPUs hold them (par/shard.h). */
 void memory_zero(double psi, const struct memory_states *per_param, int zero, int nd,
                  struct memory_states *out);
 
@@ -63,8 +66,13 @@ struct memory_config {
     enum calc_schedule schedule; /* gpipe or 1f1b (pp > 1) */
     bool sp;
     struct activ_policy ckpt;
-    double capacity; /* bytes per GPU */
+    double capacity;     /* bytes per GPU */
+    double bucket_bytes; /* ZeRO-2's gradient buckets (0: MEMORY_BUCKET) */
+    bool no_prefetch;    /* ZeRO-3 gathers one unit at a time (default: the next one too) */
 };
+
+/* PyTorch DDP's bucket_cap_mb, 25 MiB: the trainer's default too. */
+#define MEMORY_BUCKET (25.0 * 1024 * 1024)
 
 /* Checks a layout against the model: sizes at least 1, zero 0..3, pp at most the layers, tp
  * dividing the heads (activ_check), schedule gpipe or 1f1b. ERR_INVAL naming the option. */
@@ -77,7 +85,9 @@ struct memory_result {
     int stage_layers;
     struct memory_states per_param; /* bytes per parameter */
     struct memory_states states;    /* bytes on the reported GPU */
-    double activations, total;
+    double activations;
+    double comm; /* communication buffers: ZeRO-2's buckets, ZeRO-3's pieces and gathers */
+    double total;
     int in_flight;           /* micro-batches that stage holds at once */
     struct activ_total act;  /* one micro-batch of the stage */
     struct activ_list layer; /* one layer's list (empty without a shape) */
@@ -85,6 +95,17 @@ struct memory_result {
     bool fits;
     double over; /* total - capacity when it does not fit, else 0 */
 };
+
+struct params_breakdown;
+/* The communication buffers a GPU holds for data parallelism (par/dp.h): none for DDP and
+ * ZeRO-1 (they reduce the gradients in place); ZeRO-2 two buckets of bucket_bytes (at most
+ * the padded buffer); ZeRO-3 two gradient pieces of the largest of the embedding, a layer
+ * and the final norm with the padding, plus the gathered weights: the larger of the ends
+ * (embedding, final norm, padding) and a layer, or with prefetch the largest two units held
+ * at once (the ends and a layer, or two layers). psi the GPU's parameters, of which `layers`
+ * layers of pb->per_layer; pb NULL for a bare count, which counts no buffers (0). */
+double memory_comm(const struct memory_config *c, const struct params_breakdown *pb, double psi,
+                   int layers, bool first, bool last);
 
 int memory_compute(const struct memory_config *c, struct memory_result *out, struct error *e);
 

@@ -38,7 +38,10 @@ static int data_parallel(const struct memory_config *c, const struct cluster_spe
     int n = c->dp, m = c->micro_batches;
     struct memory_states k;
     memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
-    double g = k.gradients, w = k.weights, f = (n - 1.0) / n;
+    /* the flat buffers are padded to N ceil(Ψ/N) elements (par/shard.h): every GPU sends
+     * N - 1 chunks of S = ceil(Ψ/N) per pass */
+    double S = ceil(psi / n), g = k.gradients, w = k.weights, f = (n - 1.0) / n;
+    psi = S * n;
     struct cost_net net;
     group_net(cl, n, c->tp, &net);
     double t_ar, t_rs, t_ag;
@@ -70,19 +73,16 @@ static int data_parallel(const struct memory_config *c, const struct cluster_spe
                  "(N-1)/N x Ψ x (m %g + %g) B: a reduce-scatter per micro-batch, m = %d, N = %d", g,
                  w, m, n);
         break;
-    default: {
-        double t_rs_w;
-        if (ring(COST_REDUCE_SCATTER, &net, psi * w, &t_rs_w, e) < 0)
-            return ERR_INVAL;
-        out->bytes = 3 * f * psi * w * m;
-        out->time_s = m * (2 * t_ag + t_rs_w);
-        out->exposed = m * (pos(t_ag - fwd_s) + pos(t_ag + t_rs_w - bwd_s));
+    default:
+        /* the gradients are reduced in their own format, as at every other stage */
+        out->bytes = f * psi * m * (2 * w + g);
+        out->time_s = m * (2 * t_ag + t_rs);
+        out->exposed = m * (pos(t_ag - fwd_s) + pos(t_ag + t_rs - bwd_s));
         snprintf(out->formula, sizeof out->formula,
-                 "3(N-1)/N x Ψ x %g B x m: 2 all-gathers + 1 reduce-scatter per micro-batch "
-                 "(1.5x DDP), m = %d, N = %d",
-                 w, m, n);
+                 "(N-1)/N x Ψ x m x (2 x %g + %g) B: 2 all-gathers + 1 reduce-scatter per "
+                 "micro-batch (%.3gx DDP), m = %d, N = %d",
+                 w, g, m * (2 * w + g) / (2 * g), m, n);
         break;
-    }
     }
     if (n == 1)
         snprintf(out->formula, sizeof out->formula, "none: one data-parallel replica");

@@ -12,9 +12,11 @@
  *     ZeRO-2        the gradients are kept sharded, so each micro-batch's are
  *                   reduce-scattered at once (DeepSpeed)            (N-1)/N Ψ (m g + w)
  *     ZeRO-3        per micro-batch: all-gather the weights for the forward and again for the
- *                   backward, reduce-scatter the gradients          3(N-1)/N Ψ w m (g = w)
+ *                   backward, reduce-scatter the gradients          (N-1)/N Ψ m (2 w + g)
  *     With g = w and m = 1 these are the ZeRO paper's 2Ψ (DDP, stages 1-2) and 3Ψ (stage 3,
- *     1.5 times as much), times (N-1)/N.
+ *     1.5 times as much), times (N-1)/N. Ψ here is N ceil(Ψ/N): the flat buffers are padded
+ *     so that every GPU sends N - 1 equal chunks per pass (par/shard.h), what the trainer's
+ *     GPUs measure to the byte.
  *   tensor parallel, t = tp: two all-reduces of the b s h activations per layer in the
  *     forward pass and two in the backward (Megatron-LM's f and g operators), two more when a
  *     full recompute repeats the forward; with sequence parallelism each becomes a

@@ -31,6 +31,8 @@ static const struct opt options[] = {
     {"precision", 0, true},
     {"optimizer", 0, true},
     {"grad-accum", 0, true},
+    {"bucket", 0, true},
+    {"prefetch", 0, true},
     {"micro-batch", 0, true},
     {"seq", 0, true},
     {"micro-batches", 0, true},
@@ -167,6 +169,18 @@ static int configure(const struct args *a, struct run *r, struct error *e)
                              "gradients in the training precision)",
                              s);
     }
+    if ((s = get(a, "bucket"))) {
+        if (units_parse_bytes(s, 1e12, &c->bucket_bytes, e) < 0 || c->bucket_bytes < 4) {
+            if (!e->code)
+                error_set(e, ERR_INVAL, "at least 4 bytes");
+            error_prefix(e, "--bucket '%s' (a size, e.g. 25MiB)", s);
+            return ERR_INVAL;
+        }
+    }
+    int prefetch = 1;
+    if ((s = get(a, "prefetch")) && (rc = calcargs_int("prefetch", s, 0, 1, &prefetch, e)) < 0)
+        return rc;
+    c->no_prefetch = !prefetch;
     which = "schedule";
     if ((s = get(a, which))) {
         if ((rc = sched_parse(s, &c->schedule, e)) < 0)
@@ -219,10 +233,11 @@ static void print_json(const struct run *r)
     const struct memory_result *m = &r->r;
     const struct memory_config *c = &r->c;
     char pol[32];
-    json_t *per = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "weights", jbytes(m->states.weights),
-                            "gradients", jbytes(m->states.gradients), "master_weights",
-                            jbytes(m->states.master), "optimizer", jbytes(m->states.optimizer),
-                            "activations", jbytes(m->activations), "total", jbytes(m->total));
+    json_t *per = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
+                            jbytes(m->states.weights), "gradients", jbytes(m->states.gradients),
+                            "master_weights", jbytes(m->states.master), "optimizer",
+                            jbytes(m->states.optimizer), "activations", jbytes(m->activations),
+                            "communication", jbytes(m->comm), "total", jbytes(m->total));
     json_t *comm = json_object();
     const struct traffic_part *parts[] = {&r->t.dp, &r->t.tp, &r->t.pp};
     const char *names[] = {"data_parallel", "tensor_parallel", "pipeline"};
@@ -335,7 +350,7 @@ static void print_text(const struct run *r)
         printf("  %-18s %14s   %g B x Ψ%s\n", rows[i].name,
                calcargs_size(b1, sizeof b1, rows[i].bytes, u), rows[i].per, split ? " / N_d" : "");
     }
-    double states = m->total - m->activations;
+    double states = m->total - m->activations - m->comm;
     printf("  %-18s %14s\n", "model states", calcargs_size(b1, sizeof b1, states, u));
     if (c->model) {
         printf("  %-18s %14s   ", "activations", calcargs_size(b1, sizeof b1, m->activations, u));
@@ -346,6 +361,11 @@ static void print_text(const struct run *r)
         else
             printf("%d layers + the ends, one micro-batch at its peak\n", m->stage_layers);
     }
+    if (m->comm > 0)
+        printf("  %-18s %14s   %s\n", "comm buffers", calcargs_size(b1, sizeof b1, m->comm, u),
+               c->zero == 2     ? "2 gradient buckets (one reduced while the next fills)"
+               : c->no_prefetch ? "2 gradient pieces + the largest unit gathered"
+                                : "2 gradient pieces + 2 units gathered at once (prefetch)");
     printf("  %-18s %14s\n", "total", calcargs_size(b1, sizeof b1, m->total, u));
     printf("  %-18s %14s   %s\n", "capacity", calcargs_size(b1, sizeof b1, m->capacity, u),
            r->capacity_given ? "--gpu-mem" : r->cluster.name);
@@ -503,6 +523,9 @@ const struct command cmd_memory = {
     "  --precision P        fp32, or bf16/fp16 mixed precision (default bf16)\n"
     "  --optimizer O        adamw (default), sgd or sgd-momentum\n"
     "  --grad-accum fp32    keep gradients in fp32 (18 bytes per parameter with AdamW)\n"
+    "  --bucket SIZE        ZeRO-2's gradient buckets, two held (default 25MiB, as train's)\n"
+    "  --prefetch 0|1       ZeRO-3 gathers the next unit while one computes (default 1): two\n"
+    "                       units' weights held at once, or one\n"
     "  --micro-batch B      sequences per micro-batch (default 1)\n"
     "  --seq S              sequence length (default the model's)\n"
     "  --micro-batches M    micro-batches per step (default pp)\n"

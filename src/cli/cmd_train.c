@@ -1,8 +1,11 @@
-/* scalelab train: real mixed-precision training of the tiny GPT on one simulated GPU. */
+/* scalelab train: real mixed-precision training of the tiny GPT on simulated GPUs, one or a
+ * data-parallel group (DDP, ZeRO-1/2/3): the options, the run (par/run.h), the report beside
+ * the calculator's prediction. */
 #include "config.h"
 
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +21,11 @@
 #include "calc/preset.h"
 #include "cli/command.h"
 #include "cli/opts.h"
-#include "par/trainer.h"
+#include "calc/memory.h"
+#include "calc/params.h"
+#include "calc/traffic.h"
+#include "cli/calcargs.h"
+#include "par/run.h"
 #include "sim/cluster.h"
 #include "sim/ledger.h"
 #include "sim/trace.h"
@@ -32,18 +39,18 @@ static const struct opt options[] = {
     {"spike-z", 0, true},    {"spike-window", 0, true}, {"inject", 0, true},
     {"checkpoint", 0, true}, {"json", 0, false},        {"dump", 0, true},
     {"trace", 0, true},      {"cluster", 0, true},      {"summary", 0, false},
-    {NULL, 0, false},
+    {"gpus", 0, true},       {"zero", 0, true},         {"bucket", 0, true},
+    {"prefetch", 0, true},   {"grad-accum", 0, true},   {"fail", 0, true},
+    {"nodes", 0, true},      {NULL, 0, false},
 };
 
 #define MAX_STEPS 10000000L
 
-struct run {
+struct args {
     struct train_opts o;
     struct model_shape shape;
     bool json, summary_only, scale_given, init_scale_given;
-    const char *dump, *trace, *cluster;
-    struct error dump_err;
-    bool dumped;
+    const char *dump, *trace, *cluster, *nodes;
 };
 
 /* ------------------------------------------------------------------ parsing */
@@ -67,12 +74,12 @@ static int parse_long(const char *opt, const char *s, long long min, long long m
     return 0;
 }
 
-/* nan@STEP, inf@STEP, spike@STEP[:FACTOR] */
+/* nan@STEP, inf@STEP, spike@STEP[:FACTOR], each with an optional :gpu=G */
 static int parse_inject(struct train_opts *o, const char *s, struct error *e)
 {
     if (o->ninject == TRAIN_MAX_INJECT)
         return error_set(e, ERR_INVAL, "--inject: at most %d injections", TRAIN_MAX_INJECT);
-    struct train_inject x = {TRAIN_INJECT_NAN, 0, 10.0};
+    struct train_inject x = {TRAIN_INJECT_NAN, 0, 10.0, 0};
     const char *at = strchr(s, '@');
     size_t klen = at ? (size_t)(at - s) : 0;
     if (at && klen == 3 && !strncmp(s, "nan", 3))
@@ -83,32 +90,64 @@ static int parse_inject(struct train_opts *o, const char *s, struct error *e)
         x.kind = TRAIN_INJECT_SPIKE;
     else
         return error_set(e, ERR_INVAL,
-                         "--inject '%s': expected nan@STEP, inf@STEP or spike@STEP[:FACTOR]", s);
-    char step[32];
-    const char *colon = strchr(at + 1, ':');
-    size_t slen = colon ? (size_t)(colon - at - 1) : strlen(at + 1);
-    if (slen == 0 || slen >= sizeof step)
-        return error_set(e, ERR_INVAL, "--inject '%s': STEP must be a whole number", s);
-    memcpy(step, at + 1, slen);
-    step[slen] = 0;
+                         "--inject '%s': expected nan@STEP, inf@STEP or spike@STEP[:FACTOR], "
+                         "each with an optional :gpu=G",
+                         s);
+    /* the fields after '@', separated by ':' */
+    char buf[128];
+    if (strlen(at + 1) >= sizeof buf)
+        return error_set(e, ERR_INVAL, "--inject '%s': too long", s);
+    snprintf(buf, sizeof buf, "%s", at + 1);
+    char *save = NULL, *field = strtok_r(buf, ":", &save);
     long long v;
-    if (units_parse_int(step, 1, MAX_STEPS, &v, e)) {
+    if (!field || units_parse_int(field, 1, MAX_STEPS, &v, e)) {
+        if (!field)
+            error_set(e, ERR_INVAL, "STEP must be a whole number");
         error_prefix(e, "--inject '%s': step", s);
         return ERR_INVAL;
     }
     x.step = (long)v;
-    if (colon) {
-        if (x.kind != TRAIN_INJECT_SPIKE)
-            return error_set(e, ERR_INVAL, "--inject '%s': only spike takes a :FACTOR", s);
-        if (units_parse_double(colon + 1, false, &x.factor, e) || !(x.factor > 0) ||
-            !isfinite(x.factor))
-            return error_set(e, ERR_INVAL, "--inject '%s': FACTOR must be a finite number > 0", s);
+    bool factor = false, gpu = false;
+    while ((field = strtok_r(NULL, ":", &save))) {
+        if (!strncmp(field, "gpu=", 4) && !gpu) {
+            if (units_parse_int(field + 4, 0, 63, &v, e)) {
+                error_prefix(e, "--inject '%s': gpu", s);
+                return ERR_INVAL;
+            }
+            x.gpu = (int)v, gpu = true;
+        } else if (x.kind == TRAIN_INJECT_SPIKE && !factor && !gpu) {
+            if (units_parse_double(field, false, &x.factor, e) || !(x.factor > 0) ||
+                !isfinite(x.factor))
+                return error_set(e, ERR_INVAL, "--inject '%s': FACTOR must be a finite number > 0",
+                                 s);
+            factor = true;
+        } else
+            return error_set(e, ERR_INVAL,
+                             "--inject '%s': after STEP come :FACTOR (spike only) and :gpu=G", s);
     }
     o->inject[o->ninject++] = x;
     return 0;
 }
 
-static int parse_option(struct run *r, const char *name, const char *arg, struct error *e)
+/* GPU@STEP */
+static int parse_fail(const char *s, struct train_opts *o, struct error *e)
+{
+    const char *at = strchr(s, '@');
+    long long g, st;
+    char buf[64];
+    if (!at || (size_t)(at - s) >= sizeof buf)
+        return error_set(e, ERR_INVAL, "--fail: expected GPU@STEP (e.g. 1@3), not '%s'", s);
+    memcpy(buf, s, (size_t)(at - s));
+    buf[at - s] = 0;
+    if (units_parse_int(buf, 0, 63, &g, e) || units_parse_int(at + 1, 1, MAX_STEPS, &st, e)) {
+        error_prefix(e, "--fail %s", s);
+        return ERR_INVAL;
+    }
+    o->fail_gpu = (int)g, o->fail_step = (long)st;
+    return 0;
+}
+
+static int parse_option(struct args *r, const char *name, const char *arg, struct error *e)
 {
     struct train_opts *o = &r->o;
     double v;
@@ -209,6 +248,37 @@ static int parse_option(struct run *r, const char *name, const char *arg, struct
         r->trace = arg;
     } else if (!strcmp(name, "cluster")) {
         r->cluster = arg;
+    } else if (!strcmp(name, "nodes")) {
+        r->nodes = arg;
+    } else if (!strcmp(name, "gpus")) {
+        if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
+            o->gpus = (int)n;
+    } else if (!strcmp(name, "zero")) {
+        if (!(rc = parse_long(name, arg, 0, 3, &n, e)))
+            o->zero = (int)n;
+    } else if (!strcmp(name, "prefetch")) {
+        if (!(rc = parse_long(name, arg, 0, 1, &n, e)))
+            o->prefetch = (int)n;
+    } else if (!strcmp(name, "bucket")) {
+        if (units_parse_bytes(arg, 1u << 30, &v, e) || v < 4) {
+            if (!e->code)
+                error_set(e, ERR_INVAL, "at least 4 bytes");
+            error_prefix(e, "--bucket '%s' (a size from 4 bytes to 1 GiB, e.g. 25MiB)", arg);
+            return ERR_INVAL;
+        }
+        o->bucket_bytes = (size_t)v;
+    } else if (!strcmp(name, "grad-accum")) {
+        if (!strcmp(arg, "fp32"))
+            o->grad_fp32 = true;
+        else if (!strcmp(arg, "same"))
+            o->grad_fp32 = false;
+        else
+            rc = error_set(e, ERR_INVAL,
+                           "--grad-accum '%s': expected fp32 (4-byte gradients) or same (the "
+                           "training precision's)",
+                           arg);
+    } else if (!strcmp(name, "fail")) {
+        rc = parse_fail(arg, o, e);
     }
     return rc;
 }
@@ -289,17 +359,17 @@ static int write_le32(const char *dir, const char *name, const void *data, size_
     return rc;
 }
 
-static void dump_step(void *ctx, const struct trainer *t, long step, const int32_t *tokens,
-                      const int32_t *targets, double loss, const float *grads)
+/* Step 1 of the run: its weights (the initial ones), the global batch, loss and gradients. */
+static int dump_write(const struct args *r, const struct run *run, struct error *e)
 {
-    struct run *r = ctx;
-    if (step != 1 || r->dumped)
-        return;
-    r->dumped = true;
-    const struct train_opts *o = trainer_opts(t);
+    const struct train_opts *o = &r->o;
     const struct gpt_config *c = &o->shape;
+    const int32_t *tokens, *targets;
+    const float *grads;
+    double loss;
+    if (!run_first_step(run, &tokens, &targets, &loss, &grads))
+        return 0;
     size_t bt = (size_t)o->batch * c->seq, n = gpt_param_count(c);
-    struct error *e = &r->dump_err;
     char ini[1024], lossbuf[64];
     int len =
         snprintf(ini, sizeof ini,
@@ -309,18 +379,26 @@ static void dump_step(void *ctx, const struct trainer *t, long step, const int32
                  "seq = %d\n",
                  r->shape.name, c->layers, c->d, c->heads, c->heads, c->ffn, c->vocab, c->seq);
     int ll = snprintf(lossbuf, sizeof lossbuf, "%.17g\n", loss);
-    if (mkdir(r->dump, 0777) != 0 && errno != EEXIST) {
-        error_set(e, ERR_IO, "--dump: cannot create %s: %s", r->dump, strerror(errno));
-        return;
-    }
-    /* params.f32: the weights this step used (before its update): the initial parameters */
-    if (write_file(r->dump, "model.ini", ini, (size_t)len, e) ||
-        write_le32(r->dump, "params.f32", trainer_master(t), n, e) ||
-        write_le32(r->dump, "tokens.i32", tokens, bt, e) ||
-        write_le32(r->dump, "targets.i32", targets, bt, e) ||
-        write_file(r->dump, "loss.txt", lossbuf, (size_t)ll, e) ||
-        write_le32(r->dump, "grads.f32", grads, n, e))
-        return;
+    if (mkdir(r->dump, 0777) != 0 && errno != EEXIST)
+        return error_set(e, ERR_IO, "--dump: cannot create %s: %s", r->dump, strerror(errno));
+    /* params.f32: the weights step 1 used, the initial ones, drawn again from the seed */
+    float *params = malloc(n * sizeof *params);
+    if (!params)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    gpt_init_params(c, o->seed, params);
+    int rc = write_file(r->dump, "model.ini", ini, (size_t)len, e);
+    if (!rc)
+        rc = write_le32(r->dump, "params.f32", params, n, e);
+    if (!rc)
+        rc = write_le32(r->dump, "tokens.i32", tokens, bt, e);
+    if (!rc)
+        rc = write_le32(r->dump, "targets.i32", targets, bt, e);
+    if (!rc)
+        rc = write_file(r->dump, "loss.txt", lossbuf, (size_t)ll, e);
+    if (!rc)
+        rc = write_le32(r->dump, "grads.f32", grads, n, e);
+    free(params);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ output */
@@ -356,8 +434,9 @@ static void put_num(const char *key, double v, bool comma)
         putchar(',');
 }
 
-static void step_json(const struct train_step *s)
+static void step_json(const struct run_step *rs)
 {
+    const struct train_step *s = &rs->s;
     printf("{\"step\":%ld,", s->step);
     put_num("loss", s->loss, true);
     put_num("grad_norm", s->grad_norm, true);
@@ -371,15 +450,22 @@ static void step_json(const struct train_step *s)
     else
         printf("\"nonfinite\":null,");
     put_num("underflow_frac", s->underflow_frac, true);
-    printf("\"act_peak_bytes\":%zu}\n", s->act_peak_bytes);
+    if (rs->gpus > 1)
+        printf("\"nonfinite_gpu\":%d,", rs->nonfinite_gpu);
+    printf("\"act_peak_bytes\":%zu,", s->act_peak_bytes);
+    put_num("sim_time_s", rs->sim_time_s, true);
+    printf("\"comm_bytes_per_gpu\":%llu}\n", (unsigned long long)rs->comm_bytes_per_gpu);
 }
 
-static void step_text(const struct train_step *s)
+static void step_text(const struct run_step *rs)
 {
+    const struct train_step *s = &rs->s;
     printf("step %6ld  loss %8.4f  grad norm %9.4g  clip %6.4f  scale %8g  underflow %.4f%%",
            s->step, s->loss, (double)s->grad_norm, (double)s->clip_coef, (double)s->loss_scale,
            100 * s->underflow_frac);
-    if (s->nonfinite[0])
+    if (s->nonfinite[0] && rs->gpus > 1)
+        printf("  non-finite on GPU %d: %s", rs->nonfinite_gpu, s->nonfinite);
+    else if (s->nonfinite[0])
         printf("  non-finite: %s", s->nonfinite);
     if (s->overflow)
         printf("  OVERFLOW");
@@ -392,263 +478,342 @@ static void step_text(const struct train_step *s)
 
 struct summary {
     double final_loss, floor, seconds, sim_seconds, tokens_per_s, flops, recompute, overhead;
-    double predicted, first_loss, max_norm, min_coef, max_underflow;
+    double predicted, first_loss, max_norm, min_coef, max_underflow, sim_step, exposed;
     char first_nonfinite[48];
+    int first_nonfinite_gpu;
     long steps, skipped, overflows, spikes;
     int nlast;
-    size_t act_peak;
-    uint64_t mem[MEM_CAT_COUNT], mem_peak;
-    uint64_t *underflow; /* per layer over the run (layers + 1: the last is embedding+norms) */
+    uint64_t underflow[65]; /* per layer over the run (the last: embedding and norms) */
     int layers;
     float last_scale;
+    uint64_t comm_max, scalars;
 };
 
-/* ------------------------------------------------------------------ the command */
+/* ------------------------------------------------------------------ --trace */
 
-/* ------------------------------------------------------------------ the device */
-
-/* The model's allocator seam on a simulated GPU: every buffer comes from the device's ledger
- * (weights, gradients, master weights, Adam's moments; the activation arena as reserved
- * memory; the fp32 workspace of the CPU emulation and the batch as workspace), so the capacity
- * check sees every byte before the first step. As kept tensors live and die, their bytes move
- * from reserved to activations and back (model/gpt.h): the sawtooth, inside memory already
- * held. Compute advances the device's simulated clock. */
-struct seam {
-    struct device *d;
-    struct error err; /* the first out-of-memory or accounting error */
-};
-
-static enum ledger_cat ledger_of(enum gpt_mem kind)
-{
-    switch (kind) {
-    case GPT_MEM_WEIGHTS: return MEM_WEIGHTS;
-    case GPT_MEM_GRADS: return MEM_GRADIENTS;
-    case GPT_MEM_MASTER: return MEM_MASTER;
-    case GPT_MEM_OPTIMIZER: return MEM_OPTIMIZER;
-    case GPT_MEM_ACTIVATIONS: return MEM_ACTIVATIONS;
-    case GPT_MEM_ARENA: return MEM_RESERVED;
-    default: return MEM_WORKSPACE;
-    }
-}
-
-static void *seam_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
-{
-    struct seam *s = ctx;
-    (void)what;
-    struct error e = {0};
-    void *p = ledger_alloc(dev_ledger(s->d), ledger_of(kind), bytes, &e);
-    if (!p && !s->err.code)
-        s->err = e;
-    return p;
-}
-
-static void seam_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
-{
-    struct seam *s = ctx;
-    (void)kind, (void)bytes;
-    ledger_free(dev_ledger(s->d), p);
-}
-
-static void seam_charge(void *ctx, enum gpt_mem kind, long long delta)
-{
-    struct seam *s = ctx;
-    struct error e = {0};
-    int rc =
-        delta > 0
-            ? ledger_move(dev_ledger(s->d), MEM_RESERVED, ledger_of(kind), (uint64_t)delta, &e)
-            : ledger_move(dev_ledger(s->d), ledger_of(kind), MEM_RESERVED, (uint64_t)-delta, &e);
-    if (rc && !s->err.code)
-        s->err = e;
-}
-
-static void seam_compute(void *ctx, double flops, const char *what, int layer)
-{
-    struct seam *s = ctx;
-    dev_compute(s->d, flops, what, layer, 0);
-}
-
-/* Events of --trace, in a buffer sized exactly before the run from its shape (trace_events):
- * nothing grows inside the step loop, and nothing is left out. Non-finite tensor names are
- * interned in a table with room for one new name per step, since events keep static strings.
- * lost counts what did not fit anyway: the run then fails rather than write a partial trace. */
+/* Events of --trace, in a buffer sized exactly before the run from its shape
+ * (run_trace_events): nothing grows inside the step loop, and nothing is left out. The GPUs
+ * record from their own threads, under a lock. lost counts what did not fit anyway: the run
+ * then fails rather than write a partial trace. */
 struct evlog {
+    pthread_mutex_t mu;
     struct event *ev;
     size_t n, cap, lost;
-    char (*names)[48];
-    size_t nnames, capnames;
 };
 
 /* A trace Perfetto's web UI opens comfortably (its JSON about 150 bytes an event: ~300 MB). */
 #define TRACE_MAX_EVENTS 2000000
 
-/* The events a run records: each buffer's allocation and release, then per step two per
- * compute (begin, end), two per charge (bytes leave reserved, join activations, or back),
- * the step and at most one non-finite value; and at most one failure at the end. */
-static double trace_events(const struct train_opts *o)
-{
-    struct train_calls c = trainer_calls(o);
-    return 2.0 * (double)c.buffers + (double)o->steps * (2.0 * c.computes + 2.0 * c.charges + 2) +
-           1;
-}
-
 static void on_event(void *ctx, const struct event *ev)
 {
     struct evlog *l = ctx;
+    pthread_mutex_lock(&l->mu);
     if (l->n < l->cap)
         l->ev[l->n++] = *ev;
     else
         l->lost++;
+    pthread_mutex_unlock(&l->mu);
 }
 
-static const char *intern(struct evlog *l, const char *name)
+/* Checks the trace's path and size before the run and sizes its buffer: 0 or an exit status. */
+static int trace_setup(const struct args *r, const struct run_config *rc, struct evlog *log)
 {
-    for (size_t i = 0; i < l->nnames; i++)
-        if (!strcmp(l->names[i], name))
-            return l->names[i];
-    if (l->nnames == l->capnames) { /* cannot happen: one name per step at most */
-        l->lost++;
-        return "?";
+    struct error e = {0};
+    const struct train_opts *o = &r->o;
+    char a[32], b[32];
+    double events = run_trace_events(rc), bytes = events * sizeof(struct event);
+    double disk = events * 160; /* bytes of JSON per event, about */
+    double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    struct statvfs fs;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", r->trace);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = 0;
+    if (trace_check_path(r->trace, &e) < 0) {
+        error_prefix(&e, "train: --trace");
+        return cli_fail(&e);
     }
-    snprintf(l->names[l->nnames], sizeof l->names[0], "%s", name);
-    return l->names[l->nnames++];
+    if (events > TRACE_MAX_EVENTS)
+        return cli_usage("train",
+                         "--trace: %ld steps of this run record %.0f events, more than the "
+                         "limit of %d a trace may hold; trace fewer --steps",
+                         o->steps, events, TRACE_MAX_EVENTS);
+    if (host > 0 && bytes > host / 4)
+        return cli_usage("train",
+                         "--trace: %s of events for %ld steps do not fit in this host's "
+                         "memory; trace fewer --steps",
+                         units_format_bytes(a, sizeof a, bytes, UNITS_BINARY), o->steps);
+    if (statvfs(slash ? dir : ".", &fs) == 0 && disk > (double)fs.f_bavail * (double)fs.f_frsize)
+        return cli_usage("train",
+                         "--trace: a trace of about %s for %ld steps does not fit on the "
+                         "disk (%s free)",
+                         units_format_bytes(a, sizeof a, disk, UNITS_BINARY), o->steps,
+                         units_format_bytes(b, sizeof b, (double)fs.f_bavail * (double)fs.f_frsize,
+                                            UNITS_BINARY));
+    log->cap = (size_t)events;
+    log->ev = malloc(log->cap * sizeof *log->ev);
+    if (!log->ev) {
+        error_set(&e, ERR_NOMEM, "out of memory for the trace's events");
+        return cli_fail(&e);
+    }
+    pthread_mutex_init(&log->mu, NULL);
+    return 0;
 }
 
-struct job {
-    struct run *r;
-    struct summary sum;
-    struct evlog *log;
-    bool progress;
+/* ------------------------------------------------------------------ the prediction */
+
+/* What the calculator says of the same layout: per GPU states, activations and buffers, and
+ * the bytes each GPU sends per step. */
+struct prediction {
+    struct memory_result m;
+    struct traffic t;
+    bool ok;
 };
 
-/* A ledger's message without its "GPU d: ", which dev_fail adds. */
-static const char *unprefixed(const char *msg)
+static void predict(const struct args *r, const struct cluster_spec *spec, struct prediction *p)
 {
-    const char *colon = strstr(msg, ": ");
-    return !strncmp(msg, "GPU ", 4) && colon ? colon + 2 : msg;
+    const struct train_opts *o = &r->o;
+    struct memory_config c = {0};
+    struct error e = {0};
+    c.model = &r->shape;
+    c.precision = o->precision == FP_FP32   ? PREC_FP32
+                  : o->precision == FP_BF16 ? PREC_BF16
+                                            : PREC_FP16;
+    c.optimizer = OPT_ADAMW;
+    c.grad_fp32 = o->grad_fp32;
+    c.dp = o->gpus, c.tp = 1, c.pp = 1, c.zero = o->zero;
+    c.micro_batch = o->batch / o->gpus, c.seq = o->shape.seq, c.micro_batches = 1;
+    c.capacity = spec->hbm_bytes;
+    c.bucket_bytes = (double)o->bucket_bytes;
+    c.no_prefetch = !o->prefetch;
+    p->ok = activ_parse_policy(o->ckpt.name[0] ? o->ckpt.name : "none", &c.ckpt, &e) == 0 &&
+            memory_compute(&c, &p->m, &e) == 0 &&
+            traffic_compute(&c, spec, p->m.params_gpu, p->m.stage_layers, 0, 0, &p->t, &e) == 0;
 }
 
-static int train_device(struct device *d, void *arg, struct error *e)
-{
-    struct job *j = arg;
-    struct run *r = j->r;
-    struct train_opts *o = &r->o;
-    struct seam seam = {d, {0}};
-    struct gpt_alloc alloc = {seam_alloc, seam_free, seam_charge, seam_compute, &seam};
-    struct trainer *t;
-    int rc = trainer_new(&t, o, &alloc, e);
-    if (rc) {
-        if (seam.err.code)
-            *e = seam.err;
-        return dev_fail(d, e, "%s", unprefixed(e->msg));
-    }
-    if (r->dump)
-        trainer_observe(t, dump_step, r);
-    struct summary *sum = &j->sum;
-    struct ledger *led = dev_ledger(d);
-    sum->floor = trainer_loss_floor(t);
-    if (!r->json)
-        printf("loss floor (entropy rate of the data): %.4f nats\n", sum->floor);
+/* ------------------------------------------------------------------ output */
 
-    long every = o->steps / 20 > 0 ? o->steps / 20 : 1;
-    int nlast = o->steps < 10 ? (int)o->steps : 10;
-    double lastsum = 0;
-    int lastn = 0;
-    double t0 = clock_now(), tprog = t0;
-    struct train_step s;
-    for (long i = 1; i <= o->steps; i++) {
-        if ((rc = dev_step(d, (int)i, e)))
-            break;
-        trainer_step(t, &s);
-        if (seam.err.code) { /* accounting went wrong: a bug, said rather than hidden */
-            rc = dev_fail(d, e, "%s", unprefixed(seam.err.msg));
-            break;
-        }
-        if (r->dump && r->dump_err.code) {
-            *e = r->dump_err;
-            rc = r->dump_err.code;
-            break;
-        }
-        s.act_peak_bytes = led->peak_cat[MEM_ACTIVATIONS]; /* the ledger's word */
-        struct event ev = {.type = EV_TRAIN_STEP, .t = dev_now(d), .step = (int)i};
-        ev.loss = s.loss, ev.grad_norm = s.grad_norm, ev.clip_coef = s.clip_coef;
-        ev.loss_scale = s.loss_scale, ev.skipped = s.skipped;
-        dev_emit(d, &ev);
-        if (s.nonfinite[0]) {
-            struct event nf = {.type = EV_NONFINITE, .t = dev_now(d), .step = (int)i};
-            nf.name = j->log ? intern(j->log, s.nonfinite) : "tensor";
-            nf.layer = atoi(strncmp(s.nonfinite, "layer ", 6) ? "-1" : s.nonfinite + 6);
-            dev_emit(d, &nf);
-        }
-        sum->skipped += s.skipped;
-        sum->overflows += s.overflow;
-        sum->spikes += s.spike;
-        if (i == 1)
-            sum->first_loss = s.loss, sum->min_coef = s.clip_coef;
-        if (isfinite(s.grad_norm) && s.grad_norm > sum->max_norm) /* of the finite ones */
-            sum->max_norm = s.grad_norm;
-        if (s.clip_coef < sum->min_coef)
-            sum->min_coef = s.clip_coef;
-        for (int l = 0; l <= o->shape.layers; l++)
-            sum->underflow[l] += s.underflow[l];
-        if (s.underflow_frac > sum->max_underflow)
-            sum->max_underflow = s.underflow_frac;
-        if (s.nonfinite[0] && !sum->first_nonfinite[0])
-            snprintf(sum->first_nonfinite, sizeof sum->first_nonfinite, "%s", s.nonfinite);
-        if (i > o->steps - nlast && isfinite(s.loss))
-            lastsum += s.loss, lastn++;
-        if (r->json && !r->summary_only)
-            step_json(&s);
-        else if (!r->json && (i == 1 || i % every == 0 || i == o->steps || s.skipped ||
-                              s.overflow || s.spike || s.nonfinite[0]))
-            step_text(&s);
-        if (j->progress && clock_now() - tprog > 0.2) {
-            double el = clock_now() - t0, rate = (double)i / el;
-            char left[32];
-            units_format_seconds(left, sizeof left, (double)(o->steps - i) / rate);
-            fprintf(stderr, "\rstep %ld/%ld  loss %.4f  %.1f steps/s  %s left   ", i, o->steps,
-                    s.loss, rate, left);
-            tprog = clock_now();
-        }
-        if (!r->json)
-            fflush(stdout);
-        sum->steps = i;
-        if (s.weights_nonfinite_since && !isfinite(s.loss)) {
-            /* Without a scaler the run goes on as plain PyTorch would, applying the bad
-             * step; once that shows as a non-finite loss, every later step would only
-             * repeat it: stop, say why and what would have saved the run. */
-            const char *tensor;
-            long at = trainer_poisoned(t, &tensor);
-            rc = dev_fail(d, e,
-                          "step %ld: the loss is %s: without a loss scaler nothing skips a "
-                          "step whose gradients hold inf or NaN, step %ld applied one (first "
-                          "non-finite tensor: %s) and the weights are now NaN; stopping. A "
-                          "scaler skips such steps: --loss-scale dynamic or a fixed VALUE "
-                          "(1 for bf16)",
-                          i, isnan(s.loss) ? "NaN" : "inf", at, tensor[0] ? tensor : "?");
-            break;
-        }
+/* A GPU's ledger peaks under memory --json's names, and the calculator's for the same. */
+static json_t *peaks_json(const uint64_t *cat, uint64_t total)
+{
+    uint64_t states = cat[MEM_WEIGHTS] + cat[MEM_GRADIENTS] + cat[MEM_MASTER] + cat[MEM_OPTIMIZER];
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "states",
+                     (json_int_t)states, "weights", (json_int_t)cat[MEM_WEIGHTS], "gradients",
+                     (json_int_t)cat[MEM_GRADIENTS], "master_weights", (json_int_t)cat[MEM_MASTER],
+                     "optimizer", (json_int_t)cat[MEM_OPTIMIZER], "activations",
+                     (json_int_t)cat[MEM_ACTIVATIONS], "communication", (json_int_t)cat[MEM_COMM],
+                     "workspace", (json_int_t)cat[MEM_WORKSPACE], "reserved",
+                     (json_int_t)cat[MEM_RESERVED], "total", (json_int_t)total);
+}
+
+static json_t *jint(double v)
+{
+    return json_integer((json_int_t)llround(v));
+}
+
+static void print_summary_json(const struct args *r, const struct run *run,
+                               const struct summary *sum, const struct prediction *p)
+{
+    const struct train_opts *o = &r->o;
+    const struct gpt_config *c = &o->shape;
+    double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
+    const struct run_gpu *g0 = run_gpu(run, 0);
+    json_t *m = json_object();
+    json_object_set_new(m, "first_loss", num(sum->first_loss));
+    json_object_set_new(m, "final_loss", num(sum->final_loss));
+    json_object_set_new(m, "loss_floor", num(sum->floor));
+    json_object_set_new(m, "skipped_steps", json_integer(sum->skipped));
+    json_object_set_new(m, "tokens_per_s", num(sum->tokens_per_s));
+    json_object_set_new(m, "steps", json_integer(sum->steps));
+    json_object_set_new(m, "model", json_string(r->shape.name));
+    json_object_set_new(m, "parameters", json_integer((json_int_t)gpt_param_count(c)));
+    json_object_set_new(m, "precision", json_string(fp_info(o->precision)->key));
+    json_object_set_new(m, "checkpoint", json_string(o->ckpt.name[0] ? o->ckpt.name : "none"));
+    json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));
+    json_object_set_new(m, "spikes", json_integer(sum->spikes));
+    json_object_set_new(m, "final_loss_scale", num(sum->last_scale));
+    json_object_set_new(m, "max_grad_norm", num(sum->max_norm));
+    json_object_set_new(m, "min_clip_coef", num(sum->min_coef));
+    json_object_set_new(m, "max_underflow_frac", num(sum->max_underflow));
+    json_t *ul = json_array();
+    int nl = sum->layers < 64 ? sum->layers : 64;
+    for (int l = 0; l <= nl; l++)
+        json_array_append_new(ul, json_integer((json_int_t)sum->underflow[l]));
+    json_object_set_new(m, "underflow_by_layer", ul);
+    json_object_set_new(m, "first_nonfinite",
+                        sum->first_nonfinite[0] ? json_string(sum->first_nonfinite) : json_null());
+    json_object_set_new(m, "act_peak_bytes",
+                        json_integer((json_int_t)g0->peak_cat[MEM_ACTIVATIONS]));
+    json_object_set_new(m, "act_predicted_bytes", num(sum->predicted));
+    json_t *mem = json_object();
+    for (int i = 0; i < MEM_CAT_COUNT; i++)
+        json_object_set_new(mem, ledger_cat_name((enum ledger_cat)i),
+                            json_integer((json_int_t)g0->peak_cat[i]));
+    json_object_set_new(mem, "total", json_integer((json_int_t)g0->peak));
+    json_object_set_new(m, "memory_peak_bytes", mem);
+    json_object_set_new(m, "flops_per_step", num(sum->flops));
+    json_object_set_new(m, "recompute_flops", num(sum->recompute));
+    json_object_set_new(m, "recompute_overhead_pct", num(sum->overhead));
+    json_object_set_new(m, "gflops", num(gflops));
+    json_object_set_new(m, "seconds", num(sum->seconds));
+    json_object_set_new(m, "simulated_seconds", num(sum->sim_seconds));
+    json_object_set_new(m, "sim_step_time_s", num(sum->sim_step));
+    json_object_set_new(m, "comm_exposed_s", num(sum->exposed));
+    json_object_set_new(m, "layout",
+                        json_pack("{s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", o->gpus,
+                                  "zero", o->zero, "bucket_bytes", (json_int_t)o->bucket_bytes,
+                                  "prefetch", o->prefetch, "grad_fp32", o->grad_fp32));
+    json_t *per = json_array();
+    for (int i = 0; i < o->gpus; i++) {
+        const struct run_gpu *g = run_gpu(run, i);
+        json_array_append_new(per, json_pack("{s:i, s:o, s:I}", "gpu", i, "peak",
+                                             peaks_json(g->peak_cat, g->peak),
+                                             "sent_bytes_per_step", (json_int_t)g->sent_per_step));
     }
-    if (j->progress)
-        fprintf(stderr, "\r%*s\r", 70, "");
-    sum->seconds = clock_now() - t0;
-    sum->final_loss = lastn ? lastsum / lastn : NAN;
-    sum->tokens_per_s = (double)sum->steps * o->batch * o->shape.seq / sum->seconds;
-    sum->act_peak = (size_t)led->peak_cat[MEM_ACTIVATIONS];
-    sum->last_scale = s.loss_scale;
-    sum->nlast = nlast;
-    sum->sim_seconds = dev_now(d);
-    for (int c = 0; c < MEM_CAT_COUNT; c++)
-        sum->mem[c] = led->peak_cat[c];
-    sum->mem_peak = led->peak;
-    trainer_free(t);
-    return rc;
+    json_object_set_new(m, "per_gpu", per);
+    json_object_set_new(m, "scalar_bytes_per_step", json_integer((json_int_t)sum->scalars));
+    if (p->ok) {
+        const struct memory_result *pm = &p->m;
+        json_t *pg = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
+                               jint(pm->states.weights), "gradients", jint(pm->states.gradients),
+                               "master_weights", jint(pm->states.master), "optimizer",
+                               jint(pm->states.optimizer), "activations", jint(pm->activations),
+                               "communication", jint(pm->comm), "total", jint(pm->total));
+        json_object_set_new(m, "predicted",
+                            json_pack("{s:o, s:o, s:s}", "per_gpu", pg, "comm_bytes_per_gpu",
+                                      jint(p->t.dp.bytes), "comm_formula", p->t.dp.formula));
+        /* every GPU against the prediction: bytes of difference, summed (0 when all agree) */
+        const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
+                               pm->states.optimizer, pm->activations,      pm->comm};
+        const enum ledger_cat cats[] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
+                                        MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
+        double dmem = 0, dcomm = 0;
+        for (int i = 0; i < o->gpus; i++) {
+            const struct run_gpu *g = run_gpu(run, i);
+            for (int k = 0; k < 6; k++)
+                dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
+            dcomm += fabs((double)g->sent_per_step - p->t.dp.bytes);
+        }
+        json_object_set_new(
+            m, "measured_minus_predicted",
+            json_pack("{s:o, s:o}", "memory_bytes", jint(dmem), "comm_bytes", jint(dcomm)));
+    }
+    json_t *top = json_object();
+    json_object_set_new(top, "summary", m);
+    print_json_obj(top);
+}
+
+static void print_summary_text(const struct args *r, const struct run *run,
+                               const struct summary *sum, const struct prediction *p,
+                               const struct cluster_spec *spec)
+{
+    const struct train_opts *o = &r->o;
+    char a[32], b[32];
+    double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
+    const struct run_gpu *g0 = run_gpu(run, 0);
+    printf("\nfinal loss %.4f (mean of the last %d steps), floor %.4f: %.4f nats above\n",
+           sum->final_loss, sum->nlast, sum->floor, sum->final_loss - sum->floor);
+    printf("skipped steps %ld (overflow %ld, spikes %ld), final loss scale %g\n", sum->skipped,
+           sum->overflows, sum->spikes, (double)sum->last_scale);
+    printf("activation memory: peak %s measured by the ledger, %s predicted by the "
+           "calculator\n",
+           units_format_bytes(a, sizeof a, (double)g0->peak_cat[MEM_ACTIVATIONS], UNITS_BINARY),
+           units_format_bytes(b, sizeof b, sum->predicted, UNITS_BINARY));
+    printf("GPU memory peak %s (", units_format_bytes(a, sizeof a, (double)g0->peak, UNITS_BINARY));
+    /* the arena is reserved memory whole when allocated; live activations are inside it */
+    bool first = true;
+    for (int i = 0; i < MEM_CAT_COUNT; i++)
+        if (g0->peak_cat[i] && i != MEM_ACTIVATIONS && i != MEM_RESERVED) {
+            printf("%s%s %s", first ? "" : ", ", ledger_cat_name((enum ledger_cat)i),
+                   units_format_bytes(b, sizeof b, (double)g0->peak_cat[i], UNITS_BINARY));
+            first = false;
+        }
+    printf(", arenas %s holding at most %s of live activations)\n",
+           units_format_bytes(a, sizeof a, (double)g0->peak_cat[MEM_RESERVED], UNITS_BINARY),
+           units_format_bytes(b, sizeof b, (double)g0->peak_cat[MEM_ACTIVATIONS], UNITS_BINARY));
+    if (o->precision != FP_FP32) {
+        printf("gradient elements that underflowed to 0 over the run:");
+        int nl = sum->layers < 64 ? sum->layers : 64;
+        for (int l = 0; l < nl; l++)
+            printf(" layer %d: %llu,", l, (unsigned long long)sum->underflow[l]);
+        printf(" embedding and norms: %llu\n", (unsigned long long)sum->underflow[nl]);
+    }
+    printf("matmul FLOPs per step %.4g, recomputed %.4g (%.1f%% overhead)\n", sum->flops,
+           sum->recompute, sum->overhead);
+    printf("%.0f tokens/s, %.2f GFLOP/s, %s wall; %s simulated on %s\n", sum->tokens_per_s, gflops,
+           units_format_seconds(a, sizeof a, sum->seconds),
+           units_format_seconds(b, sizeof b, sum->sim_seconds), spec->name);
+    if (o->gpus == 1)
+        return;
+    /* the data-parallel table: every GPU's ledger beside the calculator */
+    printf(
+        "\nper GPU, peak bytes (measured by each GPU's ledger; the CPU's fp32 workspace apart)\n");
+    printf("%-10s %12s %12s %12s %12s %12s %12s %12s %14s\n", "GPU", "weights", "gradients",
+           "master", "optimizer", "activations", "comm", "workspace", "sent/step");
+    for (int i = 0; i < o->gpus; i++) {
+        const struct run_gpu *g = run_gpu(run, i);
+        char name[16];
+        snprintf(name, sizeof name, "%d", i);
+        printf("%-10s %12llu %12llu %12llu %12llu %12llu %12llu %12llu %14llu\n", name,
+               (unsigned long long)g->peak_cat[MEM_WEIGHTS],
+               (unsigned long long)g->peak_cat[MEM_GRADIENTS],
+               (unsigned long long)g->peak_cat[MEM_MASTER],
+               (unsigned long long)g->peak_cat[MEM_OPTIMIZER],
+               (unsigned long long)g->peak_cat[MEM_ACTIVATIONS],
+               (unsigned long long)g->peak_cat[MEM_COMM],
+               (unsigned long long)g->peak_cat[MEM_WORKSPACE],
+               (unsigned long long)g->sent_per_step);
+    }
+    if (p->ok)
+        printf("%-10s %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12s %14.0f\n", "predicted",
+               p->m.states.weights, p->m.states.gradients, p->m.states.master,
+               p->m.states.optimizer, p->m.activations, p->m.comm, "-", p->t.dp.bytes);
+    if (p->ok)
+        printf("communication: %s\n", p->t.dp.formula);
+    printf("simulated step %s, of which %s not hidden behind compute; the agreement (loss, "
+           "norm, inf/NaN) %llu bytes per GPU\n",
+           units_format_seconds(a, sizeof a, sum->sim_step),
+           units_format_seconds(b, sizeof b, sum->exposed), (unsigned long long)sum->scalars);
+}
+
+/* One step into the summary, and printed. */
+static void account(struct summary *sum, const struct args *r, const struct run_step *rs, long i)
+{
+    const struct train_step *s = &rs->s;
+    const struct train_opts *o = &r->o;
+    sum->skipped += s->skipped;
+    sum->overflows += s->overflow;
+    sum->spikes += s->spike;
+    if (i == 1)
+        sum->first_loss = s->loss, sum->min_coef = s->clip_coef;
+    if (isfinite(s->grad_norm) && s->grad_norm > sum->max_norm) /* of the finite ones */
+        sum->max_norm = s->grad_norm;
+    if (s->clip_coef < sum->min_coef)
+        sum->min_coef = s->clip_coef;
+    int nl = o->shape.layers < 64 ? o->shape.layers : 64;
+    for (int l = 0; l <= nl; l++)
+        sum->underflow[l] += rs->underflow[l];
+    if (s->underflow_frac > sum->max_underflow)
+        sum->max_underflow = s->underflow_frac;
+    if (s->nonfinite[0] && !sum->first_nonfinite[0]) {
+        snprintf(sum->first_nonfinite, sizeof sum->first_nonfinite, "%s", s->nonfinite);
+        sum->first_nonfinite_gpu = rs->nonfinite_gpu;
+    }
+    sum->sim_step += rs->sim_time_s;
+    sum->exposed += rs->exposed_s;
+    if (rs->comm_bytes_per_gpu > sum->comm_max)
+        sum->comm_max = rs->comm_bytes_per_gpu;
+    sum->scalars = rs->scalar_bytes;
+    sum->last_scale = s->loss_scale;
+    sum->steps = i;
 }
 
 /* ------------------------------------------------------------------ the command */
 
 static int train_main(int argc, char **argv)
 {
-    struct run r = {0};
+    struct args r = {0};
     struct error e = {0};
     struct opts p;
     const char *arg;
@@ -686,116 +851,74 @@ static int train_main(int argc, char **argv)
         return cli_usage("train", "--init-scale needs --loss-scale dynamic");
     if ((rc = train_opts_check(o, &e)))
         return cli_fail(&e);
-    struct cluster_config cc;
-    cluster_config_init(&cc);
-    if (preset_load_cluster(r.cluster, &cc.spec, &e) != 0) {
+    struct run_config rcfg = {0};
+    rcfg.o = *o;
+    if ((rc = calcargs_cluster(r.cluster, NULL, &rcfg.spec, &e)) != 0) {
         error_prefix(&e, "--cluster");
         return cli_fail(&e);
     }
+    if (r.nodes) { /* the GPUs split evenly over that many nodes */
+        long long nodes;
+        if (units_parse_int(r.nodes, 1, 64, &nodes, &e)) {
+            error_prefix(&e, "--nodes");
+            return cli_fail(&e);
+        }
+        if (o->gpus % nodes != 0)
+            return cli_usage("train", "--nodes %lld: %d GPUs do not split evenly over %lld nodes",
+                             nodes, o->gpus, nodes);
+        rcfg.spec.gpus_per_node = o->gpus / (int)nodes;
+        rcfg.spec.nodes = (int)nodes;
+    }
 
-    /* What the run needs from this host, checked before anything is allocated: the model's
-     * buffers (exactly), master weights and Adam's moments. Whether it fits the simulated
+    /* What the run needs from this host, checked before anything is allocated: each GPU's
+     * model buffers (exactly, for its share of the batch) and, at most, the fp32 copies of
+     * its weights, gradients, master weights and Adam's moments. Whether it fits a simulated
      * GPU is the ledger's call, when the buffers are allocated: out of memory, exit 1. */
     char a[32], b[32];
-    double need = (double)gpt_estimate_bytes(&o->shape, o->batch, o->precision, &o->ckpt, &e) +
-                  3.0 * 4 * (double)gpt_param_count(&o->shape);
+    double need = (double)o->gpus * ((double)gpt_estimate_bytes(&o->shape, o->batch / o->gpus,
+                                                                o->precision, &o->ckpt, &e) +
+                                     5.0 * 4 * (double)gpt_param_count(&o->shape));
     double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (host > 0 && need > host / 2)
         return cli_usage("train",
-                         "--batch %d: the run's buffers need %s, more than half of this host's %s",
-                         o->batch, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
+                         "--batch %d on %d GPUs: the run's buffers need %s, more than half of "
+                         "this host's %s",
+                         o->batch, o->gpus, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
                          units_format_bytes(b, sizeof b, host, UNITS_BINARY));
     if (r.dump && (rc = dump_check(r.dump, &e)))
         return cli_fail(&e);
+    rcfg.keep_first_step = r.dump != NULL;
     struct evlog log = {0};
     if (r.trace) {
-        double events = trace_events(o), bytes = events * sizeof(struct event);
-        double disk = events * 160; /* bytes of JSON per event, about */
-        struct statvfs fs;
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s", r.trace);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *(slash == dir ? slash + 1 : slash) = 0;
-        if (trace_check_path(r.trace, &e) < 0) {
-            error_prefix(&e, "train: --trace");
-            return cli_fail(&e);
-        }
-        if (events > TRACE_MAX_EVENTS)
-            return cli_usage("train",
-                             "--trace: %ld steps of this run record %.0f events, more than the "
-                             "limit of %d a trace may hold; trace fewer --steps",
-                             o->steps, events, TRACE_MAX_EVENTS);
-        if (host > 0 && need + bytes > host / 2)
-            return cli_usage("train",
-                             "--trace: %s of events for %ld steps do not fit in this host's "
-                             "memory; trace fewer --steps",
-                             units_format_bytes(a, sizeof a, bytes, UNITS_BINARY), o->steps);
-        if (statvfs(slash ? dir : ".", &fs) == 0 &&
-            disk > (double)fs.f_bavail * (double)fs.f_frsize)
-            return cli_usage("train",
-                             "--trace: a trace of about %s for %ld steps does not fit on the "
-                             "disk (%s free)",
-                             units_format_bytes(a, sizeof a, disk, UNITS_BINARY), o->steps,
-                             units_format_bytes(b, sizeof b,
-                                                (double)fs.f_bavail * (double)fs.f_frsize,
-                                                UNITS_BINARY));
-        log.cap = (size_t)events;
-        log.capnames = (size_t)o->steps;
-        log.ev = malloc(log.cap * sizeof *log.ev);
-        log.names = malloc(log.capnames * sizeof *log.names);
-        if (!log.ev || !log.names) {
-            free(log.ev);
-            free(log.names);
-            error_set(&e, ERR_NOMEM, "out of memory for the trace's events");
-            return cli_fail(&e);
-        }
-        cc.on_event = on_event;
-        cc.event_ctx = &log;
-    }
-    cc.gpus = 1;
-    cc.seed = o->seed;
-    cc.deadline_s = 3600;
-    struct cluster *cl = cluster_new(&cc, &e);
-    if (!cl) {
-        free(log.ev);
-        free(log.names);
-        return cli_fail(&e);
+        if ((rc = trace_setup(&r, &rcfg, &log)))
+            return rc;
+        rcfg.on_event = on_event;
+        rcfg.event_ctx = &log;
     }
 
-    struct job job = {.r = &r, .log = r.trace ? &log : NULL, .progress = !r.json && isatty(2)};
-    struct summary *sum = &job.sum;
-    sum->layers = o->shape.layers;
-    sum->underflow = calloc((size_t)o->shape.layers + 1, sizeof *sum->underflow);
-    if (!sum->underflow) {
-        cluster_free(cl);
-        free(log.ev);
-        free(log.names);
-        error_set(&e, ERR_NOMEM, "out of memory");
-        return cli_fail(&e);
-    }
+    struct summary sum = {0};
+    sum.layers = o->shape.layers;
     struct gpt_config *c = &o->shape;
+    struct prediction pred = {0};
+    predict(&r, &rcfg.spec, &pred);
     {
-        /* matmul FLOPs as the model counts them (gpt_flops), and the calculator's
-         * prediction of the activation peak */
-        double fwd, layer;
+        /* matmul FLOPs of the global batch as the model counts them (gpt_flops) */
         double N = (double)o->batch * c->seq, T = c->seq;
         double attn = 4.0 * o->batch * c->heads * T * T * (c->d / c->heads);
-        layer = 2.0 * N * (4.0 * c->d * c->d + 3.0 * c->d * c->ffn) + attn;
-        fwd = c->layers * layer + 2.0 * N * c->vocab * c->d;
+        double layer = 2.0 * N * (4.0 * c->d * c->d + 3.0 * c->d * c->ffn) + attn;
+        double fwd = c->layers * layer + 2.0 * N * c->vocab * c->d;
         int seg = gpt_ckpt_segment(&o->ckpt, c->layers);
-        sum->recompute = seg                                  ? c->layers * layer
-                         : o->ckpt.kind == GPT_CKPT_SELECTIVE ? c->layers * attn / 2
-                                                              : 0;
-        sum->flops = 3 * fwd + sum->recompute;
-        sum->overhead = 100.0 * sum->recompute / (3 * fwd);
-        struct activ_policy pol;
-        struct activ_total tot;
-        struct activ_config ac = {o->batch, c->seq, 1, false, o->precision == FP_FP32 ? 4 : 2};
-        if (activ_parse_policy(o->ckpt.name[0] ? o->ckpt.name : "none", &pol, &e) == 0) {
-            activ_total(&r.shape, &ac, &pol, c->layers, true, true, &tot);
-            sum->predicted = tot.peak;
-        }
+        sum.recompute = seg                                  ? c->layers * layer
+                        : o->ckpt.kind == GPT_CKPT_SELECTIVE ? c->layers * attn / 2
+                                                             : 0;
+        sum.flops = 3 * fwd + sum.recompute;
+        sum.overhead = 100.0 * sum.recompute / (3 * fwd);
+        sum.predicted = pred.ok ? pred.m.activations : NAN;
+    }
+    struct run *run = NULL;
+    if ((rc = run_new(&run, &rcfg, &e))) {
+        free(log.ev);
+        return cli_fail(&e);
     }
     if (!r.json) {
         char pc[32];
@@ -803,26 +926,92 @@ static int train_main(int argc, char **argv)
                "seq %d\n",
                r.shape.name, units_format_grouped(pc, sizeof pc, gpt_param_count(c)), c->d,
                c->layers, c->heads, c->ffn, c->vocab, c->seq);
-        printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, "
-               "one simulated %s GPU\n",
+        printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, ",
                fp_info(o->precision)->name,
                o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
                : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
                                                   : "none",
-               o->ckpt.name[0] ? o->ckpt.name : "none", o->batch, c->seq, o->lr, cc.spec.name);
+               o->ckpt.name[0] ? o->ckpt.name : "none", o->batch, c->seq, o->lr);
+        if (o->gpus == 1)
+            printf("one simulated %s GPU\n", rcfg.spec.name);
+        else
+            printf("%d simulated %s GPUs, %s (%d sequences each)\n", o->gpus, rcfg.spec.name,
+                   o->zero ? (o->zero == 3   ? "ZeRO-3 (FSDP)"
+                              : o->zero == 2 ? "ZeRO-2"
+                                             : "ZeRO-1")
+                           : "DDP",
+                   o->batch / o->gpus);
         fflush(stdout);
     }
-    rc = cluster_run(cl, train_device, &job, &e);
-    cluster_free(cl);
+    bool progress = !r.json && isatty(2);
+    rc = run_start(run, &e);
+    long every = o->steps / 20 > 0 ? o->steps / 20 : 1;
+    int nlast = o->steps < 10 ? (int)o->steps : 10;
+    double lastsum = 0, t0 = clock_now(), tprog = t0;
+    int lastn = 0;
+    bool floor_said = false;
+    struct run_step rs;
+    struct error derr = {0};
+    while (!rc && run_next(run, &rs, 3600) == 1) {
+        long i = rs.s.step;
+        if (!floor_said && !r.json) {
+            printf("loss floor (entropy rate of the data): %.4f nats\n", run_loss_floor(run));
+            floor_said = true;
+        }
+        if (i == 1 && r.dump && !derr.code && dump_write(&r, run, &derr)) {
+            run_stop(run);
+            break;
+        }
+        account(&sum, &r, &rs, i);
+        if (i > o->steps - nlast && isfinite(rs.s.loss))
+            lastsum += rs.s.loss, lastn++;
+        const struct train_step *s = &rs.s;
+        if (r.json && !r.summary_only)
+            step_json(&rs);
+        else if (!r.json && (i == 1 || i % every == 0 || i == o->steps || s->skipped ||
+                             s->overflow || s->spike || s->nonfinite[0]))
+            step_text(&rs);
+        if (progress && clock_now() - tprog > 0.2) {
+            double el = clock_now() - t0, rate = (double)i / el;
+            char left[32];
+            units_format_seconds(left, sizeof left, (double)(o->steps - i) / rate);
+            fprintf(stderr, "\rstep %ld/%ld  loss %.4f  %.1f steps/s  %s left   ", i, o->steps,
+                    s->loss, rate, left);
+            tprog = clock_now();
+        }
+        if (!r.json)
+            fflush(stdout);
+    }
+    if (progress)
+        fprintf(stderr, "\r%*s\r", 70, "");
+    if (!rc)
+        rc = run_finish(run, &e);
+    if (!rc && derr.code) {
+        e = derr;
+        rc = derr.code;
+    }
+    sum.floor = run_loss_floor(run);
+    sum.seconds = run_wall_s(run) > 0 ? run_wall_s(run) : clock_now() - t0;
+    sum.final_loss = lastn ? lastsum / lastn : NAN;
+    sum.tokens_per_s = (double)sum.steps * o->batch * o->shape.seq / sum.seconds;
+    sum.nlast = nlast;
+    sum.sim_seconds = sum.sim_step;
+    if (sum.steps > 0)
+        sum.sim_step /= (double)sum.steps, sum.exposed /= (double)sum.steps;
     if (r.trace) { /* a failed run's trace too: it shows where it stopped */
         struct error te = {0};
-        int trc = log.lost ? error_set(&te, ERR_RUN,
-                                       "%zu events did not fit in the buffer sized for the "
-                                       "run; no trace written",
-                                       log.lost)
-                           : trace_write_chrome(r.trace, log.ev, log.n, 1, &te);
+        int trc = 0;
+        if (log.lost)
+            trc = error_set(&te, ERR_RUN,
+                            "%zu events did not fit in the buffer sized for the run; no trace "
+                            "written",
+                            log.lost);
+        else {
+            event_sort(log.ev, log.n);
+            trc = trace_write_chrome(r.trace, log.ev, log.n, o->gpus, &te);
+        }
         free(log.ev);
-        free(log.names);
+        pthread_mutex_destroy(&log.mu);
         if (trc && !rc) {
             error_prefix(&te, "--trace");
             e = te;
@@ -830,86 +1019,14 @@ static int train_main(int argc, char **argv)
         }
     }
     if (rc) {
-        free(sum->underflow);
+        run_free(run);
         return cli_fail(&e);
     }
-
-    double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
-    if (r.json) {
-        json_t *m = json_object();
-        json_object_set_new(m, "first_loss", num(sum->first_loss));
-        json_object_set_new(m, "final_loss", num(sum->final_loss));
-        json_object_set_new(m, "loss_floor", num(sum->floor));
-        json_object_set_new(m, "skipped_steps", json_integer(sum->skipped));
-        json_object_set_new(m, "tokens_per_s", num(sum->tokens_per_s));
-        json_object_set_new(m, "steps", json_integer(sum->steps));
-        json_object_set_new(m, "model", json_string(r.shape.name));
-        json_object_set_new(m, "parameters", json_integer((json_int_t)gpt_param_count(c)));
-        json_object_set_new(m, "precision", json_string(fp_info(o->precision)->key));
-        json_object_set_new(m, "checkpoint", json_string(o->ckpt.name[0] ? o->ckpt.name : "none"));
-        json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));
-        json_object_set_new(m, "spikes", json_integer(sum->spikes));
-        json_object_set_new(m, "final_loss_scale", num(sum->last_scale));
-        json_object_set_new(m, "max_grad_norm", num(sum->max_norm));
-        json_object_set_new(m, "min_clip_coef", num(sum->min_coef));
-        json_object_set_new(m, "max_underflow_frac", num(sum->max_underflow));
-        json_t *ul = json_array();
-        for (int l = 0; l <= sum->layers; l++)
-            json_array_append_new(ul, json_integer((json_int_t)sum->underflow[l]));
-        json_object_set_new(m, "underflow_by_layer", ul);
-        json_object_set_new(m, "first_nonfinite",
-                            sum->first_nonfinite[0] ? json_string(sum->first_nonfinite)
-                                                    : json_null());
-        json_object_set_new(m, "act_peak_bytes", json_integer((json_int_t)sum->act_peak));
-        json_object_set_new(m, "act_predicted_bytes", num(sum->predicted));
-        json_t *mem = json_object();
-        for (int i = 0; i < MEM_CAT_COUNT; i++)
-            json_object_set_new(mem, ledger_cat_name((enum ledger_cat)i),
-                                json_integer((json_int_t)sum->mem[i]));
-        json_object_set_new(mem, "total", json_integer((json_int_t)sum->mem_peak));
-        json_object_set_new(m, "memory_peak_bytes", mem);
-        json_object_set_new(m, "flops_per_step", num(sum->flops));
-        json_object_set_new(m, "recompute_flops", num(sum->recompute));
-        json_object_set_new(m, "recompute_overhead_pct", num(sum->overhead));
-        json_object_set_new(m, "gflops", num(gflops));
-        json_object_set_new(m, "seconds", num(sum->seconds));
-        json_object_set_new(m, "simulated_seconds", num(sum->sim_seconds));
-        json_t *top = json_object();
-        json_object_set_new(top, "summary", m);
-        print_json_obj(top);
-    } else {
-        printf("\nfinal loss %.4f (mean of the last %d steps), floor %.4f: %.4f nats above\n",
-               sum->final_loss, sum->nlast, sum->floor, sum->final_loss - sum->floor);
-        printf("skipped steps %ld (overflow %ld, spikes %ld), final loss scale %g\n", sum->skipped,
-               sum->overflows, sum->spikes, (double)sum->last_scale);
-        printf("activation memory: peak %s measured by the ledger, %s predicted by the "
-               "calculator\n",
-               units_format_bytes(a, sizeof a, (double)sum->act_peak, UNITS_BINARY),
-               units_format_bytes(b, sizeof b, sum->predicted, UNITS_BINARY));
-        printf("GPU memory peak %s (",
-               units_format_bytes(a, sizeof a, (double)sum->mem_peak, UNITS_BINARY));
-        /* the arena is reserved memory whole when allocated; live activations are inside it */
-        for (int i = 0; i < MEM_CAT_COUNT; i++)
-            if (sum->mem[i] && i != MEM_ACTIVATIONS && i != MEM_RESERVED)
-                printf("%s%s %s", i ? ", " : "", ledger_cat_name((enum ledger_cat)i),
-                       units_format_bytes(b, sizeof b, (double)sum->mem[i], UNITS_BINARY));
-        printf(", activation arena %s holding at most %s of live activations)\n",
-               units_format_bytes(a, sizeof a, (double)sum->mem[MEM_RESERVED], UNITS_BINARY),
-               units_format_bytes(b, sizeof b, (double)sum->mem[MEM_ACTIVATIONS], UNITS_BINARY));
-        if (o->precision != FP_FP32) {
-            printf("gradient elements that underflowed to 0 over the run:");
-            for (int l = 0; l < sum->layers; l++)
-                printf(" layer %d: %llu,", l, (unsigned long long)sum->underflow[l]);
-            printf(" embedding and norms: %llu", (unsigned long long)sum->underflow[sum->layers]);
-            printf("\n");
-        }
-        printf("matmul FLOPs per step %.4g, recomputed %.4g (%.1f%% overhead)\n", sum->flops,
-               sum->recompute, sum->overhead);
-        printf("%.0f tokens/s, %.2f GFLOP/s, %s wall; %s simulated on %s\n", sum->tokens_per_s,
-               gflops, units_format_seconds(a, sizeof a, sum->seconds),
-               units_format_seconds(b, sizeof b, sum->sim_seconds), cc.spec.name);
-    }
-    free(sum->underflow);
+    if (r.json)
+        print_summary_json(&r, run, &sum, &pred);
+    else
+        print_summary_text(&r, run, &sum, &pred, &rcfg.spec);
+    run_free(run);
     return 0;
 }
 
@@ -920,7 +1037,8 @@ const struct command cmd_train = {
     "\n"
     "Trains the tiny GPT (src/model) on a synthetic order-2 Markov source whose entropy rate is\n"
     "the loss floor, with real fp16/bf16 rounding, loss scaling (PyTorch GradScaler semantics),\n"
-    "clipping (clip_grad_norm_), NaN diagnosis and gradient checkpointing.\n"
+    "clipping (clip_grad_norm_), NaN diagnosis and gradient checkpointing, on one simulated GPU\n"
+    "or on N of them with data parallelism: DDP or ZeRO stages 1 to 3.\n"
     "\n"
     "  --model NAME|FILE     a swiglu preset or INI file (default tiny)\n"
     "  --steps K             steps to run (default 300)\n"
@@ -959,7 +1077,30 @@ const struct command cmd_train = {
     "                        events is refused (exit 2): tiny traces 34,000 to 47,000 steps\n"
     "  --dump DIR            write model.ini, params.f32, tokens.i32, targets.i32, loss.txt and\n"
     "                        grads.f32 of step 1 (little-endian; gradients of the mean loss,\n"
-    "                        unscaled and before clipping) to check against PyTorch\n"
+    "                        unscaled and before clipping, gathered from every GPU) to check\n"
+    "                        against PyTorch\n"
+    "\n"
+    "Data parallelism (par/dp.h):\n"
+    "  --gpus N              N simulated GPUs, 1 to 64 (default 1); each takes batch / N\n"
+    "                        sequences of the global batch a one-GPU run draws, so the run\n"
+    "                        computes the same training (the loss is the global batch's mean)\n"
+    "  --zero S              0 DDP (default): full replicas, gradients all-reduced by buckets as\n"
+    "                        they complete; 1: optimizer state and master weights sharded,\n"
+    "                        gradients reduce-scattered, updated weights all-gathered; 2: the\n"
+    "                        gradients sharded too; 3 (FSDP): the weights too, each layer\n"
+    "                        gathered before its forward and again before its backward\n"
+    "  --bucket SIZE         a gradient bucket (default 25MiB, PyTorch DDP's)\n"
+    "  --prefetch 0|1        ZeRO-3 gathers the next layer while one computes (default 1)\n"
+    "  --grad-accum fp32     bf16/fp16: 4-byte gradients (18 bytes per parameter)\n"
+    "  --nodes K             the GPUs split evenly over K nodes (inter-node links between them)\n"
+    "  --fail GPU@STEP       that GPU fails in that step's gradient sync: the run ends (exit 1)\n"
+    "  --inject WHAT@STEP:gpu=G  an injection on GPU G (default 0); the GPUs agree on inf/NaN,\n"
+    "                        so all of them skip the step and back the scale off together\n"
+    "The flat buffers are padded to a multiple of N elements, so every shard is ceil(params/N).\n"
+    "summary gives each GPU's ledger peaks (weights, gradients, master weights, optimizer,\n"
+    "activations, communication; the CPU's fp32 workspace apart) and bytes sent per step beside\n"
+    "the calculator's prediction for the same layout (memory --json's names), and\n"
+    "measured_minus_predicted: the bytes by which they differ, 0 when every byte agrees.\n"
     "\n"
     "Memory: every buffer comes from the simulated GPU's ledger before the first step (the\n"
     "activation arena as reserved memory, the CPU emulation's fp32 workspace as workspace), so\n"

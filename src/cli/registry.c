@@ -7,6 +7,7 @@ extern const struct command cmd_bench;
 extern const struct command cmd_train;
 extern const struct bench_case bench_collective;
 extern const struct bench_case bench_train;
+extern const struct bench_case bench_dp;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
 extern const struct bench_case bench_formats;
@@ -25,5 +26,6 @@ const struct bench_case *const bench_cases[] = {
     &bench_formats,
     &bench_collective,
     &bench_train,
+    &bench_dp,
     NULL,
 };

@@ -16,8 +16,9 @@ struct algo {
     size_t count, es; /* elements, bytes per element */
     enum fp_format dt;
     int n, rank, root;
-    int chunks; /* pipeline chunks (chains and trees) */
-    int stream; /* the device stream (dbtree also uses stream + 1) */
+    int chunks;           /* pipeline chunks (chains and trees) */
+    int stream;           /* the device stream (dbtree also uses stream + 1) */
+    const size_t *bounds; /* NULL, or the n chunks' edges in elements (struct coll) */
 };
 
 /* Bytes offset and length of chunk i of n over the whole buffer. */

@@ -15,7 +15,10 @@ void coll_chunk(size_t count, int n, int i, size_t *off, size_t *len)
 void algo_chunk(const struct algo *a, int n, int i, char **p, size_t *bytes)
 {
     size_t off, len;
-    coll_chunk(a->count, n, i, &off, &len);
+    if (a->bounds && n == a->n)
+        off = a->bounds[i], len = a->bounds[i + 1] - a->bounds[i];
+    else
+        coll_chunk(a->count, n, i, &off, &len);
     *p = a->buf + off * a->es;
     *bytes = len * a->es;
 }
@@ -102,6 +105,7 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
         .rank = dev_rank(d),
         .root = c->root,
         .stream = c->stream,
+        .bounds = c->bounds,
     };
     if (a.es == 0)
         return error_set(e, ERR_INVAL, "collectives carry fp32, bf16 or fp16 data");
@@ -111,6 +115,18 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
     enum cost_algo algo = coll_resolve(s, n, c->op, c->algo, (double)c->count * (double)a.es);
     if (!cost_supported(c->op, algo, n, e))
         return ERR_INVAL;
+    if (c->bounds) {
+        if (algo != COST_RING ||
+            (c->op != COST_ALLREDUCE && c->op != COST_REDUCE_SCATTER && c->op != COST_ALLGATHER))
+            return error_set(e, ERR_INVAL,
+                             "chunk bounds go with ring all-reduce, "
+                             "reduce-scatter and all-gather only");
+        if (c->bounds[0] != 0 || c->bounds[n] != c->count)
+            return error_set(e, ERR_INVAL, "chunk bounds must cover the buffer");
+        for (int i = 0; i < n; i++)
+            if (c->bounds[i] > c->bounds[i + 1])
+                return error_set(e, ERR_INVAL, "chunk bounds must not decrease");
+    }
     if (c->stream < 0 || c->stream + (algo == COST_DBTREE) >= DEV_STREAMS)
         return error_set(e, ERR_INVAL, "streams go from 0 to %d (dbtree uses two), not %d",
                          DEV_STREAMS - 1, c->stream);
@@ -147,7 +163,7 @@ static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, 
 static int one(struct device *d, enum cost_op op, void *buf, size_t count, enum fp_format dt,
                int root, enum cost_algo algo, struct error *e)
 {
-    struct coll c = {op, algo, buf, count, dt, root, 0};
+    struct coll c = {op, algo, buf, count, dt, root, 0, NULL};
     return coll_run(d, &c, e);
 }
 

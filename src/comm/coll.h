@@ -52,6 +52,12 @@ struct coll {
     int root;             /* broadcast and reduce */
     int stream;           /* the device stream it runs on (sim/cluster.h); dbtree also uses
                              stream + 1. 0 unless compute overlaps it on another stream */
+    /* NULL: chunks split count evenly (coll_chunk). Else N + 1 element offsets, 0 = bounds[0]
+     * <= ... <= bounds[N] = count: chunk i is [bounds[i], bounds[i+1]), which may be empty.
+     * Ring reduce-scatter, all-gather and all-reduce only. The data-parallel trainer
+     * (par/shard.h) cuts each gradient bucket where the ZeRO shards cut the flat buffer, so
+     * that every element is reduced around the same ring, in the same order, at every stage. */
+    const size_t *bounds;
 };
 
 /* Every device calls it with the same op, algo, count, dtype and root. 0, ERR_INVAL (an
@@ -69,7 +75,7 @@ int coll_broadcast(struct device *d, void *buf, size_t count, enum fp_format dt,
 int coll_reduce(struct device *d, void *buf, size_t count, enum fp_format dt, int root,
                 enum cost_algo algo, struct error *e);
 
-/* Chunk i of n over count elements: offset and length in elements. */
+/* Chunk i of n over count elements: offset and length in elements (the even split). */
 void coll_chunk(size_t count, int n, int i, size_t *off, size_t *len);
 
 /* The cost model's view of a spec with n GPUs. */

@@ -128,13 +128,13 @@ static double zero_per_gpu18(double psi, double n, double z)
 }
 
 /* Bytes one GPU sends per step (one micro-batch, 2-byte gradients and weights): 2(N-1)/N Ψ 2 for
- * DDP and stages 1-2, 1.5 times that for stage 3 (calc/traffic.h). */
+ * DDP and stages 1-2, 1.5 times that for stage 3 (calc/traffic.h), Ψ padded to N ceil(Ψ/N) as
+ * the trainer's flat buffers are (par/shard.h): N - 1 chunks of ceil(Ψ/N) per pass. */
 static double zero_comm(double psi, double n, double z)
 {
-    if (!(psi >= 0) || !(n >= 1) || !(z >= 0 && z <= 3))
+    if (!(psi >= 0) || !(n >= 1) || n != floor(n) || !(z >= 0 && z <= 3))
         return NAN;
-    double f = (n - 1) / n;
-    return (z >= 3 ? 3 : 2) * f * psi * 2;
+    return (z >= 3 ? 3 : 2) * (n - 1) * ceil(psi / n) * 2;
 }
 
 /* The fewest data-parallel GPUs whose model states at stage z fit `capacity` bytes each
@@ -159,6 +159,22 @@ static double synthetic_7b(int what)
 static double s7b_params(void)
 {
     return synthetic_7b(0);
+}
+
+static double model_params(const char *name)
+{
+    struct model_shape m;
+    return preset_load_model(name, &m, NULL) < 0 ? NAN : params_total(&m);
+}
+
+static double tiny_params(void)
+{
+    return model_params("tiny");
+}
+
+static double small_params(void)
+{
+    return model_params("small");
 }
 
 static double s7b_states(void)
@@ -433,6 +449,8 @@ static const struct quantity registry[] = {
     FORMAT_LINES(e4m3, "fp8_e4m3"),
     FORMAT_LINES(e5m2, "fp8_e5m2"),
     Q0("synthetic_7b.params", "", "synthetic-7b's parameters, counted from its shape", s7b_params),
+    Q0("tiny.params", "", "the tiny GPT's parameters (the model the lab trains)", tiny_params),
+    Q0("small.params", "", "the small GPT's parameters", small_params),
     Q0("synthetic_7b.states", "B",
        "synthetic-7b's model states with mixed-precision AdamW, 16 B/param", s7b_states),
     Q2("synthetic_7b.activ_layer", "B",

@@ -175,9 +175,10 @@ struct gpt {
     int B, N, hd, seg; /* seg: segment length (0: not segmented) */
     struct gpt_ckpt ckpt;
     enum fp_format fmt;
-    size_t esize; /* bytes per stored activation element */
-    size_t nparams;
+    size_t esize;           /* bytes per stored activation element */
+    size_t nparams, nalloc; /* the parameters; the flat buffers' elements (padded) */
     float *params, *grads;
+    double loss_tokens; /* the gradients are of the loss summed over this many tokens' mean */
 
     void *(*saved)[A_COUNT]; /* [L][A_COUNT]: each layer's own saved set (NULL: not kept) */
     void *(*pool)[A_COUNT];  /* [seg][A_COUNT]: saved sets of a segment being recomputed */
@@ -224,16 +225,18 @@ void gpt_host_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
 }
 
 /* A buffer of the run, 64-byte aligned: while sizing (the category has no block yet) it
- * counts the bytes and returns a placeholder; then it carves the block in the same order. */
+ * counts the bytes and returns a placeholder; then it carves the block in the same order.
+ * Each buffer starts on a 64-byte boundary and the block ends where its last buffer does, so
+ * a block of one buffer is exactly that buffer's bytes (what the calculator counts). */
 static void *carve(struct gpt *g, enum gpt_mem kind, size_t bytes)
 {
-    size_t r = (bytes + 63) / 64 * 64;
     if (!g->block[kind]) {
-        g->mem[kind] += r;
+        g->mem[kind] = (g->mem[kind] + 63) / 64 * 64 + bytes;
         return &g->block[kind]; /* never used: the carving pass replaces it */
     }
+    g->used[kind] = (g->used[kind] + 63) / 64 * 64;
     void *p = g->block[kind] + g->used[kind];
-    g->used[kind] += r;
+    g->used[kind] += bytes;
     return p;
 }
 
@@ -313,6 +316,8 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->fmt = fmt;
     g->esize = fmt == FP_FP32 ? 4 : 2;
     g->nparams = gpt_param_count(c);
+    g->nalloc = g->nparams;
+    g->loss_tokens = g->N;
     int L = c->layers;
     g->saved = calloc((size_t)L, sizeof *g->saved);
     g->underflow = calloc((size_t)L + 1, sizeof *g->underflow);
@@ -335,8 +340,10 @@ static void layout(struct gpt *g)
     size_t T = (size_t)g->c.seq, half = (size_t)g->hd / 2;
     for (int k = 0; k < GPT_MEM_KINDS; k++)
         g->used[k] = 0;
-    g->params = carve(g, GPT_MEM_WEIGHTS, g->nparams * sizeof(float));
-    g->grads = carve(g, GPT_MEM_GRADS, g->nparams * sizeof(float));
+    g->params = carve(g, g->alloc.params_workspace ? GPT_MEM_WORKSPACE : GPT_MEM_WEIGHTS,
+                      g->nalloc * sizeof(float));
+    g->grads = carve(g, g->alloc.grads_workspace ? GPT_MEM_WORKSPACE : GPT_MEM_GRADS,
+                     g->nalloc * sizeof(float));
 
     /* the arena of the tensors kept for the backward pass */
     if (g->seg) {
@@ -407,9 +414,12 @@ int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_for
         gpt_free(g);
         return rc;
     }
-    g->alloc = alloc && alloc->alloc
-                   ? *alloc
-                   : (struct gpt_alloc){.alloc = gpt_host_alloc, .free = gpt_host_free};
+    if (alloc)
+        g->alloc = *alloc;
+    if (!g->alloc.alloc)
+        g->alloc.alloc = gpt_host_alloc, g->alloc.free = gpt_host_free;
+    if (g->alloc.padded > g->nparams)
+        g->nalloc = g->alloc.padded;
     static const char *const what[GPT_MEM_KINDS] = {[GPT_MEM_WEIGHTS] = "weights",
                                                     [GPT_MEM_GRADS] = "gradients",
                                                     [GPT_MEM_ARENA] = "activation arena",
@@ -550,6 +560,17 @@ static void compute(const struct gpt *g, double flops, const char *what, int lay
 {
     if (g->alloc.compute)
         g->alloc.compute(g->alloc.ctx, flops, what, layer);
+}
+
+static void hook(const struct gpt *g, enum gpt_hook h, int unit)
+{
+    if (g->alloc.hook)
+        g->alloc.hook(g->alloc.ctx, h, unit);
+}
+
+void gpt_set_loss_tokens(struct gpt *g, double tokens)
+{
+    g->loss_tokens = tokens > 0 ? tokens : g->N;
 }
 
 void gpt_diag(const struct gpt *g, struct gpt_diag *out)
@@ -990,10 +1011,13 @@ static double forward(struct gpt *g, const int32_t *tokens, const int32_t *targe
     g->nonfinite_forward = false;
     g->in_forward = true;
     const float *E = g->params;
+    hook(g, GPT_HOOK_FORWARD, GPT_UNIT_EMBED);
     for (int r = 0; r < N; r++)
         memcpy(g->res + (size_t)r * d, E + (size_t)tokens[r] * d, (size_t)d * 4);
+    hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_EMBED);
     check(g, g->res, nd, -1, "embedding");
     for (int l = 0; l < L; l++) {
+        hook(g, GPT_HOOK_FORWARD, l);
         if (g->seg) {
             void *set[A_COUNT] = {0};
             if (l % g->seg == 0) { /* a checkpoint: the segment's input */
@@ -1006,8 +1030,10 @@ static double forward(struct gpt *g, const int32_t *tokens, const int32_t *targe
             charge(g, (long long)set_bytes(g, g->saved[l]));
         }
         compute(g, layer_flops(g), "forward", l);
+        hook(g, GPT_HOOK_FORWARD_DONE, l);
     }
     /* the ends: final norm, logits = hn E^T, softmax in fp32, mean cross-entropy */
+    hook(g, GPT_HOOK_FORWARD, GPT_UNIT_HEAD);
     const float *wf = g->params + g->nparams - d;
     store(g, g->head[H_X], g->res, nd);
     rms_fwd(g->hn, g->head[H_RSTD], g->res, wf, N, d);
@@ -1046,6 +1072,7 @@ double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
 {
     g->inj = inj;
     double loss = forward(g, tokens, targets);
+    hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
     charge(g, -(long long)g->live); /* nothing will need them */
     g->inj = NULL;
     return loss;
@@ -1064,7 +1091,7 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
     /* d(loss_scale * mean CE) / d logits = (softmax - onehot) * loss_scale / N */
     float *E = g->params, *gE = g->grads, *dl = g->logits;
     const float *probs = g->head[H_PROBS];
-    float coef = loss_scale / (float)N;
+    float coef = loss_scale / (float)g->loss_tokens;
     for (int r = 0; r < N; r++) {
         const float *pr = probs + (size_t)r * V;
         float *z = dl + (size_t)r * V;
@@ -1093,6 +1120,8 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
     check(g, g->dres, nd, -1, "grad final norm");
     compute(g, 2 * head_flops(g), "head backward", -1);
     charge(g, -(long long)g->head_bytes);
+    hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
+    hook(g, GPT_HOOK_GRADS, GPT_UNIT_HEAD);
 
     if (g->seg) {
         int nseg = (L + g->seg - 1) / g->seg;
@@ -1100,24 +1129,32 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
             int l0 = s * g->seg, l1 = l0 + g->seg < L ? l0 + g->seg : L;
             load(g, g->res, g->segin[s], nd); /* recompute the segment from its checkpoint */
             for (int l = l0; l < l1; l++) {
+                hook(g, g->seg == 1 ? GPT_HOOK_BACKWARD : GPT_HOOK_FORWARD, l);
                 layer_forward(g, l, g->res, g->pool[l - l0]);
                 /* the segment's first input is its checkpoint, already charged */
                 charge(g, (long long)(g->layer_bytes - (l == l0 ? act_bytes(g, A_X) : 0)));
                 compute(g, layer_flops(g), "recompute", l);
+                if (g->seg > 1)
+                    hook(g, GPT_HOOK_FORWARD_DONE, l);
             }
             for (int l = l1 - 1; l >= l0; l--) {
+                if (g->seg > 1)
+                    hook(g, GPT_HOOK_BACKWARD, l);
                 load_set(g, l, g->pool[l - l0]);
                 layer_backward(g, l, g->dres);
                 compute(g, 2 * layer_flops(g), "backward", l);
                 charge(g, -(long long)g->layer_bytes);
+                hook(g, GPT_HOOK_GRADS, l);
             }
         }
     } else
         for (int l = L - 1; l >= 0; l--) {
+            hook(g, GPT_HOOK_BACKWARD, l);
             load_set(g, l, g->saved[l]);
             layer_backward(g, l, g->dres);
             compute(g, 2 * layer_flops(g), "backward", l);
             charge(g, -(long long)g->layer_bytes);
+            hook(g, GPT_HOOK_GRADS, l);
         }
 
     /* embedding: the rows of the tokens seen receive the input gradient */
@@ -1128,6 +1165,7 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
             dst[j] += src[j];
     }
     round_grad(g, gE, (size_t)V * d, L, "grad embedding");
+    hook(g, GPT_HOOK_GRADS, GPT_UNIT_EMBED);
     g->inj = NULL;
     return loss;
 }

@@ -118,6 +118,7 @@ enum gpt_mem {
     GPT_MEM_ARENA,       /* the arena holding every kept tensor: allocated once */
     GPT_MEM_WORKSPACE,   /* fp32 compute buffers of one layer, the logits, RoPE tables; the
                             trainer's batch */
+    GPT_MEM_COMM,        /* data parallelism's buckets and gathered weights (par/dp.h) */
     GPT_MEM_KINDS
 };
 
@@ -127,6 +128,25 @@ enum gpt_mem {
  * adds its own. charge may be NULL. A NULL seam means the host's memory and no charging.
  * How the bytes are accounted: the file's header. */
 #define GPT_BUFFERS 4
+
+/* Where a step stands, for a strategy that moves data around the model's work (par/): a
+ * ZeRO-3 device gathers a unit's weights before it runs and releases them after; a
+ * data-parallel one starts reducing a bucket once its gradients are complete. Units are the
+ * layers 0..L-1, GPT_UNIT_EMBED (the embedding lookup at the start) and GPT_UNIT_HEAD (the
+ * final norm and the tied embedding at the end). In a step, in order:
+ *     FORWARD(EMBED) lookup FORWARD_DONE(EMBED)
+ *     for each layer l:  FORWARD(l) forward FORWARD_DONE(l)
+ *     FORWARD(HEAD) head forward, loss, head backward FORWARD_DONE(HEAD) GRADS(HEAD)
+ *     for each layer l, last first: BACKWARD(l) [recompute] backward GRADS(l)
+ *     GRADS(EMBED)
+ * GRADS(HEAD) completes the final norm's gradients, GRADS(EMBED) the embedding's (the tied
+ * head added its share first). With segments of K > 1 layers (every:K, sqrt) the
+ * recomputation of a segment's layers runs between FORWARD(l) and FORWARD_DONE(l) before
+ * their backward; with K = 1 (full) a layer's recomputation runs after its BACKWARD(l). */
+enum gpt_hook { GPT_HOOK_FORWARD, GPT_HOOK_FORWARD_DONE, GPT_HOOK_BACKWARD, GPT_HOOK_GRADS };
+#define GPT_UNIT_EMBED (-1)
+#define GPT_UNIT_HEAD  (-2)
+
 struct gpt_alloc {
     void *(*alloc)(void *ctx, enum gpt_mem kind, size_t bytes, const char *what);
     void (*free)(void *ctx, enum gpt_mem kind, void *p, size_t bytes);
@@ -135,7 +155,16 @@ struct gpt_alloc {
      * "recompute" of a layer, "head forward" / "head backward" (layer -1); may be NULL. A
      * simulated device advances its clock by it. what is a static string. */
     void (*compute)(void *ctx, double flops, const char *what, int layer);
+    /* Called at each point of a step listed above gpt_alloc; may be NULL. */
+    void (*hook)(void *ctx, enum gpt_hook h, int unit);
     void *ctx;
+    /* The fp32 parameters and gradients the CPU computes with are the run's weights and
+     * gradients (false: fp32 training, unsharded) or the emulation's workspace (true: mixed
+     * precision keeps 2-byte weights and gradients of its own, ZeRO keeps shards). */
+    bool params_workspace, grads_workspace;
+    /* The flat parameter and gradient buffers hold this many elements, at least the model's
+     * count (0: exactly the count): data parallelism pads them to a multiple of the GPUs. */
+    size_t padded;
 };
 
 /* Plain host memory, 64-byte aligned and zeroed: the allocator of a seam with no simulated
@@ -183,9 +212,15 @@ void gpt_set_weights(struct gpt *g, const float *master);
 /* The gradients of the last gpt_step (times its loss scale), rounded to the format. */
 float *gpt_grads(struct gpt *g);
 
+/* The number of tokens the loss is averaged over for the gradients: the batch's (the
+ * default), or a global batch's when this model computes one share of it (data parallelism:
+ * the shares' gradients then add up to the global mean's). */
+void gpt_set_loss_tokens(struct gpt *g, double tokens);
+
 /* One forward and backward pass on tokens/targets (batch x seq int32 in [0, V)). The loss is
- * the mean cross-entropy; the backward pass starts from d(loss * loss_scale). Gradients are
- * overwritten. Returns the loss (NaN or inf when the forward went non-finite). */
+ * the mean cross-entropy over this batch; the backward pass starts from d(loss * loss_scale)
+ * (over gpt_set_loss_tokens' count). Gradients are overwritten. Returns the loss (NaN or inf
+ * when the forward went non-finite). */
 double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, float loss_scale,
                 const struct gpt_inject *inj);
 /* The forward pass only (the loss). */

@@ -12,22 +12,26 @@
 #include "num/adamw.h"
 #include "num/clip.h"
 #include "num/scaler.h"
+#include "par/dp.h"
+#include "sim/cluster.h"
 
 struct trainer {
     struct train_opts o;
     struct gpt *g;
+    struct dp *dp;
+    struct device *d; /* NULL on the host */
+    int rank;
     struct markov *data;
     struct rng rng;
     struct adamw adam;
     struct scaler scaler;
-    float *master, *m, *v; /* master == gpt_params in fp32 */
-    int32_t *tokens, *targets;
+    int32_t *tokens, *targets; /* the global batch; this GPU computes rows [rank B/N, ...) */
     long step;
     double *window; /* the last spike_window losses (a ring) */
     int nwin, iwin, outliers_in_a_row;
     train_observer observe;
     void *observe_ctx;
-    struct gpt_alloc alloc;
+    struct gpt_alloc alloc; /* the caller's seam */
     size_t extra[GPT_MEM_KINDS];
     long poisoned_at;     /* the step whose update made the weights non-finite (0: none) */
     char poisoned_by[48]; /* the first non-finite tensor of that step */
@@ -49,6 +53,42 @@ void train_opts_default(struct train_opts *o)
     o->hysteresis = 1;
     o->spike_window = 64;
     o->spike_z = 5.0;
+    o->gpus = 1;
+    o->bucket_bytes = 25u << 20;
+    o->prefetch = 1;
+    o->fail_gpu = -1;
+}
+
+int train_par_check(const struct train_opts *o, struct error *e)
+{
+    if (o->gpus < 1 || o->gpus > 64)
+        return error_set(e, ERR_INVAL, "--gpus %d: from 1 to 64 GPUs", o->gpus);
+    if (o->batch % o->gpus != 0)
+        return error_set(e, ERR_INVAL,
+                         "--batch %d does not split over %d GPUs: data parallelism gives each "
+                         "GPU batch / GPUs sequences (try --batch %d)",
+                         o->batch, o->gpus, (o->batch / o->gpus + 1) * o->gpus);
+    if (o->zero < 0 || o->zero > 3)
+        return error_set(e, ERR_INVAL, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", o->zero);
+    if (o->bucket_bytes < 4)
+        return error_set(e, ERR_INVAL, "--bucket must be at least 4 bytes");
+    if (o->prefetch < 0 || o->prefetch > 1)
+        return error_set(e, ERR_INVAL, "--prefetch is 0 or 1");
+    if (o->grad_fp32 && o->precision == FP_FP32)
+        return error_set(e, ERR_INVAL, "--grad-accum fp32 goes with --precision bf16 or fp16");
+    if (o->zero >= 3 && gpt_ckpt_segment(&o->ckpt, o->shape.layers) > 1)
+        return error_set(e, ERR_INVAL,
+                         "--zero 3 with --checkpoint %s: recomputing a segment of several layers "
+                         "would gather each layer a third time; use full, selective or none",
+                         o->ckpt.name);
+    for (int i = 0; i < o->ninject; i++)
+        if (o->inject[i].gpu < 0 || o->inject[i].gpu >= o->gpus)
+            return error_set(e, ERR_INVAL, "--inject: GPU %d is not one of the %d GPUs",
+                             o->inject[i].gpu, o->gpus);
+    if (o->fail_gpu >= o->gpus)
+        return error_set(e, ERR_INVAL, "--fail: GPU %d is not one of the %d GPUs", o->fail_gpu,
+                         o->gpus);
+    return 0;
 }
 
 int train_opts_check(const struct train_opts *o, struct error *e)
@@ -77,11 +117,20 @@ int train_opts_check(const struct train_opts *o, struct error *e)
         return error_set(e, ERR_INVAL, "--spike-window must be at least 2");
     if (!(o->spike_z > 0))
         return error_set(e, ERR_INVAL, "--spike-z must be > 0");
+    /* z over a window of N losses that includes the loss itself is at most sqrt(N - 1) */
+    if (o->spike_z >= sqrt((double)o->spike_window - 1))
+        return error_set(e, ERR_INVAL,
+                         "--spike-z %g can never be reached: over a window of %d losses that "
+                         "includes the loss itself, a z-score is at most sqrt(%d - 1) = %.3g; "
+                         "lower --spike-z or widen --spike-window",
+                         o->spike_z, o->spike_window, o->spike_window,
+                         sqrt((double)o->spike_window - 1));
     for (int i = 0; i < o->ninject; i++)
         if (o->inject[i].step < 1 || o->inject[i].step > o->steps)
             return error_set(e, ERR_INVAL, "--inject: step %ld is outside the run's steps 1..%ld",
                              o->inject[i].step, o->steps);
-    return gpt_config_check(&o->shape, e);
+    int rc = gpt_config_check(&o->shape, e);
+    return rc ? rc : train_par_check(o, e);
 }
 
 static void *tmalloc(struct trainer *t, enum gpt_mem kind, size_t bytes, const char *what)
@@ -100,68 +149,119 @@ static size_t batch_bytes(const struct train_opts *o)
 struct train_calls trainer_calls(const struct train_opts *o)
 {
     struct gpt_calls g = gpt_step_calls(&o->shape, &o->ckpt);
-    /* the model's, Adam's m and v, the batch, and fp32 master weights unless they are the
-     * model's own weights (fp32 training) */
-    long buffers = GPT_BUFFERS + 3 + (o->precision != FP_FP32);
-    return (struct train_calls){buffers, g.charge, g.compute};
+    struct gpt_alloc seam = {0};
+    dp_model_seam(o, &seam);
+    /* the model's (weights, gradients, arena, workspace: fewer when its fp32 weights and
+     * gradients are workspace), the strategy's, the batch */
+    long buffers = GPT_BUFFERS - seam.params_workspace - seam.grads_workspace + dp_buffers(o) + 1;
+    long computes = g.compute;
+    /* ZeRO-3: every gather moves reserved bytes to communication and back */
+    long charges = g.charge + (o->zero >= 3 ? 2L * (2L * o->shape.layers + 2) : 0);
+    return (struct train_calls){buffers, charges, computes};
+}
+
+/* The model's seam: the caller's, with the strategy's hook points. */
+static void *w_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
+{
+    struct trainer *t = ctx;
+    return t->alloc.alloc(t->alloc.ctx, kind, bytes, what);
+}
+
+static void w_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
+{
+    struct trainer *t = ctx;
+    t->alloc.free(t->alloc.ctx, kind, p, bytes);
+}
+
+static void w_charge(void *ctx, enum gpt_mem kind, long long delta)
+{
+    struct trainer *t = ctx;
+    if (t->alloc.charge)
+        t->alloc.charge(t->alloc.ctx, kind, delta);
+}
+
+static void w_compute(void *ctx, double flops, const char *what, int layer)
+{
+    struct trainer *t = ctx;
+    if (t->dp && t->d)
+        dp_add_compute(t->dp, flops / dev_spec(t->d)->peak_flops);
+    if (t->alloc.compute)
+        t->alloc.compute(t->alloc.ctx, flops, what, layer);
+}
+
+static void w_hook(void *ctx, enum gpt_hook h, int unit)
+{
+    struct trainer *t = ctx;
+    if (t->dp)
+        dp_hook(t->dp, h, unit);
 }
 
 void trainer_free(struct trainer *t)
 {
     if (!t)
         return;
-    size_t n = gpt_param_count(&t->o.shape);
-    if (t->master && t->g && t->master != gpt_params(t->g))
-        t->alloc.free(t->alloc.ctx, GPT_MEM_MASTER, t->master, n * 4);
-    if (t->m)
-        t->alloc.free(t->alloc.ctx, GPT_MEM_OPTIMIZER, t->m, n * 4);
-    if (t->v)
-        t->alloc.free(t->alloc.ctx, GPT_MEM_OPTIMIZER, t->v, n * 4);
     if (t->tokens)
         t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tokens, batch_bytes(&t->o));
+    dp_free(t->dp);
     gpt_free(t->g);
     markov_free(t->data);
     free(t->window);
     free(t);
 }
 
-int trainer_new(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
-                struct error *e)
+int trainer_new_on(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
+                   struct device *d, struct error *e)
 {
     *out = NULL;
     int rc = train_opts_check(o, e);
     if (rc)
         return rc;
+    int n = d ? dev_count(d) : 1;
+    if (o->gpus != n)
+        return error_set(e, ERR_INVAL, "the trainer is set for %d GPUs, the cluster has %d",
+                         o->gpus, n);
     struct trainer *t = calloc(1, sizeof *t);
     if (!t)
         return error_set(e, ERR_NOMEM, "out of memory");
     t->o = *o;
-    t->alloc = alloc && alloc->alloc
-                   ? *alloc
-                   : (struct gpt_alloc){.alloc = gpt_host_alloc, .free = gpt_host_free};
-    rc = gpt_new(&t->g, &o->shape, o->batch, o->precision, &o->ckpt, &t->alloc, e);
+    t->d = d;
+    t->rank = d ? dev_rank(d) : 0;
+    if (alloc)
+        t->alloc = *alloc;
+    if (!t->alloc.alloc)
+        t->alloc.alloc = gpt_host_alloc, t->alloc.free = gpt_host_free;
+    struct gpt_alloc seam = {.alloc = w_alloc,
+                             .free = w_free,
+                             .charge = w_charge,
+                             .compute = w_compute,
+                             .hook = w_hook,
+                             .ctx = t};
+    dp_model_seam(o, &seam);
+    int share = o->batch / o->gpus;
+    rc = gpt_new(&t->g, &o->shape, share, o->precision, &o->ckpt, &seam, e);
+    if (rc)
+        goto fail;
+    /* the gradients of the global batch's mean: each share's add up to them */
+    gpt_set_loss_tokens(t->g, (double)o->batch * o->shape.seq);
+    struct dp_mem mem = {w_alloc, w_free, w_charge, t};
+    rc = dp_new(&t->dp, o, t->g, d, t->rank, &mem, e);
     if (rc)
         goto fail;
     rc = markov_new(&t->data, o->shape.vocab, o->seed, e);
     if (rc)
         goto fail;
-    size_t n = gpt_nparams(t->g), bt = (size_t)o->batch * o->shape.seq;
-    if (o->precision == FP_FP32)
-        t->master = gpt_params(t->g);
-    else
-        t->master = tmalloc(t, GPT_MEM_MASTER, n * 4, "master weights");
-    t->m = tmalloc(t, GPT_MEM_OPTIMIZER, n * 4, "adam m");
-    t->v = tmalloc(t, GPT_MEM_OPTIMIZER, n * 4, "adam v");
-    /* the batch, tokens then targets: on a GPU it is copied to the device each step */
+    size_t bt = (size_t)o->batch * o->shape.seq;
+    /* the global batch, tokens then targets: on a GPU it is copied to the device each step */
     if ((t->tokens = tmalloc(t, GPT_MEM_WORKSPACE, batch_bytes(o), "batch")))
         t->targets = t->tokens + bt;
     t->window = calloc((size_t)o->spike_window, sizeof *t->window);
-    if (!t->master || !t->m || !t->v || !t->tokens || !t->targets || !t->window) {
+    if (!t->tokens || !t->window) {
         rc = error_set(e, ERR_NOMEM, "out of memory allocating the trainer's buffers");
         goto fail;
     }
-    gpt_init_params(&o->shape, o->seed, t->master);
-    gpt_set_weights(t->g, t->master);
+    /* every GPU draws the same initial weights and keeps its part */
+    gpt_init_params(&o->shape, o->seed, gpt_params(t->g));
+    dp_load_weights(t->dp, gpt_params(t->g));
     rng_seed(&t->rng, o->seed, 0x64617461);
     adamw_init(&t->adam, o->lr, o->beta1, o->beta2, o->eps, o->wd);
     if (o->scaling == TRAIN_SCALE_DYNAMIC)
@@ -175,18 +275,16 @@ fail:
     return rc;
 }
 
+int trainer_new(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
+                struct error *e)
+{
+    return trainer_new_on(out, o, alloc, NULL, e);
+}
+
 void trainer_observe(struct trainer *t, train_observer fn, void *ctx)
 {
     t->observe = fn;
     t->observe_ctx = ctx;
-}
-
-static bool all_finite(const float *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(p[i]))
-            return false;
-    return true;
 }
 
 /* The z-score of a loss within the window of recent losses: llm.c's OutlierDetector
@@ -224,14 +322,14 @@ static double spike_zscore(struct trainer *t, double loss)
     return z;
 }
 
-void trainer_step(struct trainer *t, struct train_step *out)
+/* This GPU's injections of this step. */
+static struct gpt_inject injections(const struct trainer *t, long step)
 {
     const struct train_opts *o = &t->o;
-    long step = ++t->step;
     struct gpt_inject inj = {-1, -1, 1.0f};
     for (int i = 0; i < o->ninject; i++) {
         const struct train_inject *x = &o->inject[i];
-        if (x->step != step)
+        if (x->step != step || x->gpu != t->rank)
             continue;
         if (x->kind == TRAIN_INJECT_NAN)
             inj.nan_scores_layer = o->shape.layers / 2;
@@ -240,18 +338,50 @@ void trainer_step(struct trainer *t, struct train_step *out)
         else
             inj.logit_factor *= (float)x->factor;
     }
-    markov_batch(t->data, &t->rng, o->batch, o->shape.seq, t->tokens, t->targets);
+    return inj;
+}
+
+int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
+{
+    const struct train_opts *o = &t->o;
+    long step = ++t->step;
     memset(out, 0, sizeof *out);
     out->step = step;
     out->loss_scale = t->scaler.scale;
-    out->loss = gpt_step(t->g, t->tokens, t->targets, t->scaler.scale, &inj);
+    out->sim_start_s = t->d ? dev_now(t->d) : 0;
+    dp_step_begin(t->dp);
 
-    size_t n = gpt_nparams(t->g);
-    float *grads = gpt_grads(t->g);
-    bool found_inf = scaler_unscale(&t->scaler, grads, n) || !isfinite(out->loss);
+    /* 1. the global batch; this GPU's share */
+    struct gpt_inject inj = injections(t, step);
+    markov_batch(t->data, &t->rng, o->batch, o->shape.seq, t->tokens, t->targets);
+    size_t share = (size_t)(o->batch / o->gpus) * o->shape.seq, first = (size_t)t->rank * share;
+
+    /* 2-3. forward and backward (the strategy reduces buckets as they complete), then the
+     * rest of the gradient sync */
+    out->local_loss = gpt_step(t->g, t->tokens + first, t->targets + first, t->scaler.scale, &inj);
+    if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
+        return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
+                        t->rank, step);
+    int rc = dp_grad_sync(t->dp, e);
+    if (rc)
+        return rc;
+
+    /* 4-5. unscale this GPU's range, then agree on the loss, the norm and inf/NaN */
+    bool found_local;
+    double sumsq_local, sumsq;
+    float *grads = dp_unscale(t->dp, scaler_inv_scale(&t->scaler), &found_local, &sumsq_local);
+    bool found_inf;
+    rc = dp_agree(t->dp, out->local_loss, sumsq_local, found_local || !isfinite(out->local_loss),
+                  &out->loss, &sumsq, &found_inf, e);
+    if (rc)
+        return rc;
+    size_t off, n;
+    dp_range(t->dp, &off, &n);
     if (t->observe)
-        t->observe(t->observe_ctx, t, step, t->tokens, t->targets, out->loss, grads);
-    out->grad_norm = clip_norm(grads, n);
+        t->observe(t->observe_ctx, t, step, t->tokens, t->targets, out->loss, grads, off, n);
+
+    /* 6. clip by the global norm, skip or update */
+    out->grad_norm = (float)sqrt(sumsq);
     out->clip_coef = o->clip > 0 ? clip_coef(out->grad_norm, (float)o->clip) : 1.0f;
     if (isfinite(out->loss)) {
         out->zscore = spike_zscore(t, out->loss);
@@ -262,16 +392,19 @@ void trainer_step(struct trainer *t, struct train_step *out)
     /* A scaler, dynamic or constant, skips a non-finite step; without one nothing looks. */
     bool skip_inf = found_inf && o->scaling != TRAIN_SCALE_NONE;
     out->skipped = skip_inf || (o->skip_spikes && out->spike);
+    struct gpt_diag d;
+    gpt_diag(t->g, &d);
     if (!out->skipped) {
         if (o->clip > 0)
             clip_apply(grads, n, out->clip_coef);
         adamw_advance(&t->adam);
-        adamw_update(&t->adam, t->master, grads, t->m, t->v, n);
-        if (t->master != gpt_params(t->g))
-            gpt_set_weights(t->g, t->master);
-        if (found_inf && !t->poisoned_at && !all_finite(t->master, n)) {
-            struct gpt_diag d;
-            gpt_diag(t->g, &d);
+        adamw_update(&t->adam, dp_master(t->dp), grads, dp_moment(t->dp, 0), dp_moment(t->dp, 1),
+                     n);
+        /* 7. the working weights follow; ZeRO-1/2 all-gather them */
+        if ((rc = dp_param_sync(t->dp, e)))
+            return rc;
+        /* AdamW turns inf/NaN gradients into NaN weights (inf / sqrt(inf) is NaN) */
+        if (found_inf && !t->poisoned_at) {
             t->poisoned_at = step;
             snprintf(t->poisoned_by, sizeof t->poisoned_by, "%s", d.nonfinite);
         }
@@ -279,24 +412,37 @@ void trainer_step(struct trainer *t, struct train_step *out)
     out->weights_nonfinite_since = t->poisoned_at;
     scaler_update(&t->scaler, found_inf);
 
-    struct gpt_diag d;
-    gpt_diag(t->g, &d);
     memcpy(out->nonfinite, d.nonfinite, sizeof out->nonfinite);
     out->nonfinite_forward = d.nonfinite_forward;
     out->underflow = d.underflow;
     out->underflow_frac = (double)d.underflow_total / (double)d.grad_elements;
     out->act_peak_bytes = gpt_mem_bytes(t->g, GPT_MEM_ACTIVATIONS);
+    dp_sent(t->dp, &out->sent_bytes, &out->scalar_bytes);
+    out->compute_s = dp_compute_s(t->dp);
+    out->sim_end_s = t->d ? dev_now(t->d) : 0;
+    return 0;
 }
 
-void trainer_inject(struct trainer *t, enum train_inject_kind kind, double factor)
+void trainer_step(struct trainer *t, struct train_step *out)
+{
+    struct error e = {0};
+    trainer_run_step(t, out, &e);
+}
+
+void trainer_inject_gpu(struct trainer *t, enum train_inject_kind kind, double factor, int gpu)
 {
     int n = 0; /* drop the injections already done */
     for (int i = 0; i < t->o.ninject; i++)
         if (t->o.inject[i].step > t->step)
             t->o.inject[n++] = t->o.inject[i];
     t->o.ninject = n;
-    if (t->o.ninject < TRAIN_MAX_INJECT)
-        t->o.inject[t->o.ninject++] = (struct train_inject){kind, t->step + 1, factor};
+    if (t->o.ninject < TRAIN_MAX_INJECT && gpu >= 0 && gpu < t->o.gpus)
+        t->o.inject[t->o.ninject++] = (struct train_inject){kind, t->step + 1, factor, gpu};
+}
+
+void trainer_inject(struct trainer *t, enum train_inject_kind kind, double factor)
+{
+    trainer_inject_gpu(t, kind, factor, 0);
 }
 
 void trainer_set_clip(struct trainer *t, double clip)
@@ -327,7 +473,12 @@ struct gpt *trainer_model(const struct trainer *t)
 
 const float *trainer_master(const struct trainer *t)
 {
-    return t->master;
+    return dp_master(t->dp);
+}
+
+void trainer_range(const struct trainer *t, size_t *off, size_t *n)
+{
+    dp_range(t->dp, off, n);
 }
 
 const struct train_opts *trainer_opts(const struct trainer *t)
@@ -342,7 +493,7 @@ long trainer_adam_steps(const struct trainer *t)
 
 const float *trainer_moments(const struct trainer *t, int which)
 {
-    return which ? t->v : t->m;
+    return dp_moment(t->dp, which);
 }
 
 long trainer_poisoned(const struct trainer *t, const char **tensor)
@@ -354,5 +505,5 @@ long trainer_poisoned(const struct trainer *t, const char **tensor)
 
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind)
 {
-    return gpt_mem_bytes(t->g, kind) + t->extra[kind];
+    return gpt_mem_bytes(t->g, kind) + t->extra[kind] + dp_mem_bytes(t->dp, kind);
 }

@@ -1,13 +1,32 @@
-/* The single-device trainer: the training loop around the tiny GPT.
+/* The trainer: the training loop of the tiny GPT on one GPU of a data-parallel group.
  *
- * A step: draw a batch from the Markov source; forward and backward with the loss multiplied
- * by the loss scale; unscale the gradients (1 / scale computed in double) and look for inf/NaN;
- * measure the global gradient norm and clip; flag a loss spike (z-score); skip the step on
- * inf/NaN (and, with skip_spikes, on a spike) -- a skipped step leaves the weights, the master
- * weights, Adam's moments and Adam's step count untouched -- or else update the fp32 master
- * weights with AdamW and round them into the working weights; update the loss scale
- * (num/scaler.h). This is the order of PyTorch's AMP recipe: scaler.scale(loss).backward(),
- * scaler.unscale_(opt), clip_grad_norm_, scaler.step(opt), scaler.update().
+ * A step runs in phases (trainer.c), the order of PyTorch's AMP recipe spread over N GPUs:
+ *   1. the batch: every GPU draws the same global batch from the Markov source and takes its
+ *      share, batch / N sequences (so N GPUs see what one GPU would);
+ *   2. forward and backward with the loss multiplied by the loss scale, the gradients being
+ *      those of the global batch's mean; the data-parallel strategy (par/dp.h) works at the
+ *      model's hook points: reducing buckets as their gradients complete, gathering ZeRO-3's
+ *      weights before each unit runs;
+ *   3. the gradient sync: the buckets' all-reduces (DDP) or reduce-scatters (ZeRO) finish;
+ *   4. unscale (1 / scale computed in double) over the part this GPU updates, looking for
+ *      inf/NaN, and the sum of squares of its shard;
+ *   5. agreement: the GPUs exchange their loss, sum of squares and found-inf flag (an
+ *      all-gather of a few bytes each), so every GPU holds the same global loss, global norm
+ *      and verdict, and skips or applies the step with the others;
+ *   6. clip by the global norm; skip the step on inf/NaN (and, with skip_spikes, on a spike of
+ *      the global loss) -- a skipped step leaves the weights, the master weights, Adam's
+ *      moments and Adam's step count untouched -- or else update the fp32 master weights of
+ *      the GPU's range with AdamW and round them into the working weights;
+ *   7. the parameter sync: ZeRO-1/2 all-gather the updated weights; update the loss scale
+ *      (num/scaler.h).
+ * This is scaler.scale(loss).backward(), scaler.unscale_(opt), clip_grad_norm_,
+ * scaler.step(opt), scaler.update().
+ *
+ * Memory keeps the layout the lessons teach: in bf16/fp16, 2-byte weights and gradients
+ * (4-byte gradients with grad_fp32), fp32 master weights and two fp32 Adam moments; in fp32
+ * the weights are their own master copy. The fp32 copies of the weights and gradients the CPU
+ * computes with are workspace (a GPU would not need them). par/dp.h says what each ZeRO stage
+ * holds.
  *
  * Who skips a non-finite step: a dynamic scaler (GradScaler.step skips the optimizer when
  * unscale_ found inf/NaN) and a constant one (Megatron-LM's ConstantGradScaler never changes
@@ -16,7 +35,9 @@
  * scaler (TRAIN_SCALE_NONE: plain PyTorch, Megatron's bf16 without --loss-scale) nothing
  * checks: the step is applied, AdamW turns the inf/NaN gradients into NaN moments and weights
  * (inf / sqrt(inf) is NaN), and every later loss is NaN. The step still reports overflow (the
- * gradients held inf/NaN) and weights_nonfinite_since says when the weights were poisoned. */
+ * gradients held inf/NaN) and weights_nonfinite_since says when the weights were poisoned.
+ *
+ * A trainer is used by one thread at a time: its device's. */
 #ifndef SCALELAB_PAR_TRAINER_H
 #define SCALELAB_PAR_TRAINER_H
 
@@ -36,6 +57,7 @@ struct train_inject {
     enum train_inject_kind kind;
     long step;     /* 1-based, as the step field of the output */
     double factor; /* spike: the logits are multiplied by it */
+    int gpu;       /* the GPU it happens on (0 unless given) */
 };
 
 #define TRAIN_MAX_INJECT 64
@@ -58,9 +80,18 @@ struct train_opts {
     double spike_z;   /* a loss with z-score above this is a spike */
     struct train_inject inject[TRAIN_MAX_INJECT];
     int ninject;
+    /* data parallelism (par/dp.h) */
+    int gpus;            /* N, the data-parallel GPUs; the batch is split over them */
+    int zero;            /* ZeRO stage 0 (DDP), 1, 2 or 3 */
+    size_t bucket_bytes; /* a gradient bucket's size (PyTorch DDP's 25 MiB by default) */
+    int prefetch;        /* ZeRO-3: gather the next unit while this one computes (0 or 1) */
+    bool grad_fp32;      /* bf16/fp16: keep and reduce 4-byte gradients */
+    int fail_gpu;        /* that GPU fails in step fail_step's gradient sync; -1: none */
+    long fail_step;
 };
 
-/* PyTorch's defaults (AdamW, GradScaler), tiny's shape, batch 16, 300 steps, seed 1, fp32. */
+/* PyTorch's defaults (AdamW, GradScaler), tiny's shape, batch 16, 300 steps, seed 1, fp32,
+ * one GPU, 25 MiB buckets, prefetch on. */
 void train_opts_default(struct train_opts *o);
 
 /* Checks the options (ranges, injection steps within 1..steps); 0 or ERR_INVAL naming the
@@ -83,6 +114,11 @@ struct train_step {
     /* The step whose applied update made the fp32 weights non-finite, 0 if they are finite;
      * only without a scaler, which applies non-finite gradients. */
     long weights_nonfinite_since;
+    double local_loss;             /* this GPU's share of the batch (loss is the global mean) */
+    uint64_t sent_bytes;           /* this GPU sent this step: gradients and weights */
+    uint64_t scalar_bytes;         /* and for the agreement (loss, norm, found-inf) */
+    double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
+    double compute_s;              /* simulated compute time of the step */
 };
 
 struct trainer;
@@ -95,36 +131,53 @@ struct train_calls {
 };
 struct train_calls trainer_calls(const struct train_opts *o);
 
-/* alloc: the allocator seam for every buffer (NULL: the host's). */
+/* alloc: the allocator seam for every buffer (NULL: the host's). One GPU (o->gpus 1). */
 int trainer_new(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
                 struct error *e);
+struct device;
+/* The trainer of device d, one of o->gpus = dev_count(d); every device of the cluster calls
+ * it, then trainer_step together. */
+int trainer_new_on(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
+                   struct device *d, struct error *e);
 void trainer_free(struct trainer *t);
 
-/* Called once per step after unscaling, before clipping: the step's batch, loss and the
- * gradients of the mean loss (unscaled), and the weights the step used (fp32 master). */
+/* Called once per step after unscaling and the agreement, before clipping: the global
+ * batch, the global loss, and the gradients of the global mean loss (unscaled) over the
+ * range [off, off + n) of the flat buffer this GPU updates (all of it on one GPU or in DDP,
+ * its shard under ZeRO). */
 typedef void (*train_observer)(void *ctx, const struct trainer *t, long step, const int32_t *tokens,
-                               const int32_t *targets, double loss, const float *grads);
+                               const int32_t *targets, double loss, const float *grads, size_t off,
+                               size_t n);
 void trainer_observe(struct trainer *t, train_observer fn, void *ctx);
 
-/* Runs the next step and describes it. */
+/* Runs the next step and describes it: 0, or the failure that stopped it (a device's
+ * communication aborted, --fail). trainer_step is the same for a host trainer, which cannot
+ * fail. */
+int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e);
 void trainer_step(struct trainer *t, struct train_step *out);
 
 /* Live changes, for the window's knobs: from the next step on. trainer_inject schedules an
  * injection at the next step (ignored when the table is full); clip 0 turns clipping off. */
 void trainer_inject(struct trainer *t, enum train_inject_kind kind, double factor);
+void trainer_inject_gpu(struct trainer *t, enum train_inject_kind kind, double factor, int gpu);
 void trainer_set_clip(struct trainer *t, double clip);
 void trainer_set_lr(struct trainer *t, double lr);
 long trainer_steps_done(const struct trainer *t);
 
 double trainer_loss_floor(const struct trainer *t);
 struct gpt *trainer_model(const struct trainer *t);
-const float *trainer_master(const struct trainer *t); /* fp32 weights, documented order */
+/* The fp32 weights of the range this GPU updates (all of them on one GPU), documented
+ * order, and that range. */
+const float *trainer_master(const struct trainer *t);
+void trainer_range(const struct trainer *t, size_t *off, size_t *n);
 const struct train_opts *trainer_opts(const struct trainer *t);
 long trainer_adam_steps(const struct trainer *t);
-const float *trainer_moments(const struct trainer *t, int which); /* 0: m, 1: v */
+const float *trainer_moments(const struct trainer *t, int which); /* 0: m, 1: v; the range */
 /* trainer_step's weights_nonfinite_since, and the first non-finite tensor of that step. */
 long trainer_poisoned(const struct trainer *t, const char **tensor);
-/* Bytes of every buffer of the run by category (model and trainer). */
+/* Bytes of every buffer of the run by category (model, trainer and strategy). */
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind);
+/* Checks a data-parallel layout: 0 or ERR_INVAL naming the problem. */
+int train_par_check(const struct train_opts *o, struct error *e);
 
 #endif

@@ -439,6 +439,19 @@ void dev_sync(struct device *d, int a, int b)
     d->clock[a] = d->clock[b] = t;
 }
 
+void dev_stream_wait(struct device *d, int waiter, int on)
+{
+    if (waiter < 0 || waiter >= DEV_STREAMS || on < 0 || on >= DEV_STREAMS)
+        return;
+    if (d->clock[on] > d->clock[waiter])
+        d->clock[waiter] = d->clock[on];
+}
+
+double dev_stream_now(const struct device *d, int stream)
+{
+    return stream >= 0 && stream < DEV_STREAMS ? d->clock[stream] : clock_max(d);
+}
+
 bool dev_aborted(const struct device *d)
 {
     return __atomic_load_n(&d->c->aborted, __ATOMIC_ACQUIRE) != 0;

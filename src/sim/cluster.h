@@ -133,6 +133,11 @@ void dev_compute_on(struct device *d, int stream, double flops, const char *name
                     int micro);
 /* Streams a and b wait for each other: both clocks become the later one. */
 void dev_sync(struct device *d, int a, int b);
+/* Stream `waiter` waits for what stream `on` has done so far (cudaStreamWaitEvent): its clock
+ * becomes the later of the two; `on` is left alone. */
+void dev_stream_wait(struct device *d, int waiter, int on);
+/* The clock of one stream. */
+double dev_stream_now(const struct device *d, int stream);
 
 /* The device starts step `step` (of a collective or of training): 0, or ERR_RUN if the run
  * was aborted or this is the injected failure (--fail GPU@STEP). */

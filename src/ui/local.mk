@@ -20,3 +20,5 @@ libscalelab_a_SOURCES += \
 libscalelab_a_SOURCES += %reldir%/panel_collective.c
 # lessons 1 and 2's panels (issue 5)
 libscalelab_a_SOURCES += %reldir%/panel_training.c %reldir%/panel_checkpoint.c
+# the Lab's run mode (issue 8)
+libscalelab_a_SOURCES += %reldir%/panel_dprun.c

@@ -10,9 +10,9 @@
 #include "ui/eventlog.h"
 #include "ui/stackbar.h"
 
-const enum ui_role memui_part_role[MEMUI_PARTS] = {ROLE_SIGN, ROLE_EXP, ROLE_MAN, ROLE_BAR,
-                                                   ROLE_GOOD};
-const char memui_part_letter[MEMUI_PARTS] = {'W', 'G', 'M', 'O', 'A'};
+const enum ui_role memui_part_role[MEMUI_PARTS] = {ROLE_SIGN, ROLE_EXP,  ROLE_MAN,
+                                                   ROLE_BAR,  ROLE_GOOD, ROLE_MOVED};
+const char memui_part_letter[MEMUI_PARTS] = {'W', 'G', 'M', 'O', 'A', 'C'};
 
 static const char *const model_names[] = {"synthetic-7b", "tiny",       "small",
                                           "llama2-13b",   "llama2-70b", "gpt3-175b"};
@@ -98,8 +98,8 @@ void memui_draw_bar(struct ui_canvas *c, int y, int x, int w, const struct memor
                     double scale)
 {
     const struct ui_glyphs *g = theme_glyphs();
-    double parts[MEMUI_PARTS] = {m->states.weights, m->states.gradients, m->states.master,
-                                 m->states.optimizer, m->activations};
+    double parts[MEMUI_PARTS] = {m->states.weights,   m->states.gradients, m->states.master,
+                                 m->states.optimizer, m->activations,      m->comm};
     static struct stackbar sb; /* UI thread only */
     stackbar_layout(parts, MEMUI_PARTS, scale, m->capacity, w, &sb);
     for (int i = 0; i < sb.width; i++) {

@@ -15,8 +15,9 @@
 #define MEMUI_GIB 1073741824.0
 
 /* The parts of a GPU's memory in the bar, in order: weights, gradients, master weights,
- * optimizer state, activations; each part's look, and its letter where there is no colour. */
-#define MEMUI_PARTS 5
+ * optimizer state, activations, communication buffers; each part's look, and its letter where
+ * there is no colour. */
+#define MEMUI_PARTS 6
 extern const enum ui_role memui_part_role[MEMUI_PARTS];
 extern const char memui_part_letter[MEMUI_PARTS];
 

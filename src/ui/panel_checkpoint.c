@@ -102,7 +102,11 @@ static void measure(struct ckpt_panel *p)
                            p->tiny.heads, p->tiny.ffn,     p->tiny.seq};
     p->npts = 0, p->flops_done = p->live = p->peak = 0;
     p->err[0] = 0;
-    struct gpt_alloc seam = {gpt_host_alloc, gpt_host_free, rec_charge, rec_compute, p};
+    struct gpt_alloc seam = {.alloc = gpt_host_alloc,
+                             .free = gpt_host_free,
+                             .charge = rec_charge,
+                             .compute = rec_compute,
+                             .ctx = p};
     if (gpt_ckpt_parse(policies[p->policy], &ck, &e) ||
         gpt_new(&g, &c, p->batch, p->fmt, &ck, &seam, &e)) {
         snprintf(p->err, sizeof p->err, "%s", e.msg);

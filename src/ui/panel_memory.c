@@ -304,10 +304,11 @@ static void lab_draw(const void *state, struct ui_canvas *c)
         y++;
     int x = 0;
     bool narrow = w < 70;
-    static const char *part_long[5] = {"weights", "grads", "master", "optimizer", "activ."};
-    static const char *part_short[5] = {"wt", "grad", "mst", "opt", "act"};
+    static const char *part_long[MEMUI_PARTS] = {"weights",   "grads",  "master",
+                                                 "optimizer", "activ.", "buffers"};
+    static const char *part_short[MEMUI_PARTS] = {"wt", "grad", "mst", "opt", "act", "buf"};
     const char *const *part_name = narrow ? part_short : part_long;
-    for (int i = 0; i < 5 && x < w; i++) {
+    for (int i = 0; i < MEMUI_PARTS && x < w; i++) {
         char cell[2] = {memui_part_letter[i], 0};
         x = canvas_text(c, y, x, memui_part_role[i], theme_color() ? g->bar : cell);
         x = canvas_printf(c, y, x + 1, ROLE_DIM, "%s ", part_name[i]);
@@ -353,9 +354,10 @@ static void lab_draw(const void *state, struct ui_canvas *c)
     const struct memory_result *r = &l->mem[l->s.zero];
     if (y + 1 < h) {
         y++;
-        canvas_printf(c, y++, 0, ROLE_TEXT, "%s: W %.2f  G %.2f  M %.2f  O %.2f  A %.2f GiB",
-                      label[l->s.zero], r->states.weights / GIB, r->states.gradients / GIB,
-                      r->states.master / GIB, r->states.optimizer / GIB, r->activations / GIB);
+        canvas_printf(c, y++, 0, ROLE_TEXT,
+                      "%s: W %.2f  G %.2f  M %.2f  O %.2f  A %.2f  C %.2f GiB", label[l->s.zero],
+                      r->states.weights / GIB, r->states.gradients / GIB, r->states.master / GIB,
+                      r->states.optimizer / GIB, r->activations / GIB, r->comm / GIB);
     }
     if (y < h) {
         units_format_bytes_in(b2, sizeof b2, l->comm[l->s.zero].bytes, "GiB");

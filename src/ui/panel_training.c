@@ -1,16 +1,15 @@
 /* Lesson 1's panel: a real mixed-precision training run of the tiny GPT, live.
  *
- * The run is the trainer of `scalelab train` (src/par/trainer.h) on the same data, with the
- * same numbers. It runs in a worker thread of its own: each tick gives it credit for as many
- * steps as the speed asks for, and it blocks (on a condition variable, with a deadline) when
- * it has none. After each step it writes a small record into a ring under a lock; on the next
- * tick the panel copies the new records into its own history, so drawing never waits for a
- * step and the trainer never waits for the screen. Knob changes go to the worker as commands
- * it applies between steps. Drawn: the loss curve with
- * the loss floor (the data's entropy rate), the gradient norm on a log scale with the clip
- * line, the loss scale as a log2 staircase, the fraction of each layer's weight gradients
- * that underflowed to zero in the last step, and the run's events: overflows and NaNs with
- * the tensor where they appeared, skipped steps and loss spikes, in the error colour.
+ * The run is the engine of `scalelab train` (src/par/run.h) on one simulated GPU, with the
+ * same data and the same numbers. It runs in threads of its own and starts a step only when
+ * the screen lets it: each tick gives it credit for as many steps as the speed asks for (a
+ * few at most), and the panel takes the records of the steps done, so drawing never waits for
+ * a step and the trainer never waits for the screen. A key that changes the run (clip, lr, a
+ * bad batch, a NaN) acts from the first step the run has not started: the next one shown. Drawn:
+ * the loss curve with the loss floor (the data's entropy rate), the gradient norm on a log scale
+ * with the clip line, the loss scale as a log2 staircase, the fraction of each layer's weight
+ * gradients that underflowed to zero in the last step, and the run's events: overflows and NaNs
+ * with the tensor where they appeared, skipped steps and loss spikes, in the error colour.
  *
  * Keys: p precision (fp32, bf16, fp16), s loss scaling (dynamic, none, fixed 1024), c clip
  * (off, 1, 0.5, 0.1), l learning rate, b a bad batch at the next step (logits x 20), x a NaN
@@ -34,7 +33,7 @@
 #include "base/error.h"
 #include "base/units.h"
 #include "calc/preset.h"
-#include "par/trainer.h"
+#include "par/run.h"
 #include "ui/draw.h"
 #include "ui/layout.h"
 #include "ui/eventlog.h"
@@ -50,33 +49,11 @@ struct tevent {
     enum ui_role role;
 };
 
-/* What the worker reports of one step. */
-struct rec {
-    struct train_step s; /* its underflow pointer is not used: see under[] */
-    uint64_t under[65];
-};
-
-/* Shared between the panel (UI thread) and its worker, under mu. */
-struct worker {
-    pthread_t thread;
-    bool running;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool quit;
-    double credit;         /* steps the worker may run */
-    bool set_clip, set_lr; /* commands, applied before the next step */
-    double clip, lr;
-    int inject_spike, inject_nan; /* injections to schedule at the next step */
-    struct rec ring[RING];
-    long produced, consumed; /* records written; records the panel has taken */
-};
-
 struct train_panel {
     struct eventlog *log;
     struct train_opts o, start; /* the run's settings; the lesson step's */
-    struct trainer *t;          /* owned by the worker while it runs */
-    struct worker w;
-    struct rec got[RING]; /* records taken from the ring, outside the lock */
+    struct run *run;            /* the engine (par/run.h), paced by the screen */
+    double credit;              /* steps the run may start beyond those shown */
     char err[ERROR_MAX];
     double floor;
     /* history, one entry per step (the last HIST) */
@@ -84,7 +61,6 @@ struct train_panel {
     unsigned char bad[HIST]; /* 1 skipped, 2 spike */
     long n;
     struct train_step last;
-    uint64_t under[65];
     double under_frac[65];
     int layers;
     long skipped, overflows, spikes;
@@ -115,101 +91,45 @@ static void add_event(struct train_panel *p, enum ui_role role, const char *fmt,
         eventlog_add(p->log, "%s", p->ev[0].text);
 }
 
-/* ------------------------------------------------------------------ the worker */
+/* ------------------------------------------------------------------ the run */
 
-static void *worker_main(void *arg)
+static void stop_run(struct train_panel *p)
 {
-    struct train_panel *p = arg;
-    struct worker *w = &p->w;
-    sigset_t all; /* signals belong to the UI thread */
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
-    pthread_mutex_lock(&w->mu);
-    for (;;) {
-        while (!w->quit && (w->credit < 1 || w->produced - w->consumed >= RING)) {
-            struct timespec dl; /* every wait has a deadline; the loop checks again */
-            clock_gettime(CLOCK_REALTIME, &dl);
-            dl.tv_sec += 1;
-            pthread_cond_timedwait(&w->cv, &w->mu, &dl);
-        }
-        if (w->quit)
-            break;
-        w->credit -= 1;
-        if (w->set_clip)
-            trainer_set_clip(p->t, w->clip), w->set_clip = false;
-        if (w->set_lr)
-            trainer_set_lr(p->t, w->lr), w->set_lr = false;
-        for (; w->inject_spike > 0; w->inject_spike--)
-            trainer_inject(p->t, TRAIN_INJECT_SPIKE, 20.0);
-        for (; w->inject_nan > 0; w->inject_nan--)
-            trainer_inject(p->t, TRAIN_INJECT_NAN, 1.0);
-        pthread_mutex_unlock(&w->mu);
-
-        struct rec r;
-        trainer_step(p->t, &r.s);
-        int L = p->layers;
-        for (int l = 0; l <= L; l++)
-            r.under[l] = r.s.underflow[l < L ? l : p->o.shape.layers];
-        r.s.underflow = NULL;
-
-        pthread_mutex_lock(&w->mu);
-        w->ring[w->produced % RING] = r;
-        w->produced++;
-    }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
+    run_free(p->run); /* stops it at the next step boundary and joins its threads */
+    p->run = NULL;
 }
 
-static void stop_worker(struct train_panel *p)
-{
-    struct worker *w = &p->w;
-    if (!w->running)
-        return;
-    pthread_mutex_lock(&w->mu);
-    w->quit = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
-    w->running = false;
-}
-
-/* (Re)starts the run with p->o. */
+/* (Re)starts the run with p->o: one simulated GPU of the default cluster, each step started
+ * only when the screen asks for it, so a key acts on the next step shown. */
 static void restart(struct train_panel *p)
 {
-    stop_worker(p);
-    trainer_free(p->t);
-    p->t = NULL;
-    p->n = 0, p->skipped = p->overflows = p->spikes = 0, p->nev = 0;
+    stop_run(p);
+    p->n = 0, p->skipped = p->overflows = p->spikes = 0, p->nev = 0, p->credit = 0;
     p->halted = false;
     memset(&p->last, 0, sizeof p->last);
     memset(p->under_frac, 0, sizeof p->under_frac);
     struct error e = {0};
-    p->o.steps = 1L << 40; /* the window runs until stopped */
-    if (trainer_new(&p->t, &p->o, NULL, &e) != 0) {
+    struct run_config cfg = {0};
+    cfg.o = p->o;
+    cfg.o.steps = 1L << 40; /* the window runs until stopped */
+    cfg.o.gpus = 1;
+    cfg.paced = true;
+    if (preset_load_cluster("h100-80gb", &cfg.spec, NULL) != 0)
+        spec_default(&cfg.spec);
+    if (run_new(&p->run, &cfg, &e) != 0 || run_start(p->run, &e) != 0) {
         snprintf(p->err, sizeof p->err, "%s", e.msg);
-        p->t = NULL;
+        stop_run(p);
         return;
     }
     p->err[0] = 0;
-    p->floor = trainer_loss_floor(p->t);
+    p->floor = run_loss_floor(p->run);
     p->layers = p->o.shape.layers < 64 ? p->o.shape.layers : 64;
-    struct worker *w = &p->w;
-    w->quit = false, w->credit = 0, w->produced = w->consumed = 0;
-    w->set_clip = w->set_lr = false, w->inject_spike = w->inject_nan = 0;
-    if (pthread_create(&w->thread, NULL, worker_main, p) != 0) {
-        snprintf(p->err, sizeof p->err, "cannot start the training thread");
-        trainer_free(p->t);
-        p->t = NULL;
-        return;
-    }
-    w->running = true;
 }
 
 /* Takes one step's record into the panel's history and events (UI thread). */
-static void take(struct train_panel *p, const struct rec *r)
+static void take(struct train_panel *p, const struct run_step *r)
 {
-    const struct train_step *sp = &r->s;
-    struct train_step s = *sp;
+    struct train_step s = r->s;
     int i = (int)(p->n % HIST);
     p->loss[i] = (float)s.loss;
     p->norm[i] = s.grad_norm;
@@ -223,7 +143,7 @@ static void take(struct train_panel *p, const struct rec *r)
     double per_layer = 2.0 * c->d + 4.0 * c->d * c->d + 3.0 * c->d * c->ffn;
     double ends = (double)c->vocab * c->d + c->d;
     for (int l = 0; l <= p->layers; l++)
-        p->under_frac[l] = (double)r->under[l] / (l < p->layers ? per_layer : ends);
+        p->under_frac[l] = (double)r->underflow[l] / (l < p->layers ? per_layer : ends);
     p->skipped += s.skipped;
     p->overflows += s.overflow;
     p->spikes += s.spike;
@@ -253,22 +173,21 @@ static void take(struct train_panel *p, const struct rec *r)
     }
 }
 
-/* Gives the worker credit for steps and takes what it has done (UI thread; short lock). */
+/* Lets the run start `credit` more steps (at most a few ahead of the screen, so a slow host
+ * does not pile them up) and takes the steps it has done. */
 static int pump(struct train_panel *p, double credit)
 {
-    struct worker *w = &p->w;
-    if (!w->running)
+    if (!p->run)
         return 0;
-    struct rec *got = p->got;
+    p->credit = fmin(p->credit + credit, 4.0);
+    run_allow(p->run, p->n + (long)p->credit);
+    struct run_step r;
     int n = 0;
-    pthread_mutex_lock(&w->mu);
-    w->credit = fmin(w->credit + credit, 4.0); /* a slow host does not pile steps up */
-    for (; w->consumed < w->produced; w->consumed++)
-        got[n++] = w->ring[w->consumed % RING];
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    for (int i = 0; i < n; i++)
-        take(p, &got[i]);
+    while (run_next(p->run, &r, 0) == 1) {
+        take(p, &r);
+        p->credit = fmax(p->credit - 1, 0);
+        n++;
+    }
     return n;
 }
 
@@ -292,8 +211,6 @@ static int train_init(void **state, const struct panel_env *env, struct error *e
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
-    pthread_mutex_init(&p->w.mu, NULL);
-    pthread_cond_init(&p->w.cv, NULL);
     defaults(&p->o);
     p->start = p->o;
     restart(p);
@@ -304,10 +221,7 @@ static int train_init(void **state, const struct panel_env *env, struct error *e
 static void train_fini(void *state)
 {
     struct train_panel *p = state;
-    stop_worker(p);
-    trainer_free(p->t);
-    pthread_cond_destroy(&p->w.cv);
-    pthread_mutex_destroy(&p->w.mu);
+    stop_run(p);
     free(p);
 }
 
@@ -403,16 +317,14 @@ static int train_on_key(void *state, int key)
         return PANEL_HANDLED | PANEL_REDRAW;
     case 'c':
         o->clip = clips[cycle(clips, 4, o->clip)];
-        pthread_mutex_lock(&p->w.mu);
-        p->w.set_clip = true, p->w.clip = o->clip;
-        pthread_mutex_unlock(&p->w.mu);
+        if (p->run)
+            run_set_clip(p->run, o->clip);
         add_event(p, ROLE_DIM, "clip %s", o->clip > 0 ? "on" : "off");
         return PANEL_HANDLED | PANEL_REDRAW;
     case 'l':
         o->lr = lrs[cycle(lrs, 4, o->lr)];
-        pthread_mutex_lock(&p->w.mu);
-        p->w.set_lr = true, p->w.lr = o->lr;
-        pthread_mutex_unlock(&p->w.mu);
+        if (p->run)
+            run_set_lr(p->run, o->lr);
         add_event(p, ROLE_DIM, "learning rate %g", o->lr);
         return PANEL_HANDLED | PANEL_REDRAW;
     case 'g': {
@@ -424,9 +336,8 @@ static int train_on_key(void *state, int key)
         return PANEL_HANDLED | PANEL_REDRAW;
     }
     case 'b':
-        pthread_mutex_lock(&p->w.mu);
-        p->w.inject_spike++;
-        pthread_mutex_unlock(&p->w.mu);
+        if (p->run)
+            run_inject(p->run, TRAIN_INJECT_SPIKE, 20.0, 0);
         add_event(p, ROLE_WARN, "a bad batch comes with the next step");
         return PANEL_HANDLED | PANEL_REDRAW;
     case 'i': /* the 10^9 experiment of lesson 1 step 11, without a command line */
@@ -437,9 +348,8 @@ static int train_on_key(void *state, int key)
         add_event(p, ROLE_WARN, "fp16, the scale starts at 1e9: watch it back off");
         return PANEL_HANDLED | PANEL_REDRAW;
     case 'x':
-        pthread_mutex_lock(&p->w.mu);
-        p->w.inject_nan++;
-        pthread_mutex_unlock(&p->w.mu);
+        if (p->run)
+            run_inject(p->run, TRAIN_INJECT_NAN, 1.0, 0);
         add_event(p, ROLE_WARN, "a NaN comes with the next step");
         return PANEL_HANDLED | PANEL_REDRAW;
     default: return 0;
@@ -455,16 +365,15 @@ static int train_on_event(void *state, const struct panel_event *ev)
             add_event(p, ROLE_ERROR, "the weights are NaN: r restarts the run");
             return PANEL_REDRAW;
         }
-        return p->t ? PANEL_ANIMATE | PANEL_REDRAW : 0;
+        return p->run ? PANEL_ANIMATE | PANEL_REDRAW : 0;
     case PANEL_PAUSE: return 0;
     case PANEL_STEP: {
         /* one step, paused: credit for one, then wait (briefly) for its record */
-        long before = p->n;
-        pump(p, 1.0);
-        for (int i = 0; i < 400 && p->n == before && p->w.running; i++) {
-            struct timespec ms = {0, 5000000};
-            nanosleep(&ms, NULL);
-            pump(p, 0.0);
+        if (p->run) {
+            struct run_step r;
+            run_allow(p->run, p->n + 1);
+            if (run_next(p->run, &r, 2.0) == 1)
+                take(p, &r);
         }
         return PANEL_REDRAW;
     }

@@ -5,7 +5,7 @@
 
 extern const struct panel_ops panel_formats;
 extern const struct panel_ops panel_collective, panel_memory, panel_parallel, panel_zero;
-extern const struct panel_ops panel_training, panel_checkpoint;
+extern const struct panel_ops panel_training, panel_checkpoint, panel_dprun;
 
 /* One line per panel; a lesson file names its panel with @panel NAME. */
 const struct panel_ops *const ui_panels[] = {
@@ -16,6 +16,7 @@ const struct panel_ops *const ui_panels[] = {
     &panel_parallel,   /* lesson 4 */
     &panel_zero,       /* lesson 5 */
     &panel_memory,     /* the Lab */
+    &panel_dprun,      /* the Lab's run mode: data parallelism on thread-GPUs */
     NULL,
 };
 

@@ -9,26 +9,26 @@ wait_for "q quit" "the window opened"
 keys L
 wait_for "Data parallelism and ZeRO memory" "L opens the Lab"
 wait_for "DDP      109.63 GiB over by 29.63 GiB" "7B with DDP on 8 GPUs: 108.63 GiB of states + 1 GiB of activations, over 80 GiB"
-wait_for "ZeRO-3    14.58 GiB fits" "ZeRO-3 over 8 GPUs fits"
+wait_for "ZeRO-3    16.23 GiB fits" "ZeRO-3 over 8 GPUs fits (with its 1.65 GiB of gathered layers and gradient pieces)"
 wait_for "Ψ = 7,289,966,592, N_d = 8" "the count and the data-parallel degree"
 
 # GPUs: select the knob and double them; ZeRO-3 halves its sharded states.
 keys j l
 wait_screen "N_d = 16"
 wait_for "Ψ = 7,289,966,592, N_d = 16" "Right doubles the GPUs"
-wait_for "ZeRO-3     7.79 GiB fits" "ZeRO-3 on 16 GPUs: 108.63/16 + 1 GiB"
+wait_for "ZeRO-3     9.44 GiB fits" "ZeRO-3 on 16 GPUs: 108.63/16 + 1 GiB of activations + 1.65 GiB of buffers"
 wait_for "DDP      109.63 GiB over by 29.63 GiB" "DDP does not shrink with more GPUs"
 
 # The stage: z moves the highlight and the detail line.
 keys z z
 wait_screen "ZeRO-2: W"
-wait_for "ZeRO-2: W 13.58  G 0.85  M 1.70  O 3.39  A 1.00 GiB" "z selects ZeRO-2: its parts"
+wait_for "ZeRO-2: W 13.58  G 0.85  M 1.70  O 3.39  A 1.00  C 0.05 GiB" "z selects ZeRO-2: its parts (C: its two 25 MiB buckets)"
 
 # The memory: down to 16 GiB, ZeRO-3 still fits, ZeRO-1 overflows by its amount.
 keys j j j j j j h h h h h h
 wait_for "GPU mem    16 GiB" "the memory knob goes down to 16 GiB"
 wait_for "ZeRO-1    33.25 GiB over by 17.25 GiB" "ZeRO-1 overflows 16 GiB, by how much"
-wait_for "ZeRO-3     7.79 GiB fits" "ZeRO-3 still fits"
+wait_for "ZeRO-3     9.44 GiB fits" "ZeRO-3 still fits"
 
 quit
 

@@ -295,7 +295,7 @@ static int overlap_body(struct device *d, void *arg, struct error *e)
 {
     struct overlap *o = arg;
     int r = dev_rank(d);
-    struct coll c = {COST_ALLREDUCE, COST_RING, o->buf[r], 1 << 12, FP_FP32, 0, 0};
+    struct coll c = {COST_ALLREDUCE, COST_RING, o->buf[r], 1 << 12, FP_FP32, 0, 0, NULL};
     if (o->join) {
         if (coll_run(d, &c, e))
             return ERR_RUN;

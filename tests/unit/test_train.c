@@ -22,7 +22,9 @@
 #include "num/adamw.h"
 #include "num/clip.h"
 #include "num/scaler.h"
+#include "par/shard.h"
 #include "par/trainer.h"
+#include "sim/cluster.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
 
@@ -392,7 +394,11 @@ START_TEST(seam_calls_are_known_before_the_run)
         for (int f = 0; f < 2; f++) {
             enum fp_format fmt = f ? FP_BF16 : FP_FP32;
             struct counting n = {0};
-            struct gpt_alloc seam = {count_alloc, count_free, count_charge, count_compute, &n};
+            struct gpt_alloc seam = {.alloc = count_alloc,
+                                     .free = count_free,
+                                     .charge = count_charge,
+                                     .compute = count_compute,
+                                     .ctx = &n};
             struct gpt_ckpt p;
             struct gpt *g = NULL;
             ck_assert_int_eq(gpt_ckpt_parse(pols[k], &p, NULL), 0);
@@ -605,8 +611,8 @@ START_TEST(skipped_step_leaves_state_untouched)
     o.steps = 4;
     o.precision = FP_FP16;
     o.scaling = TRAIN_SCALE_DYNAMIC;
-    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 3, 1};
-    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_INF, 4, 1};
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 3, 1, 0};
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_INF, 4, 1, 0};
     struct trainer *t = new_trainer(&o);
     size_t n = gpt_param_count(&o.shape), bytes = n * 4;
     float *before = malloc(4 * bytes);
@@ -648,7 +654,7 @@ START_TEST(no_scaler_applies_nonfinite_steps)
     o.steps = 3;
     o.precision = FP_BF16;
     o.scaling = TRAIN_SCALE_NONE;
-    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 2, 1};
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 2, 1, 0};
     struct trainer *t = new_trainer(&o);
     size_t n = gpt_param_count(&o.shape);
     struct train_step s;
@@ -754,7 +760,7 @@ START_TEST(options_are_checked)
     ck_assert_int_eq(train_opts_check(&o, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "--lr"));
     train_opts_default(&o);
-    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 301, 1};
+    o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 301, 1, 0};
     ck_assert_int_eq(train_opts_check(&o, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "--inject"));
     struct gpt_ckpt p;
@@ -806,6 +812,138 @@ START_TEST(training_panel_runs_its_worker)
 }
 END_TEST
 
+/* The shard plan: units and pieces partition the padded buffer, buckets come in the order
+ * the backward pass completes them, chunk edges follow the shards. */
+START_TEST(shard_plan_partitions_the_buffer)
+{
+    struct gpt_config c = small_cfg;
+    size_t psi = gpt_param_count(&c);
+    for (int n = 1; n <= 7; n++)
+        for (int k = 0; k < 3; k++) {
+            size_t belems = k == 0 ? 0 : k == 1 ? 100 : psi * 2;
+            struct shard_plan p;
+            ck_assert_int_eq(shard_plan_init(&p, &c, n, belems, NULL), 0);
+            ck_assert_uint_eq(p.padded % (size_t)n, 0);
+            ck_assert_uint_eq(p.shard, (psi + (size_t)n - 1) / (size_t)n);
+            ck_assert(p.padded >= psi && p.padded - psi < (size_t)n);
+            /* buckets: from the end of the buffer to its start, without gaps */
+            size_t end = p.padded;
+            for (int b = 0; b < p.nbuckets; b++) {
+                ck_assert_uint_eq(p.buckets[b].off + p.buckets[b].len, end);
+                ck_assert(belems == 0 || p.buckets[b].len <= belems);
+                ck_assert_int_eq(p.buckets[b].unit, shard_unit_at(&p, p.buckets[b].off));
+                end = p.buckets[b].off;
+            }
+            ck_assert_uint_eq(end, 0);
+            /* units cover every element once */
+            size_t covered = 0;
+            for (int u = 0; u <= c.layers; u++)
+                for (int r = 0; r < p.units[u].nr; r++)
+                    covered += p.units[u].r[r].len;
+            ck_assert_uint_eq(covered, p.padded);
+            size_t bounds[8];
+            shard_bounds(&p, 3, p.padded - 5, bounds);
+            ck_assert_uint_eq(bounds[0], 0);
+            ck_assert_uint_eq(bounds[n], p.padded - 5);
+            for (int i = 1; i < n; i++)
+                ck_assert_uint_eq(bounds[i], (size_t)i * p.shard - 3);
+            shard_plan_fini(&p);
+        }
+}
+END_TEST
+
+/* Every stage holds the same fp32 master weights after the same steps: they reduce each
+ * element around the same ring, in the same order (par/shard.h), in fp32 and in bf16. */
+struct stage_run {
+    struct train_opts o;
+    float *master; /* the whole buffer, gathered from the GPUs' ranges */
+    double loss[4];
+};
+
+static int stage_device(struct device *d, void *arg, struct error *e)
+{
+    struct stage_run *r = arg;
+    struct trainer *t;
+    int rc = trainer_new_on(&t, &r->o, NULL, d, e);
+    if (rc)
+        return rc;
+    struct train_step s;
+    for (long i = 0; i < r->o.steps && !rc; i++) {
+        rc = trainer_run_step(t, &s, e);
+        if (dev_rank(d) == 0)
+            r->loss[i] = s.loss;
+    }
+    size_t off, n;
+    trainer_range(t, &off, &n);
+    size_t psi = gpt_param_count(&r->o.shape), end = off + n < psi ? off + n : psi;
+    if (!rc && (r->o.zero > 0 || dev_rank(d) == 0) && off < end)
+        memcpy(r->master + off, trainer_master(t), (end - off) * sizeof(float));
+    trainer_free(t);
+    return rc;
+}
+
+START_TEST(zero_stages_hold_the_same_weights)
+{
+    enum fp_format fmts[2] = {FP_FP32, FP_BF16};
+    size_t psi = gpt_param_count(&small_cfg);
+    for (int f = 0; f < 2; f++) {
+        struct stage_run r[4];
+        for (int z = 0; z < 4; z++) {
+            train_opts_default(&r[z].o);
+            r[z].o.shape = small_cfg;
+            r[z].o.batch = 6;
+            r[z].o.steps = 4;
+            r[z].o.gpus = 3;
+            r[z].o.zero = z;
+            r[z].o.precision = fmts[f];
+            r[z].o.bucket_bytes = 256; /* many buckets, cut across tensors and shards */
+            r[z].master = calloc(psi, sizeof(float));
+            struct cluster_config cc;
+            cluster_config_init(&cc);
+            cc.gpus = 3;
+            struct error e = {0};
+            struct cluster *cl = cluster_new(&cc, &e);
+            ck_assert_ptr_nonnull(cl);
+            ck_assert_msg(cluster_run(cl, stage_device, &r[z], &e) == 0, "%s", e.msg);
+            cluster_free(cl);
+        }
+        for (int z = 1; z < 4; z++) {
+            ck_assert_msg(memcmp(r[0].master, r[z].master, psi * sizeof(float)) == 0,
+                          "stage %d's weights differ from DDP's (%s)", z, f ? "bf16" : "fp32");
+            ck_assert(memcmp(r[0].loss, r[z].loss, sizeof r[0].loss) == 0);
+        }
+        for (int z = 0; z < 4; z++)
+            free(r[z].master);
+    }
+}
+END_TEST
+
+/* A key acts on the next step the screen shows: after step 1, a bad batch and a NaN asked for
+ * together both land in step 2, the one the next n shows (never a step computed ahead). */
+START_TEST(training_panel_keys_act_on_the_next_step_shown)
+{
+    struct eventlog log = {0};
+    struct panel_env env = {&panel_training, &log, true};
+    void *st = NULL;
+    struct error e = {0};
+    ck_assert_int_eq(panel_training.init(&st, &env, &e), 0);
+    ck_assert_int_eq(panel_training.set(st, "precision", "fp16", &e), 0);
+    struct panel_event step = {PANEL_STEP, 0, 1};
+    panel_training.on_event(st, &step);
+    struct timespec ms = {0, 50000000}; /* time for a run that computed ahead to do so */
+    nanosleep(&ms, NULL);
+    ck_assert(panel_training.on_key(st, 'b') & PANEL_HANDLED);
+    ck_assert(panel_training.on_key(st, 'x') & PANEL_HANDLED);
+    unsigned long before = log.count;
+    panel_training.on_event(st, &step);
+    bool nan2 = false;
+    for (unsigned long k = 0; k < log.count - before && k < EVENTLOG_LINES; k++)
+        nan2 |= strstr(eventlog_get(&log, k), "step 2: inf/NaN in layer 2 attn scores") != NULL;
+    ck_assert_msg(nan2, "the NaN asked for after step 1 is in step 2");
+    panel_training.fini(st);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("train");
@@ -828,6 +966,9 @@ int main(void)
     tcase_add_test(tc, markov_entropy_is_the_floor);
     tcase_add_test(tc, options_are_checked);
     tcase_add_test(tc, training_panel_runs_its_worker);
+    tcase_add_test(tc, training_panel_keys_act_on_the_next_step_shown);
+    tcase_add_test(tc, shard_plan_partitions_the_buffer);
+    tcase_add_test(tc, zero_stages_hold_the_same_weights);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }

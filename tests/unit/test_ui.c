@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <curses.h>
 
@@ -727,6 +728,125 @@ START_TEST(recap_of_a_lesson)
 }
 END_TEST
 
+/* The panel's picture in a window of rows x cols of a terminal that is not there (output to
+ * /dev/null), read back as text, one line per row; false when curses cannot start so. */
+static bool draw_offscreen(const struct panel_ops *p, const void *st, int rows, int cols, char *out,
+                           size_t n)
+{
+    FILE *tout = fopen("/dev/null", "w"), *tin = fopen("/dev/null", "r");
+    SCREEN *scr = tout && tin ? newterm("xterm", tout, tin) : NULL;
+    bool ok = scr != NULL;
+    if (ok) {
+        theme_init(false, true);
+        WINDOW *w = newwin(rows, cols, 0, 0);
+        struct ui_canvas c = canvas_make(w, (struct ui_rect){0, 0, rows, cols});
+        p->draw(st, &c);
+        size_t len = 0;
+        char line[512];
+        for (int y = 0; y < rows && len + (size_t)cols + 2 < n; y++) {
+            mvwinnstr(w, y, 0, line, cols);
+            len += (size_t)snprintf(out + len, n - len, "%s\n", line);
+        }
+        delwin(w);
+        endwin();
+        delscreen(scr);
+    }
+    if (tout)
+        fclose(tout);
+    if (tin)
+        fclose(tin);
+    return ok;
+}
+
+/* n on the run panel until its first step is shown (a step waits 2 s at most for the run,
+ * and the sanitizer builds are slow): whether the panel then said what it measured. */
+static bool dprun_step(const struct panel_ops *p, void *st, const struct eventlog *log)
+{
+    struct panel_event step = {PANEL_STEP, 0, 1};
+    for (int i = 0; i < 30; i++) {
+        if (!(p->on_event(st, &step) & PANEL_REDRAW))
+            return false;
+        const char *l = eventlog_get(log, 0);
+        if (l && strstr(l, "ledger"))
+            return true;
+    }
+    return false;
+}
+
+/* The Lab's run mode without a screen: its settings; a step at each ZeRO stage, after which
+ * every GPU's ledger equals the calculator's figures to the byte (the panel says so); the
+ * keys that restart it; playing; and its picture at 80x24's and 200x50's panel sizes. */
+START_TEST(dprun_panel_trains_on_thread_gpus)
+{
+    static struct eventlog log;
+    static char screen[16384];
+    const struct panel_ops *p = panel_find("dprun");
+    ck_assert_ptr_nonnull(p);
+    struct panel_env env = {p, &log, true};
+    void *st = NULL;
+    struct error e = {0};
+    ck_assert_int_eq(p->init(&st, &env, &e), 0);
+    ck_assert_int_eq(p->set(st, "gpus", "1", &e), ERR_INVAL);
+    ck_assert_int_eq(p->set(st, "model", "huge", &e), ERR_INVAL);
+    ck_assert_int_eq(p->set(st, "precision", "fp12", &e), ERR_INVAL);
+    ck_assert_int_eq(p->set(st, "colour", "red", &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "model, gpus, zero, precision and batch"));
+    ck_assert_int_eq(p->set(st, "model", "tiny", &e), 0);
+    ck_assert_int_eq(p->set(st, "batch", "8", &e), 0);
+    ck_assert_int_eq(p->set(st, "gpus", "4", &e), 0);
+    ck_assert_int_eq(p->set(st, "precision", "bf16", &e), 0);
+    ck_assert_int_eq(p->set(st, "zero", "0", &e), 0);
+    /* 202,304 parameters: 2-byte weights, whole on every GPU until stage 3 shards them */
+    static const char *const weights[4] = {"404,608", "404,608", "404,608", "101,152"};
+    for (int z = 0; z < 4; z++) {
+        if (z) {
+            ck_assert_int_eq(p->on_key(st, 'z'), PANEL_HANDLED | PANEL_REDRAW);
+            ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), z == 3 ? "ZeRO-3" : "ZeRO-"));
+        }
+        ck_assert(dprun_step(p, st, &log));
+        const char *l = eventlog_get(&log, 0);
+        char want[64];
+        snprintf(want, sizeof want, "weights %s B per GPU", weights[z]);
+        ck_assert_msg(strstr(l, "every ledger = the calculator, to the byte") && strstr(l, want),
+                      "stage %d: %s", z, l);
+    }
+    /* g: 8 GPUs, p: fp16 (each restarts); still the calculator's to the byte */
+    ck_assert(p->on_key(st, 'g') & PANEL_HANDLED);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "8 GPUs, ZeRO-3, bf16"));
+    ck_assert(p->on_key(st, 'p') & PANEL_HANDLED);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "8 GPUs, ZeRO-3, fp16"));
+    ck_assert(dprun_step(p, st, &log));
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "ZeRO-3 on 8 GPUs: every ledger ="));
+    ck_assert_int_eq(p->on_key(st, '1'), 0); /* the app's */
+    /* playing: ticks replay the steps the run has done, never waiting for one */
+    struct panel_event play = {PANEL_PLAY, 0, 1}, tick = {PANEL_TICK, 0.3, 1};
+    ck_assert(p->on_event(st, &play) & PANEL_ANIMATE);
+    for (int i = 0; i < 40; i++) {
+        ck_assert(p->on_event(st, &tick) & PANEL_ANIMATE);
+        struct timespec ms = {0, 5000000};
+        nanosleep(&ms, NULL);
+    }
+    /* the picture: a small panel shows some GPUs and says so, a large one all of them */
+    if (draw_offscreen(p, st, 18, 46, screen, sizeof screen)) {
+        ck_assert_msg(strstr(screen, "tiny, 8 GPUs, ZeRO-3, fp16"), "%s", screen);
+        ck_assert_msg(strstr(screen, "(a larger window shows all 8 GPUs)"), "%s", screen);
+        ck_assert_msg(strstr(screen, "ledger = calc, all 8 GPUs sent = calc"), "%s", screen);
+        ck_assert_msg(strstr(screen, "loss (floor"), "%s", screen);
+        ck_assert(draw_offscreen(p, st, 42, 126, screen, sizeof screen));
+        ck_assert_msg(strstr(screen, "GPU7") && !strstr(screen, "a larger window"), "%s", screen);
+        ck_assert_msg(strstr(screen, "ledger     50,576     50,576    101,152"), "%s", screen);
+        ck_assert_msg(strstr(screen, "calc       50,576     50,576    101,152"), "%s", screen);
+        ck_assert(p->on_key(st, 'b') & PANEL_HANDLED); /* the 7B's figures */
+        ck_assert(draw_offscreen(p, st, 42, 126, screen, sizeof screen));
+        ck_assert_msg(strstr(screen, "synthetic-7b on the same layout"), "%s", screen);
+    }
+    struct panel_event reset = {PANEL_RESET, 0, 1};
+    ck_assert(p->on_event(st, &reset) & PANEL_REDRAW);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "tiny, 4 GPUs, DDP, bf16, batch 8"));
+    p->fini(st);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ui");
@@ -758,5 +878,9 @@ int main(void)
     tcase_set_timeout(steps, 300);
     tcase_add_test(steps, steps_open_their_whole_panel);
     suite_add_tcase(s, steps);
+    TCase *run = tcase_create("run");
+    tcase_set_timeout(run, 120); /* a real run on thread-GPUs; the sanitizer builds are slower */
+    tcase_add_test(run, dprun_panel_trains_on_thread_gpus);
+    suite_add_tcase(s, run);
     return harness_run(s);
 }

@@ -1,0 +1,562 @@
+/* Data parallelism, one GPU's part: its buffers, the gradient buckets launched at the model's
+ * hook points, ZeRO-3's gathers, the agreement, the parameter sync (par/dp.h). */
+#include "config.h"
+#include "par/dp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "comm/coll.h"
+#include "num/fp.h"
+#include "par/trainer.h"
+#include "sim/cluster.h"
+
+#define NO_UNIT (-100)
+#define REC     6 /* floats per GPU in the agreement: loss (2), sum of squares (2), found-inf */
+
+struct dp {
+    int zero, prefetch, n, rank;
+    bool mixed;
+    enum fp_format wdt, gdt; /* the weights' and the gradients' formats */
+    size_t wes, ges;         /* their bytes per element */
+    struct gpt *g;
+    struct device *d; /* NULL on the host */
+    struct shard_plan plan;
+    struct dp_mem mem;
+
+    void *w;         /* working weights: Ψ_pad (stages 0-2) or S (3); NULL: the model's fp32 */
+    void *gr;        /* gradients: Ψ_pad (0-1) or S (2-3); NULL: the model's fp32 */
+    float *master;   /* the range's fp32 master weights; NULL: the weights themselves (fp32) */
+    float *mom[2];   /* Adam's m and v over the range */
+    void *bucket[2]; /* stages 2-3: one being reduced, one filling */
+    int ibucket, next_bucket;
+    char *arena; /* stage 3: the gathered units' buffers, reserved until held */
+    void *slot[2];
+    int slot_unit[2];
+    bool slot_held[2];
+    int nslots;
+    int *seq; /* stage 3: the units a step gathers, in order, for prefetch */
+    int nseq, iseq;
+    size_t *bounds;    /* n + 1 chunk edges */
+    float *rec;        /* n records of the agreement */
+    size_t roff, rlen; /* the range this GPU updates */
+    size_t bytes[GPT_MEM_KINDS];
+    struct error err; /* the first failure of a hook's communication */
+    uint64_t sent0, scalars;
+    double compute_s;
+};
+
+/* ------------------------------------------------------------------ set-up */
+
+static enum fp_format grad_format(const struct train_opts *o)
+{
+    return o->precision == FP_FP32 || o->grad_fp32 ? FP_FP32 : o->precision;
+}
+
+void dp_model_seam(const struct train_opts *o, struct gpt_alloc *seam)
+{
+    bool mixed = o->precision != FP_FP32;
+    seam->params_workspace = mixed || o->zero >= 3;
+    /* the model's fp32 gradients are the gradients when 4-byte and unsharded */
+    seam->grads_workspace = grad_format(o) != FP_FP32 || o->zero >= 2;
+    seam->padded = shard_padded(gpt_param_count(&o->shape), o->gpus > 0 ? o->gpus : 1);
+}
+
+long dp_buffers(const struct train_opts *o)
+{
+    bool mixed = o->precision != FP_FP32;
+    struct gpt_alloc s = {0};
+    dp_model_seam(o, &s);
+    long n = 2 + (o->gpus > 1 ? 2 : 0); /* Adam's moments; chunk bounds and the agreement */
+    n += mixed || o->zero >= 3;         /* working weights of their own */
+    n += s.grads_workspace;             /* gradients of their own */
+    n += mixed;                         /* master weights */
+    n += o->zero >= 2 ? 2 : 0;          /* buckets */
+    n += o->zero >= 3;                  /* the gathered units' arena */
+    return n;
+}
+
+long dp_messages(const struct train_opts *o)
+{
+    int n = o->gpus;
+    if (n <= 1)
+        return 0;
+    long L = o->shape.layers, steps = n - 1; /* a ring pass: N - 1 sends */
+    size_t es = grad_format(o) == FP_FP32 ? 4 : 2, belems = o->bucket_bytes / es;
+    size_t pad = shard_padded(gpt_param_count(&o->shape), n);
+    long buckets = (long)((pad + (belems ? belems : 1) - 1) / (belems ? belems : 1));
+    long m = steps; /* the agreement */
+    if (o->zero == 0)
+        m += 2 * steps * buckets;
+    else if (o->zero <= 2)
+        m += steps * buckets + steps; /* reduce-scatters, the weights' all-gather */
+    else /* pieces; the ends (two ranges) and each layer, gathered twice */
+        m += steps * (L + 2) + 2 * steps * (2 + L);
+    return m;
+}
+
+static void *mem_alloc(struct dp *p, enum gpt_mem kind, size_t bytes, const char *what)
+{
+    void *q = p->mem.alloc(p->mem.ctx, kind, bytes, what);
+    if (q)
+        p->bytes[kind] += bytes;
+    return q;
+}
+
+static void mem_free(struct dp *p, enum gpt_mem kind, void *q, size_t bytes)
+{
+    if (q)
+        p->mem.free(p->mem.ctx, kind, q, bytes);
+}
+
+static void charge(struct dp *p, long long delta)
+{
+    if (p->mem.charge)
+        p->mem.charge(p->mem.ctx, GPT_MEM_COMM, delta);
+}
+
+void dp_free(struct dp *p)
+{
+    if (!p)
+        return;
+    size_t pad = p->plan.padded, S = p->plan.shard, full = p->zero >= 1 ? S : pad;
+    mem_free(p, GPT_MEM_WEIGHTS, p->w, (p->zero >= 3 ? S : pad) * p->wes);
+    mem_free(p, GPT_MEM_GRADS, p->gr, (p->zero >= 2 ? S : pad) * p->ges);
+    mem_free(p, GPT_MEM_MASTER, p->master, full * 4);
+    for (int i = 0; i < 2; i++) {
+        mem_free(p, GPT_MEM_OPTIMIZER, p->mom[i], full * 4);
+        mem_free(p, GPT_MEM_COMM, p->bucket[i], p->plan.bucket_max * p->ges);
+    }
+    mem_free(p, GPT_MEM_ARENA, p->arena, (size_t)p->nslots * p->plan.unit_max * p->wes);
+    mem_free(p, GPT_MEM_WORKSPACE, p->bounds, ((size_t)p->n + 1) * sizeof *p->bounds);
+    mem_free(p, GPT_MEM_WORKSPACE, p->rec, (size_t)p->n * REC * 4);
+    free(p->seq);
+    shard_plan_fini(&p->plan);
+    free(p);
+}
+
+int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d, int rank,
+           const struct dp_mem *mem, struct error *e)
+{
+    *out = NULL;
+    struct dp *p = calloc(1, sizeof *p);
+    if (!p)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    p->zero = o->zero;
+    p->prefetch = o->prefetch;
+    p->n = o->gpus > 0 ? o->gpus : 1;
+    p->rank = rank;
+    p->mixed = o->precision != FP_FP32;
+    p->wdt = o->precision;
+    p->gdt = grad_format(o);
+    p->wes = p->mixed ? 2 : 4;
+    p->ges = p->gdt == FP_FP32 ? 4 : 2;
+    p->g = g;
+    p->d = d;
+    p->mem = *mem;
+    p->slot_unit[0] = p->slot_unit[1] = NO_UNIT;
+    /* stages 0-2 reduce buckets of the size asked for; stage 3 one piece per unit */
+    size_t belems = o->bucket_bytes / p->ges;
+    if (p->zero >= 3)
+        belems = 0;
+    else if (belems == 0)
+        belems = 1;
+    int rc = shard_plan_init(&p->plan, &o->shape, p->n, belems, e);
+    if (rc) {
+        free(p);
+        return rc;
+    }
+    size_t pad = p->plan.padded, S = p->plan.shard;
+    p->roff = p->zero >= 1 ? (size_t)rank * S : 0;
+    p->rlen = p->zero >= 1 ? S : pad;
+    struct gpt_alloc seam = {0};
+    dp_model_seam(o, &seam);
+    bool ok = true;
+    if (p->mixed || p->zero >= 3)
+        ok &= (p->w = mem_alloc(p, GPT_MEM_WEIGHTS, (p->zero >= 3 ? S : pad) * p->wes,
+                                "weights")) != NULL;
+    if (seam.grads_workspace)
+        ok &= (p->gr = mem_alloc(p, GPT_MEM_GRADS, (p->zero >= 2 ? S : pad) * p->ges,
+                                 "gradients")) != NULL;
+    if (p->mixed)
+        ok &= (p->master = mem_alloc(p, GPT_MEM_MASTER, p->rlen * 4, "master weights")) != NULL;
+    for (int i = 0; i < 2 && ok; i++)
+        ok &= (p->mom[i] = mem_alloc(p, GPT_MEM_OPTIMIZER, p->rlen * 4, i ? "adam v" : "adam m")) !=
+              NULL;
+    if (p->zero >= 2)
+        for (int i = 0; i < 2 && ok; i++)
+            ok &= (p->bucket[i] = mem_alloc(p, GPT_MEM_COMM, p->plan.bucket_max * p->ges,
+                                            "gradient bucket")) != NULL;
+    if (p->zero >= 3 && ok) {
+        p->nslots = p->prefetch ? 2 : 1;
+        size_t slot = p->plan.unit_max * p->wes;
+        ok &= (p->arena = mem_alloc(p, GPT_MEM_ARENA, (size_t)p->nslots * slot,
+                                    "gathered weights")) != NULL;
+        for (int i = 0; i < p->nslots && ok; i++)
+            p->slot[i] = p->arena + (size_t)i * slot;
+        /* the units a step gathers: the ends, each layer, the ends, each layer backwards */
+        int L = o->shape.layers;
+        p->seq = malloc((size_t)(2 * L + 2) * sizeof *p->seq);
+        ok &= p->seq != NULL;
+        if (p->seq) {
+            p->seq[p->nseq++] = 0;
+            for (int l = 0; l < L; l++)
+                p->seq[p->nseq++] = 1 + l;
+            p->seq[p->nseq++] = 0;
+            for (int l = L - 1; l >= 0; l--)
+                p->seq[p->nseq++] = 1 + l;
+        }
+    }
+    if (ok && p->n > 1) /* only to talk to other GPUs */
+        ok &=
+            (p->bounds = mem_alloc(p, GPT_MEM_WORKSPACE, ((size_t)p->n + 1) * sizeof *p->bounds,
+                                   "chunk bounds")) != NULL &&
+            (p->rec = mem_alloc(p, GPT_MEM_WORKSPACE, (size_t)p->n * REC * 4, "agreement")) != NULL;
+    if (!ok) {
+        dp_free(p);
+        return error_set(e, ERR_NOMEM, "out of memory allocating the strategy's buffers");
+    }
+    *out = p;
+    return 0;
+}
+
+const struct shard_plan *dp_plan(const struct dp *p)
+{
+    return &p->plan;
+}
+
+size_t dp_mem_bytes(const struct dp *p, enum gpt_mem kind)
+{
+    return kind < GPT_MEM_KINDS ? p->bytes[kind] : 0;
+}
+
+/* ------------------------------------------------------------------ conversions */
+
+/* dst (fmt) = src (fp32), n elements; exact where src already holds values of the format */
+static void encode(enum fp_format fmt, void *dst, const float *src, size_t n)
+{
+    if (fmt == FP_FP32)
+        memmove(dst, src, n * 4);
+    else if (fmt == FP_FP16)
+        fp16_from_f32_n(dst, src, n);
+    else
+        bf16_from_f32_n(dst, src, n);
+}
+
+static void decode(enum fp_format fmt, float *dst, const void *src, size_t n)
+{
+    if (fmt == FP_FP32)
+        memmove(dst, src, n * 4);
+    else if (fmt == FP_FP16)
+        fp16_to_f32_n(dst, src, n);
+    else
+        bf16_to_f32_n(dst, src, n);
+}
+
+/* ------------------------------------------------------------------ communication */
+
+static bool talks(const struct dp *p)
+{
+    return p->d && p->n > 1;
+}
+
+/* A ring collective on buf (count elements of fmt), chunks cut by the shards where range
+ * [off, off + count) of the flat buffer lies (NULL bounds: even chunks). */
+static int ring(struct dp *p, enum cost_op op, void *buf, size_t count, enum fp_format fmt,
+                size_t off, bool by_shards, int stream)
+{
+    if (!talks(p) || p->err.code)
+        return p->err.code;
+    if (by_shards)
+        shard_bounds(&p->plan, off, count, p->bounds);
+    struct coll c = {op, COST_RING, buf, count, fmt, 0, stream, by_shards ? p->bounds : NULL};
+    return coll_run(p->d, &c, &p->err);
+}
+
+static void stream_wait(struct dp *p, int waiter, int on)
+{
+    if (p->d)
+        dev_stream_wait(p->d, waiter, on);
+}
+
+/* Bucket b's gradients are complete in the model's fp32 buffer: reduce them. */
+static void launch(struct dp *p, const struct shard_range *b)
+{
+    float *src = gpt_grads(p->g) + b->off;
+    stream_wait(p, DP_STREAM_GRADS, DP_STREAM_COMPUTE); /* they exist once computed */
+    if (p->zero <= 1) {
+        char *dst = p->gr ? (char *)p->gr + b->off * p->ges : (char *)src;
+        if (p->gr)
+            encode(p->gdt, dst, src, b->len);
+        ring(p, p->zero == 0 ? COST_ALLREDUCE : COST_REDUCE_SCATTER, dst, b->len, p->gdt, b->off,
+             true, DP_STREAM_GRADS);
+        return;
+    }
+    /* stages 2-3: into a bucket buffer, reduce-scattered, this GPU's part kept */
+    char *buf = p->bucket[p->ibucket];
+    p->ibucket ^= 1;
+    encode(p->gdt, buf, src, b->len);
+    ring(p, COST_REDUCE_SCATTER, buf, b->len, p->gdt, b->off, true, DP_STREAM_GRADS);
+    size_t S = p->plan.shard, lo = (size_t)p->rank * S, hi = lo + S;
+    size_t a = b->off > lo ? b->off : lo, z = b->off + b->len < hi ? b->off + b->len : hi;
+    if (a < z)
+        memcpy((char *)p->gr + (a - lo) * p->ges, buf + (a - b->off) * p->ges, (z - a) * p->ges);
+}
+
+/* ZeRO-3: unit u (shard_plan's index) gathered into slot s and decoded into the model's
+ * fp32 weights. */
+static void gather(struct dp *p, int s, int u)
+{
+    const struct shard_unit *un = &p->plan.units[u];
+    charge(p, (long long)(un->elems * p->wes));
+    p->slot_unit[s] = u;
+    stream_wait(p, DP_STREAM_GATHER, DP_STREAM_COMPUTE); /* the slot's last unit is done */
+    char *buf = p->slot[s];
+    size_t S = p->plan.shard, lo = (size_t)p->rank * S;
+    for (int i = 0; i < un->nr; i++) {
+        const struct shard_range *r = &un->r[i];
+        size_t one[2], *bounds = p->bounds ? p->bounds : one;
+        shard_bounds(&p->plan, r->off, r->len, bounds);
+        size_t a = bounds[p->rank], z = bounds[p->rank + 1];
+        memcpy(buf + a * p->wes, (char *)p->w + (r->off + a - lo) * p->wes, (z - a) * p->wes);
+        ring(p, COST_ALLGATHER, buf, r->len, p->wdt, r->off, true, DP_STREAM_GATHER);
+        decode(p->wdt, gpt_params(p->g) + r->off, buf, r->len);
+        buf += r->len * p->wes;
+    }
+}
+
+static int slot_of(const struct dp *p, int u)
+{
+    for (int s = 0; s < p->nslots; s++)
+        if (p->slot_unit[s] == u)
+            return s;
+    return -1;
+}
+
+static int free_slot(const struct dp *p)
+{
+    for (int s = 0; s < p->nslots; s++)
+        if (!p->slot_held[s] && p->slot_unit[s] == NO_UNIT)
+            return s;
+    return -1;
+}
+
+static void acquire(struct dp *p, int u)
+{
+    int s = slot_of(p, u);
+    if (s < 0) {
+        s = free_slot(p);
+        if (s < 0) { /* cannot happen: a unit is released before the next is asked for */
+            error_set(&p->err, ERR_RUN, "ZeRO-3: no free buffer to gather a unit into");
+            return;
+        }
+        gather(p, s, u);
+    }
+    p->slot_held[s] = true;
+    stream_wait(p, DP_STREAM_COMPUTE, DP_STREAM_GATHER); /* it must have arrived */
+    /* where this unit stands in the step's order; the next one is prefetched */
+    int i = p->iseq;
+    while (i < p->nseq && p->seq[i] != u)
+        i++;
+    if (i < p->nseq) {
+        p->iseq = i + 1;
+        if (p->prefetch && i + 1 < p->nseq && slot_of(p, p->seq[i + 1]) < 0) {
+            int t = free_slot(p);
+            if (t >= 0)
+                gather(p, t, p->seq[i + 1]);
+        }
+    }
+}
+
+static void release(struct dp *p, int u)
+{
+    int s = slot_of(p, u);
+    if (s < 0)
+        return;
+    charge(p, -(long long)(p->plan.units[u].elems * p->wes));
+    p->slot_unit[s] = NO_UNIT;
+    p->slot_held[s] = false;
+}
+
+static int unit_index(int unit)
+{
+    return unit < 0 ? 0 : 1 + unit;
+}
+
+void dp_hook(struct dp *p, enum gpt_hook h, int unit)
+{
+    if (p->zero >= 3) {
+        if (h == GPT_HOOK_FORWARD || h == GPT_HOOK_BACKWARD)
+            acquire(p, unit_index(unit));
+        else if (h == GPT_HOOK_FORWARD_DONE || (h == GPT_HOOK_GRADS && unit >= 0))
+            release(p, unit_index(unit));
+    }
+    if (h != GPT_HOOK_GRADS)
+        return;
+    while (p->next_bucket < p->plan.nbuckets && p->plan.buckets[p->next_bucket].unit == unit)
+        launch(p, &p->plan.buckets[p->next_bucket++]);
+}
+
+/* ------------------------------------------------------------------ the step */
+
+void dp_load_weights(struct dp *p, const float *all)
+{
+    size_t pad = p->plan.padded, S = p->plan.shard, lo = (size_t)p->rank * S;
+    float *params = gpt_params(p->g);
+    if (all != params)
+        memcpy(params, all, p->plan.params * 4);
+    if (p->master)
+        memcpy(p->master, params + p->roff, p->rlen * 4);
+    if (p->zero >= 3) {
+        if (p->mixed)
+            encode(p->wdt, p->w, params + lo, S); /* the master rounded to the format */
+        else
+            memcpy(p->w, params + lo, S * 4);
+    } else if (p->mixed)
+        encode(p->wdt, p->w, params, pad);
+    if (p->mixed) /* the model computes with the rounded weights */
+        fp_round_n(p->wdt, params, params, pad);
+}
+
+void dp_step_begin(struct dp *p)
+{
+    p->next_bucket = 0;
+    p->iseq = 0;
+    p->ibucket = 0;
+    p->compute_s = 0;
+    p->scalars = 0;
+    p->sent0 = p->d ? dev_stats(p->d).bytes_sent : 0;
+    if (p->d)
+        dev_join(p->d);
+}
+
+void dp_add_compute(struct dp *p, double seconds)
+{
+    p->compute_s += seconds;
+}
+
+double dp_compute_s(const struct dp *p)
+{
+    return p->compute_s;
+}
+
+int dp_grad_sync(struct dp *p, struct error *e)
+{
+    if (p->d)
+        dev_join(p->d); /* the optimizer waits for every bucket */
+    if (p->err.code) {
+        *e = p->err;
+        return p->err.code;
+    }
+    return 0;
+}
+
+float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
+{
+    /* the fp32 gradients of the range: the model's own buffer (in place) or decoded into it */
+    float *ug = gpt_grads(p->g) + p->roff;
+    if (p->gr) {
+        const char *src = (const char *)p->gr + (p->zero >= 2 ? 0 : p->roff * p->ges);
+        decode(p->gdt, ug, src, p->rlen);
+    }
+    uint32_t bad = 0;
+    for (size_t i = 0; i < p->rlen; i++) {
+        uint32_t u;
+        memcpy(&u, &ug[i], 4);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+        ug[i] *= inv;
+    }
+    *found = bad != 0;
+    /* this GPU's shard's sum of squares, in order: the global norm is their sum in GPU order */
+    const float *sh = ug + (p->zero >= 1 ? 0 : (size_t)p->rank * p->plan.shard);
+    double s = 0;
+    for (size_t i = 0; i < p->plan.shard; i++)
+        s += (double)sh[i] * sh[i];
+    *sumsq = s;
+    return ug;
+}
+
+int dp_agree(struct dp *p, double loss, double sumsq, bool found, double *gloss, double *gsumsq,
+             bool *gfound, struct error *e)
+{
+    if (p->n == 1) {
+        *gloss = loss, *gsumsq = sumsq, *gfound = found;
+        return 0;
+    }
+    float *mine = p->rec + (size_t)p->rank * REC;
+    memset(mine, 0, REC * 4);
+    memcpy(mine, &loss, 8);
+    memcpy(mine + 2, &sumsq, 8);
+    mine[4] = found ? 1.0f : 0.0f;
+    uint64_t before = p->d ? dev_stats(p->d).bytes_sent : 0;
+    /* an all-gather is a copy: the doubles travel as their bits */
+    int rc = ring(p, COST_ALLGATHER, p->rec, (size_t)p->n * REC, FP_FP32, 0, false, 0);
+    if (p->d)
+        p->scalars += dev_stats(p->d).bytes_sent - before;
+    if (rc) {
+        *e = p->err;
+        return rc;
+    }
+    double l = 0, s = 0;
+    bool f = false;
+    for (int i = 0; i < p->n; i++) {
+        double li, si;
+        memcpy(&li, p->rec + (size_t)i * REC, 8);
+        memcpy(&si, p->rec + (size_t)i * REC + 2, 8);
+        l += li, s += si;
+        f |= p->rec[(size_t)i * REC + 4] != 0.0f;
+    }
+    *gloss = l / p->n;
+    *gsumsq = s;
+    *gfound = f;
+    return 0;
+}
+
+void dp_range(const struct dp *p, size_t *off, size_t *n)
+{
+    *off = p->roff;
+    *n = p->rlen;
+}
+
+float *dp_master(struct dp *p)
+{
+    if (p->master)
+        return p->master;
+    return p->zero >= 3 ? p->w : gpt_params(p->g) + p->roff;
+}
+
+float *dp_moment(struct dp *p, int which)
+{
+    return p->mom[which ? 1 : 0];
+}
+
+int dp_param_sync(struct dp *p, struct error *e)
+{
+    size_t pad = p->plan.padded;
+    float *params = gpt_params(p->g);
+    if (p->mixed) { /* round the range's master weights into the working weights */
+        char *w = (char *)p->w + (p->zero >= 3 ? 0 : p->roff * p->wes);
+        encode(p->wdt, w, p->master, p->rlen);
+    }
+    if (p->zero == 1 || p->zero == 2) {
+        void *buf = p->mixed ? p->w : (void *)params;
+        if (ring(p, COST_ALLGATHER, buf, pad, p->wdt, 0, false, DP_STREAM_GRADS)) {
+            *e = p->err;
+            return p->err.code;
+        }
+    }
+    if (p->mixed && p->zero <= 2)
+        decode(p->wdt, params, p->w, pad);
+    if (p->d)
+        dev_join(p->d);
+    return 0;
+}
+
+void dp_sent(const struct dp *p, uint64_t *states, uint64_t *scalars)
+{
+    uint64_t all = p->d ? dev_stats(p->d).bytes_sent - p->sent0 : 0;
+    *scalars = p->scalars;
+    *states = all - p->scalars;
+}

@@ -1,0 +1,600 @@
+/* A training run on the simulated cluster: device threads driving trainers, the ledger seam,
+ * the step records merged for a reader, the pacing gate (par/run.h). */
+#include "config.h"
+#include "par/run.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "model/markov.h"
+#include "par/dp.h"
+#include "sim/cluster.h"
+
+#define MAX_COMMANDS 64
+
+struct command {
+    long from_step; /* applies from this step on */
+    enum { CMD_INJECT, CMD_CLIP, CMD_LR } kind;
+    enum train_inject_kind inject;
+    double value;
+    int gpu;
+};
+
+/* A step's records as the GPUs finish it: merged once the last one is in. */
+struct slot {
+    long step;
+    int done;
+    struct run_step rec;
+};
+
+struct run {
+    struct run_config cfg;
+    struct cluster *cl;
+    pthread_t driver;
+    bool started, joined;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* any change below */
+    /* the gate */
+    long allowed, started_max, consumed;
+    bool stop;
+    struct command cmd[MAX_COMMANDS];
+    int ncmd;
+    /* the records */
+    struct slot slot[RUN_AHEAD + 1];
+    long produced; /* steps merged */
+    bool ended;
+    int rc;
+    struct error err;
+    /* after the run */
+    struct run_gpu *gpu;
+    double floor, t0, wall;
+    /* live memory, per GPU and category, written by the devices' event hook */
+    uint64_t (*mem_now)[MEM_CAT_COUNT];
+    /* non-finite tensors' names, for events (which keep static strings): a name is one of
+     * the model's tensors, so a table of their number holds every one (under mu) */
+    char (*names)[48];
+    size_t nnames, capnames;
+    /* step 1, kept */
+    int32_t *first_tokens;
+    float *first_grads;
+    double first_loss;
+    bool have_first;
+};
+
+/* ------------------------------------------------------------------ the ledger seam */
+
+/* The model's and the strategy's allocator seam on a simulated GPU: every buffer comes from
+ * the device's ledger (the arenas as reserved memory, the CPU emulation's fp32 copies and the
+ * batch as workspace), so the capacity check sees every byte before the first step. As kept
+ * tensors and gathered weights live and die, their bytes move from reserved to activations
+ * or communication and back (model/gpt.h, par/dp.h). Compute advances the compute stream. */
+struct seam {
+    struct device *d;
+    struct error err; /* the first out-of-memory or accounting error */
+    size_t buffers;
+};
+
+static enum ledger_cat ledger_of(enum gpt_mem kind)
+{
+    switch (kind) {
+    case GPT_MEM_WEIGHTS: return MEM_WEIGHTS;
+    case GPT_MEM_GRADS: return MEM_GRADIENTS;
+    case GPT_MEM_MASTER: return MEM_MASTER;
+    case GPT_MEM_OPTIMIZER: return MEM_OPTIMIZER;
+    case GPT_MEM_ACTIVATIONS: return MEM_ACTIVATIONS;
+    case GPT_MEM_ARENA: return MEM_RESERVED;
+    case GPT_MEM_COMM: return MEM_COMM;
+    default: return MEM_WORKSPACE;
+    }
+}
+
+static void *seam_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
+{
+    struct seam *s = ctx;
+    (void)what;
+    struct error e = {0};
+    void *p = ledger_alloc(dev_ledger(s->d), ledger_of(kind), bytes, &e);
+    if (!p && !s->err.code)
+        s->err = e;
+    if (p)
+        s->buffers++;
+    return p;
+}
+
+static void seam_free(void *ctx, enum gpt_mem kind, void *p, size_t bytes)
+{
+    struct seam *s = ctx;
+    (void)kind, (void)bytes;
+    ledger_free(dev_ledger(s->d), p);
+}
+
+static void seam_charge(void *ctx, enum gpt_mem kind, long long delta)
+{
+    struct seam *s = ctx;
+    struct error e = {0};
+    struct ledger *l = dev_ledger(s->d);
+    int rc = delta > 0 ? ledger_move(l, MEM_RESERVED, ledger_of(kind), (uint64_t)delta, &e)
+                       : ledger_move(l, ledger_of(kind), MEM_RESERVED, (uint64_t)-delta, &e);
+    if (rc && !s->err.code)
+        s->err = e;
+}
+
+static void seam_compute(void *ctx, double flops, const char *what, int layer)
+{
+    struct seam *s = ctx;
+    dev_compute_on(s->d, DP_STREAM_COMPUTE, flops, what, layer, 0);
+}
+
+/* ------------------------------------------------------------------ waits */
+
+static void wait_for(struct run *r, double seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double whole = (double)(long)seconds;
+    ts.tv_sec += (time_t)whole;
+    ts.tv_nsec += (long)((seconds - whole) * 1e9);
+    if (ts.tv_nsec >= 1000000000L)
+        ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+}
+
+/* Before step `step` on device d: waits until the reader is near and the pace allows it,
+ * then applies the commands due. false: the run stops here (every GPU at the same step). */
+static bool gate(struct run *r, struct device *d, struct trainer *t, long step, int *applied)
+{
+    bool go = true;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        if (dev_aborted(d)) {
+            go = false;
+            break;
+        }
+        if (r->stop && step > r->started_max) {
+            go = false;
+            break;
+        }
+        bool paced_ok = !r->cfg.paced || step <= r->allowed || step <= r->started_max;
+        bool near = step <= r->consumed + RUN_AHEAD;
+        if (paced_ok && near)
+            break;
+        wait_for(r, 0.25);
+    }
+    if (go) {
+        if (step > r->started_max)
+            r->started_max = step;
+        for (; *applied < r->ncmd; (*applied)++) {
+            const struct command *c = &r->cmd[*applied];
+            if (c->from_step > step)
+                break;
+            if (c->kind == CMD_INJECT)
+                trainer_inject_gpu(t, c->inject, c->value, c->gpu);
+            else if (c->kind == CMD_CLIP)
+                trainer_set_clip(t, c->value);
+            else
+                trainer_set_lr(t, c->value);
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return go;
+}
+
+/* ------------------------------------------------------------------ the device */
+
+static void keep_first(void *ctx, const struct trainer *t, long step, const int32_t *tokens,
+                       const int32_t *targets, double loss, const float *grads, size_t off,
+                       size_t n)
+{
+    struct run *r = ctx;
+    const struct train_opts *o = &r->cfg.o;
+    if (step != 1 || !r->first_grads)
+        return;
+    size_t params = gpt_param_count(&o->shape), bt = (size_t)o->batch * o->shape.seq;
+    size_t end = off + n < params ? off + n : params;
+    /* DDP: every GPU holds all of them and GPU 0 alone keeps them; ZeRO: each its shard */
+    if (off < end)
+        memcpy(r->first_grads + off, grads, (end - off) * sizeof *grads);
+    (void)t;
+    if (off == 0) {
+        memcpy(r->first_tokens, tokens, bt * sizeof *tokens);
+        memcpy(r->first_tokens + bt, targets, bt * sizeof *targets);
+        r->first_loss = loss;
+    }
+}
+
+/* The merged record of a step: the global figures from GPU 0, the rest over every GPU. */
+static void merge(struct run_step *m, const struct train_step *s, int gpu, int gpus, int layers)
+{
+    struct run_gpu_step *g = &m->gpu[gpu];
+    g->sent_bytes = s->sent_bytes;
+    g->scalar_bytes = s->scalar_bytes;
+    g->local_loss = s->local_loss;
+    g->underflow_frac = s->underflow_frac;
+    g->sim_s = s->sim_end_s - s->sim_start_s;
+    snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
+    if (gpu == 0) {
+        m->s = *s;
+        m->s.underflow = NULL;
+        m->s.nonfinite[0] = 0;
+    }
+    m->gpus = gpus;
+    if (s->sent_bytes > m->comm_bytes_per_gpu)
+        m->comm_bytes_per_gpu = s->sent_bytes;
+    if (s->scalar_bytes > m->scalar_bytes)
+        m->scalar_bytes = s->scalar_bytes;
+    double sim = s->sim_end_s - s->sim_start_s;
+    if (sim > m->sim_time_s) {
+        m->sim_time_s = sim;
+        m->exposed_s = sim - s->compute_s;
+    }
+    int nl = layers < 64 ? layers : 64; /* the last entry: embedding and norms */
+    for (int l = 0; l < nl && s->underflow; l++)
+        m->underflow[l] += s->underflow[l];
+    if (s->underflow)
+        m->underflow[nl] += s->underflow[layers];
+}
+
+static void finish_merge(struct run_step *m)
+{
+    m->nonfinite_gpu = -1;
+    for (int g = 0; g < m->gpus; g++)
+        if (m->gpu[g].nonfinite[0]) {
+            m->nonfinite_gpu = g;
+            memcpy(m->s.nonfinite, m->gpu[g].nonfinite, sizeof m->s.nonfinite);
+            break;
+        }
+}
+
+static const char *intern(struct run *r, const char *name)
+{
+    const char *out = "tensor";
+    pthread_mutex_lock(&r->mu);
+    size_t i = 0;
+    while (i < r->nnames && strcmp(r->names[i], name))
+        i++;
+    if (i == r->nnames && r->nnames < r->capnames)
+        snprintf(r->names[r->nnames++], sizeof r->names[0], "%s", name);
+    if (i < r->nnames)
+        out = r->names[i];
+    pthread_mutex_unlock(&r->mu);
+    return out;
+}
+
+static int device_main(struct device *d, void *arg, struct error *e)
+{
+    struct run *r = arg;
+    const struct train_opts *o = &r->cfg.o;
+    int rank = dev_rank(d);
+    struct seam seam = {d, {0}, 0};
+    struct gpt_alloc alloc = {.alloc = seam_alloc,
+                              .free = seam_free,
+                              .charge = seam_charge,
+                              .compute = seam_compute,
+                              .ctx = &seam};
+    struct trainer *t;
+    int rc = trainer_new_on(&t, o, &alloc, d, e);
+    if (rc) {
+        if (seam.err.code)
+            *e = seam.err;
+        const char *msg = e->msg, *colon = strstr(msg, ": ");
+        if (!strncmp(msg, "GPU ", 4) && colon) /* dev_fail adds its own "GPU d: " */
+            msg = colon + 2;
+        return dev_fail(d, e, "%s", msg);
+    }
+    if (r->cfg.keep_first_step && (o->zero > 0 || rank == 0))
+        trainer_observe(t, keep_first, r);
+    int applied = 0;
+    struct train_step s;
+    for (long i = 1; i <= o->steps; i++) {
+        if (!gate(r, d, t, i, &applied))
+            break;
+        if ((rc = dev_step(d, (int)i, e)))
+            break;
+        if ((rc = trainer_run_step(t, &s, e)))
+            break;
+        if (seam.err.code) { /* accounting went wrong: a bug, said rather than hidden */
+            rc = dev_fail(d, e, "%s", seam.err.msg);
+            break;
+        }
+        s.act_peak_bytes = dev_ledger(d)->peak_cat[MEM_ACTIVATIONS]; /* the ledger's word */
+        struct event ev = {.type = EV_TRAIN_STEP, .t = dev_now(d), .step = (int)i};
+        ev.loss = s.loss, ev.grad_norm = s.grad_norm, ev.clip_coef = s.clip_coef;
+        ev.loss_scale = s.loss_scale, ev.skipped = s.skipped;
+        dev_emit(d, &ev);
+        if (s.nonfinite[0]) {
+            struct event nf = {.type = EV_NONFINITE, .t = dev_now(d), .step = (int)i};
+            nf.name = intern(r, s.nonfinite);
+            nf.layer = atoi(strncmp(s.nonfinite, "layer ", 6) ? "-1" : s.nonfinite + 6);
+            dev_emit(d, &nf);
+        }
+        pthread_mutex_lock(&r->mu);
+        struct slot *sl = &r->slot[i % (RUN_AHEAD + 1)];
+        if (sl->step != i) {
+            memset(sl, 0, sizeof *sl);
+            sl->step = i;
+        }
+        merge(&sl->rec, &s, rank, o->gpus, o->shape.layers);
+        if (++sl->done == o->gpus) {
+            finish_merge(&sl->rec);
+            r->produced = i;
+            pthread_cond_broadcast(&r->cv);
+        }
+        pthread_mutex_unlock(&r->mu);
+        if (s.weights_nonfinite_since && !isfinite(s.loss)) {
+            /* Without a scaler the run goes on as plain PyTorch would, applying the bad
+             * step; once that shows as a non-finite loss, every later step would only
+             * repeat it: stop, say why and what would have saved the run. */
+            const char *tensor;
+            long at = trainer_poisoned(t, &tensor);
+            rc = dev_fail(d, e,
+                          "step %ld: the loss is %s: without a loss scaler nothing skips a "
+                          "step whose gradients hold inf or NaN, step %ld applied one (first "
+                          "non-finite tensor: %s) and the weights are now NaN; stopping. A "
+                          "scaler skips such steps: --loss-scale dynamic or a fixed VALUE "
+                          "(1 for bf16)",
+                          i, isnan(s.loss) ? "NaN" : "inf", at, tensor[0] ? tensor : "?");
+            break;
+        }
+    }
+    struct ledger *led = dev_ledger(d);
+    struct run_gpu *g = &r->gpu[rank];
+    memcpy(g->peak_cat, led->peak_cat, sizeof g->peak_cat);
+    g->peak = led->peak;
+    g->sent_per_step = s.sent_bytes;
+    g->buffers = seam.buffers;
+    trainer_free(t);
+    return rc;
+}
+
+static void on_event(void *ctx, const struct event *ev)
+{
+    struct run *r = ctx;
+    if (ev->type == EV_MEMORY && ev->category >= 0 && ev->category < MEM_CAT_COUNT)
+        __atomic_store_n(&r->mem_now[ev->device][ev->category], ev->cat_current, __ATOMIC_RELAXED);
+    if (r->cfg.on_event)
+        r->cfg.on_event(r->cfg.event_ctx, ev);
+}
+
+static void *driver_main(void *arg)
+{
+    struct run *r = arg;
+    struct error e = {0};
+    int rc = cluster_run(r->cl, device_main, r, &e);
+    pthread_mutex_lock(&r->mu);
+    r->rc = rc;
+    r->err = e;
+    r->ended = true;
+    r->wall = clock_now() - r->t0;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ the reader's side */
+
+int run_new(struct run **out, const struct run_config *cfg, struct error *e)
+{
+    *out = NULL;
+    int rc = train_opts_check(&cfg->o, e);
+    if (rc)
+        return rc;
+    struct run *r = calloc(1, sizeof *r);
+    if (!r)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    r->cfg = *cfg;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    int n = cfg->o.gpus;
+    r->gpu = calloc((size_t)n, sizeof *r->gpu);
+    r->mem_now = calloc((size_t)n, sizeof *r->mem_now);
+    r->capnames = 32 * ((size_t)cfg->o.shape.layers + 2);
+    r->names = calloc(r->capnames, sizeof *r->names);
+    if (cfg->keep_first_step) {
+        size_t bt = (size_t)cfg->o.batch * cfg->o.shape.seq;
+        r->first_tokens = calloc(2 * bt, sizeof *r->first_tokens);
+        r->first_grads = calloc(gpt_param_count(&cfg->o.shape), sizeof *r->first_grads);
+    }
+    if (!r->gpu || !r->mem_now || !r->names ||
+        (cfg->keep_first_step && (!r->first_tokens || !r->first_grads))) {
+        run_free(r);
+        return error_set(e, ERR_NOMEM, "out of memory");
+    }
+    /* the loss floor: the data's entropy rate, the same source every GPU draws from */
+    struct markov *src;
+    if ((rc = markov_new(&src, cfg->o.shape.vocab, cfg->o.seed, e))) {
+        run_free(r);
+        return rc;
+    }
+    r->floor = markov_entropy(src);
+    markov_free(src);
+    struct cluster_config cc;
+    cluster_config_init(&cc);
+    cc.spec = cfg->spec;
+    cc.gpus = n;
+    cc.seed = cfg->o.seed;
+    cc.deadline_s = cfg->deadline_s > 0 ? cfg->deadline_s : 600;
+    cc.on_event = on_event;
+    cc.event_ctx = r;
+    r->cl = cluster_new(&cc, e);
+    if (!r->cl) {
+        run_free(r);
+        return e->code ? e->code : ERR_INVAL;
+    }
+    *out = r;
+    return 0;
+}
+
+int run_start(struct run *r, struct error *e)
+{
+    r->t0 = clock_now();
+    /* signals belong to the caller's thread (the window's): the run's threads block them */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&r->driver, NULL, driver_main, r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return error_set(e, ERR_NOMEM, "cannot start the run's thread: %s", strerror(rc));
+    r->started = true;
+    return 0;
+}
+
+int run_next(struct run *r, struct run_step *out, double timeout_s)
+{
+    double until = clock_now() + timeout_s;
+    int got = 0;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        if (r->produced > r->consumed) {
+            long step = r->consumed + 1;
+            *out = r->slot[step % (RUN_AHEAD + 1)].rec;
+            r->consumed = step;
+            pthread_cond_broadcast(&r->cv);
+            got = 1;
+            break;
+        }
+        if (r->ended) {
+            got = -1;
+            break;
+        }
+        double left = until - clock_now();
+        if (left <= 0)
+            break;
+        wait_for(r, left < 0.25 ? left : 0.25);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return got;
+}
+
+static void command(struct run *r, struct command c)
+{
+    pthread_mutex_lock(&r->mu);
+    c.from_step = r->started_max + 1;
+    if (r->ncmd < MAX_COMMANDS)
+        r->cmd[r->ncmd++] = c;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void run_inject(struct run *r, enum train_inject_kind kind, double factor, int gpu)
+{
+    command(r, (struct command){0, CMD_INJECT, kind, factor, gpu});
+}
+
+void run_set_clip(struct run *r, double clip)
+{
+    command(r, (struct command){0, CMD_CLIP, TRAIN_INJECT_NAN, clip, 0});
+}
+
+void run_set_lr(struct run *r, double lr)
+{
+    command(r, (struct command){0, CMD_LR, TRAIN_INJECT_NAN, lr, 0});
+}
+
+void run_allow(struct run *r, long step)
+{
+    pthread_mutex_lock(&r->mu);
+    if (step > r->allowed)
+        r->allowed = step;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void run_stop(struct run *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->stop = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+int run_finish(struct run *r, struct error *e)
+{
+    if (r->started && !r->joined) {
+        /* a reader that stops reading must not hold the GPUs: let them run out */
+        pthread_mutex_lock(&r->mu);
+        r->consumed = r->cfg.o.steps;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->driver, NULL);
+        r->joined = true;
+    }
+    if (r->rc && e)
+        *e = r->err;
+    return r->rc;
+}
+
+void run_free(struct run *r)
+{
+    if (!r)
+        return;
+    if (r->started && !r->joined) {
+        run_stop(r);
+        run_finish(r, NULL);
+    }
+    cluster_free(r->cl);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r->gpu);
+    free(r->mem_now);
+    free(r->names);
+    free(r->first_tokens);
+    free(r->first_grads);
+    free(r);
+}
+
+const struct run_gpu *run_gpu(const struct run *r, int gpu)
+{
+    return gpu >= 0 && gpu < r->cfg.o.gpus ? &r->gpu[gpu] : NULL;
+}
+
+double run_loss_floor(const struct run *r)
+{
+    return r->floor;
+}
+
+double run_wall_s(const struct run *r)
+{
+    return r->wall;
+}
+
+void run_memory_now(const struct run *r, int gpu, uint64_t cat[MEM_CAT_COUNT])
+{
+    for (int c = 0; c < MEM_CAT_COUNT; c++)
+        cat[c] = gpu >= 0 && gpu < r->cfg.o.gpus
+                     ? __atomic_load_n(&r->mem_now[gpu][c], __ATOMIC_RELAXED)
+                     : 0;
+}
+
+bool run_first_step(const struct run *r, const int32_t **tokens, const int32_t **targets,
+                    double *loss, const float **grads)
+{
+    if (!r->first_grads || r->consumed < 1)
+        return false;
+    size_t bt = (size_t)r->cfg.o.batch * r->cfg.o.shape.seq;
+    *tokens = r->first_tokens;
+    *targets = r->first_tokens + bt;
+    *loss = r->first_loss;
+    *grads = r->first_grads;
+    return true;
+}
+
+double run_trace_events(const struct run_config *cfg)
+{
+    const struct train_opts *o = &cfg->o;
+    struct train_calls c = trainer_calls(o);
+    double msgs = (double)dp_messages(o);
+    double per_step = 2.0 * c.computes + 2.0 * c.charges + 2.0 * msgs + 2;
+    return (double)o->gpus * (2.0 * (double)c.buffers + (double)o->steps * per_step + 1);
+}

@@ -1,0 +1,114 @@
+/* A training run on the simulated cluster: the one engine behind `scalelab train` and the
+ * window's training panels.
+ *
+ * run_new sets up a cluster of o.gpus device threads; run_start starts them in the
+ * background, each allocating its model, optimizer and strategy buffers through its own
+ * ledger (every byte accounted, in the ledger's categories) and running trainer steps
+ * together. The caller reads the steps as they complete with run_next: one record per step,
+ * merged from every GPU (the global loss, norm, scale, verdict; the first non-finite tensor
+ * and the GPU it appeared on; the most bytes any GPU sent; the step's simulated time), and
+ * at the end a summary with each GPU's ledger peaks. Reading never blocks the GPUs for long:
+ * they run up to RUN_AHEAD steps ahead of the reader, then wait for it.
+ *
+ * A paced run (the window) starts each step only when the reader allows it (run_allow), so
+ * that a knob turned now (run_inject, run_set_clip, run_set_lr) acts on the next step the
+ * screen shows: a command applies from the first step no GPU has started yet. run_stop ends
+ * a run at the next step boundary, on every GPU at the same step.
+ *
+ * Every wait has a deadline or watches the run's stop flag; a failed GPU (out of memory,
+ * --fail, a communication deadline) aborts the cluster, every thread is joined and every
+ * buffer freed; run_finish reports the failure. */
+#ifndef SCALELAB_PAR_RUN_H
+#define SCALELAB_PAR_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "par/trainer.h"
+#include "sim/event.h"
+#include "sim/ledger.h"
+#include "sim/spec.h"
+
+struct error;
+struct run;
+
+#define RUN_AHEAD 8
+
+struct run_config {
+    struct train_opts o;
+    struct cluster_spec spec; /* the simulated GPUs (gpus_per_node, capacity, peak, links) */
+    bool paced;               /* steps start only when run_allow lets them */
+    bool keep_first_step;     /* keep step 1's batch and full gradients (run_first_step) */
+    double deadline_s;        /* the longest wait for one message (0: 600 s) */
+    /* Every event of every GPU, as it happens, on that GPU's thread: must not block. */
+    void (*on_event)(void *ctx, const struct event *ev);
+    void *event_ctx;
+};
+
+/* One GPU's part of a step. */
+struct run_gpu_step {
+    uint64_t sent_bytes, scalar_bytes;
+    char nonfinite[48];
+    double local_loss, underflow_frac;
+    double sim_s; /* its step's simulated duration */
+};
+
+/* One step, every GPU's. */
+struct run_step {
+    struct train_step s; /* the global figures (GPU 0's record; nonfinite: the first GPU's) */
+    int nonfinite_gpu;   /* -1 when nothing was non-finite */
+    uint64_t comm_bytes_per_gpu; /* the most any GPU sent: gradients and weights */
+    uint64_t scalar_bytes;       /* the agreement's, per GPU */
+    double sim_time_s;           /* the step's simulated time (the slowest GPU) */
+    double exposed_s;            /* of it, time not computing (communication not hidden) */
+    uint64_t underflow[65];      /* summed over GPUs, per layer (the last: embedding, norms) */
+    int gpus;
+    struct run_gpu_step gpu[64];
+};
+
+/* One GPU over the run. */
+struct run_gpu {
+    uint64_t peak_cat[MEM_CAT_COUNT], peak; /* the ledger's peaks */
+    uint64_t sent_per_step;                 /* gradients and weights, in its last step */
+    size_t buffers;                         /* allocations it made */
+};
+
+int run_new(struct run **out, const struct run_config *cfg, struct error *e);
+void run_free(struct run *r);
+int run_start(struct run *r, struct error *e);
+
+/* The next step, in order: 1 and *out filled, 0 if none came within timeout_s (0: do not
+ * wait), -1 when the run has ended (run_finish says how). */
+int run_next(struct run *r, struct run_step *out, double timeout_s);
+
+/* A paced run may start steps up to `step`. */
+void run_allow(struct run *r, long step);
+/* From the next step no GPU has started: an injection on a GPU, the clip (0: off), the lr. */
+void run_inject(struct run *r, enum train_inject_kind kind, double factor, int gpu);
+void run_set_clip(struct run *r, double clip);
+void run_set_lr(struct run *r, double lr);
+/* Ends the run at the next step boundary. */
+void run_stop(struct run *r);
+
+/* Waits for the run's threads: 0, or the failure that ended it (e). */
+int run_finish(struct run *r, struct error *e);
+
+/* After run_finish. */
+const struct run_gpu *run_gpu(const struct run *r, int gpu);
+double run_loss_floor(const struct run *r);
+double run_wall_s(const struct run *r); /* host seconds from run_start to the end */
+/* A GPU's ledger now (between steps: call from the reader; values may be a step old). */
+void run_memory_now(const struct run *r, int gpu, uint64_t cat[MEM_CAT_COUNT]);
+
+/* Step 1's global batch (tokens, then targets: batch x seq each), global loss and full
+ * unscaled gradients (params of them), when keep_first_step was set and step 1 ran. */
+bool run_first_step(const struct run *r, const int32_t **tokens, const int32_t **targets,
+                    double *loss, const float **grads);
+
+/* Events a run records for --trace, counted from its shape before it starts: each buffer's
+ * allocation and release, the compute, charge, send, receive and step events of every step,
+ * and at most one non-finite value per GPU per step and one failure. */
+double run_trace_events(const struct run_config *cfg);
+
+#endif

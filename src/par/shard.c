@@ -1,0 +1,104 @@
+/* The data-parallel cut of the flat buffers: padding, shards, buckets, ZeRO-3 units
+ * (par/shard.h). */
+#include "config.h"
+#include "par/shard.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+
+size_t shard_size(size_t params, int n)
+{
+    return n > 0 ? (params + (size_t)n - 1) / (size_t)n : params;
+}
+
+size_t shard_padded(size_t params, int n)
+{
+    return shard_size(params, n) * (size_t)(n > 0 ? n : 1);
+}
+
+void shard_bounds(const struct shard_plan *p, size_t off, size_t len, size_t *bounds)
+{
+    for (int i = 0; i <= p->n; i++) {
+        size_t edge = (size_t)i * p->shard;
+        bounds[i] = edge <= off ? 0 : edge >= off + len ? len : edge - off;
+    }
+}
+
+int shard_unit_at(const struct shard_plan *p, size_t off)
+{
+    size_t emb = p->units[0].r[0].len, fin = p->units[0].r[1].off;
+    if (off < emb)
+        return GPT_UNIT_EMBED;
+    if (off >= fin)
+        return GPT_UNIT_HEAD;
+    return (int)((off - emb) / ((fin - emb) / (size_t)p->layers));
+}
+
+int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, int n, size_t bucket_elems,
+                    struct error *e)
+{
+    memset(p, 0, sizeof *p);
+    p->n = n;
+    p->layers = c->layers;
+    p->params = gpt_param_count(c);
+    p->shard = shard_size(p->params, n);
+    p->padded = shard_padded(p->params, n);
+    size_t nt = gpt_tensor_count(c);
+    size_t nb =
+        bucket_elems ? (p->padded + bucket_elems - 1) / bucket_elems : (size_t)c->layers + 2;
+    p->buckets = calloc(nb, sizeof *p->buckets);
+    p->units = calloc((size_t)c->layers + 1, sizeof *p->units);
+    if (!p->buckets || !p->units) {
+        shard_plan_fini(p);
+        return error_set(e, ERR_NOMEM, "out of memory");
+    }
+
+    /* Units: the ends (embedding; final norm and padding), then each layer. */
+    size_t emb = (size_t)c->vocab * (size_t)c->d, fin = gpt_tensor_at(c, nt - 1).offset;
+    size_t lp = (fin - emb) / (size_t)c->layers;
+    p->units[0] =
+        (struct shard_unit){{{0, emb, GPT_UNIT_EMBED}, {fin, p->padded - fin, GPT_UNIT_HEAD}},
+                            2,
+                            emb + p->padded - fin};
+    for (int l = 0; l < c->layers; l++)
+        p->units[1 + l] = (struct shard_unit){{{emb + (size_t)l * lp, lp, l}}, 1, lp};
+    for (int u = 0; u <= c->layers; u++)
+        if (p->units[u].elems > p->unit_max)
+            p->unit_max = p->units[u].elems;
+    /* Buckets: slices of bucket_elems from the end of the padded buffer, or (0) one piece
+     * per unit: the final norm and padding, each layer, the embedding. */
+    if (bucket_elems) {
+        for (size_t end = p->padded; end > 0;) {
+            size_t off = end > bucket_elems ? end - bucket_elems : 0;
+            p->buckets[p->nbuckets++] = (struct shard_range){off, end - off, shard_unit_at(p, off)};
+            end = off;
+        }
+    } else {
+        p->buckets[p->nbuckets++] = (struct shard_range){fin, p->padded - fin, GPT_UNIT_HEAD};
+        for (int l = c->layers - 1; l >= 0; l--)
+            p->buckets[p->nbuckets++] = (struct shard_range){emb + (size_t)l * lp, lp, l};
+        p->buckets[p->nbuckets++] = (struct shard_range){0, emb, GPT_UNIT_EMBED};
+    }
+    for (int b = 0; b < p->nbuckets; b++)
+        if (p->buckets[b].len > p->bucket_max)
+            p->bucket_max = p->buckets[b].len;
+
+    return 0;
+}
+
+void shard_plan_fini(struct shard_plan *p)
+{
+    free(p->buckets);
+    free(p->units);
+    memset(p, 0, sizeof *p);
+}
+
+const struct shard_unit *shard_unit_of(const struct shard_plan *p, int unit)
+{
+    if (unit == GPT_UNIT_EMBED || unit == GPT_UNIT_HEAD)
+        return &p->units[0];
+    return unit >= 0 && unit < p->layers ? &p->units[1 + unit] : NULL;
+}

@@ -1,0 +1,1032 @@
+/* The Lab's run mode: a real data-parallel training run of the tiny (or small) GPT on the
+ * Lab's thread-GPUs, DDP or ZeRO stage 1-3, beside the calculator's prediction.
+ *
+ * The run is the engine of `scalelab train --gpus N --zero S` (src/par/run.h), paced by the
+ * screen as lesson 1's panel is: each tick lets it start a step or two beyond the one shown
+ * and takes the records of the steps done, never waiting for a step. A tiny step lasts about
+ * a millisecond of host time, too quick to see, so the panel records every GPU's memory and
+ * send events as they happen (on the GPUs' threads, into a ring under a lock of its own) and
+ * replays each step over about a second of the screen's time (at 1x), in simulated time:
+ * the activations rise in the forward pass and fall in the backward, ZeRO-3's gathered
+ * layers (communication) appear and vanish layer by layer, ZeRO-2's buckets fill and drain,
+ * and each GPU says whether it is reduce-scattering or all-gathering.
+ *
+ * Drawn: one stacked bar per GPU from its own ledger (weights, gradients, master weights,
+ * optimizer state, activations, communication buffers) on one scale for every stage, so
+ * the bars shrink stage by stage; the bytes each GPU sent in the step shown; GPU 0's ledger
+ * peaks beside the calculator's figures for the same layout (src/calc, as `scalelab train`
+ * predicts them), with a verdict over every GPU; the loss curve; and, one key away,
+ * synthetic-7b's calculator figures for the same GPUs, stage and precision.
+ *
+ * Keys: z / Z next / previous ZeRO stage, g / G twice / half the GPUs (2-16), p precision
+ * (bf16, fp16, fp32), m model (tiny, small), b synthetic-7b's figures; each but b restarts
+ * the run. Settings: model=tiny|small gpus=N zero=S precision=P batch=B (the global batch,
+ * raised to a multiple of the GPUs). */
+#include "config.h"
+
+#include <curses.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "calc/activ.h"
+#include "calc/memory.h"
+#include "calc/preset.h"
+#include "calc/traffic.h"
+#include "par/run.h"
+#include "sim/event.h"
+#include "sim/ledger.h"
+#include "ui/draw.h"
+#include "ui/eventlog.h"
+#include "ui/memui.h"
+#include "ui/panel.h"
+
+#define MAX_GPUS     16
+#define RING         (1 << 16) /* events between two ticks: a 16-GPU ZeRO-3 step makes ~6000 */
+#define HIST         2048      /* losses kept */
+#define REPLAY_S     1.0       /* wall seconds one step's replay takes at 1x */
+#define AHEAD        2         /* steps the run may finish beyond the one shown */
+#define MAX_PER_TICK 8         /* steps replayed in one tick at the highest speeds */
+
+enum { PH_NONE, PH_RS, PH_AG };
+
+/* One event as the panel keeps it. */
+struct rec {
+    double t, t_end;
+    long step; /* the step of its GPU it belongs to (1-based; step 1 includes the setup) */
+    uint64_t seq, cat_current, bytes;
+    int64_t delta;
+    short device, category;
+    unsigned char type, phase;
+};
+
+/* The replay's clock: a moment of the step (a simulated time at which memory changed) and
+ * the share of the replay that has gone by when it comes. */
+struct moment {
+    double t, at;
+};
+
+/* What the GPUs' threads write: under mu, never waited on for long. */
+struct feed {
+    pthread_mutex_t mu;
+    struct rec *ring;
+    size_t head, count;
+    long dev_step[MAX_GPUS]; /* steps each GPU has finished */
+    long nmem[MAX_GPUS];     /* memory events of each GPU */
+    bool failed;             /* a GPU failed or ran out of memory */
+    unsigned long dropped;
+};
+
+struct settings {
+    int model; /* 0 tiny, 1 small */
+    int gpus, zero, batch;
+    enum fp_format prec;
+};
+
+/* The calculator's figures for one layout. */
+struct figures {
+    bool ok;
+    struct memory_result m;
+    struct traffic t;
+};
+
+struct dprun {
+    struct eventlog *log;
+    struct settings s, start;
+    struct model_shape models[2], big;
+    bool have_big;
+    struct cluster_spec spec;
+    int batch; /* the run's global batch: a multiple of the GPUs */
+    struct run *run;
+    struct feed feed;
+    char err[ERROR_MAX];
+    /* the calculator: this layout, every stage (for the bars' scale), the 7B */
+    struct figures pred, big_pred;
+    double scale;
+    bool show_big;
+    /* events taken from the feed, not applied yet (UI thread) */
+    struct rec *pend;
+    size_t npend, cappend;
+    /* the step being replayed */
+    bool replaying;
+    struct run_step rs;
+    struct rec *rep;
+    size_t nrep, caprep, irep;
+    double t0, t1, frac, tc; /* its span, the share of it shown, the simulated time shown */
+    struct moment *mom;      /* the replay's clock */
+    size_t nmom, capmom;
+    /* what the bars show: each GPU's ledger, its peaks, its current send */
+    uint64_t cur[MAX_GPUS][MEM_CAT_COUNT], peak[MAX_GPUS][MEM_CAT_COUNT];
+    unsigned char phase[MAX_GPUS];
+    double phase_until[MAX_GPUS];
+    /* steps shown */
+    long shown, allowed;
+    struct run_step last;
+    float loss[HIST];
+    double floor;
+    bool said_verdict;
+};
+
+static const char *const model_names[2] = {"tiny", "small"};
+static const int gpu_steps[] = {2, 4, 8, 16};
+
+/* ------------------------------------------------------------------ the GPUs' side */
+
+/* Every event of every GPU, on that GPU's thread: memory changes and sends go into the
+ * ring (dropped, and counted, when it is full), a step's end moves the GPU's step on. */
+static void on_event(void *ctx, const struct event *ev)
+{
+    struct feed *f = ctx;
+    if (ev->device < 0 || ev->device >= MAX_GPUS)
+        return;
+    if (ev->type != EV_MEMORY && ev->type != EV_SEND && ev->type != EV_TRAIN_STEP &&
+        ev->type != EV_FAIL && ev->type != EV_OOM)
+        return;
+    pthread_mutex_lock(&f->mu);
+    if (ev->type == EV_MEMORY)
+        f->nmem[ev->device]++;
+    if (ev->type == EV_FAIL || ev->type == EV_OOM) {
+        f->failed = true;
+    } else if (ev->type == EV_TRAIN_STEP) {
+        f->dev_step[ev->device] = ev->step;
+    } else if (f->count == RING) {
+        f->dropped++;
+    } else {
+        struct rec *r = &f->ring[(f->head + f->count++) % RING];
+        *r = (struct rec){.t = ev->t,
+                          .t_end = ev->t_end,
+                          .step = f->dev_step[ev->device] + 1,
+                          .seq = ev->seq,
+                          .cat_current = ev->cat_current,
+                          .bytes = ev->bytes,
+                          .delta = ev->delta,
+                          .device = (short)ev->device,
+                          .category = (short)ev->category,
+                          .type = (unsigned char)ev->type};
+        if (ev->type == EV_SEND && ev->phase)
+            r->phase = !strcmp(ev->phase, "reduce-scatter") ? PH_RS
+                       : !strcmp(ev->phase, "all-gather")   ? PH_AG
+                                                            : PH_NONE;
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* ------------------------------------------------------------------ the screen's side */
+
+static bool grow(struct rec **a, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap : 4096;
+    while (n < need)
+        n *= 2;
+    struct rec *b = realloc(*a, n * sizeof *b);
+    if (!b)
+        return false;
+    *a = b, *cap = n;
+    return true;
+}
+
+/* Moves the feed's events into the panel's own list. */
+static void drain(struct dprun *p)
+{
+    struct feed *f = &p->feed;
+    pthread_mutex_lock(&f->mu);
+    if (grow(&p->pend, &p->cappend, p->npend + f->count)) {
+        for (size_t i = 0; i < f->count; i++)
+            p->pend[p->npend++] = f->ring[(f->head + i) % RING];
+        f->head = (f->head + f->count) % RING;
+        f->count = 0;
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void apply_exact(struct dprun *p, const struct rec *r)
+{
+    if (r->type != EV_MEMORY || r->category < 0 || r->category >= MEM_CAT_COUNT)
+        return;
+    p->cur[r->device][r->category] = r->cat_current;
+    if (r->cat_current > p->peak[r->device][r->category])
+        p->peak[r->device][r->category] = r->cat_current;
+}
+
+/* An event at its moment of the replay: memory by its change (events of a GPU's streams
+ * are not in time order, so the exact values come at the step's end), a send's phase. */
+static void apply_replayed(struct dprun *p, const struct rec *r)
+{
+    int g = r->device;
+    if (r->type == EV_SEND) {
+        p->phase[g] = r->phase;
+        p->phase_until[g] = fmax(r->t_end, r->t);
+        return;
+    }
+    if (r->category < 0 || r->category >= MEM_CAT_COUNT)
+        return;
+    int64_t v = (int64_t)p->cur[g][r->category] + r->delta;
+    p->cur[g][r->category] = v > 0 ? (uint64_t)v : 0;
+    if (r->cat_current > p->peak[g][r->category])
+        p->peak[g][r->category] = r->cat_current;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const struct rec *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->device != y->device)
+        return x->device - y->device;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void stop_run(struct dprun *p)
+{
+    run_free(p->run); /* stops it at the next step boundary and joins its threads */
+    p->run = NULL;
+}
+
+static void fail(struct dprun *p)
+{
+    struct error e = {0};
+    if (p->run && run_finish(p->run, &e) && !p->err[0]) {
+        snprintf(p->err, sizeof p->err, "%s", e.msg);
+        eventlog_add(p->log, "dprun: %s", e.msg);
+    }
+    stop_run(p);
+}
+
+/* The calculator's figures for model m on this layout (micro-batch mb, checkpoint ckpt). */
+static void figures(const struct dprun *p, const struct model_shape *m, int zero, int mb,
+                    const char *ckpt, struct figures *out)
+{
+    struct memory_config c = {0};
+    struct error e = {0};
+    c.model = m;
+    c.precision = p->s.prec == FP_FP32 ? PREC_FP32 : p->s.prec == FP_BF16 ? PREC_BF16 : PREC_FP16;
+    c.optimizer = OPT_ADAMW;
+    c.dp = p->s.gpus, c.tp = 1, c.pp = 1, c.zero = zero;
+    c.micro_batch = mb, c.seq = m->seq, c.micro_batches = 1;
+    c.schedule = SCHED_1F1B;
+    c.capacity = p->spec.hbm_bytes;
+    c.bucket_bytes = MEMORY_BUCKET;
+    c.no_prefetch = false;
+    struct cluster_spec cl = p->spec;
+    cl.nodes = (p->s.gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
+    out->ok =
+        activ_parse_policy(ckpt, &c.ckpt, &e) == 0 && memory_compute(&c, &out->m, &e) == 0 &&
+        traffic_compute(&c, &cl, out->m.params_gpu, out->m.stage_layers, 0, 0, &out->t, &e) == 0;
+}
+
+static void predict(struct dprun *p)
+{
+    const struct model_shape *m = &p->models[p->s.model];
+    int mb = p->batch / p->s.gpus;
+    figures(p, m, p->s.zero, mb, "none", &p->pred);
+    /* one scale for every stage, so that the bars shrink stage by stage */
+    p->scale = 0;
+    for (int z = 0; z < 4; z++) {
+        struct figures f;
+        figures(p, m, z, mb, "none", &f);
+        if (f.ok)
+            p->scale = fmax(p->scale, f.m.total);
+    }
+    p->scale = p->scale > 0 ? p->scale * 1.1 : 1;
+    if (p->have_big)
+        figures(p, &p->big, p->s.zero, 1, "full", &p->big_pred);
+}
+
+static void settle(struct dprun *p, long buffers);
+
+/* (Re)starts the run with p->s: nothing runs until the screen allows a step, but the GPUs
+ * allocate their buffers at once, so the bars show them from the start. */
+static void restart(struct dprun *p)
+{
+    stop_run(p);
+    struct feed *f = &p->feed;
+    pthread_mutex_lock(&f->mu);
+    f->head = f->count = 0, f->dropped = 0;
+    memset(f->dev_step, 0, sizeof f->dev_step);
+    memset(f->nmem, 0, sizeof f->nmem);
+    f->failed = false;
+    pthread_mutex_unlock(&f->mu);
+    p->npend = p->nrep = p->irep = 0;
+    p->replaying = false;
+    p->shown = p->allowed = 0;
+    p->said_verdict = false;
+    p->err[0] = 0;
+    memset(p->cur, 0, sizeof p->cur);
+    memset(p->peak, 0, sizeof p->peak);
+    memset(p->phase, 0, sizeof p->phase);
+    memset(&p->last, 0, sizeof p->last);
+    int n = p->s.gpus;
+    p->batch = p->s.batch < n ? n : (p->s.batch + n - 1) / n * n;
+    predict(p);
+
+    const struct model_shape *m = &p->models[p->s.model];
+    struct run_config cfg = {0};
+    train_opts_default(&cfg.o);
+    cfg.o.shape = (struct gpt_config){m->vocab, m->d_model, m->layers, m->heads, m->ffn, m->seq};
+    cfg.o.lr = 3e-3;
+    cfg.o.batch = p->batch;
+    cfg.o.steps = 1L << 40; /* the window runs until stopped */
+    cfg.o.precision = p->s.prec;
+    cfg.o.scaling = p->s.prec == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
+    cfg.o.gpus = n;
+    cfg.o.zero = p->s.zero;
+    cfg.o.bucket_bytes = (size_t)MEMORY_BUCKET;
+    cfg.o.prefetch = 1;
+    cfg.spec = p->spec;
+    cfg.spec.nodes = (n + cfg.spec.gpus_per_node - 1) / cfg.spec.gpus_per_node;
+    cfg.paced = true;
+    cfg.on_event = on_event;
+    cfg.event_ctx = &p->feed;
+    struct error e = {0};
+    if (run_new(&p->run, &cfg, &e) != 0 || run_start(p->run, &e) != 0) {
+        snprintf(p->err, sizeof p->err, "%s", e.msg);
+        stop_run(p);
+        return;
+    }
+    p->floor = run_loss_floor(p->run);
+    settle(p, trainer_calls(&cfg.o).buffers);
+}
+
+static const char *stage_name(int z)
+{
+    static const char *const names[4] = {"DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+    return names[z & 3];
+}
+
+static void say_restart(struct dprun *p)
+{
+    eventlog_add(p->log, "run: %s, %d GPUs, %s, %s, batch %d: restarted", model_names[p->s.model],
+                 p->s.gpus, stage_name(p->s.zero), fp_info(p->s.prec)->name, p->batch);
+}
+
+/* The categories the bar and the comparison show, in memui's order. */
+static const int part_cat[MEMUI_PARTS] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
+                                          MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
+
+static double predicted_part(const struct memory_result *m, int i)
+{
+    double v[MEMUI_PARTS] = {m->states.weights,   m->states.gradients, m->states.master,
+                             m->states.optimizer, m->activations,      m->comm};
+    return v[i];
+}
+
+/* Whether every GPU's ledger peaks equal the calculator's: -1 if so, else the first part
+ * that differs (and on which GPU). */
+static int verdict(const struct dprun *p, int *gpu)
+{
+    for (int g = 0; g < p->s.gpus; g++)
+        for (int i = 0; i < MEMUI_PARTS; i++)
+            if ((double)p->peak[g][part_cat[i]] != llround(predicted_part(&p->pred.m, i))) {
+                *gpu = g;
+                return i;
+            }
+    return -1;
+}
+
+static void finish_replay(struct dprun *p)
+{
+    /* the rest of the step, then each category's exact value: its GPU's last event */
+    for (; p->irep < p->nrep; p->irep++)
+        apply_replayed(p, &p->rep[p->irep]);
+    int n = p->s.gpus;
+    uint64_t last_seq[MAX_GPUS][MEM_CAT_COUNT];
+    bool seen[MAX_GPUS][MEM_CAT_COUNT];
+    memset(seen, 0, sizeof seen);
+    for (size_t i = 0; i < p->nrep; i++) {
+        const struct rec *r = &p->rep[i];
+        if (r->type != EV_MEMORY || r->category < 0 || r->category >= MEM_CAT_COUNT)
+            continue;
+        if (!seen[r->device][r->category] || r->seq > last_seq[r->device][r->category]) {
+            seen[r->device][r->category] = true;
+            last_seq[r->device][r->category] = r->seq;
+            p->cur[r->device][r->category] = r->cat_current;
+        }
+    }
+    memset(p->phase, 0, sizeof p->phase);
+    p->replaying = false;
+    p->nrep = p->irep = 0;
+    p->last = p->rs;
+    p->loss[p->shown % HIST] = (float)p->rs.s.loss;
+    p->shown++;
+    if (!p->said_verdict && p->pred.ok) {
+        int g = 0, i = verdict(p, &g);
+        char b[32];
+        units_format_grouped(b, sizeof b, p->peak[0][MEM_WEIGHTS]);
+        if (i < 0)
+            eventlog_add(p->log,
+                         "run: %s on %d GPUs: every ledger = the calculator, to the byte "
+                         "(weights %s B per GPU)",
+                         stage_name(p->s.zero), n, b);
+        else
+            eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
+                         ledger_cat_name(part_cat[i]), (unsigned long long)p->peak[g][part_cat[i]],
+                         predicted_part(&p->pred.m, i));
+        p->said_verdict = true;
+    }
+}
+
+/* The replay's clock. A tiny step computes for a fraction of a microsecond and then talks
+ * for tens (each message pays the link's latency), so a clock that ran in proportion to
+ * simulated time would show the activations for a frame. Half the replay goes in proportion
+ * to simulated time, the other half in equal shares between the moments when memory
+ * changes: every change is seen, in simulated-time order, and the time shown is the
+ * simulated one. */
+static void clock_moments(struct dprun *p)
+{
+    size_t k = 0;
+    if (p->capmom < p->nrep + 2) {
+        struct moment *m = realloc(p->mom, (p->nrep + 2) * sizeof *m);
+        if (!m) {
+            p->nmom = 0;
+            return;
+        }
+        p->mom = m, p->capmom = p->nrep + 2;
+    }
+    p->mom[k++].t = p->t0;
+    for (size_t i = 0; i < p->nrep; i++)
+        if (p->rep[i].type == EV_MEMORY && p->rep[i].t > p->mom[k - 1].t && p->rep[i].t < p->t1)
+            p->mom[k++].t = p->rep[i].t;
+    p->mom[k++].t = p->t1;
+    double span = p->t1 - p->t0, at = 0;
+    for (size_t j = 0; j < k; j++) {
+        p->mom[j].at = at;
+        if (j + 1 < k)
+            at += 0.5 / (double)(k - 1) +
+                  (span > 0 ? 0.5 * (p->mom[j + 1].t - p->mom[j].t) / span : 0.5 / (double)(k - 1));
+    }
+    p->nmom = k;
+}
+
+/* The simulated time shown when a share frac of the replay has gone by. */
+static double clock_at(const struct dprun *p, double frac)
+{
+    if (p->nmom < 2)
+        return p->t0 + frac * (p->t1 - p->t0);
+    size_t lo = 0, hi = p->nmom - 1; /* mom[lo].at <= frac < mom[hi].at */
+    if (frac >= p->mom[hi].at)
+        return p->t1;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (p->mom[mid].at <= frac)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double w = p->mom[hi].at - p->mom[lo].at;
+    double u = w > 0 ? (frac - p->mom[lo].at) / w : 1;
+    return p->mom[lo].t + u * (p->mom[hi].t - p->mom[lo].t);
+}
+
+/* Starts replaying the next step if the run has finished it (or does within wait_s): its
+ * events, in time order. */
+static bool start_replay(struct dprun *p, double wait_s)
+{
+    if (!p->run)
+        return false;
+    int got = run_next(p->run, &p->rs, wait_s);
+    if (got < 0)
+        fail(p);
+    if (got != 1)
+        return false;
+    drain(p);
+    long k = p->rs.s.step;
+    size_t keep = 0;
+    p->nrep = p->irep = 0;
+    if (!grow(&p->rep, &p->caprep, p->npend))
+        return false;
+    for (size_t i = 0; i < p->npend; i++) {
+        if (p->pend[i].step <= k)
+            p->rep[p->nrep++] = p->pend[i];
+        else
+            p->pend[keep++] = p->pend[i];
+    }
+    p->npend = keep;
+    qsort(p->rep, p->nrep, sizeof *p->rep, by_time);
+    p->t0 = INFINITY, p->t1 = -INFINITY;
+    for (size_t i = 0; i < p->nrep; i++) {
+        p->t0 = fmin(p->t0, p->rep[i].t);
+        p->t1 = fmax(p->t1,
+                     p->rep[i].type == EV_SEND ? fmax(p->rep[i].t_end, p->rep[i].t) : p->rep[i].t);
+    }
+    if (!(p->t1 > p->t0))
+        p->t0 = p->t1 = 0;
+    clock_moments(p);
+    p->frac = 0, p->tc = p->t0;
+    p->replaying = true;
+    return true;
+}
+
+/* The replay moves on by `steps` steps' worth; returns the steps finished. */
+static int advance(struct dprun *p, double steps)
+{
+    int done = 0;
+    while (steps > 1e-9 && done < MAX_PER_TICK) {
+        if (!p->replaying && !start_replay(p, 0))
+            break;
+        double use = fmin(steps, 1 - p->frac);
+        p->frac += use, steps -= use;
+        double tc = p->tc = clock_at(p, p->frac);
+        while (p->irep < p->nrep && p->rep[p->irep].t <= tc)
+            apply_replayed(p, &p->rep[p->irep++]);
+        if (p->frac >= 1 - 1e-9) {
+            finish_replay(p);
+            done++;
+        }
+    }
+    return done;
+}
+
+static void allow(struct dprun *p, long upto)
+{
+    if (p->run && upto > p->allowed) {
+        p->allowed = upto;
+        run_allow(p->run, upto);
+    }
+}
+
+/* Before the first step: the buffers the GPUs allocate as they start, as they come. */
+static void take_setup(struct dprun *p)
+{
+    if (p->allowed > 0)
+        return;
+    drain(p);
+    for (size_t i = 0; i < p->npend; i++)
+        apply_exact(p, &p->pend[i]);
+    p->npend = 0;
+}
+
+/* The GPUs allocate their buffers as soon as the run starts, one memory event each, before
+ * their first step: waits for them (a few seconds at most), so that the bars show the
+ * buffers before the first step. */
+static void settle(struct dprun *p, long buffers)
+{
+    bool done = false;
+    for (int i = 0; i < 2500 && !done && p->run; i++) {
+        pthread_mutex_lock(&p->feed.mu);
+        done = p->feed.failed;
+        long least = buffers;
+        for (int g = 0; g < p->s.gpus; g++)
+            least = p->feed.nmem[g] < least ? p->feed.nmem[g] : least;
+        done |= least >= buffers;
+        pthread_mutex_unlock(&p->feed.mu);
+        if (!done) {
+            struct timespec ms = {0, 2000000};
+            nanosleep(&ms, NULL);
+        }
+    }
+    take_setup(p);
+}
+
+/* ------------------------------------------------------------------ settings and keys */
+
+static void defaults(struct settings *s)
+{
+    *s = (struct settings){.model = 0, .gpus = 4, .zero = 0, .batch = 8, .prec = FP_BF16};
+}
+
+static int dprun_init(void **state, const struct panel_env *env, struct error *e)
+{
+    struct dprun *p = calloc(1, sizeof *p);
+    if (!p)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    p->log = env->log;
+    int rc = 0;
+    for (int i = 0; i < 2 && !rc; i++)
+        rc = preset_load_model(model_names[i], &p->models[i], e);
+    p->have_big = preset_load_model("synthetic-7b", &p->big, NULL) == 0;
+    if (preset_load_cluster("h100-80gb", &p->spec, NULL) != 0)
+        spec_default(&p->spec);
+    p->feed.ring = malloc(RING * sizeof *p->feed.ring);
+    if (!rc && !p->feed.ring)
+        rc = error_set(e, ERR_NOMEM, "out of memory");
+    if (rc) {
+        free(p->feed.ring);
+        free(p);
+        return rc;
+    }
+    pthread_mutex_init(&p->feed.mu, NULL);
+    defaults(&p->s);
+    p->start = p->s;
+    restart(p);
+    *state = p;
+    return 0;
+}
+
+static void dprun_fini(void *state)
+{
+    struct dprun *p = state;
+    stop_run(p);
+    pthread_mutex_destroy(&p->feed.mu);
+    free(p->feed.ring);
+    free(p->pend);
+    free(p->rep);
+    free(p->mom);
+    free(p);
+}
+
+static int parse_prec(const char *v, enum fp_format *out)
+{
+    if (!strcmp(v, "fp32"))
+        *out = FP_FP32;
+    else if (!strcmp(v, "bf16"))
+        *out = FP_BF16;
+    else if (!strcmp(v, "fp16"))
+        *out = FP_FP16;
+    else
+        return -1;
+    return 0;
+}
+
+static int dprun_set(void *state, const char *name, const char *value, struct error *e)
+{
+    struct dprun *p = state;
+    struct settings s = p->start;
+    long long v;
+    if (!strcmp(name, "model")) {
+        if (!strcmp(value, "tiny") || !strcmp(value, "small"))
+            s.model = !strcmp(value, "small");
+        else
+            return error_set(e, ERR_INVAL, "model: tiny or small, not '%s'", value);
+    } else if (!strcmp(name, "gpus")) {
+        if (units_parse_int(value, 2, MAX_GPUS, &v, e)) {
+            error_prefix(e, "gpus");
+            return ERR_INVAL;
+        }
+        s.gpus = (int)v;
+    } else if (!strcmp(name, "zero")) {
+        if (units_parse_int(value, 0, 3, &v, e)) {
+            error_prefix(e, "zero");
+            return ERR_INVAL;
+        }
+        s.zero = (int)v;
+    } else if (!strcmp(name, "precision")) {
+        if (parse_prec(value, &s.prec))
+            return error_set(e, ERR_INVAL, "precision: bf16, fp16 or fp32, not '%s'", value);
+    } else if (!strcmp(name, "batch")) {
+        if (units_parse_int(value, 1, 64, &v, e)) {
+            error_prefix(e, "batch");
+            return ERR_INVAL;
+        }
+        s.batch = (int)v;
+    } else {
+        return error_set(e, ERR_INVAL,
+                         "the run panel knows model, gpus, zero, precision and batch, not '%s'",
+                         name);
+    }
+    p->s = p->start = s;
+    restart(p);
+    return 0;
+}
+
+static int dprun_on_key(void *state, int key)
+{
+    struct dprun *p = state;
+    struct settings *s = &p->s;
+    int i = 0;
+    switch (key) {
+    case 'z': s->zero = (s->zero + 1) % 4; break;
+    case 'Z': s->zero = (s->zero + 3) % 4; break;
+    case 'g': /* the next of 2, 4, 8, 16 above, round the circle */
+        while (i < 4 && gpu_steps[i] <= s->gpus)
+            i++;
+        s->gpus = gpu_steps[i % 4];
+        break;
+    case 'G': /* the next below */
+        i = 3;
+        while (i >= 0 && gpu_steps[i] >= s->gpus)
+            i--;
+        s->gpus = gpu_steps[(i + 4) % 4];
+        break;
+    case 'p':
+        s->prec = s->prec == FP_BF16 ? FP_FP16 : s->prec == FP_FP16 ? FP_FP32 : FP_BF16;
+        break;
+    case 'm': s->model = !s->model; break;
+    case 'b': p->show_big = !p->show_big; return PANEL_HANDLED | PANEL_REDRAW;
+    default: return 0;
+    }
+    restart(p);
+    say_restart(p);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+static bool same_settings(const struct settings *a, const struct settings *b)
+{
+    return a->model == b->model && a->gpus == b->gpus && a->zero == b->zero &&
+           a->batch == b->batch && a->prec == b->prec;
+}
+
+static int dprun_on_event(void *state, const struct panel_event *ev)
+{
+    struct dprun *p = state;
+    switch (ev->kind) {
+    case PANEL_PLAY: return p->run || p->replaying ? PANEL_ANIMATE | PANEL_REDRAW : 0;
+    case PANEL_PAUSE: return 0;
+    case PANEL_STEP:
+        /* paused: the rest of the step being replayed, or the whole of the next one */
+        if (!p->replaying && p->run) {
+            take_setup(p);
+            allow(p, p->shown + 1);
+            start_replay(p, 2.0);
+        }
+        if (p->replaying)
+            finish_replay(p);
+        return PANEL_REDRAW;
+    case PANEL_RESET:
+        if (!same_settings(&p->s, &p->start) || p->allowed > 0 || !p->run) {
+            p->s = p->start;
+            restart(p);
+            say_restart(p);
+        }
+        return PANEL_REDRAW;
+    case PANEL_TICK:
+        take_setup(p);
+        allow(p, p->shown + 1 + AHEAD);
+        advance(p, ev->dt / REPLAY_S);
+        allow(p, p->shown + 1 + AHEAD);
+        return p->run || p->replaying ? PANEL_ANIMATE | PANEL_REDRAW : PANEL_REDRAW;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ drawing */
+
+/* bytes in the unit chosen for a column of `w` cells: exact when they fit, else KiB or MiB */
+static void cell(char *buf, size_t n, double bytes, int w)
+{
+    char g[32];
+    units_format_grouped(g, sizeof g, (unsigned long long)llround(bytes));
+    if ((int)strlen(g) < w) {
+        snprintf(buf, n, "%s", g);
+        return;
+    }
+    double k = bytes / 1024;
+    for (int d = 1; d >= 0; d--) {
+        int len = snprintf(buf, n, "%.*fK", d, k);
+        if (len < w)
+            return;
+    }
+    snprintf(buf, n, "%.*fM", bytes < 100 * 1048576.0 ? 1 : 0, bytes / 1048576);
+}
+
+/* A ledger as a memory_result, for memui's bar. */
+static void as_result(const struct dprun *p, const uint64_t *cat, struct memory_result *m)
+{
+    memset(m, 0, sizeof *m);
+    m->states.weights = (double)cat[MEM_WEIGHTS];
+    m->states.gradients = (double)cat[MEM_GRADIENTS];
+    m->states.master = (double)cat[MEM_MASTER];
+    m->states.optimizer = (double)cat[MEM_OPTIMIZER];
+    m->activations = (double)cat[MEM_ACTIVATIONS];
+    m->comm = (double)cat[MEM_COMM];
+    m->total = m->states.weights + m->states.gradients + m->states.master + m->states.optimizer +
+               m->activations + m->comm;
+    m->capacity = p->spec.hbm_bytes;
+    m->fits = true;
+}
+
+/* The loss curve of the last steps in h x w cells at (y, x), with the data's floor. */
+static void plot_loss(const struct dprun *p, struct ui_canvas *c, int y, int x, int h, int w)
+{
+    long n = p->shown < HIST ? p->shown : HIST;
+    if (n == 0 || h < 2 || w < 4)
+        return;
+    long per = (n + w - 1) / w, first = p->shown - n;
+    double lo = p->floor, hi = p->floor + 0.1;
+    for (long k = first; k < p->shown; k++)
+        if (isfinite(p->loss[k % HIST]))
+            lo = fmin(lo, p->loss[k % HIST]), hi = fmax(hi, p->loss[k % HIST]);
+    int fy = y + h - 1 - (int)lround((p->floor - lo) / (hi - lo) * (h - 1));
+    for (int i = 0; i < w; i++)
+        canvas_text(c, fy, x + i, ROLE_DIM, theme_glyphs()->h);
+    for (long col = 0; col * per < n && col < w; col++) {
+        double sum = 0;
+        int cnt = 0;
+        for (long k = first + col * per; k < first + (col + 1) * per && k < p->shown; k++)
+            if (isfinite(p->loss[k % HIST]))
+                sum += p->loss[k % HIST], cnt++;
+        if (!cnt) {
+            canvas_text(c, y, x + (int)col, ROLE_ERROR, "x");
+            continue;
+        }
+        int py = y + h - 1 - (int)lround((sum / cnt - lo) / (hi - lo) * (h - 1));
+        canvas_text(c, py, x + (int)col, ROLE_BAR, "*");
+    }
+    canvas_printf(c, y, 0, ROLE_DIM, "%5.2f", hi);
+    canvas_printf(c, y + h - 1, 0, ROLE_DIM, "%5.2f", lo);
+}
+
+static void draw_big(const struct dprun *p, struct ui_canvas *c, int y, int h)
+{
+    const struct figures *f = &p->big_pred;
+    int w = c->r.w;
+    const struct memory_result *m = &f->m;
+    if (!p->have_big || !f->ok) {
+        canvas_text(c, y, 0, ROLE_ERROR, "synthetic-7b: no figures for this layout");
+        return;
+    }
+    int end = y + h, d = w >= 56 ? 2 : 1;
+    canvas_printf(c, y++, 0, ROLE_TITLE, "synthetic-7b on the same layout (calculator)");
+    if (y < end)
+        canvas_printf(c, y++, 0, ROLE_DIM, "%d GPUs, %s, %s; 1 sequence each, full ckpt", p->s.gpus,
+                      stage_name(p->s.zero), fp_info(p->s.prec)->name);
+    if (y < end)
+        memui_draw_bar(c, y++, 0, w - 2, m, fmax(m->total, m->capacity) * 1.1);
+    if (y < end)
+        canvas_printf(c, y++, 0, ROLE_TEXT, "GiB: W %.*f G %.*f M %.*f O %.*f A %.*f C %.*f", d,
+                      m->states.weights / MEMUI_GIB, d, m->states.gradients / MEMUI_GIB, d,
+                      m->states.master / MEMUI_GIB, d, m->states.optimizer / MEMUI_GIB, d,
+                      m->activations / MEMUI_GIB, d, m->comm / MEMUI_GIB);
+    if (y < end) {
+        int x = canvas_printf(c, y, 0, ROLE_TEXT, "%.2f GiB per GPU: ", m->total / MEMUI_GIB);
+        if (m->fits)
+            canvas_printf(c, y++, x, ROLE_GOOD, "fits in %.0f GiB", m->capacity / MEMUI_GIB);
+        else
+            canvas_printf(c, y++, x, ROLE_ERROR, "over %.0f GiB by %.2f", m->capacity / MEMUI_GIB,
+                          m->over / MEMUI_GIB);
+    }
+    if (y < end)
+        canvas_printf(c, y++, 0, ROLE_DIM, "each GPU sends %.2f GiB a step",
+                      f->t.bytes / MEMUI_GIB);
+}
+
+static void dprun_draw(const void *state, struct ui_canvas *c)
+{
+    const struct dprun *p = state;
+    const struct ui_glyphs *gl = theme_glyphs();
+    int W = c->r.w, H = c->r.h, y = 0, n = p->s.gpus;
+    char b1[32], b2[32];
+    int x =
+        canvas_printf(c, y, 0, ROLE_TEXT, "%s, %d GPUs, %s, %s, batch %d", model_names[p->s.model],
+                      n, stage_name(p->s.zero), fp_info(p->s.prec)->name, p->batch);
+    if (x + 14 <= W)
+        canvas_printf(c, y, x, ROLE_DIM, " (%d per GPU)", p->batch / n);
+    y++;
+    if (p->err[0]) {
+        canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
+        return;
+    }
+    /* the step shown */
+    if (p->replaying) {
+        units_format_seconds(b1, sizeof b1, p->tc - p->t0);
+        units_format_seconds(b2, sizeof b2, p->t1 - p->t0);
+        canvas_printf(c, y++, 0, ROLE_TEXT, "step %ld  simulated %s of %s", p->rs.s.step, b1, b2);
+    } else if (p->shown) {
+        units_format_seconds(b1, sizeof b1, p->last.sim_time_s);
+        canvas_printf(c, y++, 0, ROLE_TEXT, "step %ld  loss %.4f  %s simulated", p->last.s.step,
+                      p->last.s.loss, b1);
+    } else {
+        canvas_text(c, y++, 0, ROLE_DIM, "buffers allocated: space trains, n one step");
+    }
+    /* legend */
+    static const char *const part_name[MEMUI_PARTS] = {"wt", "grad", "mst", "opt", "act", "buf"};
+    x = 0;
+    for (int i = 0; i < MEMUI_PARTS; i++) {
+        char letter[2] = {memui_part_letter[i], 0};
+        x = canvas_text(c, y, x, memui_part_role[i], theme_color() ? gl->bar : letter);
+        x = canvas_printf(c, y, x + 1, ROLE_DIM, "%s ", part_name[i]);
+    }
+    /* the columns of the GPUs' rows: the bar, its total (when wide), the bytes sent */
+    int right = W >= 110 ? 46 : W >= 66 ? 26 : 10, bw = W - 6 - right;
+    int sx = right == 10 ? 6 + bw + 3 : right == 26 ? 6 + bw + 19 : W;
+    units_format_bytes(b1, sizeof b1, p->scale, UNITS_BINARY);
+    if (x + 6 + (int)strlen(b1) < 6 + bw)
+        canvas_printf(c, y, x, ROLE_DIM, "bar %s", b1);
+    if (sx > x && sx + 4 <= W)
+        canvas_text(c, y, sx, ROLE_DIM, "sent");
+    y++;
+
+    /* rows: the GPUs, then the peak and calc bars, 3 of figures, the verdict, the loss */
+    int rows = H - y - 9;
+    int shown = n <= rows ? n : rows - 1;
+    if (shown < 1)
+        shown = 1;
+    double tc = p->tc;
+    for (int g = 0; g < shown && y < H; g++, y++) {
+        struct memory_result m;
+        as_result(p, p->cur[g], &m);
+        canvas_printf(c, y, 0, ROLE_DIM, "GPU%-2d", g);
+        memui_draw_bar(c, y, 6, bw, &m, p->scale);
+        int rx = 6 + bw + 1;
+        int ph = p->replaying && tc <= p->phase_until[g] ? p->phase[g] : PH_NONE;
+        uint64_t sent = p->shown ? p->last.gpu[g].sent_bytes : 0;
+        if (right > 10) {
+            units_format_bytes(b1, sizeof b1, m.total, UNITS_BINARY);
+            rx = canvas_printf(c, y, rx, ROLE_TEXT, "%10s ", b1);
+        }
+        if (right == 46) {
+            units_format_grouped(b2, sizeof b2, sent);
+            if (!p->shown)
+                snprintf(b2, sizeof b2, "-");
+            rx = canvas_printf(c, y, rx, ROLE_TEXT, "sent %11s B ", b2);
+        } else {
+            cell(b2, sizeof b2, (double)sent, right == 10 ? 7 : 12);
+            if (!p->shown)
+                snprintf(b2, sizeof b2, "-");
+            rx = canvas_printf(c, y, rx, ROLE_TEXT, "%*s ", right == 10 ? 6 : 11, b2);
+        }
+        if (ph)
+            canvas_text(c, y, rx, ROLE_MOVED,
+                        right == 46 ? (ph == PH_RS ? "reduce-scatter" : "all-gather")
+                                    : (ph == PH_RS ? "RS" : "AG"));
+    }
+    if (shown < n && y < H)
+        canvas_printf(c, y++, 0, ROLE_DIM, "(a larger window shows all %d GPUs)", n);
+
+    if (p->show_big) {
+        draw_big(p, c, y, 6);
+        y += 6;
+    } else {
+        /* GPU 0's peaks beside the calculator's, as bars and as figures */
+        struct memory_result m;
+        as_result(p, p->peak[0], &m);
+        canvas_text(c, y, 0, ROLE_DIM, "peak");
+        memui_draw_bar(c, y++, 6, bw, &m, p->scale);
+        canvas_text(c, y, 0, ROLE_DIM, "calc");
+        if (p->pred.ok)
+            memui_draw_bar(c, y, 6, bw, &p->pred.m, p->scale);
+        y++;
+        int cw = (W - 7) / 6 < 11 ? (W - 7) / 6 : 11;
+        static const char *const head[MEMUI_PARTS] = {"W", "G", "M", "O", "A", "C"};
+        canvas_text(c, y, 0, ROLE_DIM, "GPU 0");
+        for (int i = 0; i < MEMUI_PARTS; i++)
+            canvas_printf(c, y, 7 + i * cw, ROLE_DIM, "%*s", cw - 1, head[i]);
+        y++;
+        for (int row = 0; row < 2; row++, y++) {
+            canvas_text(c, y, 0, ROLE_DIM, row ? "calc" : "ledger");
+            for (int i = 0; i < MEMUI_PARTS; i++) {
+                double v = row ? predicted_part(&p->pred.m, i) : (double)p->peak[0][part_cat[i]];
+                bool same =
+                    (double)p->peak[0][part_cat[i]] == llround(predicted_part(&p->pred.m, i));
+                cell(b1, sizeof b1, v, cw);
+                canvas_printf(c, y, 7 + i * cw,
+                              row || !p->shown ? ROLE_TEXT
+                              : same           ? ROLE_GOOD
+                                               : ROLE_ERROR,
+                              "%*s", cw - 1, b1);
+            }
+        }
+        /* the verdict over every GPU, and the bytes sent */
+        units_format_grouped(b2, sizeof b2, (unsigned long long)llround(p->pred.t.bytes));
+        if (p->shown && p->pred.ok) {
+            int g = 0, i = verdict(p, &g);
+            if (i < 0)
+                x = canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", n);
+            else
+                x = canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs", g,
+                                  ledger_cat_name(part_cat[i]));
+            bool same = true;
+            for (int k = 0; k < n; k++)
+                same &= (double)p->last.gpu[k].sent_bytes == llround(p->pred.t.bytes);
+            units_format_grouped(b1, sizeof b1, p->last.gpu[0].sent_bytes);
+            if (right > 10)
+                canvas_printf(c, y, x + 2, same ? ROLE_GOOD : ROLE_ERROR, "sent %s B, calc %s B",
+                              b1, b2);
+            else
+                canvas_printf(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, "sent %s calc",
+                              same ? "=" : "!=");
+        } else {
+            canvas_printf(c, y, 0, ROLE_DIM, "calc: each GPU sends %s B a step", b2);
+        }
+        y++;
+    }
+    /* the loss */
+    int lossrows = H - y - 1;
+    if (lossrows >= 2 && y < H) {
+        canvas_printf(c, y++, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
+        plot_loss(p, c, y, 6, lossrows, W - 7);
+    }
+}
+
+static const struct panel_key dprun_keys[] = {
+    {"z Z", "next / previous ZeRO stage (restarts the run)", "stage"},
+    {"g G", "twice / half as many GPUs, 2 to 16 (restarts)", "GPUs"},
+    {"p", "precision: bf16, fp16, fp32 (restarts)", "precision"},
+    {"m", "model: tiny or small (restarts)", NULL},
+    {"b", "synthetic-7b's calculator figures for the same layout", "7B"},
+    {NULL, NULL, NULL},
+};
+
+const struct panel_ops panel_dprun = {
+    .name = "dprun",
+    .title = "Data parallelism, running",
+    .about = "A real data-parallel run of the tiny GPT on thread-GPUs: each GPU's memory from "
+             "its own ledger as the step runs (replayed in simulated time), the bytes each "
+             "sends and whether it reduce-scatters or all-gathers, the loss, and GPU 0's "
+             "ledger peaks beside the calculator's figures for the same layout.",
+    .init = dprun_init,
+    .fini = dprun_fini,
+    .on_key = dprun_on_key,
+    .on_event = dprun_on_event,
+    .set = dprun_set,
+    .draw = dprun_draw,
+    .plays = true,
+    .keys = dprun_keys,
+};

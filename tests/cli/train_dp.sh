@@ -1,0 +1,209 @@
+#!/bin/sh
+# Data parallelism on the thread-GPUs (train --gpus N --zero S): the same training as one GPU,
+# every stage the same bits, every measured byte the calculator's, one verdict for all GPUs,
+# failures that end the run, layouts refused with their reason.
+. "$srcdir/tests/lib.sh"
+
+# Under the sanitizers a run is ~10 times slower: the same checks on fewer layouts.
+slow=false
+if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then slow=true; fi
+
+# jsonl FILE: the JSON lines of a run, for the python checks below.
+save() { printf '%s\n' "$out" >"$T_TMP/$1.jsonl"; }
+
+# py WHAT CODE: a python3 check over saved runs; load(NAME) reads one (the steps, then the
+# summary as the last element).
+py() {
+    what=$1; shift
+    if python3 - "$T_TMP" "$@" >"$T_TMP/py.out" 2>&1 <<PY
+import json, sys, math, os
+T = sys.argv[1]
+def load(name):
+    return [json.loads(l) for l in open(os.path.join(T, name + ".jsonl")) if l.strip()]
+$PYCODE
+PY
+    then ok "$what"; else not_ok "$what" "$(cat "$T_TMP/py.out")"; fi
+}
+
+# --- Equivalence: N GPUs train as one does (fp32; only the order of the sums differs).
+# Tolerance 1e-5 relative per step: the ring adds N shares in another order than one GPU's
+# matmul does, a few fp32 ulps per gradient; over 30 steps of AdamW the losses stay within
+# ~1e-7 of each other on the development host, a hundred times inside the bound.
+steps=30
+gpus_list="2 3 4 8"
+$slow && steps=6 && gpus_list="2 3"
+run train --steps $steps --batch 24 --json
+check_status 0 "one GPU, the reference"
+save g1
+for n in $gpus_list; do
+    run train --steps $steps --batch 24 --gpus $n --json
+    check_status 0 "--gpus $n trains"
+    save g$n
+    PYCODE="
+a, b = load('g1'), load('g$n')
+assert len(a) == len(b) == $steps + 1, (len(a), len(b))
+worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
+assert worst < 1e-5, worst
+assert b[-1]['summary']['layout']['gpus'] == $n
+" py "--gpus $n: every step's loss within 1e-5 of one GPU's"
+done
+
+# --- Every stage the same bits: they reduce each element around the same ring, in order.
+for prec in fp32 bf16; do
+    for n in 2 3; do
+        for z in 0 1 2 3; do
+            run train --steps 5 --batch 12 --gpus $n --zero $z --precision $prec --json
+            check_status 0 "--gpus $n --zero $z --precision $prec"
+            save "s$prec$n$z"
+        done
+        PYCODE="
+runs = [load('s$prec$n%d' % z) for z in range(4)]
+keys = ('loss', 'grad_norm', 'loss_scale')
+for z in (1, 2, 3):
+    for a, b in zip(runs[0][:-1], runs[z][:-1]):
+        assert all(a[k] == b[k] for k in keys), (z, a, b)
+" py "$prec, $n GPUs: stages 0, 1, 2 and 3 give bit-identical losses and norms at every step"
+    done
+done
+
+# --- Gradients of step 1, gathered from the shards, equal one GPU's (so train_torch.sh's
+# PyTorch check covers the data-parallel runs too). 1e-6 relative to the largest gradient:
+# the sums differ in order only.
+run train --steps 1 --batch 12 --dump "$T_TMP/d1" --json
+check_status 0 "--dump on one GPU"
+for z in 0 3; do
+    run train --steps 1 --batch 12 --gpus 3 --zero $z --dump "$T_TMP/d3z$z" --json
+    check_status 0 "--dump on 3 GPUs at stage $z"
+    PYCODE="
+import struct
+def f32(p):
+    b = open(p, 'rb').read(); return struct.unpack('<%df' % (len(b) // 4), b)
+a, b = f32('$T_TMP/d1/grads.f32'), f32('$T_TMP/d3z$z/grads.f32')
+assert len(a) == len(b)
+scale = max(abs(x) for x in a)
+worst = max(abs(x - y) for x, y in zip(a, b)) / scale
+assert worst < 1e-6, worst
+assert open('$T_TMP/d1/tokens.i32', 'rb').read() == open('$T_TMP/d3z$z/tokens.i32', 'rb').read()
+assert open('$T_TMP/d1/params.f32', 'rb').read() == open('$T_TMP/d3z$z/params.f32', 'rb').read()
+" py "stage $z on 3 GPUs: step 1's gathered gradients within 1e-6 of one GPU's, the same batch and weights"
+done
+
+# --- Measured = predicted: every GPU's ledger peaks and bytes sent equal the calculator's.
+models="tiny small"
+ns="2 3 4 8"
+if $slow; then models=tiny ns="2 3"; fi
+for model in $models; do
+    for prec in bf16 fp32; do
+        for n in $ns; do
+            for z in 0 1 2 3; do
+                run train --model $model --steps 1 --batch $n --gpus $n --zero $z --precision $prec --json --summary
+                save m
+                PYCODE="
+s = load('m')[0]['summary']
+p = s['predicted']
+keys = ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication')
+assert len(s['per_gpu']) == $n
+for g in s['per_gpu']:
+    for k in keys:
+        assert g['peak'][k] == p['per_gpu'][k], (g['gpu'], k, g['peak'][k], p['per_gpu'][k])
+    assert g['sent_bytes_per_step'] == p['comm_bytes_per_gpu'], (g['gpu'], g['sent_bytes_per_step'], p['comm_bytes_per_gpu'])
+" py "$model $prec, $n GPUs, stage $z: every GPU's peaks and bytes sent equal the calculator's"
+            done
+        done
+    done
+done
+# The bytes, against the textbook formula: (N-1) ceil(Ψ/N) x 2 B per pass, 2 passes at stages
+# 0-2, 3 at stage 3 (tiny: Ψ = 202,304).
+for spec in "0 2" "3 3"; do
+    set -- $spec
+    run train --steps 1 --batch 12 --gpus 3 --zero $1 --precision bf16 --json --summary
+    check_json "all(g['sent_bytes_per_step'] == $2 * 2 * 67435 * 2 for g in d['summary']['per_gpu'])" \
+        "stage $1 on 3 GPUs sends $2 passes of 2 x 67,435 bf16 elements (the padding counted)"
+done
+# --grad-accum fp32: 4-byte gradients, reduced as such, at every stage.
+run train --steps 1 --batch 12 --gpus 2 --zero 3 --precision bf16 --grad-accum fp32 --json --summary
+check_json "(lambda s: all(g['sent_bytes_per_step'] == s['predicted']['comm_bytes_per_gpu'] == 101152 * (2 * 2 + 4) and g['peak']['gradients'] == 101152 * 4 for g in s['per_gpu']))(d['summary'])" \
+    "ZeRO-3 with fp32 gradients reduce-scatters 4-byte gradients: (2 x 2 + 4) B per element"
+# ZeRO-3 without prefetch holds one gathered unit, not two.
+run train --steps 1 --batch 12 --gpus 2 --zero 3 --prefetch 0 --json --summary
+check_json "(lambda s: s['per_gpu'][0]['peak']['communication'] == s['predicted']['per_gpu']['communication'] and s['layout']['prefetch'] == 0)(d['summary'])" \
+    "--prefetch 0: one gathered unit, as the calculator says"
+run memory --model tiny --gpus 2 --zero 3 --precision fp32 --micro-batch 6 --json
+one=$(printf '%s' "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)['per_gpu']['communication'])")
+run memory --model tiny --gpus 2 --zero 3 --precision fp32 --micro-batch 6 --prefetch 0 --json
+check_json "d['per_gpu']['communication'] < $one" "memory --prefetch 0 counts fewer buffers than prefetching"
+
+# --- One verdict: a NaN on one GPU makes every GPU skip that step and halve the scale.
+run train --steps 4 --batch 8 --gpus 4 --zero 2 --precision fp16 --inject nan@2:gpu=3 --json
+check_status 0 "a NaN on GPU 3"
+check_jsonl() {
+    if printf '%s\n' "$out" | python3 -c "
+import json, sys, math
+d = [json.loads(l) for l in sys.stdin if l.strip()]
+sys.exit(0 if ($1) else 1)"; then ok "$2"; else not_ok "$2" "$(printf '%s' "$out" | head -c 1500)"; fi
+}
+check_jsonl "d[1]['skipped'] and d[1]['overflow'] and d[1]['nonfinite_gpu'] == 3 and d[1]['nonfinite'] == 'layer 2 attn scores' and d[2]['loss_scale'] == d[1]['loss_scale'] / 2 and not d[2]['skipped'] and d[0]['nonfinite_gpu'] == -1" \
+    "every GPU skips step 2 and halves the scale; the step names GPU 3 and the tensor"
+run train --steps 3 --batch 8 --gpus 2 --precision fp16 --inject nan@2:gpu=1
+check_contains "$out" "non-finite on GPU 1: layer 2 attn scores" "the text names the GPU and the tensor"
+
+# --- Failure: the GPU fails in the step's gradient sync; every thread ends, exit 1, fast.
+start=$(date +%s)
+run train --steps 50 --batch 8 --gpus 4 --zero 1 --fail 2@3
+end=$(date +%s)
+check_status 1 "--fail 2@3"
+check_contains "$err" "GPU 2" "the message names the GPU"
+check_contains "$err" "step 3" "and the step"
+[ $((end - start)) -le 5 ] && ok "the failed run ends within seconds ($((end - start)) s)" ||
+    not_ok "the failed run took $((end - start)) s"
+
+# --- 64 GPUs on 2 cores: waits block, the run completes.
+run train --steps 2 --batch 64 --gpus 64 --zero 3 --json --summary
+check_status 0 "64 GPUs at stage 3"
+check_json "len(d['summary']['per_gpu']) == 64 and d['summary']['steps'] == 2" "64 GPUs report"
+
+# --- Overlap in simulated time: a bucket is reduced on its own stream as soon as its
+# gradients exist, while the backward pass goes on. With one bucket for the whole model (25
+# MiB) nothing overlaps; 2 MiB buckets hide part of it behind the backward pass (A100s, so
+# that the compute is long enough to hide anything).
+run train --model small --gpus 2 --batch 64 --steps 1 --cluster a100-40gb --json --summary
+one=$(printf '%s' "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)['summary']['comm_exposed_s'])")
+run train --model small --gpus 2 --batch 64 --steps 1 --cluster a100-40gb --bucket 2MiB --json --summary
+check_json "0 < d['summary']['comm_exposed_s'] < 0.8 * $one" \
+    "2 MiB buckets overlap the backward pass: less communication exposed than one bucket"
+run train --model small --gpus 4 --batch 8 --steps 1 --zero 3 --nodes 2 --json --summary
+pf=$(printf '%s' "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)['summary']['comm_exposed_s'])")
+run train --model small --gpus 4 --batch 8 --steps 1 --zero 3 --nodes 2 --prefetch 0 --json --summary
+check_json "d['summary']['comm_exposed_s'] > $pf" "ZeRO-3's prefetch hides gathers: more exposed without it"
+
+# --- A trace of a data-parallel run shows the sends of every GPU.
+run train --steps 2 --batch 4 --gpus 2 --zero 1 --trace "$T_TMP/dp.json"
+check_status 0 "--trace with 2 GPUs"
+out=$(cat "$T_TMP/dp.json")
+check_json "len({e.get('pid') for e in d['traceEvents'] if e.get('cat') == 'compute'}) == 2 and any('reduce-scatter' in str(e.get('name')) for e in d['traceEvents'])" \
+    "the trace holds both GPUs' compute and their reduce-scatters"
+
+# --- The text output: a table per GPU beside the prediction.
+run train --steps 2 --batch 8 --gpus 2 --zero 2
+check_contains "$out" "predicted" "text: the calculator's row"
+check_contains "$out" "sent/step" "text: bytes sent per GPU"
+
+# --- Layouts refused with their reason (exit 2).
+bad() { # WHAT NEEDLE ARGS...
+    what=$1 needle=$2; shift 2
+    run train "$@"
+    check_status 2 "$what"
+    check_contains "$err" "$needle" "$what: the message says why"
+}
+bad "a batch that does not split" "does not split over 3 GPUs" --gpus 3 --batch 16
+bad "65 GPUs" "--gpus" --gpus 65
+bad "stage 4" "--zero" --zero 4
+bad "an injection on a GPU not in the run" "GPU 5" --gpus 2 --inject nan@1:gpu=5
+bad "a failure on a GPU not in the run" "GPU 4" --gpus 2 --fail 4@1
+bad "ZeRO-3 with segments" "gather each layer a third time" --gpus 2 --zero 3 --checkpoint every:2
+bad "fp32 gradients in fp32" "--grad-accum" --grad-accum fp32
+bad "a bucket of 2 bytes" "--bucket" --gpus 2 --bucket 2
+bad "nodes that do not split the GPUs" "--nodes" --gpus 4 --nodes 3
+bad "a spike threshold beyond reach" "can never be reached" --spike-window 4 --spike-z 100
+
+done_testing

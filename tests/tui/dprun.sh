@@ -1,0 +1,81 @@
+#!/bin/sh
+# The Lab's run mode in a real terminal (tmux): v swaps the Lab's calculator for a real
+# data-parallel run of the tiny GPT on thread-GPUs. After a few steps every GPU has its row,
+# GPU 0's ledger peaks on screen equal the calculator's figures beside them, z restarts the
+# run at the next ZeRO stage and the bars shrink; a small window says it shows fewer GPUs.
+. "$srcdir/tests/lib.sh"
+. "$srcdir/tests/tui/lib.sh"
+
+# first number after WORD at the start of a panel row ("ledger   404,608 ..."), from $screen
+figure() { printf '%s\n' "$screen" | grep -o "│ $1  *[0-9][0-9,.K]*" | head -n 1 | awk '{print $3}'; }
+# the filled cells of a bar row ("peak  ████░░░"), from $screen
+filled() { printf '%s\n' "$screen" | grep -o "│ $1  *[█░]*" | head -n 1 | grep -o "█" | wc -l; }
+
+start -x 120 -y 40 --
+wait_for "q quit" "the window opened"
+keys L
+wait_for "Data parallelism and ZeRO memory" "L opens the Lab"
+keys v
+wait_for "Data parallelism, running" "v swaps in the run panel"
+wait_for "tiny, 4 GPUs, DDP, bf16, batch 8" "the layout of the step that names it: tiny, 4 GPUs, DDP, bf16"
+wait_for "v memory" "the hint line names the other panel"
+wait_for "z stage" "the hint line shows the run's keys"
+check_contains "$screen" "GPU3" "a row for each of the 4 GPUs"
+check_contains "$screen" "calc: each GPU sends 606,912 B a step" "before a step, the calculator's traffic: 2(N-1)/N x 202,304 x 2 B"
+
+keys ' '
+wait_for "ledger = calc, all 4 GPUs" "after a step, every GPU's ledger equals the calculator"
+wait_for "sent 606,912 B, calc 606,912 B" "GPU 0 sent what the calculator says"
+wait_screen "step 3 "
+check_contains "$screen" "step 3 " "the steps go on"
+check_eq "$(figure ledger)" "404,608" "GPU 0's weights in its ledger: 2 bytes x 202,304 parameters"
+check_eq "$(figure calc)" "$(figure ledger)" "the calculator's weights beside them are the same"
+ddp=$(filled peak)
+
+# z three times: ZeRO-3, the weights sharded four ways
+keys z
+wait_for "tiny, 4 GPUs, ZeRO-1, bf16" "z restarts the run at ZeRO-1"
+keys z z
+wait_for "tiny, 4 GPUs, ZeRO-3, bf16" "z z: ZeRO-3"
+wait_for "ledger = calc, all 4 GPUs" "ZeRO-3: every ledger equals the calculator too"
+wait_screen "ledger    101,152"
+check_eq "$(figure ledger)" "101,152" "GPU 0 holds a quarter of the weights"
+check_eq "$(figure calc)" "101,152" "as the calculator says"
+z3=$(filled peak)
+if [ "$z3" -gt 0 ] && [ "$z3" -lt "$ddp" ]; then
+    ok "the peak bar shrinks from DDP ($ddp cells) to ZeRO-3 ($z3)"
+else
+    not_ok "the peak bar shrinks from DDP to ZeRO-3" "DDP $ddp cells, ZeRO-3 $z3" "$screen"
+fi
+
+# b: synthetic-7b on the same layout, from the calculator
+keys b
+wait_for "synthetic-7b on the same layout" "b shows the 7B's figures for the same layout"
+wait_for "4 GPUs, ZeRO-3, bf16; 1 sequence each" "the same GPUs, stage and precision"
+wait_for "GiB: W 3.39 G 3.39 M 6.79 O 13.58" "the 7B's states at ZeRO-3 on 4 GPUs: 108.63 GiB / 4"
+keys b
+
+# a small window: 16 GPUs do not all fit, and the panel says so
+resize 80 24
+keys g g
+wait_for "(a larger window shows all 16 GPUs)" "80x24 with 16 GPUs: fewer rows, said"
+wait_for "16 GPUs, ZeRO-3" "g g: 16 GPUs"
+quit
+
+# no colour, ASCII: the bars are letters
+start -x 80 -y 24 NO_COLOR=1 -- --ascii
+wait_for "q quit" "the window opened without colour"
+keys L v
+wait_for "Data parallelism, running" "the run panel"
+keys n
+# n waits 2 s at most for the run's step (a slow build may need a second n)
+wait_screen "ledger = calc, all 4 GPUs" || keys n
+wait_for "ledger = calc, all 4 GPUs" "n: one step, measured = predicted"
+peak=$(printf '%s\n' "$screen" | grep -o "peak  [WGMOAC.]*" | head -n 1)
+if printf '%s\n' "$peak" | grep -Eq '^peak  W+G+M+O+A+[.]*$'; then
+    ok "the peak bar in letters, weights to activations: $peak"
+else
+    not_ok "the peak bar in letters, weights to activations" "got: $peak" "$screen"
+fi
+quit
+done_testing
