@@ -149,6 +149,11 @@ int gpt_ckpt_segment(const struct gpt_ckpt *p, int layers)
 
 /* ------------------------------------------------------------------ the model */
 
+/* Where one layer's tensors are in a flat buffer (the weights, or the gradients). */
+struct layer_ptrs {
+    float *attn_norm, *wq, *wk, *wv, *wo, *mlp_norm, *w_gate, *w_up, *w_down;
+};
+
 /* The tensors a layer keeps for its backward pass. */
 enum {
     A_X,
@@ -193,6 +198,9 @@ struct gpt {
     float *hx, *hn, *hrstd, *logits;
     double *colsum;
     float *rope_cos, *rope_sin; /* [T, hd / 2] */
+
+    /* each layer's nine tensors in the weights and in the gradients, found once (layout) */
+    struct layer_ptrs *lw, *lg;
 
     /* diagnosis of the current step */
     char nonfinite[48];
@@ -251,6 +259,8 @@ void gpt_free(struct gpt *g)
     free(g->pool);
     free(g->segin);
     free(g->underflow);
+    free(g->lw);
+    free(g->lg);
     free(g);
 }
 
@@ -320,12 +330,14 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->loss_tokens = g->N;
     int L = c->layers;
     g->saved = calloc((size_t)L, sizeof *g->saved);
+    g->lw = calloc((size_t)L, sizeof *g->lw);
+    g->lg = calloc((size_t)L, sizeof *g->lg);
     g->underflow = calloc((size_t)L + 1, sizeof *g->underflow);
     if (g->seg) {
         g->pool = calloc((size_t)g->seg, sizeof *g->pool);
         g->segin = calloc((size_t)(L + g->seg - 1) / g->seg, sizeof *g->segin);
     }
-    if (!g->saved || !g->underflow || (g->seg && (!g->pool || !g->segin)))
+    if (!g->saved || !g->lw || !g->lg || !g->underflow || (g->seg && (!g->pool || !g->segin)))
         return error_set(e, ERR_NOMEM, "out of memory");
     for (int a = 0; a < A_COUNT; a++)
         g->layer_bytes += act_bytes(g, a);
@@ -380,6 +392,17 @@ static void layout(struct gpt *g)
     g->colsum = carve(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double));
     g->rope_cos = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
     g->rope_sin = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
+
+    /* each layer's tensors, in the documented order */
+    for (int l = 0; l < L; l++)
+        for (int which = 0; which < 2; which++) {
+            struct layer_ptrs *t = which ? &g->lg[l] : &g->lw[l];
+            float *base = which ? g->grads : g->params;
+            float **slot[9] = {&t->attn_norm, &t->wq,     &t->wk,   &t->wv,    &t->wo,
+                               &t->mlp_norm,  &t->w_gate, &t->w_up, &t->w_down};
+            for (int k = 0; k < 9; k++)
+                *slot[k] = base + gpt_tensor_at(&g->c, 1 + 9 * (size_t)l + (size_t)k).offset;
+        }
 }
 
 size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
@@ -610,7 +633,8 @@ static void load(const struct gpt *g, float *dst, const void *src, size_t n)
         bf16_to_f32_n(dst, src, n);
 }
 
-static bool all_finite(const float *p, size_t n)
+/* Whether any of n values is inf or NaN (all exponent bits set). */
+static bool any_nonfinite(const float *p, size_t n)
 {
     uint32_t bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -618,14 +642,12 @@ static bool all_finite(const float *p, size_t n)
         memcpy(&u, &p[i], 4);
         bad |= (u & 0x7f800000u) == 0x7f800000u;
     }
-    return !bad;
+    return bad != 0;
 }
 
 /* Records the first non-finite tensor of the step: "layer 2 attn scores", "logits". */
-static void check(struct gpt *g, const float *p, size_t n, int layer, const char *what)
+static void name_nonfinite(struct gpt *g, int layer, const char *what)
 {
-    if (g->nonfinite[0] || all_finite(p, n))
-        return;
     if (layer >= 0)
         snprintf(g->nonfinite, sizeof g->nonfinite, "layer %d %s", layer, what);
     else
@@ -633,26 +655,65 @@ static void check(struct gpt *g, const float *p, size_t n, int layer, const char
     g->nonfinite_forward = g->in_forward;
 }
 
-/* Rounds a weight gradient to the format, counting elements that underflowed to zero (in
- * chunks through the bulk conversion, which is much faster than one value at a time). */
-static void round_grad(struct gpt *g, float *p, size_t n, int layer, const char *what)
+/* A tensor already in the working format (or one that is about to change) is looked at. */
+static void check(struct gpt *g, const float *p, size_t n, int layer, const char *name)
 {
+    if (!g->nonfinite[0] && any_nonfinite(p, n))
+        name_nonfinite(g, layer, name);
+}
+
+/* Values pass through the cache in blocks this long: each block is rounded, then checked
+ * (and counted) while it is still in L1, one pass over memory for the whole tensor. */
+#define BLOCK 1024
+
+/* A tensor has just been computed in fp32: it is rounded to the working format where it is
+ * produced (as a GPU kernel writing bf16 would) and, as it goes by, looked at for inf/NaN; the
+ * first such tensor of the step is named "layer L NAME" (layer -1: NAME alone). */
+static void produced(struct gpt *g, float *p, size_t n, int layer, const char *name)
+{
+    bool look = !g->nonfinite[0];
     if (g->fmt == FP_FP32) {
-        check(g, p, n, layer < g->c.layers ? layer : -1, what);
+        if (look && any_nonfinite(p, n))
+            name_nonfinite(g, layer, name);
+        return;
+    }
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
+        fp_round_n(g->fmt, p + i, p + i, m);
+        if (look && any_nonfinite(p + i, m)) {
+            name_nonfinite(g, layer, name);
+            look = false;
+        }
+    }
+}
+
+/* A weight gradient of layer `layer` (index L: the embedding and the norms outside the
+ * layers) is produced: rounded, checked, and its elements that were nonzero in fp32 and
+ * rounded to zero counted (underflow), in one pass. */
+static void produced_grad(struct gpt *g, float *p, size_t n, int layer, const char *name)
+{
+    int named = layer < g->c.layers ? layer : -1;
+    bool look = !g->nonfinite[0];
+    if (g->fmt == FP_FP32) {
+        if (look && any_nonfinite(p, n))
+            name_nonfinite(g, named, name);
         return;
     }
     uint64_t under = 0;
-    float buf[1024];
-    for (size_t i = 0; i < n; i += 1024) {
-        size_t m = n - i < 1024 ? n - i : 1024;
+    float buf[BLOCK];
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
         fp_round_n(g->fmt, buf, p + i, m);
         for (size_t j = 0; j < m; j++)
             under += buf[j] == 0.0f && p[i + j] != 0.0f;
         memcpy(p + i, buf, m * sizeof *buf);
+        if (look && any_nonfinite(buf, m)) {
+            name_nonfinite(g, named, name);
+            look = false;
+        }
     }
     g->underflow[layer] += under;
     g->underflow_total += under;
-    check(g, p, n, layer < g->c.layers ? layer : -1, what);
 }
 
 /* y [N, out] = x [N, in] W^T (W [out, in]) */
@@ -741,11 +802,6 @@ static void rope(const struct gpt *g, float *x, int dir)
     }
 }
 
-static const float *lparam(const struct gpt *g, const float *base, int l, enum gpt_kind k)
-{
-    return base + gpt_tensor_at(&g->c, 1 + 9 * (size_t)l + (k - GPT_ATTN_NORM)).offset;
-}
-
 /* ------------------------------------------------------------------ attention */
 
 /* scores = q k^T / sqrt(hd) per (batch, head), causal, then softmax; into w[A_P]. */
@@ -803,61 +859,58 @@ static void attn_out(struct gpt *g)
 /* ------------------------------------------------------------------ one layer */
 
 /* Runs layer l on the residual stream res (updated in place to the layer's output); keeps the
- * tensors of `save` (any may be NULL). */
+ * tensors of `save` (any may be NULL). Every tensor is rounded to the working format where it is
+ * produced, as a bf16 kernel would write it. */
 static void layer_forward(struct gpt *g, int l, float *res, void **save)
 {
     int N = g->N, d = g->c.d, f = g->c.ffn;
     size_t nd = (size_t)N * d, nf = (size_t)N * f;
-    const float *P = g->params;
+    const struct layer_ptrs *W = &g->lw[l];
     float **w = g->w;
     if (save && save[A_X])
         store(g, save[A_X], res, nd);
 
-    rms_fwd(w[A_XN1], w[A_RSTD1], res, lparam(g, P, l, GPT_ATTN_NORM), N, d);
-    rnd(g, w[A_XN1], nd);
-    mm_fwd(w[A_Q], w[A_XN1], lparam(g, P, l, GPT_WQ), N, d, d);
-    mm_fwd(w[A_K], w[A_XN1], lparam(g, P, l, GPT_WK), N, d, d);
-    mm_fwd(w[A_V], w[A_XN1], lparam(g, P, l, GPT_WV), N, d, d);
-    rnd(g, w[A_Q], nd);
+    /* attention: xn1 = RMSNorm(x); q, k, v = xn1 Wq^T, xn1 Wk^T, xn1 Wv^T, q and k rotated by
+     * their position (RoPE); att = softmax(q k^T / sqrt(hd), causal) v; xm = x + att Wo^T */
+    rms_fwd(w[A_XN1], w[A_RSTD1], res, W->attn_norm, N, d);
+    produced(g, w[A_XN1], nd, l, "attn norm");
+    mm_fwd(w[A_Q], w[A_XN1], W->wq, N, d, d);
+    mm_fwd(w[A_K], w[A_XN1], W->wk, N, d, d);
+    mm_fwd(w[A_V], w[A_XN1], W->wv, N, d, d);
+    rnd(g, w[A_Q], nd); /* the projections' outputs, before the rotation */
     rnd(g, w[A_K], nd);
-    rnd(g, w[A_V], nd);
     rope(g, w[A_Q], 1);
     rope(g, w[A_K], 1);
-    rnd(g, w[A_Q], nd);
-    rnd(g, w[A_K], nd);
-    check(g, w[A_Q], nd, l, "q");
-    check(g, w[A_K], nd, l, "k");
-    check(g, w[A_V], nd, l, "v");
+    produced(g, w[A_Q], nd, l, "q");
+    produced(g, w[A_K], nd, l, "k");
+    produced(g, w[A_V], nd, l, "v");
     attn_probs(g, l);
     check(g, w[A_P], (size_t)g->B * g->c.heads * g->c.seq * g->c.seq, l, "attn probs");
     attn_out(g);
-    rnd(g, w[A_ATT], nd);
-    mm_fwd(g->tmp, w[A_ATT], lparam(g, P, l, GPT_WO), N, d, d);
-    rnd(g, g->tmp, nd);
-    check(g, g->tmp, nd, l, "attn proj");
+    produced(g, w[A_ATT], nd, l, "attn out");
+    mm_fwd(g->tmp, w[A_ATT], W->wo, N, d, d);
+    produced(g, g->tmp, nd, l, "attn proj");
     for (size_t i = 0; i < nd; i++)
         w[A_XM][i] = res[i] + g->tmp[i];
-    rnd(g, w[A_XM], nd);
+    produced(g, w[A_XM], nd, l, "attn residual");
 
-    rms_fwd(w[A_XN2], w[A_RSTD2], w[A_XM], lparam(g, P, l, GPT_MLP_NORM), N, d);
-    rnd(g, w[A_XN2], nd);
-    mm_fwd(w[A_G], w[A_XN2], lparam(g, P, l, GPT_W_GATE), N, f, d);
-    mm_fwd(w[A_U], w[A_XN2], lparam(g, P, l, GPT_W_UP), N, f, d);
-    rnd(g, w[A_G], nf);
-    rnd(g, w[A_U], nf);
+    /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T */
+    rms_fwd(w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm, N, d);
+    produced(g, w[A_XN2], nd, l, "mlp norm");
+    mm_fwd(w[A_G], w[A_XN2], W->w_gate, N, f, d);
+    mm_fwd(w[A_U], w[A_XN2], W->w_up, N, f, d);
+    produced(g, w[A_G], nf, l, "gate");
+    produced(g, w[A_U], nf, l, "up");
     for (size_t i = 0; i < nf; i++) {
         float x = w[A_G][i];
         w[A_H][i] = x / (1.0f + expf(-x)) * w[A_U][i];
     }
-    rnd(g, w[A_H], nf);
-    check(g, w[A_H], nf, l, "mlp hidden");
-    mm_fwd(g->tmp, w[A_H], lparam(g, P, l, GPT_W_DOWN), N, d, f);
-    rnd(g, g->tmp, nd);
-    check(g, g->tmp, nd, l, "mlp out");
+    produced(g, w[A_H], nf, l, "mlp hidden");
+    mm_fwd(g->tmp, w[A_H], W->w_down, N, d, f);
+    produced(g, g->tmp, nd, l, "mlp out");
     for (size_t i = 0; i < nd; i++)
         res[i] = w[A_XM][i] + g->tmp[i];
-    rnd(g, res, nd);
-    check(g, res, nd, l, "output");
+    produced(g, res, nd, l, "output");
 
     if (save)
         for (int a = A_RSTD1; a < A_COUNT; a++)
@@ -869,25 +922,26 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
             }
 }
 
-/* Backward of layer l with its tensors in the workspace: on entry dres is d loss / d output,
- * on return d loss / d input. Writes the layer's weight gradients. */
-static void layer_backward(struct gpt *g, int l, float *dres)
+/* The MLP's backward, with the layer's tensors in the workspace: dres holds d loss / d out on
+ * entry, d loss / d xm on return; writes the gradients of w_down, w_gate, w_up and mlp_norm. */
+static void mlp_backward(struct gpt *g, int l, float *dres)
 {
-    int N = g->N, d = g->c.d, f = g->c.ffn, T = g->c.seq, H = g->c.heads, hd = g->hd;
-    size_t nd = (size_t)N * d, nf = (size_t)N * f, TT = (size_t)T * T;
-    const float *P = g->params;
-    float *G = g->grads;
+    int N = g->N, d = g->c.d, f = g->c.ffn;
+    size_t nd = (size_t)N * d, nf = (size_t)N * f;
+    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->w;
-#define GRAD(k) ((float *)lparam(g, G, l, k))
 
-    /* MLP: out = xm + h W_down^T, h = silu(g) u */
-    mm_dx(g->dh, dres, lparam(g, P, l, GPT_W_DOWN), N, d, f, 0.0f);
+    /* out = xm + h Wd^T: dh = dout Wd, dWd = dout^T h; dout also flows on to xm (the residual) */
+    mm_dx(g->dh, dres, W->w_down, N, d, f, 0.0f);
     rnd(g, g->dh, nf);
     if (g->inj && g->inj->inf_grad_layer == l)
-        g->dh[0] = INFINITY;
+        g->dh[0] = INFINITY; /* the lessons' injected overflow */
     check(g, g->dh, nf, l, "grad mlp hidden");
-    mm_dw(GRAD(GPT_W_DOWN), dres, w[A_H], N, d, f);
-    round_grad(g, GRAD(GPT_W_DOWN), (size_t)d * f, l, "grad w_down");
+    mm_dw(G->w_down, dres, w[A_H], N, d, f);
+    produced_grad(g, G->w_down, (size_t)d * f, l, "grad w_down");
+
+    /* h = silu(a) u with silu(a) = a sg(a), sg the logistic sigmoid: du = dh silu(a) and
+     * da = dh u silu'(a), where silu'(a) = sg(a) + a sg(a) (1 - sg(a)) = sg (1 + a (1 - sg)) */
     for (size_t i = 0; i < nf; i++) {
         float x = w[A_G][i], sg = 1.0f / (1.0f + expf(-x));
         g->du[i] = g->dh[i] * (x * sg);
@@ -895,25 +949,34 @@ static void layer_backward(struct gpt *g, int l, float *dres)
     }
     rnd(g, g->dg, nf);
     rnd(g, g->du, nf);
-    mm_dw(GRAD(GPT_W_GATE), g->dg, w[A_XN2], N, f, d);
-    mm_dw(GRAD(GPT_W_UP), g->du, w[A_XN2], N, f, d);
-    round_grad(g, GRAD(GPT_W_GATE), (size_t)f * d, l, "grad w_gate");
-    round_grad(g, GRAD(GPT_W_UP), (size_t)f * d, l, "grad w_up");
-    mm_dx(g->dxn, g->dg, lparam(g, P, l, GPT_W_GATE), N, f, d, 0.0f);
-    mm_dx(g->dxn, g->du, lparam(g, P, l, GPT_W_UP), N, f, d, 1.0f);
-    rnd(g, g->dxn, nd);
-    check(g, g->dxn, nd, l, "grad mlp norm");
-    rms_bwd(g, dres, GRAD(GPT_MLP_NORM), w[A_XM], w[A_RSTD2], lparam(g, P, l, GPT_MLP_NORM), g->dxn,
-            N, d);
-    round_grad(g, GRAD(GPT_MLP_NORM), (size_t)d, l, "grad mlp_norm");
-    rnd(g, dres, nd);
-    check(g, dres, nd, l, "grad attn residual");
+    mm_dw(G->w_gate, g->dg, w[A_XN2], N, f, d);
+    mm_dw(G->w_up, g->du, w[A_XN2], N, f, d);
+    produced_grad(g, G->w_gate, (size_t)f * d, l, "grad w_gate");
+    produced_grad(g, G->w_up, (size_t)f * d, l, "grad w_up");
+    /* a = xn2 Wg^T, u = xn2 Wu^T: dxn2 = da Wg + du Wu */
+    mm_dx(g->dxn, g->dg, W->w_gate, N, f, d, 0.0f);
+    mm_dx(g->dxn, g->du, W->w_up, N, f, d, 1.0f);
+    produced(g, g->dxn, nd, l, "grad mlp norm");
+    /* xn2 = RMSNorm(xm), added into dres: see rms_bwd */
+    rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, N, d);
+    produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
+    produced(g, dres, nd, l, "grad attn residual");
+}
 
-    /* attention: xm = x + att W_o^T */
-    mm_dx(g->datt, dres, lparam(g, P, l, GPT_WO), N, d, d, 0.0f);
+/* The attention's backward: dres holds d loss / d xm on entry, d loss / d x (the layer's
+ * input) on return; writes the gradients of wo, wq, wk, wv and attn_norm. */
+static void attn_backward(struct gpt *g, int l, float *dres)
+{
+    int N = g->N, d = g->c.d, T = g->c.seq, H = g->c.heads, hd = g->hd;
+    size_t nd = (size_t)N * d, TT = (size_t)T * T;
+    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
+    float **w = g->w;
+
+    /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
+    mm_dx(g->datt, dres, W->wo, N, d, d, 0.0f);
     rnd(g, g->datt, nd);
-    mm_dw(GRAD(GPT_WO), dres, w[A_ATT], N, d, d);
-    round_grad(g, GRAD(GPT_WO), (size_t)d * d, l, "grad wo");
+    mm_dw(G->wo, dres, w[A_ATT], N, d, d);
+    produced_grad(g, G->wo, (size_t)d * d, l, "grad wo");
     float scale = (float)(1.0 / sqrt((double)hd));
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
@@ -921,13 +984,15 @@ static void layer_backward(struct gpt *g, int l, float *dres)
             const float *p = w[A_P] + ((size_t)b * H + h) * TT;
             const float *dO = g->datt + off;
             float *dp = g->dp;
-            /* dP = dO V^T; dV = P^T dO */
+            /* O = P V: dP = dO V^T, dV = P^T dO */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, 1.0f, dO, d,
                         w[A_V] + off, d, 0.0f, dp, T);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, dO, d, 0.0f,
                         g->dv + off, d);
             rnd(g, dp, TT);
-            /* softmax backward: dS = P (dP - rowsum(P dP)), times the 1/sqrt(hd) scale */
+            /* P = softmax(S) row by row: dS_j = P_j (dP_j - sum_k P_k dP_k), since
+             * dP_i/dS_j = P_i (delta_ij - P_j); times the 1/sqrt(hd) of S = q k^T / sqrt(hd).
+             * Masked entries (j > i) have P = 0 and get no gradient. */
             for (int i = 0; i < T; i++) {
                 const float *pr = p + (size_t)i * T;
                 float *dr = dp + (size_t)i * T;
@@ -939,9 +1004,8 @@ static void layer_backward(struct gpt *g, int l, float *dres)
                 for (int j = i + 1; j < T; j++)
                     dr[j] = 0.0f;
             }
-            rnd(g, dp, TT);
-            check(g, dp, TT, l, "grad attn scores");
-            /* dQ = dS K; dK = dS^T Q */
+            produced(g, dp, TT, l, "grad attn scores");
+            /* S = Q K^T (scaled above): dQ = dS K, dK = dS^T Q */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
                         w[A_K] + off, d, 0.0f, g->dq + off, d);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
@@ -950,27 +1014,33 @@ static void layer_backward(struct gpt *g, int l, float *dres)
     rnd(g, g->dq, nd);
     rnd(g, g->dk, nd);
     rnd(g, g->dv, nd);
+    /* RoPE is a rotation R(pos) per pair: its gradient is the transposed, inverse rotation */
     rope(g, g->dq, -1);
     rope(g, g->dk, -1);
     rnd(g, g->dq, nd);
     rnd(g, g->dk, nd);
-    mm_dw(GRAD(GPT_WQ), g->dq, w[A_XN1], N, d, d);
-    mm_dw(GRAD(GPT_WK), g->dk, w[A_XN1], N, d, d);
-    mm_dw(GRAD(GPT_WV), g->dv, w[A_XN1], N, d, d);
-    round_grad(g, GRAD(GPT_WQ), (size_t)d * d, l, "grad wq");
-    round_grad(g, GRAD(GPT_WK), (size_t)d * d, l, "grad wk");
-    round_grad(g, GRAD(GPT_WV), (size_t)d * d, l, "grad wv");
-    mm_dx(g->dxn, g->dq, lparam(g, P, l, GPT_WQ), N, d, d, 0.0f);
-    mm_dx(g->dxn, g->dk, lparam(g, P, l, GPT_WK), N, d, d, 1.0f);
-    mm_dx(g->dxn, g->dv, lparam(g, P, l, GPT_WV), N, d, d, 1.0f);
-    rnd(g, g->dxn, nd);
-    check(g, g->dxn, nd, l, "grad attn norm");
-    rms_bwd(g, dres, GRAD(GPT_ATTN_NORM), w[A_X], w[A_RSTD1], lparam(g, P, l, GPT_ATTN_NORM),
-            g->dxn, N, d);
-    round_grad(g, GRAD(GPT_ATTN_NORM), (size_t)d, l, "grad attn_norm");
-    rnd(g, dres, nd);
-    check(g, dres, nd, l, "grad input");
-#undef GRAD
+    mm_dw(G->wq, g->dq, w[A_XN1], N, d, d);
+    mm_dw(G->wk, g->dk, w[A_XN1], N, d, d);
+    mm_dw(G->wv, g->dv, w[A_XN1], N, d, d);
+    produced_grad(g, G->wq, (size_t)d * d, l, "grad wq");
+    produced_grad(g, G->wk, (size_t)d * d, l, "grad wk");
+    produced_grad(g, G->wv, (size_t)d * d, l, "grad wv");
+    /* q, k, v = xn1 W^T: dxn1 = dq Wq + dk Wk + dv Wv */
+    mm_dx(g->dxn, g->dq, W->wq, N, d, d, 0.0f);
+    mm_dx(g->dxn, g->dk, W->wk, N, d, d, 1.0f);
+    mm_dx(g->dxn, g->dv, W->wv, N, d, d, 1.0f);
+    produced(g, g->dxn, nd, l, "grad attn norm");
+    rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->dxn, N, d);
+    produced_grad(g, G->attn_norm, (size_t)d, l, "grad attn_norm");
+    produced(g, dres, nd, l, "grad input");
+}
+
+/* Backward of layer l with its tensors in the workspace: on entry dres is d loss / d output,
+ * on return d loss / d input. Writes the layer's weight gradients. */
+static void layer_backward(struct gpt *g, int l, float *dres)
+{
+    mlp_backward(g, l, dres);
+    attn_backward(g, l, dres);
 }
 
 /* Decodes a saved set into the workspace; recomputes the probabilities if they were not kept. */
@@ -1037,14 +1107,13 @@ static double forward(struct gpt *g, const int32_t *tokens, const int32_t *targe
     const float *wf = g->params + g->nparams - d;
     store(g, g->head[H_X], g->res, nd);
     rms_fwd(g->hn, g->head[H_RSTD], g->res, wf, N, d);
-    rnd(g, g->hn, nd);
+    produced(g, g->hn, nd, -1, "final norm");
     store(g, g->head[H_N], g->hn, nd);
     mm_fwd(g->logits, g->hn, E, N, V, d);
     if (g->inj && g->inj->logit_factor != 1.0f)
         for (size_t i = 0; i < nv; i++)
-            g->logits[i] *= g->inj->logit_factor;
-    rnd(g, g->logits, nv);
-    check(g, g->logits, nv, -1, "logits");
+            g->logits[i] *= g->inj->logit_factor; /* the lessons' bad batch */
+    produced(g, g->logits, nv, -1, "logits");
     float *probs = g->head[H_PROBS];
     double loss = 0;
     for (int r = 0; r < N; r++) {
@@ -1104,8 +1173,7 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
     if (inj && inj->logit_factor != 1.0f)
         for (size_t i = 0; i < nv; i++)
             dl[i] *= inj->logit_factor;
-    rnd(g, dl, nv);
-    check(g, dl, nv, -1, "grad logits");
+    produced(g, dl, nv, -1, "grad logits");
     load(g, g->hn, g->head[H_N], nd);
     load(g, g->hx, g->head[H_X], nd);
     memcpy(g->hrstd, g->head[H_RSTD], (size_t)N * 4);
@@ -1115,9 +1183,8 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
     memset(g->dres, 0, nd * 4);
     float *gwf = g->grads + g->nparams - d;
     rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, N, d);
-    round_grad(g, gwf, (size_t)d, L, "grad final_norm");
-    rnd(g, g->dres, nd);
-    check(g, g->dres, nd, -1, "grad final norm");
+    produced_grad(g, gwf, (size_t)d, L, "grad final_norm");
+    produced(g, g->dres, nd, -1, "grad final norm");
     compute(g, 2 * head_flops(g), "head backward", -1);
     charge(g, -(long long)g->head_bytes);
     hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
@@ -1164,7 +1231,7 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
         for (int j = 0; j < d; j++)
             dst[j] += src[j];
     }
-    round_grad(g, gE, (size_t)V * d, L, "grad embedding");
+    produced_grad(g, gE, (size_t)V * d, L, "grad embedding");
     hook(g, GPT_HOOK_GRADS, GPT_UNIT_EMBED);
     g->inj = NULL;
     return loss;

@@ -6,10 +6,11 @@
  * and takes the records of the steps done, never waiting for a step. A tiny step lasts about
  * a millisecond of host time, too quick to see, so the panel records every GPU's memory and
  * send events as they happen (on the GPUs' threads, into a ring under a lock of its own) and
- * replays each step over about a second of the screen's time (at 1x), in simulated time:
- * the activations rise in the forward pass and fall in the backward, ZeRO-3's gathered
- * layers (communication) appear and vanish layer by layer, ZeRO-2's buckets fill and drain,
- * and each GPU says whether it is reduce-scattering or all-gathering.
+ * replays each step over about a second of the screen's time (at 1x), in simulated-time
+ * order (clock_moments says how the clock runs): the activations rise in the forward pass
+ * and fall in the backward, ZeRO-3's gathered layers (communication) appear and vanish layer
+ * by layer, ZeRO-2's buckets fill and drain, and each GPU says whether it is reduce-scattering
+ * or all-gathering. At the end of a step each bar holds its GPU's ledger exactly.
  *
  * Drawn: one stacked bar per GPU from its own ledger (weights, gradients, master weights,
  * optimizer state, activations, communication buffers) on one scale for every stage, so
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/units.h"
@@ -113,6 +115,7 @@ struct dprun {
     /* events taken from the feed, not applied yet (UI thread) */
     struct rec *pend;
     size_t npend, cappend;
+    unsigned long dropped; /* events the full ring could not take (the bars may be off) */
     /* the step being replayed */
     bool replaying;
     struct run_step rs;
@@ -204,6 +207,7 @@ static void drain(struct dprun *p)
         f->head = (f->head + f->count) % RING;
         f->count = 0;
     }
+    p->dropped = f->dropped;
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -315,6 +319,7 @@ static void restart(struct dprun *p)
     f->failed = false;
     pthread_mutex_unlock(&f->mu);
     p->npend = p->nrep = p->irep = 0;
+    p->dropped = 0;
     p->replaying = false;
     p->shown = p->allowed = 0;
     p->said_verdict = false;
@@ -346,6 +351,20 @@ static void restart(struct dprun *p)
     cfg.on_event = on_event;
     cfg.event_ctx = &p->feed;
     struct error e = {0};
+    /* the host holds every GPU's buffers: at most half of its memory, as `train` allows */
+    double need = (double)n * ((double)gpt_estimate_bytes(&cfg.o.shape, p->batch / n,
+                                                          cfg.o.precision, &cfg.o.ckpt, &e) +
+                               5.0 * 4 * (double)gpt_param_count(&cfg.o.shape));
+    double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (host > 0 && need > host / 2) {
+        char a[32], b[32];
+        snprintf(p->err, sizeof p->err,
+                 "%s on %d GPUs needs %s of this host's %s for its buffers: fewer GPUs (G) or "
+                 "the tiny model (m)",
+                 m->name, n, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
+                 units_format_bytes(b, sizeof b, host, UNITS_BINARY));
+        return;
+    }
     if (run_new(&p->run, &cfg, &e) != 0 || run_start(p->run, &e) != 0) {
         snprintf(p->err, sizeof p->err, "%s", e.msg);
         stop_run(p);
@@ -939,6 +958,8 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     }
     if (shown < n && y < H)
         canvas_printf(c, y++, 0, ROLE_DIM, "(a larger window shows all %d GPUs)", n);
+    else if (p->dropped && y < H)
+        canvas_printf(c, y++, 0, ROLE_WARN, "(%lu events missed: the bars may be off)", p->dropped);
 
     if (p->show_big) {
         draw_big(p, c, y, 6);
