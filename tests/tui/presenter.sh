@@ -26,8 +26,9 @@ step=$(printf '%s\n' "$screen" | grep -o 'step [0-9]* of' | head -n 1)
 sleep 2
 screen=$(capture)
 check_contains "$screen" "$step" "paused, it stays at $step"
+num=$(printf '%s' "$step" | tr -cd '0-9')
 keys A
-wait_for "autoplay: a step every 1 s" "A resumes it"
+wait_for "step $((num + 1)) of" "A resumes it: step $((num + 1)) comes"
 quit
 
 # The hint line: the play status has its own place; a panel with nothing to play offers no
