@@ -54,16 +54,19 @@ static void emit(struct pen *p, enum ui_role role, int indent, const char *text,
         }
         if (hang > w / 2)
             hang = 0;
-        if (hang) {
-            size_t rest = lines[0].start + lines[0].len;
-            while (buf[rest] == ' ')
-                rest++;
-            struct wrap_line more[127];
-            int m = layout_wrap(buf + rest, w - hang, more, 127);
-            n = 1 + (m > 127 ? 127 : m);
-            for (int i = 1; i < n; i++)
-                lines[i] = (struct wrap_line){rest + more[i - 1].start, more[i - 1].len};
-        }
+    }
+    /* A list item's continuation lines hang under its text, after the "- " */
+    if (!hang && (buf[0] == '-' || buf[0] == '*') && buf[1] == ' ' && n > 1 && w > 8)
+        hang = 2;
+    if (hang && n > 1) {
+        size_t rest = lines[0].start + lines[0].len;
+        while (buf[rest] == ' ')
+            rest++;
+        struct wrap_line more[127];
+        int m = layout_wrap(buf + rest, w - hang, more, 127);
+        n = 1 + (m > 127 ? 127 : m);
+        for (int i = 1; i < n; i++)
+            lines[i] = (struct wrap_line){rest + more[i - 1].start, more[i - 1].len};
     }
     char out[LESSON_LINE_MAX + 64];
     for (int i = 0; i < n; i++, p->line++) {

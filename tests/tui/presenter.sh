@@ -48,6 +48,13 @@ keys +
 wait_for "nothing plays here, so no speed" "+ says there is nothing to speed up"
 quit
 
+# A list in a step's text keeps its items on their own lines, their next lines hanging.
+start -x 100 -y 30 -- --lesson 1 --step 8
+wait_for "- The forward and backward passes" "a list item starts its own line"
+wait_for "   run in bf16 or fp16" "its next line hangs under its text"
+wait_for "- The optimizer keeps fp32 master" "the next item starts its own line"
+quit
+
 # The last step of a lesson ends with a recap.
 start -x 120 -y 40 -- --lesson 2 --step 7
 wait_for "step 7 of 7" "lesson 2's last step"
