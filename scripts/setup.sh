@@ -2,7 +2,8 @@
 # they are missing, then configures and builds in build/ (or $BUILD). Not meant to run alone.
 
 PACKAGES="build-essential autoconf automake autoconf-archive pkg-config libncurses-dev
-libopenblas-dev libinih-dev libjansson-dev check tmux python3 ncurses-term clang-format python3-torch"
+libopenblas-dev libinih-dev libjansson-dev check tmux python3 ncurses-term clang-format python3-torch
+clang libclang-rt-14-dev"
 
 install_missing() {
     missing=""

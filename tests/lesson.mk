@@ -15,6 +15,10 @@ FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/lesson/lesson.c $(top_srcdir)/src/lesson/quantity.c \
 	$(top_srcdir)/src/lesson/ascii.c $(top_srcdir)/src/lesson/progress.c \
 	$(top_srcdir)/src/num/fp.c \
+	$(top_srcdir)/src/calc/preset.c $(top_srcdir)/src/calc/params.c \
+	$(top_srcdir)/src/calc/activ.c $(top_srcdir)/src/calc/memory.c \
+	$(top_srcdir)/src/calc/plan.c $(top_srcdir)/src/calc/sched.c \
+	$(top_srcdir)/src/calc/traffic.c \
 	$(top_srcdir)/src/comm/cost.c $(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
 	$(top_srcdir)/src/base/datadir.c
@@ -26,7 +30,7 @@ fuzz-lesson: $(FUZZ_LESSON_SRC)
 	@mkdir -p tests/fuzz
 	$(FUZZ_CC) -std=c11 '-D__builtin_cpu_supports(x)=0'  -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-I. -I$(top_srcdir)/src $(AM_CPPFLAGS) $(FUZZ_LESSON_SRC) \
-		-o tests/fuzz/fuzz_lesson $(JANSSON_LIBS) -lm
+		-o tests/fuzz/fuzz_lesson $(JANSSON_LIBS) $(INIH_LIBS) -lm
 
 fuzz-lesson-run: fuzz-lesson
 	rm -rf tests/fuzz/corpus && mkdir -p tests/fuzz/corpus

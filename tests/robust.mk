@@ -1,6 +1,15 @@
 # Adversarial tests of the whole command line and the file parsers: bad input exits 2 with a
 # clear message and no sanitizer report; a failing GPU ends a collective cleanly.
-SH_TESTS += tests/cli/badinput.sh tests/cli/failstop.sh
+SH_TESTS += tests/cli/badinput.sh tests/cli/failstop.sh tests/cli/hardening.sh
+# (issue 11: a damaged progress file in the window)
+SH_TESTS += tests/tui/progress.sh
+
+# A bounded soak: training and collectives in a loop, resident memory must not grow (in every
+# build, so under ASan too; SOAK_SECONDS sets its length).
+check_PROGRAMS += tests/unit/test_soak
+tests_unit_test_soak_SOURCES = tests/unit/test_soak.c
+tests_unit_test_soak_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_soak_LDADD = $(UNIT_LIBS)
 
 # tests/fuzz/fuzz_cli.sh, a randomized fuzzer of the command line, is run by hand (see its
 # header); tests/lesson.mk distributes the whole tests/fuzz folder.
@@ -38,3 +47,33 @@ fuzz-preset-run: fuzz-preset
 CLEANFILES += tests/fuzz/fuzz_preset_model tests/fuzz/fuzz_preset_cluster
 
 .PHONY: fuzz-preset fuzz-preset-run
+
+# Every fuzzer, on the committed corpus (tests/fuzz/corpus/KIND) and dictionaries. New inputs go
+# to a working copy in the build folder, so the committed corpus changes only by hand.
+#   make fuzz          each fuzzer for FUZZ_SECONDS (default 60; FUZZ_SECONDS=3600 for a long run)
+#   make fuzz-ci       each for FUZZ_CI_SECONDS (default 20): what scripts/test runs every time
+FUZZ_CI_SECONDS = 20
+FUZZ_RUN = run() { \
+	name=$$1 kind=$$2 dict=$$3 secs=$$4; \
+	rm -rf tests/fuzz/work-$$kind && mkdir -p tests/fuzz/work-$$kind && \
+	echo "fuzz: $$name for $$secs s" && \
+	tests/fuzz/$$name -max_total_time=$$secs -max_len=8192 -timeout=10 -rss_limit_mb=1024 \
+		-dict=$(top_srcdir)/tests/fuzz/$$dict -artifact_prefix=tests/fuzz/crash-$$name- \
+		-print_final_stats=0 tests/fuzz/work-$$kind $(top_srcdir)/tests/fuzz/corpus/$$kind \
+		>tests/fuzz/$$name.log 2>&1 || { tail -n 40 tests/fuzz/$$name.log; exit 1; }; \
+	}; \
+	run fuzz_lesson lesson lesson.dict $$secs && \
+	run fuzz_preset_model model preset.dict $$secs && \
+	run fuzz_preset_cluster cluster preset.dict $$secs
+
+fuzz: fuzz-lesson fuzz-preset
+	@secs=$(FUZZ_SECONDS); $(FUZZ_RUN)
+
+fuzz-ci: fuzz-lesson fuzz-preset
+	@secs=$(FUZZ_CI_SECONDS); $(FUZZ_RUN)
+
+clean-local: clean-fuzz
+clean-fuzz:
+	rm -rf tests/fuzz/work-* tests/fuzz/*.log
+
+.PHONY: fuzz fuzz-ci clean-fuzz

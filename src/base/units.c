@@ -97,6 +97,17 @@ int units_parse_bytes(const char *s, double max, double *out, struct error *e)
                          "MiB, GiB or TiB)",
                          s, suffix);
     double f = *suffix ? units_factor(suffix) : 1.0;
+    /* "7.5B" is 7.5 billion as a count (--params 7.5B) but would be 7.5 bytes as a size: a
+     * fraction of a byte means the writer thought of billions, so it is refused, with a hint */
+    if (f == 1.0 && v != floor(v) && isfinite(v))
+        return *suffix ? error_set(e, ERR_INVAL,
+                                   "'%s': a size in bytes is a whole number; B here means bytes, "
+                                   "not billions: for %g billion bytes write %gGB",
+                                   s, v, v)
+                       : error_set(e, ERR_INVAL,
+                                   "'%s': a size in bytes is a whole number (or give a unit: "
+                                   "kB, MB, GB, TB, KiB, MiB, GiB or TiB)",
+                                   s);
     if (f == 0.0)
         return error_set(e, ERR_INVAL,
                          "'%s': unknown unit '%s' (use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB)", s,

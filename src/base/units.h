@@ -2,8 +2,10 @@
  *
  * Sizes: "64MiB", "1GB", "80 GiB", "4096" (bytes); "64Mb" (bits) is refused. Decimal prefixes (kB,
  * MB, GB, TB) are powers of 1000 and binary ones (KiB, MiB, GiB, TiB) powers of 1024, as memory is
- * labelled. Counts: "7.5B", "175e9", "13M", "4k" (K, M, B or G, T: powers of 1000). Every parser
- * takes the whole string or fails: "1e", "", "12abc" and NaN are errors. */
+ * labelled. A size without a unit or with a bare B is a whole number of bytes: "7.5B" is
+ * refused (to a person it reads as 7.5 billion, as it does for a count). Counts: "7.5B",
+ * "175e9", "13M", "4k" (K, M, B or G, T: powers of 1000). Every parser takes the whole string
+ * or fails: "1e", "", "12abc" and NaN are errors. */
 #ifndef SCALELAB_BASE_UNITS_H
 #define SCALELAB_BASE_UNITS_H
 

@@ -413,6 +413,11 @@ static int read_file(const char *path, char **text, struct error *e)
     FILE *f = fopen(path, "rb");
     if (!f)
         return error_set(e, ERR_INVAL, "cannot open '%s': %s", path, strerror(errno));
+    /* the size is checked before reading; the read is bounded too (pipes, devices) */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > FILE_MAX) {
+        fclose(f);
+        return error_set(e, ERR_INVAL, "'%s' is not a preset file (larger than 1 MiB)", path);
+    }
     char *buf = malloc(FILE_MAX + 1);
     if (!buf) {
         fclose(f);
@@ -474,8 +479,18 @@ static int load(const char *name_or_path, const char *kind, char **text, char *p
     }
     snprintf(rel, sizeof rel, "%ss", kind);
     preset_list(known, sizeof known, rel);
-    return error_set(e, ERR_INVAL, "unknown %s preset '%s' (presets: %s; or give a FILE.ini)", kind,
-                     name_or_path, known[0] ? known : "none found");
+    if (known[0])
+        return error_set(e, ERR_INVAL, "unknown %s preset '%s' (presets: %s; or give a FILE.ini)",
+                         kind, name_or_path, known);
+    /* none at all: the data folder is wrong (SCALELAB_DATA), so say which folder was looked in */
+    char folder[4096];
+    snprintf(rel, sizeof rel, "assets/%ss", kind);
+    if (!datadir_path(folder, sizeof folder, rel))
+        snprintf(folder, sizeof folder, "%s", datadir());
+    return error_set(e, ERR_INVAL,
+                     "unknown %s preset '%s' (no presets found in %s: check SCALELAB_DATA, or "
+                     "give a FILE.ini)",
+                     kind, name_or_path, folder);
 }
 
 int preset_load_model(const char *name_or_path, struct model_shape *m, struct error *e)

@@ -77,8 +77,7 @@ static int run(struct bench *b)
     bench_report(b, "dp", "8 GPUs DDP, tokens/s", eight, "tok/s", BENCH_NONE);
     bench_report(b, "dp", "2 GPUs ZeRO-3, tokens/s", z3, "tok/s", BENCH_NONE);
     bench_report(b, "dp", "2 GPUs DDP / 1 GPU (target >= 1.6)", two / one, "x", BENCH_NONE);
-    bench_report(b, "dp", "8 GPUs DDP / 2 GPUs DDP (target >= 0.8)", eight / two, "x",
-                 BENCH_NONE);
+    bench_report(b, "dp", "8 GPUs DDP / 2 GPUs DDP (target >= 0.8)", eight / two, "x", BENCH_NONE);
     bench_report(b, "dp", "2 GPUs ZeRO-3 / DDP (target >= 0.8)", z3 / two, "x", BENCH_NONE);
     return 0;
 }

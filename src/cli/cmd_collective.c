@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/units.h"
 #include "calc/preset.h"
@@ -40,7 +41,8 @@ struct cfg {
     const char *cluster, *trace, *fail, *events;
     int nodes;
     double size;
-    bool steps, json, sweep, size_given;
+    bool steps, json, sweep, size_given, root_given;
+    double started; /* clock_now() when the command began: the whole run's wall time */
 };
 
 static int usage_err(const struct error *e)
@@ -110,6 +112,7 @@ static int parse(int argc, char **argv, struct cfg *c)
         } else if (!strcmp(name, "root")) {
             rc = units_parse_int(arg, 0, CLUSTER_MAX_GPUS - 1, &v, &e);
             c->a.root = (int)v;
+            c->root_given = true;
         } else if (!strcmp(name, "seed")) {
             rc = units_parse_int(arg, 0, (1LL << 62), &v, &e);
             c->a.seed = (uint64_t)v;
@@ -159,7 +162,11 @@ static int parse(int argc, char **argv, struct cfg *c)
                          "--size x --gpus: %.0f bytes of buffers on the host; at most 4 GiB",
                          c->size * n);
     c->a.count = (size_t)(c->size / (double)es);
-    if ((c->a.op == COST_BROADCAST || c->a.op == COST_REDUCE) && c->a.root >= n)
+    /* a root that is not used would be silently ignored: only broadcast and reduce have one */
+    if (c->root_given && c->a.op != COST_BROADCAST && c->a.op != COST_REDUCE)
+        return cli_usage("collective", "--root %d: only broadcast and reduce have a root, not %s",
+                         c->a.root, cost_op_name(c->a.op));
+    if (c->a.root >= n)
         return cli_usage("collective", "--root %d: there are GPUs 0 to %d", c->a.root, n - 1);
     if (c->a.algo != COST_AUTO && !cost_supported(c->a.op, c->a.algo, n, &e)) {
         error_prefix(&e, "--algo");
@@ -304,8 +311,11 @@ static void print_text(const struct cfg *c, const struct trial *t)
     units_format_seconds(b1, sizeof b1, t->predicted.time_s);
     units_format_seconds(b2, sizeof b2, t->simulated_s);
     printf("  predicted time (α-β):   %s   simulated: %s\n", b1, b2);
-    units_format_seconds(b1, sizeof b1, t->wall_s);
-    printf("  host wall time:         %s\n", b1);
+    /* the collective alone is a small part of a large run: setting up the GPUs and their
+     * buffers, the data and the check take most of it, so both are given */
+    units_format_seconds(b1, sizeof b1, clock_now() - c->started);
+    units_format_seconds(b2, sizeof b2, t->wall_s);
+    printf("  host wall time:         %s for the whole run, %s of it the collective\n", b1, b2);
     double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, t->simulated_s) / 1e9;
     printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the simulated "
            "time)\n",
@@ -339,6 +349,7 @@ static void print_json(const struct cfg *c, const struct trial *t)
     json_object_set_new(o, "predicted_time_s", jnum(t->predicted.time_s));
     json_object_set_new(o, "simulated_time_s", jnum(t->simulated_s));
     json_object_set_new(o, "wall_time_s", jnum(t->wall_s));
+    json_object_set_new(o, "run_wall_time_s", jnum(clock_now() - c->started));
     json_object_set_new(o, "algbw_GBps", jnum(alg));
     json_object_set_new(o, "busbw_GBps", jnum(alg * f));
     json_object_set_new(o, "busbw_factor", jnum(f));
@@ -444,7 +455,7 @@ static int sweep(struct cfg *c)
 
 static int collective_main(int argc, char **argv)
 {
-    struct cfg c = {0};
+    struct cfg c = {.started = clock_now()};
     int rc = parse(argc, argv, &c);
     if (rc)
         return rc;
@@ -503,7 +514,8 @@ const struct command cmd_collective = {
     "\n"
     "Runs one collective on real data among N device threads of the simulated cluster, checks\n"
     "the result against a double-precision reference, and reports the bytes each GPU sent, the\n"
-    "steps, the α-β predicted time, the simulated time, the host's wall time, and algbw and\n"
+    "steps, the α-β predicted time, the simulated time, the host's wall time (the whole run's,\n"
+    "and the collective's: JSON run_wall_time_s and wall_time_s), and algbw and\n"
     "busbw as nccl-tests defines them (S/t; busbw = algbw x 2(N-1)/N for allreduce, (N-1)/N for\n"
     "reduce-scatter and allgather, 1 for broadcast and reduce; t the simulated time).\n"
     "\n"
@@ -513,13 +525,16 @@ const struct command cmd_collective = {
     "                 two); broadcast, reduce: ring (a pipelined chain), tree\n"
     "  --gpus N       1 to 256 (default 8)\n"
     "  --size BYTES   the collective's size S as nccl-tests counts it: the whole buffer of each\n"
-    "                 GPU (\"64MiB\", default); a whole number of elements; N x S at most 4 GiB\n"
+    "                 GPU (\"64MiB\", default); a whole number of elements; N x S at most 4 GiB.\n"
+    "                 Host memory: about N x S for the buffers, 4 MiB a GPU for its thread,\n"
+    "                 and 256 MiB for the program (a test holds it to this bound; OpenBLAS\n"
+    "                 reserves more address space per core unless OPENBLAS_NUM_THREADS=1)\n"
     "  --dtype T      fp32 (default), bf16, fp16: low-precision sums add in fp32 and round once\n"
     "                 per hop\n"
     "  --cluster C    a preset of assets/clusters (default h100-80gb) or an .ini file\n"
     "  --nodes K      spread the N GPUs over K nodes (N/K per node) instead of the preset's\n"
     "                 GPUs per node; links between nodes use the inter-node α and β\n"
-    "  --root R       the root of broadcast and reduce (default 0)\n"
+    "  --root R       the root of broadcast and reduce (default 0; other operations refuse it)\n"
     "  --steps        print every step: which GPU sends which chunk to which (text; for\n"
     "                 JSON, --events FILE)\n"
     "  --json         one JSON document\n"

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <float.h>
 #include <jansson.h>
 #include <math.h>
@@ -47,23 +48,16 @@ static void values_free(struct values *vs)
     free(vs->v);
 }
 
-/* Adds one value; where ("stdin:3") or NULL says where it came from, for the error. */
-static int values_add(struct values *vs, const char *s, size_t len, const char *where,
-                      struct error *e)
+/* Reads one value from s (len bytes); where ("stdin:3") or NULL says where it came from, for
+ * the error. v->input is then owned by the caller. */
+static int value_parse(struct value *v, const char *s, size_t len, const char *where,
+                       struct error *e)
 {
-    if (vs->n == vs->cap) {
-        size_t cap = vs->cap ? 2 * vs->cap : 16;
-        struct value *v = realloc(vs->v, cap * sizeof *v);
-        if (!v)
-            return error_set(e, ERR_NOMEM, "out of memory");
-        vs->v = v, vs->cap = cap;
-    }
     char *copy = malloc(len + 1);
     if (!copy)
         return error_set(e, ERR_NOMEM, "out of memory");
     memcpy(copy, s, len);
     copy[len] = 0;
-    struct value *v = &vs->v[vs->n];
     if (units_parse_double(copy, true, &v->parsed, e) < 0) {
         if (where)
             error_prefix(e, "%s", where);
@@ -74,36 +68,23 @@ static int values_add(struct values *vs, const char *s, size_t len, const char *
     v->input = copy;
     /* double -> float: round to nearest even; too large becomes inf, as in a float tensor. */
     v->x = (float)v->parsed;
-    vs->n++;
     return 0;
 }
 
-/* Values from standard input, one per line; spaces around a value are ignored, an empty line
- * is an error. */
-static int read_stdin(struct values *vs, struct error *e)
+/* Adds one value of the command line. */
+static int values_add(struct values *vs, const char *s, size_t len, const char *where,
+                      struct error *e)
 {
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int lineno = 0, rc = 0;
-    while (rc == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
-        lineno++;
-        const char *s = line;
-        while (len > 0 && isspace((unsigned char)s[len - 1]))
-            len--;
-        while (len > 0 && isspace((unsigned char)*s))
-            s++, len--;
-        if (memchr(s, 0, (size_t)len)) {
-            rc = error_set(e, ERR_INVAL, "formats: stdin:%d: not a number (a NUL byte)", lineno);
-            break;
-        }
-        char where[48];
-        snprintf(where, sizeof where, "stdin:%d", lineno);
-        rc = values_add(vs, s, (size_t)len, where, e);
+    if (vs->n == vs->cap) {
+        size_t cap = vs->cap ? 2 * vs->cap : 16;
+        struct value *v = realloc(vs->v, cap * sizeof *v);
+        if (!v)
+            return error_set(e, ERR_NOMEM, "out of memory");
+        vs->v = v, vs->cap = cap;
     }
-    if (rc == 0 && ferror(stdin))
-        rc = error_set(e, ERR_IO, "formats: cannot read standard input");
-    free(line);
+    int rc = value_parse(&vs->v[vs->n], s, len, where, e);
+    if (rc == 0)
+        vs->n++;
     return rc;
 }
 
@@ -255,6 +236,96 @@ static void print_json(json_t *doc)
     json_decref(doc);
 }
 
+/* The answers, printed as they come: the same text and the same JSON document (indented as
+ * jansson indents {"values": [...]}) whether the values came from the command line or a stream. */
+struct answers {
+    bool json;
+    size_t n; /* values answered so far */
+};
+
+static void answer(struct answers *a, const struct value *v)
+{
+    if (a->json) {
+        printf(a->n ? ",\n" : "{\n  \"values\": [\n");
+        json_t *o = value_json(v);
+        char *text = json_dumps(o, JSON_INDENT(2));
+        json_decref(o);
+        if (text) {
+            /* each line of the object, indented two levels */
+            for (const char *line = text; *line;) {
+                const char *nl = strchr(line, '\n');
+                size_t len = nl ? (size_t)(nl - line) : strlen(line);
+                printf("    %.*s%s", (int)len, line, nl ? "\n" : "");
+                line += len + (nl != NULL);
+            }
+            free(text);
+        }
+    } else {
+        if (a->n)
+            printf("\n");
+        print_value_text(v);
+    }
+    a->n++;
+}
+
+static void answers_end(struct answers *a)
+{
+    if (a->json)
+        printf(a->n ? "\n  ]\n}\n" : "{\n  \"values\": []\n}\n");
+    else if (a->n)
+        printf("\nrel. error d: the format's value is fp32 * (1 + d); 0 when held exactly "
+               "(0 and inf\nincluded), n/a when NaN is involved.\n");
+}
+
+/* Reads standard input one line at a time and answers each value at once, so that memory stays
+ * bounded whatever the input's size and a reader at the other end of a pipe gets each answer as
+ * soon as it is known. Spaces around a value are ignored; an empty line, a line longer than
+ * FORMATS_LINE_MAX bytes and a NUL byte are errors (exit 2), found at the byte that makes them
+ * so. Stops quietly when standard output fails (a closed pipe: main reports the rest). */
+#define FORMATS_LINE_MAX 256
+
+static int stream_stdin(struct answers *a, struct error *e)
+{
+    char line[FORMATS_LINE_MAX + 1];
+    size_t len = 0;
+    long long lineno = 1;
+    int c;
+    for (;;) {
+        c = getc(stdin);
+        if (c == 0)
+            return error_set(e, ERR_INVAL, "formats: stdin:%lld: a NUL byte (not text)", lineno);
+        if (c != '\n' && c != EOF) {
+            if (len == FORMATS_LINE_MAX)
+                return error_set(e, ERR_INVAL, "formats: stdin:%lld: line longer than %d bytes",
+                                 lineno, FORMATS_LINE_MAX);
+            line[len++] = (char)c;
+            continue;
+        }
+        if (c == EOF && ferror(stdin))
+            return error_set(e, ERR_IO, "formats: cannot read standard input: %s", strerror(errno));
+        if (c == EOF && len == 0)
+            return 0; /* the end, after a newline or of an empty input */
+        const char *s = line;
+        while (len > 0 && isspace((unsigned char)s[len - 1]))
+            len--;
+        while (len > 0 && isspace((unsigned char)*s))
+            s++, len--;
+        char where[48];
+        snprintf(where, sizeof where, "stdin:%lld", lineno);
+        struct value v;
+        int rc = value_parse(&v, s, len, where, e);
+        if (rc < 0)
+            return rc;
+        answer(a, &v);
+        free(v.input);
+        if (!cli_output_ok())
+            return 0;
+        if (c == EOF)
+            return 0;
+        lineno++, len = 0;
+    }
+}
+
 /* ------------------------------------------------------------------ the command */
 
 static const struct opt options[] = {
@@ -268,10 +339,11 @@ static int formats_main(int argc, char **argv)
     const char *arg;
     bool json = false, stdin_used = false;
     struct values vs = {0};
+    size_t stdin_at = 0; /* where "-" stands among the values */
     struct error e = {0};
     int k, rc = 0;
 
-    /* Read and check every value before printing anything. */
+    /* Read and check every value of the command line before printing anything. */
     opts_init(&p, argc, argv, options, "formats");
     p.once = true;
     while (rc == 0 && (k = opts_next(&p, &arg)) != OPTS_END) {
@@ -287,7 +359,7 @@ static int formats_main(int argc, char **argv)
                 return cli_usage("formats", "'-' (read standard input) given twice");
             }
             stdin_used = true;
-            rc = read_stdin(&vs, &e);
+            stdin_at = vs.n;
         } else {
             rc = values_add(&vs, arg, strlen(arg), NULL, &e);
         }
@@ -302,22 +374,21 @@ static int formats_main(int argc, char **argv)
             print_json(properties_json());
         else
             print_properties_text();
-    } else if (json) {
-        json_t *list = json_array();
-        for (size_t i = 0; i < vs.n; i++)
-            json_array_append_new(list, value_json(&vs.v[i]));
-        print_json(json_pack("{s:o}", "values", list));
-    } else {
-        for (size_t i = 0; i < vs.n; i++) {
-            if (i)
-                printf("\n");
-            print_value_text(&vs.v[i]);
-        }
-        if (vs.n)
-            printf("\nrel. error d: the format's value is fp32 * (1 + d); 0 when held exactly "
-                   "(0 and inf\nincluded), n/a when NaN is involved.\n");
+        return 0;
+    }
+    struct answers a = {.json = json};
+    for (size_t i = 0; i <= vs.n && rc == 0; i++) {
+        if (stdin_used && i == stdin_at)
+            rc = stream_stdin(&a, &e);
+        if (i < vs.n && rc == 0)
+            answer(&a, &vs.v[i]);
     }
     values_free(&vs);
+    if (rc < 0) {
+        fflush(stdout); /* the values answered before the bad line, then the error */
+        return cli_fail(&e);
+    }
+    answers_end(&a);
     return 0;
 }
 
@@ -339,8 +410,11 @@ const struct command cmd_formats = {
     "fp32 value exactly (0 and inf included), inf when a finite value overflowed to inf, -1\n"
     "when it underflowed to 0, n/a (JSON null) when the fp32 value or the result is NaN.\n"
     "Values: decimal numbers (\"0.1\", \"-1.5e-3\"), inf, -inf, nan; negative values work as\n"
-    "they are (scalelab formats -1.5) or after \"--\". \"-\" reads values from standard input,\n"
-    "one per line. A value that is not a number is an error (exit 2) and nothing is printed.\n"
+    "they are (scalelab formats -1.5) or after \"--\". A value that is not a number is an\n"
+    "error (exit 2) and nothing is printed. \"-\" reads values from standard input, one per\n"
+    "line, and answers each as it is read (any amount of input, in bounded memory); a bad line\n"
+    "(not a number, empty, over 256 bytes, a NUL byte) is an error naming stdin:LINE, after\n"
+    "the answers to the lines before it.\n"
     "\n"
     "  --json   one JSON document: without values {\"formats\": [{\"name\", \"key\", \"bits\",\n"
     "           \"exponent_bits\", \"mantissa_bits\", \"bias\", \"has_inf\", \"max\",\n"

@@ -4,7 +4,10 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "calc/sched.h"
@@ -25,6 +28,63 @@ static int label(char *buf, size_t n, const struct sched_op *op, int v)
     return snprintf(buf, n, "%c%d", op->kind, op->micro);
 }
 
+/* The width to draw in: the terminal's, else $COLUMNS, else 80. */
+static int text_width(void)
+{
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *env = getenv("COLUMNS");
+    long c = env ? strtol(env, NULL, 10) : 0;
+    return c >= 20 && c <= 10000 ? (int)c : 80;
+}
+
+/* Stage st's cells for slots [t0, t1), w characters each, into row (w (t1 - t0) + 1 bytes). */
+static void render_row(const struct sched *s, int st, int w, int t0, int t1, char *row)
+{
+    int n = (t1 - t0) * w;
+    memset(row, '.', (size_t)n);
+    row[n] = '\0';
+    char buf[32];
+    for (int i = 0; i < s->count[st]; i++) {
+        const struct sched_op *op = &s->ops[st][i];
+        if (op->start >= t1 || op->start + op->duration <= t0)
+            continue;
+        int len = label(buf, sizeof buf, op, s->v);
+        for (int k = 0; k < w * op->duration; k++) {
+            int col = (op->start - t0) * w + k;
+            if (col >= 0 && col < n)
+                row[col] = k < len ? buf[k] : op->kind == 'B' ? '-' : ' ';
+        }
+    }
+}
+
+/* Slots [t0, t1): the slot numbers every 10 slots, then one row per stage. */
+static void print_band(const struct sched *s, int w, int t0, int t1, char *row)
+{
+    int n = (t1 - t0) * w;
+    memset(row, ' ', (size_t)n);
+    row[n] = '\0';
+    for (int t = (t0 + 9) / 10 * 10; t < t1; t += 10) {
+        char num[16];
+        int len = snprintf(num, sizeof num, "%d", t), col = (t - t0) * w;
+        if (col + len <= n)
+            memcpy(row + col, num, (size_t)len);
+    }
+    while (n > 0 && row[n - 1] == ' ')
+        row[--n] = '\0';
+    printf("%-9s%s\n", "slot", row);
+    for (int st = 0; st < s->p; st++) {
+        render_row(s, st, w, t0, t1, row);
+        printf("stage %-3d%s\n", st, row);
+    }
+}
+
+/* The chart, in bands of slots that fit the width (a terminal's, or 80 columns); a chart of
+ * more than PIPELINE_BANDS bands shows its first and last bands only (--json has every
+ * operation), so the text stays proportionate to the screen, not to the schedule. */
+#define PIPELINE_BANDS 6
+
 static void print_text(const struct sched *s)
 {
     int p = s->p, m = s->m, v = s->v;
@@ -38,30 +98,26 @@ static void print_text(const struct sched *s)
         printf(", %d model chunks per stage (a, b, ...)", v);
     printf("\ntime: one slot = one forward of a %s; a backward takes %d slots\n\n",
            v > 1 ? "chunk" : "stage", SCHED_TB / SCHED_TF);
-    printf("%-9s", "slot");
-    for (int t = 0; t < s->makespan; t += 10) {
-        int len = snprintf(buf, sizeof buf, "%d", t);
-        int pad = 10 * w - len;
-        printf("%s%*s", buf, t + 10 < s->makespan ? pad : 0, "");
-    }
-    printf("\n");
-    for (int st = 0; st < p; st++) {
-        printf("stage %-3d", st);
-        int t = 0;
-        for (int i = 0; i < s->count[st]; i++) {
-            const struct sched_op *op = &s->ops[st][i];
-            for (; t < op->start; t++)
-                printf("%.*s", w, "................................");
-            int len = label(buf, sizeof buf, op, v);
-            printf("%s", buf);
-            for (int k = len; k < w * op->duration; k++)
-                putchar(op->kind == 'B' ? '-' : ' ');
-            t += op->duration;
+    int per = (text_width() - 9) / w; /* slots per band */
+    if (per < 4)
+        per = 4;
+    int bands = (s->makespan + per - 1) / per;
+    char *row = malloc((size_t)per * (size_t)w + 1);
+    if (!row)
+        return;
+    for (int b = 0; b < bands; b++) {
+        if (bands > PIPELINE_BANDS && b == PIPELINE_BANDS - 1 && b < bands - 1) {
+            printf("... slots %d to %d not shown (%d bands of the chart): --json lists every "
+                   "operation\n\n",
+                   b * per, (bands - 1) * per - 1, bands - PIPELINE_BANDS);
+            b = bands - 1;
         }
-        for (; t < s->makespan; t++)
-            printf("%.*s", w, "................................");
-        printf("\n");
+        int t0 = b * per, t1 = t0 + per < s->makespan ? t0 + per : s->makespan;
+        print_band(s, w, t0, t1, row);
+        if (b + 1 < bands)
+            printf("\n");
     }
+    free(row);
     if (v > 1)
         printf("\nlegend: Fkc forward of micro-batch k on model chunk c, Bkc--- its backward, "
                ". idle\n\n");
@@ -90,33 +146,45 @@ static void print_text(const struct sched *s)
                              : "chunks held / v: each chunk keeps 1/v of the stage's layers");
 }
 
+/* One JSON document, written as it goes: the operations (2 m v per stage, two million at the
+ * largest) are printed one per line, never held as a JSON tree. */
 static void print_json(const struct sched *s)
 {
-    json_t *peak = json_array(), *chunks = json_array(), *ops = json_array();
+    json_t *peak = json_array(), *chunks = json_array();
     for (int st = 0; st < s->p; st++) {
         json_array_append_new(peak, json_real((double)s->peak_chunks[st] / s->v));
         json_array_append_new(chunks, json_integer(s->peak_chunks[st]));
-        json_t *row = json_array();
+    }
+    json_t *doc = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o, s:i, s:{s:i, s:i}}",
+                            "schedule", sched_name(s->kind), "stages", s->p, "micro_batches", s->m,
+                            "chunks", s->v, "bubble_over_ideal",
+                            sched_bubble_over_ideal(s->p, s->m, s->v), "bubble_over_wall",
+                            sched_bubble_over_wall(s->p, s->m, s->v), "measured_bubble_over_ideal",
+                            s->bubble_over_ideal, "measured_bubble_over_wall", s->bubble_over_wall,
+                            "peak_in_flight", peak, "peak_chunks", chunks, "makespan_slots",
+                            s->makespan, "slots", "forward", SCHED_TF, "backward", SCHED_TB);
+    char *head = json_dumps(doc, JSON_INDENT(2) | JSON_COMPACT);
+    json_decref(doc);
+    if (!head)
+        return;
+    size_t len = strlen(head);
+    while (len > 0 && head[len - 1] != '}') /* the closing brace: "ops" goes before it */
+        len--;
+    while (len > 1 && (head[len - 2] == '\n' || head[len - 2] == ' '))
+        len--;
+    printf("%.*s,\n  \"ops\":[", (int)(len - 1), head);
+    free(head);
+    for (int st = 0; st < s->p; st++) {
+        printf("%s\n    [", st ? "," : "");
         for (int i = 0; i < s->count[st]; i++) {
             const struct sched_op *op = &s->ops[st][i];
-            char kind[2] = {op->kind, 0};
-            json_array_append_new(row, json_pack("{s:s, s:i, s:i, s:i, s:i}", "kind", kind, "micro",
-                                                 op->micro, "chunk", op->chunk, "start", op->start,
-                                                 "duration", op->duration));
+            printf("%s\n      {\"kind\":\"%c\",\"micro\":%d,\"chunk\":%d,\"start\":%d,"
+                   "\"duration\":%d}",
+                   i ? "," : "", op->kind, op->micro, op->chunk, op->start, op->duration);
         }
-        json_array_append_new(ops, row);
+        printf("%s]", s->count[st] ? "\n    " : "");
     }
-    json_t *doc = json_pack(
-        "{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o, s:i, s:{s:i, s:i}, s:o}", "schedule",
-        sched_name(s->kind), "stages", s->p, "micro_batches", s->m, "chunks", s->v,
-        "bubble_over_ideal", sched_bubble_over_ideal(s->p, s->m, s->v), "bubble_over_wall",
-        sched_bubble_over_wall(s->p, s->m, s->v), "measured_bubble_over_ideal",
-        s->bubble_over_ideal, "measured_bubble_over_wall", s->bubble_over_wall, "peak_in_flight",
-        peak, "peak_chunks", chunks, "makespan_slots", s->makespan, "slots", "forward", SCHED_TF,
-        "backward", SCHED_TB, "ops", ops);
-    json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_COMPACT);
-    printf("\n");
-    json_decref(doc);
+    printf("\n  ]\n}\n");
 }
 
 static int pipeline_main(int argc, char **argv)
@@ -170,6 +238,8 @@ const struct command cmd_pipeline = {
     "(a forward takes one slot, a backward two) and prints one row per stage, the bubble over\n"
     "ideal compute time, (p-1)/(vm), and over wall time, (p-1)/(vm+p-1), and the micro-batches\n"
     "each stage holds at its peak. GPipe and 1F1B have the same bubble; 1F1B holds fewer.\n"
+    "The chart is drawn in bands of slots that fit the terminal's width (80 columns, or\n"
+    "$COLUMNS, when not on a terminal); past 6 bands, only the first and the last are shown.\n"
     "\n"
     "  --stages P          pipeline stages, 1 to 64 (default 4)\n"
     "  --micro-batches M   micro-batches per step, 1 to 1024 (default 8)\n"

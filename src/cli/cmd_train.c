@@ -902,17 +902,11 @@ static int train_main(int argc, char **argv)
     struct prediction pred = {0};
     predict(&r, &rcfg.spec, &pred);
     {
-        /* matmul FLOPs of the global batch as the model counts them (gpt_flops) */
-        double N = (double)o->batch * c->seq, T = c->seq;
-        double attn = 4.0 * o->batch * c->heads * T * T * (c->d / c->heads);
-        double layer = 2.0 * N * (4.0 * c->d * c->d + 3.0 * c->d * c->ffn) + attn;
-        double fwd = c->layers * layer + 2.0 * N * c->vocab * c->d;
-        int seg = gpt_ckpt_segment(&o->ckpt, c->layers);
-        sum.recompute = seg                                  ? c->layers * layer
-                        : o->ckpt.kind == GPT_CKPT_SELECTIVE ? c->layers * attn / 2
-                                                             : 0;
-        sum.flops = 3 * fwd + sum.recompute;
-        sum.overhead = 100.0 * sum.recompute / (3 * fwd);
+        /* matmul FLOPs of the global batch, as the model counts them */
+        struct gpt_flops fl = gpt_step_flops(c, o->batch, &o->ckpt);
+        sum.recompute = fl.recompute;
+        sum.flops = fl.forward + fl.backward + fl.recompute;
+        sum.overhead = 100.0 * fl.recompute / (fl.forward + fl.backward);
         sum.predicted = pred.ok ? pred.m.activations : NAN;
     }
     struct run *run = NULL;

@@ -1,6 +1,8 @@
+/* Finding a command by name, and the messages and output checks every command shares. */
 #include "config.h"
 #include "cli/command.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +14,18 @@ const struct command *command_find(const char *name)
         if (strcmp(commands[i]->name, name) == 0)
             return commands[i];
     return NULL;
+}
+
+int cli_output_errno;
+
+bool cli_output_ok(void)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return true;
+    if (!cli_output_errno)
+        cli_output_errno = errno ? errno : EIO;
+    return false;
 }
 
 int cli_fail(const struct error *e)

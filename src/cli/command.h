@@ -5,6 +5,7 @@
 #define SCALELAB_CLI_COMMAND_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 
 struct error;
 
@@ -19,6 +20,11 @@ struct command {
 extern const struct command *const commands[];
 
 const struct command *command_find(const char *name);
+
+/* Flushes standard output; false when it failed (a full disk, a closed pipe), with the errno
+ * kept for main's report. A command that streams calls it to stop writing into the void. */
+bool cli_output_ok(void);
+extern int cli_output_errno; /* the errno of the first write error seen, or 0 */
 
 /* Prints "scalelab: MESSAGE" to stderr and returns the exit status for e's code. */
 int cli_fail(const struct error *e);

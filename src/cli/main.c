@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <cblas.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -89,11 +90,30 @@ static int window(int argc, char **argv)
     return rc < 0 ? cli_fail(&e) : rc;
 }
 
-int main(int argc, char **argv)
+/* Every headless command ends here: what it printed must have reached standard output. A full
+ * disk (or any other write error) is an error of the run, exit 1, reported with its real errno;
+ * a reader that went away (a broken pipe: "scalelab formats - | head -1") ends it quietly. */
+static int finish_output(int rc)
 {
-    /* The simulated devices are the parallelism: each runs OpenBLAS on its own thread. */
-    openblas_set_num_threads(1);
+    errno = 0;
+    bool failed = fflush(stdout) != 0;
+    int err = errno;
+    failed |= ferror(stdout) != 0;
+    /* fclose also reports an error that only closing the descriptor shows (NFS, ...) */
+    if (fclose(stdout) != 0 && !failed)
+        failed = true, err = errno;
+    if (!failed)
+        return rc;
+    if (err == EPIPE || cli_output_errno == EPIPE)
+        return rc ? rc : 1;
+    if (err == 0)
+        err = cli_output_errno ? cli_output_errno : EIO;
+    fprintf(stderr, "scalelab: write error: %s\n", strerror(err));
+    return rc ? rc : 1;
+}
 
+static int run_command(int argc, char **argv)
+{
     if (argc < 2)
         return window(0, argv + 1);
     const char *first = argv[1];
@@ -127,4 +147,13 @@ int main(int argc, char **argv)
             return 0;
         }
     return c->run(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+    /* The simulated devices are the parallelism: each runs OpenBLAS on its own thread. */
+    openblas_set_num_threads(1);
+    if (argc < 2 || !strcmp(argv[1], "--ascii"))
+        return run_command(argc, argv); /* the window: its output is the terminal's */
+    return finish_output(run_command(argc, argv));
 }

@@ -19,7 +19,18 @@ struct algo {
     int chunks;           /* pipeline chunks (chains and trees) */
     int stream;           /* the device stream (dbtree also uses stream + 1) */
     const size_t *bounds; /* NULL, or the n chunks' edges in elements (struct coll) */
+    const int *group;     /* NULL, or the device ranks of the group, indexed 0..n-1 */
 };
+
+/* Point-to-point between members of the algorithm's group: peers are group indices
+ * (0..n-1), translated to device ranks. */
+int algo_sendrecv(const struct algo *a, int to, const void *sbuf, size_t sbytes, int from,
+                  void *rbuf, size_t rbytes, const struct dev_tag *tag, dev_combine_fn combine,
+                  void *ctx, struct error *e);
+int algo_isend(const struct algo *a, int peer, const void *buf, size_t bytes,
+               const struct dev_tag *tag, struct dev_req *req, struct error *e);
+int algo_recv(const struct algo *a, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
+              dev_combine_fn combine, void *ctx, struct error *e);
 
 /* Bytes offset and length of chunk i of n over the whole buffer. */
 void algo_chunk(const struct algo *a, int n, int i, char **p, size_t *bytes);

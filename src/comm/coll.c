@@ -23,6 +23,31 @@ void algo_chunk(const struct algo *a, int n, int i, char **p, size_t *bytes)
     *bytes = len * a->es;
 }
 
+static int peer_rank(const struct algo *a, int idx)
+{
+    return a->group ? a->group[idx] : idx;
+}
+
+int algo_sendrecv(const struct algo *a, int to, const void *sbuf, size_t sbytes, int from,
+                  void *rbuf, size_t rbytes, const struct dev_tag *tag, dev_combine_fn combine,
+                  void *ctx, struct error *e)
+{
+    return dev_sendrecv(a->d, peer_rank(a, to), sbuf, sbytes, peer_rank(a, from), rbuf, rbytes, tag,
+                        combine, ctx, e);
+}
+
+int algo_isend(const struct algo *a, int peer, const void *buf, size_t bytes,
+               const struct dev_tag *tag, struct dev_req *req, struct error *e)
+{
+    return dev_isend(a->d, peer_rank(a, peer), buf, bytes, tag, req, e);
+}
+
+int algo_recv(const struct algo *a, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
+              dev_combine_fn combine, void *ctx, struct error *e)
+{
+    return dev_recv(a->d, peer_rank(a, peer), buf, bytes, tag, combine, ctx, e);
+}
+
 void coll_net(const struct cluster_spec *s, int n, struct cost_net *net)
 {
     net->gpus = n;
@@ -93,7 +118,25 @@ static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, 
 
 int coll_run(struct device *d, const struct coll *c, struct error *e)
 {
-    int n = dev_count(d);
+    int n = c->group ? c->group_size : dev_count(d), me = dev_rank(d);
+    if (c->group) {
+        if (n < 1 || n > dev_count(d))
+            return error_set(e, ERR_INVAL, "a group holds 1 to %d GPUs, not %d", dev_count(d), n);
+        me = -1;
+        for (int i = 0; i < n; i++) {
+            if (c->group[i] < 0 || c->group[i] >= dev_count(d))
+                return error_set(e, ERR_INVAL, "GPU %d of the group is not in the cluster",
+                                 c->group[i]);
+            for (int j = 0; j < i; j++)
+                if (c->group[j] == c->group[i])
+                    return error_set(e, ERR_INVAL, "GPU %d is twice in the group", c->group[i]);
+            if (c->group[i] == dev_rank(d))
+                me = i;
+        }
+        if (me < 0)
+            return error_set(e, ERR_INVAL, "GPU %d calls a collective of a group it is not in",
+                             dev_rank(d));
+    }
     const struct cluster_spec *s = dev_spec(d);
     struct algo a = {
         .d = d,
@@ -102,10 +145,11 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
         .es = reduce_elem_size(c->dtype),
         .dt = c->dtype,
         .n = n,
-        .rank = dev_rank(d),
+        .rank = me,
         .root = c->root,
         .stream = c->stream,
         .bounds = c->bounds,
+        .group = c->group,
     };
     if (a.es == 0)
         return error_set(e, ERR_INVAL, "collectives carry fp32, bf16 or fp16 data");
@@ -163,7 +207,7 @@ static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, 
 static int one(struct device *d, enum cost_op op, void *buf, size_t count, enum fp_format dt,
                int root, enum cost_algo algo, struct error *e)
 {
-    struct coll c = {op, algo, buf, count, dt, root, 0, NULL};
+    struct coll c = {op, algo, buf, count, dt, root, 0, NULL, NULL, 0};
     return coll_run(d, &c, e);
 }
 

@@ -58,6 +58,12 @@ struct coll {
      * (par/shard.h) cuts each gradient bucket where the ZeRO shards cut the flat buffer, so
      * that every element is reduced around the same ring, in the same order, at every stage. */
     const size_t *bounds;
+    /* NULL: every GPU of the cluster takes part, in rank order. Else the group_size device
+     * ranks that take part, in the order the algorithm numbers them (a ring goes group[0] ->
+     * group[1] -> ...; root and chunk i are group indices): a communicator, as NCCL's, e.g.
+     * the data-parallel GPUs of one tensor-parallel rank. Only its members call it. */
+    const int *group;
+    int group_size;
 };
 
 /* Every device calls it with the same op, algo, count, dtype and root. 0, ERR_INVAL (an

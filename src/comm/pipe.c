@@ -43,12 +43,12 @@ static int reduce_chunk(const struct algo *a, const struct part *t, int k, int s
     struct dev_tag tag = {step, k, "reduce", t->stream};
     for (int c = 0; c < 2; c++)
         if (t->node.child[c] >= 0) {
-            int rc = dev_recv(a->d, t->node.child[c], p, b, &tag, reduce_sum, &dt, e);
+            int rc = algo_recv(a, t->node.child[c], p, b, &tag, reduce_sum, &dt, e);
             if (rc)
                 return rc;
         }
     if (t->node.parent >= 0)
-        return dev_isend(a->d, t->node.parent, p, b, &tag, &req[(*nreq)++], e);
+        return algo_isend(a, t->node.parent, p, b, &tag, &req[(*nreq)++], e);
     return 0;
 }
 
@@ -60,13 +60,13 @@ static int bcast_chunk(const struct algo *a, const struct part *t, int k, int st
     piece(a, t, k, &p, &b);
     struct dev_tag tag = {step, k, "broadcast", t->stream};
     if (t->node.parent >= 0) {
-        int rc = dev_recv(a->d, t->node.parent, p, b, &tag, NULL, NULL, e);
+        int rc = algo_recv(a, t->node.parent, p, b, &tag, NULL, NULL, e);
         if (rc)
             return rc;
     }
     for (int c = 0; c < 2; c++)
         if (t->node.child[c] >= 0) {
-            int rc = dev_isend(a->d, t->node.child[c], p, b, &tag, &req[(*nreq)++], e);
+            int rc = algo_isend(a, t->node.child[c], p, b, &tag, &req[(*nreq)++], e);
             if (rc)
                 return rc;
         }

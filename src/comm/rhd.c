@@ -46,8 +46,8 @@ static int halving(const struct algo *a, int np, int me, const int *real, int st
         struct dev_tag tag = {step, low ? mid : lo, "reduce-scatter", a->stream};
         int rc = dev_step(a->d, step, e);
         if (!rc)
-            rc = dev_sendrecv(a->d, real[partner], sp, sb, real[partner], kp, kb, &tag, reduce_sum,
-                              &dt, e);
+            rc = algo_sendrecv(a, real[partner], sp, sb, real[partner], kp, kb, &tag, reduce_sum,
+                               &dt, e);
         if (rc)
             return rc;
         if (low)
@@ -71,8 +71,8 @@ static int doubling(const struct algo *a, int np, int me, const int *real, int s
         struct dev_tag tag = {step, lo, "all-gather", a->stream};
         int rc = dev_step(a->d, step, e);
         if (!rc)
-            rc = dev_sendrecv(a->d, real[partner], sp, sb, real[partner], rp, rb, &tag, NULL, NULL,
-                              e);
+            rc =
+                algo_sendrecv(a, real[partner], sp, sb, real[partner], rp, rb, &tag, NULL, NULL, e);
         if (rc)
             return rc;
     }
@@ -120,11 +120,11 @@ int rhd_allreduce(const struct algo *a, struct error *e)
             return rc;
         if (extra) {
             struct dev_req req;
-            rc = dev_isend(a->d, rank + 1, a->buf, bytes, &tag, &req, e);
+            rc = algo_isend(a, rank + 1, a->buf, bytes, &tag, &req, e);
             if (!rc)
                 rc = dev_wait(a->d, &req, e);
         } else if (rank < 2 * r) {
-            rc = dev_recv(a->d, rank - 1, a->buf, bytes, &tag, reduce_sum, &dt, e);
+            rc = algo_recv(a, rank - 1, a->buf, bytes, &tag, reduce_sum, &dt, e);
         }
         if (rc)
             return rc;
@@ -145,10 +145,10 @@ int rhd_allreduce(const struct algo *a, struct error *e)
         if ((rc = dev_step(a->d, step, e)))
             return rc;
         if (extra) {
-            rc = dev_recv(a->d, rank + 1, a->buf, bytes, &tag, NULL, NULL, e);
+            rc = algo_recv(a, rank + 1, a->buf, bytes, &tag, NULL, NULL, e);
         } else if (rank < 2 * r) {
             struct dev_req req;
-            rc = dev_isend(a->d, rank - 1, a->buf, bytes, &tag, &req, e);
+            rc = algo_isend(a, rank - 1, a->buf, bytes, &tag, &req, e);
             if (!rc)
                 rc = dev_wait(a->d, &req, e);
         }

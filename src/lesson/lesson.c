@@ -188,6 +188,7 @@ struct parser {
     struct lesson_question *q; /* the open question, or NULL */
     struct lesson_run *run;    /* the @run that @expect lines belong to, or NULL */
     bool seen_duration;
+    int end_line; /* the line of @end, or 0 before it */
     struct error *e;
 };
 
@@ -774,9 +775,9 @@ static int add_text(struct parser *p, const char *line)
 
 /* ---- one line */
 
-static const char *const directives[] = {"title",    "short",  "duration", "outcome",
-                                         "panel",    "step",   "run",      "expect",
-                                         "question", "option", "answer",   "explain"};
+static const char *const directives[] = {"title",  "short",   "duration", "outcome",  "panel",
+                                         "step",   "run",     "expect",   "question", "option",
+                                         "answer", "explain", "end"};
 
 static int parse_directive(struct parser *p, const char *line)
 {
@@ -791,7 +792,7 @@ static int parse_directive(struct parser *p, const char *line)
         return fail(p,
                     "unknown directive '@%.*s'; expected one of @title @short @duration "
                     "@outcome @panel @step @run @expect @question @option @answer @explain "
-                    "(a line starting with '\\@' is text)",
+                    "@end (a line starting with '\\@' is text)",
                     (int)(n > 30 ? 30 : n), c);
     }
     size_t d = 0;
@@ -801,9 +802,16 @@ static int parse_directive(struct parser *p, const char *line)
         return fail(p,
                     "unknown directive '@%s'; expected one of @title @short @duration "
                     "@outcome @panel @step @run @expect @question @option @answer @explain "
-                    "(a line starting with '\\@' is text)",
+                    "@end (a line starting with '\\@' is text)",
                     name);
     const char *arg = skip_space(c + n);
+    /* "@end": the lesson's last line, so that a file cut short is told from a whole one */
+    if (!strcmp(name, "end")) {
+        if (*arg)
+            return fail(p, "@end takes nothing after it");
+        p->end_line = p->line;
+        return 0;
+    }
     if (!*arg)
         return fail(p, "@%s needs a value", name);
     struct lesson *l = p->l;
@@ -880,8 +888,11 @@ static int parse_line(struct parser *p, char *line, size_t len)
         return ERR_INVAL;
     while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t'))
         line[--len] = '\0';
-    if (line[0] == '#')
+    if (line[0] == '#' || (p->end_line && len == 0))
         return 0;
+    if (p->end_line)
+        return fail(p, "nothing but blank lines and comments may follow @end (line %d)",
+                    p->end_line);
     if (line[0] == '@')
         return parse_directive(p, line);
     return add_text(p, line);
@@ -937,6 +948,13 @@ int lesson_parse_string(const char *name, const char *text, size_t len, struct l
         start = end + 1;
     }
     p.line--;
+    if (p.step && !p.end_line) {
+        rc = fail(&p,
+                  "the file ends without @end: cut short? (%zu step%s read; a lesson's last "
+                  "line is @end)",
+                  l->nsteps, l->nsteps == 1 ? "" : "s");
+        goto fail;
+    }
     if (p.step) {
         if ((rc = close_step(&p)) < 0)
             goto fail;
@@ -972,6 +990,12 @@ int lesson_load(const char *path, struct lesson **out, struct error *e)
         int err = errno;
         return error_set(e, err == ENOENT || err == EACCES || err == ENOTDIR ? ERR_INVAL : ERR_IO,
                          "%s: cannot read: %s", path, strerror(err));
+    }
+    /* the size is checked before anything is read; the read below is bounded as well, for a
+     * file that grows meanwhile or has no size (a pipe, a device) */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > FILE_MAX) {
+        fclose(f);
+        return error_set(e, ERR_INVAL, "%s: larger than %d bytes: not a lesson", path, FILE_MAX);
     }
     char *text = malloc(FILE_MAX + 1);
     if (!text) {
@@ -1034,9 +1058,13 @@ static int list_lessons(const char *dir, char *folder, size_t fn, char ***names,
     if (snprintf(folder, fn, "%s/lessons", dir ? dir : datadir()) >= (int)fn)
         return error_set(e, ERR_INVAL, "%s/lessons: the path is too long", dir);
     DIR *d = opendir(folder);
-    if (!d)
-        return error_set(e, ERR_IO, "%s: cannot open the lessons folder: %s", folder,
-                         strerror(errno));
+    if (!d) {
+        /* a data folder that is not there (SCALELAB_DATA=/nonexistent) is bad input, exit 2;
+         * only a failing disk is an I/O error */
+        int err = errno;
+        return error_set(e, err == ENOENT || err == ENOTDIR || err == EACCES ? ERR_INVAL : ERR_IO,
+                         "%s: cannot open the lessons folder: %s", folder, strerror(err));
+    }
     struct dirent *ent;
     int rc = 0;
     while ((ent = readdir(d))) {

@@ -12,7 +12,9 @@
 #include "base/error.h"
 #include "base/units.h"
 
-#define HEADER "# scalelab progress 1"
+#define HEADER            "# scalelab progress 1"
+#define PROGRESS_FILE_MAX (4 << 20) /* a progress file is a few hundred bytes */
+#define PROGRESS_LINE_MAX 16384     /* every answer of a lesson: 64 steps x 32 questions */
 
 static bool valid(int lesson, int step, int question)
 {
@@ -97,16 +99,20 @@ static int parse_int(const char *s, long long min, long long max, int *out)
     return 0;
 }
 
-/* One line; -1 if it is not one of ours. */
+/* One line, applied to p only when all of it is valid; -1 if it is not one of ours (then p is
+ * untouched). */
 static int parse_line(struct progress *p, char *line)
 {
     char *save = NULL, *w = strtok_r(line, " ", &save);
     if (!w)
         return 0;
     if (!strcmp(w, "current")) {
-        if (parse_int(strtok_r(NULL, " ", &save), -1, PROGRESS_LESSONS - 1, &p->current) < 0)
+        int current;
+        if (parse_int(strtok_r(NULL, " ", &save), -1, PROGRESS_LESSONS - 1, &current) < 0 ||
+            strtok_r(NULL, " ", &save))
             return -1;
-        return strtok_r(NULL, " ", &save) ? -1 : 0;
+        p->current = current;
+        return 0;
     }
     int l, step;
     if (strcmp(w, "lesson") ||
@@ -115,27 +121,64 @@ static int parse_line(struct progress *p, char *line)
     if ((w = strtok_r(NULL, " ", &save)) == NULL || strcmp(w, "step") ||
         parse_int(strtok_r(NULL, " ", &save), 0, LESSON_MAX_STEPS - 1, &step) < 0)
         return -1;
-    struct progress_lesson *pl = &p->lessons[l];
-    if (pl->visited)
-        return -1; /* the same lesson twice */
-    pl->visited = true;
-    pl->step = step;
-    if ((w = strtok_r(NULL, " ", &save)) == NULL)
-        return 0;
-    if (strcmp(w, "correct"))
-        return -1;
-    while ((w = strtok_r(NULL, " ", &save))) {
-        char *dot = strchr(w, '.');
-        int s, q;
-        if (!dot)
+    if (p->lessons[l].visited)
+        return -1; /* the same lesson twice: the first one stays */
+    struct progress_lesson pl = {.visited = true, .step = step};
+    if ((w = strtok_r(NULL, " ", &save)) != NULL) {
+        if (strcmp(w, "correct"))
             return -1;
-        *dot = '\0';
-        if (parse_int(w, 0, LESSON_MAX_STEPS - 1, &s) < 0 ||
-            parse_int(dot + 1, 0, LESSON_MAX_QUESTIONS - 1, &q) < 0)
-            return -1;
-        pl->correct[s] |= 1u << q;
+        while ((w = strtok_r(NULL, " ", &save))) {
+            char *dot = strchr(w, '.');
+            int s, q;
+            if (!dot)
+                return -1;
+            *dot = '\0';
+            if (parse_int(w, 0, LESSON_MAX_STEPS - 1, &s) < 0 ||
+                parse_int(dot + 1, 0, LESSON_MAX_QUESTIONS - 1, &q) < 0)
+                return -1;
+            pl.correct[s] |= 1u << q;
+        }
     }
+    p->lessons[l] = pl;
     return 0;
+}
+
+/* Reads the next line of f into buf (at most n - 1 bytes kept, the rest of a longer line read
+ * and dropped). Returns the line's length (more than n - 1 when it was too long), or -1 at the
+ * end of the file; *nul says whether it held a NUL byte, *newline whether it ended with one. */
+static long long read_line(FILE *f, char *buf, size_t n, bool *nul, bool *newline)
+{
+    long long len = 0;
+    int c;
+    *nul = *newline = false;
+    while ((c = getc(f)) != EOF) {
+        if (c == '\n') {
+            *newline = true;
+            break;
+        }
+        if (c == 0)
+            *nul = true;
+        if ((size_t)len < n - 1)
+            buf[len] = (char)c;
+        len++;
+    }
+    if (c == EOF && len == 0)
+        return -1;
+    buf[(size_t)len < n - 1 ? (size_t)len : n - 1] = '\0';
+    return len;
+}
+
+/* Adds "what" for one skipped line to the report in *msg: the first in full (but for its
+ * length), the others counted. */
+static void note_skipped(char *msg, size_t n, int *skipped, const char *path, long long lineno,
+                         const char *line, long long len, const char *why)
+{
+    if ((*skipped)++ == 0) {
+        if (len > 60)
+            snprintf(msg, n, "%s:%lld: skipped a line of %lld bytes (%s)", path, lineno, len, why);
+        else
+            snprintf(msg, n, "%s:%lld: skipped '%.60s' (%s)", path, lineno, line, why);
+    }
 }
 
 int progress_load(struct progress *p, const char *path, struct error *e)
@@ -143,41 +186,84 @@ int progress_load(struct progress *p, const char *path, struct error *e)
     progress_init(p);
     if (e)
         e->code = 0, e->msg[0] = '\0';
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        error_set(e, ERR_INVAL,
+                  "%s: a folder where the progress file should be; progress is not saved until "
+                  "it is moved",
+                  path);
+        return PROGRESS_FRESH;
+    }
     FILE *f = fopen(path, "r");
     if (!f) {
-        if (errno != ENOENT)
-            error_set(e, ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+        if (errno != ENOENT) {
+            error_set(e, ERR_IO, "%s: cannot read: %s (kept as %s.bad at the next save)", path,
+                      strerror(errno), path);
+            p->unreadable = true;
+        }
         return PROGRESS_FRESH;
     }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int n = 0, rc = 0;
-    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+    /* the size is checked before reading: a progress file is a few hundred bytes */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > PROGRESS_FILE_MAX) {
+        fclose(f);
+        error_set(e, ERR_INVAL,
+                  "%s: larger than %d bytes, not read (kept as %s.bad at the next save)", path,
+                  PROGRESS_FILE_MAX, path);
+        p->unreadable = true;
+        return PROGRESS_FRESH;
+    }
+    /* Every line stands alone: a bad one is skipped and reported, the others are kept. */
+    char line[PROGRESS_LINE_MAX + 1], first[ERROR_MAX] = "";
+    long long len, n = 0;
+    bool nul, newline, any = false;
+    int skipped = 0;
+    while ((len = read_line(f, line, sizeof line, &nul, &newline)) >= 0) {
         n++;
-        if (len && line[len - 1] == '\n')
-            line[--len] = '\0';
-        if (len > 1000) {
-            rc = error_set(e, ERR_INVAL, "%s:%d: the line is too long", path, n);
-            break;
-        }
-        if (n == 1) {
-            if (strcmp(line, HEADER))
-                rc = error_set(e, ERR_INVAL, "%s:1: expected '%s'", path, HEADER);
+        const char *why = NULL;
+        if (len > PROGRESS_LINE_MAX)
+            why = "too long";
+        else if (nul)
+            why = "a NUL byte";
+        else if (n == 1 && !strcmp(line, HEADER))
             continue;
+        else if (n == 1)
+            why = "not '" HEADER "'";
+        else if (!newline)
+            why = "cut short: the file ends in the middle of it";
+        else {
+            char copy[PROGRESS_LINE_MAX + 1];
+            memcpy(copy, line, (size_t)len + 1);
+            if (parse_line(p, copy) < 0)
+                why = "not a progress line";
+            else
+                any = true;
         }
-        if (memchr(line, '\0', (size_t)len) || parse_line(p, line) < 0)
-            rc = error_set(e, ERR_INVAL,
-                           "%s:%d: expected 'current N' or 'lesson N step S correct S.Q ...'", path,
-                           n);
+        if (why)
+            note_skipped(first, sizeof first, &skipped, path, n, line, len, why);
     }
-    free(line);
-    if (rc == 0 && n == 0)
-        rc = error_set(e, ERR_INVAL, "%s:1: the file is empty", path);
+    bool bad = ferror(f) != 0;
     fclose(f);
-    if (rc < 0) {
+    if (bad) {
+        error_set(e, ERR_IO, "%s: cannot read: %s (kept as %s.bad at the next save)", path,
+                  strerror(errno), path);
         progress_init(p);
+        p->unreadable = true;
         return PROGRESS_FRESH;
+    }
+    if (n == 0) {
+        error_set(e, ERR_INVAL, "%s:1: the file is empty", path);
+        return PROGRESS_FRESH;
+    }
+    if (skipped) {
+        p->unreadable = true;
+        char more[64] = "";
+        if (skipped > 1)
+            snprintf(more, sizeof more, "; %d more line%s skipped", skipped - 1,
+                     skipped > 2 ? "s" : "");
+        const char *base = strrchr(path, '/');
+        error_set(e, ERR_INVAL, "%s%s; the file will be kept as %s.bad", first, more,
+                  base ? base + 1 : path);
+        return any ? PROGRESS_PARTIAL : PROGRESS_FRESH;
     }
     return 0;
 }
@@ -222,7 +308,34 @@ static int write_all(FILE *f, const struct progress *p)
     return ferror(f) ? -1 : 0;
 }
 
-int progress_save(const struct progress *p, const char *path, struct error *e)
+/* Keeps the file at path under the first free name of path.bad, path.bad.1, path.bad.2, ...
+ * (a hard link: the file itself is replaced just after by the rename). */
+static int keep_unreadable(const char *path, struct error *e)
+{
+    char bad[PATH_MAX + 32];
+    for (int i = 0; i < 1000; i++) {
+        if (i == 0)
+            snprintf(bad, sizeof bad, "%s.bad", path);
+        else
+            snprintf(bad, sizeof bad, "%s.bad.%d", path, i);
+        if (link(path, bad) == 0)
+            return 0;
+        if (errno == ENOENT)
+            return 0; /* nothing left to keep */
+        if (errno == EEXIST)
+            continue;
+        /* no hard links here (some file systems): a copy of the name by rename */
+        struct stat st;
+        if (stat(bad, &st) != 0 && errno == ENOENT && rename(path, bad) == 0)
+            return 0;
+        return error_set(e, ERR_IO, "%s: cannot keep the unreadable file as %s: %s", path, bad,
+                         strerror(errno));
+    }
+    return error_set(e, ERR_IO, "%s: cannot keep the unreadable file: too many %s.bad.N", path,
+                     path);
+}
+
+int progress_save(struct progress *p, const char *path, struct error *e)
 {
     char dir[PATH_MAX], tmp[PATH_MAX + 16];
     const char *slash = strrchr(path, '/');
@@ -252,11 +365,16 @@ int progress_save(const struct progress *p, const char *path, struct error *e)
     int err = errno;
     if (fclose(f) != 0 && rc == 0)
         rc = -1, err = errno;
+    if (rc == 0 && p->unreadable && keep_unreadable(path, e) < 0) {
+        unlink(tmp);
+        return ERR_IO;
+    }
     if (rc == 0 && rename(tmp, path) != 0)
         rc = -1, err = errno;
     if (rc < 0) {
         unlink(tmp);
         return error_set(e, ERR_IO, "%s: cannot save progress: %s", path, strerror(err));
     }
+    p->unreadable = false; /* kept once: the next saves replace only what this one wrote */
     return 0;
 }

@@ -9,8 +9,12 @@
  *
  * (lesson numbers as in NN-name.lesson; steps and questions counted from 0; "2.1" is the second
  * question of the third step). It is written to a temporary file in the same folder and renamed
- * over the old one, so a crash leaves the old file or the new one, never a mix. A missing or
- * corrupt file reads as fresh progress. */
+ * over the old one, so a crash leaves the old file or the new one, never a mix.
+ *
+ * Progress is never lost to a bad file: every valid line is kept, each bad one is skipped and
+ * reported, and before the first save replaces such a file it is kept beside it as
+ * progress.bad (or progress.bad.1, .2, ... when that exists). A missing file reads as fresh
+ * progress. */
 #ifndef SCALELAB_LESSON_PROGRESS_H
 #define SCALELAB_LESSON_PROGRESS_H
 
@@ -33,9 +37,13 @@ struct progress_lesson {
 struct progress {
     int current; /* the lesson open last, or -1 */
     struct progress_lesson lessons[PROGRESS_LESSONS];
+    bool unreadable; /* the file read had lines not kept here: keep it before replacing it */
 };
 
-enum { PROGRESS_FRESH = 1 }; /* progress_load: nothing usable was read */
+enum {
+    PROGRESS_FRESH = 1,   /* progress_load: nothing usable was read */
+    PROGRESS_PARTIAL = 2, /* progress_load: some lines were skipped, the others kept */
+};
 
 /* Fresh progress: nothing visited, no lesson open. */
 void progress_init(struct progress *p);
@@ -44,13 +52,18 @@ void progress_init(struct progress *p);
  * else $HOME/.local/state/scalelab/progress. 0, or ERR_INVAL when neither can be found. */
 int progress_path(char *buf, size_t n, struct error *e);
 
-/* Reads path into p. Returns 0 when read; PROGRESS_FRESH with p fresh when the file is missing
- * or corrupt (then e says why, as "FILE:LINE: ..."; a missing file leaves e->code 0). */
+/* Reads path into p. Returns 0 when read; PROGRESS_PARTIAL when some lines were skipped and the
+ * others kept; PROGRESS_FRESH with p fresh when the file is missing or nothing in it could be
+ * used. Whenever something was skipped e says what ("FILE:LINE: skipped '...' (why); 2 more
+ * lines skipped; ..."; a missing file leaves e->code 0), and p->unreadable is set. A folder
+ * where the file should be is reported as such. */
 int progress_load(struct progress *p, const char *path, struct error *e);
 
 /* Writes p to path through a temporary file in the same folder and a rename; creates the folder
- * (and its parents) if needed. 0, or ERR_IO with e saying what failed. */
-int progress_save(const struct progress *p, const char *path, struct error *e);
+ * (and its parents) if needed. When p->unreadable, the file at path is first kept as
+ * path.bad (or the first free path.bad.N), then p->unreadable is cleared. 0, or ERR_IO with e
+ * saying what failed. */
+int progress_save(struct progress *p, const char *path, struct error *e);
 
 /* The step to reopen a lesson at (0 if never visited), and setting it (marks it visited and
  * current). Out-of-range numbers are ignored / give 0. */

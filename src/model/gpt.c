@@ -579,6 +579,14 @@ struct gpt_flops gpt_flops(const struct gpt *g)
     return fl;
 }
 
+struct gpt_flops gpt_step_flops(const struct gpt_config *c, int batch, const struct gpt_ckpt *ckpt)
+{
+    struct gpt g = {.c = *c, .B = batch, .N = batch * c->seq, .hd = c->d / c->heads};
+    g.ckpt = ckpt ? *ckpt : (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
+    g.seg = gpt_ckpt_segment(&g.ckpt, c->layers);
+    return gpt_flops(&g);
+}
+
 static void compute(const struct gpt *g, double flops, const char *what, int layer)
 {
     if (g->alloc.compute)

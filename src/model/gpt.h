@@ -256,5 +256,8 @@ struct gpt_flops {
     double forward, backward, recompute;
 };
 struct gpt_flops gpt_flops(const struct gpt *g);
+/* The same from a shape, a batch and a policy, before any model exists: the one count that
+ * train's summary, the bench and the window use. */
+struct gpt_flops gpt_step_flops(const struct gpt_config *c, int batch, const struct gpt_ckpt *ckpt);
 
 #endif

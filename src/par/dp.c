@@ -271,7 +271,8 @@ static int ring(struct dp *p, enum cost_op op, void *buf, size_t count, enum fp_
         return p->err.code;
     if (by_shards)
         shard_bounds(&p->plan, off, count, p->bounds);
-    struct coll c = {op, COST_RING, buf, count, fmt, 0, stream, by_shards ? p->bounds : NULL};
+    struct coll c = {op,   COST_RING, buf, count, fmt, 0, stream, by_shards ? p->bounds : NULL,
+                     NULL, 0};
     return coll_run(p->d, &c, &p->err);
 }
 
@@ -461,19 +462,20 @@ float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
         const char *src = (const char *)p->gr + (p->zero >= 2 ? 0 : p->roff * p->ges);
         decode(p->gdt, ug, src, p->rlen);
     }
+    /* one pass: unscale, look for inf/NaN, and sum the squares of this GPU's shard, in order
+     * (the global norm is the shards' sums added in GPU order) */
+    size_t lo = p->zero >= 1 ? 0 : (size_t)p->rank * p->plan.shard, hi = lo + p->plan.shard;
     uint32_t bad = 0;
+    double s = 0;
     for (size_t i = 0; i < p->rlen; i++) {
         uint32_t u;
         memcpy(&u, &ug[i], 4);
         bad |= (u & 0x7f800000u) == 0x7f800000u;
         ug[i] *= inv;
+        if (i >= lo && i < hi)
+            s += (double)ug[i] * ug[i];
     }
     *found = bad != 0;
-    /* this GPU's shard's sum of squares, in order: the global norm is their sum in GPU order */
-    const float *sh = ug + (p->zero >= 1 ? 0 : (size_t)p->rank * p->plan.shard);
-    double s = 0;
-    for (size_t i = 0; i < p->plan.shard; i++)
-        s += (double)sh[i] * sh[i];
     *sumsq = s;
     return ug;
 }

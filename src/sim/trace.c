@@ -150,8 +150,11 @@ static int open_tmp(const char *path, FILE **out, char **tmp, struct error *e)
  * Frees tmp. */
 static int commit_tmp(FILE *f, char *tmp, const char *path, struct error *e)
 {
-    bool bad = ferror(f) != 0;
-    int err = bad ? EIO : 0;
+    /* a write that failed earlier failed again at this flush: its errno is the real reason
+     * (ENOSPC on a full disk), not a generic EIO */
+    errno = 0;
+    bool bad = fflush(f) != 0 || ferror(f) != 0;
+    int err = bad ? (errno ? errno : EIO) : 0;
     if (fclose(f) != 0 && !bad)
         bad = true, err = errno;
     if (!bad && tmp && rename(tmp, path) != 0)
@@ -183,7 +186,22 @@ int trace_check_path(const char *path, struct error *e)
     else if (access(dir, W_OK | X_OK) != 0)
         rc = error_set(e, ERR_INVAL, "'%s': the folder '%s' is not writable", path, dir);
     free(dir);
-    return rc;
+    if (rc < 0)
+        return rc;
+    /* A folder may look writable and still refuse a new file (/proc, a read-only mount seen
+     * by root): create the temporary file the writer will create, and remove it. */
+    FILE *f;
+    char *tmp;
+    if (open_tmp(path, &f, &tmp, e) < 0) {
+        if (e)
+            e->code = ERR_INVAL;
+        return ERR_INVAL;
+    }
+    fclose(f);
+    if (tmp)
+        unlink(tmp);
+    free(tmp);
+    return 0;
 }
 
 int trace_write_chrome(const char *path, const struct event *ev, size_t n, int gpus,

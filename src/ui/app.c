@@ -433,8 +433,22 @@ static int load_lessons(struct app *a, struct error *e)
     if (progress_path(a->progress_file, sizeof a->progress_file, &pe) < 0) {
         a->progress_file[0] = '\0';
         eventlog_add(&a->log, "progress is not saved: %s", pe.msg);
-    } else if (progress_load(&a->progress, a->progress_file, &pe) == PROGRESS_FRESH && pe.code) {
-        eventlog_add(&a->log, "progress starts afresh: %s", pe.msg);
+    } else if (progress_load(&a->progress, a->progress_file, &pe) != 0 && pe.code) {
+        /* what was skipped, in full: in lines that fit the narrowest window, the file named
+         * without its folder (README.md says where it is) so that two lines hold it */
+        const char *m = pe.msg, *slash = strrchr(a->progress_file, '/');
+        if (slash && !strncmp(m, a->progress_file, strlen(a->progress_file)))
+            m += slash + 1 - a->progress_file;
+        for (bool first = true; *m; first = false) {
+            int n = (int)strlen(m);
+            if (n > 68)
+                for (n = 68; n > 34 && m[n] != ' '; n--)
+                    ;
+            eventlog_add(&a->log, "%s%.*s", first ? "" : "  ", n, m);
+            m += n;
+            while (*m == ' ')
+                m++;
+        }
     }
     for (int i = 0; i < UI_TABS; i++) {
         struct tab *t = &a->tabs[i];
@@ -1206,9 +1220,10 @@ int ui_run(const struct ui_options *o, struct error *e)
     }
     a->asking = -1;
     a->tab_since = clock_now();
+    /* welcome first: what loading finds wrong (a skipped progress line) is then the newest */
+    eventlog_add(&a->log, "welcome: ? lists the keys, q quits");
     if ((rc = load_lessons(a, e)) < 0)
         goto out;
-    eventlog_add(&a->log, "welcome: ? lists the keys, q quits");
     if (o->tab >= 0 && o->tab < UI_TABS) {
         a->cur = o->tab;
         struct tab *t = &a->tabs[a->cur];

@@ -664,6 +664,12 @@ static int parse_prec(const char *v, enum fp_format *out)
     return 0;
 }
 
+static bool same_settings(const struct settings *a, const struct settings *b)
+{
+    return a->model == b->model && a->gpus == b->gpus && a->zero == b->zero &&
+           a->batch == b->batch && a->prec == b->prec;
+}
+
 static int dprun_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct dprun *p = state;
@@ -700,8 +706,12 @@ static int dprun_set(void *state, const char *name, const char *value, struct er
                          "the run panel knows model, gpus, zero, precision and batch, not '%s'",
                          name);
     }
+    /* a step's settings come one by one: restart only for one that changes the run, or
+     * when the run has moved on */
+    bool again = !same_settings(&s, &p->s) || p->allowed > 0 || !p->run;
     p->s = p->start = s;
-    restart(p);
+    if (again)
+        restart(p);
     return 0;
 }
 
@@ -736,12 +746,6 @@ static int dprun_on_key(void *state, int key)
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 
-static bool same_settings(const struct settings *a, const struct settings *b)
-{
-    return a->model == b->model && a->gpus == b->gpus && a->zero == b->zero &&
-           a->batch == b->batch && a->prec == b->prec;
-}
-
 static int dprun_on_event(void *state, const struct panel_event *ev)
 {
     struct dprun *p = state;
@@ -753,7 +757,9 @@ static int dprun_on_event(void *state, const struct panel_event *ev)
         if (!p->replaying && p->run) {
             take_setup(p);
             allow(p, p->shown + 1);
-            start_replay(p, 2.0);
+            if (!start_replay(p, 2.0) && p->run)
+                eventlog_add(p->log, "run: step %ld is still running: n again shows it",
+                             p->shown + 1);
         }
         if (p->replaying)
             finish_replay(p);
@@ -1021,7 +1027,13 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     /* the loss */
     int lossrows = H - y - 1;
     if (lossrows >= 2 && y < H) {
-        canvas_printf(c, y++, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
+        x = canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
+        /* what the ledger holds beside the bars: the CPU's fp32 copies */
+        units_format_bytes(b1, sizeof b1, (double)p->cur[0][MEM_WORKSPACE], UNITS_BINARY);
+        if (x + 56 + (int)strlen(b1) <= W)
+            canvas_printf(c, y, x + 3, ROLE_DIM,
+                          "not in the bars: GPU 0's %s of workspace (fp32 copies)", b1);
+        y++;
         plot_loss(p, c, y, 6, lossrows, W - 7);
     }
 }

@@ -42,4 +42,26 @@ check_contains "$err" "'--only' needs a value" "missing value is named"
 run help nosuch
 check_status 2 "help on an unknown command"
 
+# ---------------------------------------------------------------- output that cannot be written
+# (issue 11: each of these exited 0 with standard output on /dev/full)
+if [ -w /dev/full ]; then
+    for cmd in "formats" "formats 0.1" "memory --json" "run --list" "train --json --steps 2 --batch 1" \
+        "pipeline --json" "collective --json --gpus 2 --size 64" "--help" "--version" "help memory"; do
+        # shellcheck disable=SC2086
+        "$SCALELAB" $cmd >/dev/full 2>"$T_TMP/err" </dev/null
+        status=$? err=$(cat "$T_TMP/err")
+        check_status 1 "$cmd > /dev/full"
+        check_eq "$err" "scalelab: write error: No space left on device" "$cmd > /dev/full: the real reason"
+    done
+fi
+# a reader that went away: no message, whether SIGPIPE kills or EPIPE is returned
+for cmd in "run --list" "pipeline --stages 8 --micro-batches 64" "--help"; do
+    # shellcheck disable=SC2086
+    (trap '' PIPE; "$SCALELAB" $cmd 2>"$T_TMP/err" </dev/null | head -c 1 >/dev/null)
+    check_eq "$(cat "$T_TMP/err")" "" "$cmd | head -c 1: quiet with SIGPIPE ignored"
+    # shellcheck disable=SC2086
+    "$SCALELAB" $cmd 2>"$T_TMP/err" </dev/null | head -c 1 >/dev/null
+    check_eq "$(cat "$T_TMP/err")" "" "$cmd | head -c 1: quiet"
+done
+
 done_testing

@@ -75,6 +75,18 @@ START_TEST(parse_bytes_units)
     ck_assert_int_eq(units_parse_bytes("nan", 1e18, &v, &e), ERR_INVAL);
     ck_assert_int_eq(units_parse_bytes("2TB", 1e12, &v, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "too large"));
+    /* "7.5B" is 7.5 billion as a count, so never 7.5 bytes as a size: refused with a hint */
+    ck_assert_int_eq(units_parse_bytes("7.5B", 1e18, &v, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "not billions: for 7.5 billion bytes write 7.5GB"));
+    ck_assert_int_eq(units_parse_bytes("7.5 b", 1e18, &v, &e), ERR_INVAL);
+    ck_assert_int_eq(units_parse_bytes("100.5", 1e18, &v, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "whole number (or give a unit"));
+    ck_assert_int_eq(units_parse_bytes("512B", 1e18, &v, &e), 0); /* whole bytes: fine */
+    ck_assert(v == 512);
+    ck_assert_int_eq(units_parse_bytes("7.5GB", 1e18, &v, &e), 0);
+    ck_assert(v == 7.5e9);
+    ck_assert_int_eq(units_parse_bytes("0.5KiB", 1e18, &v, &e), 0);
+    ck_assert(v == 512);
 }
 END_TEST
 

@@ -295,7 +295,7 @@ static int overlap_body(struct device *d, void *arg, struct error *e)
 {
     struct overlap *o = arg;
     int r = dev_rank(d);
-    struct coll c = {COST_ALLREDUCE, COST_RING, o->buf[r], 1 << 12, FP_FP32, 0, 0, NULL};
+    struct coll c = {COST_ALLREDUCE, COST_RING, o->buf[r], 1 << 12, FP_FP32, 0, 0, NULL, NULL, 0};
     if (o->join) {
         if (coll_run(d, &c, e))
             return ERR_RUN;
@@ -402,6 +402,67 @@ START_TEST(verify_finds_a_wrong_copy)
 }
 END_TEST
 
+/* Groups (communicators): two groups of three GPUs of one cluster all-reduce at the same time,
+ * each over its own members in its own order, with each algorithm; every member ends with its
+ * group's sum (exact: small integers in fp32) and sends what a ring of three sends. A GPU that
+ * is not in a group is refused. */
+struct groups {
+    enum cost_algo algo;
+    float *buf[6];
+    uint64_t sent[6];
+    int refused;
+};
+
+static const int group_a[3] = {0, 2, 4}, group_b[3] = {5, 3, 1};
+
+static int groups_body(struct device *d, void *arg, struct error *e)
+{
+    struct groups *g = arg;
+    int r = dev_rank(d);
+    const int *grp = r % 2 ? group_b : group_a;
+    struct coll c = {COST_ALLREDUCE, g->algo, g->buf[r], 300, FP_FP32, 0, 0, NULL, grp, 3};
+    if (coll_run(d, &c, e))
+        return ERR_RUN;
+    g->sent[r] = dev_stats(d).bytes_sent;
+    if (r == 0) { /* GPU 0 is not in group b */
+        struct error e2 = {0};
+        struct coll bad = {COST_ALLREDUCE, COST_RING, g->buf[r], 300, FP_FP32, 0, 0,
+                           NULL,           group_b,   3};
+        g->refused = coll_run(d, &bad, &e2) == ERR_INVAL;
+    }
+    return 0;
+}
+
+START_TEST(groups_reduce_their_members_only)
+{
+    enum cost_algo algos[4] = {COST_RING, COST_TREE, COST_DBTREE, COST_RHD};
+    for (int k = 0; k < 4; k++) {
+        struct cluster_config cfg;
+        cluster_config_init(&cfg);
+        cfg.gpus = 6;
+        struct error e = {0};
+        struct cluster *cl = cluster_new(&cfg, &e);
+        struct groups g = {.algo = algos[k]};
+        for (int r = 0; r < 6; r++) {
+            g.buf[r] = ledger_alloc(dev_ledger(cluster_device(cl, r)), MEM_GRADIENTS, 1200, &e);
+            for (int i = 0; i < 300; i++)
+                g.buf[r][i] = (float)(r + 1) * (float)(i % 7);
+        }
+        ck_assert_msg(cluster_run(cl, groups_body, &g, &e) == 0, "%s", e.msg);
+        for (int r = 0; r < 6; r++) {
+            float members = r % 2 ? 4 + 6 + 2 : 1 + 3 + 5; /* the ranks plus one */
+            for (int i = 0; i < 300; i++)
+                ck_assert_msg(g.buf[r][i] == members * (float)(i % 7), "algo %d GPU %d [%d]: %g", k,
+                              r, i, (double)g.buf[r][i]);
+            if (algos[k] == COST_RING) /* 2 (N - 1) chunks of 100 floats */
+                ck_assert_uint_eq(g.sent[r], 2 * 2 * 100 * 4);
+        }
+        ck_assert(g.refused);
+        cluster_free(cl);
+    }
+}
+END_TEST
+
 /* One case per test, so that CK_RUN_CASE=name runs one. */
 #define ADD(t)                                                                                     \
     do {                                                                                           \
@@ -434,5 +495,6 @@ int main(void)
     ADD(streams_overlap_compute_and_communication);
     ADD(failure_ends_cleanly);
     ADD(ledger_limits_the_buffers);
+    ADD(groups_reduce_their_members_only);
     return harness_run(s);
 }

@@ -18,11 +18,24 @@
 #include "lesson/progress.h"
 #include "lesson/quantity.h"
 
+/* text, with the "@end" line every whole lesson ends with when it has none */
+static char *with_end(const char *text, size_t *len)
+{
+    static char buf[65536];
+    bool has = strstr(text, "\n@end") != NULL || !strstr(text, "@step");
+    *len = (size_t)snprintf(buf, sizeof buf, "%s%s%s", text,
+                            has || (*len && text[*len - 1] == '\n') || !*len ? "" : "\n",
+                            has ? "" : "@end\n");
+    return buf;
+}
+
 static struct lesson *parse_ok(const char *text)
 {
     struct lesson *l = NULL;
     struct error e = {0};
-    int rc = lesson_parse_string("t.lesson", text, strlen(text), &l, &e);
+    size_t len = strlen(text);
+    text = with_end(text, &len);
+    int rc = lesson_parse_string("t.lesson", text, len, &l, &e);
     ck_assert_msg(rc == 0, "parse failed: %s", e.msg);
     ck_assert_ptr_nonnull(l);
     return l;
@@ -34,6 +47,8 @@ static const char *parse_bad(const char *text, size_t len)
     static struct error e;
     struct lesson *l = (struct lesson *)1;
     memset(&e, 0, sizeof e);
+    if (!memchr(text, '\0', len))
+        text = with_end(text, &len);
     ck_assert_int_eq(lesson_parse_string("t.lesson", text, len, &l, &e), ERR_INVAL);
     ck_assert_ptr_null(l);
     return e.msg;
@@ -78,7 +93,8 @@ static const char good[] = "# a comment\n"
                            "@answer 108.63 tol=0.5% unit=GiB\n"
                            "@step Third\n"
                            "@question Bytes in fp32, in KiB?\n"
-                           "@answer fp32.bytes unit=KiB\n";
+                           "@answer fp32.bytes unit=KiB\n"
+                           "@end\n";
 
 START_TEST(good_file_structure)
 {
@@ -794,6 +810,37 @@ static int count_files(const char *dir)
     return n;
 }
 
+/* Issue 11: a lesson cut in the middle ran as a shorter, complete lesson. */
+START_TEST(cut_lesson_is_an_error)
+{
+    struct error e = {0};
+    struct lesson *l;
+    size_t full = strlen(good);
+    /* every cut of the good file that keeps at least its first step is an error */
+    for (size_t cut = (size_t)(strstr(good, "@step First") - good) + 12; cut < full - 5; cut += 7) {
+        int rc = lesson_parse_string("t.lesson", good, cut, &l, &e);
+        ck_assert_int_eq(rc, ERR_INVAL);
+        ck_assert_msg(strstr(e.msg, "t.lesson:") == e.msg, "cut %zu: %s", cut, e.msg);
+    }
+    /* cut between two steps: nothing else is wrong, and the message says what is missing */
+    const char *two = strstr(good, "@step Third");
+    ck_assert_int_eq(lesson_parse_string("t.lesson", good, (size_t)(two - good), &l, &e),
+                     ERR_INVAL);
+    ck_assert_ptr_nonnull(
+        strstr(e.msg, "the file ends without @end: cut short? (2 steps read; a lesson's last "
+                      "line is @end)"));
+    /* @end takes nothing, and only blank lines and comments follow it */
+    const char *msg = parse_bad(HEAD "@step S\ntext\n@end 3\n", strlen(HEAD) + 22);
+    ck_assert_str_eq(msg, "t.lesson:6: @end takes nothing after it");
+    msg = parse_bad(HEAD "@step S\ntext\n@end\n\n# c\n@step T\n", strlen(HEAD) + 34);
+    ck_assert_str_eq(msg, "t.lesson:9: nothing but blank lines and comments may follow @end "
+                          "(line 6)");
+    l = parse_ok(HEAD "@step S\ntext\n@end\n\n# a comment\n");
+    ck_assert_uint_eq(l->nsteps, 1);
+    lesson_free(l);
+}
+END_TEST
+
 START_TEST(progress_round_trip)
 {
     struct progress *p = malloc(sizeof *p), *q = malloc(sizeof *q);
@@ -892,20 +939,21 @@ END_TEST
 
 START_TEST(progress_corrupt_is_fresh)
 {
+    /* files with nothing usable in them: fresh progress, and the reason */
     static const struct {
         const char *text;
         size_t len;
         const char *why;
     } bad[] = {
         {"", 0, ":1: the file is empty"},
-        {"garbage\n", 8, ":1: expected '# scalelab progress 1'"},
-        {"# scalelab progress 1\ncurrent x\n", 32, ":2: expected"},
-        {"# scalelab progress 1\nlesson 1 step 2 correct 1\n", 49, ":2: expected"},
-        {"# scalelab progress 1\nlesson 1 step 99\n", 39, ":2: expected"},
-        {"# scalelab progress 1\nlesson 1 step 1\nlesson 1 step 2\n", 54, ":3: expected"},
-        {"# scalelab progress 1\nlesson 1 step 2 correct 0.32\n", 50, ":2: expected"},
-        {"# scalelab progress 1\nlesson 1\0 step 2\n", 39, ":2: expected"},
-        {"# scalelab progress 1\ncurrent 1 2\n", 34, ":2: expected"},
+        {"garbage\n", 8, ":1: skipped 'garbage' (not '# scalelab progress 1')"},
+        {"# scalelab progress 1\ncurrent x\n", 32, ":2: skipped 'current x' (not a progress line)"},
+        {"# scalelab progress 1\nlesson 1 step 2 correct 1\n", 49, ":2: skipped"},
+        {"# scalelab progress 1\nlesson 1 step 99\n", 39, ":2: skipped 'lesson 1 step 99'"},
+        {"# scalelab progress 1\nlesson 1 step 2 correct 0.32\n", 50, ":2: skipped"},
+        {"# scalelab progress 1\nlesson 1\0 step 2\n", 39, ":2: skipped 'lesson 1' (a NUL byte)"},
+        {"# scalelab progress 1\ncurrent 1 2\n", 34, ":2: skipped"},
+        {"# scalelab progress 1\nlesson 1 st", 33, ":2: skipped 'lesson 1 st' (cut short"},
     };
     char path[512];
     snprintf(path, sizeof path, "%s/progress", tmpdir);
@@ -919,11 +967,101 @@ START_TEST(progress_corrupt_is_fresh)
         ck_assert_msg(strstr(e.msg, bad[i].why), "case %zu: %s", i, e.msg);
     }
     /* a very long line */
-    char *big = malloc(5000);
-    memset(big, 'x', 5000);
-    write_file(path, big, 5000);
+    char *big = malloc(50000);
+    memset(big, 'x', 50000);
+    write_file(path, big, 50000);
     free(big);
-    ck_assert_int_eq(progress_load(p, path, NULL), PROGRESS_FRESH);
+    struct error e = {0};
+    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_FRESH);
+    ck_assert_ptr_nonnull(strstr(e.msg, ":1: skipped a line of 50000 bytes (too long)"));
+    free(p);
+}
+END_TEST
+
+/* Issue 11: one bad line discarded every saved lesson, and the next save overwrote the file. */
+START_TEST(progress_keeps_valid_lines)
+{
+    char path[512], bad[600], bad1[600];
+    snprintf(path, sizeof path, "%s/progress", tmpdir);
+    snprintf(bad, sizeof bad, "%s.bad", path);
+    snprintf(bad1, sizeof bad1, "%s.bad.1", path);
+    struct progress *p = malloc(sizeof *p);
+    struct error e = {0};
+    static const char saved[] = "# scalelab progress 1\ncurrent 3\nlesson 3 step 3 correct 3.0\n";
+    const char *tails[] = {"lesson 9 step zz\n", "lesson 9 step 999999\n", "lesson 4 st",
+                           "\x01\x02garbage\xff\n", "lesson 3 step 1\n" /* lesson 3 again */};
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        char text[256];
+        int len = snprintf(text, sizeof text, "%s%s", saved, tails[i]);
+        write_file(path, text, (size_t)len);
+        ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_PARTIAL);
+        ck_assert_msg(strstr(e.msg, "progress:4: skipped"), "case %zu: %s", i, e.msg);
+        ck_assert_ptr_nonnull(strstr(e.msg, "; the file will be kept as progress.bad"));
+        ck_assert_int_eq(p->current, 3);
+        ck_assert_int_eq(progress_step(p, 3), 3);
+        ck_assert(progress_correct(p, 3, 3, 0));
+        ck_assert(!p->lessons[9].visited && !p->lessons[4].visited);
+        ck_assert(p->unreadable);
+    }
+    /* the line in full in the message, and the others counted */
+    const char *four = "# scalelab progress 1\nlesson 9 step zz\nlesson 2 step 1\nzz\nyy\n";
+    write_file(path, four, strlen(four));
+    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_PARTIAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, ":2: skipped 'lesson 9 step zz' (not a progress line)"));
+    ck_assert_ptr_nonnull(
+        strstr(e.msg, "; 2 more lines skipped; the file will be kept as progress.bad"));
+    ck_assert_int_eq(progress_step(p, 2), 1);
+
+    /* the first save keeps the file as it was beside it; later saves do not touch that copy */
+    progress_set_step(p, 2, 2);
+    ck_assert_int_eq(progress_save(p, path, &e), 0);
+    ck_assert(!p->unreadable);
+    FILE *f = fopen(bad, "r");
+    ck_assert_ptr_nonnull(f);
+    char text[128] = "";
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    ck_assert_str_eq(text, "# scalelab progress 1\nlesson 9 step zz\nlesson 2 step 1\nzz\nyy\n");
+    progress_set_step(p, 2, 3);
+    ck_assert_int_eq(progress_save(p, path, &e), 0);
+    ck_assert_int_eq(access(bad1, F_OK), -1);
+    ck_assert_int_eq(progress_load(p, path, &e), 0);
+    ck_assert_int_eq(progress_step(p, 2), 3);
+    ck_assert_int_eq(progress_step(p, 3), 0); /* that file had no lesson 3 */
+
+    /* another bad file later: kept with a number, progress.bad stays as it was */
+    const char *one = "# scalelab progress 1\nlesson 5 step 1\nnonsense\n";
+    write_file(path, one, strlen(one));
+    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_PARTIAL);
+    ck_assert_int_eq(progress_save(p, path, &e), 0);
+    ck_assert_int_eq(access(bad1, F_OK), 0);
+    f = fopen(bad, "r");
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(text, "lesson 9 step zz"));
+    ck_assert_int_eq(progress_load(p, path, &e), 0);
+    ck_assert_int_eq(progress_step(p, 5), 1);
+
+    /* a file over the size limit is not read, and kept */
+    unlink(bad);
+    unlink(bad1);
+    ck_assert_int_eq(truncate(path, 30 << 20), 0);
+    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_FRESH);
+    ck_assert_ptr_nonnull(strstr(e.msg, "larger than 4194304 bytes, not read"));
+    ck_assert(p->unreadable);
+    ck_assert_int_eq(progress_save(p, path, &e), 0);
+    struct stat st;
+    ck_assert_int_eq(stat(bad, &st), 0);
+    ck_assert_int_eq(st.st_size, 30 << 20);
+    unlink(bad);
+
+    /* a folder where the file should be */
+    unlink(path);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_FRESH);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": a folder where the progress file should be"));
+    ck_assert_int_eq(progress_save(p, path, &e), ERR_IO);
+    rmdir(path);
     free(p);
 }
 END_TEST
@@ -963,7 +1101,7 @@ START_TEST(load_all_sorted_and_find)
     char dir[512], path[600];
     snprintf(dir, sizeof dir, "%s/lessons", tmpdir);
     mkdir(dir, 0700);
-    static const char body[] = "@title %s\n@duration 5 min\n@outcome o\n@step S\ntext\n";
+    static const char body[] = "@title %s\n@duration 5 min\n@outcome o\n@step S\ntext\n@end\n";
     const char *names[] = {"10-ten.lesson", "02-two.lesson", "01-one.lesson", "README.md",
                            "3-short.lesson"};
     for (size_t i = 0; i < 5; i++) {
@@ -1008,7 +1146,7 @@ START_TEST(load_all_sorted_and_find)
 
     /* two lessons numbered 2 */
     snprintf(path, sizeof path, "%s/02-again.lesson", dir);
-    write_file(path, "@title x\n@duration 5 min\n@outcome o\n@step S\ntext\n", 49);
+    write_file(path, "@title x\n@duration 5 min\n@outcome o\n@step S\ntext\n@end\n", 54);
     ck_assert_int_eq(lesson_load_all(tmpdir, &v, &n, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "two lessons numbered 2"));
     unlink(path);
@@ -1018,7 +1156,7 @@ START_TEST(load_all_sorted_and_find)
     ck_assert_int_eq(lesson_load_all(tmpdir, &v, &n, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "04-broken.lesson:2: unknown directive '@frob'"));
 
-    ck_assert_int_eq(lesson_load_all("/nonexistent", &v, &n, &e), ERR_IO);
+    ck_assert_int_eq(lesson_load_all("/nonexistent", &v, &n, &e), ERR_INVAL); /* exit 2 */
 }
 END_TEST
 
@@ -1108,9 +1246,11 @@ static Suite *suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("files");
     tcase_add_checked_fixture(t, setup_tmp, teardown_tmp);
+    tcase_add_test(t, cut_lesson_is_an_error);
     tcase_add_test(t, progress_round_trip);
     tcase_add_test(t, progress_replaces_by_rename);
     tcase_add_test(t, progress_corrupt_is_fresh);
+    tcase_add_test(t, progress_keeps_valid_lines);
     tcase_add_test(t, progress_path_from_environment);
     tcase_add_test(t, load_all_sorted_and_find);
     suite_add_tcase(s, t);

@@ -836,6 +836,20 @@ START_TEST(dprun_panel_trains_on_thread_gpus)
         ck_assert_msg(strstr(screen, "GPU7") && !strstr(screen, "a larger window"), "%s", screen);
         ck_assert_msg(strstr(screen, "ledger     50,576     50,576    101,152"), "%s", screen);
         ck_assert_msg(strstr(screen, "calc       50,576     50,576    101,152"), "%s", screen);
+        /* the replay: slow ticks show GPU 0's bar as the step runs, activations (A) and
+         * ZeRO-3's gathered layers (C) coming and going */
+        struct panel_event slow = {PANEL_TICK, 0.04, 1};
+        bool act = false, comm = false;
+        for (int i = 0; i < 100 && !(act && comm); i++) {
+            p->on_event(st, &slow);
+            ck_assert(draw_offscreen(p, st, 42, 126, screen, sizeof screen));
+            const char *row = strstr(screen, "GPU0  "), *end = row ? strchr(row, '\n') : NULL;
+            for (const char *q = row; q && q < end; q++)
+                act |= *q == 'A', comm |= *q == 'C';
+            struct timespec ms = {0, 2000000};
+            nanosleep(&ms, NULL);
+        }
+        ck_assert_msg(act && comm, "GPU 0's bar shows activations and gathered layers: %s", screen);
         ck_assert(p->on_key(st, 'b') & PANEL_HANDLED); /* the 7B's figures */
         ck_assert(draw_offscreen(p, st, 42, 126, screen, sizeof screen));
         ck_assert_msg(strstr(screen, "synthetic-7b on the same layout"), "%s", screen);
