@@ -40,3 +40,4 @@ fuzz-lesson-run: fuzz-lesson
 CLEANFILES += tests/fuzz/fuzz_lesson
 
 .PHONY: fuzz-lesson fuzz-lesson-run
+SH_TESTS += tests/cli/progress.sh

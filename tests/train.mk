@@ -5,5 +5,5 @@ tests_unit_test_train_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_train_LDADD = $(UNIT_LIBS)
 
 SH_TESTS += tests/cli/train.sh tests/cli/train_torch.sh tests/cli/train_dp.sh
-SH_TESTS += tests/tui/checkpoint.sh
+SH_TESTS += tests/tui/checkpoint.sh tests/tui/training.sh
 EXTRA_DIST += tests/torch_check.py

@@ -6,5 +6,5 @@ tests_unit_test_ui_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_ui_LDADD = $(UNIT_LIBS)
 
 SH_TESTS += tests/cli/window_refuses.sh
-SH_TESTS += tests/tui/window.sh
+SH_TESTS += tests/tui/window.sh tests/tui/presenter.sh
 SH_TESTS += tests/tui/dprun.sh

@@ -420,12 +420,18 @@ static int sweep(struct cfg *c)
                                         jnum(ts[1]), "other_predicted_s", jnum(tp[1]), "faster",
                                         cost_algo_name(algos[faster])));
     }
+    /* the model's own crossover, the one the window marks (the same schedule as the runs) */
+    struct cost_net net;
+    coll_net(&base->spec, base->gpus, &net);
+    double model_cross = cost_crossover(base->op, algos[0], algos[1], &net, 1024, max);
     if (c->json) {
         json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:o}", "op", cost_op_name(base->op), "other",
                               cost_algo_name(algos[1]), "gpus", base->gpus, "dtype",
                               fp_info(base->dtype)->key, "sizes", rows);
         json_object_set_new(o, "crossover_bytes",
                             cross_lo < 0 ? json_null() : json_pack("[f, f]", cross_lo, cross_hi));
+        json_object_set_new(o, "crossover_model_bytes",
+                            model_cross < 0 ? json_null() : json_real(model_cross));
         json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
         printf("\n");
         json_decref(o);
@@ -440,6 +446,9 @@ static int sweep(struct cfg *c)
                    units_format_bytes(b1, sizeof b1, cross_lo, UNITS_BINARY),
                    units_format_bytes(b2, sizeof b2, cross_hi, UNITS_BINARY),
                    cost_algo_name(algos[!prev]), cost_algo_name(algos[prev]));
+        if (model_cross > 0)
+            printf("the α-β model's crossover (the window's): %s\n",
+                   units_format_bytes(b1, sizeof b1, model_cross, UNITS_BINARY));
     }
     return 0;
 }

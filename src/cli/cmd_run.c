@@ -11,15 +11,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/units.h"
 #include "cli/command.h"
 #include "cli/opts.h"
 #include "lesson/lesson.h"
 #include "lesson/quantity.h"
+#include "ui/layout.h"
 
 #define OUTPUT_MAX  (16u << 20) /* bytes kept of a run's output */
 #define RUN_SECONDS 120         /* a lesson's experiment is small; a hung one is killed */
@@ -200,6 +203,49 @@ struct tally {
     int passed, failed;
 };
 
+/* How a lesson is printed: for a projector or a handout, without the answers, wrapped. */
+struct print_opts {
+    bool answers; /* the answers and explanations (not with --no-answers) */
+    int width;    /* wrap text to this many columns; 0: lines as written */
+    int step;     /* only this step (from 0), or -1 */
+};
+
+/* Text as the window shows it (paragraphs joined, lists and tables kept), wrapped to width
+ * columns after indent spaces; as written when width is 0. */
+static void print_wrapped(char *const *lines, size_t n, int indent, int width)
+{
+    if (width <= 0) {
+        for (size_t i = 0; i < n; i++)
+            printf("%*s%s\n", lines[i][0] ? indent : 0, "", lines[i]);
+        return;
+    }
+    size_t cap = 1;
+    for (size_t i = 0; i < n; i++)
+        cap += strlen(lines[i]) + 2;
+    char *text = malloc(cap);
+    if (!text)
+        return;
+    layout_join(lines, n, text, cap);
+    int w = width - indent > 20 ? width - indent : 20;
+    for (char *line = text, *next; line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        if (line[0] == ' ' || !line[0]) { /* a table or formula row, a blank line: as written */
+            printf("%*s%s\n", line[0] ? indent : 0, "", line);
+            continue;
+        }
+        /* a list item's wrapped lines hang under its text */
+        bool item = (line[0] == '-' || line[0] == '*') && line[1] == ' ';
+        struct wrap_line wl[256];
+        int k = layout_wrap(line, item ? w - 2 : w, wl, 256);
+        for (int j = 0; j < k; j++)
+            printf("%*s%.*s\n", indent + (item && j ? 2 : 0), "", (int)wl[j].len,
+                   line + wl[j].start);
+    }
+    free(text);
+}
+
 /* Runs a step's experiments; prints them as text, or adds them to runs (JSON). */
 static void run_step(const struct lesson_step *st, json_t *runs, struct tally *t)
 {
@@ -242,13 +288,25 @@ static void run_step(const struct lesson_step *st, json_t *runs, struct tally *t
     }
 }
 
-static json_t *question_json(const struct lesson_question *q)
+static json_t *question_json(const struct lesson_question *q, bool answers)
 {
     char ans[LESSON_LINE_MAX + 64];
     lesson_format_answer(q, ans, sizeof ans);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "question", q->text, "kind",
-                          q->kind == LESSON_Q_CHOICE ? "choice" : "number", "answer", ans,
-                          "explain", q->explain);
+    json_t *o = json_pack("{s:s, s:s}", "question", q->text, "kind",
+                          q->kind == LESSON_Q_CHOICE ? "choice" : "number");
+    if (!answers) { /* the question, and for a choice its options: nothing that gives it away */
+        if (q->kind == LESSON_Q_CHOICE) {
+            json_t *opts = json_array();
+            for (size_t i = 0; i < q->noptions; i++)
+                json_array_append_new(opts, json_string(q->options[i]));
+            json_object_set_new(o, "options", opts);
+        } else {
+            json_object_set_new(o, "unit", json_string(q->unit));
+        }
+        return o;
+    }
+    json_object_set_new(o, "answer", json_string(ans));
+    json_object_set_new(o, "explain", json_string(q->explain));
     if (q->kind == LESSON_Q_CHOICE) {
         json_t *opts = json_array();
         for (size_t i = 0; i < q->noptions; i++)
@@ -266,12 +324,22 @@ static json_t *question_json(const struct lesson_question *q)
     return o;
 }
 
-static void print_question(size_t n, const struct lesson_question *q)
+static void print_question(size_t n, const struct lesson_question *q, const struct print_opts *po)
 {
-    char ans[LESSON_LINE_MAX + 64];
-    printf("\n  Q%zu. %s\n", n, q->text);
+    char ans[LESSON_LINE_MAX + 64], head[LESSON_LINE_MAX + 16];
+    snprintf(head, sizeof head, "Q%zu. %s", n, q->text);
+    char *qline[] = {head};
+    printf("\n");
+    print_wrapped(qline, 1, 2, po->width);
     for (size_t i = 0; i < q->noptions; i++)
         printf("      %c) %s\n", (int)('a' + i), q->options[i]);
+    if (!po->answers) {
+        if (q->kind == LESSON_Q_NUMBER && q->unit[0])
+            printf("      answer, in %s: ____________\n", q->unit);
+        else
+            printf("      answer: ____________\n");
+        return;
+    }
     const char *from = q->condition ? q->condition : q->answer.is_quantity ? q->answer.expr : NULL;
     printf("      answer: %s", lesson_format_answer(q, ans, sizeof ans));
     if (from)
@@ -284,7 +352,7 @@ static void print_question(size_t n, const struct lesson_question *q)
     }
 }
 
-static int run_lesson(const struct lesson *l, bool json)
+static int run_lesson(const struct lesson *l, bool json, const struct print_opts *po)
 {
     struct tally t = {0, 0};
     json_t *doc = NULL, *steps = NULL;
@@ -304,10 +372,16 @@ static int run_lesson(const struct lesson *l, bool json)
         else
             printf("open)\n");
         printf("You will be able to:\n");
-        for (size_t i = 0; i < l->noutcomes; i++)
-            printf("  - %s\n", l->outcomes[i]);
+        for (size_t i = 0; i < l->noutcomes; i++) {
+            char item[LESSON_LINE_MAX + 8];
+            snprintf(item, sizeof item, "- %s", l->outcomes[i]);
+            char *one[] = {item};
+            print_wrapped(one, 1, 2, po->width);
+        }
     }
     for (size_t s = 0; s < l->nsteps; s++) {
+        if (po->step >= 0 && (size_t)po->step != s)
+            continue;
         const struct lesson_step *st = &l->steps[s];
         json_t *runs = NULL, *qs = NULL;
         if (json) {
@@ -328,15 +402,14 @@ static int run_lesson(const struct lesson *l, bool json)
             json_array_append_new(steps, js);
         } else {
             printf("\n== Step %zu/%zu: %s\n\n", s + 1, l->nsteps, st->title);
-            for (size_t i = 0; i < st->ntext; i++)
-                printf("%s%s\n", st->text[i][0] ? "  " : "", st->text[i]);
+            print_wrapped(st->text, st->ntext, 2, po->width);
         }
         run_step(st, runs, &t);
         for (size_t q = 0; q < st->nquestions; q++) {
             if (qs)
-                json_array_append_new(qs, question_json(&st->questions[q]));
+                json_array_append_new(qs, question_json(&st->questions[q], po->answers));
             else
-                print_question(q + 1, &st->questions[q]);
+                print_question(q + 1, &st->questions[q], po);
         }
     }
     if (json) {
@@ -417,17 +490,26 @@ static int list_quantities(bool json)
 }
 
 static const struct opt options[] = {
-    {"json", 0, false},
-    {"list", 0, false},
-    {"quantities", 0, false},
-    {NULL, 0, false},
+    {"json", 0, false}, {"list", 0, false}, {"quantities", 0, false}, {"no-answers", 0, false},
+    {"width", 0, true}, {"step", 0, true},  {NULL, 0, false},
 };
+
+/* The terminal's width when standard output is one, else 0 (lines as written). */
+static int terminal_width(void)
+{
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 0;
+}
 
 static int run_main(int argc, char **argv)
 {
     struct opts p;
     const char *arg, *which = NULL;
     bool json = false, list = false, quantities = false;
+    struct print_opts po = {true, -1, -1};
+    long long step = 0;
     int k;
     opts_init(&p, argc, argv, options, "run");
     p.once = true;
@@ -441,13 +523,26 @@ static int run_main(int argc, char **argv)
             continue;
         }
         const char *name = options[k].name;
+        long long v;
         if (!strcmp(name, "json"))
             json = true;
         else if (!strcmp(name, "list"))
             list = true;
-        else
+        else if (!strcmp(name, "quantities"))
             quantities = true;
+        else if (!strcmp(name, "no-answers"))
+            po.answers = false;
+        else if (!strcmp(name, "width")) {
+            if (units_parse_int(arg, 40, 1000, &v, NULL) < 0)
+                return cli_usage("run", "--width: columns from 40 to 1000, not '%s'", arg);
+            po.width = (int)v;
+        } else {
+            if (units_parse_int(arg, 1, LESSON_MAX_STEPS, &step, NULL) < 0)
+                return cli_usage("run", "--step: a step number from 1, not '%s'", arg);
+        }
     }
+    if (po.width < 0)
+        po.width = terminal_width();
     if (list && quantities)
         return cli_usage("run", "--list and --quantities exclude each other (give one)");
     if (list || quantities) {
@@ -461,7 +556,13 @@ static int run_main(int argc, char **argv)
     struct error e;
     if (lesson_find(NULL, which, &l, &e) < 0)
         return cli_fail(&e);
-    int status = run_lesson(l, json);
+    if (step > (long long)l->nsteps) {
+        size_t n = l->nsteps;
+        lesson_free(l);
+        return cli_usage("run", "--step: the lesson has steps 1 to %zu, not %lld", n, step);
+    }
+    po.step = (int)step - 1;
+    int status = run_lesson(l, json, &po);
     lesson_free(l);
     return status;
 }
@@ -469,7 +570,7 @@ static int run_main(int argc, char **argv)
 const struct command cmd_run = {
     "run",
     "run a lesson headless: its steps, experiments and checks, and its questions' answers",
-    "usage: scalelab run LESSON [--json]\n"
+    "usage: scalelab run LESSON [--step S] [--no-answers] [--width COLS] [--json]\n"
     "       scalelab run --list | --quantities [--json]\n"
     "\n"
     "Prints a lesson's steps, runs each of its experiments (@run) as a scalelab command,\n"
@@ -481,6 +582,12 @@ const struct command cmd_run = {
     "  --json        one JSON document: {\"lesson\", \"title\", \"steps\": [{\"runs\": "
     "[{\"expects\"\n"
     "                : [...]}], \"questions\": [...]}], \"passed\", \"failed\"}\n"
+    "  --step S      only step S (from 1)\n"
+    "  --no-answers  the questions without their answers and explanations: a handout, or\n"
+    "                a projector's text (the experiments still run and are checked)\n"
+    "  --width COLS  wrap the text to COLS columns as the window does (paragraphs joined,\n"
+    "                lists and tables kept); default: the terminal's width, or the lines as\n"
+    "                written when the output is not a terminal\n"
     "  --list        the lessons, with their duration and number of steps\n"
     "  --quantities  the quantities lessons may use as answers (lessons/README.md)\n",
     run_main,

@@ -7,7 +7,9 @@ libscalelab_a_SOURCES += \
 	%reldir%/command.c %reldir%/command.h \
 	%reldir%/opts.c %reldir%/opts.h \
 	%reldir%/registry.c \
-	%reldir%/cmd_run.c
+	%reldir%/cmd_run.c \
+	%reldir%/winopts.c %reldir%/winopts.h \
+	%reldir%/cmd_progress.c
 # the calculator's commands
 libscalelab_a_SOURCES += \
 	%reldir%/calcargs.c %reldir%/calcargs.h \

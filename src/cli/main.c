@@ -13,11 +13,13 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/opts.h"
+#include "cli/winopts.h"
 #include "ui/app.h"
 
 static void print_usage(FILE *f)
 {
-    fprintf(f, "usage: scalelab [--ascii]          open the lab in this terminal\n"
+    fprintf(f, "usage: scalelab [--ascii] [--lesson N [--step S]] [--autoplay SECONDS]\n"
+               "                                   open the lab in this terminal\n"
                "       scalelab COMMAND [OPTIONS]  run one command headless\n"
                "       scalelab help COMMAND       help on a command\n"
                "\ncommands:\n");
@@ -25,6 +27,10 @@ static void print_usage(FILE *f)
         fprintf(f, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(f, "\noptions:\n"
                "  --ascii      draw the window with ASCII characters only\n"
+               "  --lesson N   open on lesson N (1-5, or lab); --step S on its step S\n"
+               "  --autoplay SECONDS\n"
+               "               walk the steps by themselves, one every SECONDS, each step's\n"
+               "               panel playing; any key pauses, A resumes, G N Enter jumps\n"
                "  --help       this text\n"
                "  --version    the version\n");
 }
@@ -72,12 +78,15 @@ static int help(int argc, char **argv)
     return 0;
 }
 
-/* "scalelab" and "scalelab --ascii": the window, or a message saying how to run headless. */
-static int window(bool ascii)
+/* "scalelab [--ascii] [--lesson N [--step S]] [--autoplay SECONDS]": the window, or a message
+ * saying how to run headless. */
+static int window(int argc, char **argv)
 {
-    struct ui_options o = {.ascii = ascii};
+    struct ui_options o;
     struct error e = {0};
-    int rc = ui_run(&o, &e);
+    int rc = winopts_parse(argc, argv, &o, &e);
+    if (rc == 0)
+        rc = ui_run(&o, &e);
     return rc < 0 ? cli_fail(&e) : rc;
 }
 
@@ -106,15 +115,10 @@ static int finish_output(int rc)
 static int run_command(int argc, char **argv)
 {
     if (argc < 2)
-        return window(false);
+        return window(0, argv + 1);
     const char *first = argv[1];
-    if (!strcmp(first, "--ascii")) {
-        if (argc > 2) {
-            fprintf(stderr, "scalelab: --ascii takes no command; see 'scalelab --help'\n");
-            return 2;
-        }
-        return window(true);
-    }
+    if (winopts_is_option(first))
+        return window(argc - 1, argv + 1);
     if ((!strcmp(first, "--help") || !strcmp(first, "-h") || !strcmp(first, "--version") ||
          !strcmp(first, "-V")) &&
         argc > 2) {

@@ -15,10 +15,11 @@ extern const struct command cmd_memory;
 extern const struct command cmd_pipeline;
 extern const struct command cmd_plan;
 extern const struct command cmd_run;
+extern const struct command cmd_progress;
 
 const struct command *const commands[] = {
-    &cmd_formats, &cmd_memory, &cmd_plan,  &cmd_pipeline, &cmd_collective,
-    &cmd_train,   &cmd_run,    &cmd_bench, NULL,
+    &cmd_formats, &cmd_memory, &cmd_plan,     &cmd_pipeline, &cmd_collective,
+    &cmd_train,   &cmd_run,    &cmd_progress, &cmd_bench,    NULL,
 };
 
 const struct bench_case *const bench_cases[] = {

@@ -2,6 +2,7 @@
 #include "comm/cost.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -146,6 +147,297 @@ static double tree_max_bytes(int n, int which, int root, double up, double down,
     return max;
 }
 
+/* ---- the schedule: the simulator's timing rules, replayed without threads ----
+ *
+ * The trees, the chain and recursive halving/doubling are timed by running their programs
+ * (src/comm/pipe.c, ring.c, rhd.c) through the simulator's rules (src/sim/cluster.h): a
+ * send of m bytes on a stream is ready at that stream's clock, books the sender's one port
+ * for α + m/β from the earliest moment it is free that long, and arrives when it ends; α and
+ * β are the link's own (inside a node or between nodes); a receive takes the first message
+ * from that peer and moves its stream's clock to the arrival; waiting for a send moves the
+ * stream's clock to its arrival. So the time predicted is the time simulated, whatever the
+ * tree's shape (inner nodes with one child) and wherever the node boundaries fall, and one
+ * model serves the simulation's check, the window, the sweep and the lessons. Chunks are
+ * S/P bytes (the simulation rounds them to whole elements). */
+enum { SOP_SEND, SOP_RECV, SOP_WAIT, SOP_SYNC };
+
+struct sop {
+    unsigned char kind, stream;
+    int peer;
+    double bytes;
+};
+
+struct smsg {
+    int from;
+    bool taken;
+    double arrival;
+};
+
+struct sbusy {
+    double t0, t1;
+};
+
+struct sdev {
+    struct sop *ops;
+    int nops, cap, pc;
+    double clock[2];
+    double pend[8]; /* arrivals of the sends not yet waited for, and their streams */
+    int pend_stream[8], npend;
+    struct smsg *inbox;
+    int ninbox, capinbox, first; /* messages before first are all taken */
+    struct sbusy *port;
+    int nport, capport;
+};
+
+struct sched {
+    const struct cost_net *net;
+    int n;
+    struct sdev *d;
+    bool nomem;
+};
+
+static void *grow(void *p, int *cap, int need, size_t size, bool *nomem)
+{
+    if (need <= *cap)
+        return p;
+    int c = *cap ? *cap * 2 : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(p, (size_t)c * size);
+    if (!q) {
+        *nomem = true;
+        return NULL;
+    }
+    *cap = c;
+    return q;
+}
+
+static void emit(struct sched *s, int rank, int kind, int stream, int peer, double bytes)
+{
+    struct sdev *d = &s->d[rank];
+    struct sop *ops = grow(d->ops, &d->cap, d->nops + 1, sizeof *ops, &s->nomem);
+    if (!ops)
+        return;
+    d->ops = ops;
+    d->ops[d->nops++] = (struct sop){(unsigned char)kind, (unsigned char)stream, peer, bytes};
+}
+
+static double link_time(const struct cost_net *net, int from, int to, double bytes)
+{
+    return cost_p2p(net, from, to, bytes);
+}
+
+/* src/sim/cluster.c port_book: the earliest t >= ready with [t, t + dur) free. */
+static double port_book(struct sched *s, struct sdev *d, double ready, double dur)
+{
+    double t = ready;
+    int i = 0;
+    while (i < d->nport && d->port[i].t1 <= t)
+        i++;
+    for (; i < d->nport; i++) {
+        if (t + dur <= d->port[i].t0)
+            break;
+        if (d->port[i].t1 > t)
+            t = d->port[i].t1;
+    }
+    struct sbusy *p = grow(d->port, &d->capport, d->nport + 1, sizeof *p, &s->nomem);
+    if (!p)
+        return t;
+    d->port = p;
+    memmove(p + i + 1, p + i, (size_t)(d->nport - i) * sizeof *p);
+    p[i] = (struct sbusy){t, t + dur};
+    d->nport++;
+    return t;
+}
+
+/* Runs one op of GPU r; false when it is a receive whose message has not been sent yet. */
+static bool step_op(struct sched *s, int r)
+{
+    struct sdev *d = &s->d[r];
+    const struct sop *o = &d->ops[d->pc];
+    switch (o->kind) {
+    case SOP_SEND: {
+        struct sdev *to = &s->d[o->peer];
+        double dur = link_time(s->net, r, o->peer, o->bytes);
+        double t = port_book(s, d, d->clock[o->stream], dur);
+        struct smsg *m = grow(to->inbox, &to->capinbox, to->ninbox + 1, sizeof *m, &s->nomem);
+        if (!m || d->npend == 8)
+            return s->nomem = true;
+        to->inbox = m;
+        to->inbox[to->ninbox++] = (struct smsg){r, false, t + dur};
+        d->pend[d->npend] = t + dur;
+        d->pend_stream[d->npend++] = o->stream;
+        break;
+    }
+    case SOP_RECV: {
+        int i = d->first;
+        while (i < d->ninbox && (d->inbox[i].taken || d->inbox[i].from != o->peer))
+            i++;
+        if (i == d->ninbox)
+            return false;
+        d->inbox[i].taken = true;
+        while (d->first < d->ninbox && d->inbox[d->first].taken)
+            d->first++;
+        if (d->inbox[i].arrival > d->clock[o->stream])
+            d->clock[o->stream] = d->inbox[i].arrival;
+        break;
+    }
+    case SOP_WAIT:
+        for (int i = 0; i < d->npend; i++)
+            if (d->pend[i] > d->clock[d->pend_stream[i]])
+                d->clock[d->pend_stream[i]] = d->pend[i];
+        d->npend = 0;
+        break;
+    default: { /* SOP_SYNC */
+        double t = d->clock[0] > d->clock[1] ? d->clock[0] : d->clock[1];
+        d->clock[0] = d->clock[1] = t;
+    }
+    }
+    d->pc++;
+    return true;
+}
+
+/* Runs every GPU's program to its end; the latest clock, or NAN (out of memory, a bug). */
+static double sched_run(struct sched *s)
+{
+    bool more = true, moved = true;
+    while (more && moved && !s->nomem) {
+        more = moved = false;
+        for (int r = 0; r < s->n && !s->nomem; r++) {
+            struct sdev *d = &s->d[r];
+            while (d->pc < d->nops && step_op(s, r))
+                moved = true;
+            more |= d->pc < d->nops;
+        }
+    }
+    double t = 0;
+    for (int r = 0; r < s->n; r++)
+        for (int k = 0; k < 2; k++)
+            if (s->d[r].clock[k] > t)
+                t = s->d[r].clock[k];
+    return s->nomem || more ? NAN : t;
+}
+
+/* The pipelined trees of src/comm/pipe.c: ntrees trees (1, or 2 for the double binary tree,
+ * on streams 0 and 1), chunks of `chunk` bytes; reduce and/or broadcast. */
+static void prog_trees(struct sched *s, int ntrees, int root, int P, double chunk, bool up,
+                       bool down)
+{
+    for (int r = 0; r < s->n; r++) {
+        struct tree_node t[2];
+        for (int i = 0; i < ntrees; i++)
+            tree_node(s->n, i, ntrees == 1 ? root : -1, r, &t[i]);
+        for (int phase = 0; phase < 2; phase++) {
+            if (phase == 0 ? !up : !down)
+                continue;
+            for (int k = 0; k < P; k++) {
+                for (int i = 0; i < ntrees; i++) {
+                    if (phase == 0) {
+                        for (int c = 0; c < 2; c++)
+                            if (t[i].child[c] >= 0)
+                                emit(s, r, SOP_RECV, i, t[i].child[c], 0);
+                        if (t[i].parent >= 0)
+                            emit(s, r, SOP_SEND, i, t[i].parent, chunk);
+                    } else {
+                        if (t[i].parent >= 0)
+                            emit(s, r, SOP_RECV, i, t[i].parent, 0);
+                        for (int c = 0; c < 2; c++)
+                            if (t[i].child[c] >= 0)
+                                emit(s, r, SOP_SEND, i, t[i].child[c], chunk);
+                    }
+                }
+                emit(s, r, SOP_WAIT, 0, 0, 0);
+            }
+        }
+        if (ntrees == 2)
+            emit(s, r, SOP_SYNC, 0, 0, 0);
+    }
+}
+
+/* src/comm/ring.c's pipelined chain from GPU 0 (broadcast) or to it (reduce). */
+static void prog_chain(struct sched *s, int P, double chunk, bool reduce)
+{
+    for (int r = 0; r < s->n; r++) {
+        int from = reduce ? r + 1 : r - 1, to = reduce ? r - 1 : r + 1;
+        for (int k = 0; k < P; k++) {
+            if (from >= 0 && from < s->n)
+                emit(s, r, SOP_RECV, 0, from, 0);
+            if (to >= 0 && to < s->n) {
+                emit(s, r, SOP_SEND, 0, to, chunk);
+                emit(s, r, SOP_WAIT, 0, 0, 0);
+            }
+        }
+    }
+}
+
+/* The GPU that plays number i among the 2^k of recursive halving/doubling (rhd.c's real[]). */
+static int rhd_real(int i, int rem)
+{
+    return i < rem ? 2 * i + 1 : i + rem;
+}
+
+static void exchange(struct sched *s, int r, int peer, double bytes)
+{
+    emit(s, r, SOP_SEND, 0, peer, bytes);
+    emit(s, r, SOP_RECV, 0, peer, 0);
+    emit(s, r, SOP_WAIT, 0, 0, 0);
+}
+
+/* src/comm/rhd.c: fold in (N not a power of two), halving, doubling, fold out. */
+static void prog_rhd(struct sched *s, double S, bool halve, bool dbl)
+{
+    int n = s->n, k = cost_log2(n), np = 1 << k, rem = n - np;
+    for (int r = 0; r < n; r++) {
+        bool extra = r < 2 * rem && r % 2 == 0;
+        int me = r < 2 * rem ? r / 2 : r - rem;
+        if (rem > 0 && extra) {
+            emit(s, r, SOP_SEND, 0, r + 1, S);
+            emit(s, r, SOP_WAIT, 0, 0, 0);
+        } else if (rem > 0 && r < 2 * rem) {
+            emit(s, r, SOP_RECV, 0, r - 1, 0);
+        }
+        if (!extra) {
+            for (int d = np / 2; halve && d >= 1; d /= 2)
+                exchange(s, r, rhd_real(me ^ d, rem), S * d / np);
+            for (int d = 1; dbl && d < np; d *= 2)
+                exchange(s, r, rhd_real(me ^ d, rem), S * d / np);
+        }
+        if (rem > 0 && extra) {
+            emit(s, r, SOP_RECV, 0, r + 1, 0);
+        } else if (rem > 0 && r < 2 * rem) {
+            emit(s, r, SOP_SEND, 0, r - 1, S);
+            emit(s, r, SOP_WAIT, 0, 0, 0);
+        }
+    }
+}
+
+/* The simulated time of op by algo (not the ring's reduce-scatter, all-gather and
+ * all-reduce, whose formula is already exact) with P chunks; NAN when out of memory. */
+static double sched_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double S,
+                         int P)
+{
+    struct sched s = {net, net->gpus, calloc((size_t)net->gpus, sizeof(struct sdev)), false};
+    if (!s.d)
+        return NAN;
+    bool ar = op == COST_ALLREDUCE;
+    if (algo == COST_RHD)
+        prog_rhd(&s, S, ar || op == COST_REDUCE_SCATTER, ar || op == COST_ALLGATHER);
+    else if (algo == COST_RING)
+        prog_chain(&s, P, S / P, op == COST_REDUCE);
+    else if (algo == COST_DBTREE)
+        prog_trees(&s, 2, -1, P, S / 2 / P, true, true);
+    else
+        prog_trees(&s, 1, ar ? -1 : 0, P, S / P, op != COST_BROADCAST, op != COST_REDUCE);
+    double t = sched_run(&s);
+    for (int r = 0; r < s.n; r++) {
+        free(s.d[r].ops);
+        free(s.d[r].inbox);
+        free(s.d[r].port);
+    }
+    free(s.d);
+    return t;
+}
+
 int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes,
                     struct cost_result *out, struct error *e)
 {
@@ -232,6 +524,14 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
         break;
     }
     default: return error_set(e, ERR_INVAL, "no such algorithm");
+    }
+    /* The closed formulas above hold for full trees on one node; the schedule is the time
+     * the simulation takes, for every shape and across nodes. */
+    bool ring_coll = algo == COST_RING && op != COST_BROADCAST && op != COST_REDUCE;
+    if (!ring_coll) {
+        double t = sched_time(op, algo, net, S, out->chunks);
+        if (!isnan(t))
+            out->time_s = t;
     }
     return 0;
 }

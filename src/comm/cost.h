@@ -35,8 +35,12 @@
  * the other through its one port, so a broadcast step costs 2(α + m/β); a reduction receives
  * both children at once, so it costs α + m/β; the all-reduce is a pipelined reduce to the root
  * followed by a pipelined broadcast from it. (With N = 2 the tree is a chain: the factors 2,
- * 3 and 4 become 1, 2 and 2.) The tree formulas are exact when every inner node has two
- * children (N = 2^k - 1) and an upper bound otherwise. P minimises the formula:
+ * 3 and 4 become 1, 2 and 2.) These closed formulas are exact for a full tree (N = 2^k - 1)
+ * on one node. The time cost_collective returns for the chain, the trees and rhd is their
+ * schedule: their programs replayed under the simulator's own timing rules (cost.c), which
+ * counts each node's real children (for N = 2^k the root has one child, so the tree
+ * all-reduce takes (3(P + D-1) - 1)(α + S/(Pβ))) and each message's own link; the simulated
+ * and predicted times agree to rounding (tests/unit/test_coll.c). P minimises the formula:
  * P* = sqrt((depth-1) S / (αβ)) rounded to the better neighbouring integer, between 1 and
  * COST_MAX_CHUNKS (cost_pipeline_chunks); the collectives use the same P, capped by the
  * number of elements. See Sanders, Speck, Träff, "Two-tree algorithms for full bandwidth
@@ -46,15 +50,16 @@
  * node of one is a leaf of the other (the second tree is the first mirrored for even N and
  * shifted by one for odd N). Its formula above counts, per chunk, the two messages each GPU
  * sends through its one port in each phase (one per tree up, two down in the tree where it is
- * an inner node); it is an upper bound: the simulation, where the trees run on two streams
- * that share each GPU's port but not each other's waits, takes 0.6 to 1 of it (nearer 1 for
- * large sizes, where the bandwidth term 2 S/β dominates).
+ * an inner node); it is an upper bound of the schedule, where the trees run on two streams
+ * that share each GPU's port but not each other's waits (0.6 to 1 of it).
  *
  * Two-level clusters: GPUs are numbered node by node (GPU g is on node g / gpus_per_node).
- * If the N GPUs span more than one node, every formula uses the inter-node α and β: an
- * algorithm that crosses nodes runs at the pace of its slowest link (the bottleneck bound of
- * NCCL's ring model). The simulator times each hop on its own link, so its time for the
- * same algorithm is at most this bound.
+ * A message between two nodes pays the inter-node α and β, one inside a node the intra-node
+ * ones. The ring's steps run in lockstep, so past one node every step takes the inter-node
+ * time and the ring formulas use the inter-node link (NCCL's bottleneck bound, exact here);
+ * the schedule charges the chain, the trees and rhd hop by hop: rhd's first halving step and
+ * last doubling step pair GPUs N/2 apart, on different nodes, and send S/2 over the network.
+ * cost_link gives the link the ring formulas and the pipelines' chunk counts use.
  *
  * Bus bandwidth (nccl-tests, doc/PERFORMANCE.md): algbw = S / t; busbw = algbw × factor with
  * factor 2(N-1)/N for all-reduce, (N-1)/N for reduce-scatter and all-gather, 1 for

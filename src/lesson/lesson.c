@@ -1202,10 +1202,24 @@ static bool strip_grouping(const char *s, char *out, size_t n)
     return true;
 }
 
-/* A learner's number: "0.1", "6e-8", "2^-24", "7,289,966,592", "inf". */
+/* A learner's number: "0.1", "6e-8", "2^-24", "7,289,966,592", "inf", "3/4". */
 static int read_number(const char *s, double *v)
 {
     char buf[128];
+    const char *slash = strchr(s, '/');
+    if (slash) { /* a fraction of two plain numbers */
+        double num, den;
+        size_t nl = (size_t)(slash - s);
+        if (nl == 0 || nl >= sizeof buf || strchr(slash + 1, '/'))
+            return -1;
+        memcpy(buf, s, nl);
+        buf[nl] = '\0';
+        if (units_parse_double(buf, false, &num, NULL) < 0 ||
+            units_parse_double(slash + 1, false, &den, NULL) < 0 || den == 0)
+            return -1;
+        *v = num / den;
+        return isfinite(*v) ? 0 : -1;
+    }
     const char *caret = strchr(s, '^');
     if (caret) {
         double base, ex;
@@ -1248,6 +1262,9 @@ static int check_number(const struct lesson_question *q, const char *answer,
             if (isdigit((unsigned char)c) || c == '.' || c == ',' || c == '^' ||
                 ((c == '-' || c == '+') && n > 0 && strchr("eE^", answer[n - 1])))
                 continue;
+            if (c == '/' && n > 0 && isdigit((unsigned char)answer[n - 1]) &&
+                isdigit((unsigned char)answer[n + 1])) /* 3/4, not GB/s */
+                continue;
             if ((c == 'e' || c == 'E') && n > 0 && isdigit((unsigned char)answer[n - 1]) &&
                 (isdigit((unsigned char)answer[n + 1]) || answer[n + 1] == '-' ||
                  answer[n + 1] == '+'))
@@ -1274,6 +1291,14 @@ static int check_number(const struct lesson_question *q, const char *answer,
     }
     r->value = v;
     r->correct = lesson_within(v, q->answer.value, q->tol);
+    /* A bare number may also be in the base unit of the question's kind, as people write
+     * sizes and times: 1750000000 (or 1.75e9) bytes for a question in GB, 25165824 for 24
+     * MiB. The two readings are far apart (a factor of the unit), so at most one is right. */
+    if (!unit[0] && !r->correct && qf > 0 && qf != 1 &&
+        lesson_within(v / qf, q->answer.value, q->tol)) {
+        r->value = v / qf;
+        r->correct = true;
+    }
     return 0;
 unreadable:
     return error_set(e, ERR_INVAL, "expected a number such as 0.1, 6e-8 or 2^-24%s%s",
@@ -1342,6 +1367,31 @@ static void shortest(char *buf, size_t n, double v)
     }
 }
 
+/* v as people write it: 4 significant digits ("606.1", "1.75e9"), more only when the
+ * tolerance needs them, so that the text read back is still right. */
+static void readable(char *buf, size_t n, double v, struct lesson_tolerance tol)
+{
+    if (!isfinite(v) || (v == floor(v) && fabs(v) < 1e7)) {
+        shortest(buf, n, v);
+        return;
+    }
+    for (int prec = 4; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        if (lesson_within(strtod(buf, NULL), v, tol))
+            break;
+    }
+    /* "1.75e+09" -> "1.75e9", "5.96e-08" -> "5.96e-8" */
+    char *e = strchr(buf, 'e');
+    if (e) {
+        char *d = e + 1;
+        bool neg = *d == '-';
+        char *digits = d + (*d == '-' || *d == '+');
+        while (*digits == '0' && digits[1])
+            digits++;
+        memmove(d + neg, digits, strlen(digits) + 1);
+    }
+}
+
 char *lesson_format_answer(const struct lesson_question *q, char *buf, size_t n)
 {
     if (q->kind == LESSON_Q_CHOICE) {
@@ -1349,7 +1399,11 @@ char *lesson_format_answer(const struct lesson_question *q, char *buf, size_t n)
         return buf;
     }
     char v[64], tol[64] = "";
-    shortest(v, sizeof v, q->answer.value);
+    /* a literal as the lesson wrote it; a computed quantity as people write it */
+    if (q->answer.is_quantity)
+        readable(v, sizeof v, q->answer.value, q->tol);
+    else
+        shortest(v, sizeof v, q->answer.value);
     if (!(q->tol.relative && q->tol.amount == DEFAULT_TOL)) {
         char t[40];
         shortest(t, sizeof t, q->tol.relative ? q->tol.amount * 100 : q->tol.amount);

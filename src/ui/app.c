@@ -40,6 +40,7 @@
 #include "ui/lessonpane.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
+#include "ui/steppanel.h"
 #include "ui/termcheck.h"
 #include "ui/theme.h"
 
@@ -74,6 +75,7 @@ struct tab {
     int show_q;             /* a question to scroll into view at the next frame, or -1 */
     struct lessonpane_answer *answers; /* [step * LESSON_MAX_QUESTIONS + question] */
     char label[48];                    /* the label from the lesson file: "1 Mixed precision" */
+    double spent;                      /* seconds this tab was the current one, this session */
 };
 
 struct app {
@@ -95,6 +97,13 @@ struct app {
     struct progress progress;
     char progress_file[4096]; /* "" when progress is not saved */
     struct error fatal;       /* a panel could not start (out of memory): the window ends */
+    double tab_since;         /* when the current tab became current (clock_now) */
+    /* presenter mode: autoplay walks the steps; G jumps to one */
+    double autoplay_s; /* seconds a step is shown (0 until --autoplay or A sets it) */
+    bool autoplay;     /* walking now */
+    double next_at;    /* when the next step comes (clock_now) */
+    bool jumping;      /* G: typing a step number */
+    char jump[8];
 };
 
 /* ---- the terminal's life ---- */
@@ -218,32 +227,39 @@ static void save_progress(struct app *a)
     }
 }
 
-/* Makes ops tab t's live panel: the one kept open if there is one (*fresh false), else a new
- * one (*fresh true). */
-static int use_panel(struct app *a, struct tab *t, const struct panel_ops *ops, bool *fresh,
-                     struct error *e)
+/* Makes ops tab t's live panel: the one kept open if there is one (true), else none (false). */
+static bool use_kept(struct tab *t, const struct panel_ops *ops)
 {
-    *fresh = false;
     for (int i = 0; i < t->nkept; i++)
         if (t->kept[i].ops == ops) {
             t->ops = ops;
             t->panel = t->kept[i].state;
-            return 0;
+            return true;
         }
-    if (t->nkept == TAB_PANELS)
+    return false;
+}
+
+/* Makes ops tab t's live panel, opened afresh with the lesson's defaults and lp's settings
+ * (src/ui/steppanel.h): the kept one is replaced, or a new one kept. */
+static int open_panel(struct app *a, struct tab *t, const struct panel_ops *ops,
+                      const struct lesson_panel *lp, struct error *e)
+{
+    int i = 0;
+    while (i < t->nkept && t->kept[i].ops != ops)
+        i++;
+    if (i == TAB_PANELS)
         return error_set(e, ERR_RUN, "panel %s: a tab keeps %d panels at most", ops->name,
                          TAB_PANELS);
-    void *state = NULL;
     struct panel_env env = {ops, &a->log, a->ascii};
-    int rc = ops->init(&state, &env, e);
-    if (rc < 0) {
-        error_prefix(e, "panel %s", ops->name);
+    void *state = i < t->nkept ? t->kept[i].state : NULL;
+    int rc = steppanel_open(ops, &env, t->lesson, lp, &state, e);
+    if (rc < 0)
         return rc;
-    }
-    t->kept[t->nkept++] = (struct kept_panel){ops, state};
+    t->kept[i] = (struct kept_panel){ops, state};
+    if (i == t->nkept)
+        t->nkept++;
     t->ops = ops;
     t->panel = state;
-    *fresh = true;
     return 0;
 }
 
@@ -263,6 +279,9 @@ static void switch_tab(struct app *a, int i)
         return;
     pause_playing(a);
     a->asking = -1;
+    double now = clock_now();
+    a->tabs[a->cur].spent += now - a->tab_since;
+    a->tab_since = now;
     a->cur = (i + UI_TABS) % UI_TABS;
     struct tab *t = &a->tabs[a->cur];
     if (t->lesson) {
@@ -319,18 +338,6 @@ static int lesson_number(const struct tab *t)
     return t->lesson ? t->lesson->number : -1;
 }
 
-/* Gives the live panel of tab t the settings of lp (an @panel line of its lesson, or NULL). */
-static void apply_settings(struct app *a, struct tab *t, const struct lesson_panel *lp)
-{
-    struct error e = {0};
-    for (size_t k = 0; lp && k < lp->nsettings; k++) {
-        const struct lesson_setting *st = &lp->settings[k];
-        if (!t->ops->set || t->ops->set(t->panel, st->key, st->value, &e) < 0)
-            eventlog_add(&a->log, "%s:%d: %s", t->lesson->file, lp->line,
-                         t->ops->set ? e.msg : "this panel takes no settings");
-    }
-}
-
 /* The panels tab t's lesson names (its head's, its steps'), each once, in order; the tab's
  * own panel when the lesson names none. */
 static void find_views(struct tab *t)
@@ -371,23 +378,19 @@ static void swap_panel(struct app *a)
     }
     const struct panel_ops *ops = next_view(t);
     pause_playing(a);
-    bool fresh;
-    if (use_panel(a, t, ops, &fresh, &a->fatal) < 0) {
-        a->quit = true;
-        return;
-    }
-    if (fresh && t->lesson) {
+    if (!use_kept(t, ops)) {
         const struct lesson *l = t->lesson;
         const struct lesson_panel *lp = NULL;
-        for (size_t k = t->step + 1; k-- > 0 && !lp;)
+        for (size_t k = t->step + 1; l && k-- > 0 && !lp;)
             if (l->steps[k].panel && !strcmp(l->steps[k].panel->name, ops->name))
                 lp = l->steps[k].panel;
-        for (size_t k = t->step + 1; k < l->nsteps && !lp; k++)
+        for (size_t k = t->step + 1; l && k < l->nsteps && !lp; k++)
             if (l->steps[k].panel && !strcmp(l->steps[k].panel->name, ops->name))
                 lp = l->steps[k].panel;
-        if (!lp && l->panel && !strcmp(l->panel->name, ops->name))
-            lp = l->panel;
-        apply_settings(a, t, lp);
+        if (open_panel(a, t, ops, lp, &a->fatal) < 0) {
+            a->quit = true;
+            return;
+        }
     }
     eventlog_add(&a->log, "%s (v: %s)", ops->title, next_view(t)->title);
 }
@@ -410,12 +413,12 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
         ops = panel_find(t->def->panel);
         lp = NULL;
     }
-    bool fresh;
-    if (ops != t->ops && use_panel(a, t, ops, &fresh, &a->fatal) < 0) {
+    /* The step's panel opens afresh (its start, the lesson's defaults, the step's settings):
+     * what the learner turned in another step never contradicts this step's text. */
+    if (open_panel(a, t, ops, lp, &a->fatal) < 0) {
         a->quit = true; /* with no panel to draw, the window cannot go on */
         return;
     }
-    apply_settings(a, t, lp);
     if (l && save) {
         progress_set_step(&a->progress, l->number, (int)i);
         save_progress(a);
@@ -528,16 +531,26 @@ static void answer_key(struct app *a, int ch)
         }
         struct lessonpane_answer *ans =
             &t->answers[t->step * LESSON_MAX_QUESTIONS + (size_t)a->asking];
-        ans->state = r.correct ? 1 : -1;
+        ans->state = (signed char)lessonpane_score(ans->state, r.correct);
         snprintf(ans->text, sizeof ans->text, "%s", a->input);
-        progress_mark(&a->progress, t->lesson->number, (int)t->step, a->asking, r.correct);
-        save_progress(a);
+        bool scored = ans->state != LESSONPANE_SHOWN; /* retyping a shown answer scores nothing */
+        if (scored) {
+            progress_mark(&a->progress, t->lesson->number, (int)t->step, a->asking, r.correct);
+            save_progress(a);
+        }
         size_t total = 0;
         for (size_t i = 0; i < t->lesson->nsteps; i++)
             total += t->lesson->steps[i].nquestions;
-        eventlog_add(&a->log, "lesson %d, step %zu, question %d: %s (%d of %zu right so far)",
-                     t->lesson->number, t->step + 1, a->asking + 1,
-                     r.correct ? "right" : "not quite",
+        char which[16];
+        if (a->cur == UI_TABS - 1) /* the Lab is the Lab, not "lesson 6" */
+            snprintf(which, sizeof which, "Lab");
+        else
+            snprintf(which, sizeof which, "lesson %d", t->lesson->number);
+        eventlog_add(&a->log, "%s, step %zu, question %d: %s (%d of %zu right so far)", which,
+                     t->step + 1, a->asking + 1,
+                     !scored     ? "the answer shown, not scored"
+                     : r.correct ? "right"
+                                 : "not quite",
                      progress_count(&a->progress, t->lesson->number), total);
         t->show_q = a->asking; /* its result and explanation */
         a->asking = -1;
@@ -555,6 +568,90 @@ static void answer_key(struct app *a, int ch)
         a->input[len + 1] = '\0';
         a->input_error[0] = '\0';
     }
+}
+
+/* ---- presenter mode ---- */
+
+#define AUTOPLAY_DEFAULT_S 10.0
+
+/* Starts the live panel playing without a word if it has nothing to play. */
+static void play_quietly(struct app *a)
+{
+    struct tab *t = &a->tabs[a->cur];
+    if (a->playing || !t->ops->on_event)
+        return;
+    struct panel_event ev = {PANEL_PLAY, 0, speed_factor(a->speed)};
+    a->playing = t->ops->on_event(t->panel, &ev) & PANEL_ANIMATE;
+    a->last_tick = clock_now();
+    a->dirty = true;
+}
+
+static void autoplay_start(struct app *a)
+{
+    if (a->autoplay_s <= 0)
+        a->autoplay_s = AUTOPLAY_DEFAULT_S;
+    a->autoplay = true;
+    a->next_at = clock_now() + a->autoplay_s;
+    play_quietly(a);
+    eventlog_add(&a->log, "autoplay: a step every %g s (any key pauses, A resumes)", a->autoplay_s);
+    a->dirty = true;
+}
+
+static void autoplay_stop(struct app *a, const char *why)
+{
+    a->autoplay = false;
+    eventlog_add(&a->log, "autoplay %s", why);
+    a->dirty = true;
+}
+
+/* The next step once its time has come; the last step ends the walk. */
+static void autoplay_tick(struct app *a)
+{
+    struct tab *t = &a->tabs[a->cur];
+    if (!a->autoplay || clock_now() < a->next_at)
+        return;
+    if (!t->lesson || t->step + 1 >= t->lesson->nsteps) {
+        autoplay_stop(a, "ends: the last step");
+        return;
+    }
+    pause_playing(a);
+    show_step(a, t, t->step + 1, true);
+    play_quietly(a);
+    a->next_at = clock_now() + a->autoplay_s;
+    eventlog_add(&a->log, "autoplay: step %zu of %zu", t->step + 1, t->lesson->nsteps);
+}
+
+/* G, then a step number and Enter: that step of the lesson. */
+static void jump_key(struct app *a, int ch)
+{
+    struct tab *t = &a->tabs[a->cur];
+    size_t len = strlen(a->jump);
+    a->dirty = true;
+    if (ch >= '0' && ch <= '9') {
+        if (len + 1 < sizeof a->jump)
+            a->jump[len] = (char)ch, a->jump[len + 1] = '\0';
+        return;
+    }
+    if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+        if (len)
+            a->jump[len - 1] = '\0';
+        return;
+    }
+    a->jumping = false;
+    if (ch != '\r' && ch != '\n' && ch != KEY_ENTER)
+        return; /* Esc, or any other key: no jump */
+    long k = a->jump[0] ? strtol(a->jump, NULL, 10) : 0;
+    size_t n = t->lesson ? t->lesson->nsteps : 0;
+    if (!n) {
+        eventlog_add(&a->log, "this tab has no lesson to go through");
+        return;
+    }
+    if (k < 1 || (size_t)k > n) {
+        eventlog_add(&a->log, "no step %s: this lesson has steps 1 to %zu", a->jump, n);
+        return;
+    }
+    pause_playing(a);
+    show_step(a, t, (size_t)k - 1, true);
 }
 
 /* ---- keys ---- */
@@ -587,6 +684,16 @@ static void app_key(struct app *a, int ch)
     if (a->asking >= 0) {
         answer_key(a, ch);
         return;
+    }
+    if (a->jumping) {
+        jump_key(a, ch);
+        return;
+    }
+    if (a->autoplay) { /* the presenter takes over: any key but q pauses the walk, used up */
+        pause_playing(a);
+        autoplay_stop(a, ch == 'A' ? "paused" : "paused: A resumes");
+        if (ch != 'q')
+            return;
     }
     int r = t->ops->on_key(t->panel, ch);
     if (r & PANEL_REDRAW)
@@ -627,6 +734,13 @@ static void app_key(struct app *a, int ch)
         break;
     case 'a': start_answer(a); break;
     case 'v': swap_panel(a); break;
+    case 'A': autoplay_start(a); break;
+    case 'g': /* only when the panel does not use g (lesson 1's growth, the Lab's GPUs) */
+    case 'G':
+        a->jumping = true;
+        a->jump[0] = '\0';
+        a->dirty = true;
+        break;
     case KEY_NPAGE:
     case KEY_PPAGE:
     case 'J':
@@ -657,6 +771,11 @@ static void app_key(struct app *a, int ch)
     case '+':
     case '=':
     case '-':
+        if (!t->ops->plays) {
+            eventlog_add(&a->log, "%s: nothing plays here, so no speed", t->ops->title);
+            a->dirty = true;
+            break;
+        }
         if (ch == '-' ? a->speed > SPEED_MIN : a->speed < SPEED_MAX)
             a->speed += ch == '-' ? -1 : 1;
         eventlog_add(&a->log, "speed %gx", speed_factor(a->speed));
@@ -756,7 +875,17 @@ static void draw_lesson(struct app *a, struct ui_canvas *out)
         .input_error = a->input_error,
         .ascii = a->ascii,
         .focus = t->show_q,
+        .recap = NULL,
     };
+    char recap[160];
+    if (t->lesson && t->step + 1 == t->lesson->nsteps) {
+        int total = 0;
+        for (size_t i = 0; i < t->lesson->nsteps; i++)
+            total += (int)t->lesson->steps[i].nquestions;
+        v.recap =
+            lessonpane_recap(recap, sizeof recap, progress_count(&a->progress, t->lesson->number),
+                             total, t->spent + clock_now() - a->tab_since);
+    }
     /* Count the lines first, to keep the scroll in range and bring a question into view,
      * then draw. */
     struct ui_canvas none = canvas_make(stdscr, (struct ui_rect){in.y, in.x, 0, in.w});
@@ -817,6 +946,19 @@ static void draw_hints(const struct app *a, bool panel_editing)
     int n = 0;
     char first[16][24]; /* a panel key's first spelling: "Enter" of "Enter /" */
     int nf = 0;
+    char jump[32];
+    if (a->jumping) {
+        snprintf(jump, sizeof jump, "step %s_", a->jump);
+        h[n++] = (struct hint){"G", jump};
+        h[n++] = (struct hint){"Enter", "go"};
+        h[n++] = (struct hint){"Esc", "cancel"};
+        goto draw;
+    }
+    if (a->autoplay) {
+        h[n++] = (struct hint){"autoplay", "any key pauses"};
+        h[n++] = (struct hint){"q", "quit"};
+        goto draw;
+    }
     if (a->asking >= 0 || panel_editing) {
         h[n++] = (struct hint){"Enter", a->asking >= 0 ? "check the answer" : "apply"};
         h[n++] = (struct hint){"Esc", "cancel"};
@@ -838,19 +980,25 @@ static void draw_hints(const struct app *a, bool panel_editing)
             h[n++] = (struct hint){first[nf++], k->brief};
         }
     h[n++] = (struct hint){"1-5 L", "lessons"};
-    h[n++] = (struct hint){"space", a->playing ? "pause" : "play"};
+    if (t->ops->plays) /* a panel with nothing to play offers no space */
+        h[n++] = (struct hint){"space", a->playing ? "pause" : "play"};
 draw:;
+    /* the play status keeps its own place at the right; the hints stop before it */
+    char status[32] = "";
+    if (t->ops->plays && (a->playing || a->speed))
+        snprintf(status, sizeof status, "%s %gx", a->playing ? "playing" : "paused",
+                 speed_factor(a->speed));
+    int right = c.r.w - (status[0] ? layout_text_width(status) + 2 : 0);
     int x = 1;
     for (int i = 0; i < n; i++) {
         int need = layout_text_width(h[i].k) + 1 + layout_text_width(h[i].w) + 2;
-        if (x + need > c.r.w)
+        if (x + need > right)
             break;
         x = canvas_text(&c, 0, x, ROLE_KEY, h[i].k);
         x = canvas_text(&c, 0, x + 1, ROLE_DIM, h[i].w) + 2;
     }
-    if (a->playing || a->speed)
-        canvas_printf(&c, 0, c.r.w - 14, a->playing ? ROLE_GOOD : ROLE_DIM, "%s %gx",
-                      a->playing ? "playing" : "paused", speed_factor(a->speed));
+    if (status[0])
+        canvas_text(&c, 0, right + 1, a->playing ? ROLE_GOOD : ROLE_DIM, status);
 }
 
 struct help_line {
@@ -872,6 +1020,8 @@ static const struct help_line app_keys[] = {
     {"?", "this help"},
     {"Esc", "close, cancel"},
     {"q", "quit"},
+    {"G N Enter", "go to step N (g too, unless the panel uses g)"},
+    {"A", "autoplay the steps (any key pauses)"},
 };
 
 #define HELP_KEYW 16 /* the keys' column */
@@ -997,7 +1147,13 @@ static int run_loop(struct app *a, struct error *e)
             a->dirty = false;
         }
         struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
-        int r = poll(p, 2, a->playing ? FRAME_MS : -1);
+        int wait = a->playing ? FRAME_MS : -1;
+        if (a->autoplay) { /* wake for the next step */
+            double left = (a->next_at - clock_now()) * 1000.0;
+            int ms = left > 0 ? (int)left + 1 : 0;
+            wait = wait < 0 || ms < wait ? ms : wait;
+        }
+        int r = poll(p, 2, wait);
         if (atomic_load(&got_signal))
             break;
         if (r < 0 && errno != EINTR)
@@ -1016,6 +1172,7 @@ static int run_loop(struct app *a, struct error *e)
             else
                 app_key(a, ch);
         }
+        autoplay_tick(a);
         if (a->playing) {
             double now = clock_now();
             double dt = now - a->last_tick;
@@ -1058,15 +1215,25 @@ int ui_run(const struct ui_options *o, struct error *e)
             rc = error_set(e, ERR_RUN, "no panel named '%s'", t->def->panel);
             goto out;
         }
-        bool fresh;
-        if ((rc = use_panel(a, t, ops, &fresh, e)) < 0)
+        if ((rc = open_panel(a, t, ops, NULL, e)) < 0)
             goto out;
     }
     a->asking = -1;
+    a->tab_since = clock_now();
     /* welcome first: what loading finds wrong (a skipped progress line) is then the newest */
     eventlog_add(&a->log, "welcome: ? lists the keys, q quits");
     if ((rc = load_lessons(a, e)) < 0)
         goto out;
+    if (o->tab >= 0 && o->tab < UI_TABS) {
+        a->cur = o->tab;
+        struct tab *t = &a->tabs[a->cur];
+        if (o->step >= 0 && t->lesson)
+            show_step(a, t, (size_t)o->step, true);
+    }
+    if (o->autoplay_s > 0) {
+        a->autoplay_s = o->autoplay_s;
+        autoplay_start(a);
+    }
     if (!a->fatal.code)
         rc = run_loop(a, e);
     if (rc >= 0 && a->fatal.code) {

@@ -158,6 +158,15 @@ static void append(char *out, size_t cap, size_t *len, const char *s)
     out[*len] = '\0';
 }
 
+/* "- item", "* item", "1. item", "2) item": a list item starts its own line. */
+static bool list_item(const char *l)
+{
+    if ((l[0] == '-' || l[0] == '*') && l[1] == ' ')
+        return true;
+    size_t d = strspn(l, "0123456789");
+    return d > 0 && d < 4 && (l[d] == '.' || l[d] == ')') && l[d + 1] == ' ';
+}
+
 size_t layout_join(char *const *lines, size_t n, char *out, size_t cap)
 {
     size_t len = 0;
@@ -171,19 +180,28 @@ size_t layout_join(char *const *lines, size_t n, char *out, size_t cap)
     while (i < n && !lines[i][0])
         i++;
     bool in_para = false; /* the last thing written is a paragraph line that may go on */
+    bool in_item = false; /* ... a list item, which indented lines continue */
     for (; i < n; i++) {
         const char *l = lines[i];
         if (!l[0]) { /* paragraph break: one empty line */
             append(out, cap, &len, "\n\n");
-            in_para = false;
+            in_para = in_item = false;
             while (i + 1 < n && !lines[i + 1][0])
                 i++;
             continue;
         }
+        size_t indent = strspn(l, " ");
+        if (in_item && indent >= 1 && indent <= 4 && l[indent] && !list_item(l + indent)) {
+            append(out, cap, &len, " "); /* the item goes on */
+            append(out, cap, &len, l + indent);
+            continue;
+        }
+        bool item = list_item(l);
         if (len && out[len - 1] != '\n')
-            append(out, cap, &len, l[0] == ' ' || !in_para ? "\n" : " ");
+            append(out, cap, &len, l[0] == ' ' || item || !in_para ? "\n" : " ");
         append(out, cap, &len, l);
-        in_para = l[0] != ' ';
+        in_item = item;
+        in_para = l[0] != ' ' && !item;
     }
     return len;
 }

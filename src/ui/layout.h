@@ -60,8 +60,10 @@ struct wrap_line {
 int layout_wrap(const char *text, int width, struct wrap_line *lines, int max);
 
 /* A lesson step's text lines as the pane shows them (lessons/README.md): lines of a paragraph
- * are joined with a space; a blank line separates paragraphs (kept as an empty line); a line
- * that starts with a space is kept as written, on its own line. Writes the result, lines
+ * are joined with a space; a blank line separates paragraphs (kept as an empty line); a list
+ * item ("- ", "* ", "1. ", "1) ") starts its own line, and the lines indented by 1 to 4
+ * spaces after it continue it; any other line that starts with a space is kept as written,
+ * on its own line. Writes the result, lines
  * separated by '\n', into out (cut to cap bytes) and returns its length. */
 size_t layout_join(char *const *lines, size_t n, char *out, size_t cap);
 

@@ -1,6 +1,7 @@
 #include "config.h"
 #include "ui/lessonpane.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,16 +54,19 @@ static void emit(struct pen *p, enum ui_role role, int indent, const char *text,
         }
         if (hang > w / 2)
             hang = 0;
-        if (hang) {
-            size_t rest = lines[0].start + lines[0].len;
-            while (buf[rest] == ' ')
-                rest++;
-            struct wrap_line more[127];
-            int m = layout_wrap(buf + rest, w - hang, more, 127);
-            n = 1 + (m > 127 ? 127 : m);
-            for (int i = 1; i < n; i++)
-                lines[i] = (struct wrap_line){rest + more[i - 1].start, more[i - 1].len};
-        }
+    }
+    /* A list item's continuation lines hang under its text, after the "- " */
+    if (!hang && (buf[0] == '-' || buf[0] == '*') && buf[1] == ' ' && n > 1 && w > 8)
+        hang = 2;
+    if (hang && n > 1) {
+        size_t rest = lines[0].start + lines[0].len;
+        while (buf[rest] == ' ')
+            rest++;
+        struct wrap_line more[127];
+        int m = layout_wrap(buf + rest, w - hang, more, 127);
+        n = 1 + (m > 127 ? 127 : m);
+        for (int i = 1; i < n; i++)
+            lines[i] = (struct wrap_line){rest + more[i - 1].start, more[i - 1].len};
     }
     char out[LESSON_LINE_MAX + 64];
     for (int i = 0; i < n; i++, p->line++) {
@@ -131,11 +135,18 @@ static void question(struct pen *p, const struct lessonpane_view *v, size_t qi)
     }
     char want[128];
     lesson_format_answer(q, want, sizeof want);
-    if (a->state > 0)
+    if (a->state == 1)
         snprintf(buf, sizeof buf, "%s: right.", a->text);
+    else if (a->state == LESSONPANE_SHOWN)
+        snprintf(buf, sizeof buf, "%s: that is the answer shown before, %s; not scored.", a->text,
+                 want);
     else
         snprintf(buf, sizeof buf, "%s: not quite; the answer is %s.", a->text, want);
-    block(p, a->state > 0 ? ROLE_GOOD : ROLE_ERROR, 0, buf);
+    block(p,
+          a->state == 1                  ? ROLE_GOOD
+          : a->state == LESSONPANE_SHOWN ? ROLE_DIM
+                                         : ROLE_ERROR,
+          0, buf);
     if (*q->explain) {
         /* The @explain lines form one paragraph, unless a line starts with a space. */
         char *ex = strdup(q->explain);
@@ -194,9 +205,37 @@ int lessonpane_draw(const struct lessonpane_view *v, struct ui_canvas *c, int sc
             focus[1] = p.line - 1;
     }
     block(&p, ROLE_TEXT, 0, "");
+    if (v->step + 1 == l->nsteps && v->recap) { /* what the learner did */
+        block(&p, ROLE_TITLE, 0, "Recap");
+        block(&p, ROLE_TEXT, 0, v->recap);
+        block(&p, ROLE_TEXT, 0, "");
+    }
     block(&p, ROLE_DIM, 0,
           v->step + 1 < l->nsteps ? "] next step, [ back" : "The last step; [ goes back.");
     if (p.cursor_y >= 0)
         canvas_cursor(c, p.cursor_y, p.cursor_x);
     return p.line;
+}
+
+int lessonpane_score(int before, bool correct)
+{
+    if (!correct)
+        return -1;
+    return before < 0 || before == LESSONPANE_SHOWN ? LESSONPANE_SHOWN : 1;
+}
+
+char *lessonpane_recap(char *buf, size_t n, int right, int total, double seconds)
+{
+    long min = lround(seconds / 60.0);
+    if (total > 0)
+        snprintf(buf, n, "You answered %d of %d question%s right; ", right, total,
+                 total == 1 ? "" : "s");
+    else
+        snprintf(buf, n, "This lesson asks no question; ");
+    size_t used = strlen(buf);
+    if (min < 1)
+        snprintf(buf + used, n - used, "under a minute on this lesson in this session.");
+    else
+        snprintf(buf + used, n - used, "%ld min on this lesson in this session.", min);
+    return buf;
 }

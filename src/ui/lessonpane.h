@@ -13,9 +13,20 @@ struct ui_canvas;
 
 /* A learner's answer to one question. */
 struct lessonpane_answer {
-    signed char state; /* 0: not answered, 1: right, -1: wrong */
+    /* 0: not answered, 1: right, -1: wrong (the answer was shown), 2: right once the answer
+     * had been shown, which is not scored */
+    signed char state;
     char text[LESSONPANE_ANSWER_MAX];
 };
+
+/* The state an answer leaves, after `before`: a right answer typed once the right one was
+ * shown (before < 0 or 2) is LESSONPANE_SHOWN, not 1. Pure. */
+#define LESSONPANE_SHOWN 2
+int lessonpane_score(int before, bool correct);
+
+/* The last step's recap: "You answered 7 of 12 questions right; 23 min on this lesson in this
+ * session." Pure. */
+char *lessonpane_recap(char *buf, size_t n, int right, int total, double seconds);
 
 struct lessonpane_view {
     const struct lesson *lesson; /* NULL: show error instead */
@@ -29,6 +40,7 @@ struct lessonpane_view {
     const char *input_error;  /* why the last answer could not be read, or "" */
     bool ascii;               /* ASCII only */
     int focus;                /* a question whose lines to report (focus_from, focus_to), or -1 */
+    const char *recap;        /* shown at the end of the last step (lessonpane_recap), or NULL */
 };
 
 /* Draws the view from wrapped line `scroll` on; returns the number of wrapped lines in all,

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "ui/eventlog.h"
 #include "ui/stackbar.h"
 
 const enum ui_role memui_part_role[MEMUI_PARTS] = {ROLE_SIGN, ROLE_EXP,  ROLE_MAN,
@@ -115,4 +116,19 @@ void memui_draw_bar(struct ui_canvas *c, int y, int x, int w, const struct memor
     }
     if (sb.cap_col == sb.width)
         canvas_text(c, y, x + sb.width, ROLE_WARN, g->v);
+}
+
+void memui_log_knob(struct eventlog *log, const char *who, const char *name, const char *before,
+                    const char *after)
+{
+    if (strcmp(before, after)) {
+        eventlog_add(log, "%s: %s = %s", who, name, after);
+        return;
+    }
+    char line[EVENTLOG_WIDTH];
+    snprintf(line, sizeof line, "%s: %s stays %s, its limit", who, name, after);
+    const char *last = eventlog_get(log, 0);
+    const char *text = last ? strchr(last, ' ') : NULL; /* after the "HH:MM:SS " stamp */
+    if (!text || strcmp(text + 1, line))
+        eventlog_add(log, "%s", line);
 }

@@ -51,4 +51,10 @@ void memui_draw_knob(struct ui_canvas *c, int y, int x, int namew, const char *n
 void memui_draw_bar(struct ui_canvas *c, int y, int x, int w, const struct memory_result *m,
                     double scale);
 
+struct eventlog;
+/* Logs "WHO: NAME = AFTER" when a knob moved; when it did not (it is at its limit), says so
+ * once: "WHO: NAME stays AFTER, its limit", not again while that is the newest line. */
+void memui_log_knob(struct eventlog *log, const char *who, const char *name, const char *before,
+                    const char *after);
+
 #endif

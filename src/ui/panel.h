@@ -94,6 +94,8 @@ struct panel_ops {
     int (*set)(void *state, const char *name, const char *value, struct error *e);
     void (*draw)(const void *state, struct ui_canvas *c);
     const struct panel_key *keys; /* ends with {NULL} */
+    bool plays; /* space can play something (PANEL_PLAY may return PANEL_ANIMATE); without
+                 * it the app offers neither space nor + and - */
 };
 
 #endif

@@ -49,6 +49,7 @@ struct ckpt_panel {
     struct point pts[MAX_POINTS];
     int npts;
     double flops_done, live, peak, predicted;
+    double none_peak; /* the calculator's peak without checkpointing: the ghost line */
     struct gpt_flops fl;
     int layers;
     double stored[MAX_LAYERS], recomputed[MAX_LAYERS], ends;
@@ -144,10 +145,14 @@ static void measure(struct ckpt_panel *p)
     struct activ_policy pol;
     struct activ_total tot;
     struct activ_config ac = {p->batch, c.seq, 1, false, p->fmt == FP_FP32 ? 4 : 2};
-    p->predicted = NAN;
+    p->predicted = p->none_peak = NAN;
     if (activ_parse_policy(policies[p->policy], &pol, NULL) == 0) {
         activ_total(&p->tiny, &ac, &pol, c.layers, true, true, &tot);
         p->predicted = tot.peak;
+    }
+    if (activ_parse_policy("none", &pol, NULL) == 0) { /* the ghost line: nothing recomputed */
+        activ_total(&p->tiny, &ac, &pol, c.layers, true, true, &tot);
+        p->none_peak = tot.peak;
     }
     if (p->have_big) {
         p->big_peak = big_activ(p, policies[p->policy]);
@@ -271,33 +276,51 @@ static void ckpt_draw(const void *state, struct ui_canvas *c)
              units_format_bytes(a, sizeof a, p->ends, UNITS_BINARY));
     y += canvas_wrap(c, y, ROLE_DIM, line, 0);
     y++;
-    /* the sawtooth: live activation bytes over the step's FLOPs */
+    /* the sawtooth: live activation bytes over the step's FLOPs, on the scale of the peak
+     * without checkpointing (the ghost line), so that what a policy saves shows */
     int h = H - y - 4;
     if (h >= 4 && p->npts > 1 && W > 20) {
         canvas_printf(c, y++, 0, ROLE_TITLE, "activation memory over one step (time = FLOPs)");
         int x0 = 10, w = W - x0 - 1;
         double tmax = p->pts[p->npts - 1].t;
-        canvas_printf(c, y, 0, ROLE_DIM, "%s",
-                      units_format_bytes(a, sizeof a, p->peak, UNITS_BINARY));
+        double top = fmax(p->peak, isfinite(p->none_peak) ? p->none_peak : 0);
+        canvas_printf(c, y, 0, ROLE_DIM, "%s", units_format_bytes(a, sizeof a, top, UNITS_BINARY));
+        int ghost = -1; /* the row of the no-checkpointing peak */
+        if (p->policy != 0 && isfinite(p->none_peak) && top > 0)
+            ghost = y + h - (int)lround(p->none_peak / top * h);
         for (int col = 0; col < w; col++) {
-            double t0 = tmax * col / w, t1 = tmax * (col + 1) / w, v = 0;
+            double t0 = tmax * col / w, t1 = tmax * (col + 1) / w, lo = INFINITY, hi = 0;
             for (int i = 0; i < p->npts; i++)
                 if (p->pts[i].t >= t0 && p->pts[i].t <= t1)
-                    v = fmax(v, p->pts[i].bytes);
+                    lo = fmin(lo, p->pts[i].bytes), hi = fmax(hi, p->pts[i].bytes);
             /* between points the level holds: the last point before t0 */
             for (int i = p->npts - 1; i >= 0; i--)
                 if (p->pts[i].t < t0) {
-                    v = fmax(v, p->pts[i].bytes);
+                    lo = fmin(lo, p->pts[i].bytes), hi = fmax(hi, p->pts[i].bytes);
                     break;
                 }
-            int fill = p->peak > 0 ? (int)lround(v / p->peak * h) : 0;
+            if (!isfinite(lo))
+                lo = hi;
+            /* full up to the column's lowest level, shaded up to its highest: a tooth's
+             * drop shows even where a column holds the whole drop */
+            int full = top > 0 ? (int)lround(lo / top * h) : 0;
+            int fill = top > 0 ? (int)lround(hi / top * h) : 0;
             for (int r = 0; r < fill; r++)
-                canvas_text(c, y + h - 1 - r, x0 + col, v >= p->peak ? ROLE_WARN : ROLE_BAR,
-                            gl->bar);
+                canvas_text(c, y + h - 1 - r, x0 + col,
+                            hi >= p->peak ? ROLE_WARN
+                            : r < full    ? ROLE_BAR
+                                          : ROLE_DIM,
+                            r < full ? gl->bar : gl->shade);
+            if (ghost >= y && ghost < y + h && fill < y + h - ghost)
+                canvas_text(c, ghost, x0 + col, ROLE_DIM, "-");
         }
+        if (ghost >= y && ghost < y + h)
+            canvas_printf(c, ghost + (ghost == y), 0, ROLE_DIM, "- none");
         y += h;
         canvas_printf(c, y++, x0, ROLE_DIM, "forward %s backward%s", gl->dot,
                       p->fl.recompute > 0 ? " (with recomputation)" : "");
+    } else if (y < H) {
+        y += canvas_wrap(c, y, ROLE_DIM, "(a larger window shows the memory over the step)", 0);
     }
     if (p->have_big && y < H) {
         snprintf(line, sizeof line, "synthetic-7b (calculator, 1 x %d, bf16): %s; none %s",

@@ -10,9 +10,12 @@
  * ring and tree time against the size (log axes, the crossover and the chosen size marked)
  * goes beside the ring when the ring as it likes to be leaves it PLOT_W columns, else below
  * it (the ring giving up rows down to what it needs), else it is left out. When no ring fits
- * (a small panel), for the tree, and beyond 16 GPUs, a row per GPU instead (the middle ones
- * summarised beyond 16), the ring as one line above them and the plot below if it fits. In
- * monochrome the counts and the arrows carry the picture; in ASCII the arrows are > < v ^.
+ * (a small panel), for the other algorithms, and beyond 16 GPUs, a row per GPU instead (the
+ * middle ones summarised beyond 16), the ring as one line above them (the tree drawn as a
+ * tree) and the plot below if it fits. A tree's steps are its pipeline's stages (the sends
+ * that arrive together); the double binary tree's chunks are tree 0's, then tree 1's; rhd's
+ * are its 2^k blocks. In monochrome the counts and the arrows carry the picture; in ASCII
+ * the arrows are > < v ^.
  *
  * Every step comes from a real run (comm/trial.h) of N x 256 fp32 elements on the chosen
  * cluster preset, checked against its reference: its send events are the animation. The link
@@ -21,8 +24,8 @@
  * "scalelab collective --size SIZE --steps".
  *
  * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16), Up/Down (k/j) size (x2),
- * t ring/tree, c the cluster preset. Settings: gpus=N, size=BYTES, algo=ring|tree,
- * cluster=PRESET, step=K. */
+ * t ring, tree, dbtree, rhd; c the cluster preset. Settings: gpus=N, size=BYTES,
+ * algo=ring|tree|dbtree|rhd, cluster=PRESET, step=K. */
 #include "config.h"
 
 #include <curses.h>
@@ -37,13 +40,14 @@
 #include "comm/coll.h"
 #include "comm/cost.h"
 #include "comm/trial.h"
+#include "comm/tree.h"
 #include "sim/cluster.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
 
 #define MAX_GPUS     64
-#define MAX_CHUNKS   64
+#define MAX_CHUNKS   128 /* a double binary tree: two trees of up to 64 chunks */
 #define MAX_CLUSTERS 8
 #define ROWS_FULL    16
 #define STEPS_PER_S  2.0 /* animation speed at 1x */
@@ -51,6 +55,7 @@
 struct hop {
     int step, from, to, chunk;
     bool reduce;
+    const char *phase; /* the algorithm's name for it: "reduce-scatter", "broadcast", ... */
     double bytes, t_end;
 };
 
@@ -73,7 +78,7 @@ struct coll_panel {
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
     bool verified;
-    struct cost_result ring, tree;
+    struct cost_result ring, tree, dbtree, rhd;
     double crossover;
     /* the replay */
     int step;
@@ -115,10 +120,61 @@ static void replay(struct coll_panel *p)
             p->now = h->t_end;
         if (h->step == p->step - 1) {
             p->fresh[h->to][h->chunk] = true;
-            p->phase = h->reduce ? (p->s.algo == COST_RING ? "reduce-scatter" : "reduce")
-                                 : (p->s.algo == COST_RING ? "all-gather" : "broadcast");
+            p->phase = h->phase;
         }
     }
+}
+
+static int n_gpus(const struct coll_panel *p)
+{
+    return p->s.gpus;
+}
+
+/* The α-β time of the algorithm shown (the same model as the simulated run). */
+static double algo_time(const struct coll_panel *p)
+{
+    switch (p->s.algo) {
+    case COST_TREE: return p->tree.time_s;
+    case COST_DBTREE: return p->dbtree.time_s;
+    case COST_RHD: return p->rhd.time_s;
+    default: return p->ring.time_s;
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A tree's panel steps are its pipeline's stages: the sends that arrive at the same moment
+ * form one step (a level of the reduce, one child of a level of the broadcast), in the order
+ * of time, which respects every dependency. */
+static void stage_steps(struct coll_panel *p)
+{
+    double *t = malloc((size_t)(p->nhops ? p->nhops : 1) * sizeof *t);
+    if (!t)
+        return;
+    for (int i = 0; i < p->nhops; i++)
+        t[i] = p->hops[i].t_end;
+    qsort(t, (size_t)p->nhops, sizeof *t, cmp_double);
+    int u = 0;
+    for (int i = 0; i < p->nhops; i++)
+        if (u == 0 || t[i] > t[u - 1] * (1 + 1e-9))
+            t[u++] = t[i];
+    for (int i = 0; i < p->nhops; i++) {
+        int lo = 0, hi = u - 1;
+        while (lo < hi) { /* the last stage at or before this hop's arrival */
+            int mid = (lo + hi + 1) / 2;
+            if (t[mid] <= p->hops[i].t_end * (1 + 1e-9))
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        p->hops[i].step = lo;
+    }
+    p->nsteps = u;
+    free(t);
 }
 
 /* Runs the collective for the current settings and keeps its send events as hops. */
@@ -146,6 +202,8 @@ static void compute(struct coll_panel *p)
     struct cost_net net = net_of(p, p->s.gpus);
     cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
     cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
+    cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
+    cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
     p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1024, 1e12);
 
     struct trial t;
@@ -162,26 +220,52 @@ static void compute(struct coll_panel *p)
     p->sim_time = t.simulated_s;
     size_t n;
     const struct event *ev = cluster_events(t.cluster, &n); /* in the order they were sent */
-    p->hops = calloc(n ? n : 1, sizeof *p->hops);
+    /* The panel's chunks: the ring's N; a tree's pipeline chunks, the second tree of a double
+     * binary tree after the first's; rhd's 2^k blocks, a send of a range of them a hop per
+     * block (its fold-in and fold-out carry them all). */
+    int np = 1, per_tree = 1;
+    while (np * 2 <= n_gpus(p))
+        np *= 2;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].type == EV_SEND && ev[i].chunk + 1 > per_tree)
+            per_tree = ev[i].chunk + 1;
+    double block = p->real_bytes / np;
+    size_t cap = n * (p->s.algo == COST_RHD ? (size_t)np : 1) + 1;
+    p->hops = calloc(cap, sizeof *p->hops);
     for (size_t i = 0; i < n && p->hops; i++) {
-        if (ev[i].type != EV_SEND || ev[i].chunk < 0 || ev[i].chunk >= MAX_CHUNKS)
+        if (ev[i].type != EV_SEND || ev[i].chunk < 0)
             continue;
-        struct hop *h = &p->hops[p->nhops++];
-        h->step = ev[i].step;
-        h->from = ev[i].device;
-        h->to = ev[i].peer;
-        h->chunk = ev[i].chunk;
-        h->reduce = ev[i].phase &&
-                    (!strcmp(ev[i].phase, "reduce-scatter") || !strcmp(ev[i].phase, "reduce"));
-        h->bytes = (double)ev[i].bytes;
-        h->t_end = ev[i].t_end;
-        if (h->step + 1 > p->nsteps)
-            p->nsteps = h->step + 1;
-        if (h->chunk + 1 > p->nchunks)
-            p->nchunks = h->chunk + 1;
+        int first = ev[i].chunk, count = 1;
+        if (p->s.algo == COST_DBTREE)
+            first += (ev[i].stream > 0) * per_tree; /* tree 1 runs on the second stream */
+        if (p->s.algo == COST_RHD && block > 0) {
+            count = (int)lround((double)ev[i].bytes / block);
+            count = count < 1 ? 1 : count;
+        }
+        const char *ph = ev[i].phase ? ev[i].phase : "";
+        for (int j = 0; j < count && first + j < MAX_CHUNKS; j++) {
+            struct hop *h = &p->hops[p->nhops++];
+            h->step = ev[i].step;
+            h->from = ev[i].device;
+            h->to = ev[i].peer;
+            h->chunk = first + j;
+            h->phase = ev[i].phase;
+            h->reduce =
+                !strcmp(ph, "reduce-scatter") || !strcmp(ph, "reduce") || !strcmp(ph, "fold-in");
+            h->bytes = (double)ev[i].bytes / count;
+            h->t_end = ev[i].t_end;
+            if (h->step + 1 > p->nsteps)
+                p->nsteps = h->step + 1;
+            if (h->chunk + 1 > p->nchunks)
+                p->nchunks = h->chunk + 1;
+        }
     }
     if (p->s.algo == COST_RING)
         p->nchunks = p->s.gpus;
+    else if (p->s.algo == COST_RHD)
+        p->nchunks = np < MAX_CHUNKS ? np : MAX_CHUNKS;
+    if (p->s.algo != COST_RING)
+        stage_steps(p);
     trial_fini(&t);
     if (p->step > p->nsteps)
         p->step = p->nsteps;
@@ -276,8 +360,11 @@ static int coll_on_key(void *state, int key)
         p->s.size /= 2;
         changed(p, "size");
         break;
-    case 't':
-        p->s.algo = p->s.algo == COST_RING ? COST_TREE : COST_RING;
+    case 't': /* ring, tree, NCCL's double binary tree, recursive halving/doubling */
+        p->s.algo = p->s.algo == COST_RING     ? COST_TREE
+                    : p->s.algo == COST_TREE   ? COST_DBTREE
+                    : p->s.algo == COST_DBTREE ? COST_RHD
+                                               : COST_RING;
         changed(p, "algo");
         break;
     case 'c':
@@ -346,8 +433,12 @@ static int coll_set(void *state, const char *name, const char *value, struct err
             s.algo = COST_RING;
         else if (!strcmp(value, "tree"))
             s.algo = COST_TREE;
+        else if (!strcmp(value, "dbtree"))
+            s.algo = COST_DBTREE;
+        else if (!strcmp(value, "rhd"))
+            s.algo = COST_RHD;
         else
-            rc = error_set(e, ERR_INVAL, "algo is ring or tree, not '%s'", value);
+            rc = error_set(e, ERR_INVAL, "algo is ring, tree, dbtree or rhd, not '%s'", value);
     } else if (!strcmp(name, "cluster")) {
         int found = -1;
         for (int i = 0; i < p->nclusters; i++)
@@ -592,9 +683,39 @@ static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int
     canvas_text(c, y, x + 1, ROLE_TEXT, units_format_bytes(b, sizeof b, p->sent[g], UNITS_BINARY));
 }
 
+/* The tree drawn as a tree: a row per level, each GPU at its in-order place (GPU g in column
+ * 4g), a '/' after a left child and a '\\' before a right child pointing up to its parent.
+ * Returns the row after it; draws nothing if it does not fit the width. */
+static int draw_tree(const struct coll_panel *p, struct ui_canvas *c, int y)
+{
+    int n = p->s.gpus, depth = cost_log2(n), cw = 4;
+    if (n > ROWS_FULL || n * cw + 2 > c->r.w)
+        return y;
+    for (int g = 0; g < n; g++) {
+        struct tree_node t;
+        tree_node(n, 0, -1, g, &t);
+        int level = 0, parent = t.parent;
+        for (int q = g; parent >= 0; level++) {
+            struct tree_node u;
+            q = parent;
+            tree_node(n, 0, -1, q, &u);
+            parent = u.parent;
+        }
+        char label[8];
+        if (t.parent < 0)
+            snprintf(label, sizeof label, " %d", g);
+        else if (t.parent > g)
+            snprintf(label, sizeof label, " %d/", g);
+        else
+            snprintf(label, sizeof label, "\\%d", g);
+        canvas_text(c, y + level, g * cw, t.parent < 0 ? ROLE_TITLE : ROLE_TEXT, label);
+    }
+    return y + depth + 1;
+}
+
 /* The ring as a line with the chunk each link carried, then a row per GPU; returns the row
- * after them. */
-static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y)
+ * after them. room: the rows the tree's drawing may take. */
+static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int room)
 {
     int w = c->r.w, n = p->s.gpus;
     if (p->s.algo == COST_RING) {
@@ -615,14 +736,35 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y)
             }
             canvas_text(c, y++, x, ROLE_TEXT, "0");
         } else {
-            for (int g = 0; g < n && g < ROWS_FULL && x < w - 22; g++)
+            int g = 0;
+            for (; g < n && g < ROWS_FULL && x < w - 22; g++)
                 x = canvas_printf(c, y, x, ROLE_DIM, "%d -> ", g);
-            canvas_printf(c, y++, x, ROLE_DIM, n > ROWS_FULL ? "... -> %d -> 0" : "0", n - 1);
+            /* the GPUs that do not fit are named as skipped, never dropped silently */
+            if (g >= n)
+                canvas_text(c, y++, x, ROLE_DIM, "0");
+            else if (g == n - 1)
+                canvas_printf(c, y++, x, ROLE_DIM, "%d -> 0", n - 1);
+            else
+                canvas_printf(c, y++, x, ROLE_DIM, "... -> %d -> 0", n - 1);
         }
+    } else if (p->s.algo == COST_TREE) {
+        canvas_printf(c, y++, 0, ROLE_DIM,
+                      w < 64 ? "tree of depth %d, %d chunk%s: reduce, broadcast"
+                             : "binary tree of depth %d, %d pipeline chunk%s: reduce up, then "
+                               "broadcast",
+                      cost_log2(n), p->nchunks, p->nchunks == 1 ? "" : "s");
+        if (room >= cost_log2(n) + 1)
+            y = draw_tree(p, c, y);
+    } else if (p->s.algo == COST_DBTREE) {
+        canvas_printf(c, y++, 0, ROLE_DIM,
+                      w < 64 ? "2 trees, half each: chunks 0-%d, %d-%d"
+                             : "two binary trees, half the data each: chunks 0-%d, then %d-%d",
+                      p->nchunks / 2 - 1, p->nchunks / 2, p->nchunks - 1);
     } else {
         canvas_printf(c, y++, 0, ROLE_DIM,
-                      "binary tree of depth %d, %d pipeline chunk%s: reduce up, then broadcast",
-                      cost_log2(n), p->nchunks, p->nchunks == 1 ? "" : "s");
+                      w < 64 ? "halving, then doubling: %d blocks"
+                             : "recursive halving (reduce-scatter), then doubling: %d blocks",
+                      p->nchunks);
     }
     int cellw = p->nchunks * 2 + 30 <= w ? 2 : 1;
     int barw = w - 7 - p->nchunks * cellw - 14;
@@ -639,7 +781,15 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y)
     return y;
 }
 
-/* The legend, the bytes sent against 2(N-1)/N x size, the α-β times: three rows. */
+/* The rows draw_counts takes in a panel w columns wide. */
+static int counts_rows(int w)
+{
+    return w >= 80 ? 4 : 5;
+}
+
+/* The legend, the bytes sent against 2(N-1)/N x size, the α-β times (ring and tree, then
+ * dbtree and rhd, on the same row when it is wide), the bandwidths as nccl-tests reports
+ * them: counts_rows rows. */
 static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
 {
     int n = p->s.gpus;
@@ -648,19 +798,46 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     double sent = 0;
     for (int g = 0; g < n; g++)
         sent += p->sent[g];
-    canvas_printf(c, y++, 0, ROLE_DIM, "chunk: contributions held (# = all %d); %s", n,
-                  p->verified ? "the run is verified" : "NOT verified");
-    int x = canvas_printf(c, y, 0, ROLE_TEXT, "sent per GPU so far %s of 2(N-1)/N x size = %s",
-                          units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY),
-                          units_format_bytes(b2, sizeof b2, line, UNITS_BINARY));
+    bool narrow = c->r.w < 64; /* 80x24: the same figures, fewer words */
+    canvas_printf(c, y++, 0, ROLE_DIM,
+                  narrow ? "chunk: sums held (# = all %d); %s"
+                         : "chunk: contributions held (# = all %d); %s",
+                  n, p->verified ? (narrow ? "verified" : "the run is verified") : "NOT verified");
+    units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
+    units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
+    int x = canvas_printf(c, y, 0, ROLE_TEXT,
+                          narrow ? "sent/GPU %s of 2(N-1)/N S = %s"
+                                 : "sent per GPU so far %s of 2(N-1)/N x size = %s",
+                          b1, b2);
     int barw = c->r.w - x - 2;
     if (barw >= 8)
         canvas_bar(c, y, x + 2, barw > 24 ? 24 : barw, sent / n, line);
     y++;
     units_format_seconds(b1, sizeof b1, p->ring.time_s);
     units_format_seconds(b2, sizeof b2, p->tree.time_s);
-    canvas_printf(c, y, 0, ROLE_TEXT, "α-β: ring %s, tree %s: %s is faster", b1, b2,
-                  p->tree.time_s < p->ring.time_s ? "tree" : "ring");
+    int x3 =
+        canvas_printf(c, y, 0, ROLE_TEXT,
+                      narrow ? "ring %s, tree %s: %s wins" : "α-β: ring %s, tree %s: %s is faster",
+                      b1, b2, p->tree.time_s < p->ring.time_s ? "tree" : "ring");
+    /* lesson 3 step 7's other two, from the same model: on the same row when it is wide */
+    units_format_seconds(b1, sizeof b1, p->dbtree.time_s);
+    units_format_seconds(b2, sizeof b2, p->rhd.time_s);
+    if (counts_rows(c->r.w) == 4) {
+        canvas_printf(c, y++, x3, ROLE_DIM, "; dbtree %s, rhd %s", b1, b2);
+    } else {
+        y++;
+        canvas_printf(c, y++, 0, ROLE_DIM, narrow ? "dbtree %s, rhd %s" : "also: dbtree %s, rhd %s",
+                      b1, b2);
+    }
+    /* nccl-tests: algbw = S/t; busbw = algbw x 2(N-1)/N, the rate each link really ran at */
+    double t = algo_time(p);
+    double alg = cost_algbw(p->s.size, t), bus = alg * cost_busbw_factor(COST_ALLREDUCE, n);
+    if (narrow)
+        canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9, bus / 1e9);
+    else
+        canvas_printf(c, y, 0, ROLE_TEXT, "%s: algbw %.1f GB/s, busbw %.1f GB/s (x %.3g)",
+                      cost_algo_name(p->s.algo), alg / 1e9, bus / 1e9,
+                      cost_busbw_factor(COST_ALLREDUCE, n));
 }
 
 /* Where things go: a ring of boxes with the plot beside it when the panel is wide enough,
@@ -673,8 +850,22 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     char b1[32], b2[32], b3[32];
     const struct cluster_spec *cl = &p->clusters[p->s.cluster];
     units_format_bytes(b1, sizeof b1, p->s.size, UNITS_BINARY);
-    canvas_printf(c, y++, 0, ROLE_TITLE, "%s all-reduce, %d GPUs, %s fp32, %s",
-                  p->s.algo == COST_RING ? "ring" : "tree", n, b1, cl->name);
+    /* GPUs past one node use the inter-node link where a message crosses: say so */
+    int nodes = cl->gpus_per_node > 0 ? (n + cl->gpus_per_node - 1) / cl->gpus_per_node : 1;
+    char where[32] = "";
+    if (nodes > 1)
+        snprintf(where, sizeof where, " on %d nodes", nodes);
+    /* the longest form that fits: nothing is cut, the cluster's name goes first */
+    char head[3][128];
+    const char *algo = cost_algo_name(p->s.algo);
+    snprintf(head[0], sizeof head[0], "%s all-reduce, %d GPUs%s, %s fp32, %s", algo, n, where, b1,
+             cl->name);
+    snprintf(head[1], sizeof head[1], "%s, %d GPUs%s, %s, %s", algo, n, where, b1, cl->name);
+    snprintf(head[2], sizeof head[2], "%s, %d GPUs%s, %s", algo, n, where, b1);
+    int hi = 0;
+    while (hi < 2 && layout_text_width(head[hi]) > w)
+        hi++;
+    canvas_text(c, y++, 0, ROLE_TITLE, head[hi]);
     if (!p->ok) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
         return;
@@ -682,13 +873,20 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     units_format_seconds(b2, sizeof b2, p->now);
     units_format_seconds(b3, sizeof b3, p->sim_time);
     if (p->step == 0)
-        canvas_printf(c, y++, 0, ROLE_TEXT, "step 0 of %d: each GPU holds its own data (%s)",
-                      p->nsteps, "space plays, n steps");
-    else
-        canvas_printf(c, y++, 0, ROLE_TEXT, "step %d of %d: %s, t = %s of %s", p->step, p->nsteps,
-                      p->phase ? p->phase : "", b2, b3);
+        canvas_printf(c, y++, 0, ROLE_TEXT,
+                      w < 64 ? "step 0 of %d: own data (%s)"
+                             : "step 0 of %d: each GPU holds its own data (%s)",
+                      p->nsteps, w < 64 ? "space, n" : "space plays, n steps");
+    else {
+        char line[2][128];
+        snprintf(line[0], sizeof line[0], "step %d of %d: %s, t = %s of %s", p->step, p->nsteps,
+                 p->phase ? p->phase : "", b2, b3);
+        snprintf(line[1], sizeof line[1], "step %d/%d %s, t %s/%s", p->step, p->nsteps,
+                 p->phase ? p->phase : "", b2, b3);
+        canvas_text(c, y++, 0, ROLE_TEXT, line[layout_text_width(line[0]) > w]);
+    }
 
-    int avail = h - y - 3 - 1; /* the counts below, and a blank row before them */
+    int avail = h - y - counts_rows(w) - 1; /* the counts below, and a blank row before them */
     struct ring_layout rl;
     int ur = 0, uc = 0;
     if (p->s.algo == COST_RING && n <= LAYOUT_RING_MAX) {
@@ -715,9 +913,11 @@ static void coll_draw(const void *state, struct ui_canvas *c)
             return;
         }
     }
-    y = draw_rows(p, c, y);
+    /* the tree's drawing when the rows, the counts and a blank row leave room for it */
+    int rows = (n <= ROWS_FULL ? n : ROWS_FULL) + 1 + counts_rows(w) + 1;
+    y = draw_rows(p, c, y, h - y - rows);
     draw_counts(p, c, y);
-    y += 3;
+    y += counts_rows(w);
     int ph = h - y - 1;
     draw_plot(p, c, y + 1, 0, ph > PLOT_H ? PLOT_H : ph, w);
 }
@@ -725,7 +925,7 @@ static void coll_draw(const void *state, struct ui_canvas *c)
 static const struct panel_key keys[] = {
     {"Left/Right h/l", "fewer or more GPUs (2-64)", "GPUs"},
     {"Up/Down k/j", "double or halve the size", "size"},
-    {"t", "ring or tree", "algo"},
+    {"t", "ring, tree, double binary tree, recursive halving/doubling", "algo"},
     {"c", "next cluster preset", "cluster"},
     {NULL, NULL, NULL},
 };
@@ -743,5 +943,6 @@ const struct panel_ops panel_collective = {
     .on_event = coll_on_event,
     .set = coll_set,
     .draw = coll_draw,
+    .plays = true,
     .keys = keys,
 };

@@ -1060,5 +1060,6 @@ const struct panel_ops panel_dprun = {
     .on_event = dprun_on_event,
     .set = dprun_set,
     .draw = dprun_draw,
+    .plays = true,
     .keys = dprun_keys,
 };

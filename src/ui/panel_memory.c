@@ -135,7 +135,7 @@ static void knob_text(const struct lab *l, int k, char *name, size_t nn, char *v
 {
     const struct settings *s = &l->s;
     static const char *names[K_COUNT] = {"model",     "GPUs",    "ZeRO",       "precision",
-                                         "bytes/par", "micro-b", "checkpoint", "GPU mem"};
+                                         "bytes/par", "batch b", "checkpoint", "GPU mem"};
     snprintf(name, nn, "%s", names[k]);
     switch (k) {
     case K_MODEL: snprintf(val, vn, "%s", l->models[s->model].name); break;
@@ -152,6 +152,8 @@ static void knob_text(const struct lab *l, int k, char *name, size_t nn, char *v
 static void change(struct lab *l, int k, int dir)
 {
     struct settings *s = &l->s;
+    char name[32], was[48], val[48];
+    knob_text(l, k, name, sizeof name, was, sizeof was);
     switch (k) {
     case K_MODEL: s->model = (s->model + l->nmodels + dir) % l->nmodels; break;
     case K_GPUS:
@@ -172,10 +174,9 @@ static void change(struct lab *l, int k, int dir)
     case K_CKPT: memui_step_ckpt(&s->ckpt, dir); break;
     default: memui_step_capacity(&s->capacity, dir); break;
     }
-    char name[32], val[48];
     knob_text(l, k, name, sizeof name, val, sizeof val);
     compute(l);
-    eventlog_add(l->log, "lab: %s = %s", name, val);
+    memui_log_knob(l->log, "lab", name, was, val);
 }
 
 static int lab_on_key(void *state, int key)
@@ -257,6 +258,22 @@ static int lab_set(void *state, const char *name, const char *value, struct erro
 
 /* ------------------------------------------------------------------ drawing */
 
+/* The traffic formula without a ratio to DDP written into it ("(1.5x DDP)"): the panel
+ * prints the ratio it computes from the bytes instead, which holds for every setting. */
+static void comm_formula(char *out, size_t n, const char *formula)
+{
+    snprintf(out, n, "%s", formula);
+    char *end = strstr(out, "x DDP)");
+    if (!end)
+        return;
+    char *open = end;
+    while (open > out && *open != '(')
+        open--;
+    if (open > out && open[-1] == ' ')
+        open--;
+    memmove(open, end + 6, strlen(end + 6) + 1);
+}
+
 static void lab_draw(const void *state, struct ui_canvas *c)
 {
     const struct lab *l = state;
@@ -311,15 +328,24 @@ static void lab_draw(const void *state, struct ui_canvas *c)
         if (sel)
             canvas_text(c, y, 0, ROLE_SELECTED, g->sel);
         x = canvas_printf(c, y, 2, sel ? ROLE_SELECTED : ROLE_TITLE, "%-7s", label[z]);
-        x = canvas_printf(c, y, x, ROLE_TEXT, "%8.2f GiB", r->total / GIB);
-        if (r->fits)
-            x = canvas_printf(c, y, x + 1, ROLE_GOOD, "fits");
-        else
-            x = canvas_printf(c, y, x + 1, ROLE_ERROR, "over by %.2f GiB", r->over / GIB);
         units_format_bytes_in(b2, sizeof b2, l->comm[z].bytes, "GiB");
-        int cx = x + 2 > 40 ? x + 2 : 40;
-        if (cx + 16 + (int)strlen(b2) <= w)
-            canvas_printf(c, y, cx, ROLE_DIM, "comm %s/step", b2);
+        if (w < 60) { /* 80x24: fewer words, and the traffic still on the row (GiB) */
+            x = canvas_printf(c, y, x, ROLE_TEXT, "%7.2f", r->total / GIB);
+            if (r->fits)
+                x = canvas_printf(c, y, x + 1, ROLE_GOOD, "fits");
+            else
+                x = canvas_printf(c, y, x + 1, ROLE_ERROR, "over %.2f", r->over / GIB);
+            canvas_printf(c, y, x + 2, ROLE_DIM, "comm %s", b2);
+        } else {
+            x = canvas_printf(c, y, x, ROLE_TEXT, "%8.2f GiB", r->total / GIB);
+            if (r->fits)
+                x = canvas_printf(c, y, x + 1, ROLE_GOOD, "fits");
+            else
+                x = canvas_printf(c, y, x + 1, ROLE_ERROR, "over by %.2f GiB", r->over / GIB);
+            int cx = x + 2 > 40 ? x + 2 : 40;
+            if (cx + 16 + (int)strlen(b2) <= w)
+                canvas_printf(c, y, cx, ROLE_DIM, "comm %s/step", b2);
+        }
         memui_draw_bar(c, y + 1, 2, w - 3, r, scale);
         y += 2;
     }
@@ -335,10 +361,16 @@ static void lab_draw(const void *state, struct ui_canvas *c)
     }
     if (y < h) {
         units_format_bytes_in(b2, sizeof b2, l->comm[l->s.zero].bytes, "GiB");
-        canvas_printf(c, y++, 0, ROLE_DIM, "comm %s/step: %s", b2, l->comm[l->s.zero].dp.formula);
+        char f[sizeof l->comm[0].dp.formula], ratio[32] = "";
+        comm_formula(f, sizeof f, l->comm[l->s.zero].dp.formula);
+        if (l->s.zero > 0 && l->comm[0].bytes > 0)
+            snprintf(ratio, sizeof ratio, " (%.3gx DDP)",
+                     l->comm[l->s.zero].bytes / l->comm[0].bytes);
+        canvas_printf(c, y++, 0, ROLE_DIM, "comm %s/step%s: %s", b2, ratio, f);
     }
-    if (y < h)
-        canvas_printf(c, y++, 0, ROLE_DIM, "activations/layer: %s", r->layer.formula);
+    if (y < h) /* one layer's list, the figure a question may ask for, then its formula */
+        canvas_printf(c, y++, 0, ROLE_DIM, "activations/layer: %.2f GiB = %s", r->layer.total / GIB,
+                      r->layer.formula);
 }
 
 static const struct panel_key lab_keys[] = {

@@ -131,7 +131,7 @@ static void par_fini(void *state)
 
 static void knob_text(const struct par *p, int k, char *name, size_t nn, char *val, size_t vn)
 {
-    static const char *names[K_COUNT] = {"model",    "dp",   "tp",   "pp",     "micro-b.",
+    static const char *names[K_COUNT] = {"model",    "dp",   "tp",   "pp",     "micro m",
                                          "schedule", "ZeRO", "ckpt", "GPU mem"};
     const struct settings *s = &p->s;
     snprintf(name, nn, "%s", names[k]);
@@ -159,6 +159,8 @@ static void twice(int *v, int dir, int max)
 static void change(struct par *p, int k, int dir)
 {
     struct settings *s = &p->s;
+    char name[32], was[48], val[48];
+    knob_text(p, k, name, sizeof name, was, sizeof was);
     switch (k) {
     case K_MODEL: s->model = (s->model + p->nmodels + dir) % p->nmodels; break;
     case K_DP: twice(&s->dp, dir, 1024); break;
@@ -170,10 +172,9 @@ static void change(struct par *p, int k, int dir)
     case K_CKPT: memui_step_ckpt(&s->ckpt, dir); break;
     default: memui_step_capacity(&s->capacity, dir); break;
     }
-    char name[32], val[48];
     knob_text(p, k, name, sizeof name, val, sizeof val);
     compute(p);
-    eventlog_add(p->log, "layout: %s = %s", name, val);
+    memui_log_knob(p->log, "layout", name, was, val);
 }
 
 static int par_on_key(void *state, int key)

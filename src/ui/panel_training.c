@@ -35,6 +35,7 @@
 #include "calc/preset.h"
 #include "par/run.h"
 #include "ui/draw.h"
+#include "ui/layout.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
 
@@ -63,6 +64,8 @@ struct train_panel {
     double under_frac[65];
     int layers;
     long skipped, overflows, spikes;
+    float coef[HIST]; /* the clip coefficient of each step */
+    bool halted;      /* a NaN was applied (no scaler): the run stops, its first cause pinned */
     struct tevent ev[NEVENTS];
     int nev;
 };
@@ -102,6 +105,7 @@ static void restart(struct train_panel *p)
 {
     stop_run(p);
     p->n = 0, p->skipped = p->overflows = p->spikes = 0, p->nev = 0, p->credit = 0;
+    p->halted = false;
     memset(&p->last, 0, sizeof p->last);
     memset(p->under_frac, 0, sizeof p->under_frac);
     struct error e = {0};
@@ -130,6 +134,7 @@ static void take(struct train_panel *p, const struct run_step *r)
     p->loss[i] = (float)s.loss;
     p->norm[i] = s.grad_norm;
     p->scale[i] = s.loss_scale;
+    p->coef[i] = s.clip_coef;
     p->bad[i] = (unsigned char)(s.skipped ? 1 : s.spike ? 2 : 0);
     p->n++;
     p->last = s;
@@ -142,8 +147,16 @@ static void take(struct train_panel *p, const struct run_step *r)
     p->skipped += s.skipped;
     p->overflows += s.overflow;
     p->spikes += s.spike;
+    if (p->halted)
+        return; /* the weights are NaN: every step says the same, the first cause is pinned */
     if (s.nonfinite[0])
         add_event(p, ROLE_ERROR, "step %ld: inf/NaN in %s", s.step, s.nonfinite);
+    if (s.nonfinite[0] && !s.skipped) { /* no scaler looked: the NaN went into the weights */
+        add_event(p, ROLE_ERROR,
+                  "step %ld applied it: the weights are NaN now; paused (r restarts)", s.step);
+        p->halted = true;
+        return;
+    }
     if (s.skipped)
         add_event(p, ROLE_ERROR, "step %ld skipped (%s): weights and Adam state untouched", s.step,
                   s.overflow ? "inf/NaN gradient" : "loss spike");
@@ -327,6 +340,13 @@ static int train_on_key(void *state, int key)
             run_inject(p->run, TRAIN_INJECT_SPIKE, 20.0, 0);
         add_event(p, ROLE_WARN, "a bad batch comes with the next step");
         return PANEL_HANDLED | PANEL_REDRAW;
+    case 'i': /* the 10^9 experiment of lesson 1 step 11, without a command line */
+        o->precision = FP_FP16;
+        o->scaling = TRAIN_SCALE_DYNAMIC;
+        o->scale = 1e9;
+        restart(p);
+        add_event(p, ROLE_WARN, "fp16, the scale starts at 1e9: watch it back off");
+        return PANEL_HANDLED | PANEL_REDRAW;
     case 'x':
         if (p->run)
             run_inject(p->run, TRAIN_INJECT_NAN, 1.0, 0);
@@ -340,7 +360,12 @@ static int train_on_event(void *state, const struct panel_event *ev)
 {
     struct train_panel *p = state;
     switch (ev->kind) {
-    case PANEL_PLAY: return p->run ? PANEL_ANIMATE | PANEL_REDRAW : 0;
+    case PANEL_PLAY:
+        if (p->halted) {
+            add_event(p, ROLE_ERROR, "the weights are NaN: r restarts the run");
+            return PANEL_REDRAW;
+        }
+        return p->run ? PANEL_ANIMATE | PANEL_REDRAW : 0;
     case PANEL_PAUSE: return 0;
     case PANEL_STEP: {
         /* one step, paused: credit for one, then wait (briefly) for its record */
@@ -356,7 +381,10 @@ static int train_on_event(void *state, const struct panel_event *ev)
         p->o = p->start;
         restart(p);
         return PANEL_REDRAW;
-    case PANEL_TICK: return PANEL_ANIMATE | (pump(p, ev->dt * STEPS_PER_S) ? PANEL_REDRAW : 0);
+    case PANEL_TICK:
+        if (p->halted) /* the first cause stays on screen; nothing more to watch */
+            return PANEL_REDRAW;
+        return PANEL_ANIMATE | (pump(p, ev->dt * STEPS_PER_S) ? PANEL_REDRAW : 0);
     }
     return 0;
 }
@@ -427,19 +455,40 @@ static void range(const struct train_panel *p, const float *v, double *lo, doubl
         *lo = 0.1, *hi = 1;
 }
 
+/* Items on as many rows as they need, "  " between them, none cut: a narrow panel wraps
+ * the header instead of cutting a number ("scale 655"). Returns the rows used. */
+static int items(struct ui_canvas *c, int y, enum ui_role role, char (*it)[48], int n)
+{
+    int x = 0, rows = n > 0;
+    for (int i = 0; i < n; i++) {
+        int w = layout_text_width(it[i]);
+        if (x > 0 && x + 2 + w > c->r.w)
+            y++, rows++, x = 0;
+        x = canvas_text(c, y, x ? x + 2 : 0, role, it[i]);
+    }
+    return rows;
+}
+
 static void train_draw(const void *state, struct ui_canvas *c)
 {
     const struct train_panel *p = state;
     const struct train_opts *o = &p->o;
     int W = c->r.w, H = c->r.h, y = 0;
-    char a[32];
-    canvas_printf(c, y++, 0, ROLE_TEXT, "%s  scale %s  clip %s  lr %g  growth %d  batch %d",
-                  fp_info(o->precision)->name,
-                  o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
-                  : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
-                                                     : "none",
-                  o->clip > 0 ? (snprintf(a, sizeof a, "%g", o->clip), a) : "off", o->lr,
-                  o->growth_interval, o->batch);
+    char it[8][48];
+    int n = 0;
+    snprintf(it[n++], 48, "%s", fp_info(o->precision)->name);
+    snprintf(it[n++], 48, "scale %s",
+             o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
+             : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
+                                                : "none");
+    if (o->clip > 0)
+        snprintf(it[n++], 48, "clip %g", o->clip);
+    else
+        snprintf(it[n++], 48, "clip off");
+    snprintf(it[n++], 48, "lr %g", o->lr);
+    snprintf(it[n++], 48, "growth %d", o->growth_interval);
+    snprintf(it[n++], 48, "batch %d", o->batch);
+    y += items(c, y, ROLE_TEXT, it, n);
     if (p->err[0]) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
         return;
@@ -449,68 +498,110 @@ static void train_draw(const void *state, struct ui_canvas *c)
         canvas_printf(c, y++, 0, ROLE_DIM, "tiny GPT, loss floor %.3f nats: press space to train",
                       p->floor);
     } else {
-        canvas_printf(c, y++, 0, ROLE_TEXT,
-                      "step %ld  loss %.3f (floor %.3f)  norm %.3g  coef %.3f  scale %g", s->step,
-                      s->loss, p->floor, (double)s->grad_norm, (double)s->clip_coef,
-                      (double)s->loss_scale);
+        n = 0;
+        snprintf(it[n++], 48, "step %ld", s->step);
+        snprintf(it[n++], 48, "loss %.3f (floor %.3f)", s->loss, p->floor);
+        snprintf(it[n++], 48, "norm %.3g", (double)s->grad_norm);
+        snprintf(it[n++], 48, "coef %.3f", (double)s->clip_coef);
+        snprintf(it[n++], 48, "scale %g", (double)s->loss_scale);
+        y += items(c, y, ROLE_TEXT, it, n);
         canvas_printf(c, y++, 0, p->skipped ? ROLE_ERROR : ROLE_DIM,
                       "skipped %ld  overflows %ld  spikes %ld", p->skipped, p->overflows,
                       p->spikes);
     }
-    int rest = H - y - (p->layers + 2) - 5;
-    int h1 = rest * 4 / 10, h2 = rest * 3 / 10, h3 = rest - h1 - h2 - 3;
-    if (h1 < 3 || W < 30) {
-        canvas_text(c, y + 1, 0, ROLE_DIM, "(a larger window shows the curves)");
-        return;
+    /* The events and the underflow summary are what the steps ask about: they always show.
+     * The curves take the rows left, or give way with a word. */
+    int nev = p->nev < 3 ? p->nev : 3;
+    int bars = p->layers + 3; /* the title, a bar per layer and the ends, the bars' scale */
+    int rest = H - y - nev - bars - 2;
+    bool curves = rest >= 12 && W >= 30;
+    if (!curves) {
+        bars = 2; /* a one-line summary of the underflow */
+        rest = H - y - nev - bars - 1;
     }
     int pw = W - 8;
-    /* loss with its floor */
     double lo, hi;
-    range(p, p->loss, &lo, &hi);
-    lo = fmin(lo, p->floor) - 0.05;
-    canvas_printf(c, y, 0, ROLE_TITLE, "loss");
-    canvas_printf(c, y + 1, 0, ROLE_DIM, "%6.2f", hi);
-    canvas_printf(c, y + h1 - 1, 0, ROLE_DIM, "%6.2f", lo);
-    canvas_printf(c, y + h1, 8, ROLE_DIM, "-- floor %.3f (entropy rate of the data)", p->floor);
-    plot(p, c, y, 8, h1, pw, p->loss, ident, lo, hi, p->floor);
-    y += h1 + 1;
-    /* gradient norm, log scale, with the clip line */
-    range(p, p->norm, &lo, &hi);
-    if (o->clip > 0)
-        lo = fmin(lo, o->clip), hi = fmax(hi, o->clip);
-    hi *= 1.2, lo /= 1.2;
-    canvas_printf(c, y, 0, ROLE_TITLE, "norm");
-    canvas_printf(c, y + 1, 0, ROLE_DIM, "%6.2g", hi);
-    canvas_printf(c, y + h2 - 1, 0, ROLE_DIM, "%6.2g", lo);
-    plot(p, c, y, 8, h2, pw, p->norm, logv, lo, hi, o->clip > 0 ? o->clip : NAN);
-    if (o->clip > 0)
-        canvas_printf(c, y + h2, 8, ROLE_DIM, "-- clip at %g (log scale)", o->clip);
-    y += h2 + 1;
-    /* the loss scale, log2 staircase */
-    if (h3 >= 2) {
-        range(p, p->scale, &lo, &hi);
-        lo /= 2, hi *= 2;
-        canvas_printf(c, y, 0, ROLE_TITLE, "scale");
-        canvas_printf(c, y + 1, 0, ROLE_DIM, "2^%-4.0f", log2(hi));
-        canvas_printf(c, y + h3 - 1, 0, ROLE_DIM, "2^%-4.0f", log2(lo));
-        plot(p, c, y, 8, h3, pw, p->scale, logv, lo, hi, NAN);
-        y += h3;
-    }
-    /* underflow per layer */
-    canvas_printf(c, y++, 0, ROLE_TITLE, "weight gradients that underflowed to 0, last step");
-    double umax = 0;
-    for (int l = 0; l <= p->layers; l++)
-        umax = fmax(umax, p->under_frac[l]);
-    for (int l = 0; l <= p->layers && y < H; l++, y++) {
-        if (l < p->layers)
-            canvas_printf(c, y, 0, ROLE_DIM, "layer %d", l);
+    if (curves) {
+        int h1 = rest * 35 / 100, h2 = rest * 20 / 100, hc = rest * 15 / 100;
+        int h3 = rest - h1 - h2 - hc - 4;
+        /* loss above its floor, on a log axis: convergence stays visible near the floor */
+        static float excess[HIST];
+        for (long k = p->n - (p->n < HIST ? p->n : HIST); k < p->n; k++) {
+            float v = p->loss[k % HIST];
+            excess[k % HIST] = isfinite(v) ? fmaxf(v - (float)p->floor, 1e-4f) : v;
+        }
+        range(p, excess, &lo, &hi);
+        lo /= 1.5, hi *= 1.5;
+        canvas_printf(c, y, 0, ROLE_TITLE, "loss");
+        canvas_printf(c, y + 1, 0, ROLE_DIM, "+%-5.2g", hi);
+        canvas_printf(c, y + h1 - 1, 0, ROLE_DIM, "+%-5.2g", lo);
+        plot(p, c, y, 8, h1, pw, excess, logv, lo, hi, NAN);
+        canvas_printf(c, y + h1, 8, ROLE_DIM, "above the floor %.3f (log scale)", p->floor);
+        y += h1 + 1;
+        /* gradient norm, log scale, with the clip line */
+        range(p, p->norm, &lo, &hi);
+        if (o->clip > 0)
+            lo = fmin(lo, o->clip), hi = fmax(hi, o->clip);
+        hi *= 1.2, lo /= 1.2;
+        canvas_printf(c, y, 0, ROLE_TITLE, "norm");
+        canvas_printf(c, y + 1, 0, ROLE_DIM, "%6.2g", hi);
+        canvas_printf(c, y + h2 - 1, 0, ROLE_DIM, "%6.2g", lo);
+        plot(p, c, y, 8, h2, pw, p->norm, logv, lo, hi, o->clip > 0 ? o->clip : NAN);
+        if (o->clip > 0)
+            canvas_printf(c, y + h2, 8, ROLE_DIM, "-- clip at %g (log scale)", o->clip);
         else
-            canvas_printf(c, y, 0, ROLE_DIM, "emb+norm");
-        canvas_bar(c, y, 9, W - 20, p->under_frac[l], umax > 0 ? umax : 1);
-        canvas_printf(c, y, W - 10, p->under_frac[l] > 0 ? ROLE_WARN : ROLE_DIM, "%8.4f%%",
-                      100 * p->under_frac[l]);
+            canvas_text(c, y + h2, 8, ROLE_DIM, "(log scale)");
+        y += h2 + 1;
+        /* the clip coefficient, 0 to 1 */
+        if (hc >= 2) {
+            canvas_printf(c, y, 0, ROLE_TITLE, "coef");
+            canvas_printf(c, y + 1, 0, ROLE_DIM, "%6.2f", 1.0);
+            canvas_printf(c, y + hc - 1, 0, ROLE_DIM, "%6.2f", 0.0);
+            plot(p, c, y, 8, hc, pw, p->coef, ident, 0, 1, NAN);
+            y += hc;
+        }
+        /* the loss scale, a log2 staircase */
+        if (h3 >= 2) {
+            range(p, p->scale, &lo, &hi);
+            lo /= 2, hi *= 2;
+            canvas_printf(c, y, 0, ROLE_TITLE, "scale");
+            canvas_printf(c, y + 1, 0, ROLE_DIM, "2^%-4.0f", log2(hi));
+            canvas_printf(c, y + h3 - 1, 0, ROLE_DIM, "2^%-4.0f", log2(lo));
+            plot(p, c, y, 8, h3, pw, p->scale, logv, lo, hi, NAN);
+            y += h3;
+        }
+    } else if (y < H) {
+        canvas_text(c, y++, 0, ROLE_DIM, "(a larger window shows the curves)");
     }
-    /* events */
+    /* underflow per layer: each bar full at the largest layer's share, which it says */
+    double umax = 0;
+    int worst = 0;
+    for (int l = 0; l <= p->layers; l++)
+        if (p->under_frac[l] > umax)
+            umax = p->under_frac[l], worst = l;
+    if (y < H)
+        canvas_text(c, y++, 0, ROLE_TITLE, "gradients underflowed to 0, last step");
+    if (!curves) {
+        if (y < H) {
+            char where[16];
+            snprintf(where, sizeof where, worst < p->layers ? "layer %d" : "emb+norm", worst);
+            canvas_printf(c, y++, 0, umax > 0 ? ROLE_WARN : ROLE_DIM, "at most %.4f%% (%s)",
+                          100 * umax, where);
+        }
+    } else {
+        for (int l = 0; l <= p->layers && y < H; l++, y++) {
+            if (l < p->layers)
+                canvas_printf(c, y, 0, ROLE_DIM, "layer %d", l);
+            else
+                canvas_printf(c, y, 0, ROLE_DIM, "emb+norm");
+            canvas_bar(c, y, 9, W - 20, p->under_frac[l], umax > 0 ? umax : 1);
+            canvas_printf(c, y, W - 10, p->under_frac[l] > 0 ? ROLE_WARN : ROLE_DIM, "%8.4f%%",
+                          100 * p->under_frac[l]);
+        }
+        if (y < H && umax > 0)
+            canvas_printf(c, y++, 9, ROLE_DIM, "a full bar is %.4f%%", 100 * umax);
+    }
+    /* events, newest first */
     for (int i = 0; i < p->nev && y < H; i++)
         canvas_text(c, y++, 0, p->ev[i].role, p->ev[i].text);
 }
@@ -523,6 +614,7 @@ static const struct panel_key train_keys[] = {
     {"g", "growth interval of the dynamic scale: 2000, 100, 20 (restarts)", NULL},
     {"b", "a bad batch at the next step (logits x 20)", "bad batch"},
     {"x", "a NaN in the attention scores at the next step", NULL},
+    {"i", "fp16 with the loss scale starting at 10^9 (restarts)", NULL},
     {NULL, NULL, NULL},
 };
 
@@ -539,5 +631,6 @@ const struct panel_ops panel_training = {
     .on_event = train_on_event,
     .set = train_set,
     .draw = train_draw,
+    .plays = true,
     .keys = train_keys,
 };

@@ -66,6 +66,32 @@ run run "$data/bad-quantity.lesson"
 check_status 2 "a broken lesson"
 check_contains "$err" "bad-quantity.lesson:8: unknown quantity 'bf16.eps'" "with its file and line"
 
+# for a projector or a handout: one step, no answers, wrapped to a width
+run run 1 --step 2 --no-answers --width 60
+check_status 0 "run 1 --step 2 --no-answers --width 60"
+check_contains "$out" "== Step 2/13: Sign, exponent, mantissa" "only step 2 is printed"
+check_not_contains "$out" "== Step 1/" "not step 1"
+check_not_contains "$out" "== Step 3/" "nor step 3"
+check_contains "$out" "answer: ____________" "questions have a blank for the answer"
+check_not_contains "$out" "answer: 10" "and no answer"
+check_not_contains "$out" "implicit 1" "nor explanation"
+widest=$(printf '%s\n' "$out" | wc -L)
+check_eq "$([ "$widest" -le 60 ] && echo fits)" fits "no line is wider than 60 columns ($widest)"
+run run 1 --step 8 --width 60
+check_contains "$out" "  - The forward and backward passes run in bf16 or fp16:" "a list item starts its line"
+check_contains "$out" "    half the memory" "and its next line hangs under its text"
+run run 1 --step 2 --json --no-answers
+check_json "d['steps'][0]['title'] == 'Sign, exponent, mantissa' and len(d['steps']) == 1" "--json --step: one step"
+check_json "'answer' not in d['steps'][0]['questions'][0]" "--json --no-answers: no answer"
+run run 1 --step 14
+check_status 2 "a step the lesson does not have"
+check_contains "$err" "the lesson has steps 1 to 13, not 14" "says which steps there are"
+run run 1 --width 5
+check_status 2 "a width too small"
+# a computed answer is printed as people write it, not in 16 digits
+run run 3 --step 6
+check_contains "$out" "answer: 843.7 KiB (within 2%)" "the crossover in 4 significant digits"
+
 run run
 check_status 2 "no lesson given"
 run run 1 2

@@ -24,6 +24,28 @@ check_eq "$(cat "$T_TMP/out")" "" "nothing in the redirected stdout"
 run --ascii formats
 check_status 2 "--ascii takes no command"
 
+# presenter mode's options are checked before the terminal: a clear message, exit 2
+run --lesson 7
+check_status 2 "--lesson 7"
+check_contains "$err" "--lesson: 1 to 5 or lab, not '7'" "names the lessons there are"
+run --step 2
+check_status 2 "--step alone"
+check_contains "$err" "--step needs --lesson" "--step needs --lesson"
+run --lesson 3 --step 40
+check_status 2 "a step the lesson does not have"
+check_contains "$err" "lesson 3 has steps 1 to 8, not 40" "says which steps it has"
+run --lesson 3 --autoplay 0
+check_status 2 "--autoplay 0"
+check_contains "$err" "seconds from 0.5 to 3600" "says what autoplay takes"
+run --lesson=9
+check_status 2 "--lesson=9"
+check_contains "$err" "not '9'" "the --opt=value form is read"
+run --ascii=1
+check_status 2 "--ascii takes no value"
+run --lesson lab --step 2 --autoplay 5
+check_status 2 "good options, no terminal"
+check_contains "$err" "standard input is not a terminal" "then only the terminal is missing"
+
 if command -v script >/dev/null 2>&1; then
     for term in dumb nosuchterminal ""; do
         if [ -n "$term" ]; then setenv="TERM=$term"; else setenv="-u TERM"; fi

@@ -17,8 +17,15 @@ wait_screen "policy full"
 wait_for "activation peak 740.00 KiB measured, 740.00 KiB predicted" \
     "full recomputation: the layer inputs and one layer"
 wait_for "+32.8% on forward + backward" "about a third more FLOPs"
+wait_for "- none" "the chart keeps a ghost line at the peak without checkpointing"
 keys p p p
 wait_screen "policy selective"
 wait_for "+2.3% on forward + backward" "selective recomputes only QK^T"
+quit
+
+# 80x24: the chart gives way with a word
+start -x 80 -y 24 -- --lesson 2 --step 4
+wait_for "policy none" "lesson 2 step 4 opens without checkpointing, as its text says"
+wait_for "(a larger window shows the memory" "80x24 says what it leaves out"
 quit
 done_testing

@@ -90,5 +90,33 @@ keys l
 wait_for "ring all-reduce, 17 GPUs" "17 GPUs"
 wait_for "... GPUs 14 to 15 ..." "more than 16: rows, the middle ones summarised"
 wait_for "... -> 16 -> 0" "and the ring line ends at the last GPU"
+wait_for "on 3 nodes" "17 GPUs of h100-80gb span 3 nodes: the panel says so"
 quit "ASCII"
+
+# 80x24, lesson 3's last step: the ring line marks the GPUs it skips, the bandwidths show,
+# the verdict is whole.
+start -x 80 -y 24 -- --lesson 3 --step 8
+wait_for "step 8 of" "lesson 3 step 8 at 80x24"
+wait_for "0 -> 1 -> 2 -> 3 -> 4 -> ... -> 7 -> 0" "8 GPUs on one line: the skipped ones marked"
+wait_for "algbw 94.7, busbw 165.6 GB/s" "algbw and busbw, as nccl-tests reports them"
+wait_for "ring 44.3 us, tree 71.5 us: ring wins" "the α-β verdict, not cut"
+wait_for "dbtree 52 us, rhd 28.3 us" "dbtree and rhd from the same model"
+quit
+
+# The tree, drawn as a tree, one panel step per stage of its pipeline: 3P + 5 = 8 at P = 1.
+start -x 120 -y 40 -- --lesson 3 --step 6
+wait_for "step 0 of 8" "the 8-GPU tree at 64 KiB: 8 stages"
+wait_for "3/" "GPU 3 is a left child: '/' points up to its parent"
+wait_for "\\5" "GPU 5 a right child"
+keys n n n
+wait_for "step 3 of 8: reduce" "three steps: the reduce has reached the root"
+wait_for "GPU 7  #" "GPU 7, the root, holds the whole sum"
+keys ']' t
+wait_for "dbtree all-reduce, 8 GPUs" "step 7: t goes to the double binary tree"
+wait_for "two binary trees, half the data each" "which says what it is"
+keys t n n n
+wait_for "rhd all-reduce, 8 GPUs" "then to recursive halving/doubling"
+wait_for "step 3 of 6: reduce-scatter" "three halving steps"
+wait_for "GPU 0  # 4 2 2 1 1 1 1" "GPU 0 holds block 0 of the whole sum, and halves of the others"
+quit
 done_testing

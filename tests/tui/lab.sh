@@ -31,4 +31,10 @@ wait_for "ZeRO-1    33.25 GiB over by 17.25 GiB" "ZeRO-1 overflows 16 GiB, by ho
 wait_for "ZeRO-3     9.44 GiB fits" "ZeRO-3 still fits"
 
 quit
+
+# 80x24, lesson 5: every stage's traffic stays on its row (lesson 5's question needs it).
+start -x 80 -y 24 -- --lesson 5 --step 2
+wait_for "DDP     109.63 over 29.63  comm 23.76 GiB" "DDP: total, overflow and traffic"
+wait_for "ZeRO-3   16.23 fits  comm 35.64 GiB" "ZeRO-3 sends more"
+quit
 done_testing

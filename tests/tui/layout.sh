@@ -11,7 +11,7 @@ wait_for "Parallel layouts" "lesson 4 shows the layout panel"
 # Set the layout by keys, whatever the lesson's step chose: dp 1, tp 2, pp 4, 8 micro-batches
 # (Left goes down to the least value, Right doubles), then 1F1B.
 keys j h h h h h h h h h h j h h h h h h h l j h h h h h h h l l j h h h h h h h h h l l l
-wait_screen "micro-b.  8"
+wait_screen "micro m   8"
 case "$screen" in *"gpipe bubble"*) keys g; wait_screen "1f1b bubble" ;; esac
 wait_for "8 GPUs: dp 1 x tp 2 x pp 4" "the layout and its GPU count"
 wait_for "23.05 GiB 4 in fl." "1F1B: stage 0 holds p = 4 micro-batches"

@@ -50,11 +50,6 @@ wait_for "step 2 of" "] goes to the next step"
 wait_for "0x3dcccccd" "the step's panel settings apply: 0.1 in fp32"
 keys a
 wait_for "> " "a opens the answer field"
-keys -l 9
-keys Enter
-wait_for "9: not quite" "a wrong answer is told so"
-wait_for "the answer is" "with the right answer"
-keys a
 keys -l abc
 keys Enter
 wait_for "abc" "an answer that cannot be read is neither right nor wrong"
@@ -65,6 +60,17 @@ wait_for "10: right" "the right answer"
 wait_for "implicit 1" "the explanation shows"
 keys '['
 wait_for "step 1 of" "[ goes back"
+# a wrong answer shows the right one; typing that one is then not scored
+keys a
+wait_for "> " "a opens the answer field"
+keys -l 9
+keys Enter
+wait_for "9: not quite" "a wrong answer is told so"
+wait_for "the answer is" "with the right answer"
+keys a
+keys -l 2
+keys Enter
+wait_for "not scored" "the answer retyped once shown is not scored right"
 keys ']'
 wait_for "step 2 of" "and forth"
 

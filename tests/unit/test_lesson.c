@@ -366,17 +366,25 @@ static const struct lesson_question *question(size_t step, size_t i)
 
 static void setup_questions(void)
 {
-    qlesson = parse_ok(HEAD "@step S\n"
-                            "@question fp16 max?\n@answer fp16.max\n"                   /* 0 */
-                            "@question subnormal?\n@answer fp16.min_subnormal tol=2%\n" /* 1 */
-                            "@question memory?\n@answer 108.63 tol=0.5 unit=GiB\n"      /* 2 */
-                            "@question time?\n@answer 0.002 tol=1% unit=s\n"            /* 3 */
-                            "@question params?\n@answer 7289966592 tol=0.1%\n"          /* 4 */
-                            "@question ratio?\n@answer 0.3333 tol=0.01\n"               /* 5 */
-                            "@question overflow?\n@option finite\n@option inf\n"
-                            "@answer fp16.overflows(65520) ? b : a\n"        /* 6 */
-                            "@question inf?\n@answer fp16.round(70000)\n"    /* 7 */
-                            "@question widgets?\n@answer 3 unit=widgets\n"); /* 8 */
+    qlesson = parse_ok(
+        HEAD "@step S\n"
+             "@question fp16 max?\n@answer fp16.max\n"                   /* 0 */
+             "@question subnormal?\n@answer fp16.min_subnormal tol=2%\n" /* 1 */
+             "@question memory?\n@answer 108.63 tol=0.5 unit=GiB\n"      /* 2 */
+             "@question time?\n@answer 0.002 tol=1% unit=s\n"            /* 3 */
+             "@question params?\n@answer 7289966592 tol=0.1%\n"          /* 4 */
+             "@question ratio?\n@answer 0.3333 tol=0.01\n"               /* 5 */
+             "@question overflow?\n@option finite\n@option inf\n"
+             "@answer fp16.overflows(65520) ? b : a\n"                  /* 6 */
+             "@question inf?\n@answer fp16.round(70000)\n"              /* 7 */
+             "@question widgets?\n@answer 3 unit=widgets\n"             /* 8 */
+             "@question bytes?\n@answer 1.75 unit=GB\n"                 /* 9 */
+             "@question MiB?\n@answer 24 unit=MiB\n"                    /* 10 */
+             "@question share?\n@answer 0.75 tol=0.001\n"               /* 11 */
+             "@question count?\n@answer synthetic_7b.params tol=0.1%\n" /* 12 */
+             "@question ring?\n@answer ring.allreduce_time(8, 1073741824) tol=1% "
+             "unit=ms\n"                                                            /* 13 */
+             "@question cross?\n@answer allreduce.crossover(8) tol=2% unit=KiB\n"); /* 14 */
 }
 
 static void teardown_questions(void)
@@ -437,6 +445,26 @@ START_TEST(answers_numbers)
     right(2, "108.2");
     wrong(2, "108");
     wrong(2, "116.64"); /* GB number typed without its unit: read as GiB */
+    /* a bare number in the kind's base unit, as people write sizes and times */
+    right(2, "116640000000");
+    right(2, "1.1664e11");
+    wrong(2, "116000000");
+    right(3, "0.002");
+    right(9, "1750000000");
+    right(9, "1.75e9");
+    right(9, "1.75");
+    wrong(9, "1.75e6");
+    right(10, "25165824");
+    right(10, "24");
+    /* fractions */
+    right(5, "1/3");
+    right(11, "3/4");
+    right(11, "0.75");
+    right(11, "75%");
+    wrong(11, "2/3");
+    unreadable(11, "3/0");
+    unreadable(11, "3//4");
+    unreadable(11, "/4");
     unreadable(2, "108 s");
     unreadable(2, "108 parsecs");
     /* time units */
@@ -515,8 +543,18 @@ START_TEST(answers_formatted)
 {
     char buf[128];
     ck_assert_str_eq(lesson_format_answer(question(0, 0), buf, sizeof buf), "65504");
-    ck_assert_str_eq(lesson_format_answer(question(0, 1), buf, sizeof buf),
-                     "5.9604644775390625e-08 (within 2%)");
+    ck_assert_str_eq(lesson_format_answer(question(0, 1), buf, sizeof buf), "5.96e-8 (within 2%)");
+    /* a literal as written; a computed one in 4 significant digits (more if the tolerance
+     * needs them), never "606.1420663018612 KiB" */
+    ck_assert_str_eq(lesson_format_answer(question(0, 4), buf, sizeof buf),
+                     "7289966592 (within 0.1%)");
+    ck_assert_str_eq(lesson_format_answer(question(0, 12), buf, sizeof buf),
+                     "7.29e9 (within 0.1%)");
+    ck_assert_str_eq(lesson_format_answer(question(0, 13), buf, sizeof buf),
+                     "4.204 ms (within 1%)");
+    ck_assert_str_eq(lesson_format_answer(question(0, 14), buf, sizeof buf),
+                     "843.7 KiB (within 2%)");
+    ck_assert_str_eq(lesson_format_answer(question(0, 11), buf, sizeof buf), "0.75 (within 0.001)");
     ck_assert_str_eq(lesson_format_answer(question(0, 2), buf, sizeof buf),
                      "108.63 GiB (within 0.5)");
     ck_assert_str_eq(lesson_format_answer(question(0, 6), buf, sizeof buf), "b) inf");

@@ -13,11 +13,16 @@
 
 #include "base/error.h"
 #include "harness.h"
-#include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/layout.h"
+#include "ui/lessonpane.h"
+#include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
+#include "ui/steppanel.h"
+#include "ui/theme.h"
+#include "lesson/lesson.h"
+#include "ui/draw.h"
 
 static bool inside(struct ui_rect r, int rows, int cols)
 {
@@ -232,6 +237,11 @@ START_TEST(join_paragraphs)
     ck_assert_str_eq(joined(para, 7), "A float32 number takes 4 bytes.\n\nBytes cost twice.");
     char *table[] = {"fields:", " sign     0 for +", " exponent the range", "After."};
     ck_assert_str_eq(joined(table, 4), "fields:\n sign     0 for +\n exponent the range\nAfter.");
+    /* lists keep their lines; an item's indented lines continue it */
+    char *list[] = {"Take:",  "- one that is long", "  and goes on,",
+                    "- two,", "1. three",           "After."};
+    ck_assert_str_eq(joined(list, 6),
+                     "Take:\n- one that is long and goes on,\n- two,\n1. three\nAfter.");
     char *none[] = {"", ""};
     ck_assert_str_eq(joined(none, 2), "");
     ck_assert_str_eq(joined(none, 0), "");
@@ -464,6 +474,11 @@ START_TEST(panels_keep_the_contract)
             struct panel_event ev = {PANEL_RESET, 0, 1};
             ck_assert_int_eq(p->on_event(st, &ev) & PANEL_QUIT, 0);
         }
+        /* a panel that says it has nothing to play never starts playing */
+        if (!p->plays && p->on_event) {
+            struct panel_event ev = {PANEL_PLAY, 0, 1};
+            ck_assert_msg(!(p->on_event(st, &ev) & PANEL_ANIMATE), "panel %s plays", p->name);
+        }
         p->fini(st);
     }
     ck_assert_int_ge(n, 7); /* one per tab at least, and lesson 1's training panel */
@@ -518,6 +533,198 @@ START_TEST(formats_panel)
     ck_assert_int_eq(p->on_key(st, 'q'), 0); /* Enter applied it and closed the field */
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "-inf"));
     p->fini(st);
+}
+END_TEST
+
+/* A terminal that goes nowhere, for drawing panels into windows and reading them back. */
+struct fake_term {
+    FILE *out, *in;
+    SCREEN *scr;
+};
+
+static WINDOW *term_open(struct fake_term *t, int rows, int cols)
+{
+    t->out = fopen("/dev/null", "w");
+    t->in = fopen("/dev/null", "r");
+    ck_assert_ptr_nonnull(t->out);
+    ck_assert_ptr_nonnull(t->in);
+    setenv("LINES", "50", 1);
+    setenv("COLUMNS", "160", 1);
+    t->scr = newterm("vt100", t->out, t->in);
+    ck_assert_ptr_nonnull(t->scr);
+    theme_init(false, true);
+    WINDOW *w = newwin(rows, cols, 0, 0);
+    ck_assert_ptr_nonnull(w);
+    return w;
+}
+
+static void term_close(struct fake_term *t, WINDOW *w)
+{
+    delwin(w);
+    endwin();
+    delscreen(t->scr);
+    fclose(t->out);
+    fclose(t->in);
+}
+
+/* The text a panel draws into a rows x cols window, row after row. */
+static void panel_text(const struct panel_ops *p, const void *st, WINDOW *w, char *out, size_t n)
+{
+    int rows, cols;
+    getmaxyx(w, rows, cols);
+    werase(w);
+    struct ui_canvas c = canvas_make(w, (struct ui_rect){0, 0, rows, cols});
+    p->draw(st, &c);
+    size_t used = 0;
+    for (int y = 0; y < rows && used + (size_t)cols + 2 < n; y++) {
+        mvwinnstr(w, y, 0, out + used, cols);
+        used += strlen(out + used);
+        out[used++] = '\n';
+    }
+    out[used] = '\0';
+}
+
+/* Every step of every lesson opens its panel as its own settings say, whatever the learner
+ * turned before: a panel that walked through the earlier steps and had its keys pressed at
+ * random shows, once the step opens it, exactly what a fresh panel given the lesson's
+ * defaults and the step's settings shows (issue 10: Lab step 5 opened at fp32, micro-batch
+ * 8 and 18 bytes left from step 4). */
+START_TEST(steps_open_their_whole_panel)
+{
+    static struct eventlog log;
+    static char want[200 * 60], got[200 * 60];
+    struct fake_term ft;
+    WINDOW *w = term_open(&ft, 40, 120);
+    struct lesson **ls;
+    size_t nl;
+    struct error e = {0};
+    ck_assert_msg(lesson_load_all(NULL, &ls, &nl, &e) == 0, "%s", e.msg);
+    ck_assert_uint_ge(nl, 6);
+    /* Keys that turn knobs in one panel or another; Esc closes a field one may open. */
+    const int scramble[] = {KEY_RIGHT, KEY_DOWN, 'l', 'c', 'p',    'g', 'z', 'm', 'b', 'f',
+                            'k',       'h',      's', 't', KEY_UP, 'l', 'c', 'p', 27};
+    unsigned long seed = 12345;
+    int steps = 0;
+    for (size_t li = 0; li < nl; li++) {
+        const struct lesson *l = ls[li];
+        for (size_t i = 0; i < l->nsteps; i++) {
+            const struct lesson_panel *lp = lesson_step_panel(l, i);
+            const struct panel_ops *p = panel_find(lp ? lp->name : "formats");
+            ck_assert_msg(p, "%s step %zu: panel %s", l->file, i + 1, lp ? lp->name : "?");
+            struct panel_env env = {p, &log, true};
+            void *fresh = NULL, *walked = NULL;
+            unsigned long before = log.count;
+            ck_assert_int_eq(steppanel_open(p, &env, l, lp, &fresh, &e), 0);
+            ck_assert_msg(log.count == before, "%s step %zu: a bad setting: %s", l->file, i + 1,
+                          eventlog_get(&log, 0));
+            panel_text(p, fresh, w, want, sizeof want);
+            /* The learner comes from another step that shows this panel (the last one, or
+             * the next), with its settings, and turns knobs at random. */
+            ck_assert_int_eq(steppanel_open(p, &env, l, NULL, &walked, &e), 0);
+            const struct lesson_panel *from = NULL;
+            for (size_t k = 0; k < l->nsteps; k++)
+                if (k != i && l->steps[k].panel && !strcmp(l->steps[k].panel->name, p->name) &&
+                    (!from || k < i))
+                    from = l->steps[k].panel;
+            for (size_t j = 0; from && j < from->nsettings; j++)
+                p->set(walked, from->settings[j].key, from->settings[j].value, &e);
+            for (int r = 0; r < 8; r++) {
+                seed = seed * 6364136223846793005UL + 1442695040888963407UL;
+                p->on_key(walked, scramble[(seed >> 33) % (sizeof scramble / sizeof *scramble)]);
+            }
+            p->on_key(walked, 27);
+            ck_assert_int_eq(steppanel_open(p, &env, l, lp, &walked, &e), 0);
+            panel_text(p, walked, w, got, sizeof got);
+            size_t at = 0; /* the first row that differs, for the message */
+            for (size_t k = 0; want[k] && want[k] == got[k]; k++)
+                if (want[k] == '\n')
+                    at = k + 1;
+            ck_assert_msg(!strcmp(want, got),
+                          "%s step %zu (%s): the panel shows\n%.120s\nnot\n%.120s", l->file, i + 1,
+                          l->steps[i].title, got + at, want + at);
+            p->fini(fresh);
+            p->fini(walked);
+            steps++;
+        }
+    }
+    ck_assert_int_ge(steps, 40);
+    lesson_free_all(ls, nl);
+    term_close(&ft, w);
+}
+END_TEST
+
+/* The Lab's panel: the ratio of a stage's traffic to DDP's is computed from the bytes it
+ * shows, never fixed text (18 bytes per parameter changes it), and the per-layer activations
+ * are a figure, not only a formula (Lab step 3 asks for it). */
+START_TEST(lab_panel_figures)
+{
+    static struct eventlog log;
+    static char text[200 * 60];
+    struct fake_term ft;
+    WINDOW *w = term_open(&ft, 40, 120);
+    const struct panel_ops *p = panel_find("memory");
+    struct panel_env env = {p, &log, true};
+    void *st = NULL;
+    struct error e = {0};
+    ck_assert_int_eq(p->init(&st, &env, &e), 0);
+    const char *set[][2] = {{"model", "synthetic-7b"},
+                            {"gpus", "8"},
+                            {"zero", "3"},
+                            {"micro_batch", "8"},
+                            {"checkpoint", "none"}};
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+        ck_assert_msg(p->set(st, set[i][0], set[i][1], &e) == 0, "%s", e.msg);
+    panel_text(p, st, w, text, sizeof text);
+    ck_assert_msg(strstr(text, "(1.5x DDP)"), "%s", text);
+    ck_assert_msg(strstr(text, "activations/layer: 4.15 GiB"), "%s", text);
+    ck_assert_int_eq(p->set(st, "zero", "1", &e), 0);
+    panel_text(p, st, w, text, sizeof text);
+    ck_assert_msg(strstr(text, "(1x DDP)"), "%s", text);
+    ck_assert_ptr_null(strstr(text, "1.5x"));
+    p->fini(st);
+    term_close(&ft, w);
+}
+END_TEST
+
+/* A right answer typed after the window showed it is not scored right (issue 10). */
+START_TEST(shown_answers_are_not_scored)
+{
+    ck_assert_int_eq(lessonpane_score(0, true), 1);
+    ck_assert_int_eq(lessonpane_score(0, false), -1);
+    ck_assert_int_eq(lessonpane_score(1, true), 1);
+    ck_assert_int_eq(lessonpane_score(-1, true), LESSONPANE_SHOWN);
+    ck_assert_int_eq(lessonpane_score(LESSONPANE_SHOWN, true), LESSONPANE_SHOWN);
+    ck_assert_int_eq(lessonpane_score(-1, false), -1);
+}
+END_TEST
+
+/* A knob stuck at its limit is said to be so once, not at every key press. */
+START_TEST(knob_at_its_limit)
+{
+    static struct eventlog log;
+    memui_log_knob(&log, "lab", "GPUs", "512", "1024");
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: GPUs = 1024"));
+    unsigned long n = log.count;
+    memui_log_knob(&log, "lab", "GPUs", "1024", "1024");
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: GPUs stays 1024, its limit"));
+    memui_log_knob(&log, "lab", "GPUs", "1024", "1024");
+    memui_log_knob(&log, "lab", "GPUs", "1024", "1024");
+    ck_assert_uint_eq(log.count, n + 1);
+}
+END_TEST
+
+/* The last step's recap: questions right, time spent. */
+START_TEST(recap_of_a_lesson)
+{
+    char b[160];
+    ck_assert_str_eq(
+        lessonpane_recap(b, sizeof b, 7, 12, 23 * 60 + 10),
+        "You answered 7 of 12 questions right; 23 min on this lesson in this session.");
+    ck_assert_str_eq(lessonpane_recap(b, sizeof b, 0, 1, 20),
+                     "You answered 0 of 1 question right; under a minute on this lesson in this "
+                     "session.");
+    ck_assert_str_eq(lessonpane_recap(b, sizeof b, 0, 0, 120),
+                     "This lesson asks no question; 2 min on this lesson in this session.");
 }
 END_TEST
 
@@ -675,7 +882,16 @@ int main(void)
     tcase_add_test(tc, eventlog_ring);
     tcase_add_test(tc, panels_keep_the_contract);
     tcase_add_test(tc, formats_panel);
+    tcase_add_test(tc, lab_panel_figures);
+    tcase_add_test(tc, shown_answers_are_not_scored);
+    tcase_add_test(tc, recap_of_a_lesson);
+    tcase_add_test(tc, knob_at_its_limit);
     suite_add_tcase(s, tc);
+    /* every step of every lesson, its panel opened twice: slow under the sanitizers */
+    TCase *steps = tcase_create("steps");
+    tcase_set_timeout(steps, 300);
+    tcase_add_test(steps, steps_open_their_whole_panel);
+    suite_add_tcase(s, steps);
     TCase *run = tcase_create("run");
     tcase_set_timeout(run, 120); /* a real run on thread-GPUs; the sanitizer builds are slower */
     tcase_add_test(run, dprun_panel_trains_on_thread_gpus);

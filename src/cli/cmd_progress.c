@@ -1,0 +1,144 @@
+/* scalelab progress: the learner's saved progress, per lesson (the step to reopen at and the
+ * questions answered right), as text or JSON; --reset clears it, for one lesson or all. It
+ * reads and writes the file only through src/lesson/progress.h. */
+#include "config.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "cli/command.h"
+#include "cli/opts.h"
+#include "lesson/lesson.h"
+#include "lesson/progress.h"
+
+static const struct opt options[] = {
+    {"json", 0, false},
+    {"reset", 0, false},
+    {NULL, 0, false},
+};
+
+static size_t questions_of(const struct lesson *l)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < l->nsteps; i++)
+        n += l->steps[i].nquestions;
+    return n;
+}
+
+static int show(const struct progress *p, const char *path, const char *note, bool json)
+{
+    struct lesson **v;
+    size_t n;
+    struct error e = {0};
+    if (lesson_load_all(NULL, &v, &n, &e) < 0)
+        return cli_fail(&e);
+    json_t *arr = json ? json_array() : NULL;
+    if (!json) {
+        printf("saved progress: %s%s%s\n\n", path, note[0] ? " " : "", note);
+        printf("%-6s %-40s %-12s %s\n", "lesson", "title", "step", "answered right");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct lesson *l = v[i];
+        int num = l->number;
+        bool visited = num >= 0 && num < PROGRESS_LESSONS && p->lessons[num].visited;
+        int step = progress_step(p, num);
+        int right = progress_count(p, num);
+        size_t qs = questions_of(l);
+        if (arr) {
+            json_array_append_new(arr, json_pack("{s:i, s:s, s:b, s:i, s:i, s:i, s:i}", "lesson",
+                                                 num, "title", l->title, "visited", visited, "step",
+                                                 step + 1, "steps", (int)l->nsteps, "right", right,
+                                                 "questions", (int)qs));
+            continue;
+        }
+        char where[32] = "not opened";
+        if (visited)
+            snprintf(where, sizeof where, "%d of %zu", step + 1, l->nsteps);
+        printf("%-6d %-40.40s %-12s %d of %zu%s\n", num, l->title, where, right, qs,
+               num == p->current ? "   (open last)" : "");
+    }
+    if (arr) {
+        json_t *doc =
+            json_pack("{s:s, s:o, s:o}", "file", path, "current",
+                      p->current >= 0 ? json_integer(p->current) : json_null(), "lessons", arr);
+        json_dumpf(doc, stdout, JSON_INDENT(2));
+        printf("\n");
+        json_decref(doc);
+    }
+    lesson_free_all(v, n);
+    return 0;
+}
+
+static int progress_main(int argc, char **argv)
+{
+    struct opts o;
+    const char *arg, *which = NULL;
+    bool json = false, reset = false;
+    int k;
+    opts_init(&o, argc, argv, options, "progress");
+    o.once = true;
+    while ((k = opts_next(&o, &arg)) != OPTS_END) {
+        if (k == OPTS_ERROR)
+            return 2;
+        if (k == OPTS_POSITIONAL) {
+            if (which)
+                return cli_usage("progress", "one lesson at a time, not '%s' too", arg);
+            which = arg;
+        } else if (!strcmp(options[k].name, "json")) {
+            json = true;
+        } else {
+            reset = true;
+        }
+    }
+    if (which && !reset)
+        return cli_usage("progress", "a lesson goes with --reset: --reset %s", which);
+    char path[4096];
+    struct error e = {0};
+    if (progress_path(path, sizeof path, &e) < 0)
+        return cli_fail(&e);
+    struct progress p;
+    progress_init(&p);
+    char note[ERROR_MAX + 32] = "";
+    if (progress_load(&p, path, &e) == PROGRESS_FRESH)
+        snprintf(note, sizeof note, "(%s)", e.code ? e.msg : "none saved yet");
+    if (!reset)
+        return show(&p, path, note, json);
+    if (which) {
+        struct lesson *l;
+        if (lesson_find(NULL, which, &l, &e) < 0)
+            return cli_fail(&e);
+        int num = l->number;
+        lesson_free(l);
+        if (num < 0 || num >= PROGRESS_LESSONS)
+            return cli_usage("progress", "'%s' has no lesson number to reset", which);
+        p.lessons[num] = (struct progress_lesson){0};
+        if (p.current == num)
+            p.current = -1;
+    } else {
+        progress_init(&p);
+    }
+    if (progress_save(&p, path, &e) < 0)
+        return cli_fail(&e);
+    if (!json)
+        printf("progress %s: %s\n", which ? "of that lesson cleared" : "cleared", path);
+    return json ? show(&p, path, "", true) : 0;
+}
+
+const struct command cmd_progress = {
+    "progress",
+    "the saved progress of the lessons; --reset clears it",
+    "usage: scalelab progress [--json]\n"
+    "       scalelab progress --reset [LESSON] [--json]\n"
+    "\n"
+    "Shows the progress the window saves in $XDG_STATE_HOME/scalelab/progress (by default\n"
+    "~/.local/state/scalelab/progress): for each lesson, the step it reopens at and the\n"
+    "questions answered right, and which lesson was open last.\n"
+    "\n"
+    "  --json          one JSON document: {\"file\", \"current\", \"lessons\": [{\"lesson\",\n"
+    "                  \"title\", \"visited\", \"step\", \"steps\", \"right\", \"questions\"}]}\n"
+    "  --reset         forget all progress: every lesson reopens at its first step\n"
+    "  --reset LESSON  forget one lesson's (a number, lab, or a lesson's name)\n",
+    progress_main,
+};

@@ -1,0 +1,65 @@
+#!/bin/sh
+# Presenter mode in a real terminal (tmux): the window opens on a given lesson and step,
+# autoplay walks the steps by itself until a key pauses it, and G jumps to a step.
+. "$srcdir/tests/lib.sh"
+. "$srcdir/tests/tui/lib.sh"
+
+start -x 120 -y 40 -- --lesson 3 --step 4
+wait_for "Lesson 3 · step 4 of" "--lesson 3 --step 4 opens lesson 3 at step 4"
+wait_for "No all-reduce sends less" "with that step's title"
+keys G 6 Enter
+wait_for "step 6 of" "G 6 Enter jumps to step 6"
+wait_for "Latency or bandwidth" "and shows it"
+keys G 9 9 Enter
+wait_for "no step 99" "a step the lesson lacks is refused"
+keys g 2 Enter
+wait_for "step 2 of" "g 2 Enter too, where the panel does not use g"
+quit
+
+start -x 120 -y 40 -- --lesson 1 --step 1 --autoplay 1
+wait_for "autoplay: a step every 1 s" "--autoplay 1 starts the walk"
+wait_for "step 2 of" "autoplay moves on to step 2"
+wait_for "step 3 of" "and on to step 3"
+keys x
+wait_for "autoplay paused" "a key pauses it"
+step=$(printf '%s\n' "$screen" | grep -o 'step [0-9]* of' | head -n 1)
+sleep 2
+screen=$(capture)
+check_contains "$screen" "$step" "paused, it stays at $step"
+num=$(printf '%s' "$step" | tr -cd '0-9')
+keys A
+wait_for "step $((num + 1)) of" "A resumes it: step $((num + 1)) comes"
+quit
+
+# The hint line: the play status has its own place; a panel with nothing to play offers no
+# space and no speed.
+start -x 80 -y 24 -- --lesson 3 --step 2
+wait_for "step 2 of" "lesson 3 at 80x24"
+keys Space
+wait_for "playing 1x" "space plays the ring"
+hints=$(printf '%s\n' "$screen" | tail -n 1)
+check_contains "$hints" "  playing 1x" "the status does not run into the hints"
+check_not_contains "$hints" "spac" "no hint is cut by it"
+keys Space L
+wait_for "The Lab" "the Lab"
+hints=$(capture | tail -n 1)
+check_not_contains "$hints" "space" "the Lab offers no space: nothing plays"
+keys +
+wait_for "nothing plays here, so no speed" "+ says there is nothing to speed up"
+quit
+
+# A list in a step's text keeps its items on their own lines, their next lines hanging.
+start -x 100 -y 30 -- --lesson 1 --step 8
+wait_for "- The forward and backward passes" "a list item starts its own line"
+wait_for "   run in bf16 or fp16" "its next line hangs under its text"
+wait_for "- The optimizer keeps fp32 master" "the next item starts its own line"
+quit
+
+# The last step of a lesson ends with a recap.
+start -x 120 -y 40 -- --lesson 2 --step 7
+wait_for "step 7 of 7" "lesson 2's last step"
+keys NPage NPage NPage NPage NPage NPage
+wait_for "You answered 0 of 12 questions right" "it ends with a recap of the questions"
+wait_for "on this lesson in this session" "and of the time spent"
+quit
+done_testing

@@ -1,0 +1,40 @@
+#!/bin/sh
+# Lesson 1's training panel in a real terminal (tmux) at 80x24: the header wraps instead of
+# cutting a number, the events stay when the curves do not fit, i starts the 10^9-scale
+# experiment, and a NaN applied without a scaler pins its cause and pauses the run.
+. "$srcdir/tests/lib.sh"
+. "$srcdir/tests/tui/lib.sh"
+
+start -x 80 -y 24 -- --lesson 1 --step 11
+wait_for "step 11 of" "lesson 1 step 11 at 80x24"
+keys i
+wait_for "the scale starts at 1e9" "i starts fp16 with the scale at 10^9"
+keys Space
+wait_for "loss scale backed off" "the scale backs off"
+keys Space
+wait_for "(a larger window shows the curves)" "80x24 says what it leaves out"
+scale=$(printf '%s\n' "$screen" | grep -o 'scale [0-9][0-9e+.]*' | head -n 1)
+check_contains "$screen" "$scale " "the scale is shown whole, not cut ($scale)"
+check_contains "$screen" "inf/NaN in" "the events stay on the panel"
+check_contains "$screen" "gradients underflowed to 0" "and the underflow summary"
+quit
+
+# bf16 without a scaler: a NaN goes into the weights; the panel names its cause once and
+# pauses instead of logging NaN steps forever.
+start -x 120 -y 40 -- --lesson 1 --step 13
+wait_for "step 13 of" "lesson 1 step 13"
+keys s
+wait_for "scale none" "s: no scaler"
+keys Space
+wait_for "step 3 " "the run trains"
+keys x
+wait_for "the weights are NaN now; paused (r restarts)" "the applied NaN pins its cause and pauses"
+at=$(printf '%s\n' "$screen" | grep -o 'step [0-9]*  loss' | head -n 1)
+sleep 1
+screen=$(capture)
+check_contains "$screen" "$at" "the run stays paused ($at)"
+check_not_contains "$(printf '%s\n' "$screen" | tail -n 1)" "playing" "the window stops playing"
+n=$(printf '%s\n' "$screen" | grep -c "applied it: the weights are NaN")
+check_eq "$n" 2 "the cause is named once (in the panel and the log), not at every step"
+quit
+done_testing
