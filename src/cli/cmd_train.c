@@ -805,7 +805,7 @@ static void account(struct summary *sum, const struct args *r, const struct run_
     if (rs->comm_bytes_per_gpu > sum->comm_max)
         sum->comm_max = rs->comm_bytes_per_gpu;
     sum->scalars = rs->scalar_bytes;
-    sum->last_scale = s->loss_scale;
+    sum->last_scale = s->next_scale; /* after the last update, as get_scale() says */
     sum->steps = i;
 }
 

@@ -411,6 +411,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     }
     out->weights_nonfinite_since = t->poisoned_at;
     scaler_update(&t->scaler, found_inf);
+    out->next_scale = t->scaler.scale;
 
     memcpy(out->nonfinite, d.nonfinite, sizeof out->nonfinite);
     out->nonfinite_forward = d.nonfinite_forward;

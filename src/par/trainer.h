@@ -104,6 +104,7 @@ struct train_step {
     float grad_norm;  /* global L2 norm after unscaling, before clipping */
     float clip_coef;  /* 1 without clipping */
     float loss_scale; /* the scale this step used */
+    float next_scale; /* the scale after this step's update (GradScaler.get_scale() now) */
     bool skipped, overflow, spike;
     double zscore;      /* of the loss against the window; NaN until the window is full */
     char nonfinite[48]; /* the first non-finite tensor, "" if none */

@@ -64,6 +64,9 @@ check_jsonl "len(d[2]['summary']['underflow_by_layer']) == 5 and sum(d[2]['summa
 run train --steps 3 --batch 2 --precision fp16 --init-scale 1e9 --json
 check_jsonl "[x['loss_scale'] for x in d[:3]] == [1e9, 5e8, 2.5e8] and all(x['overflow'] and x['skipped'] and x['nonfinite'] for x in d[:3])" \
     "a scale too large overflows fp16 for real: named, skipped, halved each step"
+run train --steps 3 --batch 2 --precision fp16 --init-scale 1e9 --json --summary
+check_json "d['summary']['final_loss_scale'] == 1.25e8" \
+    "final_loss_scale is the scale after the last update (get_scale()): 1e9 halved three times"
 run train --steps 3 --batch 2 --precision fp16 --init-scale 1e9 --hysteresis 2 --json
 check_jsonl "[x['loss_scale'] for x in d[:3]] == [1e9, 1e9, 5e8]" "--hysteresis 2 backs off at the second overflow"
 
