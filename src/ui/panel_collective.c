@@ -856,7 +856,7 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     if (nodes > 1)
         snprintf(where, sizeof where, " on %d nodes", nodes);
     /* the longest form that fits: nothing is cut, the cluster's name goes first */
-    char head[3][128];
+    char head[3][256];
     const char *algo = cost_algo_name(p->s.algo);
     snprintf(head[0], sizeof head[0], "%s all-reduce, %d GPUs%s, %s fp32, %s", algo, n, where, b1,
              cl->name);

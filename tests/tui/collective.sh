@@ -82,6 +82,7 @@ bad=$(capture | LC_ALL=C tr -d '\n\040-\176' | wc -c)
 check_eq "$bad" "0" "only ASCII on the screen"
 keys Left Left
 wait_for "ring all-reduce, 2 GPUs" "2 GPUs"
+wait_screen "+ GPU 0 +" # the frame may still be on its way to the terminal
 check_contains "$(printf '%s\n' "$screen" | grep -F '+ GPU 0 +')" "tt" "a small ring leaves room for the plot beside it"
 keys l l l l l l l l l l l l l l
 wait_for "ring all-reduce, 16 GPUs" "16 GPUs"
