@@ -458,6 +458,8 @@ START_TEST(groups_reduce_their_members_only)
                 ck_assert_uint_eq(g.sent[r], 2 * 2 * 100 * 4);
         }
         ck_assert(g.refused);
+        for (int r = 0; r < 6; r++)
+            ledger_free(dev_ledger(cluster_device(cl, r)), g.buf[r]);
         cluster_free(cl);
     }
 }
