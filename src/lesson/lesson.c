@@ -512,6 +512,8 @@ static int parse_number_answer(struct parser *p, const char *arg)
             if (parse_tolerance(p, word + 4, &q->tol) < 0)
                 return ERR_INVAL;
         } else if (strncmp(word, "unit=", 5) == 0) {
+            if (q->unit)
+                return fail(p, "unit= is given twice for this answer");
             unit = word + 5;
             if (!(q->unit = str_dup(unit)))
                 return nomem(p);

@@ -204,6 +204,8 @@ static const struct {
     {"@title\n", "t.lesson:1: @title needs a value"},
     {HEAD "@step S\n@question Q?\n@answer\n", "t.lesson:6: @answer needs a value"},
     {HEAD "@step S\n@question Q?\n@answer 1 tol=x\n", "t.lesson:6: bad tolerance 'tol=x'"},
+    /* found by the fuzzer: the second unit= leaked the first */
+    {HEAD "@step S\n@question Q?\n@answer 1 unit=B unit=KiB\n", "t.lesson:6: unit= is given twice"},
     {HEAD "@step S\n@question Q?\n@answer 1 tol=-1\n", "t.lesson:6: bad tolerance"},
     {HEAD "@step S\n@question Q?\n@answer 1 tol=%\n", "t.lesson:6: bad tolerance"},
     {HEAD "@step S\n@question Q?\n@step T\ntext\n",
