@@ -1,3 +1,4 @@
+/* The host's wall clock, for benchmarks and progress lines (base/clock.h). */
 #include "config.h"
 #include "base/clock.h"
 

@@ -1,3 +1,5 @@
+/* Where scalelab finds its lessons and presets: $SCALELAB_DATA, else the installed data
+ * folder, else the source tree it was built from (base/datadir.h). */
 #include "config.h"
 #include "base/datadir.h"
 

@@ -1,3 +1,4 @@
+/* Error values with a message, and their prefixes (base/error.h). */
 #include "config.h"
 #include "base/error.h"
 

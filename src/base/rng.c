@@ -1,3 +1,5 @@
+/* The seedable random number generator every device and model owns its own copy of
+ * (base/rng.h: xoshiro256**, seeded by splitmix64). */
 #include "config.h"
 #include "base/rng.h"
 

@@ -1,3 +1,5 @@
+/* Numbers, sizes and counts as people write them ("64MiB", "7.5B", "1e9"), parsed; sizes and
+ * times formatted back with a unit that suits them (base/units.h). */
 #include "config.h"
 #include "base/units.h"
 

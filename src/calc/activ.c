@@ -1,3 +1,5 @@
+/* Activation memory of a transformer layer, tensor by tensor, and of a stage under each
+ * checkpoint policy (calc/activ.h). */
 #include "config.h"
 #include "calc/activ.h"
 

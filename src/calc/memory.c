@@ -1,3 +1,5 @@
+/* Memory per GPU for a layout: model states after tensor, pipeline and ZeRO partitioning,
+ * activations in flight, communication buffers (calc/memory.h). */
 #include "config.h"
 #include "calc/memory.h"
 

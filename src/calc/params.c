@@ -1,3 +1,5 @@
+/* Parameter counts of a model shape, tensor by tensor, and per pipeline stage and
+ * tensor-parallel rank (calc/params.h). */
 #include "config.h"
 #include "calc/params.h"
 

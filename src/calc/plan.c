@@ -1,3 +1,5 @@
+/* The planner: every dp x tp x pp layout of a model on a cluster, whether it fits, and its
+ * predicted step time (calc/plan.h). */
 #include "config.h"
 #include "calc/plan.h"
 

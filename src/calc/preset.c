@@ -1,3 +1,5 @@
+/* Model shapes and cluster presets: the INI files of assets/ (or a user's), read through
+ * inih and checked (calc/preset.h). */
 #include "config.h"
 #include "calc/preset.h"
 

@@ -1,3 +1,5 @@
+/* Pipeline schedules (GPipe, 1F1B, interleaved) built as data, their bubble and the
+ * micro-batches each stage holds (calc/sched.h). */
 #include "config.h"
 #include "calc/sched.h"
 

@@ -1,3 +1,5 @@
+/* Communication per GPU per step for a layout, data-, tensor- and pipeline-parallel, with
+ * its alpha-beta time and what stays exposed (calc/traffic.h). */
 #include "config.h"
 #include "calc/traffic.h"
 

@@ -1,3 +1,5 @@
+/* Option values the calculator commands share: whole numbers in a range, sizes, the model
+ * and cluster presets, each error naming its option (cli/calcargs.h). */
 #include "config.h"
 #include "cli/calcargs.h"
 

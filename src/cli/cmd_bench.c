@@ -1,3 +1,5 @@
+/* scalelab bench: measures the limits (memcpy bandwidth, single-thread sgemm) once, runs the
+ * benchmark groups (cli/bench.h) and prints each figure beside its limit, as text or JSON. */
 #include "config.h"
 #include "cli/bench.h"
 

@@ -1,3 +1,5 @@
+/* The one command-line option reader every command uses: --name value and --name=value,
+ * unknown options refused, and repeated ones too where a command asks (cli/opts.h). */
 #include "config.h"
 #include "cli/opts.h"
 

@@ -1,3 +1,6 @@
+/* The collectives' entry point: checks a call, picks the algorithm, cuts the chunks (evenly
+ * or at given bounds), maps a group's members to device ranks and dispatches to ring.c,
+ * rhd.c and pipe.c (comm/coll.h). */
 #include "config.h"
 #include "comm/coll.h"
 

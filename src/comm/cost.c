@@ -1,3 +1,5 @@
+/* The alpha-beta time of each collective and algorithm, and the choice among them
+ * (comm/cost.h): pure functions, no threads. */
 #include "config.h"
 #include "comm/cost.h"
 

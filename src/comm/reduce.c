@@ -1,3 +1,5 @@
+/* The element-wise sums the reducing collectives combine received data with, in fp32, bf16
+ * or fp16 (comm/reduce.h). */
 #include "config.h"
 #include "comm/reduce.h"
 

@@ -1,3 +1,5 @@
+/* The binary trees of the tree and double-binary-tree collectives, built as NCCL builds
+ * them (comm/tree.h). */
 #include "config.h"
 #include "comm/tree.h"
 

@@ -1,3 +1,5 @@
+/* One collective run start to finish on a fresh cluster: buffers through each GPU's ledger,
+ * real data, the run, its check and its figures (comm/trial.h). */
 #include "config.h"
 #include "comm/trial.h"
 

@@ -1,3 +1,5 @@
+/* The data a collective is tested with and its check against a double-precision reference,
+ * within the rounding a format allows (comm/verify.h). */
 #include "config.h"
 #include "comm/verify.h"
 

@@ -1,3 +1,5 @@
+/* ASCII stand-ins for the UTF-8 in lesson text (Greek letters, arrows, symbols), for
+ * terminals that cannot show UTF-8 (lesson/ascii.h). */
 #include "config.h"
 #include "lesson/ascii.h"
 

@@ -1,3 +1,5 @@
+/* Lesson files (lessons/README.md): the parser with its file:line errors, answer checking,
+ * and finding the shipped lessons (lesson/lesson.h). */
 #include "config.h"
 #include "lesson/lesson.h"
 

@@ -1,3 +1,5 @@
+/* A learner's saved progress: read line by line (bad lines skipped and named, never the
+ * good ones), written through a temporary file and a rename (lesson/progress.h). */
 #include "config.h"
 #include "lesson/progress.h"
 

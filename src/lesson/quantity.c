@@ -1,3 +1,5 @@
+/* The named quantities lessons use for answers and expectations, each computed by the
+ * engine it names (lesson/quantity.h). */
 #include "config.h"
 #include "lesson/quantity.h"
 

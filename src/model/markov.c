@@ -1,3 +1,5 @@
+/* The synthetic training data: an order-2 Markov source over the vocabulary and its exact
+ * entropy rate, the loss floor (model/markov.h). */
 #include "config.h"
 #include "model/markov.h"
 

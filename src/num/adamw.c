@@ -1,3 +1,4 @@
+/* AdamW with PyTorch's semantics, over fp32 parameters and moments (num/adamw.h). */
 #include "config.h"
 #include "num/adamw.h"
 

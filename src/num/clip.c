@@ -1,3 +1,4 @@
+/* Gradient clipping by global L2 norm, with clip_grad_norm_'s semantics (num/clip.h). */
 #include "config.h"
 #include "num/clip.h"
 

@@ -1,3 +1,5 @@
+/* Loss scaling: PyTorch GradScaler's dynamic scale, a constant one, hysteresis
+ * (num/scaler.h). */
 #include "config.h"
 #include "num/scaler.h"
 

@@ -1,3 +1,6 @@
+/* The trainer's step in phases on one GPU of a data-parallel group: the batch share,
+ * forward and backward, gradient sync, unscale, agreement, clipping, skip or update,
+ * parameter sync; the spike detector (par/trainer.h). */
 #include "config.h"
 #include "par/trainer.h"
 

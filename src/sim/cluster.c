@@ -1,3 +1,5 @@
+/* The simulated cluster: device threads, rendezvous sends with their simulated times,
+ * stream clocks, deadlines and the cluster-wide abort (sim/cluster.h). */
 #include "config.h"
 #include "sim/cluster.h"
 

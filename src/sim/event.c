@@ -1,3 +1,4 @@
+/* Event type names and the deterministic order of a run's events (sim/event.h). */
 #include "config.h"
 #include "sim/event.h"
 

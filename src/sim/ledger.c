@@ -1,3 +1,5 @@
+/* The memory ledger of one simulated GPU: allocations and charges by category against a
+ * capacity, with a hook that sees every change (sim/ledger.h). */
 #include "config.h"
 #include "sim/ledger.h"
 

@@ -1,3 +1,4 @@
+/* The default cluster description and its checks (sim/spec.h). */
 #include "config.h"
 #include "sim/spec.h"
 

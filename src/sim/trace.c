@@ -1,3 +1,5 @@
+/* A run's events written as Chrome trace-event JSON (Perfetto) or JSON lines, through a
+ * temporary file and a rename (sim/trace.h). */
 #include "config.h"
 #include "sim/trace.h"
 

@@ -1,3 +1,4 @@
+/* Drawing through a canvas: text and attributes clipped to a panel's rectangle (ui/draw.h). */
 #include "config.h"
 #include "ui/draw.h"
 

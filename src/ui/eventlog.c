@@ -1,3 +1,4 @@
+/* The ring of recent events shown at the bottom of the window (ui/eventlog.h). */
 #include "config.h"
 #include "ui/eventlog.h"
 

@@ -1,3 +1,5 @@
+/* The window's geometry and text layout as pure functions, tested without a terminal
+ * (ui/layout.h). */
 #include "config.h"
 #include "ui/layout.h"
 

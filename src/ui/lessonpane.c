@@ -1,3 +1,5 @@
+/* The lesson pane: a step's title, paragraphs, lists and questions, wrapped to the pane and
+ * scrolled (ui/lessonpane.h). */
 #include "config.h"
 #include "ui/lessonpane.h"
 

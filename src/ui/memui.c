@@ -1,3 +1,5 @@
+/* What the memory panels share: the models offered, the checkpoint and capacity knobs, a
+ * knob's row, a GPU's memory as a stacked bar (ui/memui.h). */
 #include "config.h"
 #include "ui/memui.h"
 

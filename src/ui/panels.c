@@ -1,3 +1,4 @@
+/* The list of panels the window knows, by name (ui/panels.h). */
 #include "config.h"
 #include "ui/panels.h"
 

@@ -1,3 +1,5 @@
+/* A stacked bar laid out as a pure function: each cell shows the part under its middle,
+ * what lies past the capacity marked (ui/stackbar.h). */
 #include "config.h"
 #include "ui/stackbar.h"
 

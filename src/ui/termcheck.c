@@ -1,3 +1,5 @@
+/* Whether the window can open here (terminals on both ends, a TERM terminfo knows that can
+ * move the cursor), decided before curses touches the terminal (ui/termcheck.h). */
 #include "config.h"
 #include "ui/termcheck.h"
 

@@ -1,3 +1,5 @@
+/* The window's look in one table: colours or monochrome attributes per role, UTF-8 or ASCII
+ * line drawing (ui/theme.h). */
 #include "config.h"
 #include "ui/theme.h"
 
