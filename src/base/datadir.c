@@ -1,9 +1,10 @@
-/* Where scalelab finds its lessons and presets: $SCALELAB_DATA, else the installed data
- * folder, else the source tree it was built from (base/datadir.h). */
+/* Where scalelab finds its lessons and presets: $SCALELAB_DATA, else the installed data folder
+ * when the program runs from its installed bindir, else the source tree (base/datadir.h). */
 #include "config.h"
 #include "base/datadir.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,17 +26,23 @@ static int installed(void)
     return strcmp(exe, dir) == 0;
 }
 
-const char *datadir(void)
+/* Found once per process (pthread_once), so any thread may ask. */
+static char cached[PATH_MAX];
+static pthread_once_t found = PTHREAD_ONCE_INIT;
+
+static void find(void)
 {
-    static char cached[PATH_MAX];
-    if (cached[0])
-        return cached;
     const char *env = getenv("SCALELAB_DATA");
     const char *d = env && *env ? env : installed() ? PKGDATADIR : TOP_SRCDIR;
     snprintf(cached, sizeof cached, "%s", d);
     size_t len = strlen(cached);
     while (len > 1 && cached[len - 1] == '/')
         cached[--len] = '\0';
+}
+
+const char *datadir(void)
+{
+    pthread_once(&found, find);
     return cached;
 }
 

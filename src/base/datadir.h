@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-/* The data folder, without a trailing slash. */
+/* The data folder, without a trailing slash; found once per process, from any thread. */
 const char *datadir(void);
 
 /* datadir() + "/" + rel, in buf; returns buf, or NULL if it does not fit. */

@@ -191,6 +191,7 @@ struct gpt_calls {
 };
 struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct gpt_ckpt *ckpt);
 
+/* A model is used by one thread at a time (its device's); separate models share nothing. */
 struct gpt;
 
 /* A part of the model, for pipeline parallelism: layers first..first+count-1, with the
