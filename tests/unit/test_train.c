@@ -1001,6 +1001,23 @@ START_TEST(parts_compose_into_the_whole_model)
 }
 END_TEST
 
+/* The trainer's default shape is tiny's preset (assets/models/tiny.ini): par/ cannot read
+ * presets (calc/ is beside it, not below), so the two are held equal here. */
+START_TEST(default_shape_is_the_tiny_preset)
+{
+    struct model_shape tiny;
+    ck_assert_int_eq(preset_load_model("tiny", &tiny, NULL), 0);
+    struct train_opts o;
+    train_opts_default(&o);
+    ck_assert_int_eq(o.shape.vocab, tiny.vocab);
+    ck_assert_int_eq(o.shape.d, tiny.d_model);
+    ck_assert_int_eq(o.shape.layers, tiny.layers);
+    ck_assert_int_eq(o.shape.heads, tiny.heads);
+    ck_assert_int_eq(o.shape.ffn, tiny.ffn);
+    ck_assert_int_eq(o.shape.seq, tiny.seq);
+}
+END_TEST
+
 /* A key acts on the next step the screen shows: after step 1, a bad batch and a NaN asked for
  * together both land in step 2, the one the next n shows (never a step computed ahead). */
 START_TEST(training_panel_keys_act_on_the_next_step_shown)
@@ -1053,6 +1070,7 @@ int main(void)
     tcase_add_test(tc, shard_plan_partitions_the_buffer);
     tcase_add_test(tc, zero_stages_hold_the_same_weights);
     tcase_add_test(tc, parts_compose_into_the_whole_model);
+    tcase_add_test(tc, default_shape_is_the_tiny_preset);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
