@@ -480,13 +480,12 @@ struct summary {
     double final_loss, floor, seconds, sim_seconds, tokens_per_s, flops, recompute, overhead;
     double predicted, first_loss, max_norm, min_coef, max_underflow, sim_step, exposed;
     char first_nonfinite[48];
-    int first_nonfinite_gpu;
     long steps, skipped, overflows, spikes;
     int nlast;
     uint64_t underflow[65]; /* per layer over the run (the last: embedding and norms) */
     int layers;
     float last_scale;
-    uint64_t comm_max, scalars;
+    uint64_t scalars;
 };
 
 /* ------------------------------------------------------------------ --trace */
@@ -796,14 +795,10 @@ static void account(struct summary *sum, const struct args *r, const struct run_
         sum->underflow[l] += rs->underflow[l];
     if (s->underflow_frac > sum->max_underflow)
         sum->max_underflow = s->underflow_frac;
-    if (s->nonfinite[0] && !sum->first_nonfinite[0]) {
+    if (s->nonfinite[0] && !sum->first_nonfinite[0])
         snprintf(sum->first_nonfinite, sizeof sum->first_nonfinite, "%s", s->nonfinite);
-        sum->first_nonfinite_gpu = rs->nonfinite_gpu;
-    }
     sum->sim_step += rs->sim_time_s;
     sum->exposed += rs->exposed_s;
-    if (rs->comm_bytes_per_gpu > sum->comm_max)
-        sum->comm_max = rs->comm_bytes_per_gpu;
     sum->scalars = rs->scalar_bytes;
     sum->last_scale = s->next_scale; /* after the last update, as get_scale() says */
     sum->steps = i;

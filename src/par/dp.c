@@ -222,11 +222,6 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     return 0;
 }
 
-const struct shard_plan *dp_plan(const struct dp *p)
-{
-    return &p->plan;
-}
-
 size_t dp_mem_bytes(const struct dp *p, enum gpt_mem kind)
 {
     return kind < GPT_MEM_KINDS ? p->bytes[kind] : 0;

@@ -102,7 +102,6 @@ void dp_sent(const struct dp *p, uint64_t *states, uint64_t *scalars);
 double dp_compute_s(const struct dp *p);
 void dp_add_compute(struct dp *p, double seconds);
 
-const struct shard_plan *dp_plan(const struct dp *p);
 /* Bytes the strategy allocated in a category. */
 size_t dp_mem_bytes(const struct dp *p, enum gpt_mem kind);
 

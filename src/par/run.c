@@ -55,8 +55,6 @@ struct run {
     /* after the run */
     struct run_gpu *gpu;
     double floor, t0, wall;
-    /* live memory, per GPU and category, written by the devices' event hook */
-    uint64_t (*mem_now)[MEM_CAT_COUNT];
     /* non-finite tensors' names, for events (which keep static strings): a name is one of
      * the model's tensors, so a table of their number holds every one (under mu) */
     char (*names)[48];
@@ -78,7 +76,6 @@ struct run {
 struct seam {
     struct device *d;
     struct error err; /* the first out-of-memory or accounting error */
-    size_t buffers;
 };
 
 static enum ledger_cat ledger_of(enum gpt_mem kind)
@@ -103,8 +100,6 @@ static void *seam_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *
     void *p = ledger_alloc(dev_ledger(s->d), ledger_of(kind), bytes, &e);
     if (!p && !s->err.code)
         s->err = e;
-    if (p)
-        s->buffers++;
     return p;
 }
 
@@ -194,6 +189,7 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
 {
     struct run *r = ctx;
     const struct train_opts *o = &r->cfg.o;
+    (void)t;
     if (step != 1 || !r->first_grads)
         return;
     size_t params = gpt_param_count(&o->shape), bt = (size_t)o->batch * o->shape.seq;
@@ -201,7 +197,6 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
     /* DDP: every GPU holds all of them and GPU 0 alone keeps them; ZeRO: each its shard */
     if (off < end)
         memcpy(r->first_grads + off, grads, (end - off) * sizeof *grads);
-    (void)t;
     if (off == 0) {
         memcpy(r->first_tokens, tokens, bt * sizeof *tokens);
         memcpy(r->first_tokens + bt, targets, bt * sizeof *targets);
@@ -214,10 +209,6 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
 {
     struct run_gpu_step *g = &m->gpu[gpu];
     g->sent_bytes = s->sent_bytes;
-    g->scalar_bytes = s->scalar_bytes;
-    g->local_loss = s->local_loss;
-    g->underflow_frac = s->underflow_frac;
-    g->sim_s = s->sim_end_s - s->sim_start_s;
     snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
     if (gpu == 0) {
         m->s = *s;
@@ -272,7 +263,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
     struct run *r = arg;
     const struct train_opts *o = &r->cfg.o;
     int rank = dev_rank(d);
-    struct seam seam = {d, {0}, 0};
+    struct seam seam = {d, {0}};
     struct gpt_alloc alloc = {.alloc = seam_alloc,
                               .free = seam_free,
                               .charge = seam_charge,
@@ -348,18 +339,8 @@ static int device_main(struct device *d, void *arg, struct error *e)
     memcpy(g->peak_cat, led->peak_cat, sizeof g->peak_cat);
     g->peak = led->peak;
     g->sent_per_step = s.sent_bytes;
-    g->buffers = seam.buffers;
     trainer_free(t);
     return rc;
-}
-
-static void on_event(void *ctx, const struct event *ev)
-{
-    struct run *r = ctx;
-    if (ev->type == EV_MEMORY && ev->category >= 0 && ev->category < MEM_CAT_COUNT)
-        __atomic_store_n(&r->mem_now[ev->device][ev->category], ev->cat_current, __ATOMIC_RELAXED);
-    if (r->cfg.on_event)
-        r->cfg.on_event(r->cfg.event_ctx, ev);
 }
 
 static void *driver_main(void *arg)
@@ -397,7 +378,6 @@ int run_new(struct run **out, const struct run_config *cfg, struct error *e)
     pthread_condattr_destroy(&ca);
     int n = cfg->o.gpus;
     r->gpu = calloc((size_t)n, sizeof *r->gpu);
-    r->mem_now = calloc((size_t)n, sizeof *r->mem_now);
     r->capnames = 32 * ((size_t)cfg->o.shape.layers + 2);
     r->names = calloc(r->capnames, sizeof *r->names);
     if (cfg->keep_first_step) {
@@ -405,8 +385,7 @@ int run_new(struct run **out, const struct run_config *cfg, struct error *e)
         r->first_tokens = calloc(2 * bt, sizeof *r->first_tokens);
         r->first_grads = calloc(gpt_param_count(&cfg->o.shape), sizeof *r->first_grads);
     }
-    if (!r->gpu || !r->mem_now || !r->names ||
-        (cfg->keep_first_step && (!r->first_tokens || !r->first_grads))) {
+    if (!r->gpu || !r->names || (cfg->keep_first_step && (!r->first_tokens || !r->first_grads))) {
         run_free(r);
         return error_set(e, ERR_NOMEM, "out of memory");
     }
@@ -424,8 +403,8 @@ int run_new(struct run **out, const struct run_config *cfg, struct error *e)
     cc.gpus = n;
     cc.seed = cfg->o.seed;
     cc.deadline_s = cfg->deadline_s > 0 ? cfg->deadline_s : 600;
-    cc.on_event = on_event;
-    cc.event_ctx = r;
+    cc.on_event = cfg->on_event;
+    cc.event_ctx = cfg->event_ctx;
     r->cl = cluster_new(&cc, e);
     if (!r->cl) {
         run_free(r);
@@ -547,7 +526,6 @@ void run_free(struct run *r)
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r->gpu);
-    free(r->mem_now);
     free(r->names);
     free(r->first_tokens);
     free(r->first_grads);
@@ -567,14 +545,6 @@ double run_loss_floor(const struct run *r)
 double run_wall_s(const struct run *r)
 {
     return r->wall;
-}
-
-void run_memory_now(const struct run *r, int gpu, uint64_t cat[MEM_CAT_COUNT])
-{
-    for (int c = 0; c < MEM_CAT_COUNT; c++)
-        cat[c] = gpu >= 0 && gpu < r->cfg.o.gpus
-                     ? __atomic_load_n(&r->mem_now[gpu][c], __ATOMIC_RELAXED)
-                     : 0;
 }
 
 bool run_first_step(const struct run *r, const int32_t **tokens, const int32_t **targets,

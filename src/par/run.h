@@ -48,10 +48,8 @@ struct run_config {
 
 /* One GPU's part of a step. */
 struct run_gpu_step {
-    uint64_t sent_bytes, scalar_bytes;
-    char nonfinite[48];
-    double local_loss, underflow_frac;
-    double sim_s; /* its step's simulated duration */
+    uint64_t sent_bytes; /* gradients and weights */
+    char nonfinite[48];  /* its first non-finite tensor, "" if none */
 };
 
 /* One step, every GPU's. */
@@ -71,7 +69,6 @@ struct run_step {
 struct run_gpu {
     uint64_t peak_cat[MEM_CAT_COUNT], peak; /* the ledger's peaks */
     uint64_t sent_per_step;                 /* gradients and weights, in its last step */
-    size_t buffers;                         /* allocations it made */
 };
 
 int run_new(struct run **out, const struct run_config *cfg, struct error *e);
@@ -98,8 +95,6 @@ int run_finish(struct run *r, struct error *e);
 const struct run_gpu *run_gpu(const struct run *r, int gpu);
 double run_loss_floor(const struct run *r);
 double run_wall_s(const struct run *r); /* host seconds from run_start to the end */
-/* A GPU's ledger now (between steps: call from the reader; values may be a step old). */
-void run_memory_now(const struct run *r, int gpu, uint64_t cat[MEM_CAT_COUNT]);
 
 /* Step 1's global batch (tokens, then targets: batch x seq each), global loss and full
  * unscaled gradients (params of them), when keep_first_step was set and step 1 ran. */

@@ -95,10 +95,3 @@ void shard_plan_fini(struct shard_plan *p)
     free(p->units);
     memset(p, 0, sizeof *p);
 }
-
-const struct shard_unit *shard_unit_of(const struct shard_plan *p, int unit)
-{
-    if (unit == GPT_UNIT_EMBED || unit == GPT_UNIT_HEAD)
-        return &p->units[0];
-    return unit >= 0 && unit < p->layers ? &p->units[1 + unit] : NULL;
-}

@@ -74,7 +74,4 @@ void shard_bounds(const struct shard_plan *p, size_t off, size_t len, size_t *bo
 /* The unit whose GRADS point completes element off's gradient. */
 int shard_unit_at(const struct shard_plan *p, size_t off);
 
-/* The unit ZeRO-3 gathers for a model/gpt.h unit. */
-const struct shard_unit *shard_unit_of(const struct shard_plan *p, int unit);
-
 #endif

@@ -361,7 +361,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
 
     /* 2-3. forward and backward (the strategy reduces buckets as they complete), then the
      * rest of the gradient sync */
-    out->local_loss = gpt_step(t->g, t->tokens + first, t->targets + first, t->scaler.scale, &inj);
+    double local = gpt_step(t->g, t->tokens + first, t->targets + first, t->scaler.scale, &inj);
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
                         t->rank, step);
@@ -374,8 +374,8 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     double sumsq_local, sumsq;
     float *grads = dp_unscale(t->dp, scaler_inv_scale(&t->scaler), &found_local, &sumsq_local);
     bool found_inf;
-    rc = dp_agree(t->dp, out->local_loss, sumsq_local, found_local || !isfinite(out->local_loss),
-                  &out->loss, &sumsq, &found_inf, e);
+    rc = dp_agree(t->dp, local, sumsq_local, found_local || !isfinite(local), &out->loss, &sumsq,
+                  &found_inf, e);
     if (rc)
         return rc;
     size_t off, n;

@@ -115,7 +115,6 @@ struct train_step {
     /* The step whose applied update made the fp32 weights non-finite, 0 if they are finite;
      * only without a scaler, which applies non-finite gradients. */
     long weights_nonfinite_since;
-    double local_loss;             /* this GPU's share of the batch (loss is the global mean) */
     uint64_t sent_bytes;           /* this GPU sent this step: gradients and weights */
     uint64_t scalar_bytes;         /* and for the agreement (loss, norm, found-inf) */
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
