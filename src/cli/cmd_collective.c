@@ -51,24 +51,6 @@ static int usage_err(const struct error *e)
 }
 
 /* "GPU@STEP" */
-static int parse_fail(const char *s, int *gpu, int *step, struct error *e)
-{
-    const char *at = strchr(s, '@');
-    long long g, st;
-    char buf[64];
-    if (!at || (size_t)(at - s) >= sizeof buf)
-        return error_set(e, ERR_INVAL, "--fail: expected GPU@STEP (e.g. 3@2), not '%s'", s);
-    memcpy(buf, s, (size_t)(at - s));
-    buf[at - s] = 0;
-    if (units_parse_int(buf, 0, CLUSTER_MAX_GPUS - 1, &g, e) ||
-        units_parse_int(at + 1, 0, 1 << 30, &st, e)) {
-        error_prefix(e, "--fail %s", s);
-        return ERR_INVAL;
-    }
-    *gpu = (int)g, *step = (int)st;
-    return 0;
-}
-
 static int parse(int argc, char **argv, struct cfg *c)
 {
     struct opts p;
@@ -128,7 +110,10 @@ static int parse(int argc, char **argv, struct cfg *c)
             c->events = arg;
         else if (!strcmp(name, "fail")) {
             c->fail = arg;
-            rc = parse_fail(arg, &c->a.fail_gpu, &c->a.fail_step, &e);
+            long long step;
+            rc = opts_gpu_at(arg, CLUSTER_MAX_GPUS - 1, 0, 1 << 30, &c->a.fail_gpu, &step, &e);
+            if (!rc)
+                c->a.fail_step = (int)step;
         }
         if (rc) {
             if (!strstr(e.msg, "--"))

@@ -129,24 +129,6 @@ static int parse_inject(struct train_opts *o, const char *s, struct error *e)
     return 0;
 }
 
-/* GPU@STEP */
-static int parse_fail(const char *s, struct train_opts *o, struct error *e)
-{
-    const char *at = strchr(s, '@');
-    long long g, st;
-    char buf[64];
-    if (!at || (size_t)(at - s) >= sizeof buf)
-        return error_set(e, ERR_INVAL, "--fail: expected GPU@STEP (e.g. 1@3), not '%s'", s);
-    memcpy(buf, s, (size_t)(at - s));
-    buf[at - s] = 0;
-    if (units_parse_int(buf, 0, 63, &g, e) || units_parse_int(at + 1, 1, MAX_STEPS, &st, e)) {
-        error_prefix(e, "--fail %s", s);
-        return ERR_INVAL;
-    }
-    o->fail_gpu = (int)g, o->fail_step = (long)st;
-    return 0;
-}
-
 static int parse_option(struct args *r, const char *name, const char *arg, struct error *e)
 {
     struct train_opts *o = &r->o;
@@ -278,7 +260,9 @@ static int parse_option(struct args *r, const char *name, const char *arg, struc
                            "training precision's)",
                            arg);
     } else if (!strcmp(name, "fail")) {
-        rc = parse_fail(arg, o, e);
+        long long step;
+        if (!(rc = opts_gpu_at(arg, 63, 1, MAX_STEPS, &o->fail_gpu, &step, e)))
+            o->fail_step = (long)step;
     }
     return rc;
 }

@@ -8,6 +8,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/error.h"
+#include "base/units.h"
+
 void opts_init(struct opts *p, int argc, char **argv, const struct opt *table, const char *cmd)
 {
     *p = (struct opts){.argc = argc, .i = 1, .argv = argv, .table = table, .cmd = cmd};
@@ -122,4 +125,23 @@ int opts_next(struct opts *p, const char **arg)
         return OPTS_ERROR;
     }
     return (int)(o - p->table);
+}
+
+int opts_gpu_at(const char *s, int max_gpu, long long min_step, long long max_step, int *gpu,
+                long long *step, struct error *e)
+{
+    const char *at = strchr(s, '@');
+    long long g;
+    char buf[64];
+    if (!at || (size_t)(at - s) >= sizeof buf)
+        return error_set(e, ERR_INVAL, "--fail: expected GPU@STEP (e.g. 1@3), not '%s'", s);
+    memcpy(buf, s, (size_t)(at - s));
+    buf[at - s] = 0;
+    if (units_parse_int(buf, 0, max_gpu, &g, e) ||
+        units_parse_int(at + 1, min_step, max_step, step, e)) {
+        error_prefix(e, "--fail %s", s);
+        return ERR_INVAL;
+    }
+    *gpu = (int)g;
+    return 0;
 }

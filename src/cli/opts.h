@@ -8,6 +8,8 @@
 
 #include <stdbool.h>
 
+struct error;
+
 struct opt {
     const char *name; /* long name, without "--" */
     char short_name;  /* 0 if none */
@@ -35,6 +37,11 @@ void opts_init(struct opts *p, int argc, char **argv, const struct opt *table, c
 /* The next option's index in the table, with *arg its value (or NULL); OPTS_POSITIONAL with
  * *arg the argument; OPTS_END; or OPTS_ERROR after printing the error to stderr. */
 int opts_next(struct opts *p, const char **arg);
+
+/* --fail's value, GPU@STEP: a GPU in [0, max_gpu] and a step in [min_step, max_step]; 0, or
+ * ERR_INVAL with e naming --fail and what was expected. */
+int opts_gpu_at(const char *s, int max_gpu, long long min_step, long long max_step, int *gpu,
+                long long *step, struct error *e);
 
 /* The edit distance between two short strings (for "did you mean"). */
 int opts_distance(const char *a, const char *b);
