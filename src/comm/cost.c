@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "comm/tree.h"
+#include "sim/port.h"
 
 static const char *const op_names[COST_OP_COUNT] = {"allreduce", "reduce-scatter", "allgather",
                                                     "broadcast", "reduce"};
@@ -175,10 +176,6 @@ struct smsg {
     double arrival;
 };
 
-struct sbusy {
-    double t0, t1;
-};
-
 struct sdev {
     struct sop *ops;
     int nops, cap, pc;
@@ -187,7 +184,7 @@ struct sdev {
     int pend_stream[8], npend;
     struct smsg *inbox;
     int ninbox, capinbox, first; /* messages before first are all taken */
-    struct sbusy *port;
+    struct port_busy *port;
     int nport, capport;
 };
 
@@ -229,25 +226,17 @@ static double link_time(const struct cost_net *net, int from, int to, double byt
     return cost_p2p(net, from, to, bytes);
 }
 
-/* src/sim/cluster.c port_book: the earliest t >= ready with [t, t + dur) free. */
+/* Books the port as the simulator does (sim/port.h). */
 static double port_book(struct sched *s, struct sdev *d, double ready, double dur)
 {
-    double t = ready;
-    int i = 0;
-    while (i < d->nport && d->port[i].t1 <= t)
-        i++;
-    for (; i < d->nport; i++) {
-        if (t + dur <= d->port[i].t0)
-            break;
-        if (d->port[i].t1 > t)
-            t = d->port[i].t1;
-    }
-    struct sbusy *p = grow(d->port, &d->capport, d->nport + 1, sizeof *p, &s->nomem);
+    int i;
+    double t = port_earliest(d->port, d->nport, ready, dur, &i);
+    struct port_busy *p = grow(d->port, &d->capport, d->nport + 1, sizeof *p, &s->nomem);
     if (!p)
         return t;
     d->port = p;
     memmove(p + i + 1, p + i, (size_t)(d->nport - i) * sizeof *p);
-    p[i] = (struct sbusy){t, t + dur};
+    p[i] = (struct port_busy){t, t + dur};
     d->nport++;
     return t;
 }

@@ -14,20 +14,17 @@
 
 #include "base/error.h"
 #include "base/rng.h"
+#include "sim/port.h"
 
 enum { REQ_POSTED = 1, REQ_TAKEN, REQ_DONE };
 
 #define PORT_MAX 512
 
-struct busy {
-    double t0, t1;
-};
-
 struct device {
     struct cluster *c;
     int rank;
-    double clock[DEV_STREAMS];  /* one per stream; a stream's operations are in order */
-    struct busy port[PORT_MAX]; /* the outgoing port's booked intervals, sorted */
+    double clock[DEV_STREAMS];       /* one per stream; a stream's operations are in order */
+    struct port_busy port[PORT_MAX]; /* the outgoing port's booked intervals, sorted */
     int nport;
     struct ledger ledger;
     struct rng rng;
@@ -77,24 +74,16 @@ static double port_book(struct device *d, double ready, double dur)
         memmove(d->port, d->port + k, (size_t)(d->nport - k) * sizeof d->port[0]);
         d->nport -= k;
     }
-    double t = ready;
-    int i = 0;
-    while (i < d->nport && d->port[i].t1 <= t)
-        i++;
-    for (; i < d->nport; i++) {
-        if (t + dur <= d->port[i].t0)
-            break;
-        if (d->port[i].t1 > t)
-            t = d->port[i].t1;
-    }
+    int i;
+    double t = port_earliest(d->port, d->nport, ready, dur, &i);
     if (d->nport == PORT_MAX) { /* still full: book after everything */
         t = d->port[d->nport - 1].t1 > ready ? d->port[d->nport - 1].t1 : ready;
         memmove(d->port, d->port + 1, (size_t)(d->nport - 1) * sizeof d->port[0]);
-        d->port[d->nport - 1] = (struct busy){t, t + dur};
+        d->port[d->nport - 1] = (struct port_busy){t, t + dur};
         return t;
     }
     memmove(d->port + i + 1, d->port + i, (size_t)(d->nport - i) * sizeof d->port[0]);
-    d->port[i] = (struct busy){t, t + dur};
+    d->port[i] = (struct port_busy){t, t + dur};
     d->nport++;
     return t;
 }
