@@ -34,6 +34,11 @@ double bench_time(void (*fn)(void *), void *arg, double min_seconds);
 void *bench_alloc(size_t n);
 void bench_free(void *p);
 
+struct gpt_config;
+/* The shape of a model preset ("small") the model can train, or 1 after saying why on
+ * stderr: the benchmarks' one way to load the model they time. */
+int bench_model(const char *name, struct gpt_config *out);
+
 struct bench_case {
     const char *name;
     const char *what;

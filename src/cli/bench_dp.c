@@ -19,11 +19,11 @@
 #include "par/run.h"
 
 /* tokens/s of steps 2..steps of one run, or 0 on a failure (said on stderr) */
-static double tokens_per_s(const struct model_shape *m, int gpus, int zero, int batch, long steps)
+static double tokens_per_s(const struct gpt_config *m, int gpus, int zero, int batch, long steps)
 {
     struct run_config cfg = {0};
     train_opts_default(&cfg.o);
-    cfg.o.shape = (struct gpt_config){m->vocab, m->d_model, m->layers, m->heads, m->ffn, m->seq};
+    cfg.o.shape = *m;
     cfg.o.batch = batch;
     cfg.o.steps = steps;
     cfg.o.gpus = gpus;
@@ -56,12 +56,9 @@ static double tokens_per_s(const struct model_shape *m, int gpus, int zero, int 
 
 static int run(struct bench *b)
 {
-    struct model_shape m;
-    struct error e = {0};
-    if (preset_load_model("small", &m, &e)) {
-        fprintf(stderr, "scalelab: bench: %s\n", e.msg);
+    struct gpt_config m;
+    if (bench_model("small", &m))
         return 1;
-    }
     int batch = b->quick ? 8 : 16;
     long steps = b->quick ? 3 : 12;
     double one = tokens_per_s(&m, 1, 0, batch, steps);

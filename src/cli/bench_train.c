@@ -15,7 +15,6 @@
 #include <stdio.h>
 
 #include "base/error.h"
-#include "calc/preset.h"
 #include "par/trainer.h"
 
 struct arg {
@@ -31,15 +30,11 @@ static void one_step(void *p)
 
 static int run(struct bench *b)
 {
-    struct model_shape m;
     struct error e = {0};
-    if (preset_load_model("small", &m, &e)) {
-        fprintf(stderr, "scalelab: bench: %s\n", e.msg);
-        return 1;
-    }
     struct train_opts o;
     train_opts_default(&o);
-    o.shape = (struct gpt_config){m.vocab, m.d_model, m.layers, m.heads, m.ffn, m.seq};
+    if (bench_model("small", &o.shape))
+        return 1;
     o.batch = b->quick ? 1 : 4;
     o.steps = 1000000; /* steps are run by the timer */
     o.clip = 1.0;
@@ -59,8 +54,9 @@ static int run(struct bench *b)
         trainer_free(a.t);
         const char *name = fp_info(fmts[i])->name;
         char what[96];
-        snprintf(what, sizeof what, "small %s step, batch %d x %d: tokens/s", name, o.batch, m.seq);
-        bench_report(b, "train", what, o.batch * (double)m.seq / t, "tok/s", BENCH_NONE);
+        snprintf(what, sizeof what, "small %s step, batch %d x %d: tokens/s", name, o.batch,
+                 o.shape.seq);
+        bench_report(b, "train", what, o.batch * (double)o.shape.seq / t, "tok/s", BENCH_NONE);
         snprintf(what, sizeof what, "small %s step: matmul GFLOP/s", name);
         bench_report(b, "train", what, (fl.forward + fl.backward) / t / 1e9, "GFLOP/s",
                      BENCH_SGEMM);

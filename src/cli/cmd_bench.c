@@ -12,7 +12,9 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "cli/command.h"
+#include "calc/preset.h"
 #include "cli/opts.h"
+#include "model/gpt.h"
 
 struct row {
     char group[32], what[96], unit[16];
@@ -52,6 +54,18 @@ double bench_time(void (*fn)(void *), void *arg, double min_seconds)
             best = t;
     }
     return best;
+}
+
+int bench_model(const char *name, struct gpt_config *out)
+{
+    struct model_shape m;
+    struct error e = {0};
+    if (preset_load_model(name, &m, &e)) {
+        fprintf(stderr, "scalelab: bench: %s\n", e.msg);
+        return 1;
+    }
+    *out = (struct gpt_config){m.vocab, m.d_model, m.layers, m.heads, m.ffn, m.seq};
+    return 0;
 }
 
 void bench_report(struct bench *b, const char *group, const char *what, double value,
