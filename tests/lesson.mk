@@ -20,6 +20,7 @@ FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/calc/plan.c $(top_srcdir)/src/calc/sched.c \
 	$(top_srcdir)/src/calc/traffic.c \
 	$(top_srcdir)/src/comm/cost.c $(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c \
+	$(top_srcdir)/src/sim/port.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
 	$(top_srcdir)/src/base/datadir.c
 EXTRA_DIST += tests/fuzz
