@@ -16,6 +16,7 @@
 #include "num/clip.h"
 #include "num/scaler.h"
 #include "par/dp.h"
+#include "par/pp.h"
 #include "sim/cluster.h"
 
 struct trainer {
@@ -24,6 +25,9 @@ struct trainer {
     struct dp *dp;
     struct device *d; /* NULL on the host */
     int rank;
+    struct train_place pl;
+    struct sched sched; /* pipelined: the schedule the stages run */
+    struct pp *pp;      /* pipelined: this stage's executor */
     struct markov *data;
     struct rng rng;
     struct adamw adam;
@@ -60,17 +64,69 @@ void train_opts_default(struct train_opts *o)
     o->bucket_bytes = 25u << 20;
     o->prefetch = 1;
     o->fail_gpu = -1;
+    o->pp = 1;
+    o->micro_batches = 1;
+    o->schedule = SCHED_1F1B;
+}
+
+int train_dp(const struct train_opts *o)
+{
+    return o->pp > 0 && o->gpus % o->pp == 0 ? o->gpus / o->pp : 1;
+}
+
+bool train_pipelined(const struct train_opts *o)
+{
+    return o->pp > 1 || o->micro_batches > 1;
+}
+
+void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out)
+{
+    int dp = train_dp(o), pp = o->pp > 0 ? o->pp : 1;
+    int m = o->micro_batches > 0 ? o->micro_batches : 1, per = o->shape.layers / pp;
+    out->dp = dp, out->pp = pp;
+    out->stage = rank / dp, out->dprank = rank % dp;
+    out->micro = o->batch / (dp * m);
+    out->part = (struct gpt_part){out->stage * per, per, out->stage == 0, out->stage == pp - 1,
+                                  slots > 0 ? slots : 1};
 }
 
 int train_par_check(const struct train_opts *o, struct error *e)
 {
     if (o->gpus < 1 || o->gpus > 64)
         return error_set(e, ERR_INVAL, "--gpus %d: from 1 to 64 GPUs", o->gpus);
-    if (o->batch % o->gpus != 0)
+    if (o->pp < 1 || o->pp > o->shape.layers || o->shape.layers % o->pp != 0)
+        return error_set(e, ERR_INVAL,
+                         "--pp %d: the pipeline's stages must divide the model's %d layers", o->pp,
+                         o->shape.layers);
+    if (o->gpus % o->pp != 0)
+        return error_set(e, ERR_INVAL, "--pp %d does not divide the %d GPUs (dp x pp)", o->pp,
+                         o->gpus);
+    if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
+        return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
+                         SCHED_MAX_MICRO);
+    int dp = train_dp(o), split = dp * o->micro_batches;
+    if (o->batch % o->gpus != 0 && o->pp == 1 && o->micro_batches == 1)
         return error_set(e, ERR_INVAL,
                          "--batch %d does not split over %d GPUs: data parallelism gives each "
                          "GPU batch / GPUs sequences (try --batch %d)",
                          o->batch, o->gpus, (o->batch / o->gpus + 1) * o->gpus);
+    if (o->batch % split != 0)
+        return error_set(e, ERR_INVAL,
+                         "--batch %d does not split into %d data-parallel share%s of %d "
+                         "micro-batch%s (try --batch %d)",
+                         o->batch, dp, dp > 1 ? "s" : "", o->micro_batches,
+                         o->micro_batches > 1 ? "es each" : "", (o->batch / split + 1) * split);
+    if (o->schedule != SCHED_GPIPE && o->schedule != SCHED_1F1B)
+        return error_set(e, ERR_INVAL,
+                         "--schedule %s: the thread-GPUs run gpipe and 1f1b; 'scalelab pipeline "
+                         "--schedule interleaved' draws the interleaved one",
+                         sched_name(o->schedule));
+    if (train_pipelined(o) && o->zero >= 2)
+        return error_set(e, ERR_INVAL,
+                         "--zero %d with %s: stages 2 and 3 keep only a shard of the gradients, "
+                         "so they reduce every micro-batch's; the thread-GPUs run ZeRO 0 and 1 "
+                         "with micro-batches",
+                         o->zero, o->pp > 1 ? "pipeline stages" : "several micro-batches");
     if (o->zero < 0 || o->zero > 3)
         return error_set(e, ERR_INVAL, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", o->zero);
     if (o->bucket_bytes < 4)
@@ -153,13 +209,17 @@ struct train_calls trainer_calls(const struct train_opts *o)
 {
     struct gpt_calls g = gpt_step_calls(&o->shape, &o->ckpt);
     struct gpt_alloc seam = {0};
-    dp_model_seam(o, &seam);
+    dp_model_seam(o, NULL, &seam);
     /* the model's (weights, gradients, arena, workspace: fewer when its fp32 weights and
      * gradients are workspace), the strategy's, the batch */
     long buffers = GPT_BUFFERS - seam.params_workspace - seam.grads_workspace + dp_buffers(o) + 1;
     long computes = g.compute;
     /* ZeRO-3: every gather moves reserved bytes to communication and back */
     long charges = g.charge + (o->zero >= 3 ? 2L * (2L * o->shape.layers + 2) : 0);
+    if (train_pipelined(o)) { /* at most: a middle stage's buffers, every micro-batch's calls */
+        buffers += pp_buffers() + 1; /* and the initial weights' scratch */
+        computes *= o->micro_batches, charges *= o->micro_batches;
+    }
     return (struct train_calls){buffers, charges, computes};
 }
 
@@ -205,11 +265,53 @@ void trainer_free(struct trainer *t)
         return;
     if (t->tokens)
         t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tokens, batch_bytes(&t->o));
+    pp_free(t->pp);
+    sched_free(&t->sched);
     dp_free(t->dp);
     gpt_free(t->g);
     markov_free(t->data);
     free(t->window);
     free(t);
+}
+
+/* Where element i of this GPU's flat buffer sits in the whole model's (model/gpt.h's order:
+ * the embedding, the layers, the final norm); SIZE_MAX for the padding. */
+static size_t whole_index(const struct trainer *t, size_t i)
+{
+    const struct gpt_config *c = &t->o.shape;
+    const struct gpt_part *pt = &t->pl.part;
+    size_t d = (size_t)c->d, lp = 2 * d + 4 * d * d + 3 * d * (size_t)c->ffn;
+    size_t emb = pt->embed || pt->head ? (size_t)c->vocab * d : 0;
+    size_t layers = (size_t)pt->count * lp, full_emb = (size_t)c->vocab * d;
+    if (i < emb)
+        return i;
+    if (i < emb + layers)
+        return full_emb + (size_t)pt->first * lp + (i - emb);
+    if (pt->head && i < emb + layers + d)
+        return full_emb + (size_t)c->layers * lp + (i - emb - layers);
+    return SIZE_MAX;
+}
+
+/* The initial weights: the whole model's, drawn as on one GPU, cut to this GPU's part. */
+static int load_part(struct trainer *t, struct error *e)
+{
+    float *mine = gpt_params(t->g);
+    if (!train_pipelined(&t->o)) {
+        gpt_init_params(&t->o.shape, t->o.seed, mine);
+        dp_load_weights(t->dp, mine);
+        return 0;
+    }
+    size_t n = gpt_param_count(&t->o.shape), bytes = n * sizeof(float);
+    float *all = t->alloc.alloc(t->alloc.ctx, GPT_MEM_WORKSPACE, bytes, "initial weights");
+    if (!all)
+        return error_set(e, ERR_NOMEM, "out of memory drawing the initial weights");
+    gpt_init_params(&t->o.shape, t->o.seed, all);
+    size_t own = gpt_nparams(t->g);
+    for (size_t i = 0; i < own; i++)
+        mine[i] = all[whole_index(t, i)];
+    t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, all, bytes);
+    dp_load_weights(t->dp, mine);
+    return 0;
 }
 
 int trainer_new_on(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
@@ -239,16 +341,29 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .compute = w_compute,
                              .hook = w_hook,
                              .ctx = t};
-    dp_model_seam(o, &seam);
-    int share = o->batch / o->gpus;
-    rc = gpt_new(&t->g, &o->shape, share, o->precision, &o->ckpt, &seam, e);
+    int slots = 1;
+    if (train_pipelined(o)) { /* the stage's part, a slot per micro-batch it holds at once */
+        if ((rc = sched_build(o->schedule, o->pp, o->micro_batches, 1, &t->sched, e)))
+            goto fail;
+        slots = t->sched.peak_chunks[t->rank / train_dp(o)];
+    }
+    train_place(o, t->rank, slots, &t->pl);
+    dp_model_seam(o, &t->pl.part, &seam);
+    if (train_pipelined(o))
+        rc = gpt_new_part(&t->g, &o->shape, t->pl.micro, o->precision, &o->ckpt, &seam, &t->pl.part,
+                          e);
+    else
+        rc = gpt_new(&t->g, &o->shape, o->batch / o->gpus, o->precision, &o->ckpt, &seam, e);
     if (rc)
         goto fail;
     /* the gradients of the global batch's mean: each share's add up to them */
     gpt_set_loss_tokens(t->g, (double)o->batch * o->shape.seq);
     struct dp_mem mem = {w_alloc, w_free, w_charge, t};
-    rc = dp_new(&t->dp, o, t->g, d, t->rank, &mem, e);
+    rc = dp_new(&t->dp, o, t->g, d, &t->pl, &mem, e);
     if (rc)
+        goto fail;
+    if (train_pipelined(o) &&
+        (rc = pp_new(&t->pp, &t->pl, &t->sched, t->g, o->precision, d, &mem, e)))
         goto fail;
     rc = markov_new(&t->data, o->shape.vocab, o->seed, e);
     if (rc)
@@ -263,8 +378,8 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
         goto fail;
     }
     /* every GPU draws the same initial weights and keeps its part */
-    gpt_init_params(&o->shape, o->seed, gpt_params(t->g));
-    dp_load_weights(t->dp, gpt_params(t->g));
+    if ((rc = load_part(t, e)))
+        goto fail;
     rng_seed(&t->rng, o->seed, 0x64617461);
     adamw_init(&t->adam, o->lr, o->beta1, o->beta2, o->eps, o->wd);
     if (o->scaling == TRAIN_SCALE_DYNAMIC)
@@ -332,7 +447,9 @@ static struct gpt_inject injections(const struct trainer *t, long step)
     struct gpt_inject inj = {-1, -1, 1.0f};
     for (int i = 0; i < o->ninject; i++) {
         const struct train_inject *x = &o->inject[i];
-        if (x->step != step || x->gpu != t->rank)
+        /* on the GPUs of the injection GPU's data-parallel rank: each stage does what its
+         * part holds (the NaN in the middle layer, the inf in the last, the spike at the head) */
+        if (x->step != step || x->gpu % t->pl.dp != t->pl.dprank)
             continue;
         if (x->kind == TRAIN_INJECT_NAN)
             inj.nan_scores_layer = o->shape.layers / 2;
@@ -357,11 +474,19 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     /* 1. the global batch; this GPU's share */
     struct gpt_inject inj = injections(t, step);
     markov_batch(t->data, &t->rng, o->batch, o->shape.seq, t->tokens, t->targets);
-    size_t share = (size_t)(o->batch / o->gpus) * o->shape.seq, first = (size_t)t->rank * share;
+    size_t share = (size_t)(o->batch / t->pl.dp) * o->shape.seq;
+    size_t first = (size_t)t->pl.dprank * share;
 
-    /* 2-3. forward and backward (the strategy reduces buckets as they complete), then the
-     * rest of the gradient sync */
-    double local = gpt_step(t->g, t->tokens + first, t->targets + first, t->scaler.scale, &inj);
+    /* 2-3. forward and backward (the strategy reduces buckets as they complete; pipelined,
+     * micro-batch by micro-batch in the schedule's order), then the rest of the gradient sync */
+    double local;
+    if (t->pp) {
+        int rc = pp_step(t->pp, (int)step, t->tokens + first, t->targets + first, t->scaler.scale,
+                         &inj, &local, e);
+        if (rc)
+            return rc;
+    } else
+        local = gpt_step(t->g, t->tokens + first, t->targets + first, t->scaler.scale, &inj);
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
                         t->rank, step);
@@ -374,7 +499,8 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     double sumsq_local, sumsq;
     float *grads = dp_unscale(t->dp, scaler_inv_scale(&t->scaler), &found_local, &sumsq_local);
     bool found_inf;
-    rc = dp_agree(t->dp, local, sumsq_local, found_local || !isfinite(local), &out->loss, &sumsq,
+    bool bad_loss = t->pl.part.head && !isfinite(local);
+    rc = dp_agree(t->dp, local, sumsq_local, found_local || bad_loss, &out->loss, &sumsq,
                   &found_inf, e);
     if (rc)
         return rc;
@@ -421,7 +547,9 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     out->underflow = d.underflow;
     out->underflow_frac = (double)d.underflow_total / (double)d.grad_elements;
     out->act_peak_bytes = gpt_mem_bytes(t->g, GPT_MEM_ACTIVATIONS);
-    dp_sent(t->dp, &out->sent_bytes, &out->scalar_bytes);
+    uint64_t embed;
+    dp_sent(t->dp, &out->sent_bytes, &embed, &out->scalar_bytes);
+    out->pp_bytes = embed + (t->pp ? pp_sent(t->pp) : 0);
     out->compute_s = dp_compute_s(t->dp);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
     return 0;
@@ -510,4 +638,27 @@ long trainer_poisoned(const struct trainer *t, const char **tensor)
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind)
 {
     return gpt_mem_bytes(t->g, kind) + t->extra[kind] + dp_mem_bytes(t->dp, kind);
+}
+
+const struct train_place *trainer_place(const struct trainer *t)
+{
+    return &t->pl;
+}
+
+size_t trainer_whole_index(const struct trainer *t, size_t i)
+{
+    /* the last stage's copy of the tied embedding is the first stage's */
+    if (t->pl.pp > 1 && !t->pl.part.embed && t->pl.part.head &&
+        i < (size_t)t->o.shape.vocab * (size_t)t->o.shape.d)
+        return SIZE_MAX;
+    return whole_index(t, i);
+}
+
+const struct pp_done *trainer_pipeline(const struct trainer *t, int *n, int *peak)
+{
+    *n = 0, *peak = 1;
+    if (!t->pp)
+        return NULL;
+    *peak = pp_peak_in_flight(t->pp);
+    return pp_ops(t->pp, n);
 }
