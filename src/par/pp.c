@@ -116,6 +116,17 @@ static double now(const struct pp *p)
     return p->d ? dev_stream_now(p->d, 0) : 0;
 }
 
+/* The operation done, for the window's Gantt chart and the trace. */
+static void emit(struct pp *p, int step, const struct pp_done *dn)
+{
+    if (!p->d)
+        return;
+    struct event ev = {.type = EV_PIPE_OP, .t = dn->start_s, .t_end = dn->end_s, .step = step};
+    ev.name = dn->kind == 'F' ? "forward" : "backward";
+    ev.micro = dn->micro, ev.chunk = dn->chunk;
+    dev_emit(p->d, &ev);
+}
+
 int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *targets, float scale,
             const struct gpt_inject *inj, double *loss, struct error *e)
 {
@@ -142,6 +153,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
             if (pt->head)
                 sum += l;
             dn->end_s = now(p);
+            emit(p, step, dn);
             if (++p->in_flight > p->peak)
                 p->peak = p->in_flight;
             if (p->next >= 0) {
@@ -157,6 +169,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
             char *o = p->din ? p->din + (size_t)k * p->bytes : NULL;
             gpt_part_backward(p->g, slot, tok, tgt, scale, p->dout, o, backwards++ > 0, inj);
             dn->end_s = now(p);
+            emit(p, step, dn);
             p->in_flight--;
             if (p->prev >= 0) {
                 rc = dev_isend(p->d, p->prev, o, p->bytes, &tag, &p->req[p->m + k], e);

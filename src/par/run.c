@@ -590,5 +590,7 @@ double run_trace_events(const struct run_config *cfg)
     struct train_calls c = trainer_calls(o);
     double msgs = (double)dp_messages(o);
     double per_step = 2.0 * c.computes + 2.0 * c.charges + 2.0 * msgs + 2;
+    if (train_pipelined(o)) /* the operations, the sends of activations and their gradients */
+        per_step += 2.0 * o->micro_batches * 3;
     return (double)o->gpus * (2.0 * (double)c.buffers + (double)o->steps * per_step + 1);
 }
