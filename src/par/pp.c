@@ -142,6 +142,8 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
         const int32_t *tok = tokens + (size_t)k * p->mt, *tgt = targets + (size_t)k * p->mt;
         struct pp_done *dn = &p->done[i];
         *dn = (struct pp_done){op->kind, k, op->chunk, 0, 0};
+        if (p->d)
+            dev_set_micro(p->d, k);
         if (op->kind == 'F') {
             struct dev_tag tag = {step, k, "activations", 0};
             if (p->prev >= 0 &&

@@ -169,6 +169,8 @@ check_status 0 "--trace with 2 stages"
 out=$(cat "$T_TMP/pp.json")
 check_json "len({e.get('pid') for e in d['traceEvents'] if e.get('cat') == 'compute'}) == 2 and any('activation gradients' in str(e.get('name')) for e in d['traceEvents']) and any(str(e.get('name', '')).startswith('activations') for e in d['traceEvents'])" \
     "the trace holds both stages' compute and the sends both ways"
+check_json "sorted({(e['pid'], e['args']['micro']) for e in d['traceEvents'] if e.get('cat') == 'compute'}) == [(0, 0), (0, 1), (1, 0), (1, 1)] and len([e for e in d['traceEvents'] if e.get('cat') == 'pipeline']) == 8" \
+    "compute is labelled with its micro-batch; each stage's four operations are on its pipeline track"
 
 # --- The text output: per GPU with its stage, the pipeline's bytes and the schedule.
 run train --steps 2 --pp 2 --micro-batches 4
