@@ -48,7 +48,7 @@ static const struct opt options[] = {
     {"bucket", 0, true},       {"prefetch", 0, true},
     {"grad-accum", 0, true},   {"fail", 0, true},
     {"nodes", 0, true},        {"pp", 0, true},
-    {"dp", 0, true},           {"micro-batches", 0, true},
+    {"dp", 0, true},           {"tp", 0, true},            {"sequence-parallel", 0, false},           {"micro-batches", 0, true},
     {"schedule", 0, true},     {"chunks", 0, true},
     {NULL, 0, false},
 };
@@ -249,6 +249,11 @@ static int parse_option(struct args *r, const char *name, const char *arg, struc
     } else if (!strcmp(name, "dp")) {
         if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
             r->dp = (int)n;
+    } else if (!strcmp(name, "tp")) {
+        if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
+            o->tp = (int)n;
+    } else if (!strcmp(name, "sequence-parallel")) {
+        o->sp = true;
     } else if (!strcmp(name, "pp")) {
         if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
             o->pp = (int)n;
@@ -596,7 +601,8 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
                                             : PREC_FP16;
     c.optimizer = OPT_ADAMW;
     c.grad_fp32 = o->grad_fp32;
-    c.dp = dp, c.tp = 1, c.pp = o->pp, c.zero = o->zero;
+    c.dp = dp, c.tp = o->tp, c.pp = o->pp, c.zero = o->zero;
+    c.sp = o->sp;
     c.micro_batch = o->batch / (dp * o->micro_batches), c.seq = o->shape.seq;
     c.micro_batches = o->micro_batches;
     c.schedule = o->schedule;
@@ -735,18 +741,18 @@ static void print_summary_json(const struct args *r, const struct run *run,
     json_object_set_new(m, "comm_exposed_s", num(sum->exposed));
     json_t *lay =
         json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", train_dp(o),
-                  "tp", 1, "pp", o->pp, "zero", o->zero, "bucket_bytes",
+                  "tp", o->tp, "pp", o->pp, "zero", o->zero, "bucket_bytes",
                   (json_int_t)o->bucket_bytes, "prefetch", o->prefetch, "grad_fp32", o->grad_fp32);
     json_object_set_new(lay, "micro_batches", json_integer(o->micro_batches));
     json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
     json_object_set_new(lay, "chunks", json_integer(train_chunks(o)));
-    json_object_set_new(lay, "sequence_parallel", json_false());
+    json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
     json_object_set_new(m, "layout", lay);
     json_t *per = json_array();
     for (int i = 0; i < o->gpus; i++) {
         const struct run_gpu *g = run_gpu(run, i);
         json_t *gj = json_pack("{s:i, s:{s:i, s:i, s:i}, s:o, s:I}", "gpu", i, "coord", "dp",
-                               g->place.dprank, "tp", 0, "pp", g->place.stage, "peak",
+                               g->place.dprank, "tp", g->place.tprank, "pp", g->place.stage, "peak",
                                peaks_json(g->peak_cat, g->peak), "sent_bytes_per_step",
                                (json_int_t)g->sent_per_step);
         json_object_set_new(gj, "comm_bytes_per_step",
@@ -977,16 +983,24 @@ static int train_main(int argc, char **argv)
         return cli_usage("train", "--summary goes with --json");
     if (r.init_scale_given && o->scaling != TRAIN_SCALE_DYNAMIC)
         return cli_usage("train", "--init-scale needs --loss-scale dynamic");
-    /* the GPUs: --gpus (all of them), or --dp x --pp */
+    /* the GPUs: --gpus (all of them), or --dp x --tp x --pp */
+    int mp = o->tp * o->pp;
     if (r.dp) {
-        if (r.gpus_given && o->gpus != r.dp * o->pp)
-            return cli_usage("train", "--gpus %d is not --dp %d x --pp %d", o->gpus, r.dp, o->pp);
-        if (r.dp * o->pp > 64)
-            return cli_usage("train", "--dp %d x --pp %d is %d GPUs, more than 64", r.dp, o->pp,
-                             r.dp * o->pp);
-        o->gpus = r.dp * o->pp;
-    } else if (!r.gpus_given)
-        o->gpus = o->pp;
+        if (r.gpus_given && o->gpus != r.dp * mp)
+            return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus,
+                             r.dp, o->tp, o->pp);
+        if (r.dp * mp > 64)
+            return cli_usage("train", "--dp %d x --tp %d x --pp %d is %d GPUs, more than 64", r.dp,
+                             o->tp, o->pp, r.dp * mp);
+        o->gpus = r.dp * mp;
+    } else if (!r.gpus_given) {
+        if (mp > 64)
+            return cli_usage("train", "--tp %d x --pp %d is %d GPUs, more than 64", o->tp, o->pp,
+                             mp);
+        o->gpus = mp;
+    }
+    if (o->sp && o->tp == 1)
+        return cli_usage("train", "--sequence-parallel goes with --tp 2 or more");
     if (r.chunks_given && o->schedule != SCHED_INTERLEAVED)
         return cli_usage("train", "--chunks goes with --schedule interleaved");
     if (o->pp == 1 && o->micro_batches > 1 && o->schedule != SCHED_1F1B)

@@ -157,20 +157,21 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     p->n = pl->dp;
     p->rank = pl->dprank;
     p->world = o->gpus > 0 ? o->gpus : 1;
-    p->wrank = pl->stage * pl->dp + pl->dprank;
+    p->wrank = train_rank(pl, pl->stage, pl->dprank, pl->tprank);
     p->group = malloc((size_t)p->n * sizeof *p->group);
     if (!p->group) {
         free(p);
         return error_set(e, ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < p->n; i++)
-        p->group[i] = pl->stage * pl->dp + i;
+        p->group[i] = train_rank(pl, pl->stage, i, pl->tprank);
     p->pipelined = train_pipelined(o);
     p->has_loss = pl->part.head;
     const struct gpt_config *c = &o->shape;
     bool tied_copy = pl->pp > 1 && (pl->part.embed || pl->part.head);
     p->emb = tied_copy ? (size_t)c->vocab * (size_t)c->d : 0;
-    p->embed_group[0] = pl->dprank, p->embed_group[1] = (pl->pp - 1) * pl->dp + pl->dprank;
+    p->embed_group[0] = train_rank(pl, 0, pl->dprank, pl->tprank);
+    p->embed_group[1] = train_rank(pl, pl->pp - 1, pl->dprank, pl->tprank);
     /* both ends hold the embedding's summed gradient: the norm counts the first's */
     p->norm_from = tied_copy && !pl->part.embed ? p->emb : 0;
     p->mixed = o->precision != FP_FP32;

@@ -149,7 +149,7 @@ static void emit(struct pp *p, int step, const struct pp_done *dn)
 /* The device rank of virtual stage vs (chunk vs / P of stage vs % P), this data rank's. */
 static int rank_of(const struct pp *p, int vs)
 {
-    return (vs % p->pl.pp) * p->pl.dp + p->pl.dprank;
+    return train_rank(&p->pl, vs % p->pl.pp, p->pl.dprank, p->pl.tprank);
 }
 
 /* A message's key: which way, to which virtual stage, which micro-batch (sim/cluster.h). */

@@ -69,6 +69,7 @@ void train_opts_default(struct train_opts *o)
     o->prefetch = 1;
     o->fail_gpu = -1;
     o->pp = 1;
+    o->tp = 1;
     o->chunks = 2;
     o->micro_batches = 1;
     o->schedule = SCHED_1F1B;
@@ -76,7 +77,13 @@ void train_opts_default(struct train_opts *o)
 
 int train_dp(const struct train_opts *o)
 {
-    return o->pp > 0 && o->gpus % o->pp == 0 ? o->gpus / o->pp : 1;
+    int mp = (o->pp > 0 ? o->pp : 1) * (o->tp > 0 ? o->tp : 1);
+    return o->gpus % mp == 0 ? o->gpus / mp : 1;
+}
+
+int train_rank(const struct train_place *pl, int stage, int dprank, int tprank)
+{
+    return (stage * pl->dp + dprank) * pl->tp + tprank;
 }
 
 bool train_pipelined(const struct train_opts *o)
@@ -91,10 +98,12 @@ int train_chunks(const struct train_opts *o)
 
 void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out)
 {
-    int dp = train_dp(o), pp = o->pp > 0 ? o->pp : 1;
+    int dp = train_dp(o), pp = o->pp > 0 ? o->pp : 1, tp = o->tp > 0 ? o->tp : 1;
     int m = o->micro_batches > 0 ? o->micro_batches : 1;
-    out->dp = dp, out->pp = pp;
-    out->stage = rank / dp, out->dprank = rank % dp;
+    out->dp = dp, out->tp = tp, out->pp = pp;
+    out->tprank = rank % tp;
+    out->dprank = rank / tp % dp;
+    out->stage = rank / (tp * dp);
     out->micro = o->batch / (dp * m);
     train_chunk_part(o, out->stage, 0, slots, &out->part);
 }
@@ -115,9 +124,11 @@ int train_par_check(const struct train_opts *o, struct error *e)
         return error_set(e, ERR_INVAL,
                          "--pp %d: the pipeline's stages must divide the model's %d layers", o->pp,
                          o->shape.layers);
-    if (o->gpus % o->pp != 0)
-        return error_set(e, ERR_INVAL, "--pp %d does not divide the %d GPUs (dp x pp)", o->pp,
-                         o->gpus);
+    if (o->tp < 1 || o->tp > 64)
+        return error_set(e, ERR_INVAL, "--tp %d: from 1 to 64", o->tp);
+    if (o->gpus % (o->pp * o->tp) != 0)
+        return error_set(e, ERR_INVAL, "--tp %d x --pp %d does not divide the %d GPUs (dp x tp x pp)",
+                         o->tp, o->pp, o->gpus);
     if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
         return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
                          SCHED_MAX_MICRO);
@@ -373,7 +384,7 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .hook = w_hook,
                              .ctx = t};
     t->v = train_chunks(o);
-    int stage = t->rank / train_dp(o);
+    int stage = t->rank / (train_dp(o) * (o->tp > 0 ? o->tp : 1));
     if (train_pipelined(o) && /* the schedule the stages run */
         (rc = sched_build(o->schedule, o->pp, o->micro_batches, t->v, &t->sched, e)))
         goto fail;
@@ -491,7 +502,7 @@ static struct gpt_inject injections(const struct trainer *t, long step)
         const struct train_inject *x = &o->inject[i];
         /* on the GPUs of the injection GPU's data-parallel rank: each stage does what its
          * part holds (the NaN in the middle layer, the inf in the last, the spike at the head) */
-        if (x->step != step || x->gpu % t->pl.dp != t->pl.dprank)
+        if (x->step != step || x->gpu / t->pl.tp % t->pl.dp != t->pl.dprank)
             continue;
         if (x->kind == TRAIN_INJECT_NAN)
             inj.nan_scores_layer = o->shape.layers / 2;
