@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/prof.h"
 #include "base/rng.h"
 
 #define RMS_EPS   1e-5
@@ -656,28 +657,35 @@ void gpt_diag(const struct gpt *g, struct gpt_diag *out)
 
 static inline void rnd(const struct gpt *g, float *p, size_t n)
 {
-    if (g->fmt != FP_FP32)
+    if (g->fmt != FP_FP32) {
+        prof_enter(PROF_ROUNDING);
         fp_round_n(g->fmt, p, p, n);
+        prof_leave();
+    }
 }
 
 static void store(const struct gpt *g, void *dst, const float *src, size_t n)
 {
+    prof_enter(PROF_KEEP);
     if (g->fmt == FP_FP32)
         memcpy(dst, src, n * 4);
     else if (g->fmt == FP_FP16)
         fp16_from_f32_n(dst, src, n);
     else
         bf16_from_f32_n(dst, src, n);
+    prof_leave();
 }
 
 static void load(const struct gpt *g, float *dst, const void *src, size_t n)
 {
+    prof_enter(PROF_KEEP);
     if (g->fmt == FP_FP32)
         memcpy(dst, src, n * 4);
     else if (g->fmt == FP_FP16)
         fp16_to_f32_n(dst, src, n);
     else
         bf16_to_f32_n(dst, src, n);
+    prof_leave();
 }
 
 /* Whether any of n values is inf or NaN (all exponent bits set). */
@@ -705,8 +713,10 @@ static void name_nonfinite(struct gpt *g, int layer, const char *what)
 /* A tensor already in the working format (or one that is about to change) is looked at. */
 static void check(struct gpt *g, const float *p, size_t n, int layer, const char *name)
 {
+    prof_enter(PROF_ROUNDING);
     if (!g->nonfinite[0] && any_nonfinite(p, n))
         name_nonfinite(g, layer, name);
+    prof_leave();
 }
 
 /* Values pass through the cache in blocks this long: each block is rounded, then checked
@@ -719,9 +729,11 @@ static void check(struct gpt *g, const float *p, size_t n, int layer, const char
 static void produced(struct gpt *g, float *p, size_t n, int layer, const char *name)
 {
     bool look = !g->nonfinite[0];
+    prof_enter(PROF_ROUNDING);
     if (g->fmt == FP_FP32) {
         if (look && any_nonfinite(p, n))
             name_nonfinite(g, layer, name);
+        prof_leave();
         return;
     }
     for (size_t i = 0; i < n; i += BLOCK) {
@@ -732,6 +744,7 @@ static void produced(struct gpt *g, float *p, size_t n, int layer, const char *n
             look = false;
         }
     }
+    prof_leave();
 }
 
 /* A weight gradient of layer `layer` (index L: the embedding and the norms outside the
@@ -741,9 +754,11 @@ static void produced_grad(struct gpt *g, float *p, size_t n, int layer, const ch
 {
     int named = layer < g->c.layers ? layer : -1;
     bool look = !g->nonfinite[0];
+    prof_enter(PROF_ROUNDING);
     if (g->fmt == FP_FP32) {
         if (look && any_nonfinite(p, n))
             name_nonfinite(g, named, name);
+        prof_leave();
         return;
     }
     uint64_t under = 0;
@@ -761,27 +776,34 @@ static void produced_grad(struct gpt *g, float *p, size_t n, int layer, const ch
     }
     g->underflow[layer] += under;
     g->underflow_total += under;
+    prof_leave();
 }
 
 /* y [N, out] = x [N, in] W^T (W [out, in]) */
 static void mm_fwd(float *y, const float *x, const float *w, int n, int out, int in)
 {
+    prof_enter(PROF_MATMUL);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 0.0f, y,
                 out);
+    prof_leave();
 }
 
 /* dx [N, in] (+)= dy [N, out] W */
 static void mm_dx(float *dx, const float *dy, const float *w, int n, int out, int in, float beta)
 {
+    prof_enter(PROF_MATMUL);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in, beta,
                 dx, in);
+    prof_leave();
 }
 
 /* dW [out, in] = dy^T [out, N] x [N, in], or += with acc (micro-batches add up) */
 static void mm_dw_acc(float *dw, const float *dy, const float *x, int n, int out, int in, bool acc)
 {
+    prof_enter(PROF_MATMUL);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in,
                 acc ? 1.0f : 0.0f, dw, in);
+    prof_leave();
 }
 
 /* 1 / sqrt(mean(x^2) + eps) of one row, the same in forward and backward */
@@ -796,6 +818,7 @@ static float rms_rstd(const float *x, int d)
 /* y = x / rms(x) * w, row by row (Zhang and Sennrich 2019); rstd[r] = 1 / rms(x_r) */
 static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n, int d)
 {
+    prof_enter(PROF_NORM);
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * d;
         float *yr = y + (size_t)r * d;
@@ -803,6 +826,7 @@ static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n
         for (int j = 0; j < d; j++)
             yr[j] = (xr[j] * s) * w[j];
     }
+    prof_leave();
 }
 
 /* With xh = x s (s = rstd) and y = xh w: dw += sum_rows dy xh;
@@ -810,6 +834,7 @@ static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n
 static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float *rstd,
                     const float *w, const float *dy, int n, int d)
 {
+    prof_enter(PROF_NORM);
     double *cs = g->colsum;
     memset(cs, 0, (size_t)d * sizeof *cs);
     for (int r = 0; r < n; r++) {
@@ -828,6 +853,7 @@ static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const f
     }
     for (int j = 0; j < d; j++)
         dw[j] = g->accumulate ? dw[j] + (float)cs[j] : (float)cs[j];
+    prof_leave();
 }
 
 /* Rotary embedding, rotate-half: for each head, pairs (i, i + hd/2) rotate by pos * theta_i.
@@ -835,6 +861,7 @@ static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const f
 static void rope(const struct gpt *g, float *x, int dir)
 {
     int T = g->c.seq, H = g->c.heads, hd = g->hd, half = hd / 2, d = g->c.d;
+    prof_enter(PROF_ROPE);
     for (int r = 0; r < g->N; r++) {
         int t = r % T;
         const float *cs = g->rope_cos + (size_t)t * half, *sn = g->rope_sin + (size_t)t * half;
@@ -847,6 +874,7 @@ static void rope(const struct gpt *g, float *x, int dir)
             }
         }
     }
+    prof_leave();
 }
 
 /* ------------------------------------------------------------------ attention */
@@ -857,6 +885,7 @@ static void attn_probs(struct gpt *g, int l)
     int T = g->c.seq, H = g->c.heads, hd = g->hd, d = g->c.d;
     float scale = (float)(1.0 / sqrt((double)hd));
     size_t TT = (size_t)T * T;
+    prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
             const float *q = g->w[A_Q] + (size_t)b * T * d + (size_t)h * hd;
@@ -887,12 +916,14 @@ static void attn_probs(struct gpt *g, int l)
                 row[j] *= inv;
         }
     rnd(g, g->w[A_P], n);
+    prof_leave();
 }
 
 static void attn_out(struct gpt *g)
 {
     int T = g->c.seq, H = g->c.heads, hd = g->hd, d = g->c.d;
     size_t TT = (size_t)T * T;
+    prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
             const float *p = g->w[A_P] + ((size_t)b * H + h) * TT;
@@ -901,6 +932,7 @@ static void attn_out(struct gpt *g)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, v, d, 0.0f,
                         o, d);
         }
+    prof_leave();
 }
 
 /* ------------------------------------------------------------------ one layer */
@@ -948,10 +980,12 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     mm_fwd(w[A_U], w[A_XN2], W->w_up, N, f, d);
     produced(g, w[A_G], nf, l, "gate");
     produced(g, w[A_U], nf, l, "up");
+    prof_enter(PROF_SWIGLU);
     for (size_t i = 0; i < nf; i++) {
         float x = w[A_G][i];
         w[A_H][i] = x / (1.0f + expf(-x)) * w[A_U][i];
     }
+    prof_leave();
     produced(g, w[A_H], nf, l, "mlp hidden");
     mm_fwd(g->tmp, w[A_H], W->w_down, N, d, f);
     produced(g, g->tmp, nd, l, "mlp out");
@@ -989,11 +1023,13 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
 
     /* h = silu(a) u with silu(a) = a sg(a), sg the logistic sigmoid: du = dh silu(a) and
      * da = dh u silu'(a), where silu'(a) = sg(a) + a sg(a) (1 - sg(a)) = sg (1 + a (1 - sg)) */
+    prof_enter(PROF_SWIGLU);
     for (size_t i = 0; i < nf; i++) {
         float x = w[A_G][i], sg = 1.0f / (1.0f + expf(-x));
         g->du[i] = g->dh[i] * (x * sg);
         g->dg[i] = g->dh[i] * w[A_U][i] * (sg * (1.0f + x * (1.0f - sg)));
     }
+    prof_leave();
     rnd(g, g->dg, nf);
     rnd(g, g->du, nf);
     mm_dw_acc(G->w_gate, g->dg, w[A_XN2], N, f, d, g->accumulate);
@@ -1025,6 +1061,7 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     mm_dw_acc(G->wo, dres, w[A_ATT], N, d, d, g->accumulate);
     produced_grad(g, G->wo, (size_t)d * d, l, "grad wo");
     float scale = (float)(1.0 / sqrt((double)hd));
+    prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
             size_t off = (size_t)b * T * d + (size_t)h * hd;
@@ -1058,6 +1095,7 @@ static void attn_backward(struct gpt *g, int l, float *dres)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
                         w[A_Q] + off, d, 0.0f, g->dk + off, d);
         }
+    prof_leave();
     rnd(g, g->dq, nd);
     rnd(g, g->dk, nd);
     rnd(g, g->dv, nd);
@@ -1189,6 +1227,7 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
     produced(g, g->logits, nv, -1, "logits");
     float *probs = head[H_PROBS];
     double loss = 0;
+    prof_enter(PROF_LOSS);
     for (int r = 0; r < N; r++) {
         const float *z = g->logits + (size_t)r * V;
         float *pr = probs + (size_t)r * V;
@@ -1203,6 +1242,7 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
             pr[j] = (float)exp((double)z[j] - lse);
         loss += lse - z[targets[r]];
     }
+    prof_leave();
     charge(g, (long long)g->head_bytes);
     compute(g, head_flops(g), "head forward", -1);
     return loss / N;
@@ -1219,6 +1259,7 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
     float *E = g->params, *gE = g->grads, *dl = g->logits;
     const float *probs = head[H_PROBS];
     float coef = loss_scale / (float)g->loss_tokens;
+    prof_enter(PROF_LOSS);
     for (int r = 0; r < N; r++) {
         const float *pr = probs + (size_t)r * V;
         float *z = dl + (size_t)r * V;
@@ -1228,6 +1269,7 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
         for (int j = 0; j < V; j++)
             z[j] *= coef;
     }
+    prof_leave();
     if (g->inj && g->inj->logit_factor != 1.0f)
         for (size_t i = 0; i < nv; i++)
             dl[i] *= g->inj->logit_factor;
