@@ -197,8 +197,10 @@ struct gpt {
     size_t layer_bytes, head_bytes; /* a full list of kept tensors; the ends */
     size_t live, peak;              /* charged activation bytes */
 
-    /* fp32 workspace: one layer's tensors, the residual stream and the gradients */
-    float *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du, *dp;
+    /* fp32 workspace: one layer's tensors (ws), the residual stream and the gradients; w is
+     * where the layer at hand has its tensors: the workspace, or in fp32 its kept ones in
+     * place in its saved set (bind) */
+    float *ws[A_COUNT], *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du, *dp;
     float *hx, *hn, *hrstd, *logits;
     double *colsum;
     float *rope_cos, *rope_sin; /* [T, hd / 2] */
@@ -406,7 +408,7 @@ static void layout(struct gpt *g)
 
     /* fp32 workspace */
     for (int a = 0; a < A_COUNT; a++)
-        g->w[a] = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a) * 4);
+        g->w[a] = g->ws[a] = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a) * 4);
     float **nd[] = {&g->tmp, &g->res, &g->dres, &g->dxn, &g->dq,
                     &g->dk,  &g->dv,  &g->datt, &g->hx,  &g->hn};
     g->hrstd = carve(g, GPT_MEM_WORKSPACE, N * 4);
@@ -937,6 +939,18 @@ static void attn_out(struct gpt *g)
 
 /* ------------------------------------------------------------------ one layer */
 
+/* Where a layer's tensors are computed and read: a kept tensor stored in fp32 (every one in
+ * fp32 training, the RMSNorm statistics always) is computed in its saved set itself, since
+ * copying it there would change nothing; the others in the workspace, rounded to the format
+ * as they are stored. */
+static void bind(struct gpt *g, void *const *set)
+{
+    for (int a = 0; a < A_COUNT; a++) {
+        bool fp32 = g->fmt == FP_FP32 || a == A_RSTD1 || a == A_RSTD2;
+        g->w[a] = set && set[a] && fp32 ? set[a] : g->ws[a];
+    }
+}
+
 /* Runs layer l on the residual stream res (updated in place to the layer's output); keeps the
  * tensors of `save` (any may be NULL). Every tensor is rounded to the working format where it is
  * produced, as a bf16 kernel would write it. */
@@ -946,6 +960,7 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     size_t nd = (size_t)N * d, nf = (size_t)N * f;
     const struct layer_ptrs *W = &g->lw[l];
     float **w = g->w;
+    bind(g, save);
     if (save && save[A_X])
         store(g, save[A_X], res, nd);
 
@@ -993,14 +1008,10 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
         res[i] = w[A_XM][i] + g->tmp[i];
     produced(g, res, nd, l, "output");
 
-    if (save)
+    if (save) /* the kept tensors not computed in place */
         for (int a = A_RSTD1; a < A_COUNT; a++)
-            if (save[a]) {
-                if (a == A_RSTD1 || a == A_RSTD2)
-                    memcpy(save[a], w[a], act_bytes(g, a));
-                else
-                    store(g, save[a], w[a], act_elems(g, a));
-            }
+            if (save[a] && save[a] != w[a])
+                store(g, save[a], w[a], act_elems(g, a));
 }
 
 /* The MLP's backward, with the layer's tensors in the workspace: dres holds d loss / d out on
@@ -1131,17 +1142,17 @@ static void layer_backward(struct gpt *g, int l, float *dres)
 /* Decodes a saved set into the workspace; recomputes the probabilities if they were not kept. */
 static void load_set(struct gpt *g, int l, void **set)
 {
+    bind(g, set);
     for (int a = 0; a < A_COUNT; a++)
-        if (set[a]) {
-            if (a == A_RSTD1 || a == A_RSTD2)
-                memcpy(g->w[a], set[a], act_bytes(g, a));
-            else
-                load(g, g->w[a], set[a], act_elems(g, a));
-        }
+        if (set[a] && set[a] != g->w[a])
+            load(g, g->w[a], set[a], act_elems(g, a));
     if (!set[A_P]) { /* selective: the attention core comes back to life, in its slot */
         charge(g, (long long)act_bytes(g, A_P));
+        if (g->fmt == FP_FP32)
+            g->w[A_P] = g->pslot;
         attn_probs(g, l);
-        store(g, g->pslot, g->w[A_P], act_elems(g, A_P)); /* already rounded: exact */
+        if (g->w[A_P] != g->pslot)
+            store(g, g->pslot, g->w[A_P], act_elems(g, A_P)); /* already rounded: exact */
         compute(g, attn_flops(g) / 2, "recompute", l);
     }
 }
