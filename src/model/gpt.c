@@ -200,7 +200,8 @@ struct gpt {
     /* fp32 workspace: one layer's tensors (ws), the residual stream and the gradients; w is
      * where the layer at hand has its tensors: the workspace, or in fp32 its kept ones in
      * place in its saved set (bind) */
-    float *ws[A_COUNT], *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du, *dp;
+    float *ws[A_COUNT], *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du,
+        *dp;
     float *hx, *hn, *hrstd, *logits;
     double *colsum;
     float *rope_cos, *rope_sin; /* [T, hd / 2] */
@@ -879,9 +880,60 @@ static void rope(const struct gpt *g, float *x, int dir)
     prof_leave();
 }
 
+/* y = a + b (a residual connection), produced block by block while in cache. */
+static void add(struct gpt *g, float *y, const float *a, const float *b, size_t n, int layer,
+                const char *name)
+{
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
+        for (size_t j = i; j < i + m; j++)
+            y[j] = a[j] + b[j];
+        produced(g, y + i, m, layer, name);
+    }
+}
+
+/* SwiGLU's gate (Shazeer 2020, "GLU Variants Improve Transformer"): h = silu(a) u with
+ * silu(a) = a sg(a), sg the logistic sigmoid 1 / (1 + e^-a); produced block by block. */
+static void swiglu_forward(struct gpt *g, float *h, const float *a, const float *u, size_t n,
+                           int layer)
+{
+    prof_enter(PROF_SWIGLU);
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
+        for (size_t j = i; j < i + m; j++)
+            h[j] = a[j] / (1.0f + expf(-a[j])) * u[j];
+        produced(g, h + i, m, layer, "mlp hidden");
+    }
+    prof_leave();
+}
+
+/* Its backward: du = dh silu(a) and da = dh u silu'(a), where
+ *     silu'(a) = sg(a) + a sg'(a) = sg + a sg (1 - sg) = sg (1 + a (1 - sg))
+ * (sg' = sg (1 - sg)); both rounded to the format block by block. */
+static void swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, const float *a,
+                            const float *u, size_t n)
+{
+    prof_enter(PROF_SWIGLU);
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
+        for (size_t j = i; j < i + m; j++) {
+            float x = a[j], sg = 1.0f / (1.0f + expf(-x));
+            du[j] = dh[j] * (x * sg);
+            da[j] = dh[j] * u[j] * (sg * (1.0f + x * (1.0f - sg)));
+        }
+        rnd(g, da + i, m);
+        rnd(g, du + i, m);
+    }
+    prof_leave();
+}
+
 /* ------------------------------------------------------------------ attention */
 
-/* scores = q k^T / sqrt(hd) per (batch, head), causal, then softmax; into w[A_P]. */
+/* P = softmax(q k^T / sqrt(hd)) per (batch, head), causal: row i weighs positions j <= i;
+ * into w[A_P]. Each head's T x T block is produced whole while it is in cache: the scores
+ * rounded and checked ("attn scores"), the softmax, the probabilities rounded and checked
+ * ("attn probs": never the first non-finite tensor, since the softmax of a finite row is
+ * finite). Masked entries (j > i) are 0 and take no part in the softmax. */
 static void attn_probs(struct gpt *g, int l)
 {
     int T = g->c.seq, H = g->c.heads, hd = g->hd, d = g->c.d;
@@ -896,28 +948,25 @@ static void attn_probs(struct gpt *g, int l)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, scale, q, d, k, d, 0.0f,
                         s, T);
             for (int i = 0; i < T; i++)
-                for (int j = i + 1; j < T; j++)
-                    s[(size_t)i * T + j] = 0.0f; /* masked; not part of the softmax */
+                memset(s + (size_t)i * T + i + 1, 0, (size_t)(T - 1 - i) * sizeof *s);
+            rnd(g, s, TT);
+            if (g->inj && g->inj->nan_scores_layer == l && b == 0 && h == 0)
+                s[0] = NAN;
+            check(g, s, TT, l, "attn scores");
+            for (int i = 0; i < T; i++) {
+                float *row = s + (size_t)i * T;
+                float mx = row[0];
+                for (int j = 1; j <= i; j++)
+                    mx = row[j] > mx ? row[j] : mx;
+                float sum = 0;
+                for (int j = 0; j <= i; j++)
+                    sum += row[j] = expf(row[j] - mx);
+                float inv = 1.0f / sum;
+                for (int j = 0; j <= i; j++)
+                    row[j] *= inv;
+            }
+            produced(g, s, TT, l, "attn probs");
         }
-    size_t n = (size_t)g->B * H * TT;
-    rnd(g, g->w[A_P], n);
-    if (g->inj && g->inj->nan_scores_layer == l)
-        g->w[A_P][0] = NAN;
-    check(g, g->w[A_P], n, l, "attn scores");
-    for (size_t m = 0; m < (size_t)g->B * H; m++)
-        for (int i = 0; i < T; i++) {
-            float *row = g->w[A_P] + m * TT + (size_t)i * T;
-            float mx = row[0];
-            for (int j = 1; j <= i; j++)
-                mx = row[j] > mx ? row[j] : mx;
-            float sum = 0;
-            for (int j = 0; j <= i; j++)
-                sum += row[j] = expf(row[j] - mx);
-            float inv = 1.0f / sum;
-            for (int j = 0; j <= i; j++)
-                row[j] *= inv;
-        }
-    rnd(g, g->w[A_P], n);
     prof_leave();
 }
 
@@ -979,14 +1028,11 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     produced(g, w[A_K], nd, l, "k");
     produced(g, w[A_V], nd, l, "v");
     attn_probs(g, l);
-    check(g, w[A_P], (size_t)g->B * g->c.heads * g->c.seq * g->c.seq, l, "attn probs");
     attn_out(g);
     produced(g, w[A_ATT], nd, l, "attn out");
     mm_fwd(g->tmp, w[A_ATT], W->wo, N, d, d);
     produced(g, g->tmp, nd, l, "attn proj");
-    for (size_t i = 0; i < nd; i++)
-        w[A_XM][i] = res[i] + g->tmp[i];
-    produced(g, w[A_XM], nd, l, "attn residual");
+    add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
 
     /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T */
     rms_fwd(w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm, N, d);
@@ -995,18 +1041,10 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     mm_fwd(w[A_U], w[A_XN2], W->w_up, N, f, d);
     produced(g, w[A_G], nf, l, "gate");
     produced(g, w[A_U], nf, l, "up");
-    prof_enter(PROF_SWIGLU);
-    for (size_t i = 0; i < nf; i++) {
-        float x = w[A_G][i];
-        w[A_H][i] = x / (1.0f + expf(-x)) * w[A_U][i];
-    }
-    prof_leave();
-    produced(g, w[A_H], nf, l, "mlp hidden");
+    swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
     mm_fwd(g->tmp, w[A_H], W->w_down, N, d, f);
     produced(g, g->tmp, nd, l, "mlp out");
-    for (size_t i = 0; i < nd; i++)
-        res[i] = w[A_XM][i] + g->tmp[i];
-    produced(g, res, nd, l, "output");
+    add(g, res, w[A_XM], g->tmp, nd, l, "output");
 
     if (save) /* the kept tensors not computed in place */
         for (int a = A_RSTD1; a < A_COUNT; a++)
@@ -1032,17 +1070,8 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     mm_dw_acc(G->w_down, dres, w[A_H], N, d, f, g->accumulate);
     produced_grad(g, G->w_down, (size_t)d * f, l, "grad w_down");
 
-    /* h = silu(a) u with silu(a) = a sg(a), sg the logistic sigmoid: du = dh silu(a) and
-     * da = dh u silu'(a), where silu'(a) = sg(a) + a sg(a) (1 - sg(a)) = sg (1 + a (1 - sg)) */
-    prof_enter(PROF_SWIGLU);
-    for (size_t i = 0; i < nf; i++) {
-        float x = w[A_G][i], sg = 1.0f / (1.0f + expf(-x));
-        g->du[i] = g->dh[i] * (x * sg);
-        g->dg[i] = g->dh[i] * w[A_U][i] * (sg * (1.0f + x * (1.0f - sg)));
-    }
-    prof_leave();
-    rnd(g, g->dg, nf);
-    rnd(g, g->du, nf);
+    /* h = silu(a) u: see swiglu_backward */
+    swiglu_backward(g, g->dg, g->du, g->dh, w[A_G], w[A_U], nf);
     mm_dw_acc(G->w_gate, g->dg, w[A_XN2], N, f, d, g->accumulate);
     mm_dw_acc(G->w_up, g->du, w[A_XN2], N, f, d, g->accumulate);
     produced_grad(g, G->w_gate, (size_t)f * d, l, "grad w_gate");
