@@ -1,4 +1,5 @@
 libscalelab_a_SOURCES += \
+	%reldir%/ckpt.c %reldir%/ckpt.h \
 	%reldir%/clock.c %reldir%/clock.h \
 	%reldir%/datadir.c %reldir%/datadir.h \
 	%reldir%/error.c %reldir%/error.h \

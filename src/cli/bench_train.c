@@ -1,5 +1,5 @@
 /* Benchmark group "train": one training step (forward, backward, clip, AdamW) of the `small`
- * model in fp32, bf16 and fp16, and of the `compare` model (the shape set beside PyTorch) in
+ * model in fp32, bf16 and fp16, and of the `torch-compare` model (the shape set beside PyTorch) in
  * fp32, on this host's one core.
  *
  * Reported: tokens per second, and the step's matmul FLOPs (the model's own count:
@@ -103,12 +103,12 @@ static int run(struct bench *b)
             bench_report(b, "train", what, t / t32, "x", BENCH_NONE);
         }
     }
-    return run_one(b, "compare", b->quick ? 2 : 16, FP_FP32, &t);
+    return run_one(b, "torch-compare", b->quick ? 2 : 16, FP_FP32, &t);
 }
 
 const struct bench_case bench_train = {
     "train",
-    "a training step of the small GPT in fp32, bf16 and fp16, and of the compare GPT in fp32: "
+    "a training step of the small GPT in fp32, bf16 and fp16, and of the torch-compare GPT in fp32: "
     "tokens/s, matmul GFLOP/s, time per phase",
     run,
 };

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ckpt.h"
 #include "base/error.h"
 #include "base/prof.h"
 #include "base/rng.h"
@@ -112,28 +113,17 @@ struct gpt_tensor gpt_tensor_at(const struct gpt_config *c, size_t i)
 
 int gpt_ckpt_parse(const char *s, struct gpt_ckpt *out, struct error *e)
 {
-    struct gpt_ckpt p = {GPT_CKPT_NONE, 0, ""};
-    if (!strcmp(s, "none"))
-        p.kind = GPT_CKPT_NONE;
-    else if (!strcmp(s, "full"))
-        p.kind = GPT_CKPT_SEGMENTS, p.every = 1;
-    else if (!strcmp(s, "sqrt"))
-        p.kind = GPT_CKPT_SEGMENTS, p.every = 0;
-    else if (!strcmp(s, "selective"))
-        p.kind = GPT_CKPT_SELECTIVE;
-    else if (!strncmp(s, "every:", 6)) {
-        char *end;
-        long k = strtol(s + 6, &end, 10);
-        if (end == s + 6 || *end || k < 1 || k > 1024)
-            return error_set(e, ERR_INVAL,
-                             "checkpoint policy '%s': every:K needs a whole K from 1 to 1024", s);
-        p.kind = GPT_CKPT_SEGMENTS, p.every = (int)k;
-    } else
-        return error_set(e, ERR_INVAL,
-                         "unknown checkpoint policy '%s' (none, full, every:K, sqrt, selective)",
-                         s);
-    snprintf(p.name, sizeof p.name, "%s", s);
-    *out = p;
+    struct ckpt_policy p;
+    int rc = ckpt_parse(s, &p, e);
+    if (rc)
+        return rc;
+    struct gpt_ckpt c = {GPT_CKPT_NONE, 0, ""};
+    if (p.kind == CKPT_SELECTIVE)
+        c.kind = GPT_CKPT_SELECTIVE;
+    else if (p.kind != CKPT_NONE) /* full, every:K, sqrt: segments (every 0: sqrt) */
+        c.kind = GPT_CKPT_SEGMENTS, c.every = p.kind == CKPT_SQRT ? 0 : p.every;
+    ckpt_name(c.name, sizeof c.name, &p);
+    *out = c;
     return 0;
 }
 
@@ -141,10 +131,7 @@ int gpt_ckpt_segment(const struct gpt_ckpt *p, int layers)
 {
     if (p->kind != GPT_CKPT_SEGMENTS)
         return 0;
-    int k = p->every;
-    if (k == 0) /* sqrt: segments of ceil(sqrt(L)) layers */
-        while ((long)k * k < layers)
-            k++;
+    int k = ckpt_every(&(struct ckpt_policy){p->every ? CKPT_EVERY : CKPT_SQRT, p->every}, layers);
     return k < layers ? k : layers;
 }
 

@@ -1082,6 +1082,31 @@ START_TEST(phase_timers_change_no_bit)
 }
 END_TEST
 
+/* The model and the calculator read checkpoint policies with one parser (base/ckpt.h): they
+ * accept and refuse the same names, and agree on the segment length. */
+START_TEST(model_and_calculator_share_the_policy_names)
+{
+    const char *const names[] = {"none",      "full",    "every:1", "every:3", "every:07", "sqrt",
+                                 "selective", "every:0", "every:",  "every:x", "some",     ""};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        struct gpt_ckpt g;
+        struct activ_policy a;
+        struct error e1 = {0}, e2 = {0};
+        int rg = gpt_ckpt_parse(names[i], &g, &e1), ra = activ_parse_policy(names[i], &a, &e2);
+        ck_assert_int_eq(rg, ra);
+        ck_assert_str_eq(e1.msg, e2.msg);
+        if (rg)
+            continue;
+        char buf[24];
+        ck_assert_str_eq(g.name, activ_policy_name(buf, sizeof buf, &a));
+        for (int layers = 1; layers <= 10; layers++) {
+            int k = activ_policy_every(&a, layers);
+            ck_assert_int_eq(gpt_ckpt_segment(&g, layers), k < layers ? k : layers);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("train");
@@ -1110,6 +1135,7 @@ int main(void)
     tcase_add_test(tc, parts_compose_into_the_whole_model);
     tcase_add_test(tc, default_shape_is_the_tiny_preset);
     tcase_add_test(tc, phase_timers_change_no_bit);
+    tcase_add_test(tc, model_and_calculator_share_the_policy_names);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
