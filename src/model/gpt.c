@@ -819,8 +819,12 @@ static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n
     prof_leave();
 }
 
-/* With xh = x s (s = rstd) and y = xh w: dw += sum_rows dy xh;
- * dx = s (dy w - xh mean(dy w xh)), added into dx. */
+/* RMSNorm's backward, row by row. With s = 1 / sqrt(mean(x^2) + eps), xh = x s, y = xh w and
+ * g = dy w (the gradient reaching xh):
+ *     dw = sum over rows of dy xh
+ *     ds/dx_k = -s^3 x_k / d, so dxh_j/dx_k = s delta_jk - x_j s^3 x_k / d and
+ *     dx_k = sum_j g_j dxh_j/dx_k = s (g_k - xh_k mean_j(g_j xh_j)),
+ * added into dx (it joins the residual stream's gradient). */
 static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float *rstd,
                     const float *w, const float *dy, int n, int d)
 {
@@ -846,8 +850,10 @@ static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const f
     prof_leave();
 }
 
-/* Rotary embedding, rotate-half: for each head, pairs (i, i + hd/2) rotate by pos * theta_i.
- * dir -1 applies the inverse rotation (the backward pass). */
+/* Rotary embedding, rotate-half (Su et al. 2021): for each head, the pair (a, b) = (x_i,
+ * x_{i + hd/2}) turns by the angle pos theta_i: (a cos - b sin, b cos + a sin), y = R x with
+ * R a rotation. Its backward is dx = R^T dy, and R^T = R^-1 is the turn by -pos theta_i:
+ * dir -1 (sin negated). */
 static void rope(const struct gpt *g, float *x, int dir)
 {
     int T = g->c.seq, H = g->c.heads, hd = g->hd, half = hd / 2, d = g->c.d;
@@ -1126,7 +1132,7 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     rnd(g, g->dq, nd);
     rnd(g, g->dk, nd);
     rnd(g, g->dv, nd);
-    /* RoPE is a rotation R(pos) per pair: its gradient is the transposed, inverse rotation */
+    /* q and k were rotated after their projections: dq, dk turned back (see rope) */
     rope(g, g->dq, -1);
     rope(g, g->dk, -1);
     rnd(g, g->dq, nd);
