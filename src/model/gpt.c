@@ -796,6 +796,28 @@ static void mm_dw_acc(float *dw, const float *dy, const float *x, int n, int out
     prof_leave();
 }
 
+/* The calls that produce a tensor of layer l: compute it, round it to the format, check it
+ * (and count a weight gradient's underflow), so the passes read as the maths. */
+
+/* y [N, out] = x W^T, produced as `name` (NULL: rounded only, checked later) */
+static void linear(struct gpt *g, int l, const char *name, float *y, const float *x, const float *w,
+                   int out, int in)
+{
+    mm_fwd(y, x, w, g->N, out, in);
+    if (name)
+        produced(g, y, (size_t)g->N * out, l, name);
+    else
+        rnd(g, y, (size_t)g->N * out);
+}
+
+/* dW [out, in] = dy^T x (added to the buffer's when accumulating micro-batches), produced */
+static void weight_grad(struct gpt *g, int l, const char *name, float *dw, const float *dy,
+                        const float *x, int out, int in)
+{
+    mm_dw_acc(dw, dy, x, g->N, out, in, g->accumulate);
+    produced_grad(g, dw, (size_t)out * in, l, name);
+}
+
 /* 1 / sqrt(mean(x^2) + eps) of one row, the same in forward and backward */
 static float rms_rstd(const float *x, int d)
 {
@@ -817,6 +839,14 @@ static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n
             yr[j] = (xr[j] * s) * w[j];
     }
     prof_leave();
+}
+
+/* y = RMSNorm(x) w for the N rows, produced (rstd kept for the backward pass) */
+static void rmsnorm(struct gpt *g, int l, const char *name, float *y, float *rstd, const float *x,
+                    const float *w)
+{
+    rms_fwd(y, rstd, x, w, g->N, g->c.d);
+    produced(g, y, (size_t)g->N * g->c.d, l, name);
 }
 
 /* RMSNorm's backward, row by row. With s = 1 / sqrt(mean(x^2) + eps), xh = x s, y = xh w and
@@ -854,7 +884,7 @@ static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const f
  * x_{i + hd/2}) turns by the angle pos theta_i: (a cos - b sin, b cos + a sin), y = R x with
  * R a rotation. Its backward is dx = R^T dy, and R^T = R^-1 is the turn by -pos theta_i:
  * dir -1 (sin negated). */
-static void rope(const struct gpt *g, float *x, int dir)
+static void rope_n(const struct gpt *g, float *x, int dir)
 {
     int T = g->c.seq, H = g->c.heads, hd = g->hd, half = hd / 2, d = g->c.d;
     prof_enter(PROF_ROPE);
@@ -871,6 +901,16 @@ static void rope(const struct gpt *g, float *x, int dir)
         }
     }
     prof_leave();
+}
+
+/* x rotated (dir 1) or turned back (-1), produced as `name` (NULL: rounded only) */
+static void rope(struct gpt *g, int l, const char *name, float *x, int dir)
+{
+    rope_n(g, x, dir);
+    if (name)
+        produced(g, x, (size_t)g->N * g->c.d, l, name);
+    else
+        rnd(g, x, (size_t)g->N * g->c.d);
 }
 
 /* y = a + b (a residual connection), produced block by block while in cache. */
@@ -963,7 +1003,8 @@ static void attn_probs(struct gpt *g, int l)
     prof_leave();
 }
 
-static void attn_out(struct gpt *g)
+/* att = P v per (batch, head), produced. */
+static void attn_out(struct gpt *g, int l)
 {
     int T = g->c.seq, H = g->c.heads, hd = g->hd, d = g->c.d;
     size_t TT = (size_t)T * T;
@@ -977,6 +1018,7 @@ static void attn_out(struct gpt *g)
                         o, d);
         }
     prof_leave();
+    produced(g, g->w[A_ATT], (size_t)g->N * d, l, "attn out");
 }
 
 /* ------------------------------------------------------------------ one layer */
@@ -1008,35 +1050,23 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
 
     /* attention: xn1 = RMSNorm(x); q, k, v = xn1 Wq^T, xn1 Wk^T, xn1 Wv^T, q and k rotated by
      * their position (RoPE); att = softmax(q k^T / sqrt(hd), causal) v; xm = x + att Wo^T */
-    rms_fwd(w[A_XN1], w[A_RSTD1], res, W->attn_norm, N, d);
-    produced(g, w[A_XN1], nd, l, "attn norm");
-    mm_fwd(w[A_Q], w[A_XN1], W->wq, N, d, d);
-    mm_fwd(w[A_K], w[A_XN1], W->wk, N, d, d);
-    mm_fwd(w[A_V], w[A_XN1], W->wv, N, d, d);
-    rnd(g, w[A_Q], nd); /* the projections' outputs, before the rotation */
-    rnd(g, w[A_K], nd);
-    rope(g, w[A_Q], 1);
-    rope(g, w[A_K], 1);
-    produced(g, w[A_Q], nd, l, "q");
-    produced(g, w[A_K], nd, l, "k");
-    produced(g, w[A_V], nd, l, "v");
+    rmsnorm(g, l, "attn norm", w[A_XN1], w[A_RSTD1], res, W->attn_norm);
+    linear(g, l, NULL, w[A_Q], w[A_XN1], W->wq, d, d); /* rounded, rotated, then checked */
+    linear(g, l, NULL, w[A_K], w[A_XN1], W->wk, d, d);
+    rope(g, l, "q", w[A_Q], 1);
+    rope(g, l, "k", w[A_K], 1);
+    linear(g, l, "v", w[A_V], w[A_XN1], W->wv, d, d);
     attn_probs(g, l);
-    attn_out(g);
-    produced(g, w[A_ATT], nd, l, "attn out");
-    mm_fwd(g->tmp, w[A_ATT], W->wo, N, d, d);
-    produced(g, g->tmp, nd, l, "attn proj");
+    attn_out(g, l);
+    linear(g, l, "attn proj", g->tmp, w[A_ATT], W->wo, d, d);
     add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
 
     /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T */
-    rms_fwd(w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm, N, d);
-    produced(g, w[A_XN2], nd, l, "mlp norm");
-    mm_fwd(w[A_G], w[A_XN2], W->w_gate, N, f, d);
-    mm_fwd(w[A_U], w[A_XN2], W->w_up, N, f, d);
-    produced(g, w[A_G], nf, l, "gate");
-    produced(g, w[A_U], nf, l, "up");
+    rmsnorm(g, l, "mlp norm", w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm);
+    linear(g, l, "gate", w[A_G], w[A_XN2], W->w_gate, f, d);
+    linear(g, l, "up", w[A_U], w[A_XN2], W->w_up, f, d);
     swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
-    mm_fwd(g->tmp, w[A_H], W->w_down, N, d, f);
-    produced(g, g->tmp, nd, l, "mlp out");
+    linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
     add(g, res, w[A_XM], g->tmp, nd, l, "output");
 
     if (save) /* the kept tensors not computed in place */
@@ -1060,39 +1090,29 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     if (g->inj && g->inj->inf_grad_layer == l)
         g->dh[0] = INFINITY; /* the lessons' injected overflow */
     check(g, g->dh, nf, l, "grad mlp hidden");
-    mm_dw_acc(G->w_down, dres, w[A_H], N, d, f, g->accumulate);
-    produced_grad(g, G->w_down, (size_t)d * f, l, "grad w_down");
+    weight_grad(g, l, "grad w_down", G->w_down, dres, w[A_H], d, f);
 
     /* h = silu(a) u: see swiglu_backward */
     swiglu_backward(g, g->dg, g->du, g->dh, w[A_G], w[A_U], nf);
-    mm_dw_acc(G->w_gate, g->dg, w[A_XN2], N, f, d, g->accumulate);
-    mm_dw_acc(G->w_up, g->du, w[A_XN2], N, f, d, g->accumulate);
-    produced_grad(g, G->w_gate, (size_t)f * d, l, "grad w_gate");
-    produced_grad(g, G->w_up, (size_t)f * d, l, "grad w_up");
+    weight_grad(g, l, "grad w_gate", G->w_gate, g->dg, w[A_XN2], f, d);
+    weight_grad(g, l, "grad w_up", G->w_up, g->du, w[A_XN2], f, d);
     /* a = xn2 Wg^T, u = xn2 Wu^T: dxn2 = da Wg + du Wu */
     mm_dx(g->dxn, g->dg, W->w_gate, N, f, d, 0.0f);
     mm_dx(g->dxn, g->du, W->w_up, N, f, d, 1.0f);
     produced(g, g->dxn, nd, l, "grad mlp norm");
-    /* xn2 = RMSNorm(xm), added into dres: see rms_bwd */
+    /* xn2 = RMSNorm(xm): see rms_bwd; dxm joins the residual's gradient in dres */
     rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, N, d);
     produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
     produced(g, dres, nd, l, "grad attn residual");
 }
 
-/* The attention's backward: dres holds d loss / d xm on entry, d loss / d x (the layer's
- * input) on return; writes the gradients of wo, wq, wk, wv and attn_norm. */
-static void attn_backward(struct gpt *g, int l, float *dres)
+/* The attention core's backward, per (batch, head), from datt to dq, dk, dv (rounded), with
+ * the probabilities, q, k and v of layer l in the workspace. */
+static void attn_core_backward(struct gpt *g, int l)
 {
     int N = g->N, d = g->c.d, T = g->c.seq, H = g->c.heads, hd = g->hd;
     size_t nd = (size_t)N * d, TT = (size_t)T * T;
-    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->w;
-
-    /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
-    mm_dx(g->datt, dres, W->wo, N, d, d, 0.0f);
-    rnd(g, g->datt, nd);
-    mm_dw_acc(G->wo, dres, w[A_ATT], N, d, d, g->accumulate);
-    produced_grad(g, G->wo, (size_t)d * d, l, "grad wo");
     float scale = (float)(1.0 / sqrt((double)hd));
     prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
@@ -1133,16 +1153,28 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     rnd(g, g->dk, nd);
     rnd(g, g->dv, nd);
     /* q and k were rotated after their projections: dq, dk turned back (see rope) */
-    rope(g, g->dq, -1);
-    rope(g, g->dk, -1);
-    rnd(g, g->dq, nd);
-    rnd(g, g->dk, nd);
-    mm_dw_acc(G->wq, g->dq, w[A_XN1], N, d, d, g->accumulate);
-    mm_dw_acc(G->wk, g->dk, w[A_XN1], N, d, d, g->accumulate);
-    mm_dw_acc(G->wv, g->dv, w[A_XN1], N, d, d, g->accumulate);
-    produced_grad(g, G->wq, (size_t)d * d, l, "grad wq");
-    produced_grad(g, G->wk, (size_t)d * d, l, "grad wk");
-    produced_grad(g, G->wv, (size_t)d * d, l, "grad wv");
+    rope(g, l, NULL, g->dq, -1);
+    rope(g, l, NULL, g->dk, -1);
+}
+
+/* The attention's backward: dres holds d loss / d xm on entry, d loss / d x (the layer's
+ * input) on return; writes the gradients of wo, wq, wk, wv and attn_norm. */
+static void attn_backward(struct gpt *g, int l, float *dres)
+{
+    int N = g->N, d = g->c.d;
+    size_t nd = (size_t)N * d;
+    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
+    float **w = g->w;
+
+    /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
+    mm_dx(g->datt, dres, W->wo, N, d, d, 0.0f);
+    rnd(g, g->datt, nd);
+    weight_grad(g, l, "grad wo", G->wo, dres, w[A_ATT], d, d);
+    /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see attn_core_backward */
+    attn_core_backward(g, l);
+    weight_grad(g, l, "grad wq", G->wq, g->dq, w[A_XN1], d, d);
+    weight_grad(g, l, "grad wk", G->wk, g->dk, w[A_XN1], d, d);
+    weight_grad(g, l, "grad wv", G->wv, g->dv, w[A_XN1], d, d);
     /* q, k, v = xn1 W^T: dxn1 = dq Wq + dk Wk + dv Wv */
     mm_dx(g->dxn, g->dq, W->wq, N, d, d, 0.0f);
     mm_dx(g->dxn, g->dk, W->wk, N, d, d, 1.0f);
@@ -1250,8 +1282,7 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
     const float *E = g->params, *wf = g->params + g->nparams - d;
     hook(g, GPT_HOOK_FORWARD, GPT_UNIT_HEAD);
     store(g, head[H_X], g->res, nd);
-    rms_fwd(g->hn, head[H_RSTD], g->res, wf, N, d);
-    produced(g, g->hn, nd, -1, "final norm");
+    rmsnorm(g, -1, "final norm", g->hn, head[H_RSTD], g->res, wf);
     store(g, head[H_N], g->hn, nd);
     mm_fwd(g->logits, g->hn, E, N, V, d);
     if (g->inj && g->inj->logit_factor != 1.0f)
