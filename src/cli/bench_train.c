@@ -108,7 +108,8 @@ static int run(struct bench *b)
 
 const struct bench_case bench_train = {
     "train",
-    "a training step of the small GPT in fp32, bf16 and fp16, and of the torch-compare GPT in fp32: "
+    "a training step of the small GPT in fp32, bf16 and fp16, and of the torch-compare GPT in "
+    "fp32: "
     "tokens/s, matmul GFLOP/s, time per phase",
     run,
 };
