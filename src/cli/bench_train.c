@@ -5,14 +5,14 @@
  * Reported: tokens per second, and the step's matmul FLOPs (the model's own count:
  * gpt_step_flops) over the step's wall time, as a ratio to the sgemm rate measured in the
  * same run. Both run OpenBLAS on one thread (cli/main.c sets it before anything runs), so the
- * ratio compares like with like. The step also does non-matmul work (norms, softmax, SwiGLU,
- * RoPE, AdamW over every parameter, and in bf16/fp16 the rounding of every tensor), so the
- * ratio says how much of the step is spent at sgemm speed. bf16 and fp16 are emulated
- * (rounding through num/fp.h); their cost is reported as the ratio of their step time to
- * fp32's. Where the time goes is measured with the per-phase timers (base/prof.h) on separate
- * steps after the timed ones, so the clock reads are not in the timed steps: the phases of
- * the fastest of them. Buffers are
- * allocated once per run, before timing. */
+ * ratio compares like with like; both are timed by the thread's CPU time (bench_cpu_time),
+ * since everything runs in this thread, so a shared machine's other processes do not count. The
+ * step also does non-matmul work (norms, softmax, SwiGLU, RoPE, AdamW over every parameter, and in
+ * bf16/fp16 the rounding of every tensor), so the ratio says how much of the step is spent at sgemm
+ * speed. bf16 and fp16 are emulated (rounding through num/fp.h); their cost is reported as the
+ * ratio of their step time to fp32's. Where the time goes is measured with the per-phase timers
+ * (base/prof.h) on separate steps after the timed ones, so the clock reads are not in the timed
+ * steps: the phases of the fastest of them. Buffers are allocated once per run, before timing. */
 #include "config.h"
 #include "cli/bench.h"
 
@@ -50,7 +50,7 @@ static int run_one(struct bench *b, const char *model, int batch, enum fp_format
     struct gpt_flops fl = gpt_step_flops(&o.shape, o.batch, &o.ckpt);
     one_step(tr); /* warm: first touches of caches and tables */
     double min_s = b->quick ? 0.05 : 1.0;
-    *t = bench_time(one_step, tr, min_s);
+    *t = bench_cpu_time(one_step, tr, min_s);
 
     /* where the time goes: steps with the phase timers on; the fastest one's phases (the
      * machine may be shared: the fastest step is the one least disturbed) */
@@ -58,11 +58,11 @@ static int run_one(struct bench *b, const char *model, int batch, enum fp_format
     double total = 1e300, start = clock_now();
     do {
         struct prof pr = {0};
-        double t0 = clock_now();
+        double t0 = clock_thread_cpu();
         prof_attach(&pr);
         one_step(tr);
         prof_attach(NULL);
-        double dt = clock_now() - t0;
+        double dt = clock_thread_cpu() - t0;
         if (dt < total)
             total = dt, best = pr;
     } while (clock_now() - start < min_s / 2);
