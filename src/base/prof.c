@@ -20,7 +20,7 @@ void prof_enter(enum prof_phase ph)
     struct prof *p = current;
     if (!p)
         return;
-    double t = clock_thread_cpu();
+    double t = clock_now();
     if (p->depth > 0)
         p->seconds[p->stack[(p->depth < DEPTH ? p->depth : DEPTH) - 1]] += t - p->since;
     if (p->depth < DEPTH)
@@ -34,7 +34,7 @@ void prof_leave(void)
     struct prof *p = current;
     if (!p || p->depth == 0)
         return;
-    double t = clock_thread_cpu();
+    double t = clock_now();
     p->seconds[p->stack[(p->depth < DEPTH ? p->depth : DEPTH) - 1]] += t - p->since;
     p->depth--;
     p->since = t;

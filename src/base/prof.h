@@ -1,10 +1,11 @@
 /* Where a thread's time goes, by phase of a training step (the bench's per-phase table).
  *
  * A phase is entered and left around the code that does it (prof_enter / prof_leave, which
- * nest: time inside an inner phase counts for the inner one only). The time is the thread's
- * CPU time (clock_thread_cpu), so a shared machine's other processes do not count. Off unless
- * the thread has attached a struct prof, and then a clock read per enter and leave; the
- * results never depend on it. */
+ * nest: time inside an inner phase counts for the inner one only). Wall time (clock_now: a
+ * CPU-time clock costs a system call, too much for this many reads). Off unless the thread
+ * has attached a struct prof, and then a clock read per enter and leave; the results never
+ * depend on it. Work fused into a loop (a block rounded where it is produced) counts as that
+ * loop's phase. */
 #ifndef SCALELAB_BASE_PROF_H
 #define SCALELAB_BASE_PROF_H
 

@@ -3,7 +3,7 @@
  * fp32, on this host's one core.
  *
  * Reported: tokens per second, and the step's matmul FLOPs (the model's own count:
- * gpt_step_flops) over the step's wall time, as a ratio to the sgemm rate measured in the
+ * gpt_step_flops) over the step's time, as a ratio to the sgemm rate measured in the
  * same run. Both run OpenBLAS on one thread (cli/main.c sets it before anything runs), so the
  * ratio compares like with like; both are timed by the thread's CPU time (bench_cpu_time),
  * since everything runs in this thread, so a shared machine's other processes do not count. The
@@ -11,8 +11,9 @@
  * bf16/fp16 the rounding of every tensor), so the ratio says how much of the step is spent at sgemm
  * speed. bf16 and fp16 are emulated (rounding through num/fp.h); their cost is reported as the
  * ratio of their step time to fp32's. Where the time goes is measured with the per-phase timers
- * (base/prof.h) on separate steps after the timed ones, so the clock reads are not in the timed
- * steps: the phases of the fastest of them. Buffers are allocated once per run, before timing. */
+ * (base/prof.h, wall time) on separate steps after the timed ones, so the clock reads are not
+ * in the timed steps: the phases of the fastest of them by the wall clock. Buffers are allocated
+ * once per run, before timing. */
 #include "config.h"
 #include "cli/bench.h"
 
@@ -58,11 +59,11 @@ static int run_one(struct bench *b, const char *model, int batch, enum fp_format
     double total = 1e300, start = clock_now();
     do {
         struct prof pr = {0};
-        double t0 = clock_thread_cpu();
+        double t0 = clock_now();
         prof_attach(&pr);
         one_step(tr);
         prof_attach(NULL);
-        double dt = clock_thread_cpu() - t0;
+        double dt = clock_now() - t0;
         if (dt < total)
             total = dt, best = pr;
     } while (clock_now() - start < min_s / 2);

@@ -645,11 +645,20 @@ void gpt_diag(const struct gpt *g, struct gpt_diag *out)
 
 /* ------------------------------------------------------------------ helpers */
 
-static inline void rnd(const struct gpt *g, float *p, size_t n)
+/* Rounds n values to the working format in place. The loops that produce a tensor block by
+ * block call these helpers' _in forms, whose time is their loop's phase; the plain forms time
+ * themselves as rounding. */
+static inline void rnd_in(const struct gpt *g, float *p, size_t n)
+{
+    if (g->fmt != FP_FP32)
+        fp_round_n(g->fmt, p, p, n);
+}
+
+static void rnd(const struct gpt *g, float *p, size_t n)
 {
     if (g->fmt != FP_FP32) {
         prof_enter(PROF_ROUNDING);
-        fp_round_n(g->fmt, p, p, n);
+        rnd_in(g, p, n);
         prof_leave();
     }
 }
@@ -701,11 +710,16 @@ static void name_nonfinite(struct gpt *g, int layer, const char *what)
 }
 
 /* A tensor already in the working format (or one that is about to change) is looked at. */
+static void check_in(struct gpt *g, const float *p, size_t n, int layer, const char *name)
+{
+    if (!g->nonfinite[0] && any_nonfinite(p, n))
+        name_nonfinite(g, layer, name);
+}
+
 static void check(struct gpt *g, const float *p, size_t n, int layer, const char *name)
 {
     prof_enter(PROF_ROUNDING);
-    if (!g->nonfinite[0] && any_nonfinite(p, n))
-        name_nonfinite(g, layer, name);
+    check_in(g, p, n, layer, name);
     prof_leave();
 }
 
@@ -716,14 +730,12 @@ static void check(struct gpt *g, const float *p, size_t n, int layer, const char
 /* A tensor has just been computed in fp32: it is rounded to the working format where it is
  * produced (as a GPU kernel writing bf16 would) and, as it goes by, looked at for inf/NaN; the
  * first such tensor of the step is named "layer L NAME" (layer -1: NAME alone). */
-static void produced(struct gpt *g, float *p, size_t n, int layer, const char *name)
+static void produced_in(struct gpt *g, float *p, size_t n, int layer, const char *name)
 {
     bool look = !g->nonfinite[0];
-    prof_enter(PROF_ROUNDING);
     if (g->fmt == FP_FP32) {
         if (look && any_nonfinite(p, n))
             name_nonfinite(g, layer, name);
-        prof_leave();
         return;
     }
     for (size_t i = 0; i < n; i += BLOCK) {
@@ -734,6 +746,12 @@ static void produced(struct gpt *g, float *p, size_t n, int layer, const char *n
             look = false;
         }
     }
+}
+
+static void produced(struct gpt *g, float *p, size_t n, int layer, const char *name)
+{
+    prof_enter(PROF_ROUNDING);
+    produced_in(g, p, n, layer, name);
     prof_leave();
 }
 
@@ -921,7 +939,7 @@ static void add(struct gpt *g, float *y, const float *a, const float *b, size_t 
         size_t m = n - i < BLOCK ? n - i : BLOCK;
         for (size_t j = i; j < i + m; j++)
             y[j] = a[j] + b[j];
-        produced(g, y + i, m, layer, name);
+        produced_in(g, y + i, m, layer, name);
     }
 }
 
@@ -935,7 +953,7 @@ static void swiglu_forward(struct gpt *g, float *h, const float *a, const float 
         size_t m = n - i < BLOCK ? n - i : BLOCK;
         for (size_t j = i; j < i + m; j++)
             h[j] = a[j] / (1.0f + expf(-a[j])) * u[j];
-        produced(g, h + i, m, layer, "mlp hidden");
+        produced_in(g, h + i, m, layer, "mlp hidden");
     }
     prof_leave();
 }
@@ -954,8 +972,8 @@ static void swiglu_backward(struct gpt *g, float *da, float *du, const float *dh
             du[j] = dh[j] * (x * sg);
             da[j] = dh[j] * u[j] * (sg * (1.0f + x * (1.0f - sg)));
         }
-        rnd(g, da + i, m);
-        rnd(g, du + i, m);
+        rnd_in(g, da + i, m);
+        rnd_in(g, du + i, m);
     }
     prof_leave();
 }
@@ -982,10 +1000,10 @@ static void attn_probs(struct gpt *g, int l)
                         s, T);
             for (int i = 0; i < T; i++)
                 memset(s + (size_t)i * T + i + 1, 0, (size_t)(T - 1 - i) * sizeof *s);
-            rnd(g, s, TT);
+            rnd_in(g, s, TT);
             if (g->inj && g->inj->nan_scores_layer == l && b == 0 && h == 0)
                 s[0] = NAN;
-            check(g, s, TT, l, "attn scores");
+            check_in(g, s, TT, l, "attn scores");
             for (int i = 0; i < T; i++) {
                 float *row = s + (size_t)i * T;
                 float mx = row[0];
@@ -998,7 +1016,7 @@ static void attn_probs(struct gpt *g, int l)
                 for (int j = 0; j <= i; j++)
                     row[j] *= inv;
             }
-            produced(g, s, TT, l, "attn probs");
+            produced_in(g, s, TT, l, "attn probs");
         }
     prof_leave();
 }
@@ -1126,7 +1144,7 @@ static void attn_core_backward(struct gpt *g, int l)
                         w[A_V] + off, d, 0.0f, dp, T);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, dO, d, 0.0f,
                         g->dv + off, d);
-            rnd(g, dp, TT);
+            rnd_in(g, dp, TT);
             /* P = softmax(S) row by row: dS_j = P_j (dP_j - sum_k P_k dP_k), since
              * dP_i/dS_j = P_i (delta_ij - P_j); times the 1/sqrt(hd) of S = q k^T / sqrt(hd).
              * Masked entries (j > i) have P = 0 and get no gradient. */
@@ -1141,7 +1159,7 @@ static void attn_core_backward(struct gpt *g, int l)
                 for (int j = i + 1; j < T; j++)
                     dr[j] = 0.0f;
             }
-            produced(g, dp, TT, l, "grad attn scores");
+            produced_in(g, dp, TT, l, "grad attn scores");
             /* S = Q K^T (scaled above): dQ = dS K, dK = dS^T Q */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
                         w[A_K] + off, d, 0.0f, g->dq + off, d);
