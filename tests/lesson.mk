@@ -22,7 +22,7 @@ FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/comm/cost.c $(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c \
 	$(top_srcdir)/src/sim/port.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
-	$(top_srcdir)/src/base/datadir.c
+	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c
 EXTRA_DIST += tests/fuzz
 
 # clang 14 does not know the "f16c" feature name that num/fp.c asks __builtin_cpu_supports

@@ -100,10 +100,11 @@ enum gpt_ckpt_kind { GPT_CKPT_NONE, GPT_CKPT_SEGMENTS, GPT_CKPT_SELECTIVE };
 struct gpt_ckpt {
     enum gpt_ckpt_kind kind;
     int every;     /* segment length for GPT_CKPT_SEGMENTS; 0 means sqrt (resolved by gpt_new) */
-    char name[24]; /* as given: "none", "full", "every:2", "sqrt", "selective" */
+    char name[24]; /* "none", "full", "every:2", "sqrt", "selective" (ckpt_name) */
 };
 
-/* Parses "none", "full", "every:K" (K >= 1), "sqrt", "selective"; 0 or ERR_INVAL. */
+/* Parses "none", "full", "every:K" (K >= 1), "sqrt", "selective" (base/ckpt.h's vocabulary,
+ * shared with the calculator); 0 or ERR_INVAL. */
 int gpt_ckpt_parse(const char *s, struct gpt_ckpt *out, struct error *e);
 /* The segment length a policy uses for L layers (1 for full; 0 when not segmented). */
 int gpt_ckpt_segment(const struct gpt_ckpt *p, int layers);

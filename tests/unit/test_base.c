@@ -1,10 +1,13 @@
-/* Unit tests of src/base: number and size parsing and formatting, the random generator. */
+/* Unit tests of src/base: number and size parsing and formatting, the random generator, the
+ * phase timers. */
 #include "config.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
+#include "base/prof.h"
 #include "base/rng.h"
 #include "base/units.h"
 #include "cli/opts.h"
@@ -193,11 +196,52 @@ START_TEST(opts_once)
 }
 END_TEST
 
+/* Nested phases count exclusive time: the inner phase's time is not
+ * the outer's too, so the phases add up to the time between the outermost enter and leave
+ * (read here around them); detached, nothing is counted. */
+static void busy(double seconds)
+{
+    double t0 = clock_now();
+    while (clock_now() - t0 < seconds)
+        ;
+}
+
+START_TEST(phase_timers_nest_exclusively)
+{
+    struct prof p = {0};
+    prof_attach(&p);
+    double t0 = clock_now();
+    prof_enter(PROF_MATMUL);
+    busy(1e-3);
+    prof_enter(PROF_ROUNDING);
+    busy(2e-3);
+    prof_leave();
+    busy(1e-3);
+    prof_leave();
+    double t1 = clock_now();
+    prof_attach(NULL);
+    prof_enter(PROF_NORM);
+    busy(1e-4);
+    prof_leave();
+    ck_assert_int_eq(p.depth, 0);
+    ck_assert_double_ge(p.seconds[PROF_MATMUL], 2e-3);
+    ck_assert_double_ge(p.seconds[PROF_ROUNDING], 2e-3);
+    double sum = 0;
+    for (int i = 0; i < PROF_PHASES; i++)
+        sum += p.seconds[i];
+    ck_assert_double_le(sum, t1 - t0);
+    ck_assert_double_ge(sum, 4e-3);
+    ck_assert(p.seconds[PROF_NORM] == 0);
+    ck_assert_str_eq(prof_name(PROF_MATMUL), "matmuls");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("base");
     TCase *tc = tcase_create("units");
     tcase_add_test(tc, parse_double_accepts_numbers);
+    tcase_add_test(tc, phase_timers_nest_exclusively);
     tcase_add_test(tc, parse_double_rejects_garbage);
     tcase_add_test(tc, parse_int_ranges);
     tcase_add_test(tc, parse_bytes_units);
