@@ -32,24 +32,44 @@
 #include "sim/trace.h"
 
 static const struct opt options[] = {
-    {"model", 0, true},        {"steps", 0, true},
-    {"batch", 0, true},        {"seed", 0, true},
-    {"lr", 0, true},           {"betas", 0, true},
-    {"wd", 0, true},           {"eps", 0, true},
-    {"precision", 0, true},    {"loss-scale", 0, true},
-    {"init-scale", 0, true},   {"growth-interval", 0, true},
-    {"hysteresis", 0, true},   {"clip", 0, true},
-    {"skip-spikes", 0, false}, {"spike-z", 0, true},
-    {"spike-window", 0, true}, {"inject", 0, true},
-    {"checkpoint", 0, true},   {"json", 0, false},
-    {"dump", 0, true},         {"trace", 0, true},
-    {"cluster", 0, true},      {"summary", 0, false},
-    {"gpus", 0, true},         {"zero", 0, true},
-    {"bucket", 0, true},       {"prefetch", 0, true},
-    {"grad-accum", 0, true},   {"fail", 0, true},
-    {"nodes", 0, true},        {"pp", 0, true},
-    {"dp", 0, true},           {"tp", 0, true},            {"sequence-parallel", 0, false},           {"micro-batches", 0, true},
-    {"schedule", 0, true},     {"chunks", 0, true},
+    {"model", 0, true},
+    {"steps", 0, true},
+    {"batch", 0, true},
+    {"seed", 0, true},
+    {"lr", 0, true},
+    {"betas", 0, true},
+    {"wd", 0, true},
+    {"eps", 0, true},
+    {"precision", 0, true},
+    {"loss-scale", 0, true},
+    {"init-scale", 0, true},
+    {"growth-interval", 0, true},
+    {"hysteresis", 0, true},
+    {"clip", 0, true},
+    {"skip-spikes", 0, false},
+    {"spike-z", 0, true},
+    {"spike-window", 0, true},
+    {"inject", 0, true},
+    {"checkpoint", 0, true},
+    {"json", 0, false},
+    {"dump", 0, true},
+    {"trace", 0, true},
+    {"cluster", 0, true},
+    {"summary", 0, false},
+    {"gpus", 0, true},
+    {"zero", 0, true},
+    {"bucket", 0, true},
+    {"prefetch", 0, true},
+    {"grad-accum", 0, true},
+    {"fail", 0, true},
+    {"nodes", 0, true},
+    {"pp", 0, true},
+    {"dp", 0, true},
+    {"tp", 0, true},
+    {"sequence-parallel", 0, false},
+    {"micro-batches", 0, true},
+    {"schedule", 0, true},
+    {"chunks", 0, true},
     {NULL, 0, false},
 };
 
@@ -614,8 +634,8 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
     for (int st = 0; p->ok && st < o->pp; st++) {
         struct memory_result *m = &p->stage_m[st];
         p->ok = memory_compute_stage(&c, st, m, &e) == 0 &&
-                traffic_compute_stage(&c, spec, o->pp > 1 ? st : -1, m->params_gpu, m->stage_layers,
-                                      0, 0, &p->stage_t[st], &e) == 0;
+                traffic_compute_stage(&c, spec, o->pp > 1 || o->tp > 1 ? st : -1, m->params_gpu,
+                                      m->stage_layers, 0, 0, &p->stage_t[st], &e) == 0;
     }
     if (p->ok)
         p->m = p->stage_m[0], p->t = p->stage_t[0];
@@ -758,7 +778,8 @@ static void print_summary_json(const struct args *r, const struct run *run,
         json_object_set_new(gj, "comm_bytes_per_step",
                             json_pack("{s:I, s:I, s:I}", "data_parallel",
                                       (json_int_t)g->sent_per_step, "tensor_parallel",
-                                      (json_int_t)0, "pipeline", (json_int_t)g->pp_sent_per_step));
+                                      (json_int_t)g->tp_sent_per_step, "pipeline",
+                                      (json_int_t)g->pp_sent_per_step));
         json_array_append_new(per, gj);
     }
     json_object_set_new(m, "per_gpu", per);
@@ -799,6 +820,7 @@ static void print_summary_json(const struct args *r, const struct run *run,
             for (int k = 0; k < 6; k++)
                 dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
             dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
+                     fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
                      fabs((double)g->pp_sent_per_step - pt->pp.bytes);
         }
         json_object_set_new(
@@ -987,8 +1009,8 @@ static int train_main(int argc, char **argv)
     int mp = o->tp * o->pp;
     if (r.dp) {
         if (r.gpus_given && o->gpus != r.dp * mp)
-            return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus,
-                             r.dp, o->tp, o->pp);
+            return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus, r.dp,
+                             o->tp, o->pp);
         if (r.dp * mp > 64)
             return cli_usage("train", "--dp %d x --tp %d x --pp %d is %d GPUs, more than 64", r.dp,
                              o->tp, o->pp, r.dp * mp);

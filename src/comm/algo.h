@@ -16,10 +16,11 @@ struct algo {
     size_t count, es; /* elements, bytes per element */
     enum fp_format dt;
     int n, rank, root;
-    int chunks;           /* pipeline chunks (chains and trees) */
-    int stream;           /* the device stream (dbtree also uses stream + 1) */
-    const size_t *bounds; /* NULL, or the n chunks' edges in elements (struct coll) */
-    const int *group;     /* NULL, or the device ranks of the group, indexed 0..n-1 */
+    int chunks;             /* pipeline chunks (chains and trees) */
+    int stream;             /* the device stream (dbtree also uses stream + 1) */
+    const size_t *bounds;   /* NULL, or the n chunks' edges in elements (struct coll) */
+    const int *group;       /* NULL, or the device ranks of the group, indexed 0..n-1 */
+    dev_combine_fn combine; /* the reduction: reduce_sum or reduce_max (ctx: &dt) */
 };
 
 /* Point-to-point between members of the algorithm's group: peers are group indices

@@ -153,7 +153,10 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
         .stream = c->stream,
         .bounds = c->bounds,
         .group = c->group,
+        .combine = c->max ? reduce_max : reduce_sum,
     };
+    if (c->max && (c->dtype != FP_FP32 || c->op == COST_ALLGATHER || c->op == COST_BROADCAST))
+        return error_set(e, ERR_INVAL, "a maximum reduces fp32 data");
     if (a.es == 0)
         return error_set(e, ERR_INVAL, "collectives carry fp32, bf16 or fp16 data");
     if ((c->op == COST_BROADCAST || c->op == COST_REDUCE) && (c->root < 0 || c->root >= n))
@@ -210,7 +213,7 @@ static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, 
 static int one(struct device *d, enum cost_op op, void *buf, size_t count, enum fp_format dt,
                int root, enum cost_algo algo, struct error *e)
 {
-    struct coll c = {op, algo, buf, count, dt, root, 0, NULL, NULL, 0};
+    struct coll c = {op, algo, buf, count, dt, root, 0, NULL, NULL, 0, false};
     return coll_run(d, &c, e);
 }
 

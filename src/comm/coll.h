@@ -35,6 +35,7 @@
 #ifndef SCALELAB_COMM_COLL_H
 #define SCALELAB_COMM_COLL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "comm/cost.h"
@@ -64,6 +65,9 @@ struct coll {
      * the data-parallel GPUs of one tensor-parallel rank. Only its members call it. */
     const int *group;
     int group_size;
+    /* Reduce by the element-wise maximum instead of the sum (fp32 all-reduce, reduce-scatter
+     * and reduce): tensor parallelism's cross-entropy takes the row maximum over the group. */
+    bool max;
 };
 
 /* Every device calls it with the same op, algo, count, dtype and root. 0, ERR_INVAL (an

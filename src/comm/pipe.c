@@ -43,7 +43,7 @@ static int reduce_chunk(const struct algo *a, const struct part *t, int k, int s
     struct dev_tag tag = {step, k, "reduce", t->stream};
     for (int c = 0; c < 2; c++)
         if (t->node.child[c] >= 0) {
-            int rc = algo_recv(a, t->node.child[c], p, b, &tag, reduce_sum, &dt, e);
+            int rc = algo_recv(a, t->node.child[c], p, b, &tag, a->combine, &dt, e);
             if (rc)
                 return rc;
         }

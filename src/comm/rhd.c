@@ -46,7 +46,7 @@ static int halving(const struct algo *a, int np, int me, const int *real, int st
         struct dev_tag tag = {step, low ? mid : lo, "reduce-scatter", a->stream};
         int rc = dev_step(a->d, step, e);
         if (!rc)
-            rc = algo_sendrecv(a, real[partner], sp, sb, real[partner], kp, kb, &tag, reduce_sum,
+            rc = algo_sendrecv(a, real[partner], sp, sb, real[partner], kp, kb, &tag, a->combine,
                                &dt, e);
         if (rc)
             return rc;
@@ -124,7 +124,7 @@ int rhd_allreduce(const struct algo *a, struct error *e)
             if (!rc)
                 rc = dev_wait(a->d, &req, e);
         } else if (rank < 2 * r) {
-            rc = algo_recv(a, rank - 1, a->buf, bytes, &tag, reduce_sum, &dt, e);
+            rc = algo_recv(a, rank - 1, a->buf, bytes, &tag, a->combine, &dt, e);
         }
         if (rc)
             return rc;

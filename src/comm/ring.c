@@ -32,7 +32,7 @@ int ring_reduce_scatter(const struct algo *a, int step0, struct error *e)
         struct dev_tag tag = {step0 + s, sc, "reduce-scatter", a->stream};
         int rc2 = dev_step(a->d, step0 + s, e);
         if (!rc2)
-            rc2 = algo_sendrecv(a, next, sp, sb, prev, rp, rb, &tag, reduce_sum, &dt, e);
+            rc2 = algo_sendrecv(a, next, sp, sb, prev, rp, rb, &tag, a->combine, &dt, e);
         if (rc2)
             return rc2;
     }
@@ -83,7 +83,7 @@ static int chain(const struct algo *a, bool reduce, struct error *e)
         struct dev_tag tag = {k, k, phase, a->stream};
         int rc = dev_step(a->d, k, e);
         if (!rc && has_up)
-            rc = algo_recv(a, from, p, b, &tag, reduce ? reduce_sum : NULL, &dt, e);
+            rc = algo_recv(a, from, p, b, &tag, reduce ? a->combine : NULL, &dt, e);
         if (!rc && has_down) {
             struct dev_req req;
             rc = algo_isend(a, to, p, b, &tag, &req, e);

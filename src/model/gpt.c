@@ -166,6 +166,9 @@ enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
 struct gpt {
     struct gpt_config c;
     int B, N, hd, seg; /* seg: segment length (0: not segmented) */
+    /* tensor parallelism: tp ranks, this one tr; its heads hl (width dl = hl hd), FFN width
+     * fl and vocabulary rows vl, from row v0 (tp 1: the whole model's) */
+    int tp, tr, hl, dl, fl, vl, v0;
     struct gpt_ckpt ckpt;
     enum fp_format fmt;
     size_t esize;           /* bytes per stored activation element */
@@ -190,6 +193,7 @@ struct gpt {
     float *ws[A_COUNT], *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du,
         *dp;
     float *hx, *hn, *hrstd, *logits;
+    float *rowmax, *rowsum, *rowtgt; /* tensor parallelism: the cross-entropy's row statistics */
     double *colsum;
     float *rope_cos, *rope_sin; /* [T, hd / 2] */
 
@@ -261,11 +265,13 @@ void gpt_free(struct gpt *g)
 
 static size_t act_elems(const struct gpt *g, int a)
 {
-    size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->c.ffn;
-    if (a == A_P)
-        return (size_t)g->B * g->c.heads * g->c.seq * g->c.seq;
+    size_t N = (size_t)g->N, d = (size_t)g->c.d;
+    if (a == A_P) /* this rank's heads */
+        return (size_t)g->B * g->hl * g->c.seq * g->c.seq;
     if (a == A_G || a == A_U || a == A_H)
-        return N * f;
+        return N * (size_t)g->fl;
+    if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
+        return N * (size_t)g->dl;
     if (a == A_RSTD1 || a == A_RSTD2)
         return N;
     return N * d;
@@ -301,15 +307,116 @@ static void blas_single_thread(void)
     openblas_set_num_threads(1);
 }
 
+static int part_tp(const struct gpt_part *p)
+{
+    return p && p->tp > 1 ? p->tp : 1;
+}
+
+/* The nine tensors of a layer as a part holds them, rows x cols each, in order: a
+ * tensor-parallel rank's shards (tp 1: the whole tensors). */
+static void layer_shapes(const struct gpt_config *c, int tp, size_t rows[9], size_t cols[9])
+{
+    size_t d = (size_t)c->d, dl = d / (size_t)tp, fl = (size_t)c->ffn / (size_t)tp;
+    const size_t r[9] = {1, dl, dl, dl, d, 1, fl, fl, d};
+    const size_t k[9] = {d, d, d, d, dl, d, d, d, fl};
+    memcpy(rows, r, sizeof r);
+    memcpy(cols, k, sizeof k);
+}
+
+static size_t part_layer_params(const struct gpt_config *c, int tp)
+{
+    size_t rows[9], cols[9], n = 0;
+    layer_shapes(c, tp, rows, cols);
+    for (int k = 0; k < 9; k++)
+        n += rows[k] * cols[k];
+    return n;
+}
+
+/* Elements of a part's embedding (its vocabulary rows), 0 without either end. */
+static size_t part_embedding(const struct gpt_config *c, const struct gpt_part *p)
+{
+    return p->embed || p->head ? (size_t)(c->vocab / part_tp(p)) * (size_t)c->d : 0;
+}
+
 /* Parameters of a part: the embedding when it has either end (the head's is the tied one),
  * its layers, the final norm with the head. */
 size_t gpt_part_param_count(const struct gpt_config *c, const struct gpt_part *p)
 {
     if (!p)
         return gpt_param_count(c);
-    size_t d = (size_t)c->d, lp = 2 * d + 4 * d * d + 3 * d * (size_t)c->ffn;
-    return (p->embed || p->head ? (size_t)c->vocab * d : 0) + (size_t)p->count * lp +
-           (p->head ? d : 0);
+    return part_embedding(c, p) + (size_t)p->count * part_layer_params(c, part_tp(p)) +
+           (p->head ? (size_t)c->d : 0);
+}
+
+enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i)
+{
+    size_t emb = (size_t)c->vocab * (size_t)c->d, lp = layer_params(c);
+    if (i < emb)
+        return GPT_EMBEDDING;
+    if (i >= emb + (size_t)c->layers * lp)
+        return GPT_FINAL_NORM;
+    size_t j = (i - emb) % lp, rows[9], cols[9];
+    layer_shapes(c, 1, rows, cols);
+    int k = 0;
+    while (j >= rows[k] * cols[k])
+        j -= rows[k] * cols[k], k++;
+    return (enum gpt_kind)(GPT_ATTN_NORM + k);
+}
+
+size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p, size_t i)
+{
+    struct gpt_part whole = {0, c->layers, true, true, 1, 1, 0};
+    if (!p)
+        p = &whole;
+    int tp = part_tp(p), r = p->tprank;
+    size_t d = (size_t)c->d, emb = part_embedding(c, p), lp = part_layer_params(c, tp);
+    if (i < emb) /* vocabulary rows r vl.. */
+        return (size_t)r * emb + i;
+    i -= emb;
+    if (i < (size_t)p->count * lp) {
+        int l = p->first + (int)(i / lp);
+        size_t j = i % lp, rows[9], cols[9];
+        layer_shapes(c, tp, rows, cols);
+        int k = 0;
+        while (j >= rows[k] * cols[k])
+            j -= rows[k] * cols[k], k++;
+        size_t row = j / cols[k], col = j % cols[k];
+        struct gpt_tensor t = gpt_tensor_at(c, 1 + 9 * (size_t)l + (size_t)k);
+        if (k == 4 || k == 8) /* wo, w_down: row-parallel, a block of columns */
+            col += (size_t)r * cols[k];
+        else if (k != 0 && k != 5) /* wq, wk, wv, w_gate, w_up: a block of rows */
+            row += (size_t)r * rows[k];
+        return t.offset + row * (size_t)t.cols + col;
+    }
+    i -= (size_t)p->count * lp;
+    if (p->head && i < d)
+        return gpt_param_count(c) - d + i;
+    return SIZE_MAX;
+}
+
+size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size_t *off, size_t max)
+{
+    size_t n = 0, d = (size_t)c->d, rows[9], cols[9];
+    layer_shapes(c, part_tp(p), rows, cols);
+    size_t lp = part_layer_params(c, part_tp(p)), mlp = 0;
+    for (int k = 0; k < 5; k++)
+        mlp += rows[k] * cols[k];
+    size_t base = part_embedding(c, p);
+    for (int l = 0; l < p->count; l++, base += lp) {
+        if (n < max)
+            off[n] = base;
+        n++;
+        if (n < max)
+            off[n] = base + mlp;
+        n++;
+    }
+    if (p->head) {
+        if (n < max)
+            off[n] = base;
+        n++;
+    }
+    (void)d;
+    return n;
 }
 
 /* The shape of a model, before any buffer: 0 or an error. */
@@ -319,7 +426,15 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     int rc = gpt_config_check(c, e);
     if (rc)
         return rc;
-    g->part = part ? *part : (struct gpt_part){0, c->layers, true, true, 1};
+    g->part = part ? *part : (struct gpt_part){0, c->layers, true, true, 1, 1, 0};
+    int tp = part_tp(&g->part);
+    if (c->heads % tp != 0 || c->ffn % tp != 0 || c->vocab % tp != 0 || g->part.tprank < 0 ||
+        g->part.tprank >= tp)
+        return error_set(e, ERR_INVAL,
+                         "tensor parallelism over %d GPUs needs it to divide the heads (%d), the "
+                         "FFN width (%d) and the vocabulary (%d)",
+                         tp, c->heads, c->ffn, c->vocab);
+
     if (g->part.first < 0 || g->part.count < 1 || g->part.first + g->part.count > c->layers ||
         g->part.slots < 1 || g->part.slots > 4096)
         return error_set(e, ERR_INVAL,
@@ -333,6 +448,9 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->B = batch;
     g->N = batch * c->seq;
     g->hd = c->d / c->heads;
+    g->tp = tp, g->tr = g->part.tprank;
+    g->hl = c->heads / tp, g->dl = g->hl * g->hd, g->fl = c->ffn / tp;
+    g->vl = c->vocab / tp, g->v0 = g->tr * g->vl;
     g->ckpt = ckpt ? *ckpt : (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
     g->seg = gpt_ckpt_segment(&g->ckpt, g->part.count);
     g->fmt = fmt;
@@ -364,7 +482,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
 static void layout(struct gpt *g)
 {
     int L = g->c.layers;
-    size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->c.ffn, V = (size_t)g->c.vocab;
+    size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->fl, V = (size_t)g->vl;
     size_t T = (size_t)g->c.seq, half = (size_t)g->hd / 2;
     for (int k = 0; k < GPT_MEM_KINDS; k++)
         g->used[k] = 0;
@@ -412,21 +530,27 @@ static void layout(struct gpt *g)
     g->colsum = carve(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double));
     g->rope_cos = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
     g->rope_sin = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
+    if (g->tp > 1) {
+        g->rowmax = carve(g, GPT_MEM_WORKSPACE, N * 4);
+        g->rowsum = carve(g, GPT_MEM_WORKSPACE, N * 4);
+        g->rowtgt = carve(g, GPT_MEM_WORKSPACE, N * 4);
+    }
 
-    /* each layer's tensors, in the documented order; a part's flat buffer holds its layers
-     * right after the embedding (or first, without one) */
-    size_t emb = (size_t)g->c.vocab * d;
-    size_t shift =
-        gpt_tensor_at(&g->c, 1 + 9 * (size_t)pt->first).offset - (pt->embed || pt->head ? emb : 0);
+    /* each layer's tensors (or this rank's shards), in the documented order; a part's flat
+     * buffer holds its layers right after the embedding (or first, without one) */
+    size_t rows[9], cols[9], lp = part_layer_params(&g->c, g->tp);
+    layer_shapes(&g->c, g->tp, rows, cols);
     for (int l = pt->first; l < pt->first + pt->count; l++)
         for (int which = 0; which < 2; which++) {
             struct layer_ptrs *t = which ? &g->lg[l] : &g->lw[l];
-            float *base = which ? g->grads : g->params;
+            float *base = (which ? g->grads : g->params) + part_embedding(&g->c, pt) +
+                          (size_t)(l - pt->first) * lp;
             float **slot[9] = {&t->attn_norm, &t->wq,     &t->wk,   &t->wv,    &t->wo,
                                &t->mlp_norm,  &t->w_gate, &t->w_up, &t->w_down};
-            for (int k = 0; k < 9; k++)
-                *slot[k] =
-                    base + gpt_tensor_at(&g->c, 1 + 9 * (size_t)l + (size_t)k).offset - shift;
+            for (int k = 0; k < 9; k++) {
+                *slot[k] = base;
+                base += rows[k] * cols[k];
+            }
         }
 }
 
@@ -473,6 +597,10 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
         g->alloc = *alloc;
     if (!g->alloc.alloc)
         g->alloc.alloc = gpt_host_alloc, g->alloc.free = gpt_host_free;
+    if (g->tp > 1 && !g->alloc.tp_reduce) {
+        gpt_free(g);
+        return error_set(e, ERR_INVAL, "tensor parallelism needs the seam's tp_reduce");
+    }
     if (g->alloc.padded > g->nparams)
         g->nalloc = g->alloc.padded;
     static const char *const what[GPT_MEM_KINDS] = {[GPT_MEM_WEIGHTS] = "weights",
@@ -568,21 +696,22 @@ struct gpt_act_sizes gpt_act_sizes(const struct gpt *g)
 
 /* Matmul FLOPs (2 per multiply-add) of one layer's forward: the six projections, 2 N (4 d^2 +
  * 3 d F), and attention's QK^T and P V over full T x T blocks, 2 x 2 B H T^2 hd. */
+/* Matmul FLOPs of this rank (tp 1: of the whole layer) */
 static double attn_flops(const struct gpt *g)
 {
     double T = g->c.seq;
-    return 2.0 * 2.0 * g->B * g->c.heads * T * T * g->hd;
+    return 2.0 * 2.0 * g->B * g->hl * T * T * g->hd;
 }
 
 static double layer_flops(const struct gpt *g)
 {
-    double N = g->N, d = g->c.d, f = g->c.ffn;
-    return 2.0 * N * (4 * d * d + 3 * d * f) + attn_flops(g);
+    double N = g->N, d = g->c.d, dl = g->dl, f = g->fl;
+    return 2.0 * N * (4 * d * dl + 3 * d * f) + attn_flops(g);
 }
 
 static double head_flops(const struct gpt *g)
 {
-    return 2.0 * g->N * g->c.vocab * g->c.d;
+    return 2.0 * g->N * g->vl * g->c.d;
 }
 
 struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct gpt_ckpt *ckpt)
@@ -613,7 +742,8 @@ struct gpt_flops gpt_flops(const struct gpt *g)
 
 struct gpt_flops gpt_step_flops(const struct gpt_config *c, int batch, const struct gpt_ckpt *ckpt)
 {
-    struct gpt g = {.c = *c, .B = batch, .N = batch * c->seq, .hd = c->d / c->heads};
+    struct gpt g = {.c = *c, .B = batch, .N = batch * c->seq, .hd = c->d / c->heads, .tp = 1};
+    g.hl = c->heads, g.dl = c->d, g.fl = c->ffn, g.vl = c->vocab;
     g.ckpt = ckpt ? *ckpt : (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
     g.seg = gpt_ckpt_segment(&g.ckpt, c->layers);
     return gpt_flops(&g);
@@ -629,6 +759,14 @@ static void hook(const struct gpt *g, enum gpt_hook h, int unit)
 {
     if (g->alloc.hook)
         g->alloc.hook(g->alloc.ctx, h, unit);
+}
+
+/* Tensor parallelism: buf, this rank's part of a sum, becomes the group's sum (Megatron-LM's
+ * g operator after a row-parallel matmul, f's backward before a column-parallel one). */
+static void tp_sum(const struct gpt *g, float *buf, size_t n, const char *what)
+{
+    if (g->tp > 1)
+        g->alloc.tp_reduce(g->alloc.ctx, buf, n, GPT_TP_SUM, what);
 }
 
 void gpt_set_loss_tokens(struct gpt *g, double tokens)
@@ -906,7 +1044,7 @@ static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const f
  * dir -1 (sin negated). */
 static void rope_n(const struct gpt *g, float *x, int dir)
 {
-    int T = g->c.seq, H = g->c.heads, hd = g->hd, half = hd / 2, d = g->c.d;
+    int T = g->c.seq, H = g->hl, hd = g->hd, half = hd / 2, d = g->dl;
     prof_enter(PROF_ROPE);
     for (int r = 0; r < g->N; r++) {
         int t = r % T;
@@ -928,9 +1066,9 @@ static void rope(struct gpt *g, int l, const char *name, float *x, int dir)
 {
     rope_n(g, x, dir);
     if (name)
-        produced(g, x, (size_t)g->N * g->c.d, l, name);
+        produced(g, x, (size_t)g->N * g->dl, l, name);
     else
-        rnd(g, x, (size_t)g->N * g->c.d);
+        rnd(g, x, (size_t)g->N * g->dl);
 }
 
 /* y = a + b (a residual connection), produced block by block while in cache. */
@@ -989,7 +1127,7 @@ static void swiglu_backward(struct gpt *g, float *da, float *du, const float *dh
  * finite). Masked entries (j > i) are 0 and take no part in the softmax. */
 static void attn_probs(struct gpt *g, int l)
 {
-    int T = g->c.seq, H = g->c.heads, hd = g->hd, d = g->c.d;
+    int T = g->c.seq, H = g->hl, hd = g->hd, d = g->dl;
     float scale = (float)(1.0 / sqrt((double)hd));
     size_t TT = (size_t)T * T;
     prof_enter(PROF_ATTENTION);
@@ -1026,7 +1164,7 @@ static void attn_probs(struct gpt *g, int l)
 /* att = P v per (batch, head), produced. */
 static void attn_out(struct gpt *g, int l)
 {
-    int T = g->c.seq, H = g->c.heads, hd = g->hd, d = g->c.d;
+    int T = g->c.seq, H = g->hl, hd = g->hd, d = g->dl;
     size_t TT = (size_t)T * T;
     prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
@@ -1060,7 +1198,7 @@ static void bind(struct gpt *g, void *const *set)
  * produced, as a bf16 kernel would write it. */
 static void layer_forward(struct gpt *g, int l, float *res, void **save)
 {
-    int N = g->N, d = g->c.d, f = g->c.ffn;
+    int N = g->N, d = g->c.d, dl = g->dl, f = g->fl; /* a tensor-parallel rank's widths */
     size_t nd = (size_t)N * d, nf = (size_t)N * f;
     const struct layer_ptrs *W = &g->lw[l];
     float **w = g->w;
@@ -1071,14 +1209,15 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     /* attention: xn1 = RMSNorm(x); q, k, v = xn1 Wq^T, xn1 Wk^T, xn1 Wv^T, q and k rotated by
      * their position (RoPE); att = softmax(q k^T / sqrt(hd), causal) v; xm = x + att Wo^T */
     rmsnorm(g, l, "attn norm", w[A_XN1], w[A_RSTD1], res, W->attn_norm);
-    linear(g, l, NULL, w[A_Q], w[A_XN1], W->wq, d, d); /* rounded, rotated, then checked */
-    linear(g, l, NULL, w[A_K], w[A_XN1], W->wk, d, d);
+    linear(g, l, NULL, w[A_Q], w[A_XN1], W->wq, dl, d); /* rounded, rotated, then checked */
+    linear(g, l, NULL, w[A_K], w[A_XN1], W->wk, dl, d);
     rope(g, l, "q", w[A_Q], 1);
     rope(g, l, "k", w[A_K], 1);
-    linear(g, l, "v", w[A_V], w[A_XN1], W->wv, d, d);
+    linear(g, l, "v", w[A_V], w[A_XN1], W->wv, dl, d);
     attn_probs(g, l);
     attn_out(g, l);
-    linear(g, l, "attn proj", g->tmp, w[A_ATT], W->wo, d, d);
+    linear(g, l, "attn proj", g->tmp, w[A_ATT], W->wo, d, dl);
+    tp_sum(g, g->tmp, nd, "attn proj"); /* each rank's heads' share of the projection */
     add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
 
     /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T */
@@ -1087,6 +1226,7 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     linear(g, l, "up", w[A_U], w[A_XN2], W->w_up, f, d);
     swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
     linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
+    tp_sum(g, g->tmp, nd, "mlp out"); /* each rank's share of the FFN width */
     add(g, res, w[A_XM], g->tmp, nd, l, "output");
 
     if (save) /* the kept tensors not computed in place */
@@ -1099,7 +1239,7 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
  * entry, d loss / d xm on return; writes the gradients of w_down, w_gate, w_up and mlp_norm. */
 static void mlp_backward(struct gpt *g, int l, float *dres)
 {
-    int N = g->N, d = g->c.d, f = g->c.ffn;
+    int N = g->N, d = g->c.d, f = g->fl;
     size_t nd = (size_t)N * d, nf = (size_t)N * f;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->w;
@@ -1120,6 +1260,7 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     mm_dx(g->dxn, g->dg, W->w_gate, N, f, d, 0.0f);
     mm_dx(g->dxn, g->du, W->w_up, N, f, d, 1.0f);
     produced(g, g->dxn, nd, l, "grad mlp norm");
+    tp_sum(g, g->dxn, nd, "grad mlp norm"); /* xn2 fed every rank's share of the width */
     /* xn2 = RMSNorm(xm): see rms_bwd; dxm joins the residual's gradient in dres */
     rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, N, d);
     produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
@@ -1130,7 +1271,7 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
  * the probabilities, q, k and v of layer l in the workspace. */
 static void attn_core_backward(struct gpt *g, int l)
 {
-    int N = g->N, d = g->c.d, T = g->c.seq, H = g->c.heads, hd = g->hd;
+    int N = g->N, d = g->dl, T = g->c.seq, H = g->hl, hd = g->hd;
     size_t nd = (size_t)N * d, TT = (size_t)T * T;
     float **w = g->w;
     float scale = (float)(1.0 / sqrt((double)hd));
@@ -1181,25 +1322,26 @@ static void attn_core_backward(struct gpt *g, int l)
  * input) on return; writes the gradients of wo, wq, wk, wv and attn_norm. */
 static void attn_backward(struct gpt *g, int l, float *dres)
 {
-    int N = g->N, d = g->c.d;
+    int N = g->N, d = g->c.d, dl = g->dl;
     size_t nd = (size_t)N * d;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->w;
 
     /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
-    mm_dx(g->datt, dres, W->wo, N, d, d, 0.0f);
-    rnd(g, g->datt, nd);
-    weight_grad(g, l, "grad wo", G->wo, dres, w[A_ATT], d, d);
+    mm_dx(g->datt, dres, W->wo, N, d, dl, 0.0f);
+    rnd(g, g->datt, (size_t)N * dl);
+    weight_grad(g, l, "grad wo", G->wo, dres, w[A_ATT], d, dl);
     /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see attn_core_backward */
     attn_core_backward(g, l);
-    weight_grad(g, l, "grad wq", G->wq, g->dq, w[A_XN1], d, d);
-    weight_grad(g, l, "grad wk", G->wk, g->dk, w[A_XN1], d, d);
-    weight_grad(g, l, "grad wv", G->wv, g->dv, w[A_XN1], d, d);
+    weight_grad(g, l, "grad wq", G->wq, g->dq, w[A_XN1], dl, d);
+    weight_grad(g, l, "grad wk", G->wk, g->dk, w[A_XN1], dl, d);
+    weight_grad(g, l, "grad wv", G->wv, g->dv, w[A_XN1], dl, d);
     /* q, k, v = xn1 W^T: dxn1 = dq Wq + dk Wk + dv Wv */
-    mm_dx(g->dxn, g->dq, W->wq, N, d, d, 0.0f);
-    mm_dx(g->dxn, g->dk, W->wk, N, d, d, 1.0f);
-    mm_dx(g->dxn, g->dv, W->wv, N, d, d, 1.0f);
+    mm_dx(g->dxn, g->dq, W->wq, N, dl, d, 0.0f);
+    mm_dx(g->dxn, g->dk, W->wk, N, dl, d, 1.0f);
+    mm_dx(g->dxn, g->dv, W->wv, N, dl, d, 1.0f);
     produced(g, g->dxn, nd, l, "grad attn norm");
+    tp_sum(g, g->dxn, nd, "grad attn norm"); /* xn1 fed every rank's heads */
     rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->dxn, N, d);
     produced_grad(g, G->attn_norm, (size_t)d, l, "grad attn_norm");
     produced(g, dres, nd, l, "grad input");
@@ -1263,8 +1405,17 @@ static void embed_forward(struct gpt *g, const int32_t *tokens)
     int N = g->N, d = g->c.d;
     const float *E = g->params;
     hook(g, GPT_HOOK_FORWARD, GPT_UNIT_EMBED);
-    for (int r = 0; r < N; r++)
-        memcpy(g->res + (size_t)r * d, E + (size_t)tokens[r] * d, (size_t)d * 4);
+    /* vocabulary-parallel: a rank has rows v0..v0+vl-1; the others' tokens are zeros here and
+     * come from their rank in the sum */
+    for (int r = 0; r < N; r++) {
+        int t = tokens[r] - g->v0;
+        float *x = g->res + (size_t)r * d;
+        if (t >= 0 && t < g->vl)
+            memcpy(x, E + (size_t)t * d, (size_t)d * 4);
+        else
+            memset(x, 0, (size_t)d * 4);
+    }
+    tp_sum(g, g->res, (size_t)N * d, "embedding");
     hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_EMBED);
     check(g, g->res, (size_t)N * d, -1, "embedding");
 }
@@ -1293,10 +1444,51 @@ static void layers_forward(struct gpt *g, int slot)
     }
 }
 
+/* The cross-entropy over a vocabulary split between the tensor-parallel ranks (Megatron-LM's
+ * vocab-parallel cross-entropy): each rank has logits z for its rows only; the row maximum,
+ * the sum of exp(z - max) and the target's logit (held by one rank, 0 on the others) are
+ * reduced over the group in fp32, so lse = log(sum) + max and the loss lse - z_target are
+ * every rank's, and each keeps softmax = exp(z - lse) for its rows. The sum of the rows' losses. */
+static double parallel_cross_entropy(struct gpt *g, float *probs, const int32_t *targets)
+{
+    int N = g->N, V = g->vl;
+    prof_enter(PROF_LOSS);
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        float mx = z[0];
+        for (int j = 1; j < V; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        g->rowmax[r] = mx;
+    }
+    g->alloc.tp_reduce(g->alloc.ctx, g->rowmax, (size_t)N, GPT_TP_MAX_FP32, "logits max");
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        double s = 0;
+        for (int j = 0; j < V; j++)
+            s += exp((double)z[j] - g->rowmax[r]);
+        int t = targets[r] - g->v0;
+        g->rowsum[r] = (float)s;
+        g->rowtgt[r] = t >= 0 && t < V ? z[t] : 0.0f;
+    }
+    g->alloc.tp_reduce(g->alloc.ctx, g->rowsum, (size_t)N, GPT_TP_SUM_FP32, "sum of exp(logits)");
+    g->alloc.tp_reduce(g->alloc.ctx, g->rowtgt, (size_t)N, GPT_TP_SUM_FP32, "target logits");
+    double loss = 0;
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        float *pr = probs + (size_t)r * V;
+        double lse = log((double)g->rowsum[r]) + g->rowmax[r];
+        for (int j = 0; j < V; j++)
+            pr[j] = (float)exp((double)z[j] - lse);
+        loss += lse - g->rowtgt[r];
+    }
+    prof_leave();
+    return loss;
+}
+
 /* The ends: final norm, logits = hn E^T, softmax in fp32, mean cross-entropy. */
 static double head_forward(struct gpt *g, int slot, const int32_t *targets)
 {
-    int N = g->N, d = g->c.d, V = g->c.vocab;
+    int N = g->N, d = g->c.d, V = g->vl; /* this rank's vocabulary */
     size_t nd = (size_t)N * d, nv = (size_t)N * V;
     void **head = g->head[slot];
     const float *E = g->params, *wf = g->params + g->nparams - d;
@@ -1311,6 +1503,12 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
     produced(g, g->logits, nv, -1, "logits");
     float *probs = head[H_PROBS];
     double loss = 0;
+    if (g->tp > 1) {
+        loss = parallel_cross_entropy(g, probs, targets);
+        charge(g, (long long)g->head_bytes);
+        compute(g, head_flops(g), "head forward", -1);
+        return loss / N;
+    }
     prof_enter(PROF_LOSS);
     for (int r = 0; r < N; r++) {
         const float *z = g->logits + (size_t)r * V;
@@ -1337,7 +1535,7 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
  * d loss / d (the last layer's output) into dres. */
 static void head_backward(struct gpt *g, int slot, const int32_t *targets, float loss_scale)
 {
-    int N = g->N, d = g->c.d, V = g->c.vocab, L = g->c.layers;
+    int N = g->N, d = g->c.d, V = g->vl, L = g->c.layers; /* this rank's vocabulary */
     size_t nd = (size_t)N * d, nv = (size_t)N * V;
     void **head = g->head[slot];
     float *E = g->params, *gE = g->grads, *dl = g->logits;
@@ -1349,7 +1547,9 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
         float *z = dl + (size_t)r * V;
         for (int j = 0; j < V; j++)
             z[j] = pr[j];
-        z[targets[r]] -= 1.0f;
+        int t = targets[r] - g->v0; /* the one-hot is on the target's rank */
+        if (t >= 0 && t < V)
+            z[t] -= 1.0f;
         for (int j = 0; j < V; j++)
             z[j] *= coef;
     }
@@ -1364,6 +1564,7 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
     mm_dw_acc(gE, dl, g->hn, N, V, d, g->accumulate); /* the head's share of the embedding's */
     mm_dx(g->dxn, dl, E, N, V, d, 0.0f);
     rnd(g, g->dxn, nd);
+    tp_sum(g, g->dxn, nd, "grad head input"); /* hn fed every rank's vocabulary */
     memset(g->dres, 0, nd * 4);
     float *gwf = g->grads + g->nparams - d;
     rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, N, d);
@@ -1421,12 +1622,15 @@ static void layers_backward(struct gpt *g, int slot)
  * head's share, when this model holds the head too). */
 static void embed_backward(struct gpt *g, const int32_t *tokens)
 {
-    int N = g->N, d = g->c.d, V = g->c.vocab;
+    int N = g->N, d = g->c.d, V = g->vl; /* this rank's vocabulary rows */
     float *gE = g->grads;
     if (!g->part.head && !g->accumulate) /* no head share: the rows alone */
         memset(gE, 0, (size_t)V * d * sizeof *gE);
     for (int r = 0; r < N; r++) {
-        float *dst = gE + (size_t)tokens[r] * d;
+        int t = tokens[r] - g->v0;
+        if (t < 0 || t >= V)
+            continue;
+        float *dst = gE + (size_t)t * d;
         const float *src = g->dres + (size_t)r * d;
         for (int j = 0; j < d; j++)
             dst[j] += src[j];

@@ -99,9 +99,10 @@ struct train_opts {
 };
 
 /* Where a GPU sits in the layout, as Megatron-LM numbers them (tensor-parallel rank innermost,
- * pipeline stage outermost): rank = (stage x dp + dprank) x tp + tprank (train_rank). Its model holds the stage's layers (L / P of them), the
- * embedding on the first stage and the head (the final norm and the tied embedding's copy)
- * on the last, with a slot for each micro-batch the stage holds at once. */
+ * pipeline stage outermost): rank = (stage x dp + dprank) x tp + tprank (train_rank). Its model
+ * holds the stage's layers (L / P of them), the embedding on the first stage and the head (the
+ * final norm and the tied embedding's copy) on the last, with a slot for each micro-batch the stage
+ * holds at once. */
 struct train_place {
     int dp, tp, pp;
     int stage, dprank, tprank;
@@ -112,8 +113,8 @@ struct train_place {
 void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out);
 /* Chunk c's part of the GPU of stage `stage` (interleaved: virtual stage c pp + stage, the
  * embedding on the first virtual stage, the head on the last; else the stage's layers). */
-void train_chunk_part(const struct train_opts *o, int stage, int chunk, int slots,
-                      struct gpt_part *out);
+void train_chunk_part(const struct train_opts *o, const struct train_place *pl, int chunk,
+                      int slots, struct gpt_part *out);
 /* Model chunks per GPU: the interleaved schedule's v, else 1. */
 int train_chunks(const struct train_opts *o);
 /* The device rank of the GPU at (stage, dprank, tprank) in pl's layout. */
@@ -152,6 +153,7 @@ struct train_step {
     uint64_t sent_bytes;           /* this GPU sent this step: gradients and weights */
     uint64_t pp_bytes;             /* and between pipeline stages: activations, their
                                       gradients, the tied embedding's gradient */
+    uint64_t tp_bytes;             /* and in its tensor-parallel group */
     uint64_t scalar_bytes;         /* and for the agreement (loss, norm, found-inf) */
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
     double compute_s;              /* simulated compute time of the step */

@@ -295,7 +295,8 @@ static int overlap_body(struct device *d, void *arg, struct error *e)
 {
     struct overlap *o = arg;
     int r = dev_rank(d);
-    struct coll c = {COST_ALLREDUCE, COST_RING, o->buf[r], 1 << 12, FP_FP32, 0, 0, NULL, NULL, 0};
+    struct coll c = {COST_ALLREDUCE, COST_RING, o->buf[r], 1 << 12, FP_FP32, 0, 0,
+                     NULL,           NULL,      0,         false};
     if (o->join) {
         if (coll_run(d, &c, e))
             return ERR_RUN;
@@ -420,14 +421,14 @@ static int groups_body(struct device *d, void *arg, struct error *e)
     struct groups *g = arg;
     int r = dev_rank(d);
     const int *grp = r % 2 ? group_b : group_a;
-    struct coll c = {COST_ALLREDUCE, g->algo, g->buf[r], 300, FP_FP32, 0, 0, NULL, grp, 3};
+    struct coll c = {COST_ALLREDUCE, g->algo, g->buf[r], 300, FP_FP32, 0, 0, NULL, grp, 3, false};
     if (coll_run(d, &c, e))
         return ERR_RUN;
     g->sent[r] = dev_stats(d).bytes_sent;
     if (r == 0) { /* GPU 0 is not in group b */
         struct error e2 = {0};
-        struct coll bad = {COST_ALLREDUCE, COST_RING, g->buf[r], 300, FP_FP32, 0, 0,
-                           NULL,           group_b,   3};
+        struct coll bad = {COST_ALLREDUCE, COST_RING, g->buf[r], 300,  FP_FP32, 0, 0,
+                           NULL,           group_b,   3,         false};
         g->refused = coll_run(d, &bad, &e2) == ERR_INVAL;
     }
     return 0;
