@@ -1,4 +1,5 @@
-/* Unit tests of src/base: number and size parsing and formatting, the random generator. */
+/* Unit tests of src/base: number and size parsing and formatting, the random generator, the
+ * JSON policy; and of src/cli/opts: the option reader and option tables. */
 #include "config.h"
 
 #include <math.h>
