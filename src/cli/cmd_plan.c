@@ -111,6 +111,16 @@ static int configure(const char **v, struct run *r, struct error *e)
         return rc;
     }
     r->json = v[O_JSON] != NULL;
+    /* what plan_run refuses too, in the options' names */
+    int all = r->cluster.gpus_per_node * r->cluster.nodes;
+    if (c->gpus > all)
+        return error_set(e, ERR_INVAL,
+                         "--gpus %d: the cluster has %d GPUs (%d node%s of %d; use --nodes K)",
+                         c->gpus, all, r->cluster.nodes, r->cluster.nodes == 1 ? "" : "s",
+                         r->cluster.gpus_per_node);
+    if (r->model.ffn_kind == FFN_GELU && c->seq > r->model.seq)
+        return error_set(e, ERR_INVAL, "--seq %d is longer than the %d learned positions of %s",
+                         c->seq, r->model.seq, r->model.name);
     return 0;
 }
 
