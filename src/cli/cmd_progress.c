@@ -19,13 +19,9 @@ struct progress_args {
     bool json, reset;
 };
 
-static const struct opt_entry lesson_arg = {
-    .opt = {.name = "lesson"},
-    .arg = "LESSON",
-    .parse = opts_one,
-    .field = offsetof(struct progress_args, which),
-    .help = "with --reset: forget that lesson's only (a number, lab, or a lesson's name)",
-};
+static const struct opt_entry lesson_arg =
+    OPT_ONE("lesson", "LESSON", struct progress_args, which,
+            "with --reset: forget that lesson's only (a number, lab, or a lesson's name)");
 
 static const struct opt_entry options[] = {
     OPT_FLAG("json", struct progress_args, json,

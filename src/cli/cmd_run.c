@@ -481,13 +481,9 @@ struct run_args {
     int width, step; /* 0: not given */
 };
 
-static const struct opt_entry lesson_arg = {
-    .opt = {.name = "lesson"},
-    .arg = "LESSON",
-    .parse = opts_one,
-    .field = offsetof(struct run_args, which),
-    .help = "a number (1), a name (01-mixed-precision) or a path to a .lesson file",
-};
+static const struct opt_entry lesson_arg =
+    OPT_ONE("lesson", "LESSON", struct run_args, which,
+            "a number (1), a name (01-mixed-precision) or a path to a .lesson file");
 
 static const struct opt_entry options[] = {
     OPT_FLAG("json", struct run_args, json,

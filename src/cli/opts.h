@@ -62,6 +62,13 @@ struct opt_entry {
         .opt = {.name = NAME, .has_arg = true}, .arg = ARG, .parse = PARSE,                        \
         .field = offsetof(T, FIELD), .help = HELP                                                  \
     }
+/* The one positional argument a command takes (spec.positional): NAME for messages ("one
+ * lesson at a time"), ARG for the help. */
+#define OPT_ONE(NAME, ARG, T, FIELD, HELP)                                                         \
+    {                                                                                              \
+        .opt = {.name = NAME}, .arg = ARG, .parse = opts_one, .field = offsetof(T, FIELD),         \
+        .help = HELP                                                                               \
+    }
 #define OPT_END                                                                                    \
     {                                                                                              \
         .opt = {.name = NULL }                                                                     \

@@ -168,17 +168,24 @@ static void offscreen_close(struct offscreen *t)
     fclose(t->in);
 }
 
+/* Starts the off-screen terminal and opens panel p (ASCII, its events into log). */
+static void *open_panel(const struct panel_ops *p, struct offscreen *t, struct eventlog *log)
+{
+    offscreen_open(t);
+    struct panel_env env = {p, log, true};
+    void *st = NULL;
+    struct error e = {0};
+    ck_assert_msg(p->init(&st, &env, &e) == 0, "%s: %s", p->name, e.msg);
+    return st;
+}
+
 /* Each panel as it opens, at each size. */
 START_TEST(panel_pictures)
 {
     static struct eventlog log;
     const struct panel_ops *p = ui_panels[_i];
     struct offscreen t;
-    offscreen_open(&t);
-    struct panel_env env = {p, &log, true};
-    void *st = NULL;
-    struct error e = {0};
-    ck_assert_msg(p->init(&st, &env, &e) == 0, "%s: %s", p->name, e.msg);
+    void *st = open_panel(p, &t, &log);
     check_pictures(p, st, "");
     p->fini(st);
     offscreen_close(&t);
@@ -202,11 +209,7 @@ START_TEST(run_pictures)
     const struct panel_ops *p = panel_find(runs[_i].panel);
     ck_assert_ptr_nonnull(p);
     struct offscreen t;
-    offscreen_open(&t);
-    struct panel_env env = {p, &log, true};
-    void *st = NULL;
-    struct error e = {0};
-    ck_assert_msg(p->init(&st, &env, &e) == 0, "%s: %s", p->name, e.msg);
+    void *st = open_panel(p, &t, &log);
     struct panel_event step = {PANEL_STEP, 0, 1};
     bool done = false;
     for (int i = 0; i < 60 && !done; i++) {
