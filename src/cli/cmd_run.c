@@ -456,7 +456,7 @@ static int list_quantities(bool json)
                                  : "(x, y, z)");
         if (q->nargs == 0) {
             quantity_eval(q->name, &v, NULL, NULL);
-            snprintf(shown, sizeof shown, "%.17g", v);
+            json_num_text(shown, sizeof shown, v, JSON_EXACT); /* as --json writes it */
         }
         if (arr) {
             json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "name", q->name, "args", q->nargs, "unit",
