@@ -334,8 +334,7 @@ static void print_json(const struct cfg *c, const struct trial *t)
     json_object_set_new(o, "host_busbw_GBps", json_num(halg * f));
     json_object_set_new(o, "cluster", json_string(a->spec.name));
     json_object_set_new(o, "gpus_per_node", json_integer(a->spec.gpus_per_node));
-    json_write(stdout, o, JSON_FIGURES);
-    json_decref(o);
+    json_write(stdout, o, JSON_FIGURES); /* takes o */
 }
 
 /* ring vs tree all-reduce (or the op's two algorithms) over sizes: simulated runs beside the
@@ -408,8 +407,7 @@ static int sweep(struct cfg *c)
                             cross_lo < 0 ? json_null() : json_pack("[f, f]", cross_lo, cross_hi));
         json_object_set_new(o, "crossover_model_bytes",
                             model_cross < 0 ? json_null() : json_num(model_cross));
-        json_write(stdout, o, JSON_FIGURES);
-        json_decref(o);
+        json_write(stdout, o, JSON_FIGURES); /* takes o */
     } else {
         json_decref(rows);
         char b1[32], b2[32];
