@@ -2,5 +2,6 @@ libscalelab_a_SOURCES += \
 	%reldir%/clock.c %reldir%/clock.h \
 	%reldir%/datadir.c %reldir%/datadir.h \
 	%reldir%/error.c %reldir%/error.h \
+	%reldir%/json.c %reldir%/json.h \
 	%reldir%/rng.c %reldir%/rng.h \
 	%reldir%/units.c %reldir%/units.h

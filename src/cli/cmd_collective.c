@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/json.h"
 #include "base/units.h"
 #include "calc/preset.h"
 #include "cli/command.h"
@@ -202,15 +203,6 @@ static const char *algo_title(enum cost_op op, enum cost_algo algo)
     }
 }
 
-static json_t *jnum(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
 /* Prints each step's sends, from the events. */
 static void print_steps(struct cluster *cl, size_t es)
 {
@@ -325,26 +317,24 @@ static void print_json(const struct cfg *c, const struct trial *t)
     json_object_set_new(o, "size", json_integer((json_int_t)t->bytes));
     json_object_set_new(o, "dtype", json_string(fp_info(a->dtype)->key));
     json_object_set_new(o, "verified", json_boolean(t->check.ok));
-    json_object_set_new(o, "max_rel_error", jnum(t->check.max_rel_error));
-    json_object_set_new(o, "tolerance", jnum(t->check.tolerance));
+    json_object_set_new(o, "max_rel_error", json_num(t->check.max_rel_error));
+    json_object_set_new(o, "tolerance", json_num(t->check.tolerance));
     json_object_set_new(o, "bit_identical", json_boolean(t->check.identical));
     json_object_set_new(o, "bytes_sent_per_gpu", sent);
     json_object_set_new(o, "bytes_sent_total", json_integer((json_int_t)t->sent_total));
     json_object_set_new(o, "steps", json_integer(t->steps));
-    json_object_set_new(o, "predicted_time_s", jnum(t->predicted.time_s));
-    json_object_set_new(o, "simulated_time_s", jnum(t->simulated_s));
-    json_object_set_new(o, "wall_time_s", jnum(t->wall_s));
-    json_object_set_new(o, "run_wall_time_s", jnum(clock_now() - c->started));
-    json_object_set_new(o, "algbw_GBps", jnum(alg));
-    json_object_set_new(o, "busbw_GBps", jnum(alg * f));
-    json_object_set_new(o, "busbw_factor", jnum(f));
-    json_object_set_new(o, "host_algbw_GBps", jnum(halg));
-    json_object_set_new(o, "host_busbw_GBps", jnum(halg * f));
+    json_object_set_new(o, "predicted_time_s", json_num(t->predicted.time_s));
+    json_object_set_new(o, "simulated_time_s", json_num(t->simulated_s));
+    json_object_set_new(o, "wall_time_s", json_num(t->wall_s));
+    json_object_set_new(o, "run_wall_time_s", json_num(clock_now() - c->started));
+    json_object_set_new(o, "algbw_GBps", json_num(alg));
+    json_object_set_new(o, "busbw_GBps", json_num(alg * f));
+    json_object_set_new(o, "busbw_factor", json_num(f));
+    json_object_set_new(o, "host_algbw_GBps", json_num(halg));
+    json_object_set_new(o, "host_busbw_GBps", json_num(halg * f));
     json_object_set_new(o, "cluster", json_string(a->spec.name));
     json_object_set_new(o, "gpus_per_node", json_integer(a->spec.gpus_per_node));
-    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
-    printf("\n");
-    json_decref(o);
+    json_write(stdout, o, JSON_FIGURES); /* takes o */
 }
 
 /* ring vs tree all-reduce (or the op's two algorithms) over sizes: simulated runs beside the
@@ -401,9 +391,9 @@ static int sweep(struct cfg *c)
                    units_format_seconds(p1, sizeof p1, tp[1]), cost_algo_name(algos[faster]));
         json_array_append_new(rows,
                               json_pack("{s:f, s:o, s:o, s:o, s:o, s:s}", "size", size, "ring_s",
-                                        jnum(ts[0]), "ring_predicted_s", jnum(tp[0]), "other_s",
-                                        jnum(ts[1]), "other_predicted_s", jnum(tp[1]), "faster",
-                                        cost_algo_name(algos[faster])));
+                                        json_num(ts[0]), "ring_predicted_s", json_num(tp[0]),
+                                        "other_s", json_num(ts[1]), "other_predicted_s",
+                                        json_num(tp[1]), "faster", cost_algo_name(algos[faster])));
     }
     /* the model's own crossover, the one the window marks (the same schedule as the runs) */
     struct cost_net net;
@@ -416,10 +406,8 @@ static int sweep(struct cfg *c)
         json_object_set_new(o, "crossover_bytes",
                             cross_lo < 0 ? json_null() : json_pack("[f, f]", cross_lo, cross_hi));
         json_object_set_new(o, "crossover_model_bytes",
-                            model_cross < 0 ? json_null() : json_real(model_cross));
-        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
-        printf("\n");
-        json_decref(o);
+                            model_cross < 0 ? json_null() : json_num(model_cross));
+        json_write(stdout, o, JSON_FIGURES); /* takes o */
     } else {
         json_decref(rows);
         char b1[32], b2[32];

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/units.h"
 #include "calc/activ.h"
 #include "calc/memory.h"
@@ -211,58 +212,43 @@ named:
 
 /* ------------------------------------------------------------------ output */
 
-/* Bytes as a JSON integer while exact (below 2^53), else as a number. */
-static json_t *jbytes(double v)
-{
-    return fabs(v) < 9007199254740992.0 ? json_integer((json_int_t)llround(v)) : json_real(v);
-}
-
-/* A number, or "inf", "-inf", "nan" (JSON has none of them; jansson refuses them and a
- * json_pack with one fails, which would drop the whole entry). */
-static json_t *jnum(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
 static void print_json(const struct run *r)
 {
     const struct memory_result *m = &r->r;
     const struct memory_config *c = &r->c;
     char pol[32];
-    json_t *per = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
-                            jbytes(m->states.weights), "gradients", jbytes(m->states.gradients),
-                            "master_weights", jbytes(m->states.master), "optimizer",
-                            jbytes(m->states.optimizer), "activations", jbytes(m->activations),
-                            "communication", jbytes(m->comm), "total", jbytes(m->total));
+    json_t *per =
+        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights", json_whole(m->states.weights),
+                  "gradients", json_whole(m->states.gradients), "master_weights",
+                  json_whole(m->states.master), "optimizer", json_whole(m->states.optimizer),
+                  "activations", json_whole(m->activations), "communication", json_whole(m->comm),
+                  "total", json_whole(m->total));
     json_t *comm = json_object();
     const struct traffic_part *parts[] = {&r->t.dp, &r->t.tp, &r->t.pp};
     const char *names[] = {"data_parallel", "tensor_parallel", "pipeline"};
     for (int i = 0; i < 3; i++)
         json_object_set_new(comm, names[i],
-                            json_pack("{s:o, s:o, s:s}", "bytes", jbytes(parts[i]->bytes), "time_s",
-                                      jnum(parts[i]->time_s), "formula", parts[i]->formula));
-    json_object_set_new(comm, "bytes", jbytes(r->t.bytes));
+                            json_pack("{s:o, s:o, s:s}", "bytes", json_whole(parts[i]->bytes),
+                                      "time_s", json_num(parts[i]->time_s), "formula",
+                                      parts[i]->formula));
+    json_object_set_new(comm, "bytes", json_whole(r->t.bytes));
     json_t *doc =
         json_pack("{s:s, s:o, s:i, s:{s:i, s:i, s:i, s:i}, s:o, s:o, s:o, s:b, s:o}", "model",
-                  c->model ? c->model->name : "(--params)", "params", jbytes(m->params), "gpus",
+                  c->model ? c->model->name : "(--params)", "params", json_whole(m->params), "gpus",
                   r->gpus, "layout", "dp", c->dp, "tp", c->tp, "pp", c->pp, "zero", c->zero,
-                  "per_gpu", per, "activations_per_layer", jbytes(m->act.per_layer), "capacity",
-                  jbytes(m->capacity), "fits", m->fits, "over", jbytes(m->over));
+                  "per_gpu", per, "activations_per_layer", json_whole(m->act.per_layer), "capacity",
+                  json_whole(m->capacity), "fits", m->fits, "over", json_whole(m->over));
     json_object_set_new(doc, "precision", json_string(memory_precision_name(c->precision)));
     json_object_set_new(doc, "optimizer", json_string(memory_optimizer_name(c->optimizer)));
     json_object_set_new(doc, "bytes_per_param",
-                        json_real(m->per_param.weights + m->per_param.gradients +
-                                  m->per_param.master + m->per_param.optimizer));
+                        json_num(m->per_param.weights + m->per_param.gradients +
+                                 m->per_param.master + m->per_param.optimizer));
     json_object_set_new(doc, "checkpoint",
                         json_string(activ_policy_name(pol, sizeof pol, &c->ckpt)));
     json_object_set_new(doc, "stage", json_integer(m->stage));
     json_object_set_new(doc, "in_flight", json_integer(m->in_flight));
-    json_object_set_new(doc, "activations_saved", jbytes(m->act.saved));
-    json_object_set_new(doc, "activations_peak", jbytes(m->act.peak));
+    json_object_set_new(doc, "activations_saved", json_whole(m->act.saved));
+    json_object_set_new(doc, "activations_peak", json_whole(m->act.peak));
     json_object_set_new(doc, "activation_formula",
                         json_string(c->model ? m->layer.formula : "none (no shape)"));
     json_object_set_new(doc, "communication", comm);
@@ -272,9 +258,9 @@ static void print_json(const struct run *r)
             const struct activ_tensor *t = &m->layer.t[i];
             json_array_append_new(acts,
                                   json_pack("{s:s, s:s, s:o, s:i, s:o, s:b}", "name", t->name,
-                                            "shape", t->shape, "elements", jbytes(t->elements),
+                                            "shape", t->shape, "elements", json_whole(t->elements),
                                             "bytes_per_element", t->bytes_per_elem, "bytes",
-                                            jbytes(t->bytes), "attention_core", t->core));
+                                            json_whole(t->bytes), "attention_core", t->core));
         }
         struct params_breakdown pb;
         params_count(c->model, &pb);
@@ -287,9 +273,7 @@ static void print_json(const struct run *r)
         json_object_set_new(doc, "activation_tensors", acts);
         json_object_set_new(doc, "param_tensors", pars);
     }
-    json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    printf("\n");
-    json_decref(doc);
+    json_write(stdout, doc, JSON_FIGURES);
 }
 
 static void print_text(const struct run *r)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/units.h"
 #include "calc/params.h"
 #include "calc/plan.h"
@@ -110,6 +111,16 @@ static int configure(const char **v, struct run *r, struct error *e)
         return rc;
     }
     r->json = v[O_JSON] != NULL;
+    /* what plan_run refuses too, in the options' names */
+    int all = r->cluster.gpus_per_node * r->cluster.nodes;
+    if (c->gpus > all)
+        return error_set(e, ERR_INVAL,
+                         "--gpus %d: the cluster has %d GPUs (%d node%s of %d; use --nodes K)",
+                         c->gpus, all, r->cluster.nodes, r->cluster.nodes == 1 ? "" : "s",
+                         r->cluster.gpus_per_node);
+    if (r->model.ffn_kind == FFN_GELU && c->seq > r->model.seq)
+        return error_set(e, ERR_INVAL, "--seq %d is longer than the %d learned positions of %s",
+                         c->seq, r->model.seq, r->model.name);
     return 0;
 }
 
@@ -131,22 +142,6 @@ static bool show_rejected(const struct plan_result *res, size_t i, size_t top)
     return true;
 }
 
-/* Bytes as a JSON integer while exact (below 2^53), else as a number. */
-/* A number, or "inf", "-inf", "nan" (jansson refuses them). */
-static json_t *jnum(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
-static json_t *jbytes(double v)
-{
-    return fabs(v) < 9007199254740992.0 ? json_integer((json_int_t)llround(v)) : json_real(v);
-}
-
 static json_t *jlayout(const struct plan_layout *l, bool kept)
 {
     char pol[32];
@@ -154,18 +149,18 @@ static json_t *jlayout(const struct plan_layout *l, bool kept)
                           l->pp, "zero", l->zero, "checkpoint", policy(l, pol, sizeof pol),
                           "micro_batch", l->micro_batch, "micro_batches", l->micro_batches);
     if (l->per_gpu_bytes > 0)
-        json_object_set_new(o, "per_gpu_bytes", jbytes(l->per_gpu_bytes));
+        json_object_set_new(o, "per_gpu_bytes", json_whole(l->per_gpu_bytes));
     if (kept) {
-        json_object_set_new(o, "step_time_s", jnum(l->step_time_s));
-        json_object_set_new(o, "compute_s", jnum(l->compute_s));
-        json_object_set_new(o, "bubble_s", jnum(l->bubble_s));
-        json_object_set_new(o, "comm_exposed_s", jnum(l->comm_exposed_s));
-        json_object_set_new(o, "mfu", jnum(l->mfu));
-        json_object_set_new(o, "comm_bytes_per_gpu", jbytes(l->comm_bytes_per_gpu));
+        json_object_set_new(o, "step_time_s", json_num(l->step_time_s));
+        json_object_set_new(o, "compute_s", json_num(l->compute_s));
+        json_object_set_new(o, "bubble_s", json_num(l->bubble_s));
+        json_object_set_new(o, "comm_exposed_s", json_num(l->comm_exposed_s));
+        json_object_set_new(o, "mfu", json_num(l->mfu));
+        json_object_set_new(o, "comm_bytes_per_gpu", json_whole(l->comm_bytes_per_gpu));
     } else {
         json_object_set_new(o, "reason", json_string(l->reason));
         if (l->over > 0)
-            json_object_set_new(o, "over_bytes", jbytes(l->over));
+            json_object_set_new(o, "over_bytes", json_whole(l->over));
     }
     return o;
 }
@@ -184,10 +179,8 @@ static void print_json(const struct run *r, const struct plan_result *res)
                   "seq", r->c.seq, "efficiency", r->c.efficiency, "model_flops", res->model_flops,
                   "kept_count", (json_int_t)res->n_kept, "rejected_count",
                   (json_int_t)res->n_rejected, "layouts", kept, "rejected", rej);
-    json_object_set_new(doc, "capacity", jbytes(r->c.capacity));
-    json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    printf("\n");
-    json_decref(doc);
+    json_object_set_new(doc, "capacity", json_whole(r->c.capacity));
+    json_write(stdout, doc, JSON_FIGURES);
 }
 
 static void print_text(const struct run *r, const struct plan_result *res)

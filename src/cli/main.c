@@ -74,7 +74,7 @@ static int help(int argc, char **argv)
     const struct command *c = command_find(argv[1]);
     if (!c)
         return unknown_command(argv[1]);
-    fputs(c->help, stdout);
+    command_help(c, stdout);
     return 0;
 }
 
@@ -143,7 +143,7 @@ static int run_command(int argc, char **argv)
     /* "scalelab CMD --help" is the same as "scalelab help CMD". */
     for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(c->help, stdout);
+            command_help(c, stdout);
             return 0;
         }
     return c->run(argc - 1, argv + 1);

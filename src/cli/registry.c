@@ -2,6 +2,7 @@
 #include "config.h"
 #include "cli/bench.h"
 #include "cli/command.h"
+#include "cli/opts.h"
 
 extern const struct command cmd_bench;
 extern const struct command cmd_train;
@@ -21,6 +22,13 @@ extern const struct command cmd_progress;
 const struct command *const commands[] = {
     &cmd_formats, &cmd_memory, &cmd_plan,     &cmd_pipeline, &cmd_collective,
     &cmd_train,   &cmd_run,    &cmd_progress, &cmd_bench,    NULL,
+};
+
+/* A command whose options are a table (cli/opts.h) puts it here too: its help ends with it. */
+extern const struct opts_spec opts_formats, opts_pipeline, opts_run, opts_progress;
+
+const struct opts_spec *const command_opts[] = {
+    &opts_formats, &opts_pipeline, &opts_run, &opts_progress, NULL,
 };
 
 const struct bench_case *const bench_cases[] = {
