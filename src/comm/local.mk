@@ -8,4 +8,5 @@ libscalelab_a_SOURCES += \
 	%reldir%/ring.c \
 	%reldir%/tree.c %reldir%/tree.h \
 	%reldir%/trial.c %reldir%/trial.h \
-	%reldir%/verify.c %reldir%/verify.h
+	%reldir%/verify.c %reldir%/verify.h \
+	%reldir%/xport.c %reldir%/xport.h
