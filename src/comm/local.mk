@@ -2,6 +2,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/algo.h \
 	%reldir%/coll.c %reldir%/coll.h \
 	%reldir%/cost.c %reldir%/cost.h \
+	%reldir%/mpi.c %reldir%/mpi.h \
 	%reldir%/pipe.c \
 	%reldir%/reduce.c %reldir%/reduce.h \
 	%reldir%/rhd.c \
