@@ -6,6 +6,7 @@
 extern const struct command cmd_bench;
 extern const struct command cmd_train;
 extern const struct bench_case bench_collective;
+extern const struct bench_case bench_mpi;
 extern const struct bench_case bench_train;
 extern const struct bench_case bench_dp;
 extern const struct command cmd_collective;
@@ -23,5 +24,5 @@ const struct command *const commands[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
-    &bench_formats, &bench_collective, &bench_train, &bench_dp, NULL,
+    &bench_formats, &bench_collective, &bench_mpi, &bench_train, &bench_dp, NULL,
 };
