@@ -24,5 +24,5 @@ const struct command *const commands[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
-    &bench_formats, &bench_collective, &bench_mpi, &bench_train, &bench_dp, NULL,
+    &bench_formats, &bench_collective, &bench_train, &bench_dp, &bench_mpi, NULL,
 };
