@@ -268,7 +268,8 @@ static void fsdp(FILE *out, const struct emit_plan *p)
                       "ZeRO-2 does, which needs less memory than the lab predicts");
     if (nodes_of(p) > 1 && p->zero == 3)
         fprintf(out,
-                "# ShardingStrategy.HYBRID_SHARD would shard within each node of %d and "
+                "# ShardingStrategy.HYBRID_SHARD (PyTorch 2.0 and later) would shard within each "
+                "node of %d and "
                 "replicate across the %d nodes: more memory than this layout, less traffic "
                 "between nodes\n",
                 per_node(p), nodes_of(p));
