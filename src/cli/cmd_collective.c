@@ -653,7 +653,8 @@ static int collective_main(int argc, char **argv)
 
 const struct command cmd_collective = {
     "collective",
-    "run a real collective among N simulated GPUs: verify it, count its bytes, time it",
+    "run a real collective among N simulated GPUs (or MPI ranks): verify it, count its bytes, time "
+    "it",
     "usage: scalelab collective [--op OP] [--algo ALGO] [--gpus N] [--size BYTES]\n"
     "                           [--dtype fp32|bf16|fp16] [--cluster PRESET|FILE] [--nodes K]\n"
     "                           [--root R] [--steps] [--json] [--trace FILE] [--fail GPU@STEP]\n"
