@@ -568,6 +568,12 @@ static int run_mpi(struct cfg *c)
                               c->a.gpus, size, size == 1 ? "" : "s", c->a.gpus);
         goto end;
     }
+    if (size > CLUSTER_MAX_GPUS) {
+        rc = rank ? 2
+                  : cli_usage("collective", "mpirun started %d ranks; the collectives take 1 to %d",
+                              size, CLUSTER_MAX_GPUS);
+        goto end;
+    }
     c->a.gpus = size;
     /* every rank checks the same arguments; rank 0 alone says what is wrong */
     int saved = -1;
