@@ -65,7 +65,7 @@ check_json "d['bytes_sent_total']==2*3*4194304 and all(b==2*3*4194304//4 for b i
 check_json "[m['name'] for m in d['mpi']]==['MPI_Allreduce','MPI_Reduce_scatter_block','MPI_Allgather']" "the library's MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather are timed"
 check_json "all(m['time_s']>0 and abs(m['algbw_GBps']-4194304/m['time_s']/1e9)<1e-6*m['algbw_GBps'] for m in d['mpi'])" "the library's algbw is S/t"
 check_json "d['simulated_time_s'] is None and abs(d['algbw_GBps']-4194304/d['wall_time_s']/1e9)<1e-6*d['algbw_GBps'] and abs(d['busbw_GBps']-1.5*d['algbw_GBps'])<1e-6*d['busbw_GBps']" "algbw and busbw on the real wall time"
-check_json "abs(d['busbw_ratio_to_library']-d['mpi'][0]['time_s']/d['wall_time_s'])<1e-9" "the ratio to MPI_Allreduce is the ratio of their times"
+check_json "abs(d['busbw_ratio_to_library']-d['mpi'][0]['time_s']/d['wall_time_s'])<1e-6*d['busbw_ratio_to_library']" "the ratio to MPI_Allreduce is the ratio of their times (to the JSON's 9 digits)"
 mrun 3 collective --transport mpi --json --op allgather --size 40004
 check_json "[m['name'] for m in d['mpi']][1:]==['MPI_Reduce_scatter','MPI_Allgatherv']" "uneven chunks go through the v-variants"
 
@@ -85,7 +85,10 @@ export SCALELAB_MPI_STALL_RANK=1
 mrun 3 collective --transport mpi --size 64KiB --deadline 1
 unset SCALELAB_MPI_STALL_RANK
 check_status 1 "a rank that stops answering ends the run"
-check_contains "$err" "waited 1 s for a message from GPU 1" "the deadline names the rank that did not answer"
+# (GPU 0 waits for GPU 1 to take its send, GPU 2 for GPU 1's message: whichever gives up first
+# ends the run)
+check_contains "$err" "waited 1 s for a" "the deadline is named"
+check_contains "$err" "GPU 1: is that rank running and reachable?" "the deadline names the rank that did not answer"
 
 # bad usage
 mrun 2 collective --transport mpi --gpus 3
