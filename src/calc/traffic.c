@@ -91,9 +91,58 @@ static int data_parallel(const struct memory_config *c, const struct cluster_spe
     return 0;
 }
 
+/* Stage s of a pipeline: the first stage sends activations only, the last their gradients
+ * only, a middle one both; with a tied embedding the two ends hold a copy each and
+ * all-reduce its gradient once per step (Megatron-LM's embedding group): a ring of two GPUs
+ * sends the whole buffer, V d x g bytes (split by t under tensor parallelism). */
+static void pipeline_stage(const struct memory_config *c, int s, double msg, double t1, int p,
+                           struct traffic_part *out)
+{
+    int m = c->micro_batches, P = c->pp;
+    int v = c->schedule == SCHED_INTERLEAVED && c->chunks > 1 ? c->chunks : 1;
+    /* interleaved: every chunk's output goes on, but the last virtual stage's; every chunk's
+     * input gradient goes back, but the first's */
+    int fwd = v - (s == P - 1), bwd = v - (s == 0), sends = (fwd + bwd) * m;
+    int ways = (s < P - 1) + (s > 0);
+    out->bytes = sends * msg;
+    out->time_s = sends * t1;
+    out->exposed = (s < P - 1 ? P - 1 - s : 0) * t1 + (s > 0 ? s : 0) * t1;
+    char emb[96] = "";
+    if (c->model->tied && (s == 0 || s == P - 1)) {
+        struct memory_states k;
+        memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
+        double ve = ceil((double)c->model->vocab / c->tp) * c->model->d_model * k.gradients;
+        out->bytes += ve;
+        snprintf(emb, sizeof emb,
+                 " + V d x %g B (the tied embedding's gradient, all-reduced "
+                 "between the ends)",
+                 k.gradients);
+    }
+    if (v > 1) {
+        snprintf(out->formula, sizeof out->formula,
+                 "%d x m x sbh%s x %d B (each chunk's activations on, gradients back)%s, m = %d, "
+                 "v = %d",
+                 fwd + bwd, c->sp ? "/t" : "", p, emb, m, v);
+        return;
+    }
+    snprintf(out->formula, sizeof out->formula, "%sm x sbh%s x %d B (%s)%s, m = %d",
+             ways == 2 ? "2 x " : "", c->sp ? "/t" : "", p,
+             ways == 2 ? "activations forward, gradients back"
+             : s == 0  ? "activations forward"
+                       : "gradients back",
+             emb, m);
+}
+
 int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, double psi_gpu,
                     int stage_layers, double fwd_s, double bwd_s, struct traffic *out,
                     struct error *e)
+{
+    return traffic_compute_stage(c, cl, -1, psi_gpu, stage_layers, fwd_s, bwd_s, out, e);
+}
+
+int traffic_compute_stage(const struct memory_config *c, const struct cluster_spec *cl, int stage,
+                          double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
+                          struct traffic *out, struct error *e)
 {
     memset(out, 0, sizeof *out);
     int rc = data_parallel(c, cl, psi_gpu, fwd_s, bwd_s, &out->dp, e);
@@ -131,6 +180,8 @@ int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl
             snprintf(out->pp.formula, sizeof out->pp.formula,
                      "2 x m x sbh%s x %d B (activations forward, gradients back), m = %d",
                      c->sp ? "/t" : "", p, m);
+            if (stage >= 0) /* one stage: the ends send one way, and sum the tied embedding */
+                pipeline_stage(c, stage, msg, t1, p, &out->pp);
         }
     }
     out->bytes = out->dp.bytes + out->tp.bytes + out->pp.bytes;

@@ -47,7 +47,7 @@ struct traffic_part {
     double bytes;   /* sent per GPU per step */
     double time_s;  /* α-β time of all of it */
     double exposed; /* the part not hidden behind compute */
-    char formula[160];
+    char formula[256];
 };
 
 struct traffic {
@@ -62,5 +62,11 @@ struct traffic {
 int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, double psi_gpu,
                     int stage_layers, double fwd_s, double bwd_s, struct traffic *out,
                     struct error *e);
+/* The same for the GPUs of pipeline stage `stage` (psi_gpu and stage_layers theirs): its
+ * pipeline sends are one way at the ends, both ways in the middle, and the two ends add the
+ * tied embedding's all-reduce. traffic_compute counts a middle stage. */
+int traffic_compute_stage(const struct memory_config *c, const struct cluster_spec *cl, int stage,
+                          double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
+                          struct traffic *out, struct error *e);
 
 #endif

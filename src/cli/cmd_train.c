@@ -23,6 +23,7 @@
 #include "cli/opts.h"
 #include "calc/memory.h"
 #include "calc/params.h"
+#include "calc/sched.h"
 #include "calc/traffic.h"
 #include "cli/calcargs.h"
 #include "par/run.h"
@@ -31,17 +32,25 @@
 #include "sim/trace.h"
 
 static const struct opt options[] = {
-    {"model", 0, true},      {"steps", 0, true},        {"batch", 0, true},
-    {"seed", 0, true},       {"lr", 0, true},           {"betas", 0, true},
-    {"wd", 0, true},         {"eps", 0, true},          {"precision", 0, true},
-    {"loss-scale", 0, true}, {"init-scale", 0, true},   {"growth-interval", 0, true},
-    {"hysteresis", 0, true}, {"clip", 0, true},         {"skip-spikes", 0, false},
-    {"spike-z", 0, true},    {"spike-window", 0, true}, {"inject", 0, true},
-    {"checkpoint", 0, true}, {"json", 0, false},        {"dump", 0, true},
-    {"trace", 0, true},      {"cluster", 0, true},      {"summary", 0, false},
-    {"gpus", 0, true},       {"zero", 0, true},         {"bucket", 0, true},
-    {"prefetch", 0, true},   {"grad-accum", 0, true},   {"fail", 0, true},
-    {"nodes", 0, true},      {NULL, 0, false},
+    {"model", 0, true},        {"steps", 0, true},
+    {"batch", 0, true},        {"seed", 0, true},
+    {"lr", 0, true},           {"betas", 0, true},
+    {"wd", 0, true},           {"eps", 0, true},
+    {"precision", 0, true},    {"loss-scale", 0, true},
+    {"init-scale", 0, true},   {"growth-interval", 0, true},
+    {"hysteresis", 0, true},   {"clip", 0, true},
+    {"skip-spikes", 0, false}, {"spike-z", 0, true},
+    {"spike-window", 0, true}, {"inject", 0, true},
+    {"checkpoint", 0, true},   {"json", 0, false},
+    {"dump", 0, true},         {"trace", 0, true},
+    {"cluster", 0, true},      {"summary", 0, false},
+    {"gpus", 0, true},         {"zero", 0, true},
+    {"bucket", 0, true},       {"prefetch", 0, true},
+    {"grad-accum", 0, true},   {"fail", 0, true},
+    {"nodes", 0, true},        {"pp", 0, true},
+    {"dp", 0, true},           {"micro-batches", 0, true},
+    {"schedule", 0, true},     {"chunks", 0, true},
+    {NULL, 0, false},
 };
 
 #define MAX_STEPS 10000000L
@@ -49,7 +58,8 @@ static const struct opt options[] = {
 struct args {
     struct train_opts o;
     struct model_shape shape;
-    bool json, summary_only, scale_given, init_scale_given;
+    bool json, summary_only, scale_given, init_scale_given, gpus_given, chunks_given;
+    int dp; /* --dp, 0 if not given */
     const char *dump, *trace, *cluster, *nodes;
 };
 
@@ -235,6 +245,23 @@ static int parse_option(struct args *r, const char *name, const char *arg, struc
     } else if (!strcmp(name, "gpus")) {
         if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
             o->gpus = (int)n;
+        r->gpus_given = true;
+    } else if (!strcmp(name, "dp")) {
+        if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
+            r->dp = (int)n;
+    } else if (!strcmp(name, "pp")) {
+        if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
+            o->pp = (int)n;
+    } else if (!strcmp(name, "micro-batches")) {
+        if (!(rc = parse_long(name, arg, 1, SCHED_MAX_MICRO, &n, e)))
+            o->micro_batches = (int)n;
+    } else if (!strcmp(name, "chunks")) {
+        if (!(rc = parse_long(name, arg, 2, SCHED_MAX_CHUNKS, &n, e)))
+            o->chunks = (int)n;
+        r->chunks_given = true;
+    } else if (!strcmp(name, "schedule")) {
+        if ((rc = sched_parse(arg, &o->schedule, e)))
+            error_prefix(e, "--schedule");
     } else if (!strcmp(name, "zero")) {
         if (!(rc = parse_long(name, arg, 0, 3, &n, e)))
             o->zero = (int)n;
@@ -546,12 +573,15 @@ static int trace_setup(const struct args *r, const struct run_config *rc, struct
 
 /* ------------------------------------------------------------------ the prediction */
 
-/* What the calculator says of the same layout: per GPU states, activations and buffers, and
- * the bytes each GPU sends per step. */
+/* What the calculator says of the same layout, stage by stage: per GPU states, activations
+ * and buffers, and the bytes each GPU sends per step; and the schedule it teaches. */
 struct prediction {
-    struct memory_result m;
+    struct memory_result m; /* GPU 0's stage */
     struct traffic t;
-    bool ok;
+    struct memory_result stage_m[64];
+    struct traffic stage_t[64];
+    struct sched sched; /* pipelined */
+    bool ok, have_sched;
 };
 
 static void predict(const struct args *r, const struct cluster_spec *spec, struct prediction *p)
@@ -559,20 +589,80 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
     const struct train_opts *o = &r->o;
     struct memory_config c = {0};
     struct error e = {0};
+    int dp = train_dp(o);
     c.model = &r->shape;
     c.precision = o->precision == FP_FP32   ? PREC_FP32
                   : o->precision == FP_BF16 ? PREC_BF16
                                             : PREC_FP16;
     c.optimizer = OPT_ADAMW;
     c.grad_fp32 = o->grad_fp32;
-    c.dp = o->gpus, c.tp = 1, c.pp = 1, c.zero = o->zero;
-    c.micro_batch = o->batch / o->gpus, c.seq = o->shape.seq, c.micro_batches = 1;
+    c.dp = dp, c.tp = 1, c.pp = o->pp, c.zero = o->zero;
+    c.micro_batch = o->batch / (dp * o->micro_batches), c.seq = o->shape.seq;
+    c.micro_batches = o->micro_batches;
+    c.schedule = o->schedule;
+    c.chunks = train_chunks(o);
     c.capacity = spec->hbm_bytes;
     c.bucket_bytes = (double)o->bucket_bytes;
     c.no_prefetch = !o->prefetch;
-    p->ok = activ_parse_policy(o->ckpt.name[0] ? o->ckpt.name : "none", &c.ckpt, &e) == 0 &&
-            memory_compute(&c, &p->m, &e) == 0 &&
-            traffic_compute(&c, spec, p->m.params_gpu, p->m.stage_layers, 0, 0, &p->t, &e) == 0;
+    p->ok = activ_parse_policy(o->ckpt.name[0] ? o->ckpt.name : "none", &c.ckpt, &e) == 0;
+    for (int st = 0; p->ok && st < o->pp; st++) {
+        struct memory_result *m = &p->stage_m[st];
+        p->ok = memory_compute_stage(&c, st, m, &e) == 0 &&
+                traffic_compute_stage(&c, spec, o->pp > 1 ? st : -1, m->params_gpu, m->stage_layers,
+                                      0, 0, &p->stage_t[st], &e) == 0;
+    }
+    if (p->ok)
+        p->m = p->stage_m[0], p->t = p->stage_t[0];
+    if (train_pipelined(o))
+        p->have_sched =
+            sched_build(o->schedule, o->pp, o->micro_batches, train_chunks(o), &p->sched, &e) == 0;
+}
+
+/* Micro-batches held at once, as `pipeline` counts them: (micro-batch, chunk) pairs over v. */
+static json_t *held_json(int pairs, int v)
+{
+    return v == 1 ? json_integer(pairs) : json_real((double)pairs / v);
+}
+
+/* The pipeline as it ran: each stage's operations (from its first data-parallel GPU) in
+ * simulated time, the bubble measured on them (idle time of the stages between the first
+ * forward and the last backward, over their compute and over the wall), and the most
+ * micro-batches each stage held; beside the calculator's. */
+static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
+                             const struct prediction *p)
+{
+    int P = o->pp, dp = train_dp(o);
+    json_t *ops = json_array(), *peak = json_array();
+    double t0 = INFINITY, t1 = -INFINITY, busy = 0;
+    for (int st = 0; st < P; st++) {
+        const struct run_gpu *g = run_gpu(run, st * dp);
+        json_t *list = json_array();
+        for (int i = 0; i < g->nops; i++) {
+            const struct pp_done *d = &g->ops[i];
+            char kind[2] = {d->kind, 0};
+            json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:f, s:f}", "kind", kind,
+                                                  "micro", d->micro, "chunk", d->chunk, "start_s",
+                                                  d->start_s, "end_s", d->end_s));
+            t0 = fmin(t0, d->start_s), t1 = fmax(t1, d->end_s);
+            busy += d->end_s - d->start_s;
+        }
+        json_array_append_new(ops, list);
+        json_array_append_new(peak, held_json(g->peak_in_flight, train_chunks(o)));
+    }
+    double wall = (t1 - t0) * P, idle = wall - busy;
+    json_t *pj = json_pack("{s:o, s:o, s:o, s:o}", "ops", ops, "bubble_over_ideal",
+                           busy > 0 ? json_real(idle / busy) : json_null(), "bubble_over_wall",
+                           wall > 0 ? json_real(idle / wall) : json_null(), "peak_in_flight", peak);
+    if (p->have_sched) {
+        json_t *pk = json_array();
+        for (int st = 0; st < P; st++)
+            json_array_append_new(pk, held_json(p->sched.peak_chunks[st], train_chunks(o)));
+        json_object_set_new(pj, "predicted",
+                            json_pack("{s:f, s:f, s:o}", "bubble_over_ideal",
+                                      p->sched.bubble_over_ideal, "bubble_over_wall",
+                                      p->sched.bubble_over_wall, "peak_in_flight", pk));
+    }
+    return pj;
 }
 
 /* ------------------------------------------------------------------ output */
@@ -643,45 +733,74 @@ static void print_summary_json(const struct args *r, const struct run *run,
     json_object_set_new(m, "simulated_seconds", num(sum->sim_seconds));
     json_object_set_new(m, "sim_step_time_s", num(sum->sim_step));
     json_object_set_new(m, "comm_exposed_s", num(sum->exposed));
-    json_object_set_new(m, "layout",
-                        json_pack("{s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", o->gpus,
-                                  "zero", o->zero, "bucket_bytes", (json_int_t)o->bucket_bytes,
-                                  "prefetch", o->prefetch, "grad_fp32", o->grad_fp32));
+    json_t *lay =
+        json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", train_dp(o),
+                  "tp", 1, "pp", o->pp, "zero", o->zero, "bucket_bytes",
+                  (json_int_t)o->bucket_bytes, "prefetch", o->prefetch, "grad_fp32", o->grad_fp32);
+    json_object_set_new(lay, "micro_batches", json_integer(o->micro_batches));
+    json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
+    json_object_set_new(lay, "chunks", json_integer(train_chunks(o)));
+    json_object_set_new(lay, "sequence_parallel", json_false());
+    json_object_set_new(m, "layout", lay);
     json_t *per = json_array();
     for (int i = 0; i < o->gpus; i++) {
         const struct run_gpu *g = run_gpu(run, i);
-        json_array_append_new(per, json_pack("{s:i, s:o, s:I}", "gpu", i, "peak",
-                                             peaks_json(g->peak_cat, g->peak),
-                                             "sent_bytes_per_step", (json_int_t)g->sent_per_step));
+        json_t *gj = json_pack("{s:i, s:{s:i, s:i, s:i}, s:o, s:I}", "gpu", i, "coord", "dp",
+                               g->place.dprank, "tp", 0, "pp", g->place.stage, "peak",
+                               peaks_json(g->peak_cat, g->peak), "sent_bytes_per_step",
+                               (json_int_t)g->sent_per_step);
+        json_object_set_new(gj, "comm_bytes_per_step",
+                            json_pack("{s:I, s:I, s:I}", "data_parallel",
+                                      (json_int_t)g->sent_per_step, "tensor_parallel",
+                                      (json_int_t)0, "pipeline", (json_int_t)g->pp_sent_per_step));
+        json_array_append_new(per, gj);
     }
     json_object_set_new(m, "per_gpu", per);
     json_object_set_new(m, "scalar_bytes_per_step", json_integer((json_int_t)sum->scalars));
     if (p->ok) {
-        const struct memory_result *pm = &p->m;
-        json_t *pg = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
-                               jint(pm->states.weights), "gradients", jint(pm->states.gradients),
-                               "master_weights", jint(pm->states.master), "optimizer",
-                               jint(pm->states.optimizer), "activations", jint(pm->activations),
-                               "communication", jint(pm->comm), "total", jint(pm->total));
-        json_object_set_new(m, "predicted",
-                            json_pack("{s:o, s:o, s:s}", "per_gpu", pg, "comm_bytes_per_gpu",
-                                      jint(p->t.dp.bytes), "comm_formula", p->t.dp.formula));
-        /* every GPU against the prediction: bytes of difference, summed (0 when all agree) */
-        const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
-                               pm->states.optimizer, pm->activations,      pm->comm};
+        json_t *stages = json_array();
+        for (int st = 0; st < o->pp; st++) {
+            const struct memory_result *pm = &p->stage_m[st];
+            const struct traffic *pt = &p->stage_t[st];
+            json_t *pg = json_pack(
+                "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights", jint(pm->states.weights),
+                "gradients", jint(pm->states.gradients), "master_weights", jint(pm->states.master),
+                "optimizer", jint(pm->states.optimizer), "activations", jint(pm->activations),
+                "communication", jint(pm->comm), "total", jint(pm->total), "in_flight",
+                held_json(pm->in_flight, train_chunks(o)));
+            json_object_set_new(pg, "comm_bytes_per_step",
+                                json_pack("{s:o, s:o, s:o}", "data_parallel", jint(pt->dp.bytes),
+                                          "tensor_parallel", jint(pt->tp.bytes), "pipeline",
+                                          jint(pt->pp.bytes)));
+            json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
+            json_array_append_new(stages, pg);
+        }
+        json_t *pred = json_pack("{s:O, s:o, s:s, s:o}", "per_gpu", json_array_get(stages, 0),
+                                 "comm_bytes_per_gpu", jint(p->t.dp.bytes), "comm_formula",
+                                 p->t.dp.formula, "per_stage", stages);
+        json_object_set_new(m, "predicted", pred);
+        /* every GPU against its stage's prediction: bytes of difference, summed (0 when all
+         * agree) */
         const enum ledger_cat cats[] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
                                         MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
         double dmem = 0, dcomm = 0;
         for (int i = 0; i < o->gpus; i++) {
             const struct run_gpu *g = run_gpu(run, i);
+            const struct memory_result *pm = &p->stage_m[g->place.stage];
+            const struct traffic *pt = &p->stage_t[g->place.stage];
+            const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
+                                   pm->states.optimizer, pm->activations,      pm->comm};
             for (int k = 0; k < 6; k++)
                 dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
-            dcomm += fabs((double)g->sent_per_step - p->t.dp.bytes);
+            dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
+                     fabs((double)g->pp_sent_per_step - pt->pp.bytes);
         }
         json_object_set_new(
             m, "measured_minus_predicted",
             json_pack("{s:o, s:o}", "memory_bytes", jint(dmem), "comm_bytes", jint(dcomm)));
     }
+    if (train_pipelined(o))
+        json_object_set_new(m, "pipeline", pipeline_json(o, run, p));
     json_t *top = json_object();
     json_object_set_new(top, "summary", m);
     print_json_obj(top);
@@ -727,18 +846,23 @@ static void print_summary_text(const struct args *r, const struct run *run,
     printf("%.0f tokens/s, %.2f GFLOP/s, %s wall; %s simulated on %s\n", sum->tokens_per_s, gflops,
            units_format_seconds(a, sizeof a, sum->seconds),
            units_format_seconds(b, sizeof b, sum->sim_seconds), spec->name);
-    if (o->gpus == 1)
+    if (o->gpus == 1 && !train_pipelined(o))
         return;
-    /* the data-parallel table: every GPU's ledger beside the calculator */
+    /* the table: every GPU's ledger beside the calculator's figures for its stage */
+    bool piped = o->pp > 1;
     printf(
         "\nper GPU, peak bytes (measured by each GPU's ledger; the CPU's fp32 workspace apart)\n");
-    printf("%-10s %12s %12s %12s %12s %12s %12s %12s %14s\n", "GPU", "weights", "gradients",
-           "master", "optimizer", "activations", "comm", "workspace", "sent/step");
+    printf("%-10s %12s %12s %12s %12s %12s %12s %12s %14s", "GPU", "weights", "gradients", "master",
+           "optimizer", "activations", "comm", "workspace", "sent/step");
+    printf(piped ? " %14s\n" : "\n", "pipeline/step");
     for (int i = 0; i < o->gpus; i++) {
         const struct run_gpu *g = run_gpu(run, i);
-        char name[16];
-        snprintf(name, sizeof name, "%d", i);
-        printf("%-10s %12llu %12llu %12llu %12llu %12llu %12llu %12llu %14llu\n", name,
+        char name[24];
+        if (piped)
+            snprintf(name, sizeof name, "%d (s%d)", i, g->place.stage);
+        else
+            snprintf(name, sizeof name, "%d", i);
+        printf("%-10s %12llu %12llu %12llu %12llu %12llu %12llu %12llu %14llu", name,
                (unsigned long long)g->peak_cat[MEM_WEIGHTS],
                (unsigned long long)g->peak_cat[MEM_GRADIENTS],
                (unsigned long long)g->peak_cat[MEM_MASTER],
@@ -747,13 +871,38 @@ static void print_summary_text(const struct args *r, const struct run *run,
                (unsigned long long)g->peak_cat[MEM_COMM],
                (unsigned long long)g->peak_cat[MEM_WORKSPACE],
                (unsigned long long)g->sent_per_step);
+        if (piped)
+            printf(" %14llu", (unsigned long long)g->pp_sent_per_step);
+        printf("\n");
     }
-    if (p->ok)
-        printf("%-10s %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12s %14.0f\n", "predicted",
-               p->m.states.weights, p->m.states.gradients, p->m.states.master,
-               p->m.states.optimizer, p->m.activations, p->m.comm, "-", p->t.dp.bytes);
-    if (p->ok)
+    for (int st = 0; p->ok && st < o->pp; st++) {
+        const struct memory_result *m = &p->stage_m[st];
+        char name[24];
+        snprintf(name, sizeof name, piped ? "stage %d" : "predicted", st);
+        printf("%-10s %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12s %14.0f", name,
+               m->states.weights, m->states.gradients, m->states.master, m->states.optimizer,
+               m->activations, m->comm, "-", p->stage_t[st].dp.bytes);
+        if (piped)
+            printf(" %14.0f", p->stage_t[st].pp.bytes);
+        printf("\n");
+    }
+    if (p->ok) {
         printf("communication: %s\n", p->t.dp.formula);
+        for (int st = 0; piped && st < o->pp; st++)
+            printf("pipeline, stage %d: %s\n", st, p->stage_t[st].pp.formula);
+    }
+    if (train_pipelined(o) && p->have_sched) {
+        printf("schedule %s, %d micro-batches of %d sequences; micro-batches held at once, per "
+               "stage:",
+               sched_name(o->schedule), o->micro_batches,
+               o->batch / (train_dp(o) * o->micro_batches));
+        for (int st = 0; st < o->pp; st++)
+            printf(" %g", (double)run_gpu(run, st * train_dp(o))->peak_in_flight / train_chunks(o));
+        printf(" (the schedule's:");
+        for (int st = 0; st < o->pp; st++)
+            printf(" %g", (double)p->sched.peak_chunks[st] / train_chunks(o));
+        printf(")\n");
+    }
     printf("simulated step %s, of which %s not hidden behind compute; the agreement (loss, "
            "norm, inf/NaN) %llu bytes per GPU\n",
            units_format_seconds(a, sizeof a, sum->sim_step),
@@ -828,6 +977,23 @@ static int train_main(int argc, char **argv)
         return cli_usage("train", "--summary goes with --json");
     if (r.init_scale_given && o->scaling != TRAIN_SCALE_DYNAMIC)
         return cli_usage("train", "--init-scale needs --loss-scale dynamic");
+    /* the GPUs: --gpus (all of them), or --dp x --pp */
+    if (r.dp) {
+        if (r.gpus_given && o->gpus != r.dp * o->pp)
+            return cli_usage("train", "--gpus %d is not --dp %d x --pp %d", o->gpus, r.dp, o->pp);
+        if (r.dp * o->pp > 64)
+            return cli_usage("train", "--dp %d x --pp %d is %d GPUs, more than 64", r.dp, o->pp,
+                             r.dp * o->pp);
+        o->gpus = r.dp * o->pp;
+    } else if (!r.gpus_given)
+        o->gpus = o->pp;
+    if (r.chunks_given && o->schedule != SCHED_INTERLEAVED)
+        return cli_usage("train", "--chunks goes with --schedule interleaved");
+    if (o->pp == 1 && o->micro_batches > 1 && o->schedule != SCHED_1F1B)
+        return cli_usage("train",
+                         "--schedule %s needs --pp > 1: one stage runs its micro-batches one "
+                         "after the other (forward, backward), adding up their gradients",
+                         sched_name(o->schedule));
     if ((rc = train_opts_check(o, &e)))
         return cli_fail(&e);
     struct run_config rcfg = {0};
@@ -891,6 +1057,7 @@ static int train_main(int argc, char **argv)
     struct run *run = NULL;
     if ((rc = run_new(&run, &rcfg, &e))) {
         free(log.ev);
+        sched_free(&pred.sched);
         return cli_fail(&e);
     }
     if (!r.json) {
@@ -993,6 +1160,7 @@ static int train_main(int argc, char **argv)
     }
     if (rc) {
         run_free(run);
+        sched_free(&pred.sched);
         return cli_fail(&e);
     }
     if (r.json)
@@ -1000,6 +1168,7 @@ static int train_main(int argc, char **argv)
     else
         print_summary_text(&r, run, &sum, &pred, &rcfg.spec);
     run_free(run);
+    sched_free(&pred.sched);
     return 0;
 }
 
@@ -1011,7 +1180,7 @@ const struct command cmd_train = {
     "Trains the tiny GPT (src/model) on a synthetic order-2 Markov source whose entropy rate is\n"
     "the loss floor, with real fp16/bf16 rounding, loss scaling (PyTorch GradScaler semantics),\n"
     "clipping (clip_grad_norm_), NaN diagnosis and gradient checkpointing, on one simulated GPU\n"
-    "or on N of them with data parallelism: DDP or ZeRO stages 1 to 3.\n"
+    "or on N of them with data parallelism (DDP or ZeRO stages 1 to 3) and pipeline stages.\n"
     "\n"
     "  --model NAME|FILE     a swiglu preset or INI file (default tiny)\n"
     "  --steps K             steps to run (default 300)\n"
@@ -1066,6 +1235,23 @@ const struct command cmd_train = {
     "  --prefetch 0|1        ZeRO-3 gathers the next layer while one computes (default 1)\n"
     "  --grad-accum fp32     bf16/fp16: 4-byte gradients (18 bytes per parameter)\n"
     "  --nodes K             the GPUs split evenly over K nodes (inter-node links between them)\n"
+    "Pipeline parallelism (par/pp.h):\n"
+    "  --pp P                P stages (default 1), dividing the layers: the first also holds the\n"
+    "                        embedding, the last the final norm and a copy of the tied\n"
+    "                        embedding, whose gradients the two ends sum once per step\n"
+    "  --dp D                data-parallel GPUs per stage (the run has D x P GPUs; or give\n"
+    "                        --gpus N, N = D x P); GPU r is stage r / D, data rank r %% D\n"
+    "  --micro-batches M     the batch share of each data-parallel rank runs as M micro-batches\n"
+    "                        (default 1), gradients added up over them; with --pp 1 this is\n"
+    "                        gradient accumulation\n"
+    "  --schedule S          gpipe, 1f1b (default) or interleaved (Megatron-LM's: M a multiple\n"
+    "                        of P, --dp 1): each stage runs its forward and backward passes in\n"
+    "                        the order 'scalelab pipeline --schedule S' draws; activations go\n"
+    "                        forward and their gradients back by sends\n"
+    "  --chunks V            interleaved: V model chunks per stage (default 2), P x V dividing\n"
+    "                        the layers; stage s holds virtual stages s, P + s, 2P + s, ...\n"
+    "ZeRO 2 and 3 keep a shard of the gradients only, so with micro-batches they would reduce\n"
+    "each micro-batch's: the thread-GPUs run ZeRO 0 and 1 with micro-batches and stages.\n"
     "  --fail GPU@STEP       that GPU fails in that step's gradient sync: the run ends (exit 1)\n"
     "  --inject WHAT@STEP:gpu=G  an injection on GPU G (default 0); the GPUs agree on inf/NaN,\n"
     "                        so all of them skip the step and back the scale off together\n"
@@ -1074,6 +1260,11 @@ const struct command cmd_train = {
     "activations, communication; the CPU's fp32 workspace apart) and bytes sent per step beside\n"
     "the calculator's prediction for the same layout (memory --json's names), and\n"
     "measured_minus_predicted: the bytes by which they differ, 0 when every byte agrees.\n"
+    "Each GPU's \"coord\" (dp, tp, pp) places it; \"comm_bytes_per_step\" splits what it sent\n"
+    "(data_parallel, tensor_parallel, pipeline) as memory --json does, \"predicted\".per_stage\n"
+    "gives the calculator's figures for each stage, and \"pipeline\" the operations each stage\n"
+    "ran (kind, micro, chunk, start_s, end_s, in simulated time), the bubble measured on them\n"
+    "and the micro-batches each stage held at once, beside the schedule's.\n"
     "\n"
     "Memory: every buffer comes from the simulated GPU's ledger before the first step (the\n"
     "activation arena as reserved memory, the CPU emulation's fp32 workspace as workspace), so\n"

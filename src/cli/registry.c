@@ -9,6 +9,7 @@ extern const struct bench_case bench_collective;
 extern const struct bench_case bench_mpi;
 extern const struct bench_case bench_train;
 extern const struct bench_case bench_dp;
+extern const struct bench_case bench_pp;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
 extern const struct bench_case bench_formats;
@@ -24,5 +25,5 @@ const struct command *const commands[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
-    &bench_formats, &bench_collective, &bench_train, &bench_dp, &bench_mpi, NULL,
+    &bench_formats, &bench_collective, &bench_train, &bench_dp, &bench_pp, &bench_mpi, NULL,
 };

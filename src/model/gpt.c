@@ -312,8 +312,10 @@ static void blas_single_thread(void)
 
 /* Parameters of a part: the embedding when it has either end (the head's is the tied one),
  * its layers, the final norm with the head. */
-static size_t part_params(const struct gpt_config *c, const struct gpt_part *p)
+size_t gpt_part_param_count(const struct gpt_config *c, const struct gpt_part *p)
 {
+    if (!p)
+        return gpt_param_count(c);
     size_t d = (size_t)c->d, lp = 2 * d + 4 * d * d + 3 * d * (size_t)c->ffn;
     return (p->embed || p->head ? (size_t)c->vocab * d : 0) + (size_t)p->count * lp +
            (p->head ? d : 0);
@@ -344,7 +346,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->seg = gpt_ckpt_segment(&g->ckpt, g->part.count);
     g->fmt = fmt;
     g->esize = fmt == FP_FP32 ? 4 : 2;
-    g->nparams = part_params(c, &g->part);
+    g->nparams = gpt_part_param_count(c, &g->part);
     g->nalloc = g->nparams;
     g->loss_tokens = g->N;
     int L = c->layers;

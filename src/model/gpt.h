@@ -206,6 +206,10 @@ struct gpt_part {
     int slots;
 };
 
+/* Parameters of a part (NULL: the whole model): the embedding when it holds either end, its
+ * layers, the final norm with the head. */
+size_t gpt_part_param_count(const struct gpt_config *c, const struct gpt_part *p);
+
 /* A model for batches of `batch` sequences. Parameters start at zero: call gpt_init_params
  * or fill gpt_params(). 0, ERR_INVAL (bad shape) or ERR_NOMEM. */
 int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,

@@ -35,6 +35,7 @@
 struct device;
 struct error;
 struct train_opts;
+struct train_place;
 
 #define DP_STREAM_COMPUTE 0
 #define DP_STREAM_GRADS   1
@@ -51,13 +52,14 @@ struct dp_mem {
 struct dp;
 
 /* The model's seam needs these before the model exists: whether its fp32 weights and
- * gradients are workspace, and the padded length of its flat buffers. */
-void dp_model_seam(const struct train_opts *o, struct gpt_alloc *seam);
+ * gradients are workspace, and the padded length of its flat buffers (part: what the model
+ * holds, NULL the whole model). */
+void dp_model_seam(const struct train_opts *o, const struct gpt_part *part, struct gpt_alloc *seam);
 
-/* The strategy of GPU rank of o->gpus for model g (made with dp_model_seam's settings); d is
- * NULL on the host (one GPU). 0, ERR_NOMEM or the seam's error. */
-int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d, int rank,
-           const struct dp_mem *mem, struct error *e);
+/* The strategy of the GPU at place pl (par/trainer.h) for model g (made with dp_model_seam's
+ * settings); d is NULL on the host (one GPU). 0, ERR_NOMEM or the seam's error. */
+int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d,
+           const struct train_place *pl, const struct dp_mem *mem, struct error *e);
 void dp_free(struct dp *p);
 
 /* Buffers the strategy allocates, and messages a GPU sends in a step at most (for traces
@@ -74,16 +76,18 @@ void dp_load_weights(struct dp *p, const float *all);
 
 /* A step begins (bytes and time are counted from here). */
 void dp_step_begin(struct dp *p);
-/* The backward pass is done: the gradient sync finishes. 0, or the first failure of the
- * step's communication. */
+/* The backward pass is done: the gradient sync finishes (pipelined, it happens now: the
+ * tied embedding's gradient summed between the first and last stage, then every bucket).
+ * 0, or the first failure of the step's communication. */
 int dp_grad_sync(struct dp *p, struct error *e);
 
 /* The fp32 gradients of the range this GPU updates, unscaled by inv (found-inf set if any
  * held inf/NaN), and the sum of squares of this GPU's shard. */
 float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq);
 
-/* Every GPU's loss, sum of squares and found-inf, exchanged: the global loss (mean of the
- * shares), sum of squares and verdict, the same on every GPU. */
+/* Every GPU's loss, sum of squares and found-inf, exchanged among all the run's GPUs: the
+ * global loss (the mean over the GPUs that compute one: all of them, or the last pipeline
+ * stage's), sum of squares and verdict, the same on every GPU. */
 int dp_agree(struct dp *p, double loss, double sumsq, bool found, double *gloss, double *gsumsq,
              bool *gfound, struct error *e);
 
@@ -96,8 +100,9 @@ float *dp_moment(struct dp *p, int which);
  * ZeRO-1/2 all-gather them. */
 int dp_param_sync(struct dp *p, struct error *e);
 
-/* Bytes this GPU sent since dp_step_begin: model states, and the agreement's scalars. */
-void dp_sent(const struct dp *p, uint64_t *states, uint64_t *scalars);
+/* Bytes this GPU sent since dp_step_begin: model states over the data-parallel group, the
+ * tied embedding's gradient between the pipeline's ends, and the agreement's scalars. */
+void dp_sent(const struct dp *p, uint64_t *states, uint64_t *embed, uint64_t *scalars);
 /* Simulated compute time since dp_step_begin. */
 double dp_compute_s(const struct dp *p);
 void dp_add_compute(struct dp *p, double seconds);

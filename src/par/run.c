@@ -124,7 +124,7 @@ static void seam_charge(void *ctx, enum gpt_mem kind, long long delta)
 static void seam_compute(void *ctx, double flops, const char *what, int layer)
 {
     struct seam *s = ctx;
-    dev_compute_on(s->d, DP_STREAM_COMPUTE, flops, what, layer, 0);
+    dev_compute_on(s->d, DP_STREAM_COMPUTE, flops, what, layer, -1);
 }
 
 /* ------------------------------------------------------------------ waits */
@@ -189,15 +189,18 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
 {
     struct run *r = ctx;
     const struct train_opts *o = &r->cfg.o;
-    (void)t;
     if (step != 1 || !r->first_grads)
         return;
-    size_t params = gpt_param_count(&o->shape), bt = (size_t)o->batch * o->shape.seq;
-    size_t end = off + n < params ? off + n : params;
-    /* DDP: every GPU holds all of them and GPU 0 alone keeps them; ZeRO: each its shard */
-    if (off < end)
-        memcpy(r->first_grads + off, grads, (end - off) * sizeof *grads);
-    if (off == 0) {
+    size_t bt = (size_t)o->batch * o->shape.seq;
+    /* DDP: every GPU of a stage holds all of its part and its data-parallel rank 0 alone
+     * keeps them; ZeRO: each its shard. Each element goes where the whole model has it. */
+    for (size_t i = 0; i < n; i++) {
+        size_t w = trainer_whole_index(t, off + i);
+        if (w != SIZE_MAX)
+            r->first_grads[w] = grads[i];
+    }
+    const struct train_place *pl = trainer_place(t);
+    if (pl->stage == 0 && pl->dprank == 0) {
         memcpy(r->first_tokens, tokens, bt * sizeof *tokens);
         memcpy(r->first_tokens + bt, targets, bt * sizeof *targets);
         r->first_loss = loss;
@@ -209,7 +212,9 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
 {
     struct run_gpu_step *g = &m->gpu[gpu];
     g->sent_bytes = s->sent_bytes;
+    g->pp_bytes = s->pp_bytes;
     snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
+    g->nonfinite_forward = s->nonfinite_forward;
     if (gpu == 0) {
         m->s = *s;
         m->s.underflow = NULL;
@@ -232,15 +237,24 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
         m->underflow[nl] += s->underflow[layers];
 }
 
-static void finish_merge(struct run_step *m)
+/* The first non-finite tensor of the step, in the order computed: forward passes run from
+ * the first pipeline stage to the last, backward passes back (every GPU of a stage at once:
+ * the lowest rank is named). */
+static void finish_merge(struct run_step *m, int dp)
 {
     m->nonfinite_gpu = -1;
-    for (int g = 0; g < m->gpus; g++)
-        if (m->gpu[g].nonfinite[0]) {
-            m->nonfinite_gpu = g;
-            memcpy(m->s.nonfinite, m->gpu[g].nonfinite, sizeof m->s.nonfinite);
-            break;
-        }
+    int stages = m->gpus / dp, best = -1, key = 0;
+    for (int g = 0; g < m->gpus; g++) {
+        if (!m->gpu[g].nonfinite[0])
+            continue;
+        int st = g / dp, k = m->gpu[g].nonfinite_forward ? st : 2 * stages - st;
+        if (best < 0 || k < key)
+            best = g, key = k;
+    }
+    if (best >= 0) {
+        m->nonfinite_gpu = best;
+        memcpy(m->s.nonfinite, m->gpu[best].nonfinite, sizeof m->s.nonfinite);
+    }
 }
 
 static const char *intern(struct run *r, const char *name)
@@ -279,7 +293,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
             msg = colon + 2;
         return dev_fail(d, e, "%s", msg);
     }
-    if (r->cfg.keep_first_step && (o->zero > 0 || rank == 0))
+    if (r->cfg.keep_first_step && (o->zero > 0 || trainer_place(t)->dprank == 0))
         trainer_observe(t, keep_first, r);
     int applied = 0;
     struct train_step s;
@@ -313,7 +327,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
         }
         merge(&sl->rec, &s, rank, o->gpus, o->shape.layers);
         if (++sl->done == o->gpus) {
-            finish_merge(&sl->rec);
+            finish_merge(&sl->rec, train_dp(o));
             r->produced = i;
             pthread_cond_broadcast(&r->cv);
         }
@@ -339,6 +353,14 @@ static int device_main(struct device *d, void *arg, struct error *e)
     memcpy(g->peak_cat, led->peak_cat, sizeof g->peak_cat);
     g->peak = led->peak;
     g->sent_per_step = s.sent_bytes;
+    g->pp_sent_per_step = s.pp_bytes;
+    g->place = *trainer_place(t);
+    int nops;
+    const struct pp_done *ops = trainer_pipeline(t, &nops, &g->peak_in_flight);
+    if (nops && (g->ops = malloc((size_t)nops * sizeof *g->ops))) {
+        memcpy(g->ops, ops, (size_t)nops * sizeof *ops);
+        g->nops = nops;
+    }
     trainer_free(t);
     return rc;
 }
@@ -525,6 +547,8 @@ void run_free(struct run *r)
     cluster_free(r->cl);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
+    for (int i = 0; r->gpu && i < r->cfg.o.gpus; i++)
+        free(r->gpu[i].ops);
     free(r->gpu);
     free(r->names);
     free(r->first_tokens);
@@ -566,5 +590,7 @@ double run_trace_events(const struct run_config *cfg)
     struct train_calls c = trainer_calls(o);
     double msgs = (double)dp_messages(o);
     double per_step = 2.0 * c.computes + 2.0 * c.charges + 2.0 * msgs + 2;
+    if (train_pipelined(o)) /* the operations, the sends of activations and their gradients */
+        per_step += 2.0 * o->micro_batches * 3;
     return (double)o->gpus * (2.0 * (double)c.buffers + (double)o->steps * per_step + 1);
 }

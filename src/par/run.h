@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "par/pp.h"
 #include "par/trainer.h"
 #include "sim/event.h"
 #include "sim/ledger.h"
@@ -49,7 +50,9 @@ struct run_config {
 /* One GPU's part of a step. */
 struct run_gpu_step {
     uint64_t sent_bytes; /* gradients and weights */
+    uint64_t pp_bytes;   /* between pipeline stages */
     char nonfinite[48];  /* its first non-finite tensor, "" if none */
+    bool nonfinite_forward;
 };
 
 /* One step, every GPU's. */
@@ -69,6 +72,10 @@ struct run_step {
 struct run_gpu {
     uint64_t peak_cat[MEM_CAT_COUNT], peak; /* the ledger's peaks */
     uint64_t sent_per_step;                 /* gradients and weights, in its last step */
+    uint64_t pp_sent_per_step;              /* between pipeline stages, in its last step */
+    struct train_place place;               /* where it sits in the layout */
+    struct pp_done *ops;                    /* pipelined: its last step's operations */
+    int nops, peak_in_flight;
 };
 
 int run_new(struct run **out, const struct run_config *cfg, struct error *e);

@@ -34,38 +34,41 @@ int shard_unit_at(const struct shard_plan *p, size_t off)
         return GPT_UNIT_EMBED;
     if (off >= fin)
         return GPT_UNIT_HEAD;
-    return (int)((off - emb) / ((fin - emb) / (size_t)p->layers));
+    return p->first + (int)((off - emb) / ((fin - emb) / (size_t)p->layers));
 }
 
-int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, int n, size_t bucket_elems,
-                    struct error *e)
+int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, const struct gpt_part *part,
+                    int n, size_t bucket_elems, struct error *e)
 {
+    struct gpt_part whole = {0, c->layers, true, true, 1};
+    const struct gpt_part *pt = part ? part : &whole;
     memset(p, 0, sizeof *p);
     p->n = n;
-    p->layers = c->layers;
-    p->params = gpt_param_count(c);
+    p->first = pt->first;
+    p->layers = pt->count;
+    p->params = gpt_part_param_count(c, pt);
     p->shard = shard_size(p->params, n);
     p->padded = shard_padded(p->params, n);
-    size_t nt = gpt_tensor_count(c);
     size_t nb =
-        bucket_elems ? (p->padded + bucket_elems - 1) / bucket_elems : (size_t)c->layers + 2;
+        bucket_elems ? (p->padded + bucket_elems - 1) / bucket_elems : (size_t)pt->count + 2;
     p->buckets = calloc(nb, sizeof *p->buckets);
-    p->units = calloc((size_t)c->layers + 1, sizeof *p->units);
+    p->units = calloc((size_t)pt->count + 1, sizeof *p->units);
     if (!p->buckets || !p->units) {
         shard_plan_fini(p);
         return error_set(e, ERR_NOMEM, "out of memory");
     }
 
-    /* Units: the ends (embedding; final norm and padding), then each layer. */
-    size_t emb = (size_t)c->vocab * (size_t)c->d, fin = gpt_tensor_at(c, nt - 1).offset;
-    size_t lp = (fin - emb) / (size_t)c->layers;
+    /* Units: the ends (embedding; final norm and padding), then each layer. A middle
+     * pipeline stage has no embedding and no final norm: its ends are the padding. */
+    size_t d = (size_t)c->d, emb = pt->embed || pt->head ? (size_t)c->vocab * d : 0;
+    size_t lp = 2 * d + 4 * d * d + 3 * d * (size_t)c->ffn, fin = emb + (size_t)pt->count * lp;
     p->units[0] =
         (struct shard_unit){{{0, emb, GPT_UNIT_EMBED}, {fin, p->padded - fin, GPT_UNIT_HEAD}},
                             2,
                             emb + p->padded - fin};
-    for (int l = 0; l < c->layers; l++)
-        p->units[1 + l] = (struct shard_unit){{{emb + (size_t)l * lp, lp, l}}, 1, lp};
-    for (int u = 0; u <= c->layers; u++)
+    for (int k = 0; k < pt->count; k++)
+        p->units[1 + k] = (struct shard_unit){{{emb + (size_t)k * lp, lp, pt->first + k}}, 1, lp};
+    for (int u = 0; u <= pt->count; u++)
         if (p->units[u].elems > p->unit_max)
             p->unit_max = p->units[u].elems;
     /* Buckets: slices of bucket_elems from the end of the padded buffer, or (0) one piece
@@ -77,10 +80,13 @@ int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, int n, siz
             end = off;
         }
     } else {
-        p->buckets[p->nbuckets++] = (struct shard_range){fin, p->padded - fin, GPT_UNIT_HEAD};
-        for (int l = c->layers - 1; l >= 0; l--)
-            p->buckets[p->nbuckets++] = (struct shard_range){emb + (size_t)l * lp, lp, l};
-        p->buckets[p->nbuckets++] = (struct shard_range){0, emb, GPT_UNIT_EMBED};
+        if (p->padded > fin)
+            p->buckets[p->nbuckets++] = (struct shard_range){fin, p->padded - fin, GPT_UNIT_HEAD};
+        for (int k = pt->count - 1; k >= 0; k--)
+            p->buckets[p->nbuckets++] =
+                (struct shard_range){emb + (size_t)k * lp, lp, pt->first + k};
+        if (emb)
+            p->buckets[p->nbuckets++] = (struct shard_range){0, emb, GPT_UNIT_EMBED};
     }
     for (int b = 0; b < p->nbuckets; b++)
         if (p->buckets[b].len > p->bucket_max)

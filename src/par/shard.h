@@ -49,18 +49,19 @@ struct shard_unit {
 struct shard_plan {
     int n;                        /* GPUs */
     size_t params, padded, shard; /* Ψ, Ψ_pad, S */
-    int layers;
-    struct shard_range *buckets; /* in the order they are ready */
+    int first, layers;            /* the layers of the part: first..first+layers-1 */
+    struct shard_range *buckets;  /* in the order they are ready */
     int nbuckets;
     size_t bucket_max;        /* elements of the largest bucket */
     struct shard_unit *units; /* [0] the ends, [1 + l] layer l */
     size_t unit_max;          /* elements of the largest unit */
 };
 
-/* Plans for n GPUs. bucket_elems: a bucket's size in elements (0: one bucket per ZeRO-3
- * piece). 0 or ERR_NOMEM. */
-int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, int n, size_t bucket_elems,
-                    struct error *e);
+/* Plans for n GPUs holding the part (NULL: the whole model; a pipeline stage's part holds
+ * its layers and ends, model/gpt.h). bucket_elems: a bucket's size in elements (0: one bucket per
+ * ZeRO-3 piece). 0 or ERR_NOMEM. */
+int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, const struct gpt_part *part,
+                    int n, size_t bucket_elems, struct error *e);
 void shard_plan_fini(struct shard_plan *p);
 
 /* Ψ_pad and S for Ψ parameters on n GPUs. */

@@ -16,14 +16,22 @@
 #include "num/clip.h"
 #include "num/scaler.h"
 #include "par/dp.h"
+#include "par/pp.h"
 #include "sim/cluster.h"
 
 struct trainer {
     struct train_opts o;
-    struct gpt *g;
-    struct dp *dp;
-    struct device *d; /* NULL on the host */
+    int v;                           /* model chunks: 1, or the interleaved schedule's */
+    struct gpt *g[SCHED_MAX_CHUNKS]; /* chunk c's model part and its strategy */
+    struct dp *dp[SCHED_MAX_CHUNKS];
+    int observing;       /* the chunk of the observer's call (trainer_whole_index) */
+    uint64_t *underflow; /* L + 1: the chunks' counts added up */
+    struct device *d;    /* NULL on the host */
     int rank;
+    struct train_place pl; /* chunk 0's part */
+    struct gpt_part part[SCHED_MAX_CHUNKS];
+    struct sched sched; /* pipelined: the schedule the stages run */
+    struct pp *pp;      /* pipelined: this stage's executor */
     struct markov *data;
     struct rng rng;
     struct adamw adam;
@@ -60,17 +68,90 @@ void train_opts_default(struct train_opts *o)
     o->bucket_bytes = 25u << 20;
     o->prefetch = 1;
     o->fail_gpu = -1;
+    o->pp = 1;
+    o->chunks = 2;
+    o->micro_batches = 1;
+    o->schedule = SCHED_1F1B;
+}
+
+int train_dp(const struct train_opts *o)
+{
+    return o->pp > 0 && o->gpus % o->pp == 0 ? o->gpus / o->pp : 1;
+}
+
+bool train_pipelined(const struct train_opts *o)
+{
+    return o->pp > 1 || o->micro_batches > 1;
+}
+
+int train_chunks(const struct train_opts *o)
+{
+    return o->schedule == SCHED_INTERLEAVED && o->chunks > 1 ? o->chunks : 1;
+}
+
+void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out)
+{
+    int dp = train_dp(o), pp = o->pp > 0 ? o->pp : 1;
+    int m = o->micro_batches > 0 ? o->micro_batches : 1;
+    out->dp = dp, out->pp = pp;
+    out->stage = rank / dp, out->dprank = rank % dp;
+    out->micro = o->batch / (dp * m);
+    train_chunk_part(o, out->stage, 0, slots, &out->part);
+}
+
+void train_chunk_part(const struct train_opts *o, int stage, int chunk, int slots,
+                      struct gpt_part *out)
+{
+    int pp = o->pp > 0 ? o->pp : 1, pv = pp * train_chunks(o), vs = chunk * pp + stage;
+    int per = o->shape.layers / pv;
+    *out = (struct gpt_part){vs * per, per, vs == 0, vs == pv - 1, slots > 0 ? slots : 1};
 }
 
 int train_par_check(const struct train_opts *o, struct error *e)
 {
     if (o->gpus < 1 || o->gpus > 64)
         return error_set(e, ERR_INVAL, "--gpus %d: from 1 to 64 GPUs", o->gpus);
-    if (o->batch % o->gpus != 0)
+    if (o->pp < 1 || o->pp > o->shape.layers || o->shape.layers % o->pp != 0)
+        return error_set(e, ERR_INVAL,
+                         "--pp %d: the pipeline's stages must divide the model's %d layers", o->pp,
+                         o->shape.layers);
+    if (o->gpus % o->pp != 0)
+        return error_set(e, ERR_INVAL, "--pp %d does not divide the %d GPUs (dp x pp)", o->pp,
+                         o->gpus);
+    if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
+        return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
+                         SCHED_MAX_MICRO);
+    int dp = train_dp(o), split = dp * o->micro_batches;
+    if (o->batch % o->gpus != 0 && o->pp == 1 && o->micro_batches == 1)
         return error_set(e, ERR_INVAL,
                          "--batch %d does not split over %d GPUs: data parallelism gives each "
                          "GPU batch / GPUs sequences (try --batch %d)",
                          o->batch, o->gpus, (o->batch / o->gpus + 1) * o->gpus);
+    if (o->batch % split != 0)
+        return error_set(e, ERR_INVAL,
+                         "--batch %d does not split into %d data-parallel share%s of %d "
+                         "micro-batch%s (try --batch %d)",
+                         o->batch, dp, dp > 1 ? "s" : "", o->micro_batches,
+                         o->micro_batches > 1 ? "es each" : "", (o->batch / split + 1) * split);
+    if (o->schedule == SCHED_INTERLEAVED) {
+        int rc = sched_check(o->schedule, o->pp, o->micro_batches, o->chunks, e);
+        if (rc)
+            return rc;
+        if (o->shape.layers % (o->pp * o->chunks) != 0)
+            return error_set(e, ERR_INVAL,
+                             "--pp %d x --chunks %d does not divide the model's %d layers", o->pp,
+                             o->chunks, o->shape.layers);
+        if (dp > 1)
+            return error_set(e, ERR_INVAL,
+                             "--schedule interleaved runs on one data-parallel copy (--dp 1) on "
+                             "the thread-GPUs");
+    }
+    if (train_pipelined(o) && o->zero >= 2)
+        return error_set(e, ERR_INVAL,
+                         "--zero %d with %s: stages 2 and 3 keep only a shard of the gradients, "
+                         "so they reduce every micro-batch's; the thread-GPUs run ZeRO 0 and 1 "
+                         "with micro-batches",
+                         o->zero, o->pp > 1 ? "pipeline stages" : "several micro-batches");
     if (o->zero < 0 || o->zero > 3)
         return error_set(e, ERR_INVAL, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", o->zero);
     if (o->bucket_bytes < 4)
@@ -153,13 +234,17 @@ struct train_calls trainer_calls(const struct train_opts *o)
 {
     struct gpt_calls g = gpt_step_calls(&o->shape, &o->ckpt);
     struct gpt_alloc seam = {0};
-    dp_model_seam(o, &seam);
+    dp_model_seam(o, NULL, &seam);
     /* the model's (weights, gradients, arena, workspace: fewer when its fp32 weights and
      * gradients are workspace), the strategy's, the batch */
     long buffers = GPT_BUFFERS - seam.params_workspace - seam.grads_workspace + dp_buffers(o) + 1;
     long computes = g.compute;
     /* ZeRO-3: every gather moves reserved bytes to communication and back */
     long charges = g.charge + (o->zero >= 3 ? 2L * (2L * o->shape.layers + 2) : 0);
+    if (train_pipelined(o)) { /* at most: a middle stage's buffers, every micro-batch's calls */
+        buffers += pp_buffers() + 1; /* and the initial weights' scratch */
+        computes *= o->micro_batches, charges *= o->micro_batches;
+    }
     return (struct train_calls){buffers, charges, computes};
 }
 
@@ -186,8 +271,8 @@ static void w_charge(void *ctx, enum gpt_mem kind, long long delta)
 static void w_compute(void *ctx, double flops, const char *what, int layer)
 {
     struct trainer *t = ctx;
-    if (t->dp && t->d)
-        dp_add_compute(t->dp, flops / dev_spec(t->d)->peak_flops);
+    if (t->dp[0] && t->d)
+        dp_add_compute(t->dp[0], flops / dev_spec(t->d)->peak_flops);
     if (t->alloc.compute)
         t->alloc.compute(t->alloc.ctx, flops, what, layer);
 }
@@ -195,8 +280,8 @@ static void w_compute(void *ctx, double flops, const char *what, int layer)
 static void w_hook(void *ctx, enum gpt_hook h, int unit)
 {
     struct trainer *t = ctx;
-    if (t->dp)
-        dp_hook(t->dp, h, unit);
+    if (t->dp[0] && t->v == 1)
+        dp_hook(t->dp[0], h, unit);
 }
 
 void trainer_free(struct trainer *t)
@@ -205,11 +290,59 @@ void trainer_free(struct trainer *t)
         return;
     if (t->tokens)
         t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tokens, batch_bytes(&t->o));
-    dp_free(t->dp);
-    gpt_free(t->g);
+    pp_free(t->pp);
+    sched_free(&t->sched);
+    for (int c = 0; c < SCHED_MAX_CHUNKS; c++) {
+        dp_free(t->dp[c]);
+        gpt_free(t->g[c]);
+    }
+    free(t->underflow);
     markov_free(t->data);
     free(t->window);
     free(t);
+}
+
+/* Where element i of this GPU's flat buffer sits in the whole model's (model/gpt.h's order:
+ * the embedding, the layers, the final norm); SIZE_MAX for the padding. */
+static size_t whole_index(const struct trainer *t, int chunk, size_t i)
+{
+    const struct gpt_config *c = &t->o.shape;
+    const struct gpt_part *pt = &t->part[chunk];
+    size_t d = (size_t)c->d, lp = 2 * d + 4 * d * d + 3 * d * (size_t)c->ffn;
+    size_t emb = pt->embed || pt->head ? (size_t)c->vocab * d : 0;
+    size_t layers = (size_t)pt->count * lp, full_emb = (size_t)c->vocab * d;
+    if (i < emb)
+        return i;
+    if (i < emb + layers)
+        return full_emb + (size_t)pt->first * lp + (i - emb);
+    if (pt->head && i < emb + layers + d)
+        return full_emb + (size_t)c->layers * lp + (i - emb - layers);
+    return SIZE_MAX;
+}
+
+/* The initial weights: the whole model's, drawn as on one GPU, cut to this GPU's parts. */
+static int load_part(struct trainer *t, struct error *e)
+{
+    if (!train_pipelined(&t->o)) {
+        float *mine = gpt_params(t->g[0]);
+        gpt_init_params(&t->o.shape, t->o.seed, mine);
+        dp_load_weights(t->dp[0], mine);
+        return 0;
+    }
+    size_t n = gpt_param_count(&t->o.shape), bytes = n * sizeof(float);
+    float *all = t->alloc.alloc(t->alloc.ctx, GPT_MEM_WORKSPACE, bytes, "initial weights");
+    if (!all)
+        return error_set(e, ERR_NOMEM, "out of memory drawing the initial weights");
+    gpt_init_params(&t->o.shape, t->o.seed, all);
+    for (int c = 0; c < t->v; c++) {
+        float *mine = gpt_params(t->g[c]);
+        size_t own = gpt_nparams(t->g[c]);
+        for (size_t i = 0; i < own; i++)
+            mine[i] = all[whole_index(t, c, i)];
+        dp_load_weights(t->dp[c], mine);
+    }
+    t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, all, bytes);
+    return 0;
 }
 
 int trainer_new_on(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
@@ -239,16 +372,40 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .compute = w_compute,
                              .hook = w_hook,
                              .ctx = t};
-    dp_model_seam(o, &seam);
-    int share = o->batch / o->gpus;
-    rc = gpt_new(&t->g, &o->shape, share, o->precision, &o->ckpt, &seam, e);
-    if (rc)
+    t->v = train_chunks(o);
+    int stage = t->rank / train_dp(o);
+    if (train_pipelined(o) && /* the schedule the stages run */
+        (rc = sched_build(o->schedule, o->pp, o->micro_batches, t->v, &t->sched, e)))
         goto fail;
-    /* the gradients of the global batch's mean: each share's add up to them */
-    gpt_set_loss_tokens(t->g, (double)o->batch * o->shape.seq);
+    train_place(o, t->rank, 1, &t->pl);
     struct dp_mem mem = {w_alloc, w_free, w_charge, t};
-    rc = dp_new(&t->dp, o, t->g, d, t->rank, &mem, e);
-    if (rc)
+    for (int c = 0; c < t->v; c++) {
+        /* each chunk's part, a slot per micro-batch it holds at once */
+        int slots = train_pipelined(o) ? pp_slots(&t->sched, stage, c) : 1;
+        train_chunk_part(o, stage, c, slots, &t->part[c]);
+        struct train_place pl = t->pl;
+        pl.part = t->part[c];
+        dp_model_seam(o, &pl.part, &seam);
+        if (train_pipelined(o))
+            rc = gpt_new_part(&t->g[c], &o->shape, pl.micro, o->precision, &o->ckpt, &seam,
+                              &pl.part, e);
+        else
+            rc = gpt_new(&t->g[c], &o->shape, o->batch / o->gpus, o->precision, &o->ckpt, &seam, e);
+        if (rc)
+            goto fail;
+        /* the gradients of the global batch's mean: each share's add up to them */
+        gpt_set_loss_tokens(t->g[c], (double)o->batch * o->shape.seq);
+        if ((rc = dp_new(&t->dp[c], o, t->g[c], d, &pl, &mem, e)))
+            goto fail;
+    }
+    t->pl.part = t->part[0];
+    t->underflow = calloc((size_t)o->shape.layers + 1, sizeof *t->underflow);
+    if (!t->underflow) {
+        rc = error_set(e, ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    if (train_pipelined(o) &&
+        (rc = pp_new(&t->pp, &t->pl, &t->sched, t->g, t->part, o->precision, d, &mem, e)))
         goto fail;
     rc = markov_new(&t->data, o->shape.vocab, o->seed, e);
     if (rc)
@@ -263,8 +420,8 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
         goto fail;
     }
     /* every GPU draws the same initial weights and keeps its part */
-    gpt_init_params(&o->shape, o->seed, gpt_params(t->g));
-    dp_load_weights(t->dp, gpt_params(t->g));
+    if ((rc = load_part(t, e)))
+        goto fail;
     rng_seed(&t->rng, o->seed, 0x64617461);
     adamw_init(&t->adam, o->lr, o->beta1, o->beta2, o->eps, o->wd);
     if (o->scaling == TRAIN_SCALE_DYNAMIC)
@@ -332,7 +489,9 @@ static struct gpt_inject injections(const struct trainer *t, long step)
     struct gpt_inject inj = {-1, -1, 1.0f};
     for (int i = 0; i < o->ninject; i++) {
         const struct train_inject *x = &o->inject[i];
-        if (x->step != step || x->gpu != t->rank)
+        /* on the GPUs of the injection GPU's data-parallel rank: each stage does what its
+         * part holds (the NaN in the middle layer, the inf in the last, the spike at the head) */
+        if (x->step != step || x->gpu % t->pl.dp != t->pl.dprank)
             continue;
         if (x->kind == TRAIN_INJECT_NAN)
             inj.nan_scores_layer = o->shape.layers / 2;
@@ -344,44 +503,89 @@ static struct gpt_inject injections(const struct trainer *t, long step)
     return inj;
 }
 
+/* The step's diagnosis over the chunks: the first non-finite tensor in the order computed
+ * (forward passes by ascending chunk, backward passes by descending), the underflow counts
+ * added up. */
+static void diagnose(struct trainer *t, struct gpt_diag *out)
+{
+    int L = t->o.shape.layers, best = -1, key = 0;
+    memset(t->underflow, 0, ((size_t)L + 1) * sizeof *t->underflow);
+    uint64_t total = 0, elems = 0;
+    struct gpt_diag d;
+    for (int c = 0; c < t->v; c++) {
+        gpt_diag(t->g[c], &d);
+        for (int l = 0; l <= L; l++)
+            t->underflow[l] += d.underflow[l];
+        total += d.underflow_total, elems += d.grad_elements;
+        int k = d.nonfinite_forward ? c : 2 * t->v - c;
+        if (d.nonfinite[0] && (best < 0 || k < key))
+            best = c, key = k, *out = d;
+    }
+    if (best < 0)
+        *out = d, out->nonfinite[0] = 0, out->nonfinite_forward = false;
+    out->underflow = t->underflow;
+    out->underflow_total = total, out->grad_elements = elems;
+}
+
 int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
 {
     const struct train_opts *o = &t->o;
     long step = ++t->step;
+    int v = t->v, rc;
     memset(out, 0, sizeof *out);
     out->step = step;
     out->loss_scale = t->scaler.scale;
     out->sim_start_s = t->d ? dev_now(t->d) : 0;
-    dp_step_begin(t->dp);
+    for (int c = 0; c < v; c++)
+        dp_step_begin(t->dp[c]);
 
     /* 1. the global batch; this GPU's share */
     struct gpt_inject inj = injections(t, step);
     markov_batch(t->data, &t->rng, o->batch, o->shape.seq, t->tokens, t->targets);
-    size_t share = (size_t)(o->batch / o->gpus) * o->shape.seq, first = (size_t)t->rank * share;
+    size_t share = (size_t)(o->batch / t->pl.dp) * o->shape.seq;
+    size_t first = (size_t)t->pl.dprank * share;
 
-    /* 2-3. forward and backward (the strategy reduces buckets as they complete), then the
-     * rest of the gradient sync */
-    double local = gpt_step(t->g, t->tokens + first, t->targets + first, t->scaler.scale, &inj);
+    /* 2-3. forward and backward (the strategy reduces buckets as they complete; pipelined,
+     * micro-batch by micro-batch in the schedule's order), then the rest of the gradient sync */
+    double local;
+    if (t->pp) {
+        rc = pp_step(t->pp, (int)step, t->tokens + first, t->targets + first, t->scaler.scale, &inj,
+                     &local, e);
+        if (rc)
+            return rc;
+    } else
+        local = gpt_step(t->g[0], t->tokens + first, t->targets + first, t->scaler.scale, &inj);
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
                         t->rank, step);
-    int rc = dp_grad_sync(t->dp, e);
-    if (rc)
-        return rc;
+    for (int c = 0; c < v; c++)
+        if ((rc = dp_grad_sync(t->dp[c], e)))
+            return rc;
 
-    /* 4-5. unscale this GPU's range, then agree on the loss, the norm and inf/NaN */
-    bool found_local;
-    double sumsq_local, sumsq;
-    float *grads = dp_unscale(t->dp, scaler_inv_scale(&t->scaler), &found_local, &sumsq_local);
-    bool found_inf;
-    rc = dp_agree(t->dp, local, sumsq_local, found_local || !isfinite(local), &out->loss, &sumsq,
+    /* 4-5. unscale this GPU's ranges, then agree on the loss, the norm and inf/NaN (the last
+     * chunk's strategy speaks for the GPU: it holds the loss on the last stage) */
+    bool found_local = false, found_inf;
+    double sumsq_local = 0, sumsq;
+    float *grads[SCHED_MAX_CHUNKS];
+    size_t off[SCHED_MAX_CHUNKS], n[SCHED_MAX_CHUNKS];
+    for (int c = 0; c < v; c++) {
+        bool f;
+        double ss;
+        grads[c] = dp_unscale(t->dp[c], scaler_inv_scale(&t->scaler), &f, &ss);
+        found_local |= f, sumsq_local += ss;
+        dp_range(t->dp[c], &off[c], &n[c]);
+    }
+    bool bad_loss = t->part[v - 1].head && !isfinite(local);
+    rc = dp_agree(t->dp[v - 1], local, sumsq_local, found_local || bad_loss, &out->loss, &sumsq,
                   &found_inf, e);
     if (rc)
         return rc;
-    size_t off, n;
-    dp_range(t->dp, &off, &n);
-    if (t->observe)
-        t->observe(t->observe_ctx, t, step, t->tokens, t->targets, out->loss, grads, off, n);
+    for (int c = 0; c < v && t->observe; c++) {
+        t->observing = c;
+        t->observe(t->observe_ctx, t, step, t->tokens, t->targets, out->loss, grads[c], off[c],
+                   n[c]);
+    }
+    t->observing = 0;
 
     /* 6. clip by the global norm, skip or update */
     out->grad_norm = (float)sqrt(sumsq);
@@ -396,16 +600,18 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     bool skip_inf = found_inf && o->scaling != TRAIN_SCALE_NONE;
     out->skipped = skip_inf || (o->skip_spikes && out->spike);
     struct gpt_diag d;
-    gpt_diag(t->g, &d);
+    diagnose(t, &d);
     if (!out->skipped) {
-        if (o->clip > 0)
-            clip_apply(grads, n, out->clip_coef);
         adamw_advance(&t->adam);
-        adamw_update(&t->adam, dp_master(t->dp), grads, dp_moment(t->dp, 0), dp_moment(t->dp, 1),
-                     n);
-        /* 7. the working weights follow; ZeRO-1/2 all-gather them */
-        if ((rc = dp_param_sync(t->dp, e)))
-            return rc;
+        for (int c = 0; c < v; c++) {
+            if (o->clip > 0)
+                clip_apply(grads[c], n[c], out->clip_coef);
+            adamw_update(&t->adam, dp_master(t->dp[c]), grads[c], dp_moment(t->dp[c], 0),
+                         dp_moment(t->dp[c], 1), n[c]);
+            /* 7. the working weights follow; ZeRO-1/2 all-gather them */
+            if ((rc = dp_param_sync(t->dp[c], e)))
+                return rc;
+        }
         /* AdamW turns inf/NaN gradients into NaN weights (inf / sqrt(inf) is NaN) */
         if (found_inf && !t->poisoned_at) {
             t->poisoned_at = step;
@@ -420,9 +626,14 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     out->nonfinite_forward = d.nonfinite_forward;
     out->underflow = d.underflow;
     out->underflow_frac = (double)d.underflow_total / (double)d.grad_elements;
-    out->act_peak_bytes = gpt_mem_bytes(t->g, GPT_MEM_ACTIVATIONS);
-    dp_sent(t->dp, &out->sent_bytes, &out->scalar_bytes);
-    out->compute_s = dp_compute_s(t->dp);
+    for (int c = 0; c < v; c++) {
+        uint64_t states, embed, scalars;
+        out->act_peak_bytes += gpt_mem_bytes(t->g[c], GPT_MEM_ACTIVATIONS);
+        dp_sent(t->dp[c], &states, &embed, &scalars);
+        out->sent_bytes += states, out->pp_bytes += embed, out->scalar_bytes += scalars;
+    }
+    out->pp_bytes += t->pp ? pp_sent(t->pp) : 0;
+    out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
     return 0;
 }
@@ -472,17 +683,17 @@ double trainer_loss_floor(const struct trainer *t)
 
 struct gpt *trainer_model(const struct trainer *t)
 {
-    return t->g;
+    return t->g[0];
 }
 
 const float *trainer_master(const struct trainer *t)
 {
-    return dp_master(t->dp);
+    return dp_master(t->dp[0]);
 }
 
 void trainer_range(const struct trainer *t, size_t *off, size_t *n)
 {
-    dp_range(t->dp, off, n);
+    dp_range(t->dp[0], off, n);
 }
 
 const struct train_opts *trainer_opts(const struct trainer *t)
@@ -497,7 +708,7 @@ long trainer_adam_steps(const struct trainer *t)
 
 const float *trainer_moments(const struct trainer *t, int which)
 {
-    return dp_moment(t->dp, which);
+    return dp_moment(t->dp[0], which);
 }
 
 long trainer_poisoned(const struct trainer *t, const char **tensor)
@@ -509,5 +720,32 @@ long trainer_poisoned(const struct trainer *t, const char **tensor)
 
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind)
 {
-    return gpt_mem_bytes(t->g, kind) + t->extra[kind] + dp_mem_bytes(t->dp, kind);
+    size_t sum = t->extra[kind];
+    for (int c = 0; c < t->v; c++)
+        sum += gpt_mem_bytes(t->g[c], kind) + dp_mem_bytes(t->dp[c], kind);
+    return sum;
+}
+
+const struct train_place *trainer_place(const struct trainer *t)
+{
+    return &t->pl;
+}
+
+size_t trainer_whole_index(const struct trainer *t, size_t i)
+{
+    /* the last stage's copy of the tied embedding is the first stage's */
+    const struct gpt_part *pt = &t->part[t->observing];
+    if (t->pl.pp > 1 && !pt->embed && pt->head &&
+        i < (size_t)t->o.shape.vocab * (size_t)t->o.shape.d)
+        return SIZE_MAX;
+    return whole_index(t, t->observing, i);
+}
+
+const struct pp_done *trainer_pipeline(const struct trainer *t, int *n, int *peak)
+{
+    *n = 0, *peak = 1;
+    if (!t->pp)
+        return NULL;
+    *peak = pp_peak_in_flight(t->pp);
+    return pp_ops(t->pp, n);
 }

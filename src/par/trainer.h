@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "calc/sched.h"
 #include "model/gpt.h"
 
 struct error;
@@ -81,17 +82,46 @@ struct train_opts {
     struct train_inject inject[TRAIN_MAX_INJECT];
     int ninject;
     /* data parallelism (par/dp.h) */
-    int gpus;            /* N, the data-parallel GPUs; the batch is split over them */
+    int gpus;            /* every GPU of the run: dp x pp; the batch is split over the dp */
     int zero;            /* ZeRO stage 0 (DDP), 1, 2 or 3 */
     size_t bucket_bytes; /* a gradient bucket's size (PyTorch DDP's 25 MiB by default) */
     int prefetch;        /* ZeRO-3: gather the next unit while this one computes (0 or 1) */
     bool grad_fp32;      /* bf16/fp16: keep and reduce 4-byte gradients */
     int fail_gpu;        /* that GPU fails in step fail_step's gradient sync; -1: none */
     long fail_step;
+    /* pipeline parallelism (par/pp.h) */
+    int pp;                      /* stages P (1: none); dp = gpus / pp */
+    int micro_batches;           /* M per step; the gradients add up over them */
+    enum calc_schedule schedule; /* the order of the stages' passes (calc/sched.h) */
+    int chunks;                  /* v, model chunks per stage (interleaved) */
 };
 
+/* Where a GPU sits in the layout, as Megatron-LM numbers them (pipeline stage outermost):
+ * rank = stage x dp + dprank. Its model holds the stage's layers (L / P of them), the
+ * embedding on the first stage and the head (the final norm and the tied embedding's copy)
+ * on the last, with a slot for each micro-batch the stage holds at once. */
+struct train_place {
+    int dp, pp;
+    int stage, dprank;
+    int micro; /* sequences in a micro-batch: batch / (dp x M) */
+    struct gpt_part part;
+};
+/* slots: the micro-batches the stage holds at its peak (the schedule's peak_chunks). */
+void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out);
+/* Chunk c's part of the GPU of stage `stage` (interleaved: virtual stage c pp + stage, the
+ * embedding on the first virtual stage, the head on the last; else the stage's layers). */
+void train_chunk_part(const struct train_opts *o, int stage, int chunk, int slots,
+                      struct gpt_part *out);
+/* Model chunks per GPU: the interleaved schedule's v, else 1. */
+int train_chunks(const struct train_opts *o);
+/* The data-parallel size, gpus / pp. */
+int train_dp(const struct train_opts *o);
+/* Whether a step runs as a pipeline of micro-batches (pp > 1 or M > 1): the gradients are
+ * then reduced once all of them are in. */
+bool train_pipelined(const struct train_opts *o);
+
 /* PyTorch's defaults (AdamW, GradScaler), tiny's shape, batch 16, 300 steps, seed 1, fp32,
- * one GPU, 25 MiB buckets, prefetch on. */
+ * one GPU, 25 MiB buckets, prefetch on, one stage and one micro-batch (1F1B when more). */
 void train_opts_default(struct train_opts *o);
 
 /* Checks the options (ranges, injection steps within 1..steps); 0 or ERR_INVAL naming the
@@ -116,6 +146,8 @@ struct train_step {
      * only without a scaler, which applies non-finite gradients. */
     long weights_nonfinite_since;
     uint64_t sent_bytes;           /* this GPU sent this step: gradients and weights */
+    uint64_t pp_bytes;             /* and between pipeline stages: activations, their
+                                      gradients, the tied embedding's gradient */
     uint64_t scalar_bytes;         /* and for the agreement (loss, norm, found-inf) */
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
     double compute_s;              /* simulated compute time of the step */
@@ -177,6 +209,16 @@ const float *trainer_moments(const struct trainer *t, int which); /* 0: m, 1: v;
 long trainer_poisoned(const struct trainer *t, const char **tensor);
 /* Bytes of every buffer of the run by category (model, trainer and strategy). */
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind);
+/* Where this GPU sits. */
+const struct train_place *trainer_place(const struct trainer *t);
+/* The whole model's index (model/gpt.h's order) of element i of this GPU's flat buffer (of
+ * the chunk an observer is called for; chunk 0 outside an observer's call); SIZE_MAX for the
+ * padding and for the last stage's copy of the tied embedding. */
+size_t trainer_whole_index(const struct trainer *t, size_t i);
+struct pp_done;
+/* Pipelined: the last step's operations as this GPU ran them (*n), and the most
+ * micro-batches it held at once; NULL (and *n 0, *peak 1) otherwise. */
+const struct pp_done *trainer_pipeline(const struct trainer *t, int *n, int *peak);
 /* Checks a data-parallel layout: 0 or ERR_INVAL naming the problem. */
 int train_par_check(const struct train_opts *o, struct error *e);
 

@@ -6,7 +6,7 @@
 
 static const char *const names[EV_TYPE_COUNT] = {
     "compute_begin", "compute_end", "send",      "recv", "memory",
-    "oom",           "train_step",  "nonfinite", "fail",
+    "oom",           "train_step",  "nonfinite", "fail", "pipe_op",
 };
 
 const char *event_type_name(enum event_type t)

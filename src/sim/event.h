@@ -24,6 +24,8 @@ enum event_type {
     EV_TRAIN_STEP,    /* step, loss, grad_norm, clip_coef, loss_scale, skipped */
     EV_NONFINITE,     /* name (tensor), layer, step */
     EV_FAIL,          /* name (what happened), step: a device stopped */
+    EV_PIPE_OP,       /* name ("forward" or "backward"), micro, chunk, step: one operation of a
+                         pipeline schedule on a stage, t its start, t_end its end */
     EV_TYPE_COUNT
 };
 

@@ -96,6 +96,14 @@ static void chrome_event(FILE *f, const struct event *ev)
                 ev->type == EV_OOM ? ledger_cat_name((enum ledger_cat)ev->category) : "",
                 ev->type == EV_NONFINITE ? str(ev->name) : "", d, us(ev->t));
         break;
+    case EV_PIPE_OP:
+        fprintf(f,
+                ",\n{\"name\":\"%s micro-batch %d\",\"cat\":\"pipeline\",\"ph\":\"X\",\"pid\":%d,"
+                "\"tid\":6,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"micro\":%d,\"chunk\":%d,"
+                "\"step\":%d}}",
+                str(ev->name), ev->micro, d, us(ev->t), us(ev->t_end - ev->t), ev->micro, ev->chunk,
+                ev->step);
+        break;
     case EV_TRAIN_STEP:
         fprintf(f,
                 ",\n{\"name\":\"loss\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.6f,\"args\":{\"loss\":", d,
@@ -229,11 +237,11 @@ int trace_write_chrome(const char *path, const struct event *ev, size_t n, int g
                 "\"args\":{\"sort_index\":%d}}",
                 d, d);
         /* compute on stream 0 (or joined) first, then the links, then compute on streams
-         * 1-3 (sim/cluster.h's DEV_STREAMS = 4): tid 2 + stream */
-        static const char *const tracks[6] = {"compute",           "send",
-                                              "receive",           "compute, stream 1",
-                                              "compute, stream 2", "compute, stream 3"};
-        for (int t = 0; t < 6; t++)
+         * 1-3 (sim/cluster.h's DEV_STREAMS = 4): tid 2 + stream; a pipeline's operations */
+        static const char *const tracks[7] = {
+            "compute",           "send",    "receive", "compute, stream 1", "compute, stream 2",
+            "compute, stream 3", "pipeline"};
+        for (int t = 0; t < 7; t++)
             fprintf(f,
                     ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                     "\"args\":{\"name\":\"%s\"}}",
@@ -290,6 +298,10 @@ void trace_write_jsonl(FILE *f, const struct event *ev, size_t n)
         case EV_FAIL:
             fprintf(f, ",\"name\":\"%s\",\"layer\":%d,\"step\":%d", str(v->name), v->layer,
                     v->step);
+            break;
+        case EV_PIPE_OP:
+            fprintf(f, ",\"name\":\"%s\",\"micro\":%d,\"chunk\":%d,\"step\":%d,\"t_end\":%.17g",
+                    str(v->name), v->micro, v->chunk, v->step, v->t_end);
             break;
         default: break;
         }

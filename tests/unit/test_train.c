@@ -822,7 +822,7 @@ START_TEST(shard_plan_partitions_the_buffer)
         for (int k = 0; k < 3; k++) {
             size_t belems = k == 0 ? 0 : k == 1 ? 100 : psi * 2;
             struct shard_plan p;
-            ck_assert_int_eq(shard_plan_init(&p, &c, n, belems, NULL), 0);
+            ck_assert_int_eq(shard_plan_init(&p, &c, NULL, n, belems, NULL), 0);
             ck_assert_uint_eq(p.padded % (size_t)n, 0);
             ck_assert_uint_eq(p.shard, (psi + (size_t)n - 1) / (size_t)n);
             ck_assert(p.padded >= psi && p.padded - psi < (size_t)n);

@@ -1,0 +1,210 @@
+#!/bin/sh
+# Pipeline parallelism on the thread-GPUs (train --pp P --micro-batches M --schedule S, with
+# --dp D): the same training as one GPU, the schedule `scalelab pipeline` teaches executed in
+# its order, every measured byte the calculator's, one verdict for all GPUs, layouts refused
+# with their reason.
+. "$srcdir/tests/lib.sh"
+
+# Under the sanitizers a run is ~10 times slower: the same checks on fewer layouts.
+slow=false
+if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then slow=true; fi
+
+save() { printf '%s\n' "$out" >"$T_TMP/$1.jsonl"; }
+
+# py WHAT: a python3 check ($PYCODE) over saved runs; load(NAME) reads one.
+py() {
+    what=$1; shift
+    if python3 - "$T_TMP" "$@" >"$T_TMP/py.out" 2>&1 <<PY
+import json, sys, math, os, struct
+T = sys.argv[1]
+def load(name):
+    return [json.loads(l) for l in open(os.path.join(T, name + ".jsonl")) if l.strip()]
+def f32(p):
+    b = open(p, 'rb').read(); return struct.unpack('<%df' % (len(b) // 4), b)
+$PYCODE
+PY
+    then ok "$what"; else not_ok "$what" "$(cat "$T_TMP/py.out")"; fi
+}
+
+# --- Equivalence: P stages and M micro-batches train as one GPU does (fp32; the gradients
+# add up over micro-batches, and the tied embedding's two halves between the ends, in another
+# order than one GPU's matmul: a few ulps). Tolerance 1e-5 relative per step over 10 steps;
+# the development host sees ~1e-8.
+steps=10
+layouts="--pp=2:--micro-batches=1 --pp=2:--micro-batches=4 --pp=2:--micro-batches=8:--schedule=gpipe
+--pp=4:--micro-batches=1:--schedule=gpipe --pp=4:--micro-batches=4 --pp=4:--micro-batches=8
+--pp=2:--micro-batches=4:--schedule=gpipe --pp=4:--micro-batches=8:--schedule=gpipe
+--micro-batches=4 --dp=2:--pp=2:--micro-batches=4 --dp=2:--pp=2:--micro-batches=2:--zero=1
+--pp=2:--micro-batches=4:--schedule=interleaved --pp=2:--micro-batches=8:--schedule=interleaved:--chunks=2
+--pp=2:--micro-batches=2:--schedule=interleaved"
+$slow && steps=4 && layouts="--pp=2:--micro-batches=4 --pp=4:--micro-batches=8:--schedule=gpipe --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
+run train --steps $steps --json
+check_status 0 "one GPU, the reference"
+save ref
+i=0
+for l in $layouts; do
+    args=$(printf '%s' "$l" | tr ':' ' ')
+    i=$((i + 1))
+    run train --steps $steps $args --json
+    check_status 0 "train $args"
+    save "e$i"
+    PYCODE="
+a, b = load('ref'), load('e$i')
+assert len(a) == len(b) == $steps + 1, (len(a), len(b))
+worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
+assert worst < 1e-5, worst
+" py "$args: every step's loss within 1e-5 of one GPU's"
+done
+
+# --- Step 1's gradients, gathered from every stage (and shard), equal one GPU's: 1e-5
+# relative to the largest gradient; the batch and the initial weights are the same bits.
+run train --steps 1 --dump "$T_TMP/d1" --json
+check_status 0 "--dump on one GPU"
+dumps="--pp=2:--micro-batches=4:--schedule=gpipe --pp=4:--micro-batches=8 --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
+$slow && dumps="--dp=2:--pp=2:--micro-batches=2:--zero=1"
+i=0
+for l in $dumps; do
+    args=$(printf '%s' "$l" | tr ':' ' ')
+    i=$((i + 1))
+    run train --steps 1 $args --dump "$T_TMP/dp$i" --json
+    check_status 0 "--dump with $args"
+    PYCODE="
+a, b = f32('$T_TMP/d1/grads.f32'), f32('$T_TMP/dp$i/grads.f32')
+assert len(a) == len(b)
+scale = max(abs(x) for x in a)
+worst = max(abs(x - y) for x, y in zip(a, b)) / scale
+assert worst < 1e-5, worst
+assert open('$T_TMP/d1/tokens.i32', 'rb').read() == open('$T_TMP/dp$i/tokens.i32', 'rb').read()
+assert open('$T_TMP/d1/params.f32', 'rb').read() == open('$T_TMP/dp$i/params.f32', 'rb').read()
+" py "$args: step 1's gathered gradients within 1e-5 of one GPU's, the same batch and weights"
+done
+
+# --- The executed schedule is the taught one: each stage's order of (kind, micro-batch,
+# chunk) is `scalelab pipeline --json`'s, and the micro-batches it held at once its
+# peak_in_flight (and the calculator's in_flight for the stage's activations).
+scheds="gpipe:2:4:1 1f1b:2:4:1 1f1b:4:8:1 gpipe:4:8:1 1f1b:4:2:1 interleaved:2:4:2 interleaved:2:8:2"
+$slow && scheds="gpipe:2:4:1 1f1b:4:8:1 interleaved:2:4:2"
+for sp in $scheds; do
+    IFS=: read -r sch p m v <<EOF
+$sp
+EOF
+    chunks=""
+    [ "$sch" = interleaved ] && chunks="--chunks $v"
+    run pipeline --stages "$p" --micro-batches "$m" --schedule "$sch" $chunks --json
+    printf '%s\n' "$out" >"$T_TMP/sched.json"
+    run train --steps 2 --pp "$p" --micro-batches "$m" --schedule "$sch" $chunks --json --summary
+    check_status 0 "train --pp $p --micro-batches $m --schedule $sch $chunks"
+    save "x"
+    PYCODE="
+want = json.load(open(os.path.join(T, 'sched.json')))
+s = load('x')[0]['summary']
+got = s['pipeline']
+assert len(got['ops']) == $p
+for st in range($p):
+    a = [(o['kind'], o['micro'], o['chunk']) for o in got['ops'][st]]
+    b = [(o['kind'], o['micro'], o['chunk']) for o in want['ops'][st]]
+    assert a == b, (st, a, b)
+    assert all(o['end_s'] >= o['start_s'] for o in got['ops'][st])
+assert got['peak_in_flight'] == want['peak_in_flight'], (got['peak_in_flight'], want['peak_in_flight'])
+assert [x['in_flight'] for x in s['predicted']['per_stage']] == want['peak_in_flight']
+assert 0 <= got['bubble_over_wall'] < 1 and abs(got['predicted']['bubble_over_wall'] - want['bubble_over_wall']) < 1e-9
+" py "$sch, $p stages, $m micro-batches: the executed order and the micro-batches held are the schedule's"
+done
+
+# --- Measured = predicted: every GPU's ledger peaks equal the calculator's for its stage to
+# the byte (model states, activations with the micro-batches in flight), and its bytes sent,
+# data-parallel and pipeline, too.
+cases="tiny:fp32:--pp=2:--micro-batches=4 tiny:bf16:--pp=4:--micro-batches=8:--schedule=gpipe
+tiny:bf16:--dp=2:--pp=2:--micro-batches=4:--zero=1 small:fp32:--pp=2:--micro-batches=2
+small:bf16:--dp=2:--pp=2:--micro-batches=2 tiny:fp16:--pp=2:--micro-batches=4:--checkpoint=full
+tiny:bf16:--dp=3:--micro-batches=2:--batch=12:--grad-accum=fp32
+tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved small:fp32:--pp=3:--micro-batches=3:--batch=6:--schedule=interleaved:--checkpoint=full"
+$slow && cases="tiny:bf16:--dp=2:--pp=2:--micro-batches=4:--zero=1 tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved"
+for c in $cases; do
+    model=${c%%:*}; rest=${c#*:}; prec=${rest%%:*}; args=$(printf '%s' "${rest#*:}" | tr ':' ' ')
+    run train --model "$model" --precision "$prec" --steps 1 $args --json --summary
+    check_status 0 "$model $prec $args"
+    save m
+    PYCODE="
+s = load('m')[0]['summary']
+stages = s['predicted']['per_stage']
+keys = ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication')
+assert len(s['per_gpu']) == s['layout']['gpus']
+for g in s['per_gpu']:
+    p = stages[g['coord']['pp']]
+    for k in keys:
+        assert g['peak'][k] == p[k], (g['gpu'], k, g['peak'][k], p[k])
+    for k in ('data_parallel', 'tensor_parallel', 'pipeline'):
+        assert g['comm_bytes_per_step'][k] == p['comm_bytes_per_step'][k], (g['gpu'], k, g['comm_bytes_per_step'], p['comm_bytes_per_step'])
+assert s['measured_minus_predicted'] == {'memory_bytes': 0, 'comm_bytes': 0}
+" py "$model $prec $args: every GPU's peaks and bytes sent equal the calculator's for its stage"
+done
+# The pipeline's bytes against the formula: stage 0 sends m micro-batches' activations
+# (2 x 64 tokens x 64 x 4 B each) and sums the tied embedding with the last stage (a ring of
+# two sends the whole 64 x 64 x 4 B); a middle stage sends both ways and no embedding.
+run train --steps 1 --pp 4 --micro-batches 4 --batch 8 --json --summary
+check_json "[g['comm_bytes_per_step']['pipeline'] for g in d['summary']['per_gpu']] == [4*2*64*64*4 + 64*64*4, 2*4*2*64*64*4, 2*4*2*64*64*4, 4*2*64*64*4 + 64*64*4]" \
+    "pipeline bytes: m sbh p one way at the ends (+ the tied embedding's V d g), both ways in the middle"
+
+# --- One verdict: a NaN in the middle layer (stage 1 of 2 holds it) makes every GPU skip
+# the step and halve the scale.
+run train --steps 3 --pp 2 --micro-batches 2 --precision fp16 --inject nan@2 --json
+check_status 0 "a NaN in a pipeline"
+check_json_lines() {
+    if printf '%s\n' "$out" | python3 -c "
+import json, sys
+d = [json.loads(l) for l in sys.stdin if l.strip()]
+sys.exit(0 if ($1) else 1)"; then ok "$2"; else not_ok "$2" "$(printf '%s' "$out" | head -c 1500)"; fi
+}
+check_json_lines "d[1]['skipped'] and d[1]['overflow'] and d[1]['nonfinite_gpu'] == 1 and d[1]['nonfinite'] == 'layer 2 attn scores' and d[2]['loss_scale'] == d[1]['loss_scale'] / 2 and not d[2]['skipped']" \
+    "every stage skips step 2 and halves the scale; the step names stage 1's GPU and the tensor"
+
+# --- Failure: a GPU fails; every thread ends, exit 1, fast.
+start=$(date +%s)
+run train --steps 50 --pp 2 --dp 2 --micro-batches 4 --fail 3@3
+end=$(date +%s)
+check_status 1 "--fail 3@3 in a pipeline"
+check_contains "$err" "GPU 3" "the message names the GPU"
+# Not a timing: a hang would wait out the 600 s deadline; 5 s (60 s under a sanitizer on a
+# loaded host) tells a run that ended at once from one that waited for it.
+limit=5
+$slow && limit=60
+[ $((end - start)) -le $limit ] && ok "the failed pipeline ends within seconds ($((end - start)) s)" ||
+    not_ok "the failed pipeline took $((end - start)) s"
+
+# --- A trace shows the activations going forward and their gradients back.
+run train --steps 1 --pp 2 --micro-batches 2 --trace "$T_TMP/pp.json"
+check_status 0 "--trace with 2 stages"
+out=$(cat "$T_TMP/pp.json")
+check_json "len({e.get('pid') for e in d['traceEvents'] if e.get('cat') == 'compute'}) == 2 and any('activation gradients' in str(e.get('name')) for e in d['traceEvents']) and any(str(e.get('name', '')).startswith('activations') for e in d['traceEvents'])" \
+    "the trace holds both stages' compute and the sends both ways"
+check_json "sorted({(e['pid'], e['args']['micro']) for e in d['traceEvents'] if e.get('cat') == 'compute'}) == [(0, 0), (0, 1), (1, 0), (1, 1)] and len([e for e in d['traceEvents'] if e.get('cat') == 'pipeline']) == 8" \
+    "compute is labelled with its micro-batch; each stage's four operations are on its pipeline track"
+
+# --- The text output: per GPU with its stage, the pipeline's bytes and the schedule.
+run train --steps 2 --pp 2 --micro-batches 4
+check_contains "$out" "pipeline/step" "text: pipeline bytes per GPU"
+check_contains "$out" "held at once, per stage: 2 1 (the schedule's: 2 1)" "text: micro-batches in flight, measured and taught"
+
+# --- Layouts refused with their reason (exit 2).
+bad() { # WHAT NEEDLE ARGS...
+    what=$1 needle=$2; shift 2
+    run train "$@"
+    check_status 2 "$what"
+    check_contains "$err" "$needle" "$what: the message says why"
+}
+bad "--pp 3 with 4 layers" "divide the model's 4 layers" --pp 3
+bad "--pp 8 with 4 layers" "divide the model's 4 layers" --pp 8
+bad "a batch that does not split" "does not split into" --pp 2 --micro-batches 3
+bad "--dp 2 x micro-batches against the batch" "try --batch" --dp 2 --pp 2 --micro-batches 3 --batch 8
+bad "interleaved over data-parallel copies" "--dp 1" --pp 2 --dp 2 --micro-batches 4 --schedule interleaved
+bad "interleaved with M not a multiple of P" "multiple" --pp 2 --micro-batches 3 --batch 12 --schedule interleaved
+bad "interleaved chunks not dividing the layers" "does not divide the model's 4 layers" --pp 2 --micro-batches 4 --schedule interleaved --chunks 4
+bad "--chunks without interleaved" "--chunks goes with" --pp 2 --chunks 2
+bad "ZeRO-2 with stages" "stages 2 and 3" --pp 2 --dp 2 --zero 2
+bad "--gpus not dp x pp" "--gpus 3 is not --dp 2 x --pp 2" --gpus 3 --dp 2 --pp 2
+bad "--gpus not a multiple of pp" "does not divide the 3 GPUs" --gpus 3 --pp 2
+bad "gpipe on one stage" "needs --pp > 1" --micro-batches 4 --schedule gpipe
+bad "an unknown schedule" "--schedule" --pp 2 --schedule zigzag
+
+done_testing
