@@ -17,6 +17,7 @@
 #include "calc/traffic.h"
 #include "cli/calcargs.h"
 #include "cli/command.h"
+#include "cli/emit.h"
 #include "cli/opts.h"
 
 static const struct opt options[] = {
@@ -44,6 +45,7 @@ static const struct opt options[] = {
     {"units", 0, true},
     {"json", 0, false},
     {"tensors", 0, false},
+    {"emit", 0, true},
     {NULL, 0, false},
 };
 
@@ -467,8 +469,44 @@ static int memory_main(int argc, char **argv)
         rc = memory_compute(&r.c, &r.r, &e);
     if (rc == 0)
         rc = traffic_compute(&r.c, &r.cluster, r.r.params_gpu, r.r.stage_layers, 0, 0, &r.t, &e);
+    enum emit_kind kind = EMIT_DEEPSPEED;
+    if (rc == 0 && get(&a, "emit")) {
+        if ((rc = emit_parse(get(&a, "emit"), &kind, &e)) == 0 && !r.c.model)
+            rc = error_set(&e, ERR_INVAL,
+                           "--emit writes a model's shape: it needs --model, not "
+                           "--params");
+        if (rc == 0 && (get(&a, "json") || get(&a, "tensors")))
+            rc = error_set(&e, ERR_INVAL, "--emit writes the framework's own file: no --%s with it",
+                           get(&a, "json") ? "json" : "tensors");
+    }
     if (rc < 0)
         return cli_fail(&e);
+    if (get(&a, "emit")) {
+        struct emit_plan ep = {
+            .source = "memory",
+            .model = r.c.model,
+            .cluster = &r.cluster,
+            .gpus = r.gpus,
+            .dp = r.c.dp,
+            .tp = r.c.tp,
+            .pp = r.c.pp,
+            .zero = r.c.zero,
+            .ckpt = r.c.ckpt,
+            .micro_batch = r.c.micro_batch,
+            .micro_batches = r.c.micro_batches,
+            .seq = r.c.seq,
+            .precision = r.c.precision,
+            .optimizer = r.c.optimizer,
+            .grad_fp32 = r.c.grad_fp32,
+            .sp = r.c.sp,
+            .schedule = r.c.schedule,
+            .bucket_bytes = r.c.bucket_bytes,
+            .per_gpu_bytes = r.r.total,
+            .capacity = r.r.capacity,
+        };
+        emit_write(stdout, stderr, kind, &ep);
+        return 0;
+    }
     if (get(&a, "json")) {
         print_json(&r);
     } else {
@@ -489,6 +527,7 @@ const struct command cmd_memory = {
     "                       [--micro-batches M] [--schedule gpipe|1f1b] [--sequence-parallel]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
     "                       [--units GiB|GB] [--tensors] [--json]\n"
+    "                       [--emit deepspeed|megatron|fsdp]\n"
     "\n"
     "Memory per GPU and its parts (weights, gradients, master weights, optimizer state,\n"
     "activations), whether it fits, and the communication per GPU per step, each with its\n"
@@ -520,6 +559,10 @@ const struct command cmd_memory = {
     "  --gpu-mem SIZE       memory per GPU (default the cluster's), e.g. 80GiB\n"
     "  --units U            GiB (default) or GB\n"
     "  --tensors            list the parameter tensors and the activations a layer saves\n"
-    "  --json               one JSON document; sizes in bytes (with both lists)\n",
+    "  --json               one JSON document; sizes in bytes (with both lists)\n"
+    "  --emit FRAMEWORK     write this layout for deepspeed (ds_config.json; comments on\n"
+    "                       standard error), megatron (Megatron-LM's arguments) or fsdp (a\n"
+    "                       torchrun line and a PyTorch FSDP snippet), as 'plan --emit' does;\n"
+    "                       the global batch is dp x micro-batch x micro-batches\n",
     memory_main,
 };

@@ -14,6 +14,7 @@
 #include "calc/plan.h"
 #include "cli/calcargs.h"
 #include "cli/command.h"
+#include "cli/emit.h"
 #include "cli/opts.h"
 
 static const struct opt options[] = {
@@ -21,7 +22,8 @@ static const struct opt options[] = {
     {"gpus", 0, true},       {"global-batch", 0, true}, {"seq", 0, true},
     {"precision", 0, true},  {"optimizer", 0, true},    {"grad-accum", 0, true},
     {"efficiency", 0, true}, {"gpu-mem", 0, true},      {"top", 0, true},
-    {"units", 0, true},      {"json", 0, false},        {NULL, 0, false},
+    {"units", 0, true},      {"json", 0, false},        {"emit", 0, true},
+    {"pick", 0, true},       {NULL, 0, false},
 };
 
 enum {
@@ -39,6 +41,8 @@ enum {
     O_TOP,
     O_UNITS,
     O_JSON,
+    O_EMIT,
+    O_PICK,
     O_COUNT
 };
 
@@ -49,6 +53,9 @@ struct run {
     int top;
     enum units_system units;
     bool json;
+    bool emit;
+    enum emit_kind kind;
+    int pick; /* 1-based rank of the layout --emit writes */
 };
 
 static int configure(const char **v, struct run *r, struct error *e)
@@ -121,6 +128,56 @@ static int configure(const char **v, struct run *r, struct error *e)
     if (r->model.ffn_kind == FFN_GELU && c->seq > r->model.seq)
         return error_set(e, ERR_INVAL, "--seq %d is longer than the %d learned positions of %s",
                          c->seq, r->model.seq, r->model.name);
+    r->pick = 1;
+    if (v[O_PICK] && !v[O_EMIT])
+        return error_set(e, ERR_INVAL, "--pick chooses the layout --emit writes: give --emit too");
+    if (v[O_EMIT]) {
+        if ((rc = emit_parse(v[O_EMIT], &r->kind, e)) < 0)
+            return rc;
+        if (r->json)
+            return error_set(e, ERR_INVAL,
+                             "--emit writes the framework's own file: no --json with it");
+        r->emit = true;
+    }
+    if (v[O_PICK] && (rc = calcargs_int("pick", v[O_PICK], 1, 1 << 20, &r->pick, e)) < 0)
+        return rc;
+    return 0;
+}
+
+/* --emit: the layout ranked --pick, in the framework's terms. */
+static int emit(const struct run *r, const struct plan_result *res)
+{
+    if (res->n_kept == 0)
+        return cli_usage("plan", "--emit: no layout fits, so there is none to write");
+    if ((size_t)r->pick > res->n_kept)
+        return cli_usage("plan", "--pick %d: %zu layout%s fit (1 to %zu)", r->pick, res->n_kept,
+                         res->n_kept == 1 ? "" : "s", res->n_kept);
+    const struct plan_layout *l = &res->kept[r->pick - 1];
+    char src[64];
+    snprintf(src, sizeof src, "plan (layout %d of %zu)", r->pick, res->n_kept);
+    struct emit_plan p = {
+        .source = src,
+        .model = &r->model,
+        .cluster = &r->cluster,
+        .gpus = r->c.gpus,
+        .dp = l->dp,
+        .tp = l->tp,
+        .pp = l->pp,
+        .zero = l->zero,
+        .ckpt = l->ckpt,
+        .micro_batch = l->micro_batch,
+        .micro_batches = l->micro_batches,
+        .seq = r->c.seq,
+        .precision = r->c.precision,
+        .optimizer = r->c.optimizer,
+        .grad_fp32 = r->c.grad_fp32,
+        .sp = l->tp > 1, /* the planner's tensor parallelism is sequence parallel */
+        .schedule = SCHED_1F1B,
+        .per_gpu_bytes = l->per_gpu_bytes,
+        .capacity = r->c.capacity,
+        .step_time_s = l->step_time_s,
+    };
+    emit_write(stdout, stderr, r->kind, &p);
     return 0;
 }
 
@@ -267,9 +324,13 @@ static int plan_main(int argc, char **argv)
     struct plan_result res;
     if (configure(v, &r, &e) < 0 || plan_run(&r.c, &res, &e) < 0)
         return cli_fail(&e);
-    r.json ? print_json(&r, &res) : print_text(&r, &res);
+    int rc = 0;
+    if (r.emit)
+        rc = emit(&r, &res);
+    else
+        r.json ? print_json(&r, &res) : print_text(&r, &res);
     plan_free(&res);
-    return 0;
+    return rc;
 }
 
 const struct command cmd_plan = {
@@ -279,6 +340,7 @@ const struct command cmd_plan = {
     "                     [--global-batch B] [--seq S] [--precision fp32|bf16|fp16]\n"
     "                     [--optimizer adamw|sgd|sgd-momentum] [--grad-accum fp32|same]\n"
     "                     [--efficiency X] [--gpu-mem SIZE] [--top N] [--units GiB|GB] [--json]\n"
+    "                     [--emit deepspeed|megatron|fsdp [--pick K]]\n"
     "\n"
     "Enumerates dp x tp x pp = N layouts, ZeRO stages (2 and 3 without pipelining), checkpoint\n"
     "policies (none, selective, full) and micro-batch sizes (powers of two) for a global batch;\n"
@@ -299,6 +361,13 @@ const struct command cmd_plan = {
     "  --units U            GiB (default) or GB\n"
     "  --json               {\"layouts\": [{\"dp\", \"tp\", \"pp\", \"zero\", \"checkpoint\",\n"
     "                       \"micro_batch\", \"per_gpu_bytes\", \"step_time_s\", \"mfu\",\n"
-    "                       \"comm_bytes_per_gpu\"}...], \"rejected\": [{..., \"reason\"}...]}\n",
+    "                       \"comm_bytes_per_gpu\"}...], \"rejected\": [{..., \"reason\"}...]}\n"
+    "  --emit FRAMEWORK     write the best layout (or --pick K, the K-th ranked) for a real\n"
+    "                       framework: deepspeed (a ds_config.json; its comments go to\n"
+    "                       standard error), megatron (a torchrun line with Megatron-LM's\n"
+    "                       arguments and the model's shape), fsdp (a torchrun line and a\n"
+    "                       PyTorch FSDP snippet). Comments give the predicted memory per GPU\n"
+    "                       and name every setting the framework has no equivalent for\n"
+    "  --pick K             the layout --emit writes, by its rank (default 1)\n",
     plan_main,
 };

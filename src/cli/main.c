@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "cli/command.h"
+#include "comm/mpi.h"
 #include "cli/opts.h"
 #include "cli/winopts.h"
 #include "ui/app.h"
@@ -128,7 +129,7 @@ static int run_command(int argc, char **argv)
     if (!strcmp(first, "--help") || !strcmp(first, "-h"))
         return help(1, argv);
     if (!strcmp(first, "--version") || !strcmp(first, "-V")) {
-        printf("scalelab %s\n", PACKAGE_VERSION);
+        printf("scalelab %s\n%s\n", PACKAGE_VERSION, mpi_about());
         return 0;
     }
     if (!strcmp(first, "help"))

@@ -7,6 +7,7 @@
 extern const struct command cmd_bench;
 extern const struct command cmd_train;
 extern const struct bench_case bench_collective;
+extern const struct bench_case bench_mpi;
 extern const struct bench_case bench_train;
 extern const struct bench_case bench_dp;
 extern const struct bench_case bench_pp;
@@ -32,5 +33,5 @@ const struct opts_spec *const command_opts[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
-    &bench_formats, &bench_collective, &bench_train, &bench_dp, &bench_pp, NULL,
+    &bench_formats, &bench_collective, &bench_train, &bench_dp, &bench_pp, &bench_mpi, NULL,
 };
