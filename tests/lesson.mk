@@ -13,6 +13,8 @@ FUZZ_CC = clang
 FUZZ_SECONDS = 60
 FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/lesson/lesson.c $(top_srcdir)/src/lesson/quantity.c \
+	$(top_srcdir)/src/lesson/lesson_check.c $(top_srcdir)/src/lesson/lesson_files.c \
+	$(top_srcdir)/src/lesson/text.c \
 	$(top_srcdir)/src/lesson/ascii.c $(top_srcdir)/src/lesson/progress.c \
 	$(top_srcdir)/src/num/fp.c \
 	$(top_srcdir)/src/calc/preset.c $(top_srcdir)/src/calc/params.c \

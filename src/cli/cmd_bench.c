@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/json.h"
 #include "cli/command.h"
 #include "calc/preset.h"
 #include "cli/opts.h"
@@ -186,15 +187,13 @@ static void print_json(const struct bench *b, const struct report *r)
         if (row->limit != BENCH_NONE) {
             json_object_set_new(o, "limit",
                                 json_string(row->limit == BENCH_COPY ? "copy" : "sgemm"));
-            json_object_set_new(o, "ratio", json_real(row_ratio(b, row)));
+            json_object_set_new(o, "ratio", json_num(row_ratio(b, row)));
         }
         json_array_append_new(rows, o);
     }
     json_t *doc = json_pack("{s:f, s:f, s:o}", "copy_GBps", b->copy_GBps, "sgemm_GFLOPs",
                             b->sgemm_GFLOPs, "results", rows);
-    json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-    printf("\n");
-    json_decref(doc);
+    json_write(stdout, doc, JSON_FIGURES);
 }
 
 static int bench_main(int argc, char **argv)
@@ -236,9 +235,7 @@ static int bench_main(int argc, char **argv)
     }
     if (groups) {
         json_t *doc = json_pack("{s:o}", "groups", groups);
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        printf("\n");
-        json_decref(doc);
+        json_write(stdout, doc, JSON_EXACT);
     }
     if (list)
         return 0;

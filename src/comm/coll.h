@@ -40,6 +40,7 @@
 
 #include "comm/cost.h"
 #include "num/fp.h"
+#include "comm/xport.h"
 #include "sim/cluster.h"
 
 struct error;
@@ -73,6 +74,9 @@ struct coll {
 /* Every device calls it with the same op, algo, count, dtype and root. 0, ERR_INVAL (an
  * unsupported combination), or ERR_RUN (the run was aborted or failed). */
 int coll_run(struct device *d, const struct coll *c, struct error *e);
+/* The same over any transport (comm/xport.h): coll_run is this with the device's thread
+ * transport; an MPI rank calls it with its own (comm/mpi.h). */
+int coll_run_on(const struct xport *x, const struct coll *c, struct error *e);
 
 int coll_allreduce(struct device *d, void *buf, size_t count, enum fp_format dt,
                    enum cost_algo algo, struct error *e);

@@ -126,8 +126,18 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
         if (c.best[g] > best)
             best = c.best[g]; /* a repetition ends when its slowest GPU does */
     t->wall_s = best;
-    if (a->verify)
+    if (a->verify) {
         verify_check(a->op, a->root, a->dtype, c.bufs, n, a->count, a->seed, &t->check);
+        uint64_t *dig = calloc((size_t)n, sizeof *dig);
+        if (!dig) {
+            rc = error_set(e, ERR_NOMEM, "no memory for %d GPUs", n);
+            goto out;
+        }
+        for (int g = 0; g < n; g++)
+            dig[g] = verify_digest(c.bufs[g], a->count * es);
+        t->digest = verify_digest_all(dig, n);
+        free(dig);
+    }
 out:
     for (int g = 0; g < n && c.bufs; g++)
         if (c.bufs[g])

@@ -403,6 +403,67 @@ START_TEST(verify_finds_a_wrong_copy)
 }
 END_TEST
 
+/* What an MPI rank checks alone (verify_check_rank): its own part of the result, agreeing with
+ * the whole check; a wrong element in its part is found and named, one outside it is not its
+ * to find. The digest tells equal buffers from ones a bit apart. */
+struct own {
+    enum cost_op op;
+    float *buf[4];
+};
+
+static int own_body(struct device *d, void *arg, struct error *e)
+{
+    struct own *o = arg;
+    int r = dev_rank(d);
+    verify_fill(FP_FP32, o->buf[r], 1001, 5, r);
+    struct coll c = {o->op, COST_RING, o->buf[r], 1001, FP_FP32, 1, 0, NULL, NULL, 0};
+    return coll_run(d, &c, e);
+}
+
+START_TEST(verify_one_rank_alone)
+{
+    enum cost_op ops[] = {COST_ALLREDUCE, COST_REDUCE_SCATTER, COST_ALLGATHER, COST_BROADCAST,
+                          COST_REDUCE};
+    static float data[4][1001];
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        struct cluster_config cfg;
+        cluster_config_init(&cfg);
+        cfg.gpus = 4;
+        struct cluster *cl = cluster_new(&cfg, NULL);
+        struct own o = {ops[k], {data[0], data[1], data[2], data[3]}};
+        ck_assert_int_eq(cluster_run(cl, own_body, &o, NULL), 0);
+        struct verify whole, one, merged = {0};
+        verify_check(ops[k], 1, FP_FP32, (void *const *)o.buf, 4, 1001, 5, &whole);
+        ck_assert(whole.ok);
+        for (int r = 0; r < 4; r++) {
+            verify_check_rank(ops[k], 1, FP_FP32, o.buf[r], r, 4, 1001, 5, &one);
+            ck_assert_msg(one.ok, "op %d GPU %d", (int)ops[k], r);
+            if (r == 0)
+                merged = one;
+            else
+                verify_merge(&merged, &one);
+        }
+        ck_assert(merged.ok);
+        ck_assert_double_eq(merged.max_rel_error, whole.max_rel_error);
+        /* element 900 is in GPU 3's chunk (reduce-scatter); GPU 3 is not reduce's root (1), so
+         * there its buffer holds partial sums nobody checks. 0.5 is far beyond the tolerance. */
+        uint64_t before = verify_digest(o.buf[3], sizeof data[3]);
+        data[3][900] += 0.5f;
+        ck_assert_uint_ne(verify_digest(o.buf[3], sizeof data[3]), before);
+        verify_check_rank(ops[k], 1, FP_FP32, o.buf[3], 3, 4, 1001, 5, &one);
+        ck_assert_msg(one.ok == (ops[k] == COST_REDUCE), "op %d: GPU 3's own wrong element",
+                      (int)ops[k]);
+        if (!one.ok) {
+            ck_assert_int_eq(one.bad_gpu, 3);
+            ck_assert_uint_eq(one.bad_index, 900);
+        }
+        verify_check_rank(ops[k], 1, FP_FP32, o.buf[2], 2, 4, 1001, 5, &one);
+        ck_assert(one.ok);
+        cluster_free(cl);
+    }
+}
+END_TEST
+
 /* Groups (communicators): two groups of three GPUs of one cluster all-reduce at the same time,
  * each over its own members in its own order, with each algorithm; every member ends with its
  * group's sum (exact: small integers in fp32) and sends what a ring of three sends. A GPU that
@@ -499,5 +560,6 @@ int main(void)
     ADD(failure_ends_cleanly);
     ADD(ledger_limits_the_buffers);
     ADD(groups_reduce_their_members_only);
+    ADD(verify_one_rank_alone);
     return harness_run(s);
 }
