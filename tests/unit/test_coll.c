@@ -416,7 +416,7 @@ static int own_body(struct device *d, void *arg, struct error *e)
     struct own *o = arg;
     int r = dev_rank(d);
     verify_fill(FP_FP32, o->buf[r], 1001, 5, r);
-    struct coll c = {o->op, COST_RING, o->buf[r], 1001, FP_FP32, 1, 0, NULL, NULL, 0};
+    struct coll c = {o->op, COST_RING, o->buf[r], 1001, FP_FP32, 1, 0, NULL, NULL, 0, false};
     return coll_run(d, &c, e);
 }
 
@@ -495,6 +495,49 @@ static int groups_body(struct device *d, void *arg, struct error *e)
     return 0;
 }
 
+/* A maximum instead of a sum: every GPU ends with the element-wise largest value of the group,
+ * a NaN anywhere stays NaN; only fp32 is reduced this way. */
+static int max_body(struct device *d, void *arg, struct error *e)
+{
+    float(*buf)[7] = arg;
+    int r = dev_rank(d);
+    for (int i = 0; i < 7; i++)
+        buf[r][i] = (float)((i * 3 + r * 5) % 7) - (i == 4 && r == 2 ? 100.0f : 0.0f);
+    if (r == 1)
+        buf[r][6] = NAN;
+    struct coll c = {COST_ALLREDUCE, COST_RING, buf[r], 7, FP_FP32, 0, 0, NULL, NULL, 0, true};
+    int rc = coll_run(d, &c, e);
+    if (rc)
+        return rc;
+    struct coll half = {COST_ALLREDUCE, COST_RING, buf[r], 7, FP_BF16, 0, 0, NULL, NULL, 0, true};
+    struct error e2 = {0};
+    return coll_run(d, &half, &e2) == ERR_INVAL ? 0 : error_set(e, ERR_RUN, "bf16 max accepted");
+}
+
+START_TEST(max_reduces_to_the_largest)
+{
+    static float buf[3][7];
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = 3;
+    struct cluster *cl = cluster_new(&cfg, NULL);
+    struct error e = {0};
+    ck_assert_msg(cluster_run(cl, max_body, buf, &e) == 0, "%s", e.msg);
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < 6; i++) {
+            float want = -1e30f;
+            for (int q = 0; q < 3; q++)
+                want =
+                    fmaxf(want, (float)((i * 3 + q * 5) % 7) - (i == 4 && q == 2 ? 100.0f : 0.0f));
+            ck_assert_msg(buf[r][i] == want, "GPU %d element %d: %g, not %g", r, i,
+                          (double)buf[r][i], (double)want);
+        }
+        ck_assert(isnan(buf[r][6]));
+    }
+    cluster_free(cl);
+}
+END_TEST
+
 START_TEST(groups_reduce_their_members_only)
 {
     enum cost_algo algos[4] = {COST_RING, COST_TREE, COST_DBTREE, COST_RHD};
@@ -560,6 +603,7 @@ int main(void)
     ADD(failure_ends_cleanly);
     ADD(ledger_limits_the_buffers);
     ADD(groups_reduce_their_members_only);
+    ADD(max_reduces_to_the_largest);
     ADD(verify_one_rank_alone);
     return harness_run(s);
 }
