@@ -138,9 +138,12 @@ static void pipeline_stage(const struct memory_config *c, int s, double msg, dou
  * the last stage sums the gradient of the head's input (every rank's vocabulary fed it) and,
  * for the parallel cross-entropy, all-reduces three fp32 numbers per token: the logits' row
  * maximum, the sum of their exponentials and the target's logit (Megatron-LM's
- * vocab-parallel cross-entropy). Each all-reduce sends 2(t-1)/t of its buffer. */
-static void tensor_parallel_ends(const struct memory_config *c, int s, double sbh, double t1,
-                                 struct traffic_part *out)
+ * vocab-parallel cross-entropy). Each all-reduce sends 2(t-1)/t of its buffer. Sequence
+ * parallelism gathers the final norm's output again in the backward pass (half an
+ * all-reduce's worth more) and sums the norms' weight gradients, partial over each rank's
+ * rows, once per step. */
+static void tensor_parallel_ends(const struct memory_config *c, int s, int layers, double sbh,
+                                 double t1, struct traffic_part *out)
 {
     int t = c->tp, m = c->micro_batches;
     double ar = 2 * (t - 1.0) / t, sb4 = (double)c->seq * c->micro_batch * 4;
@@ -150,11 +153,18 @@ static void tensor_parallel_ends(const struct memory_config *c, int s, double sb
         bytes += sbh;
         snprintf(first, sizeof first, " + m x 2(t-1)/t x sbh (embedding)");
     }
-    if (s == c->pp - 1) {
-        bytes += sbh + 3 * sb4;
-        snprintf(last, sizeof last, " + m x 2(t-1)/t x (sbh + 3 sb x 4) (head input, loss)");
+    if (s == c->pp - 1) { /* sequence parallel: the final norm's output gathered again */
+        bytes += (c->sp ? 1.5 : 1) * sbh + 3 * sb4;
+        snprintf(last, sizeof last, " + m x 2(t-1)/t x (%ssbh + 3 sb x 4) (head input, loss)",
+                 c->sp ? "1.5 " : "");
     }
     out->bytes += m * ar * bytes;
+    if (c->sp) { /* the norms' weight gradients, partial over each rank's rows, summed once */
+        struct memory_states k;
+        memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
+        int norms = 2 * layers + (s == c->pp - 1);
+        out->bytes += ar * norms * c->model->d_model * k.gradients;
+    }
     out->time_s += (s == 0) * m * t1 + (s == c->pp - 1) * m * t1;
     out->exposed = out->time_s;
     size_t n = strlen(out->formula);
@@ -183,7 +193,11 @@ int traffic_compute_stage(const struct memory_config *c, const struct cluster_sp
         double sbh = (double)c->seq * c->micro_batch * c->model->d_model * p;
         if (t > 1) {
             bool full = c->ckpt.kind != ACTIV_NONE && c->ckpt.kind != ACTIV_SELECTIVE;
-            int per_layer = 4 + (full ? 2 : 0);
+            /* sequence parallelism: each all-reduce becomes a reduce-scatter and an all-gather
+             * of the same volume, and the backward pass gathers the two norms' outputs again
+             * for the weight gradients (only their shards are kept): one more all-reduce's
+             * worth per layer */
+            int per_layer = 4 + (c->sp ? 1 : 0) + (full ? 2 : 0);
             double count = (double)per_layer * stage_layers * m;
             struct cost_net net;
             group_net(cl, t, 1, &net);
@@ -195,9 +209,11 @@ int traffic_compute_stage(const struct memory_config *c, const struct cluster_sp
             snprintf(out->tp.formula, sizeof out->tp.formula,
                      "%d all-reduces x %d layers x m x 2(t-1)/t x sbh x %d B, m = %d, t = %d%s",
                      per_layer, stage_layers, p, m, t,
-                     c->sp ? " (as reduce-scatter + all-gather)" : "");
+                     c->sp ? " (as reduce-scatter + all-gather, and the norms' outputs gathered "
+                             "again)"
+                           : "");
             if (stage >= 0) /* one stage: its ends too */
-                tensor_parallel_ends(c, stage, sbh, t1, &out->tp);
+                tensor_parallel_ends(c, stage, stage_layers, sbh, t1, &out->tp);
         }
         if (c->pp > 1) {
             double msg = c->sp ? sbh / t : sbh;

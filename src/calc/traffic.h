@@ -20,8 +20,14 @@
  *   tensor parallel, t = tp: two all-reduces of the b s h activations per layer in the
  *     forward pass and two in the backward (Megatron-LM's f and g operators), two more when a
  *     full recompute repeats the forward; with sequence parallelism each becomes a
- *     reduce-scatter plus an all-gather of the same volume:
- *       (4 + 2 recompute) x layers of the stage x m x 2(t-1)/t s b h p
+ *     reduce-scatter plus an all-gather of the same volume, and the backward pass gathers the
+ *     two norms' outputs again for the weight gradients (one more all-reduce's worth):
+ *       (4 [+ 1 sp] + 2 recompute) x layers of the stage x m x 2(t-1)/t s b h p
+ *     For one stage (traffic_compute_stage), the ends too, per micro-batch: the first stage's
+ *     embedding lookup (an all-reduce: vocabulary-parallel), the last stage's head input
+ *     gradient (1.5 with sequence parallelism: the final norm's output gathered again) and
+ *     the parallel cross-entropy's three fp32 numbers per token; with sequence parallelism
+ *     the norms' weight gradients, summed once per step.
  *   pipeline: each micro-batch's activations go to the next stage and their gradients come
  *     back: a middle stage sends 2 m s b h p per step (divided by t with sequence
  *     parallelism, which sends only its shard).

@@ -169,6 +169,8 @@ struct gpt {
     /* tensor parallelism: tp ranks, this one tr; its heads hl (width dl = hl hd), FFN width
      * fl and vocabulary rows vl, from row v0 (tp 1: the whole model's) */
     int tp, tr, hl, dl, fl, vl, v0;
+    bool sp; /* sequence parallelism: the residual stream holds nl = N / tp of the rows */
+    int nl;
     struct gpt_ckpt ckpt;
     enum fp_format fmt;
     size_t esize;           /* bytes per stored activation element */
@@ -194,6 +196,7 @@ struct gpt {
         *dp;
     float *hx, *hn, *hrstd, *logits;
     float *rowmax, *rowsum, *rowtgt; /* tensor parallelism: the cross-entropy's row statistics */
+    float *xg, *dg_full; /* sequence parallelism: a norm's output and a gradient, gathered */
     double *colsum;
     float *rope_cos, *rope_sin; /* [T, hd / 2] */
 
@@ -272,9 +275,10 @@ static size_t act_elems(const struct gpt *g, int a)
         return N * (size_t)g->fl;
     if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
         return N * (size_t)g->dl;
+    /* the residual stream's: a tp-th of the rows under sequence parallelism */
     if (a == A_RSTD1 || a == A_RSTD2)
-        return N;
-    return N * d;
+        return (size_t)g->nl;
+    return (size_t)g->nl * d;
 }
 
 /* Bytes of a kept tensor: the format's width, fp32 for the RMSNorm statistics. */
@@ -365,7 +369,7 @@ enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i)
 
 size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p, size_t i)
 {
-    struct gpt_part whole = {0, c->layers, true, true, 1, 1, 0};
+    struct gpt_part whole = {0, c->layers, true, true, 1, 1, 0, false};
     if (!p)
         p = &whole;
     int tp = part_tp(p), r = p->tprank;
@@ -392,6 +396,12 @@ size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p
     if (p->head && i < d)
         return gpt_param_count(c) - d + i;
     return SIZE_MAX;
+}
+
+size_t gpt_part_rows(const struct gpt_config *c, const struct gpt_part *p, int batch)
+{
+    size_t n = (size_t)batch * (size_t)c->seq;
+    return p && p->sp && part_tp(p) > 1 ? n / (size_t)part_tp(p) : n;
 }
 
 size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size_t *off, size_t max)
@@ -426,7 +436,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     int rc = gpt_config_check(c, e);
     if (rc)
         return rc;
-    g->part = part ? *part : (struct gpt_part){0, c->layers, true, true, 1, 1, 0};
+    g->part = part ? *part : (struct gpt_part){0, c->layers, true, true, 1, 1, 0, false};
     int tp = part_tp(&g->part);
     if (c->heads % tp != 0 || c->ffn % tp != 0 || c->vocab % tp != 0 || g->part.tprank < 0 ||
         g->part.tprank >= tp)
@@ -449,6 +459,13 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->N = batch * c->seq;
     g->hd = c->d / c->heads;
     g->tp = tp, g->tr = g->part.tprank;
+    g->sp = g->part.sp && tp > 1;
+    if (g->sp && (batch * c->seq) % tp != 0)
+        return error_set(e, ERR_INVAL,
+                         "sequence parallelism over %d GPUs needs it to divide the "
+                         "micro-batch's tokens",
+                         tp);
+    g->nl = g->sp ? batch * c->seq / tp : batch * c->seq;
     g->hl = c->heads / tp, g->dl = g->hl * g->hd, g->fl = c->ffn / tp;
     g->vl = c->vocab / tp, g->v0 = g->tr * g->vl;
     g->ckpt = ckpt ? *ckpt : (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
@@ -496,7 +513,7 @@ static void layout(struct gpt *g)
     for (int m = 0; m < pt->slots; m++) {
         if (g->seg)
             for (int s = 0; s < g->nseg; s++)
-                g->segin[m * g->nseg + s] = carve(g, GPT_MEM_ARENA, N * d * g->esize);
+                g->segin[m * g->nseg + s] = carve(g, GPT_MEM_ARENA, (size_t)g->nl * d * g->esize);
         else
             for (int l = pt->first; l < pt->first + pt->count; l++)
                 carve_set(g, g->saved[m * L + l], g->ckpt.kind == GPT_CKPT_SELECTIVE);
@@ -506,7 +523,8 @@ static void layout(struct gpt *g)
             carve_set(g, g->pool[s], false);
     else if (g->ckpt.kind == GPT_CKPT_SELECTIVE)
         g->pslot = carve(g, GPT_MEM_ARENA, act_bytes(g, A_P));
-    const size_t head_bytes[H_COUNT] = {N * d * g->esize, N * 4, N * d * g->esize, N * V * 4};
+    size_t nl = (size_t)g->nl;
+    const size_t head_bytes[H_COUNT] = {nl * d * g->esize, nl * 4, nl * d * g->esize, N * V * 4};
     g->head_bytes = 0;
     for (int a = 0; a < H_COUNT; a++)
         g->head_bytes += head_bytes[a];
@@ -530,6 +548,10 @@ static void layout(struct gpt *g)
     g->colsum = carve(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double));
     g->rope_cos = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
     g->rope_sin = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
+    if (g->sp) {
+        g->xg = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
+        g->dg_full = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
+    }
     if (g->tp > 1) {
         g->rowmax = carve(g, GPT_MEM_WORKSPACE, N * 4);
         g->rowsum = carve(g, GPT_MEM_WORKSPACE, N * 4);
@@ -769,6 +791,32 @@ static void tp_sum(const struct gpt *g, float *buf, size_t n, const char *what)
         g->alloc.tp_reduce(g->alloc.ctx, buf, n, GPT_TP_SUM, what);
 }
 
+/* Sequence parallelism: this rank's rows `mine` (nl x d) and the others' gathered into full
+ * (N x d), returned; without it, mine itself (it holds every row). */
+static const float *sp_gather(const struct gpt *g, float *full, const float *mine, const char *what)
+{
+    if (!g->sp)
+        return mine;
+    size_t block = (size_t)g->nl * g->c.d;
+    memcpy(full + (size_t)g->tr * block, mine, block * 4);
+    g->alloc.tp_reduce(g->alloc.ctx, full, block * g->tp, GPT_TP_GATHER, what);
+    return full;
+}
+
+/* A row-parallel matmul's output full (N x d, this rank's partial sums) summed over the group:
+ * all of it (tensor parallelism: an all-reduce, in place), or under sequence parallelism this
+ * rank's rows only, into the first nl rows of full (a reduce-scatter). */
+static void tp_reduce_rows(const struct gpt *g, float *full, const char *what)
+{
+    if (!g->sp) {
+        tp_sum(g, full, (size_t)g->N * g->c.d, what);
+        return;
+    }
+    size_t block = (size_t)g->nl * g->c.d;
+    g->alloc.tp_reduce(g->alloc.ctx, full, block * g->tp, GPT_TP_SCATTER, what);
+    memmove(full, full + (size_t)g->tr * block, block * 4);
+}
+
 void gpt_set_loss_tokens(struct gpt *g, double tokens)
 {
     g->loss_tokens = tokens > 0 ? tokens : g->N;
@@ -1003,8 +1051,8 @@ static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n
 static void rmsnorm(struct gpt *g, int l, const char *name, float *y, float *rstd, const float *x,
                     const float *w)
 {
-    rms_fwd(y, rstd, x, w, g->N, g->c.d);
-    produced(g, y, (size_t)g->N * g->c.d, l, name);
+    rms_fwd(y, rstd, x, w, g->nl, g->c.d); /* the residual stream's rows */
+    produced(g, y, (size_t)g->nl * g->c.d, l, name);
 }
 
 /* RMSNorm's backward, row by row. With s = 1 / sqrt(mean(x^2) + eps), xh = x s, y = xh w and
@@ -1198,35 +1246,38 @@ static void bind(struct gpt *g, void *const *set)
  * produced, as a bf16 kernel would write it. */
 static void layer_forward(struct gpt *g, int l, float *res, void **save)
 {
-    int N = g->N, d = g->c.d, dl = g->dl, f = g->fl; /* a tensor-parallel rank's widths */
-    size_t nd = (size_t)N * d, nf = (size_t)N * f;
+    int N = g->N, d = g->c.d, dl = g->dl, f = g->fl;   /* a tensor-parallel rank's widths */
+    size_t nd = (size_t)g->nl * d, nf = (size_t)N * f; /* nd: the residual stream's */
     const struct layer_ptrs *W = &g->lw[l];
     float **w = g->w;
     bind(g, save);
     if (save && save[A_X])
         store(g, save[A_X], res, nd);
+    const float *xin; /* a norm's output over every row (gathered under sequence parallelism) */
 
     /* attention: xn1 = RMSNorm(x); q, k, v = xn1 Wq^T, xn1 Wk^T, xn1 Wv^T, q and k rotated by
      * their position (RoPE); att = softmax(q k^T / sqrt(hd), causal) v; xm = x + att Wo^T */
     rmsnorm(g, l, "attn norm", w[A_XN1], w[A_RSTD1], res, W->attn_norm);
-    linear(g, l, NULL, w[A_Q], w[A_XN1], W->wq, dl, d); /* rounded, rotated, then checked */
-    linear(g, l, NULL, w[A_K], w[A_XN1], W->wk, dl, d);
+    xin = sp_gather(g, g->xg, w[A_XN1], "attn norm");
+    linear(g, l, NULL, w[A_Q], xin, W->wq, dl, d); /* rounded, rotated, then checked */
+    linear(g, l, NULL, w[A_K], xin, W->wk, dl, d);
     rope(g, l, "q", w[A_Q], 1);
     rope(g, l, "k", w[A_K], 1);
-    linear(g, l, "v", w[A_V], w[A_XN1], W->wv, dl, d);
+    linear(g, l, "v", w[A_V], xin, W->wv, dl, d);
     attn_probs(g, l);
     attn_out(g, l);
     linear(g, l, "attn proj", g->tmp, w[A_ATT], W->wo, d, dl);
-    tp_sum(g, g->tmp, nd, "attn proj"); /* each rank's heads' share of the projection */
+    tp_reduce_rows(g, g->tmp, "attn proj"); /* each rank's heads' share of the projection */
     add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
 
     /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T */
     rmsnorm(g, l, "mlp norm", w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm);
-    linear(g, l, "gate", w[A_G], w[A_XN2], W->w_gate, f, d);
-    linear(g, l, "up", w[A_U], w[A_XN2], W->w_up, f, d);
+    xin = sp_gather(g, g->xg, w[A_XN2], "mlp norm");
+    linear(g, l, "gate", w[A_G], xin, W->w_gate, f, d);
+    linear(g, l, "up", w[A_U], xin, W->w_up, f, d);
     swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
     linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
-    tp_sum(g, g->tmp, nd, "mlp out"); /* each rank's share of the FFN width */
+    tp_reduce_rows(g, g->tmp, "mlp out"); /* each rank's share of the FFN width */
     add(g, res, w[A_XM], g->tmp, nd, l, "output");
 
     if (save) /* the kept tensors not computed in place */
@@ -1240,31 +1291,35 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
 static void mlp_backward(struct gpt *g, int l, float *dres)
 {
     int N = g->N, d = g->c.d, f = g->fl;
-    size_t nd = (size_t)N * d, nf = (size_t)N * f;
+    size_t nd = (size_t)N * d, nf = (size_t)N * f, nld = (size_t)g->nl * d;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->w;
+    /* under sequence parallelism every row of dout and xn2, gathered (the backward of the
+     * reduce-scatter, and the norm's output again for the weight gradients) */
+    const float *dout = sp_gather(g, g->dg_full, dres, "grad mlp out");
 
     /* out = xm + h Wd^T: dh = dout Wd, dWd = dout^T h; dout also flows on to xm (the residual) */
-    mm_dx(g->dh, dres, W->w_down, N, d, f, 0.0f);
+    mm_dx(g->dh, dout, W->w_down, N, d, f, 0.0f);
     rnd(g, g->dh, nf);
     if (g->inj && g->inj->inf_grad_layer == l)
         g->dh[0] = INFINITY; /* the lessons' injected overflow */
     check(g, g->dh, nf, l, "grad mlp hidden");
-    weight_grad(g, l, "grad w_down", G->w_down, dres, w[A_H], d, f);
+    weight_grad(g, l, "grad w_down", G->w_down, dout, w[A_H], d, f);
 
     /* h = silu(a) u: see swiglu_backward */
     swiglu_backward(g, g->dg, g->du, g->dh, w[A_G], w[A_U], nf);
-    weight_grad(g, l, "grad w_gate", G->w_gate, g->dg, w[A_XN2], f, d);
-    weight_grad(g, l, "grad w_up", G->w_up, g->du, w[A_XN2], f, d);
+    const float *xn2 = sp_gather(g, g->xg, w[A_XN2], "mlp norm again");
+    weight_grad(g, l, "grad w_gate", G->w_gate, g->dg, xn2, f, d);
+    weight_grad(g, l, "grad w_up", G->w_up, g->du, xn2, f, d);
     /* a = xn2 Wg^T, u = xn2 Wu^T: dxn2 = da Wg + du Wu */
     mm_dx(g->dxn, g->dg, W->w_gate, N, f, d, 0.0f);
     mm_dx(g->dxn, g->du, W->w_up, N, f, d, 1.0f);
     produced(g, g->dxn, nd, l, "grad mlp norm");
-    tp_sum(g, g->dxn, nd, "grad mlp norm"); /* xn2 fed every rank's share of the width */
+    tp_reduce_rows(g, g->dxn, "grad mlp norm"); /* xn2 fed every rank's share of the width */
     /* xn2 = RMSNorm(xm): see rms_bwd; dxm joins the residual's gradient in dres */
-    rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, N, d);
+    rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, g->nl, d);
     produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
-    produced(g, dres, nd, l, "grad attn residual");
+    produced(g, dres, nld, l, "grad attn residual");
 }
 
 /* The attention core's backward, per (batch, head), from datt to dq, dk, dv (rounded), with
@@ -1323,28 +1378,30 @@ static void attn_core_backward(struct gpt *g, int l)
 static void attn_backward(struct gpt *g, int l, float *dres)
 {
     int N = g->N, d = g->c.d, dl = g->dl;
-    size_t nd = (size_t)N * d;
+    size_t nd = (size_t)N * d, nld = (size_t)g->nl * d;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->w;
+    const float *dxm = sp_gather(g, g->dg_full, dres, "grad attn proj"); /* every row */
 
     /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
-    mm_dx(g->datt, dres, W->wo, N, d, dl, 0.0f);
+    mm_dx(g->datt, dxm, W->wo, N, d, dl, 0.0f);
     rnd(g, g->datt, (size_t)N * dl);
-    weight_grad(g, l, "grad wo", G->wo, dres, w[A_ATT], d, dl);
+    weight_grad(g, l, "grad wo", G->wo, dxm, w[A_ATT], d, dl);
     /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see attn_core_backward */
     attn_core_backward(g, l);
-    weight_grad(g, l, "grad wq", G->wq, g->dq, w[A_XN1], dl, d);
-    weight_grad(g, l, "grad wk", G->wk, g->dk, w[A_XN1], dl, d);
-    weight_grad(g, l, "grad wv", G->wv, g->dv, w[A_XN1], dl, d);
+    const float *xn1 = sp_gather(g, g->xg, w[A_XN1], "attn norm again");
+    weight_grad(g, l, "grad wq", G->wq, g->dq, xn1, dl, d);
+    weight_grad(g, l, "grad wk", G->wk, g->dk, xn1, dl, d);
+    weight_grad(g, l, "grad wv", G->wv, g->dv, xn1, dl, d);
     /* q, k, v = xn1 W^T: dxn1 = dq Wq + dk Wk + dv Wv */
     mm_dx(g->dxn, g->dq, W->wq, N, dl, d, 0.0f);
     mm_dx(g->dxn, g->dk, W->wk, N, dl, d, 1.0f);
     mm_dx(g->dxn, g->dv, W->wv, N, dl, d, 1.0f);
     produced(g, g->dxn, nd, l, "grad attn norm");
-    tp_sum(g, g->dxn, nd, "grad attn norm"); /* xn1 fed every rank's heads */
-    rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->dxn, N, d);
+    tp_reduce_rows(g, g->dxn, "grad attn norm"); /* xn1 fed every rank's heads */
+    rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->dxn, g->nl, d);
     produced_grad(g, G->attn_norm, (size_t)d, l, "grad attn_norm");
-    produced(g, dres, nd, l, "grad input");
+    produced(g, dres, nld, l, "grad input");
 }
 
 /* Backward of layer l with its tensors in the workspace: on entry dres is d loss / d output,
@@ -1415,9 +1472,9 @@ static void embed_forward(struct gpt *g, const int32_t *tokens)
         else
             memset(x, 0, (size_t)d * 4);
     }
-    tp_sum(g, g->res, (size_t)N * d, "embedding");
+    tp_reduce_rows(g, g->res, "embedding"); /* under sequence parallelism: this rank's rows */
     hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_EMBED);
-    check(g, g->res, (size_t)N * d, -1, "embedding");
+    check(g, g->res, (size_t)g->nl * d, -1, "embedding");
 }
 
 /* The part's layers on the residual stream, keeping what the backward pass of micro-batch
@@ -1488,15 +1545,15 @@ static double parallel_cross_entropy(struct gpt *g, float *probs, const int32_t 
 /* The ends: final norm, logits = hn E^T, softmax in fp32, mean cross-entropy. */
 static double head_forward(struct gpt *g, int slot, const int32_t *targets)
 {
-    int N = g->N, d = g->c.d, V = g->vl; /* this rank's vocabulary */
-    size_t nd = (size_t)N * d, nv = (size_t)N * V;
+    int N = g->N, d = g->c.d, V = g->vl;                /* this rank's vocabulary */
+    size_t nld = (size_t)g->nl * d, nv = (size_t)N * V; /* nld: the residual stream's */
     void **head = g->head[slot];
     const float *E = g->params, *wf = g->params + g->nparams - d;
     hook(g, GPT_HOOK_FORWARD, GPT_UNIT_HEAD);
-    store(g, head[H_X], g->res, nd);
+    store(g, head[H_X], g->res, nld);
     rmsnorm(g, -1, "final norm", g->hn, head[H_RSTD], g->res, wf);
-    store(g, head[H_N], g->hn, nd);
-    mm_fwd(g->logits, g->hn, E, N, V, d);
+    store(g, head[H_N], g->hn, nld);
+    mm_fwd(g->logits, sp_gather(g, g->xg, g->hn, "final norm"), E, N, V, d);
     if (g->inj && g->inj->logit_factor != 1.0f)
         for (size_t i = 0; i < nv; i++)
             g->logits[i] *= g->inj->logit_factor; /* the lessons' bad batch */
@@ -1558,18 +1615,20 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
         for (size_t i = 0; i < nv; i++)
             dl[i] *= g->inj->logit_factor;
     produced(g, dl, nv, -1, "grad logits");
-    load(g, g->hn, head[H_N], nd);
-    load(g, g->hx, head[H_X], nd);
-    memcpy(g->hrstd, head[H_RSTD], (size_t)N * 4);
-    mm_dw_acc(gE, dl, g->hn, N, V, d, g->accumulate); /* the head's share of the embedding's */
+    size_t nld = (size_t)g->nl * d; /* the residual stream's rows */
+    load(g, g->hn, head[H_N], nld);
+    load(g, g->hx, head[H_X], nld);
+    memcpy(g->hrstd, head[H_RSTD], (size_t)g->nl * 4);
+    const float *hn = sp_gather(g, g->xg, g->hn, "final norm again"); /* every row */
+    mm_dw_acc(gE, dl, hn, N, V, d, g->accumulate); /* the head's share of the embedding's */
     mm_dx(g->dxn, dl, E, N, V, d, 0.0f);
     rnd(g, g->dxn, nd);
-    tp_sum(g, g->dxn, nd, "grad head input"); /* hn fed every rank's vocabulary */
-    memset(g->dres, 0, nd * 4);
+    tp_reduce_rows(g, g->dxn, "grad head input"); /* hn fed every rank's vocabulary */
+    memset(g->dres, 0, nld * 4);
     float *gwf = g->grads + g->nparams - d;
-    rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, N, d);
+    rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, g->nl, d);
     produced_grad(g, gwf, (size_t)d, L, "grad final_norm");
-    produced(g, g->dres, nd, -1, "grad final norm");
+    produced(g, g->dres, nld, -1, "grad final norm");
     compute(g, 2 * head_flops(g), "head backward", -1);
     charge(g, -(long long)g->head_bytes);
     hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
@@ -1581,7 +1640,7 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
 static void layers_backward(struct gpt *g, int slot)
 {
     const struct gpt_part *pt = &g->part;
-    size_t nd = (size_t)g->N * g->c.d;
+    size_t nd = (size_t)g->nl * g->c.d; /* the residual stream's rows */
     int l0 = pt->first, l1 = pt->first + pt->count;
     if (g->seg) {
         for (int s = g->nseg - 1; s >= 0; s--) {
@@ -1626,12 +1685,13 @@ static void embed_backward(struct gpt *g, const int32_t *tokens)
     float *gE = g->grads;
     if (!g->part.head && !g->accumulate) /* no head share: the rows alone */
         memset(gE, 0, (size_t)V * d * sizeof *gE);
+    const float *dx = sp_gather(g, g->dg_full, g->dres, "grad embedding"); /* every row */
     for (int r = 0; r < N; r++) {
         int t = tokens[r] - g->v0;
         if (t < 0 || t >= V)
             continue;
         float *dst = gE + (size_t)t * d;
-        const float *src = g->dres + (size_t)r * d;
+        const float *src = dx + (size_t)r * d;
         for (int j = 0; j < d; j++)
             dst[j] += src[j];
     }
@@ -1685,7 +1745,7 @@ void gpt_part_begin(struct gpt *g)
 double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const void *in, void *out,
                         const int32_t *targets, const struct gpt_inject *inj)
 {
-    size_t nd = (size_t)g->N * g->c.d;
+    size_t nd = (size_t)g->nl * g->c.d; /* this rank's rows of the stream */
     g->inj = inj;
     g->in_forward = true;
     if (g->part.embed)
@@ -1707,7 +1767,7 @@ void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int
                        float loss_scale, const void *dout, void *din, bool accumulate,
                        const struct gpt_inject *inj)
 {
-    size_t nd = (size_t)g->N * g->c.d;
+    size_t nd = (size_t)g->nl * g->c.d; /* this rank's rows of the stream */
     g->inj = inj;
     g->accumulate = accumulate;
     if (g->part.head)

@@ -151,7 +151,15 @@ enum gpt_hook { GPT_HOOK_FORWARD, GPT_HOOK_FORWARD_DONE, GPT_HOOK_BACKWARD, GPT_
 /* The reductions of tensor parallelism: the sum of partial activations or their gradients,
  * carried in the training format (the values are rounded to it already; each addition rounds
  * again, as a bf16 all-reduce does); and the cross-entropy's row statistics, in fp32. */
-enum gpt_tp_op { GPT_TP_SUM, GPT_TP_SUM_FP32, GPT_TP_MAX_FP32 };
+enum gpt_tp_op {
+    GPT_TP_SUM,      /* every element: the group's sum */
+    GPT_TP_SUM_FP32, /* the same in fp32 */
+    GPT_TP_MAX_FP32, /* every element: the group's maximum, fp32 */
+    GPT_TP_GATHER,   /* sequence parallelism: buf holds N rows in blocks of N / tp, rank r's
+                        block r filled; after, every block (all-gather, training format) */
+    GPT_TP_SCATTER,  /* buf holds partial sums of N rows; after, block r holds the group's
+                        sum of it (reduce-scatter, training format), the others anything */
+};
 
 struct gpt_alloc {
     void *(*alloc)(void *ctx, enum gpt_mem kind, size_t bytes, const char *what);
@@ -222,12 +230,23 @@ struct gpt;
  * in parallel: the row maximum, the sum of exponentials and the target's logit reduced over
  * the group, so no GPU holds the whole logits. tp must divide the heads, the FFN width and
  * the vocabulary. Its flat buffer holds its shards in the documented order, each tensor's
- * shard contiguous ([rows / tp, cols] or [rows, cols / tp]). */
+ * shard contiguous ([rows / tp, cols] or [rows, cols / tp]).
+ *
+ * Sequence parallelism (Korthikanti et al. 2022, section 4.2.2): the residual stream between
+ * the matmuls is split along the tokens, rank r holding rows [r N/tp, (r + 1) N/tp) of the N,
+ * so the norms and residual adds run on a tp-th of the rows and keep a tp-th of their
+ * activations. The all-reduces become an all-gather of the norm's output before the
+ * column-parallel matmuls (gathered again in the backward pass for the weight gradients,
+ * since only the shard is kept) and a reduce-scatter after the row-parallel ones; their
+ * backward passes swap the two. The norm weights' gradients are then partial sums over each
+ * rank's rows: the caller sums them over the group (gpt_part_norms gives where they are).
+ * Activations handed between pipeline stages are the rank's rows only. */
 struct gpt_part {
     int first, count;
     bool embed, head;
     int slots;
     int tp, tprank; /* tp 0 or 1: no tensor parallelism */
+    bool sp;        /* sequence parallelism (with tp > 1) */
 };
 
 /* Parameters of a part (NULL: the whole model): the embedding when it holds either end, its
@@ -237,6 +256,9 @@ size_t gpt_part_param_count(const struct gpt_config *c, const struct gpt_part *p
 enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i);
 /* Where element i of a part's flat buffer is in the whole model's (SIZE_MAX past its end). */
 size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p, size_t i);
+/* Rows of the residual stream a part holds for a micro-batch of `batch` sequences: batch x seq,
+ * or a tp-th of them under sequence parallelism (what goes between pipeline stages). */
+size_t gpt_part_rows(const struct gpt_config *c, const struct gpt_part *p, int batch);
 /* The offsets in a part's flat buffer of its norm weights (d elements each: the layers'
  * attn_norm and mlp_norm, and the final norm with the head), in order; returns how many, at
  * most max written. Under tensor parallelism they are whole on every rank. */

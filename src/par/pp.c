@@ -91,7 +91,9 @@ int pp_new(struct pp **out, const struct train_place *pl, const struct sched *s,
     p->m = s->m;
     const struct gpt_config *c = gpt_config(g[0]);
     p->mt = (size_t)pl->micro * (size_t)c->seq;
-    p->bytes = p->mt * (size_t)c->d * (size_t)(fp_info(fmt)->bits / 8);
+    /* a micro-batch's residual stream: this rank's rows of it under sequence parallelism */
+    p->bytes =
+        gpt_part_rows(c, &parts[0], pl->micro) * (size_t)c->d * (size_t)(fp_info(fmt)->bits / 8);
     size_t n = (size_t)p->m * (size_t)p->v;
     p->req = calloc(2 * n, sizeof *p->req);
     p->posted = calloc(2 * n, sizeof *p->posted);

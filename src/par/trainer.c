@@ -55,6 +55,10 @@ struct trainer {
     size_t tp_buf_bytes;
     uint64_t tp_sent;
     struct error tp_err;
+    /* sequence parallelism: where the norms are, and room to sum their gradients */
+    size_t *norm_off, norm_max;
+    float *norm_buf;
+    void *norm_wire;
 };
 
 void train_opts_default(struct train_opts *o)
@@ -122,8 +126,9 @@ void train_chunk_part(const struct train_opts *o, const struct train_place *pl, 
 {
     int pp = pl->pp, pv = pp * train_chunks(o), vs = chunk * pp + pl->stage;
     int per = o->shape.layers / pv;
-    *out = (struct gpt_part){vs * per, per,       vs == 0, vs == pv - 1, slots > 0 ? slots : 1,
-                             pl->tp,   pl->tprank};
+    *out = (struct gpt_part){
+        vs * per,           per, vs == 0, vs == pv - 1, slots > 0 ? slots : 1, pl->tp, pl->tprank,
+        o->sp && pl->tp > 1};
 }
 
 int train_par_check(const struct train_opts *o, struct error *e)
@@ -318,10 +323,19 @@ static void w_tp_reduce(void *ctx, float *buf, size_t n, enum gpt_tp_op op, cons
     (void)what;
     if (!t->d || t->tp_err.code)
         return;
-    enum fp_format fmt = op == GPT_TP_SUM ? t->o.precision : FP_FP32;
-    struct coll c = {
-        COST_ALLREDUCE,       COST_RING, buf, n, FP_FP32, 0, 0, NULL, t->tp_group, t->pl.tp,
-        op == GPT_TP_MAX_FP32};
+    bool fp32 = op == GPT_TP_SUM_FP32 || op == GPT_TP_MAX_FP32;
+    enum fp_format fmt = fp32 ? FP_FP32 : t->o.precision;
+    enum cost_op cop = op == GPT_TP_GATHER    ? COST_ALLGATHER
+                       : op == GPT_TP_SCATTER ? COST_REDUCE_SCATTER
+                                              : COST_ALLREDUCE;
+    struct coll c = {.op = cop,
+                     .algo = COST_RING,
+                     .buf = buf,
+                     .count = n,
+                     .dtype = FP_FP32,
+                     .group = t->tp_group,
+                     .group_size = t->pl.tp,
+                     .max = op == GPT_TP_MAX_FP32};
     size_t es = fmt == FP_FP32 ? 4 : 2;
     if (fmt != FP_FP32) {
         if (n * es > t->tp_buf_bytes) {
@@ -344,6 +358,51 @@ static void w_tp_reduce(void *ctx, float *buf, size_t n, enum gpt_tp_op op, cons
         fp16_to_f32_n(buf, t->tp_buf, n);
 }
 
+/* Sequence parallelism: each rank's norm weight gradients cover its rows only; the group sums
+ * them (Megatron-LM's all-reduce of the layer-norm gradients), once the step's micro-batches
+ * are all in, in the gradients' format. 0 or the failure. */
+static int sp_norm_sync(struct trainer *t, struct error *e)
+{
+    const struct train_opts *o = &t->o;
+    if (!t->o.sp || t->pl.tp == 1 || !t->d)
+        return 0;
+    enum fp_format gdt = o->precision == FP_FP32 || o->grad_fp32 ? FP_FP32 : o->precision;
+    size_t d = (size_t)o->shape.d;
+    for (int c = 0; c < t->v; c++) {
+        size_t n = gpt_part_norms(&o->shape, &t->part[c], t->norm_off, t->norm_max);
+        float *grads = gpt_grads(t->g[c]);
+        for (size_t k = 0; k < n; k++)
+            memcpy(t->norm_buf + k * d, grads + t->norm_off[k], d * 4);
+        void *buf = t->norm_buf;
+        if (gdt != FP_FP32) { /* the values are in the format already: exact */
+            buf = t->norm_wire;
+            if (gdt == FP_BF16)
+                bf16_from_f32_n(buf, t->norm_buf, n * d);
+            else
+                fp16_from_f32_n(buf, t->norm_buf, n * d);
+        }
+        struct coll cl = {.op = COST_ALLREDUCE,
+                          .algo = COST_RING,
+                          .buf = buf,
+                          .count = n * d,
+                          .dtype = gdt,
+                          .group = t->tp_group,
+                          .group_size = t->pl.tp};
+        uint64_t before = dev_stats(t->d).bytes_sent;
+        int rc = coll_run(t->d, &cl, e);
+        t->tp_sent += dev_stats(t->d).bytes_sent - before;
+        if (rc)
+            return rc;
+        if (gdt == FP_BF16)
+            bf16_to_f32_n(t->norm_buf, buf, n * d);
+        else if (gdt == FP_FP16)
+            fp16_to_f32_n(t->norm_buf, buf, n * d);
+        for (size_t k = 0; k < n; k++)
+            memcpy(grads + t->norm_off[k], t->norm_buf + k * d, d * 4);
+    }
+    return 0;
+}
+
 static void w_hook(void *ctx, enum gpt_hook h, int unit)
 {
     struct trainer *t = ctx;
@@ -362,6 +421,12 @@ void trainer_free(struct trainer *t)
     if (t->tp_buf)
         t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tp_buf, t->tp_buf_bytes);
     free(t->tp_group);
+    size_t nb = t->norm_max * (size_t)t->o.shape.d * 4;
+    if (t->norm_buf)
+        t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->norm_buf, nb);
+    if (t->norm_wire)
+        t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->norm_wire, nb / 2);
+    free(t->norm_off);
     for (int c = 0; c < SCHED_MAX_CHUNKS; c++) {
         dp_free(t->dp[c]);
         gpt_free(t->g[c]);
@@ -445,6 +510,17 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
         }
         for (int i = 0; i < t->pl.tp; i++)
             t->tp_group[i] = train_rank(&t->pl, t->pl.stage, t->pl.dprank, i);
+    }
+    if (t->pl.tp > 1 && o->sp) { /* at most every layer's two norms and the final one */
+        t->norm_max = 2 * (size_t)o->shape.layers + 1;
+        size_t bytes = t->norm_max * (size_t)o->shape.d * 4;
+        t->norm_off = malloc(t->norm_max * sizeof *t->norm_off);
+        t->norm_buf = tmalloc(t, GPT_MEM_WORKSPACE, bytes, "norm gradients");
+        t->norm_wire = tmalloc(t, GPT_MEM_WORKSPACE, bytes / 2, "norm gradients, 16-bit");
+        if (!t->norm_off || !t->norm_buf || !t->norm_wire) {
+            rc = error_set(e, ERR_NOMEM, "out of memory for sequence parallelism");
+            goto fail;
+        }
     }
     struct dp_mem mem = {w_alloc, w_free, w_charge, t};
     for (int c = 0; c < t->v; c++) {
@@ -625,6 +701,8 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
         *e = t->tp_err;
         return t->tp_err.code;
     }
+    if ((rc = sp_norm_sync(t, e)))
+        return rc;
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
                         t->rank, step);

@@ -31,8 +31,10 @@ PY
 steps=10
 layouts="--tp=2 --tp=4 --dp=2:--tp=2 --tp=2:--micro-batches=4 --tp=2:--pp=2:--micro-batches=4
 --tp=2:--pp=2:--micro-batches=4:--schedule=interleaved --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1
---tp=2:--checkpoint=full --tp=4:--checkpoint=selective"
-$slow && steps=4 && layouts="--tp=2 --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1"
+--tp=2:--checkpoint=full --tp=4:--checkpoint=selective --tp=2:--sequence-parallel
+--tp=4:--sequence-parallel:--checkpoint=full --dp=2:--tp=2:--pp=2:--micro-batches=2:--sequence-parallel
+--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved:--sequence-parallel"
+$slow && steps=4 && layouts="--tp=2 --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1 --tp=2:--sequence-parallel"
 run train --steps $steps --json
 check_status 0 "one GPU, the reference"
 save ref
@@ -55,7 +57,7 @@ done
 # GPU's: 1e-5 relative to the largest gradient; the same batch and initial weights.
 run train --steps 1 --dump "$T_TMP/d1" --json
 check_status 0 "--dump on one GPU"
-dumps="--tp=4 --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1"
+dumps="--tp=4 --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1 --tp=2:--pp=2:--micro-batches=2:--sequence-parallel"
 $slow && dumps="--dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1"
 i=0
 for l in $dumps; do
@@ -78,8 +80,10 @@ done
 # the calculator's for its stage.
 cases="tiny:fp32:--tp=2 tiny:bf16:--tp=4:--checkpoint=full small:bf16:--tp=2:--dp=2:--zero=1
 small:fp32:--tp=2:--pp=3:--micro-batches=3:--batch=6 tiny:bf16:--dp=2:--tp=2:--pp=2:--micro-batches=4:--checkpoint=selective
-tiny:fp16:--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved"
-$slow && cases="tiny:bf16:--dp=2:--tp=2:--pp=2:--micro-batches=4:--checkpoint=selective"
+tiny:fp16:--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved tiny:bf16:--tp=2:--sequence-parallel:--checkpoint=full
+small:bf16:--dp=2:--tp=2:--sequence-parallel:--zero=1 tiny:bf16:--tp=4:--pp=2:--micro-batches=2:--sequence-parallel:--grad-accum=fp32
+tiny:fp32:--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved:--sequence-parallel"
+$slow && cases="tiny:bf16:--dp=2:--tp=2:--pp=2:--micro-batches=4:--checkpoint=selective tiny:bf16:--tp=2:--sequence-parallel:--checkpoint=full"
 for c in $cases; do
     model=${c%%:*}; rest=${c#*:}; prec=${rest%%:*}; args=$(printf '%s' "${rest#*:}" | tr ':' ' ')
     run train --model "$model" --precision "$prec" --steps 1 $args --json --summary
@@ -107,6 +111,21 @@ check_json "all(g['comm_bytes_per_step']['tensor_parallel'] == (16 + 2) * 262144
     "tensor-parallel bytes: (4 x 4 + 2) x sbh p + 3 sb x 4 per GPU"
 check_json "[(g['coord']['tp'], g['coord']['dp'], g['coord']['pp']) for g in d['summary']['per_gpu']] == [(0, 0, 0), (1, 0, 0)] and d['summary']['layout']['tp'] == 2" \
     "each GPU's coordinates: tensor-parallel rank innermost"
+# Sequence parallelism, the same run: per layer a reduce-scatter and an all-gather for each
+# all-reduce and the two norms' outputs gathered again (5 all-reduces' worth, each 262,144 B
+# here), the embedding's 1 and the head's 1.5, the loss's 3 sb x 4, and once per step the
+# norms' weight gradients (2 x 4 + 1 of 64 fp32 values); the activations between the matmuls
+# are each GPU's half of the tokens.
+run train --steps 1 --tp 2 --sequence-parallel --json --summary
+check_json "all(g['comm_bytes_per_step']['tensor_parallel'] == (5 * 4 + 1 + 1.5) * 262144 + 3 * 16 * 64 * 4 + 9 * 64 * 4 for g in d['summary']['per_gpu']) and d['summary']['layout']['sequence_parallel']" \
+    "sequence-parallel bytes: (5 x 4 + 2.5) x sbh p + 3 sb x 4 + the norms' 9 d x 4 per GPU"
+one=$(printf '%s' "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)['summary']['per_gpu'][0]['peak']['activations'])")
+run train --steps 1 --tp 2 --json --summary
+check_json "d['summary']['per_gpu'][0]['peak']['activations'] > $one" \
+    "sequence parallelism keeps fewer activations than tensor parallelism alone"
+run train --steps 1 --tp 2 --pp 2 --micro-batches 2 --sequence-parallel --json --summary
+check_json "d['summary']['per_gpu'][0]['comm_bytes_per_step']['pipeline'] == 2 * (8 * 64 * 64 * 4) // 2 + 32 * 64 * 4" \
+    "sequence parallelism sends each GPU's half of the activations between stages"
 # Ranks are placed tensor-parallel innermost, then data, then pipeline (Megatron-LM's order).
 run train --steps 1 --dp 2 --tp 2 --pp 2 --micro-batches 2 --json --summary
 check_json "[(g['coord']['pp'], g['coord']['dp'], g['coord']['tp']) for g in d['summary']['per_gpu']] == [(p, q, t) for p in range(2) for q in range(2) for t in range(2)]" \
