@@ -1,7 +1,8 @@
-/* Benchmark groups "dp" and "pp": data and pipeline parallelism on the thread-GPUs. The
- * `small` model trains on 1, 2 and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage 3; and on 2
- * pipeline stages with 8 micro-batches; each run with the same global batch, in fp32, through
- * the engine of `scalelab train` (par/run.h).
+/* Benchmark groups "dp", "pp" and "tp": data, pipeline and tensor parallelism on the
+ * thread-GPUs. The
+ * `small` model trains on 1, 2 and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage 3; on 2 pipeline
+ * stages with 8 micro-batches; and on 2 tensor-parallel GPUs; each run with the same global batch,
+ * in fp32, through the engine of `scalelab train` (par/run.h).
  *
  * Reported: tokens per second of each run (steady state: from the end of the first step to
  * the end of the last, so the one-time allocation of every buffer is not timed), and as ratios
@@ -120,4 +121,32 @@ const struct bench_case bench_pp = {
     "pp",
     "pipeline parallelism on thread-GPUs (small, fp32): 2 stages, 8 micro-batches, tokens/s",
     run_pp,
+};
+
+static int run_tp(struct bench *b)
+{
+    struct gpt_config m;
+    if (bench_model("small", &m))
+        return 1;
+    struct train_opts o;
+    train_opts_default(&o);
+    o.shape = m, o.batch = 16, o.steps = b->quick ? 3 : 12;
+    double one = run_rate(&o);
+    o.gpus = o.tp = 2;
+    double two = run_rate(&o);
+    if (!(one > 0 && two > 0))
+        return 1;
+    char what[96];
+    snprintf(what, sizeof what, "small fp32, batch %d x %d: 1 GPU, tokens/s", o.batch, m.seq);
+    bench_report(b, "tp", what, one, "tok/s", BENCH_NONE);
+    bench_report(b, "tp", "2 tensor-parallel GPUs, tokens/s", two, "tok/s", BENCH_NONE);
+    bench_report(b, "tp", "2 tensor-parallel GPUs / 1 GPU (target >= 1.3)", two / one, "x",
+                 BENCH_NONE);
+    return 0;
+}
+
+const struct bench_case bench_tp = {
+    "tp",
+    "tensor parallelism on thread-GPUs (small, fp32): 2 GPUs, tokens/s",
+    run_tp,
 };
