@@ -7,4 +7,4 @@ tests_unit_test_ui_LDADD = $(UNIT_LIBS)
 
 SH_TESTS += tests/cli/window_refuses.sh
 SH_TESTS += tests/tui/window.sh tests/tui/presenter.sh
-SH_TESTS += tests/tui/dprun.sh
+SH_TESTS += tests/tui/dprun.sh tests/tui/pprun.sh

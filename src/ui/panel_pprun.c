@@ -972,7 +972,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
         y++;
     }
     /* in flight */
-    x = canvas_text(c, y, 0, ROLE_TEXT, "held at once:");
+    x = canvas_text(c, y, 0, ROLE_TEXT, "held:");
     for (int st = 0; st < pp && have; st++)
         x = canvas_printf(c, y, x, ROLE_TEXT, " %d", ppg_peak_in_flight(&p->done, st));
     if (p->have_sched) {
@@ -987,9 +987,9 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
                                      : ROLE_ERROR,
                               " %d", p->sched.peak_chunks[st]);
         x = canvas_text(c, y, x, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, ")");
-        if (have && x + 12 <= W)
+        if (have && x + 9 <= W) /* the executed order against the schedule's */
             canvas_text(c, y, x + 1, p->order_ok ? ROLE_GOOD : ROLE_ERROR,
-                        p->order_ok ? "order same" : "order differs");
+                        p->order_ok ? "order ok" : "order !=");
     }
     y++;
     /* bytes sent per step by each stage's GPUs, pipeline and data-parallel */
