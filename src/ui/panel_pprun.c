@@ -31,12 +31,10 @@
 
 #include <curses.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/error.h"
 #include "base/units.h"
@@ -53,37 +51,15 @@
 #include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/ppgantt.h"
+#include "ui/runfeed.h"
 
 #define MAX_GPUS     16
 #define MAX_STAGES   4
 #define MAX_DP       4
 #define MAX_MICRO    8
-#define RING         (1 << 16) /* events between two ticks */
-#define REPLAY_S     1.5       /* wall seconds one step's replay takes at 1x */
-#define AHEAD        2         /* steps the run may finish beyond the one shown */
-#define MAX_PER_TICK 8         /* steps replayed in one tick at the highest speeds */
-
-/* One event as the panel keeps it. */
-struct rec {
-    double t, t_end;
-    long step; /* the step of its GPU it belongs to (1-based; step 1 includes the setup) */
-    uint64_t seq, cat_current;
-    int64_t delta;
-    short device, category, micro, chunk;
-    unsigned char type;
-    char kind; /* EV_PIPE_OP: 'F' or 'B' */
-};
-
-/* What the GPUs' threads write: under mu, never held for long. */
-struct feed {
-    pthread_mutex_t mu;
-    struct rec *ring;
-    size_t head, count;
-    long dev_step[MAX_GPUS]; /* steps each GPU has finished */
-    long nmem[MAX_GPUS];     /* memory events of each GPU */
-    bool failed;
-    unsigned long dropped;
-};
+#define REPLAY_S     1.5 /* wall seconds one step's replay takes at 1x */
+#define AHEAD        2   /* steps the run may finish beyond the one shown */
+#define MAX_PER_TICK 8   /* steps replayed in one tick at the highest speeds */
 
 struct settings {
     int model; /* 0 tiny, 1 small */
@@ -99,7 +75,7 @@ struct pprun {
     int gpus, batch;              /* the run's: dp x pp, the global batch */
     enum calc_schedule run_sched; /* 1F1B on one stage */
     struct run *run;
-    struct feed feed;
+    struct runfeed feed; /* the GPUs' events, the step replayed, each GPU's ledger */
     char err[ERROR_MAX];
     /* the calculator: each stage's memory and traffic, the schedule */
     bool pred_ok, have_sched;
@@ -107,16 +83,10 @@ struct pprun {
     struct traffic stage_t[MAX_STAGES];
     struct sched sched;
     double scale;
-    /* events taken from the feed, not replayed yet */
-    struct rec *pend;
-    size_t npend, cappend;
-    unsigned long dropped;
     /* the step being replayed: its events in time order, its Gantt chart */
     bool replaying;
     struct run_step rs;
-    struct rec *rep;
-    size_t nrep, caprep, irep;
-    double t0, t1, frac, tc;
+    double frac, tc;
     struct ppgantt g, gfree; /* the step shown (replaying or the last done), retimed */
     bool free_ok;
     /* the last step done: its measurements */
@@ -126,112 +96,12 @@ struct pprun {
     struct pp_bubble bub, bub_free;
     bool order_ok;
     double fwd_s; /* a forward's mean compute time */
-    /* the bars: each GPU's ledger and its peaks */
-    uint64_t cur[MAX_GPUS][MEM_CAT_COUNT], peak[MAX_GPUS][MEM_CAT_COUNT];
     bool show_free, said_verdict;
 };
 
 static const char *const model_names[2] = {"tiny", "small"};
 
-/* ------------------------------------------------------------------ the GPUs' side */
-
-static void on_event(void *ctx, const struct event *ev)
-{
-    struct feed *f = ctx;
-    if (ev->device < 0 || ev->device >= MAX_GPUS)
-        return;
-    if (ev->type != EV_MEMORY && ev->type != EV_PIPE_OP && ev->type != EV_TRAIN_STEP &&
-        ev->type != EV_FAIL && ev->type != EV_OOM)
-        return;
-    pthread_mutex_lock(&f->mu);
-    if (ev->type == EV_MEMORY)
-        f->nmem[ev->device]++;
-    if (ev->type == EV_FAIL || ev->type == EV_OOM) {
-        f->failed = true;
-    } else if (ev->type == EV_TRAIN_STEP) {
-        f->dev_step[ev->device] = ev->step;
-    } else if (f->count == RING) {
-        f->dropped++;
-    } else {
-        struct rec *r = &f->ring[(f->head + f->count++) % RING];
-        *r = (struct rec){.t = ev->t,
-                          .t_end = ev->t_end,
-                          .step = f->dev_step[ev->device] + 1,
-                          .seq = ev->seq,
-                          .cat_current = ev->cat_current,
-                          .delta = ev->delta,
-                          .device = (short)ev->device,
-                          .category = (short)ev->category,
-                          .micro = (short)ev->micro,
-                          .chunk = (short)ev->chunk,
-                          .type = (unsigned char)ev->type};
-        if (ev->type == EV_PIPE_OP)
-            r->kind = ev->name && !strcmp(ev->name, "backward") ? 'B' : 'F';
-    }
-    pthread_mutex_unlock(&f->mu);
-}
-
 /* ------------------------------------------------------------------ the screen's side */
-
-static bool grow(struct rec **a, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return true;
-    size_t n = *cap ? *cap : 4096;
-    while (n < need)
-        n *= 2;
-    struct rec *b = realloc(*a, n * sizeof *b);
-    if (!b)
-        return false;
-    *a = b, *cap = n;
-    return true;
-}
-
-static void drain(struct pprun *p)
-{
-    struct feed *f = &p->feed;
-    pthread_mutex_lock(&f->mu);
-    if (grow(&p->pend, &p->cappend, p->npend + f->count)) {
-        for (size_t i = 0; i < f->count; i++)
-            p->pend[p->npend++] = f->ring[(f->head + i) % RING];
-        f->head = (f->head + f->count) % RING;
-        f->count = 0;
-    }
-    p->dropped = f->dropped;
-    pthread_mutex_unlock(&f->mu);
-}
-
-static void apply_exact(struct pprun *p, const struct rec *r)
-{
-    if (r->type != EV_MEMORY || r->category < 0 || r->category >= MEM_CAT_COUNT)
-        return;
-    p->cur[r->device][r->category] = r->cat_current;
-    if (r->cat_current > p->peak[r->device][r->category])
-        p->peak[r->device][r->category] = r->cat_current;
-}
-
-/* A memory event at its moment of the replay, by its change (a GPU's streams do not record
- * in time order, so the exact values come at the step's end). */
-static void apply_replayed(struct pprun *p, const struct rec *r)
-{
-    if (r->type != EV_MEMORY || r->category < 0 || r->category >= MEM_CAT_COUNT)
-        return;
-    int g = r->device;
-    int64_t v = (int64_t)p->cur[g][r->category] + r->delta;
-    p->cur[g][r->category] = v > 0 ? (uint64_t)v : 0;
-    if (r->cat_current > p->peak[g][r->category])
-        p->peak[g][r->category] = r->cat_current;
-}
-
-static int by_time(const void *a, const void *b)
-{
-    const struct rec *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    if (x->device != y->device)
-        return x->device - y->device;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
 
 static void stop_run(struct pprun *p)
 {
@@ -300,48 +170,23 @@ static void predict(struct pprun *p)
     p->have_sched = sched_build(p->run_sched, p->s.pp, p->s.m, 1, &p->sched, &e) == 0;
 }
 
-static void take_setup(struct pprun *p);
-
 /* Waits (a second at most) for the GPUs' first buffers, so that the bars show them before the
- * first step: every GPU has recorded at least `buffers` memory events. */
+ * first step. */
 static void settle(struct pprun *p, long buffers)
 {
-    bool done = false;
-    for (int i = 0; i < 500 && !done && p->run; i++) {
-        pthread_mutex_lock(&p->feed.mu);
-        done = p->feed.failed;
-        long least = buffers;
-        for (int g = 0; g < p->gpus; g++)
-            least = p->feed.nmem[g] < least ? p->feed.nmem[g] : least;
-        done |= least >= buffers;
-        pthread_mutex_unlock(&p->feed.mu);
-        if (!done) {
-            struct timespec ms = {0, 2000000};
-            nanosleep(&ms, NULL);
-        }
-    }
-    take_setup(p);
+    if (p->run)
+        runfeed_settle(&p->feed, p->gpus, buffers, 1.0);
 }
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step. */
 static void restart(struct pprun *p)
 {
     stop_run(p);
-    struct feed *f = &p->feed;
-    pthread_mutex_lock(&f->mu);
-    f->head = f->count = 0, f->dropped = 0;
-    memset(f->dev_step, 0, sizeof f->dev_step);
-    memset(f->nmem, 0, sizeof f->nmem);
-    f->failed = false;
-    pthread_mutex_unlock(&f->mu);
-    p->npend = p->nrep = p->irep = 0;
-    p->dropped = 0;
+    runfeed_reset(&p->feed);
     p->replaying = false;
     p->shown = p->allowed = 0;
     p->said_verdict = false;
     p->err[0] = 0;
-    memset(p->cur, 0, sizeof p->cur);
-    memset(p->peak, 0, sizeof p->peak);
     memset(&p->last, 0, sizeof p->last);
     ppg_reset(&p->g, p->s.pp);
     ppg_reset(&p->gfree, p->s.pp);
@@ -360,7 +205,7 @@ static void restart(struct pprun *p)
     cfg.spec = p->spec;
     cfg.spec.nodes = (p->gpus + cfg.spec.gpus_per_node - 1) / cfg.spec.gpus_per_node;
     cfg.paced = true;
-    cfg.on_event = on_event;
+    cfg.on_event = runfeed_on_event;
     cfg.event_ctx = &p->feed;
     struct error e = {0};
     if (train_opts_check(&cfg.o, &e) != 0 || run_new(&p->run, &cfg, &e) != 0 ||
@@ -397,7 +242,7 @@ static int verdict(const struct pprun *p, int *gpu)
 {
     for (int g = 0; g < p->gpus; g++)
         for (int i = 0; i < MEMUI_PARTS; i++)
-            if ((double)p->peak[g][part_cat[i]] !=
+            if ((double)p->feed.peak[g][part_cat[i]] !=
                 llround(predicted_part(&p->stage_m[g / p->s.dp], i))) {
                 *gpu = g;
                 return i;
@@ -422,8 +267,8 @@ static bool sent_as_predicted(const struct pprun *p, bool pipeline)
 static void build_gantt(struct pprun *p)
 {
     ppg_reset(&p->g, p->s.pp);
-    for (size_t i = 0; i < p->nrep; i++) {
-        const struct rec *r = &p->rep[i];
+    for (size_t i = 0; i < p->feed.nrep; i++) {
+        const struct runrec *r = &p->feed.rep[i];
         if (r->type != EV_PIPE_OP || r->device % p->s.dp != 0)
             continue;
         struct pp_done d = {r->kind, r->micro, r->chunk, r->t, r->t_end};
@@ -434,22 +279,7 @@ static void build_gantt(struct pprun *p)
 
 static void finish_replay(struct pprun *p)
 {
-    for (; p->irep < p->nrep; p->irep++)
-        apply_replayed(p, &p->rep[p->irep]);
-    /* each category's exact value: its GPU's last event */
-    uint64_t last_seq[MAX_GPUS][MEM_CAT_COUNT];
-    bool seen[MAX_GPUS][MEM_CAT_COUNT];
-    memset(seen, 0, sizeof seen);
-    for (size_t i = 0; i < p->nrep; i++) {
-        const struct rec *r = &p->rep[i];
-        if (r->type != EV_MEMORY || r->category < 0 || r->category >= MEM_CAT_COUNT)
-            continue;
-        if (!seen[r->device][r->category] || r->seq > last_seq[r->device][r->category]) {
-            seen[r->device][r->category] = true;
-            last_seq[r->device][r->category] = r->seq;
-            p->cur[r->device][r->category] = r->cat_current;
-        }
-    }
+    runfeed_end_step(&p->feed); /* each ledger exact */
     p->replaying = false;
     p->tc = INFINITY;
     p->last = p->rs;
@@ -476,7 +306,8 @@ static void finish_replay(struct pprun *p)
                          p->s.pp, p->s.dp, sched_name(p->run_sched));
         else
             eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
-                         ledger_cat_name(part_cat[i]), (unsigned long long)p->peak[g][part_cat[i]],
+                         ledger_cat_name(part_cat[i]),
+                         (unsigned long long)p->feed.peak[g][part_cat[i]],
                          predicted_part(&p->stage_m[g / p->s.dp], i));
         p->said_verdict = true;
     }
@@ -492,27 +323,10 @@ static bool start_replay(struct pprun *p, double wait_s)
         fail(p);
     if (got != 1)
         return false;
-    drain(p);
-    long k = p->rs.s.step;
-    size_t keep = 0;
-    p->nrep = p->irep = 0;
-    if (!grow(&p->rep, &p->caprep, p->npend))
+    if (!runfeed_begin_step(&p->feed, p->rs.s.step))
         return false;
-    for (size_t i = 0; i < p->npend; i++) {
-        if (p->pend[i].step <= k)
-            p->rep[p->nrep++] = p->pend[i];
-        else
-            p->pend[keep++] = p->pend[i];
-    }
-    p->npend = keep;
-    qsort(p->rep, p->nrep, sizeof *p->rep, by_time);
-    p->t0 = INFINITY, p->t1 = -INFINITY;
-    for (size_t i = 0; i < p->nrep; i++)
-        p->t0 = fmin(p->t0, p->rep[i].t), p->t1 = fmax(p->t1, fmax(p->rep[i].t, p->rep[i].t_end));
-    if (!(p->t1 > p->t0))
-        p->t0 = p->t1 = 0;
     build_gantt(p);
-    p->frac = 0, p->tc = p->t0;
+    p->frac = 0, p->tc = p->feed.t0;
     p->replaying = true;
     return true;
 }
@@ -526,9 +340,9 @@ static int advance(struct pprun *p, double steps)
             break;
         double use = fmin(steps, 1 - p->frac);
         p->frac += use, steps -= use;
-        p->tc = p->t0 + p->frac * (p->t1 - p->t0);
-        while (p->irep < p->nrep && p->rep[p->irep].t <= p->tc)
-            apply_replayed(p, &p->rep[p->irep++]);
+        p->tc = p->feed.t0 + p->frac * (p->feed.t1 - p->feed.t0);
+        while (runfeed_next(&p->feed, p->tc))
+            ; /* the memory records move the bars; the chart reads the clock */
         if (p->frac >= 1 - 1e-9) {
             finish_replay(p);
             done++;
@@ -550,10 +364,7 @@ static void take_setup(struct pprun *p)
 {
     if (p->allowed > 0)
         return;
-    drain(p);
-    for (size_t i = 0; i < p->npend; i++)
-        apply_exact(p, &p->pend[i]);
-    p->npend = 0;
+    runfeed_take_setup(&p->feed);
 }
 
 /* ------------------------------------------------------------------ settings and keys */
@@ -574,15 +385,12 @@ static int pprun_init(void **state, const struct panel_env *env, struct error *e
         rc = preset_load_model(model_names[i], &p->models[i], e);
     if (preset_load_cluster("h100-80gb", &p->spec, NULL) != 0)
         spec_default(&p->spec);
-    p->feed.ring = malloc(RING * sizeof *p->feed.ring);
-    if (!rc && !p->feed.ring)
-        rc = error_set(e, ERR_NOMEM, "out of memory");
+    if (!rc)
+        rc = runfeed_init(&p->feed, e);
     if (rc) {
-        free(p->feed.ring);
         free(p);
         return rc;
     }
-    pthread_mutex_init(&p->feed.mu, NULL);
     defaults(&p->s);
     p->start = p->s;
     restart(p);
@@ -596,10 +404,7 @@ static void pprun_fini(void *state)
     stop_run(p);
     if (p->have_sched)
         sched_free(&p->sched);
-    pthread_mutex_destroy(&p->feed.mu);
-    free(p->feed.ring);
-    free(p->pend);
-    free(p->rep);
+    runfeed_fini(&p->feed);
     free(p);
 }
 
@@ -782,7 +587,7 @@ static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
         for (int r = 0; r < dp; r++) {
             int g = st * dp + r, x = 3 + r * colw;
             struct memory_result m;
-            as_result(p, p->cur[g], &m);
+            as_result(p, p->feed.cur[g], &m);
             x = canvas_printf(c, y, x, ROLE_DIM, "%2d ", g);
             int bw = colw - 4 - (totals ? 10 : 0);
             if (bw > 0)
@@ -880,8 +685,8 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     bool show_free = have && p->free_ok && spare-- > 0;
     bool show_axis = spare-- > 0, show_legend = spare-- > 0;
     if (p->replaying) {
-        units_format_seconds(b1, sizeof b1, p->tc - p->t0);
-        units_format_seconds(b2, sizeof b2, p->t1 - p->t0);
+        units_format_seconds(b1, sizeof b1, p->tc - p->feed.t0);
+        units_format_seconds(b2, sizeof b2, p->feed.t1 - p->feed.t0);
         canvas_printf(c, y++, 0, ROLE_TEXT, "step %ld  simulated %s of %s", p->rs.s.step, b1, b2);
     } else if (p->shown) {
         units_format_seconds(b1, sizeof b1, p->last.sim_time_s);
@@ -1012,8 +817,9 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
         }
         y++;
     }
-    if (p->dropped && y < H)
-        canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)", p->dropped);
+    if (p->feed.dropped && y < H)
+        canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
+                      p->feed.dropped);
 }
 
 static const struct panel_key pprun_keys[] = {
