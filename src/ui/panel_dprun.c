@@ -254,24 +254,14 @@ static void say_restart(struct dprun *p)
                  p->s.gpus, stage_name(p->s.zero), fp_info(p->s.prec)->name, p->batch);
 }
 
-/* The categories the bar and the comparison show, in memui's order. */
-static const int part_cat[MEMUI_PARTS] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
-                                          MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
-
-static double predicted_part(const struct memory_result *m, int i)
-{
-    double v[MEMUI_PARTS] = {m->states.weights,   m->states.gradients, m->states.master,
-                             m->states.optimizer, m->activations,      m->comm};
-    return v[i];
-}
-
 /* Whether every GPU's ledger peaks equal the calculator's: -1 if so, else the first part
  * that differs (and on which GPU). */
 static int verdict(const struct dprun *p, int *gpu)
 {
     for (int g = 0; g < p->s.gpus; g++)
         for (int i = 0; i < MEMUI_PARTS; i++)
-            if ((double)p->feed.peak[g][part_cat[i]] != llround(predicted_part(&p->pred.m, i))) {
+            if ((double)p->feed.peak[g][runfeed_part_cat[i]] !=
+                llround(runfeed_predicted_part(&p->pred.m, i))) {
                 *gpu = g;
                 return i;
             }
@@ -298,9 +288,9 @@ static void finish_replay(struct dprun *p)
                          stage_name(p->s.zero), p->s.gpus, b);
         else
             eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
-                         ledger_cat_name(part_cat[i]),
-                         (unsigned long long)p->feed.peak[g][part_cat[i]],
-                         predicted_part(&p->pred.m, i));
+                         ledger_cat_name(runfeed_part_cat[i]),
+                         (unsigned long long)p->feed.peak[g][runfeed_part_cat[i]],
+                         runfeed_predicted_part(&p->pred.m, i));
         p->said_verdict = true;
     }
 }
@@ -595,40 +585,6 @@ static int dprun_on_event(void *state, const struct panel_event *ev)
 
 /* ------------------------------------------------------------------ drawing */
 
-/* bytes in the unit chosen for a column of `w` cells: exact when they fit, else KiB or MiB */
-static void cell(char *buf, size_t n, double bytes, int w)
-{
-    char g[32];
-    units_format_grouped(g, sizeof g, (unsigned long long)llround(bytes));
-    if ((int)strlen(g) < w) {
-        snprintf(buf, n, "%s", g);
-        return;
-    }
-    double k = bytes / 1024;
-    for (int d = 1; d >= 0; d--) {
-        int len = snprintf(buf, n, "%.*fK", d, k);
-        if (len < w)
-            return;
-    }
-    snprintf(buf, n, "%.*fM", bytes < 100 * 1048576.0 ? 1 : 0, bytes / 1048576);
-}
-
-/* A ledger as a memory_result, for memui's bar. */
-static void as_result(const struct dprun *p, const uint64_t *cat, struct memory_result *m)
-{
-    memset(m, 0, sizeof *m);
-    m->states.weights = (double)cat[MEM_WEIGHTS];
-    m->states.gradients = (double)cat[MEM_GRADIENTS];
-    m->states.master = (double)cat[MEM_MASTER];
-    m->states.optimizer = (double)cat[MEM_OPTIMIZER];
-    m->activations = (double)cat[MEM_ACTIVATIONS];
-    m->comm = (double)cat[MEM_COMM];
-    m->total = m->states.weights + m->states.gradients + m->states.master + m->states.optimizer +
-               m->activations + m->comm;
-    m->capacity = p->spec.hbm_bytes;
-    m->fits = true;
-}
-
 /* The loss curve of the last steps in h x w cells at (y, x), with the data's floor. */
 static void plot_loss(const struct dprun *p, struct ui_canvas *c, int y, int x, int h, int w)
 {
@@ -748,7 +704,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     double tc = p->tc;
     for (int g = 0; g < shown && y < H; g++, y++) {
         struct memory_result m;
-        as_result(p, p->feed.cur[g], &m);
+        runfeed_as_result(p->feed.cur[g], p->spec.hbm_bytes, &m);
         canvas_printf(c, y, 0, ROLE_DIM, "GPU%-2d", g);
         memui_draw_bar(c, y, 6, bw, &m, p->scale);
         int rx = 6 + bw + 1;
@@ -764,7 +720,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
                 snprintf(b2, sizeof b2, "-");
             rx = canvas_printf(c, y, rx, ROLE_TEXT, "sent %11s B ", b2);
         } else {
-            cell(b2, sizeof b2, (double)sent, right == 10 ? 7 : 12);
+            runfeed_bytes(b2, sizeof b2, (double)sent, right == 10 ? 7 : 12);
             if (!p->shown)
                 snprintf(b2, sizeof b2, "-");
             rx = canvas_printf(c, y, rx, ROLE_TEXT, "%*s ", right == 10 ? 6 : 11, b2);
@@ -786,7 +742,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     } else {
         /* GPU 0's peaks beside the calculator's, as bars and as figures */
         struct memory_result m;
-        as_result(p, p->feed.peak[0], &m);
+        runfeed_as_result(p->feed.peak[0], p->spec.hbm_bytes, &m);
         canvas_text(c, y, 0, ROLE_DIM, "peak");
         memui_draw_bar(c, y++, 6, bw, &m, p->scale);
         canvas_text(c, y, 0, ROLE_DIM, "calc");
@@ -802,11 +758,11 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
         for (int row = 0; row < 2; row++, y++) {
             canvas_text(c, y, 0, ROLE_DIM, row ? "calc" : "ledger");
             for (int i = 0; i < MEMUI_PARTS; i++) {
-                double v =
-                    row ? predicted_part(&p->pred.m, i) : (double)p->feed.peak[0][part_cat[i]];
-                bool same =
-                    (double)p->feed.peak[0][part_cat[i]] == llround(predicted_part(&p->pred.m, i));
-                cell(b1, sizeof b1, v, cw);
+                double v = row ? runfeed_predicted_part(&p->pred.m, i)
+                               : (double)p->feed.peak[0][runfeed_part_cat[i]];
+                bool same = (double)p->feed.peak[0][runfeed_part_cat[i]] ==
+                            llround(runfeed_predicted_part(&p->pred.m, i));
+                runfeed_bytes(b1, sizeof b1, v, cw);
                 canvas_printf(c, y, 7 + i * cw,
                               row || !p->shown ? ROLE_TEXT
                               : same           ? ROLE_GOOD
@@ -822,7 +778,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
                 x = canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", n);
             else
                 x = canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs", g,
-                                  ledger_cat_name(part_cat[i]));
+                                  ledger_cat_name(runfeed_part_cat[i]));
             bool same = true;
             for (int k = 0; k < n; k++)
                 same &= (double)p->last.gpu[k].sent_bytes == llround(p->pred.t.bytes);

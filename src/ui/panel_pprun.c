@@ -225,25 +225,14 @@ static void say_restart(struct pprun *p)
                  p->batch);
 }
 
-/* The categories a bar shows, in memui's order. */
-static const int part_cat[MEMUI_PARTS] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
-                                          MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
-
-static double predicted_part(const struct memory_result *m, int i)
-{
-    double v[MEMUI_PARTS] = {m->states.weights,   m->states.gradients, m->states.master,
-                             m->states.optimizer, m->activations,      m->comm};
-    return v[i];
-}
-
 /* Whether every GPU's ledger peaks equal its stage's figures: -1 if so, else the first part
  * that differs (and on which GPU). */
 static int verdict(const struct pprun *p, int *gpu)
 {
     for (int g = 0; g < p->gpus; g++)
         for (int i = 0; i < MEMUI_PARTS; i++)
-            if ((double)p->feed.peak[g][part_cat[i]] !=
-                llround(predicted_part(&p->stage_m[g / p->s.dp], i))) {
+            if ((double)p->feed.peak[g][runfeed_part_cat[i]] !=
+                llround(runfeed_predicted_part(&p->stage_m[g / p->s.dp], i))) {
                 *gpu = g;
                 return i;
             }
@@ -306,9 +295,9 @@ static void finish_replay(struct pprun *p)
                          p->s.pp, p->s.dp, sched_name(p->run_sched));
         else
             eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
-                         ledger_cat_name(part_cat[i]),
-                         (unsigned long long)p->feed.peak[g][part_cat[i]],
-                         predicted_part(&p->stage_m[g / p->s.dp], i));
+                         ledger_cat_name(runfeed_part_cat[i]),
+                         (unsigned long long)p->feed.peak[g][runfeed_part_cat[i]],
+                         runfeed_predicted_part(&p->stage_m[g / p->s.dp], i));
         p->said_verdict = true;
     }
 }
@@ -543,39 +532,6 @@ static int pprun_on_event(void *state, const struct panel_event *ev)
 
 /* ------------------------------------------------------------------ drawing */
 
-/* bytes in at most w - 1 cells: exact when they fit, else KiB or MiB */
-static void cell(char *buf, size_t n, double bytes, int w)
-{
-    char g[32];
-    units_format_grouped(g, sizeof g, (unsigned long long)llround(bytes));
-    if ((int)strlen(g) < w) {
-        snprintf(buf, n, "%s", g);
-        return;
-    }
-    double k = bytes / 1024;
-    for (int d = 1; d >= 0; d--) {
-        int len = snprintf(buf, n, "%.*fK", d, k);
-        if (len < w)
-            return;
-    }
-    snprintf(buf, n, "%.0fM", bytes / 1048576);
-}
-
-static void as_result(const struct pprun *p, const uint64_t *cat, struct memory_result *m)
-{
-    memset(m, 0, sizeof *m);
-    m->states.weights = (double)cat[MEM_WEIGHTS];
-    m->states.gradients = (double)cat[MEM_GRADIENTS];
-    m->states.master = (double)cat[MEM_MASTER];
-    m->states.optimizer = (double)cat[MEM_OPTIMIZER];
-    m->activations = (double)cat[MEM_ACTIVATIONS];
-    m->comm = (double)cat[MEM_COMM];
-    m->total = m->states.weights + m->states.gradients + m->states.master + m->states.optimizer +
-               m->activations + m->comm;
-    m->capacity = p->spec.hbm_bytes;
-    m->fits = true;
-}
-
 /* The grid of GPUs: a row per stage, a column per data-parallel rank. */
 static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
 {
@@ -587,7 +543,7 @@ static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
         for (int r = 0; r < dp; r++) {
             int g = st * dp + r, x = 3 + r * colw;
             struct memory_result m;
-            as_result(p, p->feed.cur[g], &m);
+            runfeed_as_result(p->feed.cur[g], p->spec.hbm_bytes, &m);
             x = canvas_printf(c, y, x, ROLE_DIM, "%2d ", g);
             int bw = colw - 4 - (totals ? 10 : 0);
             if (bw > 0)
@@ -715,9 +671,9 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
             canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", p->gpus);
         else
             canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs from calc", g,
-                          ledger_cat_name(part_cat[i]));
+                          ledger_cat_name(runfeed_part_cat[i]));
     } else if (p->pred_ok) {
-        cell(b1, sizeof b1, p->stage_m[0].total, 12);
+        runfeed_bytes(b1, sizeof b1, p->stage_m[0].total, 12);
         canvas_printf(c, y, 0, ROLE_DIM, "calc: stage 0's GPUs hold %s B at peak", b1);
     }
     y++;
@@ -806,7 +762,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
             double v = p->shown ? (double)(pipe ? p->last.gpu[st * p->s.dp].pp_bytes
                                                 : p->last.gpu[st * p->s.dp].sent_bytes)
                                 : (p->pred_ok ? (pipe ? t->pp.bytes : t->dp.bytes) : 0);
-            cell(b1, sizeof b1, v, W >= 60 ? 9 : 7);
+            runfeed_bytes(b1, sizeof b1, v, W >= 60 ? 9 : 7);
             x = canvas_printf(c, y, x, ROLE_TEXT, " %s", b1);
         }
         if (p->shown && p->pred_ok) {

@@ -2,11 +2,15 @@
 #include "config.h"
 #include "ui/runfeed.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/error.h"
+#include "base/units.h"
+#include "ui/memui.h"
 
 int runfeed_init(struct runfeed *f, struct error *e)
 {
@@ -212,4 +216,47 @@ void runfeed_end_step(struct runfeed *f)
             f->cur[r->device][r->category] = r->cat_current;
         }
     }
+}
+
+const enum ledger_cat runfeed_part_cat[6] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
+                                             MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
+_Static_assert(MEMUI_PARTS == 6, "the bars' parts are the ledger's six categories");
+
+double runfeed_predicted_part(const struct memory_result *m, int i)
+{
+    double v[6] = {m->states.weights,   m->states.gradients, m->states.master,
+                   m->states.optimizer, m->activations,      m->comm};
+    return i >= 0 && i < 6 ? v[i] : 0;
+}
+
+void runfeed_as_result(const uint64_t *cat, double capacity, struct memory_result *m)
+{
+    memset(m, 0, sizeof *m);
+    m->states.weights = (double)cat[MEM_WEIGHTS];
+    m->states.gradients = (double)cat[MEM_GRADIENTS];
+    m->states.master = (double)cat[MEM_MASTER];
+    m->states.optimizer = (double)cat[MEM_OPTIMIZER];
+    m->activations = (double)cat[MEM_ACTIVATIONS];
+    m->comm = (double)cat[MEM_COMM];
+    m->total = m->states.weights + m->states.gradients + m->states.master + m->states.optimizer +
+               m->activations + m->comm;
+    m->capacity = capacity;
+    m->fits = true;
+}
+
+void runfeed_bytes(char *buf, size_t n, double bytes, int w)
+{
+    char g[32];
+    units_format_grouped(g, sizeof g, (unsigned long long)llround(bytes));
+    if ((int)strlen(g) < w) {
+        snprintf(buf, n, "%s", g);
+        return;
+    }
+    double k = bytes / 1024;
+    for (int d = 1; d >= 0; d--) {
+        int len = snprintf(buf, n, "%.*fK", d, k);
+        if (len < w)
+            return;
+    }
+    snprintf(buf, n, "%.*fM", bytes < 100 * 1048576.0 ? 1 : 0, bytes / 1048576);
 }

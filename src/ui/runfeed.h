@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "calc/memory.h"
 #include "sim/event.h"
 #include "sim/ledger.h"
 
@@ -78,5 +79,15 @@ bool runfeed_begin_step(struct runfeed *f, long step);
 const struct runrec *runfeed_next(struct runfeed *f, double tc);
 /* The rest of the step, then each ledger exact. */
 void runfeed_end_step(struct runfeed *f);
+
+/* The ledger's categories a run panel's bars show, in memui's order (ui/memui.h): weights,
+ * gradients, master weights, optimizer state, activations, communication buffers; and the
+ * calculator's figure for each. */
+extern const enum ledger_cat runfeed_part_cat[6];
+double runfeed_predicted_part(const struct memory_result *m, int i);
+/* A ledger's categories as a memory_result, for memui's bar on GPUs of `capacity` bytes. */
+void runfeed_as_result(const uint64_t *cat, double capacity, struct memory_result *m);
+/* bytes in fewer than w cells: exact, with separators, when they fit; else in KiB or MiB. */
+void runfeed_bytes(char *buf, size_t n, double bytes, int w);
 
 #endif
