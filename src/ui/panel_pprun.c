@@ -779,7 +779,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
 }
 
 static const struct panel_key pprun_keys[] = {
-    {"p P", "more / fewer pipeline stages: 1, 2, 4 (restarts the run)", "stages"},
+    {"p P", "more / fewer pipeline stages: 1, 2, 4 (small: 1, 2, 3); restarts the run", "stages"},
     {"m M", "twice / half the micro-batches, 1 to 8 (restarts)", "micro"},
     {"d D", "twice / half the data-parallel ranks, 1 to 4 (restarts)", "dp"},
     {"s", "schedule: GPipe or 1F1B (restarts)", "schedule"},
