@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "calc/params.h"
+#include "calc/sched.h"
 
 int memory_parse_precision(const char *s, enum calc_precision *out, struct error *e)
 {
@@ -120,8 +121,17 @@ int memory_check(const struct memory_config *c, struct error *e)
     if (c->micro_batch < 1 || c->seq < 1 || c->micro_batches < 1)
         return error_set(e, ERR_INVAL,
                          "--micro-batch, --seq and --micro-batches must be at least 1");
-    if (c->schedule == SCHED_INTERLEAVED)
+    if (c->schedule == SCHED_INTERLEAVED && c->chunks < 2)
         return error_set(e, ERR_INVAL, "memory: --schedule is gpipe or 1f1b");
+    if (c->schedule == SCHED_INTERLEAVED) {
+        int rc = sched_check(SCHED_INTERLEAVED, c->pp, c->micro_batches, c->chunks, e);
+        if (rc)
+            return rc;
+        if (c->model && c->model->layers % (c->pp * c->chunks) != 0)
+            return error_set(e, ERR_INVAL,
+                             "--pp %d x --chunks %d does not divide the %d layers of %s", c->pp,
+                             c->chunks, c->model->layers, c->model->name);
+    }
     if (!(c->capacity > 0) || !isfinite(c->capacity))
         return error_set(e, ERR_INVAL, "--gpu-mem must be a size above 0");
     if (!c->model) {
@@ -137,10 +147,66 @@ int memory_check(const struct memory_config *c, struct error *e)
     return activ_check(c->model, &ac, e);
 }
 
+static void add_states(struct memory_states *sum, const struct memory_states *x)
+{
+    sum->weights += x->weights, sum->gradients += x->gradients;
+    sum->master += x->master, sum->optimizer += x->optimizer;
+}
+
+/* Interleaved: stage s holds virtual stages c p + s, c < v (see above). */
+static void stage_fill_chunks(const struct memory_config *c, const struct params_breakdown *pb,
+                              int s, struct memory_result *out)
+{
+    const struct model_shape *m = c->model;
+    int v = c->chunks, pv = c->pp * v, per = m->layers / pv;
+    struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
+                              c->precision == PREC_FP32 ? 4 : 2};
+    struct activ_total at[SCHED_MAX_CHUNKS];
+    double psi = 0;
+    memset(&out->states, 0, sizeof out->states);
+    for (int k = 0; k < v; k++) {
+        int vs = k * c->pp + s;
+        double p = params_per_gpu(pb, m->layers, vs, pv, c->tp, m->tied);
+        struct memory_states one;
+        memory_zero(p, &out->per_param, c->zero, c->dp, &one);
+        add_states(&out->states, &one);
+        psi += p;
+        activ_total(m, &ac, &c->ckpt, per, vs == 0, vs == pv - 1, &at[k]);
+    }
+    struct sched sc;
+    double held = 0, most = 0;
+    if (sched_build(SCHED_INTERLEAVED, c->pp, c->micro_batches, v, &sc, NULL) == 0) {
+        for (int i = 0; i < sc.count[s]; i++) {
+            const struct activ_total *a = &at[sc.ops[s][i].chunk];
+            if (sc.ops[s][i].kind == 'F') {
+                most = fmax(most, held + a->peak);
+                held += a->saved;
+            } else {
+                held -= a->saved;
+                most = fmax(most, held + a->peak);
+            }
+        }
+        out->in_flight = sc.peak_chunks[s];
+        sched_free(&sc);
+    }
+    out->act = at[0];
+    out->activations = most;
+    out->comm = memory_comm(c, pb, psi, per * v, s == 0, s == c->pp - 1);
+    out->params_gpu = psi;
+    out->stage = s;
+    out->stage_layers = per * v;
+    out->total = out->states.weights + out->states.gradients + out->states.master +
+                 out->states.optimizer + out->activations + out->comm;
+}
+
 /* The states and activations of one GPU of pipeline stage s (shape given). */
 static void stage_fill(const struct memory_config *c, const struct params_breakdown *pb, int s,
                        struct memory_result *out)
 {
+    if (c->schedule == SCHED_INTERLEAVED) {
+        stage_fill_chunks(c, pb, s, out);
+        return;
+    }
     const struct model_shape *m = c->model;
     int first, count;
     params_stage_layers(m->layers, s, c->pp, &first, &count);

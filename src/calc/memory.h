@@ -19,8 +19,13 @@
  * stage whose total is largest. Activations: calc/activ.h for one micro-batch, times the
  * micro-batches a stage holds at once: 1 without pipelining (micro-batches run one after the
  * other), all m with GPipe, min(p - s, m) at stage s with 1F1B (PipeDream-Flush, Narayanan et
- * al. 2021). With k in flight the stage holds (k - 1) x saved + peak. Communication buffers
- * (memory_comm) complete the total. */
+ * al. 2021). With k in flight the stage holds (k - 1) x saved + peak. Interleaved (v chunks
+ * per stage, virtual stage c p + s holding layers L/(pv) each, the embedding on the first and
+ * the head on the last): each chunk's states are padded and counted apart, and the activations
+ * are the most the stage holds over its schedule (calc/sched.h), walking its operations: a
+ * forward holds the chunks in flight plus its own peak, then keeps its saved bytes; a backward
+ * releases them and peaks over the rest (for v = 1 this is (k - 1) x saved + peak again).
+ * Communication buffers (memory_comm) complete the total. */
 #ifndef SCALELAB_CALC_MEMORY_H
 #define SCALELAB_CALC_MEMORY_H
 
@@ -63,7 +68,8 @@ struct memory_config {
     bool grad_fp32;
     int dp, tp, pp, zero;
     int micro_batch, seq, micro_batches;
-    enum calc_schedule schedule; /* gpipe or 1f1b (pp > 1) */
+    enum calc_schedule schedule; /* gpipe, 1f1b, or interleaved with chunks >= 2 (pp > 1) */
+    int chunks;                  /* v, model chunks per stage (interleaved); 0 or 1 otherwise */
     bool sp;
     struct activ_policy ckpt;
     double capacity;     /* bytes per GPU */
@@ -75,7 +81,9 @@ struct memory_config {
 #define MEMORY_BUCKET (25.0 * 1024 * 1024)
 
 /* Checks a layout against the model: sizes at least 1, zero 0..3, pp at most the layers, tp
- * dividing the heads (activ_check), schedule gpipe or 1f1b. ERR_INVAL naming the option. */
+ * dividing the heads (activ_check), schedule gpipe or 1f1b, or interleaved with chunks >= 2,
+ * pp x chunks dividing the layers and pp dividing the micro-batches. ERR_INVAL naming the
+ * option. */
 int memory_check(const struct memory_config *c, struct error *e);
 
 struct memory_result {

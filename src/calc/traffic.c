@@ -99,9 +99,13 @@ static void pipeline_stage(const struct memory_config *c, int s, double msg, dou
                            struct traffic_part *out)
 {
     int m = c->micro_batches, P = c->pp;
+    int v = c->schedule == SCHED_INTERLEAVED && c->chunks > 1 ? c->chunks : 1;
+    /* interleaved: every chunk's output goes on, but the last virtual stage's; every chunk's
+     * input gradient goes back, but the first's */
+    int fwd = v - (s == P - 1), bwd = v - (s == 0), sends = (fwd + bwd) * m;
     int ways = (s < P - 1) + (s > 0);
-    out->bytes = ways * m * msg;
-    out->time_s = ways * m * t1;
+    out->bytes = sends * msg;
+    out->time_s = sends * t1;
     out->exposed = (s < P - 1 ? P - 1 - s : 0) * t1 + (s > 0 ? s : 0) * t1;
     char emb[96] = "";
     if (c->model->tied && (s == 0 || s == P - 1)) {
@@ -113,6 +117,13 @@ static void pipeline_stage(const struct memory_config *c, int s, double msg, dou
                  " + V d x %g B (the tied embedding's gradient, all-reduced "
                  "between the ends)",
                  k.gradients);
+    }
+    if (v > 1) {
+        snprintf(out->formula, sizeof out->formula,
+                 "%d x m x sbh%s x %d B (each chunk's activations on, gradients back)%s, m = %d, "
+                 "v = %d",
+                 fwd + bwd, c->sp ? "/t" : "", p, emb, m, v);
+        return;
     }
     snprintf(out->formula, sizeof out->formula, "%sm x sbh%s x %d B (%s)%s, m = %d",
              ways == 2 ? "2 x " : "", c->sp ? "/t" : "", p,

@@ -47,7 +47,7 @@ struct traffic_part {
     double bytes;   /* sent per GPU per step */
     double time_s;  /* α-β time of all of it */
     double exposed; /* the part not hidden behind compute */
-    char formula[160];
+    char formula[256];
 };
 
 struct traffic {

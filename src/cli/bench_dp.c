@@ -1,13 +1,16 @@
-/* Benchmark group "dp": data parallelism on the thread-GPUs. The `small` model trains on 1, 2
- * and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage 3, each run with the same global batch, in fp32,
- * through the engine of `scalelab train` (par/run.h).
+/* Benchmark groups "dp" and "pp": data and pipeline parallelism on the thread-GPUs. The
+ * `small` model trains on 1, 2 and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage 3; and on 2
+ * pipeline stages with 8 micro-batches; each run with the same global batch, in fp32, through
+ * the engine of `scalelab train` (par/run.h).
  *
  * Reported: tokens per second of each run (steady state: from the end of the first step to
  * the end of the last, so the one-time allocation of every buffer is not timed), and as ratios
  * the speed-up of 2 GPUs over 1 (the host's two cores both compute), of 8 GPUs over 2 (eight
  * threads on two cores: what waiting and switching cost) and of stage 3 over DDP on 2 GPUs
- * (what gathering every layer twice costs). The GPUs are threads: a speed-up needs as many
- * free cores as GPUs, so the ratios are meaningful on an otherwise idle host. */
+ * (what gathering every layer twice costs); and of 2 pipeline stages over 1 GPU (the stages
+ * overlap on two cores except in the bubble, (p - 1)/(m + p - 1) of the step, a ninth for
+ * m = 8; smaller micro-batches also make smaller matmuls). The GPUs are threads: a speed-up
+ * needs as many free cores as GPUs, so the ratios are meaningful on an otherwise idle host. */
 #include "config.h"
 #include "cli/bench.h"
 
@@ -18,16 +21,13 @@
 #include "calc/preset.h"
 #include "par/run.h"
 
-/* tokens/s of steps 2..steps of one run, or 0 on a failure (said on stderr) */
-static double tokens_per_s(const struct gpt_config *m, int gpus, int zero, int batch, long steps)
+/* tokens/s of steps 2..steps of one run of o, or 0 on a failure (said on stderr) */
+static double run_rate(const struct train_opts *o)
 {
+    const struct gpt_config *m = &o->shape;
+    int batch = o->batch;
     struct run_config cfg = {0};
-    train_opts_default(&cfg.o);
-    cfg.o.shape = *m;
-    cfg.o.batch = batch;
-    cfg.o.steps = steps;
-    cfg.o.gpus = gpus;
-    cfg.o.zero = zero;
+    cfg.o = *o;
     struct error e = {0};
     if (preset_load_cluster("h100-80gb", &cfg.spec, &e) != 0)
         spec_default(&cfg.spec);
@@ -52,6 +52,14 @@ static double tokens_per_s(const struct gpt_config *m, int gpus, int zero, int b
         return 0;
     }
     return (double)(n - 1) * batch * m->seq / (t - t1);
+}
+
+static double tokens_per_s(const struct gpt_config *m, int gpus, int zero, int batch, long steps)
+{
+    struct train_opts o;
+    train_opts_default(&o);
+    o.shape = *m, o.batch = batch, o.steps = steps, o.gpus = gpus, o.zero = zero;
+    return run_rate(&o);
 }
 
 static int run(struct bench *b)
@@ -83,4 +91,33 @@ const struct bench_case bench_dp = {
     "dp",
     "data parallelism on thread-GPUs (small, fp32): 1, 2, 8 GPUs DDP and ZeRO-3, tokens/s",
     run,
+};
+
+static int run_pp(struct bench *b)
+{
+    struct gpt_config m;
+    if (bench_model("small", &m))
+        return 1;
+    int batch = 16;
+    long steps = b->quick ? 3 : 12;
+    struct train_opts o;
+    train_opts_default(&o);
+    o.shape = m, o.batch = batch, o.steps = steps;
+    double one = run_rate(&o);
+    o.gpus = o.pp = 2, o.micro_batches = 8;
+    double two = run_rate(&o);
+    if (!(one > 0 && two > 0))
+        return 1;
+    char what[96];
+    snprintf(what, sizeof what, "small fp32, batch %d x %d: 1 GPU, tokens/s", batch, m.seq);
+    bench_report(b, "pp", what, one, "tok/s", BENCH_NONE);
+    bench_report(b, "pp", "2 stages, 8 micro-batches (1F1B), tokens/s", two, "tok/s", BENCH_NONE);
+    bench_report(b, "pp", "2 stages / 1 GPU (target >= 1.3)", two / one, "x", BENCH_NONE);
+    return 0;
+}
+
+const struct bench_case bench_pp = {
+    "pp",
+    "pipeline parallelism on thread-GPUs (small, fp32): 2 stages, 8 micro-batches, tokens/s",
+    run_pp,
 };

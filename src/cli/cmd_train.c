@@ -50,7 +50,8 @@ static const struct opt options[] = {
     {"grad-accum", 0, true},   {"fail", 0, true},
     {"nodes", 0, true},        {"pp", 0, true},
     {"dp", 0, true},           {"micro-batches", 0, true},
-    {"schedule", 0, true},     {NULL, 0, false},
+    {"schedule", 0, true},     {"chunks", 0, true},
+    {NULL, 0, false},
 };
 
 #define MAX_STEPS 10000000L
@@ -58,7 +59,7 @@ static const struct opt options[] = {
 struct args {
     struct train_opts o;
     struct model_shape shape;
-    bool json, summary_only, scale_given, init_scale_given, gpus_given;
+    bool json, summary_only, scale_given, init_scale_given, gpus_given, chunks_given;
     int dp; /* --dp, 0 if not given */
     const char *dump, *trace, *cluster, *nodes;
 };
@@ -255,6 +256,10 @@ static int parse_option(struct args *r, const char *name, const char *arg, struc
     } else if (!strcmp(name, "micro-batches")) {
         if (!(rc = parse_long(name, arg, 1, SCHED_MAX_MICRO, &n, e)))
             o->micro_batches = (int)n;
+    } else if (!strcmp(name, "chunks")) {
+        if (!(rc = parse_long(name, arg, 2, SCHED_MAX_CHUNKS, &n, e)))
+            o->chunks = (int)n;
+        r->chunks_given = true;
     } else if (!strcmp(name, "schedule")) {
         if ((rc = sched_parse(arg, &o->schedule, e)))
             error_prefix(e, "--schedule");
@@ -595,7 +600,14 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
     if (p->ok)
         p->m = p->stage_m[0], p->t = p->stage_t[0];
     if (train_pipelined(o))
-        p->have_sched = sched_build(o->schedule, o->pp, o->micro_batches, 1, &p->sched, &e) == 0;
+        p->have_sched =
+            sched_build(o->schedule, o->pp, o->micro_batches, train_chunks(o), &p->sched, &e) == 0;
+}
+
+/* Micro-batches held at once, as `pipeline` counts them: (micro-batch, chunk) pairs over v. */
+static json_t *held_json(int pairs, int v)
+{
+    return v == 1 ? json_integer(pairs) : json_real((double)pairs / v);
 }
 
 /* The pipeline as it ran: each stage's operations (from its first data-parallel GPU) in
@@ -621,7 +633,7 @@ static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
         }
         done[st] = g->ops, n[st] = g->nops;
         json_array_append_new(ops, list);
-        json_array_append_new(peak, json_integer(g->peak_in_flight));
+        json_array_append_new(peak, held_json(g->peak_in_flight, train_chunks(o)));
     }
     struct pp_bubble b;
     predict_bubble(done, n, P, &b);
@@ -632,7 +644,7 @@ static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
     if (p->have_sched) {
         json_t *pk = json_array();
         for (int st = 0; st < P; st++)
-            json_array_append_new(pk, json_integer(p->sched.peak_chunks[st]));
+            json_array_append_new(pk, held_json(p->sched.peak_chunks[st], train_chunks(o)));
         json_object_set_new(pj, "predicted",
                             json_pack("{s:f, s:f, s:o}", "bubble_over_ideal",
                                       p->sched.bubble_over_ideal, "bubble_over_wall",
@@ -715,7 +727,7 @@ static void print_summary_json(const struct args *r, const struct run *run,
                   (json_int_t)o->bucket_bytes, "prefetch", o->prefetch, "grad_fp32", o->grad_fp32);
     json_object_set_new(lay, "micro_batches", json_integer(o->micro_batches));
     json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
-    json_object_set_new(lay, "chunks", json_integer(1));
+    json_object_set_new(lay, "chunks", json_integer(train_chunks(o)));
     json_object_set_new(lay, "sequence_parallel", json_false());
     json_object_set_new(m, "layout", lay);
     json_t *per = json_array();
@@ -739,11 +751,11 @@ static void print_summary_json(const struct args *r, const struct run *run,
             const struct memory_result *pm = &p->stage_m[st];
             const struct traffic *pt = &p->stage_t[st];
             json_t *pg = json_pack(
-                "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i}", "weights", jint(pm->states.weights),
+                "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights", jint(pm->states.weights),
                 "gradients", jint(pm->states.gradients), "master_weights", jint(pm->states.master),
                 "optimizer", jint(pm->states.optimizer), "activations", jint(pm->activations),
                 "communication", jint(pm->comm), "total", jint(pm->total), "in_flight",
-                pm->in_flight);
+                held_json(pm->in_flight, train_chunks(o)));
             json_object_set_new(pg, "comm_bytes_per_step",
                                 json_pack("{s:o, s:o, s:o}", "data_parallel", jint(pt->dp.bytes),
                                           "tensor_parallel", jint(pt->tp.bytes), "pipeline",
@@ -873,10 +885,10 @@ static void print_summary_text(const struct args *r, const struct run *run,
                sched_name(o->schedule), o->micro_batches,
                o->batch / (train_dp(o) * o->micro_batches));
         for (int st = 0; st < o->pp; st++)
-            printf(" %d", run_gpu(run, st * train_dp(o))->peak_in_flight);
+            printf(" %g", (double)run_gpu(run, st * train_dp(o))->peak_in_flight / train_chunks(o));
         printf(" (the schedule's:");
         for (int st = 0; st < o->pp; st++)
-            printf(" %d", p->sched.peak_chunks[st]);
+            printf(" %g", (double)p->sched.peak_chunks[st] / train_chunks(o));
         printf(")\n");
     }
     printf("simulated step %s, of which %s not hidden behind compute; the agreement (loss, "
@@ -963,6 +975,8 @@ static int train_main(int argc, char **argv)
         o->gpus = r.dp * o->pp;
     } else if (!r.gpus_given)
         o->gpus = o->pp;
+    if (r.chunks_given && o->schedule != SCHED_INTERLEAVED)
+        return cli_usage("train", "--chunks goes with --schedule interleaved");
     if (o->pp == 1 && o->micro_batches > 1 && o->schedule != SCHED_1F1B)
         return cli_usage("train",
                          "--schedule %s needs --pp > 1: one stage runs its micro-batches one "
@@ -1154,7 +1168,7 @@ const struct command cmd_train = {
     "Trains the tiny GPT (src/model) on a synthetic order-2 Markov source whose entropy rate is\n"
     "the loss floor, with real fp16/bf16 rounding, loss scaling (PyTorch GradScaler semantics),\n"
     "clipping (clip_grad_norm_), NaN diagnosis and gradient checkpointing, on one simulated GPU\n"
-    "or on N of them with data parallelism: DDP or ZeRO stages 1 to 3.\n"
+    "or on N of them with data parallelism (DDP or ZeRO stages 1 to 3) and pipeline stages.\n"
     "\n"
     "  --model NAME|FILE     a swiglu preset or INI file (default tiny)\n"
     "  --steps K             steps to run (default 300)\n"
@@ -1209,6 +1223,23 @@ const struct command cmd_train = {
     "  --prefetch 0|1        ZeRO-3 gathers the next layer while one computes (default 1)\n"
     "  --grad-accum fp32     bf16/fp16: 4-byte gradients (18 bytes per parameter)\n"
     "  --nodes K             the GPUs split evenly over K nodes (inter-node links between them)\n"
+    "Pipeline parallelism (par/pp.h):\n"
+    "  --pp P                P stages (default 1), dividing the layers: the first also holds the\n"
+    "                        embedding, the last the final norm and a copy of the tied\n"
+    "                        embedding, whose gradients the two ends sum once per step\n"
+    "  --dp D                data-parallel GPUs per stage (the run has D x P GPUs; or give\n"
+    "                        --gpus N, N = D x P); GPU r is stage r / D, data rank r %% D\n"
+    "  --micro-batches M     the batch share of each data-parallel rank runs as M micro-batches\n"
+    "                        (default 1), gradients added up over them; with --pp 1 this is\n"
+    "                        gradient accumulation\n"
+    "  --schedule S          gpipe, 1f1b (default) or interleaved (Megatron-LM's: M a multiple\n"
+    "                        of P, --dp 1): each stage runs its forward and backward passes in\n"
+    "                        the order 'scalelab pipeline --schedule S' draws; activations go\n"
+    "                        forward and their gradients back by sends\n"
+    "  --chunks V            interleaved: V model chunks per stage (default 2), P x V dividing\n"
+    "                        the layers; stage s holds virtual stages s, P + s, 2P + s, ...\n"
+    "ZeRO 2 and 3 keep a shard of the gradients only, so with micro-batches they would reduce\n"
+    "each micro-batch's: the thread-GPUs run ZeRO 0 and 1 with micro-batches and stages.\n"
     "  --fail GPU@STEP       that GPU fails in that step's gradient sync: the run ends (exit 1)\n"
     "  --inject WHAT@STEP:gpu=G  an injection on GPU G (default 0); the GPUs agree on inf/NaN,\n"
     "                        so all of them skip the step and back the scale off together\n"
@@ -1217,6 +1248,11 @@ const struct command cmd_train = {
     "activations, communication; the CPU's fp32 workspace apart) and bytes sent per step beside\n"
     "the calculator's prediction for the same layout (memory --json's names), and\n"
     "measured_minus_predicted: the bytes by which they differ, 0 when every byte agrees.\n"
+    "Each GPU's \"coord\" (dp, tp, pp) places it; \"comm_bytes_per_step\" splits what it sent\n"
+    "(data_parallel, tensor_parallel, pipeline) as memory --json does, \"predicted\".per_stage\n"
+    "gives the calculator's figures for each stage, and \"pipeline\" the operations each stage\n"
+    "ran (kind, micro, chunk, start_s, end_s, in simulated time), the bubble measured on them\n"
+    "and the micro-batches each stage held at once, beside the schedule's.\n"
     "\n"
     "Memory: every buffer comes from the simulated GPU's ledger before the first step (the\n"
     "activation arena as reserved memory, the CPU emulation's fp32 workspace as workspace), so\n"

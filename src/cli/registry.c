@@ -8,6 +8,7 @@ extern const struct command cmd_train;
 extern const struct bench_case bench_collective;
 extern const struct bench_case bench_train;
 extern const struct bench_case bench_dp;
+extern const struct bench_case bench_pp;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
 extern const struct bench_case bench_formats;
@@ -23,5 +24,5 @@ const struct command *const commands[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
-    &bench_formats, &bench_collective, &bench_train, &bench_dp, NULL,
+    &bench_formats, &bench_collective, &bench_train, &bench_dp, &bench_pp, NULL,
 };

@@ -16,16 +16,19 @@ struct pp {
     struct train_place pl;
     const struct sched_op *ops; /* this stage's, in order */
     int nops;
-    struct gpt *g;
+    int v;                           /* model chunks */
+    struct gpt *g[SCHED_MAX_CHUNKS]; /* and their parts */
+    struct gpt_part part[SCHED_MAX_CHUNKS];
     struct device *d;
     struct dp_mem mem;
-    int prev, next;      /* the device ranks of the stages before and after; -1 at the ends */
     size_t mt, bytes;    /* tokens of a micro-batch; bytes of its activations */
     int m;               /* micro-batches per step */
     char *in, *dout;     /* what arrives: the input of a forward, the gradient of a backward */
-    char *out, *din;     /* what leaves, one buffer per micro-batch (pending until the step ends) */
-    struct dev_req *req; /* [2 m]: the forward sends, then the backward sends */
+    char *out, *din;     /* what leaves, one buffer per micro-batch and chunk (pending until the
+                            step ends) */
+    struct dev_req *req; /* [2 m v]: the forward sends, then the backward sends */
     bool *posted;
+    int *holder; /* [v][slots]: the micro-batch whose activations a slot holds, -1: none */
     struct pp_done *done;
     int in_flight, peak;
     uint64_t sent0, sent;
@@ -36,11 +39,22 @@ long pp_buffers(void)
     return 4; /* in, dout, out, din */
 }
 
+int pp_slots(const struct sched *s, int stage, int chunk)
+{
+    int held = 0, most = 1;
+    for (int i = 0; i < s->count[stage]; i++)
+        if (s->ops[stage][i].chunk == chunk) {
+            held += s->ops[stage][i].kind == 'F' ? 1 : -1;
+            most = held > most ? held : most;
+        }
+    return most;
+}
+
 void pp_free(struct pp *p)
 {
     if (!p)
         return;
-    size_t m = (size_t)p->m;
+    size_t m = (size_t)p->m * (size_t)p->v;
     if (p->mem.free) {
         if (p->in)
             p->mem.free(p->mem.ctx, GPT_MEM_WORKSPACE, p->in, p->bytes);
@@ -53,12 +67,14 @@ void pp_free(struct pp *p)
     }
     free(p->req);
     free(p->posted);
+    free(p->holder);
     free(p->done);
     free(p);
 }
 
-int pp_new(struct pp **out, const struct train_place *pl, const struct sched *s, struct gpt *g,
-           enum fp_format fmt, struct device *d, const struct dp_mem *mem, struct error *e)
+int pp_new(struct pp **out, const struct train_place *pl, const struct sched *s,
+           struct gpt *const *g, const struct gpt_part *parts, enum fp_format fmt, struct device *d,
+           const struct dp_mem *mem, struct error *e)
 {
     *out = NULL;
     struct pp *p = calloc(1, sizeof *p);
@@ -67,28 +83,31 @@ int pp_new(struct pp **out, const struct train_place *pl, const struct sched *s,
     p->pl = *pl;
     p->ops = s->ops[pl->stage];
     p->nops = s->count[pl->stage];
-    p->g = g;
+    p->v = s->v;
+    for (int c = 0; c < p->v; c++)
+        p->g[c] = g[c], p->part[c] = parts[c];
     p->d = d;
     p->mem = *mem;
     p->m = s->m;
-    p->prev = pl->stage > 0 ? (pl->stage - 1) * pl->dp + pl->dprank : -1;
-    p->next = pl->stage < pl->pp - 1 ? (pl->stage + 1) * pl->dp + pl->dprank : -1;
-    const struct gpt_config *c = gpt_config(g);
+    const struct gpt_config *c = gpt_config(g[0]);
     p->mt = (size_t)pl->micro * (size_t)c->seq;
     p->bytes = p->mt * (size_t)c->d * (size_t)(fp_info(fmt)->bits / 8);
-    size_t m = (size_t)p->m;
-    p->req = calloc(2 * m, sizeof *p->req);
-    p->posted = calloc(2 * m, sizeof *p->posted);
+    size_t n = (size_t)p->m * (size_t)p->v;
+    p->req = calloc(2 * n, sizeof *p->req);
+    p->posted = calloc(2 * n, sizeof *p->posted);
     p->done = calloc((size_t)p->nops, sizeof *p->done);
-    bool ok = p->req && p->posted && p->done;
-    if (ok && p->prev >= 0)
+    p->holder = malloc((size_t)p->v * (size_t)p->m * sizeof *p->holder);
+    bool ok = p->req && p->posted && p->done && p->holder;
+    /* a GPU of a pipeline receives and sends both ways, but at the very ends */
+    bool first = pl->stage == 0 && p->v == 1, last = pl->stage == pl->pp - 1 && p->v == 1;
+    if (ok && !first && pl->pp > 1)
         ok = (p->in = mem->alloc(mem->ctx, GPT_MEM_WORKSPACE, p->bytes, "pipeline input")) &&
-             (p->din = mem->alloc(mem->ctx, GPT_MEM_WORKSPACE, m * p->bytes,
+             (p->din = mem->alloc(mem->ctx, GPT_MEM_WORKSPACE, n * p->bytes,
                                   "pipeline input gradients"));
-    if (ok && p->next >= 0)
+    if (ok && !last && pl->pp > 1)
         ok = (p->dout =
                   mem->alloc(mem->ctx, GPT_MEM_WORKSPACE, p->bytes, "pipeline output gradient")) &&
-             (p->out = mem->alloc(mem->ctx, GPT_MEM_WORKSPACE, m * p->bytes, "pipeline outputs"));
+             (p->out = mem->alloc(mem->ctx, GPT_MEM_WORKSPACE, n * p->bytes, "pipeline outputs"));
     if (!ok) {
         pp_free(p);
         return error_set(e, ERR_NOMEM, "out of memory allocating the pipeline's buffers");
@@ -101,7 +120,7 @@ int pp_new(struct pp **out, const struct train_place *pl, const struct sched *s,
 static int drain(struct pp *p, struct error *e)
 {
     int rc = 0;
-    for (int i = 0; i < 2 * p->m; i++)
+    for (int i = 0; i < 2 * p->m * p->v; i++)
         if (p->posted[i]) {
             int r = dev_wait(p->d, &p->req[i], e);
             p->posted[i] = false;
@@ -127,61 +146,94 @@ static void emit(struct pp *p, int step, const struct pp_done *dn)
     dev_emit(p->d, &ev);
 }
 
+/* The device rank of virtual stage vs (chunk vs / P of stage vs % P), this data rank's. */
+static int rank_of(const struct pp *p, int vs)
+{
+    return (vs % p->pl.pp) * p->pl.dp + p->pl.dprank;
+}
+
+/* A message's key: which way, to which virtual stage, which micro-batch (sim/cluster.h). */
+static int key_of(const struct pp *p, bool back, int vs, int k)
+{
+    return 1 + ((back ? 1 : 0) * p->pl.pp * p->v + vs) * p->m + k;
+}
+
 int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *targets, float scale,
             const struct gpt_inject *inj, double *loss, struct error *e)
 {
-    const struct gpt_part *pt = &p->pl.part;
-    int slots = pt->slots, backwards = 0, rc = 0;
+    int P = p->pl.pp, V = p->v, last_vs = P * V - 1, rc = 0;
+    int backwards[SCHED_MAX_CHUNKS] = {0};
     double sum = 0;
     p->sent0 = p->d ? dev_stats(p->d).bytes_sent : 0;
     p->in_flight = 0;
-    gpt_part_begin(p->g);
+    for (int i = 0; i < V * p->m; i++)
+        p->holder[i] = -1;
+    for (int c = 0; c < V; c++)
+        gpt_part_begin(p->g[c]);
     for (int i = 0; i < p->nops && !rc; i++) {
         const struct sched_op *op = &p->ops[i];
-        int k = op->micro, slot = k % slots;
+        int k = op->micro, c = op->chunk, vs = c * P + p->pl.stage;
+        int slot = k % p->part[c].slots, *hold = &p->holder[c * p->m + slot];
+        struct gpt *g = p->g[c];
         const int32_t *tok = tokens + (size_t)k * p->mt, *tgt = targets + (size_t)k * p->mt;
+        size_t mine = ((size_t)c * (size_t)p->m + (size_t)k) * p->bytes;
         struct pp_done *dn = &p->done[i];
-        *dn = (struct pp_done){op->kind, k, op->chunk, 0, 0};
+        *dn = (struct pp_done){op->kind, k, c, 0, 0};
+        if (p->d)
+            dev_set_micro(p->d, k);
         if (op->kind == 'F') {
+            if (*hold >= 0) { /* the schedule holds more than the part has slots for: a bug */
+                rc = error_set(e, ERR_RUN, "stage %d: no slot for micro-batch %d of chunk %d",
+                               p->pl.stage, k, c);
+                break;
+            }
+            *hold = k;
             struct dev_tag tag = {step, k, "activations", 0};
-            if (p->prev >= 0 &&
-                (rc = dev_recv(p->d, p->prev, p->in, p->bytes, &tag, NULL, NULL, e)))
+            if (vs > 0 && (rc = dev_recv_key(p->d, rank_of(p, vs - 1), key_of(p, false, vs, k),
+                                             p->in, p->bytes, &tag, e)))
                 break;
             dn->start_s = now(p);
-            char *o = p->out ? p->out + (size_t)k * p->bytes : NULL;
-            double l = gpt_part_forward(p->g, slot, tok, p->in, o, tgt, inj);
-            if (pt->head)
+            char *o = vs < last_vs ? p->out + mine : NULL;
+            double l = gpt_part_forward(g, slot, tok, p->in, o, tgt, inj);
+            if (p->part[c].head)
                 sum += l;
             dn->end_s = now(p);
             emit(p, step, dn);
             if (++p->in_flight > p->peak)
                 p->peak = p->in_flight;
-            if (p->next >= 0) {
-                rc = dev_isend(p->d, p->next, o, p->bytes, &tag, &p->req[k], e);
-                p->posted[k] = rc == 0;
+            if (vs < last_vs) {
+                size_t r = (size_t)c * (size_t)p->m + (size_t)k;
+                rc = dev_isend_key(p->d, rank_of(p, vs + 1), key_of(p, false, vs + 1, k), o,
+                                   p->bytes, &tag, &p->req[r], e);
+                p->posted[r] = rc == 0;
             }
         } else {
             struct dev_tag tag = {step, k, "activation gradients", 0};
-            if (p->next >= 0 &&
-                (rc = dev_recv(p->d, p->next, p->dout, p->bytes, &tag, NULL, NULL, e)))
+            if (vs < last_vs && (rc = dev_recv_key(p->d, rank_of(p, vs + 1), key_of(p, true, vs, k),
+                                                   p->dout, p->bytes, &tag, e)))
                 break;
             dn->start_s = now(p);
-            char *o = p->din ? p->din + (size_t)k * p->bytes : NULL;
-            gpt_part_backward(p->g, slot, tok, tgt, scale, p->dout, o, backwards++ > 0, inj);
+            char *o = vs > 0 ? p->din + mine : NULL;
+            gpt_part_backward(g, slot, tok, tgt, scale, p->dout, o, backwards[c]++ > 0, inj);
             dn->end_s = now(p);
             emit(p, step, dn);
+            *hold = -1;
             p->in_flight--;
-            if (p->prev >= 0) {
-                rc = dev_isend(p->d, p->prev, o, p->bytes, &tag, &p->req[p->m + k], e);
-                p->posted[p->m + k] = rc == 0;
+            if (vs > 0) {
+                size_t r = (size_t)(V + c) * (size_t)p->m + (size_t)k;
+                rc = dev_isend_key(p->d, rank_of(p, vs - 1), key_of(p, true, vs - 1, k), o,
+                                   p->bytes, &tag, &p->req[r], e);
+                p->posted[r] = rc == 0;
             }
         }
     }
     int r = drain(p, rc ? &(struct error){0} : e);
     if (!rc)
         rc = r;
+    if (p->d)
+        dev_set_micro(p->d, 0);
     p->sent = (p->d ? dev_stats(p->d).bytes_sent : 0) - p->sent0;
-    *loss = pt->head ? sum / p->m : NAN;
+    *loss = p->part[V - 1].head ? sum / p->m : NAN;
     return rc;
 }
 

@@ -10,8 +10,10 @@
  * micro-batches) and posts the gradient of its input to the stage before. Sends are posted
  * and left pending until the step ends, each from a buffer of its own, so no stage ever waits
  * for another to take a message: a stage only waits for what it needs, and any order the
- * schedule allows runs without deadlock. Messages between two stages are matched in the order
- * sent, which is the order both stages' schedules run their micro-batches.
+ * schedule allows runs without deadlock. Each message is keyed by its direction, the virtual stage
+ * it goes to and its micro-batch (sim/cluster.h's keyed sends): with the interleaved schedule the
+ * last stage also sends the next round's first activations, so two kinds of message share a pair of
+ * GPUs in orders the two sides do not agree on.
  *
  * The send and receive buffers are the CPU's staging copies (workspace): on a GPU the tensor
  * sent is the last layer's output and the one received becomes the first layer's saved input,
@@ -41,11 +43,17 @@ struct pp_done {
 
 struct pp;
 
-/* The executor of the GPU at place pl for model part g, whose activations are in fmt; s the
+/* The executor of the GPU at place pl for its s->v model chunks g[c] (parts parts[c]: the
+ * interleaved schedule's virtual stage c pp + stage), whose activations are in fmt; s the
  * schedule (stage pl->stage's operations are run). d NULL: the host, one stage. 0 or
  * ERR_NOMEM. */
-int pp_new(struct pp **out, const struct train_place *pl, const struct sched *s, struct gpt *g,
-           enum fp_format fmt, struct device *d, const struct dp_mem *mem, struct error *e);
+int pp_new(struct pp **out, const struct train_place *pl, const struct sched *s,
+           struct gpt *const *g, const struct gpt_part *parts, enum fp_format fmt, struct device *d,
+           const struct dp_mem *mem, struct error *e);
+
+/* The slots chunk `chunk` of stage `stage` needs: the most of its micro-batches the schedule
+ * has the stage hold at once. */
+int pp_slots(const struct sched *s, int stage, int chunk);
 void pp_free(struct pp *p);
 
 /* One step's forward and backward passes: tokens and targets are this data-parallel rank's

@@ -23,6 +23,7 @@ int predict_config(const struct train_opts *o, const struct model_shape *m, doub
     c->micro_batch = o->batch / (dp * o->micro_batches), c->seq = m->seq;
     c->micro_batches = o->micro_batches;
     c->schedule = o->schedule;
+    c->chunks = train_chunks(o);
     c->capacity = capacity;
     c->bucket_bytes = (double)o->bucket_bytes;
     c->no_prefetch = !o->prefetch;

@@ -124,7 +124,7 @@ static void seam_charge(void *ctx, enum gpt_mem kind, long long delta)
 static void seam_compute(void *ctx, double flops, const char *what, int layer)
 {
     struct seam *s = ctx;
-    dev_compute_on(s->d, DP_STREAM_COMPUTE, flops, what, layer, 0);
+    dev_compute_on(s->d, DP_STREAM_COMPUTE, flops, what, layer, -1);
 }
 
 /* ------------------------------------------------------------------ waits */

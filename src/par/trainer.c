@@ -21,11 +21,15 @@
 
 struct trainer {
     struct train_opts o;
-    struct gpt *g;
-    struct dp *dp;
-    struct device *d; /* NULL on the host */
+    int v;                           /* model chunks: 1, or the interleaved schedule's */
+    struct gpt *g[SCHED_MAX_CHUNKS]; /* chunk c's model part and its strategy */
+    struct dp *dp[SCHED_MAX_CHUNKS];
+    int observing;       /* the chunk of the observer's call (trainer_whole_index) */
+    uint64_t *underflow; /* L + 1: the chunks' counts added up */
+    struct device *d;    /* NULL on the host */
     int rank;
-    struct train_place pl;
+    struct train_place pl; /* chunk 0's part */
+    struct gpt_part part[SCHED_MAX_CHUNKS];
     struct sched sched; /* pipelined: the schedule the stages run */
     struct pp *pp;      /* pipelined: this stage's executor */
     struct markov *data;
@@ -65,6 +69,7 @@ void train_opts_default(struct train_opts *o)
     o->prefetch = 1;
     o->fail_gpu = -1;
     o->pp = 1;
+    o->chunks = 2;
     o->micro_batches = 1;
     o->schedule = SCHED_1F1B;
 }
@@ -79,15 +84,27 @@ bool train_pipelined(const struct train_opts *o)
     return o->pp > 1 || o->micro_batches > 1;
 }
 
+int train_chunks(const struct train_opts *o)
+{
+    return o->schedule == SCHED_INTERLEAVED && o->chunks > 1 ? o->chunks : 1;
+}
+
 void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out)
 {
     int dp = train_dp(o), pp = o->pp > 0 ? o->pp : 1;
-    int m = o->micro_batches > 0 ? o->micro_batches : 1, per = o->shape.layers / pp;
+    int m = o->micro_batches > 0 ? o->micro_batches : 1;
     out->dp = dp, out->pp = pp;
     out->stage = rank / dp, out->dprank = rank % dp;
     out->micro = o->batch / (dp * m);
-    out->part = (struct gpt_part){out->stage * per, per, out->stage == 0, out->stage == pp - 1,
-                                  slots > 0 ? slots : 1};
+    train_chunk_part(o, out->stage, 0, slots, &out->part);
+}
+
+void train_chunk_part(const struct train_opts *o, int stage, int chunk, int slots,
+                      struct gpt_part *out)
+{
+    int pp = o->pp > 0 ? o->pp : 1, pv = pp * train_chunks(o), vs = chunk * pp + stage;
+    int per = o->shape.layers / pv;
+    *out = (struct gpt_part){vs * per, per, vs == 0, vs == pv - 1, slots > 0 ? slots : 1};
 }
 
 int train_par_check(const struct train_opts *o, struct error *e)
@@ -116,11 +133,19 @@ int train_par_check(const struct train_opts *o, struct error *e)
                          "micro-batch%s (try --batch %d)",
                          o->batch, dp, dp > 1 ? "s" : "", o->micro_batches,
                          o->micro_batches > 1 ? "es each" : "", (o->batch / split + 1) * split);
-    if (o->schedule != SCHED_GPIPE && o->schedule != SCHED_1F1B)
-        return error_set(e, ERR_INVAL,
-                         "--schedule %s: the thread-GPUs run gpipe and 1f1b; 'scalelab pipeline "
-                         "--schedule interleaved' draws the interleaved one",
-                         sched_name(o->schedule));
+    if (o->schedule == SCHED_INTERLEAVED) {
+        int rc = sched_check(o->schedule, o->pp, o->micro_batches, o->chunks, e);
+        if (rc)
+            return rc;
+        if (o->shape.layers % (o->pp * o->chunks) != 0)
+            return error_set(e, ERR_INVAL,
+                             "--pp %d x --chunks %d does not divide the model's %d layers", o->pp,
+                             o->chunks, o->shape.layers);
+        if (dp > 1)
+            return error_set(e, ERR_INVAL,
+                             "--schedule interleaved runs on one data-parallel copy (--dp 1) on "
+                             "the thread-GPUs");
+    }
     if (train_pipelined(o) && o->zero >= 2)
         return error_set(e, ERR_INVAL,
                          "--zero %d with %s: stages 2 and 3 keep only a shard of the gradients, "
@@ -246,8 +271,8 @@ static void w_charge(void *ctx, enum gpt_mem kind, long long delta)
 static void w_compute(void *ctx, double flops, const char *what, int layer)
 {
     struct trainer *t = ctx;
-    if (t->dp && t->d)
-        dp_add_compute(t->dp, flops / dev_spec(t->d)->peak_flops);
+    if (t->dp[0] && t->d)
+        dp_add_compute(t->dp[0], flops / dev_spec(t->d)->peak_flops);
     if (t->alloc.compute)
         t->alloc.compute(t->alloc.ctx, flops, what, layer);
 }
@@ -255,8 +280,8 @@ static void w_compute(void *ctx, double flops, const char *what, int layer)
 static void w_hook(void *ctx, enum gpt_hook h, int unit)
 {
     struct trainer *t = ctx;
-    if (t->dp)
-        dp_hook(t->dp, h, unit);
+    if (t->dp[0] && t->v == 1)
+        dp_hook(t->dp[0], h, unit);
 }
 
 void trainer_free(struct trainer *t)
@@ -267,8 +292,11 @@ void trainer_free(struct trainer *t)
         t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tokens, batch_bytes(&t->o));
     pp_free(t->pp);
     sched_free(&t->sched);
-    dp_free(t->dp);
-    gpt_free(t->g);
+    for (int c = 0; c < SCHED_MAX_CHUNKS; c++) {
+        dp_free(t->dp[c]);
+        gpt_free(t->g[c]);
+    }
+    free(t->underflow);
     markov_free(t->data);
     free(t->window);
     free(t);
@@ -276,10 +304,10 @@ void trainer_free(struct trainer *t)
 
 /* Where element i of this GPU's flat buffer sits in the whole model's (model/gpt.h's order:
  * the embedding, the layers, the final norm); SIZE_MAX for the padding. */
-static size_t whole_index(const struct trainer *t, size_t i)
+static size_t whole_index(const struct trainer *t, int chunk, size_t i)
 {
     const struct gpt_config *c = &t->o.shape;
-    const struct gpt_part *pt = &t->pl.part;
+    const struct gpt_part *pt = &t->part[chunk];
     size_t d = (size_t)c->d, lp = 2 * d + 4 * d * d + 3 * d * (size_t)c->ffn;
     size_t emb = pt->embed || pt->head ? (size_t)c->vocab * d : 0;
     size_t layers = (size_t)pt->count * lp, full_emb = (size_t)c->vocab * d;
@@ -292,13 +320,13 @@ static size_t whole_index(const struct trainer *t, size_t i)
     return SIZE_MAX;
 }
 
-/* The initial weights: the whole model's, drawn as on one GPU, cut to this GPU's part. */
+/* The initial weights: the whole model's, drawn as on one GPU, cut to this GPU's parts. */
 static int load_part(struct trainer *t, struct error *e)
 {
-    float *mine = gpt_params(t->g);
     if (!train_pipelined(&t->o)) {
+        float *mine = gpt_params(t->g[0]);
         gpt_init_params(&t->o.shape, t->o.seed, mine);
-        dp_load_weights(t->dp, mine);
+        dp_load_weights(t->dp[0], mine);
         return 0;
     }
     size_t n = gpt_param_count(&t->o.shape), bytes = n * sizeof(float);
@@ -306,11 +334,14 @@ static int load_part(struct trainer *t, struct error *e)
     if (!all)
         return error_set(e, ERR_NOMEM, "out of memory drawing the initial weights");
     gpt_init_params(&t->o.shape, t->o.seed, all);
-    size_t own = gpt_nparams(t->g);
-    for (size_t i = 0; i < own; i++)
-        mine[i] = all[whole_index(t, i)];
+    for (int c = 0; c < t->v; c++) {
+        float *mine = gpt_params(t->g[c]);
+        size_t own = gpt_nparams(t->g[c]);
+        for (size_t i = 0; i < own; i++)
+            mine[i] = all[whole_index(t, c, i)];
+        dp_load_weights(t->dp[c], mine);
+    }
     t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, all, bytes);
-    dp_load_weights(t->dp, mine);
     return 0;
 }
 
@@ -341,29 +372,40 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .compute = w_compute,
                              .hook = w_hook,
                              .ctx = t};
-    int slots = 1;
-    if (train_pipelined(o)) { /* the stage's part, a slot per micro-batch it holds at once */
-        if ((rc = sched_build(o->schedule, o->pp, o->micro_batches, 1, &t->sched, e)))
-            goto fail;
-        slots = t->sched.peak_chunks[t->rank / train_dp(o)];
-    }
-    train_place(o, t->rank, slots, &t->pl);
-    dp_model_seam(o, &t->pl.part, &seam);
-    if (train_pipelined(o))
-        rc = gpt_new_part(&t->g, &o->shape, t->pl.micro, o->precision, &o->ckpt, &seam, &t->pl.part,
-                          e);
-    else
-        rc = gpt_new(&t->g, &o->shape, o->batch / o->gpus, o->precision, &o->ckpt, &seam, e);
-    if (rc)
+    t->v = train_chunks(o);
+    int stage = t->rank / train_dp(o);
+    if (train_pipelined(o) && /* the schedule the stages run */
+        (rc = sched_build(o->schedule, o->pp, o->micro_batches, t->v, &t->sched, e)))
         goto fail;
-    /* the gradients of the global batch's mean: each share's add up to them */
-    gpt_set_loss_tokens(t->g, (double)o->batch * o->shape.seq);
+    train_place(o, t->rank, 1, &t->pl);
     struct dp_mem mem = {w_alloc, w_free, w_charge, t};
-    rc = dp_new(&t->dp, o, t->g, d, &t->pl, &mem, e);
-    if (rc)
+    for (int c = 0; c < t->v; c++) {
+        /* each chunk's part, a slot per micro-batch it holds at once */
+        int slots = train_pipelined(o) ? pp_slots(&t->sched, stage, c) : 1;
+        train_chunk_part(o, stage, c, slots, &t->part[c]);
+        struct train_place pl = t->pl;
+        pl.part = t->part[c];
+        dp_model_seam(o, &pl.part, &seam);
+        if (train_pipelined(o))
+            rc = gpt_new_part(&t->g[c], &o->shape, pl.micro, o->precision, &o->ckpt, &seam,
+                              &pl.part, e);
+        else
+            rc = gpt_new(&t->g[c], &o->shape, o->batch / o->gpus, o->precision, &o->ckpt, &seam, e);
+        if (rc)
+            goto fail;
+        /* the gradients of the global batch's mean: each share's add up to them */
+        gpt_set_loss_tokens(t->g[c], (double)o->batch * o->shape.seq);
+        if ((rc = dp_new(&t->dp[c], o, t->g[c], d, &pl, &mem, e)))
+            goto fail;
+    }
+    t->pl.part = t->part[0];
+    t->underflow = calloc((size_t)o->shape.layers + 1, sizeof *t->underflow);
+    if (!t->underflow) {
+        rc = error_set(e, ERR_NOMEM, "out of memory");
         goto fail;
+    }
     if (train_pipelined(o) &&
-        (rc = pp_new(&t->pp, &t->pl, &t->sched, t->g, o->precision, d, &mem, e)))
+        (rc = pp_new(&t->pp, &t->pl, &t->sched, t->g, t->part, o->precision, d, &mem, e)))
         goto fail;
     rc = markov_new(&t->data, o->shape.vocab, o->seed, e);
     if (rc)
@@ -461,15 +503,41 @@ static struct gpt_inject injections(const struct trainer *t, long step)
     return inj;
 }
 
+/* The step's diagnosis over the chunks: the first non-finite tensor in the order computed
+ * (forward passes by ascending chunk, backward passes by descending), the underflow counts
+ * added up. */
+static void diagnose(struct trainer *t, struct gpt_diag *out)
+{
+    int L = t->o.shape.layers, best = -1, key = 0;
+    memset(t->underflow, 0, ((size_t)L + 1) * sizeof *t->underflow);
+    uint64_t total = 0, elems = 0;
+    struct gpt_diag d;
+    for (int c = 0; c < t->v; c++) {
+        gpt_diag(t->g[c], &d);
+        for (int l = 0; l <= L; l++)
+            t->underflow[l] += d.underflow[l];
+        total += d.underflow_total, elems += d.grad_elements;
+        int k = d.nonfinite_forward ? c : 2 * t->v - c;
+        if (d.nonfinite[0] && (best < 0 || k < key))
+            best = c, key = k, *out = d;
+    }
+    if (best < 0)
+        *out = d, out->nonfinite[0] = 0, out->nonfinite_forward = false;
+    out->underflow = t->underflow;
+    out->underflow_total = total, out->grad_elements = elems;
+}
+
 int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
 {
     const struct train_opts *o = &t->o;
     long step = ++t->step;
+    int v = t->v, rc;
     memset(out, 0, sizeof *out);
     out->step = step;
     out->loss_scale = t->scaler.scale;
     out->sim_start_s = t->d ? dev_now(t->d) : 0;
-    dp_step_begin(t->dp);
+    for (int c = 0; c < v; c++)
+        dp_step_begin(t->dp[c]);
 
     /* 1. the global batch; this GPU's share */
     struct gpt_inject inj = injections(t, step);
@@ -481,33 +549,43 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
      * micro-batch by micro-batch in the schedule's order), then the rest of the gradient sync */
     double local;
     if (t->pp) {
-        int rc = pp_step(t->pp, (int)step, t->tokens + first, t->targets + first, t->scaler.scale,
-                         &inj, &local, e);
+        rc = pp_step(t->pp, (int)step, t->tokens + first, t->targets + first, t->scaler.scale, &inj,
+                     &local, e);
         if (rc)
             return rc;
     } else
-        local = gpt_step(t->g, t->tokens + first, t->targets + first, t->scaler.scale, &inj);
+        local = gpt_step(t->g[0], t->tokens + first, t->targets + first, t->scaler.scale, &inj);
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
                         t->rank, step);
-    int rc = dp_grad_sync(t->dp, e);
-    if (rc)
-        return rc;
+    for (int c = 0; c < v; c++)
+        if ((rc = dp_grad_sync(t->dp[c], e)))
+            return rc;
 
-    /* 4-5. unscale this GPU's range, then agree on the loss, the norm and inf/NaN */
-    bool found_local;
-    double sumsq_local, sumsq;
-    float *grads = dp_unscale(t->dp, scaler_inv_scale(&t->scaler), &found_local, &sumsq_local);
-    bool found_inf;
-    bool bad_loss = t->pl.part.head && !isfinite(local);
-    rc = dp_agree(t->dp, local, sumsq_local, found_local || bad_loss, &out->loss, &sumsq,
+    /* 4-5. unscale this GPU's ranges, then agree on the loss, the norm and inf/NaN (the last
+     * chunk's strategy speaks for the GPU: it holds the loss on the last stage) */
+    bool found_local = false, found_inf;
+    double sumsq_local = 0, sumsq;
+    float *grads[SCHED_MAX_CHUNKS];
+    size_t off[SCHED_MAX_CHUNKS], n[SCHED_MAX_CHUNKS];
+    for (int c = 0; c < v; c++) {
+        bool f;
+        double ss;
+        grads[c] = dp_unscale(t->dp[c], scaler_inv_scale(&t->scaler), &f, &ss);
+        found_local |= f, sumsq_local += ss;
+        dp_range(t->dp[c], &off[c], &n[c]);
+    }
+    bool bad_loss = t->part[v - 1].head && !isfinite(local);
+    rc = dp_agree(t->dp[v - 1], local, sumsq_local, found_local || bad_loss, &out->loss, &sumsq,
                   &found_inf, e);
     if (rc)
         return rc;
-    size_t off, n;
-    dp_range(t->dp, &off, &n);
-    if (t->observe)
-        t->observe(t->observe_ctx, t, step, t->tokens, t->targets, out->loss, grads, off, n);
+    for (int c = 0; c < v && t->observe; c++) {
+        t->observing = c;
+        t->observe(t->observe_ctx, t, step, t->tokens, t->targets, out->loss, grads[c], off[c],
+                   n[c]);
+    }
+    t->observing = 0;
 
     /* 6. clip by the global norm, skip or update */
     out->grad_norm = (float)sqrt(sumsq);
@@ -522,16 +600,18 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     bool skip_inf = found_inf && o->scaling != TRAIN_SCALE_NONE;
     out->skipped = skip_inf || (o->skip_spikes && out->spike);
     struct gpt_diag d;
-    gpt_diag(t->g, &d);
+    diagnose(t, &d);
     if (!out->skipped) {
-        if (o->clip > 0)
-            clip_apply(grads, n, out->clip_coef);
         adamw_advance(&t->adam);
-        adamw_update(&t->adam, dp_master(t->dp), grads, dp_moment(t->dp, 0), dp_moment(t->dp, 1),
-                     n);
-        /* 7. the working weights follow; ZeRO-1/2 all-gather them */
-        if ((rc = dp_param_sync(t->dp, e)))
-            return rc;
+        for (int c = 0; c < v; c++) {
+            if (o->clip > 0)
+                clip_apply(grads[c], n[c], out->clip_coef);
+            adamw_update(&t->adam, dp_master(t->dp[c]), grads[c], dp_moment(t->dp[c], 0),
+                         dp_moment(t->dp[c], 1), n[c]);
+            /* 7. the working weights follow; ZeRO-1/2 all-gather them */
+            if ((rc = dp_param_sync(t->dp[c], e)))
+                return rc;
+        }
         /* AdamW turns inf/NaN gradients into NaN weights (inf / sqrt(inf) is NaN) */
         if (found_inf && !t->poisoned_at) {
             t->poisoned_at = step;
@@ -546,11 +626,14 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     out->nonfinite_forward = d.nonfinite_forward;
     out->underflow = d.underflow;
     out->underflow_frac = (double)d.underflow_total / (double)d.grad_elements;
-    out->act_peak_bytes = gpt_mem_bytes(t->g, GPT_MEM_ACTIVATIONS);
-    uint64_t embed;
-    dp_sent(t->dp, &out->sent_bytes, &embed, &out->scalar_bytes);
-    out->pp_bytes = embed + (t->pp ? pp_sent(t->pp) : 0);
-    out->compute_s = dp_compute_s(t->dp);
+    for (int c = 0; c < v; c++) {
+        uint64_t states, embed, scalars;
+        out->act_peak_bytes += gpt_mem_bytes(t->g[c], GPT_MEM_ACTIVATIONS);
+        dp_sent(t->dp[c], &states, &embed, &scalars);
+        out->sent_bytes += states, out->pp_bytes += embed, out->scalar_bytes += scalars;
+    }
+    out->pp_bytes += t->pp ? pp_sent(t->pp) : 0;
+    out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
     return 0;
 }
@@ -600,17 +683,17 @@ double trainer_loss_floor(const struct trainer *t)
 
 struct gpt *trainer_model(const struct trainer *t)
 {
-    return t->g;
+    return t->g[0];
 }
 
 const float *trainer_master(const struct trainer *t)
 {
-    return dp_master(t->dp);
+    return dp_master(t->dp[0]);
 }
 
 void trainer_range(const struct trainer *t, size_t *off, size_t *n)
 {
-    dp_range(t->dp, off, n);
+    dp_range(t->dp[0], off, n);
 }
 
 const struct train_opts *trainer_opts(const struct trainer *t)
@@ -625,7 +708,7 @@ long trainer_adam_steps(const struct trainer *t)
 
 const float *trainer_moments(const struct trainer *t, int which)
 {
-    return dp_moment(t->dp, which);
+    return dp_moment(t->dp[0], which);
 }
 
 long trainer_poisoned(const struct trainer *t, const char **tensor)
@@ -637,7 +720,10 @@ long trainer_poisoned(const struct trainer *t, const char **tensor)
 
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind)
 {
-    return gpt_mem_bytes(t->g, kind) + t->extra[kind] + dp_mem_bytes(t->dp, kind);
+    size_t sum = t->extra[kind];
+    for (int c = 0; c < t->v; c++)
+        sum += gpt_mem_bytes(t->g[c], kind) + dp_mem_bytes(t->dp[c], kind);
+    return sum;
 }
 
 const struct train_place *trainer_place(const struct trainer *t)
@@ -648,10 +734,11 @@ const struct train_place *trainer_place(const struct trainer *t)
 size_t trainer_whole_index(const struct trainer *t, size_t i)
 {
     /* the last stage's copy of the tied embedding is the first stage's */
-    if (t->pl.pp > 1 && !t->pl.part.embed && t->pl.part.head &&
+    const struct gpt_part *pt = &t->part[t->observing];
+    if (t->pl.pp > 1 && !pt->embed && pt->head &&
         i < (size_t)t->o.shape.vocab * (size_t)t->o.shape.d)
         return SIZE_MAX;
-    return whole_index(t, i);
+    return whole_index(t, t->observing, i);
 }
 
 const struct pp_done *trainer_pipeline(const struct trainer *t, int *n, int *peak)

@@ -93,6 +93,7 @@ struct train_opts {
     int pp;                      /* stages P (1: none); dp = gpus / pp */
     int micro_batches;           /* M per step; the gradients add up over them */
     enum calc_schedule schedule; /* the order of the stages' passes (calc/sched.h) */
+    int chunks;                  /* v, model chunks per stage (interleaved) */
 };
 
 /* Where a GPU sits in the layout, as Megatron-LM numbers them (pipeline stage outermost):
@@ -107,6 +108,12 @@ struct train_place {
 };
 /* slots: the micro-batches the stage holds at its peak (the schedule's peak_chunks). */
 void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out);
+/* Chunk c's part of the GPU of stage `stage` (interleaved: virtual stage c pp + stage, the
+ * embedding on the first virtual stage, the head on the last; else the stage's layers). */
+void train_chunk_part(const struct train_opts *o, int stage, int chunk, int slots,
+                      struct gpt_part *out);
+/* Model chunks per GPU: the interleaved schedule's v, else 1. */
+int train_chunks(const struct train_opts *o);
 /* The data-parallel size, gpus / pp. */
 int train_dp(const struct train_opts *o);
 /* Whether a step runs as a pipeline of micro-batches (pp > 1 or M > 1): the gradients are
@@ -204,8 +211,9 @@ long trainer_poisoned(const struct trainer *t, const char **tensor);
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind);
 /* Where this GPU sits. */
 const struct train_place *trainer_place(const struct trainer *t);
-/* The whole model's index (model/gpt.h's order) of element i of this GPU's flat buffer;
- * SIZE_MAX for the padding and for the last stage's copy of the tied embedding. */
+/* The whole model's index (model/gpt.h's order) of element i of this GPU's flat buffer (of
+ * the chunk an observer is called for; chunk 0 outside an observer's call); SIZE_MAX for the
+ * padding and for the last stage's copy of the tied embedding. */
 size_t trainer_whole_index(const struct trainer *t, size_t i);
 struct pp_done;
 /* Pipelined: the last step's operations as this GPU ran them (*n), and the most

@@ -31,7 +31,8 @@ struct device {
     pthread_cond_t cond;                     /* with c->lock */
     struct dev_req *inbox_head, *inbox_tail; /* posted to me; c->lock */
     uint64_t nsent, seq;
-    int step; /* the last dev_step */
+    int step;  /* the last dev_step */
+    int micro; /* the micro-batch its compute belongs to (dev_set_micro) */
     struct dev_stats stats;
     struct event *ev;
     size_t nev, cap;
@@ -396,7 +397,7 @@ void dev_compute(struct device *d, double flops, const char *name, int layer, in
     ev.type = EV_COMPUTE_BEGIN;
     ev.t = d->clock[0];
     ev.t_end = d->clock[0] + dt;
-    ev.name = name, ev.layer = layer, ev.micro = micro, ev.flops = flops;
+    ev.name = name, ev.layer = layer, ev.micro = micro >= 0 ? micro : d->micro, ev.flops = flops;
     dev_emit(d, &ev);
     dev_advance(d, dt);
     ev.type = EV_COMPUTE_END;
@@ -414,12 +415,17 @@ void dev_compute_on(struct device *d, int stream, double flops, const char *name
     ev.stream = st;
     ev.t = d->clock[st];
     ev.t_end = d->clock[st] + dt;
-    ev.name = name, ev.layer = layer, ev.micro = micro, ev.flops = flops;
+    ev.name = name, ev.layer = layer, ev.micro = micro >= 0 ? micro : d->micro, ev.flops = flops;
     dev_emit(d, &ev);
     d->clock[st] += dt;
     ev.type = EV_COMPUTE_END;
     ev.t = d->clock[st];
     dev_emit(d, &ev);
+}
+
+void dev_set_micro(struct device *d, int micro)
+{
+    d->micro = micro;
 }
 
 void dev_sync(struct device *d, int a, int b)
@@ -513,6 +519,12 @@ static double link_cost(const struct device *d, int peer, size_t bytes)
 int dev_isend(struct device *d, int peer, const void *buf, size_t bytes, const struct dev_tag *tag,
               struct dev_req *req, struct error *e)
 {
+    return dev_isend_key(d, peer, 0, buf, bytes, tag, req, e);
+}
+
+int dev_isend_key(struct device *d, int peer, int key, const void *buf, size_t bytes,
+                  const struct dev_tag *tag, struct dev_req *req, struct error *e)
+{
     struct cluster *c = d->c;
     /* req is DONE before any refusal, so that the caller's dev_wait on it returns at once */
     memset(req, 0, sizeof *req);
@@ -521,6 +533,7 @@ int dev_isend(struct device *d, int peer, const void *buf, size_t bytes, const s
         return error_set(e, ERR_INVAL, "GPU %d: cannot send to GPU %d", d->rank, peer);
     req->buf = buf;
     req->bytes = bytes;
+    req->key = key;
     req->from = d->rank;
     req->to = peer;
     double cost = link_cost(d, peer, bytes);
@@ -606,16 +619,32 @@ int dev_wait(struct device *d, struct dev_req *req, struct error *e)
     return 0;
 }
 
-static struct dev_req *find_from(struct device *d, int peer)
+static struct dev_req *find_from(struct device *d, int peer, int key)
 {
     for (struct dev_req *r = d->inbox_head; r; r = r->next)
-        if (r->from == peer)
+        if (r->from == peer && (key == 0 || r->key == key))
             return r;
     return NULL;
 }
 
+static int recv_match(struct device *d, int peer, int key, void *buf, size_t bytes,
+                      const struct dev_tag *tag, dev_combine_fn combine, void *ctx,
+                      struct error *e);
+
 int dev_recv(struct device *d, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
              dev_combine_fn combine, void *ctx, struct error *e)
+{
+    return recv_match(d, peer, 0, buf, bytes, tag, combine, ctx, e);
+}
+
+int dev_recv_key(struct device *d, int peer, int key, void *buf, size_t bytes,
+                 const struct dev_tag *tag, struct error *e)
+{
+    return recv_match(d, peer, key, buf, bytes, tag, NULL, NULL, e);
+}
+
+static int recv_match(struct device *d, int peer, int key, void *buf, size_t bytes,
+                      const struct dev_tag *tag, dev_combine_fn combine, void *ctx, struct error *e)
 {
     struct cluster *c = d->c;
     if (peer < 0 || peer >= c->n || peer == d->rank)
@@ -624,13 +653,13 @@ int dev_recv(struct device *d, int peer, void *buf, size_t bytes, const struct d
     struct dev_req *req;
     deadline_at(&ts, c->cfg.deadline_s);
     pthread_mutex_lock(&c->lock);
-    while (!(req = find_from(d, peer))) {
+    while (!(req = find_from(d, peer, key))) {
         if (c->aborted) {
             pthread_mutex_unlock(&c->lock);
             return aborted_error(d, e);
         }
         if (pthread_cond_timedwait(&d->cond, &c->lock, &ts) == ETIMEDOUT &&
-            !(req = find_from(d, peer))) {
+            !(req = find_from(d, peer, key))) {
             pthread_mutex_unlock(&c->lock);
             return dev_fail(d, e,
                             "waited %.0f s for a message from GPU %d (step %d): deadline "

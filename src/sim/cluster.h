@@ -101,6 +101,7 @@ struct dev_req {
     const void *buf;
     size_t bytes;
     int from, to, state;
+    int key; /* dev_isend_key's */
     double t_start, t_arrival;
     uint64_t msg;
     struct dev_tag tag;
@@ -131,6 +132,10 @@ void dev_compute(struct device *d, double flops, const char *name, int layer, in
  * gradients of the layers already done). */
 void dev_compute_on(struct device *d, int stream, double flops, const char *name, int layer,
                     int micro);
+/* The micro-batch the device's compute belongs to from now on, for the events of dev_compute
+ * and dev_compute_on called with micro < 0 (a pipeline stage sets it before each operation;
+ * 0 until then). */
+void dev_set_micro(struct device *d, int micro);
 /* Streams a and b wait for each other: both clocks become the later one. */
 void dev_sync(struct device *d, int a, int b);
 /* Stream `waiter` waits for what stream `on` has done so far (cudaStreamWaitEvent): its clock
@@ -153,10 +158,18 @@ int dev_fail(struct device *d, struct error *e, const char *fmt, ...)
 int dev_isend(struct device *d, int peer, const void *buf, size_t bytes, const struct dev_tag *tag,
               struct dev_req *req, struct error *e);
 int dev_wait(struct device *d, struct dev_req *req, struct error *e);
+/* The same with a key: dev_recv_key with the same key takes it, whatever came before it from
+ * that GPU (as MPI's tags), where messages of several kinds share a pair of GPUs in orders the
+ * two sides do not agree on (an interleaved pipeline's activations and gradients). */
+int dev_isend_key(struct device *d, int peer, int key, const void *buf, size_t bytes,
+                  const struct dev_tag *tag, struct dev_req *req, struct error *e);
 /* Waits for the next message from peer and copies it into buf (combine NULL) or combines it
  * into buf; its size must be bytes. 0 or ERR_RUN (aborted, deadline, size mismatch). */
 int dev_recv(struct device *d, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
              dev_combine_fn combine, void *ctx, struct error *e);
+/* The first message from peer sent with key (not 0) by dev_isend_key; no combine. */
+int dev_recv_key(struct device *d, int peer, int key, void *buf, size_t bytes,
+                 const struct dev_tag *tag, struct error *e);
 /* dev_isend to `to`, dev_recv from `from`, dev_wait: one exchange step. sbuf and rbuf must not
  * overlap: the peer reads sbuf while this device's receive writes rbuf (a rendezvous copy). */
 int dev_sendrecv(struct device *d, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,

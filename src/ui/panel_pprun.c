@@ -26,7 +26,8 @@
  * half the micro-batches (1-8), d / D twice / half the data-parallel ranks (1-4), s GPipe or
  * 1F1B, o model (tiny, small): each restarts the run; f the Gantt with free sends. Space (the
  * app's) plays and pauses, n steps. Settings: model=tiny|small pp=N dp=N micro_batches=M
- * schedule=gpipe|1f1b batch=B (the global batch, raised to a multiple of dp x M). */
+ * schedule=gpipe|1f1b precision=fp32|bf16|fp16 batch=B (the global batch, raised to a multiple
+ * of dp x M); by default those of `scalelab train --pp 2 --micro-batches 4`. */
 #include "config.h"
 
 #include <curses.h>
@@ -65,6 +66,7 @@ struct settings {
     int model; /* 0 tiny, 1 small */
     int pp, dp, m, batch;
     enum calc_schedule sched;
+    enum fp_format prec;
 };
 
 struct pprun {
@@ -128,8 +130,8 @@ static void options(const struct pprun *p, struct train_opts *o)
     o->lr = 3e-3;
     o->batch = p->batch;
     o->steps = 1L << 40; /* the window runs until stopped */
-    o->precision = FP_BF16;
-    o->scaling = TRAIN_SCALE_NONE;
+    o->precision = p->s.prec;
+    o->scaling = p->s.prec == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
     o->gpus = p->gpus;
     o->pp = p->s.pp;
     o->micro_batches = p->s.m;
@@ -360,7 +362,8 @@ static void take_setup(struct pprun *p)
 
 static void defaults(struct settings *s)
 {
-    *s = (struct settings){.model = 0, .pp = 4, .dp = 1, .m = 8, .batch = 8, .sched = SCHED_1F1B};
+    *s = (struct settings){
+        .model = 0, .pp = 2, .dp = 1, .m = 4, .batch = 16, .sched = SCHED_1F1B, .prec = FP_FP32};
 }
 
 static int pprun_init(void **state, const struct panel_env *env, struct error *e)
@@ -400,7 +403,7 @@ static void pprun_fini(void *state)
 static bool same_settings(const struct settings *a, const struct settings *b)
 {
     return a->model == b->model && a->pp == b->pp && a->dp == b->dp && a->m == b->m &&
-           a->batch == b->batch && a->sched == b->sched;
+           a->batch == b->batch && a->sched == b->sched && a->prec == b->prec;
 }
 
 /* The stage counts offered for a model: 1 to 4, those that divide its layers. */
@@ -442,6 +445,11 @@ static int pprun_set(void *state, const char *name, const char *value, struct er
             s.sched = !strcmp(value, "gpipe") ? SCHED_GPIPE : SCHED_1F1B;
         else
             return error_set(e, ERR_INVAL, "schedule: gpipe or 1f1b, not '%s'", value);
+    } else if (!strcmp(name, "precision")) {
+        if (!strcmp(value, "fp32") || !strcmp(value, "bf16") || !strcmp(value, "fp16"))
+            s.prec = !strcmp(value, "fp32") ? FP_FP32 : !strcmp(value, "bf16") ? FP_BF16 : FP_FP16;
+        else
+            return error_set(e, ERR_INVAL, "precision: fp32, bf16 or fp16, not '%s'", value);
     } else if (!strcmp(name, "batch")) {
         if (units_parse_int(value, 1, 64, &v, e)) {
             error_prefix(e, "batch");
@@ -450,8 +458,8 @@ static int pprun_set(void *state, const char *name, const char *value, struct er
         s.batch = (int)v;
     } else {
         return error_set(e, ERR_INVAL,
-                         "the pipeline run panel knows model, pp, dp, micro_batches, schedule "
-                         "and batch, not '%s'",
+                         "the pipeline run panel knows model, pp, dp, micro_batches, schedule, "
+                         "precision and batch, not '%s'",
                          name);
     }
     if (!pp_fits(p, s.model, s.pp))
@@ -621,9 +629,9 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     const struct pprun *p = state;
     int W = c->r.w, H = c->r.h, y = 0, pp = p->s.pp;
     char b1[32], b2[32];
-    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, pp %d x dp %d, %s, m %d, batch %d",
+    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, pp %d x dp %d, %s, m %d, batch %d, %s",
                           model_names[p->s.model], pp, p->s.dp, sched_name(p->run_sched), p->s.m,
-                          p->batch);
+                          p->batch, fp_info(p->s.prec)->key);
     if (p->s.pp == 1 && p->s.sched == SCHED_GPIPE && x + 12 <= W)
         canvas_text(c, y, x, ROLE_DIM, " (one stage)");
     y++;

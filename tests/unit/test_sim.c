@@ -190,6 +190,43 @@ START_TEST(streams_share_the_port_not_the_waits)
 }
 END_TEST
 
+/* Keys: GPU 0 sends A (key 1), B (key 2), C (no key); GPU 1 takes key 2 first, then key 1,
+ * then the next message: B, A, C. Without keys, messages come in the order sent. */
+static int keyed(struct device *d, void *arg, struct error *e)
+{
+    int *got = arg;
+    struct dev_tag t = {0, 0, "x", 0};
+    if (dev_rank(d) == 0) {
+        static const int v[3] = {10, 20, 30};
+        struct dev_req r[3];
+        if (dev_isend_key(d, 1, 1, &v[0], 4, &t, &r[0], e) ||
+            dev_isend_key(d, 1, 2, &v[1], 4, &t, &r[1], e) ||
+            dev_isend(d, 1, &v[2], 4, &t, &r[2], e))
+            return ERR_RUN;
+        for (int i = 0; i < 3; i++)
+            if (dev_wait(d, &r[i], e))
+                return ERR_RUN;
+        return 0;
+    }
+    if (dev_recv_key(d, 0, 2, &got[0], 4, &t, e) || dev_recv_key(d, 0, 1, &got[1], 4, &t, e) ||
+        dev_recv(d, 0, &got[2], 4, &t, NULL, NULL, e))
+        return ERR_RUN;
+    return 0;
+}
+
+START_TEST(keyed_receives_take_their_message)
+{
+    struct cluster *c = make(2, 2);
+    struct error e = {0};
+    int got[3] = {0};
+    ck_assert_msg(cluster_run(c, keyed, got, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(got[0], 20);
+    ck_assert_int_eq(got[1], 10);
+    ck_assert_int_eq(got[2], 30);
+    cluster_free(c);
+}
+END_TEST
+
 /* The live hook sees every event the devices record, from their own threads. */
 static void count_event(void *ctx, const struct event *ev)
 {
@@ -372,6 +409,7 @@ int main(void)
     tcase_add_test(tc, ledger_moves_bytes_between_categories);
     tcase_add_test(tc, p2p_times);
     tcase_add_test(tc, streams_share_the_port_not_the_waits);
+    tcase_add_test(tc, keyed_receives_take_their_message);
     tcase_add_test(tc, live_hook_sees_every_event);
     tcase_add_test(tc, failure_stops_everyone);
     tcase_add_test(tc, deadline_is_an_error);
