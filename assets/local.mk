@@ -2,6 +2,7 @@ nobase_dist_pkgdata_DATA += \
 	assets/models/synthetic-7b.ini \
 	assets/models/tiny.ini \
 	assets/models/small.ini \
+	assets/models/torch-compare.ini \
 	assets/models/gpt3-175b.ini \
 	assets/models/llama2-13b.ini \
 	assets/models/llama2-70b.ini \

@@ -3,7 +3,7 @@
 
 PACKAGES="build-essential autoconf automake autoconf-archive pkg-config libncurses-dev
 libopenblas-dev libinih-dev libjansson-dev check tmux python3 ncurses-term clang-format python3-torch
-clang libclang-rt-14-dev"
+clang libclang-rt-14-dev libopenmpi-dev openmpi-bin"
 
 install_missing() {
     missing=""

@@ -10,3 +10,4 @@ check_PROGRAMS += tests/unit/test_stackbar
 tests_unit_test_stackbar_SOURCES = tests/unit/test_stackbar.c
 tests_unit_test_stackbar_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_stackbar_LDADD = $(UNIT_LIBS)
+SH_TESTS += tests/cli/emit.sh

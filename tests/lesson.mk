@@ -13,6 +13,8 @@ FUZZ_CC = clang
 FUZZ_SECONDS = 60
 FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/lesson/lesson.c $(top_srcdir)/src/lesson/quantity.c \
+	$(top_srcdir)/src/lesson/lesson_check.c $(top_srcdir)/src/lesson/lesson_files.c \
+	$(top_srcdir)/src/lesson/text.c \
 	$(top_srcdir)/src/lesson/ascii.c $(top_srcdir)/src/lesson/progress.c \
 	$(top_srcdir)/src/num/fp.c \
 	$(top_srcdir)/src/calc/preset.c $(top_srcdir)/src/calc/params.c \
@@ -22,7 +24,7 @@ FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/comm/cost.c $(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c \
 	$(top_srcdir)/src/sim/port.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
-	$(top_srcdir)/src/base/datadir.c
+	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c
 EXTRA_DIST += tests/fuzz
 
 # clang 14 does not know the "f16c" feature name that num/fp.c asks __builtin_cpu_supports

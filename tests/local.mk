@@ -5,7 +5,9 @@ SH_LOG_DRIVER = $(LOG_DRIVER)
 AM_TESTS_ENVIRONMENT = srcdir='$(abs_top_srcdir)'; export srcdir; \
 	SCALELAB='$(abs_top_builddir)/scalelab$(EXEEXT)'; export SCALELAB; \
 	SCALELAB_DATA='$(abs_top_srcdir)'; export SCALELAB_DATA; \
-	TMUX_BIN='$(TMUX)'; export TMUX_BIN;
+	TMUX_BIN='$(TMUX)'; export TMUX_BIN; \
+	SCALELAB_SANITIZERS='$(SAN_CFLAGS)'; export SCALELAB_SANITIZERS; \
+	MPIRUN='$(MPIRUN)'; export MPIRUN;
 
 # Check unit tests: one program per layer, each linking the internal library.
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)

@@ -23,7 +23,7 @@ FUZZ_PRESET_SRC = $(top_srcdir)/tests/fuzz/fuzz_preset.c \
 	$(top_srcdir)/src/calc/traffic.c $(top_srcdir)/src/comm/cost.c \
 	$(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c $(top_srcdir)/src/sim/port.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
-	$(top_srcdir)/src/base/datadir.c
+	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c
 FUZZ_PRESET_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -I. -I$(top_srcdir)/src $(AM_CPPFLAGS)
 

@@ -9,6 +9,19 @@ SH_TESTS += tests/cli/window_refuses.sh
 SH_TESTS += tests/tui/window.sh tests/tui/presenter.sh
 SH_TESTS += tests/tui/dprun.sh tests/tui/pprun.sh
 
+# The panels' pictures at three terminal sizes, against tests/data/snapshots; after a change
+# of picture that is meant, "make update-snapshots" saves the new ones (review: git diff).
+check_PROGRAMS += tests/unit/test_snapshot
+tests_unit_test_snapshot_SOURCES = tests/unit/test_snapshot.c
+tests_unit_test_snapshot_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_snapshot_LDADD = $(UNIT_LIBS)
+
+update-snapshots: tests/unit/test_snapshot$(EXEEXT)
+	SCALELAB_UPDATE_SNAPSHOTS=1 srcdir='$(abs_top_srcdir)' SCALELAB_DATA='$(abs_top_srcdir)' \
+		tests/unit/test_snapshot$(EXEEXT)
+
+.PHONY: update-snapshots
+
 # lesson 4's pipeline chart as data, from a real run's events
 check_PROGRAMS += tests/unit/test_ppgantt
 tests_unit_test_ppgantt_SOURCES = tests/unit/test_ppgantt.c

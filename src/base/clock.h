@@ -4,5 +4,8 @@
 
 /* Seconds from an arbitrary fixed point, monotonic. */
 double clock_now(void);
+/* Seconds of CPU the calling thread has used: what single-threaded work costs, whatever else
+ * the machine runs meanwhile. */
+double clock_thread_cpu(void);
 
 #endif

@@ -1,6 +1,9 @@
 libscalelab_a_SOURCES += \
+	%reldir%/ckpt.c %reldir%/ckpt.h \
 	%reldir%/clock.c %reldir%/clock.h \
 	%reldir%/datadir.c %reldir%/datadir.h \
 	%reldir%/error.c %reldir%/error.h \
+	%reldir%/prof.c %reldir%/prof.h \
+	%reldir%/json.c %reldir%/json.h \
 	%reldir%/rng.c %reldir%/rng.h \
 	%reldir%/units.c %reldir%/units.h

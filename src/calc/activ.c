@@ -8,53 +8,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ckpt.h"
 #include "base/error.h"
 #include "base/units.h"
 
+/* The vocabulary is base/ckpt.h's; the calculator's policy is the same pair of fields. */
+_Static_assert(ACTIV_NONE == (int)CKPT_NONE && ACTIV_FULL == (int)CKPT_FULL &&
+                   ACTIV_EVERY == (int)CKPT_EVERY && ACTIV_SQRT == (int)CKPT_SQRT &&
+                   ACTIV_SELECTIVE == (int)CKPT_SELECTIVE,
+               "calc/activ.h's policies are base/ckpt.h's, in order");
+
 int activ_parse_policy(const char *s, struct activ_policy *out, struct error *e)
 {
-    if (!s)
-        s = "";
-    if (!strcmp(s, "none"))
-        *out = (struct activ_policy){ACTIV_NONE, 0};
-    else if (!strcmp(s, "full"))
-        *out = (struct activ_policy){ACTIV_FULL, 1};
-    else if (!strcmp(s, "selective"))
-        *out = (struct activ_policy){ACTIV_SELECTIVE, 0};
-    else if (!strcmp(s, "sqrt"))
-        *out = (struct activ_policy){ACTIV_SQRT, 0};
-    else if (!strncmp(s, "every:", 6)) {
-        long long k;
-        if (units_parse_int(s + 6, 1, 100000, &k, NULL) < 0)
-            return error_set(e, ERR_INVAL, "'%s': every:K needs a whole number K from 1 to 100000",
-                             s);
-        *out = (struct activ_policy){ACTIV_EVERY, (int)k};
-    } else
-        return error_set(e, ERR_INVAL,
-                         "'%s' is not a checkpoint policy (use none, full, selective, sqrt or "
-                         "every:K)",
-                         s);
-    return 0;
+    struct ckpt_policy p;
+    int rc = ckpt_parse(s, &p, e);
+    if (rc == 0)
+        *out = (struct activ_policy){(enum activ_policy_kind)p.kind, p.every};
+    return rc;
 }
 
 char *activ_policy_name(char *buf, size_t n, const struct activ_policy *pol)
 {
-    static const char *names[] = {"none", "full", "every", "sqrt", "selective"};
-    if (pol->kind == ACTIV_EVERY)
-        snprintf(buf, n, "every:%d", pol->every);
-    else
-        snprintf(buf, n, "%s", names[pol->kind]);
-    return buf;
+    return ckpt_name(buf, n, &(struct ckpt_policy){(enum ckpt_kind)pol->kind, pol->every});
 }
 
 int activ_policy_every(const struct activ_policy *pol, int n)
 {
-    switch (pol->kind) {
-    case ACTIV_FULL: return 1;
-    case ACTIV_EVERY: return pol->every;
-    case ACTIV_SQRT: return n < 1 ? 1 : (int)ceil(sqrt((double)n));
-    default: return 0;
-    }
+    return ckpt_every(&(struct ckpt_policy){(enum ckpt_kind)pol->kind, pol->every}, n);
 }
 
 int activ_check(const struct model_shape *m, const struct activ_config *c, struct error *e)

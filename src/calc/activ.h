@@ -84,6 +84,7 @@
 
 struct error;
 
+/* The checkpoint policies of base/ckpt.h, in the same order. */
 enum activ_policy_kind { ACTIV_NONE, ACTIV_FULL, ACTIV_EVERY, ACTIV_SQRT, ACTIV_SELECTIVE };
 
 struct activ_policy {
@@ -91,7 +92,7 @@ struct activ_policy {
     int every; /* K for ACTIV_EVERY */
 };
 
-/* "none", "full", "selective", "sqrt", "every:K" (K >= 1). */
+/* "none", "full", "selective", "sqrt", "every:K" (K >= 1): ckpt_parse. */
 int activ_parse_policy(const char *s, struct activ_policy *out, struct error *e);
 /* The policy as parse accepts it, in buf. */
 char *activ_policy_name(char *buf, size_t n, const struct activ_policy *pol);

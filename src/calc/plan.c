@@ -102,18 +102,17 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
     memset(out, 0, sizeof *out);
     const struct cluster_spec *cl = c->cluster;
     if (c->gpus < 1 || (long long)c->gpus > (long long)cl->gpus_per_node * cl->nodes)
-        return error_set(e, ERR_INVAL,
-                         "--gpus %d: the cluster has %d GPUs (%d node%s of %d; use --nodes K)",
+        return error_set(e, ERR_INVAL, "gpus %d: the cluster has %d GPUs (%d node%s of %d)",
                          c->gpus, cl->gpus_per_node * cl->nodes, cl->nodes,
                          cl->nodes == 1 ? "" : "s", cl->gpus_per_node);
     if (c->global_batch < 1)
-        return error_set(e, ERR_INVAL, "--global-batch must be at least 1");
+        return error_set(e, ERR_INVAL, "global_batch must be at least 1");
     if (!(c->efficiency > 0 && c->efficiency <= 1))
-        return error_set(e, ERR_INVAL, "--efficiency must be above 0 and at most 1");
+        return error_set(e, ERR_INVAL, "efficiency must be above 0 and at most 1");
     if (!(c->capacity > 0) || !isfinite(c->capacity))
-        return error_set(e, ERR_INVAL, "--gpu-mem must be a size above 0");
+        return error_set(e, ERR_INVAL, "capacity must be a size above 0");
     if (c->model->ffn_kind == FFN_GELU && c->seq > c->model->seq)
-        return error_set(e, ERR_INVAL, "--seq %d is longer than the %d learned positions of %s",
+        return error_set(e, ERR_INVAL, "seq %d is longer than the %d learned positions of %s",
                          c->seq, c->model->seq, c->model->name);
 
     struct params_breakdown pb;
@@ -153,8 +152,8 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
                 continue;
             }
             if (c->global_batch % dp) {
-                snprintf(l.reason, sizeof l.reason,
-                         "--global-batch %d is not a multiple of dp = %d", c->global_batch, dp);
+                snprintf(l.reason, sizeof l.reason, "global batch %d is not a multiple of dp = %d",
+                         c->global_batch, dp);
                 rc = push(&rejected, &l);
                 continue;
             }

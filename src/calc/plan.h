@@ -68,8 +68,9 @@ double plan_model_flops(const struct model_shape *m, double params, double token
 int plan_time(const struct plan_config *pc, const struct memory_config *mc,
               const struct memory_result *mr, struct plan_layout *l, struct error *e);
 
-/* Checks the configuration (ERR_INVAL naming the option), enumerates and ranks: kept by step
- * time, rejected by how far they overflow (then the structural reasons). */
+/* Checks the configuration (ERR_INVAL naming the field of struct plan_config: the command line
+ * checks its options first, in its own words), enumerates and ranks: kept by step time,
+ * rejected by how far they overflow (then the structural reasons). */
 int plan_run(const struct plan_config *c, struct plan_result *out, struct error *e);
 void plan_free(struct plan_result *r);
 

@@ -133,6 +133,34 @@ static void pipeline_stage(const struct memory_config *c, int s, double msg, dou
              emb, m);
 }
 
+/* The ends of the model under tensor parallelism, per micro-batch: the first stage sums the
+ * vocabulary-parallel embedding's lookup (each rank has its rows' tokens, zeros elsewhere);
+ * the last stage sums the gradient of the head's input (every rank's vocabulary fed it) and,
+ * for the parallel cross-entropy, all-reduces three fp32 numbers per token: the logits' row
+ * maximum, the sum of their exponentials and the target's logit (Megatron-LM's
+ * vocab-parallel cross-entropy). Each all-reduce sends 2(t-1)/t of its buffer. */
+static void tensor_parallel_ends(const struct memory_config *c, int s, double sbh, double t1,
+                                 struct traffic_part *out)
+{
+    int t = c->tp, m = c->micro_batches;
+    double ar = 2 * (t - 1.0) / t, sb4 = (double)c->seq * c->micro_batch * 4;
+    double bytes = 0;
+    char first[48] = "", last[96] = "";
+    if (s == 0) {
+        bytes += sbh;
+        snprintf(first, sizeof first, " + m x 2(t-1)/t x sbh (embedding)");
+    }
+    if (s == c->pp - 1) {
+        bytes += sbh + 3 * sb4;
+        snprintf(last, sizeof last, " + m x 2(t-1)/t x (sbh + 3 sb x 4) (head input, loss)");
+    }
+    out->bytes += m * ar * bytes;
+    out->time_s += (s == 0) * m * t1 + (s == c->pp - 1) * m * t1;
+    out->exposed = out->time_s;
+    size_t n = strlen(out->formula);
+    snprintf(out->formula + n, sizeof out->formula - n, "%s%s", first, last);
+}
+
 int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, double psi_gpu,
                     int stage_layers, double fwd_s, double bwd_s, struct traffic *out,
                     struct error *e)
@@ -168,6 +196,8 @@ int traffic_compute_stage(const struct memory_config *c, const struct cluster_sp
                      "%d all-reduces x %d layers x m x 2(t-1)/t x sbh x %d B, m = %d, t = %d%s",
                      per_layer, stage_layers, p, m, t,
                      c->sp ? " (as reduce-scatter + all-gather)" : "");
+            if (stage >= 0) /* one stage: its ends too */
+                tensor_parallel_ends(c, stage, sbh, t1, &out->tp);
         }
         if (c->pp > 1) {
             double msg = c->sp ? sbh / t : sbh;

@@ -14,7 +14,7 @@
 struct bench {
     bool quick;          /* small sizes and few repeats, for a smoke test */
     double copy_GBps;    /* memcpy: (bytes read + bytes written) / s, best of several */
-    double sgemm_GFLOPs; /* single-thread sgemm, 2mnk / s */
+    double sgemm_GFLOPs; /* single-thread sgemm, 2mnk / s of the thread's CPU time */
     void *rows;          /* the report (owned by cmd_bench.c) */
 };
 
@@ -28,6 +28,9 @@ void bench_report(struct bench *b, const char *group, const char *what, double v
 /* Runs fn(arg) repeatedly for about min_seconds (at least twice) and returns the best time of
  * one call, in seconds. */
 double bench_time(void (*fn)(void *), void *arg, double min_seconds);
+/* The same in the calling thread's CPU time, for work that runs in this thread alone (the
+ * sgemm limit, a training step): other processes on a shared machine do not count. */
+double bench_cpu_time(void (*fn)(void *), void *arg, double min_seconds);
 
 /* A buffer of n bytes, allocated and touched once (page faults are not part of any timing);
  * free with bench_free. */

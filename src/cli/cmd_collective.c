@@ -8,20 +8,24 @@
  * time (the host's own figures, from its wall time, are given beside them). */
 #include "config.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/json.h"
 #include "base/units.h"
 #include "calc/preset.h"
 #include "cli/command.h"
 #include "cli/opts.h"
 #include "comm/coll.h"
 #include "comm/cost.h"
+#include "comm/mpi.h"
 #include "comm/reduce.h"
 #include "comm/trial.h"
 #include "sim/trace.h"
@@ -30,10 +34,11 @@
 #define HOST_LIMIT (4.0 * 1024 * 1024 * 1024)
 
 static const struct opt options[] = {
-    {"op", 0, true},    {"algo", 0, true},    {"gpus", 0, true},   {"size", 0, true},
-    {"dtype", 0, true}, {"cluster", 0, true}, {"nodes", 0, true},  {"steps", 0, false},
-    {"json", 0, false}, {"trace", 0, true},   {"fail", 0, true},   {"sweep", 0, false},
-    {"root", 0, true},  {"seed", 0, true},    {"events", 0, true}, {NULL, 0, false},
+    {"op", 0, true},     {"algo", 0, true},     {"gpus", 0, true},   {"size", 0, true},
+    {"dtype", 0, true},  {"cluster", 0, true},  {"nodes", 0, true},  {"steps", 0, false},
+    {"json", 0, false},  {"trace", 0, true},    {"fail", 0, true},   {"sweep", 0, false},
+    {"root", 0, true},   {"seed", 0, true},     {"events", 0, true}, {"transport", 0, true},
+    {"repeat", 0, true}, {"deadline", 0, true}, {NULL, 0, false},
 };
 
 struct cfg {
@@ -41,8 +46,10 @@ struct cfg {
     const char *cluster, *trace, *fail, *events;
     int nodes;
     double size;
-    bool steps, json, sweep, size_given, root_given;
-    double started; /* clock_now() when the command began: the whole run's wall time */
+    bool steps, json, sweep, size_given, root_given, gpus_given;
+    bool mpi;          /* --transport mpi: this process is one rank */
+    double deadline_s; /* the longest wait for one message (0: 60 s) */
+    double started;    /* clock_now() when the command began: the whole run's wall time */
 };
 
 static int usage_err(const struct error *e)
@@ -79,6 +86,20 @@ static int parse(int argc, char **argv, struct cfg *c)
         else if (!strcmp(name, "gpus")) {
             rc = units_parse_int(arg, 1, CLUSTER_MAX_GPUS, &v, &e);
             c->a.gpus = (int)v;
+            c->gpus_given = true;
+        } else if (!strcmp(name, "transport")) {
+            if (!strcmp(arg, "mpi"))
+                c->mpi = true;
+            else if (strcmp(arg, "thread"))
+                rc = error_set(&e, ERR_INVAL, "'%s' is not allowed (thread or mpi)", arg);
+        } else if (!strcmp(name, "repeat")) {
+            rc = units_parse_int(arg, 1, 1000, &v, &e);
+            c->a.repeat = (int)v;
+        } else if (!strcmp(name, "deadline")) {
+            if (units_parse_double(arg, false, &c->deadline_s, NULL) < 0 ||
+                !(c->deadline_s > 0 && c->deadline_s <= 3600))
+                rc = error_set(&e, ERR_INVAL, "'%s' is not allowed (seconds above 0, at most 3600)",
+                               arg);
         } else if (!strcmp(name, "size")) {
             rc = units_parse_bytes(arg, HOST_LIMIT, &c->size, &e);
             c->size_given = true;
@@ -126,6 +147,21 @@ static int parse(int argc, char **argv, struct cfg *c)
         error_prefix(&e, "--cluster");
         return usage_err(&e);
     }
+    if (c->mpi && (c->sweep || c->steps || c->trace || c->events))
+        return cli_usage("collective", "--transport mpi times real sends: no --sweep, --steps, "
+                                       "--trace or --events (they read the simulated cluster)");
+    if (!c->mpi && c->a.repeat > 1)
+        return cli_usage("collective", "--repeat goes with --transport mpi (a simulated run "
+                                       "takes the same time every time)");
+    if (c->deadline_s > 0)
+        c->a.deadline_s = c->deadline_s;
+    return 0;
+}
+
+/* The checks that depend on the number of GPUs (under MPI: the ranks mpirun started). */
+static int checks(struct cfg *c)
+{
+    struct error e = {0};
     int n = c->a.gpus;
     if (c->nodes) {
         if (n % c->nodes != 0)
@@ -142,7 +178,7 @@ static int parse(int argc, char **argv, struct cfg *c)
         return cli_usage("collective",
                          "--size: %.0f bytes is not a whole number of %s elements (%zu bytes each)",
                          c->size, fp_info(c->a.dtype)->name, es);
-    if (c->size * n > HOST_LIMIT)
+    if (!c->mpi && c->size * n > HOST_LIMIT)
         return cli_usage("collective",
                          "--size x --gpus: %.0f bytes of buffers on the host; at most 4 GiB",
                          c->size * n);
@@ -202,15 +238,6 @@ static const char *algo_title(enum cost_op op, enum cost_algo algo)
     }
 }
 
-static json_t *jnum(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
 /* Prints each step's sends, from the events. */
 static void print_steps(struct cluster *cl, size_t es)
 {
@@ -238,7 +265,23 @@ static void print_steps(struct cluster *cl, size_t es)
     }
 }
 
-static void print_text(const struct cfg *c, const struct trial *t)
+/* The run's time: the simulated cluster's, or the wall time over MPI. */
+static double run_time(const struct trial *t, const struct mpi_run *mr)
+{
+    return mr ? t->wall_s : t->simulated_s;
+}
+
+/* The library's figure for the same operation, or NULL. */
+static const struct mpi_lib_figure *same_op(const struct mpi_run *mr, enum cost_op op)
+{
+    for (int i = 0; mr && i < mr->nlib; i++)
+        if (mr->lib[i].op == op)
+            return &mr->lib[i];
+    return NULL;
+}
+
+/* mr: the MPI run's figures, or NULL for the thread transport. */
+static void print_text(const struct cfg *c, const struct trial *t, const struct mpi_run *mr)
 {
     const struct trial_args *a = &c->a;
     int n = a->gpus;
@@ -246,9 +289,15 @@ static void print_text(const struct cfg *c, const struct trial *t)
     units_format_bytes(b1, sizeof b1, t->bytes, UNITS_BINARY);
     const struct cluster_spec *s = &a->spec;
     int nodes = (n + s->gpus_per_node - 1) / s->gpus_per_node;
-    printf("%s %s of %s %s on %d GPU%s (%s: %d per node, %d node%s)\n", algo_title(a->op, t->algo),
-           cost_op_name(a->op), b1, fp_info(a->dtype)->name, n, n == 1 ? "" : "s", s->name,
-           s->gpus_per_node < n ? s->gpus_per_node : n, nodes, nodes == 1 ? "" : "s");
+    if (mr)
+        printf("%s %s of %s %s on %d MPI rank%s, one GPU each (%d host%s; %s, ...)\n",
+               algo_title(a->op, t->algo), cost_op_name(a->op), b1, fp_info(a->dtype)->name, n,
+               n == 1 ? "" : "s", mr->hosts, mr->hosts == 1 ? "" : "s", mr->host0);
+    else
+        printf("%s %s of %s %s on %d GPU%s (%s: %d per node, %d node%s)\n",
+               algo_title(a->op, t->algo), cost_op_name(a->op), b1, fp_info(a->dtype)->name, n,
+               n == 1 ? "" : "s", s->name, s->gpus_per_node < n ? s->gpus_per_node : n, nodes,
+               nodes == 1 ? "" : "s");
     if (a->algo == COST_AUTO)
         printf("  algorithm: %s, the α-β model's fastest for this size\n", cost_algo_name(t->algo));
     if (t->check.tolerance > 0)
@@ -294,6 +343,30 @@ static void print_text(const struct cfg *c, const struct trial *t)
            units_format_grouped(g, sizeof g, t->sent_total), formula, factor * t->bytes);
     printf("  steps:                  %d\n", t->steps);
     units_format_seconds(b1, sizeof b1, t->predicted.time_s);
+    double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, run_time(t, mr)) / 1e9;
+    if (mr) {
+        printf("  predicted time (α-β):   %s on %s's links\n", b1, s->name);
+        units_format_seconds(b2, sizeof b2, t->wall_s);
+        printf("  wall time:              %s (MPI_Wtime, the slowest rank's, best of %d after a "
+               "warm-up)\n",
+               b2, mr->repeat);
+        printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the wall "
+               "time)\n",
+               alg, alg * f, f);
+        printf("  the MPI library on the same buffers (in place, best of %d after a warm-up):\n",
+               mr->repeat);
+        for (int i = 0; i < mr->nlib; i++) {
+            const struct mpi_lib_figure *l = &mr->lib[i];
+            double lf = cost_busbw_factor(l->op, n), la = cost_algbw(t->bytes, l->time_s) / 1e9;
+            printf("    %-25s %10s  algbw %8.2f GB/s, busbw %8.2f GB/s\n", l->name,
+                   units_format_seconds(b1, sizeof b1, l->time_s), la, la * lf);
+        }
+        const struct mpi_lib_figure *same = same_op(mr, a->op);
+        if (same)
+            printf("  this %s's busbw is %.2f x %s's\n", cost_algo_name(t->algo),
+                   same->time_s / t->wall_s, same->name);
+        return;
+    }
     units_format_seconds(b2, sizeof b2, t->simulated_s);
     printf("  predicted time (α-β):   %s   simulated: %s\n", b1, b2);
     /* the collective alone is a small part of a large run: setting up the GPUs and their
@@ -301,7 +374,6 @@ static void print_text(const struct cfg *c, const struct trial *t)
     units_format_seconds(b1, sizeof b1, clock_now() - c->started);
     units_format_seconds(b2, sizeof b2, t->wall_s);
     printf("  host wall time:         %s for the whole run, %s of it the collective\n", b1, b2);
-    double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, t->simulated_s) / 1e9;
     printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the simulated "
            "time)\n",
            alg, alg * f, f);
@@ -309,14 +381,14 @@ static void print_text(const struct cfg *c, const struct trial *t)
     printf("  on this host: algbw %.2f GB/s, busbw %.2f GB/s\n", halg, halg * f);
 }
 
-static void print_json(const struct cfg *c, const struct trial *t)
+static void print_json(const struct cfg *c, const struct trial *t, const struct mpi_run *mr)
 {
     const struct trial_args *a = &c->a;
     int n = a->gpus;
     json_t *sent = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(sent, json_integer((json_int_t)t->sent[i]));
-    double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, t->simulated_s) / 1e9;
+    double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, run_time(t, mr)) / 1e9;
     double halg = cost_algbw(t->bytes, t->wall_s) / 1e9;
     json_t *o = json_object();
     json_object_set_new(o, "op", json_string(cost_op_name(a->op)));
@@ -325,26 +397,46 @@ static void print_json(const struct cfg *c, const struct trial *t)
     json_object_set_new(o, "size", json_integer((json_int_t)t->bytes));
     json_object_set_new(o, "dtype", json_string(fp_info(a->dtype)->key));
     json_object_set_new(o, "verified", json_boolean(t->check.ok));
-    json_object_set_new(o, "max_rel_error", jnum(t->check.max_rel_error));
-    json_object_set_new(o, "tolerance", jnum(t->check.tolerance));
+    json_object_set_new(o, "max_rel_error", json_num(t->check.max_rel_error));
+    json_object_set_new(o, "tolerance", json_num(t->check.tolerance));
     json_object_set_new(o, "bit_identical", json_boolean(t->check.identical));
     json_object_set_new(o, "bytes_sent_per_gpu", sent);
     json_object_set_new(o, "bytes_sent_total", json_integer((json_int_t)t->sent_total));
     json_object_set_new(o, "steps", json_integer(t->steps));
-    json_object_set_new(o, "predicted_time_s", jnum(t->predicted.time_s));
-    json_object_set_new(o, "simulated_time_s", jnum(t->simulated_s));
-    json_object_set_new(o, "wall_time_s", jnum(t->wall_s));
-    json_object_set_new(o, "run_wall_time_s", jnum(clock_now() - c->started));
-    json_object_set_new(o, "algbw_GBps", jnum(alg));
-    json_object_set_new(o, "busbw_GBps", jnum(alg * f));
-    json_object_set_new(o, "busbw_factor", jnum(f));
-    json_object_set_new(o, "host_algbw_GBps", jnum(halg));
-    json_object_set_new(o, "host_busbw_GBps", jnum(halg * f));
+    json_object_set_new(o, "predicted_time_s", json_num(t->predicted.time_s));
+    json_object_set_new(o, "simulated_time_s", mr ? json_null() : json_num(t->simulated_s));
+    json_object_set_new(o, "wall_time_s", json_num(t->wall_s));
+    json_object_set_new(o, "run_wall_time_s", json_num(clock_now() - c->started));
+    json_object_set_new(o, "algbw_GBps", json_num(alg));
+    json_object_set_new(o, "busbw_GBps", json_num(alg * f));
+    json_object_set_new(o, "busbw_factor", json_num(f));
+    json_object_set_new(o, "host_algbw_GBps", json_num(halg));
+    json_object_set_new(o, "host_busbw_GBps", json_num(halg * f));
     json_object_set_new(o, "cluster", json_string(a->spec.name));
     json_object_set_new(o, "gpus_per_node", json_integer(a->spec.gpus_per_node));
-    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
-    printf("\n");
-    json_decref(o);
+    json_object_set_new(o, "transport", json_string(mr ? "mpi" : "thread"));
+    char dig[20];
+    snprintf(dig, sizeof dig, "%016llx", (unsigned long long)t->digest);
+    json_object_set_new(o, "result_digest", json_string(dig));
+    if (mr) {
+        json_t *lib = json_array();
+        for (int i = 0; i < mr->nlib; i++) {
+            const struct mpi_lib_figure *l = &mr->lib[i];
+            double la = cost_algbw(t->bytes, l->time_s) / 1e9;
+            json_array_append_new(lib, json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", l->name, "op",
+                                                 cost_op_name(l->op), "time_s", json_num(l->time_s),
+                                                 "algbw_GBps", json_num(la), "busbw_GBps",
+                                                 json_num(la * cost_busbw_factor(l->op, n))));
+        }
+        json_object_set_new(o, "mpi", lib);
+        json_object_set_new(o, "ranks", json_integer(mr->size));
+        json_object_set_new(o, "hosts", json_integer(mr->hosts));
+        json_object_set_new(o, "repeat", json_integer(mr->repeat));
+        const struct mpi_lib_figure *same = same_op(mr, a->op);
+        if (same)
+            json_object_set_new(o, "busbw_ratio_to_library", json_num(same->time_s / t->wall_s));
+    }
+    json_write(stdout, o, JSON_FIGURES); /* takes o */
 }
 
 /* ring vs tree all-reduce (or the op's two algorithms) over sizes: simulated runs beside the
@@ -401,9 +493,9 @@ static int sweep(struct cfg *c)
                    units_format_seconds(p1, sizeof p1, tp[1]), cost_algo_name(algos[faster]));
         json_array_append_new(rows,
                               json_pack("{s:f, s:o, s:o, s:o, s:o, s:s}", "size", size, "ring_s",
-                                        jnum(ts[0]), "ring_predicted_s", jnum(tp[0]), "other_s",
-                                        jnum(ts[1]), "other_predicted_s", jnum(tp[1]), "faster",
-                                        cost_algo_name(algos[faster])));
+                                        json_num(ts[0]), "ring_predicted_s", json_num(tp[0]),
+                                        "other_s", json_num(ts[1]), "other_predicted_s",
+                                        json_num(tp[1]), "faster", cost_algo_name(algos[faster])));
     }
     /* the model's own crossover, the one the window marks (the same schedule as the runs) */
     struct cost_net net;
@@ -416,10 +508,8 @@ static int sweep(struct cfg *c)
         json_object_set_new(o, "crossover_bytes",
                             cross_lo < 0 ? json_null() : json_pack("[f, f]", cross_lo, cross_hi));
         json_object_set_new(o, "crossover_model_bytes",
-                            model_cross < 0 ? json_null() : json_real(model_cross));
-        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
-        printf("\n");
-        json_decref(o);
+                            model_cross < 0 ? json_null() : json_num(model_cross));
+        json_write(stdout, o, JSON_FIGURES); /* takes o */
     } else {
         json_decref(rows);
         char b1[32], b2[32];
@@ -438,11 +528,85 @@ static int sweep(struct cfg *c)
     return 0;
 }
 
+/* Says why the result is wrong (1), or 0. */
+static int verdict(const struct trial *t)
+{
+    if (t->check.ok)
+        return 0;
+    fprintf(stderr,
+            "scalelab: collective: the result is wrong: GPU %d element %zu is %.9g, the "
+            "reference %.9g%s\n",
+            t->check.bad_gpu, t->check.bad_index, t->check.bad_got, t->check.bad_want,
+            t->check.identical ? "" : " (GPUs disagree)");
+    return 1;
+}
+
+/* One rank of `mpirun -n N scalelab collective --transport mpi`: rank 0 reports. */
+static int run_mpi(struct cfg *c)
+{
+    int rank = 0, size = 1, rc;
+    struct error e = {0};
+    if (mpi_begin(NULL, NULL, &rank, &size, &e) != 0)
+        return usage_err(&e);
+    if (c->gpus_given && c->a.gpus != size) {
+        rc = rank ? 2
+                  : cli_usage("collective",
+                              "--gpus %d: mpirun started %d rank%s, and each rank is one GPU "
+                              "(leave --gpus out, or run mpirun -n %d)",
+                              c->a.gpus, size, size == 1 ? "" : "s", c->a.gpus);
+        goto end;
+    }
+    if (size > CLUSTER_MAX_GPUS) {
+        rc = rank ? 2
+                  : cli_usage("collective", "mpirun started %d ranks; the collectives take 1 to %d",
+                              size, CLUSTER_MAX_GPUS);
+        goto end;
+    }
+    c->a.gpus = size;
+    /* every rank checks the same arguments; rank 0 alone says what is wrong */
+    int saved = -1;
+    if (rank) {
+        fflush(stderr);
+        saved = dup(2);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 2);
+            close(null);
+        }
+    }
+    rc = checks(c);
+    if (saved >= 0) {
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+    }
+    if (rc)
+        goto end;
+    struct mpi_run r;
+    rc = mpi_trial_run(&c->a, c->deadline_s, &r, &e);
+    if (rc) {
+        error_prefix(&e, "collective");
+        rc = rc == ERR_INVAL ? (rank ? 2 : usage_err(&e)) : (rank ? 1 : cli_fail(&e));
+    } else if (rank == 0) {
+        c->json ? print_json(c, &r.t, &r) : print_text(c, &r.t, &r);
+        rc = verdict(&r.t);
+    }
+    mpi_trial_fini(&r);
+end:
+    fflush(stdout);
+    mpi_end();
+    return rc;
+}
+
 static int collective_main(int argc, char **argv)
 {
     struct cfg c = {.started = clock_now()};
     int rc = parse(argc, argv, &c);
     if (rc)
+        return rc;
+    if (c.mpi)
+        return run_mpi(&c);
+    if ((rc = checks(&c)) != 0)
         return rc;
     if (c.sweep)
         return sweep(&c);
@@ -475,27 +639,21 @@ static int collective_main(int argc, char **argv)
     }
     if (c.steps && !c.json)
         print_steps(t.cluster, reduce_elem_size(c.a.dtype));
-    c.json ? print_json(&c, &t) : print_text(&c, &t);
-    int status = 0;
-    if (!t.check.ok) {
-        fprintf(stderr,
-                "scalelab: collective: the result is wrong: GPU %d element %zu is %.9g, the "
-                "reference %.9g%s\n",
-                t.check.bad_gpu, t.check.bad_index, t.check.bad_got, t.check.bad_want,
-                t.check.identical ? "" : " (GPUs disagree)");
-        status = 1;
-    }
+    c.json ? print_json(&c, &t, NULL) : print_text(&c, &t, NULL);
+    int status = verdict(&t);
     trial_fini(&t);
     return status;
 }
 
 const struct command cmd_collective = {
     "collective",
-    "run a real collective among N simulated GPUs: verify it, count its bytes, time it",
+    "run a real collective among N simulated GPUs (or MPI ranks): verify it, count its bytes, time "
+    "it",
     "usage: scalelab collective [--op OP] [--algo ALGO] [--gpus N] [--size BYTES]\n"
     "                           [--dtype fp32|bf16|fp16] [--cluster PRESET|FILE] [--nodes K]\n"
     "                           [--root R] [--steps] [--json] [--trace FILE] [--fail GPU@STEP]\n"
-    "                           [--events FILE] [--sweep] [--seed S]\n"
+    "                           [--events FILE] [--sweep] [--seed S] [--deadline SECONDS]\n"
+    "       mpirun -n N scalelab collective --transport mpi [--repeat R] [same options]\n"
     "\n"
     "Runs one collective on real data among N device threads of the simulated cluster, checks\n"
     "the result against a double-precision reference, and reports the bytes each GPU sent, the\n"
@@ -530,6 +688,18 @@ const struct command cmd_collective = {
     "  --sweep        ring against tree (rhd for reduce-scatter/allgather) from 1 KiB to\n"
     "                 --size (default 64 MiB) by factors of 4, with the crossover\n"
     "  --seed S       the data's seed (default 1)\n"
+    "  --deadline S   the longest wait for one message, in seconds (default 60)\n"
+    "  --transport T  thread (default: the simulated cluster's device threads) or mpi: under\n"
+    "                 mpirun each rank is one GPU and runs the same algorithm over MPI\n"
+    "                 (needs a scalelab built with Open MPI: libopenmpi-dev, openmpi-bin).\n"
+    "                 Rank 0 reports algbw and busbw on the real wall time and the MPI\n"
+    "                 library's MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather on\n"
+    "                 the same buffers (JSON: \"transport\": \"mpi\", \"mpi\": [...]); --fail or "
+    "a\n"
+    "                 rank silent past the deadline ends every rank (MPI_Abort, exit 1).\n"
+    "                 No --sweep, --steps, --trace or --events (they read simulated time)\n"
+    "  --repeat R     with --transport mpi: time R runs (fresh data each, after a warm-up),\n"
+    "                 report the best; the last one is checked\n"
     "\n"
     "Tolerance: each of the N-1 additions of an element rounds once in fp32 and once to the\n"
     "data's format, so |result - exact| <= (N-1)(u_format + u_fp32) sum|x| (u = 2^-24, 2^-8\n"

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/units.h"
 #include "cli/command.h"
 #include "cli/opts.h"
@@ -59,9 +60,8 @@ static int value_parse(struct value *v, const char *s, size_t len, const char *w
     memcpy(copy, s, len);
     copy[len] = 0;
     if (units_parse_double(copy, true, &v->parsed, e) < 0) {
-        if (where)
-            error_prefix(e, "%s", where);
-        error_prefix(e, "formats");
+        if (where) /* a value of the command line is named by opts_parse's "formats: " */
+            error_prefix(e, "formats: %s", where);
         free(copy);
         return e->code;
     }
@@ -96,29 +96,6 @@ static double rel_error(float x, float r, bool *defined)
     if (!*defined || (double)r == (double)x)
         return 0;
     return ((double)r - (double)x) / (double)x;
-}
-
-/* "inf", "-inf", "nan" or the number with 9 significant digits (reads back as the same fp32). */
-static const char *text_number(char *buf, size_t n, double v)
-{
-    if (isnan(v))
-        snprintf(buf, n, "nan");
-    else if (isinf(v))
-        snprintf(buf, n, v > 0 ? "inf" : "-inf");
-    else
-        snprintf(buf, n, "%.9g", v);
-    return buf;
-}
-
-/* A number, or a string for the values JSON cannot hold. Printed with jansson's default
- * precision (up to 17 significant digits): every value reads back exactly. */
-static json_t *json_number(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
 }
 
 static const char *hex_bits(char *buf, size_t n, enum fp_format f, uint32_t bits)
@@ -181,7 +158,7 @@ static void print_value_text(const struct value *v)
 {
     char num[64], hex[16];
     uint32_t b32 = fp_f32_bits(v->x);
-    printf("%s: held in fp32 as %s (%s)", v->input, text_number(num, sizeof num, v->x),
+    printf("%s: held in fp32 as %s (%s)", v->input, json_num_text(num, sizeof num, v->x, 9),
            hex_bits(hex, sizeof hex, FP_FP32, b32));
     if (isinf(v->x) && !isinf(v->parsed))
         printf(": too large for fp32 (above %.9g), inf as in a float tensor", FLT_MAX);
@@ -203,7 +180,8 @@ static void print_value_text(const struct value *v)
         else
             snprintf(err, sizeof err, "%.3g", d);
         const char *what = note(f, v->x, r);
-        printf("  %-9s %-16s %-6s %-*s%s%s\n", fp_info(f)->name, text_number(num, sizeof num, r),
+        printf("  %-9s %-16s %-6s %-*s%s%s\n", fp_info(f)->name,
+               json_num_text(num, sizeof num, r, 9),
                hex_bits(hex, sizeof hex, f, fp_encode(f, v->x)), *what ? 10 : 0, err,
                *what ? " " : "", what);
     }
@@ -212,28 +190,25 @@ static void print_value_text(const struct value *v)
 static json_t *value_json(const struct value *v)
 {
     char hex[16];
-    json_t *o = json_pack("{s:s, s:{s:s, s:o}}", "input", v->input, "fp32", "bits",
-                          hex_bits(hex, sizeof hex, FP_FP32, fp_f32_bits(v->x)), "value",
-                          json_number(v->x));
+    json_t *o =
+        json_pack("{s:s, s:{s:s, s:o}}", "input", v->input, "fp32", "bits",
+                  hex_bits(hex, sizeof hex, FP_FP32, fp_f32_bits(v->x)), "value", json_num(v->x));
     for (size_t k = 0; k < NTARGETS; k++) {
         enum fp_format f = targets[k];
         float r = fp_round(f, v->x);
         bool defined;
         double d = rel_error(v->x, r, &defined);
-        json_object_set_new(o, fp_info(f)->key,
-                            json_pack("{s:s, s:o, s:o}", "bits",
-                                      hex_bits(hex, sizeof hex, f, fp_encode(f, v->x)), "value",
-                                      json_number(r), "rel_error",
-                                      defined ? json_number(d) : json_null()));
+        json_object_set_new(
+            o, fp_info(f)->key,
+            json_pack("{s:s, s:o, s:o}", "bits", hex_bits(hex, sizeof hex, f, fp_encode(f, v->x)),
+                      "value", json_num(r), "rel_error", defined ? json_num(d) : json_null()));
     }
     return o;
 }
 
 static void print_json(json_t *doc)
 {
-    json_dumpf(doc, stdout, JSON_INDENT(2));
-    printf("\n");
-    json_decref(doc);
+    json_write(stdout, doc, JSON_EXACT);
 }
 
 /* The answers, printed as they come: the same text and the same JSON document (indented as
@@ -248,7 +223,7 @@ static void answer(struct answers *a, const struct value *v)
     if (a->json) {
         printf(a->n ? ",\n" : "{\n  \"values\": [\n");
         json_t *o = value_json(v);
-        char *text = json_dumps(o, JSON_INDENT(2));
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(JSON_EXACT));
         json_decref(o);
         if (text) {
             /* each line of the object, indented two levels */
@@ -328,67 +303,74 @@ static int stream_stdin(struct answers *a, struct error *e)
 
 /* ------------------------------------------------------------------ the command */
 
-static const struct opt options[] = {
-    {"json", 0, false},
-    {NULL, 0, false},
+struct formats_args {
+    bool json;
+    struct values vs;
+    bool stdin_used;
+    size_t stdin_at; /* where "-" stands among the values */
 };
+
+/* A value of the command line, or "-" (standard input, once). */
+static int parse_value(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    (void)o;
+    struct formats_args *a = field;
+    if (strcmp(arg, "-") != 0)
+        return values_add(&a->vs, arg, strlen(arg), NULL, e);
+    if (a->stdin_used)
+        return error_set(e, ERR_INVAL, "'-' (read standard input) given twice");
+    a->stdin_used = true;
+    a->stdin_at = a->vs.n;
+    return 0;
+}
+
+static const struct opt_entry value_arg = {
+    .opt = {.name = "value"}, .arg = "VALUE", .parse = parse_value};
+
+static const struct opt_entry options[] = {
+    OPT_FLAG("json", struct formats_args, json,
+             "one JSON document: without values {\"formats\": [{\"name\", \"key\", \"bits\",\n"
+             "\"exponent_bits\", \"mantissa_bits\", \"bias\", \"has_inf\", \"max\",\n"
+             "\"min_normal\", \"min_subnormal\", \"epsilon\"}]}; with values\n"
+             "{\"values\": [{\"input\", \"fp32\": {\"bits\", \"value\"}, \"fp16\": {\"bits\",\n"
+             "\"value\", \"rel_error\"}, \"bf16\", \"fp8_e4m3\", \"fp8_e5m2\"}]}. A value\n"
+             "or rel_error is a number (up to 17 significant digits: exact) or the\n"
+             "string \"inf\", \"-inf\" or \"nan\"; rel_error is null when undefined."),
+    OPT_END,
+};
+
+const struct opts_spec opts_formats = {"formats", options, &value_arg, NULL};
 
 static int formats_main(int argc, char **argv)
 {
-    struct opts p;
-    const char *arg;
-    bool json = false, stdin_used = false;
-    struct values vs = {0};
-    size_t stdin_at = 0; /* where "-" stands among the values */
-    struct error e = {0};
-    int k, rc = 0;
-
     /* Read and check every value of the command line before printing anything. */
-    opts_init(&p, argc, argv, options, "formats");
-    p.once = true;
-    while (rc == 0 && (k = opts_next(&p, &arg)) != OPTS_END) {
-        if (k == OPTS_ERROR) {
-            values_free(&vs);
-            return 2;
-        }
-        if (k >= 0) {
-            json = true;
-        } else if (!strcmp(arg, "-")) {
-            if (stdin_used) {
-                values_free(&vs);
-                return cli_usage("formats", "'-' (read standard input) given twice");
-            }
-            stdin_used = true;
-            stdin_at = vs.n;
-        } else {
-            rc = values_add(&vs, arg, strlen(arg), NULL, &e);
-        }
+    struct formats_args a = {0};
+    struct error e = {0};
+    int rc = opts_parse(&opts_formats, argc, argv, &a);
+    if (rc) {
+        values_free(&a.vs);
+        return rc;
     }
-    if (rc < 0) {
-        values_free(&vs);
-        return cli_fail(&e);
-    }
-
-    if (vs.n == 0 && !stdin_used) {
-        if (json)
+    if (a.vs.n == 0 && !a.stdin_used) {
+        if (a.json)
             print_json(properties_json());
         else
             print_properties_text();
         return 0;
     }
-    struct answers a = {.json = json};
-    for (size_t i = 0; i <= vs.n && rc == 0; i++) {
-        if (stdin_used && i == stdin_at)
-            rc = stream_stdin(&a, &e);
-        if (i < vs.n && rc == 0)
-            answer(&a, &vs.v[i]);
+    struct answers ans = {.json = a.json};
+    for (size_t i = 0; i <= a.vs.n && rc == 0; i++) {
+        if (a.stdin_used && i == a.stdin_at)
+            rc = stream_stdin(&ans, &e);
+        if (i < a.vs.n && rc == 0)
+            answer(&ans, &a.vs.v[i]);
     }
-    values_free(&vs);
+    values_free(&a.vs);
     if (rc < 0) {
         fflush(stdout); /* the values answered before the bad line, then the error */
         return cli_fail(&e);
     }
-    answers_end(&a);
+    answers_end(&ans);
     return 0;
 }
 
@@ -414,14 +396,6 @@ const struct command cmd_formats = {
     "error (exit 2) and nothing is printed. \"-\" reads values from standard input, one per\n"
     "line, and answers each as it is read (any amount of input, in bounded memory); a bad line\n"
     "(not a number, empty, over 256 bytes, a NUL byte) is an error naming stdin:LINE, after\n"
-    "the answers to the lines before it.\n"
-    "\n"
-    "  --json   one JSON document: without values {\"formats\": [{\"name\", \"key\", \"bits\",\n"
-    "           \"exponent_bits\", \"mantissa_bits\", \"bias\", \"has_inf\", \"max\",\n"
-    "           \"min_normal\", \"min_subnormal\", \"epsilon\"}]}; with values\n"
-    "           {\"values\": [{\"input\", \"fp32\": {\"bits\", \"value\"}, \"fp16\": {\"bits\",\n"
-    "           \"value\", \"rel_error\"}, \"bf16\", \"fp8_e4m3\", \"fp8_e5m2\"}]}. A value\n"
-    "           or rel_error is a number (up to 17 significant digits: exact) or the\n"
-    "           string \"inf\", \"-inf\" or \"nan\"; rel_error is null when undefined.\n",
+    "the answers to the lines before it.\n",
     formats_main,
 };

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/units.h"
 #include "calc/activ.h"
 #include "calc/memory.h"
@@ -16,6 +17,7 @@
 #include "calc/traffic.h"
 #include "cli/calcargs.h"
 #include "cli/command.h"
+#include "cli/emit.h"
 #include "cli/opts.h"
 
 static const struct opt options[] = {
@@ -43,6 +45,7 @@ static const struct opt options[] = {
     {"units", 0, true},
     {"json", 0, false},
     {"tensors", 0, false},
+    {"emit", 0, true},
     {NULL, 0, false},
 };
 
@@ -211,58 +214,43 @@ named:
 
 /* ------------------------------------------------------------------ output */
 
-/* Bytes as a JSON integer while exact (below 2^53), else as a number. */
-static json_t *jbytes(double v)
-{
-    return fabs(v) < 9007199254740992.0 ? json_integer((json_int_t)llround(v)) : json_real(v);
-}
-
-/* A number, or "inf", "-inf", "nan" (JSON has none of them; jansson refuses them and a
- * json_pack with one fails, which would drop the whole entry). */
-static json_t *jnum(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
 static void print_json(const struct run *r)
 {
     const struct memory_result *m = &r->r;
     const struct memory_config *c = &r->c;
     char pol[32];
-    json_t *per = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
-                            jbytes(m->states.weights), "gradients", jbytes(m->states.gradients),
-                            "master_weights", jbytes(m->states.master), "optimizer",
-                            jbytes(m->states.optimizer), "activations", jbytes(m->activations),
-                            "communication", jbytes(m->comm), "total", jbytes(m->total));
+    json_t *per =
+        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights", json_whole(m->states.weights),
+                  "gradients", json_whole(m->states.gradients), "master_weights",
+                  json_whole(m->states.master), "optimizer", json_whole(m->states.optimizer),
+                  "activations", json_whole(m->activations), "communication", json_whole(m->comm),
+                  "total", json_whole(m->total));
     json_t *comm = json_object();
     const struct traffic_part *parts[] = {&r->t.dp, &r->t.tp, &r->t.pp};
     const char *names[] = {"data_parallel", "tensor_parallel", "pipeline"};
     for (int i = 0; i < 3; i++)
         json_object_set_new(comm, names[i],
-                            json_pack("{s:o, s:o, s:s}", "bytes", jbytes(parts[i]->bytes), "time_s",
-                                      jnum(parts[i]->time_s), "formula", parts[i]->formula));
-    json_object_set_new(comm, "bytes", jbytes(r->t.bytes));
+                            json_pack("{s:o, s:o, s:s}", "bytes", json_whole(parts[i]->bytes),
+                                      "time_s", json_num(parts[i]->time_s), "formula",
+                                      parts[i]->formula));
+    json_object_set_new(comm, "bytes", json_whole(r->t.bytes));
     json_t *doc =
         json_pack("{s:s, s:o, s:i, s:{s:i, s:i, s:i, s:i}, s:o, s:o, s:o, s:b, s:o}", "model",
-                  c->model ? c->model->name : "(--params)", "params", jbytes(m->params), "gpus",
+                  c->model ? c->model->name : "(--params)", "params", json_whole(m->params), "gpus",
                   r->gpus, "layout", "dp", c->dp, "tp", c->tp, "pp", c->pp, "zero", c->zero,
-                  "per_gpu", per, "activations_per_layer", jbytes(m->act.per_layer), "capacity",
-                  jbytes(m->capacity), "fits", m->fits, "over", jbytes(m->over));
+                  "per_gpu", per, "activations_per_layer", json_whole(m->act.per_layer), "capacity",
+                  json_whole(m->capacity), "fits", m->fits, "over", json_whole(m->over));
     json_object_set_new(doc, "precision", json_string(memory_precision_name(c->precision)));
     json_object_set_new(doc, "optimizer", json_string(memory_optimizer_name(c->optimizer)));
     json_object_set_new(doc, "bytes_per_param",
-                        json_real(m->per_param.weights + m->per_param.gradients +
-                                  m->per_param.master + m->per_param.optimizer));
+                        json_num(m->per_param.weights + m->per_param.gradients +
+                                 m->per_param.master + m->per_param.optimizer));
     json_object_set_new(doc, "checkpoint",
                         json_string(activ_policy_name(pol, sizeof pol, &c->ckpt)));
     json_object_set_new(doc, "stage", json_integer(m->stage));
     json_object_set_new(doc, "in_flight", json_integer(m->in_flight));
-    json_object_set_new(doc, "activations_saved", jbytes(m->act.saved));
-    json_object_set_new(doc, "activations_peak", jbytes(m->act.peak));
+    json_object_set_new(doc, "activations_saved", json_whole(m->act.saved));
+    json_object_set_new(doc, "activations_peak", json_whole(m->act.peak));
     json_object_set_new(doc, "activation_formula",
                         json_string(c->model ? m->layer.formula : "none (no shape)"));
     json_object_set_new(doc, "communication", comm);
@@ -272,9 +260,9 @@ static void print_json(const struct run *r)
             const struct activ_tensor *t = &m->layer.t[i];
             json_array_append_new(acts,
                                   json_pack("{s:s, s:s, s:o, s:i, s:o, s:b}", "name", t->name,
-                                            "shape", t->shape, "elements", jbytes(t->elements),
+                                            "shape", t->shape, "elements", json_whole(t->elements),
                                             "bytes_per_element", t->bytes_per_elem, "bytes",
-                                            jbytes(t->bytes), "attention_core", t->core));
+                                            json_whole(t->bytes), "attention_core", t->core));
         }
         struct params_breakdown pb;
         params_count(c->model, &pb);
@@ -287,9 +275,7 @@ static void print_json(const struct run *r)
         json_object_set_new(doc, "activation_tensors", acts);
         json_object_set_new(doc, "param_tensors", pars);
     }
-    json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    printf("\n");
-    json_decref(doc);
+    json_write(stdout, doc, JSON_FIGURES);
 }
 
 static void print_text(const struct run *r)
@@ -483,8 +469,44 @@ static int memory_main(int argc, char **argv)
         rc = memory_compute(&r.c, &r.r, &e);
     if (rc == 0)
         rc = traffic_compute(&r.c, &r.cluster, r.r.params_gpu, r.r.stage_layers, 0, 0, &r.t, &e);
+    enum emit_kind kind = EMIT_DEEPSPEED;
+    if (rc == 0 && get(&a, "emit")) {
+        if ((rc = emit_parse(get(&a, "emit"), &kind, &e)) == 0 && !r.c.model)
+            rc = error_set(&e, ERR_INVAL,
+                           "--emit writes a model's shape: it needs --model, not "
+                           "--params");
+        if (rc == 0 && (get(&a, "json") || get(&a, "tensors")))
+            rc = error_set(&e, ERR_INVAL, "--emit writes the framework's own file: no --%s with it",
+                           get(&a, "json") ? "json" : "tensors");
+    }
     if (rc < 0)
         return cli_fail(&e);
+    if (get(&a, "emit")) {
+        struct emit_plan ep = {
+            .source = "memory",
+            .model = r.c.model,
+            .cluster = &r.cluster,
+            .gpus = r.gpus,
+            .dp = r.c.dp,
+            .tp = r.c.tp,
+            .pp = r.c.pp,
+            .zero = r.c.zero,
+            .ckpt = r.c.ckpt,
+            .micro_batch = r.c.micro_batch,
+            .micro_batches = r.c.micro_batches,
+            .seq = r.c.seq,
+            .precision = r.c.precision,
+            .optimizer = r.c.optimizer,
+            .grad_fp32 = r.c.grad_fp32,
+            .sp = r.c.sp,
+            .schedule = r.c.schedule,
+            .bucket_bytes = r.c.bucket_bytes,
+            .per_gpu_bytes = r.r.total,
+            .capacity = r.r.capacity,
+        };
+        emit_write(stdout, stderr, kind, &ep);
+        return 0;
+    }
     if (get(&a, "json")) {
         print_json(&r);
     } else {
@@ -505,6 +527,7 @@ const struct command cmd_memory = {
     "                       [--micro-batches M] [--schedule gpipe|1f1b] [--sequence-parallel]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
     "                       [--units GiB|GB] [--tensors] [--json]\n"
+    "                       [--emit deepspeed|megatron|fsdp]\n"
     "\n"
     "Memory per GPU and its parts (weights, gradients, master weights, optimizer state,\n"
     "activations), whether it fits, and the communication per GPU per step, each with its\n"
@@ -536,6 +559,10 @@ const struct command cmd_memory = {
     "  --gpu-mem SIZE       memory per GPU (default the cluster's), e.g. 80GiB\n"
     "  --units U            GiB (default) or GB\n"
     "  --tensors            list the parameter tensors and the activations a layer saves\n"
-    "  --json               one JSON document; sizes in bytes (with both lists)\n",
+    "  --json               one JSON document; sizes in bytes (with both lists)\n"
+    "  --emit FRAMEWORK     write this layout for deepspeed (ds_config.json; comments on\n"
+    "                       standard error), megatron (Megatron-LM's arguments) or fsdp (a\n"
+    "                       torchrun line and a PyTorch FSDP snippet), as 'plan --emit' does;\n"
+    "                       the global batch is dp x micro-batch x micro-batches\n",
     memory_main,
 };

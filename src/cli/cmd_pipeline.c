@@ -10,15 +10,43 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "calc/sched.h"
 #include "cli/calcargs.h"
 #include "cli/command.h"
 #include "cli/opts.h"
 
-static const struct opt options[] = {
-    {"stages", 0, true}, {"micro-batches", 0, true}, {"schedule", 0, true},
-    {"chunks", 0, true}, {"json", 0, false},         {NULL, 0, false},
+struct pipeline_args {
+    int p, m, v; /* stages, micro-batches, chunks (0: the schedule's default) */
+    enum calc_schedule kind;
+    bool json;
 };
+
+static int parse_schedule(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    int rc = sched_parse(arg, field, e);
+    if (rc < 0)
+        error_prefix(e, "--%s", o->opt.name);
+    return rc;
+}
+
+static const struct opt_entry options[] = {
+    OPT_INT("stages", "P", struct pipeline_args, p, 1, SCHED_MAX_STAGES,
+            "pipeline stages, 1 to 64 (default 4)"),
+    OPT_INT("micro-batches", "M", struct pipeline_args, m, 1, SCHED_MAX_MICRO,
+            "micro-batches per step, 1 to 1024 (default 8)"),
+    OPT_WITH("schedule", "S", parse_schedule, struct pipeline_args, kind,
+             "gpipe, 1f1b (default) or interleaved (Megatron-LM: M a multiple of P)"),
+    OPT_INT("chunks", "V", struct pipeline_args, v, 1, SCHED_MAX_CHUNKS,
+            "model chunks per stage for interleaved, 2 to 16 (default 2)"),
+    OPT_FLAG("json", struct pipeline_args, json,
+             "{\"schedule\", \"stages\", \"micro_batches\", \"chunks\",\n"
+             "\"bubble_over_ideal\", \"bubble_over_wall\", \"peak_in_flight\": [...],\n"
+             "\"ops\": [[{\"kind\", \"micro\", \"chunk\", \"start\", \"duration\"}...]...]}"),
+    OPT_END,
+};
+
+const struct opts_spec opts_pipeline = {"pipeline", options, NULL, NULL};
 
 /* "F12" or "F12b" (chunk b = 1): the label of an operation. */
 static int label(char *buf, size_t n, const struct sched_op *op, int v)
@@ -152,7 +180,7 @@ static void print_json(const struct sched *s)
 {
     json_t *peak = json_array(), *chunks = json_array();
     for (int st = 0; st < s->p; st++) {
-        json_array_append_new(peak, json_real((double)s->peak_chunks[st] / s->v));
+        json_array_append_new(peak, json_num((double)s->peak_chunks[st] / s->v));
         json_array_append_new(chunks, json_integer(s->peak_chunks[st]));
     }
     json_t *doc = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o, s:i, s:{s:i, s:i}}",
@@ -163,7 +191,7 @@ static void print_json(const struct sched *s)
                             s->bubble_over_ideal, "measured_bubble_over_wall", s->bubble_over_wall,
                             "peak_in_flight", peak, "peak_chunks", chunks, "makespan_slots",
                             s->makespan, "slots", "forward", SCHED_TF, "backward", SCHED_TB);
-    char *head = json_dumps(doc, JSON_INDENT(2) | JSON_COMPACT);
+    char *head = json_dumps(doc, JSON_INDENT(2) | JSON_COMPACT | JSON_REAL_PRECISION(JSON_EXACT));
     json_decref(doc);
     if (!head)
         return;
@@ -189,41 +217,17 @@ static void print_json(const struct sched *s)
 
 static int pipeline_main(int argc, char **argv)
 {
-    struct opts o;
-    const char *arg;
-    int k, p = 4, m = 8, v = 0;
-    bool json = false;
-    enum calc_schedule kind = SCHED_1F1B;
-    struct error e = {0};
-    opts_init(&o, argc, argv, options, "pipeline");
-    o.once = true;
-    while ((k = opts_next(&o, &arg)) != OPTS_END) {
-        if (k == OPTS_ERROR)
-            return 2;
-        if (k == OPTS_POSITIONAL)
-            return cli_usage("pipeline", "unexpected argument '%s'", arg);
-        const char *name = options[k].name;
-        int rc = 0;
-        if (!strcmp(name, "stages"))
-            rc = calcargs_int(name, arg, 1, SCHED_MAX_STAGES, &p, &e);
-        else if (!strcmp(name, "micro-batches"))
-            rc = calcargs_int(name, arg, 1, SCHED_MAX_MICRO, &m, &e);
-        else if (!strcmp(name, "chunks"))
-            rc = calcargs_int(name, arg, 1, SCHED_MAX_CHUNKS, &v, &e);
-        else if (!strcmp(name, "schedule")) {
-            if ((rc = sched_parse(arg, &kind, &e)) < 0)
-                error_prefix(&e, "--schedule");
-        } else
-            json = true;
-        if (rc < 0)
-            return cli_fail(&e);
-    }
-    if (v == 0)
-        v = kind == SCHED_INTERLEAVED ? 2 : 1;
+    struct pipeline_args a = {.p = 4, .m = 8, .kind = SCHED_1F1B};
+    int rc = opts_parse(&opts_pipeline, argc, argv, &a);
+    if (rc)
+        return rc;
+    if (a.v == 0)
+        a.v = a.kind == SCHED_INTERLEAVED ? 2 : 1;
     struct sched s;
-    if (sched_build(kind, p, m, v, &s, &e) < 0)
+    struct error e = {0};
+    if (sched_build(a.kind, a.p, a.m, a.v, &s, &e) < 0)
         return cli_fail(&e);
-    json ? print_json(&s) : print_text(&s);
+    a.json ? print_json(&s) : print_text(&s);
     sched_free(&s);
     return 0;
 }
@@ -239,16 +243,6 @@ const struct command cmd_pipeline = {
     "ideal compute time, (p-1)/(vm), and over wall time, (p-1)/(vm+p-1), and the micro-batches\n"
     "each stage holds at its peak. GPipe and 1F1B have the same bubble; 1F1B holds fewer.\n"
     "The chart is drawn in bands of slots that fit the terminal's width (80 columns, or\n"
-    "$COLUMNS, when not on a terminal); past 6 bands, only the first and the last are shown.\n"
-    "\n"
-    "  --stages P          pipeline stages, 1 to 64 (default 4)\n"
-    "  --micro-batches M   micro-batches per step, 1 to 1024 (default 8)\n"
-    "  --schedule S        gpipe, 1f1b (default) or interleaved (Megatron-LM: M a multiple of P)\n"
-    "  --chunks V          model chunks per stage for interleaved, 2 to 16 (default 2)\n"
-    "  --json              {\"schedule\", \"stages\", \"micro_batches\", \"chunks\",\n"
-    "                      \"bubble_over_ideal\", \"bubble_over_wall\", \"peak_in_flight\": "
-    "[...],\n"
-    "                      \"ops\": [[{\"kind\", \"micro\", \"chunk\", \"start\", "
-    "\"duration\"}...]...]}\n",
+    "$COLUMNS, when not on a terminal); past 6 bands, only the first and the last are shown.\n",
     pipeline_main,
 };

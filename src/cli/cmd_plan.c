@@ -8,11 +8,13 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/units.h"
 #include "calc/params.h"
 #include "calc/plan.h"
 #include "cli/calcargs.h"
 #include "cli/command.h"
+#include "cli/emit.h"
 #include "cli/opts.h"
 
 static const struct opt options[] = {
@@ -20,7 +22,8 @@ static const struct opt options[] = {
     {"gpus", 0, true},       {"global-batch", 0, true}, {"seq", 0, true},
     {"precision", 0, true},  {"optimizer", 0, true},    {"grad-accum", 0, true},
     {"efficiency", 0, true}, {"gpu-mem", 0, true},      {"top", 0, true},
-    {"units", 0, true},      {"json", 0, false},        {NULL, 0, false},
+    {"units", 0, true},      {"json", 0, false},        {"emit", 0, true},
+    {"pick", 0, true},       {NULL, 0, false},
 };
 
 enum {
@@ -38,6 +41,8 @@ enum {
     O_TOP,
     O_UNITS,
     O_JSON,
+    O_EMIT,
+    O_PICK,
     O_COUNT
 };
 
@@ -48,6 +53,9 @@ struct run {
     int top;
     enum units_system units;
     bool json;
+    bool emit;
+    enum emit_kind kind;
+    int pick; /* 1-based rank of the layout --emit writes */
 };
 
 static int configure(const char **v, struct run *r, struct error *e)
@@ -110,6 +118,66 @@ static int configure(const char **v, struct run *r, struct error *e)
         return rc;
     }
     r->json = v[O_JSON] != NULL;
+    /* what plan_run refuses too, in the options' names */
+    int all = r->cluster.gpus_per_node * r->cluster.nodes;
+    if (c->gpus > all)
+        return error_set(e, ERR_INVAL,
+                         "--gpus %d: the cluster has %d GPUs (%d node%s of %d; use --nodes K)",
+                         c->gpus, all, r->cluster.nodes, r->cluster.nodes == 1 ? "" : "s",
+                         r->cluster.gpus_per_node);
+    if (r->model.ffn_kind == FFN_GELU && c->seq > r->model.seq)
+        return error_set(e, ERR_INVAL, "--seq %d is longer than the %d learned positions of %s",
+                         c->seq, r->model.seq, r->model.name);
+    r->pick = 1;
+    if (v[O_PICK] && !v[O_EMIT])
+        return error_set(e, ERR_INVAL, "--pick chooses the layout --emit writes: give --emit too");
+    if (v[O_EMIT]) {
+        if ((rc = emit_parse(v[O_EMIT], &r->kind, e)) < 0)
+            return rc;
+        if (r->json)
+            return error_set(e, ERR_INVAL,
+                             "--emit writes the framework's own file: no --json with it");
+        r->emit = true;
+    }
+    if (v[O_PICK] && (rc = calcargs_int("pick", v[O_PICK], 1, 1 << 20, &r->pick, e)) < 0)
+        return rc;
+    return 0;
+}
+
+/* --emit: the layout ranked --pick, in the framework's terms. */
+static int emit(const struct run *r, const struct plan_result *res)
+{
+    if (res->n_kept == 0)
+        return cli_usage("plan", "--emit: no layout fits, so there is none to write");
+    if ((size_t)r->pick > res->n_kept)
+        return cli_usage("plan", "--pick %d: %zu layout%s fit (1 to %zu)", r->pick, res->n_kept,
+                         res->n_kept == 1 ? "" : "s", res->n_kept);
+    const struct plan_layout *l = &res->kept[r->pick - 1];
+    char src[64];
+    snprintf(src, sizeof src, "plan (layout %d of %zu)", r->pick, res->n_kept);
+    struct emit_plan p = {
+        .source = src,
+        .model = &r->model,
+        .cluster = &r->cluster,
+        .gpus = r->c.gpus,
+        .dp = l->dp,
+        .tp = l->tp,
+        .pp = l->pp,
+        .zero = l->zero,
+        .ckpt = l->ckpt,
+        .micro_batch = l->micro_batch,
+        .micro_batches = l->micro_batches,
+        .seq = r->c.seq,
+        .precision = r->c.precision,
+        .optimizer = r->c.optimizer,
+        .grad_fp32 = r->c.grad_fp32,
+        .sp = l->tp > 1, /* the planner's tensor parallelism is sequence parallel */
+        .schedule = SCHED_1F1B,
+        .per_gpu_bytes = l->per_gpu_bytes,
+        .capacity = r->c.capacity,
+        .step_time_s = l->step_time_s,
+    };
+    emit_write(stdout, stderr, r->kind, &p);
     return 0;
 }
 
@@ -131,22 +199,6 @@ static bool show_rejected(const struct plan_result *res, size_t i, size_t top)
     return true;
 }
 
-/* Bytes as a JSON integer while exact (below 2^53), else as a number. */
-/* A number, or "inf", "-inf", "nan" (jansson refuses them). */
-static json_t *jnum(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
-static json_t *jbytes(double v)
-{
-    return fabs(v) < 9007199254740992.0 ? json_integer((json_int_t)llround(v)) : json_real(v);
-}
-
 static json_t *jlayout(const struct plan_layout *l, bool kept)
 {
     char pol[32];
@@ -154,18 +206,18 @@ static json_t *jlayout(const struct plan_layout *l, bool kept)
                           l->pp, "zero", l->zero, "checkpoint", policy(l, pol, sizeof pol),
                           "micro_batch", l->micro_batch, "micro_batches", l->micro_batches);
     if (l->per_gpu_bytes > 0)
-        json_object_set_new(o, "per_gpu_bytes", jbytes(l->per_gpu_bytes));
+        json_object_set_new(o, "per_gpu_bytes", json_whole(l->per_gpu_bytes));
     if (kept) {
-        json_object_set_new(o, "step_time_s", jnum(l->step_time_s));
-        json_object_set_new(o, "compute_s", jnum(l->compute_s));
-        json_object_set_new(o, "bubble_s", jnum(l->bubble_s));
-        json_object_set_new(o, "comm_exposed_s", jnum(l->comm_exposed_s));
-        json_object_set_new(o, "mfu", jnum(l->mfu));
-        json_object_set_new(o, "comm_bytes_per_gpu", jbytes(l->comm_bytes_per_gpu));
+        json_object_set_new(o, "step_time_s", json_num(l->step_time_s));
+        json_object_set_new(o, "compute_s", json_num(l->compute_s));
+        json_object_set_new(o, "bubble_s", json_num(l->bubble_s));
+        json_object_set_new(o, "comm_exposed_s", json_num(l->comm_exposed_s));
+        json_object_set_new(o, "mfu", json_num(l->mfu));
+        json_object_set_new(o, "comm_bytes_per_gpu", json_whole(l->comm_bytes_per_gpu));
     } else {
         json_object_set_new(o, "reason", json_string(l->reason));
         if (l->over > 0)
-            json_object_set_new(o, "over_bytes", jbytes(l->over));
+            json_object_set_new(o, "over_bytes", json_whole(l->over));
     }
     return o;
 }
@@ -184,10 +236,8 @@ static void print_json(const struct run *r, const struct plan_result *res)
                   "seq", r->c.seq, "efficiency", r->c.efficiency, "model_flops", res->model_flops,
                   "kept_count", (json_int_t)res->n_kept, "rejected_count",
                   (json_int_t)res->n_rejected, "layouts", kept, "rejected", rej);
-    json_object_set_new(doc, "capacity", jbytes(r->c.capacity));
-    json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    printf("\n");
-    json_decref(doc);
+    json_object_set_new(doc, "capacity", json_whole(r->c.capacity));
+    json_write(stdout, doc, JSON_FIGURES);
 }
 
 static void print_text(const struct run *r, const struct plan_result *res)
@@ -274,9 +324,13 @@ static int plan_main(int argc, char **argv)
     struct plan_result res;
     if (configure(v, &r, &e) < 0 || plan_run(&r.c, &res, &e) < 0)
         return cli_fail(&e);
-    r.json ? print_json(&r, &res) : print_text(&r, &res);
+    int rc = 0;
+    if (r.emit)
+        rc = emit(&r, &res);
+    else
+        r.json ? print_json(&r, &res) : print_text(&r, &res);
     plan_free(&res);
-    return 0;
+    return rc;
 }
 
 const struct command cmd_plan = {
@@ -286,6 +340,7 @@ const struct command cmd_plan = {
     "                     [--global-batch B] [--seq S] [--precision fp32|bf16|fp16]\n"
     "                     [--optimizer adamw|sgd|sgd-momentum] [--grad-accum fp32|same]\n"
     "                     [--efficiency X] [--gpu-mem SIZE] [--top N] [--units GiB|GB] [--json]\n"
+    "                     [--emit deepspeed|megatron|fsdp [--pick K]]\n"
     "\n"
     "Enumerates dp x tp x pp = N layouts, ZeRO stages (2 and 3 without pipelining), checkpoint\n"
     "policies (none, selective, full) and micro-batch sizes (powers of two) for a global batch;\n"
@@ -306,6 +361,13 @@ const struct command cmd_plan = {
     "  --units U            GiB (default) or GB\n"
     "  --json               {\"layouts\": [{\"dp\", \"tp\", \"pp\", \"zero\", \"checkpoint\",\n"
     "                       \"micro_batch\", \"per_gpu_bytes\", \"step_time_s\", \"mfu\",\n"
-    "                       \"comm_bytes_per_gpu\"}...], \"rejected\": [{..., \"reason\"}...]}\n",
+    "                       \"comm_bytes_per_gpu\"}...], \"rejected\": [{..., \"reason\"}...]}\n"
+    "  --emit FRAMEWORK     write the best layout (or --pick K, the K-th ranked) for a real\n"
+    "                       framework: deepspeed (a ds_config.json; its comments go to\n"
+    "                       standard error), megatron (a torchrun line with Megatron-LM's\n"
+    "                       arguments and the model's shape), fsdp (a torchrun line and a\n"
+    "                       PyTorch FSDP snippet). Comments give the predicted memory per GPU\n"
+    "                       and name every setting the framework has no equivalent for\n"
+    "  --pick K             the layout --emit writes, by its rank (default 1)\n",
     plan_main,
 };

@@ -8,16 +8,31 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "cli/command.h"
 #include "cli/opts.h"
 #include "lesson/lesson.h"
 #include "lesson/progress.h"
 
-static const struct opt options[] = {
-    {"json", 0, false},
-    {"reset", 0, false},
-    {NULL, 0, false},
+struct progress_args {
+    const char *which; /* the lesson to reset */
+    bool json, reset;
 };
+
+static const struct opt_entry lesson_arg =
+    OPT_ONE("lesson", "LESSON", struct progress_args, which,
+            "with --reset: forget that lesson's only (a number, lab, or a lesson's name)");
+
+static const struct opt_entry options[] = {
+    OPT_FLAG("json", struct progress_args, json,
+             "one JSON document: {\"file\", \"current\", \"lessons\": [{\"lesson\",\n"
+             "\"title\", \"visited\", \"step\", \"steps\", \"right\", \"questions\"}]}"),
+    OPT_FLAG("reset", struct progress_args, reset,
+             "forget all progress: every lesson reopens at its first step"),
+    OPT_END,
+};
+
+const struct opts_spec opts_progress = {"progress", options, &lesson_arg, NULL};
 
 static size_t questions_of(const struct lesson *l)
 {
@@ -63,9 +78,7 @@ static int show(const struct progress *p, const char *path, const char *note, bo
         json_t *doc =
             json_pack("{s:s, s:o, s:o}", "file", path, "current",
                       p->current >= 0 ? json_integer(p->current) : json_null(), "lessons", arr);
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        printf("\n");
-        json_decref(doc);
+        json_write(stdout, doc, JSON_EXACT);
     }
     lesson_free_all(v, n);
     return 0;
@@ -73,25 +86,12 @@ static int show(const struct progress *p, const char *path, const char *note, bo
 
 static int progress_main(int argc, char **argv)
 {
-    struct opts o;
-    const char *arg, *which = NULL;
-    bool json = false, reset = false;
-    int k;
-    opts_init(&o, argc, argv, options, "progress");
-    o.once = true;
-    while ((k = opts_next(&o, &arg)) != OPTS_END) {
-        if (k == OPTS_ERROR)
-            return 2;
-        if (k == OPTS_POSITIONAL) {
-            if (which)
-                return cli_usage("progress", "one lesson at a time, not '%s' too", arg);
-            which = arg;
-        } else if (!strcmp(options[k].name, "json")) {
-            json = true;
-        } else {
-            reset = true;
-        }
-    }
+    struct progress_args a = {0};
+    int rc = opts_parse(&opts_progress, argc, argv, &a);
+    if (rc)
+        return rc;
+    const char *which = a.which;
+    bool json = a.json, reset = a.reset;
     if (which && !reset)
         return cli_usage("progress", "a lesson goes with --reset: --reset %s", which);
     char path[4096];
@@ -134,11 +134,6 @@ const struct command cmd_progress = {
     "\n"
     "Shows the progress the window saves in $XDG_STATE_HOME/scalelab/progress (by default\n"
     "~/.local/state/scalelab/progress): for each lesson, the step it reopens at and the\n"
-    "questions answered right, and which lesson was open last.\n"
-    "\n"
-    "  --json          one JSON document: {\"file\", \"current\", \"lessons\": [{\"lesson\",\n"
-    "                  \"title\", \"visited\", \"step\", \"steps\", \"right\", \"questions\"}]}\n"
-    "  --reset         forget all progress: every lesson reopens at its first step\n"
-    "  --reset LESSON  forget one lesson's (a number, lab, or a lesson's name)\n",
+    "questions answered right, and which lesson was open last.\n",
     progress_main,
 };

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/units.h"
 #include "cli/command.h"
 #include "cli/opts.h"
@@ -190,15 +191,6 @@ static const char *check_text(const struct lesson_expect *x, char *buf, size_t n
     return buf;
 }
 
-static json_t *json_number(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
 struct tally {
     int passed, failed;
 };
@@ -316,7 +308,7 @@ static json_t *question_json(const struct lesson_question *q, bool answers)
         if (q->condition)
             json_object_set_new(o, "from", json_string(q->condition));
     } else {
-        json_object_set_new(o, "value", json_number(q->answer.value));
+        json_object_set_new(o, "value", json_num(q->answer.value));
         json_object_set_new(o, "unit", json_string(q->unit));
         if (q->answer.is_quantity)
             json_object_set_new(o, "from", json_string(q->answer.expr));
@@ -415,9 +407,7 @@ static int run_lesson(const struct lesson *l, bool json, const struct print_opts
     if (json) {
         json_object_set_new(doc, "passed", json_integer(t.passed));
         json_object_set_new(doc, "failed", json_integer(t.failed));
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        printf("\n");
-        json_decref(doc);
+        json_write(stdout, doc, JSON_EXACT);
     } else {
         printf("\n%d expectation%s held, %d failed\n", t.passed, t.passed == 1 ? "" : "s",
                t.failed);
@@ -446,9 +436,7 @@ static int list_lessons(bool json)
     }
     if (arr) {
         json_t *doc = json_pack("{s:o}", "lessons", arr);
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        printf("\n");
-        json_decref(doc);
+        json_write(stdout, doc, JSON_EXACT);
     }
     lesson_free_all(v, n);
     return 0;
@@ -468,13 +456,13 @@ static int list_quantities(bool json)
                                  : "(x, y, z)");
         if (q->nargs == 0) {
             quantity_eval(q->name, &v, NULL, NULL);
-            snprintf(shown, sizeof shown, "%.17g", v);
+            json_num_text(shown, sizeof shown, v, JSON_EXACT); /* as --json writes it */
         }
         if (arr) {
             json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "name", q->name, "args", q->nargs, "unit",
                                   q->unit, "what", q->what);
             if (q->nargs == 0)
-                json_object_set_new(o, "value", json_number(v));
+                json_object_set_new(o, "value", json_num(v));
             json_array_append_new(arr, o);
         } else {
             printf("%-28s %-24s %-5s %s\n", name, shown, q->unit, q->what);
@@ -482,17 +470,41 @@ static int list_quantities(bool json)
     }
     if (arr) {
         json_t *doc = json_pack("{s:o}", "quantities", arr);
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        printf("\n");
-        json_decref(doc);
+        json_write(stdout, doc, JSON_EXACT);
     }
     return 0;
 }
 
-static const struct opt options[] = {
-    {"json", 0, false}, {"list", 0, false}, {"quantities", 0, false}, {"no-answers", 0, false},
-    {"width", 0, true}, {"step", 0, true},  {NULL, 0, false},
+struct run_args {
+    const char *which; /* the lesson */
+    bool json, list, quantities, no_answers;
+    int width, step; /* 0: not given */
 };
+
+static const struct opt_entry lesson_arg =
+    OPT_ONE("lesson", "LESSON", struct run_args, which,
+            "a number (1), a name (01-mixed-precision) or a path to a .lesson file");
+
+static const struct opt_entry options[] = {
+    OPT_FLAG("json", struct run_args, json,
+             "one JSON document: {\"lesson\", \"title\", \"steps\": [{\"runs\": [{\"expects\"\n"
+             ": [...]}], \"questions\": [...]}], \"passed\", \"failed\"}"),
+    OPT_INT("step", "S", struct run_args, step, 1, LESSON_MAX_STEPS, "only step S (from 1)"),
+    OPT_FLAG("no-answers", struct run_args, no_answers,
+             "the questions without their answers and explanations: a handout, or\n"
+             "a projector's text (the experiments still run and are checked)"),
+    OPT_INT("width", "COLS", struct run_args, width, 40, 1000,
+            "wrap the text to COLS columns as the window does (paragraphs joined,\n"
+            "lists and tables kept); default: the terminal's width, or the lines as\n"
+            "written when the output is not a terminal"),
+    OPT_FLAG("list", struct run_args, list, "the lessons, with their duration and number of steps"),
+    OPT_FLAG("quantities", struct run_args, quantities,
+             "the quantities lessons may use as answers (lessons/README.md)"),
+    OPT_END,
+};
+
+static const char *const conflicts[] = {"list", "quantities", NULL};
+const struct opts_spec opts_run = {"run", options, &lesson_arg, conflicts};
 
 /* The terminal's width when standard output is one, else 0 (lines as written). */
 static int terminal_width(void)
@@ -505,50 +517,17 @@ static int terminal_width(void)
 
 static int run_main(int argc, char **argv)
 {
-    struct opts p;
-    const char *arg, *which = NULL;
-    bool json = false, list = false, quantities = false;
-    struct print_opts po = {true, -1, -1};
-    long long step = 0;
-    int k;
-    opts_init(&p, argc, argv, options, "run");
-    p.once = true;
-    while ((k = opts_next(&p, &arg)) != OPTS_END) {
-        if (k == OPTS_ERROR)
-            return 2;
-        if (k == OPTS_POSITIONAL) {
-            if (which)
-                return cli_usage("run", "one lesson at a time, not '%s' too", arg);
-            which = arg;
-            continue;
-        }
-        const char *name = options[k].name;
-        long long v;
-        if (!strcmp(name, "json"))
-            json = true;
-        else if (!strcmp(name, "list"))
-            list = true;
-        else if (!strcmp(name, "quantities"))
-            quantities = true;
-        else if (!strcmp(name, "no-answers"))
-            po.answers = false;
-        else if (!strcmp(name, "width")) {
-            if (units_parse_int(arg, 40, 1000, &v, NULL) < 0)
-                return cli_usage("run", "--width: columns from 40 to 1000, not '%s'", arg);
-            po.width = (int)v;
-        } else {
-            if (units_parse_int(arg, 1, LESSON_MAX_STEPS, &step, NULL) < 0)
-                return cli_usage("run", "--step: a step number from 1, not '%s'", arg);
-        }
-    }
-    if (po.width < 0)
-        po.width = terminal_width();
-    if (list && quantities)
-        return cli_usage("run", "--list and --quantities exclude each other (give one)");
-    if (list || quantities) {
+    struct run_args a = {0};
+    int rc = opts_parse(&opts_run, argc, argv, &a);
+    if (rc)
+        return rc;
+    struct print_opts po = {!a.no_answers, a.width ? a.width : terminal_width(), -1};
+    const char *which = a.which;
+    long long step = a.step;
+    if (a.list || a.quantities) {
         if (which)
-            return cli_usage("run", "--%s takes no lesson", list ? "list" : "quantities");
-        return list ? list_lessons(json) : list_quantities(json);
+            return cli_usage("run", "--%s takes no lesson", a.list ? "list" : "quantities");
+        return a.list ? list_lessons(a.json) : list_quantities(a.json);
     }
     if (!which)
         return cli_usage("run", "which lesson? give its number, its name or a path");
@@ -562,7 +541,7 @@ static int run_main(int argc, char **argv)
         return cli_usage("run", "--step: the lesson has steps 1 to %zu, not %lld", n, step);
     }
     po.step = (int)step - 1;
-    int status = run_lesson(l, json, &po);
+    int status = run_lesson(l, a.json, &po);
     lesson_free(l);
     return status;
 }
@@ -576,19 +555,6 @@ const struct command cmd_run = {
     "Prints a lesson's steps, runs each of its experiments (@run) as a scalelab command,\n"
     "checks each expected result (@expect) against that command's JSON output, and prints each\n"
     "question with the answer the engine computes. Exit status 1 if an expectation failed or\n"
-    "an experiment could not run; 2 if the lesson cannot be found or read.\n"
-    "\n"
-    "  LESSON        a number (1), a name (01-mixed-precision) or a path to a .lesson file\n"
-    "  --json        one JSON document: {\"lesson\", \"title\", \"steps\": [{\"runs\": "
-    "[{\"expects\"\n"
-    "                : [...]}], \"questions\": [...]}], \"passed\", \"failed\"}\n"
-    "  --step S      only step S (from 1)\n"
-    "  --no-answers  the questions without their answers and explanations: a handout, or\n"
-    "                a projector's text (the experiments still run and are checked)\n"
-    "  --width COLS  wrap the text to COLS columns as the window does (paragraphs joined,\n"
-    "                lists and tables kept); default: the terminal's width, or the lines as\n"
-    "                written when the output is not a terminal\n"
-    "  --list        the lessons, with their duration and number of steps\n"
-    "  --quantities  the quantities lessons may use as answers (lessons/README.md)\n",
+    "an experiment could not run; 2 if the lesson cannot be found or read.\n",
     run_main,
 };

@@ -33,24 +33,44 @@
 #include "sim/trace.h"
 
 static const struct opt options[] = {
-    {"model", 0, true},        {"steps", 0, true},
-    {"batch", 0, true},        {"seed", 0, true},
-    {"lr", 0, true},           {"betas", 0, true},
-    {"wd", 0, true},           {"eps", 0, true},
-    {"precision", 0, true},    {"loss-scale", 0, true},
-    {"init-scale", 0, true},   {"growth-interval", 0, true},
-    {"hysteresis", 0, true},   {"clip", 0, true},
-    {"skip-spikes", 0, false}, {"spike-z", 0, true},
-    {"spike-window", 0, true}, {"inject", 0, true},
-    {"checkpoint", 0, true},   {"json", 0, false},
-    {"dump", 0, true},         {"trace", 0, true},
-    {"cluster", 0, true},      {"summary", 0, false},
-    {"gpus", 0, true},         {"zero", 0, true},
-    {"bucket", 0, true},       {"prefetch", 0, true},
-    {"grad-accum", 0, true},   {"fail", 0, true},
-    {"nodes", 0, true},        {"pp", 0, true},
-    {"dp", 0, true},           {"micro-batches", 0, true},
-    {"schedule", 0, true},     {"chunks", 0, true},
+    {"model", 0, true},
+    {"steps", 0, true},
+    {"batch", 0, true},
+    {"seed", 0, true},
+    {"lr", 0, true},
+    {"betas", 0, true},
+    {"wd", 0, true},
+    {"eps", 0, true},
+    {"precision", 0, true},
+    {"loss-scale", 0, true},
+    {"init-scale", 0, true},
+    {"growth-interval", 0, true},
+    {"hysteresis", 0, true},
+    {"clip", 0, true},
+    {"skip-spikes", 0, false},
+    {"spike-z", 0, true},
+    {"spike-window", 0, true},
+    {"inject", 0, true},
+    {"checkpoint", 0, true},
+    {"json", 0, false},
+    {"dump", 0, true},
+    {"trace", 0, true},
+    {"cluster", 0, true},
+    {"summary", 0, false},
+    {"gpus", 0, true},
+    {"zero", 0, true},
+    {"bucket", 0, true},
+    {"prefetch", 0, true},
+    {"grad-accum", 0, true},
+    {"fail", 0, true},
+    {"nodes", 0, true},
+    {"pp", 0, true},
+    {"dp", 0, true},
+    {"tp", 0, true},
+    {"sequence-parallel", 0, false},
+    {"micro-batches", 0, true},
+    {"schedule", 0, true},
+    {"chunks", 0, true},
     {NULL, 0, false},
 };
 
@@ -250,6 +270,11 @@ static int parse_option(struct args *r, const char *name, const char *arg, struc
     } else if (!strcmp(name, "dp")) {
         if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
             r->dp = (int)n;
+    } else if (!strcmp(name, "tp")) {
+        if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
+            o->tp = (int)n;
+    } else if (!strcmp(name, "sequence-parallel")) {
+        o->sp = true;
     } else if (!strcmp(name, "pp")) {
         if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
             o->pp = (int)n;
@@ -594,8 +619,8 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
     for (int st = 0; p->ok && st < o->pp; st++) {
         struct memory_result *m = &p->stage_m[st];
         p->ok = memory_compute_stage(&c, st, m, &e) == 0 &&
-                traffic_compute_stage(&c, spec, o->pp > 1 ? st : -1, m->params_gpu, m->stage_layers,
-                                      0, 0, &p->stage_t[st], &e) == 0;
+                traffic_compute_stage(&c, spec, o->pp > 1 || o->tp > 1 ? st : -1, m->params_gpu,
+                                      m->stage_layers, 0, 0, &p->stage_t[st], &e) == 0;
     }
     if (p->ok)
         p->m = p->stage_m[0], p->t = p->stage_t[0];
@@ -723,24 +748,25 @@ static void print_summary_json(const struct args *r, const struct run *run,
     json_object_set_new(m, "comm_exposed_s", num(sum->exposed));
     json_t *lay =
         json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", train_dp(o),
-                  "tp", 1, "pp", o->pp, "zero", o->zero, "bucket_bytes",
+                  "tp", o->tp, "pp", o->pp, "zero", o->zero, "bucket_bytes",
                   (json_int_t)o->bucket_bytes, "prefetch", o->prefetch, "grad_fp32", o->grad_fp32);
     json_object_set_new(lay, "micro_batches", json_integer(o->micro_batches));
     json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
     json_object_set_new(lay, "chunks", json_integer(train_chunks(o)));
-    json_object_set_new(lay, "sequence_parallel", json_false());
+    json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
     json_object_set_new(m, "layout", lay);
     json_t *per = json_array();
     for (int i = 0; i < o->gpus; i++) {
         const struct run_gpu *g = run_gpu(run, i);
         json_t *gj = json_pack("{s:i, s:{s:i, s:i, s:i}, s:o, s:I}", "gpu", i, "coord", "dp",
-                               g->place.dprank, "tp", 0, "pp", g->place.stage, "peak",
+                               g->place.dprank, "tp", g->place.tprank, "pp", g->place.stage, "peak",
                                peaks_json(g->peak_cat, g->peak), "sent_bytes_per_step",
                                (json_int_t)g->sent_per_step);
         json_object_set_new(gj, "comm_bytes_per_step",
                             json_pack("{s:I, s:I, s:I}", "data_parallel",
                                       (json_int_t)g->sent_per_step, "tensor_parallel",
-                                      (json_int_t)0, "pipeline", (json_int_t)g->pp_sent_per_step));
+                                      (json_int_t)g->tp_sent_per_step, "pipeline",
+                                      (json_int_t)g->pp_sent_per_step));
         json_array_append_new(per, gj);
     }
     json_object_set_new(m, "per_gpu", per);
@@ -781,6 +807,7 @@ static void print_summary_json(const struct args *r, const struct run *run,
             for (int k = 0; k < 6; k++)
                 dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
             dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
+                     fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
                      fabs((double)g->pp_sent_per_step - pt->pp.bytes);
         }
         json_object_set_new(
@@ -965,16 +992,24 @@ static int train_main(int argc, char **argv)
         return cli_usage("train", "--summary goes with --json");
     if (r.init_scale_given && o->scaling != TRAIN_SCALE_DYNAMIC)
         return cli_usage("train", "--init-scale needs --loss-scale dynamic");
-    /* the GPUs: --gpus (all of them), or --dp x --pp */
+    /* the GPUs: --gpus (all of them), or --dp x --tp x --pp */
+    int mp = o->tp * o->pp;
     if (r.dp) {
-        if (r.gpus_given && o->gpus != r.dp * o->pp)
-            return cli_usage("train", "--gpus %d is not --dp %d x --pp %d", o->gpus, r.dp, o->pp);
-        if (r.dp * o->pp > 64)
-            return cli_usage("train", "--dp %d x --pp %d is %d GPUs, more than 64", r.dp, o->pp,
-                             r.dp * o->pp);
-        o->gpus = r.dp * o->pp;
-    } else if (!r.gpus_given)
-        o->gpus = o->pp;
+        if (r.gpus_given && o->gpus != r.dp * mp)
+            return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus, r.dp,
+                             o->tp, o->pp);
+        if (r.dp * mp > 64)
+            return cli_usage("train", "--dp %d x --tp %d x --pp %d is %d GPUs, more than 64", r.dp,
+                             o->tp, o->pp, r.dp * mp);
+        o->gpus = r.dp * mp;
+    } else if (!r.gpus_given) {
+        if (mp > 64)
+            return cli_usage("train", "--tp %d x --pp %d is %d GPUs, more than 64", o->tp, o->pp,
+                             mp);
+        o->gpus = mp;
+    }
+    if (o->sp && o->tp == 1)
+        return cli_usage("train", "--sequence-parallel goes with --tp 2 or more");
     if (r.chunks_given && o->schedule != SCHED_INTERLEAVED)
         return cli_usage("train", "--chunks goes with --schedule interleaved");
     if (o->pp == 1 && o->micro_batches > 1 && o->schedule != SCHED_1F1B)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "cli/opts.h"
 
 const struct command *command_find(const char *name)
 {
@@ -26,6 +27,16 @@ bool cli_output_ok(void)
     if (!cli_output_errno)
         cli_output_errno = errno ? errno : EIO;
     return false;
+}
+
+void command_help(const struct command *c, FILE *f)
+{
+    fputs(c->help, f);
+    for (int i = 0; command_opts[i]; i++)
+        if (!strcmp(command_opts[i]->cmd, c->name)) {
+            fputc('\n', f);
+            opts_usage(f, command_opts[i]);
+        }
 }
 
 int cli_fail(const struct error *e)

@@ -6,20 +6,27 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 struct error;
+struct opts_spec;
 
 struct command {
     const char *name;
     const char *summary;               /* one line, for "scalelab --help" */
-    const char *help;                  /* the whole text of "scalelab help NAME" */
+    const char *help;                  /* "scalelab help NAME": the usage and what it does */
     int (*run)(int argc, char **argv); /* argv[0] is the command's name */
 };
 
 /* The commands, in the order "scalelab --help" lists them; NULL-terminated. */
 extern const struct command *const commands[];
+/* The option tables of the commands that have one (cli/opts.h); NULL-terminated. */
+extern const struct opts_spec *const command_opts[];
 
 const struct command *command_find(const char *name);
+
+/* Prints "scalelab help NAME": c->help, then its option table's lines when it has one. */
+void command_help(const struct command *c, FILE *f);
 
 /* Flushes standard output; false when it failed (a full disk, a closed pipe), with the errno
  * kept for main's report. A command that streams calls it to stop writing into the void. */

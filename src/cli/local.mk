@@ -13,4 +13,5 @@ libscalelab_a_SOURCES += \
 # the calculator's commands
 libscalelab_a_SOURCES += \
 	%reldir%/calcargs.c %reldir%/calcargs.h \
-	%reldir%/cmd_memory.c %reldir%/cmd_pipeline.c %reldir%/cmd_plan.c
+	%reldir%/cmd_memory.c %reldir%/cmd_pipeline.c %reldir%/cmd_plan.c \
+	%reldir%/emit.c %reldir%/emit.h

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "cli/command.h"
+#include "comm/mpi.h"
 #include "cli/opts.h"
 #include "cli/winopts.h"
 #include "ui/app.h"
@@ -74,7 +75,7 @@ static int help(int argc, char **argv)
     const struct command *c = command_find(argv[1]);
     if (!c)
         return unknown_command(argv[1]);
-    fputs(c->help, stdout);
+    command_help(c, stdout);
     return 0;
 }
 
@@ -128,7 +129,7 @@ static int run_command(int argc, char **argv)
     if (!strcmp(first, "--help") || !strcmp(first, "-h"))
         return help(1, argv);
     if (!strcmp(first, "--version") || !strcmp(first, "-V")) {
-        printf("scalelab %s\n", PACKAGE_VERSION);
+        printf("scalelab %s\n%s\n", PACKAGE_VERSION, mpi_about());
         return 0;
     }
     if (!strcmp(first, "help"))
@@ -143,7 +144,7 @@ static int run_command(int argc, char **argv)
     /* "scalelab CMD --help" is the same as "scalelab help CMD". */
     for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(c->help, stdout);
+            command_help(c, stdout);
             return 0;
         }
     return c->run(argc - 1, argv + 1);

@@ -1,5 +1,6 @@
 /* The one command-line option reader every command uses: --name value and --name=value,
- * unknown options refused, and repeated ones too where a command asks (cli/opts.h). */
+ * unknown options refused, and repeated ones too where a command asks; a command's table
+ * read into its struct, and printed as its help (cli/opts.h). */
 #include "config.h"
 #include "cli/opts.h"
 
@@ -10,10 +11,18 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "cli/command.h"
 
 void opts_init(struct opts *p, int argc, char **argv, const struct opt *table, const char *cmd)
 {
-    *p = (struct opts){.argc = argc, .i = 1, .argv = argv, .table = table, .cmd = cmd};
+    *p = (struct opts){
+        .argc = argc, .i = 1, .argv = argv, .table = table, .cmd = cmd, .stride = sizeof *table};
+}
+
+/* The table's entry i (a struct opt, or the struct opt that opens a struct opt_entry). */
+static const struct opt *entry(const struct opts *p, size_t i)
+{
+    return (const struct opt *)(const void *)((const char *)p->table + i * p->stride);
 }
 
 int opts_distance(const char *a, const char *b)
@@ -53,7 +62,8 @@ static int unknown(struct opts *p, const char *arg)
     size_t len = strcspn(name, "=");
     char word[64];
     snprintf(word, sizeof word, "%.*s", (int)(len < 63 ? len : 63), name);
-    for (const struct opt *o = p->table; o->name; o++) {
+    const struct opt *o;
+    for (size_t i = 0; (o = entry(p, i))->name; i++) {
         int d = opts_distance(word, o->name);
         if (d < best_d)
             best_d = d, best = o->name;
@@ -79,24 +89,24 @@ int opts_next(struct opts *p, const char **arg)
         p->positional_only = true;
         return opts_next(p, arg);
     }
-    const struct opt *o = NULL;
+    const struct opt *o = NULL, *t;
+    size_t idx = 0;
     const char *inline_val = NULL;
     if (a[1] == '-') {
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        for (const struct opt *t = p->table; t->name; t++)
+        for (size_t i = 0; (t = entry(p, i))->name; i++)
             if (strlen(t->name) == len && strncmp(t->name, name, len) == 0)
-                o = t;
+                o = t, idx = i;
         if (eq)
             inline_val = eq + 1;
     } else if (a[2] == '\0') {
-        for (const struct opt *t = p->table; t->name; t++)
+        for (size_t i = 0; (t = entry(p, i))->name; i++)
             if (t->short_name && t->short_name == a[1])
-                o = t;
+                o = t, idx = i;
     }
     if (!o)
         return unknown(p, a);
-    size_t idx = (size_t)(o - p->table);
     bool repeatable = false;
     for (const char *const *r = p->repeatable; r && *r; r++)
         repeatable |= strcmp(*r, o->name) == 0;
@@ -124,7 +134,7 @@ int opts_next(struct opts *p, const char **arg)
                 p->cmd, o->name, p->cmd);
         return OPTS_ERROR;
     }
-    return (int)(o - p->table);
+    return (int)idx;
 }
 
 int opts_gpu_at(const char *s, int max_gpu, long long min_step, long long max_step, int *gpu,
@@ -144,4 +154,122 @@ int opts_gpu_at(const char *s, int max_gpu, long long min_step, long long max_st
     }
     *gpu = (int)g;
     return 0;
+}
+
+/* ------------------------------------------------------------------ tables */
+
+int opts_flag(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    (void)o, (void)arg, (void)e;
+    *(bool *)field = true;
+    return 0;
+}
+
+int opts_int(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    long long v;
+    if (units_parse_int(arg, o->min, o->max, &v, NULL) < 0)
+        return error_set(e, ERR_INVAL,
+                         "--%s: '%s' is not allowed (a whole number from %lld to %lld)",
+                         o->opt.name, arg, o->min, o->max);
+    *(int *)field = (int)v;
+    return 0;
+}
+
+int opts_str(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    (void)o, (void)e;
+    *(const char **)field = arg;
+    return 0;
+}
+
+int opts_one(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    const char **which = field;
+    if (*which)
+        return error_set(e, ERR_INVAL, "one %s at a time, not '%s' too", o->opt.name, arg);
+    *which = arg;
+    return 0;
+}
+
+static int index_of(const struct opt_entry *table, const char *name)
+{
+    for (int i = 0; table[i].opt.name; i++)
+        if (!strcmp(table[i].opt.name, name))
+            return i;
+    return -1;
+}
+
+int opts_parse(const struct opts_spec *s, int argc, char **argv, void *values)
+{
+    struct opts p;
+    const char *arg;
+    int k;
+    bool given[OPTS_MAX] = {false};
+    struct error e = {0};
+    opts_init(&p, argc, argv, &s->table[0].opt, s->cmd);
+    p.stride = sizeof *s->table;
+    while ((k = opts_next(&p, &arg)) != OPTS_END) {
+        if (k == OPTS_ERROR)
+            return 2;
+        const struct opt_entry *o = k == OPTS_POSITIONAL ? s->positional : &s->table[k];
+        if (!o)
+            return cli_usage(s->cmd, "unexpected argument '%s'", arg);
+        if (k >= OPTS_MAX)
+            return cli_usage(s->cmd, "option '--%s': the table has over %d", o->opt.name, OPTS_MAX);
+        if (k >= 0) {
+            if (given[k] && !(o->flags & OPT_REPEAT))
+                return cli_usage(s->cmd, "option '--%s' given twice (give it once)", o->opt.name);
+            given[k] = true;
+        }
+        if (o->parse(o, arg, (char *)values + o->field, &e) < 0)
+            return e.code == ERR_INVAL ? cli_usage(s->cmd, "%s", e.msg) : cli_fail(&e);
+    }
+    for (const char *const *c = s->conflicts; c && c[0] && c[1]; c += 2) {
+        int a = index_of(s->table, c[0]), b = index_of(s->table, c[1]);
+        if (a >= 0 && b >= 0 && given[a] && given[b])
+            return cli_usage(s->cmd, "--%s and --%s exclude each other (give one)", c[0], c[1]);
+    }
+    return 0;
+}
+
+/* "--stages P" or "LESSON": the left column of an option's help. */
+static int usage_name(char *buf, size_t n, const struct opt_entry *o, bool positional)
+{
+    if (positional)
+        return snprintf(buf, n, "%s", o->arg);
+    return snprintf(buf, n, "--%s%s%s", o->opt.name, o->arg ? " " : "", o->arg ? o->arg : "");
+}
+
+static void usage_line(FILE *f, const struct opt_entry *o, bool positional, int width)
+{
+    char name[64];
+    usage_name(name, sizeof name, o, positional);
+    const char *h = o->help ? o->help : "";
+    fprintf(f, "  %-*s  ", width, name);
+    for (;;) { /* each line of the help, the continuations under the first */
+        size_t len = strcspn(h, "\n");
+        fprintf(f, "%.*s\n", (int)len, h);
+        if (!h[len])
+            break;
+        h += len + 1;
+        fprintf(f, "  %-*s  ", width, "");
+    }
+}
+
+void opts_usage(FILE *f, const struct opts_spec *s)
+{
+    char name[64];
+    int width = 0;
+    bool positional = s->positional && s->positional->help;
+    if (positional)
+        width = usage_name(name, sizeof name, s->positional, true);
+    for (const struct opt_entry *o = s->table; o->opt.name; o++) {
+        int w = usage_name(name, sizeof name, o, false);
+        width = w > width ? w : width;
+    }
+    if (positional)
+        usage_line(f, s->positional, true, width);
+    for (const struct opt_entry *o = s->table; o->opt.name; o++)
+        usage_line(f, o, false, width);
 }

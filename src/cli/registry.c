@@ -2,10 +2,12 @@
 #include "config.h"
 #include "cli/bench.h"
 #include "cli/command.h"
+#include "cli/opts.h"
 
 extern const struct command cmd_bench;
 extern const struct command cmd_train;
 extern const struct bench_case bench_collective;
+extern const struct bench_case bench_mpi;
 extern const struct bench_case bench_train;
 extern const struct bench_case bench_dp;
 extern const struct bench_case bench_pp;
@@ -23,6 +25,13 @@ const struct command *const commands[] = {
     &cmd_train,   &cmd_run,    &cmd_progress, &cmd_bench,    NULL,
 };
 
+/* A command whose options are a table (cli/opts.h) puts it here too: its help ends with it. */
+extern const struct opts_spec opts_formats, opts_pipeline, opts_run, opts_progress;
+
+const struct opts_spec *const command_opts[] = {
+    &opts_formats, &opts_pipeline, &opts_run, &opts_progress, NULL,
+};
+
 const struct bench_case *const bench_cases[] = {
-    &bench_formats, &bench_collective, &bench_train, &bench_dp, &bench_pp, NULL,
+    &bench_formats, &bench_collective, &bench_train, &bench_dp, &bench_pp, &bench_mpi, NULL,
 };

@@ -6,20 +6,21 @@
 #include <stddef.h>
 
 #include "num/fp.h"
-#include "sim/cluster.h"
+#include "comm/xport.h"
 
 struct error;
 
 struct algo {
-    struct device *d;
+    const struct xport *x; /* the transport of this member */
     char *buf;
     size_t count, es; /* elements, bytes per element */
     enum fp_format dt;
     int n, rank, root;
-    int chunks;           /* pipeline chunks (chains and trees) */
-    int stream;           /* the device stream (dbtree also uses stream + 1) */
-    const size_t *bounds; /* NULL, or the n chunks' edges in elements (struct coll) */
-    const int *group;     /* NULL, or the device ranks of the group, indexed 0..n-1 */
+    int chunks;             /* pipeline chunks (chains and trees) */
+    int stream;             /* the device stream (dbtree also uses stream + 1) */
+    const size_t *bounds;   /* NULL, or the n chunks' edges in elements (struct coll) */
+    const int *group;       /* NULL, or the device ranks of the group, indexed 0..n-1 */
+    dev_combine_fn combine; /* the reduction: reduce_sum or reduce_max (ctx: &dt) */
 };
 
 /* Point-to-point between members of the algorithm's group: peers are group indices
@@ -31,6 +32,10 @@ int algo_isend(const struct algo *a, int peer, const void *buf, size_t bytes,
                const struct dev_tag *tag, struct dev_req *req, struct error *e);
 int algo_recv(const struct algo *a, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
               dev_combine_fn combine, void *ctx, struct error *e);
+
+/* The member starts step `step` (--fail GPU@STEP); waits for a posted send. */
+int algo_step(const struct algo *a, int step, struct error *e);
+int algo_wait(const struct algo *a, struct dev_req *req, struct error *e);
 
 /* Bytes offset and length of chunk i of n over the whole buffer. */
 void algo_chunk(const struct algo *a, int n, int i, char **p, size_t *bytes);

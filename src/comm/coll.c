@@ -35,20 +35,30 @@ int algo_sendrecv(const struct algo *a, int to, const void *sbuf, size_t sbytes,
                   void *rbuf, size_t rbytes, const struct dev_tag *tag, dev_combine_fn combine,
                   void *ctx, struct error *e)
 {
-    return dev_sendrecv(a->d, peer_rank(a, to), sbuf, sbytes, peer_rank(a, from), rbuf, rbytes, tag,
-                        combine, ctx, e);
+    return a->x->ops->sendrecv(a->x->self, peer_rank(a, to), sbuf, sbytes, peer_rank(a, from), rbuf,
+                               rbytes, tag, combine, ctx, e);
 }
 
 int algo_isend(const struct algo *a, int peer, const void *buf, size_t bytes,
                const struct dev_tag *tag, struct dev_req *req, struct error *e)
 {
-    return dev_isend(a->d, peer_rank(a, peer), buf, bytes, tag, req, e);
+    return a->x->ops->isend(a->x->self, peer_rank(a, peer), buf, bytes, tag, req, e);
 }
 
 int algo_recv(const struct algo *a, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
               dev_combine_fn combine, void *ctx, struct error *e)
 {
-    return dev_recv(a->d, peer_rank(a, peer), buf, bytes, tag, combine, ctx, e);
+    return a->x->ops->recv(a->x->self, peer_rank(a, peer), buf, bytes, tag, combine, ctx, e);
+}
+
+int algo_step(const struct algo *a, int step, struct error *e)
+{
+    return a->x->ops->step(a->x->self, step, e);
+}
+
+int algo_wait(const struct algo *a, struct dev_req *req, struct error *e)
+{
+    return a->x->ops->wait(a->x->self, req, e);
 }
 
 void coll_net(const struct cluster_spec *s, int n, struct cost_net *net)
@@ -121,28 +131,35 @@ static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, 
 
 int coll_run(struct device *d, const struct coll *c, struct error *e)
 {
-    int n = c->group ? c->group_size : dev_count(d), me = dev_rank(d);
+    struct xport x;
+    xport_thread(&x, d);
+    return coll_run_on(&x, c, e);
+}
+
+int coll_run_on(const struct xport *x, const struct coll *c, struct error *e)
+{
+    int n = c->group ? c->group_size : x->size, me = x->rank;
     if (c->group) {
-        if (n < 1 || n > dev_count(d))
-            return error_set(e, ERR_INVAL, "a group holds 1 to %d GPUs, not %d", dev_count(d), n);
+        if (n < 1 || n > x->size)
+            return error_set(e, ERR_INVAL, "a group holds 1 to %d GPUs, not %d", x->size, n);
         me = -1;
         for (int i = 0; i < n; i++) {
-            if (c->group[i] < 0 || c->group[i] >= dev_count(d))
+            if (c->group[i] < 0 || c->group[i] >= x->size)
                 return error_set(e, ERR_INVAL, "GPU %d of the group is not in the cluster",
                                  c->group[i]);
             for (int j = 0; j < i; j++)
                 if (c->group[j] == c->group[i])
                     return error_set(e, ERR_INVAL, "GPU %d is twice in the group", c->group[i]);
-            if (c->group[i] == dev_rank(d))
+            if (c->group[i] == x->rank)
                 me = i;
         }
         if (me < 0)
             return error_set(e, ERR_INVAL, "GPU %d calls a collective of a group it is not in",
-                             dev_rank(d));
+                             x->rank);
     }
-    const struct cluster_spec *s = dev_spec(d);
+    const struct cluster_spec *s = x->spec;
     struct algo a = {
-        .d = d,
+        .x = x,
         .buf = c->buf,
         .count = c->count,
         .es = reduce_elem_size(c->dtype),
@@ -153,7 +170,10 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
         .stream = c->stream,
         .bounds = c->bounds,
         .group = c->group,
+        .combine = c->max ? reduce_max : reduce_sum,
     };
+    if (c->max && (c->dtype != FP_FP32 || c->op == COST_ALLGATHER || c->op == COST_BROADCAST))
+        return error_set(e, ERR_INVAL, "a maximum reduces fp32 data");
     if (a.es == 0)
         return error_set(e, ERR_INVAL, "collectives carry fp32, bf16 or fp16 data");
     if ((c->op == COST_BROADCAST || c->op == COST_REDUCE) && (c->root < 0 || c->root >= n))
@@ -183,7 +203,7 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
         a.chunks = chunks_for(s, n, c->op, algo, c->count, a.es);
     int rc = dispatch(c->op, algo, &a, e);
     if (algo == COST_DBTREE) /* done on this GPU when both trees are */
-        dev_sync(d, c->stream, c->stream + 1);
+        x->ops->sync(x->self, c->stream, c->stream + 1);
     return rc;
 }
 
@@ -210,7 +230,7 @@ static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, 
 static int one(struct device *d, enum cost_op op, void *buf, size_t count, enum fp_format dt,
                int root, enum cost_algo algo, struct error *e)
 {
-    struct coll c = {op, algo, buf, count, dt, root, 0, NULL, NULL, 0};
+    struct coll c = {op, algo, buf, count, dt, root, 0, NULL, NULL, 0, false};
     return coll_run(d, &c, e);
 }
 

@@ -35,10 +35,12 @@
 #ifndef SCALELAB_COMM_COLL_H
 #define SCALELAB_COMM_COLL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "comm/cost.h"
 #include "num/fp.h"
+#include "comm/xport.h"
 #include "sim/cluster.h"
 
 struct error;
@@ -64,11 +66,17 @@ struct coll {
      * the data-parallel GPUs of one tensor-parallel rank. Only its members call it. */
     const int *group;
     int group_size;
+    /* Reduce by the element-wise maximum instead of the sum (fp32 all-reduce, reduce-scatter
+     * and reduce): tensor parallelism's cross-entropy takes the row maximum over the group. */
+    bool max;
 };
 
 /* Every device calls it with the same op, algo, count, dtype and root. 0, ERR_INVAL (an
  * unsupported combination), or ERR_RUN (the run was aborted or failed). */
 int coll_run(struct device *d, const struct coll *c, struct error *e);
+/* The same over any transport (comm/xport.h): coll_run is this with the device's thread
+ * transport; an MPI rank calls it with its own (comm/mpi.h). */
+int coll_run_on(const struct xport *x, const struct coll *c, struct error *e);
 
 int coll_allreduce(struct device *d, void *buf, size_t count, enum fp_format dt,
                    enum cost_algo algo, struct error *e);

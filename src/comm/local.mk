@@ -2,10 +2,12 @@ libscalelab_a_SOURCES += \
 	%reldir%/algo.h \
 	%reldir%/coll.c %reldir%/coll.h \
 	%reldir%/cost.c %reldir%/cost.h \
+	%reldir%/mpi.c %reldir%/mpi.h \
 	%reldir%/pipe.c \
 	%reldir%/reduce.c %reldir%/reduce.h \
 	%reldir%/rhd.c \
 	%reldir%/ring.c \
 	%reldir%/tree.c %reldir%/tree.h \
 	%reldir%/trial.c %reldir%/trial.h \
-	%reldir%/verify.c %reldir%/verify.h
+	%reldir%/verify.c %reldir%/verify.h \
+	%reldir%/xport.c %reldir%/xport.h

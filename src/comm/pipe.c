@@ -43,7 +43,7 @@ static int reduce_chunk(const struct algo *a, const struct part *t, int k, int s
     struct dev_tag tag = {step, k, "reduce", t->stream};
     for (int c = 0; c < 2; c++)
         if (t->node.child[c] >= 0) {
-            int rc = algo_recv(a, t->node.child[c], p, b, &tag, reduce_sum, &dt, e);
+            int rc = algo_recv(a, t->node.child[c], p, b, &tag, a->combine, &dt, e);
             if (rc)
                 return rc;
         }
@@ -79,13 +79,13 @@ static int phase(const struct algo *a, const struct part *t, int ntrees, bool re
 {
     for (int k = 0; k < a->chunks; k++) {
         struct dev_req req[4];
-        int nreq = 0, rc = dev_step(a->d, step0 + k, e);
+        int nreq = 0, rc = algo_step(a, step0 + k, e);
         for (int i = 0; i < ntrees && !rc; i++)
             rc = reduce ? reduce_chunk(a, &t[i], k, step0 + k, req, &nreq, e)
                         : bcast_chunk(a, &t[i], k, step0 + k, req, &nreq, e);
         struct error we;
         for (int i = 0; i < nreq; i++) { /* always: the receivers may be reading */
-            int wrc = dev_wait(a->d, &req[i], rc ? &we : e);
+            int wrc = algo_wait(a, &req[i], rc ? &we : e);
             if (!rc)
                 rc = wrc;
         }

@@ -3,6 +3,8 @@
 #include "config.h"
 #include "comm/reduce.h"
 
+#include <math.h>
+
 #include <stdint.h>
 
 size_t reduce_elem_size(enum fp_format f)
@@ -51,6 +53,15 @@ void reduce_sum(void *dst, const void *src, size_t bytes, void *ctx)
     } else {
         sum_half(f, dst, src, bytes / 2);
     }
+}
+
+void reduce_max(void *dst, const void *src, size_t bytes, void *ctx)
+{
+    (void)ctx;
+    float *restrict d = dst;
+    const float *restrict s = src;
+    for (size_t i = 0; i < bytes / 4; i++)
+        d[i] = isnan(d[i]) || s[i] <= d[i] ? d[i] : s[i];
 }
 
 float reduce_get(enum fp_format f, const void *buf, size_t i)

@@ -18,6 +18,10 @@ size_t reduce_elem_size(enum fp_format f);
  * dev_combine_fn. */
 void reduce_sum(void *dst, const void *src, size_t bytes, void *ctx);
 
+/* dst[i] = max(dst[i], src[i]) over fp32 bytes (ctx ignored); a dev_combine_fn. A NaN on
+ * either side stays NaN. */
+void reduce_max(void *dst, const void *src, size_t bytes, void *ctx);
+
 /* Element i of buf as a float / stores x rounded to the format. */
 float reduce_get(enum fp_format f, const void *buf, size_t i);
 void reduce_set(enum fp_format f, void *buf, size_t i, float x);

@@ -44,9 +44,9 @@ static int halving(const struct algo *a, int np, int me, const int *real, int st
         blocks(a, np, low ? mid : lo, low ? hi : mid, &sp, &sb);
         blocks(a, np, low ? lo : mid, low ? mid : hi, &kp, &kb);
         struct dev_tag tag = {step, low ? mid : lo, "reduce-scatter", a->stream};
-        int rc = dev_step(a->d, step, e);
+        int rc = algo_step(a, step, e);
         if (!rc)
-            rc = algo_sendrecv(a, real[partner], sp, sb, real[partner], kp, kb, &tag, reduce_sum,
+            rc = algo_sendrecv(a, real[partner], sp, sb, real[partner], kp, kb, &tag, a->combine,
                                &dt, e);
         if (rc)
             return rc;
@@ -69,7 +69,7 @@ static int doubling(const struct algo *a, int np, int me, const int *real, int s
         blocks(a, np, lo, lo + d, &sp, &sb);
         blocks(a, np, plo, plo + d, &rp, &rb);
         struct dev_tag tag = {step, lo, "all-gather", a->stream};
-        int rc = dev_step(a->d, step, e);
+        int rc = algo_step(a, step, e);
         if (!rc)
             rc =
                 algo_sendrecv(a, real[partner], sp, sb, real[partner], rp, rb, &tag, NULL, NULL, e);
@@ -116,15 +116,15 @@ int rhd_allreduce(const struct algo *a, struct error *e)
     int me = rank < 2 * r ? rank / 2 : rank - r;
     if (r > 0) {
         struct dev_tag tag = {0, 0, "fold-in", a->stream};
-        if ((rc = dev_step(a->d, 0, e)))
+        if ((rc = algo_step(a, 0, e)))
             return rc;
         if (extra) {
             struct dev_req req;
             rc = algo_isend(a, rank + 1, a->buf, bytes, &tag, &req, e);
             if (!rc)
-                rc = dev_wait(a->d, &req, e);
+                rc = algo_wait(a, &req, e);
         } else if (rank < 2 * r) {
-            rc = algo_recv(a, rank - 1, a->buf, bytes, &tag, reduce_sum, &dt, e);
+            rc = algo_recv(a, rank - 1, a->buf, bytes, &tag, a->combine, &dt, e);
         }
         if (rc)
             return rc;
@@ -136,13 +136,13 @@ int rhd_allreduce(const struct algo *a, struct error *e)
             return rc;
     } else {
         for (int s = step; s < step + 2 * k; s++) /* idle, but counts the steps (--fail) */
-            if ((rc = dev_step(a->d, s, e)))
+            if ((rc = algo_step(a, s, e)))
                 return rc;
     }
     step += 2 * k;
     if (r > 0) {
         struct dev_tag tag = {step, 0, "fold-out", a->stream};
-        if ((rc = dev_step(a->d, step, e)))
+        if ((rc = algo_step(a, step, e)))
             return rc;
         if (extra) {
             rc = algo_recv(a, rank + 1, a->buf, bytes, &tag, NULL, NULL, e);
@@ -150,7 +150,7 @@ int rhd_allreduce(const struct algo *a, struct error *e)
             struct dev_req req;
             rc = algo_isend(a, rank - 1, a->buf, bytes, &tag, &req, e);
             if (!rc)
-                rc = dev_wait(a->d, &req, e);
+                rc = algo_wait(a, &req, e);
         }
         if (rc)
             return rc;

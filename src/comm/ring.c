@@ -30,9 +30,9 @@ int ring_reduce_scatter(const struct algo *a, int step0, struct error *e)
         algo_chunk(a, n, sc, &sp, &sb);
         algo_chunk(a, n, rc, &rp, &rb);
         struct dev_tag tag = {step0 + s, sc, "reduce-scatter", a->stream};
-        int rc2 = dev_step(a->d, step0 + s, e);
+        int rc2 = algo_step(a, step0 + s, e);
         if (!rc2)
-            rc2 = algo_sendrecv(a, next, sp, sb, prev, rp, rb, &tag, reduce_sum, &dt, e);
+            rc2 = algo_sendrecv(a, next, sp, sb, prev, rp, rb, &tag, a->combine, &dt, e);
         if (rc2)
             return rc2;
     }
@@ -49,7 +49,7 @@ int ring_allgather(const struct algo *a, int step0, struct error *e)
         algo_chunk(a, n, sc, &sp, &sb);
         algo_chunk(a, n, rc, &rp, &rb);
         struct dev_tag tag = {step0 + s, sc, "all-gather", a->stream};
-        int rc2 = dev_step(a->d, step0 + s, e);
+        int rc2 = algo_step(a, step0 + s, e);
         if (!rc2)
             rc2 = algo_sendrecv(a, next, sp, sb, prev, rp, rb, &tag, NULL, NULL, e);
         if (rc2)
@@ -81,14 +81,14 @@ static int chain(const struct algo *a, bool reduce, struct error *e)
         size_t b;
         algo_chunk(a, a->chunks, k, &p, &b);
         struct dev_tag tag = {k, k, phase, a->stream};
-        int rc = dev_step(a->d, k, e);
+        int rc = algo_step(a, k, e);
         if (!rc && has_up)
-            rc = algo_recv(a, from, p, b, &tag, reduce ? reduce_sum : NULL, &dt, e);
+            rc = algo_recv(a, from, p, b, &tag, reduce ? a->combine : NULL, &dt, e);
         if (!rc && has_down) {
             struct dev_req req;
             rc = algo_isend(a, to, p, b, &tag, &req, e);
             if (!rc)
-                rc = dev_wait(a->d, &req, e);
+                rc = algo_wait(a, &req, e);
         }
         if (rc)
             return rc;

@@ -36,8 +36,8 @@ static int body(struct device *d, void *arg, struct error *e)
 {
     struct ctx *c = arg;
     int r = dev_rank(d);
-    struct coll op = {c->a->op,   c->algo, c->bufs[r], c->a->count, c->a->dtype,
-                      c->a->root, 0,       NULL,       NULL,        0};
+    struct coll op = {c->a->op, c->algo, c->bufs[r], c->a->count, c->a->dtype, c->a->root,
+                      0,        NULL,    NULL,       0,           false};
     c->best[r] = 1e300;
     /* each GPU fills its own buffer, in parallel, before anything is timed */
     verify_fill(c->a->dtype, c->bufs[r], c->a->count, c->a->seed, r);
@@ -126,8 +126,18 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
         if (c.best[g] > best)
             best = c.best[g]; /* a repetition ends when its slowest GPU does */
     t->wall_s = best;
-    if (a->verify)
+    if (a->verify) {
         verify_check(a->op, a->root, a->dtype, c.bufs, n, a->count, a->seed, &t->check);
+        uint64_t *dig = calloc((size_t)n, sizeof *dig);
+        if (!dig) {
+            rc = error_set(e, ERR_NOMEM, "no memory for %d GPUs", n);
+            goto out;
+        }
+        for (int g = 0; g < n; g++)
+            dig[g] = verify_digest(c.bufs[g], a->count * es);
+        t->digest = verify_digest_all(dig, n);
+        free(dig);
+    }
 out:
     for (int g = 0; g < n && c.bufs; g++)
         if (c.bufs[g])

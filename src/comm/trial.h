@@ -46,6 +46,7 @@ struct trial {
     struct cost_result predicted;
     double simulated_s;      /* the cluster's simulated time, one repetition */
     double wall_s;           /* host seconds per repetition (best of the repetitions) */
+    uint64_t digest;         /* verify_digest_all of the GPUs' buffers after a checked run */
     struct cluster *cluster; /* kept for its events; trial_fini frees it */
 };
 

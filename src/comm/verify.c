@@ -137,3 +137,71 @@ void verify_check(enum cost_op op, int root, enum fp_format dt, void *const *buf
     if (!out->identical)
         out->ok = false;
 }
+
+void verify_check_rank(enum cost_op op, int root, enum fp_format dt, const void *buf, int rank,
+                       int n, size_t count, uint64_t seed, struct verify *out)
+{
+    memset(out, 0, sizeof *out);
+    out->ok = out->identical = true;
+    out->bad_gpu = -1;
+    bool sum = op == COST_ALLREDUCE || op == COST_REDUCE_SCATTER || op == COST_REDUCE;
+    out->tolerance = sum ? verify_tolerance(dt, n) : 0;
+    size_t off, len;
+    switch (op) {
+    case COST_ALLREDUCE: check_sum(out, dt, buf, rank, n, 0, count, seed); break;
+    case COST_REDUCE_SCATTER:
+        coll_chunk(count, n, rank, &off, &len);
+        check_sum(out, dt, buf, rank, n, off, off + len, seed);
+        break;
+    case COST_REDUCE:
+        if (rank == root)
+            check_sum(out, dt, buf, rank, n, 0, count, seed);
+        break;
+    case COST_ALLGATHER:
+        for (int c = 0; c < n; c++) {
+            coll_chunk(count, n, c, &off, &len);
+            check_copy(out, dt, buf, rank, c, off, off + len, seed);
+        }
+        break;
+    case COST_BROADCAST: check_copy(out, dt, buf, rank, root, 0, count, seed); break;
+    default: out->ok = false; break;
+    }
+}
+
+void verify_merge(struct verify *all, const struct verify *one)
+{
+    if (!one->ok && all->ok) {
+        all->ok = false;
+        all->bad_gpu = one->bad_gpu;
+        all->bad_index = one->bad_index;
+        all->bad_got = one->bad_got;
+        all->bad_want = one->bad_want;
+    }
+    if (one->max_rel_error > all->max_rel_error)
+        all->max_rel_error = one->max_rel_error;
+    all->identical = all->identical && one->identical;
+}
+
+bool verify_same_everywhere(enum cost_op op)
+{
+    return op == COST_ALLREDUCE || op == COST_ALLGATHER || op == COST_BROADCAST;
+}
+
+uint64_t verify_digest(const void *buf, size_t bytes)
+{
+    const unsigned char *p = buf;
+    uint64_t h = mix(bytes), w;
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = mix(h ^ w);
+    }
+    w = 0;
+    memcpy(&w, p + i, bytes - i);
+    return mix(h ^ w);
+}
+
+uint64_t verify_digest_all(const uint64_t *digests, int n)
+{
+    return verify_digest(digests, (size_t)n * sizeof *digests);
+}

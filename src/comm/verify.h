@@ -44,4 +44,23 @@ double verify_tolerance(enum fp_format dt, int n);
 void verify_check(enum cost_op op, int root, enum fp_format dt, void *const *bufs, int n,
                   size_t count, uint64_t seed, struct verify *out);
 
+/* The same check on one GPU's buffer alone, for its part of the result (all of it for
+ * all-reduce, all-gather and broadcast, its chunk for reduce-scatter, nothing off the root
+ * for reduce): what an MPI rank, holding only its own buffer, can check. identical is left
+ * true: the caller compares the GPUs' digests. */
+void verify_check_rank(enum cost_op op, int root, enum fp_format dt, const void *buf, int rank,
+                       int n, size_t count, uint64_t seed, struct verify *out);
+
+/* Folds GPU rank's check into all's (all starts as verify_check_rank's out of GPU 0). */
+void verify_merge(struct verify *all, const struct verify *one);
+
+/* Whether op leaves every GPU with the same bits (all-reduce, all-gather, broadcast). */
+bool verify_same_everywhere(enum cost_op op);
+
+/* A 64-bit digest of bytes: equal buffers give equal digests; a run's results are compared
+ * across GPUs and across transports by them. */
+uint64_t verify_digest(const void *buf, size_t bytes);
+/* The digest of a whole run: of its GPUs' digests, in rank order. */
+uint64_t verify_digest_all(const uint64_t *digests, int n);
+
 #endif

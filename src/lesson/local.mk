@@ -1,5 +1,7 @@
 libscalelab_a_SOURCES += \
 	%reldir%/ascii.c %reldir%/ascii.h \
 	%reldir%/lesson.c %reldir%/lesson.h \
+	%reldir%/lesson_check.c %reldir%/lesson_files.c \
+	%reldir%/text.c %reldir%/text.h \
 	%reldir%/progress.c %reldir%/progress.h \
 	%reldir%/quantity.c %reldir%/quantity.h

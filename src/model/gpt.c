@@ -37,7 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ckpt.h"
 #include "base/error.h"
+#include "base/prof.h"
 #include "base/rng.h"
 
 #define RMS_EPS   1e-5
@@ -111,28 +113,17 @@ struct gpt_tensor gpt_tensor_at(const struct gpt_config *c, size_t i)
 
 int gpt_ckpt_parse(const char *s, struct gpt_ckpt *out, struct error *e)
 {
-    struct gpt_ckpt p = {GPT_CKPT_NONE, 0, ""};
-    if (!strcmp(s, "none"))
-        p.kind = GPT_CKPT_NONE;
-    else if (!strcmp(s, "full"))
-        p.kind = GPT_CKPT_SEGMENTS, p.every = 1;
-    else if (!strcmp(s, "sqrt"))
-        p.kind = GPT_CKPT_SEGMENTS, p.every = 0;
-    else if (!strcmp(s, "selective"))
-        p.kind = GPT_CKPT_SELECTIVE;
-    else if (!strncmp(s, "every:", 6)) {
-        char *end;
-        long k = strtol(s + 6, &end, 10);
-        if (end == s + 6 || *end || k < 1 || k > 1024)
-            return error_set(e, ERR_INVAL,
-                             "checkpoint policy '%s': every:K needs a whole K from 1 to 1024", s);
-        p.kind = GPT_CKPT_SEGMENTS, p.every = (int)k;
-    } else
-        return error_set(e, ERR_INVAL,
-                         "unknown checkpoint policy '%s' (none, full, every:K, sqrt, selective)",
-                         s);
-    snprintf(p.name, sizeof p.name, "%s", s);
-    *out = p;
+    struct ckpt_policy p;
+    int rc = ckpt_parse(s, &p, e);
+    if (rc)
+        return rc;
+    struct gpt_ckpt c = {GPT_CKPT_NONE, 0, ""};
+    if (p.kind == CKPT_SELECTIVE)
+        c.kind = GPT_CKPT_SELECTIVE;
+    else if (p.kind != CKPT_NONE) /* full, every:K, sqrt: segments (every 0: sqrt) */
+        c.kind = GPT_CKPT_SEGMENTS, c.every = p.kind == CKPT_SQRT ? 0 : p.every;
+    ckpt_name(c.name, sizeof c.name, &p);
+    *out = c;
     return 0;
 }
 
@@ -140,10 +131,7 @@ int gpt_ckpt_segment(const struct gpt_ckpt *p, int layers)
 {
     if (p->kind != GPT_CKPT_SEGMENTS)
         return 0;
-    int k = p->every;
-    if (k == 0) /* sqrt: segments of ceil(sqrt(L)) layers */
-        while ((long)k * k < layers)
-            k++;
+    int k = ckpt_every(&(struct ckpt_policy){p->every ? CKPT_EVERY : CKPT_SQRT, p->every}, layers);
     return k < layers ? k : layers;
 }
 
@@ -178,6 +166,9 @@ enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
 struct gpt {
     struct gpt_config c;
     int B, N, hd, seg; /* seg: segment length (0: not segmented) */
+    /* tensor parallelism: tp ranks, this one tr; its heads hl (width dl = hl hd), FFN width
+     * fl and vocabulary rows vl, from row v0 (tp 1: the whole model's) */
+    int tp, tr, hl, dl, fl, vl, v0;
     struct gpt_ckpt ckpt;
     enum fp_format fmt;
     size_t esize;           /* bytes per stored activation element */
@@ -196,9 +187,13 @@ struct gpt {
     size_t layer_bytes, head_bytes; /* a full list of kept tensors; the ends */
     size_t live, peak;              /* charged activation bytes */
 
-    /* fp32 workspace: one layer's tensors, the residual stream and the gradients */
-    float *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du, *dp;
+    /* fp32 workspace: one layer's tensors (ws), the residual stream and the gradients; w is
+     * where the layer at hand has its tensors: the workspace, or in fp32 its kept ones in
+     * place in its saved set (bind) */
+    float *ws[A_COUNT], *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du,
+        *dp;
     float *hx, *hn, *hrstd, *logits;
+    float *rowmax, *rowsum, *rowtgt; /* tensor parallelism: the cross-entropy's row statistics */
     double *colsum;
     float *rope_cos, *rope_sin; /* [T, hd / 2] */
 
@@ -270,11 +265,13 @@ void gpt_free(struct gpt *g)
 
 static size_t act_elems(const struct gpt *g, int a)
 {
-    size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->c.ffn;
-    if (a == A_P)
-        return (size_t)g->B * g->c.heads * g->c.seq * g->c.seq;
+    size_t N = (size_t)g->N, d = (size_t)g->c.d;
+    if (a == A_P) /* this rank's heads */
+        return (size_t)g->B * g->hl * g->c.seq * g->c.seq;
     if (a == A_G || a == A_U || a == A_H)
-        return N * f;
+        return N * (size_t)g->fl;
+    if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
+        return N * (size_t)g->dl;
     if (a == A_RSTD1 || a == A_RSTD2)
         return N;
     return N * d;
@@ -310,15 +307,116 @@ static void blas_single_thread(void)
     openblas_set_num_threads(1);
 }
 
+static int part_tp(const struct gpt_part *p)
+{
+    return p && p->tp > 1 ? p->tp : 1;
+}
+
+/* The nine tensors of a layer as a part holds them, rows x cols each, in order: a
+ * tensor-parallel rank's shards (tp 1: the whole tensors). */
+static void layer_shapes(const struct gpt_config *c, int tp, size_t rows[9], size_t cols[9])
+{
+    size_t d = (size_t)c->d, dl = d / (size_t)tp, fl = (size_t)c->ffn / (size_t)tp;
+    const size_t r[9] = {1, dl, dl, dl, d, 1, fl, fl, d};
+    const size_t k[9] = {d, d, d, d, dl, d, d, d, fl};
+    memcpy(rows, r, sizeof r);
+    memcpy(cols, k, sizeof k);
+}
+
+static size_t part_layer_params(const struct gpt_config *c, int tp)
+{
+    size_t rows[9], cols[9], n = 0;
+    layer_shapes(c, tp, rows, cols);
+    for (int k = 0; k < 9; k++)
+        n += rows[k] * cols[k];
+    return n;
+}
+
+/* Elements of a part's embedding (its vocabulary rows), 0 without either end. */
+static size_t part_embedding(const struct gpt_config *c, const struct gpt_part *p)
+{
+    return p->embed || p->head ? (size_t)(c->vocab / part_tp(p)) * (size_t)c->d : 0;
+}
+
 /* Parameters of a part: the embedding when it has either end (the head's is the tied one),
  * its layers, the final norm with the head. */
 size_t gpt_part_param_count(const struct gpt_config *c, const struct gpt_part *p)
 {
     if (!p)
         return gpt_param_count(c);
-    size_t d = (size_t)c->d, lp = 2 * d + 4 * d * d + 3 * d * (size_t)c->ffn;
-    return (p->embed || p->head ? (size_t)c->vocab * d : 0) + (size_t)p->count * lp +
-           (p->head ? d : 0);
+    return part_embedding(c, p) + (size_t)p->count * part_layer_params(c, part_tp(p)) +
+           (p->head ? (size_t)c->d : 0);
+}
+
+enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i)
+{
+    size_t emb = (size_t)c->vocab * (size_t)c->d, lp = layer_params(c);
+    if (i < emb)
+        return GPT_EMBEDDING;
+    if (i >= emb + (size_t)c->layers * lp)
+        return GPT_FINAL_NORM;
+    size_t j = (i - emb) % lp, rows[9], cols[9];
+    layer_shapes(c, 1, rows, cols);
+    int k = 0;
+    while (j >= rows[k] * cols[k])
+        j -= rows[k] * cols[k], k++;
+    return (enum gpt_kind)(GPT_ATTN_NORM + k);
+}
+
+size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p, size_t i)
+{
+    struct gpt_part whole = {0, c->layers, true, true, 1, 1, 0};
+    if (!p)
+        p = &whole;
+    int tp = part_tp(p), r = p->tprank;
+    size_t d = (size_t)c->d, emb = part_embedding(c, p), lp = part_layer_params(c, tp);
+    if (i < emb) /* vocabulary rows r vl.. */
+        return (size_t)r * emb + i;
+    i -= emb;
+    if (i < (size_t)p->count * lp) {
+        int l = p->first + (int)(i / lp);
+        size_t j = i % lp, rows[9], cols[9];
+        layer_shapes(c, tp, rows, cols);
+        int k = 0;
+        while (j >= rows[k] * cols[k])
+            j -= rows[k] * cols[k], k++;
+        size_t row = j / cols[k], col = j % cols[k];
+        struct gpt_tensor t = gpt_tensor_at(c, 1 + 9 * (size_t)l + (size_t)k);
+        if (k == 4 || k == 8) /* wo, w_down: row-parallel, a block of columns */
+            col += (size_t)r * cols[k];
+        else if (k != 0 && k != 5) /* wq, wk, wv, w_gate, w_up: a block of rows */
+            row += (size_t)r * rows[k];
+        return t.offset + row * (size_t)t.cols + col;
+    }
+    i -= (size_t)p->count * lp;
+    if (p->head && i < d)
+        return gpt_param_count(c) - d + i;
+    return SIZE_MAX;
+}
+
+size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size_t *off, size_t max)
+{
+    size_t n = 0, d = (size_t)c->d, rows[9], cols[9];
+    layer_shapes(c, part_tp(p), rows, cols);
+    size_t lp = part_layer_params(c, part_tp(p)), mlp = 0;
+    for (int k = 0; k < 5; k++)
+        mlp += rows[k] * cols[k];
+    size_t base = part_embedding(c, p);
+    for (int l = 0; l < p->count; l++, base += lp) {
+        if (n < max)
+            off[n] = base;
+        n++;
+        if (n < max)
+            off[n] = base + mlp;
+        n++;
+    }
+    if (p->head) {
+        if (n < max)
+            off[n] = base;
+        n++;
+    }
+    (void)d;
+    return n;
 }
 
 /* The shape of a model, before any buffer: 0 or an error. */
@@ -328,7 +426,15 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     int rc = gpt_config_check(c, e);
     if (rc)
         return rc;
-    g->part = part ? *part : (struct gpt_part){0, c->layers, true, true, 1};
+    g->part = part ? *part : (struct gpt_part){0, c->layers, true, true, 1, 1, 0};
+    int tp = part_tp(&g->part);
+    if (c->heads % tp != 0 || c->ffn % tp != 0 || c->vocab % tp != 0 || g->part.tprank < 0 ||
+        g->part.tprank >= tp)
+        return error_set(e, ERR_INVAL,
+                         "tensor parallelism over %d GPUs needs it to divide the heads (%d), the "
+                         "FFN width (%d) and the vocabulary (%d)",
+                         tp, c->heads, c->ffn, c->vocab);
+
     if (g->part.first < 0 || g->part.count < 1 || g->part.first + g->part.count > c->layers ||
         g->part.slots < 1 || g->part.slots > 4096)
         return error_set(e, ERR_INVAL,
@@ -342,6 +448,9 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->B = batch;
     g->N = batch * c->seq;
     g->hd = c->d / c->heads;
+    g->tp = tp, g->tr = g->part.tprank;
+    g->hl = c->heads / tp, g->dl = g->hl * g->hd, g->fl = c->ffn / tp;
+    g->vl = c->vocab / tp, g->v0 = g->tr * g->vl;
     g->ckpt = ckpt ? *ckpt : (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
     g->seg = gpt_ckpt_segment(&g->ckpt, g->part.count);
     g->fmt = fmt;
@@ -373,7 +482,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
 static void layout(struct gpt *g)
 {
     int L = g->c.layers;
-    size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->c.ffn, V = (size_t)g->c.vocab;
+    size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->fl, V = (size_t)g->vl;
     size_t T = (size_t)g->c.seq, half = (size_t)g->hd / 2;
     for (int k = 0; k < GPT_MEM_KINDS; k++)
         g->used[k] = 0;
@@ -407,7 +516,7 @@ static void layout(struct gpt *g)
 
     /* fp32 workspace */
     for (int a = 0; a < A_COUNT; a++)
-        g->w[a] = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a) * 4);
+        g->w[a] = g->ws[a] = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a) * 4);
     float **nd[] = {&g->tmp, &g->res, &g->dres, &g->dxn, &g->dq,
                     &g->dk,  &g->dv,  &g->datt, &g->hx,  &g->hn};
     g->hrstd = carve(g, GPT_MEM_WORKSPACE, N * 4);
@@ -421,21 +530,27 @@ static void layout(struct gpt *g)
     g->colsum = carve(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double));
     g->rope_cos = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
     g->rope_sin = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
+    if (g->tp > 1) {
+        g->rowmax = carve(g, GPT_MEM_WORKSPACE, N * 4);
+        g->rowsum = carve(g, GPT_MEM_WORKSPACE, N * 4);
+        g->rowtgt = carve(g, GPT_MEM_WORKSPACE, N * 4);
+    }
 
-    /* each layer's tensors, in the documented order; a part's flat buffer holds its layers
-     * right after the embedding (or first, without one) */
-    size_t emb = (size_t)g->c.vocab * d;
-    size_t shift =
-        gpt_tensor_at(&g->c, 1 + 9 * (size_t)pt->first).offset - (pt->embed || pt->head ? emb : 0);
+    /* each layer's tensors (or this rank's shards), in the documented order; a part's flat
+     * buffer holds its layers right after the embedding (or first, without one) */
+    size_t rows[9], cols[9], lp = part_layer_params(&g->c, g->tp);
+    layer_shapes(&g->c, g->tp, rows, cols);
     for (int l = pt->first; l < pt->first + pt->count; l++)
         for (int which = 0; which < 2; which++) {
             struct layer_ptrs *t = which ? &g->lg[l] : &g->lw[l];
-            float *base = which ? g->grads : g->params;
+            float *base = (which ? g->grads : g->params) + part_embedding(&g->c, pt) +
+                          (size_t)(l - pt->first) * lp;
             float **slot[9] = {&t->attn_norm, &t->wq,     &t->wk,   &t->wv,    &t->wo,
                                &t->mlp_norm,  &t->w_gate, &t->w_up, &t->w_down};
-            for (int k = 0; k < 9; k++)
-                *slot[k] =
-                    base + gpt_tensor_at(&g->c, 1 + 9 * (size_t)l + (size_t)k).offset - shift;
+            for (int k = 0; k < 9; k++) {
+                *slot[k] = base;
+                base += rows[k] * cols[k];
+            }
         }
 }
 
@@ -482,6 +597,10 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
         g->alloc = *alloc;
     if (!g->alloc.alloc)
         g->alloc.alloc = gpt_host_alloc, g->alloc.free = gpt_host_free;
+    if (g->tp > 1 && !g->alloc.tp_reduce) {
+        gpt_free(g);
+        return error_set(e, ERR_INVAL, "tensor parallelism needs the seam's tp_reduce");
+    }
     if (g->alloc.padded > g->nparams)
         g->nalloc = g->alloc.padded;
     static const char *const what[GPT_MEM_KINDS] = {[GPT_MEM_WEIGHTS] = "weights",
@@ -577,21 +696,22 @@ struct gpt_act_sizes gpt_act_sizes(const struct gpt *g)
 
 /* Matmul FLOPs (2 per multiply-add) of one layer's forward: the six projections, 2 N (4 d^2 +
  * 3 d F), and attention's QK^T and P V over full T x T blocks, 2 x 2 B H T^2 hd. */
+/* Matmul FLOPs of this rank (tp 1: of the whole layer) */
 static double attn_flops(const struct gpt *g)
 {
     double T = g->c.seq;
-    return 2.0 * 2.0 * g->B * g->c.heads * T * T * g->hd;
+    return 2.0 * 2.0 * g->B * g->hl * T * T * g->hd;
 }
 
 static double layer_flops(const struct gpt *g)
 {
-    double N = g->N, d = g->c.d, f = g->c.ffn;
-    return 2.0 * N * (4 * d * d + 3 * d * f) + attn_flops(g);
+    double N = g->N, d = g->c.d, dl = g->dl, f = g->fl;
+    return 2.0 * N * (4 * d * dl + 3 * d * f) + attn_flops(g);
 }
 
 static double head_flops(const struct gpt *g)
 {
-    return 2.0 * g->N * g->c.vocab * g->c.d;
+    return 2.0 * g->N * g->vl * g->c.d;
 }
 
 struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct gpt_ckpt *ckpt)
@@ -622,7 +742,8 @@ struct gpt_flops gpt_flops(const struct gpt *g)
 
 struct gpt_flops gpt_step_flops(const struct gpt_config *c, int batch, const struct gpt_ckpt *ckpt)
 {
-    struct gpt g = {.c = *c, .B = batch, .N = batch * c->seq, .hd = c->d / c->heads};
+    struct gpt g = {.c = *c, .B = batch, .N = batch * c->seq, .hd = c->d / c->heads, .tp = 1};
+    g.hl = c->heads, g.dl = c->d, g.fl = c->ffn, g.vl = c->vocab;
     g.ckpt = ckpt ? *ckpt : (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
     g.seg = gpt_ckpt_segment(&g.ckpt, c->layers);
     return gpt_flops(&g);
@@ -638,6 +759,14 @@ static void hook(const struct gpt *g, enum gpt_hook h, int unit)
 {
     if (g->alloc.hook)
         g->alloc.hook(g->alloc.ctx, h, unit);
+}
+
+/* Tensor parallelism: buf, this rank's part of a sum, becomes the group's sum (Megatron-LM's
+ * g operator after a row-parallel matmul, f's backward before a column-parallel one). */
+static void tp_sum(const struct gpt *g, float *buf, size_t n, const char *what)
+{
+    if (g->tp > 1)
+        g->alloc.tp_reduce(g->alloc.ctx, buf, n, GPT_TP_SUM, what);
 }
 
 void gpt_set_loss_tokens(struct gpt *g, double tokens)
@@ -656,30 +785,46 @@ void gpt_diag(const struct gpt *g, struct gpt_diag *out)
 
 /* ------------------------------------------------------------------ helpers */
 
-static inline void rnd(const struct gpt *g, float *p, size_t n)
+/* Rounds n values to the working format in place. The loops that produce a tensor block by
+ * block call these helpers' _in forms, whose time is their loop's phase; the plain forms time
+ * themselves as rounding. */
+static inline void rnd_in(const struct gpt *g, float *p, size_t n)
 {
     if (g->fmt != FP_FP32)
         fp_round_n(g->fmt, p, p, n);
 }
 
+static void rnd(const struct gpt *g, float *p, size_t n)
+{
+    if (g->fmt != FP_FP32) {
+        prof_enter(PROF_ROUNDING);
+        rnd_in(g, p, n);
+        prof_leave();
+    }
+}
+
 static void store(const struct gpt *g, void *dst, const float *src, size_t n)
 {
+    prof_enter(PROF_KEEP);
     if (g->fmt == FP_FP32)
         memcpy(dst, src, n * 4);
     else if (g->fmt == FP_FP16)
         fp16_from_f32_n(dst, src, n);
     else
         bf16_from_f32_n(dst, src, n);
+    prof_leave();
 }
 
 static void load(const struct gpt *g, float *dst, const void *src, size_t n)
 {
+    prof_enter(PROF_KEEP);
     if (g->fmt == FP_FP32)
         memcpy(dst, src, n * 4);
     else if (g->fmt == FP_FP16)
         fp16_to_f32_n(dst, src, n);
     else
         bf16_to_f32_n(dst, src, n);
+    prof_leave();
 }
 
 /* Whether any of n values is inf or NaN (all exponent bits set). */
@@ -705,10 +850,17 @@ static void name_nonfinite(struct gpt *g, int layer, const char *what)
 }
 
 /* A tensor already in the working format (or one that is about to change) is looked at. */
-static void check(struct gpt *g, const float *p, size_t n, int layer, const char *name)
+static void check_in(struct gpt *g, const float *p, size_t n, int layer, const char *name)
 {
     if (!g->nonfinite[0] && any_nonfinite(p, n))
         name_nonfinite(g, layer, name);
+}
+
+static void check(struct gpt *g, const float *p, size_t n, int layer, const char *name)
+{
+    prof_enter(PROF_ROUNDING);
+    check_in(g, p, n, layer, name);
+    prof_leave();
 }
 
 /* Values pass through the cache in blocks this long: each block is rounded, then checked
@@ -718,7 +870,7 @@ static void check(struct gpt *g, const float *p, size_t n, int layer, const char
 /* A tensor has just been computed in fp32: it is rounded to the working format where it is
  * produced (as a GPU kernel writing bf16 would) and, as it goes by, looked at for inf/NaN; the
  * first such tensor of the step is named "layer L NAME" (layer -1: NAME alone). */
-static void produced(struct gpt *g, float *p, size_t n, int layer, const char *name)
+static void produced_in(struct gpt *g, float *p, size_t n, int layer, const char *name)
 {
     bool look = !g->nonfinite[0];
     if (g->fmt == FP_FP32) {
@@ -736,6 +888,13 @@ static void produced(struct gpt *g, float *p, size_t n, int layer, const char *n
     }
 }
 
+static void produced(struct gpt *g, float *p, size_t n, int layer, const char *name)
+{
+    prof_enter(PROF_ROUNDING);
+    produced_in(g, p, n, layer, name);
+    prof_leave();
+}
+
 /* A weight gradient of layer `layer` (index L: the embedding and the norms outside the
  * layers) is produced: rounded, checked, and its elements that were nonzero in fp32 and
  * rounded to zero counted (underflow), in one pass. */
@@ -743,9 +902,11 @@ static void produced_grad(struct gpt *g, float *p, size_t n, int layer, const ch
 {
     int named = layer < g->c.layers ? layer : -1;
     bool look = !g->nonfinite[0];
+    prof_enter(PROF_ROUNDING);
     if (g->fmt == FP_FP32) {
         if (look && any_nonfinite(p, n))
             name_nonfinite(g, named, name);
+        prof_leave();
         return;
     }
     uint64_t under = 0;
@@ -763,27 +924,56 @@ static void produced_grad(struct gpt *g, float *p, size_t n, int layer, const ch
     }
     g->underflow[layer] += under;
     g->underflow_total += under;
+    prof_leave();
 }
 
 /* y [N, out] = x [N, in] W^T (W [out, in]) */
 static void mm_fwd(float *y, const float *x, const float *w, int n, int out, int in)
 {
+    prof_enter(PROF_MATMUL);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 0.0f, y,
                 out);
+    prof_leave();
 }
 
 /* dx [N, in] (+)= dy [N, out] W */
 static void mm_dx(float *dx, const float *dy, const float *w, int n, int out, int in, float beta)
 {
+    prof_enter(PROF_MATMUL);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in, beta,
                 dx, in);
+    prof_leave();
 }
 
 /* dW [out, in] = dy^T [out, N] x [N, in], or += with acc (micro-batches add up) */
 static void mm_dw_acc(float *dw, const float *dy, const float *x, int n, int out, int in, bool acc)
 {
+    prof_enter(PROF_MATMUL);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in,
                 acc ? 1.0f : 0.0f, dw, in);
+    prof_leave();
+}
+
+/* The calls that produce a tensor of layer l: compute it, round it to the format, check it
+ * (and count a weight gradient's underflow), so the passes read as the maths. */
+
+/* y [N, out] = x W^T, produced as `name` (NULL: rounded only, checked later) */
+static void linear(struct gpt *g, int l, const char *name, float *y, const float *x, const float *w,
+                   int out, int in)
+{
+    mm_fwd(y, x, w, g->N, out, in);
+    if (name)
+        produced(g, y, (size_t)g->N * out, l, name);
+    else
+        rnd(g, y, (size_t)g->N * out);
+}
+
+/* dW [out, in] = dy^T x (added to the buffer's when accumulating micro-batches), produced */
+static void weight_grad(struct gpt *g, int l, const char *name, float *dw, const float *dy,
+                        const float *x, int out, int in)
+{
+    mm_dw_acc(dw, dy, x, g->N, out, in, g->accumulate);
+    produced_grad(g, dw, (size_t)out * in, l, name);
 }
 
 /* 1 / sqrt(mean(x^2) + eps) of one row, the same in forward and backward */
@@ -798,6 +988,7 @@ static float rms_rstd(const float *x, int d)
 /* y = x / rms(x) * w, row by row (Zhang and Sennrich 2019); rstd[r] = 1 / rms(x_r) */
 static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n, int d)
 {
+    prof_enter(PROF_NORM);
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * d;
         float *yr = y + (size_t)r * d;
@@ -805,13 +996,27 @@ static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n
         for (int j = 0; j < d; j++)
             yr[j] = (xr[j] * s) * w[j];
     }
+    prof_leave();
 }
 
-/* With xh = x s (s = rstd) and y = xh w: dw += sum_rows dy xh;
- * dx = s (dy w - xh mean(dy w xh)), added into dx. */
+/* y = RMSNorm(x) w for the N rows, produced (rstd kept for the backward pass) */
+static void rmsnorm(struct gpt *g, int l, const char *name, float *y, float *rstd, const float *x,
+                    const float *w)
+{
+    rms_fwd(y, rstd, x, w, g->N, g->c.d);
+    produced(g, y, (size_t)g->N * g->c.d, l, name);
+}
+
+/* RMSNorm's backward, row by row. With s = 1 / sqrt(mean(x^2) + eps), xh = x s, y = xh w and
+ * g = dy w (the gradient reaching xh):
+ *     dw = sum over rows of dy xh
+ *     ds/dx_k = -s^3 x_k / d, so dxh_j/dx_k = s delta_jk - x_j s^3 x_k / d and
+ *     dx_k = sum_j g_j dxh_j/dx_k = s (g_k - xh_k mean_j(g_j xh_j)),
+ * added into dx (it joins the residual stream's gradient). */
 static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float *rstd,
                     const float *w, const float *dy, int n, int d)
 {
+    prof_enter(PROF_NORM);
     double *cs = g->colsum;
     memset(cs, 0, (size_t)d * sizeof *cs);
     for (int r = 0; r < n; r++) {
@@ -830,13 +1035,17 @@ static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const f
     }
     for (int j = 0; j < d; j++)
         dw[j] = g->accumulate ? dw[j] + (float)cs[j] : (float)cs[j];
+    prof_leave();
 }
 
-/* Rotary embedding, rotate-half: for each head, pairs (i, i + hd/2) rotate by pos * theta_i.
- * dir -1 applies the inverse rotation (the backward pass). */
-static void rope(const struct gpt *g, float *x, int dir)
+/* Rotary embedding, rotate-half (Su et al. 2021): for each head, the pair (a, b) = (x_i,
+ * x_{i + hd/2}) turns by the angle pos theta_i: (a cos - b sin, b cos + a sin), y = R x with
+ * R a rotation. Its backward is dx = R^T dy, and R^T = R^-1 is the turn by -pos theta_i:
+ * dir -1 (sin negated). */
+static void rope_n(const struct gpt *g, float *x, int dir)
 {
-    int T = g->c.seq, H = g->c.heads, hd = g->hd, half = hd / 2, d = g->c.d;
+    int T = g->c.seq, H = g->hl, hd = g->hd, half = hd / 2, d = g->dl;
+    prof_enter(PROF_ROPE);
     for (int r = 0; r < g->N; r++) {
         int t = r % T;
         const float *cs = g->rope_cos + (size_t)t * half, *sn = g->rope_sin + (size_t)t * half;
@@ -849,16 +1058,79 @@ static void rope(const struct gpt *g, float *x, int dir)
             }
         }
     }
+    prof_leave();
+}
+
+/* x rotated (dir 1) or turned back (-1), produced as `name` (NULL: rounded only) */
+static void rope(struct gpt *g, int l, const char *name, float *x, int dir)
+{
+    rope_n(g, x, dir);
+    if (name)
+        produced(g, x, (size_t)g->N * g->dl, l, name);
+    else
+        rnd(g, x, (size_t)g->N * g->dl);
+}
+
+/* y = a + b (a residual connection), produced block by block while in cache. */
+static void add(struct gpt *g, float *y, const float *a, const float *b, size_t n, int layer,
+                const char *name)
+{
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
+        for (size_t j = i; j < i + m; j++)
+            y[j] = a[j] + b[j];
+        produced_in(g, y + i, m, layer, name);
+    }
+}
+
+/* SwiGLU's gate (Shazeer 2020, "GLU Variants Improve Transformer"): h = silu(a) u with
+ * silu(a) = a sg(a), sg the logistic sigmoid 1 / (1 + e^-a); produced block by block. */
+static void swiglu_forward(struct gpt *g, float *h, const float *a, const float *u, size_t n,
+                           int layer)
+{
+    prof_enter(PROF_SWIGLU);
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
+        for (size_t j = i; j < i + m; j++)
+            h[j] = a[j] / (1.0f + expf(-a[j])) * u[j];
+        produced_in(g, h + i, m, layer, "mlp hidden");
+    }
+    prof_leave();
+}
+
+/* Its backward: du = dh silu(a) and da = dh u silu'(a), where
+ *     silu'(a) = sg(a) + a sg'(a) = sg + a sg (1 - sg) = sg (1 + a (1 - sg))
+ * (sg' = sg (1 - sg)); both rounded to the format block by block. */
+static void swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, const float *a,
+                            const float *u, size_t n)
+{
+    prof_enter(PROF_SWIGLU);
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
+        for (size_t j = i; j < i + m; j++) {
+            float x = a[j], sg = 1.0f / (1.0f + expf(-x));
+            du[j] = dh[j] * (x * sg);
+            da[j] = dh[j] * u[j] * (sg * (1.0f + x * (1.0f - sg)));
+        }
+        rnd_in(g, da + i, m);
+        rnd_in(g, du + i, m);
+    }
+    prof_leave();
 }
 
 /* ------------------------------------------------------------------ attention */
 
-/* scores = q k^T / sqrt(hd) per (batch, head), causal, then softmax; into w[A_P]. */
+/* P = softmax(q k^T / sqrt(hd)) per (batch, head), causal: row i weighs positions j <= i;
+ * into w[A_P]. Each head's T x T block is produced whole while it is in cache: the scores
+ * rounded and checked ("attn scores"), the softmax, the probabilities rounded and checked
+ * ("attn probs": never the first non-finite tensor, since the softmax of a finite row is
+ * finite). Masked entries (j > i) are 0 and take no part in the softmax. */
 static void attn_probs(struct gpt *g, int l)
 {
-    int T = g->c.seq, H = g->c.heads, hd = g->hd, d = g->c.d;
+    int T = g->c.seq, H = g->hl, hd = g->hd, d = g->dl;
     float scale = (float)(1.0 / sqrt((double)hd));
     size_t TT = (size_t)T * T;
+    prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
             const float *q = g->w[A_Q] + (size_t)b * T * d + (size_t)h * hd;
@@ -867,34 +1139,34 @@ static void attn_probs(struct gpt *g, int l)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, scale, q, d, k, d, 0.0f,
                         s, T);
             for (int i = 0; i < T; i++)
-                for (int j = i + 1; j < T; j++)
-                    s[(size_t)i * T + j] = 0.0f; /* masked; not part of the softmax */
+                memset(s + (size_t)i * T + i + 1, 0, (size_t)(T - 1 - i) * sizeof *s);
+            rnd_in(g, s, TT);
+            if (g->inj && g->inj->nan_scores_layer == l && b == 0 && h == 0)
+                s[0] = NAN;
+            check_in(g, s, TT, l, "attn scores");
+            for (int i = 0; i < T; i++) {
+                float *row = s + (size_t)i * T;
+                float mx = row[0];
+                for (int j = 1; j <= i; j++)
+                    mx = row[j] > mx ? row[j] : mx;
+                float sum = 0;
+                for (int j = 0; j <= i; j++)
+                    sum += row[j] = expf(row[j] - mx);
+                float inv = 1.0f / sum;
+                for (int j = 0; j <= i; j++)
+                    row[j] *= inv;
+            }
+            produced_in(g, s, TT, l, "attn probs");
         }
-    size_t n = (size_t)g->B * H * TT;
-    rnd(g, g->w[A_P], n);
-    if (g->inj && g->inj->nan_scores_layer == l)
-        g->w[A_P][0] = NAN;
-    check(g, g->w[A_P], n, l, "attn scores");
-    for (size_t m = 0; m < (size_t)g->B * H; m++)
-        for (int i = 0; i < T; i++) {
-            float *row = g->w[A_P] + m * TT + (size_t)i * T;
-            float mx = row[0];
-            for (int j = 1; j <= i; j++)
-                mx = row[j] > mx ? row[j] : mx;
-            float sum = 0;
-            for (int j = 0; j <= i; j++)
-                sum += row[j] = expf(row[j] - mx);
-            float inv = 1.0f / sum;
-            for (int j = 0; j <= i; j++)
-                row[j] *= inv;
-        }
-    rnd(g, g->w[A_P], n);
+    prof_leave();
 }
 
-static void attn_out(struct gpt *g)
+/* att = P v per (batch, head), produced. */
+static void attn_out(struct gpt *g, int l)
 {
-    int T = g->c.seq, H = g->c.heads, hd = g->hd, d = g->c.d;
+    int T = g->c.seq, H = g->hl, hd = g->hd, d = g->dl;
     size_t TT = (size_t)T * T;
+    prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
             const float *p = g->w[A_P] + ((size_t)b * H + h) * TT;
@@ -903,79 +1175,71 @@ static void attn_out(struct gpt *g)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, v, d, 0.0f,
                         o, d);
         }
+    prof_leave();
+    produced(g, g->w[A_ATT], (size_t)g->N * d, l, "attn out");
 }
 
 /* ------------------------------------------------------------------ one layer */
+
+/* Where a layer's tensors are computed and read: a kept tensor stored in fp32 (every one in
+ * fp32 training, the RMSNorm statistics always) is computed in its saved set itself, since
+ * copying it there would change nothing; the others in the workspace, rounded to the format
+ * as they are stored. */
+static void bind(struct gpt *g, void *const *set)
+{
+    for (int a = 0; a < A_COUNT; a++) {
+        bool fp32 = g->fmt == FP_FP32 || a == A_RSTD1 || a == A_RSTD2;
+        g->w[a] = set && set[a] && fp32 ? set[a] : g->ws[a];
+    }
+}
 
 /* Runs layer l on the residual stream res (updated in place to the layer's output); keeps the
  * tensors of `save` (any may be NULL). Every tensor is rounded to the working format where it is
  * produced, as a bf16 kernel would write it. */
 static void layer_forward(struct gpt *g, int l, float *res, void **save)
 {
-    int N = g->N, d = g->c.d, f = g->c.ffn;
+    int N = g->N, d = g->c.d, dl = g->dl, f = g->fl; /* a tensor-parallel rank's widths */
     size_t nd = (size_t)N * d, nf = (size_t)N * f;
     const struct layer_ptrs *W = &g->lw[l];
     float **w = g->w;
+    bind(g, save);
     if (save && save[A_X])
         store(g, save[A_X], res, nd);
 
     /* attention: xn1 = RMSNorm(x); q, k, v = xn1 Wq^T, xn1 Wk^T, xn1 Wv^T, q and k rotated by
      * their position (RoPE); att = softmax(q k^T / sqrt(hd), causal) v; xm = x + att Wo^T */
-    rms_fwd(w[A_XN1], w[A_RSTD1], res, W->attn_norm, N, d);
-    produced(g, w[A_XN1], nd, l, "attn norm");
-    mm_fwd(w[A_Q], w[A_XN1], W->wq, N, d, d);
-    mm_fwd(w[A_K], w[A_XN1], W->wk, N, d, d);
-    mm_fwd(w[A_V], w[A_XN1], W->wv, N, d, d);
-    rnd(g, w[A_Q], nd); /* the projections' outputs, before the rotation */
-    rnd(g, w[A_K], nd);
-    rope(g, w[A_Q], 1);
-    rope(g, w[A_K], 1);
-    produced(g, w[A_Q], nd, l, "q");
-    produced(g, w[A_K], nd, l, "k");
-    produced(g, w[A_V], nd, l, "v");
+    rmsnorm(g, l, "attn norm", w[A_XN1], w[A_RSTD1], res, W->attn_norm);
+    linear(g, l, NULL, w[A_Q], w[A_XN1], W->wq, dl, d); /* rounded, rotated, then checked */
+    linear(g, l, NULL, w[A_K], w[A_XN1], W->wk, dl, d);
+    rope(g, l, "q", w[A_Q], 1);
+    rope(g, l, "k", w[A_K], 1);
+    linear(g, l, "v", w[A_V], w[A_XN1], W->wv, dl, d);
     attn_probs(g, l);
-    check(g, w[A_P], (size_t)g->B * g->c.heads * g->c.seq * g->c.seq, l, "attn probs");
-    attn_out(g);
-    produced(g, w[A_ATT], nd, l, "attn out");
-    mm_fwd(g->tmp, w[A_ATT], W->wo, N, d, d);
-    produced(g, g->tmp, nd, l, "attn proj");
-    for (size_t i = 0; i < nd; i++)
-        w[A_XM][i] = res[i] + g->tmp[i];
-    produced(g, w[A_XM], nd, l, "attn residual");
+    attn_out(g, l);
+    linear(g, l, "attn proj", g->tmp, w[A_ATT], W->wo, d, dl);
+    tp_sum(g, g->tmp, nd, "attn proj"); /* each rank's heads' share of the projection */
+    add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
 
     /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T */
-    rms_fwd(w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm, N, d);
-    produced(g, w[A_XN2], nd, l, "mlp norm");
-    mm_fwd(w[A_G], w[A_XN2], W->w_gate, N, f, d);
-    mm_fwd(w[A_U], w[A_XN2], W->w_up, N, f, d);
-    produced(g, w[A_G], nf, l, "gate");
-    produced(g, w[A_U], nf, l, "up");
-    for (size_t i = 0; i < nf; i++) {
-        float x = w[A_G][i];
-        w[A_H][i] = x / (1.0f + expf(-x)) * w[A_U][i];
-    }
-    produced(g, w[A_H], nf, l, "mlp hidden");
-    mm_fwd(g->tmp, w[A_H], W->w_down, N, d, f);
-    produced(g, g->tmp, nd, l, "mlp out");
-    for (size_t i = 0; i < nd; i++)
-        res[i] = w[A_XM][i] + g->tmp[i];
-    produced(g, res, nd, l, "output");
+    rmsnorm(g, l, "mlp norm", w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm);
+    linear(g, l, "gate", w[A_G], w[A_XN2], W->w_gate, f, d);
+    linear(g, l, "up", w[A_U], w[A_XN2], W->w_up, f, d);
+    swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
+    linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
+    tp_sum(g, g->tmp, nd, "mlp out"); /* each rank's share of the FFN width */
+    add(g, res, w[A_XM], g->tmp, nd, l, "output");
 
-    if (save)
+    if (save) /* the kept tensors not computed in place */
         for (int a = A_RSTD1; a < A_COUNT; a++)
-            if (save[a]) {
-                if (a == A_RSTD1 || a == A_RSTD2)
-                    memcpy(save[a], w[a], act_bytes(g, a));
-                else
-                    store(g, save[a], w[a], act_elems(g, a));
-            }
+            if (save[a] && save[a] != w[a])
+                store(g, save[a], w[a], act_elems(g, a));
 }
 
 /* The MLP's backward, with the layer's tensors in the workspace: dres holds d loss / d out on
  * entry, d loss / d xm on return; writes the gradients of w_down, w_gate, w_up and mlp_norm. */
 static void mlp_backward(struct gpt *g, int l, float *dres)
 {
-    int N = g->N, d = g->c.d, f = g->c.ffn;
+    int N = g->N, d = g->c.d, f = g->fl;
     size_t nd = (size_t)N * d, nf = (size_t)N * f;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->w;
@@ -986,47 +1250,32 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     if (g->inj && g->inj->inf_grad_layer == l)
         g->dh[0] = INFINITY; /* the lessons' injected overflow */
     check(g, g->dh, nf, l, "grad mlp hidden");
-    mm_dw_acc(G->w_down, dres, w[A_H], N, d, f, g->accumulate);
-    produced_grad(g, G->w_down, (size_t)d * f, l, "grad w_down");
+    weight_grad(g, l, "grad w_down", G->w_down, dres, w[A_H], d, f);
 
-    /* h = silu(a) u with silu(a) = a sg(a), sg the logistic sigmoid: du = dh silu(a) and
-     * da = dh u silu'(a), where silu'(a) = sg(a) + a sg(a) (1 - sg(a)) = sg (1 + a (1 - sg)) */
-    for (size_t i = 0; i < nf; i++) {
-        float x = w[A_G][i], sg = 1.0f / (1.0f + expf(-x));
-        g->du[i] = g->dh[i] * (x * sg);
-        g->dg[i] = g->dh[i] * w[A_U][i] * (sg * (1.0f + x * (1.0f - sg)));
-    }
-    rnd(g, g->dg, nf);
-    rnd(g, g->du, nf);
-    mm_dw_acc(G->w_gate, g->dg, w[A_XN2], N, f, d, g->accumulate);
-    mm_dw_acc(G->w_up, g->du, w[A_XN2], N, f, d, g->accumulate);
-    produced_grad(g, G->w_gate, (size_t)f * d, l, "grad w_gate");
-    produced_grad(g, G->w_up, (size_t)f * d, l, "grad w_up");
+    /* h = silu(a) u: see swiglu_backward */
+    swiglu_backward(g, g->dg, g->du, g->dh, w[A_G], w[A_U], nf);
+    weight_grad(g, l, "grad w_gate", G->w_gate, g->dg, w[A_XN2], f, d);
+    weight_grad(g, l, "grad w_up", G->w_up, g->du, w[A_XN2], f, d);
     /* a = xn2 Wg^T, u = xn2 Wu^T: dxn2 = da Wg + du Wu */
     mm_dx(g->dxn, g->dg, W->w_gate, N, f, d, 0.0f);
     mm_dx(g->dxn, g->du, W->w_up, N, f, d, 1.0f);
     produced(g, g->dxn, nd, l, "grad mlp norm");
-    /* xn2 = RMSNorm(xm), added into dres: see rms_bwd */
+    tp_sum(g, g->dxn, nd, "grad mlp norm"); /* xn2 fed every rank's share of the width */
+    /* xn2 = RMSNorm(xm): see rms_bwd; dxm joins the residual's gradient in dres */
     rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, N, d);
     produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
     produced(g, dres, nd, l, "grad attn residual");
 }
 
-/* The attention's backward: dres holds d loss / d xm on entry, d loss / d x (the layer's
- * input) on return; writes the gradients of wo, wq, wk, wv and attn_norm. */
-static void attn_backward(struct gpt *g, int l, float *dres)
+/* The attention core's backward, per (batch, head), from datt to dq, dk, dv (rounded), with
+ * the probabilities, q, k and v of layer l in the workspace. */
+static void attn_core_backward(struct gpt *g, int l)
 {
-    int N = g->N, d = g->c.d, T = g->c.seq, H = g->c.heads, hd = g->hd;
+    int N = g->N, d = g->dl, T = g->c.seq, H = g->hl, hd = g->hd;
     size_t nd = (size_t)N * d, TT = (size_t)T * T;
-    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->w;
-
-    /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
-    mm_dx(g->datt, dres, W->wo, N, d, d, 0.0f);
-    rnd(g, g->datt, nd);
-    mm_dw_acc(G->wo, dres, w[A_ATT], N, d, d, g->accumulate);
-    produced_grad(g, G->wo, (size_t)d * d, l, "grad wo");
     float scale = (float)(1.0 / sqrt((double)hd));
+    prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
             size_t off = (size_t)b * T * d + (size_t)h * hd;
@@ -1038,7 +1287,7 @@ static void attn_backward(struct gpt *g, int l, float *dres)
                         w[A_V] + off, d, 0.0f, dp, T);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, dO, d, 0.0f,
                         g->dv + off, d);
-            rnd(g, dp, TT);
+            rnd_in(g, dp, TT);
             /* P = softmax(S) row by row: dS_j = P_j (dP_j - sum_k P_k dP_k), since
              * dP_i/dS_j = P_i (delta_ij - P_j); times the 1/sqrt(hd) of S = q k^T / sqrt(hd).
              * Masked entries (j > i) have P = 0 and get no gradient. */
@@ -1053,32 +1302,46 @@ static void attn_backward(struct gpt *g, int l, float *dres)
                 for (int j = i + 1; j < T; j++)
                     dr[j] = 0.0f;
             }
-            produced(g, dp, TT, l, "grad attn scores");
+            produced_in(g, dp, TT, l, "grad attn scores");
             /* S = Q K^T (scaled above): dQ = dS K, dK = dS^T Q */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
                         w[A_K] + off, d, 0.0f, g->dq + off, d);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
                         w[A_Q] + off, d, 0.0f, g->dk + off, d);
         }
+    prof_leave();
     rnd(g, g->dq, nd);
     rnd(g, g->dk, nd);
     rnd(g, g->dv, nd);
-    /* RoPE is a rotation R(pos) per pair: its gradient is the transposed, inverse rotation */
-    rope(g, g->dq, -1);
-    rope(g, g->dk, -1);
-    rnd(g, g->dq, nd);
-    rnd(g, g->dk, nd);
-    mm_dw_acc(G->wq, g->dq, w[A_XN1], N, d, d, g->accumulate);
-    mm_dw_acc(G->wk, g->dk, w[A_XN1], N, d, d, g->accumulate);
-    mm_dw_acc(G->wv, g->dv, w[A_XN1], N, d, d, g->accumulate);
-    produced_grad(g, G->wq, (size_t)d * d, l, "grad wq");
-    produced_grad(g, G->wk, (size_t)d * d, l, "grad wk");
-    produced_grad(g, G->wv, (size_t)d * d, l, "grad wv");
+    /* q and k were rotated after their projections: dq, dk turned back (see rope) */
+    rope(g, l, NULL, g->dq, -1);
+    rope(g, l, NULL, g->dk, -1);
+}
+
+/* The attention's backward: dres holds d loss / d xm on entry, d loss / d x (the layer's
+ * input) on return; writes the gradients of wo, wq, wk, wv and attn_norm. */
+static void attn_backward(struct gpt *g, int l, float *dres)
+{
+    int N = g->N, d = g->c.d, dl = g->dl;
+    size_t nd = (size_t)N * d;
+    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
+    float **w = g->w;
+
+    /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
+    mm_dx(g->datt, dres, W->wo, N, d, dl, 0.0f);
+    rnd(g, g->datt, (size_t)N * dl);
+    weight_grad(g, l, "grad wo", G->wo, dres, w[A_ATT], d, dl);
+    /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see attn_core_backward */
+    attn_core_backward(g, l);
+    weight_grad(g, l, "grad wq", G->wq, g->dq, w[A_XN1], dl, d);
+    weight_grad(g, l, "grad wk", G->wk, g->dk, w[A_XN1], dl, d);
+    weight_grad(g, l, "grad wv", G->wv, g->dv, w[A_XN1], dl, d);
     /* q, k, v = xn1 W^T: dxn1 = dq Wq + dk Wk + dv Wv */
-    mm_dx(g->dxn, g->dq, W->wq, N, d, d, 0.0f);
-    mm_dx(g->dxn, g->dk, W->wk, N, d, d, 1.0f);
-    mm_dx(g->dxn, g->dv, W->wv, N, d, d, 1.0f);
+    mm_dx(g->dxn, g->dq, W->wq, N, dl, d, 0.0f);
+    mm_dx(g->dxn, g->dk, W->wk, N, dl, d, 1.0f);
+    mm_dx(g->dxn, g->dv, W->wv, N, dl, d, 1.0f);
     produced(g, g->dxn, nd, l, "grad attn norm");
+    tp_sum(g, g->dxn, nd, "grad attn norm"); /* xn1 fed every rank's heads */
     rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->dxn, N, d);
     produced_grad(g, G->attn_norm, (size_t)d, l, "grad attn_norm");
     produced(g, dres, nd, l, "grad input");
@@ -1095,17 +1358,17 @@ static void layer_backward(struct gpt *g, int l, float *dres)
 /* Decodes a saved set into the workspace; recomputes the probabilities if they were not kept. */
 static void load_set(struct gpt *g, int l, void **set)
 {
+    bind(g, set);
     for (int a = 0; a < A_COUNT; a++)
-        if (set[a]) {
-            if (a == A_RSTD1 || a == A_RSTD2)
-                memcpy(g->w[a], set[a], act_bytes(g, a));
-            else
-                load(g, g->w[a], set[a], act_elems(g, a));
-        }
+        if (set[a] && set[a] != g->w[a])
+            load(g, g->w[a], set[a], act_elems(g, a));
     if (!set[A_P]) { /* selective: the attention core comes back to life, in its slot */
         charge(g, (long long)act_bytes(g, A_P));
+        if (g->fmt == FP_FP32)
+            g->w[A_P] = g->pslot;
         attn_probs(g, l);
-        store(g, g->pslot, g->w[A_P], act_elems(g, A_P)); /* already rounded: exact */
+        if (g->w[A_P] != g->pslot)
+            store(g, g->pslot, g->w[A_P], act_elems(g, A_P)); /* already rounded: exact */
         compute(g, attn_flops(g) / 2, "recompute", l);
     }
 }
@@ -1142,8 +1405,17 @@ static void embed_forward(struct gpt *g, const int32_t *tokens)
     int N = g->N, d = g->c.d;
     const float *E = g->params;
     hook(g, GPT_HOOK_FORWARD, GPT_UNIT_EMBED);
-    for (int r = 0; r < N; r++)
-        memcpy(g->res + (size_t)r * d, E + (size_t)tokens[r] * d, (size_t)d * 4);
+    /* vocabulary-parallel: a rank has rows v0..v0+vl-1; the others' tokens are zeros here and
+     * come from their rank in the sum */
+    for (int r = 0; r < N; r++) {
+        int t = tokens[r] - g->v0;
+        float *x = g->res + (size_t)r * d;
+        if (t >= 0 && t < g->vl)
+            memcpy(x, E + (size_t)t * d, (size_t)d * 4);
+        else
+            memset(x, 0, (size_t)d * 4);
+    }
+    tp_sum(g, g->res, (size_t)N * d, "embedding");
     hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_EMBED);
     check(g, g->res, (size_t)N * d, -1, "embedding");
 }
@@ -1172,17 +1444,57 @@ static void layers_forward(struct gpt *g, int slot)
     }
 }
 
+/* The cross-entropy over a vocabulary split between the tensor-parallel ranks (Megatron-LM's
+ * vocab-parallel cross-entropy): each rank has logits z for its rows only; the row maximum,
+ * the sum of exp(z - max) and the target's logit (held by one rank, 0 on the others) are
+ * reduced over the group in fp32, so lse = log(sum) + max and the loss lse - z_target are
+ * every rank's, and each keeps softmax = exp(z - lse) for its rows. The sum of the rows' losses. */
+static double parallel_cross_entropy(struct gpt *g, float *probs, const int32_t *targets)
+{
+    int N = g->N, V = g->vl;
+    prof_enter(PROF_LOSS);
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        float mx = z[0];
+        for (int j = 1; j < V; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        g->rowmax[r] = mx;
+    }
+    g->alloc.tp_reduce(g->alloc.ctx, g->rowmax, (size_t)N, GPT_TP_MAX_FP32, "logits max");
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        double s = 0;
+        for (int j = 0; j < V; j++)
+            s += exp((double)z[j] - g->rowmax[r]);
+        int t = targets[r] - g->v0;
+        g->rowsum[r] = (float)s;
+        g->rowtgt[r] = t >= 0 && t < V ? z[t] : 0.0f;
+    }
+    g->alloc.tp_reduce(g->alloc.ctx, g->rowsum, (size_t)N, GPT_TP_SUM_FP32, "sum of exp(logits)");
+    g->alloc.tp_reduce(g->alloc.ctx, g->rowtgt, (size_t)N, GPT_TP_SUM_FP32, "target logits");
+    double loss = 0;
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        float *pr = probs + (size_t)r * V;
+        double lse = log((double)g->rowsum[r]) + g->rowmax[r];
+        for (int j = 0; j < V; j++)
+            pr[j] = (float)exp((double)z[j] - lse);
+        loss += lse - g->rowtgt[r];
+    }
+    prof_leave();
+    return loss;
+}
+
 /* The ends: final norm, logits = hn E^T, softmax in fp32, mean cross-entropy. */
 static double head_forward(struct gpt *g, int slot, const int32_t *targets)
 {
-    int N = g->N, d = g->c.d, V = g->c.vocab;
+    int N = g->N, d = g->c.d, V = g->vl; /* this rank's vocabulary */
     size_t nd = (size_t)N * d, nv = (size_t)N * V;
     void **head = g->head[slot];
     const float *E = g->params, *wf = g->params + g->nparams - d;
     hook(g, GPT_HOOK_FORWARD, GPT_UNIT_HEAD);
     store(g, head[H_X], g->res, nd);
-    rms_fwd(g->hn, head[H_RSTD], g->res, wf, N, d);
-    produced(g, g->hn, nd, -1, "final norm");
+    rmsnorm(g, -1, "final norm", g->hn, head[H_RSTD], g->res, wf);
     store(g, head[H_N], g->hn, nd);
     mm_fwd(g->logits, g->hn, E, N, V, d);
     if (g->inj && g->inj->logit_factor != 1.0f)
@@ -1191,6 +1503,13 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
     produced(g, g->logits, nv, -1, "logits");
     float *probs = head[H_PROBS];
     double loss = 0;
+    if (g->tp > 1) {
+        loss = parallel_cross_entropy(g, probs, targets);
+        charge(g, (long long)g->head_bytes);
+        compute(g, head_flops(g), "head forward", -1);
+        return loss / N;
+    }
+    prof_enter(PROF_LOSS);
     for (int r = 0; r < N; r++) {
         const float *z = g->logits + (size_t)r * V;
         float *pr = probs + (size_t)r * V;
@@ -1205,6 +1524,7 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
             pr[j] = (float)exp((double)z[j] - lse);
         loss += lse - z[targets[r]];
     }
+    prof_leave();
     charge(g, (long long)g->head_bytes);
     compute(g, head_flops(g), "head forward", -1);
     return loss / N;
@@ -1215,21 +1535,25 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
  * d loss / d (the last layer's output) into dres. */
 static void head_backward(struct gpt *g, int slot, const int32_t *targets, float loss_scale)
 {
-    int N = g->N, d = g->c.d, V = g->c.vocab, L = g->c.layers;
+    int N = g->N, d = g->c.d, V = g->vl, L = g->c.layers; /* this rank's vocabulary */
     size_t nd = (size_t)N * d, nv = (size_t)N * V;
     void **head = g->head[slot];
     float *E = g->params, *gE = g->grads, *dl = g->logits;
     const float *probs = head[H_PROBS];
     float coef = loss_scale / (float)g->loss_tokens;
+    prof_enter(PROF_LOSS);
     for (int r = 0; r < N; r++) {
         const float *pr = probs + (size_t)r * V;
         float *z = dl + (size_t)r * V;
         for (int j = 0; j < V; j++)
             z[j] = pr[j];
-        z[targets[r]] -= 1.0f;
+        int t = targets[r] - g->v0; /* the one-hot is on the target's rank */
+        if (t >= 0 && t < V)
+            z[t] -= 1.0f;
         for (int j = 0; j < V; j++)
             z[j] *= coef;
     }
+    prof_leave();
     if (g->inj && g->inj->logit_factor != 1.0f)
         for (size_t i = 0; i < nv; i++)
             dl[i] *= g->inj->logit_factor;
@@ -1240,6 +1564,7 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
     mm_dw_acc(gE, dl, g->hn, N, V, d, g->accumulate); /* the head's share of the embedding's */
     mm_dx(g->dxn, dl, E, N, V, d, 0.0f);
     rnd(g, g->dxn, nd);
+    tp_sum(g, g->dxn, nd, "grad head input"); /* hn fed every rank's vocabulary */
     memset(g->dres, 0, nd * 4);
     float *gwf = g->grads + g->nparams - d;
     rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, N, d);
@@ -1297,12 +1622,15 @@ static void layers_backward(struct gpt *g, int slot)
  * head's share, when this model holds the head too). */
 static void embed_backward(struct gpt *g, const int32_t *tokens)
 {
-    int N = g->N, d = g->c.d, V = g->c.vocab;
+    int N = g->N, d = g->c.d, V = g->vl; /* this rank's vocabulary rows */
     float *gE = g->grads;
     if (!g->part.head && !g->accumulate) /* no head share: the rows alone */
         memset(gE, 0, (size_t)V * d * sizeof *gE);
     for (int r = 0; r < N; r++) {
-        float *dst = gE + (size_t)tokens[r] * d;
+        int t = tokens[r] - g->v0;
+        if (t < 0 || t >= V)
+            continue;
+        float *dst = gE + (size_t)t * d;
         const float *src = g->dres + (size_t)r * d;
         for (int j = 0; j < d; j++)
             dst[j] += src[j];

@@ -100,10 +100,11 @@ enum gpt_ckpt_kind { GPT_CKPT_NONE, GPT_CKPT_SEGMENTS, GPT_CKPT_SELECTIVE };
 struct gpt_ckpt {
     enum gpt_ckpt_kind kind;
     int every;     /* segment length for GPT_CKPT_SEGMENTS; 0 means sqrt (resolved by gpt_new) */
-    char name[24]; /* as given: "none", "full", "every:2", "sqrt", "selective" */
+    char name[24]; /* "none", "full", "every:2", "sqrt", "selective" (ckpt_name) */
 };
 
-/* Parses "none", "full", "every:K" (K >= 1), "sqrt", "selective"; 0 or ERR_INVAL. */
+/* Parses "none", "full", "every:K" (K >= 1), "sqrt", "selective" (base/ckpt.h's vocabulary,
+ * shared with the calculator); 0 or ERR_INVAL. */
 int gpt_ckpt_parse(const char *s, struct gpt_ckpt *out, struct error *e);
 /* The segment length a policy uses for L layers (1 for full; 0 when not segmented). */
 int gpt_ckpt_segment(const struct gpt_ckpt *p, int layers);
@@ -147,6 +148,11 @@ enum gpt_hook { GPT_HOOK_FORWARD, GPT_HOOK_FORWARD_DONE, GPT_HOOK_BACKWARD, GPT_
 #define GPT_UNIT_EMBED (-1)
 #define GPT_UNIT_HEAD  (-2)
 
+/* The reductions of tensor parallelism: the sum of partial activations or their gradients,
+ * carried in the training format (the values are rounded to it already; each addition rounds
+ * again, as a bf16 all-reduce does); and the cross-entropy's row statistics, in fp32. */
+enum gpt_tp_op { GPT_TP_SUM, GPT_TP_SUM_FP32, GPT_TP_MAX_FP32 };
+
 struct gpt_alloc {
     void *(*alloc)(void *ctx, enum gpt_mem kind, size_t bytes, const char *what);
     void (*free)(void *ctx, enum gpt_mem kind, void *p, size_t bytes);
@@ -157,6 +163,10 @@ struct gpt_alloc {
     void (*compute)(void *ctx, double flops, const char *what, int layer);
     /* Called at each point of a step listed above gpt_alloc; may be NULL. */
     void (*hook)(void *ctx, enum gpt_hook h, int unit);
+    /* Tensor parallelism: buf (n floats, the same n on every GPU of the tensor-parallel group)
+     * becomes the element-wise sum or maximum over the group (see enum gpt_tp_op). Needed when
+     * the part's tp > 1; what names the tensor for the trace. */
+    void (*tp_reduce)(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const char *what);
     void *ctx;
     /* The fp32 parameters and gradients the CPU computes with are the run's weights and
      * gradients (false: fp32 training, unsharded) or the emulation's workspace (true: mixed
@@ -199,16 +209,39 @@ struct gpt;
  * embedding's copy that computes the logits; Megatron-LM keeps one on each end and sums their
  * gradients), for `slots` micro-batches in flight at once (each keeps its own activations).
  * Its flat buffer holds, in the documented order, the embedding (with either end), its
- * layers, the final norm (with the head). The whole model is {0, layers, true, true, 1}. */
+ * layers, the final norm (with the head). The whole model is {0, layers, true, true, 1, 1, 0}.
+ *
+ * Tensor parallelism (Megatron-LM, Shoeybi et al. 2019): the part is rank tprank of tp. Its
+ * layers hold heads / tp of the attention heads -- the rows of wq, wk, wv (column-parallel)
+ * and the matching columns of wo (row-parallel) -- and ffn / tp of the MLP's width (rows of
+ * w_gate and w_up, columns of w_down); the embedding holds vocab / tp rows (vocabulary-
+ * parallel); the norms are whole on every rank. The forward sums the row-parallel outputs
+ * over the group (the g operator, after wo and w_down, and the embedding's lookup, where
+ * each rank has the rows of its vocabulary), the backward the column-parallel inputs'
+ * gradients (the f operator, before the norms and at the head); the cross-entropy is computed
+ * in parallel: the row maximum, the sum of exponentials and the target's logit reduced over
+ * the group, so no GPU holds the whole logits. tp must divide the heads, the FFN width and
+ * the vocabulary. Its flat buffer holds its shards in the documented order, each tensor's
+ * shard contiguous ([rows / tp, cols] or [rows, cols / tp]). */
 struct gpt_part {
     int first, count;
     bool embed, head;
     int slots;
+    int tp, tprank; /* tp 0 or 1: no tensor parallelism */
 };
 
 /* Parameters of a part (NULL: the whole model): the embedding when it holds either end, its
- * layers, the final norm with the head. */
+ * layers, the final norm with the head, each sharded tensor's shard. */
 size_t gpt_part_param_count(const struct gpt_config *c, const struct gpt_part *p);
+/* The kind of tensor element i of the whole model's flat buffer belongs to. */
+enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i);
+/* Where element i of a part's flat buffer is in the whole model's (SIZE_MAX past its end). */
+size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p, size_t i);
+/* The offsets in a part's flat buffer of its norm weights (d elements each: the layers'
+ * attn_norm and mlp_norm, and the final norm with the head), in order; returns how many, at
+ * most max written. Under tensor parallelism they are whole on every rank. */
+size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size_t *off,
+                      size_t max);
 
 /* A model for batches of `batch` sequences. Parameters start at zero: call gpt_init_params
  * or fill gpt_params(). 0, ERR_INVAL (bad shape) or ERR_NOMEM. */

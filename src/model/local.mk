@@ -1,3 +1,4 @@
+libkernels_a_SOURCES += \
+	%reldir%/gpt.c %reldir%/gpt.h
 libscalelab_a_SOURCES += \
-	%reldir%/gpt.c %reldir%/gpt.h \
 	%reldir%/markov.c %reldir%/markov.h

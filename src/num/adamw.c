@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "base/prof.h"
+
 void adamw_init(struct adamw *a, double lr, double beta1, double beta2, double eps, double wd)
 {
     *a = (struct adamw){lr, beta1, beta2, eps, wd, 0};
@@ -28,6 +30,7 @@ void adamw_update(const struct adamw *a, float *p, const float *g, float *m, flo
     float step_size = (float)(a->lr / bc1), bc2s = (float)sqrt(bc2);
     float b1c = (float)(1.0 - a->beta1), b2 = (float)a->beta2, b2c = (float)(1.0 - a->beta2);
     float eps = (float)a->eps;
+    prof_enter(PROF_OPTIMIZER);
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
         p[i] *= decay;
@@ -35,4 +38,5 @@ void adamw_update(const struct adamw *a, float *p, const float *g, float *m, flo
         v[i] = b2 * v[i] + b2c * gi * gi;
         p[i] -= step_size * (m[i] / (sqrtf(v[i]) / bc2s + eps));
     }
+    prof_leave();
 }

@@ -1,6 +1,6 @@
-libscalelab_a_SOURCES += \
-	%reldir%/fp.c %reldir%/fp.h
-libscalelab_a_SOURCES += \
+libkernels_a_SOURCES += \
+	%reldir%/fp.c %reldir%/fp.h \
 	%reldir%/adamw.c %reldir%/adamw.h \
-	%reldir%/clip.c %reldir%/clip.h \
+	%reldir%/clip.c %reldir%/clip.h
+libscalelab_a_SOURCES += \
 	%reldir%/scaler.c %reldir%/scaler.h

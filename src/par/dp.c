@@ -24,7 +24,9 @@ struct dp {
     bool pipelined;              /* gradients are reduced once the schedule has run */
     bool has_loss;               /* this GPU computes the loss (the last pipeline stage) */
     size_t emb;                  /* the tied embedding's elements at the start of the buffer */
-    size_t norm_from;            /* elements before it are left out of this GPU's norm */
+    size_t (*skip)[2]; /* ranges [off, off + len) of the flat buffer left out of this GPU's
+                          norm, ascending: another GPU counts them */
+    int nskip;
     bool mixed;
     enum fp_format wdt, gdt; /* the weights' and the gradients' formats */
     size_t wes, ges;         /* their bytes per element */
@@ -141,6 +143,7 @@ void dp_free(struct dp *p)
     mem_free(p, GPT_MEM_WORKSPACE, p->rec, (size_t)p->world * REC * 4);
     free(p->seq);
     free(p->group);
+    free(p->skip);
     shard_plan_fini(&p->plan);
     free(p);
 }
@@ -157,22 +160,43 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     p->n = pl->dp;
     p->rank = pl->dprank;
     p->world = o->gpus > 0 ? o->gpus : 1;
-    p->wrank = pl->stage * pl->dp + pl->dprank;
+    p->wrank = train_rank(pl, pl->stage, pl->dprank, pl->tprank);
     p->group = malloc((size_t)p->n * sizeof *p->group);
     if (!p->group) {
         free(p);
         return error_set(e, ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < p->n; i++)
-        p->group[i] = pl->stage * pl->dp + i;
+        p->group[i] = train_rank(pl, pl->stage, i, pl->tprank);
     p->pipelined = train_pipelined(o);
-    p->has_loss = pl->part.head;
+    p->has_loss = pl->part.head && pl->tprank == 0; /* the ranks of a tp group agree */
     const struct gpt_config *c = &o->shape;
     bool tied_copy = pl->pp > 1 && (pl->part.embed || pl->part.head);
-    p->emb = tied_copy ? (size_t)c->vocab * (size_t)c->d : 0;
-    p->embed_group[0] = pl->dprank, p->embed_group[1] = (pl->pp - 1) * pl->dp + pl->dprank;
-    /* both ends hold the embedding's summed gradient: the norm counts the first's */
-    p->norm_from = tied_copy && !pl->part.embed ? p->emb : 0;
+    p->emb = tied_copy ? (size_t)(c->vocab / pl->tp) * (size_t)c->d : 0; /* its vocabulary rows */
+    p->embed_group[0] = train_rank(pl, 0, pl->dprank, pl->tprank);
+    p->embed_group[1] = train_rank(pl, pl->pp - 1, pl->dprank, pl->tprank);
+    /* the norm counts every gradient once: both ends hold the embedding's summed gradient (the
+     * first's counts), every rank of a tensor-parallel group the same norm weights' (rank
+     * 0's count) */
+    size_t nnorm = pl->tprank > 0 ? gpt_part_norms(&o->shape, &pl->part, NULL, 0) : 0;
+    p->skip = malloc((nnorm + 1) * sizeof *p->skip);
+    if (!p->skip) {
+        free(p->group);
+        free(p);
+        return error_set(e, ERR_NOMEM, "out of memory");
+    }
+    if (tied_copy && !pl->part.embed)
+        p->skip[p->nskip][0] = 0, p->skip[p->nskip++][1] = p->emb;
+    size_t *off = nnorm ? malloc(nnorm * sizeof *off) : NULL;
+    if (nnorm && !off) {
+        dp_free(p);
+        return error_set(e, ERR_NOMEM, "out of memory");
+    }
+    if (nnorm)
+        gpt_part_norms(&o->shape, &pl->part, off, nnorm);
+    for (size_t i = 0; i < nnorm; i++)
+        p->skip[p->nskip][0] = off[i], p->skip[p->nskip++][1] = (size_t)o->shape.d;
+    free(off);
     p->mixed = o->precision != FP_FP32;
     p->wdt = o->precision;
     p->gdt = grad_format(o);
@@ -297,8 +321,8 @@ static int ring(struct dp *p, enum cost_op op, void *buf, size_t count, enum fp_
 {
     if (by_shards && p->n > 1)
         shard_bounds(&p->plan, off, count, p->bounds);
-    struct coll c = {op,   COST_RING, buf, count, fmt, 0, stream, by_shards ? p->bounds : NULL,
-                     NULL, 0};
+    struct coll c = {op,   COST_RING, buf,  count, fmt, 0, stream, by_shards ? p->bounds : NULL,
+                     NULL, 0,         false};
     return ring_over(p, p->group, p->n, &p->states, &c);
 }
 
@@ -483,7 +507,7 @@ static void flush(struct dp *p)
     if (p->emb) {
         void *buf = p->gr ? p->gr : (void *)gpt_grads(p->g);
         struct coll c = {COST_ALLREDUCE,  COST_RING, buf,  p->emb, p->gdt, 0,
-                         DP_STREAM_GRADS, NULL,      NULL, 0};
+                         DP_STREAM_GRADS, NULL,      NULL, 0,      false};
         ring_over(p, p->embed_group, 2, &p->embed, &c);
     }
     for (; p->next_bucket < p->plan.nbuckets; p->next_bucket++)
@@ -511,21 +535,28 @@ float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
         const char *src = (const char *)p->gr + (p->zero >= 2 ? 0 : p->roff * p->ges);
         decode(p->gdt, ug, src, p->rlen);
     }
-    /* one pass: unscale, look for inf/NaN, and sum the squares of this GPU's shard, in order
-     * (the global norm is the shards' sums added in GPU order) */
+    /* unscale and look for inf/NaN, then sum the squares of this GPU's shard, in order (the
+     * global norm is the shards' sums added in GPU order), but what another GPU counts */
     size_t lo = p->zero >= 1 ? 0 : (size_t)p->rank * p->plan.shard, hi = lo + p->plan.shard;
-    /* the last stage's copy of the tied embedding is counted on the first */
-    if (p->norm_from > p->roff + lo)
-        lo = p->norm_from - p->roff < hi ? p->norm_from - p->roff : hi;
     uint32_t bad = 0;
-    double s = 0;
     for (size_t i = 0; i < p->rlen; i++) {
         uint32_t u;
         memcpy(&u, &ug[i], 4);
         bad |= (u & 0x7f800000u) == 0x7f800000u;
         ug[i] *= inv;
-        if (i >= lo && i < hi)
-            s += (double)ug[i] * ug[i];
+    }
+    double s = 0;
+    size_t a = lo;
+    for (int k = 0; k <= p->nskip && a < hi; k++) {
+        /* [a, z): up to the next skipped range (relative to the range this GPU holds) */
+        size_t x0 = k < p->nskip ? p->skip[k][0] : SIZE_MAX,
+               x1 = k < p->nskip ? x0 + p->skip[k][1] : 0;
+        x0 = x0 == SIZE_MAX ? hi : x0 > p->roff ? x0 - p->roff : 0;
+        x1 = x1 > p->roff ? x1 - p->roff : 0;
+        for (size_t z = x0 < hi ? x0 : hi; a < z; a++)
+            s += (double)ug[a] * ug[a];
+        if (x1 > a)
+            a = x1;
     }
     *found = bad != 0;
     *sumsq = s;
@@ -546,8 +577,8 @@ int dp_agree(struct dp *p, double loss, double sumsq, bool found, double *gloss,
     mine[4] = found ? 1.0f : 0.0f;
     mine[5] = p->has_loss ? 1.0f : 0.0f;
     /* an all-gather over every GPU is a copy: the doubles travel as their bits */
-    struct coll c = {COST_ALLGATHER, COST_RING, p->rec, (size_t)p->world * REC, FP_FP32, 0, 0,
-                     NULL,           NULL,      0};
+    struct coll c = {COST_ALLGATHER, COST_RING, p->rec, (size_t)p->world * REC, FP_FP32, 0, 0, NULL,
+                     NULL,           0,         false};
     int rc = ring_over(p, NULL, p->world, &p->scalars, &c);
     if (rc) {
         *e = p->err;

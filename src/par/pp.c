@@ -31,7 +31,7 @@ struct pp {
     int *holder; /* [v][slots]: the micro-batch whose activations a slot holds, -1: none */
     struct pp_done *done;
     int in_flight, peak;
-    uint64_t sent0, sent;
+    uint64_t sent;
 };
 
 long pp_buffers(void)
@@ -149,7 +149,7 @@ static void emit(struct pp *p, int step, const struct pp_done *dn)
 /* The device rank of virtual stage vs (chunk vs / P of stage vs % P), this data rank's. */
 static int rank_of(const struct pp *p, int vs)
 {
-    return (vs % p->pl.pp) * p->pl.dp + p->pl.dprank;
+    return train_rank(&p->pl, vs % p->pl.pp, p->pl.dprank, p->pl.tprank);
 }
 
 /* A message's key: which way, to which virtual stage, which micro-batch (sim/cluster.h). */
@@ -164,7 +164,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
     int P = p->pl.pp, V = p->v, last_vs = P * V - 1, rc = 0;
     int backwards[SCHED_MAX_CHUNKS] = {0};
     double sum = 0;
-    p->sent0 = p->d ? dev_stats(p->d).bytes_sent : 0;
+    p->sent = 0; /* the sends of this executor (the stage's collectives are counted apart) */
     p->in_flight = 0;
     for (int i = 0; i < V * p->m; i++)
         p->holder[i] = -1;
@@ -206,6 +206,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
                 rc = dev_isend_key(p->d, rank_of(p, vs + 1), key_of(p, false, vs + 1, k), o,
                                    p->bytes, &tag, &p->req[r], e);
                 p->posted[r] = rc == 0;
+                p->sent += rc == 0 ? p->bytes : 0;
             }
         } else {
             struct dev_tag tag = {step, k, "activation gradients", 0};
@@ -224,6 +225,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
                 rc = dev_isend_key(p->d, rank_of(p, vs - 1), key_of(p, true, vs - 1, k), o,
                                    p->bytes, &tag, &p->req[r], e);
                 p->posted[r] = rc == 0;
+                p->sent += rc == 0 ? p->bytes : 0;
             }
         }
     }
@@ -232,7 +234,6 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
         rc = r;
     if (p->d)
         dev_set_micro(p->d, 0);
-    p->sent = (p->d ? dev_stats(p->d).bytes_sent : 0) - p->sent0;
     *loss = p->part[V - 1].head ? sum / p->m : NAN;
     return rc;
 }

@@ -19,7 +19,8 @@ int predict_config(const struct train_opts *o, const struct model_shape *m, doub
                                              : PREC_FP16;
     c->optimizer = OPT_ADAMW;
     c->grad_fp32 = o->grad_fp32;
-    c->dp = dp, c->tp = 1, c->pp = o->pp, c->zero = o->zero;
+    c->dp = dp, c->tp = o->tp, c->pp = o->pp, c->zero = o->zero;
+    c->sp = o->sp;
     c->micro_batch = o->batch / (dp * o->micro_batches), c->seq = m->seq;
     c->micro_batches = o->micro_batches;
     c->schedule = o->schedule;

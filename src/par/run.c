@@ -200,7 +200,7 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
             r->first_grads[w] = grads[i];
     }
     const struct train_place *pl = trainer_place(t);
-    if (pl->stage == 0 && pl->dprank == 0) {
+    if (pl->stage == 0 && pl->dprank == 0 && pl->tprank == 0) {
         memcpy(r->first_tokens, tokens, bt * sizeof *tokens);
         memcpy(r->first_tokens + bt, targets, bt * sizeof *targets);
         r->first_loss = loss;
@@ -213,6 +213,7 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
     struct run_gpu_step *g = &m->gpu[gpu];
     g->sent_bytes = s->sent_bytes;
     g->pp_bytes = s->pp_bytes;
+    g->tp_bytes = s->tp_bytes;
     snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
     g->nonfinite_forward = s->nonfinite_forward;
     if (gpu == 0) {
@@ -240,14 +241,14 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
 /* The first non-finite tensor of the step, in the order computed: forward passes run from
  * the first pipeline stage to the last, backward passes back (every GPU of a stage at once:
  * the lowest rank is named). */
-static void finish_merge(struct run_step *m, int dp)
+static void finish_merge(struct run_step *m, int per_stage)
 {
     m->nonfinite_gpu = -1;
-    int stages = m->gpus / dp, best = -1, key = 0;
+    int stages = m->gpus / per_stage, best = -1, key = 0;
     for (int g = 0; g < m->gpus; g++) {
         if (!m->gpu[g].nonfinite[0])
             continue;
-        int st = g / dp, k = m->gpu[g].nonfinite_forward ? st : 2 * stages - st;
+        int st = g / per_stage, k = m->gpu[g].nonfinite_forward ? st : 2 * stages - st;
         if (best < 0 || k < key)
             best = g, key = k;
     }
@@ -327,7 +328,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
         }
         merge(&sl->rec, &s, rank, o->gpus, o->shape.layers);
         if (++sl->done == o->gpus) {
-            finish_merge(&sl->rec, train_dp(o));
+            finish_merge(&sl->rec, train_dp(o) * o->tp);
             r->produced = i;
             pthread_cond_broadcast(&r->cv);
         }
@@ -354,6 +355,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
     g->peak = led->peak;
     g->sent_per_step = s.sent_bytes;
     g->pp_sent_per_step = s.pp_bytes;
+    g->tp_sent_per_step = s.tp_bytes;
     g->place = *trainer_place(t);
     int nops;
     const struct pp_done *ops = trainer_pipeline(t, &nops, &g->peak_in_flight);

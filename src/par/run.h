@@ -51,6 +51,7 @@ struct run_config {
 struct run_gpu_step {
     uint64_t sent_bytes; /* gradients and weights */
     uint64_t pp_bytes;   /* between pipeline stages */
+    uint64_t tp_bytes;   /* in its tensor-parallel group */
     char nonfinite[48];  /* its first non-finite tensor, "" if none */
     bool nonfinite_forward;
 };
@@ -73,6 +74,7 @@ struct run_gpu {
     uint64_t peak_cat[MEM_CAT_COUNT], peak; /* the ledger's peaks */
     uint64_t sent_per_step;                 /* gradients and weights, in its last step */
     uint64_t pp_sent_per_step;              /* between pipeline stages, in its last step */
+    uint64_t tp_sent_per_step;              /* in its tensor-parallel group, in its last step */
     struct train_place place;               /* where it sits in the layout */
     struct pp_done *ops;                    /* pipelined: its last step's operations */
     int nops, peak_in_flight;

@@ -40,7 +40,7 @@ int shard_unit_at(const struct shard_plan *p, size_t off)
 int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, const struct gpt_part *part,
                     int n, size_t bucket_elems, struct error *e)
 {
-    struct gpt_part whole = {0, c->layers, true, true, 1};
+    struct gpt_part whole = {0, c->layers, true, true, 1, 1, 0};
     const struct gpt_part *pt = part ? part : &whole;
     memset(p, 0, sizeof *p);
     p->n = n;
@@ -60,8 +60,11 @@ int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, const stru
 
     /* Units: the ends (embedding; final norm and padding), then each layer. A middle
      * pipeline stage has no embedding and no final norm: its ends are the padding. */
-    size_t d = (size_t)c->d, emb = pt->embed || pt->head ? (size_t)c->vocab * d : 0;
-    size_t lp = 2 * d + 4 * d * d + 3 * d * (size_t)c->ffn, fin = emb + (size_t)pt->count * lp;
+    struct gpt_part one = *pt, ends = *pt; /* a layer's parameters; the embedding's */
+    one.count = 1, one.embed = one.head = false;
+    ends.count = 0, ends.embed = pt->embed || pt->head, ends.head = false;
+    size_t lp = gpt_part_param_count(c, &one), emb = gpt_part_param_count(c, &ends);
+    size_t fin = emb + (size_t)pt->count * lp;
     p->units[0] =
         (struct shard_unit){{{0, emb, GPT_UNIT_EMBED}, {fin, p->padded - fin, GPT_UNIT_HEAD}},
                             2,

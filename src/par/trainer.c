@@ -16,6 +16,8 @@
 #include "num/clip.h"
 #include "num/scaler.h"
 #include "par/dp.h"
+#include "comm/coll.h"
+#include "num/fp.h"
 #include "par/pp.h"
 #include "sim/cluster.h"
 
@@ -46,6 +48,13 @@ struct trainer {
     size_t extra[GPT_MEM_KINDS];
     long poisoned_at;     /* the step whose update made the weights non-finite (0: none) */
     char poisoned_by[48]; /* the first non-finite tensor of that step */
+    /* tensor parallelism: the group's device ranks, a buffer for sums in the training format,
+     * the bytes sent this step, the first failure of a reduction */
+    int *tp_group;
+    void *tp_buf;
+    size_t tp_buf_bytes;
+    uint64_t tp_sent;
+    struct error tp_err;
 };
 
 void train_opts_default(struct train_opts *o)
@@ -69,6 +78,7 @@ void train_opts_default(struct train_opts *o)
     o->prefetch = 1;
     o->fail_gpu = -1;
     o->pp = 1;
+    o->tp = 1;
     o->chunks = 2;
     o->micro_batches = 1;
     o->schedule = SCHED_1F1B;
@@ -76,7 +86,13 @@ void train_opts_default(struct train_opts *o)
 
 int train_dp(const struct train_opts *o)
 {
-    return o->pp > 0 && o->gpus % o->pp == 0 ? o->gpus / o->pp : 1;
+    int mp = (o->pp > 0 ? o->pp : 1) * (o->tp > 0 ? o->tp : 1);
+    return o->gpus % mp == 0 ? o->gpus / mp : 1;
+}
+
+int train_rank(const struct train_place *pl, int stage, int dprank, int tprank)
+{
+    return (stage * pl->dp + dprank) * pl->tp + tprank;
 }
 
 bool train_pipelined(const struct train_opts *o)
@@ -91,20 +107,23 @@ int train_chunks(const struct train_opts *o)
 
 void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out)
 {
-    int dp = train_dp(o), pp = o->pp > 0 ? o->pp : 1;
+    int dp = train_dp(o), pp = o->pp > 0 ? o->pp : 1, tp = o->tp > 0 ? o->tp : 1;
     int m = o->micro_batches > 0 ? o->micro_batches : 1;
-    out->dp = dp, out->pp = pp;
-    out->stage = rank / dp, out->dprank = rank % dp;
+    out->dp = dp, out->tp = tp, out->pp = pp;
+    out->tprank = rank % tp;
+    out->dprank = rank / tp % dp;
+    out->stage = rank / (tp * dp);
     out->micro = o->batch / (dp * m);
-    train_chunk_part(o, out->stage, 0, slots, &out->part);
+    train_chunk_part(o, out, 0, slots, &out->part);
 }
 
-void train_chunk_part(const struct train_opts *o, int stage, int chunk, int slots,
-                      struct gpt_part *out)
+void train_chunk_part(const struct train_opts *o, const struct train_place *pl, int chunk,
+                      int slots, struct gpt_part *out)
 {
-    int pp = o->pp > 0 ? o->pp : 1, pv = pp * train_chunks(o), vs = chunk * pp + stage;
+    int pp = pl->pp, pv = pp * train_chunks(o), vs = chunk * pp + pl->stage;
     int per = o->shape.layers / pv;
-    *out = (struct gpt_part){vs * per, per, vs == 0, vs == pv - 1, slots > 0 ? slots : 1};
+    *out = (struct gpt_part){vs * per, per,       vs == 0, vs == pv - 1, slots > 0 ? slots : 1,
+                             pl->tp,   pl->tprank};
 }
 
 int train_par_check(const struct train_opts *o, struct error *e)
@@ -115,9 +134,22 @@ int train_par_check(const struct train_opts *o, struct error *e)
         return error_set(e, ERR_INVAL,
                          "--pp %d: the pipeline's stages must divide the model's %d layers", o->pp,
                          o->shape.layers);
-    if (o->gpus % o->pp != 0)
-        return error_set(e, ERR_INVAL, "--pp %d does not divide the %d GPUs (dp x pp)", o->pp,
-                         o->gpus);
+    if (o->tp < 1 || o->tp > 64)
+        return error_set(e, ERR_INVAL, "--tp %d: from 1 to 64", o->tp);
+    if (o->shape.heads % o->tp || o->shape.ffn % o->tp || o->shape.vocab % o->tp)
+        return error_set(e, ERR_INVAL,
+                         "--tp %d must divide the attention heads (%d) and the FFN width (%d), "
+                         "which it splits, and the vocabulary (%d)",
+                         o->tp, o->shape.heads, o->shape.ffn, o->shape.vocab);
+    if (o->sp && o->shape.seq % o->tp)
+        return error_set(e, ERR_INVAL,
+                         "--sequence-parallel splits the sequence of %d tokens over --tp %d: it "
+                         "must divide it",
+                         o->shape.seq, o->tp);
+    if (o->gpus % (o->pp * o->tp) != 0)
+        return error_set(e, ERR_INVAL,
+                         "--tp %d x --pp %d does not divide the %d GPUs (dp x tp x pp)", o->tp,
+                         o->pp, o->gpus);
     if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
         return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
                          SCHED_MAX_MICRO);
@@ -277,6 +309,41 @@ static void w_compute(void *ctx, double flops, const char *what, int layer)
         t->alloc.compute(t->alloc.ctx, flops, what, layer);
 }
 
+/* Tensor parallelism: the model's reductions over this GPU's tensor-parallel group, ring
+ * all-reduces on the compute stream (they are on the critical path). Sums of activations and
+ * their gradients travel in the training format, the cross-entropy's statistics in fp32. */
+static void w_tp_reduce(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const char *what)
+{
+    struct trainer *t = ctx;
+    (void)what;
+    if (!t->d || t->tp_err.code)
+        return;
+    enum fp_format fmt = op == GPT_TP_SUM ? t->o.precision : FP_FP32;
+    struct coll c = {
+        COST_ALLREDUCE,       COST_RING, buf, n, FP_FP32, 0, 0, NULL, t->tp_group, t->pl.tp,
+        op == GPT_TP_MAX_FP32};
+    size_t es = fmt == FP_FP32 ? 4 : 2;
+    if (fmt != FP_FP32) {
+        if (n * es > t->tp_buf_bytes) {
+            error_set(&t->tp_err, ERR_RUN, "tensor parallelism: %zu elements to sum, room for %zu",
+                      n, t->tp_buf_bytes / es);
+            return;
+        }
+        if (fmt == FP_BF16)
+            bf16_from_f32_n(t->tp_buf, buf, n);
+        else
+            fp16_from_f32_n(t->tp_buf, buf, n);
+        c.buf = t->tp_buf, c.dtype = fmt;
+    }
+    uint64_t before = dev_stats(t->d).bytes_sent;
+    coll_run(t->d, &c, &t->tp_err);
+    t->tp_sent += dev_stats(t->d).bytes_sent - before;
+    if (fmt == FP_BF16)
+        bf16_to_f32_n(buf, t->tp_buf, n);
+    else if (fmt == FP_FP16)
+        fp16_to_f32_n(buf, t->tp_buf, n);
+}
+
 static void w_hook(void *ctx, enum gpt_hook h, int unit)
 {
     struct trainer *t = ctx;
@@ -292,6 +359,9 @@ void trainer_free(struct trainer *t)
         t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tokens, batch_bytes(&t->o));
     pp_free(t->pp);
     sched_free(&t->sched);
+    if (t->tp_buf)
+        t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tp_buf, t->tp_buf_bytes);
+    free(t->tp_group);
     for (int c = 0; c < SCHED_MAX_CHUNKS; c++) {
         dp_free(t->dp[c]);
         gpt_free(t->g[c]);
@@ -304,26 +374,10 @@ void trainer_free(struct trainer *t)
 
 /* Where element i of this GPU's flat buffer sits in the whole model's (model/gpt.h's order:
  * the embedding, the layers, the final norm); SIZE_MAX for the padding. */
-static size_t whole_index(const struct trainer *t, int chunk, size_t i)
-{
-    const struct gpt_config *c = &t->o.shape;
-    const struct gpt_part *pt = &t->part[chunk];
-    size_t d = (size_t)c->d, lp = 2 * d + 4 * d * d + 3 * d * (size_t)c->ffn;
-    size_t emb = pt->embed || pt->head ? (size_t)c->vocab * d : 0;
-    size_t layers = (size_t)pt->count * lp, full_emb = (size_t)c->vocab * d;
-    if (i < emb)
-        return i;
-    if (i < emb + layers)
-        return full_emb + (size_t)pt->first * lp + (i - emb);
-    if (pt->head && i < emb + layers + d)
-        return full_emb + (size_t)c->layers * lp + (i - emb - layers);
-    return SIZE_MAX;
-}
-
 /* The initial weights: the whole model's, drawn as on one GPU, cut to this GPU's parts. */
 static int load_part(struct trainer *t, struct error *e)
 {
-    if (!train_pipelined(&t->o)) {
+    if (!train_pipelined(&t->o) && t->pl.tp == 1) {
         float *mine = gpt_params(t->g[0]);
         gpt_init_params(&t->o.shape, t->o.seed, mine);
         dp_load_weights(t->dp[0], mine);
@@ -338,7 +392,7 @@ static int load_part(struct trainer *t, struct error *e)
         float *mine = gpt_params(t->g[c]);
         size_t own = gpt_nparams(t->g[c]);
         for (size_t i = 0; i < own; i++)
-            mine[i] = all[whole_index(t, c, i)];
+            mine[i] = all[gpt_part_whole_index(&t->o.shape, &t->part[c], i)];
         dp_load_weights(t->dp[c], mine);
     }
     t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, all, bytes);
@@ -371,26 +425,37 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .charge = w_charge,
                              .compute = w_compute,
                              .hook = w_hook,
+                             .tp_reduce = w_tp_reduce,
                              .ctx = t};
     t->v = train_chunks(o);
-    int stage = t->rank / train_dp(o);
+    int stage = t->rank / (train_dp(o) * (o->tp > 0 ? o->tp : 1));
     if (train_pipelined(o) && /* the schedule the stages run */
         (rc = sched_build(o->schedule, o->pp, o->micro_batches, t->v, &t->sched, e)))
         goto fail;
     train_place(o, t->rank, 1, &t->pl);
+    if (t->pl.tp > 1) { /* the group, and room for the largest sum: a micro-batch's b s h */
+        t->tp_buf_bytes = (size_t)t->pl.micro * o->shape.seq * o->shape.d * 2;
+        t->tp_group = malloc((size_t)t->pl.tp * sizeof *t->tp_group);
+        t->tp_buf = o->precision == FP_FP32
+                        ? NULL
+                        : tmalloc(t, GPT_MEM_WORKSPACE, t->tp_buf_bytes, "tensor-parallel sums");
+        if (!t->tp_group || (o->precision != FP_FP32 && !t->tp_buf)) {
+            rc = error_set(e, ERR_NOMEM, "out of memory for tensor parallelism");
+            goto fail;
+        }
+        for (int i = 0; i < t->pl.tp; i++)
+            t->tp_group[i] = train_rank(&t->pl, t->pl.stage, t->pl.dprank, i);
+    }
     struct dp_mem mem = {w_alloc, w_free, w_charge, t};
     for (int c = 0; c < t->v; c++) {
         /* each chunk's part, a slot per micro-batch it holds at once */
         int slots = train_pipelined(o) ? pp_slots(&t->sched, stage, c) : 1;
-        train_chunk_part(o, stage, c, slots, &t->part[c]);
+        train_chunk_part(o, &t->pl, c, slots, &t->part[c]);
         struct train_place pl = t->pl;
         pl.part = t->part[c];
         dp_model_seam(o, &pl.part, &seam);
-        if (train_pipelined(o))
-            rc = gpt_new_part(&t->g[c], &o->shape, pl.micro, o->precision, &o->ckpt, &seam,
-                              &pl.part, e);
-        else
-            rc = gpt_new(&t->g[c], &o->shape, o->batch / o->gpus, o->precision, &o->ckpt, &seam, e);
+        rc =
+            gpt_new_part(&t->g[c], &o->shape, pl.micro, o->precision, &o->ckpt, &seam, &pl.part, e);
         if (rc)
             goto fail;
         /* the gradients of the global batch's mean: each share's add up to them */
@@ -491,7 +556,7 @@ static struct gpt_inject injections(const struct trainer *t, long step)
         const struct train_inject *x = &o->inject[i];
         /* on the GPUs of the injection GPU's data-parallel rank: each stage does what its
          * part holds (the NaN in the middle layer, the inf in the last, the spike at the head) */
-        if (x->step != step || x->gpu % t->pl.dp != t->pl.dprank)
+        if (x->step != step || x->gpu / t->pl.tp % t->pl.dp != t->pl.dprank)
             continue;
         if (x->kind == TRAIN_INJECT_NAN)
             inj.nan_scores_layer = o->shape.layers / 2;
@@ -538,6 +603,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     out->sim_start_s = t->d ? dev_now(t->d) : 0;
     for (int c = 0; c < v; c++)
         dp_step_begin(t->dp[c]);
+    t->tp_sent = 0;
 
     /* 1. the global batch; this GPU's share */
     struct gpt_inject inj = injections(t, step);
@@ -555,6 +621,10 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
             return rc;
     } else
         local = gpt_step(t->g[0], t->tokens + first, t->targets + first, t->scaler.scale, &inj);
+    if (t->tp_err.code) {
+        *e = t->tp_err;
+        return t->tp_err.code;
+    }
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
                         t->rank, step);
@@ -633,6 +703,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
         out->sent_bytes += states, out->pp_bytes += embed, out->scalar_bytes += scalars;
     }
     out->pp_bytes += t->pp ? pp_sent(t->pp) : 0;
+    out->tp_bytes = t->tp_sent;
     out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
     return 0;
@@ -735,10 +806,16 @@ size_t trainer_whole_index(const struct trainer *t, size_t i)
 {
     /* the last stage's copy of the tied embedding is the first stage's */
     const struct gpt_part *pt = &t->part[t->observing];
-    if (t->pl.pp > 1 && !pt->embed && pt->head &&
-        i < (size_t)t->o.shape.vocab * (size_t)t->o.shape.d)
+    const struct gpt_config *c = &t->o.shape;
+    if (t->pl.pp > 1 && !pt->embed && pt->head && i < (size_t)(c->vocab / t->pl.tp) * c->d)
         return SIZE_MAX;
-    return whole_index(t, t->observing, i);
+    size_t w = gpt_part_whole_index(c, pt, i);
+    if (t->pl.tprank > 0 && w != SIZE_MAX) { /* the norms, whole on every rank, are rank 0's */
+        enum gpt_kind k = gpt_kind_at(c, w);
+        if (k == GPT_ATTN_NORM || k == GPT_MLP_NORM || k == GPT_FINAL_NORM)
+            return SIZE_MAX;
+    }
+    return w;
 }
 
 const struct pp_done *trainer_pipeline(const struct trainer *t, int *n, int *peak)

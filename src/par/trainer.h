@@ -90,19 +90,22 @@ struct train_opts {
     int fail_gpu;        /* that GPU fails in step fail_step's gradient sync; -1: none */
     long fail_step;
     /* pipeline parallelism (par/pp.h) */
-    int pp;                      /* stages P (1: none); dp = gpus / pp */
+    int pp;                      /* stages P (1: none); dp = gpus / (tp x pp) */
+    int tp;                      /* tensor-parallel GPUs T per layer (1: none) */
+    bool sp;                     /* sequence parallelism (with tp > 1) */
     int micro_batches;           /* M per step; the gradients add up over them */
     enum calc_schedule schedule; /* the order of the stages' passes (calc/sched.h) */
     int chunks;                  /* v, model chunks per stage (interleaved) */
 };
 
-/* Where a GPU sits in the layout, as Megatron-LM numbers them (pipeline stage outermost):
- * rank = stage x dp + dprank. Its model holds the stage's layers (L / P of them), the
- * embedding on the first stage and the head (the final norm and the tied embedding's copy)
- * on the last, with a slot for each micro-batch the stage holds at once. */
+/* Where a GPU sits in the layout, as Megatron-LM numbers them (tensor-parallel rank innermost,
+ * pipeline stage outermost): rank = (stage x dp + dprank) x tp + tprank (train_rank). Its model
+ * holds the stage's layers (L / P of them), the embedding on the first stage and the head (the
+ * final norm and the tied embedding's copy) on the last, with a slot for each micro-batch the stage
+ * holds at once. */
 struct train_place {
-    int dp, pp;
-    int stage, dprank;
+    int dp, tp, pp;
+    int stage, dprank, tprank;
     int micro; /* sequences in a micro-batch: batch / (dp x M) */
     struct gpt_part part;
 };
@@ -110,11 +113,13 @@ struct train_place {
 void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out);
 /* Chunk c's part of the GPU of stage `stage` (interleaved: virtual stage c pp + stage, the
  * embedding on the first virtual stage, the head on the last; else the stage's layers). */
-void train_chunk_part(const struct train_opts *o, int stage, int chunk, int slots,
-                      struct gpt_part *out);
+void train_chunk_part(const struct train_opts *o, const struct train_place *pl, int chunk,
+                      int slots, struct gpt_part *out);
 /* Model chunks per GPU: the interleaved schedule's v, else 1. */
 int train_chunks(const struct train_opts *o);
-/* The data-parallel size, gpus / pp. */
+/* The device rank of the GPU at (stage, dprank, tprank) in pl's layout. */
+int train_rank(const struct train_place *pl, int stage, int dprank, int tprank);
+/* The data-parallel size, gpus / (tp x pp). */
 int train_dp(const struct train_opts *o);
 /* Whether a step runs as a pipeline of micro-batches (pp > 1 or M > 1): the gradients are
  * then reduced once all of them are in. */
@@ -148,6 +153,7 @@ struct train_step {
     uint64_t sent_bytes;           /* this GPU sent this step: gradients and weights */
     uint64_t pp_bytes;             /* and between pipeline stages: activations, their
                                       gradients, the tied embedding's gradient */
+    uint64_t tp_bytes;             /* and in its tensor-parallel group */
     uint64_t scalar_bytes;         /* and for the agreement (loss, norm, found-inf) */
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
     double compute_s;              /* simulated compute time of the step */

@@ -12,17 +12,13 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "sim/ledger.h"
 
-/* JSON refuses NaN and infinities: they are written as strings. */
+/* A number as JSON (base/json.h: NaN and infinities are strings), read back exactly. */
 static void num(FILE *f, double v)
 {
-    if (isnan(v))
-        fputs("\"nan\"", f);
-    else if (isinf(v))
-        fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);
-    else
-        fprintf(f, "%.17g", v);
+    json_put_num(f, v, JSON_EXACT);
 }
 
 static const char *str(const char *s)

@@ -3,27 +3,15 @@
  *
  * The loop waits in poll() on standard input, with no timeout unless a panel is playing, so
  * an idle window costs no CPU. Keys never draw: they change state and mark the frame dirty;
- * the frame is drawn once per loop with one doupdate().
- *
- * Signals: SIGINT, SIGTERM and SIGHUP set a flag that ends the loop (the terminal is then
- * restored); SIGWINCH goes to ncurses' own handler, and the next wgetch() returns KEY_RESIZE.
- * A signal sent to the process may be taken by any thread that does not block it, and
- * OpenBLAS starts a thread of its own before main(), so a handler that only set a flag could
- * leave the UI thread asleep in poll(). Each handler therefore also writes a byte to a pipe
- * that poll() watches (the self-pipe trick; write() is async-signal-safe), which wakes the UI
- * thread whichever thread ran the handler, and leaves no gap between testing the flag and
- * going to sleep. */
+ * the frame is drawn once per loop with one doupdate(). A signal ends the loop and the
+ * terminal is restored (ui/term.h); the help overlay is ui/help.h, the answer field
+ * ui/answer.h. */
 #include "config.h"
 #include "ui/app.h"
 
 #include <curses.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <langinfo.h>
-#include <locale.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +22,16 @@
 #include "lesson/ascii.h"
 #include "lesson/lesson.h"
 #include "lesson/progress.h"
+#include "ui/answer.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
+#include "ui/help.h"
 #include "ui/layout.h"
 #include "ui/lessonpane.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
 #include "ui/steppanel.h"
+#include "ui/term.h"
 #include "ui/termcheck.h"
 #include "ui/theme.h"
 
@@ -91,9 +82,7 @@ struct app {
     bool playing;
     int speed; /* the speed is 2^speed */
     double last_tick;
-    int asking; /* the question of the current step being answered, or -1 */
-    char input[LESSONPANE_ANSWER_MAX];
-    char input_error[ERROR_MAX];
+    struct answer_field ans; /* the answer being typed to a question of the current step */
     struct progress progress;
     char progress_file[4096]; /* "" when progress is not saved */
     struct error fatal;       /* a panel could not start (out of memory): the window ends */
@@ -105,116 +94,6 @@ struct app {
     bool jumping;      /* G: typing a step number */
     char jump[8];
 };
-
-/* ---- the terminal's life ---- */
-
-/* Written by signal handlers, which may run on another thread: lock-free atomics, which are
- * both async-signal-safe and free of data races (a volatile sig_atomic_t is only the first). */
-typedef void (*signal_fn)(int);
-static atomic_int got_signal;
-static atomic_int wake_fd = -1;          /* the pipe's write end, for the handlers */
-static _Atomic(signal_fn) ncurses_winch; /* ncurses' SIGWINCH handler, which ours calls */
-static SCREEN *screen;
-/* The pipe stays open until the process ends: a handler running on another thread may still
- * be about to write to it when the window closes. */
-static int wake_pipe[2] = {-1, -1};
-
-static void wake(void)
-{
-    int saved = errno;
-    int fd = atomic_load(&wake_fd);
-    if (fd >= 0) {
-        ssize_t n = write(fd, "", 1); /* a full pipe already wakes the loop */
-        (void)n;
-    }
-    errno = saved;
-}
-
-static void on_signal(int sig)
-{
-    atomic_store(&got_signal, sig);
-    wake();
-}
-
-static void on_winch(int sig)
-{
-    signal_fn f = atomic_load(&ncurses_winch);
-    if (f)
-        f(sig);
-    wake();
-}
-
-/* Every way out goes through here: quit, a signal, an error, exit() from anywhere (atexit).
- * endwin() gives the terminal back (normal screen, cursor, modes); delscreen() frees the
- * screen. What ncurses keeps after that (terminfo caches) stays reachable, so LeakSanitizer
- * reports nothing and needs no suppression; Debian's ncurses is built without the
- * --disable-leaks option that would let exit_curses() free it, so calling that gains nothing.
- * tests/tui/window.sh checks it: under ASan a leak would turn the exit status 0 into 23. */
-static void restore_terminal(void)
-{
-    if (!screen)
-        return;
-    curs_set(1);
-    endwin();
-    delscreen(screen);
-    screen = NULL;
-}
-
-static int start_curses(bool ascii_wanted, bool *ascii, struct error *e)
-{
-    setlocale(LC_ALL, "");
-    setlocale(LC_NUMERIC, "C"); /* numbers are read and written with a '.' */
-    const char *cs = nl_langinfo(CODESET);
-    *ascii = ascii_wanted || !cs || strcmp(cs, "UTF-8") != 0;
-
-    if (wake_pipe[0] < 0) {
-        if (pipe(wake_pipe) < 0)
-            return error_set(e, ERR_RUN, "cannot make a pipe: %s", strerror(errno));
-        for (int i = 0; i < 2; i++) {
-            fcntl(wake_pipe[i], F_SETFL, fcntl(wake_pipe[i], F_GETFL) | O_NONBLOCK);
-            fcntl(wake_pipe[i], F_SETFD, FD_CLOEXEC);
-        }
-        atomic_store(&wake_fd, wake_pipe[1]);
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-
-    static bool registered;
-    if (!registered) {
-        atexit(restore_terminal);
-        registered = true;
-    }
-    screen = newterm(NULL, stdout, stdin);
-    if (!screen)
-        return error_set(e, ERR_RUN, "the terminal could not be set up (TERM '%s')",
-                         getenv("TERM"));
-    set_term(screen);
-    /* newterm installed ncurses' SIGWINCH handler; ours calls it, then wakes the loop. */
-    struct sigaction cur;
-    if (sigaction(SIGWINCH, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
-        cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN) {
-        atomic_store(&ncurses_winch, cur.sa_handler);
-        cur.sa_handler = on_winch;
-        sigaction(SIGWINCH, &cur, NULL);
-    }
-    cbreak();
-    noecho();
-    nonl();
-    intrflush(stdscr, FALSE);
-    keypad(stdscr, TRUE);
-    nodelay(stdscr, TRUE);
-    set_escdelay(25);
-    curs_set(0);
-    const char *nc = getenv("NO_COLOR");
-    theme_init(has_colors() && !(nc && *nc), *ascii);
-    return 0;
-}
 
 /* ---- tabs and panels ---- */
 
@@ -278,7 +157,7 @@ static void switch_tab(struct app *a, int i)
     if (i == a->cur)
         return;
     pause_playing(a);
-    a->asking = -1;
+    a->ans.asking = -1;
     double now = clock_now();
     a->tabs[a->cur].spent += now - a->tab_since;
     a->tab_since = now;
@@ -405,7 +284,7 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
     t->scroll = 0;
     t->show_q = -1;
     if (t == &a->tabs[a->cur])
-        a->asking = -1;
+        a->ans.asking = -1;
     const struct lesson_panel *lp = l ? lesson_step_panel(l, i) : NULL;
     const struct panel_ops *ops = panel_find(lp ? lp->name : t->def->panel);
     if (!ops) {
@@ -480,94 +359,55 @@ static int load_lessons(struct app *a, struct error *e)
     return 0;
 }
 
-/* a: answer a question of the step: the first not yet answered, else the first wrong one,
- * else the first. */
-/* The question a opens: the first not yet answered, else the first wrong one, else the
- * first; -1 when the step asks none. */
-static int next_question(const struct tab *t)
-{
-    const struct lesson_step *s = t->lesson ? &t->lesson->steps[t->step] : NULL;
-    if (!s || !s->nquestions)
-        return -1;
-    const struct lessonpane_answer *ans = &t->answers[t->step * LESSON_MAX_QUESTIONS];
-    for (size_t q = 0; q < s->nquestions; q++)
-        if (ans[q].state == 0)
-            return (int)q;
-    for (size_t q = 0; q < s->nquestions; q++)
-        if (ans[q].state < 0)
-            return (int)q;
-    return 0;
-}
-
+/* a: open the answer field on the step's next question. */
 static void start_answer(struct app *a)
 {
     struct tab *t = &a->tabs[a->cur];
-    int q = next_question(t);
+    const struct lesson_step *s = t->lesson ? &t->lesson->steps[t->step] : NULL;
+    int q = answer_next(s, &t->answers[t->step * LESSON_MAX_QUESTIONS]);
+    a->dirty = true;
     if (q < 0) {
         eventlog_add(&a->log, "this step asks no question");
-        a->dirty = true;
         return;
     }
-    a->asking = q;
-    a->input[0] = a->input_error[0] = '\0';
+    answer_open(&a->ans, q);
     t->show_q = q;
-    a->dirty = true;
 }
 
-static void answer_key(struct app *a, int ch)
+/* A key while the answer field is open; a checked answer is scored, saved and logged. */
+static void answer_key_app(struct app *a, int ch)
 {
     struct tab *t = &a->tabs[a->cur];
-    size_t len = strlen(a->input);
     a->dirty = true;
-    if (ch == KEY_ESC) {
-        a->asking = -1;
-    } else if (ch == '\r' || ch == '\n' || ch == KEY_ENTER) {
-        const struct lesson_question *q = &t->lesson->steps[t->step].questions[a->asking];
-        struct lesson_result r;
-        struct error e = {0};
-        if (lesson_check_answer(q, a->input, &r, &e) < 0) {
-            snprintf(a->input_error, sizeof a->input_error, "%s", e.msg);
-            return;
-        }
-        struct lessonpane_answer *ans =
-            &t->answers[t->step * LESSON_MAX_QUESTIONS + (size_t)a->asking];
-        ans->state = (signed char)lessonpane_score(ans->state, r.correct);
-        snprintf(ans->text, sizeof ans->text, "%s", a->input);
-        bool scored = ans->state != LESSONPANE_SHOWN; /* retyping a shown answer scores nothing */
-        if (scored) {
-            progress_mark(&a->progress, t->lesson->number, (int)t->step, a->asking, r.correct);
-            save_progress(a);
-        }
-        size_t total = 0;
-        for (size_t i = 0; i < t->lesson->nsteps; i++)
-            total += t->lesson->steps[i].nquestions;
-        char which[16];
-        if (a->cur == UI_TABS - 1) /* the Lab is the Lab, not "lesson 6" */
-            snprintf(which, sizeof which, "Lab");
-        else
-            snprintf(which, sizeof which, "lesson %d", t->lesson->number);
-        eventlog_add(&a->log, "%s, step %zu, question %d: %s (%d of %zu right so far)", which,
-                     t->step + 1, a->asking + 1,
-                     !scored     ? "the answer shown, not scored"
-                     : r.correct ? "right"
-                                 : "not quite",
-                     progress_count(&a->progress, t->lesson->number), total);
-        t->show_q = a->asking; /* its result and explanation */
-        a->asking = -1;
-    } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
-        /* remove one UTF-8 character */
-        while (len && ((unsigned char)a->input[len - 1] & 0xC0) == 0x80)
-            len--;
-        if (len)
-            len--;
-        a->input[len] = '\0';
-    } else if (ch == 21) { /* Ctrl-U */
-        a->input[0] = '\0';
-    } else if (ch >= 32 && ch < 256 && ch != 127 && len + 1 < sizeof a->input) {
-        a->input[len] = (char)ch;
-        a->input[len + 1] = '\0';
-        a->input_error[0] = '\0';
+    const struct lesson_question *q = &t->lesson->steps[t->step].questions[a->ans.asking];
+    struct lesson_result r;
+    if (answer_key(&a->ans, ch, q, &r) != ANSWER_CHECKED)
+        return;
+    struct lessonpane_answer *ans =
+        &t->answers[t->step * LESSON_MAX_QUESTIONS + (size_t)a->ans.asking];
+    ans->state = (signed char)lessonpane_score(ans->state, r.correct);
+    snprintf(ans->text, sizeof ans->text, "%s", a->ans.text);
+    bool scored = ans->state != LESSONPANE_SHOWN; /* retyping a shown answer scores nothing */
+    if (scored) {
+        progress_mark(&a->progress, t->lesson->number, (int)t->step, a->ans.asking, r.correct);
+        save_progress(a);
     }
+    size_t total = 0;
+    for (size_t i = 0; i < t->lesson->nsteps; i++)
+        total += t->lesson->steps[i].nquestions;
+    char which[16];
+    if (a->cur == UI_TABS - 1) /* the Lab is the Lab, not "lesson 6" */
+        snprintf(which, sizeof which, "Lab");
+    else
+        snprintf(which, sizeof which, "lesson %d", t->lesson->number);
+    eventlog_add(&a->log, "%s, step %zu, question %d: %s (%d of %zu right so far)", which,
+                 t->step + 1, a->ans.asking + 1,
+                 !scored     ? "the answer shown, not scored"
+                 : r.correct ? "right"
+                             : "not quite",
+                 progress_count(&a->progress, t->lesson->number), total);
+    t->show_q = a->ans.asking; /* its result and explanation */
+    a->ans.asking = -1;
 }
 
 /* ---- presenter mode ---- */
@@ -656,33 +496,16 @@ static void jump_key(struct app *a, int ch)
 
 /* ---- keys ---- */
 
-static void help_key(struct app *a, int ch)
-{
-    switch (ch) {
-    case KEY_ESC:
-    case '?':
-    case 'q': a->help = false; break;
-    case KEY_DOWN:
-    case 'j': a->help_scroll++; break;
-    case KEY_UP:
-    case 'k':
-        if (a->help_scroll > 0)
-            a->help_scroll--;
-        break;
-    default: return;
-    }
-    a->dirty = true;
-}
-
 static void app_key(struct app *a, int ch)
 {
     struct tab *t = &a->tabs[a->cur];
     if (a->help) {
-        help_key(a, ch);
+        if (help_key(ch, &a->help, &a->help_scroll))
+            a->dirty = true;
         return;
     }
-    if (a->asking >= 0) {
-        answer_key(a, ch);
+    if (a->ans.asking >= 0) {
+        answer_key_app(a, ch);
         return;
     }
     if (a->jumping) {
@@ -851,7 +674,7 @@ static void draw_lesson(struct app *a, struct ui_canvas *out)
     if (t->lesson && t->lesson->nsteps > 1)
         snprintf(title + n, sizeof title - (size_t)n, " %s step %zu of %zu", g->dot, t->step + 1,
                  t->lesson->nsteps);
-    draw_box(stdscr, a->lay.lesson, title, a->asking >= 0);
+    draw_box(stdscr, a->lay.lesson, title, a->ans.asking >= 0);
     struct ui_rect in = layout_inner(a->lay.lesson);
     in.x += 1;
     in.w -= 2;
@@ -869,10 +692,10 @@ static void draw_lesson(struct app *a, struct ui_canvas *out)
         .step = t->step,
         .answers = ans,
         .right_before = right,
-        .asking = a->asking,
-        .next = next_question(t),
-        .input = a->input,
-        .input_error = a->input_error,
+        .asking = a->ans.asking,
+        .next = ans ? answer_next(&t->lesson->steps[t->step], ans) : -1,
+        .input = a->ans.text,
+        .input_error = a->ans.error,
         .ascii = a->ascii,
         .focus = t->show_q,
         .recap = NULL,
@@ -959,8 +782,8 @@ static void draw_hints(const struct app *a, bool panel_editing)
         h[n++] = (struct hint){"q", "quit"};
         goto draw;
     }
-    if (a->asking >= 0 || panel_editing) {
-        h[n++] = (struct hint){"Enter", a->asking >= 0 ? "check the answer" : "apply"};
+    if (a->ans.asking >= 0 || panel_editing) {
+        h[n++] = (struct hint){"Enter", a->ans.asking >= 0 ? "check the answer" : "apply"};
         h[n++] = (struct hint){"Esc", "cancel"};
         h[n++] = (struct hint){"Backspace", "delete"};
         h[n++] = (struct hint){"Ctrl-U", "clear"};
@@ -1001,104 +824,6 @@ draw:;
         canvas_text(&c, 0, right + 1, a->playing ? ROLE_GOOD : ROLE_DIM, status);
 }
 
-struct help_line {
-    const char *k, *w; /* k NULL: w is a heading; k "": w is a paragraph */
-};
-
-static const struct help_line app_keys[] = {
-    {NULL, "The window"},
-    {"1-5 L 6", "lesson 1-5, the Lab"},
-    {"Tab S-Tab", "next, previous tab"},
-    {"] [", "next, previous step"},
-    {"PgDn PgUp J K", "scroll the text"},
-    {"a", "answer the step's question"},
-    {"v", "the lesson's next panel (lesson 1: formats, training); each keeps its state"},
-    {"space", "play, pause"},
-    {"n", "one step, paused"},
-    {"+ -", "faster, slower"},
-    {"r", "reset the panel"},
-    {"?", "this help"},
-    {"Esc", "close, cancel"},
-    {"q", "quit"},
-    {"G N Enter", "go to step N (g too, unless the panel uses g)"},
-    {"A", "autoplay the steps (any key pauses)"},
-};
-
-#define HELP_KEYW 16 /* the keys' column */
-
-/* Rows a help line takes when its description wraps in w columns. */
-static int help_rows(const struct help_line *l, int w)
-{
-    if (!l->k)
-        return 1;
-    struct wrap_line tmp[1];
-    int n = layout_wrap(l->w, *l->k ? w : w + HELP_KEYW, tmp, 1);
-    return n > 0 ? n : 1;
-}
-
-static void draw_help(const struct app *a)
-{
-    const struct tab *t = &a->tabs[a->cur];
-    struct help_line lines[64];
-    int n = 0;
-    for (size_t i = 0; i < sizeof app_keys / sizeof app_keys[0]; i++)
-        lines[n++] = app_keys[i];
-    int split = n;
-    lines[n++] = (struct help_line){NULL, t->ops->title};
-    for (const struct panel_key *k = t->ops->keys; k->keys && n < 63; k++)
-        lines[n++] = (struct help_line){k->keys, k->what};
-    lines[n++] = (struct help_line){"", t->ops->about};
-
-    /* Two columns (the window's keys, the panel's) when there is room, else one. */
-    struct ui_rect screen_r = {1, 0, a->lay.rows - 2, a->lay.cols};
-    int colw = (screen_r.w - 8) / 2 > 44 ? 44 : (screen_r.w - 8) / 2;
-    bool two = colw >= 34;
-    if (!two)
-        colw = screen_r.w - 6 < 64 ? screen_r.w - 6 : 64;
-    int dw = colw - HELP_KEYW;
-    int need[2] = {0, 0};
-    for (int i = 0; i < n; i++)
-        need[two && i >= split] += help_rows(&lines[i], dw);
-    int body_need = need[0] > need[1] ? need[0] : need[1];
-    struct ui_rect box = layout_center(screen_r, body_need + 4, two ? 2 * colw + 6 : colw + 4);
-    struct ui_canvas bg = canvas_make(stdscr, box);
-    for (int y = 0; y < box.h; y++)
-        canvas_fill(&bg, y, 0, box.w, ROLE_TEXT);
-    draw_box(stdscr, box, "Keys", true);
-    struct ui_rect in = layout_inner(box);
-    in.x += 1;
-    in.w -= 2;
-    int body = in.h - 2; /* then a blank row and the footer */
-    int max_scroll = body_need - body > 0 ? body_need - body : 0;
-    int scroll = a->help_scroll < max_scroll ? a->help_scroll : max_scroll;
-    for (int col = 0; col < (two ? 2 : 1); col++) {
-        struct ui_rect cr = {in.y, in.x + col * (colw + 2), body, colw};
-        int from = two && col ? split : 0, to = two && !col ? split : n;
-        int y = -scroll;
-        for (int i = from; i < to && y < body; i++) {
-            int rows = help_rows(&lines[i], dw);
-            if (y >= 0 && y + rows <= body) {
-                struct ui_canvas c =
-                    canvas_make(stdscr, (struct ui_rect){cr.y + y, cr.x, rows, colw});
-                if (!lines[i].k) {
-                    canvas_text(&c, 0, 0, ROLE_TITLE, lines[i].w);
-                } else if (!*lines[i].k) {
-                    canvas_wrap(&c, 0, ROLE_DIM, lines[i].w, 0);
-                } else {
-                    canvas_text(&c, 0, 1, ROLE_KEY, lines[i].k);
-                    struct ui_canvas d =
-                        canvas_make(stdscr, (struct ui_rect){cr.y + y, cr.x + HELP_KEYW, rows, dw});
-                    canvas_wrap(&d, 0, ROLE_TEXT, lines[i].w, 0);
-                }
-            }
-            y += rows;
-        }
-    }
-    struct ui_canvas f = canvas_make(stdscr, in);
-    canvas_text(&f, in.h - 1, 1, ROLE_DIM,
-                max_scroll ? "Esc or ? closes; Up/Down scroll" : "Esc or ? closes");
-}
-
 static void draw_frame(struct app *a)
 {
     erase();
@@ -1116,7 +841,7 @@ static void draw_frame(struct app *a)
         draw_events(a);
         draw_hints(a, pc.cursor_y >= 0); /* the panel shows a cursor: it has an input field */
         if (a->help)
-            draw_help(a);
+            help_draw(a->tabs[a->cur].ops, a->lay.rows, a->lay.cols, a->help_scroll);
     }
     if (pc.cursor_y >= 0 && !a->help) {
         curs_set(1);
@@ -1141,12 +866,12 @@ static void relayout(struct app *a)
 static int run_loop(struct app *a, struct error *e)
 {
     relayout(a);
-    while (!a->quit && !atomic_load(&got_signal)) {
+    while (!a->quit && !term_signal()) {
         if (a->dirty) {
             draw_frame(a);
             a->dirty = false;
         }
-        struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+        struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {term_wake_fd(), POLLIN, 0}};
         int wait = a->playing ? FRAME_MS : -1;
         if (a->autoplay) { /* wake for the next step */
             double left = (a->next_at - clock_now()) * 1000.0;
@@ -1154,15 +879,13 @@ static int run_loop(struct app *a, struct error *e)
             wait = wait < 0 || ms < wait ? ms : wait;
         }
         int r = poll(p, 2, wait);
-        if (atomic_load(&got_signal))
+        if (term_signal())
             break;
         if (r < 0 && errno != EINTR)
             return error_set(e, ERR_RUN, "waiting for keys: %s", strerror(errno));
-        char drain[64];
-        while (read(wake_pipe[0], drain, sizeof drain) > 0)
-            continue;
+        term_drain();
         if (r > 0 && (p[0].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(p[0].revents & POLLIN)) {
-            atomic_store(&got_signal, SIGHUP); /* the terminal went away */
+            term_hangup(); /* the terminal went away */
             break;
         }
         int ch;
@@ -1205,7 +928,7 @@ int ui_run(const struct ui_options *o, struct error *e)
     struct app *a = calloc(1, sizeof *a);
     if (!a)
         return error_set(e, ERR_NOMEM, "out of memory");
-    if ((rc = start_curses(o->ascii, &a->ascii, e)) < 0)
+    if ((rc = term_start(o->ascii, &a->ascii, e)) < 0)
         goto out;
     for (int i = 0; i < UI_TABS; i++) {
         struct tab *t = &a->tabs[i];
@@ -1218,7 +941,7 @@ int ui_run(const struct ui_options *o, struct error *e)
         if ((rc = open_panel(a, t, ops, NULL, e)) < 0)
             goto out;
     }
-    a->asking = -1;
+    a->ans.asking = -1;
     a->tab_since = clock_now();
     /* welcome first: what loading finds wrong (a skipped progress line) is then the newest */
     eventlog_add(&a->log, "welcome: ? lists the keys, q quits");
@@ -1241,7 +964,7 @@ int ui_run(const struct ui_options *o, struct error *e)
         rc = a->fatal.code;
     }
 out:
-    restore_terminal();
+    term_restore();
     if (a->tabs[a->cur].lesson) {
         a->progress.current = a->tabs[a->cur].lesson->number;
         save_progress(a);
@@ -1250,6 +973,6 @@ out:
     free(a);
     if (rc < 0)
         return rc;
-    int sig = atomic_load(&got_signal);
+    int sig = term_signal();
     return sig ? 128 + sig : 0;
 }

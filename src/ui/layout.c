@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/json.h"
+
 int layout_compute(int rows, int cols, struct ui_layout *out)
 {
     memset(out, 0, sizeof *out);
@@ -320,13 +322,7 @@ char *fmt_hex(char *buf, size_t n, uint32_t bits, int exp_bits, int man_bits)
 
 char *fmt_value(char *buf, size_t n, double v)
 {
-    if (isnan(v))
-        snprintf(buf, n, "nan");
-    else if (isinf(v))
-        snprintf(buf, n, v > 0 ? "inf" : "-inf");
-    else
-        snprintf(buf, n, "%.9g", v);
-    return buf;
+    return json_num_text(buf, n, v, 9); /* 9 digits tell every two fp32 values apart */
 }
 
 char *fmt_relerr(char *buf, size_t n, double held, double want)

@@ -1,6 +1,9 @@
 # The ncurses window: the only folder that includes curses.
 libscalelab_a_SOURCES += \
 	%reldir%/app.c %reldir%/app.h \
+	%reldir%/answer.c %reldir%/answer.h \
+	%reldir%/help.c %reldir%/help.h \
+	%reldir%/term.c %reldir%/term.h \
 	%reldir%/draw.c %reldir%/draw.h \
 	%reldir%/eventlog.c %reldir%/eventlog.h \
 	%reldir%/layout.c %reldir%/layout.h \

@@ -408,8 +408,11 @@ static void take_setup(struct dprun *p)
  * buffers before the first step. */
 static void settle(struct dprun *p, long buffers)
 {
+    long want[RUNFEED_GPUS];
+    for (int g = 0; g < RUNFEED_GPUS; g++)
+        want[g] = buffers;
     if (p->run)
-        runfeed_settle(&p->feed, p->s.gpus, buffers, 5.0);
+        runfeed_settle(&p->feed, p->s.gpus, want, 5.0);
 }
 
 /* ------------------------------------------------------------------ settings and keys */

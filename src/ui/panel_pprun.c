@@ -172,12 +172,23 @@ static void predict(struct pprun *p)
     p->have_sched = sched_build(p->run_sched, p->s.pp, p->s.m, 1, &p->sched, &e) == 0;
 }
 
-/* Waits (a second at most) for the GPUs' first buffers, so that the bars show them before the
- * first step. */
-static void settle(struct pprun *p, long buffers)
+/* Waits (two seconds at most) for the GPUs' first memory events, so that the bars show their
+ * buffers before the first step. A GPU's count: its buffers, one event each, and its initial
+ * weights' scratch, allocated and released; trainer_calls counts, for any pipelined GPU, a
+ * middle stage's pp_buffers() and that scratch once, where a stage at either end allocates
+ * half of them (the input's or the output's side) and one stage none. */
+static void settle(struct pprun *p, const struct train_opts *o)
 {
+    long buffers = trainer_calls(o).buffers, want[RUNFEED_GPUS];
+    for (int g = 0; g < p->gpus && g < RUNFEED_GPUS; g++) {
+        int st = g / p->s.dp;
+        long own = p->s.pp == 1                   ? 0
+                   : st == 0 || st == p->s.pp - 1 ? pp_buffers() / 2
+                                                  : pp_buffers();
+        want[g] = train_pipelined(o) ? buffers - pp_buffers() - 1 + own + 2 : buffers;
+    }
     if (p->run)
-        runfeed_settle(&p->feed, p->gpus, buffers, 1.0);
+        runfeed_settle(&p->feed, p->gpus, want, 2.0);
 }
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step. */
@@ -216,8 +227,7 @@ static void restart(struct pprun *p)
         stop_run(p);
         return;
     }
-    long buffers = trainer_calls(&cfg.o).buffers;
-    settle(p, train_pipelined(&cfg.o) ? buffers - pp_buffers() - 1 : buffers);
+    settle(p, &cfg.o);
 }
 
 static void say_restart(struct pprun *p)

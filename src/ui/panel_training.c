@@ -495,8 +495,10 @@ static void train_draw(const void *state, struct ui_canvas *c)
     }
     const struct train_step *s = &p->last;
     if (p->n == 0) {
-        canvas_printf(c, y++, 0, ROLE_DIM, "tiny GPT, loss floor %.3f nats: press space to train",
-                      p->floor);
+        char hint[96]; /* wrapped: at 80x24 the panel is narrower than the line */
+        snprintf(hint, sizeof hint, "tiny GPT, loss floor %.3f nats: press space to train",
+                 p->floor);
+        y += canvas_wrap(c, y, ROLE_DIM, hint, 0);
     } else {
         n = 0;
         snprintf(it[n++], 48, "step %ld", s->step);

@@ -135,25 +135,16 @@ void runfeed_take_setup(struct runfeed *f)
     f->npend = 0;
 }
 
-void runfeed_settle(struct runfeed *f, int gpus, long buffers, double seconds)
+void runfeed_settle(struct runfeed *f, int gpus, const long *want, double seconds)
 {
-    /* done when every GPU has its buffers, or (a run whose GPUs allocate fewer) when every
-     * GPU has recorded something and nothing new came for 20 ms */
     bool done = false;
-    long total = -1;
-    int still = 0;
     for (int i = 0; i < seconds * 500 && !done; i++) {
         pthread_mutex_lock(&f->mu);
-        done = f->failed;
-        long least = buffers, sum = 0;
-        for (int g = 0; g < gpus && g < RUNFEED_GPUS; g++) {
-            least = f->nmem[g] < least ? f->nmem[g] : least;
-            sum += f->nmem[g];
-        }
+        done = true;
+        for (int g = 0; g < gpus && g < RUNFEED_GPUS; g++)
+            done &= f->nmem[g] >= want[g];
+        done |= f->failed;
         pthread_mutex_unlock(&f->mu);
-        still = sum == total ? still + 1 : 0;
-        total = sum;
-        done |= least >= buffers || (least > 0 && still >= 10);
         if (!done) {
             struct timespec ms = {0, 2000000};
             nanosleep(&ms, NULL);

@@ -67,10 +67,10 @@ void runfeed_on_event(void *ctx, const struct event *ev);
 
 /* Before the first step: the buffers the GPUs allocate as they start, into the ledgers. */
 void runfeed_take_setup(struct runfeed *f);
-/* Waits, about `seconds` at most, until each of the first `gpus` GPUs has recorded `buffers`
- * memory events, or has recorded some and no GPU more for 20 ms, or one failed; then takes
- * them: the bars show the buffers before step 1. */
-void runfeed_settle(struct runfeed *f, int gpus, long buffers, double seconds);
+/* Waits, about `seconds` at most, until each GPU g of the first `gpus` has recorded want[g]
+ * memory events (or one failed), then takes them: the bars show the buffers before step 1,
+ * the same every time. */
+void runfeed_settle(struct runfeed *f, int gpus, const long *want, double seconds);
 
 /* The records of steps up to `step` (just finished), in (time, GPU, sequence) order, into
  * rep[0..nrep), and their span [t0, t1]; false when out of memory. */

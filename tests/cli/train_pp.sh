@@ -202,7 +202,7 @@ bad "interleaved with M not a multiple of P" "multiple" --pp 2 --micro-batches 3
 bad "interleaved chunks not dividing the layers" "does not divide the model's 4 layers" --pp 2 --micro-batches 4 --schedule interleaved --chunks 4
 bad "--chunks without interleaved" "--chunks goes with" --pp 2 --chunks 2
 bad "ZeRO-2 with stages" "stages 2 and 3" --pp 2 --dp 2 --zero 2
-bad "--gpus not dp x pp" "--gpus 3 is not --dp 2 x --pp 2" --gpus 3 --dp 2 --pp 2
+bad "--gpus not dp x pp" "--gpus 3 is not --dp 2 x --tp 1 x --pp 2" --gpus 3 --dp 2 --pp 2
 bad "--gpus not a multiple of pp" "does not divide the 3 GPUs" --gpus 3 --pp 2
 bad "gpipe on one stage" "needs --pp > 1" --micro-batches 4 --schedule gpipe
 bad "an unknown schedule" "--schedule" --pp 2 --schedule zigzag

@@ -1,3 +1,5 @@
+/* What every unit test program shares (tests/unit/harness.h): running a Check suite as TAP
+ * lines, and finding the test data under $srcdir. */
 #include "config.h"
 #include "harness.h"
 

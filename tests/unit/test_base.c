@@ -1,10 +1,18 @@
-/* Unit tests of src/base: number and size parsing and formatting, the random generator. */
+/* Unit tests of src/base: number and size parsing and formatting, the random generator, the
+ * phase timers, the JSON policy; and of src/cli/opts: the option reader and option tables. */
 #include "config.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
+#include "base/json.h"
+#include "base/prof.h"
 #include "base/rng.h"
 #include "base/units.h"
 #include "cli/opts.h"
@@ -193,11 +201,173 @@ START_TEST(opts_once)
 }
 END_TEST
 
+/* Nested phases count exclusive time: the inner phase's time is not
+ * the outer's too, so the phases add up to the time between the outermost enter and leave
+ * (read here around them); detached, nothing is counted. */
+static void busy(double seconds)
+{
+    double t0 = clock_now();
+    while (clock_now() - t0 < seconds)
+        ;
+}
+
+START_TEST(phase_timers_nest_exclusively)
+{
+    struct prof p = {0};
+    prof_attach(&p);
+    double t0 = clock_now();
+    prof_enter(PROF_MATMUL);
+    busy(1e-3);
+    prof_enter(PROF_ROUNDING);
+    busy(2e-3);
+    prof_leave();
+    busy(1e-3);
+    prof_leave();
+    double t1 = clock_now();
+    prof_attach(NULL);
+    prof_enter(PROF_NORM);
+    busy(1e-4);
+    prof_leave();
+    ck_assert_int_eq(p.depth, 0);
+    ck_assert_double_ge(p.seconds[PROF_MATMUL], 2e-3);
+    ck_assert_double_ge(p.seconds[PROF_ROUNDING], 2e-3);
+    double sum = 0;
+    for (int i = 0; i < PROF_PHASES; i++)
+        sum += p.seconds[i];
+    ck_assert_double_le(sum, t1 - t0);
+    ck_assert_double_ge(sum, 4e-3);
+    ck_assert(p.seconds[PROF_NORM] == 0);
+    ck_assert_str_eq(prof_name(PROF_MATMUL), "matmuls");
+}
+END_TEST
+
+/* A command's table: every kind of entry read into its struct, a repeatable option, the
+ * refusals (twice, conflicting, a bad value, an unwanted positional argument), and the help's
+ * option lines in one column. */
+struct table_args {
+    int n;
+    bool flag, other;
+    const char *name, *which;
+    int adds;
+};
+
+static int add_one(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    (void)o, (void)arg, (void)e;
+    ++*(int *)field;
+    return 0;
+}
+
+static const struct opt_entry table_opts[] = {
+    OPT_INT("n", "N", struct table_args, n, 1, 8, "a number, 1 to 8"),
+    OPT_FLAG("flag", struct table_args, flag, "a flag\nover two lines"),
+    OPT_FLAG("other", struct table_args, other, "excludes --flag"),
+    {.opt = {.name = "name", .has_arg = true},
+     .arg = "S",
+     .parse = opts_str,
+     .field = offsetof(struct table_args, name),
+     .help = "a name"},
+    {.opt = {.name = "add", .has_arg = true},
+     .arg = "X",
+     .parse = add_one,
+     .field = offsetof(struct table_args, adds),
+     .help = "adds up",
+     .flags = OPT_REPEAT},
+    OPT_END,
+};
+static const struct opt_entry table_pos = {.opt = {.name = "thing"},
+                                           .arg = "THING",
+                                           .parse = opts_one,
+                                           .field = offsetof(struct table_args, which),
+                                           .help = "the thing"};
+static const char *const table_conflicts[] = {"flag", "other", NULL};
+
+static int table_parse(const struct opt_entry *pos, struct table_args *a, int argc, ...)
+{
+    char *argv[16] = {"t"};
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 1; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    *a = (struct table_args){.n = 3};
+    struct opts_spec spec = {"t", table_opts, pos, table_conflicts};
+    return opts_parse(&spec, argc, argv, a);
+}
+
+START_TEST(opts_table)
+{
+    struct table_args a;
+    ck_assert_int_eq(
+        table_parse(&table_pos, &a, 8, "--n=5", "--flag", "--name", "x", "--add", "1", "--add=2"),
+        0);
+    ck_assert(a.n == 5 && a.flag && !a.other && !strcmp(a.name, "x") && a.adds == 2);
+    ck_assert_ptr_null(a.which);
+    ck_assert_int_eq(table_parse(&table_pos, &a, 2, "it"), 0);
+    ck_assert(a.n == 3 && !a.flag && !strcmp(a.which, "it"));
+    ck_assert_int_eq(table_parse(&table_pos, &a, 3, "it", "that"), 2);           /* one at a time */
+    ck_assert_int_eq(table_parse(&table_pos, &a, 3, "--flag", "--other"), 2);    /* conflict */
+    ck_assert_int_eq(table_parse(&table_pos, &a, 5, "--n", "1", "--n", "2"), 2); /* twice */
+    ck_assert_int_eq(table_parse(&table_pos, &a, 3, "--n", "9"), 2);             /* range */
+    ck_assert_int_eq(table_parse(&table_pos, &a, 2, "--nn"), 2);                 /* unknown */
+    ck_assert_int_eq(table_parse(NULL, &a, 2, "it"), 2); /* no positional taken */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    struct opts_spec spec = {"t", table_opts, &table_pos, table_conflicts};
+    opts_usage(f, &spec);
+    fclose(f);
+    ck_assert_str_eq(text, "  THING     the thing\n"
+                           "  --n N     a number, 1 to 8\n"
+                           "  --flag    a flag\n"
+                           "            over two lines\n"
+                           "  --other   excludes --flag\n"
+                           "  --name S  a name\n"
+                           "  --add X   adds up\n");
+    free(text);
+}
+END_TEST
+
+/* The JSON policy: non-finite numbers as strings, whole numbers exact, the two precisions. */
+START_TEST(json_policy)
+{
+    char b[64];
+    ck_assert_str_eq(json_num_text(b, sizeof b, NAN, 9), "nan");
+    ck_assert_str_eq(json_num_text(b, sizeof b, -INFINITY, 9), "-inf");
+    ck_assert_str_eq(json_num_text(b, sizeof b, (float)0.1, 9), "0.100000001");
+    json_t *doc =
+        json_pack("{s:o, s:o, s:o, s:o, s:o}", "a", json_num(INFINITY), "b", json_num(0.1), "c",
+                  json_whole(1e15), "d", json_whole(1e300), "e", json_num(NAN));
+    ck_assert_ptr_nonnull(doc);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    json_incref(doc);
+    ck_assert_int_eq(json_write(f, doc, JSON_EXACT), 0);
+    fputc('|', f);
+    json_write(f, doc, JSON_FIGURES);
+    fputc('|', f);
+    json_put_num(f, -INFINITY, JSON_EXACT);
+    fputc(' ', f);
+    json_put_num(f, 1.0 / 3, JSON_FIGURES);
+    fclose(f);
+    ck_assert_str_eq(text, "{\n  \"a\": \"inf\",\n  \"b\": 0.10000000000000001,\n"
+                           "  \"c\": 1000000000000000,\n  \"d\": 1.0000000000000001e300,\n"
+                           "  \"e\": \"nan\"\n}\n|"
+                           "{\n  \"a\": \"inf\",\n  \"b\": 0.1,\n  \"c\": 1000000000000000,\n"
+                           "  \"d\": 1e300,\n  \"e\": \"nan\"\n}\n|\"-inf\" 0.3333333333");
+    free(text);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("base");
     TCase *tc = tcase_create("units");
     tcase_add_test(tc, parse_double_accepts_numbers);
+    tcase_add_test(tc, phase_timers_nest_exclusively);
     tcase_add_test(tc, parse_double_rejects_garbage);
     tcase_add_test(tc, parse_int_ranges);
     tcase_add_test(tc, parse_bytes_units);
@@ -206,6 +376,8 @@ int main(void)
     tcase_add_test(tc, rng_reproducible_and_uniform);
     tcase_add_test(tc, parse_edges);
     tcase_add_test(tc, opts_once);
+    tcase_add_test(tc, opts_table);
+    tcase_add_test(tc, json_policy);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }

@@ -295,7 +295,8 @@ static int overlap_body(struct device *d, void *arg, struct error *e)
 {
     struct overlap *o = arg;
     int r = dev_rank(d);
-    struct coll c = {COST_ALLREDUCE, COST_RING, o->buf[r], 1 << 12, FP_FP32, 0, 0, NULL, NULL, 0};
+    struct coll c = {COST_ALLREDUCE, COST_RING, o->buf[r], 1 << 12, FP_FP32, 0, 0,
+                     NULL,           NULL,      0,         false};
     if (o->join) {
         if (coll_run(d, &c, e))
             return ERR_RUN;
@@ -402,6 +403,67 @@ START_TEST(verify_finds_a_wrong_copy)
 }
 END_TEST
 
+/* What an MPI rank checks alone (verify_check_rank): its own part of the result, agreeing with
+ * the whole check; a wrong element in its part is found and named, one outside it is not its
+ * to find. The digest tells equal buffers from ones a bit apart. */
+struct own {
+    enum cost_op op;
+    float *buf[4];
+};
+
+static int own_body(struct device *d, void *arg, struct error *e)
+{
+    struct own *o = arg;
+    int r = dev_rank(d);
+    verify_fill(FP_FP32, o->buf[r], 1001, 5, r);
+    struct coll c = {o->op, COST_RING, o->buf[r], 1001, FP_FP32, 1, 0, NULL, NULL, 0, false};
+    return coll_run(d, &c, e);
+}
+
+START_TEST(verify_one_rank_alone)
+{
+    enum cost_op ops[] = {COST_ALLREDUCE, COST_REDUCE_SCATTER, COST_ALLGATHER, COST_BROADCAST,
+                          COST_REDUCE};
+    static float data[4][1001];
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        struct cluster_config cfg;
+        cluster_config_init(&cfg);
+        cfg.gpus = 4;
+        struct cluster *cl = cluster_new(&cfg, NULL);
+        struct own o = {ops[k], {data[0], data[1], data[2], data[3]}};
+        ck_assert_int_eq(cluster_run(cl, own_body, &o, NULL), 0);
+        struct verify whole, one, merged = {0};
+        verify_check(ops[k], 1, FP_FP32, (void *const *)o.buf, 4, 1001, 5, &whole);
+        ck_assert(whole.ok);
+        for (int r = 0; r < 4; r++) {
+            verify_check_rank(ops[k], 1, FP_FP32, o.buf[r], r, 4, 1001, 5, &one);
+            ck_assert_msg(one.ok, "op %d GPU %d", (int)ops[k], r);
+            if (r == 0)
+                merged = one;
+            else
+                verify_merge(&merged, &one);
+        }
+        ck_assert(merged.ok);
+        ck_assert_double_eq(merged.max_rel_error, whole.max_rel_error);
+        /* element 900 is in GPU 3's chunk (reduce-scatter); GPU 3 is not reduce's root (1), so
+         * there its buffer holds partial sums nobody checks. 0.5 is far beyond the tolerance. */
+        uint64_t before = verify_digest(o.buf[3], sizeof data[3]);
+        data[3][900] += 0.5f;
+        ck_assert_uint_ne(verify_digest(o.buf[3], sizeof data[3]), before);
+        verify_check_rank(ops[k], 1, FP_FP32, o.buf[3], 3, 4, 1001, 5, &one);
+        ck_assert_msg(one.ok == (ops[k] == COST_REDUCE), "op %d: GPU 3's own wrong element",
+                      (int)ops[k]);
+        if (!one.ok) {
+            ck_assert_int_eq(one.bad_gpu, 3);
+            ck_assert_uint_eq(one.bad_index, 900);
+        }
+        verify_check_rank(ops[k], 1, FP_FP32, o.buf[2], 2, 4, 1001, 5, &one);
+        ck_assert(one.ok);
+        cluster_free(cl);
+    }
+}
+END_TEST
+
 /* Groups (communicators): two groups of three GPUs of one cluster all-reduce at the same time,
  * each over its own members in its own order, with each algorithm; every member ends with its
  * group's sum (exact: small integers in fp32) and sends what a ring of three sends. A GPU that
@@ -420,18 +482,61 @@ static int groups_body(struct device *d, void *arg, struct error *e)
     struct groups *g = arg;
     int r = dev_rank(d);
     const int *grp = r % 2 ? group_b : group_a;
-    struct coll c = {COST_ALLREDUCE, g->algo, g->buf[r], 300, FP_FP32, 0, 0, NULL, grp, 3};
+    struct coll c = {COST_ALLREDUCE, g->algo, g->buf[r], 300, FP_FP32, 0, 0, NULL, grp, 3, false};
     if (coll_run(d, &c, e))
         return ERR_RUN;
     g->sent[r] = dev_stats(d).bytes_sent;
     if (r == 0) { /* GPU 0 is not in group b */
         struct error e2 = {0};
-        struct coll bad = {COST_ALLREDUCE, COST_RING, g->buf[r], 300, FP_FP32, 0, 0,
-                           NULL,           group_b,   3};
+        struct coll bad = {COST_ALLREDUCE, COST_RING, g->buf[r], 300,  FP_FP32, 0, 0,
+                           NULL,           group_b,   3,         false};
         g->refused = coll_run(d, &bad, &e2) == ERR_INVAL;
     }
     return 0;
 }
+
+/* A maximum instead of a sum: every GPU ends with the element-wise largest value of the group,
+ * a NaN anywhere stays NaN; only fp32 is reduced this way. */
+static int max_body(struct device *d, void *arg, struct error *e)
+{
+    float(*buf)[7] = arg;
+    int r = dev_rank(d);
+    for (int i = 0; i < 7; i++)
+        buf[r][i] = (float)((i * 3 + r * 5) % 7) - (i == 4 && r == 2 ? 100.0f : 0.0f);
+    if (r == 1)
+        buf[r][6] = NAN;
+    struct coll c = {COST_ALLREDUCE, COST_RING, buf[r], 7, FP_FP32, 0, 0, NULL, NULL, 0, true};
+    int rc = coll_run(d, &c, e);
+    if (rc)
+        return rc;
+    struct coll half = {COST_ALLREDUCE, COST_RING, buf[r], 7, FP_BF16, 0, 0, NULL, NULL, 0, true};
+    struct error e2 = {0};
+    return coll_run(d, &half, &e2) == ERR_INVAL ? 0 : error_set(e, ERR_RUN, "bf16 max accepted");
+}
+
+START_TEST(max_reduces_to_the_largest)
+{
+    static float buf[3][7];
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = 3;
+    struct cluster *cl = cluster_new(&cfg, NULL);
+    struct error e = {0};
+    ck_assert_msg(cluster_run(cl, max_body, buf, &e) == 0, "%s", e.msg);
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < 6; i++) {
+            float want = -1e30f;
+            for (int q = 0; q < 3; q++)
+                want =
+                    fmaxf(want, (float)((i * 3 + q * 5) % 7) - (i == 4 && q == 2 ? 100.0f : 0.0f));
+            ck_assert_msg(buf[r][i] == want, "GPU %d element %d: %g, not %g", r, i,
+                          (double)buf[r][i], (double)want);
+        }
+        ck_assert(isnan(buf[r][6]));
+    }
+    cluster_free(cl);
+}
+END_TEST
 
 START_TEST(groups_reduce_their_members_only)
 {
@@ -498,5 +603,7 @@ int main(void)
     ADD(failure_ends_cleanly);
     ADD(ledger_limits_the_buffers);
     ADD(groups_reduce_their_members_only);
+    ADD(max_reduces_to_the_largest);
+    ADD(verify_one_rank_alone);
     return harness_run(s);
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "base/error.h"
+#include "base/prof.h"
 #include "base/rng.h"
 #include "calc/activ.h"
 #include "calc/preset.h"
@@ -949,7 +950,7 @@ START_TEST(parts_compose_into_the_whole_model)
         for (int M = 1; M <= 4; M *= 2) {
             int mb = B / M;
             size_t mt = (size_t)mb * T;
-            struct gpt_part p0 = {0, 1, true, false, M}, p1 = {1, 1, false, true, M};
+            struct gpt_part p0 = {0, 1, true, false, M, 1, 0}, p1 = {1, 1, false, true, M, 1, 0};
             struct gpt_ckpt pol;
             ck_assert_int_eq(gpt_ckpt_parse(pols[k], &pol, NULL), 0);
             struct gpt *a = NULL, *b = NULL;
@@ -1044,6 +1045,68 @@ START_TEST(training_panel_keys_act_on_the_next_step_shown)
 }
 END_TEST
 
+/* The bench's phase timers only read the clock: a step with them on gives the same bits, in
+ * every format, and every phase of the model's step (and AdamW) is reached. */
+START_TEST(phase_timers_change_no_bit)
+{
+    const struct gpt_config *c = &small_cfg;
+    int32_t tok[SB * 8], tgt[SB * 8];
+    random_batch(c, SB, tok, tgt);
+    const enum fp_format fmts[] = {FP_FP32, FP_BF16, FP_FP16};
+    for (int f = 0; f < 3; f++) {
+        struct gpt *g = new_model(c, SB, fmts[f], "selective");
+        size_t n = gpt_nparams(g);
+        float *master = malloc(n * 4), *want = malloc(n * 4);
+        random_params(c, master, 5);
+        gpt_set_weights(g, master);
+        double loss = gpt_step(g, tok, tgt, 1024.0f, NULL);
+        memcpy(want, gpt_grads(g), n * 4);
+        struct prof pr = {0};
+        prof_attach(&pr);
+        double again = gpt_step(g, tok, tgt, 1024.0f, NULL);
+        struct adamw a;
+        adamw_init(&a, 1e-3, 0.9, 0.999, 1e-8, 0.01);
+        adamw_advance(&a);
+        float *m = calloc(n, 4), *v = calloc(n, 4);
+        adamw_update(&a, master, want, m, v, n);
+        prof_attach(NULL);
+        ck_assert(memcmp(&loss, &again, sizeof loss) == 0);
+        ck_assert(memcmp(want, gpt_grads(g), n * 4) == 0);
+        ck_assert_int_eq(pr.depth, 0);
+        for (int ph = 0; ph < PROF_PHASES; ph++)
+            ck_assert_msg(pr.seconds[ph] > 0, "%s: phase %s never timed", fp_info(fmts[f])->name,
+                          prof_name((enum prof_phase)ph));
+        free(m), free(v), free(master), free(want);
+        gpt_free(g);
+    }
+}
+END_TEST
+
+/* The model and the calculator read checkpoint policies with one parser (base/ckpt.h): they
+ * accept and refuse the same names, and agree on the segment length. */
+START_TEST(model_and_calculator_share_the_policy_names)
+{
+    const char *const names[] = {"none",      "full",    "every:1", "every:3", "every:07", "sqrt",
+                                 "selective", "every:0", "every:",  "every:x", "some",     ""};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        struct gpt_ckpt g;
+        struct activ_policy a;
+        struct error e1 = {0}, e2 = {0};
+        int rg = gpt_ckpt_parse(names[i], &g, &e1), ra = activ_parse_policy(names[i], &a, &e2);
+        ck_assert_int_eq(rg, ra);
+        ck_assert_str_eq(e1.msg, e2.msg);
+        if (rg)
+            continue;
+        char buf[24];
+        ck_assert_str_eq(g.name, activ_policy_name(buf, sizeof buf, &a));
+        for (int layers = 1; layers <= 10; layers++) {
+            int k = activ_policy_every(&a, layers);
+            ck_assert_int_eq(gpt_ckpt_segment(&g, layers), k < layers ? k : layers);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("train");
@@ -1071,6 +1134,8 @@ int main(void)
     tcase_add_test(tc, zero_stages_hold_the_same_weights);
     tcase_add_test(tc, parts_compose_into_the_whole_model);
     tcase_add_test(tc, default_shape_is_the_tiny_preset);
+    tcase_add_test(tc, phase_timers_change_no_bit);
+    tcase_add_test(tc, model_and_calculator_share_the_policy_names);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }

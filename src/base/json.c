@@ -1,0 +1,53 @@
+/* The JSON writer every command uses (base/json.h): jansson's trees and dump, with scalelab's
+ * policy for non-finite numbers and precision in one place. */
+#include "config.h"
+#include "base/json.h"
+
+#include <math.h>
+
+const char *json_nonfinite(double v)
+{
+    if (isnan(v))
+        return "nan";
+    if (isinf(v))
+        return v > 0 ? "inf" : "-inf";
+    return NULL;
+}
+
+json_t *json_num(double v)
+{
+    const char *word = json_nonfinite(v);
+    return word ? json_string(word) : json_real(v);
+}
+
+json_t *json_whole(double v)
+{
+    return fabs(v) < 9007199254740992.0 ? json_integer((json_int_t)llround(v)) : json_num(v);
+}
+
+int json_write(FILE *f, json_t *doc, int digits)
+{
+    int rc = json_dumpf(doc, f, JSON_INDENT(2) | JSON_REAL_PRECISION(digits));
+    fputc('\n', f);
+    json_decref(doc);
+    return rc;
+}
+
+void json_put_num(FILE *f, double v, int digits)
+{
+    const char *word = json_nonfinite(v);
+    if (word)
+        fprintf(f, "\"%s\"", word);
+    else
+        fprintf(f, "%.*g", digits, v);
+}
+
+char *json_num_text(char *buf, size_t n, double v, int digits)
+{
+    const char *word = json_nonfinite(v);
+    if (word)
+        snprintf(buf, n, "%s", word);
+    else
+        snprintf(buf, n, "%.*g", digits, v);
+    return buf;
+}

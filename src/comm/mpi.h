@@ -1,0 +1,68 @@
+/* The MPI transport (comm/xport.h) and one collective run over MPI ranks.
+ *
+ * Under `mpirun -n N scalelab collective --transport mpi`, each rank is one GPU: it runs the
+ * very algorithms of comm/ (coll_run_on) with its point-to-point sends carried by MPI
+ * (nonblocking sends and receives on a communicator of its own, matched in order; a receive
+ * that sums lands in a scratch buffer first and is combined with reduce_sum, as the thread
+ * transport combines out of the sender's buffer: the same additions in the same order, so the
+ * same bits). Every wait polls with a deadline: a rank that cannot be reached ends the job
+ * with a message naming both ranks (MPI_Abort), never a hang. --fail GPU@STEP stops every
+ * rank the same way, exit 1.
+ *
+ * mpi_trial_run measures what trial_run does on the thread transport, with wall time in
+ * place of simulated time: each rank fills its buffer (verify_fill), a warm-up run, then the
+ * timed runs (best of repeat; each run's time is its slowest rank's, between barriers); the
+ * last run is checked on each rank against the double-precision reference for its own part
+ * (verify_check_rank), its digest compared with the others'. The same buffers then go
+ * through the library's own MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather (the
+ * v-variants when N does not divide the count; MPI_Bcast and MPI_Reduce for those ops), in
+ * place, timed the same way, for comparison. bf16 and fp16 reach the library as 2-byte
+ * elements with a user-defined sum (fp32 additions, as ours).
+ *
+ * Built only when configure finds Open MPI (pkg-config ompi-c); otherwise every entry point
+ * but mpi_built says how to get it. */
+#ifndef SCALELAB_COMM_MPI_H
+#define SCALELAB_COMM_MPI_H
+
+#include <stdbool.h>
+
+#include "comm/trial.h"
+
+struct error;
+
+/* Whether this scalelab has the MPI transport. */
+bool mpi_built(void);
+/* One line for --version: the MPI library, or how to get one. */
+const char *mpi_about(void);
+/* The install hint, for errors: the Debian packages. */
+#define MPI_PACKAGES "libopenmpi-dev and openmpi-bin"
+
+/* MPI_Init (threads: funneled) and the rank and size; 0 or ERR_INVAL (no MPI built). */
+int mpi_begin(int *argc, char ***argv, int *rank, int *size, struct error *e);
+void mpi_end(void);
+
+enum { MPI_LIB_MAX = 4 };
+
+struct mpi_lib_figure {
+    const char *name; /* "MPI_Allreduce", ... */
+    enum cost_op op;
+    double time_s; /* best of the repetitions, the slowest rank's */
+};
+
+struct mpi_run {
+    struct trial t; /* as trial_run's: check, bytes sent per GPU, digest, wall_s, predicted */
+    int rank, size;
+    int hosts;      /* distinct processor names among the ranks */
+    char host0[64]; /* rank 0's */
+    int repeat;
+    struct mpi_lib_figure lib[MPI_LIB_MAX];
+    int nlib;
+};
+
+/* Called by every rank with the same arguments (a->gpus is ignored: the ranks are the GPUs).
+ * Rank 0's result holds everything; the others' only their own parts. 0, or an error. */
+int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run *r,
+                  struct error *e);
+void mpi_trial_fini(struct mpi_run *r);
+
+#endif

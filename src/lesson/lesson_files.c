@@ -1,0 +1,184 @@
+/* Lesson files on disk: reading one (its size refused before it is read), listing and
+ * loading the lessons folder, and finding a lesson by number, name or path (lesson/lesson.h). */
+#include "config.h"
+#include "lesson/lesson.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/datadir.h"
+#include "base/error.h"
+#include "base/units.h"
+#include "lesson/text.h"
+
+#define FILE_MAX (1 << 20) /* a lesson is a few KiB; refuse anything absurd */
+
+int lesson_load(const char *path, struct lesson **out, struct error *e)
+{
+    *out = NULL;
+    /* a path that does not exist, is a folder or may not be read is the user's mistake (exit
+     * 2); only a failing disk is an I/O error */
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return error_set(e, ERR_INVAL, "%s: a folder, not a lesson file", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int err = errno;
+        return error_set(e, err == ENOENT || err == EACCES || err == ENOTDIR ? ERR_INVAL : ERR_IO,
+                         "%s: cannot read: %s", path, strerror(err));
+    }
+    /* the size is checked before anything is read; the read below is bounded as well, for a
+     * file that grows meanwhile or has no size (a pipe, a device) */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > FILE_MAX) {
+        fclose(f);
+        return error_set(e, ERR_INVAL, "%s: larger than %d bytes: not a lesson", path, FILE_MAX);
+    }
+    char *text = malloc(FILE_MAX + 1);
+    if (!text) {
+        fclose(f);
+        return error_set(e, ERR_NOMEM, "%s: out of memory", path);
+    }
+    size_t len = fread(text, 1, FILE_MAX + 1, f);
+    int rc;
+    if (ferror(f))
+        rc = error_set(e, ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    else if (len > FILE_MAX)
+        rc = error_set(e, ERR_INVAL, "%s: larger than %d bytes: not a lesson", path, FILE_MAX);
+    else
+        rc = lesson_parse_string(path, text, len, out, e);
+    free(text);
+    fclose(f);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the lessons folder */
+
+static bool lesson_file_name(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 10 && isdigit((unsigned char)name[0]) && isdigit((unsigned char)name[1]) &&
+           name[2] == '-' && strcmp(name + n - 7, ".lesson") == 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The lesson file names in DIR/lessons, sorted (so by number). */
+static int list_lessons(const char *dir, char *folder, size_t fn, char ***names, size_t *n,
+                        struct error *e)
+{
+    *names = NULL;
+    *n = 0;
+    if (snprintf(folder, fn, "%s/lessons", dir ? dir : datadir()) >= (int)fn)
+        return error_set(e, ERR_INVAL, "%s/lessons: the path is too long", dir);
+    DIR *d = opendir(folder);
+    if (!d) {
+        /* a data folder that is not there (SCALELAB_DATA=/nonexistent) is bad input, exit 2;
+         * only a failing disk is an I/O error */
+        int err = errno;
+        return error_set(e, err == ENOENT || err == ENOTDIR || err == EACCES ? ERR_INVAL : ERR_IO,
+                         "%s: cannot open the lessons folder: %s", folder, strerror(err));
+    }
+    struct dirent *ent;
+    int rc = 0;
+    while ((ent = readdir(d))) {
+        if (!lesson_file_name(ent->d_name))
+            continue;
+        char **slot = lesson_push(names, n, sizeof *slot);
+        if (!slot || !(*slot = lesson_strdup(ent->d_name))) {
+            if (slot)
+                (*n)--;
+            rc = error_set(e, ERR_NOMEM, "out of memory");
+            break;
+        }
+    }
+    closedir(d);
+    if (*n)
+        qsort(*names, *n, sizeof **names, by_name);
+    return rc;
+}
+
+void lesson_free_all(struct lesson **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        lesson_free(v[i]);
+    free(v);
+}
+
+int lesson_load_all(const char *dir, struct lesson ***out, size_t *n, struct error *e)
+{
+    char folder[4096], path[4096 + 256];
+    char **names;
+    size_t count;
+    struct lesson **v = NULL;
+    int rc = list_lessons(dir, folder, sizeof folder, &names, &count, e);
+    *out = NULL;
+    *n = 0;
+    if (rc == 0 && count == 0)
+        rc = error_set(e, ERR_INVAL, "%s: no NN-name.lesson files", folder);
+    if (rc == 0 && !(v = calloc(count, sizeof *v)))
+        rc = error_set(e, ERR_NOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        snprintf(path, sizeof path, "%s/%s", folder, names[i]);
+        rc = lesson_load(path, &v[i], e);
+        if (rc == 0 && i > 0 && v[i]->number == v[i - 1]->number)
+            rc = error_set(e, ERR_INVAL, "%s: two lessons numbered %d (%s and %s)", folder,
+                           v[i]->number, names[i - 1], names[i]);
+    }
+    lesson_free_strings(names, count);
+    if (rc < 0) {
+        lesson_free_all(v, v ? count : 0);
+        return rc;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+int lesson_find(const char *dir, const char *which, struct lesson **out, struct error *e)
+{
+    *out = NULL;
+    size_t wl = strlen(which);
+    if (strchr(which, '/') ||
+        (wl > 7 && !strcmp(which + wl - 7, ".lesson") && access(which, F_OK) == 0))
+        return lesson_load(which, out, e);
+    char folder[4096], path[4096 + 256];
+    char **names;
+    size_t count;
+    int rc = list_lessons(dir, folder, sizeof folder, &names, &count, e);
+    if (rc < 0)
+        return rc;
+    long long num = -1;
+    bool numeric = units_parse_int(which, 0, 99, &num, NULL) == 0;
+    const char *hit = NULL;
+    for (size_t i = 0; i < count && !hit; i++) {
+        /* "06-lab.lesson" answers to 6, "06-lab.lesson", "06-lab" and "lab" */
+        const char *dash = strchr(names[i], '-'), *bare = dash ? dash + 1 : names[i];
+        if (numeric
+                ? lesson_number_of(names[i]) == num
+                : strcmp(names[i], which) == 0 ||
+                      (strncmp(names[i], which, wl) == 0 && !strcmp(names[i] + wl, ".lesson")) ||
+                      (strncmp(bare, which, wl) == 0 && !strcmp(bare + wl, ".lesson")))
+            hit = names[i];
+    }
+    if (hit) {
+        snprintf(path, sizeof path, "%s/%s", folder, hit);
+        rc = lesson_load(path, out, e);
+    } else {
+        rc = error_set(e, ERR_INVAL,
+                       "no lesson '%s' in %s (give a number, a name such as "
+                       "01-mixed-precision or lab, or a path)",
+                       which, folder);
+    }
+    lesson_free_strings(names, count);
+    return rc;
+}

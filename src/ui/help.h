@@ -1,0 +1,18 @@
+/* The help overlay (?): the window's keys and the live panel's, with the panel's about text,
+ * in two columns when the screen has room, scrolled when it has not. */
+#ifndef SCALELAB_UI_HELP_H
+#define SCALELAB_UI_HELP_H
+
+#include <stdbool.h>
+
+struct panel_ops;
+
+/* Draws the help over a rows x cols screen (stdscr), the panel's keys beside the window's,
+ * scrolled by scroll rows (at most as far as it goes). */
+void help_draw(const struct panel_ops *panel, int rows, int cols, int scroll);
+
+/* A key while the help is open: Esc, ? and q close it (*open = false), Up/Down and k/j
+ * scroll it. Whether the key changed anything. */
+bool help_key(int ch, bool *open, int *scroll);
+
+#endif

@@ -1,0 +1,105 @@
+#!/bin/sh
+# collective --transport mpi: 2, 3 and 4 MPI ranks on this machine run the same algorithms as
+# the thread transport, with bit-identical results and the same bytes sent by each GPU; the
+# library's collectives are timed beside them; --fail and a stalled rank end every rank.
+. "$srcdir/tests/lib.sh"
+
+# Without MPI there is nothing to run; under the sanitizers Open MPI's own allocations and
+# threads are reported as ours (leaks at MPI_Init, races in its progress thread).
+if ! "$SCALELAB" --version | grep -q "MPI transport: Open MPI"; then
+    echo "1..0 # SKIP scalelab was built without MPI (apt-get install libopenmpi-dev openmpi-bin)"
+    exit 0
+fi
+if [ -z "$MPIRUN" ] || ! command -v "$MPIRUN" >/dev/null 2>&1; then
+    echo "1..0 # SKIP mpirun is not installed (apt-get install openmpi-bin)"
+    exit 0
+fi
+if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then
+    echo "1..0 # SKIP Open MPI under a sanitizer reports its own leaks and races; the normal build runs these"
+    exit 0
+fi
+
+# Shared memory between the ranks, no network probing; more ranks than cores is fine.
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
+root=
+[ "$(id -u)" -eq 0 ] && root=--allow-run-as-root
+
+# mrun N ARGS...: scalelab ARGS on N ranks; sets $out, $err and $status. The timeout only
+# keeps a broken build from hanging the suite: every wait inside has its own deadline.
+mrun() {
+    n=$1; shift
+    timeout 60 "$MPIRUN" $root --oversubscribe -n "$n" "$SCALELAB" "$@" >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
+    status=$?
+    out=$(cat "$T_TMP/out")
+    err=$(cat "$T_TMP/err")
+}
+
+# same N WHAT ARGS...: the run on N ranks against the same run on N threads: verified, the
+# same result bits (digest), the same bytes sent by each GPU, the MPI figures present.
+same() {
+    n=$1 what=$2; shift 2
+    run collective --gpus "$n" --json "$@"
+    printf '%s' "$out" >"$T_TMP/thread.json"
+    mrun "$n" collective --transport mpi --json "$@"
+    if [ "$status" -ne 0 ]; then not_ok "$what: $n ranks (exit $status)" "$err"; return; fi
+    check_json "d['transport']=='mpi' and d['ranks']==$n and d['gpus']==$n and d['verified'] is True" "$what: $n ranks, verified"
+    check_json "d['result_digest']==json.load(open('$T_TMP/thread.json'))['result_digest']" "$what: $n ranks, bit-identical to $n threads"
+    check_json "d['bytes_sent_per_gpu']==json.load(open('$T_TMP/thread.json'))['bytes_sent_per_gpu']" "$what: $n ranks, each sends the bytes its thread sends"
+}
+
+for n in 2 3 4; do
+    same $n "ring all-reduce fp32 (uneven chunks)" --size 40004
+    same $n "rhd all-reduce fp16 (folding for 3)" --algo rhd --dtype fp16 --size 20002
+done
+same 3 "tree all-reduce bf16" --algo tree --dtype bf16 --size 30002
+same 4 "double binary tree all-reduce" --algo dbtree --size 65536
+same 3 "ring reduce-scatter bf16, 3 uneven chunks" --op reduce-scatter --dtype bf16 --size 40004
+same 4 "rhd all-gather" --op allgather --algo rhd --size 65536
+same 3 "tree broadcast from GPU 2" --op broadcast --algo tree --root 2 --size 30000
+same 3 "ring reduce to GPU 1" --op reduce --root 1 --size 30000
+
+# the exact counts, and the library beside ours
+mrun 4 collective --transport mpi --json --size 4MiB
+check_json "d['bytes_sent_total']==2*3*4194304 and all(b==2*3*4194304//4 for b in d['bytes_sent_per_gpu'])" "4 ranks send 2(N-1)/N x size each, as threads do"
+check_json "[m['name'] for m in d['mpi']]==['MPI_Allreduce','MPI_Reduce_scatter_block','MPI_Allgather']" "the library's MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather are timed"
+check_json "all(m['time_s']>0 and abs(m['algbw_GBps']-4194304/m['time_s']/1e9)<1e-6*m['algbw_GBps'] for m in d['mpi'])" "the library's algbw is S/t"
+check_json "d['simulated_time_s'] is None and abs(d['algbw_GBps']-4194304/d['wall_time_s']/1e9)<1e-6*d['algbw_GBps'] and abs(d['busbw_GBps']-1.5*d['algbw_GBps'])<1e-6*d['busbw_GBps']" "algbw and busbw on the real wall time"
+check_json "abs(d['busbw_ratio_to_library']-d['mpi'][0]['time_s']/d['wall_time_s'])<1e-6*d['busbw_ratio_to_library']" "the ratio to MPI_Allreduce is the ratio of their times (to the JSON's 9 digits)"
+mrun 3 collective --transport mpi --json --op allgather --size 40004
+check_json "[m['name'] for m in d['mpi']][1:]==['MPI_Reduce_scatter','MPI_Allgatherv']" "uneven chunks go through the v-variants"
+
+mrun 2 collective --transport mpi --size 1MiB
+check_status 0 "text report on 2 ranks"
+check_contains "$out" "on 2 MPI ranks" "the report says it ran on MPI ranks"
+check_contains "$out" "MPI_Allreduce" "the report shows MPI_Allreduce beside the ring"
+check_contains "$out" "busbw is" "the report gives the ratio to the library"
+check_eq "$(printf '%s\n' "$out" | grep -c 'verified')" 1 "rank 0 alone prints the report"
+
+# failures end every rank
+mrun 4 collective --transport mpi --size 1MiB --fail 2@1
+check_status 1 "--fail 2@1 on 4 ranks"
+check_contains "$err" "GPU 2: failed at step 1" "--fail names the GPU and the step"
+# (comm/mpi.c's test hook: that rank stops itself before its first send)
+export SCALELAB_MPI_STALL_RANK=1
+mrun 3 collective --transport mpi --size 64KiB --deadline 1
+unset SCALELAB_MPI_STALL_RANK
+check_status 1 "a rank that stops answering ends the run"
+# (GPU 0 waits for GPU 1 to take its send, GPU 2 for GPU 1's message: whichever gives up first
+# ends the run)
+check_contains "$err" "waited 1 s for a" "the deadline is named"
+check_contains "$err" "GPU 1: is that rank running and reachable?" "the deadline names the rank that did not answer"
+
+# bad usage
+mrun 2 collective --transport mpi --gpus 3
+check_status 2 "--gpus disagrees with mpirun -n"
+check_contains "$err" "mpirun started 2 ranks" "the error says how many ranks mpirun started"
+run collective --transport mpi --sweep
+check_status 2 "--sweep reads the simulated cluster"
+run collective --transport tcp
+check_status 2 "an unknown transport"
+check_contains "$err" "thread or mpi" "the error lists the transports"
+run collective --repeat 3
+check_status 2 "--repeat without MPI"
+
+done_testing

@@ -1,0 +1,139 @@
+#!/bin/sh
+# Tensor parallelism on the thread-GPUs (train --tp T), alone and combined with data and
+# pipeline parallelism (3D): the same training as one GPU, every measured byte the
+# calculator's, one verdict for all GPUs, layouts refused with their reason.
+. "$srcdir/tests/lib.sh"
+
+# Under the sanitizers a run is ~10 times slower: the same checks on fewer layouts.
+slow=false
+if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then slow=true; fi
+
+save() { printf '%s\n' "$out" >"$T_TMP/$1.jsonl"; }
+
+# py WHAT: a python3 check ($PYCODE) over saved runs; load(NAME) reads one.
+py() {
+    what=$1; shift
+    if python3 - "$T_TMP" "$@" >"$T_TMP/py.out" 2>&1 <<PY
+import json, sys, math, os, struct
+T = sys.argv[1]
+def load(name):
+    return [json.loads(l) for l in open(os.path.join(T, name + ".jsonl")) if l.strip()]
+def f32(p):
+    b = open(p, 'rb').read(); return struct.unpack('<%df' % (len(b) // 4), b)
+$PYCODE
+PY
+    then ok "$what"; else not_ok "$what" "$(cat "$T_TMP/py.out")"; fi
+}
+
+# --- Equivalence: T ranks of each layer train as one GPU does (fp32; the row-parallel
+# matmuls' partial sums are added across the group, in another order than one GPU's sgemm: a
+# few ulps). 1e-5 relative per step over 10 steps; the development host sees ~1e-8.
+steps=10
+layouts="--tp=2 --tp=4 --dp=2:--tp=2 --tp=2:--micro-batches=4 --tp=2:--pp=2:--micro-batches=4
+--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1
+--tp=2:--checkpoint=full --tp=4:--checkpoint=selective"
+$slow && steps=4 && layouts="--tp=2 --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1"
+run train --steps $steps --json
+check_status 0 "one GPU, the reference"
+save ref
+i=0
+for l in $layouts; do
+    args=$(printf '%s' "$l" | tr ':' ' ')
+    i=$((i + 1))
+    run train --steps $steps $args --json
+    check_status 0 "train $args"
+    save "e$i"
+    PYCODE="
+a, b = load('ref'), load('e$i')
+assert len(a) == len(b) == $steps + 1, (len(a), len(b))
+worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
+assert worst < 1e-5, worst
+" py "$args: every step's loss within 1e-5 of one GPU's"
+done
+
+# --- Step 1's gradients, gathered from every rank's shards (the norms once), equal one
+# GPU's: 1e-5 relative to the largest gradient; the same batch and initial weights.
+run train --steps 1 --dump "$T_TMP/d1" --json
+check_status 0 "--dump on one GPU"
+dumps="--tp=4 --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1"
+$slow && dumps="--dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1"
+i=0
+for l in $dumps; do
+    args=$(printf '%s' "$l" | tr ':' ' ')
+    i=$((i + 1))
+    run train --steps 1 $args --dump "$T_TMP/dt$i" --json
+    check_status 0 "--dump with $args"
+    PYCODE="
+a, b = f32('$T_TMP/d1/grads.f32'), f32('$T_TMP/dt$i/grads.f32')
+assert len(a) == len(b)
+scale = max(abs(x) for x in a)
+worst = max(abs(x - y) for x, y in zip(a, b)) / scale
+assert worst < 1e-5, worst
+assert open('$T_TMP/d1/params.f32', 'rb').read() == open('$T_TMP/dt$i/params.f32', 'rb').read()
+" py "$args: step 1's gathered gradients within 1e-5 of one GPU's, the same weights"
+done
+
+# --- Measured = predicted: every GPU's ledger peaks (its shards; activations with the split
+# tensors divided by T) and its bytes sent, data-parallel, tensor-parallel and pipeline, equal
+# the calculator's for its stage.
+cases="tiny:fp32:--tp=2 tiny:bf16:--tp=4:--checkpoint=full small:bf16:--tp=2:--dp=2:--zero=1
+small:fp32:--tp=2:--pp=3:--micro-batches=3:--batch=6 tiny:bf16:--dp=2:--tp=2:--pp=2:--micro-batches=4:--checkpoint=selective
+tiny:fp16:--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved"
+$slow && cases="tiny:bf16:--dp=2:--tp=2:--pp=2:--micro-batches=4:--checkpoint=selective"
+for c in $cases; do
+    model=${c%%:*}; rest=${c#*:}; prec=${rest%%:*}; args=$(printf '%s' "${rest#*:}" | tr ':' ' ')
+    run train --model "$model" --precision "$prec" --steps 1 $args --json --summary
+    check_status 0 "$model $prec $args"
+    save m
+    PYCODE="
+s = load('m')[0]['summary']
+stages = s['predicted']['per_stage']
+keys = ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication')
+assert len(s['per_gpu']) == s['layout']['gpus'] == s['layout']['dp'] * s['layout']['tp'] * s['layout']['pp']
+for g in s['per_gpu']:
+    p = stages[g['coord']['pp']]
+    for k in keys:
+        assert g['peak'][k] == p[k], (g['gpu'], k, g['peak'][k], p[k])
+    for k in ('data_parallel', 'tensor_parallel', 'pipeline'):
+        assert g['comm_bytes_per_step'][k] == p['comm_bytes_per_step'][k], (g['gpu'], k, g['comm_bytes_per_step'], p['comm_bytes_per_step'])
+assert s['measured_minus_predicted'] == {'memory_bytes': 0, 'comm_bytes': 0}
+" py "$model $prec $args: every GPU's peaks and bytes sent equal the calculator's"
+done
+# The bytes against the formula, tiny in fp32 on 2 ranks, one micro-batch of 16 x 64 tokens
+# (s b h p = 262,144 B; an all-reduce over 2 sends its buffer once): 4 all-reduces per layer
+# x 4 layers, the embedding's and the head input's, and three fp32 numbers per token.
+run train --steps 1 --tp 2 --json --summary
+check_json "all(g['comm_bytes_per_step']['tensor_parallel'] == (16 + 2) * 262144 + 3 * 16 * 64 * 4 for g in d['summary']['per_gpu'])" \
+    "tensor-parallel bytes: (4 x 4 + 2) x sbh p + 3 sb x 4 per GPU"
+check_json "[(g['coord']['tp'], g['coord']['dp'], g['coord']['pp']) for g in d['summary']['per_gpu']] == [(0, 0, 0), (1, 0, 0)] and d['summary']['layout']['tp'] == 2" \
+    "each GPU's coordinates: tensor-parallel rank innermost"
+# Ranks are placed tensor-parallel innermost, then data, then pipeline (Megatron-LM's order).
+run train --steps 1 --dp 2 --tp 2 --pp 2 --micro-batches 2 --json --summary
+check_json "[(g['coord']['pp'], g['coord']['dp'], g['coord']['tp']) for g in d['summary']['per_gpu']] == [(p, q, t) for p in range(2) for q in range(2) for t in range(2)]" \
+    "dp 2 x tp 2 x pp 2: GPU r is (stage, data rank, tensor rank) in that order"
+
+# --- One verdict: a NaN in one rank's heads makes every GPU skip the step.
+run train --steps 3 --tp 2 --precision fp16 --inject nan@2 --json
+check_status 0 "a NaN under tensor parallelism"
+check_json_lines() {
+    if printf '%s\n' "$out" | python3 -c "
+import json, sys
+d = [json.loads(l) for l in sys.stdin if l.strip()]
+sys.exit(0 if ($1) else 1)"; then ok "$2"; else not_ok "$2" "$(printf '%s' "$out" | head -c 1500)"; fi
+}
+check_json_lines "d[1]['skipped'] and d[1]['overflow'] and d[2]['loss_scale'] == d[1]['loss_scale'] / 2 and not d[2]['skipped']" \
+    "every rank skips step 2 and halves the scale"
+
+# --- Layouts refused with their reason (exit 2).
+bad() { # WHAT NEEDLE ARGS...
+    what=$1 needle=$2; shift 2
+    run train "$@"
+    check_status 2 "$what"
+    check_contains "$err" "$needle" "$what: the message says why"
+}
+bad "--tp 3 with 4 heads" "the attention heads (4) and the FFN width (172)" --tp 3
+bad "--tp 4 with small's 6 heads" "the attention heads (6)" --model small --tp 4
+bad "--gpus not dp x tp x pp" "--gpus 6 is not --dp 2 x --tp 2 x --pp 2" --gpus 6 --dp 2 --tp 2 --pp 2
+bad "sequence parallelism without tensor parallelism" "--sequence-parallel goes with --tp" --sequence-parallel
+
+done_testing
