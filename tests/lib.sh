@@ -65,6 +65,48 @@ check_json() {
     fi
 }
 
+# check_jsonl EXPR WHAT: EXPR (python) over d, the list of the JSON lines of $out.
+check_jsonl() {
+    if printf '%s\n' "$out" | python3 -c "
+import json, sys, math
+d = [json.loads(l) for l in sys.stdin if l.strip()]
+sys.exit(0 if ($1) else 1)" 2>"$T_TMP/pyerr"; then
+        ok "$2"
+    else
+        not_ok "$2" "expression: $1" "$(cat "$T_TMP/pyerr")" "out: $(printf '%s' "$out" | head -c 1500)"
+    fi
+}
+
+# refused WHAT NEEDLE ARGS...: scalelab ARGS is refused, exit 2, with NEEDLE in its message.
+refused() {
+    what=$1 needle=$2; shift 2
+    run "$@"
+    check_status 2 "$what"
+    check_contains "$err" "$needle" "$what: the message says why"
+}
+
+# A sanitizer build runs about ten times slower: tests check fewer cases there.
+sanitized=false
+if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then sanitized=true; fi
+
+# save NAME: the last run's output, for py's load(NAME).
+save() { printf '%s\n' "$out" >"$T_TMP/$1.jsonl"; }
+
+# py WHAT: runs the python3 in $PYCODE, where load(NAME) gives a saved run's JSON lines and
+# f32(PATH) a file of little-endian floats; ok if it raises nothing.
+py() {
+    if python3 - "$T_TMP" >"$T_TMP/py.out" 2>&1 <<PY
+import json, sys, math, os, struct
+T = sys.argv[1]
+def load(name):
+    return [json.loads(l) for l in open(os.path.join(T, name + ".jsonl")) if l.strip()]
+def f32(p):
+    b = open(p, 'rb').read(); return struct.unpack('<%df' % (len(b) // 4), b)
+$PYCODE
+PY
+    then ok "$1"; else not_ok "$1" "$(cat "$T_TMP/py.out")"; fi
+}
+
 done_testing() {
     echo "1..$T_N"
     [ "$T_FAILED" -eq 0 ]

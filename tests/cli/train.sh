@@ -3,18 +3,6 @@
 # clipping, checkpoint policies against the calculator, --dump, and every bad option.
 . "$srcdir/tests/lib.sh"
 
-# check_jsonl EXPR WHAT: a python3 expression on the JSON lines in $out ('d': the list).
-check_jsonl() {
-    if printf '%s\n' "$out" | python3 -c "
-import json, sys, math
-d = [json.loads(l) for l in sys.stdin if l.strip()]
-sys.exit(0 if ($1) else 1)" 2>"$T_TMP/pyerr"; then
-        ok "$2"
-    else
-        not_ok "$2" "expression: $1" "$(cat "$T_TMP/pyerr")" "out: $(printf '%s' "$out" | head -c 1500)"
-    fi
-}
-
 run train --steps 3 --batch 2 --json
 check_status 0 "train --json"
 check_jsonl "len(d) == 4 and all(set(x) == {'step','loss','grad_norm','clip_coef','loss_scale','skipped','overflow','nonfinite','underflow_frac','act_peak_bytes','sim_time_s','comm_bytes_per_gpu'} for x in d[:3])" \

@@ -5,25 +5,7 @@
 . "$srcdir/tests/lib.sh"
 
 # Under the sanitizers a run is ~10 times slower: the same checks on fewer layouts.
-slow=false
-if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then slow=true; fi
-
-# jsonl FILE: the JSON lines of a run, for the python checks below.
-save() { printf '%s\n' "$out" >"$T_TMP/$1.jsonl"; }
-
-# py WHAT CODE: a python3 check over saved runs; load(NAME) reads one (the steps, then the
-# summary as the last element).
-py() {
-    what=$1; shift
-    if python3 - "$T_TMP" "$@" >"$T_TMP/py.out" 2>&1 <<PY
-import json, sys, math, os
-T = sys.argv[1]
-def load(name):
-    return [json.loads(l) for l in open(os.path.join(T, name + ".jsonl")) if l.strip()]
-$PYCODE
-PY
-    then ok "$what"; else not_ok "$what" "$(cat "$T_TMP/py.out")"; fi
-}
+slow=$sanitized
 
 # --- Equivalence: N GPUs train as one does (fp32; only the order of the sums differs).
 # Tolerance 1e-5 relative per step: the ring adds N shares in another order than one GPU's
@@ -138,12 +120,6 @@ check_json "d['per_gpu']['communication'] < $one" "memory --prefetch 0 counts fe
 # --- One verdict: a NaN on one GPU makes every GPU skip that step and halve the scale.
 run train --steps 4 --batch 8 --gpus 4 --zero 2 --precision fp16 --inject nan@2:gpu=3 --json
 check_status 0 "a NaN on GPU 3"
-check_jsonl() {
-    if printf '%s\n' "$out" | python3 -c "
-import json, sys, math
-d = [json.loads(l) for l in sys.stdin if l.strip()]
-sys.exit(0 if ($1) else 1)"; then ok "$2"; else not_ok "$2" "$(printf '%s' "$out" | head -c 1500)"; fi
-}
 check_jsonl "d[1]['skipped'] and d[1]['overflow'] and d[1]['nonfinite_gpu'] == 3 and d[1]['nonfinite'] == 'layer 2 attn scores' and d[2]['loss_scale'] == d[1]['loss_scale'] / 2 and not d[2]['skipped'] and d[0]['nonfinite_gpu'] == -1" \
     "every GPU skips step 2 and halves the scale; the step names GPU 3 and the tensor"
 run train --steps 3 --batch 8 --gpus 2 --precision fp16 --inject nan@2:gpu=1
@@ -198,12 +174,7 @@ check_contains "$out" "predicted" "text: the calculator's row"
 check_contains "$out" "sent/step" "text: bytes sent per GPU"
 
 # --- Layouts refused with their reason (exit 2).
-bad() { # WHAT NEEDLE ARGS...
-    what=$1 needle=$2; shift 2
-    run train "$@"
-    check_status 2 "$what"
-    check_contains "$err" "$needle" "$what: the message says why"
-}
+bad() { w=$1 n=$2; shift 2; refused "$w" "$n" train "$@"; } # WHAT NEEDLE ARGS...
 bad "a batch that does not split" "does not split over 3 GPUs" --gpus 3 --batch 16
 bad "65 GPUs" "--gpus" --gpus 65
 bad "stage 4" "--zero" --zero 4

@@ -6,25 +6,7 @@
 . "$srcdir/tests/lib.sh"
 
 # Under the sanitizers a run is ~10 times slower: the same checks on fewer layouts.
-slow=false
-if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then slow=true; fi
-
-save() { printf '%s\n' "$out" >"$T_TMP/$1.jsonl"; }
-
-# py WHAT: a python3 check ($PYCODE) over saved runs; load(NAME) reads one.
-py() {
-    what=$1; shift
-    if python3 - "$T_TMP" "$@" >"$T_TMP/py.out" 2>&1 <<PY
-import json, sys, math, os, struct
-T = sys.argv[1]
-def load(name):
-    return [json.loads(l) for l in open(os.path.join(T, name + ".jsonl")) if l.strip()]
-def f32(p):
-    b = open(p, 'rb').read(); return struct.unpack('<%df' % (len(b) // 4), b)
-$PYCODE
-PY
-    then ok "$what"; else not_ok "$what" "$(cat "$T_TMP/py.out")"; fi
-}
+slow=$sanitized
 
 # --- Equivalence: P stages and M micro-batches train as one GPU does (fp32; the gradients
 # add up over micro-batches, and the tied embedding's two halves between the ends, in another
@@ -150,13 +132,7 @@ check_json "[g['comm_bytes_per_step']['pipeline'] for g in d['summary']['per_gpu
 # the step and halve the scale.
 run train --steps 3 --pp 2 --micro-batches 2 --precision fp16 --inject nan@2 --json
 check_status 0 "a NaN in a pipeline"
-check_json_lines() {
-    if printf '%s\n' "$out" | python3 -c "
-import json, sys
-d = [json.loads(l) for l in sys.stdin if l.strip()]
-sys.exit(0 if ($1) else 1)"; then ok "$2"; else not_ok "$2" "$(printf '%s' "$out" | head -c 1500)"; fi
-}
-check_json_lines "d[1]['skipped'] and d[1]['overflow'] and d[1]['nonfinite_gpu'] == 1 and d[1]['nonfinite'] == 'layer 2 attn scores' and d[2]['loss_scale'] == d[1]['loss_scale'] / 2 and not d[2]['skipped']" \
+check_jsonl "d[1]['skipped'] and d[1]['overflow'] and d[1]['nonfinite_gpu'] == 1 and d[1]['nonfinite'] == 'layer 2 attn scores' and d[2]['loss_scale'] == d[1]['loss_scale'] / 2 and not d[2]['skipped']" \
     "every stage skips step 2 and halves the scale; the step names stage 1's GPU and the tensor"
 
 # --- Failure: a GPU fails; every thread ends, exit 1, fast.
@@ -187,12 +163,7 @@ check_contains "$out" "pipeline/step" "text: pipeline bytes per GPU"
 check_contains "$out" "held at once, per stage: 2 1 (the schedule's: 2 1)" "text: micro-batches in flight, measured and taught"
 
 # --- Layouts refused with their reason (exit 2).
-bad() { # WHAT NEEDLE ARGS...
-    what=$1 needle=$2; shift 2
-    run train "$@"
-    check_status 2 "$what"
-    check_contains "$err" "$needle" "$what: the message says why"
-}
+bad() { w=$1 n=$2; shift 2; refused "$w" "$n" train "$@"; } # WHAT NEEDLE ARGS...
 bad "--pp 3 with 4 layers" "divide the model's 4 layers" --pp 3
 bad "--pp 8 with 4 layers" "divide the model's 4 layers" --pp 8
 bad "a batch that does not split" "does not split into" --pp 2 --micro-batches 3

@@ -5,25 +5,7 @@
 . "$srcdir/tests/lib.sh"
 
 # Under the sanitizers a run is ~10 times slower: the same checks on fewer layouts.
-slow=false
-if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then slow=true; fi
-
-save() { printf '%s\n' "$out" >"$T_TMP/$1.jsonl"; }
-
-# py WHAT: a python3 check ($PYCODE) over saved runs; load(NAME) reads one.
-py() {
-    what=$1; shift
-    if python3 - "$T_TMP" "$@" >"$T_TMP/py.out" 2>&1 <<PY
-import json, sys, math, os, struct
-T = sys.argv[1]
-def load(name):
-    return [json.loads(l) for l in open(os.path.join(T, name + ".jsonl")) if l.strip()]
-def f32(p):
-    b = open(p, 'rb').read(); return struct.unpack('<%df' % (len(b) // 4), b)
-$PYCODE
-PY
-    then ok "$what"; else not_ok "$what" "$(cat "$T_TMP/py.out")"; fi
-}
+slow=$sanitized
 
 # --- Equivalence: T ranks of each layer train as one GPU does (fp32; the row-parallel
 # matmuls' partial sums are added across the group, in another order than one GPU's sgemm: a
@@ -134,22 +116,11 @@ check_json "[(g['coord']['pp'], g['coord']['dp'], g['coord']['tp']) for g in d['
 # --- One verdict: a NaN in one rank's heads makes every GPU skip the step.
 run train --steps 3 --tp 2 --precision fp16 --inject nan@2 --json
 check_status 0 "a NaN under tensor parallelism"
-check_json_lines() {
-    if printf '%s\n' "$out" | python3 -c "
-import json, sys
-d = [json.loads(l) for l in sys.stdin if l.strip()]
-sys.exit(0 if ($1) else 1)"; then ok "$2"; else not_ok "$2" "$(printf '%s' "$out" | head -c 1500)"; fi
-}
-check_json_lines "d[1]['skipped'] and d[1]['overflow'] and d[2]['loss_scale'] == d[1]['loss_scale'] / 2 and not d[2]['skipped']" \
+check_jsonl "d[1]['skipped'] and d[1]['overflow'] and d[2]['loss_scale'] == d[1]['loss_scale'] / 2 and not d[2]['skipped']" \
     "every rank skips step 2 and halves the scale"
 
 # --- Layouts refused with their reason (exit 2).
-bad() { # WHAT NEEDLE ARGS...
-    what=$1 needle=$2; shift 2
-    run train "$@"
-    check_status 2 "$what"
-    check_contains "$err" "$needle" "$what: the message says why"
-}
+bad() { w=$1 n=$2; shift 2; refused "$w" "$n" train "$@"; } # WHAT NEEDLE ARGS...
 bad "--tp 3 with 4 heads" "the attention heads (4) and the FFN width (172)" --tp 3
 bad "--tp 4 with small's 6 heads" "the attention heads (6)" --model small --tp 4
 bad "--gpus not dp x tp x pp" "--gpus 6 is not --dp 2 x --tp 2 x --pp 2" --gpus 6 --dp 2 --tp 2 --pp 2
