@@ -16,6 +16,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/theme.c %reldir%/theme.h
 # the memory lab (issue 3)
 libscalelab_a_SOURCES += \
+	%reldir%/knobs.c %reldir%/knobs.h \
 	%reldir%/memui.c %reldir%/memui.h \
 	%reldir%/panel_memory.c %reldir%/panel_parallel.c \
 	%reldir%/stackbar.c %reldir%/stackbar.h

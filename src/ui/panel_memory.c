@@ -14,6 +14,7 @@
 
 #include <curses.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@
 #include "calc/traffic.h"
 #include "sim/spec.h"
 #include "ui/draw.h"
-#include "ui/eventlog.h"
+#include "ui/knobs.h"
 #include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/stackbar.h"
@@ -46,12 +47,11 @@ struct settings {
 };
 
 struct lab {
-    struct eventlog *log;
+    struct knobs knobs; /* first: knobs_on_key and the others take the state for it */
     int nmodels;
     struct model_shape models[MAX_MODELS];
     struct cluster_spec cluster;
     struct settings s, start;
-    int sel;
     /* the results, one per ZeRO stage */
     bool ok;
     char err[ERROR_MAX];
@@ -59,8 +59,9 @@ struct lab {
     struct traffic comm[4];
 };
 
-static void compute(struct lab *l)
+static void compute(void *state)
 {
+    struct lab *l = state;
     const struct settings *s = &l->s;
     struct cluster_spec cl = l->cluster;
     cl.nodes = (s->gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
@@ -103,12 +104,92 @@ static void defaults(struct settings *s)
                            .capacity = 80 * GIB};
 }
 
+/* ------------------------------------------------------------------ knobs */
+
+static void zero_text(const void *f, char *out, size_t n)
+{
+    int z = *(const int *)f;
+    snprintf(out, n, z ? "stage %d" : "DDP (0)", z);
+}
+
+static void prec_text(const void *f, char *out, size_t n)
+{
+    snprintf(out, n, "%s", memory_precision_name(*(const enum calc_precision *)f));
+}
+
+static void prec_step(void *f, int dir)
+{
+    enum calc_precision *p = f;
+    *p = (enum calc_precision)((*p + 3 + dir) % 3);
+}
+
+static int prec_parse(const char *value, void *f, struct error *e)
+{
+    enum calc_precision p;
+    int rc = memory_parse_precision(value, &p, e);
+    if (rc == 0)
+        *(enum calc_precision *)f = p;
+    return rc;
+}
+
+static void bytes_text(const void *f, char *out, size_t n)
+{
+    snprintf(out, n, "%s", *(const bool *)f ? "18 (fp32 grads)" : "16 (ZeRO)");
+}
+
+static void bytes_step(void *f, int dir)
+{
+    (void)dir;
+    *(bool *)f = !*(bool *)f;
+}
+
+static int bytes_parse(const char *value, void *f, struct error *e)
+{
+    long long v;
+    int rc = units_parse_int(value, 16, 18, &v, e);
+    if (rc == 0 && v != 16 && v != 18)
+        rc = error_set(e, ERR_INVAL, "bytes is 16 or 18, not %s", value);
+    if (rc == 0)
+        *(bool *)f = v == 18;
+    return rc;
+}
+
+/* a row of the table below: the knob's name on screen, its setting, its kind, its field */
+#define ROW(F, NAME, SETTING, KIND)                                                                \
+    .name = NAME, .setting = SETTING, .kind = KIND, .offset = offsetof(struct settings, F)
+
+static const struct knob lab_knobs[K_COUNT] = {
+    [K_MODEL] = {ROW(model, "model", "model", KNOB_MODEL)},
+    [K_GPUS] = {ROW(gpus, "GPUs", "gpus", KNOB_TWICE), .min = 1, .max = 1024},
+    [K_ZERO] = {ROW(zero, "ZeRO", "zero", KNOB_ROUND), .min = 0, .max = 3, .text = zero_text},
+    [K_PREC] = {ROW(prec, "precision", "precision", KNOB_OWN), .text = prec_text, .step = prec_step,
+                .parse = prec_parse},
+    [K_BYTES] = {ROW(bytes18, "bytes/par", "bytes", KNOB_OWN), .text = bytes_text,
+                 .step = bytes_step, .parse = bytes_parse},
+    [K_MB] = {ROW(micro_batch, "batch b", "micro_batch", KNOB_TWICE), .min = 1, .max = 64},
+    [K_CKPT] = {ROW(ckpt, "checkpoint", "checkpoint", KNOB_CKPT)},
+    [K_MEM] = {ROW(capacity, "GPU mem", "gpu_mem", KNOB_CAPACITY)},
+};
+
+static const struct knob_letter lab_letters[] = {
+    {'z', K_ZERO, +1}, {'m', K_MODEL, +1}, {'g', K_GPUS, +1}, {'f', K_GPUS, -1},
+    {'c', K_CKPT, +1}, {'b', K_BYTES, +1}, {0, 0, 0},
+};
+
+static const struct knobs_spec lab_spec = {
+    .knobs = lab_knobs,
+    .count = K_COUNT,
+    .letters = lab_letters,
+    .who = "lab",
+    .title = "the memory lab",
+    .compute = compute,
+};
+
 static int lab_init(void **state, const struct panel_env *env, struct error *e)
 {
     struct lab *l = calloc(1, sizeof *l);
     if (!l)
         return error_set(e, ERR_NOMEM, "out of memory");
-    l->log = env->log;
     l->nmodels = memui_load_models(l->models, MAX_MODELS);
     int rc = preset_load_cluster("h100-80gb", &l->cluster, e);
     if (rc == 0 && l->nmodels == 0)
@@ -119,6 +200,9 @@ static int lab_init(void **state, const struct panel_env *env, struct error *e)
     }
     defaults(&l->s);
     l->start = l->s;
+    knobs_init(&l->knobs, &lab_spec, &l->s, &l->start, sizeof l->s, env->log);
+    l->knobs.models = l->models;
+    l->knobs.nmodels = l->nmodels;
     compute(l);
     *state = l;
     return 0;
@@ -127,133 +211,6 @@ static int lab_init(void **state, const struct panel_env *env, struct error *e)
 static void lab_fini(void *state)
 {
     free(state);
-}
-
-/* ------------------------------------------------------------------ knobs */
-
-static void knob_text(const struct lab *l, int k, char *name, size_t nn, char *val, size_t vn)
-{
-    const struct settings *s = &l->s;
-    static const char *names[K_COUNT] = {"model",     "GPUs",    "ZeRO",       "precision",
-                                         "bytes/par", "batch b", "checkpoint", "GPU mem"};
-    snprintf(name, nn, "%s", names[k]);
-    switch (k) {
-    case K_MODEL: snprintf(val, vn, "%s", l->models[s->model].name); break;
-    case K_GPUS: snprintf(val, vn, "%d", s->gpus); break;
-    case K_ZERO: snprintf(val, vn, s->zero ? "stage %d" : "DDP (0)", s->zero); break;
-    case K_PREC: snprintf(val, vn, "%s", memory_precision_name(s->prec)); break;
-    case K_BYTES: snprintf(val, vn, "%s", s->bytes18 ? "18 (fp32 grads)" : "16 (ZeRO)"); break;
-    case K_MB: snprintf(val, vn, "%d", s->micro_batch); break;
-    case K_CKPT: activ_policy_name(val, vn, &s->ckpt); break;
-    default: snprintf(val, vn, "%.0f GiB", s->capacity / GIB); break;
-    }
-}
-
-static void change(struct lab *l, int k, int dir)
-{
-    struct settings *s = &l->s;
-    char name[32], was[48], val[48];
-    knob_text(l, k, name, sizeof name, was, sizeof was);
-    switch (k) {
-    case K_MODEL: s->model = (s->model + l->nmodels + dir) % l->nmodels; break;
-    case K_GPUS:
-        if (dir > 0 && s->gpus < 1024)
-            s->gpus = s->gpus * 2 > 1024 ? 1024 : s->gpus * 2;
-        else if (dir < 0 && s->gpus > 1)
-            s->gpus /= 2;
-        break;
-    case K_ZERO: s->zero = (s->zero + 4 + dir) % 4; break;
-    case K_PREC: s->prec = (enum calc_precision)((s->prec + 3 + dir) % 3); break;
-    case K_BYTES: s->bytes18 = !s->bytes18; break;
-    case K_MB:
-        if (dir > 0 && s->micro_batch < 64)
-            s->micro_batch *= 2;
-        else if (dir < 0 && s->micro_batch > 1)
-            s->micro_batch /= 2;
-        break;
-    case K_CKPT: memui_step_ckpt(&s->ckpt, dir); break;
-    default: memui_step_capacity(&s->capacity, dir); break;
-    }
-    knob_text(l, k, name, sizeof name, val, sizeof val);
-    compute(l);
-    memui_log_knob(l->log, "lab", name, was, val);
-}
-
-static int lab_on_key(void *state, int key)
-{
-    struct lab *l = state;
-    int dir;
-    if (memui_knob_key(key, &l->sel, K_COUNT, &dir)) {
-        if (dir)
-            change(l, l->sel, dir);
-        return PANEL_HANDLED | PANEL_REDRAW;
-    }
-    switch (key) {
-    case 'z': change(l, K_ZERO, +1); break;
-    case 'm': change(l, K_MODEL, +1); break;
-    case 'g': change(l, K_GPUS, +1); break;
-    case 'f': change(l, K_GPUS, -1); break;
-    case 'c': change(l, K_CKPT, +1); break;
-    case 'b': change(l, K_BYTES, +1); break;
-    default: return 0;
-    }
-    return PANEL_HANDLED | PANEL_REDRAW;
-}
-
-static int lab_on_event(void *state, const struct panel_event *ev)
-{
-    struct lab *l = state;
-    if (ev->kind != PANEL_RESET)
-        return 0;
-    l->s = l->start;
-    compute(l);
-    eventlog_add(l->log, "lab: reset");
-    return PANEL_REDRAW;
-}
-
-static int lab_set(void *state, const char *name, const char *value, struct error *e)
-{
-    struct lab *l = state;
-    struct settings s = l->s;
-    long long v;
-    int rc = 0;
-    if (!strcmp(name, "model")) {
-        int found = memui_find_model(l->models, l->nmodels, value);
-        if (found < 0)
-            return error_set(e, ERR_INVAL, "the lab has no model '%s'", value);
-        s.model = found;
-    } else if (!strcmp(name, "gpus")) {
-        if ((rc = units_parse_int(value, 1, 1024, &v, e)) == 0)
-            s.gpus = (int)v;
-    } else if (!strcmp(name, "zero")) {
-        if ((rc = units_parse_int(value, 0, 3, &v, e)) == 0)
-            s.zero = (int)v;
-    } else if (!strcmp(name, "micro_batch")) {
-        if ((rc = units_parse_int(value, 1, 64, &v, e)) == 0)
-            s.micro_batch = (int)v;
-    } else if (!strcmp(name, "bytes")) {
-        if ((rc = units_parse_int(value, 16, 18, &v, e)) == 0 && v != 16 && v != 18)
-            rc = error_set(e, ERR_INVAL, "bytes is 16 or 18, not %s", value);
-        s.bytes18 = v == 18;
-    } else if (!strcmp(name, "precision")) {
-        rc = memory_parse_precision(value, &s.prec, e);
-    } else if (!strcmp(name, "checkpoint")) {
-        rc = activ_parse_policy(value, &s.ckpt, e);
-    } else if (!strcmp(name, "gpu_mem")) {
-        rc = memui_parse_capacity(value, &s.capacity, e);
-    } else {
-        return error_set(e, ERR_INVAL,
-                         "the memory lab knows model, gpus, zero, precision, bytes, micro_batch, "
-                         "checkpoint and gpu_mem, not '%s'",
-                         name);
-    }
-    if (rc < 0) {
-        error_prefix(e, "%s", name);
-        return ERR_INVAL;
-    }
-    l->s = l->start = s;
-    compute(l);
-    return 0;
 }
 
 /* ------------------------------------------------------------------ drawing */
@@ -279,15 +236,14 @@ static void lab_draw(const void *state, struct ui_canvas *c)
     const struct lab *l = state;
     const struct ui_glyphs *g = theme_glyphs();
     int w = c->r.w, h = c->r.h, y = 0;
-    char name[32], val[48], b1[32], b2[32];
+    char b1[32], b2[32];
 
     /* the knobs: two columns when wide enough */
     bool two = w >= 56;
     int colw = two ? w / 2 : w;
     for (int k = 0; k < K_COUNT; k++) {
         int row = two ? k / 2 : k, x = two ? (k % 2) * colw : 0;
-        knob_text(l, k, name, sizeof name, val, sizeof val);
-        memui_draw_knob(c, y + row, x, 10, name, val, k == l->sel);
+        knobs_draw(&l->knobs, k, c, y + row, x, 10);
     }
     y += two ? (K_COUNT + 1) / 2 : K_COUNT;
     const struct model_shape *m = &l->models[l->s.model];
@@ -390,29 +346,14 @@ static const struct panel_key lab_keys[] = {
     "what overflows is drawn in the error colour. Communication is per GPU per step. The "         \
     "numbers are those of 'scalelab memory'."
 
-const struct panel_ops panel_memory = {
-    .name = "memory",
-    .title = "Data parallelism and ZeRO memory",
-    .about = LAB_ABOUT,
-    .init = lab_init,
-    .fini = lab_fini,
-    .on_key = lab_on_key,
-    .on_event = lab_on_event,
-    .set = lab_set,
-    .draw = lab_draw,
-    .keys = lab_keys,
-};
+#define LAB_PANEL(NAME, TITLE)                                                                     \
+    {                                                                                              \
+        .name = NAME, .title = TITLE, .about = LAB_ABOUT, .init = lab_init, .fini = lab_fini,      \
+        .on_key = knobs_on_key, .on_event = knobs_on_event, .set = knobs_on_set, .draw = lab_draw, \
+        .keys = lab_keys,                                                                          \
+    }
+
+const struct panel_ops panel_memory = LAB_PANEL("memory", "Data parallelism and ZeRO memory");
 
 /* Lesson 5 shows the same lab under its own name. */
-const struct panel_ops panel_zero = {
-    .name = "zero",
-    .title = "ZeRO stages",
-    .about = LAB_ABOUT,
-    .init = lab_init,
-    .fini = lab_fini,
-    .on_key = lab_on_key,
-    .on_event = lab_on_event,
-    .set = lab_set,
-    .draw = lab_draw,
-    .keys = lab_keys,
-};
+const struct panel_ops panel_zero = LAB_PANEL("zero", "ZeRO stages");

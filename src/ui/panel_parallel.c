@@ -11,6 +11,7 @@
 
 #include <curses.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@
 #include "calc/preset.h"
 #include "calc/sched.h"
 #include "ui/draw.h"
-#include "ui/eventlog.h"
+#include "ui/knobs.h"
 #include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/stackbar.h"
@@ -41,11 +42,10 @@ struct settings {
 };
 
 struct par {
-    struct eventlog *log;
+    struct knobs knobs; /* first: knobs_on_key and the others take the state for it */
     int nmodels;
     struct model_shape models[MAX_MODELS];
     struct settings s, start;
-    int sel;
     bool ok;
     char err[ERROR_MAX];
     struct memory_result stage[MAX_SHOWN];
@@ -54,8 +54,9 @@ struct par {
     bool have_sched;
 };
 
-static void compute(struct par *p)
+static void compute(void *state)
 {
+    struct par *p = state;
     const struct settings *s = &p->s;
     const struct model_shape *m = &p->models[s->model];
     struct memory_config c = {.model = m,
@@ -95,12 +96,64 @@ static void compute(struct par *p)
     }
 }
 
+/* ------------------------------------------------------------------ knobs */
+
+static void schedule_text(const void *f, char *out, size_t n)
+{
+    snprintf(out, n, "%s", sched_name(*(const enum calc_schedule *)f));
+}
+
+static void schedule_step(void *f, int dir)
+{
+    enum calc_schedule *k = f;
+    (void)dir;
+    *k = *k == SCHED_GPIPE ? SCHED_1F1B : SCHED_GPIPE;
+}
+
+static int schedule_parse(const char *value, void *f, struct error *e)
+{
+    enum calc_schedule k;
+    int rc = sched_parse(value, &k, e);
+    if (rc == 0 && k == SCHED_INTERLEAVED)
+        rc = error_set(e, ERR_INVAL, "the layout panel shows gpipe or 1f1b");
+    if (rc == 0)
+        *(enum calc_schedule *)f = k;
+    return rc;
+}
+
+/* a row of the table below: the knob's name on screen, its setting, its kind, its field */
+#define ROW(F, NAME, SETTING, KIND)                                                                \
+    .name = NAME, .setting = SETTING, .kind = KIND, .offset = offsetof(struct settings, F)
+
+static const struct knob par_knobs[K_COUNT] = {
+    [K_MODEL] = {ROW(model, "model", "model", KNOB_MODEL)},
+    [K_DP] = {ROW(dp, "dp", "dp", KNOB_TWICE), .min = 1, .max = 1024},
+    [K_TP] = {ROW(tp, "tp", "tp", KNOB_TWICE), .min = 1, .max = 64},
+    [K_PP] = {ROW(pp, "pp", "pp", KNOB_TWICE), .min = 1, .max = SCHED_MAX_STAGES},
+    [K_M] = {ROW(m, "micro m", "micro_batches", KNOB_TWICE), .min = 1, .max = 256},
+    [K_SCHED] = {ROW(sched, "schedule", "schedule", KNOB_OWN), .text = schedule_text,
+                 .step = schedule_step, .parse = schedule_parse},
+    [K_ZERO] = {ROW(zero, "ZeRO", "zero", KNOB_ROUND), .min = 0, .max = 3},
+    [K_CKPT] = {ROW(ckpt, "ckpt", "checkpoint", KNOB_CKPT)},
+    [K_MEM] = {ROW(capacity, "GPU mem", "gpu_mem", KNOB_CAPACITY)},
+};
+
+static const struct knob_letter par_letters[] = {{'g', K_SCHED, +1}, {'m', K_MODEL, +1}, {0, 0, 0}};
+
+static const struct knobs_spec par_spec = {
+    .knobs = par_knobs,
+    .count = K_COUNT,
+    .letters = par_letters,
+    .who = "layout",
+    .title = "the layout panel",
+    .compute = compute,
+};
+
 static int par_init(void **state, const struct panel_env *env, struct error *e)
 {
     struct par *p = calloc(1, sizeof *p);
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
-    p->log = env->log;
     p->nmodels = memui_load_models(p->models, MAX_MODELS);
     if (p->nmodels == 0) {
         free(p);
@@ -116,6 +169,9 @@ static int par_init(void **state, const struct panel_env *env, struct error *e)
                              .ckpt = {ACTIV_NONE, 0},
                              .capacity = 80 * GIB};
     p->start = p->s;
+    knobs_init(&p->knobs, &par_spec, &p->s, &p->start, sizeof p->s, env->log);
+    p->knobs.models = p->models;
+    p->knobs.nmodels = p->nmodels;
     compute(p);
     *state = p;
     return 0;
@@ -127,131 +183,6 @@ static void par_fini(void *state)
     if (p->have_sched)
         sched_free(&p->sched);
     free(p);
-}
-
-static void knob_text(const struct par *p, int k, char *name, size_t nn, char *val, size_t vn)
-{
-    static const char *names[K_COUNT] = {"model",    "dp",   "tp",   "pp",     "micro m",
-                                         "schedule", "ZeRO", "ckpt", "GPU mem"};
-    const struct settings *s = &p->s;
-    snprintf(name, nn, "%s", names[k]);
-    switch (k) {
-    case K_MODEL: snprintf(val, vn, "%s", p->models[s->model].name); break;
-    case K_DP: snprintf(val, vn, "%d", s->dp); break;
-    case K_TP: snprintf(val, vn, "%d", s->tp); break;
-    case K_PP: snprintf(val, vn, "%d", s->pp); break;
-    case K_M: snprintf(val, vn, "%d", s->m); break;
-    case K_SCHED: snprintf(val, vn, "%s", sched_name(s->sched)); break;
-    case K_ZERO: snprintf(val, vn, "%d", s->zero); break;
-    case K_CKPT: activ_policy_name(val, vn, &s->ckpt); break;
-    default: snprintf(val, vn, "%.0f GiB", s->capacity / GIB); break;
-    }
-}
-
-static void twice(int *v, int dir, int max)
-{
-    if (dir > 0 && *v * 2 <= max)
-        *v *= 2;
-    else if (dir < 0 && *v > 1)
-        *v /= 2;
-}
-
-static void change(struct par *p, int k, int dir)
-{
-    struct settings *s = &p->s;
-    char name[32], was[48], val[48];
-    knob_text(p, k, name, sizeof name, was, sizeof was);
-    switch (k) {
-    case K_MODEL: s->model = (s->model + p->nmodels + dir) % p->nmodels; break;
-    case K_DP: twice(&s->dp, dir, 1024); break;
-    case K_TP: twice(&s->tp, dir, 64); break;
-    case K_PP: twice(&s->pp, dir, SCHED_MAX_STAGES); break;
-    case K_M: twice(&s->m, dir, 256); break;
-    case K_SCHED: s->sched = s->sched == SCHED_GPIPE ? SCHED_1F1B : SCHED_GPIPE; break;
-    case K_ZERO: s->zero = (s->zero + 4 + dir) % 4; break;
-    case K_CKPT: memui_step_ckpt(&s->ckpt, dir); break;
-    default: memui_step_capacity(&s->capacity, dir); break;
-    }
-    knob_text(p, k, name, sizeof name, val, sizeof val);
-    compute(p);
-    memui_log_knob(p->log, "layout", name, was, val);
-}
-
-static int par_on_key(void *state, int key)
-{
-    struct par *p = state;
-    int dir;
-    if (memui_knob_key(key, &p->sel, K_COUNT, &dir)) {
-        if (dir)
-            change(p, p->sel, dir);
-        return PANEL_HANDLED | PANEL_REDRAW;
-    }
-    switch (key) {
-    case 'g': change(p, K_SCHED, +1); break;
-    case 'm': change(p, K_MODEL, +1); break;
-    default: return 0;
-    }
-    return PANEL_HANDLED | PANEL_REDRAW;
-}
-
-static int par_on_event(void *state, const struct panel_event *ev)
-{
-    struct par *p = state;
-    if (ev->kind != PANEL_RESET)
-        return 0;
-    p->s = p->start;
-    compute(p);
-    eventlog_add(p->log, "layout: reset");
-    return PANEL_REDRAW;
-}
-
-static int par_set(void *state, const char *name, const char *value, struct error *e)
-{
-    struct par *p = state;
-    struct settings s = p->s;
-    long long v = 0;
-    int rc = 0;
-    struct {
-        const char *name;
-        int *field;
-        long long min, max;
-    } ints[] = {{"dp", &s.dp, 1, 1024},
-                {"tp", &s.tp, 1, 64},
-                {"pp", &s.pp, 1, 64},
-                {"micro_batches", &s.m, 1, 256},
-                {"zero", &s.zero, 0, 3}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        if (!strcmp(name, ints[i].name)) {
-            if ((rc = units_parse_int(value, ints[i].min, ints[i].max, &v, e)) == 0)
-                *ints[i].field = (int)v;
-            goto done;
-        }
-    if (!strcmp(name, "model")) {
-        int found = memui_find_model(p->models, p->nmodels, value);
-        if (found < 0)
-            return error_set(e, ERR_INVAL, "the layout panel has no model '%s'", value);
-        s.model = found;
-    } else if (!strcmp(name, "schedule")) {
-        if ((rc = sched_parse(value, &s.sched, e)) == 0 && s.sched == SCHED_INTERLEAVED)
-            rc = error_set(e, ERR_INVAL, "the layout panel shows gpipe or 1f1b");
-    } else if (!strcmp(name, "checkpoint")) {
-        rc = activ_parse_policy(value, &s.ckpt, e);
-    } else if (!strcmp(name, "gpu_mem")) {
-        rc = memui_parse_capacity(value, &s.capacity, e);
-    } else {
-        return error_set(e, ERR_INVAL,
-                         "the layout panel knows model, dp, tp, pp, micro_batches, schedule, "
-                         "zero, checkpoint and gpu_mem, not '%s'",
-                         name);
-    }
-done:
-    if (rc < 0) {
-        error_prefix(e, "%s", name);
-        return ERR_INVAL;
-    }
-    p->s = p->start = s;
-    compute(p);
-    return 0;
 }
 
 /* ------------------------------------------------------------------ drawing */
@@ -298,7 +229,6 @@ static void par_draw(const void *state, struct ui_canvas *c)
 {
     const struct par *p = state;
     int w = c->r.w, h = c->r.h, y = 0;
-    char name[32], val[48];
 
     /* knobs, three to a row when there is room */
     int per_row = w >= 78 ? 3 : w >= 44 ? 2 : 1, colw = w / per_row;
@@ -306,8 +236,7 @@ static void par_draw(const void *state, struct ui_canvas *c)
     for (int k = 0; k < K_COUNT; k++) {
         int i = k == K_MODEL ? 0 : k - 1 + per_row;
         int row = i / per_row, x = (i % per_row) * colw;
-        knob_text(p, k, name, sizeof name, val, sizeof val);
-        memui_draw_knob(c, y + row, x, 9, name, val, k == p->sel);
+        knobs_draw(&p->knobs, k, c, y + row, x, 9);
     }
     y += 1 + (K_COUNT - 1 + per_row - 1) / per_row;
     const struct settings *s = &p->s;
@@ -378,9 +307,9 @@ const struct panel_ops panel_parallel = {
              "1F1B's first stage holds p micro-batches instead of m.",
     .init = par_init,
     .fini = par_fini,
-    .on_key = par_on_key,
-    .on_event = par_on_event,
-    .set = par_set,
+    .on_key = knobs_on_key,
+    .on_event = knobs_on_event,
+    .set = knobs_on_set,
     .draw = par_draw,
     .keys = par_keys,
 };

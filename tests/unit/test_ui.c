@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +13,12 @@
 #include <curses.h>
 
 #include "base/error.h"
+#include "calc/activ.h"
 #include "harness.h"
 #include "ui/eventlog.h"
+#include "ui/knobs.h"
 #include "ui/layout.h"
 #include "ui/lessonpane.h"
-#include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
 #include "ui/steppanel.h"
@@ -702,14 +704,151 @@ END_TEST
 START_TEST(knob_at_its_limit)
 {
     static struct eventlog log;
-    memui_log_knob(&log, "lab", "GPUs", "512", "1024");
+    knobs_log(&log, "lab", "GPUs", "512", "1024");
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: GPUs = 1024"));
     unsigned long n = log.count;
-    memui_log_knob(&log, "lab", "GPUs", "1024", "1024");
+    knobs_log(&log, "lab", "GPUs", "1024", "1024");
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: GPUs stays 1024, its limit"));
-    memui_log_knob(&log, "lab", "GPUs", "1024", "1024");
-    memui_log_knob(&log, "lab", "GPUs", "1024", "1024");
+    knobs_log(&log, "lab", "GPUs", "1024", "1024");
+    knobs_log(&log, "lab", "GPUs", "1024", "1024");
     ck_assert_uint_eq(log.count, n + 1);
+}
+END_TEST
+
+/* The knobs from a table: doubling within bounds, round steps, letters, lesson settings that
+ * fail without touching the settings, and reset to what the lesson set. */
+struct knob_test {
+    int n, z;
+    struct activ_policy ckpt;
+    double mem;
+};
+
+START_TEST(knobs_from_a_table)
+{
+    static struct eventlog log;
+    static const struct knob table[] = {
+        {.name = "N",
+         .setting = "n",
+         .kind = KNOB_TWICE,
+         .offset = offsetof(struct knob_test, n),
+         .min = 1,
+         .max = 1024},
+        {.name = "Z",
+         .setting = "z",
+         .kind = KNOB_ROUND,
+         .offset = offsetof(struct knob_test, z),
+         .min = 0,
+         .max = 3},
+        {.name = "C",
+         .setting = "checkpoint",
+         .kind = KNOB_CKPT,
+         .offset = offsetof(struct knob_test, ckpt)},
+        {.name = "M",
+         .setting = "gpu_mem",
+         .kind = KNOB_CAPACITY,
+         .offset = offsetof(struct knob_test, mem)},
+    };
+    static const struct knob_letter letters[] = {{'f', 0, -1}, {0, 0, 0}};
+    static const struct knobs_spec spec = {
+        .knobs = table, .count = 4, .letters = letters, .who = "t", .title = "the test panel"};
+    struct knob_test s = {8, 0, {ACTIV_NONE, 0}, 80 * 1073741824.0}, start = s;
+    struct knobs ks;
+    knobs_init(&ks, &spec, &s, &start, sizeof s, &log);
+    struct error e = {0};
+    char val[48];
+
+    /* n: 768 (set by a lesson) doubles to the bound, not past it; halves down to 1 */
+    ck_assert_int_eq(knobs_set(&ks, "n", "768", &e), 0);
+    ck_assert_int_eq(start.n, 768);
+    ck_assert_int_eq(knobs_key(&ks, 'l'), KNOBS_CHANGED);
+    ck_assert_int_eq(s.n, 1024);
+    knobs_key(&ks, KEY_RIGHT);
+    ck_assert_int_eq(s.n, 1024);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "t: N stays 1024, its limit"));
+    ck_assert_int_eq(knobs_key(&ks, 'f'), KNOBS_CHANGED);
+    ck_assert_int_eq(s.n, 512);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "t: N = 512"));
+    for (int i = 0; i < 12; i++)
+        knobs_change(&ks, 0, -1);
+    ck_assert_int_eq(s.n, 1);
+
+    /* z goes round 0..3 both ways; Up from the first knob selects the last */
+    ck_assert_int_eq(knobs_key(&ks, 'j'), KNOBS_MOVED);
+    ck_assert_int_eq(ks.sel, 1);
+    knobs_key(&ks, 'h');
+    ck_assert_int_eq(s.z, 3);
+    knobs_key(&ks, 'l');
+    ck_assert_int_eq(s.z, 0);
+    ks.sel = 0;
+    knobs_key(&ks, KEY_UP);
+    ck_assert_int_eq(ks.sel, 3);
+    ck_assert_int_eq(knobs_key(&ks, 'x'), KNOBS_NONE);
+
+    /* checkpoint and GPU memory step through their lists; the text says so */
+    knobs_change(&ks, 2, +1);
+    knobs_text(&ks, 2, val, sizeof val);
+    ck_assert_str_eq(val, "selective");
+    knobs_change(&ks, 3, +1);
+    knobs_text(&ks, 3, val, sizeof val);
+    ck_assert_str_eq(val, "96 GiB");
+
+    /* a value out of range names the setting and changes nothing */
+    struct knob_test before = s;
+    ck_assert_int_eq(knobs_set(&ks, "z", "4", &e), ERR_INVAL);
+    ck_assert_msg(!strncmp(e.msg, "z: ", 3), "%s", e.msg);
+    ck_assert_int_eq(knobs_set(&ks, "gpu_mem", "0", &e), ERR_INVAL);
+    ck_assert_msg(strstr(e.msg, "gpu_mem") != NULL, "%s", e.msg);
+    ck_assert_int_eq(memcmp(&before, &s, sizeof s), 0);
+    ck_assert_int_eq(knobs_set(&ks, "speed", "1", &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "the test panel knows n, z, checkpoint and gpu_mem, not 'speed'");
+
+    /* reset: back to what the lesson set */
+    knobs_reset(&ks);
+    ck_assert_int_eq(s.n, 768);
+    ck_assert_int_eq(s.z, 0);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "t: reset"));
+}
+END_TEST
+
+/* The two calculator panels' own knobs: the Lab's precision, bytes and letters, the layout
+ * panel's schedule, and their settings' errors. */
+START_TEST(calculator_panel_knobs)
+{
+    static struct eventlog log;
+    struct error e = {0};
+    void *st = NULL;
+    const struct panel_ops *p = panel_find("memory");
+    struct panel_env env = {p, &log, true};
+    ck_assert_int_eq(p->init(&st, &env, &e), 0);
+    ck_assert_int_eq(p->on_key(st, 'f'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: GPUs = 4"));
+    p->on_key(st, 'z');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: ZeRO = stage 1"));
+    p->on_key(st, 'b');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: bytes/par = 18 (fp32 grads)"));
+    ck_assert_int_eq(p->on_key(st, 'x'), 0);
+    ck_assert_int_eq(p->set(st, "bytes", "17", &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "bytes: bytes is 16 or 18, not 17");
+    ck_assert_int_eq(p->set(st, "precision", "fp8", &e), ERR_INVAL);
+    ck_assert_msg(!strncmp(e.msg, "precision: ", 11), "%s", e.msg);
+    ck_assert_int_eq(p->set(st, "model", "nope", &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "the memory lab has no model 'nope'");
+    ck_assert_int_eq(p->set(st, "precision", "fp16", &e), 0);
+    p->fini(st);
+
+    p = panel_find("parallel");
+    env.self = p;
+    ck_assert_int_eq(p->init(&st, &env, &e), 0);
+    p->on_key(st, 'g');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: schedule = gpipe"));
+    ck_assert_int_eq(p->set(st, "schedule", "interleaved", &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "schedule: the layout panel shows gpipe or 1f1b");
+    ck_assert_int_eq(p->set(st, "tp", "128", &e), ERR_INVAL);
+    ck_assert_int_eq(p->set(st, "zero", "2", &e), 0);
+    ck_assert_int_eq(p->set(st, "gpus", "8", &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "the layout panel knows model, dp, tp, pp, micro_batches, schedule, "
+                            "zero, checkpoint and gpu_mem, not 'gpus'");
+    p->fini(st);
 }
 END_TEST
 
@@ -886,6 +1025,8 @@ int main(void)
     tcase_add_test(tc, shown_answers_are_not_scored);
     tcase_add_test(tc, recap_of_a_lesson);
     tcase_add_test(tc, knob_at_its_limit);
+    tcase_add_test(tc, knobs_from_a_table);
+    tcase_add_test(tc, calculator_panel_knobs);
     suite_add_tcase(s, tc);
     /* every step of every lesson, its panel opened twice: slow under the sanitizers */
     TCase *steps = tcase_create("steps");
