@@ -33,20 +33,6 @@ struct memory_args {
     bool sp, json, tensors;
 };
 
-/* The parsers of calc/ (their messages name no option) behind the option's name. */
-#define NAMED_PARSER(NAME, CALL)                                                                   \
-    static int NAME(const struct opt_entry *o, const char *arg, void *field, struct error *e)      \
-    {                                                                                              \
-        int rc = CALL(arg, field, e);                                                              \
-        if (rc < 0)                                                                                \
-            error_prefix(e, "--%s", o->opt.name);                                                  \
-        return rc;                                                                                 \
-    }
-NAMED_PARSER(parse_precision, memory_parse_precision)
-NAMED_PARSER(parse_optimizer, memory_parse_optimizer)
-NAMED_PARSER(parse_policy, activ_parse_policy)
-NAMED_PARSER(parse_units, units_parse_system)
-
 static int parse_schedule(const struct opt_entry *o, const char *arg, void *field, struct error *e)
 {
     int rc = sched_parse(arg, field, e);
@@ -75,9 +61,9 @@ static const struct opt_entry options[] = {
     OPT_INT("tp", "N", A, tp, 1, 4096, "tensor parallel size (default 1)"),
     OPT_INT("pp", "N", A, pp, 1, PRESET_MAX_LAYERS, "pipeline parallel size (default 1)"),
     OPT_INT("zero", "STAGE", A, zero, 0, 3, "ZeRO stage 0 (DDP), 1, 2 or 3 (default 0)"),
-    OPT_WITH("precision", "P", parse_precision, A, precision,
+    OPT_WITH("precision", "P", calcargs_precision, A, precision,
              "fp32, or bf16/fp16 mixed precision (default bf16)"),
-    OPT_WITH("optimizer", "O", parse_optimizer, A, optimizer,
+    OPT_WITH("optimizer", "O", calcargs_optimizer, A, optimizer,
              "adamw (default), sgd or sgd-momentum"),
     OPT_WITH("grad-accum", "fp32|same", opts_str, A, grad_accum,
              "fp32 keeps gradients in fp32 (18 bytes per parameter with AdamW)"),
@@ -95,11 +81,11 @@ static const struct opt_entry options[] = {
              "pipeline schedule, gpipe or 1f1b (default): how many micro-batches\n"
              "the first stage holds (m, or p)"),
     OPT_FLAG("sequence-parallel", A, sp, "split the norm-region activations over tp too"),
-    OPT_WITH("checkpoint", "P", parse_policy, A, ckpt,
+    OPT_WITH("checkpoint", "P", calcargs_policy, A, ckpt,
              "none (default), full, selective, sqrt or every:K"),
     OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem,
              "memory per GPU (default the cluster's), e.g. 80GiB"),
-    OPT_WITH("units", "U", parse_units, A, units, "GiB (default) or GB"),
+    OPT_WITH("units", "U", calcargs_units, A, units, "GiB (default) or GB"),
     OPT_FLAG("json", A, json, "one JSON document; sizes in bytes (with both lists)"),
     OPT_FLAG("tensors", A, tensors, "list the parameter tensors and the activations a layer saves"),
     OPT_WITH("emit", "FRAMEWORK", opts_str, A, emit,
