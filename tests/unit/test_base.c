@@ -345,9 +345,12 @@ START_TEST(json_policy)
     FILE *f = open_memstream(&text, &len);
     ck_assert_ptr_nonnull(f);
     json_incref(doc);
+    json_incref(doc);
     ck_assert_int_eq(json_write(f, doc, JSON_EXACT), 0);
     fputc('|', f);
     json_write(f, doc, JSON_FIGURES);
+    fputc('|', f);
+    ck_assert_int_eq(json_write_line(f, doc, JSON_FIGURES), 0);
     fputc('|', f);
     json_put_num(f, -INFINITY, JSON_EXACT);
     fputc(' ', f);
@@ -357,7 +360,9 @@ START_TEST(json_policy)
                            "  \"c\": 1000000000000000,\n  \"d\": 1.0000000000000001e300,\n"
                            "  \"e\": \"nan\"\n}\n|"
                            "{\n  \"a\": \"inf\",\n  \"b\": 0.1,\n  \"c\": 1000000000000000,\n"
-                           "  \"d\": 1e300,\n  \"e\": \"nan\"\n}\n|\"-inf\" 0.3333333333");
+                           "  \"d\": 1e300,\n  \"e\": \"nan\"\n}\n|"
+                           "{\"a\":\"inf\",\"b\":0.1,\"c\":1000000000000000,\"d\":1e300,"
+                           "\"e\":\"nan\"}\n|\"-inf\" 0.3333333333");
     free(text);
 }
 END_TEST
