@@ -527,11 +527,12 @@ static int memory_main(int argc, char **argv)
     static struct run r; /* large; one per process */
     memset(&r, 0, sizeof r);
     struct error e = {0};
-    rc = configure(&a, &r, &e);
-    if (rc == 0)
-        rc = compute(&r, &e);
+    if (configure(&a, &r, &e) < 0)
+        return cli_fail(&e);
+    if (compute(&r, &e) < 0) /* calc/'s checks, in the options' words */
+        return opts_fail(&opts_memory, &e);
     enum emit_kind kind = EMIT_DEEPSPEED;
-    if (rc == 0 && a.emit) {
+    if (a.emit) {
         if ((rc = emit_parse(a.emit, &kind, &e)) == 0 && !r.c.model)
             rc = error_set(&e, ERR_INVAL,
                            "--emit writes a model's shape: it needs --model, not "

@@ -330,8 +330,10 @@ static int plan_main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     struct error e = {0};
     struct plan_result res;
-    if (configure(&a, &r, &e) < 0 || plan_run(&r.c, &res, &e) < 0)
+    if (configure(&a, &r, &e) < 0)
         return cli_fail(&e);
+    if (plan_run(&r.c, &res, &e) < 0) /* calc/'s checks, in the options' words */
+        return opts_fail(&opts_plan, &e);
     if (r.emit)
         rc = emit(&r, &res);
     else

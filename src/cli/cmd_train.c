@@ -1111,7 +1111,7 @@ static int configure_layout(struct args *r)
                          "after the other (forward, backward), adding up their gradients",
                          sched_name(o->schedule));
     if (train_opts_check(o, &e))
-        return cli_fail(&e);
+        return opts_fail(&opts_train, &e);
     return 0;
 }
 

@@ -101,6 +101,13 @@ int opts_one(const struct opt_entry *o, const char *arg, void *field, struct err
  * usage). 0 when all was read. */
 int opts_parse(const struct opts_spec *s, int argc, char **argv, void *values);
 
+/* An engine's error in the command's words: each word of e's message that names one of the
+ * command's options and is followed by a value ("tp 3 does not divide ...") gets its "--"
+ * ("--tp 3 does not divide ..."); engines (calc/, par/) name their fields, only cli/ writes
+ * option names. Then cli_fail: the message on stderr, the exit status returned. */
+int opts_fail(const struct opts_spec *s, struct error *e);
+void opts_flag_words(const struct opts_spec *s, struct error *e);
+
 /* The options part of the help: a line per option ("  --stages P   pipeline stages..."),
  * the help aligned in one column, after the positional argument's line. */
 void opts_usage(FILE *f, const struct opts_spec *s);

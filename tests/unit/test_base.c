@@ -329,6 +329,18 @@ START_TEST(opts_table)
 }
 END_TEST
 
+/* An engine's message in a command's words: a word naming one of its options and followed by
+ * a value gets its "--"; other words, flags already written and names without a value stay. */
+START_TEST(opts_flag_words_names_options)
+{
+    struct opts_spec spec = {"t", table_opts, NULL, NULL};
+    struct error e = {0};
+    error_set(&e, ERR_INVAL, "n 9: more than name 2 (n, flag 1, --n 3, nn 4, an 5, name x)");
+    opts_flag_words(&spec, &e);
+    ck_assert_str_eq(e.msg, "--n 9: more than --name 2 (n, flag 1, --n 3, nn 4, an 5, name x)");
+}
+END_TEST
+
 /* The JSON policy: non-finite numbers as strings, whole numbers exact, the two precisions. */
 START_TEST(json_policy)
 {
@@ -382,6 +394,7 @@ int main(void)
     tcase_add_test(tc, parse_edges);
     tcase_add_test(tc, opts_once);
     tcase_add_test(tc, opts_table);
+    tcase_add_test(tc, opts_flag_words_names_options);
     tcase_add_test(tc, json_policy);
     suite_add_tcase(s, tc);
     return harness_run(s);
