@@ -8,8 +8,8 @@
  * name, the parser that reads the value into a field of the command's own struct, and its
  * help line. opts_parse reads the command line with that table (refusing an option given
  * twice and options that exclude each other), and command_help prints the table as the
- * options part of "scalelab help CMD". DESIGN.md ("Adding an option") shows a conversion.
- * (Commands not yet converted call opts_next in their own loop over the same table.) */
+ * options part of "scalelab help CMD". DESIGN.md ("Options are a table") shows how to add
+ * one. */
 #ifndef SCALELAB_CLI_OPTS_H
 #define SCALELAB_CLI_OPTS_H
 
