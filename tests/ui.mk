@@ -7,7 +7,7 @@ tests_unit_test_ui_LDADD = $(UNIT_LIBS)
 
 SH_TESTS += tests/cli/window_refuses.sh
 SH_TESTS += tests/tui/window.sh tests/tui/presenter.sh
-SH_TESTS += tests/tui/dprun.sh
+SH_TESTS += tests/tui/dprun.sh tests/tui/pprun.sh
 
 # The panels' pictures at three terminal sizes, against tests/data/snapshots; after a change
 # of picture that is meant, "make update-snapshots" saves the new ones (review: git diff).
@@ -21,3 +21,9 @@ update-snapshots: tests/unit/test_snapshot$(EXEEXT)
 		tests/unit/test_snapshot$(EXEEXT)
 
 .PHONY: update-snapshots
+
+# lesson 4's pipeline chart as data, from a real run's events
+check_PROGRAMS += tests/unit/test_ppgantt
+tests_unit_test_ppgantt_SOURCES = tests/unit/test_ppgantt.c
+tests_unit_test_ppgantt_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_ppgantt_LDADD = $(UNIT_LIBS)

@@ -27,6 +27,7 @@
 #include "calc/sched.h"
 #include "calc/traffic.h"
 #include "cli/calcargs.h"
+#include "par/predict.h"
 #include "par/run.h"
 #include "sim/cluster.h"
 #include "sim/ledger.h"
@@ -696,25 +697,9 @@ struct prediction {
 static void predict(const struct args *r, const struct cluster_spec *spec, struct prediction *p)
 {
     const struct train_opts *o = &r->o;
-    struct memory_config c = {0};
+    struct memory_config c;
     struct error e = {0};
-    int dp = train_dp(o);
-    c.model = &r->shape;
-    c.precision = o->precision == FP_FP32   ? PREC_FP32
-                  : o->precision == FP_BF16 ? PREC_BF16
-                                            : PREC_FP16;
-    c.optimizer = OPT_ADAMW;
-    c.grad_fp32 = o->grad_fp32;
-    c.dp = dp, c.tp = o->tp, c.pp = o->pp, c.zero = o->zero;
-    c.sp = o->sp;
-    c.micro_batch = o->batch / (dp * o->micro_batches), c.seq = o->shape.seq;
-    c.micro_batches = o->micro_batches;
-    c.schedule = o->schedule;
-    c.chunks = train_chunks(o);
-    c.capacity = spec->hbm_bytes;
-    c.bucket_bytes = (double)o->bucket_bytes;
-    c.no_prefetch = !o->prefetch;
-    p->ok = activ_parse_policy(o->ckpt.name[0] ? o->ckpt.name : "none", &c.ckpt, &e) == 0;
+    p->ok = predict_config(o, &r->shape, spec->hbm_bytes, &c, &e) == 0;
     for (int st = 0; p->ok && st < o->pp; st++) {
         struct memory_result *m = &p->stage_m[st];
         p->ok = memory_compute_stage(&c, st, m, &e) == 0 &&
@@ -743,7 +728,8 @@ static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
 {
     int P = o->pp, dp = train_dp(o);
     json_t *ops = json_array(), *peak = json_array();
-    double t0 = INFINITY, t1 = -INFINITY, busy = 0;
+    const struct pp_done *done[SCHED_MAX_STAGES];
+    int n[SCHED_MAX_STAGES];
     for (int st = 0; st < P; st++) {
         const struct run_gpu *g = run_gpu(run, st * dp);
         json_t *list = json_array();
@@ -753,16 +739,17 @@ static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
             json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:f, s:f}", "kind", kind,
                                                   "micro", d->micro, "chunk", d->chunk, "start_s",
                                                   d->start_s, "end_s", d->end_s));
-            t0 = fmin(t0, d->start_s), t1 = fmax(t1, d->end_s);
-            busy += d->end_s - d->start_s;
         }
+        done[st] = g->ops, n[st] = g->nops;
         json_array_append_new(ops, list);
         json_array_append_new(peak, held_json(g->peak_in_flight, train_chunks(o)));
     }
-    double wall = (t1 - t0) * P, idle = wall - busy;
-    json_t *pj = json_pack("{s:o, s:o, s:o, s:o}", "ops", ops, "bubble_over_ideal",
-                           busy > 0 ? json_num(idle / busy) : json_null(), "bubble_over_wall",
-                           wall > 0 ? json_num(idle / wall) : json_null(), "peak_in_flight", peak);
+    struct pp_bubble b;
+    predict_bubble(done, n, P, &b);
+    json_t *pj =
+        json_pack("{s:o, s:o, s:o, s:o}", "ops", ops, "bubble_over_ideal",
+                  b.busy_s > 0 ? json_num(b.over_ideal) : json_null(), "bubble_over_wall",
+                  b.span_s > 0 ? json_num(b.over_wall) : json_null(), "peak_in_flight", peak);
     if (p->have_sched) {
         json_t *pk = json_array();
         for (int st = 0; st < P; st++)

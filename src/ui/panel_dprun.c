@@ -48,41 +48,20 @@
 #include "ui/eventlog.h"
 #include "ui/memui.h"
 #include "ui/panel.h"
+#include "ui/runfeed.h"
 
 #define MAX_GPUS     16
-#define RING         (1 << 16) /* events between two ticks: a 16-GPU ZeRO-3 step makes ~6000 */
-#define HIST         2048      /* losses kept */
-#define REPLAY_S     1.0       /* wall seconds one step's replay takes at 1x */
-#define AHEAD        2         /* steps the run may finish beyond the one shown */
-#define MAX_PER_TICK 8         /* steps replayed in one tick at the highest speeds */
+#define HIST         2048 /* losses kept */
+#define REPLAY_S     1.0  /* wall seconds one step's replay takes at 1x */
+#define AHEAD        2    /* steps the run may finish beyond the one shown */
+#define MAX_PER_TICK 8    /* steps replayed in one tick at the highest speeds */
 
 enum { PH_NONE, PH_RS, PH_AG };
-
-/* One event as the panel keeps it. */
-struct rec {
-    double t, t_end;
-    long step; /* the step of its GPU it belongs to (1-based; step 1 includes the setup) */
-    uint64_t seq, cat_current, bytes;
-    int64_t delta;
-    short device, category;
-    unsigned char type, phase;
-};
 
 /* The replay's clock: a moment of the step (a simulated time at which memory changed) and
  * the share of the replay that has gone by when it comes. */
 struct moment {
     double t, at;
-};
-
-/* What the GPUs' threads write: under mu, never waited on for long. */
-struct feed {
-    pthread_mutex_t mu;
-    struct rec *ring;
-    size_t head, count;
-    long dev_step[MAX_GPUS]; /* steps each GPU has finished */
-    long nmem[MAX_GPUS];     /* memory events of each GPU */
-    bool failed;             /* a GPU failed or ran out of memory */
-    unsigned long dropped;
 };
 
 struct settings {
@@ -106,26 +85,19 @@ struct dprun {
     struct cluster_spec spec;
     int batch; /* the run's global batch: a multiple of the GPUs */
     struct run *run;
-    struct feed feed;
+    struct runfeed feed; /* the GPUs' events, the step replayed, each GPU's ledger */
     char err[ERROR_MAX];
     /* the calculator: this layout, every stage (for the bars' scale), the 7B */
     struct figures pred, big_pred;
     double scale;
     bool show_big;
-    /* events taken from the feed, not applied yet (UI thread) */
-    struct rec *pend;
-    size_t npend, cappend;
-    unsigned long dropped; /* events the full ring could not take (the bars may be off) */
     /* the step being replayed */
     bool replaying;
     struct run_step rs;
-    struct rec *rep;
-    size_t nrep, caprep, irep;
-    double t0, t1, frac, tc; /* its span, the share of it shown, the simulated time shown */
-    struct moment *mom;      /* the replay's clock */
+    double frac, tc;    /* the share of it shown, the simulated time shown */
+    struct moment *mom; /* the replay's clock */
     size_t nmom, capmom;
-    /* what the bars show: each GPU's ledger, its peaks, its current send */
-    uint64_t cur[MAX_GPUS][MEM_CAT_COUNT], peak[MAX_GPUS][MEM_CAT_COUNT];
+    /* each GPU's current send */
     unsigned char phase[MAX_GPUS];
     double phase_until[MAX_GPUS];
     /* steps shown */
@@ -139,113 +111,19 @@ struct dprun {
 static const char *const model_names[2] = {"tiny", "small"};
 static const int gpu_steps[] = {2, 4, 8, 16};
 
-/* ------------------------------------------------------------------ the GPUs' side */
-
-/* Every event of every GPU, on that GPU's thread: memory changes and sends go into the
- * ring (dropped, and counted, when it is full), a step's end moves the GPU's step on. */
-static void on_event(void *ctx, const struct event *ev)
-{
-    struct feed *f = ctx;
-    if (ev->device < 0 || ev->device >= MAX_GPUS)
-        return;
-    if (ev->type != EV_MEMORY && ev->type != EV_SEND && ev->type != EV_TRAIN_STEP &&
-        ev->type != EV_FAIL && ev->type != EV_OOM)
-        return;
-    pthread_mutex_lock(&f->mu);
-    if (ev->type == EV_MEMORY)
-        f->nmem[ev->device]++;
-    if (ev->type == EV_FAIL || ev->type == EV_OOM) {
-        f->failed = true;
-    } else if (ev->type == EV_TRAIN_STEP) {
-        f->dev_step[ev->device] = ev->step;
-    } else if (f->count == RING) {
-        f->dropped++;
-    } else {
-        struct rec *r = &f->ring[(f->head + f->count++) % RING];
-        *r = (struct rec){.t = ev->t,
-                          .t_end = ev->t_end,
-                          .step = f->dev_step[ev->device] + 1,
-                          .seq = ev->seq,
-                          .cat_current = ev->cat_current,
-                          .bytes = ev->bytes,
-                          .delta = ev->delta,
-                          .device = (short)ev->device,
-                          .category = (short)ev->category,
-                          .type = (unsigned char)ev->type};
-        if (ev->type == EV_SEND && ev->phase)
-            r->phase = !strcmp(ev->phase, "reduce-scatter") ? PH_RS
-                       : !strcmp(ev->phase, "all-gather")   ? PH_AG
-                                                            : PH_NONE;
-    }
-    pthread_mutex_unlock(&f->mu);
-}
-
 /* ------------------------------------------------------------------ the screen's side */
 
-static bool grow(struct rec **a, size_t *cap, size_t need)
+/* A send at its moment of the replay: its GPU's phase, until it arrives. */
+static void apply_send(struct dprun *p, const struct runrec *r)
 {
-    if (need <= *cap)
-        return true;
-    size_t n = *cap ? *cap : 4096;
-    while (n < need)
-        n *= 2;
-    struct rec *b = realloc(*a, n * sizeof *b);
-    if (!b)
-        return false;
-    *a = b, *cap = n;
-    return true;
-}
-
-/* Moves the feed's events into the panel's own list. */
-static void drain(struct dprun *p)
-{
-    struct feed *f = &p->feed;
-    pthread_mutex_lock(&f->mu);
-    if (grow(&p->pend, &p->cappend, p->npend + f->count)) {
-        for (size_t i = 0; i < f->count; i++)
-            p->pend[p->npend++] = f->ring[(f->head + i) % RING];
-        f->head = (f->head + f->count) % RING;
-        f->count = 0;
-    }
-    p->dropped = f->dropped;
-    pthread_mutex_unlock(&f->mu);
-}
-
-static void apply_exact(struct dprun *p, const struct rec *r)
-{
-    if (r->type != EV_MEMORY || r->category < 0 || r->category >= MEM_CAT_COUNT)
+    if (r->type != EV_SEND)
         return;
-    p->cur[r->device][r->category] = r->cat_current;
-    if (r->cat_current > p->peak[r->device][r->category])
-        p->peak[r->device][r->category] = r->cat_current;
-}
-
-/* An event at its moment of the replay: memory by its change (events of a GPU's streams
- * are not in time order, so the exact values come at the step's end), a send's phase. */
-static void apply_replayed(struct dprun *p, const struct rec *r)
-{
     int g = r->device;
-    if (r->type == EV_SEND) {
-        p->phase[g] = r->phase;
-        p->phase_until[g] = fmax(r->t_end, r->t);
-        return;
-    }
-    if (r->category < 0 || r->category >= MEM_CAT_COUNT)
-        return;
-    int64_t v = (int64_t)p->cur[g][r->category] + r->delta;
-    p->cur[g][r->category] = v > 0 ? (uint64_t)v : 0;
-    if (r->cat_current > p->peak[g][r->category])
-        p->peak[g][r->category] = r->cat_current;
-}
-
-static int by_time(const void *a, const void *b)
-{
-    const struct rec *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    if (x->device != y->device)
-        return x->device - y->device;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    p->phase[g] = !r->phase                             ? PH_NONE
+                  : !strcmp(r->phase, "reduce-scatter") ? PH_RS
+                  : !strcmp(r->phase, "all-gather")     ? PH_AG
+                                                        : PH_NONE;
+    p->phase_until[g] = fmax(r->t_end, r->t);
 }
 
 static void stop_run(struct dprun *p)
@@ -311,21 +189,11 @@ static void settle(struct dprun *p, long buffers);
 static void restart(struct dprun *p)
 {
     stop_run(p);
-    struct feed *f = &p->feed;
-    pthread_mutex_lock(&f->mu);
-    f->head = f->count = 0, f->dropped = 0;
-    memset(f->dev_step, 0, sizeof f->dev_step);
-    memset(f->nmem, 0, sizeof f->nmem);
-    f->failed = false;
-    pthread_mutex_unlock(&f->mu);
-    p->npend = p->nrep = p->irep = 0;
-    p->dropped = 0;
+    runfeed_reset(&p->feed);
     p->replaying = false;
     p->shown = p->allowed = 0;
     p->said_verdict = false;
     p->err[0] = 0;
-    memset(p->cur, 0, sizeof p->cur);
-    memset(p->peak, 0, sizeof p->peak);
     memset(p->phase, 0, sizeof p->phase);
     memset(&p->last, 0, sizeof p->last);
     int n = p->s.gpus;
@@ -348,7 +216,7 @@ static void restart(struct dprun *p)
     cfg.spec = p->spec;
     cfg.spec.nodes = (n + cfg.spec.gpus_per_node - 1) / cfg.spec.gpus_per_node;
     cfg.paced = true;
-    cfg.on_event = on_event;
+    cfg.on_event = runfeed_on_event;
     cfg.event_ctx = &p->feed;
     struct error e = {0};
     /* the host holds every GPU's buffers: at most half of its memory, as `train` allows */
@@ -386,24 +254,14 @@ static void say_restart(struct dprun *p)
                  p->s.gpus, stage_name(p->s.zero), fp_info(p->s.prec)->name, p->batch);
 }
 
-/* The categories the bar and the comparison show, in memui's order. */
-static const int part_cat[MEMUI_PARTS] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
-                                          MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
-
-static double predicted_part(const struct memory_result *m, int i)
-{
-    double v[MEMUI_PARTS] = {m->states.weights,   m->states.gradients, m->states.master,
-                             m->states.optimizer, m->activations,      m->comm};
-    return v[i];
-}
-
 /* Whether every GPU's ledger peaks equal the calculator's: -1 if so, else the first part
  * that differs (and on which GPU). */
 static int verdict(const struct dprun *p, int *gpu)
 {
     for (int g = 0; g < p->s.gpus; g++)
         for (int i = 0; i < MEMUI_PARTS; i++)
-            if ((double)p->peak[g][part_cat[i]] != llround(predicted_part(&p->pred.m, i))) {
+            if ((double)p->feed.peak[g][runfeed_part_cat[i]] !=
+                llround(runfeed_predicted_part(&p->pred.m, i))) {
                 *gpu = g;
                 return i;
             }
@@ -412,42 +270,27 @@ static int verdict(const struct dprun *p, int *gpu)
 
 static void finish_replay(struct dprun *p)
 {
-    /* the rest of the step, then each category's exact value: its GPU's last event */
-    for (; p->irep < p->nrep; p->irep++)
-        apply_replayed(p, &p->rep[p->irep]);
-    int n = p->s.gpus;
-    uint64_t last_seq[MAX_GPUS][MEM_CAT_COUNT];
-    bool seen[MAX_GPUS][MEM_CAT_COUNT];
-    memset(seen, 0, sizeof seen);
-    for (size_t i = 0; i < p->nrep; i++) {
-        const struct rec *r = &p->rep[i];
-        if (r->type != EV_MEMORY || r->category < 0 || r->category >= MEM_CAT_COUNT)
-            continue;
-        if (!seen[r->device][r->category] || r->seq > last_seq[r->device][r->category]) {
-            seen[r->device][r->category] = true;
-            last_seq[r->device][r->category] = r->seq;
-            p->cur[r->device][r->category] = r->cat_current;
-        }
-    }
+    /* the rest of the step, then each category's exact value */
+    runfeed_end_step(&p->feed);
     memset(p->phase, 0, sizeof p->phase);
     p->replaying = false;
-    p->nrep = p->irep = 0;
     p->last = p->rs;
     p->loss[p->shown % HIST] = (float)p->rs.s.loss;
     p->shown++;
     if (!p->said_verdict && p->pred.ok) {
         int g = 0, i = verdict(p, &g);
         char b[32];
-        units_format_grouped(b, sizeof b, p->peak[0][MEM_WEIGHTS]);
+        units_format_grouped(b, sizeof b, p->feed.peak[0][MEM_WEIGHTS]);
         if (i < 0)
             eventlog_add(p->log,
                          "run: %s on %d GPUs: every ledger = the calculator, to the byte "
                          "(weights %s B per GPU)",
-                         stage_name(p->s.zero), n, b);
+                         stage_name(p->s.zero), p->s.gpus, b);
         else
             eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
-                         ledger_cat_name(part_cat[i]), (unsigned long long)p->peak[g][part_cat[i]],
-                         predicted_part(&p->pred.m, i));
+                         ledger_cat_name(runfeed_part_cat[i]),
+                         (unsigned long long)p->feed.peak[g][runfeed_part_cat[i]],
+                         runfeed_predicted_part(&p->pred.m, i));
         p->said_verdict = true;
     }
 }
@@ -461,20 +304,21 @@ static void finish_replay(struct dprun *p)
 static void clock_moments(struct dprun *p)
 {
     size_t k = 0;
-    if (p->capmom < p->nrep + 2) {
-        struct moment *m = realloc(p->mom, (p->nrep + 2) * sizeof *m);
+    if (p->capmom < p->feed.nrep + 2) {
+        struct moment *m = realloc(p->mom, (p->feed.nrep + 2) * sizeof *m);
         if (!m) {
             p->nmom = 0;
             return;
         }
-        p->mom = m, p->capmom = p->nrep + 2;
+        p->mom = m, p->capmom = p->feed.nrep + 2;
     }
-    p->mom[k++].t = p->t0;
-    for (size_t i = 0; i < p->nrep; i++)
-        if (p->rep[i].type == EV_MEMORY && p->rep[i].t > p->mom[k - 1].t && p->rep[i].t < p->t1)
-            p->mom[k++].t = p->rep[i].t;
-    p->mom[k++].t = p->t1;
-    double span = p->t1 - p->t0, at = 0;
+    p->mom[k++].t = p->feed.t0;
+    for (size_t i = 0; i < p->feed.nrep; i++)
+        if (p->feed.rep[i].type == EV_MEMORY && p->feed.rep[i].t > p->mom[k - 1].t &&
+            p->feed.rep[i].t < p->feed.t1)
+            p->mom[k++].t = p->feed.rep[i].t;
+    p->mom[k++].t = p->feed.t1;
+    double span = p->feed.t1 - p->feed.t0, at = 0;
     for (size_t j = 0; j < k; j++) {
         p->mom[j].at = at;
         if (j + 1 < k)
@@ -488,10 +332,10 @@ static void clock_moments(struct dprun *p)
 static double clock_at(const struct dprun *p, double frac)
 {
     if (p->nmom < 2)
-        return p->t0 + frac * (p->t1 - p->t0);
+        return p->feed.t0 + frac * (p->feed.t1 - p->feed.t0);
     size_t lo = 0, hi = p->nmom - 1; /* mom[lo].at <= frac < mom[hi].at */
     if (frac >= p->mom[hi].at)
-        return p->t1;
+        return p->feed.t1;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
         if (p->mom[mid].at <= frac)
@@ -515,30 +359,10 @@ static bool start_replay(struct dprun *p, double wait_s)
         fail(p);
     if (got != 1)
         return false;
-    drain(p);
-    long k = p->rs.s.step;
-    size_t keep = 0;
-    p->nrep = p->irep = 0;
-    if (!grow(&p->rep, &p->caprep, p->npend))
+    if (!runfeed_begin_step(&p->feed, p->rs.s.step))
         return false;
-    for (size_t i = 0; i < p->npend; i++) {
-        if (p->pend[i].step <= k)
-            p->rep[p->nrep++] = p->pend[i];
-        else
-            p->pend[keep++] = p->pend[i];
-    }
-    p->npend = keep;
-    qsort(p->rep, p->nrep, sizeof *p->rep, by_time);
-    p->t0 = INFINITY, p->t1 = -INFINITY;
-    for (size_t i = 0; i < p->nrep; i++) {
-        p->t0 = fmin(p->t0, p->rep[i].t);
-        p->t1 = fmax(p->t1,
-                     p->rep[i].type == EV_SEND ? fmax(p->rep[i].t_end, p->rep[i].t) : p->rep[i].t);
-    }
-    if (!(p->t1 > p->t0))
-        p->t0 = p->t1 = 0;
     clock_moments(p);
-    p->frac = 0, p->tc = p->t0;
+    p->frac = 0, p->tc = p->feed.t0;
     p->replaying = true;
     return true;
 }
@@ -553,8 +377,8 @@ static int advance(struct dprun *p, double steps)
         double use = fmin(steps, 1 - p->frac);
         p->frac += use, steps -= use;
         double tc = p->tc = clock_at(p, p->frac);
-        while (p->irep < p->nrep && p->rep[p->irep].t <= tc)
-            apply_replayed(p, &p->rep[p->irep++]);
+        for (const struct runrec *r; (r = runfeed_next(&p->feed, tc));)
+            apply_send(p, r);
         if (p->frac >= 1 - 1e-9) {
             finish_replay(p);
             done++;
@@ -576,10 +400,7 @@ static void take_setup(struct dprun *p)
 {
     if (p->allowed > 0)
         return;
-    drain(p);
-    for (size_t i = 0; i < p->npend; i++)
-        apply_exact(p, &p->pend[i]);
-    p->npend = 0;
+    runfeed_take_setup(&p->feed);
 }
 
 /* The GPUs allocate their buffers as soon as the run starts, one memory event each, before
@@ -587,21 +408,11 @@ static void take_setup(struct dprun *p)
  * buffers before the first step. */
 static void settle(struct dprun *p, long buffers)
 {
-    bool done = false;
-    for (int i = 0; i < 2500 && !done && p->run; i++) {
-        pthread_mutex_lock(&p->feed.mu);
-        done = p->feed.failed;
-        long least = buffers;
-        for (int g = 0; g < p->s.gpus; g++)
-            least = p->feed.nmem[g] < least ? p->feed.nmem[g] : least;
-        done |= least >= buffers;
-        pthread_mutex_unlock(&p->feed.mu);
-        if (!done) {
-            struct timespec ms = {0, 2000000};
-            nanosleep(&ms, NULL);
-        }
-    }
-    take_setup(p);
+    long want[RUNFEED_GPUS];
+    for (int g = 0; g < RUNFEED_GPUS; g++)
+        want[g] = buffers;
+    if (p->run)
+        runfeed_settle(&p->feed, p->s.gpus, want, 5.0);
 }
 
 /* ------------------------------------------------------------------ settings and keys */
@@ -623,15 +434,12 @@ static int dprun_init(void **state, const struct panel_env *env, struct error *e
     p->have_big = preset_load_model("synthetic-7b", &p->big, NULL) == 0;
     if (preset_load_cluster("h100-80gb", &p->spec, NULL) != 0)
         spec_default(&p->spec);
-    p->feed.ring = malloc(RING * sizeof *p->feed.ring);
-    if (!rc && !p->feed.ring)
-        rc = error_set(e, ERR_NOMEM, "out of memory");
+    if (!rc)
+        rc = runfeed_init(&p->feed, e);
     if (rc) {
-        free(p->feed.ring);
         free(p);
         return rc;
     }
-    pthread_mutex_init(&p->feed.mu, NULL);
     defaults(&p->s);
     p->start = p->s;
     restart(p);
@@ -643,10 +451,7 @@ static void dprun_fini(void *state)
 {
     struct dprun *p = state;
     stop_run(p);
-    pthread_mutex_destroy(&p->feed.mu);
-    free(p->feed.ring);
-    free(p->pend);
-    free(p->rep);
+    runfeed_fini(&p->feed);
     free(p->mom);
     free(p);
 }
@@ -783,40 +588,6 @@ static int dprun_on_event(void *state, const struct panel_event *ev)
 
 /* ------------------------------------------------------------------ drawing */
 
-/* bytes in the unit chosen for a column of `w` cells: exact when they fit, else KiB or MiB */
-static void cell(char *buf, size_t n, double bytes, int w)
-{
-    char g[32];
-    units_format_grouped(g, sizeof g, (unsigned long long)llround(bytes));
-    if ((int)strlen(g) < w) {
-        snprintf(buf, n, "%s", g);
-        return;
-    }
-    double k = bytes / 1024;
-    for (int d = 1; d >= 0; d--) {
-        int len = snprintf(buf, n, "%.*fK", d, k);
-        if (len < w)
-            return;
-    }
-    snprintf(buf, n, "%.*fM", bytes < 100 * 1048576.0 ? 1 : 0, bytes / 1048576);
-}
-
-/* A ledger as a memory_result, for memui's bar. */
-static void as_result(const struct dprun *p, const uint64_t *cat, struct memory_result *m)
-{
-    memset(m, 0, sizeof *m);
-    m->states.weights = (double)cat[MEM_WEIGHTS];
-    m->states.gradients = (double)cat[MEM_GRADIENTS];
-    m->states.master = (double)cat[MEM_MASTER];
-    m->states.optimizer = (double)cat[MEM_OPTIMIZER];
-    m->activations = (double)cat[MEM_ACTIVATIONS];
-    m->comm = (double)cat[MEM_COMM];
-    m->total = m->states.weights + m->states.gradients + m->states.master + m->states.optimizer +
-               m->activations + m->comm;
-    m->capacity = p->spec.hbm_bytes;
-    m->fits = true;
-}
-
 /* The loss curve of the last steps in h x w cells at (y, x), with the data's floor. */
 static void plot_loss(const struct dprun *p, struct ui_canvas *c, int y, int x, int h, int w)
 {
@@ -900,8 +671,8 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     }
     /* the step shown */
     if (p->replaying) {
-        units_format_seconds(b1, sizeof b1, p->tc - p->t0);
-        units_format_seconds(b2, sizeof b2, p->t1 - p->t0);
+        units_format_seconds(b1, sizeof b1, p->tc - p->feed.t0);
+        units_format_seconds(b2, sizeof b2, p->feed.t1 - p->feed.t0);
         canvas_printf(c, y++, 0, ROLE_TEXT, "step %ld  simulated %s of %s", p->rs.s.step, b1, b2);
     } else if (p->shown) {
         units_format_seconds(b1, sizeof b1, p->last.sim_time_s);
@@ -936,7 +707,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     double tc = p->tc;
     for (int g = 0; g < shown && y < H; g++, y++) {
         struct memory_result m;
-        as_result(p, p->cur[g], &m);
+        runfeed_as_result(p->feed.cur[g], p->spec.hbm_bytes, &m);
         canvas_printf(c, y, 0, ROLE_DIM, "GPU%-2d", g);
         memui_draw_bar(c, y, 6, bw, &m, p->scale);
         int rx = 6 + bw + 1;
@@ -952,7 +723,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
                 snprintf(b2, sizeof b2, "-");
             rx = canvas_printf(c, y, rx, ROLE_TEXT, "sent %11s B ", b2);
         } else {
-            cell(b2, sizeof b2, (double)sent, right == 10 ? 7 : 12);
+            runfeed_bytes(b2, sizeof b2, (double)sent, right == 10 ? 7 : 12);
             if (!p->shown)
                 snprintf(b2, sizeof b2, "-");
             rx = canvas_printf(c, y, rx, ROLE_TEXT, "%*s ", right == 10 ? 6 : 11, b2);
@@ -964,8 +735,9 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     }
     if (shown < n && y < H)
         canvas_printf(c, y++, 0, ROLE_DIM, "(a larger window shows all %d GPUs)", n);
-    else if (p->dropped && y < H)
-        canvas_printf(c, y++, 0, ROLE_WARN, "(%lu events missed: the bars may be off)", p->dropped);
+    else if (p->feed.dropped && y < H)
+        canvas_printf(c, y++, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
+                      p->feed.dropped);
 
     if (p->show_big) {
         draw_big(p, c, y, 6);
@@ -973,7 +745,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     } else {
         /* GPU 0's peaks beside the calculator's, as bars and as figures */
         struct memory_result m;
-        as_result(p, p->peak[0], &m);
+        runfeed_as_result(p->feed.peak[0], p->spec.hbm_bytes, &m);
         canvas_text(c, y, 0, ROLE_DIM, "peak");
         memui_draw_bar(c, y++, 6, bw, &m, p->scale);
         canvas_text(c, y, 0, ROLE_DIM, "calc");
@@ -989,10 +761,11 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
         for (int row = 0; row < 2; row++, y++) {
             canvas_text(c, y, 0, ROLE_DIM, row ? "calc" : "ledger");
             for (int i = 0; i < MEMUI_PARTS; i++) {
-                double v = row ? predicted_part(&p->pred.m, i) : (double)p->peak[0][part_cat[i]];
-                bool same =
-                    (double)p->peak[0][part_cat[i]] == llround(predicted_part(&p->pred.m, i));
-                cell(b1, sizeof b1, v, cw);
+                double v = row ? runfeed_predicted_part(&p->pred.m, i)
+                               : (double)p->feed.peak[0][runfeed_part_cat[i]];
+                bool same = (double)p->feed.peak[0][runfeed_part_cat[i]] ==
+                            llround(runfeed_predicted_part(&p->pred.m, i));
+                runfeed_bytes(b1, sizeof b1, v, cw);
                 canvas_printf(c, y, 7 + i * cw,
                               row || !p->shown ? ROLE_TEXT
                               : same           ? ROLE_GOOD
@@ -1008,7 +781,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
                 x = canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", n);
             else
                 x = canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs", g,
-                                  ledger_cat_name(part_cat[i]));
+                                  ledger_cat_name(runfeed_part_cat[i]));
             bool same = true;
             for (int k = 0; k < n; k++)
                 same &= (double)p->last.gpu[k].sent_bytes == llround(p->pred.t.bytes);
@@ -1029,7 +802,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     if (lossrows >= 2 && y < H) {
         x = canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
         /* what the ledger holds beside the bars: the CPU's fp32 copies */
-        units_format_bytes(b1, sizeof b1, (double)p->cur[0][MEM_WORKSPACE], UNITS_BINARY);
+        units_format_bytes(b1, sizeof b1, (double)p->feed.cur[0][MEM_WORKSPACE], UNITS_BINARY);
         if (x + 56 + (int)strlen(b1) <= W)
             canvas_printf(c, y, x + 3, ROLE_DIM,
                           "not in the bars: GPU 0's %s of workspace (fp32 copies)", b1);

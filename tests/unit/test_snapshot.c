@@ -11,7 +11,7 @@
  * to /dev/null, with the terminal type fixed (vt100), ASCII glyphs and no colour: no tty is
  * needed, and the pictures do not depend on the machine's TERM or locale.
  *
- * The panels with a live run (training, dprun) are drawn as they open, and again paused after
+ * The run panels (training, dprun, pprun) are drawn as they open, and again paused after
  * a few steps: their run is paced (a step starts only when the panel asks for one) and seeded,
  * and reproduces bit for bit, so each picture is the same every time; ticks (wall time) are
  * never sent. */
@@ -200,6 +200,7 @@ static const struct {
 } runs[] = {
     {"training", "step 3 ", 3},
     {"dprun", "every ledger = the calculator", 1},
+    {"pprun", "order ok", 1},
 };
 
 START_TEST(run_pictures)

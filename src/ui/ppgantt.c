@@ -1,0 +1,98 @@
+/* The pipeline Gantt chart as data, and what is measured on it (ui/ppgantt.h). */
+#include "config.h"
+#include "ui/ppgantt.h"
+
+#include <math.h>
+#include <string.h>
+
+void ppg_reset(struct ppgantt *g, int stages)
+{
+    memset(g, 0, sizeof *g);
+    g->stages = stages < PPG_STAGES ? stages : PPG_STAGES;
+}
+
+void ppg_add(struct ppgantt *g, int stage, const struct pp_done *op)
+{
+    if (stage < 0 || stage >= g->stages || g->n[stage] == PPG_OPS) {
+        g->overflow = true;
+        return;
+    }
+    g->ops[stage][g->n[stage]++] = *op;
+}
+
+void ppg_bubble(const struct ppgantt *g, struct pp_bubble *out)
+{
+    const struct pp_done *ops[PPG_STAGES];
+    for (int s = 0; s < g->stages; s++)
+        ops[s] = g->ops[s];
+    predict_bubble(ops, g->n, g->stages, out);
+}
+
+int ppg_peak_in_flight(const struct ppgantt *g, int stage)
+{
+    int held = 0, peak = 0;
+    for (int i = 0; stage >= 0 && stage < g->stages && i < g->n[stage]; i++) {
+        held += g->ops[stage][i].kind == 'F' ? 1 : -1;
+        peak = held > peak ? held : peak;
+    }
+    return peak;
+}
+
+bool ppg_same_order(const struct ppgantt *g, const struct sched *s)
+{
+    if (g->overflow || g->stages != s->p)
+        return false;
+    for (int st = 0; st < g->stages; st++) {
+        if (g->n[st] != s->count[st])
+            return false;
+        for (int i = 0; i < g->n[st]; i++) {
+            const struct pp_done *d = &g->ops[st][i];
+            const struct sched_op *o = &s->ops[st][i];
+            if (d->kind != o->kind || d->micro != o->micro || d->chunk != o->chunk)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* When stage st's forward (kind 'F') or backward of micro-batch k ended in out; -1: not yet. */
+static double ended(const struct ppgantt *out, const int *done, int st, char kind, int k)
+{
+    for (int i = 0; i < done[st]; i++)
+        if (out->ops[st][i].kind == kind && out->ops[st][i].micro == k)
+            return out->ops[st][i].end_s;
+    return -1;
+}
+
+bool ppg_retime(const struct ppgantt *g, struct ppgantt *out)
+{
+    *out = *g;
+    int done[PPG_STAGES] = {0}, left = 0;
+    double t0 = INFINITY;
+    for (int s = 0; s < g->stages; s++) {
+        left += g->n[s];
+        if (g->n[s])
+            t0 = fmin(t0, g->ops[s][0].start_s);
+    }
+    /* each pass runs, on every stage, the operations whose input is ready */
+    for (bool moved = true; left > 0 && moved;) {
+        moved = false;
+        for (int s = 0; s < g->stages; s++)
+            while (done[s] < g->n[s]) {
+                const struct pp_done *op = &g->ops[s][done[s]];
+                double ready = t0;
+                if (op->kind == 'F' && s > 0)
+                    ready = ended(out, done, s - 1, 'F', op->micro);
+                else if (op->kind == 'B' && s + 1 < g->stages)
+                    ready = ended(out, done, s + 1, 'B', op->micro);
+                if (ready < 0)
+                    break;
+                double free = done[s] ? out->ops[s][done[s] - 1].end_s : t0;
+                struct pp_done *o = &out->ops[s][done[s]];
+                o->start_s = fmax(free, ready);
+                o->end_s = o->start_s + (op->end_s - op->start_s);
+                done[s]++, left--, moved = true;
+            }
+    }
+    return left == 0;
+}
