@@ -33,6 +33,14 @@ int json_write(FILE *f, json_t *doc, int digits)
     return rc;
 }
 
+int json_write_line(FILE *f, json_t *doc, int digits)
+{
+    int rc = json_dumpf(doc, f, JSON_COMPACT | JSON_REAL_PRECISION(digits));
+    fputc('\n', f);
+    json_decref(doc);
+    return rc;
+}
+
 void json_put_num(FILE *f, double v, int digits)
 {
     const char *word = json_nonfinite(v);

@@ -44,21 +44,21 @@ int activ_check(const struct model_shape *m, const struct activ_config *c, struc
     if (c->bytes != 2 && c->bytes != 4)
         return error_set(e, ERR_INVAL, "activations are 2 or 4 bytes per element");
     if (m->heads % c->tp)
-        return error_set(e, ERR_INVAL, "--tp %d does not divide the %d attention heads of %s",
-                         c->tp, m->heads, m->name);
+        return error_set(e, ERR_INVAL, "tp %d does not divide the %d attention heads of %s", c->tp,
+                         m->heads, m->name);
     if (m->kv_heads % c->tp)
-        return error_set(e, ERR_INVAL, "--tp %d does not divide the %d key/value heads of %s",
-                         c->tp, m->kv_heads, m->name);
+        return error_set(e, ERR_INVAL, "tp %d does not divide the %d key/value heads of %s", c->tp,
+                         m->kv_heads, m->name);
     if (m->ffn % c->tp)
-        return error_set(e, ERR_INVAL, "--tp %d does not divide the feed-forward width %d of %s",
+        return error_set(e, ERR_INVAL, "tp %d does not divide the feed-forward width %d of %s",
                          c->tp, m->ffn, m->name);
     if (c->sp && c->seq % c->tp)
         return error_set(e, ERR_INVAL,
-                         "--sequence-parallel splits the sequence: --tp %d must divide --seq %d",
+                         "sequence parallelism splits the sequence: tp %d must divide seq %d",
                          c->tp, c->seq);
     if (m->ffn_kind == FFN_GELU && c->seq > m->seq)
         return error_set(e, ERR_INVAL,
-                         "--seq %d is longer than the %d learned positions of %s (at most %d)",
+                         "seq %d is longer than the %d learned positions of %s (at most %d)",
                          c->seq, m->seq, m->name, m->seq);
     return 0;
 }

@@ -115,33 +115,32 @@ int memory_in_flight(enum calc_schedule sched, int stage, int pp, int m)
 int memory_check(const struct memory_config *c, struct error *e)
 {
     if (c->dp < 1 || c->tp < 1 || c->pp < 1)
-        return error_set(e, ERR_INVAL, "--dp, --tp and --pp must be at least 1");
+        return error_set(e, ERR_INVAL, "dp, tp and pp must be at least 1");
     if (c->zero < 0 || c->zero > 3)
-        return error_set(e, ERR_INVAL, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", c->zero);
+        return error_set(e, ERR_INVAL, "zero %d: the ZeRO stage is 0, 1, 2 or 3", c->zero);
     if (c->micro_batch < 1 || c->seq < 1 || c->micro_batches < 1)
-        return error_set(e, ERR_INVAL,
-                         "--micro-batch, --seq and --micro-batches must be at least 1");
+        return error_set(e, ERR_INVAL, "micro-batch, seq and micro-batches must be at least 1");
     if (c->schedule == SCHED_INTERLEAVED && c->chunks < 2)
-        return error_set(e, ERR_INVAL, "memory: --schedule is gpipe or 1f1b");
+        return error_set(e, ERR_INVAL, "chunks %d: the interleaved schedule needs 2 or more",
+                         c->chunks);
     if (c->schedule == SCHED_INTERLEAVED) {
         int rc = sched_check(SCHED_INTERLEAVED, c->pp, c->micro_batches, c->chunks, e);
         if (rc)
             return rc;
         if (c->model && c->model->layers % (c->pp * c->chunks) != 0)
-            return error_set(e, ERR_INVAL,
-                             "--pp %d x --chunks %d does not divide the %d layers of %s", c->pp,
-                             c->chunks, c->model->layers, c->model->name);
+            return error_set(e, ERR_INVAL, "pp %d x chunks %d does not divide the %d layers of %s",
+                             c->pp, c->chunks, c->model->layers, c->model->name);
     }
     if (!(c->capacity > 0) || !isfinite(c->capacity))
-        return error_set(e, ERR_INVAL, "--gpu-mem must be a size above 0");
+        return error_set(e, ERR_INVAL, "capacity must be a size above 0");
     if (!c->model) {
         if (!(c->params >= 1) || !isfinite(c->params))
-            return error_set(e, ERR_INVAL, "--params must be a count of at least 1");
+            return error_set(e, ERR_INVAL, "params must be a count of at least 1");
         return 0;
     }
     if (c->pp > c->model->layers)
-        return error_set(e, ERR_INVAL, "--pp %d is more than the %d layers of %s (at most %d)",
-                         c->pp, c->model->layers, c->model->name, c->model->layers);
+        return error_set(e, ERR_INVAL, "pp %d is more than the %d layers of %s (at most %d)", c->pp,
+                         c->model->layers, c->model->name, c->model->layers);
     struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
                               c->precision == PREC_FP32 ? 4 : 2};
     return activ_check(c->model, &ac, e);

@@ -41,22 +41,21 @@ double sched_bubble_over_wall(int p, int m, int v)
 int sched_check(enum calc_schedule k, int p, int m, int v, struct error *e)
 {
     if (p < 1 || p > SCHED_MAX_STAGES)
-        return error_set(e, ERR_INVAL, "--stages %d: allowed 1 to %d", p, SCHED_MAX_STAGES);
+        return error_set(e, ERR_INVAL, "stages %d: allowed 1 to %d", p, SCHED_MAX_STAGES);
     if (m < 1 || m > SCHED_MAX_MICRO)
-        return error_set(e, ERR_INVAL, "--micro-batches %d: allowed 1 to %d", m, SCHED_MAX_MICRO);
+        return error_set(e, ERR_INVAL, "micro-batches %d: allowed 1 to %d", m, SCHED_MAX_MICRO);
     if (k != SCHED_INTERLEAVED && v != 1)
         return error_set(e, ERR_INVAL,
-                         "--chunks %d: only the interleaved schedule has chunks "
-                         "(use --schedule interleaved, or --chunks 1)",
+                         "chunks %d: only the interleaved schedule has chunks "
+                         "(use the interleaved schedule, or 1 chunk)",
                          v);
     if (k == SCHED_INTERLEAVED) {
         if (v < 2 || v > SCHED_MAX_CHUNKS)
-            return error_set(e, ERR_INVAL, "--chunks %d: interleaved needs 2 to %d chunks", v,
+            return error_set(e, ERR_INVAL, "chunks %d: interleaved needs 2 to %d chunks", v,
                              SCHED_MAX_CHUNKS);
         if (m % p)
             return error_set(e, ERR_INVAL,
-                             "--micro-batches %d: interleaved needs a multiple of --stages %d", m,
-                             p);
+                             "micro-batches %d: interleaved needs a multiple of stages %d", m, p);
     }
     return 0;
 }

@@ -7,6 +7,9 @@
 #include <stdio.h>
 
 #include "base/error.h"
+#include "calc/activ.h"
+#include "calc/memory.h"
+#include "cli/opts.h"
 
 int calcargs_int(const char *name, const char *arg, long long min, long long max, int *out,
                  struct error *e)
@@ -56,6 +59,20 @@ int calcargs_cluster(const char *arg, const char *nodes, struct cluster_spec *c,
     }
     return 0;
 }
+
+/* calc/'s parser CALL behind the option's name. */
+#define NAMED_PARSER(NAME, CALL)                                                                   \
+    int NAME(const struct opt_entry *o, const char *arg, void *field, struct error *e)             \
+    {                                                                                              \
+        int rc = CALL(arg, field, e);                                                              \
+        if (rc < 0)                                                                                \
+            error_prefix(e, "--%s", o->opt.name);                                                  \
+        return rc;                                                                                 \
+    }
+NAMED_PARSER(calcargs_precision, memory_parse_precision)
+NAMED_PARSER(calcargs_optimizer, memory_parse_optimizer)
+NAMED_PARSER(calcargs_policy, activ_parse_policy)
+NAMED_PARSER(calcargs_units, units_parse_system)
 
 char *calcargs_size(char *buf, unsigned long n, double bytes, enum units_system sys)
 {

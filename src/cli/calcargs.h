@@ -10,6 +10,7 @@
 #include "sim/spec.h"
 
 struct error;
+struct opt_entry;
 
 /* A whole number for --name in [min, max]. */
 int calcargs_int(const char *name, const char *arg, long long min, long long max, int *out,
@@ -21,6 +22,14 @@ int calcargs_bytes(const char *name, const char *arg, double *out, struct error 
 /* --model and --cluster (with --nodes, a whole number from 1, when not NULL). */
 int calcargs_model(const char *arg, struct model_shape *m, struct error *e);
 int calcargs_cluster(const char *arg, const char *nodes, struct cluster_spec *c, struct error *e);
+
+/* Table parsers (cli/opts.h) for the choices calc/ reads, its message behind the option's
+ * name ("--precision: 'fp8' is not a precision ..."): a precision, an optimizer, a checkpoint
+ * policy, a unit system. */
+int calcargs_precision(const struct opt_entry *o, const char *arg, void *field, struct error *e);
+int calcargs_optimizer(const struct opt_entry *o, const char *arg, void *field, struct error *e);
+int calcargs_policy(const struct opt_entry *o, const char *arg, void *field, struct error *e);
+int calcargs_units(const struct opt_entry *o, const char *arg, void *field, struct error *e);
 
 /* A number of bytes in the chosen units, labelled: "108.63 GiB". */
 char *calcargs_size(char *buf, unsigned long n, double bytes, enum units_system sys);

@@ -156,10 +156,23 @@ static void measure_limits(struct bench *b)
 
 /* ------------------------------------------------------------------ the command */
 
-static const struct opt options[] = {
-    {"quick", 0, false}, {"only", 0, true}, {"json", 0, false},
-    {"list", 0, false},  {NULL, 0, false},
+struct bench_args {
+    const char *only;
+    bool quick, json, list;
 };
+
+static const struct opt_entry options[] = {
+    OPT_FLAG("quick", struct bench_args, quick,
+             "small sizes and few repeats (a smoke test; the figures are rough)"),
+    OPT_WITH("only", "NAME", opts_str, struct bench_args, only, "run one group (see --list)"),
+    OPT_FLAG("list", struct bench_args, list,
+             "list the groups (with --json: {\"groups\": [{\"name\", \"what\"}...]})"),
+    OPT_FLAG("json", struct bench_args, json,
+             "one JSON document: {\"copy_GBps\", \"sgemm_GFLOPs\", \"results\": [...]}"),
+    OPT_END,
+};
+
+const struct opts_spec opts_bench = {"bench", options, NULL, NULL};
 
 static void print_text(const struct bench *b, const struct report *r)
 {
@@ -196,59 +209,49 @@ static void print_json(const struct bench *b, const struct report *r)
     json_write(stdout, doc, JSON_FIGURES);
 }
 
-static int bench_main(int argc, char **argv)
+/* --list: the groups, as text or JSON. */
+static void print_list(bool json)
 {
-    struct opts p;
-    const char *arg, *only = NULL;
-    bool json = false, list = false;
-    struct report report = {0};
-    struct bench b = {.rows = &report};
-    int k;
-    opts_init(&p, argc, argv, options, "bench");
-    p.once = true;
-    while ((k = opts_next(&p, &arg)) != OPTS_END) {
-        if (k == OPTS_ERROR)
-            return 2;
-        if (k == OPTS_POSITIONAL)
-            return cli_usage("bench", "unexpected argument '%s'", arg);
-        const char *name = options[k].name;
-        if (!strcmp(name, "quick"))
-            b.quick = true;
-        else if (!strcmp(name, "only"))
-            only = arg;
-        else if (!strcmp(name, "json"))
-            json = true;
-        else
-            list = true;
-    }
-    if (list && (only || b.quick))
-        return cli_usage("bench", "--list runs nothing: no --%s with it", only ? "only" : "quick");
-    bool known = only == NULL;
-    json_t *groups = list && json ? json_array() : NULL;
+    json_t *groups = json ? json_array() : NULL;
     for (int i = 0; bench_cases[i]; i++) {
         if (groups)
             json_array_append_new(groups, json_pack("{s:s, s:s}", "name", bench_cases[i]->name,
                                                     "what", bench_cases[i]->what));
-        else if (list)
+        else
             printf("%-12s %s\n", bench_cases[i]->name, bench_cases[i]->what);
-        known |= only && !strcmp(only, bench_cases[i]->name);
     }
-    if (groups) {
-        json_t *doc = json_pack("{s:o}", "groups", groups);
-        json_write(stdout, doc, JSON_EXACT);
-    }
-    if (list)
-        return 0;
-    if (!known)
-        return cli_usage("bench", "no benchmark named '%s' (see 'scalelab bench --list')", only);
+    if (groups)
+        json_write(stdout, json_pack("{s:o}", "groups", groups), JSON_EXACT);
+}
 
+static int bench_main(int argc, char **argv)
+{
+    struct bench_args a = {0};
+    int rc = opts_parse(&opts_bench, argc, argv, &a);
+    if (rc)
+        return rc;
+    if (a.list && (a.only || a.quick))
+        return cli_usage("bench", "--list runs nothing: no --%s with it",
+                         a.only ? "only" : "quick");
+    if (a.list) {
+        print_list(a.json);
+        return 0;
+    }
+    bool known = a.only == NULL;
+    for (int i = 0; bench_cases[i]; i++)
+        known |= a.only && !strcmp(a.only, bench_cases[i]->name);
+    if (!known)
+        return cli_usage("bench", "no benchmark named '%s' (see 'scalelab bench --list')", a.only);
+
+    struct report report = {0};
+    struct bench b = {.rows = &report, .quick = a.quick};
     measure_limits(&b);
     int status = 0;
     for (int i = 0; bench_cases[i] && status == 0; i++)
-        if (!only || !strcmp(only, bench_cases[i]->name))
+        if (!a.only || !strcmp(a.only, bench_cases[i]->name))
             status = bench_cases[i]->run(&b);
     if (status == 0)
-        json ? print_json(&b, &report) : print_text(&b, &report);
+        a.json ? print_json(&b, &report) : print_text(&b, &report);
     free(report.rows);
     return status ? 1 : 0;
 }
@@ -262,11 +265,6 @@ const struct command cmd_bench = {
     "run: the copy bandwidth (memcpy, bytes read + written per second) for memory-bound work,\n"
     "the single-thread sgemm rate for compute-bound work. Single-threaded work (the sgemm rate,\n"
     "a training step) is timed by its thread's CPU time, so other processes on a shared\n"
-    "machine do not count against it.\n"
-    "\n"
-    "  --quick      small sizes and few repeats (a smoke test; the figures are rough)\n"
-    "  --only NAME  run one group (see --list)\n"
-    "  --list       list the groups (with --json: {\"groups\": [{\"name\", \"what\"}...]})\n"
-    "  --json       one JSON document: {\"copy_GBps\", \"sgemm_GFLOPs\", \"results\": [...]}\n",
+    "machine do not count against it.\n",
     bench_main,
 };

@@ -33,115 +33,172 @@
 /* Host memory all GPUs' buffers together may take. */
 #define HOST_LIMIT (4.0 * 1024 * 1024 * 1024)
 
-static const struct opt options[] = {
-    {"op", 0, true},     {"algo", 0, true},     {"gpus", 0, true},   {"size", 0, true},
-    {"dtype", 0, true},  {"cluster", 0, true},  {"nodes", 0, true},  {"steps", 0, false},
-    {"json", 0, false},  {"trace", 0, true},    {"fail", 0, true},   {"sweep", 0, false},
-    {"root", 0, true},   {"seed", 0, true},     {"events", 0, true}, {"transport", 0, true},
-    {"repeat", 0, true}, {"deadline", 0, true}, {NULL, 0, false},
-};
-
 struct cfg {
     struct trial_args a;
     const char *cluster, *trace, *fail, *events;
-    int nodes;
+    int gpus;  /* --gpus (0: not given, 8) */
+    int root;  /* --root (-1: not given, 0) */
+    int nodes; /* 0: the preset's */
     double size;
-    bool steps, json, sweep, size_given, root_given, gpus_given;
+    bool steps, json, sweep, size_given;
     bool mpi;          /* --transport mpi: this process is one rank */
     double deadline_s; /* the longest wait for one message (0: 60 s) */
     double started;    /* clock_now() when the command began: the whole run's wall time */
 };
+
+/* comm/'s and num/'s parsers behind the option's name. */
+#define NAMED_PARSER(NAME, CALL)                                                                   \
+    static int NAME(const struct opt_entry *o, const char *arg, void *field, struct error *e)      \
+    {                                                                                              \
+        int rc = CALL(arg, field, e);                                                              \
+        if (rc < 0)                                                                                \
+            error_prefix(e, "--%s", o->opt.name);                                                  \
+        return rc;                                                                                 \
+    }
+NAMED_PARSER(parse_op, cost_parse_op)
+NAMED_PARSER(parse_algo, cost_parse_algo)
+
+static int parse_dtype(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    int rc = fp_parse_format(arg, field, e);
+    if (!rc && reduce_elem_size(*(enum fp_format *)field) == 0)
+        rc = error_set(e, ERR_INVAL, "collectives carry fp32, bf16 or fp16, not %s", arg);
+    if (rc < 0)
+        error_prefix(e, "--%s", o->opt.name);
+    return rc;
+}
+
+/* --size: the bytes, and that they were given (the sweep's top otherwise defaults). */
+static int parse_size(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    struct cfg *c = (struct cfg *)(void *)((char *)field - offsetof(struct cfg, size));
+    int rc = units_parse_bytes(arg, HOST_LIMIT, &c->size, e);
+    if (rc < 0)
+        error_prefix(e, "--%s", o->opt.name);
+    c->size_given = true;
+    return rc;
+}
+
+static int parse_seed(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    long long v;
+    if (units_parse_int(arg, 0, 1LL << 62, &v, NULL) < 0)
+        return error_set(e, ERR_INVAL, "--%s: '%s' is not allowed (a whole number from 0 to 2^62)",
+                         o->opt.name, arg);
+    *(uint64_t *)field = (uint64_t)v;
+    return 0;
+}
+
+static int parse_transport(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    if (strcmp(arg, "mpi") && strcmp(arg, "thread"))
+        return error_set(e, ERR_INVAL, "--%s: '%s' is not allowed (thread or mpi)", o->opt.name,
+                         arg);
+    *(bool *)field = !strcmp(arg, "mpi");
+    return 0;
+}
+
+static int parse_deadline(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    double *s = field;
+    if (units_parse_double(arg, false, s, NULL) < 0 || !(*s > 0 && *s <= 3600))
+        return error_set(e, ERR_INVAL, "--%s: '%s' is not allowed (seconds above 0, at most 3600)",
+                         o->opt.name, arg);
+    return 0;
+}
+
+/* --fail GPU@STEP: the text kept for messages, the GPU and step into the trial. */
+static int parse_fail(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    struct cfg *c = (struct cfg *)(void *)((char *)field - offsetof(struct cfg, fail));
+    long long step;
+    (void)o;
+    c->fail = arg;
+    int rc = opts_gpu_at(arg, CLUSTER_MAX_GPUS - 1, 0, 1 << 30, &c->a.fail_gpu, &step, e);
+    if (!rc)
+        c->a.fail_step = (int)step;
+    return rc;
+}
+
+#define C struct cfg
+static const struct opt_entry options[] = {
+    OPT_WITH("op", "OP", parse_op, C, a.op,
+             "allreduce (default), reduce-scatter, allgather, broadcast, reduce"),
+    OPT_WITH("algo", "ALGO", parse_algo, C, a.algo,
+             "ring (default), tree, dbtree, rhd, or auto (the α-β model's fastest).\n"
+             "allreduce: all four; reduce-scatter, allgather: ring, rhd (N a power of\n"
+             "two); broadcast, reduce: ring (a pipelined chain), tree"),
+    OPT_INT("gpus", "N", C, gpus, 1, CLUSTER_MAX_GPUS, "1 to 256 (default 8)"),
+    OPT_WITH("size", "BYTES", parse_size, C, size,
+             "the collective's size S as nccl-tests counts it: the whole buffer of each\n"
+             "GPU (\"64MiB\", default); a whole number of elements; N x S at most 4 GiB.\n"
+             "Host memory: about N x S for the buffers, 4 MiB a GPU for its thread,\n"
+             "and 256 MiB for the program (a test holds it to this bound; OpenBLAS\n"
+             "reserves more address space per core unless OPENBLAS_NUM_THREADS=1)"),
+    OPT_WITH("dtype", "T", parse_dtype, C, a.dtype,
+             "fp32 (default), bf16, fp16: low-precision sums add in fp32 and round once\n"
+             "per hop"),
+    OPT_WITH("cluster", "C", opts_str, C, cluster,
+             "a preset of assets/clusters (default h100-80gb) or an .ini file"),
+    OPT_INT("nodes", "K", C, nodes, 1, CLUSTER_MAX_GPUS,
+            "spread the N GPUs over K nodes (N/K per node) instead of the preset's\n"
+            "GPUs per node; links between nodes use the inter-node α and β"),
+    OPT_INT("root", "R", C, root, 0, CLUSTER_MAX_GPUS - 1,
+            "the root of broadcast and reduce (default 0; other operations refuse it)"),
+    OPT_FLAG("steps", C, steps,
+             "print every step: which GPU sends which chunk to which (text; for\n"
+             "JSON, --events FILE)"),
+    OPT_FLAG("json", C, json, "one JSON document"),
+    OPT_WITH("trace", "FILE", opts_str, C, trace,
+             "write the run as Chrome trace-event JSON (open it in ui.perfetto.dev)"),
+    OPT_WITH("events", "FILE", opts_str, C, events,
+             "write every event (sends, receives, memory) as JSON lines, in the order of\n"
+             "simulated time, GPU, and each GPU's own sequence"),
+    OPT_WITH("fail", "G@S", parse_fail, C, fail,
+             "GPU G stops at step S: the run ends with an error naming both (exit 1)"),
+    OPT_FLAG("sweep", C, sweep,
+             "ring against tree (rhd for reduce-scatter/allgather) from 1 KiB to\n"
+             "--size (default 64 MiB) by factors of 4, with the crossover"),
+    OPT_WITH("seed", "S", parse_seed, C, a.seed, "the data's seed (default 1)"),
+    OPT_WITH("deadline", "S", parse_deadline, C, deadline_s,
+             "the longest wait for one message, in seconds (default 60)"),
+    OPT_WITH("transport", "T", parse_transport, C, mpi,
+             "thread (default: the simulated cluster's device threads) or mpi: under\n"
+             "mpirun each rank is one GPU and runs the same algorithm over MPI\n"
+             "(needs a scalelab built with Open MPI: libopenmpi-dev, openmpi-bin).\n"
+             "Rank 0 reports algbw and busbw on the real wall time and the MPI\n"
+             "library's MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather on\n"
+             "the same buffers (JSON: \"transport\": \"mpi\", \"mpi\": [...]); --fail or a\n"
+             "rank silent past the deadline ends every rank (MPI_Abort, exit 1).\n"
+             "No --sweep, --steps, --trace or --events (they read simulated time)"),
+    OPT_INT("repeat", "R", C, a.repeat, 1, 1000,
+            "with --transport mpi: time R runs (fresh data each, after a warm-up),\n"
+            "report the best; the last one is checked"),
+    OPT_END,
+};
+#undef C
+
+const struct opts_spec opts_collective = {"collective", options, NULL, NULL};
 
 static int usage_err(const struct error *e)
 {
     return cli_usage("collective", "%s", e->msg);
 }
 
-/* "GPU@STEP" */
+/* The options into c: the table, then the cluster and what the transport allows. */
 static int parse(int argc, char **argv, struct cfg *c)
 {
-    struct opts p;
-    const char *arg;
     struct error e = {0};
-    int k;
-    long long v;
     trial_args_init(&c->a);
     c->a.op = COST_ALLREDUCE;
-    c->a.gpus = 8;
     c->size = 64.0 * 1024 * 1024;
     c->cluster = "h100-80gb";
-    opts_init(&p, argc, argv, options, "collective");
-    p.once = true;
-    while ((k = opts_next(&p, &arg)) != OPTS_END) {
-        if (k == OPTS_ERROR)
-            return 2;
-        if (k == OPTS_POSITIONAL)
-            return cli_usage("collective", "unexpected argument '%s'", arg);
-        const char *name = options[k].name;
-        int rc = 0;
-        if (!strcmp(name, "op"))
-            rc = cost_parse_op(arg, &c->a.op, &e);
-        else if (!strcmp(name, "algo"))
-            rc = cost_parse_algo(arg, &c->a.algo, &e);
-        else if (!strcmp(name, "gpus")) {
-            rc = units_parse_int(arg, 1, CLUSTER_MAX_GPUS, &v, &e);
-            c->a.gpus = (int)v;
-            c->gpus_given = true;
-        } else if (!strcmp(name, "transport")) {
-            if (!strcmp(arg, "mpi"))
-                c->mpi = true;
-            else if (strcmp(arg, "thread"))
-                rc = error_set(&e, ERR_INVAL, "'%s' is not allowed (thread or mpi)", arg);
-        } else if (!strcmp(name, "repeat")) {
-            rc = units_parse_int(arg, 1, 1000, &v, &e);
-            c->a.repeat = (int)v;
-        } else if (!strcmp(name, "deadline")) {
-            if (units_parse_double(arg, false, &c->deadline_s, NULL) < 0 ||
-                !(c->deadline_s > 0 && c->deadline_s <= 3600))
-                rc = error_set(&e, ERR_INVAL, "'%s' is not allowed (seconds above 0, at most 3600)",
-                               arg);
-        } else if (!strcmp(name, "size")) {
-            rc = units_parse_bytes(arg, HOST_LIMIT, &c->size, &e);
-            c->size_given = true;
-        } else if (!strcmp(name, "dtype")) {
-            rc = fp_parse_format(arg, &c->a.dtype, &e);
-            if (!rc && reduce_elem_size(c->a.dtype) == 0)
-                rc = error_set(&e, ERR_INVAL, "collectives carry fp32, bf16 or fp16, not %s", arg);
-        } else if (!strcmp(name, "cluster"))
-            c->cluster = arg;
-        else if (!strcmp(name, "nodes")) {
-            rc = units_parse_int(arg, 1, CLUSTER_MAX_GPUS, &v, &e);
-            c->nodes = (int)v;
-        } else if (!strcmp(name, "root")) {
-            rc = units_parse_int(arg, 0, CLUSTER_MAX_GPUS - 1, &v, &e);
-            c->a.root = (int)v;
-            c->root_given = true;
-        } else if (!strcmp(name, "seed")) {
-            rc = units_parse_int(arg, 0, (1LL << 62), &v, &e);
-            c->a.seed = (uint64_t)v;
-        } else if (!strcmp(name, "steps"))
-            c->steps = true;
-        else if (!strcmp(name, "json"))
-            c->json = true;
-        else if (!strcmp(name, "sweep"))
-            c->sweep = true;
-        else if (!strcmp(name, "trace"))
-            c->trace = arg;
-        else if (!strcmp(name, "events"))
-            c->events = arg;
-        else if (!strcmp(name, "fail")) {
-            c->fail = arg;
-            long long step;
-            rc = opts_gpu_at(arg, CLUSTER_MAX_GPUS - 1, 0, 1 << 30, &c->a.fail_gpu, &step, &e);
-            if (!rc)
-                c->a.fail_step = (int)step;
-        }
-        if (rc) {
-            if (!strstr(e.msg, "--"))
-                error_prefix(&e, "--%s", name);
-            return usage_err(&e);
-        }
-    }
+    c->root = -1;
+    int rc = opts_parse(&opts_collective, argc, argv, c);
+    if (rc)
+        return rc;
+    c->a.gpus = c->gpus ? c->gpus : 8;
+    c->a.root = c->root >= 0 ? c->root : 0;
     /* the cluster: a preset or a file, then --nodes */
     if (preset_load_cluster(c->cluster, &c->a.spec, &e) != 0) {
         error_prefix(&e, "--cluster");
@@ -184,7 +241,7 @@ static int checks(struct cfg *c)
                          c->size * n);
     c->a.count = (size_t)(c->size / (double)es);
     /* a root that is not used would be silently ignored: only broadcast and reduce have one */
-    if (c->root_given && c->a.op != COST_BROADCAST && c->a.op != COST_REDUCE)
+    if (c->root >= 0 && c->a.op != COST_BROADCAST && c->a.op != COST_REDUCE)
         return cli_usage("collective", "--root %d: only broadcast and reduce have a root, not %s",
                          c->a.root, cost_op_name(c->a.op));
     if (c->a.root >= n)
@@ -548,7 +605,7 @@ static int run_mpi(struct cfg *c)
     struct error e = {0};
     if (mpi_begin(NULL, NULL, &rank, &size, &e) != 0)
         return usage_err(&e);
-    if (c->gpus_given && c->a.gpus != size) {
+    if (c->gpus && c->a.gpus != size) {
         rc = rank ? 2
                   : cli_usage("collective",
                               "--gpus %d: mpirun started %d rank%s, and each rank is one GPU "
@@ -661,45 +718,6 @@ const struct command cmd_collective = {
     "and the collective's: JSON run_wall_time_s and wall_time_s), and algbw and\n"
     "busbw as nccl-tests defines them (S/t; busbw = algbw x 2(N-1)/N for allreduce, (N-1)/N for\n"
     "reduce-scatter and allgather, 1 for broadcast and reduce; t the simulated time).\n"
-    "\n"
-    "  --op OP        allreduce (default), reduce-scatter, allgather, broadcast, reduce\n"
-    "  --algo ALGO    ring (default), tree, dbtree, rhd, or auto (the α-β model's fastest).\n"
-    "                 allreduce: all four; reduce-scatter, allgather: ring, rhd (N a power of\n"
-    "                 two); broadcast, reduce: ring (a pipelined chain), tree\n"
-    "  --gpus N       1 to 256 (default 8)\n"
-    "  --size BYTES   the collective's size S as nccl-tests counts it: the whole buffer of each\n"
-    "                 GPU (\"64MiB\", default); a whole number of elements; N x S at most 4 GiB.\n"
-    "                 Host memory: about N x S for the buffers, 4 MiB a GPU for its thread,\n"
-    "                 and 256 MiB for the program (a test holds it to this bound; OpenBLAS\n"
-    "                 reserves more address space per core unless OPENBLAS_NUM_THREADS=1)\n"
-    "  --dtype T      fp32 (default), bf16, fp16: low-precision sums add in fp32 and round once\n"
-    "                 per hop\n"
-    "  --cluster C    a preset of assets/clusters (default h100-80gb) or an .ini file\n"
-    "  --nodes K      spread the N GPUs over K nodes (N/K per node) instead of the preset's\n"
-    "                 GPUs per node; links between nodes use the inter-node α and β\n"
-    "  --root R       the root of broadcast and reduce (default 0; other operations refuse it)\n"
-    "  --steps        print every step: which GPU sends which chunk to which (text; for\n"
-    "                 JSON, --events FILE)\n"
-    "  --json         one JSON document\n"
-    "  --trace FILE   write the run as Chrome trace-event JSON (open it in ui.perfetto.dev)\n"
-    "  --events FILE  write every event (sends, receives, memory) as JSON lines, in the order of\n"
-    "                 simulated time, GPU, and each GPU's own sequence\n"
-    "  --fail G@S     GPU G stops at step S: the run ends with an error naming both (exit 1)\n"
-    "  --sweep        ring against tree (rhd for reduce-scatter/allgather) from 1 KiB to\n"
-    "                 --size (default 64 MiB) by factors of 4, with the crossover\n"
-    "  --seed S       the data's seed (default 1)\n"
-    "  --deadline S   the longest wait for one message, in seconds (default 60)\n"
-    "  --transport T  thread (default: the simulated cluster's device threads) or mpi: under\n"
-    "                 mpirun each rank is one GPU and runs the same algorithm over MPI\n"
-    "                 (needs a scalelab built with Open MPI: libopenmpi-dev, openmpi-bin).\n"
-    "                 Rank 0 reports algbw and busbw on the real wall time and the MPI\n"
-    "                 library's MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather on\n"
-    "                 the same buffers (JSON: \"transport\": \"mpi\", \"mpi\": [...]); --fail or "
-    "a\n"
-    "                 rank silent past the deadline ends every rank (MPI_Abort, exit 1).\n"
-    "                 No --sweep, --steps, --trace or --events (they read simulated time)\n"
-    "  --repeat R     with --transport mpi: time R runs (fresh data each, after a warm-up),\n"
-    "                 report the best; the last one is checked\n"
     "\n"
     "Tolerance: each of the N-1 additions of an element rounds once in fp32 and once to the\n"
     "data's format, so |result - exact| <= (N-1)(u_format + u_fp32) sum|x| (u = 2^-24, 2^-8\n"

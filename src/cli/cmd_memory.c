@@ -20,47 +20,84 @@
 #include "cli/emit.h"
 #include "cli/opts.h"
 
-static const struct opt options[] = {
-    {"model", 0, true},
-    {"params", 0, true},
-    {"cluster", 0, true},
-    {"nodes", 0, true},
-    {"gpus", 0, true},
-    {"dp", 0, true},
-    {"tp", 0, true},
-    {"pp", 0, true},
-    {"zero", 0, true},
-    {"precision", 0, true},
-    {"optimizer", 0, true},
-    {"grad-accum", 0, true},
-    {"bucket", 0, true},
-    {"prefetch", 0, true},
-    {"micro-batch", 0, true},
-    {"seq", 0, true},
-    {"micro-batches", 0, true},
-    {"schedule", 0, true},
-    {"sequence-parallel", 0, false},
-    {"checkpoint", 0, true},
-    {"gpu-mem", 0, true},
-    {"units", 0, true},
-    {"json", 0, false},
-    {"tensors", 0, false},
-    {"emit", 0, true},
-    {NULL, 0, false},
+/* The options as given: the whole numbers and the parsed choices read by the table, the
+ * model, cluster and sizes kept as text for configure (they depend on each other). */
+struct memory_args {
+    const char *model, *params, *cluster, *nodes, *grad_accum, *bucket, *gpu_mem, *emit;
+    int gpus, dp, tp, pp, zero, micro_batch, seq, micro_batches, prefetch;
+    enum calc_precision precision;
+    enum calc_optimizer optimizer;
+    enum calc_schedule schedule;
+    struct activ_policy ckpt;
+    enum units_system units;
+    bool sp, json, tensors;
 };
 
-struct args {
-    const char *v[sizeof options / sizeof options[0]];
-    bool set[sizeof options / sizeof options[0]];
-};
-
-static const char *get(const struct args *a, const char *name)
+static int parse_schedule(const struct opt_entry *o, const char *arg, void *field, struct error *e)
 {
-    for (int i = 0; options[i].name; i++)
-        if (!strcmp(options[i].name, name))
-            return a->set[i] ? (a->v[i] ? a->v[i] : "") : NULL;
-    return NULL;
+    int rc = sched_parse(arg, field, e);
+    if (rc < 0)
+        error_prefix(e, "--%s", o->opt.name);
+    else if (*(enum calc_schedule *)field == SCHED_INTERLEAVED)
+        rc = error_set(e, ERR_INVAL,
+                       "--schedule: memory takes gpipe or 1f1b (see 'scalelab pipeline' for "
+                       "interleaved)");
+    return rc;
 }
+
+#define A struct memory_args
+static const struct opt_entry options[] = {
+    OPT_WITH("model", "NAME|FILE", opts_str, A, model,
+             "a model preset (assets/models: synthetic-7b, tiny, small, gpt3-175b,\n"
+             "llama2-13b, llama2-70b) or an INI file; default synthetic-7b"),
+    OPT_WITH("params", "COUNT", opts_str, A, params,
+             "a bare parameter count (7.5e9, 7.5B): model states only"),
+    OPT_WITH("cluster", "NAME|FILE", opts_str, A, cluster,
+             "a cluster preset (assets/clusters) or an INI file; default h100-80gb"),
+    OPT_WITH("nodes", "K", opts_str, A, nodes, "scale the cluster out to K nodes"),
+    OPT_INT("gpus", "N", A, gpus, 1, PRESET_MAX_GPUS,
+            "GPUs in the layout; dp defaults to N / (tp x pp)"),
+    OPT_INT("dp", "N", A, dp, 1, PRESET_MAX_GPUS, "data parallel size (default 1)"),
+    OPT_INT("tp", "N", A, tp, 1, 4096, "tensor parallel size (default 1)"),
+    OPT_INT("pp", "N", A, pp, 1, PRESET_MAX_LAYERS, "pipeline parallel size (default 1)"),
+    OPT_INT("zero", "STAGE", A, zero, 0, 3, "ZeRO stage 0 (DDP), 1, 2 or 3 (default 0)"),
+    OPT_WITH("precision", "P", calcargs_precision, A, precision,
+             "fp32, or bf16/fp16 mixed precision (default bf16)"),
+    OPT_WITH("optimizer", "O", calcargs_optimizer, A, optimizer,
+             "adamw (default), sgd or sgd-momentum"),
+    OPT_WITH("grad-accum", "fp32|same", opts_str, A, grad_accum,
+             "fp32 keeps gradients in fp32 (18 bytes per parameter with AdamW)"),
+    OPT_WITH("bucket", "SIZE", opts_str, A, bucket,
+             "ZeRO-2's gradient buckets, two held (default 25MiB, as train's)"),
+    OPT_INT("prefetch", "0|1", A, prefetch, 0, 1,
+            "ZeRO-3 gathers the next unit while one computes (default 1): two\n"
+            "units' weights held at once, or one"),
+    OPT_INT("micro-batch", "B", A, micro_batch, 1, 1 << 16,
+            "sequences per micro-batch (default 1)"),
+    OPT_INT("seq", "S", A, seq, 1, 1 << 20, "sequence length (default the model's)"),
+    OPT_INT("micro-batches", "M", A, micro_batches, 1, 1 << 16,
+            "micro-batches per step (default pp)"),
+    OPT_WITH("schedule", "S", parse_schedule, A, schedule,
+             "pipeline schedule, gpipe or 1f1b (default): how many micro-batches\n"
+             "the first stage holds (m, or p)"),
+    OPT_FLAG("sequence-parallel", A, sp, "split the norm-region activations over tp too"),
+    OPT_WITH("checkpoint", "P", calcargs_policy, A, ckpt,
+             "none (default), full, selective, sqrt or every:K"),
+    OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem,
+             "memory per GPU (default the cluster's), e.g. 80GiB"),
+    OPT_WITH("units", "U", calcargs_units, A, units, "GiB (default) or GB"),
+    OPT_FLAG("json", A, json, "one JSON document; sizes in bytes (with both lists)"),
+    OPT_FLAG("tensors", A, tensors, "list the parameter tensors and the activations a layer saves"),
+    OPT_WITH("emit", "FRAMEWORK", opts_str, A, emit,
+             "write this layout for deepspeed (ds_config.json; comments on\n"
+             "standard error), megatron (Megatron-LM's arguments) or fsdp (a\n"
+             "torchrun line and a PyTorch FSDP snippet), as 'plan --emit' does;\n"
+             "the global batch is dp x micro-batch x micro-batches"),
+    OPT_END,
+};
+#undef A
+
+const struct opts_spec opts_memory = {"memory", options, NULL, NULL};
 
 struct run {
     struct model_shape shape;
@@ -73,76 +110,37 @@ struct run {
     bool capacity_given;
 };
 
-/* Reads the options into r->c; ERR_INVAL with a message naming the option. */
-static int configure(const struct args *a, struct run *r, struct error *e)
+/* --model or --params into r->c and r->shape. */
+static int configure_model(const struct memory_args *a, struct run *r, struct error *e)
 {
-    const char *s;
-    int rc;
     struct memory_config *c = &r->c;
-    memset(c, 0, sizeof *c);
-    *c = (struct memory_config){.precision = PREC_BF16,
-                                .optimizer = OPT_ADAMW,
-                                .dp = 1,
-                                .tp = 1,
-                                .pp = 1,
-                                .micro_batch = 1,
-                                .micro_batches = 1,
-                                .schedule = SCHED_1F1B,
-                                .ckpt = {ACTIV_NONE, 0}};
-    if (get(a, "model") && get(a, "params"))
+    if (a->model && a->params)
         return error_set(e, ERR_INVAL,
                          "--model and --params exclude each other (a shape, or a "
                          "bare parameter count for the model states alone)");
-    if (get(a, "tensors") && get(a, "params"))
+    if (a->tensors && a->params)
         return error_set(e, ERR_INVAL,
                          "--tensors lists a shape's tensors: it needs --model, not --params");
-    if ((s = get(a, "params"))) {
+    if (a->params) {
         struct error sub = {0};
-        if (units_parse_count(s, 1e15, &c->params, &sub) < 0 || !(c->params >= 1))
+        if (units_parse_count(a->params, 1e15, &c->params, &sub) < 0 || !(c->params >= 1))
             return error_set(e, ERR_INVAL,
                              "--params: '%s' is not allowed (a count from 1 to "
                              "1e15, e.g. 7.5e9 or 7.5B)",
-                             s);
+                             a->params);
         c->model = NULL;
-    } else {
-        if ((rc = calcargs_model(get(a, "model") ? get(a, "model") : "synthetic-7b", &r->shape,
-                                 e)) < 0)
-            return rc;
-        c->model = &r->shape;
+        return 0;
     }
-    if ((rc = calcargs_cluster(get(a, "cluster") ? get(a, "cluster") : "h100-80gb", get(a, "nodes"),
-                               &r->cluster, e)) < 0)
-        return rc;
-    struct {
-        const char *name;
-        int *out;
-        long long min, max;
-    } ints[] = {
-        {"tp", &c->tp, 1, 4096},
-        {"pp", &c->pp, 1, PRESET_MAX_LAYERS},
-        {"zero", &c->zero, 0, 3},
-        {"micro-batch", &c->micro_batch, 1, 1 << 16},
-        {"micro-batches", &c->micro_batches, 1, 1 << 16},
-        {"seq", &c->seq, 1, 1 << 20},
-    };
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        if ((s = get(a, ints[i].name)) &&
-            (rc = calcargs_int(ints[i].name, s, ints[i].min, ints[i].max, ints[i].out, e)) < 0)
-            return rc;
-    if (!get(a, "seq"))
-        c->seq = c->model ? c->model->seq : 2048;
-    if ((double)c->micro_batch * c->seq > (double)(1 << 30))
-        return error_set(e, ERR_INVAL,
-                         "--micro-batch %d x --seq %d is more than 2^30 tokens per micro-batch",
-                         c->micro_batch, c->seq);
-    if (!get(a, "micro-batches"))
-        c->micro_batches = c->pp;
-    int gpus = 0, dp = 0;
-    if ((s = get(a, "gpus")) && (rc = calcargs_int("gpus", s, 1, PRESET_MAX_GPUS, &gpus, e)) < 0)
-        return rc;
-    if ((s = get(a, "dp")) && (rc = calcargs_int("dp", s, 1, PRESET_MAX_GPUS, &dp, e)) < 0)
-        return rc;
-    int tpp = c->tp * c->pp;
+    int rc = calcargs_model(a->model ? a->model : "synthetic-7b", &r->shape, e);
+    c->model = rc < 0 ? NULL : &r->shape;
+    return rc;
+}
+
+/* --gpus, --dp, --tp and --pp into a whole layout. */
+static int configure_layout(const struct memory_args *a, struct run *r, struct error *e)
+{
+    struct memory_config *c = &r->c;
+    int gpus = a->gpus, dp = a->dp, tpp = c->tp * c->pp;
     if (gpus && dp && (long long)dp * tpp != gpus)
         return error_set(e, ERR_INVAL,
                          "inconsistent layout: --dp %d x --tp %d x --pp %d = %lld, not --gpus %d",
@@ -157,59 +155,57 @@ static int configure(const struct args *a, struct run *r, struct error *e)
     }
     c->dp = dp ? dp : 1;
     r->gpus = gpus ? gpus : c->dp * tpp;
-    const char *which = "precision";
-    if ((s = get(a, which)) && (rc = memory_parse_precision(s, &c->precision, e)) < 0)
-        goto named;
-    which = "optimizer";
-    if ((s = get(a, which)) && (rc = memory_parse_optimizer(s, &c->optimizer, e)) < 0)
-        goto named;
-    if ((s = get(a, "grad-accum"))) {
-        if (!strcmp(s, "fp32"))
-            c->grad_fp32 = true;
-        else if (strcmp(s, "same"))
+    return 0;
+}
+
+/* Reads the options into r->c; ERR_INVAL with a message naming the option. */
+static int configure(const struct memory_args *a, struct run *r, struct error *e)
+{
+    int rc;
+    struct memory_config *c = &r->c;
+    *c = (struct memory_config){.precision = a->precision,
+                                .optimizer = a->optimizer,
+                                .tp = a->tp ? a->tp : 1,
+                                .pp = a->pp ? a->pp : 1,
+                                .zero = a->zero,
+                                .micro_batch = a->micro_batch ? a->micro_batch : 1,
+                                .schedule = a->schedule,
+                                .sp = a->sp,
+                                .no_prefetch = !a->prefetch,
+                                .ckpt = a->ckpt};
+    if ((rc = configure_model(a, r, e)) < 0 ||
+        (rc = calcargs_cluster(a->cluster ? a->cluster : "h100-80gb", a->nodes, &r->cluster, e)) <
+            0)
+        return rc;
+    c->seq = a->seq ? a->seq : c->model ? c->model->seq : 2048;
+    if ((double)c->micro_batch * c->seq > (double)(1 << 30))
+        return error_set(e, ERR_INVAL,
+                         "--micro-batch %d x --seq %d is more than 2^30 tokens per micro-batch",
+                         c->micro_batch, c->seq);
+    c->micro_batches = a->micro_batches ? a->micro_batches : c->pp;
+    if ((rc = configure_layout(a, r, e)) < 0)
+        return rc;
+    if (a->grad_accum && strcmp(a->grad_accum, "same")) {
+        if (strcmp(a->grad_accum, "fp32"))
             return error_set(e, ERR_INVAL,
                              "--grad-accum: '%s' is not allowed (fp32, or same: "
                              "gradients in the training precision)",
-                             s);
+                             a->grad_accum);
+        c->grad_fp32 = true;
     }
-    if ((s = get(a, "bucket"))) {
-        if (units_parse_bytes(s, 1e12, &c->bucket_bytes, e) < 0 || c->bucket_bytes < 4) {
-            if (!e->code)
-                error_set(e, ERR_INVAL, "at least 4 bytes");
-            error_prefix(e, "--bucket '%s' (a size, e.g. 25MiB)", s);
-            return ERR_INVAL;
-        }
+    if (a->bucket &&
+        (units_parse_bytes(a->bucket, 1e12, &c->bucket_bytes, e) < 0 || c->bucket_bytes < 4)) {
+        if (!e->code)
+            error_set(e, ERR_INVAL, "at least 4 bytes");
+        error_prefix(e, "--bucket '%s' (a size, e.g. 25MiB)", a->bucket);
+        return ERR_INVAL;
     }
-    int prefetch = 1;
-    if ((s = get(a, "prefetch")) && (rc = calcargs_int("prefetch", s, 0, 1, &prefetch, e)) < 0)
-        return rc;
-    c->no_prefetch = !prefetch;
-    which = "schedule";
-    if ((s = get(a, which))) {
-        if ((rc = sched_parse(s, &c->schedule, e)) < 0)
-            goto named;
-        if (c->schedule == SCHED_INTERLEAVED)
-            return error_set(e, ERR_INVAL,
-                             "--schedule: memory takes gpipe or 1f1b (see "
-                             "'scalelab pipeline' for interleaved)");
-    }
-    c->sp = get(a, "sequence-parallel") != NULL;
-    which = "checkpoint";
-    if ((s = get(a, which)) && (rc = activ_parse_policy(s, &c->ckpt, e)) < 0)
-        goto named;
     c->capacity = r->cluster.hbm_bytes;
-    if ((s = get(a, "gpu-mem")) && (rc = calcargs_bytes("gpu-mem", s, &c->capacity, e)) < 0)
+    if (a->gpu_mem && (rc = calcargs_bytes("gpu-mem", a->gpu_mem, &c->capacity, e)) < 0)
         return rc;
-    r->capacity_given = s != NULL;
-    r->units = UNITS_BINARY;
-    if ((s = get(a, "units")) && (rc = units_parse_system(s, &r->units, e)) < 0) {
-        error_prefix(e, "--units");
-        return rc;
-    }
+    r->capacity_given = a->gpu_mem != NULL;
+    r->units = a->units;
     return 0;
-named:
-    error_prefix(e, "--%s", which);
-    return rc;
 }
 
 /* ------------------------------------------------------------------ output */
@@ -278,12 +274,12 @@ static void print_json(const struct run *r)
     json_write(stdout, doc, JSON_FIGURES);
 }
 
-static void print_text(const struct run *r)
+/* What is laid out: the model, the training, the layout and the bytes per parameter. */
+static void print_setup(const struct run *r)
 {
     const struct memory_result *m = &r->r;
     const struct memory_config *c = &r->c;
-    char b1[64], b2[64], b3[64], pol[32];
-    enum units_system u = r->units;
+    char b1[64], pol[32];
     double psi = m->params_gpu;
     const struct memory_states *k = &m->per_param;
     double kk = k->weights + k->gradients + k->master + k->optimizer;
@@ -320,7 +316,16 @@ static void print_text(const struct run *r)
     units_format_grouped(b1, sizeof b1, (unsigned long long)llround(psi));
     printf("parameters on this GPU Ψ = %s%s; N_d = dp = %d\n\n", b1,
            c->tp * c->pp > 1 ? " (its tensor/pipeline share)" : "", c->dp);
+}
 
+/* The parts of the memory per GPU, the total and whether it fits. */
+static void print_parts(const struct run *r)
+{
+    const struct memory_result *m = &r->r;
+    const struct memory_config *c = &r->c;
+    const struct memory_states *k = &m->per_param;
+    char b1[64], b2[64], b3[64];
+    enum units_system u = r->units;
     struct {
         const char *name;
         double bytes, per;
@@ -359,39 +364,54 @@ static void print_text(const struct run *r)
         printf("\nfits: %s to spare\n", calcargs_size(b1, sizeof b1, m->capacity - m->total, u));
     else
         printf("\ndoes NOT fit: over by %s\n", calcargs_size(b1, sizeof b1, m->over, u));
+}
 
-    if (c->model) {
-        printf("\nactivations, one layer, one micro-batch: %s\n",
-               calcargs_size(b1, sizeof b1, m->layer.total, u));
-        printf("  formula: %s  (%s)\n", m->layer.formula,
-               c->model->ffn_kind == FFN_GELU
-                   ? "Korthikanti et al. 2022, a GPT layer"
-                   : "our RMSNorm/SwiGLU layer: the tensors it saves, listed in calc/activ.h");
-        printf("  with s = %d, b = %d, h = %d, a = %d, t = %d; %d bytes per activation\n", c->seq,
-               c->micro_batch, c->model->d_model, c->model->heads, c->tp,
-               c->precision == PREC_FP32 ? 4 : 2);
-        printf("  policy %s: ", activ_policy_name(pol, sizeof pol, &c->ckpt));
-        switch (c->ckpt.kind) {
-        case ACTIV_NONE:
-            printf("every layer keeps its list, %s per layer\n",
-                   calcargs_size(b1, sizeof b1, m->act.per_layer, u));
-            break;
-        case ACTIV_SELECTIVE:
-            printf("the attention core is recomputed, %s per layer kept\n",
-                   calcargs_size(b1, sizeof b1, m->act.per_layer, u));
-            break;
-        default:
-            printf("%d checkpoint%s (layer inputs, %s each); segments of %d layers recomputed "
-                   "in the backward pass\n",
-                   m->act.checkpoints, m->act.checkpoints == 1 ? "" : "s",
-                   calcargs_size(b1, sizeof b1, m->act.per_layer, u), m->act.every);
-        }
-        printf("  one micro-batch on this stage: saved at the end of the forward pass %s, "
-               "peak in the backward pass %s\n",
-               calcargs_size(b1, sizeof b1, m->act.saved, u),
-               calcargs_size(b2, sizeof b2, m->act.peak, u));
+/* One layer's activations, their formula and the checkpoint policy. */
+static void print_activations(const struct run *r)
+{
+    const struct memory_result *m = &r->r;
+    const struct memory_config *c = &r->c;
+    char b1[64], b2[64], pol[32];
+    enum units_system u = r->units;
+    if (!c->model)
+        return;
+    printf("\nactivations, one layer, one micro-batch: %s\n",
+           calcargs_size(b1, sizeof b1, m->layer.total, u));
+    printf("  formula: %s  (%s)\n", m->layer.formula,
+           c->model->ffn_kind == FFN_GELU
+               ? "Korthikanti et al. 2022, a GPT layer"
+               : "our RMSNorm/SwiGLU layer: the tensors it saves, listed in calc/activ.h");
+    printf("  with s = %d, b = %d, h = %d, a = %d, t = %d; %d bytes per activation\n", c->seq,
+           c->micro_batch, c->model->d_model, c->model->heads, c->tp,
+           c->precision == PREC_FP32 ? 4 : 2);
+    printf("  policy %s: ", activ_policy_name(pol, sizeof pol, &c->ckpt));
+    switch (c->ckpt.kind) {
+    case ACTIV_NONE:
+        printf("every layer keeps its list, %s per layer\n",
+               calcargs_size(b1, sizeof b1, m->act.per_layer, u));
+        break;
+    case ACTIV_SELECTIVE:
+        printf("the attention core is recomputed, %s per layer kept\n",
+               calcargs_size(b1, sizeof b1, m->act.per_layer, u));
+        break;
+    default:
+        printf("%d checkpoint%s (layer inputs, %s each); segments of %d layers recomputed "
+               "in the backward pass\n",
+               m->act.checkpoints, m->act.checkpoints == 1 ? "" : "s",
+               calcargs_size(b1, sizeof b1, m->act.per_layer, u), m->act.every);
     }
+    printf("  one micro-batch on this stage: saved at the end of the forward pass %s, "
+           "peak in the backward pass %s\n",
+           calcargs_size(b1, sizeof b1, m->act.saved, u),
+           calcargs_size(b2, sizeof b2, m->act.peak, u));
+}
 
+/* The communication per GPU per step, by kind of parallelism. */
+static void print_comm(const struct run *r)
+{
+    const struct memory_config *c = &r->c;
+    char b1[64], b2[64];
+    enum units_system u = r->units;
     printf("\ncommunication per GPU per step (%d micro-batch%s; times from the α-β ring model of "
            "comm/cost.h on %s):\n",
            c->micro_batches, c->micro_batches > 1 ? "es" : "", r->cluster.name);
@@ -403,6 +423,14 @@ static void print_text(const struct run *r)
                calcargs_size(b1, sizeof b1, parts[i]->bytes, u), b2, parts[i]->formula);
     }
     printf("  %-16s %14s\n", "total", calcargs_size(b1, sizeof b1, r->t.bytes, u));
+}
+
+static void print_text(const struct run *r)
+{
+    print_setup(r);
+    print_parts(r);
+    print_activations(r);
+    print_comm(r);
 }
 
 /* --tensors: the parameter and activation lists the numbers come from. */
@@ -437,81 +465,91 @@ static void print_tensors(const struct run *r)
     printf("  total %s\n", units_format_bytes(b1, sizeof b1, r->r.layer.total, r->units));
 }
 
+/* --emit: the layout in a framework's own file. */
+static void write_emit(const struct run *r, enum emit_kind kind)
+{
+    const struct memory_config *c = &r->c;
+    struct emit_plan ep = {
+        .source = "memory",
+        .model = c->model,
+        .cluster = &r->cluster,
+        .gpus = r->gpus,
+        .dp = c->dp,
+        .tp = c->tp,
+        .pp = c->pp,
+        .zero = c->zero,
+        .ckpt = c->ckpt,
+        .micro_batch = c->micro_batch,
+        .micro_batches = c->micro_batches,
+        .seq = c->seq,
+        .precision = c->precision,
+        .optimizer = c->optimizer,
+        .grad_fp32 = c->grad_fp32,
+        .sp = c->sp,
+        .schedule = c->schedule,
+        .bucket_bytes = c->bucket_bytes,
+        .per_gpu_bytes = r->r.total,
+        .capacity = r->r.capacity,
+    };
+    emit_write(stdout, stderr, kind, &ep);
+}
+
+/* The configured layout checked against the cluster, then computed. */
+static int compute(struct run *r, struct error *e)
+{
+    int rc = memory_check(&r->c, e);
+    int total = r->cluster.gpus_per_node * r->cluster.nodes;
+    if (rc == 0 && r->gpus > total)
+        rc = error_set(e, ERR_INVAL,
+                       "the layout needs %d GPUs; --cluster %s has %d (%d node%s of %d; use "
+                       "--nodes K)",
+                       r->gpus, r->cluster.name, total, r->cluster.nodes,
+                       r->cluster.nodes == 1 ? "" : "s", r->cluster.gpus_per_node);
+    if (rc == 0)
+        rc = memory_compute(&r->c, &r->r, e);
+    if (rc == 0)
+        rc =
+            traffic_compute(&r->c, &r->cluster, r->r.params_gpu, r->r.stage_layers, 0, 0, &r->t, e);
+    return rc;
+}
+
 static int memory_main(int argc, char **argv)
 {
-    struct opts p;
-    const char *arg;
-    struct args a = {0};
-    int k;
-    opts_init(&p, argc, argv, options, "memory");
-    p.once = true;
-    while ((k = opts_next(&p, &arg)) != OPTS_END) {
-        if (k == OPTS_ERROR)
-            return 2;
-        if (k == OPTS_POSITIONAL)
-            return cli_usage("memory", "unexpected argument '%s'", arg);
-        a.set[k] = true, a.v[k] = arg;
-    }
+    struct memory_args a = {.precision = PREC_BF16,
+                            .optimizer = OPT_ADAMW,
+                            .prefetch = 1,
+                            .schedule = SCHED_1F1B,
+                            .ckpt = {ACTIV_NONE, 0},
+                            .units = UNITS_BINARY};
+    int rc = opts_parse(&opts_memory, argc, argv, &a);
+    if (rc)
+        return rc;
     static struct run r; /* large; one per process */
     memset(&r, 0, sizeof r);
     struct error e = {0};
-    int rc = configure(&a, &r, &e);
-    if (rc == 0)
-        rc = memory_check(&r.c, &e);
-    int total = r.cluster.gpus_per_node * r.cluster.nodes;
-    if (rc == 0 && r.gpus > total)
-        rc = error_set(&e, ERR_INVAL,
-                       "the layout needs %d GPUs; --cluster %s has %d (%d node%s of %d; use "
-                       "--nodes K)",
-                       r.gpus, r.cluster.name, total, r.cluster.nodes,
-                       r.cluster.nodes == 1 ? "" : "s", r.cluster.gpus_per_node);
-    if (rc == 0)
-        rc = memory_compute(&r.c, &r.r, &e);
-    if (rc == 0)
-        rc = traffic_compute(&r.c, &r.cluster, r.r.params_gpu, r.r.stage_layers, 0, 0, &r.t, &e);
+    if (configure(&a, &r, &e) < 0)
+        return cli_fail(&e);
+    if (compute(&r, &e) < 0) /* calc/'s checks, in the options' words */
+        return opts_fail(&opts_memory, &e);
     enum emit_kind kind = EMIT_DEEPSPEED;
-    if (rc == 0 && get(&a, "emit")) {
-        if ((rc = emit_parse(get(&a, "emit"), &kind, &e)) == 0 && !r.c.model)
+    if (a.emit) {
+        if ((rc = emit_parse(a.emit, &kind, &e)) == 0 && !r.c.model)
             rc = error_set(&e, ERR_INVAL,
                            "--emit writes a model's shape: it needs --model, not "
                            "--params");
-        if (rc == 0 && (get(&a, "json") || get(&a, "tensors")))
+        if (rc == 0 && (a.json || a.tensors))
             rc = error_set(&e, ERR_INVAL, "--emit writes the framework's own file: no --%s with it",
-                           get(&a, "json") ? "json" : "tensors");
+                           a.json ? "json" : "tensors");
     }
     if (rc < 0)
         return cli_fail(&e);
-    if (get(&a, "emit")) {
-        struct emit_plan ep = {
-            .source = "memory",
-            .model = r.c.model,
-            .cluster = &r.cluster,
-            .gpus = r.gpus,
-            .dp = r.c.dp,
-            .tp = r.c.tp,
-            .pp = r.c.pp,
-            .zero = r.c.zero,
-            .ckpt = r.c.ckpt,
-            .micro_batch = r.c.micro_batch,
-            .micro_batches = r.c.micro_batches,
-            .seq = r.c.seq,
-            .precision = r.c.precision,
-            .optimizer = r.c.optimizer,
-            .grad_fp32 = r.c.grad_fp32,
-            .sp = r.c.sp,
-            .schedule = r.c.schedule,
-            .bucket_bytes = r.c.bucket_bytes,
-            .per_gpu_bytes = r.r.total,
-            .capacity = r.r.capacity,
-        };
-        emit_write(stdout, stderr, kind, &ep);
-        return 0;
-    }
-    if (get(&a, "json")) {
+    if (a.emit)
+        write_emit(&r, kind);
+    else if (a.json)
         print_json(&r);
-    } else {
+    else {
         print_text(&r);
-        if (get(&a, "tensors"))
+        if (a.tensors)
             print_tensors(&r);
     }
     return 0;
@@ -533,36 +571,6 @@ const struct command cmd_memory = {
     "activations), whether it fits, and the communication per GPU per step, each with its\n"
     "formula. Model states follow the ZeRO paper (16 bytes per parameter with mixed-precision\n"
     "AdamW; 18 with --grad-accum fp32); activations follow Korthikanti et al. 2022 for GPT\n"
-    "layers and the same bookkeeping for our SwiGLU/RMSNorm layers.\n"
-    "\n"
-    "  --model NAME|FILE    a model preset (assets/models: synthetic-7b, tiny, small, gpt3-175b,\n"
-    "                       llama2-13b, llama2-70b) or an INI file; default synthetic-7b\n"
-    "  --params COUNT       a bare parameter count (7.5e9, 7.5B): model states only\n"
-    "  --cluster NAME|FILE  a cluster preset (assets/clusters) or an INI file; default h100-80gb\n"
-    "  --nodes K            scale the cluster out to K nodes\n"
-    "  --gpus N             GPUs in the layout; dp defaults to N / (tp x pp)\n"
-    "  --dp, --tp, --pp     data, tensor and pipeline parallel sizes (default 1)\n"
-    "  --zero STAGE         ZeRO stage 0 (DDP), 1, 2 or 3 (default 0)\n"
-    "  --precision P        fp32, or bf16/fp16 mixed precision (default bf16)\n"
-    "  --optimizer O        adamw (default), sgd or sgd-momentum\n"
-    "  --grad-accum fp32    keep gradients in fp32 (18 bytes per parameter with AdamW)\n"
-    "  --bucket SIZE        ZeRO-2's gradient buckets, two held (default 25MiB, as train's)\n"
-    "  --prefetch 0|1       ZeRO-3 gathers the next unit while one computes (default 1): two\n"
-    "                       units' weights held at once, or one\n"
-    "  --micro-batch B      sequences per micro-batch (default 1)\n"
-    "  --seq S              sequence length (default the model's)\n"
-    "  --micro-batches M    micro-batches per step (default pp)\n"
-    "  --schedule S         pipeline schedule, gpipe or 1f1b (default): how many micro-batches\n"
-    "                       the first stage holds (m, or p)\n"
-    "  --sequence-parallel  split the norm-region activations over tp too\n"
-    "  --checkpoint P       none (default), full, selective, sqrt or every:K\n"
-    "  --gpu-mem SIZE       memory per GPU (default the cluster's), e.g. 80GiB\n"
-    "  --units U            GiB (default) or GB\n"
-    "  --tensors            list the parameter tensors and the activations a layer saves\n"
-    "  --json               one JSON document; sizes in bytes (with both lists)\n"
-    "  --emit FRAMEWORK     write this layout for deepspeed (ds_config.json; comments on\n"
-    "                       standard error), megatron (Megatron-LM's arguments) or fsdp (a\n"
-    "                       torchrun line and a PyTorch FSDP snippet), as 'plan --emit' does;\n"
-    "                       the global batch is dp x micro-batch x micro-batches\n",
+    "layers and the same bookkeeping for our SwiGLU/RMSNorm layers.\n",
     memory_main,
 };

@@ -226,7 +226,7 @@ static int pipeline_main(int argc, char **argv)
     struct sched s;
     struct error e = {0};
     if (sched_build(a.kind, a.p, a.m, a.v, &s, &e) < 0)
-        return cli_fail(&e);
+        return opts_fail(&opts_pipeline, &e);
     a.json ? print_json(&s) : print_text(&s);
     sched_free(&s);
     return 0;

@@ -17,34 +17,70 @@
 #include "cli/emit.h"
 #include "cli/opts.h"
 
-static const struct opt options[] = {
-    {"model", 0, true},      {"cluster", 0, true},      {"nodes", 0, true},
-    {"gpus", 0, true},       {"global-batch", 0, true}, {"seq", 0, true},
-    {"precision", 0, true},  {"optimizer", 0, true},    {"grad-accum", 0, true},
-    {"efficiency", 0, true}, {"gpu-mem", 0, true},      {"top", 0, true},
-    {"units", 0, true},      {"json", 0, false},        {"emit", 0, true},
-    {"pick", 0, true},       {NULL, 0, false},
+/* The options as given: numbers and choices read by the table, the model, cluster and sizes
+ * kept as text for configure. */
+struct plan_args {
+    const char *model, *cluster, *nodes, *grad_accum, *gpu_mem, *emit;
+    int gpus, global_batch, seq, top, pick;
+    double efficiency;
+    enum calc_precision precision;
+    enum calc_optimizer optimizer;
+    enum units_system units;
+    bool json;
 };
 
-enum {
-    O_MODEL,
-    O_CLUSTER,
-    O_NODES,
-    O_GPUS,
-    O_BATCH,
-    O_SEQ,
-    O_PREC,
-    O_OPT,
-    O_ACCUM,
-    O_EFF,
-    O_MEM,
-    O_TOP,
-    O_UNITS,
-    O_JSON,
-    O_EMIT,
-    O_PICK,
-    O_COUNT
+static int parse_efficiency(const struct opt_entry *o, const char *arg, void *field,
+                            struct error *e)
+{
+    double x;
+    if (units_parse_double(arg, false, &x, NULL) < 0 || !(x > 0 && x <= 1))
+        return error_set(e, ERR_INVAL,
+                         "--%s: '%s' is not allowed (a share of peak above 0 and at most 1, e.g. "
+                         "0.5)",
+                         o->opt.name, arg);
+    *(double *)field = x;
+    return 0;
+}
+
+#define A struct plan_args
+static const struct opt_entry options[] = {
+    OPT_WITH("model", "NAME|FILE", opts_str, A, model,
+             "model preset or file (default synthetic-7b)"),
+    OPT_WITH("cluster", "NAME|FILE", opts_str, A, cluster,
+             "cluster preset or file (default h100-80gb)"),
+    OPT_WITH("nodes", "K", opts_str, A, nodes, "scale the cluster out to K nodes"),
+    OPT_INT("gpus", "N", A, gpus, 1, PRESET_MAX_GPUS, "GPUs to use (default all of the cluster's)"),
+    OPT_INT("global-batch", "B", A, global_batch, 1, 1 << 24, "sequences per step (default 256)"),
+    OPT_INT("seq", "S", A, seq, 1, 1 << 20, "sequence length (default the model's)"),
+    OPT_WITH("precision", "P", calcargs_precision, A, precision,
+             "fp32, or bf16/fp16 mixed precision (default bf16)"),
+    OPT_WITH("optimizer", "O", calcargs_optimizer, A, optimizer,
+             "adamw (default), sgd or sgd-momentum"),
+    OPT_WITH("grad-accum", "fp32|same", opts_str, A, grad_accum,
+             "fp32 keeps gradients in fp32, as for 'scalelab memory'"),
+    OPT_WITH("efficiency", "X", parse_efficiency, A, efficiency,
+             "share of peak FLOP/s the matmuls reach, (0, 1] (default 0.5)"),
+    OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem, "memory per GPU (default the cluster's)"),
+    OPT_INT("top", "N", A, top, 0, 1 << 20,
+            "layouts and closest misses to show (default 10; 0: all)"),
+    OPT_WITH("units", "U", calcargs_units, A, units, "GiB (default) or GB"),
+    OPT_FLAG("json", A, json,
+             "{\"layouts\": [{\"dp\", \"tp\", \"pp\", \"zero\", \"checkpoint\",\n"
+             "\"micro_batch\", \"per_gpu_bytes\", \"step_time_s\", \"mfu\",\n"
+             "\"comm_bytes_per_gpu\"}...], \"rejected\": [{..., \"reason\"}...]}"),
+    OPT_WITH("emit", "FRAMEWORK", opts_str, A, emit,
+             "write the best layout (or --pick K, the K-th ranked) for a real\n"
+             "framework: deepspeed (a ds_config.json; its comments go to\n"
+             "standard error), megatron (a torchrun line with Megatron-LM's\n"
+             "arguments and the model's shape), fsdp (a torchrun line and a\n"
+             "PyTorch FSDP snippet). Comments give the predicted memory per GPU\n"
+             "and name every setting the framework has no equivalent for"),
+    OPT_INT("pick", "K", A, pick, 1, 1 << 20, "the layout --emit writes, by its rank (default 1)"),
+    OPT_END,
 };
+#undef A
+
+const struct opts_spec opts_plan = {"plan", options, NULL, NULL};
 
 struct run {
     struct model_shape model;
@@ -58,67 +94,10 @@ struct run {
     int pick; /* 1-based rank of the layout --emit writes */
 };
 
-static int configure(const char **v, struct run *r, struct error *e)
+/* What plan_run refuses too, in the options' names. */
+static int check_fit(const struct run *r, struct error *e)
 {
-    int rc;
-    if ((rc = calcargs_model(v[O_MODEL] ? v[O_MODEL] : "synthetic-7b", &r->model, e)) < 0)
-        return rc;
-    if ((rc = calcargs_cluster(v[O_CLUSTER] ? v[O_CLUSTER] : "h100-80gb", v[O_NODES], &r->cluster,
-                               e)) < 0)
-        return rc;
-    struct plan_config *c = &r->c;
-    *c = (struct plan_config){.model = &r->model,
-                              .cluster = &r->cluster,
-                              .gpus = r->cluster.gpus_per_node * r->cluster.nodes,
-                              .global_batch = 256,
-                              .seq = r->model.seq,
-                              .precision = PREC_BF16,
-                              .optimizer = OPT_ADAMW,
-                              .efficiency = 0.5,
-                              .capacity = r->cluster.hbm_bytes};
-    r->top = 10;
-    r->units = UNITS_BINARY;
-    if (v[O_GPUS] && (rc = calcargs_int("gpus", v[O_GPUS], 1, PRESET_MAX_GPUS, &c->gpus, e)) < 0)
-        return rc;
-    if (v[O_BATCH] &&
-        (rc = calcargs_int("global-batch", v[O_BATCH], 1, 1 << 24, &c->global_batch, e)) < 0)
-        return rc;
-    if (v[O_SEQ] && (rc = calcargs_int("seq", v[O_SEQ], 1, 1 << 20, &c->seq, e)) < 0)
-        return rc;
-    if (v[O_TOP] && (rc = calcargs_int("top", v[O_TOP], 0, 1 << 20, &r->top, e)) < 0)
-        return rc;
-    if (v[O_PREC] && (rc = memory_parse_precision(v[O_PREC], &c->precision, e)) < 0) {
-        error_prefix(e, "--precision");
-        return rc;
-    }
-    if (v[O_OPT] && (rc = memory_parse_optimizer(v[O_OPT], &c->optimizer, e)) < 0) {
-        error_prefix(e, "--optimizer");
-        return rc;
-    }
-    if (v[O_ACCUM]) {
-        if (!strcmp(v[O_ACCUM], "fp32"))
-            c->grad_fp32 = true;
-        else if (strcmp(v[O_ACCUM], "same"))
-            return error_set(e, ERR_INVAL, "--grad-accum: '%s' is not allowed (fp32 or same)",
-                             v[O_ACCUM]);
-    }
-    if (v[O_EFF]) {
-        double x;
-        if (units_parse_double(v[O_EFF], false, &x, NULL) < 0 || !(x > 0 && x <= 1))
-            return error_set(e, ERR_INVAL,
-                             "--efficiency: '%s' is not allowed (a share of peak above 0 and at "
-                             "most 1, e.g. 0.5)",
-                             v[O_EFF]);
-        c->efficiency = x;
-    }
-    if (v[O_MEM] && (rc = calcargs_bytes("gpu-mem", v[O_MEM], &c->capacity, e)) < 0)
-        return rc;
-    if (v[O_UNITS] && (rc = units_parse_system(v[O_UNITS], &r->units, e)) < 0) {
-        error_prefix(e, "--units");
-        return rc;
-    }
-    r->json = v[O_JSON] != NULL;
-    /* what plan_run refuses too, in the options' names */
+    const struct plan_config *c = &r->c;
     int all = r->cluster.gpus_per_node * r->cluster.nodes;
     if (c->gpus > all)
         return error_set(e, ERR_INVAL,
@@ -128,19 +107,51 @@ static int configure(const char **v, struct run *r, struct error *e)
     if (r->model.ffn_kind == FFN_GELU && c->seq > r->model.seq)
         return error_set(e, ERR_INVAL, "--seq %d is longer than the %d learned positions of %s",
                          c->seq, r->model.seq, r->model.name);
-    r->pick = 1;
-    if (v[O_PICK] && !v[O_EMIT])
+    return 0;
+}
+
+static int configure(const struct plan_args *a, struct run *r, struct error *e)
+{
+    int rc;
+    if ((rc = calcargs_model(a->model ? a->model : "synthetic-7b", &r->model, e)) < 0 ||
+        (rc = calcargs_cluster(a->cluster ? a->cluster : "h100-80gb", a->nodes, &r->cluster, e)) <
+            0)
+        return rc;
+    struct plan_config *c = &r->c;
+    *c = (struct plan_config){.model = &r->model,
+                              .cluster = &r->cluster,
+                              .gpus =
+                                  a->gpus ? a->gpus : r->cluster.gpus_per_node * r->cluster.nodes,
+                              .global_batch = a->global_batch,
+                              .seq = a->seq ? a->seq : r->model.seq,
+                              .precision = a->precision,
+                              .optimizer = a->optimizer,
+                              .efficiency = a->efficiency,
+                              .capacity = r->cluster.hbm_bytes};
+    r->top = a->top;
+    r->units = a->units;
+    if (a->grad_accum && strcmp(a->grad_accum, "same")) {
+        if (strcmp(a->grad_accum, "fp32"))
+            return error_set(e, ERR_INVAL, "--grad-accum: '%s' is not allowed (fp32 or same)",
+                             a->grad_accum);
+        c->grad_fp32 = true;
+    }
+    if (a->gpu_mem && (rc = calcargs_bytes("gpu-mem", a->gpu_mem, &c->capacity, e)) < 0)
+        return rc;
+    r->json = a->json;
+    if ((rc = check_fit(r, e)) < 0)
+        return rc;
+    r->pick = a->pick ? a->pick : 1;
+    if (a->pick && !a->emit)
         return error_set(e, ERR_INVAL, "--pick chooses the layout --emit writes: give --emit too");
-    if (v[O_EMIT]) {
-        if ((rc = emit_parse(v[O_EMIT], &r->kind, e)) < 0)
+    if (a->emit) {
+        if ((rc = emit_parse(a->emit, &r->kind, e)) < 0)
             return rc;
         if (r->json)
             return error_set(e, ERR_INVAL,
                              "--emit writes the framework's own file: no --json with it");
         r->emit = true;
     }
-    if (v[O_PICK] && (rc = calcargs_int("pick", v[O_PICK], 1, 1 << 20, &r->pick, e)) < 0)
-        return rc;
     return 0;
 }
 
@@ -306,25 +317,23 @@ static void print_text(const struct run *r, const struct plan_result *res)
 
 static int plan_main(int argc, char **argv)
 {
-    struct opts o;
-    const char *arg, *v[O_COUNT] = {0};
-    int k;
-    opts_init(&o, argc, argv, options, "plan");
-    o.once = true;
-    while ((k = opts_next(&o, &arg)) != OPTS_END) {
-        if (k == OPTS_ERROR)
-            return 2;
-        if (k == OPTS_POSITIONAL)
-            return cli_usage("plan", "unexpected argument '%s'", arg);
-        v[k] = arg ? arg : "";
-    }
+    struct plan_args a = {.global_batch = 256,
+                          .top = 10,
+                          .efficiency = 0.5,
+                          .precision = PREC_BF16,
+                          .optimizer = OPT_ADAMW,
+                          .units = UNITS_BINARY};
+    int rc = opts_parse(&opts_plan, argc, argv, &a);
+    if (rc)
+        return rc;
     static struct run r;
     memset(&r, 0, sizeof r);
     struct error e = {0};
     struct plan_result res;
-    if (configure(v, &r, &e) < 0 || plan_run(&r.c, &res, &e) < 0)
+    if (configure(&a, &r, &e) < 0)
         return cli_fail(&e);
-    int rc = 0;
+    if (plan_run(&r.c, &res, &e) < 0) /* calc/'s checks, in the options' words */
+        return opts_fail(&opts_plan, &e);
     if (r.emit)
         rc = emit(&r, &res);
     else
@@ -346,28 +355,6 @@ const struct command cmd_plan = {
     "policies (none, selective, full) and micro-batch sizes (powers of two) for a global batch;\n"
     "keeps those that fit and ranks them by predicted step time: compute (6ΨT + 12LhsT FLOPs\n"
     "plus recompute) at the given efficiency, the pipeline bubble, and the communication that\n"
-    "is not hidden (α-β costs of the collectives). Rejected layouts say why.\n"
-    "\n"
-    "  --model NAME|FILE    model preset or file (default synthetic-7b)\n"
-    "  --cluster NAME|FILE  cluster preset or file (default h100-80gb)\n"
-    "  --nodes K            scale the cluster out to K nodes\n"
-    "  --gpus N             GPUs to use (default all of the cluster's)\n"
-    "  --global-batch B     sequences per step (default 256)\n"
-    "  --seq S              sequence length (default the model's)\n"
-    "  --precision, --optimizer, --grad-accum   as for 'scalelab memory'\n"
-    "  --efficiency X       share of peak FLOP/s the matmuls reach, (0, 1] (default 0.5)\n"
-    "  --gpu-mem SIZE       memory per GPU (default the cluster's)\n"
-    "  --top N              layouts and closest misses to show (default 10; 0: all)\n"
-    "  --units U            GiB (default) or GB\n"
-    "  --json               {\"layouts\": [{\"dp\", \"tp\", \"pp\", \"zero\", \"checkpoint\",\n"
-    "                       \"micro_batch\", \"per_gpu_bytes\", \"step_time_s\", \"mfu\",\n"
-    "                       \"comm_bytes_per_gpu\"}...], \"rejected\": [{..., \"reason\"}...]}\n"
-    "  --emit FRAMEWORK     write the best layout (or --pick K, the K-th ranked) for a real\n"
-    "                       framework: deepspeed (a ds_config.json; its comments go to\n"
-    "                       standard error), megatron (a torchrun line with Megatron-LM's\n"
-    "                       arguments and the model's shape), fsdp (a torchrun line and a\n"
-    "                       PyTorch FSDP snippet). Comments give the predicted memory per GPU\n"
-    "                       and name every setting the framework has no equivalent for\n"
-    "  --pick K             the layout --emit writes, by its rank (default 1)\n",
+    "is not hidden (α-β costs of the collectives). Rejected layouts say why.\n",
     plan_main,
 };

@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/json.h"
 #include "base/units.h"
 #include "calc/activ.h"
 #include "calc/preset.h"
@@ -32,59 +33,25 @@
 #include "sim/ledger.h"
 #include "sim/trace.h"
 
-static const struct opt options[] = {
-    {"model", 0, true},
-    {"steps", 0, true},
-    {"batch", 0, true},
-    {"seed", 0, true},
-    {"lr", 0, true},
-    {"betas", 0, true},
-    {"wd", 0, true},
-    {"eps", 0, true},
-    {"precision", 0, true},
-    {"loss-scale", 0, true},
-    {"init-scale", 0, true},
-    {"growth-interval", 0, true},
-    {"hysteresis", 0, true},
-    {"clip", 0, true},
-    {"skip-spikes", 0, false},
-    {"spike-z", 0, true},
-    {"spike-window", 0, true},
-    {"inject", 0, true},
-    {"checkpoint", 0, true},
-    {"json", 0, false},
-    {"dump", 0, true},
-    {"trace", 0, true},
-    {"cluster", 0, true},
-    {"summary", 0, false},
-    {"gpus", 0, true},
-    {"zero", 0, true},
-    {"bucket", 0, true},
-    {"prefetch", 0, true},
-    {"grad-accum", 0, true},
-    {"fail", 0, true},
-    {"nodes", 0, true},
-    {"pp", 0, true},
-    {"dp", 0, true},
-    {"tp", 0, true},
-    {"sequence-parallel", 0, false},
-    {"micro-batches", 0, true},
-    {"schedule", 0, true},
-    {"chunks", 0, true},
-    {NULL, 0, false},
-};
-
 #define MAX_STEPS 10000000L
 
 struct args {
     struct train_opts o;
     struct model_shape shape;
-    bool json, summary_only, scale_given, init_scale_given, gpus_given, chunks_given;
-    int dp; /* --dp, 0 if not given */
+    bool json, summary_only, scale_given, init_scale_given;
+    int gpus;   /* --gpus, 0 if not given */
+    int dp;     /* --dp, 0 if not given */
+    int chunks; /* --chunks, 0 if not given */
     const char *dump, *trace, *cluster, *nodes;
 };
 
 /* ------------------------------------------------------------------ parsing */
+
+/* The command's struct a parser's field belongs to (for the options that set two fields). */
+static struct args *args_of(const struct opt_entry *o, void *field)
+{
+    return (struct args *)(void *)((char *)field - o->field);
+}
 
 static int parse_double(const char *opt, const char *s, double *out, struct error *e)
 {
@@ -105,9 +72,117 @@ static int parse_long(const char *opt, const char *s, long long min, long long m
     return 0;
 }
 
-/* nan@STEP, inf@STEP, spike@STEP[:FACTOR], each with an optional :gpu=G */
-static int parse_inject(struct train_opts *o, const char *s, struct error *e)
+/* --steps: a long in [o->min, o->max]. */
+static int parse_steps(const struct opt_entry *o, const char *arg, void *field, struct error *e)
 {
+    long long n;
+    int rc = parse_long(o->opt.name, arg, o->min, o->max, &n, e);
+    if (!rc)
+        *(long *)field = (long)n;
+    return rc;
+}
+
+/* --seed: 0 to 2^53. */
+static int parse_seed(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    long long n;
+    int rc = parse_long(o->opt.name, arg, 0, 1LL << 53, &n, e);
+    if (!rc)
+        *(uint64_t *)field = (uint64_t)n;
+    return rc;
+}
+
+/* --lr and --wd: a number >= 0. */
+static int parse_nonneg(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    double *v = field;
+    int rc = parse_double(o->opt.name, arg, v, e);
+    if (!rc && *v < 0)
+        rc = error_set(e, ERR_INVAL, "--%s must be >= 0, not %s", o->opt.name, arg);
+    return rc;
+}
+
+/* --eps, --clip and --spike-z: a number > 0. */
+static int parse_positive(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    double *v = field;
+    int rc = parse_double(o->opt.name, arg, v, e);
+    if (!rc && !(*v > 0))
+        rc = error_set(e, ERR_INVAL, "--%s must be > 0, not %s", o->opt.name, arg);
+    return rc;
+}
+
+static int parse_betas(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    struct train_opts *t = field;
+    char b1[64];
+    const char *comma = strchr(arg, ',');
+    int rc;
+    if (!comma || (size_t)(comma - arg) >= sizeof b1)
+        return error_set(e, ERR_INVAL, "--betas '%s': expected BETA1,BETA2", arg);
+    memcpy(b1, arg, (size_t)(comma - arg));
+    b1[comma - arg] = 0;
+    if ((rc = parse_double(o->opt.name, b1, &t->beta1, e)) ||
+        (rc = parse_double(o->opt.name, comma + 1, &t->beta2, e)))
+        return rc;
+    if (!(t->beta1 >= 0 && t->beta1 < 1 && t->beta2 >= 0 && t->beta2 < 1))
+        return error_set(e, ERR_INVAL, "--betas '%s': both must be in [0, 1)", arg);
+    return 0;
+}
+
+static int parse_precision(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    (void)o;
+    enum fp_format *p = field;
+    if (!strcmp(arg, "fp32"))
+        *p = FP_FP32;
+    else if (!strcmp(arg, "bf16"))
+        *p = FP_BF16;
+    else if (!strcmp(arg, "fp16"))
+        *p = FP_FP16;
+    else
+        return error_set(e, ERR_INVAL, "--precision '%s': expected fp32, bf16 or fp16", arg);
+    return 0;
+}
+
+static int parse_loss_scale(const struct opt_entry *o, const char *arg, void *field,
+                            struct error *e)
+{
+    struct args *r = args_of(o, field);
+    double v;
+    r->scale_given = true;
+    if (!strcmp(arg, "dynamic"))
+        r->o.scaling = TRAIN_SCALE_DYNAMIC;
+    else if (!strcmp(arg, "none"))
+        r->o.scaling = TRAIN_SCALE_NONE;
+    else if (units_parse_double(arg, false, &v, e) || !(v > 0) || v > 3.4e38)
+        return error_set(e, ERR_INVAL,
+                         "--loss-scale '%s': expected dynamic, none or a number > 0 (a fixed "
+                         "scale)",
+                         arg);
+    else
+        r->o.scaling = TRAIN_SCALE_STATIC, r->o.scale = v;
+    return 0;
+}
+
+static int parse_init_scale(const struct opt_entry *o, const char *arg, void *field,
+                            struct error *e)
+{
+    struct args *r = args_of(o, field);
+    double v = 0;
+    int rc = parse_double(o->opt.name, arg, &v, e);
+    if (!rc && !(v > 0 && v <= 3.4e38))
+        rc = error_set(e, ERR_INVAL, "--init-scale must be > 0 and finite in fp32");
+    r->init_scale_given = true;
+    r->o.scale = v;
+    return rc;
+}
+
+/* nan@STEP, inf@STEP, spike@STEP[:FACTOR], each with an optional :gpu=G */
+static int parse_inject(const struct opt_entry *entry, const char *s, void *dest, struct error *e)
+{
+    struct train_opts *o = dest;
+    (void)entry;
     if (o->ninject == TRAIN_MAX_INJECT)
         return error_set(e, ERR_INVAL, "--inject: at most %d injections", TRAIN_MAX_INJECT);
     struct train_inject x = {TRAIN_INJECT_NAN, 0, 10.0, 0};
@@ -160,165 +235,195 @@ static int parse_inject(struct train_opts *o, const char *s, struct error *e)
     return 0;
 }
 
-static int parse_option(struct args *r, const char *name, const char *arg, struct error *e)
+static int parse_model(const struct opt_entry *o, const char *arg, void *field, struct error *e)
 {
-    struct train_opts *o = &r->o;
-    double v;
-    long long n;
-    int rc = 0;
-    if (!strcmp(name, "model")) {
-        if ((rc = preset_load_model(arg, &r->shape, e))) {
-            error_prefix(e, "--model");
-            return rc;
-        }
-    } else if (!strcmp(name, "steps")) {
-        if (!(rc = parse_long(name, arg, 1, MAX_STEPS, &n, e)))
-            o->steps = (long)n;
-    } else if (!strcmp(name, "batch")) {
-        if (!(rc = parse_long(name, arg, 1, 1 << 20, &n, e)))
-            o->batch = (int)n;
-    } else if (!strcmp(name, "seed")) {
-        if (!(rc = parse_long(name, arg, 0, 1LL << 53, &n, e)))
-            o->seed = (uint64_t)n;
-    } else if (!strcmp(name, "lr")) {
-        if (!(rc = parse_double(name, arg, &v, e)) && v < 0)
-            rc = error_set(e, ERR_INVAL, "--lr must be >= 0, not %s", arg);
-        o->lr = v;
-    } else if (!strcmp(name, "betas")) {
-        char b1[64];
-        const char *comma = strchr(arg, ',');
-        if (!comma || (size_t)(comma - arg) >= sizeof b1)
-            return error_set(e, ERR_INVAL, "--betas '%s': expected BETA1,BETA2", arg);
-        memcpy(b1, arg, (size_t)(comma - arg));
-        b1[comma - arg] = 0;
-        if ((rc = parse_double(name, b1, &o->beta1, e)) ||
-            (rc = parse_double(name, comma + 1, &o->beta2, e)))
-            return rc;
-        if (!(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1))
-            rc = error_set(e, ERR_INVAL, "--betas '%s': both must be in [0, 1)", arg);
-    } else if (!strcmp(name, "wd")) {
-        if (!(rc = parse_double(name, arg, &o->wd, e)) && o->wd < 0)
-            rc = error_set(e, ERR_INVAL, "--wd must be >= 0, not %s", arg);
-    } else if (!strcmp(name, "eps")) {
-        if (!(rc = parse_double(name, arg, &o->eps, e)) && !(o->eps > 0))
-            rc = error_set(e, ERR_INVAL, "--eps must be > 0, not %s", arg);
-    } else if (!strcmp(name, "precision")) {
-        if (!strcmp(arg, "fp32"))
-            o->precision = FP_FP32;
-        else if (!strcmp(arg, "bf16"))
-            o->precision = FP_BF16;
-        else if (!strcmp(arg, "fp16"))
-            o->precision = FP_FP16;
-        else
-            rc = error_set(e, ERR_INVAL, "--precision '%s': expected fp32, bf16 or fp16", arg);
-    } else if (!strcmp(name, "loss-scale")) {
-        r->scale_given = true;
-        if (!strcmp(arg, "dynamic"))
-            o->scaling = TRAIN_SCALE_DYNAMIC;
-        else if (!strcmp(arg, "none"))
-            o->scaling = TRAIN_SCALE_NONE;
-        else if (units_parse_double(arg, false, &v, e) || !(v > 0) || v > 3.4e38)
-            rc = error_set(e, ERR_INVAL,
-                           "--loss-scale '%s': expected dynamic, none or a number > 0 (a fixed "
-                           "scale)",
-                           arg);
-        else
-            o->scaling = TRAIN_SCALE_STATIC, o->scale = v;
-    } else if (!strcmp(name, "init-scale")) {
-        if (!(rc = parse_double(name, arg, &v, e)) && !(v > 0 && v <= 3.4e38))
-            rc = error_set(e, ERR_INVAL, "--init-scale must be > 0 and finite in fp32");
-        r->init_scale_given = true;
-        o->scale = v;
-    } else if (!strcmp(name, "growth-interval")) {
-        if (!(rc = parse_long(name, arg, 1, 1 << 30, &n, e)))
-            o->growth_interval = (int)n;
-    } else if (!strcmp(name, "hysteresis")) {
-        if (!(rc = parse_long(name, arg, 1, 1 << 30, &n, e)))
-            o->hysteresis = (int)n;
-    } else if (!strcmp(name, "clip")) {
-        if (!(rc = parse_double(name, arg, &o->clip, e)) && !(o->clip > 0))
-            rc = error_set(e, ERR_INVAL, "--clip must be > 0, not %s", arg);
-    } else if (!strcmp(name, "skip-spikes")) {
-        o->skip_spikes = true;
-    } else if (!strcmp(name, "spike-z")) {
-        if (!(rc = parse_double(name, arg, &o->spike_z, e)) && !(o->spike_z > 0))
-            rc = error_set(e, ERR_INVAL, "--spike-z must be > 0, not %s", arg);
-    } else if (!strcmp(name, "spike-window")) {
-        if (!(rc = parse_long(name, arg, 2, 1 << 20, &n, e)))
-            o->spike_window = (int)n;
-    } else if (!strcmp(name, "inject")) {
-        rc = parse_inject(o, arg, e);
-    } else if (!strcmp(name, "checkpoint")) {
-        if ((rc = gpt_ckpt_parse(arg, &o->ckpt, e)))
-            error_prefix(e, "--checkpoint");
-    } else if (!strcmp(name, "json")) {
-        r->json = true;
-    } else if (!strcmp(name, "summary")) {
-        r->summary_only = true;
-    } else if (!strcmp(name, "dump")) {
-        r->dump = arg;
-    } else if (!strcmp(name, "trace")) {
-        r->trace = arg;
-    } else if (!strcmp(name, "cluster")) {
-        r->cluster = arg;
-    } else if (!strcmp(name, "nodes")) {
-        r->nodes = arg;
-    } else if (!strcmp(name, "gpus")) {
-        if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
-            o->gpus = (int)n;
-        r->gpus_given = true;
-    } else if (!strcmp(name, "dp")) {
-        if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
-            r->dp = (int)n;
-    } else if (!strcmp(name, "tp")) {
-        if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
-            o->tp = (int)n;
-    } else if (!strcmp(name, "sequence-parallel")) {
-        o->sp = true;
-    } else if (!strcmp(name, "pp")) {
-        if (!(rc = parse_long(name, arg, 1, 64, &n, e)))
-            o->pp = (int)n;
-    } else if (!strcmp(name, "micro-batches")) {
-        if (!(rc = parse_long(name, arg, 1, SCHED_MAX_MICRO, &n, e)))
-            o->micro_batches = (int)n;
-    } else if (!strcmp(name, "chunks")) {
-        if (!(rc = parse_long(name, arg, 2, SCHED_MAX_CHUNKS, &n, e)))
-            o->chunks = (int)n;
-        r->chunks_given = true;
-    } else if (!strcmp(name, "schedule")) {
-        if ((rc = sched_parse(arg, &o->schedule, e)))
-            error_prefix(e, "--schedule");
-    } else if (!strcmp(name, "zero")) {
-        if (!(rc = parse_long(name, arg, 0, 3, &n, e)))
-            o->zero = (int)n;
-    } else if (!strcmp(name, "prefetch")) {
-        if (!(rc = parse_long(name, arg, 0, 1, &n, e)))
-            o->prefetch = (int)n;
-    } else if (!strcmp(name, "bucket")) {
-        if (units_parse_bytes(arg, 1u << 30, &v, e) || v < 4) {
-            if (!e->code)
-                error_set(e, ERR_INVAL, "at least 4 bytes");
-            error_prefix(e, "--bucket '%s' (a size from 4 bytes to 1 GiB, e.g. 25MiB)", arg);
-            return ERR_INVAL;
-        }
-        o->bucket_bytes = (size_t)v;
-    } else if (!strcmp(name, "grad-accum")) {
-        if (!strcmp(arg, "fp32"))
-            o->grad_fp32 = true;
-        else if (!strcmp(arg, "same"))
-            o->grad_fp32 = false;
-        else
-            rc = error_set(e, ERR_INVAL,
-                           "--grad-accum '%s': expected fp32 (4-byte gradients) or same (the "
-                           "training precision's)",
-                           arg);
-    } else if (!strcmp(name, "fail")) {
-        long long step;
-        if (!(rc = opts_gpu_at(arg, 63, 1, MAX_STEPS, &o->fail_gpu, &step, e)))
-            o->fail_step = (long)step;
-    }
+    int rc = preset_load_model(arg, field, e);
+    if (rc)
+        error_prefix(e, "--%s", o->opt.name);
     return rc;
 }
+
+static int parse_checkpoint(const struct opt_entry *o, const char *arg, void *field,
+                            struct error *e)
+{
+    int rc = gpt_ckpt_parse(arg, field, e);
+    if (rc)
+        error_prefix(e, "--%s", o->opt.name);
+    return rc;
+}
+
+static int parse_schedule(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    int rc = sched_parse(arg, field, e);
+    if (rc)
+        error_prefix(e, "--%s", o->opt.name);
+    return rc;
+}
+
+static int parse_bucket(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    double v;
+    (void)o;
+    if (units_parse_bytes(arg, 1u << 30, &v, e) || v < 4) {
+        if (!e->code)
+            error_set(e, ERR_INVAL, "at least 4 bytes");
+        error_prefix(e, "--bucket '%s' (a size from 4 bytes to 1 GiB, e.g. 25MiB)", arg);
+        return ERR_INVAL;
+    }
+    *(size_t *)field = (size_t)v;
+    return 0;
+}
+
+static int parse_grad_accum(const struct opt_entry *o, const char *arg, void *field,
+                            struct error *e)
+{
+    (void)o;
+    if (strcmp(arg, "fp32") && strcmp(arg, "same"))
+        return error_set(e, ERR_INVAL,
+                         "--grad-accum '%s': expected fp32 (4-byte gradients) or same (the "
+                         "training precision's)",
+                         arg);
+    *(bool *)field = !strcmp(arg, "fp32");
+    return 0;
+}
+
+static int parse_fail(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    struct train_opts *t = field;
+    long long step;
+    (void)o;
+    int rc = opts_gpu_at(arg, 63, 1, MAX_STEPS, &t->fail_gpu, &step, e);
+    if (!rc)
+        t->fail_step = (long)step;
+    return rc;
+}
+
+#define A struct args
+#define LONG_OPT(NAME, ARG, FIELD, MIN, MAX, HELP)                                                 \
+    {                                                                                              \
+        .opt = {.name = NAME, .has_arg = true}, .arg = ARG, .parse = parse_steps,                  \
+        .field = offsetof(A, FIELD), .help = HELP, .min = MIN, .max = MAX                          \
+    }
+static const struct opt_entry options[] = {
+    OPT_WITH("model", "NAME|FILE", parse_model, A, shape,
+             "a swiglu preset or INI file (default tiny)"),
+    LONG_OPT("steps", "K", o.steps, 1, MAX_STEPS, "steps to run (default 300)"),
+    OPT_INT("batch", "B", A, o.batch, 1, 1 << 20, "sequences per step (default 16)"),
+    OPT_WITH("seed", "S", parse_seed, A, o.seed,
+             "seeds the weights and the data (default 1); same seed, same run"),
+    OPT_WITH("lr", "LR", parse_nonneg, A, o.lr, "AdamW learning rate (default 0.003)"),
+    OPT_WITH("betas", "B1,B2", parse_betas, A, o, "AdamW's betas (default 0.9,0.999)"),
+    OPT_WITH("wd", "WD", parse_nonneg, A, o.wd, "weight decay (default 0.01)"),
+    OPT_WITH("eps", "E", parse_positive, A, o.eps, "AdamW's epsilon (default 1e-8)"),
+    OPT_WITH("precision", "P", parse_precision, A, o.precision,
+             "fp32, bf16 or fp16 (default fp32)"),
+    OPT_WITH("loss-scale", "S", parse_loss_scale, A, o.scaling,
+             "dynamic (PyTorch's GradScaler: halves and skips the step on an\n"
+             "inf/NaN gradient, doubles after --growth-interval clean steps),\n"
+             "a fixed VALUE (Megatron's constant scaler: never changes, still\n"
+             "skips inf/NaN steps) or none (no scaler, as plain PyTorch: an\n"
+             "inf/NaN step is applied, the weights turn NaN, and the run stops\n"
+             "with exit 1 at the first NaN loss, naming the step and tensor\n"
+             "that caused it). Default: dynamic for fp16, none otherwise"),
+    OPT_WITH("init-scale", "S", parse_init_scale, A, o.scale,
+             "the dynamic scale's start (default 65536)"),
+    OPT_INT("growth-interval", "N", A, o.growth_interval, 1, 1 << 30,
+            "clean steps before the scale doubles (default 2000)"),
+    OPT_INT("hysteresis", "N", A, o.hysteresis, 1, 1 << 30,
+            "overflowing steps before it halves (default 1, PyTorch's)"),
+    OPT_WITH("clip", "MAX", parse_positive, A, o.clip, "clip the global gradient norm to MAX"),
+    OPT_WITH("spike-z", "Z", parse_positive, A, o.spike_z,
+             "a loss more than Z standard deviations above the mean of the\n"
+             "last N losses (itself included, as llm.c does) is a spike\n"
+             "(default 5; z <= sqrt(N - 1))"),
+    OPT_INT("spike-window", "N", A, o.spike_window, 2, 1 << 20,
+            "N, the losses of the spike test (default 64)"),
+    OPT_FLAG("skip-spikes", A, o.skip_spikes, "skip the update of a spiking step"),
+    {.opt = {.name = "inject", .has_arg = true},
+     .arg = "WHAT@STEP",
+     .parse = parse_inject,
+     .field = offsetof(A, o),
+     .flags = OPT_REPEAT,
+     .help = "nan@STEP (a NaN in the middle layer's attention scores), inf@STEP\n"
+             "(an inf in the last layer's MLP gradient), spike@STEP[:FACTOR]\n"
+             "(a bad batch: the logits times FACTOR, default 10); repeatable;\n"
+             "WHAT@STEP:gpu=G on GPU G (default 0): the GPUs agree on inf/NaN,\n"
+             "so all of them skip the step and back the scale off together"},
+    OPT_WITH("checkpoint", "POLICY", parse_checkpoint, A, o.ckpt,
+             "none, full, every:K, sqrt or selective (default none)"),
+    OPT_FLAG("json", A, json, "one JSON object per step, then {\"summary\": {...}}"),
+    OPT_FLAG("summary", A, summary_only,
+             "with --json, only the summary object (one JSON document)"),
+    OPT_WITH("cluster", "NAME|FILE", opts_str, A, cluster,
+             "the simulated GPU's preset (default h100-80gb): its memory and\n"
+             "peak FLOP/s set the ledger's capacity and the simulated time"),
+    OPT_WITH("trace", "FILE", opts_str, A, trace,
+             "Chrome trace-event JSON of the run (Perfetto): compute per\n"
+             "layer, memory (total and live activations), steps, non-finite\n"
+             "values, in simulated time. Complete: its events are counted from\n"
+             "the run's shape before it starts; a run of more than 2,000,000\n"
+             "events is refused (exit 2): tiny traces 34,000 to 47,000 steps"),
+    OPT_WITH("dump", "DIR", opts_str, A, dump,
+             "write model.ini, params.f32, tokens.i32, targets.i32, loss.txt and\n"
+             "grads.f32 of step 1 (little-endian; gradients of the mean loss,\n"
+             "unscaled and before clipping, gathered from every GPU) to check\n"
+             "against PyTorch"),
+    OPT_INT("gpus", "N", A, gpus, 1, 64,
+            "N simulated GPUs, 1 to 64 (default 1); each takes batch / N\n"
+            "sequences of the global batch a one-GPU run draws, so the run\n"
+            "computes the same training (the loss is the global batch's mean)"),
+    OPT_INT("zero", "S", A, o.zero, 0, 3,
+            "0 DDP (default): full replicas, gradients all-reduced by buckets as\n"
+            "they complete; 1: optimizer state and master weights sharded,\n"
+            "gradients reduce-scattered, updated weights all-gathered; 2: the\n"
+            "gradients sharded too; 3 (FSDP): the weights too, each layer\n"
+            "gathered before its forward and again before its backward"),
+    OPT_WITH("bucket", "SIZE", parse_bucket, A, o.bucket_bytes,
+             "a gradient bucket (default 25MiB, PyTorch DDP's)"),
+    OPT_INT("prefetch", "0|1", A, o.prefetch, 0, 1,
+            "ZeRO-3 gathers the next layer while one computes (default 1)"),
+    OPT_WITH("grad-accum", "fp32|same", parse_grad_accum, A, o.grad_fp32,
+             "bf16/fp16: fp32 keeps 4-byte gradients (18 bytes per parameter)"),
+    OPT_WITH("fail", "GPU@STEP", parse_fail, A, o,
+             "that GPU fails in that step's gradient sync: the run ends (exit 1)"),
+    OPT_WITH("nodes", "K", opts_str, A, nodes,
+             "the GPUs split evenly over K nodes (inter-node links between them)"),
+    OPT_INT("tp", "T", A, o.tp, 1, 64,
+            "each layer over T GPUs (default 1): heads / T of the attention,\n"
+            "ffn / T of the MLP, vocab / T rows of the tied embedding; the\n"
+            "row-parallel outputs and the column-parallel inputs' gradients are\n"
+            "all-reduced, and the cross-entropy reduces the row maximum, the\n"
+            "sum of exponentials and the target's logit, so no GPU holds the\n"
+            "whole logits. T must divide the heads, the FFN width and the\n"
+            "vocabulary. GPU r is tensor rank r % T, then data rank, then stage"),
+    OPT_FLAG("sequence-parallel", A, o.sp,
+             "with --tp: the norms and residual adds on a T-th of the tokens;\n"
+             "all-reduces become reduce-scatters and all-gathers"),
+    OPT_INT("pp", "P", A, o.pp, 1, 64,
+            "P stages (default 1), dividing the layers: the first also holds the\n"
+            "embedding, the last the final norm and a copy of the tied\n"
+            "embedding, whose gradients the two ends sum once per step"),
+    OPT_INT("dp", "D", A, dp, 1, 64,
+            "data-parallel copies (the run has D x T x P GPUs; or give\n"
+            "--gpus N, N = D x T x P); GPU r is stage r / (D T)"),
+    OPT_INT("micro-batches", "M", A, o.micro_batches, 1, SCHED_MAX_MICRO,
+            "the batch share of each data-parallel rank runs as M micro-batches\n"
+            "(default 1), gradients added up over them; with --pp 1 this is\n"
+            "gradient accumulation"),
+    OPT_WITH("schedule", "S", parse_schedule, A, o.schedule,
+             "gpipe, 1f1b (default) or interleaved (Megatron-LM's: M a multiple\n"
+             "of P, --dp 1): each stage runs its forward and backward passes in\n"
+             "the order 'scalelab pipeline --schedule S' draws; activations go\n"
+             "forward and their gradients back by sends"),
+    OPT_INT("chunks", "V", A, chunks, 2, SCHED_MAX_CHUNKS,
+            "interleaved: V model chunks per stage (default 2), P x V dividing\n"
+            "the layers; stage s holds virtual stages s, P + s, 2P + s, ..."),
+    OPT_END,
+};
+#undef LONG_OPT
+#undef A
+
+const struct opts_spec opts_train = {"train", options, NULL, NULL};
 
 /* ------------------------------------------------------------------ --dump */
 
@@ -440,33 +545,12 @@ static int dump_write(const struct args *r, const struct run *run, struct error 
 
 /* ------------------------------------------------------------------ output */
 
-static json_t *num(double v)
-{
-    if (isnan(v))
-        return json_string("nan");
-    if (isinf(v))
-        return json_string(v > 0 ? "inf" : "-inf");
-    return json_real(v);
-}
-
-static void print_json_obj(json_t *o)
-{
-    json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10));
-    fputc('\n', stdout);
-    json_decref(o);
-}
-
-/* A JSON number, or the strings "inf", "-inf", "nan" (printed directly: the step loop
- * allocates nothing, not even a JSON tree). %.10g reads back to the same double for losses
- * and float fields to 10 significant digits. */
+/* A step's figure as "key":value, written directly (the step loop allocates nothing, not even
+ * a JSON tree), with base/json's policy: 10 significant digits, non-finite as strings. */
 static void put_num(const char *key, double v, bool comma)
 {
-    if (isnan(v))
-        printf("\"%s\":\"nan\"", key);
-    else if (isinf(v))
-        printf("\"%s\":\"%s\"", key, v > 0 ? "inf" : "-inf");
-    else
-        printf("\"%s\":%.10g", key, v);
+    printf("\"%s\":", key);
+    json_put_num(stdout, v, JSON_FIGURES);
     if (comma)
         putchar(',');
 }
@@ -632,7 +716,7 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
 /* Micro-batches held at once, as `pipeline` counts them: (micro-batch, chunk) pairs over v. */
 static json_t *held_json(int pairs, int v)
 {
-    return v == 1 ? json_integer(pairs) : json_real((double)pairs / v);
+    return v == 1 ? json_integer(pairs) : json_num((double)pairs / v);
 }
 
 /* The pipeline as it ran: each stage's operations (from its first data-parallel GPU) in
@@ -664,8 +748,8 @@ static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
     predict_bubble(done, n, P, &b);
     json_t *pj =
         json_pack("{s:o, s:o, s:o, s:o}", "ops", ops, "bubble_over_ideal",
-                  b.busy_s > 0 ? json_real(b.over_ideal) : json_null(), "bubble_over_wall",
-                  b.span_s > 0 ? json_real(b.over_wall) : json_null(), "peak_in_flight", peak);
+                  b.busy_s > 0 ? json_num(b.over_ideal) : json_null(), "bubble_over_wall",
+                  b.span_s > 0 ? json_num(b.over_wall) : json_null(), "peak_in_flight", peak);
     if (p->have_sched) {
         json_t *pk = json_array();
         for (int st = 0; st < P; st++)
@@ -693,11 +777,6 @@ static json_t *peaks_json(const uint64_t *cat, uint64_t total)
                      (json_int_t)cat[MEM_RESERVED], "total", (json_int_t)total);
 }
 
-static json_t *jint(double v)
-{
-    return json_integer((json_int_t)llround(v));
-}
-
 static void print_summary_json(const struct args *r, const struct run *run,
                                const struct summary *sum, const struct prediction *p)
 {
@@ -706,11 +785,11 @@ static void print_summary_json(const struct args *r, const struct run *run,
     double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
     const struct run_gpu *g0 = run_gpu(run, 0);
     json_t *m = json_object();
-    json_object_set_new(m, "first_loss", num(sum->first_loss));
-    json_object_set_new(m, "final_loss", num(sum->final_loss));
-    json_object_set_new(m, "loss_floor", num(sum->floor));
+    json_object_set_new(m, "first_loss", json_num(sum->first_loss));
+    json_object_set_new(m, "final_loss", json_num(sum->final_loss));
+    json_object_set_new(m, "loss_floor", json_num(sum->floor));
     json_object_set_new(m, "skipped_steps", json_integer(sum->skipped));
-    json_object_set_new(m, "tokens_per_s", num(sum->tokens_per_s));
+    json_object_set_new(m, "tokens_per_s", json_num(sum->tokens_per_s));
     json_object_set_new(m, "steps", json_integer(sum->steps));
     json_object_set_new(m, "model", json_string(r->shape.name));
     json_object_set_new(m, "parameters", json_integer((json_int_t)gpt_param_count(c)));
@@ -718,10 +797,10 @@ static void print_summary_json(const struct args *r, const struct run *run,
     json_object_set_new(m, "checkpoint", json_string(o->ckpt.name[0] ? o->ckpt.name : "none"));
     json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));
     json_object_set_new(m, "spikes", json_integer(sum->spikes));
-    json_object_set_new(m, "final_loss_scale", num(sum->last_scale));
-    json_object_set_new(m, "max_grad_norm", num(sum->max_norm));
-    json_object_set_new(m, "min_clip_coef", num(sum->min_coef));
-    json_object_set_new(m, "max_underflow_frac", num(sum->max_underflow));
+    json_object_set_new(m, "final_loss_scale", json_num(sum->last_scale));
+    json_object_set_new(m, "max_grad_norm", json_num(sum->max_norm));
+    json_object_set_new(m, "min_clip_coef", json_num(sum->min_coef));
+    json_object_set_new(m, "max_underflow_frac", json_num(sum->max_underflow));
     json_t *ul = json_array();
     int nl = sum->layers < 64 ? sum->layers : 64;
     for (int l = 0; l <= nl; l++)
@@ -731,21 +810,21 @@ static void print_summary_json(const struct args *r, const struct run *run,
                         sum->first_nonfinite[0] ? json_string(sum->first_nonfinite) : json_null());
     json_object_set_new(m, "act_peak_bytes",
                         json_integer((json_int_t)g0->peak_cat[MEM_ACTIVATIONS]));
-    json_object_set_new(m, "act_predicted_bytes", num(sum->predicted));
+    json_object_set_new(m, "act_predicted_bytes", json_num(sum->predicted));
     json_t *mem = json_object();
     for (int i = 0; i < MEM_CAT_COUNT; i++)
         json_object_set_new(mem, ledger_cat_name((enum ledger_cat)i),
                             json_integer((json_int_t)g0->peak_cat[i]));
     json_object_set_new(mem, "total", json_integer((json_int_t)g0->peak));
     json_object_set_new(m, "memory_peak_bytes", mem);
-    json_object_set_new(m, "flops_per_step", num(sum->flops));
-    json_object_set_new(m, "recompute_flops", num(sum->recompute));
-    json_object_set_new(m, "recompute_overhead_pct", num(sum->overhead));
-    json_object_set_new(m, "gflops", num(gflops));
-    json_object_set_new(m, "seconds", num(sum->seconds));
-    json_object_set_new(m, "simulated_seconds", num(sum->sim_seconds));
-    json_object_set_new(m, "sim_step_time_s", num(sum->sim_step));
-    json_object_set_new(m, "comm_exposed_s", num(sum->exposed));
+    json_object_set_new(m, "flops_per_step", json_num(sum->flops));
+    json_object_set_new(m, "recompute_flops", json_num(sum->recompute));
+    json_object_set_new(m, "recompute_overhead_pct", json_num(sum->overhead));
+    json_object_set_new(m, "gflops", json_num(gflops));
+    json_object_set_new(m, "seconds", json_num(sum->seconds));
+    json_object_set_new(m, "simulated_seconds", json_num(sum->sim_seconds));
+    json_object_set_new(m, "sim_step_time_s", json_num(sum->sim_step));
+    json_object_set_new(m, "comm_exposed_s", json_num(sum->exposed));
     json_t *lay =
         json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", train_dp(o),
                   "tp", o->tp, "pp", o->pp, "zero", o->zero, "bucket_bytes",
@@ -777,20 +856,22 @@ static void print_summary_json(const struct args *r, const struct run *run,
             const struct memory_result *pm = &p->stage_m[st];
             const struct traffic *pt = &p->stage_t[st];
             json_t *pg = json_pack(
-                "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights", jint(pm->states.weights),
-                "gradients", jint(pm->states.gradients), "master_weights", jint(pm->states.master),
-                "optimizer", jint(pm->states.optimizer), "activations", jint(pm->activations),
-                "communication", jint(pm->comm), "total", jint(pm->total), "in_flight",
+                "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
+                json_whole(pm->states.weights), "gradients", json_whole(pm->states.gradients),
+                "master_weights", json_whole(pm->states.master), "optimizer",
+                json_whole(pm->states.optimizer), "activations", json_whole(pm->activations),
+                "communication", json_whole(pm->comm), "total", json_whole(pm->total), "in_flight",
                 held_json(pm->in_flight, train_chunks(o)));
             json_object_set_new(pg, "comm_bytes_per_step",
-                                json_pack("{s:o, s:o, s:o}", "data_parallel", jint(pt->dp.bytes),
-                                          "tensor_parallel", jint(pt->tp.bytes), "pipeline",
-                                          jint(pt->pp.bytes)));
+                                json_pack("{s:o, s:o, s:o}", "data_parallel",
+                                          json_whole(pt->dp.bytes), "tensor_parallel",
+                                          json_whole(pt->tp.bytes), "pipeline",
+                                          json_whole(pt->pp.bytes)));
             json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
             json_array_append_new(stages, pg);
         }
         json_t *pred = json_pack("{s:O, s:o, s:s, s:o}", "per_gpu", json_array_get(stages, 0),
-                                 "comm_bytes_per_gpu", jint(p->t.dp.bytes), "comm_formula",
+                                 "comm_bytes_per_gpu", json_whole(p->t.dp.bytes), "comm_formula",
                                  p->t.dp.formula, "per_stage", stages);
         json_object_set_new(m, "predicted", pred);
         /* every GPU against its stage's prediction: bytes of difference, summed (0 when all
@@ -810,15 +891,15 @@ static void print_summary_json(const struct args *r, const struct run *run,
                      fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
                      fabs((double)g->pp_sent_per_step - pt->pp.bytes);
         }
-        json_object_set_new(
-            m, "measured_minus_predicted",
-            json_pack("{s:o, s:o}", "memory_bytes", jint(dmem), "comm_bytes", jint(dcomm)));
+        json_object_set_new(m, "measured_minus_predicted",
+                            json_pack("{s:o, s:o}", "memory_bytes", json_whole(dmem), "comm_bytes",
+                                      json_whole(dcomm)));
     }
     if (train_pipelined(o))
         json_object_set_new(m, "pipeline", pipeline_json(o, run, p));
     json_t *top = json_object();
     json_object_set_new(top, "summary", m);
-    print_json_obj(top);
+    json_write_line(stdout, top, JSON_FIGURES);
 }
 
 static void print_summary_text(const struct args *r, const struct run *run,
@@ -954,55 +1035,54 @@ static void account(struct summary *sum, const struct args *r, const struct run_
 
 /* ------------------------------------------------------------------ the command */
 
-static int train_main(int argc, char **argv)
+/* The options into r, and the checks between them: 0, or the exit status. */
+static int configure(int argc, char **argv, struct args *r)
 {
-    struct args r = {0};
     struct error e = {0};
-    struct opts p;
-    const char *arg;
-    int k, rc;
-    train_opts_default(&r.o);
-    r.o.lr = 3e-3;
-    r.cluster = "h100-80gb";
-    if ((rc = preset_load_model("tiny", &r.shape, &e)))
+    int rc;
+    train_opts_default(&r->o);
+    r->o.lr = 3e-3;
+    r->cluster = "h100-80gb";
+    if ((rc = preset_load_model("tiny", &r->shape, &e)))
         return cli_fail(&e);
-    static const char *const repeatable[] = {"inject", NULL};
-    opts_init(&p, argc, argv, options, "train");
-    p.once = true;
-    p.repeatable = repeatable;
-    while ((k = opts_next(&p, &arg)) != OPTS_END) {
-        if (k == OPTS_ERROR)
-            return 2;
-        if (k == OPTS_POSITIONAL)
-            return cli_usage("train", "unexpected argument '%s'", arg);
-        if ((rc = parse_option(&r, options[k].name, arg, &e)))
-            return cli_fail(&e);
-    }
-    struct train_opts *o = &r.o;
-    if (r.shape.ffn_kind != FFN_SWIGLU || r.shape.kv_heads != r.shape.heads || !r.shape.tied)
+    if ((rc = opts_parse(&opts_train, argc, argv, r)))
+        return rc;
+    struct train_opts *o = &r->o;
+    if (r->shape.ffn_kind != FFN_SWIGLU || r->shape.kv_heads != r->shape.heads || !r->shape.tied)
         return cli_usage("train",
                          "--model %s: the tiny GPT trains swiglu models with tied embeddings and "
                          "kv_heads = heads",
-                         r.shape.name);
-    o->shape = (struct gpt_config){r.shape.vocab, r.shape.d_model, r.shape.layers,
-                                   r.shape.heads, r.shape.ffn,     r.shape.seq};
-    if (!r.scale_given)
+                         r->shape.name);
+    o->shape = (struct gpt_config){r->shape.vocab, r->shape.d_model, r->shape.layers,
+                                   r->shape.heads, r->shape.ffn,     r->shape.seq};
+    if (!r->scale_given)
         o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
-    if (r.summary_only && !r.json)
+    if (r->summary_only && !r->json)
         return cli_usage("train", "--summary goes with --json");
-    if (r.init_scale_given && o->scaling != TRAIN_SCALE_DYNAMIC)
+    if (r->init_scale_given && o->scaling != TRAIN_SCALE_DYNAMIC)
         return cli_usage("train", "--init-scale needs --loss-scale dynamic");
-    /* the GPUs: --gpus (all of them), or --dp x --tp x --pp */
+    if (r->chunks)
+        o->chunks = r->chunks;
+    return 0;
+}
+
+/* The GPUs: --gpus (all of them), or --dp x --tp x --pp; and what the layout allows. */
+static int configure_layout(struct args *r)
+{
+    struct train_opts *o = &r->o;
+    struct error e = {0};
     int mp = o->tp * o->pp;
-    if (r.dp) {
-        if (r.gpus_given && o->gpus != r.dp * mp)
-            return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus, r.dp,
-                             o->tp, o->pp);
-        if (r.dp * mp > 64)
-            return cli_usage("train", "--dp %d x --tp %d x --pp %d is %d GPUs, more than 64", r.dp,
-                             o->tp, o->pp, r.dp * mp);
-        o->gpus = r.dp * mp;
-    } else if (!r.gpus_given) {
+    if (r->gpus)
+        o->gpus = r->gpus;
+    if (r->dp) {
+        if (r->gpus && o->gpus != r->dp * mp)
+            return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus,
+                             r->dp, o->tp, o->pp);
+        if (r->dp * mp > 64)
+            return cli_usage("train", "--dp %d x --tp %d x --pp %d is %d GPUs, more than 64", r->dp,
+                             o->tp, o->pp, r->dp * mp);
+        o->gpus = r->dp * mp;
+    } else if (!r->gpus) {
         if (mp > 64)
             return cli_usage("train", "--tp %d x --pp %d is %d GPUs, more than 64", o->tp, o->pp,
                              mp);
@@ -1010,38 +1090,44 @@ static int train_main(int argc, char **argv)
     }
     if (o->sp && o->tp == 1)
         return cli_usage("train", "--sequence-parallel goes with --tp 2 or more");
-    if (r.chunks_given && o->schedule != SCHED_INTERLEAVED)
+    if (r->chunks && o->schedule != SCHED_INTERLEAVED)
         return cli_usage("train", "--chunks goes with --schedule interleaved");
     if (o->pp == 1 && o->micro_batches > 1 && o->schedule != SCHED_1F1B)
         return cli_usage("train",
                          "--schedule %s needs --pp > 1: one stage runs its micro-batches one "
                          "after the other (forward, backward), adding up their gradients",
                          sched_name(o->schedule));
-    if ((rc = train_opts_check(o, &e)))
-        return cli_fail(&e);
-    struct run_config rcfg = {0};
-    rcfg.o = *o;
-    if ((rc = calcargs_cluster(r.cluster, NULL, &rcfg.spec, &e)) != 0) {
+    if (train_opts_check(o, &e))
+        return opts_fail(&opts_train, &e);
+    return 0;
+}
+
+/* The simulated cluster (--cluster, --nodes) and what the run needs from this host, checked
+ * before anything is allocated: each GPU's model buffers (exactly, for its share of the batch)
+ * and, at most, the fp32 copies of its weights, gradients, master weights and Adam's moments.
+ * Whether it fits a simulated GPU is the ledger's call, when the buffers are allocated: out of
+ * memory, exit 1. 0, or the exit status. */
+static int configure_host(const struct args *r, struct run_config *rcfg)
+{
+    const struct train_opts *o = &r->o;
+    struct error e = {0};
+    rcfg->o = *o;
+    if (calcargs_cluster(r->cluster, NULL, &rcfg->spec, &e) != 0) {
         error_prefix(&e, "--cluster");
         return cli_fail(&e);
     }
-    if (r.nodes) { /* the GPUs split evenly over that many nodes */
+    if (r->nodes) { /* the GPUs split evenly over that many nodes */
         long long nodes;
-        if (units_parse_int(r.nodes, 1, 64, &nodes, &e)) {
+        if (units_parse_int(r->nodes, 1, 64, &nodes, &e)) {
             error_prefix(&e, "--nodes");
             return cli_fail(&e);
         }
         if (o->gpus % nodes != 0)
             return cli_usage("train", "--nodes %lld: %d GPUs do not split evenly over %lld nodes",
                              nodes, o->gpus, nodes);
-        rcfg.spec.gpus_per_node = o->gpus / (int)nodes;
-        rcfg.spec.nodes = (int)nodes;
+        rcfg->spec.gpus_per_node = o->gpus / (int)nodes;
+        rcfg->spec.nodes = (int)nodes;
     }
-
-    /* What the run needs from this host, checked before anything is allocated: each GPU's
-     * model buffers (exactly, for its share of the batch) and, at most, the fp32 copies of
-     * its weights, gradients, master weights and Adam's moments. Whether it fits a simulated
-     * GPU is the ledger's call, when the buffers are allocated: out of memory, exit 1. */
     char a[32], b[32];
     double need = (double)o->gpus * ((double)gpt_estimate_bytes(&o->shape, o->batch / o->gpus,
                                                                 o->precision, &o->ckpt, &e) +
@@ -1053,61 +1139,48 @@ static int train_main(int argc, char **argv)
                          "this host's %s",
                          o->batch, o->gpus, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
                          units_format_bytes(b, sizeof b, host, UNITS_BINARY));
-    if (r.dump && (rc = dump_check(r.dump, &e)))
+    if (r->dump && dump_check(r->dump, &e))
         return cli_fail(&e);
-    rcfg.keep_first_step = r.dump != NULL;
-    struct evlog log = {0};
-    if (r.trace) {
-        if ((rc = trace_setup(&r, &rcfg, &log)))
-            return rc;
-        rcfg.on_event = on_event;
-        rcfg.event_ctx = &log;
-    }
+    rcfg->keep_first_step = r->dump != NULL;
+    return 0;
+}
 
-    struct summary sum = {0};
-    sum.layers = o->shape.layers;
-    struct gpt_config *c = &o->shape;
-    struct prediction pred = {0};
-    predict(&r, &rcfg.spec, &pred);
-    {
-        /* matmul FLOPs of the global batch, as the model counts them */
-        struct gpt_flops fl = gpt_step_flops(c, o->batch, &o->ckpt);
-        sum.recompute = fl.recompute;
-        sum.flops = fl.forward + fl.backward + fl.recompute;
-        sum.overhead = 100.0 * fl.recompute / (fl.forward + fl.backward);
-        sum.predicted = pred.ok ? pred.m.activations : NAN;
-    }
-    struct run *run = NULL;
-    if ((rc = run_new(&run, &rcfg, &e))) {
-        free(log.ev);
-        sched_free(&pred.sched);
-        return cli_fail(&e);
-    }
-    if (!r.json) {
-        char pc[32];
-        printf("model %s: %s parameters, d_model %d, %d layers, %d heads, ffn %d, vocab %d, "
-               "seq %d\n",
-               r.shape.name, units_format_grouped(pc, sizeof pc, gpt_param_count(c)), c->d,
-               c->layers, c->heads, c->ffn, c->vocab, c->seq);
-        printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, ",
-               fp_info(o->precision)->name,
-               o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
-               : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
-                                                  : "none",
-               o->ckpt.name[0] ? o->ckpt.name : "none", o->batch, c->seq, o->lr);
-        if (o->gpus == 1)
-            printf("one simulated %s GPU\n", rcfg.spec.name);
-        else
-            printf("%d simulated %s GPUs, %s (%d sequences each)\n", o->gpus, rcfg.spec.name,
-                   o->zero ? (o->zero == 3   ? "ZeRO-3 (FSDP)"
-                              : o->zero == 2 ? "ZeRO-2"
-                                             : "ZeRO-1")
-                           : "DDP",
-                   o->batch / o->gpus);
-        fflush(stdout);
-    }
-    bool progress = !r.json && isatty(2);
-    rc = run_start(run, &e);
+/* The run's settings, before its steps (text only). */
+static void print_header(const struct args *r, const struct cluster_spec *spec)
+{
+    const struct train_opts *o = &r->o;
+    const struct gpt_config *c = &o->shape;
+    char pc[32];
+    printf("model %s: %s parameters, d_model %d, %d layers, %d heads, ffn %d, vocab %d, "
+           "seq %d\n",
+           r->shape.name, units_format_grouped(pc, sizeof pc, gpt_param_count(c)), c->d, c->layers,
+           c->heads, c->ffn, c->vocab, c->seq);
+    printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, ",
+           fp_info(o->precision)->name,
+           o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
+           : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
+                                              : "none",
+           o->ckpt.name[0] ? o->ckpt.name : "none", o->batch, c->seq, o->lr);
+    if (o->gpus == 1)
+        printf("one simulated %s GPU\n", spec->name);
+    else
+        printf("%d simulated %s GPUs, %s (%d sequences each)\n", o->gpus, spec->name,
+               o->zero ? (o->zero == 3   ? "ZeRO-3 (FSDP)"
+                          : o->zero == 2 ? "ZeRO-2"
+                                         : "ZeRO-1")
+                       : "DDP",
+               o->batch / o->gpus);
+    fflush(stdout);
+}
+
+/* The steps as they come: each into the summary and printed (text: the first, every 20th of
+ * the run, the last and the eventful ones; JSON: every one), step 1 dumped with --dump, the
+ * progress on a terminal. 0, or the error that stopped the run (in e). */
+static int run_steps(const struct args *r, struct run *run, struct summary *sum, struct error *e)
+{
+    const struct train_opts *o = &r->o;
+    bool progress = !r->json && isatty(2);
+    int rc = run_start(run, e);
     long every = o->steps / 20 > 0 ? o->steps / 20 : 1;
     int nlast = o->steps < 10 ? (int)o->steps : 10;
     double lastsum = 0, t0 = clock_now(), tprog = t0;
@@ -1117,22 +1190,22 @@ static int train_main(int argc, char **argv)
     struct error derr = {0};
     while (!rc && run_next(run, &rs, 3600) == 1) {
         long i = rs.s.step;
-        if (!floor_said && !r.json) {
+        if (!floor_said && !r->json) {
             printf("loss floor (entropy rate of the data): %.4f nats\n", run_loss_floor(run));
             floor_said = true;
         }
-        if (i == 1 && r.dump && !derr.code && dump_write(&r, run, &derr)) {
+        if (i == 1 && r->dump && !derr.code && dump_write(r, run, &derr)) {
             run_stop(run);
             break;
         }
-        account(&sum, &r, &rs, i);
+        account(sum, r, &rs, i);
         if (i > o->steps - nlast && isfinite(rs.s.loss))
             lastsum += rs.s.loss, lastn++;
         const struct train_step *s = &rs.s;
-        if (r.json && !r.summary_only)
+        if (r->json && !r->summary_only)
             step_json(&rs);
-        else if (!r.json && (i == 1 || i % every == 0 || i == o->steps || s->skipped ||
-                             s->overflow || s->spike || s->nonfinite[0]))
+        else if (!r->json && (i == 1 || i % every == 0 || i == o->steps || s->skipped ||
+                              s->overflow || s->spike || s->nonfinite[0]))
             step_text(&rs);
         if (progress && clock_now() - tprog > 0.2) {
             double el = clock_now() - t0, rate = (double)i / el;
@@ -1142,45 +1215,96 @@ static int train_main(int argc, char **argv)
                     s->loss, rate, left);
             tprog = clock_now();
         }
-        if (!r.json)
+        if (!r->json)
             fflush(stdout);
     }
     if (progress)
         fprintf(stderr, "\r%*s\r", 70, "");
     if (!rc)
-        rc = run_finish(run, &e);
+        rc = run_finish(run, e);
     if (!rc && derr.code) {
-        e = derr;
+        *e = derr;
         rc = derr.code;
     }
-    sum.floor = run_loss_floor(run);
-    sum.seconds = run_wall_s(run) > 0 ? run_wall_s(run) : clock_now() - t0;
-    sum.final_loss = lastn ? lastsum / lastn : NAN;
-    sum.tokens_per_s = (double)sum.steps * o->batch * o->shape.seq / sum.seconds;
-    sum.nlast = nlast;
-    sum.sim_seconds = sum.sim_step;
-    if (sum.steps > 0)
-        sum.sim_step /= (double)sum.steps, sum.exposed /= (double)sum.steps;
-    if (r.trace) { /* a failed run's trace too: it shows where it stopped */
-        struct error te = {0};
-        int trc = 0;
-        if (log.lost)
-            trc = error_set(&te, ERR_RUN,
-                            "%zu events did not fit in the buffer sized for the run; no trace "
-                            "written",
-                            log.lost);
-        else {
-            event_sort(log.ev, log.n);
-            trc = trace_write_chrome(r.trace, log.ev, log.n, o->gpus, &te);
-        }
-        free(log.ev);
-        pthread_mutex_destroy(&log.mu);
-        if (trc && !rc) {
-            error_prefix(&te, "--trace");
-            e = te;
-            rc = trc;
-        }
+    sum->floor = run_loss_floor(run);
+    sum->seconds = run_wall_s(run) > 0 ? run_wall_s(run) : clock_now() - t0;
+    sum->final_loss = lastn ? lastsum / lastn : NAN;
+    sum->tokens_per_s = (double)sum->steps * o->batch * o->shape.seq / sum->seconds;
+    sum->nlast = nlast;
+    sum->sim_seconds = sum->sim_step;
+    if (sum->steps > 0)
+        sum->sim_step /= (double)sum->steps, sum->exposed /= (double)sum->steps;
+    return rc;
+}
+
+/* --trace: the events written, a failed run's too (it shows where it stopped); 0, or the
+ * error in e. */
+static int trace_finish(const struct args *r, struct evlog *log, struct error *e)
+{
+    int trc = 0;
+    if (log->lost)
+        trc = error_set(e, ERR_RUN,
+                        "%zu events did not fit in the buffer sized for the run; no trace "
+                        "written",
+                        log->lost);
+    else {
+        event_sort(log->ev, log->n);
+        trc = trace_write_chrome(r->trace, log->ev, log->n, r->o.gpus, e);
     }
+    free(log->ev);
+    pthread_mutex_destroy(&log->mu);
+    if (trc)
+        error_prefix(e, "--trace");
+    return trc;
+}
+
+/* What the run's FLOPs and the calculator say before it starts. */
+static void summary_start(const struct args *r, const struct prediction *pred, struct summary *sum)
+{
+    const struct train_opts *o = &r->o;
+    /* matmul FLOPs of the global batch, as the model counts them */
+    struct gpt_flops fl = gpt_step_flops(&o->shape, o->batch, &o->ckpt);
+    sum->layers = o->shape.layers;
+    sum->recompute = fl.recompute;
+    sum->flops = fl.forward + fl.backward + fl.recompute;
+    sum->overhead = 100.0 * fl.recompute / (fl.forward + fl.backward);
+    sum->predicted = pred->ok ? pred->m.activations : NAN;
+}
+
+static int train_main(int argc, char **argv)
+{
+    static struct args r; /* large; one per process */
+    memset(&r, 0, sizeof r);
+    struct run_config rcfg = {0};
+    struct error e = {0};
+    int rc;
+    if ((rc = configure(argc, argv, &r)) || (rc = configure_layout(&r)) ||
+        (rc = configure_host(&r, &rcfg)))
+        return rc;
+    struct evlog log = {0};
+    if (r.trace) {
+        if ((rc = trace_setup(&r, &rcfg, &log)))
+            return rc;
+        rcfg.on_event = on_event;
+        rcfg.event_ctx = &log;
+    }
+    struct summary sum = {0};
+    static struct prediction pred;
+    memset(&pred, 0, sizeof pred);
+    predict(&r, &rcfg.spec, &pred);
+    summary_start(&r, &pred, &sum);
+    struct run *run = NULL;
+    if ((rc = run_new(&run, &rcfg, &e))) {
+        free(log.ev);
+        sched_free(&pred.sched);
+        return cli_fail(&e);
+    }
+    if (!r.json)
+        print_header(&r, &rcfg.spec);
+    rc = run_steps(&r, run, &sum, &e);
+    struct error te = {0};
+    if (r.trace && trace_finish(&r, &log, &te) && !rc)
+        e = te, rc = te.code;
     if (rc) {
         run_free(run);
         sched_free(&pred.sched);
@@ -1206,90 +1330,10 @@ const struct command cmd_train = {
     "or on N of them with data parallelism (DDP or ZeRO stages 1 to 3), tensor parallelism\n"
     "(with sequence parallelism) and pipeline stages, combined in 3D.\n"
     "\n"
-    "  --model NAME|FILE     a swiglu preset or INI file (default tiny)\n"
-    "  --steps K             steps to run (default 300)\n"
-    "  --batch B             sequences per step (default 16)\n"
-    "  --seed S              seeds the weights and the data (default 1); same seed, same run\n"
-    "  --lr LR               AdamW learning rate (default 0.003)\n"
-    "  --betas B1,B2         (default 0.9,0.999)   --wd WD (default 0.01)   --eps E (1e-8)\n"
-    "  --precision P         fp32, bf16 or fp16 (default fp32)\n"
-    "  --loss-scale S        dynamic (PyTorch's GradScaler: halves and skips the step on an\n"
-    "                        inf/NaN gradient, doubles after --growth-interval clean steps),\n"
-    "                        a fixed VALUE (Megatron's constant scaler: never changes, still\n"
-    "                        skips inf/NaN steps) or none (no scaler, as plain PyTorch: an\n"
-    "                        inf/NaN step is applied, the weights turn NaN, and the run stops\n"
-    "                        with exit 1 at the first NaN loss, naming the step and tensor\n"
-    "                        that caused it). Default: dynamic for fp16, none otherwise\n"
-    "  --init-scale S        the dynamic scale's start (default 65536)\n"
-    "  --growth-interval N   clean steps before the scale doubles (default 2000)\n"
-    "  --hysteresis N        overflowing steps before it halves (default 1, PyTorch's)\n"
-    "  --clip MAX            clip the global gradient norm to MAX\n"
-    "  --spike-z Z           a loss more than Z standard deviations above the mean of the\n"
-    "                        last N losses (itself included, as llm.c does) is a spike\n"
-    "                        (default 5); --spike-window N (default 64; z <= sqrt(N - 1))\n"
-    "  --skip-spikes         skip the update of a spiking step\n"
-    "  --inject WHAT@STEP    nan@STEP (a NaN in the middle layer's attention scores), inf@STEP\n"
-    "                        (an inf in the last layer's MLP gradient), spike@STEP[:FACTOR]\n"
-    "                        (a bad batch: the logits times FACTOR, default 10); repeatable\n"
-    "  --checkpoint POLICY   none, full, every:K, sqrt or selective (default none)\n"
-    "  --json                one JSON object per step, then {\"summary\": {...}}\n"
-    "  --summary             with --json, only the summary object (one JSON document)\n"
-    "  --cluster NAME|FILE   the simulated GPU's preset (default h100-80gb): its memory and\n"
-    "                        peak FLOP/s set the ledger's capacity and the simulated time\n"
-    "  --trace FILE          Chrome trace-event JSON of the run (Perfetto): compute per\n"
-    "                        layer, memory (total and live activations), steps, non-finite\n"
-    "                        values, in simulated time. Complete: its events are counted from\n"
-    "                        the run's shape before it starts; a run of more than 2,000,000\n"
-    "                        events is refused (exit 2): tiny traces 34,000 to 47,000 steps\n"
-    "  --dump DIR            write model.ini, params.f32, tokens.i32, targets.i32, loss.txt and\n"
-    "                        grads.f32 of step 1 (little-endian; gradients of the mean loss,\n"
-    "                        unscaled and before clipping, gathered from every GPU) to check\n"
-    "                        against PyTorch\n"
-    "\n"
-    "Data parallelism (par/dp.h):\n"
-    "  --gpus N              N simulated GPUs, 1 to 64 (default 1); each takes batch / N\n"
-    "                        sequences of the global batch a one-GPU run draws, so the run\n"
-    "                        computes the same training (the loss is the global batch's mean)\n"
-    "  --zero S              0 DDP (default): full replicas, gradients all-reduced by buckets as\n"
-    "                        they complete; 1: optimizer state and master weights sharded,\n"
-    "                        gradients reduce-scattered, updated weights all-gathered; 2: the\n"
-    "                        gradients sharded too; 3 (FSDP): the weights too, each layer\n"
-    "                        gathered before its forward and again before its backward\n"
-    "  --bucket SIZE         a gradient bucket (default 25MiB, PyTorch DDP's)\n"
-    "  --prefetch 0|1        ZeRO-3 gathers the next layer while one computes (default 1)\n"
-    "  --grad-accum fp32     bf16/fp16: 4-byte gradients (18 bytes per parameter)\n"
-    "  --nodes K             the GPUs split evenly over K nodes (inter-node links between them)\n"
-    "Tensor parallelism (model/gpt.h's parts, Megatron-LM's split):\n"
-    "  --tp T                each layer over T GPUs (default 1): heads / T of the attention,\n"
-    "                        ffn / T of the MLP, vocab / T rows of the tied embedding; the\n"
-    "                        row-parallel outputs and the column-parallel inputs' gradients are\n"
-    "                        all-reduced, and the cross-entropy reduces the row maximum, the\n"
-    "                        sum of exponentials and the target's logit, so no GPU holds the\n"
-    "                        whole logits. T must divide the heads, the FFN width and the\n"
-    "                        vocabulary. GPU r is tensor rank r %% T, then data rank, then stage\n"
-    "  --sequence-parallel   with --tp: the norms and residual adds on a T-th of the tokens;\n"
-    "                        all-reduces become reduce-scatters and all-gathers\n"
-    "Pipeline parallelism (par/pp.h):\n"
-    "  --pp P                P stages (default 1), dividing the layers: the first also holds the\n"
-    "                        embedding, the last the final norm and a copy of the tied\n"
-    "                        embedding, whose gradients the two ends sum once per step\n"
-    "  --dp D                data-parallel copies (the run has D x T x P GPUs; or give\n"
-    "                        --gpus N, N = D x T x P); GPU r is stage r / (D T)\n"
-    "  --micro-batches M     the batch share of each data-parallel rank runs as M micro-batches\n"
-    "                        (default 1), gradients added up over them; with --pp 1 this is\n"
-    "                        gradient accumulation\n"
-    "  --schedule S          gpipe, 1f1b (default) or interleaved (Megatron-LM's: M a multiple\n"
-    "                        of P, --dp 1): each stage runs its forward and backward passes in\n"
-    "                        the order 'scalelab pipeline --schedule S' draws; activations go\n"
-    "                        forward and their gradients back by sends\n"
-    "  --chunks V            interleaved: V model chunks per stage (default 2), P x V dividing\n"
-    "                        the layers; stage s holds virtual stages s, P + s, 2P + s, ...\n"
     "ZeRO 2 and 3 keep a shard of the gradients only, so with micro-batches they would reduce\n"
     "each micro-batch's: the thread-GPUs run ZeRO 0 and 1 with micro-batches and stages.\n"
-    "  --fail GPU@STEP       that GPU fails in that step's gradient sync: the run ends (exit 1)\n"
-    "  --inject WHAT@STEP:gpu=G  an injection on GPU G (default 0); the GPUs agree on inf/NaN,\n"
-    "                        so all of them skip the step and back the scale off together\n"
-    "The flat buffers are padded to a multiple of N elements, so every shard is ceil(params/N).\n"
+    "On N GPUs the flat buffers are padded to a multiple of N elements, so every shard is\n"
+    "ceil(params/N).\n"
     "summary gives each GPU's ledger peaks (weights, gradients, master weights, optimizer,\n"
     "activations, communication; the CPU's fp32 workspace apart) and bytes sent per step beside\n"
     "the calculator's prediction for the same layout (memory --json's names), and\n"

@@ -233,6 +233,39 @@ int opts_parse(const struct opts_spec *s, int argc, char **argv, void *values)
     return 0;
 }
 
+/* The option of s named by the word at w (ended by a space and a digit), or NULL. */
+static const char *option_word(const struct opts_spec *s, const char *w)
+{
+    for (const struct opt_entry *o = s->table; o->opt.name; o++) {
+        size_t n = strlen(o->opt.name);
+        if (o->opt.has_arg && !strncmp(w, o->opt.name, n) && w[n] == ' ' &&
+            isdigit((unsigned char)w[n + 1]))
+            return o->opt.name;
+    }
+    return NULL;
+}
+
+void opts_flag_words(const struct opts_spec *s, struct error *e)
+{
+    char out[ERROR_MAX];
+    size_t n = 0;
+    for (const char *p = e->msg; *p && n + 3 < sizeof out; p++) {
+        bool start = p == e->msg || !(isalnum((unsigned char)p[-1]) || p[-1] == '-' ||
+                                      p[-1] == '_' || p[-1] == '\'' || p[-1] == '.');
+        if (start && option_word(s, p))
+            out[n++] = '-', out[n++] = '-';
+        out[n++] = *p;
+    }
+    out[n] = '\0';
+    snprintf(e->msg, sizeof e->msg, "%s", out);
+}
+
+int opts_fail(const struct opts_spec *s, struct error *e)
+{
+    opts_flag_words(s, e);
+    return cli_fail(e);
+}
+
 /* "--stages P" or "LESSON": the left column of an option's help. */
 static int usage_name(char *buf, size_t n, const struct opt_entry *o, bool positional)
 {

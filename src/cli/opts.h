@@ -8,8 +8,8 @@
  * name, the parser that reads the value into a field of the command's own struct, and its
  * help line. opts_parse reads the command line with that table (refusing an option given
  * twice and options that exclude each other), and command_help prints the table as the
- * options part of "scalelab help CMD". DESIGN.md ("Adding an option") shows a conversion.
- * (Commands not yet converted call opts_next in their own loop over the same table.) */
+ * options part of "scalelab help CMD". DESIGN.md ("Options are a table") shows how to add
+ * one. */
 #ifndef SCALELAB_CLI_OPTS_H
 #define SCALELAB_CLI_OPTS_H
 
@@ -100,6 +100,13 @@ int opts_one(const struct opt_entry *o, const char *arg, void *field, struct err
  * ("scalelab: CMD: ...; see 'scalelab help CMD'"), and the exit status returned (2 for bad
  * usage). 0 when all was read. */
 int opts_parse(const struct opts_spec *s, int argc, char **argv, void *values);
+
+/* An engine's error in the command's words: each word of e's message that names one of the
+ * command's options and is followed by a value ("tp 3 does not divide ...") gets its "--"
+ * ("--tp 3 does not divide ..."); engines (calc/, par/) name their fields, only cli/ writes
+ * option names. Then cli_fail: the message on stderr, the exit status returned. */
+int opts_fail(const struct opts_spec *s, struct error *e);
+void opts_flag_words(const struct opts_spec *s, struct error *e);
 
 /* The options part of the help: a line per option ("  --stages P   pipeline stages..."),
  * the help aligned in one column, after the positional argument's line. */

@@ -27,10 +27,12 @@ const struct command *const commands[] = {
 };
 
 /* A command whose options are a table (cli/opts.h) puts it here too: its help ends with it. */
-extern const struct opts_spec opts_formats, opts_pipeline, opts_run, opts_progress;
+extern const struct opts_spec opts_formats, opts_pipeline, opts_run, opts_progress, opts_memory,
+    opts_plan, opts_collective, opts_bench, opts_train;
 
 const struct opts_spec *const command_opts[] = {
-    &opts_formats, &opts_pipeline, &opts_run, &opts_progress, NULL,
+    &opts_formats, &opts_pipeline,   &opts_run,   &opts_progress, &opts_memory,
+    &opts_plan,    &opts_collective, &opts_bench, &opts_train,    NULL,
 };
 
 const struct bench_case *const bench_cases[] = {

@@ -21,7 +21,7 @@ check_json 'all("reason" in r for r in d["rejected"])' "rejected layouts carry a
 check_json 'not any(l["dp"] == 8 and l["zero"] == 0 for l in d["layouts"])' "plain DDP of the 7B never fits 80 GiB"
 
 run plan --nodes 6 --json --top 0
-check_json 'any("--tp 3 does not divide the 32 attention heads" in r["reason"] for r in d["rejected"])' "48 GPUs: tp 3 rejected for the heads"
+check_json 'any("tp 3 does not divide the 32 attention heads" in r["reason"] for r in d["rejected"])' "48 GPUs: tp 3 rejected for the heads"
 
 run plan --model gpt3-175b --nodes 512 --global-batch 1536 --json
 check_status 0 "GPT-3 on 4096 GPUs"

@@ -329,6 +329,18 @@ START_TEST(opts_table)
 }
 END_TEST
 
+/* An engine's message in a command's words: a word naming one of its options and followed by
+ * a value gets its "--"; other words, flags already written and names without a value stay. */
+START_TEST(opts_flag_words_names_options)
+{
+    struct opts_spec spec = {"t", table_opts, NULL, NULL};
+    struct error e = {0};
+    error_set(&e, ERR_INVAL, "n 9: more than name 2 (n, flag 1, --n 3, nn 4, an 5, name x)");
+    opts_flag_words(&spec, &e);
+    ck_assert_str_eq(e.msg, "--n 9: more than --name 2 (n, flag 1, --n 3, nn 4, an 5, name x)");
+}
+END_TEST
+
 /* The JSON policy: non-finite numbers as strings, whole numbers exact, the two precisions. */
 START_TEST(json_policy)
 {
@@ -345,9 +357,12 @@ START_TEST(json_policy)
     FILE *f = open_memstream(&text, &len);
     ck_assert_ptr_nonnull(f);
     json_incref(doc);
+    json_incref(doc);
     ck_assert_int_eq(json_write(f, doc, JSON_EXACT), 0);
     fputc('|', f);
     json_write(f, doc, JSON_FIGURES);
+    fputc('|', f);
+    ck_assert_int_eq(json_write_line(f, doc, JSON_FIGURES), 0);
     fputc('|', f);
     json_put_num(f, -INFINITY, JSON_EXACT);
     fputc(' ', f);
@@ -357,7 +372,9 @@ START_TEST(json_policy)
                            "  \"c\": 1000000000000000,\n  \"d\": 1.0000000000000001e300,\n"
                            "  \"e\": \"nan\"\n}\n|"
                            "{\n  \"a\": \"inf\",\n  \"b\": 0.1,\n  \"c\": 1000000000000000,\n"
-                           "  \"d\": 1e300,\n  \"e\": \"nan\"\n}\n|\"-inf\" 0.3333333333");
+                           "  \"d\": 1e300,\n  \"e\": \"nan\"\n}\n|"
+                           "{\"a\":\"inf\",\"b\":0.1,\"c\":1000000000000000,\"d\":1e300,"
+                           "\"e\":\"nan\"}\n|\"-inf\" 0.3333333333");
     free(text);
 }
 END_TEST
@@ -377,6 +394,7 @@ int main(void)
     tcase_add_test(tc, parse_edges);
     tcase_add_test(tc, opts_once);
     tcase_add_test(tc, opts_table);
+    tcase_add_test(tc, opts_flag_words_names_options);
     tcase_add_test(tc, json_policy);
     suite_add_tcase(s, tc);
     return harness_run(s);
