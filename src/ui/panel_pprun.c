@@ -1012,6 +1012,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
      * tensor-parallel group */
     static const char *const kind_name[] = {"pp B/step", "dp B/step", "tp B/step"};
     static const enum comm_kind order[] = {COMM_PP, COMM_TP, COMM_DP};
+    int bw = W < 60 ? 7 : W >= 20 + 12 * pp ? 11 : 9; /* a figure's cells */
     for (int i = 0; i < 3 && y < H; i++) {
         enum comm_kind kind = order[i];
         if (kind == COMM_TP && !tp1)
@@ -1021,7 +1022,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
             double v = p->shown     ? (double)sent_of(&p->last, st * p->cols, kind)
                        : p->pred_ok ? predicted_sent(&p->stage_t[st], kind)
                                     : 0;
-            runfeed_bytes(b1, sizeof b1, v, W >= 60 ? 9 : 7);
+            runfeed_bytes(b1, sizeof b1, v, bw);
             x = canvas_printf(c, y, x, ROLE_TEXT, " %s", b1);
         }
         if (p->shown && p->pred_ok) {
