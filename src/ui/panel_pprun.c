@@ -1053,9 +1053,11 @@ static const struct panel_key pprun_keys[] = {
 const struct panel_ops panel_pprun = {
     .name = "pprun",
     .title = "Pipeline parallelism, running",
-    .about = "A real pipeline-parallel run of the tiny GPT on thread-GPUs: each GPU's memory "
-             "from its own ledger (a row per stage, a column per data-parallel rank), the "
-             "Gantt chart drawn from the operations as the stages run them, the bubble "
+    .about = "A real pipeline-, tensor- and data-parallel run of the tiny GPT on "
+             "thread-GPUs: each GPU's memory from its own ledger (a row per stage, a column per "
+             "GPU of the stage, data-parallel then tensor-parallel rank), the tensor-parallel "
+             "groups flashing while they all-reduce, the Gantt chart drawn from the operations "
+             "as the stages run them (the interleaved schedule's chunks too), the bubble "
              "measured beside the calculator's formula, the micro-batches each stage holds and "
              "the bytes each sends, beside the calculator's.",
     .init = pprun_init,
