@@ -1,12 +1,14 @@
 /* Lesson 4's pipeline Gantt chart as data (src/ui/ppgantt.h): built from a real run's
  * EV_PIPE_OP events it holds the operations each stage ran, in the schedule's order, with the
  * micro-batches held at once the schedule says, and the times the run itself recorded; retimed
- * with free sends, the schedule's own timeline gives back the calculator's bubble. */
+ * with free sends, the schedule's own timeline gives back the calculator's bubble. And the
+ * paced run the panel settles on: every GPU at its first gate, its buffers allocated. */
 #include "config.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/error.h"
 #include "calc/preset.h"
@@ -194,6 +196,74 @@ START_TEST(chart_from_a_runs_events_is_the_schedule)
 }
 END_TEST
 
+/* Memory events of every GPU, counted as they come. */
+struct mem_count {
+    pthread_mutex_t mu;
+    long n;
+};
+
+static void count_memory(void *ctx, const struct event *ev)
+{
+    struct mem_count *c = ctx;
+    if (ev->type != EV_MEMORY)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->n++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static long memory_events(struct mem_count *c)
+{
+    pthread_mutex_lock(&c->mu);
+    long n = c->n;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+/* A paced run's GPUs build their trainers and then all wait at step 1's gate (run_waiting),
+ * which is how the panel knows the setup's buffers are all in: none comes while they wait,
+ * and none of them starts a step until the run allows it. */
+START_TEST(a_paced_run_waits_with_its_buffers_allocated)
+{
+    struct run_config cfg = {0};
+    struct error e = {0};
+    struct model_shape m;
+    ck_assert_int_eq(preset_load_model("tiny", &m, &e), 0);
+    train_opts_default(&cfg.o);
+    cfg.o.shape = (struct gpt_config){m.vocab, m.d_model, m.layers, m.heads, m.ffn, m.seq};
+    cfg.o.batch = 8;
+    cfg.o.steps = 3;
+    cfg.o.pp = 2, cfg.o.tp = 2, cfg.o.gpus = 4, cfg.o.micro_batches = 4;
+    cfg.o.schedule = SCHED_INTERLEAVED, cfg.o.chunks = 2;
+    spec_default(&cfg.spec);
+    cfg.paced = true;
+    struct mem_count c = {.n = 0};
+    pthread_mutex_init(&c.mu, NULL);
+    cfg.on_event = count_memory;
+    cfg.event_ctx = &c;
+    struct run *r = NULL;
+    ck_assert_int_eq(run_new(&r, &cfg, &e), 0);
+    ck_assert_int_eq(run_start(r, &e), 0);
+    /* a deadline of 60 s for the sanitizer builds; the test asserts no time */
+    struct run_step rs;
+    for (int i = 0; i < 60000 && run_waiting(r) < 4; i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    ck_assert_int_eq(run_waiting(r), 4);
+    long setup = memory_events(&c);
+    ck_assert_int_gt(setup, 4 * 10);            /* each GPU's model, optimizer, pipeline buffers */
+    ck_assert_int_eq(run_next(r, &rs, 0.2), 0); /* no step without the pace */
+    ck_assert_int_eq(memory_events(&c), setup); /* and no buffer while they wait */
+    run_allow(r, 1);
+    ck_assert_int_eq(run_next(r, &rs, 60), 1);
+    ck_assert_int_eq(rs.s.step, 1);
+    ck_assert_int_gt(memory_events(&c), setup); /* the step's activations came and went */
+    run_free(r);
+    pthread_mutex_destroy(&c.mu);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ppgantt");
@@ -202,6 +272,7 @@ int main(void)
     tcase_add_test(tc, free_sends_give_the_schedules_bubble);
     tcase_add_test(tc, another_order_is_seen);
     tcase_add_test(tc, chart_from_a_runs_events_is_the_schedule);
+    tcase_add_test(tc, a_paced_run_waits_with_its_buffers_allocated);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }
