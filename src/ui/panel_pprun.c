@@ -939,10 +939,14 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
                           p->show_free ? ", sends free" : "");
     else
         x = canvas_text(c, y, 0, ROLE_TITLE, "the Gantt chart");
-    if (p->run_sched == SCHED_INTERLEAVED && x + 52 <= W)
+    bool il = p->run_sched == SCHED_INTERLEAVED;
+    if (il && x + 52 <= W)
         canvas_printf(c, y, x, ROLE_DIM, ": 0-%d A-%c forward, a-%c i-%c backward (chunk 0 1)",
                       p->s.m - 1, 'A' + p->s.m - 1, 'a' + p->s.m - 1, 'i' + p->s.m - 1);
-    else if (x + 40 <= W)
+    else if (il && x + 28 <= W)
+        canvas_printf(c, y, x, ROLE_DIM, ": 0-%d A-%c fwd, a-%c i-%c bwd", p->s.m - 1,
+                      'A' + p->s.m - 1, 'a' + p->s.m - 1, 'i' + p->s.m - 1);
+    else if (!il && x + 40 <= W)
         canvas_printf(c, y, x, ROLE_DIM, ": 0-%d forward, a-%c backward", p->s.m - 1,
                       'a' + p->s.m - 1);
     y++;
