@@ -115,11 +115,10 @@ struct pprun {
     bool order_ok;
     double fwd_s; /* a forward's mean compute time */
     bool show_free, said_verdict;
-    char note[120]; /* why a key did not do all it was asked (until the first step) */
+    char note[120]; /* why a key did not do all it was asked (until a step is replayed) */
     /* the tensor-parallel collectives: each group's (stage x dp + dprank) last send seen by
      * the replay ends at flash_end; it flashes while that is after the frame's start */
     double flash_end[MAX_GPUS], frame_t0;
-    long tp_sends; /* tensor-parallel sends replayed in the step */
 };
 
 static const char *const model_names[2] = {"tiny", "small"};
@@ -238,7 +237,6 @@ static void restart(struct pprun *p)
     p->run_sched = p->s.pp == 1 ? SCHED_1F1B : p->s.sched;
     memset(p->flash_end, 0, sizeof p->flash_end);
     p->frame_t0 = INFINITY;
-    p->tp_sends = 0;
     predict(p);
     if (p->err[0])
         return;
@@ -383,7 +381,6 @@ static bool start_replay(struct pprun *p, double wait_s)
     build_gantt(p);
     p->note[0] = 0; /* said until now */
     memset(p->flash_end, 0, sizeof p->flash_end);
-    p->tp_sends = 0;
     p->frac = 0, p->tc = p->feed.t0;
     p->replaying = true;
     return true;
@@ -407,7 +404,6 @@ static int advance(struct pprun *p, double steps)
                 comm_of(p, r->device, r->peer) == COMM_TP) {
                 double *end = &p->flash_end[r->device / p->s.tp];
                 *end = fmax(*end, r->t_end);
-                p->tp_sends++;
             }
         if (p->frac >= 1 - 1e-9) {
             finish_replay(p);
