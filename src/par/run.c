@@ -43,6 +43,7 @@ struct run {
     pthread_cond_t cv; /* any change below */
     /* the gate */
     long allowed, started_max, consumed;
+    int waiting; /* GPUs held at a step's gate */
     bool stop;
     struct command cmd[MAX_COMMANDS];
     int ncmd;
@@ -145,7 +146,7 @@ static void wait_for(struct run *r, double seconds)
  * then applies the commands due. false: the run stops here (every GPU at the same step). */
 static bool gate(struct run *r, struct device *d, struct trainer *t, long step, int *applied)
 {
-    bool go = true;
+    bool go = true, held = false;
     pthread_mutex_lock(&r->mu);
     for (;;) {
         if (dev_aborted(d)) {
@@ -160,8 +161,12 @@ static bool gate(struct run *r, struct device *d, struct trainer *t, long step, 
         bool near = step <= r->consumed + RUN_AHEAD;
         if (paced_ok && near)
             break;
+        if (!held)
+            r->waiting++, held = true;
         wait_for(r, 0.25);
     }
+    if (held)
+        r->waiting--;
     if (go) {
         if (step > r->started_max)
             r->started_max = step;
@@ -179,6 +184,14 @@ static bool gate(struct run *r, struct device *d, struct trainer *t, long step, 
     }
     pthread_mutex_unlock(&r->mu);
     return go;
+}
+
+int run_waiting(struct run *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int n = r->waiting;
+    pthread_mutex_unlock(&r->mu);
+    return n;
 }
 
 /* ------------------------------------------------------------------ the device */

@@ -90,6 +90,9 @@ int run_next(struct run *r, struct run_step *out, double timeout_s);
 
 /* A paced run may start steps up to `step`. */
 void run_allow(struct run *r, long step);
+/* GPUs waiting at a step's gate (for the pace or the reader): every GPU of a paced run not yet
+ * allowed its first step, once each has built its trainer and allocated its buffers. */
+int run_waiting(struct run *r);
 /* From the next step no GPU has started: an injection on a GPU, the clip (0: off), the lr. */
 void run_inject(struct run *r, enum train_inject_kind kind, double factor, int gpu);
 void run_set_clip(struct run *r, double clip);

@@ -55,11 +55,13 @@ bool ppg_same_order(const struct ppgantt *g, const struct sched *s)
     return true;
 }
 
-/* When stage st's forward (kind 'F') or backward of micro-batch k ended in out; -1: not yet. */
-static double ended(const struct ppgantt *out, const int *done, int st, char kind, int k)
+/* When stage st's forward (kind 'F') or backward of micro-batch k in chunk c ended in out;
+ * -1: not yet. */
+static double ended(const struct ppgantt *out, const int *done, int st, char kind, int k, int c)
 {
     for (int i = 0; i < done[st]; i++)
-        if (out->ops[st][i].kind == kind && out->ops[st][i].micro == k)
+        if (out->ops[st][i].kind == kind && out->ops[st][i].micro == k &&
+            out->ops[st][i].chunk == c)
             return out->ops[st][i].end_s;
     return -1;
 }
@@ -67,24 +69,34 @@ static double ended(const struct ppgantt *out, const int *done, int st, char kin
 bool ppg_retime(const struct ppgantt *g, struct ppgantt *out)
 {
     *out = *g;
-    int done[PPG_STAGES] = {0}, left = 0;
+    int done[PPG_STAGES] = {0}, left = 0, v = 1, last = g->stages - 1;
     double t0 = INFINITY;
     for (int s = 0; s < g->stages; s++) {
         left += g->n[s];
         if (g->n[s])
             t0 = fmin(t0, g->ops[s][0].start_s);
+        for (int i = 0; i < g->n[s]; i++)
+            v = g->ops[s][i].chunk + 1 > v ? g->ops[s][i].chunk + 1 : v;
     }
-    /* each pass runs, on every stage, the operations whose input is ready */
+    /* each pass runs, on every stage, the operations whose input is ready: chunk c of stage s
+     * is virtual stage c P + s (interleaved), whose forward input comes from the virtual stage
+     * before (the last stage's chunk c - 1 for the first stage) and backward input from the
+     * one after */
     for (bool moved = true; left > 0 && moved;) {
         moved = false;
         for (int s = 0; s < g->stages; s++)
             while (done[s] < g->n[s]) {
                 const struct pp_done *op = &g->ops[s][done[s]];
                 double ready = t0;
+                int c = op->chunk;
                 if (op->kind == 'F' && s > 0)
-                    ready = ended(out, done, s - 1, 'F', op->micro);
-                else if (op->kind == 'B' && s + 1 < g->stages)
-                    ready = ended(out, done, s + 1, 'B', op->micro);
+                    ready = ended(out, done, s - 1, 'F', op->micro, c);
+                else if (op->kind == 'F' && c > 0)
+                    ready = ended(out, done, last, 'F', op->micro, c - 1);
+                else if (op->kind == 'B' && s < last)
+                    ready = ended(out, done, s + 1, 'B', op->micro, c);
+                else if (op->kind == 'B' && c + 1 < v)
+                    ready = ended(out, done, 0, 'B', op->micro, c + 1);
                 if (ready < 0)
                     break;
                 double free = done[s] ? out->ops[s][done[s] - 1].end_s : t0;

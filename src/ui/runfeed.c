@@ -76,6 +76,7 @@ void runfeed_on_event(void *ctx, const struct event *ev)
                              .category = (short)ev->category,
                              .micro = (short)ev->micro,
                              .chunk = (short)ev->chunk,
+                             .peer = (short)ev->peer,
                              .type = (unsigned char)ev->type};
         if (ev->type == EV_PIPE_OP)
             r->kind = ev->name && !strcmp(ev->name, "backward") ? 'B' : 'F';

@@ -35,6 +35,7 @@ struct runrec {
     int64_t delta;
     const char *phase; /* EV_SEND: its phase (a static string), or NULL */
     short device, category, micro, chunk;
+    short peer; /* EV_SEND: the GPU it went to */
     unsigned char type;
     char kind; /* EV_PIPE_OP: 'F' (forward) or 'B' (backward) */
 };

@@ -5,7 +5,12 @@
 # calculator, the stages hold 2 1 micro-batches as the schedule says and send its bytes; keys
 # restart the run on other layouts (4 stages and 8 micro-batches: 4 3 2 1; GPipe: 8 each; two
 # data-parallel ranks: 8 GPUs); a small window without colour or UTF-8 still shows the chart;
-# q leaves the terminal as it was.
+# q leaves the terminal as it was. The step on tensor parallelism opens it on two
+# tensor-parallel GPUs: a column each, labelled, whose group flashes (marked '*' without
+# colour) while their all-reduces replay, and every GPU sends the calculator's tensor-parallel
+# bytes; t, e, d and s restart the run on other layouts (4 GPUs a group, sequence parallelism,
+# two data-parallel copies, the interleaved schedule with its chunks in the chart, dp forced to
+# 1), and a layout the interleaved schedule cannot run says why.
 . "$srcdir/tests/lib.sh"
 . "$srcdir/tests/tui/lib.sh"
 
@@ -107,5 +112,75 @@ else
 fi
 keys f
 wait_for ", sends free" "f: the chart with free sends"
+quit
+
+# the step on tensor parallelism: two tensor-parallel GPUs, without colour (the flashes marked)
+tpstep=$(grep '^@step' "$srcdir/lessons/04-scaling.lesson" | grep -n 'Measured: tensor' | cut -d: -f1)
+# the figures of a "tp B/step" line (after its label, before "(calc)" or "= calc")
+tpline() { printf '%s\n' "$screen" | grep -o 'tp B/step [0-9,. KM]*' | head -n 1 | sed 's/ *$//'; }
+start -x 120 -y 40 NO_COLOR=1 -- --ascii --lesson 4 --step "$tpstep"
+wait_for "tiny, pp 1 x dp 1 x tp 2, 1f1b, m 1, batch 16, fp32" "the step opens the run on two tensor-parallel GPUs"
+wait_for "buffers allocated" "before a step"
+check_contains "$screen" "   t0 " "the grid's columns are labelled by tensor-parallel rank"
+check_contains "$screen" "t1" "t1 beside it"
+check_contains "$screen" "s0  0 " "GPU 0 in stage 0's row"
+check_contains "$screen" "  1 " "and GPU 1 beside it"
+check_contains "$screen" "tp B/step 4,730,880 (calc)" \
+    "the calculator's tensor-parallel bytes: 18 all-reduces of s b h p and the loss's 3 numbers a token"
+keys ' '
+both=0
+i=0
+while [ $i -lt 200 ]; do
+    screen=$(capture)
+    case "$screen" in *"s0  0*"*" 1*"*) both=1 ;; esac
+    case "$screen" in *"step 2 "*) [ $both = 1 ] && break ;; esac
+    sleep 0.03
+    i=$((i + 1))
+done
+check_eq "$both" "1" "the tensor-parallel group flashes on both its GPUs while their all-reduces replay"
+keys ' ' n
+wait_for "tp B/step 4,730,880 = calc" "every GPU sent the calculator's tensor-parallel bytes, 4,730,880"
+wait_for "ledger = calc, all 2 GPUs" "and held the calculator's bytes"
+wait_for "loss" "n finishes the step being replayed"
+check_not_contains "$(printf '%s\n' "$screen" | grep 's0  0')" "*" "a step done: no flash"
+keys t
+wait_for "tiny, pp 1 x dp 1 x tp 4, 1f1b" "t: four tensor-parallel GPUs"
+check_contains "$screen" "t3" "a column for each"
+pred=$(tpline)
+keys n
+wait_screen "ledger = calc, all 4 GPUs" || keys n
+wait_for "ledger = calc, all 4 GPUs" "4 GPUs: every ledger equals the calculator"
+check_eq "$(tpline)" "$pred" "the measured tensor-parallel bytes are the calculator's"
+check_contains "$screen" "= calc" "and are said to be"
+keys e
+wait_for "tiny, pp 1 x dp 1 x tp 4 sp, 1f1b" "e: sequence parallelism"
+pred=$(tpline)
+keys n
+wait_screen "ledger = calc, all 4 GPUs" || keys n
+wait_for "ledger = calc, all 4 GPUs" "sequence parallelism: every ledger equals the calculator"
+check_eq "$(tpline)" "$pred" "sequence parallelism: the tensor-parallel bytes are the calculator's"
+keys p d
+wait_for "tiny, pp 2 x dp 2 x tp 4 sp, 1f1b" "p d: 2 stages of two data-parallel copies of 4 GPUs"
+check_contains "$screen" "d1t3" "columns labelled by data- and tensor-parallel rank"
+check_contains "$screen" "s1  8 " "stage 1's first GPU is GPU 8: rank = (stage x dp + dprank) x tp + tprank"
+check_contains "$screen" " 15 " "and its last GPU 15"
+keys s
+wait_for "interleaved skipped: m must be a multiple of pp 2" "s: one micro-batch cannot interleave 2 stages"
+keys m m s s
+wait_for "tiny, pp 2 x dp 1 x tp 4 sp, interleaved, m 4" "m m s s: the interleaved schedule, on one data-parallel copy"
+check_contains "$screen" "interleaved: dp forced to 1" "the panel says dp was forced to 1"
+keys n
+wait_screen "order ok" || keys n
+wait_for "held: 5 3 (schedule 5 3) order ok" "interleaved: the schedule's order, chunks included"
+wait_for "ledger = calc, all 8 GPUs" "interleaved: every ledger equals the calculator"
+row=$(printf '%s\n' "$screen" | grep -o "s0 [0-9A-Da-dijkl.]*" | sed -n 2p | cut -c4-)
+check_eq "$(printf '%s\n' "$row" | grep -o '[A-Dijkl]' | sort -u | tr -d '\n')" "ABCDijkl" \
+    "stage 0's row shows the second chunk's forwards (A-D) and backwards (i-l)"
+keys p
+wait_for "1f1b, not interleaved: pp 4 x 2 chunks does not divide 4 layers" \
+    "p: 4 stages cannot interleave 2 chunks of tiny's 4 layers, and the panel says why"
+keys s s
+wait_for "interleaved skipped: pp 4 x 2 chunks does not divide 4 layers" "s skips the interleaved schedule"
+check_contains "$screen" "tiny, pp 4 x dp 1 x tp 4 sp, gpipe" "and goes on to GPipe"
 quit
 done_testing

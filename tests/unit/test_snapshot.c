@@ -193,14 +193,20 @@ START_TEST(panel_pictures)
 END_TEST
 
 /* The run panels paused after their first steps: n until the panel shows step `steps` (a
- * step's record is waited for 2 s at most; the sanitizer builds may need a second n). */
+ * step's record is waited for 2 s at most; the sanitizer builds may need a second n). Some
+ * with settings first (name=value, as a lesson's @panel gives them), their pictures named by
+ * `tag`: lesson 4's run on tensor-parallel GPUs, with the interleaved schedule's two chunks,
+ * and on two data-parallel copies of a tensor-parallel pair (the grid's labels). */
 static const struct {
     const char *panel, *done; /* the panel; what its picture or latest event says at the end */
     int steps;
+    const char *tag, *set[4];
 } runs[] = {
-    {"training", "step 3 ", 3},
-    {"dprun", "every ledger = the calculator", 1},
-    {"pprun", "order ok", 1},
+    {"training", "step 3 ", 3, "", {NULL}},
+    {"dprun", "every ledger = the calculator", 1, "", {NULL}},
+    {"pprun", "order ok", 1, "", {NULL}},
+    {"pprun", "order ok", 1, "tp2-interleaved-", {"tp=2", "schedule=interleaved", NULL}},
+    {"pprun", "order ok", 1, "dp2-tp2-", {"dp=2", "tp=2", NULL}},
 };
 
 START_TEST(run_pictures)
@@ -211,6 +217,13 @@ START_TEST(run_pictures)
     ck_assert_ptr_nonnull(p);
     struct offscreen t;
     void *st = open_panel(p, &t, &log);
+    for (int k = 0; runs[_i].set[k]; k++) {
+        char name[32];
+        const char *eq = strchr(runs[_i].set[k], '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - runs[_i].set[k]), runs[_i].set[k]);
+        struct error e = {0};
+        ck_assert_msg(p->set(st, name, eq + 1, &e) == 0, "%s: %s", runs[_i].set[k], e.msg);
+    }
     struct panel_event step = {PANEL_STEP, 0, 1};
     bool done = false;
     for (int i = 0; i < 60 && !done; i++) {
@@ -221,7 +234,7 @@ START_TEST(run_pictures)
     }
     ck_assert_msg(done, "%s: no '%s' after the steps: %s", p->name, runs[_i].done, seen);
     char what[32];
-    snprintf(what, sizeof what, "step%d", runs[_i].steps);
+    snprintf(what, sizeof what, "%sstep%d", runs[_i].tag, runs[_i].steps);
     check_pictures(p, st, what);
     p->fini(st);
     offscreen_close(&t);
