@@ -90,9 +90,10 @@ double memory_comm(const struct memory_config *c, const struct params_breakdown 
     /* ZeRO-3: two gradient pieces (the embedding, a layer, the final norm and padding), and
      * the gathered units: the ends (embedding, final norm, padding) or a layer, two of them
      * at once with prefetch */
-    double lyr = pb->per_layer;
+    double first_tp, lyr; /* a tensor-parallel rank's shards */
+    params_shards(pb, c->tp, &first_tp, &lyr);
     double ends = psi + pad - layers * lyr;
-    double e_piece = first ? pb->first : 0, f_piece = ends - e_piece;
+    double e_piece = first ? first_tp : 0, f_piece = ends - e_piece;
     double piece = fmax(fmax(e_piece, f_piece), layers > 0 ? lyr : 0);
     double gathered;
     if (c->no_prefetch || layers == 0)

@@ -90,6 +90,17 @@ static double shard(const struct params_tensor *t, int tp)
     return ceil((double)t->rows / tp) * (double)t->cols;
 }
 
+void params_shards(const struct params_breakdown *b, int tp, double *first, double *per_layer)
+{
+    *first = *per_layer = 0;
+    for (int i = 0; i < b->n; i++) {
+        if (b->t[i].where == PARAMS_FIRST)
+            *first += shard(&b->t[i], tp);
+        else if (b->t[i].where == PARAMS_LAYER)
+            *per_layer += shard(&b->t[i], tp);
+    }
+}
+
 double params_per_gpu(const struct params_breakdown *b, int layers, int stage, int pp, int tp,
                       bool tied)
 {

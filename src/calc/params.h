@@ -55,6 +55,10 @@ double params_total(const struct model_shape *m);
 double params_per_gpu(const struct params_breakdown *b, int layers, int stage, int pp, int tp,
                       bool tied);
 
+/* What one GPU of tensor-parallel rank tp holds of the first stage's tensors and of one
+ * layer's (sharded tensors count ceil(size / tp)). */
+void params_shards(const struct params_breakdown *b, int tp, double *first, double *per_layer);
+
 /* The layers of stage s of pp: [*first, *first + count); the first layers % pp stages take
  * one layer more. */
 void params_stage_layers(int layers, int stage, int pp, int *first, int *count);

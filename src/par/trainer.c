@@ -183,6 +183,8 @@ int train_par_check(const struct train_opts *o, struct error *e)
                              "--schedule interleaved runs on one data-parallel copy (--dp 1) on "
                              "the thread-GPUs");
     }
+    /* ZeRO-2 would reduce-scatter every micro-batch's gradients (DeepSpeed's pipeline engine
+     * refuses stages 2 and 3 with pipeline parallelism altogether) */
     if (train_pipelined(o) && o->zero >= 2)
         return error_set(e, ERR_INVAL,
                          "--zero %d with %s: stages 2 and 3 keep only a shard of the gradients, "

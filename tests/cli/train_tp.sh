@@ -15,7 +15,7 @@ layouts="--tp=2 --tp=4 --dp=2:--tp=2 --tp=2:--micro-batches=4 --tp=2:--pp=2:--mi
 --tp=2:--pp=2:--micro-batches=4:--schedule=interleaved --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1
 --tp=2:--checkpoint=full --tp=4:--checkpoint=selective --tp=2:--sequence-parallel
 --tp=4:--sequence-parallel:--checkpoint=full --dp=2:--tp=2:--pp=2:--micro-batches=2:--sequence-parallel
---tp=2:--pp=2:--micro-batches=4:--schedule=interleaved:--sequence-parallel"
+--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved:--sequence-parallel --dp=2:--tp=2:--zero=3"
 $slow && steps=4 && layouts="--tp=2 --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1 --tp=2:--sequence-parallel"
 run train --steps $steps --json
 check_status 0 "one GPU, the reference"
@@ -64,7 +64,8 @@ cases="tiny:fp32:--tp=2 tiny:bf16:--tp=4:--checkpoint=full small:bf16:--tp=2:--d
 small:fp32:--tp=2:--pp=3:--micro-batches=3:--batch=6 tiny:bf16:--dp=2:--tp=2:--pp=2:--micro-batches=4:--checkpoint=selective
 tiny:fp16:--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved tiny:bf16:--tp=2:--sequence-parallel:--checkpoint=full
 small:bf16:--dp=2:--tp=2:--sequence-parallel:--zero=1 tiny:bf16:--tp=4:--pp=2:--micro-batches=2:--sequence-parallel:--grad-accum=fp32
-tiny:fp32:--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved:--sequence-parallel"
+tiny:fp32:--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved:--sequence-parallel
+tiny:bf16:--tp=2:--dp=2:--zero=2 tiny:bf16:--tp=2:--dp=2:--zero=3:--sequence-parallel small:fp32:--tp=2:--dp=2:--zero=3:--prefetch=0"
 $slow && cases="tiny:bf16:--dp=2:--tp=2:--pp=2:--micro-batches=4:--checkpoint=selective tiny:bf16:--tp=2:--sequence-parallel:--checkpoint=full"
 for c in $cases; do
     model=${c%%:*}; rest=${c#*:}; prec=${rest%%:*}; args=$(printf '%s' "${rest#*:}" | tr ':' ' ')
