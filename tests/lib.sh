@@ -85,9 +85,12 @@ refused() {
     check_contains "$err" "$needle" "$what: the message says why"
 }
 
-# A sanitizer build runs about ten times slower: tests check fewer cases there.
-sanitized=false
+# A sanitizer build runs about ten times slower: tests check fewer cases there. Under TSan,
+# whose worth is in the threads' races and not in the numbers, a training test runs one
+# layout of each kind (the normal and ASan builds run them all).
+sanitized=false tsan=false
 if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then sanitized=true; fi
+if ldd "$SCALELAB" 2>/dev/null | grep -q 'libtsan'; then tsan=true; fi
 
 # save NAME: the last run's output, for py's load(NAME).
 save() { printf '%s\n' "$out" >"$T_TMP/$1.jsonl"; }

@@ -38,12 +38,17 @@ check_status 0 "lesson 1's formats experiments hold"
 check_contains "$out" "Lesson 1: Gradient clipping and mixed precision (40 min)" "lesson 1 by number"
 check_contains "$out" "0 failed" "no failed expectation in lesson 1"
 
+# Under TSan, lessons 4 and 5 (whose runs train on many thread-GPUs) are left to the normal
+# and ASan builds: the training tests run the same layouts under TSan.
 for n in 2 3 4 5 6; do
+    if $tsan && { [ $n = 4 ] || [ $n = 5 ]; }; then
+        echo "ok $((T_N + 1)) # SKIP lesson $n under TSan"; T_N=$((T_N + 1)); continue
+    fi
     run run $n
     check_status 0 "lesson $n runs"
 done
 
-run run 01-mixed-precision --json
+run run 01-mixed-precision --json --step 1 # by name; one step is enough
 check_status 0 "a lesson by name"
 check_json "d['lesson'] == 1 and d['steps'][0]['panel']['name'] == 'formats'" "panels in JSON"
 

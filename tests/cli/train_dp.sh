@@ -14,6 +14,7 @@ slow=$sanitized
 steps=30
 gpus_list="2 3 4 8"
 $slow && steps=6 && gpus_list="2 3"
+$tsan && gpus_list=3
 run train --steps $steps --batch 24 --json
 check_status 0 "one GPU, the reference"
 save g1
@@ -75,9 +76,11 @@ done
 # --- Measured = predicted: every GPU's ledger peaks and bytes sent equal the calculator's.
 models="tiny small"
 ns="2 3 4 8"
+precs="bf16 fp32"
 if $slow; then models=tiny ns=3; fi
+$tsan && precs=bf16
 for model in $models; do
-    for prec in bf16 fp32; do
+    for prec in $precs; do
         for n in $ns; do
             for z in 0 1 2 3; do
                 run train --model $model --steps 1 --batch $n --gpus $n --zero $z --precision $prec --json --summary

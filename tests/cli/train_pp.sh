@@ -20,6 +20,7 @@ layouts="--pp=2:--micro-batches=1 --pp=2:--micro-batches=4 --pp=2:--micro-batche
 --pp=2:--micro-batches=4:--schedule=interleaved --pp=2:--micro-batches=8:--schedule=interleaved:--chunks=2
 --pp=2:--micro-batches=2:--schedule=interleaved"
 $slow && steps=4 && layouts="--pp=2:--micro-batches=4 --pp=4:--micro-batches=8:--schedule=gpipe --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
+$tsan && layouts="--dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
 run train --steps $steps --json
 check_status 0 "one GPU, the reference"
 save ref
@@ -44,6 +45,7 @@ run train --steps 1 --dump "$T_TMP/d1" --json
 check_status 0 "--dump on one GPU"
 dumps="--pp=2:--micro-batches=4:--schedule=gpipe --pp=4:--micro-batches=8 --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
 $slow && dumps="--dp=2:--pp=2:--micro-batches=2:--zero=1"
+$tsan && dumps=""
 i=0
 for l in $dumps; do
     args=$(printf '%s' "$l" | tr ':' ' ')
@@ -66,6 +68,7 @@ done
 # peak_in_flight (and the calculator's in_flight for the stage's activations).
 scheds="gpipe:2:4:1 1f1b:2:4:1 1f1b:4:8:1 gpipe:4:8:1 1f1b:4:2:1 interleaved:2:4:2 interleaved:2:8:2"
 $slow && scheds="gpipe:2:4:1 1f1b:4:8:1 interleaved:2:4:2"
+$tsan && scheds="1f1b:4:8:1"
 for sp in $scheds; do
     IFS=: read -r sch p m v <<EOF
 $sp
