@@ -41,6 +41,7 @@
 #include "base/error.h"
 #include "base/prof.h"
 #include "base/rng.h"
+#include "num/exp.h"
 
 #define RMS_EPS   1e-5
 #define ROPE_BASE 10000.0
@@ -1136,11 +1137,15 @@ static void add(struct gpt *g, float *y, const float *a, const float *b, size_t 
 static void swiglu_forward(struct gpt *g, float *h, const float *a, const float *u, size_t n,
                            int layer)
 {
+    float e[BLOCK]; /* e^-a, a block at a time (num/exp.h: expf's bits, in vectors) */
     prof_enter(PROF_SWIGLU);
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t m = n - i < BLOCK ? n - i : BLOCK;
-        for (size_t j = i; j < i + m; j++)
-            h[j] = a[j] / (1.0f + expf(-a[j])) * u[j];
+        for (size_t j = 0; j < m; j++)
+            e[j] = -a[i + j];
+        exp_n(e, e, m);
+        for (size_t j = 0; j < m; j++)
+            h[i + j] = a[i + j] / (1.0f + e[j]) * u[i + j];
         produced_in(g, h + i, m, layer, "mlp hidden");
     }
     prof_leave();
@@ -1152,11 +1157,15 @@ static void swiglu_forward(struct gpt *g, float *h, const float *a, const float 
 static void swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, const float *a,
                             const float *u, size_t n)
 {
+    float e[BLOCK]; /* as in swiglu_forward */
     prof_enter(PROF_SWIGLU);
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t m = n - i < BLOCK ? n - i : BLOCK;
+        for (size_t j = 0; j < m; j++)
+            e[j] = -a[i + j];
+        exp_n(e, e, m);
         for (size_t j = i; j < i + m; j++) {
-            float x = a[j], sg = 1.0f / (1.0f + expf(-x));
+            float x = a[j], sg = 1.0f / (1.0f + e[j - i]);
             du[j] = dh[j] * (x * sg);
             da[j] = dh[j] * u[j] * (sg * (1.0f + x * (1.0f - sg)));
         }
@@ -1197,9 +1206,12 @@ static void attn_probs(struct gpt *g, int l)
                 float mx = row[0];
                 for (int j = 1; j <= i; j++)
                     mx = row[j] > mx ? row[j] : mx;
-                float sum = 0;
                 for (int j = 0; j <= i; j++)
-                    sum += row[j] = expf(row[j] - mx);
+                    row[j] -= mx;
+                exp_n(row, row, (size_t)i + 1);
+                float sum = 0; /* in order, j = 0 to i */
+                for (int j = 0; j <= i; j++)
+                    sum += row[j];
                 float inv = 1.0f / sum;
                 for (int j = 0; j <= i; j++)
                     row[j] *= inv;

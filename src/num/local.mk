@@ -1,6 +1,7 @@
 libkernels_a_SOURCES += \
 	%reldir%/fp.c %reldir%/fp.h \
 	%reldir%/adamw.c %reldir%/adamw.h \
-	%reldir%/clip.c %reldir%/clip.h
+	%reldir%/clip.c %reldir%/clip.h \
+	%reldir%/exp.c %reldir%/exp.h
 libscalelab_a_SOURCES += \
 	%reldir%/scaler.c %reldir%/scaler.h

@@ -1,0 +1,216 @@
+/* e^x four floats at a time, bit for bit the C library's expf (num/exp.h).
+ *
+ * glibc's expf (since 2.27, from Szabolcs Nagy's optimized-routines) works in double:
+ *     k = round(x 32/ln2), r = x 32/ln2 - k,
+ *     e^x = 2^(k/32) 2^(r/32) ~= s (C0 r^3 + C1 r^2 + C2 r + 1),
+ * s = 2^(k/32) built from a 32-entry table of 2^(i/32) and k's high bits put in the exponent,
+ * and rounds the double result to float once. On x86-64 the library picks, at load time, a
+ * build of it compiled for FMA when the CPU has FMA and AVX2; that build fuses five of the
+ * multiply-adds (read from its machine code: x 32/ln2 + 1.5 2^52, which rounds k, and
+ * x 32/ln2 - k, which gives r without rounding the product; C0 r + C1; C2 r + 1; z r^2 + y).
+ * exp_vec below does the same operations in the same order on four doubles at once, so under
+ * the same conditions it gives the same bits; without FMA and AVX2 exp_n calls expf.
+ *
+ * A C library may change its expf (a new algorithm, or another table). So before exp_n first
+ * uses the vector code, it compares it with expf on a sweep of inputs over the whole range
+ * (the inputs hardest to round, every 16381st bit pattern from -104 to 104, and the edges); on
+ * any difference it calls expf from then on. tests/unit/test_num.c requires the vector code
+ * where the library has its FMA build and compares the two on every 61st float; while writing
+ * this, all 2^32 inputs were compared. */
+#include "config.h"
+#include "num/exp.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define EXP_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#else
+#define EXP_X86 0
+#endif
+
+#if EXP_X86
+/* The constants of glibc's sysdeps/ieee754/flt-32/e_exp2f_data.c (N = 32): 2^(i/32) as the
+ * bits of a double less i << 47 (so that adding k << 47 gives 2^(k/32) for any k whose low
+ * bits are i), 32/ln2, the shift that rounds to an integer, and the polynomial's coefficients
+ * scaled for r in units of 1/32. */
+static const uint64_t tab[32] = {
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+};
+#define INV_LN2_N 0x1.71547652b82fep+5
+#define SHIFT     0x1.8p+52
+#define C0        0x1.c6af84b912394p-20
+#define C1        0x1.ebfce50fac4f3p-13
+#define C2        0x1.62e42ff0c52d6p-6
+
+/* The library's special cases: |x| >= 88 (the exponent field's top 12 bits, as it tests
+ * them), inf and NaN. */
+static inline bool special(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (u >> 20 & 0x7ff) >= 0x42b;
+}
+
+__attribute__((target("avx2,fma"))) static void exp_vec(float *y, const float *x, size_t n)
+{
+    const __m256d inv = _mm256_set1_pd(INV_LN2_N), shift = _mm256_set1_pd(SHIFT),
+                  c0 = _mm256_set1_pd(C0), c1 = _mm256_set1_pd(C1), c2 = _mm256_set1_pd(C2),
+                  one = _mm256_set1_pd(1.0);
+    const __m256i low5 = _mm256_set1_epi64x(31);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m128 xf = _mm_loadu_ps(x + i);
+        __m256d xd = _mm256_cvtps_pd(xf);
+        __m256d kd = _mm256_fmadd_pd(inv, xd, shift); /* k in the low bits */
+        __m256i ki = _mm256_castpd_si256(kd);
+        kd = _mm256_sub_pd(kd, shift);
+        __m256d r = _mm256_fmsub_pd(inv, xd, kd);
+        __m256i t = _mm256_i64gather_epi64((const long long *)tab, _mm256_and_si256(ki, low5), 8);
+        t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+        __m256d s = _mm256_castsi256_pd(t);
+        __m256d z = _mm256_fmadd_pd(c0, r, c1);
+        __m256d r2 = _mm256_mul_pd(r, r);
+        __m256d p = _mm256_fmadd_pd(c2, r, one);
+        p = _mm256_fmadd_pd(z, r2, p);
+        __m128 out = _mm256_cvtpd_ps(_mm256_mul_pd(p, s));
+        /* inputs the library treats specially: computed by it */
+        __m128i ax = _mm_srli_epi32(_mm_castps_si128(xf), 20);
+        ax = _mm_and_si128(ax, _mm_set1_epi32(0x7ff));
+        __m128i big = _mm_cmpgt_epi32(ax, _mm_set1_epi32(0x42a));
+        _mm_storeu_ps(y + i, out);
+        if (_mm_movemask_epi8(big))
+            for (size_t j = i; j < i + 4; j++)
+                if (special(x[j]))
+                    y[j] = expf(x[j]);
+    }
+    for (; i < n; i++)
+        y[i] = expf(x[i]);
+}
+
+/* FMA and AVX2, and an OS that saves the YMM registers: the library's own test for its FMA
+ * build. */
+static bool cpu_has_fma_avx2(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return false;
+    bool fma = c >> 12 & 1, avx = c >> 28 & 1, osxsave = c >> 27 & 1;
+    if (!fma || !avx || !osxsave)
+        return false;
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 6) != 6)
+        return false;
+    if (__get_cpuid_max(0, NULL) < 7)
+        return false;
+    __cpuid_count(7, 0, a, b, c, d);
+    return b >> 5 & 1;
+}
+
+/* The inputs whose result, before its rounding to float, lies within 2^-23 of a float's ulp
+ * from a point halfway between two floats (118 of them, found by computing all 2^32 while
+ * writing this): there any change in the double arithmetic (an operation unfused, a constant
+ * off) flips the result; elsewhere such a change shows on a handful of the 2^32 inputs, if any. */
+static const uint32_t hard[] = {
+    0x337ffffc, 0x337ffffd, 0x337ffffe, 0x337fffff, 0x33800000, 0x33800001, 0x343ffffe, 0x343fffff,
+    0x349ffffe, 0x34dffffd, 0x352ffffc, 0x356ffff9, 0x35a7fff9, 0x35f7fff1, 0x3653ffea, 0x367bffe1,
+    0x3695ffea, 0x36fdffc1, 0x3734ffc0, 0x377eff81, 0x37a57f95, 0x37ff7f01, 0x387ebe05, 0x38fddc11,
+    0x390c0d9b, 0x3998e24b, 0x39d20d3a, 0x39e6ab02, 0x3a29cdeb, 0x3b0b4517, 0x3b37991a, 0x3b50125a,
+    0x3b8f4138, 0x3ba3afaa, 0x3bf4a127, 0x3c4804ea, 0x3c76fcc3, 0x3d0f39ba, 0x3d103181, 0x3d38df42,
+    0x3d8932e8, 0x3de3ae1b, 0x3df0cb95, 0x3e73ade2, 0x3ee08eed, 0x3fbe11a6, 0x400d98c7, 0x40143eb5,
+    0x404089d7, 0x40a63bf9, 0x40c12c37, 0x418eb76d, 0x4197276c, 0x4202422f, 0xb2fffffd, 0xb2fffffe,
+    0xb2ffffff, 0xb3000000, 0xb3000001, 0xb3000002, 0xb3c00000, 0xb3c00001, 0xb4200001, 0xb4600002,
+    0xb4b00002, 0xb5480005, 0xb59c0006, 0xb5d4000b, 0xb616000b, 0xb6b50020, 0xb6e90035, 0xb70b8026,
+    0xb7c9c09f, 0xb7f4c0ea, 0xb8ca127e, 0xb8df930d, 0xb921cb32, 0xb971ef25, 0xb97dbfdc, 0xb9a56aae,
+    0xb9bc64aa, 0xb9cf1678, 0xb9d65737, 0xb9fbab76, 0xba253b54, 0xba493dc5, 0xba921bd7, 0xba981b96,
+    0xbab8080f, 0xbac75bcb, 0xbb378639, 0xbb57a63b, 0xbbd8ac3c, 0xbbe861b2, 0xbc3f2901, 0xbc70a558,
+    0xbce54441, 0xbd1c78ff, 0xbd3e69a5, 0xbd45ef0a, 0xbe14c82c, 0xbeae4609, 0xbeb7bdad, 0xbecef5ae,
+    0xbf0fa174, 0xbf2c2441, 0xbfdd1b2c, 0xbfde3004, 0xc00a6809, 0xc068da36, 0xc0809842, 0xc09fdf32,
+    0xc0d7626b, 0xc1d2107a, 0xc1f3af50, 0xc23dd581, 0xc2633f4c, 0xc27c65d9,
+};
+
+/* Whether exp_vec agrees with this library's expf on the hard inputs and on a sweep of the
+ * whole range. */
+static bool agrees(void)
+{
+    enum { M = 256 };
+    float x[M], y[M];
+    size_t k = 0;
+    _Static_assert(sizeof hard / sizeof *hard <= M, "the hard inputs fit in x");
+    for (; k < sizeof hard / sizeof *hard; k++)
+        memcpy(&x[k], &hard[k], 4);
+    const uint32_t top = 0x42d00000u; /* 104: from -104 to 104, which takes in 89 */
+    for (uint64_t u = 0; u <= 0xffffffffu; u += 16381) {
+        uint32_t b = (uint32_t)u;
+        if ((b & 0x7fffffffu) <= top)
+            memcpy(&x[k++], &b, 4);
+        if (k < M)
+            continue;
+        exp_vec(y, x, k);
+        for (size_t j = 0; j < k; j++)
+            if (memcmp(&y[j], &(float){expf(x[j])}, 4))
+                return false;
+        k = 0;
+    }
+    static const float edges[] = {0.0f,          -0.0f,          88.0f,  -88.0f,
+                                  0x1.62e42ep6f, -0x1.9fe368p6f, 1e-30f, -1e-30f,
+                                  INFINITY,      -INFINITY,      NAN};
+    _Static_assert(sizeof edges / sizeof *edges < M, "the edges fit in x");
+    if (k + sizeof edges / sizeof *edges > M)
+        k = 0; /* the sweep's last few, dropped to make room */
+    memcpy(x + k, edges, sizeof edges);
+    k += sizeof edges / sizeof *edges;
+    exp_vec(y, x, k);
+    for (size_t j = 0; j < k; j++) {
+        float want = expf(x[j]);
+        if (memcmp(&y[j], &want, 4) && !(isnan(y[j]) && isnan(want)))
+            return false;
+    }
+    return true;
+}
+
+static bool simd(void)
+{
+    static atomic_int has = -1; /* -1: not yet asked */
+    int h = atomic_load_explicit(&has, memory_order_relaxed);
+    if (h < 0) {
+        h = cpu_has_fma_avx2() && agrees();
+        atomic_store_explicit(&has, h, memory_order_relaxed);
+    }
+    return h;
+}
+#else
+static bool simd(void)
+{
+    return false;
+}
+#endif
+
+bool exp_simd_active(void)
+{
+    return simd();
+}
+
+void exp_n(float *y, const float *x, size_t n)
+{
+#if EXP_X86
+    if (simd()) {
+        exp_vec(y, x, n);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < n; i++)
+        y[i] = expf(x[i]);
+}

@@ -1,0 +1,20 @@
+/* e^x over an array of floats, the same bits as the C library's expf, four at a time.
+ *
+ * The model's SwiGLU and softmax call expf millions of times a step; one call costs about
+ * 13 cycles here, most of it the call itself, and a loop that calls a function is not
+ * vectorized. exp_n computes the library's own algorithm in AVX2 registers where the library
+ * would use it, so a run's results do not change by a bit (see exp.c). Elsewhere, and for the
+ * inputs the library treats specially (|x| >= 88, inf, NaN), it calls expf. */
+#ifndef SCALELAB_NUM_EXP_H
+#define SCALELAB_NUM_EXP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* y[i] = expf(x[i]) for i < n; y may be x. */
+void exp_n(float *y, const float *x, size_t n);
+
+/* Whether exp_n computes in vector registers on this machine (false: it calls expf). */
+bool exp_simd_active(void);
+
+#endif
