@@ -1,4 +1,4 @@
-/* e^x four floats at a time, bit for bit the C library's expf (num/exp.h).
+/* e^x 4 or 8 floats at a time, bit for bit the C library's expf (num/exp.h).
  *
  * glibc's expf (since 2.27, from Szabolcs Nagy's optimized-routines) works in double:
  *     k = round(x 32/ln2), r = x 32/ln2 - k,
@@ -8,8 +8,9 @@
  * build of it compiled for FMA when the CPU has FMA and AVX2; that build fuses five of the
  * multiply-adds (read from its machine code: x 32/ln2 + 1.5 2^52, which rounds k, and
  * x 32/ln2 - k, which gives r without rounding the product; C0 r + C1; C2 r + 1; z r^2 + y).
- * exp_vec below does the same operations in the same order on four doubles at once, so under
- * the same conditions it gives the same bits; without FMA and AVX2 exp_n calls expf.
+ * exp4 and exp8 below do the same operations in the same order on four or eight doubles at
+ * once (AVX2, AVX-512), so under the same conditions they give the same bits; without FMA and
+ * AVX2 exp_n calls expf.
  *
  * A C library may change its expf (a new algorithm, or another table). So before exp_n first
  * uses the vector code, it compares it with expf on a sweep of inputs over the whole range
@@ -54,69 +55,124 @@ static const uint64_t tab[32] = {
 #define C1        0x1.ebfce50fac4f3p-13
 #define C2        0x1.62e42ff0c52d6p-6
 
-/* The library's special cases: |x| >= 88 (the exponent field's top 12 bits, as it tests
- * them), inf and NaN. */
-static inline bool special(float x)
+/* Four at a time in AVX2: the table read with a gather. */
+__attribute__((target("avx2,fma"))) static void exp4(float *y, const float *x)
 {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return (u >> 20 & 0x7ff) >= 0x42b;
-}
-
-__attribute__((target("avx2,fma"))) static void exp_vec(float *y, const float *x, size_t n)
-{
-    const __m256d inv = _mm256_set1_pd(INV_LN2_N), shift = _mm256_set1_pd(SHIFT),
-                  c0 = _mm256_set1_pd(C0), c1 = _mm256_set1_pd(C1), c2 = _mm256_set1_pd(C2),
-                  one = _mm256_set1_pd(1.0);
-    const __m256i low5 = _mm256_set1_epi64x(31);
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        __m128 xf = _mm_loadu_ps(x + i);
-        __m256d xd = _mm256_cvtps_pd(xf);
-        __m256d kd = _mm256_fmadd_pd(inv, xd, shift); /* k in the low bits */
-        __m256i ki = _mm256_castpd_si256(kd);
-        kd = _mm256_sub_pd(kd, shift);
-        __m256d r = _mm256_fmsub_pd(inv, xd, kd);
-        __m256i t = _mm256_i64gather_epi64((const long long *)tab, _mm256_and_si256(ki, low5), 8);
-        t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
-        __m256d s = _mm256_castsi256_pd(t);
-        __m256d z = _mm256_fmadd_pd(c0, r, c1);
-        __m256d r2 = _mm256_mul_pd(r, r);
-        __m256d p = _mm256_fmadd_pd(c2, r, one);
-        p = _mm256_fmadd_pd(z, r2, p);
-        __m128 out = _mm256_cvtpd_ps(_mm256_mul_pd(p, s));
-        /* inputs the library treats specially: computed by it */
-        __m128i ax = _mm_srli_epi32(_mm_castps_si128(xf), 20);
-        ax = _mm_and_si128(ax, _mm_set1_epi32(0x7ff));
-        __m128i big = _mm_cmpgt_epi32(ax, _mm_set1_epi32(0x42a));
-        _mm_storeu_ps(y + i, out);
-        if (_mm_movemask_epi8(big))
-            for (size_t j = i; j < i + 4; j++)
-                if (special(x[j]))
-                    y[j] = expf(x[j]);
+    const __m256d inv = _mm256_set1_pd(INV_LN2_N), shift = _mm256_set1_pd(SHIFT);
+    __m128 xf = _mm_loadu_ps(x);
+    __m256d xd = _mm256_cvtps_pd(xf);
+    __m256d kd = _mm256_fmadd_pd(inv, xd, shift); /* k in the low bits */
+    __m256i ki = _mm256_castpd_si256(kd);
+    kd = _mm256_sub_pd(kd, shift);
+    __m256d r = _mm256_fmsub_pd(inv, xd, kd);
+    __m256i t = _mm256_i64gather_epi64((const long long *)tab,
+                                       _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
+    __m256d s = _mm256_castsi256_pd(_mm256_add_epi64(t, _mm256_slli_epi64(ki, 47)));
+    __m256d z = _mm256_fmadd_pd(_mm256_set1_pd(C0), r, _mm256_set1_pd(C1));
+    __m256d r2 = _mm256_mul_pd(r, r);
+    __m256d p = _mm256_fmadd_pd(_mm256_set1_pd(C2), r, _mm256_set1_pd(1.0));
+    p = _mm256_fmadd_pd(z, r2, p);
+    __m128 out = _mm256_cvtpd_ps(_mm256_mul_pd(p, s));
+    __m128i top = _mm_and_si128(_mm_srli_epi32(_mm_castps_si128(xf), 20), _mm_set1_epi32(0x7ff));
+    int big = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(top, _mm_set1_epi32(0x42a))));
+    /* the library's special cases, |x| >= 88 (the top 12 bits of |x| from those of 88.0f,
+     * 0x42b), inf and NaN: computed by it */
+    if (big) {
+        float xs[4], ys[4];
+        _mm_storeu_ps(xs, xf);
+        _mm_storeu_ps(ys, out);
+        for (int j = 0; j < 4; j++)
+            if (big >> j & 1)
+                ys[j] = expf(xs[j]);
+        out = _mm_loadu_ps(ys);
     }
-    for (; i < n; i++)
-        y[i] = expf(x[i]);
+    _mm_storeu_ps(y, out); /* last: y may be x */
 }
 
-/* FMA and AVX2, and an OS that saves the YMM registers: the library's own test for its FMA
- * build. */
-static bool cpu_has_fma_avx2(void)
+/* Eight at a time in AVX-512: the table in four registers, read with two two-register permutes
+ * (entries 0-15 and 16-31) and a blend on bit 4 of the index, much faster than a gather. */
+__attribute__((target("avx512f"))) static void exp8(float *y, const float *x)
+{
+    const __m512d inv = _mm512_set1_pd(INV_LN2_N), shift = _mm512_set1_pd(SHIFT);
+    const __m512i t0 = _mm512_loadu_si512(tab), t1 = _mm512_loadu_si512(tab + 8),
+                  t2 = _mm512_loadu_si512(tab + 16), t3 = _mm512_loadu_si512(tab + 24);
+    __m256 xf = _mm256_loadu_ps(x);
+    __m512d xd = _mm512_cvtps_pd(xf);
+    __m512d kd = _mm512_fmadd_pd(inv, xd, shift);
+    __m512i ki = _mm512_castpd_si512(kd);
+    kd = _mm512_sub_pd(kd, shift);
+    __m512d r = _mm512_fmsub_pd(inv, xd, kd);
+    __m512i t = _mm512_mask_blend_epi64(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)),
+                                        _mm512_permutex2var_epi64(t0, ki, t1),
+                                        _mm512_permutex2var_epi64(t2, ki, t3));
+    __m512d s = _mm512_castsi512_pd(_mm512_add_epi64(t, _mm512_slli_epi64(ki, 47)));
+    __m512d z = _mm512_fmadd_pd(_mm512_set1_pd(C0), r, _mm512_set1_pd(C1));
+    __m512d r2 = _mm512_mul_pd(r, r);
+    __m512d p = _mm512_fmadd_pd(_mm512_set1_pd(C2), r, _mm512_set1_pd(1.0));
+    p = _mm512_fmadd_pd(z, r2, p);
+    __m256 out = _mm512_cvtpd_ps(_mm512_mul_pd(p, s));
+    __m256i top =
+        _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(xf), 20), _mm256_set1_epi32(0x7ff));
+    int big =
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x42a))));
+    if (big) { /* as in exp4 */
+        float xs[8], ys[8];
+        _mm256_storeu_ps(xs, xf);
+        _mm256_storeu_ps(ys, out);
+        for (int j = 0; j < 8; j++)
+            if (big >> j & 1)
+                ys[j] = expf(xs[j]);
+        out = _mm256_loadu_ps(ys);
+    }
+    _mm256_storeu_ps(y, out);
+}
+
+/* Runs W lanes at a time over the array, a last partial group through a padded copy. */
+static void exp_vec(float *y, const float *x, size_t n, int w)
+{
+    void (*one)(float *, const float *) = w == 8 ? exp8 : exp4;
+    size_t i = 0;
+    for (; i + (size_t)w <= n; i += (size_t)w)
+        one(y + i, x + i);
+    if (i < n) {
+        float in[8] = {0}, out[8];
+        memcpy(in, x + i, (n - i) * sizeof *x);
+        one(out, in);
+        memcpy(y + i, out, (n - i) * sizeof *y);
+    }
+}
+
+/* What this CPU and its OS can run: 8 (AVX-512F, with FMA and AVX2), 4 (FMA and AVX2: the
+ * library's own test for its FMA build) or 0. cpuid is slow (in a virtual machine, a trip to
+ * the hypervisor): asked once. */
+static int ask_cpu(void)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
-        return false;
+        return 0;
     bool fma = c >> 12 & 1, avx = c >> 28 & 1, osxsave = c >> 27 & 1;
     if (!fma || !avx || !osxsave)
-        return false;
+        return 0;
     unsigned xcr0_lo, xcr0_hi;
     __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 6) != 6)
-        return false;
-    if (__get_cpuid_max(0, NULL) < 7)
-        return false;
+    if ((xcr0_lo & 6) != 6 || __get_cpuid_max(0, NULL) < 7) /* XMM and YMM state */
+        return 0;
     __cpuid_count(7, 0, a, b, c, d);
-    return b >> 5 & 1;
+    if (!(b >> 5 & 1)) /* AVX2 */
+        return 0;
+    bool zmm = (xcr0_lo & 0xe0) == 0xe0; /* opmask and ZMM state */
+    return b >> 16 & 1 && zmm ? 8 : 4;
+}
+
+static int cpu_lanes(void)
+{
+    static atomic_int has = -1; /* -1: not yet asked */
+    int h = atomic_load_explicit(&has, memory_order_relaxed);
+    if (h < 0) {
+        h = ask_cpu();
+        atomic_store_explicit(&has, h, memory_order_relaxed);
+    }
+    return h;
 }
 
 /* The inputs whose result, before its rounding to float, lies within 2^-23 of a float's ulp
@@ -143,7 +199,7 @@ static const uint32_t hard[] = {
 
 /* Whether exp_vec agrees with this library's expf on the hard inputs and on a sweep of the
  * whole range. */
-static bool agrees(void)
+static bool agrees(int w)
 {
     enum { M = 256 };
     float x[M], y[M];
@@ -158,7 +214,7 @@ static bool agrees(void)
             memcpy(&x[k++], &b, 4);
         if (k < M)
             continue;
-        exp_vec(y, x, k);
+        exp_vec(y, x, k, w);
         for (size_t j = 0; j < k; j++)
             if (memcmp(&y[j], &(float){expf(x[j])}, 4))
                 return false;
@@ -172,7 +228,7 @@ static bool agrees(void)
         k = 0; /* the sweep's last few, dropped to make room */
     memcpy(x + k, edges, sizeof edges);
     k += sizeof edges / sizeof *edges;
-    exp_vec(y, x, k);
+    exp_vec(y, x, k, w);
     for (size_t j = 0; j < k; j++) {
         float want = expf(x[j]);
         if (memcmp(&y[j], &want, 4) && !(isnan(y[j]) && isnan(want)))
@@ -181,36 +237,49 @@ static bool agrees(void)
     return true;
 }
 
-static bool simd(void)
+/* The widest vector code this machine runs that agrees with expf; 0: none. */
+static int lanes(void)
 {
     static atomic_int has = -1; /* -1: not yet asked */
     int h = atomic_load_explicit(&has, memory_order_relaxed);
     if (h < 0) {
-        h = cpu_has_fma_avx2() && agrees();
+        h = cpu_lanes();
+        while (h && !agrees(h))
+            h -= 4;
         atomic_store_explicit(&has, h, memory_order_relaxed);
     }
     return h;
 }
 #else
-static bool simd(void)
+static int lanes(void)
 {
-    return false;
+    return 0;
 }
 #endif
 
-bool exp_simd_active(void)
+int exp_lanes(void)
 {
-    return simd();
+    int w = lanes();
+    return w ? w : 1;
+}
+
+bool exp_n_lanes(int w, float *y, const float *x, size_t n)
+{
+    if (w == 1) {
+        for (size_t i = 0; i < n; i++)
+            y[i] = expf(x[i]);
+        return true;
+    }
+#if EXP_X86
+    if ((w == 4 || w == 8) && w <= cpu_lanes()) {
+        exp_vec(y, x, n, w);
+        return true;
+    }
+#endif
+    return false;
 }
 
 void exp_n(float *y, const float *x, size_t n)
 {
-#if EXP_X86
-    if (simd()) {
-        exp_vec(y, x, n);
-        return;
-    }
-#endif
-    for (size_t i = 0; i < n; i++)
-        y[i] = expf(x[i]);
+    exp_n_lanes(exp_lanes(), y, x, n);
 }
