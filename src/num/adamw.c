@@ -21,22 +21,41 @@ void adamw_advance(struct adamw *a)
  *   m = m + (1 - beta1) (g - m)            (exp_avg.lerp_(grad, 1 - beta1))
  *   v = beta2 v + (1 - beta2) g^2
  *   p -= lr / (1 - beta1^t) m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
- * The step's scalars are Python floats (doubles) in PyTorch; so they are here. */
-void adamw_update(const struct adamw *a, float *p, const float *g, float *m, float *v, size_t n)
+ * The step's scalars are Python floats (doubles) in PyTorch; so they are here. The gradients
+ * are read times coef, clipping's coefficient: the same float clip_apply would have stored,
+ * without a pass of its own over them. */
+/* The update's constants for one step. */
+struct adamw_k {
+    float decay, step_size, bc2s, b1c, b2, b2c, eps;
+};
+
+/* One parameter's update with its gradient gi. */
+static inline void adamw_one(const struct adamw_k *k, float *p, float *m, float *v, float gi)
+{
+    *p *= k->decay;
+    *m += k->b1c * (gi - *m);
+    *v = k->b2 * *v + k->b2c * gi * gi;
+    *p -= k->step_size * (*m / (sqrtf(*v) / k->bc2s + k->eps));
+}
+
+void adamw_update(const struct adamw *a, float *p, const float *g, float coef, float *m, float *v,
+                  size_t n)
 {
     double bc1 = 1.0 - pow(a->beta1, (double)a->step);
     double bc2 = 1.0 - pow(a->beta2, (double)a->step);
-    float decay = (float)(1.0 - a->lr * a->wd);
-    float step_size = (float)(a->lr / bc1), bc2s = (float)sqrt(bc2);
-    float b1c = (float)(1.0 - a->beta1), b2 = (float)a->beta2, b2c = (float)(1.0 - a->beta2);
-    float eps = (float)a->eps;
+    const struct adamw_k k = {(float)(1.0 - a->lr * a->wd),
+                              (float)(a->lr / bc1),
+                              (float)sqrt(bc2),
+                              (float)(1.0 - a->beta1),
+                              (float)a->beta2,
+                              (float)(1.0 - a->beta2),
+                              (float)a->eps};
     prof_enter(PROF_OPTIMIZER);
-    for (size_t i = 0; i < n; i++) {
-        float gi = g[i];
-        p[i] *= decay;
-        m[i] += b1c * (gi - m[i]);
-        v[i] = b2 * v[i] + b2c * gi * gi;
-        p[i] -= step_size * (m[i] / (sqrtf(v[i]) / bc2s + eps));
-    }
+    if (coef == 1.0f) /* two loops, each vectorized: no clipping, or clipping's product */
+        for (size_t i = 0; i < n; i++)
+            adamw_one(&k, &p[i], &m[i], &v[i], g[i]);
+    else
+        for (size_t i = 0; i < n; i++)
+            adamw_one(&k, &p[i], &m[i], &v[i], g[i] * coef);
     prof_leave();
 }

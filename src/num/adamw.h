@@ -12,9 +12,12 @@ struct adamw {
 
 void adamw_init(struct adamw *a, double lr, double beta1, double beta2, double eps, double wd);
 
-/* One update of n fp32 parameters p with gradients g and moments m, v (same layout), for step
- * a->step + 1; call adamw_advance once per step before updating the ranges of that step. */
+/* One update of n fp32 parameters p with gradients g times coef (gradient clipping's
+ * coefficient, num/clip.h; 1: none) and moments m, v (same layout), for step a->step + 1; call
+ * adamw_advance once per step before updating the ranges of that step. The result is the same,
+ * bit for bit, as clip_apply(g, n, coef) and then an update with coef 1. */
 void adamw_advance(struct adamw *a);
-void adamw_update(const struct adamw *a, float *p, const float *g, float *m, float *v, size_t n);
+void adamw_update(const struct adamw *a, float *p, const float *g, float coef, float *m, float *v,
+                  size_t n);
 
 #endif

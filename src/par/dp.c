@@ -527,6 +527,41 @@ int dp_grad_sync(struct dp *p, struct error *e)
     return 0;
 }
 
+/* Unscales n gradients (times inv; 1 leaves them as they are) and tells whether any is inf or
+ * NaN (all exponent bits set). */
+static bool unscale(float *g, size_t n, float inv)
+{
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &g[i], 4);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    if (inv != 1.0f)
+        for (size_t i = 0; i < n; i++)
+            g[i] *= inv;
+    return bad != 0;
+}
+
+/* The same, adding the squares of the unscaled gradients to *s in order. The sum is a chain of
+ * additions each waiting on the last (three cycles apiece); the check and the unscaling ride
+ * along in its shadow, so counted gradients are read once. */
+static bool unscale_sum(float *g, size_t n, float inv, double *s)
+{
+    uint32_t bad = 0;
+    double acc = *s;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &g[i], 4);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+        float x = inv != 1.0f ? g[i] * inv : g[i];
+        g[i] = x;
+        acc += (double)x * x;
+    }
+    *s = acc;
+    return bad != 0;
+}
+
 float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
 {
     /* the fp32 gradients of the range: the model's own buffer (in place) or decoded into it */
@@ -535,30 +570,30 @@ float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
         const char *src = (const char *)p->gr + (p->zero >= 2 ? 0 : p->roff * p->ges);
         decode(p->gdt, ug, src, p->rlen);
     }
-    /* unscale and look for inf/NaN, then sum the squares of this GPU's shard, in order (the
-     * global norm is the shards' sums added in GPU order), but what another GPU counts */
+    /* unscale and look for inf/NaN over the range, and sum the squares of this GPU's shard in
+     * order (the global norm is the shards' sums added in GPU order), but what another GPU
+     * counts: [done, rlen) is still to unscale */
     size_t lo = p->zero >= 1 ? 0 : (size_t)p->rank * p->plan.shard, hi = lo + p->plan.shard;
-    uint32_t bad = 0;
-    for (size_t i = 0; i < p->rlen; i++) {
-        uint32_t u;
-        memcpy(&u, &ug[i], 4);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
-        ug[i] *= inv;
-    }
+    bool bad = false;
     double s = 0;
-    size_t a = lo;
+    size_t a = lo, done = 0;
     for (int k = 0; k <= p->nskip && a < hi; k++) {
         /* [a, z): up to the next skipped range (relative to the range this GPU holds) */
         size_t x0 = k < p->nskip ? p->skip[k][0] : SIZE_MAX,
                x1 = k < p->nskip ? x0 + p->skip[k][1] : 0;
         x0 = x0 == SIZE_MAX ? hi : x0 > p->roff ? x0 - p->roff : 0;
         x1 = x1 > p->roff ? x1 - p->roff : 0;
-        for (size_t z = x0 < hi ? x0 : hi; a < z; a++)
-            s += (double)ug[a] * ug[a];
+        size_t z = x0 < hi ? x0 : hi;
+        if (a < z) {
+            bad |= unscale(ug + done, a - done, inv);
+            bad |= unscale_sum(ug + a, z - a, inv, &s);
+            done = a = z;
+        }
         if (x1 > a)
             a = x1;
     }
-    *found = bad != 0;
+    bad |= unscale(ug + done, p->rlen - done, inv);
+    *found = bad;
     *sumsq = s;
     return ug;
 }

@@ -754,10 +754,8 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     if (!out->skipped) {
         adamw_advance(&t->adam);
         for (int c = 0; c < v; c++) {
-            if (o->clip > 0)
-                clip_apply(grads[c], n[c], out->clip_coef);
-            adamw_update(&t->adam, dp_master(t->dp[c]), grads[c], dp_moment(t->dp[c], 0),
-                         dp_moment(t->dp[c], 1), n[c]);
+            adamw_update(&t->adam, dp_master(t->dp[c]), grads[c], out->clip_coef,
+                         dp_moment(t->dp[c], 0), dp_moment(t->dp[c], 1), n[c]);
             /* 7. the working weights follow; ZeRO-1/2 all-gather them */
             if ((rc = dp_param_sync(t->dp[c], e)))
                 return rc;

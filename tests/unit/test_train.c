@@ -579,7 +579,7 @@ START_TEST(adamw_matches_pytorch_formula)
     double pd[2] = {1.0, -0.5}, md[2] = {0}, vd[2] = {0};
     for (int t = 1; t <= 3; t++) {
         adamw_advance(&a);
-        adamw_update(&a, p, g, m, v, 2);
+        adamw_update(&a, p, g, 1.0f, m, v, 2);
         for (int i = 0; i < 2; i++) { /* torch.optim.AdamW, written out in double */
             pd[i] *= 1 - 0.1 * 0.01;
             md[i] = 0.9 * md[i] + 0.1 * g[i];
@@ -590,6 +590,36 @@ START_TEST(adamw_matches_pytorch_formula)
         }
     }
     ck_assert_int_eq(a.step, 3);
+}
+END_TEST
+
+/* The update reads the gradients times clipping's coefficient: bit for bit clip_apply and
+ * then an update with coefficient 1, and the gradients are left as they were. */
+START_TEST(adamw_fuses_the_clip)
+{
+    enum { N = 1000 };
+    static float g[N], gc[N], p1[N], p2[N], m1[N], m2[N], v1[N], v2[N];
+    struct rng r;
+    rng_seed(&r, 7, 0);
+    for (int i = 0; i < N; i++) {
+        g[i] = gc[i] = (float)rng_normal(&r) * 3.0f;
+        p1[i] = p2[i] = (float)rng_normal(&r);
+    }
+    float coef = clip_coef(clip_norm(g, N), 1.0f);
+    ck_assert(coef < 0.1f);
+    struct adamw a;
+    adamw_init(&a, 1e-3, 0.9, 0.999, 1e-8, 0.01);
+    for (int t = 0; t < 3; t++) {
+        adamw_advance(&a);
+        adamw_update(&a, p1, g, coef, m1, v1, N);
+        memcpy(gc, g, sizeof g);
+        clip_apply(gc, N, coef);
+        adamw_update(&a, p2, gc, 1.0f, m2, v2, N);
+    }
+    ck_assert(memcmp(p1, p2, sizeof p1) == 0);
+    ck_assert(memcmp(m1, m2, sizeof m1) == 0);
+    ck_assert(memcmp(v1, v2, sizeof v1) == 0);
+    ck_assert(g[0] != gc[0]); /* g itself untouched */
 }
 END_TEST
 
@@ -1069,7 +1099,7 @@ START_TEST(phase_timers_change_no_bit)
         adamw_init(&a, 1e-3, 0.9, 0.999, 1e-8, 0.01);
         adamw_advance(&a);
         float *m = calloc(n, 4), *v = calloc(n, 4);
-        adamw_update(&a, master, want, m, v, n);
+        adamw_update(&a, master, want, 1.0f, m, v, n);
         prof_attach(NULL);
         ck_assert(memcmp(&loss, &again, sizeof loss) == 0);
         ck_assert(memcmp(want, gpt_grads(g), n * 4) == 0);
@@ -1124,6 +1154,7 @@ int main(void)
     tcase_add_test(tc, grad_scaler_semantics);
     tcase_add_test(tc, clip_semantics);
     tcase_add_test(tc, adamw_matches_pytorch_formula);
+    tcase_add_test(tc, adamw_fuses_the_clip);
     tcase_add_test(tc, skipped_step_leaves_state_untouched);
     tcase_add_test(tc, no_scaler_applies_nonfinite_steps);
     tcase_add_test(tc, trainer_deterministic_and_learns);
