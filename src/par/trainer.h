@@ -129,6 +129,17 @@ bool train_pipelined(const struct train_opts *o);
  * one GPU, 25 MiB buckets, prefetch on, one stage and one micro-batch (1F1B when more). */
 void train_opts_default(struct train_opts *o);
 
+struct model_shape;
+/* The tiny GPT's shape for a preset's (calc/preset.h): the only place a model_shape becomes
+ * a gpt_config. The tiny GPT is LLaMA-like, so a shape it cannot train (a gelu feed-forward,
+ * kv_heads != heads, untied embeddings) is refused: ERR_INVAL, "NAME: the tiny GPT trains
+ * swiglu models with tied embeddings and kv_heads = heads", and *out zeroed. Whether the shape
+ * fits the lab's limits is gpt_config_check's (train_opts_check calls it). */
+int train_shape_of(const struct model_shape *m, struct gpt_config *out, struct error *e);
+/* The same from a preset name ("tiny") or an INI file path: preset_load_model's errors, or
+ * train_shape_of's. */
+int train_shape(const char *model, struct gpt_config *out, struct error *e);
+
 /* Checks the options (ranges, injection steps within 1..steps); 0 or ERR_INVAL naming the
  * option. */
 int train_opts_check(const struct train_opts *o, struct error *e);

@@ -8,9 +8,11 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/prof.h"
@@ -1020,6 +1022,84 @@ START_TEST(default_shape_is_the_tiny_preset)
 }
 END_TEST
 
+/* A tiny-like preset's text with the three things the tiny GPT cares about set. */
+static void shape_text(char *buf, size_t n, const char *name, const char *ffn_kind, int kv_heads,
+                       const char *tied)
+{
+    snprintf(buf, n,
+             "[model]\nname = %s\nlayers = 4\nd_model = 64\nheads = 4\nkv_heads = %d\n"
+             "ffn = 172\nffn_kind = %s\nvocab = 64\ntied = %s\nseq = 64\n",
+             name, kv_heads, ffn_kind, tied);
+}
+
+/* train_shape is the one way from a preset to the tiny GPT's shape: tiny's values as the
+ * preset loader reads them, and a refusal (ERR_INVAL, the shape zeroed, the model and the
+ * rule named) of each kind of shape the tiny GPT cannot train. */
+START_TEST(train_shape_reads_the_preset_and_refuses_what_cannot_train)
+{
+    struct error e = {0};
+    struct model_shape m;
+    struct gpt_config c;
+    ck_assert_int_eq(preset_load_model("tiny", &m, NULL), 0);
+    ck_assert_int_eq(train_shape("tiny", &c, &e), 0);
+    ck_assert_int_eq(c.vocab, m.vocab);
+    ck_assert_int_eq(c.d, m.d_model);
+    ck_assert_int_eq(c.layers, m.layers);
+    ck_assert_int_eq(c.heads, m.heads);
+    ck_assert_int_eq(c.ffn, m.ffn);
+    ck_assert_int_eq(c.seq, m.seq);
+    ck_assert_int_eq(gpt_config_check(&c, &e), 0);
+
+    char text[512];
+    shape_text(text, sizeof text, "fine", "swiglu", 4, "true");
+    ck_assert_int_eq(preset_parse_model(text, "fine.ini", &m, &e), 0);
+    ck_assert_int_eq(train_shape_of(&m, &c, &e), 0);
+    ck_assert(c.vocab == 64 && c.d == 64 && c.layers == 4 && c.heads == 4 && c.ffn == 172 &&
+              c.seq == 64);
+
+    static const struct {
+        const char *name, *ffn_kind;
+        int kv_heads;
+        const char *tied, *reason;
+    } bad[] = {{"gelu-model", "gelu", 4, "true", "swiglu"},
+               {"gqa-model", "swiglu", 2, "true", "kv_heads = heads"},
+               {"untied-model", "swiglu", 4, "false", "tied embeddings"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        shape_text(text, sizeof text, bad[i].name, bad[i].ffn_kind, bad[i].kv_heads, bad[i].tied);
+        ck_assert_int_eq(preset_parse_model(text, "bad.ini", &m, &e), 0);
+        c = (struct gpt_config){1, 2, 3, 4, 5, 6};
+        e = (struct error){0};
+        ck_assert_int_eq(train_shape_of(&m, &c, &e), ERR_INVAL);
+        ck_assert_int_eq(e.code, ERR_INVAL);
+        ck_assert_msg(strstr(e.msg, bad[i].name) == e.msg, "%s", e.msg);
+        ck_assert_msg(strstr(e.msg, "the tiny GPT trains"), "%s", e.msg);
+        ck_assert_msg(strstr(e.msg, bad[i].reason), "%s", e.msg);
+        ck_assert(c.vocab == 0 && c.d == 0 && c.layers == 0 && c.heads == 0 && c.ffn == 0 &&
+                  c.seq == 0);
+    }
+
+    /* through a file path too, and a preset that does not exist */
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "%s/scalelab-shape.XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/untied.ini", dir);
+    shape_text(text, sizeof text, "untied", "swiglu", 4, "false");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    ck_assert_int_eq(train_shape(path, &c, &e), ERR_INVAL);
+    ck_assert_msg(strstr(e.msg, "untied: the tiny GPT trains"), "%s", e.msg);
+    remove(path);
+    rmdir(dir);
+    c = (struct gpt_config){1, 2, 3, 4, 5, 6};
+    ck_assert_int_ne(train_shape("nosuch-model", &c, &e), 0);
+    ck_assert_ptr_nonnull(strstr(e.msg, "nosuch-model"));
+    ck_assert_int_eq(c.vocab, 0);
+}
+END_TEST
+
 /* A key acts on the next step the screen shows: after step 1, a bad batch and a NaN asked for
  * together both land in step 2, the one the next n shows (never a step computed ahead). */
 START_TEST(training_panel_keys_act_on_the_next_step_shown)
@@ -1135,6 +1215,7 @@ int main(void)
     tcase_add_test(tc, zero_stages_hold_the_same_weights);
     tcase_add_test(tc, parts_compose_into_the_whole_model);
     tcase_add_test(tc, default_shape_is_the_tiny_preset);
+    tcase_add_test(tc, train_shape_reads_the_preset_and_refuses_what_cannot_train);
     tcase_add_test(tc, phase_timers_change_no_bit);
     tcase_add_test(tc, model_and_calculator_share_the_policy_names);
     suite_add_tcase(s, tc);
