@@ -64,8 +64,7 @@ struct trainer {
 
 void train_opts_default(struct train_opts *o)
 {
-    memset(o, 0, sizeof *o);
-    o->shape = (struct gpt_config){64, 64, 4, 4, 172, 64};
+    memset(o, 0, sizeof *o); /* the shape too: the caller's train_shape sets it */
     o->batch = 16;
     o->steps = 300;
     o->seed = 1;
@@ -276,6 +275,8 @@ int train_opts_check(const struct train_opts *o, struct error *e)
         if (o->inject[i].step < 1 || o->inject[i].step > o->steps)
             return error_set(e, ERR_INVAL, "--inject: step %ld is outside the run's steps 1..%ld",
                              o->inject[i].step, o->steps);
+    if (!o->shape.vocab && !o->shape.d && !o->shape.layers)
+        return error_set(e, ERR_INVAL, "the model's shape is not set (train_shape sets it)");
     int rc = gpt_config_check(&o->shape, e);
     return rc ? rc : train_par_check(o, e);
 }

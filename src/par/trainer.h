@@ -64,7 +64,7 @@ struct train_inject {
 #define TRAIN_MAX_INJECT 64
 
 struct train_opts {
-    struct gpt_config shape;
+    struct gpt_config shape; /* train_shape's, from a preset */
     int batch;
     long steps;
     uint64_t seed;
@@ -125,8 +125,12 @@ int train_dp(const struct train_opts *o);
  * then reduced once all of them are in. */
 bool train_pipelined(const struct train_opts *o);
 
-/* PyTorch's defaults (AdamW, GradScaler), tiny's shape, batch 16, 300 steps, seed 1, fp32,
- * one GPU, 25 MiB buckets, prefetch on, one stage and one micro-batch (1F1B when more). */
+/* PyTorch's defaults (AdamW, GradScaler), batch 16, 300 steps, seed 1, fp32, one GPU, 25 MiB
+ * buckets, prefetch on, one stage and one micro-batch (1F1B when more), and no shape: it stays
+ * zeroed, and every caller sets it from the model it names (train_shape("tiny", &o->shape, e)
+ * for the lessons' model). Every caller has a model to name anyway; a preset that cannot be
+ * read is then reported where it is named, not later as a bad shape; and train_opts_check
+ * refuses a shape that was never set. */
 void train_opts_default(struct train_opts *o);
 
 struct model_shape;
@@ -140,8 +144,8 @@ int train_shape_of(const struct model_shape *m, struct gpt_config *out, struct e
  * train_shape_of's. */
 int train_shape(const char *model, struct gpt_config *out, struct error *e);
 
-/* Checks the options (ranges, injection steps within 1..steps); 0 or ERR_INVAL naming the
- * option. */
+/* Checks the options (ranges, injection steps within 1..steps, a shape that is set and the
+ * model can hold); 0 or ERR_INVAL naming the option. */
 int train_opts_check(const struct train_opts *o, struct error *e);
 
 struct train_step {
