@@ -38,8 +38,8 @@ void *bench_alloc(size_t n);
 void bench_free(void *p);
 
 struct gpt_config;
-/* The shape of a model preset ("small") the model can train, or 1 after saying why on
- * stderr: the benchmarks' one way to load the model they time. */
+/* The shape of a model preset ("small") the model can train (par/trainer.h's train_shape), or
+ * 1 after saying why on stderr: the benchmarks' one way to load the model they time. */
 int bench_model(const char *name, struct gpt_config *out);
 
 struct bench_case {

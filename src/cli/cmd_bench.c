@@ -13,9 +13,9 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "cli/command.h"
-#include "calc/preset.h"
 #include "cli/opts.h"
 #include "model/gpt.h"
+#include "par/trainer.h"
 
 struct row {
     char group[32], what[96], unit[16];
@@ -72,13 +72,11 @@ double bench_cpu_time(void (*fn)(void *), void *arg, double min_seconds)
 
 int bench_model(const char *name, struct gpt_config *out)
 {
-    struct model_shape m;
     struct error e = {0};
-    if (preset_load_model(name, &m, &e)) {
+    if (train_shape(name, out, &e)) {
         fprintf(stderr, "scalelab: bench: %s\n", e.msg);
         return 1;
     }
-    *out = (struct gpt_config){m.vocab, m.d_model, m.layers, m.heads, m.ffn, m.seq};
     return 0;
 }
 

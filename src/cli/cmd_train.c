@@ -1048,13 +1048,8 @@ static int configure(int argc, char **argv, struct args *r)
     if ((rc = opts_parse(&opts_train, argc, argv, r)))
         return rc;
     struct train_opts *o = &r->o;
-    if (r->shape.ffn_kind != FFN_SWIGLU || r->shape.kv_heads != r->shape.heads || !r->shape.tied)
-        return cli_usage("train",
-                         "--model %s: the tiny GPT trains swiglu models with tied embeddings and "
-                         "kv_heads = heads",
-                         r->shape.name);
-    o->shape = (struct gpt_config){r->shape.vocab, r->shape.d_model, r->shape.layers,
-                                   r->shape.heads, r->shape.ffn,     r->shape.seq};
+    if (train_shape_of(&r->shape, &o->shape, &e))
+        return cli_usage("train", "--model %s", e.msg);
     if (!r->scale_given)
         o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
     if (r->summary_only && !r->json)

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/rng.h"
+#include "calc/preset.h"
 #include "model/markov.h"
 #include "num/adamw.h"
 #include "num/clip.h"
@@ -63,8 +64,7 @@ struct trainer {
 
 void train_opts_default(struct train_opts *o)
 {
-    memset(o, 0, sizeof *o);
-    o->shape = (struct gpt_config){64, 64, 4, 4, 172, 64};
+    memset(o, 0, sizeof *o); /* the shape too: the caller's train_shape sets it */
     o->batch = 16;
     o->steps = 300;
     o->seed = 1;
@@ -86,6 +86,29 @@ void train_opts_default(struct train_opts *o)
     o->chunks = 2;
     o->micro_batches = 1;
     o->schedule = SCHED_1F1B;
+}
+
+int train_shape_of(const struct model_shape *m, struct gpt_config *out, struct error *e)
+{
+    memset(out, 0, sizeof *out);
+    if (m->ffn_kind != FFN_SWIGLU || m->kv_heads != m->heads || !m->tied)
+        return error_set(e, ERR_INVAL,
+                         "%s: the tiny GPT trains swiglu models with tied embeddings and "
+                         "kv_heads = heads",
+                         m->name);
+    *out = (struct gpt_config){m->vocab, m->d_model, m->layers, m->heads, m->ffn, m->seq};
+    return 0;
+}
+
+int train_shape(const char *model, struct gpt_config *out, struct error *e)
+{
+    struct model_shape m;
+    int rc = preset_load_model(model, &m, e);
+    if (rc) {
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    return train_shape_of(&m, out, e);
 }
 
 int train_dp(const struct train_opts *o)
@@ -252,6 +275,8 @@ int train_opts_check(const struct train_opts *o, struct error *e)
         if (o->inject[i].step < 1 || o->inject[i].step > o->steps)
             return error_set(e, ERR_INVAL, "--inject: step %ld is outside the run's steps 1..%ld",
                              o->inject[i].step, o->steps);
+    if (!o->shape.vocab && !o->shape.d && !o->shape.layers)
+        return error_set(e, ERR_INVAL, "the model's shape is not set (train_shape sets it)");
     int rc = gpt_config_check(&o->shape, e);
     return rc ? rc : train_par_check(o, e);
 }

@@ -64,7 +64,7 @@ struct train_inject {
 #define TRAIN_MAX_INJECT 64
 
 struct train_opts {
-    struct gpt_config shape;
+    struct gpt_config shape; /* train_shape's, from a preset */
     int batch;
     long steps;
     uint64_t seed;
@@ -125,12 +125,27 @@ int train_dp(const struct train_opts *o);
  * then reduced once all of them are in. */
 bool train_pipelined(const struct train_opts *o);
 
-/* PyTorch's defaults (AdamW, GradScaler), tiny's shape, batch 16, 300 steps, seed 1, fp32,
- * one GPU, 25 MiB buckets, prefetch on, one stage and one micro-batch (1F1B when more). */
+/* PyTorch's defaults (AdamW, GradScaler), batch 16, 300 steps, seed 1, fp32, one GPU, 25 MiB
+ * buckets, prefetch on, one stage and one micro-batch (1F1B when more), and no shape: it stays
+ * zeroed, and every caller sets it from the model it names (train_shape("tiny", &o->shape, e)
+ * for the lessons' model). Every caller has a model to name anyway; a preset that cannot be
+ * read is then reported where it is named, not later as a bad shape; and train_opts_check
+ * refuses a shape that was never set. */
 void train_opts_default(struct train_opts *o);
 
-/* Checks the options (ranges, injection steps within 1..steps); 0 or ERR_INVAL naming the
- * option. */
+struct model_shape;
+/* The tiny GPT's shape for a preset's (calc/preset.h): the only place a model_shape becomes
+ * a gpt_config. The tiny GPT is LLaMA-like, so a shape it cannot train (a gelu feed-forward,
+ * kv_heads != heads, untied embeddings) is refused: ERR_INVAL, "NAME: the tiny GPT trains
+ * swiglu models with tied embeddings and kv_heads = heads", and *out zeroed. Whether the shape
+ * fits the lab's limits is gpt_config_check's (train_opts_check calls it). */
+int train_shape_of(const struct model_shape *m, struct gpt_config *out, struct error *e);
+/* The same from a preset name ("tiny") or an INI file path: preset_load_model's errors, or
+ * train_shape_of's. */
+int train_shape(const char *model, struct gpt_config *out, struct error *e);
+
+/* Checks the options (ranges, injection steps within 1..steps, a shape that is set and the
+ * model can hold); 0 or ERR_INVAL naming the option. */
 int train_opts_check(const struct train_opts *o, struct error *e);
 
 struct train_step {

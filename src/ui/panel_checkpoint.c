@@ -24,6 +24,7 @@
 #include "calc/activ.h"
 #include "calc/preset.h"
 #include "model/gpt.h"
+#include "par/trainer.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
@@ -98,8 +99,7 @@ static void measure(struct ckpt_panel *p)
     struct error e = {0};
     struct gpt_ckpt ck;
     struct gpt *g = NULL;
-    struct gpt_config c = {p->tiny.vocab, p->tiny.d_model, p->tiny.layers,
-                           p->tiny.heads, p->tiny.ffn,     p->tiny.seq};
+    struct gpt_config c;
     p->npts = 0, p->flops_done = p->live = p->peak = 0;
     p->err[0] = 0;
     struct gpt_alloc seam = {.alloc = gpt_host_alloc,
@@ -107,7 +107,7 @@ static void measure(struct ckpt_panel *p)
                              .charge = rec_charge,
                              .compute = rec_compute,
                              .ctx = p};
-    if (gpt_ckpt_parse(policies[p->policy], &ck, &e) ||
+    if (train_shape_of(&p->tiny, &c, &e) || gpt_ckpt_parse(policies[p->policy], &ck, &e) ||
         gpt_new(&g, &c, p->batch, p->fmt, &ck, &seam, &e)) {
         snprintf(p->err, sizeof p->err, "%s", e.msg);
         return;

@@ -81,6 +81,7 @@ struct dprun {
     struct eventlog *log;
     struct settings s, start;
     struct model_shape models[2], big;
+    struct gpt_config shapes[2]; /* the models as the tiny GPT trains them */
     bool have_big;
     struct cluster_spec spec;
     int batch; /* the run's global batch: a multiple of the GPUs */
@@ -203,7 +204,7 @@ static void restart(struct dprun *p)
     const struct model_shape *m = &p->models[p->s.model];
     struct run_config cfg = {0};
     train_opts_default(&cfg.o);
-    cfg.o.shape = (struct gpt_config){m->vocab, m->d_model, m->layers, m->heads, m->ffn, m->seq};
+    cfg.o.shape = p->shapes[p->s.model];
     cfg.o.lr = 3e-3;
     cfg.o.batch = p->batch;
     cfg.o.steps = 1L << 40; /* the window runs until stopped */
@@ -430,7 +431,8 @@ static int dprun_init(void **state, const struct panel_env *env, struct error *e
     p->log = env->log;
     int rc = 0;
     for (int i = 0; i < 2 && !rc; i++)
-        rc = preset_load_model(model_names[i], &p->models[i], e);
+        if (!(rc = preset_load_model(model_names[i], &p->models[i], e)))
+            rc = train_shape_of(&p->models[i], &p->shapes[i], e);
     p->have_big = preset_load_model("synthetic-7b", &p->big, NULL) == 0;
     if (preset_load_cluster("h100-80gb", &p->spec, NULL) != 0)
         spec_default(&p->spec);

@@ -88,6 +88,7 @@ struct pprun {
     struct eventlog *log;
     struct settings s, start;
     struct model_shape models[2];
+    struct gpt_config shapes[2]; /* the models as the tiny GPT trains them */
     struct cluster_spec spec;
     int gpus, batch;              /* the run's: dp x tp x pp, the global batch */
     int cols;                     /* a stage's GPUs: dp x tp */
@@ -144,9 +145,8 @@ static void fail(struct pprun *p)
 /* The run's options for the settings. */
 static void options(const struct pprun *p, struct train_opts *o)
 {
-    const struct model_shape *m = &p->models[p->s.model];
     train_opts_default(o);
-    o->shape = (struct gpt_config){m->vocab, m->d_model, m->layers, m->heads, m->ffn, m->seq};
+    o->shape = p->shapes[p->s.model];
     o->lr = 3e-3;
     o->batch = p->batch;
     o->steps = 1L << 40; /* the window runs until stopped */
@@ -451,7 +451,8 @@ static int pprun_init(void **state, const struct panel_env *env, struct error *e
     p->log = env->log;
     int rc = 0;
     for (int i = 0; i < 2 && !rc; i++)
-        rc = preset_load_model(model_names[i], &p->models[i], e);
+        if (!(rc = preset_load_model(model_names[i], &p->models[i], e)))
+            rc = train_shape_of(&p->models[i], &p->shapes[i], e);
     if (preset_load_cluster("h100-80gb", &p->spec, NULL) != 0)
         spec_default(&p->spec);
     if (!rc)

@@ -193,16 +193,16 @@ static int pump(struct train_panel *p, double credit)
 
 /* ------------------------------------------------------------------ settings and keys */
 
-static void defaults(struct train_opts *o)
+/* The panel's run: tiny, with the window's learning rate, batch and spike window; 0, or why
+ * tiny's preset cannot be read. */
+static int defaults(struct train_opts *o, struct error *e)
 {
-    struct model_shape m;
     train_opts_default(o);
-    if (preset_load_model("tiny", &m, NULL) == 0)
-        o->shape = (struct gpt_config){m.vocab, m.d_model, m.layers, m.heads, m.ffn, m.seq};
     o->lr = 3e-3;
     o->batch = 4;
     o->spike_window = 32;
     o->spike_z = 4.0;
+    return train_shape("tiny", &o->shape, e);
 }
 
 static int train_init(void **state, const struct panel_env *env, struct error *e)
@@ -211,7 +211,11 @@ static int train_init(void **state, const struct panel_env *env, struct error *e
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
-    defaults(&p->o);
+    int rc = defaults(&p->o, e);
+    if (rc) {
+        free(p);
+        return rc;
+    }
     p->start = p->o;
     restart(p);
     *state = p;

@@ -11,7 +11,6 @@
 #include <time.h>
 
 #include "base/error.h"
-#include "calc/preset.h"
 #include "calc/sched.h"
 #include "harness.h"
 #include "par/predict.h"
@@ -134,10 +133,8 @@ START_TEST(chart_from_a_runs_events_is_the_schedule)
     for (size_t l = 0; l < sizeof lay / sizeof lay[0]; l++) {
         struct run_config cfg = {0};
         struct error e = {0};
-        struct model_shape m;
-        ck_assert_int_eq(preset_load_model("tiny", &m, &e), 0);
         train_opts_default(&cfg.o);
-        cfg.o.shape = (struct gpt_config){m.vocab, m.d_model, m.layers, m.heads, m.ffn, m.seq};
+        ck_assert_int_eq(train_shape("tiny", &cfg.o.shape, &e), 0);
         cfg.o.batch = 8 * lay[l].dp;
         cfg.o.steps = 2;
         cfg.o.precision = FP_BF16;
@@ -227,10 +224,8 @@ START_TEST(a_paced_run_waits_with_its_buffers_allocated)
 {
     struct run_config cfg = {0};
     struct error e = {0};
-    struct model_shape m;
-    ck_assert_int_eq(preset_load_model("tiny", &m, &e), 0);
     train_opts_default(&cfg.o);
-    cfg.o.shape = (struct gpt_config){m.vocab, m.d_model, m.layers, m.heads, m.ffn, m.seq};
+    ck_assert_int_eq(train_shape("tiny", &cfg.o.shape, &e), 0);
     cfg.o.batch = 8;
     cfg.o.steps = 3;
     cfg.o.pp = 2, cfg.o.tp = 2, cfg.o.gpus = 4, cfg.o.micro_batches = 4;

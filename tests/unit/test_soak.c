@@ -39,6 +39,7 @@ static void one_round(int i)
     struct train_opts o;
     struct trainer *t;
     train_opts_default(&o);
+    ck_assert_msg(train_shape("tiny", &o.shape, &e) == 0, "train_shape: %s", e.msg);
     o.batch = 2;
     o.steps = 3;
     o.seed = (uint64_t)i + 1;

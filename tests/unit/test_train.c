@@ -8,9 +8,11 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/prof.h"
@@ -258,7 +260,8 @@ START_TEST(layout_is_documented_order)
     ck_assert_int_eq(gpt_tensor_at(c, 9).cols, 24);
     ck_assert_int_eq(gpt_tensor_at(c, 10).layer, 1);
     /* tiny's count, as calc computes it from the preset */
-    struct gpt_config tiny = {64, 64, 4, 4, 172, 64};
+    struct gpt_config tiny;
+    ck_assert_int_eq(train_shape("tiny", &tiny, NULL), 0);
     ck_assert_uint_eq(gpt_param_count(&tiny), 202304);
 }
 END_TEST
@@ -303,8 +306,9 @@ END_TEST
 START_TEST(checkpoint_memory_equals_calculator)
 {
     struct model_shape tiny;
+    struct gpt_config c;
     ck_assert_int_eq(preset_load_model("tiny", &tiny, NULL), 0);
-    struct gpt_config c = {tiny.vocab, tiny.d_model, tiny.layers, tiny.heads, tiny.ffn, tiny.seq};
+    ck_assert_int_eq(train_shape_of(&tiny, &c, NULL), 0);
     int B = 2;
     int32_t *tok = calloc((size_t)B * c.seq, 4), *tgt = calloc((size_t)B * c.seq, 4);
     for (int f = 0; f < 2; f++) {
@@ -385,9 +389,8 @@ static void count_compute(void *ctx, double flops, const char *what, int layer)
  * back to 0 after a step. */
 START_TEST(seam_calls_are_known_before_the_run)
 {
-    struct model_shape tiny;
-    ck_assert_int_eq(preset_load_model("tiny", &tiny, NULL), 0);
-    struct gpt_config c = {tiny.vocab, tiny.d_model, tiny.layers, tiny.heads, tiny.ffn, tiny.seq};
+    struct gpt_config c;
+    ck_assert_int_eq(train_shape("tiny", &c, NULL), 0);
     const char *pols[] = {"none", "full", "every:3", "sqrt", "selective"};
     int B = 2;
     int32_t *tok = calloc((size_t)B * c.seq, 4), *tgt = calloc((size_t)B * c.seq, 4);
@@ -467,11 +470,12 @@ END_TEST
 
 START_TEST(fp16_gradients_underflow_without_scaling)
 {
-    struct gpt_config tiny = {64, 64, 4, 4, 172, 64};
+    struct gpt_config tiny;
+    ck_assert_int_eq(train_shape("tiny", &tiny, NULL), 0);
     struct gpt *g = new_model(&tiny, 4, FP_FP16, "none");
     gpt_init_params(&tiny, 1, gpt_params(g));
     gpt_set_weights(g, gpt_params(g));
-    int32_t *tok = calloc(4 * 64, 4), *tgt = calloc(4 * 64, 4);
+    int32_t *tok = calloc((size_t)4 * tiny.seq, 4), *tgt = calloc((size_t)4 * tiny.seq, 4);
     random_batch(&tiny, 4, tok, tgt);
     struct gpt_diag d;
     gpt_step(g, tok, tgt, 1.0f, NULL);
@@ -785,12 +789,19 @@ START_TEST(options_are_checked)
 {
     struct train_opts o;
     struct error e = {0};
+    /* the defaults hold no shape: the caller names its model */
     train_opts_default(&o);
+    ck_assert(o.shape.vocab == 0 && o.shape.d == 0 && o.shape.layers == 0 && o.shape.heads == 0 &&
+              o.shape.ffn == 0 && o.shape.seq == 0);
+    ck_assert_int_eq(train_opts_check(&o, &e), ERR_INVAL);
+    ck_assert_msg(strstr(e.msg, "shape is not set"), "%s", e.msg);
+    ck_assert_int_eq(train_shape("tiny", &o.shape, &e), 0);
     ck_assert_int_eq(train_opts_check(&o, &e), 0);
     o.lr = -1;
     ck_assert_int_eq(train_opts_check(&o, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "--lr"));
     train_opts_default(&o);
+    ck_assert_int_eq(train_shape("tiny", &o.shape, &e), 0);
     o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 301, 1, 0};
     ck_assert_int_eq(train_opts_check(&o, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "--inject"));
@@ -1033,20 +1044,81 @@ START_TEST(parts_compose_into_the_whole_model)
 }
 END_TEST
 
-/* The trainer's default shape is tiny's preset (assets/models/tiny.ini): par/ cannot read
- * presets (calc/ is beside it, not below), so the two are held equal here. */
-START_TEST(default_shape_is_the_tiny_preset)
+/* A tiny-like preset's text with the three things the tiny GPT cares about set. */
+static void shape_text(char *buf, size_t n, const char *name, const char *ffn_kind, int kv_heads,
+                       const char *tied)
 {
-    struct model_shape tiny;
-    ck_assert_int_eq(preset_load_model("tiny", &tiny, NULL), 0);
-    struct train_opts o;
-    train_opts_default(&o);
-    ck_assert_int_eq(o.shape.vocab, tiny.vocab);
-    ck_assert_int_eq(o.shape.d, tiny.d_model);
-    ck_assert_int_eq(o.shape.layers, tiny.layers);
-    ck_assert_int_eq(o.shape.heads, tiny.heads);
-    ck_assert_int_eq(o.shape.ffn, tiny.ffn);
-    ck_assert_int_eq(o.shape.seq, tiny.seq);
+    snprintf(buf, n,
+             "[model]\nname = %s\nlayers = 4\nd_model = 64\nheads = 4\nkv_heads = %d\n"
+             "ffn = 172\nffn_kind = %s\nvocab = 64\ntied = %s\nseq = 64\n",
+             name, kv_heads, ffn_kind, tied);
+}
+
+/* train_shape is the one way from a preset to the tiny GPT's shape: tiny's values as the
+ * preset loader reads them, and a refusal (ERR_INVAL, the shape zeroed, the model and the
+ * rule named) of each kind of shape the tiny GPT cannot train. */
+START_TEST(train_shape_reads_the_preset_and_refuses_what_cannot_train)
+{
+    struct error e = {0};
+    struct model_shape m;
+    struct gpt_config c;
+    ck_assert_int_eq(preset_load_model("tiny", &m, NULL), 0);
+    ck_assert_int_eq(train_shape("tiny", &c, &e), 0);
+    ck_assert_int_eq(c.vocab, m.vocab);
+    ck_assert_int_eq(c.d, m.d_model);
+    ck_assert_int_eq(c.layers, m.layers);
+    ck_assert_int_eq(c.heads, m.heads);
+    ck_assert_int_eq(c.ffn, m.ffn);
+    ck_assert_int_eq(c.seq, m.seq);
+    ck_assert_int_eq(gpt_config_check(&c, &e), 0);
+
+    char text[512];
+    shape_text(text, sizeof text, "fine", "swiglu", 4, "true");
+    ck_assert_int_eq(preset_parse_model(text, "fine.ini", &m, &e), 0);
+    ck_assert_int_eq(train_shape_of(&m, &c, &e), 0);
+    ck_assert(c.vocab == 64 && c.d == 64 && c.layers == 4 && c.heads == 4 && c.ffn == 172 &&
+              c.seq == 64);
+
+    static const struct {
+        const char *name, *ffn_kind;
+        int kv_heads;
+        const char *tied, *reason;
+    } bad[] = {{"gelu-model", "gelu", 4, "true", "swiglu"},
+               {"gqa-model", "swiglu", 2, "true", "kv_heads = heads"},
+               {"untied-model", "swiglu", 4, "false", "tied embeddings"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        shape_text(text, sizeof text, bad[i].name, bad[i].ffn_kind, bad[i].kv_heads, bad[i].tied);
+        ck_assert_int_eq(preset_parse_model(text, "bad.ini", &m, &e), 0);
+        c = (struct gpt_config){1, 2, 3, 4, 5, 6};
+        e = (struct error){0};
+        ck_assert_int_eq(train_shape_of(&m, &c, &e), ERR_INVAL);
+        ck_assert_int_eq(e.code, ERR_INVAL);
+        ck_assert_msg(strstr(e.msg, bad[i].name) == e.msg, "%s", e.msg);
+        ck_assert_msg(strstr(e.msg, "the tiny GPT trains"), "%s", e.msg);
+        ck_assert_msg(strstr(e.msg, bad[i].reason), "%s", e.msg);
+        ck_assert(c.vocab == 0 && c.d == 0 && c.layers == 0 && c.heads == 0 && c.ffn == 0 &&
+                  c.seq == 0);
+    }
+
+    /* through a file path too, and a preset that does not exist */
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "%s/scalelab-shape.XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/untied.ini", dir);
+    shape_text(text, sizeof text, "untied", "swiglu", 4, "false");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    ck_assert_int_eq(train_shape(path, &c, &e), ERR_INVAL);
+    ck_assert_msg(strstr(e.msg, "untied: the tiny GPT trains"), "%s", e.msg);
+    remove(path);
+    rmdir(dir);
+    c = (struct gpt_config){1, 2, 3, 4, 5, 6};
+    ck_assert_int_ne(train_shape("nosuch-model", &c, &e), 0);
+    ck_assert_ptr_nonnull(strstr(e.msg, "nosuch-model"));
+    ck_assert_int_eq(c.vocab, 0);
 }
 END_TEST
 
@@ -1165,7 +1237,7 @@ int main(void)
     tcase_add_test(tc, shard_plan_partitions_the_buffer);
     tcase_add_test(tc, zero_stages_hold_the_same_weights);
     tcase_add_test(tc, parts_compose_into_the_whole_model);
-    tcase_add_test(tc, default_shape_is_the_tiny_preset);
+    tcase_add_test(tc, train_shape_reads_the_preset_and_refuses_what_cannot_train);
     tcase_add_test(tc, phase_timers_change_no_bit);
     tcase_add_test(tc, model_and_calculator_share_the_policy_names);
     suite_add_tcase(s, tc);
