@@ -1026,32 +1026,22 @@ static void weight_grad(struct gpt *g, int l, const char *name, float *dw, const
 }
 
 /* 1 / sqrt(mean(x^2) + eps) of one row, the same in forward and backward */
-/* 1 / rms of rows x[0..3] (d wide): each row's sum of squares in order, in double; four rows
- * at once so that their chains of additions overlap (same bits as one row at a time). */
-static void rms_rstd4(const float *x, int d, int rows, float out[4])
+static float rms_rstd(const float *x, int d)
 {
-    double ss[4] = {0, 0, 0, 0};
-    if (rows == 4)
-        for (int j = 0; j < d; j++)
-            for (int k = 0; k < 4; k++)
-                ss[k] += (double)x[(size_t)k * d + j] * x[(size_t)k * d + j];
-    else
-        for (int k = 0; k < rows; k++)
-            for (int j = 0; j < d; j++)
-                ss[k] += (double)x[(size_t)k * d + j] * x[(size_t)k * d + j];
-    for (int k = 0; k < rows; k++)
-        out[k] = (float)(1.0 / sqrt(ss[k] / d + RMS_EPS));
+    double ss = 0;
+    for (int j = 0; j < d; j++)
+        ss += (double)x[j] * x[j];
+    return (float)(1.0 / sqrt(ss / d + RMS_EPS));
 }
 
 /* y = x / rms(x) * w, row by row (Zhang and Sennrich 2019); rstd[r] = 1 / rms(x_r) */
 static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n, int d)
 {
     prof_enter(PROF_NORM);
-    for (int r = 0; r < n; r += 4)
-        rms_rstd4(x + (size_t)r * d, d, n - r < 4 ? n - r : 4, rstd + r);
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * d;
-        float *yr = y + (size_t)r * d, s = rstd[r];
+        float *yr = y + (size_t)r * d;
+        float s = rstd[r] = rms_rstd(xr, d);
         for (int j = 0; j < d; j++)
             yr[j] = (xr[j] * s) * w[j];
     }
@@ -1078,25 +1068,19 @@ static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const f
     prof_enter(PROF_NORM);
     double *cs = g->colsum;
     memset(cs, 0, (size_t)d * sizeof *cs);
-    for (int r0 = 0; r0 < n; r0 += 4) {
-        /* four rows at once, each row's dot product in order (as rms_rstd4) and each column's
-         * sum over the rows in row order */
-        int rows = n - r0 < 4 ? n - r0 : 4;
-        double dot[4] = {0, 0, 0, 0};
-        for (int j = 0; j < d; j++)
-            for (int k = 0; k < rows; k++) {
-                size_t at = (size_t)(r0 + k) * d + (size_t)j;
-                float xh = x[at] * rstd[r0 + k];
-                cs[j] += (double)dy[at] * xh;
-                dot[k] += (double)(dy[at] * w[j]) * xh;
-            }
-        for (int k = 0; k < rows; k++) {
-            const float *xr = x + (size_t)(r0 + k) * d, *dyr = dy + (size_t)(r0 + k) * d;
-            float *dxr = dx + (size_t)(r0 + k) * d;
-            float s = rstd[r0 + k], m = (float)(dot[k] / d);
-            for (int j = 0; j < d; j++)
-                dxr[j] += s * (dyr[j] * w[j] - (xr[j] * s) * m);
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * d, *dyr = dy + (size_t)r * d;
+        float *dxr = dx + (size_t)r * d;
+        float s = rstd[r];
+        double dot = 0;
+        for (int j = 0; j < d; j++) {
+            float xh = xr[j] * s;
+            cs[j] += (double)dyr[j] * xh;
+            dot += (double)(dyr[j] * w[j]) * xh;
         }
+        float m = (float)(dot / d);
+        for (int j = 0; j < d; j++)
+            dxr[j] += s * (dyr[j] * w[j] - (xr[j] * s) * m);
     }
     for (int j = 0; j < d; j++)
         dw[j] = g->accumulate ? dw[j] + (float)cs[j] : (float)cs[j];
