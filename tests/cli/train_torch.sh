@@ -39,4 +39,20 @@ for fmt in "fp16 1e-5 1.5e-2" "bf16 1e-5 1.2e-1"; do
         not_ok "$1 gradients are fp32's up to $1 rounding" "$(tail -3 "$T_TMP/check")"
     fi
 done
+
+# scripts/torch_compare.py (PyTorch's step beside bench's torch-compare line) runs the same
+# model on a preset and reports a rate; a file that is not a model is refused with exit 2.
+if "$py" "$srcdir/scripts/torch_compare.py" "$srcdir/assets/models/tiny.ini" 2 0.2 \
+    >"$T_TMP/tc" 2>&1 && grep -Eq '^torch .* fp32 step, batch 2 x 64, one thread: [1-9][0-9]* tokens/s' "$T_TMP/tc"; then
+    ok "torch_compare.py times PyTorch's step of a preset"
+else
+    not_ok "torch_compare.py times PyTorch's step of a preset" "$(tail -3 "$T_TMP/tc")"
+fi
+"$py" "$srcdir/scripts/torch_compare.py" "$srcdir/README.md" >"$T_TMP/tc" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q "not a model file" "$T_TMP/tc"; then
+    ok "torch_compare.py refuses a file that is not a model (exit 2)"
+else
+    not_ok "torch_compare.py refuses a file that is not a model (exit 2)" "exit $rc: $(cat "$T_TMP/tc")"
+fi
 done_testing

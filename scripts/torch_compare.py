@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Times PyTorch's training step of a scalelab model shape on this CPU, one thread, to set
+beside `scalelab bench --only train` (its "torch-compare fp32 step" line runs the same shape).
+
+The model is tests/torch_check.py's: the tiny GPT written in PyTorch (RMSNorm, RoPE
+rotate-half, SwiGLU, tied embedding), the one the gradient tests compare scalelab with. A step
+is what `scalelab train` does in fp32: forward, backward, clip the global norm to 1.0,
+torch.optim.AdamW (lr 1e-3, weight decay 0.01), on a random batch. The figure is the best of
+the timed steps (the fastest is the least disturbed by other processes), as scalelab's bench
+reports its own.
+
+usage: torch_compare.py [MODEL.ini] [BATCH] [SECONDS]
+       (defaults: assets/models/torch-compare.ini, 16, 3)
+"""
+import configparser
+import os
+import sys
+import time
+
+import torch
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "tests"))
+from torch_check import forward, layout  # noqa: E402  (the model the tests check against)
+
+
+def main():
+    ini_path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        here, "..", "assets", "models", "torch-compare.ini")
+    batch = int(sys.argv[2]) if len(sys.argv) > 2 else 16
+    seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 3.0
+    ini = configparser.ConfigParser(inline_comment_prefixes=("#",))
+    try:
+        if not ini.read(ini_path):
+            raise OSError("cannot be read")
+        m = ini["model"]
+        cfg = {k: int(m[k]) for k in ("layers", "d_model", "heads", "ffn", "vocab", "seq")}
+    except (OSError, configparser.Error, KeyError, ValueError) as err:
+        print(f"torch_compare.py: {ini_path}: not a model file ({err})", file=sys.stderr)
+        return 2
+    torch.set_num_threads(1)
+    torch.manual_seed(1)
+    _, n = layout(cfg)
+    flat = (torch.randn(n) * 0.02).requires_grad_(True)
+    opt = torch.optim.AdamW([flat], lr=1e-3, weight_decay=0.01)
+    tokens = torch.randint(cfg["vocab"], (batch, cfg["seq"]))
+    targets = torch.randint(cfg["vocab"], (batch, cfg["seq"]))
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = forward(cfg, flat, tokens, targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([flat], 1.0)
+        opt.step()
+
+    step()  # warm: first allocations
+    best, start = float("inf"), time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        t0 = time.process_time()
+        step()
+        best = min(best, time.process_time() - t0)
+    print(f"torch {torch.__version__} fp32 step, batch {batch} x {cfg['seq']}, one thread: "
+          f"{batch * cfg['seq'] / best:.0f} tokens/s ({best * 1e3:.1f} ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
