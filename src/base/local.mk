@@ -1,6 +1,7 @@
 libscalelab_a_SOURCES += \
 	%reldir%/ckpt.c %reldir%/ckpt.h \
 	%reldir%/clock.c %reldir%/clock.h \
+	%reldir%/cpu.c %reldir%/cpu.h \
 	%reldir%/datadir.c %reldir%/datadir.h \
 	%reldir%/error.c %reldir%/error.h \
 	%reldir%/prof.c %reldir%/prof.h \

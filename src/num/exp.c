@@ -26,9 +26,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/cpu.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define EXP_X86 1
-#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define EXP_X86 0
@@ -142,37 +143,13 @@ static void exp_vec(float *y, const float *x, size_t n, int w)
     }
 }
 
-/* What this CPU and its OS can run: 8 (AVX-512F, with FMA and AVX2), 4 (FMA and AVX2: the
- * library's own test for its FMA build) or 0. cpuid is slow (in a virtual machine, a trip to
- * the hypervisor): asked once. */
-static int ask_cpu(void)
-{
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d))
-        return 0;
-    bool fma = c >> 12 & 1, avx = c >> 28 & 1, osxsave = c >> 27 & 1;
-    if (!fma || !avx || !osxsave)
-        return 0;
-    unsigned xcr0_lo, xcr0_hi;
-    __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 6) != 6 || __get_cpuid_max(0, NULL) < 7) /* XMM and YMM state */
-        return 0;
-    __cpuid_count(7, 0, a, b, c, d);
-    if (!(b >> 5 & 1)) /* AVX2 */
-        return 0;
-    bool zmm = (xcr0_lo & 0xe0) == 0xe0; /* opmask and ZMM state */
-    return b >> 16 & 1 && zmm ? 8 : 4;
-}
-
+/* The widest code this CPU and its OS run: 8 (AVX-512F, with FMA and AVX2), 4 (FMA and AVX2:
+ * the library's own test for its FMA build) or 0. */
 static int cpu_lanes(void)
 {
-    static atomic_int has = -1; /* -1: not yet asked */
-    int h = atomic_load_explicit(&has, memory_order_relaxed);
-    if (h < 0) {
-        h = ask_cpu();
-        atomic_store_explicit(&has, h, memory_order_relaxed);
-    }
-    return h;
+    if (!cpu_has(CPU_FMA | CPU_AVX2))
+        return 0;
+    return cpu_has(CPU_AVX512F) ? 8 : 4;
 }
 
 /* The inputs whose result, before its rounding to float, lies within 2^-23 of a float's ulp

@@ -29,11 +29,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "base/cpu.h"
 #include "base/error.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define FP_X86 1
-#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define FP_X86 0
@@ -436,35 +436,10 @@ X86_ATTR static void f16_round_n_f16c(float *dst, const float *src, size_t n)
         dst[i] = fp_f32_from_bits(f16_round_bits(fp_f32_bits(src[i])));
 }
 
-/* AVX2 and F16C, and an OS that saves the YMM registers, read with cpuid directly
- * (clang 14's __builtin_cpu_supports does not know "f16c"). */
-static bool cpu_has_avx2_f16c(void)
-{
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d))
-        return false;
-    bool f16c = c >> 29 & 1, avx = c >> 28 & 1, osxsave = c >> 27 & 1;
-    if (!f16c || !avx || !osxsave)
-        return false;
-    unsigned xcr0_lo, xcr0_hi;
-    __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 6) != 6) /* XMM and YMM state */
-        return false;
-    if (__get_cpuid_max(0, NULL) < 7)
-        return false;
-    __cpuid_count(7, 0, a, b, c, d);
-    return b >> 5 & 1; /* AVX2 */
-}
-
 static bool simd(void)
 {
-    static atomic_int has = -1; /* -1: not yet asked */
-    int h = atomic_load_explicit(&has, memory_order_relaxed);
-    if (h < 0) {
-        h = cpu_has_avx2_f16c();
-        atomic_store_explicit(&has, h, memory_order_relaxed);
-    }
-    return atomic_load_explicit(&impl_choice, memory_order_relaxed) == FP_IMPL_AUTO && h;
+    return atomic_load_explicit(&impl_choice, memory_order_relaxed) == FP_IMPL_AUTO &&
+           cpu_has(CPU_AVX2 | CPU_F16C);
 }
 #else
 static bool simd(void)

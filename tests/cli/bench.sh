@@ -28,7 +28,19 @@ else
     check_json "any(r['measure'] == 'small bf16 step time / fp32 step time' and r['value'] > 0 for r in d['results'])" "bf16 step against fp32's"
 fi
 
+# The window group: the real window in a pseudo-terminal, lesson 1's training panel playing;
+# its CPU is a positive share of a core (the panel drew while playing, or the group fails).
+# (Under TSan the window's threads run many times slower: the normal and ASan builds run it.)
+if $tsan; then
+    echo "ok $((T_N + 1)) # SKIP the window group under TSan"; T_N=$((T_N + 1))
+else
+    run bench --quick --only window --json
+    check_status 0 "bench --quick --only window --json"
+    check_json "any(r['group'] == 'window' and r['unit'] == '% core' and r['value'] > 0 for r in d['results'])" "the window's CPU while the training panel plays"
+fi
+
 run bench --list
 check_contains "$out" "formats" "bench --list names the formats group"
+check_contains "$out" "window" "bench --list names the window group"
 
 done_testing
