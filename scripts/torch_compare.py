@@ -21,7 +21,7 @@ import torch
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "tests"))
-from torch_check import forward, layout  # noqa: E402  (the model the tests check against)
+from torch_check import forward_params, layout  # noqa: E402  (the model the tests check)
 
 
 def main():
@@ -40,17 +40,19 @@ def main():
         return 2
     torch.set_num_threads(1)
     torch.manual_seed(1)
-    _, n = layout(cfg)
-    flat = (torch.randn(n) * 0.02).requires_grad_(True)
-    opt = torch.optim.AdamW([flat], lr=1e-3, weight_decay=0.01)
+    lay, _ = layout(cfg)
+    # one tensor per weight, as a PyTorch model holds them (views of one flat tensor would make
+    # autograd add every view's gradient into a zeroed copy of the whole)
+    params = {name: (torch.randn(*shape) * 0.02).requires_grad_(True) for name, _, shape in lay}
+    opt = torch.optim.AdamW(list(params.values()), lr=1e-3, weight_decay=0.01)
     tokens = torch.randint(cfg["vocab"], (batch, cfg["seq"]))
     targets = torch.randint(cfg["vocab"], (batch, cfg["seq"]))
 
     def step():
         opt.zero_grad(set_to_none=False)
-        loss = forward(cfg, flat, tokens, targets)
+        loss = forward_params(cfg, params, tokens, targets)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_([flat], 1.0)
+        torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
         opt.step()
 
     step()  # warm: first allocations

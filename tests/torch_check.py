@@ -81,11 +81,17 @@ def layout(cfg):
 
 
 def forward(cfg, flat, tokens, targets):
-    V, D, L, H, T = cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["seq"]
-    hd = D // H
+    """The mean cross-entropy, the parameters views of one flat tensor (the dumped order)."""
     lay, _ = layout(cfg)
     p = {name: flat[off:off + shape_size(shape)].view(*shape) for name, off, shape in lay}
-    dt = flat.dtype
+    return forward_params(cfg, p, tokens, targets)
+
+
+def forward_params(cfg, p, tokens, targets):
+    """The same with the parameters as a dict of tensors named as in layout()."""
+    V, D, L, H, T = cfg["vocab"], cfg["d_model"], cfg["layers"], cfg["heads"], cfg["seq"]
+    hd = D // H
+    dt = p["embedding"].dtype
 
     def rms(x, w):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w

@@ -242,7 +242,10 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
     double sim = s->sim_end_s - s->sim_start_s;
     if (sim > m->sim_time_s) {
         m->sim_time_s = sim;
-        m->exposed_s = sim - s->compute_s;
+        /* the step's span (a difference of clock readings) less the sum of its compute
+         * times: equal up to rounding when nothing is exposed, which must not show as a
+         * negative time (-1e-20 s) */
+        m->exposed_s = sim > s->compute_s ? sim - s->compute_s : 0;
     }
     int nl = layers < 64 ? layers : 64; /* the last entry: embedding and norms */
     for (int l = 0; l < nl && s->underflow; l++)

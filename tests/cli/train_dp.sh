@@ -164,6 +164,11 @@ if ! $slow; then
     check_json "d['summary']['comm_exposed_s'] > $pf" "ZeRO-3's prefetch hides gathers: more exposed without it"
 fi
 
+# One GPU sends nothing: no communication is exposed, 0 exactly (the step's span less its
+# compute time is a difference of clock readings, which once showed as -1e-20 s).
+run train --model torch-compare --batch 16 --steps 3 --json --summary
+check_json "d['summary']['comm_exposed_s'] == 0" "one GPU: no communication exposed, 0 s exactly"
+
 # --- A trace of a data-parallel run shows the sends of every GPU.
 run train --steps 2 --batch 4 --gpus 2 --zero 1 --trace "$T_TMP/dp.json"
 check_status 0 "--trace with 2 GPUs"
