@@ -719,19 +719,25 @@ static json_t *held_json(int pairs, int v)
     return v == 1 ? json_integer(pairs) : json_num((double)pairs / v);
 }
 
-/* The pipeline as it ran: each stage's operations (from its first data-parallel GPU) in
+/* The first GPU of stage st (data-parallel and tensor-parallel rank 0). */
+static const struct run_gpu *stage_gpu(const struct run *run, int st)
+{
+    return run_gpu(run, train_rank(&run_gpu(run, 0)->place, st, 0, 0));
+}
+
+/* The pipeline as it ran: each stage's operations (from its first GPU) in
  * simulated time, the bubble measured on them (idle time of the stages between the first
  * forward and the last backward, over their compute and over the wall), and the most
  * micro-batches each stage held; beside the calculator's. */
 static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
                              const struct prediction *p)
 {
-    int P = o->pp, dp = train_dp(o);
+    int P = o->pp;
     json_t *ops = json_array(), *peak = json_array();
     const struct pp_done *done[SCHED_MAX_STAGES];
     int n[SCHED_MAX_STAGES];
     for (int st = 0; st < P; st++) {
-        const struct run_gpu *g = run_gpu(run, st * dp);
+        const struct run_gpu *g = stage_gpu(run, st);
         json_t *list = json_array();
         for (int i = 0; i < g->nops; i++) {
             const struct pp_done *d = &g->ops[i];
@@ -775,6 +781,87 @@ static json_t *peaks_json(const uint64_t *cat, uint64_t total)
                      (json_int_t)cat[MEM_ACTIVATIONS], "communication", (json_int_t)cat[MEM_COMM],
                      "workspace", (json_int_t)cat[MEM_WORKSPACE], "reserved",
                      (json_int_t)cat[MEM_RESERVED], "total", (json_int_t)total);
+}
+
+/* The summary's "layout": the GPUs and how they are used. */
+static json_t *layout_json(const struct train_opts *o)
+{
+    json_t *lay =
+        json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", train_dp(o),
+                  "tp", o->tp, "pp", o->pp, "zero", o->zero, "bucket_bytes",
+                  (json_int_t)o->bucket_bytes, "prefetch", o->prefetch, "grad_fp32", o->grad_fp32);
+    json_object_set_new(lay, "micro_batches", json_integer(o->micro_batches));
+    json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
+    json_object_set_new(lay, "chunks", json_integer(train_chunks(o)));
+    json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
+    return lay;
+}
+
+/* "per_gpu": each GPU's place, ledger peaks and bytes sent per step by kind. */
+static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
+{
+    json_t *per = json_array();
+    for (int i = 0; i < o->gpus; i++) {
+        const struct run_gpu *g = run_gpu(run, i);
+        json_t *gj = json_pack("{s:i, s:{s:i, s:i, s:i}, s:o, s:I}", "gpu", i, "coord", "dp",
+                               g->place.dprank, "tp", g->place.tprank, "pp", g->place.stage, "peak",
+                               peaks_json(g->peak_cat, g->peak), "sent_bytes_per_step",
+                               (json_int_t)g->sent_per_step);
+        json_object_set_new(gj, "comm_bytes_per_step",
+                            json_pack("{s:I, s:I, s:I}", "data_parallel",
+                                      (json_int_t)g->sent_per_step, "tensor_parallel",
+                                      (json_int_t)g->tp_sent_per_step, "pipeline",
+                                      (json_int_t)g->pp_sent_per_step));
+        json_array_append_new(per, gj);
+    }
+    return per;
+}
+
+/* "predicted": the calculator's figures for each stage's GPUs (the first stage's also as
+ * "per_gpu"); and into m, "measured_minus_predicted": every GPU against its stage's
+ * prediction, bytes of difference summed (0 when all agree). */
+static void predicted_json(json_t *m, const struct train_opts *o, const struct run *run,
+                           const struct prediction *p)
+{
+    json_t *stages = json_array();
+    for (int st = 0; st < o->pp; st++) {
+        const struct memory_result *pm = &p->stage_m[st];
+        const struct traffic *pt = &p->stage_t[st];
+        json_t *pg = json_pack(
+            "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights", json_whole(pm->states.weights),
+            "gradients", json_whole(pm->states.gradients), "master_weights",
+            json_whole(pm->states.master), "optimizer", json_whole(pm->states.optimizer),
+            "activations", json_whole(pm->activations), "communication", json_whole(pm->comm),
+            "total", json_whole(pm->total), "in_flight", held_json(pm->in_flight, train_chunks(o)));
+        json_object_set_new(pg, "comm_bytes_per_step",
+                            json_pack("{s:o, s:o, s:o}", "data_parallel", json_whole(pt->dp.bytes),
+                                      "tensor_parallel", json_whole(pt->tp.bytes), "pipeline",
+                                      json_whole(pt->pp.bytes)));
+        json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
+        json_array_append_new(stages, pg);
+    }
+    json_t *pred = json_pack("{s:O, s:o, s:s, s:o}", "per_gpu", json_array_get(stages, 0),
+                             "comm_bytes_per_gpu", json_whole(p->t.dp.bytes), "comm_formula",
+                             p->t.dp.formula, "per_stage", stages);
+    json_object_set_new(m, "predicted", pred);
+    const enum ledger_cat cats[] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
+                                    MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
+    double dmem = 0, dcomm = 0;
+    for (int i = 0; i < o->gpus; i++) {
+        const struct run_gpu *g = run_gpu(run, i);
+        const struct memory_result *pm = &p->stage_m[g->place.stage];
+        const struct traffic *pt = &p->stage_t[g->place.stage];
+        const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
+                               pm->states.optimizer, pm->activations,      pm->comm};
+        for (int k = 0; k < 6; k++)
+            dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
+        dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
+                 fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
+                 fabs((double)g->pp_sent_per_step - pt->pp.bytes);
+    }
+    json_object_set_new(
+        m, "measured_minus_predicted",
+        json_pack("{s:o, s:o}", "memory_bytes", json_whole(dmem), "comm_bytes", json_whole(dcomm)));
 }
 
 static void print_summary_json(const struct args *r, const struct run *run,
@@ -825,81 +912,82 @@ static void print_summary_json(const struct args *r, const struct run *run,
     json_object_set_new(m, "simulated_seconds", json_num(sum->sim_seconds));
     json_object_set_new(m, "sim_step_time_s", json_num(sum->sim_step));
     json_object_set_new(m, "comm_exposed_s", json_num(sum->exposed));
-    json_t *lay =
-        json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", train_dp(o),
-                  "tp", o->tp, "pp", o->pp, "zero", o->zero, "bucket_bytes",
-                  (json_int_t)o->bucket_bytes, "prefetch", o->prefetch, "grad_fp32", o->grad_fp32);
-    json_object_set_new(lay, "micro_batches", json_integer(o->micro_batches));
-    json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
-    json_object_set_new(lay, "chunks", json_integer(train_chunks(o)));
-    json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
-    json_object_set_new(m, "layout", lay);
-    json_t *per = json_array();
-    for (int i = 0; i < o->gpus; i++) {
-        const struct run_gpu *g = run_gpu(run, i);
-        json_t *gj = json_pack("{s:i, s:{s:i, s:i, s:i}, s:o, s:I}", "gpu", i, "coord", "dp",
-                               g->place.dprank, "tp", g->place.tprank, "pp", g->place.stage, "peak",
-                               peaks_json(g->peak_cat, g->peak), "sent_bytes_per_step",
-                               (json_int_t)g->sent_per_step);
-        json_object_set_new(gj, "comm_bytes_per_step",
-                            json_pack("{s:I, s:I, s:I}", "data_parallel",
-                                      (json_int_t)g->sent_per_step, "tensor_parallel",
-                                      (json_int_t)g->tp_sent_per_step, "pipeline",
-                                      (json_int_t)g->pp_sent_per_step));
-        json_array_append_new(per, gj);
-    }
-    json_object_set_new(m, "per_gpu", per);
+    json_object_set_new(m, "layout", layout_json(o));
+    json_object_set_new(m, "per_gpu", per_gpu_json(o, run));
     json_object_set_new(m, "scalar_bytes_per_step", json_integer((json_int_t)sum->scalars));
-    if (p->ok) {
-        json_t *stages = json_array();
-        for (int st = 0; st < o->pp; st++) {
-            const struct memory_result *pm = &p->stage_m[st];
-            const struct traffic *pt = &p->stage_t[st];
-            json_t *pg = json_pack(
-                "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
-                json_whole(pm->states.weights), "gradients", json_whole(pm->states.gradients),
-                "master_weights", json_whole(pm->states.master), "optimizer",
-                json_whole(pm->states.optimizer), "activations", json_whole(pm->activations),
-                "communication", json_whole(pm->comm), "total", json_whole(pm->total), "in_flight",
-                held_json(pm->in_flight, train_chunks(o)));
-            json_object_set_new(pg, "comm_bytes_per_step",
-                                json_pack("{s:o, s:o, s:o}", "data_parallel",
-                                          json_whole(pt->dp.bytes), "tensor_parallel",
-                                          json_whole(pt->tp.bytes), "pipeline",
-                                          json_whole(pt->pp.bytes)));
-            json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
-            json_array_append_new(stages, pg);
-        }
-        json_t *pred = json_pack("{s:O, s:o, s:s, s:o}", "per_gpu", json_array_get(stages, 0),
-                                 "comm_bytes_per_gpu", json_whole(p->t.dp.bytes), "comm_formula",
-                                 p->t.dp.formula, "per_stage", stages);
-        json_object_set_new(m, "predicted", pred);
-        /* every GPU against its stage's prediction: bytes of difference, summed (0 when all
-         * agree) */
-        const enum ledger_cat cats[] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
-                                        MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
-        double dmem = 0, dcomm = 0;
-        for (int i = 0; i < o->gpus; i++) {
-            const struct run_gpu *g = run_gpu(run, i);
-            const struct memory_result *pm = &p->stage_m[g->place.stage];
-            const struct traffic *pt = &p->stage_t[g->place.stage];
-            const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
-                                   pm->states.optimizer, pm->activations,      pm->comm};
-            for (int k = 0; k < 6; k++)
-                dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
-            dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
-                     fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
-                     fabs((double)g->pp_sent_per_step - pt->pp.bytes);
-        }
-        json_object_set_new(m, "measured_minus_predicted",
-                            json_pack("{s:o, s:o}", "memory_bytes", json_whole(dmem), "comm_bytes",
-                                      json_whole(dcomm)));
-    }
+    if (p->ok)
+        predicted_json(m, o, run, p);
     if (train_pipelined(o))
         json_object_set_new(m, "pipeline", pipeline_json(o, run, p));
     json_t *top = json_object();
     json_object_set_new(top, "summary", m);
     json_write_line(stdout, top, JSON_FIGURES);
+}
+
+/* Every GPU's ledger peaks and bytes sent per step beside the calculator's figures for its
+ * stage; the communication formulas; a pipeline's micro-batches held, measured and scheduled. */
+static void print_gpu_table(const struct train_opts *o, const struct run *run,
+                            const struct prediction *p)
+{
+    bool piped = o->pp > 1, tp = o->tp > 1;
+    printf(
+        "\nper GPU, peak bytes (measured by each GPU's ledger; the CPU's fp32 workspace apart)\n");
+    printf("%-10s %12s %12s %12s %12s %12s %12s %12s %14s", "GPU", "weights", "gradients", "master",
+           "optimizer", "activations", "comm", "workspace", "sent/step");
+    printf(tp ? " %14s" : "", "tensor/step");
+    printf(piped ? " %14s\n" : "\n", "pipeline/step");
+    for (int i = 0; i < o->gpus; i++) {
+        const struct run_gpu *g = run_gpu(run, i);
+        char name[24];
+        if (piped)
+            snprintf(name, sizeof name, "%d (s%d)", i, g->place.stage);
+        else
+            snprintf(name, sizeof name, "%d", i);
+        printf("%-10s %12llu %12llu %12llu %12llu %12llu %12llu %12llu %14llu", name,
+               (unsigned long long)g->peak_cat[MEM_WEIGHTS],
+               (unsigned long long)g->peak_cat[MEM_GRADIENTS],
+               (unsigned long long)g->peak_cat[MEM_MASTER],
+               (unsigned long long)g->peak_cat[MEM_OPTIMIZER],
+               (unsigned long long)g->peak_cat[MEM_ACTIVATIONS],
+               (unsigned long long)g->peak_cat[MEM_COMM],
+               (unsigned long long)g->peak_cat[MEM_WORKSPACE],
+               (unsigned long long)g->sent_per_step);
+        if (tp)
+            printf(" %14llu", (unsigned long long)g->tp_sent_per_step);
+        if (piped)
+            printf(" %14llu", (unsigned long long)g->pp_sent_per_step);
+        printf("\n");
+    }
+    for (int st = 0; p->ok && st < o->pp; st++) {
+        const struct memory_result *m = &p->stage_m[st];
+        char name[24];
+        snprintf(name, sizeof name, piped ? "stage %d" : "predicted", st);
+        printf("%-10s %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12s %14.0f", name,
+               m->states.weights, m->states.gradients, m->states.master, m->states.optimizer,
+               m->activations, m->comm, "-", p->stage_t[st].dp.bytes);
+        if (tp)
+            printf(" %14.0f", p->stage_t[st].tp.bytes);
+        if (piped)
+            printf(" %14.0f", p->stage_t[st].pp.bytes);
+        printf("\n");
+    }
+    if (p->ok) {
+        printf("communication: %s\n", p->t.dp.formula);
+        for (int st = 0; piped && st < o->pp; st++)
+            printf("pipeline, stage %d: %s\n", st, p->stage_t[st].pp.formula);
+    }
+    if (train_pipelined(o) && p->have_sched) {
+        printf("schedule %s, %d micro-batches of %d sequences; micro-batches held at once, per "
+               "stage:",
+               sched_name(o->schedule), o->micro_batches,
+               o->batch / (train_dp(o) * o->micro_batches));
+        for (int st = 0; st < o->pp; st++)
+            printf(" %g", (double)stage_gpu(run, st)->peak_in_flight / train_chunks(o));
+        printf(" (the schedule's:");
+        for (int st = 0; st < o->pp; st++)
+            printf(" %g", (double)p->sched.peak_chunks[st] / train_chunks(o));
+        printf(")\n");
+    }
 }
 
 static void print_summary_text(const struct args *r, const struct run *run,
@@ -944,61 +1032,7 @@ static void print_summary_text(const struct args *r, const struct run *run,
            units_format_seconds(b, sizeof b, sum->sim_seconds), spec->name);
     if (o->gpus == 1 && !train_pipelined(o))
         return;
-    /* the table: every GPU's ledger beside the calculator's figures for its stage */
-    bool piped = o->pp > 1;
-    printf(
-        "\nper GPU, peak bytes (measured by each GPU's ledger; the CPU's fp32 workspace apart)\n");
-    printf("%-10s %12s %12s %12s %12s %12s %12s %12s %14s", "GPU", "weights", "gradients", "master",
-           "optimizer", "activations", "comm", "workspace", "sent/step");
-    printf(piped ? " %14s\n" : "\n", "pipeline/step");
-    for (int i = 0; i < o->gpus; i++) {
-        const struct run_gpu *g = run_gpu(run, i);
-        char name[24];
-        if (piped)
-            snprintf(name, sizeof name, "%d (s%d)", i, g->place.stage);
-        else
-            snprintf(name, sizeof name, "%d", i);
-        printf("%-10s %12llu %12llu %12llu %12llu %12llu %12llu %12llu %14llu", name,
-               (unsigned long long)g->peak_cat[MEM_WEIGHTS],
-               (unsigned long long)g->peak_cat[MEM_GRADIENTS],
-               (unsigned long long)g->peak_cat[MEM_MASTER],
-               (unsigned long long)g->peak_cat[MEM_OPTIMIZER],
-               (unsigned long long)g->peak_cat[MEM_ACTIVATIONS],
-               (unsigned long long)g->peak_cat[MEM_COMM],
-               (unsigned long long)g->peak_cat[MEM_WORKSPACE],
-               (unsigned long long)g->sent_per_step);
-        if (piped)
-            printf(" %14llu", (unsigned long long)g->pp_sent_per_step);
-        printf("\n");
-    }
-    for (int st = 0; p->ok && st < o->pp; st++) {
-        const struct memory_result *m = &p->stage_m[st];
-        char name[24];
-        snprintf(name, sizeof name, piped ? "stage %d" : "predicted", st);
-        printf("%-10s %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12s %14.0f", name,
-               m->states.weights, m->states.gradients, m->states.master, m->states.optimizer,
-               m->activations, m->comm, "-", p->stage_t[st].dp.bytes);
-        if (piped)
-            printf(" %14.0f", p->stage_t[st].pp.bytes);
-        printf("\n");
-    }
-    if (p->ok) {
-        printf("communication: %s\n", p->t.dp.formula);
-        for (int st = 0; piped && st < o->pp; st++)
-            printf("pipeline, stage %d: %s\n", st, p->stage_t[st].pp.formula);
-    }
-    if (train_pipelined(o) && p->have_sched) {
-        printf("schedule %s, %d micro-batches of %d sequences; micro-batches held at once, per "
-               "stage:",
-               sched_name(o->schedule), o->micro_batches,
-               o->batch / (train_dp(o) * o->micro_batches));
-        for (int st = 0; st < o->pp; st++)
-            printf(" %g", (double)run_gpu(run, st * train_dp(o))->peak_in_flight / train_chunks(o));
-        printf(" (the schedule's:");
-        for (int st = 0; st < o->pp; st++)
-            printf(" %g", (double)p->sched.peak_chunks[st] / train_chunks(o));
-        printf(")\n");
-    }
+    print_gpu_table(o, run, p);
     printf("simulated step %s, of which %s not hidden behind compute; the agreement (loss, "
            "norm, inf/NaN) %llu bytes per GPU\n",
            units_format_seconds(a, sizeof a, sum->sim_step),
