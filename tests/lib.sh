@@ -110,6 +110,26 @@ PY
     then ok "$1"; else not_ok "$1" "$(cat "$T_TMP/py.out")"; fi
 }
 
+# The training tests' shared checks: a run on several thread-GPUs against one GPU's, and
+# against the calculator. Each is one TAP check on the last run; the tolerance is the
+# caller's, who says why next to it.
+
+# check_losses REF STEPS TOL WHAT [GPUS]: the last run (train --steps STEPS --json) and the
+# saved one-GPU run REF have STEPS step lines and a summary each, and at every step the loss
+# is within TOL of REF's, relative to REF's; with GPUS, the run's layout has that many GPUs.
+check_losses() {
+    local gpus=""
+    [ -n "${5:-}" ] && gpus="assert b[-1]['summary']['layout']['gpus'] == $5, b[-1]['summary']['layout']"
+    save _losses
+    PYCODE="
+a, b = load('$1'), load('_losses')
+assert len(a) == len(b) == $2 + 1, (len(a), len(b))
+worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
+assert worst < $3, worst
+$gpus
+" py "$4: every step's loss within $3 of one GPU's"
+}
+
 done_testing() {
     echo "1..$T_N"
     [ "$T_FAILED" -eq 0 ]

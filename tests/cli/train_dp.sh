@@ -21,14 +21,7 @@ save g1
 for n in $gpus_list; do
     run train --steps $steps --batch 24 --gpus $n --json
     check_status 0 "--gpus $n trains"
-    save g$n
-    PYCODE="
-a, b = load('g1'), load('g$n')
-assert len(a) == len(b) == $steps + 1, (len(a), len(b))
-worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
-assert worst < 1e-5, worst
-assert b[-1]['summary']['layout']['gpus'] == $n
-" py "--gpus $n: every step's loss within 1e-5 of one GPU's"
+    check_losses g1 $steps 1e-5 "--gpus $n" $n
 done
 
 # --- Every stage the same bits: they reduce each element around the same ring, in order.
