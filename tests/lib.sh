@@ -130,6 +130,21 @@ $gpus
 " py "$4: every step's loss within $3 of one GPU's"
 }
 
+# check_grads REF DIR TOL WHAT: the --dump folders REF (one GPU) and DIR hold step 1's
+# gradients within TOL of REF's, relative to REF's largest gradient, and the same batch and
+# initial weights to the bit.
+check_grads() {
+    PYCODE="
+a, b = f32('$1/grads.f32'), f32('$2/grads.f32')
+assert len(a) == len(b), (len(a), len(b))
+scale = max(abs(x) for x in a)
+worst = max(abs(x - y) for x, y in zip(a, b)) / scale
+assert worst < $3, worst
+assert open('$1/tokens.i32', 'rb').read() == open('$2/tokens.i32', 'rb').read(), 'the batch differs'
+assert open('$1/params.f32', 'rb').read() == open('$2/params.f32', 'rb').read(), 'the weights differ'
+" py "$4: step 1's gathered gradients within $3 of one GPU's, the same batch and weights"
+}
+
 done_testing() {
     echo "1..$T_N"
     [ "$T_FAILED" -eq 0 ]

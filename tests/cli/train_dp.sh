@@ -52,18 +52,7 @@ check_status 0 "--dump on one GPU"
 for z in 0 3; do
     run train --steps 1 --batch 12 --gpus 3 --zero $z --dump "$T_TMP/d3z$z" --json
     check_status 0 "--dump on 3 GPUs at stage $z"
-    PYCODE="
-import struct
-def f32(p):
-    b = open(p, 'rb').read(); return struct.unpack('<%df' % (len(b) // 4), b)
-a, b = f32('$T_TMP/d1/grads.f32'), f32('$T_TMP/d3z$z/grads.f32')
-assert len(a) == len(b)
-scale = max(abs(x) for x in a)
-worst = max(abs(x - y) for x, y in zip(a, b)) / scale
-assert worst < 1e-6, worst
-assert open('$T_TMP/d1/tokens.i32', 'rb').read() == open('$T_TMP/d3z$z/tokens.i32', 'rb').read()
-assert open('$T_TMP/d1/params.f32', 'rb').read() == open('$T_TMP/d3z$z/params.f32', 'rb').read()
-" py "stage $z on 3 GPUs: step 1's gathered gradients within 1e-6 of one GPU's, the same batch and weights"
+    check_grads "$T_TMP/d1" "$T_TMP/d3z$z" 1e-6 "stage $z on 3 GPUs"
 done
 
 # --- Measured = predicted: every GPU's ledger peaks and bytes sent equal the calculator's.

@@ -41,14 +41,7 @@ for l in $dumps; do
     i=$((i + 1))
     run train --steps 1 $args --dump "$T_TMP/dt$i" --json
     check_status 0 "--dump with $args"
-    PYCODE="
-a, b = f32('$T_TMP/d1/grads.f32'), f32('$T_TMP/dt$i/grads.f32')
-assert len(a) == len(b)
-scale = max(abs(x) for x in a)
-worst = max(abs(x - y) for x, y in zip(a, b)) / scale
-assert worst < 1e-5, worst
-assert open('$T_TMP/d1/params.f32', 'rb').read() == open('$T_TMP/dt$i/params.f32', 'rb').read()
-" py "$args: step 1's gathered gradients within 1e-5 of one GPU's, the same weights"
+    check_grads "$T_TMP/d1" "$T_TMP/dt$i" 1e-5 "$args"
 done
 
 # --- Measured = predicted: every GPU's ledger peaks (its shards; activations with the split
