@@ -66,17 +66,7 @@ for model in $models; do
         for n in $ns; do
             for z in 0 1 2 3; do
                 run train --model $model --steps 1 --batch $n --gpus $n --zero $z --precision $prec --json --summary
-                save m
-                PYCODE="
-s = load('m')[0]['summary']
-p = s['predicted']
-keys = ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication')
-assert len(s['per_gpu']) == $n
-for g in s['per_gpu']:
-    for k in keys:
-        assert g['peak'][k] == p['per_gpu'][k], (g['gpu'], k, g['peak'][k], p['per_gpu'][k])
-    assert g['sent_bytes_per_step'] == p['comm_bytes_per_gpu'], (g['gpu'], g['sent_bytes_per_step'], p['comm_bytes_per_gpu'])
-" py "$model $prec, $n GPUs, stage $z: every GPU's peaks and bytes sent equal the calculator's"
+                check_predicted "$model $prec, $n GPUs, stage $z" $n
             done
         done
     done
