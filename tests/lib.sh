@@ -173,6 +173,50 @@ assert s['measured_minus_predicted'] == {'memory_bytes': 0, 'comm_bytes': 0}, s[
 " py "$1: every GPU's peaks and bytes sent equal the calculator's, to the byte"
 }
 
+# The same checks over a list of layouts, each layout's options joined by ':' (a list is
+# split on white space). Every run is also checked to exit 0.
+
+# losses_per_layout STEPS TOL LAYOUTS: trains STEPS steps on one GPU, then on each layout;
+# check_losses with TOL for each.
+losses_per_layout() {
+    local l args
+    run train --steps "$1" --json
+    check_status 0 "one GPU, the reference"
+    save ref
+    for l in $3; do
+        args=$(printf '%s' "$l" | tr ':' ' ')
+        run train --steps "$1" $args --json
+        check_status 0 "train $args"
+        check_losses ref "$1" "$2" "$args"
+    done
+}
+
+# grads_per_layout TOL LAYOUTS: dumps step 1 on one GPU, then on each layout; check_grads
+# with TOL for each.
+grads_per_layout() {
+    local l args i=0
+    run train --steps 1 --dump "$T_TMP/dump0" --json
+    check_status 0 "--dump on one GPU"
+    for l in $2; do
+        args=$(printf '%s' "$l" | tr ':' ' ')
+        i=$((i + 1))
+        run train --steps 1 $args --dump "$T_TMP/dump$i" --json
+        check_status 0 "--dump with $args"
+        check_grads "$T_TMP/dump0" "$T_TMP/dump$i" "$1" "$args"
+    done
+}
+
+# predicted_per_case CASES: one step of each case, MODEL:PRECISION:LAYOUT; check_predicted.
+predicted_per_case() {
+    local c model rest prec args
+    for c in $1; do
+        model=${c%%:*}; rest=${c#*:}; prec=${rest%%:*}; args=$(printf '%s' "${rest#*:}" | tr ':' ' ')
+        run train --model "$model" --precision "$prec" --steps 1 $args --json --summary
+        check_status 0 "$model $prec $args"
+        check_predicted "$model $prec $args"
+    done
+}
+
 done_testing() {
     echo "1..$T_N"
     [ "$T_FAILED" -eq 0 ]

@@ -21,31 +21,14 @@ layouts="--pp=2:--micro-batches=1 --pp=2:--micro-batches=4 --pp=2:--micro-batche
 --pp=2:--micro-batches=2:--schedule=interleaved"
 $slow && steps=4 && layouts="--pp=2:--micro-batches=4 --pp=4:--micro-batches=8:--schedule=gpipe --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
 $tsan && layouts="--dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
-run train --steps $steps --json
-check_status 0 "one GPU, the reference"
-save ref
-for l in $layouts; do
-    args=$(printf '%s' "$l" | tr ':' ' ')
-    run train --steps $steps $args --json
-    check_status 0 "train $args"
-    check_losses ref $steps 1e-5 "$args"
-done
+losses_per_layout $steps 1e-5 "$layouts"
 
 # --- Step 1's gradients, gathered from every stage (and shard), equal one GPU's: 1e-5
 # relative to the largest gradient; the batch and the initial weights are the same bits.
-run train --steps 1 --dump "$T_TMP/d1" --json
-check_status 0 "--dump on one GPU"
 dumps="--pp=2:--micro-batches=4:--schedule=gpipe --pp=4:--micro-batches=8 --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
 $slow && dumps="--dp=2:--pp=2:--micro-batches=2:--zero=1"
 $tsan && dumps=""
-i=0
-for l in $dumps; do
-    args=$(printf '%s' "$l" | tr ':' ' ')
-    i=$((i + 1))
-    run train --steps 1 $args --dump "$T_TMP/dp$i" --json
-    check_status 0 "--dump with $args"
-    check_grads "$T_TMP/d1" "$T_TMP/dp$i" 1e-5 "$args"
-done
+grads_per_layout 1e-5 "$dumps"
 
 # --- The executed schedule is the taught one: each stage's order of (kind, micro-batch,
 # chunk) is `scalelab pipeline --json`'s, and the micro-batches it held at once its
@@ -89,12 +72,7 @@ small:bf16:--dp=2:--pp=2:--micro-batches=2 tiny:fp16:--pp=2:--micro-batches=4:--
 tiny:bf16:--dp=3:--micro-batches=2:--batch=12:--grad-accum=fp32
 tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved small:fp32:--pp=3:--micro-batches=3:--batch=6:--schedule=interleaved:--checkpoint=full"
 $slow && cases="tiny:bf16:--dp=2:--pp=2:--micro-batches=4:--zero=1 tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved"
-for c in $cases; do
-    model=${c%%:*}; rest=${c#*:}; prec=${rest%%:*}; args=$(printf '%s' "${rest#*:}" | tr ':' ' ')
-    run train --model "$model" --precision "$prec" --steps 1 $args --json --summary
-    check_status 0 "$model $prec $args"
-    check_predicted "$model $prec $args"
-done
+predicted_per_case "$cases"
 # The pipeline's bytes against the formula: stage 0 sends m micro-batches' activations
 # (2 x 64 tokens x 64 x 4 B each) and sums the tied embedding with the last stage (a ring of
 # two sends the whole 64 x 64 x 4 B); a middle stage sends both ways and no embedding.
