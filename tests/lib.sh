@@ -150,7 +150,8 @@ assert open('$1/params.f32', 'rb').read() == open('$2/params.f32', 'rb').read(),
 # optimizer, activations, communication) and its bytes sent per step (data-parallel,
 # tensor-parallel, pipeline) equal the calculator's for its stage, and the summary's own
 # difference is 0; with one stage, its peaks also equal the layout's per-GPU prediction and
-# its bytes sent the layout's comm_bytes_per_gpu. The layout has dp x tp x pp GPUs (GPUS).
+# its bytes sent the layout's comm_bytes_per_gpu. There are dp x tp x pp GPUs (GPUS of them,
+# when given).
 check_predicted() {
     local gpus=""
     [ -n "${2:-}" ] && gpus="== $2"
