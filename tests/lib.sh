@@ -110,6 +110,114 @@ PY
     then ok "$1"; else not_ok "$1" "$(cat "$T_TMP/py.out")"; fi
 }
 
+# The training tests' shared checks: a run on several thread-GPUs against one GPU's, and
+# against the calculator. Each is one TAP check on the last run; the tolerance is the
+# caller's, who says why next to it.
+
+# check_losses REF STEPS TOL WHAT [GPUS]: the last run (train --steps STEPS --json) and the
+# saved one-GPU run REF have STEPS step lines and a summary each, and at every step the loss
+# is within TOL of REF's, relative to REF's; with GPUS, the run's layout has that many GPUs.
+check_losses() {
+    local gpus=""
+    [ -n "${5:-}" ] && gpus="assert b[-1]['summary']['layout']['gpus'] == $5, b[-1]['summary']['layout']"
+    save _losses
+    PYCODE="
+a, b = load('$1'), load('_losses')
+assert len(a) == len(b) == $2 + 1, (len(a), len(b))
+worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
+assert worst < $3, worst
+$gpus
+" py "$4: every step's loss within $3 of one GPU's"
+}
+
+# check_grads REF DIR TOL WHAT: the --dump folders REF (one GPU) and DIR hold step 1's
+# gradients within TOL of REF's, relative to REF's largest gradient, and the same batch and
+# initial weights to the bit.
+check_grads() {
+    PYCODE="
+a, b = f32('$1/grads.f32'), f32('$2/grads.f32')
+assert len(a) == len(b), (len(a), len(b))
+scale = max(abs(x) for x in a)
+worst = max(abs(x - y) for x, y in zip(a, b)) / scale
+assert worst < $3, worst
+assert open('$1/tokens.i32', 'rb').read() == open('$2/tokens.i32', 'rb').read(), 'the batch differs'
+assert open('$1/params.f32', 'rb').read() == open('$2/params.f32', 'rb').read(), 'the weights differ'
+" py "$4: step 1's gathered gradients within $3 of one GPU's, the same batch and weights"
+}
+
+# check_predicted WHAT [GPUS]: in the last run's summary (train --json --summary), measured =
+# predicted to the byte: every GPU's ledger peaks (weights, gradients, master weights,
+# optimizer, activations, communication) and its bytes sent per step (data-parallel,
+# tensor-parallel, pipeline) equal the calculator's for its stage, and the summary's own
+# difference is 0; with one stage, its peaks also equal the layout's per-GPU prediction and
+# its bytes sent the layout's comm_bytes_per_gpu. There are dp x tp x pp GPUs (GPUS of them,
+# when given).
+check_predicted() {
+    local gpus=""
+    [ -n "${2:-}" ] && gpus="== $2"
+    save _predicted
+    PYCODE="
+s = load('_predicted')[-1]['summary']
+lay, pred = s['layout'], s['predicted']
+assert len(s['per_gpu']) == lay['gpus'] == lay['dp'] * lay['tp'] * lay['pp'] $gpus, (len(s['per_gpu']), lay)
+keys = ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication')
+for g in s['per_gpu']:
+    p = pred['per_stage'][g['coord']['pp']]
+    for want in [p] + ([pred['per_gpu']] if lay['pp'] == 1 else []):
+        for k in keys:
+            assert g['peak'][k] == want[k], (g['gpu'], k, g['peak'][k], want[k])
+    for k in ('data_parallel', 'tensor_parallel', 'pipeline'):
+        assert g['comm_bytes_per_step'][k] == p['comm_bytes_per_step'][k], (g['gpu'], k, g['comm_bytes_per_step'], p['comm_bytes_per_step'])
+    if lay['pp'] == 1:
+        assert g['sent_bytes_per_step'] == pred['comm_bytes_per_gpu'], (g['gpu'], g['sent_bytes_per_step'], pred['comm_bytes_per_gpu'])
+assert s['measured_minus_predicted'] == {'memory_bytes': 0, 'comm_bytes': 0}, s['measured_minus_predicted']
+" py "$1: every GPU's peaks and bytes sent equal the calculator's, to the byte"
+}
+
+# The same checks over a list of layouts, each layout's options joined by ':' (a list is
+# split on white space). Every run is also checked to exit 0.
+
+# losses_per_layout STEPS TOL LAYOUTS: trains STEPS steps on one GPU, then on each layout;
+# check_losses with TOL for each.
+losses_per_layout() {
+    local l args
+    run train --steps "$1" --json
+    check_status 0 "one GPU, the reference"
+    save ref
+    for l in $3; do
+        args=$(printf '%s' "$l" | tr ':' ' ')
+        run train --steps "$1" $args --json
+        check_status 0 "train $args"
+        check_losses ref "$1" "$2" "$args"
+    done
+}
+
+# grads_per_layout TOL LAYOUTS: dumps step 1 on one GPU, then on each layout; check_grads
+# with TOL for each.
+grads_per_layout() {
+    local l args i=0
+    run train --steps 1 --dump "$T_TMP/dump0" --json
+    check_status 0 "--dump on one GPU"
+    for l in $2; do
+        args=$(printf '%s' "$l" | tr ':' ' ')
+        i=$((i + 1))
+        run train --steps 1 $args --dump "$T_TMP/dump$i" --json
+        check_status 0 "--dump with $args"
+        check_grads "$T_TMP/dump0" "$T_TMP/dump$i" "$1" "$args"
+    done
+}
+
+# predicted_per_case CASES: one step of each case, MODEL:PRECISION:LAYOUT; check_predicted.
+predicted_per_case() {
+    local c model rest prec args
+    for c in $1; do
+        model=${c%%:*}; rest=${c#*:}; prec=${rest%%:*}; args=$(printf '%s' "${rest#*:}" | tr ':' ' ')
+        run train --model "$model" --precision "$prec" --steps 1 $args --json --summary
+        check_status 0 "$model $prec $args"
+        check_predicted "$model $prec $args"
+    done
+}
+
 done_testing() {
     echo "1..$T_N"
     [ "$T_FAILED" -eq 0 ]

@@ -21,14 +21,7 @@ save g1
 for n in $gpus_list; do
     run train --steps $steps --batch 24 --gpus $n --json
     check_status 0 "--gpus $n trains"
-    save g$n
-    PYCODE="
-a, b = load('g1'), load('g$n')
-assert len(a) == len(b) == $steps + 1, (len(a), len(b))
-worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
-assert worst < 1e-5, worst
-assert b[-1]['summary']['layout']['gpus'] == $n
-" py "--gpus $n: every step's loss within 1e-5 of one GPU's"
+    check_losses g1 $steps 1e-5 "--gpus $n" $n
 done
 
 # --- Every stage the same bits: they reduce each element around the same ring, in order.
@@ -59,18 +52,7 @@ check_status 0 "--dump on one GPU"
 for z in 0 3; do
     run train --steps 1 --batch 12 --gpus 3 --zero $z --dump "$T_TMP/d3z$z" --json
     check_status 0 "--dump on 3 GPUs at stage $z"
-    PYCODE="
-import struct
-def f32(p):
-    b = open(p, 'rb').read(); return struct.unpack('<%df' % (len(b) // 4), b)
-a, b = f32('$T_TMP/d1/grads.f32'), f32('$T_TMP/d3z$z/grads.f32')
-assert len(a) == len(b)
-scale = max(abs(x) for x in a)
-worst = max(abs(x - y) for x, y in zip(a, b)) / scale
-assert worst < 1e-6, worst
-assert open('$T_TMP/d1/tokens.i32', 'rb').read() == open('$T_TMP/d3z$z/tokens.i32', 'rb').read()
-assert open('$T_TMP/d1/params.f32', 'rb').read() == open('$T_TMP/d3z$z/params.f32', 'rb').read()
-" py "stage $z on 3 GPUs: step 1's gathered gradients within 1e-6 of one GPU's, the same batch and weights"
+    check_grads "$T_TMP/d1" "$T_TMP/d3z$z" 1e-6 "stage $z on 3 GPUs"
 done
 
 # --- Measured = predicted: every GPU's ledger peaks and bytes sent equal the calculator's.
@@ -84,17 +66,7 @@ for model in $models; do
         for n in $ns; do
             for z in 0 1 2 3; do
                 run train --model $model --steps 1 --batch $n --gpus $n --zero $z --precision $prec --json --summary
-                save m
-                PYCODE="
-s = load('m')[0]['summary']
-p = s['predicted']
-keys = ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication')
-assert len(s['per_gpu']) == $n
-for g in s['per_gpu']:
-    for k in keys:
-        assert g['peak'][k] == p['per_gpu'][k], (g['gpu'], k, g['peak'][k], p['per_gpu'][k])
-    assert g['sent_bytes_per_step'] == p['comm_bytes_per_gpu'], (g['gpu'], g['sent_bytes_per_step'], p['comm_bytes_per_gpu'])
-" py "$model $prec, $n GPUs, stage $z: every GPU's peaks and bytes sent equal the calculator's"
+                check_predicted "$model $prec, $n GPUs, stage $z" $n
             done
         done
     done

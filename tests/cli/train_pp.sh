@@ -21,47 +21,14 @@ layouts="--pp=2:--micro-batches=1 --pp=2:--micro-batches=4 --pp=2:--micro-batche
 --pp=2:--micro-batches=2:--schedule=interleaved"
 $slow && steps=4 && layouts="--pp=2:--micro-batches=4 --pp=4:--micro-batches=8:--schedule=gpipe --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
 $tsan && layouts="--dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
-run train --steps $steps --json
-check_status 0 "one GPU, the reference"
-save ref
-i=0
-for l in $layouts; do
-    args=$(printf '%s' "$l" | tr ':' ' ')
-    i=$((i + 1))
-    run train --steps $steps $args --json
-    check_status 0 "train $args"
-    save "e$i"
-    PYCODE="
-a, b = load('ref'), load('e$i')
-assert len(a) == len(b) == $steps + 1, (len(a), len(b))
-worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
-assert worst < 1e-5, worst
-" py "$args: every step's loss within 1e-5 of one GPU's"
-done
+losses_per_layout $steps 1e-5 "$layouts"
 
 # --- Step 1's gradients, gathered from every stage (and shard), equal one GPU's: 1e-5
 # relative to the largest gradient; the batch and the initial weights are the same bits.
-run train --steps 1 --dump "$T_TMP/d1" --json
-check_status 0 "--dump on one GPU"
 dumps="--pp=2:--micro-batches=4:--schedule=gpipe --pp=4:--micro-batches=8 --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
 $slow && dumps="--dp=2:--pp=2:--micro-batches=2:--zero=1"
 $tsan && dumps=""
-i=0
-for l in $dumps; do
-    args=$(printf '%s' "$l" | tr ':' ' ')
-    i=$((i + 1))
-    run train --steps 1 $args --dump "$T_TMP/dp$i" --json
-    check_status 0 "--dump with $args"
-    PYCODE="
-a, b = f32('$T_TMP/d1/grads.f32'), f32('$T_TMP/dp$i/grads.f32')
-assert len(a) == len(b)
-scale = max(abs(x) for x in a)
-worst = max(abs(x - y) for x, y in zip(a, b)) / scale
-assert worst < 1e-5, worst
-assert open('$T_TMP/d1/tokens.i32', 'rb').read() == open('$T_TMP/dp$i/tokens.i32', 'rb').read()
-assert open('$T_TMP/d1/params.f32', 'rb').read() == open('$T_TMP/dp$i/params.f32', 'rb').read()
-" py "$args: step 1's gathered gradients within 1e-5 of one GPU's, the same batch and weights"
-done
+grads_per_layout 1e-5 "$dumps"
 
 # --- The executed schedule is the taught one: each stage's order of (kind, micro-batch,
 # chunk) is `scalelab pipeline --json`'s, and the micro-batches it held at once its
@@ -105,25 +72,7 @@ small:bf16:--dp=2:--pp=2:--micro-batches=2 tiny:fp16:--pp=2:--micro-batches=4:--
 tiny:bf16:--dp=3:--micro-batches=2:--batch=12:--grad-accum=fp32
 tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved small:fp32:--pp=3:--micro-batches=3:--batch=6:--schedule=interleaved:--checkpoint=full"
 $slow && cases="tiny:bf16:--dp=2:--pp=2:--micro-batches=4:--zero=1 tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved"
-for c in $cases; do
-    model=${c%%:*}; rest=${c#*:}; prec=${rest%%:*}; args=$(printf '%s' "${rest#*:}" | tr ':' ' ')
-    run train --model "$model" --precision "$prec" --steps 1 $args --json --summary
-    check_status 0 "$model $prec $args"
-    save m
-    PYCODE="
-s = load('m')[0]['summary']
-stages = s['predicted']['per_stage']
-keys = ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication')
-assert len(s['per_gpu']) == s['layout']['gpus']
-for g in s['per_gpu']:
-    p = stages[g['coord']['pp']]
-    for k in keys:
-        assert g['peak'][k] == p[k], (g['gpu'], k, g['peak'][k], p[k])
-    for k in ('data_parallel', 'tensor_parallel', 'pipeline'):
-        assert g['comm_bytes_per_step'][k] == p['comm_bytes_per_step'][k], (g['gpu'], k, g['comm_bytes_per_step'], p['comm_bytes_per_step'])
-assert s['measured_minus_predicted'] == {'memory_bytes': 0, 'comm_bytes': 0}
-" py "$model $prec $args: every GPU's peaks and bytes sent equal the calculator's for its stage"
-done
+predicted_per_case "$cases"
 # The pipeline's bytes against the formula: stage 0 sends m micro-batches' activations
 # (2 x 64 tokens x 64 x 4 B each) and sums the tied embedding with the last stage (a ring of
 # two sends the whole 64 x 64 x 4 B); a middle stage sends both ways and no embedding.

@@ -18,46 +18,14 @@ layouts="--tp=2 --tp=4 --dp=2:--tp=2 --tp=2:--micro-batches=4 --tp=2:--pp=2:--mi
 --tp=2:--pp=2:--micro-batches=4:--schedule=interleaved:--sequence-parallel --dp=2:--tp=2:--zero=3"
 $slow && steps=4 && layouts="--tp=2 --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1 --tp=2:--sequence-parallel"
 $tsan && layouts="--dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1:--sequence-parallel"
-run train --steps $steps --json
-check_status 0 "one GPU, the reference"
-save ref
-i=0
-for l in $layouts; do
-    args=$(printf '%s' "$l" | tr ':' ' ')
-    i=$((i + 1))
-    run train --steps $steps $args --json
-    check_status 0 "train $args"
-    save "e$i"
-    PYCODE="
-a, b = load('ref'), load('e$i')
-assert len(a) == len(b) == $steps + 1, (len(a), len(b))
-worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
-assert worst < 1e-5, worst
-" py "$args: every step's loss within 1e-5 of one GPU's"
-done
+losses_per_layout $steps 1e-5 "$layouts"
 
 # --- Step 1's gradients, gathered from every rank's shards (the norms once), equal one
 # GPU's: 1e-5 relative to the largest gradient; the same batch and initial weights.
-run train --steps 1 --dump "$T_TMP/d1" --json
-check_status 0 "--dump on one GPU"
 dumps="--tp=4 --dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1 --tp=2:--pp=2:--micro-batches=2:--sequence-parallel"
 $slow && dumps="--dp=2:--tp=2:--pp=2:--micro-batches=2:--zero=1"
 $tsan && dumps=""
-i=0
-for l in $dumps; do
-    args=$(printf '%s' "$l" | tr ':' ' ')
-    i=$((i + 1))
-    run train --steps 1 $args --dump "$T_TMP/dt$i" --json
-    check_status 0 "--dump with $args"
-    PYCODE="
-a, b = f32('$T_TMP/d1/grads.f32'), f32('$T_TMP/dt$i/grads.f32')
-assert len(a) == len(b)
-scale = max(abs(x) for x in a)
-worst = max(abs(x - y) for x, y in zip(a, b)) / scale
-assert worst < 1e-5, worst
-assert open('$T_TMP/d1/params.f32', 'rb').read() == open('$T_TMP/dt$i/params.f32', 'rb').read()
-" py "$args: step 1's gathered gradients within 1e-5 of one GPU's, the same weights"
-done
+grads_per_layout 1e-5 "$dumps"
 
 # --- Measured = predicted: every GPU's ledger peaks (its shards; activations with the split
 # tensors divided by T) and its bytes sent, data-parallel, tensor-parallel and pipeline, equal
@@ -69,25 +37,7 @@ small:bf16:--dp=2:--tp=2:--sequence-parallel:--zero=1 tiny:bf16:--tp=4:--pp=2:--
 tiny:fp32:--tp=2:--pp=2:--micro-batches=4:--schedule=interleaved:--sequence-parallel
 tiny:bf16:--tp=2:--dp=2:--zero=2 tiny:bf16:--tp=2:--dp=2:--zero=3:--sequence-parallel small:fp32:--tp=2:--dp=2:--zero=3:--prefetch=0"
 $slow && cases="tiny:bf16:--dp=2:--tp=2:--pp=2:--micro-batches=4:--checkpoint=selective tiny:bf16:--tp=2:--sequence-parallel:--checkpoint=full"
-for c in $cases; do
-    model=${c%%:*}; rest=${c#*:}; prec=${rest%%:*}; args=$(printf '%s' "${rest#*:}" | tr ':' ' ')
-    run train --model "$model" --precision "$prec" --steps 1 $args --json --summary
-    check_status 0 "$model $prec $args"
-    save m
-    PYCODE="
-s = load('m')[0]['summary']
-stages = s['predicted']['per_stage']
-keys = ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication')
-assert len(s['per_gpu']) == s['layout']['gpus'] == s['layout']['dp'] * s['layout']['tp'] * s['layout']['pp']
-for g in s['per_gpu']:
-    p = stages[g['coord']['pp']]
-    for k in keys:
-        assert g['peak'][k] == p[k], (g['gpu'], k, g['peak'][k], p[k])
-    for k in ('data_parallel', 'tensor_parallel', 'pipeline'):
-        assert g['comm_bytes_per_step'][k] == p['comm_bytes_per_step'][k], (g['gpu'], k, g['comm_bytes_per_step'], p['comm_bytes_per_step'])
-assert s['measured_minus_predicted'] == {'memory_bytes': 0, 'comm_bytes': 0}
-" py "$model $prec $args: every GPU's peaks and bytes sent equal the calculator's"
-done
+predicted_per_case "$cases"
 # The bytes against the formula, tiny in fp32 on 2 ranks, one micro-batch of 16 x 64 tokens
 # (s b h p = 262,144 B; an all-reduce over 2 sends its buffer once): 4 all-reduces per layer
 # x 4 layers, the embedding's and the head input's, and three fp32 numbers per token.
