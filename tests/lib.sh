@@ -95,6 +95,16 @@ if ldd "$SCALELAB" 2>/dev/null | grep -q 'libtsan'; then tsan=true; fi
 # save NAME: the last run's output, for py's load(NAME).
 save() { printf '%s\n' "$out" >"$T_TMP/$1.jsonl"; }
 
+# The python3 that has PyTorch (Debian's python3-torch): python3 on the PATH first, then the
+# system's own (a PATH may put another python3 first); empty if neither has it.
+torch_python() {
+    for p in python3 /usr/bin/python3; do
+        if "$p" -c "import importlib.util as u; assert u.find_spec('torch')" 2>/dev/null; then
+            echo "$p"; return
+        fi
+    done
+}
+
 # py WHAT: runs the python3 in $PYCODE, where load(NAME) gives a saved run's JSON lines and
 # f32(PATH) a file of little-endian floats; ok if it raises nothing.
 py() {

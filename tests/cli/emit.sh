@@ -84,7 +84,8 @@ done
 py "FSDP: ZeRO-1 has no exact equivalent, said so" "assert '# no equivalent: ZeRO-1' in out"
 # Where PyTorch is installed (python3-torch), its own source holds every name the snippet uses.
 # (Its source is read, not imported: Debian 12's torch 1.13 FSDP does not import on Python 3.11.)
-torch_dir=$(python3 -c "import importlib.util as u; s = u.find_spec('torch'); print(s.submodule_search_locations[0] if s else '')" 2>/dev/null)
+tpy=$(torch_python)
+torch_dir=$([ -n "$tpy" ] && "$tpy" -c "import importlib.util as u; print(u.find_spec('torch').submodule_search_locations[0])" 2>/dev/null)
 if [ -n "$torch_dir" ] && [ -d "$torch_dir/distributed/fsdp" ]; then
     run memory --model synthetic-7b --gpus 8 --zero 3 --checkpoint full --precision fp16 --emit fsdp
     py "FSDP: every name the snippet uses is in this PyTorch's source ($torch_dir)" "

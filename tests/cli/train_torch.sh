@@ -4,10 +4,7 @@
 # relative). Skipped when no python3 with PyTorch is installed (Debian: python3-torch).
 . "$srcdir/tests/lib.sh"
 
-py=""
-for p in python3 /usr/bin/python3; do
-    if "$p" -c "import torch" 2>/dev/null; then py=$p; break; fi
-done
+py=$(torch_python)
 if [ -z "$py" ]; then
     echo "ok 1 # SKIP no python3 with PyTorch (python3-torch)"
     echo "1..1"
