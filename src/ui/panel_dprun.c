@@ -183,7 +183,7 @@ static void predict(struct dprun *p)
         figures(p, &p->big, p->s.zero, 1, "full", &p->big_pred);
 }
 
-static void settle(struct dprun *p, long buffers);
+static void settle(struct dprun *p);
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step, but the GPUs
  * allocate their buffers at once, so the bars show them from the start. */
@@ -240,7 +240,7 @@ static void restart(struct dprun *p)
         return;
     }
     p->floor = run_loss_floor(p->run);
-    settle(p, trainer_calls(&cfg.o).buffers);
+    settle(p);
 }
 
 static const char *stage_name(int z)
@@ -404,16 +404,24 @@ static void take_setup(struct dprun *p)
     runfeed_take_setup(&p->feed);
 }
 
-/* The GPUs allocate their buffers as soon as the run starts, one memory event each, before
- * their first step: waits for them (a few seconds at most), so that the bars show the
- * buffers before the first step. */
-static void settle(struct dprun *p, long buffers)
+/* Waits (five seconds at most: small on 16 GPUs takes three on two busy cores) until every
+ * GPU has built its trainer and waits for the screen to allow its first step (run_waiting),
+ * then takes the memory events of that setup: the bars show the buffers before step 1, the
+ * same every time. */
+static void settle(struct dprun *p)
 {
-    long want[RUNFEED_GPUS];
-    for (int g = 0; g < RUNFEED_GPUS; g++)
-        want[g] = buffers;
-    if (p->run)
-        runfeed_settle(&p->feed, p->s.gpus, want, 5.0);
+    if (!p->run)
+        return;
+    for (int i = 0; i < 2500 && run_waiting(p->run) < p->s.gpus; i++) {
+        pthread_mutex_lock(&p->feed.mu);
+        bool failed = p->feed.failed; /* a GPU that failed never waits */
+        pthread_mutex_unlock(&p->feed.mu);
+        if (failed)
+            break;
+        struct timespec ms = {0, 2000000};
+        nanosleep(&ms, NULL);
+    }
+    runfeed_take_setup(&p->feed);
 }
 
 /* ------------------------------------------------------------------ settings and keys */

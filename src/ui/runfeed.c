@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/error.h"
 #include "base/units.h"
@@ -35,7 +34,6 @@ void runfeed_reset(struct runfeed *f)
     pthread_mutex_lock(&f->mu);
     f->head = f->count = 0, f->lost = 0;
     memset(f->dev_step, 0, sizeof f->dev_step);
-    memset(f->nmem, 0, sizeof f->nmem);
     f->failed = false;
     pthread_mutex_unlock(&f->mu);
     f->npend = f->nrep = f->irep = 0;
@@ -54,8 +52,6 @@ void runfeed_on_event(void *ctx, const struct event *ev)
         ev->type != EV_TRAIN_STEP && ev->type != EV_FAIL && ev->type != EV_OOM)
         return;
     pthread_mutex_lock(&f->mu);
-    if (ev->type == EV_MEMORY)
-        f->nmem[ev->device]++;
     if (ev->type == EV_FAIL || ev->type == EV_OOM) {
         f->failed = true;
     } else if (ev->type == EV_TRAIN_STEP) {
@@ -134,24 +130,6 @@ void runfeed_take_setup(struct runfeed *f)
     for (size_t i = 0; i < f->npend; i++)
         apply(f, &f->pend[i], true);
     f->npend = 0;
-}
-
-void runfeed_settle(struct runfeed *f, int gpus, const long *want, double seconds)
-{
-    bool done = false;
-    for (int i = 0; i < seconds * 500 && !done; i++) {
-        pthread_mutex_lock(&f->mu);
-        done = true;
-        for (int g = 0; g < gpus && g < RUNFEED_GPUS; g++)
-            done &= f->nmem[g] >= want[g];
-        done |= f->failed;
-        pthread_mutex_unlock(&f->mu);
-        if (!done) {
-            struct timespec ms = {0, 2000000};
-            nanosleep(&ms, NULL);
-        }
-    }
-    runfeed_take_setup(f);
 }
 
 static int by_time(const void *a, const void *b)

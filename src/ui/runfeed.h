@@ -46,7 +46,6 @@ struct runfeed {
     struct runrec *ring;
     size_t head, count;
     long dev_step[RUNFEED_GPUS]; /* steps each GPU has finished */
-    long nmem[RUNFEED_GPUS];     /* memory events of each GPU */
     bool failed;                 /* a GPU failed or ran out of memory */
     unsigned long lost;
     /* the screen's: records taken, not replayed yet; the step being replayed */
@@ -68,10 +67,6 @@ void runfeed_on_event(void *ctx, const struct event *ev);
 
 /* Before the first step: the buffers the GPUs allocate as they start, into the ledgers. */
 void runfeed_take_setup(struct runfeed *f);
-/* Waits, about `seconds` at most, until each GPU g of the first `gpus` has recorded want[g]
- * memory events (or one failed), then takes them: the bars show the buffers before step 1,
- * the same every time. */
-void runfeed_settle(struct runfeed *f, int gpus, const long *want, double seconds);
 
 /* The records of steps up to `step` (just finished), in (time, GPU, sequence) order, into
  * rep[0..nrep), and their span [t0, t1]; false when out of memory. */
