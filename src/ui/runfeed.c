@@ -132,6 +132,14 @@ void runfeed_take_setup(struct runfeed *f)
     f->npend = 0;
 }
 
+bool runfeed_failed(struct runfeed *f)
+{
+    pthread_mutex_lock(&f->mu);
+    bool failed = f->failed;
+    pthread_mutex_unlock(&f->mu);
+    return failed;
+}
+
 static int by_time(const void *a, const void *b)
 {
     const struct runrec *x = a, *y = b;

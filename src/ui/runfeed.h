@@ -67,6 +67,8 @@ void runfeed_on_event(void *ctx, const struct event *ev);
 
 /* Before the first step: the buffers the GPUs allocate as they start, into the ledgers. */
 void runfeed_take_setup(struct runfeed *f);
+/* Whether a GPU failed or ran out of memory. */
+bool runfeed_failed(struct runfeed *f);
 
 /* The records of steps up to `step` (just finished), in (time, GPU, sequence) order, into
  * rep[0..nrep), and their span [t0, t1]; false when out of memory. */
