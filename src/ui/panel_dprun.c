@@ -207,14 +207,7 @@ static void say_restart(struct dprun *p)
  * that differs (and on which GPU). */
 static int verdict(const struct dprun *p, int *gpu)
 {
-    for (int g = 0; g < p->s.gpus; g++)
-        for (int i = 0; i < MEMUI_PARTS; i++)
-            if ((double)p->pace.feed.peak[g][runfeed_part_cat[i]] !=
-                llround(runfeed_predicted_part(&p->pred.m, i))) {
-                *gpu = g;
-                return i;
-            }
-    return -1;
+    return runfeed_verdict(&p->pace.feed, p->s.gpus, &p->pred.m, p->s.gpus, gpu);
 }
 
 /* A step replayed: its loss, and once a run whether the ledgers are the calculator's. */

@@ -196,14 +196,7 @@ static void say_restart(struct pprun *p)
  * that differs (and on which GPU). */
 static int verdict(const struct pprun *p, int *gpu)
 {
-    for (int g = 0; g < p->gpus; g++)
-        for (int i = 0; i < MEMUI_PARTS; i++)
-            if ((double)p->pace.feed.peak[g][runfeed_part_cat[i]] !=
-                llround(runfeed_predicted_part(&p->stage_m[g / p->cols], i))) {
-                *gpu = g;
-                return i;
-            }
-    return -1;
+    return runfeed_verdict(&p->pace.feed, p->gpus, p->stage_m, p->cols, gpu);
 }
 
 enum comm_kind { COMM_PP, COMM_DP, COMM_TP };

@@ -215,6 +215,19 @@ double runfeed_predicted_part(const struct memory_result *m, int i)
     return i >= 0 && i < 6 ? v[i] : 0;
 }
 
+int runfeed_verdict(const struct runfeed *f, int gpus, const struct memory_result *m, int per,
+                    int *gpu)
+{
+    for (int g = 0; g < gpus && g < RUNFEED_GPUS; g++)
+        for (int i = 0; i < MEMUI_PARTS; i++)
+            if ((double)f->peak[g][runfeed_part_cat[i]] !=
+                llround(runfeed_predicted_part(&m[g / per], i))) {
+                *gpu = g;
+                return i;
+            }
+    return -1;
+}
+
 void runfeed_as_result(const uint64_t *cat, double capacity, struct memory_result *m)
 {
     memset(m, 0, sizeof *m);

@@ -84,6 +84,11 @@ void runfeed_end_step(struct runfeed *f);
  * calculator's figure for each. */
 extern const enum ledger_cat runfeed_part_cat[6];
 double runfeed_predicted_part(const struct memory_result *m, int i);
+/* Whether the ledger peaks of each of the first `gpus` GPUs equal the calculator's figures for
+ * it (GPU g's: m[g / per]): -1 if so, else the first of the bars' parts that differs, on GPU
+ * *gpu. */
+int runfeed_verdict(const struct runfeed *f, int gpus, const struct memory_result *m, int per,
+                    int *gpu);
 /* A ledger's categories as a memory_result, for memui's bar on GPUs of `capacity` bytes. */
 void runfeed_as_result(const uint64_t *cat, double capacity, struct memory_result *m);
 /* bytes in fewer than w cells: exact, with separators, when they fit; else in KiB or MiB. */
