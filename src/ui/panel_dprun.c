@@ -366,38 +366,25 @@ static int dprun_set(void *state, const char *name, const char *value, struct er
 {
     struct dprun *p = state;
     struct settings s = p->start;
-    long long v;
+    int rc = 0;
     if (!strcmp(name, "model")) {
-        if (!strcmp(value, "tiny") || !strcmp(value, "small"))
-            s.model = !strcmp(value, "small");
-        else
-            return error_set(e, ERR_INVAL, "model: tiny or small, not '%s'", value);
+        rc = runpace_set_model(value, &s.model, e);
     } else if (!strcmp(name, "gpus")) {
-        if (units_parse_int(value, 2, MAX_GPUS, &v, e)) {
-            error_prefix(e, "gpus");
-            return ERR_INVAL;
-        }
-        s.gpus = (int)v;
+        rc = runpace_set_int(name, value, 2, MAX_GPUS, &s.gpus, e);
     } else if (!strcmp(name, "zero")) {
-        if (units_parse_int(value, 0, 3, &v, e)) {
-            error_prefix(e, "zero");
-            return ERR_INVAL;
-        }
-        s.zero = (int)v;
+        rc = runpace_set_int(name, value, 0, 3, &s.zero, e);
     } else if (!strcmp(name, "precision")) {
         if (parse_prec(value, &s.prec))
-            return error_set(e, ERR_INVAL, "precision: bf16, fp16 or fp32, not '%s'", value);
+            rc = error_set(e, ERR_INVAL, "precision: bf16, fp16 or fp32, not '%s'", value);
     } else if (!strcmp(name, "batch")) {
-        if (units_parse_int(value, 1, 64, &v, e)) {
-            error_prefix(e, "batch");
-            return ERR_INVAL;
-        }
-        s.batch = (int)v;
+        rc = runpace_set_int(name, value, 1, 64, &s.batch, e);
     } else {
-        return error_set(e, ERR_INVAL,
-                         "the run panel knows model, gpus, zero, precision and batch, not '%s'",
-                         name);
+        rc =
+            error_set(e, ERR_INVAL,
+                      "the run panel knows model, gpus, zero, precision and batch, not '%s'", name);
     }
+    if (rc)
+        return rc;
     p->start = s;
     run_on(p, &s);
     return 0;

@@ -438,69 +438,47 @@ static int pprun_set(void *state, const char *name, const char *value, struct er
 {
     struct pprun *p = state;
     struct settings s = p->start;
-    long long v;
+    int rc = 0;
     if (!strcmp(name, "model")) {
-        if (!strcmp(value, "tiny") || !strcmp(value, "small"))
-            s.model = !strcmp(value, "small");
-        else
-            return error_set(e, ERR_INVAL, "model: tiny or small, not '%s'", value);
+        rc = runpace_set_model(value, &s.model, e);
     } else if (!strcmp(name, "pp")) {
-        if (units_parse_int(value, 1, MAX_STAGES, &v, e)) {
-            error_prefix(e, "pp");
-            return ERR_INVAL;
-        }
-        s.pp = (int)v;
+        rc = runpace_set_int(name, value, 1, MAX_STAGES, &s.pp, e);
     } else if (!strcmp(name, "dp")) {
-        if (units_parse_int(value, 1, MAX_DP, &v, e)) {
-            error_prefix(e, "dp");
-            return ERR_INVAL;
-        }
-        s.dp = (int)v;
+        rc = runpace_set_int(name, value, 1, MAX_DP, &s.dp, e);
     } else if (!strcmp(name, "tp")) {
-        if (units_parse_int(value, 1, MAX_TP, &v, e)) {
-            error_prefix(e, "tp");
-            return ERR_INVAL;
-        }
-        if (!tp_fits(p, &s, (int)v))
-            return error_set(e, ERR_INVAL,
-                             "tp %lld must divide %s's heads (%d), FFN width (%d) and vocabulary "
-                             "(%d)",
-                             v, runpace_model_names[s.model], p->pace.models[s.model].heads,
-                             p->pace.models[s.model].ffn, p->pace.models[s.model].vocab);
-        s.tp = (int)v;
+        rc = runpace_set_int(name, value, 1, MAX_TP, &s.tp, e);
+        if (!rc && !tp_fits(p, &s, s.tp))
+            rc = error_set(e, ERR_INVAL,
+                           "tp %d must divide %s's heads (%d), FFN width (%d) and vocabulary (%d)",
+                           s.tp, runpace_model_names[s.model], p->pace.models[s.model].heads,
+                           p->pace.models[s.model].ffn, p->pace.models[s.model].vocab);
     } else if (!strcmp(name, "sequence_parallel")) {
         if (!strcmp(value, "on") || !strcmp(value, "off"))
             s.sp = !strcmp(value, "on");
         else
-            return error_set(e, ERR_INVAL, "sequence_parallel: on or off, not '%s'", value);
+            rc = error_set(e, ERR_INVAL, "sequence_parallel: on or off, not '%s'", value);
     } else if (!strcmp(name, "micro_batches")) {
-        if (units_parse_int(value, 1, MAX_MICRO, &v, e)) {
-            error_prefix(e, "micro_batches");
-            return ERR_INVAL;
-        }
-        s.m = (int)v;
+        rc = runpace_set_int(name, value, 1, MAX_MICRO, &s.m, e);
     } else if (!strcmp(name, "schedule")) {
         if (sched_parse(value, &s.sched, e)) {
             error_prefix(e, "schedule");
-            return ERR_INVAL;
+            rc = ERR_INVAL;
         }
     } else if (!strcmp(name, "precision")) {
         if (!strcmp(value, "fp32") || !strcmp(value, "bf16") || !strcmp(value, "fp16"))
             s.prec = !strcmp(value, "fp32") ? FP_FP32 : !strcmp(value, "bf16") ? FP_BF16 : FP_FP16;
         else
-            return error_set(e, ERR_INVAL, "precision: fp32, bf16 or fp16, not '%s'", value);
+            rc = error_set(e, ERR_INVAL, "precision: fp32, bf16 or fp16, not '%s'", value);
     } else if (!strcmp(name, "batch")) {
-        if (units_parse_int(value, 1, 64, &v, e)) {
-            error_prefix(e, "batch");
-            return ERR_INVAL;
-        }
-        s.batch = (int)v;
+        rc = runpace_set_int(name, value, 1, 64, &s.batch, e);
     } else {
-        return error_set(e, ERR_INVAL,
-                         "the pipeline run panel knows model, pp, dp, tp, sequence_parallel, "
-                         "micro_batches, schedule, precision and batch, not '%s'",
-                         name);
+        rc = error_set(e, ERR_INVAL,
+                       "the pipeline run panel knows model, pp, dp, tp, sequence_parallel, "
+                       "micro_batches, schedule, precision and batch, not '%s'",
+                       name);
     }
+    if (rc)
+        return rc;
     if (!pp_fits(p, s.model, s.pp))
         return error_set(e, ERR_INVAL, "pp %d does not divide %s's %d layers", s.pp,
                          runpace_model_names[s.model], p->pace.models[s.model].layers);

@@ -121,6 +121,27 @@ bool runpace_fresh(const struct runpace *r)
     return r->run && r->allowed == 0;
 }
 
+int runpace_set_model(const char *value, int *m, struct error *e)
+{
+    for (int i = 0; i < 2; i++)
+        if (!strcmp(value, runpace_model_names[i])) {
+            *m = i;
+            return 0;
+        }
+    return error_set(e, ERR_INVAL, "model: tiny or small, not '%s'", value);
+}
+
+int runpace_set_int(const char *name, const char *value, int lo, int hi, int *out, struct error *e)
+{
+    long long v;
+    if (units_parse_int(value, lo, hi, &v, e)) {
+        error_prefix(e, "%s", name);
+        return ERR_INVAL;
+    }
+    *out = (int)v;
+    return 0;
+}
+
 static void allow(struct runpace *r, long upto)
 {
     if (r->run && upto > r->allowed) {

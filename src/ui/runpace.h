@@ -83,6 +83,11 @@ int runpace_start(struct runpace *r, const struct train_opts *o);
 /* The run started and no step allowed yet: a restart on the same settings changes nothing. */
 bool runpace_fresh(const struct runpace *r);
 
+/* A lesson's settings of a run panel: the model (tiny or small, as its number), a whole
+ * number from lo to hi; 0, or ERR_INVAL with an error naming the setting. */
+int runpace_set_model(const char *value, int *m, struct error *e);
+int runpace_set_int(const char *name, const char *value, int lo, int hi, int *out, struct error *e);
+
 /* The app's play, pause, n and ticks: the panel's on_event, after the panel has restarted
  * its run for r (PANEL_RESET) where its settings or runpace_fresh say so. */
 int runpace_on_event(struct runpace *r, const struct panel_event *ev);
