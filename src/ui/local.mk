@@ -25,6 +25,7 @@ libscalelab_a_SOURCES += %reldir%/panel_collective.c
 # lessons 1 and 2's panels (issue 5)
 libscalelab_a_SOURCES += %reldir%/panel_training.c %reldir%/panel_checkpoint.c
 # the Lab's run mode (issue 8)
-libscalelab_a_SOURCES += %reldir%/panel_dprun.c %reldir%/runfeed.c %reldir%/runfeed.h
+libscalelab_a_SOURCES += %reldir%/panel_dprun.c %reldir%/runfeed.c %reldir%/runfeed.h \
+	%reldir%/runpace.c %reldir%/runpace.h
 # lesson 4's run panel (issue 9)
 libscalelab_a_SOURCES += %reldir%/panel_pprun.c %reldir%/ppgantt.c %reldir%/ppgantt.h

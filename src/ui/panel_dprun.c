@@ -2,15 +2,16 @@
  * Lab's thread-GPUs, DDP or ZeRO stage 1-3, beside the calculator's prediction.
  *
  * The run is the engine of `scalelab train --gpus N --zero S` (src/par/run.h), paced by the
- * screen as lesson 1's panel is: each tick lets it start a step or two beyond the one shown
- * and takes the records of the steps done, never waiting for a step. A tiny step lasts about
- * a millisecond of host time, too quick to see, so the panel records every GPU's memory and
- * send events as they happen (on the GPUs' threads, into a ring under a lock of its own) and
- * replays each step over about a second of the screen's time (at 1x), in simulated-time
- * order (clock_moments says how the clock runs): the activations rise in the forward pass
- * and fall in the backward, ZeRO-3's gathered layers (communication) appear and vanish layer
- * by layer, ZeRO-2's buckets fill and drain, and each GPU says whether it is reduce-scattering
- * or all-gathering. At the end of a step each bar holds its GPU's ledger exactly.
+ * screen as lesson 4's run panel's is (ui/runpace.h): each tick lets it start a step or two
+ * beyond the one shown and takes the records of the steps done, never waiting for a step. A
+ * tiny step lasts about a millisecond of host time, too quick to see, so every GPU's memory and
+ * send events are recorded as they happen (on the GPUs' threads, into a ring under a lock of
+ * its own: ui/runfeed.h) and each step is replayed over about a second of the screen's time (at
+ * 1x), in simulated-time order (clock_moments says how this panel's clock runs): the
+ * activations rise in the forward pass and fall in the backward, ZeRO-3's gathered layers
+ * (communication) appear and vanish layer by layer, ZeRO-2's buckets fill and drain, and each
+ * GPU says whether it is reduce-scattering or all-gathering. At the end of a step each bar
+ * holds its GPU's ledger exactly.
  *
  * Drawn: one stacked bar per GPU from its own ledger (weights, gradients, master weights,
  * optimizer state, activations, communication buffers) on one scale for every stage, so
@@ -27,12 +28,10 @@
 
 #include <curses.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -49,12 +48,11 @@
 #include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/runfeed.h"
+#include "ui/runpace.h"
 
-#define MAX_GPUS     16
-#define HIST         2048 /* losses kept */
-#define REPLAY_S     1.0  /* wall seconds one step's replay takes at 1x */
-#define AHEAD        2    /* steps the run may finish beyond the one shown */
-#define MAX_PER_TICK 8    /* steps replayed in one tick at the highest speeds */
+#define MAX_GPUS 16
+#define HIST     2048 /* losses kept */
+#define REPLAY_S 1.0  /* wall seconds one step's replay takes at 1x */
 
 enum { PH_NONE, PH_RS, PH_AG };
 
@@ -80,43 +78,34 @@ struct figures {
 struct dprun {
     struct eventlog *log;
     struct settings s, start;
-    struct model_shape models[2], big;
-    struct gpt_config shapes[2]; /* the models as the tiny GPT trains them */
+    struct model_shape big;
     bool have_big;
-    struct cluster_spec spec;
-    int batch; /* the run's global batch: a multiple of the GPUs */
-    struct run *run;
-    struct runfeed feed; /* the GPUs' events, the step replayed, each GPU's ledger */
-    char err[ERROR_MAX];
+    int batch;           /* the run's global batch: a multiple of the GPUs */
+    struct runpace pace; /* the run, its models and GPUs, the step replayed, the ledgers */
     /* the calculator: this layout, every stage (for the bars' scale), the 7B */
     struct figures pred, big_pred;
     double scale;
     bool show_big;
-    /* the step being replayed */
-    bool replaying;
-    struct run_step rs;
-    double frac, tc;    /* the share of it shown, the simulated time shown */
-    struct moment *mom; /* the replay's clock */
+    /* the step being replayed: its clock */
+    struct moment *mom;
     size_t nmom, capmom;
     /* each GPU's current send */
     unsigned char phase[MAX_GPUS];
     double phase_until[MAX_GPUS];
-    /* steps shown */
-    long shown, allowed;
-    struct run_step last;
+    /* the losses of the steps shown */
     float loss[HIST];
     double floor;
     bool said_verdict;
 };
 
-static const char *const model_names[2] = {"tiny", "small"};
 static const int gpu_steps[] = {2, 4, 8, 16};
 
 /* ------------------------------------------------------------------ the screen's side */
 
 /* A send at its moment of the replay: its GPU's phase, until it arrives. */
-static void apply_send(struct dprun *p, const struct runrec *r)
+static void apply_send(void *panel, const struct runrec *r)
 {
+    struct dprun *p = panel;
     if (r->type != EV_SEND)
         return;
     int g = r->device;
@@ -125,22 +114,6 @@ static void apply_send(struct dprun *p, const struct runrec *r)
                   : !strcmp(r->phase, "all-gather")     ? PH_AG
                                                         : PH_NONE;
     p->phase_until[g] = fmax(r->t_end, r->t);
-}
-
-static void stop_run(struct dprun *p)
-{
-    run_free(p->run); /* stops it at the next step boundary and joins its threads */
-    p->run = NULL;
-}
-
-static void fail(struct dprun *p)
-{
-    struct error e = {0};
-    if (p->run && run_finish(p->run, &e) && !p->err[0]) {
-        snprintf(p->err, sizeof p->err, "%s", e.msg);
-        eventlog_add(p->log, "dprun: %s", e.msg);
-    }
-    stop_run(p);
 }
 
 /* The calculator's figures for model m on this layout (micro-batch mb, checkpoint ckpt). */
@@ -155,10 +128,10 @@ static void figures(const struct dprun *p, const struct model_shape *m, int zero
     c.dp = p->s.gpus, c.tp = 1, c.pp = 1, c.zero = zero;
     c.micro_batch = mb, c.seq = m->seq, c.micro_batches = 1;
     c.schedule = SCHED_1F1B;
-    c.capacity = p->spec.hbm_bytes;
+    c.capacity = p->pace.spec.hbm_bytes;
     c.bucket_bytes = MEMORY_BUCKET;
     c.no_prefetch = false;
-    struct cluster_spec cl = p->spec;
+    struct cluster_spec cl = p->pace.spec;
     cl.nodes = (p->s.gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
     out->ok =
         activ_parse_policy(ckpt, &c.ckpt, &e) == 0 && memory_compute(&c, &out->m, &e) == 0 &&
@@ -167,7 +140,7 @@ static void figures(const struct dprun *p, const struct model_shape *m, int zero
 
 static void predict(struct dprun *p)
 {
-    const struct model_shape *m = &p->models[p->s.model];
+    const struct model_shape *m = &p->pace.models[p->s.model];
     int mb = p->batch / p->s.gpus;
     figures(p, m, p->s.zero, mb, "none", &p->pred);
     /* one scale for every stage, so that the bars shrink stage by stage */
@@ -183,64 +156,38 @@ static void predict(struct dprun *p)
         figures(p, &p->big, p->s.zero, 1, "full", &p->big_pred);
 }
 
-static void settle(struct dprun *p, long buffers);
-
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step, but the GPUs
  * allocate their buffers at once, so the bars show them from the start. */
 static void restart(struct dprun *p)
 {
-    stop_run(p);
-    runfeed_reset(&p->feed);
-    p->replaying = false;
-    p->shown = p->allowed = 0;
+    runpace_clear(&p->pace);
     p->said_verdict = false;
-    p->err[0] = 0;
     memset(p->phase, 0, sizeof p->phase);
-    memset(&p->last, 0, sizeof p->last);
     int n = p->s.gpus;
     p->batch = p->s.batch < n ? n : (p->s.batch + n - 1) / n * n;
     predict(p);
 
-    const struct model_shape *m = &p->models[p->s.model];
-    struct run_config cfg = {0};
-    train_opts_default(&cfg.o);
-    cfg.o.shape = p->shapes[p->s.model];
-    cfg.o.lr = 3e-3;
-    cfg.o.batch = p->batch;
-    cfg.o.steps = 1L << 40; /* the window runs until stopped */
-    cfg.o.precision = p->s.prec;
-    cfg.o.scaling = p->s.prec == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
-    cfg.o.gpus = n;
-    cfg.o.zero = p->s.zero;
-    cfg.o.bucket_bytes = (size_t)MEMORY_BUCKET;
-    cfg.o.prefetch = 1;
-    cfg.spec = p->spec;
-    cfg.spec.nodes = (n + cfg.spec.gpus_per_node - 1) / cfg.spec.gpus_per_node;
-    cfg.paced = true;
-    cfg.on_event = runfeed_on_event;
-    cfg.event_ctx = &p->feed;
+    const struct model_shape *m = &p->pace.models[p->s.model];
+    struct train_opts o;
+    runpace_options(&p->pace, p->s.model, p->s.prec, p->batch, n, &o);
+    o.zero = p->s.zero;
     struct error e = {0};
     /* the host holds every GPU's buffers: at most half of its memory, as `train` allows */
-    double need = (double)n * ((double)gpt_estimate_bytes(&cfg.o.shape, p->batch / n,
-                                                          cfg.o.precision, &cfg.o.ckpt, &e) +
-                               5.0 * 4 * (double)gpt_param_count(&cfg.o.shape));
+    double need =
+        (double)n * ((double)gpt_estimate_bytes(&o.shape, p->batch / n, o.precision, &o.ckpt, &e) +
+                     5.0 * 4 * (double)gpt_param_count(&o.shape));
     double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (host > 0 && need > host / 2) {
         char a[32], b[32];
-        snprintf(p->err, sizeof p->err,
+        snprintf(p->pace.err, sizeof p->pace.err,
                  "%s on %d GPUs needs %s of this host's %s for its buffers: fewer GPUs (G) or "
                  "the tiny model (m)",
                  m->name, n, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
                  units_format_bytes(b, sizeof b, host, UNITS_BINARY));
         return;
     }
-    if (run_new(&p->run, &cfg, &e) != 0 || run_start(p->run, &e) != 0) {
-        snprintf(p->err, sizeof p->err, "%s", e.msg);
-        stop_run(p);
-        return;
-    }
-    p->floor = run_loss_floor(p->run);
-    settle(p, trainer_calls(&cfg.o).buffers);
+    if (runpace_start(&p->pace, &o) == 0)
+        p->floor = run_loss_floor(p->pace.run);
 }
 
 static const char *stage_name(int z)
@@ -251,37 +198,28 @@ static const char *stage_name(int z)
 
 static void say_restart(struct dprun *p)
 {
-    eventlog_add(p->log, "run: %s, %d GPUs, %s, %s, batch %d: restarted", model_names[p->s.model],
-                 p->s.gpus, stage_name(p->s.zero), fp_info(p->s.prec)->name, p->batch);
+    eventlog_add(p->log, "run: %s, %d GPUs, %s, %s, batch %d: restarted",
+                 runpace_model_names[p->s.model], p->s.gpus, stage_name(p->s.zero),
+                 fp_info(p->s.prec)->name, p->batch);
 }
 
 /* Whether every GPU's ledger peaks equal the calculator's: -1 if so, else the first part
  * that differs (and on which GPU). */
 static int verdict(const struct dprun *p, int *gpu)
 {
-    for (int g = 0; g < p->s.gpus; g++)
-        for (int i = 0; i < MEMUI_PARTS; i++)
-            if ((double)p->feed.peak[g][runfeed_part_cat[i]] !=
-                llround(runfeed_predicted_part(&p->pred.m, i))) {
-                *gpu = g;
-                return i;
-            }
-    return -1;
+    return runfeed_verdict(&p->pace.feed, p->s.gpus, &p->pred.m, p->s.gpus, gpu);
 }
 
-static void finish_replay(struct dprun *p)
+/* A step replayed: its loss, and once a run whether the ledgers are the calculator's. */
+static void end_step(void *panel)
 {
-    /* the rest of the step, then each category's exact value */
-    runfeed_end_step(&p->feed);
+    struct dprun *p = panel;
     memset(p->phase, 0, sizeof p->phase);
-    p->replaying = false;
-    p->last = p->rs;
-    p->loss[p->shown % HIST] = (float)p->rs.s.loss;
-    p->shown++;
+    p->loss[(p->pace.shown - 1) % HIST] = (float)p->pace.last.s.loss;
     if (!p->said_verdict && p->pred.ok) {
         int g = 0, i = verdict(p, &g);
         char b[32];
-        units_format_grouped(b, sizeof b, p->feed.peak[0][MEM_WEIGHTS]);
+        units_format_grouped(b, sizeof b, p->pace.feed.peak[0][MEM_WEIGHTS]);
         if (i < 0)
             eventlog_add(p->log,
                          "run: %s on %d GPUs: every ledger = the calculator, to the byte "
@@ -290,7 +228,7 @@ static void finish_replay(struct dprun *p)
         else
             eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
                          ledger_cat_name(runfeed_part_cat[i]),
-                         (unsigned long long)p->feed.peak[g][runfeed_part_cat[i]],
+                         (unsigned long long)p->pace.feed.peak[g][runfeed_part_cat[i]],
                          runfeed_predicted_part(&p->pred.m, i));
         p->said_verdict = true;
     }
@@ -302,24 +240,25 @@ static void finish_replay(struct dprun *p)
  * to simulated time, the other half in equal shares between the moments when memory
  * changes: every change is seen, in simulated-time order, and the time shown is the
  * simulated one. */
-static void clock_moments(struct dprun *p)
+static void clock_moments(void *panel)
 {
+    struct dprun *p = panel;
+    const struct runfeed *f = &p->pace.feed;
     size_t k = 0;
-    if (p->capmom < p->feed.nrep + 2) {
-        struct moment *m = realloc(p->mom, (p->feed.nrep + 2) * sizeof *m);
+    if (p->capmom < f->nrep + 2) {
+        struct moment *m = realloc(p->mom, (f->nrep + 2) * sizeof *m);
         if (!m) {
             p->nmom = 0;
             return;
         }
-        p->mom = m, p->capmom = p->feed.nrep + 2;
+        p->mom = m, p->capmom = f->nrep + 2;
     }
-    p->mom[k++].t = p->feed.t0;
-    for (size_t i = 0; i < p->feed.nrep; i++)
-        if (p->feed.rep[i].type == EV_MEMORY && p->feed.rep[i].t > p->mom[k - 1].t &&
-            p->feed.rep[i].t < p->feed.t1)
-            p->mom[k++].t = p->feed.rep[i].t;
-    p->mom[k++].t = p->feed.t1;
-    double span = p->feed.t1 - p->feed.t0, at = 0;
+    p->mom[k++].t = f->t0;
+    for (size_t i = 0; i < f->nrep; i++)
+        if (f->rep[i].type == EV_MEMORY && f->rep[i].t > p->mom[k - 1].t && f->rep[i].t < f->t1)
+            p->mom[k++].t = f->rep[i].t;
+    p->mom[k++].t = f->t1;
+    double span = f->t1 - f->t0, at = 0;
     for (size_t j = 0; j < k; j++) {
         p->mom[j].at = at;
         if (j + 1 < k)
@@ -330,13 +269,15 @@ static void clock_moments(struct dprun *p)
 }
 
 /* The simulated time shown when a share frac of the replay has gone by. */
-static double clock_at(const struct dprun *p, double frac)
+static double clock_at(const void *panel, double frac)
 {
+    const struct dprun *p = panel;
+    const struct runfeed *f = &p->pace.feed;
     if (p->nmom < 2)
-        return p->feed.t0 + frac * (p->feed.t1 - p->feed.t0);
+        return f->t0 + frac * (f->t1 - f->t0);
     size_t lo = 0, hi = p->nmom - 1; /* mom[lo].at <= frac < mom[hi].at */
     if (frac >= p->mom[hi].at)
-        return p->feed.t1;
+        return f->t1;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
         if (p->mom[mid].at <= frac)
@@ -349,114 +290,7 @@ static double clock_at(const struct dprun *p, double frac)
     return p->mom[lo].t + u * (p->mom[hi].t - p->mom[lo].t);
 }
 
-/* Starts replaying the next step if the run has finished it (or does within wait_s): its
- * events, in time order. */
-static bool start_replay(struct dprun *p, double wait_s)
-{
-    if (!p->run)
-        return false;
-    int got = run_next(p->run, &p->rs, wait_s);
-    if (got < 0)
-        fail(p);
-    if (got != 1)
-        return false;
-    if (!runfeed_begin_step(&p->feed, p->rs.s.step))
-        return false;
-    clock_moments(p);
-    p->frac = 0, p->tc = p->feed.t0;
-    p->replaying = true;
-    return true;
-}
-
-/* The replay moves on by `steps` steps' worth; returns the steps finished. */
-static int advance(struct dprun *p, double steps)
-{
-    int done = 0;
-    while (steps > 1e-9 && done < MAX_PER_TICK) {
-        if (!p->replaying && !start_replay(p, 0))
-            break;
-        double use = fmin(steps, 1 - p->frac);
-        p->frac += use, steps -= use;
-        double tc = p->tc = clock_at(p, p->frac);
-        for (const struct runrec *r; (r = runfeed_next(&p->feed, tc));)
-            apply_send(p, r);
-        if (p->frac >= 1 - 1e-9) {
-            finish_replay(p);
-            done++;
-        }
-    }
-    return done;
-}
-
-static void allow(struct dprun *p, long upto)
-{
-    if (p->run && upto > p->allowed) {
-        p->allowed = upto;
-        run_allow(p->run, upto);
-    }
-}
-
-/* Before the first step: the buffers the GPUs allocate as they start, as they come. */
-static void take_setup(struct dprun *p)
-{
-    if (p->allowed > 0)
-        return;
-    runfeed_take_setup(&p->feed);
-}
-
-/* The GPUs allocate their buffers as soon as the run starts, one memory event each, before
- * their first step: waits for them (a few seconds at most), so that the bars show the
- * buffers before the first step. */
-static void settle(struct dprun *p, long buffers)
-{
-    long want[RUNFEED_GPUS];
-    for (int g = 0; g < RUNFEED_GPUS; g++)
-        want[g] = buffers;
-    if (p->run)
-        runfeed_settle(&p->feed, p->s.gpus, want, 5.0);
-}
-
 /* ------------------------------------------------------------------ settings and keys */
-
-static void defaults(struct settings *s)
-{
-    *s = (struct settings){.model = 0, .gpus = 4, .zero = 0, .batch = 8, .prec = FP_BF16};
-}
-
-static int dprun_init(void **state, const struct panel_env *env, struct error *e)
-{
-    struct dprun *p = calloc(1, sizeof *p);
-    if (!p)
-        return error_set(e, ERR_NOMEM, "out of memory");
-    p->log = env->log;
-    int rc = 0;
-    for (int i = 0; i < 2 && !rc; i++)
-        if (!(rc = preset_load_model(model_names[i], &p->models[i], e)))
-            rc = train_shape_of(&p->models[i], &p->shapes[i], e);
-    p->have_big = preset_load_model("synthetic-7b", &p->big, NULL) == 0;
-    if (preset_load_cluster("h100-80gb", &p->spec, NULL) != 0)
-        spec_default(&p->spec);
-    if (!rc)
-        rc = runfeed_init(&p->feed, e);
-    if (rc) {
-        free(p);
-        return rc;
-    }
-    defaults(&p->s);
-    p->start = p->s;
-    restart(p);
-    *state = p;
-    return 0;
-}
-
-static void dprun_fini(void *state)
-{
-    struct dprun *p = state;
-    stop_run(p);
-    runfeed_fini(&p->feed);
-    free(p->mom);
-    free(p);
-}
 
 static int parse_prec(const char *v, enum fp_format *out)
 {
@@ -477,48 +311,82 @@ static bool same_settings(const struct settings *a, const struct settings *b)
            a->batch == b->batch && a->prec == b->prec;
 }
 
+/* The run on settings s: restarted unless it already runs on them and has not moved on (a
+ * step's settings come one by one); whether it was. */
+static bool run_on(struct dprun *p, const struct settings *s)
+{
+    if (same_settings(s, &p->s) && runpace_fresh(&p->pace))
+        return false;
+    p->s = *s;
+    restart(p);
+    return true;
+}
+
+/* The run panel's part in the replay: the clock's moments, the sends' phases, the losses. */
+static const struct runpace_ops pace_ops = {.name = "dprun",
+                                            .replay_s = REPLAY_S,
+                                            .begin = clock_moments,
+                                            .clock = clock_at,
+                                            .record = apply_send,
+                                            .end = end_step};
+
+static void defaults(struct settings *s)
+{
+    *s = (struct settings){.model = 0, .gpus = 4, .zero = 0, .batch = 8, .prec = FP_BF16};
+}
+
+static int dprun_init(void **state, const struct panel_env *env, struct error *e)
+{
+    struct dprun *p = calloc(1, sizeof *p);
+    if (!p)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    p->log = env->log;
+    p->have_big = preset_load_model("synthetic-7b", &p->big, NULL) == 0;
+    int rc = runpace_init(&p->pace, &pace_ops, p, p->log, e);
+    if (rc) {
+        free(p);
+        return rc;
+    }
+    defaults(&p->s);
+    p->start = p->s;
+    restart(p);
+    *state = p;
+    return 0;
+}
+
+static void dprun_fini(void *state)
+{
+    struct dprun *p = state;
+    runpace_fini(&p->pace);
+    free(p->mom);
+    free(p);
+}
+
 static int dprun_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct dprun *p = state;
     struct settings s = p->start;
-    long long v;
+    int rc = 0;
     if (!strcmp(name, "model")) {
-        if (!strcmp(value, "tiny") || !strcmp(value, "small"))
-            s.model = !strcmp(value, "small");
-        else
-            return error_set(e, ERR_INVAL, "model: tiny or small, not '%s'", value);
+        rc = runpace_set_model(value, &s.model, e);
     } else if (!strcmp(name, "gpus")) {
-        if (units_parse_int(value, 2, MAX_GPUS, &v, e)) {
-            error_prefix(e, "gpus");
-            return ERR_INVAL;
-        }
-        s.gpus = (int)v;
+        rc = runpace_set_int(name, value, 2, MAX_GPUS, &s.gpus, e);
     } else if (!strcmp(name, "zero")) {
-        if (units_parse_int(value, 0, 3, &v, e)) {
-            error_prefix(e, "zero");
-            return ERR_INVAL;
-        }
-        s.zero = (int)v;
+        rc = runpace_set_int(name, value, 0, 3, &s.zero, e);
     } else if (!strcmp(name, "precision")) {
         if (parse_prec(value, &s.prec))
-            return error_set(e, ERR_INVAL, "precision: bf16, fp16 or fp32, not '%s'", value);
+            rc = error_set(e, ERR_INVAL, "precision: bf16, fp16 or fp32, not '%s'", value);
     } else if (!strcmp(name, "batch")) {
-        if (units_parse_int(value, 1, 64, &v, e)) {
-            error_prefix(e, "batch");
-            return ERR_INVAL;
-        }
-        s.batch = (int)v;
+        rc = runpace_set_int(name, value, 1, 64, &s.batch, e);
     } else {
-        return error_set(e, ERR_INVAL,
-                         "the run panel knows model, gpus, zero, precision and batch, not '%s'",
-                         name);
+        rc =
+            error_set(e, ERR_INVAL,
+                      "the run panel knows model, gpus, zero, precision and batch, not '%s'", name);
     }
-    /* a step's settings come one by one: restart only for one that changes the run, or
-     * when the run has moved on */
-    bool again = !same_settings(&s, &p->s) || p->allowed > 0 || !p->run;
-    p->s = p->start = s;
-    if (again)
-        restart(p);
+    if (rc)
+        return rc;
+    p->start = s;
+    run_on(p, &s);
     return 0;
 }
 
@@ -556,36 +424,9 @@ static int dprun_on_key(void *state, int key)
 static int dprun_on_event(void *state, const struct panel_event *ev)
 {
     struct dprun *p = state;
-    switch (ev->kind) {
-    case PANEL_PLAY: return p->run || p->replaying ? PANEL_ANIMATE | PANEL_REDRAW : 0;
-    case PANEL_PAUSE: return 0;
-    case PANEL_STEP:
-        /* paused: the rest of the step being replayed, or the whole of the next one */
-        if (!p->replaying && p->run) {
-            take_setup(p);
-            allow(p, p->shown + 1);
-            if (!start_replay(p, 2.0) && p->run)
-                eventlog_add(p->log, "run: step %ld is still running: n again shows it",
-                             p->shown + 1);
-        }
-        if (p->replaying)
-            finish_replay(p);
-        return PANEL_REDRAW;
-    case PANEL_RESET:
-        if (!same_settings(&p->s, &p->start) || p->allowed > 0 || !p->run) {
-            p->s = p->start;
-            restart(p);
-            say_restart(p);
-        }
-        return PANEL_REDRAW;
-    case PANEL_TICK:
-        take_setup(p);
-        allow(p, p->shown + 1 + AHEAD);
-        advance(p, ev->dt / REPLAY_S);
-        allow(p, p->shown + 1 + AHEAD);
-        return p->run || p->replaying ? PANEL_ANIMATE | PANEL_REDRAW : PANEL_REDRAW;
-    }
-    return 0;
+    if (ev->kind == PANEL_RESET && run_on(p, &p->start)) /* back to the step's settings */
+        say_restart(p);
+    return runpace_on_event(&p->pace, ev);
 }
 
 /* ------------------------------------------------------------------ drawing */
@@ -593,12 +434,12 @@ static int dprun_on_event(void *state, const struct panel_event *ev)
 /* The loss curve of the last steps in h x w cells at (y, x), with the data's floor. */
 static void plot_loss(const struct dprun *p, struct ui_canvas *c, int y, int x, int h, int w)
 {
-    long n = p->shown < HIST ? p->shown : HIST;
+    long n = p->pace.shown < HIST ? p->pace.shown : HIST;
     if (n == 0 || h < 2 || w < 4)
         return;
-    long per = (n + w - 1) / w, first = p->shown - n;
+    long per = (n + w - 1) / w, first = p->pace.shown - n;
     double lo = p->floor, hi = p->floor + 0.1;
-    for (long k = first; k < p->shown; k++)
+    for (long k = first; k < p->pace.shown; k++)
         if (isfinite(p->loss[k % HIST]))
             lo = fmin(lo, p->loss[k % HIST]), hi = fmax(hi, p->loss[k % HIST]);
     int fy = y + h - 1 - (int)lround((p->floor - lo) / (hi - lo) * (h - 1));
@@ -607,7 +448,7 @@ static void plot_loss(const struct dprun *p, struct ui_canvas *c, int y, int x, 
     for (long col = 0; col * per < n && col < w; col++) {
         double sum = 0;
         int cnt = 0;
-        for (long k = first + col * per; k < first + (col + 1) * per && k < p->shown; k++)
+        for (long k = first + col * per; k < first + (col + 1) * per && k < p->pace.shown; k++)
             if (isfinite(p->loss[k % HIST]))
                 sum += p->loss[k % HIST], cnt++;
         if (!cnt) {
@@ -661,28 +502,18 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     const struct ui_glyphs *gl = theme_glyphs();
     int W = c->r.w, H = c->r.h, y = 0, n = p->s.gpus;
     char b1[32], b2[32];
-    int x =
-        canvas_printf(c, y, 0, ROLE_TEXT, "%s, %d GPUs, %s, %s, batch %d", model_names[p->s.model],
-                      n, stage_name(p->s.zero), fp_info(p->s.prec)->name, p->batch);
+    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, %d GPUs, %s, %s, batch %d",
+                          runpace_model_names[p->s.model], n, stage_name(p->s.zero),
+                          fp_info(p->s.prec)->name, p->batch);
     if (x + 14 <= W)
         canvas_printf(c, y, x, ROLE_DIM, " (%d per GPU)", p->batch / n);
     y++;
-    if (p->err[0]) {
-        canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
+    if (p->pace.err[0]) {
+        canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
         return;
     }
     /* the step shown */
-    if (p->replaying) {
-        units_format_seconds(b1, sizeof b1, p->tc - p->feed.t0);
-        units_format_seconds(b2, sizeof b2, p->feed.t1 - p->feed.t0);
-        canvas_printf(c, y++, 0, ROLE_TEXT, "step %ld  simulated %s of %s", p->rs.s.step, b1, b2);
-    } else if (p->shown) {
-        units_format_seconds(b1, sizeof b1, p->last.sim_time_s);
-        canvas_printf(c, y++, 0, ROLE_TEXT, "step %ld  loss %.4f  %s simulated", p->last.s.step,
-                      p->last.s.loss, b1);
-    } else {
-        canvas_text(c, y++, 0, ROLE_DIM, "buffers allocated: space trains, n one step");
-    }
+    runpace_draw_step(&p->pace, c, y++, "buffers allocated: space trains, n one step");
     /* legend */
     static const char *const part_name[MEMUI_PARTS] = {"wt", "grad", "mst", "opt", "act", "buf"};
     x = 0;
@@ -706,27 +537,27 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     int shown = n <= rows ? n : rows - 1;
     if (shown < 1)
         shown = 1;
-    double tc = p->tc;
+    double tc = p->pace.tc;
     for (int g = 0; g < shown && y < H; g++, y++) {
         struct memory_result m;
-        runfeed_as_result(p->feed.cur[g], p->spec.hbm_bytes, &m);
+        runfeed_as_result(p->pace.feed.cur[g], p->pace.spec.hbm_bytes, &m);
         canvas_printf(c, y, 0, ROLE_DIM, "GPU%-2d", g);
         memui_draw_bar(c, y, 6, bw, &m, p->scale);
         int rx = 6 + bw + 1;
-        int ph = p->replaying && tc <= p->phase_until[g] ? p->phase[g] : PH_NONE;
-        uint64_t sent = p->shown ? p->last.gpu[g].sent_bytes : 0;
+        int ph = p->pace.replaying && tc <= p->phase_until[g] ? p->phase[g] : PH_NONE;
+        uint64_t sent = p->pace.shown ? p->pace.last.gpu[g].sent_bytes : 0;
         if (right > 10) {
             units_format_bytes(b1, sizeof b1, m.total, UNITS_BINARY);
             rx = canvas_printf(c, y, rx, ROLE_TEXT, "%10s ", b1);
         }
         if (right == 46) {
             units_format_grouped(b2, sizeof b2, sent);
-            if (!p->shown)
+            if (!p->pace.shown)
                 snprintf(b2, sizeof b2, "-");
             rx = canvas_printf(c, y, rx, ROLE_TEXT, "sent %11s B ", b2);
         } else {
             runfeed_bytes(b2, sizeof b2, (double)sent, right == 10 ? 7 : 12);
-            if (!p->shown)
+            if (!p->pace.shown)
                 snprintf(b2, sizeof b2, "-");
             rx = canvas_printf(c, y, rx, ROLE_TEXT, "%*s ", right == 10 ? 6 : 11, b2);
         }
@@ -737,9 +568,9 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     }
     if (shown < n && y < H)
         canvas_printf(c, y++, 0, ROLE_DIM, "(a larger window shows all %d GPUs)", n);
-    else if (p->feed.dropped && y < H)
+    else if (p->pace.feed.dropped && y < H)
         canvas_printf(c, y++, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
-                      p->feed.dropped);
+                      p->pace.feed.dropped);
 
     if (p->show_big) {
         draw_big(p, c, y, 6);
@@ -747,7 +578,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     } else {
         /* GPU 0's peaks beside the calculator's, as bars and as figures */
         struct memory_result m;
-        runfeed_as_result(p->feed.peak[0], p->spec.hbm_bytes, &m);
+        runfeed_as_result(p->pace.feed.peak[0], p->pace.spec.hbm_bytes, &m);
         canvas_text(c, y, 0, ROLE_DIM, "peak");
         memui_draw_bar(c, y++, 6, bw, &m, p->scale);
         canvas_text(c, y, 0, ROLE_DIM, "calc");
@@ -764,20 +595,20 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
             canvas_text(c, y, 0, ROLE_DIM, row ? "calc" : "ledger");
             for (int i = 0; i < MEMUI_PARTS; i++) {
                 double v = row ? runfeed_predicted_part(&p->pred.m, i)
-                               : (double)p->feed.peak[0][runfeed_part_cat[i]];
-                bool same = (double)p->feed.peak[0][runfeed_part_cat[i]] ==
+                               : (double)p->pace.feed.peak[0][runfeed_part_cat[i]];
+                bool same = (double)p->pace.feed.peak[0][runfeed_part_cat[i]] ==
                             llround(runfeed_predicted_part(&p->pred.m, i));
                 runfeed_bytes(b1, sizeof b1, v, cw);
                 canvas_printf(c, y, 7 + i * cw,
-                              row || !p->shown ? ROLE_TEXT
-                              : same           ? ROLE_GOOD
-                                               : ROLE_ERROR,
+                              row || !p->pace.shown ? ROLE_TEXT
+                              : same                ? ROLE_GOOD
+                                                    : ROLE_ERROR,
                               "%*s", cw - 1, b1);
             }
         }
         /* the verdict over every GPU, and the bytes sent */
         units_format_grouped(b2, sizeof b2, (unsigned long long)llround(p->pred.t.bytes));
-        if (p->shown && p->pred.ok) {
+        if (p->pace.shown && p->pred.ok) {
             int g = 0, i = verdict(p, &g);
             if (i < 0)
                 x = canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", n);
@@ -786,8 +617,8 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
                                   ledger_cat_name(runfeed_part_cat[i]));
             bool same = true;
             for (int k = 0; k < n; k++)
-                same &= (double)p->last.gpu[k].sent_bytes == llround(p->pred.t.bytes);
-            units_format_grouped(b1, sizeof b1, p->last.gpu[0].sent_bytes);
+                same &= (double)p->pace.last.gpu[k].sent_bytes == llround(p->pred.t.bytes);
+            units_format_grouped(b1, sizeof b1, p->pace.last.gpu[0].sent_bytes);
             if (right > 10)
                 canvas_printf(c, y, x + 2, same ? ROLE_GOOD : ROLE_ERROR, "sent %s B, calc %s B",
                               b1, b2);
@@ -804,7 +635,7 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     if (lossrows >= 2 && y < H) {
         x = canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
         /* what the ledger holds beside the bars: the CPU's fp32 copies */
-        units_format_bytes(b1, sizeof b1, (double)p->feed.cur[0][MEM_WORKSPACE], UNITS_BINARY);
+        units_format_bytes(b1, sizeof b1, (double)p->pace.feed.cur[0][MEM_WORKSPACE], UNITS_BINARY);
         if (x + 56 + (int)strlen(b1) <= W)
             canvas_printf(c, y, x + 3, ROLE_DIM,
                           "not in the bars: GPU 0's %s of workspace (fp32 copies)", b1);

@@ -3,16 +3,16 @@
  *
  * The run is the engine of `scalelab train --pp P --dp D --tp T [--sequence-parallel]
  * --micro-batches M --schedule S [--chunks 2]` (src/par/run.h), paced by the screen as the
- * Lab's run panel (panel_dprun.c) paces it: each tick lets it start a step or two beyond the
- * one shown and takes the records of the steps done, never waiting for one. Every GPU's memory
+ * Lab's run panel's is (ui/runpace.h): each tick lets it start a step or two beyond the one
+ * shown and takes the records of the steps done, never waiting for one. Every GPU's memory
  * changes, sends and pipeline operations (EV_MEMORY, EV_SEND, EV_PIPE_OP) are recorded as they
- * happen, on the GPUs' threads, into a ring under a lock of its own; each step is then
- * replayed over about a second and a half of the screen's time (at 1x), in simulated time: the
- * Gantt chart's blocks appear as the stages ran them, the activations of each GPU rise and fall
- * with the micro-batches it holds, and a tensor-parallel group flashes while its collectives
- * run (a send between two GPUs of the same stage and data-parallel rank is tensor-parallel;
- * between stages, pipeline; else data-parallel). At the end of a step each bar holds its GPU's
- * ledger exactly.
+ * happen, on the GPUs' threads, into a ring under a lock of its own (ui/runfeed.h); each step
+ * is then replayed over about a second and a half of the screen's time (at 1x), in simulated
+ * time: the Gantt chart's blocks appear as the stages ran them, the activations of each GPU
+ * rise and fall with the micro-batches it holds, and a tensor-parallel group flashes while its
+ * collectives run (a send between two GPUs of the same stage and data-parallel rank is
+ * tensor-parallel; between stages, pipeline; else data-parallel). At the end of a step each bar
+ * holds its GPU's ledger exactly.
  *
  * Drawn: the layout's GPUs as a grid (a row per pipeline stage, a column per GPU of the stage:
  * data-parallel rank, then tensor-parallel rank innermost, as the ranks go, labelled d<r>t<r>),
@@ -46,7 +46,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/error.h"
 #include "base/units.h"
@@ -64,17 +63,16 @@
 #include "ui/panel.h"
 #include "ui/ppgantt.h"
 #include "ui/runfeed.h"
+#include "ui/runpace.h"
 
-#define MAX_GPUS     16 /* dp x tp x pp */
-#define MAX_COLS     8  /* dp x tp: a stage's GPUs side by side */
-#define MAX_STAGES   4
-#define MAX_DP       4
-#define MAX_TP       4
-#define CHUNKS       2 /* the interleaved schedule's model chunks per GPU */
-#define MAX_MICRO    8
-#define REPLAY_S     1.5 /* wall seconds one step's replay takes at 1x */
-#define AHEAD        2   /* steps the run may finish beyond the one shown */
-#define MAX_PER_TICK 8   /* steps replayed in one tick at the highest speeds */
+#define MAX_GPUS   16 /* dp x tp x pp */
+#define MAX_COLS   8  /* dp x tp: a stage's GPUs side by side */
+#define MAX_STAGES 4
+#define MAX_DP     4
+#define MAX_TP     4
+#define CHUNKS     2 /* the interleaved schedule's model chunks per GPU */
+#define MAX_MICRO  8
+#define REPLAY_S   1.5 /* wall seconds one step's replay takes at 1x */
 
 struct settings {
     int model; /* 0 tiny, 1 small */
@@ -87,30 +85,20 @@ struct settings {
 struct pprun {
     struct eventlog *log;
     struct settings s, start;
-    struct model_shape models[2];
-    struct gpt_config shapes[2]; /* the models as the tiny GPT trains them */
-    struct cluster_spec spec;
     int gpus, batch;              /* the run's: dp x tp x pp, the global batch */
     int cols;                     /* a stage's GPUs: dp x tp */
     enum calc_schedule run_sched; /* 1F1B on one stage */
-    struct run *run;
-    struct runfeed feed; /* the GPUs' events, the step replayed, each GPU's ledger */
-    char err[ERROR_MAX];
+    struct runpace pace;          /* the run, its models and GPUs, the step replayed, the ledgers */
     /* the calculator: each stage's memory and traffic, the schedule */
     bool pred_ok, have_sched;
     struct memory_result stage_m[MAX_STAGES];
     struct traffic stage_t[MAX_STAGES];
     struct sched sched;
     double scale;
-    /* the step being replayed: its events in time order, its Gantt chart */
-    bool replaying;
-    struct run_step rs;
-    double frac, tc;
-    struct ppgantt g, gfree; /* the step shown (replaying or the last done), retimed */
+    /* the Gantt chart of the step shown (replaying or the last done), retimed */
+    struct ppgantt g, gfree;
     bool free_ok;
     /* the last step done: its measurements */
-    long shown, allowed;
-    struct run_step last;
     struct ppgantt done;
     struct pp_bubble bub, bub_free;
     bool order_ok;
@@ -118,65 +106,39 @@ struct pprun {
     bool show_free, said_verdict;
     char note[120]; /* why a key did not do all it was asked (until a step is replayed) */
     /* the tensor-parallel collectives: each group's (stage x dp + dprank) last send seen by
-     * the replay ends at flash_end; it flashes while that is after the frame's start */
-    double flash_end[MAX_GPUS], frame_t0;
+     * the replay ends at flash_end; it flashes while that is after the frame's start (the
+     * simulated time shown before it, pace.tprev) */
+    double flash_end[MAX_GPUS];
 };
 
-static const char *const model_names[2] = {"tiny", "small"};
-
 /* ------------------------------------------------------------------ the screen's side */
-
-static void stop_run(struct pprun *p)
-{
-    run_free(p->run); /* stops it at the next step boundary and joins its threads */
-    p->run = NULL;
-}
-
-static void fail(struct pprun *p)
-{
-    struct error e = {0};
-    if (p->run && run_finish(p->run, &e) && !p->err[0]) {
-        snprintf(p->err, sizeof p->err, "%s", e.msg);
-        eventlog_add(p->log, "pprun: %s", e.msg);
-    }
-    stop_run(p);
-}
 
 /* The run's options for the settings. */
 static void options(const struct pprun *p, struct train_opts *o)
 {
-    train_opts_default(o);
-    o->shape = p->shapes[p->s.model];
-    o->lr = 3e-3;
-    o->batch = p->batch;
-    o->steps = 1L << 40; /* the window runs until stopped */
-    o->precision = p->s.prec;
-    o->scaling = p->s.prec == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
-    o->gpus = p->gpus;
+    runpace_options(&p->pace, p->s.model, p->s.prec, p->batch, p->gpus, o);
     o->pp = p->s.pp;
     o->tp = p->s.tp;
     o->sp = p->s.sp && p->s.tp > 1; /* asked for with tp 1, it waits for tp > 1 */
     o->chunks = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1;
     o->micro_batches = p->s.m;
     o->schedule = p->run_sched;
-    o->bucket_bytes = (size_t)MEMORY_BUCKET;
-    o->prefetch = 1;
 }
 
 /* The calculator's figures for this layout, and the bars' scale: the largest stage of the
  * run's schedule, GPipe and 1F1B, so that the bars compare the schedules. */
 static void predict(struct pprun *p)
 {
-    const struct model_shape *m = &p->models[p->s.model];
+    const struct model_shape *m = &p->pace.models[p->s.model];
     struct train_opts o;
     struct memory_config c;
     struct error e = {0};
     options(p, &o);
-    p->pred_ok = predict_config(&o, m, p->spec.hbm_bytes, &c, &e) == 0;
+    p->pred_ok = predict_config(&o, m, p->pace.spec.hbm_bytes, &c, &e) == 0;
     p->scale = 0;
     for (int st = 0; p->pred_ok && st < p->s.pp; st++)
         p->pred_ok = memory_compute_stage(&c, st, &p->stage_m[st], &e) == 0 &&
-                     traffic_compute_stage(&c, &p->spec, p->s.pp > 1 || p->s.tp > 1 ? st : -1,
+                     traffic_compute_stage(&c, &p->pace.spec, p->s.pp > 1 || p->s.tp > 1 ? st : -1,
                                            p->stage_m[st].params_gpu, p->stage_m[st].stage_layers,
                                            0, 0, &p->stage_t[st], &e) == 0;
     for (int k = 0; p->pred_ok && k < 3; k++) {
@@ -190,42 +152,18 @@ static void predict(struct pprun *p)
     }
     p->scale = p->scale > 0 ? p->scale * 1.1 : 1;
     if (!p->pred_ok)
-        snprintf(p->err, sizeof p->err, "%s", e.msg);
+        snprintf(p->pace.err, sizeof p->pace.err, "%s", e.msg);
     if (p->have_sched)
         sched_free(&p->sched);
     p->have_sched =
         sched_build(p->run_sched, p->s.pp, p->s.m, train_chunks(&o), &p->sched, &e) == 0;
 }
 
-/* Waits (two seconds at most) until every GPU has built its trainer and waits for the
- * screen to allow its first step (run_waiting), then takes the memory events of that setup:
- * the bars show the buffers before step 1, the same every time. */
-static void settle(struct pprun *p)
-{
-    if (!p->run)
-        return;
-    for (int i = 0; i < 1000 && run_waiting(p->run) < p->gpus; i++) {
-        pthread_mutex_lock(&p->feed.mu);
-        bool failed = p->feed.failed; /* a GPU that failed never waits */
-        pthread_mutex_unlock(&p->feed.mu);
-        if (failed)
-            break;
-        struct timespec ms = {0, 2000000};
-        nanosleep(&ms, NULL);
-    }
-    runfeed_take_setup(&p->feed);
-}
-
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step. */
 static void restart(struct pprun *p)
 {
-    stop_run(p);
-    runfeed_reset(&p->feed);
-    p->replaying = false;
-    p->shown = p->allowed = 0;
+    runpace_clear(&p->pace);
     p->said_verdict = false;
-    p->err[0] = 0;
-    memset(&p->last, 0, sizeof p->last);
     ppg_reset(&p->g, p->s.pp);
     ppg_reset(&p->gfree, p->s.pp);
     ppg_reset(&p->done, p->s.pp);
@@ -236,33 +174,19 @@ static void restart(struct pprun *p)
     p->batch = p->s.batch < per ? per : (p->s.batch + per - 1) / per * per;
     p->run_sched = p->s.pp == 1 ? SCHED_1F1B : p->s.sched;
     memset(p->flash_end, 0, sizeof p->flash_end);
-    p->frame_t0 = INFINITY;
     predict(p);
-    if (p->err[0])
+    if (p->pace.err[0])
         return;
-
-    struct run_config cfg = {0};
-    options(p, &cfg.o);
-    cfg.spec = p->spec;
-    cfg.spec.nodes = (p->gpus + cfg.spec.gpus_per_node - 1) / cfg.spec.gpus_per_node;
-    cfg.paced = true;
-    cfg.on_event = runfeed_on_event;
-    cfg.event_ctx = &p->feed;
-    struct error e = {0};
-    if (train_opts_check(&cfg.o, &e) != 0 || run_new(&p->run, &cfg, &e) != 0 ||
-        run_start(p->run, &e) != 0) {
-        snprintf(p->err, sizeof p->err, "%s", e.msg);
-        stop_run(p);
-        return;
-    }
-    settle(p);
+    struct train_opts o;
+    options(p, &o);
+    runpace_start(&p->pace, &o);
 }
 
 static void say_restart(struct pprun *p)
 {
     eventlog_add(p->log,
                  "run: %s, pp %d x dp %d x tp %d%s, %s, %d micro-batches, batch %d: restarted",
-                 model_names[p->s.model], p->s.pp, p->s.dp, p->s.tp,
+                 runpace_model_names[p->s.model], p->s.pp, p->s.dp, p->s.tp,
                  p->s.sp && p->s.tp > 1 ? " sp" : "", sched_name(p->run_sched), p->s.m, p->batch);
     if (p->note[0])
         eventlog_add(p->log, "run: %s", p->note);
@@ -272,14 +196,7 @@ static void say_restart(struct pprun *p)
  * that differs (and on which GPU). */
 static int verdict(const struct pprun *p, int *gpu)
 {
-    for (int g = 0; g < p->gpus; g++)
-        for (int i = 0; i < MEMUI_PARTS; i++)
-            if ((double)p->feed.peak[g][runfeed_part_cat[i]] !=
-                llround(runfeed_predicted_part(&p->stage_m[g / p->cols], i))) {
-                *gpu = g;
-                return i;
-            }
-    return -1;
+    return runfeed_verdict(&p->pace.feed, p->gpus, p->stage_m, p->cols, gpu);
 }
 
 enum comm_kind { COMM_PP, COMM_DP, COMM_TP };
@@ -300,7 +217,8 @@ static double predicted_sent(const struct traffic *t, enum comm_kind k)
 static bool sent_as_predicted(const struct pprun *p, enum comm_kind k)
 {
     for (int g = 0; g < p->gpus; g++)
-        if ((double)sent_of(&p->last, g, k) != llround(predicted_sent(&p->stage_t[g / p->cols], k)))
+        if ((double)sent_of(&p->pace.last, g, k) !=
+            llround(predicted_sent(&p->stage_t[g / p->cols], k)))
             return false;
     return true;
 }
@@ -319,8 +237,8 @@ static enum comm_kind comm_of(const struct pprun *p, int a, int b)
 static void build_gantt(struct pprun *p)
 {
     ppg_reset(&p->g, p->s.pp);
-    for (size_t i = 0; i < p->feed.nrep; i++) {
-        const struct runrec *r = &p->feed.rep[i];
+    for (size_t i = 0; i < p->pace.feed.nrep; i++) {
+        const struct runrec *r = &p->pace.feed.rep[i];
         if (r->type != EV_PIPE_OP || r->device % p->cols != 0)
             continue;
         struct pp_done d = {r->kind, r->micro, r->chunk, r->t, r->t_end};
@@ -329,15 +247,10 @@ static void build_gantt(struct pprun *p)
     p->free_ok = ppg_retime(&p->g, &p->gfree);
 }
 
-static void finish_replay(struct pprun *p)
+/* A step replayed: its measurements, and once a run whether the ledgers are the calculator's. */
+static void end_step(void *panel)
 {
-    runfeed_end_step(&p->feed); /* each ledger exact */
-    p->replaying = false;
-    p->tc = INFINITY;
-    p->frame_t0 = INFINITY; /* no flash once the step is done */
-    p->last = p->rs;
-    p->shown++;
-    /* the measurements of the step */
+    struct pprun *p = panel;
     p->done = p->g;
     ppg_bubble(&p->done, &p->bub);
     if (p->free_ok)
@@ -360,76 +273,59 @@ static void finish_replay(struct pprun *p)
         else
             eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
                          ledger_cat_name(runfeed_part_cat[i]),
-                         (unsigned long long)p->feed.peak[g][runfeed_part_cat[i]],
+                         (unsigned long long)p->pace.feed.peak[g][runfeed_part_cat[i]],
                          runfeed_predicted_part(&p->stage_m[g / p->cols], i));
         p->said_verdict = true;
     }
 }
 
-/* Starts replaying the next step if the run has finished it (or does within wait_s). */
-static bool start_replay(struct pprun *p, double wait_s)
+/* A step about to be replayed: its chart, and no flash yet. */
+static void begin_step(void *panel)
 {
-    if (!p->run)
-        return false;
-    int got = run_next(p->run, &p->rs, wait_s);
-    if (got < 0)
-        fail(p);
-    if (got != 1)
-        return false;
-    if (!runfeed_begin_step(&p->feed, p->rs.s.step))
-        return false;
+    struct pprun *p = panel;
     build_gantt(p);
     p->note[0] = 0; /* said until now */
     memset(p->flash_end, 0, sizeof p->flash_end);
-    p->frac = 0, p->tc = p->feed.t0;
-    p->replaying = true;
-    return true;
 }
 
-/* The replay moves on by `steps` steps' worth; returns the steps finished. */
-static int advance(struct pprun *p, double steps)
+/* A record the replay passes: the memory records move the bars (runpace); the sends within a
+ * tensor-parallel group light it until their arrival. */
+static void light_group(void *panel, const struct runrec *r)
 {
-    int done = 0;
-    while (steps > 1e-9 && done < MAX_PER_TICK) {
-        if (!p->replaying && !start_replay(p, 0))
-            break;
-        double use = fmin(steps, 1 - p->frac);
-        p->frac += use, steps -= use;
-        p->frame_t0 = p->tc;
-        p->tc = p->feed.t0 + p->frac * (p->feed.t1 - p->feed.t0);
-        /* the memory records move the bars; the chart reads the clock; the sends within a
-         * tensor-parallel group light it until their arrival */
-        for (const struct runrec *r; (r = runfeed_next(&p->feed, p->tc));)
-            if (r->type == EV_SEND && r->peer >= 0 && r->peer < p->gpus &&
-                comm_of(p, r->device, r->peer) == COMM_TP) {
-                double *end = &p->flash_end[r->device / p->s.tp];
-                *end = fmax(*end, r->t_end);
-            }
-        if (p->frac >= 1 - 1e-9) {
-            finish_replay(p);
-            done++;
-        }
+    struct pprun *p = panel;
+    if (r->type == EV_SEND && r->peer >= 0 && r->peer < p->gpus &&
+        comm_of(p, r->device, r->peer) == COMM_TP) {
+        double *end = &p->flash_end[r->device / p->s.tp];
+        *end = fmax(*end, r->t_end);
     }
-    return done;
-}
-
-static void allow(struct pprun *p, long upto)
-{
-    if (p->run && upto > p->allowed) {
-        p->allowed = upto;
-        run_allow(p->run, upto);
-    }
-}
-
-/* Before the first step: the buffers the GPUs allocate as they start, as they come. */
-static void take_setup(struct pprun *p)
-{
-    if (p->allowed > 0)
-        return;
-    runfeed_take_setup(&p->feed);
 }
 
 /* ------------------------------------------------------------------ settings and keys */
+
+static bool same_settings(const struct settings *a, const struct settings *b)
+{
+    return a->model == b->model && a->pp == b->pp && a->dp == b->dp && a->tp == b->tp &&
+           a->sp == b->sp && a->m == b->m && a->batch == b->batch && a->sched == b->sched &&
+           a->prec == b->prec;
+}
+
+/* The run on settings s: restarted unless it already runs on them and has not moved on (a
+ * step's settings come one by one); whether it was. */
+static bool run_on(struct pprun *p, const struct settings *s)
+{
+    if (same_settings(s, &p->s) && runpace_fresh(&p->pace))
+        return false;
+    p->s = *s;
+    restart(p);
+    return true;
+}
+
+/* The run panel's part in the replay: the chart, the flashes, the measurements. */
+static const struct runpace_ops pace_ops = {.name = "pprun",
+                                            .replay_s = REPLAY_S,
+                                            .begin = begin_step,
+                                            .record = light_group,
+                                            .end = end_step};
 
 static void defaults(struct settings *s)
 {
@@ -449,14 +345,7 @@ static int pprun_init(void **state, const struct panel_env *env, struct error *e
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
-    int rc = 0;
-    for (int i = 0; i < 2 && !rc; i++)
-        if (!(rc = preset_load_model(model_names[i], &p->models[i], e)))
-            rc = train_shape_of(&p->models[i], &p->shapes[i], e);
-    if (preset_load_cluster("h100-80gb", &p->spec, NULL) != 0)
-        spec_default(&p->spec);
-    if (!rc)
-        rc = runfeed_init(&p->feed, e);
+    int rc = runpace_init(&p->pace, &pace_ops, p, p->log, e);
     if (rc) {
         free(p);
         return rc;
@@ -471,24 +360,16 @@ static int pprun_init(void **state, const struct panel_env *env, struct error *e
 static void pprun_fini(void *state)
 {
     struct pprun *p = state;
-    stop_run(p);
+    runpace_fini(&p->pace);
     if (p->have_sched)
         sched_free(&p->sched);
-    runfeed_fini(&p->feed);
     free(p);
-}
-
-static bool same_settings(const struct settings *a, const struct settings *b)
-{
-    return a->model == b->model && a->pp == b->pp && a->dp == b->dp && a->tp == b->tp &&
-           a->sp == b->sp && a->m == b->m && a->batch == b->batch && a->sched == b->sched &&
-           a->prec == b->prec;
 }
 
 /* The stage counts offered for a model: 1 to 4, those that divide its layers. */
 static bool pp_fits(const struct pprun *p, int model, int pp)
 {
-    return pp >= 1 && pp <= MAX_STAGES && p->models[model].layers % pp == 0;
+    return pp >= 1 && pp <= MAX_STAGES && p->pace.models[model].layers % pp == 0;
 }
 
 /* The tensor-parallel sizes offered: 1, 2, 4, those that divide the heads, the FFN width and
@@ -496,7 +377,7 @@ static bool pp_fits(const struct pprun *p, int model, int pp)
  * sequence. */
 static bool tp_fits(const struct pprun *p, const struct settings *s, int tp)
 {
-    const struct model_shape *m = &p->models[s->model];
+    const struct model_shape *m = &p->pace.models[s->model];
     return tp >= 1 && tp <= MAX_TP && m->heads % tp == 0 && m->ffn % tp == 0 &&
            m->vocab % tp == 0 && (!s->sp || m->seq % tp == 0);
 }
@@ -513,7 +394,7 @@ static bool dp_fits(const struct settings *s, int dp)
 static const char *no_interleaved(const struct pprun *p, const struct settings *s, char *buf,
                                   size_t n)
 {
-    int layers = p->models[s->model].layers;
+    int layers = p->pace.models[s->model].layers;
     if (s->pp < 2)
         snprintf(buf, n, "it needs 2 stages or more");
     else if (s->m % s->pp)
@@ -557,72 +438,50 @@ static int pprun_set(void *state, const char *name, const char *value, struct er
 {
     struct pprun *p = state;
     struct settings s = p->start;
-    long long v;
+    int rc = 0;
     if (!strcmp(name, "model")) {
-        if (!strcmp(value, "tiny") || !strcmp(value, "small"))
-            s.model = !strcmp(value, "small");
-        else
-            return error_set(e, ERR_INVAL, "model: tiny or small, not '%s'", value);
+        rc = runpace_set_model(value, &s.model, e);
     } else if (!strcmp(name, "pp")) {
-        if (units_parse_int(value, 1, MAX_STAGES, &v, e)) {
-            error_prefix(e, "pp");
-            return ERR_INVAL;
-        }
-        s.pp = (int)v;
+        rc = runpace_set_int(name, value, 1, MAX_STAGES, &s.pp, e);
     } else if (!strcmp(name, "dp")) {
-        if (units_parse_int(value, 1, MAX_DP, &v, e)) {
-            error_prefix(e, "dp");
-            return ERR_INVAL;
-        }
-        s.dp = (int)v;
+        rc = runpace_set_int(name, value, 1, MAX_DP, &s.dp, e);
     } else if (!strcmp(name, "tp")) {
-        if (units_parse_int(value, 1, MAX_TP, &v, e)) {
-            error_prefix(e, "tp");
-            return ERR_INVAL;
-        }
-        if (!tp_fits(p, &s, (int)v))
-            return error_set(e, ERR_INVAL,
-                             "tp %lld must divide %s's heads (%d), FFN width (%d) and vocabulary "
-                             "(%d)",
-                             v, model_names[s.model], p->models[s.model].heads,
-                             p->models[s.model].ffn, p->models[s.model].vocab);
-        s.tp = (int)v;
+        rc = runpace_set_int(name, value, 1, MAX_TP, &s.tp, e);
+        if (!rc && !tp_fits(p, &s, s.tp))
+            rc = error_set(e, ERR_INVAL,
+                           "tp %d must divide %s's heads (%d), FFN width (%d) and vocabulary (%d)",
+                           s.tp, runpace_model_names[s.model], p->pace.models[s.model].heads,
+                           p->pace.models[s.model].ffn, p->pace.models[s.model].vocab);
     } else if (!strcmp(name, "sequence_parallel")) {
         if (!strcmp(value, "on") || !strcmp(value, "off"))
             s.sp = !strcmp(value, "on");
         else
-            return error_set(e, ERR_INVAL, "sequence_parallel: on or off, not '%s'", value);
+            rc = error_set(e, ERR_INVAL, "sequence_parallel: on or off, not '%s'", value);
     } else if (!strcmp(name, "micro_batches")) {
-        if (units_parse_int(value, 1, MAX_MICRO, &v, e)) {
-            error_prefix(e, "micro_batches");
-            return ERR_INVAL;
-        }
-        s.m = (int)v;
+        rc = runpace_set_int(name, value, 1, MAX_MICRO, &s.m, e);
     } else if (!strcmp(name, "schedule")) {
         if (sched_parse(value, &s.sched, e)) {
             error_prefix(e, "schedule");
-            return ERR_INVAL;
+            rc = ERR_INVAL;
         }
     } else if (!strcmp(name, "precision")) {
         if (!strcmp(value, "fp32") || !strcmp(value, "bf16") || !strcmp(value, "fp16"))
             s.prec = !strcmp(value, "fp32") ? FP_FP32 : !strcmp(value, "bf16") ? FP_BF16 : FP_FP16;
         else
-            return error_set(e, ERR_INVAL, "precision: fp32, bf16 or fp16, not '%s'", value);
+            rc = error_set(e, ERR_INVAL, "precision: fp32, bf16 or fp16, not '%s'", value);
     } else if (!strcmp(name, "batch")) {
-        if (units_parse_int(value, 1, 64, &v, e)) {
-            error_prefix(e, "batch");
-            return ERR_INVAL;
-        }
-        s.batch = (int)v;
+        rc = runpace_set_int(name, value, 1, 64, &s.batch, e);
     } else {
-        return error_set(e, ERR_INVAL,
-                         "the pipeline run panel knows model, pp, dp, tp, sequence_parallel, "
-                         "micro_batches, schedule, precision and batch, not '%s'",
-                         name);
+        rc = error_set(e, ERR_INVAL,
+                       "the pipeline run panel knows model, pp, dp, tp, sequence_parallel, "
+                       "micro_batches, schedule, precision and batch, not '%s'",
+                       name);
     }
+    if (rc)
+        return rc;
     if (!pp_fits(p, s.model, s.pp))
         return error_set(e, ERR_INVAL, "pp %d does not divide %s's %d layers", s.pp,
-                         model_names[s.model], p->models[s.model].layers);
+                         runpace_model_names[s.model], p->pace.models[s.model].layers);
     /* each layout on the way is brought to one that runs; schedule=interleaved must fit the
      * settings before it */
     fit(p, &s, NULL, 0);
@@ -632,12 +491,8 @@ static int pprun_set(void *state, const char *name, const char *value, struct er
         return error_set(e, ERR_INVAL, "schedule: interleaved cannot run here: %s",
                          no_interleaved(p, &s, why, sizeof why) ? why : "?");
     }
-    /* a step's settings come one by one: restart only for one that changes the run, or when
-     * the run has moved on */
-    bool again = !same_settings(&s, &p->s) || p->allowed > 0 || !p->run;
-    p->s = p->start = s;
-    if (again)
-        restart(p);
+    p->start = s;
+    run_on(p, &s);
     return 0;
 }
 
@@ -711,36 +566,9 @@ static int pprun_on_key(void *state, int key)
 static int pprun_on_event(void *state, const struct panel_event *ev)
 {
     struct pprun *p = state;
-    switch (ev->kind) {
-    case PANEL_PLAY: return p->run || p->replaying ? PANEL_ANIMATE | PANEL_REDRAW : 0;
-    case PANEL_PAUSE: return 0;
-    case PANEL_STEP:
-        /* paused: the rest of the step being replayed, or the whole of the next one */
-        if (!p->replaying && p->run) {
-            take_setup(p);
-            allow(p, p->shown + 1);
-            if (!start_replay(p, 2.0) && p->run)
-                eventlog_add(p->log, "run: step %ld is still running: n again shows it",
-                             p->shown + 1);
-        }
-        if (p->replaying)
-            finish_replay(p);
-        return PANEL_REDRAW;
-    case PANEL_RESET:
-        if (!same_settings(&p->s, &p->start) || p->allowed > 0 || !p->run) {
-            p->s = p->start;
-            restart(p);
-            say_restart(p);
-        }
-        return PANEL_REDRAW;
-    case PANEL_TICK:
-        take_setup(p);
-        allow(p, p->shown + 1 + AHEAD);
-        advance(p, ev->dt / REPLAY_S);
-        allow(p, p->shown + 1 + AHEAD);
-        return p->run || p->replaying ? PANEL_ANIMATE | PANEL_REDRAW : PANEL_REDRAW;
-    }
-    return 0;
+    if (ev->kind == PANEL_RESET && run_on(p, &p->start)) /* back to the step's settings */
+        say_restart(p);
+    return runpace_on_event(&p->pace, ev);
 }
 
 /* ------------------------------------------------------------------ drawing */
@@ -748,7 +576,7 @@ static int pprun_on_event(void *state, const struct panel_event *ev)
 /* Whether GPU g's tensor-parallel group sent within the frame being shown. */
 static bool flashing(const struct pprun *p, int g)
 {
-    return p->replaying && p->s.tp > 1 && p->flash_end[g / p->s.tp] >= p->frame_t0;
+    return p->pace.replaying && p->s.tp > 1 && p->flash_end[g / p->s.tp] >= p->pace.tprev;
 }
 
 /* The grid of GPUs: a row per stage, a column per GPU of the stage (data-parallel rank, then
@@ -774,7 +602,7 @@ static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
         for (int k = 0; k < cols; k++) {
             int g = st * cols + k, x = 3 + k * colw;
             struct memory_result m;
-            runfeed_as_result(p->feed.cur[g], p->spec.hbm_bytes, &m);
+            runfeed_as_result(p->pace.feed.cur[g], p->pace.spec.hbm_bytes, &m);
             bool fl = flashing(p, g);
             x = canvas_printf(c, y, x, fl ? ROLE_MOVED : ROLE_DIM, "%2d", g);
             x = canvas_text(c, y, x, ROLE_MOVED, fl && mark ? "*" : " ");
@@ -836,7 +664,7 @@ static int draw_gantt(const struct pprun *p, struct ui_canvas *c, int y)
         for (int col = 0; col < gw; col++) {
             double a = a0 + col * per, b = a + per;
             /* with free sends the operations show in the order they ran */
-            double upto = p->replaying ? p->tc : INFINITY;
+            double upto = p->pace.replaying ? p->pace.tc : INFINITY;
             const struct pp_done *o = NULL;
             if (g == &p->gfree) {
                 int n = 0;
@@ -868,13 +696,13 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     if (p->s.tp > 1)
         snprintf(tps, sizeof tps, " x tp %d%s", p->s.tp, p->s.sp ? " sp" : "");
     int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, pp %d x dp %d%s, %s, m %d, batch %d, %s",
-                          model_names[p->s.model], pp, p->s.dp, tps, sched_name(p->run_sched),
-                          p->s.m, p->batch, fp_info(p->s.prec)->key);
+                          runpace_model_names[p->s.model], pp, p->s.dp, tps,
+                          sched_name(p->run_sched), p->s.m, p->batch, fp_info(p->s.prec)->key);
     if (p->s.pp == 1 && p->s.sched == SCHED_GPIPE && x + 12 <= W)
         canvas_text(c, y, x, ROLE_DIM, " (one stage)");
     y++;
-    if (p->err[0]) {
-        canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
+    if (p->pace.err[0]) {
+        canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
         return;
     }
     /* rows: header, status, the grid, the verdict, the chart's head and rows, two of bubble,
@@ -883,22 +711,14 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     int spare = H - (2 + tp1 + pp + 1 + 1 + pp + 2 + 1 + 1 + (p->s.dp > 1) + tp1);
     /* the optional lines, most wanted first: why the bubbles differ, the free sends' bubble,
      * the chart's time axis, the bars' legend */
-    bool have = p->shown && p->done.n[0] > 0;
+    bool have = p->pace.shown && p->done.n[0] > 0;
     bool show_why = have && spare-- > 0;
     bool show_free = have && p->free_ok && spare-- > 0;
     bool show_axis = spare-- > 0, show_legend = spare-- > 0;
-    if (p->note[0] && !p->replaying) { /* what the last key could not do, until a replay */
+    if (p->note[0] && !p->pace.replaying) { /* what the last key could not do, until a replay */
         canvas_text(c, y++, 0, ROLE_WARN, p->note);
-    } else if (p->replaying) {
-        units_format_seconds(b1, sizeof b1, p->tc - p->feed.t0);
-        units_format_seconds(b2, sizeof b2, p->feed.t1 - p->feed.t0);
-        canvas_printf(c, y++, 0, ROLE_TEXT, "step %ld  simulated %s of %s", p->rs.s.step, b1, b2);
-    } else if (p->shown) {
-        units_format_seconds(b1, sizeof b1, p->last.sim_time_s);
-        canvas_printf(c, y++, 0, ROLE_TEXT, "step %ld  loss %.4f  %s simulated", p->last.s.step,
-                      p->last.s.loss, b1);
     } else {
-        canvas_text(c, y++, 0, ROLE_DIM, "buffers allocated: space runs, n one step");
+        runpace_draw_step(&p->pace, c, y++, "buffers allocated: space runs, n one step");
     }
     if (show_legend) {
         static const char *const part_name[MEMUI_PARTS] = {"wt",  "grad", "mst",
@@ -914,7 +734,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     }
     y = draw_grid(p, c, y);
     /* the ledgers against the calculator */
-    if (p->shown && p->pred_ok) {
+    if (p->pace.shown && p->pred_ok) {
         int g = 0, i = verdict(p, &g);
         if (i < 0)
             canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", p->gpus);
@@ -928,7 +748,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     y++;
 
     /* the chart */
-    long step = p->replaying ? p->rs.s.step : p->last.s.step;
+    long step = p->pace.replaying ? p->pace.rs.s.step : p->pace.last.s.step;
     if (pp == 1 && p->s.m == 1)
         x = canvas_text(c, y, 0, ROLE_TITLE, "one stage, one micro-batch: no pipeline");
     else if (step)
@@ -980,7 +800,8 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
                       100 * p->bub_free.over_ideal, 100 * p->bub_free.over_wall);
     if (show_why) {
         /* why the measured bubble is larger: the links' latency against the compute */
-        double alpha = p->gpus <= p->spec.gpus_per_node ? p->spec.alpha_intra : p->spec.alpha_inter;
+        double alpha = p->gpus <= p->pace.spec.gpus_per_node ? p->pace.spec.alpha_intra
+                                                             : p->pace.spec.alpha_inter;
         units_format_seconds(b1, sizeof b1, p->fwd_s);
         units_format_seconds(b2, sizeof b2, alpha);
         x = canvas_printf(c, y, 0, ROLE_DIM, "why: forward %s, send latency %s", b1, b2);
@@ -1020,13 +841,13 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
             continue;
         x = canvas_text(c, y, 0, ROLE_TEXT, kind_name[kind]);
         for (int st = 0; st < pp; st++) {
-            double v = p->shown     ? (double)sent_of(&p->last, st * p->cols, kind)
-                       : p->pred_ok ? predicted_sent(&p->stage_t[st], kind)
-                                    : 0;
+            double v = p->pace.shown ? (double)sent_of(&p->pace.last, st * p->cols, kind)
+                       : p->pred_ok  ? predicted_sent(&p->stage_t[st], kind)
+                                     : 0;
             runfeed_bytes(b1, sizeof b1, v, bw);
             x = canvas_printf(c, y, x, ROLE_TEXT, " %s", b1);
         }
-        if (p->shown && p->pred_ok) {
+        if (p->pace.shown && p->pred_ok) {
             bool same = sent_as_predicted(p, kind);
             canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, same ? "= calc" : "!= calc");
         } else {
@@ -1034,9 +855,9 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
         }
         y++;
     }
-    if (p->feed.dropped && y < H)
+    if (p->pace.feed.dropped && y < H)
         canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
-                      p->feed.dropped);
+                      p->pace.feed.dropped);
 }
 
 static const struct panel_key pprun_keys[] = {

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/error.h"
 #include "base/units.h"
@@ -35,7 +34,6 @@ void runfeed_reset(struct runfeed *f)
     pthread_mutex_lock(&f->mu);
     f->head = f->count = 0, f->lost = 0;
     memset(f->dev_step, 0, sizeof f->dev_step);
-    memset(f->nmem, 0, sizeof f->nmem);
     f->failed = false;
     pthread_mutex_unlock(&f->mu);
     f->npend = f->nrep = f->irep = 0;
@@ -54,8 +52,6 @@ void runfeed_on_event(void *ctx, const struct event *ev)
         ev->type != EV_TRAIN_STEP && ev->type != EV_FAIL && ev->type != EV_OOM)
         return;
     pthread_mutex_lock(&f->mu);
-    if (ev->type == EV_MEMORY)
-        f->nmem[ev->device]++;
     if (ev->type == EV_FAIL || ev->type == EV_OOM) {
         f->failed = true;
     } else if (ev->type == EV_TRAIN_STEP) {
@@ -136,22 +132,12 @@ void runfeed_take_setup(struct runfeed *f)
     f->npend = 0;
 }
 
-void runfeed_settle(struct runfeed *f, int gpus, const long *want, double seconds)
+bool runfeed_failed(struct runfeed *f)
 {
-    bool done = false;
-    for (int i = 0; i < seconds * 500 && !done; i++) {
-        pthread_mutex_lock(&f->mu);
-        done = true;
-        for (int g = 0; g < gpus && g < RUNFEED_GPUS; g++)
-            done &= f->nmem[g] >= want[g];
-        done |= f->failed;
-        pthread_mutex_unlock(&f->mu);
-        if (!done) {
-            struct timespec ms = {0, 2000000};
-            nanosleep(&ms, NULL);
-        }
-    }
-    runfeed_take_setup(f);
+    pthread_mutex_lock(&f->mu);
+    bool failed = f->failed;
+    pthread_mutex_unlock(&f->mu);
+    return failed;
 }
 
 static int by_time(const void *a, const void *b)
@@ -227,6 +213,19 @@ double runfeed_predicted_part(const struct memory_result *m, int i)
     double v[6] = {m->states.weights,   m->states.gradients, m->states.master,
                    m->states.optimizer, m->activations,      m->comm};
     return i >= 0 && i < 6 ? v[i] : 0;
+}
+
+int runfeed_verdict(const struct runfeed *f, int gpus, const struct memory_result *m, int per,
+                    int *gpu)
+{
+    for (int g = 0; g < gpus && g < RUNFEED_GPUS; g++)
+        for (int i = 0; i < MEMUI_PARTS; i++)
+            if ((double)f->peak[g][runfeed_part_cat[i]] !=
+                llround(runfeed_predicted_part(&m[g / per], i))) {
+                *gpu = g;
+                return i;
+            }
+    return -1;
 }
 
 void runfeed_as_result(const uint64_t *cat, double capacity, struct memory_result *m)

@@ -46,7 +46,6 @@ struct runfeed {
     struct runrec *ring;
     size_t head, count;
     long dev_step[RUNFEED_GPUS]; /* steps each GPU has finished */
-    long nmem[RUNFEED_GPUS];     /* memory events of each GPU */
     bool failed;                 /* a GPU failed or ran out of memory */
     unsigned long lost;
     /* the screen's: records taken, not replayed yet; the step being replayed */
@@ -68,10 +67,8 @@ void runfeed_on_event(void *ctx, const struct event *ev);
 
 /* Before the first step: the buffers the GPUs allocate as they start, into the ledgers. */
 void runfeed_take_setup(struct runfeed *f);
-/* Waits, about `seconds` at most, until each GPU g of the first `gpus` has recorded want[g]
- * memory events (or one failed), then takes them: the bars show the buffers before step 1,
- * the same every time. */
-void runfeed_settle(struct runfeed *f, int gpus, const long *want, double seconds);
+/* Whether a GPU failed or ran out of memory. */
+bool runfeed_failed(struct runfeed *f);
 
 /* The records of steps up to `step` (just finished), in (time, GPU, sequence) order, into
  * rep[0..nrep), and their span [t0, t1]; false when out of memory. */
@@ -87,6 +84,11 @@ void runfeed_end_step(struct runfeed *f);
  * calculator's figure for each. */
 extern const enum ledger_cat runfeed_part_cat[6];
 double runfeed_predicted_part(const struct memory_result *m, int i);
+/* Whether the ledger peaks of each of the first `gpus` GPUs equal the calculator's figures for
+ * it (GPU g's: m[g / per]): -1 if so, else the first of the bars' parts that differs, on GPU
+ * *gpu. */
+int runfeed_verdict(const struct runfeed *f, int gpus, const struct memory_result *m, int per,
+                    int *gpu);
 /* A ledger's categories as a memory_result, for memui's bar on GPUs of `capacity` bytes. */
 void runfeed_as_result(const uint64_t *cat, double capacity, struct memory_result *m);
 /* bytes in fewer than w cells: exact, with separators, when they fit; else in KiB or MiB. */

@@ -1,0 +1,99 @@
+/* A run panel's run (the Lab's data-parallel run, panel_dprun.c; lesson 4's pipeline,
+ * panel_pprun.c), paced by the screen: the engine of par/run.h started on the models and GPUs
+ * the panels offer, the bars given every buffer of its setup before step 1, its steps allowed
+ * a few at a time beyond the one shown, each finished step replayed from its events
+ * (ui/runfeed.h) over a share of the screen's time, and the app's play, n and ticks.
+ *
+ * The panel keeps what is its own (its settings, the calculator's figures, the drawing) and
+ * says in a table what it does at the replay's moments: a step's records taken, the replay's
+ * clock, each record passed, the step done. Everything runs on the UI thread; the run's
+ * threads only write the feed. */
+#ifndef SCALELAB_UI_RUNPACE_H
+#define SCALELAB_UI_RUNPACE_H
+
+#include <stdbool.h>
+
+#include "base/error.h"
+#include "calc/preset.h"
+#include "num/fp.h"
+#include "par/run.h"
+#include "sim/spec.h"
+#include "ui/runfeed.h"
+
+struct eventlog;
+struct panel_event;
+struct ui_canvas;
+
+/* What a panel does at the replay's moments (panel: the panel's state). */
+struct runpace_ops {
+    const char *name; /* the panel's, before a failure in the event log: "dprun" */
+    double replay_s;  /* wall seconds one step's replay takes at 1x */
+    /* A step is about to be replayed: its records are feed.rep, its span feed.t0 to t1. */
+    void (*begin)(void *panel);
+    /* The simulated time shown when a share frac (0 to 1) of the replay has gone by; NULL:
+     * in proportion to simulated time. */
+    double (*clock)(const void *panel, double frac);
+    /* Each record the replay passes, in time order (a memory record is already in its GPU's
+     * ledger); may be NULL. */
+    void (*record)(void *panel, const struct runrec *r);
+    /* The step is replayed: each ledger exact, the step in last, counted in shown. */
+    void (*end)(void *panel);
+};
+
+/* The models a run panel trains, by number: tiny, small. */
+extern const char *const runpace_model_names[2];
+
+struct runpace {
+    const struct runpace_ops *ops;
+    void *panel;
+    struct eventlog *log;
+    /* the models (as presets, and as the tiny GPT trains them) and the GPUs (h100-80gb) */
+    struct model_shape models[2];
+    struct gpt_config shapes[2];
+    struct cluster_spec spec;
+    /* the run: NULL when stopped, err saying why when it failed or could not start */
+    struct run *run;
+    struct runfeed feed; /* the GPUs' events, the step replayed, each GPU's ledger */
+    char err[ERROR_MAX];
+    long shown, allowed;  /* steps replayed; steps the run may start */
+    struct run_step last; /* the last step replayed */
+    /* the step being replayed */
+    bool replaying;
+    struct run_step rs;
+    double frac;      /* the share of its replay gone by */
+    double tc, tprev; /* the simulated time shown, and at the frame before (INFINITY: none) */
+};
+
+/* Loads the models and the GPUs, and the feed; the panel's ops and state. */
+int runpace_init(struct runpace *r, const struct runpace_ops *ops, void *panel,
+                 struct eventlog *log, struct error *e);
+void runpace_fini(struct runpace *r);
+
+/* A window run's options: model m (0 tiny, 1 small), precision, global batch, GPUs; the
+ * panel adds its layout. */
+void runpace_options(const struct runpace *r, int m, enum fp_format prec, int batch, int gpus,
+                     struct train_opts *o);
+/* Stops the run and forgets it: nothing shown, no error, every ledger 0. */
+void runpace_clear(struct runpace *r);
+/* Starts the run of o (after runpace_clear), paced: nothing runs until the screen allows a
+ * step; then waits (5 s at most) until every GPU has set up and waits at its first step's gate
+ * (run_waiting), and takes the memory events of that setup, so the bars show every buffer
+ * before step 1, the same every time. 0, or -1 with err said. */
+int runpace_start(struct runpace *r, const struct train_opts *o);
+/* The run started and no step allowed yet: a restart on the same settings changes nothing. */
+bool runpace_fresh(const struct runpace *r);
+
+/* A lesson's settings of a run panel: the model (tiny or small, as its number), a whole
+ * number from lo to hi; 0, or ERR_INVAL with an error naming the setting. */
+int runpace_set_model(const char *value, int *m, struct error *e);
+int runpace_set_int(const char *name, const char *value, int lo, int hi, int *out, struct error *e);
+
+/* The app's play, pause, n and ticks: the panel's on_event, after the panel has restarted
+ * its run for r (PANEL_RESET) where its settings or runpace_fresh say so. */
+int runpace_on_event(struct runpace *r, const struct panel_event *ev);
+
+/* The line saying the step shown at row y: the one being replayed and its simulated time, or
+ * the last one's loss, or (none yet) idle. */
+void runpace_draw_step(const struct runpace *r, struct ui_canvas *c, int y, const char *idle);
+
+#endif
