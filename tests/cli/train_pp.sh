@@ -32,20 +32,24 @@ grads_per_layout 1e-5 "$dumps"
 
 # --- The executed schedule is the taught one: each stage's order of (kind, micro-batch,
 # chunk) is `scalelab pipeline --json`'s, and the micro-batches it held at once its
-# peak_in_flight (and the calculator's in_flight for the stage's activations).
-scheds="gpipe:2:4:1 1f1b:2:4:1 1f1b:4:8:1 gpipe:4:8:1 1f1b:4:2:1 interleaved:2:4:2 interleaved:2:8:2"
-$slow && scheds="gpipe:2:4:1 1f1b:4:8:1 interleaved:2:4:2"
+# peak_in_flight (and the calculator's in_flight for the stage's activations). With tensor and
+# data parallelism too (a fifth field, commas for spaces), each stage is read from its own
+# GPUs, rank (stage x dp + dprank) x tp + tprank: stage 1 once showed stage 0's order.
+scheds="gpipe:2:4:1 1f1b:2:4:1 1f1b:4:8:1 gpipe:4:8:1 1f1b:4:2:1 interleaved:2:4:2 interleaved:2:8:2
+1f1b:2:4:1:--tp,2,--dp,2 gpipe:2:2:1:--tp,2"
+$slow && scheds="gpipe:2:4:1 1f1b:4:8:1 interleaved:2:4:2 1f1b:2:4:1:--tp,2,--dp,2"
 $tsan && scheds="1f1b:4:8:1"
 for sp in $scheds; do
-    IFS=: read -r sch p m v <<EOF
+    IFS=: read -r sch p m v extra <<EOF
 $sp
 EOF
     chunks=""
     [ "$sch" = interleaved ] && chunks="--chunks $v"
+    extra=$(printf '%s' "$extra" | tr , ' ')
     run pipeline --stages "$p" --micro-batches "$m" --schedule "$sch" $chunks --json
     printf '%s\n' "$out" >"$T_TMP/sched.json"
-    run train --steps 2 --pp "$p" --micro-batches "$m" --schedule "$sch" $chunks --json --summary
-    check_status 0 "train --pp $p --micro-batches $m --schedule $sch $chunks"
+    run train --steps 2 --batch 8 --pp "$p" --micro-batches "$m" --schedule "$sch" $chunks $extra --json --summary
+    check_status 0 "train --pp $p --micro-batches $m --schedule $sch $chunks $extra"
     save "x"
     PYCODE="
 want = json.load(open(os.path.join(T, 'sched.json')))
@@ -60,7 +64,7 @@ for st in range($p):
 assert got['peak_in_flight'] == want['peak_in_flight'], (got['peak_in_flight'], want['peak_in_flight'])
 assert [x['in_flight'] for x in s['predicted']['per_stage']] == want['peak_in_flight']
 assert 0 <= got['bubble_over_wall'] < 1 and abs(got['predicted']['bubble_over_wall'] - want['bubble_over_wall']) < 1e-9
-" py "$sch, $p stages, $m micro-batches: the executed order and the micro-batches held are the schedule's"
+" py "$sch, $p stages, $m micro-batches $extra: the executed order and the micro-batches held are the schedule's"
 done
 
 # --- Measured = predicted: every GPU's ledger peaks equal the calculator's for its stage to
