@@ -24,14 +24,13 @@ FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/comm/cost.c $(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c \
 	$(top_srcdir)/src/sim/port.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
-	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c
+	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c \
+	$(top_srcdir)/src/base/cpu.c
 EXTRA_DIST += tests/fuzz
 
-# clang 14 does not know the "f16c" feature name that num/fp.c asks __builtin_cpu_supports
-# about; the fuzzer only needs fp.c's scalar paths, so the check is defined away here.
 fuzz-lesson: $(FUZZ_LESSON_SRC)
 	@mkdir -p tests/fuzz
-	$(FUZZ_CC) -std=c11 '-D__builtin_cpu_supports(x)=0'  -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-I. -I$(top_srcdir)/src $(AM_CPPFLAGS) $(FUZZ_LESSON_SRC) \
 		-o tests/fuzz/fuzz_lesson $(JANSSON_LIBS) $(INIH_LIBS) -lm
 

@@ -174,10 +174,12 @@ static const uint32_t hard[] = {
     0xc0d7626b, 0xc1d2107a, 0xc1f3af50, 0xc23dd581, 0xc2633f4c, 0xc27c65d9,
 };
 
-/* Whether exp_vec agrees with this library's expf on the hard inputs and on a sweep of the
- * whole range. */
-static bool agrees(int w)
+/* Whether exp_vec on w lanes agrees with this library's expf on the hard inputs and on a
+ * sweep of the whole range (num/exp.h). */
+bool exp_agrees(int w)
 {
+    if ((w != 4 && w != 8) || w > cpu_lanes())
+        return w == 1; /* the library itself, or code this CPU cannot run */
     enum { M = 256 };
     float x[M], y[M];
     size_t k = 0;
@@ -221,7 +223,7 @@ static int lanes(void)
     int h = atomic_load_explicit(&has, memory_order_relaxed);
     if (h < 0) {
         h = cpu_lanes();
-        while (h && !agrees(h))
+        while (h && !exp_agrees(h))
             h -= 4;
         atomic_store_explicit(&has, h, memory_order_relaxed);
     }
@@ -231,6 +233,11 @@ static int lanes(void)
 static int lanes(void)
 {
     return 0;
+}
+
+bool exp_agrees(int w)
+{
+    return w == 1;
 }
 #endif
 

@@ -21,4 +21,9 @@ int exp_lanes(void);
 /* exp_n with the code for w lanes (1, 4 or 8), for the tests; false if this CPU lacks it. */
 bool exp_n_lanes(int w, float *y, const float *x, size_t n);
 
+/* Whether the code for w lanes (4 or 8; this CPU must have it) gives expf's bits on the inputs
+ * hardest to round, a sweep of the range and the special cases: the check exp_n makes before
+ * first using it. */
+bool exp_agrees(int w);
+
 #endif

@@ -7,6 +7,11 @@
 
 int harness_run(Suite *s);
 
+/* The same for a suite that starts no thread: under ThreadSanitizer, whose worth is in the
+ * races, it is skipped with the reason (one TAP line), since only its minutes would show; the
+ * normal and ASan+UBSan builds run it. */
+int harness_run_threadless(Suite *s);
+
 /* A file under tests/data (the source tree's, found through $srcdir). */
 const char *harness_data(const char *name);
 
