@@ -25,6 +25,15 @@ run train --steps 3 --batch 2 --seed 6 --json
 c=$(printf '%s\n' "$out" | head -3)
 [ "$a" != "$c" ] && ok "another seed gives another run" || not_ok "another seed gives another run"
 
+# Under TSan the rest (one GPU's numbers: learning, scaling, clipping, checkpoints, options)
+# is left to the normal and ASan builds: the runs above put the engine's threads to work once.
+if $tsan; then
+    echo "ok $((T_N + 1)) # SKIP one GPU's numbers under TSan (the normal and ASan builds check them)"
+    T_N=$((T_N + 1))
+    done_testing
+    exit 0
+fi
+
 run train --steps 20 --batch 2 --json
 check_jsonl "sum(x['loss'] for x in d[15:20]) / 5 < d[0]['loss'] - 1.0" "the loss falls (20 steps: from log 64 = 4.16 by more than a nat)"
 
