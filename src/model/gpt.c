@@ -1132,18 +1132,25 @@ static void add(struct gpt *g, float *y, const float *a, const float *b, size_t 
     }
 }
 
+/* e = e^-a for m values (a block): the sigmoid's exponential, through num/exp.h (expf's bits,
+ * computed in vectors), so the loops that use it have no library call and vectorize. */
+static void exp_neg(float *e, const float *a, size_t m)
+{
+    for (size_t j = 0; j < m; j++)
+        e[j] = -a[j];
+    exp_n(e, e, m);
+}
+
 /* SwiGLU's gate (Shazeer 2020, "GLU Variants Improve Transformer"): h = silu(a) u with
  * silu(a) = a sg(a), sg the logistic sigmoid 1 / (1 + e^-a); produced block by block. */
 static void swiglu_forward(struct gpt *g, float *h, const float *a, const float *u, size_t n,
                            int layer)
 {
-    float e[BLOCK]; /* e^-a, a block at a time (num/exp.h: expf's bits, in vectors) */
+    float e[BLOCK];
     prof_enter(PROF_SWIGLU);
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t m = n - i < BLOCK ? n - i : BLOCK;
-        for (size_t j = 0; j < m; j++)
-            e[j] = -a[i + j];
-        exp_n(e, e, m);
+        exp_neg(e, a + i, m);
         for (size_t j = 0; j < m; j++)
             h[i + j] = a[i + j] / (1.0f + e[j]) * u[i + j];
         produced_in(g, h + i, m, layer, "mlp hidden");
@@ -1157,13 +1164,11 @@ static void swiglu_forward(struct gpt *g, float *h, const float *a, const float 
 static void swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, const float *a,
                             const float *u, size_t n)
 {
-    float e[BLOCK]; /* as in swiglu_forward */
+    float e[BLOCK];
     prof_enter(PROF_SWIGLU);
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t m = n - i < BLOCK ? n - i : BLOCK;
-        for (size_t j = 0; j < m; j++)
-            e[j] = -a[i + j];
-        exp_n(e, e, m);
+        exp_neg(e, a + i, m);
         for (size_t j = i; j < i + m; j++) {
             float x = a[j], sg = 1.0f / (1.0f + e[j - i]);
             du[j] = dh[j] * (x * sg);
