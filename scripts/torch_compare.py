@@ -27,8 +27,14 @@ from torch_check import forward_params, layout  # noqa: E402  (the model the tes
 def main():
     ini_path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         here, "..", "assets", "models", "torch-compare.ini")
-    batch = int(sys.argv[2]) if len(sys.argv) > 2 else 16
-    seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 3.0
+    try:
+        batch = int(sys.argv[2]) if len(sys.argv) > 2 else 16
+        seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 3.0
+        if batch < 1 or not seconds > 0:
+            raise ValueError("BATCH must be a whole number from 1, SECONDS above 0")
+    except ValueError as err:
+        print(f"torch_compare.py: {err}", file=sys.stderr)
+        return 2
     ini = configparser.ConfigParser(inline_comment_prefixes=("#",))
     try:
         if not ini.read(ini_path):

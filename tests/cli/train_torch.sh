@@ -57,4 +57,11 @@ if [ $rc -eq 2 ] && grep -q "not a model file" "$T_TMP/tc"; then
 else
     not_ok "torch_compare.py refuses a file that is not a model (exit 2)" "exit $rc: $(cat "$T_TMP/tc")"
 fi
+"$py" "$srcdir/scripts/torch_compare.py" "$srcdir/assets/models/tiny.ini" zero >"$T_TMP/tc" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q "torch_compare.py: " "$T_TMP/tc" && ! grep -q Traceback "$T_TMP/tc"; then
+    ok "torch_compare.py refuses a batch that is not a number (exit 2, no traceback)"
+else
+    not_ok "torch_compare.py refuses a batch that is not a number (exit 2, no traceback)" "exit $rc: $(cat "$T_TMP/tc")"
+fi
 done_testing
