@@ -11,3 +11,7 @@ tests_unit_test_stackbar_SOURCES = tests/unit/test_stackbar.c
 tests_unit_test_stackbar_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_stackbar_LDADD = $(UNIT_LIBS)
 SH_TESTS += tests/cli/emit.sh
+check_PROGRAMS += tests/unit/test_emit
+tests_unit_test_emit_SOURCES = tests/unit/test_emit.c
+tests_unit_test_emit_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_emit_LDADD = $(UNIT_LIBS)

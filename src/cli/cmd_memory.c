@@ -24,7 +24,7 @@
  * model, cluster and sizes kept as text for configure (they depend on each other). */
 struct memory_args {
     const char *model, *params, *cluster, *nodes, *grad_accum, *bucket, *gpu_mem, *emit;
-    int gpus, dp, tp, pp, zero, micro_batch, seq, micro_batches, prefetch;
+    int gpus, dp, tp, pp, zero, micro_batch, seq, micro_batches, prefetch, unit_layers;
     enum calc_precision precision;
     enum calc_optimizer optimizer;
     enum calc_schedule schedule;
@@ -72,6 +72,9 @@ static const struct opt_entry options[] = {
     OPT_INT("prefetch", "0|1", A, prefetch, 0, 1,
             "ZeRO-3 gathers the next unit while one computes (default 1): two\n"
             "units' weights held at once, or one"),
+    OPT_INT("unit-layers", "N", A, unit_layers, 1, PRESET_MAX_LAYERS,
+            "ZeRO-3's units hold N layers, gathered and reduced whole (default 1,\n"
+            "as train's; PyTorch FSDP's wrapped modules may hold more)"),
     OPT_INT("micro-batch", "B", A, micro_batch, 1, 1 << 16,
             "sequences per micro-batch (default 1)"),
     OPT_INT("seq", "S", A, seq, 1, 1 << 20, "sequence length (default the model's)"),
@@ -172,6 +175,7 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
                                 .schedule = a->schedule,
                                 .sp = a->sp,
                                 .no_prefetch = !a->prefetch,
+                                .unit_layers = a->unit_layers,
                                 .ckpt = a->ckpt};
     if ((rc = configure_model(a, r, e)) < 0 ||
         (rc = calcargs_cluster(a->cluster ? a->cluster : "h100-80gb", a->nodes, &r->cluster, e)) <
@@ -565,7 +569,7 @@ const struct command cmd_memory = {
     "                       [--micro-batches M] [--schedule gpipe|1f1b] [--sequence-parallel]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
     "                       [--units GiB|GB] [--tensors] [--json]\n"
-    "                       [--emit deepspeed|megatron|fsdp]\n"
+    "                       [--unit-layers N] [--emit deepspeed|megatron|fsdp]\n"
     "\n"
     "Memory per GPU and its parts (weights, gradients, master weights, optimizer state,\n"
     "activations), whether it fits, and the communication per GPU per step, each with its\n"
