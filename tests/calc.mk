@@ -15,3 +15,4 @@ check_PROGRAMS += tests/unit/test_emit
 tests_unit_test_emit_SOURCES = tests/unit/test_emit.c
 tests_unit_test_emit_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_emit_LDADD = $(UNIT_LIBS)
+EXTRA_DIST += tests/framework_rules.py

@@ -71,6 +71,16 @@ static void units(struct framework_run *r, int layers, const char *why)
     note(r, true, "units of %d layer%s: %s", layers, layers == 1 ? "" : "s", why);
 }
 
+/* ZeRO-3 gathers the next unit while one computes, as the framework does by itself. */
+static void prefetch(struct framework_run *r, const char *why)
+{
+    struct memory_config *c = &r->c;
+    if (c->zero < 3 || !c->no_prefetch)
+        return;
+    c->no_prefetch = false;
+    note(r, true, "with prefetch: %s", why);
+}
+
 static int deepspeed(struct framework_run *r, struct error *e)
 {
     struct memory_config *c = &r->c;
@@ -128,6 +138,8 @@ static int megatron(struct framework_run *r, struct error *e)
     units(r, 1,
           "Megatron-FSDP's units are its TransformerLayers "
           "(megatron/core/distributed/fsdp/mcore_fsdp_adapter.py)");
+    prefetch(r, "Megatron-FSDP gathers the next unit's parameters ahead of their use "
+                "(megatron/core/distributed/fsdp/src/README.md)");
     return 0;
 }
 
@@ -166,6 +178,8 @@ static int fsdp(struct framework_run *r, struct error *e)
           "the export wraps each layer, or each checkpointed segment of layers, as one module "
           "and so one FSDP unit, whose weights are gathered and gradients reduced whole "
           "(torch/distributed/fsdp/wrap.py)");
+    prefetch(r, "the export writes BackwardPrefetch.BACKWARD_PRE, which gathers the next unit "
+                "while one computes (torch/distributed/fsdp/api.py)");
     return 0;
 }
 

@@ -1,9 +1,12 @@
-/* Unit tests of calc/framework (what DeepSpeed, Megatron-LM and PyTorch FSDP run for a layout)
- * and ZeRO-3 units of several layers (calc/memory). */
+/* Unit tests of calc/framework (what DeepSpeed, Megatron-LM and PyTorch FSDP run for a layout),
+ * ZeRO-3 units of several layers (calc/memory), and the exports of cli/emit where the command
+ * line cannot reach yet: Megatron-LM's interleaved schedule. tests/cli/emit.sh checks the
+ * exports against the frameworks' rules end to end. */
 #include "config.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -11,7 +14,9 @@
 #include "calc/memory.h"
 #include "calc/params.h"
 #include "calc/preset.h"
+#include "cli/emit.h"
 #include "harness.h"
+#include "sim/spec.h"
 
 static struct model_shape model(const char *name)
 {
@@ -178,12 +183,95 @@ START_TEST(zero3_units)
 }
 END_TEST
 
+/* The export of a layout into a string. */
+static char *emitted(enum framework f, const struct emit_plan *p, int *rc, char **notes)
+{
+    char *out = NULL, *err = NULL;
+    size_t n1, n2;
+    FILE *o = open_memstream(&out, &n1), *ne = open_memstream(&err, &n2);
+    ck_assert(o && ne);
+    struct error e = {0};
+    *rc = emit_write(o, ne, f, p, &e);
+    fclose(o);
+    fclose(ne);
+    *notes = err;
+    return out;
+}
+
+/* Megatron-LM's --num-layers-per-virtual-pipeline-stage is the layers of one model chunk,
+ * L / (pp v): 32 layers, pp 2, v 2 give 8 (1 would mean 16 chunks per stage). */
+START_TEST(megatron_interleaved)
+{
+    struct model_shape m = model("synthetic-7b");
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    struct emit_plan p = {.source = "test", .cluster = &cl};
+    p.c = layout(&m, 4, 1, 2, 1, PREC_BF16, false);
+    p.c.schedule = SCHED_INTERLEAVED;
+    p.c.chunks = 2;
+    p.c.micro_batches = 8;
+    int rc;
+    char *notes, *out = emitted(FRAMEWORK_MEGATRON, &p, &rc, &notes);
+    ck_assert_msg(rc == 0, "%s", out);
+    ck_assert_msg(strstr(out, "--num-layers-per-virtual-pipeline-stage 8 \\"), "%s", out);
+    ck_assert_msg(strstr(out, "--schedule interleaved --chunks 2"), "%s", out);
+    ck_assert_msg(strstr(out, "--accumulate-allreduce-grads-in-fp32"), "%s", out);
+    free(out);
+    free(notes);
+    /* GPipe is not Megatron-LM's: it runs 1F1B, and the heading says so */
+    p.c.schedule = SCHED_GPIPE;
+    p.c.chunks = 0;
+    out = emitted(FRAMEWORK_MEGATRON, &p, &rc, &notes);
+    ck_assert_msg(rc == 0 && strstr(out, "1F1B, not GPipe") &&
+                      !strstr(out, "    --num-layers-per-virtual-pipeline-stage") &&
+                      !strstr(out, "--schedule gpipe"),
+                  "%s", out);
+    free(out);
+    free(notes);
+}
+END_TEST
+
+/* A refusal writes nothing; a layout that does not fit writes its heading only, saying so,
+ * unless forced. */
+START_TEST(emit_refuses_and_fits)
+{
+    struct model_shape m = model("synthetic-7b");
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    struct emit_plan p = {.source = "test", .cluster = &cl};
+    p.c = layout(&m, 4, 2, 1, 3, PREC_BF16, false);
+    p.c.capacity = cl.hbm_bytes;
+    int rc;
+    char *notes, *out = emitted(FRAMEWORK_FSDP, &p, &rc, &notes);
+    ck_assert_msg(rc == ERR_INVAL && !*out && !*notes, "%d: %s%s", rc, out, notes);
+    free(out);
+    free(notes);
+    p.c = layout(&m, 1, 1, 1, 0, PREC_BF16, false);
+    p.c.capacity = cl.hbm_bytes;
+    out = emitted(FRAMEWORK_DEEPSPEED, &p, &rc, &notes);
+    ck_assert_msg(rc == 1 && !*out && strstr(notes, "# does NOT fit") &&
+                      strstr(notes, "not written (--force writes it)"),
+                  "%d: %s%s", rc, out, notes);
+    free(out);
+    free(notes);
+    p.force = true;
+    out = emitted(FRAMEWORK_DEEPSPEED, &p, &rc, &notes);
+    ck_assert_msg(rc == 0 && strstr(out, "\"train_batch_size\": 4") &&
+                      strstr(notes, "(written anyway: --force)"),
+                  "%d: %s%s", rc, out, notes);
+    free(out);
+    free(notes);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("emit");
     TCase *tc = tcase_create("framework");
     tcase_add_test(tc, framework_rules);
     tcase_add_test(tc, zero3_units);
+    tcase_add_test(tc, megatron_interleaved);
+    tcase_add_test(tc, emit_refuses_and_fits);
     suite_add_tcase(s, tc);
     return harness_run_threadless(s);
 }
