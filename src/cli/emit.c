@@ -239,16 +239,24 @@ static void deepspeed(FILE *out, FILE *notes, const struct memory_config *c)
     fprintf(notes, "# bucket sizes count elements: %.0f of %g bytes = the lab's %s buckets\n",
             bucket, grad_bytes(c), c->bucket_bytes > 0 ? "chosen" : "25 MiB");
     fprintf(notes,
-            "# data_types.grad_accum_dtype is written: its default is the weights' type since "
-            "DeepSpeed 0.18 (before, fp32 for bf16 without ZeRO)\n");
-    if (c->tp > 1 && c->pp == 1)
+            "# written for DeepSpeed 0.18 and later: data_types.grad_accum_dtype is set, as its "
+            "default became the weights' type there (before, bf16 without ZeRO accumulated in "
+            "fp32 and refused bf16)\n");
+    if (c->tp > 1) {
         fprintf(notes,
                 "# tensor parallel size %d: DeepSpeed's config has none (the model's layers are "
-                "split, e.g. Megatron-DeepSpeed's --tensor-model-parallel-size%s); pass "
-                "deepspeed.initialize(..., mpu=...) an object whose "
-                "get_data_parallel_world_size() is %d, or DeepSpeed takes all %d GPUs as data "
-                "parallel and asserts train_batch_size = micro x accumulation x %d\n",
-                c->tp, c->sp ? " --sequence-parallel" : "", c->dp, gpus_of(c), gpus_of(c));
+                "split, e.g. Megatron-DeepSpeed's --tensor-model-parallel-size%s); ",
+                c->tp, c->sp ? " --sequence-parallel" : "");
+        if (c->pp == 1)
+            fprintf(notes,
+                    "pass deepspeed.initialize(..., mpu=...) an object whose "
+                    "get_data_parallel_world_size() is %d, or DeepSpeed takes all %d GPUs as "
+                    "data parallel and asserts train_batch_size = micro x accumulation x %d\n",
+                    c->dp, gpus_of(c), gpus_of(c));
+        else
+            fprintf(notes, "the PipelineModule's topology below gives DeepSpeed the "
+                           "data-parallel size\n");
+    }
     if (c->pp > 1)
         fprintf(notes,
                 "# pipeline parallel size %d: in code, deepspeed.pipe.PipelineModule(..., "
