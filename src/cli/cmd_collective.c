@@ -164,7 +164,8 @@ static const struct opt_entry options[] = {
              "the longest wait for one message, in seconds (default 60)"),
     OPT_WITH("transport", "T", parse_transport, C, mpi,
              "thread (default: the simulated cluster's device threads) or mpi: under\n"
-             "mpirun each rank is one GPU and runs the same algorithm over MPI\n"
+             "mpirun with 2 or more ranks, each rank is one GPU and runs the same\n"
+             "algorithm over MPI (one rank alone is refused: it would send nothing)\n"
              "(needs a scalelab built with Open MPI: libopenmpi-dev, openmpi-bin).\n"
              "Rank 0 reports algbw and busbw on the real wall time and the MPI\n"
              "library's MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather on\n"
@@ -605,6 +606,13 @@ static int run_mpi(struct cfg *c)
     struct error e = {0};
     if (mpi_begin(NULL, NULL, &rank, &size, &e) != 0)
         return usage_err(&e);
+    if (size < 2) { /* a collective of one rank sends nothing: no time, no bandwidth to show */
+        rc = cli_usage("collective",
+                       "--transport mpi: this is one MPI rank; a collective needs 2 or more: run "
+                       "it under mpirun with 2 or more ranks (mpirun -n 4 scalelab collective "
+                       "--transport mpi)");
+        goto end;
+    }
     if (c->gpus && c->a.gpus != size) {
         rc = rank ? 2
                   : cli_usage("collective",

@@ -24,13 +24,13 @@
  * model, cluster and sizes kept as text for configure (they depend on each other). */
 struct memory_args {
     const char *model, *params, *cluster, *nodes, *grad_accum, *bucket, *gpu_mem, *emit;
-    int gpus, dp, tp, pp, zero, micro_batch, seq, micro_batches, prefetch;
+    int gpus, dp, tp, pp, zero, micro_batch, seq, micro_batches, prefetch, unit_layers;
     enum calc_precision precision;
     enum calc_optimizer optimizer;
     enum calc_schedule schedule;
     struct activ_policy ckpt;
     enum units_system units;
-    bool sp, json, tensors;
+    bool sp, json, tensors, force;
 };
 
 static int parse_schedule(const struct opt_entry *o, const char *arg, void *field, struct error *e)
@@ -72,6 +72,9 @@ static const struct opt_entry options[] = {
     OPT_INT("prefetch", "0|1", A, prefetch, 0, 1,
             "ZeRO-3 gathers the next unit while one computes (default 1): two\n"
             "units' weights held at once, or one"),
+    OPT_INT("unit-layers", "N", A, unit_layers, 1, PRESET_MAX_LAYERS,
+            "ZeRO-3's units hold N layers, gathered and reduced whole (default 1,\n"
+            "as train's; PyTorch FSDP's wrapped modules may hold more)"),
     OPT_INT("micro-batch", "B", A, micro_batch, 1, 1 << 16,
             "sequences per micro-batch (default 1)"),
     OPT_INT("seq", "S", A, seq, 1, 1 << 20, "sequence length (default the model's)"),
@@ -91,8 +94,11 @@ static const struct opt_entry options[] = {
     OPT_WITH("emit", "FRAMEWORK", opts_str, A, emit,
              "write this layout for deepspeed (ds_config.json; comments on\n"
              "standard error), megatron (Megatron-LM's arguments) or fsdp (a\n"
-             "torchrun line and a PyTorch FSDP snippet), as 'plan --emit' does;\n"
-             "the global batch is dp x micro-batch x micro-batches"),
+             "torchrun line and a PyTorch FSDP snippet), as 'plan --emit' does:\n"
+             "the layout as that framework runs it, or its reason for refusing it\n"
+             "(exit 2); the global batch is dp x micro-batch x micro-batches. A\n"
+             "layout that does not fit is not written (exit 1) unless --force"),
+    OPT_FLAG("force", A, force, "with --emit: write a layout that does not fit all the same"),
     OPT_END,
 };
 #undef A
@@ -172,6 +178,7 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
                                 .schedule = a->schedule,
                                 .sp = a->sp,
                                 .no_prefetch = !a->prefetch,
+                                .unit_layers = a->unit_layers,
                                 .ckpt = a->ckpt};
     if ((rc = configure_model(a, r, e)) < 0 ||
         (rc = calcargs_cluster(a->cluster ? a->cluster : "h100-80gb", a->nodes, &r->cluster, e)) <
@@ -465,33 +472,11 @@ static void print_tensors(const struct run *r)
     printf("  total %s\n", units_format_bytes(b1, sizeof b1, r->r.layer.total, r->units));
 }
 
-/* --emit: the layout in a framework's own file. */
-static void write_emit(const struct run *r, enum emit_kind kind)
+/* --emit: the layout in a framework's own file; emit_write's status. */
+static int write_emit(const struct run *r, enum framework kind, bool force, struct error *e)
 {
-    const struct memory_config *c = &r->c;
-    struct emit_plan ep = {
-        .source = "memory",
-        .model = c->model,
-        .cluster = &r->cluster,
-        .gpus = r->gpus,
-        .dp = c->dp,
-        .tp = c->tp,
-        .pp = c->pp,
-        .zero = c->zero,
-        .ckpt = c->ckpt,
-        .micro_batch = c->micro_batch,
-        .micro_batches = c->micro_batches,
-        .seq = c->seq,
-        .precision = c->precision,
-        .optimizer = c->optimizer,
-        .grad_fp32 = c->grad_fp32,
-        .sp = c->sp,
-        .schedule = c->schedule,
-        .bucket_bytes = c->bucket_bytes,
-        .per_gpu_bytes = r->r.total,
-        .capacity = r->r.capacity,
-    };
-    emit_write(stdout, stderr, kind, &ep);
+    struct emit_plan ep = {.source = "memory", .cluster = &r->cluster, .c = r->c, .force = force};
+    return emit_write(stdout, stderr, kind, &ep, e);
 }
 
 /* The configured layout checked against the cluster, then computed. */
@@ -531,9 +516,11 @@ static int memory_main(int argc, char **argv)
         return cli_fail(&e);
     if (compute(&r, &e) < 0) /* calc/'s checks, in the options' words */
         return opts_fail(&opts_memory, &e);
-    enum emit_kind kind = EMIT_DEEPSPEED;
+    enum framework kind = FRAMEWORK_NONE;
+    if (a.force && !a.emit)
+        rc = error_set(&e, ERR_INVAL, "--force writes an --emit that does not fit: give --emit");
     if (a.emit) {
-        if ((rc = emit_parse(a.emit, &kind, &e)) == 0 && !r.c.model)
+        if ((rc = emit_parse("emit", a.emit, &kind, &e)) == 0 && !r.c.model)
             rc = error_set(&e, ERR_INVAL,
                            "--emit writes a model's shape: it needs --model, not "
                            "--params");
@@ -543,9 +530,18 @@ static int memory_main(int argc, char **argv)
     }
     if (rc < 0)
         return cli_fail(&e);
-    if (a.emit)
-        write_emit(&r, kind);
-    else if (a.json)
+    if (a.emit) {
+        if ((rc = write_emit(&r, kind, a.force, &e)) < 0) {
+            error_prefix(&e, "--emit %s", a.emit);
+            return cli_fail(&e);
+        }
+        if (rc == 1)
+            fprintf(stderr,
+                    "scalelab: memory: the layout does not fit: --emit %s wrote its "
+                    "heading only (--force writes it all)\n",
+                    a.emit);
+        return rc;
+    } else if (a.json)
         print_json(&r);
     else {
         print_text(&r);
@@ -565,7 +561,7 @@ const struct command cmd_memory = {
     "                       [--micro-batches M] [--schedule gpipe|1f1b] [--sequence-parallel]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
     "                       [--units GiB|GB] [--tensors] [--json]\n"
-    "                       [--emit deepspeed|megatron|fsdp]\n"
+    "                       [--unit-layers N] [--emit deepspeed|megatron|fsdp [--force]]\n"
     "\n"
     "Memory per GPU and its parts (weights, gradients, master weights, optimizer state,\n"
     "activations), whether it fits, and the communication per GPU per step, each with its\n"
