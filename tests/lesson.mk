@@ -11,21 +11,22 @@ SH_TESTS += tests/cli/run.sh
 # tests/fuzz/README.md).
 FUZZ_CC = clang
 FUZZ_SECONDS = 60
+# The calculator and what it stands on, for every fuzz target that reads presets or lessons:
+# one list, so a new calc/ file is added once.
+FUZZ_CALC_SRC = $(top_srcdir)/src/calc/preset.c $(top_srcdir)/src/calc/params.c \
+	$(top_srcdir)/src/calc/activ.c $(top_srcdir)/src/calc/memory.c \
+	$(top_srcdir)/src/calc/plan.c $(top_srcdir)/src/calc/sched.c \
+	$(top_srcdir)/src/calc/traffic.c $(top_srcdir)/src/calc/framework.c \
+	$(top_srcdir)/src/comm/cost.c $(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c \
+	$(top_srcdir)/src/sim/port.c \
+	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
+	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c
 FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/lesson/lesson.c $(top_srcdir)/src/lesson/quantity.c \
 	$(top_srcdir)/src/lesson/lesson_check.c $(top_srcdir)/src/lesson/lesson_files.c \
 	$(top_srcdir)/src/lesson/text.c \
 	$(top_srcdir)/src/lesson/ascii.c $(top_srcdir)/src/lesson/progress.c \
-	$(top_srcdir)/src/num/fp.c \
-	$(top_srcdir)/src/calc/preset.c $(top_srcdir)/src/calc/params.c \
-	$(top_srcdir)/src/calc/activ.c $(top_srcdir)/src/calc/memory.c \
-	$(top_srcdir)/src/calc/plan.c $(top_srcdir)/src/calc/sched.c \
-	$(top_srcdir)/src/calc/traffic.c \
-	$(top_srcdir)/src/comm/cost.c $(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c \
-	$(top_srcdir)/src/sim/port.c \
-	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
-	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c \
-	$(top_srcdir)/src/base/cpu.c
+	$(top_srcdir)/src/num/fp.c $(FUZZ_CALC_SRC) $(top_srcdir)/src/base/cpu.c
 EXTRA_DIST += tests/fuzz
 
 fuzz-lesson: $(FUZZ_LESSON_SRC)
