@@ -370,7 +370,12 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     memset(m.scratch, 0, bytes); /* touched once, before anything is timed */
 
     struct xport x = {&mpi_ops, &m, rank, n, &a->spec};
-    struct coll op = {a->op, t->algo, buf, a->count, a->dtype, a->root, 0, NULL, NULL, 0, false};
+    struct coll op = {.op = a->op,
+                      .algo = t->algo,
+                      .buf = buf,
+                      .count = a->count,
+                      .dtype = a->dtype,
+                      .root = a->root};
     double best = 1e300;
     const char *stall = getenv("SCALELAB_MPI_STALL_RANK");
     for (int i = -1; i < r->repeat; i++) { /* a warm-up, then the timed runs */

@@ -36,8 +36,12 @@ static int body(struct device *d, void *arg, struct error *e)
 {
     struct ctx *c = arg;
     int r = dev_rank(d);
-    struct coll op = {c->a->op, c->algo, c->bufs[r], c->a->count, c->a->dtype, c->a->root,
-                      0,        NULL,    NULL,       0,           false};
+    struct coll op = {.op = c->a->op,
+                      .algo = c->algo,
+                      .buf = c->bufs[r],
+                      .count = c->a->count,
+                      .dtype = c->a->dtype,
+                      .root = c->a->root};
     c->best[r] = 1e300;
     /* each GPU fills its own buffer, in parallel, before anything is timed */
     verify_fill(c->a->dtype, c->bufs[r], c->a->count, c->a->seed, r);
