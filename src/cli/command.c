@@ -1,12 +1,10 @@
-/* Finding a command by name, and the messages and output checks every command shares. */
+/* Finding a command by name, and its help. */
 #include "config.h"
 #include "cli/command.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "base/error.h"
 #include "cli/opts.h"
 
 const struct command *command_find(const char *name)
@@ -17,18 +15,6 @@ const struct command *command_find(const char *name)
     return NULL;
 }
 
-int cli_output_errno;
-
-bool cli_output_ok(void)
-{
-    errno = 0;
-    if (fflush(stdout) == 0 && !ferror(stdout))
-        return true;
-    if (!cli_output_errno)
-        cli_output_errno = errno ? errno : EIO;
-    return false;
-}
-
 void command_help(const struct command *c, FILE *f)
 {
     fputs(c->help, f);
@@ -37,21 +23,4 @@ void command_help(const struct command *c, FILE *f)
             fputc('\n', f);
             opts_usage(f, command_opts[i]);
         }
-}
-
-int cli_fail(const struct error *e)
-{
-    fprintf(stderr, "scalelab: %s\n", e->msg);
-    return error_exit_status(e->code ? e->code : ERR_RUN);
-}
-
-int cli_usage(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "scalelab: %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "; see 'scalelab help %s'\n", cmd);
-    va_end(ap);
-    return 2;
 }

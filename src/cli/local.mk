@@ -5,6 +5,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/cmd_collective.c \
 	%reldir%/cmd_formats.c \
 	%reldir%/command.c %reldir%/command.h \
+	%reldir%/fail.c %reldir%/fail.h \
 	%reldir%/opts.c %reldir%/opts.h \
 	%reldir%/registry.c \
 	%reldir%/cmd_run.c \
