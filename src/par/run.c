@@ -19,7 +19,7 @@
 
 #define MAX_COMMANDS 64
 
-struct command {
+struct run_cmd {
     long from_step; /* applies from this step on */
     enum { CMD_INJECT, CMD_CLIP, CMD_LR } kind;
     enum train_inject_kind inject;
@@ -45,7 +45,7 @@ struct run {
     long allowed, started_max, consumed;
     int waiting; /* GPUs held at a step's gate */
     bool stop;
-    struct command cmd[MAX_COMMANDS];
+    struct run_cmd cmd[MAX_COMMANDS];
     int ncmd;
     /* the records */
     struct slot slot[RUN_AHEAD + 1];
@@ -171,7 +171,7 @@ static bool gate(struct run *r, struct device *d, struct trainer *t, long step, 
         if (step > r->started_max)
             r->started_max = step;
         for (; *applied < r->ncmd; (*applied)++) {
-            const struct command *c = &r->cmd[*applied];
+            const struct run_cmd *c = &r->cmd[*applied];
             if (c->from_step > step)
                 break;
             if (c->kind == CMD_INJECT)
@@ -496,7 +496,8 @@ int run_next(struct run *r, struct run_step *out, double timeout_s)
     return got;
 }
 
-static void command(struct run *r, struct command c)
+/* A command from the reader, for the first step no GPU has started. */
+static void post_cmd(struct run *r, struct run_cmd c)
 {
     pthread_mutex_lock(&r->mu);
     c.from_step = r->started_max + 1;
@@ -508,17 +509,17 @@ static void command(struct run *r, struct command c)
 
 void run_inject(struct run *r, enum train_inject_kind kind, double factor, int gpu)
 {
-    command(r, (struct command){0, CMD_INJECT, kind, factor, gpu});
+    post_cmd(r, (struct run_cmd){.kind = CMD_INJECT, .inject = kind, .value = factor, .gpu = gpu});
 }
 
 void run_set_clip(struct run *r, double clip)
 {
-    command(r, (struct command){0, CMD_CLIP, TRAIN_INJECT_NAN, clip, 0});
+    post_cmd(r, (struct run_cmd){.kind = CMD_CLIP, .value = clip});
 }
 
 void run_set_lr(struct run *r, double lr)
 {
-    command(r, (struct command){0, CMD_LR, TRAIN_INJECT_NAN, lr, 0});
+    post_cmd(r, (struct run_cmd){.kind = CMD_LR, .value = lr});
 }
 
 void run_allow(struct run *r, long step)
