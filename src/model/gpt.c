@@ -855,24 +855,14 @@ static void rnd(const struct gpt *g, float *p, size_t n)
 static void store(const struct gpt *g, void *dst, const float *src, size_t n)
 {
     prof_enter(PROF_KEEP);
-    if (g->fmt == FP_FP32)
-        memcpy(dst, src, n * 4);
-    else if (g->fmt == FP_FP16)
-        fp16_from_f32_n(dst, src, n);
-    else
-        bf16_from_f32_n(dst, src, n);
+    fp_pack_n(g->fmt, dst, src, n);
     prof_leave();
 }
 
 static void load(const struct gpt *g, float *dst, const void *src, size_t n)
 {
     prof_enter(PROF_KEEP);
-    if (g->fmt == FP_FP32)
-        memcpy(dst, src, n * 4);
-    else if (g->fmt == FP_FP16)
-        fp16_to_f32_n(dst, src, n);
-    else
-        bf16_to_f32_n(dst, src, n);
+    fp_unpack_n(g->fmt, dst, src, n);
     prof_leave();
 }
 

@@ -277,29 +277,6 @@ size_t dp_mem_bytes(const struct dp *p, enum gpt_mem kind)
     return kind < GPT_MEM_KINDS ? p->bytes[kind] : 0;
 }
 
-/* ------------------------------------------------------------------ conversions */
-
-/* dst (fmt) = src (fp32), n elements; exact where src already holds values of the format */
-static void encode(enum fp_format fmt, void *dst, const float *src, size_t n)
-{
-    if (fmt == FP_FP32)
-        memmove(dst, src, n * 4);
-    else if (fmt == FP_FP16)
-        fp16_from_f32_n(dst, src, n);
-    else
-        bf16_from_f32_n(dst, src, n);
-}
-
-static void decode(enum fp_format fmt, float *dst, const void *src, size_t n)
-{
-    if (fmt == FP_FP32)
-        memmove(dst, src, n * 4);
-    else if (fmt == FP_FP16)
-        fp16_to_f32_n(dst, src, n);
-    else
-        bf16_to_f32_n(dst, src, n);
-}
-
 /* ------------------------------------------------------------------ communication */
 
 /* A ring collective over a group (NULL: every GPU) of size n, its bytes sent added to *sent. */
@@ -321,8 +298,13 @@ static int ring(struct dp *p, enum cost_op op, void *buf, size_t count, enum fp_
 {
     if (by_shards && p->n > 1)
         shard_bounds(&p->plan, off, count, p->bounds);
-    struct coll c = {op,   COST_RING, buf,  count, fmt, 0, stream, by_shards ? p->bounds : NULL,
-                     NULL, 0,         false};
+    struct coll c = {.op = op,
+                     .algo = COST_RING,
+                     .buf = buf,
+                     .count = count,
+                     .dtype = fmt,
+                     .stream = stream,
+                     .bounds = by_shards ? p->bounds : NULL};
     return ring_over(p, p->group, p->n, &p->states, &c);
 }
 
@@ -341,7 +323,7 @@ static void launch(struct dp *p, const struct shard_range *b, bool encoded)
     if (p->zero <= 1) {
         char *dst = p->gr ? (char *)p->gr + b->off * p->ges : (char *)src;
         if (p->gr && !encoded)
-            encode(p->gdt, dst, src, b->len);
+            fp_pack_n(p->gdt, dst, src, b->len);
         ring(p, p->zero == 0 ? COST_ALLREDUCE : COST_REDUCE_SCATTER, dst, b->len, p->gdt, b->off,
              true, DP_STREAM_GRADS);
         return;
@@ -349,7 +331,7 @@ static void launch(struct dp *p, const struct shard_range *b, bool encoded)
     /* stages 2-3: into a bucket buffer, reduce-scattered, this GPU's part kept */
     char *buf = p->bucket[p->ibucket];
     p->ibucket ^= 1;
-    encode(p->gdt, buf, src, b->len);
+    fp_pack_n(p->gdt, buf, src, b->len);
     ring(p, COST_REDUCE_SCATTER, buf, b->len, p->gdt, b->off, true, DP_STREAM_GRADS);
     size_t S = p->plan.shard, lo = (size_t)p->rank * S, hi = lo + S;
     size_t a = b->off > lo ? b->off : lo, z = b->off + b->len < hi ? b->off + b->len : hi;
@@ -374,7 +356,7 @@ static void gather(struct dp *p, int s, int u)
         size_t a = bounds[p->rank], z = bounds[p->rank + 1];
         memcpy(buf + a * p->wes, (char *)p->w + (r->off + a - lo) * p->wes, (z - a) * p->wes);
         ring(p, COST_ALLGATHER, buf, r->len, p->wdt, r->off, true, DP_STREAM_GATHER);
-        decode(p->wdt, gpt_params(p->g) + r->off, buf, r->len);
+        fp_unpack_n(p->wdt, gpt_params(p->g) + r->off, buf, r->len);
         buf += r->len * p->wes;
     }
 }
@@ -465,11 +447,11 @@ void dp_load_weights(struct dp *p, const float *all)
         memcpy(p->master, params + p->roff, p->rlen * 4);
     if (p->zero >= 3) {
         if (p->mixed)
-            encode(p->wdt, p->w, params + lo, S); /* the master rounded to the format */
+            fp_pack_n(p->wdt, p->w, params + lo, S); /* the master rounded to the format */
         else
             memcpy(p->w, params + lo, S * 4);
     } else if (p->mixed)
-        encode(p->wdt, p->w, params, pad);
+        fp_pack_n(p->wdt, p->w, params, pad);
     if (p->mixed) /* the model computes with the rounded weights */
         fp_round_n(p->wdt, params, params, pad);
 }
@@ -502,12 +484,16 @@ double dp_compute_s(const struct dp *p)
 static void flush(struct dp *p)
 {
     if (p->gr && p->zero <= 1)
-        encode(p->gdt, p->gr, gpt_grads(p->g), p->plan.padded);
+        fp_pack_n(p->gdt, p->gr, gpt_grads(p->g), p->plan.padded);
     stream_wait(p, DP_STREAM_GRADS, DP_STREAM_COMPUTE);
     if (p->emb) {
         void *buf = p->gr ? p->gr : (void *)gpt_grads(p->g);
-        struct coll c = {COST_ALLREDUCE,  COST_RING, buf,  p->emb, p->gdt, 0,
-                         DP_STREAM_GRADS, NULL,      NULL, 0,      false};
+        struct coll c = {.op = COST_ALLREDUCE,
+                         .algo = COST_RING,
+                         .buf = buf,
+                         .count = p->emb,
+                         .dtype = p->gdt,
+                         .stream = DP_STREAM_GRADS};
         ring_over(p, p->embed_group, 2, &p->embed, &c);
     }
     for (; p->next_bucket < p->plan.nbuckets; p->next_bucket++)
@@ -568,7 +554,7 @@ float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
     float *ug = gpt_grads(p->g) + p->roff;
     if (p->gr) {
         const char *src = (const char *)p->gr + (p->zero >= 2 ? 0 : p->roff * p->ges);
-        decode(p->gdt, ug, src, p->rlen);
+        fp_unpack_n(p->gdt, ug, src, p->rlen);
     }
     /* unscale and look for inf/NaN over the range, and sum the squares of this GPU's shard in
      * order (the global norm is the shards' sums added in GPU order), but what another GPU
@@ -612,8 +598,11 @@ int dp_agree(struct dp *p, double loss, double sumsq, bool found, double *gloss,
     mine[4] = found ? 1.0f : 0.0f;
     mine[5] = p->has_loss ? 1.0f : 0.0f;
     /* an all-gather over every GPU is a copy: the doubles travel as their bits */
-    struct coll c = {COST_ALLGATHER, COST_RING, p->rec, (size_t)p->world * REC, FP_FP32, 0, 0, NULL,
-                     NULL,           0,         false};
+    struct coll c = {.op = COST_ALLGATHER,
+                     .algo = COST_RING,
+                     .buf = p->rec,
+                     .count = (size_t)p->world * REC,
+                     .dtype = FP_FP32};
     int rc = ring_over(p, NULL, p->world, &p->scalars, &c);
     if (rc) {
         *e = p->err;
@@ -663,7 +652,7 @@ int dp_param_sync(struct dp *p, struct error *e)
     float *params = gpt_params(p->g);
     if (p->mixed) { /* round the range's master weights into the working weights */
         char *w = (char *)p->w + (p->zero >= 3 ? 0 : p->roff * p->wes);
-        encode(p->wdt, w, p->master, p->rlen);
+        fp_pack_n(p->wdt, w, p->master, p->rlen);
     }
     if (p->zero == 1 || p->zero == 2) {
         void *buf = p->mixed ? p->w : (void *)params;
@@ -673,7 +662,7 @@ int dp_param_sync(struct dp *p, struct error *e)
         }
     }
     if (p->mixed && p->zero <= 2)
-        decode(p->wdt, params, p->w, pad);
+        fp_unpack_n(p->wdt, params, p->w, pad);
     if (p->d)
         dev_join(p->d);
     return 0;

@@ -370,19 +370,14 @@ static void w_tp_reduce(void *ctx, float *buf, size_t n, enum gpt_tp_op op, cons
                       n, t->tp_buf_bytes / es);
             return;
         }
-        if (fmt == FP_BF16)
-            bf16_from_f32_n(t->tp_buf, buf, n);
-        else
-            fp16_from_f32_n(t->tp_buf, buf, n);
+        fp_pack_n(fmt, t->tp_buf, buf, n);
         c.buf = t->tp_buf, c.dtype = fmt;
     }
     uint64_t before = dev_stats(t->d).bytes_sent;
     coll_run(t->d, &c, &t->tp_err);
     t->tp_sent += dev_stats(t->d).bytes_sent - before;
-    if (fmt == FP_BF16)
-        bf16_to_f32_n(buf, t->tp_buf, n);
-    else if (fmt == FP_FP16)
-        fp16_to_f32_n(buf, t->tp_buf, n);
+    if (fmt != FP_FP32)
+        fp_unpack_n(fmt, buf, t->tp_buf, n);
 }
 
 /* Sequence parallelism: each rank's norm weight gradients cover its rows only; the group sums
@@ -403,10 +398,7 @@ static int sp_norm_sync(struct trainer *t, struct error *e)
         void *buf = t->norm_buf;
         if (gdt != FP_FP32) { /* the values are in the format already: exact */
             buf = t->norm_wire;
-            if (gdt == FP_BF16)
-                bf16_from_f32_n(buf, t->norm_buf, n * d);
-            else
-                fp16_from_f32_n(buf, t->norm_buf, n * d);
+            fp_pack_n(gdt, buf, t->norm_buf, n * d);
         }
         struct coll cl = {.op = COST_ALLREDUCE,
                           .algo = COST_RING,
@@ -420,10 +412,8 @@ static int sp_norm_sync(struct trainer *t, struct error *e)
         t->tp_sent += dev_stats(t->d).bytes_sent - before;
         if (rc)
             return rc;
-        if (gdt == FP_BF16)
-            bf16_to_f32_n(t->norm_buf, buf, n * d);
-        else if (gdt == FP_FP16)
-            fp16_to_f32_n(t->norm_buf, buf, n * d);
+        if (gdt != FP_FP32)
+            fp_unpack_n(gdt, t->norm_buf, buf, n * d);
         for (size_t k = 0; k < n; k++)
             memcpy(grads + t->norm_off[k], t->norm_buf + k * d, d * 4);
     }
