@@ -565,10 +565,11 @@ static void step_json(const struct run_step *rs)
     put_num("loss_scale", s->loss_scale, true);
     printf("\"skipped\":%s,\"overflow\":%s,", s->skipped ? "true" : "false",
            s->overflow ? "true" : "false");
-    /* tensor names are letters, digits, spaces and underscores: nothing to escape */
-    if (s->nonfinite[0])
-        printf("\"nonfinite\":\"%s\",", s->nonfinite);
-    else
+    if (s->nonfinite[0]) {
+        printf("\"nonfinite\":");
+        json_put_str(stdout, s->nonfinite);
+        putchar(',');
+    } else
         printf("\"nonfinite\":null,");
     put_num("underflow_frac", s->underflow_frac, true);
     if (rs->gpus > 1)

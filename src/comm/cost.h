@@ -2,7 +2,7 @@
  *
  * The model (Hockney's): one message of m bytes over a link costs α + m/β seconds and keeps
  * the sender's one outgoing port busy for that long; a device can send and receive at the same
- * time (full duplex) and receives from several peers at once. The simulator (sim/device.h)
+ * time (full duplex) and receives from several peers at once. The simulator (sim/cluster.h)
  * times every message the same way, so for a single-node cluster the simulated time of a ring
  * or recursive halving/doubling collective equals the formula here exactly.
  *

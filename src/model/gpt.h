@@ -31,7 +31,7 @@
  * peak (equal for none, larger when segments share a pool). As each kept tensor comes to life
  * (forward, or recomputation) its bytes are charged (delta > 0) under GPT_MEM_ACTIVATIONS, and
  * released (delta < 0) when the backward pass is done with it: PyTorch's allocated bytes inside
- * the reserved ones. The device (cli/cmd_train.c) allocates the arena as ledger memory of
+ * the reserved ones. The device (par/run.c's ledger seam) allocates the arena as ledger memory of
  * category "reserved" and each charge moves bytes from reserved to activations and back
  * (ledger_move): the ledger's total is every byte the run holds, so the capacity check sees all
  * of it before the first step and nothing can run out of memory inside the step loop, while the

@@ -2,7 +2,7 @@
  * small transformer can find, and its exact entropy rate (the loss floor).
  *
  * Each token b has S = 4 successors succ[b][0..3] (distinct, drawn at random). Each token a
- * belongs to one of C = 4 classes. The next token after the pair (a, b) is succ[b][j] with
+ * belongs to one of C = 2 classes (markov.c's CLASSES). The next token after the pair (a, b) is succ[b][j] with
  * probability (1 - eps) w[class(a)][b][j] + eps / V, any other token with probability eps / V
  * (eps = 0.02: every transition is possible, so the pair chain is irreducible and aperiodic and
  * its stationary distribution unique). w[c][b] are random weights over the four successors
