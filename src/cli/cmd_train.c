@@ -709,9 +709,9 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
     }
     if (p->ok)
         p->m = p->stage_m[0], p->t = p->stage_t[0];
-    if (train_pipelined(o))
+    if (layout_pipelined(o))
         p->have_sched =
-            sched_build(o->schedule, o->pp, o->micro_batches, train_chunks(o), &p->sched, &e) == 0;
+            sched_build(o->schedule, o->pp, o->micro_batches, layout_chunks(o), &p->sched, &e) == 0;
 }
 
 /* Micro-batches held at once, as `pipeline` counts them: (micro-batch, chunk) pairs over v. */
@@ -723,7 +723,7 @@ static json_t *held_json(int pairs, int v)
 /* The first GPU of stage st (data-parallel and tensor-parallel rank 0). */
 static const struct run_gpu *stage_gpu(const struct run *run, int st)
 {
-    return run_gpu(run, train_rank(&run_gpu(run, 0)->place, st, 0, 0));
+    return run_gpu(run, layout_rank(&run_gpu(run, 0)->place, LAYOUT_PP, st));
 }
 
 /* The pipeline as it ran: each stage's operations (from its first GPU) in
@@ -749,7 +749,7 @@ static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
         }
         done[st] = g->ops, n[st] = g->nops;
         json_array_append_new(ops, list);
-        json_array_append_new(peak, held_json(g->peak_in_flight, train_chunks(o)));
+        json_array_append_new(peak, held_json(g->peak_in_flight, layout_chunks(o)));
     }
     struct pp_bubble b;
     predict_bubble(done, n, P, &b);
@@ -760,7 +760,7 @@ static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
     if (p->have_sched) {
         json_t *pk = json_array();
         for (int st = 0; st < P; st++)
-            json_array_append_new(pk, held_json(p->sched.peak_chunks[st], train_chunks(o)));
+            json_array_append_new(pk, held_json(p->sched.peak_chunks[st], layout_chunks(o)));
         json_object_set_new(pj, "predicted",
                             json_pack("{s:f, s:f, s:o}", "bubble_over_ideal",
                                       p->sched.bubble_over_ideal, "bubble_over_wall",
@@ -788,12 +788,12 @@ static json_t *peaks_json(const uint64_t *cat, uint64_t total)
 static json_t *layout_json(const struct train_opts *o)
 {
     json_t *lay =
-        json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", train_dp(o),
+        json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", layout_dp(o),
                   "tp", o->tp, "pp", o->pp, "zero", o->zero, "bucket_bytes",
                   (json_int_t)o->bucket_bytes, "prefetch", o->prefetch, "grad_fp32", o->grad_fp32);
     json_object_set_new(lay, "micro_batches", json_integer(o->micro_batches));
     json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
-    json_object_set_new(lay, "chunks", json_integer(train_chunks(o)));
+    json_object_set_new(lay, "chunks", json_integer(layout_chunks(o)));
     json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
     return lay;
 }
@@ -828,12 +828,13 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
     for (int st = 0; st < o->pp; st++) {
         const struct memory_result *pm = &p->stage_m[st];
         const struct traffic *pt = &p->stage_t[st];
-        json_t *pg = json_pack(
-            "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights", json_whole(pm->states.weights),
-            "gradients", json_whole(pm->states.gradients), "master_weights",
-            json_whole(pm->states.master), "optimizer", json_whole(pm->states.optimizer),
-            "activations", json_whole(pm->activations), "communication", json_whole(pm->comm),
-            "total", json_whole(pm->total), "in_flight", held_json(pm->in_flight, train_chunks(o)));
+        json_t *pg =
+            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
+                      json_whole(pm->states.weights), "gradients", json_whole(pm->states.gradients),
+                      "master_weights", json_whole(pm->states.master), "optimizer",
+                      json_whole(pm->states.optimizer), "activations", json_whole(pm->activations),
+                      "communication", json_whole(pm->comm), "total", json_whole(pm->total),
+                      "in_flight", held_json(pm->in_flight, layout_chunks(o)));
         json_object_set_new(pg, "comm_bytes_per_step",
                             json_pack("{s:o, s:o, s:o}", "data_parallel", json_whole(pt->dp.bytes),
                                       "tensor_parallel", json_whole(pt->tp.bytes), "pipeline",
@@ -918,7 +919,7 @@ static void print_summary_json(const struct args *r, const struct run *run,
     json_object_set_new(m, "scalar_bytes_per_step", json_integer((json_int_t)sum->scalars));
     if (p->ok)
         predicted_json(m, o, run, p);
-    if (train_pipelined(o))
+    if (layout_pipelined(o))
         json_object_set_new(m, "pipeline", pipeline_json(o, run, p));
     json_t *top = json_object();
     json_object_set_new(top, "summary", m);
@@ -977,16 +978,16 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
         for (int st = 0; piped && st < o->pp; st++)
             printf("pipeline, stage %d: %s\n", st, p->stage_t[st].pp.formula);
     }
-    if (train_pipelined(o) && p->have_sched) {
+    if (layout_pipelined(o) && p->have_sched) {
         printf("schedule %s, %d micro-batches of %d sequences; micro-batches held at once, per "
                "stage:",
                sched_name(o->schedule), o->micro_batches,
-               o->batch / (train_dp(o) * o->micro_batches));
+               o->batch / (layout_dp(o) * o->micro_batches));
         for (int st = 0; st < o->pp; st++)
-            printf(" %g", (double)stage_gpu(run, st)->peak_in_flight / train_chunks(o));
+            printf(" %g", (double)stage_gpu(run, st)->peak_in_flight / layout_chunks(o));
         printf(" (the schedule's:");
         for (int st = 0; st < o->pp; st++)
-            printf(" %g", (double)p->sched.peak_chunks[st] / train_chunks(o));
+            printf(" %g", (double)p->sched.peak_chunks[st] / layout_chunks(o));
         printf(")\n");
     }
 }
@@ -1031,7 +1032,7 @@ static void print_summary_text(const struct args *r, const struct run *run,
     printf("%.0f tokens/s, %.2f GFLOP/s, %s wall; %s simulated on %s\n", sum->tokens_per_s, gflops,
            units_format_seconds(a, sizeof a, sum->seconds),
            units_format_seconds(b, sizeof b, sum->sim_seconds), spec->name);
-    if (o->gpus == 1 && !train_pipelined(o))
+    if (o->gpus == 1 && !layout_pipelined(o))
         return;
     print_gpu_table(o, run, p);
     printf("simulated step %s, of which %s not hidden behind compute; the agreement (loss, "

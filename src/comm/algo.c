@@ -1,7 +1,7 @@
 /* The algorithms' helpers (comm/algo.h): a chunk of the buffer (at the caller's bounds or
  * evenly, comm/chunk.h), and point-to-point calls between members of the algorithm's group
- * through its transport, peers translated from group indices to device ranks. ring.c, rhd.c and pipe.c are built on these alone; coll.c chooses among
- * them. */
+ * through its transport, peers translated from group indices to device ranks. ring.c, rhd.c and
+ * pipe.c are built on these alone; coll.c chooses among them. */
 #include "config.h"
 #include "comm/algo.h"
 

@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "comm/coll.h"
 #include "num/fp.h"
-#include "par/trainer.h"
+#include "par/layout.h"
 #include "sim/cluster.h"
 
 #define NO_UNIT (-100)
@@ -70,7 +70,7 @@ void dp_model_seam(const struct train_opts *o, const struct gpt_part *part, stru
     seam->params_workspace = mixed || o->zero >= 3;
     /* the model's fp32 gradients are the gradients when 4-byte and unsharded */
     seam->grads_workspace = grad_format(o) != FP_FP32 || o->zero >= 2;
-    seam->padded = shard_padded(gpt_part_param_count(&o->shape, part), train_dp(o));
+    seam->padded = shard_padded(gpt_part_param_count(&o->shape, part), layout_dp(o));
 }
 
 long dp_buffers(const struct train_opts *o)
@@ -89,7 +89,7 @@ long dp_buffers(const struct train_opts *o)
 
 long dp_messages(const struct train_opts *o)
 {
-    int n = train_dp(o);
+    int n = layout_dp(o);
     if (o->gpus <= 1)
         return 0;
     long L = o->shape.layers, steps = n - 1; /* a ring pass: N - 1 sends */
@@ -149,7 +149,7 @@ void dp_free(struct dp *p)
 }
 
 int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d,
-           const struct train_place *pl, const struct dp_mem *mem, struct error *e)
+           const struct layout_place *pl, const struct dp_mem *mem, struct error *e)
 {
     *out = NULL;
     struct dp *p = calloc(1, sizeof *p);
@@ -160,21 +160,20 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     p->n = pl->dp;
     p->rank = pl->dprank;
     p->world = o->gpus > 0 ? o->gpus : 1;
-    p->wrank = train_rank(pl, pl->stage, pl->dprank, pl->tprank);
+    p->wrank = pl->rank;
     p->group = malloc((size_t)p->n * sizeof *p->group);
     if (!p->group) {
         free(p);
         return error_set(e, ERR_NOMEM, "out of memory");
     }
-    for (int i = 0; i < p->n; i++)
-        p->group[i] = train_rank(pl, pl->stage, i, pl->tprank);
-    p->pipelined = train_pipelined(o);
+    layout_group(pl, LAYOUT_DP, p->group);
+    p->pipelined = layout_pipelined(o);
     p->has_loss = pl->part.head && pl->tprank == 0; /* the ranks of a tp group agree */
     const struct gpt_config *c = &o->shape;
     bool tied_copy = pl->pp > 1 && (pl->part.embed || pl->part.head);
     p->emb = tied_copy ? (size_t)(c->vocab / pl->tp) * (size_t)c->d : 0; /* its vocabulary rows */
-    p->embed_group[0] = train_rank(pl, 0, pl->dprank, pl->tprank);
-    p->embed_group[1] = train_rank(pl, pl->pp - 1, pl->dprank, pl->tprank);
+    p->embed_group[0] = layout_rank(pl, LAYOUT_PP, 0);
+    p->embed_group[1] = layout_rank(pl, LAYOUT_PP, pl->pp - 1);
     /* the norm counts every gradient once: both ends hold the embedding's summed gradient (the
      * first's counts), every rank of a tensor-parallel group the same norm weights' (rank
      * 0's count) */

@@ -11,7 +11,7 @@
 int predict_config(const struct train_opts *o, const struct model_shape *m, double capacity,
                    struct memory_config *c, struct error *e)
 {
-    int dp = train_dp(o);
+    int dp = layout_dp(o);
     memset(c, 0, sizeof *c);
     c->model = m;
     c->precision = o->precision == FP_FP32   ? PREC_FP32
@@ -24,7 +24,7 @@ int predict_config(const struct train_opts *o, const struct model_shape *m, doub
     c->micro_batch = o->batch / (dp * o->micro_batches), c->seq = m->seq;
     c->micro_batches = o->micro_batches;
     c->schedule = o->schedule;
-    c->chunks = train_chunks(o);
+    c->chunks = layout_chunks(o);
     c->capacity = capacity;
     c->bucket_bytes = (double)o->bucket_bytes;
     c->no_prefetch = !o->prefetch;

@@ -212,7 +212,7 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
         if (w != SIZE_MAX)
             r->first_grads[w] = grads[i];
     }
-    const struct train_place *pl = trainer_place(t);
+    const struct layout_place *pl = trainer_place(t);
     if (pl->stage == 0 && pl->dprank == 0 && pl->tprank == 0) {
         memcpy(r->first_tokens, tokens, bt * sizeof *tokens);
         memcpy(r->first_tokens + bt, targets, bt * sizeof *targets);
@@ -257,14 +257,16 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
 /* The first non-finite tensor of the step, in the order computed: forward passes run from
  * the first pipeline stage to the last, backward passes back (every GPU of a stage at once:
  * the lowest rank is named). */
-static void finish_merge(struct run_step *m, int per_stage)
+static void finish_merge(struct run_step *m, const struct train_opts *o)
 {
     m->nonfinite_gpu = -1;
-    int stages = m->gpus / per_stage, best = -1, key = 0;
+    int best = -1, key = 0;
     for (int g = 0; g < m->gpus; g++) {
         if (!m->gpu[g].nonfinite[0])
             continue;
-        int st = g / per_stage, k = m->gpu[g].nonfinite_forward ? st : 2 * stages - st;
+        struct layout_place pl;
+        layout_place(o, g, 1, &pl);
+        int k = m->gpu[g].nonfinite_forward ? pl.stage : 2 * pl.pp - pl.stage;
         if (best < 0 || k < key)
             best = g, key = k;
     }
@@ -344,7 +346,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
         }
         merge(&sl->rec, &s, rank, o->gpus, o->shape.layers);
         if (++sl->done == o->gpus) {
-            finish_merge(&sl->rec, train_dp(o) * o->tp);
+            finish_merge(&sl->rec, o);
             r->produced = i;
             pthread_cond_broadcast(&r->cv);
         }
@@ -609,7 +611,7 @@ double run_trace_events(const struct run_config *cfg)
     struct train_calls c = trainer_calls(o);
     double msgs = (double)dp_messages(o);
     double per_step = 2.0 * c.computes + 2.0 * c.charges + 2.0 * msgs + 2;
-    if (train_pipelined(o)) /* the operations, the sends of activations and their gradients */
+    if (layout_pipelined(o)) /* the operations, the sends of activations and their gradients */
         per_step += 2.0 * o->micro_batches * 3;
     return (double)o->gpus * (2.0 * (double)c.buffers + (double)o->steps * per_step + 1);
 }

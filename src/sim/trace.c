@@ -54,15 +54,15 @@ static void chrome_event(FILE *f, const struct event *ev)
          * slices on one track must nest */
         bool send = ev->type == EV_SEND;
         double t = send ? ev->t : ev->t_end, dur = send ? ev->t_end - ev->t : 1e-9;
-        snprintf(name, sizeof name, "%s chunk %d %s GPU %d", ev->phase ? ev->phase : "",
-                 ev->chunk, send ? "to" : "from", ev->peer);
+        snprintf(name, sizeof name, "%s chunk %d %s GPU %d", ev->phase ? ev->phase : "", ev->chunk,
+                 send ? "to" : "from", ev->peer);
         fputs(",\n{\"name\":", f);
         str(f, name);
         fprintf(f,
                 ",\"cat\":\"comm\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,"
                 "\"args\":{\"peer\":%d,\"bytes\":%llu,\"chunk\":%d,\"step\":%d,\"phase\":",
-                d, send ? 1 : 2, us(t), us(dur), ev->peer, (unsigned long long)ev->bytes,
-                ev->chunk, ev->step);
+                d, send ? 1 : 2, us(t), us(dur), ev->peer, (unsigned long long)ev->bytes, ev->chunk,
+                ev->step);
         str(f, ev->phase);
         fputs("}}", f);
         fprintf(f,

@@ -207,7 +207,7 @@ static void say_restart(struct dprun *p)
  * that differs (and on which GPU). */
 static int verdict(const struct dprun *p, int *gpu)
 {
-    return runfeed_verdict(&p->pace.feed, p->s.gpus, &p->pred.m, p->s.gpus, gpu);
+    return runfeed_verdict(&p->pace.feed, &p->pace.o, &p->pred.m, gpu);
 }
 
 /* A step replayed: its loss, and once a run whether the ledgers are the calculator's. */

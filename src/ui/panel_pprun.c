@@ -53,6 +53,7 @@
 #include "calc/preset.h"
 #include "calc/sched.h"
 #include "calc/traffic.h"
+#include "par/layout.h"
 #include "par/predict.h"
 #include "par/run.h"
 #include "sim/event.h"
@@ -105,8 +106,9 @@ struct pprun {
     double fwd_s; /* a forward's mean compute time */
     bool show_free, said_verdict;
     char note[120]; /* why a key did not do all it was asked (until a step is replayed) */
-    /* the tensor-parallel collectives: each group's (stage x dp + dprank) last send seen by
-     * the replay ends at flash_end; it flashes while that is after the frame's start (the
+    struct layout_place place[MAX_GPUS]; /* where each GPU of the run sits (par/layout.h) */
+    /* the tensor-parallel collectives: each group's (by its first GPU) last send seen by the
+     * replay ends at flash_end; it flashes while that is after the frame's start (the
      * simulated time shown before it, pace.tprev) */
     double flash_end[MAX_GPUS];
 };
@@ -156,7 +158,7 @@ static void predict(struct pprun *p)
     if (p->have_sched)
         sched_free(&p->sched);
     p->have_sched =
-        sched_build(p->run_sched, p->s.pp, p->s.m, train_chunks(&o), &p->sched, &e) == 0;
+        sched_build(p->run_sched, p->s.pp, p->s.m, layout_chunks(&o), &p->sched, &e) == 0;
 }
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step. */
@@ -174,11 +176,13 @@ static void restart(struct pprun *p)
     p->batch = p->s.batch < per ? per : (p->s.batch + per - 1) / per * per;
     p->run_sched = p->s.pp == 1 ? SCHED_1F1B : p->s.sched;
     memset(p->flash_end, 0, sizeof p->flash_end);
+    struct train_opts o;
+    options(p, &o);
+    for (int g = 0; g < p->gpus; g++)
+        layout_place(&o, g, 1, &p->place[g]);
     predict(p);
     if (p->pace.err[0])
         return;
-    struct train_opts o;
-    options(p, &o);
     runpace_start(&p->pace, &o);
 }
 
@@ -196,7 +200,7 @@ static void say_restart(struct pprun *p)
  * that differs (and on which GPU). */
 static int verdict(const struct pprun *p, int *gpu)
 {
-    return runfeed_verdict(&p->pace.feed, p->gpus, p->stage_m, p->cols, gpu);
+    return runfeed_verdict(&p->pace.feed, &p->pace.o, p->stage_m, gpu);
 }
 
 enum comm_kind { COMM_PP, COMM_DP, COMM_TP };
@@ -218,19 +222,25 @@ static bool sent_as_predicted(const struct pprun *p, enum comm_kind k)
 {
     for (int g = 0; g < p->gpus; g++)
         if ((double)sent_of(&p->pace.last, g, k) !=
-            llround(predicted_sent(&p->stage_t[g / p->cols], k)))
+            llround(predicted_sent(&p->stage_t[p->place[g].stage], k)))
             return false;
     return true;
 }
 
-/* A send from GPU a to GPU b: within a tensor-parallel group (the same stage and
- * data-parallel rank: rank = (stage x dp + dprank) x tp + tprank), between stages, or
- * between data-parallel copies. */
+/* A send from GPU a to GPU b: between stages, within a tensor-parallel group (the same stage
+ * and data-parallel rank), or between data-parallel copies. */
 static enum comm_kind comm_of(const struct pprun *p, int a, int b)
 {
-    if (a / p->cols != b / p->cols)
+    const struct layout_place *pa = &p->place[a], *pb = &p->place[b];
+    if (pa->stage != pb->stage)
         return COMM_PP;
-    return a / p->s.tp == b / p->s.tp ? COMM_TP : COMM_DP;
+    return pa->dprank == pb->dprank ? COMM_TP : COMM_DP;
+}
+
+/* The tensor-parallel group of GPU g, by its first GPU. */
+static int tp_group_of(const struct pprun *p, int g)
+{
+    return layout_rank(&p->place[g], LAYOUT_TP, 0);
 }
 
 /* The step's Gantt chart from its events: the operations of each stage's first GPU. */
@@ -239,10 +249,13 @@ static void build_gantt(struct pprun *p)
     ppg_reset(&p->g, p->s.pp);
     for (size_t i = 0; i < p->pace.feed.nrep; i++) {
         const struct runrec *r = &p->pace.feed.rep[i];
-        if (r->type != EV_PIPE_OP || r->device % p->cols != 0)
+        if (r->type != EV_PIPE_OP || r->device < 0 || r->device >= p->gpus)
+            continue;
+        const struct layout_place *pl = &p->place[r->device];
+        if (pl->dprank || pl->tprank)
             continue;
         struct pp_done d = {r->kind, r->micro, r->chunk, r->t, r->t_end};
-        ppg_add(&p->g, r->device / p->cols, &d);
+        ppg_add(&p->g, pl->stage, &d);
     }
     p->free_ok = ppg_retime(&p->g, &p->gfree);
 }
@@ -274,7 +287,7 @@ static void end_step(void *panel)
             eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
                          ledger_cat_name(runfeed_part_cat[i]),
                          (unsigned long long)p->pace.feed.peak[g][runfeed_part_cat[i]],
-                         runfeed_predicted_part(&p->stage_m[g / p->cols], i));
+                         runfeed_predicted_part(&p->stage_m[p->place[g].stage], i));
         p->said_verdict = true;
     }
 }
@@ -295,7 +308,7 @@ static void light_group(void *panel, const struct runrec *r)
     struct pprun *p = panel;
     if (r->type == EV_SEND && r->peer >= 0 && r->peer < p->gpus &&
         comm_of(p, r->device, r->peer) == COMM_TP) {
-        double *end = &p->flash_end[r->device / p->s.tp];
+        double *end = &p->flash_end[tp_group_of(p, r->device)];
         *end = fmax(*end, r->t_end);
     }
 }
@@ -576,7 +589,7 @@ static int pprun_on_event(void *state, const struct panel_event *ev)
 /* Whether GPU g's tensor-parallel group sent within the frame being shown. */
 static bool flashing(const struct pprun *p, int g)
 {
-    return p->pace.replaying && p->s.tp > 1 && p->flash_end[g / p->s.tp] >= p->pace.tprev;
+    return p->pace.replaying && p->s.tp > 1 && p->flash_end[tp_group_of(p, g)] >= p->pace.tprev;
 }
 
 /* The grid of GPUs: a row per stage, a column per GPU of the stage (data-parallel rank, then
@@ -589,34 +602,40 @@ static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
     int colw = (W - 3) / cols;
     bool totals = colw >= 30;
     bool mark = !theme_color() || theme_ascii();
-    if (tp > 1) {
-        for (int k = 0; k < cols; k++)
+    if (tp > 1) { /* the labels: the places of the first stage's GPUs */
+        for (int g = 0, k = 0; g < p->gpus; g++) {
+            const struct layout_place *pl = &p->place[g];
+            if (pl->stage != 0)
+                continue;
             if (p->s.dp > 1)
-                canvas_printf(c, y, 3 + k * colw, ROLE_DIM, "d%dt%d", k / tp, k % tp);
+                canvas_printf(c, y, 3 + k++ * colw, ROLE_DIM, "d%dt%d", pl->dprank, pl->tprank);
             else
-                canvas_printf(c, y, 3 + k * colw, ROLE_DIM, "t%d", k % tp);
+                canvas_printf(c, y, 3 + k++ * colw, ROLE_DIM, "t%d", pl->tprank);
+        }
         y++;
     }
-    for (int st = 0; st < p->s.pp; st++, y++) {
-        canvas_printf(c, y, 0, ROLE_DIM, "s%d", st);
-        for (int k = 0; k < cols; k++) {
-            int g = st * cols + k, x = 3 + k * colw;
-            struct memory_result m;
-            runfeed_as_result(p->pace.feed.cur[g], p->pace.spec.hbm_bytes, &m);
-            bool fl = flashing(p, g);
-            x = canvas_printf(c, y, x, fl ? ROLE_MOVED : ROLE_DIM, "%2d", g);
-            x = canvas_text(c, y, x, ROLE_MOVED, fl && mark ? "*" : " ");
-            int bw = colw - 4 - (totals ? 11 : 0);
-            if (bw > 0)
-                memui_draw_bar(c, y, x, bw, &m, p->scale);
-            if (totals) {
-                char b[32];
-                units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
-                canvas_printf(c, y, x + bw, ROLE_TEXT, " %10s", b);
-            }
+    for (int g = 0, k = 0; g < p->gpus; g++, k++) { /* in rank order: a stage's GPUs in a row */
+        const struct layout_place *pl = &p->place[g];
+        if (g == 0 || pl->stage != p->place[g - 1].stage) {
+            y += g > 0, k = 0;
+            canvas_printf(c, y, 0, ROLE_DIM, "s%d", pl->stage);
+        }
+        int x = 3 + k * colw;
+        struct memory_result m;
+        runfeed_as_result(p->pace.feed.cur[g], p->pace.spec.hbm_bytes, &m);
+        bool fl = flashing(p, g);
+        x = canvas_printf(c, y, x, fl ? ROLE_MOVED : ROLE_DIM, "%2d", g);
+        x = canvas_text(c, y, x, ROLE_MOVED, fl && mark ? "*" : " ");
+        int bw = colw - 4 - (totals ? 11 : 0);
+        if (bw > 0)
+            memui_draw_bar(c, y, x, bw, &m, p->scale);
+        if (totals) {
+            char b[32];
+            units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
+            canvas_printf(c, y, x + bw, ROLE_TEXT, " %10s", b);
         }
     }
-    return y;
+    return y + (p->gpus > 0);
 }
 
 /* The op of row `ops` drawn in the column [a, b) of simulated time, or NULL: the one covering
@@ -841,9 +860,11 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
             continue;
         x = canvas_text(c, y, 0, ROLE_TEXT, kind_name[kind]);
         for (int st = 0; st < pp; st++) {
-            double v = p->pace.shown ? (double)sent_of(&p->pace.last, st * p->cols, kind)
-                       : p->pred_ok  ? predicted_sent(&p->stage_t[st], kind)
-                                     : 0;
+            double v =
+                p->pace.shown
+                    ? (double)sent_of(&p->pace.last, layout_rank(&p->place[0], LAYOUT_PP, st), kind)
+                : p->pred_ok ? predicted_sent(&p->stage_t[st], kind)
+                             : 0;
             runfeed_bytes(b1, sizeof b1, v, bw);
             x = canvas_printf(c, y, x, ROLE_TEXT, " %s", b1);
         }

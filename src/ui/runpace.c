@@ -100,6 +100,7 @@ static void settle(struct runpace *r, int gpus)
 int runpace_start(struct runpace *r, const struct train_opts *o)
 {
     struct run_config cfg = {0};
+    r->o = *o;
     cfg.o = *o;
     cfg.spec = r->spec;
     cfg.spec.nodes = (o->gpus + cfg.spec.gpus_per_node - 1) / cfg.spec.gpus_per_node;

@@ -51,8 +51,10 @@ struct runpace {
     struct model_shape models[2];
     struct gpt_config shapes[2];
     struct cluster_spec spec;
-    /* the run: NULL when stopped, err saying why when it failed or could not start */
+    /* the run: NULL when stopped, err saying why when it failed or could not start; its
+     * settings (those of the last runpace_start) */
     struct run *run;
+    struct train_opts o;
     struct runfeed feed; /* the GPUs' events, the step replayed, each GPU's ledger */
     char err[ERROR_MAX];
     long shown, allowed;  /* steps replayed; steps the run may start */

@@ -391,7 +391,8 @@ START_TEST(json_strings_are_escaped)
     fputc(' ', f);
     json_put_str(f, NULL);
     fputc(' ', f);
-    json_put_str(f, "x\xff" "y");
+    json_put_str(f, "x\xff"
+                    "y");
     fclose(f);
     ck_assert_str_eq(text, "\"a \\\"b\\\"\\\\c\\n\\t\" \"\" \"xy\"");
     free(text);

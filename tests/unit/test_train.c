@@ -856,6 +856,65 @@ END_TEST
 
 /* The shard plan: units and pieces partition the padded buffer, buckets come in the order
  * the backward pass completes them, chunk edges follow the shards. */
+/* The grid (par/layout.h): Megatron-LM's numbering, tensor-parallel rank innermost, the stage
+ * outermost; each GPU's place gives back its rank; a group along an axis is the GPUs that
+ * differ from it there only, in the order of that coordinate; the model's layers split over
+ * the stages (and the interleaved schedule's chunks). */
+START_TEST(layout_places_ranks_and_groups)
+{
+    struct train_opts o;
+    train_opts_default(&o);
+    ck_assert_int_eq(train_shape("tiny", &o.shape, NULL), 0);
+    o.tp = 2, o.pp = 2, o.gpus = 12, o.micro_batches = 2, o.batch = 12;
+    ck_assert_int_eq(layout_dp(&o), 3);
+    ck_assert_int_eq(layout_check(&o, NULL), 0);
+    for (int r = 0; r < o.gpus; r++) {
+        struct layout_place pl;
+        layout_place(&o, r, 1, &pl);
+        ck_assert_int_eq(pl.rank, r);
+        ck_assert_int_eq(pl.tprank, r % 2);
+        ck_assert_int_eq(pl.dprank, r / 2 % 3);
+        ck_assert_int_eq(pl.stage, r / 6);
+        ck_assert_int_eq(pl.micro, 12 / (3 * 2));
+        ck_assert_int_eq(pl.part.first, pl.stage * o.shape.layers / 2);
+        ck_assert(pl.part.embed == (pl.stage == 0) && pl.part.head == (pl.stage == 1));
+        for (int a = 0; a < LAYOUT_AXES; a++) {
+            ck_assert_int_eq(layout_rank(&pl, a, pl.at[a]), r);
+            int g[TRAIN_MAX_GPUS];
+            layout_group(&pl, a, g);
+            for (int i = 0; i < pl.size[a]; i++) {
+                struct layout_place q;
+                layout_place(&o, g[i], 1, &q);
+                for (int b = 0; b < LAYOUT_AXES; b++)
+                    ck_assert_int_eq(q.at[b], b == a ? i : pl.at[b]);
+            }
+        }
+    }
+    struct layout_place pl; /* the tensor-parallel group is consecutive, the data-parallel one
+                               strides by tp, the pipeline's by dp x tp */
+    int g[TRAIN_MAX_GPUS];
+    layout_place(&o, 9, 1, &pl);
+    layout_group(&pl, LAYOUT_TP, g);
+    ck_assert(g[0] == 8 && g[1] == 9);
+    layout_group(&pl, LAYOUT_DP, g);
+    ck_assert(g[0] == 7 && g[1] == 9 && g[2] == 11);
+    layout_group(&pl, LAYOUT_PP, g);
+    ck_assert(g[0] == 3 && g[1] == 9);
+    /* interleaved, one data-parallel copy: chunk c of stage s is virtual stage c pp + s */
+    o.gpus = 4, o.batch = 4, o.micro_batches = 2, o.schedule = SCHED_INTERLEAVED, o.chunks = 2;
+    ck_assert_int_eq(layout_chunks(&o), 2);
+    layout_place(&o, 3, 1, &pl); /* stage 1 (tp 2) */
+    struct gpt_part part;
+    layout_chunk_part(&o, &pl, 1, 1, &part);
+    ck_assert_int_eq(part.first, 3 * o.shape.layers / 4);
+    ck_assert(part.head && !part.embed);
+    o.gpus = 6; /* tp x pp does not divide it */
+    struct error e = {0};
+    ck_assert_int_eq(layout_check(&o, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "does not divide the 6 GPUs"));
+}
+END_TEST
+
 START_TEST(shard_plan_partitions_the_buffer)
 {
     struct gpt_config c = small_cfg;
@@ -1234,6 +1293,7 @@ int main(void)
     tcase_add_test(tc, options_are_checked);
     tcase_add_test(tc, training_panel_runs_its_worker);
     tcase_add_test(tc, training_panel_keys_act_on_the_next_step_shown);
+    tcase_add_test(tc, layout_places_ranks_and_groups);
     tcase_add_test(tc, shard_plan_partitions_the_buffer);
     tcase_add_test(tc, zero_stages_hold_the_same_weights);
     tcase_add_test(tc, parts_compose_into_the_whole_model);
