@@ -159,8 +159,8 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
     out->model_flops =
         plan_model_flops(c->model, pb.total, (double)c->global_batch * c->seq, c->seq);
     struct list kept = {0}, rejected = {0};
-    static const struct activ_policy policies[] = {
-        {ACTIV_NONE, 0}, {ACTIV_SELECTIVE, 0}, {ACTIV_FULL, 1}};
+    static const struct ckpt_policy policies[] = {
+        {CKPT_NONE, 0}, {CKPT_SELECTIVE, 0}, {CKPT_FULL, 1}};
     int rc = 0;
     for (int tp = 1; tp <= c->gpus && rc == 0; tp++) {
         if (c->gpus % tp)

@@ -192,7 +192,7 @@ int traffic_compute_stage(const struct memory_config *c, const struct cluster_sp
         int p = c->precision == PREC_FP32 ? 4 : 2, t = c->tp, m = c->micro_batches;
         double sbh = (double)c->seq * c->micro_batch * c->model->d_model * p;
         if (t > 1) {
-            bool full = c->ckpt.kind != ACTIV_NONE && c->ckpt.kind != ACTIV_SELECTIVE;
+            bool full = c->ckpt.kind != CKPT_NONE && c->ckpt.kind != CKPT_SELECTIVE;
             /* sequence parallelism: each all-reduce becomes a reduce-scatter and an all-gather
              * of the same volume, and the backward pass gathers the two norms' outputs again
              * for the weight gradients (only their shards are kept): one more all-reduce's

@@ -186,7 +186,7 @@ static int emit(const struct run *r, const struct plan_result *res)
 
 static const char *policy(const struct plan_layout *l, char *buf, size_t n)
 {
-    return activ_policy_name(buf, n, &l->ckpt);
+    return ckpt_name(buf, n, &l->ckpt);
 }
 
 /* Rejected layouts worth showing: the closest misses (up to top), then one of each other

@@ -246,7 +246,7 @@ static int parse_model(const struct opt_entry *o, const char *arg, void *field, 
 static int parse_checkpoint(const struct opt_entry *o, const char *arg, void *field,
                             struct error *e)
 {
-    int rc = gpt_ckpt_parse(arg, field, e);
+    int rc = ckpt_parse(arg, field, e);
     if (rc)
         error_prefix(e, "--%s", o->opt.name);
     return rc;
@@ -883,7 +883,8 @@ static void print_summary_json(const struct args *r, const struct run *run,
     json_object_set_new(m, "model", json_string(r->shape.name));
     json_object_set_new(m, "parameters", json_integer((json_int_t)gpt_param_count(c)));
     json_object_set_new(m, "precision", json_string(fp_info(o->precision)->key));
-    json_object_set_new(m, "checkpoint", json_string(o->ckpt.name[0] ? o->ckpt.name : "none"));
+    char ckpt[24];
+    json_object_set_new(m, "checkpoint", json_string(ckpt_name(ckpt, sizeof ckpt, &o->ckpt)));
     json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));
     json_object_set_new(m, "spikes", json_integer(sum->spikes));
     json_object_set_new(m, "final_loss_scale", json_num(sum->last_scale));
@@ -1181,7 +1182,7 @@ static void print_header(const struct args *r, const struct cluster_spec *spec)
 {
     const struct train_opts *o = &r->o;
     const struct gpt_config *c = &o->shape;
-    char pc[32];
+    char pc[32], ckpt[24];
     printf("model %s: %s parameters, d_model %d, %d layers, %d heads, ffn %d, vocab %d, "
            "seq %d\n",
            r->shape.name, units_format_grouped(pc, sizeof pc, gpt_param_count(c)), c->d, c->layers,
@@ -1191,7 +1192,7 @@ static void print_header(const struct args *r, const struct cluster_spec *spec)
            o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
            : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
                                               : "none",
-           o->ckpt.name[0] ? o->ckpt.name : "none", o->batch, c->seq, o->lr);
+           ckpt_name(ckpt, sizeof ckpt, &o->ckpt), o->batch, c->seq, o->lr);
     if (o->gpus == 1)
         printf("one simulated %s GPU\n", spec->name);
     else

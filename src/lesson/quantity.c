@@ -238,14 +238,14 @@ static double s7b_tp_comm(double t, double mb)
 static double s7b_activ(double s, double b, double k, bool peak)
 {
     struct model_shape m;
-    struct activ_policy pol = {ACTIV_NONE, 0};
+    struct ckpt_policy pol = {CKPT_NONE, 0};
     if (preset_load_model("synthetic-7b", &m, NULL) < 0 || !(s >= 1 && s <= 1 << 20) ||
         !(b >= 1 && b <= 1 << 20) || k != floor(k) || !(k >= -1 && k <= m.layers))
         return NAN;
     if (k == -1)
-        pol.kind = ACTIV_SELECTIVE;
+        pol.kind = CKPT_SELECTIVE;
     else if (k >= 1)
-        pol.kind = ACTIV_EVERY, pol.every = (int)k;
+        pol.kind = CKPT_EVERY, pol.every = (int)k;
     struct activ_config c = {(int)b, (int)s, 1, false, 2};
     struct activ_total t;
     activ_total(&m, &c, &pol, m.layers, true, true, &t);

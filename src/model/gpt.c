@@ -110,32 +110,6 @@ struct gpt_tensor gpt_tensor_at(const struct gpt_config *c, size_t i)
                                (int)cols[k]};
 }
 
-/* ------------------------------------------------------------------ checkpoint policies */
-
-int gpt_ckpt_parse(const char *s, struct gpt_ckpt *out, struct error *e)
-{
-    struct ckpt_policy p;
-    int rc = ckpt_parse(s, &p, e);
-    if (rc)
-        return rc;
-    struct gpt_ckpt c = {GPT_CKPT_NONE, 0, ""};
-    if (p.kind == CKPT_SELECTIVE)
-        c.kind = GPT_CKPT_SELECTIVE;
-    else if (p.kind != CKPT_NONE) /* full, every:K, sqrt: segments (every 0: sqrt) */
-        c.kind = GPT_CKPT_SEGMENTS, c.every = p.kind == CKPT_SQRT ? 0 : p.every;
-    ckpt_name(c.name, sizeof c.name, &p);
-    *out = c;
-    return 0;
-}
-
-int gpt_ckpt_segment(const struct gpt_ckpt *p, int layers)
-{
-    if (p->kind != GPT_CKPT_SEGMENTS)
-        return 0;
-    int k = ckpt_every(&(struct ckpt_policy){p->every ? CKPT_EVERY : CKPT_SQRT, p->every}, layers);
-    return k < layers ? k : layers;
-}
-
 /* ------------------------------------------------------------------ the model */
 
 /* Where one layer's tensors are in a flat buffer (the weights, or the gradients). */
@@ -172,7 +146,7 @@ struct gpt {
     int tp, tr, hl, dl, fl, vl, v0;
     bool sp; /* sequence parallelism: the residual stream holds nl = N / tp of the rows */
     int nl;
-    struct gpt_ckpt ckpt;
+    struct ckpt_policy ckpt;
     enum fp_format fmt;
     size_t esize;           /* bytes per stored activation element */
     size_t nparams, nalloc; /* the parameters; the flat buffers' elements (padded) */
@@ -432,7 +406,7 @@ size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size
 
 /* The shape of a model, before any buffer: 0 or an error. */
 static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_format fmt,
-                 const struct gpt_ckpt *ckpt, const struct gpt_part *part, struct error *e)
+                 const struct ckpt_policy *ckpt, const struct gpt_part *part, struct error *e)
 {
     int rc = gpt_config_check(c, e);
     if (rc)
@@ -469,8 +443,8 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->nl = g->sp ? batch * c->seq / tp : batch * c->seq;
     g->hl = c->heads / tp, g->dl = g->hl * g->hd, g->fl = c->ffn / tp;
     g->vl = c->vocab / tp, g->v0 = g->tr * g->vl;
-    g->ckpt = ckpt ? *ckpt : (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
-    g->seg = gpt_ckpt_segment(&g->ckpt, g->part.count);
+    g->ckpt = ckpt ? *ckpt : (struct ckpt_policy){CKPT_NONE, 0};
+    g->seg = ckpt_segment(&g->ckpt, g->part.count);
     g->fmt = fmt;
     g->esize = fmt == FP_FP32 ? 4 : 2;
     g->nparams = gpt_part_param_count(c, &g->part);
@@ -517,12 +491,12 @@ static void layout(struct gpt *g)
                 g->segin[m * g->nseg + s] = carve(g, GPT_MEM_ARENA, (size_t)g->nl * d * g->esize);
         else
             for (int l = pt->first; l < pt->first + pt->count; l++)
-                carve_set(g, g->saved[m * L + l], g->ckpt.kind == GPT_CKPT_SELECTIVE);
+                carve_set(g, g->saved[m * L + l], g->ckpt.kind == CKPT_SELECTIVE);
     }
     if (g->seg)
         for (int s = 0; s < g->seg; s++)
             carve_set(g, g->pool[s], false);
-    else if (g->ckpt.kind == GPT_CKPT_SELECTIVE)
+    else if (g->ckpt.kind == CKPT_SELECTIVE)
         g->pslot = carve(g, GPT_MEM_ARENA, act_bytes(g, A_P));
     size_t nl = (size_t)g->nl;
     const size_t head_bytes[H_COUNT] = {nl * d * g->esize, nl * 4, nl * d * g->esize, N * V * 4};
@@ -578,7 +552,7 @@ static void layout(struct gpt *g)
 }
 
 size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
-                          const struct gpt_ckpt *ckpt, struct error *e)
+                          const struct ckpt_policy *ckpt, struct error *e)
 {
     struct gpt *g = calloc(1, sizeof *g);
     if (!g) {
@@ -596,13 +570,13 @@ size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format 
 }
 
 int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
-            const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e)
+            const struct ckpt_policy *ckpt, const struct gpt_alloc *alloc, struct error *e)
 {
     return gpt_new_part(out, c, batch, fmt, ckpt, alloc, NULL, e);
 }
 
 int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
-                 const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc,
+                 const struct ckpt_policy *ckpt, const struct gpt_alloc *alloc,
                  const struct gpt_part *part, struct error *e)
 {
     static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
@@ -737,10 +711,10 @@ static double head_flops(const struct gpt *g)
     return 2.0 * g->N * g->vl * g->c.d;
 }
 
-struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct gpt_ckpt *ckpt)
+struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt)
 {
-    long L = c->layers, seg = ckpt ? gpt_ckpt_segment(ckpt, c->layers) : 0;
-    bool selective = ckpt && ckpt->kind == GPT_CKPT_SELECTIVE;
+    long L = c->layers, seg = ckpt ? ckpt_segment(ckpt, c->layers) : 0;
+    bool selective = ckpt && ckpt->kind == CKPT_SELECTIVE;
     struct gpt_calls n;
     /* forward and backward of each layer, the head's forward and backward, and a
      * recomputation per layer (all of it when segmented, the core when selective) */
@@ -758,17 +732,18 @@ struct gpt_flops gpt_flops(const struct gpt *g)
     struct gpt_flops fl = {fwd, 2 * fwd, 0};
     if (g->seg)
         fl.recompute = g->c.layers * layer_flops(g);
-    else if (g->ckpt.kind == GPT_CKPT_SELECTIVE)
+    else if (g->ckpt.kind == CKPT_SELECTIVE)
         fl.recompute = g->c.layers * attn_flops(g) / 2; /* QK^T again; softmax is no matmul */
     return fl;
 }
 
-struct gpt_flops gpt_step_flops(const struct gpt_config *c, int batch, const struct gpt_ckpt *ckpt)
+struct gpt_flops gpt_step_flops(const struct gpt_config *c, int batch,
+                                const struct ckpt_policy *ckpt)
 {
     struct gpt g = {.c = *c, .B = batch, .N = batch * c->seq, .hd = c->d / c->heads, .tp = 1};
     g.hl = c->heads, g.dl = c->d, g.fl = c->ffn, g.vl = c->vocab;
-    g.ckpt = ckpt ? *ckpt : (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
-    g.seg = gpt_ckpt_segment(&g.ckpt, c->layers);
+    g.ckpt = ckpt ? *ckpt : (struct ckpt_policy){CKPT_NONE, 0};
+    g.seg = ckpt_segment(&g.ckpt, c->layers);
     return gpt_flops(&g);
 }
 

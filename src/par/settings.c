@@ -15,7 +15,7 @@ void train_opts_default(struct train_opts *o)
     o->steps = 300;
     o->seed = 1;
     o->precision = FP_FP32;
-    o->ckpt = (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
+    o->ckpt = (struct ckpt_policy){CKPT_NONE, 0};
     o->lr = 1e-3, o->beta1 = 0.9, o->beta2 = 0.999, o->eps = 1e-8, o->wd = 0.01;
     o->scaling = TRAIN_SCALE_NONE;
     o->scale = 65536.0;

@@ -40,7 +40,7 @@ struct train_opts {
     long steps;
     uint64_t seed;
     enum fp_format precision;
-    struct gpt_ckpt ckpt;
+    struct ckpt_policy ckpt;
     double lr, beta1, beta2, eps, wd;
     enum train_scaling scaling;
     double scale;        /* the initial (dynamic) or fixed (static) loss scale */

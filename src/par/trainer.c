@@ -102,11 +102,12 @@ int train_opts_check(const struct train_opts *o, struct error *e)
         return error_set(e, ERR_INVAL, "--prefetch is 0 or 1");
     if (o->grad_fp32 && o->precision == FP_FP32)
         return error_set(e, ERR_INVAL, "--grad-accum fp32 goes with --precision bf16 or fp16");
-    if (o->zero >= 3 && gpt_ckpt_segment(&o->ckpt, o->shape.layers) > 1)
+    char name[24];
+    if (o->zero >= 3 && ckpt_segment(&o->ckpt, o->shape.layers) > 1)
         return error_set(e, ERR_INVAL,
                          "--zero 3 with --checkpoint %s: recomputing a segment of several layers "
                          "would gather each layer a third time; use full, selective or none",
-                         o->ckpt.name);
+                         ckpt_name(name, sizeof name, &o->ckpt));
     for (int i = 0; i < o->ninject; i++)
         if (o->inject[i].gpu < 0 || o->inject[i].gpu >= o->gpus)
             return error_set(e, ERR_INVAL, "--inject: GPU %d is not one of the %d GPUs",

@@ -84,10 +84,10 @@ static void rec_compute(void *ctx, double flops, const char *what, int layer)
 
 static double big_activ(const struct ckpt_panel *p, const char *policy)
 {
-    struct activ_policy pol;
+    struct ckpt_policy pol;
     struct activ_total tot;
     struct activ_config ac = {1, p->big.seq, 1, false, 2};
-    if (activ_parse_policy(policy, &pol, NULL) != 0)
+    if (ckpt_parse(policy, &pol, NULL) != 0)
         return NAN;
     activ_total(&p->big, &ac, &pol, p->big.layers, true, true, &tot);
     return tot.peak;
@@ -97,7 +97,7 @@ static double big_activ(const struct ckpt_panel *p, const char *policy)
 static void measure(struct ckpt_panel *p)
 {
     struct error e = {0};
-    struct gpt_ckpt ck;
+    struct ckpt_policy ck;
     struct gpt *g = NULL;
     struct gpt_config c;
     p->npts = 0, p->flops_done = p->live = p->peak = 0;
@@ -107,7 +107,7 @@ static void measure(struct ckpt_panel *p)
                              .charge = rec_charge,
                              .compute = rec_compute,
                              .ctx = p};
-    if (train_shape_of(&p->tiny, &c, &e) || gpt_ckpt_parse(policies[p->policy], &ck, &e) ||
+    if (train_shape_of(&p->tiny, &c, &e) || ckpt_parse(policies[p->policy], &ck, &e) ||
         gpt_new(&g, &c, p->batch, p->fmt, &ck, &seam, &e)) {
         snprintf(p->err, sizeof p->err, "%s", e.msg);
         return;
@@ -130,11 +130,11 @@ static void measure(struct ckpt_panel *p)
     /* what each layer keeps and what the backward pass rebuilds */
     struct gpt_act_sizes sz = gpt_act_sizes(g);
     p->layers = c.layers < MAX_LAYERS ? c.layers : MAX_LAYERS;
-    int seg = gpt_ckpt_segment(&ck, c.layers);
+    int seg = ckpt_segment(&ck, c.layers);
     for (int l = 0; l < p->layers; l++) {
-        if (ck.kind == GPT_CKPT_NONE)
+        if (ck.kind == CKPT_NONE)
             p->stored[l] = (double)sz.layer, p->recomputed[l] = 0;
-        else if (ck.kind == GPT_CKPT_SELECTIVE)
+        else if (ck.kind == CKPT_SELECTIVE)
             p->stored[l] = (double)(sz.layer - sz.core), p->recomputed[l] = (double)sz.core;
         else if (l % seg == 0)
             p->stored[l] = (double)sz.input, p->recomputed[l] = (double)(sz.layer - sz.input);
@@ -142,15 +142,15 @@ static void measure(struct ckpt_panel *p)
             p->stored[l] = 0, p->recomputed[l] = (double)sz.layer;
     }
     p->ends = (double)sz.ends;
-    struct activ_policy pol;
+    struct ckpt_policy pol;
     struct activ_total tot;
     struct activ_config ac = {p->batch, c.seq, 1, false, p->fmt == FP_FP32 ? 4 : 2};
     p->predicted = p->none_peak = NAN;
-    if (activ_parse_policy(policies[p->policy], &pol, NULL) == 0) {
+    if (ckpt_parse(policies[p->policy], &pol, NULL) == 0) {
         activ_total(&p->tiny, &ac, &pol, c.layers, true, true, &tot);
         p->predicted = tot.peak;
     }
-    if (activ_parse_policy("none", &pol, NULL) == 0) { /* the ghost line: nothing recomputed */
+    if (ckpt_parse("none", &pol, NULL) == 0) { /* the ghost line: nothing recomputed */
         activ_total(&p->tiny, &ac, &pol, c.layers, true, true, &tot);
         p->none_peak = tot.peak;
     }
@@ -191,8 +191,8 @@ static int ckpt_set(void *state, const char *name, const char *value, struct err
     long long n;
     if (!strcmp(name, "policy")) {
         int i = 0;
-        struct gpt_ckpt ck;
-        if (gpt_ckpt_parse(value, &ck, e))
+        struct ckpt_policy ck;
+        if (ckpt_parse(value, &ck, e))
             return ERR_INVAL;
         while (i < NPOLICIES && strcmp(policies[i], value))
             i++;

@@ -42,7 +42,7 @@ struct settings {
     int model, gpus, zero, micro_batch;
     enum calc_precision prec;
     bool bytes18;
-    struct activ_policy ckpt;
+    struct ckpt_policy ckpt;
     double capacity;
 };
 
@@ -100,7 +100,7 @@ static void defaults(struct settings *s)
                            .zero = 0,
                            .micro_batch = 1,
                            .prec = PREC_BF16,
-                           .ckpt = {ACTIV_FULL, 1},
+                           .ckpt = {CKPT_FULL, 1},
                            .capacity = 80 * GIB};
 }
 

@@ -719,7 +719,7 @@ END_TEST
  * fail without touching the settings, and reset to what the lesson set. */
 struct knob_test {
     int n, z;
-    struct activ_policy ckpt;
+    struct ckpt_policy ckpt;
     double mem;
 };
 
@@ -751,7 +751,7 @@ START_TEST(knobs_from_a_table)
     static const struct knob_letter letters[] = {{'f', 0, -1}, {0, 0, 0}};
     static const struct knobs_spec spec = {
         .knobs = table, .count = 4, .letters = letters, .who = "t", .title = "the test panel"};
-    struct knob_test s = {8, 0, {ACTIV_NONE, 0}, 80 * 1073741824.0}, start = s;
+    struct knob_test s = {8, 0, {CKPT_NONE, 0}, 80 * 1073741824.0}, start = s;
     struct knobs ks;
     knobs_init(&ks, &spec, &s, &start, sizeof s, &log);
     struct error e = {0};
