@@ -193,7 +193,7 @@ static int parse(int argc, char **argv, struct cfg *c)
     trial_args_init(&c->a);
     c->a.op = COST_ALLREDUCE;
     c->size = 64.0 * 1024 * 1024;
-    c->cluster = "h100-80gb";
+    c->cluster = PRESET_CLUSTER;
     c->root = -1;
     int rc = opts_parse(&opts_collective, argc, argv, c);
     if (rc)

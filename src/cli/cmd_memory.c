@@ -181,8 +181,8 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
                                 .unit_layers = a->unit_layers,
                                 .ckpt = a->ckpt};
     if ((rc = configure_model(a, r, e)) < 0 ||
-        (rc = calcargs_cluster(a->cluster ? a->cluster : "h100-80gb", a->nodes, &r->cluster, e)) <
-            0)
+        (rc = calcargs_cluster(a->cluster ? a->cluster : PRESET_CLUSTER, a->nodes, &r->cluster,
+                               e)) < 0)
         return rc;
     c->seq = a->seq ? a->seq : c->model ? c->model->seq : 2048;
     if ((double)c->micro_batch * c->seq > (double)(1 << 30))

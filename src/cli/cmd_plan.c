@@ -117,8 +117,8 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
 {
     int rc;
     if ((rc = calcargs_model(a->model ? a->model : "synthetic-7b", &r->model, e)) < 0 ||
-        (rc = calcargs_cluster(a->cluster ? a->cluster : "h100-80gb", a->nodes, &r->cluster, e)) <
-            0)
+        (rc = calcargs_cluster(a->cluster ? a->cluster : PRESET_CLUSTER, a->nodes, &r->cluster,
+                               e)) < 0)
         return rc;
     struct plan_config *c = &r->c;
     *c = (struct plan_config){.model = &r->model,

@@ -18,7 +18,6 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "base/units.h"
-#include "calc/activ.h"
 #include "calc/preset.h"
 #include "cli/command.h"
 #include "cli/opts.h"
@@ -33,206 +32,37 @@
 #include "sim/ledger.h"
 #include "sim/trace.h"
 
-#define MAX_STEPS 10000000L
-
 struct args {
     struct train_opts o;
     struct model_shape shape;
-    bool json, summary_only, scale_given, init_scale_given;
-    int gpus;   /* --gpus, 0 if not given */
-    int dp;     /* --dp, 0 if not given */
-    int chunks; /* --chunks, 0 if not given */
+    bool json, summary_only;
+    unsigned long long given; /* the run's settings given, a bit per line of train_settings */
+    int dp;                   /* --dp, 0 if not given */
     const char *dump, *trace, *cluster, *nodes;
 };
 
 /* ------------------------------------------------------------------ parsing */
 
-/* The command's struct a parser's field belongs to (for the options that set two fields). */
+/* The command's struct a parser's field belongs to. */
 static struct args *args_of(const struct opt_entry *o, void *field)
 {
     return (struct args *)(void *)((char *)field - o->field);
 }
 
-static int parse_double(const char *opt, const char *s, double *out, struct error *e)
-{
-    if (units_parse_double(s, false, out, e)) {
-        error_prefix(e, "--%s", opt);
-        return ERR_INVAL;
-    }
-    return 0;
-}
-
-static int parse_long(const char *opt, const char *s, long long min, long long max, long long *out,
-                      struct error *e)
-{
-    if (units_parse_int(s, min, max, out, e)) {
-        error_prefix(e, "--%s", opt);
-        return ERR_INVAL;
-    }
-    return 0;
-}
-
-/* --steps: a long in [o->min, o->max]. */
-static int parse_steps(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    long long n;
-    int rc = parse_long(o->opt.name, arg, o->min, o->max, &n, e);
-    if (!rc)
-        *(long *)field = (long)n;
-    return rc;
-}
-
-/* --seed: 0 to 2^53. */
-static int parse_seed(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    long long n;
-    int rc = parse_long(o->opt.name, arg, 0, 1LL << 53, &n, e);
-    if (!rc)
-        *(uint64_t *)field = (uint64_t)n;
-    return rc;
-}
-
-/* --lr and --wd: a number >= 0. */
-static int parse_nonneg(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    double *v = field;
-    int rc = parse_double(o->opt.name, arg, v, e);
-    if (!rc && *v < 0)
-        rc = error_set(e, ERR_INVAL, "--%s must be >= 0, not %s", o->opt.name, arg);
-    return rc;
-}
-
-/* --eps, --clip and --spike-z: a number > 0. */
-static int parse_positive(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    double *v = field;
-    int rc = parse_double(o->opt.name, arg, v, e);
-    if (!rc && !(*v > 0))
-        rc = error_set(e, ERR_INVAL, "--%s must be > 0, not %s", o->opt.name, arg);
-    return rc;
-}
-
-static int parse_betas(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    struct train_opts *t = field;
-    char b1[64];
-    const char *comma = strchr(arg, ',');
-    int rc;
-    if (!comma || (size_t)(comma - arg) >= sizeof b1)
-        return error_set(e, ERR_INVAL, "--betas '%s': expected BETA1,BETA2", arg);
-    memcpy(b1, arg, (size_t)(comma - arg));
-    b1[comma - arg] = 0;
-    if ((rc = parse_double(o->opt.name, b1, &t->beta1, e)) ||
-        (rc = parse_double(o->opt.name, comma + 1, &t->beta2, e)))
-        return rc;
-    if (!(t->beta1 >= 0 && t->beta1 < 1 && t->beta2 >= 0 && t->beta2 < 1))
-        return error_set(e, ERR_INVAL, "--betas '%s': both must be in [0, 1)", arg);
-    return 0;
-}
-
-static int parse_precision(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    (void)o;
-    enum fp_format *p = field;
-    if (!strcmp(arg, "fp32"))
-        *p = FP_FP32;
-    else if (!strcmp(arg, "bf16"))
-        *p = FP_BF16;
-    else if (!strcmp(arg, "fp16"))
-        *p = FP_FP16;
-    else
-        return error_set(e, ERR_INVAL, "--precision '%s': expected fp32, bf16 or fp16", arg);
-    return 0;
-}
-
-static int parse_loss_scale(const struct opt_entry *o, const char *arg, void *field,
-                            struct error *e)
+/* A run's setting, read by the table of par/settings.h into the run's options. */
+static int parse_setting(const struct opt_entry *o, const char *arg, void *field, struct error *e)
 {
     struct args *r = args_of(o, field);
-    double v;
-    r->scale_given = true;
-    if (!strcmp(arg, "dynamic"))
-        r->o.scaling = TRAIN_SCALE_DYNAMIC;
-    else if (!strcmp(arg, "none"))
-        r->o.scaling = TRAIN_SCALE_NONE;
-    else if (units_parse_double(arg, false, &v, e) || !(v > 0) || v > 3.4e38)
-        return error_set(e, ERR_INVAL,
-                         "--loss-scale '%s': expected dynamic, none or a number > 0 (a fixed "
-                         "scale)",
-                         arg);
-    else
-        r->o.scaling = TRAIN_SCALE_STATIC, r->o.scale = v;
-    return 0;
+    const struct setting *s = settings_find(o->opt.name);
+    char said[64];
+    snprintf(said, sizeof said, "--%s", o->opt.name);
+    r->given |= 1ull << (s - train_settings);
+    return s->parse(s, said, arg, &r->o, e);
 }
 
-static int parse_init_scale(const struct opt_entry *o, const char *arg, void *field,
-                            struct error *e)
+static bool given(const struct args *r, const char *name)
 {
-    struct args *r = args_of(o, field);
-    double v = 0;
-    int rc = parse_double(o->opt.name, arg, &v, e);
-    if (!rc && !(v > 0 && v <= 3.4e38))
-        rc = error_set(e, ERR_INVAL, "--init-scale must be > 0 and finite in fp32");
-    r->init_scale_given = true;
-    r->o.scale = v;
-    return rc;
-}
-
-/* nan@STEP, inf@STEP, spike@STEP[:FACTOR], each with an optional :gpu=G */
-static int parse_inject(const struct opt_entry *entry, const char *s, void *dest, struct error *e)
-{
-    struct train_opts *o = dest;
-    (void)entry;
-    if (o->ninject == TRAIN_MAX_INJECT)
-        return error_set(e, ERR_INVAL, "--inject: at most %d injections", TRAIN_MAX_INJECT);
-    struct train_inject x = {TRAIN_INJECT_NAN, 0, 10.0, 0};
-    const char *at = strchr(s, '@');
-    size_t klen = at ? (size_t)(at - s) : 0;
-    if (at && klen == 3 && !strncmp(s, "nan", 3))
-        x.kind = TRAIN_INJECT_NAN;
-    else if (at && klen == 3 && !strncmp(s, "inf", 3))
-        x.kind = TRAIN_INJECT_INF;
-    else if (at && klen == 5 && !strncmp(s, "spike", 5))
-        x.kind = TRAIN_INJECT_SPIKE;
-    else
-        return error_set(e, ERR_INVAL,
-                         "--inject '%s': expected nan@STEP, inf@STEP or spike@STEP[:FACTOR], "
-                         "each with an optional :gpu=G",
-                         s);
-    /* the fields after '@', separated by ':' */
-    char buf[128];
-    if (strlen(at + 1) >= sizeof buf)
-        return error_set(e, ERR_INVAL, "--inject '%s': too long", s);
-    snprintf(buf, sizeof buf, "%s", at + 1);
-    char *save = NULL, *field = strtok_r(buf, ":", &save);
-    long long v;
-    if (!field || units_parse_int(field, 1, MAX_STEPS, &v, e)) {
-        if (!field)
-            error_set(e, ERR_INVAL, "STEP must be a whole number");
-        error_prefix(e, "--inject '%s': step", s);
-        return ERR_INVAL;
-    }
-    x.step = (long)v;
-    bool factor = false, gpu = false;
-    while ((field = strtok_r(NULL, ":", &save))) {
-        if (!strncmp(field, "gpu=", 4) && !gpu) {
-            if (units_parse_int(field + 4, 0, 63, &v, e)) {
-                error_prefix(e, "--inject '%s': gpu", s);
-                return ERR_INVAL;
-            }
-            x.gpu = (int)v, gpu = true;
-        } else if (x.kind == TRAIN_INJECT_SPIKE && !factor && !gpu) {
-            if (units_parse_double(field, false, &x.factor, e) || !(x.factor > 0) ||
-                !isfinite(x.factor))
-                return error_set(e, ERR_INVAL, "--inject '%s': FACTOR must be a finite number > 0",
-                                 s);
-            factor = true;
-        } else
-            return error_set(e, ERR_INVAL,
-                             "--inject '%s': after STEP come :FACTOR (spike only) and :gpu=G", s);
-    }
-    o->inject[o->ninject++] = x;
-    return 0;
+    return r->given >> (settings_find(name) - train_settings) & 1;
 }
 
 static int parse_model(const struct opt_entry *o, const char *arg, void *field, struct error *e)
@@ -243,119 +73,28 @@ static int parse_model(const struct opt_entry *o, const char *arg, void *field, 
     return rc;
 }
 
-static int parse_checkpoint(const struct opt_entry *o, const char *arg, void *field,
-                            struct error *e)
-{
-    int rc = ckpt_parse(arg, field, e);
-    if (rc)
-        error_prefix(e, "--%s", o->opt.name);
-    return rc;
-}
-
-static int parse_schedule(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    int rc = sched_parse(arg, field, e);
-    if (rc)
-        error_prefix(e, "--%s", o->opt.name);
-    return rc;
-}
-
-static int parse_bucket(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    double v;
-    (void)o;
-    if (units_parse_bytes(arg, 1u << 30, &v, e) || v < 4) {
-        if (!e->code)
-            error_set(e, ERR_INVAL, "at least 4 bytes");
-        error_prefix(e, "--bucket '%s' (a size from 4 bytes to 1 GiB, e.g. 25MiB)", arg);
-        return ERR_INVAL;
-    }
-    *(size_t *)field = (size_t)v;
-    return 0;
-}
-
-static int parse_grad_accum(const struct opt_entry *o, const char *arg, void *field,
-                            struct error *e)
-{
-    (void)o;
-    if (strcmp(arg, "fp32") && strcmp(arg, "same"))
-        return error_set(e, ERR_INVAL,
-                         "--grad-accum '%s': expected fp32 (4-byte gradients) or same (the "
-                         "training precision's)",
-                         arg);
-    *(bool *)field = !strcmp(arg, "fp32");
-    return 0;
-}
-
 static int parse_fail(const struct opt_entry *o, const char *arg, void *field, struct error *e)
 {
     struct train_opts *t = field;
     long long step;
     (void)o;
-    int rc = opts_gpu_at(arg, 63, 1, MAX_STEPS, &t->fail_gpu, &step, e);
+    int rc = opts_gpu_at(arg, TRAIN_MAX_GPUS - 1, 1, TRAIN_MAX_STEPS, &t->fail_gpu, &step, e);
     if (!rc)
         t->fail_step = (long)step;
     return rc;
 }
 
 #define A struct args
-#define LONG_OPT(NAME, ARG, FIELD, MIN, MAX, HELP)                                                 \
-    {                                                                                              \
-        .opt = {.name = NAME, .has_arg = true}, .arg = ARG, .parse = parse_steps,                  \
-        .field = offsetof(A, FIELD), .help = HELP, .min = MIN, .max = MAX                          \
-    }
-static const struct opt_entry options[] = {
+/* train's own options: the model first, the run's settings (par/settings.h), then these */
+static const struct opt_entry model_option =
     OPT_WITH("model", "NAME|FILE", parse_model, A, shape,
-             "a swiglu preset or INI file (default tiny)"),
-    LONG_OPT("steps", "K", o.steps, 1, MAX_STEPS, "steps to run (default 300)"),
-    OPT_INT("batch", "B", A, o.batch, 1, 1 << 20, "sequences per step (default 16)"),
-    OPT_WITH("seed", "S", parse_seed, A, o.seed,
-             "seeds the weights and the data (default 1); same seed, same run"),
-    OPT_WITH("lr", "LR", parse_nonneg, A, o.lr, "AdamW learning rate (default 0.003)"),
-    OPT_WITH("betas", "B1,B2", parse_betas, A, o, "AdamW's betas (default 0.9,0.999)"),
-    OPT_WITH("wd", "WD", parse_nonneg, A, o.wd, "weight decay (default 0.01)"),
-    OPT_WITH("eps", "E", parse_positive, A, o.eps, "AdamW's epsilon (default 1e-8)"),
-    OPT_WITH("precision", "P", parse_precision, A, o.precision,
-             "fp32, bf16 or fp16 (default fp32)"),
-    OPT_WITH("loss-scale", "S", parse_loss_scale, A, o.scaling,
-             "dynamic (PyTorch's GradScaler: halves and skips the step on an\n"
-             "inf/NaN gradient, doubles after --growth-interval clean steps),\n"
-             "a fixed VALUE (Megatron's constant scaler: never changes, still\n"
-             "skips inf/NaN steps) or none (no scaler, as plain PyTorch: an\n"
-             "inf/NaN step is applied, the weights turn NaN, and the run stops\n"
-             "with exit 1 at the first NaN loss, naming the step and tensor\n"
-             "that caused it). Default: dynamic for fp16, none otherwise"),
-    OPT_WITH("init-scale", "S", parse_init_scale, A, o.scale,
-             "the dynamic scale's start (default 65536)"),
-    OPT_INT("growth-interval", "N", A, o.growth_interval, 1, 1 << 30,
-            "clean steps before the scale doubles (default 2000)"),
-    OPT_INT("hysteresis", "N", A, o.hysteresis, 1, 1 << 30,
-            "overflowing steps before it halves (default 1, PyTorch's)"),
-    OPT_WITH("clip", "MAX", parse_positive, A, o.clip, "clip the global gradient norm to MAX"),
-    OPT_WITH("spike-z", "Z", parse_positive, A, o.spike_z,
-             "a loss more than Z standard deviations above the mean of the\n"
-             "last N losses (itself included, as llm.c does) is a spike\n"
-             "(default 5; z <= sqrt(N - 1))"),
-    OPT_INT("spike-window", "N", A, o.spike_window, 2, 1 << 20,
-            "N, the losses of the spike test (default 64)"),
-    OPT_FLAG("skip-spikes", A, o.skip_spikes, "skip the update of a spiking step"),
-    {.opt = {.name = "inject", .has_arg = true},
-     .arg = "WHAT@STEP",
-     .parse = parse_inject,
-     .field = offsetof(A, o),
-     .flags = OPT_REPEAT,
-     .help = "nan@STEP (a NaN in the middle layer's attention scores), inf@STEP\n"
-             "(an inf in the last layer's MLP gradient), spike@STEP[:FACTOR]\n"
-             "(a bad batch: the logits times FACTOR, default 10); repeatable;\n"
-             "WHAT@STEP:gpu=G on GPU G (default 0): the GPUs agree on inf/NaN,\n"
-             "so all of them skip the step and back the scale off together"},
-    OPT_WITH("checkpoint", "POLICY", parse_checkpoint, A, o.ckpt,
-             "none, full, every:K, sqrt or selective (default none)"),
+             "a swiglu preset or INI file (default " TRAIN_LAB_MODEL ")");
+static const struct opt_entry own_options[] = {
     OPT_FLAG("json", A, json, "one JSON object per step, then {\"summary\": {...}}"),
     OPT_FLAG("summary", A, summary_only,
              "with --json, only the summary object (one JSON document)"),
     OPT_WITH("cluster", "NAME|FILE", opts_str, A, cluster,
-             "the simulated GPU's preset (default h100-80gb): its memory and\n"
+             "the simulated GPU's preset (default " PRESET_CLUSTER "): its memory and\n"
              "peak FLOP/s set the ledger's capacity and the simulated time"),
     OPT_WITH("trace", "FILE", opts_str, A, trace,
              "Chrome trace-event JSON of the run (Perfetto): compute per\n"
@@ -368,59 +107,34 @@ static const struct opt_entry options[] = {
              "grads.f32 of step 1 (little-endian; gradients of the mean loss,\n"
              "unscaled and before clipping, gathered from every GPU) to check\n"
              "against PyTorch"),
-    OPT_INT("gpus", "N", A, gpus, 1, 64,
-            "N simulated GPUs, 1 to 64 (default 1); each takes batch / N\n"
-            "sequences of the global batch a one-GPU run draws, so the run\n"
-            "computes the same training (the loss is the global batch's mean)"),
-    OPT_INT("zero", "S", A, o.zero, 0, 3,
-            "0 DDP (default): full replicas, gradients all-reduced by buckets as\n"
-            "they complete; 1: optimizer state and master weights sharded,\n"
-            "gradients reduce-scattered, updated weights all-gathered; 2: the\n"
-            "gradients sharded too; 3 (FSDP): the weights too, each layer\n"
-            "gathered before its forward and again before its backward"),
-    OPT_WITH("bucket", "SIZE", parse_bucket, A, o.bucket_bytes,
-             "a gradient bucket (default 25MiB, PyTorch DDP's)"),
-    OPT_INT("prefetch", "0|1", A, o.prefetch, 0, 1,
-            "ZeRO-3 gathers the next layer while one computes (default 1)"),
-    OPT_WITH("grad-accum", "fp32|same", parse_grad_accum, A, o.grad_fp32,
-             "bf16/fp16: fp32 keeps 4-byte gradients (18 bytes per parameter)"),
     OPT_WITH("fail", "GPU@STEP", parse_fail, A, o,
              "that GPU fails in that step's gradient sync: the run ends (exit 1)"),
     OPT_WITH("nodes", "K", opts_str, A, nodes,
              "the GPUs split evenly over K nodes (inter-node links between them)"),
-    OPT_INT("tp", "T", A, o.tp, 1, 64,
-            "each layer over T GPUs (default 1): heads / T of the attention,\n"
-            "ffn / T of the MLP, vocab / T rows of the tied embedding; the\n"
-            "row-parallel outputs and the column-parallel inputs' gradients are\n"
-            "all-reduced, and the cross-entropy reduces the row maximum, the\n"
-            "sum of exponentials and the target's logit, so no GPU holds the\n"
-            "whole logits. T must divide the heads, the FFN width and the\n"
-            "vocabulary. GPU r is tensor rank r % T, then data rank, then stage"),
-    OPT_FLAG("sequence-parallel", A, o.sp,
-             "with --tp: the norms and residual adds on a T-th of the tokens;\n"
-             "all-reduces become reduce-scatters and all-gathers"),
-    OPT_INT("pp", "P", A, o.pp, 1, 64,
-            "P stages (default 1), dividing the layers: the first also holds the\n"
-            "embedding, the last the final norm and a copy of the tied\n"
-            "embedding, whose gradients the two ends sum once per step"),
-    OPT_INT("dp", "D", A, dp, 1, 64,
+    OPT_INT("dp", "D", A, dp, 1, TRAIN_MAX_GPUS,
             "data-parallel copies (the run has D x T x P GPUs; or give\n"
             "--gpus N, N = D x T x P); GPU r is stage r / (D T)"),
-    OPT_INT("micro-batches", "M", A, o.micro_batches, 1, SCHED_MAX_MICRO,
-            "the batch share of each data-parallel rank runs as M micro-batches\n"
-            "(default 1), gradients added up over them; with --pp 1 this is\n"
-            "gradient accumulation"),
-    OPT_WITH("schedule", "S", parse_schedule, A, o.schedule,
-             "gpipe, 1f1b (default) or interleaved (Megatron-LM's: M a multiple\n"
-             "of P, --dp 1): each stage runs its forward and backward passes in\n"
-             "the order 'scalelab pipeline --schedule S' draws; activations go\n"
-             "forward and their gradients back by sends"),
-    OPT_INT("chunks", "V", A, chunks, 2, SCHED_MAX_CHUNKS,
-            "interleaved: V model chunks per stage (default 2), P x V dividing\n"
-            "the layers; stage s holds virtual stages s, P + s, 2P + s, ..."),
     OPT_END,
 };
-#undef LONG_OPT
+
+static struct opt_entry options[OPTS_MAX + 1];
+
+/* The table: --model, a line per run setting read by parse_setting, train's own options; made
+ * before main runs, as a table written out would be. */
+__attribute__((constructor)) static void build_options(void)
+{
+    size_t n = 0;
+    options[n++] = model_option;
+    for (const struct setting *s = train_settings; s->name && n < OPTS_MAX; s++)
+        options[n++] = (struct opt_entry){.opt = {.name = s->name, .has_arg = s->arg != NULL},
+                                          .arg = s->arg,
+                                          .parse = parse_setting,
+                                          .field = offsetof(A, o),
+                                          .help = s->help,
+                                          .flags = s->repeat ? OPT_REPEAT : 0};
+    for (const struct opt_entry *o = own_options; o->opt.name && n < OPTS_MAX; o++)
+        options[n++] = *o;
+}
 #undef A
 
 const struct opts_spec opts_train = {"train", options, NULL, NULL};
@@ -684,36 +398,6 @@ static int trace_setup(const struct args *r, const struct run_config *rc, struct
 
 /* ------------------------------------------------------------------ the prediction */
 
-/* What the calculator says of the same layout, stage by stage: per GPU states, activations
- * and buffers, and the bytes each GPU sends per step; and the schedule it teaches. */
-struct prediction {
-    struct memory_result m; /* GPU 0's stage */
-    struct traffic t;
-    struct memory_result stage_m[64];
-    struct traffic stage_t[64];
-    struct sched sched; /* pipelined */
-    bool ok, have_sched;
-};
-
-static void predict(const struct args *r, const struct cluster_spec *spec, struct prediction *p)
-{
-    const struct train_opts *o = &r->o;
-    struct memory_config c;
-    struct error e = {0};
-    p->ok = predict_config(o, &r->shape, spec->hbm_bytes, &c, &e) == 0;
-    for (int st = 0; p->ok && st < o->pp; st++) {
-        struct memory_result *m = &p->stage_m[st];
-        p->ok = memory_compute_stage(&c, st, m, &e) == 0 &&
-                traffic_compute_stage(&c, spec, o->pp > 1 || o->tp > 1 ? st : -1, m->params_gpu,
-                                      m->stage_layers, 0, 0, &p->stage_t[st], &e) == 0;
-    }
-    if (p->ok)
-        p->m = p->stage_m[0], p->t = p->stage_t[0];
-    if (layout_pipelined(o))
-        p->have_sched =
-            sched_build(o->schedule, o->pp, o->micro_batches, layout_chunks(o), &p->sched, &e) == 0;
-}
-
 /* Micro-batches held at once, as `pipeline` counts them: (micro-batch, chunk) pairs over v. */
 static json_t *held_json(int pairs, int v)
 {
@@ -826,8 +510,8 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
 {
     json_t *stages = json_array();
     for (int st = 0; st < o->pp; st++) {
-        const struct memory_result *pm = &p->stage_m[st];
-        const struct traffic *pt = &p->stage_t[st];
+        const struct memory_result *pm = &p->mem[st];
+        const struct traffic *pt = &p->comm[st];
         json_t *pg =
             json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
                       json_whole(pm->states.weights), "gradients", json_whole(pm->states.gradients),
@@ -843,16 +527,16 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
         json_array_append_new(stages, pg);
     }
     json_t *pred = json_pack("{s:O, s:o, s:s, s:o}", "per_gpu", json_array_get(stages, 0),
-                             "comm_bytes_per_gpu", json_whole(p->t.dp.bytes), "comm_formula",
-                             p->t.dp.formula, "per_stage", stages);
+                             "comm_bytes_per_gpu", json_whole(p->comm[0].dp.bytes), "comm_formula",
+                             p->comm[0].dp.formula, "per_stage", stages);
     json_object_set_new(m, "predicted", pred);
     const enum ledger_cat cats[] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
                                     MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
     double dmem = 0, dcomm = 0;
     for (int i = 0; i < o->gpus; i++) {
         const struct run_gpu *g = run_gpu(run, i);
-        const struct memory_result *pm = &p->stage_m[g->place.stage];
-        const struct traffic *pt = &p->stage_t[g->place.stage];
+        const struct memory_result *pm = &p->mem[g->place.stage];
+        const struct traffic *pt = &p->comm[g->place.stage];
         const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
                                pm->states.optimizer, pm->activations,      pm->comm};
         for (int k = 0; k < 6; k++)
@@ -962,22 +646,22 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
         printf("\n");
     }
     for (int st = 0; p->ok && st < o->pp; st++) {
-        const struct memory_result *m = &p->stage_m[st];
+        const struct memory_result *m = &p->mem[st];
         char name[24];
         snprintf(name, sizeof name, piped ? "stage %d" : "predicted", st);
         printf("%-10s %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12s %14.0f", name,
                m->states.weights, m->states.gradients, m->states.master, m->states.optimizer,
-               m->activations, m->comm, "-", p->stage_t[st].dp.bytes);
+               m->activations, m->comm, "-", p->comm[st].dp.bytes);
         if (tp)
-            printf(" %14.0f", p->stage_t[st].tp.bytes);
+            printf(" %14.0f", p->comm[st].tp.bytes);
         if (piped)
-            printf(" %14.0f", p->stage_t[st].pp.bytes);
+            printf(" %14.0f", p->comm[st].pp.bytes);
         printf("\n");
     }
     if (p->ok) {
-        printf("communication: %s\n", p->t.dp.formula);
+        printf("communication: %s\n", p->comm[0].dp.formula);
         for (int st = 0; piped && st < o->pp; st++)
-            printf("pipeline, stage %d: %s\n", st, p->stage_t[st].pp.formula);
+            printf("pipeline, stage %d: %s\n", st, p->comm[st].pp.formula);
     }
     if (layout_pipelined(o) && p->have_sched) {
         printf("schedule %s, %d micro-batches of %d sequences; micro-batches held at once, per "
@@ -1077,24 +761,21 @@ static int configure(int argc, char **argv, struct args *r)
 {
     struct error e = {0};
     int rc;
-    train_opts_default(&r->o);
-    r->o.lr = 3e-3;
-    r->cluster = "h100-80gb";
-    if ((rc = preset_load_model("tiny", &r->shape, &e)))
+    r->cluster = PRESET_CLUSTER;
+    if ((rc = train_opts_lab(&r->o, &e)) ||
+        (rc = preset_load_model(TRAIN_LAB_MODEL, &r->shape, &e)))
         return cli_fail(&e);
     if ((rc = opts_parse(&opts_train, argc, argv, r)))
         return rc;
     struct train_opts *o = &r->o;
     if (train_shape_of(&r->shape, &o->shape, &e))
         return cli_usage("train", "--model %s", e.msg);
-    if (!r->scale_given)
-        o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
+    if (!given(r, "loss-scale"))
+        o->scaling = train_scaling_for(o->precision);
     if (r->summary_only && !r->json)
         return cli_usage("train", "--summary goes with --json");
-    if (r->init_scale_given && o->scaling != TRAIN_SCALE_DYNAMIC)
+    if (given(r, "init-scale") && o->scaling != TRAIN_SCALE_DYNAMIC)
         return cli_usage("train", "--init-scale needs --loss-scale dynamic");
-    if (r->chunks)
-        o->chunks = r->chunks;
     return 0;
 }
 
@@ -1104,25 +785,24 @@ static int configure_layout(struct args *r)
     struct train_opts *o = &r->o;
     struct error e = {0};
     int mp = o->tp * o->pp;
-    if (r->gpus)
-        o->gpus = r->gpus;
+    bool gpus = given(r, "gpus");
     if (r->dp) {
-        if (r->gpus && o->gpus != r->dp * mp)
+        if (gpus && o->gpus != r->dp * mp)
             return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus,
                              r->dp, o->tp, o->pp);
-        if (r->dp * mp > 64)
-            return cli_usage("train", "--dp %d x --tp %d x --pp %d is %d GPUs, more than 64", r->dp,
-                             o->tp, o->pp, r->dp * mp);
+        if (r->dp * mp > TRAIN_MAX_GPUS)
+            return cli_usage("train", "--dp %d x --tp %d x --pp %d is %d GPUs, more than %d", r->dp,
+                             o->tp, o->pp, r->dp * mp, TRAIN_MAX_GPUS);
         o->gpus = r->dp * mp;
-    } else if (!r->gpus) {
-        if (mp > 64)
-            return cli_usage("train", "--tp %d x --pp %d is %d GPUs, more than 64", o->tp, o->pp,
-                             mp);
+    } else if (!gpus) {
+        if (mp > TRAIN_MAX_GPUS)
+            return cli_usage("train", "--tp %d x --pp %d is %d GPUs, more than %d", o->tp, o->pp,
+                             mp, TRAIN_MAX_GPUS);
         o->gpus = mp;
     }
     if (o->sp && o->tp == 1)
         return cli_usage("train", "--sequence-parallel goes with --tp 2 or more");
-    if (r->chunks && o->schedule != SCHED_INTERLEAVED)
+    if (given(r, "chunks") && o->schedule != SCHED_INTERLEAVED)
         return cli_usage("train", "--chunks goes with --schedule interleaved");
     if (o->pp == 1 && o->micro_batches > 1 && o->schedule != SCHED_1F1B)
         return cli_usage("train",
@@ -1150,7 +830,7 @@ static int configure_host(const struct args *r, struct run_config *rcfg)
     }
     if (r->nodes) { /* the GPUs split evenly over that many nodes */
         long long nodes;
-        if (units_parse_int(r->nodes, 1, 64, &nodes, &e)) {
+        if (units_parse_int(r->nodes, 1, TRAIN_MAX_GPUS, &nodes, &e)) {
             error_prefix(&e, "--nodes");
             return cli_fail(&e);
         }
@@ -1160,17 +840,8 @@ static int configure_host(const struct args *r, struct run_config *rcfg)
         rcfg->spec.gpus_per_node = o->gpus / (int)nodes;
         rcfg->spec.nodes = (int)nodes;
     }
-    char a[32], b[32];
-    double need = (double)o->gpus * ((double)gpt_estimate_bytes(&o->shape, o->batch / o->gpus,
-                                                                o->precision, &o->ckpt, &e) +
-                                     5.0 * 4 * (double)gpt_param_count(&o->shape));
-    double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (host > 0 && need > host / 2)
-        return cli_usage("train",
-                         "--batch %d on %d GPUs: the run's buffers need %s, more than half of "
-                         "this host's %s",
-                         o->batch, o->gpus, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
-                         units_format_bytes(b, sizeof b, host, UNITS_BINARY));
+    if (run_host_check(o, &e))
+        return cli_usage("train", "--batch %d on %d GPUs: %s", o->batch, o->gpus, e.msg);
     if (r->dump && dump_check(r->dump, &e))
         return cli_fail(&e);
     rcfg->keep_first_step = r->dump != NULL;
@@ -1300,7 +971,7 @@ static void summary_start(const struct args *r, const struct prediction *pred, s
     sum->recompute = fl.recompute;
     sum->flops = fl.forward + fl.backward + fl.recompute;
     sum->overhead = 100.0 * fl.recompute / (fl.forward + fl.backward);
-    sum->predicted = pred->ok ? pred->m.activations : NAN;
+    sum->predicted = pred->ok ? pred->mem[0].activations : NAN;
 }
 
 static int train_main(int argc, char **argv)
@@ -1323,12 +994,13 @@ static int train_main(int argc, char **argv)
     struct summary sum = {0};
     static struct prediction pred;
     memset(&pred, 0, sizeof pred);
-    predict(&r, &rcfg.spec, &pred);
+    struct error pe = {0}; /* a layout the calculator cannot take: the report goes without */
+    predict_run(&r.o, &r.shape, &rcfg.spec, &pred, &pe);
     summary_start(&r, &pred, &sum);
     struct run *run = NULL;
     if ((rc = run_new(&run, &rcfg, &e))) {
         free(log.ev);
-        sched_free(&pred.sched);
+        predict_free(&pred);
         return cli_fail(&e);
     }
     if (!r.json)
@@ -1339,7 +1011,7 @@ static int train_main(int argc, char **argv)
         e = te, rc = te.code;
     if (rc) {
         run_free(run);
-        sched_free(&pred.sched);
+        predict_free(&pred);
         return cli_fail(&e);
     }
     if (r.json)
@@ -1347,7 +1019,7 @@ static int train_main(int argc, char **argv)
     else
         print_summary_text(&r, run, &sum, &pred, &rcfg.spec);
     run_free(run);
-    sched_free(&pred.sched);
+    predict_free(&pred);
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "calc/activ.h"
+#include "sim/spec.h"
 
 int predict_config(const struct train_opts *o, const struct model_shape *m, double capacity,
                    struct memory_config *c, struct error *e)
@@ -31,6 +32,32 @@ int predict_config(const struct train_opts *o, const struct model_shape *m, doub
     (void)e;
     c->ckpt = o->ckpt;
     return 0;
+}
+
+int predict_run(const struct train_opts *o, const struct model_shape *m,
+                const struct cluster_spec *spec, struct prediction *p, struct error *e)
+{
+    struct memory_config c;
+    p->have_sched = false;
+    int rc = predict_config(o, m, spec->hbm_bytes, &c, e);
+    for (int st = 0; !rc && st < o->pp && st < SCHED_MAX_STAGES; st++) {
+        struct memory_result *r = &p->mem[st];
+        if (!(rc = memory_compute_stage(&c, st, r, e)))
+            rc = traffic_compute_stage(&c, spec, o->pp > 1 || o->tp > 1 ? st : -1, r->params_gpu,
+                                       r->stage_layers, 0, 0, &p->comm[st], e);
+    }
+    if (!rc) /* a pipeline's; one stage's too, which the window draws */
+        p->have_sched = sched_build(o->schedule, o->pp, o->micro_batches, layout_chunks(o),
+                                    &p->sched, NULL) == 0;
+    p->ok = rc == 0;
+    return rc;
+}
+
+void predict_free(struct prediction *p)
+{
+    if (p->have_sched)
+        sched_free(&p->sched);
+    p->have_sched = false;
 }
 
 void predict_bubble(const struct pp_done *const *ops, const int *n, int stages,

@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/units.h"
 #include "model/markov.h"
 #include "par/dp.h"
 #include "sim/cluster.h"
@@ -402,11 +404,26 @@ static void *driver_main(void *arg)
 
 /* ------------------------------------------------------------------ the reader's side */
 
+int run_host_check(const struct train_opts *o, struct error *e)
+{
+    double need = (double)o->gpus * ((double)gpt_estimate_bytes(&o->shape, o->batch / o->gpus,
+                                                                o->precision, &o->ckpt, NULL) +
+                                     5.0 * 4 * (double)gpt_param_count(&o->shape));
+    double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    char a[32], b[32];
+    if (host > 0 && need > host / 2)
+        return error_set(e, ERR_INVAL,
+                         "the run's buffers need %s, more than half of this host's %s",
+                         units_format_bytes(a, sizeof a, need, UNITS_BINARY),
+                         units_format_bytes(b, sizeof b, host, UNITS_BINARY));
+    return 0;
+}
+
 int run_new(struct run **out, const struct run_config *cfg, struct error *e)
 {
     *out = NULL;
     int rc = train_opts_check(&cfg->o, e);
-    if (rc)
+    if (rc || (rc = run_host_check(&cfg->o, e)))
         return rc;
     struct run *r = calloc(1, sizeof *r);
     if (!r)

@@ -80,7 +80,14 @@ struct run_gpu {
     int nops, peak_in_flight;
 };
 
+/* A run of cfg, its options checked (train_opts_check) and its host memory too
+ * (run_host_check). 0, or ERR_INVAL, ERR_NOMEM. */
 int run_new(struct run **out, const struct run_config *cfg, struct error *e);
+/* Whether this host can hold the run's buffers, every thread-GPU's: its model's for its share
+ * of the batch, and at most the fp32 copies of its weights, gradients, master weights and
+ * Adam's moments; the run may take half of the host's memory. 0, or ERR_INVAL saying "the
+ * run's buffers need SIZE, more than half of this host's SIZE". */
+int run_host_check(const struct train_opts *o, struct error *e);
 void run_free(struct run *r);
 int run_start(struct run *r, struct error *e);
 

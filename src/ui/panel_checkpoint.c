@@ -24,10 +24,12 @@
 #include "calc/activ.h"
 #include "calc/preset.h"
 #include "model/gpt.h"
+#include "par/settings.h"
 #include "par/trainer.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
+#include "ui/runpace.h"
 
 #define MAX_POINTS 4096
 #define MAX_LAYERS 64
@@ -142,18 +144,13 @@ static void measure(struct ckpt_panel *p)
             p->stored[l] = 0, p->recomputed[l] = (double)sz.layer;
     }
     p->ends = (double)sz.ends;
-    struct ckpt_policy pol;
     struct activ_total tot;
     struct activ_config ac = {p->batch, c.seq, 1, false, p->fmt == FP_FP32 ? 4 : 2};
-    p->predicted = p->none_peak = NAN;
-    if (ckpt_parse(policies[p->policy], &pol, NULL) == 0) {
-        activ_total(&p->tiny, &ac, &pol, c.layers, true, true, &tot);
-        p->predicted = tot.peak;
-    }
-    if (ckpt_parse("none", &pol, NULL) == 0) { /* the ghost line: nothing recomputed */
-        activ_total(&p->tiny, &ac, &pol, c.layers, true, true, &tot);
-        p->none_peak = tot.peak;
-    }
+    activ_total(&p->tiny, &ac, &ck, c.layers, true, true, &tot);
+    p->predicted = tot.peak;
+    /* the ghost line: nothing recomputed */
+    activ_total(&p->tiny, &ac, &(struct ckpt_policy){CKPT_NONE, 0}, c.layers, true, true, &tot);
+    p->none_peak = tot.peak;
     if (p->have_big) {
         p->big_peak = big_activ(p, policies[p->policy]);
         p->big_none = big_activ(p, "none");
@@ -170,7 +167,7 @@ static int ckpt_init(void **state, const struct panel_env *env, struct error *e)
     p->log = env->log;
     p->batch = 4;
     p->fmt = FP_BF16;
-    if (preset_load_model("tiny", &p->tiny, e) != 0) {
+    if (preset_load_model(TRAIN_LAB_MODEL, &p->tiny, e) != 0) {
         free(p);
         return ERR_INVAL;
     }
@@ -188,31 +185,26 @@ static void ckpt_fini(void *state)
 static int ckpt_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct ckpt_panel *p = state;
-    long long n;
-    if (!strcmp(name, "policy")) {
-        int i = 0;
-        struct ckpt_policy ck;
-        if (ckpt_parse(value, &ck, e))
-            return ERR_INVAL;
-        while (i < NPOLICIES && strcmp(policies[i], value))
-            i++;
-        if (i == NPOLICIES)
-            return error_set(e, ERR_INVAL, "policy: none, full, every:2, sqrt or selective");
-        p->policy = i;
-    } else if (!strcmp(name, "precision")) {
-        if (!strcmp(value, "fp32"))
-            p->fmt = FP_FP32;
-        else if (!strcmp(value, "bf16"))
-            p->fmt = FP_BF16;
-        else
-            return error_set(e, ERR_INVAL, "precision: fp32 or bf16, not '%s'", value);
-    } else if (!strcmp(name, "batch")) {
-        if (units_parse_int(value, 1, 64, &n, e))
-            return ERR_INVAL;
-        p->batch = (int)n;
-    } else
+    /* the run's settings (par/settings.h reads them), within what this panel shows */
+    if (strcmp(name, "policy") && strcmp(name, "precision") && strcmp(name, "batch"))
         return error_set(e, ERR_INVAL,
                          "the checkpoint panel knows policy, precision and batch; not '%s'", name);
+    struct train_opts t = {.precision = p->fmt, .batch = p->batch};
+    int rc = ckpt_parse(policies[p->policy], &t.ckpt, e);
+    if (rc || (rc = settings_set(&t, name, value, e)))
+        return rc;
+    char want[24];
+    ckpt_name(want, sizeof want, &t.ckpt);
+    int i = 0;
+    while (i < NPOLICIES && strcmp(policies[i], want))
+        i++;
+    if (i == NPOLICIES)
+        return error_set(e, ERR_INVAL, "policy: none, full, every:2, sqrt or selective");
+    if (t.precision != FP_FP32 && t.precision != FP_BF16)
+        return error_set(e, ERR_INVAL, "precision: fp32 or bf16, not '%s'", value);
+    if ((rc = runpace_within("batch", t.batch, 1, RUNPACE_MAX_BATCH, e)))
+        return rc;
+    p->policy = i, p->fmt = t.precision, p->batch = t.batch;
     measure(p);
     return 0;
 }

@@ -286,11 +286,11 @@ static int coll_init(void **state, const struct panel_env *env, struct error *e)
     char list[512];
     preset_list(list, sizeof list, "clusters");
     /* h100-80gb first: the lessons' running example */
-    if (preset_load_cluster("h100-80gb", &p->clusters[0], NULL) == 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &p->clusters[0], NULL) == 0)
         p->nclusters = 1;
     for (char *tok = strtok(list, ", "); tok && p->nclusters < MAX_CLUSTERS;
          tok = strtok(NULL, ", "))
-        if (strcmp(tok, "h100-80gb") != 0 &&
+        if (strcmp(tok, PRESET_CLUSTER) != 0 &&
             preset_load_cluster(tok, &p->clusters[p->nclusters], NULL) == 0)
             p->nclusters++;
     if (p->nclusters == 0) {

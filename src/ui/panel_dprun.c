@@ -32,14 +32,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/error.h"
 #include "base/units.h"
-#include "calc/activ.h"
 #include "calc/memory.h"
 #include "calc/preset.h"
 #include "calc/traffic.h"
+#include "par/predict.h"
 #include "par/run.h"
 #include "sim/event.h"
 #include "sim/ledger.h"
@@ -84,6 +83,7 @@ struct dprun {
     struct runpace pace; /* the run, its models and GPUs, the step replayed, the ledgers */
     /* the calculator: this layout, every stage (for the bars' scale), the 7B */
     struct figures pred, big_pred;
+    struct prediction calc; /* the calculator's work space */
     double scale;
     bool show_big;
     /* the step being replayed: its clock */
@@ -116,44 +116,38 @@ static void apply_send(void *panel, const struct runrec *r)
     p->phase_until[g] = fmax(r->t_end, r->t);
 }
 
-/* The calculator's figures for model m on this layout (micro-batch mb, checkpoint ckpt). */
-static void figures(const struct dprun *p, const struct model_shape *m, int zero, int mb,
-                    const char *ckpt, struct figures *out)
+/* The calculator's figures for model m on this layout (micro-batch mb, checkpoint ckpt): the
+ * prediction beside a run (par/predict.h) of the run this panel would start. */
+static void figures(struct dprun *p, const struct model_shape *m, int zero, int mb,
+                    struct ckpt_policy ckpt, struct figures *out)
 {
-    struct memory_config c = {0};
-    struct error e = {0};
-    c.model = m;
-    c.precision = p->s.prec == FP_FP32 ? PREC_FP32 : p->s.prec == FP_BF16 ? PREC_BF16 : PREC_FP16;
-    c.optimizer = OPT_ADAMW;
-    c.dp = p->s.gpus, c.tp = 1, c.pp = 1, c.zero = zero;
-    c.micro_batch = mb, c.seq = m->seq, c.micro_batches = 1;
-    c.schedule = SCHED_1F1B;
-    c.capacity = p->pace.spec.hbm_bytes;
-    c.bucket_bytes = MEMORY_BUCKET;
-    c.no_prefetch = false;
+    struct train_opts o;
+    runpace_options(&p->pace, p->s.model, p->s.prec, mb * p->s.gpus, p->s.gpus, &o);
+    o.zero = zero, o.ckpt = ckpt;
     struct cluster_spec cl = p->pace.spec;
     cl.nodes = (p->s.gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
-    out->ok =
-        ckpt_parse(ckpt, &c.ckpt, &e) == 0 && memory_compute(&c, &out->m, &e) == 0 &&
-        traffic_compute(&c, &cl, out->m.params_gpu, out->m.stage_layers, 0, 0, &out->t, &e) == 0;
+    out->ok = predict_run(&o, m, &cl, &p->calc, NULL) == 0;
+    out->m = p->calc.mem[0], out->t = p->calc.comm[0];
+    predict_free(&p->calc);
 }
 
 static void predict(struct dprun *p)
 {
     const struct model_shape *m = &p->pace.models[p->s.model];
     int mb = p->batch / p->s.gpus;
-    figures(p, m, p->s.zero, mb, "none", &p->pred);
+    const struct ckpt_policy none = {CKPT_NONE, 0}, full = {CKPT_FULL, 1};
+    figures(p, m, p->s.zero, mb, none, &p->pred);
     /* one scale for every stage, so that the bars shrink stage by stage */
     p->scale = 0;
     for (int z = 0; z < 4; z++) {
         struct figures f;
-        figures(p, m, z, mb, "none", &f);
+        figures(p, m, z, mb, none, &f);
         if (f.ok)
             p->scale = fmax(p->scale, f.m.total);
     }
     p->scale = p->scale > 0 ? p->scale * 1.1 : 1;
     if (p->have_big)
-        figures(p, &p->big, p->s.zero, 1, "full", &p->big_pred);
+        figures(p, &p->big, p->s.zero, 1, full, &p->big_pred);
 }
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step, but the GPUs
@@ -172,18 +166,12 @@ static void restart(struct dprun *p)
     runpace_options(&p->pace, p->s.model, p->s.prec, p->batch, n, &o);
     o.zero = p->s.zero;
     struct error e = {0};
-    /* the host holds every GPU's buffers: at most half of its memory, as `train` allows */
-    double need =
-        (double)n * ((double)gpt_estimate_bytes(&o.shape, p->batch / n, o.precision, &o.ckpt, &e) +
-                     5.0 * 4 * (double)gpt_param_count(&o.shape));
-    double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (host > 0 && need > host / 2) {
-        char a[32], b[32];
-        snprintf(p->pace.err, sizeof p->pace.err,
-                 "%s on %d GPUs needs %s of this host's %s for its buffers: fewer GPUs (G) or "
-                 "the tiny model (m)",
-                 m->name, n, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
-                 units_format_bytes(b, sizeof b, host, UNITS_BINARY));
+    /* the host holds every GPU's buffers (run_host_check, which run_new asks too): said with
+     * the keys that make the run smaller */
+    if (run_host_check(&o, &e)) {
+        error_prefix(&e, "%s on %d GPUs", m->name, n);
+        snprintf(p->pace.err, sizeof p->pace.err, "%.*s: fewer GPUs (G) or the tiny model (m)",
+                 (int)sizeof p->pace.err - 48, e.msg);
         return;
     }
     if (runpace_start(&p->pace, &o) == 0)
@@ -292,19 +280,6 @@ static double clock_at(const void *panel, double frac)
 
 /* ------------------------------------------------------------------ settings and keys */
 
-static int parse_prec(const char *v, enum fp_format *out)
-{
-    if (!strcmp(v, "fp32"))
-        *out = FP_FP32;
-    else if (!strcmp(v, "bf16"))
-        *out = FP_BF16;
-    else if (!strcmp(v, "fp16"))
-        *out = FP_FP16;
-    else
-        return -1;
-    return 0;
-}
-
 static bool same_settings(const struct settings *a, const struct settings *b)
 {
     return a->model == b->model && a->gpus == b->gpus && a->zero == b->zero &&
@@ -369,15 +344,14 @@ static int dprun_set(void *state, const char *name, const char *value, struct er
     int rc = 0;
     if (!strcmp(name, "model")) {
         rc = runpace_set_model(value, &s.model, e);
-    } else if (!strcmp(name, "gpus")) {
-        rc = runpace_set_int(name, value, 2, MAX_GPUS, &s.gpus, e);
-    } else if (!strcmp(name, "zero")) {
-        rc = runpace_set_int(name, value, 0, 3, &s.zero, e);
-    } else if (!strcmp(name, "precision")) {
-        if (parse_prec(value, &s.prec))
-            rc = error_set(e, ERR_INVAL, "precision: bf16, fp16 or fp32, not '%s'", value);
-    } else if (!strcmp(name, "batch")) {
-        rc = runpace_set_int(name, value, 1, 64, &s.batch, e);
+    } else if (!strcmp(name, "gpus") || !strcmp(name, "zero") || !strcmp(name, "precision") ||
+               !strcmp(name, "batch")) { /* the run's settings, and this panel's room */
+        struct train_opts t = {
+            .gpus = s.gpus, .zero = s.zero, .precision = s.prec, .batch = s.batch};
+        if (!(rc = settings_set(&t, name, value, e)) &&
+            !(rc = runpace_within("gpus", t.gpus, 2, MAX_GPUS, e)) &&
+            !(rc = runpace_within("batch", t.batch, 1, RUNPACE_MAX_BATCH, e)))
+            s.gpus = t.gpus, s.zero = t.zero, s.prec = t.precision, s.batch = t.batch;
     } else {
         rc =
             error_set(e, ERR_INVAL,

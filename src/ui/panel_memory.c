@@ -191,7 +191,7 @@ static int lab_init(void **state, const struct panel_env *env, struct error *e)
     if (!l)
         return error_set(e, ERR_NOMEM, "out of memory");
     l->nmodels = memui_load_models(l->models, MAX_MODELS);
-    int rc = preset_load_cluster("h100-80gb", &l->cluster, e);
+    int rc = preset_load_cluster(PRESET_CLUSTER, &l->cluster, e);
     if (rc == 0 && l->nmodels == 0)
         rc = error_set(e, ERR_IO, "no model presets found under assets/models");
     if (rc < 0) {

@@ -55,6 +55,7 @@
 #include "calc/traffic.h"
 #include "par/layout.h"
 #include "par/predict.h"
+#include "par/settings.h"
 #include "par/run.h"
 #include "sim/event.h"
 #include "sim/ledger.h"
@@ -91,10 +92,7 @@ struct pprun {
     enum calc_schedule run_sched; /* 1F1B on one stage */
     struct runpace pace;          /* the run, its models and GPUs, the step replayed, the ledgers */
     /* the calculator: each stage's memory and traffic, the schedule */
-    bool pred_ok, have_sched;
-    struct memory_result stage_m[MAX_STAGES];
-    struct traffic stage_t[MAX_STAGES];
-    struct sched sched;
+    struct prediction pred;
     double scale;
     /* the Gantt chart of the step shown (replaying or the last done), retimed */
     struct ppgantt g, gfree;
@@ -136,16 +134,14 @@ static void predict(struct pprun *p)
     struct memory_config c;
     struct error e = {0};
     options(p, &o);
-    p->pred_ok = predict_config(&o, m, p->pace.spec.hbm_bytes, &c, &e) == 0;
+    predict_free(&p->pred);
+    predict_run(&o, m, &p->pace.spec, &p->pred, &e);
     p->scale = 0;
-    for (int st = 0; p->pred_ok && st < p->s.pp; st++)
-        p->pred_ok = memory_compute_stage(&c, st, &p->stage_m[st], &e) == 0 &&
-                     traffic_compute_stage(&c, &p->pace.spec, p->s.pp > 1 || p->s.tp > 1 ? st : -1,
-                                           p->stage_m[st].params_gpu, p->stage_m[st].stage_layers,
-                                           0, 0, &p->stage_t[st], &e) == 0;
-    for (int k = 0; p->pred_ok && k < 3; k++) {
-        if (k) /* the run's schedule, then the other two of one chunk */
-            c.schedule = k == 1 ? SCHED_GPIPE : SCHED_1F1B, c.chunks = 1;
+    for (int st = 0; p->pred.ok && st < p->s.pp; st++)
+        p->scale = fmax(p->scale, p->pred.mem[st].total);
+    for (int k = 0; p->pred.ok && k < 2; k++) { /* GPipe's and 1F1B's of one chunk */
+        predict_config(&o, m, p->pace.spec.hbm_bytes, &c, &e);
+        c.schedule = k == 0 ? SCHED_GPIPE : SCHED_1F1B, c.chunks = 1;
         for (int st = 0; st < p->s.pp; st++) {
             struct memory_result r;
             if (memory_compute_stage(&c, st, &r, &e) == 0)
@@ -153,12 +149,8 @@ static void predict(struct pprun *p)
         }
     }
     p->scale = p->scale > 0 ? p->scale * 1.1 : 1;
-    if (!p->pred_ok)
+    if (!p->pred.ok)
         snprintf(p->pace.err, sizeof p->pace.err, "%s", e.msg);
-    if (p->have_sched)
-        sched_free(&p->sched);
-    p->have_sched =
-        sched_build(p->run_sched, p->s.pp, p->s.m, layout_chunks(&o), &p->sched, &e) == 0;
 }
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step. */
@@ -200,7 +192,7 @@ static void say_restart(struct pprun *p)
  * that differs (and on which GPU). */
 static int verdict(const struct pprun *p, int *gpu)
 {
-    return runfeed_verdict(&p->pace.feed, &p->pace.o, p->stage_m, gpu);
+    return runfeed_verdict(&p->pace.feed, &p->pace.o, p->pred.mem, gpu);
 }
 
 enum comm_kind { COMM_PP, COMM_DP, COMM_TP };
@@ -222,7 +214,7 @@ static bool sent_as_predicted(const struct pprun *p, enum comm_kind k)
 {
     for (int g = 0; g < p->gpus; g++)
         if ((double)sent_of(&p->pace.last, g, k) !=
-            llround(predicted_sent(&p->stage_t[p->place[g].stage], k)))
+            llround(predicted_sent(&p->pred.comm[p->place[g].stage], k)))
             return false;
     return true;
 }
@@ -268,7 +260,7 @@ static void end_step(void *panel)
     ppg_bubble(&p->done, &p->bub);
     if (p->free_ok)
         ppg_bubble(&p->gfree, &p->bub_free);
-    p->order_ok = p->have_sched && ppg_same_order(&p->done, &p->sched);
+    p->order_ok = p->pred.have_sched && ppg_same_order(&p->done, &p->pred.sched);
     double fsum = 0;
     int fn = 0;
     for (int st = 0; st < p->done.stages; st++)
@@ -276,7 +268,7 @@ static void end_step(void *panel)
             if (p->done.ops[st][i].kind == 'F')
                 fsum += p->done.ops[st][i].end_s - p->done.ops[st][i].start_s, fn++;
     p->fwd_s = fn ? fsum / fn : 0;
-    if (!p->said_verdict && p->pred_ok) {
+    if (!p->said_verdict && p->pred.ok) {
         int g = 0, i = verdict(p, &g);
         if (i < 0)
             eventlog_add(p->log,
@@ -287,7 +279,7 @@ static void end_step(void *panel)
             eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
                          ledger_cat_name(runfeed_part_cat[i]),
                          (unsigned long long)p->pace.feed.peak[g][runfeed_part_cat[i]],
-                         runfeed_predicted_part(&p->stage_m[p->place[g].stage], i));
+                         runfeed_predicted_part(&p->pred.mem[p->place[g].stage], i));
         p->said_verdict = true;
     }
 }
@@ -374,8 +366,7 @@ static void pprun_fini(void *state)
 {
     struct pprun *p = state;
     runpace_fini(&p->pace);
-    if (p->have_sched)
-        sched_free(&p->sched);
+    predict_free(&p->pred);
     free(p);
 }
 
@@ -447,6 +438,17 @@ static void fit(const struct pprun *p, struct settings *s, char *note, size_t n)
     }
 }
 
+/* The run's settings this panel takes (par/settings.h reads them). */
+static bool is_run_setting(const char *name)
+{
+    static const char *const names[] = {
+        "pp", "tp", "sequence_parallel", "micro_batches", "schedule", "precision", "batch", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(name, names[i]))
+            return true;
+    return false;
+}
+
 static int pprun_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct pprun *p = state;
@@ -454,36 +456,29 @@ static int pprun_set(void *state, const char *name, const char *value, struct er
     int rc = 0;
     if (!strcmp(name, "model")) {
         rc = runpace_set_model(value, &s.model, e);
-    } else if (!strcmp(name, "pp")) {
-        rc = runpace_set_int(name, value, 1, MAX_STAGES, &s.pp, e);
     } else if (!strcmp(name, "dp")) {
         rc = runpace_set_int(name, value, 1, MAX_DP, &s.dp, e);
-    } else if (!strcmp(name, "tp")) {
-        rc = runpace_set_int(name, value, 1, MAX_TP, &s.tp, e);
-        if (!rc && !tp_fits(p, &s, s.tp))
+    } else if (is_run_setting(name)) { /* the run's settings, and this panel's room */
+        struct train_opts t = {.pp = s.pp,
+                               .tp = s.tp,
+                               .sp = s.sp,
+                               .micro_batches = s.m,
+                               .schedule = s.sched,
+                               .precision = s.prec,
+                               .batch = s.batch};
+        if (!(rc = settings_set(&t, name, value, e)) &&
+            !(rc = runpace_within("pp", t.pp, 1, MAX_STAGES, e)) &&
+            !(rc = runpace_within("tp", t.tp, 1, MAX_TP, e)) &&
+            !(rc = runpace_within("micro_batches", t.micro_batches, 1, MAX_MICRO, e)) &&
+            !(rc = runpace_within("batch", t.batch, 1, RUNPACE_MAX_BATCH, e))) {
+            s.pp = t.pp, s.tp = t.tp, s.sp = t.sp, s.m = t.micro_batches;
+            s.sched = t.schedule, s.prec = t.precision, s.batch = t.batch;
+        }
+        if (!rc && !strcmp(name, "tp") && !tp_fits(p, &s, s.tp))
             rc = error_set(e, ERR_INVAL,
                            "tp %d must divide %s's heads (%d), FFN width (%d) and vocabulary (%d)",
                            s.tp, runpace_model_names[s.model], p->pace.models[s.model].heads,
                            p->pace.models[s.model].ffn, p->pace.models[s.model].vocab);
-    } else if (!strcmp(name, "sequence_parallel")) {
-        if (!strcmp(value, "on") || !strcmp(value, "off"))
-            s.sp = !strcmp(value, "on");
-        else
-            rc = error_set(e, ERR_INVAL, "sequence_parallel: on or off, not '%s'", value);
-    } else if (!strcmp(name, "micro_batches")) {
-        rc = runpace_set_int(name, value, 1, MAX_MICRO, &s.m, e);
-    } else if (!strcmp(name, "schedule")) {
-        if (sched_parse(value, &s.sched, e)) {
-            error_prefix(e, "schedule");
-            rc = ERR_INVAL;
-        }
-    } else if (!strcmp(name, "precision")) {
-        if (!strcmp(value, "fp32") || !strcmp(value, "bf16") || !strcmp(value, "fp16"))
-            s.prec = !strcmp(value, "fp32") ? FP_FP32 : !strcmp(value, "bf16") ? FP_BF16 : FP_FP16;
-        else
-            rc = error_set(e, ERR_INVAL, "precision: fp32, bf16 or fp16, not '%s'", value);
-    } else if (!strcmp(name, "batch")) {
-        rc = runpace_set_int(name, value, 1, 64, &s.batch, e);
     } else {
         rc = error_set(e, ERR_INVAL,
                        "the pipeline run panel knows model, pp, dp, tp, sequence_parallel, "
@@ -753,15 +748,15 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     }
     y = draw_grid(p, c, y);
     /* the ledgers against the calculator */
-    if (p->pace.shown && p->pred_ok) {
+    if (p->pace.shown && p->pred.ok) {
         int g = 0, i = verdict(p, &g);
         if (i < 0)
             canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", p->gpus);
         else
             canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs from calc", g,
                           ledger_cat_name(runfeed_part_cat[i]));
-    } else if (p->pred_ok) {
-        runfeed_bytes(b1, sizeof b1, p->stage_m[0].total, 12);
+    } else if (p->pred.ok) {
+        runfeed_bytes(b1, sizeof b1, p->pred.mem[0].total, 12);
         canvas_printf(c, y, 0, ROLE_DIM, "calc: stage 0's GPUs hold %s B at peak", b1);
     }
     y++;
@@ -832,17 +827,17 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     x = canvas_text(c, y, 0, ROLE_TEXT, "held:");
     for (int st = 0; st < pp && have; st++)
         x = canvas_printf(c, y, x, ROLE_TEXT, " %d", ppg_peak_in_flight(&p->done, st));
-    if (p->have_sched) {
+    if (p->pred.have_sched) {
         bool same = true;
         for (int st = 0; st < pp && have; st++)
-            same &= ppg_peak_in_flight(&p->done, st) == p->sched.peak_chunks[st];
+            same &= ppg_peak_in_flight(&p->done, st) == p->pred.sched.peak_chunks[st];
         x = canvas_text(c, y, x + 1, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, "(schedule");
         for (int st = 0; st < pp; st++)
             x = canvas_printf(c, y, x,
                               !have  ? ROLE_DIM
                               : same ? ROLE_GOOD
                                      : ROLE_ERROR,
-                              " %d", p->sched.peak_chunks[st]);
+                              " %d", p->pred.sched.peak_chunks[st]);
         x = canvas_text(c, y, x, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, ")");
         if (have && x + 9 <= W) /* the executed order against the schedule's */
             canvas_text(c, y, x + 1, p->order_ok ? ROLE_GOOD : ROLE_ERROR,
@@ -863,12 +858,12 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
             double v =
                 p->pace.shown
                     ? (double)sent_of(&p->pace.last, layout_rank(&p->place[0], LAYOUT_PP, st), kind)
-                : p->pred_ok ? predicted_sent(&p->stage_t[st], kind)
+                : p->pred.ok ? predicted_sent(&p->pred.comm[st], kind)
                              : 0;
             runfeed_bytes(b1, sizeof b1, v, bw);
             x = canvas_printf(c, y, x, ROLE_TEXT, " %s", b1);
         }
-        if (p->pace.shown && p->pred_ok) {
+        if (p->pace.shown && p->pred.ok) {
             bool same = sent_as_predicted(p, kind);
             canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, same ? "= calc" : "!= calc");
         } else {

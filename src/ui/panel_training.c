@@ -34,6 +34,7 @@
 #include "base/units.h"
 #include "calc/preset.h"
 #include "par/run.h"
+#include "ui/runpace.h"
 #include "ui/draw.h"
 #include "ui/layout.h"
 #include "ui/eventlog.h"
@@ -114,7 +115,7 @@ static void restart(struct train_panel *p)
     cfg.o.steps = 1L << 40; /* the window runs until stopped */
     cfg.o.gpus = 1;
     cfg.paced = true;
-    if (preset_load_cluster("h100-80gb", &cfg.spec, NULL) != 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &cfg.spec, NULL) != 0)
         spec_default(&cfg.spec);
     if (run_new(&p->run, &cfg, &e) != 0 || run_start(p->run, &e) != 0) {
         snprintf(p->err, sizeof p->err, "%s", e.msg);
@@ -197,12 +198,11 @@ static int pump(struct train_panel *p, double credit)
  * tiny's preset cannot be read. */
 static int defaults(struct train_opts *o, struct error *e)
 {
-    train_opts_default(o);
-    o->lr = 3e-3;
+    int rc = train_opts_lab(o, e);
     o->batch = 4;
     o->spike_window = 32;
     o->spike_z = 4.0;
-    return train_shape("tiny", &o->shape, e);
+    return rc;
 }
 
 static int train_init(void **state, const struct panel_env *env, struct error *e)
@@ -229,64 +229,29 @@ static void train_fini(void *state)
     free(p);
 }
 
+/* The run's settings this panel takes, by their names in a lesson (par/settings.h reads
+ * them, with train's bounds), and the largest batch it runs. */
+static const char *const settings_taken[] = {"precision", "scale", "clip", "lr", "init_scale",
+                                             "growth",    "batch", "seed", NULL};
+
 static int train_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct train_panel *p = state;
-    struct train_opts *o = &p->start;
-    double v;
-    long long n;
-    if (!strcmp(name, "precision")) {
-        if (!strcmp(value, "fp32"))
-            o->precision = FP_FP32;
-        else if (!strcmp(value, "bf16"))
-            o->precision = FP_BF16;
-        else if (!strcmp(value, "fp16"))
-            o->precision = FP_FP16;
-        else
-            return error_set(e, ERR_INVAL, "precision: fp32, bf16 or fp16, not '%s'", value);
-        o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
-    } else if (!strcmp(name, "scale")) {
-        if (!strcmp(value, "dynamic"))
-            o->scaling = TRAIN_SCALE_DYNAMIC;
-        else if (!strcmp(value, "none"))
-            o->scaling = TRAIN_SCALE_NONE;
-        else if (units_parse_double(value, false, &v, NULL) == 0 && v > 0)
-            o->scaling = TRAIN_SCALE_STATIC, o->scale = v;
-        else
-            return error_set(e, ERR_INVAL, "scale: dynamic, none or a number, not '%s'", value);
-    } else if (!strcmp(name, "clip")) {
-        if (!strcmp(value, "none"))
-            o->clip = 0;
-        else if (units_parse_double(value, false, &v, NULL) == 0 && v > 0)
-            o->clip = v;
-        else
-            return error_set(e, ERR_INVAL, "clip: none or a number > 0, not '%s'", value);
-    } else if (!strcmp(name, "lr")) {
-        if (units_parse_double(value, false, &v, NULL) || !(v >= 0))
-            return error_set(e, ERR_INVAL, "lr: a number >= 0, not '%s'", value);
-        o->lr = v;
-    } else if (!strcmp(name, "init_scale")) {
-        if (units_parse_double(value, false, &v, NULL) || !(v > 0 && v < 3e38))
-            return error_set(e, ERR_INVAL, "init_scale: a number > 0, not '%s'", value);
-        o->scale = v;
-    } else if (!strcmp(name, "growth")) {
-        if (units_parse_int(value, 1, 1 << 30, &n, e))
-            return ERR_INVAL;
-        o->growth_interval = (int)n;
-    } else if (!strcmp(name, "batch")) {
-        if (units_parse_int(value, 1, 64, &n, e))
-            return ERR_INVAL;
-        o->batch = (int)n;
-    } else if (!strcmp(name, "seed")) {
-        if (units_parse_int(value, 0, 1LL << 53, &n, e))
-            return ERR_INVAL;
-        o->seed = (uint64_t)n;
-    } else
+    struct train_opts o = p->start;
+    int i = 0;
+    while (settings_taken[i] && strcmp(name, settings_taken[i]))
+        i++;
+    if (!settings_taken[i])
         return error_set(e, ERR_INVAL,
                          "the training panel knows precision, scale, clip, lr, growth, "
                          "init_scale, batch, seed; not '%s'",
                          name);
-    p->o = *o;
+    int rc = settings_set(&o, name, value, e);
+    if (!rc && !strcmp(name, "precision")) /* its loss scaling follows */
+        o.scaling = train_scaling_for(o.precision);
+    if (rc || (rc = runpace_within("batch", o.batch, 1, RUNPACE_MAX_BATCH, e)))
+        return rc;
+    p->start = p->o = o;
     restart(p);
     return 0;
 }
@@ -308,7 +273,7 @@ static int train_on_key(void *state, int key)
         o->precision = o->precision == FP_FP32   ? FP_BF16
                        : o->precision == FP_BF16 ? FP_FP16
                                                  : FP_FP32;
-        o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
+        o->scaling = train_scaling_for(o->precision);
         o->scale = 65536;
         restart(p);
         return PANEL_HANDLED | PANEL_REDRAW;

@@ -915,6 +915,63 @@ START_TEST(layout_places_ranks_and_groups)
 }
 END_TEST
 
+/* The run's settings table (par/settings.h): each default its help states is the lab's
+ * default, a panel's name ('_' for '-', the older aliases) reads the same setting with the
+ * same bounds as train's option, and precision takes num/fp.h's names for the formats a run
+ * trains in. */
+START_TEST(settings_table_states_its_defaults_and_bounds)
+{
+    struct train_opts lab, o;
+    ck_assert_int_eq(train_opts_lab(&lab, NULL), 0);
+    ck_assert(lab.lr == TRAIN_LAB_LR && lab.scaling == TRAIN_SCALE_NONE);
+    int stated = 0;
+    for (const struct setting *st = train_settings; st->name; st++) {
+        const char *d = strstr(st->help, "(default ");
+        if (!d)
+            continue;
+        d += strlen("(default ");
+        char v[32];
+        size_t n = 0;
+        while (d[n] && !strchr(";:)", d[n]) && !(d[n] == ',' && d[n + 1] == ' ') && n < 31)
+            n++;
+        memcpy(v, d, n);
+        v[n] = 0;
+        memcpy(&o, &lab, sizeof o);
+        struct error e = {0};
+        ck_assert_msg(settings_set(&o, st->name, v, &e) == 0, "%s %s: %s", st->name, v, e.msg);
+        ck_assert_msg(memcmp(&o, &lab, sizeof o) == 0,
+                      "--%s: the help's default %s is not the lab's", st->name, v);
+        stated++;
+    }
+    ck_assert_int_ge(stated, 20);
+    /* one reader for train and the panels: names, aliases, bounds */
+    struct error e = {0};
+    memcpy(&o, &lab, sizeof o);
+    ck_assert_int_eq(settings_set(&o, "micro_batches", "4", &e), 0);
+    ck_assert_int_eq(o.micro_batches, 4);
+    ck_assert_int_eq(settings_set(&o, "scale", "1024", &e), 0);
+    ck_assert(o.scaling == TRAIN_SCALE_STATIC && o.scale == 1024);
+    ck_assert_int_eq(settings_set(&o, "growth", "20", &e), 0);
+    ck_assert_int_eq(o.growth_interval, 20);
+    ck_assert_int_eq(settings_set(&o, "policy", "every:2", &e), 0);
+    ck_assert(o.ckpt.kind == CKPT_EVERY && o.ckpt.every == 2);
+    ck_assert_int_eq(settings_set(&o, "init_scale", "3.4e38", &e), 0);
+    ck_assert_int_eq(settings_set(&o, "init-scale", "3.5e38", &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "init-scale must be > 0 and finite in fp32"));
+    ck_assert_int_eq(settings_set(&o, "precision", "fp8_e4m3", &e), ERR_INVAL);
+    ck_assert_int_eq(settings_set(&o, "precision", "bf16", &e), 0);
+    ck_assert_int_eq(o.precision, FP_BF16);
+    ck_assert_int_eq(settings_set(&o, "sequence_parallel", "on", &e), 0);
+    ck_assert(o.sp);
+    ck_assert_int_eq(settings_set(&o, "clip", "none", &e), 0);
+    ck_assert_int_eq(settings_set(&o, "clip", "0", &e), ERR_INVAL);
+    ck_assert_int_eq(settings_set(&o, "batch", "0", &e), ERR_INVAL);
+    ck_assert_int_eq(settings_set(&o, "colour", "red", &e), ERR_INVAL);
+    ck_assert_int_eq(train_scaling_for(FP_FP16), TRAIN_SCALE_DYNAMIC);
+    ck_assert_int_eq(train_scaling_for(FP_BF16), TRAIN_SCALE_NONE);
+}
+END_TEST
+
 START_TEST(shard_plan_partitions_the_buffer)
 {
     struct gpt_config c = small_cfg;
@@ -1296,6 +1353,7 @@ int main(void)
     tcase_add_test(tc, training_panel_runs_its_worker);
     tcase_add_test(tc, training_panel_keys_act_on_the_next_step_shown);
     tcase_add_test(tc, layout_places_ranks_and_groups);
+    tcase_add_test(tc, settings_table_states_its_defaults_and_bounds);
     tcase_add_test(tc, shard_plan_partitions_the_buffer);
     tcase_add_test(tc, zero_stages_hold_the_same_weights);
     tcase_add_test(tc, parts_compose_into_the_whole_model);
