@@ -1,328 +1,23 @@
-/* scalelab train: real mixed-precision training of the tiny GPT on simulated GPUs, one or a
- * data-parallel group (DDP, ZeRO-1/2/3): the options, the run (par/run.h), the report beside
- * the calculator's prediction. */
+/* scalelab train: real mixed-precision training of the tiny GPT on simulated GPUs, one or many
+ * (data, tensor and pipeline parallelism): the run (par/run.h) started on train's options
+ * (cli/train_args.c), its steps taken as they come and printed (cli/train_report.c), step 1
+ * dumped (cli/train_dump.c), the run's events kept for --trace. */
 #include "config.h"
 
-#include <errno.h>
-#include <jansson.h>
-#include <pthread.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "base/json.h"
 #include "base/units.h"
-#include "calc/preset.h"
 #include "cli/command.h"
-#include "cli/opts.h"
-#include "calc/memory.h"
-#include "calc/params.h"
-#include "calc/sched.h"
-#include "calc/traffic.h"
-#include "cli/calcargs.h"
-#include "par/predict.h"
-#include "par/run.h"
-#include "sim/cluster.h"
-#include "sim/ledger.h"
+#include "cli/train.h"
 #include "sim/trace.h"
-
-struct args {
-    struct train_opts o;
-    struct model_shape shape;
-    bool json, summary_only;
-    unsigned long long given; /* the run's settings given, a bit per line of train_settings */
-    int dp;                   /* --dp, 0 if not given */
-    const char *dump, *trace, *cluster, *nodes;
-};
-
-/* ------------------------------------------------------------------ parsing */
-
-/* The command's struct a parser's field belongs to. */
-static struct args *args_of(const struct opt_entry *o, void *field)
-{
-    return (struct args *)(void *)((char *)field - o->field);
-}
-
-/* A run's setting, read by the table of par/settings.h into the run's options. */
-static int parse_setting(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    struct args *r = args_of(o, field);
-    const struct setting *s = settings_find(o->opt.name);
-    char said[64];
-    snprintf(said, sizeof said, "--%s", o->opt.name);
-    r->given |= 1ull << (s - train_settings);
-    return s->parse(s, said, arg, &r->o, e);
-}
-
-static bool given(const struct args *r, const char *name)
-{
-    return r->given >> (settings_find(name) - train_settings) & 1;
-}
-
-static int parse_model(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    int rc = preset_load_model(arg, field, e);
-    if (rc)
-        error_prefix(e, "--%s", o->opt.name);
-    return rc;
-}
-
-static int parse_fail(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    struct train_opts *t = field;
-    long long step;
-    (void)o;
-    int rc = opts_gpu_at(arg, TRAIN_MAX_GPUS - 1, 1, TRAIN_MAX_STEPS, &t->fail_gpu, &step, e);
-    if (!rc)
-        t->fail_step = (long)step;
-    return rc;
-}
-
-#define A struct args
-/* train's own options: the model first, the run's settings (par/settings.h), then these */
-static const struct opt_entry model_option =
-    OPT_WITH("model", "NAME|FILE", parse_model, A, shape,
-             "a swiglu preset or INI file (default " TRAIN_LAB_MODEL ")");
-static const struct opt_entry own_options[] = {
-    OPT_FLAG("json", A, json, "one JSON object per step, then {\"summary\": {...}}"),
-    OPT_FLAG("summary", A, summary_only,
-             "with --json, only the summary object (one JSON document)"),
-    OPT_WITH("cluster", "NAME|FILE", opts_str, A, cluster,
-             "the simulated GPU's preset (default " PRESET_CLUSTER "): its memory and\n"
-             "peak FLOP/s set the ledger's capacity and the simulated time"),
-    OPT_WITH("trace", "FILE", opts_str, A, trace,
-             "Chrome trace-event JSON of the run (Perfetto): compute per\n"
-             "layer, memory (total and live activations), steps, non-finite\n"
-             "values, in simulated time. Complete: its events are counted from\n"
-             "the run's shape before it starts; a run of more than 2,000,000\n"
-             "events is refused (exit 2): tiny traces 34,000 to 47,000 steps"),
-    OPT_WITH("dump", "DIR", opts_str, A, dump,
-             "write model.ini, params.f32, tokens.i32, targets.i32, loss.txt and\n"
-             "grads.f32 of step 1 (little-endian; gradients of the mean loss,\n"
-             "unscaled and before clipping, gathered from every GPU) to check\n"
-             "against PyTorch"),
-    OPT_WITH("fail", "GPU@STEP", parse_fail, A, o,
-             "that GPU fails in that step's gradient sync: the run ends (exit 1)"),
-    OPT_WITH("nodes", "K", opts_str, A, nodes,
-             "the GPUs split evenly over K nodes (inter-node links between them)"),
-    OPT_INT("dp", "D", A, dp, 1, TRAIN_MAX_GPUS,
-            "data-parallel copies (the run has D x T x P GPUs; or give\n"
-            "--gpus N, N = D x T x P); GPU r is stage r / (D T)"),
-    OPT_END,
-};
-
-static struct opt_entry options[OPTS_MAX + 1];
-
-/* The table: --model, a line per run setting read by parse_setting, train's own options; made
- * before main runs, as a table written out would be. */
-__attribute__((constructor)) static void build_options(void)
-{
-    size_t n = 0;
-    options[n++] = model_option;
-    for (const struct setting *s = train_settings; s->name && n < OPTS_MAX; s++)
-        options[n++] = (struct opt_entry){.opt = {.name = s->name, .has_arg = s->arg != NULL},
-                                          .arg = s->arg,
-                                          .parse = parse_setting,
-                                          .field = offsetof(A, o),
-                                          .help = s->help,
-                                          .flags = s->repeat ? OPT_REPEAT : 0};
-    for (const struct opt_entry *o = own_options; o->opt.name && n < OPTS_MAX; o++)
-        options[n++] = *o;
-}
-#undef A
-
-const struct opts_spec opts_train = {"train", options, NULL, NULL};
-
-/* ------------------------------------------------------------------ --dump */
-
-/* Before the run: DIR is a writable folder, or can be made in a writable one. */
-static int dump_check(const char *dir, struct error *e)
-{
-    struct stat st;
-    if (!*dir)
-        return error_set(e, ERR_INVAL, "train: --dump: give a folder, not an empty name");
-    if (stat(dir, &st) == 0) {
-        if (!S_ISDIR(st.st_mode))
-            return error_set(e, ERR_INVAL, "train: --dump %s: not a folder", dir);
-        if (access(dir, W_OK) != 0)
-            return error_set(e, ERR_INVAL, "train: --dump %s: cannot write in it: %s", dir,
-                             strerror(errno));
-        return 0;
-    }
-    char parent[4096];
-    if (snprintf(parent, sizeof parent, "%s", dir) >= (int)sizeof parent)
-        return error_set(e, ERR_INVAL, "train: --dump: the path is too long");
-    size_t len = strlen(parent);
-    while (len > 1 && parent[len - 1] == '/')
-        parent[--len] = '\0';
-    char *slash = strrchr(parent, '/');
-    const char *where = slash ? (slash == parent ? "/" : (*slash = '\0', parent)) : ".";
-    if (access(where, W_OK) != 0)
-        return error_set(e, ERR_INVAL, "train: --dump %s: cannot create it in %s: %s", dir, where,
-                         strerror(errno));
-    return 0;
-}
-
-/* Writes n bytes to dir/name through a temporary name and a rename. */
-static int write_file(const char *dir, const char *name, const void *data, size_t n,
-                      struct error *e)
-{
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return error_set(e, ERR_IO, "--dump: cannot write %s: %s", tmp, strerror(errno));
-    bool ok = fwrite(data, 1, n, f) == n;
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) {
-        int err = errno;
-        remove(tmp);
-        return error_set(e, ERR_IO, "--dump: cannot write %s: %s", path, strerror(err));
-    }
-    return 0;
-}
-
-/* Little-endian copies (the files' format, whatever the host). */
-static void *le32(const void *src, size_t n)
-{
-    unsigned char *out = malloc(n > 0 ? n * 4 : 1);
-    if (!out)
-        return NULL;
-    const uint32_t *in = src;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u = in[i];
-        out[4 * i] = (unsigned char)u, out[4 * i + 1] = (unsigned char)(u >> 8);
-        out[4 * i + 2] = (unsigned char)(u >> 16), out[4 * i + 3] = (unsigned char)(u >> 24);
-    }
-    return out;
-}
-
-static int write_le32(const char *dir, const char *name, const void *data, size_t n,
-                      struct error *e)
-{
-    void *buf = le32(data, n);
-    if (!buf)
-        return error_set(e, ERR_NOMEM, "out of memory");
-    int rc = write_file(dir, name, buf, n * 4, e);
-    free(buf);
-    return rc;
-}
-
-/* Step 1 of the run: its weights (the initial ones), the global batch, loss and gradients. */
-static int dump_write(const struct args *r, const struct run *run, struct error *e)
-{
-    const struct train_opts *o = &r->o;
-    const struct gpt_config *c = &o->shape;
-    const int32_t *tokens, *targets;
-    const float *grads;
-    double loss;
-    if (!run_first_step(run, &tokens, &targets, &loss, &grads))
-        return 0;
-    size_t bt = (size_t)o->batch * c->seq, n = gpt_param_count(c);
-    char ini[1024], lossbuf[64];
-    int len =
-        snprintf(ini, sizeof ini,
-                 "# written by scalelab train --dump: the shape of params.f32\n"
-                 "[model]\nname = %s\nlayers = %d\nd_model = %d\nheads = %d\n"
-                 "kv_heads = %d\nffn = %d\nffn_kind = swiglu\nvocab = %d\ntied = true\n"
-                 "seq = %d\n",
-                 r->shape.name, c->layers, c->d, c->heads, c->heads, c->ffn, c->vocab, c->seq);
-    int ll = snprintf(lossbuf, sizeof lossbuf, "%.17g\n", loss);
-    if (mkdir(r->dump, 0777) != 0 && errno != EEXIST)
-        return error_set(e, ERR_IO, "--dump: cannot create %s: %s", r->dump, strerror(errno));
-    /* params.f32: the weights step 1 used, the initial ones, drawn again from the seed */
-    float *params = malloc(n * sizeof *params);
-    if (!params)
-        return error_set(e, ERR_NOMEM, "out of memory");
-    gpt_init_params(c, o->seed, params);
-    int rc = write_file(r->dump, "model.ini", ini, (size_t)len, e);
-    if (!rc)
-        rc = write_le32(r->dump, "params.f32", params, n, e);
-    if (!rc)
-        rc = write_le32(r->dump, "tokens.i32", tokens, bt, e);
-    if (!rc)
-        rc = write_le32(r->dump, "targets.i32", targets, bt, e);
-    if (!rc)
-        rc = write_file(r->dump, "loss.txt", lossbuf, (size_t)ll, e);
-    if (!rc)
-        rc = write_le32(r->dump, "grads.f32", grads, n, e);
-    free(params);
-    return rc;
-}
-
-/* ------------------------------------------------------------------ output */
-
-/* A step's figure as "key":value, written directly (the step loop allocates nothing, not even
- * a JSON tree), with base/json's policy: 10 significant digits, non-finite as strings. */
-static void put_num(const char *key, double v, bool comma)
-{
-    printf("\"%s\":", key);
-    json_put_num(stdout, v, JSON_FIGURES);
-    if (comma)
-        putchar(',');
-}
-
-static void step_json(const struct run_step *rs)
-{
-    const struct train_step *s = &rs->s;
-    printf("{\"step\":%ld,", s->step);
-    put_num("loss", s->loss, true);
-    put_num("grad_norm", s->grad_norm, true);
-    put_num("clip_coef", s->clip_coef, true);
-    put_num("loss_scale", s->loss_scale, true);
-    printf("\"skipped\":%s,\"overflow\":%s,", s->skipped ? "true" : "false",
-           s->overflow ? "true" : "false");
-    if (s->nonfinite[0]) {
-        printf("\"nonfinite\":");
-        json_put_str(stdout, s->nonfinite);
-        putchar(',');
-    } else
-        printf("\"nonfinite\":null,");
-    put_num("underflow_frac", s->underflow_frac, true);
-    if (rs->gpus > 1)
-        printf("\"nonfinite_gpu\":%d,", rs->nonfinite_gpu);
-    printf("\"act_peak_bytes\":%zu,", s->act_peak_bytes);
-    put_num("sim_time_s", rs->sim_time_s, true);
-    printf("\"comm_bytes_per_gpu\":%llu}\n", (unsigned long long)rs->comm_bytes_per_gpu);
-}
-
-static void step_text(const struct run_step *rs)
-{
-    const struct train_step *s = &rs->s;
-    printf("step %6ld  loss %8.4f  grad norm %9.4g  clip %6.4f  scale %8g  underflow %.4f%%",
-           s->step, s->loss, (double)s->grad_norm, (double)s->clip_coef, (double)s->loss_scale,
-           100 * s->underflow_frac);
-    if (s->nonfinite[0] && rs->gpus > 1)
-        printf("  non-finite on GPU %d: %s", rs->nonfinite_gpu, s->nonfinite);
-    else if (s->nonfinite[0])
-        printf("  non-finite: %s", s->nonfinite);
-    if (s->overflow)
-        printf("  OVERFLOW");
-    if (s->spike)
-        printf("  SPIKE (z %.1f)", s->zscore);
-    if (s->skipped)
-        printf("  skipped");
-    printf("\n");
-}
-
-struct summary {
-    double final_loss, floor, seconds, sim_seconds, tokens_per_s, flops, recompute, overhead;
-    double predicted, first_loss, max_norm, min_coef, max_underflow, sim_step, exposed;
-    char first_nonfinite[48];
-    long steps, skipped, overflows, spikes;
-    int nlast;
-    uint64_t underflow[65]; /* per layer over the run (the last: embedding and norms) */
-    int layers;
-    float last_scale;
-    uint64_t scalars;
-};
 
 /* ------------------------------------------------------------------ --trace */
 
@@ -351,7 +46,7 @@ static void on_event(void *ctx, const struct event *ev)
 }
 
 /* Checks the trace's path and size before the run and sizes its buffer: 0 or an exit status. */
-static int trace_setup(const struct args *r, const struct run_config *rc, struct evlog *log)
+static int trace_setup(const struct train_args *r, const struct run_config *rc, struct evlog *log)
 {
     struct error e = {0};
     const struct train_opts *o = &r->o;
@@ -396,490 +91,13 @@ static int trace_setup(const struct args *r, const struct run_config *rc, struct
     return 0;
 }
 
-/* ------------------------------------------------------------------ the prediction */
-
-/* Micro-batches held at once, as `pipeline` counts them: (micro-batch, chunk) pairs over v. */
-static json_t *held_json(int pairs, int v)
-{
-    return v == 1 ? json_integer(pairs) : json_num((double)pairs / v);
-}
-
-/* The first GPU of stage st (data-parallel and tensor-parallel rank 0). */
-static const struct run_gpu *stage_gpu(const struct run *run, int st)
-{
-    return run_gpu(run, layout_rank(&run_gpu(run, 0)->place, LAYOUT_PP, st));
-}
-
-/* The pipeline as it ran: each stage's operations (from its first GPU) in
- * simulated time, the bubble measured on them (idle time of the stages between the first
- * forward and the last backward, over their compute and over the wall), and the most
- * micro-batches each stage held; beside the calculator's. */
-static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
-                             const struct prediction *p)
-{
-    int P = o->pp;
-    json_t *ops = json_array(), *peak = json_array();
-    const struct pp_done *done[SCHED_MAX_STAGES];
-    int n[SCHED_MAX_STAGES];
-    for (int st = 0; st < P; st++) {
-        const struct run_gpu *g = stage_gpu(run, st);
-        json_t *list = json_array();
-        for (int i = 0; i < g->nops; i++) {
-            const struct pp_done *d = &g->ops[i];
-            char kind[2] = {d->kind, 0};
-            json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:f, s:f}", "kind", kind,
-                                                  "micro", d->micro, "chunk", d->chunk, "start_s",
-                                                  d->start_s, "end_s", d->end_s));
-        }
-        done[st] = g->ops, n[st] = g->nops;
-        json_array_append_new(ops, list);
-        json_array_append_new(peak, held_json(g->peak_in_flight, layout_chunks(o)));
-    }
-    struct pp_bubble b;
-    predict_bubble(done, n, P, &b);
-    json_t *pj =
-        json_pack("{s:o, s:o, s:o, s:o}", "ops", ops, "bubble_over_ideal",
-                  b.busy_s > 0 ? json_num(b.over_ideal) : json_null(), "bubble_over_wall",
-                  b.span_s > 0 ? json_num(b.over_wall) : json_null(), "peak_in_flight", peak);
-    if (p->have_sched) {
-        json_t *pk = json_array();
-        for (int st = 0; st < P; st++)
-            json_array_append_new(pk, held_json(p->sched.peak_chunks[st], layout_chunks(o)));
-        json_object_set_new(pj, "predicted",
-                            json_pack("{s:f, s:f, s:o}", "bubble_over_ideal",
-                                      p->sched.bubble_over_ideal, "bubble_over_wall",
-                                      p->sched.bubble_over_wall, "peak_in_flight", pk));
-    }
-    return pj;
-}
-
-/* ------------------------------------------------------------------ output */
-
-/* A GPU's ledger peaks under memory --json's names, and the calculator's for the same. */
-static json_t *peaks_json(const uint64_t *cat, uint64_t total)
-{
-    uint64_t states = cat[MEM_WEIGHTS] + cat[MEM_GRADIENTS] + cat[MEM_MASTER] + cat[MEM_OPTIMIZER];
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "states",
-                     (json_int_t)states, "weights", (json_int_t)cat[MEM_WEIGHTS], "gradients",
-                     (json_int_t)cat[MEM_GRADIENTS], "master_weights", (json_int_t)cat[MEM_MASTER],
-                     "optimizer", (json_int_t)cat[MEM_OPTIMIZER], "activations",
-                     (json_int_t)cat[MEM_ACTIVATIONS], "communication", (json_int_t)cat[MEM_COMM],
-                     "workspace", (json_int_t)cat[MEM_WORKSPACE], "reserved",
-                     (json_int_t)cat[MEM_RESERVED], "total", (json_int_t)total);
-}
-
-/* The summary's "layout": the GPUs and how they are used. */
-static json_t *layout_json(const struct train_opts *o)
-{
-    json_t *lay =
-        json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", layout_dp(o),
-                  "tp", o->tp, "pp", o->pp, "zero", o->zero, "bucket_bytes",
-                  (json_int_t)o->bucket_bytes, "prefetch", o->prefetch, "grad_fp32", o->grad_fp32);
-    json_object_set_new(lay, "micro_batches", json_integer(o->micro_batches));
-    json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
-    json_object_set_new(lay, "chunks", json_integer(layout_chunks(o)));
-    json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
-    return lay;
-}
-
-/* "per_gpu": each GPU's place, ledger peaks and bytes sent per step by kind. */
-static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
-{
-    json_t *per = json_array();
-    for (int i = 0; i < o->gpus; i++) {
-        const struct run_gpu *g = run_gpu(run, i);
-        json_t *gj = json_pack("{s:i, s:{s:i, s:i, s:i}, s:o, s:I}", "gpu", i, "coord", "dp",
-                               g->place.dprank, "tp", g->place.tprank, "pp", g->place.stage, "peak",
-                               peaks_json(g->peak_cat, g->peak), "sent_bytes_per_step",
-                               (json_int_t)g->sent_per_step);
-        json_object_set_new(gj, "comm_bytes_per_step",
-                            json_pack("{s:I, s:I, s:I}", "data_parallel",
-                                      (json_int_t)g->sent_per_step, "tensor_parallel",
-                                      (json_int_t)g->tp_sent_per_step, "pipeline",
-                                      (json_int_t)g->pp_sent_per_step));
-        json_array_append_new(per, gj);
-    }
-    return per;
-}
-
-/* "predicted": the calculator's figures for each stage's GPUs (the first stage's also as
- * "per_gpu"); and into m, "measured_minus_predicted": every GPU against its stage's
- * prediction, bytes of difference summed (0 when all agree). */
-static void predicted_json(json_t *m, const struct train_opts *o, const struct run *run,
-                           const struct prediction *p)
-{
-    json_t *stages = json_array();
-    for (int st = 0; st < o->pp; st++) {
-        const struct memory_result *pm = &p->mem[st];
-        const struct traffic *pt = &p->comm[st];
-        json_t *pg =
-            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
-                      json_whole(pm->states.weights), "gradients", json_whole(pm->states.gradients),
-                      "master_weights", json_whole(pm->states.master), "optimizer",
-                      json_whole(pm->states.optimizer), "activations", json_whole(pm->activations),
-                      "communication", json_whole(pm->comm), "total", json_whole(pm->total),
-                      "in_flight", held_json(pm->in_flight, layout_chunks(o)));
-        json_object_set_new(pg, "comm_bytes_per_step",
-                            json_pack("{s:o, s:o, s:o}", "data_parallel", json_whole(pt->dp.bytes),
-                                      "tensor_parallel", json_whole(pt->tp.bytes), "pipeline",
-                                      json_whole(pt->pp.bytes)));
-        json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
-        json_array_append_new(stages, pg);
-    }
-    json_t *pred = json_pack("{s:O, s:o, s:s, s:o}", "per_gpu", json_array_get(stages, 0),
-                             "comm_bytes_per_gpu", json_whole(p->comm[0].dp.bytes), "comm_formula",
-                             p->comm[0].dp.formula, "per_stage", stages);
-    json_object_set_new(m, "predicted", pred);
-    const enum ledger_cat cats[] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
-                                    MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
-    double dmem = 0, dcomm = 0;
-    for (int i = 0; i < o->gpus; i++) {
-        const struct run_gpu *g = run_gpu(run, i);
-        const struct memory_result *pm = &p->mem[g->place.stage];
-        const struct traffic *pt = &p->comm[g->place.stage];
-        const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
-                               pm->states.optimizer, pm->activations,      pm->comm};
-        for (int k = 0; k < 6; k++)
-            dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
-        dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
-                 fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
-                 fabs((double)g->pp_sent_per_step - pt->pp.bytes);
-    }
-    json_object_set_new(
-        m, "measured_minus_predicted",
-        json_pack("{s:o, s:o}", "memory_bytes", json_whole(dmem), "comm_bytes", json_whole(dcomm)));
-}
-
-static void print_summary_json(const struct args *r, const struct run *run,
-                               const struct summary *sum, const struct prediction *p)
-{
-    const struct train_opts *o = &r->o;
-    const struct gpt_config *c = &o->shape;
-    double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
-    const struct run_gpu *g0 = run_gpu(run, 0);
-    json_t *m = json_object();
-    json_object_set_new(m, "first_loss", json_num(sum->first_loss));
-    json_object_set_new(m, "final_loss", json_num(sum->final_loss));
-    json_object_set_new(m, "loss_floor", json_num(sum->floor));
-    json_object_set_new(m, "skipped_steps", json_integer(sum->skipped));
-    json_object_set_new(m, "tokens_per_s", json_num(sum->tokens_per_s));
-    json_object_set_new(m, "steps", json_integer(sum->steps));
-    json_object_set_new(m, "model", json_string(r->shape.name));
-    json_object_set_new(m, "parameters", json_integer((json_int_t)gpt_param_count(c)));
-    json_object_set_new(m, "precision", json_string(fp_info(o->precision)->key));
-    char ckpt[24];
-    json_object_set_new(m, "checkpoint", json_string(ckpt_name(ckpt, sizeof ckpt, &o->ckpt)));
-    json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));
-    json_object_set_new(m, "spikes", json_integer(sum->spikes));
-    json_object_set_new(m, "final_loss_scale", json_num(sum->last_scale));
-    json_object_set_new(m, "max_grad_norm", json_num(sum->max_norm));
-    json_object_set_new(m, "min_clip_coef", json_num(sum->min_coef));
-    json_object_set_new(m, "max_underflow_frac", json_num(sum->max_underflow));
-    json_t *ul = json_array();
-    int nl = sum->layers < 64 ? sum->layers : 64;
-    for (int l = 0; l <= nl; l++)
-        json_array_append_new(ul, json_integer((json_int_t)sum->underflow[l]));
-    json_object_set_new(m, "underflow_by_layer", ul);
-    json_object_set_new(m, "first_nonfinite",
-                        sum->first_nonfinite[0] ? json_string(sum->first_nonfinite) : json_null());
-    json_object_set_new(m, "act_peak_bytes",
-                        json_integer((json_int_t)g0->peak_cat[MEM_ACTIVATIONS]));
-    json_object_set_new(m, "act_predicted_bytes", json_num(sum->predicted));
-    json_t *mem = json_object();
-    for (int i = 0; i < MEM_CAT_COUNT; i++)
-        json_object_set_new(mem, ledger_cat_name((enum ledger_cat)i),
-                            json_integer((json_int_t)g0->peak_cat[i]));
-    json_object_set_new(mem, "total", json_integer((json_int_t)g0->peak));
-    json_object_set_new(m, "memory_peak_bytes", mem);
-    json_object_set_new(m, "flops_per_step", json_num(sum->flops));
-    json_object_set_new(m, "recompute_flops", json_num(sum->recompute));
-    json_object_set_new(m, "recompute_overhead_pct", json_num(sum->overhead));
-    json_object_set_new(m, "gflops", json_num(gflops));
-    json_object_set_new(m, "seconds", json_num(sum->seconds));
-    json_object_set_new(m, "simulated_seconds", json_num(sum->sim_seconds));
-    json_object_set_new(m, "sim_step_time_s", json_num(sum->sim_step));
-    json_object_set_new(m, "comm_exposed_s", json_num(sum->exposed));
-    json_object_set_new(m, "layout", layout_json(o));
-    json_object_set_new(m, "per_gpu", per_gpu_json(o, run));
-    json_object_set_new(m, "scalar_bytes_per_step", json_integer((json_int_t)sum->scalars));
-    if (p->ok)
-        predicted_json(m, o, run, p);
-    if (layout_pipelined(o))
-        json_object_set_new(m, "pipeline", pipeline_json(o, run, p));
-    json_t *top = json_object();
-    json_object_set_new(top, "summary", m);
-    json_write_line(stdout, top, JSON_FIGURES);
-}
-
-/* Every GPU's ledger peaks and bytes sent per step beside the calculator's figures for its
- * stage; the communication formulas; a pipeline's micro-batches held, measured and scheduled. */
-static void print_gpu_table(const struct train_opts *o, const struct run *run,
-                            const struct prediction *p)
-{
-    bool piped = o->pp > 1, tp = o->tp > 1;
-    printf(
-        "\nper GPU, peak bytes (measured by each GPU's ledger; the CPU's fp32 workspace apart)\n");
-    printf("%-10s %12s %12s %12s %12s %12s %12s %12s %14s", "GPU", "weights", "gradients", "master",
-           "optimizer", "activations", "comm", "workspace", "sent/step");
-    printf(tp ? " %14s" : "", "tensor/step");
-    printf(piped ? " %14s\n" : "\n", "pipeline/step");
-    for (int i = 0; i < o->gpus; i++) {
-        const struct run_gpu *g = run_gpu(run, i);
-        char name[24];
-        if (piped)
-            snprintf(name, sizeof name, "%d (s%d)", i, g->place.stage);
-        else
-            snprintf(name, sizeof name, "%d", i);
-        printf("%-10s %12llu %12llu %12llu %12llu %12llu %12llu %12llu %14llu", name,
-               (unsigned long long)g->peak_cat[MEM_WEIGHTS],
-               (unsigned long long)g->peak_cat[MEM_GRADIENTS],
-               (unsigned long long)g->peak_cat[MEM_MASTER],
-               (unsigned long long)g->peak_cat[MEM_OPTIMIZER],
-               (unsigned long long)g->peak_cat[MEM_ACTIVATIONS],
-               (unsigned long long)g->peak_cat[MEM_COMM],
-               (unsigned long long)g->peak_cat[MEM_WORKSPACE],
-               (unsigned long long)g->sent_per_step);
-        if (tp)
-            printf(" %14llu", (unsigned long long)g->tp_sent_per_step);
-        if (piped)
-            printf(" %14llu", (unsigned long long)g->pp_sent_per_step);
-        printf("\n");
-    }
-    for (int st = 0; p->ok && st < o->pp; st++) {
-        const struct memory_result *m = &p->mem[st];
-        char name[24];
-        snprintf(name, sizeof name, piped ? "stage %d" : "predicted", st);
-        printf("%-10s %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12s %14.0f", name,
-               m->states.weights, m->states.gradients, m->states.master, m->states.optimizer,
-               m->activations, m->comm, "-", p->comm[st].dp.bytes);
-        if (tp)
-            printf(" %14.0f", p->comm[st].tp.bytes);
-        if (piped)
-            printf(" %14.0f", p->comm[st].pp.bytes);
-        printf("\n");
-    }
-    if (p->ok) {
-        printf("communication: %s\n", p->comm[0].dp.formula);
-        for (int st = 0; piped && st < o->pp; st++)
-            printf("pipeline, stage %d: %s\n", st, p->comm[st].pp.formula);
-    }
-    if (layout_pipelined(o) && p->have_sched) {
-        printf("schedule %s, %d micro-batches of %d sequences; micro-batches held at once, per "
-               "stage:",
-               sched_name(o->schedule), o->micro_batches,
-               o->batch / (layout_dp(o) * o->micro_batches));
-        for (int st = 0; st < o->pp; st++)
-            printf(" %g", (double)stage_gpu(run, st)->peak_in_flight / layout_chunks(o));
-        printf(" (the schedule's:");
-        for (int st = 0; st < o->pp; st++)
-            printf(" %g", (double)p->sched.peak_chunks[st] / layout_chunks(o));
-        printf(")\n");
-    }
-}
-
-static void print_summary_text(const struct args *r, const struct run *run,
-                               const struct summary *sum, const struct prediction *p,
-                               const struct cluster_spec *spec)
-{
-    const struct train_opts *o = &r->o;
-    char a[32], b[32];
-    double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
-    const struct run_gpu *g0 = run_gpu(run, 0);
-    printf("\nfinal loss %.4f (mean of the last %d steps), floor %.4f: %.4f nats above\n",
-           sum->final_loss, sum->nlast, sum->floor, sum->final_loss - sum->floor);
-    printf("skipped steps %ld (overflow %ld, spikes %ld), final loss scale %g\n", sum->skipped,
-           sum->overflows, sum->spikes, (double)sum->last_scale);
-    printf("activation memory: peak %s measured by the ledger, %s predicted by the "
-           "calculator\n",
-           units_format_bytes(a, sizeof a, (double)g0->peak_cat[MEM_ACTIVATIONS], UNITS_BINARY),
-           units_format_bytes(b, sizeof b, sum->predicted, UNITS_BINARY));
-    printf("GPU memory peak %s (", units_format_bytes(a, sizeof a, (double)g0->peak, UNITS_BINARY));
-    /* the arena is reserved memory whole when allocated; live activations are inside it */
-    bool first = true;
-    for (int i = 0; i < MEM_CAT_COUNT; i++)
-        if (g0->peak_cat[i] && i != MEM_ACTIVATIONS && i != MEM_RESERVED) {
-            printf("%s%s %s", first ? "" : ", ", ledger_cat_name((enum ledger_cat)i),
-                   units_format_bytes(b, sizeof b, (double)g0->peak_cat[i], UNITS_BINARY));
-            first = false;
-        }
-    printf(", arenas %s holding at most %s of live activations)\n",
-           units_format_bytes(a, sizeof a, (double)g0->peak_cat[MEM_RESERVED], UNITS_BINARY),
-           units_format_bytes(b, sizeof b, (double)g0->peak_cat[MEM_ACTIVATIONS], UNITS_BINARY));
-    if (o->precision != FP_FP32) {
-        printf("gradient elements that underflowed to 0 over the run:");
-        int nl = sum->layers < 64 ? sum->layers : 64;
-        for (int l = 0; l < nl; l++)
-            printf(" layer %d: %llu,", l, (unsigned long long)sum->underflow[l]);
-        printf(" embedding and norms: %llu\n", (unsigned long long)sum->underflow[nl]);
-    }
-    printf("matmul FLOPs per step %.4g, recomputed %.4g (%.1f%% overhead)\n", sum->flops,
-           sum->recompute, sum->overhead);
-    printf("%.0f tokens/s, %.2f GFLOP/s, %s wall; %s simulated on %s\n", sum->tokens_per_s, gflops,
-           units_format_seconds(a, sizeof a, sum->seconds),
-           units_format_seconds(b, sizeof b, sum->sim_seconds), spec->name);
-    if (o->gpus == 1 && !layout_pipelined(o))
-        return;
-    print_gpu_table(o, run, p);
-    printf("simulated step %s, of which %s not hidden behind compute; the agreement (loss, "
-           "norm, inf/NaN) %llu bytes per GPU\n",
-           units_format_seconds(a, sizeof a, sum->sim_step),
-           units_format_seconds(b, sizeof b, sum->exposed), (unsigned long long)sum->scalars);
-}
-
-/* One step into the summary, and printed. */
-static void account(struct summary *sum, const struct args *r, const struct run_step *rs, long i)
-{
-    const struct train_step *s = &rs->s;
-    const struct train_opts *o = &r->o;
-    sum->skipped += s->skipped;
-    sum->overflows += s->overflow;
-    sum->spikes += s->spike;
-    if (i == 1)
-        sum->first_loss = s->loss, sum->min_coef = s->clip_coef;
-    if (isfinite(s->grad_norm) && s->grad_norm > sum->max_norm) /* of the finite ones */
-        sum->max_norm = s->grad_norm;
-    if (s->clip_coef < sum->min_coef)
-        sum->min_coef = s->clip_coef;
-    int nl = o->shape.layers < 64 ? o->shape.layers : 64;
-    for (int l = 0; l <= nl; l++)
-        sum->underflow[l] += rs->underflow[l];
-    if (s->underflow_frac > sum->max_underflow)
-        sum->max_underflow = s->underflow_frac;
-    if (s->nonfinite[0] && !sum->first_nonfinite[0])
-        snprintf(sum->first_nonfinite, sizeof sum->first_nonfinite, "%s", s->nonfinite);
-    sum->sim_step += rs->sim_time_s;
-    sum->exposed += rs->exposed_s;
-    sum->scalars = rs->scalar_bytes;
-    sum->last_scale = s->next_scale; /* after the last update, as get_scale() says */
-    sum->steps = i;
-}
-
 /* ------------------------------------------------------------------ the command */
-
-/* The options into r, and the checks between them: 0, or the exit status. */
-static int configure(int argc, char **argv, struct args *r)
-{
-    struct error e = {0};
-    int rc;
-    r->cluster = PRESET_CLUSTER;
-    if ((rc = train_opts_lab(&r->o, &e)) ||
-        (rc = preset_load_model(TRAIN_LAB_MODEL, &r->shape, &e)))
-        return cli_fail(&e);
-    if ((rc = opts_parse(&opts_train, argc, argv, r)))
-        return rc;
-    struct train_opts *o = &r->o;
-    if (train_shape_of(&r->shape, &o->shape, &e))
-        return cli_usage("train", "--model %s", e.msg);
-    if (!given(r, "loss-scale"))
-        o->scaling = train_scaling_for(o->precision);
-    if (r->summary_only && !r->json)
-        return cli_usage("train", "--summary goes with --json");
-    if (given(r, "init-scale") && o->scaling != TRAIN_SCALE_DYNAMIC)
-        return cli_usage("train", "--init-scale needs --loss-scale dynamic");
-    return 0;
-}
-
-/* The GPUs: --gpus (all of them), or --dp x --tp x --pp; and what the layout allows. */
-static int configure_layout(struct args *r)
-{
-    struct train_opts *o = &r->o;
-    struct error e = {0};
-    int mp = o->tp * o->pp;
-    bool gpus = given(r, "gpus");
-    if (r->dp) {
-        if (gpus && o->gpus != r->dp * mp)
-            return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus,
-                             r->dp, o->tp, o->pp);
-        if (r->dp * mp > TRAIN_MAX_GPUS)
-            return cli_usage("train", "--dp %d x --tp %d x --pp %d is %d GPUs, more than %d", r->dp,
-                             o->tp, o->pp, r->dp * mp, TRAIN_MAX_GPUS);
-        o->gpus = r->dp * mp;
-    } else if (!gpus) {
-        if (mp > TRAIN_MAX_GPUS)
-            return cli_usage("train", "--tp %d x --pp %d is %d GPUs, more than %d", o->tp, o->pp,
-                             mp, TRAIN_MAX_GPUS);
-        o->gpus = mp;
-    }
-    if (o->sp && o->tp == 1)
-        return cli_usage("train", "--sequence-parallel goes with --tp 2 or more");
-    if (given(r, "chunks") && o->schedule != SCHED_INTERLEAVED)
-        return cli_usage("train", "--chunks goes with --schedule interleaved");
-    if (o->pp == 1 && o->micro_batches > 1 && o->schedule != SCHED_1F1B)
-        return cli_usage("train",
-                         "--schedule %s needs --pp > 1: one stage runs its micro-batches one "
-                         "after the other (forward, backward), adding up their gradients",
-                         sched_name(o->schedule));
-    if (train_opts_check(o, &e))
-        return opts_fail(&opts_train, &e);
-    return 0;
-}
-
-/* The simulated cluster (--cluster, --nodes) and what the run needs from this host, checked
- * before anything is allocated: each GPU's model buffers (exactly, for its share of the batch)
- * and, at most, the fp32 copies of its weights, gradients, master weights and Adam's moments.
- * Whether it fits a simulated GPU is the ledger's call, when the buffers are allocated: out of
- * memory, exit 1. 0, or the exit status. */
-static int configure_host(const struct args *r, struct run_config *rcfg)
-{
-    const struct train_opts *o = &r->o;
-    struct error e = {0};
-    rcfg->o = *o;
-    if (calcargs_cluster(r->cluster, NULL, &rcfg->spec, &e) != 0) {
-        error_prefix(&e, "--cluster");
-        return cli_fail(&e);
-    }
-    if (r->nodes) { /* the GPUs split evenly over that many nodes */
-        long long nodes;
-        if (units_parse_int(r->nodes, 1, TRAIN_MAX_GPUS, &nodes, &e)) {
-            error_prefix(&e, "--nodes");
-            return cli_fail(&e);
-        }
-        if (o->gpus % nodes != 0)
-            return cli_usage("train", "--nodes %lld: %d GPUs do not split evenly over %lld nodes",
-                             nodes, o->gpus, nodes);
-        rcfg->spec.gpus_per_node = o->gpus / (int)nodes;
-        rcfg->spec.nodes = (int)nodes;
-    }
-    if (run_host_check(o, &e))
-        return cli_usage("train", "--batch %d on %d GPUs: %s", o->batch, o->gpus, e.msg);
-    if (r->dump && dump_check(r->dump, &e))
-        return cli_fail(&e);
-    rcfg->keep_first_step = r->dump != NULL;
-    return 0;
-}
-
-/* The run's settings, before its steps (text only). */
-static void print_header(const struct args *r, const struct cluster_spec *spec)
-{
-    const struct train_opts *o = &r->o;
-    const struct gpt_config *c = &o->shape;
-    char pc[32], ckpt[24];
-    printf("model %s: %s parameters, d_model %d, %d layers, %d heads, ffn %d, vocab %d, "
-           "seq %d\n",
-           r->shape.name, units_format_grouped(pc, sizeof pc, gpt_param_count(c)), c->d, c->layers,
-           c->heads, c->ffn, c->vocab, c->seq);
-    printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, ",
-           fp_info(o->precision)->name,
-           o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
-           : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
-                                              : "none",
-           ckpt_name(ckpt, sizeof ckpt, &o->ckpt), o->batch, c->seq, o->lr);
-    if (o->gpus == 1)
-        printf("one simulated %s GPU\n", spec->name);
-    else
-        printf("%d simulated %s GPUs, %s (%d sequences each)\n", o->gpus, spec->name,
-               o->zero ? (o->zero == 3   ? "ZeRO-3 (FSDP)"
-                          : o->zero == 2 ? "ZeRO-2"
-                                         : "ZeRO-1")
-                       : "DDP",
-               o->batch / o->gpus);
-    fflush(stdout);
-}
 
 /* The steps as they come: each into the summary and printed (text: the first, every 20th of
  * the run, the last and the eventful ones; JSON: every one), step 1 dumped with --dump, the
  * progress on a terminal. 0, or the error that stopped the run (in e). */
-static int run_steps(const struct args *r, struct run *run, struct summary *sum, struct error *e)
+static int run_steps(const struct train_args *r, struct run *run, struct train_summary *sum,
+                     struct error *e)
 {
     const struct train_opts *o = &r->o;
     bool progress = !r->json && isatty(2);
@@ -897,19 +115,19 @@ static int run_steps(const struct args *r, struct run *run, struct summary *sum,
             printf("loss floor (entropy rate of the data): %.4f nats\n", run_loss_floor(run));
             floor_said = true;
         }
-        if (i == 1 && r->dump && !derr.code && dump_write(r, run, &derr)) {
+        if (i == 1 && r->dump && !derr.code && train_dump_write(r, run, &derr)) {
             run_stop(run);
             break;
         }
-        account(sum, r, &rs, i);
+        train_summary_add(sum, r, &rs, i);
         if (i > o->steps - nlast && isfinite(rs.s.loss))
             lastsum += rs.s.loss, lastn++;
         const struct train_step *s = &rs.s;
         if (r->json && !r->summary_only)
-            step_json(&rs);
+            train_print_step_json(&rs);
         else if (!r->json && (i == 1 || i % every == 0 || i == o->steps || s->skipped ||
                               s->overflow || s->spike || s->nonfinite[0]))
-            step_text(&rs);
+            train_print_step_text(&rs);
         if (progress && clock_now() - tprog > 0.2) {
             double el = clock_now() - t0, rate = (double)i / el;
             char left[32];
@@ -942,7 +160,7 @@ static int run_steps(const struct args *r, struct run *run, struct summary *sum,
 
 /* --trace: the events written, a failed run's too (it shows where it stopped); 0, or the
  * error in e. */
-static int trace_finish(const struct args *r, struct evlog *log, struct error *e)
+static int trace_finish(const struct train_args *r, struct evlog *log, struct error *e)
 {
     int trc = 0;
     if (log->lost)
@@ -961,28 +179,14 @@ static int trace_finish(const struct args *r, struct evlog *log, struct error *e
     return trc;
 }
 
-/* What the run's FLOPs and the calculator say before it starts. */
-static void summary_start(const struct args *r, const struct prediction *pred, struct summary *sum)
-{
-    const struct train_opts *o = &r->o;
-    /* matmul FLOPs of the global batch, as the model counts them */
-    struct gpt_flops fl = gpt_step_flops(&o->shape, o->batch, &o->ckpt);
-    sum->layers = o->shape.layers;
-    sum->recompute = fl.recompute;
-    sum->flops = fl.forward + fl.backward + fl.recompute;
-    sum->overhead = 100.0 * fl.recompute / (fl.forward + fl.backward);
-    sum->predicted = pred->ok ? pred->mem[0].activations : NAN;
-}
-
 static int train_main(int argc, char **argv)
 {
-    static struct args r; /* large; one per process */
+    static struct train_args r; /* large; one per process */
     memset(&r, 0, sizeof r);
     struct run_config rcfg = {0};
     struct error e = {0};
     int rc;
-    if ((rc = configure(argc, argv, &r)) || (rc = configure_layout(&r)) ||
-        (rc = configure_host(&r, &rcfg)))
+    if ((rc = train_args_read(argc, argv, &r, &rcfg)))
         return rc;
     struct evlog log = {0};
     if (r.trace) {
@@ -991,12 +195,12 @@ static int train_main(int argc, char **argv)
         rcfg.on_event = on_event;
         rcfg.event_ctx = &log;
     }
-    struct summary sum = {0};
+    struct train_summary sum = {0};
     static struct prediction pred;
     memset(&pred, 0, sizeof pred);
     struct error pe = {0}; /* a layout the calculator cannot take: the report goes without */
     predict_run(&r.o, &r.shape, &rcfg.spec, &pred, &pe);
-    summary_start(&r, &pred, &sum);
+    train_summary_start(&r, &pred, &sum);
     struct run *run = NULL;
     if ((rc = run_new(&run, &rcfg, &e))) {
         free(log.ev);
@@ -1004,7 +208,7 @@ static int train_main(int argc, char **argv)
         return cli_fail(&e);
     }
     if (!r.json)
-        print_header(&r, &rcfg.spec);
+        train_print_header(&r, &rcfg.spec);
     rc = run_steps(&r, run, &sum, &e);
     struct error te = {0};
     if (r.trace && trace_finish(&r, &log, &te) && !rc)
@@ -1014,10 +218,7 @@ static int train_main(int argc, char **argv)
         predict_free(&pred);
         return cli_fail(&e);
     }
-    if (r.json)
-        print_summary_json(&r, run, &sum, &pred);
-    else
-        print_summary_text(&r, run, &sum, &pred, &rcfg.spec);
+    train_print_summary(&r, run, &sum, &pred, &rcfg.spec);
     run_free(run);
     predict_free(&pred);
     return 0;
