@@ -324,6 +324,88 @@ static int count_hosts(const struct mx *m, char *host0, size_t n0)
     return hosts;
 }
 
+/* Each rank checks its part of the result, and the digests say the ranks agree; rank 0
+ * merges the verdicts into t. */
+static void check(struct mx *m, const struct trial_args *a, const char *buf, size_t bytes,
+                  struct trial *t)
+{
+    int rank = m->rank, n = m->size;
+    struct verify v, *all = rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
+    uint64_t d = verify_digest(buf, bytes), *digs = calloc((size_t)n, sizeof *digs);
+    if (!digs || (rank == 0 && !all))
+        stop("GPU %d: out of memory", rank);
+    verify_check_rank(a->op, a->root, a->dtype, buf, rank, n, a->count, a->seed, &v);
+    gather(m, &v, (int)sizeof v, all);
+    gather(m, &d, (int)sizeof d, digs);
+    if (rank == 0) {
+        t->check = all[0];
+        for (int g = 1; g < n; g++)
+            verify_merge(&t->check, &all[g]);
+        for (int g = 1; g < n && verify_same_everywhere(a->op); g++)
+            if (digs[g] != digs[0] && t->check.identical) {
+                t->check.identical = false;
+                if (t->check.ok)
+                    t->check.bad_gpu = g, t->check.bad_index = 0;
+                t->check.ok = false;
+            }
+        t->digest = verify_digest_all(digs, n);
+    }
+    free(all);
+    free(digs);
+}
+
+/* The library's collectives on the same buffers, each timed as ours is: the fastest of the
+ * runs after a warm-up. */
+static void time_library(struct mx *m, const struct trial_args *a, char *buf, struct mpi_run *r)
+{
+    int rank = m->rank, n = m->size;
+    MPI_Op sum = MPI_SUM;
+    MPI_Datatype type = MPI_FLOAT;
+    if (a->dtype != FP_FP32) {
+        type = MPI_UINT16_T;
+        MPI_Op_create(a->dtype == FP_BF16 ? sum_bf16 : sum_fp16, 1, &sum);
+    }
+    struct libcall l = {m->comm,
+                        type,
+                        sum,
+                        buf,
+                        a->count,
+                        rank,
+                        n,
+                        a->root,
+                        a->count % n == 0,
+                        calloc((size_t)n, sizeof(int)),
+                        calloc((size_t)n, sizeof(int))};
+    if (!l.counts || !l.displs)
+        stop("GPU %d: out of memory", rank);
+    for (int g = 0; g < n; g++) {
+        size_t off, len;
+        coll_chunk(a->count, n, g, &off, &len);
+        l.counts[g] = (int)len, l.displs[g] = (int)off;
+    }
+    enum cost_op ops[MPI_LIB_MAX] = {COST_ALLREDUCE, COST_REDUCE_SCATTER, COST_ALLGATHER};
+    r->nlib = 3;
+    if (a->op == COST_BROADCAST || a->op == COST_REDUCE)
+        ops[r->nlib++] = a->op;
+    for (int k = 0; k < r->nlib; k++) {
+        double lbest = 1e300;
+        for (int i = -1; i < r->repeat; i++) {
+            verify_fill(a->dtype, buf, a->count, a->seed, rank);
+            barrier(m);
+            double t0 = MPI_Wtime();
+            lib_run(&l, ops[k]);
+            double dt = slowest(m, MPI_Wtime() - t0);
+            if (i >= 0 && dt < lbest)
+                lbest = dt;
+        }
+        r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l.even), ops[k], lbest};
+    }
+    if (sum != MPI_SUM)
+        MPI_Op_free(&sum);
+    free(l.counts);
+    free(l.displs);
+}
+
 int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run *r, struct error *e)
 {
     memset(r, 0, sizeof *r);
@@ -396,77 +478,9 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     for (int g = 0; g < n && rank == 0; g++)
         t->sent_total += t->sent[g];
 
-    if (a->verify) {
-        struct verify v, *all = rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
-        uint64_t d = verify_digest(buf, bytes), *digs = calloc((size_t)n, sizeof *digs);
-        if (!digs || (rank == 0 && !all))
-            stop("GPU %d: out of memory", rank);
-        verify_check_rank(a->op, a->root, a->dtype, buf, rank, n, a->count, a->seed, &v);
-        gather(&m, &v, (int)sizeof v, all);
-        gather(&m, &d, (int)sizeof d, digs);
-        if (rank == 0) {
-            t->check = all[0];
-            for (int g = 1; g < n; g++)
-                verify_merge(&t->check, &all[g]);
-            for (int g = 1; g < n && verify_same_everywhere(a->op); g++)
-                if (digs[g] != digs[0] && t->check.identical) {
-                    t->check.identical = false;
-                    if (t->check.ok)
-                        t->check.bad_gpu = g, t->check.bad_index = 0;
-                    t->check.ok = false;
-                }
-            t->digest = verify_digest_all(digs, n);
-        }
-        free(all);
-        free(digs);
-    }
-
-    /* the library's collectives on the same buffers */
-    MPI_Op sum = MPI_SUM;
-    MPI_Datatype type = MPI_FLOAT;
-    if (a->dtype != FP_FP32) {
-        type = MPI_UINT16_T;
-        MPI_Op_create(a->dtype == FP_BF16 ? sum_bf16 : sum_fp16, 1, &sum);
-    }
-    struct libcall l = {m.comm,
-                        type,
-                        sum,
-                        buf,
-                        a->count,
-                        rank,
-                        n,
-                        a->root,
-                        a->count % n == 0,
-                        calloc((size_t)n, sizeof(int)),
-                        calloc((size_t)n, sizeof(int))};
-    if (!l.counts || !l.displs)
-        stop("GPU %d: out of memory", rank);
-    for (int g = 0; g < n; g++) {
-        size_t off, len;
-        coll_chunk(a->count, n, g, &off, &len);
-        l.counts[g] = (int)len, l.displs[g] = (int)off;
-    }
-    enum cost_op ops[MPI_LIB_MAX] = {COST_ALLREDUCE, COST_REDUCE_SCATTER, COST_ALLGATHER};
-    r->nlib = 3;
-    if (a->op == COST_BROADCAST || a->op == COST_REDUCE)
-        ops[r->nlib++] = a->op;
-    for (int k = 0; k < r->nlib; k++) {
-        double lbest = 1e300;
-        for (int i = -1; i < r->repeat; i++) {
-            verify_fill(a->dtype, buf, a->count, a->seed, rank);
-            barrier(&m);
-            double t0 = MPI_Wtime();
-            lib_run(&l, ops[k]);
-            double dt = slowest(&m, MPI_Wtime() - t0);
-            if (i >= 0 && dt < lbest)
-                lbest = dt;
-        }
-        r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l.even), ops[k], lbest};
-    }
-    if (sum != MPI_SUM)
-        MPI_Op_free(&sum);
-    free(l.counts);
-    free(l.displs);
+    if (a->verify)
+        check(&m, a, buf, bytes, t);
+    time_library(&m, a, buf, r);
     free(buf);
     free(m.scratch);
     MPI_Comm_free(&m.comm);

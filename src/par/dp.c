@@ -148,78 +148,56 @@ void dp_free(struct dp *p)
     free(p);
 }
 
-int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d,
-           const struct layout_place *pl, const struct dp_mem *mem, struct error *e)
+/* The ranges of the flat buffer this GPU leaves out of the norm, which counts every gradient
+ * once: both ends of a pipeline hold the tied embedding's summed gradient (the first's
+ * counts), every rank of a tensor-parallel group the same norm weights' (rank 0's count). 0
+ * or ERR_NOMEM. */
+static int norm_skips(struct dp *p, const struct train_opts *o, const struct layout_place *pl,
+                      bool tied_copy)
 {
-    *out = NULL;
-    struct dp *p = calloc(1, sizeof *p);
-    if (!p)
-        return error_set(e, ERR_NOMEM, "out of memory");
-    p->zero = o->zero;
-    p->prefetch = o->prefetch;
-    p->n = pl->dp;
-    p->rank = pl->dprank;
-    p->world = o->gpus > 0 ? o->gpus : 1;
-    p->wrank = pl->rank;
-    p->group = malloc((size_t)p->n * sizeof *p->group);
-    if (!p->group) {
-        free(p);
-        return error_set(e, ERR_NOMEM, "out of memory");
-    }
-    layout_group(pl, LAYOUT_DP, p->group);
-    p->pipelined = layout_pipelined(o);
-    p->has_loss = pl->part.head && pl->tprank == 0; /* the ranks of a tp group agree */
-    const struct gpt_config *c = &o->shape;
-    bool tied_copy = pl->pp > 1 && (pl->part.embed || pl->part.head);
-    p->emb = tied_copy ? (size_t)(c->vocab / pl->tp) * (size_t)c->d : 0; /* its vocabulary rows */
-    p->embed_group[0] = layout_rank(pl, LAYOUT_PP, 0);
-    p->embed_group[1] = layout_rank(pl, LAYOUT_PP, pl->pp - 1);
-    /* the norm counts every gradient once: both ends hold the embedding's summed gradient (the
-     * first's counts), every rank of a tensor-parallel group the same norm weights' (rank
-     * 0's count) */
     size_t nnorm = pl->tprank > 0 ? gpt_part_norms(&o->shape, &pl->part, NULL, 0) : 0;
+    size_t *off = nnorm ? malloc(nnorm * sizeof *off) : NULL;
     p->skip = malloc((nnorm + 1) * sizeof *p->skip);
-    if (!p->skip) {
-        free(p->group);
-        free(p);
-        return error_set(e, ERR_NOMEM, "out of memory");
+    if (!p->skip || (nnorm && !off)) {
+        free(off);
+        return ERR_NOMEM;
     }
     if (tied_copy && !pl->part.embed)
         p->skip[p->nskip][0] = 0, p->skip[p->nskip++][1] = p->emb;
-    size_t *off = nnorm ? malloc(nnorm * sizeof *off) : NULL;
-    if (nnorm && !off) {
-        dp_free(p);
-        return error_set(e, ERR_NOMEM, "out of memory");
-    }
     if (nnorm)
         gpt_part_norms(&o->shape, &pl->part, off, nnorm);
     for (size_t i = 0; i < nnorm; i++)
         p->skip[p->nskip][0] = off[i], p->skip[p->nskip++][1] = (size_t)o->shape.d;
     free(off);
-    p->mixed = o->precision != FP_FP32;
-    p->wdt = o->precision;
-    p->gdt = grad_format(o);
-    p->wes = p->mixed ? 2 : 4;
-    p->ges = p->gdt == FP_FP32 ? 4 : 2;
-    p->g = g;
-    p->d = d;
-    p->mem = *mem;
-    p->slot_unit[0] = p->slot_unit[1] = NO_UNIT;
-    /* stages 0-2 reduce buckets of the size asked for; stage 3 one piece per unit */
-    size_t belems = o->bucket_bytes / p->ges;
-    if (p->zero >= 3)
-        belems = 0;
-    else if (belems == 0)
-        belems = 1;
-    int rc = shard_plan_init(&p->plan, &o->shape, &pl->part, p->n, belems, e);
-    if (rc) {
-        free(p->group);
-        free(p);
-        return rc;
-    }
+    return 0;
+}
+
+/* ZeRO-3: the buffers the gathered units go into, and the order a step gathers them in: the
+ * ends, each layer, the ends, each layer backwards. false when out of memory. */
+static bool alloc_gathered(struct dp *p, int layers)
+{
+    p->nslots = p->prefetch ? 2 : 1;
+    size_t slot = p->plan.unit_max * p->wes;
+    p->arena = mem_alloc(p, GPT_MEM_ARENA, (size_t)p->nslots * slot, "gathered weights");
+    p->seq = malloc((size_t)(2 * layers + 2) * sizeof *p->seq);
+    if (!p->arena || !p->seq)
+        return false;
+    for (int i = 0; i < p->nslots; i++)
+        p->slot[i] = p->arena + (size_t)i * slot;
+    p->seq[p->nseq++] = 0;
+    for (int l = 0; l < layers; l++)
+        p->seq[p->nseq++] = 1 + l;
+    p->seq[p->nseq++] = 0;
+    for (int l = layers - 1; l >= 0; l--)
+        p->seq[p->nseq++] = 1 + l;
+    return true;
+}
+
+/* The strategy's buffers, by what the stage keeps (par/dp.h's table); false when out of
+ * memory. */
+static bool alloc_buffers(struct dp *p, const struct train_opts *o, const struct layout_place *pl)
+{
     size_t pad = p->plan.padded, S = p->plan.shard;
-    p->roff = p->zero >= 1 ? (size_t)p->rank * S : 0;
-    p->rlen = p->zero >= 1 ? S : pad;
     struct gpt_alloc seam = {0};
     dp_model_seam(o, &pl->part, &seam);
     bool ok = true;
@@ -238,32 +216,65 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
         for (int i = 0; i < 2 && ok; i++)
             ok &= (p->bucket[i] = mem_alloc(p, GPT_MEM_COMM, p->plan.bucket_max * p->ges,
                                             "gradient bucket")) != NULL;
-    if (p->zero >= 3 && ok) {
-        p->nslots = p->prefetch ? 2 : 1;
-        size_t slot = p->plan.unit_max * p->wes;
-        ok &= (p->arena = mem_alloc(p, GPT_MEM_ARENA, (size_t)p->nslots * slot,
-                                    "gathered weights")) != NULL;
-        for (int i = 0; i < p->nslots && ok; i++)
-            p->slot[i] = p->arena + (size_t)i * slot;
-        /* the units a step gathers: the ends, each layer, the ends, each layer backwards */
-        int L = pl->part.count;
-        p->seq = malloc((size_t)(2 * L + 2) * sizeof *p->seq);
-        ok &= p->seq != NULL;
-        if (p->seq) {
-            p->seq[p->nseq++] = 0;
-            for (int l = 0; l < L; l++)
-                p->seq[p->nseq++] = 1 + l;
-            p->seq[p->nseq++] = 0;
-            for (int l = L - 1; l >= 0; l--)
-                p->seq[p->nseq++] = 1 + l;
-        }
-    }
+    if (p->zero >= 3 && ok)
+        ok = alloc_gathered(p, pl->part.count);
     if (ok && p->world > 1) /* only to talk to other GPUs */
         ok &= (p->bounds = mem_alloc(p, GPT_MEM_WORKSPACE, ((size_t)p->n + 1) * sizeof *p->bounds,
                                      "chunk bounds")) != NULL &&
               (p->rec = mem_alloc(p, GPT_MEM_WORKSPACE, (size_t)p->world * REC * 4, "agreement")) !=
                   NULL;
-    if (!ok) {
+    return ok;
+}
+
+int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d,
+           const struct layout_place *pl, const struct dp_mem *mem, struct error *e)
+{
+    *out = NULL;
+    struct dp *p = calloc(1, sizeof *p);
+    if (!p)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    p->mem = *mem;
+    p->zero = o->zero;
+    p->prefetch = o->prefetch;
+    p->n = pl->dp;
+    p->rank = pl->dprank;
+    p->world = o->gpus > 0 ? o->gpus : 1;
+    p->wrank = pl->rank;
+    p->pipelined = layout_pipelined(o);
+    p->has_loss = pl->part.head && pl->tprank == 0; /* the ranks of a tp group agree */
+    const struct gpt_config *c = &o->shape;
+    bool tied_copy = pl->pp > 1 && (pl->part.embed || pl->part.head);
+    p->emb = tied_copy ? (size_t)(c->vocab / pl->tp) * (size_t)c->d : 0; /* its vocabulary rows */
+    p->embed_group[0] = layout_rank(pl, LAYOUT_PP, 0);
+    p->embed_group[1] = layout_rank(pl, LAYOUT_PP, pl->pp - 1);
+    p->group = malloc((size_t)p->n * sizeof *p->group);
+    if (!p->group || norm_skips(p, o, pl, tied_copy)) {
+        dp_free(p);
+        return error_set(e, ERR_NOMEM, "out of memory");
+    }
+    layout_group(pl, LAYOUT_DP, p->group);
+    p->mixed = o->precision != FP_FP32;
+    p->wdt = o->precision;
+    p->gdt = grad_format(o);
+    p->wes = p->mixed ? 2 : 4;
+    p->ges = p->gdt == FP_FP32 ? 4 : 2;
+    p->g = g;
+    p->d = d;
+    p->slot_unit[0] = p->slot_unit[1] = NO_UNIT;
+    /* stages 0-2 reduce buckets of the size asked for; stage 3 one piece per unit */
+    size_t belems = o->bucket_bytes / p->ges;
+    if (p->zero >= 3)
+        belems = 0;
+    else if (belems == 0)
+        belems = 1;
+    int rc = shard_plan_init(&p->plan, &o->shape, &pl->part, p->n, belems, e);
+    if (rc) {
+        dp_free(p);
+        return rc;
+    }
+    p->roff = p->zero >= 1 ? (size_t)p->rank * p->plan.shard : 0;
+    p->rlen = p->zero >= 1 ? p->plan.shard : p->plan.padded;
+    if (!alloc_buffers(p, o, pl)) {
         dp_free(p);
         return error_set(e, ERR_NOMEM, "out of memory allocating the strategy's buffers");
     }

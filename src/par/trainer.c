@@ -419,107 +419,119 @@ static void diagnose(struct trainer *t, struct gpt_diag *out)
     out->underflow_total = total, out->grad_elements = elems;
 }
 
-int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
+/* 1-3. The global batch and this GPU's share; forward and backward (the strategy reduces
+ * buckets as they complete; pipelined, micro-batch by micro-batch in the schedule's order),
+ * then the rest of the gradient sync. *local: this GPU's loss (NaN off the last stage). */
+static int forward_backward(struct trainer *t, long step, double *local, struct error *e)
 {
     const struct train_opts *o = &t->o;
-    long step = ++t->step;
-    int v = t->v, rc;
-    memset(out, 0, sizeof *out);
-    out->step = step;
-    out->loss_scale = t->scaler.scale;
-    out->sim_start_s = t->d ? dev_now(t->d) : 0;
-    for (int c = 0; c < v; c++)
-        dp_step_begin(t->dp[c]);
-    tp_step_begin(t->tp);
-
-    /* 1. the global batch; this GPU's share */
     struct gpt_inject inj = injections(t, step);
     markov_batch(t->data, &t->rng, o->batch, o->shape.seq, t->tokens, t->targets);
     size_t share = (size_t)(o->batch / t->pl.dp) * o->shape.seq;
     size_t first = (size_t)t->pl.dprank * share;
-
-    /* 2-3. forward and backward (the strategy reduces buckets as they complete; pipelined,
-     * micro-batch by micro-batch in the schedule's order), then the rest of the gradient sync */
-    double local;
+    int rc;
     if (t->pp) {
-        rc = pp_step(t->pp, (int)step, t->tokens + first, t->targets + first, t->scaler.scale, &inj,
-                     &local, e);
-        if (rc)
+        if ((rc = pp_step(t->pp, (int)step, t->tokens + first, t->targets + first, t->scaler.scale,
+                          &inj, local, e)))
             return rc;
     } else
-        local = gpt_step(t->g[0], t->tokens + first, t->targets + first, t->scaler.scale, &inj);
-    if ((rc = tp_failed(t->tp, e)) || (rc = tp_norm_sync(t->tp, t->g, t->part, v, e)))
+        *local = gpt_step(t->g[0], t->tokens + first, t->targets + first, t->scaler.scale, &inj);
+    if ((rc = tp_failed(t->tp, e)) || (rc = tp_norm_sync(t->tp, t->g, t->part, t->v, e)))
         return rc;
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
                         t->rank, step);
-    for (int c = 0; c < v; c++)
+    for (int c = 0; c < t->v; c++)
         if ((rc = dp_grad_sync(t->dp[c], e)))
             return rc;
+    return 0;
+}
 
-    /* 4-5. unscale this GPU's ranges, then agree on the loss, the norm and inf/NaN (the last
-     * chunk's strategy speaks for the GPU: it holds the loss on the last stage) */
-    bool found_local = false, found_inf;
-    double sumsq_local = 0, sumsq;
+/* The step's gradients: each chunk's range, unscaled (grads[c], n[c] elements). */
+struct step_grads {
     float *grads[SCHED_MAX_CHUNKS];
     size_t off[SCHED_MAX_CHUNKS], n[SCHED_MAX_CHUNKS];
+    double sumsq; /* global */
+    bool found_inf;
+};
+
+/* 4-5. Unscales this GPU's ranges, then agrees with the others on the loss, the norm and
+ * inf/NaN (the last chunk's strategy speaks for the GPU: it holds the loss on the last stage);
+ * the observer sees them. */
+static int unscale_agree(struct trainer *t, long step, double local, struct step_grads *sg,
+                         double *loss, struct error *e)
+{
+    bool found_local = false;
+    double sumsq_local = 0;
+    int v = t->v;
     for (int c = 0; c < v; c++) {
         bool f;
         double ss;
-        grads[c] = dp_unscale(t->dp[c], scaler_inv_scale(&t->scaler), &f, &ss);
+        sg->grads[c] = dp_unscale(t->dp[c], scaler_inv_scale(&t->scaler), &f, &ss);
         found_local |= f, sumsq_local += ss;
-        dp_range(t->dp[c], &off[c], &n[c]);
+        dp_range(t->dp[c], &sg->off[c], &sg->n[c]);
     }
     bool bad_loss = t->part[v - 1].head && !isfinite(local);
-    rc = dp_agree(t->dp[v - 1], local, sumsq_local, found_local || bad_loss, &out->loss, &sumsq,
-                  &found_inf, e);
+    int rc = dp_agree(t->dp[v - 1], local, sumsq_local, found_local || bad_loss, loss, &sg->sumsq,
+                      &sg->found_inf, e);
     if (rc)
         return rc;
     for (int c = 0; c < v && t->observe; c++) {
         t->observing = c;
-        t->observe(t->observe_ctx, t, step, t->tokens, t->targets, out->loss, grads[c], off[c],
-                   n[c]);
+        t->observe(t->observe_ctx, t, step, t->tokens, t->targets, *loss, sg->grads[c], sg->off[c],
+                   sg->n[c]);
     }
     t->observing = 0;
+    return 0;
+}
 
-    /* 6. clip by the global norm, skip or update */
-    out->grad_norm = (float)sqrt(sumsq);
+/* 6-7. Clips by the global norm, then skips or updates (the working weights follow; ZeRO-1/2
+ * all-gather them), and the scaler moves on. */
+static int clip_update(struct trainer *t, long step, const struct step_grads *sg,
+                       const struct gpt_diag *d, struct train_step *out, struct error *e)
+{
+    const struct train_opts *o = &t->o;
+    out->grad_norm = (float)sqrt(sg->sumsq);
     out->clip_coef = o->clip > 0 ? clip_coef(out->grad_norm, (float)o->clip) : 1.0f;
     if (isfinite(out->loss)) {
         out->zscore = spike_zscore(t, out->loss);
         out->spike = out->zscore > o->spike_z;
     } else
         out->zscore = NAN;
-    out->overflow = found_inf;
+    out->overflow = sg->found_inf;
     /* A scaler, dynamic or constant, skips a non-finite step; without one nothing looks. */
-    bool skip_inf = found_inf && o->scaling != TRAIN_SCALE_NONE;
+    bool skip_inf = sg->found_inf && o->scaling != TRAIN_SCALE_NONE;
     out->skipped = skip_inf || (o->skip_spikes && out->spike);
-    struct gpt_diag d;
-    diagnose(t, &d);
     if (!out->skipped) {
         adamw_advance(&t->adam);
-        for (int c = 0; c < v; c++) {
-            adamw_update(&t->adam, dp_master(t->dp[c]), grads[c], out->clip_coef,
-                         dp_moment(t->dp[c], 0), dp_moment(t->dp[c], 1), n[c]);
-            /* 7. the working weights follow; ZeRO-1/2 all-gather them */
-            if ((rc = dp_param_sync(t->dp[c], e)))
+        for (int c = 0; c < t->v; c++) {
+            adamw_update(&t->adam, dp_master(t->dp[c]), sg->grads[c], out->clip_coef,
+                         dp_moment(t->dp[c], 0), dp_moment(t->dp[c], 1), sg->n[c]);
+            int rc = dp_param_sync(t->dp[c], e);
+            if (rc)
                 return rc;
         }
         /* AdamW turns inf/NaN gradients into NaN weights (inf / sqrt(inf) is NaN) */
-        if (found_inf && !t->poisoned_at) {
+        if (sg->found_inf && !t->poisoned_at) {
             t->poisoned_at = step;
-            snprintf(t->poisoned_by, sizeof t->poisoned_by, "%s", d.nonfinite);
+            snprintf(t->poisoned_by, sizeof t->poisoned_by, "%s", d->nonfinite);
         }
     }
     out->weights_nonfinite_since = t->poisoned_at;
-    scaler_update(&t->scaler, found_inf);
+    scaler_update(&t->scaler, sg->found_inf);
     out->next_scale = t->scaler.scale;
+    return 0;
+}
 
-    memcpy(out->nonfinite, d.nonfinite, sizeof out->nonfinite);
-    out->nonfinite_forward = d.nonfinite_forward;
-    out->underflow = d.underflow;
-    out->underflow_frac = (double)d.underflow_total / (double)d.grad_elements;
-    for (int c = 0; c < v; c++) {
+/* What the step says of itself beyond its verdict: the diagnosis, the memory and the bytes
+ * sent by kind, its compute and its end in simulated time. */
+static void describe(const struct trainer *t, const struct gpt_diag *d, struct train_step *out)
+{
+    memcpy(out->nonfinite, d->nonfinite, sizeof out->nonfinite);
+    out->nonfinite_forward = d->nonfinite_forward;
+    out->underflow = d->underflow;
+    out->underflow_frac = (double)d->underflow_total / (double)d->grad_elements;
+    for (int c = 0; c < t->v; c++) {
         uint64_t states, embed, scalars;
         out->act_peak_bytes += gpt_mem_bytes(t->g[c], GPT_MEM_ACTIVATIONS);
         dp_sent(t->dp[c], &states, &embed, &scalars);
@@ -529,6 +541,29 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     out->tp_bytes = tp_sent(t->tp);
     out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
+}
+
+int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
+{
+    long step = ++t->step;
+    memset(out, 0, sizeof *out);
+    out->step = step;
+    out->loss_scale = t->scaler.scale;
+    out->sim_start_s = t->d ? dev_now(t->d) : 0;
+    for (int c = 0; c < t->v; c++)
+        dp_step_begin(t->dp[c]);
+    tp_step_begin(t->tp);
+    double local;
+    struct step_grads sg;
+    struct gpt_diag d;
+    int rc;
+    if ((rc = forward_backward(t, step, &local, e)) ||
+        (rc = unscale_agree(t, step, local, &sg, &out->loss, e)))
+        return rc;
+    diagnose(t, &d);
+    if ((rc = clip_update(t, step, &sg, &d, out, e)))
+        return rc;
+    describe(t, &d, out);
     return 0;
 }
 
