@@ -356,7 +356,9 @@ static int run_lesson(const struct lesson *l, bool json, const struct print_opts
                         l->title, "minutes", l->minutes, "outcomes", outcomes);
         json_object_set_new(doc, "steps", steps = json_array());
     } else {
-        if (l->number >= 0)
+        if (!strcmp(l->name, LESSON_LAB))
+            printf("The Lab: ");
+        else if (l->number >= 0)
             printf("Lesson %d: ", l->number);
         printf("%s (", l->title);
         if (l->minutes)
@@ -424,15 +426,17 @@ static int list_lessons(bool json)
         return cli_fail(&e);
     json_t *arr = json ? json_array() : NULL;
     for (size_t i = 0; i < n; i++) {
+        char key[8]; /* the window's: the number, L for the Lab */
+        snprintf(key, sizeof key, strcmp(v[i]->name, LESSON_LAB) ? "%d" : "L", v[i]->number);
         if (arr)
             json_array_append_new(arr, json_pack("{s:i, s:s, s:i, s:i}", "lesson", v[i]->number,
                                                  "title", v[i]->title, "minutes", v[i]->minutes,
                                                  "steps", (int)v[i]->nsteps));
         else if (v[i]->minutes)
-            printf("%2d  %-40s %3d min  %2zu steps\n", v[i]->number, v[i]->title, v[i]->minutes,
+            printf("%2s  %-40s %3d min  %2zu steps\n", key, v[i]->title, v[i]->minutes,
                    v[i]->nsteps);
         else
-            printf("%2d  %-40s    open  %2zu steps\n", v[i]->number, v[i]->title, v[i]->nsteps);
+            printf("%2s  %-40s    open  %2zu steps\n", key, v[i]->title, v[i]->nsteps);
     }
     if (arr) {
         json_t *doc = json_pack("{s:o}", "lessons", arr);

@@ -11,6 +11,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/panel.h \
 	%reldir%/panel_formats.c \
 	%reldir%/panels.c %reldir%/panels.h \
+	%reldir%/tabs.c %reldir%/tabs.h \
 	%reldir%/steppanel.c %reldir%/steppanel.h \
 	%reldir%/termcheck.c %reldir%/termcheck.h \
 	%reldir%/theme.c %reldir%/theme.h
