@@ -947,11 +947,21 @@ int ui_run(const struct ui_options *o, struct error *e)
     eventlog_add(&a->log, "welcome: ? lists the keys, q quits");
     if ((rc = load_lessons(a, e)) < 0)
         goto out;
+    if (o->autoplay_s > 0 && a->progress_file[0]) {
+        /* a demo walks the steps for an audience: the presenter's own place is left alone */
+        a->progress_file[0] = '\0';
+        eventlog_add(&a->log, "autoplay: this session leaves your saved progress alone");
+    }
     if (o->tab >= 0 && o->tab < UI_TABS) {
         a->cur = o->tab;
         struct tab *t = &a->tabs[a->cur];
         if (o->step >= 0 && t->lesson)
             show_step(a, t, (size_t)o->step, true);
+        else if (t->lesson && t->lesson->nsteps > 1) /* where --lesson opens it, and why */
+            eventlog_add(&a->log, "%s%s opens at step %zu of %zu%s",
+                         a->cur == UI_TABS - 1 ? "the Lab" : "lesson ",
+                         a->cur == UI_TABS - 1 ? "" : t->def->key, t->step + 1, t->lesson->nsteps,
+                         t->step ? ", where you left it (--step 1: the first)" : "");
     }
     if (o->autoplay_s > 0) {
         a->autoplay_s = o->autoplay_s;

@@ -31,6 +31,25 @@ keys A
 wait_for "step $((num + 1)) of" "A resumes it: step $((num + 1)) comes"
 quit
 
+# --lesson without --step says which step it opens; an autoplayed demo leaves the saved place
+# alone (and says so).
+start -x 120 -y 40 -- --lesson 5
+wait_for "lesson 5 opens at step 1 of" "--lesson 5 names the step it opens"
+keys ] ]
+wait_for "Lesson 5 · step 3 of" "] ] goes to step 3"
+quit
+start -x 120 -y 40 -- --lesson 5
+wait_for "lesson 5 opens at step 3 of" "--lesson 5 again: step 3, where it was left"
+wait_for "where you left it (--step 1: the first)" "and says why, and how to start at the first"
+quit
+start -x 120 -y 40 -- --lesson 5 --step 1 --autoplay 0.5
+wait_for "this session leaves your saved progress alone" "--autoplay says it saves nothing"
+wait_for "Lesson 5 · step 3 of" "autoplay walks on"
+quit "the demo ends"
+start -x 120 -y 40 -- --lesson 5
+wait_for "lesson 5 opens at step 3 of" "the saved place is the presenter's own, not the demo's"
+quit
+
 # The hint line: the play status has its own place; a panel with nothing to play offers no
 # space and no speed.
 start -x 80 -y 24 -- --lesson 3 --step 2
