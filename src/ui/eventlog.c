@@ -4,9 +4,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
-void eventlog_add(struct eventlog *l, const char *fmt, ...)
+static void add(struct eventlog *l, const char *text)
 {
     char *s = l->line[l->count % EVENTLOG_LINES];
     time_t now = time(NULL);
@@ -14,11 +15,31 @@ void eventlog_add(struct eventlog *l, const char *fmt, ...)
     int n = 0;
     if (localtime_r(&now, &tm))
         n = (int)strftime(s, EVENTLOG_WIDTH, "%H:%M:%S ", &tm);
+    snprintf(s + n, (size_t)(EVENTLOG_WIDTH - n), "%s", text);
+    l->count++;
+}
+
+void eventlog_add(struct eventlog *l, const char *fmt, ...)
+{
+    char text[EVENTLOG_WIDTH];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s + n, (size_t)(EVENTLOG_WIDTH - n), fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    l->count++;
+    add(l, text);
+}
+
+void eventlog_add_once(struct eventlog *l, const char *fmt, ...)
+{
+    char text[EVENTLOG_WIDTH];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    const char *last = eventlog_get(l, 0);
+    const char *said = last ? strchr(last, ' ') : NULL; /* after the "HH:MM:SS " stamp */
+    if (!said || strncmp(said + 1, text, EVENTLOG_WIDTH - 10))
+        add(l, text);
 }
 
 const char *eventlog_get(const struct eventlog *l, unsigned long i)

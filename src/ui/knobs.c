@@ -107,7 +107,13 @@ void knobs_change(struct knobs *ks, int k, int dir)
     knobs_text(ks, k, was, sizeof was);
     step(ks, kn, field(ks->s, kn), dir);
     knobs_text(ks, k, val, sizeof val);
-    knobs_log(ks->log, ks->spec->who, kn->name, was, val);
+    char range[48] = ""; /* why it stays: the knob's bounds */
+    if (kn->kind == KNOB_TWICE)
+        snprintf(range, sizeof range, "%d to %d", kn->min, kn->max);
+    else if (kn->kind == KNOB_CAPACITY)
+        snprintf(range, sizeof range, "%.0f to %.0f GiB", mem_steps[0],
+                 mem_steps[sizeof mem_steps / sizeof mem_steps[0] - 1]);
+    knobs_log(ks->log, ks->spec->who, kn->name, was, val, range);
 }
 
 int knobs_key(struct knobs *ks, int key)
@@ -264,16 +270,12 @@ void knobs_draw(const struct knobs *ks, int k, struct ui_canvas *c, int y, int x
 }
 
 void knobs_log(struct eventlog *log, const char *who, const char *name, const char *before,
-               const char *after)
+               const char *after, const char *range)
 {
     if (strcmp(before, after)) {
         eventlog_add(log, "%s: %s = %s", who, name, after);
         return;
     }
-    char line[EVENTLOG_WIDTH];
-    snprintf(line, sizeof line, "%s: %s stays %s, its limit", who, name, after);
-    const char *last = eventlog_get(log, 0);
-    const char *text = last ? strchr(last, ' ') : NULL; /* after the "HH:MM:SS " stamp */
-    if (!text || strcmp(text + 1, line))
-        eventlog_add(log, "%s", line);
+    eventlog_add_once(log, "%s: %s stays %s, its limit%s%s%s", who, name, after,
+                      range && *range ? " (" : "", range ? range : "", range && *range ? ")" : "");
 }

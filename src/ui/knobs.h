@@ -101,8 +101,9 @@ int knobs_on_set(void *state, const char *name, const char *value, struct error 
 void knobs_draw(const struct knobs *ks, int k, struct ui_canvas *c, int y, int x, int namew);
 
 /* Logs "WHO: NAME = AFTER" when a knob moved; when it did not (it is at its limit), says so
- * once: "WHO: NAME stays AFTER, its limit", not again while that is the newest line. */
+ * and why: "WHO: NAME stays AFTER, its limit (RANGE)" (range NULL or "": none), not again
+ * while that is the newest line (the status line says it already). */
 void knobs_log(struct eventlog *log, const char *who, const char *name, const char *before,
-               const char *after);
+               const char *after, const char *range);
 
 #endif

@@ -30,6 +30,7 @@
 
 #include <curses.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,6 +329,21 @@ static void changed(struct coll_panel *p, const char *what)
         eventlog_add(p->log, "collective: cluster %s", p->clusters[p->s.cluster].name);
 }
 
+/* A key at its knob's bound: said on the status line (once while it is the newest line). */
+static int at_bound(struct coll_panel *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int at_bound(struct coll_panel *p, const char *fmt, ...)
+{
+    char line[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    eventlog_add_once(p->log, "collective: %s", line);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
 static int coll_on_key(void *state, int key)
 {
     struct coll_panel *p = state;
@@ -335,28 +351,28 @@ static int coll_on_key(void *state, int key)
     case KEY_RIGHT:
     case 'l':
         if (p->s.gpus >= MAX_GPUS)
-            return PANEL_HANDLED;
+            return at_bound(p, "GPUs stay %d, the most (2 to %d)", MAX_GPUS, MAX_GPUS);
         p->s.gpus++;
         changed(p, "gpus");
         break;
     case KEY_LEFT:
     case 'h':
         if (p->s.gpus <= 2)
-            return PANEL_HANDLED;
+            return at_bound(p, "GPUs stay %d, the fewest (2 to %d)", 2, MAX_GPUS);
         p->s.gpus--;
         changed(p, "gpus");
         break;
     case KEY_UP:
     case 'k':
         if (p->s.size >= 4.0 * 1024 * 1024 * 1024)
-            return PANEL_HANDLED;
+            return at_bound(p, "the size stays %d GiB, the largest (1 KiB to %d GiB)", 4, 4);
         p->s.size *= 2;
         changed(p, "size");
         break;
     case KEY_DOWN:
     case 'j':
         if (p->s.size <= 1024)
-            return PANEL_HANDLED;
+            return at_bound(p, "the size stays %d KiB, the smallest (1 KiB to %d GiB)", 1, 4);
         p->s.size /= 2;
         changed(p, "size");
         break;

@@ -20,9 +20,10 @@
  * predicts them), with a verdict over every GPU; the loss curve; and, one key away,
  * synthetic-7b's calculator figures for the same GPUs, stage and precision.
  *
- * Keys: z / Z next / previous ZeRO stage, g / G twice / half the GPUs (2-16), p precision
- * (bf16, fp16, fp32), m model (tiny, small), b synthetic-7b's figures; each but b restarts
- * the run. Settings: model=tiny|small gpus=N zero=S precision=P batch=B (the global batch,
+ * Keys (those of the Lab's calculator for the same things): z / Z next / previous ZeRO stage,
+ * g / f twice / half the GPUs (2 to 16; at a bound the status line says so), p precision
+ * (bf16, fp16, fp32), m model (tiny, small), s synthetic-7b's figures; each but s restarts the
+ * run. Settings: model=tiny|small gpus=N zero=S precision=P batch=B (the global batch,
  * raised to a multiple of the GPUs). */
 #include "config.h"
 
@@ -180,7 +181,7 @@ static void restart(struct dprun *p)
     if (host > 0 && need > host / 2) {
         char a[32], b[32];
         snprintf(p->pace.err, sizeof p->pace.err,
-                 "%s on %d GPUs needs %s of this host's %s for its buffers: fewer GPUs (G) or "
+                 "%s on %d GPUs needs %s of this host's %s for its buffers: fewer GPUs (f) or "
                  "the tiny model (m)",
                  m->name, n, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
                  units_format_bytes(b, sizeof b, host, UNITS_BINARY));
@@ -398,22 +399,23 @@ static int dprun_on_key(void *state, int key)
     switch (key) {
     case 'z': s->zero = (s->zero + 1) % 4; break;
     case 'Z': s->zero = (s->zero + 3) % 4; break;
-    case 'g': /* the next of 2, 4, 8, 16 above, round the circle */
-        while (i < 4 && gpu_steps[i] <= s->gpus)
-            i++;
-        s->gpus = gpu_steps[i % 4];
-        break;
-    case 'G': /* the next below */
-        i = 3;
-        while (i >= 0 && gpu_steps[i] >= s->gpus)
-            i--;
-        s->gpus = gpu_steps[(i + 4) % 4];
+    case 'g': /* the next of 2, 4, 8, 16 above; 16 stays */
+    case 'f': /* the next below; 2 stays */
+        i = key == 'g' ? 0 : 3;
+        while (i >= 0 && i < 4 && (key == 'g' ? gpu_steps[i] <= s->gpus : gpu_steps[i] >= s->gpus))
+            i += key == 'g' ? 1 : -1;
+        if (i < 0 || i > 3) {
+            eventlog_add(p->log, "run: GPUs stay %d, the %s: the run takes 2, 4, 8 or 16", s->gpus,
+                         key == 'g' ? "most" : "fewest");
+            return PANEL_HANDLED | PANEL_REDRAW;
+        }
+        s->gpus = gpu_steps[i];
         break;
     case 'p':
         s->prec = s->prec == FP_BF16 ? FP_FP16 : s->prec == FP_FP16 ? FP_FP32 : FP_BF16;
         break;
     case 'm': s->model = !s->model; break;
-    case 'b': p->show_big = !p->show_big; return PANEL_HANDLED | PANEL_REDRAW;
+    case 's': p->show_big = !p->show_big; return PANEL_HANDLED | PANEL_REDRAW;
     default: return 0;
     }
     restart(p);
@@ -645,11 +647,11 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
 }
 
 static const struct panel_key dprun_keys[] = {
-    {"z Z", "next / previous ZeRO stage (restarts the run)", "stage"},
-    {"g G", "twice / half as many GPUs, 2 to 16 (restarts)", "GPUs"},
+    {"z Z", "next / previous ZeRO stage (restarts the run)", "ZeRO"},
+    {"g f", "twice / half as many GPUs, 2 to 16 (restarts)", "GPUs"},
     {"p", "precision: bf16, fp16, fp32 (restarts)", "precision"},
-    {"m", "model: tiny or small (restarts)", NULL},
-    {"b", "synthetic-7b's calculator figures for the same layout", "7B"},
+    {"m", "model: tiny or small (restarts)", "model"},
+    {"s", "synthetic-7b's calculator figures for the same layout", "7B"},
     {NULL, NULL, NULL},
 };
 

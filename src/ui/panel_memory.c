@@ -171,9 +171,10 @@ static const struct knob lab_knobs[K_COUNT] = {
     [K_MEM] = {ROW(capacity, "GPU mem", "gpu_mem", KNOB_CAPACITY)},
 };
 
+/* the letters the Lab's run mode takes for the same things (z Z g f p m), and its own */
 static const struct knob_letter lab_letters[] = {
-    {'z', K_ZERO, +1}, {'m', K_MODEL, +1}, {'g', K_GPUS, +1}, {'f', K_GPUS, -1},
-    {'c', K_CKPT, +1}, {'b', K_BYTES, +1}, {0, 0, 0},
+    {'z', K_ZERO, +1}, {'Z', K_ZERO, -1}, {'m', K_MODEL, +1}, {'g', K_GPUS, +1}, {'f', K_GPUS, -1},
+    {'p', K_PREC, +1}, {'c', K_CKPT, +1}, {'b', K_BYTES, +1}, {0, 0, 0},
 };
 
 static const struct knobs_spec lab_spec = {
@@ -332,9 +333,10 @@ static void lab_draw(const void *state, struct ui_canvas *c)
 static const struct panel_key lab_keys[] = {
     {"Up/Down j/k", "select a knob", "knob"},
     {"Left/Right h/l", "change the selected knob", "change"},
-    {"z", "next ZeRO stage", NULL},
-    {"m", "next model", NULL},
-    {"g f", "twice / half as many GPUs", NULL},
+    {"z Z", "next / previous ZeRO stage", "ZeRO"},
+    {"g f", "twice / half as many GPUs (1 to 1024)", "GPUs"},
+    {"p", "precision: bf16, fp16, fp32", "precision"},
+    {"m", "next model", "model"},
     {"c", "next checkpoint policy", NULL},
     {"b", "16 or 18 bytes per parameter", NULL},
     {NULL, NULL, NULL},
