@@ -60,7 +60,7 @@ hints=$(printf '%s\n' "$screen" | tail -n 1)
 check_contains "$hints" "  playing 1x" "the status does not run into the hints"
 check_eq "$(printf '%s\n' "$screen" | tail -n 2 | grep -cE 'spac($|[^e])|space( |$)[^p]')" 0 "no hint is cut by it"
 check_contains "$(printf '%s\n' "$screen" | tail -n 2)" "space pause" "the hints that do not fit one row take a second"
-check_contains "$(printf '%s\n' "$screen" | tail -n 2)" "c cluster" "every one of the panel's
+check_contains "$(printf '%s\n' "$screen" | tail -n 2)" "c cluster" "every one of the panel's keys"
 keys Space L
 wait_for "The Lab" "the Lab"
 hints=$(capture | tail -n 1)
