@@ -331,8 +331,8 @@ static void lab_draw(const void *state, struct ui_canvas *c)
 }
 
 static const struct panel_key lab_keys[] = {
-    {"Up/Down j/k", "select a knob", "knob"},
-    {"Left/Right h/l", "change the selected knob", "change"},
+    {"j/k Up/Down", "select a knob", "knob"},
+    {"h/l Left/Right", "change the selected knob", "change"},
     {"z Z", "next / previous ZeRO stage", "ZeRO"},
     {"g f", "twice / half as many GPUs (1 to 1024)", "GPUs"},
     {"p", "precision: bf16, fp16, fp32", "precision"},

@@ -290,8 +290,15 @@ static void par_draw(const void *state, struct ui_canvas *c)
         y++;
     }
 
-    /* the schedule */
-    if (p->have_sched && y + 2 < h) {
+    /* the schedule: none to draw on one stage */
+    if (p->have_sched && s->pp == 1 && y < h) {
+        char line[2][96];
+        snprintf(line[0], sizeof line[0],
+                 "one stage: no pipeline, no bubble; its %d micro-batch%s run one after the other",
+                 s->m, s->m == 1 ? "" : "es");
+        snprintf(line[1], sizeof line[1], "one stage: no pipeline, no bubble");
+        canvas_text(c, y, 0, ROLE_DIM, line[layout_text_width(line[0]) > w]);
+    } else if (p->have_sched && y + 2 < h) {
         const struct sched *sc = &p->sched;
         int v = chunks(s);
         char vm[16] = "";
@@ -322,8 +329,8 @@ static void par_draw(const void *state, struct ui_canvas *c)
 }
 
 static const struct panel_key par_keys[] = {
-    {"Up/Down j/k", "select a knob", "knob"},
-    {"Left/Right h/l", "change the selected knob", "change"},
+    {"j/k Up/Down", "select a knob", "knob"},
+    {"h/l Left/Right", "change the selected knob", "change"},
     {"p P", "twice / half the pipeline stages", "stages"},
     {"m M", "twice / half the micro-batches", "micro"},
     {"d D", "twice / half the data-parallel GPUs", "dp"},
