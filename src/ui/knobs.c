@@ -100,12 +100,21 @@ static void step(const struct knobs *ks, const struct knob *kn, void *f, int dir
     }
 }
 
+/* A model knob moved: the sequence knob (if the panel has one) to the model's length. */
+static void follow_model(struct knobs *ks, const struct knob *kn)
+{
+    const struct knobs_spec *sp = ks->spec;
+    if (kn->kind == KNOB_MODEL && sp->seq > 0)
+        *(int *)field(ks->s, &sp->knobs[sp->seq]) = ks->models[*(const int *)field(ks->s, kn)].seq;
+}
+
 void knobs_change(struct knobs *ks, int k, int dir)
 {
     const struct knob *kn = &ks->spec->knobs[k];
     char was[48], val[48];
     knobs_text(ks, k, was, sizeof was);
     step(ks, kn, field(ks->s, kn), dir);
+    follow_model(ks, kn);
     knobs_text(ks, k, val, sizeof val);
     char range[48] = ""; /* why it stays: the knob's bounds */
     if (kn->kind == KNOB_TWICE)
@@ -212,6 +221,7 @@ int knobs_set(struct knobs *ks, const char *name, const char *value, struct erro
             if (found < 0)
                 return error_set(e, ERR_INVAL, "%s has no model '%s'", sp->title, value);
             *(int *)field(ks->s, kn) = found;
+            follow_model(ks, kn);
         } else if (parse(kn, value, field(ks->s, kn), e) < 0) {
             error_prefix(e, "%s", name);
             return ERR_INVAL;
@@ -265,7 +275,9 @@ void knobs_draw(const struct knobs *ks, int k, struct ui_canvas *c, int y, int x
     knobs_text(ks, k, val, sizeof val);
     if (sel)
         canvas_text(c, y, x, ROLE_SELECTED, theme_glyphs()->sel);
-    canvas_printf(c, y, x + 2, ROLE_DIM, "%-*s", namew, ks->spec->knobs[k].name);
+    const struct knob *kn = &ks->spec->knobs[k];
+    canvas_printf(c, y, x + 2, ROLE_DIM, "%-*s", namew,
+                  namew <= 5 && kn->brief ? kn->brief : kn->name);
     canvas_text(c, y, x + 3 + namew, sel ? ROLE_SELECTED : ROLE_TEXT, val);
 }
 

@@ -48,6 +48,7 @@
 #include "ui/eventlog.h"
 #include "ui/memui.h"
 #include "ui/panel.h"
+#include "ui/plot.h"
 #include "ui/runfeed.h"
 #include "ui/runpace.h"
 
@@ -433,37 +434,6 @@ static int dprun_on_event(void *state, const struct panel_event *ev)
 
 /* ------------------------------------------------------------------ drawing */
 
-/* The loss curve of the last steps in h x w cells at (y, x), with the data's floor. */
-static void plot_loss(const struct dprun *p, struct ui_canvas *c, int y, int x, int h, int w)
-{
-    long n = p->pace.shown < HIST ? p->pace.shown : HIST;
-    if (n == 0 || h < 2 || w < 4)
-        return;
-    long per = (n + w - 1) / w, first = p->pace.shown - n;
-    double lo = p->floor, hi = p->floor + 0.1;
-    for (long k = first; k < p->pace.shown; k++)
-        if (isfinite(p->loss[k % HIST]))
-            lo = fmin(lo, p->loss[k % HIST]), hi = fmax(hi, p->loss[k % HIST]);
-    int fy = y + h - 1 - (int)lround((p->floor - lo) / (hi - lo) * (h - 1));
-    for (int i = 0; i < w; i++)
-        canvas_text(c, fy, x + i, ROLE_DIM, theme_glyphs()->h);
-    for (long col = 0; col * per < n && col < w; col++) {
-        double sum = 0;
-        int cnt = 0;
-        for (long k = first + col * per; k < first + (col + 1) * per && k < p->pace.shown; k++)
-            if (isfinite(p->loss[k % HIST]))
-                sum += p->loss[k % HIST], cnt++;
-        if (!cnt) {
-            canvas_text(c, y, x + (int)col, ROLE_ERROR, "x");
-            continue;
-        }
-        int py = y + h - 1 - (int)lround((sum / cnt - lo) / (hi - lo) * (h - 1));
-        canvas_text(c, py, x + (int)col, ROLE_BAR, "*");
-    }
-    canvas_printf(c, y, 0, ROLE_DIM, "%5.2f", hi);
-    canvas_printf(c, y + h - 1, 0, ROLE_DIM, "%5.2f", lo);
-}
-
 static void draw_big(const struct dprun *p, struct ui_canvas *c, int y, int h)
 {
     const struct figures *f = &p->big_pred;
@@ -632,7 +602,8 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
         }
         y++;
     }
-    /* the loss */
+    /* the loss, with the data's floor (ui/plot.h: each column's extremes, the labels on
+     * their rows) */
     int lossrows = H - y - 1;
     if (lossrows >= 2 && y < H) {
         x = canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
@@ -642,7 +613,16 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
             canvas_printf(c, y, x + 3, ROLE_DIM,
                           "not in the bars: GPU 0's %s of workspace (fp32 copies)", b1);
         y++;
-        plot_loss(p, c, y, 6, lossrows, W - 7);
+        long kept = p->pace.shown < HIST ? p->pace.shown : HIST;
+        struct plot_series ls = {p->loss, NULL, p->pace.shown - kept, p->pace.shown, HIST};
+        double lo, hi;
+        plot_range(&ls, PLOT_LINEAR, 1, &lo, &hi);
+        lo = fmin(lo, p->floor), hi = fmax(hi, p->floor + 0.1);
+        snprintf(b1, sizeof b1, "%.2f", hi);
+        snprintf(b2, sizeof b2, "%.2f", lo);
+        if (kept > 0)
+            plot_draw(c, y, 0, lossrows, W - PLOT_MARGIN - 1, "", b1, b2, &ls, PLOT_LINEAR, lo, hi,
+                      p->floor);
     }
 }
 

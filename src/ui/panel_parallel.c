@@ -164,6 +164,7 @@ static const struct knobs_spec par_spec = {
     .who = "layout",
     .title = "the layout panel",
     .compute = compute,
+    .seq = K_SEQ,
 };
 
 static int par_init(void **state, const struct panel_env *env, struct error *e)
@@ -285,7 +286,9 @@ static void par_draw(const void *state, struct ui_canvas *c)
         if (bw > 4)
             memui_draw_bar(c, y, x, bw, r, scale);
         x += bw > 4 ? bw + 1 : 0;
-        x = canvas_printf(c, y, x, r->fits ? ROLE_TEXT : ROLE_ERROR, "%6.2f GiB", r->total / GIB);
+        char tot[32]; /* in the unit that suits it: a tiny model's MiB */
+        units_format_bytes(tot, sizeof tot, r->total, UNITS_BINARY);
+        x = canvas_printf(c, y, x, r->fits ? ROLE_TEXT : ROLE_ERROR, "%10s", tot);
         canvas_printf(c, y, x + 1, ROLE_DIM, "%d in fl.", r->in_flight);
         y++;
     }

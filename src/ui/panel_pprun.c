@@ -649,7 +649,12 @@ static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
 {
     int W = c->r.w, cols = p->cols, tp = p->s.tp;
     int colw = (W - 3) / cols;
-    bool totals = colw >= 30;
+    /* each GPU's total beside its bar: in full (" 808.00 KiB") when a column has room, else
+     * short (" 808K"); a bar of at least 4 cells, else the total alone */
+    int lw = colw >= 30 ? 11 : colw >= 14 ? 6 : 0;
+    if (colw - 4 - lw < 4)
+        lw = colw - 4;
+    bool totals = lw > 0;
     bool mark = !theme_color() || theme_ascii();
     if (tp > 1) {
         for (int k = 0; k < cols; k++)
@@ -668,13 +673,16 @@ static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
             bool fl = flashing(p, g);
             x = canvas_printf(c, y, x, fl ? ROLE_MOVED : ROLE_DIM, "%2d", g);
             x = canvas_text(c, y, x, ROLE_MOVED, fl && mark ? "*" : " ");
-            int bw = colw - 4 - (totals ? 11 : 0);
+            int bw = colw - 4 - lw;
             if (bw > 0)
                 memui_draw_bar(c, y, x, bw, &m, p->scale);
             if (totals) {
                 char b[32];
-                units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
-                canvas_printf(c, y, x + bw, ROLE_TEXT, " %10s", b);
+                if (lw >= 11)
+                    units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
+                else
+                    runfeed_bytes(b, sizeof b, m.total, lw - 1);
+                canvas_printf(c, y, x + (bw > 0 ? bw : 0), ROLE_TEXT, " %*s", lw - 1, b);
             }
         }
     }

@@ -214,8 +214,13 @@ static const struct {
     {"pprun", "order ok", 1, "", {NULL}},
     {"pprun", "order ok", 1, "tp2-interleaved-", {"tp=2", "schedule=interleaved", NULL}},
     {"pprun", "order ok", 1, "dp2-tp2-", {"dp=2", "tp=2", NULL}},
+    /* four tensor-parallel GPUs of a stage side by side: each bar keeps its label */
+    {"pprun", "ledger = calc", 1, "tp4-", {"pp=1", "tp=4", "micro_batches=1", NULL}},
     /* lesson 3 on 16 GPUs: the rows, and the ring/tree plot beside them at every size */
     {"collective", NULL, 0, "gpus16", {"gpus=16", NULL}},
+    /* a tiny model in the calculators: its MiB in MiB, its bars to their own scale */
+    {"memory", NULL, 0, "tiny", {"model=tiny", NULL}},
+    {"parallel", NULL, 0, "tiny", {"model=tiny", NULL}},
 };
 
 START_TEST(run_pictures)

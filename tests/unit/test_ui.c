@@ -893,7 +893,7 @@ START_TEST(calculator_panel_knobs)
     p->on_key(st, 'z');
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: ZeRO = stage 1"));
     p->on_key(st, 'b');
-    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: bytes/par = 18 (fp32 grads)"));
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: bytes/par = 18 (fp32 grad)"));
     ck_assert_int_eq(p->on_key(st, 'x'), 0);
     ck_assert_int_eq(p->set(st, "bytes", "17", &e), ERR_INVAL);
     ck_assert_str_eq(e.msg, "bytes: bytes is 16 or 18, not 17");
