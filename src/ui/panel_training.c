@@ -170,8 +170,8 @@ static void take(struct train_panel *p, const struct run_step *r)
         say_halted(p);
         return;
     }
-    if (s.skipped)
-        add_event(p, ROLE_ERROR, "step %ld skipped (%s): weights and Adam state untouched", s.step,
+    if (s.skipped) /* the weights and Adam's state untouched, as the lesson says */
+        add_event(p, ROLE_ERROR, "step %ld skipped: %s", s.step,
                   s.overflow ? "inf/NaN gradient" : "loss spike");
     else if (s.spike)
         add_event(p, ROLE_WARN, "step %ld: loss spike, z = %.1f", s.step, s.zscore);
@@ -597,9 +597,12 @@ static void train_draw(const void *state, struct ui_canvas *c)
                           100 * p->under_frac[l]);
         }
     }
-    /* events, newest first */
-    for (int i = 0; i < p->nev && i < nev && y < H; i++)
-        canvas_text(c, y++, 0, p->ev[i].role, p->ev[i].text);
+    /* events, newest first, wrapped in the rows kept for them (nothing cut at the frame) */
+    for (int i = 0, left = nev; i < p->nev && left > 0 && y < H; i++) {
+        struct ui_canvas rows = canvas_make(c->win, (struct ui_rect){c->r.y + y, c->r.x, left, W});
+        int used = canvas_wrap(&rows, 0, p->ev[i].role, p->ev[i].text, 0);
+        y += used, left -= used;
+    }
 }
 
 static const struct panel_key train_keys[] = {

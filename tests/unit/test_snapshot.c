@@ -204,12 +204,66 @@ END_TEST
  * with settings first (name=value, as a lesson's @panel gives them), their pictures named by
  * `tag`: lesson 4's run on tensor-parallel GPUs, with the interleaved schedule's two chunks,
  * and on two data-parallel copies of a tensor-parallel pair (the grid's labels). */
+static int split_lines(char *text, char **lines, int max);
+
+/* The rows of lesson 1's plot titled title (from its title's row to the next plot's) holding
+ * curve marks in a picture, and whether one of them is mark. */
+static int plot_rows(const char *pic, const char *title, char mark, bool *has)
+{
+    char buf[PICTURE_MAX];
+    snprintf(buf, sizeof buf, "%s", pic);
+    char *L[256];
+    int n = split_lines(buf, L, 256), rows = 0, from = -1;
+    for (int i = 0; i < n && from < 0; i++)
+        if (!strncmp(L[i], title, strlen(title)) && L[i][strlen(title)] == ' ')
+            from = i;
+    *has = false;
+    for (int i = from; from >= 0 && i < n; i++) {
+        if (i > from && L[i][0] != ' ')
+            break; /* the next plot's title, or the legend */
+        if (strlen(L[i]) > PLOT_MARGIN && strpbrk(L[i] + PLOT_MARGIN, "*|xv"))
+            rows++;
+        *has |= strlen(L[i]) > PLOT_MARGIN && strchr(L[i] + PLOT_MARGIN, mark);
+    }
+    return rows;
+}
+
+/* 300 steps of batch 4: the loss keeps its rows, the batches under the floor marked v. */
+static void loss_below_floor(const char *pic)
+{
+    bool v;
+    ck_assert_int_ge(plot_rows(pic, "loss", 'v', &v), 5);
+    ck_assert_msg(v, "a batch under the floor is marked: %s", pic);
+}
+
+/* A clip: the coefficient leaves the top row. */
+static void clipped(const char *pic)
+{
+    bool low;
+    ck_assert_int_ge(plot_rows(pic, "coef", '*', &low), 2);
+}
+
+/* The scale's staircase: three rows at least, the skipped steps marked x. */
+static void staircase(const char *pic)
+{
+    bool x;
+    ck_assert_int_ge(plot_rows(pic, "scale", 'x', &x), 3);
+    ck_assert(x);
+}
+
 static const struct {
     const char *panel, *done; /* the panel; what its picture or latest event says at the end */
     int steps;
     const char *tag, *set[4];
+    void (*check)(const char *picture); /* at 120x40, where the issue saw them fail */
 } runs[] = {
-    {"training", "step 3 ", 3, "", {NULL}},
+    {"training", "step 3 ", 3, "", {NULL}, NULL},
+    /* 300 steps of batch 4 (batches under the floor), a clip, the scale's staircase with a
+     * growth interval of 20 */
+    {"training", "step 300 ", 300, "", {NULL}, loss_below_floor},
+    {"training", "step 40 ", 40, "clip-", {"clip=0.2", NULL}, clipped},
+    {"training", "step 200 ", 200, "fp16-growth20-", {"precision=fp16", "growth=20", NULL},
+     staircase},
     {"dprun", "every ledger = the calculator", 1, "", {NULL}},
     {"pprun", "order ok", 1, "", {NULL}},
     {"pprun", "order ok", 1, "tp2-interleaved-", {"tp=2", "schedule=interleaved", NULL}},
@@ -240,7 +294,7 @@ START_TEST(run_pictures)
     }
     struct panel_event step = {PANEL_STEP, 0, 1};
     bool done = runs[_i].steps == 0; /* settings only */
-    for (int i = 0; i < 60 && !done; i++) {
+    for (int i = 0; i < 2 * runs[_i].steps + 20 && !done; i++) {
         ck_assert(p->on_event(st, &step) & PANEL_REDRAW);
         picture(p, st, 50, 200, seen, sizeof seen);
         const char *last = eventlog_get(&log, 0);
@@ -250,6 +304,10 @@ START_TEST(run_pictures)
     char what[32];
     snprintf(what, sizeof what, runs[_i].steps ? "%sstep%d" : "%s", runs[_i].tag, runs[_i].steps);
     check_pictures(p, st, NULL, what);
+    if (runs[_i].check) {
+        picture(p, st, 40, 120, seen, sizeof seen);
+        runs[_i].check(seen);
+    }
     p->fini(st);
     offscreen_close(&t);
 }
