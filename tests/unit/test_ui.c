@@ -556,6 +556,38 @@ START_TEST(panels_keep_the_contract)
 }
 END_TEST
 
+/* README's table of each panel's keys is the panels' tables, row for row: every key there,
+ * in the panel's own words, and no key that no panel has. */
+START_TEST(readme_key_table)
+{
+    char path[4096];
+    const char *top = getenv("srcdir");
+    snprintf(path, sizeof path, "%s/README.md", top ? top : ".");
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f, "%s", path);
+    static char text[1 << 17];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    int rows = 0;
+    for (int i = 0; ui_panels[i]; i++)
+        for (const struct panel_key *k = ui_panels[i]->keys; k->keys; k++, rows++) {
+            char row[512];
+            snprintf(row, sizeof row, "\n| `%s` | `%s` | %s |\n", ui_panels[i]->name, k->keys,
+                     k->what);
+            ck_assert_msg(strstr(text, row), "README.md lacks the row%s", row);
+        }
+    /* and no other row of that table */
+    int listed = 0;
+    for (const char *r = text; (r = strstr(r, "\n| `")) != NULL; r++) {
+        char name[32];
+        if (sscanf(r, "\n| `%31[a-z]` | `", name) == 1 && panel_find(name))
+            listed++;
+    }
+    ck_assert_int_eq(listed, rows);
+}
+END_TEST
+
 /* The formats explorer's settings (from lesson steps) and keys, through its table. */
 START_TEST(formats_panel)
 {
@@ -1101,6 +1133,7 @@ int main(void)
     tcase_add_test(tc, axis);
     tcase_add_test(tc, ring_layout);
     tcase_add_test(tc, plot_axis_and_columns);
+    tcase_add_test(tc, readme_key_table);
     tcase_add_test(tc, bits_and_hex);
     tcase_add_test(tc, values_and_errors);
     tcase_add_test(tc, eventlog_ring);
