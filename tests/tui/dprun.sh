@@ -60,6 +60,17 @@ resize 80 24
 keys g g
 wait_for "(a larger window shows all 16 GPUs)" "80x24 with 16 GPUs: fewer rows, said"
 wait_for "16 GPUs, ZeRO-3" "g g: 16 GPUs"
+keys g
+wait_for "GPUs stay 16, the most: the run takes 2, 4, 8 or 16" "g at 16 stays (no wrap to 2) and says why"
+keys f f f
+wait_for "2 GPUs, ZeRO-3" "f f f: half, down to 2"
+keys f
+wait_for "GPUs stay 2, the fewest" "f at 2 stays and says why"
+# the window's keys reach the lesson whatever the panel: G N Enter, not the panel's GPUs
+keys G 2 Enter
+wait_for "step 2 of" "G 2 Enter goes to step 2 from the Lab's run mode"
+keys y
+wait_for "key 'y' does nothing in" "a key nobody uses says so"
 quit
 
 # no colour, ASCII: the bars are letters

@@ -119,6 +119,10 @@ else
 fi
 keys f
 wait_for ", sends free" "f: the chart with free sends"
+hints=$(printf '%s\n' "$screen" | tail -n 2)
+for h in "p stages" "m micro" "d dp" "t tp" "e seq par" "s schedule" "o model" "f free" "space"; do
+    check_contains "$hints" "$h" "80x24: the hint $h is on the hint lines"
+done
 quit
 
 # the step on tensor parallelism: two tensor-parallel GPUs, without colour (the flashes marked)

@@ -51,4 +51,15 @@ check_not_contains "$screen" "nothing plays here" "space says one thing: the pan
 n=$(printf '%s\n' "$screen" | grep -c "applied the NaN: the weights are NaN")
 check_eq "$n" 2 "space repeats the same message, not another"
 quit
+
+# train on a terminal: its progress line on stderr is cleared before each step line, so no
+# step line runs on after it (stdout and stderr are the same terminal here), and it is gone
+# at the end. 300 steps take seconds: the line (every 0.2 s) shows many times.
+start -x 100 -y 40 -- train --steps 300 --batch 4
+wait_file status
+screen=$(capture)
+check_contains "$screen" "step    300  loss" "train ran its 300 steps"
+check_eq "$(printf '%s\n' "$screen" | grep -c 'left')" 0 "no progress line left on the screen, none run into a step line"
+check_eq "$(printf '%s\n' "$screen" | grep 'loss' | grep -vc '^step \|^loss floor\|^final loss\|^ *loss')" 0 \
+    "every step line starts its own line"
 done_testing
