@@ -789,25 +789,34 @@ static int app_hints(const struct app *a, bool panel_editing, struct hint *h, ch
     return hints_list(&hs, h, buf);
 }
 
-/* The play status at the right of the hints: "playing 2x", or "" when nothing plays. */
-static void play_status(const struct app *a, char *buf, size_t n)
+/* The hint line laid out in rows rows of width columns: the hints, where each goes, the play
+ * status at the right of the last row ("playing 2x", or "" when nothing plays). */
+struct hint_line {
+    struct hint h[HINTS_MAX];
+    struct hint_place at[HINTS_MAX];
+    char buf[HINTS_MAX][24], status[32];
+    int n, placed, reserve;
+};
+
+static void hint_line(const struct app *a, bool panel_editing, int width, int rows,
+                      struct hint_line *hl)
 {
     const struct tab *t = &a->tabs[a->cur];
-    buf[0] = '\0';
+    hl->n = app_hints(a, panel_editing, hl->h, hl->buf);
+    hl->status[0] = '\0';
     if (t->ops->plays && (a->playing || a->speed))
-        snprintf(buf, n, "%s %gx", a->playing ? "playing" : "paused", speed_factor(a->speed));
+        snprintf(hl->status, sizeof hl->status, "%s %gx", a->playing ? "playing" : "paused",
+                 speed_factor(a->speed));
+    hl->reserve = hl->status[0] ? layout_text_width(hl->status) + 2 : 0;
+    hl->placed = hints_place(hl->h, hl->n, width, rows, hl->reserve, hl->at);
 }
 
 /* The hints' rows: one when they fit, else two (the events give up a row). */
 static int hint_rows(const struct app *a, bool panel_editing)
 {
-    struct hint h[HINTS_MAX];
-    struct hint_place at[HINTS_MAX];
-    char buf[HINTS_MAX][24], status[32];
-    int n = app_hints(a, panel_editing, h, buf);
-    play_status(a, status, sizeof status);
-    int reserve = status[0] ? layout_text_width(status) + 2 : 0;
-    return hints_place(h, n, a->lay.hints.w, 1, reserve, at) < n && a->lay.events.h > 1 ? 2 : 1;
+    struct hint_line hl;
+    hint_line(a, panel_editing, a->lay.hints.w, 1, &hl);
+    return hl.placed < hl.n && a->lay.events.h > 1 ? 2 : 1;
 }
 
 /* The hint line (rows rows, the last the window's): the app's keys, then the panel's. */
@@ -816,19 +825,15 @@ static void draw_hints(const struct app *a, bool panel_editing, int rows)
     struct ui_rect r = a->lay.hints;
     r.y -= rows - 1, r.h = rows;
     struct ui_canvas c = canvas_make(stdscr, r);
-    struct hint h[HINTS_MAX];
-    struct hint_place at[HINTS_MAX];
-    char buf[HINTS_MAX][24], status[32];
-    int n = app_hints(a, panel_editing, h, buf);
-    play_status(a, status, sizeof status);
-    int reserve = status[0] ? layout_text_width(status) + 2 : 0;
-    n = hints_place(h, n, r.w, rows, reserve, at);
-    for (int i = 0; i < n; i++) {
-        int x = canvas_text(&c, at[i].row, at[i].x, ROLE_KEY, h[i].k);
-        canvas_text(&c, at[i].row, x + 1, ROLE_DIM, h[i].w);
+    struct hint_line hl;
+    hint_line(a, panel_editing, r.w, rows, &hl);
+    for (int i = 0; i < hl.placed; i++) {
+        int x = canvas_text(&c, hl.at[i].row, hl.at[i].x, ROLE_KEY, hl.h[i].k);
+        canvas_text(&c, hl.at[i].row, x + 1, ROLE_DIM, hl.h[i].w);
     }
-    if (status[0])
-        canvas_text(&c, rows - 1, r.w - reserve + 1, a->playing ? ROLE_GOOD : ROLE_DIM, status);
+    if (hl.status[0])
+        canvas_text(&c, rows - 1, r.w - hl.reserve + 1, a->playing ? ROLE_GOOD : ROLE_DIM,
+                    hl.status);
 }
 
 static void draw_frame(struct app *a)

@@ -3,6 +3,7 @@
 #include "ui/eventlog.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -19,27 +20,31 @@ static void add(struct eventlog *l, const char *text)
     l->count++;
 }
 
-void eventlog_add(struct eventlog *l, const char *fmt, ...)
+/* Adds the line, or (once) not when the newest says it already. */
+static void vadd(struct eventlog *l, bool once, const char *fmt, va_list ap)
 {
     char text[EVENTLOG_WIDTH];
+    vsnprintf(text, sizeof text, fmt, ap);
+    const char *last = once ? eventlog_get(l, 0) : NULL;
+    const char *said = last ? strchr(last, ' ') : NULL; /* after the "HH:MM:SS " stamp */
+    if (!said || strncmp(said + 1, text, EVENTLOG_WIDTH - 10))
+        add(l, text);
+}
+
+void eventlog_add(struct eventlog *l, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    vadd(l, false, fmt, ap);
     va_end(ap);
-    add(l, text);
 }
 
 void eventlog_add_once(struct eventlog *l, const char *fmt, ...)
 {
-    char text[EVENTLOG_WIDTH];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    vadd(l, true, fmt, ap);
     va_end(ap);
-    const char *last = eventlog_get(l, 0);
-    const char *said = last ? strchr(last, ' ') : NULL; /* after the "HH:MM:SS " stamp */
-    if (!said || strncmp(said + 1, text, EVENTLOG_WIDTH - 10))
-        add(l, text);
 }
 
 const char *eventlog_get(const struct eventlog *l, unsigned long i)

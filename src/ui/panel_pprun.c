@@ -524,30 +524,40 @@ static int refuse(struct pprun *p, const char *fmt, ...)
 
 /* The next value from v up (dir > 0: doubling) or down (halving) that ok() takes, within
  * [lo, hi]; v itself when there is none (the bound). */
-static int next_size(int v, int dir, int lo, int hi, bool (*ok)(const struct pprun *, int, int),
-                     const struct pprun *p, int extra)
+static int next_size(int v, int dir, int lo, int hi, bool (*ok)(const struct pprun *, int),
+                     const struct pprun *p)
 {
     for (int x = dir > 0 ? v + 1 : v - 1; x >= lo && x <= hi; x += dir > 0 ? 1 : -1)
-        if ((dir > 0 ? x % v == 0 : v % x == 0) && ok(p, x, extra))
+        if ((dir > 0 ? x % v == 0 : v % x == 0) && ok(p, x))
             return x;
     return v;
 }
 
-static bool tp_ok(const struct pprun *p, int tp, int unused)
+/* A twice (dir > 0) / half key on *v within [1, hi], the next value ok() takes: whether it
+ * moved; at its bound it says so on the status line ("WHAT N, the most: WHY"). */
+static bool twice(struct pprun *p, int *v, int dir, int hi, bool (*ok)(const struct pprun *, int),
+                  const char *what, const char *why)
 {
-    (void)unused;
+    int was = *v;
+    *v = next_size(*v, dir, 1, hi, ok, p);
+    if (*v == was)
+        refuse(p, "%s %d, %s: %s", what, was, dir > 0 ? "the most" : "the fewest", why);
+    return *v != was;
+}
+
+static bool tp_ok(const struct pprun *p, int tp)
+{
     return tp_fits(p, &p->s, tp);
 }
 
-static bool dp_ok(const struct pprun *p, int dp, int unused)
+static bool dp_ok(const struct pprun *p, int dp)
 {
-    (void)unused;
     return dp_fits(&p->s, dp);
 }
 
-static bool any_ok(const struct pprun *p, int x, int unused)
+static bool any_ok(const struct pprun *p, int x)
 {
-    (void)p, (void)x, (void)unused;
+    (void)p, (void)x;
     return true;
 }
 
@@ -558,6 +568,7 @@ static int pprun_on_key(void *state, int key)
     if (key > 0 && key < 128 && strchr("pPmMdDtTeso", key))
         p->note[0] = 0;
     int dir = key >= 'a' ? +1 : -1, was;
+    char range[48];
     const char *most = dir > 0 ? "the most" : "the fewest";
     switch (key) {
     case 'p': /* more / fewer stages: the next count that divides the layers, up to 4 */
@@ -573,30 +584,24 @@ static int pprun_on_key(void *state, int key)
         break;
     case 'm':
     case 'M':
-        was = s->m;
-        s->m = next_size(s->m, dir, 1, MAX_MICRO, any_ok, p, 0);
-        if (s->m == was)
-            return refuse(p, "micro-batches stay %d, %s: the run takes 1 to %d", was, most,
-                          MAX_MICRO);
+        snprintf(range, sizeof range, "the run takes 1 to %d", MAX_MICRO);
+        if (!twice(p, &s->m, dir, MAX_MICRO, any_ok, "micro-batches stay", range))
+            return PANEL_HANDLED | PANEL_REDRAW;
         break;
     case 'd':
     case 'D':
-        was = s->dp;
-        s->dp = next_size(s->dp, dir, 1, MAX_DP, dp_ok, p, 0);
-        if (s->dp == was)
-            return refuse(p, "dp stays %d, %s: %s", was, most,
-                          dir < 0                         ? "1 copy at least"
-                          : s->sched == SCHED_INTERLEAVED ? "interleaved runs one copy"
-                                                          : "up to 4, 8 GPUs a stage, 16 in all");
+        if (!twice(p, &s->dp, dir, MAX_DP, dp_ok, "dp stays",
+                   dir < 0                         ? "1 copy at least"
+                   : s->sched == SCHED_INTERLEAVED ? "interleaved runs one copy"
+                                                   : "up to 4, 8 GPUs a stage, 16 in all"))
+            return PANEL_HANDLED | PANEL_REDRAW;
         break;
     case 't':
     case 'T':
-        was = s->tp;
-        s->tp = next_size(s->tp, dir, 1, MAX_TP, tp_ok, p, 0);
-        if (s->tp == was)
-            return refuse(p, "tp stays %d, %s: %s", was, most,
-                          dir < 0 ? "1 GPU at least"
-                                  : "it must divide the heads, FFN width and vocabulary");
+        if (!twice(p, &s->tp, dir, MAX_TP, tp_ok, "tp stays",
+                   dir < 0 ? "1 GPU at least"
+                           : "it must divide the heads, FFN width and vocabulary"))
+            return PANEL_HANDLED | PANEL_REDRAW;
         break;
     case 'e':
         if (s->tp == 1)

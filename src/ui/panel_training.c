@@ -316,6 +316,10 @@ static int train_on_key(void *state, int key)
 {
     struct train_panel *p = state;
     struct train_opts *o = &p->o;
+    if (p->halted && key > 0 && key < 128 && strchr("clbx", key)) { /* nothing runs to take it */
+        say_halted(p);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     switch (key) {
     case 'p':
         o->precision = o->precision == FP_FP32   ? FP_BF16

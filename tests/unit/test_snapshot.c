@@ -262,7 +262,11 @@ static const struct {
      * growth interval of 20 */
     {"training", "step 300 ", 300, "", {NULL}, loss_below_floor},
     {"training", "step 40 ", 40, "clip-", {"clip=0.2", NULL}, clipped},
-    {"training", "step 200 ", 200, "fp16-growth20-", {"precision=fp16", "growth=20", NULL},
+    {"training",
+     "step 200 ",
+     200,
+     "fp16-growth20-",
+     {"precision=fp16", "growth=20", NULL},
      staircase},
     {"dprun", "every ledger = the calculator", 1, "", {NULL}},
     {"pprun", "order ok", 1, "", {NULL}},
