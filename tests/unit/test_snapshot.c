@@ -268,17 +268,17 @@ static const struct {
      "fp16-growth20-",
      {"precision=fp16", "growth=20", NULL},
      staircase},
-    {"dprun", "every ledger = the calculator", 1, "", {NULL}},
-    {"pprun", "order ok", 1, "", {NULL}},
-    {"pprun", "order ok", 1, "tp2-interleaved-", {"tp=2", "schedule=interleaved", NULL}},
-    {"pprun", "order ok", 1, "dp2-tp2-", {"dp=2", "tp=2", NULL}},
+    {"dprun", "every ledger = the calculator", 1, "", {NULL}, NULL},
+    {"pprun", "order ok", 1, "", {NULL}, NULL},
+    {"pprun", "order ok", 1, "tp2-interleaved-", {"tp=2", "schedule=interleaved", NULL}, NULL},
+    {"pprun", "order ok", 1, "dp2-tp2-", {"dp=2", "tp=2", NULL}, NULL},
     /* four tensor-parallel GPUs of a stage side by side: each bar keeps its label */
-    {"pprun", "ledger = calc", 1, "tp4-", {"pp=1", "tp=4", "micro_batches=1", NULL}},
+    {"pprun", "ledger = calc", 1, "tp4-", {"pp=1", "tp=4", "micro_batches=1", NULL}, NULL},
     /* lesson 3 on 16 GPUs: the rows, and the ring/tree plot beside them at every size */
-    {"collective", NULL, 0, "gpus16", {"gpus=16", NULL}},
+    {"collective", NULL, 0, "gpus16", {"gpus=16", NULL}, NULL},
     /* a tiny model in the calculators: its MiB in MiB, its bars to their own scale */
-    {"memory", NULL, 0, "tiny", {"model=tiny", NULL}},
-    {"parallel", NULL, 0, "tiny", {"model=tiny", NULL}},
+    {"memory", NULL, 0, "tiny", {"model=tiny", NULL}, NULL},
+    {"parallel", NULL, 0, "tiny", {"model=tiny", NULL}, NULL},
 };
 
 START_TEST(run_pictures)
