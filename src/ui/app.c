@@ -773,8 +773,9 @@ static void draw_events(const struct app *a, int give)
     }
 }
 
-/* The hints for the app's state now (ui/hints.h); their text in buf. */
-static int app_hints(const struct app *a, bool panel_editing, struct hint *h, char (*buf)[24])
+/* The hints for the app's state now (ui/hints.h), brief or not; their text in buf. */
+static int app_hints(const struct app *a, bool panel_editing, bool brief, struct hint *h,
+                     char (*buf)[24])
 {
     const struct tab *t = &a->tabs[a->cur];
     const struct lesson_step *st = t->lesson ? &t->lesson->steps[t->step] : NULL;
@@ -785,7 +786,8 @@ static int app_hints(const struct app *a, bool panel_editing, struct hint *h, ch
                             .question = st && st->nquestions,
                             .next_view = t->nviews > 1 ? next_view(t)->name : NULL,
                             .panel = t->ops,
-                            .playing = a->playing};
+                            .playing = a->playing,
+                            .brief = brief};
     return hints_list(&hs, h, buf);
 }
 
@@ -798,11 +800,11 @@ struct hint_line {
     int n, placed, reserve;
 };
 
-static void hint_line(const struct app *a, bool panel_editing, int width, int rows,
+static void hint_line(const struct app *a, bool panel_editing, bool brief, int width, int rows,
                       struct hint_line *hl)
 {
     const struct tab *t = &a->tabs[a->cur];
-    hl->n = app_hints(a, panel_editing, hl->h, hl->buf);
+    hl->n = app_hints(a, panel_editing, brief, hl->h, hl->buf);
     hl->status[0] = '\0';
     if (t->ops->plays && (a->playing || a->speed))
         snprintf(hl->status, sizeof hl->status, "%s %gx", a->playing ? "playing" : "paused",
@@ -811,22 +813,28 @@ static void hint_line(const struct app *a, bool panel_editing, int width, int ro
     hl->placed = hints_place(hl->h, hl->n, width, rows, hl->reserve, hl->at);
 }
 
-/* The hints' rows: one when they fit, else two (the events give up a row). */
-static int hint_rows(const struct app *a, bool panel_editing)
+/* The hints' rows, and whether brief: all in one row; else brief in one; else brief in two
+ * (the events give up a row). */
+static int hint_rows(const struct app *a, bool panel_editing, bool *brief)
 {
     struct hint_line hl;
-    hint_line(a, panel_editing, a->lay.hints.w, 1, &hl);
-    return hl.placed < hl.n && a->lay.events.h > 1 ? 2 : 1;
+    for (int b = 0; b < 2; b++) {
+        hint_line(a, panel_editing, b, a->lay.hints.w, 1, &hl);
+        *brief = b;
+        if (hl.placed == hl.n)
+            return 1;
+    }
+    return a->lay.events.h > 1 ? 2 : 1;
 }
 
 /* The hint line (rows rows, the last the window's): the app's keys, then the panel's. */
-static void draw_hints(const struct app *a, bool panel_editing, int rows)
+static void draw_hints(const struct app *a, bool panel_editing, bool brief, int rows)
 {
     struct ui_rect r = a->lay.hints;
     r.y -= rows - 1, r.h = rows;
     struct ui_canvas c = canvas_make(stdscr, r);
     struct hint_line hl;
-    hint_line(a, panel_editing, r.w, rows, &hl);
+    hint_line(a, panel_editing, brief, r.w, rows, &hl);
     for (int i = 0; i < hl.placed; i++) {
         int x = canvas_text(&c, hl.at[i].row, hl.at[i].x, ROLE_KEY, hl.h[i].k);
         canvas_text(&c, hl.at[i].row, x + 1, ROLE_DIM, hl.h[i].w);
@@ -852,9 +860,10 @@ static void draw_frame(struct app *a)
             pc = lc; /* the answer field has the keys, so the cursor */
         a->panel_editing = pc.cursor_y >= 0 && lc.cursor_y < 0;
         /* the panel shows a cursor: it has an input field (the hints say its keys) */
-        int rows = hint_rows(a, pc.cursor_y >= 0);
+        bool brief;
+        int rows = hint_rows(a, pc.cursor_y >= 0, &brief);
         draw_events(a, rows - 1);
-        draw_hints(a, pc.cursor_y >= 0, rows);
+        draw_hints(a, pc.cursor_y >= 0, brief, rows);
         if (a->help)
             help_draw(a->tabs[a->cur].ops, a->lay.rows, a->lay.cols, a->help_scroll);
     }

@@ -32,8 +32,9 @@ int hints_list(const struct hint_state *st, struct hint *h, char (*buf)[24])
     }
     h[n++] = (struct hint){"?", "help"};
     h[n++] = (struct hint){"q", "quit"};
-    h[n++] = (struct hint){"] [", "step"};
-    if (st->question)
+    if (!st->brief)
+        h[n++] = (struct hint){"] [", "step"};
+    if (st->question && !st->brief)
         h[n++] = (struct hint){"a", "answer"};
     if (st->next_view)
         h[n++] = (struct hint){"v", st->next_view};
@@ -42,7 +43,8 @@ int hints_list(const struct hint_state *st, struct hint *h, char (*buf)[24])
             snprintf(buf[nb], sizeof buf[nb], "%.*s", (int)strcspn(k->keys, " "), k->keys);
             h[n++] = (struct hint){buf[nb++], k->brief};
         }
-    h[n++] = (struct hint){"1-5 L", "lessons"};
+    if (!st->brief)
+        h[n++] = (struct hint){"1-5 L", "lessons"};
     if (st->panel->plays) /* a panel with nothing to play offers no space */
         h[n++] = (struct hint){"space", st->playing ? "pause" : "play"};
     return n;

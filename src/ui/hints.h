@@ -1,8 +1,9 @@
 /* The line of key hints at the bottom of the window: which keys it offers in the app's state
  * (a step being typed, autoplay, a field being edited, or the window's keys and the live
- * panel's), and where each goes: one row when they fit, else two (the latest events give up
- * their top row), the play status keeping its place at the right of the last. Pure functions:
- * the snapshot test checks that every panel's hints fit at 80 columns. */
+ * panel's), and where each goes: one row when they fit; else one row without the hints the
+ * screen shows elsewhere (brief); else two rows (the latest events give up their last), the
+ * play status keeping its place at the right of the last. Pure functions: the snapshot test
+ * checks that every panel's hints fit at 80 columns. */
 #ifndef SCALELAB_UI_HINTS_H
 #define SCALELAB_UI_HINTS_H
 
@@ -24,6 +25,8 @@ struct hint_state {
     const char *next_view; /* v's panel, or NULL: the lesson has one */
     const struct panel_ops *panel;
     bool playing;
+    bool brief; /* leave out what the screen shows elsewhere: ] [ and a (the lesson pane says
+                 * them under the step) and 1-5 L (the tab bar) */
 };
 
 #define HINTS_MAX 32

@@ -592,10 +592,16 @@ static void hints_essentials(const struct panel_ops *p, int cols, const char *wh
     struct hint_place at[HINTS_MAX];
     char buf[HINTS_MAX][24];
     struct hint_state hs = {.question = true, .next_view = "checkpoint", .panel = p};
-    int n = hints_list(&hs, h, buf);
-    int placed = hints_place(h, n, cols, 2, 14 /* "playing 1/8x" */, at);
+    int n = hints_list(&hs, h, buf), rows = 1;
+    if (hints_place(h, n, cols, 1, 14 /* "playing 1/8x" */, at) < n) {
+        /* as the window does: without what the screen shows elsewhere, then on two rows */
+        hs.brief = true;
+        n = hints_list(&hs, h, buf);
+        rows = hints_place(h, n, cols, 1, 14, at) < n ? 2 : 1;
+    }
+    int placed = hints_place(h, n, cols, rows, 14, at);
     ck_assert_msg(placed == n, "%s: %d of %d hints fit", where, placed, n);
-    seen(f, ", %d hints", n);
+    seen(f, ", %d hints on %d row%s", n, rows, rows > 1 ? "s" : "");
 }
 
 static const struct {
