@@ -88,7 +88,8 @@ static const struct opt_entry options[] = {
              "none (default), full, selective, sqrt or every:K"),
     OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem,
              "memory per GPU (default the cluster's), e.g. 80GiB"),
-    OPT_WITH("units", "U", calcargs_units, A, units, "GiB (default) or GB"),
+    OPT_WITH("units", "U", calcargs_units, A, units,
+             "auto (default: each figure in B, KiB, MiB or GiB, as\nsuits it), GiB or GB"),
     OPT_FLAG("json", A, json, "one JSON document; sizes in bytes (with both lists)"),
     OPT_FLAG("tensors", A, tensors, "list the parameter tensors and the activations a layer saves"),
     OPT_WITH("emit", "FRAMEWORK", opts_str, A, emit,
@@ -503,7 +504,7 @@ static int memory_main(int argc, char **argv)
                             .prefetch = 1,
                             .schedule = SCHED_1F1B,
                             .ckpt = {CKPT_NONE, 0},
-                            .units = UNITS_BINARY};
+                            .units = UNITS_AUTO};
     int rc = opts_parse(&opts_memory, argc, argv, &a);
     if (rc)
         return rc;
@@ -558,7 +559,7 @@ const struct command cmd_memory = {
     "                       [--grad-accum fp32|same] [--micro-batch B] [--seq S]\n"
     "                       [--micro-batches M] [--schedule gpipe|1f1b] [--sequence-parallel]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
-    "                       [--units GiB|GB] [--tensors] [--json]\n"
+    "                       [--units auto|GiB|GB] [--tensors] [--json]\n"
     "                       [--unit-layers N] [--emit deepspeed|megatron|fsdp [--force]]\n"
     "\n"
     "Memory per GPU and its parts (weights, gradients, master weights, optimizer state,\n"

@@ -63,7 +63,7 @@ static const struct opt_entry options[] = {
     OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem, "memory per GPU (default the cluster's)"),
     OPT_INT("top", "N", A, top, 0, 1 << 20,
             "layouts and closest misses to show (default 10; 0: all)"),
-    OPT_WITH("units", "U", calcargs_units, A, units, "GiB (default) or GB"),
+    OPT_WITH("units", "U", calcargs_units, A, units, "GiB (default), GB or auto"),
     OPT_FLAG("json", A, json,
              "{\"layouts\": [{\"dp\", \"tp\", \"pp\", \"zero\", \"checkpoint\",\n"
              "\"micro_batch\", \"per_gpu_bytes\", \"step_time_s\", \"mfu\",\n"

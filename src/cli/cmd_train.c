@@ -93,6 +93,15 @@ static int trace_setup(const struct train_args *r, const struct run_config *rc, 
 
 /* ------------------------------------------------------------------ the command */
 
+/* Takes the progress line off the terminal: the cursor back to the start of a cleared line. */
+static void progress_clear(int *shown)
+{
+    if (*shown > 0)
+        fprintf(stderr, "\r%*s\r", *shown, "");
+    fflush(stderr);
+    *shown = 0;
+}
+
 /* The steps as they come: each into the summary and printed (text: the first, every 20th of
  * the run, the last and the eventful ones; JSON: every one), step 1 dumped with --dump, the
  * progress on a terminal. 0, or the error that stopped the run (in e). */
@@ -107,6 +116,7 @@ static int run_steps(const struct train_args *r, struct run *run, struct train_s
     double lastsum = 0, t0 = clock_now(), tprog = t0;
     int lastn = 0;
     bool floor_said = false;
+    int shown = 0; /* columns the progress line takes on the terminal now */
     struct run_step rs;
     struct error derr = {0};
     while (!rc && run_next(run, &rs, 3600) == 1) {
@@ -123,24 +133,29 @@ static int run_steps(const struct train_args *r, struct run *run, struct train_s
         if (i > o->steps - nlast && isfinite(rs.s.loss))
             lastsum += rs.s.loss, lastn++;
         const struct train_step *s = &rs.s;
-        if (r->json && !r->summary_only)
+        if (r->json && !r->summary_only) {
             train_print_step_json(&rs);
-        else if (!r->json && (i == 1 || i % every == 0 || i == o->steps || s->skipped ||
-                              s->overflow || s->spike || s->nonfinite[0]))
+        } else if (!r->json && (i == 1 || i % every == 0 || i == o->steps || s->skipped ||
+                                s->overflow || s->spike || s->nonfinite[0])) {
+            /* the progress line is taken off the terminal before a step line is written
+             * (stdout and stderr may be the same terminal: the step line would follow it) */
+            progress_clear(&shown);
             train_print_step_text(&rs);
-        if (progress && clock_now() - tprog > 0.2) {
-            double el = clock_now() - t0, rate = (double)i / el;
-            char left[32];
-            units_format_seconds(left, sizeof left, (double)(o->steps - i) / rate);
-            fprintf(stderr, "\rstep %ld/%ld  loss %.4f  %.1f steps/s  %s left   ", i, o->steps,
-                    s->loss, rate, left);
-            tprog = clock_now();
         }
         if (!r->json)
             fflush(stdout);
+        if (progress && clock_now() - tprog > 0.2) {
+            double el = clock_now() - t0, rate = (double)i / el;
+            char left[32], loss[32];
+            units_format_seconds(left, sizeof left, (double)(o->steps - i) / rate);
+            shown = fprintf(stderr, "\rstep %ld/%ld  loss %s  %.1f steps/s  %s left", i, o->steps,
+                            units_format_num(loss, sizeof loss, "%.4f", s->loss), rate, left) -
+                    1;
+            fflush(stderr);
+            tprog = clock_now();
+        }
     }
-    if (progress)
-        fprintf(stderr, "\r%*s\r", 70, "");
+    progress_clear(&shown);
     if (!rc)
         rc = run_finish(run, e);
     if (!rc && derr.code) {

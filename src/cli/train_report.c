@@ -81,8 +81,12 @@ void train_print_step_json(const struct run_step *rs)
 void train_print_step_text(const struct run_step *rs)
 {
     const struct train_step *s = &rs->s;
-    printf("step %6ld  loss %8.4f  grad norm %9.4g  clip %6.4f  scale %8g  underflow %.4f%%",
-           s->step, s->loss, (double)s->grad_norm, (double)s->clip_coef, (double)s->loss_scale,
+    char loss[32], norm[32], coef[32], scale[32];
+    printf("step %6ld  loss %s  grad norm %s  clip %s  scale %s  underflow %.4f%%", s->step,
+           units_format_num(loss, sizeof loss, "%8.4f", s->loss),
+           units_format_num(norm, sizeof norm, "%9.4g", (double)s->grad_norm),
+           units_format_num(coef, sizeof coef, "%6.4f", (double)s->clip_coef),
+           units_format_num(scale, sizeof scale, "%8g", (double)s->loss_scale),
            100 * s->underflow_frac);
     if (s->nonfinite[0] && rs->gpus > 1)
         printf("  non-finite on GPU %d: %s", rs->nonfinite_gpu, s->nonfinite);
@@ -382,8 +386,9 @@ static void print_summary_text(const struct train_args *r, const struct run *run
     char a[32], b[32];
     double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
     const struct run_gpu *g0 = run_gpu(run, 0);
-    printf("\nfinal loss %.4f (mean of the last %d steps), floor %.4f: %.4f nats above\n",
-           sum->final_loss, sum->nlast, sum->floor, sum->final_loss - sum->floor);
+    printf("\nfinal loss %s (mean of the last %d steps), floor %.4f: %s nats above\n",
+           units_format_num(a, sizeof a, "%.4f", sum->final_loss), sum->nlast, sum->floor,
+           units_format_num(b, sizeof b, "%.4f", sum->final_loss - sum->floor));
     printf("skipped steps %ld (overflow %ld, spikes %ld), final loss scale %g\n", sum->skipped,
            sum->overflows, sum->spikes, (double)sum->last_scale);
     printf("activation memory: peak %s measured by the ledger, %s predicted by the "

@@ -82,6 +82,15 @@ check_not_contains "$out" "answer: 10" "and no answer"
 check_not_contains "$out" "implicit 1" "nor explanation"
 widest=$(printf '%s\n' "$out" | wc -L)
 check_eq "$([ "$widest" -le 60 ] && echo fits)" fits "no line is wider than 60 columns ($widest)"
+# every line wraps, the answers and explanations too; a command continues with a trailing " \"
+for step in 4:9 4:10 1:4; do
+    run run "${step%:*}" --step "${step#*:}" --width 60
+    widest=$(printf '%s\n' "$out" | wc -L)
+    check_eq "$([ "$widest" -le 60 ] && echo fits)" fits "run ${step%:*} --step ${step#*:} --width 60: no line is wider ($widest)"
+done
+run run 4 --step 9 --width 60
+check_contains "$out" "  \$ scalelab memory --model synthetic-7b --gpus 64 \\" "a long command ends its line with a backslash"
+check_contains "$out" "      --nodes 8 --tp 8 --pp 4 --micro-batches 8 \\" "and continues 4 columns further in, an option with its value"
 run run 1 --step 8 --width 60
 check_contains "$out" "  - The forward and backward passes run in bf16 or fp16:" "a list item starts its line"
 check_contains "$out" "    half the memory" "and its next line hangs under its text"

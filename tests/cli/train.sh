@@ -54,6 +54,12 @@ check_jsonl "d[1]['skipped'] and d[1]['overflow'] and d[1]['nonfinite'] == 'laye
 check_jsonl "d[0]['loss_scale'] == 65536 and d[1]['loss_scale'] == 65536 and d[2]['loss_scale'] == 32768 and not d[2]['skipped']" \
     "fp16 starts at 65536 and halves after the overflow"
 
+# The text's step lines write a NaN as NaN, never C's "-nan" (a sign that means nothing).
+run train --steps 3 --batch 2 --precision bf16 --loss-scale none --inject nan@2
+check_status 1 "bf16 without a scaler stops at the NaN loss"
+check_contains "$out" "loss      NaN  grad norm       NaN" "the NaN step reads NaN, in the columns' width"
+check_not_contains "$out" "nan" "no 'nan' or '-nan' in the step lines"
+
 run train --steps 2 --batch 2 --precision fp16 --loss-scale none --json
 check_jsonl "len(d[2]['summary']['underflow_by_layer']) == 5 and sum(d[2]['summary']['underflow_by_layer']) > 0 and all(x['underflow_frac'] > 0 for x in d[:2])" \
     "fp16 without scaling: gradients underflow, counted per layer"

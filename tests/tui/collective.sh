@@ -65,7 +65,7 @@ keys 3 n
 wait_for "step 1 of 14" "n steps in the small window"
 wait_for "GPU 2  21111111" "a row per GPU: GPU 2 holds 2 contributions of chunk 0"
 wait_for "GPU 0  11111121" "GPU 0 holds 2 of chunk 6"
-wait_for "0 -> 1 -> 2 -> 3" "and the ring as a line"
+wait_for "r ring t tree" "and the ring/tree plot below the rows, in its compact form"
 check_not_contains "$screen" "╭ GPU" "no boxes"
 quit "80x24"
 
@@ -86,7 +86,8 @@ wait_screen "+ GPU 0 +" # the frame may still be on its way to the terminal
 check_contains "$(printf '%s\n' "$screen" | grep -F '+ GPU 0 +')" "tt" "a small ring leaves room for the plot beside it"
 keys l l l l l l l l l l l l l l
 wait_for "ring all-reduce, 16 GPUs" "16 GPUs"
-wait_for "+ GPU 15 ------" "16 GPUs still sit on the ring"
+wait_for "GPU 15 1 1 1" "16 GPUs: a ring of boxes leaves the plot no room here, so a row each"
+wait_for "| crossover 3.40 MiB  ^ this size" "and the ring/tree plot keeps its place, the crossover marked"
 keys l
 wait_for "ring all-reduce, 17 GPUs" "17 GPUs"
 wait_for "... GPUs 14 to 15 ..." "more than 16: rows, the middle ones summarised"
@@ -94,14 +95,19 @@ wait_for "... -> 16 -> 0" "and the ring line ends at the last GPU"
 wait_for "on 3 nodes" "17 GPUs of h100-80gb span 3 nodes: the panel says so"
 quit "ASCII"
 
-# 80x24, lesson 3's last step: the ring line marks the GPUs it skips, the bandwidths show,
-# the verdict is whole.
+# 80x24, lesson 3's last step: every GPU's row, the bandwidths, the verdict whole, and the
+# ring/tree plot with its crossover (the ring's order, which the rows say, gives up its row).
 start -x 80 -y 24 -- --lesson 3 --step 8
 wait_for "step 8 of" "lesson 3 step 8 at 80x24"
-wait_for "0 -> 1 -> 2 -> 3 -> 4 -> ... -> 7 -> 0" "8 GPUs on one line: the skipped ones marked"
+wait_for "GPU 7  11111111" "8 GPUs, a row each"
 wait_for "algbw 94.7, busbw 165.6 GB/s" "algbw and busbw, as nccl-tests reports them"
 wait_for "ring 44.3 us, tree 71.5 us: ring wins" "the α-β verdict, not cut"
-wait_for "dbtree 52 us, rhd 28.3 us" "dbtree and rhd from the same model"
+wait_for "dbtree 52 us, rhd 28.3 us  verified" "dbtree and rhd from the same model, the run verified"
+wait_for "r ring t tree │843.75 KiB ^ size" "the plot's legend: the crossover and this size"
+keys Right
+wait_for "ring, 9 GPUs" "l: 9 GPUs"
+keys l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l
+wait_for "GPUs stay 64, the most (2 to 64)" "at 64 GPUs l stays, and the status line says why"
 quit
 
 # The tree, drawn as a tree, one panel step per stage of its pipeline: 3P + 5 = 8 at P = 1.

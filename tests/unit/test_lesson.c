@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -368,25 +369,26 @@ static const struct lesson_question *question(size_t step, size_t i)
 
 static void setup_questions(void)
 {
-    qlesson = parse_ok(
-        HEAD "@step S\n"
-             "@question fp16 max?\n@answer fp16.max\n"                   /* 0 */
-             "@question subnormal?\n@answer fp16.min_subnormal tol=2%\n" /* 1 */
-             "@question memory?\n@answer 108.63 tol=0.5 unit=GiB\n"      /* 2 */
-             "@question time?\n@answer 0.002 tol=1% unit=s\n"            /* 3 */
-             "@question params?\n@answer 7289966592 tol=0.1%\n"          /* 4 */
-             "@question ratio?\n@answer 0.3333 tol=0.01\n"               /* 5 */
-             "@question overflow?\n@option finite\n@option inf\n"
-             "@answer fp16.overflows(65520) ? b : a\n"                  /* 6 */
-             "@question inf?\n@answer fp16.round(70000)\n"              /* 7 */
-             "@question widgets?\n@answer 3 unit=widgets\n"             /* 8 */
-             "@question bytes?\n@answer 1.75 unit=GB\n"                 /* 9 */
-             "@question MiB?\n@answer 24 unit=MiB\n"                    /* 10 */
-             "@question share?\n@answer 0.75 tol=0.001\n"               /* 11 */
-             "@question count?\n@answer synthetic_7b.params tol=0.1%\n" /* 12 */
-             "@question ring?\n@answer ring.allreduce_time(8, 1073741824) tol=1% "
-             "unit=ms\n"                                                            /* 13 */
-             "@question cross?\n@answer allreduce.crossover(8) tol=2% unit=KiB\n"); /* 14 */
+    qlesson =
+        parse_ok(HEAD "@step S\n"
+                      "@question fp16 max?\n@answer fp16.max\n"                   /* 0 */
+                      "@question subnormal?\n@answer fp16.min_subnormal tol=2%\n" /* 1 */
+                      "@question memory?\n@answer 108.63 tol=0.5 unit=GiB\n"      /* 2 */
+                      "@question time?\n@answer 0.002 tol=1% unit=s\n"            /* 3 */
+                      "@question params?\n@answer 7289966592 tol=0.1%\n"          /* 4 */
+                      "@question ratio?\n@answer 0.3333 tol=0.01\n"               /* 5 */
+                      "@question overflow?\n@option finite\n@option inf\n"
+                      "@answer fp16.overflows(65520) ? b : a\n"                  /* 6 */
+                      "@question inf?\n@answer fp16.round(70000)\n"              /* 7 */
+                      "@question widgets?\n@answer 3 unit=widgets\n"             /* 8 */
+                      "@question bytes?\n@answer 1.75 unit=GB\n"                 /* 9 */
+                      "@question MiB?\n@answer 24 unit=MiB\n"                    /* 10 */
+                      "@question share?\n@answer 0.75 tol=0.001\n"               /* 11 */
+                      "@question count?\n@answer synthetic_7b.params tol=0.1%\n" /* 12 */
+                      "@question ring?\n@answer ring.allreduce_time(8, 1073741824) tol=1% "
+                      "unit=ms\n"                                                          /* 13 */
+                      "@question cross?\n@answer allreduce.crossover(8) tol=2% unit=KiB\n" /* 14 */
+                      "@question eps?\n@answer bf16.epsilon tol=1%\n");                    /* 15 */
 }
 
 static void teardown_questions(void)
@@ -546,17 +548,20 @@ START_TEST(answers_formatted)
     char buf[128];
     ck_assert_str_eq(lesson_format_answer(question(0, 0), buf, sizeof buf), "65504");
     ck_assert_str_eq(lesson_format_answer(question(0, 1), buf, sizeof buf), "5.96e-8 (within 2%)");
-    /* a literal as written; a computed one in 4 significant digits (more if the tolerance
-     * needs them), never "606.1420663018612 KiB" */
+    /* a literal as written; a computed one exactly when a few digits write it (7289966592,
+     * bf16's epsilon 0.0078125), else in 4 significant digits (more if the tolerance needs
+     * them), never "606.1420663018612 KiB" */
     ck_assert_str_eq(lesson_format_answer(question(0, 4), buf, sizeof buf),
                      "7289966592 (within 0.1%)");
     ck_assert_str_eq(lesson_format_answer(question(0, 12), buf, sizeof buf),
-                     "7.29e9 (within 0.1%)");
+                     "7289966592 (within 0.1%)");
     ck_assert_str_eq(lesson_format_answer(question(0, 13), buf, sizeof buf),
                      "4.204 ms (within 1%)");
     ck_assert_str_eq(lesson_format_answer(question(0, 14), buf, sizeof buf),
                      "843.7 KiB (within 2%)");
     ck_assert_str_eq(lesson_format_answer(question(0, 11), buf, sizeof buf), "0.75 (within 0.001)");
+    ck_assert_str_eq(lesson_format_answer(question(0, 15), buf, sizeof buf),
+                     "0.0078125 (within 1%)");
     ck_assert_str_eq(lesson_format_answer(question(0, 2), buf, sizeof buf),
                      "108.63 GiB (within 0.5)");
     ck_assert_str_eq(lesson_format_answer(question(0, 6), buf, sizeof buf), "b) inf");
@@ -1210,6 +1215,15 @@ START_TEST(load_all_sorted_and_find)
 END_TEST
 
 /* Every shipped lesson parses, with every quantity it names (they are evaluated when read). */
+/* Whether hay holds needle, in any case. */
+static bool has_ci(const char *hay, const char *needle)
+{
+    for (size_t n = strlen(needle); *hay; hay++)
+        if (!strncasecmp(hay, needle, n))
+            return true;
+    return false;
+}
+
 START_TEST(shipped_lessons)
 {
     struct lesson **v;
@@ -1253,6 +1267,17 @@ START_TEST(shipped_lessons)
                     buf[1] = '\0';
                 else if (strchr(buf, '('))
                     strchr(buf, '(')[-1] = '\0';
+                ck_assert_msg(lesson_check_answer(q, buf, &r, &e) == 0 && r.correct,
+                              "%s: '%s' for '%s': %s", v[i]->file, buf, q->text, e.msg);
+                /* a question about bytes takes any byte unit: its answer in KiB is right */
+                if (!has_ci(q->text, "how many bytes") && !has_ci(q->text, "bytes. how many"))
+                    continue;
+                const char *kind = NULL;
+                double f = lesson_unit_factor(q->unit, &kind);
+                ck_assert_msg(kind && !strcmp(kind, "bytes"),
+                              "%s: '%s' asks for bytes: unit=B (or another byte unit)", v[i]->file,
+                              q->text);
+                snprintf(buf, sizeof buf, "%.17g KiB", q->answer.value * f / 1024);
                 ck_assert_msg(lesson_check_answer(q, buf, &r, &e) == 0 && r.correct,
                               "%s: '%s' for '%s': %s", v[i]->file, buf, q->text, e.msg);
             }
