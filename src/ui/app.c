@@ -530,51 +530,10 @@ static void jump_key(struct app *a, int ch)
 
 /* ---- keys ---- */
 
-static void app_key(struct app *a, int ch)
+/* The window's keys for the lesson: quit, help, the tabs, the steps, answers, the panels, the
+ * presenter's keys, scrolling. */
+static void lesson_key(struct app *a, struct tab *t, int ch)
 {
-    struct tab *t = &a->tabs[a->cur];
-    if (a->help) {
-        if (help_key(ch, &a->help, &a->help_scroll))
-            a->dirty = true;
-        return;
-    }
-    if (a->ans.asking >= 0) {
-        answer_key_app(a, ch);
-        return;
-    }
-    if (a->jumping) {
-        jump_key(a, ch);
-        return;
-    }
-    if (a->autoplay) { /* the presenter takes over: any key but q pauses the walk, used up */
-        pause_playing(a);
-        autoplay_stop(a, ch == 'A' ? "paused" : "paused: A resumes");
-        if (ch != 'q')
-            return;
-    }
-    /* the window's own keys reach the lesson whatever the panel, unless its field has the
-     * keys; the panel gets the others first */
-    int r = a->panel_editing || !help_app_key(ch) ? t->ops->on_key(t->panel, ch) : 0;
-    if (r & PANEL_REDRAW)
-        a->dirty = true;
-    if ((r & PANEL_ANIMATE) && !a->playing) { /* a key started something that moves */
-        a->playing = true;
-        a->last_tick = clock_now();
-    }
-    if (r & PANEL_QUIT)
-        a->quit = true;
-    if (r & PANEL_HANDLED)
-        return;
-    if (!help_app_key(ch) && ch != 'g') { /* nobody's key: say so, and where the keys are */
-        if (ch >= 0 && ch < KEY_MIN) {
-            char name[16];
-            snprintf(name, sizeof name, ch > ' ' && ch < 127 ? "'%c'" : "code %d", ch);
-            eventlog_add(&a->log, "key %s does nothing in %s: ? lists the keys", name,
-                         t->ops->title);
-            a->dirty = true;
-        }
-        return;
-    }
     switch (ch) {
     case 'q': a->quit = true; break;
     case '?':
@@ -634,6 +593,14 @@ static void app_key(struct app *a, int ch)
         a->dirty = true;
         break;
     }
+    default: break;
+    }
+}
+
+/* The window's keys for the live panel's time: play, one step, speed, reset. */
+static void time_key(struct app *a, struct tab *t, int ch)
+{
+    switch (ch) {
     case ' ':
         if (a->playing) {
             pause_playing(a);
@@ -666,6 +633,63 @@ static void app_key(struct app *a, int ch)
         break;
     default: break;
     }
+}
+
+/* A key of the window's own (help_app_key), after the panel passed on it. */
+static void window_key(struct app *a, struct tab *t, int ch)
+{
+    if (ch > 0 && ch < 128 && strchr(" n+=-r", ch))
+        time_key(a, t, ch);
+    else
+        lesson_key(a, t, ch);
+}
+
+static void app_key(struct app *a, int ch)
+{
+    struct tab *t = &a->tabs[a->cur];
+    if (a->help) {
+        if (help_key(ch, &a->help, &a->help_scroll))
+            a->dirty = true;
+        return;
+    }
+    if (a->ans.asking >= 0) {
+        answer_key_app(a, ch);
+        return;
+    }
+    if (a->jumping) {
+        jump_key(a, ch);
+        return;
+    }
+    if (a->autoplay) { /* the presenter takes over: any key but q pauses the walk, used up */
+        pause_playing(a);
+        autoplay_stop(a, ch == 'A' ? "paused" : "paused: A resumes");
+        if (ch != 'q')
+            return;
+    }
+    /* the window's own keys reach the lesson whatever the panel, unless its field has the
+     * keys; the panel gets the others first */
+    int r = a->panel_editing || !help_app_key(ch) ? t->ops->on_key(t->panel, ch) : 0;
+    if (r & PANEL_REDRAW)
+        a->dirty = true;
+    if ((r & PANEL_ANIMATE) && !a->playing) { /* a key started something that moves */
+        a->playing = true;
+        a->last_tick = clock_now();
+    }
+    if (r & PANEL_QUIT)
+        a->quit = true;
+    if (r & PANEL_HANDLED)
+        return;
+    if (!help_app_key(ch) && ch != 'g') { /* nobody's key: say so, and where the keys are */
+        if (ch >= 0 && ch < KEY_MIN) {
+            char name[16];
+            snprintf(name, sizeof name, ch > ' ' && ch < 127 ? "'%c'" : "code %d", ch);
+            eventlog_add(&a->log, "key %s does nothing in %s: ? lists the keys", name,
+                         t->ops->title);
+            a->dirty = true;
+        }
+        return;
+    }
+    window_key(a, t, ch);
 }
 
 /* ---- drawing ---- */

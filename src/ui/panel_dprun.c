@@ -442,42 +442,13 @@ static void draw_big(const struct dprun *p, struct ui_canvas *c, int y, int h)
                       f->t.bytes / MEMUI_GIB);
 }
 
-static void dprun_draw(const void *state, struct ui_canvas *c)
+/* A row per GPU from row y (as many as fit, then a line saying so): its ledger as a bar of bw
+ * cells, its total and the bytes it sent in the right columns, the collective it runs; the
+ * next row. */
+static int draw_gpus(const struct dprun *p, struct ui_canvas *c, int y, int bw, int right)
 {
-    const struct dprun *p = state;
-    const struct ui_glyphs *gl = theme_glyphs();
-    int W = c->r.w, H = c->r.h, y = 0, n = p->s.gpus;
+    int H = c->r.h, n = p->s.gpus;
     char b1[32], b2[32];
-    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, %d GPUs, %s, %s, batch %d",
-                          runpace_model_names[p->s.model], n, stage_name(p->s.zero),
-                          fp_info(p->s.prec)->name, p->batch);
-    if (x + 14 <= W)
-        canvas_printf(c, y, x, ROLE_DIM, " (%d per GPU)", p->batch / n);
-    y++;
-    if (p->pace.err[0]) {
-        canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
-        return;
-    }
-    /* the step shown */
-    runpace_draw_step(&p->pace, c, y++, "buffers allocated: space trains, n one step");
-    /* legend */
-    static const char *const part_name[MEMUI_PARTS] = {"wt", "grad", "mst", "opt", "act", "buf"};
-    x = 0;
-    for (int i = 0; i < MEMUI_PARTS; i++) {
-        char letter[2] = {memui_part_letter[i], 0};
-        x = canvas_text(c, y, x, memui_part_role[i], theme_color() ? gl->bar : letter);
-        x = canvas_printf(c, y, x + 1, ROLE_DIM, "%s ", part_name[i]);
-    }
-    /* the columns of the GPUs' rows: the bar, its total (when wide), the bytes sent */
-    int right = W >= 110 ? 46 : W >= 66 ? 26 : 10, bw = W - 6 - right;
-    int sx = right == 10 ? 6 + bw + 3 : right == 26 ? 6 + bw + 19 : W;
-    units_format_bytes(b1, sizeof b1, p->scale, UNITS_BINARY);
-    if (x + 6 + (int)strlen(b1) < 6 + bw)
-        canvas_printf(c, y, x, ROLE_DIM, "bar %s", b1);
-    if (sx > x && sx + 4 <= W)
-        canvas_text(c, y, sx, ROLE_DIM, "sent");
-    y++;
-
     /* rows: the GPUs, then the peak and calc bars, 3 of figures, the verdict, the loss */
     int rows = H - y - 9;
     int shown = n <= rows ? n : rows - 1;
@@ -517,65 +488,76 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     else if (p->pace.feed.dropped && y < H)
         canvas_printf(c, y++, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
                       p->pace.feed.dropped);
+    return y;
+}
 
-    if (p->show_big) {
-        draw_big(p, c, y, 6);
-        y += 6;
-    } else {
-        /* GPU 0's peaks beside the calculator's, as bars and as figures */
-        struct memory_result m;
-        runfeed_as_result(p->pace.feed.peak[0], p->pace.spec.hbm_bytes, &m);
-        canvas_text(c, y, 0, ROLE_DIM, "peak");
-        memui_draw_bar(c, y++, 6, bw, &m, p->scale);
-        canvas_text(c, y, 0, ROLE_DIM, "calc");
-        if (p->pred.ok)
-            memui_draw_bar(c, y, 6, bw, &p->pred.m, p->scale);
-        y++;
-        int cw = (W - 7) / 6 < 11 ? (W - 7) / 6 : 11;
-        static const char *const head[MEMUI_PARTS] = {"W", "G", "M", "O", "A", "C"};
-        canvas_text(c, y, 0, ROLE_DIM, "GPU 0");
-        for (int i = 0; i < MEMUI_PARTS; i++)
-            canvas_printf(c, y, 7 + i * cw, ROLE_DIM, "%*s", cw - 1, head[i]);
-        y++;
-        for (int row = 0; row < 2; row++, y++) {
-            canvas_text(c, y, 0, ROLE_DIM, row ? "calc" : "ledger");
-            for (int i = 0; i < MEMUI_PARTS; i++) {
-                double v = row ? runfeed_predicted_part(&p->pred.m, i)
-                               : (double)p->pace.feed.peak[0][runfeed_part_cat[i]];
-                bool same = (double)p->pace.feed.peak[0][runfeed_part_cat[i]] ==
-                            llround(runfeed_predicted_part(&p->pred.m, i));
-                runfeed_bytes(b1, sizeof b1, v, cw);
-                canvas_printf(c, y, 7 + i * cw,
-                              row || !p->pace.shown ? ROLE_TEXT
-                              : same                ? ROLE_GOOD
-                                                    : ROLE_ERROR,
-                              "%*s", cw - 1, b1);
-            }
+/* GPU 0's ledger peaks beside the calculator's, as bars and as figures, and the verdict over
+ * every GPU with the bytes sent, from row y; the next row. */
+static int draw_against_calc(const struct dprun *p, struct ui_canvas *c, int y, int bw, int right)
+{
+    int W = c->r.w, n = p->s.gpus, x;
+    char b1[32], b2[32];
+    /* GPU 0's peaks beside the calculator's, as bars and as figures */
+    struct memory_result m;
+    runfeed_as_result(p->pace.feed.peak[0], p->pace.spec.hbm_bytes, &m);
+    canvas_text(c, y, 0, ROLE_DIM, "peak");
+    memui_draw_bar(c, y++, 6, bw, &m, p->scale);
+    canvas_text(c, y, 0, ROLE_DIM, "calc");
+    if (p->pred.ok)
+        memui_draw_bar(c, y, 6, bw, &p->pred.m, p->scale);
+    y++;
+    int cw = (W - 7) / 6 < 11 ? (W - 7) / 6 : 11;
+    static const char *const head[MEMUI_PARTS] = {"W", "G", "M", "O", "A", "C"};
+    canvas_text(c, y, 0, ROLE_DIM, "GPU 0");
+    for (int i = 0; i < MEMUI_PARTS; i++)
+        canvas_printf(c, y, 7 + i * cw, ROLE_DIM, "%*s", cw - 1, head[i]);
+    y++;
+    for (int row = 0; row < 2; row++, y++) {
+        canvas_text(c, y, 0, ROLE_DIM, row ? "calc" : "ledger");
+        for (int i = 0; i < MEMUI_PARTS; i++) {
+            double v = row ? runfeed_predicted_part(&p->pred.m, i)
+                           : (double)p->pace.feed.peak[0][runfeed_part_cat[i]];
+            bool same = (double)p->pace.feed.peak[0][runfeed_part_cat[i]] ==
+                        llround(runfeed_predicted_part(&p->pred.m, i));
+            runfeed_bytes(b1, sizeof b1, v, cw);
+            canvas_printf(c, y, 7 + i * cw,
+                          row || !p->pace.shown ? ROLE_TEXT
+                          : same                ? ROLE_GOOD
+                                                : ROLE_ERROR,
+                          "%*s", cw - 1, b1);
         }
-        /* the verdict over every GPU, and the bytes sent */
-        units_format_grouped(b2, sizeof b2, (unsigned long long)llround(p->pred.t.bytes));
-        if (p->pace.shown && p->pred.ok) {
-            int g = 0, i = verdict(p, &g);
-            if (i < 0)
-                x = canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", n);
-            else
-                x = canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs", g,
-                                  ledger_cat_name(runfeed_part_cat[i]));
-            bool same = true;
-            for (int k = 0; k < n; k++)
-                same &= (double)p->pace.last.gpu[k].sent_bytes == llround(p->pred.t.bytes);
-            units_format_grouped(b1, sizeof b1, p->pace.last.gpu[0].sent_bytes);
-            if (right > 10)
-                canvas_printf(c, y, x + 2, same ? ROLE_GOOD : ROLE_ERROR, "sent %s B, calc %s B",
-                              b1, b2);
-            else
-                canvas_printf(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, "sent %s calc",
-                              same ? "=" : "!=");
-        } else {
-            canvas_printf(c, y, 0, ROLE_DIM, "calc: each GPU sends %s B a step", b2);
-        }
-        y++;
     }
+    /* the verdict over every GPU, and the bytes sent */
+    units_format_grouped(b2, sizeof b2, (unsigned long long)llround(p->pred.t.bytes));
+    if (p->pace.shown && p->pred.ok) {
+        int g = 0, i = verdict(p, &g);
+        if (i < 0)
+            x = canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", n);
+        else
+            x = canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs", g,
+                              ledger_cat_name(runfeed_part_cat[i]));
+        bool same = true;
+        for (int k = 0; k < n; k++)
+            same &= (double)p->pace.last.gpu[k].sent_bytes == llround(p->pred.t.bytes);
+        units_format_grouped(b1, sizeof b1, p->pace.last.gpu[0].sent_bytes);
+        if (right > 10)
+            canvas_printf(c, y, x + 2, same ? ROLE_GOOD : ROLE_ERROR, "sent %s B, calc %s B", b1,
+                          b2);
+        else
+            canvas_printf(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, "sent %s calc",
+                          same ? "=" : "!=");
+    } else {
+        canvas_printf(c, y, 0, ROLE_DIM, "calc: each GPU sends %s B a step", b2);
+    }
+    y++;
+    return y;
+}
+
+/* The loss curve from row y to the bottom, with the data's floor. */
+static void draw_loss(const struct dprun *p, struct ui_canvas *c, int y)
+{
+    int W = c->r.w, H = c->r.h, x;
+    char b1[32], b2[32];
     /* the loss, with the data's floor (ui/plot.h: each column's extremes, the labels on
      * their rows) */
     int lossrows = H - y - 1;
@@ -598,6 +580,52 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
             plot_draw(c, y, 0, lossrows, W - PLOT_MARGIN - 1, "", b1, b2, &ls, PLOT_LINEAR, lo, hi,
                       p->floor);
     }
+}
+
+static void dprun_draw(const void *state, struct ui_canvas *c)
+{
+    const struct dprun *p = state;
+    const struct ui_glyphs *gl = theme_glyphs();
+    int W = c->r.w, y = 0, n = p->s.gpus;
+    char b1[32];
+    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, %d GPUs, %s, %s, batch %d",
+                          runpace_model_names[p->s.model], n, stage_name(p->s.zero),
+                          fp_info(p->s.prec)->name, p->batch);
+    if (x + 14 <= W)
+        canvas_printf(c, y, x, ROLE_DIM, " (%d per GPU)", p->batch / n);
+    y++;
+    if (p->pace.err[0]) {
+        canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
+        return;
+    }
+    /* the step shown */
+    runpace_draw_step(&p->pace, c, y++, "buffers allocated: space trains, n one step");
+    /* legend */
+    static const char *const part_name[MEMUI_PARTS] = {"wt", "grad", "mst", "opt", "act", "buf"};
+    x = 0;
+    for (int i = 0; i < MEMUI_PARTS; i++) {
+        char letter[2] = {memui_part_letter[i], 0};
+        x = canvas_text(c, y, x, memui_part_role[i], theme_color() ? gl->bar : letter);
+        x = canvas_printf(c, y, x + 1, ROLE_DIM, "%s ", part_name[i]);
+    }
+    /* the columns of the GPUs' rows: the bar, its total (when wide), the bytes sent */
+    int right = W >= 110 ? 46 : W >= 66 ? 26 : 10, bw = W - 6 - right;
+    int sx = right == 10 ? 6 + bw + 3 : right == 26 ? 6 + bw + 19 : W;
+    units_format_bytes(b1, sizeof b1, p->scale, UNITS_BINARY);
+    if (x + 6 + (int)strlen(b1) < 6 + bw)
+        canvas_printf(c, y, x, ROLE_DIM, "bar %s", b1);
+    if (sx > x && sx + 4 <= W)
+        canvas_text(c, y, sx, ROLE_DIM, "sent");
+    y++;
+
+    y = draw_gpus(p, c, y, bw, right);
+    if (p->show_big) {
+        draw_big(p, c, y, 6);
+        y += 6;
+    } else {
+        y = draw_against_calc(p, c, y, bw, right);
+    }
+    draw_loss(p, c, y);
 }
 
 static const struct panel_key dprun_keys[] = {

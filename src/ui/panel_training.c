@@ -417,11 +417,12 @@ static void plot_heights(int rows, int h[4])
         h[i]++;
 }
 
-static void train_draw(const void *state, struct ui_canvas *c)
+/* The run's settings and its last step's figures, in rows of items; the next row, or -1 when
+ * the run could not start (the reason drawn instead). */
+static int draw_figures(const struct train_panel *p, struct ui_canvas *c)
 {
-    const struct train_panel *p = state;
     const struct train_opts *o = &p->o;
-    int W = c->r.w, H = c->r.h, y = 0;
+    int y = 0;
     char it[12][48], f1[32], f2[32], f3[32], f4[32];
     enum ui_role role[12];
     for (int i = 0; i < 12; i++)
@@ -442,7 +443,7 @@ static void train_draw(const void *state, struct ui_canvas *c)
     y += items(c, y, role, it, n);
     if (p->err[0]) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
-        return;
+        return -1;
     }
     const struct train_step *s = &p->last;
     if (p->n == 0) {
@@ -468,26 +469,17 @@ static void train_draw(const void *state, struct ui_canvas *c)
         snprintf(it[n++], 48, "spikes %ld", p->spikes);
         y += items(c, y, role, it, n);
     }
-    /* The rows: the events (a fixed number, so that the curves do not jump as they come),
-     * the underflow per layer (a line when the rows are short), a legend, and the curves,
-     * which always draw (in 3 + 2 + 2 + 2 rows at the least: the essential picture). */
-    int nev = 3;
-    char legend[160];
-    int len = snprintf(legend, sizeof legend,
-                       W < 60 ? "v below floor %.3f; log axes but coef"
-                              : "loss above the floor %.3f, v: a batch below it; log axes but coef",
-                       p->floor);
-    if (o->clip > 0 && len > 0 && (size_t)len < sizeof legend)
-        snprintf(legend + len, sizeof legend - (size_t)len, "; -- clip %g", o->clip);
-    struct wrap_line wl[4];
-    int legend_rows = layout_wrap(legend, W, wl, 4);
-    int full_bars = p->layers + 2; /* the title (with the full bar's worth), a bar a part */
-    int rest = H - y - nev;
-    bool bars = rest - legend_rows - full_bars >= 4 * 4 + 1; /* the curves keep 4 rows each */
-    rest -= bars ? full_bars : 1;
-    if (rest - legend_rows < 9) /* the legend gives way first (the lesson's text has it) */
-        legend_rows = 0;
-    rest -= legend_rows;
+    return y;
+}
+
+/* The four curves in rest rows from y (loss, norm, clip coefficient, loss scale), then the
+ * legend's legend_rows rows (wl over legend); the next row. */
+static int draw_curves(const struct train_panel *p, struct ui_canvas *c, int y, int rest,
+                       const char *legend, const struct wrap_line *wl, int legend_rows)
+{
+    const struct train_opts *o = &p->o;
+    int W = c->r.w, H = c->r.h;
+    char f1[32], f2[32];
     if (rest >= 9 && W >= 24) {
         int h[4];
         plot_heights(rest, h);
@@ -538,7 +530,14 @@ static void train_draw(const void *state, struct ui_canvas *c)
     } else if (y < H) {
         canvas_text(c, y++, 0, ROLE_DIM, "(a larger window shows the curves)");
     }
-    /* underflow per layer: each bar full at the largest layer's share, which it says */
+    return y;
+}
+
+/* The gradients that underflowed to 0 in the last step: a bar per layer, or (bars false) a
+ * line saying the most; the next row. */
+static int draw_underflow(const struct train_panel *p, struct ui_canvas *c, int y, bool bars)
+{
+    int W = c->r.w, H = c->r.h;
     double umax = 0;
     int worst = 0;
     for (int l = 0; l <= p->layers; l++)
@@ -566,6 +565,38 @@ static void train_draw(const void *state, struct ui_canvas *c)
                           100 * p->under_frac[l]);
         }
     }
+    return y;
+}
+
+static void train_draw(const void *state, struct ui_canvas *c)
+{
+    const struct train_panel *p = state;
+    const struct train_opts *o = &p->o;
+    int W = c->r.w, H = c->r.h, y = draw_figures(p, c);
+    if (y < 0)
+        return;
+    /* The rows: the events (a fixed number, so that the curves do not jump as they come),
+     * the underflow per layer (a line when the rows are short), a legend, and the curves,
+     * which always draw (in 3 + 2 + 2 + 2 rows at the least: the essential picture). */
+    int nev = 3;
+    char legend[160];
+    int len = snprintf(legend, sizeof legend,
+                       W < 60 ? "v below floor %.3f; log axes but coef"
+                              : "loss above the floor %.3f, v: a batch below it; log axes but coef",
+                       p->floor);
+    if (o->clip > 0 && len > 0 && (size_t)len < sizeof legend)
+        snprintf(legend + len, sizeof legend - (size_t)len, "; -- clip %g", o->clip);
+    struct wrap_line wl[4];
+    int legend_rows = layout_wrap(legend, W, wl, 4);
+    int full_bars = p->layers + 2; /* the title (with the full bar's worth), a bar a part */
+    int rest = H - y - nev;
+    bool bars = rest - legend_rows - full_bars >= 4 * 4 + 1; /* the curves keep 4 rows each */
+    rest -= bars ? full_bars : 1;
+    if (rest - legend_rows < 9) /* the legend gives way first (the lesson's text has it) */
+        legend_rows = 0;
+    rest -= legend_rows;
+    y = draw_curves(p, c, y, rest, legend, wl, legend_rows);
+    y = draw_underflow(p, c, y, bars);
     /* events, newest first, wrapped in the rows kept for them (nothing cut at the frame) */
     for (int i = 0, left = nev; i < p->nev && left > 0 && y < H; i++) {
         struct ui_canvas rows = canvas_make(c->win, (struct ui_rect){c->r.y + y, c->r.x, left, W});
