@@ -748,11 +748,10 @@ static enum gantt_scale draw_gantt(const struct pprun *p, struct ui_canvas *c, i
     return sc;
 }
 
-static void pprun_draw(const void *state, struct ui_canvas *c)
+/* The layout in words, or in short when that does not fit, on row 0. */
+static void draw_head(const struct pprun *p, struct ui_canvas *c)
 {
-    const struct pprun *p = state;
-    int W = c->r.w, H = c->r.h, y = 0, pp = p->s.pp;
-    char b1[32], b2[32];
+    int W = c->r.w, y = 0, pp = p->s.pp;
     char tps[24] = "";
     if (p->s.tp > 1)
         snprintf(tps, sizeof tps, " x tp %d%s", p->s.tp, p->s.sp ? " sp" : "");
@@ -770,6 +769,169 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     int x = canvas_text(c, y, 0, ROLE_TEXT, head[layout_text_width(head[0]) > W]);
     if (p->s.pp == 1 && p->s.sched == SCHED_GPIPE && x + 12 <= W)
         canvas_text(c, y, x, ROLE_DIM, " (one stage)");
+}
+
+/* The Gantt chart of the step shown from row y: its title and legend, the stages' rows and,
+ * with axis, its span and scale; the next row. */
+static int draw_chart(const struct pprun *p, struct ui_canvas *c, int y, bool axis)
+{
+    int W = c->r.w, pp = p->s.pp, x;
+    char b1[32], b2[32];
+    /* the chart */
+    long step = p->pace.replaying ? p->pace.rs.s.step : p->pace.last.s.step;
+    if (pp == 1 && p->s.m == 1)
+        x = canvas_text(c, y, 0, ROLE_TITLE, "one stage, one micro-batch: no pipeline");
+    else if (step)
+        x = canvas_printf(c, y, 0, ROLE_TITLE, "step %ld%s", step,
+                          p->show_free ? ", sends free" : "");
+    else
+        x = canvas_text(c, y, 0, ROLE_TITLE, "the Gantt chart");
+    int nv = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1; /* model chunks a stage */
+    char legend[64];
+    gantt_legend(legend, sizeof legend, p->s.m, nv, 0);
+    if (x + 2 + layout_text_width(legend) > W)
+        gantt_legend(legend, sizeof legend, p->s.m, nv, 1);
+    if (x + 2 + layout_text_width(legend) <= W)
+        canvas_printf(c, y, x, ROLE_DIM, ": %s", legend);
+    y++;
+    double per = 0;
+    enum gantt_scale scale = draw_gantt(p, c, y, &per);
+    y += pp;
+    if (axis) { /* the chart's span in simulated time, and its scale */
+        const struct ppgantt *g = p->show_free && p->free_ok ? &p->gfree : &p->g;
+        double a0 = INFINITY, a1 = -INFINITY;
+        for (int st = 0; st < g->stages; st++)
+            for (int i = 0; i < g->n[st]; i++)
+                a0 = fmin(a0, g->ops[st][i].start_s), a1 = fmax(a1, g->ops[st][i].end_s);
+        if (a1 > a0) {
+            char says[96];
+            units_format_seconds(b1, sizeof b1, a1 - a0);
+            units_format_seconds(b2, sizeof b2, per);
+            /* the longest words that fit: "11.5 us simulated; 1 column = 0.3 us" */
+            char line[3][160];
+            gantt_scale_text(says, sizeof says, scale, b2, PPG_OPS, 0);
+            snprintf(line[0], sizeof line[0], "%s simulated; %s", b1, says);
+            gantt_scale_text(says, sizeof says, scale, b2, PPG_OPS, 1);
+            snprintf(line[1], sizeof line[1], "%s simulated; %s", b1, says);
+            snprintf(line[2], sizeof line[2], "%s; %s", b1, says);
+            int k = 0;
+            while (k < 2 && 3 + layout_text_width(line[k]) > W)
+                k++;
+            canvas_text(c, y, 3, ROLE_DIM, line[k]);
+        }
+        y++;
+    }
+    return y;
+}
+
+/* The bubble measured on the last step (have: one was shown) beside the calculator's, and with
+ * free and why the free sends' bubble and why they differ, from row y; the next row. */
+static int draw_bubble(const struct pprun *p, struct ui_canvas *c, int y, bool have, bool free,
+                       bool why)
+{
+    int W = c->r.w, pp = p->s.pp, x;
+    char b1[32], b2[32];
+    /* the bubble: measured on the last step, and the calculator's formulas */
+    double fi = sched_bubble_over_ideal(pp, p->s.m, 1), fw = sched_bubble_over_wall(pp, p->s.m, 1);
+    if (have)
+        canvas_printf(c, y, 0, ROLE_TEXT, "bubble measured %.*f%% ideal, %.1f%% wall",
+                      p->bub.over_ideal < 10 ? 1 : 0, 100 * p->bub.over_ideal,
+                      100 * p->bub.over_wall);
+    else
+        canvas_text(c, y, 0, ROLE_DIM, "bubble measured: after a step");
+    y++;
+    canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/m %.1f%%, (p-1)/(m+p-1) %.1f%%", 100 * fi,
+                  100 * fw);
+    if (free)
+        canvas_printf(c, y++, 0, ROLE_DIM, "sends free: %.1f%% ideal, %.1f%% wall",
+                      100 * p->bub_free.over_ideal, 100 * p->bub_free.over_wall);
+    if (why) {
+        /* why the measured bubble is larger: the links' latency against the compute */
+        double alpha = p->gpus <= p->pace.spec.gpus_per_node ? p->pace.spec.alpha_intra
+                                                             : p->pace.spec.alpha_inter;
+        units_format_seconds(b1, sizeof b1, p->fwd_s);
+        units_format_seconds(b2, sizeof b2, alpha);
+        x = canvas_printf(c, y, 0, ROLE_DIM, "why: forward %s, send latency %s", b1, b2);
+        if (x + 31 <= W)
+            canvas_text(c, y, x, ROLE_DIM, ": the stages wait on the links");
+        y++;
+    }
+    return y;
+}
+
+/* The micro-batches each stage held at once beside the schedule's, and whether the executed
+ * order is the schedule's, on row y. */
+static void draw_held(const struct pprun *p, struct ui_canvas *c, int y, bool have)
+{
+    int W = c->r.w, pp = p->s.pp, x;
+    int nv = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1; /* model chunks a stage */
+    /* micro-batches held at once, as train counts them: (micro-batch, chunk) pairs over the
+     * chunks (interleaved: 2.5 is two whole micro-batches and a chunk of another) */
+    x = canvas_text(c, y, 0, ROLE_TEXT, "held:");
+    for (int st = 0; st < pp && have; st++)
+        x = canvas_printf(c, y, x, ROLE_TEXT, " %g", (double)ppg_peak_in_flight(&p->done, st) / nv);
+    if (p->pred.have_sched) {
+        bool same = true;
+        for (int st = 0; st < pp && have; st++)
+            same &= ppg_peak_in_flight(&p->done, st) == p->pred.sched.peak_chunks[st];
+        x = canvas_text(c, y, x + 1, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, "(schedule");
+        for (int st = 0; st < pp; st++)
+            x = canvas_printf(c, y, x,
+                              !have  ? ROLE_DIM
+                              : same ? ROLE_GOOD
+                                     : ROLE_ERROR,
+                              " %g", (double)p->pred.sched.peak_chunks[st] / nv);
+        x = canvas_text(c, y, x, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, ")");
+        if (have && x + 9 <= W) /* the executed order against the schedule's */
+            canvas_text(c, y, x + 1, p->order_ok ? ROLE_GOOD : ROLE_ERROR,
+                        p->order_ok ? "order ok" : "order !=");
+    }
+}
+
+/* The bytes each stage's first GPU sent in the step by kind, beside the calculator's, from
+ * row y to the bottom. */
+static void draw_sent(const struct pprun *p, struct ui_canvas *c, int y)
+{
+    int W = c->r.w, H = c->r.h, pp = p->s.pp, x, tp1 = p->s.tp > 1;
+    char b1[32];
+    /* bytes sent per step by each stage's (first) GPU: pipeline, data-parallel, in its
+     * tensor-parallel group */
+    static const char *const kind_name[] = {"pp B/step", "dp B/step", "tp B/step"};
+    static const enum comm_kind order[] = {COMM_PP, COMM_TP, COMM_DP};
+    int bw = W < 60 ? 7 : W >= 20 + 12 * pp ? 11 : 9; /* a figure's cells */
+    for (int i = 0; i < 3 && y < H; i++) {
+        enum comm_kind kind = order[i];
+        if (kind == COMM_TP && !tp1)
+            continue;
+        x = canvas_text(c, y, 0, ROLE_TEXT, kind_name[kind]);
+        for (int st = 0; st < pp; st++) {
+            double v =
+                p->pace.shown
+                    ? (double)sent_of(&p->pace.last, layout_rank(&p->place[0], LAYOUT_PP, st), kind)
+                : p->pred.ok ? predicted_sent(&p->pred.comm[st], kind)
+                             : 0;
+            runfeed_bytes(b1, sizeof b1, v, bw);
+            x = canvas_printf(c, y, x, ROLE_TEXT, " %s", b1);
+        }
+        if (p->pace.shown && p->pred.ok) {
+            bool same = sent_as_predicted(p, kind);
+            canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, same ? "= calc" : "!= calc");
+        } else {
+            canvas_text(c, y, x + 1, ROLE_DIM, "(calc)");
+        }
+        y++;
+    }
+    if (p->pace.feed.dropped && y < H)
+        canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
+                      p->pace.feed.dropped);
+}
+
+static void pprun_draw(const void *state, struct ui_canvas *c)
+{
+    const struct pprun *p = state;
+    int H = c->r.h, y = 0, pp = p->s.pp, x;
+    char b1[32];
+    draw_head(p, c);
     y++;
     if (p->pace.err[0]) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
@@ -818,128 +980,10 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     }
     y++;
 
-    /* the chart */
-    long step = p->pace.replaying ? p->pace.rs.s.step : p->pace.last.s.step;
-    if (pp == 1 && p->s.m == 1)
-        x = canvas_text(c, y, 0, ROLE_TITLE, "one stage, one micro-batch: no pipeline");
-    else if (step)
-        x = canvas_printf(c, y, 0, ROLE_TITLE, "step %ld%s", step,
-                          p->show_free ? ", sends free" : "");
-    else
-        x = canvas_text(c, y, 0, ROLE_TITLE, "the Gantt chart");
-    int nv = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1; /* model chunks a stage */
-    char legend[64];
-    gantt_legend(legend, sizeof legend, p->s.m, nv, 0);
-    if (x + 2 + layout_text_width(legend) > W)
-        gantt_legend(legend, sizeof legend, p->s.m, nv, 1);
-    if (x + 2 + layout_text_width(legend) <= W)
-        canvas_printf(c, y, x, ROLE_DIM, ": %s", legend);
-    y++;
-    double per = 0;
-    enum gantt_scale scale = draw_gantt(p, c, y, &per);
-    y += pp;
-    if (show_axis) { /* the chart's span in simulated time, and its scale */
-        const struct ppgantt *g = p->show_free && p->free_ok ? &p->gfree : &p->g;
-        double a0 = INFINITY, a1 = -INFINITY;
-        for (int st = 0; st < g->stages; st++)
-            for (int i = 0; i < g->n[st]; i++)
-                a0 = fmin(a0, g->ops[st][i].start_s), a1 = fmax(a1, g->ops[st][i].end_s);
-        if (a1 > a0) {
-            char says[96];
-            units_format_seconds(b1, sizeof b1, a1 - a0);
-            units_format_seconds(b2, sizeof b2, per);
-            /* the longest words that fit: "11.5 us simulated; 1 column = 0.3 us" */
-            char line[3][160];
-            gantt_scale_text(says, sizeof says, scale, b2, PPG_OPS, 0);
-            snprintf(line[0], sizeof line[0], "%s simulated; %s", b1, says);
-            gantt_scale_text(says, sizeof says, scale, b2, PPG_OPS, 1);
-            snprintf(line[1], sizeof line[1], "%s simulated; %s", b1, says);
-            snprintf(line[2], sizeof line[2], "%s; %s", b1, says);
-            int k = 0;
-            while (k < 2 && 3 + layout_text_width(line[k]) > W)
-                k++;
-            canvas_text(c, y, 3, ROLE_DIM, line[k]);
-        }
-        y++;
-    }
-
-    /* the bubble: measured on the last step, and the calculator's formulas */
-    double fi = sched_bubble_over_ideal(pp, p->s.m, 1), fw = sched_bubble_over_wall(pp, p->s.m, 1);
-    if (have)
-        canvas_printf(c, y, 0, ROLE_TEXT, "bubble measured %.*f%% ideal, %.1f%% wall",
-                      p->bub.over_ideal < 10 ? 1 : 0, 100 * p->bub.over_ideal,
-                      100 * p->bub.over_wall);
-    else
-        canvas_text(c, y, 0, ROLE_DIM, "bubble measured: after a step");
-    y++;
-    canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/m %.1f%%, (p-1)/(m+p-1) %.1f%%", 100 * fi,
-                  100 * fw);
-    if (show_free)
-        canvas_printf(c, y++, 0, ROLE_DIM, "sends free: %.1f%% ideal, %.1f%% wall",
-                      100 * p->bub_free.over_ideal, 100 * p->bub_free.over_wall);
-    if (show_why) {
-        /* why the measured bubble is larger: the links' latency against the compute */
-        double alpha = p->gpus <= p->pace.spec.gpus_per_node ? p->pace.spec.alpha_intra
-                                                             : p->pace.spec.alpha_inter;
-        units_format_seconds(b1, sizeof b1, p->fwd_s);
-        units_format_seconds(b2, sizeof b2, alpha);
-        x = canvas_printf(c, y, 0, ROLE_DIM, "why: forward %s, send latency %s", b1, b2);
-        if (x + 31 <= W)
-            canvas_text(c, y, x, ROLE_DIM, ": the stages wait on the links");
-        y++;
-    }
-    /* micro-batches held at once, as train counts them: (micro-batch, chunk) pairs over the
-     * chunks (interleaved: 2.5 is two whole micro-batches and a chunk of another) */
-    x = canvas_text(c, y, 0, ROLE_TEXT, "held:");
-    for (int st = 0; st < pp && have; st++)
-        x = canvas_printf(c, y, x, ROLE_TEXT, " %g", (double)ppg_peak_in_flight(&p->done, st) / nv);
-    if (p->pred.have_sched) {
-        bool same = true;
-        for (int st = 0; st < pp && have; st++)
-            same &= ppg_peak_in_flight(&p->done, st) == p->pred.sched.peak_chunks[st];
-        x = canvas_text(c, y, x + 1, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, "(schedule");
-        for (int st = 0; st < pp; st++)
-            x = canvas_printf(c, y, x,
-                              !have  ? ROLE_DIM
-                              : same ? ROLE_GOOD
-                                     : ROLE_ERROR,
-                              " %g", (double)p->pred.sched.peak_chunks[st] / nv);
-        x = canvas_text(c, y, x, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, ")");
-        if (have && x + 9 <= W) /* the executed order against the schedule's */
-            canvas_text(c, y, x + 1, p->order_ok ? ROLE_GOOD : ROLE_ERROR,
-                        p->order_ok ? "order ok" : "order !=");
-    }
-    y++;
-    /* bytes sent per step by each stage's (first) GPU: pipeline, data-parallel, in its
-     * tensor-parallel group */
-    static const char *const kind_name[] = {"pp B/step", "dp B/step", "tp B/step"};
-    static const enum comm_kind order[] = {COMM_PP, COMM_TP, COMM_DP};
-    int bw = W < 60 ? 7 : W >= 20 + 12 * pp ? 11 : 9; /* a figure's cells */
-    for (int i = 0; i < 3 && y < H; i++) {
-        enum comm_kind kind = order[i];
-        if (kind == COMM_TP && !tp1)
-            continue;
-        x = canvas_text(c, y, 0, ROLE_TEXT, kind_name[kind]);
-        for (int st = 0; st < pp; st++) {
-            double v =
-                p->pace.shown
-                    ? (double)sent_of(&p->pace.last, layout_rank(&p->place[0], LAYOUT_PP, st), kind)
-                : p->pred.ok ? predicted_sent(&p->pred.comm[st], kind)
-                             : 0;
-            runfeed_bytes(b1, sizeof b1, v, bw);
-            x = canvas_printf(c, y, x, ROLE_TEXT, " %s", b1);
-        }
-        if (p->pace.shown && p->pred.ok) {
-            bool same = sent_as_predicted(p, kind);
-            canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, same ? "= calc" : "!= calc");
-        } else {
-            canvas_text(c, y, x + 1, ROLE_DIM, "(calc)");
-        }
-        y++;
-    }
-    if (p->pace.feed.dropped && y < H)
-        canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
-                      p->pace.feed.dropped);
+    y = draw_chart(p, c, y, show_axis);
+    y = draw_bubble(p, c, y, have, show_free, show_why);
+    draw_held(p, c, y++, have);
+    draw_sent(p, c, y);
 }
 
 static const struct panel_key pprun_keys[] = {
