@@ -703,8 +703,8 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
     for (int st = 0; p->ok && st < o->pp; st++) {
         struct memory_result *m = &p->stage_m[st];
         p->ok = memory_compute_stage(&c, st, m, &e) == 0 &&
-                traffic_compute_stage(&c, spec, o->pp > 1 || o->tp > 1 ? st : -1, m->params_gpu,
-                                      m->stage_layers, 0, 0, &p->stage_t[st], &e) == 0;
+                traffic_compute(&c, spec, st, m->params_gpu, m->stage_layers, 0, 0, &p->stage_t[st],
+                                &e) == 0;
     }
     if (p->ok)
         p->m = p->stage_m[0], p->t = p->stage_t[0];

@@ -85,8 +85,8 @@ static void compute(void *state)
                                   .ckpt = s->ckpt,
                                   .capacity = s->capacity};
         if (memory_compute(&c, &l->mem[z], &e) < 0 ||
-            traffic_compute(&c, &cl, l->mem[z].params_gpu, l->mem[z].stage_layers, 0, 0,
-                            &l->comm[z], &e) < 0) {
+            traffic_compute(&c, &cl, l->mem[z].stage, l->mem[z].params_gpu, l->mem[z].stage_layers,
+                            0, 0, &l->comm[z], &e) < 0) {
             l->ok = false;
             snprintf(l->err, sizeof l->err, "%s", e.msg);
         }

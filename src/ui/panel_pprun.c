@@ -138,9 +138,8 @@ static void predict(struct pprun *p)
     p->scale = 0;
     for (int st = 0; p->pred_ok && st < p->s.pp; st++)
         p->pred_ok = memory_compute_stage(&c, st, &p->stage_m[st], &e) == 0 &&
-                     traffic_compute_stage(&c, &p->pace.spec, p->s.pp > 1 || p->s.tp > 1 ? st : -1,
-                                           p->stage_m[st].params_gpu, p->stage_m[st].stage_layers,
-                                           0, 0, &p->stage_t[st], &e) == 0;
+                     traffic_compute(&c, &p->pace.spec, st, p->stage_m[st].params_gpu,
+                                     p->stage_m[st].stage_layers, 0, 0, &p->stage_t[st], &e) == 0;
     for (int k = 0; p->pred_ok && k < 3; k++) {
         if (k) /* the run's schedule, then the other two of one chunk */
             c.schedule = k == 1 ? SCHED_GPIPE : SCHED_1F1B, c.chunks = 1;
