@@ -300,6 +300,12 @@ static void print_steps(struct cluster *cl, size_t es)
 {
     size_t n;
     const struct event *ev = cluster_events(cl, &n);
+    double *arrival = malloc((n ? n : 1) * sizeof *arrival);
+    if (!arrival || event_send_arrivals(ev, n, arrival) < 0) {
+        free(arrival);
+        fprintf(stderr, "scalelab: collective --steps: out of memory\n");
+        return;
+    }
     int maxstep = -1;
     for (size_t i = 0; i < n; i++)
         if (ev[i].type == EV_SEND && ev[i].step > maxstep)
@@ -317,9 +323,10 @@ static void print_steps(struct cluster *cl, size_t es)
             units_format_bytes(b, sizeof b, (double)ev[i].bytes, UNITS_BINARY);
             printf("  GPU %d -> GPU %d: chunk %d, %s (%llu elements), t = %.3f us -> %.3f us\n",
                    ev[i].device, ev[i].peer, ev[i].chunk, b, (unsigned long long)(ev[i].bytes / es),
-                   ev[i].t * 1e6, ev[i].t_end * 1e6);
+                   ev[i].t * 1e6, arrival[i] * 1e6);
         }
     }
+    free(arrival);
 }
 
 /* The run's time: the simulated cluster's, or the wall time over MPI. */

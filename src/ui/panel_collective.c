@@ -232,6 +232,11 @@ static void compute(struct coll_panel *p)
     double block = p->real_bytes / np;
     size_t cap = n * (p->s.algo == COST_RHD ? (size_t)np : 1) + 1;
     p->hops = calloc(cap, sizeof *p->hops);
+    double *arrival = malloc((n ? n : 1) * sizeof *arrival);
+    if (!arrival || event_send_arrivals(ev, n, arrival) < 0) {
+        free(p->hops);
+        p->hops = NULL;
+    }
     for (size_t i = 0; i < n && p->hops; i++) {
         if (ev[i].type != EV_SEND || ev[i].chunk < 0)
             continue;
@@ -253,7 +258,7 @@ static void compute(struct coll_panel *p)
             h->reduce =
                 !strcmp(ph, "reduce-scatter") || !strcmp(ph, "reduce") || !strcmp(ph, "fold-in");
             h->bytes = (double)ev[i].bytes / count;
-            h->t_end = ev[i].t_end;
+            h->t_end = arrival[i]; /* when its receiver's link let its bytes in */
             if (h->step + 1 > p->nsteps)
                 p->nsteps = h->step + 1;
             if (h->chunk + 1 > p->nchunks)
@@ -264,6 +269,7 @@ static void compute(struct coll_panel *p)
         p->nchunks = p->s.gpus;
     else if (p->s.algo == COST_RHD)
         p->nchunks = np < MAX_CHUNKS ? np : MAX_CHUNKS;
+    free(arrival);
     if (p->s.algo != COST_RING)
         stage_steps(p);
     trial_fini(&t);
