@@ -358,10 +358,10 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
                algo_title(a->op, t->algo), cost_op_name(a->op), b1, fp_info(a->dtype)->name, n,
                n == 1 ? "" : "s", mr->hosts, mr->hosts == 1 ? "" : "s", mr->host0);
     else
-        printf("%s %s of %s %s on %d GPU%s (%s: %d per node, %d node%s)\n",
+        /* the preset's GPUs per node (--json's gpus_per_node), and the nodes the run spans */
+        printf("%s %s of %s %s on %d GPU%s (%s: %d GPUs per node, %d node%s)\n",
                algo_title(a->op, t->algo), cost_op_name(a->op), b1, fp_info(a->dtype)->name, n,
-               n == 1 ? "" : "s", s->name, s->gpus_per_node < n ? s->gpus_per_node : n, nodes,
-               nodes == 1 ? "" : "s");
+               n == 1 ? "" : "s", s->name, s->gpus_per_node, nodes, nodes == 1 ? "" : "s");
     if (a->algo == COST_AUTO)
         printf("  algorithm: %s, the α-β model's fastest for this size\n", cost_algo_name(t->algo));
     if (t->check.tolerance > 0)
@@ -405,7 +405,7 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
     }
     printf("  bytes sent in total:    %s   (%s x size = %.0f)\n",
            units_format_grouped(g, sizeof g, t->sent_total), formula, factor * t->bytes);
-    printf("  steps:                  %d\n", t->steps);
+    printf("  steps:                  %d (the moments its messages arrive)\n", t->steps);
     units_format_seconds(b1, sizeof b1, t->predicted.time_s);
     double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, run_time(t, mr)) / 1e9;
     if (mr) {

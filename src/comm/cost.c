@@ -178,6 +178,8 @@ struct sched {
     int n;
     struct sdev *d;
     bool nomem;
+    double *arrived; /* every message's arrival, when counting rounds (else NULL) */
+    int narrived, caparrived;
 };
 
 static void *grow(void *p, int *cap, int need, size_t size, bool *nomem)
@@ -267,6 +269,13 @@ static bool step_op(struct sched *s, int r)
             m->arrival = port_book(s, &d->inport, &d->ninport, &d->capinport, m->arrival - m->cross,
                                    m->cross) +
                          m->cross;
+        if (s->arrived) {
+            double *a = grow(s->arrived, &s->caparrived, s->narrived + 1, sizeof *a, &s->nomem);
+            if (!a)
+                return true;
+            s->arrived = a;
+            s->arrived[s->narrived++] = m->arrival;
+        }
         while (d->first < d->ninbox && d->inbox[d->first].taken)
             d->first++;
         if (m->arrival > d->clock[o->stream])
@@ -407,14 +416,36 @@ static void prog_rhd(struct sched *s, double S, bool halve, bool dbl)
     }
 }
 
-/* The simulated time of op by algo (not the ring's reduce-scatter, all-gather and
- * all-reduce, whose formula is already exact) with P chunks; NAN when out of memory. */
-static double sched_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double S,
-                         int P)
+static int cmp_double(const void *a, const void *b)
 {
-    struct sched s = {net, net->gpus, calloc((size_t)net->gpus, sizeof(struct sdev)), false};
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The moments at which the n messages arrived (times within 1e-9 of each other are one). */
+static int distinct_moments(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    int u = 0;
+    for (int i = 0; i < n; i++)
+        if (u == 0 || t[i] > t[u - 1] * (1 + 1e-9))
+            t[u++] = t[i];
+    return u;
+}
+
+/* The simulated time of op by algo (not the ring's reduce-scatter, all-gather and
+ * all-reduce, whose formula is already exact) with P chunks; NAN when out of memory. With
+ * rounds, the moments at which its messages arrive (cost_result.rounds). */
+static double sched_time_rounds(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
+                                double S, int P, int *rounds)
+{
+    struct sched s = {net, net->gpus, calloc((size_t)net->gpus, sizeof(struct sdev)), false, NULL,
+                      0,   0};
     if (!s.d)
         return NAN;
+    if (rounds && !(s.arrived = malloc(16 * sizeof *s.arrived)))
+        s.nomem = true;
+    s.caparrived = 16;
     bool ar = op == COST_ALLREDUCE;
     if (algo == COST_RHD)
         prog_rhd(&s, S, ar || op == COST_REDUCE_SCATTER, ar || op == COST_ALLGATHER);
@@ -425,6 +456,9 @@ static double sched_time(enum cost_op op, enum cost_algo algo, const struct cost
     else
         prog_trees(&s, 1, ar ? -1 : 0, P, S / P, op != COST_BROADCAST, op != COST_REDUCE);
     double t = sched_run(&s);
+    if (rounds)
+        *rounds = isnan(t) ? -1 : distinct_moments(s.arrived, s.narrived);
+    free(s.arrived);
     for (int r = 0; r < s.n; r++) {
         free(s.d[r].ops);
         free(s.d[r].inbox);
@@ -433,6 +467,12 @@ static double sched_time(enum cost_op op, enum cost_algo algo, const struct cost
     }
     free(s.d);
     return t;
+}
+
+static double sched_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double S,
+                         int P)
+{
+    return sched_time_rounds(op, algo, net, S, P, NULL);
 }
 
 /* Whether op by algo is pipelined in chunks: the chain (the ring's broadcast and reduce) and
@@ -592,10 +632,12 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
     /* The closed formulas above hold for full trees on one node; the schedule is the time
      * the simulation takes, for every shape and across nodes. */
     bool ring_coll = algo == COST_RING && op != COST_BROADCAST && op != COST_REDUCE;
+    out->rounds = out->steps; /* the ring's steps run in lockstep */
     if (!ring_coll) {
-        double t = sched_time(op, algo, net, S, out->chunks);
+        int rounds;
+        double t = sched_time_rounds(op, algo, net, S, out->chunks, &rounds);
         if (!isnan(t))
-            out->time_s = t;
+            out->time_s = t, out->rounds = rounds;
     }
     return 0;
 }

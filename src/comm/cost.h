@@ -103,8 +103,11 @@ struct cost_result {
     double bytes_total;       /* bytes sent by all GPUs together */
     double bytes_max_per_gpu; /* bytes sent by the busiest GPU */
     int steps;                /* α terms on the critical path (messages in sequence) */
-    int chunks;               /* P for the pipelined algorithms, else 1 */
-    double alpha, beta;       /* the link the formula used */
+    int rounds;         /* the moments at which its messages arrive: what lesson 3's panel steps
+                           through and collective reports as steps (the ring's and rhd's steps; a
+                           tree's pipeline stages, a parent's second child's chunk its own) */
+    int chunks;         /* P for the pipelined algorithms, else 1 */
+    double alpha, beta; /* the link the formula used */
 };
 
 /* "allreduce", "reduce-scatter", "allgather", "broadcast", "reduce"; "ring", "tree", "dbtree",

@@ -100,17 +100,27 @@ start -x 80 -y 24 -- --lesson 3 --step 8
 wait_for "step 8 of" "lesson 3 step 8 at 80x24"
 wait_for "0 -> 1 -> 2 -> 3 -> 4 -> ... -> 7 -> 0" "8 GPUs on one line: the skipped ones marked"
 wait_for "algbw 94.7, busbw 165.6 GB/s" "algbw and busbw, as nccl-tests reports them"
-wait_for "ring 44.3 us, tree 71.5 us: ring wins" "the α-β verdict, not cut"
-wait_for "dbtree 52 us, rhd 28.3 us" "dbtree and rhd from the same model"
+# the times are collective's, as the panel writes them (3 significant digits)
+us() {
+    "$SCALELAB" collective --gpus 8 --size 4MiB --algo "$1" --json |
+        python3 -c "import json, sys; print('%.3g us' % (json.load(sys.stdin)['predicted_time_s'] * 1e6))"
+}
+wait_for "ring $(us ring), tree $(us tree): ring wins" "the α-β verdict, not cut"
+wait_for "dbtree $(us dbtree), rhd $(us rhd)" "dbtree and rhd from the same model"
 quit
 
-# The tree, drawn as a tree, one panel step per stage of its pipeline: 3P + 5 = 8 at P = 1.
+# The tree, drawn as a tree, one panel step per moment its messages arrive: as many as
+# collective reports. At P = 1 the reduce reaches the root after 5 of them: each level of two
+# children takes two (its parent's one incoming link takes one chunk after the other), the
+# root's single child one.
+tree_steps=$("$SCALELAB" collective --gpus 8 --size 64KiB --algo tree --json |
+    python3 -c "import json, sys; print(json.load(sys.stdin)['steps'])")
 start -x 120 -y 40 -- --lesson 3 --step 6
-wait_for "step 0 of 8" "the 8-GPU tree at 64 KiB: 8 stages"
+wait_for "step 0 of $tree_steps" "the 8-GPU tree at 64 KiB: the steps collective reports"
 wait_for "3/" "GPU 3 is a left child: '/' points up to its parent"
 wait_for "\\5" "GPU 5 a right child"
-keys n n n
-wait_for "step 3 of 8: reduce" "three steps: the reduce has reached the root"
+keys n n n n n
+wait_for "step 5 of $tree_steps: reduce" "five steps: the reduce has reached the root"
 wait_for "GPU 7  #" "GPU 7, the root, holds the whole sum"
 keys ']' t
 wait_for "dbtree all-reduce, 8 GPUs" "step 7: t goes to the double binary tree"
