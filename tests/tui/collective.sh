@@ -15,7 +15,7 @@ wait_for "step 0 of 14" "2(N-1) = 14 steps"
 wait_for "╭ GPU 0 ─╮" "each GPU is a box on the ring"
 wait_for "╭ GPU 7 ─╮" "all 8 of them"
 wait_for "│11111111│" "at first each chunk holds one contribution"
-wait_for "the run is verified" "the real run behind the animation is verified"
+wait_for "(verified), timed as 64.00 MiB" "the real run behind the animation is verified, and the legend says it is timed as the size named"
 
 # One step: GPU r received chunk r-2 from GPU r-1 and added it: that chunk holds 2.
 keys n
