@@ -115,11 +115,12 @@ double cost_p2p(const struct cost_net *net, int from, int to, double bytes)
 }
 
 /* The busiest GPU's bytes in a tree collective: `up` bytes to its parent, `down` to each
- * child, in tree `which`. */
+ * child, in tree `which` (and with other, the second tree's up and down); *least the least
+ * busy GPU's. */
 static double tree_max_bytes(int n, int which, int root, double up, double down,
-                             const double *other)
+                             const double *other, double *least)
 {
-    double max = 0;
+    double max = 0, min = INFINITY;
     for (int r = 0; r < n; r++) {
         struct tree_node t;
         tree_node(n, which, root, r, &t);
@@ -128,9 +129,10 @@ static double tree_max_bytes(int n, int which, int root, double up, double down,
             tree_node(n, 1, -1, r, &t);
             b += (t.parent >= 0 ? other[0] : 0) + t.nchild * other[1];
         }
-        if (b > max)
-            max = b;
+        max = b > max ? b : max;
+        min = b < min ? b : min;
     }
+    *least = min;
     return max;
 }
 
@@ -605,13 +607,13 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
         out->chunks = P;
         if (op == COST_BROADCAST) {
             out->steps = fan * (P + D - 1);
-            out->bytes_max_per_gpu = tree_max_bytes(n, 0, 0, 0, S, NULL);
+            out->bytes_max_per_gpu = tree_max_bytes(n, 0, 0, 0, S, NULL, &out->bytes_min_per_gpu);
         } else if (op == COST_REDUCE) {
             out->steps = P + D - 1;
             out->bytes_max_per_gpu = S;
         } else {
             out->steps = (1 + fan) * (P + D - 1);
-            out->bytes_max_per_gpu = tree_max_bytes(n, 0, -1, S, S, NULL);
+            out->bytes_max_per_gpu = tree_max_bytes(n, 0, -1, S, S, NULL, &out->bytes_min_per_gpu);
         }
         out->time_s = out->steps * (a + S / P / b);
         out->bytes_total = (reduce_all ? 2 : 1) * (N - 1) * S;
@@ -624,7 +626,8 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
         out->time_s = out->steps * (a + S / 2 / P / b);
         out->bytes_total = 2 * (N - 1) * S;
         double half[2] = {S / 2, S / 2};
-        out->bytes_max_per_gpu = tree_max_bytes(n, 0, -1, S / 2, S / 2, half);
+        out->bytes_max_per_gpu =
+            tree_max_bytes(n, 0, -1, S / 2, S / 2, half, &out->bytes_min_per_gpu);
         break;
     }
     default: return error_set(e, ERR_INVAL, "no such algorithm");
@@ -633,6 +636,8 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
      * the simulation takes, for every shape and across nodes. */
     bool ring_coll = algo == COST_RING && op != COST_BROADCAST && op != COST_REDUCE;
     out->rounds = out->steps; /* the ring's steps run in lockstep */
+    if (algo != COST_TREE && algo != COST_DBTREE)
+        out->bytes_min_per_gpu = out->bytes_max_per_gpu;
     if (!ring_coll) {
         int rounds;
         double t = sched_time_rounds(op, algo, net, S, out->chunks, &rounds);

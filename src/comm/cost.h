@@ -102,6 +102,7 @@ struct cost_result {
     double time_s;            /* predicted time */
     double bytes_total;       /* bytes sent by all GPUs together */
     double bytes_max_per_gpu; /* bytes sent by the busiest GPU */
+    double bytes_min_per_gpu; /* by the least busy (the trees'; the others' the same) */
     int steps;                /* α terms on the critical path (messages in sequence) */
     int rounds;         /* the moments at which its messages arrive: what lesson 3's panel steps
                            through and collective reports as steps (the ring's and rhd's steps; a
