@@ -193,35 +193,26 @@ static double m_states(const struct model_shape *m)
     return mixed_bytes(false) * params_total(m);
 }
 
-static double m_layers(const struct model_shape *m)
-{
-    return m->layers;
-}
+/* A field of the shape, or of the cluster, as a quantity. */
+#define FIELD(prefix, type, field)                                                                 \
+    static double prefix##_##field(const struct type *x)                                           \
+    {                                                                                              \
+        return x->field;                                                                           \
+    }
 
-static double m_d_model(const struct model_shape *m)
-{
-    return m->d_model;
-}
-
-static double m_heads(const struct model_shape *m)
-{
-    return m->heads;
-}
-
-static double m_ffn(const struct model_shape *m)
-{
-    return m->ffn;
-}
-
-static double m_vocab(const struct model_shape *m)
-{
-    return m->vocab;
-}
-
-static double m_seq(const struct model_shape *m)
-{
-    return m->seq;
-}
+FIELD(m, model_shape, layers)
+FIELD(m, model_shape, d_model)
+FIELD(m, model_shape, heads)
+FIELD(m, model_shape, ffn)
+FIELD(m, model_shape, vocab)
+FIELD(m, model_shape, seq)
+FIELD(c, cluster_spec, alpha_intra)
+FIELD(c, cluster_spec, alpha_inter)
+FIELD(c, cluster_spec, beta_intra)
+FIELD(c, cluster_spec, beta_inter)
+FIELD(c, cluster_spec, peak_flops)
+FIELD(c, cluster_spec, gpus_per_node)
+FIELD(c, cluster_spec, hbm_bytes)
 
 /* One layer's parameters: what FSDP gathers for a layer wrapped as one unit. */
 static double m_layer_params(const struct model_shape *m)
@@ -452,43 +443,6 @@ static double m_loss_floor(const struct model_shape *m)
     return run_data_floor(m->vocab, o.seed);
 }
 
-/* ------------------------------------------------------------------ a cluster preset's */
-
-static double c_alpha_intra(const struct cluster_spec *c)
-{
-    return c->alpha_intra;
-}
-
-static double c_alpha_inter(const struct cluster_spec *c)
-{
-    return c->alpha_inter;
-}
-
-static double c_beta_intra(const struct cluster_spec *c)
-{
-    return c->beta_intra;
-}
-
-static double c_beta_inter(const struct cluster_spec *c)
-{
-    return c->beta_inter;
-}
-
-static double c_peak_flops(const struct cluster_spec *c)
-{
-    return c->peak_flops;
-}
-
-static double c_gpu_mem(const struct cluster_spec *c)
-{
-    return c->hbm_bytes;
-}
-
-static double c_gpus_per_node(const struct cluster_spec *c)
-{
-    return c->gpus_per_node;
-}
-
 /* ------------------------------------------------------------------ pipelines (calc/sched.h) */
 
 static double bubble(double p, double m)
@@ -677,48 +631,6 @@ static double busbw(double n, double bytes, double t)
     return t > 0 && bytes >= 0 ? bytes / t * busbw_factor(n) : NAN;
 }
 
-/* ------------------------------------------------------------------ arithmetic */
-
-static double q_sqrt(double x)
-{
-    return sqrt(x);
-}
-
-static double q_log2(double x)
-{
-    return log2(x);
-}
-
-static double q_ln(double x)
-{
-    return log(x);
-}
-
-static double q_ceil(double x)
-{
-    return ceil(x);
-}
-
-static double q_floor(double x)
-{
-    return floor(x);
-}
-
-static double q_round(double x)
-{
-    return round(x);
-}
-
-static double q_min(double x, double y)
-{
-    return fmin(x, y);
-}
-
-static double q_max(double x, double y)
-{
-    return fmax(x, y);
-}
-
 /* ------------------------------------------------------------------ the registry */
 
 #define QN(name, unit, what, n, kind, field, f)                                                    \
@@ -758,6 +670,7 @@ static double q_max(double x, double y)
         Q1(key ".overflows", "bool", "1 if finite x becomes inf or nan in " key, p##_overflows),   \
         Q1(key ".underflows", "bool", "1 if x is not 0 but becomes 0 in " key, p##_underflows)
 
+/* libm's functions take and give doubles: the arithmetic quantities are them (sqrt, log2, ...) */
 static const struct quantity registry[] = {
     FORMAT_LINES(fp32, "fp32"),
     FORMAT_LINES(fp16, "fp16"),
@@ -806,7 +719,7 @@ static const struct quantity registry[] = {
     C0("beta_intra", "B/s", "β per GPU and direction inside a node", c_beta_intra),
     C0("beta_inter", "B/s", "β per GPU and direction between nodes", c_beta_inter),
     C0("peak_flops", "", "a GPU's dense bf16 peak, FLOP/s", c_peak_flops),
-    C0("gpu_mem", "B", "a GPU's memory", c_gpu_mem),
+    C0("gpu_mem", "B", "a GPU's memory", c_hbm_bytes),
     C0("gpus_per_node", "", "GPUs in a node", c_gpus_per_node),
     Q0("mixed.bytes_per_param", "B", "model states per parameter, mixed-precision AdamW: 16",
        bytes_per_param),
@@ -869,14 +782,14 @@ static const struct quantity registry[] = {
        "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
     Q3("allreduce.busbw", "B/s", "busbw of an all-reduce of y bytes on x GPUs in t s: y/t 2(x-1)/x",
        busbw),
-    Q1("sqrt", "", "the square root of x", q_sqrt),
-    Q1("log2", "", "the base-2 logarithm of x", q_log2),
-    Q1("ln", "", "the natural logarithm of x", q_ln),
-    Q1("ceil", "", "x rounded up to a whole number", q_ceil),
-    Q1("floor", "", "x rounded down to a whole number", q_floor),
-    Q1("round", "", "x rounded to the nearest whole number", q_round),
-    Q2("min", "", "the smaller of x and y", q_min),
-    Q2("max", "", "the larger of x and y", q_max),
+    Q1("sqrt", "", "the square root of x", sqrt),
+    Q1("log2", "", "the base-2 logarithm of x", log2),
+    Q1("ln", "", "the natural logarithm of x", log),
+    Q1("ceil", "", "x rounded up to a whole number", ceil),
+    Q1("floor", "", "x rounded down to a whole number", floor),
+    Q1("round", "", "x rounded to the nearest whole number", round),
+    Q2("min", "", "the smaller of x and y", fmin),
+    Q2("max", "", "the larger of x and y", fmax),
 };
 
 size_t quantity_count(void)
