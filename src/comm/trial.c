@@ -75,6 +75,7 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
     if (rc)
         return rc;
     t->steps = t->predicted.rounds;
+    t->rounds = coll_steps(&a->spec, a->gpus, a->op, t->algo, a->count, a->dtype);
 
     struct cluster_config cfg;
     cluster_config_init(&cfg);

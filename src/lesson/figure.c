@@ -143,10 +143,11 @@ static int placeholder(const char *in, struct out *o, struct error *e)
         put(o, in + 6, (size_t)(bar - in - 6));
         return 0;
     }
-    /* the expression, then a unit and a format, in either order, from the end */
+    /* the expression, then a unit, a format and a width, in any order, from the end */
     char buf[FIGURE_MAX + 1], unit[32] = "", fmt[8] = "";
+    int width = 0;
     snprintf(buf, sizeof buf, "%s", in);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         char *sp = strrchr(buf, ' ');
         if (!sp)
             break;
@@ -155,6 +156,9 @@ static int placeholder(const char *in, struct out *o, struct error *e)
             snprintf(fmt, sizeof fmt, "%s", w);
         else if (!unit[0] && is_unit(w))
             snprintf(unit, sizeof unit, "%s", w);
+        else if (!width && w[0] == '>' && atoi(w + 1) >= 1 && atoi(w + 1) <= 40 &&
+                 strspn(w + 1, "0123456789") == strlen(w + 1))
+            width = atoi(w + 1);
         else
             break;
         *sp = '\0';
@@ -173,13 +177,17 @@ static int placeholder(const char *in, struct out *o, struct error *e)
                              unit);
         v /= f;
     }
-    char num[96];
+    char num[96], fig[160];
     number(num, sizeof num, v, fmt);
-    put(o, num, strlen(num));
     bool attached = !strcmp(unit, "%") || !strcmp(unit, "\xc3\x97");
-    if (unit[0] && !attached)
+    snprintf(fig, sizeof fig, "%s%s%s", num, unit[0] && !attached ? " " : "", unit);
+    /* right-aligned in width columns (characters, not bytes: µ and × are two) */
+    int cols = 0;
+    for (const char *c = fig; *c; c++)
+        cols += ((unsigned char)*c & 0xC0) != 0x80;
+    for (; cols < width; cols++)
         put(o, " ", 1);
-    put(o, unit, strlen(unit));
+    put(o, fig, strlen(fig));
     return 0;
 }
 

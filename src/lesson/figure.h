@@ -13,8 +13,8 @@
  * Inside the braces: the expression, then optionally a unit (any lesson_unit_factor knows,
  * "bytes", "%" or "×"; a value in bytes, seconds or B/s is converted to it, a plain number is
  * taken in the unit's base: {1e9 GB} is "1 GB") and a format: ".N" for N decimals, "," for a
- * whole number grouped by thousands, "e" for 3 significant digits times a power of ten.
- * (".N" takes N from 0 to 17.)
+ * whole number grouped by thousands, "e" for 3 significant digits times a power of ten
+ * (".N" takes N from 0 to 17), and ">N" right-aligns the figure in N columns (for tables).
  * Without a format a whole number is written as is (grouped from 10,000), anything else with
  * at most 2 decimals (trailing zeros dropped), or 3 significant digits below 0.01.
  *

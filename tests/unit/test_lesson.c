@@ -1258,6 +1258,9 @@ START_TEST(figures_rendered)
     ck_assert_str_eq(render("{1/3 .3}"), "0.333");
     ck_assert_str_eq(render("{1/3}"), "0.33");
     ck_assert_str_eq(render("{fp16.max + 16 .1}"), "65520.0");
+    /* a width, for a table's rows: right-aligned in characters */
+    ck_assert_str_eq(render("|{1.5 .2 >6}|{2e-6 µs >5}|"), "|  1.50| 2 µs|");
+    ck_assert_str_eq(render("{123456 >3}"), "123,456");
     /* a quantity: the engine's figure, whatever it is today */
     double v;
     char want[64];
