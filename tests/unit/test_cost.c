@@ -132,11 +132,11 @@ START_TEST(chunks_minimise_the_schedule)
     const enum cost_op ops[] = {COST_ALLREDUCE, COST_ALLREDUCE, COST_BROADCAST, COST_REDUCE,
                                 COST_BROADCAST};
     const enum cost_algo algos[] = {COST_TREE, COST_DBTREE, COST_TREE, COST_TREE, COST_RING};
-    const int gpus[] = {3, 4, 7, 8, 16};
-    const double sizes[] = {4096, 65536, 1 << 20, 1 << 24, 1 << 28};
+    const int gpus[] = {3, 7, 16};
+    const double sizes[] = {65536, 1 << 22, 1 << 28};
     for (int a = 0; a < 5; a++)
-        for (int g = 0; g < 5; g++)
-            for (int k = 0; k < 5; k++) {
+        for (int g = 0; g < 3; g++)
+            for (int k = 0; k < 3; k++) {
                 struct cost_net c = net(gpus[g]);
                 struct cost_result r;
                 ck_assert_int_eq(cost_collective(ops[a], algos[a], &c, sizes[k], &r, NULL), 0);
@@ -287,6 +287,7 @@ int main(void)
 {
     Suite *s = suite_create("cost");
     TCase *tc = tcase_create("cost");
+    tcase_set_timeout(tc, 60); /* chunks_minimise_the_schedule replays every chunk count */
     tcase_add_test(tc, ring_formulas);
     tcase_add_test(tc, rhd_formulas);
     tcase_add_test(tc, pipelined_formulas);
