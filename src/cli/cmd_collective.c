@@ -155,7 +155,9 @@ static const struct opt_entry options[] = {
              "write every event (sends, receives, memory) as JSON lines, in the order of\n"
              "simulated time, GPU, and each GPU's own sequence"),
     OPT_WITH("fail", "G@S", parse_fail, C, fail,
-             "GPU G stops at step S: the run ends with an error naming both (exit 1)"),
+             "GPU G stops at round S of the algorithm (--json's rounds: a ring's or\n"
+             "rhd's are its steps, a tree's a chunk's reduce or broadcast): the run\n"
+             "ends with an error naming both (exit 1)"),
     OPT_FLAG("sweep", C, sweep,
              "ring against tree (rhd for reduce-scatter/allgather) from 1 KiB to\n"
              "--size (default 64 MiB) by factors of 4, with the crossover"),
@@ -258,8 +260,9 @@ static int checks(struct cfg *c)
         int steps = coll_steps(&c->a.spec, n, c->a.op, c->a.algo, c->a.count, c->a.dtype);
         if (c->a.fail_step >= steps)
             return cli_usage("collective",
-                             "--fail %s: there is no step %d (this run has %d: 0 to %d)", c->fail,
-                             c->a.fail_step, steps, steps - 1);
+                             "--fail %s: there is no round %d (this run's algorithm has %d: 0 "
+                             "to %d)",
+                             c->fail, c->a.fail_step, steps, steps - 1);
     }
     if (c->sweep && (c->fail || c->steps || c->trace || c->events))
         return cli_usage("collective",
@@ -296,19 +299,55 @@ static const char *algo_title(enum cost_op op, enum cost_algo algo)
     }
 }
 
-/* Prints each step's sends, from the events. */
-static void print_steps(struct cluster *cl, size_t es)
+static int by_arrival(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Prints each step's sends, from the events: a ring collective's lockstep steps as it numbers
+ * them, the other algorithms' the moments their messages arrive (the steps --json counts and
+ * lesson 3's panel shows). */
+static void print_steps(struct cluster *cl, size_t es, bool ring)
 {
     size_t n;
     const struct event *ev = cluster_events(cl, &n);
-    int maxstep = -1;
+    double *arrival = malloc((n ? n : 1) * sizeof *arrival);
+    double *moment = malloc((n ? n : 1) * sizeof *moment);
+    int *step = malloc((n ? n : 1) * sizeof *step);
+    if (!arrival || !moment || !step || event_send_arrivals(ev, n, arrival) < 0) {
+        free(arrival), free(moment), free(step);
+        fprintf(stderr, "scalelab: collective --steps: out of memory\n");
+        return;
+    }
+    size_t u = 0;
     for (size_t i = 0; i < n; i++)
-        if (ev[i].type == EV_SEND && ev[i].step > maxstep)
-            maxstep = ev[i].step;
+        if (ev[i].type == EV_SEND)
+            moment[u++] = arrival[i];
+    qsort(moment, u, sizeof *moment, by_arrival);
+    size_t k = 0;
+    for (size_t i = 0; i < u; i++) /* within 1e-9, one moment (as comm/cost.c counts them) */
+        if (k == 0 || moment[i] > moment[k - 1] * (1 + 1e-9))
+            moment[k++] = moment[i];
+    int maxstep = -1;
+    for (size_t i = 0; i < n; i++) {
+        step[i] = -1;
+        if (ev[i].type != EV_SEND)
+            continue;
+        if (ring) {
+            step[i] = ev[i].step;
+        } else {
+            int m = 0;
+            while ((size_t)m + 1 < k && moment[m] * (1 + 1e-9) < arrival[i])
+                m++;
+            step[i] = m;
+        }
+        maxstep = step[i] > maxstep ? step[i] : maxstep;
+    }
     for (int s = 0; s <= maxstep; s++) {
         const char *phase = NULL;
         for (size_t i = 0; i < n; i++) {
-            if (ev[i].type != EV_SEND || ev[i].step != s)
+            if (step[i] != s)
                 continue;
             if (!phase || strcmp(phase, ev[i].phase) != 0) {
                 phase = ev[i].phase;
@@ -318,9 +357,10 @@ static void print_steps(struct cluster *cl, size_t es)
             units_format_bytes(b, sizeof b, (double)ev[i].bytes, UNITS_BINARY);
             printf("  GPU %d -> GPU %d: chunk %d, %s (%llu elements), t = %.3f us -> %.3f us\n",
                    ev[i].device, ev[i].peer, ev[i].chunk, b, (unsigned long long)(ev[i].bytes / es),
-                   ev[i].t * 1e6, ev[i].t_end * 1e6);
+                   ev[i].t * 1e6, arrival[i] * 1e6);
         }
     }
+    free(arrival), free(moment), free(step);
 }
 
 /* The run's time: the simulated cluster's, or the wall time over MPI. */
@@ -352,10 +392,10 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
                algo_title(a->op, t->algo), cost_op_name(a->op), b1, fp_info(a->dtype)->name, n,
                n == 1 ? "" : "s", mr->hosts, mr->hosts == 1 ? "" : "s", mr->host0);
     else
-        printf("%s %s of %s %s on %d GPU%s (%s: %d per node, %d node%s)\n",
+        /* the preset's GPUs per node (--json's gpus_per_node), and the nodes the run spans */
+        printf("%s %s of %s %s on %d GPU%s (%s: %d GPUs per node, %d node%s)\n",
                algo_title(a->op, t->algo), cost_op_name(a->op), b1, fp_info(a->dtype)->name, n,
-               n == 1 ? "" : "s", s->name, s->gpus_per_node < n ? s->gpus_per_node : n, nodes,
-               nodes == 1 ? "" : "s");
+               n == 1 ? "" : "s", s->name, s->gpus_per_node, nodes, nodes == 1 ? "" : "s");
     if (a->algo == COST_AUTO)
         printf("  algorithm: %s, the α-β model's fastest for this size\n", cost_algo_name(t->algo));
     if (t->check.tolerance > 0)
@@ -399,7 +439,12 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
     }
     printf("  bytes sent in total:    %s   (%s x size = %.0f)\n",
            units_format_grouped(g, sizeof g, t->sent_total), formula, factor * t->bytes);
-    printf("  steps:                  %d\n", t->steps);
+    if (t->rounds != t->steps)
+        printf("  steps:                  %d (the moments its messages arrive; %d rounds of the "
+               "algorithm)\n",
+               t->steps, t->rounds);
+    else
+        printf("  steps:                  %d\n", t->steps);
     units_format_seconds(b1, sizeof b1, t->predicted.time_s);
     double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, run_time(t, mr)) / 1e9;
     if (mr) {
@@ -461,6 +506,7 @@ static void print_json(const struct cfg *c, const struct trial *t, const struct 
     json_object_set_new(o, "bytes_sent_per_gpu", sent);
     json_object_set_new(o, "bytes_sent_total", json_integer((json_int_t)t->sent_total));
     json_object_set_new(o, "steps", json_integer(t->steps));
+    json_object_set_new(o, "rounds", json_integer(t->rounds));
     json_object_set_new(o, "predicted_time_s", json_num(t->predicted.time_s));
     json_object_set_new(o, "simulated_time_s", mr ? json_null() : json_num(t->simulated_s));
     json_object_set_new(o, "wall_time_s", json_num(t->wall_s));
@@ -703,7 +749,8 @@ static int collective_main(int argc, char **argv)
         return cli_fail(&e);
     }
     if (c.steps && !c.json)
-        print_steps(t.cluster, reduce_elem_size(c.a.dtype));
+        print_steps(t.cluster, reduce_elem_size(c.a.dtype),
+                    t.algo == COST_RING && c.a.op != COST_BROADCAST && c.a.op != COST_REDUCE);
     c.json ? print_json(&c, &t, NULL) : print_text(&c, &t, NULL);
     int status = verdict(&t);
     trial_fini(&t);

@@ -74,7 +74,8 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
     int rc = cost_collective(a->op, t->algo, &net, t->bytes, &t->predicted, e);
     if (rc)
         return rc;
-    t->steps = coll_steps(&a->spec, a->gpus, a->op, t->algo, a->count, a->dtype);
+    t->steps = t->predicted.rounds;
+    t->rounds = coll_steps(&a->spec, a->gpus, a->op, t->algo, a->count, a->dtype);
 
     struct cluster_config cfg;
     cluster_config_init(&cfg);

@@ -42,7 +42,8 @@ struct trial {
     uint64_t *sent; /* bytes sent by each GPU (in one repetition) */
     uint64_t sent_total;
     uint64_t traffic; /* bytes read + written by the copies and sums, one repetition */
-    int steps;        /* coll_steps */
+    int steps;        /* the moments at which messages arrive (cost_result.rounds) */
+    int rounds;       /* the algorithm's own rounds (coll_steps): where --fail stops a GPU */
     struct cost_result predicted;
     double simulated_s;      /* the cluster's simulated time, one repetition */
     double wall_s;           /* host seconds per repetition (best of the repetitions) */

@@ -41,6 +41,18 @@ check_contains "$out" "step 3 (all-gather)" "--steps shows the all-gather steps"
 run collective --gpus 4 --size 64KiB --nodes 2 --json
 check_json "d['gpus_per_node'] == 2 and d['verified']" "--nodes 2 splits 4 GPUs into 2 per node"
 check_json "abs(d['predicted_time_s'] - (6*5e-6 + 1.5*65536/50e9)) < 1e-12" "across nodes the inter-node link sets the pace"
+# a tree's steps are the moments its messages arrive: --steps prints as many as --json counts
+# (and lesson 3's panel shows); its algorithm's rounds, where --fail stops a GPU, apart
+run collective --gpus 8 --size 64KiB --algo tree --json
+tree_steps=$(printf '%s' "$out" | python3 -c "import json, sys; d = json.load(sys.stdin); print(d['steps'], d['rounds'])")
+run collective --gpus 8 --size 64KiB --algo tree --steps
+check_eq "$(printf '%s\n' "$out" | grep -c '^step [0-9]* (') ${tree_steps#* }" "${tree_steps% *} ${tree_steps#* }" \
+    "the tree: --steps prints the steps --json counts"
+# the text names the GPUs per node --json gives (the preset's, not the ones in use)
+run collective --gpus 4 --size 1MiB --json
+per=$(printf '%s' "$out" | python3 -c "import json, sys; print(json.load(sys.stdin)['gpus_per_node'])")
+run collective --gpus 4 --size 1MiB
+check_contains "$out" "$per GPUs per node, 1 node" "text and JSON: the same GPUs per node"
 
 run collective --gpus 16 --size 1MiB --fail 7@3
 check_status 1 "--fail ends the run"

@@ -253,6 +253,54 @@ START_TEST(ring_event_order)
 }
 END_TEST
 
+static int by_time(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The steps collective reports (cost_result.rounds) are the moments at which the simulated
+ * run's messages arrive: what lesson 3's panel steps through. The ring's are its lockstep
+ * steps (an uneven chunk's extra element arrives a moment later within its step). */
+START_TEST(steps_are_the_arrival_moments)
+{
+    const enum cost_algo algos[] = {COST_RING, COST_TREE, COST_DBTREE, COST_RHD};
+    const int gpus[] = {4, 7, 8};
+    const size_t sizes[] = {2048, 262144};
+    for (int i = 0; i < 4; i++)
+        for (int g = 0; g < 3; g++)
+            for (int k = 0; k < 2; k++) {
+                struct trial_args a = args(COST_ALLREDUCE, algos[i], gpus[g], sizes[k], FP_FP32);
+                a.record_events = true;
+                struct trial t;
+                ck_assert_int_eq(trial_run(&a, &t, NULL), 0);
+                size_t n;
+                const struct event *ev = cluster_events(t.cluster, &n);
+                double *at = malloc((n ? n : 1) * sizeof *at);
+                size_t m = 0;
+                int last_step = -1;
+                for (size_t j = 0; j < n; j++) {
+                    if (ev[j].type == EV_RECV)
+                        at[m++] = ev[j].t_end;
+                    if (ev[j].type == EV_SEND && ev[j].step > last_step)
+                        last_step = ev[j].step;
+                }
+                qsort(at, m, sizeof *at, by_time);
+                int moments = 0;
+                for (size_t j = 0; j < m; j++)
+                    if (j == 0 || at[j] > at[j - 1] * (1 + 1e-9))
+                        moments++;
+                if (algos[i] == COST_RING)
+                    moments = last_step + 1;
+                ck_assert_msg(moments == t.steps && t.steps == t.predicted.rounds,
+                              "%s on %d GPUs, %zu elements: %d moments, %d steps",
+                              cost_algo_name(algos[i]), gpus[g], sizes[k], moments, t.steps);
+                free(at);
+                trial_fini(&t);
+            }
+}
+END_TEST
+
 /* The same run twice gives the same events, times included, bit for bit. */
 START_TEST(deterministic_timelines)
 {
@@ -598,6 +646,7 @@ int main(void)
     ADD(ring_bytes_per_gpu);
     ADD(simulated_time_matches_the_model);
     ADD(ring_event_order);
+    ADD(steps_are_the_arrival_moments);
     ADD(deterministic_timelines);
     ADD(streams_overlap_compute_and_communication);
     ADD(failure_ends_cleanly);
