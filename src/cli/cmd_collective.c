@@ -180,7 +180,8 @@ static const struct opt_entry options[] = {
              "always shows one line, rewritten in place and cleared when done"),
     OPT_INT("repeat", "R", C, a.repeat, 1, 1000,
             "with --transport mpi: time R runs (fresh data each, after a warm-up),\n"
-            "report the best; the last one is checked"),
+            "each followed by the library's, and report the best (JSON: every run's\n"
+            "time, \"samples_s\"); our last one is checked"),
     OPT_END,
 };
 #undef C
@@ -460,6 +461,15 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
     printf("  on this host: algbw %.2f GB/s, busbw %.2f GB/s\n", halg, halg * f);
 }
 
+/* Every repetition's time, in order. */
+static json_t *samples(const double *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; v && i < n; i++)
+        json_array_append_new(a, json_num(v[i]));
+    return a;
+}
+
 static void print_json(const struct cfg *c, const struct trial *t, const struct mpi_run *mr)
 {
     const struct trial_args *a = &c->a;
@@ -508,15 +518,18 @@ static void print_json(const struct cfg *c, const struct trial *t, const struct 
         for (int i = 0; i < mr->nlib; i++) {
             const struct mpi_lib_figure *l = &mr->lib[i];
             double la = cost_algbw(t->bytes, l->time_s) / 1e9;
-            json_array_append_new(lib, json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", l->name, "op",
-                                                 cost_op_name(l->op), "time_s", json_num(l->time_s),
-                                                 "algbw_GBps", json_num(la), "busbw_GBps",
-                                                 json_num(la * cost_busbw_factor(l->op, n))));
+            json_array_append_new(lib,
+                                  json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "name", l->name, "op",
+                                            cost_op_name(l->op), "time_s", json_num(l->time_s),
+                                            "algbw_GBps", json_num(la), "busbw_GBps",
+                                            json_num(la * cost_busbw_factor(l->op, n)), "samples_s",
+                                            samples(l->sample, mr->repeat)));
         }
         json_object_set_new(o, "mpi", lib);
         json_object_set_new(o, "ranks", json_integer(mr->size));
         json_object_set_new(o, "hosts", json_integer(mr->hosts));
         json_object_set_new(o, "repeat", json_integer(mr->repeat));
+        json_object_set_new(o, "samples_s", samples(mr->sample, mr->repeat));
         const struct mpi_lib_figure *same = same_op(mr, a->op);
         if (same)
             json_object_set_new(o, "busbw_ratio_to_library", json_num(same->time_s / t->wall_s));
