@@ -14,13 +14,20 @@ usage: torch_compare.py [--json] [MODEL.ini] [BATCH] [SECONDS]
 --json prints {"torch": VERSION, "batch": B, "seq": T, "step_s": [every timed step's seconds]}
 instead, for `scalelab bench --only train` to set beside its own steps.
 """
-import json
 import configparser
+import json
 import os
 import sys
 import time
 
-import torch
+# One thread, as scalelab's step: torch.set_num_threads(1) below caps PyTorch's own pool, but
+# not the threads of the BLAS library it calls (Debian's torch calls the system OpenBLAS, which
+# starts one per core): they ran the matmuls on two cores, and the CPU time measured counted
+# both, their spinning too (steps of 120 to 340 ms where one thread takes 115 to 135).
+for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(var, "1")
+
+import torch  # noqa: E402  (after the environment it reads at load)
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "tests"))
