@@ -1114,18 +1114,19 @@ static inline CPU_INLINE void rms_bwd_n_body(double *cs, float *dx, const float 
             const float *y0 = dy + (size_t)r * d, *y1 = y0 + d, *y2 = y1 + d, *y3 = y2 + d;
             float s0 = rstd[r], s1 = rstd[r + 1], s2 = rstd[r + 2], s3 = rstd[r + 3];
             double d0 = 0, d1 = 0, d2 = 0, d3 = 0;
-            for (int j = 0; j < d; j++) {
-                float h0 = x0[j] * s0, h1 = x1[j] * s1, h2 = x2[j] * s2, h3 = x3[j] * s3;
+            for (int j = 0; j < d; j++) { /* across the columns: vectorized */
                 double c = cs[j];
-                c += (double)y0[j] * h0;
-                c += (double)y1[j] * h1;
-                c += (double)y2[j] * h2;
-                c += (double)y3[j] * h3;
+                c += (double)y0[j] * (x0[j] * s0);
+                c += (double)y1[j] * (x1[j] * s1);
+                c += (double)y2[j] * (x2[j] * s2);
+                c += (double)y3[j] * (x3[j] * s3);
                 cs[j] = c;
-                d0 += (double)(y0[j] * w[j]) * h0;
-                d1 += (double)(y1[j] * w[j]) * h1;
-                d2 += (double)(y2[j] * w[j]) * h2;
-                d3 += (double)(y3[j] * w[j]) * h3;
+            }
+            for (int j = 0; j < d; j++) { /* four chains in order, side by side */
+                d0 += (double)(y0[j] * w[j]) * (x0[j] * s0);
+                d1 += (double)(y1[j] * w[j]) * (x1[j] * s1);
+                d2 += (double)(y2[j] * w[j]) * (x2[j] * s2);
+                d3 += (double)(y3[j] * w[j]) * (x3[j] * s3);
             }
             dot[0] = d0, dot[1] = d1, dot[2] = d2, dot[3] = d3;
         } else
