@@ -525,37 +525,6 @@ void mpi_end(void)
 {
 }
 
-/* Each rank checks its own part of the result and its digest; rank 0 gathers them. */
-static void check(const struct mx *m, const struct trial_args *a, const char *buf,
-                  struct mpi_run *r)
-{
-    struct trial *t = &r->t;
-    int n = m->size, rank = m->rank;
-    size_t bytes = a->count * reduce_elem_size(a->dtype);
-    struct verify v, *all = rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
-    uint64_t d = verify_digest(buf, bytes), *digs = calloc((size_t)n, sizeof *digs);
-    if (!digs || (rank == 0 && !all))
-        stop("GPU %d: out of memory", rank);
-    verify_check_rank(a->op, a->root, a->dtype, buf, rank, n, a->count, a->seed, &v);
-    gather(m, &v, (int)sizeof v, all);
-    gather(m, &d, (int)sizeof d, digs);
-    if (rank == 0) {
-        t->check = all[0];
-        for (int g = 1; g < n; g++)
-            verify_merge(&t->check, &all[g]);
-        for (int g = 1; g < n && verify_same_everywhere(a->op); g++)
-            if (digs[g] != digs[0] && t->check.identical) {
-                t->check.identical = false;
-                if (t->check.ok)
-                    t->check.bad_gpu = g, t->check.bad_index = 0;
-                t->check.ok = false;
-            }
-        t->digest = verify_digest_all(digs, n);
-    }
-    free(all);
-    free(digs);
-}
-
 int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run *r, struct error *e)
 {
     (void)a, (void)deadline_s;

@@ -338,14 +338,20 @@ static int one_stays_away(struct device *d, void *arg, struct error *e)
     return dev_rank(d) == 2 ? 0 : dev_barrier(d, e);
 }
 
-START_TEST(barrier_waits_for_everyone)
+/* A cluster of n GPUs whose waits give up after a fifth of a second. */
+static struct cluster *impatient(int n)
 {
     struct cluster_config cfg;
     cluster_config_init(&cfg);
-    cfg.gpus = 9;
+    cfg.gpus = n;
     cfg.deadline_s = 0.2;
+    return cluster_new(&cfg, NULL);
+}
+
+START_TEST(barrier_waits_for_everyone)
+{
     struct error e = {0};
-    struct cluster *c = cluster_new(&cfg, &e);
+    struct cluster *c = impatient(9);
     struct meet m = {{0, 0}};
     ck_assert_msg(cluster_run(c, meet_twice, &m, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(m.marks[1], 9);
@@ -367,12 +373,8 @@ static int wait_forever(struct device *d, void *arg, struct error *e)
 
 START_TEST(deadline_is_an_error)
 {
-    struct cluster_config cfg;
-    cluster_config_init(&cfg);
-    cfg.gpus = 2;
-    cfg.deadline_s = 0.2;
     struct error e = {0};
-    struct cluster *c = cluster_new(&cfg, &e);
+    struct cluster *c = impatient(2);
     ck_assert_int_eq(cluster_run(c, wait_forever, NULL, &e), ERR_RUN);
     ck_assert_ptr_nonnull(strstr(e.msg, "GPU 1: waited"));
     ck_assert_ptr_nonnull(strstr(e.msg, "GPU 0"));
