@@ -52,6 +52,10 @@ void bench_times(void (*fn)(void *), void *arg, double *out, int n);
  * sgemm limit, a training step): other processes on a shared machine do not count. */
 void bench_cpu_times(void (*fn)(void *), void *arg, double *out, int n);
 
+/* One more sample of the sgemm limit (GFLOP/s, the thread's CPU time), to take in turns with a
+ * figure measured against it. */
+double bench_sgemm_sample(const struct bench *b);
+
 /* A buffer of n bytes, allocated and touched once (page faults are not part of any timing);
  * free with bench_free. */
 void *bench_alloc(size_t n);

@@ -8,13 +8,14 @@
  * for small fp32: 0.8). Both run OpenBLAS on one thread (cli/main.c sets it before anything
  * runs), so the ratio compares like with like; both are timed by the thread's CPU time, since
  * everything runs in this thread, so a shared machine's other processes do not count; each
- * step is a sample. The step also does non-matmul work (norms, softmax, SwiGLU, RoPE, AdamW over
- * every parameter, and in bf16/fp16 the rounding of every tensor), so the ratio says how much of
- * the step is spent at sgemm speed. bf16 and fp16 are emulated (rounding through num/fp.h);
- * their step time is set beside fp32's. Where the time goes is measured with the per-phase
- * timers (base/prof.h, wall time) on separate steps after the timed ones, so the clock reads are
- * not in the timed steps: each phase beside its step's time. Buffers are allocated once per
- * run, before timing.
+ * step is a sample, followed by a sample of the sgemm rate, the ratio taken pair by pair (what
+ * the other processes do to the caches and the memory bus falls on both). The step also does
+ * non-matmul work (norms, softmax, SwiGLU, RoPE, AdamW over every parameter, and in bf16/fp16 the
+ * rounding of every tensor), so the ratio says how much of the step is spent at sgemm speed. bf16
+ * and fp16 are emulated (rounding through num/fp.h); their step time is set beside fp32's. Where
+ * the time goes is measured with the per-phase timers (base/prof.h, wall time) on separate steps
+ * after the timed ones, so the clock reads are not in the timed steps: each phase beside its step's
+ * time. Buffers are allocated once per run, before timing.
  *
  * The torch-compare step is also set beside PyTorch's of the same shape, scripts/torch_compare.py
  * run in turns with ours (its step's CPU time, one thread; the goal: ours at least 1.2 x its
@@ -70,7 +71,14 @@ static int run_one(struct bench *b, const char *model, int batch, enum fp_format
         return 1;
     struct gpt_flops fl = gpt_step_flops(&o.shape, o.batch, &o.ckpt);
     double tokens = o.batch * (double)o.shape.seq, flops = fl.forward + fl.backward;
-    bench_cpu_times(one_step, tr, t, k);
+    double sg[BENCH_MAX_REPEATS]; /* the sgemm rate, a sample beside each step's */
+    one_step(tr);                 /* warm */
+    for (int i = 0; i < k; i++) {
+        double t0 = clock_thread_cpu();
+        one_step(tr);
+        t[i] = clock_thread_cpu() - t0;
+        sg[i] = bench_sgemm_sample(b);
+    }
 
     /* where the time goes: steps with the phase timers on, each phase beside its step */
     int np = b->repeats;
@@ -92,16 +100,16 @@ static int run_one(struct bench *b, const char *model, int batch, enum fp_format
 
     const char *name = fp_info(fmt)->name;
     char what[96];
-    double v[BENCH_MAX_REPEATS], lim = b->sgemm_GFLOPs * 1e9 / flops * tokens;
+    double v[BENCH_MAX_REPEATS], lim[BENCH_MAX_REPEATS];
     for (int i = 0; i < k; i++)
-        v[i] = tokens / t[i];
+        v[i] = tokens / t[i], lim[i] = sg[i] * 1e9 / flops * tokens;
     snprintf(what, sizeof what, "%s %s step, batch %d x %d: tokens/s", model, name, o.batch,
              o.shape.seq);
-    bench_report_vs(b, "train", what, v, k, "tok/s", "at sgemm rate", &lim, 1);
+    bench_report_vs(b, "train", what, v, k, "tok/s", "at sgemm rate", lim, k);
     for (int i = 0; i < k; i++)
         v[i] = flops / t[i] / 1e9;
     snprintf(what, sizeof what, "%s %s step: matmul GFLOP/s", model, name);
-    bench_report(b, "train", what, v, k, "GFLOP/s", BENCH_SGEMM);
+    bench_report_vs(b, "train", what, v, k, "GFLOP/s", "sgemm", sg, k);
     for (int p = 0; p <= PROF_PHASES; p++) {
         snprintf(what, sizeof what, "%s %s step: time in %s", model, name,
                  p < PROF_PHASES ? prof_name((enum prof_phase)p) : "the rest");
