@@ -7,7 +7,8 @@
  * 2(N-1)/N, t the host's wall time) is shown beside the busbw the copy bandwidth measured in
  * the same run would allow: the copy bandwidth times busbw's bytes over the bytes the receives
  * really read and wrote (2 per copied byte, 3 per summed byte, counted by the simulator). The
- * ratio is the memory traffic's rate over the copy's. Buffers are allocated once per GPU
+ * ratio is the memory traffic's rate over the copy's (above 1 where the buffers fit in the
+ * caches: the copy is measured on 256 MiB, out of them). Buffers are allocated once per GPU
  * count, through the ledger, for the largest size, and every size runs on them; each sample
  * is one all-reduce, the GPUs starting together (dev_barrier), timed to its slowest GPU.
  *
