@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -41,6 +42,7 @@ struct cfg {
     int nodes; /* 0: the preset's */
     double size;
     bool steps, json, sweep, size_given;
+    bool progress;     /* --progress: report progress on stderr even when it is no terminal */
     bool mpi;          /* --transport mpi: this process is one rank */
     double deadline_s; /* the longest wait for one message (0: 60 s) */
     double started;    /* clock_now() when the command began: the whole run's wall time */
@@ -174,9 +176,15 @@ static const struct opt_entry options[] = {
              "the same buffers (JSON: \"transport\": \"mpi\", \"mpi\": [...]); --fail or a\n"
              "rank silent past the deadline ends every rank (MPI_Abort, exit 1).\n"
              "No --sweep, --steps, --trace or --events (they read simulated time)"),
+    OPT_FLAG("progress", C, progress,
+             "say how the run is going on standard error when it is not a terminal: a\n"
+             "line as each part begins (allocating, filling, the collective, checking)\n"
+             "and one a second within it. On a terminal a run longer than a second\n"
+             "always shows one line, rewritten in place and cleared when done"),
     OPT_INT("repeat", "R", C, a.repeat, 1, 1000,
             "with --transport mpi: time R runs (fresh data each, after a warm-up),\n"
-            "report the best; the last one is checked"),
+            "each followed by the library's, and report the best (JSON: every run's\n"
+            "time, \"samples_s\"); our last one is checked"),
     OPT_END,
 };
 #undef C
@@ -363,6 +371,13 @@ static void print_steps(struct cluster *cl, size_t es, bool ring)
     free(arrival), free(moment), free(step);
 }
 
+/* The process's peak resident memory, in bytes (getrusage). */
+static uint64_t peak_rss(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? (uint64_t)u.ru_maxrss * 1024 : 0;
+}
+
 /* The run's time: the simulated cluster's, or the wall time over MPI. */
 static double run_time(const struct trial *t, const struct mpi_run *mr)
 {
@@ -477,11 +492,28 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
     units_format_seconds(b1, sizeof b1, clock_now() - c->started);
     units_format_seconds(b2, sizeof b2, t->wall_s);
     printf("  host wall time:         %s for the whole run, %s of it the collective\n", b1, b2);
+    units_format_seconds(b1, sizeof b1, t->setup_s);
+    units_format_seconds(b2, sizeof b2, t->check_s);
+    printf("                          (%s before it: the GPUs, their buffers and data; %s after: "
+           "the check)\n",
+           b1, b2);
+    units_format_bytes(b1, sizeof b1, (double)peak_rss(), UNITS_BINARY);
+    units_format_bytes(b2, sizeof b2, t->bytes * n, UNITS_BINARY);
+    printf("  host memory:            %s at the peak, for %s of buffers\n", b1, b2);
     printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the simulated "
            "time)\n",
            alg, alg * f, f);
     double halg = cost_algbw(t->bytes, t->wall_s) / 1e9;
     printf("  on this host: algbw %.2f GB/s, busbw %.2f GB/s\n", halg, halg * f);
+}
+
+/* Every repetition's time, in order. */
+static json_t *samples(const double *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; v && i < n; i++)
+        json_array_append_new(a, json_num(v[i]));
+    return a;
 }
 
 static void print_json(const struct cfg *c, const struct trial *t, const struct mpi_run *mr)
@@ -511,6 +543,12 @@ static void print_json(const struct cfg *c, const struct trial *t, const struct 
     json_object_set_new(o, "simulated_time_s", mr ? json_null() : json_num(t->simulated_s));
     json_object_set_new(o, "wall_time_s", json_num(t->wall_s));
     json_object_set_new(o, "run_wall_time_s", json_num(clock_now() - c->started));
+    if (!mr) {
+        json_object_set_new(o, "setup_wall_time_s", json_num(t->setup_s));
+        json_object_set_new(o, "check_wall_time_s", json_num(t->check_s));
+        json_object_set_new(o, "buffer_bytes", json_integer((json_int_t)(t->bytes * n)));
+        json_object_set_new(o, "host_peak_bytes", json_integer((json_int_t)peak_rss()));
+    }
     json_object_set_new(o, "algbw_GBps", json_num(alg));
     json_object_set_new(o, "busbw_GBps", json_num(alg * f));
     json_object_set_new(o, "busbw_factor", json_num(f));
@@ -527,15 +565,18 @@ static void print_json(const struct cfg *c, const struct trial *t, const struct 
         for (int i = 0; i < mr->nlib; i++) {
             const struct mpi_lib_figure *l = &mr->lib[i];
             double la = cost_algbw(t->bytes, l->time_s) / 1e9;
-            json_array_append_new(lib, json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", l->name, "op",
-                                                 cost_op_name(l->op), "time_s", json_num(l->time_s),
-                                                 "algbw_GBps", json_num(la), "busbw_GBps",
-                                                 json_num(la * cost_busbw_factor(l->op, n))));
+            json_array_append_new(lib,
+                                  json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "name", l->name, "op",
+                                            cost_op_name(l->op), "time_s", json_num(l->time_s),
+                                            "algbw_GBps", json_num(la), "busbw_GBps",
+                                            json_num(la * cost_busbw_factor(l->op, n)), "samples_s",
+                                            samples(l->sample, mr->repeat)));
         }
         json_object_set_new(o, "mpi", lib);
         json_object_set_new(o, "ranks", json_integer(mr->size));
         json_object_set_new(o, "hosts", json_integer(mr->hosts));
         json_object_set_new(o, "repeat", json_integer(mr->repeat));
+        json_object_set_new(o, "samples_s", samples(mr->sample, mr->repeat));
         const struct mpi_lib_figure *same = same_op(mr, a->op);
         if (same)
             json_object_set_new(o, "busbw_ratio_to_library", json_num(same->time_s / t->wall_s));
@@ -709,6 +750,43 @@ end:
     return rc;
 }
 
+/* The progress line: on a terminal from a second into the run, one line rewritten in place
+ * (cleared at the end); with --progress elsewhere, a line as each part of the run begins and
+ * a line a second within it. */
+struct progress {
+    bool tty, lines;
+    double started, last;
+    const char *what; /* the part last shown */
+    bool shown;
+};
+
+static void progress_show(void *ctx, const char *what, double done)
+{
+    struct progress *p = ctx;
+    double now = clock_now();
+    bool begins = !p->what || strcmp(what, p->what) != 0;
+    if (p->tty ? now - p->started < 1.0 : !begins && now - p->last < 1.0)
+        return;
+    char pct[16] = "";
+    if (done >= 0)
+        snprintf(pct, sizeof pct, " %3.0f%%", 100 * done);
+    if (p->tty)
+        fprintf(stderr, "\rscalelab: collective: %s%s, %.0f s%-12s", what, pct, now - p->started,
+                "");
+    else
+        fprintf(stderr, "scalelab: collective: %s%s, %.0f s\n", what, pct, now - p->started);
+    fflush(stderr);
+    p->last = now;
+    p->what = what;
+    p->shown = true;
+}
+
+static void progress_end(const struct progress *p)
+{
+    if (p->tty && p->shown)
+        fprintf(stderr, "\r%*s\r", 70, "");
+}
+
 static int collective_main(int argc, char **argv)
 {
     struct cfg c = {.started = clock_now()};
@@ -722,9 +800,14 @@ static int collective_main(int argc, char **argv)
     if (c.sweep)
         return sweep(&c);
     c.a.record_events = c.steps || c.trace || c.events;
+    struct progress pr = {.tty = isatty(2) != 0, .started = c.started};
+    pr.lines = c.progress && !pr.tty;
+    if (pr.tty || pr.lines)
+        c.a.progress = progress_show, c.a.progress_ctx = &pr;
     struct trial t;
     struct error e = {0};
     rc = trial_run(&c.a, &t, &e);
+    progress_end(&pr);
     if (c.trace && t.cluster) {
         size_t n;
         const struct event *ev = cluster_events(t.cluster, &n);

@@ -114,6 +114,8 @@ struct cluster {
     struct error reason;
     struct event *merged;
     size_t nmerged;
+    int at_barrier;       /* c->lock: devices waiting in dev_barrier */
+    uint64_t barrier_gen; /* c->lock: barriers passed */
 };
 
 /* ---------------------------------------------------------------- events */
@@ -305,6 +307,7 @@ int cluster_run(struct cluster *c, int (*fn)(struct device *d, void *arg, struct
 {
     c->aborted = 0;
     c->failed = false;
+    c->at_barrier = 0;
     memset(&c->reason, 0, sizeof c->reason);
     sigset_t all, old;
     sigfillset(&all);
@@ -732,6 +735,34 @@ static int recv_match(struct device *d, int peer, int key, void *buf, size_t byt
     ev.peer = peer, ev.bytes = bytes, ev.msg = msg;
     ev.step = rtag.step, ev.chunk = rtag.chunk, ev.phase = rtag.phase;
     dev_emit(d, &ev);
+    return 0;
+}
+
+int dev_barrier(struct device *d, struct error *e)
+{
+    struct cluster *c = d->c;
+    struct timespec ts;
+    deadline_at(&ts, c->cfg.deadline_s);
+    pthread_mutex_lock(&c->lock);
+    uint64_t gen = c->barrier_gen;
+    if (++c->at_barrier == c->n) {
+        c->at_barrier = 0;
+        c->barrier_gen++;
+        for (int i = 0; i < c->n; i++)
+            pthread_cond_broadcast(&c->dev[i].cond);
+    }
+    while (c->barrier_gen == gen) {
+        if (c->aborted) {
+            pthread_mutex_unlock(&c->lock);
+            return aborted_error(d, e);
+        }
+        if (pthread_cond_timedwait(&d->cond, &c->lock, &ts) == ETIMEDOUT && c->barrier_gen == gen) {
+            pthread_mutex_unlock(&c->lock);
+            return dev_fail(d, e, "waited %.0f s for the other GPUs at a barrier: deadline passed",
+                            c->cfg.deadline_s);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
     return 0;
 }
 

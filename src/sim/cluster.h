@@ -182,6 +182,11 @@ int dev_sendrecv(struct device *d, int to, const void *sbuf, size_t sbytes, int 
                  size_t rbytes, const struct dev_tag *tag, dev_combine_fn combine, void *ctx,
                  struct error *e);
 
+/* Waits until every device of the cluster has called it: host threads meeting, for timing
+ * on the host (every GPU starts a timed collective together); the simulated clocks are left
+ * alone. 0, or ERR_RUN (aborted, or the deadline passed). */
+int dev_barrier(struct device *d, struct error *e);
+
 /* Records an event for this device (device, seq filled in; t is the caller's, usually
  * dev_now). For engines above sim (training steps, non-finite values). */
 void dev_emit(struct device *d, struct event *ev);
