@@ -112,8 +112,9 @@ static int run_steps(const struct train_args *r, struct run *run, struct train_s
     bool progress = !r->json && isatty(2);
     int rc = run_start(run, e);
     long every = o->steps / 20 > 0 ? o->steps / 20 : 1;
-    int nlast = o->steps < 10 ? (int)o->steps : 10;
-    double lastsum = 0, t0 = clock_now(), tprog = t0;
+    /* the final loss: the mean of the last FINAL_STEPS steps that were applied (a skipped
+     * step's loss, a NaN's or a spike's, changed nothing and is left out) */
+    double last[FINAL_STEPS], t0 = clock_now(), tprog = t0;
     int lastn = 0;
     bool floor_said = false;
     int shown = 0; /* columns the progress line takes on the terminal now */
@@ -130,8 +131,8 @@ static int run_steps(const struct train_args *r, struct run *run, struct train_s
             break;
         }
         train_summary_add(sum, r, &rs, i);
-        if (i > o->steps - nlast && isfinite(rs.s.loss))
-            lastsum += rs.s.loss, lastn++;
+        if (!rs.s.skipped && isfinite(rs.s.loss))
+            last[lastn++ % FINAL_STEPS] = rs.s.loss;
         const struct train_step *s = &rs.s;
         if (r->json && !r->summary_only) {
             train_print_step_json(&rs);
@@ -164,9 +165,12 @@ static int run_steps(const struct train_args *r, struct run *run, struct train_s
     }
     sum->floor = run_loss_floor(run);
     sum->seconds = run_wall_s(run) > 0 ? run_wall_s(run) : clock_now() - t0;
-    sum->final_loss = lastn ? lastsum / lastn : NAN;
+    sum->nlast = lastn < FINAL_STEPS ? lastn : FINAL_STEPS;
+    double lastsum = 0;
+    for (int k = 0; k < sum->nlast; k++)
+        lastsum += last[k];
+    sum->final_loss = sum->nlast ? lastsum / sum->nlast : NAN;
     sum->tokens_per_s = (double)sum->steps * o->batch * o->shape.seq / sum->seconds;
-    sum->nlast = nlast;
     sum->sim_seconds = sum->sim_step;
     if (sum->steps > 0)
         sum->sim_step /= (double)sum->steps, sum->exposed /= (double)sum->steps;
@@ -269,7 +273,8 @@ const struct command cmd_train = {
     "a run that does not fit fails at once, out of memory (exit 1); live activations move in\n"
     "and out of the arena, and their peak is the calculator's figure.\n"
     "\n"
-    "The final loss is the mean of the last 10 steps' losses. Each step's loss is measured on\n"
+    "The final loss is the mean of the losses of the last 10 steps applied (a skipped step's,\n"
+    "a NaN's or a spike's, is left out). Each step's loss is measured on\n"
     "a fresh batch before the update, so it is a held-out estimate. At the defaults, tiny ends\n"
     "within 0.1 nats of the floor (0.05-0.08 for seeds 1-5 on the development host).\n",
     train_main,

@@ -36,13 +36,15 @@ extern const struct opts_spec opts_train;
 int train_dump_check(const char *dir, struct error *e);
 int train_dump_write(const struct train_args *r, const struct run *run, struct error *e);
 
+#define FINAL_STEPS 10 /* the final loss is the mean of the last FINAL_STEPS applied */
+
 /* The run as it went, for the summary. */
 struct train_summary {
     double final_loss, floor, seconds, sim_seconds, tokens_per_s, flops, recompute, overhead;
     double predicted, first_loss, max_norm, min_coef, max_underflow, sim_step, exposed;
     char first_nonfinite[48];
     long steps, skipped, overflows, spikes;
-    int nlast;
+    int nlast;              /* the steps the final loss is the mean of */
     uint64_t underflow[65]; /* per layer over the run (the last: embedding and norms) */
     int layers;
     float last_scale;

@@ -386,7 +386,7 @@ static void print_summary_text(const struct train_args *r, const struct run *run
     char a[32], b[32];
     double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
     const struct run_gpu *g0 = run_gpu(run, 0);
-    printf("\nfinal loss %s (mean of the last %d steps), floor %.4f: %s nats above\n",
+    printf("\nfinal loss %s (mean of the last %d steps applied), floor %.4f: %s nats above\n",
            units_format_num(a, sizeof a, "%.4f", sum->final_loss), sum->nlast, sum->floor,
            units_format_num(b, sizeof b, "%.4f", sum->final_loss - sum->floor));
     printf("skipped steps %ld (overflow %ld, spikes %ld), final loss scale %g\n", sum->skipped,

@@ -324,12 +324,63 @@ static int count_hosts(const struct mx *m, char *host0, size_t n0)
     return hosts;
 }
 
-/* Each rank checks its part of the result, and the digests say the ranks agree; rank 0
- * merges the verdicts into t. */
-static void check(struct mx *m, const struct trial_args *a, const char *buf, size_t bytes,
-                  struct trial *t)
+/* The library's calls on buf, as trial a makes ours: its sum for 16-bit data, the chunks of
+ * coll_chunk, and in ops (r->nlib of them) the collectives to time, each figure of r ready. */
+static void lib_open(const struct mx *m, const struct trial_args *a, char *buf, struct mpi_run *r,
+                     struct libcall *l, enum cost_op *ops)
 {
     int rank = m->rank, n = m->size;
+    MPI_Op sum = MPI_SUM;
+    MPI_Datatype type = MPI_FLOAT;
+    if (a->dtype != FP_FP32) {
+        type = MPI_UINT16_T;
+        MPI_Op_create(a->dtype == FP_BF16 ? sum_bf16 : sum_fp16, 1, &sum);
+    }
+    *l = (struct libcall){m->comm,
+                          type,
+                          sum,
+                          buf,
+                          a->count,
+                          rank,
+                          n,
+                          a->root,
+                          a->count % n == 0,
+                          calloc((size_t)n, sizeof(int)),
+                          calloc((size_t)n, sizeof(int))};
+    if (!l->counts || !l->displs)
+        stop("GPU %d: out of memory", rank);
+    for (int g = 0; g < n; g++) {
+        size_t off, len;
+        coll_chunk(a->count, n, g, &off, &len);
+        l->counts[g] = (int)len, l->displs[g] = (int)off;
+    }
+    ops[0] = COST_ALLREDUCE, ops[1] = COST_REDUCE_SCATTER, ops[2] = COST_ALLGATHER;
+    r->nlib = 3;
+    if (a->op == COST_BROADCAST || a->op == COST_REDUCE)
+        ops[r->nlib++] = a->op;
+    for (int k = 0; k < r->nlib; k++) {
+        r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l->even), ops[k], 1e300,
+                                            calloc((size_t)r->repeat, sizeof(double))};
+        if (!r->lib[k].sample)
+            stop("GPU %d: out of memory", rank);
+    }
+}
+
+static void lib_close(struct libcall *l)
+{
+    if (l->sum != MPI_SUM)
+        MPI_Op_free(&l->sum);
+    free(l->counts);
+    free(l->displs);
+}
+
+/* Each rank checks its own part of the result and its digest; rank 0 gathers them. */
+static void check(const struct mx *m, const struct trial_args *a, const char *buf,
+                  struct mpi_run *r)
+{
+    struct trial *t = &r->t;
+    int n = m->size, rank = m->rank;
+    size_t bytes = a->count * reduce_elem_size(a->dtype);
     struct verify v, *all = rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
     uint64_t d = verify_digest(buf, bytes), *digs = calloc((size_t)n, sizeof *digs);
     if (!digs || (rank == 0 && !all))
@@ -354,56 +405,21 @@ static void check(struct mx *m, const struct trial_args *a, const char *buf, siz
     free(digs);
 }
 
-/* The library's collectives on the same buffers, each timed as ours is: the fastest of the
- * runs after a warm-up. */
-static void time_library(struct mx *m, const struct trial_args *a, char *buf, struct mpi_run *r)
+/* The trial's algorithm over n ranks, its predicted time and its steps, into t. */
+static int predict(const struct trial_args *a, int n, size_t bytes, struct trial *t,
+                   struct error *e)
 {
-    int rank = m->rank, n = m->size;
-    MPI_Op sum = MPI_SUM;
-    MPI_Datatype type = MPI_FLOAT;
-    if (a->dtype != FP_FP32) {
-        type = MPI_UINT16_T;
-        MPI_Op_create(a->dtype == FP_BF16 ? sum_bf16 : sum_fp16, 1, &sum);
-    }
-    struct libcall l = {m->comm,
-                        type,
-                        sum,
-                        buf,
-                        a->count,
-                        rank,
-                        n,
-                        a->root,
-                        a->count % n == 0,
-                        calloc((size_t)n, sizeof(int)),
-                        calloc((size_t)n, sizeof(int))};
-    if (!l.counts || !l.displs)
-        stop("GPU %d: out of memory", rank);
-    for (int g = 0; g < n; g++) {
-        size_t off, len;
-        coll_chunk(a->count, n, g, &off, &len);
-        l.counts[g] = (int)len, l.displs[g] = (int)off;
-    }
-    enum cost_op ops[MPI_LIB_MAX] = {COST_ALLREDUCE, COST_REDUCE_SCATTER, COST_ALLGATHER};
-    r->nlib = 3;
-    if (a->op == COST_BROADCAST || a->op == COST_REDUCE)
-        ops[r->nlib++] = a->op;
-    for (int k = 0; k < r->nlib; k++) {
-        double lbest = 1e300;
-        for (int i = -1; i < r->repeat; i++) {
-            verify_fill(a->dtype, buf, a->count, a->seed, rank);
-            barrier(m);
-            double t0 = MPI_Wtime();
-            lib_run(&l, ops[k]);
-            double dt = slowest(m, MPI_Wtime() - t0);
-            if (i >= 0 && dt < lbest)
-                lbest = dt;
-        }
-        r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l.even), ops[k], lbest};
-    }
-    if (sum != MPI_SUM)
-        MPI_Op_free(&sum);
-    free(l.counts);
-    free(l.displs);
+    t->bytes = (double)bytes;
+    t->algo = coll_resolve(&a->spec, n, a->op, a->algo, t->bytes);
+    if (!cost_supported(a->op, t->algo, n, e))
+        return ERR_INVAL;
+    struct cost_net net;
+    coll_net(&a->spec, n, &net);
+    int rc = cost_collective(a->op, t->algo, &net, t->bytes, &t->predicted, e);
+    if (rc)
+        return rc;
+    t->steps = coll_steps(&a->spec, n, a->op, t->algo, a->count, a->dtype);
+    return 0;
 }
 
 int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run *r, struct error *e)
@@ -421,16 +437,9 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     if (bytes > INT_MAX)
         return error_set(e, ERR_INVAL, "--size: at most %d bytes over MPI, not %zu", INT_MAX,
                          bytes);
-    t->bytes = (double)bytes;
-    t->algo = coll_resolve(&a->spec, n, a->op, a->algo, t->bytes);
-    if (!cost_supported(a->op, t->algo, n, e))
-        return ERR_INVAL;
-    struct cost_net net;
-    coll_net(&a->spec, n, &net);
-    int rc = cost_collective(a->op, t->algo, &net, t->bytes, &t->predicted, e);
+    int rc = predict(a, n, bytes, t, e);
     if (rc)
         return rc;
-    t->steps = coll_steps(&a->spec, n, a->op, t->algo, a->count, a->dtype);
 
     struct mx m = {.rank = rank,
                    .size = n,
@@ -458,9 +467,19 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
                       .count = a->count,
                       .dtype = a->dtype,
                       .root = a->root};
-    double best = 1e300;
     const char *stall = getenv("SCALELAB_MPI_STALL_RANK");
-    for (int i = -1; i < r->repeat; i++) { /* a warm-up, then the timed runs */
+
+    /* the library's collectives on the same buffers */
+    struct libcall l;
+    enum cost_op ops[MPI_LIB_MAX];
+    lib_open(&m, a, buf, r, &l, ops);
+    r->sample = calloc((size_t)r->repeat, sizeof *r->sample);
+    if (!r->sample)
+        stop("GPU %d: out of memory", rank);
+
+    /* rounds: a warm-up, then the timed ones; in each, ours, then the library's */
+    t->wall_s = 1e300;
+    for (int i = -1; i < r->repeat; i++) {
         verify_fill(a->dtype, buf, a->count, a->seed, rank);
         m.bytes_sent = 0;
         barrier(&m);
@@ -470,17 +489,30 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
         if (coll_run_on(&x, &op, e) != 0)
             stop("GPU %d: %s", rank, e->msg); /* the others are waiting for this rank */
         double dt = slowest(&m, MPI_Wtime() - t0);
-        if (i >= 0 && dt < best)
-            best = dt;
+        if (i >= 0) {
+            r->sample[i] = dt;
+            t->wall_s = dt < t->wall_s ? dt : t->wall_s;
+        }
+        if (i == r->repeat - 1) { /* our last run: its bytes, its check */
+            gather(&m, &m.bytes_sent, sizeof m.bytes_sent, t->sent);
+            for (int g = 0; g < n && rank == 0; g++)
+                t->sent_total += t->sent[g];
+            if (a->verify)
+                check(&m, a, buf, r);
+        }
+        for (int k = 0; k < r->nlib; k++) {
+            verify_fill(a->dtype, buf, a->count, a->seed, rank);
+            barrier(&m);
+            double t1 = MPI_Wtime();
+            lib_run(&l, ops[k]);
+            double lt = slowest(&m, MPI_Wtime() - t1);
+            if (i >= 0) {
+                r->lib[k].sample[i] = lt;
+                r->lib[k].time_s = lt < r->lib[k].time_s ? lt : r->lib[k].time_s;
+            }
+        }
     }
-    t->wall_s = best;
-    gather(&m, &m.bytes_sent, sizeof m.bytes_sent, t->sent);
-    for (int g = 0; g < n && rank == 0; g++)
-        t->sent_total += t->sent[g];
-
-    if (a->verify)
-        check(&m, a, buf, bytes, t);
-    time_library(&m, a, buf, r);
+    lib_close(&l);
     free(buf);
     free(m.scratch);
     MPI_Comm_free(&m.comm);
@@ -490,6 +522,9 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
 void mpi_trial_fini(struct mpi_run *r)
 {
     free(r->t.sent);
+    free(r->sample);
+    for (int k = 0; k < r->nlib; k++)
+        free(r->lib[k].sample);
     memset(r, 0, sizeof *r);
 }
 

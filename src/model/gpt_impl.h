@@ -168,4 +168,38 @@ static inline double head_flops(const struct gpt *g)
     return 2.0 * g->N * g->vl * g->c.d;
 }
 
+/* The operations of model/gpt_ops.c, which model/gpt_step.c strings into a layer and a step
+ * (each is described where it is defined). */
+void op_compute(const struct gpt *g, double flops, const char *what, int layer);
+void op_hook(const struct gpt *g, enum gpt_hook h, int unit);
+const float *op_sp_gather(const struct gpt *g, float *full, const float *mine, const char *what);
+void op_tp_reduce_rows(const struct gpt *g, float *full, const char *what);
+void op_rnd(const struct gpt *g, float *p, size_t n);
+void op_store(const struct gpt *g, void *dst, const float *src, size_t n);
+void op_load(const struct gpt *g, float *dst, const void *src, size_t n);
+void op_check(struct gpt *g, const float *p, size_t n, int layer, const char *name);
+void op_produced(struct gpt *g, float *p, size_t n, int layer, const char *name);
+void op_produced_grad(struct gpt *g, float *p, size_t n, int layer, const char *name);
+void op_mm_fwd(float *y, const float *x, const float *w, int n, int out, int in);
+void op_mm_dx(float *dx, const float *dy, const float *w, int n, int out, int in, float beta);
+void op_mm_dw_acc(float *dw, const float *dy, const float *x, int n, int out, int in, bool acc);
+void op_linear(struct gpt *g, int l, const char *name, float *y, const float *x, const float *w,
+               int out, int in);
+void op_weight_grad(struct gpt *g, int l, const char *name, float *dw, const float *dy,
+                    const float *x, int out, int in);
+void op_rmsnorm(struct gpt *g, int l, const char *name, float *y, float *rstd, const float *x,
+                const float *w);
+void op_rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float *rstd,
+                const float *w, const float *dy, int n, int d);
+void op_rope(struct gpt *g, int l, const char *name, float *x, int dir);
+void op_add(struct gpt *g, float *y, const float *a, const float *b, size_t n, int layer,
+            const char *name);
+void op_swiglu_forward(struct gpt *g, float *h, const float *a, const float *u, size_t n,
+                       int layer);
+void op_swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, const float *a,
+                        const float *u, size_t n);
+void op_attn_probs(struct gpt *g, int l);
+void op_attn_out(struct gpt *g, int l);
+void op_attn_core_backward(struct gpt *g, int l);
+
 #endif

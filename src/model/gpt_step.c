@@ -27,11 +27,14 @@
  * Memory is measured, not estimated: the kept tensors live in an arena allocated once, and each
  * is charged to the allocator seam when it comes to life (forward, or recomputation) and
  * released when the backward pass is done with it, so the peak is what the policy really
- * holds at its worst moment. */
+ * holds at its worst moment.
+ *
+ * The operations a layer is built from (matmuls, RMSNorm, RoPE, SwiGLU, attention, and the
+ * rounding, checking and counting around each) are model/gpt_ops.c's; this file strings them
+ * into a layer, the passes and the step. */
 #include "config.h"
 #include "model/gpt.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,562 +42,6 @@
 
 #include "base/prof.h"
 #include "model/gpt_impl.h"
-#include "num/exp.h"
-
-#define RMS_EPS 1e-5
-
-/* ------------------------------------------------------------------ the seam, in a step */
-
-static void compute(const struct gpt *g, double flops, const char *what, int layer)
-{
-    if (g->alloc.compute)
-        g->alloc.compute(g->alloc.ctx, flops, what, layer);
-}
-
-static void hook(const struct gpt *g, enum gpt_hook h, int unit)
-{
-    if (g->alloc.hook)
-        g->alloc.hook(g->alloc.ctx, h, unit);
-}
-
-/* Tensor parallelism: buf, this rank's part of a sum, becomes the group's sum (Megatron-LM's
- * g operator after a row-parallel matmul, f's backward before a column-parallel one). */
-static void tp_sum(const struct gpt *g, float *buf, size_t n, const char *what)
-{
-    if (g->tp > 1)
-        g->alloc.tp_reduce(g->alloc.ctx, buf, n, GPT_TP_SUM, what);
-}
-
-/* Sequence parallelism: this rank's rows `mine` (nl x d) and the others' gathered into full
- * (N x d), returned; without it, mine itself (it holds every row). */
-static const float *sp_gather(const struct gpt *g, float *full, const float *mine, const char *what)
-{
-    if (!g->sp)
-        return mine;
-    size_t block = (size_t)g->nl * g->c.d;
-    memcpy(full + (size_t)g->tr * block, mine, block * 4);
-    g->alloc.tp_reduce(g->alloc.ctx, full, block * g->tp, GPT_TP_GATHER, what);
-    return full;
-}
-
-/* A row-parallel matmul's output full (N x d, this rank's partial sums) summed over the group:
- * all of it (tensor parallelism: an all-reduce, in place), or under sequence parallelism this
- * rank's rows only, into the first nl rows of full (a reduce-scatter). */
-static void tp_reduce_rows(const struct gpt *g, float *full, const char *what)
-{
-    if (!g->sp) {
-        tp_sum(g, full, (size_t)g->N * g->c.d, what);
-        return;
-    }
-    size_t block = (size_t)g->nl * g->c.d;
-    g->alloc.tp_reduce(g->alloc.ctx, full, block * g->tp, GPT_TP_SCATTER, what);
-    memmove(full, full + (size_t)g->tr * block, block * 4);
-}
-
-/* ------------------------------------------------------------------ helpers */
-
-/* Rounds n values to the working format in place. The loops that produce a tensor block by
- * block call these helpers' _in forms, whose time is their loop's phase; the plain forms time
- * themselves as rounding. */
-static inline void rnd_in(const struct gpt *g, float *p, size_t n)
-{
-    if (g->fmt != FP_FP32)
-        fp_round_n(g->fmt, p, p, n);
-}
-
-static void rnd(const struct gpt *g, float *p, size_t n)
-{
-    if (g->fmt != FP_FP32) {
-        prof_enter(PROF_ROUNDING);
-        rnd_in(g, p, n);
-        prof_leave();
-    }
-}
-
-static void store(const struct gpt *g, void *dst, const float *src, size_t n)
-{
-    prof_enter(PROF_KEEP);
-    fp_pack_n(g->fmt, dst, src, n);
-    prof_leave();
-}
-
-static void load(const struct gpt *g, float *dst, const void *src, size_t n)
-{
-    prof_enter(PROF_KEEP);
-    fp_unpack_n(g->fmt, dst, src, n);
-    prof_leave();
-}
-
-/* Whether any of n values is inf or NaN (all exponent bits set). */
-static bool any_nonfinite(const float *p, size_t n)
-{
-    uint32_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &p[i], 4);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
-    }
-    return bad != 0;
-}
-
-/* Records the first non-finite tensor of the step: "layer 2 attn scores", "logits". */
-static void name_nonfinite(struct gpt *g, int layer, const char *what)
-{
-    if (layer >= 0)
-        snprintf(g->nonfinite, sizeof g->nonfinite, "layer %d %s", layer, what);
-    else
-        snprintf(g->nonfinite, sizeof g->nonfinite, "%s", what);
-    g->nonfinite_forward = g->in_forward;
-}
-
-/* A tensor already in the working format (or one that is about to change) is looked at. */
-static void check_in(struct gpt *g, const float *p, size_t n, int layer, const char *name)
-{
-    if (!g->nonfinite[0] && any_nonfinite(p, n))
-        name_nonfinite(g, layer, name);
-}
-
-static void check(struct gpt *g, const float *p, size_t n, int layer, const char *name)
-{
-    prof_enter(PROF_ROUNDING);
-    check_in(g, p, n, layer, name);
-    prof_leave();
-}
-
-/* Values pass through the cache in blocks this long: each block is rounded, then checked
- * (and counted) while it is still in L1, one pass over memory for the whole tensor. */
-#define BLOCK 1024
-
-/* A tensor has just been computed in fp32: it is rounded to the working format where it is
- * produced (as a GPU kernel writing bf16 would) and, as it goes by, looked at for inf/NaN; the
- * first such tensor of the step is named "layer L NAME" (layer -1: NAME alone). */
-static void produced_in(struct gpt *g, float *p, size_t n, int layer, const char *name)
-{
-    bool look = !g->nonfinite[0];
-    if (g->fmt == FP_FP32) {
-        if (look && any_nonfinite(p, n))
-            name_nonfinite(g, layer, name);
-        return;
-    }
-    for (size_t i = 0; i < n; i += BLOCK) {
-        size_t m = n - i < BLOCK ? n - i : BLOCK;
-        fp_round_n(g->fmt, p + i, p + i, m);
-        if (look && any_nonfinite(p + i, m)) {
-            name_nonfinite(g, layer, name);
-            look = false;
-        }
-    }
-}
-
-static void produced(struct gpt *g, float *p, size_t n, int layer, const char *name)
-{
-    prof_enter(PROF_ROUNDING);
-    produced_in(g, p, n, layer, name);
-    prof_leave();
-}
-
-/* A weight gradient of layer `layer` (index L: the embedding and the norms outside the
- * layers) is produced: rounded, checked, and its elements that were nonzero in fp32 and
- * rounded to zero counted (underflow), in one pass. */
-static void produced_grad(struct gpt *g, float *p, size_t n, int layer, const char *name)
-{
-    int named = layer < g->c.layers ? layer : -1;
-    bool look = !g->nonfinite[0];
-    prof_enter(PROF_ROUNDING);
-    if (g->fmt == FP_FP32) {
-        if (look && any_nonfinite(p, n))
-            name_nonfinite(g, named, name);
-        prof_leave();
-        return;
-    }
-    uint64_t under = 0;
-    float buf[BLOCK];
-    for (size_t i = 0; i < n; i += BLOCK) {
-        size_t m = n - i < BLOCK ? n - i : BLOCK;
-        fp_round_n(g->fmt, buf, p + i, m);
-        for (size_t j = 0; j < m; j++)
-            under += buf[j] == 0.0f && p[i + j] != 0.0f;
-        memcpy(p + i, buf, m * sizeof *buf);
-        if (look && any_nonfinite(buf, m)) {
-            name_nonfinite(g, named, name);
-            look = false;
-        }
-    }
-    g->underflow[layer] += under;
-    g->underflow_total += under;
-    prof_leave();
-}
-
-/* y [N, out] = x [N, in] W^T (W [out, in]) */
-static void mm_fwd(float *y, const float *x, const float *w, int n, int out, int in)
-{
-    prof_enter(PROF_MATMUL);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 0.0f, y,
-                out);
-    prof_leave();
-}
-
-/* dx [N, in] (+)= dy [N, out] W */
-static void mm_dx(float *dx, const float *dy, const float *w, int n, int out, int in, float beta)
-{
-    prof_enter(PROF_MATMUL);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in, beta,
-                dx, in);
-    prof_leave();
-}
-
-/* dW [out, in] = dy^T [out, N] x [N, in], or += with acc (micro-batches add up) */
-static void mm_dw_acc(float *dw, const float *dy, const float *x, int n, int out, int in, bool acc)
-{
-    prof_enter(PROF_MATMUL);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in,
-                acc ? 1.0f : 0.0f, dw, in);
-    prof_leave();
-}
-
-/* The calls that produce a tensor of layer l: compute it, round it to the format, check it
- * (and count a weight gradient's underflow), so the passes read as the maths. */
-
-/* y [N, out] = x W^T, produced as `name` (NULL: rounded only, checked later) */
-static void linear(struct gpt *g, int l, const char *name, float *y, const float *x, const float *w,
-                   int out, int in)
-{
-    mm_fwd(y, x, w, g->N, out, in);
-    if (name)
-        produced(g, y, (size_t)g->N * out, l, name);
-    else
-        rnd(g, y, (size_t)g->N * out);
-}
-
-/* dW [out, in] = dy^T x (added to the buffer's when accumulating micro-batches), produced */
-static void weight_grad(struct gpt *g, int l, const char *name, float *dw, const float *dy,
-                        const float *x, int out, int in)
-{
-    mm_dw_acc(dw, dy, x, g->N, out, in, g->accumulate);
-    produced_grad(g, dw, (size_t)out * in, l, name);
-}
-
-/* 1 / sqrt(mean(x^2) + eps) of one row, the same in forward and backward */
-static float rms_rstd(const float *x, int d)
-{
-    double ss = 0;
-    for (int j = 0; j < d; j++)
-        ss += (double)x[j] * x[j];
-    return (float)(1.0 / sqrt(ss / d + RMS_EPS));
-}
-
-/* y = x / rms(x) * w, row by row (Zhang and Sennrich 2019); rstd[r] = 1 / rms(x_r) */
-static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n, int d)
-{
-    prof_enter(PROF_NORM);
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * d;
-        float *yr = y + (size_t)r * d;
-        float s = rstd[r] = rms_rstd(xr, d);
-        for (int j = 0; j < d; j++)
-            yr[j] = (xr[j] * s) * w[j];
-    }
-    prof_leave();
-}
-
-/* y = RMSNorm(x) w for the N rows, produced (rstd kept for the backward pass) */
-static void rmsnorm(struct gpt *g, int l, const char *name, float *y, float *rstd, const float *x,
-                    const float *w)
-{
-    rms_fwd(y, rstd, x, w, g->nl, g->c.d); /* the residual stream's rows */
-    produced(g, y, (size_t)g->nl * g->c.d, l, name);
-}
-
-/* RMSNorm's backward, row by row. With s = 1 / sqrt(mean(x^2) + eps), xh = x s, y = xh w and
- * g = dy w (the gradient reaching xh):
- *     dw = sum over rows of dy xh
- *     ds/dx_k = -s^3 x_k / d, so dxh_j/dx_k = s delta_jk - x_j s^3 x_k / d and
- *     dx_k = sum_j g_j dxh_j/dx_k = s (g_k - xh_k mean_j(g_j xh_j)),
- * added into dx (it joins the residual stream's gradient). */
-static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float *rstd,
-                    const float *w, const float *dy, int n, int d)
-{
-    prof_enter(PROF_NORM);
-    double *cs = g->colsum;
-    memset(cs, 0, (size_t)d * sizeof *cs);
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * d, *dyr = dy + (size_t)r * d;
-        float *dxr = dx + (size_t)r * d;
-        float s = rstd[r];
-        double dot = 0;
-        for (int j = 0; j < d; j++) {
-            float xh = xr[j] * s;
-            cs[j] += (double)dyr[j] * xh;
-            dot += (double)(dyr[j] * w[j]) * xh;
-        }
-        float m = (float)(dot / d);
-        for (int j = 0; j < d; j++)
-            dxr[j] += s * (dyr[j] * w[j] - (xr[j] * s) * m);
-    }
-    for (int j = 0; j < d; j++)
-        dw[j] = g->accumulate ? dw[j] + (float)cs[j] : (float)cs[j];
-    prof_leave();
-}
-
-/* Rotary embedding, rotate-half (Su et al. 2021): for each head, the pair (a, b) = (x_i,
- * x_{i + hd/2}) turns by the angle pos theta_i: (a cos - b sin, b cos + a sin), y = R x with
- * R a rotation. Its backward is dx = R^T dy, and R^T = R^-1 is the turn by -pos theta_i:
- * dir -1 (sin negated). */
-static void rope_n(const struct gpt *g, float *x, int dir)
-{
-    int T = g->c.seq, H = g->hl, hd = g->hd, half = hd / 2, d = g->dl;
-    prof_enter(PROF_ROPE);
-    for (int r = 0; r < g->N; r++) {
-        int t = r % T;
-        const float *cs = g->rope_cos + (size_t)t * half, *sn = g->rope_sin + (size_t)t * half;
-        for (int h = 0; h < H; h++) {
-            float *v = x + (size_t)r * d + (size_t)h * hd;
-            for (int i = 0; i < half; i++) {
-                float a = v[i], b = v[i + half], s = dir > 0 ? sn[i] : -sn[i];
-                v[i] = a * cs[i] - b * s;
-                v[i + half] = b * cs[i] + a * s;
-            }
-        }
-    }
-    prof_leave();
-}
-
-/* x rotated (dir 1) or turned back (-1), produced as `name` (NULL: rounded only) */
-static void rope(struct gpt *g, int l, const char *name, float *x, int dir)
-{
-    rope_n(g, x, dir);
-    if (name)
-        produced(g, x, (size_t)g->N * g->dl, l, name);
-    else
-        rnd(g, x, (size_t)g->N * g->dl);
-}
-
-/* y = a + b (a residual connection), produced block by block while in cache. */
-static void add(struct gpt *g, float *y, const float *a, const float *b, size_t n, int layer,
-                const char *name)
-{
-    for (size_t i = 0; i < n; i += BLOCK) {
-        size_t m = n - i < BLOCK ? n - i : BLOCK;
-        for (size_t j = i; j < i + m; j++)
-            y[j] = a[j] + b[j];
-        produced_in(g, y + i, m, layer, name);
-    }
-}
-
-/* e = e^-a for m values (a block): the sigmoid's exponential, through num/exp.h (expf's bits,
- * computed in vectors), so the loops that use it have no library call and vectorize. */
-static void exp_neg(float *e, const float *a, size_t m)
-{
-    for (size_t j = 0; j < m; j++)
-        e[j] = -a[j];
-    exp_n(e, e, m);
-}
-
-/* SwiGLU's gate (Shazeer 2020, "GLU Variants Improve Transformer"): h = silu(a) u with
- * silu(a) = a sg(a), sg the logistic sigmoid 1 / (1 + e^-a); produced block by block. */
-static void swiglu_forward(struct gpt *g, float *h, const float *a, const float *u, size_t n,
-                           int layer)
-{
-    float e[BLOCK];
-    prof_enter(PROF_SWIGLU);
-    for (size_t i = 0; i < n; i += BLOCK) {
-        size_t m = n - i < BLOCK ? n - i : BLOCK;
-        exp_neg(e, a + i, m);
-        for (size_t j = 0; j < m; j++)
-            h[i + j] = a[i + j] / (1.0f + e[j]) * u[i + j];
-        produced_in(g, h + i, m, layer, "mlp hidden");
-    }
-    prof_leave();
-}
-
-/* Its backward: du = dh silu(a) and da = dh u silu'(a), where
- *     silu'(a) = sg(a) + a sg'(a) = sg + a sg (1 - sg) = sg (1 + a (1 - sg))
- * (sg' = sg (1 - sg)); both rounded to the format block by block. */
-static void swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, const float *a,
-                            const float *u, size_t n)
-{
-    float e[BLOCK];
-    prof_enter(PROF_SWIGLU);
-    for (size_t i = 0; i < n; i += BLOCK) {
-        size_t m = n - i < BLOCK ? n - i : BLOCK;
-        exp_neg(e, a + i, m);
-        for (size_t j = i; j < i + m; j++) {
-            float x = a[j], sg = 1.0f / (1.0f + e[j - i]);
-            du[j] = dh[j] * (x * sg);
-            da[j] = dh[j] * u[j] * (sg * (1.0f + x * (1.0f - sg)));
-        }
-        rnd_in(g, da + i, m);
-        rnd_in(g, du + i, m);
-    }
-    prof_leave();
-}
-
-/* ------------------------------------------------------------------ attention */
-
-/* A causal T x T block's rows: row i has entries j = 0 to i. Each row's reductions (its max,
- * its sum, a dot product) run in order j = 0 to i, as for the row alone, but four rows at a
- * time: four independent chains of compares or additions overlap where one row's would wait on
- * each step in turn. Same bits; the softmax in a third less time. Rows i to i + n - 1, n <= 4
- * (fewer only for the last rows when T is not a multiple of 4: one at a time). */
-static void causal_max(const float *s, int T, int i, int n, float mx[4])
-{
-    const float *a = s + (size_t)i * T, *b = a + T, *c = b + T, *e = c + T;
-    if (n < 4) {
-        for (int k = 0; k < n; k++) {
-            const float *r = a + (size_t)k * T;
-            mx[k] = r[0];
-            for (int j = 1; j <= i + k; j++)
-                mx[k] = r[j] > mx[k] ? r[j] : mx[k];
-        }
-        return;
-    }
-    float ma = a[0], mb = b[0], mc = c[0], me = e[0];
-    for (int j = 1; j <= i; j++) {
-        ma = a[j] > ma ? a[j] : ma;
-        mb = b[j] > mb ? b[j] : mb;
-        mc = c[j] > mc ? c[j] : mc;
-        me = e[j] > me ? e[j] : me;
-    }
-    for (int j = i + 1; j <= i + 3; j++) { /* the longer rows' last entries */
-        mb = j <= i + 1 && b[j] > mb ? b[j] : mb;
-        mc = j <= i + 2 && c[j] > mc ? c[j] : mc;
-        me = e[j] > me ? e[j] : me;
-    }
-    mx[0] = ma, mx[1] = mb, mx[2] = mc, mx[3] = me;
-}
-
-/* sum_j a_j over the rows. */
-static void causal_sum(const float *a, int T, int i, int n, float sum[4])
-{
-    const float *a0 = a + (size_t)i * T, *a1 = a0 + T, *a2 = a1 + T, *a3 = a2 + T;
-    if (n < 4) {
-        for (int k = 0; k < n; k++) {
-            const float *x = a0 + (size_t)k * T;
-            sum[k] = 0;
-            for (int j = 0; j <= i + k; j++)
-                sum[k] += x[j];
-        }
-        return;
-    }
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (int j = 0; j <= i; j++) {
-        s0 += a0[j];
-        s1 += a1[j];
-        s2 += a2[j];
-        s3 += a3[j];
-    }
-    for (int j = i + 1; j <= i + 3; j++) {
-        if (j <= i + 1)
-            s1 += a1[j];
-        if (j <= i + 2)
-            s2 += a2[j];
-        s3 += a3[j];
-    }
-    sum[0] = s0, sum[1] = s1, sum[2] = s2, sum[3] = s3;
-}
-
-/* sum_j a_j b_j over the rows. */
-static void causal_dot(const float *a, const float *b, int T, int i, int n, float dot[4])
-{
-    const float *a0 = a + (size_t)i * T, *a1 = a0 + T, *a2 = a1 + T, *a3 = a2 + T;
-    const float *b0 = b + (size_t)i * T, *b1 = b0 + T, *b2 = b1 + T, *b3 = b2 + T;
-    if (n < 4) {
-        for (int k = 0; k < n; k++) {
-            const float *x = a0 + (size_t)k * T, *y = b0 + (size_t)k * T;
-            dot[k] = 0;
-            for (int j = 0; j <= i + k; j++)
-                dot[k] += x[j] * y[j];
-        }
-        return;
-    }
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (int j = 0; j <= i; j++) {
-        s0 += a0[j] * b0[j];
-        s1 += a1[j] * b1[j];
-        s2 += a2[j] * b2[j];
-        s3 += a3[j] * b3[j];
-    }
-    for (int j = i + 1; j <= i + 3; j++) {
-        if (j <= i + 1)
-            s1 += a1[j] * b1[j];
-        if (j <= i + 2)
-            s2 += a2[j] * b2[j];
-        s3 += a3[j] * b3[j];
-    }
-    dot[0] = s0, dot[1] = s1, dot[2] = s2, dot[3] = s3;
-}
-
-/* The softmax of each row of a causal block, in place: p_j = e^(s_j - max) / sum_k e^(s_k -
- * max) over the row's entries (the max subtracted so no e^ overflows; it cancels). The masked
- * entries stay 0. */
-static void softmax_causal(float *s, int T)
-{
-    for (int i = 0; i < T; i += 4) {
-        int n = T - i < 4 ? T - i : 4;
-        float mx[4], sum[4];
-        causal_max(s, T, i, n, mx);
-        for (int k = 0; k < n; k++) {
-            float *row = s + (size_t)(i + k) * T;
-            for (int j = 0; j <= i + k; j++)
-                row[j] -= mx[k];
-            exp_n(row, row, (size_t)(i + k) + 1);
-        }
-        causal_sum(s, T, i, n, sum);
-        for (int k = 0; k < n; k++) {
-            float *row = s + (size_t)(i + k) * T, inv = 1.0f / sum[k];
-            for (int j = 0; j <= i + k; j++)
-                row[j] *= inv;
-        }
-    }
-}
-
-/* P = softmax(q k^T / sqrt(hd)) per (batch, head), causal: row i weighs positions j <= i;
- * into w[A_P]. Each head's T x T block is produced whole while it is in cache: the scores
- * rounded and checked ("attn scores"), the softmax, the probabilities rounded and checked
- * ("attn probs": never the first non-finite tensor, since the softmax of a finite row is
- * finite). Masked entries (j > i) are 0 and take no part in the softmax. */
-static void attn_probs(struct gpt *g, int l)
-{
-    int T = g->c.seq, H = g->hl, hd = g->hd, d = g->dl;
-    float scale = (float)(1.0 / sqrt((double)hd));
-    size_t TT = (size_t)T * T;
-    prof_enter(PROF_ATTENTION);
-    for (int b = 0; b < g->B; b++)
-        for (int h = 0; h < H; h++) {
-            const float *q = g->w[A_Q] + (size_t)b * T * d + (size_t)h * hd;
-            const float *k = g->w[A_K] + (size_t)b * T * d + (size_t)h * hd;
-            float *s = g->w[A_P] + ((size_t)b * H + h) * TT;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, scale, q, d, k, d, 0.0f,
-                        s, T);
-            for (int i = 0; i < T; i++)
-                memset(s + (size_t)i * T + i + 1, 0, (size_t)(T - 1 - i) * sizeof *s);
-            rnd_in(g, s, TT);
-            if (g->inj && g->inj->nan_scores_layer == l && b == 0 && h == 0)
-                s[0] = NAN;
-            check_in(g, s, TT, l, "attn scores");
-            softmax_causal(s, T);
-            produced_in(g, s, TT, l, "attn probs");
-        }
-    prof_leave();
-}
-
-/* att = P v per (batch, head), produced. */
-static void attn_out(struct gpt *g, int l)
-{
-    int T = g->c.seq, H = g->hl, hd = g->hd, d = g->dl;
-    size_t TT = (size_t)T * T;
-    prof_enter(PROF_ATTENTION);
-    for (int b = 0; b < g->B; b++)
-        for (int h = 0; h < H; h++) {
-            const float *p = g->w[A_P] + ((size_t)b * H + h) * TT;
-            const float *v = g->w[A_V] + (size_t)b * T * d + (size_t)h * hd;
-            float *o = g->w[A_ATT] + (size_t)b * T * d + (size_t)h * hd;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, v, d, 0.0f,
-                        o, d);
-        }
-    prof_leave();
-    produced(g, g->w[A_ATT], (size_t)g->N * d, l, "attn out");
-}
 
 /* ------------------------------------------------------------------ one layer */
 
@@ -621,38 +68,38 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     float **w = g->w;
     bind(g, save);
     if (save && save[A_X])
-        store(g, save[A_X], res, nd);
+        op_store(g, save[A_X], res, nd);
     const float *xin; /* a norm's output over every row (gathered under sequence parallelism) */
 
     /* attention: xn1 = RMSNorm(x); q, k, v = xn1 Wq^T, xn1 Wk^T, xn1 Wv^T, q and k rotated by
      * their position (RoPE); att = softmax(q k^T / sqrt(hd), causal) v; xm = x + att Wo^T */
-    rmsnorm(g, l, "attn norm", w[A_XN1], w[A_RSTD1], res, W->attn_norm);
-    xin = sp_gather(g, g->xg, w[A_XN1], "attn norm");
-    linear(g, l, NULL, w[A_Q], xin, W->wq, dl, d); /* rounded, rotated, then checked */
-    linear(g, l, NULL, w[A_K], xin, W->wk, dl, d);
-    rope(g, l, "q", w[A_Q], 1);
-    rope(g, l, "k", w[A_K], 1);
-    linear(g, l, "v", w[A_V], xin, W->wv, dl, d);
-    attn_probs(g, l);
-    attn_out(g, l);
-    linear(g, l, "attn proj", g->tmp, w[A_ATT], W->wo, d, dl);
-    tp_reduce_rows(g, g->tmp, "attn proj"); /* each rank's heads' share of the projection */
-    add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
+    op_rmsnorm(g, l, "attn norm", w[A_XN1], w[A_RSTD1], res, W->attn_norm);
+    xin = op_sp_gather(g, g->xg, w[A_XN1], "attn norm");
+    op_linear(g, l, NULL, w[A_Q], xin, W->wq, dl, d); /* rounded, rotated, then checked */
+    op_linear(g, l, NULL, w[A_K], xin, W->wk, dl, d);
+    op_rope(g, l, "q", w[A_Q], 1);
+    op_rope(g, l, "k", w[A_K], 1);
+    op_linear(g, l, "v", w[A_V], xin, W->wv, dl, d);
+    op_attn_probs(g, l);
+    op_attn_out(g, l);
+    op_linear(g, l, "attn proj", g->tmp, w[A_ATT], W->wo, d, dl);
+    op_tp_reduce_rows(g, g->tmp, "attn proj"); /* each rank's heads' share of the projection */
+    op_add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
 
     /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T */
-    rmsnorm(g, l, "mlp norm", w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm);
-    xin = sp_gather(g, g->xg, w[A_XN2], "mlp norm");
-    linear(g, l, "gate", w[A_G], xin, W->w_gate, f, d);
-    linear(g, l, "up", w[A_U], xin, W->w_up, f, d);
-    swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
-    linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
-    tp_reduce_rows(g, g->tmp, "mlp out"); /* each rank's share of the FFN width */
-    add(g, res, w[A_XM], g->tmp, nd, l, "output");
+    op_rmsnorm(g, l, "mlp norm", w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm);
+    xin = op_sp_gather(g, g->xg, w[A_XN2], "mlp norm");
+    op_linear(g, l, "gate", w[A_G], xin, W->w_gate, f, d);
+    op_linear(g, l, "up", w[A_U], xin, W->w_up, f, d);
+    op_swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
+    op_linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
+    op_tp_reduce_rows(g, g->tmp, "mlp out"); /* each rank's share of the FFN width */
+    op_add(g, res, w[A_XM], g->tmp, nd, l, "output");
 
     if (save) /* the kept tensors not computed in place */
         for (int a = A_RSTD1; a < A_COUNT; a++)
             if (save[a] && save[a] != w[a])
-                store(g, save[a], w[a], act_elems(g, a));
+                op_store(g, save[a], w[a], act_elems(g, a));
 }
 
 /* The MLP's backward, with the layer's tensors in the workspace: dres holds d loss / d out on
@@ -665,83 +112,30 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     float **w = g->w;
     /* under sequence parallelism every row of dout and xn2, gathered (the backward of the
      * reduce-scatter, and the norm's output again for the weight gradients) */
-    const float *dout = sp_gather(g, g->dg_full, dres, "grad mlp out");
+    const float *dout = op_sp_gather(g, g->dg_full, dres, "grad mlp out");
 
     /* out = xm + h Wd^T: dh = dout Wd, dWd = dout^T h; dout also flows on to xm (the residual) */
-    mm_dx(g->dh, dout, W->w_down, N, d, f, 0.0f);
-    rnd(g, g->dh, nf);
+    op_mm_dx(g->dh, dout, W->w_down, N, d, f, 0.0f);
+    op_rnd(g, g->dh, nf);
     if (g->inj && g->inj->inf_grad_layer == l)
         g->dh[0] = INFINITY; /* the lessons' injected overflow */
-    check(g, g->dh, nf, l, "grad mlp hidden");
-    weight_grad(g, l, "grad w_down", G->w_down, dout, w[A_H], d, f);
+    op_check(g, g->dh, nf, l, "grad mlp hidden");
+    op_weight_grad(g, l, "grad w_down", G->w_down, dout, w[A_H], d, f);
 
-    /* h = silu(a) u: see swiglu_backward */
-    swiglu_backward(g, g->dg, g->du, g->dh, w[A_G], w[A_U], nf);
-    const float *xn2 = sp_gather(g, g->xg, w[A_XN2], "mlp norm again");
-    weight_grad(g, l, "grad w_gate", G->w_gate, g->dg, xn2, f, d);
-    weight_grad(g, l, "grad w_up", G->w_up, g->du, xn2, f, d);
+    /* h = silu(a) u: see op_swiglu_backward */
+    op_swiglu_backward(g, g->dg, g->du, g->dh, w[A_G], w[A_U], nf);
+    const float *xn2 = op_sp_gather(g, g->xg, w[A_XN2], "mlp norm again");
+    op_weight_grad(g, l, "grad w_gate", G->w_gate, g->dg, xn2, f, d);
+    op_weight_grad(g, l, "grad w_up", G->w_up, g->du, xn2, f, d);
     /* a = xn2 Wg^T, u = xn2 Wu^T: dxn2 = da Wg + du Wu */
-    mm_dx(g->dxn, g->dg, W->w_gate, N, f, d, 0.0f);
-    mm_dx(g->dxn, g->du, W->w_up, N, f, d, 1.0f);
-    produced(g, g->dxn, nd, l, "grad mlp norm");
-    tp_reduce_rows(g, g->dxn, "grad mlp norm"); /* xn2 fed every rank's share of the width */
-    /* xn2 = RMSNorm(xm): see rms_bwd; dxm joins the residual's gradient in dres */
-    rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, g->nl, d);
-    produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
-    produced(g, dres, nld, l, "grad attn residual");
-}
-
-/* The attention core's backward, per (batch, head), from datt to dq, dk, dv (rounded), with
- * the probabilities, q, k and v of layer l in the workspace. */
-static void attn_core_backward(struct gpt *g, int l)
-{
-    int N = g->N, d = g->dl, T = g->c.seq, H = g->hl, hd = g->hd;
-    size_t nd = (size_t)N * d, TT = (size_t)T * T;
-    float **w = g->w;
-    float scale = (float)(1.0 / sqrt((double)hd));
-    prof_enter(PROF_ATTENTION);
-    for (int b = 0; b < g->B; b++)
-        for (int h = 0; h < H; h++) {
-            size_t off = (size_t)b * T * d + (size_t)h * hd;
-            const float *p = w[A_P] + ((size_t)b * H + h) * TT;
-            const float *dO = g->datt + off;
-            float *dp = g->dp;
-            /* O = P V: dP = dO V^T, dV = P^T dO */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, 1.0f, dO, d,
-                        w[A_V] + off, d, 0.0f, dp, T);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, dO, d, 0.0f,
-                        g->dv + off, d);
-            rnd_in(g, dp, TT);
-            /* P = softmax(S) row by row: dS_j = P_j (dP_j - sum_k P_k dP_k), since
-             * dP_i/dS_j = P_i (delta_ij - P_j); times the 1/sqrt(hd) of S = q k^T / sqrt(hd).
-             * Masked entries (j > i) have P = 0 and get no gradient. */
-            for (int i = 0; i < T; i += 4) {
-                int n = T - i < 4 ? T - i : 4;
-                float dot[4];
-                causal_dot(p, dp, T, i, n, dot);
-                for (int k = 0; k < n; k++) {
-                    const float *pr = p + (size_t)(i + k) * T;
-                    float *dr = dp + (size_t)(i + k) * T;
-                    for (int j = 0; j <= i + k; j++)
-                        dr[j] = pr[j] * (dr[j] - dot[k]) * scale;
-                    for (int j = i + k + 1; j < T; j++)
-                        dr[j] = 0.0f;
-                }
-            }
-            produced_in(g, dp, TT, l, "grad attn scores");
-            /* S = Q K^T (scaled above): dQ = dS K, dK = dS^T Q */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
-                        w[A_K] + off, d, 0.0f, g->dq + off, d);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
-                        w[A_Q] + off, d, 0.0f, g->dk + off, d);
-        }
-    prof_leave();
-    rnd(g, g->dq, nd);
-    rnd(g, g->dk, nd);
-    rnd(g, g->dv, nd);
-    /* q and k were rotated after their projections: dq, dk turned back (see rope) */
-    rope(g, l, NULL, g->dq, -1);
-    rope(g, l, NULL, g->dk, -1);
+    op_mm_dx(g->dxn, g->dg, W->w_gate, N, f, d, 0.0f);
+    op_mm_dx(g->dxn, g->du, W->w_up, N, f, d, 1.0f);
+    op_produced(g, g->dxn, nd, l, "grad mlp norm");
+    op_tp_reduce_rows(g, g->dxn, "grad mlp norm"); /* xn2 fed every rank's share of the width */
+    /* xn2 = RMSNorm(xm): see op_rms_bwd; dxm joins the residual's gradient in dres */
+    op_rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, g->nl, d);
+    op_produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
+    op_produced(g, dres, nld, l, "grad attn residual");
 }
 
 /* The attention's backward: dres holds d loss / d xm on entry, d loss / d x (the layer's
@@ -752,27 +146,27 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     size_t nd = (size_t)N * d, nld = (size_t)g->nl * d;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->w;
-    const float *dxm = sp_gather(g, g->dg_full, dres, "grad attn proj"); /* every row */
+    const float *dxm = op_sp_gather(g, g->dg_full, dres, "grad attn proj"); /* every row */
 
     /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
-    mm_dx(g->datt, dxm, W->wo, N, d, dl, 0.0f);
-    rnd(g, g->datt, (size_t)N * dl);
-    weight_grad(g, l, "grad wo", G->wo, dxm, w[A_ATT], d, dl);
-    /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see attn_core_backward */
-    attn_core_backward(g, l);
-    const float *xn1 = sp_gather(g, g->xg, w[A_XN1], "attn norm again");
-    weight_grad(g, l, "grad wq", G->wq, g->dq, xn1, dl, d);
-    weight_grad(g, l, "grad wk", G->wk, g->dk, xn1, dl, d);
-    weight_grad(g, l, "grad wv", G->wv, g->dv, xn1, dl, d);
+    op_mm_dx(g->datt, dxm, W->wo, N, d, dl, 0.0f);
+    op_rnd(g, g->datt, (size_t)N * dl);
+    op_weight_grad(g, l, "grad wo", G->wo, dxm, w[A_ATT], d, dl);
+    /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see op_attn_core_backward */
+    op_attn_core_backward(g, l);
+    const float *xn1 = op_sp_gather(g, g->xg, w[A_XN1], "attn norm again");
+    op_weight_grad(g, l, "grad wq", G->wq, g->dq, xn1, dl, d);
+    op_weight_grad(g, l, "grad wk", G->wk, g->dk, xn1, dl, d);
+    op_weight_grad(g, l, "grad wv", G->wv, g->dv, xn1, dl, d);
     /* q, k, v = xn1 W^T: dxn1 = dq Wq + dk Wk + dv Wv */
-    mm_dx(g->dxn, g->dq, W->wq, N, dl, d, 0.0f);
-    mm_dx(g->dxn, g->dk, W->wk, N, dl, d, 1.0f);
-    mm_dx(g->dxn, g->dv, W->wv, N, dl, d, 1.0f);
-    produced(g, g->dxn, nd, l, "grad attn norm");
-    tp_reduce_rows(g, g->dxn, "grad attn norm"); /* xn1 fed every rank's heads */
-    rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->dxn, g->nl, d);
-    produced_grad(g, G->attn_norm, (size_t)d, l, "grad attn_norm");
-    produced(g, dres, nld, l, "grad input");
+    op_mm_dx(g->dxn, g->dq, W->wq, N, dl, d, 0.0f);
+    op_mm_dx(g->dxn, g->dk, W->wk, N, dl, d, 1.0f);
+    op_mm_dx(g->dxn, g->dv, W->wv, N, dl, d, 1.0f);
+    op_produced(g, g->dxn, nd, l, "grad attn norm");
+    op_tp_reduce_rows(g, g->dxn, "grad attn norm"); /* xn1 fed every rank's heads */
+    op_rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->dxn, g->nl, d);
+    op_produced_grad(g, G->attn_norm, (size_t)d, l, "grad attn_norm");
+    op_produced(g, dres, nld, l, "grad input");
 }
 
 /* Backward of layer l with its tensors in the workspace: on entry dres is d loss / d output,
@@ -789,15 +183,15 @@ static void load_set(struct gpt *g, int l, void **set)
     bind(g, set);
     for (int a = 0; a < A_COUNT; a++)
         if (set[a] && set[a] != g->w[a])
-            load(g, g->w[a], set[a], act_elems(g, a));
+            op_load(g, g->w[a], set[a], act_elems(g, a));
     if (!set[A_P]) { /* selective: the attention core comes back to life, in its slot */
         charge(g, (long long)act_bytes(g, A_P));
         if (g->fmt == FP_FP32)
             g->w[A_P] = g->pslot;
-        attn_probs(g, l);
+        op_attn_probs(g, l);
         if (g->w[A_P] != g->pslot)
-            store(g, g->pslot, g->w[A_P], act_elems(g, A_P)); /* already rounded: exact */
-        compute(g, attn_flops(g) / 2, "recompute", l);
+            op_store(g, g->pslot, g->w[A_P], act_elems(g, A_P)); /* already rounded: exact */
+        op_compute(g, attn_flops(g) / 2, "recompute", l);
     }
 }
 
@@ -832,7 +226,7 @@ static void embed_forward(struct gpt *g, const int32_t *tokens)
 {
     int N = g->N, d = g->c.d;
     const float *E = g->params;
-    hook(g, GPT_HOOK_FORWARD, GPT_UNIT_EMBED);
+    op_hook(g, GPT_HOOK_FORWARD, GPT_UNIT_EMBED);
     /* vocabulary-parallel: a rank has rows v0..v0+vl-1; the others' tokens are zeros here and
      * come from their rank in the sum */
     for (int r = 0; r < N; r++) {
@@ -843,9 +237,9 @@ static void embed_forward(struct gpt *g, const int32_t *tokens)
         else
             memset(x, 0, (size_t)d * 4);
     }
-    tp_reduce_rows(g, g->res, "embedding"); /* under sequence parallelism: this rank's rows */
-    hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_EMBED);
-    check(g, g->res, (size_t)g->nl * d, -1, "embedding");
+    op_tp_reduce_rows(g, g->res, "embedding"); /* under sequence parallelism: this rank's rows */
+    op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_EMBED);
+    op_check(g, g->res, (size_t)g->nl * d, -1, "embedding");
 }
 
 /* The part's layers on the residual stream, keeping what the backward pass of micro-batch
@@ -854,7 +248,7 @@ static void layers_forward(struct gpt *g, int slot)
 {
     const struct gpt_part *pt = &g->part;
     for (int l = pt->first; l < pt->first + pt->count; l++) {
-        hook(g, GPT_HOOK_FORWARD, l);
+        op_hook(g, GPT_HOOK_FORWARD, l);
         if (g->seg) {
             void *set[A_COUNT] = {0};
             int k = l - pt->first;
@@ -867,8 +261,8 @@ static void layers_forward(struct gpt *g, int slot)
             layer_forward(g, l, g->res, saved_set(g, slot, l));
             charge(g, (long long)set_bytes(g, saved_set(g, slot, l)));
         }
-        compute(g, layer_flops(g), "forward", l);
-        hook(g, GPT_HOOK_FORWARD_DONE, l);
+        op_compute(g, layer_flops(g), "forward", l);
+        op_hook(g, GPT_HOOK_FORWARD_DONE, l);
     }
 }
 
@@ -920,21 +314,21 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
     size_t nld = (size_t)g->nl * d, nv = (size_t)N * V; /* nld: the residual stream's */
     void **head = g->head[slot];
     const float *E = g->params, *wf = g->params + g->nparams - d;
-    hook(g, GPT_HOOK_FORWARD, GPT_UNIT_HEAD);
-    store(g, head[H_X], g->res, nld);
-    rmsnorm(g, -1, "final norm", g->hn, head[H_RSTD], g->res, wf);
-    store(g, head[H_N], g->hn, nld);
-    mm_fwd(g->logits, sp_gather(g, g->xg, g->hn, "final norm"), E, N, V, d);
+    op_hook(g, GPT_HOOK_FORWARD, GPT_UNIT_HEAD);
+    op_store(g, head[H_X], g->res, nld);
+    op_rmsnorm(g, -1, "final norm", g->hn, head[H_RSTD], g->res, wf);
+    op_store(g, head[H_N], g->hn, nld);
+    op_mm_fwd(g->logits, op_sp_gather(g, g->xg, g->hn, "final norm"), E, N, V, d);
     if (g->inj && g->inj->logit_factor != 1.0f)
         for (size_t i = 0; i < nv; i++)
             g->logits[i] *= g->inj->logit_factor; /* the lessons' bad batch */
-    produced(g, g->logits, nv, -1, "logits");
+    op_produced(g, g->logits, nv, -1, "logits");
     float *probs = head[H_PROBS];
     double loss = 0;
     if (g->tp > 1) {
         loss = parallel_cross_entropy(g, probs, targets);
         charge(g, (long long)g->head_bytes);
-        compute(g, head_flops(g), "head forward", -1);
+        op_compute(g, head_flops(g), "head forward", -1);
         return loss / N;
     }
     prof_enter(PROF_LOSS);
@@ -954,7 +348,7 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
     }
     prof_leave();
     charge(g, (long long)g->head_bytes);
-    compute(g, head_flops(g), "head forward", -1);
+    op_compute(g, head_flops(g), "head forward", -1);
     return loss / N;
 }
 
@@ -985,25 +379,25 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
     if (g->inj && g->inj->logit_factor != 1.0f)
         for (size_t i = 0; i < nv; i++)
             dl[i] *= g->inj->logit_factor;
-    produced(g, dl, nv, -1, "grad logits");
+    op_produced(g, dl, nv, -1, "grad logits");
     size_t nld = (size_t)g->nl * d; /* the residual stream's rows */
-    load(g, g->hn, head[H_N], nld);
-    load(g, g->hx, head[H_X], nld);
+    op_load(g, g->hn, head[H_N], nld);
+    op_load(g, g->hx, head[H_X], nld);
     memcpy(g->hrstd, head[H_RSTD], (size_t)g->nl * 4);
-    const float *hn = sp_gather(g, g->xg, g->hn, "final norm again"); /* every row */
-    mm_dw_acc(gE, dl, hn, N, V, d, g->accumulate); /* the head's share of the embedding's */
-    mm_dx(g->dxn, dl, E, N, V, d, 0.0f);
-    rnd(g, g->dxn, nd);
-    tp_reduce_rows(g, g->dxn, "grad head input"); /* hn fed every rank's vocabulary */
+    const float *hn = op_sp_gather(g, g->xg, g->hn, "final norm again"); /* every row */
+    op_mm_dw_acc(gE, dl, hn, N, V, d, g->accumulate); /* the head's share of the embedding's */
+    op_mm_dx(g->dxn, dl, E, N, V, d, 0.0f);
+    op_rnd(g, g->dxn, nd);
+    op_tp_reduce_rows(g, g->dxn, "grad head input"); /* hn fed every rank's vocabulary */
     memset(g->dres, 0, nld * 4);
     float *gwf = g->grads + g->nparams - d;
-    rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, g->nl, d);
-    produced_grad(g, gwf, (size_t)d, L, "grad final_norm");
-    produced(g, g->dres, nld, -1, "grad final norm");
-    compute(g, 2 * head_flops(g), "head backward", -1);
+    op_rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, g->nl, d);
+    op_produced_grad(g, gwf, (size_t)d, L, "grad final_norm");
+    op_produced(g, g->dres, nld, -1, "grad final norm");
+    op_compute(g, 2 * head_flops(g), "head backward", -1);
     charge(g, -(long long)g->head_bytes);
-    hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
-    hook(g, GPT_HOOK_GRADS, GPT_UNIT_HEAD);
+    op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
+    op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_HEAD);
 }
 
 /* The part's layers backward, from dres (d loss / d the part's output) to d loss / d its
@@ -1017,34 +411,34 @@ static void layers_backward(struct gpt *g, int slot)
         for (int s = g->nseg - 1; s >= 0; s--) {
             int a = l0 + s * g->seg, b = a + g->seg < l1 ? a + g->seg : l1;
             /* recompute the segment from its checkpoint */
-            load(g, g->res, g->segin[slot * g->nseg + s], nd);
+            op_load(g, g->res, g->segin[slot * g->nseg + s], nd);
             for (int l = a; l < b; l++) {
-                hook(g, g->seg == 1 ? GPT_HOOK_BACKWARD : GPT_HOOK_FORWARD, l);
+                op_hook(g, g->seg == 1 ? GPT_HOOK_BACKWARD : GPT_HOOK_FORWARD, l);
                 layer_forward(g, l, g->res, g->pool[l - a]);
                 /* the segment's first input is its checkpoint, already charged */
                 charge(g, (long long)(g->layer_bytes - (l == a ? act_bytes(g, A_X) : 0)));
-                compute(g, layer_flops(g), "recompute", l);
+                op_compute(g, layer_flops(g), "recompute", l);
                 if (g->seg > 1)
-                    hook(g, GPT_HOOK_FORWARD_DONE, l);
+                    op_hook(g, GPT_HOOK_FORWARD_DONE, l);
             }
             for (int l = b - 1; l >= a; l--) {
                 if (g->seg > 1)
-                    hook(g, GPT_HOOK_BACKWARD, l);
+                    op_hook(g, GPT_HOOK_BACKWARD, l);
                 load_set(g, l, g->pool[l - a]);
                 layer_backward(g, l, g->dres);
-                compute(g, 2 * layer_flops(g), "backward", l);
+                op_compute(g, 2 * layer_flops(g), "backward", l);
                 charge(g, -(long long)g->layer_bytes);
-                hook(g, GPT_HOOK_GRADS, l);
+                op_hook(g, GPT_HOOK_GRADS, l);
             }
         }
     } else
         for (int l = l1 - 1; l >= l0; l--) {
-            hook(g, GPT_HOOK_BACKWARD, l);
+            op_hook(g, GPT_HOOK_BACKWARD, l);
             load_set(g, l, saved_set(g, slot, l));
             layer_backward(g, l, g->dres);
-            compute(g, 2 * layer_flops(g), "backward", l);
+            op_compute(g, 2 * layer_flops(g), "backward", l);
             charge(g, -(long long)g->layer_bytes);
-            hook(g, GPT_HOOK_GRADS, l);
+            op_hook(g, GPT_HOOK_GRADS, l);
         }
 }
 
@@ -1056,7 +450,7 @@ static void embed_backward(struct gpt *g, const int32_t *tokens)
     float *gE = g->grads;
     if (!g->part.head && !g->accumulate) /* no head share: the rows alone */
         memset(gE, 0, (size_t)V * d * sizeof *gE);
-    const float *dx = sp_gather(g, g->dg_full, g->dres, "grad embedding"); /* every row */
+    const float *dx = op_sp_gather(g, g->dg_full, g->dres, "grad embedding"); /* every row */
     for (int r = 0; r < N; r++) {
         int t = tokens[r] - g->v0;
         if (t < 0 || t >= V)
@@ -1066,8 +460,8 @@ static void embed_backward(struct gpt *g, const int32_t *tokens)
         for (int j = 0; j < d; j++)
             dst[j] += src[j];
     }
-    produced_grad(g, gE, (size_t)V * d, g->c.layers, "grad embedding");
-    hook(g, GPT_HOOK_GRADS, GPT_UNIT_EMBED);
+    op_produced_grad(g, gE, (size_t)V * d, g->c.layers, "grad embedding");
+    op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_EMBED);
 }
 
 /* ------------------------------------------------------------------ the whole model */
@@ -1082,7 +476,7 @@ double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
     layers_forward(g, 0);
     double loss = head_forward(g, 0, targets);
     g->in_forward = false;
-    hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
+    op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
     charge(g, -(long long)g->live); /* nothing will need them */
     g->inj = NULL;
     return loss;
@@ -1122,13 +516,13 @@ double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const vo
     if (g->part.embed)
         embed_forward(g, tokens);
     else
-        load(g, g->res, in, nd);
+        op_load(g, g->res, in, nd);
     layers_forward(g, slot);
     double loss = NAN;
     if (g->part.head)
         loss = head_forward(g, slot, targets);
     else
-        store(g, out, g->res, nd); /* already in the format: exact */
+        op_store(g, out, g->res, nd); /* already in the format: exact */
     g->in_forward = false;
     g->inj = NULL;
     return loss;
@@ -1144,12 +538,12 @@ void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int
     if (g->part.head)
         head_backward(g, slot, targets, loss_scale);
     else
-        load(g, g->dres, dout, nd);
+        op_load(g, g->dres, dout, nd);
     layers_backward(g, slot);
     if (g->part.embed)
         embed_backward(g, tokens);
     else
-        store(g, din, g->dres, nd);
+        op_store(g, din, g->dres, nd);
     g->accumulate = false;
     g->inj = NULL;
 }

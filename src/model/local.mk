@@ -1,4 +1,5 @@
 libkernels_a_SOURCES += \
-	%reldir%/gpt.c %reldir%/gpt.h %reldir%/gpt_impl.h %reldir%/gpt_step.c
+	%reldir%/gpt.c %reldir%/gpt.h %reldir%/gpt_impl.h %reldir%/gpt_ops.c \
+	%reldir%/gpt_step.c
 libscalelab_a_SOURCES += \
 	%reldir%/markov.c %reldir%/markov.h

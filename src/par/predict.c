@@ -8,6 +8,7 @@
 
 #include "calc/activ.h"
 #include "sim/spec.h"
+#include "model/gpt.h"
 
 int predict_config(const struct train_opts *o, const struct model_shape *m, double capacity,
                    struct memory_config *c, struct error *e)
@@ -43,8 +44,8 @@ int predict_run(const struct train_opts *o, const struct model_shape *m,
     for (int st = 0; !rc && st < o->pp && st < SCHED_MAX_STAGES; st++) {
         struct memory_result *r = &p->mem[st];
         if (!(rc = memory_compute_stage(&c, st, r, e)))
-            rc = traffic_compute_stage(&c, spec, o->pp > 1 || o->tp > 1 ? st : -1, r->params_gpu,
-                                       r->stage_layers, 0, 0, &p->comm[st], e);
+            rc = traffic_compute(&c, spec, st, r->params_gpu, r->stage_layers, 0, 0, &p->comm[st],
+                                 e);
     }
     if (!rc) /* a pipeline's; one stage's too, which the window draws */
         p->have_sched = sched_build(o->schedule, o->pp, o->micro_batches, layout_chunks(o),
@@ -76,4 +77,14 @@ void predict_bubble(const struct pp_done *const *ops, const int *n, int stages,
     out->busy_s = busy, out->span_s = t1 - t0;
     out->over_ideal = busy > 0 ? idle / busy : 0;
     out->over_wall = idle / wall;
+}
+
+double predict_recompute_pct(const struct model_shape *m, int batch, const char *policy)
+{
+    struct gpt_config c;
+    struct ckpt_policy ckpt;
+    if (batch < 1 || train_shape_of(m, &c, NULL) < 0 || ckpt_parse(policy, &ckpt, NULL) < 0)
+        return NAN;
+    struct gpt_flops fl = gpt_step_flops(&c, batch, &ckpt);
+    return 100.0 * fl.recompute / (fl.forward + fl.backward);
 }

@@ -22,8 +22,8 @@ struct error;
 
 /* The calculator's configuration of the run with options o of model m on GPUs of capacity
  * bytes: precision, AdamW, dp x pp, ZeRO stage, micro-batch, schedule, buckets, prefetch and
- * checkpoint policy as the run uses them. 0, or ERR_INVAL for a checkpoint policy the
- * calculator does not know. */
+ * checkpoint policy as the run uses them. 0: every run's options have one (e is kept for
+ * the calculator's future refusals). */
 int predict_config(const struct train_opts *o, const struct model_shape *m, double capacity,
                    struct memory_config *c, struct error *e);
 
@@ -42,6 +42,12 @@ struct prediction {
 int predict_run(const struct train_opts *o, const struct model_shape *m,
                 const struct cluster_spec *spec, struct prediction *p, struct error *e);
 void predict_free(struct prediction *p);
+
+/* The matmul FLOPs a checkpoint policy (base/ckpt.h's names: "full", "selective", ...)
+ * recomputes in a training step of model m over batch sequences, in percent of its forward
+ * and backward passes: train's recompute_overhead_pct, by the model's own count
+ * (model/gpt.h). NAN for a model the tiny GPT cannot train or a policy it does not know. */
+double predict_recompute_pct(const struct model_shape *m, int batch, const char *policy);
 
 /* The bubble of a pipeline step as executed: stage s's operations ops[s][0..n[s]), in
  * simulated time. The stages are idle between the step's first start and its last end

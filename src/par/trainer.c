@@ -505,9 +505,8 @@ static int clip_update(struct trainer *t, long step, const struct step_grads *sg
     if (!out->skipped) {
         adamw_advance(&t->adam);
         for (int c = 0; c < t->v; c++) {
-            adamw_update(&t->adam, dp_master(t->dp[c]), sg->grads[c], out->clip_coef,
-                         dp_moment(t->dp[c], 0), dp_moment(t->dp[c], 1), sg->n[c]);
-            int rc = dp_param_sync(t->dp[c], e);
+            /* with the working weights following; ZeRO-1/2 all-gather them */
+            int rc = dp_update(t->dp[c], &t->adam, sg->grads[c], out->clip_coef, e);
             if (rc)
                 return rc;
         }
