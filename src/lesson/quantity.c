@@ -341,7 +341,7 @@ static bool layout(const struct model_shape *m, double dp, double tp, double pp,
                                 .sp = tp > 1,
                                 .ckpt = pol};
     struct cluster_spec cl;
-    if (preset_load_cluster("h100-80gb", &cl, NULL) < 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &cl, NULL) < 0)
         spec_default(&cl);
     c->capacity = cl.hbm_bytes;
     cl.nodes = (int)ceil(dp * tp * pp / cl.gpus_per_node);
@@ -370,7 +370,7 @@ static bool sent(const struct model_shape *m, double tp, double pp, double mb, d
                               .schedule = SCHED_1F1B};
     struct cluster_spec cl;
     struct memory_result r;
-    if (preset_load_cluster("h100-80gb", &cl, NULL) < 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &cl, NULL) < 0)
         spec_default(&cl);
     c.capacity = cl.hbm_bytes;
     return memory_compute_stage(&c, 0, &r, NULL) == 0 &&
@@ -488,7 +488,7 @@ static double peak_gpipe(double p, double m, double s)
 static struct cost_net h100(double n)
 {
     struct cluster_spec s;
-    if (preset_load_cluster("h100-80gb", &s, NULL) < 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &s, NULL) < 0)
         spec_default(&s);
     struct cost_net net;
     preset_cost_net(&s, (int)n, &net);
