@@ -466,16 +466,23 @@ static void embed_backward(struct gpt *g, const int32_t *tokens)
 
 /* ------------------------------------------------------------------ the whole model */
 
-double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
-                   const struct gpt_inject *inj)
+/* The whole model's forward pass, from a new step: the loss. */
+static double whole_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets)
 {
-    g->inj = inj;
     step_begin(g);
     g->in_forward = true;
     embed_forward(g, tokens);
     layers_forward(g, 0);
     double loss = head_forward(g, 0, targets);
     g->in_forward = false;
+    return loss;
+}
+
+double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
+                   const struct gpt_inject *inj)
+{
+    g->inj = inj;
+    double loss = whole_forward(g, tokens, targets);
     op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
     charge(g, -(long long)g->live); /* nothing will need them */
     g->inj = NULL;
@@ -487,12 +494,7 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
 {
     g->inj = inj;
     g->accumulate = false;
-    step_begin(g);
-    g->in_forward = true;
-    embed_forward(g, tokens);
-    layers_forward(g, 0);
-    double loss = head_forward(g, 0, targets);
-    g->in_forward = false;
+    double loss = whole_forward(g, tokens, targets);
     head_backward(g, 0, targets, loss_scale);
     layers_backward(g, 0);
     embed_backward(g, tokens);
