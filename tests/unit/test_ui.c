@@ -1192,7 +1192,6 @@ int main(void)
     tcase_add_test(tc, layout_exact_sizes);
     tcase_add_test(tc, inner_and_center);
     tcase_add_test(tc, tabs_fit_every_width);
-    tcase_add_test(tc, tabs_come_from_the_lesson_list);
     tcase_add_test(tc, text_width_and_fit);
     tcase_add_test(tc, wrap_words);
     tcase_add_test(tc, wrap_keeps_every_word);
@@ -1214,6 +1213,11 @@ int main(void)
     tcase_add_test(tc, knobs_from_a_table);
     tcase_add_test(tc, calculator_panel_knobs);
     suite_add_tcase(s, tc);
+    /* the lessons read from their files: seconds under the sanitizers on a busy machine */
+    TCase *tl = tcase_create("tabs");
+    tcase_set_timeout(tl, 60);
+    tcase_add_test(tl, tabs_come_from_the_lesson_list);
+    suite_add_tcase(s, tl);
     /* every step of every lesson, its panel opened twice: slow under the sanitizers */
     TCase *steps = tcase_create("steps");
     tcase_set_timeout(steps, 300);
