@@ -44,11 +44,15 @@ check_status() { # WANT WHAT
         not_ok "$2: exit $status, wanted $1" "stderr: $err"; fi
 }
 
-check_contains() { # HAYSTACK NEEDLE WHAT
+# check_contains HAYSTACK NEEDLE WHAT: an empty NEEDLE (a grep that found nothing) fails: it
+# would be in every haystack.
+check_contains() {
+    if [ -z "$2" ]; then not_ok "$3" "the needle is empty: nothing to look for"; return; fi
     case "$1" in *"$2"*) ok "$3" ;; *) not_ok "$3" "missing: $2" "in: $(printf '%s' "$1" | head -c 2000)" ;; esac
 }
 
-check_not_contains() { # HAYSTACK NEEDLE WHAT
+check_not_contains() { # HAYSTACK NEEDLE WHAT (an empty NEEDLE fails, as above)
+    if [ -z "$2" ]; then not_ok "$3" "the needle is empty: nothing to look for"; return; fi
     case "$1" in *"$2"*) not_ok "$3" "unexpected: $2" ;; *) ok "$3" ;; esac
 }
 
@@ -56,9 +60,19 @@ check_eq() { # GOT WANT WHAT
     if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3" "got:  $1" "want: $2"; fi
 }
 
+# The python of every check below: all(...) over an empty list raises instead of holding, so a
+# check of every GPU, step or layer cannot pass on a list that came out empty.
+T_PY_ALL='import builtins
+def all(xs):
+    xs = list(xs)
+    assert xs, "all() over an empty list"
+    return builtins.all(xs)
+'
+
 # check_json EXPR WHAT: evaluates a python3 expression on the JSON in $out (bound to 'd').
 check_json() {
-    if printf '%s' "$out" | python3 -c "import json,sys,math; d=json.load(sys.stdin); sys.exit(0 if ($1) else 1)" 2>"$T_TMP/pyerr"; then
+    if printf '%s' "$out" | python3 -c "$T_PY_ALL
+import json,sys,math; d=json.load(sys.stdin); sys.exit(0 if ($1) else 1)" 2>"$T_TMP/pyerr"; then
         ok "$2"
     else
         not_ok "$2" "expression: $1" "$(cat "$T_TMP/pyerr")" "json: $(printf '%s' "$out" | head -c 1500)"
@@ -67,7 +81,7 @@ check_json() {
 
 # check_jsonl EXPR WHAT: EXPR (python) over d, the list of the JSON lines of $out.
 check_jsonl() {
-    if printf '%s\n' "$out" | python3 -c "
+    if printf '%s\n' "$out" | python3 -c "$T_PY_ALL
 import json, sys, math
 d = [json.loads(l) for l in sys.stdin if l.strip()]
 sys.exit(0 if ($1) else 1)" 2>"$T_TMP/pyerr"; then
@@ -109,6 +123,7 @@ torch_python() {
 # f32(PATH) a file of little-endian floats; ok if it raises nothing.
 py() {
     if python3 - "$T_TMP" >"$T_TMP/py.out" 2>&1 <<PY
+$T_PY_ALL
 import json, sys, math, os, struct
 T = sys.argv[1]
 def load(name):
