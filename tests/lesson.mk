@@ -25,7 +25,7 @@ FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/sim/port.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
 	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c \
-	$(top_srcdir)/src/base/cpu.c
+	$(top_srcdir)/src/base/cpu.c $(top_srcdir)/src/base/readfile.c
 EXTRA_DIST += tests/fuzz
 
 fuzz-lesson: $(FUZZ_LESSON_SRC)

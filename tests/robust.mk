@@ -1,6 +1,8 @@
 # Adversarial tests of the whole command line and the file parsers: bad input exits 2 with a
 # clear message and no sanitizer report; a failing GPU ends a collective cleanly.
 SH_TESTS += tests/cli/badinput.sh tests/cli/failstop.sh tests/cli/hardening.sh
+# (issue 21: the hostile tester's matrix: command lines, progress files, low memory, signals)
+SH_TESTS += tests/cli/hostile.sh
 # (issue 11: a damaged progress file in the window)
 SH_TESTS += tests/tui/progress.sh
 
@@ -23,7 +25,8 @@ FUZZ_PRESET_SRC = $(top_srcdir)/tests/fuzz/fuzz_preset.c \
 	$(top_srcdir)/src/calc/traffic.c $(top_srcdir)/src/comm/cost.c \
 	$(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c $(top_srcdir)/src/sim/port.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
-	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c
+	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c \
+	$(top_srcdir)/src/base/readfile.c
 FUZZ_PRESET_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -I. -I$(top_srcdir)/src $(AM_CPPFLAGS)
 

@@ -5,6 +5,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/datadir.c %reldir%/datadir.h \
 	%reldir%/error.c %reldir%/error.h \
 	%reldir%/prof.c %reldir%/prof.h \
+	%reldir%/readfile.c %reldir%/readfile.h \
 	%reldir%/json.c %reldir%/json.h \
 	%reldir%/rng.c %reldir%/rng.h \
 	%reldir%/units.c %reldir%/units.h

@@ -24,6 +24,7 @@
 #include "lesson/lesson.h"
 #include "lesson/quantity.h"
 #include "ui/layout.h"
+#include "ui/steppanel.h"
 
 #define OUTPUT_MAX  (16u << 20) /* bytes kept of a run's output */
 #define RUN_SECONDS 120         /* a lesson's experiment is small; a hung one is killed */
@@ -415,12 +416,14 @@ static int run_lesson(const struct lesson *l, bool json, const struct print_opts
     return t.failed ? 1 : 0;
 }
 
+/* Every lesson that can be read; one that cannot is named after the others (exit 2). */
 static int list_lessons(bool json)
 {
     struct lesson **v;
     size_t n;
     struct error e;
-    if (lesson_load_all(NULL, &v, &n, &e) < 0)
+    int left_out = lesson_load_all(NULL, &v, &n, &e);
+    if (left_out < 0)
         return cli_fail(&e);
     json_t *arr = json ? json_array() : NULL;
     for (size_t i = 0; i < n; i++) {
@@ -439,7 +442,7 @@ static int list_lessons(bool json)
         json_write(stdout, doc, JSON_EXACT);
     }
     lesson_free_all(v, n);
-    return 0;
+    return left_out ? cli_fail(&e) : 0;
 }
 
 static int list_quantities(bool json)
@@ -539,6 +542,12 @@ static int run_main(int argc, char **argv)
         size_t n = l->nsteps;
         lesson_free(l);
         return cli_usage("run", "--step: the lesson has steps 1 to %zu, not %lld", n, step);
+    }
+    /* what the window would refuse (a panel it does not know, a setting it skips) is a
+     * lesson that cannot be read as written */
+    if (steppanel_check(l, &e) < 0) {
+        lesson_free(l);
+        return cli_fail(&e);
     }
     po.step = (int)step - 1;
     int status = run_lesson(l, a.json, &po);

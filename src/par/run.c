@@ -65,6 +65,11 @@ struct run {
     float *first_grads;
     double first_loss;
     bool have_first;
+    /* without a scaler, the step whose loss was not finite and the step that applied the
+     * inf/NaN gradients (0: none): the run's message names the first non-finite tensor of
+     * that step over every GPU, from its merged record (under mu) */
+    long nan_step, nan_applied;
+    bool nan_is_inf;
 };
 
 /* ------------------------------------------------------------------ the ledger seam */
@@ -352,16 +357,22 @@ static int device_main(struct device *d, void *arg, struct error *e)
         if (s.weights_nonfinite_since && !isfinite(s.loss)) {
             /* Without a scaler the run goes on as plain PyTorch would, applying the bad
              * step; once that shows as a non-finite loss, every later step would only
-             * repeat it: stop, say why and what would have saved the run. */
-            const char *tensor;
-            long at = trainer_poisoned(t, &tensor);
-            rc = dev_fail(d, e,
-                          "step %ld: the loss is %s: without a loss scaler nothing skips a "
-                          "step whose gradients hold inf or NaN, step %ld applied one (first "
-                          "non-finite tensor: %s) and the weights are now NaN; stopping. A "
-                          "scaler skips such steps: --loss-scale dynamic or a fixed VALUE "
-                          "(1 for bf16)",
-                          i, isnan(s.loss) ? "NaN" : "inf", at, tensor[0] ? tensor : "?");
+             * repeat it: stop (every GPU at this step: the loss is the agreed one). The
+             * message, said once the run has ended, names the step's first non-finite
+             * tensor over every GPU (nan_message); this GPU's own may be none. */
+            pthread_mutex_lock(&r->mu);
+            if (!r->nan_step) {
+                r->nan_step = i;
+                r->nan_applied = trainer_poisoned(t, NULL);
+                r->nan_is_inf = !isnan(s.loss);
+            }
+            /* every GPU merges this step before failing: a failure aborts the cluster, which
+             * would stop a GPU still in the step's last collective before its record is in */
+            const struct slot *done = &r->slot[i % (RUN_AHEAD + 1)];
+            while (done->step == i && done->done < o->gpus && !dev_aborted(d))
+                wait_for(r, 0.25);
+            pthread_mutex_unlock(&r->mu);
+            rc = dev_fail(d, e, "step %ld: the loss is not finite", i);
             break;
         }
     }
@@ -383,11 +394,34 @@ static int device_main(struct device *d, void *arg, struct error *e)
     return rc;
 }
 
+/* The message of a run stopped by a non-finite loss without a scaler (every thread joined,
+ * every record of the steps done merged): why, and what would have saved the run. */
+static void nan_message(struct run *r, struct error *e)
+{
+    const struct slot *sl = &r->slot[r->nan_applied % (RUN_AHEAD + 1)];
+    char tensor[96] = "?";
+    if (sl->step == r->nan_applied && sl->done == r->cfg.o.gpus && sl->rec.nonfinite_gpu >= 0) {
+        if (r->cfg.o.gpus > 1)
+            snprintf(tensor, sizeof tensor, "%s, on GPU %d", sl->rec.s.nonfinite,
+                     sl->rec.nonfinite_gpu);
+        else
+            snprintf(tensor, sizeof tensor, "%s", sl->rec.s.nonfinite);
+    }
+    error_set(e, ERR_RUN,
+              "step %ld: the loss is %s: without a loss scaler nothing skips a step whose "
+              "gradients hold inf or NaN, step %ld applied one (first non-finite tensor: %s) "
+              "and the weights are now NaN; stopping. A scaler skips such steps: "
+              "--loss-scale dynamic or a fixed VALUE (1 for bf16)",
+              r->nan_step, r->nan_is_inf ? "inf" : "NaN", r->nan_applied, tensor);
+}
+
 static void *driver_main(void *arg)
 {
     struct run *r = arg;
     struct error e = {0};
     int rc = cluster_run(r->cl, device_main, r, &e);
+    if (rc && r->nan_step) /* the threads are joined: no lock needed to read */
+        nan_message(r, &e);
     pthread_mutex_lock(&r->mu);
     r->rc = rc;
     r->err = e;

@@ -155,7 +155,7 @@ check_contains "$out" "sent/step" "text: bytes sent per GPU"
 
 # --- Layouts refused with their reason (exit 2).
 bad() { w=$1 n=$2; shift 2; refused "$w" "$n" train "$@"; } # WHAT NEEDLE ARGS...
-bad "a batch that does not split" "does not split over 3 GPUs" --gpus 3 --batch 16
+bad "a batch that does not split" "does not split over 3 data-parallel ranks" --gpus 3 --batch 16
 bad "65 GPUs" "--gpus" --gpus 65
 bad "stage 4" "--zero" --zero 4
 bad "an injection on a GPU not in the run" "GPU 5" --gpus 2 --inject nan@1:gpu=5

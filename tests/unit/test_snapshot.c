@@ -172,7 +172,7 @@ static void offscreen_close(struct offscreen *t)
 static void *open_panel(const struct panel_ops *p, struct offscreen *t, struct eventlog *log)
 {
     offscreen_open(t);
-    struct panel_env env = {p, log, true};
+    struct panel_env env = {p, log, true, false};
     void *st = NULL;
     struct error e = {0};
     ck_assert_msg(p->init(&st, &env, &e) == 0, "%s: %s", p->name, e.msg);

@@ -1,0 +1,93 @@
+#!/bin/sh
+# Issue 21, "Hardening 2": what a hostile tester tried, beside tests/cli/badinput.sh (a bad
+# value of every option of every command): command lines that crashed or were wrongly
+# accepted, progress files of every shape, low memory (ulimit -v) on train, run and bench,
+# and signals. Each case gets a clear message, the right exit status, loses nothing and
+# never hangs: every run is bounded by timeout(1), whose exit status 124 would fail the
+# check, but the program must end by itself (the cases below end at once, or run a few steps).
+. "$srcdir/tests/lib.sh"
+
+D=$T_TMP
+# The bound of a case that must end by itself: far above what any of them takes, even under
+# a sanitizer on a busy machine, so that only a hang reaches it.
+LIMIT=${HOSTILE_LIMIT:-60}
+
+# brun ARGS...: run, bounded by LIMIT seconds.
+brun() {
+    timeout -k 2 "$LIMIT" "$SCALELAB" "$@" >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
+    status=$?
+    out=$(cat "$T_TMP/out")
+    err=$(cat "$T_TMP/err")
+}
+
+# refuse NEEDLE ARGS...: exit 2 at once, NEEDLE in the one message, nothing on stdout.
+refuse() {
+    needle=$1; shift
+    brun "$@"
+    check_status 2 "scalelab $*"
+    check_contains "$err" "$needle" "scalelab $*: the message says why"
+    check_eq "$out" "" "scalelab $*: nothing on stdout"
+}
+
+# ---------------------------------------------------------------- command lines
+# The interleaved schedule with one stage read past a buffer (rc 139): refused, whatever else
+# is given with it.
+refuse "--schedule interleaved needs --pp 2 or more" train --schedule interleaved --steps 1
+refuse "--schedule interleaved needs --pp 2 or more" train --schedule interleaved --chunks 4 --steps 1
+refuse "--schedule interleaved needs --pp 2 or more" train --schedule interleaved --tp 2 --steps 1
+
+# Accepted and ignored, or refused with the wrong reason
+refuse "--fail: step 1000 is outside the run's --steps 1..3" train --gpus 4 --batch 8 --steps 3 --fail 1@1000
+refuse "--sequence-parallel goes with --tp 2 or more" memory --sequence-parallel
+refuse "--sequence-parallel goes with --tp 2 or more" train --sequence-parallel --steps 1
+# tensor-parallel GPUs share their data-parallel rank's batch: one sequence is enough
+brun train --dp 1 --tp 2 --batch 1 --steps 2 --json --summary
+check_status 0 "train --dp 1 --tp 2 --batch 1 (the batch splits over dp, not over every GPU)"
+check_json "d['summary']['layout']['tp'] == 2 and d['summary']['steps'] == 2" "two tensor-parallel GPUs trained on one sequence"
+refuse "--batch 3 does not split over 2 data-parallel ranks" train --dp 2 --tp 2 --batch 3 --steps 1
+# without a scaler, the step that applied a NaN names its first non-finite tensor over every GPU
+# (the GPU that stopped the run first had none of its own: "?")
+brun train --gpus 4 --steps 4 --inject spike@3:1e308
+check_status 1 "a NaN applied without a scaler on 4 GPUs"
+check_contains "$err" "step 3 applied one (first non-finite tensor: logits, on GPU 0)" "the tensor and its GPU are named"
+check_not_contains "$err" "tensor: ?" "never '?'"
+brun train --steps 4 --inject spike@3:1e308
+check_contains "$err" "step 3 applied one (first non-finite tensor: logits)" "one GPU names the same tensor"
+
+# A lesson's @panel that the window refuses is refused by run too (exit 2, file:line)
+lesson() { # FILE PANEL-LINE: a one-step lesson showing that panel
+    printf '@title T\n@duration 5 min\n@outcome o\n\n@step S\n%s\ntext\n@end\n' "$2" >"$D/$1"
+}
+lesson nopanel.lesson "@panel nosuchpanel"
+refuse "nopanel.lesson:6: no panel named 'nosuchpanel'" run "$D/nopanel.lesson"
+lesson badkey.lesson "@panel formats colour=red"
+refuse "badkey.lesson:6: " run "$D/badkey.lesson"
+lesson range.lesson "@panel training batch=1000"
+refuse "range.lesson:6: " run "$D/range.lesson"
+lesson two.lesson "@panel training batch=0 nosuch=1"
+refuse "; 1 more refused" run "$D/two.lesson"
+lesson fine.lesson "@panel training precision=bf16 batch=8"
+brun run "$D/fine.lesson"
+check_status 0 "a lesson whose panel takes its settings runs"
+
+# ---------------------------------------------------------------- damaged lessons
+# One lesson cut short (no @end) in the data folder: the others are still listed and shown,
+# the damaged one is named, exit 2 (it failed every lesson)
+mkdir "$D/data"
+cp -r "$SCALELAB_DATA/lessons" "$SCALELAB_DATA/assets" "$D/data/"
+head -c 3000 "$SCALELAB_DATA/lessons/03-collectives.lesson" >"$D/data/lessons/03-collectives.lesson"
+SCALELAB_DATA="$D/data" brun run --list
+check_status 2 "run --list with lesson 3 cut short"
+check_contains "$out" " 4  Scaling and distributed training" "the other lessons are listed"
+check_not_contains "$out" "Collective" "but not the damaged one"
+check_contains "$err" "03-collectives.lesson:" "which is named"
+check_contains "$err" "the file ends without @end" "with why"
+SCALELAB_DATA="$D/data" brun progress
+check_status 2 "progress with lesson 3 cut short"
+check_contains "$out" "ZeRO and FSDP" "progress shows the others"
+check_contains "$err" "03-collectives.lesson:" "and names the damaged one"
+SCALELAB_DATA="$D/data" brun run 4 --step 1
+check_status 0 "run 4 is not touched by lesson 3's damage"
+rm -rf "$D/data"
+
+done_testing
