@@ -22,6 +22,8 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/prof.h"
+#include "model/blasbuf.h"
+#include "par/run.h"
 #include "par/trainer.h"
 
 static void one_step(void *p)
@@ -44,7 +46,11 @@ static int run_one(struct bench *b, const char *model, int batch, enum fp_format
     o.precision = fmt;
     o.scaling = fmt == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
     struct trainer *tr;
-    if (trainer_new(&tr, &o, NULL, &e)) {
+    /* the memory it will use, checked first: one GPU's run on this thread */
+    struct run_config rc = {.o = o};
+    int claimed = 0;
+    if (run_reserve(&rc, &claimed, &e) || trainer_new(&tr, &o, NULL, &e)) {
+        blasbuf_release(claimed);
         fprintf(stderr, "scalelab: bench: %s\n", e.msg);
         return 1;
     }
@@ -68,6 +74,7 @@ static int run_one(struct bench *b, const char *model, int batch, enum fp_format
             total = dt, best = pr;
     } while (clock_now() - start < min_s / 2);
     trainer_free(tr);
+    blasbuf_release(claimed);
 
     const char *name = fp_info(fmt)->name;
     char what[96];

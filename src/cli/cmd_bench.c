@@ -11,9 +11,11 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/hostmem.h"
 #include "base/json.h"
 #include "cli/command.h"
 #include "cli/opts.h"
+#include "model/blasbuf.h"
 #include "model/gpt.h"
 #include "par/trainer.h"
 
@@ -32,7 +34,9 @@ void *bench_alloc(size_t n)
 {
     void *p = NULL;
     if (posix_memalign(&p, 64, n ? n : 1) != 0) {
-        fprintf(stderr, "scalelab: bench: out of memory (%zu bytes)\n", n);
+        struct error e = {0};
+        hostmem_refuse((double)n, hostmem_room(), "bench: a buffer it measures with", &e);
+        fprintf(stderr, "scalelab: %s\n", e.msg);
         exit(1);
     }
     memset(p, 1, n);
@@ -140,7 +144,13 @@ static void measure_limits(struct bench *b)
     bench_free(c.dst);
     bench_free(c.src);
 
-    int m = b->quick ? 256 : 1024;
+    int m = b->quick ? 256 : 1024, claimed = 0;
+    struct error e = {0};
+    if (blasbuf_claim(1, &claimed, NULL, &e)) { /* the sgemm's OpenBLAS buffer, first */
+        hostmem_refuse((double)blasbuf_bytes(), hostmem_room(), "bench: OpenBLAS's buffer", &e);
+        fprintf(stderr, "scalelab: %s\n", e.msg);
+        exit(1);
+    }
     size_t bytes = (size_t)m * m * sizeof(float);
     struct sgemm_arg s = {bench_alloc(bytes), bench_alloc(bytes), bench_alloc(bytes), m};
     for (size_t i = 0; i < (size_t)m * m; i++)
@@ -150,6 +160,7 @@ static void measure_limits(struct bench *b)
     bench_free(s.a);
     bench_free(s.b);
     bench_free(s.c);
+    blasbuf_release(claimed);
 }
 
 /* ------------------------------------------------------------------ the command */

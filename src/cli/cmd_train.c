@@ -1158,9 +1158,7 @@ static int configure_host(const struct args *r, struct run_config *rcfg)
         rcfg->spec.nodes = (int)nodes;
     }
     char a[32], b[32];
-    double need = (double)o->gpus * ((double)gpt_estimate_bytes(&o->shape, o->batch / o->gpus,
-                                                                o->precision, &o->ckpt, &e) +
-                                     5.0 * 4 * (double)gpt_param_count(&o->shape));
+    double need = run_host_bytes(rcfg);
     double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (host > 0 && need > host / 2)
         return cli_usage("train",

@@ -13,6 +13,9 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/hostmem.h"
+#include "base/units.h"
+#include "model/blasbuf.h"
 #include "model/markov.h"
 #include "par/dp.h"
 #include "sim/cluster.h"
@@ -53,6 +56,7 @@ struct run {
     bool ended;
     int rc;
     struct error err;
+    int blas_claimed; /* OpenBLAS buffers claimed for the GPUs (model/blasbuf.h) */
     /* after the run */
     struct run_gpu *gpu;
     double floor, t0, wall;
@@ -434,6 +438,38 @@ static void *driver_main(void *arg)
 
 /* ------------------------------------------------------------------ the reader's side */
 
+#define DRIVER_STACK_BYTES (8u << 20)  /* the driver thread's: glibc's default */
+#define RUN_SMALL_BYTES    (16u << 20) /* the run's own tables, stdio, what libraries keep */
+
+double run_host_bytes(const struct run_config *cfg)
+{
+    const struct train_opts *o = &cfg->o;
+    struct error e = {0};
+    int dp = train_dp(o), rows = (o->batch + dp - 1) / dp;
+    double params = (double)gpt_param_count(&o->shape);
+    double per_gpu = (double)gpt_estimate_bytes(&o->shape, rows, o->precision, &o->ckpt, &e) +
+                     5.0 * 4 * params + CLUSTER_STACK_BYTES;
+    double first = cfg->keep_first_step ? 4.0 * params + 8.0 * o->batch * o->shape.seq : 0;
+    return (double)o->gpus * per_gpu + DRIVER_STACK_BYTES + RUN_SMALL_BYTES + first;
+}
+
+int run_reserve(const struct run_config *cfg, int *claimed, struct error *e)
+{
+    const struct train_opts *o = &cfg->o;
+    double room = hostmem_room(), lack = 0, host = run_host_bytes(cfg);
+    int rc = blasbuf_claim(o->gpus, claimed, &lack, e);
+    if (rc == 0 && host <= hostmem_room())
+        return 0;
+    blasbuf_release(*claimed);
+    *claimed = 0;
+    char what[256], a[32], b[32];
+    snprintf(what, sizeof what,
+             "the run (%d GPU%s: their buffers and threads %s, OpenBLAS's matrix buffers %s)",
+             o->gpus, o->gpus > 1 ? "s" : "", units_format_bytes_in(a, sizeof a, host, "MiB"),
+             units_format_bytes_in(b, sizeof b, lack, "MiB"));
+    return hostmem_refuse(host + lack, room, what, e);
+}
+
 int run_new(struct run **out, const struct run_config *cfg, struct error *e)
 {
     *out = NULL;
@@ -444,6 +480,10 @@ int run_new(struct run **out, const struct run_config *cfg, struct error *e)
     if (!r)
         return error_set(e, ERR_NOMEM, "out of memory");
     r->cfg = *cfg;
+    if ((rc = run_reserve(cfg, &r->blas_claimed, e))) {
+        free(r);
+        return rc;
+    }
     pthread_mutex_init(&r->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -597,6 +637,7 @@ void run_free(struct run *r)
         run_finish(r, NULL);
     }
     cluster_free(r->cl);
+    blasbuf_release(r->blas_claimed);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     for (int i = 0; r->gpu && i < r->cfg.o.gpus; i++)

@@ -80,7 +80,18 @@ struct run_gpu {
     int nops, peak_in_flight;
 };
 
+/* Checks first that the host gives the run what it will use (run_host_bytes, and OpenBLAS's
+ * buffers, one per GPU, which it claims: model/blasbuf.h): ERR_NOMEM, "the run needs N MiB
+ * (...), the process may use M MiB more (its address space: ulimit -v)" when it does not. */
 int run_new(struct run **out, const struct run_config *cfg, struct error *e);
+/* What a run takes from the host beyond OpenBLAS's buffers, at most: each GPU's buffers (the
+ * model's for its share of the batch, as gpt_estimate_bytes counts them for the whole model,
+ * and five fp32 copies of every parameter: master weights, Adam's moments, the strategy's
+ * buffers), each GPU's thread stack and the driver's, step 1's copy when kept. */
+double run_host_bytes(const struct run_config *cfg);
+/* That check, for a run or a trainer of cfg's options on this thread (bench): 0 with OpenBLAS's
+ * buffers claimed (*claimed of them: blasbuf_release gives them back), or ERR_NOMEM. */
+int run_reserve(const struct run_config *cfg, int *claimed, struct error *e);
 void run_free(struct run *r);
 int run_start(struct run *r, struct error *e);
 

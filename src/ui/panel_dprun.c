@@ -171,11 +171,9 @@ static void restart(struct dprun *p)
     struct train_opts o;
     runpace_options(&p->pace, p->s.model, p->s.prec, p->batch, n, &o);
     o.zero = p->s.zero;
-    struct error e = {0};
     /* the host holds every GPU's buffers: at most half of its memory, as `train` allows */
-    double need =
-        (double)n * ((double)gpt_estimate_bytes(&o.shape, p->batch / n, o.precision, &o.ckpt, &e) +
-                     5.0 * 4 * (double)gpt_param_count(&o.shape));
+    struct run_config rc = {.o = o};
+    double need = run_host_bytes(&rc);
     double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (host > 0 && need > host / 2) {
         char a[32], b[32];

@@ -90,4 +90,55 @@ SCALELAB_DATA="$D/data" brun run 4 --step 1
 check_status 0 "run 4 is not touched by lesson 3's damage"
 rm -rf "$D/data"
 
+# ---------------------------------------------------------------- low memory (ulimit -v)
+# OpenBLAS's allocator tried again forever when its 128 MiB matrix buffer could not be mapped:
+# train, run and bench spun at 100% under 300 or 400 MB, and below about 190 MB even
+# `formats` did (OpenBLAS's pool thread asked for one as it loaded, and exit waited for it).
+# Now a run checks first what it needs, and says it (exit 1), or runs. Sanitizer builds
+# reserve terabytes of address space: only the normal build runs under a limit.
+if ldd "$SCALELAB" 2>/dev/null | grep -q 'lib[at]san'; then
+    ok "# SKIP ulimit -v under a sanitizer"
+else
+    # lim ARGS...: scalelab ARGS under ulimit -v $L, bounded
+    lim() {
+        (ulimit -v "$L"; exec timeout -k 2 "$LIMIT" "$SCALELAB" "$@") >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
+        status=$? out=$(cat "$T_TMP/out") err=$(cat "$T_TMP/err")
+    }
+    # ran_or_said WHAT: exit 0, or exit 1 with the message saying what it needed
+    ran_or_said() {
+        case "$status:$err$out" in
+        0:*) ok "$1: ran" ;;
+        1:*"needs "*" MiB, the process may use "*" MiB more (its address space: ulimit -v)"*)
+            ok "$1: refused, saying what it needs" ;;
+        *) not_ok "$1: exit $status" "stderr: $(printf '%s' "$err" | tail -c 600)" ;;
+        esac
+    }
+    L=150000 lim formats 1 --json
+    check_status 0 "formats under 150 MB (OpenBLAS's pool thread spun as it loaded)"
+    for L in 300000 400000 600000; do
+        lim train --steps 5 --json --summary
+        ran_or_said "train --steps 5 under $((L / 1000)) MB"
+        [ "$status" = 0 ] && check_json "d['summary']['steps'] == 5" "train under $((L / 1000)) MB: 5 steps"
+        lim train --gpus 4 --zero 3 --steps 3 --json --summary
+        ran_or_said "train --gpus 4 --zero 3 under $((L / 1000)) MB"
+        lim run 5 --step 4
+        ran_or_said "run 5 --step 4 under $((L / 1000)) MB"
+        lim bench --quick --only dp
+        ran_or_said "bench --quick --only dp under $((L / 1000)) MB"
+        lim bench --quick --only train
+        ran_or_said "bench --quick --only train under $((L / 1000)) MB"
+    done
+    # what a refusal looks like, once: the parts and the limit named; OpenBLAS's buffers are
+    # one per GPU, at most one per CPU (more would compute no faster)
+    cpus=$(nproc)
+    bufs=$((cpus < 4 ? cpus : 4))
+    L=300000 lim train --model small --gpus 4 --steps 1
+    check_status 1 "small on 4 GPUs under 300 MB: refused"
+    check_contains "$err" "scalelab: the run (4 GPUs: their buffers and threads " "the run's own buffers"
+    check_contains "$err" "OpenBLAS's matrix buffers $((bufs * 128))." "and OpenBLAS's, $bufs of them on $cpus CPUs"
+    check_eq "$out" "" "nothing ran"
+    L=600000 lim train --gpus 2 --zero 3 --steps 3 --json --summary
+    check_status 0 "2 GPUs at ZeRO-3 under 600 MB: it runs"
+fi
+
 done_testing
