@@ -1,6 +1,6 @@
 /* scalelab run LESSON: a lesson headless. Prints its steps, runs its experiments as child
- * processes of this same binary, checks their expectations against their JSON output, and
- * prints each question with the answer the engine computes. */
+ * processes of this same program (started as it was: cli_exec_self), checks their expectations
+ * against their JSON output, and prints each question with the answer the engine computes. */
 #include "config.h"
 
 #include <errno.h>
@@ -86,8 +86,9 @@ static void run_child(const struct lesson_run *r, struct output *out, struct out
         dup2(po[1], STDOUT_FILENO);
         dup2(pe[1], STDERR_FILENO);
         close(po[0]), close(po[1]), close(pe[0]), close(pe[1]);
-        execv("/proc/self/exe", argv);
-        fprintf(stderr, "cannot run /proc/self/exe: %s\n", strerror(errno));
+        cli_exec_self(argv);
+        fprintf(stderr, "cannot run %s again: %s\n", cli_argv0 ? cli_argv0 : "scalelab",
+                strerror(errno));
         _exit(127);
     }
     free(argv);

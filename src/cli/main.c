@@ -160,6 +160,7 @@ int main(int argc, char **argv)
      * it allocated), which a run's check of what it needs (par/run.h) cannot count. The
      * device threads allocate while they set up only, so they hardly ever wait for it. */
     mallopt(M_ARENA_MAX, 1);
+    cli_argv0 = argv[0];
     if (argc < 2 || !strcmp(argv[1], "--ascii"))
         return run_command(argc, argv); /* the window: its output is the terminal's */
     return finish_output(run_command(argc, argv));

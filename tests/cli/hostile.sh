@@ -70,6 +70,28 @@ lesson fine.lesson "@panel training precision=bf16 batch=8"
 brun run "$D/fine.lesson"
 check_status 0 "a lesson whose panel takes its settings runs"
 
+# run re-executed /proc/self/exe for its experiments: under valgrind that is valgrind's own
+# tool ("You cannot run 'scalelab' directly"), through the dynamic loader the loader. Each
+# experiment runs the program as it was started now.
+good="$srcdir/tests/data/lessons/run-good.lesson"
+loader=$(ldd "$SCALELAB" 2>/dev/null | sed -n 's|^[[:space:]]*\(/[^ ]*ld-linux[^ ]*\) .*|\1|p' | head -n 1)
+if [ -n "$loader" ] && [ -x "$loader" ]; then
+    timeout -k 2 "$LIMIT" "$loader" "$SCALELAB" run "$good" >"$T_TMP/out" 2>"$T_TMP/err"
+    status=$? out=$(cat "$T_TMP/out") err=$(cat "$T_TMP/err")
+    check_status 0 "run through the dynamic loader ($loader)"
+    check_contains "$out" "3 expectations held, 0 failed" "its experiments ran"
+else
+    ok "# SKIP no dynamic loader named by ldd"
+fi
+if command -v valgrind >/dev/null 2>&1 && ! ldd "$SCALELAB" | grep -q 'lib[at]san'; then
+    timeout -k 2 "$LIMIT" valgrind -q "$SCALELAB" run "$good" >"$T_TMP/out" 2>"$T_TMP/err"
+    status=$? out=$(cat "$T_TMP/out") err=$(cat "$T_TMP/err")
+    check_status 0 "run under valgrind"
+    check_contains "$out" "3 expectations held, 0 failed" "its experiments ran"
+else
+    ok "# SKIP valgrind is not installed, or the build has a sanitizer"
+fi
+
 # ---------------------------------------------------------------- damaged lessons
 # One lesson cut short (no @end) in the data folder: the others are still listed and shown,
 # the damaged one is named, exit 2 (it failed every lesson)
