@@ -238,6 +238,10 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
     g->tp_bytes = s->tp_bytes;
     snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
     g->nonfinite_forward = s->nonfinite_forward;
+    g->skipped = s->skipped;
+    g->next_scale = s->next_scale, g->clip_coef = s->clip_coef;
+    g->grad_sumsq = s->grad_sumsq;
+    g->overflow_own = s->overflow_own;
     if (gpu == 0) {
         m->s = *s;
         m->s.underflow = NULL;

@@ -54,6 +54,12 @@ struct run_gpu_step {
     uint64_t tp_bytes;   /* in its tensor-parallel group */
     char nonfinite[48];  /* its first non-finite tensor, "" if none */
     bool nonfinite_forward;
+    /* its part of the agreement, which must be every GPU's: the verdict, the scale after the
+     * step, the global sum of squares and the clip coefficient */
+    bool skipped;
+    float next_scale, clip_coef;
+    double grad_sumsq;
+    bool overflow_own; /* what it found in its own range before the agreement */
 };
 
 /* One step, every GPU's. */

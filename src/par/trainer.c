@@ -775,6 +775,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     t->observing = 0;
 
     /* 6. clip by the global norm, skip or update */
+    out->grad_sumsq = sumsq;
     out->grad_norm = (float)sqrt(sumsq);
     out->clip_coef = o->clip > 0 ? clip_coef(out->grad_norm, (float)o->clip) : 1.0f;
     if (isfinite(out->loss)) {
@@ -783,6 +784,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     } else
         out->zscore = NAN;
     out->overflow = found_inf;
+    out->overflow_own = found_local || bad_loss;
     /* A scaler, dynamic or constant, skips a non-finite step; without one nothing looks. */
     bool skip_inf = found_inf && o->scaling != TRAIN_SCALE_NONE;
     out->skipped = skip_inf || (o->skip_spikes && out->spike);
