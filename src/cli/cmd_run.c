@@ -62,6 +62,26 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* A signal that ends `run` (SIGINT, SIGTERM, SIGHUP) while an experiment runs: the child is
+ * ended too, not left running alone, and then run ends as the signal asked (run_child). */
+static volatile sig_atomic_t ended_by;
+
+static void on_end(int sig)
+{
+    ended_by = sig;
+}
+
+static void catch_ends(bool on)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on ? on_end : SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
 /* Runs this binary with argv (argv[0] is the command name), collecting stdout and stderr. */
 static void run_child(const struct lesson_run *r, struct output *out, struct output *err,
                       struct outcome *oc)
@@ -103,7 +123,7 @@ static void run_child(const struct lesson_run *r, struct output *out, struct out
     int open_fds = 2;
     bool timed_out = false;
     double deadline = now() + RUN_SECONDS;
-    while (open_fds > 0) {
+    while (open_fds > 0 && !ended_by) {
         int left = (int)((deadline - now()) * 1000);
         if (left <= 0) {
             timed_out = true;
@@ -129,9 +149,15 @@ static void run_child(const struct lesson_run *r, struct output *out, struct out
     for (int i = 0; i < 2; i++)
         if (fds[i].fd >= 0)
             close(fds[i].fd);
+    if (ended_by) /* the experiment ends with run, which then ends as the signal asked */
+        kill(pid, SIGKILL);
     int ws;
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
         ;
+    if (ended_by) {
+        catch_ends(false);
+        raise(ended_by);
+    }
     if (timed_out) {
         snprintf(oc->problem, sizeof oc->problem, "killed after %d s", RUN_SECONDS);
         return;
@@ -551,7 +577,11 @@ static int run_main(int argc, char **argv)
         return cli_fail(&e);
     }
     po.step = (int)step - 1;
+    catch_ends(true);
     int status = run_lesson(l, a.json, &po);
+    catch_ends(false);
+    if (ended_by) /* between two experiments: end as the signal asked */
+        raise(ended_by);
     lesson_free(l);
     return status;
 }

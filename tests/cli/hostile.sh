@@ -112,6 +112,54 @@ SCALELAB_DATA="$D/data" brun run 4 --step 1
 check_status 0 "run 4 is not touched by lesson 3's damage"
 rm -rf "$D/data"
 
+# ---------------------------------------------------------------- signals
+# until_true CMD...: polls CMD every 0.1 s until it holds, or $pid has ended, LIMIT seconds at
+# most (a state, not a time: the run has started its steps, the experiment's process exists)
+until_true() {
+    i=0
+    while ! "$@" && kill -0 "$pid" 2>/dev/null && [ $i -lt $((LIMIT * 10)) ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    "$@"
+}
+has_lines() { [ -s "$1" ]; }
+# A headless train ends at once on SIGTERM and SIGINT, 128 + the signal, and leaves no trace
+# file, whole or partial (it is written after the run, through a temporary name).
+signum() { case $1 in HUP) echo 1 ;; INT) echo 2 ;; TERM) echo 15 ;; esac; }
+for sig in TERM INT; do
+    "$SCALELAB" train --steps 30000 --json --trace "$D/t$sig.json" >"$D/steps" 2>"$D/err" </dev/null &
+    pid=$!
+    until_true has_lines "$D/steps"
+    kill -$sig $pid
+    wait $pid
+    status=$?
+    check_eq "$status" "$((128 + $(signum $sig)))" "train ends on SIG$sig with 128 + its number"
+    check_eq "$(ls "$D" | grep -c "t$sig.json")" 0 "no trace written, nor a temporary one"
+done
+# run ends its experiment's process with it: SIGTERM used to leave the experiment training
+# alone, orphaned. The experiment is known by a seed no other run uses.
+seed=$(( $$ % 100000 + 900000001 ))
+printf '@title Slow\n@duration 5 min\n@outcome o\n\n@step S\ntext\n@run train --steps 1000000 --seed %s --json --summary\n@end\n' "$seed" >"$D/slow.lesson"
+child_up() { pgrep -f -- "--seed $seed" >/dev/null; }
+for sig in TERM INT HUP; do
+    "$SCALELAB" run "$D/slow.lesson" >/dev/null 2>&1 </dev/null &
+    pid=$!
+    until_true child_up
+    kill -$sig $pid
+    wait $pid
+    status=$?
+    check_eq "$status" "$((128 + $(signum $sig)))" "run ends on SIG$sig with 128 + its number"
+    i=0
+    while child_up && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    if child_up; then
+        not_ok "run's experiment ends with it (SIG$sig)" "$(pgrep -af -- "--seed $seed")"
+        pkill -KILL -f -- "--seed $seed"
+    else
+        ok "run's experiment ends with it (SIG$sig)"
+    fi
+done
+
 # ---------------------------------------------------------------- low memory (ulimit -v)
 # OpenBLAS's allocator tried again forever when its 128 MiB matrix buffer could not be mapped:
 # train, run and bench spun at 100% under 300 or 400 MB, and below about 190 MB even
