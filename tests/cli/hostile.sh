@@ -112,6 +112,102 @@ SCALELAB_DATA="$D/data" brun run 4 --step 1
 check_status 0 "run 4 is not touched by lesson 3's damage"
 rm -rf "$D/data"
 
+# ---------------------------------------------------------------- progress files
+# Every shape a progress file may take: progress shows what can be read (every valid line),
+# names what cannot (exit 2), never blocks on it or reads it without end; --reset N changes
+# lesson N only, and refuses to replace a file it could not read.
+P="$XDG_STATE_HOME/scalelab/progress"
+mkdir -p "$XDG_STATE_HOME/scalelab"
+good='# scalelab progress 1\ncurrent 3\nlesson 1 step 2 correct 0.0\nlesson 3 step 5 correct 1.0\n'
+fresh() { rm -rf "$XDG_STATE_HOME/scalelab"; mkdir -p "$XDG_STATE_HOME/scalelab"; }
+# 1 missing, 2 empty, 3 valid
+fresh
+brun progress
+check_status 0 "progress: no file"
+check_contains "$out" "none saved yet" "says nothing is saved"
+: >"$P"
+brun progress
+check_status 2 "progress: an empty file"
+check_contains "$err" "progress:1: the file is empty" "says it is empty"
+printf "$good" >"$P"
+brun progress --json
+check_status 0 "progress: a valid file"
+check_json "d['lessons'][0]['step'] == 3 and d['lessons'][2]['step'] == 6 and d['current'] == 3" "every lesson read"
+# 4 one bad line: the others shown, the bad one named
+printf "$good"'lesson 9 step zz\n' >"$P"
+brun progress --json
+check_status 2 "progress: a bad line"
+check_json "d['lessons'][0]['step'] == 3 and d['lessons'][2]['step'] == 6" "the valid lines are shown"
+check_contains "$err" "progress:5: skipped 'lesson 9 step zz' (not a progress line)" "the bad one is named"
+# 5 over 4 MiB: one 10 MB line among valid ones was ignored whole, and --reset 5 wrote a file
+# without the other lessons
+{ printf '# scalelab progress 1\nlesson 1 step 2 correct 0.0\n'; head -c 10000000 /dev/zero | tr '\0' x
+  printf '\nlesson 3 step 5 correct 1.0\nlesson 5 step 1\ncurrent 5\n'; } >"$P"
+brun progress --json
+check_status 2 "progress: a 10 MB line among valid ones"
+check_json "d['lessons'][0]['step'] == 3 and d['lessons'][2]['right'] == 1 and d['lessons'][4]['step'] == 2 and d['current'] == 5" \
+    "every valid line is kept, before the long one and after it"
+check_contains "$err" "progress:3: skipped a line of 10000000 bytes (too long)" "the long line is named"
+size=$(wc -c <"$P")
+brun progress --reset 5
+check_status 0 "--reset 5 with the long line"
+brun progress --json
+check_json "d['lessons'][0]['step'] == 3 and d['lessons'][2]['right'] == 1 and not d['lessons'][4]['visited']" \
+    "--reset 5 forgets lesson 5 only"
+check_eq "$(wc -c <"$P.bad")" "$size" "the file as it was is kept as progress.bad"
+# 6 binary junk: nothing usable, said
+fresh
+head -c 3000 /dev/urandom >"$P"
+brun progress
+check_status 2 "progress: binary junk"
+check_contains "$err" "progress:1: skipped" "said"
+# 7-9 links to devices, 10 a FIFO, 11 a folder: said, never read (no hang), never replaced
+for dev in /dev/full /dev/zero /dev/urandom; do
+    fresh
+    ln -s "$dev" "$P"
+    brun progress
+    check_status 2 "progress: a link to $dev"
+    check_contains "$err" "a device where the progress file should be" "said, not read"
+    brun progress --reset 1
+    check_status 2 "--reset 1 with a link to $dev: refused"
+    check_contains "$err" "nothing changed" "and says nothing changed"
+    check_eq "$(readlink "$P")" "$dev" "the link is left as it was"
+done
+fresh
+mkfifo "$P"
+brun progress
+check_status 2 "progress: a FIFO (opening it waited for a writer)"
+check_contains "$err" "a FIFO where the progress file should be" "said, not read"
+brun progress --reset
+check_status 1 "--reset with a FIFO: the save refuses to replace it"
+check_contains "$err" "a FIFO, not a regular file: progress is not saved there" "said"
+check_eq "$(stat -c %F "$P")" "fifo" "the FIFO is left"
+fresh
+mkdir "$P"
+brun progress
+check_status 2 "progress: a folder"
+check_contains "$err" "a folder where the progress file should be" "said"
+# 12 a link to a regular file elsewhere: followed on save, the link stays a link
+fresh
+printf "$good" >"$D/kept-elsewhere"
+ln -s "$D/kept-elsewhere" "$P"
+brun progress --reset 1
+check_status 0 "--reset 1 through a link"
+check_eq "$(readlink "$P")" "$D/kept-elsewhere" "the link stays a link"
+check_contains "$(cat "$D/kept-elsewhere")" "lesson 3 step 5 correct 1.0" "the file it leads to keeps lesson 3"
+check_not_contains "$(cat "$D/kept-elsewhere")" "lesson 1 " "and forgets lesson 1"
+# 13 a state folder that takes no file (read-only; root writes anyway, so a file stands where
+# the folder should be): the save fails, exit 1, said
+fresh
+printf "$good" >"$P"
+if [ "$(id -u)" -ne 0 ]; then chmod 0500 "$XDG_STATE_HOME/scalelab"
+else rm -rf "$XDG_STATE_HOME/scalelab" && printf x >"$XDG_STATE_HOME/scalelab"; fi
+brun progress --reset
+check_status 1 "--reset where no file can be saved"
+check_contains "$err" "scalelab: " "said"
+chmod 0700 "$XDG_STATE_HOME/scalelab" 2>/dev/null
+fresh
+
 # ---------------------------------------------------------------- signals
 # until_true CMD...: polls CMD every 0.1 s until it holds, or $pid has ended, LIMIT seconds at
 # most (a state, not a time: the run has started its steps, the experiment's process exists)
@@ -124,16 +220,27 @@ until_true() {
     "$@"
 }
 has_lines() { [ -s "$1" ]; }
+# ends SIG: sends SIG to $pid and waits for it to end (LIMIT seconds, then SIGKILL: a hang
+# fails the check instead of the test), its status in $status
+ends() {
+    kill -"$1" "$pid"
+    i=0
+    while kill -0 "$pid" 2>/dev/null && [ $i -lt $((LIMIT * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid"
+    status=$?
+}
 # A headless train ends at once on SIGTERM and SIGINT, 128 + the signal, and leaves no trace
-# file, whole or partial (it is written after the run, through a temporary name).
+# file, whole or partial (it is written after the run, through a temporary name). (A shell
+# without job control starts its background commands with SIGINT ignored: env gives it back,
+# as a terminal's Ctrl-C finds it.)
 signum() { case $1 in HUP) echo 1 ;; INT) echo 2 ;; TERM) echo 15 ;; esac; }
 for sig in TERM INT; do
-    "$SCALELAB" train --steps 30000 --json --trace "$D/t$sig.json" >"$D/steps" 2>"$D/err" </dev/null &
+    env --default-signal=INT "$SCALELAB" train --steps 30000 --json --trace "$D/t$sig.json" \
+        >"$D/steps" 2>"$D/err" </dev/null &
     pid=$!
     until_true has_lines "$D/steps"
-    kill -$sig $pid
-    wait $pid
-    status=$?
+    ends $sig
     check_eq "$status" "$((128 + $(signum $sig)))" "train ends on SIG$sig with 128 + its number"
     check_eq "$(ls "$D" | grep -c "t$sig.json")" 0 "no trace written, nor a temporary one"
 done
@@ -146,9 +253,7 @@ for sig in TERM INT HUP; do
     "$SCALELAB" run "$D/slow.lesson" >/dev/null 2>&1 </dev/null &
     pid=$!
     until_true child_up
-    kill -$sig $pid
-    wait $pid
-    status=$?
+    ends $sig
     check_eq "$status" "$((128 + $(signum $sig)))" "run ends on SIG$sig with 128 + its number"
     i=0
     while child_up && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
