@@ -149,6 +149,11 @@ const struct command cmd_progress = {
     "\n"
     "Shows the progress the window saves in $XDG_STATE_HOME/scalelab/progress (by default\n"
     "~/.local/state/scalelab/progress): for each lesson, the step it reopens at and the\n"
-    "questions answered right, and which lesson was open last.\n",
+    "questions answered right, and which lesson was open last. A damaged file loses nothing:\n"
+    "its valid lines are shown and kept, the others named (exit 2), and the file as it was is\n"
+    "kept as progress.bad at the next save; what is not a regular file (a FIFO, a device) is\n"
+    "neither read nor replaced, and --reset LESSON refuses to replace a file it could not\n"
+    "read. A symbolic link is followed. A lesson file that cannot be read is named after the\n"
+    "others are shown (exit 2).\n",
     progress_main,
 };

@@ -595,6 +595,8 @@ const struct command cmd_run = {
     "Prints a lesson's steps, runs each of its experiments (@run) as a scalelab command,\n"
     "checks each expected result (@expect) against that command's JSON output, and prints each\n"
     "question with the answer the engine computes. Exit status 1 if an expectation failed or\n"
-    "an experiment could not run; 2 if the lesson cannot be found or read.\n",
+    "an experiment could not run; 2 if the lesson cannot be found or read, or names a panel\n"
+    "or a panel setting the window would refuse. --list lists the lessons that can be read\n"
+    "and names the others (exit 2). A signal that ends run ends its experiment too.\n",
     run_main,
 };
