@@ -27,7 +27,11 @@
 #include "ui/steppanel.h"
 
 #define OUTPUT_MAX  (16u << 20) /* bytes kept of a run's output */
-#define RUN_SECONDS 120         /* a lesson's experiment is small; a hung one is killed */
+/* A hung experiment is killed. Not sooner: an experiment takes a second here, but two minutes
+ * under a sanitizer on a machine busy ten times over (it failed a lesson there), and every
+ * wait inside a run has a deadline of its own (600 s), so only what hangs past those meets
+ * this one. */
+#define RUN_SECONDS 900
 
 struct output {
     char *data;

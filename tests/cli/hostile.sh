@@ -9,8 +9,9 @@
 
 D=$T_TMP
 # The bound of a case that must end by itself: far above what any of them takes, even under
-# a sanitizer on a busy machine, so that only a hang reaches it.
+# a sanitizer on a machine busy ten times over, so that only a hang reaches it.
 LIMIT=${HOSTILE_LIMIT:-60}
+$sanitized && LIMIT=${HOSTILE_LIMIT:-300}
 
 # brun ARGS...: run, bounded by LIMIT seconds.
 brun() {
