@@ -17,16 +17,8 @@ tests_unit_test_soak_LDADD = $(UNIT_LIBS)
 # header); tests/lesson.mk distributes the whole tests/fuzz folder.
 
 # libFuzzer targets for the preset parser, one per kind (clang only, never part of the build or
-# the tests; see tests/fuzz/README.md). FUZZ_CC and FUZZ_SECONDS come from tests/lesson.mk.
-FUZZ_PRESET_SRC = $(top_srcdir)/tests/fuzz/fuzz_preset.c \
-	$(top_srcdir)/src/calc/preset.c $(top_srcdir)/src/calc/params.c \
-	$(top_srcdir)/src/calc/activ.c $(top_srcdir)/src/calc/memory.c \
-	$(top_srcdir)/src/calc/plan.c $(top_srcdir)/src/calc/sched.c \
-	$(top_srcdir)/src/calc/traffic.c $(top_srcdir)/src/comm/cost.c \
-	$(top_srcdir)/src/comm/tree.c $(top_srcdir)/src/sim/spec.c $(top_srcdir)/src/sim/port.c \
-	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
-	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c \
-	$(top_srcdir)/src/base/readfile.c
+# the tests; see tests/fuzz/README.md). FUZZ_CC, FUZZ_SECONDS and FUZZ_CALC_SRC come from tests/lesson.mk.
+FUZZ_PRESET_SRC = $(top_srcdir)/tests/fuzz/fuzz_preset.c $(FUZZ_CALC_SRC)
 FUZZ_PRESET_FLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -I. -I$(top_srcdir)/src $(AM_CPPFLAGS)
 

@@ -158,8 +158,11 @@ int units_parse_system(const char *s, enum units_system *out, struct error *e)
         *out = UNITS_BINARY;
     else if (s && strcasecmp(s, "GB") == 0)
         *out = UNITS_DECIMAL;
+    else if (s && strcasecmp(s, "auto") == 0)
+        *out = UNITS_AUTO;
     else
-        return error_set(e, ERR_INVAL, "'%s' is not a unit system (use GiB or GB)", s ? s : "");
+        return error_set(e, ERR_INVAL, "'%s' is not a unit system (use auto, GiB or GB)",
+                         s ? s : "");
     return 0;
 }
 
@@ -175,16 +178,51 @@ char *units_format_bytes_in(char *buf, size_t n, double bytes, const char *unit)
     return buf;
 }
 
-char *units_format_bytes(char *buf, size_t n, double bytes, enum units_system sys)
+const char *units_auto_unit(double bytes, enum units_system sys)
 {
     static const char *bin[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     static const char *dec[] = {"B", "kB", "MB", "GB", "TB"};
-    const char **names = sys == UNITS_BINARY ? bin : dec;
-    double step = sys == UNITS_BINARY ? 1024.0 : 1000.0, a = fabs(bytes), f = 1;
+    const char **names = sys == UNITS_DECIMAL ? dec : bin;
+    double step = sys == UNITS_DECIMAL ? 1000.0 : 1024.0, a = fabs(bytes), f = 1;
     int i = 0;
     while (i < 4 && a >= f * step)
         f *= step, i++;
-    return units_format_bytes_in(buf, n, bytes, names[i]);
+    return names[i];
+}
+
+char *units_format_bytes(char *buf, size_t n, double bytes, enum units_system sys)
+{
+    return units_format_bytes_in(buf, n, bytes, units_auto_unit(bytes, sys));
+}
+
+char *units_format_num(char *buf, size_t n, const char *fmt, double v)
+{
+    /* a NaN: the same format with its conversion "%[flags][width][.prec]X" written as a
+     * string of the same flag '-' and width, holding "NaN" */
+    const char *pct = strchr(fmt, '%');
+    if (isnan(v) && pct) {
+        size_t flags = strspn(pct + 1, "-+ #0");
+        bool left = memchr(pct + 1, '-', flags) != NULL;
+        const char *w = pct + 1 + flags, *end = w + strspn(w, "0123456789");
+        if (*end == '.')
+            end += 1 + strspn(end + 1, "0123456789");
+        if (*end)
+            end++; /* the conversion's letter */
+        char f2[64];
+        if (snprintf(f2, sizeof f2, "%.*s%%%s%.*ss%s", (int)(pct - fmt), fmt, left ? "-" : "",
+                     (int)strspn(w, "0123456789"), w, end) < (int)sizeof f2) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+            snprintf(buf, n, f2, "NaN");
+#pragma GCC diagnostic pop
+            return buf;
+        }
+    }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    snprintf(buf, n, fmt, v);
+#pragma GCC diagnostic pop
+    return buf;
 }
 
 char *units_format_grouped(char *buf, size_t n, unsigned long long v)

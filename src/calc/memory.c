@@ -93,13 +93,15 @@ double memory_comm(const struct memory_config *c, const struct params_breakdown 
     double first_tp, lyr; /* a tensor-parallel rank's shards */
     params_shards(pb, c->tp, &first_tp, &lyr);
     double ends = psi + pad - layers * lyr;
+    int per = c->unit_layers > 1 ? (c->unit_layers < layers ? c->unit_layers : layers) : 1;
+    double unit = per * lyr; /* the largest unit of layers */
     double e_piece = first ? first_tp : 0, f_piece = ends - e_piece;
-    double piece = fmax(fmax(e_piece, f_piece), layers > 0 ? lyr : 0);
+    double piece = fmax(fmax(e_piece, f_piece), layers > 0 ? unit : 0);
     double gathered;
     if (c->no_prefetch || layers == 0)
-        gathered = fmax(ends, lyr);
+        gathered = fmax(ends, unit);
     else
-        gathered = layers >= 2 ? fmax(ends + lyr, 2 * lyr) : ends + lyr;
+        gathered = layers > per ? fmax(ends + unit, 2 * unit) : ends + unit;
     (void)last;
     return 2 * piece * g + gathered * w;
 }
@@ -117,6 +119,8 @@ int memory_check(const struct memory_config *c, struct error *e)
 {
     if (c->dp < 1 || c->tp < 1 || c->pp < 1)
         return error_set(e, ERR_INVAL, "dp, tp and pp must be at least 1");
+    if (c->unit_layers < 0)
+        return error_set(e, ERR_INVAL, "unit_layers %d: a count of layers", c->unit_layers);
     if (c->zero < 0 || c->zero > 3)
         return error_set(e, ERR_INVAL, "zero %d: the ZeRO stage is 0, 1, 2 or 3", c->zero);
     if (c->micro_batch < 1 || c->seq < 1 || c->micro_batches < 1)

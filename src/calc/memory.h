@@ -75,6 +75,8 @@ struct memory_config {
     double capacity;     /* bytes per GPU */
     double bucket_bytes; /* ZeRO-2's gradient buckets (0: MEMORY_BUCKET) */
     bool no_prefetch;    /* ZeRO-3 gathers one unit at a time (default: the next one too) */
+    int unit_layers;     /* ZeRO-3's units hold this many layers (0 or 1: one each, as the
+                            trainer's; PyTorch FSDP's wrapped modules may hold more) */
 };
 
 /* PyTorch DDP's bucket_cap_mb, 25 MiB: the trainer's default too. */
@@ -82,8 +84,8 @@ struct memory_config {
 
 /* Checks a layout against the model: sizes at least 1, zero 0..3, pp at most the layers, tp
  * dividing the heads (activ_check), schedule gpipe or 1f1b, or interleaved with chunks >= 2,
- * pp x chunks dividing the layers and pp dividing the micro-batches. ERR_INVAL naming the
- * option. */
+ * pp x chunks dividing the layers and pp dividing the micro-batches, unit_layers 0 or more.
+ * ERR_INVAL naming the option. */
 int memory_check(const struct memory_config *c, struct error *e);
 
 struct memory_result {
@@ -107,11 +109,12 @@ struct memory_result {
 struct params_breakdown;
 /* The communication buffers a GPU holds for data parallelism (par/dp.h): none for DDP and
  * ZeRO-1 (they reduce the gradients in place); ZeRO-2 two buckets of bucket_bytes (at most
- * the padded buffer); ZeRO-3 two gradient pieces of the largest of the embedding, a layer
- * and the final norm with the padding, plus the gathered weights: the larger of the ends
- * (embedding, final norm, padding) and a layer, or with prefetch the largest two units held
- * at once (the ends and a layer, or two layers). psi the GPU's parameters, of which `layers`
- * layers of pb->per_layer; pb NULL for a bare count, which counts no buffers (0). */
+ * the padded buffer); ZeRO-3 two gradient pieces of the largest of the embedding, a unit of
+ * layers and the final norm with the padding, plus the gathered weights: the larger of the
+ * ends (embedding, final norm, padding) and a unit, or with prefetch the largest two units
+ * held at once (the ends and a unit, or two units). A unit is one layer, or unit_layers
+ * (at most the GPU's layers). psi the GPU's parameters, of which `layers` layers of
+ * pb->per_layer; pb NULL for a bare count, which counts no buffers (0). */
 double memory_comm(const struct memory_config *c, const struct params_breakdown *pb, double psi,
                    int layers, bool first, bool last);
 

@@ -42,7 +42,7 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     l->compute_s = (model + recompute) / rate;
     l->bubble_s = l->compute_s * (mc->pp - 1.0) / mc->micro_batches;
     double per_micro = l->compute_s / mc->micro_batches;
-    int rc = traffic_compute(mc, cl, mr->params_gpu, mr->stage_layers, per_micro / 3,
+    int rc = traffic_compute(mc, cl, mr->stage, mr->params_gpu, mr->stage_layers, per_micro / 3,
                              per_micro * 2 / 3, &l->traffic, e);
     if (rc < 0)
         return rc;
@@ -51,6 +51,26 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     l->step_time_s = l->compute_s + l->bubble_s + l->comm_exposed_s;
     l->mfu = model / (l->step_time_s * gpus * cl->peak_flops);
     return 0;
+}
+
+void plan_memory_config(const struct plan_config *c, const struct plan_layout *l,
+                        struct memory_config *out)
+{
+    *out = (struct memory_config){.model = c->model,
+                                  .precision = c->precision,
+                                  .optimizer = c->optimizer,
+                                  .grad_fp32 = c->grad_fp32,
+                                  .dp = l->dp,
+                                  .tp = l->tp,
+                                  .pp = l->pp,
+                                  .zero = l->zero,
+                                  .micro_batch = l->micro_batch,
+                                  .seq = c->seq,
+                                  .micro_batches = l->micro_batches,
+                                  .schedule = SCHED_1F1B,
+                                  .sp = l->tp > 1,
+                                  .ckpt = l->ckpt,
+                                  .capacity = c->capacity};
 }
 
 static void set_reason(struct plan_layout *l, const char *msg)
@@ -97,6 +117,25 @@ static int by_over(const void *a, const void *b)
     return (ox > oy) - (ox < oy);
 }
 
+/* For a framework, mc becomes the layout it runs; true when it refuses l or runs it as
+ * another layout (l's reason says so). */
+static bool runs_as(const struct plan_config *c, struct memory_config *mc, struct plan_layout *l,
+                    struct error *sub)
+{
+    struct framework_run fr;
+    if (framework_runs(c->framework, mc, &fr, sub) < 0) {
+        set_reason(l, sub->msg);
+        return true;
+    }
+    if (fr.changed) {
+        snprintf(l->reason, sizeof l->reason, "%s runs it as another layout: %s",
+                 framework_title(c->framework), fr.notes[fr.why]);
+        return true;
+    }
+    *mc = fr.c;
+    return false;
+}
+
 int plan_run(const struct plan_config *c, struct plan_result *out, struct error *e)
 {
     memset(out, 0, sizeof *out);
@@ -130,21 +169,14 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
             if ((c->gpus / tp) % pp)
                 continue;
             int dp = c->gpus / tp / pp;
-            struct plan_layout l = {.dp = dp, .tp = tp, .pp = pp, .ckpt = policies[0]};
-            struct memory_config mc = {.model = c->model,
-                                       .precision = c->precision,
-                                       .optimizer = c->optimizer,
-                                       .grad_fp32 = c->grad_fp32,
-                                       .dp = dp,
-                                       .tp = tp,
-                                       .pp = pp,
-                                       .micro_batch = 1,
-                                       .seq = c->seq,
-                                       .micro_batches = 1,
-                                       .schedule = SCHED_1F1B,
-                                       .sp = tp > 1,
-                                       .ckpt = policies[0],
-                                       .capacity = c->capacity};
+            struct plan_layout l = {.dp = dp,
+                                    .tp = tp,
+                                    .pp = pp,
+                                    .ckpt = policies[0],
+                                    .micro_batch = 1,
+                                    .micro_batches = 1};
+            struct memory_config mc;
+            plan_memory_config(c, &l, &mc);
             struct error sub = {0};
             if (memory_check(&mc, &sub) < 0) {
                 set_reason(&l, sub.msg);
@@ -166,8 +198,6 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
                     for (int b = 1; b <= c->global_batch / dp && b <= 64 && rc == 0; b *= 2) {
                         if ((c->global_batch / dp) % b)
                             continue;
-                        mc.zero = zero, mc.ckpt = policies[k], mc.micro_batch = b;
-                        mc.micro_batches = c->global_batch / dp / b;
                         struct memory_result mr;
                         l = (struct plan_layout){.dp = dp,
                                                  .tp = tp,
@@ -175,7 +205,12 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
                                                  .zero = zero,
                                                  .ckpt = policies[k],
                                                  .micro_batch = b,
-                                                 .micro_batches = mc.micro_batches};
+                                                 .micro_batches = c->global_batch / dp / b};
+                        plan_memory_config(c, &l, &mc);
+                        if (runs_as(c, &mc, &l, &sub)) {
+                            rc = push(&rejected, &l);
+                            continue;
+                        }
                         if (memory_compute(&mc, &mr, &sub) < 0) {
                             set_reason(&l, sub.msg);
                             rc = push(&rejected, &l);

@@ -15,13 +15,20 @@
  *             layer for full checkpointing, QK^T and P x V for selective (calc/activ.h)
  *   bubble    compute x (pp - 1) / m (calc/sched.h)
  *   exposed communication: calc/traffic.h
- * MFU = model FLOPs / (step time x GPUs x peak). */
+ * MFU = model FLOPs / (step time x GPUs x peak).
+ *
+ * For a framework (plan_config.framework, calc/framework.h) every layout is what that
+ * framework runs: its memory and time are computed for the layout the framework would run
+ * (Megatron-LM's and FSDP's fp32 gradients, say), a layout it refuses is rejected with its
+ * reason, and one it would run as another layout is rejected as such (that other layout is
+ * ranked in its own right). */
 #ifndef SCALELAB_CALC_PLAN_H
 #define SCALELAB_CALC_PLAN_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "calc/framework.h"
 #include "calc/memory.h"
 #include "calc/traffic.h"
 
@@ -37,8 +44,9 @@ struct plan_config {
     enum calc_precision precision;
     enum calc_optimizer optimizer;
     bool grad_fp32;
-    double efficiency; /* share of peak the matmuls reach, (0, 1] */
-    double capacity;   /* bytes per GPU */
+    double efficiency;        /* share of peak the matmuls reach, (0, 1] */
+    double capacity;          /* bytes per GPU */
+    enum framework framework; /* rank only what it runs (FRAMEWORK_NONE: the lab's layouts) */
 };
 
 struct plan_layout {
@@ -51,7 +59,7 @@ struct plan_layout {
     double comm_bytes_per_gpu;
     struct traffic traffic;
     double over;      /* bytes above the capacity, 0 if it fits */
-    char reason[200]; /* why it was rejected, "" if kept */
+    char reason[400]; /* why it was rejected, "" if kept */
 };
 
 struct plan_result {
@@ -59,6 +67,11 @@ struct plan_result {
     size_t n_kept, n_rejected;
     double model_flops; /* per step */
 };
+
+/* The calculator's layout for l (its sizes, stage, policy and batch) under c: sequence
+ * parallel when tp > 1, 1F1B, c's precision, optimizer, gradients and capacity. */
+void plan_memory_config(const struct plan_config *c, const struct plan_layout *l,
+                        struct memory_config *out);
 
 /* 6 Ψ T + 12 L h s T. */
 double plan_model_flops(const struct model_shape *m, double params, double tokens, int seq);

@@ -76,9 +76,14 @@ NAMED_PARSER(calcargs_units, units_parse_system)
 
 char *calcargs_size(char *buf, unsigned long n, double bytes, enum units_system sys)
 {
-    /* Three decimals below 10, so the ZeRO paper's 1.875 GB reads as written. */
-    const char *unit = sys == UNITS_BINARY ? "GiB" : "GB";
+    /* Three decimals below 10, so the ZeRO paper's 1.875 GB reads as written; whole bytes. */
+    const char *unit = sys == UNITS_BINARY    ? "GiB"
+                       : sys == UNITS_DECIMAL ? "GB"
+                                              : units_auto_unit(bytes, UNITS_BINARY);
     double v = bytes / units_factor(unit);
-    snprintf(buf, n, fabs(v) < 10 && v != 0 ? "%.3f %s" : "%.2f %s", v, unit);
+    if (units_factor(unit) == 1)
+        snprintf(buf, n, "%.0f B", v);
+    else
+        snprintf(buf, n, fabs(v) < 10 && v != 0 ? "%.3f %s" : "%.2f %s", v, unit);
     return buf;
 }

@@ -31,7 +31,8 @@ int calcargs_optimizer(const struct opt_entry *o, const char *arg, void *field, 
 int calcargs_policy(const struct opt_entry *o, const char *arg, void *field, struct error *e);
 int calcargs_units(const struct opt_entry *o, const char *arg, void *field, struct error *e);
 
-/* A number of bytes in the chosen units, labelled: "108.63 GiB". */
+/* A number of bytes in the chosen units, labelled: "108.63 GiB"; with UNITS_AUTO in the binary
+ * unit that suits it ("2.31 MiB"). */
 char *calcargs_size(char *buf, unsigned long n, double bytes, enum units_system sys);
 
 #endif

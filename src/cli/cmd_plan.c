@@ -20,7 +20,7 @@
 /* The options as given: numbers and choices read by the table, the model, cluster and sizes
  * kept as text for configure. */
 struct plan_args {
-    const char *model, *cluster, *nodes, *grad_accum, *gpu_mem, *emit;
+    const char *model, *cluster, *nodes, *grad_accum, *gpu_mem, *emit, *framework;
     int gpus, global_batch, seq, top, pick;
     double efficiency;
     enum calc_precision precision;
@@ -63,18 +63,22 @@ static const struct opt_entry options[] = {
     OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem, "memory per GPU (default the cluster's)"),
     OPT_INT("top", "N", A, top, 0, 1 << 20,
             "layouts and closest misses to show (default 10; 0: all)"),
-    OPT_WITH("units", "U", calcargs_units, A, units, "GiB (default) or GB"),
+    OPT_WITH("units", "U", calcargs_units, A, units, "GiB (default), GB or auto"),
     OPT_FLAG("json", A, json,
              "{\"layouts\": [{\"dp\", \"tp\", \"pp\", \"zero\", \"checkpoint\",\n"
              "\"micro_batch\", \"per_gpu_bytes\", \"step_time_s\", \"mfu\",\n"
              "\"comm_bytes_per_gpu\"}...], \"rejected\": [{..., \"reason\"}...]}"),
+    OPT_WITH("framework", "F", opts_str, A, framework,
+             "rank only the layouts F runs (deepspeed, megatron or fsdp), each\n"
+             "as F runs it: Megatron-LM's and FSDP's fp32 gradients, say; the\n"
+             "others are rejected with F's reason (--emit F sets it)"),
     OPT_WITH("emit", "FRAMEWORK", opts_str, A, emit,
-             "write the best layout (or --pick K, the K-th ranked) for a real\n"
-             "framework: deepspeed (a ds_config.json; its comments go to\n"
+             "write the best layout FRAMEWORK runs (or --pick K, the K-th ranked)\n"
+             "in its own terms: deepspeed (a ds_config.json; its comments go to\n"
              "standard error), megatron (a torchrun line with Megatron-LM's\n"
              "arguments and the model's shape), fsdp (a torchrun line and a\n"
              "PyTorch FSDP snippet). Comments give the predicted memory per GPU\n"
-             "and name every setting the framework has no equivalent for"),
+             "and the 'scalelab memory' command that computes it"),
     OPT_INT("pick", "K", A, pick, 1, 1 << 20, "the layout --emit writes, by its rank (default 1)"),
     OPT_END,
 };
@@ -89,9 +93,8 @@ struct run {
     int top;
     enum units_system units;
     bool json;
-    bool emit;
-    enum emit_kind kind;
-    int pick; /* 1-based rank of the layout --emit writes */
+    bool emit; /* for r->c.framework */
+    int pick;  /* 1-based rank of the layout --emit writes */
 };
 
 /* What plan_run refuses too, in the options' names. */
@@ -144,12 +147,20 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
     r->pick = a->pick ? a->pick : 1;
     if (a->pick && !a->emit)
         return error_set(e, ERR_INVAL, "--pick chooses the layout --emit writes: give --emit too");
+    if (a->framework && (rc = emit_parse("framework", a->framework, &c->framework, e)) < 0)
+        return rc;
     if (a->emit) {
-        if ((rc = emit_parse(a->emit, &r->kind, e)) < 0)
+        enum framework f;
+        if ((rc = emit_parse("emit", a->emit, &f, e)) < 0)
             return rc;
+        if (a->framework && f != c->framework)
+            return error_set(e, ERR_INVAL,
+                             "--emit %s ranks what %s runs: --framework %s disagrees (give one)",
+                             a->emit, a->emit, a->framework);
         if (r->json)
             return error_set(e, ERR_INVAL,
                              "--emit writes the framework's own file: no --json with it");
+        c->framework = f;
         r->emit = true;
     }
     return 0;
@@ -166,30 +177,11 @@ static int emit(const struct run *r, const struct plan_result *res)
     const struct plan_layout *l = &res->kept[r->pick - 1];
     char src[64];
     snprintf(src, sizeof src, "plan (layout %d of %zu)", r->pick, res->n_kept);
-    struct emit_plan p = {
-        .source = src,
-        .model = &r->model,
-        .cluster = &r->cluster,
-        .gpus = r->c.gpus,
-        .dp = l->dp,
-        .tp = l->tp,
-        .pp = l->pp,
-        .zero = l->zero,
-        .ckpt = l->ckpt,
-        .micro_batch = l->micro_batch,
-        .micro_batches = l->micro_batches,
-        .seq = r->c.seq,
-        .precision = r->c.precision,
-        .optimizer = r->c.optimizer,
-        .grad_fp32 = r->c.grad_fp32,
-        .sp = l->tp > 1, /* the planner's tensor parallelism is sequence parallel */
-        .schedule = SCHED_1F1B,
-        .per_gpu_bytes = l->per_gpu_bytes,
-        .capacity = r->c.capacity,
-        .step_time_s = l->step_time_s,
-    };
-    emit_write(stdout, stderr, r->kind, &p);
-    return 0;
+    struct emit_plan p = {.source = src, .cluster = &r->cluster, .step_time_s = l->step_time_s};
+    plan_memory_config(&r->c, l, &p.c);
+    struct error e = {0};
+    int rc = emit_write(stdout, stderr, r->c.framework, &p, &e);
+    return rc < 0 ? cli_fail(&e) : rc;
 }
 
 static const char *policy(const struct plan_layout *l, char *buf, size_t n)
@@ -248,6 +240,8 @@ static void print_json(const struct run *r, const struct plan_result *res)
                   "kept_count", (json_int_t)res->n_kept, "rejected_count",
                   (json_int_t)res->n_rejected, "layouts", kept, "rejected", rej);
     json_object_set_new(doc, "capacity", json_whole(r->c.capacity));
+    if (r->c.framework != FRAMEWORK_NONE)
+        json_object_set_new(doc, "framework", json_string(framework_title(r->c.framework)));
     json_write(stdout, doc, JSON_FIGURES);
 }
 
@@ -266,6 +260,10 @@ static void print_text(const struct run *r, const struct plan_result *res)
     printf("batch      %d sequences x %d tokens = %s tokens per step; %s, %s%s\n", c->global_batch,
            c->seq, b1, memory_precision_name(c->precision), memory_optimizer_name(c->optimizer),
            c->grad_fp32 ? ", fp32 gradients" : "");
+    if (c->framework != FRAMEWORK_NONE)
+        printf("framework  %s: the layouts it runs, each as it runs them (the others rejected "
+               "with its reason)\n",
+               framework_title(c->framework));
     printf("step time  compute (6ΨT + 12LhsT model FLOPs = %.3g, + recompute) / (GPUs x peak x "
            "%.2f)\n"
            "           + bubble compute x (pp-1)/m (1F1B) + communication not hidden (α-β, "
@@ -349,12 +347,14 @@ const struct command cmd_plan = {
     "                     [--global-batch B] [--seq S] [--precision fp32|bf16|fp16]\n"
     "                     [--optimizer adamw|sgd|sgd-momentum] [--grad-accum fp32|same]\n"
     "                     [--efficiency X] [--gpu-mem SIZE] [--top N] [--units GiB|GB] [--json]\n"
+    "                     [--framework deepspeed|megatron|fsdp]\n"
     "                     [--emit deepspeed|megatron|fsdp [--pick K]]\n"
     "\n"
     "Enumerates dp x tp x pp = N layouts, ZeRO stages (2 and 3 without pipelining), checkpoint\n"
     "policies (none, selective, full) and micro-batch sizes (powers of two) for a global batch;\n"
     "keeps those that fit and ranks them by predicted step time: compute (6ΨT + 12LhsT FLOPs\n"
     "plus recompute) at the given efficiency, the pipeline bubble, and the communication that\n"
-    "is not hidden (α-β costs of the collectives). Rejected layouts say why.\n",
+    "is not hidden (α-β costs of the collectives). Rejected layouts say why. With --framework\n"
+    "or --emit, each layout is the one that framework runs, and those it does not say why.\n",
     plan_main,
 };

@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "base/units.h"
+#include "calc/preset.h"
 #include "cli/command.h"
 #include "cli/opts.h"
 #include "lesson/lesson.h"
@@ -234,6 +235,68 @@ struct print_opts {
     int step;     /* only this step (from 0), or -1 */
 };
 
+/* One line of text wrapped to width columns (as written when width is 0): the first line after
+ * indent spaces, the next ones after indent + hang, so that "ok   CHECK" or "a) OPTION" keeps
+ * its text in a column. */
+static void print_line(const char *text, int indent, int hang, int width)
+{
+    if (width <= 0) {
+        printf("%*s%s\n", indent, "", text);
+        return;
+    }
+    int w = width - indent - hang > 20 ? width - indent - hang : 20;
+    /* the first line may use the hang's columns too */
+    struct wrap_line first[1];
+    int n = layout_wrap(text, w + hang, first, 1);
+    if (n == 0) {
+        printf("\n");
+        return;
+    }
+    printf("%*s%.*s\n", indent, "", (int)first[0].len, text + first[0].start);
+    const char *rest = text + first[0].start + first[0].len;
+    while (*rest == ' ')
+        rest++;
+    if (!*rest)
+        return;
+    struct wrap_line wl[256];
+    int k = layout_wrap(rest, w, wl, 256);
+    for (int j = 0; j < k && j < 256; j++)
+        printf("%*s%.*s\n", indent + hang, "", (int)wl[j].len, rest + wl[j].start);
+}
+
+/* A command line wrapped as a shell takes it: at spaces, each line but the last ending in " \\"
+ * and the next ones indented 4 more; an option stays with its value ("--steps 2"), and a word
+ * longer than the line stays whole. */
+static void print_command(const char *cmd, int indent, int width)
+{
+    if (width <= 0 || indent + (int)strlen(cmd) <= width) {
+        printf("%*s%s\n", indent, "", cmd);
+        return;
+    }
+    int col = 0, pad = indent;
+    const char *p = cmd;
+    while (*p) {
+        size_t len = strcspn(p, " ");
+        if (!strncmp(p, "--", 2) && p[len] == ' ' && p[len + 1] != '-' && p[len + 1] != '\0')
+            len += 1 + strcspn(p + len + 1, " "); /* "--steps 2" */
+        /* room for the word, and for " \\" unless it is the last */
+        bool last = p[len] == '\0';
+        if (col > pad && col + 1 + (int)len + (last ? 0 : 2) > width) {
+            printf(" \\\n");
+            col = 0, pad = indent + 4;
+        }
+        if (col == 0)
+            col = printf("%*s", pad, "");
+        else
+            col += printf(" ");
+        col += printf("%.*s", (int)len, p);
+        p += len;
+        while (*p == ' ')
+            p++;
+    }
+    printf("\n");
+}
+
 /* Text as the window shows it (paragraphs joined, lists and tables kept), wrapped to width
  * columns after indent spaces; as written when width is 0. */
 static void print_wrapped(char *const *lines, size_t n, int indent, int width)
@@ -255,8 +318,13 @@ static void print_wrapped(char *const *lines, size_t n, int indent, int width)
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';
-        if (line[0] == ' ' || !line[0]) { /* a table or formula row, a blank line: as written */
+        if (!line[0] || (line[0] == ' ' && indent + (int)strlen(line) <= width)) {
+            /* a table or formula row that fits, a blank line: as written */
             printf("%*s%s\n", line[0] ? indent : 0, "", line);
+            continue;
+        }
+        if (line[0] == ' ') { /* a row wider than the page: wrapped, its next lines hanging */
+            print_line(line, indent, 4, width);
             continue;
         }
         /* a list item's wrapped lines hang under its text */
@@ -270,8 +338,9 @@ static void print_wrapped(char *const *lines, size_t n, int indent, int width)
     free(text);
 }
 
-/* Runs a step's experiments; prints them as text, or adds them to runs (JSON). */
-static void run_step(const struct lesson_step *st, json_t *runs, struct tally *t)
+/* Runs a step's experiments; prints them as text (wrapped to width), or adds them to runs
+ * (JSON). */
+static void run_step(const struct lesson_step *st, json_t *runs, struct tally *t, int width)
 {
     for (size_t i = 0; i < st->nruns; i++) {
         const struct lesson_run *r = &st->runs[i];
@@ -286,9 +355,14 @@ static void run_step(const struct lesson_step *st, json_t *runs, struct tally *t
             json_object_set_new(jr, "expects", jx = json_array());
             json_array_append_new(runs, jr);
         } else {
-            printf("\n  $ scalelab %s\n", r->cmdline);
-            if (!ran)
-                printf("    FAIL the run: %s\n", oc.problem);
+            char line[LESSON_LINE_MAX + 600];
+            snprintf(line, sizeof line, "$ scalelab %s", r->cmdline);
+            printf("\n");
+            print_command(line, 2, width);
+            if (!ran) {
+                snprintf(line, sizeof line, "FAIL the run: %s", oc.problem);
+                print_line(line, 4, 5, width);
+            }
         }
         if (!ran && r->nexpects == 0)
             t->failed++;
@@ -300,13 +374,16 @@ static void run_step(const struct lesson_step *st, json_t *runs, struct tally *t
                 snprintf(why, sizeof why, "the run failed: %s", oc.problem);
             ok ? t->passed++ : t->failed++;
             check_text(x, what, sizeof what);
+            char line[sizeof what + sizeof why + 32];
             if (jx)
                 json_array_append_new(jx, json_pack("{s:s, s:i, s:b, s:s}", "check", what, "line",
                                                     x->line, "ok", ok, "found", why));
             else if (ok)
-                printf("    ok   %s\n", what);
+                snprintf(line, sizeof line, "ok   %s", what);
             else
-                printf("    FAIL %s (line %d): %s\n", what, x->line, why);
+                snprintf(line, sizeof line, "FAIL %s (line %d): %s", what, x->line, why);
+            if (!jx)
+                print_line(line, 4, 5, width);
         }
         json_decref(oc.doc);
     }
@@ -352,11 +429,13 @@ static void print_question(size_t n, const struct lesson_question *q, const stru
 {
     char ans[LESSON_LINE_MAX + 64], head[LESSON_LINE_MAX + 16];
     snprintf(head, sizeof head, "Q%zu. %s", n, q->text);
-    char *qline[] = {head};
     printf("\n");
-    print_wrapped(qline, 1, 2, po->width);
-    for (size_t i = 0; i < q->noptions; i++)
-        printf("      %c) %s\n", (int)('a' + i), q->options[i]);
+    print_line(head, 2, 4, po->width);
+    char line[2 * LESSON_LINE_MAX + 64];
+    for (size_t i = 0; i < q->noptions; i++) {
+        snprintf(line, sizeof line, "%c) %s", (int)('a' + i), q->options[i]);
+        print_line(line, 6, 3, po->width);
+    }
     if (!po->answers) {
         if (q->kind == LESSON_Q_NUMBER && q->unit[0])
             printf("      answer, in %s: ____________\n", q->unit);
@@ -365,14 +444,25 @@ static void print_question(size_t n, const struct lesson_question *q, const stru
         return;
     }
     const char *from = q->condition ? q->condition : q->answer.is_quantity ? q->answer.expr : NULL;
-    printf("      answer: %s", lesson_format_answer(q, ans, sizeof ans));
-    if (from)
-        printf("   [computed: %s]", from);
-    printf("\n");
+    int len = snprintf(line, sizeof line, "answer: %s", lesson_format_answer(q, ans, sizeof ans));
+    if (from && len > 0 && (size_t)len < sizeof line)
+        snprintf(line + len, sizeof line - (size_t)len, "   [computed: %s]", from);
+    print_line(line, 6, 8, po->width);
+    /* the explanation as one paragraph when wrapped, as written when not */
+    if (po->width > 0) {
+        char *one = strdup(q->explain);
+        for (char *c = one; c && *c; c++)
+            if (*c == '\n')
+                *c = ' ';
+        if (one && *one)
+            print_line(one, 6, 0, po->width);
+        free(one);
+        return;
+    }
     for (const char *s = q->explain; *s;) {
-        size_t len = strcspn(s, "\n");
-        printf("      %.*s\n", (int)len, s);
-        s += len + (s[len] == '\n');
+        size_t k = strcspn(s, "\n");
+        printf("      %.*s\n", (int)k, s);
+        s += k + (s[k] == '\n');
     }
 }
 
@@ -388,13 +478,13 @@ static int run_lesson(const struct lesson *l, bool json, const struct print_opts
                         l->title, "minutes", l->minutes, "outcomes", outcomes);
         json_object_set_new(doc, "steps", steps = json_array());
     } else {
-        if (l->number >= 0)
-            printf("Lesson %d: ", l->number);
-        printf("%s (", l->title);
+        char head[LESSON_LINE_MAX + 64];
+        int n = l->number >= 0 ? snprintf(head, sizeof head, "Lesson %d: ", l->number) : 0;
         if (l->minutes)
-            printf("%d min)\n", l->minutes);
+            snprintf(head + n, sizeof head - (size_t)n, "%s (%d min)", l->title, l->minutes);
         else
-            printf("open)\n");
+            snprintf(head + n, sizeof head - (size_t)n, "%s (open)", l->title);
+        print_line(head, 0, 2, po->width);
         printf("You will be able to:\n");
         for (size_t i = 0; i < l->noutcomes; i++) {
             char item[LESSON_LINE_MAX + 8];
@@ -425,10 +515,14 @@ static int run_lesson(const struct lesson *l, bool json, const struct print_opts
             json_object_set_new(js, "questions", qs = json_array());
             json_array_append_new(steps, js);
         } else {
-            printf("\n== Step %zu/%zu: %s\n\n", s + 1, l->nsteps, st->title);
+            char head[LESSON_LINE_MAX + 64];
+            snprintf(head, sizeof head, "== Step %zu/%zu: %s", s + 1, l->nsteps, st->title);
+            printf("\n");
+            print_line(head, 0, 3, po->width);
+            printf("\n");
             print_wrapped(st->text, st->ntext, 2, po->width);
         }
-        run_step(st, runs, &t);
+        run_step(st, runs, &t, po->width);
         for (size_t q = 0; q < st->nquestions; q++) {
             if (qs)
                 json_array_append_new(qs, question_json(&st->questions[q], po->answers));
@@ -476,30 +570,50 @@ static int list_lessons(bool json)
     return left_out ? cli_fail(&e) : 0;
 }
 
+/* One line of the list: name (with its arguments' places), value when it takes none. */
+static void list_one(json_t *arr, const struct quantity *q, const char *name)
+{
+    double v = 0;
+    char shown[64] = "", label[96];
+    snprintf(label, sizeof label, "%s%s", name,
+             q->nargs == 0   ? ""
+             : q->nargs == 1 ? "(x)"
+             : q->nargs == 2 ? "(x, y)"
+             : q->nargs == 3 ? "(x, y, z)"
+                             : "(x, y, z, w)");
+    bool valued = q->nargs == 0 && quantity_eval(name, &v, NULL, NULL) == 0;
+    if (valued)
+        json_num_text(shown, sizeof shown, v, JSON_EXACT); /* as --json writes it */
+    if (arr) {
+        json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "name", name, "args", q->nargs, "unit",
+                              q->unit, "what", q->what);
+        if (valued)
+            json_object_set_new(o, "value", json_num(v));
+        json_array_append_new(arr, o);
+    } else {
+        printf("%-28s %-24s %-5s %s\n", label, shown, q->unit, q->what);
+    }
+}
+
+/* The quantities, a family's once for each preset ("MODEL.params": synthetic_7b.params, ...). */
 static int list_quantities(bool json)
 {
     json_t *arr = json ? json_array() : NULL;
     for (size_t i = 0; i < quantity_count(); i++) {
         const struct quantity *q = quantity_at(i);
-        double v = 0;
-        char shown[64] = "", name[80];
-        snprintf(name, sizeof name, "%s%s", q->name,
-                 q->nargs == 0   ? ""
-                 : q->nargs == 1 ? "(x)"
-                 : q->nargs == 2 ? "(x, y)"
-                                 : "(x, y, z)");
-        if (q->nargs == 0) {
-            quantity_eval(q->name, &v, NULL, NULL);
-            json_num_text(shown, sizeof shown, v, JSON_EXACT); /* as --json writes it */
+        if (q->kind == QUANTITY_PLAIN) {
+            list_one(arr, q, q->name);
+            continue;
         }
-        if (arr) {
-            json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "name", q->name, "args", q->nargs, "unit",
-                                  q->unit, "what", q->what);
-            if (q->nargs == 0)
-                json_object_set_new(o, "value", json_num(v));
-            json_array_append_new(arr, o);
-        } else {
-            printf("%-28s %-24s %-5s %s\n", name, shown, q->unit, q->what);
+        char list[1024], name[128];
+        preset_list(list, sizeof list, q->kind == QUANTITY_MODEL ? "models" : "clusters");
+        const char *rest = strchr(q->name, '.');
+        for (char *save, *tok = strtok_r(list, ", ", &save); tok;
+             tok = strtok_r(NULL, ", ", &save)) {
+            for (char *c = tok; *c; c++)
+                *c = *c == '-' ? '_' : *c;
+            snprintf(name, sizeof name, "%s%s", tok, rest);
+            list_one(arr, q, name);
         }
     }
     if (arr) {

@@ -595,8 +595,12 @@ static void step_json(const struct run_step *rs)
 static void step_text(const struct run_step *rs)
 {
     const struct train_step *s = &rs->s;
-    printf("step %6ld  loss %8.4f  grad norm %9.4g  clip %6.4f  scale %8g  underflow %.4f%%",
-           s->step, s->loss, (double)s->grad_norm, (double)s->clip_coef, (double)s->loss_scale,
+    char loss[32], norm[32], coef[32], scale[32];
+    printf("step %6ld  loss %s  grad norm %s  clip %s  scale %s  underflow %.4f%%", s->step,
+           units_format_num(loss, sizeof loss, "%8.4f", s->loss),
+           units_format_num(norm, sizeof norm, "%9.4g", (double)s->grad_norm),
+           units_format_num(coef, sizeof coef, "%6.4f", (double)s->clip_coef),
+           units_format_num(scale, sizeof scale, "%8g", (double)s->loss_scale),
            100 * s->underflow_frac);
     if (s->nonfinite[0] && rs->gpus > 1)
         printf("  non-finite on GPU %d: %s", rs->nonfinite_gpu, s->nonfinite);
@@ -611,12 +615,14 @@ static void step_text(const struct run_step *rs)
     printf("\n");
 }
 
+#define FINAL_STEPS 10 /* the final loss is the mean of the last FINAL_STEPS applied */
+
 struct summary {
     double final_loss, floor, seconds, sim_seconds, tokens_per_s, flops, recompute, overhead;
     double predicted, first_loss, max_norm, min_coef, max_underflow, sim_step, exposed;
     char first_nonfinite[48];
     long steps, skipped, overflows, spikes;
-    int nlast;
+    int nlast;              /* the steps the final loss is the mean of */
     uint64_t underflow[65]; /* per layer over the run (the last: embedding and norms) */
     int layers;
     float last_scale;
@@ -717,8 +723,8 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
     for (int st = 0; p->ok && st < o->pp; st++) {
         struct memory_result *m = &p->stage_m[st];
         p->ok = memory_compute_stage(&c, st, m, &e) == 0 &&
-                traffic_compute_stage(&c, spec, o->pp > 1 || o->tp > 1 ? st : -1, m->params_gpu,
-                                      m->stage_layers, 0, 0, &p->stage_t[st], &e) == 0;
+                traffic_compute(&c, spec, st, m->params_gpu, m->stage_layers, 0, 0, &p->stage_t[st],
+                                &e) == 0;
     }
     if (p->ok)
         p->m = p->stage_m[0], p->t = p->stage_t[0];
@@ -1012,8 +1018,9 @@ static void print_summary_text(const struct args *r, const struct run *run,
     char a[32], b[32];
     double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
     const struct run_gpu *g0 = run_gpu(run, 0);
-    printf("\nfinal loss %.4f (mean of the last %d steps), floor %.4f: %.4f nats above\n",
-           sum->final_loss, sum->nlast, sum->floor, sum->final_loss - sum->floor);
+    printf("\nfinal loss %s (mean of the last %d steps applied), floor %.4f: %s nats above\n",
+           units_format_num(a, sizeof a, "%.4f", sum->final_loss), sum->nlast, sum->floor,
+           units_format_num(b, sizeof b, "%.4f", sum->final_loss - sum->floor));
     printf("skipped steps %ld (overflow %ld, spikes %ld), final loss scale %g\n", sum->skipped,
            sum->overflows, sum->spikes, (double)sum->last_scale);
     printf("activation memory: peak %s measured by the ledger, %s predicted by the "
@@ -1214,6 +1221,15 @@ static void print_header(const struct args *r, const struct cluster_spec *spec)
     fflush(stdout);
 }
 
+/* Takes the progress line off the terminal: the cursor back to the start of a cleared line. */
+static void progress_clear(int *shown)
+{
+    if (*shown > 0)
+        fprintf(stderr, "\r%*s\r", *shown, "");
+    fflush(stderr);
+    *shown = 0;
+}
+
 /* The steps as they come: each into the summary and printed (text: the first, every 20th of
  * the run, the last and the eventful ones; JSON: every one), step 1 dumped with --dump, the
  * progress on a terminal. 0, or the error that stopped the run (in e). */
@@ -1223,10 +1239,12 @@ static int run_steps(const struct args *r, struct run *run, struct summary *sum,
     bool progress = !r->json && isatty(2);
     int rc = run_start(run, e);
     long every = o->steps / 20 > 0 ? o->steps / 20 : 1;
-    int nlast = o->steps < 10 ? (int)o->steps : 10;
-    double lastsum = 0, t0 = clock_now(), tprog = t0;
+    /* the final loss: the mean of the last FINAL_STEPS steps that were applied (a skipped
+     * step's loss, a NaN's or a spike's, changed nothing and is left out) */
+    double last[FINAL_STEPS], t0 = clock_now(), tprog = t0;
     int lastn = 0;
     bool floor_said = false;
+    int shown = 0; /* columns the progress line takes on the terminal now */
     struct run_step rs;
     struct error derr = {0};
     while (!rc && run_next(run, &rs, 3600) == 1) {
@@ -1240,27 +1258,32 @@ static int run_steps(const struct args *r, struct run *run, struct summary *sum,
             break;
         }
         account(sum, r, &rs, i);
-        if (i > o->steps - nlast && isfinite(rs.s.loss))
-            lastsum += rs.s.loss, lastn++;
+        if (!rs.s.skipped && isfinite(rs.s.loss))
+            last[lastn++ % FINAL_STEPS] = rs.s.loss;
         const struct train_step *s = &rs.s;
-        if (r->json && !r->summary_only)
+        if (r->json && !r->summary_only) {
             step_json(&rs);
-        else if (!r->json && (i == 1 || i % every == 0 || i == o->steps || s->skipped ||
-                              s->overflow || s->spike || s->nonfinite[0]))
+        } else if (!r->json && (i == 1 || i % every == 0 || i == o->steps || s->skipped ||
+                                s->overflow || s->spike || s->nonfinite[0])) {
+            /* the progress line is taken off the terminal before a step line is written
+             * (stdout and stderr may be the same terminal: the step line would follow it) */
+            progress_clear(&shown);
             step_text(&rs);
-        if (progress && clock_now() - tprog > 0.2) {
-            double el = clock_now() - t0, rate = (double)i / el;
-            char left[32];
-            units_format_seconds(left, sizeof left, (double)(o->steps - i) / rate);
-            fprintf(stderr, "\rstep %ld/%ld  loss %.4f  %.1f steps/s  %s left   ", i, o->steps,
-                    s->loss, rate, left);
-            tprog = clock_now();
         }
         if (!r->json)
             fflush(stdout);
+        if (progress && clock_now() - tprog > 0.2) {
+            double el = clock_now() - t0, rate = (double)i / el;
+            char left[32], loss[32];
+            units_format_seconds(left, sizeof left, (double)(o->steps - i) / rate);
+            shown = fprintf(stderr, "\rstep %ld/%ld  loss %s  %.1f steps/s  %s left", i, o->steps,
+                            units_format_num(loss, sizeof loss, "%.4f", s->loss), rate, left) -
+                    1;
+            fflush(stderr);
+            tprog = clock_now();
+        }
     }
-    if (progress)
-        fprintf(stderr, "\r%*s\r", 70, "");
+    progress_clear(&shown);
     if (!rc)
         rc = run_finish(run, e);
     if (!rc && derr.code) {
@@ -1269,9 +1292,12 @@ static int run_steps(const struct args *r, struct run *run, struct summary *sum,
     }
     sum->floor = run_loss_floor(run);
     sum->seconds = run_wall_s(run) > 0 ? run_wall_s(run) : clock_now() - t0;
-    sum->final_loss = lastn ? lastsum / lastn : NAN;
+    sum->nlast = lastn < FINAL_STEPS ? lastn : FINAL_STEPS;
+    double lastsum = 0;
+    for (int k = 0; k < sum->nlast; k++)
+        lastsum += last[k];
+    sum->final_loss = sum->nlast ? lastsum / sum->nlast : NAN;
     sum->tokens_per_s = (double)sum->steps * o->batch * o->shape.seq / sum->seconds;
-    sum->nlast = nlast;
     sum->sim_seconds = sum->sim_step;
     if (sum->steps > 0)
         sum->sim_step /= (double)sum->steps, sum->exposed /= (double)sum->steps;
@@ -1390,7 +1416,8 @@ const struct command cmd_train = {
     "a run that does not fit fails at once, out of memory (exit 1); live activations move in\n"
     "and out of the arena, and their peak is the calculator's figure.\n"
     "\n"
-    "The final loss is the mean of the last 10 steps' losses. Each step's loss is measured on\n"
+    "The final loss is the mean of the losses of the last 10 steps applied (a skipped step's,\n"
+    "a NaN's or a spike's, is left out). Each step's loss is measured on\n"
     "a fresh batch before the update, so it is a held-out estimate. At the defaults, tiny ends\n"
     "within 0.1 nats of the floor (0.05-0.08 for seeds 1-5 on the development host).\n",
     train_main,

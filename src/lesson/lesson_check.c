@@ -271,15 +271,24 @@ static void shortest(char *buf, size_t n, double v)
     }
 }
 
-/* v as people write it: 4 significant digits ("606.1", "1.75e9"), more only when the
- * tolerance needs them, so that the text read back is still right. */
+/* v as people write it: exactly when a few digits do, else 4 significant digits ("606.1",
+ * "1.75e9"), more only when the tolerance needs them, so that the text read back is right. */
 static void readable(char *buf, size_t n, double v, struct lesson_tolerance tol)
 {
     if (!isfinite(v) || (v == floor(v) && fabs(v) < 1e7)) {
         shortest(buf, n, v);
         return;
     }
-    for (int prec = 4; prec <= 17; prec++) {
+    /* A value a few digits write exactly is shown exactly (bf16's epsilon 2^-7 is 0.0078125,
+     * not 0.007812): up to EXACT_DIGITS significant digits. Others, the results of sums and
+     * quotients, get 4 digits, or more when the tolerance needs them. */
+    enum { EXACT_DIGITS = 12 };
+    bool exact = false;
+    for (int prec = 1; prec <= EXACT_DIGITS && !exact; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        exact = strtod(buf, NULL) == v;
+    }
+    for (int prec = 4; prec <= 17 && !exact; prec++) {
         snprintf(buf, n, "%.*g", prec, v);
         if (lesson_within(strtod(buf, NULL), v, tol))
             break;

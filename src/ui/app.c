@@ -27,6 +27,7 @@
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/help.h"
+#include "ui/hints.h"
 #include "ui/layout.h"
 #include "ui/lessonpane.h"
 #include "ui/panel.h"
@@ -90,10 +91,11 @@ struct app {
     struct error fatal;       /* a panel could not start (out of memory): the window ends */
     double tab_since;         /* when the current tab became current (clock_now) */
     /* presenter mode: autoplay walks the steps; G jumps to one */
-    double autoplay_s; /* seconds a step is shown (0 until --autoplay or A sets it) */
-    bool autoplay;     /* walking now */
-    double next_at;    /* when the next step comes (clock_now) */
-    bool jumping;      /* G: typing a step number */
+    double autoplay_s;  /* seconds a step is shown (0 until --autoplay or A sets it) */
+    bool autoplay;      /* walking now */
+    double next_at;     /* when the next step comes (clock_now) */
+    bool jumping;       /* G: typing a step number */
+    bool panel_editing; /* the live panel's input field had the keys at the last frame */
     char jump[8];
 };
 
@@ -195,7 +197,7 @@ static void panel_event(struct app *a, enum panel_event_kind kind, double dt)
     case PANEL_PLAY:
         a->playing = r & PANEL_ANIMATE;
         a->last_tick = clock_now();
-        if (!a->playing)
+        if (!a->playing && !(r & PANEL_HANDLED)) /* unless the panel said why itself */
             eventlog_add(&a->log, "%s: nothing plays here", t->ops->title);
         a->dirty = true;
         break;
@@ -522,7 +524,9 @@ static void app_key(struct app *a, int ch)
         if (ch != 'q')
             return;
     }
-    int r = t->ops->on_key(t->panel, ch);
+    /* the window's own keys reach the lesson whatever the panel, unless its field has the
+     * keys; the panel gets the others first */
+    int r = a->panel_editing || !help_app_key(ch) ? t->ops->on_key(t->panel, ch) : 0;
     if (r & PANEL_REDRAW)
         a->dirty = true;
     if ((r & PANEL_ANIMATE) && !a->playing) { /* a key started something that moves */
@@ -533,6 +537,16 @@ static void app_key(struct app *a, int ch)
         a->quit = true;
     if (r & PANEL_HANDLED)
         return;
+    if (!help_app_key(ch) && ch != 'g') { /* nobody's key: say so, and where the keys are */
+        if (ch >= 0 && ch < KEY_MIN) {
+            char name[16];
+            snprintf(name, sizeof name, ch > ' ' && ch < 127 ? "'%c'" : "code %d", ch);
+            eventlog_add(&a->log, "key %s does nothing in %s: ? lists the keys", name,
+                         t->ops->title);
+            a->dirty = true;
+        }
+        return;
+    }
     switch (ch) {
     case 'q': a->quit = true; break;
     case '?':
@@ -751,9 +765,10 @@ static void draw_panel(const struct app *a, struct ui_canvas *out)
     t->ops->draw(t->panel, out);
 }
 
-static void draw_events(const struct app *a)
+static void draw_events(const struct app *a, int give)
 {
     struct ui_rect r = a->lay.events;
+    r.h -= give; /* its last rows given to the hints, which sit below it */
     struct ui_canvas c = canvas_make(stdscr, r);
     for (int i = 0; i < r.h; i++) {
         const char *s = eventlog_get(&a->log, (unsigned long)(r.h - 1 - i));
@@ -762,70 +777,75 @@ static void draw_events(const struct app *a)
     }
 }
 
-/* The hint line: the app's keys, then the panel's, as many as fit. */
-static void draw_hints(const struct app *a, bool panel_editing)
+/* The hints for the app's state now (ui/hints.h), brief or not; their text in buf. */
+static int app_hints(const struct app *a, bool panel_editing, bool brief, struct hint *h,
+                     char (*buf)[24])
 {
     const struct tab *t = &a->tabs[a->cur];
-    struct ui_canvas c = canvas_make(stdscr, a->lay.hints);
-    struct hint {
-        const char *k, *w;
-    } h[32];
-    int n = 0;
-    char first[16][24]; /* a panel key's first spelling: "Enter" of "Enter /" */
-    int nf = 0;
-    char jump[32];
-    if (a->jumping) {
-        snprintf(jump, sizeof jump, "step %s_", a->jump);
-        h[n++] = (struct hint){"G", jump};
-        h[n++] = (struct hint){"Enter", "go"};
-        h[n++] = (struct hint){"Esc", "cancel"};
-        goto draw;
-    }
-    if (a->autoplay) {
-        h[n++] = (struct hint){"autoplay", "any key pauses"};
-        h[n++] = (struct hint){"q", "quit"};
-        goto draw;
-    }
-    if (a->ans.asking >= 0 || panel_editing) {
-        h[n++] = (struct hint){"Enter", a->ans.asking >= 0 ? "check the answer" : "apply"};
-        h[n++] = (struct hint){"Esc", "cancel"};
-        h[n++] = (struct hint){"Backspace", "delete"};
-        h[n++] = (struct hint){"Ctrl-U", "clear"};
-        goto draw;
-    }
-    h[n++] = (struct hint){"?", "help"};
-    h[n++] = (struct hint){"q", "quit"};
-    h[n++] = (struct hint){"] [", "step"};
     const struct lesson_step *st = t->lesson ? &t->lesson->steps[t->step] : NULL;
-    if (st && st->nquestions)
-        h[n++] = (struct hint){"a", "answer"};
-    if (t->nviews > 1)
-        h[n++] = (struct hint){"v", next_view(t)->name};
-    for (const struct panel_key *k = t->ops->keys; k->keys && nf < 16; k++)
-        if (k->brief) {
-            snprintf(first[nf], sizeof first[nf], "%.*s", (int)strcspn(k->keys, " "), k->keys);
-            h[n++] = (struct hint){first[nf++], k->brief};
-        }
-    h[n++] = (struct hint){"1-5 L", "lessons"};
-    if (t->ops->plays) /* a panel with nothing to play offers no space */
-        h[n++] = (struct hint){"space", a->playing ? "pause" : "play"};
-draw:;
-    /* the play status keeps its own place at the right; the hints stop before it */
-    char status[32] = "";
+    struct hint_state hs = {.jump = a->jumping ? a->jump : NULL,
+                            .autoplay = a->autoplay,
+                            .answering = a->ans.asking >= 0,
+                            .editing = panel_editing,
+                            .question = st && st->nquestions,
+                            .next_view = t->nviews > 1 ? next_view(t)->name : NULL,
+                            .panel = t->ops,
+                            .playing = a->playing,
+                            .brief = brief};
+    return hints_list(&hs, h, buf);
+}
+
+/* The hint line laid out in rows rows of width columns: the hints, where each goes, the play
+ * status at the right of the last row ("playing 2x", or "" when nothing plays). */
+struct hint_line {
+    struct hint h[HINTS_MAX];
+    struct hint_place at[HINTS_MAX];
+    char buf[HINTS_MAX][24], status[32];
+    int n, placed, reserve;
+};
+
+static void hint_line(const struct app *a, bool panel_editing, bool brief, int width, int rows,
+                      struct hint_line *hl)
+{
+    const struct tab *t = &a->tabs[a->cur];
+    hl->n = app_hints(a, panel_editing, brief, hl->h, hl->buf);
+    hl->status[0] = '\0';
     if (t->ops->plays && (a->playing || a->speed))
-        snprintf(status, sizeof status, "%s %gx", a->playing ? "playing" : "paused",
+        snprintf(hl->status, sizeof hl->status, "%s %gx", a->playing ? "playing" : "paused",
                  speed_factor(a->speed));
-    int right = c.r.w - (status[0] ? layout_text_width(status) + 2 : 0);
-    int x = 1;
-    for (int i = 0; i < n; i++) {
-        int need = layout_text_width(h[i].k) + 1 + layout_text_width(h[i].w) + 2;
-        if (x + need > right)
-            break;
-        x = canvas_text(&c, 0, x, ROLE_KEY, h[i].k);
-        x = canvas_text(&c, 0, x + 1, ROLE_DIM, h[i].w) + 2;
+    hl->reserve = hl->status[0] ? layout_text_width(hl->status) + 2 : 0;
+    hl->placed = hints_place(hl->h, hl->n, width, rows, hl->reserve, hl->at);
+}
+
+/* The hints' rows, and whether brief: all in one row; else brief in one; else brief in two
+ * (the events give up a row). */
+static int hint_rows(const struct app *a, bool panel_editing, bool *brief)
+{
+    struct hint_line hl;
+    for (int b = 0; b < 2; b++) {
+        hint_line(a, panel_editing, b, a->lay.hints.w, 1, &hl);
+        *brief = b;
+        if (hl.placed == hl.n)
+            return 1;
     }
-    if (status[0])
-        canvas_text(&c, 0, right + 1, a->playing ? ROLE_GOOD : ROLE_DIM, status);
+    return a->lay.events.h > 1 ? 2 : 1;
+}
+
+/* The hint line (rows rows, the last the window's): the app's keys, then the panel's. */
+static void draw_hints(const struct app *a, bool panel_editing, bool brief, int rows)
+{
+    struct ui_rect r = a->lay.hints;
+    r.y -= rows - 1, r.h = rows;
+    struct ui_canvas c = canvas_make(stdscr, r);
+    struct hint_line hl;
+    hint_line(a, panel_editing, brief, r.w, rows, &hl);
+    for (int i = 0; i < hl.placed; i++) {
+        int x = canvas_text(&c, hl.at[i].row, hl.at[i].x, ROLE_KEY, hl.h[i].k);
+        canvas_text(&c, hl.at[i].row, x + 1, ROLE_DIM, hl.h[i].w);
+    }
+    if (hl.status[0])
+        canvas_text(&c, rows - 1, r.w - hl.reserve + 1, a->playing ? ROLE_GOOD : ROLE_DIM,
+                    hl.status);
 }
 
 static void draw_frame(struct app *a)
@@ -842,8 +862,12 @@ static void draw_frame(struct app *a)
         draw_panel(a, &pc);
         if (lc.cursor_y >= 0)
             pc = lc; /* the answer field has the keys, so the cursor */
-        draw_events(a);
-        draw_hints(a, pc.cursor_y >= 0); /* the panel shows a cursor: it has an input field */
+        a->panel_editing = pc.cursor_y >= 0 && lc.cursor_y < 0;
+        /* the panel shows a cursor: it has an input field (the hints say its keys) */
+        bool brief;
+        int rows = hint_rows(a, pc.cursor_y >= 0, &brief);
+        draw_events(a, rows - 1);
+        draw_hints(a, pc.cursor_y >= 0, brief, rows);
         if (a->help)
             help_draw(a->tabs[a->cur].ops, a->lay.rows, a->lay.cols, a->help_scroll);
     }
@@ -898,6 +922,11 @@ static int run_loop(struct app *a, struct error *e)
                 relayout(a);
             else
                 app_key(a, ch);
+            if (a->dirty && !a->quit) { /* a frame per key: the next key sees whether a
+                                         * field has the keys now */
+                draw_frame(a);
+                a->dirty = false;
+            }
         }
         autoplay_tick(a);
         if (a->playing) {
@@ -951,11 +980,21 @@ int ui_run(const struct ui_options *o, struct error *e)
     eventlog_add(&a->log, "welcome: ? lists the keys, q quits");
     if ((rc = load_lessons(a, e)) < 0)
         goto out;
+    if (o->autoplay_s > 0 && a->progress_file[0]) {
+        /* a demo walks the steps for an audience: the presenter's own place is left alone */
+        a->progress_file[0] = '\0';
+        eventlog_add(&a->log, "autoplay: this session leaves your saved progress alone");
+    }
     if (o->tab >= 0 && o->tab < UI_TABS) {
         a->cur = o->tab;
         struct tab *t = &a->tabs[a->cur];
         if (o->step >= 0 && t->lesson)
             show_step(a, t, (size_t)o->step, true);
+        else if (t->lesson && t->lesson->nsteps > 1) /* where --lesson opens it, and why */
+            eventlog_add(&a->log, "%s%s opens at step %zu of %zu%s",
+                         a->cur == UI_TABS - 1 ? "the Lab" : "lesson ",
+                         a->cur == UI_TABS - 1 ? "" : t->def->key, t->step + 1, t->lesson->nsteps,
+                         t->step ? ", where you left it (--step 1: the first)" : "");
     }
     if (o->autoplay_s > 0) {
         a->autoplay_s = o->autoplay_s;

@@ -3,10 +3,12 @@
 #include "ui/eventlog.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
-void eventlog_add(struct eventlog *l, const char *fmt, ...)
+static void add(struct eventlog *l, const char *text)
 {
     char *s = l->line[l->count % EVENTLOG_LINES];
     time_t now = time(NULL);
@@ -14,11 +16,35 @@ void eventlog_add(struct eventlog *l, const char *fmt, ...)
     int n = 0;
     if (localtime_r(&now, &tm))
         n = (int)strftime(s, EVENTLOG_WIDTH, "%H:%M:%S ", &tm);
+    snprintf(s + n, (size_t)(EVENTLOG_WIDTH - n), "%s", text);
+    l->count++;
+}
+
+/* Adds the line, or (once) not when the newest says it already. */
+static void vadd(struct eventlog *l, bool once, const char *fmt, va_list ap)
+{
+    char text[EVENTLOG_WIDTH];
+    vsnprintf(text, sizeof text, fmt, ap);
+    const char *last = once ? eventlog_get(l, 0) : NULL;
+    const char *said = last ? strchr(last, ' ') : NULL; /* after the "HH:MM:SS " stamp */
+    if (!said || strncmp(said + 1, text, EVENTLOG_WIDTH - 10))
+        add(l, text);
+}
+
+void eventlog_add(struct eventlog *l, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s + n, (size_t)(EVENTLOG_WIDTH - n), fmt, ap);
+    vadd(l, false, fmt, ap);
     va_end(ap);
-    l->count++;
+}
+
+void eventlog_add_once(struct eventlog *l, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vadd(l, true, fmt, ap);
+    va_end(ap);
 }
 
 const char *eventlog_get(const struct eventlog *l, unsigned long i)

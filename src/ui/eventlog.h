@@ -14,6 +14,11 @@ struct eventlog {
 /* Adds a line ("HH:MM:SS text"); longer lines are cut. */
 void eventlog_add(struct eventlog *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The same, unless the newest line says exactly that already (after its stamp): a refusal
+ * repeated at every key press is said once, and stays on the status line. */
+void eventlog_add_once(struct eventlog *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* The i-th latest line (0 is the newest), or NULL. */
 const char *eventlog_get(const struct eventlog *l, unsigned long i);
 

@@ -31,8 +31,44 @@ static const struct help_line app_keys[] = {
     {"Esc", "close, cancel"},
     {"q", "quit"},
     {"G N Enter", "go to step N (g too, unless the panel uses g)"},
+    {"", "These keys are the window's in every panel; a key that does nothing says so below."},
     {"A", "autoplay the steps (any key pauses)"},
 };
+
+bool help_app_key(int ch)
+{
+    switch (ch) {
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case 'L':
+    case '\t':
+    case KEY_BTAB:
+    case ']':
+    case '[':
+    case KEY_NPAGE:
+    case KEY_PPAGE:
+    case 'J':
+    case 'K':
+    case 'a':
+    case 'v':
+    case ' ':
+    case 'n':
+    case '+':
+    case '=':
+    case '-':
+    case 'r':
+    case '?':
+    case KEY_ESC:
+    case 'q':
+    case 'G':
+    case 'A': return true;
+    default: return false;
+    }
+}
 
 #define HELP_KEYW 16 /* the keys' column */
 

@@ -11,6 +11,12 @@ struct panel_ops;
  * scrolled by scroll rows (at most as far as it goes). */
 void help_draw(const struct panel_ops *panel, int rows, int cols, int scroll);
 
+/* Whether ch is one of the window's own keys, as the help lists them (digits, L, Tab, ] [,
+ * the scroll keys, a, v, space, n, + = -, r, ?, Esc, q, G, A): the app takes them before the
+ * live panel, so that they always reach the lesson, unless the panel's input field has the
+ * keys. (g jumps too, where the panel does not use it.) */
+bool help_app_key(int ch);
+
 /* A key while the help is open: Esc, ? and q close it (*open = false), Up/Down and k/j
  * scroll it. Whether the key changed anything. */
 bool help_key(int ch, bool *open, int *scroll);

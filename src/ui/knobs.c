@@ -100,14 +100,29 @@ static void step(const struct knobs *ks, const struct knob *kn, void *f, int dir
     }
 }
 
+/* A model knob moved: the sequence knob (if the panel has one) to the model's length. */
+static void follow_model(struct knobs *ks, const struct knob *kn)
+{
+    const struct knobs_spec *sp = ks->spec;
+    if (kn->kind == KNOB_MODEL && sp->seq > 0)
+        *(int *)field(ks->s, &sp->knobs[sp->seq]) = ks->models[*(const int *)field(ks->s, kn)].seq;
+}
+
 void knobs_change(struct knobs *ks, int k, int dir)
 {
     const struct knob *kn = &ks->spec->knobs[k];
     char was[48], val[48];
     knobs_text(ks, k, was, sizeof was);
     step(ks, kn, field(ks->s, kn), dir);
+    follow_model(ks, kn);
     knobs_text(ks, k, val, sizeof val);
-    knobs_log(ks->log, ks->spec->who, kn->name, was, val);
+    char range[48] = ""; /* why it stays: the knob's bounds */
+    if (kn->kind == KNOB_TWICE)
+        snprintf(range, sizeof range, "%d to %d", kn->min, kn->max);
+    else if (kn->kind == KNOB_CAPACITY)
+        snprintf(range, sizeof range, "%.0f to %.0f GiB", mem_steps[0],
+                 mem_steps[sizeof mem_steps / sizeof mem_steps[0] - 1]);
+    knobs_log(ks->log, ks->spec->who, kn->name, was, val, range);
 }
 
 int knobs_key(struct knobs *ks, int key)
@@ -206,6 +221,7 @@ int knobs_set(struct knobs *ks, const char *name, const char *value, struct erro
             if (found < 0)
                 return error_set(e, ERR_INVAL, "%s has no model '%s'", sp->title, value);
             *(int *)field(ks->s, kn) = found;
+            follow_model(ks, kn);
         } else if (parse(kn, value, field(ks->s, kn), e) < 0) {
             error_prefix(e, "%s", name);
             return ERR_INVAL;
@@ -259,21 +275,19 @@ void knobs_draw(const struct knobs *ks, int k, struct ui_canvas *c, int y, int x
     knobs_text(ks, k, val, sizeof val);
     if (sel)
         canvas_text(c, y, x, ROLE_SELECTED, theme_glyphs()->sel);
-    canvas_printf(c, y, x + 2, ROLE_DIM, "%-*s", namew, ks->spec->knobs[k].name);
+    const struct knob *kn = &ks->spec->knobs[k];
+    canvas_printf(c, y, x + 2, ROLE_DIM, "%-*s", namew,
+                  namew <= 5 && kn->brief ? kn->brief : kn->name);
     canvas_text(c, y, x + 3 + namew, sel ? ROLE_SELECTED : ROLE_TEXT, val);
 }
 
 void knobs_log(struct eventlog *log, const char *who, const char *name, const char *before,
-               const char *after)
+               const char *after, const char *range)
 {
     if (strcmp(before, after)) {
         eventlog_add(log, "%s: %s = %s", who, name, after);
         return;
     }
-    char line[EVENTLOG_WIDTH];
-    snprintf(line, sizeof line, "%s: %s stays %s, its limit", who, name, after);
-    const char *last = eventlog_get(log, 0);
-    const char *text = last ? strchr(last, ' ') : NULL; /* after the "HH:MM:SS " stamp */
-    if (!text || strcmp(text + 1, line))
-        eventlog_add(log, "%s", line);
+    eventlog_add_once(log, "%s: %s stays %s, its limit%s%s%s", who, name, after,
+                      range && *range ? " (" : "", range ? range : "", range && *range ? ")" : "");
 }

@@ -24,6 +24,7 @@ enum knob_kind {
 
 struct knob {
     const char *name;    /* on screen: "GPUs" */
+    const char *brief;   /* in a narrow panel, at most 5 columns ("prec"); NULL: the name */
     const char *setting; /* in a lesson's @panel line: "gpus" */
     enum knob_kind kind;
     size_t offset; /* of the field in the panel's settings struct */
@@ -48,6 +49,8 @@ struct knobs_spec {
     const char *who;                   /* the event log's prefix: "lab" */
     const char *title;                 /* in errors: "the memory lab" */
     void (*compute)(void *state);      /* the panel's figures again, after a change */
+    int seq; /* the knob (an int) that takes the model's sequence length when the model knob
+              * changes, so a model shows at its own length until the knob moves; 0: none */
 };
 
 struct eventlog;
@@ -97,12 +100,14 @@ int knobs_on_key(void *state, int key);
 int knobs_on_event(void *state, const struct panel_event *ev);
 int knobs_on_set(void *state, const char *name, const char *value, struct error *e);
 
-/* Knob k's row at (y, x): the selection mark, the name in namew columns, then the value. */
+/* Knob k's row at (y, x): the selection mark, the name in namew columns (its brief name when
+ * namew is 5 or less), then the value. */
 void knobs_draw(const struct knobs *ks, int k, struct ui_canvas *c, int y, int x, int namew);
 
 /* Logs "WHO: NAME = AFTER" when a knob moved; when it did not (it is at its limit), says so
- * once: "WHO: NAME stays AFTER, its limit", not again while that is the newest line. */
+ * and why: "WHO: NAME stays AFTER, its limit (RANGE)" (range NULL or "": none), not again
+ * while that is the newest line (the status line says it already). */
 void knobs_log(struct eventlog *log, const char *who, const char *name, const char *before,
-               const char *after);
+               const char *after, const char *range);
 
 #endif

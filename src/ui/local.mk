@@ -3,6 +3,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/app.c %reldir%/app.h \
 	%reldir%/answer.c %reldir%/answer.h \
 	%reldir%/help.c %reldir%/help.h \
+	%reldir%/hints.c %reldir%/hints.h \
 	%reldir%/term.c %reldir%/term.h \
 	%reldir%/draw.c %reldir%/draw.h \
 	%reldir%/eventlog.c %reldir%/eventlog.h \
@@ -10,6 +11,8 @@ libscalelab_a_SOURCES += \
 	%reldir%/lessonpane.c %reldir%/lessonpane.h \
 	%reldir%/panel.h \
 	%reldir%/panel_formats.c \
+	%reldir%/plot.c %reldir%/plot.h \
+	%reldir%/gantt.c %reldir%/gantt.h \
 	%reldir%/panels.c %reldir%/panels.h \
 	%reldir%/steppanel.c %reldir%/steppanel.h \
 	%reldir%/termcheck.c %reldir%/termcheck.h \

@@ -21,11 +21,12 @@
  *     the app calls it whenever it redraws the frame, one doupdate() per frame.
  *   - A panel that follows a running engine reads the engine's snapshot in on_event
  *     (PANEL_TICK), and draws from its own copy; it never blocks.
- *   - The app gives every key to the panel first, except while the help or a question is
- *     open. A panel must return 0 for keys it does not use, and must not take the app's keys
- *     (digits, L, Tab, [ ], J K, PgUp PgDn, space, n, + = -, r, a, v, ?, q, Esc) unless it is
- *     editing text in an input field, when it takes every key until Enter or Esc. A panel
- *     starts with no field open.
+ *   - The app keeps its own keys (help_app_key in ui/help.h: digits, L, Tab, [ ], J K, PgUp
+ *     PgDn, space, n, + = -, r, a, v, ?, q, Esc, G, A) and gives every other key to the
+ *     panel first, except while the help or a question is open; while the panel edits text
+ *     in an input field it gets every key until Enter or Esc. A panel starts with no field
+ *     open, returns 0 for keys it does not use (the app then says the key does nothing), and
+ *     says in the event log why it refuses one it uses (a knob at its bound).
  *   - An input field shows the text cursor (canvas_cursor in draw); while it does, the hint
  *     line shows the editing keys (Enter, Esc) instead of the app's.
  *   - Panel code runs on the UI thread. Threads an engine starts should block SIGINT,
@@ -45,14 +46,17 @@ struct ui_canvas;
 
 /* What on_key and on_event return (or-ed together; 0: the key was not the panel's). */
 enum {
-    PANEL_HANDLED = 1 << 0, /* the key was the panel's: the app does nothing else with it */
+    PANEL_HANDLED = 1 << 0, /* the key was the panel's: the app does nothing else with it
+                             * (a key the panel refuses is its too: it says why in the log) */
     PANEL_REDRAW = 1 << 1,  /* the panel's picture changed */
     PANEL_QUIT = 1 << 2,    /* leave the window */
     PANEL_ANIMATE = 1 << 3, /* something moves: send ticks (until a tick returns without it) */
 };
 
 enum panel_event_kind {
-    PANEL_PLAY,  /* space: start playing; return PANEL_ANIMATE if something can move */
+    PANEL_PLAY,  /* space: start playing; return PANEL_ANIMATE if something can move, or
+                  * PANEL_HANDLED when nothing can and the panel said why (else the app
+                  * says "nothing plays here") */
     PANEL_PAUSE, /* space again, or leaving the tab */
     PANEL_TICK,  /* while playing, each frame (about 20 a second): dt simulated seconds */
     PANEL_STEP,  /* n: one step of whatever plays, while paused */

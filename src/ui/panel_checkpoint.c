@@ -9,8 +9,9 @@
  * recomputation's cost in FLOPs, the calculator's prediction for the same step (calc/activ.h,
  * equal to the measurement), and the calculator's figure for synthetic-7b under the policy.
  *
- * Keys: p the policy (none, full, every:2, sqrt, selective), f the precision (fp32, bf16).
- * Settings: policy=POLICY, precision=fp32|bf16, batch=B. */
+ * Keys: p the policy (none, full, every:2, sqrt, selective), f the precision (fp32, bf16),
+ * s / S twice / half synthetic-7b's sequence length (256 to 32768, the calculator's line).
+ * Settings: policy=POLICY, precision=fp32|bf16, batch=B, seq=S (synthetic-7b's). */
 #include "config.h"
 
 #include <curses.h>
@@ -27,6 +28,7 @@
 #include "par/trainer.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
+#include "ui/layout.h"
 #include "ui/panel.h"
 
 #define MAX_POINTS 4096
@@ -43,6 +45,7 @@ struct ckpt_panel {
     struct eventlog *log;
     bool check_only; /* settings only checked (scalelab run): nothing is measured */
     int policy, batch;
+    int seq; /* synthetic-7b's sequence length, for the calculator's line */
     enum fp_format fmt;
     struct model_shape tiny, big;
     bool have_big;
@@ -83,11 +86,14 @@ static void rec_compute(void *ctx, double flops, const char *what, int layer)
     record(p);
 }
 
+#define SEQ_MIN 256
+#define SEQ_MAX 32768
+
 static double big_activ(const struct ckpt_panel *p, const char *policy)
 {
     struct activ_policy pol;
     struct activ_total tot;
-    struct activ_config ac = {1, p->big.seq, 1, false, 2};
+    struct activ_config ac = {1, p->seq, 1, false, 2};
     if (activ_parse_policy(policy, &pol, NULL) != 0)
         return NAN;
     activ_total(&p->big, &ac, &pol, p->big.layers, true, true, &tot);
@@ -179,6 +185,7 @@ static int ckpt_init(void **state, const struct panel_env *env, struct error *e)
         return ERR_INVAL;
     }
     p->have_big = preset_load_model("synthetic-7b", &p->big, NULL) == 0;
+    p->seq = p->have_big ? p->big.seq : 2048;
     measure(p);
     *state = p;
     return 0;
@@ -214,9 +221,16 @@ static int ckpt_set(void *state, const char *name, const char *value, struct err
         if (units_parse_int(value, 1, 64, &n, e))
             return ERR_INVAL;
         p->batch = (int)n;
+    } else if (!strcmp(name, "seq")) {
+        if (units_parse_int(value, SEQ_MIN, SEQ_MAX, &n, e)) {
+            error_prefix(e, "seq");
+            return ERR_INVAL;
+        }
+        p->seq = (int)n;
     } else
         return error_set(e, ERR_INVAL,
-                         "the checkpoint panel knows policy, precision and batch; not '%s'", name);
+                         "the checkpoint panel knows policy, precision, batch and seq; not '%s'",
+                         name);
     measure(p);
     return 0;
 }
@@ -224,6 +238,21 @@ static int ckpt_set(void *state, const char *name, const char *value, struct err
 static int ckpt_on_key(void *state, int key)
 {
     struct ckpt_panel *p = state;
+    if (key == 's' || key == 'S') { /* the calculator's line only: nothing to measure again */
+        int seq = key == 's' ? p->seq * 2 : p->seq / 2;
+        if (seq < SEQ_MIN || seq > SEQ_MAX) {
+            eventlog_add_once(p->log, "checkpoint: seq stays %d, its limit (%d to %d)", p->seq,
+                              SEQ_MIN, SEQ_MAX);
+            return PANEL_HANDLED | PANEL_REDRAW;
+        }
+        p->seq = seq;
+        if (p->have_big) {
+            p->big_peak = big_activ(p, policies[p->policy]);
+            p->big_none = big_activ(p, "none");
+        }
+        eventlog_add(p->log, "checkpoint: synthetic-7b at seq %d", p->seq);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     if (key == 'p')
         p->policy = (p->policy + 1) % NPOLICIES;
     else if (key == 'f')
@@ -238,32 +267,99 @@ static int ckpt_on_key(void *state, int key)
     return PANEL_HANDLED | PANEL_REDRAW;
 }
 
+/* The longest of n texts (most words first) that fits in w columns, else the last. */
+static const char *fitting(char (*text)[256], int n, int w)
+{
+    int i = 0;
+    while (i < n - 1 && layout_text_width(text[i]) > w)
+        i++;
+    return text[i];
+}
+
+/* The sawtooth: live activation bytes over the step's FLOPs in h rows from row y, columns x0
+ * on, on the scale of the peak without checkpointing (the ghost line), so that what a policy
+ * saves shows. */
+static void draw_sawtooth(const struct ckpt_panel *p, struct ui_canvas *c, int y, int h)
+{
+    const struct ui_glyphs *gl = theme_glyphs();
+    int W = c->r.w, x0 = 10, w = W - x0 - 1;
+    char a[32];
+    double tmax = p->pts[p->npts - 1].t;
+    double top = fmax(p->peak, isfinite(p->none_peak) ? p->none_peak : 0);
+    canvas_printf(c, y, 0, ROLE_DIM, "%s", units_format_bytes(a, sizeof a, top, UNITS_BINARY));
+    canvas_text(c, y + h - 1, 0, ROLE_DIM, "0");
+    int ghost = -1; /* the row of the no-checkpointing peak */
+    if (p->policy != 0 && isfinite(p->none_peak) && top > 0)
+        ghost = y + h - (int)lround(p->none_peak / top * h);
+    for (int col = 0; col < w; col++) {
+        double t0 = tmax * col / w, t1 = tmax * (col + 1) / w, lo = INFINITY, hi = 0;
+        for (int i = 0; i < p->npts; i++)
+            if (p->pts[i].t >= t0 && p->pts[i].t <= t1)
+                lo = fmin(lo, p->pts[i].bytes), hi = fmax(hi, p->pts[i].bytes);
+        /* between points the level holds: the last point before t0 */
+        for (int i = p->npts - 1; i >= 0; i--)
+            if (p->pts[i].t < t0) {
+                lo = fmin(lo, p->pts[i].bytes), hi = fmax(hi, p->pts[i].bytes);
+                break;
+            }
+        if (!isfinite(lo))
+            lo = hi;
+        /* full up to the column's lowest level, shaded up to its highest: a tooth's drop
+         * shows even where a column holds the whole drop */
+        int full = top > 0 ? (int)lround(lo / top * h) : 0;
+        int fill = top > 0 ? (int)lround(hi / top * h) : 0;
+        for (int r = 0; r < fill; r++)
+            canvas_text(c, y + h - 1 - r, x0 + col,
+                        hi >= p->peak ? ROLE_WARN
+                        : r < full    ? ROLE_BAR
+                                      : ROLE_DIM,
+                        r < full ? gl->bar : gl->shade);
+        if (ghost >= y && ghost < y + h && fill < y + h - ghost)
+            canvas_text(c, ghost, x0 + col, ROLE_DIM, "-");
+    }
+    if (ghost >= y && ghost < y + h) /* its label off the rows of the axis' labels */
+        canvas_printf(c,
+                      ghost == y           ? y + 1
+                      : ghost == y + h - 1 ? ghost - 1
+                                           : ghost,
+                      0, ROLE_DIM, "- none");
+}
+
 static void ckpt_draw(const void *state, struct ui_canvas *c)
 {
     const struct ckpt_panel *p = state;
     int W = c->r.w, H = c->r.h, y = 0;
-    char a[32], b[32];
+    char a[32], b[32], t[4][256];
     canvas_printf(c, y++, 0, ROLE_TEXT, "policy %s   tiny GPT, batch %d x %d, %s",
                   policies[p->policy], p->batch, p->tiny.seq, fp_info(p->fmt)->name);
     if (p->err[0]) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
         return;
     }
-    /* Lines that may be wider than the panel wrap rather than lose their numbers. */
-    char line[256];
-    snprintf(line, sizeof line, "activation peak %s measured, %s predicted",
-             units_format_bytes(a, sizeof a, p->peak, UNITS_BINARY),
-             units_format_bytes(b, sizeof b, p->predicted, UNITS_BINARY));
-    y += canvas_wrap(c, y, ROLE_TEXT, line, 0);
-    snprintf(line, sizeof line, "recomputed %.3g FLOPs: +%.1f%% on forward + backward",
-             p->fl.recompute, 100 * p->fl.recompute / (p->fl.forward + p->fl.backward));
-    y += canvas_wrap(c, y, p->fl.recompute > 0 ? ROLE_WARN : ROLE_DIM, line, 0);
-    y++;
+    /* Each line in the most words that fit: nothing cut, no number lost. */
+    units_format_bytes(a, sizeof a, p->peak, UNITS_BINARY);
+    units_format_bytes(b, sizeof b, p->predicted, UNITS_BINARY);
+    snprintf(t[0], sizeof t[0], "activation peak %s measured, %s predicted", a, b);
+    snprintf(t[1], sizeof t[1], "peak %s measured, %s predicted", a, b);
+    snprintf(t[2], sizeof t[2], "peak %s measured, calc %s", a, b);
+    canvas_text(c, y++, 0, ROLE_TEXT, fitting(t, 3, W));
+    double pct = 100 * p->fl.recompute / (p->fl.forward + p->fl.backward);
+    snprintf(t[0], sizeof t[0], "recomputed %.3g FLOPs: +%.1f%% on forward + backward",
+             p->fl.recompute, pct);
+    snprintf(t[1], sizeof t[1], "recomputed %.3g FLOPs: +%.1f%% compute", p->fl.recompute, pct);
+    canvas_text(c, y++, 0, p->fl.recompute > 0 ? ROLE_WARN : ROLE_DIM, fitting(t, 2, W));
+    /* the rows: the layers' bars and the ends, the sawtooth (4 rows at the least, its title and
+     * foot), the synthetic-7b line; blank rows between them where there is room */
+    int need = 1 + p->layers + 1 + 1 + 4 + 1 + 1;
+    bool airy = H - y - need >= 2 + 4;
+    y += airy;
     /* per layer: kept (bar) and recomputed (dim) */
     double mx = 0;
     for (int l = 0; l < p->layers; l++)
         mx = fmax(mx, p->stored[l] + p->recomputed[l]);
-    y += canvas_wrap(c, y, ROLE_TITLE, "per layer: kept by the forward pass, recomputed", 0);
+    snprintf(t[0], sizeof t[0], "per layer: kept by the forward pass, recomputed");
+    snprintf(t[1], sizeof t[1], "per layer: kept, recomputed");
+    canvas_text(c, y++, 0, ROLE_TITLE, fitting(t, 2, W));
     int bw = W - 30 > 10 ? W - 30 : 10;
     const struct ui_glyphs *gl = theme_glyphs();
     for (int l = 0; l < p->layers && y < H; l++, y++) {
@@ -276,67 +372,39 @@ static void ckpt_draw(const void *state, struct ui_canvas *c)
         canvas_printf(c, y, 10 + bw, ROLE_DIM, "%s",
                       units_format_bytes(a, sizeof a, p->stored[l], UNITS_BINARY));
     }
-    snprintf(line, sizeof line, "ends (final norm, fp32 probabilities): %s kept",
-             units_format_bytes(a, sizeof a, p->ends, UNITS_BINARY));
-    y += canvas_wrap(c, y, ROLE_DIM, line, 0);
-    y++;
-    /* the sawtooth: live activation bytes over the step's FLOPs, on the scale of the peak
-     * without checkpointing (the ghost line), so that what a policy saves shows */
-    int h = H - y - 4;
-    if (h >= 4 && p->npts > 1 && W > 20) {
-        canvas_printf(c, y++, 0, ROLE_TITLE, "activation memory over one step (time = FLOPs)");
-        int x0 = 10, w = W - x0 - 1;
-        double tmax = p->pts[p->npts - 1].t;
-        double top = fmax(p->peak, isfinite(p->none_peak) ? p->none_peak : 0);
-        canvas_printf(c, y, 0, ROLE_DIM, "%s", units_format_bytes(a, sizeof a, top, UNITS_BINARY));
-        int ghost = -1; /* the row of the no-checkpointing peak */
-        if (p->policy != 0 && isfinite(p->none_peak) && top > 0)
-            ghost = y + h - (int)lround(p->none_peak / top * h);
-        for (int col = 0; col < w; col++) {
-            double t0 = tmax * col / w, t1 = tmax * (col + 1) / w, lo = INFINITY, hi = 0;
-            for (int i = 0; i < p->npts; i++)
-                if (p->pts[i].t >= t0 && p->pts[i].t <= t1)
-                    lo = fmin(lo, p->pts[i].bytes), hi = fmax(hi, p->pts[i].bytes);
-            /* between points the level holds: the last point before t0 */
-            for (int i = p->npts - 1; i >= 0; i--)
-                if (p->pts[i].t < t0) {
-                    lo = fmin(lo, p->pts[i].bytes), hi = fmax(hi, p->pts[i].bytes);
-                    break;
-                }
-            if (!isfinite(lo))
-                lo = hi;
-            /* full up to the column's lowest level, shaded up to its highest: a tooth's
-             * drop shows even where a column holds the whole drop */
-            int full = top > 0 ? (int)lround(lo / top * h) : 0;
-            int fill = top > 0 ? (int)lround(hi / top * h) : 0;
-            for (int r = 0; r < fill; r++)
-                canvas_text(c, y + h - 1 - r, x0 + col,
-                            hi >= p->peak ? ROLE_WARN
-                            : r < full    ? ROLE_BAR
-                                          : ROLE_DIM,
-                            r < full ? gl->bar : gl->shade);
-            if (ghost >= y && ghost < y + h && fill < y + h - ghost)
-                canvas_text(c, ghost, x0 + col, ROLE_DIM, "-");
-        }
-        if (ghost >= y && ghost < y + h)
-            canvas_printf(c, ghost + (ghost == y), 0, ROLE_DIM, "- none");
+    units_format_bytes(a, sizeof a, p->ends, UNITS_BINARY);
+    snprintf(t[0], sizeof t[0], "ends (final norm, fp32 probabilities): %s kept", a);
+    snprintf(t[1], sizeof t[1], "ends (norm, fp32 probs): %s kept", a);
+    canvas_text(c, y++, 0, ROLE_DIM, fitting(t, 2, W));
+    y += airy;
+    /* the synthetic-7b line at the bottom, the sawtooth takes the rows between */
+    char line[2][256];
+    units_format_bytes(a, sizeof a, p->big_peak, UNITS_BINARY);
+    units_format_bytes(b, sizeof b, p->big_none, UNITS_BINARY);
+    snprintf(line[0], sizeof line[0], "synthetic-7b (calculator, 1 x %d, bf16): %s; none %s",
+             p->seq, a, b);
+    snprintf(line[1], sizeof line[1], "7B 1x%d calc: %s; none %s", p->seq, a, b);
+    int h = H - y - 2 - (p->have_big ? 1 : 0);
+    if (h >= 3 && p->npts > 1 && W > 20) {
+        snprintf(t[0], sizeof t[0], "activation memory over one step (time = FLOPs)");
+        snprintf(t[1], sizeof t[1], "activations over the step (time = FLOPs)");
+        canvas_text(c, y++, 0, ROLE_TITLE, fitting(t, 2, W));
+        draw_sawtooth(p, c, y, h);
         y += h;
-        canvas_printf(c, y++, x0, ROLE_DIM, "forward %s backward%s", gl->dot,
-                      p->fl.recompute > 0 ? " (with recomputation)" : "");
+        canvas_printf(c, y++, 10, ROLE_DIM, "forward %s backward%s", gl->dot,
+                      p->fl.recompute > 0 ? (W >= 50 ? " (with recomputation)" : " (+recompute)")
+                                          : "");
     } else if (y < H) {
         y += canvas_wrap(c, y, ROLE_DIM, "(a larger window shows the memory over the step)", 0);
     }
-    if (p->have_big && y < H) {
-        snprintf(line, sizeof line, "synthetic-7b (calculator, 1 x %d, bf16): %s; none %s",
-                 p->big.seq, units_format_bytes(a, sizeof a, p->big_peak, UNITS_BINARY),
-                 units_format_bytes(b, sizeof b, p->big_none, UNITS_BINARY));
-        canvas_wrap(c, y, ROLE_TEXT, line, 0);
-    }
+    if (p->have_big && y < H)
+        canvas_text(c, y, 0, ROLE_TEXT, line[layout_text_width(line[0]) > W]);
 }
 
 static const struct panel_key ckpt_keys[] = {
     {"p", "checkpoint policy: none, full, every:2, sqrt, selective", "policy"},
     {"f", "precision of the activations: fp32, bf16", "precision"},
+    {"s S", "twice / half synthetic-7b's sequence (256 to 32768): the calculator's line", "seq"},
     {NULL, NULL, NULL},
 };
 

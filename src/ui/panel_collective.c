@@ -17,11 +17,12 @@
  * are its 2^k blocks. In monochrome the counts and the arrows carry the picture; in ASCII
  * the arrows are > < v ^.
  *
- * Every step comes from a real run (comm/trial.h) of N x 256 fp32 elements on the chosen
- * cluster preset, checked against its reference: its send events are the animation. The link
- * bandwidths of that run are scaled by (its bytes / the chosen size), so its simulated times
- * and its pipeline chunks are those of the chosen size: the same numbers as
- * "scalelab collective --size SIZE --steps".
+ * Every step comes from a real run (comm/trial.h) on the chosen cluster preset, checked against
+ * its reference: its send events are the animation. Up to REAL_MAX the run is of the chosen
+ * size itself; above it, of N x 256 fp32 elements, whose link bandwidths are scaled by (its
+ * bytes / the chosen size), so that its simulated times and its pipeline chunks are those of
+ * the chosen size: the same numbers as "scalelab collective --size SIZE --steps". The legend
+ * under the picture says which: the size that ran for real, and what it is timed as.
  *
  * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16), Up/Down (k/j) size (x2),
  * t ring, tree, dbtree, rhd; c the cluster preset. Settings: gpus=N, size=BYTES,
@@ -30,6 +31,7 @@
 
 #include <curses.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +52,8 @@
 #define MAX_CHUNKS   128 /* a double binary tree: two trees of up to 64 chunks */
 #define MAX_CLUSTERS 8
 #define ROWS_FULL    16
-#define STEPS_PER_S  2.0 /* animation speed at 1x */
+#define STEPS_PER_S  2.0       /* animation speed at 1x */
+#define REAL_MAX     (1 << 20) /* the largest size run for real (bytes); above, a scaled run */
 
 struct hop {
     int step, from, to, chunk;
@@ -77,7 +80,7 @@ struct coll_panel {
     struct hop *hops;
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
-    bool verified;
+    bool verified, scaled; /* scaled: real_bytes ran, timed as the size chosen */
     struct cost_result ring, tree, dbtree, rhd;
     double crossover;
     /* the replay */
@@ -185,7 +188,9 @@ static void compute(struct coll_panel *p)
     a.op = COST_ALLREDUCE;
     a.algo = p->s.algo;
     a.gpus = p->s.gpus;
-    a.count = (size_t)p->s.gpus * 256;
+    /* the size itself when small, else N x 256 fp32 with the links scaled to take as long */
+    p->scaled = !(p->s.size <= REAL_MAX && fmod(p->s.size, 4) == 0 && p->s.size >= 4);
+    a.count = p->scaled ? (size_t)p->s.gpus * 256 : (size_t)(p->s.size / 4);
     a.dtype = FP_FP32;
     a.spec = p->clusters[p->s.cluster];
     a.record_events = true;
@@ -232,6 +237,11 @@ static void compute(struct coll_panel *p)
     double block = p->real_bytes / np;
     size_t cap = n * (p->s.algo == COST_RHD ? (size_t)np : 1) + 1;
     p->hops = calloc(cap, sizeof *p->hops);
+    double *arrival = malloc((n ? n : 1) * sizeof *arrival);
+    if (!arrival || event_send_arrivals(ev, n, arrival) < 0) {
+        free(p->hops);
+        p->hops = NULL;
+    }
     for (size_t i = 0; i < n && p->hops; i++) {
         if (ev[i].type != EV_SEND || ev[i].chunk < 0)
             continue;
@@ -253,7 +263,7 @@ static void compute(struct coll_panel *p)
             h->reduce =
                 !strcmp(ph, "reduce-scatter") || !strcmp(ph, "reduce") || !strcmp(ph, "fold-in");
             h->bytes = (double)ev[i].bytes / count;
-            h->t_end = ev[i].t_end;
+            h->t_end = arrival[i]; /* when its receiver's link let its bytes in */
             if (h->step + 1 > p->nsteps)
                 p->nsteps = h->step + 1;
             if (h->chunk + 1 > p->nchunks)
@@ -264,6 +274,7 @@ static void compute(struct coll_panel *p)
         p->nchunks = p->s.gpus;
     else if (p->s.algo == COST_RHD)
         p->nchunks = np < MAX_CHUNKS ? np : MAX_CHUNKS;
+    free(arrival);
     if (p->s.algo != COST_RING)
         stage_steps(p);
     trial_fini(&t);
@@ -328,6 +339,21 @@ static void changed(struct coll_panel *p, const char *what)
         eventlog_add(p->log, "collective: cluster %s", p->clusters[p->s.cluster].name);
 }
 
+/* A key at its knob's bound: said on the status line (once while it is the newest line). */
+static int at_bound(struct coll_panel *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int at_bound(struct coll_panel *p, const char *fmt, ...)
+{
+    char line[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    eventlog_add_once(p->log, "collective: %s", line);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
 static int coll_on_key(void *state, int key)
 {
     struct coll_panel *p = state;
@@ -335,28 +361,28 @@ static int coll_on_key(void *state, int key)
     case KEY_RIGHT:
     case 'l':
         if (p->s.gpus >= MAX_GPUS)
-            return PANEL_HANDLED;
+            return at_bound(p, "GPUs stay %d, the most (2 to %d)", MAX_GPUS, MAX_GPUS);
         p->s.gpus++;
         changed(p, "gpus");
         break;
     case KEY_LEFT:
     case 'h':
         if (p->s.gpus <= 2)
-            return PANEL_HANDLED;
+            return at_bound(p, "GPUs stay %d, the fewest (2 to %d)", 2, MAX_GPUS);
         p->s.gpus--;
         changed(p, "gpus");
         break;
     case KEY_UP:
     case 'k':
         if (p->s.size >= 4.0 * 1024 * 1024 * 1024)
-            return PANEL_HANDLED;
+            return at_bound(p, "the size stays %d GiB, the largest (1 KiB to %d GiB)", 4, 4);
         p->s.size *= 2;
         changed(p, "size");
         break;
     case KEY_DOWN:
     case 'j':
         if (p->s.size <= 1024)
-            return PANEL_HANDLED;
+            return at_bound(p, "the size stays %d KiB, the smallest (1 KiB to %d GiB)", 1, 4);
         p->s.size /= 2;
         changed(p, "size");
         break;
@@ -473,7 +499,7 @@ static int coll_set(void *state, const char *name, const char *value, struct err
  * (y0, x0): the curves, the size axis, and a legend (one line when there is room, else two). */
 static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, int x0, int h, int w)
 {
-    bool one_line = w >= 52;
+    bool one_line = w >= 40; /* the legend on one row (in fewer words below 52 columns) */
     int ph = h - (one_line ? 2 : 3), pw = w - 10;
     if (ph < 2 || w < 30)
         return;
@@ -516,13 +542,16 @@ static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, i
     canvas_text(c, y0 + ph, px + pw - 5, ROLE_DIM, "1 GiB");
     if (xs >= 0 && xs < pw)
         canvas_text(c, y0 + ph, px + xs, ROLE_SELECTED, "^");
-    char cross[64] = "";
+    char cross[64] = "", legend[2][128];
     if (xc >= 0 && xc < pw)
         snprintf(cross, sizeof cross, "%s crossover %s", theme_glyphs()->v,
                  units_format_bytes(b, sizeof b, p->crossover, UNITS_BINARY));
+    snprintf(legend[0], sizeof legend[0], "r ring  t tree  %s%s^ this size", cross,
+             *cross ? "  " : "");
+    snprintf(legend[1], sizeof legend[1], "r ring t tree %s%s%s^ size",
+             *cross ? theme_glyphs()->v : "", *cross ? b : "", *cross ? " " : "");
     if (one_line) {
-        canvas_printf(c, y0 + ph + 1, x0, ROLE_DIM, "r ring  t tree  %s%s^ this size", cross,
-                      *cross ? "  " : "");
+        canvas_text(c, y0 + ph + 1, x0, ROLE_DIM, legend[layout_text_width(legend[0]) > w]);
     } else {
         canvas_text(c, y0 + ph + 1, x0, ROLE_DIM, "r ring  t tree  ^ this size");
         canvas_text(c, y0 + ph + 2, x0, ROLE_DIM, cross);
@@ -531,10 +560,12 @@ static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, i
 
 /* ---- the ring: GPUs in boxes on an ellipse (src/ui/layout.c, layout_ring) ---- */
 
-#define BOX_H  3  /* a border, the chunks, a border */
-#define LINK_W 4  /* "c15>" */
-#define PLOT_W 48 /* the plot's columns beside the ring */
-#define PLOT_H 12 /* the plot's rows at most, its axis and legend included */
+#define BOX_H      3  /* a border, the chunks, a border */
+#define LINK_W     4  /* "c15>" */
+#define PLOT_W     48 /* the plot's columns beside the ring */
+#define PLOT_H     12 /* the plot's rows at most, its axis and legend included */
+#define PLOT_MIN   4  /* and at the least: two rows of curves, the axis, the legend */
+#define PLOT_W_MIN 34 /* its columns at the least beside a tall ring */
 
 /* A box's inside: the N chunks, and room for its name " GPU 7 " on the border. */
 static int box_w(int n)
@@ -729,7 +760,10 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int
         for (int g = 0; g < n; g++)
             need += 8 + (g >= 10);
         int x = 0;
-        if (n <= ROWS_FULL && need + 2 <= w && p->step > 0) {
+        if (need + 2 > w && w < 64) {
+            room++; /* 80x24: the ring's order alone says nothing the rows do not; its row goes
+                     * to the GPUs and the plot */
+        } else if (n <= ROWS_FULL && need + 2 <= w && p->step > 0) {
             for (int g = 0; g < n; g++) {
                 x = canvas_printf(c, y, x, ROLE_TEXT, "%d", g);
                 x = canvas_printf(c, y, x, ROLE_SELECTED, " -c%d-> ", moved[g]);
@@ -753,7 +787,8 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int
                              : "binary tree of depth %d, %d pipeline chunk%s: reduce up, then "
                                "broadcast",
                       cost_log2(n), p->nchunks, p->nchunks == 1 ? "" : "s");
-        if (room >= cost_log2(n) + 1)
+        int gpu_rows = n <= ROWS_FULL ? n : ROWS_FULL;
+        if (room - 1 - gpu_rows >= cost_log2(n) + 1)
             y = draw_tree(p, c, y);
     } else if (p->s.algo == COST_DBTREE) {
         canvas_printf(c, y++, 0, ROLE_DIM,
@@ -769,22 +804,27 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int
     int cellw = p->nchunks * 2 + 30 <= w ? 2 : 1;
     int barw = w - 7 - p->nchunks * cellw - 14;
     barw = barw > 20 ? 20 : barw;
-    if (n <= ROWS_FULL) {
+    /* a row per GPU, up to 16 and as the room allows; else the first ones, a line naming
+     * those left out, the last one */
+    int fit = room - 1 < ROWS_FULL ? room - 1 : ROWS_FULL;
+    if (n <= fit) {
         for (int g = 0; g < n; g++)
             draw_gpu(p, c, y++, g, cellw, barw);
-    } else { /* the first ones, a summary line, the last one */
-        for (int g = 0; g < ROWS_FULL - 2; g++)
+    } else {
+        int first = fit - 2 > 1 ? fit - 2 : 1;
+        for (int g = 0; g < first; g++)
             draw_gpu(p, c, y++, g, cellw, barw);
-        canvas_printf(c, y++, 0, ROLE_DIM, "... GPUs %d to %d ...", ROWS_FULL - 2, n - 2);
+        canvas_printf(c, y++, 0, ROLE_DIM, "... GPUs %d to %d ...", first, n - 2);
         draw_gpu(p, c, y++, n - 1, cellw, barw);
     }
     return y;
 }
 
-/* The rows draw_counts takes in a panel w columns wide. */
+/* The rows draw_counts takes in a panel w columns wide: the same figures in fewer words on
+ * fewer rows when it is narrow (80x24). */
 static int counts_rows(int w)
 {
-    return w >= 80 ? 4 : 5;
+    return w >= 80 ? 4 : w >= 64 ? 5 : 4;
 }
 
 /* The legend, the bytes sent against 2(N-1)/N x size, the α-β times (ring and tree, then
@@ -799,10 +839,52 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     for (int g = 0; g < n; g++)
         sent += p->sent[g];
     bool narrow = c->r.w < 64; /* 80x24: the same figures, fewer words */
-    canvas_printf(c, y++, 0, ROLE_DIM,
-                  narrow ? "chunk: sums held (# = all %d); %s"
-                         : "chunk: contributions held (# = all %d); %s",
-                  n, p->verified ? (narrow ? "verified" : "the run is verified") : "NOT verified");
+    if (narrow) {              /* four rows: what each GPU sent, the α-β times, the bandwidths */
+        units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
+        units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
+        canvas_printf(c, y++, 0, ROLE_TEXT, "sent/GPU %s of 2(N-1)/N S = %s", b1, b2);
+        char t[4][32];
+        units_format_seconds(t[0], sizeof t[0], p->ring.time_s);
+        units_format_seconds(t[1], sizeof t[1], p->tree.time_s);
+        units_format_seconds(t[2], sizeof t[2], p->dbtree.time_s);
+        units_format_seconds(t[3], sizeof t[3], p->rhd.time_s);
+        canvas_printf(c, y++, 0, ROLE_TEXT, "ring %s, tree %s: %s wins", t[0], t[1],
+                      p->tree.time_s < p->ring.time_s ? "tree" : "ring");
+        int x = canvas_printf(c, y, 0, ROLE_DIM, "dbtree %s, rhd %s", t[2], t[3]);
+        canvas_text(c, y++, x + 2, p->verified ? ROLE_GOOD : ROLE_ERROR,
+                    p->verified ? "verified" : "NOT verified");
+        double alg = cost_algbw(p->s.size, algo_time(p));
+        x = canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9,
+                          alg * cost_busbw_factor(COST_ALLREDUCE, n) / 1e9);
+        if (p->scaled) { /* what ran for real, the times being the named size's */
+            units_format_bytes(b1, sizeof b1, p->real_bytes, UNITS_BINARY);
+            canvas_printf(c, y, x, ROLE_DIM, "; ran %s", b1);
+        }
+        return;
+    }
+    /* what ran for real, and what its times are scaled to: the longest form that fits */
+    char ran[4][160], b3[32];
+    const char *ver = p->verified ? "verified" : "NOT verified";
+    units_format_bytes(b1, sizeof b1, p->real_bytes, UNITS_BINARY);
+    units_format_bytes(b3, sizeof b3, p->s.size, UNITS_BINARY);
+    if (p->scaled) {
+        snprintf(ran[0], sizeof ran[0],
+                 "chunk: contributions held (# = all %d); ran %s for real (%s), timed as %s", n, b1,
+                 ver, b3);
+        snprintf(ran[1], sizeof ran[1], "# = all %d summed; ran %s (%s), timed as %s", n, b1, ver,
+                 b3);
+        snprintf(ran[2], sizeof ran[2], "#: all %d; ran %s, timed as %s", n, b1, b3);
+    } else {
+        snprintf(ran[0], sizeof ran[0],
+                 "chunk: contributions held (# = all %d); a real run of %s, %s", n, b1, ver);
+        snprintf(ran[1], sizeof ran[1], "# = all %d summed; a real run of %s, %s", n, b1, ver);
+        snprintf(ran[2], sizeof ran[2], "#: all %d; ran %s, %s", n, b1, ver);
+    }
+    snprintf(ran[3], sizeof ran[3], "#: all %d summed", n);
+    int k = 0;
+    while (k < 3 && layout_text_width(ran[k]) > c->r.w)
+        k++;
+    canvas_text(c, y++, 0, p->verified ? ROLE_DIM : ROLE_ERROR, ran[k]);
     units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
     units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
     int x = canvas_printf(c, y, 0, ROLE_TEXT,
@@ -899,32 +981,36 @@ static void coll_draw(const void *state, struct ui_canvas *c)
             draw_counts(p, c, y + (ur > ph ? ur : ph) + 1);
             return;
         }
-        /* below: the plot takes PLOT_H rows, or fewer (not under 8) to let the ring fit */
-        for (int ph = PLOT_H; ph >= 8; ph--)
+        /* below: the plot takes PLOT_H rows, or fewer (not under PLOT_MIN) for the ring */
+        for (int ph = PLOT_H; ph >= PLOT_MIN; ph--)
             if (avail - ph - 1 >= 2 * BOX_H + 1 && fit_ring(n, avail - ph - 1, w, &rl, &ur, &uc)) {
                 draw_ring(p, c, y, (w - uc) / 2, &rl, ur, uc);
                 draw_plot(p, c, y + ur + 1, 0, ph, w);
                 draw_counts(p, c, y + ur + 1 + ph + 1);
                 return;
             }
-        if (fit_ring(n, avail, w, &rl, &ur, &uc)) { /* alone */
-            draw_ring(p, c, y, (w - uc) / 2, &rl, ur, uc);
-            draw_counts(p, c, y + ur + 1);
+        /* beside again, a narrower ring and the plot in fewer columns (a tall ring) */
+        if (w - 3 - PLOT_W_MIN > 0 && fit_ring(n, avail, w - 3 - PLOT_W_MIN, &rl, &ur, &uc)) {
+            int ph = avail < PLOT_H ? avail : PLOT_H;
+            draw_ring(p, c, y, 0, &rl, ur, uc);
+            draw_plot(p, c, y + (ur > ph ? (ur - ph) / 2 : 0), uc + 3, ph, w - uc - 3);
+            draw_counts(p, c, y + (ur > ph ? ur : ph) + 1);
             return;
         }
     }
-    /* the tree's drawing when the rows, the counts and a blank row leave room for it */
-    int rows = (n <= ROWS_FULL ? n : ROWS_FULL) + 1 + counts_rows(w) + 1;
-    y = draw_rows(p, c, y, h - y - rows);
+    /* rows, the counts, and the plot below them: a row per GPU as far as the rows go (the
+     * plot keeps PLOT_MIN), the tree's drawing where it fits too */
+    int left = h - y - counts_rows(w) - PLOT_MIN - (w >= 64); /* a blank row when wide */
+    y = draw_rows(p, c, y, left);
     draw_counts(p, c, y);
-    y += counts_rows(w);
-    int ph = h - y - 1;
-    draw_plot(p, c, y + 1, 0, ph > PLOT_H ? PLOT_H : ph, w);
+    y += counts_rows(w) + (w >= 64);
+    int ph = h - y;
+    draw_plot(p, c, y, 0, ph > PLOT_H ? PLOT_H : ph, w);
 }
 
 static const struct panel_key keys[] = {
-    {"Left/Right h/l", "fewer or more GPUs (2-64)", "GPUs"},
-    {"Up/Down k/j", "double or halve the size", "size"},
+    {"h/l Left/Right", "fewer or more GPUs (2-64)", "GPUs"},
+    {"k/j Up/Down", "double or halve the size", "size"},
     {"t", "ring, tree, double binary tree, recursive halving/doubling", "algo"},
     {"c", "next cluster preset", "cluster"},
     {NULL, NULL, NULL},
@@ -933,10 +1019,11 @@ static const struct panel_key keys[] = {
 const struct panel_ops panel_collective = {
     .name = "collective",
     .title = "Collectives, step by step",
-    .about = "A real all-reduce among N device threads, step by step: each GPU's chunks and how "
-             "many GPUs' contributions they hold, reduce-scatter then all-gather; the bytes each "
-             "GPU sent against 2(N-1)/N x size; and the α-β time of ring and tree against the "
-             "size.",
+    .about = "A real all-reduce among N device threads, step by step (up to 1 MiB of the size "
+             "named; above, N x 1 KiB timed as that size, which the legend says): each GPU's "
+             "chunks and how many GPUs' contributions they hold, reduce-scatter then all-gather; "
+             "the bytes each GPU sent against 2(N-1)/N x size; and the α-β time of ring and tree "
+             "against the size.",
     .init = coll_init,
     .fini = coll_fini,
     .on_key = coll_on_key,

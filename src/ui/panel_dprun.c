@@ -20,9 +20,10 @@
  * predicts them), with a verdict over every GPU; the loss curve; and, one key away,
  * synthetic-7b's calculator figures for the same GPUs, stage and precision.
  *
- * Keys: z / Z next / previous ZeRO stage, g / G twice / half the GPUs (2-16), p precision
- * (bf16, fp16, fp32), m model (tiny, small), b synthetic-7b's figures; each but b restarts
- * the run. Settings: model=tiny|small gpus=N zero=S precision=P batch=B (the global batch,
+ * Keys (those of the Lab's calculator for the same things): z / Z next / previous ZeRO stage,
+ * g / f twice / half the GPUs (2 to 16; at a bound the status line says so), p precision
+ * (bf16, fp16, fp32), m model (tiny, small), s synthetic-7b's figures; each but s restarts the
+ * run. Settings: model=tiny|small gpus=N zero=S precision=P batch=B (the global batch,
  * raised to a multiple of the GPUs). */
 #include "config.h"
 
@@ -47,6 +48,7 @@
 #include "ui/eventlog.h"
 #include "ui/memui.h"
 #include "ui/panel.h"
+#include "ui/plot.h"
 #include "ui/runfeed.h"
 #include "ui/runpace.h"
 
@@ -133,9 +135,9 @@ static void figures(const struct dprun *p, const struct model_shape *m, int zero
     c.no_prefetch = false;
     struct cluster_spec cl = p->pace.spec;
     cl.nodes = (p->s.gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
-    out->ok =
-        activ_parse_policy(ckpt, &c.ckpt, &e) == 0 && memory_compute(&c, &out->m, &e) == 0 &&
-        traffic_compute(&c, &cl, out->m.params_gpu, out->m.stage_layers, 0, 0, &out->t, &e) == 0;
+    out->ok = activ_parse_policy(ckpt, &c.ckpt, &e) == 0 && memory_compute(&c, &out->m, &e) == 0 &&
+              traffic_compute(&c, &cl, out->m.stage, out->m.params_gpu, out->m.stage_layers, 0, 0,
+                              &out->t, &e) == 0;
 }
 
 static void predict(struct dprun *p)
@@ -178,7 +180,7 @@ static void restart(struct dprun *p)
     if (host > 0 && need > host / 2) {
         char a[32], b[32];
         snprintf(p->pace.err, sizeof p->pace.err,
-                 "%s on %d GPUs needs %s of this host's %s for its buffers: fewer GPUs (G) or "
+                 "%s on %d GPUs needs %s of this host's %s for its buffers: fewer GPUs (f) or "
                  "the tiny model (m)",
                  m->name, n, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
                  units_format_bytes(b, sizeof b, host, UNITS_BINARY));
@@ -397,22 +399,23 @@ static int dprun_on_key(void *state, int key)
     switch (key) {
     case 'z': s->zero = (s->zero + 1) % 4; break;
     case 'Z': s->zero = (s->zero + 3) % 4; break;
-    case 'g': /* the next of 2, 4, 8, 16 above, round the circle */
-        while (i < 4 && gpu_steps[i] <= s->gpus)
-            i++;
-        s->gpus = gpu_steps[i % 4];
-        break;
-    case 'G': /* the next below */
-        i = 3;
-        while (i >= 0 && gpu_steps[i] >= s->gpus)
-            i--;
-        s->gpus = gpu_steps[(i + 4) % 4];
+    case 'g': /* the next of 2, 4, 8, 16 above; 16 stays */
+    case 'f': /* the next below; 2 stays */
+        i = key == 'g' ? 0 : 3;
+        while (i >= 0 && i < 4 && (key == 'g' ? gpu_steps[i] <= s->gpus : gpu_steps[i] >= s->gpus))
+            i += key == 'g' ? 1 : -1;
+        if (i < 0 || i > 3) {
+            eventlog_add(p->log, "run: GPUs stay %d, the %s: the run takes 2, 4, 8 or 16", s->gpus,
+                         key == 'g' ? "most" : "fewest");
+            return PANEL_HANDLED | PANEL_REDRAW;
+        }
+        s->gpus = gpu_steps[i];
         break;
     case 'p':
         s->prec = s->prec == FP_BF16 ? FP_FP16 : s->prec == FP_FP16 ? FP_FP32 : FP_BF16;
         break;
     case 'm': s->model = !s->model; break;
-    case 'b': p->show_big = !p->show_big; return PANEL_HANDLED | PANEL_REDRAW;
+    case 's': p->show_big = !p->show_big; return PANEL_HANDLED | PANEL_REDRAW;
     default: return 0;
     }
     restart(p);
@@ -429,37 +432,6 @@ static int dprun_on_event(void *state, const struct panel_event *ev)
 }
 
 /* ------------------------------------------------------------------ drawing */
-
-/* The loss curve of the last steps in h x w cells at (y, x), with the data's floor. */
-static void plot_loss(const struct dprun *p, struct ui_canvas *c, int y, int x, int h, int w)
-{
-    long n = p->pace.shown < HIST ? p->pace.shown : HIST;
-    if (n == 0 || h < 2 || w < 4)
-        return;
-    long per = (n + w - 1) / w, first = p->pace.shown - n;
-    double lo = p->floor, hi = p->floor + 0.1;
-    for (long k = first; k < p->pace.shown; k++)
-        if (isfinite(p->loss[k % HIST]))
-            lo = fmin(lo, p->loss[k % HIST]), hi = fmax(hi, p->loss[k % HIST]);
-    int fy = y + h - 1 - (int)lround((p->floor - lo) / (hi - lo) * (h - 1));
-    for (int i = 0; i < w; i++)
-        canvas_text(c, fy, x + i, ROLE_DIM, theme_glyphs()->h);
-    for (long col = 0; col * per < n && col < w; col++) {
-        double sum = 0;
-        int cnt = 0;
-        for (long k = first + col * per; k < first + (col + 1) * per && k < p->pace.shown; k++)
-            if (isfinite(p->loss[k % HIST]))
-                sum += p->loss[k % HIST], cnt++;
-        if (!cnt) {
-            canvas_text(c, y, x + (int)col, ROLE_ERROR, "x");
-            continue;
-        }
-        int py = y + h - 1 - (int)lround((sum / cnt - lo) / (hi - lo) * (h - 1));
-        canvas_text(c, py, x + (int)col, ROLE_BAR, "*");
-    }
-    canvas_printf(c, y, 0, ROLE_DIM, "%5.2f", hi);
-    canvas_printf(c, y + h - 1, 0, ROLE_DIM, "%5.2f", lo);
-}
 
 static void draw_big(const struct dprun *p, struct ui_canvas *c, int y, int h)
 {
@@ -629,7 +601,8 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
         }
         y++;
     }
-    /* the loss */
+    /* the loss, with the data's floor (ui/plot.h: each column's extremes, the labels on
+     * their rows) */
     int lossrows = H - y - 1;
     if (lossrows >= 2 && y < H) {
         x = canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
@@ -639,16 +612,25 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
             canvas_printf(c, y, x + 3, ROLE_DIM,
                           "not in the bars: GPU 0's %s of workspace (fp32 copies)", b1);
         y++;
-        plot_loss(p, c, y, 6, lossrows, W - 7);
+        long kept = p->pace.shown < HIST ? p->pace.shown : HIST;
+        struct plot_series ls = {p->loss, NULL, p->pace.shown - kept, p->pace.shown, HIST};
+        double lo, hi;
+        plot_range(&ls, PLOT_LINEAR, 1, &lo, &hi);
+        lo = fmin(lo, p->floor), hi = fmax(hi, p->floor + 0.1);
+        snprintf(b1, sizeof b1, "%.2f", hi);
+        snprintf(b2, sizeof b2, "%.2f", lo);
+        if (kept > 0)
+            plot_draw(c, y, 0, lossrows, W - PLOT_MARGIN - 1, "", b1, b2, &ls, PLOT_LINEAR, lo, hi,
+                      p->floor);
     }
 }
 
 static const struct panel_key dprun_keys[] = {
-    {"z Z", "next / previous ZeRO stage (restarts the run)", "stage"},
-    {"g G", "twice / half as many GPUs, 2 to 16 (restarts)", "GPUs"},
+    {"z Z", "next / previous ZeRO stage (restarts the run)", "ZeRO"},
+    {"g f", "twice / half as many GPUs, 2 to 16 (restarts)", "GPUs"},
     {"p", "precision: bf16, fp16, fp32 (restarts)", "precision"},
-    {"m", "model: tiny or small (restarts)", NULL},
-    {"b", "synthetic-7b's calculator figures for the same layout", "7B"},
+    {"m", "model: tiny or small (restarts)", "model"},
+    {"s", "synthetic-7b's calculator figures for the same layout", "7B"},
     {NULL, NULL, NULL},
 };
 

@@ -317,8 +317,8 @@ static void formats_draw(const void *state, struct ui_canvas *c)
 
 static const struct panel_key formats_keys[] = {
     {"Enter /", "type a value (Enter applies, Esc cancels)", "value"},
-    {"Up/Down j/k", "select a format", "format"},
-    {"Left/Right h/l", "one ulp of the selected format down/up", "ulp"},
+    {"j/k Up/Down", "select a format", "format"},
+    {"h/l Left/Right", "one ulp of the selected format down/up", "ulp"},
     {"M", "fp16 max, 65504", NULL},
     {"o", "65520: rounds past fp16 max to inf", NULL},
     {"s", "the smallest fp16 subnormal, 2^-24", NULL},

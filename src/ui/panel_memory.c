@@ -7,9 +7,10 @@
  *
  * Knobs (Up/Down select, Left/Right change): model preset, GPUs (data-parallel, 1-1024),
  * ZeRO stage (the highlighted row and the detail below), precision, the 16/18 bytes
- * convention, micro-batch, checkpoint policy, GPU memory. Lesson settings: model=NAME,
- * gpus=N, zero=0-3, precision=fp32|bf16|fp16, bytes=16|18, micro_batch=B,
- * checkpoint=none|selective|full|sqrt|every:K, gpu_mem=SIZE. */
+ * convention, micro-batch, checkpoint policy, GPU memory, sequence length. Figures in the unit
+ * that suits the largest (B, KiB, MiB or GiB). Lesson settings: model=NAME, gpus=N, zero=0-3,
+ * precision=fp32|bf16|fp16, bytes=16|18, micro_batch=B,
+ * checkpoint=none|selective|full|sqrt|every:K, gpu_mem=SIZE, seq=S. */
 #include "config.h"
 
 #include <curses.h>
@@ -36,10 +37,10 @@
 #define GIB        MEMUI_GIB
 #define MAX_MODELS 8
 
-enum { K_MODEL, K_GPUS, K_ZERO, K_PREC, K_BYTES, K_MB, K_CKPT, K_MEM, K_COUNT };
+enum { K_MODEL, K_GPUS, K_ZERO, K_PREC, K_BYTES, K_MB, K_CKPT, K_MEM, K_SEQ, K_COUNT };
 
 struct settings {
-    int model, gpus, zero, micro_batch;
+    int model, gpus, zero, micro_batch, seq;
     enum calc_precision prec;
     bool bytes18;
     struct activ_policy ckpt;
@@ -79,14 +80,14 @@ static void compute(void *state)
                                   .pp = 1,
                                   .zero = z,
                                   .micro_batch = s->micro_batch,
-                                  .seq = m->seq,
+                                  .seq = s->seq,
                                   .micro_batches = 1,
                                   .schedule = SCHED_1F1B,
                                   .ckpt = s->ckpt,
                                   .capacity = s->capacity};
         if (memory_compute(&c, &l->mem[z], &e) < 0 ||
-            traffic_compute(&c, &cl, l->mem[z].params_gpu, l->mem[z].stage_layers, 0, 0,
-                            &l->comm[z], &e) < 0) {
+            traffic_compute(&c, &cl, l->mem[z].stage, l->mem[z].params_gpu, l->mem[z].stage_layers,
+                            0, 0, &l->comm[z], &e) < 0) {
             l->ok = false;
             snprintf(l->err, sizeof l->err, "%s", e.msg);
         }
@@ -101,7 +102,8 @@ static void defaults(struct settings *s)
                            .micro_batch = 1,
                            .prec = PREC_BF16,
                            .ckpt = {ACTIV_FULL, 1},
-                           .capacity = 80 * GIB};
+                           .capacity = 80 * GIB,
+                           .seq = 2048}; /* synthetic-7b's; a model's own when it changes */
 }
 
 /* ------------------------------------------------------------------ knobs */
@@ -134,7 +136,7 @@ static int prec_parse(const char *value, void *f, struct error *e)
 
 static void bytes_text(const void *f, char *out, size_t n)
 {
-    snprintf(out, n, "%s", *(const bool *)f ? "18 (fp32 grads)" : "16 (ZeRO)");
+    snprintf(out, n, "%s", *(const bool *)f ? "18 (fp32 grad)" : "16 (ZeRO)");
 }
 
 static void bytes_step(void *f, int dir)
@@ -162,18 +164,21 @@ static const struct knob lab_knobs[K_COUNT] = {
     [K_MODEL] = {ROW(model, "model", "model", KNOB_MODEL)},
     [K_GPUS] = {ROW(gpus, "GPUs", "gpus", KNOB_TWICE), .min = 1, .max = 1024},
     [K_ZERO] = {ROW(zero, "ZeRO", "zero", KNOB_ROUND), .min = 0, .max = 3, .text = zero_text},
-    [K_PREC] = {ROW(prec, "precision", "precision", KNOB_OWN), .text = prec_text, .step = prec_step,
-                .parse = prec_parse},
-    [K_BYTES] = {ROW(bytes18, "bytes/par", "bytes", KNOB_OWN), .text = bytes_text,
+    [K_PREC] = {ROW(prec, "precision", "precision", KNOB_OWN), .brief = "prec", .text = prec_text,
+                .step = prec_step, .parse = prec_parse},
+    [K_BYTES] = {ROW(bytes18, "bytes/par", "bytes", KNOB_OWN), .brief = "bytes", .text = bytes_text,
                  .step = bytes_step, .parse = bytes_parse},
-    [K_MB] = {ROW(micro_batch, "batch b", "micro_batch", KNOB_TWICE), .min = 1, .max = 64},
-    [K_CKPT] = {ROW(ckpt, "checkpoint", "checkpoint", KNOB_CKPT)},
-    [K_MEM] = {ROW(capacity, "GPU mem", "gpu_mem", KNOB_CAPACITY)},
+    [K_MB] = {ROW(micro_batch, "batch b", "micro_batch", KNOB_TWICE), .brief = "batch", .min = 1,
+              .max = 64},
+    [K_CKPT] = {ROW(ckpt, "checkpoint", "checkpoint", KNOB_CKPT), .brief = "ckpt"},
+    [K_MEM] = {ROW(capacity, "GPU mem", "gpu_mem", KNOB_CAPACITY), .brief = "mem"},
+    [K_SEQ] = {ROW(seq, "seq", "seq", KNOB_TWICE), .min = 16, .max = 131072},
 };
 
+/* the letters the Lab's run mode takes for the same things (z Z g f p m), and its own */
 static const struct knob_letter lab_letters[] = {
-    {'z', K_ZERO, +1}, {'m', K_MODEL, +1}, {'g', K_GPUS, +1}, {'f', K_GPUS, -1},
-    {'c', K_CKPT, +1}, {'b', K_BYTES, +1}, {0, 0, 0},
+    {'z', K_ZERO, +1}, {'Z', K_ZERO, -1}, {'m', K_MODEL, +1}, {'g', K_GPUS, +1}, {'f', K_GPUS, -1},
+    {'p', K_PREC, +1}, {'c', K_CKPT, +1}, {'b', K_BYTES, +1}, {0, 0, 0},
 };
 
 static const struct knobs_spec lab_spec = {
@@ -183,6 +188,7 @@ static const struct knobs_spec lab_spec = {
     .who = "lab",
     .title = "the memory lab",
     .compute = compute,
+    .seq = K_SEQ,
 };
 
 static int lab_init(void **state, const struct panel_env *env, struct error *e)
@@ -231,6 +237,13 @@ static void comm_formula(char *out, size_t n, const char *formula)
     memmove(open, end + 6, strlen(end + 6) + 1);
 }
 
+/* v with two decimals in 7 columns, fewer when it is larger (the narrow rows). */
+static char *figure(char *buf, size_t n, double v)
+{
+    snprintf(buf, n, v < 9999.995 ? "%.2f" : v < 99999.95 ? "%.1f" : "%.0f", v);
+    return buf;
+}
+
 static void lab_draw(const void *state, struct ui_canvas *c)
 {
     const struct lab *l = state;
@@ -238,24 +251,38 @@ static void lab_draw(const void *state, struct ui_canvas *c)
     int w = c->r.w, h = c->r.h, y = 0;
     char b1[32], b2[32];
 
-    /* the knobs: two columns when wide enough */
-    bool two = w >= 56;
-    int colw = two ? w / 2 : w;
-    for (int k = 0; k < K_COUNT; k++) {
-        int row = two ? k / 2 : k, x = two ? (k % 2) * colw : 0;
-        knobs_draw(&l->knobs, k, c, y + row, x, 10);
+    /* the knobs in two columns, with their brief names when narrow (80x24): the model, whose
+     * name is long, on a row of its own there */
+    bool brief = w < 56;
+    int colw = w / 2, first = brief; /* knobs before the two columns */
+    if (brief)
+        knobs_draw(&l->knobs, K_MODEL, c, y, 0, 5);
+    for (int k = first; k < K_COUNT; k++) {
+        int i = k - first;
+        knobs_draw(&l->knobs, k, c, y + first + i / 2, (i % 2) * (colw - brief), brief ? 5 : 10);
     }
-    y += two ? (K_COUNT + 1) / 2 : K_COUNT;
+    int knob_rows = first + (K_COUNT - first + 1) / 2;
+    y += knob_rows;
     const struct model_shape *m = &l->models[l->s.model];
     units_format_grouped(b1, sizeof b1, (unsigned long long)params_total(m));
-    canvas_printf(c, y++, 0, ROLE_DIM, "Ψ = %s, N_d = %d, AdamW", b1, l->s.gpus);
+    /* the figures in the unit that suits the largest (a tiny model's MiB, not 0.00 GiB),
+     * GiB at most; narrow rows leave it out, so it is said here */
+    double largest = 0;
+    for (int z = 0; z < 4; z++)
+        largest = fmax(largest, l->mem[z].total);
+    const char *unit = units_auto_unit(largest, UNITS_BINARY);
+    if (units_factor(unit) > GIB) /* GPUs hold GiB: 1034.47 GiB reads better than 1.01 TiB */
+        unit = "GiB";
+    double uf = units_factor(unit);
+    canvas_printf(c, y++, 0, ROLE_DIM,
+                  w < 60 ? "Ψ = %s, N_d = %d, AdamW, in %s" : "Ψ = %s, N_d = %d, AdamW", b1,
+                  l->s.gpus, unit);
     if (!l->ok) {
         canvas_wrap(c, y + 1, ROLE_ERROR, l->err, 0);
         return;
     }
 
     /* legend (a blank line before it when there are rows to spare) */
-    int knob_rows = two ? (K_COUNT + 1) / 2 : K_COUNT;
     if (h >= knob_rows + 2 + 8 + 1 + 3)
         y++;
     int x = 0;
@@ -269,14 +296,15 @@ static void lab_draw(const void *state, struct ui_canvas *c)
         x = canvas_text(c, y, x, memui_part_role[i], theme_color() ? g->bar : cell);
         x = canvas_printf(c, y, x + 1, ROLE_DIM, "%s ", part_name[i]);
     }
-    x = canvas_text(c, y, x, ROLE_WARN, g->v);
-    canvas_printf(c, y++, x + 1, ROLE_DIM, "%.0f GiB", l->s.capacity / GIB);
-
     /* one bar per stage, on one scale */
-    double largest = 0;
-    for (int z = 0; z < 4; z++)
-        largest = fmax(largest, l->mem[z].total);
     double scale = stackbar_scale(largest, l->s.capacity);
+    if (l->s.capacity <= scale) {
+        x = canvas_text(c, y, x, ROLE_WARN, g->v);
+        canvas_printf(c, y++, x + 1, ROLE_DIM, "%.0f GiB", l->s.capacity / GIB);
+    } else { /* the capacity's mark lies beyond the bars */
+        canvas_printf(c, y++, x, ROLE_DIM, narrow ? ">%.0f GiB" : "GPU %.0f GiB: beyond",
+                      l->s.capacity / GIB);
+    }
     static const char *label[4] = {"DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
     for (int z = 0; z < 4 && y + 1 < h; z++) {
         const struct memory_result *r = &l->mem[z];
@@ -284,20 +312,22 @@ static void lab_draw(const void *state, struct ui_canvas *c)
         if (sel)
             canvas_text(c, y, 0, ROLE_SELECTED, g->sel);
         x = canvas_printf(c, y, 2, sel ? ROLE_SELECTED : ROLE_TITLE, "%-7s", label[z]);
-        units_format_bytes_in(b2, sizeof b2, l->comm[z].bytes, "GiB");
-        if (w < 60) { /* 80x24: fewer words, and the traffic still on the row (GiB) */
-            x = canvas_printf(c, y, x, ROLE_TEXT, "%7.2f", r->total / GIB);
+        units_format_bytes(b2, sizeof b2, l->comm[z].bytes, UNITS_BINARY);
+        if (w < 60) { /* 80x24: fewer words and digits, and the traffic still on the row */
+            char f1[16], f2[16];
+            x = canvas_printf(c, y, x, ROLE_TEXT, "%7s", figure(f1, sizeof f1, r->total / uf));
             if (r->fits)
                 x = canvas_printf(c, y, x + 1, ROLE_GOOD, "fits");
             else
-                x = canvas_printf(c, y, x + 1, ROLE_ERROR, "over %.2f", r->over / GIB);
+                x = canvas_printf(c, y, x + 1, ROLE_ERROR, "over %s",
+                                  figure(f2, sizeof f2, r->over / uf));
             canvas_printf(c, y, x + 2, ROLE_DIM, "comm %s", b2);
         } else {
-            x = canvas_printf(c, y, x, ROLE_TEXT, "%8.2f GiB", r->total / GIB);
+            x = canvas_printf(c, y, x, ROLE_TEXT, "%8.2f %s", r->total / uf, unit);
             if (r->fits)
                 x = canvas_printf(c, y, x + 1, ROLE_GOOD, "fits");
             else
-                x = canvas_printf(c, y, x + 1, ROLE_ERROR, "over by %.2f GiB", r->over / GIB);
+                x = canvas_printf(c, y, x + 1, ROLE_ERROR, "over by %.2f %s", r->over / uf, unit);
             int cx = x + 2 > 40 ? x + 2 : 40;
             if (cx + 16 + (int)strlen(b2) <= w)
                 canvas_printf(c, y, cx, ROLE_DIM, "comm %s/step", b2);
@@ -306,35 +336,47 @@ static void lab_draw(const void *state, struct ui_canvas *c)
         y += 2;
     }
 
-    /* the selected stage in detail */
+    /* the selected stage in detail: its parts, its traffic and formula, one layer's
+     * activations; wrapped where narrow (80x24), what does not fit left to a larger window */
     const struct memory_result *r = &l->mem[l->s.zero];
-    if (y + 1 < h) {
+    unit = units_auto_unit(r->total, UNITS_BINARY); /* the stage's own, as its figures go */
+    if (units_factor(unit) > GIB)
+        unit = "GiB";
+    uf = units_factor(unit);
+    if (y + 1 < h && w >= 56) {
         y++;
-        canvas_printf(c, y++, 0, ROLE_TEXT,
-                      "%s: W %.2f  G %.2f  M %.2f  O %.2f  A %.2f  C %.2f GiB", label[l->s.zero],
-                      r->states.weights / GIB, r->states.gradients / GIB, r->states.master / GIB,
-                      r->states.optimizer / GIB, r->activations / GIB, r->comm / GIB);
+        canvas_printf(c, y++, 0, ROLE_TEXT, "%s: W %.2f  G %.2f  M %.2f  O %.2f  A %.2f  C %.2f %s",
+                      label[l->s.zero], r->states.weights / uf, r->states.gradients / uf,
+                      r->states.master / uf, r->states.optimizer / uf, r->activations / uf,
+                      r->comm / uf, unit);
+    } else if (y < h) {
+        canvas_printf(c, y++, 0, ROLE_TEXT, "W %.1f G %.1f M %.1f O %.1f A %.1f C %.1f %s",
+                      r->states.weights / uf, r->states.gradients / uf, r->states.master / uf,
+                      r->states.optimizer / uf, r->activations / uf, r->comm / uf, unit);
     }
-    if (y < h) {
-        units_format_bytes_in(b2, sizeof b2, l->comm[l->s.zero].bytes, "GiB");
-        char f[sizeof l->comm[0].dp.formula], ratio[32] = "";
-        comm_formula(f, sizeof f, l->comm[l->s.zero].dp.formula);
-        if (l->s.zero > 0 && l->comm[0].bytes > 0)
-            snprintf(ratio, sizeof ratio, " (%.3gx DDP)",
-                     l->comm[l->s.zero].bytes / l->comm[0].bytes);
-        canvas_printf(c, y++, 0, ROLE_DIM, "comm %s/step%s: %s", b2, ratio, f);
+    char line[2][512];
+    units_format_bytes(b2, sizeof b2, l->comm[l->s.zero].bytes, UNITS_BINARY);
+    char f[sizeof l->comm[0].dp.formula], ratio[32] = "";
+    comm_formula(f, sizeof f, l->comm[l->s.zero].dp.formula);
+    if (l->s.zero > 0 && l->comm[0].bytes > 0)
+        snprintf(ratio, sizeof ratio, " (%.3gx DDP)", l->comm[l->s.zero].bytes / l->comm[0].bytes);
+    snprintf(line[0], sizeof line[0], "comm %s/step%s: %s", b2, ratio, f);
+    /* one layer's list, the figure a question may ask for, then its formula */
+    snprintf(line[1], sizeof line[1], "activations/layer: %s = %s",
+             units_format_bytes(b1, sizeof b1, r->layer.total, UNITS_BINARY), r->layer.formula);
+    for (int i = 0; i < 2 && y < h; i++) {
+        struct ui_canvas rest = canvas_make(c->win, (struct ui_rect){c->r.y + y, c->r.x, h - y, w});
+        y += canvas_wrap(&rest, 0, ROLE_DIM, line[i], 0);
     }
-    if (y < h) /* one layer's list, the figure a question may ask for, then its formula */
-        canvas_printf(c, y++, 0, ROLE_DIM, "activations/layer: %.2f GiB = %s", r->layer.total / GIB,
-                      r->layer.formula);
 }
 
 static const struct panel_key lab_keys[] = {
-    {"Up/Down j/k", "select a knob", "knob"},
-    {"Left/Right h/l", "change the selected knob", "change"},
-    {"z", "next ZeRO stage", NULL},
-    {"m", "next model", NULL},
-    {"g f", "twice / half as many GPUs", NULL},
+    {"j/k Up/Down", "select a knob", "knob"},
+    {"h/l Left/Right", "change the selected knob", "change"},
+    {"z Z", "next / previous ZeRO stage", "ZeRO"},
+    {"g f", "twice / half as many GPUs (1 to 1024)", "GPUs"},
+    {"p", "precision: bf16, fp16, fp32", "precision"},
+    {"m", "next model", "model"},
     {"c", "next checkpoint policy", NULL},
     {"b", "16 or 18 bytes per parameter", NULL},
     {NULL, NULL, NULL},

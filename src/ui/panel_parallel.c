@@ -4,9 +4,12 @@
  * 'scalelab memory' and 'scalelab pipeline' print them.
  *
  * Knobs (Up/Down select, Left/Right change): model, dp, tp, pp, micro-batches, schedule
- * (gpipe or 1f1b), ZeRO stage, checkpoint policy, GPU memory. Lesson settings: model=NAME,
- * dp=N, tp=N, pp=N, micro_batches=M, schedule=gpipe|1f1b, zero=0-3,
- * checkpoint=none|selective|full|sqrt|every:K, gpu_mem=SIZE. */
+ * (gpipe, 1f1b, or interleaved with 2 model chunks a stage), ZeRO stage, checkpoint policy,
+ * GPU memory, sequence length; and the letters lesson 4's run panel takes for the same things:
+ * o model, s schedule, p / P, d / D, t / T, m / M twice / half pp, dp, tp and micro-batches.
+ * Lesson settings: model=NAME, dp=N, tp=N, pp=N, micro_batches=M,
+ * schedule=gpipe|1f1b|interleaved, zero=0-3, checkpoint=none|selective|full|sqrt|every:K,
+ * gpu_mem=SIZE, seq=S. */
 #include "config.h"
 
 #include <curses.h>
@@ -23,6 +26,7 @@
 #include "calc/preset.h"
 #include "calc/sched.h"
 #include "ui/draw.h"
+#include "ui/gantt.h"
 #include "ui/knobs.h"
 #include "ui/memui.h"
 #include "ui/panel.h"
@@ -32,10 +36,12 @@
 #define MAX_MODELS 8
 #define MAX_SHOWN  8 /* stages drawn as bars (the first ones and the last) */
 
-enum { K_MODEL, K_DP, K_TP, K_PP, K_M, K_SCHED, K_ZERO, K_CKPT, K_MEM, K_COUNT };
+enum { K_MODEL, K_DP, K_TP, K_PP, K_M, K_SCHED, K_ZERO, K_CKPT, K_MEM, K_SEQ, K_COUNT };
+
+#define CHUNKS 2 /* the interleaved schedule's model chunks a stage, as lesson 4's run has */
 
 struct settings {
-    int model, dp, tp, pp, m, zero;
+    int model, dp, tp, pp, m, zero, seq;
     enum calc_schedule sched;
     struct activ_policy ckpt;
     double capacity;
@@ -54,6 +60,12 @@ struct par {
     bool have_sched;
 };
 
+/* The model chunks a stage holds: 2 with the interleaved schedule, else 1. */
+static int chunks(const struct settings *s)
+{
+    return s->sched == SCHED_INTERLEAVED ? CHUNKS : 1;
+}
+
 static void compute(void *state)
 {
     struct par *p = state;
@@ -67,9 +79,10 @@ static void compute(void *state)
                               .pp = s->pp,
                               .zero = s->zero,
                               .micro_batch = 1,
-                              .seq = m->seq,
+                              .seq = s->seq,
                               .micro_batches = s->m,
                               .schedule = s->sched,
+                              .chunks = s->sched == SCHED_INTERLEAVED ? CHUNKS : 1,
                               .sp = s->tp > 1,
                               .ckpt = s->ckpt,
                               .capacity = s->capacity};
@@ -89,7 +102,7 @@ static void compute(void *state)
         }
     if (p->have_sched)
         sched_free(&p->sched);
-    p->have_sched = p->ok && sched_build(s->sched, s->pp, s->m, 1, &p->sched, &e) == 0;
+    p->have_sched = p->ok && sched_build(s->sched, s->pp, s->m, chunks(s), &p->sched, &e) == 0;
     if (p->ok && !p->have_sched) {
         p->ok = false;
         snprintf(p->err, sizeof p->err, "%s", e.msg);
@@ -103,19 +116,17 @@ static void schedule_text(const void *f, char *out, size_t n)
     snprintf(out, n, "%s", sched_name(*(const enum calc_schedule *)f));
 }
 
+/* gpipe, 1f1b, interleaved (2 chunks a stage), round the circle */
 static void schedule_step(void *f, int dir)
 {
     enum calc_schedule *k = f;
-    (void)dir;
-    *k = *k == SCHED_GPIPE ? SCHED_1F1B : SCHED_GPIPE;
+    *k = (enum calc_schedule)((*k + 3 + dir) % 3);
 }
 
 static int schedule_parse(const char *value, void *f, struct error *e)
 {
     enum calc_schedule k;
     int rc = sched_parse(value, &k, e);
-    if (rc == 0 && k == SCHED_INTERLEAVED)
-        rc = error_set(e, ERR_INVAL, "the layout panel shows gpipe or 1f1b");
     if (rc == 0)
         *(enum calc_schedule *)f = k;
     return rc;
@@ -136,9 +147,15 @@ static const struct knob par_knobs[K_COUNT] = {
     [K_ZERO] = {ROW(zero, "ZeRO", "zero", KNOB_ROUND), .min = 0, .max = 3},
     [K_CKPT] = {ROW(ckpt, "ckpt", "checkpoint", KNOB_CKPT)},
     [K_MEM] = {ROW(capacity, "GPU mem", "gpu_mem", KNOB_CAPACITY)},
+    [K_SEQ] = {ROW(seq, "seq", "seq", KNOB_TWICE), .min = 16, .max = 131072},
 };
 
-static const struct knob_letter par_letters[] = {{'g', K_SCHED, +1}, {'m', K_MODEL, +1}, {0, 0, 0}};
+/* the letters of lesson 4's run panel for the same things */
+static const struct knob_letter par_letters[] = {
+    {'o', K_MODEL, +1}, {'s', K_SCHED, +1}, {'p', K_PP, +1}, {'P', K_PP, -1},
+    {'d', K_DP, +1},    {'D', K_DP, -1},    {'t', K_TP, +1}, {'T', K_TP, -1},
+    {'m', K_M, +1},     {'M', K_M, -1},     {0, 0, 0},
+};
 
 static const struct knobs_spec par_spec = {
     .knobs = par_knobs,
@@ -147,6 +164,7 @@ static const struct knobs_spec par_spec = {
     .who = "layout",
     .title = "the layout panel",
     .compute = compute,
+    .seq = K_SEQ,
 };
 
 static int par_init(void **state, const struct panel_env *env, struct error *e)
@@ -167,7 +185,8 @@ static int par_init(void **state, const struct panel_env *env, struct error *e)
                              .zero = 0,
                              .sched = SCHED_1F1B,
                              .ckpt = {ACTIV_NONE, 0},
-                             .capacity = 80 * GIB};
+                             .capacity = 80 * GIB,
+                             .seq = p->models[0].seq};
     p->start = p->s;
     knobs_init(&p->knobs, &par_spec, &p->s, &p->start, sizeof p->s, env->log);
     p->knobs.models = p->models;
@@ -187,42 +206,39 @@ static void par_fini(void *state)
 
 /* ------------------------------------------------------------------ drawing */
 
-static void draw_gantt(const struct par *p, struct ui_canvas *c, int y, int h)
+/* The schedule's chart in rows h at row y: the first stages and the last when they do not
+ * all fit, every operation of each (ui/gantt.h); returns its scale. */
+static enum gantt_scale draw_gantt(const struct par *p, struct ui_canvas *c, int y, int h,
+                                   double *per)
 {
     const struct sched *s = &p->sched;
-    int w = c->r.w - 4;
-    if (w < 8 || h < 2)
-        return;
-    /* each column shows `per` slots (the slot at its start) */
-    int per = (s->makespan + w - 1) / w;
-    if (per < 1)
-        per = 1;
-    int rows = s->p < h ? s->p : h;
+    int w = c->r.w - 3, rows = s->p < h ? s->p : h;
+    if (s->makespan <= w) /* whole columns a slot when the slots fit */
+        w = s->makespan * (w / s->makespan);
+    static struct gantt_item it[8 * 2 * 256 * CHUNKS]; /* 8 rows, m <= 256; UI thread */
+    int n = 0, cap = (int)(sizeof it / sizeof it[0]);
+    for (int r = 0; r < rows; r++) {
+        int st = r == rows - 1 ? s->p - 1 : r;
+        for (int i = 0; i < s->count[st] && n < cap; i++)
+            it[n++] = (struct gantt_item){r, s->ops[st][i].start,
+                                          s->ops[st][i].start + s->ops[st][i].duration, 0, 0};
+    }
+    enum gantt_scale sc = gantt_layout(it, n, w, per);
     for (int r = 0; r < rows; r++) {
         int st = r == rows - 1 ? s->p - 1 : r;
         canvas_printf(c, y + r, 0, ROLE_DIM, "%2d", st);
-        for (int col = 0; col * per < s->makespan && col < w; col++) {
-            int t = col * per;
-            char ch = '.';
-            int micro = -1;
-            for (int i = 0; i < s->count[st]; i++) {
-                const struct sched_op *op = &s->ops[st][i];
-                if (op->start <= t && t < op->start + op->duration) {
-                    ch = op->kind;
-                    micro = op->micro;
-                    break;
-                }
-            }
-            char cell[2] = {ch, 0};
-            if (per == 1 && micro >= 0 && micro < 10)
-                cell[0] = ch == 'F' ? (char)('0' + micro) : (char)('a' + micro);
-            canvas_text(c, y + r, 3 + col,
-                        ch == 'F'   ? ROLE_EXP
-                        : ch == 'B' ? ROLE_MAN
-                                    : ROLE_DIM,
-                        cell);
-        }
+        for (int col = 0; col < w; col++)
+            canvas_text(c, y + r, 3 + col, ROLE_DIM, ".");
     }
+    for (int k = 0, i = 0; k < n; k++) {
+        i = k > 0 && it[k - 1].row == it[k].row ? i + 1 : 0;
+        int st = it[k].row == rows - 1 ? s->p - 1 : it[k].row;
+        const struct sched_op *op = &s->ops[st][i];
+        char cell[2] = {gantt_char(op->kind, op->micro, op->chunk, s->m, s->v), 0};
+        for (int col = it[k].c0; col >= 0 && col <= it[k].c1; col++)
+            canvas_text(c, y + it[k].row, 3 + col, op->kind == 'F' ? ROLE_EXP : ROLE_MAN, cell);
+    }
+    return sc;
 }
 
 static void par_draw(const void *state, struct ui_canvas *c)
@@ -270,31 +286,60 @@ static void par_draw(const void *state, struct ui_canvas *c)
         if (bw > 4)
             memui_draw_bar(c, y, x, bw, r, scale);
         x += bw > 4 ? bw + 1 : 0;
-        x = canvas_printf(c, y, x, r->fits ? ROLE_TEXT : ROLE_ERROR, "%6.2f GiB", r->total / GIB);
+        char tot[32]; /* in the unit that suits it: a tiny model's MiB */
+        units_format_bytes(tot, sizeof tot, r->total, UNITS_BINARY);
+        x = canvas_printf(c, y, x, r->fits ? ROLE_TEXT : ROLE_ERROR, "%10s", tot);
         canvas_printf(c, y, x + 1, ROLE_DIM, "%d in fl.", r->in_flight);
         y++;
     }
 
-    /* the schedule */
-    if (p->have_sched && y + 2 < h) {
+    /* the schedule: none to draw on one stage */
+    if (p->have_sched && s->pp == 1 && y < h) {
+        char line[2][96];
+        snprintf(line[0], sizeof line[0],
+                 "one stage: no pipeline, no bubble; its %d micro-batch%s run one after the other",
+                 s->m, s->m == 1 ? "" : "es");
+        snprintf(line[1], sizeof line[1], "one stage: no pipeline, no bubble");
+        canvas_text(c, y, 0, ROLE_DIM, line[layout_text_width(line[0]) > w]);
+    } else if (p->have_sched && y + 2 < h) {
         const struct sched *sc = &p->sched;
-        canvas_printf(c, y++, 0, ROLE_TITLE, "%s bubble %d/%d: %.1f%% ideal, %.1f%% wall",
-                      sched_name(s->sched), s->pp - 1, s->m,
-                      100 * sched_bubble_over_ideal(s->pp, s->m, 1),
-                      100 * sched_bubble_over_wall(s->pp, s->m, 1));
+        int v = chunks(s);
+        char vm[16] = "";
+        if (v > 1)
+            snprintf(vm, sizeof vm, "(%dx%d)", v, s->m);
+        else
+            snprintf(vm, sizeof vm, "%d", s->m);
+        canvas_printf(c, y++, 0, ROLE_TITLE, "%s bubble %d/%s: %.1f%% ideal, %.1f%% wall",
+                      sched_name(s->sched), s->pp - 1, vm,
+                      100 * sched_bubble_over_ideal(s->pp, s->m, v),
+                      100 * sched_bubble_over_wall(s->pp, s->m, v));
         int rows = gantt_rows < h - y - 1 ? gantt_rows : h - y - 1;
-        draw_gantt(p, c, y, rows);
+        double per;
+        enum gantt_scale g = draw_gantt(p, c, y, rows, &per);
         y += rows;
-        if (y < h)
-            canvas_printf(c, y, 0, ROLE_DIM, "0-9 forward, a-j backward; %d slots", sc->makespan);
+        if (y < h) { /* what the letters are, and the scale */
+            char legend[64], says[96], slots[32];
+            snprintf(slots, sizeof slots, "%.3g slot%s", per, per == 1 ? "" : "s");
+            gantt_legend(legend, sizeof legend, s->m, v, w < 60);
+            gantt_scale_text(says, sizeof says, g, slots, w - 3, w < 60);
+            int x = canvas_printf(c, y, 0, ROLE_DIM, "%s; %d slots", legend, sc->makespan);
+            if (x + 2 + layout_text_width(says) <= w)
+                canvas_printf(c, y, x, ROLE_DIM, "; %s", says);
+            else if (g != GANTT_LINEAR && y + 1 < h)
+                canvas_text(c, ++y, 0, ROLE_DIM, says);
+        }
     }
 }
 
 static const struct panel_key par_keys[] = {
-    {"Up/Down j/k", "select a knob", "knob"},
-    {"Left/Right h/l", "change the selected knob", "change"},
-    {"g", "GPipe or 1F1B", NULL},
-    {"m", "next model", NULL},
+    {"j/k Up/Down", "select a knob", "knob"},
+    {"h/l Left/Right", "change the selected knob", "change"},
+    {"p P", "twice / half the pipeline stages", "stages"},
+    {"m M", "twice / half the micro-batches", "micro"},
+    {"d D", "twice / half the data-parallel GPUs", "dp"},
+    {"t T", "twice / half the tensor-parallel GPUs", "tp"},
+    {"s", "schedule: GPipe, 1F1B, interleaved (2 chunks a stage)", "schedule"},
+    {"o", "next model", "model"},
     {NULL, NULL, NULL},
 };
 
@@ -303,8 +348,9 @@ const struct panel_ops panel_parallel = {
     .title = "Parallel layouts",
     .about = "A dp x tp x pp layout: the memory of one GPU of each pipeline stage (weights, "
              "gradients, master weights, optimizer state, activations) against its capacity, "
-             "and the pipeline schedule with its bubble. GPipe and 1F1B have the same bubble; "
-             "1F1B's first stage holds p micro-batches instead of m.",
+             "and the pipeline schedule with its bubble, every operation drawn. GPipe and 1F1B "
+             "have the same bubble; 1F1B's first stage holds p micro-batches instead of m; "
+             "interleaving 2 model chunks a stage halves the bubble.",
     .init = par_init,
     .fini = par_fini,
     .on_key = knobs_on_key,

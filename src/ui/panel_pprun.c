@@ -21,9 +21,13 @@
  * stage's first GPU, one row per stage, forwards labelled 0-7 and backwards a-h by
  * micro-batch, the interleaved schedule's second chunk A-H and i-p, idle time as dots) to the
  * scale of simulated time, or (f) the same operations retimed with free sends; the bubble
- * measured on the executed timeline beside the calculator's formulas, and why they differ (a
- * tiny model's operation computes for a fraction of a microsecond, each send pays the link's
- * latency); the micro-batches each stage held at once beside the schedule's; the bytes each
+ * measured on the executed timeline beside the calculator's formulas for the schedule that
+ * ran ((p-1)/m and (p-1)/(m+p-1), or the interleaved (p-1)/(vm) and (p-1)/(vm+p-1)), and why
+ * they differ, each cause in points of the ideal time, adding up to the gap: the sends'
+ * latency (what the retiming with free sends takes away: a tiny model's operation computes
+ * for a fraction of a microsecond, each send pays the link's α) and the stages' unequal
+ * operations (the first stage's embedding, the last's head and loss); the micro-batches each
+ * stage held at once beside the schedule's; the bytes each
  * stage's GPUs sent in the step (pipeline, tensor-parallel, data-parallel) beside the
  * calculator's.
  *
@@ -33,15 +37,18 @@
  * 2, 4; small 1, 2), e sequence parallelism (with tp > 1), s GPipe, 1F1B or interleaved with 2
  * chunks (where the layout allows it: m a multiple of pp, pp x 2 dividing the layers; dp
  * forced to 1), o model (tiny, small): each restarts the run, at most 16 GPUs and 8 a stage
- * (dp gives way), the status line saying what a key could not do; f the Gantt with free
- * sends. Space (the app's) plays and pauses, n steps. Settings: model=tiny|small pp=N dp=N tp=N
- * sequence_parallel=on|off micro_batches=M schedule=gpipe|1f1b|interleaved
- * precision=fp32|bf16|fp16 batch=B (the global batch, raised to a multiple of dp x M); by
- * default those of `scalelab train --pp 2 --micro-batches 4`. */
+ * (dp gives way); a size stops at its bound, and the status line says what a key could not
+ * do and what it changed besides (small's 6 heads take tp 2, not 4); f the Gantt with free
+ * sends. The same letters change the same things in lesson 4's layout panel. Space (the app's)
+ * plays and pauses, n steps. Settings: model=tiny|small pp=N dp=N tp=N sequence_parallel=on|off
+ * micro_batches=M schedule=gpipe|1f1b|interleaved precision=fp32|bf16|fp16 batch=B (the global
+ * batch, raised to a multiple of dp x M); by default those of `scalelab train --pp 2
+ * --micro-batches 4`. */
 #include "config.h"
 
 #include <curses.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +66,7 @@
 #include "sim/ledger.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
+#include "ui/gantt.h"
 #include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/ppgantt.h"
@@ -138,9 +146,8 @@ static void predict(struct pprun *p)
     p->scale = 0;
     for (int st = 0; p->pred_ok && st < p->s.pp; st++)
         p->pred_ok = memory_compute_stage(&c, st, &p->stage_m[st], &e) == 0 &&
-                     traffic_compute_stage(&c, &p->pace.spec, p->s.pp > 1 || p->s.tp > 1 ? st : -1,
-                                           p->stage_m[st].params_gpu, p->stage_m[st].stage_layers,
-                                           0, 0, &p->stage_t[st], &e) == 0;
+                     traffic_compute(&c, &p->pace.spec, st, p->stage_m[st].params_gpu,
+                                     p->stage_m[st].stage_layers, 0, 0, &p->stage_t[st], &e) == 0;
     for (int k = 0; p->pred_ok && k < 3; k++) {
         if (k) /* the run's schedule, then the other two of one chunk */
             c.schedule = k == 1 ? SCHED_GPIPE : SCHED_1F1B, c.chunks = 1;
@@ -414,10 +421,19 @@ static const char *no_interleaved(const struct pprun *p, const struct settings *
 static void fit(const struct pprun *p, struct settings *s, char *note, size_t n)
 {
     char why[96];
+    int pp = s->pp, tp = s->tp;
     while (!pp_fits(p, s->model, s->pp))
         s->pp--;
     while (!tp_fits(p, s, s->tp))
         s->tp /= 2;
+    const struct model_shape *m = &p->pace.models[s->model];
+    if (note && s->pp != pp)
+        snprintf(note, n, "pp %d, not %d: %s has %d layers", s->pp, pp, m->name, m->layers);
+    if (note && s->tp != tp) {
+        size_t len = s->pp != pp ? strlen(note) : 0;
+        snprintf(note + len, n - len, "%stp %d, not %d: %s has %d heads", len ? "; " : "", s->tp,
+                 tp, m->name, m->heads);
+    }
     if (s->sched == SCHED_INTERLEAVED && no_interleaved(p, s, why, sizeof why)) {
         s->sched = SCHED_1F1B;
         if (note)
@@ -497,49 +513,103 @@ static int pprun_set(void *state, const char *name, const char *value, struct er
     return 0;
 }
 
+/* A twice / half key's refusal at its bound, on the status line (and the panel's note). */
+static int refuse(struct pprun *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int refuse(struct pprun *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->note, sizeof p->note, fmt, ap);
+    va_end(ap);
+    eventlog_add(p->log, "run: %s", p->note);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+/* The next value from v up (dir > 0: doubling) or down (halving) that ok() takes, within
+ * [lo, hi]; v itself when there is none (the bound). */
+static int next_size(int v, int dir, int lo, int hi, bool (*ok)(const struct pprun *, int),
+                     const struct pprun *p)
+{
+    for (int x = dir > 0 ? v + 1 : v - 1; x >= lo && x <= hi; x += dir > 0 ? 1 : -1)
+        if ((dir > 0 ? x % v == 0 : v % x == 0) && ok(p, x))
+            return x;
+    return v;
+}
+
+/* A twice (dir > 0) / half key on *v within [1, hi], the next value ok() takes: whether it
+ * moved; at its bound it says so on the status line ("WHAT N, the most: WHY"). */
+static bool twice(struct pprun *p, int *v, int dir, int hi, bool (*ok)(const struct pprun *, int),
+                  const char *what, const char *why)
+{
+    int was = *v;
+    *v = next_size(*v, dir, 1, hi, ok, p);
+    if (*v == was)
+        refuse(p, "%s %d, %s: %s", what, was, dir > 0 ? "the most" : "the fewest", why);
+    return *v != was;
+}
+
+static bool tp_ok(const struct pprun *p, int tp)
+{
+    return tp_fits(p, &p->s, tp);
+}
+
+static bool dp_ok(const struct pprun *p, int dp)
+{
+    return dp_fits(&p->s, dp);
+}
+
+static bool any_ok(const struct pprun *p, int x)
+{
+    (void)p, (void)x;
+    return true;
+}
+
 static int pprun_on_key(void *state, int key)
 {
     struct pprun *p = state;
     struct settings *s = &p->s;
     if (key > 0 && key < 128 && strchr("pPmMdDtTeso", key))
         p->note[0] = 0;
+    int dir = key >= 'a' ? +1 : -1, was;
+    char range[48];
+    const char *most = dir > 0 ? "the most" : "the fewest";
     switch (key) {
-    case 'p': /* the next stage count that divides the layers, round the circle */
+    case 'p': /* more / fewer stages: the next count that divides the layers, up to 4 */
     case 'P':
-        do
-            s->pp = (s->pp + (key == 'p' ? 0 : MAX_STAGES - 2)) % MAX_STAGES + 1;
-        while (!pp_fits(p, s->model, s->pp));
+        was = s->pp;
+        for (int x = s->pp + dir; x >= 1 && x <= MAX_STAGES && s->pp == was; x += dir)
+            if (pp_fits(p, s->model, x))
+                s->pp = x;
+        if (s->pp == was)
+            return refuse(p, "pp stays %d, %s: %s has %d layers, the run up to %d stages", was,
+                          most, runpace_model_names[s->model], p->pace.models[s->model].layers,
+                          MAX_STAGES);
         break;
-    case 'm': s->m = s->m >= MAX_MICRO ? 1 : 2 * s->m; break;
-    case 'M': s->m = s->m <= 1 ? MAX_MICRO : s->m / 2; break;
-    case 'd': /* the next data-parallel size that fits, round the circle */
-    case 'D':
-        if (!dp_fits(s, 2) && s->dp == 1) {
-            snprintf(p->note, sizeof p->note, "dp stays 1: %s",
-                     s->sched == SCHED_INTERLEAVED ? "interleaved runs one data-parallel copy"
-                                                   : "at most 8 GPUs a stage, 16 in all");
-            eventlog_add(p->log, "run: %s", p->note);
+    case 'm':
+    case 'M':
+        snprintf(range, sizeof range, "the run takes 1 to %d", MAX_MICRO);
+        if (!twice(p, &s->m, dir, MAX_MICRO, any_ok, "micro-batches stay", range))
             return PANEL_HANDLED | PANEL_REDRAW;
-        }
-        do
-            s->dp =
-                key == 'd' ? (s->dp >= MAX_DP ? 1 : 2 * s->dp) : (s->dp <= 1 ? MAX_DP : s->dp / 2);
-        while (!dp_fits(s, s->dp));
         break;
-    case 't': /* the next tensor-parallel size the model allows, round the circle */
+    case 'd':
+    case 'D':
+        if (!twice(p, &s->dp, dir, MAX_DP, dp_ok, "dp stays",
+                   dir < 0                         ? "1 copy at least"
+                   : s->sched == SCHED_INTERLEAVED ? "interleaved runs one copy"
+                                                   : "up to 4, 8 GPUs a stage, 16 in all"))
+            return PANEL_HANDLED | PANEL_REDRAW;
+        break;
+    case 't':
     case 'T':
-        do
-            s->tp =
-                key == 't' ? (s->tp >= MAX_TP ? 1 : 2 * s->tp) : (s->tp <= 1 ? MAX_TP : s->tp / 2);
-        while (!tp_fits(p, s, s->tp));
+        if (!twice(p, &s->tp, dir, MAX_TP, tp_ok, "tp stays",
+                   dir < 0 ? "1 GPU at least"
+                           : "it must divide the heads, FFN width and vocabulary"))
+            return PANEL_HANDLED | PANEL_REDRAW;
         break;
     case 'e':
-        if (s->tp == 1) {
-            snprintf(p->note, sizeof p->note,
-                     "sequence parallelism splits a tensor-parallel group's work: t first");
-            eventlog_add(p->log, "run: %s", p->note);
-            return PANEL_HANDLED | PANEL_REDRAW;
-        }
+        if (s->tp == 1)
+            return refuse(p, "sequence parallelism splits a tensor-parallel group's work: t first");
         s->sp = !s->sp;
         break;
     case 's': /* GPipe, 1F1B, interleaved (where it runs), round the circle */
@@ -588,7 +658,12 @@ static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
 {
     int W = c->r.w, cols = p->cols, tp = p->s.tp;
     int colw = (W - 3) / cols;
-    bool totals = colw >= 30;
+    /* each GPU's total beside its bar: in full (" 808.00 KiB") when a column has room, else
+     * short (" 808K"); a bar of at least 4 cells, else the total alone */
+    int lw = colw >= 30 ? 11 : colw >= 14 ? 6 : 0;
+    if (colw - 4 - lw < 4)
+        lw = colw - 4;
+    bool totals = lw > 0;
     bool mark = !theme_color() || theme_ascii();
     if (tp > 1) {
         for (int k = 0; k < cols; k++)
@@ -607,85 +682,92 @@ static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
             bool fl = flashing(p, g);
             x = canvas_printf(c, y, x, fl ? ROLE_MOVED : ROLE_DIM, "%2d", g);
             x = canvas_text(c, y, x, ROLE_MOVED, fl && mark ? "*" : " ");
-            int bw = colw - 4 - (totals ? 11 : 0);
+            int bw = colw - 4 - lw;
             if (bw > 0)
                 memui_draw_bar(c, y, x, bw, &m, p->scale);
             if (totals) {
                 char b[32];
-                units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
-                canvas_printf(c, y, x + bw, ROLE_TEXT, " %10s", b);
+                if (lw >= 11)
+                    units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
+                else
+                    runfeed_bytes(b, sizeof b, m.total, lw - 1);
+                canvas_printf(c, y, x + (bw > 0 ? bw : 0), ROLE_TEXT, " %*s", lw - 1, b);
             }
         }
     }
     return y;
 }
 
-/* The op of row `ops` drawn in the column [a, b) of simulated time, or NULL: the one covering
- * most of it among those started by `upto` (their ends cut there). */
-static const struct pp_done *op_at(const struct pp_done *ops, int n, double a, double b,
-                                   double upto)
-{
-    const struct pp_done *best = NULL;
-    double most = -1;
-    for (int i = 0; i < n; i++) {
-        const struct pp_done *o = &ops[i];
-        double end = fmin(o->end_s, upto);
-        if (o->start_s > upto || o->start_s >= b || end < a)
-            continue;
-        double cover = fmin(end, b) - fmax(o->start_s, a);
-        if (cover > most)
-            most = cover, best = o;
-    }
-    return best;
-}
-
-/* An operation's block: forwards 0-7 (chunk 1: A-H), backwards a-h (chunk 1: i-p), by
- * micro-batch. */
-static char gantt_char(const struct pp_done *o)
-{
-    int k = o->micro < MAX_MICRO ? o->micro : MAX_MICRO - 1;
-    if (o->kind == 'F')
-        return (char)((o->chunk ? 'A' : '0') + k);
-    return (char)((o->chunk ? 'i' : 'a') + k);
-}
-
-static int draw_gantt(const struct pprun *p, struct ui_canvas *c, int y)
+/* The step's chart: each stage's operations started by the time shown (all of them with free
+ * sends, in the order they ran), every one in a column at least (ui/gantt.h); returns the
+ * scale, its column's span in *per. */
+static enum gantt_scale draw_gantt(const struct pprun *p, struct ui_canvas *c, int y, double *per)
 {
     const struct ppgantt *g = p->show_free && p->free_ok ? &p->gfree : &p->g;
-    int W = c->r.w, gw = W - 4;
-    double a0 = INFINITY, a1 = -INFINITY;
+    int gw = c->r.w - 4;
+    double upto = p->pace.replaying ? p->pace.tc : INFINITY;
+    struct gantt_item it[PPG_STAGES * PPG_OPS];
+    int n = 0, v = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1;
+    /* the layout takes every operation of the step, so the columns do not move as the
+     * replay goes; those not started by the time shown are left out of the drawing */
     for (int st = 0; st < g->stages; st++)
         for (int i = 0; i < g->n[st]; i++)
-            a0 = fmin(a0, g->ops[st][i].start_s), a1 = fmax(a1, g->ops[st][i].end_s);
-    double per = a1 > a0 && gw > 0 ? (a1 - a0) / gw : 0;
-    for (int st = 0; st < p->s.pp; st++, y++) {
-        canvas_printf(c, y, 0, ROLE_DIM, "s%d", st);
-        if (!(per > 0))
-            continue;
-        for (int col = 0; col < gw; col++) {
-            double a = a0 + col * per, b = a + per;
-            /* with free sends the operations show in the order they ran */
-            double upto = p->pace.replaying ? p->pace.tc : INFINITY;
-            const struct pp_done *o = NULL;
-            if (g == &p->gfree) {
-                int n = 0;
-                while (n < g->n[st] && p->g.ops[st][n].start_s <= upto)
-                    n++;
-                o = op_at(g->ops[st], n, a, b, INFINITY);
-            } else {
-                o = op_at(g->ops[st], g->n[st], a, b, upto);
-            }
-            char ch[2] = {'.', 0};
-            enum ui_role role = ROLE_DIM;
-            if (o) {
-                bool fwd = o->kind == 'F';
-                ch[0] = gantt_char(o);
-                role = fwd ? ROLE_EXP : ROLE_MAN;
-            }
-            canvas_text(c, y, 3 + col, role, ch);
-        }
+            it[n++] = (struct gantt_item){st, g->ops[st][i].start_s, g->ops[st][i].end_s, 0, 0};
+    enum gantt_scale sc = gantt_layout(it, n, gw, per);
+    for (int st = 0; st < p->s.pp; st++) {
+        canvas_printf(c, y + st, 0, ROLE_DIM, "s%d", st);
+        for (int col = 0; n > 0 && col < gw; col++)
+            canvas_text(c, y + st, 3 + col, ROLE_DIM, ".");
     }
-    return y;
+    for (int k = 0, i = 0; k < n; k++) {
+        i = k > 0 && it[k - 1].row == it[k].row ? i + 1 : 0;
+        const struct pp_done *o = &g->ops[it[k].row][i];
+        /* with free sends the operations show in the order they ran */
+        double started = g == &p->gfree ? p->g.ops[it[k].row][i].start_s : o->start_s;
+        if (started > upto)
+            continue;
+        char ch[2] = {gantt_char(o->kind, o->micro, o->chunk, p->s.m, v), 0};
+        double end = g == &p->gfree ? INFINITY : upto; /* a running one drawn so far */
+        int last = it[k].c1;
+        if (end < o->end_s && o->end_s > o->start_s) /* the share of its columns done */
+            last = it[k].c0 +
+                   (int)((end - o->start_s) / (o->end_s - o->start_s) * (it[k].c1 - it[k].c0 + 1));
+        for (int col = it[k].c0; col >= 0 && col <= (last > it[k].c1 ? it[k].c1 : last); col++)
+            canvas_text(c, y + it[k].row, 3 + col, o->kind == 'F' ? ROLE_EXP : ROLE_MAN, ch);
+    }
+    return sc;
+}
+
+/* x in percent, rounded to the 0.1 point the panel shows. */
+static double shown_pct(double x)
+{
+    return round(1000 * x) / 10;
+}
+
+/* Why the measured bubble (over the ideal time) is not the formula's fi, in up to three forms,
+ * longest first (those that fit w), each part as the panel shows it: the retiming with free
+ * sends takes the sends' latency away, and what is left is the stages' unequal operations (the
+ * first holds the embedding, the last the head and the loss). The parts add up to the gap. */
+static void bubble_why(const struct pprun *p, double fi, char line[3][160])
+{
+    char b1[32], b2[32];
+    line[0][0] = line[1][0] = line[2][0] = '\0';
+    if (!p->free_ok)
+        return;
+    double meas = shown_pct(p->bub.over_ideal), freed = shown_pct(p->bub_free.over_ideal);
+    double calc = shown_pct(fi), lat = meas - freed, uneq = freed - calc;
+    double alpha =
+        p->gpus <= p->pace.spec.gpus_per_node ? p->pace.spec.alpha_intra : p->pace.spec.alpha_inter;
+    units_format_seconds(b1, sizeof b1, alpha);
+    units_format_seconds(b2, sizeof b2, p->fwd_s);
+    snprintf(line[0], sizeof line[0],
+             "why %+.1f%%: sends' latency %+.1f%% (%s a send, a forward %s), unequal stages "
+             "%+.1f%% (the ends)",
+             lat + uneq, lat, b1, b2, uneq);
+    snprintf(line[1], sizeof line[1], "why %+.1f%%: latency %+.1f%% (%s/send), ends %+.1f%%",
+             lat + uneq, lat, b1, uneq);
+    snprintf(line[2], sizeof line[2], "why %+.1f%%: latency %+.1f%%, ends %+.1f%%", lat + uneq, lat,
+             uneq);
 }
 
 static void pprun_draw(const void *state, struct ui_canvas *c)
@@ -696,9 +778,18 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     char tps[24] = "";
     if (p->s.tp > 1)
         snprintf(tps, sizeof tps, " x tp %d%s", p->s.tp, p->s.sp ? " sp" : "");
-    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, pp %d x dp %d%s, %s, m %d, batch %d, %s",
-                          runpace_model_names[p->s.model], pp, p->s.dp, tps,
-                          sched_name(p->run_sched), p->s.m, p->batch, fp_info(p->s.prec)->key);
+    /* the layout in words, or in short when that does not fit */
+    char head[2][160];
+    snprintf(head[0], sizeof head[0], "%s, pp %d x dp %d%s, %s, m %d, batch %d, %s",
+             runpace_model_names[p->s.model], pp, p->s.dp, tps, sched_name(p->run_sched), p->s.m,
+             p->batch, fp_info(p->s.prec)->key);
+    char tpshort[24] = "";
+    if (p->s.tp > 1)
+        snprintf(tpshort, sizeof tpshort, " tp%d%s", p->s.tp, p->s.sp ? " sp" : "");
+    snprintf(head[1], sizeof head[1], "%s pp%d dp%d%s %s m%d b%d %s",
+             runpace_model_names[p->s.model], pp, p->s.dp, tpshort, sched_name(p->run_sched),
+             p->s.m, p->batch, fp_info(p->s.prec)->key);
+    int x = canvas_text(c, y, 0, ROLE_TEXT, head[layout_text_width(head[0]) > W]);
     if (p->s.pp == 1 && p->s.sched == SCHED_GPIPE && x + 12 <= W)
         canvas_text(c, y, x, ROLE_DIM, " (one stage)");
     y++;
@@ -713,9 +804,10 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     /* the optional lines, most wanted first: why the bubbles differ, the free sends' bubble,
      * the chart's time axis, the bars' legend */
     bool have = p->pace.shown && p->done.n[0] > 0;
+    bool show_axis = spare-- > 0; /* the chart's span and scale */
     bool show_why = have && spare-- > 0;
     bool show_free = have && p->free_ok && spare-- > 0;
-    bool show_axis = spare-- > 0, show_legend = spare-- > 0;
+    bool show_legend = spare-- > 0;
     if (p->note[0] && !p->pace.replaying) { /* what the last key could not do, until a replay */
         canvas_text(c, y++, 0, ROLE_WARN, p->note);
     } else {
@@ -757,63 +849,82 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
                           p->show_free ? ", sends free" : "");
     else
         x = canvas_text(c, y, 0, ROLE_TITLE, "the Gantt chart");
-    bool il = p->run_sched == SCHED_INTERLEAVED;
-    if (il && x + 52 <= W)
-        canvas_printf(c, y, x, ROLE_DIM, ": 0-%d A-%c forward, a-%c i-%c backward (chunk 0 1)",
-                      p->s.m - 1, 'A' + p->s.m - 1, 'a' + p->s.m - 1, 'i' + p->s.m - 1);
-    else if (il && x + 28 <= W)
-        canvas_printf(c, y, x, ROLE_DIM, ": 0-%d A-%c fwd, a-%c i-%c bwd", p->s.m - 1,
-                      'A' + p->s.m - 1, 'a' + p->s.m - 1, 'i' + p->s.m - 1);
-    else if (!il && x + 40 <= W)
-        canvas_printf(c, y, x, ROLE_DIM, ": 0-%d forward, a-%c backward", p->s.m - 1,
-                      'a' + p->s.m - 1);
+    int nv = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1; /* model chunks a stage */
+    char legend[64];
+    gantt_legend(legend, sizeof legend, p->s.m, nv, 0);
+    if (x + 2 + layout_text_width(legend) > W)
+        gantt_legend(legend, sizeof legend, p->s.m, nv, 1);
+    if (x + 2 + layout_text_width(legend) <= W)
+        canvas_printf(c, y, x, ROLE_DIM, ": %s", legend);
     y++;
-    y = draw_gantt(p, c, y);
-    if (show_axis) { /* the time axis */
+    double per = 0;
+    enum gantt_scale scale = draw_gantt(p, c, y, &per);
+    y += pp;
+    if (show_axis) { /* the chart's span in simulated time, and its scale */
         const struct ppgantt *g = p->show_free && p->free_ok ? &p->gfree : &p->g;
         double a0 = INFINITY, a1 = -INFINITY;
         for (int st = 0; st < g->stages; st++)
             for (int i = 0; i < g->n[st]; i++)
                 a0 = fmin(a0, g->ops[st][i].start_s), a1 = fmax(a1, g->ops[st][i].end_s);
-        if (a1 > a0) { /* the chart's span, right-aligned to its end */
+        if (a1 > a0) {
+            char says[96];
             units_format_seconds(b1, sizeof b1, a1 - a0);
-            canvas_text(c, y, 3, ROLE_DIM, "0");
-            int len = (int)strlen(b1) + 10;
-            if (W - 4 - len > 6)
-                canvas_printf(c, y, W - 1 - len, ROLE_DIM, "%s simulated", b1);
+            units_format_seconds(b2, sizeof b2, per);
+            /* the longest words that fit: "11.5 us simulated; 1 column = 0.3 us" */
+            char line[3][160];
+            gantt_scale_text(says, sizeof says, scale, b2, PPG_OPS, 0);
+            snprintf(line[0], sizeof line[0], "%s simulated; %s", b1, says);
+            gantt_scale_text(says, sizeof says, scale, b2, PPG_OPS, 1);
+            snprintf(line[1], sizeof line[1], "%s simulated; %s", b1, says);
+            snprintf(line[2], sizeof line[2], "%s; %s", b1, says);
+            int k = 0;
+            while (k < 2 && 3 + layout_text_width(line[k]) > W)
+                k++;
+            canvas_text(c, y, 3, ROLE_DIM, line[k]);
         }
         y++;
     }
 
-    /* the bubble: measured on the last step, and the calculator's formulas */
-    double fi = sched_bubble_over_ideal(pp, p->s.m, 1), fw = sched_bubble_over_wall(pp, p->s.m, 1);
+    /* the bubble: measured on the last step, and the calculator's formulas for the schedule
+     * that ran: (p-1)/m over the ideal time and (p-1)/(m+p-1) over the wall, or the
+     * interleaved schedule's (p-1)/(vm) and (p-1)/(vm+p-1) */
+    int chunks = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1;
+    double fi = sched_bubble_over_ideal(pp, p->s.m, chunks);
+    double fw = sched_bubble_over_wall(pp, p->s.m, chunks);
     if (have)
-        canvas_printf(c, y, 0, ROLE_TEXT, "bubble measured %.*f%% ideal, %.1f%% wall",
-                      p->bub.over_ideal < 10 ? 1 : 0, 100 * p->bub.over_ideal,
-                      100 * p->bub.over_wall);
+        canvas_printf(c, y, 0, ROLE_TEXT, "bubble measured %.1f%% ideal, %.1f%% wall",
+                      100 * p->bub.over_ideal, 100 * p->bub.over_wall);
     else
         canvas_text(c, y, 0, ROLE_DIM, "bubble measured: after a step");
     y++;
-    canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/m %.1f%%, (p-1)/(m+p-1) %.1f%%", 100 * fi,
-                  100 * fw);
+    if (chunks > 1)
+        canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/(vm) %.1f%%, (p-1)/(vm+p-1) %.1f%%",
+                      100 * fi, 100 * fw);
+    else
+        canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/m %.1f%%, (p-1)/(m+p-1) %.1f%%", 100 * fi,
+                      100 * fw);
     if (show_free)
         canvas_printf(c, y++, 0, ROLE_DIM, "sends free: %.1f%% ideal, %.1f%% wall",
                       100 * p->bub_free.over_ideal, 100 * p->bub_free.over_wall);
     if (show_why) {
-        /* why the measured bubble is larger: the links' latency against the compute */
-        double alpha = p->gpus <= p->pace.spec.gpus_per_node ? p->pace.spec.alpha_intra
-                                                             : p->pace.spec.alpha_inter;
-        units_format_seconds(b1, sizeof b1, p->fwd_s);
-        units_format_seconds(b2, sizeof b2, alpha);
-        x = canvas_printf(c, y, 0, ROLE_DIM, "why: forward %s, send latency %s", b1, b2);
-        if (x + 31 <= W)
-            canvas_text(c, y, x, ROLE_DIM, ": the stages wait on the links");
+        /* why the measured bubble is not the formula's, in the figures shown above (each
+         * rounded to 0.1 point, so the parts add up to the gap): the sends' latency is what
+         * the retiming with free sends takes away; what is left is the stages' unequal
+         * operations (the ends' embedding, head and loss; their tensor-parallel sums) */
+        char line[3][160];
+        bubble_why(p, fi, line);
+        for (int k = 0; k < 3; k++)
+            if (line[k][0] && layout_text_width(line[k]) <= W) {
+                canvas_text(c, y, 0, ROLE_DIM, line[k]);
+                break;
+            }
         y++;
     }
-    /* in flight */
+    /* micro-batches held at once, as train counts them: (micro-batch, chunk) pairs over the
+     * chunks (interleaved: 2.5 is two whole micro-batches and a chunk of another) */
     x = canvas_text(c, y, 0, ROLE_TEXT, "held:");
     for (int st = 0; st < pp && have; st++)
-        x = canvas_printf(c, y, x, ROLE_TEXT, " %d", ppg_peak_in_flight(&p->done, st));
+        x = canvas_printf(c, y, x, ROLE_TEXT, " %g", (double)ppg_peak_in_flight(&p->done, st) / nv);
     if (p->have_sched) {
         bool same = true;
         for (int st = 0; st < pp && have; st++)
@@ -824,7 +935,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
                               !have  ? ROLE_DIM
                               : same ? ROLE_GOOD
                                      : ROLE_ERROR,
-                              " %d", p->sched.peak_chunks[st]);
+                              " %g", (double)p->sched.peak_chunks[st] / nv);
         x = canvas_text(c, y, x, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, ")");
         if (have && x + 9 <= W) /* the executed order against the schedule's */
             canvas_text(c, y, x + 1, p->order_ok ? ROLE_GOOD : ROLE_ERROR,
@@ -866,9 +977,9 @@ static const struct panel_key pprun_keys[] = {
     {"m M", "twice / half the micro-batches, 1 to 8 (restarts)", "micro"},
     {"d D", "twice / half the data-parallel ranks, 1 to 4 (restarts)", "dp"},
     {"t T", "twice / half the tensor-parallel GPUs: 1, 2, 4 (small: 1, 2); restarts", "tp"},
-    {"e", "sequence parallelism on or off (with tp > 1; restarts)", "seq"},
+    {"e", "sequence parallelism on or off (with tp > 1; restarts)", "seq par"},
     {"s", "schedule: GPipe, 1F1B, interleaved with 2 chunks (dp 1; restarts)", "schedule"},
-    {"o", "model: tiny or small (restarts)", NULL},
+    {"o", "model: tiny or small (restarts)", "model"},
     {"f", "the chart with free sends: the same operations, no link latency", "free"},
     {NULL, NULL, NULL},
 };

@@ -38,6 +38,7 @@
 #include "ui/layout.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
+#include "ui/plot.h"
 #include "ui/runpace.h"
 #include "ui/term.h"
 
@@ -68,7 +69,8 @@ struct train_panel {
     int layers;
     long skipped, overflows, spikes;
     float coef[HIST]; /* the clip coefficient of each step */
-    bool halted;      /* a NaN was applied (no scaler): the run stops, its first cause pinned */
+    long halted;      /* the step that applied a NaN (no scaler), else 0: the run stops there, its
+                       * first cause pinned */
     struct tevent ev[NEVENTS];
     int nev;
 };
@@ -94,6 +96,18 @@ static void add_event(struct train_panel *p, enum ui_role role, const char *fmt,
         eventlog_add(p->log, "%s", p->ev[0].text);
 }
 
+/* The one message of a run a NaN has stopped, the same wherever it is said. */
+static void say_halted(struct train_panel *p)
+{
+    char line[72];
+    snprintf(line, sizeof line, "step %ld applied the NaN: the weights are NaN; r restarts",
+             p->halted);
+    if (p->nev == 0 || strcmp(p->ev[0].text, line))
+        add_event(p, ROLE_ERROR, "%s", line);
+    else if (p->log) /* on the panel already: on the status line again */
+        eventlog_add_once(p->log, "%s", line);
+}
+
 /* ------------------------------------------------------------------ the run */
 
 static void stop_run(struct train_panel *p)
@@ -110,7 +124,7 @@ static void restart(struct train_panel *p)
     if (p->check_only)
         return;
     p->n = 0, p->skipped = p->overflows = p->spikes = 0, p->nev = 0, p->credit = 0;
-    p->halted = false;
+    p->halted = 0;
     memset(&p->last, 0, sizeof p->last);
     memset(p->under_frac, 0, sizeof p->under_frac);
     struct error e = {0};
@@ -157,13 +171,12 @@ static void take(struct train_panel *p, const struct run_step *r)
     if (s.nonfinite[0])
         add_event(p, ROLE_ERROR, "step %ld: inf/NaN in %s", s.step, s.nonfinite);
     if (s.nonfinite[0] && !s.skipped) { /* no scaler looked: the NaN went into the weights */
-        add_event(p, ROLE_ERROR,
-                  "step %ld applied it: the weights are NaN now; paused (r restarts)", s.step);
-        p->halted = true;
+        p->halted = s.step;
+        say_halted(p);
         return;
     }
-    if (s.skipped)
-        add_event(p, ROLE_ERROR, "step %ld skipped (%s): weights and Adam state untouched", s.step,
+    if (s.skipped) /* the weights and Adam's state untouched, as the lesson says */
+        add_event(p, ROLE_ERROR, "step %ld skipped: %s", s.step,
                   s.overflow ? "inf/NaN gradient" : "loss spike");
     else if (s.spike)
         add_event(p, ROLE_WARN, "step %ld: loss spike, z = %.1f", s.step, s.zscore);
@@ -309,6 +322,10 @@ static int train_on_key(void *state, int key)
 {
     struct train_panel *p = state;
     struct train_opts *o = &p->o;
+    if (p->halted && key > 0 && key < 128 && strchr("clbx", key)) { /* nothing runs to take it */
+        say_halted(p);
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     switch (key) {
     case 'p':
         o->precision = o->precision == FP_FP32   ? FP_BF16
@@ -371,13 +388,17 @@ static int train_on_event(void *state, const struct panel_event *ev)
     struct train_panel *p = state;
     switch (ev->kind) {
     case PANEL_PLAY:
-        if (p->halted) {
-            add_event(p, ROLE_ERROR, "the weights are NaN: r restarts the run");
-            return PANEL_REDRAW;
+        if (p->halted) { /* said here, once: the app adds nothing */
+            say_halted(p);
+            return PANEL_HANDLED | PANEL_REDRAW;
         }
         return p->run ? PANEL_ANIMATE | PANEL_REDRAW : 0;
     case PANEL_PAUSE: return 0;
     case PANEL_STEP: {
+        if (p->halted) {
+            say_halted(p);
+            return PANEL_HANDLED | PANEL_REDRAW;
+        }
         /* one step, paused: credit for one, then wait for its record, however slow the
          * machine: a key pressed next acts on the step after it, which is the next one shown
          * only if this one is shown first (a signal ends the wait) */
@@ -406,82 +427,40 @@ static int train_on_event(void *state, const struct panel_event *ev)
 
 /* ------------------------------------------------------------------ drawing */
 
-/* A curve of the last steps into h x w cells, the value mapped by f to [lo, hi]; a
- * horizontal line at `line` (if finite); non-finite values and skipped steps marked. */
-static void plot(const struct train_panel *p, struct ui_canvas *c, int y, int x, int h, int w,
-                 const float *v, double (*f)(double), double lo, double hi, double line)
-{
-    if (h < 2 || w < 4 || p->n == 0)
-        return;
-    long n = p->n < HIST ? p->n : HIST, first = p->n - n;
-    long per = (n + w - 1) / w; /* steps per column */
-    if (per < 1)
-        per = 1;
-    int cols = (int)((n + per - 1) / per);
-    const struct ui_glyphs *gl = theme_glyphs();
-    if (isfinite(line) && line >= lo && line <= hi) {
-        int ly = y + h - 1 - (int)lround((f(line) - f(lo)) / (f(hi) - f(lo)) * (h - 1));
-        for (int i = 0; i < w; i++)
-            canvas_text(c, ly, x + i, ROLE_DIM, gl->h);
-    }
-    for (int col = 0; col < cols; col++) {
-        double sum = 0;
-        int cnt = 0, bad = 0, nonfinite = 0;
-        for (long k = first + col * per; k < first + (col + 1) * per && k < p->n; k++) {
-            double val = v[k % HIST];
-            if (!isfinite(val))
-                nonfinite = 1;
-            else
-                sum += val, cnt++;
-            bad |= p->bad[k % HIST];
-        }
-        if (nonfinite && !cnt) {
-            canvas_text(c, y, x + col, ROLE_ERROR, "x");
-            continue;
-        }
-        double val = sum / cnt;
-        double fr = (f(fmin(fmax(val, lo), hi)) - f(lo)) / (f(hi) - f(lo));
-        int py = y + h - 1 - (int)lround(fr * (h - 1));
-        canvas_text(c, py, x + col, bad || nonfinite ? ROLE_ERROR : ROLE_BAR,
-                    bad || nonfinite ? "x" : "*");
-    }
-}
-
-static double ident(double v)
-{
-    return v;
-}
-
-static double logv(double v)
-{
-    return log(v > 1e-30 ? v : 1e-30);
-}
-
-static void range(const struct train_panel *p, const float *v, double *lo, double *hi)
-{
-    long n = p->n < HIST ? p->n : HIST;
-    *lo = INFINITY, *hi = -INFINITY;
-    for (long k = p->n - n; k < p->n; k++) {
-        double x = v[k % HIST];
-        if (isfinite(x) && x > 0)
-            *lo = fmin(*lo, x), *hi = fmax(*hi, x);
-    }
-    if (!(*lo <= *hi))
-        *lo = 0.1, *hi = 1;
-}
-
 /* Items on as many rows as they need, "  " between them, none cut: a narrow panel wraps
  * the header instead of cutting a number ("scale 655"). Returns the rows used. */
-static int items(struct ui_canvas *c, int y, enum ui_role role, char (*it)[48], int n)
+static int items(struct ui_canvas *c, int y, const enum ui_role *role, char (*it)[48], int n)
 {
     int x = 0, rows = n > 0;
     for (int i = 0; i < n; i++) {
         int w = layout_text_width(it[i]);
         if (x > 0 && x + 2 + w > c->r.w)
             y++, rows++, x = 0;
-        x = canvas_text(c, y, x ? x + 2 : 0, role, it[i]);
+        x = canvas_text(c, y, x ? x + 2 : 0, role[i], it[i]);
     }
     return rows;
+}
+
+/* The history as a plot series: the last HIST steps of v. */
+static struct plot_series series(const struct train_panel *p, const float *v)
+{
+    long n = p->n < HIST ? p->n : HIST;
+    return (struct plot_series){v, p->bad, p->n - n, p->n, HIST};
+}
+
+/* The four plots' heights from the rows left: the loss and the scale's staircase the most,
+ * then the norm and the coefficient, each at least 2 rows (3 for the loss). */
+static void plot_heights(int rows, int h[4])
+{
+    static const int share[4] = {30, 20, 20, 30}, least[4] = {3, 2, 2, 2};
+    int used = 0;
+    for (int i = 0; i < 4; i++) {
+        h[i] = rows * share[i] / 100;
+        h[i] = h[i] < least[i] ? least[i] : h[i];
+        used += h[i];
+    }
+    for (int i = 0; used < rows; i = (i + 1) % 4, used++) /* what rounding left: in order */
+        h[i]++;
 }
 
 static void train_draw(const void *state, struct ui_canvas *c)
@@ -489,7 +468,10 @@ static void train_draw(const void *state, struct ui_canvas *c)
     const struct train_panel *p = state;
     const struct train_opts *o = &p->o;
     int W = c->r.w, H = c->r.h, y = 0;
-    char it[8][48];
+    char it[12][48], f1[32], f2[32], f3[32], f4[32];
+    enum ui_role role[12];
+    for (int i = 0; i < 12; i++)
+        role[i] = ROLE_TEXT;
     int n = 0;
     snprintf(it[n++], 48, "%s", fp_info(o->precision)->name);
     snprintf(it[n++], 48, "scale %s",
@@ -503,7 +485,7 @@ static void train_draw(const void *state, struct ui_canvas *c)
     snprintf(it[n++], 48, "lr %g", o->lr);
     snprintf(it[n++], 48, "growth %d", o->growth_interval);
     snprintf(it[n++], 48, "batch %d", o->batch);
-    y += items(c, y, ROLE_TEXT, it, n);
+    y += items(c, y, role, it, n);
     if (p->err[0]) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
         return;
@@ -517,75 +499,87 @@ static void train_draw(const void *state, struct ui_canvas *c)
     } else {
         n = 0;
         snprintf(it[n++], 48, "step %ld", s->step);
-        snprintf(it[n++], 48, "loss %.3f (floor %.3f)", s->loss, p->floor);
-        snprintf(it[n++], 48, "norm %.3g", (double)s->grad_norm);
-        snprintf(it[n++], 48, "coef %.3f", (double)s->clip_coef);
-        snprintf(it[n++], 48, "scale %g", (double)s->loss_scale);
-        y += items(c, y, ROLE_TEXT, it, n);
-        canvas_printf(c, y++, 0, p->skipped ? ROLE_ERROR : ROLE_DIM,
-                      "skipped %ld  overflows %ld  spikes %ld", p->skipped, p->overflows,
-                      p->spikes);
+        snprintf(it[n++], 48, "loss %s", units_format_num(f1, sizeof f1, "%.3f", s->loss));
+        snprintf(it[n++], 48, "norm %s",
+                 units_format_num(f2, sizeof f2, "%.3g", (double)s->grad_norm));
+        snprintf(it[n++], 48, "coef %s",
+                 units_format_num(f3, sizeof f3, "%.3f", (double)s->clip_coef));
+        snprintf(it[n++], 48, "scale %s",
+                 units_format_num(f4, sizeof f4, "%g", (double)s->loss_scale));
+        /* the counts after them, in the error colour once a step was skipped */
+        for (int i = n; i < n + 3; i++)
+            role[i] = p->skipped ? ROLE_ERROR : ROLE_DIM;
+        snprintf(it[n++], 48, "skipped %ld", p->skipped);
+        snprintf(it[n++], 48, "overflows %ld", p->overflows);
+        snprintf(it[n++], 48, "spikes %ld", p->spikes);
+        y += items(c, y, role, it, n);
     }
-    /* The events and the underflow summary are what the steps ask about: they always show.
-     * The curves take the rows left, or give way with a word. */
-    int nev = p->nev < 3 ? p->nev : 3;
-    int bars = p->layers + 3; /* the title, a bar per layer and the ends, the bars' scale */
-    int rest = H - y - nev - bars - 2;
-    bool curves = rest >= 12 && W >= 30;
-    if (!curves) {
-        bars = 2; /* a one-line summary of the underflow */
-        rest = H - y - nev - bars - 1;
-    }
-    int pw = W - 8;
-    double lo, hi;
-    if (curves) {
-        int h1 = rest * 35 / 100, h2 = rest * 20 / 100, hc = rest * 15 / 100;
-        int h3 = rest - h1 - h2 - hc - 4;
-        /* loss above its floor, on a log axis: convergence stays visible near the floor */
+    /* The rows: the events (a fixed number, so that the curves do not jump as they come),
+     * the underflow per layer (a line when the rows are short), a legend, and the curves,
+     * which always draw (in 3 + 2 + 2 + 2 rows at the least: the essential picture). */
+    int nev = 3;
+    char legend[160];
+    int len = snprintf(legend, sizeof legend,
+                       W < 60 ? "v below floor %.3f; log axes but coef"
+                              : "loss above the floor %.3f, v: a batch below it; log axes but coef",
+                       p->floor);
+    if (o->clip > 0 && len > 0 && (size_t)len < sizeof legend)
+        snprintf(legend + len, sizeof legend - (size_t)len, "; -- clip %g", o->clip);
+    struct wrap_line wl[4];
+    int legend_rows = layout_wrap(legend, W, wl, 4);
+    int full_bars = p->layers + 2; /* the title (with the full bar's worth), a bar a part */
+    int rest = H - y - nev;
+    bool bars = rest - legend_rows - full_bars >= 4 * 4 + 1; /* the curves keep 4 rows each */
+    rest -= bars ? full_bars : 1;
+    if (rest - legend_rows < 9) /* the legend gives way first (the lesson's text has it) */
+        legend_rows = 0;
+    rest -= legend_rows;
+    if (rest >= 9 && W >= 24) {
+        int h[4];
+        plot_heights(rest, h);
+        int pw = W - PLOT_MARGIN;
+        double lo, hi;
+        /* loss above its floor, on a log axis: the slow approach stays visible; a batch
+         * that scores under the floor (a small batch can: the floor is the source's average)
+         * is marked v on the bottom row */
         static float excess[HIST];
         for (long k = p->n - (p->n < HIST ? p->n : HIST); k < p->n; k++) {
             float v = p->loss[k % HIST];
-            excess[k % HIST] = isfinite(v) ? fmaxf(v - (float)p->floor, 1e-4f) : v;
+            excess[k % HIST] = isfinite(v) ? v - (float)p->floor : v;
         }
-        range(p, excess, &lo, &hi);
-        lo /= 1.5, hi *= 1.5;
-        canvas_printf(c, y, 0, ROLE_TITLE, "loss");
-        canvas_printf(c, y + 1, 0, ROLE_DIM, "+%-5.2g", hi);
-        canvas_printf(c, y + h1 - 1, 0, ROLE_DIM, "+%-5.2g", lo);
-        plot(p, c, y, 8, h1, pw, excess, logv, lo, hi, NAN);
-        canvas_printf(c, y + h1, 8, ROLE_DIM, "above the floor %.3f (log scale)", p->floor);
-        y += h1 + 1;
-        /* gradient norm, log scale, with the clip line */
-        range(p, p->norm, &lo, &hi);
+        struct plot_series ls = series(p, excess);
+        plot_range(&ls, PLOT_LOG, 1.2, &lo, &hi);
+        snprintf(f1, sizeof f1, "+%.2g", hi);
+        snprintf(f2, sizeof f2, "+%.2g", lo);
+        plot_draw(c, y, 0, h[0], pw, "loss", f1, f2, &ls, PLOT_LOG, lo, hi, NAN);
+        y += h[0];
+        /* the gradient norm, log scale, with the clip line */
+        struct plot_series ns = series(p, p->norm);
+        plot_range(&ns, PLOT_LOG, 1.2, &lo, &hi);
         if (o->clip > 0)
-            lo = fmin(lo, o->clip), hi = fmax(hi, o->clip);
-        hi *= 1.2, lo /= 1.2;
-        canvas_printf(c, y, 0, ROLE_TITLE, "norm");
-        canvas_printf(c, y + 1, 0, ROLE_DIM, "%6.2g", hi);
-        canvas_printf(c, y + h2 - 1, 0, ROLE_DIM, "%6.2g", lo);
-        plot(p, c, y, 8, h2, pw, p->norm, logv, lo, hi, o->clip > 0 ? o->clip : NAN);
-        if (o->clip > 0)
-            canvas_printf(c, y + h2, 8, ROLE_DIM, "-- clip at %g (log scale)", o->clip);
-        else
-            canvas_text(c, y + h2, 8, ROLE_DIM, "(log scale)");
-        y += h2 + 1;
-        /* the clip coefficient, 0 to 1 */
-        if (hc >= 2) {
-            canvas_printf(c, y, 0, ROLE_TITLE, "coef");
-            canvas_printf(c, y + 1, 0, ROLE_DIM, "%6.2f", 1.0);
-            canvas_printf(c, y + hc - 1, 0, ROLE_DIM, "%6.2f", 0.0);
-            plot(p, c, y, 8, hc, pw, p->coef, ident, 0, 1, NAN);
-            y += hc;
-        }
-        /* the loss scale, a log2 staircase */
-        if (h3 >= 2) {
-            range(p, p->scale, &lo, &hi);
-            lo /= 2, hi *= 2;
-            canvas_printf(c, y, 0, ROLE_TITLE, "scale");
-            canvas_printf(c, y + 1, 0, ROLE_DIM, "2^%-4.0f", log2(hi));
-            canvas_printf(c, y + h3 - 1, 0, ROLE_DIM, "2^%-4.0f", log2(lo));
-            plot(p, c, y, 8, h3, pw, p->scale, logv, lo, hi, NAN);
-            y += h3;
+            lo = fmin(lo, o->clip / 1.2), hi = fmax(hi, o->clip * 1.2);
+        snprintf(f1, sizeof f1, "%.2g", hi);
+        snprintf(f2, sizeof f2, "%.2g", lo);
+        plot_draw(c, y, 0, h[1], pw, "norm", f1, f2, &ns, PLOT_LOG, lo, hi,
+                  o->clip > 0 ? o->clip : NAN);
+        y += h[1];
+        /* the clip coefficient, 0 to 1: a clip shows on its row whatever shares its column */
+        struct plot_series cs = series(p, p->coef);
+        plot_draw(c, y, 0, h[2], pw, "coef", "1.00", "0.00", &cs, PLOT_LINEAR, 0, 1, NAN);
+        y += h[2];
+        /* the loss scale, a staircase on a log2 axis (its values are powers of 2) */
+        struct plot_series ss = series(p, p->scale);
+        plot_range(&ss, PLOT_LOG, 1, &lo, &hi);
+        if (hi == 4 * lo) /* one scale so far (plot_range widened it): a flat line, labelled */
+            lo *= 2, hi = 2 * lo;
+        snprintf(f1, sizeof f1, "2^%.0f", log2(hi));
+        snprintf(f2, sizeof f2, "2^%.0f", log2(lo));
+        plot_draw(c, y, 0, h[3], pw, "scale", f1, f2, &ss, PLOT_LOG, lo, hi, NAN);
+        y += h[3];
+        for (int i = 0; i < legend_rows && i < 4; i++, y++) {
+            char line[160];
+            snprintf(line, sizeof line, "%.*s", (int)wl[i].len, legend + wl[i].start);
+            canvas_text(c, y, 0, ROLE_DIM, line);
         }
     } else if (y < H) {
         canvas_text(c, y++, 0, ROLE_DIM, "(a larger window shows the curves)");
@@ -596,16 +590,18 @@ static void train_draw(const void *state, struct ui_canvas *c)
     for (int l = 0; l <= p->layers; l++)
         if (p->under_frac[l] > umax)
             umax = p->under_frac[l], worst = l;
-    if (y < H)
-        canvas_text(c, y++, 0, ROLE_TITLE, "gradients underflowed to 0, last step");
-    if (!curves) {
+    if (!bars) {
         if (y < H) {
             char where[16];
             snprintf(where, sizeof where, worst < p->layers ? "layer %d" : "emb+norm", worst);
-            canvas_printf(c, y++, 0, umax > 0 ? ROLE_WARN : ROLE_DIM, "at most %.4f%% (%s)",
-                          100 * umax, where);
+            canvas_printf(c, y++, 0, umax > 0 ? ROLE_WARN : ROLE_DIM,
+                          "underflowed to 0: at most %.4f%% (%s)", 100 * umax, where);
         }
     } else {
+        int x = canvas_text(c, y, 0, ROLE_TITLE, "gradients underflowed to 0, last step");
+        if (umax > 0)
+            canvas_printf(c, y, x, ROLE_DIM, " (full bar %.4f%%)", 100 * umax);
+        y++;
         for (int l = 0; l <= p->layers && y < H; l++, y++) {
             if (l < p->layers)
                 canvas_printf(c, y, 0, ROLE_DIM, "layer %d", l);
@@ -615,12 +611,13 @@ static void train_draw(const void *state, struct ui_canvas *c)
             canvas_printf(c, y, W - 10, p->under_frac[l] > 0 ? ROLE_WARN : ROLE_DIM, "%8.4f%%",
                           100 * p->under_frac[l]);
         }
-        if (y < H && umax > 0)
-            canvas_printf(c, y++, 9, ROLE_DIM, "a full bar is %.4f%%", 100 * umax);
     }
-    /* events, newest first */
-    for (int i = 0; i < p->nev && y < H; i++)
-        canvas_text(c, y++, 0, p->ev[i].role, p->ev[i].text);
+    /* events, newest first, wrapped in the rows kept for them (nothing cut at the frame) */
+    for (int i = 0, left = nev; i < p->nev && left > 0 && y < H; i++) {
+        struct ui_canvas rows = canvas_make(c->win, (struct ui_rect){c->r.y + y, c->r.x, left, W});
+        int used = canvas_wrap(&rows, 0, p->ev[i].role, p->ev[i].text, 0);
+        y += used, left -= used;
+    }
 }
 
 static const struct panel_key train_keys[] = {

@@ -39,5 +39,7 @@ void stackbar_layout(const double *parts, int n, double scale, double capacity, 
 double stackbar_scale(double largest_total, double capacity)
 {
     double m = largest_total > capacity ? largest_total : capacity;
+    if (largest_total > 0 && largest_total * STACKBAR_SMALL < capacity)
+        m = largest_total; /* a tiny model's megabytes: bars to see, the capacity beyond */
     return m > 0 && isfinite(m) ? 1.1 * m : 1;
 }

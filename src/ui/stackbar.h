@@ -23,7 +23,10 @@ void stackbar_layout(const double *parts, int n, double scale, double capacity, 
                      struct stackbar *out);
 
 /* A scale that shows both the largest total and the capacity, with a little room: the larger
- * of the two, times 1.1. */
+ * of the two, times 1.1; but the largest total times 1.1 alone when it is under a
+ * STACKBAR_SMALL-th of the capacity (a tiny model's bars would be empty: the capacity's mark
+ * then lies beyond the bar, cap_col -1, and the panel says so). */
+#define STACKBAR_SMALL 20
 double stackbar_scale(double largest_total, double capacity);
 
 #endif

@@ -1,7 +1,8 @@
 #!/bin/sh
 # collective --transport mpi: 2, 3 and 4 MPI ranks on this machine run the same algorithms as
 # the thread transport, with bit-identical results and the same bytes sent by each GPU; the
-# library's collectives are timed beside them; --fail and a stalled rank end every rank.
+# library's collectives are timed beside them; --fail and a stalled rank end every rank; one
+# rank alone is refused.
 . "$srcdir/tests/lib.sh"
 
 # Without MPI there is nothing to run; under the sanitizers Open MPI's own allocations and
@@ -89,6 +90,17 @@ check_status 1 "a rank that stops answering ends the run"
 # ends the run)
 check_contains "$err" "waited 1 s for a" "the deadline is named"
 check_contains "$err" "GPU 1: is that rank running and reachable?" "the deadline names the rank that did not answer"
+
+# one rank is no collective: it sends nothing, so its time and bandwidths would be ratios of
+# zeros; refused before any figure, with or without mpirun
+run collective --transport mpi --json
+check_status 2 "one MPI rank (no mpirun) is refused"
+check_contains "$err" "run it under mpirun with 2 or more ranks" "the refusal says how to run it"
+check_eq "$out" "" "no report of a run that sends nothing"
+mrun 1 collective --transport mpi --size 1MiB
+check_status 2 "mpirun -n 1 is refused"
+check_contains "$err" "run it under mpirun with 2 or more ranks" "mpirun -n 1: the same reason"
+check_not_contains "$out" "busbw" "mpirun -n 1: no bandwidth printed"
 
 # bad usage
 mrun 2 collective --transport mpi --gpus 3

@@ -11,6 +11,19 @@ check_contains "$out" "does NOT fit: over by" "says it does not fit on 80 GiB"
 check_contains "$out" "formula: sbh(34.375 + 2as/h) + 8sb" "names the activation formula"
 check_contains "$out" "2 + 2 + K, K = 12" "names the 16-byte convention"
 
+# --units auto (the default): each figure in the binary unit that suits it, so a tiny model's
+# kilobytes and megabytes read as such (not "0.00 GiB"); GiB and GB print every figure in one.
+run memory --model tiny
+check_contains "$out" "$(printf "%-18s %14s" "weights" "395.12 KiB")" "tiny's weights in KiB: 2 x 202,304 B"
+check_contains "$out" "$(printf "%-18s %14s" "optimizer state" "1.543 MiB")" "its optimizer state in MiB"
+check_contains "$out" "$(printf "%-18s %14s" "capacity" "80.00 GiB")" "the GPU's memory in GiB"
+check_contains "$out" "$(printf "%-16s %14s" "total" "0 B")" "nothing sent: 0 B"
+check_eq "$(printf '%s\n' "$out" | grep -c ' 0\.00* GiB')" 0 "no figure rounds to 0.00 GiB"
+run memory --model tiny --units GiB
+check_contains "$out" "$(printf "%-18s %14s" "weights" "0.000 GiB")" "--units GiB: every figure in GiB"
+run memory --model tiny --units auto
+check_contains "$out" "395.12 KiB" "--units auto, named"
+
 run memory --json
 check_status 0 "memory --json"
 check_json 'd["params"] == 7289966592 and d["fits"] is False and d["model"] == "synthetic-7b"' "JSON: count and verdict"

@@ -82,6 +82,15 @@ check_not_contains "$out" "answer: 10" "and no answer"
 check_not_contains "$out" "implicit 1" "nor explanation"
 widest=$(printf '%s\n' "$out" | wc -L)
 check_eq "$([ "$widest" -le 60 ] && echo fits)" fits "no line is wider than 60 columns ($widest)"
+# every line wraps, the answers and explanations too; a command continues with a trailing " \"
+for step in 4:9 4:10 1:4; do
+    run run "${step%:*}" --step "${step#*:}" --width 60
+    widest=$(printf '%s\n' "$out" | wc -L)
+    check_eq "$([ "$widest" -le 60 ] && echo fits)" fits "run ${step%:*} --step ${step#*:} --width 60: no line is wider ($widest)"
+done
+run run 4 --step 9 --width 60
+check_contains "$out" "  \$ scalelab memory --model synthetic-7b --gpus 64 \\" "a long command ends its line with a backslash"
+check_contains "$out" "      --nodes 8 --tp 8 --pp 4 --micro-batches 8 \\" "and continues 4 columns further in, an option with its value"
 run run 1 --step 8 --width 60
 check_contains "$out" "  - The forward and backward passes run in bf16 or fp16:" "a list item starts its line"
 check_contains "$out" "    half the memory" "and its next line hangs under its text"
@@ -94,8 +103,13 @@ check_contains "$err" "the lesson has steps 1 to 13, not 14" "says which steps t
 run run 1 --width 5
 check_status 2 "a width too small"
 # a computed answer is printed as people write it, not in 16 digits
+run run 3 --step 6 --json
+want=$(printf '%s' "$out" | python3 -c "
+import json, sys
+q = [q for q in json.load(sys.stdin)['steps'][0]['questions'] if q.get('from') == 'allreduce.crossover(8)'][0]
+print('answer: %.4g KiB (within 2%%)' % q['value'])")
 run run 3 --step 6
-check_contains "$out" "answer: 843.7 KiB (within 2%)" "the crossover in 4 significant digits"
+check_contains "$out" "$want" "the crossover in 4 significant digits"
 
 run run
 check_status 2 "no lesson given"

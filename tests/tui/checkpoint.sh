@@ -23,9 +23,13 @@ wait_screen "policy selective"
 wait_for "+2.3% on forward + backward" "selective recomputes only QK^T"
 quit
 
-# 80x24: the chart gives way with a word
+# 80x24: the sawtooth in its compact form, the calculator's line whole
 start -x 80 -y 24 -- --lesson 2 --step 4
 wait_for "policy none" "lesson 2 step 4 opens without checkpointing, as its text says"
-wait_for "(a larger window shows the memory" "80x24 says what it leaves out"
+wait_for "activations over the step (time = FLOPs)" "80x24 draws the memory over the step"
+wait_for "forward · backward" "with its time axis"
+wait_for "7B 1x2048 calc: 17.02 GiB; none 17.02 GiB" "and synthetic-7b's line, not cut at the frame"
+keys s
+wait_for "7B 1x4096 calc: 50.03 GiB; none 50.03 GiB" "s: synthetic-7b at 4096 tokens, the question's sequence"
 quit
 done_testing

@@ -19,7 +19,7 @@ keys v
 wait_for "Data parallelism, running" "v swaps in the run panel"
 wait_for "tiny, 4 GPUs, DDP, bf16, batch 8" "the layout of the step that names it: tiny, 4 GPUs, DDP, bf16"
 wait_for "v memory" "the hint line names the other panel"
-wait_for "z stage" "the hint line shows the run's keys"
+wait_for "z ZeRO" "the hint line shows the run's keys"
 check_contains "$screen" "GPU3" "a row for each of the 4 GPUs"
 check_contains "$screen" "calc: each GPU sends 606,912 B a step" "before a step, the calculator's traffic: 2(N-1)/N x 202,304 x 2 B"
 
@@ -54,18 +54,29 @@ else
     not_ok "the peak bar shrinks from DDP to ZeRO-3" "DDP $ddp cells, ZeRO-3 $z3" "$screen"
 fi
 
-# b: synthetic-7b on the same layout, from the calculator
-keys b
-wait_for "synthetic-7b on the same layout" "b shows the 7B's figures for the same layout"
+# s: synthetic-7b on the same layout, from the calculator
+keys s
+wait_for "synthetic-7b on the same layout" "s shows the 7B's figures for the same layout"
 wait_for "4 GPUs, ZeRO-3, bf16; 1 sequence each" "the same GPUs, stage and precision"
 wait_for "GiB: W 3.39 G 3.39 M 6.79 O 13.58" "the 7B's states at ZeRO-3 on 4 GPUs: 108.63 GiB / 4"
-keys b
+keys s
 
 # a small window: 16 GPUs do not all fit, and the panel says so
 resize 80 24
 keys g g
 wait_for "(a larger window shows all 16 GPUs)" "80x24 with 16 GPUs: fewer rows, said"
 wait_for "16 GPUs, ZeRO-3" "g g: 16 GPUs"
+keys g
+wait_for "GPUs stay 16, the most: the run takes 2, 4, 8 or 16" "g at 16 stays (no wrap to 2) and says why"
+keys f f f
+wait_for "2 GPUs, ZeRO-3" "f f f: half, down to 2"
+keys f
+wait_for "GPUs stay 2, the fewest" "f at 2 stays and says why"
+# the window's keys reach the lesson whatever the panel: G N Enter, not the panel's GPUs
+keys G 2 Enter
+wait_for "step 2 of" "G 2 Enter goes to step 2 from the Lab's run mode"
+keys y
+wait_for "key 'y' does nothing in" "a key nobody uses says so"
 quit
 
 # no colour, ASCII: the bars are letters

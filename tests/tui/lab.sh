@@ -36,5 +36,17 @@ quit
 start -x 80 -y 24 -- --lesson 5 --step 2
 wait_for "DDP     109.63 over 29.63  comm 23.76 GiB" "DDP: total, overflow and traffic"
 wait_for "ZeRO-3   16.23 fits  comm 35.64 GiB" "ZeRO-3 sends more"
+wait_for "AdamW, in GiB" "the rows' unit, said once"
+# the tiny model: its figures in MiB (not 0.00 GiB), at its own sequence length
+keys m
+wait_for "model tiny" "m: the next model, tiny"
+wait_for "AdamW, in MiB" "tiny's figures in MiB"
+wait_for "DDP       3.27 fits  comm 691.47 KiB" "DDP: 3.27 MiB, its traffic in KiB"
+check_contains "$screen" "seq   64" "tiny's own sequence length"
+check_eq "$(printf '%s\n' "$screen" | grep -c ' 0\.00 ')" 0 "no figure reads 0.00"
+# the sequence knob (the last; k from the first goes round to it), twice
+keys k l
+wait_for "seq   128" "the sequence length doubles"
+wait_for "lab: seq = 128" "and the status line says so"
 quit
 done_testing

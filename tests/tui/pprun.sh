@@ -56,7 +56,20 @@ wait_for "held: 2 1 (schedule 2 1) order ok" \
 wait_for "pp B/step 278,528 278,528 = calc" "every stage sent the calculator's bytes"
 wait_for "bubble measured" "the bubble measured on the executed timeline"
 wait_for "sends free:" "and with free sends"
-wait_for "why: forward" "the panel says why they differ"
+wait_for "why " "the panel says why they differ"
+# why_adds_up: the why line's causes add up to its gap, and the gap is the measured bubble
+# minus the calculator's (over the ideal time), as the two lines above show them
+why_adds_up() {
+    if printf '%s\n' "$screen" | python3 -c "
+import re, sys
+s = sys.stdin.read()
+meas = float(re.search(r'bubble measured ([0-9.]+)% ideal', s).group(1))
+calc = float(re.search(r'calc \(p-1\)/[(]?v?m[)]? ([0-9.]+)%', s).group(1))
+gap, *parts = [float(x) for x in re.findall(r'([+-][0-9.]+)%', re.search(r'why .*', s).group(0))]
+assert abs(gap - sum(parts)) < 1e-9 and abs(gap - (meas - calc)) < 1e-9, (gap, parts, meas, calc)
+" 2>"$T_TMP/why"; then ok "$1"; else not_ok "$1" "$(cat "$T_TMP/why")" "$screen"; fi
+}
+why_adds_up "the causes (latency, unequal stages) add up to the gap between measured and calculated"
 
 # keys: 4 stages and 8 micro-batches, GPipe, then two data-parallel ranks
 keys ' '
@@ -81,11 +94,18 @@ wait_screen "ledger = calc, all 8 GPUs" || keys n
 wait_for "ledger = calc, all 8 GPUs" "8 GPUs: every ledger equals the calculator"
 wait_for "dp B/step" "the data-parallel bytes beside the pipeline's"
 keys p
+wait_for "pp stays 4, the most: tiny has 4 layers, the run up to 4 stages" \
+    "p at 4 stages stays, and the status line says why"
+keys m
+wait_for "micro-batches stay 8, the most: the run takes 1 to 8" "m at 8 stays too"
+keys P P
 wait_for "tiny, pp 1 x dp 2, 1f1b, m 8, batch 16, fp32 (one stage)" \
-    "p: round to one stage, which runs its micro-batches one after the other"
+    "P P: down to one stage, which runs its micro-batches one after the other"
 keys M M M
 wait_for "tiny, pp 1 x dp 2, 1f1b, m 1" "M M M: one micro-batch"
 wait_for "one stage, one micro-batch: no pipeline" "no pipeline to draw"
+keys M
+wait_for "micro-batches stay 1, the fewest" "M at 1 stays, said"
 
 # a small window, no colour, ASCII
 resize 80 24
@@ -109,6 +129,10 @@ else
 fi
 keys f
 wait_for ", sends free" "f: the chart with free sends"
+hints=$(printf '%s\n' "$screen" | tail -n 2)
+for h in "p stages" "m micro" "d dp" "t tp" "e seq par" "s schedule" "o model" "f free" "space"; do
+    check_contains "$hints" "$h" "80x24: the hint $h is on the hint lines"
+done
 quit
 
 # the step on tensor parallelism: two tensor-parallel GPUs, without colour (the flashes marked)
@@ -146,7 +170,8 @@ step_done() {
 }
 if tui_poll step_done ""; then ok "n finishes the step being replayed"
 else not_ok "n finishes the step being replayed" "$screen"; fi
-check_not_contains "$(printf '%s\n' "$screen" | grep 's0  0')" "*" "a step done: no flash"
+noflash() { ! printf '%s\n' "$screen" | grep 's0  0' | grep -q '[*]'; }
+if tui_poll noflash ""; then ok "a step done: no flash"; else not_ok "a step done: no flash" "$screen"; fi
 keys t
 wait_for "tiny, pp 1 x dp 1 x tp 4, 1f1b" "t: four tensor-parallel GPUs"
 check_contains "$screen" "t3" "a column for each"
@@ -175,16 +200,26 @@ wait_for "tiny, pp 2 x dp 1 x tp 4 sp, interleaved, m 4" "m m s s: the interleav
 check_contains "$screen" "interleaved: dp forced to 1" "the panel says dp was forced to 1"
 keys n
 wait_screen "order ok" || keys n
-wait_for "held: 5 3 (schedule 5 3) order ok" "interleaved: the schedule's order, chunks included"
+wait_for "held: 2.5 1.5 (schedule 2.5 1.5) order ok" \
+    "interleaved: micro-batches held as train counts them (chunk pairs / 2), in the schedule's order"
 wait_for "ledger = calc, all 8 GPUs" "interleaved: every ledger equals the calculator"
+want=$(python3 -c "p, m, v = 2, 4, 2; print('calc (p-1)/(vm) %.1f%%, (p-1)/(vm+p-1) %.1f%%' % (100 * (p - 1) / (v * m), 100 * (p - 1) / (v * m + p - 1)))")
+check_contains "$screen" "$want" "interleaved: the bubble's formula is (p-1)/(vm), and its wall form"
+why_adds_up "interleaved: the causes add up to the gap from (p-1)/(vm)"
 row=$(printf '%s\n' "$screen" | grep -o "s0 [0-9A-Da-dijkl.]*" | sed -n 2p | cut -c4-)
 check_eq "$(printf '%s\n' "$row" | grep -o '[A-Dijkl]' | sort -u | tr -d '\n')" "ABCDijkl" \
     "stage 0's row shows the second chunk's forwards (A-D) and backwards (i-l)"
 keys p
 wait_for "1f1b, not interleaved: pp 4 x 2 chunks does not divide 4 layers" \
     "p: 4 stages cannot interleave 2 chunks of tiny's 4 layers, and the panel says why"
-keys s s
+keys s
 wait_for "interleaved skipped: pp 4 x 2 chunks does not divide 4 layers" "s skips the interleaved schedule"
-check_contains "$screen" "tiny, pp 4 x dp 1 x tp 4 sp, gpipe" "and goes on to GPipe"
+wait_for "tiny, pp 4 x dp 1 x tp 4 sp, gpipe" "and goes on to GPipe"
+keys o
+wait_for "small, pp 3 x dp 1 x tp 2 sp, gpipe" "o: small, on the stages and tensor-parallel GPUs it takes"
+wait_for "pp 3, not 4: small has 6 layers; tp 2, not 4: small has 6 heads" \
+    "and the status line says what o changed besides the model"
+keys G 3 Enter
+wait_for "step 3 of" "G 3 Enter reaches the lesson, whatever the panel"
 quit
 done_testing

@@ -127,6 +127,31 @@ START_TEST(format_bytes_and_counts)
     ck_assert_str_eq(units_format_grouped(buf, sizeof buf, 7289966592ULL), "7,289,966,592");
     ck_assert_str_eq(units_format_grouped(buf, sizeof buf, 999), "999");
     ck_assert_str_eq(units_format_seconds(buf, sizeof buf, 2.5e-6), "2.5 us");
+    /* the unit that suits a figure: the largest that keeps it at 1 or more */
+    ck_assert_str_eq(units_auto_unit(1023, UNITS_BINARY), "B");
+    ck_assert_str_eq(units_auto_unit(1024, UNITS_AUTO), "KiB");
+    ck_assert_str_eq(units_auto_unit(-3.0 * 1048576, UNITS_BINARY), "MiB");
+    ck_assert_str_eq(units_auto_unit(80.0 * 1073741824, UNITS_BINARY), "GiB");
+    ck_assert_str_eq(units_auto_unit(2e12, UNITS_DECIMAL), "TB");
+    ck_assert_str_eq(units_auto_unit(NAN, UNITS_BINARY), "B");
+    enum units_system sys = UNITS_BINARY;
+    ck_assert_int_eq(units_parse_system("Auto", &sys, NULL), 0);
+    ck_assert_int_eq(sys, UNITS_AUTO);
+    ck_assert_int_lt(units_parse_system("MB", &sys, NULL), 0);
+}
+END_TEST
+
+/* A NaN is written "NaN" in the field's width, never C's "nan" or "-nan"; numbers as printf. */
+START_TEST(format_num_nan)
+{
+    char buf[32];
+    ck_assert_str_eq(units_format_num(buf, sizeof buf, "%8.4f", NAN), "     NaN");
+    ck_assert_str_eq(units_format_num(buf, sizeof buf, "%8.4f", -NAN), "     NaN");
+    ck_assert_str_eq(units_format_num(buf, sizeof buf, "%-6.2g|", NAN), "NaN   |");
+    ck_assert_str_eq(units_format_num(buf, sizeof buf, "%.3g", -NAN), "NaN");
+    ck_assert_str_eq(units_format_num(buf, sizeof buf, "norm %.3g", -NAN), "norm NaN");
+    ck_assert_str_eq(units_format_num(buf, sizeof buf, "%8.4f", 1.5), "  1.5000");
+    ck_assert_str_eq(units_format_num(buf, sizeof buf, "%.3g", -INFINITY), "-inf");
 }
 END_TEST
 
@@ -390,6 +415,7 @@ int main(void)
     tcase_add_test(tc, parse_bytes_units);
     tcase_add_test(tc, parse_count_suffixes);
     tcase_add_test(tc, format_bytes_and_counts);
+    tcase_add_test(tc, format_num_nan);
     tcase_add_test(tc, rng_reproducible_and_uniform);
     tcase_add_test(tc, parse_edges);
     tcase_add_test(tc, opts_once);

@@ -19,6 +19,8 @@
 
 #include <curses.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +28,15 @@
 
 #include "base/error.h"
 #include "harness.h"
+#include "lesson/lesson.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
+#include "ui/hints.h"
 #include "ui/layout.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
+#include "ui/plot.h"
+#include "ui/steppanel.h"
 #include "ui/theme.h"
 
 #define PICTURE_MAX (64 * 1024)
@@ -108,9 +114,10 @@ static void first_difference(const char *want, const char *got, char *buf, size_
     snprintf(buf, n, "line %d: one picture is longer", row + 1);
 }
 
-/* The picture of p's state st at each size against its saved one, named PANEL[-what]-COLSxROWS
- * (or saved, when updating). */
-static void check_pictures(const struct panel_ops *p, const void *st, const char *what)
+/* The picture of p's state st at each size against its saved one, named
+ * PREFIX[-what]-COLSxROWS (PREFIX the panel's name, or NULL for it), or saved when updating. */
+static void check_pictures(const struct panel_ops *p, const void *st, const char *prefix,
+                           const char *what)
 {
     static char got[PICTURE_MAX];
     bool update = getenv("SCALELAB_UPDATE_SNAPSHOTS") != NULL;
@@ -118,8 +125,8 @@ static void check_pictures(const struct panel_ops *p, const void *st, const char
         int rows = sizes[s][0], cols = sizes[s][1];
         picture(p, st, rows, cols, got, sizeof got);
         char name[128], actual[256];
-        snprintf(name, sizeof name, "%s%s%s-%dx%d.txt", p->name, *what ? "-" : "", what, cols,
-                 rows);
+        snprintf(name, sizeof name, "%s%s%s-%dx%d.txt", prefix ? prefix : p->name, *what ? "-" : "",
+                 what, cols, rows);
         char rel[160];
         snprintf(rel, sizeof rel, "snapshots/%s", name);
         const char *path = harness_data(rel);
@@ -186,7 +193,7 @@ START_TEST(panel_pictures)
     const struct panel_ops *p = ui_panels[_i];
     struct offscreen t;
     void *st = open_panel(p, &t, &log);
-    check_pictures(p, st, "");
+    check_pictures(p, st, NULL, "");
     p->fini(st);
     offscreen_close(&t);
 }
@@ -197,16 +204,81 @@ END_TEST
  * with settings first (name=value, as a lesson's @panel gives them), their pictures named by
  * `tag`: lesson 4's run on tensor-parallel GPUs, with the interleaved schedule's two chunks,
  * and on two data-parallel copies of a tensor-parallel pair (the grid's labels). */
+static int split_lines(char *text, char **lines, int max);
+
+/* The rows of lesson 1's plot titled title (from its title's row to the next plot's) holding
+ * curve marks in a picture, and whether one of them is mark. */
+static int plot_rows(const char *pic, const char *title, char mark, bool *has)
+{
+    char buf[PICTURE_MAX];
+    snprintf(buf, sizeof buf, "%s", pic);
+    char *L[256];
+    int n = split_lines(buf, L, 256), rows = 0, from = -1;
+    for (int i = 0; i < n && from < 0; i++)
+        if (!strncmp(L[i], title, strlen(title)) && L[i][strlen(title)] == ' ')
+            from = i;
+    *has = false;
+    for (int i = from; from >= 0 && i < n; i++) {
+        if (i > from && L[i][0] != ' ')
+            break; /* the next plot's title, or the legend */
+        if (strlen(L[i]) > PLOT_MARGIN && strpbrk(L[i] + PLOT_MARGIN, "*|xv"))
+            rows++;
+        *has |= strlen(L[i]) > PLOT_MARGIN && strchr(L[i] + PLOT_MARGIN, mark);
+    }
+    return rows;
+}
+
+/* 300 steps of batch 4: the loss keeps its rows, the batches under the floor marked v. */
+static void loss_below_floor(const char *pic)
+{
+    bool v;
+    ck_assert_int_ge(plot_rows(pic, "loss", 'v', &v), 5);
+    ck_assert_msg(v, "a batch under the floor is marked: %s", pic);
+}
+
+/* A clip: the coefficient leaves the top row. */
+static void clipped(const char *pic)
+{
+    bool low;
+    ck_assert_int_ge(plot_rows(pic, "coef", '*', &low), 2);
+}
+
+/* The scale's staircase: three rows at least, the skipped steps marked x. */
+static void staircase(const char *pic)
+{
+    bool x;
+    ck_assert_int_ge(plot_rows(pic, "scale", 'x', &x), 3);
+    ck_assert(x);
+}
+
 static const struct {
     const char *panel, *done; /* the panel; what its picture or latest event says at the end */
     int steps;
     const char *tag, *set[4];
+    void (*check)(const char *picture); /* at 120x40, where the issue saw them fail */
 } runs[] = {
-    {"training", "step 3 ", 3, "", {NULL}},
-    {"dprun", "every ledger = the calculator", 1, "", {NULL}},
-    {"pprun", "order ok", 1, "", {NULL}},
-    {"pprun", "order ok", 1, "tp2-interleaved-", {"tp=2", "schedule=interleaved", NULL}},
-    {"pprun", "order ok", 1, "dp2-tp2-", {"dp=2", "tp=2", NULL}},
+    {"training", "step 3 ", 3, "", {NULL}, NULL},
+    /* 300 steps of batch 4 (batches under the floor), a clip, the scale's staircase with a
+     * growth interval of 20 */
+    {"training", "step 300 ", 300, "", {NULL}, loss_below_floor},
+    {"training", "step 40 ", 40, "clip-", {"clip=0.2", NULL}, clipped},
+    {"training",
+     "step 200 ",
+     200,
+     "fp16-growth20-",
+     {"precision=fp16", "growth=20", NULL},
+     staircase},
+    {"dprun", "every ledger = the calculator", 1, "", {NULL}, NULL},
+    {"pprun", "order ok", 1, "", {NULL}, NULL},
+    {"pprun", "order ok", 1, "tp2-interleaved-", {"tp=2", "schedule=interleaved", NULL}, NULL},
+    {"pprun", "order ok", 1, "dp2-tp2-", {"dp=2", "tp=2", NULL}, NULL},
+    /* four tensor-parallel GPUs of a stage side by side: each bar keeps its label */
+    {"pprun", "ledger = calc", 1, "tp4-", {"pp=1", "tp=4", "micro_batches=1", NULL}, NULL},
+    /* lesson 3 on 16 GPUs: the rows, and the ring/tree plot beside them at every size */
+    {"collective", NULL, 0, "gpus16", {"gpus=16", NULL}, NULL},
+    /* a tiny model in the calculators: its MiB in MiB, its bars to their own scale */
+    {"memory", NULL, 0, "tiny", {"model=tiny", NULL}, NULL},
+    {"parallel", NULL, 0, "tiny", {"model=tiny", NULL}, NULL},
 };
 
 START_TEST(run_pictures)
@@ -225,8 +297,8 @@ START_TEST(run_pictures)
         ck_assert_msg(p->set(st, name, eq + 1, &e) == 0, "%s: %s", runs[_i].set[k], e.msg);
     }
     struct panel_event step = {PANEL_STEP, 0, 1};
-    bool done = false;
-    for (int i = 0; i < 60 && !done; i++) {
+    bool done = runs[_i].steps == 0; /* settings only */
+    for (int i = 0; i < 2 * runs[_i].steps + 20 && !done; i++) {
         ck_assert(p->on_event(st, &step) & PANEL_REDRAW);
         picture(p, st, 50, 200, seen, sizeof seen);
         const char *last = eventlog_get(&log, 0);
@@ -234,9 +306,387 @@ START_TEST(run_pictures)
     }
     ck_assert_msg(done, "%s: no '%s' after the steps: %s", p->name, runs[_i].done, seen);
     char what[32];
-    snprintf(what, sizeof what, "%sstep%d", runs[_i].tag, runs[_i].steps);
-    check_pictures(p, st, what);
+    snprintf(what, sizeof what, runs[_i].steps ? "%sstep%d" : "%s", runs[_i].tag, runs[_i].steps);
+    check_pictures(p, st, NULL, what);
+    if (runs[_i].check) {
+        picture(p, st, 40, 120, seen, sizeof seen);
+        runs[_i].check(seen);
+    }
     p->fini(st);
+    offscreen_close(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ every lesson step */
+
+/* Every step of every lesson, its panel opened as the window opens it (its start, the
+ * lesson's head settings, the step's), the run panels advanced a few steps (a curve to see, a
+ * Gantt chart of a step), drawn at each size and compared with
+ * tests/data/snapshots/lessonN-stepSS-COLSxROWS.txt; then the panel's essential elements are
+ * looked for in the picture (essentials below), at each size, so that a picture updated by
+ * make update-snapshots cannot quietly lose one. */
+static struct lesson **lessons;
+static size_t nlessons;
+static int step_lesson[256], step_index[256], nsteps_all;
+
+/* Loads the shipped lessons once (in main, before the tests fork); a failure leaves none,
+ * which the first test reports. */
+static struct error load_error;
+
+static void load_lessons(void)
+{
+    if (lessons || load_error.code)
+        return;
+    if (lesson_load_all(NULL, &lessons, &nlessons, &load_error) != 0) {
+        lessons = NULL, nlessons = 0;
+        return;
+    }
+    for (size_t l = 0; l < nlessons; l++)
+        for (size_t st = 0; st < lessons[l]->nsteps && nsteps_all < 256; st++)
+            step_lesson[nsteps_all] = (int)l, step_index[nsteps_all++] = (int)st;
+}
+
+/* The picture's lines, in place: lines[i] points into text (newlines made NULs). */
+static int split_lines(char *text, char **lines, int max)
+{
+    int n = 0;
+    for (char *p = text; *p && n < max;) {
+        lines[n++] = p;
+        char *nl = strchr(p, '\n');
+        if (!nl)
+            break;
+        *nl = '\0';
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* The row of the first line starting with prefix, at or after row from, or -1. */
+static int row_of(char **lines, int n, int from, const char *prefix)
+{
+    for (int i = from; i < n; i++)
+        if (!strncmp(lines[i], prefix, strlen(prefix)))
+            return i;
+    return -1;
+}
+
+/* Operations in a Gantt row's cells: runs of one letter (neighbouring operations always differ
+ * in kind, micro-batch or chunk, so each run is one operation). */
+static int gantt_ops(const char *cells)
+{
+    int n = 0;
+    for (const char *c = cells; *c; c++)
+        if (*c != '.' && *c != ' ' && (c == cells || c[-1] != *c))
+            n++;
+    return n;
+}
+
+struct found {
+    char what[200]; /* the essential elements seen, for the table of the closing report */
+};
+
+static void seen(struct found *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void seen(struct found *f, const char *fmt, ...)
+{
+    size_t len = strlen(f->what);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->what + len, sizeof f->what - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Lesson 1's training run: four plots, the loss over at least 3 distinct rows, the underflow
+ * and the events' rows. */
+static void training_essentials(char **L, int n, const char *where, struct found *f)
+{
+    int loss = row_of(L, n, 0, "loss "), norm = row_of(L, n, loss + 1, "norm ");
+    int coef = row_of(L, n, norm + 1, "coef "), scale = row_of(L, n, coef + 1, "scale ");
+    ck_assert_msg(loss >= 0 && norm > loss && coef > norm && scale > coef,
+                  "%s: the four plots (loss, norm, coef, scale)", where);
+    int rows = 0;
+    for (int r = loss; r < norm; r++)
+        rows += strlen(L[r]) > PLOT_MARGIN && strpbrk(L[r] + PLOT_MARGIN, "*|xv") != NULL;
+    ck_assert_msg(rows >= 3, "%s: the loss curve on %d rows, not 3 or more", where, rows);
+    ck_assert_msg(row_of(L, n, scale, "") >= 0 && (row_of(L, n, 0, "underflowed") >= 0 ||
+                                                   row_of(L, n, 0, "gradients underflowed") >= 0),
+                  "%s: the underflow per layer", where);
+    seen(f, "loss curve %d rows, norm, coef, scale, underflow", rows);
+}
+
+/* Lesson 2: the sawtooth (3 rows at the least) and synthetic-7b's line, whole. */
+static void checkpoint_essentials(char **L, int n, const char *where, struct found *f)
+{
+    int title = -1;
+    for (int i = 0; i < n && title < 0; i++)
+        if (strstr(L[i], "over the step (time = FLOPs)") || strstr(L[i], "over one step"))
+            title = i;
+    ck_assert_msg(title >= 0, "%s: the memory over the step", where);
+    int rows = 0;
+    for (int r = title + 1; r < n && strncmp(L[r], "          forward", 17); r++)
+        rows += strchr(L[r], '#') != NULL;
+    ck_assert_msg(rows >= 2, "%s: the sawtooth on %d rows", where, rows);
+    int big = -1;
+    for (int i = 0; i < n; i++)
+        if (strstr(L[i], "7B") || strstr(L[i], "synthetic-7b"))
+            big = i;
+    ck_assert_msg(big >= 0 && strlen(L[big]) > 3 && !strcmp(L[big] + strlen(L[big]) - 3, "GiB"),
+                  "%s: synthetic-7b's line, whole", where);
+    seen(f, "sawtooth %d rows, per-layer bars, 7B line", rows);
+}
+
+/* Lesson 3: every GPU (a box, a row, or named as summarised), and the ring/tree plot with its
+ * crossover marked. */
+static void collective_essentials(char **L, int n, const char *where, struct found *f)
+{
+    int gpus = 0;
+    ck_assert_msg(sscanf(L[0], "%*[^,], %d GPUs", &gpus) == 1 || sscanf(L[0], "%*s %d", &gpus),
+                  "%s: the header names the GPUs: %s", where, L[0]);
+    char text[PICTURE_MAX] = "";
+    for (int i = 0; i < n; i++)
+        strcat(strcat(text, L[i]), "\n");
+    for (int g = 0; g < gpus; g++) {
+        char name[32], rows[32];
+        snprintf(name, sizeof name, "GPU %d ", g);
+        snprintf(rows, sizeof rows, "GPU %d", g);
+        bool summarised = strstr(text, "... GPUs ") != NULL; /* named as left out */
+        ck_assert_msg(strstr(text, name) || strstr(text, rows) || summarised, "%s: GPU %d is drawn",
+                      where, g);
+    }
+    bool plot = (strstr(text, "r ring  t tree") || strstr(text, "r ring t tree")) &&
+                (strstr(text, "crossover") || strstr(text, "| ")) && strstr(text, "^");
+    ck_assert_msg(plot, "%s: the ring/tree plot with its crossover marked", where);
+    seen(f, "%d GPUs, ring/tree plot, crossover marker", gpus);
+}
+
+/* A Gantt chart's rows (from row `from`, those matching is_row): each stage's operations,
+ * every one drawn: runs == want each. */
+static int gantt_rows_ok(char **L, int n, int from, int cells_at, bool (*is_row)(const char *),
+                         int want, const char *where)
+{
+    int rows = 0;
+    for (int r = from; r < n; r++)
+        if (is_row(L[r])) {
+            int ops = gantt_ops(L[r] + cells_at);
+            ck_assert_msg(ops == want, "%s: a stage's row has %d operations, not %d: %s", where,
+                          ops, want, L[r]);
+            rows++;
+        }
+    return rows;
+}
+
+static bool par_row(const char *l)
+{
+    return strlen(l) > 3 && (l[0] == ' ' || (l[0] >= '0' && l[0] <= '9')) && l[1] >= '0' &&
+           l[1] <= '9' && l[2] == ' ' && l[3] != ' ';
+}
+
+static bool pp_row(const char *l)
+{
+    return strlen(l) > 3 && l[0] == 's' && l[1] >= '0' && l[1] <= '9' && l[2] == ' ' && l[3] != ' ';
+}
+
+/* Lesson 4's layouts: each stage's bar, the chart with every operation, its legend. */
+static void parallel_essentials(char **L, int n, const char *where, struct found *f)
+{
+    int t = -1, p = 0, m = 0, v = 1;
+    for (int i = 0; i < n && t < 0; i++) {
+        const char *b = strstr(L[i], " bubble ");
+        if (b && (sscanf(b, " bubble %d/(%dx%d)", &p, &v, &m) == 3 ||
+                  (v = 1, sscanf(b, " bubble %d/%d", &p, &m) == 2)))
+            t = i;
+    }
+    if (t < 0 && row_of(L, n, 0, "one stage: no pipeline") >= 0) {
+        ck_assert_msg(row_of(L, n, 0, "st0") >= 0, "%s: the stage's bar", where);
+        seen(f, "bar, one stage: no chart (said)");
+        return;
+    }
+    ck_assert_msg(t >= 0, "%s: the schedule's bubble", where);
+    int rows = gantt_rows_ok(L, n, t + 1, 3, par_row, 2 * m * v, where);
+    ck_assert_msg(rows >= (p + 1 < 2 ? p + 1 : 2), "%s: the chart's rows", where);
+    ck_assert_msg(row_of(L, n, t + 1, "st") < 0 && row_of(L, n, 0, "st0") >= 0,
+                  "%s: the stages' bars", where);
+    seen(f, "bars, Gantt %d rows x %d ops each, legend", rows, 2 * m * v);
+}
+
+/* Lesson 4's run, after a step: the grid, the verdict, the chart with every operation, its
+ * scale, the bubble, the held micro-batches. */
+static void pprun_essentials(char **L, int n, const char *where, struct found *f)
+{
+    int m = 0;
+    const char *h = strstr(L[0], " m ");
+    if (!h || sscanf(h, " m %d", &m) != 1) {
+        h = strstr(L[0], " m");
+        ck_assert_msg(h && sscanf(h, " m%d", &m) == 1, "%s: the header: %s", where, L[0]);
+    }
+    int v = strstr(L[0], "interleaved") ? 2 : 1;
+    int verdict = -1;
+    for (int i = 0; i < n; i++)
+        if (strstr(L[i], "ledger = calc") || strstr(L[i], "differs from calc"))
+            verdict = i;
+    ck_assert_msg(verdict >= 0, "%s: the ledgers' verdict", where);
+    if (row_of(L, n, verdict, "one stage, one micro-batch") >= 0) {
+        seen(f, "grid, verdict, no pipeline (one stage, one micro-batch)");
+        return;
+    }
+    int rows = gantt_rows_ok(L, n, verdict + 1, 3, pp_row, 2 * m * v, where);
+    ck_assert_msg(rows >= 1, "%s: the chart", where);
+    bool scale = false;
+    for (int i = verdict; i < n; i++)
+        scale |= strstr(L[i], " us") && (strstr(L[i], "; col") || strstr(L[i], "; 1 column") ||
+                                         strstr(L[i], "stretched") || strstr(L[i], "order"));
+    ck_assert_msg(scale, "%s: the chart says its scale", where);
+    ck_assert_msg(row_of(L, n, 0, "held:") >= 0 && row_of(L, n, 0, "bubble measured") >= 0,
+                  "%s: the bubble and the micro-batches held", where);
+    seen(f, "grid, verdict, Gantt %d rows x %d ops, scale, bubble, held", rows, 2 * m * v);
+}
+
+/* The Lab and lesson 5: a bar and a total for each stage, none of them 0.00. */
+static void memory_essentials(char **L, int n, const char *where, struct found *f)
+{
+    static const char *const stage[] = {"DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+    for (int z = 0; z < 4; z++) {
+        bool row = false;
+        for (int i = 0; i < n && !row; i++) {
+            const char *s = strstr(L[i], stage[z]);
+            row = s && (s == L[i] + 2 || s == L[i]) && !strstr(L[i], " 0.00");
+            if (row)
+                ck_assert_msg(i + 1 < n && strlen(L[i + 1]) > 10, "%s: %s's bar", where, stage[z]);
+        }
+        ck_assert_msg(row, "%s: %s's total", where, stage[z]);
+    }
+    seen(f, "4 stages' bars and totals");
+}
+
+/* The Lab's run, after a step: each GPU's bar (or said to be left out), the verdict, the loss. */
+static void dprun_essentials(char **L, int n, const char *where, struct found *f)
+{
+    int gpus = 0;
+    ck_assert_msg(sscanf(L[0], "%*[^,], %d GPUs", &gpus) == 1, "%s: %s", where, L[0]);
+    int shown = 0;
+    for (int i = 0; i < n; i++)
+        shown += !strncmp(L[i], "GPU", 3) && L[i][3] >= '0' && L[i][3] <= '9';
+    bool said = row_of(L, n, 0, "(a larger window shows all") >= 0;
+    ck_assert_msg(shown == gpus || said, "%s: %d of %d GPUs, unsaid", where, shown, gpus);
+    ck_assert_msg(row_of(L, n, 0, "loss ") >= 0, "%s: the loss", where);
+    seen(f, "%d of %d GPUs' bars%s, verdict, loss", shown, gpus, said ? " (rest said)" : "");
+}
+
+static void formats_essentials(char **L, int n, const char *where, struct found *f)
+{
+    static const char *const fmt[] = {"fp32", "fp16", "bf16", "fp8 e4m3", "fp8 e5m2"};
+    for (int k = 0; k < 5; k++) {
+        bool row = false;
+        for (int i = 0; i < n; i++)
+            row |= strstr(L[i], fmt[k]) != NULL;
+        ck_assert_msg(row, "%s: %s's row", where, fmt[k]);
+    }
+    seen(f, "5 formats' rows");
+}
+
+/* Every hint of the panel on the hint line at width cols (two rows at most). */
+static void hints_essentials(const struct panel_ops *p, int cols, const char *where,
+                             struct found *f)
+{
+    struct hint h[HINTS_MAX];
+    struct hint_place at[HINTS_MAX];
+    char buf[HINTS_MAX][24];
+    struct hint_state hs = {.question = true, .next_view = "checkpoint", .panel = p};
+    int n = hints_list(&hs, h, buf), rows = 1;
+    if (hints_place(h, n, cols, 1, 14 /* "playing 1/8x" */, at) < n) {
+        /* as the window does: without what the screen shows elsewhere, then on two rows */
+        hs.brief = true;
+        n = hints_list(&hs, h, buf);
+        rows = hints_place(h, n, cols, 1, 14, at) < n ? 2 : 1;
+    }
+    int placed = hints_place(h, n, cols, rows, 14, at);
+    ck_assert_msg(placed == n, "%s: %d of %d hints fit", where, placed, n);
+    seen(f, ", %d hints on %d row%s", n, rows, rows > 1 ? "s" : "");
+}
+
+static const struct {
+    const char *panel;
+    void (*check)(char **lines, int n, const char *where, struct found *f);
+    int steps;        /* run panels: steps to take first (0: none) */
+    const char *done; /* what the picture says once a step is replayed */
+} essentials[] = {
+    {"training", training_essentials, 20, NULL},
+    {"checkpoint", checkpoint_essentials, 0, NULL},
+    {"collective", collective_essentials, 0, NULL},
+    {"parallel", parallel_essentials, 0, NULL},
+    {"pprun", pprun_essentials, 1, "ledger = calc"},
+    {"memory", memory_essentials, 0, NULL},
+    {"zero", memory_essentials, 0, NULL},
+    {"dprun", dprun_essentials, 1, "ledger = calc"},
+    {"formats", formats_essentials, 0, NULL},
+};
+
+START_TEST(lesson_steps)
+{
+    static struct eventlog log;
+    static char got[PICTURE_MAX], text[PICTURE_MAX];
+    load_lessons();
+    ck_assert_msg(lessons && nsteps_all > 0, "the lessons: %s", load_error.msg);
+    const struct lesson *l = lessons[step_lesson[_i]];
+    int st = step_index[_i];
+    const struct lesson_panel *lp = lesson_step_panel(l, (size_t)st);
+    const struct panel_ops *p = panel_find(lp ? lp->name : ui_tabs[l->number - 1].panel);
+    ck_assert_ptr_nonnull(p);
+    int e = 0;
+    while (e < (int)(sizeof essentials / sizeof essentials[0]) &&
+           strcmp(essentials[e].panel, p->name))
+        e++;
+    ck_assert_msg(e < (int)(sizeof essentials / sizeof essentials[0]), "%s: no essentials",
+                  p->name);
+    struct offscreen t;
+    offscreen_open(&t);
+    struct panel_env env = {p, &log, true, false};
+    void *state = NULL;
+    struct error err = {0};
+    ck_assert_msg(steppanel_open(p, &env, l, lp, &state, &err) == 0, "%s", err.msg);
+    /* a run panel's steps, each waited for (2 s at most, a second n if the host is slow) */
+    struct panel_event step = {PANEL_STEP, 0, 1};
+    for (int k = 0, done = 0; k < 60 && done < essentials[e].steps; k++) {
+        p->on_event(state, &step);
+        if (!essentials[e].done) {
+            picture(p, state, 50, 200, got, sizeof got);
+            char want[32];
+            snprintf(want, sizeof want, "step %d ", done + 1);
+            done += strstr(got, want) != NULL;
+        } else {
+            picture(p, state, 50, 200, got, sizeof got);
+            done = strstr(got, essentials[e].done) != NULL;
+        }
+    }
+    char what[32];
+    snprintf(what, sizeof what, "step%02d", st + 1);
+    char saved[64];
+    snprintf(saved, sizeof saved, "lesson%d", l->number); /* named by lesson and step */
+    check_pictures(p, state, saved, what);
+    FILE *table = fopen("tests/snapshots-essentials.txt", _i ? "a" : "w");
+    for (size_t s = 0; s < NSIZES; s++) {
+        int rows = sizes[s][0], cols = sizes[s][1];
+        picture(p, state, rows, cols, text, sizeof text);
+        char *lines[256];
+        char *body = strchr(text, '\n') + 1; /* after the line saying where it was drawn */
+        int n = split_lines(body, lines, 256);
+        char where[128];
+        snprintf(where, sizeof where, "lesson %d step %d (%s) at %dx%d", l->number, st + 1, p->name,
+                 cols, rows);
+        struct found f = {""};
+        essentials[e].check(lines, n, where, &f);
+        hints_essentials(p, cols, where, &f);
+        if (cols >= 120)
+            for (int i = 0; i < n; i++)
+                ck_assert_msg(!strstr(lines[i], "a larger window"), "%s drops something: %s", where,
+                              lines[i]);
+        if (table)
+            fprintf(table, "lesson %d step %2d  %-10s %3dx%-2d  %s\n", l->number, st + 1, p->name,
+                    cols, rows, f.what);
+    }
+    if (table)
+        fclose(table);
+    p->fini(state);
     offscreen_close(&t);
 }
 END_TEST
@@ -252,5 +702,10 @@ int main(void)
     tcase_add_loop_test(tc, panel_pictures, 0, n);
     tcase_add_loop_test(tc, run_pictures, 0, (int)(sizeof runs / sizeof runs[0]));
     suite_add_tcase(s, tc);
+    TCase *steps = tcase_create("lesson steps");
+    tcase_set_timeout(steps, 120);
+    load_lessons();
+    tcase_add_loop_test(steps, lesson_steps, 0, nsteps_all > 0 ? nsteps_all : 1);
+    suite_add_tcase(s, steps);
     return harness_run(s);
 }

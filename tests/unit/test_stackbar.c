@@ -54,6 +54,12 @@ START_TEST(degenerate_inputs)
     ck_assert_double_eq_tol(stackbar_scale(100, 80), 110, 1e-12);
     ck_assert_double_eq_tol(stackbar_scale(10, 80), 88, 1e-12);
     ck_assert(stackbar_scale(NAN, NAN) == 1);
+    /* a total far under the capacity (a tiny model): the bars to its scale, the mark beyond */
+    ck_assert_double_eq_tol(stackbar_scale(1, 80), 1.1, 1e-12);
+    double parts1[1] = {1};
+    stackbar_layout(parts1, 1, stackbar_scale(1, 80), 80, 20, &b);
+    ck_assert_int_eq(b.cap_col, -1);
+    ck_assert_int_eq(b.part[17], 0);
 }
 END_TEST
 

@@ -16,11 +16,13 @@
 #include "calc/activ.h"
 #include "harness.h"
 #include "ui/eventlog.h"
+#include "ui/help.h"
 #include "ui/knobs.h"
 #include "ui/layout.h"
 #include "ui/lessonpane.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
+#include "ui/plot.h"
 #include "ui/steppanel.h"
 #include "ui/theme.h"
 #include "lesson/lesson.h"
@@ -342,6 +344,59 @@ static bool ring_ok(const struct ring_layout *r, int rows, int cols)
     return abs(2 * r->x[0] + bw - cols) <= 2;
 }
 
+/* The plots' axis and columns: a value at or below 0 on a log axis (a batch under the loss
+ * floor) neither sets the axis nor squeezes the curve; a stray tiny value is held to
+ * PLOT_DECADES decades; a column shows the extremes of the steps it holds. */
+START_TEST(plot_axis_and_columns)
+{
+    float v[8] = {3.0f, 1.0f, 0.3f, -0.01f, 0.1f, 1e-9f, 0.05f, 0.02f};
+    unsigned char flags[8] = {0};
+    struct plot_series s = {v, flags, 0, 8, 8};
+    double lo, hi;
+    plot_range(&s, PLOT_LOG, 1, &lo, &hi);
+    ck_assert_double_eq_tol(hi, 3.0, 1e-6);
+    ck_assert_double_eq_tol(lo, 3.0 * 1e-4, 1e-9); /* not 1e-9: held to 4 decades */
+    plot_range(&s, PLOT_LOG, 1.2, &lo, &hi);
+    ck_assert_double_eq_tol(hi, 3.6, 1e-6);
+    /* 8 rows, one step a column: the curve spans the rows, the negative one is 'below' */
+    struct plot_col c[8];
+    ck_assert_int_eq(plot_columns(&s, PLOT_LOG, lo, hi, 8, 8, c), 8);
+    ck_assert_int_eq(c[0].top, 0 + (plot_row(3.0, PLOT_LOG, lo, hi, 8)));
+    ck_assert(c[3].below && c[3].top < 0);
+    int rows[8] = {0}, distinct = 0;
+    for (int i = 0; i < 8; i++)
+        if (c[i].top >= 0 && !rows[c[i].top]++)
+            distinct++;
+    ck_assert_int_ge(distinct, 5);
+    ck_assert_int_eq(c[5].top, 7); /* the stray 1e-9: the bottom row, not an axis of its own */
+    /* one value: widened, never an empty axis */
+    struct plot_series one = {v, NULL, 1, 2, 8};
+    plot_range(&one, PLOT_LOG, 1, &lo, &hi);
+    ck_assert(lo < 1 && hi > 1);
+    plot_range(&one, PLOT_LINEAR, 1, &lo, &hi);
+    ck_assert(lo < 1 && hi > 1);
+    /* a clip among 4 steps of a column: its min and max, never their mean */
+    float coef[8] = {1, 1, 0.035f, 1, 1, 1, 1, 1};
+    struct plot_series cs = {coef, flags, 0, 8, 8};
+    ck_assert_int_eq(plot_columns(&cs, PLOT_LINEAR, 0, 1, 4, 2, c), 2);
+    ck_assert_int_eq(c[0].top, 0);
+    ck_assert_int_eq(c[0].bottom, 3);
+    ck_assert_int_eq(c[1].top, 0);
+    ck_assert_int_eq(c[1].bottom, 0);
+    /* a bad step is its own mark, a NaN the top row's 'x' */
+    flags[1] = 1;
+    coef[6] = NAN;
+    ck_assert_int_eq(plot_columns(&cs, PLOT_LINEAR, 0, 1, 4, 8, c), 8);
+    ck_assert_int_eq(c[1].bad, 0);
+    ck_assert_int_eq(c[1].top, -1);
+    ck_assert(c[6].nonfinite);
+    /* the rows of the axis' ends: the top is row 0, the bottom row h - 1 */
+    ck_assert_int_eq(plot_row(1, PLOT_LINEAR, 0, 1, 4), 0);
+    ck_assert_int_eq(plot_row(0, PLOT_LINEAR, 0, 1, 4), 3);
+    ck_assert_int_eq(plot_row(0, PLOT_LOG, 0.1, 1, 4), -1);
+}
+END_TEST
+
 START_TEST(ring_layout)
 {
     const int sizes[][2] = {{7, 30},   {9, 44},   {13, 44},  {17, 56}, {20, 60}, {22, 68},
@@ -449,10 +504,15 @@ END_TEST
 START_TEST(panels_keep_the_contract)
 {
     static struct eventlog log;
-    /* Keys that belong to the app, which a panel must leave alone unless it edits text. */
-    const int app_keys[] = {'q', '?', '1', '5', '6',       'L',       '\t', KEY_BTAB,
-                            '[', ']', 'J', 'K', KEY_NPAGE, KEY_PPAGE, ' ',  'n',
-                            '+', '=', '-', 'r', 'a',       'v',       27};
+    /* Keys that belong to the app (help_app_key), which a panel must leave alone unless it
+     * edits text: the app takes them first, and a panel that also used one would never see
+     * it. Its key table lists none of them. */
+    int app_keys[64], nk = 0;
+    for (int ch = 0; ch <= KEY_MAX && nk < 64; ch++)
+        if (help_app_key(ch))
+            app_keys[nk++] = ch;
+    ck_assert_int_ge(nk, 28);
+    ck_assert(help_app_key('G') && help_app_key('1') && help_app_key(']') && !help_app_key('g'));
     int n = 0;
     for (int i = 0; ui_panels[i]; i++, n++) {
         const struct panel_ops *p = ui_panels[i];
@@ -461,15 +521,22 @@ START_TEST(panels_keep_the_contract)
         ck_assert_msg(p->init && p->fini && p->on_key && p->draw && p->keys, "panel %s: ops",
                       p->name);
         ck_assert_ptr_eq(panel_find(p->name), p); /* names are unique */
-        for (const struct panel_key *k = p->keys; k->keys; k++)
+        for (const struct panel_key *k = p->keys; k->keys; k++) {
             ck_assert_msg(k->what && *k->what, "panel %s: key %s says what it does", p->name,
                           k->keys);
+            /* a key's spellings: single characters between spaces ("g f", "Left/Right h/l") */
+            for (const char *c = k->keys; *c; c++)
+                if ((c == k->keys || c[-1] == ' ' || c[-1] == '/') &&
+                    (c[1] == '\0' || c[1] == ' ' || c[1] == '/'))
+                    ck_assert_msg(!help_app_key((unsigned char)*c),
+                                  "panel %s lists the window's key '%c'", p->name, *c);
+        }
         struct panel_env env = {p, &log, false, false};
         void *st = NULL;
         struct error e = {0};
         ck_assert_int_eq(p->init(&st, &env, &e), 0);
         /* A panel starts with no input field open, so the app's keys are the app's. */
-        for (size_t k = 0; k < sizeof app_keys / sizeof app_keys[0]; k++)
+        for (int k = 0; k < nk; k++)
             ck_assert_msg(!(p->on_key(st, app_keys[k]) & PANEL_HANDLED),
                           "panel %s takes the app's key %d", p->name, app_keys[k]);
         if (p->on_event) {
@@ -486,6 +553,39 @@ START_TEST(panels_keep_the_contract)
     ck_assert_int_ge(n, 7); /* one per tab at least, and lesson 1's training panel */
     for (int t = 0; t < UI_TABS; t++)
         ck_assert_msg(panel_find(ui_tabs[t].panel), "tab %d's panel %s", t, ui_tabs[t].panel);
+}
+END_TEST
+
+/* README's table of each panel's keys is the panels' tables, row for row: every key there,
+ * in the panel's own words, and no key that no panel has. */
+START_TEST(readme_key_table)
+{
+    char path[4096];
+    const char *top = getenv("srcdir");
+    snprintf(path, sizeof path, "%s/README.md", top ? top : ".");
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f, "%s", path);
+    static char text[1 << 17];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    int rows = 0;
+    for (int i = 0; ui_panels[i]; i++)
+        for (const struct panel_key *k = ui_panels[i]->keys; k->keys; k++, rows++) {
+            char row[512];
+            snprintf(row, sizeof row, "\n| `%s` | `%s` | %s |\n", ui_panels[i]->name, k->keys,
+                     k->what);
+            ck_assert_msg(strstr(text, row), "README.md lacks the row%s", row);
+        }
+    /* and no other row of that table */
+    int listed = 0;
+    for (const char *r = text; (r = strstr(r, "\n| `")) != NULL; r++) {
+        char name[32];
+        int end = 0; /* set only when the row goes on "` | `": a panel's key, not a command */
+        if (sscanf(r, "\n| `%31[a-z]` | `%n", name, &end) == 1 && end > 0 && panel_find(name))
+            listed++;
+    }
+    ck_assert_int_eq(listed, rows);
 }
 END_TEST
 
@@ -704,13 +804,14 @@ END_TEST
 START_TEST(knob_at_its_limit)
 {
     static struct eventlog log;
-    knobs_log(&log, "lab", "GPUs", "512", "1024");
+    knobs_log(&log, "lab", "GPUs", "512", "1024", "1 to 1024");
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: GPUs = 1024"));
     unsigned long n = log.count;
-    knobs_log(&log, "lab", "GPUs", "1024", "1024");
-    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: GPUs stays 1024, its limit"));
-    knobs_log(&log, "lab", "GPUs", "1024", "1024");
-    knobs_log(&log, "lab", "GPUs", "1024", "1024");
+    knobs_log(&log, "lab", "GPUs", "1024", "1024", "1 to 1024");
+    ck_assert_ptr_nonnull(
+        strstr(eventlog_get(&log, 0), "lab: GPUs stays 1024, its limit (1 to 1024)"));
+    knobs_log(&log, "lab", "GPUs", "1024", "1024", "1 to 1024");
+    knobs_log(&log, "lab", "GPUs", "1024", "1024", "1 to 1024");
     ck_assert_uint_eq(log.count, n + 1);
 }
 END_TEST
@@ -825,7 +926,7 @@ START_TEST(calculator_panel_knobs)
     p->on_key(st, 'z');
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: ZeRO = stage 1"));
     p->on_key(st, 'b');
-    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: bytes/par = 18 (fp32 grads)"));
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: bytes/par = 18 (fp32 grad)"));
     ck_assert_int_eq(p->on_key(st, 'x'), 0);
     ck_assert_int_eq(p->set(st, "bytes", "17", &e), ERR_INVAL);
     ck_assert_str_eq(e.msg, "bytes: bytes is 16 or 18, not 17");
@@ -839,15 +940,31 @@ START_TEST(calculator_panel_knobs)
     p = panel_find("parallel");
     env.self = p;
     ck_assert_int_eq(p->init(&st, &env, &e), 0);
-    p->on_key(st, 'g');
+    /* the letters of lesson 4's run panel: s the schedule (round to interleaved), p P d D t
+     * T m M twice / half, o the model */
+    p->on_key(st, 's');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: schedule = interleaved"));
+    p->on_key(st, 's');
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: schedule = gpipe"));
-    ck_assert_int_eq(p->set(st, "schedule", "interleaved", &e), ERR_INVAL);
-    ck_assert_str_eq(e.msg, "schedule: the layout panel shows gpipe or 1f1b");
+    p->on_key(st, 'P');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: pp = 2"));
+    p->on_key(st, 'M');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: micro m = 4"));
+    p->on_key(st, 'd');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: dp = 2"));
+    p->on_key(st, 'T');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: tp = 1"));
+    p->on_key(st, 'T');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: tp stays 1, its limit (1 to 64)"));
+    p->on_key(st, 'o');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: model = tiny"));
+    ck_assert_int_eq(p->set(st, "schedule", "interleaved", &e), 0);
+    ck_assert_int_eq(p->set(st, "seq", "4096", &e), 0);
     ck_assert_int_eq(p->set(st, "tp", "128", &e), ERR_INVAL);
     ck_assert_int_eq(p->set(st, "zero", "2", &e), 0);
     ck_assert_int_eq(p->set(st, "gpus", "8", &e), ERR_INVAL);
     ck_assert_str_eq(e.msg, "the layout panel knows model, dp, tp, pp, micro_batches, schedule, "
-                            "zero, checkpoint and gpu_mem, not 'gpus'");
+                            "zero, checkpoint, gpu_mem and seq, not 'gpus'");
     p->fini(st);
 }
 END_TEST
@@ -987,7 +1104,7 @@ START_TEST(dprun_panel_trains_on_thread_gpus)
                 act |= *q == 'A', comm |= *q == 'C';
         }
         ck_assert_msg(act && comm, "GPU 0's bar shows activations and gathered layers: %s", screen);
-        ck_assert(p->on_key(st, 'b') & PANEL_HANDLED); /* the 7B's figures */
+        ck_assert(p->on_key(st, 's') & PANEL_HANDLED); /* the 7B's figures */
         ck_assert(draw_offscreen(p, st, 42, 126, screen, sizeof screen));
         ck_assert_msg(strstr(screen, "synthetic-7b on the same layout"), "%s", screen);
     }
@@ -1015,6 +1132,8 @@ int main(void)
     tcase_add_test(tc, bars);
     tcase_add_test(tc, axis);
     tcase_add_test(tc, ring_layout);
+    tcase_add_test(tc, plot_axis_and_columns);
+    tcase_add_test(tc, readme_key_table);
     tcase_add_test(tc, bits_and_hex);
     tcase_add_test(tc, values_and_errors);
     tcase_add_test(tc, eventlog_ring);
