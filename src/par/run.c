@@ -554,6 +554,14 @@ int run_finish(struct run *r, struct error *e)
     return r->rc;
 }
 
+bool run_ended(struct run *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool ended = r->ended || !r->started;
+    pthread_mutex_unlock(&r->mu);
+    return ended;
+}
+
 void run_free(struct run *r)
 {
     if (!r)

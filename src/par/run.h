@@ -102,6 +102,9 @@ void run_stop(struct run *r);
 
 /* Waits for the run's threads: 0, or the failure that ended it (e). */
 int run_finish(struct run *r, struct error *e);
+/* Whether the run has ended (stopped, finished or failed): run_finish and run_free then
+ * return at once. Never waits. */
+bool run_ended(struct run *r);
 
 /* After run_finish. */
 const struct run_gpu *run_gpu(const struct run *r, int gpu);

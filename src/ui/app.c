@@ -1,9 +1,11 @@
 /* The window's frame: tabs, the lesson pane, the live panel, the latest events and the key
  * hints; the input loop; the terminal's set-up and restoration on every way out.
  *
- * The loop waits in poll() on standard input, with no timeout unless a panel is playing, so
- * an idle window costs no CPU. Keys never draw: they change state and mark the frame dirty;
- * the frame is drawn once per loop with one doupdate(). A signal ends the loop and the
+ * The loop waits in poll() on standard input, with no timeout unless a panel is playing or
+ * busy (ui/panel.h: PANEL_POLL), so an idle window costs no CPU. Keys never draw: they change
+ * state and mark the frame dirty; the frame is drawn into curses' screen after each key (the
+ * next key must see whether a field has the keys now) and sent to the terminal with one
+ * doupdate() once the keys that have arrived are all read. A signal ends the loop and the
  * terminal is restored (ui/term.h); the help overlay is ui/help.h, the answer field
  * ui/answer.h. */
 #include "config.h"
@@ -81,6 +83,7 @@ struct app {
     bool help;
     int help_scroll;
     bool playing;
+    bool busy; /* the live panel may have work going on elsewhere: poll it (PANEL_POLL) */
     int speed; /* the speed is 2^speed */
     double last_tick;
     struct answer_field ans; /* the answer being typed to a question of the current step */
@@ -170,6 +173,7 @@ static void switch_tab(struct app *a, int i)
         save_progress(a);
     }
     a->dirty = true;
+    a->busy = true; /* another live panel: what is it doing? */
 }
 
 static double speed_factor(int s)
@@ -259,6 +263,7 @@ static void swap_panel(struct app *a)
     }
     const struct panel_ops *ops = next_view(t);
     pause_playing(a);
+    a->busy = true;
     if (!use_kept(t, ops)) {
         const struct lesson *l = t->lesson;
         const struct lesson_panel *lp = NULL;
@@ -305,6 +310,7 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
         save_progress(a);
     }
     a->dirty = true;
+    a->busy = true;
 }
 
 static int load_lessons(struct app *a, struct error *e)
@@ -844,7 +850,8 @@ static void draw_hints(const struct app *a, bool panel_editing, bool brief, int 
                     hl.status);
 }
 
-static void draw_frame(struct app *a)
+/* The frame into curses' screen; to the terminal too when flush is set. */
+static void draw_frame(struct app *a, bool flush)
 {
     erase();
     struct ui_canvas pc = {0};
@@ -874,7 +881,8 @@ static void draw_frame(struct app *a)
         curs_set(0);
     }
     wnoutrefresh(stdscr);
-    doupdate();
+    if (flush)
+        doupdate();
 }
 
 static void relayout(struct app *a)
@@ -887,16 +895,36 @@ static void relayout(struct app *a)
 
 /* ---- the loop ---- */
 
+/* What the live panel's work elsewhere has done (ui/panel.h): polled after every turn that
+ * handled something, then each frame while it says it is busy. */
+static void poll_panel(struct app *a)
+{
+    struct tab *t = &a->tabs[a->cur];
+    int r = 0;
+    if (t->ops->on_event) {
+        struct panel_event ev = {PANEL_POLL, 0, speed_factor(a->speed)};
+        r = t->ops->on_event(t->panel, &ev);
+    }
+    a->busy = r & PANEL_BUSY;
+    if (r & PANEL_REDRAW)
+        a->dirty = true;
+    if (r & PANEL_QUIT)
+        a->quit = true;
+}
+
 static int run_loop(struct app *a, struct error *e)
 {
     relayout(a);
+    a->busy = true; /* the panels opened may have started work */
     while (!a->quit && !term_signal()) {
+        if (a->busy)
+            poll_panel(a);
         if (a->dirty) {
-            draw_frame(a);
+            draw_frame(a, true);
             a->dirty = false;
         }
         struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {term_wake_fd(), POLLIN, 0}};
-        int wait = a->playing ? FRAME_MS : -1;
+        int wait = a->playing || a->busy ? FRAME_MS : -1;
         if (a->autoplay) { /* wake for the next step */
             double left = (a->next_at - clock_now()) * 1000.0;
             int ms = left > 0 ? (int)left + 1 : 0;
@@ -913,17 +941,22 @@ static int run_loop(struct app *a, struct error *e)
             break;
         }
         int ch;
+        bool drawn = false;
         while (!a->quit && (ch = wgetch(stdscr)) != ERR) {
             if (ch == KEY_RESIZE)
                 relayout(a);
             else
                 app_key(a, ch);
+            a->busy = true; /* whatever the key did, the live panel is asked what it started */
             if (a->dirty && !a->quit) { /* a frame per key: the next key sees whether a
                                          * field has the keys now */
-                draw_frame(a);
+                draw_frame(a, false);
                 a->dirty = false;
+                drawn = true;
             }
         }
+        if (drawn) /* the keys read so far, in one update of the terminal */
+            doupdate();
         autoplay_tick(a);
         if (a->playing) {
             double now = clock_now();
@@ -932,6 +965,7 @@ static int run_loop(struct app *a, struct error *e)
                 a->last_tick = now;
                 panel_event(a, PANEL_TICK, dt * speed_factor(a->speed));
                 a->dirty = true;
+                a->busy = true;
             }
         }
     }

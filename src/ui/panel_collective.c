@@ -23,7 +23,18 @@
  * and its pipeline chunks are those of the chosen size: the same numbers as
  * "scalelab collective --size SIZE --steps".
  *
- * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16), Up/Down (k/j) size (x2),
+ * At 64 GPUs that run takes longer than a frame (64 threads on the host's cores), and the
+ * plot's curves and crossover hundreds of replays of the cost model: a key never waits for
+ * them. It changes the settings and the α-β times (a few replays) and asks for the run, which
+ * is made on a thread of its own (ui/bgjob.h) with the curves when the GPUs or the cluster
+ * changed; the panel says "running" until a poll takes it (or the key's own frame, when it
+ * takes under QUICK_S). Keys pressed meanwhile only change what the next run is for: one run
+ * at a time, for the latest settings. Drawing computes nothing: the curves are kept for the
+ * GPUs and cluster they were made for, at PLOT_GRID sizes, and each column read between two
+ * of them.
+ *
+ * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16, and the chunks that do
+ * not fit a row are counted), Up/Down (k/j) size (x2),
  * t ring, tree, dbtree, rhd; c the cluster preset. Settings: gpus=N, size=BYTES,
  * algo=ring|tree|dbtree|rhd, cluster=PRESET, step=K. */
 #include "config.h"
@@ -43,6 +54,7 @@
 #include "comm/trial.h"
 #include "comm/tree.h"
 #include "sim/cluster.h"
+#include "ui/bgjob.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
@@ -51,7 +63,11 @@
 #define MAX_CHUNKS   128 /* a double binary tree: two trees of up to 64 chunks */
 #define MAX_CLUSTERS 8
 #define ROWS_FULL    16
-#define STEPS_PER_S  2.0 /* animation speed at 1x */
+#define STEPS_PER_S  2.0   /* animation speed at 1x */
+#define QUICK_S      0.015 /* a run made this quickly shows in the frame of the key that asked */
+#define PLOT_GRID    256   /* the sizes the plot's curves are computed at */
+#define PLOT_LO      1024.0
+#define PLOT_HI      (1024.0 * 1024 * 1024)
 
 struct hop {
     int step, from, to, chunk;
@@ -66,21 +82,46 @@ struct settings {
     enum cost_algo algo;
 };
 
-struct coll_panel {
-    struct eventlog *log;
-    int nclusters;
-    struct cluster_spec clusters[MAX_CLUSTERS];
-    struct settings s, start;
-    int start_step;
-    /* the run */
+/* One run of the collective, made on a job's thread (ui/bgjob.h) from a copy of the settings:
+ * the real all-reduce, its send events as hops, its check; and, when asked (the GPUs or the
+ * cluster changed), the plot's curves at PLOT_GRID sizes and the crossover, which depend on
+ * nothing else. At 64 GPUs the run alone takes longer than a frame. */
+struct coll_run {
+    /* in */
+    struct settings s;
+    struct cluster_spec spec;
+    bool curves;
+    /* out */
     bool ok;
     char err[ERROR_MAX];
     struct hop *hops;
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
     bool verified;
+    double crossover, tr[PLOT_GRID], tt[PLOT_GRID];
+};
+
+struct coll_panel {
+    struct eventlog *log;
+    int nclusters;
+    struct cluster_spec clusters[MAX_CLUSTERS];
+    struct settings s, start;
+    int start_step;
+    /* the run for the settings, once made (have): none while it runs */
+    bool have, ok;
+    char err[ERROR_MAX];
+    struct hop *hops;
+    int nhops, nsteps, nchunks;
+    double real_bytes, sim_time, max_rel_error, tolerance;
+    bool verified;
     struct cost_result ring, tree, dbtree, rhd;
-    double crossover;
+    /* the plot's curves and the crossover, for curves_gpus GPUs of cluster curves_cluster */
+    int curves_gpus, curves_cluster;
+    double crossover, tr[PLOT_GRID], tt[PLOT_GRID];
+    /* the run being made (for work->s, which may be settings left behind since) */
+    struct bgjob *job;
+    struct coll_run *work;
+    bool step_wanted; /* n came while the run was being made */
     /* the replay */
     int step;
     double acc;
@@ -126,9 +167,9 @@ static void replay(struct coll_panel *p)
     }
 }
 
-static int n_gpus(const struct coll_panel *p)
+static int n_gpus(const struct coll_run *w)
 {
-    return p->s.gpus;
+    return w->s.gpus;
 }
 
 /* The α-β time of the algorithm shown (the same model as the simulated run). */
@@ -151,7 +192,7 @@ static int cmp_double(const void *a, const void *b)
 /* A tree's panel steps are its pipeline's stages: the sends that arrive at the same moment
  * form one step (a level of the reduce, one child of a level of the broadcast), in the order
  * of time, which respects every dependency. */
-static void stage_steps(struct coll_panel *p)
+static void stage_steps(struct coll_run *p)
 {
     double *t = malloc((size_t)(p->nhops ? p->nhops : 1) * sizeof *t);
     if (!t)
@@ -178,9 +219,29 @@ static void stage_steps(struct coll_panel *p)
     free(t);
 }
 
-/* Runs the collective for the current settings and keeps its send events as hops. */
-static void compute(struct coll_panel *p)
+/* The plot's grid: size j of PLOT_GRID, 1 KiB to 1 GiB evenly on a log axis. */
+static double grid_size(int j)
 {
+    return PLOT_LO * pow(PLOT_HI / PLOT_LO, (double)j / (PLOT_GRID - 1));
+}
+
+/* The job: runs the collective for w's settings and keeps its send events as hops; the
+ * curves and the crossover too when asked. Touches nothing but w. */
+static void run_collective(void *arg)
+{
+    struct coll_run *p = arg;
+    struct cost_net net;
+    coll_net(&p->spec, p->s.gpus, &net);
+    if (p->curves) {
+        p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1024, 1e12);
+        for (int j = 0; j < PLOT_GRID; j++) {
+            struct cost_result r;
+            cost_collective(COST_ALLREDUCE, COST_RING, &net, grid_size(j), &r, NULL);
+            p->tr[j] = r.time_s;
+            cost_collective(COST_ALLREDUCE, COST_TREE, &net, grid_size(j), &r, NULL);
+            p->tt[j] = r.time_s;
+        }
+    }
     struct trial_args a;
     trial_args_init(&a);
     a.op = COST_ALLREDUCE;
@@ -188,24 +249,17 @@ static void compute(struct coll_panel *p)
     a.gpus = p->s.gpus;
     a.count = (size_t)p->s.gpus * 256;
     a.dtype = FP_FP32;
-    a.spec = p->clusters[p->s.cluster];
+    a.spec = p->spec;
     a.record_events = true;
     p->real_bytes = (double)a.count * 4;
     double scale = p->real_bytes / p->s.size;
     a.spec.beta_intra *= scale;
     a.spec.beta_inter *= scale;
-    free(p->hops);
     p->hops = NULL;
     p->nhops = p->nsteps = 0;
     p->nchunks = 1;
     p->ok = true;
     p->err[0] = 0;
-    struct cost_net net = net_of(p, p->s.gpus);
-    cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
-    cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
-    cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
-    cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
-    p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1024, 1e12);
 
     struct trial t;
     struct error e = {0};
@@ -268,9 +322,98 @@ static void compute(struct coll_panel *p)
     if (p->s.algo != COST_RING)
         stage_steps(p);
     trial_fini(&t);
-    if (p->step > p->nsteps)
-        p->step = p->nsteps;
+}
+
+static bool same_settings(const struct settings *a, const struct settings *b)
+{
+    return a->gpus == b->gpus && a->cluster == b->cluster && a->size == b->size &&
+           a->algo == b->algo;
+}
+
+static bool have_curves(const struct coll_panel *p)
+{
+    return p->curves_gpus == p->s.gpus && p->curves_cluster == p->s.cluster;
+}
+
+/* Starts making the run for the settings, unless one is being made (the poll that finds it
+ * done starts the next, for the settings then: keys pressed meanwhile never queue runs). */
+static void ask(struct coll_panel *p)
+{
+    if (p->job || p->have)
+        return;
+    struct coll_run *w = calloc(1, sizeof *w);
+    if (!w) {
+        p->ok = false;
+        snprintf(p->err, sizeof p->err, "out of memory");
+        return;
+    }
+    w->s = p->s;
+    w->spec = p->clusters[p->s.cluster];
+    w->curves = !have_curves(p);
+    struct error e = {0};
+    p->work = w;
+    if (bgjob_start(&p->job, run_collective, w, &e) != 0)
+        run_collective(w); /* no thread to spare: made here, the window waiting for it */
+}
+
+/* Whether the run being made is done (waiting up to wait_s for it): then its results are the
+ * panel's if they are for its settings now, and the next run is asked for if not. */
+static bool take(struct coll_panel *p, double wait_s)
+{
+    if (!p->work || (p->job && !bgjob_done(p->job, wait_s)))
+        return false;
+    bgjob_finish(p->job);
+    struct coll_run *w = p->work;
+    p->job = NULL, p->work = NULL;
+    if (w->curves && w->s.gpus == p->s.gpus && w->s.cluster == p->s.cluster) {
+        p->curves_gpus = w->s.gpus, p->curves_cluster = w->s.cluster;
+        p->crossover = w->crossover;
+        memcpy(p->tr, w->tr, sizeof p->tr);
+        memcpy(p->tt, w->tt, sizeof p->tt);
+    }
+    if (same_settings(&w->s, &p->s) && !p->have) {
+        free(p->hops);
+        p->have = true;
+        p->ok = w->ok;
+        snprintf(p->err, sizeof p->err, "%s", w->err);
+        p->hops = w->hops, w->hops = NULL;
+        p->nhops = w->nhops, p->nsteps = w->nsteps, p->nchunks = w->nchunks;
+        p->real_bytes = w->real_bytes, p->sim_time = w->sim_time;
+        p->max_rel_error = w->max_rel_error, p->tolerance = w->tolerance;
+        p->verified = w->verified;
+        if (p->step > p->nsteps)
+            p->step = p->nsteps;
+        if (p->step_wanted && p->step < p->nsteps) {
+            p->step++;
+            eventlog_add(p->log, "collective: step %d of %d", p->step, p->nsteps);
+        }
+        p->step_wanted = false;
+        replay(p);
+    }
+    free(w->hops);
+    free(w);
+    ask(p);
+    return true;
+}
+
+/* The settings changed: the α-β figures for them now (a few replays of the cost model), the
+ * run asked for; the picture says it is running until a poll takes it. */
+static void compute(struct coll_panel *p)
+{
+    free(p->hops);
+    p->hops = NULL;
+    p->nhops = p->nsteps = p->nchunks = 0;
+    p->have = false;
+    p->ok = true;
+    p->err[0] = 0;
+    p->step_wanted = false;
     replay(p);
+    struct cost_net net = net_of(p, p->s.gpus);
+    cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
+    cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
+    cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
+    cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
+    ask(p);
 }
 
 static void defaults(struct settings *s)
@@ -284,6 +427,7 @@ static int coll_init(void **state, const struct panel_env *env, struct error *e)
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
+    p->curves_gpus = -1;
     char list[512];
     preset_list(list, sizeof list, "clusters");
     /* h100-80gb first: the lessons' running example */
@@ -308,6 +452,10 @@ static int coll_init(void **state, const struct panel_env *env, struct error *e)
 static void coll_fini(void *state)
 {
     struct coll_panel *p = state;
+    bgjob_finish(p->job); /* the run being made, whose thread writes into work */
+    if (p->work)
+        free(p->work->hops);
+    free(p->work);
     free(p->hops);
     free(p);
 }
@@ -318,6 +466,7 @@ static void changed(struct coll_panel *p, const char *what)
     p->step = 0;
     p->acc = 0;
     compute(p);
+    take(p, QUICK_S); /* a run this quick shows in the key's own frame */
     if (!strcmp(what, "size"))
         eventlog_add(p->log, "collective: size %s",
                      units_format_bytes(b, sizeof b, p->s.size, UNITS_BINARY));
@@ -401,9 +550,12 @@ static int coll_on_event(void *state, const struct panel_event *ev)
             p->step = 0; /* play again from the start */
         p->acc = 0;
         replay(p);
-        return PANEL_REDRAW | (p->nsteps > 0 ? PANEL_ANIMATE : 0);
+        /* while the run is being made, the ticks wait for it */
+        return PANEL_REDRAW | (p->nsteps > 0 || !p->have ? PANEL_ANIMATE : 0);
     case PANEL_PAUSE: return 0;
     case PANEL_TICK:
+        if (!p->have)
+            return PANEL_ANIMATE | (take(p, 0) ? PANEL_REDRAW : 0);
         p->acc += ev->dt * STEPS_PER_S;
         if (p->acc >= 1 && p->step < p->nsteps) {
             int k = (int)p->acc;
@@ -414,6 +566,10 @@ static int coll_on_event(void *state, const struct panel_event *ev)
         }
         return p->step < p->nsteps ? PANEL_ANIMATE : 0;
     case PANEL_STEP:
+        if (!p->have) { /* taken once the run is made */
+            p->step_wanted = true;
+            return PANEL_REDRAW;
+        }
         if (p->step < p->nsteps) {
             p->step++;
             replay(p);
@@ -426,6 +582,7 @@ static int coll_on_event(void *state, const struct panel_event *ev)
         p->step = p->start_step;
         compute(p);
         return PANEL_REDRAW;
+    case PANEL_POLL: return (take(p, 0) ? PANEL_REDRAW : 0) | (p->work ? PANEL_BUSY : 0);
     }
     return 0;
 }
@@ -491,20 +648,18 @@ static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, i
 {
     bool one_line = w >= 40; /* the legend on one row (in fewer words below 52 columns) */
     int ph = h - (one_line ? 2 : 3), pw = w - 10;
-    if (ph < 2 || w < 30)
+    if (ph < 2 || w < 30 || !have_curves(p)) /* (the curves come with the run) */
         return;
-    struct cost_net net = net_of(p, p->s.gpus);
-    double lo = 1024, hi = 1024.0 * 1024 * 1024, tmin = INFINITY, tmax = 0;
-    double tr[256], tt[256];
-    if (pw > 256)
-        pw = 256;
-    for (int i = 0; i < pw; i++) {
-        double s = lo * pow(hi / lo, (double)i / (pw - 1));
-        struct cost_result r;
-        cost_collective(COST_ALLREDUCE, COST_RING, &net, s, &r, NULL);
-        tr[i] = r.time_s;
-        cost_collective(COST_ALLREDUCE, COST_TREE, &net, s, &r, NULL);
-        tt[i] = r.time_s;
+    double lo = PLOT_LO, hi = PLOT_HI, tmin = INFINITY, tmax = 0;
+    double tr[PLOT_GRID], tt[PLOT_GRID];
+    if (pw > PLOT_GRID)
+        pw = PLOT_GRID;
+    for (int i = 0; i < pw; i++) { /* between the grid's sizes, log-log interpolated */
+        double x = (double)i / (pw - 1) * (PLOT_GRID - 1);
+        int j = x < PLOT_GRID - 1 ? (int)x : PLOT_GRID - 2;
+        double f = x - j;
+        tr[i] = exp((1 - f) * log(p->tr[j]) + f * log(p->tr[j + 1]));
+        tt[i] = exp((1 - f) * log(p->tt[j]) + f * log(p->tt[j + 1]));
         tmin = fmin(tmin, fmin(tr[i], tt[i]));
         tmax = fmax(tmax, fmax(tr[i], tt[i]));
     }
@@ -600,11 +755,16 @@ static const char *arrow(int y, int x, int y2, int x2)
     return ax > 0 ? "\u2197" : "\u2196";     /* ↗ ↖ */
 }
 
+/* A count of contributions in one cell: 1-9, a-z (10-35), A-Z (36-61), '*' for 62 and 63
+ * (64 GPUs at most), '#' once it holds all n. */
 static char count_char(int k, int n)
 {
     if (k >= n)
         return '#';
-    return k < 10 ? (char)('0' + k) : (char)('a' + k - 10);
+    return k < 10   ? (char)('0' + k)
+           : k < 36 ? (char)('a' + k - 10)
+           : k < 62 ? (char)('A' + k - 36)
+                    : '*';
 }
 
 /* Chunk k of GPU g: its count of contributions, and its look: where this step's data landed,
@@ -681,12 +841,22 @@ static void draw_ring(const struct coll_panel *p, struct ui_canvas *c, int oy, i
 
 /* ---- rows: one GPU a line, for small panels, the tree, and more than 16 GPUs ---- */
 
-static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cellw,
-                     int barw)
+/* GPU g's row at y: its first `cells` chunks (the number of the others after them when some
+ * do not fit), its bar and the bytes it sent. */
+static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cells,
+                     int cellw, int barw)
 {
     int n = p->s.gpus;
     canvas_printf(c, y, 0, ROLE_DIM, "GPU %-2d", g);
     int x = 7;
+    if (cells < p->nchunks) {
+        for (int k = 0; k < cells; k++) {
+            char cell[2] = {count_char(__builtin_popcountll(p->mask[g][k]), n), 0};
+            canvas_text(c, y, x++, chunk_role(p, g, k), cell);
+        }
+        canvas_printf(c, y, x, ROLE_DIM, "+%d", p->nchunks - cells);
+        return;
+    }
     for (int k = 0; k < p->nchunks; k++) {
         int have = __builtin_popcountll(p->mask[g][k]);
         char cell[3] = {count_char(have, n), ' ', 0};
@@ -794,18 +964,20 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int
     int cellw = p->nchunks * 2 + 30 <= w ? 2 : 1;
     int barw = w - 7 - p->nchunks * cellw - 14;
     barw = barw > 20 ? 20 : barw;
+    /* the chunks that fit (64 GPUs' 64 in 80x24's panel do not): the others counted */
+    int cells = 7 + p->nchunks * cellw <= w ? p->nchunks : (w - 7 - 4) / cellw;
     /* a row per GPU, up to 16 and as the room allows; else the first ones, a line naming
      * those left out, the last one */
     int fit = room - 1 < ROWS_FULL ? room - 1 : ROWS_FULL;
     if (n <= fit) {
         for (int g = 0; g < n; g++)
-            draw_gpu(p, c, y++, g, cellw, barw);
+            draw_gpu(p, c, y++, g, cells, cellw, barw);
     } else {
         int first = fit - 2 > 1 ? fit - 2 : 1;
         for (int g = 0; g < first; g++)
-            draw_gpu(p, c, y++, g, cellw, barw);
+            draw_gpu(p, c, y++, g, cells, cellw, barw);
         canvas_printf(c, y++, 0, ROLE_DIM, "... GPUs %d to %d ...", first, n - 2);
-        draw_gpu(p, c, y++, n - 1, cellw, barw);
+        draw_gpu(p, c, y++, n - 1, cells, cellw, barw);
     }
     return y;
 }
@@ -841,8 +1013,13 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
         canvas_printf(c, y++, 0, ROLE_TEXT, "ring %s, tree %s: %s wins", t[0], t[1],
                       p->tree.time_s < p->ring.time_s ? "tree" : "ring");
         int x = canvas_printf(c, y, 0, ROLE_DIM, "dbtree %s, rhd %s", t[2], t[3]);
-        canvas_text(c, y++, x + 2, p->verified ? ROLE_GOOD : ROLE_ERROR,
-                    p->verified ? "verified" : "NOT verified");
+        canvas_text(c, y++, x + 2,
+                    !p->have      ? ROLE_WARN
+                    : p->verified ? ROLE_GOOD
+                                  : ROLE_ERROR,
+                    !p->have      ? "running"
+                    : p->verified ? "verified"
+                                  : "NOT verified");
         double alg = cost_algbw(p->s.size, algo_time(p));
         canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9,
                       alg * cost_busbw_factor(COST_ALLREDUCE, n) / 1e9);
@@ -851,7 +1028,10 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     canvas_printf(c, y++, 0, ROLE_DIM,
                   narrow ? "chunk: sums held (# = all %d); %s"
                          : "chunk: contributions held (# = all %d); %s",
-                  n, p->verified ? (narrow ? "verified" : "the run is verified") : "NOT verified");
+                  n,
+                  !p->have      ? "the run is being made"
+                  : p->verified ? (narrow ? "verified" : "the run is verified")
+                                : "NOT verified");
     units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
     units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
     int x = canvas_printf(c, y, 0, ROLE_TEXT,
@@ -917,6 +1097,18 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     canvas_text(c, y++, 0, ROLE_TITLE, head[hi]);
     if (!p->ok) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
+        return;
+    }
+    if (!p->have) { /* the run is being made: what needs none of it, the plot once it has come */
+        canvas_printf(c, y++, 0, ROLE_WARN,
+                      w < 64 ? "step 0: %d thread-GPUs running it"
+                             : "step 0: the all-reduce is running on %d thread-GPUs",
+                      n);
+        y++;
+        draw_counts(p, c, y);
+        y += counts_rows(w) + (w >= 64);
+        int ph = h - y;
+        draw_plot(p, c, y, 0, ph > PLOT_H ? PLOT_H : ph, w);
         return;
     }
     units_format_seconds(b2, sizeof b2, p->now);

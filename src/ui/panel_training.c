@@ -410,6 +410,7 @@ static int train_on_event(void *state, const struct panel_event *ev)
         if (p->halted) /* the first cause stays on screen; nothing more to watch */
             return PANEL_REDRAW;
         return PANEL_ANIMATE | (pump(p, ev->dt * STEPS_PER_S) ? PANEL_REDRAW : 0);
+    case PANEL_POLL: return 0;
     }
     return 0;
 }

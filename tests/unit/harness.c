@@ -5,6 +5,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "ui/panel.h"
 
 int harness_run(Suite *s)
 {
@@ -42,4 +46,20 @@ const char *harness_data(const char *name)
     const char *srcdir = getenv("srcdir");
     snprintf(path, sizeof path, "%s/tests/data/%s", srcdir ? srcdir : ".", name);
     return path;
+}
+
+int harness_settle(const struct panel_ops *p, void *state)
+{
+    struct panel_event poll = {PANEL_POLL, 0, 1};
+    int all = 0;
+    double until = clock_now() + 600;
+    for (;;) {
+        int r = p->on_event ? p->on_event(state, &poll) : 0;
+        all |= r;
+        if (!(r & PANEL_BUSY))
+            return all;
+        ck_assert_msg(clock_now() < until, "panel %s: still busy after 600 s", p->name);
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
 }

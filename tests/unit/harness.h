@@ -15,4 +15,11 @@ int harness_run_threadless(Suite *s);
 /* A file under tests/data (the source tree's, found through $srcdir). */
 const char *harness_data(const char *name);
 
+struct panel_ops;
+/* What the window does while a panel works elsewhere (ui/panel.h: PANEL_POLL): polls the panel
+ * until a poll returns without PANEL_BUSY, so that a test sees the state the work ends in.
+ * Waits on that state, with a deadline of minutes (a failure, not a slow machine, reaches it);
+ * returns the flags the polls returned, or-ed. */
+int harness_settle(const struct panel_ops *p, void *state);
+
 #endif
