@@ -108,6 +108,8 @@ bool run_ended(struct run *r);
 
 /* After run_finish. */
 const struct run_gpu *run_gpu(const struct run *r, int gpu);
+/* The data's entropy rate in nats per token: NAN until GPU 0 has set up (its trainer computes
+ * it), and after a run that failed before. */
 double run_loss_floor(const struct run *r);
 double run_wall_s(const struct run *r); /* host seconds from run_start to the end */
 

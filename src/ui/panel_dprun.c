@@ -604,7 +604,9 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
      * their rows) */
     int lossrows = H - y - 1;
     if (lossrows >= 2 && y < H) {
-        x = canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->pace.floor);
+        x = isfinite(p->pace.floor) /* (known once the run has set up) */
+                ? canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->pace.floor)
+                : canvas_text(c, y, 0, ROLE_TITLE, "loss");
         /* what the ledger holds beside the bars: the CPU's fp32 copies */
         units_format_bytes(b1, sizeof b1, (double)p->pace.feed.cur[0][MEM_WORKSPACE], UNITS_BINARY);
         if (x + 56 + (int)strlen(b1) <= W)

@@ -129,7 +129,7 @@ int runpace_start(struct runpace *r, const struct train_opts *o)
         free_run(&r->run, &r->tap);
         return -1;
     }
-    r->floor = run_loss_floor(r->run);
+    r->floor = NAN; /* GPU 0 computes it as it sets up */
     launch(r);
     return r->err[0] ? -1 : 0;
 }
@@ -152,6 +152,8 @@ static bool look(struct runpace *r)
         r->waiting = run_waiting(r->run); /* every buffer of those is in the feed now */
         runfeed_take_setup(&r->feed);     /* the bars grow as the GPUs set up */
         r->ready = r->waiting >= r->want.gpus;
+        if (r->ready)
+            r->floor = run_loss_floor(r->run);
         if (!r->ready && runfeed_failed(&r->feed) && run_ended(r->run))
             fail(r);
     }

@@ -66,7 +66,7 @@ struct runpace {
     bool launched;           /* its threads started (once no run was stopping) */
     bool ready;              /* every GPU has set up (its buffers are in the ledgers) */
     int waiting;             /* GPUs set up so far (at the last poll) */
-    double floor;            /* the data's loss floor (run_loss_floor) */
+    double floor;            /* the data's loss floor (run_loss_floor), once ready */
     /* the run before, stopping on its own threads: the next one starts once it has ended */
     struct run *old;
     struct runfeed_tap *old_tap;
