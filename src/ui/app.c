@@ -4,8 +4,9 @@
  * The loop waits in poll() on standard input, with no timeout unless a panel is playing or
  * busy (ui/panel.h: PANEL_POLL), so an idle window costs no CPU. Keys never draw: they change
  * state and mark the frame dirty; the frame is drawn into curses' screen after each key (the
- * next key must see whether a field has the keys now) and sent to the terminal with one
- * doupdate() once the keys that have arrived are all read. A signal ends the loop and the
+ * next key must see whether a field has the keys now), and once the keys that have arrived
+ * are all read and the live panel polled, sent to the terminal with one doupdate(): sixty
+ * keys pressed at once make one frame. A signal ends the loop and the
  * terminal is restored (ui/term.h); the help overlay is ui/help.h, the answer field
  * ui/answer.h. */
 #include "config.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -98,6 +100,9 @@ struct app {
     bool jumping;       /* G: typing a step number */
     bool panel_editing; /* the live panel's input field had the keys at the last frame */
     char jump[8];
+    /* $SCALELAB_FRAME_FD: a socket told of each frame (note_frame); keys read so far */
+    int frame_fd;
+    unsigned long keys;
 };
 
 /* ---- tabs and panels ---- */
@@ -850,6 +855,22 @@ static void draw_hints(const struct app *a, bool panel_editing, bool brief, int 
                     hl.status);
 }
 
+/* The window's account of itself for `scalelab bench --only window`, which times keys by it:
+ * with $SCALELAB_FRAME_FD naming a socket, a line "KEYS BUSY" each time a frame goes to the
+ * terminal and each time the live panel stops being busy without one (KEYS: the keys read so
+ * far; BUSY: 1 while the panel's work goes on elsewhere, else 0). Never waits: a line the
+ * socket cannot take now is dropped, and a socket gone ends the account. */
+static void note_frame(struct app *a)
+{
+    if (a->frame_fd < 0)
+        return;
+    char line[32];
+    int n = snprintf(line, sizeof line, "%lu %d\n", a->keys, a->busy);
+    if (send(a->frame_fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN &&
+        errno != EWOULDBLOCK)
+        a->frame_fd = -1;
+}
+
 /* The frame into curses' screen; to the terminal too when flush is set. */
 static void draw_frame(struct app *a, bool flush)
 {
@@ -881,8 +902,10 @@ static void draw_frame(struct app *a, bool flush)
         curs_set(0);
     }
     wnoutrefresh(stdscr);
-    if (flush)
+    if (flush) {
         doupdate();
+        note_frame(a);
+    }
 }
 
 static void relayout(struct app *a)
@@ -917,11 +940,14 @@ static int run_loop(struct app *a, struct error *e)
     relayout(a);
     a->busy = true; /* the panels opened may have started work */
     while (!a->quit && !term_signal()) {
+        bool was_busy = a->busy;
         if (a->busy)
             poll_panel(a);
         if (a->dirty) {
             draw_frame(a, true);
             a->dirty = false;
+        } else if (was_busy && !a->busy) {
+            note_frame(a);
         }
         struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {term_wake_fd(), POLLIN, 0}};
         int wait = a->playing || a->busy ? FRAME_MS : -1;
@@ -941,22 +967,18 @@ static int run_loop(struct app *a, struct error *e)
             break;
         }
         int ch;
-        bool drawn = false;
         while (!a->quit && (ch = wgetch(stdscr)) != ERR) {
             if (ch == KEY_RESIZE)
                 relayout(a);
             else
                 app_key(a, ch);
+            a->keys++;
             a->busy = true; /* whatever the key did, the live panel is asked what it started */
-            if (a->dirty && !a->quit) { /* a frame per key: the next key sees whether a
-                                         * field has the keys now */
+            if (a->dirty && !a->quit) /* a frame per key, in curses' screen: the next key
+                                       * sees whether a field has the keys now */
                 draw_frame(a, false);
-                a->dirty = false;
-                drawn = true;
-            }
         }
-        if (drawn) /* the keys read so far, in one update of the terminal */
-            doupdate();
+        /* the keys read, once the panel has been polled, in one frame (the loop's top) */
         autoplay_tick(a);
         if (a->playing) {
             double now = clock_now();
@@ -991,6 +1013,8 @@ int ui_run(const struct ui_options *o, struct error *e)
     struct app *a = calloc(1, sizeof *a);
     if (!a)
         return error_set(e, ERR_NOMEM, "out of memory");
+    const char *fd = getenv("SCALELAB_FRAME_FD");
+    a->frame_fd = fd && *fd ? (int)strtol(fd, NULL, 10) : -1;
     if ((rc = term_start(o->ascii, &a->ascii, e)) < 0)
         goto out;
     for (int i = 0; i < UI_TABS; i++) {

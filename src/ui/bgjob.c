@@ -7,9 +7,16 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #include "base/error.h"
+
+#define BGJOB_NICE 10 /* how far behind the window's thread a job's threads run */
 
 struct bgjob {
     pthread_t thread;
@@ -23,6 +30,17 @@ struct bgjob {
 static void *job_main(void *p)
 {
     struct bgjob *j = p;
+#ifdef __linux__
+    /* Behind the window's thread: on Linux the nice value is a thread's, and threads the job
+     * starts (a run's GPUs) take it from it; with the process's threads grouped against the
+     * others' (autogroups) this moves time from the job to the window's frames, not to other
+     * programs. A failure leaves the job as it was. */
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (errno == 0)
+        (void)setpriority(PRIO_PROCESS, (id_t)tid, nice + BGJOB_NICE);
+#endif
     j->fn(j->arg);
     pthread_mutex_lock(&j->mu);
     j->done = true;

@@ -25,13 +25,14 @@
  *
  * At 64 GPUs that run takes longer than a frame (64 threads on the host's cores), and the
  * plot's curves and crossover hundreds of replays of the cost model: a key never waits for
- * them. It changes the settings and the α-β times (a few replays) and asks for the run, which
- * is made on a thread of its own (ui/bgjob.h) with the curves when the GPUs or the cluster
- * changed; the panel says "running" until a poll takes it (or the key's own frame, when it
- * takes under QUICK_S). Keys pressed meanwhile only change what the next run is for: one run
- * at a time, for the latest settings. Drawing computes nothing: the curves are kept for the
- * GPUs and cluster they were made for, at PLOT_GRID sizes, and each column read between two
- * of them.
+ * them. It changes the settings and asks for the run, which is made on a thread of its own
+ * (ui/bgjob.h) with the curves when the GPUs or the cluster changed; the panel says "running"
+ * until a poll takes it (or the key's own frame, when the last run took under QUICK_S). The
+ * α-β times (a few replays) are computed by the poll the window sends before each frame, so
+ * keys pressed together cost them once. Keys pressed meanwhile only change what the next run
+ * is for: one run at a time, for the latest settings. Drawing computes nothing: the curves
+ * are kept for the GPUs and cluster they were made for, at PLOT_GRID sizes, and each column
+ * read between two of them.
  *
  * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16, and the chunks that do
  * not fit a row are counted), Up/Down (k/j) size (x2),
@@ -46,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/units.h"
 #include "calc/preset.h"
@@ -92,6 +94,7 @@ struct coll_run {
     struct cluster_spec spec;
     bool curves;
     /* out */
+    double took; /* host seconds the job took */
     bool ok;
     char err[ERROR_MAX];
     struct hop *hops;
@@ -115,12 +118,14 @@ struct coll_panel {
     double real_bytes, sim_time, max_rel_error, tolerance;
     bool verified;
     struct cost_result ring, tree, dbtree, rhd;
+    bool times_due; /* those four, not computed yet for the settings */
     /* the plot's curves and the crossover, for curves_gpus GPUs of cluster curves_cluster */
     int curves_gpus, curves_cluster;
     double crossover, tr[PLOT_GRID], tt[PLOT_GRID];
     /* the run being made (for work->s, which may be settings left behind since) */
     struct bgjob *job;
     struct coll_run *work;
+    bool quick;       /* the last run took under QUICK_S: a key may wait for the next */
     bool step_wanted; /* n came while the run was being made */
     /* the replay */
     int step;
@@ -230,6 +235,7 @@ static double grid_size(int j)
 static void run_collective(void *arg)
 {
     struct coll_run *p = arg;
+    double t0 = clock_now();
     struct cost_net net;
     coll_net(&p->spec, p->s.gpus, &net);
     if (p->curves) {
@@ -267,6 +273,7 @@ static void run_collective(void *arg)
         p->ok = false;
         snprintf(p->err, sizeof p->err, "%s", e.msg);
         trial_fini(&t);
+        p->took = clock_now() - t0;
         return;
     }
     p->verified = t.check.ok;
@@ -322,6 +329,7 @@ static void run_collective(void *arg)
     if (p->s.algo != COST_RING)
         stage_steps(p);
     trial_fini(&t);
+    p->took = clock_now() - t0;
 }
 
 static bool same_settings(const struct settings *a, const struct settings *b)
@@ -365,6 +373,7 @@ static bool take(struct coll_panel *p, double wait_s)
     bgjob_finish(p->job);
     struct coll_run *w = p->work;
     p->job = NULL, p->work = NULL;
+    p->quick = w->took < QUICK_S;
     if (w->curves && w->s.gpus == p->s.gpus && w->s.cluster == p->s.cluster) {
         p->curves_gpus = w->s.gpus, p->curves_cluster = w->s.cluster;
         p->crossover = w->crossover;
@@ -396,8 +405,8 @@ static bool take(struct coll_panel *p, double wait_s)
     return true;
 }
 
-/* The settings changed: the α-β figures for them now (a few replays of the cost model), the
- * run asked for; the picture says it is running until a poll takes it. */
+/* The settings changed: the run asked for, the α-β times due; the picture says the run is
+ * running until a poll takes it. */
 static void compute(struct coll_panel *p)
 {
     free(p->hops);
@@ -407,13 +416,26 @@ static void compute(struct coll_panel *p)
     p->ok = true;
     p->err[0] = 0;
     p->step_wanted = false;
+    p->times_due = true;
     replay(p);
+    ask(p);
+}
+
+/* The α-β times of the four algorithms for the settings, when due: a few replays of the cost
+ * model (a millisecond or two at 64 GPUs), once per poll rather than once per key, so that
+ * keys pressed together cost them once (the window polls before it sends a frame). Whether
+ * they were computed. */
+static bool times(struct coll_panel *p)
+{
+    if (!p->times_due)
+        return false;
     struct cost_net net = net_of(p, p->s.gpus);
     cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
     cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
     cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
     cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
-    ask(p);
+    p->times_due = false;
+    return true;
 }
 
 static void defaults(struct settings *s)
@@ -466,7 +488,8 @@ static void changed(struct coll_panel *p, const char *what)
     p->step = 0;
     p->acc = 0;
     compute(p);
-    take(p, QUICK_S); /* a run this quick shows in the key's own frame */
+    if (p->quick && p->work && same_settings(&p->work->s, &p->s)) /* asked for by this key */
+        take(p, QUICK_S); /* a run as quick as the last shows in the key's own frame */
     if (!strcmp(what, "size"))
         eventlog_add(p->log, "collective: size %s",
                      units_format_bytes(b, sizeof b, p->s.size, UNITS_BINARY));
@@ -554,6 +577,7 @@ static int coll_on_event(void *state, const struct panel_event *ev)
         return PANEL_REDRAW | (p->nsteps > 0 || !p->have ? PANEL_ANIMATE : 0);
     case PANEL_PAUSE: return 0;
     case PANEL_TICK:
+        times(p);
         if (!p->have)
             return PANEL_ANIMATE | (take(p, 0) ? PANEL_REDRAW : 0);
         p->acc += ev->dt * STEPS_PER_S;
@@ -582,7 +606,11 @@ static int coll_on_event(void *state, const struct panel_event *ev)
         p->step = p->start_step;
         compute(p);
         return PANEL_REDRAW;
-    case PANEL_POLL: return (take(p, 0) ? PANEL_REDRAW : 0) | (p->work ? PANEL_BUSY : 0);
+    case PANEL_POLL: {
+        bool moved = times(p);
+        moved |= take(p, 0);
+        return (moved ? PANEL_REDRAW : 0) | (p->work ? PANEL_BUSY : 0);
+    }
     }
     return 0;
 }
