@@ -9,15 +9,25 @@ torch.optim.AdamW (lr 1e-3, weight decay 0.01), on a random batch. The figure is
 the timed steps (the fastest is the least disturbed by other processes), as scalelab's bench
 reports its own.
 
-usage: torch_compare.py [MODEL.ini] [BATCH] [SECONDS]
+usage: torch_compare.py [--json] [MODEL.ini] [BATCH] [SECONDS]
        (defaults: assets/models/torch-compare.ini, 16, 3)
+--json prints {"torch": VERSION, "batch": B, "seq": T, "step_s": [every timed step's seconds]}
+instead, for `scalelab bench --only train` to set beside its own steps.
 """
 import configparser
+import json
 import os
 import sys
 import time
 
-import torch
+# One thread, as scalelab's step: torch.set_num_threads(1) below caps PyTorch's own pool, but
+# not the threads of the BLAS library it calls (Debian's torch calls the system OpenBLAS, which
+# starts one per core): they ran the matmuls on two cores, and the CPU time measured counted
+# both, their spinning too (steps of 120 to 340 ms where one thread takes 115 to 135).
+for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(var, "1")
+
+import torch  # noqa: E402  (after the environment it reads at load)
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "tests"))
@@ -25,11 +35,13 @@ from torch_check import forward_params, layout  # noqa: E402  (the model the tes
 
 
 def main():
-    ini_path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    args = [a for a in sys.argv[1:] if a != "--json"]
+    as_json = len(args) < len(sys.argv) - 1
+    ini_path = args[0] if len(args) > 0 else os.path.join(
         here, "..", "assets", "models", "torch-compare.ini")
     try:
-        batch = int(sys.argv[2]) if len(sys.argv) > 2 else 16
-        seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 3.0
+        batch = int(args[1]) if len(args) > 1 else 16
+        seconds = float(args[2]) if len(args) > 2 else 3.0
         if batch < 1 or not seconds > 0:
             raise ValueError("BATCH must be a whole number from 1, SECONDS above 0")
     except ValueError as err:
@@ -62,11 +74,16 @@ def main():
         opt.step()
 
     step()  # warm: first allocations
-    best, start = float("inf"), time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    times, start = [], time.perf_counter()
+    while time.perf_counter() - start < seconds or len(times) < 2:
         t0 = time.process_time()
         step()
-        best = min(best, time.process_time() - t0)
+        times.append(time.process_time() - t0)
+    if as_json:
+        print(json.dumps({"torch": torch.__version__, "batch": batch, "seq": cfg["seq"],
+                          "step_s": times}))
+        return 0
+    best = min(times)
     print(f"torch {torch.__version__} fp32 step, batch {batch} x {cfg['seq']}, one thread: "
           f"{batch * cfg['seq'] / best:.0f} tokens/s ({best * 1e3:.1f} ms)")
     return 0

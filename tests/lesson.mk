@@ -5,7 +5,7 @@ tests_unit_test_lesson_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_lesson_LDADD = $(UNIT_LIBS)
 
 # scalelab run: lessons headless
-SH_TESTS += tests/cli/run.sh
+SH_TESTS += tests/cli/run.sh tests/cli/presets.sh tests/cli/lesson_claims.sh
 
 # libFuzzer target for the parser (clang only, never part of the build or the tests; see
 # tests/fuzz/README.md).
@@ -24,16 +24,20 @@ FUZZ_CALC_SRC = $(top_srcdir)/src/calc/preset.c $(top_srcdir)/src/calc/params.c 
 FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/lesson/lesson.c $(top_srcdir)/src/lesson/quantity.c \
 	$(top_srcdir)/src/lesson/lesson_check.c $(top_srcdir)/src/lesson/lesson_files.c \
-	$(top_srcdir)/src/lesson/text.c \
+	$(top_srcdir)/src/lesson/text.c $(top_srcdir)/src/lesson/figure.c \
 	$(top_srcdir)/src/lesson/ascii.c $(top_srcdir)/src/lesson/progress.c \
 	$(top_srcdir)/src/num/fp.c $(FUZZ_CALC_SRC) $(top_srcdir)/src/base/cpu.c
 EXTRA_DIST += tests/fuzz
 
-fuzz-lesson: $(FUZZ_LESSON_SRC)
+# The parser and what it evaluates are compiled with the fuzzer's instrumentation; the engines
+# a few quantities run (a training step's FLOPs, the data's entropy: src/par, src/model) come
+# from the library, uninstrumented.
+fuzz-lesson: $(FUZZ_LESSON_SRC) libscalelab.a
 	@mkdir -p tests/fuzz
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-I. -I$(top_srcdir)/src $(AM_CPPFLAGS) $(FUZZ_LESSON_SRC) \
-		-o tests/fuzz/fuzz_lesson $(JANSSON_LIBS) $(INIH_LIBS) -lm
+		-o tests/fuzz/fuzz_lesson libscalelab.a $(OPENBLAS_LIBS) $(MPI_LIBS) $(JANSSON_LIBS) \
+		$(INIH_LIBS) $(PTHREAD_LIBS) -lm
 
 fuzz-lesson-run: fuzz-lesson
 	rm -rf tests/fuzz/corpus && mkdir -p tests/fuzz/corpus

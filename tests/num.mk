@@ -5,4 +5,4 @@ tests_unit_test_num_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_num_LDADD = $(UNIT_LIBS)
 
 SH_TESTS += tests/cli/formats.sh
-SH_TESTS += tests/cli/bench.sh
+SH_TESTS += tests/cli/bench.sh tests/cli/paths.sh

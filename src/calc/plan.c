@@ -42,7 +42,7 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     l->compute_s = (model + recompute) / rate;
     l->bubble_s = l->compute_s * (mc->pp - 1.0) / mc->micro_batches;
     double per_micro = l->compute_s / mc->micro_batches;
-    int rc = traffic_compute(mc, cl, mr->params_gpu, mr->stage_layers, per_micro / 3,
+    int rc = traffic_compute(mc, cl, mr->stage, mr->params_gpu, mr->stage_layers, per_micro / 3,
                              per_micro * 2 / 3, &l->traffic, e);
     if (rc < 0)
         return rc;

@@ -34,6 +34,14 @@ static double pos(double x)
     return x > 0 ? x : 0;
 }
 
+/* Adds a named piece to a kind's bytes. */
+static void piece(struct traffic_part *t, const char *name, double bytes)
+{
+    if (t->npieces < TRAFFIC_PIECES && bytes > 0)
+        t->piece[t->npieces++] = (struct traffic_piece){name, bytes};
+    t->bytes += bytes;
+}
+
 static int data_parallel(const struct memory_config *c, const struct cluster_spec *cl, double psi,
                          double fwd_s, double bwd_s, struct traffic_part *out, struct error *e)
 {
@@ -88,6 +96,9 @@ static int data_parallel(const struct memory_config *c, const struct cluster_spe
     }
     if (n == 1)
         snprintf(out->formula, sizeof out->formula, "none: one data-parallel replica");
+    double bytes = out->bytes;
+    out->bytes = 0;
+    piece(out, "gradients_and_weights", bytes);
     return 0;
 }
 
@@ -104,15 +115,17 @@ static void pipeline_stage(const struct memory_config *c, int s, double msg, dou
      * input gradient goes back, but the first's */
     int fwd = v - (s == P - 1), bwd = v - (s == 0), sends = (fwd + bwd) * m;
     int ways = (s < P - 1) + (s > 0);
-    out->bytes = sends * msg;
+    piece(out, "activations", sends * msg);
     out->time_s = sends * t1;
-    out->exposed = (s < P - 1 ? P - 1 - s : 0) * t1 + (s > 0 ? s : 0) * t1;
+    /* the pipeline fills and drains through every stage: P - 1 sends forward and P - 1 back
+     * on the step's critical path, whichever stage this is */
+    out->exposed = 2.0 * (P - 1) * t1;
     char emb[96] = "";
     if (c->model->tied && (s == 0 || s == P - 1)) {
         struct memory_states k;
         memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
-        double ve = ceil((double)c->model->vocab / c->tp) * c->model->d_model * k.gradients;
-        out->bytes += ve;
+        piece(out, "tied_embedding",
+              ceil((double)c->model->vocab / c->tp) * c->model->d_model * k.gradients);
         snprintf(emb, sizeof emb,
                  " + V d x %g B (the tied embedding's gradient, all-reduced "
                  "between the ends)",
@@ -133,101 +146,79 @@ static void pipeline_stage(const struct memory_config *c, int s, double msg, dou
              emb, m);
 }
 
-/* The ends of the model under tensor parallelism, per micro-batch: the first stage sums the
- * vocabulary-parallel embedding's lookup (each rank has its rows' tokens, zeros elsewhere);
- * the last stage sums the gradient of the head's input (every rank's vocabulary fed it) and,
- * for the parallel cross-entropy, all-reduces three fp32 numbers per token: the logits' row
- * maximum, the sum of their exponentials and the target's logit (Megatron-LM's
- * vocab-parallel cross-entropy). Each all-reduce sends 2(t-1)/t of its buffer. Sequence
- * parallelism gathers the final norm's output again in the backward pass (half an
- * all-reduce's worth more) and sums the norms' weight gradients, partial over each rank's
- * rows, once per step. */
-static void tensor_parallel_ends(const struct memory_config *c, int s, int layers, double sbh,
-                                 double t1, struct traffic_part *out)
+/* Tensor parallelism on stage s, per micro-batch: two all-reduces of the b s h activations
+ * per layer forward and two backward (Megatron-LM's f and g operators), two more when a full
+ * recompute repeats the forward; with sequence parallelism each becomes a reduce-scatter and
+ * an all-gather of the same volume, and the backward pass gathers the two norms' outputs
+ * again for the weight gradients (only their shards are kept): one more all-reduce's worth
+ * per layer. The ends: the first stage sums the vocabulary-parallel embedding's lookup (each
+ * rank has its rows' tokens, zeros elsewhere); the last stage sums the gradient of the head's
+ * input (every rank's vocabulary fed it; with sequence parallelism the final norm's output is
+ * gathered again, half an all-reduce's worth more) and, for the parallel cross-entropy,
+ * all-reduces three fp32 numbers per token: the logits' row maximum, the sum of their
+ * exponentials and the target's logit (Megatron-LM's vocab-parallel cross-entropy). Each
+ * all-reduce sends 2(t-1)/t of its buffer. Sequence parallelism also sums the norms' weight
+ * gradients, partial over each rank's rows, once per step. */
+static void tensor_parallel(const struct memory_config *c, int s, int layers, double sbh, int p,
+                            double t1, struct traffic_part *out)
 {
     int t = c->tp, m = c->micro_batches;
+    bool full = c->ckpt.kind != ACTIV_NONE && c->ckpt.kind != ACTIV_SELECTIVE;
+    bool first = s == 0, last = s == c->pp - 1;
     double ar = 2 * (t - 1.0) / t, sb4 = (double)c->seq * c->micro_batch * 4;
-    double bytes = 0;
-    char first[48] = "", last[96] = "";
-    if (s == 0) {
-        bytes += sbh;
-        snprintf(first, sizeof first, " + m x 2(t-1)/t x sbh (embedding)");
+    int per_layer = 4 + (full ? 2 : 0);
+    piece(out, "layers", (double)per_layer * layers * m * ar * sbh);
+    if (c->sp)
+        piece(out, "sp_regathers", ((double)layers + (last ? 0.5 : 0)) * m * ar * sbh);
+    if (first)
+        piece(out, "embedding", m * ar * sbh);
+    if (last) {
+        piece(out, "head", m * ar * sbh);
+        piece(out, "loss", m * ar * 3 * sb4);
     }
-    if (s == c->pp - 1) { /* sequence parallel: the final norm's output gathered again */
-        bytes += (c->sp ? 1.5 : 1) * sbh + 3 * sb4;
-        snprintf(last, sizeof last, " + m x 2(t-1)/t x (%ssbh + 3 sb x 4) (head input, loss)",
-                 c->sp ? "1.5 " : "");
-    }
-    out->bytes += m * ar * bytes;
-    if (c->sp) { /* the norms' weight gradients, partial over each rank's rows, summed once */
+    if (c->sp) {
         struct memory_states k;
         memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
-        int norms = 2 * layers + (s == c->pp - 1);
-        out->bytes += ar * norms * c->model->d_model * k.gradients;
+        piece(out, "norm_grads", ar * (2.0 * layers + last) * c->model->d_model * k.gradients);
     }
-    out->time_s += (s == 0) * m * t1 + (s == c->pp - 1) * m * t1;
-    out->exposed = out->time_s;
-    size_t n = strlen(out->formula);
-    snprintf(out->formula + n, sizeof out->formula - n, "%s%s", first, last);
+    out->time_s = out->exposed = ((double)(per_layer + c->sp) * layers + first + last) * m * t1;
+    snprintf(out->formula, sizeof out->formula,
+             "m x 2(t-1)/t x sbh x %d B x (%d x %d layers%s%s)%s%s, m = %d, t = %d", p,
+             per_layer + c->sp, layers, first ? " + 1 embedding" : "",
+             last ? (c->sp ? " + 1.5 head" : " + 1 head") : "",
+             last ? " + m x 2(t-1)/t x 3 sb x 4 B (loss)" : "",
+             c->sp ? " + the norms' weight gradients (sequence parallel)" : "", m, t);
 }
 
-int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, double psi_gpu,
-                    int stage_layers, double fwd_s, double bwd_s, struct traffic *out,
-                    struct error *e)
-{
-    return traffic_compute_stage(c, cl, -1, psi_gpu, stage_layers, fwd_s, bwd_s, out, e);
-}
-
-int traffic_compute_stage(const struct memory_config *c, const struct cluster_spec *cl, int stage,
-                          double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
-                          struct traffic *out, struct error *e)
+int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, int stage,
+                    double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
+                    struct traffic *out, struct error *e)
 {
     memset(out, 0, sizeof *out);
+    if (stage < 0 || stage >= c->pp)
+        return error_set(e, ERR_INVAL, "stage %d of a pipeline of %d", stage, c->pp);
     int rc = data_parallel(c, cl, psi_gpu, fwd_s, bwd_s, &out->dp, e);
     if (rc < 0)
         return rc;
     snprintf(out->tp.formula, sizeof out->tp.formula, "none: tp = 1");
     snprintf(out->pp.formula, sizeof out->pp.formula, "none: pp = 1");
     if (c->model) {
-        int p = c->precision == PREC_FP32 ? 4 : 2, t = c->tp, m = c->micro_batches;
+        int p = c->precision == PREC_FP32 ? 4 : 2, t = c->tp;
         double sbh = (double)c->seq * c->micro_batch * c->model->d_model * p;
         if (t > 1) {
-            bool full = c->ckpt.kind != ACTIV_NONE && c->ckpt.kind != ACTIV_SELECTIVE;
-            /* sequence parallelism: each all-reduce becomes a reduce-scatter and an all-gather
-             * of the same volume, and the backward pass gathers the two norms' outputs again
-             * for the weight gradients (only their shards are kept): one more all-reduce's
-             * worth per layer */
-            int per_layer = 4 + (c->sp ? 1 : 0) + (full ? 2 : 0);
-            double count = (double)per_layer * stage_layers * m;
             struct cost_net net;
             group_net(cl, t, 1, &net);
             double t1;
             if (ring(COST_ALLREDUCE, &net, sbh, &t1, e) < 0)
                 return ERR_INVAL;
-            out->tp.bytes = count * 2 * (t - 1.0) / t * sbh;
-            out->tp.time_s = out->tp.exposed = count * t1;
-            snprintf(out->tp.formula, sizeof out->tp.formula,
-                     "%d all-reduces x %d layers x m x 2(t-1)/t x sbh x %d B, m = %d, t = %d%s",
-                     per_layer, stage_layers, p, m, t,
-                     c->sp ? " (as reduce-scatter + all-gather, and the norms' outputs gathered "
-                             "again)"
-                           : "");
-            if (stage >= 0) /* one stage: its ends too */
-                tensor_parallel_ends(c, stage, stage_layers, sbh, t1, &out->tp);
+            tensor_parallel(c, stage, stage_layers, sbh, p, t1, &out->tp);
         }
         if (c->pp > 1) {
             double msg = c->sp ? sbh / t : sbh;
             bool inter = (long long)t * c->dp >= cl->gpus_per_node;
             double t1 = inter ? cl->alpha_inter + msg / cl->beta_inter
                               : cl->alpha_intra + msg / cl->beta_intra;
-            out->pp.bytes = 2.0 * m * msg;
-            out->pp.time_s = 2.0 * m * t1;
-            out->pp.exposed = 2.0 * (c->pp - 1) * t1;
-            snprintf(out->pp.formula, sizeof out->pp.formula,
-                     "2 x m x sbh%s x %d B (activations forward, gradients back), m = %d",
-                     c->sp ? "/t" : "", p, m);
-            if (stage >= 0) /* one stage: the ends send one way, and sum the tied embedding */
-                pipeline_stage(c, stage, msg, t1, p, &out->pp);
+            pipeline_stage(c, stage, msg, t1, p, &out->pp);
         }
     }
     out->bytes = out->dp.bytes + out->tp.bytes + out->pp.bytes;

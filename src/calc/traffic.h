@@ -23,7 +23,7 @@
  *     reduce-scatter plus an all-gather of the same volume, and the backward pass gathers the
  *     two norms' outputs again for the weight gradients (one more all-reduce's worth):
  *       (4 [+ 1 sp] + 2 recompute) x layers of the stage x m x 2(t-1)/t s b h p
- *     For one stage (traffic_compute_stage), the ends too, per micro-batch: the first stage's
+ *     The ends too, per micro-batch: the first stage's
  *     embedding lookup (an all-reduce: vocabulary-parallel), the last stage's head input
  *     gradient (1.5 with sequence parallelism: the final norm's output gathered again) and
  *     the parallel cross-entropy's three fp32 numbers per token; with sequence parallelism
@@ -49,11 +49,21 @@
 struct cluster_spec;
 struct error;
 
+/* One named piece of a kind's bytes (memory --json lists them under "parts"). */
+struct traffic_piece {
+    const char *name; /* "layers", "embedding", "tied_embedding", ... */
+    double bytes;
+};
+
+#define TRAFFIC_PIECES 6
+
 struct traffic_part {
     double bytes;   /* sent per GPU per step */
     double time_s;  /* α-β time of all of it */
     double exposed; /* the part not hidden behind compute */
-    char formula[256];
+    char formula[320];
+    struct traffic_piece piece[TRAFFIC_PIECES]; /* what bytes adds up: npieces of them */
+    int npieces;
 };
 
 struct traffic {
@@ -61,18 +71,26 @@ struct traffic {
     double bytes, exposed; /* sums */
 };
 
-/* c as checked by memory_check, with c->model set; psi_gpu the parameters of the reported GPU
- * (memory_result.params_gpu), stage_layers its layers; fwd_s and bwd_s the compute time of one
- * micro-batch's forward and backward pass on one GPU (for what overlaps). A bare parameter
- * count (c->model NULL) has data-parallel traffic only. */
-int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, double psi_gpu,
-                    int stage_layers, double fwd_s, double bwd_s, struct traffic *out,
-                    struct error *e);
-/* The same for the GPUs of pipeline stage `stage` (psi_gpu and stage_layers theirs): its
- * pipeline sends are one way at the ends, both ways in the middle, and the two ends add the
- * tied embedding's all-reduce. traffic_compute counts a middle stage. */
-int traffic_compute_stage(const struct memory_config *c, const struct cluster_spec *cl, int stage,
-                          double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
-                          struct traffic *out, struct error *e);
+/* The bytes each GPU of pipeline stage `stage` (0 <= stage < c->pp) sends per step, by kind,
+ * with their times: the one calculator `memory`, `plan`, `train` and the panels use, so that
+ * what they print is what the trainer's GPUs measure. c as checked by memory_check (a bare
+ * parameter count, c->model NULL, has data-parallel traffic only); psi_gpu the parameters of
+ * the stage's GPUs and stage_layers its layers (memory_compute_stage's params_gpu and
+ * stage_layers); fwd_s and bwd_s the compute time of one micro-batch's forward and backward
+ * pass on one GPU (for what overlaps). Per kind:
+ *   data_parallel   its gradients reduced and its weights gathered (one piece, "gradients and
+ *                   weights");
+ *   tensor_parallel "layers" (the 4 all-reduces of each layer, 2 more under full recompute),
+ *                   "sp_regathers" (sequence parallelism: the norms' outputs gathered again in
+ *                   the backward pass, and the final norm's), "embedding" (the first stage's
+ *                   lookup), "head" (the last stage's head input gradient), "loss" (the
+ *                   parallel cross-entropy's three fp32 numbers per token), "norm_grads"
+ *                   (sequence parallelism: the norms' weight gradients, once per step);
+ *   pipeline        "activations" (each micro-batch's activations forward and gradients back)
+ *                   and "tied_embedding" (the ends' all-reduce of the tied embedding's
+ *                   gradient). */
+int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, int stage,
+                    double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
+                    struct traffic *out, struct error *e);
 
 #endif

@@ -1,32 +1,53 @@
 /* Benchmark groups "dp", "pp" and "tp": data, pipeline and tensor parallelism on the
- * thread-GPUs. The
- * `small` model trains on 1, 2 and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage 3; on 2 pipeline
- * stages with 8 micro-batches; and on 2 tensor-parallel GPUs; each run with the same global batch,
- * in fp32, through the engine of `scalelab train` (par/run.h).
+ * thread-GPUs. The `small` model trains on 1, 2 and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage 3;
+ * on 2 pipeline stages with 8 micro-batches; and on 2 tensor-parallel GPUs; each run with the
+ * same global batch, in fp32, through the engine of `scalelab train` (par/run.h). The runs of a
+ * group take turns (1 GPU, 2 GPUs, ..., then again), each turn a sample.
  *
- * Reported: tokens per second of each run (steady state: from the end of the first step to
- * the end of the last, so the one-time allocation of every buffer is not timed), and as ratios
- * the speed-up of 2 GPUs over 1 (the host's two cores both compute), of 8 GPUs over 2 (eight
- * threads on two cores: what waiting and switching cost) and of stage 3 over DDP on 2 GPUs
- * (what gathering every layer twice costs); and of 2 pipeline stages over 1 GPU (the stages
- * overlap on two cores except in the bubble, (p - 1)/(m + p - 1) of the step, a ninth for
- * m = 8; smaller micro-batches also make smaller matmuls). The GPUs are threads: a speed-up
- * needs as many free cores as GPUs, so the ratios are meaningful on an otherwise idle host. */
+ * Each run gives its tokens per second (steady state: from the end of the first step to the
+ * end of the last, so the one-time allocation of every buffer is not timed) and the CPU time
+ * the process spent per token meanwhile (every thread: the GPUs', the reader's). Reported:
+ * one GPU's tokens/s beside what the step's matmul FLOPs would allow at the sgemm rate, and
+ * each speed-up beside the limit the work itself sets on this machine's cores: with P of
+ * them busy (P = the GPUs, at most the cores), a run that spends CPU c_N per token where one
+ * GPU spends c_1 can reach at most P c_1 / c_N times one GPU's rate. For 2 GPUs that is
+ * 2 / (1 + s), s = c_2 / c_1 - 1 the serial fraction: the work both GPUs repeat (each draws
+ * the whole batch, unscales its gradients, runs AdamW over its range: all of them in DDP) and
+ * the copies of the all-reduce. What the speed-up falls short of its limit was spent waiting:
+ * for the other GPU at a collective, for a core (other processes), or, with pipeline stages,
+ * in the bubble, (p - 1)/(m + p - 1) of the step (a ninth for m = 8). The GPUs are threads: a
+ * speed-up needs as many free cores as GPUs, so the ratio to the limit is meaningful on an
+ * otherwise idle host; the limit itself is measured in CPU time and holds on a busy one. */
 #include "config.h"
 #include "cli/bench.h"
 
 #include <stdio.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/error.h"
 #include "calc/preset.h"
 #include "par/run.h"
 
-/* tokens/s of steps 2..steps of one run of o, or 0 on a failure (said on stderr) */
-static double run_rate(const struct train_opts *o)
+/* The process's CPU seconds so far, every thread. */
+static double process_cpu(void)
 {
-    const struct gpt_config *m = &o->shape;
-    int batch = o->batch;
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u) != 0)
+        return 0;
+    return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + (double)u.ru_stime.tv_sec +
+           u.ru_stime.tv_usec * 1e-6;
+}
+
+struct rate {
+    double tokens_s;  /* wall */
+    double cpu_token; /* CPU seconds per token */
+};
+
+/* Steps 2..steps of one run of o; 1 after saying why. */
+static int run_rate(const struct train_opts *o, struct rate *out)
+{
     struct run_config cfg = {0};
     cfg.o = *o;
     struct error e = {0};
@@ -36,117 +57,161 @@ static double run_rate(const struct train_opts *o)
     if (run_new(&r, &cfg, &e) || run_start(r, &e)) {
         fprintf(stderr, "scalelab: bench: %s\n", e.msg);
         run_free(r);
-        return 0;
+        return 1;
     }
     struct run_step s;
-    double t1 = 0, t = 0;
+    double t1 = 0, t = 0, c1 = 0, c = 0;
     long n = 0;
     while (run_next(r, &s, 600) == 1) {
-        t = clock_now();
+        t = clock_now(), c = process_cpu();
         if (++n == 1)
-            t1 = t;
+            t1 = t, c1 = c;
     }
     int rc = run_finish(r, &e);
     run_free(r);
     if (rc || n < 2) {
         fprintf(stderr, "scalelab: bench: %s\n", rc ? e.msg : "the run stopped early");
-        return 0;
+        return 1;
     }
-    return (double)(n - 1) * batch * m->seq / (t - t1);
+    double tokens = (double)(n - 1) * o->batch * o->shape.seq;
+    out->tokens_s = tokens / (t - t1);
+    out->cpu_token = (c - c1) / tokens;
+    return 0;
 }
 
-static double tokens_per_s(const struct gpt_config *m, int gpus, int zero, int batch, long steps)
+/* Up to four layouts of one group, run in turns: r[k][i] is layout k's sample i. */
+struct turns {
+    struct train_opts o[4];
+    int n, rounds;
+    struct rate r[4][BENCH_MAX_REPEATS];
+};
+
+static int take_turns(struct turns *t)
 {
-    struct train_opts o;
-    train_opts_default(&o);
-    o.shape = *m, o.batch = batch, o.steps = steps, o.gpus = gpus, o.zero = zero;
-    return run_rate(&o);
+    for (int i = 0; i < t->rounds; i++)
+        for (int k = 0; k < t->n; k++)
+            if (run_rate(&t->o[k], &t->r[k][i]))
+                return 1;
+    return 0;
+}
+
+/* The cores layout k's GPUs keep busy: its GPUs, at most the machine's. */
+static double busy_cores(const struct turns *t, int k)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int g = t->o[k].gpus > 0 ? t->o[k].gpus : 1;
+    return (double)(cores > 0 && cores < g ? cores : g);
+}
+
+/* Layout k's speed over layout base's, beside the limit their CPU per token sets. */
+static void speedup(struct bench *b, const char *group, const char *what, const struct turns *t,
+                    int k, int base, bool serial)
+{
+    double v[BENCH_MAX_REPEATS], lim[BENCH_MAX_REPEATS], s[BENCH_MAX_REPEATS];
+    double p = busy_cores(t, k) / busy_cores(t, base);
+    for (int i = 0; i < t->rounds; i++) {
+        v[i] = t->r[k][i].tokens_s / t->r[base][i].tokens_s;
+        lim[i] = p * t->r[base][i].cpu_token / t->r[k][i].cpu_token;
+        s[i] = t->r[k][i].cpu_token / t->r[base][i].cpu_token - 1;
+    }
+    char name[48] = "CPU per token";
+    if (serial) {
+        struct bench_stat st;
+        bench_stat_of(s, t->rounds, &st);
+        snprintf(name, sizeof name, "2/(1+s), s=%.3f", st.med);
+    }
+    bench_report_vs(b, group, what, v, t->rounds, "x", name, lim, t->rounds);
+}
+
+/* One GPU's tokens/s (layout 0) beside what its matmul FLOPs allow at the sgemm rate. */
+static void one_gpu(struct bench *b, const char *group, const struct turns *t)
+{
+    const struct train_opts *o = &t->o[0];
+    struct gpt_flops fl = gpt_step_flops(&o->shape, o->batch, &o->ckpt);
+    double v[BENCH_MAX_REPEATS], tokens = o->batch * (double)o->shape.seq;
+    double lim = b->sgemm_GFLOPs * 1e9 / (fl.forward + fl.backward) * tokens;
+    for (int i = 0; i < t->rounds; i++)
+        v[i] = t->r[0][i].tokens_s;
+    char what[96];
+    snprintf(what, sizeof what, "small fp32, batch %d x %d: 1 GPU, tokens/s", o->batch,
+             o->shape.seq);
+    bench_report_vs(b, group, what, v, t->rounds, "tok/s", "at sgemm rate", &lim, 1);
+}
+
+/* The turns of a group: small in fp32 at batch 16, n layouts from layout 0's settings. */
+static int turns_init(struct bench *b, struct turns *t, int n)
+{
+    t->n = n;
+    t->rounds = b->repeats;
+    for (int k = 0; k < n; k++) {
+        train_opts_default(&t->o[k]);
+        if (bench_model("small", &t->o[k].shape))
+            return 1;
+        t->o[k].batch = b->quick ? 8 : 16;
+        t->o[k].steps = b->quick ? 3 : 8;
+    }
+    return 0;
 }
 
 static int run(struct bench *b)
 {
-    struct gpt_config m;
-    if (bench_model("small", &m))
+    struct turns t;
+    if (turns_init(b, &t, 4))
         return 1;
-    int batch = b->quick ? 8 : 16;
-    long steps = b->quick ? 3 : 12;
-    double one = tokens_per_s(&m, 1, 0, batch, steps);
-    double two = tokens_per_s(&m, 2, 0, batch, steps);
-    double eight = tokens_per_s(&m, 8, 0, batch, steps);
-    double z3 = tokens_per_s(&m, 2, 3, batch, steps);
-    if (!(one > 0 && two > 0 && eight > 0 && z3 > 0))
+    t.o[1].gpus = 2, t.o[2].gpus = 8, t.o[3].gpus = 2, t.o[3].zero = 3;
+    if (take_turns(&t))
         return 1;
-    char what[96];
-    snprintf(what, sizeof what, "small fp32, batch %d x %d: 1 GPU, tokens/s", batch, m.seq);
-    bench_report(b, "dp", what, one, "tok/s", BENCH_NONE);
-    bench_report(b, "dp", "2 GPUs DDP, tokens/s", two, "tok/s", BENCH_NONE);
-    bench_report(b, "dp", "8 GPUs DDP, tokens/s", eight, "tok/s", BENCH_NONE);
-    bench_report(b, "dp", "2 GPUs ZeRO-3, tokens/s", z3, "tok/s", BENCH_NONE);
-    bench_report(b, "dp", "2 GPUs DDP / 1 GPU (target >= 1.6)", two / one, "x", BENCH_NONE);
-    bench_report(b, "dp", "8 GPUs DDP / 2 GPUs DDP (target >= 0.8)", eight / two, "x", BENCH_NONE);
-    bench_report(b, "dp", "2 GPUs ZeRO-3 / DDP (target >= 0.8)", z3 / two, "x", BENCH_NONE);
+    one_gpu(b, "dp", &t);
+    speedup(b, "dp", "2 GPUs DDP / 1 GPU (target >= 1.8)", &t, 1, 0, true);
+    speedup(b, "dp", "8 GPUs DDP / 2 GPUs DDP (target >= 0.8)", &t, 2, 1, false);
+    speedup(b, "dp", "2 GPUs ZeRO-3 / DDP (target >= 0.8)", &t, 3, 1, false);
     return 0;
 }
 
 const struct bench_case bench_dp = {
     "dp",
-    "data parallelism on thread-GPUs (small, fp32): 1, 2, 8 GPUs DDP and ZeRO-3, tokens/s",
+    "data parallelism on thread-GPUs (small, fp32): 1, 2, 8 GPUs DDP and ZeRO-3 in turns, "
+    "speed-ups beside the serial fraction's limit",
     run,
 };
 
 static int run_pp(struct bench *b)
 {
-    struct gpt_config m;
-    if (bench_model("small", &m))
+    struct turns t;
+    if (turns_init(b, &t, 2))
         return 1;
-    int batch = 16;
-    long steps = b->quick ? 3 : 12;
-    struct train_opts o;
-    train_opts_default(&o);
-    o.shape = m, o.batch = batch, o.steps = steps;
-    double one = run_rate(&o);
-    o.gpus = o.pp = 2, o.micro_batches = 8;
-    double two = run_rate(&o);
-    if (!(one > 0 && two > 0))
+    t.o[0].batch = t.o[1].batch = 16;
+    t.o[1].gpus = t.o[1].pp = 2, t.o[1].micro_batches = 8;
+    if (take_turns(&t))
         return 1;
-    char what[96];
-    snprintf(what, sizeof what, "small fp32, batch %d x %d: 1 GPU, tokens/s", batch, m.seq);
-    bench_report(b, "pp", what, one, "tok/s", BENCH_NONE);
-    bench_report(b, "pp", "2 stages, 8 micro-batches (1F1B), tokens/s", two, "tok/s", BENCH_NONE);
-    bench_report(b, "pp", "2 stages / 1 GPU (target >= 1.3)", two / one, "x", BENCH_NONE);
+    one_gpu(b, "pp", &t);
+    speedup(b, "pp", "2 stages, 8 micro-batches (1F1B) / 1 GPU (target >= 1.3)", &t, 1, 0, true);
     return 0;
 }
 
 const struct bench_case bench_pp = {
     "pp",
-    "pipeline parallelism on thread-GPUs (small, fp32): 2 stages, 8 micro-batches, tokens/s",
+    "pipeline parallelism on thread-GPUs (small, fp32): 2 stages, 8 micro-batches, against one "
+    "GPU in turns",
     run_pp,
 };
 
 static int run_tp(struct bench *b)
 {
-    struct gpt_config m;
-    if (bench_model("small", &m))
+    struct turns t;
+    if (turns_init(b, &t, 2))
         return 1;
-    struct train_opts o;
-    train_opts_default(&o);
-    o.shape = m, o.batch = 16, o.steps = b->quick ? 3 : 12;
-    double one = run_rate(&o);
-    o.gpus = o.tp = 2;
-    double two = run_rate(&o);
-    if (!(one > 0 && two > 0))
+    t.o[0].batch = t.o[1].batch = 16;
+    t.o[1].gpus = t.o[1].tp = 2;
+    if (take_turns(&t))
         return 1;
-    char what[96];
-    snprintf(what, sizeof what, "small fp32, batch %d x %d: 1 GPU, tokens/s", o.batch, m.seq);
-    bench_report(b, "tp", what, one, "tok/s", BENCH_NONE);
-    bench_report(b, "tp", "2 tensor-parallel GPUs, tokens/s", two, "tok/s", BENCH_NONE);
-    bench_report(b, "tp", "2 tensor-parallel GPUs / 1 GPU (target >= 1.3)", two / one, "x",
-                 BENCH_NONE);
+    one_gpu(b, "tp", &t);
+    speedup(b, "tp", "2 tensor-parallel GPUs / 1 GPU (target >= 1.3)", &t, 1, 0, true);
     return 0;
 }
 
 const struct bench_case bench_tp = {
     "tp",
-    "tensor parallelism on thread-GPUs (small, fp32): 2 GPUs, tokens/s",
+    "tensor parallelism on thread-GPUs (small, fp32): 2 GPUs against one, in turns",
     run_tp,
 };

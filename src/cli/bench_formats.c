@@ -74,18 +74,20 @@ static int run(struct bench *b)
     fp16_from_f32_n(c.h, c.f32, c.n);
 
     bool simd = fp_simd_active();
+    int n = 3 * b->repeats; /* single calls, each a few milliseconds */
+    double t[BENCH_MAX_REPEATS];
     for (int pass = 0; pass < (simd ? 2 : 1); pass++) {
         enum fp_impl old = fp_set_impl(pass ? FP_IMPL_PORTABLE : FP_IMPL_AUTO);
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-            double t = bench_time(cases[k].fn, &c, b->quick ? 0.02 : 0.3);
+            bench_times(cases[k].fn, &c, t, n);
+            for (int i = 0; i < n; i++)
+                t[i] = (double)c.n * (double)(cases[k].in + cases[k].out) / t[i] / 1e9;
             char what[96];
             snprintf(what, sizeof what, "%s %zu MiB%s", cases[k].what, bytes >> 20,
                      pass   ? " (portable C)"
                      : simd ? " (F16C/AVX2)"
                             : "");
-            bench_report(b, "formats", what,
-                         (double)c.n * (double)(cases[k].in + cases[k].out) / t / 1e9, "GB/s",
-                         BENCH_COPY);
+            bench_report(b, "formats", what, t, n, "GB/s", BENCH_COPY);
         }
         fp_set_impl(old);
     }

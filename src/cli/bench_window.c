@@ -10,7 +10,8 @@
  * the child is waited for (killed if it does not quit within 5 s).
  *
  *   - Lesson 1's training panel playing at 1x: its CPU time (user + system, every thread) from
- *     /proc/PID/stat over a few seconds, as a percentage of one core (the target: under 25).
+ *     /proc/PID/stat, each second a sample, as a percentage of one core (the target: under
+ *     25).
  *   - Lesson 3's panel at 64 GPUs: k and j in turn (the size doubled, halved: each asks for a
  *     new run of 64 thread-GPUs): the frame's time beside the target, one frame (50 ms), and
  *     the time until the run is verified and drawn beside the same collective run headless
@@ -20,8 +21,8 @@
  *     frame, and the time until the small run is set up and drawn beside the same setup
  *     headless in this process (ui/runpace.h, without a window), in turns.
  *
- * Figures are in ms; each is taken several times and shown as the median with the smallest
- * and largest beside it. */
+ * Times are in ms; each figure is taken bench.repeats times and shown as the median with the
+ * smallest and largest (cli/bench.h). */
 #include "config.h"
 #include "cli/bench.h"
 
@@ -47,9 +48,8 @@
 #include "ui/panel.h"
 #include "ui/runpace.h"
 
-#define FRAME_MS  50.0  /* the window's frame while something plays (src/ui/app.c) */
-#define WAIT_S    300.0 /* the longest wait for the window to answer or finish its work */
-#define MAX_SAMPS 16
+#define FRAME_MS 50.0  /* the window's frame while something plays (src/ui/app.c) */
+#define WAIT_S   300.0 /* the longest wait for the window to answer or finish its work */
 
 /* The step (1-based) of lesson `which` whose panel is `panel`, or 0. */
 static int panel_step(const char *which, const char *panel)
@@ -103,12 +103,8 @@ static int child_start(struct child *c, const char *lesson, int step)
     memset(c, 0, sizeof *c);
     c->busy = -1;
     char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        fprintf(stderr, "scalelab: bench: cannot find this program (/proc/self/exe)\n");
+    if (bench_self(self, sizeof self))
         return 1;
-    }
-    self[n] = 0;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
         fprintf(stderr, "scalelab: bench: no socket: %s\n", strerror(errno));
@@ -238,23 +234,11 @@ static bool time_keys(struct child *c, const char *keys, size_t n, double *answe
     return true;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* A row of times in ms beside the target of a key's answer: one frame. */
+static void beside_frame(struct bench *b, const char *what, const double *v, int n)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* A row: the median of n samples, their smallest and largest and the target or the limit
- * named in its words. */
-static void report(struct bench *b, const char *what, const double *v, int n, const char *beside)
-{
-    double s[MAX_SAMPS];
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    char line[96];
-    snprintf(line, sizeof line, "%s (%s; %.0f-%.0f, %d)", what, beside, s[0], s[n - 1], n);
-    bench_report(b, "window", line, n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2, "ms",
-                 BENCH_NONE);
+    double frame = FRAME_MS;
+    bench_report_vs(b, "window", what, v, n, "ms", "a frame", &frame, 1);
 }
 
 /* ------------------------------------------------------------------ lesson 1: CPU */
@@ -265,15 +249,19 @@ static int training_cpu(struct bench *b)
     struct child c;
     if (!step || child_start(&c, "1", step))
         return 1;
-    double seconds = b->quick ? 1.0 : 6.0;
-    pump(&c, 1.0, NULL, NULL); /* it draws for a second, then space starts the run */
+    int k = b->quick ? 2 : 2 * b->repeats; /* one-second samples */
+    pump(&c, 1.0, NULL, NULL);             /* it draws for a second, then space starts the run */
     bool alive = !c.gone && write(c.pty, " ", 1) == 1;
     pump(&c, 0.5, NULL, NULL);
     size_t before = c.drawn; /* a run that did not start draws nothing */
-    double c0 = cpu_seconds(c.pid), t0 = clock_now();
-    pump(&c, seconds, NULL, NULL);
-    alive = alive && !c.gone;
-    double c1 = cpu_seconds(c.pid), t1 = clock_now();
+    double c0 = cpu_seconds(c.pid), t0 = clock_now(), c1 = c0, t1 = t0, pct[BENCH_MAX_REPEATS];
+    for (int i = 0; i < k && alive; i++) {
+        pump(&c, 1.0, NULL, NULL);
+        alive = !c.gone;
+        double cs = cpu_seconds(c.pid), t = clock_now();
+        pct[i] = 100.0 * (cs - c1) / (t - t1);
+        c1 = cs, t1 = t;
+    }
     size_t drawn = c.drawn - before;
     int status = child_end(&c);
     if (!alive || c0 < 0 || c1 < 0) {
@@ -287,8 +275,9 @@ static int training_cpu(struct bench *b)
                 drawn, t1 - t0);
         return 1;
     }
-    bench_report(b, "window", "lesson 1's training panel playing at 1x: CPU",
-                 100.0 * (c1 - c0) / (t1 - t0), "% core", BENCH_NONE);
+    double core = 100;
+    bench_report_vs(b, "window", "lesson 1's training panel playing at 1x: CPU (target < 25)", pct,
+                    k, "% core", "one core", &core, 1);
     return 0;
 }
 
@@ -323,7 +312,8 @@ static int collective_keys(struct bench *b, int reps)
         return 1;
     char more[64];
     memset(more, 'l', sizeof more); /* up to 64 GPUs, the most */
-    double answer[MAX_SAMPS], ready[MAX_SAMPS], headless[MAX_SAMPS], burst[MAX_SAMPS], x;
+    double answer[BENCH_MAX_REPEATS], ready[BENCH_MAX_REPEATS], headless[BENCH_MAX_REPEATS];
+    double burst[BENCH_MAX_REPEATS], x;
     bool ok = settle(&c) && time_keys(&c, more, sizeof more, &x, &x) && settle(&c);
     for (int i = 0; ok && i < reps; i++) {
         ok = time_keys(&c, i % 2 ? "j" : "k", 1, &answer[i], &ready[i]) && settle(&c);
@@ -340,10 +330,10 @@ static int collective_keys(struct bench *b, int reps)
         fprintf(stderr, "scalelab: bench: lesson 3's window at 64 GPUs (status %d)\n", status);
         return 1;
     }
-    report(b, "lesson 3, 64 GPUs: a key's frame", answer, reps, "target 50");
-    report(b, "lesson 3, 64 GPUs: the key's run verified", ready, reps, "headless: see below");
-    report(b, "lesson 3, 64 GPUs: that run headless", headless, reps, "the limit");
-    report(b, "lesson 3: 60 presses at once, answered", burst, reps, "target 50");
+    beside_frame(b, "lesson 3, 64 GPUs: a key answered (target: a frame)", answer, reps);
+    bench_report_vs(b, "window", "lesson 3, 64 GPUs: the key's run, verified, drawn", ready, reps,
+                    "ms", "that run alone", headless, reps);
+    beside_frame(b, "lesson 3: 60 keys at once answered (target: a frame)", burst, reps);
     return 0;
 }
 
@@ -381,7 +371,7 @@ static int lab_switch(struct bench *b, int reps)
     struct child c;
     if (!step || child_start(&c, "lab", step))
         return 1;
-    double answer[MAX_SAMPS], ready[MAX_SAMPS], headless[MAX_SAMPS], x;
+    double answer[BENCH_MAX_REPEATS], ready[BENCH_MAX_REPEATS], headless[BENCH_MAX_REPEATS], x;
     bool ok = settle(&c);
     for (int i = 0; ok && i < reps; i++) {
         ok = time_keys(&c, "m", 1, &answer[i], &ready[i]) && settle(&c) &&
@@ -394,15 +384,15 @@ static int lab_switch(struct bench *b, int reps)
         fprintf(stderr, "scalelab: bench: the Lab's run mode (status %d)\n", status);
         return 1;
     }
-    report(b, "Lab's run, tiny -> small: the key's frame", answer, reps, "target 50");
-    report(b, "Lab's run, tiny -> small: set up, drawn", ready, reps, "headless: see below");
-    report(b, "Lab's run, small set up headless", headless, reps, "the limit");
+    beside_frame(b, "Lab's run mode, tiny -> small: key answered (target: a frame)", answer, reps);
+    bench_report_vs(b, "window", "Lab's run mode, tiny -> small: set up, drawn", ready, reps, "ms",
+                    "the setup alone", headless, reps);
     return 0;
 }
 
 static int run(struct bench *b)
 {
-    int reps = b->quick ? 2 : 5;
+    int reps = b->repeats < BENCH_MAX_REPEATS ? b->repeats : BENCH_MAX_REPEATS;
     return training_cpu(b) || collective_keys(b, reps) || lab_switch(b, reps);
 }
 

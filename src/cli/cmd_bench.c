@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
+#include "base/cpu.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "cli/command.h"
@@ -18,9 +20,8 @@
 #include "par/trainer.h"
 
 struct row {
-    char group[32], what[96], unit[16];
-    double value;
-    enum bench_limit limit;
+    char group[32], what[96], unit[16], limit[32];
+    struct bench_stat value, lim, ratio;
 };
 
 struct report {
@@ -44,30 +45,53 @@ void bench_free(void *p)
     free(p);
 }
 
-double bench_time(void (*fn)(void *), void *arg, double min_seconds)
+static int cmp_double(const void *a, const void *b)
 {
-    double best = 1e300, start = clock_now();
-    for (int i = 0; i < 2 || clock_now() - start < min_seconds; i++) {
-        double t0 = clock_now();
-        fn(arg);
-        double t = clock_now() - t0;
-        if (t < best)
-            best = t;
-    }
-    return best;
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
-double bench_cpu_time(void (*fn)(void *), void *arg, double min_seconds)
+void bench_stat_of(const double *v, int n, struct bench_stat *out)
 {
-    double best = 1e300, start = clock_now();
-    for (int i = 0; i < 2 || clock_now() - start < min_seconds; i++) {
-        double t0 = clock_thread_cpu();
+    double s[BENCH_MAX_REPEATS];
+    n = n < BENCH_MAX_REPEATS ? n : BENCH_MAX_REPEATS;
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    out->n = n;
+    out->min = n ? s[0] : 0;
+    out->max = n ? s[n - 1] : 0;
+    out->med = n == 0 ? 0 : n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static void times(void (*fn)(void *), void *arg, double *out, int n, double (*clock)(void))
+{
+    fn(arg);
+    for (int i = 0; i < n; i++) {
+        double t0 = clock();
         fn(arg);
-        double t = clock_thread_cpu() - t0;
-        if (t < best)
-            best = t;
+        out[i] = clock() - t0;
     }
-    return best;
+}
+
+void bench_times(void (*fn)(void *), void *arg, double *out, int n)
+{
+    times(fn, arg, out, n, clock_now);
+}
+
+void bench_cpu_times(void (*fn)(void *), void *arg, double *out, int n)
+{
+    times(fn, arg, out, n, clock_thread_cpu);
+}
+
+int bench_self(char *buf, size_t size)
+{
+    ssize_t len = readlink("/proc/self/exe", buf, size - 1);
+    if (len <= 0 || strchr(buf, '\'') != NULL) {
+        fprintf(stderr, "scalelab: bench: cannot find this program's path (/proc/self/exe)\n");
+        return 1;
+    }
+    buf[len] = '\0';
+    return 0;
 }
 
 int bench_model(const char *name, struct gpt_config *out)
@@ -80,8 +104,8 @@ int bench_model(const char *name, struct gpt_config *out)
     return 0;
 }
 
-void bench_report(struct bench *b, const char *group, const char *what, double value,
-                  const char *unit, enum bench_limit limit)
+void bench_report_vs(struct bench *b, const char *group, const char *what, const double *v, int n,
+                     const char *unit, const char *limit, const double *lim, int nl)
 {
     struct report *r = b->rows;
     if (r->n == r->cap) {
@@ -95,16 +119,23 @@ void bench_report(struct bench *b, const char *group, const char *what, double v
     snprintf(row->group, sizeof row->group, "%s", group);
     snprintf(row->what, sizeof row->what, "%s", what);
     snprintf(row->unit, sizeof row->unit, "%s", unit);
-    row->value = value;
-    row->limit = limit;
+    snprintf(row->limit, sizeof row->limit, "%s", limit);
+    bench_stat_of(v, n, &row->value);
+    bench_stat_of(lim, nl, &row->lim);
+    double ratio[BENCH_MAX_REPEATS];
+    n = n < BENCH_MAX_REPEATS ? n : BENCH_MAX_REPEATS;
+    for (int i = 0; i < n; i++) {
+        double l = nl == n ? lim[i] : row->lim.med;
+        ratio[i] = l > 0 ? v[i] / l : 0;
+    }
+    bench_stat_of(ratio, n, &row->ratio);
 }
 
-static double row_ratio(const struct bench *b, const struct row *row)
+void bench_report(struct bench *b, const char *group, const char *what, const double *v, int n,
+                  const char *unit, enum bench_limit limit)
 {
-    double lim = row->limit == BENCH_COPY    ? b->copy_GBps
-                 : row->limit == BENCH_SGEMM ? b->sgemm_GFLOPs
-                                             : 0;
-    return lim > 0 ? row->value / lim : 0;
+    double l = limit == BENCH_COPY ? b->copy_GBps : b->sgemm_GFLOPs;
+    bench_report_vs(b, group, what, v, n, unit, limit == BENCH_COPY ? "copy" : "sgemm", &l, 1);
 }
 
 /* ------------------------------------------------------------------ the two limits */
@@ -132,11 +163,29 @@ static void do_sgemm(void *arg)
                 s->n, 0.0f, s->c, s->n);
 }
 
+/* The sgemm operands, kept for bench_sgemm_sample. */
+static struct sgemm_arg sgemm_ops;
+
+double bench_sgemm_sample(const struct bench *b)
+{
+    (void)b;
+    struct sgemm_arg *s = &sgemm_ops;
+    double t0 = clock_thread_cpu();
+    do_sgemm(s);
+    return 2.0 * s->n * (double)s->n * s->n / (clock_thread_cpu() - t0) / 1e9;
+}
+
 static void measure_limits(struct bench *b)
 {
+    int k = 3 * b->repeats; /* single calls: more of them than of the longer figures */
+    double t[BENCH_MAX_REPEATS];
     size_t n = b->quick ? (16u << 20) : (256u << 20);
     struct copy_arg c = {bench_alloc(n), bench_alloc(n), n};
-    b->copy_GBps = 2.0 * (double)n / bench_time(do_copy, &c, b->quick ? 0.05 : 0.5) / 1e9;
+    bench_times(do_copy, &c, t, k);
+    for (int i = 0; i < k; i++)
+        t[i] = 2.0 * (double)n / t[i] / 1e9;
+    bench_stat_of(t, k, &b->copy);
+    b->copy_GBps = b->copy.med;
     bench_free(c.dst);
     bench_free(c.src);
 
@@ -145,11 +194,66 @@ static void measure_limits(struct bench *b)
     struct sgemm_arg s = {bench_alloc(bytes), bench_alloc(bytes), bench_alloc(bytes), m};
     for (size_t i = 0; i < (size_t)m * m; i++)
         s.a[i] = (float)(i % 7) * 0.1f, s.b[i] = (float)(i % 5) * 0.1f;
-    double t = bench_cpu_time(do_sgemm, &s, b->quick ? 0.05 : 0.5);
-    b->sgemm_GFLOPs = 2.0 * m * (double)m * m / t / 1e9;
-    bench_free(s.a);
-    bench_free(s.b);
-    bench_free(s.c);
+    sgemm_ops = s;
+    do_sgemm(&s); /* warm */
+    for (int i = 0; i < k; i++)
+        t[i] = bench_sgemm_sample(b);
+    bench_stat_of(t, k, &b->sgemm);
+    b->sgemm_GFLOPs = b->sgemm.med;
+}
+
+static void free_limits(void)
+{
+    bench_free(sgemm_ops.a);
+    bench_free(sgemm_ops.b);
+    bench_free(sgemm_ops.c);
+}
+
+/* ------------------------------------------------------------------ the machine */
+
+/* The CPU's model name (/proc/cpuinfo), "?" when unknown. */
+static void cpu_name(char *buf, size_t size)
+{
+    snprintf(buf, size, "?");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            snprintf(buf, size, "%s", strchr(line, ':') + 2);
+            buf[strcspn(buf, "\n")] = '\0';
+            break;
+        }
+    if (f)
+        fclose(f);
+}
+
+/* The 1-minute load average (/proc/loadavg), -1 when unknown: beside the cores, whether
+ * other work shared the machine. */
+static double load_average(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f && fscanf(f, "%lf", &l) != 1)
+        l = -1;
+    if (f)
+        fclose(f);
+    return l;
+}
+
+struct machine {
+    char cpu[128];
+    long cores;
+    const char *path, *blas;
+    double load_before, load_after;
+};
+
+static void machine_of(struct machine *m)
+{
+    cpu_name(m->cpu, sizeof m->cpu);
+    m->cores = sysconf(_SC_NPROCESSORS_ONLN);
+    m->path = cpu_path_name(cpu_path());
+    m->blas = openblas_get_corename();
+    m->load_before = load_average();
 }
 
 /* ------------------------------------------------------------------ the command */
@@ -157,53 +261,79 @@ static void measure_limits(struct bench *b)
 struct bench_args {
     const char *only;
     bool quick, json, list;
+    int repeats;
 };
 
 static const struct opt_entry options[] = {
     OPT_FLAG("quick", struct bench_args, quick,
              "small sizes and few repeats (a smoke test; the figures are rough)"),
     OPT_WITH("only", "NAME", opts_str, struct bench_args, only, "run one group (see --list)"),
+    OPT_INT("repeat", "R", struct bench_args, repeats, 2, 20,
+            "take each figure R times (default 5, --quick 3) and show the median with\n"
+            "the smallest and largest; the limits are taken 3R times"),
     OPT_FLAG("list", struct bench_args, list,
              "list the groups (with --json: {\"groups\": [{\"name\", \"what\"}...]})"),
     OPT_FLAG("json", struct bench_args, json,
-             "one JSON document: {\"copy_GBps\", \"sgemm_GFLOPs\", \"results\": [...]}"),
+             "one JSON document: {\"machine\", \"copy_GBps\", \"sgemm_GFLOPs\",\n"
+             "\"results\": [...]}"),
     OPT_END,
 };
 
 const struct opts_spec opts_bench = {"bench", options, NULL, NULL};
 
-static void print_text(const struct bench *b, const struct report *r)
+static void print_text(const struct bench *b, const struct machine *m, const struct report *r)
 {
-    printf("limits measured in this run:\n");
-    printf("  copy bandwidth   %8.2f GB/s  (memcpy, bytes read + written)\n", b->copy_GBps);
-    printf("  sgemm rate       %8.2f GFLOP/s  (OpenBLAS, one thread, its CPU time)\n\n",
-           b->sgemm_GFLOPs);
-    printf("%-12s %-44s %12s %-8s %s\n", "group", "measure", "value", "unit", "ratio to limit");
+    printf("machine: %s, %ld core%s; kernels: %s; OpenBLAS: %s; load average %.2f before, "
+           "%.2f after\n",
+           m->cpu, m->cores, m->cores == 1 ? "" : "s", m->path, m->blas, m->load_before,
+           m->load_after);
+    printf("limits measured in this run (median [smallest .. largest] of %d):\n", b->copy.n);
+    printf("  copy bandwidth   %8.2f GB/s  [%.2f .. %.2f]  (memcpy, bytes read + written)\n",
+           b->copy.med, b->copy.min, b->copy.max);
+    printf("  sgemm rate       %8.2f GFLOP/s  [%.2f .. %.2f]  (OpenBLAS, one thread, its CPU "
+           "time)\n\n",
+           b->sgemm.med, b->sgemm.min, b->sgemm.max);
+    printf("%-10s %-50s %10s %-7s %-24s %-16s %10s  %s\n", "group", "measure", "median", "unit",
+           "[smallest .. largest] n", "limit", "its median", "ratio [smallest .. largest]");
     for (size_t i = 0; i < r->n; i++) {
-        const struct row *row = &r->rows[i];
-        printf("%-12s %-44s %12.3f %-8s", row->group, row->what, row->value, row->unit);
-        if (row->limit != BENCH_NONE)
-            printf(" %.2f of %s", row_ratio(b, row), row->limit == BENCH_COPY ? "copy" : "sgemm");
-        printf("\n");
+        const struct row *w = &r->rows[i];
+        char spread[48];
+        snprintf(spread, sizeof spread, "[%.4g .. %.4g] %d", w->value.min, w->value.max,
+                 w->value.n);
+        printf("%-10s %-50s %10.4g %-7s %-24s %-16s %10.4g  %.3g [%.3g .. %.3g]\n", w->group,
+               w->what, w->value.med, w->unit, spread, w->limit, w->lim.med, w->ratio.med,
+               w->ratio.min, w->ratio.max);
     }
 }
 
-static void print_json(const struct bench *b, const struct report *r)
+static json_t *stat_json(const struct bench_stat *s)
+{
+    return json_pack("{s:o, s:o, s:o, s:i}", "min", json_num(s->min), "median", json_num(s->med),
+                     "max", json_num(s->max), "n", s->n);
+}
+
+static void print_json(const struct bench *b, const struct machine *m, const struct report *r)
 {
     json_t *rows = json_array();
     for (size_t i = 0; i < r->n; i++) {
-        const struct row *row = &r->rows[i];
-        json_t *o = json_pack("{s:s, s:s, s:f, s:s}", "group", row->group, "measure", row->what,
-                              "value", row->value, "unit", row->unit);
-        if (row->limit != BENCH_NONE) {
-            json_object_set_new(o, "limit",
-                                json_string(row->limit == BENCH_COPY ? "copy" : "sgemm"));
-            json_object_set_new(o, "ratio", json_num(row_ratio(b, row)));
-        }
+        const struct row *w = &r->rows[i];
+        json_t *o = json_pack(
+            "{s:s, s:s, s:o, s:s, s:o, s:o, s:i, s:s, s:o, s:o, s:o, s:o}", "group", w->group,
+            "measure", w->what, "value", json_num(w->value.med), "unit", w->unit, "min",
+            json_num(w->value.min), "max", json_num(w->value.max), "repeats", w->value.n, "limit",
+            w->limit, "limit_value", json_num(w->lim.med), "ratio", json_num(w->ratio.med),
+            "ratio_min", json_num(w->ratio.min), "ratio_max", json_num(w->ratio.max));
+        json_object_set_new(o, "limit_min", json_num(w->lim.min));
+        json_object_set_new(o, "limit_max", json_num(w->lim.max));
         json_array_append_new(rows, o);
     }
-    json_t *doc = json_pack("{s:f, s:f, s:o}", "copy_GBps", b->copy_GBps, "sgemm_GFLOPs",
-                            b->sgemm_GFLOPs, "results", rows);
+    json_t *mach = json_pack("{s:s, s:i, s:s, s:s, s:o, s:o}", "cpu", m->cpu, "cores",
+                             (int)m->cores, "kernels", m->path, "openblas", m->blas, "load_before",
+                             json_num(m->load_before), "load_after", json_num(m->load_after));
+    json_t *doc =
+        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "machine", mach, "copy_GBps",
+                  json_num(b->copy_GBps), "copy", stat_json(&b->copy), "sgemm_GFLOPs",
+                  json_num(b->sgemm_GFLOPs), "sgemm", stat_json(&b->sgemm), "results", rows);
     json_write(stdout, doc, JSON_FIGURES);
 }
 
@@ -243,13 +373,18 @@ static int bench_main(int argc, char **argv)
 
     struct report report = {0};
     struct bench b = {.rows = &report, .quick = a.quick};
+    b.repeats = a.repeats ? a.repeats : a.quick ? 3 : 5;
+    struct machine m;
+    machine_of(&m);
     measure_limits(&b);
     int status = 0;
     for (int i = 0; bench_cases[i] && status == 0; i++)
         if (!a.only || !strcmp(a.only, bench_cases[i]->name))
             status = bench_cases[i]->run(&b);
+    m.load_after = load_average();
+    free_limits();
     if (status == 0)
-        a.json ? print_json(&b, &report) : print_text(&b, &report);
+        a.json ? print_json(&b, &m, &report) : print_text(&b, &m, &report);
     free(report.rows);
     return status ? 1 : 0;
 }
@@ -257,12 +392,18 @@ static int bench_main(int argc, char **argv)
 const struct command cmd_bench = {
     "bench",
     "measure scalelab's speed against this machine's copy bandwidth and sgemm rate",
-    "usage: scalelab bench [--quick] [--only NAME] [--list] [--json]\n"
+    "usage: scalelab bench [--quick] [--only NAME] [--repeat R] [--list] [--json]\n"
     "\n"
     "Runs the project's benchmarks. Each figure is shown beside a limit measured in the same\n"
-    "run: the copy bandwidth (memcpy, bytes read + written per second) for memory-bound work,\n"
-    "the single-thread sgemm rate for compute-bound work. Single-threaded work (the sgemm rate,\n"
-    "a training step) is timed by its thread's CPU time, so other processes on a shared\n"
-    "machine do not count against it.\n",
+    "run, as a ratio: the copy bandwidth (memcpy, bytes read + written per second) for\n"
+    "memory-bound work, the single-thread sgemm rate for compute-bound work, or a limit of the\n"
+    "line's own (one GPU's rate and the speed-up the measured serial fraction allows, the MPI\n"
+    "library's MPI_Allreduce, the collective's own time and buffers). Every figure is taken\n"
+    "several times and shown as the median with the smallest and largest sample, so a sample\n"
+    "that something else on the machine disturbed shows as a wide spread; the header names\n"
+    "the CPU, the vector code the kernels ran (SCALELAB_CPU=avx2 or portable takes a narrower\n"
+    "one), OpenBLAS's kernels (OPENBLAS_CORETYPE) and the load average before and after.\n"
+    "Single-threaded work (the sgemm rate, a training step) is timed by its thread's CPU time,\n"
+    "so other processes on a shared machine do not count against it.\n",
     bench_main,
 };

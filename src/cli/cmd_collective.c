@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -41,6 +42,7 @@ struct cfg {
     int nodes; /* 0: the preset's */
     double size;
     bool steps, json, sweep, size_given;
+    bool progress;     /* --progress: report progress on stderr even when it is no terminal */
     bool mpi;          /* --transport mpi: this process is one rank */
     double deadline_s; /* the longest wait for one message (0: 60 s) */
     double started;    /* clock_now() when the command began: the whole run's wall time */
@@ -155,7 +157,9 @@ static const struct opt_entry options[] = {
              "write every event (sends, receives, memory) as JSON lines, in the order of\n"
              "simulated time, GPU, and each GPU's own sequence"),
     OPT_WITH("fail", "G@S", parse_fail, C, fail,
-             "GPU G stops at step S: the run ends with an error naming both (exit 1)"),
+             "GPU G stops at round S of the algorithm (--json's rounds: a ring's or\n"
+             "rhd's are its steps, a tree's a chunk's reduce or broadcast): the run\n"
+             "ends with an error naming both (exit 1)"),
     OPT_FLAG("sweep", C, sweep,
              "ring against tree (rhd for reduce-scatter/allgather) from 1 KiB to\n"
              "--size (default 64 MiB) by factors of 4, with the crossover"),
@@ -172,9 +176,15 @@ static const struct opt_entry options[] = {
              "the same buffers (JSON: \"transport\": \"mpi\", \"mpi\": [...]); --fail or a\n"
              "rank silent past the deadline ends every rank (MPI_Abort, exit 1).\n"
              "No --sweep, --steps, --trace or --events (they read simulated time)"),
+    OPT_FLAG("progress", C, progress,
+             "say how the run is going on standard error when it is not a terminal: a\n"
+             "line as each part begins (allocating, filling, the collective, checking)\n"
+             "and one a second within it. On a terminal a run longer than a second\n"
+             "always shows one line, rewritten in place and cleared when done"),
     OPT_INT("repeat", "R", C, a.repeat, 1, 1000,
             "with --transport mpi: time R runs (fresh data each, after a warm-up),\n"
-            "report the best; the last one is checked"),
+            "each followed by the library's, and report the best (JSON: every run's\n"
+            "time, \"samples_s\"); our last one is checked"),
     OPT_END,
 };
 #undef C
@@ -258,8 +268,9 @@ static int checks(struct cfg *c)
         int steps = coll_steps(&c->a.spec, n, c->a.op, c->a.algo, c->a.count, c->a.dtype);
         if (c->a.fail_step >= steps)
             return cli_usage("collective",
-                             "--fail %s: there is no step %d (this run has %d: 0 to %d)", c->fail,
-                             c->a.fail_step, steps, steps - 1);
+                             "--fail %s: there is no round %d (this run's algorithm has %d: 0 "
+                             "to %d)",
+                             c->fail, c->a.fail_step, steps, steps - 1);
     }
     if (c->sweep && (c->fail || c->steps || c->trace || c->events))
         return cli_usage("collective",
@@ -296,19 +307,55 @@ static const char *algo_title(enum cost_op op, enum cost_algo algo)
     }
 }
 
-/* Prints each step's sends, from the events. */
-static void print_steps(struct cluster *cl, size_t es)
+static int by_arrival(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Prints each step's sends, from the events: a ring collective's lockstep steps as it numbers
+ * them, the other algorithms' the moments their messages arrive (the steps --json counts and
+ * lesson 3's panel shows). */
+static void print_steps(struct cluster *cl, size_t es, bool ring)
 {
     size_t n;
     const struct event *ev = cluster_events(cl, &n);
-    int maxstep = -1;
+    double *arrival = malloc((n ? n : 1) * sizeof *arrival);
+    double *moment = malloc((n ? n : 1) * sizeof *moment);
+    int *step = malloc((n ? n : 1) * sizeof *step);
+    if (!arrival || !moment || !step || event_send_arrivals(ev, n, arrival) < 0) {
+        free(arrival), free(moment), free(step);
+        fprintf(stderr, "scalelab: collective --steps: out of memory\n");
+        return;
+    }
+    size_t u = 0;
     for (size_t i = 0; i < n; i++)
-        if (ev[i].type == EV_SEND && ev[i].step > maxstep)
-            maxstep = ev[i].step;
+        if (ev[i].type == EV_SEND)
+            moment[u++] = arrival[i];
+    qsort(moment, u, sizeof *moment, by_arrival);
+    size_t k = 0;
+    for (size_t i = 0; i < u; i++) /* within 1e-9, one moment (as comm/cost.c counts them) */
+        if (k == 0 || moment[i] > moment[k - 1] * (1 + 1e-9))
+            moment[k++] = moment[i];
+    int maxstep = -1;
+    for (size_t i = 0; i < n; i++) {
+        step[i] = -1;
+        if (ev[i].type != EV_SEND)
+            continue;
+        if (ring) {
+            step[i] = ev[i].step;
+        } else {
+            int m = 0;
+            while ((size_t)m + 1 < k && moment[m] * (1 + 1e-9) < arrival[i])
+                m++;
+            step[i] = m;
+        }
+        maxstep = step[i] > maxstep ? step[i] : maxstep;
+    }
     for (int s = 0; s <= maxstep; s++) {
         const char *phase = NULL;
         for (size_t i = 0; i < n; i++) {
-            if (ev[i].type != EV_SEND || ev[i].step != s)
+            if (step[i] != s)
                 continue;
             if (!phase || strcmp(phase, ev[i].phase) != 0) {
                 phase = ev[i].phase;
@@ -318,9 +365,17 @@ static void print_steps(struct cluster *cl, size_t es)
             units_format_bytes(b, sizeof b, (double)ev[i].bytes, UNITS_BINARY);
             printf("  GPU %d -> GPU %d: chunk %d, %s (%llu elements), t = %.3f us -> %.3f us\n",
                    ev[i].device, ev[i].peer, ev[i].chunk, b, (unsigned long long)(ev[i].bytes / es),
-                   ev[i].t * 1e6, ev[i].t_end * 1e6);
+                   ev[i].t * 1e6, arrival[i] * 1e6);
         }
     }
+    free(arrival), free(moment), free(step);
+}
+
+/* The process's peak resident memory, in bytes (getrusage). */
+static uint64_t peak_rss(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? (uint64_t)u.ru_maxrss * 1024 : 0;
 }
 
 /* The run's time: the simulated cluster's, or the wall time over MPI. */
@@ -352,10 +407,10 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
                algo_title(a->op, t->algo), cost_op_name(a->op), b1, fp_info(a->dtype)->name, n,
                n == 1 ? "" : "s", mr->hosts, mr->hosts == 1 ? "" : "s", mr->host0);
     else
-        printf("%s %s of %s %s on %d GPU%s (%s: %d per node, %d node%s)\n",
+        /* the preset's GPUs per node (--json's gpus_per_node), and the nodes the run spans */
+        printf("%s %s of %s %s on %d GPU%s (%s: %d GPUs per node, %d node%s)\n",
                algo_title(a->op, t->algo), cost_op_name(a->op), b1, fp_info(a->dtype)->name, n,
-               n == 1 ? "" : "s", s->name, s->gpus_per_node < n ? s->gpus_per_node : n, nodes,
-               nodes == 1 ? "" : "s");
+               n == 1 ? "" : "s", s->name, s->gpus_per_node, nodes, nodes == 1 ? "" : "s");
     if (a->algo == COST_AUTO)
         printf("  algorithm: %s, the α-β model's fastest for this size\n", cost_algo_name(t->algo));
     if (t->check.tolerance > 0)
@@ -399,7 +454,12 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
     }
     printf("  bytes sent in total:    %s   (%s x size = %.0f)\n",
            units_format_grouped(g, sizeof g, t->sent_total), formula, factor * t->bytes);
-    printf("  steps:                  %d\n", t->steps);
+    if (t->rounds != t->steps)
+        printf("  steps:                  %d (the moments its messages arrive; %d rounds of the "
+               "algorithm)\n",
+               t->steps, t->rounds);
+    else
+        printf("  steps:                  %d\n", t->steps);
     units_format_seconds(b1, sizeof b1, t->predicted.time_s);
     double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, run_time(t, mr)) / 1e9;
     if (mr) {
@@ -432,11 +492,28 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
     units_format_seconds(b1, sizeof b1, clock_now() - c->started);
     units_format_seconds(b2, sizeof b2, t->wall_s);
     printf("  host wall time:         %s for the whole run, %s of it the collective\n", b1, b2);
+    units_format_seconds(b1, sizeof b1, t->setup_s);
+    units_format_seconds(b2, sizeof b2, t->check_s);
+    printf("                          (%s before it: the GPUs, their buffers and data; %s after: "
+           "the check)\n",
+           b1, b2);
+    units_format_bytes(b1, sizeof b1, (double)peak_rss(), UNITS_BINARY);
+    units_format_bytes(b2, sizeof b2, t->bytes * n, UNITS_BINARY);
+    printf("  host memory:            %s at the peak, for %s of buffers\n", b1, b2);
     printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the simulated "
            "time)\n",
            alg, alg * f, f);
     double halg = cost_algbw(t->bytes, t->wall_s) / 1e9;
     printf("  on this host: algbw %.2f GB/s, busbw %.2f GB/s\n", halg, halg * f);
+}
+
+/* Every repetition's time, in order. */
+static json_t *samples(const double *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; v && i < n; i++)
+        json_array_append_new(a, json_num(v[i]));
+    return a;
 }
 
 static void print_json(const struct cfg *c, const struct trial *t, const struct mpi_run *mr)
@@ -461,10 +538,17 @@ static void print_json(const struct cfg *c, const struct trial *t, const struct 
     json_object_set_new(o, "bytes_sent_per_gpu", sent);
     json_object_set_new(o, "bytes_sent_total", json_integer((json_int_t)t->sent_total));
     json_object_set_new(o, "steps", json_integer(t->steps));
+    json_object_set_new(o, "rounds", json_integer(t->rounds));
     json_object_set_new(o, "predicted_time_s", json_num(t->predicted.time_s));
     json_object_set_new(o, "simulated_time_s", mr ? json_null() : json_num(t->simulated_s));
     json_object_set_new(o, "wall_time_s", json_num(t->wall_s));
     json_object_set_new(o, "run_wall_time_s", json_num(clock_now() - c->started));
+    if (!mr) {
+        json_object_set_new(o, "setup_wall_time_s", json_num(t->setup_s));
+        json_object_set_new(o, "check_wall_time_s", json_num(t->check_s));
+        json_object_set_new(o, "buffer_bytes", json_integer((json_int_t)(t->bytes * n)));
+        json_object_set_new(o, "host_peak_bytes", json_integer((json_int_t)peak_rss()));
+    }
     json_object_set_new(o, "algbw_GBps", json_num(alg));
     json_object_set_new(o, "busbw_GBps", json_num(alg * f));
     json_object_set_new(o, "busbw_factor", json_num(f));
@@ -481,15 +565,18 @@ static void print_json(const struct cfg *c, const struct trial *t, const struct 
         for (int i = 0; i < mr->nlib; i++) {
             const struct mpi_lib_figure *l = &mr->lib[i];
             double la = cost_algbw(t->bytes, l->time_s) / 1e9;
-            json_array_append_new(lib, json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", l->name, "op",
-                                                 cost_op_name(l->op), "time_s", json_num(l->time_s),
-                                                 "algbw_GBps", json_num(la), "busbw_GBps",
-                                                 json_num(la * cost_busbw_factor(l->op, n))));
+            json_array_append_new(lib,
+                                  json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "name", l->name, "op",
+                                            cost_op_name(l->op), "time_s", json_num(l->time_s),
+                                            "algbw_GBps", json_num(la), "busbw_GBps",
+                                            json_num(la * cost_busbw_factor(l->op, n)), "samples_s",
+                                            samples(l->sample, mr->repeat)));
         }
         json_object_set_new(o, "mpi", lib);
         json_object_set_new(o, "ranks", json_integer(mr->size));
         json_object_set_new(o, "hosts", json_integer(mr->hosts));
         json_object_set_new(o, "repeat", json_integer(mr->repeat));
+        json_object_set_new(o, "samples_s", samples(mr->sample, mr->repeat));
         const struct mpi_lib_figure *same = same_op(mr, a->op);
         if (same)
             json_object_set_new(o, "busbw_ratio_to_library", json_num(same->time_s / t->wall_s));
@@ -663,6 +750,43 @@ end:
     return rc;
 }
 
+/* The progress line: on a terminal from a second into the run, one line rewritten in place
+ * (cleared at the end); with --progress elsewhere, a line as each part of the run begins and
+ * a line a second within it. */
+struct progress {
+    bool tty, lines;
+    double started, last;
+    const char *what; /* the part last shown */
+    bool shown;
+};
+
+static void progress_show(void *ctx, const char *what, double done)
+{
+    struct progress *p = ctx;
+    double now = clock_now();
+    bool begins = !p->what || strcmp(what, p->what) != 0;
+    if (p->tty ? now - p->started < 1.0 : !begins && now - p->last < 1.0)
+        return;
+    char pct[16] = "";
+    if (done >= 0)
+        snprintf(pct, sizeof pct, " %3.0f%%", 100 * done);
+    if (p->tty)
+        fprintf(stderr, "\rscalelab: collective: %s%s, %.0f s%-12s", what, pct, now - p->started,
+                "");
+    else
+        fprintf(stderr, "scalelab: collective: %s%s, %.0f s\n", what, pct, now - p->started);
+    fflush(stderr);
+    p->last = now;
+    p->what = what;
+    p->shown = true;
+}
+
+static void progress_end(const struct progress *p)
+{
+    if (p->tty && p->shown)
+        fprintf(stderr, "\r%*s\r", 70, "");
+}
+
 static int collective_main(int argc, char **argv)
 {
     struct cfg c = {.started = clock_now()};
@@ -676,9 +800,14 @@ static int collective_main(int argc, char **argv)
     if (c.sweep)
         return sweep(&c);
     c.a.record_events = c.steps || c.trace || c.events;
+    struct progress pr = {.tty = isatty(2) != 0, .started = c.started};
+    pr.lines = c.progress && !pr.tty;
+    if (pr.tty || pr.lines)
+        c.a.progress = progress_show, c.a.progress_ctx = &pr;
     struct trial t;
     struct error e = {0};
     rc = trial_run(&c.a, &t, &e);
+    progress_end(&pr);
     if (c.trace && t.cluster) {
         size_t n;
         const struct event *ev = cluster_events(t.cluster, &n);
@@ -703,7 +832,8 @@ static int collective_main(int argc, char **argv)
         return cli_fail(&e);
     }
     if (c.steps && !c.json)
-        print_steps(t.cluster, reduce_elem_size(c.a.dtype));
+        print_steps(t.cluster, reduce_elem_size(c.a.dtype),
+                    t.algo == COST_RING && c.a.op != COST_BROADCAST && c.a.op != COST_REDUCE);
     c.json ? print_json(&c, &t, NULL) : print_text(&c, &t, NULL);
     int status = verdict(&t);
     trial_fini(&t);

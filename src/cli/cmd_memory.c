@@ -24,7 +24,7 @@
  * model, cluster and sizes kept as text for configure (they depend on each other). */
 struct memory_args {
     const char *model, *params, *cluster, *nodes, *grad_accum, *bucket, *gpu_mem, *emit;
-    int gpus, dp, tp, pp, zero, micro_batch, seq, micro_batches, prefetch, unit_layers;
+    int gpus, dp, tp, pp, zero, micro_batch, seq, micro_batches, prefetch, unit_layers, chunks;
     enum calc_precision precision;
     enum calc_optimizer optimizer;
     enum calc_schedule schedule;
@@ -38,10 +38,6 @@ static int parse_schedule(const struct opt_entry *o, const char *arg, void *fiel
     int rc = sched_parse(arg, field, e);
     if (rc < 0)
         error_prefix(e, "--%s", o->opt.name);
-    else if (*(enum calc_schedule *)field == SCHED_INTERLEAVED)
-        rc = error_set(e, ERR_INVAL,
-                       "--schedule: memory takes gpipe or 1f1b (see 'scalelab pipeline' for "
-                       "interleaved)");
     return rc;
 }
 
@@ -81,8 +77,11 @@ static const struct opt_entry options[] = {
     OPT_INT("micro-batches", "M", A, micro_batches, 1, 1 << 16,
             "micro-batches per step (default pp)"),
     OPT_WITH("schedule", "S", parse_schedule, A, schedule,
-             "pipeline schedule, gpipe or 1f1b (default): how many micro-batches\n"
-             "the first stage holds (m, or p)"),
+             "pipeline schedule, gpipe, 1f1b (default) or interleaved (Megatron-LM's,\n"
+             "--chunks V model chunks per stage): how many micro-batches each stage\n"
+             "holds"),
+    OPT_INT("chunks", "V", A, chunks, 2, SCHED_MAX_CHUNKS,
+            "interleaved: V model chunks per stage (default 2), as train's"),
     OPT_FLAG("sequence-parallel", A, sp, "split the norm-region activations over tp too"),
     OPT_WITH("checkpoint", "P", calcargs_policy, A, ckpt,
              "none (default), full, selective, sqrt or every:K"),
@@ -111,7 +110,7 @@ struct run {
     struct cluster_spec cluster;
     struct memory_config c;
     struct memory_result r;
-    struct traffic t;
+    struct traffic t; /* the reported GPU's stage's */
     int gpus;
     enum units_system units;
     bool capacity_given;
@@ -170,17 +169,19 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
 {
     int rc;
     struct memory_config *c = &r->c;
-    *c = (struct memory_config){.precision = a->precision,
-                                .optimizer = a->optimizer,
-                                .tp = a->tp ? a->tp : 1,
-                                .pp = a->pp ? a->pp : 1,
-                                .zero = a->zero,
-                                .micro_batch = a->micro_batch ? a->micro_batch : 1,
-                                .schedule = a->schedule,
-                                .sp = a->sp,
-                                .no_prefetch = !a->prefetch,
-                                .unit_layers = a->unit_layers,
-                                .ckpt = a->ckpt};
+    *c = (struct memory_config){
+        .precision = a->precision,
+        .optimizer = a->optimizer,
+        .tp = a->tp ? a->tp : 1,
+        .pp = a->pp ? a->pp : 1,
+        .zero = a->zero,
+        .micro_batch = a->micro_batch ? a->micro_batch : 1,
+        .schedule = a->schedule,
+        .chunks = a->schedule == SCHED_INTERLEAVED ? (a->chunks ? a->chunks : 2) : 0,
+        .sp = a->sp,
+        .no_prefetch = !a->prefetch,
+        .unit_layers = a->unit_layers,
+        .ckpt = a->ckpt};
     if ((rc = configure_model(a, r, e)) < 0 ||
         (rc = calcargs_cluster(a->cluster ? a->cluster : "h100-80gb", a->nodes, &r->cluster, e)) <
             0)
@@ -191,6 +192,8 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
                          "--micro-batch %d x --seq %d is more than 2^30 tokens per micro-batch",
                          c->micro_batch, c->seq);
     c->micro_batches = a->micro_batches ? a->micro_batches : c->pp;
+    if (a->chunks && a->schedule != SCHED_INTERLEAVED)
+        return error_set(e, ERR_INVAL, "--chunks goes with --schedule interleaved");
     if ((rc = configure_layout(a, r, e)) < 0)
         return rc;
     if (a->grad_accum && strcmp(a->grad_accum, "same")) {
@@ -218,26 +221,63 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
 
 /* ------------------------------------------------------------------ output */
 
+/* A GPU's memory under memory --json's names. */
+static json_t *per_gpu_json(const struct memory_result *m)
+{
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
+                     json_whole(m->states.weights), "gradients", json_whole(m->states.gradients),
+                     "master_weights", json_whole(m->states.master), "optimizer",
+                     json_whole(m->states.optimizer), "activations", json_whole(m->activations),
+                     "communication", json_whole(m->comm), "total", json_whole(m->total));
+}
+
+/* What a GPU sends per step, by kind, each with its pieces (calc/traffic.h). */
+static json_t *comm_json(const struct traffic *t)
+{
+    json_t *comm = json_object();
+    const struct traffic_part *parts[] = {&t->dp, &t->tp, &t->pp};
+    const char *names[] = {"data_parallel", "tensor_parallel", "pipeline"};
+    for (int i = 0; i < 3; i++) {
+        json_t *pieces = json_object();
+        for (int k = 0; k < parts[i]->npieces; k++)
+            json_object_set_new(pieces, parts[i]->piece[k].name,
+                                json_whole(parts[i]->piece[k].bytes));
+        json_object_set_new(comm, names[i],
+                            json_pack("{s:o, s:o, s:s, s:o}", "bytes", json_whole(parts[i]->bytes),
+                                      "time_s", json_num(parts[i]->time_s), "formula",
+                                      parts[i]->formula, "parts", pieces));
+    }
+    json_object_set_new(comm, "bytes", json_whole(t->bytes));
+    return comm;
+}
+
+/* Every stage's GPUs: their memory and what they send, as "per_gpu" and "communication" give
+ * them for the reported one (empty for a bare parameter count). */
+static json_t *per_stage_json(const struct run *r)
+{
+    const struct memory_config *c = &r->c;
+    if (!c->model)
+        return json_array();
+    json_t *stages = json_array();
+    for (int st = 0; st < c->pp; st++) {
+        struct memory_result m;
+        struct traffic t;
+        if (memory_compute_stage(c, st, &m, NULL) < 0 ||
+            traffic_compute(c, &r->cluster, st, m.params_gpu, m.stage_layers, 0, 0, &t, NULL) < 0)
+            continue;
+        json_array_append_new(stages, json_pack("{s:i, s:i, s:o, s:o}", "stage", st, "layers",
+                                                m.stage_layers, "per_gpu", per_gpu_json(&m),
+                                                "communication", comm_json(&t)));
+    }
+    return stages;
+}
+
 static void print_json(const struct run *r)
 {
     const struct memory_result *m = &r->r;
     const struct memory_config *c = &r->c;
     char pol[32];
-    json_t *per =
-        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights", json_whole(m->states.weights),
-                  "gradients", json_whole(m->states.gradients), "master_weights",
-                  json_whole(m->states.master), "optimizer", json_whole(m->states.optimizer),
-                  "activations", json_whole(m->activations), "communication", json_whole(m->comm),
-                  "total", json_whole(m->total));
-    json_t *comm = json_object();
-    const struct traffic_part *parts[] = {&r->t.dp, &r->t.tp, &r->t.pp};
-    const char *names[] = {"data_parallel", "tensor_parallel", "pipeline"};
-    for (int i = 0; i < 3; i++)
-        json_object_set_new(comm, names[i],
-                            json_pack("{s:o, s:o, s:s}", "bytes", json_whole(parts[i]->bytes),
-                                      "time_s", json_num(parts[i]->time_s), "formula",
-                                      parts[i]->formula));
-    json_object_set_new(comm, "bytes", json_whole(r->t.bytes));
+    json_t *per = per_gpu_json(m), *comm = comm_json(&r->t);
     json_t *doc =
         json_pack("{s:s, s:o, s:i, s:{s:i, s:i, s:i, s:i}, s:o, s:o, s:o, s:b, s:o}", "model",
                   c->model ? c->model->name : "(--params)", "params", json_whole(m->params), "gpus",
@@ -258,6 +298,9 @@ static void print_json(const struct run *r)
     json_object_set_new(doc, "activation_formula",
                         json_string(c->model ? m->layer.formula : "none (no shape)"));
     json_object_set_new(doc, "communication", comm);
+    json_object_set_new(doc, "schedule", json_string(sched_name(c->schedule)));
+    json_object_set_new(doc, "chunks", json_integer(c->chunks > 1 ? c->chunks : 1));
+    json_object_set_new(doc, "per_stage", per_stage_json(r));
     if (c->model) {
         json_t *acts = json_array(), *pars = json_array();
         for (int i = 0; i < m->layer.n; i++) {
@@ -494,8 +537,8 @@ static int compute(struct run *r, struct error *e)
     if (rc == 0)
         rc = memory_compute(&r->c, &r->r, e);
     if (rc == 0)
-        rc =
-            traffic_compute(&r->c, &r->cluster, r->r.params_gpu, r->r.stage_layers, 0, 0, &r->t, e);
+        rc = traffic_compute(&r->c, &r->cluster, r->r.stage, r->r.params_gpu, r->r.stage_layers, 0,
+                             0, &r->t, e);
     return rc;
 }
 
@@ -559,7 +602,8 @@ const struct command cmd_memory = {
     "                       [--nodes K] [--gpus N] [--dp N] [--tp N] [--pp N] [--zero 0-3]\n"
     "                       [--precision fp32|bf16|fp16] [--optimizer adamw|sgd|sgd-momentum]\n"
     "                       [--grad-accum fp32|same] [--micro-batch B] [--seq S]\n"
-    "                       [--micro-batches M] [--schedule gpipe|1f1b] [--sequence-parallel]\n"
+    "                       [--micro-batches M] [--schedule gpipe|1f1b|interleaved]\n"
+    "                       [--chunks V] [--sequence-parallel]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
     "                       [--units auto|GiB|GB] [--tensors] [--json]\n"
     "                       [--unit-layers N] [--emit deepspeed|megatron|fsdp [--force]]\n"

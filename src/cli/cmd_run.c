@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "base/units.h"
+#include "calc/preset.h"
 #include "cli/command.h"
 #include "cli/opts.h"
 #include "lesson/lesson.h"
@@ -535,30 +536,50 @@ static int list_lessons(bool json)
     return 0;
 }
 
+/* One line of the list: name (with its arguments' places), value when it takes none. */
+static void list_one(json_t *arr, const struct quantity *q, const char *name)
+{
+    double v = 0;
+    char shown[64] = "", label[96];
+    snprintf(label, sizeof label, "%s%s", name,
+             q->nargs == 0   ? ""
+             : q->nargs == 1 ? "(x)"
+             : q->nargs == 2 ? "(x, y)"
+             : q->nargs == 3 ? "(x, y, z)"
+                             : "(x, y, z, w)");
+    bool valued = q->nargs == 0 && quantity_eval(name, &v, NULL, NULL) == 0;
+    if (valued)
+        json_num_text(shown, sizeof shown, v, JSON_EXACT); /* as --json writes it */
+    if (arr) {
+        json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "name", name, "args", q->nargs, "unit",
+                              q->unit, "what", q->what);
+        if (valued)
+            json_object_set_new(o, "value", json_num(v));
+        json_array_append_new(arr, o);
+    } else {
+        printf("%-28s %-24s %-5s %s\n", label, shown, q->unit, q->what);
+    }
+}
+
+/* The quantities, a family's once for each preset ("MODEL.params": synthetic_7b.params, ...). */
 static int list_quantities(bool json)
 {
     json_t *arr = json ? json_array() : NULL;
     for (size_t i = 0; i < quantity_count(); i++) {
         const struct quantity *q = quantity_at(i);
-        double v = 0;
-        char shown[64] = "", name[80];
-        snprintf(name, sizeof name, "%s%s", q->name,
-                 q->nargs == 0   ? ""
-                 : q->nargs == 1 ? "(x)"
-                 : q->nargs == 2 ? "(x, y)"
-                                 : "(x, y, z)");
-        if (q->nargs == 0) {
-            quantity_eval(q->name, &v, NULL, NULL);
-            json_num_text(shown, sizeof shown, v, JSON_EXACT); /* as --json writes it */
+        if (q->kind == QUANTITY_PLAIN) {
+            list_one(arr, q, q->name);
+            continue;
         }
-        if (arr) {
-            json_t *o = json_pack("{s:s, s:i, s:s, s:s}", "name", q->name, "args", q->nargs, "unit",
-                                  q->unit, "what", q->what);
-            if (q->nargs == 0)
-                json_object_set_new(o, "value", json_num(v));
-            json_array_append_new(arr, o);
-        } else {
-            printf("%-28s %-24s %-5s %s\n", name, shown, q->unit, q->what);
+        char list[1024], name[128];
+        preset_list(list, sizeof list, q->kind == QUANTITY_MODEL ? "models" : "clusters");
+        const char *rest = strchr(q->name, '.');
+        for (char *save, *tok = strtok_r(list, ", ", &save); tok;
+             tok = strtok_r(NULL, ", ", &save)) {
+            for (char *c = tok; *c; c++)
+                *c = *c == '-' ? '_' : *c;
+            snprintf(name, sizeof name, "%s%s", tok, rest);
+            list_one(arr, q, name);
         }
     }
     if (arr) {

@@ -601,12 +601,14 @@ static void step_text(const struct run_step *rs)
     printf("\n");
 }
 
+#define FINAL_STEPS 10 /* the final loss is the mean of the last FINAL_STEPS applied */
+
 struct summary {
     double final_loss, floor, seconds, sim_seconds, tokens_per_s, flops, recompute, overhead;
     double predicted, first_loss, max_norm, min_coef, max_underflow, sim_step, exposed;
     char first_nonfinite[48];
     long steps, skipped, overflows, spikes;
-    int nlast;
+    int nlast;              /* the steps the final loss is the mean of */
     uint64_t underflow[65]; /* per layer over the run (the last: embedding and norms) */
     int layers;
     float last_scale;
@@ -707,8 +709,8 @@ static void predict(const struct args *r, const struct cluster_spec *spec, struc
     for (int st = 0; p->ok && st < o->pp; st++) {
         struct memory_result *m = &p->stage_m[st];
         p->ok = memory_compute_stage(&c, st, m, &e) == 0 &&
-                traffic_compute_stage(&c, spec, o->pp > 1 || o->tp > 1 ? st : -1, m->params_gpu,
-                                      m->stage_layers, 0, 0, &p->stage_t[st], &e) == 0;
+                traffic_compute(&c, spec, st, m->params_gpu, m->stage_layers, 0, 0, &p->stage_t[st],
+                                &e) == 0;
     }
     if (p->ok)
         p->m = p->stage_m[0], p->t = p->stage_t[0];
@@ -1002,7 +1004,7 @@ static void print_summary_text(const struct args *r, const struct run *run,
     char a[32], b[32];
     double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
     const struct run_gpu *g0 = run_gpu(run, 0);
-    printf("\nfinal loss %s (mean of the last %d steps), floor %.4f: %s nats above\n",
+    printf("\nfinal loss %s (mean of the last %d steps applied), floor %.4f: %s nats above\n",
            units_format_num(a, sizeof a, "%.4f", sum->final_loss), sum->nlast, sum->floor,
            units_format_num(b, sizeof b, "%.4f", sum->final_loss - sum->floor));
     printf("skipped steps %ld (overflow %ld, spikes %ld), final loss scale %g\n", sum->skipped,
@@ -1225,8 +1227,9 @@ static int run_steps(const struct args *r, struct run *run, struct summary *sum,
     bool progress = !r->json && isatty(2);
     int rc = run_start(run, e);
     long every = o->steps / 20 > 0 ? o->steps / 20 : 1;
-    int nlast = o->steps < 10 ? (int)o->steps : 10;
-    double lastsum = 0, t0 = clock_now(), tprog = t0;
+    /* the final loss: the mean of the last FINAL_STEPS steps that were applied (a skipped
+     * step's loss, a NaN's or a spike's, changed nothing and is left out) */
+    double last[FINAL_STEPS], t0 = clock_now(), tprog = t0;
     int lastn = 0;
     bool floor_said = false;
     int shown = 0; /* columns the progress line takes on the terminal now */
@@ -1243,8 +1246,8 @@ static int run_steps(const struct args *r, struct run *run, struct summary *sum,
             break;
         }
         account(sum, r, &rs, i);
-        if (i > o->steps - nlast && isfinite(rs.s.loss))
-            lastsum += rs.s.loss, lastn++;
+        if (!rs.s.skipped && isfinite(rs.s.loss))
+            last[lastn++ % FINAL_STEPS] = rs.s.loss;
         const struct train_step *s = &rs.s;
         if (r->json && !r->summary_only) {
             step_json(&rs);
@@ -1277,9 +1280,12 @@ static int run_steps(const struct args *r, struct run *run, struct summary *sum,
     }
     sum->floor = run_loss_floor(run);
     sum->seconds = run_wall_s(run) > 0 ? run_wall_s(run) : clock_now() - t0;
-    sum->final_loss = lastn ? lastsum / lastn : NAN;
+    sum->nlast = lastn < FINAL_STEPS ? lastn : FINAL_STEPS;
+    double lastsum = 0;
+    for (int k = 0; k < sum->nlast; k++)
+        lastsum += last[k];
+    sum->final_loss = sum->nlast ? lastsum / sum->nlast : NAN;
     sum->tokens_per_s = (double)sum->steps * o->batch * o->shape.seq / sum->seconds;
-    sum->nlast = nlast;
     sum->sim_seconds = sum->sim_step;
     if (sum->steps > 0)
         sum->sim_step /= (double)sum->steps, sum->exposed /= (double)sum->steps;
@@ -1398,7 +1404,8 @@ const struct command cmd_train = {
     "a run that does not fit fails at once, out of memory (exit 1); live activations move in\n"
     "and out of the arena, and their peak is the calculator's figure.\n"
     "\n"
-    "The final loss is the mean of the last 10 steps' losses. Each step's loss is measured on\n"
+    "The final loss is the mean of the losses of the last 10 steps applied (a skipped step's,\n"
+    "a NaN's or a spike's, is left out). Each step's loss is measured on\n"
     "a fresh batch before the update, so it is a held-out estimate. At the defaults, tiny ends\n"
     "within 0.1 nats of the floor (0.05-0.08 for seeds 1-5 on the development host).\n",
     train_main,

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -29,14 +30,29 @@ bool cli_output_ok(void)
     return false;
 }
 
+/* The help is put together in memory and written in one call, so that a write error is seen
+ * where it happens, with its errno (written piece by piece, a piece past the stream's buffer
+ * fails inside stdio and the flush at exit sees only the error flag). */
 void command_help(const struct command *c, FILE *f)
 {
-    fputs(c->help, f);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m) {
+        fputs(c->help, f);
+        return;
+    }
+    fputs(c->help, m);
     for (int i = 0; command_opts[i]; i++)
         if (!strcmp(command_opts[i]->cmd, c->name)) {
-            fputc('\n', f);
-            opts_usage(f, command_opts[i]);
+            fputc('\n', m);
+            opts_usage(m, command_opts[i]);
         }
+    fclose(m);
+    errno = 0;
+    if (fwrite(text, 1, len, f) != len && !cli_output_errno)
+        cli_output_errno = errno ? errno : EIO;
+    free(text);
 }
 
 int cli_fail(const struct error *e)

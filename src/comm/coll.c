@@ -81,29 +81,24 @@ enum cost_algo coll_resolve(const struct cluster_spec *s, int n, enum cost_op op
     return cost_best_algo(op, &net, bytes);
 }
 
-int coll_pipeline_chunks(const struct cluster_spec *s, int n, int depth, double bytes, size_t count)
+int coll_pipeline_chunks(const struct cluster_spec *s, int n, enum cost_op op, enum cost_algo algo,
+                         double bytes, size_t count)
 {
     struct cost_net net;
-    double alpha, beta;
     coll_net(s, n, &net);
-    cost_link(&net, &alpha, &beta);
-    int p = cost_pipeline_chunks(depth, bytes, alpha, beta);
-    if ((size_t)p > count)
-        p = count > 0 ? (int)count : 1;
+    int p = cost_chunks(op, algo, &net, bytes);
+    /* the double binary tree cuts each tree's half, the others the whole buffer */
+    size_t most = algo == COST_DBTREE ? count / 2 + count % 2 : count;
+    if ((size_t)p > most)
+        p = most > 0 ? (int)most : 1;
     return p;
 }
 
-/* The pipeline depth and the bytes one pipeline carries, as comm/cost.c counts them. */
+/* The chunks of a pipelined algorithm, as comm/cost.c counts them. */
 static int chunks_for(const struct cluster_spec *s, int n, enum cost_op op, enum cost_algo algo,
                       size_t count, size_t es)
 {
-    double bytes = (double)count * (double)es;
-    if (algo == COST_RING)
-        return coll_pipeline_chunks(s, n, n - 1, bytes, count);
-    if (algo == COST_DBTREE)
-        return coll_pipeline_chunks(s, n, cost_log2(n), bytes / 2, count / 2 + count % 2);
-    (void)op;
-    return coll_pipeline_chunks(s, n, cost_log2(n), bytes, count);
+    return coll_pipeline_chunks(s, n, op, algo, (double)count * (double)es, count);
 }
 
 int coll_steps(const struct cluster_spec *s, int n, enum cost_op op, enum cost_algo algo,

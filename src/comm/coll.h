@@ -99,10 +99,10 @@ void coll_net(const struct cluster_spec *s, int n, struct cost_net *net);
 enum cost_algo coll_resolve(const struct cluster_spec *s, int n, enum cost_op op,
                             enum cost_algo algo, double bytes);
 
-/* The number of pipeline chunks a chain or tree uses: cost_pipeline_chunks on the link the
- * cost model uses, at most count (at least 1). */
-int coll_pipeline_chunks(const struct cluster_spec *s, int n, int depth, double bytes,
-                         size_t count);
+/* The number of pipeline chunks a chain or tree uses for count elements of bytes in all:
+ * cost_chunks, at most the elements it cuts (at least 1). */
+int coll_pipeline_chunks(const struct cluster_spec *s, int n, enum cost_op op, enum cost_algo algo,
+                         double bytes, size_t count);
 
 /* The number of steps (rounds) the algorithm takes, as numbered above. */
 int coll_steps(const struct cluster_spec *s, int n, enum cost_op op, enum cost_algo algo,

@@ -106,22 +106,6 @@ void cost_link(const struct cost_net *net, double *alpha, double *beta)
     *beta = one_node ? net->beta_intra : net->beta_inter;
 }
 
-/* (P + depth - 1)(α + bytes/(Pβ)) is least at P* = sqrt((depth-1) bytes / (αβ)). */
-int cost_pipeline_chunks(int depth, double bytes, double alpha, double beta)
-{
-    if (depth <= 1 || bytes <= 0)
-        return 1;
-    if (alpha <= 0)
-        return COST_MAX_CHUNKS;
-    double pstar = sqrt((depth - 1) * bytes / (alpha * beta));
-    if (!(pstar < COST_MAX_CHUNKS))
-        return COST_MAX_CHUNKS;
-    int lo = pstar < 1 ? 1 : (int)pstar, hi = lo + 1;
-    double tlo = (lo + depth - 1) * (alpha + bytes / (lo * beta));
-    double thi = (hi + depth - 1) * (alpha + bytes / (hi * beta));
-    return thi < tlo && hi <= COST_MAX_CHUNKS ? hi : lo;
-}
-
 double cost_p2p(const struct cost_net *net, int from, int to, double bytes)
 {
     int g = net->gpus_per_node > 0 ? net->gpus_per_node : 1;
@@ -131,11 +115,12 @@ double cost_p2p(const struct cost_net *net, int from, int to, double bytes)
 }
 
 /* The busiest GPU's bytes in a tree collective: `up` bytes to its parent, `down` to each
- * child, in tree `which`. */
+ * child, in tree `which` (and with other, the second tree's up and down); *least the least
+ * busy GPU's. */
 static double tree_max_bytes(int n, int which, int root, double up, double down,
-                             const double *other)
+                             const double *other, double *least)
 {
-    double max = 0;
+    double max = 0, min = INFINITY;
     for (int r = 0; r < n; r++) {
         struct tree_node t;
         tree_node(n, which, root, r, &t);
@@ -144,9 +129,10 @@ static double tree_max_bytes(int n, int which, int root, double up, double down,
             tree_node(n, 1, -1, r, &t);
             b += (t.parent >= 0 ? other[0] : 0) + t.nchild * other[1];
         }
-        if (b > max)
-            max = b;
+        max = b > max ? b : max;
+        min = b < min ? b : min;
     }
+    *least = min;
     return max;
 }
 
@@ -173,19 +159,20 @@ struct sop {
 struct smsg {
     int from;
     bool taken;
-    double arrival;
+    double arrival; /* a free link's; once taken, the one it got */
+    double cross;   /* m/β: its bytes on the receiver's incoming link */
 };
 
 struct sdev {
     struct sop *ops;
     int nops, cap, pc;
     double clock[2];
-    double pend[8]; /* arrivals of the sends not yet waited for, and their streams */
+    int pend_to[8], pend_msg[8]; /* the sends not yet waited for: receiver, its inbox index */
     int pend_stream[8], npend;
     struct smsg *inbox;
     int ninbox, capinbox, first; /* messages before first are all taken */
-    struct port_busy *port;
-    int nport, capport;
+    struct port_busy *port, *inport;
+    int nport, capport, ninport, capinport;
 };
 
 struct sched {
@@ -193,6 +180,8 @@ struct sched {
     int n;
     struct sdev *d;
     bool nomem;
+    double *arrived; /* every message's arrival, when counting rounds (else NULL) */
+    int narrived, caparrived;
 };
 
 static void *grow(void *p, int *cap, int need, size_t size, bool *nomem)
@@ -226,18 +215,25 @@ static double link_time(const struct cost_net *net, int from, int to, double byt
     return cost_p2p(net, from, to, bytes);
 }
 
-/* Books the port as the simulator does (sim/port.h). */
-static double port_book(struct sched *s, struct sdev *d, double ready, double dur)
+/* m/β over the link between two GPUs. */
+static double link_cross(const struct cost_net *net, int from, int to, double bytes)
+{
+    return cost_p2p(net, from, to, bytes) - cost_p2p(net, from, to, 0);
+}
+
+/* Books a port as the simulator does (sim/port.h). */
+static double port_book(struct sched *s, struct port_busy **busy, int *n, int *cap, double ready,
+                        double dur)
 {
     int i;
-    double t = port_earliest(d->port, d->nport, ready, dur, &i);
-    struct port_busy *p = grow(d->port, &d->capport, d->nport + 1, sizeof *p, &s->nomem);
+    double t = port_earliest(*busy, *n, ready, dur, &i);
+    struct port_busy *p = grow(*busy, cap, *n + 1, sizeof *p, &s->nomem);
     if (!p)
         return t;
-    d->port = p;
-    memmove(p + i + 1, p + i, (size_t)(d->nport - i) * sizeof *p);
+    *busy = p;
+    memmove(p + i + 1, p + i, (size_t)(*n - i) * sizeof *p);
     p[i] = (struct port_busy){t, t + dur};
-    d->nport++;
+    (*n)++;
     return t;
 }
 
@@ -250,13 +246,15 @@ static bool step_op(struct sched *s, int r)
     case SOP_SEND: {
         struct sdev *to = &s->d[o->peer];
         double dur = link_time(s->net, r, o->peer, o->bytes);
-        double t = port_book(s, d, d->clock[o->stream], dur);
+        double t = port_book(s, &d->port, &d->nport, &d->capport, d->clock[o->stream], dur);
         struct smsg *m = grow(to->inbox, &to->capinbox, to->ninbox + 1, sizeof *m, &s->nomem);
         if (!m || d->npend == 8)
             return s->nomem = true;
         to->inbox = m;
-        to->inbox[to->ninbox++] = (struct smsg){r, false, t + dur};
-        d->pend[d->npend] = t + dur;
+        to->inbox[to->ninbox] =
+            (struct smsg){r, false, t + dur, link_cross(s->net, r, o->peer, o->bytes)};
+        d->pend_to[d->npend] = o->peer;
+        d->pend_msg[d->npend] = to->ninbox++;
         d->pend_stream[d->npend++] = o->stream;
         break;
     }
@@ -266,17 +264,35 @@ static bool step_op(struct sched *s, int r)
             i++;
         if (i == d->ninbox)
             return false;
-        d->inbox[i].taken = true;
+        struct smsg *m = &d->inbox[i];
+        m->taken = true;
+        /* the incoming link carries one message's bytes at a time, in the order taken */
+        if (m->cross > 0)
+            m->arrival = port_book(s, &d->inport, &d->ninport, &d->capinport, m->arrival - m->cross,
+                                   m->cross) +
+                         m->cross;
+        if (s->arrived) {
+            double *a = grow(s->arrived, &s->caparrived, s->narrived + 1, sizeof *a, &s->nomem);
+            if (!a)
+                return true;
+            s->arrived = a;
+            s->arrived[s->narrived++] = m->arrival;
+        }
         while (d->first < d->ninbox && d->inbox[d->first].taken)
             d->first++;
-        if (d->inbox[i].arrival > d->clock[o->stream])
-            d->clock[o->stream] = d->inbox[i].arrival;
+        if (m->arrival > d->clock[o->stream])
+            d->clock[o->stream] = m->arrival;
         break;
     }
-    case SOP_WAIT:
+    case SOP_WAIT: /* as dev_wait: until the receivers have taken them */
         for (int i = 0; i < d->npend; i++)
-            if (d->pend[i] > d->clock[d->pend_stream[i]])
-                d->clock[d->pend_stream[i]] = d->pend[i];
+            if (!s->d[d->pend_to[i]].inbox[d->pend_msg[i]].taken)
+                return false;
+        for (int i = 0; i < d->npend; i++) {
+            double a = s->d[d->pend_to[i]].inbox[d->pend_msg[i]].arrival;
+            if (a > d->clock[d->pend_stream[i]])
+                d->clock[d->pend_stream[i]] = a;
+        }
         d->npend = 0;
         break;
     default: { /* SOP_SYNC */
@@ -402,14 +418,36 @@ static void prog_rhd(struct sched *s, double S, bool halve, bool dbl)
     }
 }
 
-/* The simulated time of op by algo (not the ring's reduce-scatter, all-gather and
- * all-reduce, whose formula is already exact) with P chunks; NAN when out of memory. */
-static double sched_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double S,
-                         int P)
+static int cmp_double(const void *a, const void *b)
 {
-    struct sched s = {net, net->gpus, calloc((size_t)net->gpus, sizeof(struct sdev)), false};
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The moments at which the n messages arrived (times within 1e-9 of each other are one). */
+static int distinct_moments(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    int u = 0;
+    for (int i = 0; i < n; i++)
+        if (u == 0 || t[i] > t[u - 1] * (1 + 1e-9))
+            t[u++] = t[i];
+    return u;
+}
+
+/* The simulated time of op by algo (not the ring's reduce-scatter, all-gather and
+ * all-reduce, whose formula is already exact) with P chunks; NAN when out of memory. With
+ * rounds, the moments at which its messages arrive (cost_result.rounds). */
+static double sched_time_rounds(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
+                                double S, int P, int *rounds)
+{
+    struct sched s = {net, net->gpus, calloc((size_t)net->gpus, sizeof(struct sdev)), false, NULL,
+                      0,   0};
     if (!s.d)
         return NAN;
+    if (rounds && !(s.arrived = malloc(16 * sizeof *s.arrived)))
+        s.nomem = true;
+    s.caparrived = 16;
     bool ar = op == COST_ALLREDUCE;
     if (algo == COST_RHD)
         prog_rhd(&s, S, ar || op == COST_REDUCE_SCATTER, ar || op == COST_ALLGATHER);
@@ -420,13 +458,90 @@ static double sched_time(enum cost_op op, enum cost_algo algo, const struct cost
     else
         prog_trees(&s, 1, ar ? -1 : 0, P, S / P, op != COST_BROADCAST, op != COST_REDUCE);
     double t = sched_run(&s);
+    if (rounds)
+        *rounds = isnan(t) ? -1 : distinct_moments(s.arrived, s.narrived);
+    free(s.arrived);
     for (int r = 0; r < s.n; r++) {
         free(s.d[r].ops);
         free(s.d[r].inbox);
         free(s.d[r].port);
+        free(s.d[r].inport);
     }
     free(s.d);
     return t;
+}
+
+static double sched_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double S,
+                         int P)
+{
+    return sched_time_rounds(op, algo, net, S, P, NULL);
+}
+
+/* Whether op by algo is pipelined in chunks: the chain (the ring's broadcast and reduce) and
+ * the trees. */
+static bool pipelined(enum cost_op op, enum cost_algo algo)
+{
+    return algo == COST_TREE || algo == COST_DBTREE ||
+           (algo == COST_RING && (op == COST_BROADCAST || op == COST_REDUCE));
+}
+
+int cost_pipe_formula(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
+                      double bytes, struct cost_pipe *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!pipelined(op, algo) || net->gpus < 2 || !(bytes >= 0))
+        return ERR_INVAL;
+    struct cost_net free_alpha = *net;
+    free_alpha.alpha_intra = free_alpha.alpha_inter = 0;
+    double l1 = sched_time(op, algo, net, 0, 1), l2 = sched_time(op, algo, net, 0, 2);
+    double b1 = sched_time(op, algo, &free_alpha, bytes, 1);
+    double b2 = sched_time(op, algo, &free_alpha, bytes, 2);
+    if (isnan(l1) || isnan(l2) || isnan(b1) || isnan(b2))
+        return ERR_NOMEM;
+    out->lat_per_chunk = l2 - l1;
+    out->lat_fixed = l1 - out->lat_per_chunk;
+    out->bw_split = 2 * (b1 - b2);
+    out->bw_fixed = b1 - out->bw_split;
+    return 0;
+}
+
+double cost_schedule_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
+                          double bytes, int chunks)
+{
+    bool replayed = algo == COST_RHD || pipelined(op, algo);
+    if (!replayed || !cost_supported(op, algo, net->gpus, NULL) || chunks < 1 || net->gpus < 1)
+        return NAN;
+    return sched_time(op, algo, net, bytes, chunks);
+}
+
+double cost_pipe_time(const struct cost_pipe *f, int chunks)
+{
+    return f->lat_per_chunk * chunks + f->lat_fixed + f->bw_fixed + f->bw_split / chunks;
+}
+
+int cost_chunks(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes)
+{
+    struct cost_pipe f;
+    if (cost_pipe_formula(op, algo, net, bytes, &f) != 0 || !(f.bw_split > 0))
+        return 1;
+    if (!(f.lat_per_chunk > 0))
+        return COST_MAX_CHUNKS;
+    double pstar = sqrt(f.bw_split / f.lat_per_chunk);
+    int p = !(pstar < COST_MAX_CHUNKS) ? COST_MAX_CHUNKS : pstar < 1 ? 1 : (int)lround(pstar);
+    /* the formula bounds the schedule, which decides: from P*, towards fewer or more chunks
+     * while the replayed time falls */
+    double t = sched_time(op, algo, net, bytes, p);
+    double down = p > 1 ? sched_time(op, algo, net, bytes, p - 1) : INFINITY;
+    int dir = down < t ? -1 : 1;
+    if (dir < 0)
+        p--, t = down;
+    for (int q = p + dir; q >= 1 && q <= COST_MAX_CHUNKS; q += dir) {
+        double tq = sched_time(op, algo, net, bytes, q);
+        if (!(tq < t))
+            break;
+        p = q, t = tq;
+    }
+    return p;
 }
 
 int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes,
@@ -456,7 +571,7 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
     switch (algo) {
     case COST_RING:
         if (op == COST_BROADCAST || op == COST_REDUCE) {
-            P = cost_pipeline_chunks(n - 1, S, a, b);
+            P = cost_chunks(op, algo, net, S);
             out->chunks = P;
             out->steps = P + n - 2;
             out->time_s = out->steps * (a + S / P / b);
@@ -488,30 +603,31 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
     }
     case COST_TREE: {
         int fan = n == 2 ? 1 : 2; /* sends per chunk of an inner node; 2 GPUs are a chain */
-        P = cost_pipeline_chunks(D, S, a, b);
+        P = cost_chunks(op, algo, net, S);
         out->chunks = P;
         if (op == COST_BROADCAST) {
             out->steps = fan * (P + D - 1);
-            out->bytes_max_per_gpu = tree_max_bytes(n, 0, 0, 0, S, NULL);
+            out->bytes_max_per_gpu = tree_max_bytes(n, 0, 0, 0, S, NULL, &out->bytes_min_per_gpu);
         } else if (op == COST_REDUCE) {
             out->steps = P + D - 1;
             out->bytes_max_per_gpu = S;
         } else {
             out->steps = (1 + fan) * (P + D - 1);
-            out->bytes_max_per_gpu = tree_max_bytes(n, 0, -1, S, S, NULL);
+            out->bytes_max_per_gpu = tree_max_bytes(n, 0, -1, S, S, NULL, &out->bytes_min_per_gpu);
         }
         out->time_s = out->steps * (a + S / P / b);
         out->bytes_total = (reduce_all ? 2 : 1) * (N - 1) * S;
         break;
     }
     case COST_DBTREE: {
-        P = cost_pipeline_chunks(D, S / 2, a, b);
+        P = cost_chunks(op, algo, net, S);
         out->chunks = P;
         out->steps = (n == 2 ? 2 : 4) * (P + D - 1);
         out->time_s = out->steps * (a + S / 2 / P / b);
         out->bytes_total = 2 * (N - 1) * S;
         double half[2] = {S / 2, S / 2};
-        out->bytes_max_per_gpu = tree_max_bytes(n, 0, -1, S / 2, S / 2, half);
+        out->bytes_max_per_gpu =
+            tree_max_bytes(n, 0, -1, S / 2, S / 2, half, &out->bytes_min_per_gpu);
         break;
     }
     default: return error_set(e, ERR_INVAL, "no such algorithm");
@@ -519,10 +635,14 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
     /* The closed formulas above hold for full trees on one node; the schedule is the time
      * the simulation takes, for every shape and across nodes. */
     bool ring_coll = algo == COST_RING && op != COST_BROADCAST && op != COST_REDUCE;
+    out->rounds = out->steps; /* the ring's steps run in lockstep */
+    if (algo != COST_TREE && algo != COST_DBTREE)
+        out->bytes_min_per_gpu = out->bytes_max_per_gpu;
     if (!ring_coll) {
-        double t = sched_time(op, algo, net, S, out->chunks);
+        int rounds;
+        double t = sched_time_rounds(op, algo, net, S, out->chunks, &rounds);
         if (!isnan(t))
-            out->time_s = t;
+            out->time_s = t, out->rounds = rounds;
     }
     return 0;
 }

@@ -2,9 +2,10 @@
  *
  * The model (Hockney's): one message of m bytes over a link costs α + m/β seconds and keeps
  * the sender's one outgoing port busy for that long; a device can send and receive at the same
- * time (full duplex) and receives from several peers at once. The simulator (sim/device.h)
- * times every message the same way, so for a single-node cluster the simulated time of a ring
- * or recursive halving/doubling collective equals the formula here exactly.
+ * time (full duplex); β is per GPU and direction (the presets' figure), so its incoming link
+ * takes one message's m bytes (m/β) at a time. The simulator (sim/cluster.h) times every
+ * message the same way, so for a single-node cluster the simulated time of a ring or recursive
+ * halving/doubling collective equals the formula here exactly.
  *
  * S is the collective's size in bytes as nccl-tests counts it: the whole buffer (for
  * reduce-scatter the input of each GPU, for all-gather the output of each GPU). N is the
@@ -23,35 +24,40 @@
  *     ones send the result back (α + S/β).  Time 2Dα + 2(N'-1)/N' S/β + 2(α + S/β).
  *     reduce-scatter and all-gather by rhd need N = 2^k.
  *   ring broadcast / reduce    (P + N-2)(α + S/(Pβ))  a pipelined chain    (N-1) S
- *   tree broadcast             2(P + D-1)(α + S/(Pβ)) pipelined binary     (N-1) S
- *   tree reduce                (P + D-1)(α + S/(Pβ))  tree                 (N-1) S
- *   tree all-reduce            3(P + D-1)(α + S/(Pβ)) reduce, then         2(N-1) S
- *                                                     broadcast
- *   dbtree all-reduce          4(P + D-1)(α + S/(2Pβ))                     2(N-1) S
+ *   tree broadcast             2(P + D-1)(α + S/(Pβ))  pipelined binary    (N-1) S
+ *   tree reduce                (P + D-1)(α + 2S/(Pβ))  tree                (N-1) S
+ *   tree all-reduce            (P + D-1)(3α + 4S/(Pβ)) reduce, then        2(N-1) S
+ *                                                      broadcast
+ *   dbtree all-reduce          its schedule (below)                        2(N-1) S
  *   point-to-point             α + S/β
  *
  * Pipelining (P chunks): a chain or tree splits the buffer into P chunks and forwards chunk k
  * while chunk k+1 arrives. A node of a binary tree sends each chunk to two children one after
- * the other through its one port, so a broadcast step costs 2(α + m/β); a reduction receives
- * both children at once, so it costs α + m/β; the all-reduce is a pipelined reduce to the root
- * followed by a pipelined broadcast from it. (With N = 2 the tree is a chain: the factors 2,
- * 3 and 4 become 1, 2 and 2.) These closed formulas are exact for a full tree (N = 2^k - 1)
- * on one node. The time cost_collective returns for the chain, the trees and rhd is their
- * schedule: their programs replayed under the simulator's own timing rules (cost.c), which
- * counts each node's real children (for N = 2^k the root has one child, so the tree
- * all-reduce takes (3(P + D-1) - 1)(α + S/(Pβ))) and each message's own link; the simulated
- * and predicted times agree to rounding (tests/unit/test_coll.c). P minimises the formula:
- * P* = sqrt((depth-1) S / (αβ)) rounded to the better neighbouring integer, between 1 and
- * COST_MAX_CHUNKS (cost_pipeline_chunks); the collectives use the same P, capped by the
- * number of elements. See Sanders, Speck, Träff, "Two-tree algorithms for full bandwidth
- * broadcast, reduction and scan", Parallel Computing 35 (2009), and for NCCL's double binary
- * tree, S. Jeaugey, "Massively Scale Your Deep Learning Training with NCCL 2.4" (NVIDIA blog,
- * 2019): two binary trees, each carrying half of the data, such that a GPU that is an inner
- * node of one is a leaf of the other (the second tree is the first mirrored for even N and
- * shifted by one for odd N). Its formula above counts, per chunk, the two messages each GPU
- * sends through its one port in each phase (one per tree up, two down in the tree where it is
- * an inner node); it is an upper bound of the schedule, where the trees run on two streams
- * that share each GPU's port but not each other's waits (0.6 to 1 of it).
+ * the other through its one port, so a broadcast step costs 2(α + m/β); a reduction takes
+ * both children's chunks through its one incoming link, one after the other, so a step costs
+ * α + 2m/β; the all-reduce is a pipelined reduce to the root followed by a pipelined
+ * broadcast from it. (With N = 2 the tree is a chain.) The tree's formulas above bound a full
+ * tree (N = 2^k - 1) on one node: each of their two parts, the latency (the schedule with no
+ * bytes) and the bandwidth (with α = 0), is the schedule's own; the schedule's time is at most
+ * their sum, its critical path overlapping the two (tests/unit/test_cost.c). The time
+ * cost_collective returns for the chain, the trees and rhd is their schedule: their programs
+ * replayed under the simulator's own timing rules (cost.c), which counts each node's real
+ * children (for N = 2^k the root has one child: on 8 GPUs the tree all-reduce's formula is
+ * (3P + 5)α + (4P + 6)S/(Pβ)) and each message's own link; the simulated and predicted
+ * times agree to rounding (tests/unit/test_coll.c). P is the one whose schedule takes the
+ * least time (cost_chunks, starting at its formula's least, cost_pipe_formula); the
+ * collectives use the same P, capped by the number of elements.
+ * Assumption: the lab's tree finishes its reduce before it starts its broadcast, so that each
+ * step of lesson 3's panel is one phase and its formula a sum; NCCL's tree kernel
+ * (runTreeSplit, src/device/all_reduce.h) splits its threads so that the broadcast of the
+ * first chunks runs while the last are still reduced, which takes less time than this.
+ * See Sanders, Speck, Träff, "Two-tree algorithms for full bandwidth broadcast, reduction and
+ * scan", Parallel Computing 35 (2009), and for NCCL's double binary tree, S. Jeaugey,
+ * "Massively Scale Your Deep Learning Training with NCCL 2.4" (NVIDIA blog, 2019): two binary
+ * trees, each carrying half of the data, such that a GPU that is an inner node of one is a
+ * leaf of the other (the second tree is the first mirrored for even N and shifted by one for
+ * odd N). The trees run on two streams that share each GPU's ports but not each other's
+ * waits; its time is its schedule's.
  *
  * Two-level clusters: GPUs are numbered node by node (GPU g is on node g / gpus_per_node).
  * A message between two nodes pays the inter-node α and β, one inside a node the intra-node
@@ -59,7 +65,7 @@
  * time and the ring formulas use the inter-node link (NCCL's bottleneck bound, exact here);
  * the schedule charges the chain, the trees and rhd hop by hop: rhd's first halving step and
  * last doubling step pair GPUs N/2 apart, on different nodes, and send S/2 over the network.
- * cost_link gives the link the ring formulas and the pipelines' chunk counts use.
+ * cost_link gives the link the ring formulas use.
  *
  * Bus bandwidth (nccl-tests, doc/PERFORMANCE.md): algbw = S / t; busbw = algbw × factor with
  * factor 2(N-1)/N for all-reduce, (N-1)/N for reduce-scatter and all-gather, 1 for
@@ -96,9 +102,13 @@ struct cost_result {
     double time_s;            /* predicted time */
     double bytes_total;       /* bytes sent by all GPUs together */
     double bytes_max_per_gpu; /* bytes sent by the busiest GPU */
+    double bytes_min_per_gpu; /* by the least busy (the trees'; the others' the same) */
     int steps;                /* α terms on the critical path (messages in sequence) */
-    int chunks;               /* P for the pipelined algorithms, else 1 */
-    double alpha, beta;       /* the link the formula used */
+    int rounds;         /* the moments at which its messages arrive: what lesson 3's panel steps
+                           through and collective reports as steps (the ring's and rhd's steps; a
+                           tree's pipeline stages, a parent's second child's chunk its own) */
+    int chunks;         /* P for the pipelined algorithms, else 1 */
+    double alpha, beta; /* the link the formula used */
 };
 
 /* "allreduce", "reduce-scatter", "allgather", "broadcast", "reduce"; "ring", "tree", "dbtree",
@@ -115,8 +125,37 @@ bool cost_supported(enum cost_op op, enum cost_algo algo, int n, struct error *e
 /* The link the formulas use: intra-node if all GPUs are on one node, else inter-node. */
 void cost_link(const struct cost_net *net, double *alpha, double *beta);
 
-/* The number of pipeline chunks for a chain or tree of the given depth (>= 1). */
-int cost_pipeline_chunks(int depth, double bytes, double alpha, double beta);
+/* A pipelined chain or tree's own α-β formula in its number of chunks P, read off its schedule
+ * (its messages replayed as the simulator times them) at P = 1 and 2: the latency part, its
+ * time with no bytes, lat_per_chunk P + lat_fixed; the bandwidth part, its time with α = 0,
+ * bw_fixed + bw_split / P. A full tree on one node without the incoming links' limit would
+ * be 3(P + D - 1)(α + S/(Pβ)): lat_per_chunk = 3α, lat_fixed = 3(D-1)α, bw_fixed = 3S/β,
+ * bw_split = 3(D-1)S/β. The lab's tree on 8 GPUs of one node is (3P + 5)α + (4 + 6/P)S/β:
+ * its root has one child, and a parent takes its two children's chunks one after the other
+ * through its incoming link. On one node each part is exact for the tree and the chain (the
+ * schedule's own counts); the time of the schedule is at most their sum (its critical path's
+ * latency and bandwidth, each at its worst); the double binary tree's and a tree's across
+ * nodes follow them less closely. ERR_INVAL for an algorithm that is not pipelined. */
+struct cost_pipe {
+    double lat_per_chunk, lat_fixed, bw_fixed, bw_split;
+};
+int cost_pipe_formula(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
+                      double bytes, struct cost_pipe *out);
+double cost_pipe_time(const struct cost_pipe *f, int chunks);
+
+/* The time of the schedule of op by a pipelined algorithm or rhd cut in `chunks` chunks, its
+ * messages replayed as the simulator times them; NAN for the ring's own collectives. */
+double cost_schedule_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
+                          double bytes, int chunks);
+
+/* The chunks P a pipelined chain or tree cuts `bytes` into: from the least of its own formula,
+ * P* = sqrt(bw_split / lat_per_chunk) rounded, the P whose replayed schedule takes the least
+ * time, found by stepping to fewer or more chunks while it falls (between 1 and
+ * COST_MAX_CHUNKS); 1 for the others. For the chain and the tree, whose time falls then rises
+ * in P, this is the least of all P; the double binary tree's two trees share each GPU's
+ * ports and its time is not smooth in P (a P some percent off the best may be kept).
+ * cost_collective and the collectives (comm/coll.h) use it. */
+int cost_chunks(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes);
 
 /* floor(log2 n) for n >= 1. */
 int cost_log2(int n);

@@ -324,6 +324,37 @@ static int count_hosts(const struct mx *m, char *host0, size_t n0)
     return hosts;
 }
 
+/* Each rank checks its own part of the result and its digest; rank 0 gathers them. */
+static void check(const struct mx *m, const struct trial_args *a, const char *buf,
+                  struct mpi_run *r)
+{
+    struct trial *t = &r->t;
+    int n = m->size, rank = m->rank;
+    size_t bytes = a->count * reduce_elem_size(a->dtype);
+    struct verify v, *all = rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
+    uint64_t d = verify_digest(buf, bytes), *digs = calloc((size_t)n, sizeof *digs);
+    if (!digs || (rank == 0 && !all))
+        stop("GPU %d: out of memory", rank);
+    verify_check_rank(a->op, a->root, a->dtype, buf, rank, n, a->count, a->seed, &v);
+    gather(m, &v, (int)sizeof v, all);
+    gather(m, &d, (int)sizeof d, digs);
+    if (rank == 0) {
+        t->check = all[0];
+        for (int g = 1; g < n; g++)
+            verify_merge(&t->check, &all[g]);
+        for (int g = 1; g < n && verify_same_everywhere(a->op); g++)
+            if (digs[g] != digs[0] && t->check.identical) {
+                t->check.identical = false;
+                if (t->check.ok)
+                    t->check.bad_gpu = g, t->check.bad_index = 0;
+                t->check.ok = false;
+            }
+        t->digest = verify_digest_all(digs, n);
+    }
+    free(all);
+    free(digs);
+}
+
 int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run *r, struct error *e)
 {
     memset(r, 0, sizeof *r);
@@ -371,50 +402,7 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
 
     struct xport x = {&mpi_ops, &m, rank, n, &a->spec};
     struct coll op = {a->op, t->algo, buf, a->count, a->dtype, a->root, 0, NULL, NULL, 0, false};
-    double best = 1e300;
     const char *stall = getenv("SCALELAB_MPI_STALL_RANK");
-    for (int i = -1; i < r->repeat; i++) { /* a warm-up, then the timed runs */
-        verify_fill(a->dtype, buf, a->count, a->seed, rank);
-        m.bytes_sent = 0;
-        barrier(&m);
-        double t0 = MPI_Wtime();
-        if (i < 0 && stall && atoi(stall) == rank)
-            raise(SIGSTOP); /* the deadline's test: this rank hangs as an unreachable one would */
-        if (coll_run_on(&x, &op, e) != 0)
-            stop("GPU %d: %s", rank, e->msg); /* the others are waiting for this rank */
-        double dt = slowest(&m, MPI_Wtime() - t0);
-        if (i >= 0 && dt < best)
-            best = dt;
-    }
-    t->wall_s = best;
-    gather(&m, &m.bytes_sent, sizeof m.bytes_sent, t->sent);
-    for (int g = 0; g < n && rank == 0; g++)
-        t->sent_total += t->sent[g];
-
-    if (a->verify) {
-        struct verify v, *all = rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
-        uint64_t d = verify_digest(buf, bytes), *digs = calloc((size_t)n, sizeof *digs);
-        if (!digs || (rank == 0 && !all))
-            stop("GPU %d: out of memory", rank);
-        verify_check_rank(a->op, a->root, a->dtype, buf, rank, n, a->count, a->seed, &v);
-        gather(&m, &v, (int)sizeof v, all);
-        gather(&m, &d, (int)sizeof d, digs);
-        if (rank == 0) {
-            t->check = all[0];
-            for (int g = 1; g < n; g++)
-                verify_merge(&t->check, &all[g]);
-            for (int g = 1; g < n && verify_same_everywhere(a->op); g++)
-                if (digs[g] != digs[0] && t->check.identical) {
-                    t->check.identical = false;
-                    if (t->check.ok)
-                        t->check.bad_gpu = g, t->check.bad_index = 0;
-                    t->check.ok = false;
-                }
-            t->digest = verify_digest_all(digs, n);
-        }
-        free(all);
-        free(digs);
-    }
 
     /* the library's collectives on the same buffers */
     MPI_Op sum = MPI_SUM;
@@ -434,7 +422,8 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
                         a->count % n == 0,
                         calloc((size_t)n, sizeof(int)),
                         calloc((size_t)n, sizeof(int))};
-    if (!l.counts || !l.displs)
+    r->sample = calloc((size_t)r->repeat, sizeof *r->sample);
+    if (!l.counts || !l.displs || !r->sample)
         stop("GPU %d: out of memory", rank);
     for (int g = 0; g < n; g++) {
         size_t off, len;
@@ -446,17 +435,46 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     if (a->op == COST_BROADCAST || a->op == COST_REDUCE)
         ops[r->nlib++] = a->op;
     for (int k = 0; k < r->nlib; k++) {
-        double lbest = 1e300;
-        for (int i = -1; i < r->repeat; i++) {
+        r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l.even), ops[k], 1e300,
+                                            calloc((size_t)r->repeat, sizeof(double))};
+        if (!r->lib[k].sample)
+            stop("GPU %d: out of memory", rank);
+    }
+
+    /* rounds: a warm-up, then the timed ones; in each, ours, then the library's */
+    t->wall_s = 1e300;
+    for (int i = -1; i < r->repeat; i++) {
+        verify_fill(a->dtype, buf, a->count, a->seed, rank);
+        m.bytes_sent = 0;
+        barrier(&m);
+        double t0 = MPI_Wtime();
+        if (i < 0 && stall && atoi(stall) == rank)
+            raise(SIGSTOP); /* the deadline's test: this rank hangs as an unreachable one would */
+        if (coll_run_on(&x, &op, e) != 0)
+            stop("GPU %d: %s", rank, e->msg); /* the others are waiting for this rank */
+        double dt = slowest(&m, MPI_Wtime() - t0);
+        if (i >= 0) {
+            r->sample[i] = dt;
+            t->wall_s = dt < t->wall_s ? dt : t->wall_s;
+        }
+        if (i == r->repeat - 1) { /* our last run: its bytes, its check */
+            gather(&m, &m.bytes_sent, sizeof m.bytes_sent, t->sent);
+            for (int g = 0; g < n && rank == 0; g++)
+                t->sent_total += t->sent[g];
+            if (a->verify)
+                check(&m, a, buf, r);
+        }
+        for (int k = 0; k < r->nlib; k++) {
             verify_fill(a->dtype, buf, a->count, a->seed, rank);
             barrier(&m);
-            double t0 = MPI_Wtime();
+            double t1 = MPI_Wtime();
             lib_run(&l, ops[k]);
-            double dt = slowest(&m, MPI_Wtime() - t0);
-            if (i >= 0 && dt < lbest)
-                lbest = dt;
+            double lt = slowest(&m, MPI_Wtime() - t1);
+            if (i >= 0) {
+                r->lib[k].sample[i] = lt;
+                r->lib[k].time_s = lt < r->lib[k].time_s ? lt : r->lib[k].time_s;
+            }
         }
-        r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l.even), ops[k], lbest};
     }
     if (sum != MPI_SUM)
         MPI_Op_free(&sum);
@@ -471,6 +489,9 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
 void mpi_trial_fini(struct mpi_run *r)
 {
     free(r->t.sent);
+    free(r->sample);
+    for (int k = 0; k < r->nlib; k++)
+        free(r->lib[k].sample);
     memset(r, 0, sizeof *r);
 }
 

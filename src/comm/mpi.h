@@ -10,14 +10,17 @@
  * rank the same way, exit 1.
  *
  * mpi_trial_run measures what trial_run does on the thread transport, with wall time in
- * place of simulated time: each rank fills its buffer (verify_fill), a warm-up run, then the
- * timed runs (best of repeat; each run's time is its slowest rank's, between barriers); the
- * last run is checked on each rank against the double-precision reference for its own part
- * (verify_check_rank), its digest compared with the others'. The same buffers then go
- * through the library's own MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather (the
- * v-variants when N does not divide the count; MPI_Bcast and MPI_Reduce for those ops), in
- * place, timed the same way, for comparison. bf16 and fp16 reach the library as 2-byte
- * elements with a user-defined sum (fp32 additions, as ours).
+ * place of simulated time: each rank fills its buffer (verify_fill) before each run; a warm-up
+ * round, then `repeat` timed rounds (each run's time is its slowest rank's, between barriers).
+ * A round runs ours, then the library's own MPI_Allreduce, MPI_Reduce_scatter_block and
+ * MPI_Allgather (the v-variants when N does not divide the count; MPI_Bcast and MPI_Reduce
+ * for those ops) on the same buffers, in place: ours and the library's are timed in turns, so
+ * that a stretch when the machine is busy (ranks waiting for a core: milliseconds, against a
+ * tenth of one for a 1 MiB all-reduce) falls on both instead of on one of them, and every
+ * sample is kept (the best is reported; the benchmark shows the spread). Our last run is
+ * checked on each rank against the double-precision reference for its own part
+ * (verify_check_rank), its digest compared with the others'. bf16 and fp16 reach the library
+ * as 2-byte elements with a user-defined sum (fp32 additions, as ours).
  *
  * Built only when configure finds Open MPI (pkg-config ompi-c); otherwise every entry point
  * but mpi_built says how to get it. */
@@ -46,7 +49,8 @@ enum { MPI_LIB_MAX = 4 };
 struct mpi_lib_figure {
     const char *name; /* "MPI_Allreduce", ... */
     enum cost_op op;
-    double time_s; /* best of the repetitions, the slowest rank's */
+    double time_s;  /* best of the repetitions, the slowest rank's */
+    double *sample; /* every repetition's, in order (repeat of them; rank 0) */
 };
 
 struct mpi_run {
@@ -55,6 +59,7 @@ struct mpi_run {
     int hosts;      /* distinct processor names among the ranks */
     char host0[64]; /* rank 0's */
     int repeat;
+    double *sample; /* our every repetition's time, in order (rank 0) */
     struct mpi_lib_figure lib[MPI_LIB_MAX];
     int nlib;
 };

@@ -36,6 +36,9 @@ struct verify {
 
 /* GPU rank's input for the collective, count elements of dt. */
 void verify_fill(enum fp_format dt, void *buf, size_t count, uint64_t seed, int rank);
+/* Its elements first .. first+count-1, into buf (which holds element first). */
+void verify_fill_range(enum fp_format dt, void *buf, size_t first, size_t count, uint64_t seed,
+                       int rank);
 
 /* The relative tolerance for a sum over n GPUs. */
 double verify_tolerance(enum fp_format dt, int n);
@@ -51,14 +54,24 @@ void verify_check(enum cost_op op, int root, enum fp_format dt, void *const *buf
 void verify_check_rank(enum cost_op op, int root, enum fp_format dt, const void *buf, int rank,
                        int n, size_t count, uint64_t seed, struct verify *out);
 
+/* GPU g's share of verify_check, for the N GPUs to check a result in parallel, each from its
+ * own thread: a chunk of the result each (coll_chunk's), so the N shares check every element
+ * once -- all-reduce and reduce-scatter: chunk g of GPU g's buffer; reduce: chunk g of the
+ * root's; all-gather: chunk g + 1 of GPU g's (a received one); broadcast: chunk g of GPU g's.
+ * Where the result must be the same everywhere, the shares speak for every GPU only when all
+ * the buffers are equal: the caller compares their digests. identical is left true. */
+void verify_share(enum cost_op op, int root, enum fp_format dt, void *const *bufs, int g, int n,
+                  size_t count, uint64_t seed, struct verify *out);
+
 /* Folds GPU rank's check into all's (all starts as verify_check_rank's out of GPU 0). */
 void verify_merge(struct verify *all, const struct verify *one);
 
 /* Whether op leaves every GPU with the same bits (all-reduce, all-gather, broadcast). */
 bool verify_same_everywhere(enum cost_op op);
 
-/* A 64-bit digest of bytes: equal buffers give equal digests; a run's results are compared
- * across GPUs and across transports by them. */
+/* A 64-bit digest of bytes: equal buffers give equal digests, and buffers that differ in one
+ * 8-byte word always differ (more: by chance, 2^-64); a run's results are compared across GPUs
+ * and across transports by them. Several GB/s. */
 uint64_t verify_digest(const void *buf, size_t bytes);
 /* The digest of a whole run: of its GPUs' digests, in rank order. */
 uint64_t verify_digest_all(const uint64_t *digests, int n);

@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/units.h"
 #include "lesson/ascii.h"
+#include "lesson/figure.h"
 #include "lesson/quantity.h"
 #include "lesson/text.h"
 
@@ -108,20 +109,40 @@ static int nomem(struct parser *p)
     return error_set(p->e, ERR_NOMEM, "%s: out of memory", p->file);
 }
 
-/* A number: a literal ("65504", "6e-8", "inf") or a quantity ("fp16.max"). */
-static int parse_number(struct parser *p, const char *s, struct lesson_number *n,
-                        const struct quantity **q)
+/* A copy of text a learner reads, its figures rendered (lesson/figure.h), or NULL (the error
+ * in p->e, naming the line). */
+static char *rendered(struct parser *p, const char *text)
+{
+    char buf[LESSON_LINE_MAX + 1];
+    struct error fe = {0};
+    if (figure_render(text, buf, sizeof buf, &fe) < 0) {
+        fail(p, "%s",
+             fe.code == ERR_NOMEM ? "the line is longer than 1000 bytes with its "
+                                    "figures rendered"
+                                  : fe.msg);
+        return NULL;
+    }
+    char *c = lesson_strdup(buf);
+    if (!c)
+        nomem(p);
+    return c;
+}
+
+/* A number: a literal ("65504", "6e-8", "inf") or an expression of quantities ("fp16.max",
+ * "synthetic_7b.states/8"); *unit gets its unit ("" for a literal). */
+static int parse_number(struct parser *p, const char *s, struct lesson_number *n, const char **unit)
 {
     struct error qe = {0};
-    *q = NULL;
+    *unit = "";
     if (!*s)
         return fail(p, "expected a number or a quantity such as fp16.max");
-    if (islower((unsigned char)*s) && strcmp(s, "inf") && strcmp(s, "nan")) {
-        if (quantity_eval(s, &n->value, q, &qe) < 0)
-            return fail(p, "%s", qe.msg);
+    if (units_parse_double(s, true, &n->value, NULL) < 0) {
+        if (quantity_expr(s, &n->value, NULL, unit, &qe) < 0)
+            return islower((unsigned char)*s)
+                       ? fail(p, "%s", qe.msg)
+                       : fail(p, "expected a number or a quantity such as fp16.max, not '%s' (%s)",
+                              s, qe.msg);
         n->is_quantity = true;
-    } else if (units_parse_double(s, true, &n->value, NULL) < 0) {
-        return fail(p, "expected a number or a quantity such as fp16.max, not '%s'", s);
     }
     n->expr = lesson_strdup(s);
     return n->expr ? 0 : nomem(p);
@@ -238,8 +259,8 @@ static int set_once(struct parser *p, char **field, const char *name, const char
 {
     if (*field)
         return fail(p, "a second @%s: the lesson has one", name);
-    *field = lesson_strdup(arg);
-    return *field ? 0 : nomem(p);
+    *field = rendered(p, arg);
+    return *field ? 0 : p->e->code;
 }
 
 static int parse_duration(struct parser *p, const char *arg)
@@ -313,13 +334,25 @@ static int parse_question(struct parser *p, const char *arg)
     q->correct = -1;
     p->q = q;
     p->run = NULL;
-    q->text = lesson_strdup(arg);
-    return q->text ? 0 : nomem(p);
+    q->text = rendered(p, arg);
+    return q->text ? 0 : p->e->code;
 }
 
-static int parse_option(struct parser *p, const char *arg)
+static int add_option(struct parser *p, struct lesson_question *q, const char *arg);
+
+static int parse_option(struct parser *p, const char *text)
 {
     struct lesson_question *q = p->q;
+    char *arg = rendered(p, text);
+    if (!arg)
+        return p->e->code;
+    int rc = add_option(p, q, arg);
+    free(arg);
+    return rc;
+}
+
+static int add_option(struct parser *p, struct lesson_question *q, const char *arg)
+{
     if (q->answer.expr || q->correct >= 0)
         return fail(p, "@option after @answer: list the options first");
     if (q->noptions == LESSON_MAX_OPTIONS)
@@ -370,15 +403,15 @@ static int parse_choice_answer(struct parser *p, const char *arg)
         return fail(p, "expected option letters from a to %c after '?' and ':'",
                     (int)('a' + q->noptions - 1));
     double v;
-    const struct quantity *qt;
+    const char *unit;
     struct error qe = {0};
-    if (quantity_eval(cond, &v, &qt, &qe) < 0)
+    if (quantity_expr(cond, &v, NULL, &unit, &qe) < 0)
         return fail(p, "%s", qe.msg);
-    if (strcmp(qt->unit, "bool") != 0)
+    if (strcmp(unit, "bool") != 0)
         return fail(p,
                     "%s is not a yes/no quantity; a choice needs one (such as "
                     "fp16.overflows(X))",
-                    qt->name);
+                    cond);
     q->correct = v != 0 ? iy : in;
     q->condition = lesson_strdup(cond);
     return q->condition ? 0 : nomem(p);
@@ -389,13 +422,12 @@ static int parse_number_answer(struct parser *p, const char *arg)
     struct lesson_question *q = p->q;
     char word[LESSON_LINE_MAX + 1];
     const char *s = arg;
-    const struct quantity *qt;
-    const char *unit = NULL;
+    const char *qunit, *unit = NULL;
     int k = next_word(&s, word, sizeof word);
     if (k <= 0)
         return fail(p, "@answer needs a value: a number, a quantity such as fp16.max, or "
                        "an option letter");
-    if (parse_number(p, word, &q->answer, &qt) < 0)
+    if (parse_number(p, word, &q->answer, &qunit) < 0)
         return ERR_INVAL;
     q->tol = (struct lesson_tolerance){true, LESSON_DEFAULT_TOL};
     while ((k = next_word(&s, word, sizeof word)) > 0) {
@@ -414,20 +446,20 @@ static int parse_number_answer(struct parser *p, const char *arg)
     }
     if (k < 0)
         return fail(p, "a '\"' is not closed");
-    if (qt && strcmp(qt->unit, "bool") == 0)
+    if (strcmp(qunit, "bool") == 0)
         return fail(p,
                     "%s is a yes/no quantity: ask it as a choice "
                     "(@option lines, then @answer %s ? a : b)",
-                    qt->name, q->answer.expr);
-    if (!q->unit && !(q->unit = lesson_strdup(qt ? qt->unit : "")))
+                    q->answer.expr, q->answer.expr);
+    if (!q->unit && !(q->unit = lesson_strdup(qunit)))
         return nomem(p);
-    if (qt && strcmp(qt->unit, q->unit) != 0) {
+    if (*qunit && strcmp(qunit, q->unit) != 0) {
         /* The quantity is in its own unit; convert it to the one the learner answers in. */
         const char *kq = NULL, *ku = NULL;
-        double fq = lesson_unit_factor(qt->unit, &kq), fu = lesson_unit_factor(q->unit, &ku);
+        double fq = lesson_unit_factor(qunit, &kq), fu = lesson_unit_factor(q->unit, &ku);
         if (!fq || !fu || strcmp(kq, ku) != 0)
-            return fail(p, "%s is in '%s', which cannot be converted to unit=%s", qt->name,
-                        qt->unit, q->unit);
+            return fail(p, "%s is in '%s', which cannot be converted to unit=%s", q->answer.expr,
+                        qunit, q->unit);
         q->answer.value *= fq / fu;
     }
     return 0;
@@ -442,16 +474,22 @@ static int parse_answer(struct parser *p, const char *arg)
     return parse_number_answer(p, arg);
 }
 
-static int parse_explain(struct parser *p, const char *arg)
+static int parse_explain(struct parser *p, const char *text)
 {
     struct lesson_question *q = p->q;
+    char *arg = rendered(p, text);
+    if (!arg)
+        return p->e->code;
     size_t old = q->explain ? strlen(q->explain) : 0, add = strlen(arg);
     char *s = realloc(q->explain, old + add + 2);
-    if (!s)
+    if (!s) {
+        free(arg);
         return nomem(p);
+    }
     if (old)
         s[old++] = '\n';
     memcpy(s + old, arg, add + 1);
+    free(arg);
     q->explain = s;
     return 0;
 }
@@ -578,11 +616,11 @@ static int parse_expect(struct parser *p, const char *arg)
         x->text = lesson_strndup(s + 1, len - 2);
         return x->text ? 0 : nomem(p);
     }
-    const struct quantity *qt;
+    const char *qunit;
     int k = next_word(&s, word, sizeof word);
     if (k <= 0)
         return fail(p, "expected a number or a quantity after '%s'", op);
-    if (parse_number(p, word, &x->number, &qt) < 0)
+    if (parse_number(p, word, &x->number, &qunit) < 0)
         return ERR_INVAL;
     x->tol = (struct lesson_tolerance){true, LESSON_DEFAULT_TOL};
     while ((k = next_word(&s, word, sizeof word)) > 0) {
@@ -645,8 +683,8 @@ static int parse_step(struct parser *p, const char *arg)
     s->line = p->line;
     p->step = s;
     p->run = NULL;
-    s->title = lesson_strdup(arg);
-    return s->title ? 0 : nomem(p);
+    s->title = rendered(p, arg);
+    return s->title ? 0 : p->e->code;
 }
 
 static int add_text(struct parser *p, const char *line)
@@ -662,8 +700,8 @@ static int add_text(struct parser *p, const char *line)
     char **slot = lesson_push(&p->step->text, &p->step->ntext, sizeof *slot);
     if (!slot)
         return nomem(p);
-    *slot = lesson_strdup(line);
-    return *slot ? 0 : nomem(p);
+    *slot = rendered(p, line);
+    return *slot ? 0 : p->e->code;
 }
 
 /* ---- one line */
@@ -719,9 +757,10 @@ static int parse_directive(struct parser *p, const char *line)
         if (head_only(p, name) < 0)
             return ERR_INVAL;
         char **slot = lesson_push(&l->outcomes, &l->noutcomes, sizeof *slot);
-        if (!slot || !(*slot = lesson_strdup(arg)))
+        if (!slot)
             return nomem(p);
-        return 0;
+        *slot = rendered(p, arg);
+        return *slot ? 0 : p->e->code;
     }
     if (!strcmp(name, "step"))
         return parse_step(p, arg);

@@ -1,5 +1,5 @@
-/* The named quantities lessons use for answers and expectations, each computed by the
- * engine it names (lesson/quantity.h). */
+/* The named quantities lessons use for answers, expectations and figures, each computed by
+ * the engine it names, and the expressions that combine them (lesson/quantity.h). */
 #include "config.h"
 #include "lesson/quantity.h"
 
@@ -17,8 +17,12 @@
 #include "calc/plan.h"
 #include "calc/preset.h"
 #include "calc/sched.h"
+#include "calc/traffic.h"
 #include "comm/cost.h"
 #include "num/fp.h"
+#include "par/predict.h"
+#include "par/run.h"
+#include "par/trainer.h"
 #include "sim/spec.h"
 
 /* ------------------------------------------------------------------ number formats (num/fp.h) */
@@ -149,118 +153,23 @@ static double zero_min_gpus(double psi, double z, double capacity)
     return 0;
 }
 
-static double synthetic_7b(int what)
+/* Bytes per parameter of the model states with mixed-precision AdamW: the ZeRO paper's 16, or
+ * 18 with fp32 gradients (Megatron-LM, DeepSpeed). */
+static double mixed_bytes(bool grad_fp32)
 {
-    struct model_shape m;
-    if (preset_load_model("synthetic-7b", &m, NULL) < 0)
-        return NAN;
-    double psi = params_total(&m);
-    return what == 0 ? psi : 16 * psi;
+    struct memory_states k;
+    memory_bytes_per_param(PREC_BF16, OPT_ADAMW, grad_fp32, &k);
+    return k.weights + k.gradients + k.master + k.optimizer;
 }
 
-static double s7b_params(void)
+static double bytes_per_param(void)
 {
-    return synthetic_7b(0);
+    return mixed_bytes(false);
 }
 
-static double model_params(const char *name)
+static double bytes_per_param18(void)
 {
-    struct model_shape m;
-    return preset_load_model(name, &m, NULL) < 0 ? NAN : params_total(&m);
-}
-
-static double tiny_params(void)
-{
-    return model_params("tiny");
-}
-
-static double small_params(void)
-{
-    return model_params("small");
-}
-
-static double s7b_states(void)
-{
-    return synthetic_7b(1);
-}
-
-/* Bytes one synthetic-7b layer saves for one micro-batch of b sequences of s tokens in bf16,
- * without checkpointing (calc/activ.h's list). */
-static double s7b_activ_layer(double s, double b)
-{
-    struct model_shape m;
-    if (preset_load_model("synthetic-7b", &m, NULL) < 0 || !(s >= 1 && s <= 1 << 20) ||
-        !(b >= 1 && b <= 1 << 20))
-        return NAN;
-    struct activ_config c = {(int)b, (int)s, 1, false, 2};
-    struct activ_list l;
-    activ_layer(&m, &c, &l);
-    return l.total;
-}
-
-/* One synthetic-7b layer's parameters: what FSDP gathers for a layer wrapped as one unit. */
-static double s7b_layer_params(void)
-{
-    struct model_shape m;
-    struct params_breakdown b;
-    if (preset_load_model("synthetic-7b", &m, NULL) < 0)
-        return NAN;
-    params_count(&m, &b);
-    return b.per_layer;
-}
-
-/* Model FLOPs of one synthetic-7b training step over t tokens of its 2048-token sequences,
- * 6 Psi t + 12 L h s t (Narayanan et al. 2021, as 'scalelab plan' counts them). */
-static double s7b_flops(double t)
-{
-    struct model_shape m;
-    if (preset_load_model("synthetic-7b", &m, NULL) < 0 || !(t >= 1))
-        return NAN;
-    return plan_model_flops(&m, params_total(&m), t, m.seq);
-}
-
-/* Bytes one GPU sends per step for Megatron tensor parallelism of degree t over all of
- * synthetic-7b's layers (pp = 1), m micro-batches of one 2048-token sequence: two all-reduces
- * of the s x h activations forward and two backward per layer, each 2(t-1)/t x s h x 2 B on a
- * ring (Shoeybi et al. 2019). */
-static double s7b_tp_comm(double t, double mb)
-{
-    struct model_shape m;
-    if (preset_load_model("synthetic-7b", &m, NULL) < 0 || !(t >= 1 && t <= 1024) ||
-        !(mb >= 1 && mb <= 1 << 20))
-        return NAN;
-    double act = (double)m.seq * m.d_model * 2;
-    return 4.0 * m.layers * mb * 2 * (t - 1) / t * act;
-}
-
-/* synthetic-7b's whole model (32 layers and its ends), b sequences of s tokens in bf16 on one
- * GPU: k = 0 no checkpointing, k = -1 selective, k >= 1 every:k (1 is full); calc/activ.h. */
-static double s7b_activ(double s, double b, double k, bool peak)
-{
-    struct model_shape m;
-    struct activ_policy pol = {ACTIV_NONE, 0};
-    if (preset_load_model("synthetic-7b", &m, NULL) < 0 || !(s >= 1 && s <= 1 << 20) ||
-        !(b >= 1 && b <= 1 << 20) || k != floor(k) || !(k >= -1 && k <= m.layers))
-        return NAN;
-    if (k == -1)
-        pol.kind = ACTIV_SELECTIVE;
-    else if (k >= 1)
-        pol.kind = ACTIV_EVERY, pol.every = (int)k;
-    struct activ_config c = {(int)b, (int)s, 1, false, 2};
-    struct activ_total t;
-    activ_total(&m, &c, &pol, m.layers, true, true, &t);
-    return peak ? t.peak : t.saved;
-}
-
-static double s7b_activ_peak(double s, double b, double k)
-{
-    return s7b_activ(s, b, k, true);
-}
-
-/* Model states (16 B/param) plus the peak activations: one GPU's memory, no parallelism. */
-static double s7b_total(double s, double b, double k)
-{
-    return synthetic_7b(1) + s7b_activ(s, b, k, true);
+    return mixed_bytes(true);
 }
 
 /* Korthikanti et al. 2022: a GPT layer's activations, sbh(34 + 5as/h) bytes for b = 1. */
@@ -270,6 +179,271 @@ static double activ_gpt_layer(double s, double h, double a)
         return NAN;
     return s * h * (34 + 5 * a * s / h);
 }
+
+/* ------------------------------------------------------------------ a model preset's (MODEL.) */
+
+static double m_params(const struct model_shape *m)
+{
+    return params_total(m);
+}
+
+/* Its model states with mixed-precision AdamW, 16 bytes per parameter. */
+static double m_states(const struct model_shape *m)
+{
+    return mixed_bytes(false) * params_total(m);
+}
+
+/* A field of the shape, or of the cluster, as a quantity. */
+#define FIELD(prefix, type, field)                                                                 \
+    static double prefix##_##field(const struct type *x)                                           \
+    {                                                                                              \
+        return x->field;                                                                           \
+    }
+
+FIELD(m, model_shape, layers)
+FIELD(m, model_shape, d_model)
+FIELD(m, model_shape, heads)
+FIELD(m, model_shape, ffn)
+FIELD(m, model_shape, vocab)
+FIELD(m, model_shape, seq)
+FIELD(c, cluster_spec, alpha_intra)
+FIELD(c, cluster_spec, alpha_inter)
+FIELD(c, cluster_spec, beta_intra)
+FIELD(c, cluster_spec, beta_inter)
+FIELD(c, cluster_spec, peak_flops)
+FIELD(c, cluster_spec, gpus_per_node)
+FIELD(c, cluster_spec, hbm_bytes)
+
+/* One layer's parameters: what FSDP gathers for a layer wrapped as one unit. */
+static double m_layer_params(const struct model_shape *m)
+{
+    struct params_breakdown b;
+    params_count(m, &b);
+    return b.per_layer;
+}
+
+static bool whole(double x, double lo, double hi)
+{
+    return x >= lo && x <= hi && x == floor(x);
+}
+
+/* k as a checkpoint policy's name (base/ckpt.h): 0 none, -1 selective, -2 sqrt, k >= 1
+ * every:k (1 is full). */
+static bool policy_name(const struct model_shape *m, double k, char *buf, size_t n)
+{
+    if (!whole(k, -2, m->layers))
+        return false;
+    if (k >= 2)
+        snprintf(buf, n, "every:%d", (int)k);
+    else
+        snprintf(buf, n, "%s", k == 1 ? "full" : k == 0 ? "none" : k == -1 ? "selective" : "sqrt");
+    return true;
+}
+
+static bool policy_of(const struct model_shape *m, double k, struct activ_policy *pol)
+{
+    char name[32];
+    return policy_name(m, k, name, sizeof name) && activ_parse_policy(name, pol, NULL) == 0;
+}
+
+/* The matmul FLOPs policy k recomputes in a step of b sequences, a share of the forward and
+ * backward passes', as train's summary counts them (par/predict.h; it prints percent). */
+static double m_recompute(const struct model_shape *m, double b, double k)
+{
+    char name[32];
+    if (!whole(b, 1, 1 << 20) || !policy_name(m, k, name, sizeof name))
+        return NAN;
+    return predict_recompute_pct(m, (int)b, name) / 100;
+}
+
+/* Bytes one layer saves for one micro-batch of b sequences of s tokens in bf16, without
+ * checkpointing (calc/activ.h's list). */
+static double m_activ_layer(const struct model_shape *m, double s, double b)
+{
+    if (!whole(s, 1, 1 << 20) || !whole(b, 1, 1 << 20))
+        return NAN;
+    struct activ_config c = {(int)b, (int)s, 1, false, 2};
+    struct activ_list l;
+    activ_layer(m, &c, &l);
+    return l.total;
+}
+
+/* The whole model (its layers and its ends), b sequences of s tokens in p-byte activations
+ * on one GPU. */
+static double activ_whole(const struct model_shape *m, double s, double b, double k, int p)
+{
+    struct activ_policy pol;
+    if (!whole(s, 1, 1 << 20) || !whole(b, 1, 1 << 20) || !policy_of(m, k, &pol))
+        return NAN;
+    struct activ_config c = {(int)b, (int)s, 1, false, p};
+    struct activ_total t;
+    activ_total(m, &c, &pol, m->layers, true, true, &t);
+    return t.peak;
+}
+
+static double m_activ(const struct model_shape *m, double s, double b, double k)
+{
+    return activ_whole(m, s, b, k, 2);
+}
+
+static double m_activ32(const struct model_shape *m, double s, double b, double k)
+{
+    return activ_whole(m, s, b, k, 4);
+}
+
+/* Its states (16 bytes per parameter) plus the peak activations: one GPU, no parallelism. */
+static double m_total(const struct model_shape *m, double s, double b, double k)
+{
+    return m_states(m) + m_activ(m, s, b, k);
+}
+
+/* Model FLOPs of one training step over t tokens of its sequences, 6 Psi t + 12 L h s t
+ * (Narayanan et al. 2021, as 'scalelab plan' counts them). */
+static double m_flops(const struct model_shape *m, double t)
+{
+    return t >= 1 ? plan_model_flops(m, params_total(m), t, m->seq) : NAN;
+}
+
+/* Bytes one GPU sends per step for Megatron tensor parallelism of degree t over all of its
+ * layers (pp = 1), mb micro-batches of one sequence in bf16: two all-reduces of the s x h
+ * activations forward and two backward per layer, each 2(t-1)/t x s h x 2 B on a ring
+ * (Shoeybi et al. 2019): the layers' part of calc/traffic.h's figure, without the ends. */
+static double m_tp_comm(const struct model_shape *m, double t, double mb)
+{
+    if (!whole(t, 1, 1024) || !whole(mb, 1, 1 << 20))
+        return NAN;
+    double act = (double)m->seq * m->d_model * 2;
+    return 4.0 * m->layers * mb * 2 * (t - 1) / t * act;
+}
+
+/* The calculator (`scalelab memory`) on dp x tp x pp GPUs of h100-80gb: bf16 mixed-precision
+ * AdamW, one sequence of the model's length per micro-batch, mb micro-batches under 1F1B,
+ * sequence parallelism with tp > 1, ZeRO stage z, checkpoint policy k; the fullest stage. */
+static bool layout(const struct model_shape *m, double dp, double tp, double pp, double mb,
+                   double z, double k, struct memory_config *c, struct memory_result *r,
+                   struct traffic *t)
+{
+    struct activ_policy pol;
+    if (!whole(dp, 1, 1 << 20) || !whole(tp, 1, 4096) || !whole(pp, 1, m->layers) ||
+        !whole(mb, 1, 1 << 16) || !whole(z, 0, 3) || !policy_of(m, k, &pol))
+        return false;
+    *c = (struct memory_config){.model = m,
+                                .precision = PREC_BF16,
+                                .optimizer = OPT_ADAMW,
+                                .dp = (int)dp,
+                                .tp = (int)tp,
+                                .pp = (int)pp,
+                                .zero = (int)z,
+                                .micro_batch = 1,
+                                .seq = m->seq,
+                                .micro_batches = (int)mb,
+                                .schedule = SCHED_1F1B,
+                                .sp = tp > 1,
+                                .ckpt = pol};
+    struct cluster_spec cl;
+    if (preset_load_cluster("h100-80gb", &cl, NULL) < 0)
+        spec_default(&cl);
+    c->capacity = cl.hbm_bytes;
+    cl.nodes = (int)ceil(dp * tp * pp / cl.gpus_per_node);
+    return memory_compute(c, r, NULL) == 0 &&
+           traffic_compute(c, &cl, r->stage, r->params_gpu, r->stage_layers, 0, 0, t, NULL) == 0;
+}
+
+/* What the first stage's GPUs send per step (calc/traffic.h, as train measures it): tp GPUs
+ * to a stage, pp stages, m micro-batches of b sequences, activations of fp bytes (4: fp32,
+ * else bf16), no ZeRO. */
+static bool sent(const struct model_shape *m, double tp, double pp, double mb, double b, double fp,
+                 struct traffic *t)
+{
+    if (!whole(tp, 1, 4096) || !whole(pp, 1, m->layers) || !whole(mb, 1, 1 << 16) ||
+        !whole(b, 1, 1 << 16) || (fp != 2 && fp != 4))
+        return false;
+    struct memory_config c = {.model = m,
+                              .precision = fp == 4 ? PREC_FP32 : PREC_BF16,
+                              .optimizer = OPT_ADAMW,
+                              .dp = 1,
+                              .tp = (int)tp,
+                              .pp = (int)pp,
+                              .micro_batch = (int)b,
+                              .seq = m->seq,
+                              .micro_batches = (int)mb,
+                              .schedule = SCHED_1F1B};
+    struct cluster_spec cl;
+    struct memory_result r;
+    if (preset_load_cluster("h100-80gb", &cl, NULL) < 0)
+        spec_default(&cl);
+    c.capacity = cl.hbm_bytes;
+    return memory_compute_stage(&c, 0, &r, NULL) == 0 &&
+           traffic_compute(&c, &cl, 0, r.params_gpu, r.stage_layers, 0, 0, t, NULL) == 0;
+}
+
+/* Tensor parallelism of degree t on one stage, b sequences of fp-byte activations: its layers
+ * and both ends (embedding, head, the loss's scalars). */
+static double m_tp_sent(const struct model_shape *m, double t, double b, double fp)
+{
+    struct traffic x;
+    return sent(m, t, 1, 1, b, fp, &x) ? x.tp.bytes : NAN;
+}
+
+/* The first of p stages' pipeline bytes: m micro-batches of b sequences of fp-byte activations
+ * forward, and the tied embedding's gradient summed with the last stage. */
+static double m_pp_sent(const struct model_shape *m, double p, double mb, double b, double fp)
+{
+    struct traffic x;
+    return sent(m, 1, p, mb, b, fp, &x) ? x.pp.bytes : NAN;
+}
+
+/* One GPU's memory for n data-parallel GPUs at ZeRO stage z with checkpoint policy k. */
+static double m_per_gpu(const struct model_shape *m, double n, double z, double k)
+{
+    struct memory_config c;
+    struct memory_result r;
+    struct traffic t;
+    return layout(m, n, 1, 1, 1, z, k, &c, &r, &t) ? r.total : NAN;
+}
+
+/* The communication buffers ZeRO holds at stage z on n GPUs (calc/memory.h's memory_comm). */
+static double m_comm_buffers(const struct model_shape *m, double n, double z)
+{
+    struct memory_config c;
+    struct memory_result r;
+    struct traffic t;
+    return layout(m, n, 1, 1, 1, z, 0, &c, &r, &t) ? r.comm : NAN;
+}
+
+/* The fullest GPU's memory on dp x tp x pp GPUs with mb micro-batches (1F1B, sequence
+ * parallelism with tp > 1, no ZeRO, no checkpointing). */
+static double m_per_gpu_3d(const struct model_shape *m, double dp, double tp, double pp, double mb)
+{
+    struct memory_config c;
+    struct memory_result r;
+    struct traffic t;
+    return layout(m, dp, tp, pp, mb, 0, 0, &c, &r, &t) ? r.total : NAN;
+}
+
+/* The bytes a GPU sends per step for data parallelism (DDP) on that layout. */
+static double m_dp_comm_3d(const struct model_shape *m, double dp, double tp, double pp)
+{
+    struct memory_config c;
+    struct memory_result r;
+    struct traffic t;
+    return layout(m, dp, tp, pp, pp, 0, 0, &c, &r, &t) ? t.dp.bytes : NAN;
+}
+
+/* The loss floor of the data the lab trains it on: the entropy rate of the source over its
+ * vocabulary, with train's default seed (par/run.h); NAN for a model the tiny GPT does not
+ * train or whose vocabulary is beyond the data's (its pair chain has V^2 states). */
+static double m_loss_floor(const struct model_shape *m)
+{
+    struct train_opts o;
+    struct gpt_config g;
+    if (train_shape_of(m, &g, NULL) < 0 || m->vocab > 4096)
+        return NAN;
+    train_opts_default(&o);
+    return run_data_floor(m->vocab, o.seed);
+}
+
+/* ------------------------------------------------------------------ pipelines (calc/sched.h) */
 
 static double bubble(double p, double m)
 {
@@ -309,18 +483,26 @@ static double peak_gpipe(double p, double m, double s)
 
 /* ------------------------------------------------------------------ collectives (comm/cost.h) */
 
-/* n GPUs of the h100-80gb preset (sim/spec.h's built-in copy of its numbers: 8 per node, NVLink
- * α = 2 µs, β = 450 GB/s; between nodes α = 5 µs, β = 50 GB/s), the α-β model of comm/cost.h. */
+/* n GPUs of the h100-80gb preset (assets/clusters; sim/spec.h's built-in copy of its numbers
+ * if it cannot be read), the α-β model of comm/cost.h. */
+static struct cost_net h100(double n)
+{
+    struct cluster_spec s;
+    if (preset_load_cluster("h100-80gb", &s, NULL) < 0)
+        spec_default(&s);
+    struct cost_net net;
+    preset_cost_net(&s, (int)n, &net);
+    return net;
+}
+
 static struct cost_result allreduce(enum cost_algo algo, double n, double bytes)
 {
     struct cost_result r = {0};
-    struct cluster_spec s;
-    spec_default(&s);
-    struct cost_net net = {(int)n,       s.gpus_per_node, s.alpha_intra,
-                           s.beta_intra, s.alpha_inter,   s.beta_inter};
-    if (!(n >= 1 && n <= 1 << 20 && n == floor(n)) ||
-        cost_collective(COST_ALLREDUCE, algo, &net, bytes, &r, NULL) != 0)
-        r.time_s = r.bytes_total = r.bytes_max_per_gpu = NAN, r.steps = -1;
+    struct cost_net net = h100(n);
+    /* at most 1024 GPUs: a tree's time replays its messages, for each chunk count it tries */
+    if (!whole(n, 1, 1024) || cost_collective(COST_ALLREDUCE, algo, &net, bytes, &r, NULL))
+        r.time_s = r.bytes_total = r.bytes_max_per_gpu = r.bytes_min_per_gpu = NAN,
+        r.steps = r.rounds = -1;
     return r;
 }
 
@@ -350,6 +532,64 @@ static double tree_time(double n, double bytes)
     return allreduce(COST_TREE, n, bytes).time_s;
 }
 
+/* The steps lesson 3's panel and collective count: the moments its messages arrive. */
+static double tree_steps(double n, double bytes)
+{
+    struct cost_result r = allreduce(COST_TREE, n, bytes);
+    return r.rounds < 0 ? NAN : r.rounds;
+}
+
+static double tree_chunks(double n, double bytes)
+{
+    struct cost_result r = allreduce(COST_TREE, n, bytes);
+    return r.rounds < 0 ? NAN : r.chunks;
+}
+
+/* The tree all-reduce's own formula on n GPUs of one node, (a P + b)α + (c P + d)S/(Pβ)
+ * (comm/cost.h, cost_pipe_formula): what = 0 gives a, 1 b, 2 c, 3 d. */
+static double tree_formula(double n, int what)
+{
+    struct cost_net net = h100(n);
+    struct cost_pipe f;
+    double S = 1 << 20, a = net.alpha_intra, sb = S / net.beta_intra;
+    if (!whole(n, 2, net.gpus_per_node) ||
+        cost_pipe_formula(COST_ALLREDUCE, COST_TREE, &net, S, &f) != 0)
+        return NAN;
+    double v[] = {f.lat_per_chunk / a, f.lat_fixed / a, f.bw_fixed / sb, f.bw_split / sb};
+    return round(v[what] * 1e6) / 1e6;
+}
+
+static double tree_alpha_per_chunk(double n)
+{
+    return tree_formula(n, 0);
+}
+
+static double tree_alpha_fixed(double n)
+{
+    return tree_formula(n, 1);
+}
+
+static double tree_beta_per_chunk(double n)
+{
+    return tree_formula(n, 2);
+}
+
+static double tree_beta_fixed(double n)
+{
+    return tree_formula(n, 3);
+}
+
+/* The bytes the busiest and the least busy GPU send in a double-binary-tree all-reduce. */
+static double dbtree_sent_max(double n, double bytes)
+{
+    return allreduce(COST_DBTREE, n, bytes).bytes_max_per_gpu;
+}
+
+static double dbtree_sent_min(double n, double bytes)
+{
+    return allreduce(COST_DBTREE, n, bytes).bytes_min_per_gpu;
+}
+
 static double dbtree_time(double n, double bytes)
 {
     return allreduce(COST_DBTREE, n, bytes).time_s;
@@ -373,11 +613,8 @@ static double tree_faster(double n, double bytes)
 
 static double crossover(double n)
 {
-    struct cluster_spec s;
-    spec_default(&s);
-    struct cost_net net = {(int)n,       s.gpus_per_node, s.alpha_intra,
-                           s.beta_intra, s.alpha_inter,   s.beta_inter};
-    if (!(n >= 2 && n <= 1 << 20 && n == floor(n)))
+    struct cost_net net = h100(n);
+    if (!whole(n, 2, 1024))
         return NAN;
     return cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1, 1e12);
 }
@@ -396,34 +633,23 @@ static double busbw(double n, double bytes, double t)
 
 /* ------------------------------------------------------------------ the registry */
 
-#define Q0(name, unit, what, f)                                                                    \
+#define QN(name, unit, what, n, kind, field, f)                                                    \
     {                                                                                              \
-        name, unit, what, 0,                                                                       \
+        name, unit, what, n, kind,                                                                 \
         {                                                                                          \
-            .f0 = f                                                                                \
+            .field = f                                                                             \
         }                                                                                          \
     }
-#define Q1(name, unit, what, f)                                                                    \
-    {                                                                                              \
-        name, unit, what, 1,                                                                       \
-        {                                                                                          \
-            .f1 = f                                                                                \
-        }                                                                                          \
-    }
-#define Q2(name, unit, what, f)                                                                    \
-    {                                                                                              \
-        name, unit, what, 2,                                                                       \
-        {                                                                                          \
-            .f2 = f                                                                                \
-        }                                                                                          \
-    }
-#define Q3(name, unit, what, f)                                                                    \
-    {                                                                                              \
-        name, unit, what, 3,                                                                       \
-        {                                                                                          \
-            .f3 = f                                                                                \
-        }                                                                                          \
-    }
+#define Q0(name, unit, what, f) QN(name, unit, what, 0, QUANTITY_PLAIN, f0, f)
+#define Q1(name, unit, what, f) QN(name, unit, what, 1, QUANTITY_PLAIN, f1, f)
+#define Q2(name, unit, what, f) QN(name, unit, what, 2, QUANTITY_PLAIN, f2, f)
+#define Q3(name, unit, what, f) QN(name, unit, what, 3, QUANTITY_PLAIN, f3, f)
+#define M0(name, unit, what, f) QN("MODEL." name, unit, what, 0, QUANTITY_MODEL, m0, f)
+#define M1(name, unit, what, f) QN("MODEL." name, unit, what, 1, QUANTITY_MODEL, m1, f)
+#define M2(name, unit, what, f) QN("MODEL." name, unit, what, 2, QUANTITY_MODEL, m2, f)
+#define M3(name, unit, what, f) QN("MODEL." name, unit, what, 3, QUANTITY_MODEL, m3, f)
+#define M4(name, unit, what, f) QN("MODEL." name, unit, what, 4, QUANTITY_MODEL, m4, f)
+#define C0(name, unit, what, f) QN("CLUSTER." name, unit, what, 0, QUANTITY_CLUSTER, c0, f)
 
 #define FORMAT_LINES(p, key)                                                                       \
     Q0(key ".max", "", "largest finite " key " value", p##_max),                                   \
@@ -444,30 +670,60 @@ static double busbw(double n, double bytes, double t)
         Q1(key ".overflows", "bool", "1 if finite x becomes inf or nan in " key, p##_overflows),   \
         Q1(key ".underflows", "bool", "1 if x is not 0 but becomes 0 in " key, p##_underflows)
 
+/* libm's functions take and give doubles: the arithmetic quantities are them (sqrt, log2, ...) */
 static const struct quantity registry[] = {
     FORMAT_LINES(fp32, "fp32"),
     FORMAT_LINES(fp16, "fp16"),
     FORMAT_LINES(bf16, "bf16"),
     FORMAT_LINES(e4m3, "fp8_e4m3"),
     FORMAT_LINES(e5m2, "fp8_e5m2"),
-    Q0("synthetic_7b.params", "", "synthetic-7b's parameters, counted from its shape", s7b_params),
-    Q0("tiny.params", "", "the tiny GPT's parameters (the model the lab trains)", tiny_params),
-    Q0("small.params", "", "the small GPT's parameters", small_params),
-    Q0("synthetic_7b.states", "B",
-       "synthetic-7b's model states with mixed-precision AdamW, 16 B/param", s7b_states),
-    Q2("synthetic_7b.activ_layer", "B",
-       "bytes one synthetic-7b layer saves for s tokens x b sequences in bf16, no "
-       "checkpointing",
-       s7b_activ_layer),
-    Q0("synthetic_7b.layer_params", "", "parameters of one synthetic-7b layer", s7b_layer_params),
-    Q1("synthetic_7b.flops", "", "model FLOPs of a synthetic-7b step over t tokens", s7b_flops),
-    Q2("synthetic_7b.tp_comm", "B", "bytes a GPU sends per step for tp = t, m micro-batches",
-       s7b_tp_comm),
-    Q3("synthetic_7b.activ_peak", "B",
-       "its peak activations, s tokens x b sequences, bf16; k: 0 none, -1 selective, every:k",
-       s7b_activ_peak),
-    Q3("synthetic_7b.total", "B", "its states plus peak activations on one GPU (s, b, k as above)",
-       s7b_total),
+    M0("params", "", "the model's parameters, counted from its shape", m_params),
+    M0("states", "B", "its model states with mixed-precision AdamW, 16 B/param", m_states),
+    M0("layers", "", "its layers", m_layers),
+    M0("d_model", "", "its hidden size", m_d_model),
+    M0("heads", "", "its attention heads", m_heads),
+    M0("ffn", "", "its feed-forward width", m_ffn),
+    M0("vocab", "", "its vocabulary", m_vocab),
+    M0("seq", "", "its sequence length", m_seq),
+    M0("layer_params", "", "parameters of one of its layers", m_layer_params),
+    M2("activ_layer", "B",
+       "bytes one layer saves for b sequences of s tokens in bf16, no checkpointing: (s, b)",
+       m_activ_layer),
+    M3("activ_peak", "B",
+       "its peak activations, s tokens x b sequences, bf16; k: 0 none, -1 selective, -2 sqrt, "
+       "every:k",
+       m_activ),
+    M3("activ_peak32", "B", "the same in fp32 training (4-byte activations)", m_activ32),
+    M3("total", "B", "its states plus peak activations on one GPU (s, b, k as above)", m_total),
+    M1("flops", "", "model FLOPs of a step over t tokens: 6 Psi t + 12 L h s t", m_flops),
+    M2("tp_comm", "B", "bytes a GPU sends per step for its layers' tp = t, m micro-batches",
+       m_tp_comm),
+    M3("per_gpu", "B", "memory per GPU: n data-parallel GPUs, ZeRO stage z, checkpoint k",
+       m_per_gpu),
+    M2("comm_buffers", "B", "ZeRO's communication buffers per GPU: n GPUs, stage z",
+       m_comm_buffers),
+    M4("per_gpu_3d", "B", "the fullest GPU on dp x tp x pp GPUs, m micro-batches (1F1B, sp)",
+       m_per_gpu_3d),
+    M3("dp_comm_3d", "B", "bytes a GPU sends per step for data parallelism on dp x tp x pp",
+       m_dp_comm_3d),
+    M3("tp_sent", "B", "tp bytes a GPU sends per step: t GPUs, b sequences, fp-byte activations",
+       m_tp_sent),
+    M4("pp_sent", "B", "the first stage's pipeline bytes: p stages, m micro-batches of b, fp bytes",
+       m_pp_sent),
+    M0("loss_floor", "", "the entropy rate of the data the lab trains it on (nats per token)",
+       m_loss_floor),
+    M2("recompute", "", "the share of matmul FLOPs policy k adds to a step of b sequences",
+       m_recompute),
+    C0("alpha_intra", "s", "α between two GPUs of a node", c_alpha_intra),
+    C0("alpha_inter", "s", "α between nodes", c_alpha_inter),
+    C0("beta_intra", "B/s", "β per GPU and direction inside a node", c_beta_intra),
+    C0("beta_inter", "B/s", "β per GPU and direction between nodes", c_beta_inter),
+    C0("peak_flops", "", "a GPU's dense bf16 peak, FLOP/s", c_peak_flops),
+    C0("gpu_mem", "B", "a GPU's memory", c_hbm_bytes),
+    C0("gpus_per_node", "", "GPUs in a node", c_gpus_per_node),
+    Q0("mixed.bytes_per_param", "B", "model states per parameter, mixed-precision AdamW: 16",
+       bytes_per_param),
+    Q0("mixed.bytes_per_param18", "B", "the same with fp32 gradients: 18", bytes_per_param18),
     Q3("zero.per_gpu", "B", "model states per GPU: psi params, n GPUs, ZeRO stage z, 16 B/param",
        zero_per_gpu),
     Q3("zero.per_gpu18", "B", "the same with fp32 gradients, 18 B/param", zero_per_gpu18),
@@ -495,9 +751,24 @@ static const struct quantity registry[] = {
     Q2("tree.allreduce_time", "s",
        "α-β time of a pipelined binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
        tree_time),
+    Q2("tree.allreduce_steps", "",
+       "steps of that tree all-reduce: the moments its messages arrive (lesson 3's panel)",
+       tree_steps),
+    Q2("tree.allreduce_chunks", "", "the pipeline chunks P that tree all-reduce cuts y bytes into",
+       tree_chunks),
+    Q1("tree.alpha_per_chunk", "",
+       "a in the tree all-reduce's formula (aP + b)α + (cP + d)S/(Pβ) on x GPUs of a node",
+       tree_alpha_per_chunk),
+    Q1("tree.alpha_fixed", "", "b in that formula", tree_alpha_fixed),
+    Q1("tree.beta_per_chunk", "", "c in that formula", tree_beta_per_chunk),
+    Q1("tree.beta_fixed", "", "d in that formula", tree_beta_fixed),
     Q2("dbtree.allreduce_time", "s",
        "α-β time of a double-binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
        dbtree_time),
+    Q2("dbtree.allreduce_sent_max", "B",
+       "bytes the busiest GPU sends in a double-binary-tree all-reduce of y bytes on x GPUs",
+       dbtree_sent_max),
+    Q2("dbtree.allreduce_sent_min", "B", "the same for the least busy GPU", dbtree_sent_min),
     Q2("rhd.allreduce_time", "s",
        "α-β time of a recursive halving/doubling all-reduce of y bytes on x GPUs of h100-80gb",
        rhd_time),
@@ -511,6 +782,14 @@ static const struct quantity registry[] = {
        "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
     Q3("allreduce.busbw", "B/s", "busbw of an all-reduce of y bytes on x GPUs in t s: y/t 2(x-1)/x",
        busbw),
+    Q1("sqrt", "", "the square root of x", sqrt),
+    Q1("log2", "", "the base-2 logarithm of x", log2),
+    Q1("ln", "", "the natural logarithm of x", log),
+    Q1("ceil", "", "x rounded up to a whole number", ceil),
+    Q1("floor", "", "x rounded down to a whole number", floor),
+    Q1("round", "", "x rounded to the nearest whole number", round),
+    Q2("min", "", "the smaller of x and y", fmin),
+    Q2("max", "", "the larger of x and y", fmax),
 };
 
 size_t quantity_count(void)
@@ -523,7 +802,7 @@ const struct quantity *quantity_at(size_t i)
     return i < quantity_count() ? &registry[i] : NULL;
 }
 
-const struct quantity *quantity_find(const char *name)
+static const struct quantity *exact(const char *name)
 {
     for (size_t i = 0; i < quantity_count(); i++)
         if (strcmp(registry[i].name, name) == 0)
@@ -531,102 +810,344 @@ const struct quantity *quantity_find(const char *name)
     return NULL;
 }
 
+/* A family's member: "PRESET.rest" as "MODEL.rest" (or "CLUSTER.rest"); *preset gets the
+ * preset's name ('_' read as '-'). */
+static const struct quantity *family(const char *name, char *preset, size_t n)
+{
+    const char *dot = strchr(name, '.');
+    if (!dot || dot == name || (size_t)(dot - name) >= n)
+        return NULL;
+    for (size_t i = 0; i < (size_t)(dot - name); i++)
+        preset[i] = name[i] == '_' ? '-' : name[i];
+    preset[dot - name] = '\0';
+    char want[128];
+    const char *kinds[] = {"MODEL", "CLUSTER"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(want, sizeof want, "%s%s", kinds[k], dot);
+        const struct quantity *q = exact(want);
+        if (q)
+            return q;
+    }
+    return NULL;
+}
+
+const struct quantity *quantity_find(const char *name)
+{
+    char preset[PRESET_NAME_MAX];
+    const struct quantity *q = exact(name);
+    return q ? q : family(name, preset, sizeof preset);
+}
+
 /* ------------------------------------------------------------------ evaluation */
 
 #define EXPR_MAX  256
-#define DEPTH_MAX 4
+#define DEPTH_MAX 16
+
+/* A value with its unit as powers of bytes and seconds, or a yes/no. */
+struct val {
+    double v;
+    int bytes, secs;
+    bool is_bool;
+};
+
+struct parse {
+    const char *s;
+    size_t i, len;
+    int depth;
+    const struct quantity *only; /* the one quantity, while the expression is it alone */
+    int calls;
+    struct error *e;
+};
 
 static bool name_char(int c)
 {
     return islower(c) || isdigit(c) || c == '_' || c == '.';
 }
 
-static int eval(const char *s, size_t len, int depth, double *value, const struct quantity **qout,
-                struct error *e);
-
-/* One argument: a number, or a quantity (so "fp16.ulp(fp16.max)" works). */
-static int eval_arg(const char *s, size_t len, int depth, double *v, struct error *e)
+static void skip(struct parse *p)
 {
-    while (len && isspace((unsigned char)*s))
-        s++, len--;
-    while (len && isspace((unsigned char)s[len - 1]))
-        len--;
-    char buf[EXPR_MAX];
-    if (len == 0)
-        return error_set(e, ERR_INVAL, "expected a number between the parentheses");
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    if (islower((unsigned char)buf[0]) && strcmp(buf, "inf") && strcmp(buf, "nan"))
-        return eval(s, len, depth + 1, v, NULL, e);
-    if (units_parse_double(buf, true, v, NULL) < 0)
-        return error_set(e, ERR_INVAL, "'%s' is not a number", buf);
-    return 0;
+    while (p->i < p->len && isspace((unsigned char)p->s[p->i]))
+        p->i++;
 }
 
-static int eval(const char *s, size_t len, int depth, double *value, const struct quantity **qout,
-                struct error *e)
+static int expr(struct parse *p, struct val *out);
+
+static struct val unit_val(double v, const char *unit)
 {
-    if (len >= EXPR_MAX)
-        return error_set(e, ERR_INVAL, "a quantity of %zu characters is too long", len);
-    if (depth > DEPTH_MAX)
-        return error_set(e, ERR_INVAL, "quantities nested more than %d deep", DEPTH_MAX);
-    size_t n = 0;
-    while (n < len && name_char((unsigned char)s[n]))
-        n++;
+    struct val x = {v, 0, 0, false};
+    if (!strcmp(unit, "B"))
+        x.bytes = 1;
+    else if (!strcmp(unit, "s"))
+        x.secs = 1;
+    else if (!strcmp(unit, "B/s"))
+        x.bytes = 1, x.secs = -1;
+    else if (!strcmp(unit, "bool"))
+        x.is_bool = true;
+    return x;
+}
+
+/* NAME or NAME(ARG, ...) at p->i. */
+static int call(struct parse *p, struct val *out)
+{
+    size_t start = p->i;
+    while (p->i < p->len && name_char((unsigned char)p->s[p->i]))
+        p->i++;
     char name[EXPR_MAX];
-    memcpy(name, s, n);
+    size_t n = p->i - start;
+    memcpy(name, p->s + start, n);
     name[n] = '\0';
-    if (n == 0)
-        return error_set(e, ERR_INVAL, "expected a quantity name such as fp16.max");
-    const struct quantity *q = quantity_find(name);
+    const struct quantity *q = exact(name);
+    char preset[PRESET_NAME_MAX] = "";
     if (!q)
-        return error_set(e, ERR_INVAL,
+        q = family(name, preset, sizeof preset);
+    if (!q)
+        return error_set(p->e, ERR_INVAL,
                          "unknown quantity '%s' (lessons/README.md lists them; "
                          "'scalelab run --quantities' prints them)",
                          name);
+    p->calls++;
+    p->only = p->calls == 1 ? q : NULL;
     double args[QUANTITY_MAX_ARGS];
     int nargs = 0;
-    size_t i = n;
-    while (i < len && s[i] == ' ')
-        i++;
-    if (i < len) {
-        if (s[i] != '(' || s[len - 1] != ')')
-            return error_set(e, ERR_INVAL, "expected '(' and ')' around the arguments of %s", name);
-        size_t start = ++i, end = len - 1;
-        int paren = 0;
-        for (; i <= end; i++) {
-            char c = i < end ? s[i] : ',';
-            if (c == '(')
-                paren++;
-            else if (c == ')' && --paren < 0)
-                return error_set(e, ERR_INVAL, "unbalanced ')' in %s(...)", name);
-            if ((c == ',' && paren == 0) || i == end) {
-                if (i == end && paren != 0)
-                    return error_set(e, ERR_INVAL, "unbalanced '(' in %s(...)", name);
-                if (nargs == QUANTITY_MAX_ARGS)
-                    return error_set(e, ERR_INVAL, "%s takes %d argument%s", name, q->nargs,
-                                     q->nargs == 1 ? "" : "s");
-                if (eval_arg(s + start, i - start, depth, &args[nargs++], e) < 0)
-                    return ERR_INVAL;
-                start = i + 1;
+    skip(p);
+    if (p->i < p->len && p->s[p->i] == '(') {
+        p->i++;
+        skip(p);
+        if (p->i < p->len && p->s[p->i] == ')')
+            return error_set(p->e, ERR_INVAL, "expected a number between the parentheses");
+        for (;;) {
+            struct val a;
+            if (nargs == QUANTITY_MAX_ARGS)
+                return error_set(p->e, ERR_INVAL, "%s takes %d argument%s", name, q->nargs,
+                                 q->nargs == 1 ? "" : "s");
+            if (expr(p, &a) < 0)
+                return ERR_INVAL;
+            args[nargs++] = a.v;
+            skip(p);
+            if (p->i < p->len && p->s[p->i] == ',') {
+                p->i++;
+                continue;
             }
+            if (p->i < p->len && p->s[p->i] == ')') {
+                p->i++;
+                break;
+            }
+            return error_set(p->e, ERR_INVAL, "expected ',' or ')' in the arguments of %s", name);
         }
     }
     if (nargs != q->nargs)
-        return error_set(e, ERR_INVAL, "%s takes %d argument%s%s, not %d", name, q->nargs,
+        return error_set(p->e, ERR_INVAL, "%s takes %d argument%s%s, not %d", name, q->nargs,
                          q->nargs == 1 ? "" : "s", q->nargs ? " in parentheses" : "", nargs);
-    switch (q->nargs) {
-    case 0: *value = q->fn.f0(); break;
-    case 1: *value = q->fn.f1(args[0]); break;
-    case 2: *value = q->fn.f2(args[0], args[1]); break;
-    default: *value = q->fn.f3(args[0], args[1], args[2]); break;
+    double v = NAN;
+    if (q->kind == QUANTITY_MODEL) {
+        struct model_shape m;
+        if (preset_load_model(preset, &m, NULL) < 0)
+            return error_set(p->e, ERR_INVAL, "%s: no model preset '%s' (assets/models)", name,
+                             preset);
+        switch (q->nargs) {
+        case 0: v = q->fn.m0(&m); break;
+        case 1: v = q->fn.m1(&m, args[0]); break;
+        case 2: v = q->fn.m2(&m, args[0], args[1]); break;
+        case 3: v = q->fn.m3(&m, args[0], args[1], args[2]); break;
+        default: v = q->fn.m4(&m, args[0], args[1], args[2], args[3]); break;
+        }
+    } else if (q->kind == QUANTITY_CLUSTER) {
+        struct cluster_spec c;
+        if (preset_load_cluster(preset, &c, NULL) < 0)
+            return error_set(p->e, ERR_INVAL, "%s: no cluster preset '%s' (assets/clusters)", name,
+                             preset);
+        v = q->fn.c0(&c);
+    } else {
+        switch (q->nargs) {
+        case 0: v = q->fn.f0(); break;
+        case 1: v = q->fn.f1(args[0]); break;
+        case 2: v = q->fn.f2(args[0], args[1]); break;
+        case 3: v = q->fn.f3(args[0], args[1], args[2]); break;
+        default: v = q->fn.f4(args[0], args[1], args[2], args[3]); break;
+        }
     }
-    if (qout)
-        *qout = q;
+    *out = unit_val(v, q->unit);
     return 0;
 }
 
-int quantity_eval(const char *expr, double *value, const struct quantity **q, struct error *e)
+/* A number: digits, a '.', an exponent; or inf, nan. */
+static int number(struct parse *p, struct val *out)
 {
-    return eval(expr, strlen(expr), 0, value, q, e);
+    size_t start = p->i;
+    if (p->len - p->i >= 3 &&
+        (!strncmp(p->s + p->i, "inf", 3) || !strncmp(p->s + p->i, "nan", 3)) &&
+        (p->len - p->i == 3 || !name_char((unsigned char)p->s[p->i + 3])))
+        p->i += 3;
+    else {
+        while (p->i < p->len && (isdigit((unsigned char)p->s[p->i]) || p->s[p->i] == '.'))
+            p->i++;
+        if (p->i < p->len && (p->s[p->i] == 'e' || p->s[p->i] == 'E')) {
+            size_t k = p->i + 1;
+            if (k < p->len && (p->s[k] == '+' || p->s[k] == '-'))
+                k++;
+            if (k < p->len && isdigit((unsigned char)p->s[k])) {
+                p->i = k;
+                while (p->i < p->len && isdigit((unsigned char)p->s[p->i]))
+                    p->i++;
+            }
+        }
+    }
+    char buf[64];
+    size_t n = p->i - start;
+    if (n == 0 || n >= sizeof buf)
+        return error_set(p->e, ERR_INVAL, "expected a number or a quantity such as fp16.max");
+    memcpy(buf, p->s + start, n);
+    buf[n] = '\0';
+    *out = (struct val){0, 0, 0, false};
+    if (units_parse_double(buf, true, &out->v, NULL) < 0)
+        return error_set(p->e, ERR_INVAL, "'%s' is not a number", buf);
+    return 0;
+}
+
+static int primary(struct parse *p, struct val *out)
+{
+    skip(p);
+    if (p->i >= p->len)
+        return error_set(p->e, ERR_INVAL, "expected a number or a quantity such as fp16.max");
+    char c = p->s[p->i];
+    if (c == '(') {
+        p->i++;
+        if (expr(p, out) < 0)
+            return ERR_INVAL;
+        skip(p);
+        if (p->i >= p->len || p->s[p->i] != ')')
+            return error_set(p->e, ERR_INVAL, "unbalanced '(': expected ')'");
+        p->i++;
+        p->only = NULL;
+        return 0;
+    }
+    bool word = islower((unsigned char)c) &&
+                !((!strncmp(p->s + p->i, "inf", 3) || !strncmp(p->s + p->i, "nan", 3)) &&
+                  (p->len - p->i == 3 || !name_char((unsigned char)p->s[p->i + 3])));
+    return word ? call(p, out) : number(p, out);
+}
+
+static int unary(struct parse *p, struct val *out);
+
+static int power(struct parse *p, struct val *out)
+{
+    if (primary(p, out) < 0)
+        return ERR_INVAL;
+    skip(p);
+    if (p->i < p->len && p->s[p->i] == '^') {
+        p->i++;
+        struct val x;
+        if (unary(p, &x) < 0) /* right-associative: 2^3^2 = 2^9; 2^-24 */
+            return ERR_INVAL;
+        if (x.bytes || x.secs || out->bytes || out->secs)
+            return error_set(p->e, ERR_INVAL, "'^' takes plain numbers");
+        out->v = pow(out->v, x.v);
+        p->only = NULL;
+    }
+    return 0;
+}
+
+/* A sign binds looser than '^': -2^2 is -4. */
+static int unary(struct parse *p, struct val *out)
+{
+    skip(p);
+    if (p->i < p->len && (p->s[p->i] == '-' || p->s[p->i] == '+')) {
+        char c = p->s[p->i++];
+        if (unary(p, out) < 0)
+            return ERR_INVAL;
+        if (c == '-')
+            out->v = -out->v;
+        p->only = NULL;
+        return 0;
+    }
+    return power(p, out);
+}
+
+static int term(struct parse *p, struct val *out)
+{
+    if (unary(p, out) < 0)
+        return ERR_INVAL;
+    for (;;) {
+        skip(p);
+        if (p->i >= p->len || (p->s[p->i] != '*' && p->s[p->i] != '/'))
+            return 0;
+        char op = p->s[p->i++];
+        struct val x;
+        if (unary(p, &x) < 0)
+            return ERR_INVAL;
+        int sign = op == '*' ? 1 : -1;
+        out->v = op == '*' ? out->v * x.v : out->v / x.v;
+        out->bytes += sign * x.bytes, out->secs += sign * x.secs;
+        out->is_bool = false;
+        p->only = NULL;
+    }
+}
+
+static int expr(struct parse *p, struct val *out)
+{
+    if (++p->depth > DEPTH_MAX)
+        return error_set(p->e, ERR_INVAL, "an expression nested more than %d deep", DEPTH_MAX);
+    if (term(p, out) < 0)
+        return ERR_INVAL;
+    for (;;) {
+        skip(p);
+        if (p->i >= p->len || (p->s[p->i] != '+' && p->s[p->i] != '-')) {
+            p->depth--;
+            return 0;
+        }
+        char op = p->s[p->i++];
+        struct val x;
+        if (term(p, &x) < 0)
+            return ERR_INVAL;
+        /* a plain number takes the other's unit (synthetic_7b.states + 1e9) */
+        bool plain_a = !out->bytes && !out->secs, plain_b = !x.bytes && !x.secs;
+        if (!plain_a && !plain_b && (out->bytes != x.bytes || out->secs != x.secs))
+            return error_set(p->e, ERR_INVAL, "'%c' between two different units", op);
+        if (plain_a)
+            out->bytes = x.bytes, out->secs = x.secs;
+        out->v = op == '+' ? out->v + x.v : out->v - x.v;
+        out->is_bool = false;
+        p->only = NULL;
+    }
+}
+
+static const char *unit_name(const struct val *x)
+{
+    if (x->is_bool)
+        return "bool";
+    if (x->bytes == 0 && x->secs == 0)
+        return "";
+    if (x->bytes == 1 && x->secs == 0)
+        return "B";
+    if (x->bytes == 0 && x->secs == 1)
+        return "s";
+    if (x->bytes == 1 && x->secs == -1)
+        return "B/s";
+    return "?";
+}
+
+int quantity_expr(const char *s, double *value, const struct quantity **q, const char **unit,
+                  struct error *e)
+{
+    size_t len = strlen(s);
+    if (len >= EXPR_MAX)
+        return error_set(e, ERR_INVAL, "an expression of %zu characters is too long", len);
+    struct parse p = {s, 0, len, 0, NULL, 0, e};
+    struct val x;
+    if (expr(&p, &x) < 0)
+        return ERR_INVAL;
+    skip(&p);
+    if (p.i < p.len)
+        return error_set(e, ERR_INVAL, "unexpected '%c' in '%s'", s[p.i], s);
+    *value = x.v;
+    if (q)
+        *q = p.only;
+    if (unit)
+        *unit = p.only ? p.only->unit : unit_name(&x);
+    return 0;
+}
+
+int quantity_eval(const char *expr_text, double *value, const struct quantity **q, struct error *e)
+{
+    return quantity_expr(expr_text, value, q, NULL, e);
 }

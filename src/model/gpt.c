@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "base/ckpt.h"
+#include "base/cpu.h"
 #include "base/error.h"
 #include "base/prof.h"
 #include "base/rng.h"
@@ -876,15 +877,26 @@ static void load(const struct gpt *g, float *dst, const void *src, size_t n)
     prof_leave();
 }
 
+/* The element-wise loops below are compiled for each vector path (CPU_CLONES, base/cpu.h):
+ * plain C without contraction or reassociation, so every path gives the same bits. */
+
 /* Whether any of n values is inf or NaN (all exponent bits set). */
-static bool any_nonfinite(const float *p, size_t n)
+static inline CPU_INLINE void nonfinite_body(const float *p, size_t n, uint32_t *bad)
 {
-    uint32_t bad = 0;
+    uint32_t b = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &p[i], 4);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
+        b |= (u & 0x7f800000u) == 0x7f800000u;
     }
+    *bad = b;
+}
+CPU_CLONES(nonfinite, (const float *p, size_t n, uint32_t *bad), (p, n, bad))
+
+static bool any_nonfinite(const float *p, size_t n)
+{
+    uint32_t bad;
+    nonfinite(p, n, &bad);
     return bad != 0;
 }
 
@@ -1025,26 +1037,52 @@ static void weight_grad(struct gpt *g, int l, const char *name, float *dw, const
     produced_grad(g, dw, (size_t)out * in, l, name);
 }
 
-/* 1 / sqrt(mean(x^2) + eps) of one row, the same in forward and backward */
-static float rms_rstd(const float *x, int d)
+/* 1 / sqrt(mean(x^2) + eps) of rows, each row's sum of squares in order in double; four rows
+ * side by side, whose chains of additions overlap where one row's would wait on each step
+ * (the same bits as one row at a time). rows <= 4 rows of d at x. */
+static inline CPU_INLINE void rms_rstd4(const float *x, int d, int rows, float *rstd)
 {
-    double ss = 0;
-    for (int j = 0; j < d; j++)
-        ss += (double)x[j] * x[j];
-    return (float)(1.0 / sqrt(ss / d + RMS_EPS));
+    double ss[4] = {0, 0, 0, 0};
+    if (rows == 4) {
+        const float *a = x, *b = a + d, *c = b + d, *e = c + d;
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (int j = 0; j < d; j++) {
+            s0 += (double)a[j] * a[j];
+            s1 += (double)b[j] * b[j];
+            s2 += (double)c[j] * c[j];
+            s3 += (double)e[j] * e[j];
+        }
+        ss[0] = s0, ss[1] = s1, ss[2] = s2, ss[3] = s3;
+    } else
+        for (int k = 0; k < rows; k++)
+            for (int j = 0; j < d; j++)
+                ss[k] += (double)x[(size_t)k * d + j] * x[(size_t)k * d + j];
+    for (int k = 0; k < rows; k++)
+        rstd[k] = (float)(1.0 / sqrt(ss[k] / d + RMS_EPS));
 }
 
 /* y = x / rms(x) * w, row by row (Zhang and Sennrich 2019); rstd[r] = 1 / rms(x_r) */
+static inline CPU_INLINE void rms_fwd_n_body(float *y, float *rstd, const float *x, const float *w,
+                                             int n, int d)
+{
+    for (int r = 0; r < n; r += 4) {
+        int rows = n - r < 4 ? n - r : 4;
+        rms_rstd4(x + (size_t)r * d, d, rows, rstd + r);
+        for (int k = r; k < r + rows; k++) {
+            const float *xr = x + (size_t)k * d;
+            float *yr = y + (size_t)k * d, s = rstd[k];
+            for (int j = 0; j < d; j++)
+                yr[j] = (xr[j] * s) * w[j];
+        }
+    }
+}
+CPU_CLONES(rms_fwd_n, (float *y, float *rstd, const float *x, const float *w, int n, int d),
+           (y, rstd, x, w, n, d))
+
 static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n, int d)
 {
     prof_enter(PROF_NORM);
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * d;
-        float *yr = y + (size_t)r * d;
-        float s = rstd[r] = rms_rstd(xr, d);
-        for (int j = 0; j < d; j++)
-            yr[j] = (xr[j] * s) * w[j];
-    }
+    rms_fwd_n(y, rstd, x, w, n, d);
     prof_leave();
 }
 
@@ -1062,26 +1100,66 @@ static void rmsnorm(struct gpt *g, int l, const char *name, float *y, float *rst
  *     ds/dx_k = -s^3 x_k / d, so dxh_j/dx_k = s delta_jk - x_j s^3 x_k / d and
  *     dx_k = sum_j g_j dxh_j/dx_k = s (g_k - xh_k mean_j(g_j xh_j)),
  * added into dx (it joins the residual stream's gradient). */
+static inline CPU_INLINE void rms_bwd_n_body(double *cs, float *dx, const float *x,
+                                             const float *rstd, const float *w, const float *dy,
+                                             int n, int d)
+{
+    for (int r = 0; r < n; r += 4) {
+        int rows = n - r < 4 ? n - r : 4;
+        double dot[4] = {0, 0, 0, 0};
+        /* the rows' dot products in order, four side by side; each column's sum over the rows
+         * in row order (the same bits as a row at a time) */
+        if (rows == 4) {
+            const float *x0 = x + (size_t)r * d, *x1 = x0 + d, *x2 = x1 + d, *x3 = x2 + d;
+            const float *y0 = dy + (size_t)r * d, *y1 = y0 + d, *y2 = y1 + d, *y3 = y2 + d;
+            float s0 = rstd[r], s1 = rstd[r + 1], s2 = rstd[r + 2], s3 = rstd[r + 3];
+            double d0 = 0, d1 = 0, d2 = 0, d3 = 0;
+            for (int j = 0; j < d; j++) { /* across the columns: vectorized */
+                double c = cs[j];
+                c += (double)y0[j] * (x0[j] * s0);
+                c += (double)y1[j] * (x1[j] * s1);
+                c += (double)y2[j] * (x2[j] * s2);
+                c += (double)y3[j] * (x3[j] * s3);
+                cs[j] = c;
+            }
+            for (int j = 0; j < d; j++) { /* four chains in order, side by side */
+                d0 += (double)(y0[j] * w[j]) * (x0[j] * s0);
+                d1 += (double)(y1[j] * w[j]) * (x1[j] * s1);
+                d2 += (double)(y2[j] * w[j]) * (x2[j] * s2);
+                d3 += (double)(y3[j] * w[j]) * (x3[j] * s3);
+            }
+            dot[0] = d0, dot[1] = d1, dot[2] = d2, dot[3] = d3;
+        } else
+            for (int k = 0; k < rows; k++) {
+                const float *xr = x + (size_t)(r + k) * d, *dyr = dy + (size_t)(r + k) * d;
+                float s = rstd[r + k];
+                for (int j = 0; j < d; j++) {
+                    float xh = xr[j] * s;
+                    cs[j] += (double)dyr[j] * xh;
+                    dot[k] += (double)(dyr[j] * w[j]) * xh;
+                }
+            }
+        for (int k = 0; k < rows; k++) {
+            const float *xr = x + (size_t)(r + k) * d, *dyr = dy + (size_t)(r + k) * d;
+            float *dxr = dx + (size_t)(r + k) * d;
+            float s = rstd[r + k], m = (float)(dot[k] / d);
+            for (int j = 0; j < d; j++)
+                dxr[j] += s * (dyr[j] * w[j] - (xr[j] * s) * m);
+        }
+    }
+}
+CPU_CLONES(rms_bwd_n,
+           (double *cs, float *dx, const float *x, const float *rstd, const float *w,
+            const float *dy, int n, int d),
+           (cs, dx, x, rstd, w, dy, n, d))
+
 static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float *rstd,
                     const float *w, const float *dy, int n, int d)
 {
     prof_enter(PROF_NORM);
     double *cs = g->colsum;
     memset(cs, 0, (size_t)d * sizeof *cs);
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * d, *dyr = dy + (size_t)r * d;
-        float *dxr = dx + (size_t)r * d;
-        float s = rstd[r];
-        double dot = 0;
-        for (int j = 0; j < d; j++) {
-            float xh = xr[j] * s;
-            cs[j] += (double)dyr[j] * xh;
-            dot += (double)(dyr[j] * w[j]) * xh;
-        }
-        float m = (float)(dot / d);
-        for (int j = 0; j < d; j++)
-            dxr[j] += s * (dyr[j] * w[j] - (xr[j] * s) * m);
-    }
+    rms_bwd_n(cs, dx, x, rstd, w, dy, n, d);
     for (int j = 0; j < d; j++)
         dw[j] = g->accumulate ? dw[j] + (float)cs[j] : (float)cs[j];
     prof_leave();
@@ -1091,13 +1169,13 @@ static void rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const f
  * x_{i + hd/2}) turns by the angle pos theta_i: (a cos - b sin, b cos + a sin), y = R x with
  * R a rotation. Its backward is dx = R^T dy, and R^T = R^-1 is the turn by -pos theta_i:
  * dir -1 (sin negated). */
-static void rope_n(const struct gpt *g, float *x, int dir)
+static inline CPU_INLINE void rope_x_body(float *x, const float *cosv, const float *sinv, int N,
+                                          int T, int H, int hd, int d, int dir)
 {
-    int T = g->c.seq, H = g->hl, hd = g->hd, half = hd / 2, d = g->dl;
-    prof_enter(PROF_ROPE);
-    for (int r = 0; r < g->N; r++) {
+    int half = hd / 2;
+    for (int r = 0; r < N; r++) {
         int t = r % T;
-        const float *cs = g->rope_cos + (size_t)t * half, *sn = g->rope_sin + (size_t)t * half;
+        const float *cs = cosv + (size_t)t * half, *sn = sinv + (size_t)t * half;
         for (int h = 0; h < H; h++) {
             float *v = x + (size_t)r * d + (size_t)h * hd;
             for (int i = 0; i < half; i++) {
@@ -1107,6 +1185,16 @@ static void rope_n(const struct gpt *g, float *x, int dir)
             }
         }
     }
+}
+CPU_CLONES(rope_x,
+           (float *x, const float *cosv, const float *sinv, int N, int T, int H, int hd, int d,
+            int dir),
+           (x, cosv, sinv, N, T, H, hd, d, dir))
+
+static void rope_n(const struct gpt *g, float *x, int dir)
+{
+    prof_enter(PROF_ROPE);
+    rope_x(x, g->rope_cos, g->rope_sin, g->N, g->c.seq, g->hl, g->hd, g->dl, dir);
     prof_leave();
 }
 
@@ -1120,26 +1208,48 @@ static void rope(struct gpt *g, int l, const char *name, float *x, int dir)
         rnd(g, x, (size_t)g->N * g->dl);
 }
 
+static inline CPU_INLINE void sum_n_body(float *y, const float *a, const float *b, size_t m)
+{
+    for (size_t j = 0; j < m; j++)
+        y[j] = a[j] + b[j];
+}
+CPU_CLONES(sum_n, (float *y, const float *a, const float *b, size_t m), (y, a, b, m))
+
 /* y = a + b (a residual connection), produced block by block while in cache. */
 static void add(struct gpt *g, float *y, const float *a, const float *b, size_t n, int layer,
                 const char *name)
 {
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t m = n - i < BLOCK ? n - i : BLOCK;
-        for (size_t j = i; j < i + m; j++)
-            y[j] = a[j] + b[j];
+        sum_n(y + i, a + i, b + i, m);
         produced_in(g, y + i, m, layer, name);
     }
 }
 
-/* e = e^-a for m values (a block): the sigmoid's exponential, through num/exp.h (expf's bits,
- * computed in vectors), so the loops that use it have no library call and vectorize. */
-static void exp_neg(float *e, const float *a, size_t m)
+/* SwiGLU's two element-wise loops over a block, e = e^-a: the sigmoid's exponential, through
+ * num/exp.h (expf's bits, computed in vectors), so these loops have no library call. */
+static inline CPU_INLINE void glu_fwd_body(float *h, const float *a, const float *e, const float *u,
+                                           size_t m)
 {
     for (size_t j = 0; j < m; j++)
-        e[j] = -a[j];
-    exp_n(e, e, m);
+        h[j] = a[j] / (1.0f + e[j]) * u[j];
 }
+CPU_CLONES(glu_fwd, (float *h, const float *a, const float *e, const float *u, size_t m),
+           (h, a, e, u, m))
+
+static inline CPU_INLINE void glu_bwd_body(float *da, float *du, const float *dh, const float *a,
+                                           const float *e, const float *u, size_t m)
+{
+    for (size_t j = 0; j < m; j++) {
+        float x = a[j], sg = 1.0f / (1.0f + e[j]);
+        du[j] = dh[j] * (x * sg);
+        da[j] = dh[j] * u[j] * (sg * (1.0f + x * (1.0f - sg)));
+    }
+}
+CPU_CLONES(glu_bwd,
+           (float *da, float *du, const float *dh, const float *a, const float *e, const float *u,
+            size_t m),
+           (da, du, dh, a, e, u, m))
 
 /* SwiGLU's gate (Shazeer 2020, "GLU Variants Improve Transformer"): h = silu(a) u with
  * silu(a) = a sg(a), sg the logistic sigmoid 1 / (1 + e^-a); produced block by block. */
@@ -1150,9 +1260,8 @@ static void swiglu_forward(struct gpt *g, float *h, const float *a, const float 
     prof_enter(PROF_SWIGLU);
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t m = n - i < BLOCK ? n - i : BLOCK;
-        exp_neg(e, a + i, m);
-        for (size_t j = 0; j < m; j++)
-            h[i + j] = a[i + j] / (1.0f + e[j]) * u[i + j];
+        exp_neg_n(e, a + i, m);
+        glu_fwd(h + i, a + i, e, u + i, m);
         produced_in(g, h + i, m, layer, "mlp hidden");
     }
     prof_leave();
@@ -1168,12 +1277,8 @@ static void swiglu_backward(struct gpt *g, float *da, float *du, const float *dh
     prof_enter(PROF_SWIGLU);
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t m = n - i < BLOCK ? n - i : BLOCK;
-        exp_neg(e, a + i, m);
-        for (size_t j = i; j < i + m; j++) {
-            float x = a[j], sg = 1.0f / (1.0f + e[j - i]);
-            du[j] = dh[j] * (x * sg);
-            da[j] = dh[j] * u[j] * (sg * (1.0f + x * (1.0f - sg)));
-        }
+        exp_neg_n(e, a + i, m);
+        glu_bwd(da + i, du + i, dh + i, a + i, e, u + i, m);
         rnd_in(g, da + i, m);
         rnd_in(g, du + i, m);
     }
@@ -1187,7 +1292,7 @@ static void swiglu_backward(struct gpt *g, float *da, float *du, const float *dh
  * time: four independent chains of compares or additions overlap where one row's would wait on
  * each step in turn. Same bits; the softmax in a third less time. Rows i to i + n - 1, n <= 4
  * (fewer only for the last rows when T is not a multiple of 4: one at a time). */
-static void causal_max(const float *s, int T, int i, int n, float mx[4])
+static inline CPU_INLINE void causal_max(const float *s, int T, int i, int n, float mx[4])
 {
     const float *a = s + (size_t)i * T, *b = a + T, *c = b + T, *e = c + T;
     if (n < 4) {
@@ -1215,7 +1320,7 @@ static void causal_max(const float *s, int T, int i, int n, float mx[4])
 }
 
 /* sum_j a_j over the rows. */
-static void causal_sum(const float *a, int T, int i, int n, float sum[4])
+static inline CPU_INLINE void causal_sum(const float *a, int T, int i, int n, float sum[4])
 {
     const float *a0 = a + (size_t)i * T, *a1 = a0 + T, *a2 = a1 + T, *a3 = a2 + T;
     if (n < 4) {
@@ -1245,7 +1350,8 @@ static void causal_sum(const float *a, int T, int i, int n, float sum[4])
 }
 
 /* sum_j a_j b_j over the rows. */
-static void causal_dot(const float *a, const float *b, int T, int i, int n, float dot[4])
+static inline CPU_INLINE void causal_dot(const float *a, const float *b, int T, int i, int n,
+                                         float dot[4])
 {
     const float *a0 = a + (size_t)i * T, *a1 = a0 + T, *a2 = a1 + T, *a3 = a2 + T;
     const float *b0 = b + (size_t)i * T, *b1 = b0 + T, *b2 = b1 + T, *b3 = b2 + T;
@@ -1278,7 +1384,7 @@ static void causal_dot(const float *a, const float *b, int T, int i, int n, floa
 /* The softmax of each row of a causal block, in place: p_j = e^(s_j - max) / sum_k e^(s_k -
  * max) over the row's entries (the max subtracted so no e^ overflows; it cancels). The masked
  * entries stay 0. */
-static void softmax_causal(float *s, int T)
+static inline CPU_INLINE void softmax_causal_body(float *s, int T)
 {
     for (int i = 0; i < T; i += 4) {
         int n = T - i < 4 ? T - i : 4;
@@ -1298,6 +1404,27 @@ static void softmax_causal(float *s, int T)
         }
     }
 }
+CPU_CLONES(softmax_causal, (float *s, int T), (s, T))
+
+/* The softmax's backward over a causal block, in place of dP (rows of T): dS_j = P_j (dP_j -
+ * sum_k P_k dP_k), times the 1/sqrt(hd) of S = q k^T / sqrt(hd) (see attn_core_backward). */
+static inline CPU_INLINE void softmax_bwd_body(const float *p, float *dp, int T, float scale)
+{
+    for (int i = 0; i < T; i += 4) {
+        int n = T - i < 4 ? T - i : 4;
+        float dot[4];
+        causal_dot(p, dp, T, i, n, dot);
+        for (int k = 0; k < n; k++) {
+            const float *pr = p + (size_t)(i + k) * T;
+            float *dr = dp + (size_t)(i + k) * T;
+            for (int j = 0; j <= i + k; j++)
+                dr[j] = pr[j] * (dr[j] - dot[k]) * scale;
+            for (int j = i + k + 1; j < T; j++)
+                dr[j] = 0.0f;
+        }
+    }
+}
+CPU_CLONES(softmax_bwd, (const float *p, float *dp, int T, float scale), (p, dp, T, scale))
 
 /* P = softmax(q k^T / sqrt(hd)) per (batch, head), causal: row i weighs positions j <= i;
  * into w[A_P]. Each head's T x T block is produced whole while it is in cache: the scores
@@ -1466,19 +1593,7 @@ static void attn_core_backward(struct gpt *g, int l)
             /* P = softmax(S) row by row: dS_j = P_j (dP_j - sum_k P_k dP_k), since
              * dP_i/dS_j = P_i (delta_ij - P_j); times the 1/sqrt(hd) of S = q k^T / sqrt(hd).
              * Masked entries (j > i) have P = 0 and get no gradient. */
-            for (int i = 0; i < T; i += 4) {
-                int n = T - i < 4 ? T - i : 4;
-                float dot[4];
-                causal_dot(p, dp, T, i, n, dot);
-                for (int k = 0; k < n; k++) {
-                    const float *pr = p + (size_t)(i + k) * T;
-                    float *dr = dp + (size_t)(i + k) * T;
-                    for (int j = 0; j <= i + k; j++)
-                        dr[j] = pr[j] * (dr[j] - dot[k]) * scale;
-                    for (int j = i + k + 1; j < T; j++)
-                        dr[j] = 0.0f;
-                }
-            }
+            softmax_bwd(p, dp, T, scale);
             produced_in(g, dp, TT, l, "grad attn scores");
             /* S = Q K^T (scaled above): dQ = dS K, dK = dS^T Q */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,

@@ -3,7 +3,9 @@
 #include "num/adamw.h"
 
 #include <math.h>
+#include <string.h>
 
+#include "base/cpu.h"
 #include "base/prof.h"
 
 void adamw_init(struct adamw *a, double lr, double beta1, double beta2, double eps, double wd)
@@ -30,7 +32,8 @@ struct adamw_k {
 };
 
 /* One parameter's update with its gradient gi. */
-static inline void adamw_one(const struct adamw_k *k, float *p, float *m, float *v, float gi)
+static inline CPU_INLINE void adamw_one(const struct adamw_k *k, float *p, float *m, float *v,
+                                        float gi)
 {
     *p *= k->decay;
     *m += k->b1c * (gi - *m);
@@ -38,24 +41,73 @@ static inline void adamw_one(const struct adamw_k *k, float *p, float *m, float 
     *p -= k->step_size * (*m / (sqrtf(*v) / k->bc2s + k->eps));
 }
 
-void adamw_update(const struct adamw *a, float *p, const float *g, float coef, float *m, float *v,
-                  size_t n)
+/* n parameters: two loops, each vectorized (for each CPU path: base/cpu.h), one without
+ * clipping and one with clipping's product. */
+static inline CPU_INLINE void update_body(const struct adamw_k *kp, float *p, const float *g,
+                                          float coef, float *m, float *v, size_t n)
 {
-    double bc1 = 1.0 - pow(a->beta1, (double)a->step);
-    double bc2 = 1.0 - pow(a->beta2, (double)a->step);
-    const struct adamw_k k = {(float)(1.0 - a->lr * a->wd),
-                              (float)(a->lr / bc1),
-                              (float)sqrt(bc2),
-                              (float)(1.0 - a->beta1),
-                              (float)a->beta2,
-                              (float)(1.0 - a->beta2),
-                              (float)a->eps};
-    prof_enter(PROF_OPTIMIZER);
-    if (coef == 1.0f) /* two loops, each vectorized: no clipping, or clipping's product */
+    const struct adamw_k k = *kp;
+    if (coef == 1.0f)
         for (size_t i = 0; i < n; i++)
             adamw_one(&k, &p[i], &m[i], &v[i], g[i]);
     else
         for (size_t i = 0; i < n; i++)
             adamw_one(&k, &p[i], &m[i], &v[i], g[i] * coef);
+}
+CPU_CLONES(update,
+           (const struct adamw_k *k, float *p, const float *g, float coef, float *m, float *v,
+            size_t n),
+           (k, p, g, coef, m, v, n))
+
+/* The update's constants for step a->step. */
+static struct adamw_k constants(const struct adamw *a)
+{
+    double bc1 = 1.0 - pow(a->beta1, (double)a->step);
+    double bc2 = 1.0 - pow(a->beta2, (double)a->step);
+    return (struct adamw_k){(float)(1.0 - a->lr * a->wd),
+                            (float)(a->lr / bc1),
+                            (float)sqrt(bc2),
+                            (float)(1.0 - a->beta1),
+                            (float)a->beta2,
+                            (float)(1.0 - a->beta2),
+                            (float)a->eps};
+}
+
+void adamw_update(const struct adamw *a, float *p, const float *g, float coef, float *m, float *v,
+                  size_t n)
+{
+    const struct adamw_k k = constants(a);
+    prof_enter(PROF_OPTIMIZER);
+    update(&k, p, g, coef, m, v, n);
+    prof_leave();
+}
+
+void adamw_update_round(const struct adamw *a, float *p, const float *g, float coef, float *m,
+                        float *v, size_t n, enum fp_format f, void *w, float *wf)
+{
+    enum { BLOCK = 2048 };
+    const struct adamw_k k = constants(a);
+    size_t es = f == FP_FP32 ? 4 : 2;
+    prof_enter(PROF_OPTIMIZER);
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t b = n - i < BLOCK ? n - i : BLOCK;
+        update(&k, p + i, g + i, coef, m + i, v + i, b);
+        void *wi = w ? (char *)w + i * es : NULL;
+        if (f == FP_FP32) {
+            if (wi)
+                memcpy(wi, p + i, b * 4);
+            if (wf)
+                memcpy(wf + i, p + i, b * 4);
+        } else if (wi && f == FP_BF16) { /* the bits, then their values from them: exact */
+            bf16_from_f32_n(wi, p + i, b);
+            if (wf)
+                bf16_to_f32_n(wf + i, wi, b);
+        } else if (wi) {
+            fp16_from_f32_n(wi, p + i, b);
+            if (wf)
+                fp16_to_f32_n(wf + i, wi, b);
+        } else if (wf)
+            fp_round_n(f, wf + i, p + i, b);
+    }
     prof_leave();
 }

@@ -3,6 +3,10 @@
 #include "num/clip.h"
 
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "base/cpu.h"
 
 float clip_norm(const float *g, size_t n)
 {
@@ -10,6 +14,41 @@ float clip_norm(const float *g, size_t n)
     for (size_t i = 0; i < n; i++)
         s += (double)g[i] * g[i];
     return (float)sqrt(s);
+}
+
+/* Any of n gradients inf or NaN (all exponent bits set) into *bad; then times inv. */
+static inline CPU_INLINE void check_scale_body(float *g, size_t n, float inv, uint32_t *bad)
+{
+    uint32_t b = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &g[i], 4);
+        b |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    *bad |= b;
+    if (inv != 1.0f)
+        for (size_t i = 0; i < n; i++)
+            g[i] *= inv;
+}
+CPU_CLONES(check_scale, (float *g, size_t n, float inv, uint32_t *bad), (g, n, inv, bad))
+
+bool clip_unscale(float *g, size_t n, float inv, double *sumsq)
+{
+    uint32_t bad = 0;
+    if (!sumsq) {
+        check_scale(g, n, inv, &bad);
+        return bad != 0;
+    }
+    enum { BLOCK = 1024 };
+    double acc = *sumsq;
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
+        check_scale(g + i, m, inv, &bad);
+        for (size_t j = i; j < i + m; j++)
+            acc += (double)g[j] * g[j];
+    }
+    *sumsq = acc;
+    return bad != 0;
 }
 
 float clip_coef(float total_norm, float max_norm)

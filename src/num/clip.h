@@ -8,10 +8,20 @@
 #ifndef SCALELAB_NUM_CLIP_H
 #define SCALELAB_NUM_CLIP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The L2 norm of n values, in fp32. */
 float clip_norm(const float *g, size_t n);
+
+/* The pass over the gradients before clipping: multiplies n gradients by inv (a loss scaler's
+ * 1 / scale; 1 leaves them as they are, not even rewritten), returns whether any was inf or
+ * NaN before, and, with sumsq, adds the squares of the unscaled values to *sumsq one by one in
+ * order: the sum clip_norm takes the root of, continued from *sumsq. The check and the
+ * multiplication run a block at a time in the widest vectors the CPU has (base/cpu.h), the
+ * block's additions then in order while it is in cache: the sum's chain of additions, each
+ * waiting for the last, sets the pace, and its order the bits. */
+bool clip_unscale(float *g, size_t n, float inv, double *sumsq);
 
 /* The coefficient for a total norm; max_norm > 0. */
 float clip_coef(float total_norm, float max_norm);

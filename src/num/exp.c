@@ -56,11 +56,15 @@ static const uint64_t tab[32] = {
 #define C1        0x1.ebfce50fac4f3p-13
 #define C2        0x1.62e42ff0c52d6p-6
 
-/* Four at a time in AVX2: the table read with a gather. */
-__attribute__((target("avx2,fma"))) static void exp4(float *y, const float *x)
+/* Four at a time in AVX2: the table read with a gather. neg: e^-x (the sign flipped on load,
+ * exactly). */
+#define AVX2_FMA __attribute__((target("avx2,fma")))
+static inline AVX2_FMA __attribute__((always_inline)) void exp4(float *y, const float *x, bool neg)
 {
     const __m256d inv = _mm256_set1_pd(INV_LN2_N), shift = _mm256_set1_pd(SHIFT);
     __m128 xf = _mm_loadu_ps(x);
+    if (neg)
+        xf = _mm_xor_ps(xf, _mm_set1_ps(-0.0f));
     __m256d xd = _mm256_cvtps_pd(xf);
     __m256d kd = _mm256_fmadd_pd(inv, xd, shift); /* k in the low bits */
     __m256i ki = _mm256_castpd_si256(kd);
@@ -92,12 +96,15 @@ __attribute__((target("avx2,fma"))) static void exp4(float *y, const float *x)
 
 /* Eight at a time in AVX-512: the table in four registers, read with two two-register permutes
  * (entries 0-15 and 16-31) and a blend on bit 4 of the index, much faster than a gather. */
-__attribute__((target("avx512f"))) static void exp8(float *y, const float *x)
+#define AVX512 __attribute__((target("avx512f")))
+static inline AVX512 __attribute__((always_inline)) void
+exp8(float *y, const float *x, bool neg, __m512i t0, __m512i t1, __m512i t2, __m512i t3)
 {
     const __m512d inv = _mm512_set1_pd(INV_LN2_N), shift = _mm512_set1_pd(SHIFT);
-    const __m512i t0 = _mm512_loadu_si512(tab), t1 = _mm512_loadu_si512(tab + 8),
-                  t2 = _mm512_loadu_si512(tab + 16), t3 = _mm512_loadu_si512(tab + 24);
     __m256 xf = _mm256_loadu_ps(x);
+    if (neg)
+        xf = _mm256_castsi256_ps(
+            _mm256_xor_si256(_mm256_castps_si256(xf), _mm256_set1_epi32((int)0x80000000u)));
     __m512d xd = _mm512_cvtps_pd(xf);
     __m512d kd = _mm512_fmadd_pd(inv, xd, shift);
     __m512i ki = _mm512_castpd_si512(kd);
@@ -128,19 +135,42 @@ __attribute__((target("avx512f"))) static void exp8(float *y, const float *x)
     _mm256_storeu_ps(y, out);
 }
 
-/* Runs W lanes at a time over the array, a last partial group through a padded copy. */
-static void exp_vec(float *y, const float *x, size_t n, int w)
+/* The loops: W lanes at a time over the array, in one function (the table and constants
+ * loaded once), a last partial group through a padded copy. */
+static AVX2_FMA void exp4_n(float *y, const float *x, size_t n, bool neg)
 {
-    void (*one)(float *, const float *) = w == 8 ? exp8 : exp4;
     size_t i = 0;
-    for (; i + (size_t)w <= n; i += (size_t)w)
-        one(y + i, x + i);
+    for (; i + 4 <= n; i += 4)
+        exp4(y + i, x + i, neg);
+    if (i < n) {
+        float in[4] = {0}, out[4];
+        memcpy(in, x + i, (n - i) * sizeof *x);
+        exp4(out, in, neg);
+        memcpy(y + i, out, (n - i) * sizeof *y);
+    }
+}
+
+static AVX512 void exp8_n(float *y, const float *x, size_t n, bool neg)
+{
+    const __m512i t0 = _mm512_loadu_si512(tab), t1 = _mm512_loadu_si512(tab + 8),
+                  t2 = _mm512_loadu_si512(tab + 16), t3 = _mm512_loadu_si512(tab + 24);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        exp8(y + i, x + i, neg, t0, t1, t2, t3);
     if (i < n) {
         float in[8] = {0}, out[8];
         memcpy(in, x + i, (n - i) * sizeof *x);
-        one(out, in);
+        exp8(out, in, neg, t0, t1, t2, t3);
         memcpy(y + i, out, (n - i) * sizeof *y);
     }
+}
+
+static void exp_vec(float *y, const float *x, size_t n, int w, bool neg)
+{
+    if (w == 8)
+        exp8_n(y, x, n, neg);
+    else
+        exp4_n(y, x, n, neg);
 }
 
 /* The widest code this CPU and its OS run: 8 (AVX-512F, with FMA and AVX2), 4 (FMA and AVX2:
@@ -193,7 +223,7 @@ bool exp_agrees(int w)
             memcpy(&x[k++], &b, 4);
         if (k < M)
             continue;
-        exp_vec(y, x, k, w);
+        exp_vec(y, x, k, w, false);
         for (size_t j = 0; j < k; j++)
             if (memcmp(&y[j], &(float){expf(x[j])}, 4))
                 return false;
@@ -207,7 +237,7 @@ bool exp_agrees(int w)
         k = 0; /* the sweep's last few, dropped to make room */
     memcpy(x + k, edges, sizeof edges);
     k += sizeof edges / sizeof *edges;
-    exp_vec(y, x, k, w);
+    exp_vec(y, x, k, w, false);
     for (size_t j = 0; j < k; j++) {
         float want = expf(x[j]);
         if (memcmp(&y[j], &want, 4) && !(isnan(y[j]) && isnan(want)))
@@ -247,23 +277,34 @@ int exp_lanes(void)
     return w ? w : 1;
 }
 
-bool exp_n_lanes(int w, float *y, const float *x, size_t n)
+/* y = e^x, or e^-x with neg, on w lanes. */
+static bool lanes_exp(int w, float *y, const float *x, size_t n, bool neg)
 {
     if (w == 1) {
         for (size_t i = 0; i < n; i++)
-            y[i] = expf(x[i]);
+            y[i] = expf(neg ? -x[i] : x[i]);
         return true;
     }
 #if EXP_X86
     if ((w == 4 || w == 8) && w <= cpu_lanes()) {
-        exp_vec(y, x, n, w);
+        exp_vec(y, x, n, w, neg);
         return true;
     }
 #endif
     return false;
 }
 
+bool exp_n_lanes(int w, float *y, const float *x, size_t n)
+{
+    return lanes_exp(w, y, x, n, false);
+}
+
 void exp_n(float *y, const float *x, size_t n)
 {
-    exp_n_lanes(exp_lanes(), y, x, n);
+    lanes_exp(exp_lanes(), y, x, n, false);
+}
+
+void exp_neg_n(float *y, const float *x, size_t n)
+{
+    lanes_exp(exp_lanes(), y, x, n, true);
 }

@@ -13,6 +13,8 @@
 
 /* y[i] = expf(x[i]) for i < n; y may be x. */
 void exp_n(float *y, const float *x, size_t n);
+/* y[i] = expf(-x[i]) (the negation exact, in the registers: no pass of its own). */
+void exp_neg_n(float *y, const float *x, size_t n);
 
 /* How many values exp_n computes at once here: 8 (AVX-512), 4 (AVX2), or 1 (it calls expf,
  * which it also does when its vector code disagrees with the library's expf). */

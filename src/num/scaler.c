@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "num/clip.h"
+
 void scaler_init(struct scaler *s, float init_scale, int growth_interval, int hysteresis)
 {
     *s = (struct scaler){true, init_scale, 2.0f, 0.5f, growth_interval, 0, hysteresis, hysteresis};
@@ -24,15 +26,7 @@ float scaler_inv_scale(const struct scaler *s)
 
 bool scaler_unscale(const struct scaler *s, float *g, size_t n)
 {
-    float inv = scaler_inv_scale(s);
-    uint32_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &g[i], 4);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
-        g[i] *= inv;
-    }
-    return bad != 0;
+    return clip_unscale(g, n, scaler_inv_scale(s), NULL);
 }
 
 void scaler_update(struct scaler *s, bool found_inf)

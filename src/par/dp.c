@@ -9,6 +9,8 @@
 
 #include "base/error.h"
 #include "comm/coll.h"
+#include "num/adamw.h"
+#include "num/clip.h"
 #include "num/fp.h"
 #include "par/trainer.h"
 #include "sim/cluster.h"
@@ -527,41 +529,6 @@ int dp_grad_sync(struct dp *p, struct error *e)
     return 0;
 }
 
-/* Unscales n gradients (times inv; 1 leaves them as they are) and tells whether any is inf or
- * NaN (all exponent bits set). */
-static bool unscale(float *g, size_t n, float inv)
-{
-    uint32_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &g[i], 4);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
-    }
-    if (inv != 1.0f)
-        for (size_t i = 0; i < n; i++)
-            g[i] *= inv;
-    return bad != 0;
-}
-
-/* The same, adding the squares of the unscaled gradients to *s in order. The sum is a chain of
- * additions each waiting on the last (three cycles apiece); the check and the unscaling ride
- * along in its shadow, so counted gradients are read once. */
-static bool unscale_sum(float *g, size_t n, float inv, double *s)
-{
-    uint32_t bad = 0;
-    double acc = *s;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &g[i], 4);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
-        float x = inv != 1.0f ? g[i] * inv : g[i];
-        g[i] = x;
-        acc += (double)x * x;
-    }
-    *s = acc;
-    return bad != 0;
-}
-
 float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
 {
     /* the fp32 gradients of the range: the model's own buffer (in place) or decoded into it */
@@ -585,14 +552,14 @@ float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
         x1 = x1 > p->roff ? x1 - p->roff : 0;
         size_t z = x0 < hi ? x0 : hi;
         if (a < z) {
-            bad |= unscale(ug + done, a - done, inv);
-            bad |= unscale_sum(ug + a, z - a, inv, &s);
+            bad |= clip_unscale(ug + done, a - done, inv, NULL);
+            bad |= clip_unscale(ug + a, z - a, inv, &s);
             done = a = z;
         }
         if (x1 > a)
             a = x1;
     }
-    bad |= unscale(ug + done, p->rlen - done, inv);
+    bad |= clip_unscale(ug + done, p->rlen - done, inv, NULL);
     *found = bad;
     *sumsq = s;
     return ug;
@@ -657,13 +624,17 @@ float *dp_moment(struct dp *p, int which)
     return p->mom[which ? 1 : 0];
 }
 
-int dp_param_sync(struct dp *p, struct error *e)
+int dp_update(struct dp *p, const struct adamw *a, const float *g, float coef, struct error *e)
 {
     size_t pad = p->plan.padded;
     float *params = gpt_params(p->g);
-    if (p->mixed) { /* round the range's master weights into the working weights */
+    if (!p->mixed)
+        adamw_update(a, dp_master(p), g, coef, p->mom[0], p->mom[1], p->rlen);
+    else { /* and the range's master weights rounded into the working weights at once; in DDP
+            * the range is every weight, so the model's fp32 copy of them follows too */
         char *w = (char *)p->w + (p->zero >= 3 ? 0 : p->roff * p->wes);
-        encode(p->wdt, w, p->master, p->rlen);
+        adamw_update_round(a, p->master, g, coef, p->mom[0], p->mom[1], p->rlen, p->wdt, w,
+                           p->zero == 0 ? params : NULL);
     }
     if (p->zero == 1 || p->zero == 2) {
         void *buf = p->mixed ? p->w : (void *)params;
@@ -671,9 +642,9 @@ int dp_param_sync(struct dp *p, struct error *e)
             *e = p->err;
             return p->err.code;
         }
+        if (p->mixed)
+            decode(p->wdt, params, p->w, pad);
     }
-    if (p->mixed && p->zero <= 2)
-        decode(p->wdt, params, p->w, pad);
     if (p->d)
         dev_join(p->d);
     return 0;

@@ -96,9 +96,11 @@ void dp_range(const struct dp *p, size_t *off, size_t *n);
 float *dp_master(struct dp *p);
 float *dp_moment(struct dp *p, int which);
 
-/* After an applied update of the master weights: the working weights follow (rounded), and
- * ZeRO-1/2 all-gather them. */
-int dp_param_sync(struct dp *p, struct error *e);
+/* The update of this GPU's range: AdamW over its master weights with gradients g times
+ * clipping's coefficient, the working weights rounded from them (in the same pass), and
+ * ZeRO-1/2's all-gather of the weights. 0, or the all-gather's failure. */
+struct adamw;
+int dp_update(struct dp *p, const struct adamw *a, const float *g, float coef, struct error *e);
 
 /* Bytes this GPU sent since dp_step_begin: model states over the data-parallel group, the
  * tied embedding's gradient between the pipeline's ends, and the agreement's scalars. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "calc/activ.h"
+#include "model/gpt.h"
 
 int predict_config(const struct train_opts *o, const struct model_shape *m, double capacity,
                    struct memory_config *c, struct error *e)
@@ -47,4 +48,14 @@ void predict_bubble(const struct pp_done *const *ops, const int *n, int stages,
     out->busy_s = busy, out->span_s = t1 - t0;
     out->over_ideal = busy > 0 ? idle / busy : 0;
     out->over_wall = idle / wall;
+}
+
+double predict_recompute_pct(const struct model_shape *m, int batch, const char *policy)
+{
+    struct gpt_config c;
+    struct gpt_ckpt ckpt;
+    if (batch < 1 || train_shape_of(m, &c, NULL) < 0 || gpt_ckpt_parse(policy, &ckpt, NULL) < 0)
+        return NAN;
+    struct gpt_flops fl = gpt_step_flops(&c, batch, &ckpt);
+    return 100.0 * fl.recompute / (fl.forward + fl.backward);
 }

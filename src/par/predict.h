@@ -19,6 +19,12 @@ struct error;
 int predict_config(const struct train_opts *o, const struct model_shape *m, double capacity,
                    struct memory_config *c, struct error *e);
 
+/* The matmul FLOPs a checkpoint policy (base/ckpt.h's names: "full", "selective", ...)
+ * recomputes in a training step of model m over batch sequences, in percent of its forward
+ * and backward passes: train's recompute_overhead_pct, by the model's own count
+ * (model/gpt.h). NAN for a model the tiny GPT cannot train or a policy it does not know. */
+double predict_recompute_pct(const struct model_shape *m, int batch, const char *policy);
+
 /* The bubble of a pipeline step as executed: stage s's operations ops[s][0..n[s]), in
  * simulated time. The stages are idle between the step's first start and its last end
  * whenever they do not compute: idle = P x span - busy; over_ideal = idle / busy (the

@@ -601,6 +601,16 @@ double run_loss_floor(const struct run *r)
     return floor;
 }
 
+double run_data_floor(int vocab, uint64_t seed)
+{
+    struct markov *src;
+    if (markov_new(&src, vocab, seed, NULL))
+        return NAN;
+    double h = markov_entropy(src);
+    markov_free(src);
+    return h;
+}
+
 double run_wall_s(const struct run *r)
 {
     return r->wall;

@@ -111,6 +111,9 @@ const struct run_gpu *run_gpu(const struct run *r, int gpu);
 /* The data's entropy rate in nats per token: NAN until GPU 0 has set up (its trainer computes
  * it), and after a run that failed before. */
 double run_loss_floor(const struct run *r);
+/* The same for the data a run over a vocabulary of vocab tokens with that seed draws, without
+ * a run (the lessons quote it); NAN when it cannot be made. */
+double run_data_floor(int vocab, uint64_t seed);
 double run_wall_s(const struct run *r); /* host seconds from run_start to the end */
 
 /* Step 1's global batch (tokens, then targets: batch x seq each), global loss and full

@@ -779,10 +779,8 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     if (!out->skipped) {
         adamw_advance(&t->adam);
         for (int c = 0; c < v; c++) {
-            adamw_update(&t->adam, dp_master(t->dp[c]), grads[c], out->clip_coef,
-                         dp_moment(t->dp[c], 0), dp_moment(t->dp[c], 1), n[c]);
-            /* 7. the working weights follow; ZeRO-1/2 all-gather them */
-            if ((rc = dp_param_sync(t->dp[c], e)))
+            /* 7. with the working weights following; ZeRO-1/2 all-gather them */
+            if ((rc = dp_update(t->dp[c], &t->adam, grads[c], out->clip_coef, e)))
                 return rc;
         }
         /* AdamW turns inf/NaN gradients into NaN weights (inf / sqrt(inf) is NaN) */

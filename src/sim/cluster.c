@@ -26,6 +26,8 @@ struct device {
     double clock[DEV_STREAMS];       /* one per stream; a stream's operations are in order */
     struct port_busy port[PORT_MAX]; /* the outgoing port's booked intervals, sorted */
     int nport;
+    struct port_busy inport[PORT_MAX]; /* the incoming link's: each message's bytes, sorted */
+    int ninport;
     struct ledger ledger;
     struct rng rng;
     pthread_cond_t cond;                     /* with c->lock */
@@ -62,31 +64,39 @@ static double clock_min(const struct device *d)
     return t;
 }
 
-/* Books the outgoing port for dur seconds from the earliest moment >= ready at which it is
- * free for that long (a send that is ready early passes one that waits for its data). A single
- * stream books in order, so for it this is first come, first served. */
-static double port_book(struct device *d, double ready, double dur)
+/* Books one of a device's ports (its n intervals in busy) for dur seconds from the earliest
+ * moment >= ready at which it is free for that long (a send that is ready early passes one
+ * that waits for its data). A single stream books in order, so for it this is first come,
+ * first served. */
+static double port_book_in(const struct device *d, struct port_busy *busy, int *n, double ready,
+                           double dur)
 {
-    if (d->nport == PORT_MAX) { /* forget what no stream can reach any more */
+    if (*n == PORT_MAX) { /* forget what no stream can reach any more */
         double floor = clock_min(d);
         int k = 0;
-        while (k < d->nport && d->port[k].t1 <= floor)
+        while (k < *n && busy[k].t1 <= floor)
             k++;
-        memmove(d->port, d->port + k, (size_t)(d->nport - k) * sizeof d->port[0]);
-        d->nport -= k;
+        memmove(busy, busy + k, (size_t)(*n - k) * sizeof busy[0]);
+        *n -= k;
     }
     int i;
-    double t = port_earliest(d->port, d->nport, ready, dur, &i);
-    if (d->nport == PORT_MAX) { /* still full: book after everything */
-        t = d->port[d->nport - 1].t1 > ready ? d->port[d->nport - 1].t1 : ready;
-        memmove(d->port, d->port + 1, (size_t)(d->nport - 1) * sizeof d->port[0]);
-        d->port[d->nport - 1] = (struct port_busy){t, t + dur};
+    double t = port_earliest(busy, *n, ready, dur, &i);
+    if (*n == PORT_MAX) { /* still full: book after everything */
+        t = busy[*n - 1].t1 > ready ? busy[*n - 1].t1 : ready;
+        memmove(busy, busy + 1, (size_t)(*n - 1) * sizeof busy[0]);
+        busy[*n - 1] = (struct port_busy){t, t + dur};
         return t;
     }
-    memmove(d->port + i + 1, d->port + i, (size_t)(d->nport - i) * sizeof d->port[0]);
-    d->port[i] = (struct port_busy){t, t + dur};
-    d->nport++;
+    memmove(busy + i + 1, busy + i, (size_t)(*n - i) * sizeof busy[0]);
+    busy[i] = (struct port_busy){t, t + dur};
+    (*n)++;
     return t;
+}
+
+/* The outgoing port: a send occupies it for α + m/β. */
+static double port_book(struct device *d, double ready, double dur)
+{
+    return port_book_in(d, d->port, &d->nport, ready, dur);
 }
 
 static int stream_of(const struct dev_tag *tag)
@@ -104,6 +114,8 @@ struct cluster {
     struct error reason;
     struct event *merged;
     size_t nmerged;
+    int at_barrier;       /* c->lock: devices waiting in dev_barrier */
+    uint64_t barrier_gen; /* c->lock: barriers passed */
 };
 
 /* ---------------------------------------------------------------- events */
@@ -211,7 +223,7 @@ void cluster_reset(struct cluster *c)
     for (int i = 0; i < c->n; i++) {
         struct device *d = &c->dev[i];
         memset(d->clock, 0, sizeof d->clock);
-        d->nport = 0;
+        d->nport = d->ninport = 0;
         d->nsent = d->seq = 0;
         memset(&d->stats, 0, sizeof d->stats);
         d->nev = 0;
@@ -295,6 +307,7 @@ int cluster_run(struct cluster *c, int (*fn)(struct device *d, void *arg, struct
 {
     c->aborted = 0;
     c->failed = false;
+    c->at_barrier = 0;
     memset(&c->reason, 0, sizeof c->reason);
     sigset_t all, old;
     sigfillset(&all);
@@ -508,12 +521,19 @@ static void deadline_at(struct timespec *ts, double seconds)
         ts->tv_sec++, ts->tv_nsec -= 1000000000L;
 }
 
+/* m/β over the link between d and peer: the time its bytes take to cross. */
+static double link_bytes_time(const struct device *d, int peer, size_t bytes)
+{
+    const struct cluster_spec *s = &d->c->cfg.spec;
+    bool same = spec_node(s, d->rank) == spec_node(s, peer);
+    return (double)bytes / (same ? s->beta_intra : s->beta_inter);
+}
+
 static double link_cost(const struct device *d, int peer, size_t bytes)
 {
     const struct cluster_spec *s = &d->c->cfg.spec;
     bool same = spec_node(s, d->rank) == spec_node(s, peer);
-    return same ? s->alpha_intra + (double)bytes / s->beta_intra
-                : s->alpha_inter + (double)bytes / s->beta_inter;
+    return (same ? s->alpha_intra : s->alpha_inter) + link_bytes_time(d, peer, bytes);
 }
 
 int dev_isend(struct device *d, int peer, const void *buf, size_t bytes, const struct dev_tag *tag,
@@ -671,6 +691,14 @@ static int recv_match(struct device *d, int peer, int key, void *buf, size_t byt
     }
     unlink_req(d, req);
     req->state = REQ_TAKEN;
+    /* β is per GPU and direction: the message's bytes cross this device's incoming link, which
+     * carries one message's bytes at a time, in the order this device takes them. A message
+     * whose bytes would overlap another's arrives after them; the sender's dev_wait sees the
+     * later arrival (only this thread books this link: deterministic). */
+    double cross = link_bytes_time(d, peer, req->bytes);
+    if (cross > 0)
+        req->t_arrival =
+            port_book_in(d, d->inport, &d->ninport, req->t_arrival - cross, cross) + cross;
     pthread_mutex_unlock(&c->lock);
 
     size_t got = req->bytes;
@@ -707,6 +735,34 @@ static int recv_match(struct device *d, int peer, int key, void *buf, size_t byt
     ev.peer = peer, ev.bytes = bytes, ev.msg = msg;
     ev.step = rtag.step, ev.chunk = rtag.chunk, ev.phase = rtag.phase;
     dev_emit(d, &ev);
+    return 0;
+}
+
+int dev_barrier(struct device *d, struct error *e)
+{
+    struct cluster *c = d->c;
+    struct timespec ts;
+    deadline_at(&ts, c->cfg.deadline_s);
+    pthread_mutex_lock(&c->lock);
+    uint64_t gen = c->barrier_gen;
+    if (++c->at_barrier == c->n) {
+        c->at_barrier = 0;
+        c->barrier_gen++;
+        for (int i = 0; i < c->n; i++)
+            pthread_cond_broadcast(&c->dev[i].cond);
+    }
+    while (c->barrier_gen == gen) {
+        if (c->aborted) {
+            pthread_mutex_unlock(&c->lock);
+            return aborted_error(d, e);
+        }
+        if (pthread_cond_timedwait(&d->cond, &c->lock, &ts) == ETIMEDOUT && c->barrier_gen == gen) {
+            pthread_mutex_unlock(&c->lock);
+            return dev_fail(d, e, "waited %.0f s for the other GPUs at a barrier: deadline passed",
+                            c->cfg.deadline_s);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
     return 0;
 }
 

@@ -10,15 +10,21 @@
  * they have been taken: until then the sender must not write that buffer. Messages between
  * two devices are matched in the order they were sent.
  *
- * Simulated time (Hockney's model, as comm/cost.h): each device has one outgoing port and a
- * clock per stream (like CUDA streams or NCCL channels: the two trees of a double binary tree
- * run on two streams and do not wait for each other). A send of m bytes on a stream becomes
- * ready at that stream's clock, occupies the port for α + m/β from the earliest moment the
- * port is free that long, and arrives when it ends; α and β are the spec's intra-node or
- * inter-node ones (GPU g is on node g / gpus_per_node). A receive sets its stream's clock to
- * the later of its own and the arrival; dev_wait does the same for the sender (the buffer is
- * free again). Compute joins the streams (dev_join) and advances them by FLOPs / peak.
- * With one stream this is: each send starts when the device is ready and its previous send
+ * Simulated time (Hockney's model, as comm/cost.h): each device has one outgoing port, one
+ * incoming link and a clock per stream (like CUDA streams or NCCL channels: the two trees of a
+ * double binary tree run on two streams and do not wait for each other). A send of m bytes on
+ * a stream becomes ready at that stream's clock, occupies the port for α + m/β from the
+ * earliest moment the port is free that long, and arrives when it ends; α and β are the
+ * spec's intra-node or inter-node ones (GPU g is on node g / gpus_per_node). β is per GPU and
+ * direction, so the receiver's incoming link carries one message's m bytes (m/β, the end of
+ * the message's α + m/β) at a time: a message whose bytes would overlap those of one the
+ * receiver took before arrives after them (the receiver books its link in the order it takes
+ * its messages, so this too depends only on the program). A receive sets its stream's clock
+ * to the later of its own and the arrival; dev_wait does the same for the sender (the buffer
+ * is free again). A send's EV_SEND spans its time on the sender's port (its t_end is the
+ * arrival a free incoming link would give); its EV_RECV's t_end is the arrival it got
+ * (event_send_arrivals pairs them). Compute joins the streams (dev_join) and advances them by FLOPs
+ * / peak. With one stream this is: each send starts when the device is ready and its previous send
  * has left. Simulated times depend only on the program, never on the host.
  *
  * Stopping: every wait has a deadline (host seconds) and watches the cluster-wide abort flag.
@@ -175,6 +181,11 @@ int dev_recv_key(struct device *d, int peer, int key, void *buf, size_t bytes,
 int dev_sendrecv(struct device *d, int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
                  size_t rbytes, const struct dev_tag *tag, dev_combine_fn combine, void *ctx,
                  struct error *e);
+
+/* Waits until every device of the cluster has called it: host threads meeting, for timing
+ * on the host (every GPU starts a timed collective together); the simulated clocks are left
+ * alone. 0, or ERR_RUN (aborted, or the deadline passed). */
+int dev_barrier(struct device *d, struct error *e);
 
 /* Records an event for this device (device, seq filled in; t is the caller's, usually
  * dev_now). For engines above sim (training steps, non-finite values). */

@@ -1,4 +1,5 @@
-/* Event type names and the deterministic order of a run's events (sim/event.h). */
+/* Event type names, the deterministic order of a run's events, and each send's arrival
+ * (sim/event.h). */
 #include "config.h"
 #include "sim/event.h"
 
@@ -28,4 +29,39 @@ void event_sort(struct event *ev, size_t n)
 {
     if (n > 1)
         qsort(ev, n, sizeof *ev, cmp);
+}
+
+struct keyed {
+    uint64_t msg;
+    size_t i;
+};
+
+static int by_msg(const void *pa, const void *pb)
+{
+    const struct keyed *a = pa, *b = pb;
+    return a->msg < b->msg ? -1 : a->msg > b->msg;
+}
+
+int event_send_arrivals(const struct event *ev, size_t n, double *out)
+{
+    struct keyed *recv = malloc((n ? n : 1) * sizeof *recv);
+    if (!recv)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = ev[i].t_end;
+        if (ev[i].type == EV_RECV)
+            recv[k++] = (struct keyed){ev[i].msg, i};
+    }
+    qsort(recv, k, sizeof *recv, by_msg);
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].type != EV_SEND)
+            continue;
+        struct keyed key = {ev[i].msg, 0};
+        const struct keyed *r = bsearch(&key, recv, k, sizeof *recv, by_msg);
+        if (r)
+            out[i] = ev[r->i].t_end;
+    }
+    free(recv);
+    return 0;
 }

@@ -15,7 +15,9 @@
 enum event_type {
     EV_COMPUTE_BEGIN, /* name, layer, micro, flops; t_end the planned end */
     EV_COMPUTE_END,   /* name, layer, micro */
-    EV_SEND,          /* peer, bytes, chunk, step, phase, msg; t the start, t_end the arrival */
+    EV_SEND,          /* peer, bytes, chunk, step, phase, msg; t the start, t_end the end of its
+                         time on the sender's port (the arrival when the receiver's incoming
+                         link is free: its EV_RECV has the arrival it got) */
     EV_RECV,          /* peer, bytes, chunk, step, phase, msg; t_end the arrival, t the
                          receiver's clock after it (the later of its own and the arrival) */
     EV_MEMORY,        /* category, delta, current (the device's total), peak, capacity,
@@ -60,5 +62,9 @@ const char *event_type_name(enum event_type t);
 
 /* Sorts by (t, device, seq). */
 void event_sort(struct event *ev, size_t n);
+
+/* For each event ev[i] of n, in out[i]: for a send, the arrival its receive got (its EV_RECV's
+ * t_end, matched by msg), else its own t_end. 0, or -1 when out of memory. */
+int event_send_arrivals(const struct event *ev, size_t n, double *out);
 
 #endif

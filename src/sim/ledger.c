@@ -3,8 +3,10 @@
 #include "config.h"
 #include "sim/ledger.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/error.h"
 #include "base/units.h"
@@ -14,8 +16,22 @@ struct header {
     uint64_t bytes;
     int cat;
     uint32_t magic;
-    char pad[48];
+    uint64_t mapped; /* the length of its own mapping, or 0: from malloc */
+    char pad[40];
 };
+
+/* From this size on a buffer is a mapping of its own, which the kernel fills with zero pages
+ * in one call (MADV_POPULATE_WRITE, Linux 5.14) instead of one page fault per 4 KiB page as a
+ * memset meets them: on the development hosts (virtual machines) that is half the cost, about
+ * 0.6 s per GiB instead of 1.2. Huge pages (MADV_HUGEPAGE) would be cheaper still when the
+ * kernel has them free, but where it must compact memory first (transparent_hugepage/defrag
+ * "madvise") the same GiB took from 0.2 to 20 s: not used. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MAP_MIN SIZE_MAX /* AddressSanitizer guards what malloc gives, not a mapping */
+#else
+#define MAP_MIN ((size_t)2 << 20)
+#endif
+_Static_assert(sizeof(struct header) == 64, "a header is one cache line");
 
 #define LEDGER_MAGIC 0x5ca1ab1eu
 
@@ -105,6 +121,25 @@ int ledger_move(struct ledger *l, enum ledger_cat from, enum ledger_cat to, uint
     return 0;
 }
 
+/* bytes of zeroed memory, every page in place, as a mapping of its own; NULL when the host has
+ * none. */
+static void *map_touched(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0)
+        return p;
+    if (errno != EINVAL) { /* no memory behind it: refused here rather than killed later */
+        munmap(p, bytes);
+        return NULL;
+    }
+#endif
+    memset(p, 0, bytes); /* an older kernel: touched once, here */
+    return p;
+}
+
 void *ledger_alloc(struct ledger *l, enum ledger_cat cat, size_t bytes, struct error *e)
 {
     if (cat >= MEM_CAT_COUNT) {
@@ -116,14 +151,22 @@ void *ledger_alloc(struct ledger *l, enum ledger_cat cat, size_t bytes, struct e
         return NULL;
     }
     void *p = NULL;
-    if (bytes > SIZE_MAX - sizeof(struct header) ||
-        posix_memalign(&p, 64, sizeof(struct header) + bytes) != 0) {
+    size_t total = sizeof(struct header) + bytes, mapped = 0;
+    if (bytes > SIZE_MAX - sizeof(struct header))
+        p = NULL;
+    else if (bytes >= MAP_MIN)
+        p = map_touched(total), mapped = total;
+    else if (posix_memalign(&p, 64, total) == 0)
+        memset(p, 0, total); /* touched once, here */
+    else
+        p = NULL;
+    if (!p) {
         error_set(e, ERR_NOMEM, "GPU %d: the host has no memory for %zu bytes of %s", l->device,
                   bytes, names[cat]);
         return NULL;
     }
     struct header *h = p;
-    memset(h, 0, sizeof *h + bytes); /* touched once, here */
+    h->mapped = mapped;
     h->bytes = bytes;
     h->cat = cat;
     h->magic = LEDGER_MAGIC;
@@ -140,5 +183,8 @@ void ledger_free(struct ledger *l, void *p)
         abort(); /* not from ledger_alloc: a bug, not bad input */
     h->magic = 0;
     sub(l, (enum ledger_cat)h->cat, h->bytes);
-    free(h);
+    if (h->mapped)
+        munmap(h, h->mapped);
+    else
+        free(h);
 }

@@ -17,11 +17,12 @@
  * are its 2^k blocks. In monochrome the counts and the arrows carry the picture; in ASCII
  * the arrows are > < v ^.
  *
- * Every step comes from a real run (comm/trial.h) of N x 256 fp32 elements on the chosen
- * cluster preset, checked against its reference: its send events are the animation. The link
- * bandwidths of that run are scaled by (its bytes / the chosen size), so its simulated times
- * and its pipeline chunks are those of the chosen size: the same numbers as
- * "scalelab collective --size SIZE --steps".
+ * Every step comes from a real run (comm/trial.h) on the chosen cluster preset, checked against
+ * its reference: its send events are the animation. Up to REAL_MAX the run is of the chosen
+ * size itself; above it, of N x 256 fp32 elements, whose link bandwidths are scaled by (its
+ * bytes / the chosen size), so that its simulated times and its pipeline chunks are those of
+ * the chosen size: the same numbers as "scalelab collective --size SIZE --steps". The legend
+ * under the picture says which: the size that ran for real, and what it is timed as.
  *
  * At 64 GPUs that run takes longer than a frame (64 threads on the host's cores), and the
  * plot's curves and crossover hundreds of replays of the cost model: a key never waits for
@@ -65,7 +66,8 @@
 #define MAX_CHUNKS   128 /* a double binary tree: two trees of up to 64 chunks */
 #define MAX_CLUSTERS 8
 #define ROWS_FULL    16
-#define STEPS_PER_S  2.0   /* animation speed at 1x */
+#define STEPS_PER_S  2.0       /* animation speed at 1x */
+#define REAL_MAX     (1 << 20) /* the largest size run for real (bytes); above, a scaled run */
 #define QUICK_S      0.015 /* a run made this quickly shows in the frame of the key that asked */
 #define PLOT_GRID    256   /* the sizes the plot's curves are computed at */
 #define PLOT_LO      1024.0
@@ -100,7 +102,7 @@ struct coll_run {
     struct hop *hops;
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
-    bool verified;
+    bool verified, scaled;
     double crossover, tr[PLOT_GRID], tt[PLOT_GRID];
 };
 
@@ -116,7 +118,7 @@ struct coll_panel {
     struct hop *hops;
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
-    bool verified;
+    bool verified, scaled; /* scaled: real_bytes ran, timed as the size chosen */
     struct cost_result ring, tree, dbtree, rhd;
     bool times_due; /* those four, not computed yet for the settings */
     /* the plot's curves and the crossover, for curves_gpus GPUs of cluster curves_cluster */
@@ -230,6 +232,14 @@ static double grid_size(int j)
     return PLOT_LO * pow(PLOT_HI / PLOT_LO, (double)j / (PLOT_GRID - 1));
 }
 
+/* The fp32 elements that run for real for settings s: the size itself when small, else
+ * N x 256 with the links scaled to take as long (*scaled). */
+static size_t real_count(const struct settings *s, bool *scaled)
+{
+    *scaled = !(s->size <= REAL_MAX && fmod(s->size, 4) == 0 && s->size >= 4);
+    return *scaled ? (size_t)s->gpus * 256 : (size_t)(s->size / 4);
+}
+
 /* The job: runs the collective for w's settings and keeps its send events as hops; the
  * curves and the crossover too when asked. Touches nothing but w. */
 static void run_collective(void *arg)
@@ -253,7 +263,7 @@ static void run_collective(void *arg)
     a.op = COST_ALLREDUCE;
     a.algo = p->s.algo;
     a.gpus = p->s.gpus;
-    a.count = (size_t)p->s.gpus * 256;
+    a.count = real_count(&p->s, &p->scaled);
     a.dtype = FP_FP32;
     a.spec = p->spec;
     a.record_events = true;
@@ -294,6 +304,11 @@ static void run_collective(void *arg)
     double block = p->real_bytes / np;
     size_t cap = n * (p->s.algo == COST_RHD ? (size_t)np : 1) + 1;
     p->hops = calloc(cap, sizeof *p->hops);
+    double *arrival = malloc((n ? n : 1) * sizeof *arrival);
+    if (!arrival || event_send_arrivals(ev, n, arrival) < 0) {
+        free(p->hops);
+        p->hops = NULL;
+    }
     for (size_t i = 0; i < n && p->hops; i++) {
         if (ev[i].type != EV_SEND || ev[i].chunk < 0)
             continue;
@@ -315,7 +330,7 @@ static void run_collective(void *arg)
             h->reduce =
                 !strcmp(ph, "reduce-scatter") || !strcmp(ph, "reduce") || !strcmp(ph, "fold-in");
             h->bytes = (double)ev[i].bytes / count;
-            h->t_end = ev[i].t_end;
+            h->t_end = arrival[i]; /* when its receiver's link let its bytes in */
             if (h->step + 1 > p->nsteps)
                 p->nsteps = h->step + 1;
             if (h->chunk + 1 > p->nchunks)
@@ -326,6 +341,7 @@ static void run_collective(void *arg)
         p->nchunks = p->s.gpus;
     else if (p->s.algo == COST_RHD)
         p->nchunks = np < MAX_CHUNKS ? np : MAX_CHUNKS;
+    free(arrival);
     if (p->s.algo != COST_RING)
         stage_steps(p);
     trial_fini(&t);
@@ -389,7 +405,7 @@ static bool take(struct coll_panel *p, double wait_s)
         p->nhops = w->nhops, p->nsteps = w->nsteps, p->nchunks = w->nchunks;
         p->real_bytes = w->real_bytes, p->sim_time = w->sim_time;
         p->max_rel_error = w->max_rel_error, p->tolerance = w->tolerance;
-        p->verified = w->verified;
+        p->verified = w->verified, p->scaled = w->scaled;
         if (p->step > p->nsteps)
             p->step = p->nsteps;
         if (p->step_wanted && p->step < p->nsteps) {
@@ -417,6 +433,7 @@ static void compute(struct coll_panel *p)
     p->err[0] = 0;
     p->step_wanted = false;
     p->times_due = true;
+    p->real_bytes = 4.0 * (double)real_count(&p->s, &p->scaled); /* said while it runs */
     replay(p);
     ask(p);
 }
@@ -1049,17 +1066,37 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
                     : p->verified ? "verified"
                                   : "NOT verified");
         double alg = cost_algbw(p->s.size, algo_time(p));
-        canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9,
-                      alg * cost_busbw_factor(COST_ALLREDUCE, n) / 1e9);
+        x = canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9,
+                          alg * cost_busbw_factor(COST_ALLREDUCE, n) / 1e9);
+        if (p->scaled) { /* what ran for real, the times being the named size's */
+            units_format_bytes(b1, sizeof b1, p->real_bytes, UNITS_BINARY);
+            canvas_printf(c, y, x, ROLE_DIM, "; ran %s", b1);
+        }
         return;
     }
-    canvas_printf(c, y++, 0, ROLE_DIM,
-                  narrow ? "chunk: sums held (# = all %d); %s"
-                         : "chunk: contributions held (# = all %d); %s",
-                  n,
-                  !p->have      ? "the run is being made"
-                  : p->verified ? (narrow ? "verified" : "the run is verified")
-                                : "NOT verified");
+    /* what ran for real, and what its times are scaled to: the longest form that fits */
+    char ran[4][160], b3[32];
+    const char *ver = !p->have ? "running" : p->verified ? "verified" : "NOT verified";
+    units_format_bytes(b1, sizeof b1, p->real_bytes, UNITS_BINARY);
+    units_format_bytes(b3, sizeof b3, p->s.size, UNITS_BINARY);
+    if (p->scaled) {
+        snprintf(ran[0], sizeof ran[0],
+                 "chunk: contributions held (# = all %d); ran %s for real (%s), timed as %s", n, b1,
+                 ver, b3);
+        snprintf(ran[1], sizeof ran[1], "# = all %d summed; ran %s (%s), timed as %s", n, b1, ver,
+                 b3);
+        snprintf(ran[2], sizeof ran[2], "#: all %d; ran %s, timed as %s", n, b1, b3);
+    } else {
+        snprintf(ran[0], sizeof ran[0],
+                 "chunk: contributions held (# = all %d); a real run of %s, %s", n, b1, ver);
+        snprintf(ran[1], sizeof ran[1], "# = all %d summed; a real run of %s, %s", n, b1, ver);
+        snprintf(ran[2], sizeof ran[2], "#: all %d; ran %s, %s", n, b1, ver);
+    }
+    snprintf(ran[3], sizeof ran[3], "#: all %d summed", n);
+    int k = 0;
+    while (k < 3 && layout_text_width(ran[k]) > c->r.w)
+        k++;
+    canvas_text(c, y++, 0, !p->have ? ROLE_WARN : p->verified ? ROLE_DIM : ROLE_ERROR, ran[k]);
     units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
     units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
     int x = canvas_printf(c, y, 0, ROLE_TEXT,
@@ -1206,10 +1243,11 @@ static const struct panel_key keys[] = {
 const struct panel_ops panel_collective = {
     .name = "collective",
     .title = "Collectives, step by step",
-    .about = "A real all-reduce among N device threads, step by step: each GPU's chunks and how "
-             "many GPUs' contributions they hold, reduce-scatter then all-gather; the bytes each "
-             "GPU sent against 2(N-1)/N x size; and the α-β time of ring and tree against the "
-             "size.",
+    .about = "A real all-reduce among N device threads, step by step (up to 1 MiB of the size "
+             "named; above, N x 1 KiB timed as that size, which the legend says): each GPU's "
+             "chunks and how many GPUs' contributions they hold, reduce-scatter then all-gather; "
+             "the bytes each GPU sent against 2(N-1)/N x size; and the α-β time of ring and tree "
+             "against the size.",
     .init = coll_init,
     .fini = coll_fini,
     .on_key = coll_on_key,

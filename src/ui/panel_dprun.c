@@ -134,9 +134,9 @@ static void figures(const struct dprun *p, const struct model_shape *m, int zero
     c.no_prefetch = false;
     struct cluster_spec cl = p->pace.spec;
     cl.nodes = (p->s.gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
-    out->ok =
-        activ_parse_policy(ckpt, &c.ckpt, &e) == 0 && memory_compute(&c, &out->m, &e) == 0 &&
-        traffic_compute(&c, &cl, out->m.params_gpu, out->m.stage_layers, 0, 0, &out->t, &e) == 0;
+    out->ok = activ_parse_policy(ckpt, &c.ckpt, &e) == 0 && memory_compute(&c, &out->m, &e) == 0 &&
+              traffic_compute(&c, &cl, out->m.stage, out->m.params_gpu, out->m.stage_layers, 0, 0,
+                              &out->t, &e) == 0;
 }
 
 static void predict(struct dprun *p)

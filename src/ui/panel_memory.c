@@ -86,8 +86,8 @@ static void compute(void *state)
                                   .ckpt = s->ckpt,
                                   .capacity = s->capacity};
         if (memory_compute(&c, &l->mem[z], &e) < 0 ||
-            traffic_compute(&c, &cl, l->mem[z].params_gpu, l->mem[z].stage_layers, 0, 0,
-                            &l->comm[z], &e) < 0) {
+            traffic_compute(&c, &cl, l->mem[z].stage, l->mem[z].params_gpu, l->mem[z].stage_layers,
+                            0, 0, &l->comm[z], &e) < 0) {
             l->ok = false;
             snprintf(l->err, sizeof l->err, "%s", e.msg);
         }
@@ -354,7 +354,7 @@ static void lab_draw(const void *state, struct ui_canvas *c)
                       r->states.weights / uf, r->states.gradients / uf, r->states.master / uf,
                       r->states.optimizer / uf, r->activations / uf, r->comm / uf, unit);
     }
-    char line[2][320];
+    char line[2][512];
     units_format_bytes(b2, sizeof b2, l->comm[l->s.zero].bytes, UNITS_BINARY);
     char f[sizeof l->comm[0].dp.formula], ratio[32] = "";
     comm_formula(f, sizeof f, l->comm[l->s.zero].dp.formula);

@@ -21,9 +21,13 @@
  * stage's first GPU, one row per stage, forwards labelled 0-7 and backwards a-h by
  * micro-batch, the interleaved schedule's second chunk A-H and i-p, idle time as dots) to the
  * scale of simulated time, or (f) the same operations retimed with free sends; the bubble
- * measured on the executed timeline beside the calculator's formulas, and why they differ (a
- * tiny model's operation computes for a fraction of a microsecond, each send pays the link's
- * latency); the micro-batches each stage held at once beside the schedule's; the bytes each
+ * measured on the executed timeline beside the calculator's formulas for the schedule that
+ * ran ((p-1)/m and (p-1)/(m+p-1), or the interleaved (p-1)/(vm) and (p-1)/(vm+p-1)), and why
+ * they differ, each cause in points of the ideal time, adding up to the gap: the sends'
+ * latency (what the retiming with free sends takes away: a tiny model's operation computes
+ * for a fraction of a microsecond, each send pays the link's α) and the stages' unequal
+ * operations (the first stage's embedding, the last's head and loss); the micro-batches each
+ * stage held at once beside the schedule's; the bytes each
  * stage's GPUs sent in the step (pipeline, tensor-parallel, data-parallel) beside the
  * calculator's.
  *
@@ -142,9 +146,8 @@ static void predict(struct pprun *p)
     p->scale = 0;
     for (int st = 0; p->pred_ok && st < p->s.pp; st++)
         p->pred_ok = memory_compute_stage(&c, st, &p->stage_m[st], &e) == 0 &&
-                     traffic_compute_stage(&c, &p->pace.spec, p->s.pp > 1 || p->s.tp > 1 ? st : -1,
-                                           p->stage_m[st].params_gpu, p->stage_m[st].stage_layers,
-                                           0, 0, &p->stage_t[st], &e) == 0;
+                     traffic_compute(&c, &p->pace.spec, st, p->stage_m[st].params_gpu,
+                                     p->stage_m[st].stage_layers, 0, 0, &p->stage_t[st], &e) == 0;
     for (int k = 0; p->pred_ok && k < 3; k++) {
         if (k) /* the run's schedule, then the other two of one chunk */
             c.schedule = k == 1 ? SCHED_GPIPE : SCHED_1F1B, c.chunks = 1;
@@ -734,6 +737,38 @@ static enum gantt_scale draw_gantt(const struct pprun *p, struct ui_canvas *c, i
     return sc;
 }
 
+/* x in percent, rounded to the 0.1 point the panel shows. */
+static double shown_pct(double x)
+{
+    return round(1000 * x) / 10;
+}
+
+/* Why the measured bubble (over the ideal time) is not the formula's fi, in up to three forms,
+ * longest first (those that fit w), each part as the panel shows it: the retiming with free
+ * sends takes the sends' latency away, and what is left is the stages' unequal operations (the
+ * first holds the embedding, the last the head and the loss). The parts add up to the gap. */
+static void bubble_why(const struct pprun *p, double fi, char line[3][160])
+{
+    char b1[32], b2[32];
+    line[0][0] = line[1][0] = line[2][0] = '\0';
+    if (!p->free_ok)
+        return;
+    double meas = shown_pct(p->bub.over_ideal), freed = shown_pct(p->bub_free.over_ideal);
+    double calc = shown_pct(fi), lat = meas - freed, uneq = freed - calc;
+    double alpha =
+        p->gpus <= p->pace.spec.gpus_per_node ? p->pace.spec.alpha_intra : p->pace.spec.alpha_inter;
+    units_format_seconds(b1, sizeof b1, alpha);
+    units_format_seconds(b2, sizeof b2, p->fwd_s);
+    snprintf(line[0], sizeof line[0],
+             "why %+.1f%%: sends' latency %+.1f%% (%s a send, a forward %s), unequal stages "
+             "%+.1f%% (the ends)",
+             lat + uneq, lat, b1, b2, uneq);
+    snprintf(line[1], sizeof line[1], "why %+.1f%%: latency %+.1f%% (%s/send), ends %+.1f%%",
+             lat + uneq, lat, b1, uneq);
+    snprintf(line[2], sizeof line[2], "why %+.1f%%: latency %+.1f%%, ends %+.1f%%", lat + uneq, lat,
+             uneq);
+}
+
 static void pprun_draw(const void *state, struct ui_canvas *c)
 {
     const struct pprun *p = state;
@@ -849,29 +884,39 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
         y++;
     }
 
-    /* the bubble: measured on the last step, and the calculator's formulas */
-    double fi = sched_bubble_over_ideal(pp, p->s.m, 1), fw = sched_bubble_over_wall(pp, p->s.m, 1);
+    /* the bubble: measured on the last step, and the calculator's formulas for the schedule
+     * that ran: (p-1)/m over the ideal time and (p-1)/(m+p-1) over the wall, or the
+     * interleaved schedule's (p-1)/(vm) and (p-1)/(vm+p-1) */
+    int chunks = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1;
+    double fi = sched_bubble_over_ideal(pp, p->s.m, chunks);
+    double fw = sched_bubble_over_wall(pp, p->s.m, chunks);
     if (have)
-        canvas_printf(c, y, 0, ROLE_TEXT, "bubble measured %.*f%% ideal, %.1f%% wall",
-                      p->bub.over_ideal < 10 ? 1 : 0, 100 * p->bub.over_ideal,
-                      100 * p->bub.over_wall);
+        canvas_printf(c, y, 0, ROLE_TEXT, "bubble measured %.1f%% ideal, %.1f%% wall",
+                      100 * p->bub.over_ideal, 100 * p->bub.over_wall);
     else
         canvas_text(c, y, 0, ROLE_DIM, "bubble measured: after a step");
     y++;
-    canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/m %.1f%%, (p-1)/(m+p-1) %.1f%%", 100 * fi,
-                  100 * fw);
+    if (chunks > 1)
+        canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/(vm) %.1f%%, (p-1)/(vm+p-1) %.1f%%",
+                      100 * fi, 100 * fw);
+    else
+        canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/m %.1f%%, (p-1)/(m+p-1) %.1f%%", 100 * fi,
+                      100 * fw);
     if (show_free)
         canvas_printf(c, y++, 0, ROLE_DIM, "sends free: %.1f%% ideal, %.1f%% wall",
                       100 * p->bub_free.over_ideal, 100 * p->bub_free.over_wall);
     if (show_why) {
-        /* why the measured bubble is larger: the links' latency against the compute */
-        double alpha = p->gpus <= p->pace.spec.gpus_per_node ? p->pace.spec.alpha_intra
-                                                             : p->pace.spec.alpha_inter;
-        units_format_seconds(b1, sizeof b1, p->fwd_s);
-        units_format_seconds(b2, sizeof b2, alpha);
-        x = canvas_printf(c, y, 0, ROLE_DIM, "why: forward %s, send latency %s", b1, b2);
-        if (x + 31 <= W)
-            canvas_text(c, y, x, ROLE_DIM, ": the stages wait on the links");
+        /* why the measured bubble is not the formula's, in the figures shown above (each
+         * rounded to 0.1 point, so the parts add up to the gap): the sends' latency is what
+         * the retiming with free sends takes away; what is left is the stages' unequal
+         * operations (the ends' embedding, head and loss; their tensor-parallel sums) */
+        char line[3][160];
+        bubble_why(p, fi, line);
+        for (int k = 0; k < 3; k++)
+            if (line[k][0] && layout_text_width(line[k]) <= W) {
+                canvas_text(c, y, 0, ROLE_DIM, line[k]);
+                break;
+            }
         y++;
     }
     /* micro-batches held at once, as train counts them: (micro-batch, chunk) pairs over the

@@ -15,6 +15,25 @@ check_json "d['steps'] == 6" "2(N-1) steps"
 check_json "abs(d['predicted_time_s'] - (6*2e-6 + 1.5*4194304/450e9)) < 1e-12" "predicted time is the α-β formula"
 check_json "abs(d['algbw_GBps'] - 4194304/d['simulated_time_s']/1e9) < 1e-6*d['algbw_GBps'] and abs(d['busbw_GBps'] - d['algbw_GBps']*1.5) < 1e-6*d['busbw_GBps']" "algbw and busbw as nccl-tests defines them"
 
+# The run around the collective: its parts' wall times and the host's peak memory beside the
+# buffers. The GPUs fill and check their own buffers; nothing in proportion to the buffers is
+# kept besides them (memory at most 1.2x theirs, as the help promises; sanitizer builds add
+# their shadow memory and are not held to it).
+run collective --gpus 8 --size 32MiB --json
+check_json "d['verified'] and d['setup_wall_time_s'] > 0 and d['check_wall_time_s'] > 0 and d['run_wall_time_s'] >= d['setup_wall_time_s'] + d['wall_time_s'] + d['check_wall_time_s']" "the run's parts: setup, collective, check"
+check_json "d['buffer_bytes'] == 8 * 32 * 2**20 and d['host_peak_bytes'] >= d['buffer_bytes']" "the buffers and the host's peak memory"
+if $sanitized; then
+    ok "# SKIP the memory bound under a sanitizer"
+else
+    check_json "d['host_peak_bytes'] <= 1.2 * d['buffer_bytes']" "host memory at most 1.2x the buffers"
+fi
+check_eq "$err" "" "no progress line when standard error is no terminal"
+run collective --gpus 4 --size 1MiB --op reduce-scatter --json --progress
+check_json "d['verified']" "--progress leaves the JSON whole"
+for part in "allocating the buffers" "filling the buffers" "the collective" "checking the result"; do
+    check_contains "$err" "scalelab: collective: $part" "--progress: a line as '$part' begins"
+done
+
 # uneven counts: 7 GPUs, 1001 elements: the total is still exact, shares within one element
 run collective --gpus 7 --size 4004 --json
 check_status 0 "7 GPUs, 1001 elements"
@@ -41,6 +60,18 @@ check_contains "$out" "step 3 (all-gather)" "--steps shows the all-gather steps"
 run collective --gpus 4 --size 64KiB --nodes 2 --json
 check_json "d['gpus_per_node'] == 2 and d['verified']" "--nodes 2 splits 4 GPUs into 2 per node"
 check_json "abs(d['predicted_time_s'] - (6*5e-6 + 1.5*65536/50e9)) < 1e-12" "across nodes the inter-node link sets the pace"
+# a tree's steps are the moments its messages arrive: --steps prints as many as --json counts
+# (and lesson 3's panel shows); its algorithm's rounds, where --fail stops a GPU, apart
+run collective --gpus 8 --size 64KiB --algo tree --json
+tree_steps=$(printf '%s' "$out" | python3 -c "import json, sys; d = json.load(sys.stdin); print(d['steps'], d['rounds'])")
+run collective --gpus 8 --size 64KiB --algo tree --steps
+check_eq "$(printf '%s\n' "$out" | grep -c '^step [0-9]* (') ${tree_steps#* }" "${tree_steps% *} ${tree_steps#* }" \
+    "the tree: --steps prints the steps --json counts"
+# the text names the GPUs per node --json gives (the preset's, not the ones in use)
+run collective --gpus 4 --size 1MiB --json
+per=$(printf '%s' "$out" | python3 -c "import json, sys; print(json.load(sys.stdin)['gpus_per_node'])")
+run collective --gpus 4 --size 1MiB
+check_contains "$out" "$per GPUs per node, 1 node" "text and JSON: the same GPUs per node"
 
 run collective --gpus 16 --size 1MiB --fail 7@3
 check_status 1 "--fail ends the run"

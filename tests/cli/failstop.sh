@@ -6,9 +6,9 @@
 # would fire, so a missing abort path shows as a failure here rather than as a slow pass.
 . "$srcdir/tests/lib.sh"
 
-steps_of() { # ARGS...: the step count of a run that does not fail
+steps_of() { # ARGS...: the algorithm's rounds of a run that does not fail (--fail's steps)
     run collective "$@" --json
-    printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["steps"])'
+    printf '%s' "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rounds"])'
 }
 
 for spec in "allreduce ring 2" "allreduce ring 5" "allreduce tree 5" "allreduce dbtree 8" \

@@ -15,7 +15,7 @@ wait_for "step 0 of 14" "2(N-1) = 14 steps"
 wait_for "╭ GPU 0 ─╮" "each GPU is a box on the ring"
 wait_for "╭ GPU 7 ─╮" "all 8 of them"
 wait_for "│11111111│" "at first each chunk holds one contribution"
-wait_for "the run is verified" "the real run behind the animation is verified"
+wait_for "(verified), timed as 64.00 MiB" "the real run behind the animation is verified, and the legend says it is timed as the size named"
 
 # One step: GPU r received chunk r-2 from GPU r-1 and added it: that chunk holds 2.
 keys n
@@ -84,10 +84,18 @@ keys Left Left
 wait_for "ring all-reduce, 2 GPUs" "2 GPUs"
 wait_screen "+ GPU 0 +" # the frame may still be on its way to the terminal
 check_contains "$(printf '%s\n' "$screen" | grep -F '+ GPU 0 +')" "tt" "a small ring leaves room for the plot beside it"
+# crossover N: the α-β model's ring/tree crossover for N GPUs of the preset (collective --sweep's,
+# the one the panel marks), written as the panel writes a size
+crossover() {
+    "$SCALELAB" collective --gpus "$1" --sweep --json | python3 -c "
+import json, sys
+b = json.load(sys.stdin)['crossover_model_bytes']
+print('%.2f MiB' % (b / 2**20) if b >= 2**20 else '%.2f KiB' % (b / 2**10))"
+}
 keys l l l l l l l l l l l l l l
 wait_for "ring all-reduce, 16 GPUs" "16 GPUs"
 wait_for "GPU 15 1 1 1" "16 GPUs: a ring of boxes leaves the plot no room here, so a row each"
-wait_for "| crossover 3.40 MiB  ^ this size" "and the ring/tree plot keeps its place, the crossover marked"
+wait_for "| crossover $(crossover 16)  ^ this size" "and the ring/tree plot keeps its place, the crossover marked"
 keys l
 wait_for "ring all-reduce, 17 GPUs" "17 GPUs"
 wait_for "... GPUs 14 to 15 ..." "more than 16: rows, the middle ones summarised"
@@ -101,22 +109,32 @@ start -x 80 -y 24 -- --lesson 3 --step 8
 wait_for "step 8 of" "lesson 3 step 8 at 80x24"
 wait_for "GPU 7  11111111" "8 GPUs, a row each"
 wait_for "algbw 94.7, busbw 165.6 GB/s" "algbw and busbw, as nccl-tests reports them"
-wait_for "ring 44.3 us, tree 71.5 us: ring wins" "the α-β verdict, not cut"
-wait_for "dbtree 52 us, rhd 28.3 us  verified" "dbtree and rhd from the same model, the run verified"
-wait_for "r ring t tree │843.75 KiB ^ size" "the plot's legend: the crossover and this size"
+# the times are collective's, as the panel writes them (3 significant digits)
+us() {
+    "$SCALELAB" collective --gpus 8 --size 4MiB --algo "$1" --json |
+        python3 -c "import json, sys; print('%.3g us' % (json.load(sys.stdin)['predicted_time_s'] * 1e6))"
+}
+wait_for "ring $(us ring), tree $(us tree): ring wins" "the α-β verdict, not cut"
+wait_for "dbtree $(us dbtree), rhd $(us rhd)" "dbtree and rhd from the same model"
+wait_for "r ring t tree │$(crossover 8) ^ size" "the plot's legend: the crossover and this size"
 keys Right
 wait_for "ring, 9 GPUs" "l: 9 GPUs"
 keys l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l
 wait_for "GPUs stay 64, the most (2 to 64)" "at 64 GPUs l stays, and the status line says why"
 quit
 
-# The tree, drawn as a tree, one panel step per stage of its pipeline: 3P + 5 = 8 at P = 1.
+# The tree, drawn as a tree, one panel step per moment its messages arrive: as many as
+# collective reports. At P = 1 the reduce reaches the root after 5 of them: each level of two
+# children takes two (its parent's one incoming link takes one chunk after the other), the
+# root's single child one.
+tree_steps=$("$SCALELAB" collective --gpus 8 --size 64KiB --algo tree --json |
+    python3 -c "import json, sys; print(json.load(sys.stdin)['steps'])")
 start -x 120 -y 40 -- --lesson 3 --step 6
-wait_for "step 0 of 8" "the 8-GPU tree at 64 KiB: 8 stages"
+wait_for "step 0 of $tree_steps" "the 8-GPU tree at 64 KiB: the steps collective reports"
 wait_for "3/" "GPU 3 is a left child: '/' points up to its parent"
 wait_for "\\5" "GPU 5 a right child"
-keys n n n
-wait_for "step 3 of 8: reduce" "three steps: the reduce has reached the root"
+keys n n n n n
+wait_for "step 5 of $tree_steps: reduce" "five steps: the reduce has reached the root"
 wait_for "GPU 7  #" "GPU 7, the root, holds the whole sum"
 keys ']' t
 wait_for "dbtree all-reduce, 8 GPUs" "step 7: t goes to the double binary tree"

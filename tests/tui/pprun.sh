@@ -59,7 +59,20 @@ wait_for "held: 2 1 (schedule 2 1) order ok" \
 wait_for "pp B/step 278,528 278,528 = calc" "every stage sent the calculator's bytes"
 wait_for "bubble measured" "the bubble measured on the executed timeline"
 wait_for "sends free:" "and with free sends"
-wait_for "why: forward" "the panel says why they differ"
+wait_for "why " "the panel says why they differ"
+# why_adds_up: the why line's causes add up to its gap, and the gap is the measured bubble
+# minus the calculator's (over the ideal time), as the two lines above show them
+why_adds_up() {
+    if printf '%s\n' "$screen" | python3 -c "
+import re, sys
+s = sys.stdin.read()
+meas = float(re.search(r'bubble measured ([0-9.]+)% ideal', s).group(1))
+calc = float(re.search(r'calc \(p-1\)/[(]?v?m[)]? ([0-9.]+)%', s).group(1))
+gap, *parts = [float(x) for x in re.findall(r'([+-][0-9.]+)%', re.search(r'why .*', s).group(0))]
+assert abs(gap - sum(parts)) < 1e-9 and abs(gap - (meas - calc)) < 1e-9, (gap, parts, meas, calc)
+" 2>"$T_TMP/why"; then ok "$1"; else not_ok "$1" "$(cat "$T_TMP/why")" "$screen"; fi
+}
+why_adds_up "the causes (latency, unequal stages) add up to the gap between measured and calculated"
 
 # keys: 4 stages and 8 micro-batches, GPipe, then two data-parallel ranks
 keys ' '
@@ -186,6 +199,9 @@ wait_screen "order ok" || keys n
 wait_for "held: 2.5 1.5 (schedule 2.5 1.5) order ok" \
     "interleaved: micro-batches held as train counts them (chunk pairs / 2), in the schedule's order"
 wait_for "ledger = calc, all 8 GPUs" "interleaved: every ledger equals the calculator"
+want=$(python3 -c "p, m, v = 2, 4, 2; print('calc (p-1)/(vm) %.1f%%, (p-1)/(vm+p-1) %.1f%%' % (100 * (p - 1) / (v * m), 100 * (p - 1) / (v * m + p - 1)))")
+check_contains "$screen" "$want" "interleaved: the bubble's formula is (p-1)/(vm), and its wall form"
+why_adds_up "interleaved: the causes add up to the gap from (p-1)/(vm)"
 row=$(printf '%s\n' "$screen" | grep -o "s0 [0-9A-Da-dijkl.]*" | sed -n 2p | cut -c4-)
 check_eq "$(printf '%s\n' "$row" | grep -o '[A-Dijkl]' | sort -u | tr -d '\n')" "ABCDijkl" \
     "stage 0's row shows the second chunk's forwards (A-D) and backwards (i-l)"

@@ -651,36 +651,45 @@ START_TEST(traffic_volumes)
     c.params = 7.5e9, c.dp = 64;
     struct traffic t, t3;
     double psi = 7.5e9;
-    ck_assert_int_eq(traffic_compute(&c, &cl, psi, 0, 0, 0, &t, NULL), 0);
+    ck_assert_int_eq(traffic_compute(&c, &cl, 0, psi, 0, 0, 0, &t, NULL), 0);
     /* DDP: 2(N-1)/N Ψ x 2 bytes; 64 GPUs span 8 nodes: the inter-node link. */
     ck_assert_double_eq_tol(t.dp.bytes, 2 * 63.0 / 64 * psi * 2, 1);
     ck_assert_double_eq_tol(t.dp.time_s, 2 * 63 * 5e-6 + 2 * 63.0 / 64 * psi * 2 / 50e9, 1e-9);
     ck_assert_ptr_nonnull(strstr(t.dp.formula, "2(N-1)/N"));
     for (int z = 1; z <= 2; z++) {
         c.zero = z;
-        ck_assert_int_eq(traffic_compute(&c, &cl, psi, 0, 0, 0, &t3, NULL), 0);
+        ck_assert_int_eq(traffic_compute(&c, &cl, 0, psi, 0, 0, 0, &t3, NULL), 0);
         ck_assert_double_eq_tol(t3.dp.bytes, t.dp.bytes, 1);
     }
     c.zero = 3;
-    ck_assert_int_eq(traffic_compute(&c, &cl, psi, 0, 0, 0, &t3, NULL), 0);
+    ck_assert_int_eq(traffic_compute(&c, &cl, 0, psi, 0, 0, 0, &t3, NULL), 0);
     ck_assert_double_eq_tol(t3.dp.bytes, 1.5 * t.dp.bytes, 1);
     /* tensor parallel, synthetic-7b, t = 8, b 1, s 2048, bf16: 4 all-reduces x 32 layers of
      * 2(t-1)/t x sbh x 2 bytes; full recompute 6. */
     struct model_shape m = load_model("synthetic-7b");
     c = config_7b(&m);
     c.tp = 8, c.ckpt = (struct activ_policy){ACTIV_NONE, 0};
-    ck_assert_int_eq(traffic_compute(&c, &cl, 1e9, 32, 1, 1, &t, NULL), 0);
-    double sbh2 = 2048.0 * 4096 * 2;
-    ck_assert_double_eq_tol(t.tp.bytes, 4 * 32 * 2 * 7.0 / 8 * sbh2, 1);
+    ck_assert_int_eq(traffic_compute(&c, &cl, 0, 1e9, 32, 1, 1, &t, NULL), 0);
+    double sbh2 = 2048.0 * 4096 * 2, ar = 2 * 7.0 / 8;
+    ck_assert_str_eq(t.tp.piece[0].name, "layers");
+    ck_assert_double_eq_tol(t.tp.piece[0].bytes, 4 * 32 * ar * sbh2, 1);
+    /* one stage holds both ends: the embedding's lookup, the head's input gradient and the
+     * loss's three fp32 numbers per token, all-reduced */
+    ck_assert_double_eq_tol(t.tp.bytes, (4 * 32 + 2) * ar * sbh2 + ar * 3 * 2048 * 4, 1);
+    ck_assert_int_eq(t.tp.npieces, 4);
     ck_assert(t.tp.exposed == t.tp.time_s && t.dp.bytes == 0);
     c.ckpt = (struct activ_policy){ACTIV_FULL, 1};
-    ck_assert_int_eq(traffic_compute(&c, &cl, 1e9, 32, 1, 1, &t, NULL), 0);
-    ck_assert_double_eq_tol(t.tp.bytes, 6 * 32 * 2 * 7.0 / 8 * sbh2, 1);
-    /* pipeline: 2 m sbh p */
+    ck_assert_int_eq(traffic_compute(&c, &cl, 0, 1e9, 32, 1, 1, &t, NULL), 0);
+    ck_assert_double_eq_tol(t.tp.piece[0].bytes, 6 * 32 * ar * sbh2, 1);
+    /* pipeline: a middle stage sends 2 m sbh p; an end one way, plus the tied embedding */
     c.tp = 1, c.pp = 4, c.micro_batches = 8;
-    ck_assert_int_eq(traffic_compute(&c, &cl, 1e9, 8, 1, 1, &t, NULL), 0);
+    ck_assert_int_eq(traffic_compute(&c, &cl, 1, 1e9, 8, 1, 1, &t, NULL), 0);
     ck_assert(t.pp.bytes == 2 * 8 * sbh2);
     ck_assert_double_eq_tol(t.pp.exposed, 6 * (2e-6 + sbh2 / 450e9), 1e-12);
+    ck_assert_int_eq(traffic_compute(&c, &cl, 0, 1e9, 8, 1, 1, &t, NULL), 0);
+    ck_assert(t.pp.bytes == 8 * sbh2 + 51200.0 * 4096 * 2);
+    ck_assert_str_eq(t.pp.piece[1].name, "tied_embedding");
+    ck_assert_int_eq(traffic_compute(&c, &cl, 4, 1e9, 8, 1, 1, &t, NULL), ERR_INVAL);
 }
 END_TEST
 

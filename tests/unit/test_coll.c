@@ -253,6 +253,54 @@ START_TEST(ring_event_order)
 }
 END_TEST
 
+static int by_time(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The steps collective reports (cost_result.rounds) are the moments at which the simulated
+ * run's messages arrive: what lesson 3's panel steps through. The ring's are its lockstep
+ * steps (an uneven chunk's extra element arrives a moment later within its step). */
+START_TEST(steps_are_the_arrival_moments)
+{
+    const enum cost_algo algos[] = {COST_RING, COST_TREE, COST_DBTREE, COST_RHD};
+    const int gpus[] = {4, 7, 8};
+    const size_t sizes[] = {2048, 262144};
+    for (int i = 0; i < 4; i++)
+        for (int g = 0; g < 3; g++)
+            for (int k = 0; k < 2; k++) {
+                struct trial_args a = args(COST_ALLREDUCE, algos[i], gpus[g], sizes[k], FP_FP32);
+                a.record_events = true;
+                struct trial t;
+                ck_assert_int_eq(trial_run(&a, &t, NULL), 0);
+                size_t n;
+                const struct event *ev = cluster_events(t.cluster, &n);
+                double *at = malloc((n ? n : 1) * sizeof *at);
+                size_t m = 0;
+                int last_step = -1;
+                for (size_t j = 0; j < n; j++) {
+                    if (ev[j].type == EV_RECV)
+                        at[m++] = ev[j].t_end;
+                    if (ev[j].type == EV_SEND && ev[j].step > last_step)
+                        last_step = ev[j].step;
+                }
+                qsort(at, m, sizeof *at, by_time);
+                int moments = 0;
+                for (size_t j = 0; j < m; j++)
+                    if (j == 0 || at[j] > at[j - 1] * (1 + 1e-9))
+                        moments++;
+                if (algos[i] == COST_RING)
+                    moments = last_step + 1;
+                ck_assert_msg(moments == t.steps && t.steps == t.predicted.rounds,
+                              "%s on %d GPUs, %zu elements: %d moments, %d steps",
+                              cost_algo_name(algos[i]), gpus[g], sizes[k], moments, t.steps);
+                free(at);
+                trial_fini(&t);
+            }
+}
+END_TEST
+
 /* The same run twice gives the same events, times included, bit for bit. */
 START_TEST(deterministic_timelines)
 {
@@ -420,21 +468,34 @@ static int own_body(struct device *d, void *arg, struct error *e)
     return coll_run(d, &c, e);
 }
 
+/* The five ops, each run by 4 GPUs on data (1001 elements each): its cluster. */
+static const enum cost_op own_ops[] = {COST_ALLREDUCE, COST_REDUCE_SCATTER, COST_ALLGATHER,
+                                       COST_BROADCAST, COST_REDUCE};
+
+static float own_data[4][1001];
+
+/* Op k of own_ops run into own_data (o), and the whole check of its result (right). */
+static struct cluster *own_run(size_t k, struct own *o, struct verify *whole)
+{
+    *o = (struct own){own_ops[k], {own_data[0], own_data[1], own_data[2], own_data[3]}};
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = 4;
+    struct cluster *cl = cluster_new(&cfg, NULL);
+    ck_assert_int_eq(cluster_run(cl, own_body, o, NULL), 0);
+    verify_check(own_ops[k], 1, FP_FP32, (void *const *)o->buf, 4, 1001, 5, whole);
+    ck_assert(whole->ok);
+    return cl;
+}
+
 START_TEST(verify_one_rank_alone)
 {
-    enum cost_op ops[] = {COST_ALLREDUCE, COST_REDUCE_SCATTER, COST_ALLGATHER, COST_BROADCAST,
-                          COST_REDUCE};
-    static float data[4][1001];
-    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
-        struct cluster_config cfg;
-        cluster_config_init(&cfg);
-        cfg.gpus = 4;
-        struct cluster *cl = cluster_new(&cfg, NULL);
-        struct own o = {ops[k], {data[0], data[1], data[2], data[3]}};
-        ck_assert_int_eq(cluster_run(cl, own_body, &o, NULL), 0);
+    const enum cost_op *ops = own_ops;
+    float(*data)[1001] = own_data;
+    for (size_t k = 0; k < sizeof own_ops / sizeof own_ops[0]; k++) {
+        struct own o;
         struct verify whole, one, merged = {0};
-        verify_check(ops[k], 1, FP_FP32, (void *const *)o.buf, 4, 1001, 5, &whole);
-        ck_assert(whole.ok);
+        struct cluster *cl = own_run(k, &o, &whole);
         for (int r = 0; r < 4; r++) {
             verify_check_rank(ops[k], 1, FP_FP32, o.buf[r], r, 4, 1001, 5, &one);
             ck_assert_msg(one.ok, "op %d GPU %d", (int)ops[k], r);
@@ -461,6 +522,77 @@ START_TEST(verify_one_rank_alone)
         ck_assert(one.ok);
         cluster_free(cl);
     }
+}
+END_TEST
+
+/* The GPUs' shares of the check (verify_share) check what the whole check checks: together
+ * every element once, with the same largest error; a wrong element is found by the share that
+ * holds it and named as that GPU's; a wrong element outside every share (a GPU's copy of
+ * another's chunk) is for the digests to find. */
+START_TEST(shares_check_the_whole)
+{
+    const enum cost_op *ops = own_ops;
+    float(*data)[1001] = own_data;
+    for (size_t k = 0; k < sizeof own_ops / sizeof own_ops[0]; k++) {
+        struct own o;
+        struct verify whole, one, merged = {0};
+        struct cluster *cl = own_run(k, &o, &whole);
+        for (int g = 0; g < 4; g++) {
+            verify_share(ops[k], 1, FP_FP32, (void *const *)o.buf, g, 4, 1001, 5, &one);
+            ck_assert_msg(one.ok, "op %d share of GPU %d", (int)ops[k], g);
+            g == 0 ? (void)(merged = one) : verify_merge(&merged, &one);
+        }
+        ck_assert(merged.ok);
+        ck_assert_double_eq(merged.max_rel_error, whole.max_rel_error);
+        /* element 800 is in chunk 3 (coll_chunk of 1001 over 4: 251, 250, 250, 250): GPU 3's
+         * share, or GPU 2's for all-gather (it checks the chunk after its own) */
+        int holder = ops[k] == COST_ALLGATHER ? 2 : ops[k] == COST_REDUCE ? 1 : 3;
+        int checker = ops[k] == COST_ALLGATHER ? 2 : 3;
+        float keep = data[holder][800];
+        data[holder][800] += 0.5f;
+        verify_share(ops[k], 1, FP_FP32, (void *const *)o.buf, checker, 4, 1001, 5, &one);
+        ck_assert_msg(!one.ok && one.bad_gpu == holder && one.bad_index == 800,
+                      "op %d: ok %d GPU %d index %zu", (int)ops[k], one.ok, one.bad_gpu,
+                      one.bad_index);
+        data[holder][800] = keep;
+        if (verify_same_everywhere(ops[k])) { /* GPU 0's copy of chunk 3: no share reads it */
+            uint64_t before = verify_digest(data[0], sizeof data[0]);
+            data[0][800] += 0.5f;
+            for (int g = 0; g < 4; g++) {
+                verify_share(ops[k], 1, FP_FP32, (void *const *)o.buf, g, 4, 1001, 5, &one);
+                ck_assert(one.ok);
+            }
+            ck_assert_uint_ne(verify_digest(data[0], sizeof data[0]), before);
+            data[0][800] = keep;
+        }
+        cluster_free(cl);
+    }
+}
+END_TEST
+
+/* The digest: one changed word, anywhere, changes it (every word of a buffer, of every length
+ * up to a few stripes of the lanes, flipped in turn); so do the length and the last bytes. */
+START_TEST(digest_sees_every_word)
+{
+    static uint64_t w[300];
+    for (size_t i = 0; i < 300; i++)
+        w[i] = i * 0x9e3779b97f4a7c15ull;
+    for (size_t words = 1; words <= 300; words += 37) {
+        uint64_t d = verify_digest(w, words * 8);
+        for (size_t i = 0; i < words; i++) {
+            w[i] ^= 1ull << (i % 64);
+            ck_assert_msg(verify_digest(w, words * 8) != d, "%zu words, word %zu", words, i);
+            w[i] ^= 1ull << (i % 64);
+        }
+        ck_assert_uint_eq(verify_digest(w, words * 8), d);
+    }
+    static const unsigned char zeros[64];
+    for (size_t n = 1; n < 64; n++)
+        ck_assert_uint_ne(verify_digest(zeros, n), verify_digest(zeros, n - 1));
+    unsigned char b[13] = {0};
+    uint64_t d = verify_digest(b, 13);
+    b[12] = 1;
+    ck_assert_uint_ne(verify_digest(b, 13), d);
 }
 END_TEST
 
@@ -598,6 +730,7 @@ int main(void)
     ADD(ring_bytes_per_gpu);
     ADD(simulated_time_matches_the_model);
     ADD(ring_event_order);
+    ADD(steps_are_the_arrival_moments);
     ADD(deterministic_timelines);
     ADD(streams_overlap_compute_and_communication);
     ADD(failure_ends_cleanly);
@@ -605,5 +738,7 @@ int main(void)
     ADD(groups_reduce_their_members_only);
     ADD(max_reduces_to_the_largest);
     ADD(verify_one_rank_alone);
+    ADD(shares_check_the_whole);
+    ADD(digest_sees_every_word);
     return harness_run(s);
 }

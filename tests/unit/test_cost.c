@@ -86,28 +86,75 @@ START_TEST(pipelined_formulas)
     ck_assert_int_eq(r.steps, 8);
     CLOSE(r.time_s, 8 * (1e-5 + 2e6 / 6 / 1e10));
     CLOSE(r.bytes_total, 3 * 2e6);
-    /* tree all-reduce, 7 GPUs (a perfect tree, depth 2), 1 MB: P* = sqrt(1e6/1e5) = 3.16,
-     * P = 3: 3 * (3 + 1) steps of 10us + 1e6/3/1e10 */
+    /* tree all-reduce, 7 GPUs (a perfect tree, depth 2), 1 MB: a parent takes its two
+     * children's chunks one after the other through its incoming link, so the reduce costs
+     * (P + D - 1)(α + 2S/(Pβ)) and the all-reduce (P + D - 1)(3α + 4S/(Pβ)): P* = sqrt(4 S/β /
+     * 3α) = sqrt(4e-4 / 3e-5) = 3.65; the schedule is least at P = 4, 15 steps of α. Its
+     * time is at most the formula's, 15 α + 5 S/β: its latency and bandwidth overlap. */
     r = run(COST_ALLREDUCE, COST_TREE, 7, 1e6);
-    ck_assert_int_eq(r.chunks, 3);
-    ck_assert_int_eq(r.steps, 12);
-    CLOSE(r.time_s, 12 * (1e-5 + 1e6 / 3 / 1e10));
+    ck_assert_int_eq(r.chunks, 4);
+    ck_assert_int_eq(r.steps, 15);
+    ck_assert(r.time_s <= 15 * 1e-5 + (4 + 4 / 4.0) * 1e6 / 1e10);
+    ck_assert(r.time_s > 0.9 * (15 * 1e-5 + (4 + 4 / 4.0) * 1e6 / 1e10));
     CLOSE(r.bytes_total, 2 * 6 * 1e6);
     CLOSE(r.bytes_max_per_gpu, 3e6); /* an inner node: up once, down twice */
+    struct cost_net c7 = net(7);
+    struct cost_pipe f;
+    ck_assert_int_eq(cost_pipe_formula(COST_ALLREDUCE, COST_TREE, &c7, 1e6, &f), 0);
+    CLOSE(f.lat_per_chunk, 3e-5);
+    CLOSE(f.lat_fixed, 3e-5);
+    CLOSE(f.bw_fixed, 4e-4);
+    CLOSE(f.bw_split, 4e-4);
+    ck_assert_int_eq(cost_pipe_formula(COST_REDUCE, COST_TREE, &c7, 1e6, &f), 0);
+    CLOSE(f.lat_per_chunk, 1e-5);
+    CLOSE(f.bw_split, 2e-4);
+    ck_assert_int_eq(cost_pipe_formula(COST_BROADCAST, COST_TREE, &c7, 1e6, &f), 0);
+    CLOSE(f.lat_per_chunk, 2e-5);
+    CLOSE(f.bw_split, 2e-4);
+    ck_assert_int_eq(cost_pipe_formula(COST_ALLREDUCE, COST_RING, &c7, 1e6, &f), ERR_INVAL);
     r = run(COST_BROADCAST, COST_TREE, 7, 1e6);
-    ck_assert_int_eq(r.steps, 8);
+    ck_assert_int_eq(r.steps, 2 * (r.chunks + 1));
     r = run(COST_REDUCE, COST_TREE, 7, 1e6);
-    ck_assert_int_eq(r.steps, 4);
-    /* double binary tree, 8 GPUs, 1 MB: each tree 0.5 MB, depth 3: P* = sqrt(2*5e5/1e5) =
-     * 3.16, P = 3: 4 * (3 + 2) steps of 10us + 5e5/3/1e10 */
+    ck_assert_int_eq(r.steps, r.chunks + 1);
+    /* double binary tree, 8 GPUs, 1 MB: each tree 0.5 MB; its schedule is the time */
     r = run(COST_ALLREDUCE, COST_DBTREE, 8, 1e6);
-    ck_assert_int_eq(r.chunks, 3);
-    ck_assert_int_eq(r.steps, 20);
-    /* ... which bounds the schedule the GPUs follow (cost.c): a GPU is an inner node of one
-     * tree only, so its port is not busy in both at once, and the time is less */
-    ck_assert(r.time_s <= 20 * (1e-5 + 5e5 / 3 / 1e10) * (1 + 1e-12));
-    ck_assert(r.time_s > 0.6 * 20 * (1e-5 + 5e5 / 3 / 1e10));
+    struct cost_net c8 = net(8);
+    CLOSE(r.time_s, cost_schedule_time(COST_ALLREDUCE, COST_DBTREE, &c8, 1e6, r.chunks));
     CLOSE(r.bytes_total, 14e6);
+}
+END_TEST
+
+/* A pipelined algorithm's chunks are those whose schedule takes the least time of all P from
+ * 1 to COST_MAX_CHUNKS (the lab's own model, not another formula's); the double binary tree's,
+ * whose time is not smooth in P, within 5% of the least. */
+START_TEST(chunks_minimise_the_schedule)
+{
+    const enum cost_op ops[] = {COST_ALLREDUCE, COST_ALLREDUCE, COST_BROADCAST, COST_REDUCE,
+                                COST_BROADCAST};
+    const enum cost_algo algos[] = {COST_TREE, COST_DBTREE, COST_TREE, COST_TREE, COST_RING};
+    const int gpus[] = {3, 7, 16};
+    const double sizes[] = {65536, 1 << 22, 1 << 28};
+    for (int a = 0; a < 5; a++)
+        for (int g = 0; g < 3; g++)
+            for (int k = 0; k < 3; k++) {
+                struct cost_net c = net(gpus[g]);
+                struct cost_result r;
+                ck_assert_int_eq(cost_collective(ops[a], algos[a], &c, sizes[k], &r, NULL), 0);
+                for (int p = 1; p <= COST_MAX_CHUNKS; p++) {
+                    double t = cost_schedule_time(ops[a], algos[a], &c, sizes[k], p);
+                    double slack = algos[a] == COST_DBTREE ? 1.05 : 1 + 1e-12;
+                    ck_assert_msg(r.time_s <= t * slack,
+                                  "%s %s on %d GPUs, %g B: P = %d takes %g s, P = %d %g s",
+                                  cost_op_name(ops[a]), cost_algo_name(algos[a]), gpus[g], sizes[k],
+                                  r.chunks, r.time_s, p, t);
+                }
+            }
+    /* the lesson's example: 8 GPUs of h100-80gb, 1 MiB */
+    struct cost_net h = {8, 8, 2e-6, 450e9, 5e-6, 50e9};
+    struct cost_result r;
+    ck_assert_int_eq(cost_collective(COST_ALLREDUCE, COST_TREE, &h, 1 << 20, &r, NULL), 0);
+    for (int p = 1; p <= COST_MAX_CHUNKS; p++)
+        ck_assert(r.time_s <= cost_schedule_time(COST_ALLREDUCE, COST_TREE, &h, 1 << 20, p));
 }
 END_TEST
 
@@ -240,9 +287,11 @@ int main(void)
 {
     Suite *s = suite_create("cost");
     TCase *tc = tcase_create("cost");
+    tcase_set_timeout(tc, 60); /* chunks_minimise_the_schedule replays every chunk count */
     tcase_add_test(tc, ring_formulas);
     tcase_add_test(tc, rhd_formulas);
     tcase_add_test(tc, pipelined_formulas);
+    tcase_add_test(tc, chunks_minimise_the_schedule);
     tcase_add_test(tc, busbw_and_p2p);
     tcase_add_test(tc, auto_picks_the_fastest);
     tcase_add_test(tc, crossover_of_ring_and_tree);

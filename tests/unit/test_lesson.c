@@ -2,6 +2,7 @@
  * expectations, quantities, the ASCII fallback, saved progress, and the shipped lessons. */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
@@ -15,9 +16,13 @@
 #include "base/error.h"
 #include "harness.h"
 #include "lesson/ascii.h"
+#include "lesson/figure.h"
 #include "lesson/lesson.h"
 #include "lesson/progress.h"
 #include "lesson/quantity.h"
+#include "calc/params.h"
+#include "calc/preset.h"
+#include "sim/spec.h"
 
 /* text, with the "@end" line every whole lesson ends with when it has none */
 static char *with_end(const char *text, size_t *len)
@@ -220,7 +225,7 @@ static const struct {
      "t.lesson:6: fp16.round takes 1 argument in parentheses, not 0"},
     {HEAD "@step S\n@question Q?\n@answer fp16.max(3)\n", "t.lesson:6: fp16.max takes 0 arguments"},
     {HEAD "@step S\n@question Q?\n@answer fp16.round(x)\n", "t.lesson:6: unknown quantity 'x'"},
-    {HEAD "@step S\n@question Q?\n@answer fp16.round(1\n", "t.lesson:6: expected '(' and ')'"},
+    {HEAD "@step S\n@question Q?\n@answer fp16.round(1\n", "t.lesson:6: expected ',' or ')'"},
     {HEAD "@step S\n@question Q?\n@answer 1abc\n",
      "t.lesson:6: expected a number or a quantity such as fp16.max, not '1abc'"},
     {HEAD "@step S\n@question Q?\n@option yes\n@option yes\n",
@@ -236,7 +241,7 @@ static const struct {
     {HEAD "@step S\n@question Q?\n@option a\n@option b\n@answer fp16.overflows(1) ? a\n",
      "t.lesson:8: expected @answer QUANTITY ? LETTER : LETTER"},
     {HEAD "@step S\n@question Q?\n@answer fp16.overflows(1)\n",
-     "t.lesson:6: fp16.overflows is a yes/no quantity"},
+     "t.lesson:6: fp16.overflows(1) is a yes/no quantity"},
     {HEAD "@step S\n@question Q?\n@answer fp16.bytes unit=s\n",
      "t.lesson:6: fp16.bytes is in 'B', which cannot be converted to unit=s"},
     {HEAD "@step S\n@question Q?\n@answer 1\n@answer 2\n", "t.lesson:7: a second @answer"},
@@ -557,8 +562,11 @@ START_TEST(answers_formatted)
                      "7289966592 (within 0.1%)");
     ck_assert_str_eq(lesson_format_answer(question(0, 13), buf, sizeof buf),
                      "4.204 ms (within 1%)");
-    ck_assert_str_eq(lesson_format_answer(question(0, 14), buf, sizeof buf),
-                     "843.7 KiB (within 2%)");
+    double cross;
+    char want[64];
+    ck_assert_int_eq(quantity_eval("allreduce.crossover(8)", &cross, NULL, NULL), 0);
+    snprintf(want, sizeof want, "%.4g KiB (within 2%%)", cross / 1024);
+    ck_assert_str_eq(lesson_format_answer(question(0, 14), buf, sizeof buf), want);
     ck_assert_str_eq(lesson_format_answer(question(0, 11), buf, sizeof buf), "0.75 (within 0.001)");
     ck_assert_str_eq(lesson_format_answer(question(0, 15), buf, sizeof buf),
                      "0.0078125 (within 1%)");
@@ -695,11 +703,58 @@ START_TEST(quantities)
     ck_assert_int_eq(quantity_eval("fp16.round((1)", &v, NULL, &e), ERR_INVAL);
     ck_assert_int_eq(quantity_eval("fp16.max junk", &v, NULL, &e), ERR_INVAL);
     ck_assert_int_eq(quantity_eval("", &v, NULL, &e), ERR_INVAL);
-    ck_assert_int_eq(
-        quantity_eval("fp16.round(fp16.round(fp16.round(fp16.round(fp16.round(fp16.round(1))))))",
-                      &v, NULL, &e),
-        ERR_INVAL);
+    char deep[256] = "";
+    for (int i = 0; i < 20; i++)
+        strcat(deep, "fp16.round(");
+    strcat(deep, "1");
+    for (int i = 0; i < 20; i++)
+        strcat(deep, ")");
+    ck_assert_int_eq(quantity_eval(deep, &v, NULL, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "nested"));
+
+    /* expressions: + - * / ^ and parentheses, with their units */
+    const char *unit;
+    ck_assert_int_eq(quantity_expr("2 * (fp16.max + 1)", &v, &q, &unit, &e), 0);
+    ck_assert(v == 131010 && q == NULL && !strcmp(unit, ""));
+    ck_assert_int_eq(quantity_expr("80 * 2^30 / 18", &v, NULL, &unit, &e), 0);
+    ck_assert(v == 80.0 * 1073741824 / 18);
+    ck_assert_int_eq(quantity_expr("-2^2", &v, NULL, NULL, &e), 0);
+    ck_assert(v == -4); /* '^' binds tighter than a sign */
+    ck_assert_int_eq(quantity_expr("2^-24", &v, NULL, NULL, &e), 0);
+    ck_assert(v == ldexp(1, -24));
+    ck_assert_int_eq(quantity_expr("fp16.bytes * 3", &v, NULL, &unit, &e), 0);
+    ck_assert(v == 6 && !strcmp(unit, "B"));
+    ck_assert_int_eq(quantity_expr("fp16.bytes / ring.allreduce_time(2, 1)", &v, NULL, &unit, &e),
+                     0);
+    ck_assert_str_eq(unit, "B/s");
+    ck_assert_int_eq(quantity_expr("fp16.bytes / fp32.bytes", &v, NULL, &unit, &e), 0);
+    ck_assert(v == 0.5 && !strcmp(unit, ""));
+    ck_assert_int_eq(quantity_expr("fp16.bytes + ring.allreduce_time(2, 1)", &v, NULL, NULL, &e),
+                     ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "different units"));
+    ck_assert_int_eq(quantity_expr("fp16.overflows(65520)", &v, &q, &unit, &e), 0);
+    ck_assert(q && !strcmp(unit, "bool"));
+    ck_assert_int_eq(quantity_expr("sqrt(16) + log2(8) + min(1, 2)", &v, NULL, NULL, &e), 0);
+    ck_assert(v == 8);
+    ck_assert_int_eq(quantity_expr("(1 + 2", &v, NULL, NULL, &e), ERR_INVAL);
+    ck_assert_int_eq(quantity_expr("1 +", &v, NULL, NULL, &e), ERR_INVAL);
+
+    /* a family: every preset's, read when evaluated */
+    struct model_shape m;
+    ck_assert_int_eq(preset_load_model("llama2-70b", &m, NULL), 0);
+    ck_assert_int_eq(quantity_expr("llama2_70b.params", &v, &q, &unit, &e), 0);
+    ck_assert(v == params_total(&m));
+    ck_assert_str_eq(q->name, "MODEL.params");
+    ck_assert_ptr_eq(quantity_find("tiny.layers"), quantity_find("MODEL.layers"));
+    ck_assert_int_eq(quantity_eval("tiny.layers", &v, NULL, &e), 0);
+    ck_assert_int_eq(preset_load_model("tiny", &m, NULL), 0);
+    ck_assert(v == m.layers);
+    ck_assert_int_eq(quantity_eval("nosuch.params", &v, NULL, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "no model preset 'nosuch'"));
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    ck_assert_int_eq(quantity_expr("h100_80gb.gpu_mem", &v, NULL, &unit, &e), 0);
+    ck_assert(v == cl.hbm_bytes && !strcmp(unit, "B"));
 
     /* every name is unique and well formed */
     for (size_t i = 0; i < quantity_count(); i++) {
@@ -1177,6 +1232,291 @@ static bool has_ci(const char *hay, const char *needle)
     return false;
 }
 
+/* ------------------------------------------------------------------ figures */
+
+static const char *render(const char *in)
+{
+    static char out[1024];
+    struct error e = {0};
+    ck_assert_msg(figure_render(in, out, sizeof out, &e) == 0, "%s: %s", in, e.msg);
+    return out;
+}
+
+static const char *render_fails(const char *in)
+{
+    static char out[1024];
+    static struct error e;
+    memset(&e, 0, sizeof e);
+    ck_assert_msg(figure_render(in, out, sizeof out, &e) == ERR_INVAL, "%s: rendered", in);
+    return e.msg;
+}
+
+START_TEST(figures_rendered)
+{
+    /* units: a plain number in the unit's base; a quantity's unit converted */
+    ck_assert_str_eq(render("{1e9 GB}"), "1 GB");
+    ck_assert_str_eq(render("{2^30 GiB .2}"), "1.00 GiB");
+    ck_assert_str_eq(render("{2^29 GiB}"), "0.5 GiB");
+    ck_assert_str_eq(render("{0.375 %} of it"), "37.5% of it");
+    ck_assert_str_eq(render("{1.5 ×}"), "1.5×");
+    ck_assert_str_eq(render("{fp16.bytes bytes}"), "2 bytes");
+    ck_assert_str_eq(render("{2e-6 us}"), "2 us");
+    /* formats */
+    ck_assert_str_eq(render("{7289966592}"), "7,289,966,592");
+    ck_assert_str_eq(render("{4096}"), "4096");
+    ck_assert_str_eq(render("{12544}"), "12,544");
+    ck_assert_str_eq(render("{2.5 ,}"), "3");
+    ck_assert_str_eq(render("{24616224817152 e}"), "2.46 × 10^13");
+    ck_assert_str_eq(render("{9.999e15}"), "1 × 10^16");
+    ck_assert_str_eq(render("{fp16.min_subnormal}"), "5.96e-8");
+    ck_assert_str_eq(render("{1/3 .3}"), "0.333");
+    ck_assert_str_eq(render("{1/3}"), "0.33");
+    ck_assert_str_eq(render("{fp16.max + 16 .1}"), "65520.0");
+    /* a width, for a table's rows: right-aligned in characters */
+    ck_assert_str_eq(render("|{1.5 .2 >6}|{2e-6 µs >5}|"), "|  1.50| 2 µs|");
+    ck_assert_str_eq(render("{123456 >3}"), "123,456");
+    /* a quantity: the engine's figure, whatever it is today */
+    double v;
+    char want[64];
+    ck_assert_int_eq(quantity_eval("synthetic_7b.states", &v, NULL, NULL), 0);
+    snprintf(want, sizeof want, "%.2f GiB", v / 1073741824);
+    ck_assert_str_eq(render("{synthetic_7b.states GiB .2}"), want);
+    /* citations keep their text; braces doubled are braces */
+    ck_assert_str_eq(render("an A100 does {cited 312 TFLOP/s | NVIDIA A100 datasheet} in bf16"),
+                     "an A100 does 312 TFLOP/s in bf16");
+    ck_assert_str_eq(render("{{x}} and {{"), "{x} and {");
+    ck_assert_str_eq(render("no figure"), "no figure");
+    /* errors say where and what */
+    ck_assert_ptr_nonnull(strstr(render_fails("a {nope} b"), "column 3: {nope}: unknown quantity"));
+    ck_assert_ptr_nonnull(strstr(render_fails("{fp16.bytes ms}"), "cannot be shown in ms"));
+    ck_assert_ptr_nonnull(strstr(render_fails("{cited 1 GB}"), "{cited TEXT | SOURCE}"));
+    ck_assert_ptr_nonnull(strstr(render_fails("{cited 1 GB | }"), "{cited TEXT | SOURCE}"));
+    ck_assert_ptr_nonnull(strstr(render_fails("a {1 GB"), "not closed"));
+    ck_assert_ptr_nonnull(strstr(render_fails("a } b"), "without its '{'"));
+    ck_assert_ptr_nonnull(strstr(render_fails("{}"), "expected a figure"));
+    ck_assert_ptr_nonnull(strstr(render_fails("{fp16.overflows(1)}"), "yes/no"));
+    /* in a lesson: rendered when read, an error names the line */
+    struct lesson *l;
+    struct error e = {0};
+    const char *ok = "@title T\n@duration 1 min\n@outcome o\n@step S {fp16.bytes bytes}\n"
+                     "{fp16.max} is the largest\n@question Q {fp32.bytes bytes}?\n@option "
+                     "{1e9 GB}\n@option b\n@answer a\n@explain {2 ×} as much\n@end\n";
+    ck_assert_int_eq(lesson_parse_string("t.lesson", ok, strlen(ok), &l, &e), 0);
+    ck_assert_str_eq(l->steps[0].title, "S 2 bytes");
+    ck_assert_str_eq(l->steps[0].text[0], "65,504 is the largest");
+    ck_assert_str_eq(l->steps[0].questions[0].text, "Q 4 bytes?");
+    ck_assert_str_eq(l->steps[0].questions[0].options[0], "1 GB");
+    ck_assert_str_eq(l->steps[0].questions[0].explain, "2× as much");
+    lesson_free(l);
+    const char *bad = "@title T\n@duration 1 min\n@outcome o\n@step S\nsee {nope GiB}\n@end\n";
+    ck_assert_int_eq(lesson_parse_string("t.lesson", bad, strlen(bad), &l, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "t.lesson:5: column 5: {nope GiB}: unknown quantity"));
+}
+END_TEST
+
+START_TEST(figures_typed_by_hand_are_found)
+{
+    size_t len;
+    const char *hits[][2] = {
+        {"weights alone take 27.16 GiB in fp32", "27.16 GiB"},
+        {"16 bytes per parameter", "16 bytes"},
+        {"{synthetic_7b.states GiB} and 3% more", "3%"},
+        {"1.5× DDP", "1.5×"},
+        {"956,301,312 bytes", "956,301,312 bytes"},
+        {"a step of 4 s.", "4 s"},
+        {"6.0e-8 B", "6.0e-8 B"},
+        {"2 µs on NVLink", "2 µs"},
+        {"450 GB/s within a node", "450 GB/s"},
+        {"it takes 12ms", "12ms"},
+    };
+    for (size_t i = 0; i < sizeof hits / sizeof hits[0]; i++) {
+        const char *at = figure_literal(hits[i][0], &len);
+        ck_assert_msg(at && len == strlen(hits[i][1]) && !strncmp(at, hits[i][1], len),
+                      "%s: found %.*s", hits[i][0], at ? (int)len : 4, at ? at : "none");
+    }
+    const char *misses[] = {"fp16 and 2^-24 ≈ 6.0e-8",
+                            "2 × 7/8 = 1.75",
+                            "a 2048-token sequence",
+                            "4 sequences of 64 tokens",
+                            "10^16 FLOPs",
+                            "{cited 312 TFLOP/s | A100 datasheet} and {x GiB}",
+                            "layer 2 grad",
+                            "{{not a figure}} 3 GPUs",
+                            "fp8 e4m3 has 3 mantissa bits"};
+    for (size_t i = 0; i < sizeof misses / sizeof misses[0]; i++)
+        ck_assert_msg(!figure_literal(misses[i], &len), "%s: found %.*s", misses[i], (int)len,
+                      figure_literal(misses[i], &len));
+}
+END_TEST
+
+/* The text a learner reads in a lesson file: text lines and the arguments of @title, @short,
+ * @outcome, @step, @question, @option and @explain (comments, @run, @expect, @panel and
+ * @answer are not shown as written). */
+static const char *shown(const char *line)
+{
+    static const char *const dirs[] = {"@title ",    "@short ",  "@outcome ", "@step ",
+                                       "@question ", "@option ", "@explain "};
+    if (line[0] == '#')
+        return NULL;
+    if (line[0] != '@')
+        return line[0] == '\\' ? line + 1 : line;
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (!strncmp(line, dirs[i], strlen(dirs[i])))
+            return line + strlen(dirs[i]);
+    return NULL;
+}
+
+/* Every figure a lesson shows with a unit is computed ({QUANTITY UNIT}) or cited ({cited TEXT |
+ * SOURCE}): none is typed by hand (lessons/README.md, "Figures"). */
+START_TEST(figures_computed_or_cited)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/lessons", getenv("srcdir") ? getenv("srcdir") : ".");
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int files = 0, bad = 0;
+    static char report[65536];
+    report[0] = '\0';
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t nl = strlen(de->d_name);
+        if (nl < 8 || strcmp(de->d_name + nl - 7, ".lesson"))
+            continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        files++;
+        char line[2048];
+        for (int no = 1; fgets(line, sizeof line, f); no++) {
+            line[strcspn(line, "\r\n")] = '\0';
+            const char *text = shown(line), *at;
+            size_t len;
+            for (; text && (at = figure_literal(text, &len)); text = at + len, bad++) {
+                size_t used = strlen(report);
+                snprintf(report + used, sizeof report - used, "\n  %s:%d: %.*s", de->d_name, no,
+                         (int)len, at);
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    ck_assert_int_ge(files, 6);
+    if (bad)
+        fprintf(stderr, "figures typed by hand:%s\n", report);
+    report[1500] = '\0'; /* Check's messages are short; standard error has them all */
+    ck_assert_msg(bad == 0,
+                  "%d figures typed by hand: write {QUANTITY UNIT} or {cited TEXT | SOURCE}:%s",
+                  bad, report);
+}
+END_TEST
+
+/* The first number in text at or after *at, with its unit ("" when none the answer checks
+ * know follows it), its value in that unit's base, its significant digits and half a unit of
+ * its last digit (in the base: how far the figure may be from what it shows); false at the
+ * end. */
+static bool next_figure(const char **at, double *base, const char **kind, int *digits, double *half)
+{
+    const unsigned char *s = (const unsigned char *)*at;
+    for (; *s; s++) {
+        if (!isdigit(*s) ||
+            (s > (const unsigned char *)*at - 0 && s != (const unsigned char *)*at &&
+             (isalnum(s[-1]) || s[-1] == '_' || s[-1] == '.' || s[-1] == '^')))
+            continue;
+        char num[64];
+        size_t n = 0;
+        *digits = 0;
+        bool lead = true;
+        const unsigned char *c = s;
+        for (; n + 1 < sizeof num && (isdigit(*c) || ((*c == ',' || *c == '.') && isdigit(c[1])));
+             c++) {
+            if (*c == ',')
+                continue;
+            if (isdigit(*c) && !(lead && *c == '0'))
+                lead = false, ++*digits;
+            num[n++] = (char)*c;
+        }
+        num[n] = '\0';
+        double v = strtod(num, NULL);
+        const unsigned char *u = *c == ' ' ? c + 1 : c;
+        char unit[16];
+        size_t k = 0;
+        while (k + 1 < sizeof unit && u[k] &&
+               (isalpha(u[k]) || u[k] == '/' || u[k] == '%' || u[k] >= 0x80))
+            unit[k] = (char)u[k], k++;
+        unit[k] = '\0';
+        *kind = "number";
+        double f = k ? lesson_unit_factor(unit, kind) : 1;
+        if (!f)
+            f = 1, *kind = "number";
+        *base = v * f;
+        const char *dot = strchr(num, '.');
+        *half = 0.5 * pow(10, dot ? -(double)strlen(dot + 1) : 0) * f;
+        *at = (const char *)c;
+        return true;
+    }
+    *at = (const char *)s;
+    return false;
+}
+
+/* A number question never asks for a figure the learner has just read: its answer (within its
+ * tolerance, or half a unit of the figure's last digit) is not among the figures of its kind
+ * in its step's text, in the explanations of the questions before it, or in its own text; a
+ * plain number counts with 3 or more significant digits (lessons/README.md, "Answering"). */
+START_TEST(questions_ask_for_what_is_not_shown)
+{
+    struct lesson **v;
+    size_t n;
+    struct error e = {0};
+    ck_assert_int_eq(lesson_load_all(NULL, &v, &n, &e), 0);
+    int bad = 0;
+    static char report[16384];
+    report[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        for (size_t st = 0; st < v[i]->nsteps; st++) {
+            const struct lesson_step *step = &v[i]->steps[st];
+            for (size_t k = 0; k < step->nquestions; k++) {
+                const struct lesson_question *q = &step->questions[k];
+                if (q->kind != LESSON_Q_NUMBER)
+                    continue;
+                const char *qkind = "number";
+                double qf = lesson_unit_factor(q->unit, &qkind);
+                double want = q->answer.value * (qf ? qf : 1);
+                double tol = q->tol.relative ? q->tol.amount * fabs(want) : q->tol.amount * qf;
+                /* the texts read before answering */
+                const char *texts[LESSON_MAX_QUESTIONS + 256];
+                size_t nt = 0;
+                for (size_t t = 0; t < step->ntext && nt < 256; t++)
+                    texts[nt++] = step->text[t];
+                for (size_t j = 0; j < k; j++)
+                    texts[nt++] = step->questions[j].explain;
+                texts[nt++] = q->text;
+                for (size_t t = 0; t < nt; t++) {
+                    const char *at = texts[t];
+                    double x, half;
+                    const char *kind;
+                    int digits;
+                    while (next_figure(&at, &x, &kind, &digits, &half)) {
+                        bool plain = !strcmp(kind, "number") && !strcmp(qkind, "number");
+                        if (strcmp(kind, qkind) || (plain && digits < 3) ||
+                            fabs(x - want) > fmax(tol, half))
+                            continue;
+                        bad++;
+                        size_t used = strlen(report);
+                        snprintf(report + used, sizeof report - used,
+                                 "\n  %s:%d: \"%.60s\" answers %g, shown above: \"%.40s\"",
+                                 v[i]->file, q->line, q->text, q->answer.value, texts[t]);
+                    }
+                }
+            }
+        }
+    lesson_free_all(v, n);
+    if (bad)
+        fprintf(stderr, "questions that ask for a figure shown above them:%s\n", report);
+    report[1500] = '\0';
+    ck_assert_msg(bad == 0, "%d questions ask for a figure shown above them:%s", bad, report);
+}
+END_TEST
+
 START_TEST(shipped_lessons)
 {
     struct lesson **v;
@@ -1263,6 +1603,10 @@ static Suite *suite(void)
     tcase_add_test(t, quantities_documented);
     tcase_add_test(t, ascii_fallback);
     tcase_add_test(t, shipped_lessons);
+    tcase_add_test(t, figures_rendered);
+    tcase_add_test(t, figures_typed_by_hand_are_found);
+    tcase_add_test(t, figures_computed_or_cited);
+    tcase_add_test(t, questions_ask_for_what_is_not_shown);
     suite_add_tcase(s, t);
     t = tcase_create("answers");
     tcase_add_checked_fixture(t, setup_questions, teardown_questions);

@@ -52,6 +52,29 @@ START_TEST(ledger_accounts_and_refuses)
 }
 END_TEST
 
+/* A large buffer is a mapping of its own (sim/ledger.c): zeroed, aligned, counted and freed as
+ * any other. */
+START_TEST(ledger_large_buffers_are_zeroed_and_counted)
+{
+    struct ledger l;
+    struct error e = {0};
+    size_t big = (size_t)3 << 20;
+    ledger_init(&l, 0, (uint64_t)1 << 30);
+    unsigned char *a = ledger_alloc(&l, MEM_COMM, big, &e);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq((long)((uintptr_t)a % 64), 0);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < big; i += 4093)
+        nonzero += a[i] != 0;
+    ck_assert_uint_eq(nonzero + a[big - 1], 0);
+    memset(a, 7, big);
+    ck_assert_uint_eq(l.current[MEM_COMM], big);
+    ledger_free(&l, a);
+    ck_assert_uint_eq(l.total, 0);
+    ck_assert_uint_eq(l.peak, big);
+}
+END_TEST
+
 struct hook_log {
     int n;
     enum ledger_cat cat[4];
@@ -288,6 +311,57 @@ START_TEST(failure_stops_everyone)
 }
 END_TEST
 
+/* A barrier: nobody passes it before everybody has come (each GPU sees every GPU's mark), it
+ * can be passed again, and a GPU that never comes is a deadline error, not a hang. */
+struct meet {
+    int marks[2];
+};
+
+static int meet_twice(struct device *d, void *arg, struct error *e)
+{
+    struct meet *m = arg;
+    int n = dev_count(d);
+    for (int round = 0; round < 2; round++) {
+        __atomic_add_fetch(&m->marks[round], 1, __ATOMIC_RELAXED);
+        int rc = dev_barrier(d, e);
+        if (rc)
+            return rc;
+        if (__atomic_load_n(&m->marks[round], __ATOMIC_RELAXED) != n)
+            return dev_fail(d, e, "passed barrier %d before every GPU came", round);
+    }
+    return 0;
+}
+
+static int one_stays_away(struct device *d, void *arg, struct error *e)
+{
+    (void)arg;
+    return dev_rank(d) == 2 ? 0 : dev_barrier(d, e);
+}
+
+/* A cluster of n GPUs whose waits give up after a fifth of a second. */
+static struct cluster *impatient(int n)
+{
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = n;
+    cfg.deadline_s = 0.2;
+    return cluster_new(&cfg, NULL);
+}
+
+START_TEST(barrier_waits_for_everyone)
+{
+    struct error e = {0};
+    struct cluster *c = impatient(9);
+    struct meet m = {{0, 0}};
+    ck_assert_msg(cluster_run(c, meet_twice, &m, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(m.marks[1], 9);
+    ck_assert_int_eq(cluster_run(c, one_stays_away, NULL, &e), ERR_RUN);
+    ck_assert_ptr_nonnull(strstr(e.msg, "at a barrier: deadline passed"));
+    ck_assert_msg(cluster_run(c, meet_twice, &(struct meet){{0, 0}}, &e) == 0, "%s", e.msg);
+    cluster_free(c);
+}
+END_TEST
+
 static int wait_forever(struct device *d, void *arg, struct error *e)
 {
     char b[4];
@@ -299,12 +373,8 @@ static int wait_forever(struct device *d, void *arg, struct error *e)
 
 START_TEST(deadline_is_an_error)
 {
-    struct cluster_config cfg;
-    cluster_config_init(&cfg);
-    cfg.gpus = 2;
-    cfg.deadline_s = 0.2;
     struct error e = {0};
-    struct cluster *c = cluster_new(&cfg, &e);
+    struct cluster *c = impatient(2);
     ck_assert_int_eq(cluster_run(c, wait_forever, NULL, &e), ERR_RUN);
     ck_assert_ptr_nonnull(strstr(e.msg, "GPU 1: waited"));
     ck_assert_ptr_nonnull(strstr(e.msg, "GPU 0"));
@@ -407,6 +477,8 @@ int main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, ledger_accounts_and_refuses);
     tcase_add_test(tc, ledger_moves_bytes_between_categories);
+    tcase_add_test(tc, ledger_large_buffers_are_zeroed_and_counted);
+    tcase_add_test(tc, barrier_waits_for_everyone);
     tcase_add_test(tc, p2p_times);
     tcase_add_test(tc, streams_share_the_port_not_the_waits);
     tcase_add_test(tc, keyed_receives_take_their_message);

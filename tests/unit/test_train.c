@@ -627,6 +627,78 @@ START_TEST(adamw_fuses_the_clip)
 }
 END_TEST
 
+/* The gradients' pass (clip_unscale): the inf/NaN check, the unscaling and the sum of squares
+ * bit for bit those of a plain loop, in blocks and lengths that end anywhere; with inv 1 the
+ * gradients are not rewritten (a signalling NaN's bits stay). */
+START_TEST(unscale_pass_is_the_plain_loop)
+{
+    enum { N = 5003 };
+    static float g[N], want[N];
+    struct rng r;
+    rng_seed(&r, 3, 0);
+    for (int i = 0; i < N; i++)
+        g[i] = (float)rng_normal(&r) * 100.0f;
+    float invs[2] = {1.0f, 1.0f / 3.0f};
+    for (int k = 0; k < 2; k++)
+        for (size_t n = 1; n <= N; n = n * 3 + 1) {
+            memcpy(want, g, sizeof g);
+            double s0 = 0.25, s = s0;
+            for (size_t i = 0; i < n; i++) {
+                want[i] = invs[k] != 1.0f ? want[i] * invs[k] : want[i];
+                s0 += (double)want[i] * want[i];
+            }
+            float got[N];
+            memcpy(got, g, sizeof g);
+            ck_assert(!clip_unscale(got, n, invs[k], &s));
+            ck_assert_msg(s == s0 && memcmp(got, want, sizeof got) == 0, "n %zu inv %g", n,
+                          (double)invs[k]);
+            got[n - 1] = k ? NAN : INFINITY;
+            ck_assert(clip_unscale(got, n, invs[k], NULL));
+        }
+    uint32_t snan = 0x7f800001u;
+    float h[3] = {1.0f, 2.0f, 0.0f};
+    memcpy(&h[2], &snan, 4);
+    ck_assert(clip_unscale(h, 3, 1.0f, NULL));
+    ck_assert(memcmp(&h[2], &snan, 4) == 0);
+}
+END_TEST
+
+/* AdamW with the working weights rounded in the same pass: the bits of adamw_update and the
+ * bulk conversions after it, for bf16 and fp16, bits and values, over lengths that end in the
+ * middle of its blocks. */
+START_TEST(adamw_rounds_in_the_same_pass)
+{
+    enum { N = 5000 };
+    static float g[N], p1[N], p2[N], m1[N], m2[N], v1[N], v2[N], wf1[N], wf2[N];
+    static uint16_t w1[N], w2[N];
+    struct rng r;
+    rng_seed(&r, 9, 0);
+    for (int i = 0; i < N; i++) {
+        g[i] = (float)rng_normal(&r);
+        p1[i] = p2[i] = (float)rng_normal(&r);
+    }
+    enum fp_format fmts[2] = {FP_BF16, FP_FP16};
+    struct adamw a;
+    adamw_init(&a, 1e-2, 0.9, 0.999, 1e-8, 0.01);
+    for (int t = 0; t < 4; t++) {
+        enum fp_format f = fmts[t % 2];
+        adamw_advance(&a);
+        adamw_update(&a, p1, g, 0.5f, m1, v1, N - t);
+        if (f == FP_BF16) {
+            bf16_from_f32_n(w1, p1, N - t);
+            bf16_to_f32_n(wf1, w1, N - t);
+        } else {
+            fp16_from_f32_n(w1, p1, N - t);
+            fp16_to_f32_n(wf1, w1, N - t);
+        }
+        adamw_update_round(&a, p2, g, 0.5f, m2, v2, N - t, f, w2, wf2);
+        ck_assert(memcmp(p1, p2, sizeof p1) == 0 && memcmp(m1, m2, sizeof m1) == 0 &&
+                  memcmp(v1, v2, sizeof v1) == 0);
+        ck_assert(memcmp(w1, w2, (N - t) * 2) == 0 && memcmp(wf1, wf2, (N - t) * 4) == 0);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------------ the trainer */
 
 static struct trainer *new_trainer(struct train_opts *o)
@@ -1227,6 +1299,8 @@ int main(void)
     tcase_add_test(tc, clip_semantics);
     tcase_add_test(tc, adamw_matches_pytorch_formula);
     tcase_add_test(tc, adamw_fuses_the_clip);
+    tcase_add_test(tc, unscale_pass_is_the_plain_loop);
+    tcase_add_test(tc, adamw_rounds_in_the_same_pass);
     tcase_add_test(tc, skipped_step_leaves_state_untouched);
     tcase_add_test(tc, no_scaler_applies_nonfinite_steps);
     tcase_add_test(tc, trainer_deterministic_and_learns);

@@ -1194,7 +1194,7 @@ START_TEST(collective_at_64_gpus)
     ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen)); /* 120x40's panel */
     ck_assert_msg(strstr(screen, "ring all-reduce, 64 GPUs on 8 nodes, 64.00 MiB") &&
                       strstr(screen, "step 0 of 126: each GPU holds its own data") &&
-                      strstr(screen, "the run is verified") && strstr(screen, "GPU 13 ") &&
+                      strstr(screen, "(verified)") && strstr(screen, "GPU 13 ") &&
                       strstr(screen, "... GPUs 14 to 62 ...") && strstr(screen, "GPU 63 "),
                   "%.1800s", screen);
     /* 7 + 64 cells are more than 70 columns: 59 shown, the other 5 counted */
@@ -1216,7 +1216,7 @@ START_TEST(collective_at_64_gpus)
     ck_assert_msg(strstr(screen, "64 GPUs on 8 nodes, 128.00 MiB"), "%.1800s", screen);
     ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen));
     ck_assert_msg(strstr(screen, "step 0 of 126: each GPU holds its own data") &&
-                      strstr(screen, "the run is verified"),
+                      strstr(screen, "(verified)"),
                   "%.1800s", screen);
     /* sixty presses: 64 GPUs down to 4 */
     for (int i = 0; i < 60; i++)
@@ -1225,7 +1225,7 @@ START_TEST(collective_at_64_gpus)
     ck_assert_msg(strstr(screen, "ring all-reduce, 4 GPUs, 128.00 MiB"), "%.1800s", screen);
     ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen));
     ck_assert_msg(strstr(screen, "step 0 of 6: each GPU holds its own data") &&
-                      strstr(screen, "the run is verified"),
+                      strstr(screen, "(verified)"),
                   "%.1800s", screen);
     p->fini(st);
 }
