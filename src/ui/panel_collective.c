@@ -44,6 +44,7 @@
 #include <curses.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,9 @@ struct coll_run {
     struct settings s;
     struct cluster_spec spec;
     bool curves;
+    atomic_bool stale; /* the settings moved on: what is left to do is not wanted */
     /* out */
+    bool curves_done;
     double took; /* host seconds the job took */
     bool ok;
     char err[ERROR_MAX];
@@ -128,7 +131,7 @@ struct coll_panel {
     struct bgjob *job;
     struct coll_run *work;
     bool quick;       /* the last run took under QUICK_S: a key may wait for the next */
-    bool step_wanted; /* n came while the run was being made */
+    int steps_wanted; /* n's that came while the run was being made */
     /* the replay */
     int step;
     double acc;
@@ -248,15 +251,22 @@ static void run_collective(void *arg)
     double t0 = clock_now();
     struct cost_net net;
     coll_net(&p->spec, p->s.gpus, &net);
-    if (p->curves) {
+    if (p->curves && !atomic_load(&p->stale)) {
         p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1024, 1e12);
-        for (int j = 0; j < PLOT_GRID; j++) {
+        int j = 0;
+        for (; j < PLOT_GRID && !atomic_load(&p->stale); j++) {
             struct cost_result r;
             cost_collective(COST_ALLREDUCE, COST_RING, &net, grid_size(j), &r, NULL);
             p->tr[j] = r.time_s;
             cost_collective(COST_ALLREDUCE, COST_TREE, &net, grid_size(j), &r, NULL);
             p->tt[j] = r.time_s;
         }
+        p->curves_done = j == PLOT_GRID;
+    }
+    if (atomic_load(&p->stale)) { /* (the run itself, once started, cannot be cut short) */
+        p->ok = false;
+        p->took = clock_now() - t0;
+        return;
     }
     struct trial_args a;
     trial_args_init(&a);
@@ -363,7 +373,7 @@ static bool have_curves(const struct coll_panel *p)
  * done starts the next, for the settings then: keys pressed meanwhile never queue runs). */
 static void ask(struct coll_panel *p)
 {
-    if (p->job || p->have)
+    if (p->work || p->have)
         return;
     struct coll_run *w = calloc(1, sizeof *w);
     if (!w) {
@@ -374,6 +384,7 @@ static void ask(struct coll_panel *p)
     w->s = p->s;
     w->spec = p->clusters[p->s.cluster];
     w->curves = !have_curves(p);
+    atomic_init(&w->stale, false);
     struct error e = {0};
     p->work = w;
     if (bgjob_start(&p->job, run_collective, w, &e) != 0)
@@ -389,14 +400,15 @@ static bool take(struct coll_panel *p, double wait_s)
     bgjob_finish(p->job);
     struct coll_run *w = p->work;
     p->job = NULL, p->work = NULL;
-    p->quick = w->took < QUICK_S;
-    if (w->curves && w->s.gpus == p->s.gpus && w->s.cluster == p->s.cluster) {
+    if (!atomic_load(&w->stale)) /* (one cut short says nothing of the next) */
+        p->quick = w->took < QUICK_S;
+    if (w->curves_done && w->s.gpus == p->s.gpus && w->s.cluster == p->s.cluster) {
         p->curves_gpus = w->s.gpus, p->curves_cluster = w->s.cluster;
         p->crossover = w->crossover;
         memcpy(p->tr, w->tr, sizeof p->tr);
         memcpy(p->tt, w->tt, sizeof p->tt);
     }
-    if (same_settings(&w->s, &p->s) && !p->have) {
+    if (same_settings(&w->s, &p->s) && !p->have && !atomic_load(&w->stale)) {
         free(p->hops);
         p->have = true;
         p->ok = w->ok;
@@ -408,11 +420,11 @@ static bool take(struct coll_panel *p, double wait_s)
         p->verified = w->verified, p->scaled = w->scaled;
         if (p->step > p->nsteps)
             p->step = p->nsteps;
-        if (p->step_wanted && p->step < p->nsteps) {
-            p->step++;
+        if (p->steps_wanted > 0 && p->step < p->nsteps) {
+            p->step = p->step + p->steps_wanted < p->nsteps ? p->step + p->steps_wanted : p->nsteps;
             eventlog_add(p->log, "collective: step %d of %d", p->step, p->nsteps);
         }
-        p->step_wanted = false;
+        p->steps_wanted = 0;
         replay(p);
     }
     free(w->hops);
@@ -425,13 +437,15 @@ static bool take(struct coll_panel *p, double wait_s)
  * running until a poll takes it. */
 static void compute(struct coll_panel *p)
 {
+    if (p->work && !same_settings(&p->work->s, &p->s)) /* the run being made is not wanted */
+        atomic_store(&p->work->stale, true);
     free(p->hops);
     p->hops = NULL;
     p->nhops = p->nsteps = p->nchunks = 0;
     p->have = false;
     p->ok = true;
     p->err[0] = 0;
-    p->step_wanted = false;
+    p->steps_wanted = 0;
     p->times_due = true;
     p->real_bytes = 4.0 * (double)real_count(&p->s, &p->scaled); /* said while it runs */
     replay(p);
@@ -608,7 +622,7 @@ static int coll_on_event(void *state, const struct panel_event *ev)
         return p->step < p->nsteps ? PANEL_ANIMATE : 0;
     case PANEL_STEP:
         if (!p->have) { /* taken once the run is made */
-            p->step_wanted = true;
+            p->steps_wanted++;
             return PANEL_REDRAW;
         }
         if (p->step < p->nsteps) {

@@ -57,7 +57,7 @@ static void fail(struct runpace *r)
         eventlog_add(r->log, "%s: %s", r->ops->name, e.msg);
     }
     free_run(&r->run, &r->tap);
-    r->step_wanted = false;
+    r->steps_wanted = 0;
 }
 
 void runpace_options(const struct runpace *r, int m, enum fp_format prec, int batch, int gpus,
@@ -83,7 +83,8 @@ void runpace_clear(struct runpace *r)
         r->run = NULL, r->tap = NULL;
     }
     free_run(&r->run, &r->tap); /* one not launched yet has no threads to wait for */
-    r->launched = r->ready = r->step_wanted = false;
+    r->launched = r->ready = false;
+    r->steps_wanted = 0;
     r->waiting = 0;
     runfeed_reset(&r->feed); /* and the stopping run's tap closed */
     r->replaying = false;
@@ -163,7 +164,7 @@ static bool look(struct runpace *r)
 /* Whether something goes on that a poll will see the end of. */
 static bool busy(const struct runpace *r)
 {
-    return r->old || (r->run && !r->ready) || r->step_wanted;
+    return r->old || (r->run && !r->ready) || r->steps_wanted > 0;
 }
 
 int runpace_set_model(const char *value, int *m, struct error *e)
@@ -246,15 +247,15 @@ static int advance(struct runpace *r, double steps)
     return done;
 }
 
-/* n's step, once the GPUs are set up and it is done: shown whole. */
-static void take_wanted_step(struct runpace *r)
+/* The steps n asked for, once the GPUs are set up, each as it is done: shown whole. */
+static void take_wanted_steps(struct runpace *r)
 {
-    if (!r->step_wanted || !look(r))
+    if (r->steps_wanted <= 0 || !look(r))
         return;
-    allow(r, r->shown + 1);
-    if (start_replay(r)) {
+    allow(r, r->shown + r->steps_wanted);
+    while (r->steps_wanted > 0 && start_replay(r)) {
         finish_replay(r);
-        r->step_wanted = false;
+        r->steps_wanted--;
     }
 }
 
@@ -270,8 +271,8 @@ int runpace_on_event(struct runpace *r, const struct panel_event *ev)
         if (r->replaying)
             finish_replay(r);
         else if (going)
-            r->step_wanted = true;
-        take_wanted_step(r);
+            r->steps_wanted++;
+        take_wanted_steps(r);
         return PANEL_REDRAW;
     case PANEL_RESET: return PANEL_REDRAW; /* the panel's settings, its restart */
     case PANEL_POLL: {
@@ -279,7 +280,7 @@ int runpace_on_event(struct runpace *r, const struct panel_event *ev)
         bool ready = r->ready, old = r->old, run = r->run;
         int waiting = r->waiting;
         look(r);
-        take_wanted_step(r);
+        take_wanted_steps(r);
         bool moved = shown != r->shown || ready != r->ready || old != (r->old != NULL) ||
                      run != (r->run != NULL) || waiting != r->waiting ||
                      (r->launched && !r->ready); /* the bars grow as the GPUs set up */
@@ -308,7 +309,7 @@ void runpace_draw_step(const struct runpace *r, struct ui_canvas *c, int y, cons
     } else if (r->run && !r->ready) {
         canvas_printf(c, y, 0, ROLE_WARN, "setting up: %d of %d GPUs have their buffers",
                       r->waiting, r->want.gpus);
-    } else if (r->step_wanted) {
+    } else if (r->steps_wanted > 0) {
         canvas_printf(c, y, 0, ROLE_TEXT, "step %ld running", r->shown + 1);
     } else if (r->shown) {
         units_format_seconds(b1, sizeof b1, r->last.sim_time_s);

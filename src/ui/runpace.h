@@ -73,7 +73,7 @@ struct runpace {
     struct runfeed feed; /* the GPUs' events, the step replayed, each GPU's ledger */
     char err[ERROR_MAX];
     long shown, allowed;  /* steps replayed; steps the run may start */
-    bool step_wanted;     /* n asked for the next step, not done yet */
+    int steps_wanted;     /* steps n asked for, not done yet */
     struct run_step last; /* the last step replayed */
     /* the step being replayed */
     bool replaying;
