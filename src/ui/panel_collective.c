@@ -505,6 +505,8 @@ static int coll_init(void **state, const struct panel_env *env, struct error *e)
 static void coll_fini(void *state)
 {
     struct coll_panel *p = state;
+    if (p->work) /* what is left of it is not wanted: only a run already going is waited for */
+        atomic_store(&p->work->stale, true);
     bgjob_finish(p->job); /* the run being made, whose thread writes into work */
     if (p->work)
         free(p->work->hops);
