@@ -131,10 +131,30 @@ tui_poll() {
 # it did. The capture is in $screen.
 wait_screen() { tui_poll tui_has "$1"; }
 
+# tui_settle TEXT: the frame that showed TEXT may still be arriving: on a busy machine the
+# pane can be captured between two writes of one frame (a header already new, the grid below
+# it not yet). Captures again until two captures agree (ten times at most: an animation never
+# does), keeping in $screen the latest that still shows TEXT.
+tui_settle() {
+    n=0
+    while [ $n -lt 10 ]; do
+        sleep 0.05
+        prev=$screen
+        screen=$(capture)
+        [ "$screen" = "$prev" ] && return 0
+        if ! tui_has "$1"; then
+            screen=$prev
+            return 0
+        fi
+        n=$((n + 1))
+    done
+}
+
 # wait_for TEXT WHAT: waits until the screen shows TEXT; one TAP line. The capture is in
-# $screen (later checks may look for more in the same frame).
+# $screen, the frame settled (tui_settle): later checks may look for more in the same frame.
 wait_for() {
     if tui_poll tui_has "$1"; then
+        tui_settle "$1"
         ok "$2"
         return 0
     fi
