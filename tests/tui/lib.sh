@@ -176,7 +176,13 @@ wait_gone() {
 # normal (the shell's prompt, the normal screen, a visible cursor). Under ASan a leak report
 # turns the exit status into 23, so this also says nothing leaked.
 check_restored() {
+    # the end is waited for as long as a run may take to stop: a panel's run of the small
+    # model still setting up when q came (pprun.sh) is joined first, which under ASan at -O0
+    # on a busy machine took longer than the screen's deadline
+    tui_wait_was=$TUI_WAIT
+    TUI_WAIT=$((TUI_WAIT * 10))
     wait_file status
+    TUI_WAIT=$tui_wait_was
     check_eq "$(cat "$T_TMP/status" 2>/dev/null)" "exit=$1" "$2: exit status $1"
     wait_for "PROMPT>" "$2: the shell's prompt shows"
     check_eq "$(T display -p -t "$S" '#{alternate_on}')" "0" "$2: the alternate screen is left"
