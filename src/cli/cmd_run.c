@@ -27,7 +27,7 @@
 #include "ui/layout.h"
 #include "ui/steppanel.h"
 
-#define OUTPUT_MAX  (16u << 20) /* bytes kept of a run's output */
+#define OUTPUT_MAX (16u << 20) /* bytes kept of a run's output */
 /* A hung experiment is killed. Not sooner: an experiment takes a second here, but two minutes
  * under a sanitizer on a machine busy ten times over (it failed a lesson there), and every
  * wait inside a run has a deadline of its own (600 s), so only what hangs past those meets
