@@ -1136,7 +1136,7 @@ START_TEST(dprun_sets_up_off_the_frame_loop)
     static struct eventlog log;
     static char screen[16384];
     const struct panel_ops *p = panel_find("dprun");
-    struct panel_env env = {p, &log, true};
+    struct panel_env env = {p, &log, true, false};
     void *st = NULL;
     struct error e = {0};
     ck_assert_int_eq(p->init(&st, &env, &e), 0);
@@ -1183,7 +1183,7 @@ START_TEST(collective_at_64_gpus)
     static struct eventlog log;
     static char screen[16384];
     const struct panel_ops *p = panel_find("collective");
-    struct panel_env env = {p, &log, true};
+    struct panel_env env = {p, &log, true, false};
     void *st = NULL;
     struct error e = {0};
     ck_assert_int_eq(p->init(&st, &env, &e), 0);
