@@ -561,6 +561,7 @@ static void step_json(const struct run_step *rs)
     printf("{\"step\":%ld,", s->step);
     put_num("loss", s->loss, true);
     put_num("grad_norm", s->grad_norm, true);
+    put_num("grad_sumsq", s->grad_sumsq, true);
     put_num("clip_coef", s->clip_coef, true);
     put_num("loss_scale", s->loss_scale, true);
     printf("\"skipped\":%s,\"overflow\":%s,", s->skipped ? "true" : "false",
@@ -571,8 +572,21 @@ static void step_json(const struct run_step *rs)
     else
         printf("\"nonfinite\":null,");
     put_num("underflow_frac", s->underflow_frac, true);
-    if (rs->gpus > 1)
+    if (rs->gpus > 1) {
         printf("\"nonfinite_gpu\":%d,", rs->nonfinite_gpu);
+        /* each GPU's part of the agreement: every one must hold the same */
+        printf("\"per_gpu\":[");
+        for (int g = 0; g < rs->gpus; g++) {
+            const struct run_gpu_step *gs = &rs->gpu[g];
+            printf("%s{\"overflow_own\":%s,\"skipped\":%s,", g ? "," : "",
+                   gs->overflow_own ? "true" : "false", gs->skipped ? "true" : "false");
+            put_num("next_scale", gs->next_scale, true);
+            put_num("clip_coef", gs->clip_coef, true);
+            put_num("grad_sumsq", gs->grad_sumsq, false);
+            putchar('}');
+        }
+        printf("],");
+    }
     printf("\"act_peak_bytes\":%zu,", s->act_peak_bytes);
     put_num("sim_time_s", rs->sim_time_s, true);
     printf("\"comm_bytes_per_gpu\":%llu}\n", (unsigned long long)rs->comm_bytes_per_gpu);
@@ -1165,9 +1179,7 @@ static int configure_host(const struct args *r, struct run_config *rcfg)
         rcfg->spec.nodes = (int)nodes;
     }
     char a[32], b[32];
-    double need = (double)o->gpus * ((double)gpt_estimate_bytes(&o->shape, o->batch / o->gpus,
-                                                                o->precision, &o->ckpt, &e) +
-                                     5.0 * 4 * (double)gpt_param_count(&o->shape));
+    double need = run_host_bytes(rcfg);
     double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (host > 0 && need > host / 2)
         return cli_usage("train",

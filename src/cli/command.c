@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "cli/opts.h"
@@ -70,4 +71,13 @@ int cli_usage(const char *cmd, const char *fmt, ...)
     fprintf(stderr, "; see 'scalelab help %s'\n", cmd);
     va_end(ap);
     return 2;
+}
+
+const char *cli_argv0;
+
+void cli_exec_self(char **argv)
+{
+    if (cli_argv0 && *cli_argv0)
+        execvp(cli_argv0, argv);
+    execv("/proc/self/exe", argv);
 }

@@ -39,4 +39,12 @@ int cli_fail(const struct error *e);
 /* Prints "scalelab: CMD: MESSAGE; see 'scalelab help CMD'" to stderr and returns 2. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* This program as it was started (main's argv[0]), to run it again as a child. */
+extern const char *cli_argv0;
+/* In a child: replaces it with this program run with argv (argv[0] its name), started as the
+ * user started it: argv[0] as given (searched in PATH when it has no '/'), so that a program
+ * run under valgrind or through the dynamic loader runs again; /proc/self/exe (the wrapper,
+ * there) only when that cannot be run. Returns only if neither could be run (errno). */
+void cli_exec_self(char **argv);
+
 #endif

@@ -54,6 +54,12 @@ struct run_gpu_step {
     uint64_t tp_bytes;   /* in its tensor-parallel group */
     char nonfinite[48];  /* its first non-finite tensor, "" if none */
     bool nonfinite_forward;
+    /* its part of the agreement, which must be every GPU's: the verdict, the scale after the
+     * step, the global sum of squares and the clip coefficient */
+    bool skipped;
+    float next_scale, clip_coef;
+    double grad_sumsq;
+    bool overflow_own; /* what it found in its own range before the agreement */
 };
 
 /* One step, every GPU's. */
@@ -80,7 +86,18 @@ struct run_gpu {
     int nops, peak_in_flight;
 };
 
+/* Checks first that the host gives the run what it will use (run_host_bytes, and OpenBLAS's
+ * buffers, one per GPU, which it claims: model/blasbuf.h): ERR_NOMEM, "the run needs N MiB
+ * (...), the process may use M MiB more (its address space: ulimit -v)" when it does not. */
 int run_new(struct run **out, const struct run_config *cfg, struct error *e);
+/* What a run takes from the host beyond OpenBLAS's buffers, at most: each GPU's buffers (the
+ * model's for its share of the batch, as gpt_estimate_bytes counts them for the whole model,
+ * and five fp32 copies of every parameter: master weights, Adam's moments, the strategy's
+ * buffers), each GPU's thread stack and the driver's, step 1's copy when kept. */
+double run_host_bytes(const struct run_config *cfg);
+/* That check, for a run or a trainer of cfg's options on this thread (bench): 0 with OpenBLAS's
+ * buffers claimed (*claimed of them: blasbuf_release gives them back), or ERR_NOMEM. */
+int run_reserve(const struct run_config *cfg, int *claimed, struct error *e);
 void run_free(struct run *r);
 int run_start(struct run *r, struct error *e);
 
@@ -102,9 +119,14 @@ void run_stop(struct run *r);
 
 /* Waits for the run's threads: 0, or the failure that ended it (e). */
 int run_finish(struct run *r, struct error *e);
+/* Whether the run has ended (stopped, finished or failed): run_finish and run_free then
+ * return at once. Never waits. */
+bool run_ended(struct run *r);
 
 /* After run_finish. */
 const struct run_gpu *run_gpu(const struct run *r, int gpu);
+/* The data's entropy rate in nats per token: NAN until GPU 0 has set up (its trainer computes
+ * it), and after a run that failed before. */
 double run_loss_floor(const struct run *r);
 /* The same for the data a run over a vocabulary of vocab tokens with that seed draws, without
  * a run (the lessons quote it); NAN when it cannot be made. */

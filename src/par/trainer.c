@@ -182,11 +182,14 @@ int train_par_check(const struct train_opts *o, struct error *e)
         return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
                          SCHED_MAX_MICRO);
     int dp = train_dp(o), split = dp * o->micro_batches;
-    if (o->batch % o->gpus != 0 && o->pp == 1 && o->micro_batches == 1)
+    /* the data-parallel ranks split the batch; a rank's tensor-parallel GPUs share its part
+     * and its pipeline stages pass it on */
+    if (o->batch % dp != 0 && o->pp == 1 && o->micro_batches == 1)
         return error_set(e, ERR_INVAL,
-                         "--batch %d does not split over %d GPUs: data parallelism gives each "
-                         "GPU batch / GPUs sequences (try --batch %d)",
-                         o->batch, o->gpus, (o->batch / o->gpus + 1) * o->gpus);
+                         "--batch %d does not split over %d data-parallel ranks: each takes "
+                         "batch / %d sequences, which its tensor-parallel GPUs share (try "
+                         "--batch %d)",
+                         o->batch, dp, dp, (o->batch / dp + 1) * dp);
     if (o->batch % split != 0)
         return error_set(e, ERR_INVAL,
                          "--batch %d does not split into %d data-parallel share%s of %d "
@@ -194,6 +197,12 @@ int train_par_check(const struct train_opts *o, struct error *e)
                          o->batch, dp, dp > 1 ? "s" : "", o->micro_batches,
                          o->micro_batches > 1 ? "es each" : "", (o->batch / split + 1) * split);
     if (o->schedule == SCHED_INTERLEAVED) {
+        /* one stage has no other stage to interleave its chunks with (and, with one
+         * micro-batch, no pipeline would run its chunks at all) */
+        if (o->pp < 2)
+            return error_set(e, ERR_INVAL,
+                             "--schedule interleaved needs --pp 2 or more: it interleaves the "
+                             "model chunks of several stages");
         int rc = sched_check(o->schedule, o->pp, o->micro_batches, o->chunks, e);
         if (rc)
             return rc;
@@ -275,6 +284,9 @@ int train_opts_check(const struct train_opts *o, struct error *e)
         if (o->inject[i].step < 1 || o->inject[i].step > o->steps)
             return error_set(e, ERR_INVAL, "--inject: step %ld is outside the run's steps 1..%ld",
                              o->inject[i].step, o->steps);
+    if (o->fail_gpu >= 0 && (o->fail_step < 1 || o->fail_step > o->steps))
+        return error_set(e, ERR_INVAL, "--fail: step %ld is outside the run's steps 1..%ld",
+                         o->fail_step, o->steps);
     if (!o->shape.vocab && !o->shape.d && !o->shape.layers)
         return error_set(e, ERR_INVAL, "the model's shape is not set (train_shape sets it)");
     int rc = gpt_config_check(&o->shape, e);
@@ -763,6 +775,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     t->observing = 0;
 
     /* 6. clip by the global norm, skip or update */
+    out->grad_sumsq = sumsq;
     out->grad_norm = (float)sqrt(sumsq);
     out->clip_coef = o->clip > 0 ? clip_coef(out->grad_norm, (float)o->clip) : 1.0f;
     if (isfinite(out->loss)) {
@@ -771,6 +784,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     } else
         out->zscore = NAN;
     out->overflow = found_inf;
+    out->overflow_own = found_local || bad_loss;
     /* A scaler, dynamic or constant, skips a non-finite step; without one nothing looks. */
     bool skip_inf = found_inf && o->scaling != TRAIN_SCALE_NONE;
     out->skipped = skip_inf || (o->skip_spikes && out->spike);

@@ -1,9 +1,12 @@
 /* The window's frame: tabs, the lesson pane, the live panel, the latest events and the key
  * hints; the input loop; the terminal's set-up and restoration on every way out.
  *
- * The loop waits in poll() on standard input, with no timeout unless a panel is playing, so
- * an idle window costs no CPU. Keys never draw: they change state and mark the frame dirty;
- * the frame is drawn once per loop with one doupdate(). A signal ends the loop and the
+ * The loop waits in poll() on standard input, with no timeout unless a panel is playing or
+ * busy (ui/panel.h: PANEL_POLL), so an idle window costs no CPU. Keys never draw: they change
+ * state and mark the frame dirty; the frame is drawn into curses' screen after each key (the
+ * next key must see whether a field has the keys now), and once the keys that have arrived
+ * are all read and the live panel polled, sent to the terminal with one doupdate(): sixty
+ * keys pressed at once make one frame. A signal ends the loop and the
  * terminal is restored (ui/term.h); the help overlay is ui/help.h, the answer field
  * ui/answer.h. */
 #include "config.h"
@@ -15,9 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/datadir.h"
 #include "base/error.h"
 #include "lesson/ascii.h"
 #include "lesson/lesson.h"
@@ -81,11 +86,13 @@ struct app {
     bool help;
     int help_scroll;
     bool playing;
+    bool busy; /* the live panel may have work going on elsewhere: poll it (PANEL_POLL) */
     int speed; /* the speed is 2^speed */
     double last_tick;
     struct answer_field ans; /* the answer being typed to a question of the current step */
     struct progress progress;
     char progress_file[4096]; /* "" when progress is not saved */
+    struct error save_err;    /* the first save that failed: said again on quit (exit 1) */
     struct error fatal;       /* a panel could not start (out of memory): the window ends */
     double tab_since;         /* when the current tab became current (clock_now) */
     /* presenter mode: autoplay walks the steps; G jumps to one */
@@ -95,6 +102,9 @@ struct app {
     bool jumping;       /* G: typing a step number */
     bool panel_editing; /* the live panel's input field had the keys at the last frame */
     char jump[8];
+    /* $SCALELAB_FRAME_FD: a socket told of each frame (note_frame); keys read so far */
+    int frame_fd;
+    unsigned long keys;
 };
 
 /* ---- tabs and panels ---- */
@@ -105,6 +115,8 @@ static void save_progress(struct app *a)
     if (a->progress_file[0] && progress_save(&a->progress, a->progress_file, &e) < 0) {
         eventlog_add(&a->log, "progress not saved: %s", e.msg);
         a->progress_file[0] = '\0'; /* say it once */
+        a->save_err = e;
+        error_prefix(&a->save_err, "progress not saved");
     }
 }
 
@@ -131,7 +143,7 @@ static int open_panel(struct app *a, struct tab *t, const struct panel_ops *ops,
     if (i == TAB_PANELS)
         return error_set(e, ERR_RUN, "panel %s: a tab keeps %d panels at most", ops->name,
                          TAB_PANELS);
-    struct panel_env env = {ops, &a->log, a->ascii};
+    struct panel_env env = {ops, &a->log, a->ascii, false};
     void *state = i < t->nkept ? t->kept[i].state : NULL;
     int rc = steppanel_open(ops, &env, t->lesson, lp, &state, e);
     if (rc < 0)
@@ -170,6 +182,7 @@ static void switch_tab(struct app *a, int i)
         save_progress(a);
     }
     a->dirty = true;
+    a->busy = true; /* another live panel: what is it doing? */
 }
 
 static double speed_factor(int s)
@@ -259,6 +272,7 @@ static void swap_panel(struct app *a)
     }
     const struct panel_ops *ops = next_view(t);
     pause_playing(a);
+    a->busy = true;
     if (!use_kept(t, ops)) {
         const struct lesson *l = t->lesson;
         const struct lesson_panel *lp = NULL;
@@ -305,6 +319,7 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
         save_progress(a);
     }
     a->dirty = true;
+    a->busy = true;
 }
 
 static int load_lessons(struct app *a, struct error *e)
@@ -844,7 +859,24 @@ static void draw_hints(const struct app *a, bool panel_editing, bool brief, int 
                     hl.status);
 }
 
-static void draw_frame(struct app *a)
+/* The window's account of itself for `scalelab bench --only window`, which times keys by it:
+ * with $SCALELAB_FRAME_FD naming a socket, a line "KEYS BUSY" each time a frame goes to the
+ * terminal and each time the live panel stops being busy without one (KEYS: the keys read so
+ * far; BUSY: 1 while the panel's work goes on elsewhere, else 0). Never waits: a line the
+ * socket cannot take now is dropped, and a socket gone ends the account. */
+static void note_frame(struct app *a)
+{
+    if (a->frame_fd < 0)
+        return;
+    char line[32];
+    int n = snprintf(line, sizeof line, "%lu %d\n", a->keys, a->busy);
+    if (send(a->frame_fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN &&
+        errno != EWOULDBLOCK)
+        a->frame_fd = -1;
+}
+
+/* The frame into curses' screen; to the terminal too when flush is set. */
+static void draw_frame(struct app *a, bool flush)
 {
     erase();
     struct ui_canvas pc = {0};
@@ -874,7 +906,10 @@ static void draw_frame(struct app *a)
         curs_set(0);
     }
     wnoutrefresh(stdscr);
-    doupdate();
+    if (flush) {
+        doupdate();
+        note_frame(a);
+    }
 }
 
 static void relayout(struct app *a)
@@ -887,16 +922,39 @@ static void relayout(struct app *a)
 
 /* ---- the loop ---- */
 
+/* What the live panel's work elsewhere has done (ui/panel.h): polled after every turn that
+ * handled something, then each frame while it says it is busy. */
+static void poll_panel(struct app *a)
+{
+    struct tab *t = &a->tabs[a->cur];
+    int r = 0;
+    if (t->ops->on_event) {
+        struct panel_event ev = {PANEL_POLL, 0, speed_factor(a->speed)};
+        r = t->ops->on_event(t->panel, &ev);
+    }
+    a->busy = r & PANEL_BUSY;
+    if (r & PANEL_REDRAW)
+        a->dirty = true;
+    if (r & PANEL_QUIT)
+        a->quit = true;
+}
+
 static int run_loop(struct app *a, struct error *e)
 {
     relayout(a);
+    a->busy = true; /* the panels opened may have started work */
     while (!a->quit && !term_signal()) {
+        bool was_busy = a->busy;
+        if (a->busy)
+            poll_panel(a);
         if (a->dirty) {
-            draw_frame(a);
+            draw_frame(a, true);
             a->dirty = false;
+        } else if (was_busy && !a->busy) {
+            note_frame(a);
         }
         struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {term_wake_fd(), POLLIN, 0}};
-        int wait = a->playing ? FRAME_MS : -1;
+        int wait = a->playing || a->busy ? FRAME_MS : -1;
         if (a->autoplay) { /* wake for the next step */
             double left = (a->next_at - clock_now()) * 1000.0;
             int ms = left > 0 ? (int)left + 1 : 0;
@@ -918,12 +976,13 @@ static int run_loop(struct app *a, struct error *e)
                 relayout(a);
             else
                 app_key(a, ch);
-            if (a->dirty && !a->quit) { /* a frame per key: the next key sees whether a
-                                         * field has the keys now */
-                draw_frame(a);
-                a->dirty = false;
-            }
+            a->keys++;
+            a->busy = true; /* whatever the key did, the live panel is asked what it started */
+            if (a->dirty && !a->quit) /* a frame per key, in curses' screen: the next key
+                                       * sees whether a field has the keys now */
+                draw_frame(a, false);
         }
+        /* the keys read, once the panel has been polled, in one frame (the loop's top) */
         autoplay_tick(a);
         if (a->playing) {
             double now = clock_now();
@@ -932,6 +991,7 @@ static int run_loop(struct app *a, struct error *e)
                 a->last_tick = now;
                 panel_event(a, PANEL_TICK, dt * speed_factor(a->speed));
                 a->dirty = true;
+                a->busy = true;
             }
         }
     }
@@ -952,11 +1012,13 @@ static void close_tabs(struct app *a)
 int ui_run(const struct ui_options *o, struct error *e)
 {
     int rc = termcheck(e);
-    if (rc < 0)
+    if (rc < 0 || (rc = datadir_check(e)) < 0) /* the folder, before a file of it is missing */
         return rc;
     struct app *a = calloc(1, sizeof *a);
     if (!a)
         return error_set(e, ERR_NOMEM, "out of memory");
+    const char *fd = getenv("SCALELAB_FRAME_FD");
+    a->frame_fd = fd && *fd ? (int)strtol(fd, NULL, 10) : -1;
     if ((rc = term_start(o->ascii, &a->ascii, e)) < 0)
         goto out;
     for (int i = 0; i < UI_TABS; i++) {
@@ -1009,9 +1071,13 @@ out:
         save_progress(a);
     }
     close_tabs(a);
+    int sig = term_signal();
+    if (rc >= 0 && !sig && a->save_err.code) { /* the learner leaves believing it saved */
+        *e = a->save_err;
+        rc = ERR_IO;
+    }
     free(a);
     if (rc < 0)
         return rc;
-    int sig = term_signal();
     return sig ? 128 + sig : 0;
 }

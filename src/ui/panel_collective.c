@@ -24,7 +24,19 @@
  * the chosen size: the same numbers as "scalelab collective --size SIZE --steps". The legend
  * under the picture says which: the size that ran for real, and what it is timed as.
  *
- * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16), Up/Down (k/j) size (x2),
+ * At 64 GPUs that run takes longer than a frame (64 threads on the host's cores), and the
+ * plot's curves and crossover hundreds of replays of the cost model: a key never waits for
+ * them. It changes the settings and asks for the run, which is made on a thread of its own
+ * (ui/bgjob.h) with the curves when the GPUs or the cluster changed; the panel says "running"
+ * until a poll takes it (or the key's own frame, when the last run took under QUICK_S). The
+ * α-β times (a few replays) are computed by the poll the window sends before each frame, so
+ * keys pressed together cost them once. Keys pressed meanwhile only change what the next run
+ * is for: one run at a time, for the latest settings. Drawing computes nothing: the curves
+ * are kept for the GPUs and cluster they were made for, at PLOT_GRID sizes, and each column
+ * read between two of them.
+ *
+ * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16, and the chunks that do
+ * not fit a row are counted), Up/Down (k/j) size (x2),
  * t ring, tree, dbtree, rhd; c the cluster preset. Settings: gpus=N, size=BYTES,
  * algo=ring|tree|dbtree|rhd, cluster=PRESET, step=K. */
 #include "config.h"
@@ -32,10 +44,12 @@
 #include <curses.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/units.h"
 #include "calc/preset.h"
@@ -44,6 +58,7 @@
 #include "comm/trial.h"
 #include "comm/tree.h"
 #include "sim/cluster.h"
+#include "ui/bgjob.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
@@ -54,6 +69,10 @@
 #define ROWS_FULL    16
 #define STEPS_PER_S  2.0       /* animation speed at 1x */
 #define REAL_MAX     (1 << 20) /* the largest size run for real (bytes); above, a scaled run */
+#define QUICK_S      0.015 /* a run made this quickly shows in the frame of the key that asked */
+#define PLOT_GRID    256   /* the sizes the plot's curves are computed at */
+#define PLOT_LO      1024.0
+#define PLOT_HI      (1024.0 * 1024 * 1024)
 
 struct hop {
     int step, from, to, chunk;
@@ -68,21 +87,51 @@ struct settings {
     enum cost_algo algo;
 };
 
+/* One run of the collective, made on a job's thread (ui/bgjob.h) from a copy of the settings:
+ * the real all-reduce, its send events as hops, its check; and, when asked (the GPUs or the
+ * cluster changed), the plot's curves at PLOT_GRID sizes and the crossover, which depend on
+ * nothing else. At 64 GPUs the run alone takes longer than a frame. */
+struct coll_run {
+    /* in */
+    struct settings s;
+    struct cluster_spec spec;
+    bool curves;
+    atomic_bool stale; /* the settings moved on: what is left to do is not wanted */
+    /* out */
+    bool curves_done;
+    double took; /* host seconds the job took */
+    bool ok;
+    char err[ERROR_MAX];
+    struct hop *hops;
+    int nhops, nsteps, nchunks;
+    double real_bytes, sim_time, max_rel_error, tolerance;
+    bool verified, scaled;
+    double crossover, tr[PLOT_GRID], tt[PLOT_GRID];
+};
+
 struct coll_panel {
     struct eventlog *log;
     int nclusters;
     struct cluster_spec clusters[MAX_CLUSTERS];
     struct settings s, start;
     int start_step;
-    /* the run */
-    bool ok;
+    /* the run for the settings, once made (have): none while it runs */
+    bool have, ok;
     char err[ERROR_MAX];
     struct hop *hops;
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
     bool verified, scaled; /* scaled: real_bytes ran, timed as the size chosen */
     struct cost_result ring, tree, dbtree, rhd;
-    double crossover;
+    bool times_due; /* those four, not computed yet for the settings */
+    /* the plot's curves and the crossover, for curves_gpus GPUs of cluster curves_cluster */
+    int curves_gpus, curves_cluster;
+    double crossover, tr[PLOT_GRID], tt[PLOT_GRID];
+    /* the run being made (for work->s, which may be settings left behind since) */
+    struct bgjob *job;
+    struct coll_run *work;
+    bool quick;       /* the last run took under QUICK_S: a key may wait for the next */
+    int steps_wanted; /* n's that came while the run was being made */
     /* the replay */
     int step;
     double acc;
@@ -128,9 +177,9 @@ static void replay(struct coll_panel *p)
     }
 }
 
-static int n_gpus(const struct coll_panel *p)
+static int n_gpus(const struct coll_run *w)
 {
-    return p->s.gpus;
+    return w->s.gpus;
 }
 
 /* The α-β time of the algorithm shown (the same model as the simulated run). */
@@ -153,7 +202,7 @@ static int cmp_double(const void *a, const void *b)
 /* A tree's panel steps are its pipeline's stages: the sends that arrive at the same moment
  * form one step (a level of the reduce, one child of a level of the broadcast), in the order
  * of time, which respects every dependency. */
-static void stage_steps(struct coll_panel *p)
+static void stage_steps(struct coll_run *p)
 {
     double *t = malloc((size_t)(p->nhops ? p->nhops : 1) * sizeof *t);
     if (!t)
@@ -180,36 +229,63 @@ static void stage_steps(struct coll_panel *p)
     free(t);
 }
 
-/* Runs the collective for the current settings and keeps its send events as hops. */
-static void compute(struct coll_panel *p)
+/* The plot's grid: size j of PLOT_GRID, 1 KiB to 1 GiB evenly on a log axis. */
+static double grid_size(int j)
 {
+    return PLOT_LO * pow(PLOT_HI / PLOT_LO, (double)j / (PLOT_GRID - 1));
+}
+
+/* The fp32 elements that run for real for settings s: the size itself when small, else
+ * N x 256 with the links scaled to take as long (*scaled). */
+static size_t real_count(const struct settings *s, bool *scaled)
+{
+    *scaled = !(s->size <= REAL_MAX && fmod(s->size, 4) == 0 && s->size >= 4);
+    return *scaled ? (size_t)s->gpus * 256 : (size_t)(s->size / 4);
+}
+
+/* The job: runs the collective for w's settings and keeps its send events as hops; the
+ * curves and the crossover too when asked. Touches nothing but w. */
+static void run_collective(void *arg)
+{
+    struct coll_run *p = arg;
+    double t0 = clock_now();
+    struct cost_net net;
+    coll_net(&p->spec, p->s.gpus, &net);
+    if (p->curves && !atomic_load(&p->stale)) {
+        p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1024, 1e12);
+        int j = 0;
+        for (; j < PLOT_GRID && !atomic_load(&p->stale); j++) {
+            struct cost_result r;
+            cost_collective(COST_ALLREDUCE, COST_RING, &net, grid_size(j), &r, NULL);
+            p->tr[j] = r.time_s;
+            cost_collective(COST_ALLREDUCE, COST_TREE, &net, grid_size(j), &r, NULL);
+            p->tt[j] = r.time_s;
+        }
+        p->curves_done = j == PLOT_GRID;
+    }
+    if (atomic_load(&p->stale)) { /* (the run itself, once started, cannot be cut short) */
+        p->ok = false;
+        p->took = clock_now() - t0;
+        return;
+    }
     struct trial_args a;
     trial_args_init(&a);
     a.op = COST_ALLREDUCE;
     a.algo = p->s.algo;
     a.gpus = p->s.gpus;
-    /* the size itself when small, else N x 256 fp32 with the links scaled to take as long */
-    p->scaled = !(p->s.size <= REAL_MAX && fmod(p->s.size, 4) == 0 && p->s.size >= 4);
-    a.count = p->scaled ? (size_t)p->s.gpus * 256 : (size_t)(p->s.size / 4);
+    a.count = real_count(&p->s, &p->scaled);
     a.dtype = FP_FP32;
-    a.spec = p->clusters[p->s.cluster];
+    a.spec = p->spec;
     a.record_events = true;
     p->real_bytes = (double)a.count * 4;
     double scale = p->real_bytes / p->s.size;
     a.spec.beta_intra *= scale;
     a.spec.beta_inter *= scale;
-    free(p->hops);
     p->hops = NULL;
     p->nhops = p->nsteps = 0;
     p->nchunks = 1;
     p->ok = true;
     p->err[0] = 0;
-    struct cost_net net = net_of(p, p->s.gpus);
-    cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
-    cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
-    cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
-    cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
-    p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1024, 1e12);
 
     struct trial t;
     struct error e = {0};
@@ -217,6 +293,7 @@ static void compute(struct coll_panel *p)
         p->ok = false;
         snprintf(p->err, sizeof p->err, "%s", e.msg);
         trial_fini(&t);
+        p->took = clock_now() - t0;
         return;
     }
     p->verified = t.check.ok;
@@ -278,9 +355,118 @@ static void compute(struct coll_panel *p)
     if (p->s.algo != COST_RING)
         stage_steps(p);
     trial_fini(&t);
-    if (p->step > p->nsteps)
-        p->step = p->nsteps;
+    p->took = clock_now() - t0;
+}
+
+static bool same_settings(const struct settings *a, const struct settings *b)
+{
+    return a->gpus == b->gpus && a->cluster == b->cluster && a->size == b->size &&
+           a->algo == b->algo;
+}
+
+static bool have_curves(const struct coll_panel *p)
+{
+    return p->curves_gpus == p->s.gpus && p->curves_cluster == p->s.cluster;
+}
+
+/* Starts making the run for the settings, unless one is being made (the poll that finds it
+ * done starts the next, for the settings then: keys pressed meanwhile never queue runs). */
+static void ask(struct coll_panel *p)
+{
+    if (p->work || p->have)
+        return;
+    struct coll_run *w = calloc(1, sizeof *w);
+    if (!w) {
+        p->ok = false;
+        snprintf(p->err, sizeof p->err, "out of memory");
+        return;
+    }
+    w->s = p->s;
+    w->spec = p->clusters[p->s.cluster];
+    w->curves = !have_curves(p);
+    atomic_init(&w->stale, false);
+    struct error e = {0};
+    p->work = w;
+    if (bgjob_start(&p->job, run_collective, w, &e) != 0)
+        run_collective(w); /* no thread to spare: made here, the window waiting for it */
+}
+
+/* Whether the run being made is done (waiting up to wait_s for it): then its results are the
+ * panel's if they are for its settings now, and the next run is asked for if not. */
+static bool take(struct coll_panel *p, double wait_s)
+{
+    if (!p->work || (p->job && !bgjob_done(p->job, wait_s)))
+        return false;
+    bgjob_finish(p->job);
+    struct coll_run *w = p->work;
+    p->job = NULL, p->work = NULL;
+    if (!atomic_load(&w->stale)) /* (one cut short says nothing of the next) */
+        p->quick = w->took < QUICK_S;
+    if (w->curves_done && w->s.gpus == p->s.gpus && w->s.cluster == p->s.cluster) {
+        p->curves_gpus = w->s.gpus, p->curves_cluster = w->s.cluster;
+        p->crossover = w->crossover;
+        memcpy(p->tr, w->tr, sizeof p->tr);
+        memcpy(p->tt, w->tt, sizeof p->tt);
+    }
+    if (same_settings(&w->s, &p->s) && !p->have && !atomic_load(&w->stale)) {
+        free(p->hops);
+        p->have = true;
+        p->ok = w->ok;
+        snprintf(p->err, sizeof p->err, "%s", w->err);
+        p->hops = w->hops, w->hops = NULL;
+        p->nhops = w->nhops, p->nsteps = w->nsteps, p->nchunks = w->nchunks;
+        p->real_bytes = w->real_bytes, p->sim_time = w->sim_time;
+        p->max_rel_error = w->max_rel_error, p->tolerance = w->tolerance;
+        p->verified = w->verified, p->scaled = w->scaled;
+        if (p->step > p->nsteps)
+            p->step = p->nsteps;
+        if (p->steps_wanted > 0 && p->step < p->nsteps) {
+            p->step = p->step + p->steps_wanted < p->nsteps ? p->step + p->steps_wanted : p->nsteps;
+            eventlog_add(p->log, "collective: step %d of %d", p->step, p->nsteps);
+        }
+        p->steps_wanted = 0;
+        replay(p);
+    }
+    free(w->hops);
+    free(w);
+    ask(p);
+    return true;
+}
+
+/* The settings changed: the run asked for, the α-β times due; the picture says the run is
+ * running until a poll takes it. */
+static void compute(struct coll_panel *p)
+{
+    if (p->work && !same_settings(&p->work->s, &p->s)) /* the run being made is not wanted */
+        atomic_store(&p->work->stale, true);
+    free(p->hops);
+    p->hops = NULL;
+    p->nhops = p->nsteps = p->nchunks = 0;
+    p->have = false;
+    p->ok = true;
+    p->err[0] = 0;
+    p->steps_wanted = 0;
+    p->times_due = true;
+    p->real_bytes = 4.0 * (double)real_count(&p->s, &p->scaled); /* said while it runs */
     replay(p);
+    ask(p);
+}
+
+/* The α-β times of the four algorithms for the settings, when due: a few replays of the cost
+ * model (a millisecond or two at 64 GPUs), once per poll rather than once per key, so that
+ * keys pressed together cost them once (the window polls before it sends a frame). Whether
+ * they were computed. */
+static bool times(struct coll_panel *p)
+{
+    if (!p->times_due)
+        return false;
+    struct cost_net net = net_of(p, p->s.gpus);
+    cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
+    cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
+    cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
+    cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
+    p->times_due = false;
+    return true;
 }
 
 static void defaults(struct settings *s)
@@ -294,6 +480,7 @@ static int coll_init(void **state, const struct panel_env *env, struct error *e)
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
+    p->curves_gpus = -1;
     char list[512];
     preset_list(list, sizeof list, "clusters");
     /* h100-80gb first: the lessons' running example */
@@ -318,6 +505,12 @@ static int coll_init(void **state, const struct panel_env *env, struct error *e)
 static void coll_fini(void *state)
 {
     struct coll_panel *p = state;
+    if (p->work) /* what is left of it is not wanted: only a run already going is waited for */
+        atomic_store(&p->work->stale, true);
+    bgjob_finish(p->job); /* the run being made, whose thread writes into work */
+    if (p->work)
+        free(p->work->hops);
+    free(p->work);
     free(p->hops);
     free(p);
 }
@@ -328,6 +521,8 @@ static void changed(struct coll_panel *p, const char *what)
     p->step = 0;
     p->acc = 0;
     compute(p);
+    if (p->quick && p->work && same_settings(&p->work->s, &p->s)) /* asked for by this key */
+        take(p, QUICK_S); /* a run as quick as the last shows in the key's own frame */
     if (!strcmp(what, "size"))
         eventlog_add(p->log, "collective: size %s",
                      units_format_bytes(b, sizeof b, p->s.size, UNITS_BINARY));
@@ -411,9 +606,13 @@ static int coll_on_event(void *state, const struct panel_event *ev)
             p->step = 0; /* play again from the start */
         p->acc = 0;
         replay(p);
-        return PANEL_REDRAW | (p->nsteps > 0 ? PANEL_ANIMATE : 0);
+        /* while the run is being made, the ticks wait for it */
+        return PANEL_REDRAW | (p->nsteps > 0 || !p->have ? PANEL_ANIMATE : 0);
     case PANEL_PAUSE: return 0;
     case PANEL_TICK:
+        times(p);
+        if (!p->have)
+            return PANEL_ANIMATE | (take(p, 0) ? PANEL_REDRAW : 0);
         p->acc += ev->dt * STEPS_PER_S;
         if (p->acc >= 1 && p->step < p->nsteps) {
             int k = (int)p->acc;
@@ -424,6 +623,10 @@ static int coll_on_event(void *state, const struct panel_event *ev)
         }
         return p->step < p->nsteps ? PANEL_ANIMATE : 0;
     case PANEL_STEP:
+        if (!p->have) { /* taken once the run is made */
+            p->steps_wanted++;
+            return PANEL_REDRAW;
+        }
         if (p->step < p->nsteps) {
             p->step++;
             replay(p);
@@ -436,6 +639,11 @@ static int coll_on_event(void *state, const struct panel_event *ev)
         p->step = p->start_step;
         compute(p);
         return PANEL_REDRAW;
+    case PANEL_POLL: {
+        bool moved = times(p);
+        moved |= take(p, 0);
+        return (moved ? PANEL_REDRAW : 0) | (p->work ? PANEL_BUSY : 0);
+    }
     }
     return 0;
 }
@@ -501,20 +709,18 @@ static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, i
 {
     bool one_line = w >= 40; /* the legend on one row (in fewer words below 52 columns) */
     int ph = h - (one_line ? 2 : 3), pw = w - 10;
-    if (ph < 2 || w < 30)
+    if (ph < 2 || w < 30 || !have_curves(p)) /* (the curves come with the run) */
         return;
-    struct cost_net net = net_of(p, p->s.gpus);
-    double lo = 1024, hi = 1024.0 * 1024 * 1024, tmin = INFINITY, tmax = 0;
-    double tr[256], tt[256];
-    if (pw > 256)
-        pw = 256;
-    for (int i = 0; i < pw; i++) {
-        double s = lo * pow(hi / lo, (double)i / (pw - 1));
-        struct cost_result r;
-        cost_collective(COST_ALLREDUCE, COST_RING, &net, s, &r, NULL);
-        tr[i] = r.time_s;
-        cost_collective(COST_ALLREDUCE, COST_TREE, &net, s, &r, NULL);
-        tt[i] = r.time_s;
+    double lo = PLOT_LO, hi = PLOT_HI, tmin = INFINITY, tmax = 0;
+    double tr[PLOT_GRID], tt[PLOT_GRID];
+    if (pw > PLOT_GRID)
+        pw = PLOT_GRID;
+    for (int i = 0; i < pw; i++) { /* between the grid's sizes, log-log interpolated */
+        double x = (double)i / (pw - 1) * (PLOT_GRID - 1);
+        int j = x < PLOT_GRID - 1 ? (int)x : PLOT_GRID - 2;
+        double f = x - j;
+        tr[i] = exp((1 - f) * log(p->tr[j]) + f * log(p->tr[j + 1]));
+        tt[i] = exp((1 - f) * log(p->tt[j]) + f * log(p->tt[j + 1]));
         tmin = fmin(tmin, fmin(tr[i], tt[i]));
         tmax = fmax(tmax, fmax(tr[i], tt[i]));
     }
@@ -610,11 +816,16 @@ static const char *arrow(int y, int x, int y2, int x2)
     return ax > 0 ? "\u2197" : "\u2196";     /* ↗ ↖ */
 }
 
+/* A count of contributions in one cell: 1-9, a-z (10-35), A-Z (36-61), '*' for 62 and 63
+ * (64 GPUs at most), '#' once it holds all n. */
 static char count_char(int k, int n)
 {
     if (k >= n)
         return '#';
-    return k < 10 ? (char)('0' + k) : (char)('a' + k - 10);
+    return k < 10   ? (char)('0' + k)
+           : k < 36 ? (char)('a' + k - 10)
+           : k < 62 ? (char)('A' + k - 36)
+                    : '*';
 }
 
 /* Chunk k of GPU g: its count of contributions, and its look: where this step's data landed,
@@ -691,12 +902,22 @@ static void draw_ring(const struct coll_panel *p, struct ui_canvas *c, int oy, i
 
 /* ---- rows: one GPU a line, for small panels, the tree, and more than 16 GPUs ---- */
 
-static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cellw,
-                     int barw)
+/* GPU g's row at y: its first `cells` chunks (the number of the others after them when some
+ * do not fit), its bar and the bytes it sent. */
+static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cells,
+                     int cellw, int barw)
 {
     int n = p->s.gpus;
     canvas_printf(c, y, 0, ROLE_DIM, "GPU %-2d", g);
     int x = 7;
+    if (cells < p->nchunks) {
+        for (int k = 0; k < cells; k++) {
+            char cell[2] = {count_char(__builtin_popcountll(p->mask[g][k]), n), 0};
+            canvas_text(c, y, x++, chunk_role(p, g, k), cell);
+        }
+        canvas_printf(c, y, x, ROLE_DIM, "+%d", p->nchunks - cells);
+        return;
+    }
     for (int k = 0; k < p->nchunks; k++) {
         int have = __builtin_popcountll(p->mask[g][k]);
         char cell[3] = {count_char(have, n), ' ', 0};
@@ -804,18 +1025,20 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int
     int cellw = p->nchunks * 2 + 30 <= w ? 2 : 1;
     int barw = w - 7 - p->nchunks * cellw - 14;
     barw = barw > 20 ? 20 : barw;
+    /* the chunks that fit (64 GPUs' 64 in 80x24's panel do not): the others counted */
+    int cells = 7 + p->nchunks * cellw <= w ? p->nchunks : (w - 7 - 4) / cellw;
     /* a row per GPU, up to 16 and as the room allows; else the first ones, a line naming
      * those left out, the last one */
     int fit = room - 1 < ROWS_FULL ? room - 1 : ROWS_FULL;
     if (n <= fit) {
         for (int g = 0; g < n; g++)
-            draw_gpu(p, c, y++, g, cellw, barw);
+            draw_gpu(p, c, y++, g, cells, cellw, barw);
     } else {
         int first = fit - 2 > 1 ? fit - 2 : 1;
         for (int g = 0; g < first; g++)
-            draw_gpu(p, c, y++, g, cellw, barw);
+            draw_gpu(p, c, y++, g, cells, cellw, barw);
         canvas_printf(c, y++, 0, ROLE_DIM, "... GPUs %d to %d ...", first, n - 2);
-        draw_gpu(p, c, y++, n - 1, cellw, barw);
+        draw_gpu(p, c, y++, n - 1, cells, cellw, barw);
     }
     return y;
 }
@@ -851,8 +1074,13 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
         canvas_printf(c, y++, 0, ROLE_TEXT, "ring %s, tree %s: %s wins", t[0], t[1],
                       p->tree.time_s < p->ring.time_s ? "tree" : "ring");
         int x = canvas_printf(c, y, 0, ROLE_DIM, "dbtree %s, rhd %s", t[2], t[3]);
-        canvas_text(c, y++, x + 2, p->verified ? ROLE_GOOD : ROLE_ERROR,
-                    p->verified ? "verified" : "NOT verified");
+        canvas_text(c, y++, x + 2,
+                    !p->have      ? ROLE_WARN
+                    : p->verified ? ROLE_GOOD
+                                  : ROLE_ERROR,
+                    !p->have      ? "running"
+                    : p->verified ? "verified"
+                                  : "NOT verified");
         double alg = cost_algbw(p->s.size, algo_time(p));
         x = canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9,
                           alg * cost_busbw_factor(COST_ALLREDUCE, n) / 1e9);
@@ -864,7 +1092,7 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     }
     /* what ran for real, and what its times are scaled to: the longest form that fits */
     char ran[4][160], b3[32];
-    const char *ver = p->verified ? "verified" : "NOT verified";
+    const char *ver = !p->have ? "running" : p->verified ? "verified" : "NOT verified";
     units_format_bytes(b1, sizeof b1, p->real_bytes, UNITS_BINARY);
     units_format_bytes(b3, sizeof b3, p->s.size, UNITS_BINARY);
     if (p->scaled) {
@@ -884,7 +1112,7 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     int k = 0;
     while (k < 3 && layout_text_width(ran[k]) > c->r.w)
         k++;
-    canvas_text(c, y++, 0, p->verified ? ROLE_DIM : ROLE_ERROR, ran[k]);
+    canvas_text(c, y++, 0, !p->have ? ROLE_WARN : p->verified ? ROLE_DIM : ROLE_ERROR, ran[k]);
     units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
     units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
     int x = canvas_printf(c, y, 0, ROLE_TEXT,
@@ -950,6 +1178,18 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     canvas_text(c, y++, 0, ROLE_TITLE, head[hi]);
     if (!p->ok) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
+        return;
+    }
+    if (!p->have) { /* the run is being made: what needs none of it, the plot once it has come */
+        canvas_printf(c, y++, 0, ROLE_WARN,
+                      w < 64 ? "step 0: %d thread-GPUs running it"
+                             : "step 0: the all-reduce is running on %d thread-GPUs",
+                      n);
+        y++;
+        draw_counts(p, c, y);
+        y += counts_rows(w) + (w >= 64);
+        int ph = h - y;
+        draw_plot(p, c, y, 0, ph > PLOT_H ? PLOT_H : ph, w);
         return;
     }
     units_format_seconds(b2, sizeof b2, p->now);

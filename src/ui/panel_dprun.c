@@ -96,7 +96,6 @@ struct dprun {
     double phase_until[MAX_GPUS];
     /* the losses of the steps shown */
     float loss[HIST];
-    double floor;
     bool said_verdict;
 };
 
@@ -173,11 +172,9 @@ static void restart(struct dprun *p)
     struct train_opts o;
     runpace_options(&p->pace, p->s.model, p->s.prec, p->batch, n, &o);
     o.zero = p->s.zero;
-    struct error e = {0};
     /* the host holds every GPU's buffers: at most half of its memory, as `train` allows */
-    double need =
-        (double)n * ((double)gpt_estimate_bytes(&o.shape, p->batch / n, o.precision, &o.ckpt, &e) +
-                     5.0 * 4 * (double)gpt_param_count(&o.shape));
+    struct run_config rc = {.o = o};
+    double need = run_host_bytes(&rc);
     double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (host > 0 && need > host / 2) {
         char a[32], b[32];
@@ -188,8 +185,7 @@ static void restart(struct dprun *p)
                  units_format_bytes(b, sizeof b, host, UNITS_BINARY));
         return;
     }
-    if (runpace_start(&p->pace, &o) == 0)
-        p->floor = run_loss_floor(p->pace.run);
+    runpace_start(&p->pace, &o);
 }
 
 static const char *stage_name(int z)
@@ -349,6 +345,7 @@ static int dprun_init(void **state, const struct panel_env *env, struct error *e
         free(p);
         return rc;
     }
+    p->pace.check_only = env->check_only;
     defaults(&p->s);
     p->start = p->s;
     restart(p);
@@ -606,7 +603,9 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
      * their rows) */
     int lossrows = H - y - 1;
     if (lossrows >= 2 && y < H) {
-        x = canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
+        x = isfinite(p->pace.floor) /* (known once the run has set up) */
+                ? canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->pace.floor)
+                : canvas_text(c, y, 0, ROLE_TITLE, "loss");
         /* what the ledger holds beside the bars: the CPU's fp32 copies */
         units_format_bytes(b1, sizeof b1, (double)p->pace.feed.cur[0][MEM_WORKSPACE], UNITS_BINARY);
         if (x + 56 + (int)strlen(b1) <= W)
@@ -617,12 +616,12 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
         struct plot_series ls = {p->loss, NULL, p->pace.shown - kept, p->pace.shown, HIST};
         double lo, hi;
         plot_range(&ls, PLOT_LINEAR, 1, &lo, &hi);
-        lo = fmin(lo, p->floor), hi = fmax(hi, p->floor + 0.1);
+        lo = fmin(lo, p->pace.floor), hi = fmax(hi, p->pace.floor + 0.1);
         snprintf(b1, sizeof b1, "%.2f", hi);
         snprintf(b2, sizeof b2, "%.2f", lo);
         if (kept > 0)
             plot_draw(c, y, 0, lossrows, W - PLOT_MARGIN - 1, "", b1, b2, &ls, PLOT_LINEAR, lo, hi,
-                      p->floor);
+                      p->pace.floor);
     }
 }
 

@@ -39,6 +39,8 @@
 #include "ui/eventlog.h"
 #include "ui/panel.h"
 #include "ui/plot.h"
+#include "ui/runpace.h"
+#include "ui/term.h"
 
 #define HIST        4096
 #define NEVENTS     8
@@ -52,6 +54,7 @@ struct tevent {
 
 struct train_panel {
     struct eventlog *log;
+    bool check_only;            /* settings only checked (scalelab run): no run starts */
     struct train_opts o, start; /* the run's settings; the lesson step's */
     struct run *run;            /* the engine (par/run.h), paced by the screen */
     double credit;              /* steps the run may start beyond those shown */
@@ -118,6 +121,8 @@ static void stop_run(struct train_panel *p)
 static void restart(struct train_panel *p)
 {
     stop_run(p);
+    if (p->check_only)
+        return;
     p->n = 0, p->skipped = p->overflows = p->spikes = 0, p->nev = 0, p->credit = 0;
     p->halted = 0;
     memset(&p->last, 0, sizeof p->last);
@@ -143,6 +148,8 @@ static void restart(struct train_panel *p)
 /* Takes one step's record into the panel's history and events (UI thread). */
 static void take(struct train_panel *p, const struct run_step *r)
 {
+    if (!isfinite(p->floor)) /* a step done: GPU 0 has set up and knows it */
+        p->floor = run_loss_floor(p->run);
     struct train_step s = r->s;
     int i = (int)(p->n % HIST);
     p->loss[i] = (float)s.loss;
@@ -224,6 +231,7 @@ static int train_init(void **state, const struct panel_env *env, struct error *e
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
+    p->check_only = env->check_only;
     int rc = defaults(&p->o, e);
     if (rc) {
         free(p);
@@ -393,12 +401,17 @@ static int train_on_event(void *state, const struct panel_event *ev)
             say_halted(p);
             return PANEL_HANDLED | PANEL_REDRAW;
         }
-        /* one step, paused: credit for one, then wait (briefly) for its record */
+        /* one step, paused: credit for one, then wait for its record, however slow the
+         * machine: a key pressed next acts on the step after it, which is the next one shown
+         * only if this one is shown first (a signal ends the wait) */
         if (p->run) {
             struct run_step r;
             run_allow(p->run, p->n + 1);
-            if (run_next(p->run, &r, 2.0) == 1)
+            int got = runpace_next(p->run, &r, RUNPACE_STEP_WAIT_S);
+            if (got == 1)
                 take(p, &r);
+            else if (got == 0 && !term_signal())
+                add_event(p, ROLE_DIM, "step %ld is still running: n again shows it", p->n + 1);
         }
         return PANEL_REDRAW;
     }
@@ -410,6 +423,11 @@ static int train_on_event(void *state, const struct panel_event *ev)
         if (p->halted) /* the first cause stays on screen; nothing more to watch */
             return PANEL_REDRAW;
         return PANEL_ANIMATE | (pump(p, ev->dt * STEPS_PER_S) ? PANEL_REDRAW : 0);
+    case PANEL_POLL: /* the floor, once GPU 0 has set up (par/run.h) */
+        if (!p->run || isfinite(p->floor))
+            return 0;
+        p->floor = run_loss_floor(p->run);
+        return isfinite(p->floor) ? PANEL_REDRAW : PANEL_BUSY;
     }
     return 0;
 }
@@ -482,8 +500,11 @@ static void train_draw(const void *state, struct ui_canvas *c)
     const struct train_step *s = &p->last;
     if (p->n == 0) {
         char hint[96]; /* wrapped: at 80x24 the panel is narrower than the line */
-        snprintf(hint, sizeof hint, "tiny GPT, loss floor %.3f nats: press space to train",
-                 p->floor);
+        if (isfinite(p->floor))
+            snprintf(hint, sizeof hint, "tiny GPT, loss floor %.3f nats: press space to train",
+                     p->floor);
+        else
+            snprintf(hint, sizeof hint, "tiny GPT, setting up: press space to train");
         y += canvas_wrap(c, y, ROLE_DIM, hint, 0);
     } else {
         n = 0;
