@@ -14,8 +14,8 @@
 #
 # Every test gets a private tmux server (its socket in the test's folder, no configuration
 # file), killed on exit whatever happens. Every wait polls the screen every 0.1 s with a
-# deadline, never a fixed sleep: the deadline is generous (TUI_WAIT seconds, 20 by default:
-# the sanitizer builds are slow) and cut short once scalelab has ended, so a window that died
+# deadline, never a fixed sleep: the deadline is generous (TUI_WAIT seconds, set below: the
+# sanitizer builds are slow) and cut short once scalelab has ended, so a window that died
 # fails the rest of the test fast.
 #
 # The pane runs scalelab through a small script: it records scalelab's pid (the inner sh
@@ -32,7 +32,10 @@ unset TMUX # a private server, even when the tests run inside tmux
 # pid: tests run side by side (from other checkouts too, perhaps in other pid namespaces)
 # and must never reach, or kill, another test's server.
 TUI_SOCK="$T_TMP/tmux.sock"
-TUI_WAIT=${TUI_WAIT:-20}
+# 20 s; under a sanitizer, which is ten times slower and slower still on a busy machine, 200 s
+# (the CI's ASan run once reached 42 of 64 GPUs in 20 s of l presses). Only a state never
+# reached waits the whole deadline, and a window that ended cuts it to two seconds.
+if [ -z "$TUI_WAIT" ]; then TUI_WAIT=20; $sanitized && TUI_WAIT=200; fi
 T() { "$TMUX_BIN" -S "$TUI_SOCK" -f /dev/null "$@"; }
 tui_cleanup() {
     T kill-server >/dev/null 2>&1
