@@ -8,59 +8,6 @@
 #include "comm/algo.h"
 #include "comm/reduce.h"
 
-void coll_chunk(size_t count, int n, int i, size_t *off, size_t *len)
-{
-    size_t base = count / (size_t)n, rem = count % (size_t)n, k = (size_t)i;
-    *off = k * base + (k < rem ? k : rem);
-    *len = base + (k < rem);
-}
-
-void algo_chunk(const struct algo *a, int n, int i, char **p, size_t *bytes)
-{
-    size_t off, len;
-    if (a->bounds && n == a->n)
-        off = a->bounds[i], len = a->bounds[i + 1] - a->bounds[i];
-    else
-        coll_chunk(a->count, n, i, &off, &len);
-    *p = a->buf + off * a->es;
-    *bytes = len * a->es;
-}
-
-static int peer_rank(const struct algo *a, int idx)
-{
-    return a->group ? a->group[idx] : idx;
-}
-
-int algo_sendrecv(const struct algo *a, int to, const void *sbuf, size_t sbytes, int from,
-                  void *rbuf, size_t rbytes, const struct dev_tag *tag, dev_combine_fn combine,
-                  void *ctx, struct error *e)
-{
-    return a->x->ops->sendrecv(a->x->self, peer_rank(a, to), sbuf, sbytes, peer_rank(a, from), rbuf,
-                               rbytes, tag, combine, ctx, e);
-}
-
-int algo_isend(const struct algo *a, int peer, const void *buf, size_t bytes,
-               const struct dev_tag *tag, struct dev_req *req, struct error *e)
-{
-    return a->x->ops->isend(a->x->self, peer_rank(a, peer), buf, bytes, tag, req, e);
-}
-
-int algo_recv(const struct algo *a, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
-              dev_combine_fn combine, void *ctx, struct error *e)
-{
-    return a->x->ops->recv(a->x->self, peer_rank(a, peer), buf, bytes, tag, combine, ctx, e);
-}
-
-int algo_step(const struct algo *a, int step, struct error *e)
-{
-    return a->x->ops->step(a->x->self, step, e);
-}
-
-int algo_wait(const struct algo *a, struct dev_req *req, struct error *e)
-{
-    return a->x->ops->wait(a->x->self, req, e);
-}
-
 void coll_net(const struct cluster_spec *s, int n, struct cost_net *net)
 {
     net->gpus = n;
@@ -225,7 +172,7 @@ static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, 
 static int one(struct device *d, enum cost_op op, void *buf, size_t count, enum fp_format dt,
                int root, enum cost_algo algo, struct error *e)
 {
-    struct coll c = {op, algo, buf, count, dt, root, 0, NULL, NULL, 0, false};
+    struct coll c = {.op = op, .algo = algo, .buf = buf, .count = count, .dtype = dt, .root = root};
     return coll_run(d, &c, e);
 }
 

@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "comm/chunk.h"
 #include "comm/cost.h"
 #include "num/fp.h"
 #include "comm/xport.h"
@@ -88,9 +89,6 @@ int coll_broadcast(struct device *d, void *buf, size_t count, enum fp_format dt,
                    enum cost_algo algo, struct error *e);
 int coll_reduce(struct device *d, void *buf, size_t count, enum fp_format dt, int root,
                 enum cost_algo algo, struct error *e);
-
-/* Chunk i of n over count elements: offset and length in elements (the even split). */
-void coll_chunk(size_t count, int n, int i, size_t *off, size_t *len);
 
 /* The cost model's view of a spec with n GPUs. */
 void coll_net(const struct cluster_spec *s, int n, struct cost_net *net);

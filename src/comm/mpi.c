@@ -324,6 +324,56 @@ static int count_hosts(const struct mx *m, char *host0, size_t n0)
     return hosts;
 }
 
+/* The library's calls on buf, as trial a makes ours: its sum for 16-bit data, the chunks of
+ * coll_chunk, and in ops (r->nlib of them) the collectives to time, each figure of r ready. */
+static void lib_open(const struct mx *m, const struct trial_args *a, char *buf, struct mpi_run *r,
+                     struct libcall *l, enum cost_op *ops)
+{
+    int rank = m->rank, n = m->size;
+    MPI_Op sum = MPI_SUM;
+    MPI_Datatype type = MPI_FLOAT;
+    if (a->dtype != FP_FP32) {
+        type = MPI_UINT16_T;
+        MPI_Op_create(a->dtype == FP_BF16 ? sum_bf16 : sum_fp16, 1, &sum);
+    }
+    *l = (struct libcall){m->comm,
+                          type,
+                          sum,
+                          buf,
+                          a->count,
+                          rank,
+                          n,
+                          a->root,
+                          a->count % n == 0,
+                          calloc((size_t)n, sizeof(int)),
+                          calloc((size_t)n, sizeof(int))};
+    if (!l->counts || !l->displs)
+        stop("GPU %d: out of memory", rank);
+    for (int g = 0; g < n; g++) {
+        size_t off, len;
+        coll_chunk(a->count, n, g, &off, &len);
+        l->counts[g] = (int)len, l->displs[g] = (int)off;
+    }
+    ops[0] = COST_ALLREDUCE, ops[1] = COST_REDUCE_SCATTER, ops[2] = COST_ALLGATHER;
+    r->nlib = 3;
+    if (a->op == COST_BROADCAST || a->op == COST_REDUCE)
+        ops[r->nlib++] = a->op;
+    for (int k = 0; k < r->nlib; k++) {
+        r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l->even), ops[k], 1e300,
+                                            calloc((size_t)r->repeat, sizeof(double))};
+        if (!r->lib[k].sample)
+            stop("GPU %d: out of memory", rank);
+    }
+}
+
+static void lib_close(struct libcall *l)
+{
+    if (l->sum != MPI_SUM)
+        MPI_Op_free(&l->sum);
+    free(l->counts);
+    free(l->displs);
+}
+
 /* Each rank checks its own part of the result and its digest; rank 0 gathers them. */
 static void check(const struct mx *m, const struct trial_args *a, const char *buf,
                   struct mpi_run *r)
@@ -355,6 +405,23 @@ static void check(const struct mx *m, const struct trial_args *a, const char *bu
     free(digs);
 }
 
+/* The trial's algorithm over n ranks, its predicted time and its steps, into t. */
+static int predict(const struct trial_args *a, int n, size_t bytes, struct trial *t,
+                   struct error *e)
+{
+    t->bytes = (double)bytes;
+    t->algo = coll_resolve(&a->spec, n, a->op, a->algo, t->bytes);
+    if (!cost_supported(a->op, t->algo, n, e))
+        return ERR_INVAL;
+    struct cost_net net;
+    coll_net(&a->spec, n, &net);
+    int rc = cost_collective(a->op, t->algo, &net, t->bytes, &t->predicted, e);
+    if (rc)
+        return rc;
+    t->steps = coll_steps(&a->spec, n, a->op, t->algo, a->count, a->dtype);
+    return 0;
+}
+
 int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run *r, struct error *e)
 {
     memset(r, 0, sizeof *r);
@@ -370,16 +437,9 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     if (bytes > INT_MAX)
         return error_set(e, ERR_INVAL, "--size: at most %d bytes over MPI, not %zu", INT_MAX,
                          bytes);
-    t->bytes = (double)bytes;
-    t->algo = coll_resolve(&a->spec, n, a->op, a->algo, t->bytes);
-    if (!cost_supported(a->op, t->algo, n, e))
-        return ERR_INVAL;
-    struct cost_net net;
-    coll_net(&a->spec, n, &net);
-    int rc = cost_collective(a->op, t->algo, &net, t->bytes, &t->predicted, e);
+    int rc = predict(a, n, bytes, t, e);
     if (rc)
         return rc;
-    t->steps = coll_steps(&a->spec, n, a->op, t->algo, a->count, a->dtype);
 
     struct mx m = {.rank = rank,
                    .size = n,
@@ -401,45 +461,21 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     memset(m.scratch, 0, bytes); /* touched once, before anything is timed */
 
     struct xport x = {&mpi_ops, &m, rank, n, &a->spec};
-    struct coll op = {a->op, t->algo, buf, a->count, a->dtype, a->root, 0, NULL, NULL, 0, false};
+    struct coll op = {.op = a->op,
+                      .algo = t->algo,
+                      .buf = buf,
+                      .count = a->count,
+                      .dtype = a->dtype,
+                      .root = a->root};
     const char *stall = getenv("SCALELAB_MPI_STALL_RANK");
 
     /* the library's collectives on the same buffers */
-    MPI_Op sum = MPI_SUM;
-    MPI_Datatype type = MPI_FLOAT;
-    if (a->dtype != FP_FP32) {
-        type = MPI_UINT16_T;
-        MPI_Op_create(a->dtype == FP_BF16 ? sum_bf16 : sum_fp16, 1, &sum);
-    }
-    struct libcall l = {m.comm,
-                        type,
-                        sum,
-                        buf,
-                        a->count,
-                        rank,
-                        n,
-                        a->root,
-                        a->count % n == 0,
-                        calloc((size_t)n, sizeof(int)),
-                        calloc((size_t)n, sizeof(int))};
+    struct libcall l;
+    enum cost_op ops[MPI_LIB_MAX];
+    lib_open(&m, a, buf, r, &l, ops);
     r->sample = calloc((size_t)r->repeat, sizeof *r->sample);
-    if (!l.counts || !l.displs || !r->sample)
+    if (!r->sample)
         stop("GPU %d: out of memory", rank);
-    for (int g = 0; g < n; g++) {
-        size_t off, len;
-        coll_chunk(a->count, n, g, &off, &len);
-        l.counts[g] = (int)len, l.displs[g] = (int)off;
-    }
-    enum cost_op ops[MPI_LIB_MAX] = {COST_ALLREDUCE, COST_REDUCE_SCATTER, COST_ALLGATHER};
-    r->nlib = 3;
-    if (a->op == COST_BROADCAST || a->op == COST_REDUCE)
-        ops[r->nlib++] = a->op;
-    for (int k = 0; k < r->nlib; k++) {
-        r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l.even), ops[k], 1e300,
-                                            calloc((size_t)r->repeat, sizeof(double))};
-        if (!r->lib[k].sample)
-            stop("GPU %d: out of memory", rank);
-    }
 
     /* rounds: a warm-up, then the timed ones; in each, ours, then the library's */
     t->wall_s = 1e300;
@@ -476,10 +512,7 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
             }
         }
     }
-    if (sum != MPI_SUM)
-        MPI_Op_free(&sum);
-    free(l.counts);
-    free(l.displs);
+    lib_close(&l);
     free(buf);
     free(m.scratch);
     MPI_Comm_free(&m.comm);

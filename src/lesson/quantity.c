@@ -240,10 +240,10 @@ static bool policy_name(const struct model_shape *m, double k, char *buf, size_t
     return true;
 }
 
-static bool policy_of(const struct model_shape *m, double k, struct activ_policy *pol)
+static bool policy_of(const struct model_shape *m, double k, struct ckpt_policy *pol)
 {
     char name[32];
-    return policy_name(m, k, name, sizeof name) && activ_parse_policy(name, pol, NULL) == 0;
+    return policy_name(m, k, name, sizeof name) && ckpt_parse(name, pol, NULL) == 0;
 }
 
 /* The matmul FLOPs policy k recomputes in a step of b sequences, a share of the forward and
@@ -272,7 +272,7 @@ static double m_activ_layer(const struct model_shape *m, double s, double b)
  * on one GPU. */
 static double activ_whole(const struct model_shape *m, double s, double b, double k, int p)
 {
-    struct activ_policy pol;
+    struct ckpt_policy pol;
     if (!whole(s, 1, 1 << 20) || !whole(b, 1, 1 << 20) || !policy_of(m, k, &pol))
         return NAN;
     struct activ_config c = {(int)b, (int)s, 1, false, p};
@@ -323,7 +323,7 @@ static bool layout(const struct model_shape *m, double dp, double tp, double pp,
                    double z, double k, struct memory_config *c, struct memory_result *r,
                    struct traffic *t)
 {
-    struct activ_policy pol;
+    struct ckpt_policy pol;
     if (!whole(dp, 1, 1 << 20) || !whole(tp, 1, 4096) || !whole(pp, 1, m->layers) ||
         !whole(mb, 1, 1 << 16) || !whole(z, 0, 3) || !policy_of(m, k, &pol))
         return false;
@@ -341,7 +341,7 @@ static bool layout(const struct model_shape *m, double dp, double tp, double pp,
                                 .sp = tp > 1,
                                 .ckpt = pol};
     struct cluster_spec cl;
-    if (preset_load_cluster("h100-80gb", &cl, NULL) < 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &cl, NULL) < 0)
         spec_default(&cl);
     c->capacity = cl.hbm_bytes;
     cl.nodes = (int)ceil(dp * tp * pp / cl.gpus_per_node);
@@ -370,7 +370,7 @@ static bool sent(const struct model_shape *m, double tp, double pp, double mb, d
                               .schedule = SCHED_1F1B};
     struct cluster_spec cl;
     struct memory_result r;
-    if (preset_load_cluster("h100-80gb", &cl, NULL) < 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &cl, NULL) < 0)
         spec_default(&cl);
     c.capacity = cl.hbm_bytes;
     return memory_compute_stage(&c, 0, &r, NULL) == 0 &&
@@ -488,7 +488,7 @@ static double peak_gpipe(double p, double m, double s)
 static struct cost_net h100(double n)
 {
     struct cluster_spec s;
-    if (preset_load_cluster("h100-80gb", &s, NULL) < 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &s, NULL) < 0)
         spec_default(&s);
     struct cost_net net;
     preset_cost_net(&s, (int)n, &net);

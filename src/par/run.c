@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/error.h"
@@ -22,7 +23,7 @@
 
 #define MAX_COMMANDS 64
 
-struct command {
+struct run_cmd {
     long from_step; /* applies from this step on */
     enum { CMD_INJECT, CMD_CLIP, CMD_LR } kind;
     enum train_inject_kind inject;
@@ -48,7 +49,7 @@ struct run {
     long allowed, started_max, consumed;
     int waiting; /* GPUs held at a step's gate */
     bool stop;
-    struct command cmd[MAX_COMMANDS];
+    struct run_cmd cmd[MAX_COMMANDS];
     int ncmd;
     /* the records */
     struct slot slot[RUN_AHEAD + 1];
@@ -180,7 +181,7 @@ static bool gate(struct run *r, struct device *d, struct trainer *t, long step, 
         if (step > r->started_max)
             r->started_max = step;
         for (; *applied < r->ncmd; (*applied)++) {
-            const struct command *c = &r->cmd[*applied];
+            const struct run_cmd *c = &r->cmd[*applied];
             if (c->from_step > step)
                 break;
             if (c->kind == CMD_INJECT)
@@ -221,7 +222,7 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
         if (w != SIZE_MAX)
             r->first_grads[w] = grads[i];
     }
-    const struct train_place *pl = trainer_place(t);
+    const struct layout_place *pl = trainer_place(t);
     if (pl->stage == 0 && pl->dprank == 0 && pl->tprank == 0) {
         memcpy(r->first_tokens, tokens, bt * sizeof *tokens);
         memcpy(r->first_tokens + bt, targets, bt * sizeof *targets);
@@ -270,14 +271,16 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
 /* The first non-finite tensor of the step, in the order computed: forward passes run from
  * the first pipeline stage to the last, backward passes back (every GPU of a stage at once:
  * the lowest rank is named). */
-static void finish_merge(struct run_step *m, int per_stage)
+static void finish_merge(struct run_step *m, const struct train_opts *o)
 {
     m->nonfinite_gpu = -1;
-    int stages = m->gpus / per_stage, best = -1, key = 0;
+    int best = -1, key = 0;
     for (int g = 0; g < m->gpus; g++) {
         if (!m->gpu[g].nonfinite[0])
             continue;
-        int st = g / per_stage, k = m->gpu[g].nonfinite_forward ? st : 2 * stages - st;
+        struct layout_place pl;
+        layout_place(o, g, 1, &pl);
+        int k = m->gpu[g].nonfinite_forward ? pl.stage : 2 * pl.pp - pl.stage;
         if (best < 0 || k < key)
             best = g, key = k;
     }
@@ -300,6 +303,36 @@ static const char *intern(struct run *r, const char *name)
         out = r->names[i];
     pthread_mutex_unlock(&r->mu);
     return out;
+}
+
+/* A GPU's step done: its events, and its record merged into the step's (the reader's once
+ * every GPU's is in). */
+static void record_step(struct run *r, struct device *d, const struct train_step *s, long i)
+{
+    const struct train_opts *o = &r->cfg.o;
+    struct event ev = {.type = EV_TRAIN_STEP, .t = dev_now(d), .step = (int)i};
+    ev.loss = s->loss, ev.grad_norm = s->grad_norm, ev.clip_coef = s->clip_coef;
+    ev.loss_scale = s->loss_scale, ev.skipped = s->skipped;
+    dev_emit(d, &ev);
+    if (s->nonfinite[0]) {
+        struct event nf = {.type = EV_NONFINITE, .t = dev_now(d), .step = (int)i};
+        nf.name = intern(r, s->nonfinite);
+        nf.layer = atoi(strncmp(s->nonfinite, "layer ", 6) ? "-1" : s->nonfinite + 6);
+        dev_emit(d, &nf);
+    }
+    pthread_mutex_lock(&r->mu);
+    struct slot *sl = &r->slot[i % (RUN_AHEAD + 1)];
+    if (sl->step != i) {
+        memset(sl, 0, sizeof *sl);
+        sl->step = i;
+    }
+    merge(&sl->rec, s, dev_rank(d), o->gpus, o->shape.layers);
+    if (++sl->done == o->gpus) {
+        finish_merge(&sl->rec, o);
+        r->produced = i;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
 }
 
 static int device_main(struct device *d, void *arg, struct error *e)
@@ -344,29 +377,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
             break;
         }
         s.act_peak_bytes = dev_ledger(d)->peak_cat[MEM_ACTIVATIONS]; /* the ledger's word */
-        struct event ev = {.type = EV_TRAIN_STEP, .t = dev_now(d), .step = (int)i};
-        ev.loss = s.loss, ev.grad_norm = s.grad_norm, ev.clip_coef = s.clip_coef;
-        ev.loss_scale = s.loss_scale, ev.skipped = s.skipped;
-        dev_emit(d, &ev);
-        if (s.nonfinite[0]) {
-            struct event nf = {.type = EV_NONFINITE, .t = dev_now(d), .step = (int)i};
-            nf.name = intern(r, s.nonfinite);
-            nf.layer = atoi(strncmp(s.nonfinite, "layer ", 6) ? "-1" : s.nonfinite + 6);
-            dev_emit(d, &nf);
-        }
-        pthread_mutex_lock(&r->mu);
-        struct slot *sl = &r->slot[i % (RUN_AHEAD + 1)];
-        if (sl->step != i) {
-            memset(sl, 0, sizeof *sl);
-            sl->step = i;
-        }
-        merge(&sl->rec, &s, rank, o->gpus, o->shape.layers);
-        if (++sl->done == o->gpus) {
-            finish_merge(&sl->rec, train_dp(o) * o->tp);
-            r->produced = i;
-            pthread_cond_broadcast(&r->cv);
-        }
-        pthread_mutex_unlock(&r->mu);
+        record_step(r, d, &s, i);
         if (s.weights_nonfinite_since && !isfinite(s.loss)) {
             /* Without a scaler the run goes on as plain PyTorch would, applying the bad
              * step; once that shows as a non-finite loss, every later step would only
@@ -454,7 +465,7 @@ double run_host_bytes(const struct run_config *cfg)
 {
     const struct train_opts *o = &cfg->o;
     struct error e = {0};
-    int dp = train_dp(o), rows = (o->batch + dp - 1) / dp;
+    int dp = layout_dp(o), rows = (o->batch + dp - 1) / dp;
     double params = (double)gpt_param_count(&o->shape);
     double per_gpu = (double)gpt_estimate_bytes(&o->shape, rows, o->precision, &o->ckpt, &e) +
                      5.0 * 4 * params + CLUSTER_STACK_BYTES;
@@ -462,11 +473,28 @@ double run_host_bytes(const struct run_config *cfg)
     return (double)o->gpus * per_gpu + DRIVER_STACK_BYTES + RUN_SMALL_BYTES + first;
 }
 
+int run_host_check(const struct run_config *cfg, struct error *e)
+{
+    double need = run_host_bytes(cfg);
+    double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    char a[32], b[32];
+    if (host > 0 && need > host / 2)
+        return error_set(e, ERR_INVAL,
+                         "the run's buffers need %s, more than half of this host's %s",
+                         units_format_bytes(a, sizeof a, need, UNITS_BINARY),
+                         units_format_bytes(b, sizeof b, host, UNITS_BINARY));
+    return 0;
+}
+
 int run_reserve(const struct run_config *cfg, int *claimed, struct error *e)
 {
     const struct train_opts *o = &cfg->o;
+    *claimed = 0;
+    int rc = run_host_check(cfg, e);
+    if (rc)
+        return rc;
     double room = hostmem_room(), lack = 0, host = run_host_bytes(cfg);
-    int rc = blasbuf_claim(o->gpus, claimed, &lack, e);
+    rc = blasbuf_claim(o->gpus, claimed, &lack, e);
     if (rc == 0 && host <= hostmem_room())
         return 0;
     blasbuf_release(*claimed);
@@ -579,7 +607,8 @@ int run_next(struct run *r, struct run_step *out, double timeout_s)
     return got;
 }
 
-static void command(struct run *r, struct command c)
+/* A command from the reader, for the first step no GPU has started. */
+static void post_cmd(struct run *r, struct run_cmd c)
 {
     pthread_mutex_lock(&r->mu);
     c.from_step = r->started_max + 1;
@@ -591,17 +620,17 @@ static void command(struct run *r, struct command c)
 
 void run_inject(struct run *r, enum train_inject_kind kind, double factor, int gpu)
 {
-    command(r, (struct command){0, CMD_INJECT, kind, factor, gpu});
+    post_cmd(r, (struct run_cmd){.kind = CMD_INJECT, .inject = kind, .value = factor, .gpu = gpu});
 }
 
 void run_set_clip(struct run *r, double clip)
 {
-    command(r, (struct command){0, CMD_CLIP, TRAIN_INJECT_NAN, clip, 0});
+    post_cmd(r, (struct run_cmd){.kind = CMD_CLIP, .value = clip});
 }
 
 void run_set_lr(struct run *r, double lr)
 {
-    command(r, (struct command){0, CMD_LR, TRAIN_INJECT_NAN, lr, 0});
+    post_cmd(r, (struct run_cmd){.kind = CMD_LR, .value = lr});
 }
 
 void run_allow(struct run *r, long step)
@@ -714,7 +743,7 @@ double run_trace_events(const struct run_config *cfg)
     struct train_calls c = trainer_calls(o);
     double msgs = (double)dp_messages(o);
     double per_step = 2.0 * c.computes + 2.0 * c.charges + 2.0 * msgs + 2;
-    if (train_pipelined(o)) /* the operations, the sends of activations and their gradients */
+    if (layout_pipelined(o)) /* the operations, the sends of activations and their gradients */
         per_step += 2.0 * o->micro_batches * 3;
     return (double)o->gpus * (2.0 * (double)c.buffers + (double)o->steps * per_step + 1);
 }

@@ -81,22 +81,31 @@ struct run_gpu {
     uint64_t sent_per_step;                 /* gradients and weights, in its last step */
     uint64_t pp_sent_per_step;              /* between pipeline stages, in its last step */
     uint64_t tp_sent_per_step;              /* in its tensor-parallel group, in its last step */
-    struct train_place place;               /* where it sits in the layout */
+    struct layout_place place;              /* where it sits in the layout */
     struct pp_done *ops;                    /* pipelined: its last step's operations */
     int nops, peak_in_flight;
 };
 
-/* Checks first that the host gives the run what it will use (run_host_bytes, and OpenBLAS's
- * buffers, one per GPU, which it claims: model/blasbuf.h): ERR_NOMEM, "the run needs N MiB
- * (...), the process may use M MiB more (its address space: ulimit -v)" when it does not. */
+/* A run of cfg, its options checked (train_opts_check) and the host's memory too
+ * (run_reserve). 0, or ERR_INVAL, ERR_NOMEM. */
 int run_new(struct run **out, const struct run_config *cfg, struct error *e);
 /* What a run takes from the host beyond OpenBLAS's buffers, at most: each GPU's buffers (the
  * model's for its share of the batch, as gpt_estimate_bytes counts them for the whole model,
  * and five fp32 copies of every parameter: master weights, Adam's moments, the strategy's
- * buffers), each GPU's thread stack and the driver's, step 1's copy when kept. */
+ * buffers), each GPU's thread stack and the driver's, step 1's copy when kept. The one
+ * figure of the host-memory guard below. */
 double run_host_bytes(const struct run_config *cfg);
-/* That check, for a run or a trainer of cfg's options on this thread (bench): 0 with OpenBLAS's
- * buffers claimed (*claimed of them: blasbuf_release gives them back), or ERR_NOMEM. */
+/* Whether this host can hold a run of cfg at all: run_host_bytes within half of its physical
+ * memory. 0, or ERR_INVAL saying "the run's buffers need SIZE, more than half of this host's
+ * SIZE": a setting too large for the machine, which train and the run panels say in their
+ * own words (an option, a key) before they make a run; run_reserve asks it first. */
+int run_host_check(const struct run_config *cfg, struct error *e);
+/* The host-memory guard of a run (run_new) or of a trainer of cfg's options on this thread
+ * (bench): run_host_check, then what the process may still map under its limits (ulimit -v,
+ * -d: base/hostmem.h) against run_host_bytes and OpenBLAS's buffers, one per GPU up to one
+ * per CPU, which it claims (model/blasbuf.h). 0 with *claimed of them claimed (blasbuf_release
+ * gives them back), or ERR_INVAL (run_host_check's), or ERR_NOMEM: "the run (...) needs N
+ * MiB, the process may use M MiB more (its address space: ulimit -v)". */
 int run_reserve(const struct run_config *cfg, int *claimed, struct error *e);
 void run_free(struct run *r);
 int run_start(struct run *r, struct error *e);

@@ -14,6 +14,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/plot.c %reldir%/plot.h \
 	%reldir%/gantt.c %reldir%/gantt.h \
 	%reldir%/panels.c %reldir%/panels.h \
+	%reldir%/tabs.c %reldir%/tabs.h \
 	%reldir%/steppanel.c %reldir%/steppanel.h \
 	%reldir%/termcheck.c %reldir%/termcheck.h \
 	%reldir%/theme.c %reldir%/theme.h
@@ -24,7 +25,8 @@ libscalelab_a_SOURCES += \
 	%reldir%/panel_memory.c %reldir%/panel_parallel.c \
 	%reldir%/stackbar.c %reldir%/stackbar.h
 # lesson 3's panel (issue 4), its run made off the frame loop (issue 25)
-libscalelab_a_SOURCES += %reldir%/panel_collective.c %reldir%/bgjob.c %reldir%/bgjob.h
+libscalelab_a_SOURCES += %reldir%/panel_collective.c %reldir%/collrun.c %reldir%/collrun.h \
+	%reldir%/bgjob.c %reldir%/bgjob.h
 # lessons 1 and 2's panels (issue 5)
 libscalelab_a_SOURCES += %reldir%/panel_training.c %reldir%/panel_checkpoint.c
 # the Lab's run mode (issue 8)

@@ -18,22 +18,23 @@
  * the arrows are > < v ^.
  *
  * Every step comes from a real run (comm/trial.h) on the chosen cluster preset, checked against
- * its reference: its send events are the animation. Up to REAL_MAX the run is of the chosen
- * size itself; above it, of N x 256 fp32 elements, whose link bandwidths are scaled by (its
- * bytes / the chosen size), so that its simulated times and its pipeline chunks are those of
- * the chosen size: the same numbers as "scalelab collective --size SIZE --steps". The legend
- * under the picture says which: the size that ran for real, and what it is timed as.
+ * its reference: its send events are the animation (ui/collrun.h makes it). Up to
+ * COLLRUN_REAL_MAX the run is of the chosen size itself; above it, of N x 256 fp32 elements, whose
+ * link bandwidths are scaled by (its bytes / the chosen size), so that its simulated times and its
+ * pipeline chunks are those of the chosen size: the same numbers as "scalelab collective --size
+ * SIZE --steps". The legend under the picture says which: the size that ran for real, and what it
+ * is timed as.
  *
  * At 64 GPUs that run takes longer than a frame (64 threads on the host's cores), and the
  * plot's curves and crossover hundreds of replays of the cost model: a key never waits for
  * them. It changes the settings and asks for the run, which is made on a thread of its own
- * (ui/bgjob.h) with the curves when the GPUs or the cluster changed; the panel says "running"
- * until a poll takes it (or the key's own frame, when the last run took under QUICK_S). The
- * α-β times (a few replays) are computed by the poll the window sends before each frame, so
+ * (ui/bgjob.h, ui/collrun.h) with the curves when the GPUs or the cluster changed; the panel says
+ * "running" until a poll takes it (or the key's own frame, when the last run took under QUICK_S).
+ * The α-β times (a few replays) are computed by the poll the window sends before each frame, so
  * keys pressed together cost them once. Keys pressed meanwhile only change what the next run
  * is for: one run at a time, for the latest settings. Drawing computes nothing: the curves
- * are kept for the GPUs and cluster they were made for, at PLOT_GRID sizes, and each column
- * read between two of them.
+ * are kept for the GPUs and cluster they were made for, at COLLRUN_PLOT_GRID sizes, and each
+ * column read between two of them.
  *
  * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16, and the chunks that do
  * not fit a row are counted), Up/Down (k/j) size (x2),
@@ -59,66 +60,27 @@
 #include "comm/tree.h"
 #include "sim/cluster.h"
 #include "ui/bgjob.h"
+#include "ui/collrun.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
 
 #define MAX_GPUS     64
-#define MAX_CHUNKS   128 /* a double binary tree: two trees of up to 64 chunks */
 #define MAX_CLUSTERS 8
 #define ROWS_FULL    16
-#define STEPS_PER_S  2.0       /* animation speed at 1x */
-#define REAL_MAX     (1 << 20) /* the largest size run for real (bytes); above, a scaled run */
+#define STEPS_PER_S  2.0   /* animation speed at 1x */
 #define QUICK_S      0.015 /* a run made this quickly shows in the frame of the key that asked */
-#define PLOT_GRID    256   /* the sizes the plot's curves are computed at */
-#define PLOT_LO      1024.0
-#define PLOT_HI      (1024.0 * 1024 * 1024)
-
-struct hop {
-    int step, from, to, chunk;
-    bool reduce;
-    const char *phase; /* the algorithm's name for it: "reduce-scatter", "broadcast", ... */
-    double bytes, t_end;
-};
-
-struct settings {
-    int gpus, cluster;
-    double size;
-    enum cost_algo algo;
-};
-
-/* One run of the collective, made on a job's thread (ui/bgjob.h) from a copy of the settings:
- * the real all-reduce, its send events as hops, its check; and, when asked (the GPUs or the
- * cluster changed), the plot's curves at PLOT_GRID sizes and the crossover, which depend on
- * nothing else. At 64 GPUs the run alone takes longer than a frame. */
-struct coll_run {
-    /* in */
-    struct settings s;
-    struct cluster_spec spec;
-    bool curves;
-    atomic_bool stale; /* the settings moved on: what is left to do is not wanted */
-    /* out */
-    bool curves_done;
-    double took; /* host seconds the job took */
-    bool ok;
-    char err[ERROR_MAX];
-    struct hop *hops;
-    int nhops, nsteps, nchunks;
-    double real_bytes, sim_time, max_rel_error, tolerance;
-    bool verified, scaled;
-    double crossover, tr[PLOT_GRID], tt[PLOT_GRID];
-};
 
 struct coll_panel {
     struct eventlog *log;
     int nclusters;
     struct cluster_spec clusters[MAX_CLUSTERS];
-    struct settings s, start;
+    struct coll_settings s, start;
     int start_step;
     /* the run for the settings, once made (have): none while it runs */
     bool have, ok;
     char err[ERROR_MAX];
-    struct hop *hops;
+    struct coll_hop *hops;
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
     bool verified, scaled; /* scaled: real_bytes ran, timed as the size chosen */
@@ -126,7 +88,7 @@ struct coll_panel {
     bool times_due; /* those four, not computed yet for the settings */
     /* the plot's curves and the crossover, for curves_gpus GPUs of cluster curves_cluster */
     int curves_gpus, curves_cluster;
-    double crossover, tr[PLOT_GRID], tt[PLOT_GRID];
+    double crossover, tr[COLLRUN_PLOT_GRID], tt[COLLRUN_PLOT_GRID];
     /* the run being made (for work->s, which may be settings left behind since) */
     struct bgjob *job;
     struct coll_run *work;
@@ -135,8 +97,8 @@ struct coll_panel {
     /* the replay */
     int step;
     double acc;
-    uint64_t mask[MAX_GPUS][MAX_CHUNKS];
-    bool fresh[MAX_GPUS][MAX_CHUNKS];
+    uint64_t mask[MAX_GPUS][COLLRUN_MAX_CHUNKS];
+    bool fresh[MAX_GPUS][COLLRUN_MAX_CHUNKS];
     double sent[MAX_GPUS], now;
     const char *phase;
 };
@@ -162,7 +124,7 @@ static void replay(struct coll_panel *p)
     p->phase = NULL;
     double scale = p->real_bytes > 0 ? p->s.size / p->real_bytes : 0;
     for (int i = 0; i < p->nhops; i++) {
-        const struct hop *h = &p->hops[i];
+        const struct coll_hop *h = &p->hops[i];
         if (h->step >= p->step)
             continue;
         uint64_t m = p->mask[h->from][h->chunk];
@@ -177,11 +139,6 @@ static void replay(struct coll_panel *p)
     }
 }
 
-static int n_gpus(const struct coll_run *w)
-{
-    return w->s.gpus;
-}
-
 /* The α-β time of the algorithm shown (the same model as the simulated run). */
 static double algo_time(const struct coll_panel *p)
 {
@@ -193,172 +150,7 @@ static double algo_time(const struct coll_panel *p)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* A tree's panel steps are its pipeline's stages: the sends that arrive at the same moment
- * form one step (a level of the reduce, one child of a level of the broadcast), in the order
- * of time, which respects every dependency. */
-static void stage_steps(struct coll_run *p)
-{
-    double *t = malloc((size_t)(p->nhops ? p->nhops : 1) * sizeof *t);
-    if (!t)
-        return;
-    for (int i = 0; i < p->nhops; i++)
-        t[i] = p->hops[i].t_end;
-    qsort(t, (size_t)p->nhops, sizeof *t, cmp_double);
-    int u = 0;
-    for (int i = 0; i < p->nhops; i++)
-        if (u == 0 || t[i] > t[u - 1] * (1 + 1e-9))
-            t[u++] = t[i];
-    for (int i = 0; i < p->nhops; i++) {
-        int lo = 0, hi = u - 1;
-        while (lo < hi) { /* the last stage at or before this hop's arrival */
-            int mid = (lo + hi + 1) / 2;
-            if (t[mid] <= p->hops[i].t_end * (1 + 1e-9))
-                lo = mid;
-            else
-                hi = mid - 1;
-        }
-        p->hops[i].step = lo;
-    }
-    p->nsteps = u;
-    free(t);
-}
-
-/* The plot's grid: size j of PLOT_GRID, 1 KiB to 1 GiB evenly on a log axis. */
-static double grid_size(int j)
-{
-    return PLOT_LO * pow(PLOT_HI / PLOT_LO, (double)j / (PLOT_GRID - 1));
-}
-
-/* The fp32 elements that run for real for settings s: the size itself when small, else
- * N x 256 with the links scaled to take as long (*scaled). */
-static size_t real_count(const struct settings *s, bool *scaled)
-{
-    *scaled = !(s->size <= REAL_MAX && fmod(s->size, 4) == 0 && s->size >= 4);
-    return *scaled ? (size_t)s->gpus * 256 : (size_t)(s->size / 4);
-}
-
-/* The job: runs the collective for w's settings and keeps its send events as hops; the
- * curves and the crossover too when asked. Touches nothing but w. */
-static void run_collective(void *arg)
-{
-    struct coll_run *p = arg;
-    double t0 = clock_now();
-    struct cost_net net;
-    coll_net(&p->spec, p->s.gpus, &net);
-    if (p->curves && !atomic_load(&p->stale)) {
-        p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1024, 1e12);
-        int j = 0;
-        for (; j < PLOT_GRID && !atomic_load(&p->stale); j++) {
-            struct cost_result r;
-            cost_collective(COST_ALLREDUCE, COST_RING, &net, grid_size(j), &r, NULL);
-            p->tr[j] = r.time_s;
-            cost_collective(COST_ALLREDUCE, COST_TREE, &net, grid_size(j), &r, NULL);
-            p->tt[j] = r.time_s;
-        }
-        p->curves_done = j == PLOT_GRID;
-    }
-    if (atomic_load(&p->stale)) { /* (the run itself, once started, cannot be cut short) */
-        p->ok = false;
-        p->took = clock_now() - t0;
-        return;
-    }
-    struct trial_args a;
-    trial_args_init(&a);
-    a.op = COST_ALLREDUCE;
-    a.algo = p->s.algo;
-    a.gpus = p->s.gpus;
-    a.count = real_count(&p->s, &p->scaled);
-    a.dtype = FP_FP32;
-    a.spec = p->spec;
-    a.record_events = true;
-    p->real_bytes = (double)a.count * 4;
-    double scale = p->real_bytes / p->s.size;
-    a.spec.beta_intra *= scale;
-    a.spec.beta_inter *= scale;
-    p->hops = NULL;
-    p->nhops = p->nsteps = 0;
-    p->nchunks = 1;
-    p->ok = true;
-    p->err[0] = 0;
-
-    struct trial t;
-    struct error e = {0};
-    if (trial_run(&a, &t, &e) != 0) {
-        p->ok = false;
-        snprintf(p->err, sizeof p->err, "%s", e.msg);
-        trial_fini(&t);
-        p->took = clock_now() - t0;
-        return;
-    }
-    p->verified = t.check.ok;
-    p->max_rel_error = t.check.max_rel_error;
-    p->tolerance = t.check.tolerance;
-    p->sim_time = t.simulated_s;
-    size_t n;
-    const struct event *ev = cluster_events(t.cluster, &n); /* in the order they were sent */
-    /* The panel's chunks: the ring's N; a tree's pipeline chunks, the second tree of a double
-     * binary tree after the first's; rhd's 2^k blocks, a send of a range of them a hop per
-     * block (its fold-in and fold-out carry them all). */
-    int np = 1, per_tree = 1;
-    while (np * 2 <= n_gpus(p))
-        np *= 2;
-    for (size_t i = 0; i < n; i++)
-        if (ev[i].type == EV_SEND && ev[i].chunk + 1 > per_tree)
-            per_tree = ev[i].chunk + 1;
-    double block = p->real_bytes / np;
-    size_t cap = n * (p->s.algo == COST_RHD ? (size_t)np : 1) + 1;
-    p->hops = calloc(cap, sizeof *p->hops);
-    double *arrival = malloc((n ? n : 1) * sizeof *arrival);
-    if (!arrival || event_send_arrivals(ev, n, arrival) < 0) {
-        free(p->hops);
-        p->hops = NULL;
-    }
-    for (size_t i = 0; i < n && p->hops; i++) {
-        if (ev[i].type != EV_SEND || ev[i].chunk < 0)
-            continue;
-        int first = ev[i].chunk, count = 1;
-        if (p->s.algo == COST_DBTREE)
-            first += (ev[i].stream > 0) * per_tree; /* tree 1 runs on the second stream */
-        if (p->s.algo == COST_RHD && block > 0) {
-            count = (int)lround((double)ev[i].bytes / block);
-            count = count < 1 ? 1 : count;
-        }
-        const char *ph = ev[i].phase ? ev[i].phase : "";
-        for (int j = 0; j < count && first + j < MAX_CHUNKS; j++) {
-            struct hop *h = &p->hops[p->nhops++];
-            h->step = ev[i].step;
-            h->from = ev[i].device;
-            h->to = ev[i].peer;
-            h->chunk = first + j;
-            h->phase = ev[i].phase;
-            h->reduce =
-                !strcmp(ph, "reduce-scatter") || !strcmp(ph, "reduce") || !strcmp(ph, "fold-in");
-            h->bytes = (double)ev[i].bytes / count;
-            h->t_end = arrival[i]; /* when its receiver's link let its bytes in */
-            if (h->step + 1 > p->nsteps)
-                p->nsteps = h->step + 1;
-            if (h->chunk + 1 > p->nchunks)
-                p->nchunks = h->chunk + 1;
-        }
-    }
-    if (p->s.algo == COST_RING)
-        p->nchunks = p->s.gpus;
-    else if (p->s.algo == COST_RHD)
-        p->nchunks = np < MAX_CHUNKS ? np : MAX_CHUNKS;
-    free(arrival);
-    if (p->s.algo != COST_RING)
-        stage_steps(p);
-    trial_fini(&t);
-    p->took = clock_now() - t0;
-}
-
-static bool same_settings(const struct settings *a, const struct settings *b)
+static bool same_settings(const struct coll_settings *a, const struct coll_settings *b)
 {
     return a->gpus == b->gpus && a->cluster == b->cluster && a->size == b->size &&
            a->algo == b->algo;
@@ -387,8 +179,8 @@ static void ask(struct coll_panel *p)
     atomic_init(&w->stale, false);
     struct error e = {0};
     p->work = w;
-    if (bgjob_start(&p->job, run_collective, w, &e) != 0)
-        run_collective(w); /* no thread to spare: made here, the window waiting for it */
+    if (bgjob_start(&p->job, collrun_make, w, &e) != 0)
+        collrun_make(w); /* no thread to spare: made here, the window waiting for it */
 }
 
 /* Whether the run being made is done (waiting up to wait_s for it): then its results are the
@@ -447,7 +239,7 @@ static void compute(struct coll_panel *p)
     p->err[0] = 0;
     p->steps_wanted = 0;
     p->times_due = true;
-    p->real_bytes = 4.0 * (double)real_count(&p->s, &p->scaled); /* said while it runs */
+    p->real_bytes = 4.0 * (double)collrun_real_count(&p->s, &p->scaled); /* said while it runs */
     replay(p);
     ask(p);
 }
@@ -469,9 +261,10 @@ static bool times(struct coll_panel *p)
     return true;
 }
 
-static void defaults(struct settings *s)
+static void defaults(struct coll_settings *s)
 {
-    *s = (struct settings){.gpus = 8, .cluster = 0, .size = 64.0 * 1024 * 1024, .algo = COST_RING};
+    *s = (struct coll_settings){
+        .gpus = 8, .cluster = 0, .size = 64.0 * 1024 * 1024, .algo = COST_RING};
 }
 
 static int coll_init(void **state, const struct panel_env *env, struct error *e)
@@ -484,11 +277,11 @@ static int coll_init(void **state, const struct panel_env *env, struct error *e)
     char list[512];
     preset_list(list, sizeof list, "clusters");
     /* h100-80gb first: the lessons' running example */
-    if (preset_load_cluster("h100-80gb", &p->clusters[0], NULL) == 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &p->clusters[0], NULL) == 0)
         p->nclusters = 1;
     for (char *tok = strtok(list, ", "); tok && p->nclusters < MAX_CLUSTERS;
          tok = strtok(NULL, ", "))
-        if (strcmp(tok, "h100-80gb") != 0 &&
+        if (strcmp(tok, PRESET_CLUSTER) != 0 &&
             preset_load_cluster(tok, &p->clusters[p->nclusters], NULL) == 0)
             p->nclusters++;
     if (p->nclusters == 0) {
@@ -651,7 +444,7 @@ static int coll_on_event(void *state, const struct panel_event *ev)
 static int coll_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct coll_panel *p = state;
-    struct settings s = p->s;
+    struct coll_settings s = p->s;
     long long v;
     int rc = 0, step = -1;
     if (!strcmp(name, "gpus")) {
@@ -711,13 +504,13 @@ static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, i
     int ph = h - (one_line ? 2 : 3), pw = w - 10;
     if (ph < 2 || w < 30 || !have_curves(p)) /* (the curves come with the run) */
         return;
-    double lo = PLOT_LO, hi = PLOT_HI, tmin = INFINITY, tmax = 0;
-    double tr[PLOT_GRID], tt[PLOT_GRID];
-    if (pw > PLOT_GRID)
-        pw = PLOT_GRID;
+    double lo = COLLRUN_PLOT_LO, hi = COLLRUN_PLOT_HI, tmin = INFINITY, tmax = 0;
+    double tr[COLLRUN_PLOT_GRID], tt[COLLRUN_PLOT_GRID];
+    if (pw > COLLRUN_PLOT_GRID)
+        pw = COLLRUN_PLOT_GRID;
     for (int i = 0; i < pw; i++) { /* between the grid's sizes, log-log interpolated */
-        double x = (double)i / (pw - 1) * (PLOT_GRID - 1);
-        int j = x < PLOT_GRID - 1 ? (int)x : PLOT_GRID - 2;
+        double x = (double)i / (pw - 1) * (COLLRUN_PLOT_GRID - 1);
+        int j = x < COLLRUN_PLOT_GRID - 1 ? (int)x : COLLRUN_PLOT_GRID - 2;
         double f = x - j;
         tr[i] = exp((1 - f) * log(p->tr[j]) + f * log(p->tr[j + 1]));
         tt[i] = exp((1 - f) * log(p->tt[j]) + f * log(p->tt[j + 1]));

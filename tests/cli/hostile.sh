@@ -119,7 +119,7 @@ rm -rf "$D/data"
 # lesson N only, and refuses to replace a file it could not read.
 P="$XDG_STATE_HOME/scalelab/progress"
 mkdir -p "$XDG_STATE_HOME/scalelab"
-good='# scalelab progress 1\ncurrent 3\nlesson 1 step 2 correct 0.0\nlesson 3 step 5 correct 1.0\n'
+good='# scalelab progress 2\ncurrent collectives\nlesson mixed-precision step 2 correct 0.0\nlesson collectives step 5 correct 1.0\n'
 fresh() { rm -rf "$XDG_STATE_HOME/scalelab"; mkdir -p "$XDG_STATE_HOME/scalelab"; }
 # 1 missing, 2 empty, 3 valid
 fresh
@@ -142,8 +142,8 @@ check_json "d['lessons'][0]['step'] == 3 and d['lessons'][2]['step'] == 6" "the 
 check_contains "$err" "progress:5: skipped 'lesson 9 step zz' (not a progress line)" "the bad one is named"
 # 5 over 4 MiB: one 10 MB line among valid ones was ignored whole, and --reset 5 wrote a file
 # without the other lessons
-{ printf '# scalelab progress 1\nlesson 1 step 2 correct 0.0\n'; head -c 10000000 /dev/zero | tr '\0' x
-  printf '\nlesson 3 step 5 correct 1.0\nlesson 5 step 1\ncurrent 5\n'; } >"$P"
+{ printf '# scalelab progress 2\nlesson mixed-precision step 2 correct 0.0\n'; head -c 10000000 /dev/zero | tr '\0' x
+  printf '\nlesson collectives step 5 correct 1.0\nlesson zero step 1\ncurrent zero\n'; } >"$P"
 brun progress --json
 check_status 2 "progress: a 10 MB line among valid ones"
 check_json "d['lessons'][0]['step'] == 3 and d['lessons'][2]['right'] == 1 and d['lessons'][4]['step'] == 2 and d['current'] == 5" \
@@ -195,8 +195,8 @@ ln -s "$D/kept-elsewhere" "$P"
 brun progress --reset 1
 check_status 0 "--reset 1 through a link"
 check_eq "$(readlink "$P")" "$D/kept-elsewhere" "the link stays a link"
-check_contains "$(cat "$D/kept-elsewhere")" "lesson 3 step 5 correct 1.0" "the file it leads to keeps lesson 3"
-check_not_contains "$(cat "$D/kept-elsewhere")" "lesson 1 " "and forgets lesson 1"
+check_contains "$(cat "$D/kept-elsewhere")" "lesson collectives step 5 correct 1.0" "the file it leads to keeps lesson 3"
+check_not_contains "$(cat "$D/kept-elsewhere")" "lesson mixed-precision " "and forgets lesson 1"
 # 13 a state folder that takes no file (read-only; root writes anyway, so a file stands where
 # the folder should be): the save fails, exit 1, said
 fresh

@@ -1,0 +1,205 @@
+/* The tiny GPT's insides, private to src/model: struct gpt (with its reading guide), the
+ * tensors a layer keeps, and the helpers both of its files use: gpt.c builds a model (its
+ * shape, parts, buffers and counts), gpt_step.c runs a step (the kernels, a layer, the passes). */
+#ifndef SCALELAB_MODEL_GPT_IMPL_H
+#define SCALELAB_MODEL_GPT_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/ckpt.h"
+#include "model/gpt.h"
+#include "num/fp.h"
+
+/* Where one layer's tensors are in a flat buffer (the weights, or the gradients). */
+struct layer_ptrs {
+    float *attn_norm, *wq, *wk, *wv, *wo, *mlp_norm, *w_gate, *w_up, *w_down;
+};
+
+/* The tensors a layer keeps for its backward pass. */
+enum {
+    A_X,
+    A_RSTD1,
+    A_XN1,
+    A_Q,
+    A_K,
+    A_V,
+    A_P,
+    A_ATT,
+    A_XM,
+    A_RSTD2,
+    A_XN2,
+    A_G,
+    A_U,
+    A_H,
+    A_COUNT
+};
+/* The ends keep the final norm's input, 1 / rms and output, and the fp32 probabilities. */
+enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
+
+/* A reading guide to struct gpt: one model, or one part of one (model/gpt.h's parts: a
+ * pipeline stage's layers and ends, a tensor-parallel rank's shards), over one micro-batch of B
+ * sequences of T = c.seq tokens, N = B T rows.
+ *
+ * Widths. The whole model has d = c.d, H = c.heads heads of hd = d / H, F = c.ffn and V =
+ * c.vocab. A tensor-parallel rank tr of tp holds hl = H / tp heads (its q, k, v and attention
+ * output are dl = hl hd wide), fl = F / tp of the SwiGLU width and vl = V / tp vocabulary rows
+ * from row v0: the column-parallel matmuls' rows, the row-parallel ones' columns. With tp 1
+ * these are the whole model's (hl = H, dl = d, fl = F, vl = V, v0 = 0).
+ *
+ * Rows. The residual stream (res, dres, the norms' inputs, outputs and 1 / rms) holds nl = N
+ * rows, or under sequence parallelism (sp) this rank's nl = N / tp of them; xg and dg_full
+ * hold a norm's output and a gradient gathered back to all N rows for the column-parallel
+ * matmuls. The attention, the MLP and the logits always work on all N rows.
+ *
+ * Saved or recomputed. The forward pass computes a layer in the fp32 workspace ws (w points at
+ * where the layer at hand has its tensors: ws, or in fp32 its saved set itself, bind) and keeps
+ * the A_COUNT tensors its backward needs in saved[slot][layer], in the format's width (esize
+ * bytes; the 1 / rms vectors in fp32). A checkpointed layer keeps only its segment's input
+ * (segin) and the backward pass rebuilds its sets in pool before running back through it
+ * (seg layers a segment; ckpt says which policy); selective keeps everything but the softmax
+ * probabilities, recomputed into pslot. The ends keep H_COUNT tensors in head[slot]. Each kept
+ * tensor is charged to the seam as it comes to life and released when its backward is done:
+ * live and peak count those bytes, inside the arena that holds them all (block, mem). */
+struct gpt {
+    struct gpt_config c;
+    int B, N, hd, seg; /* seg: segment length (0: not segmented) */
+    /* tensor parallelism: tp ranks, this one tr; its heads hl (width dl = hl hd), FFN width
+     * fl and vocabulary rows vl, from row v0 (tp 1: the whole model's) */
+    int tp, tr, hl, dl, fl, vl, v0;
+    bool sp; /* sequence parallelism: the residual stream holds nl = N / tp of the rows */
+    int nl;
+    struct ckpt_policy ckpt;
+    enum fp_format fmt;
+    size_t esize;           /* bytes per stored activation element */
+    size_t nparams, nalloc; /* the parameters; the flat buffers' elements (padded) */
+    float *params, *grads;
+    double loss_tokens; /* the gradients are of the loss summed over this many tokens' mean */
+
+    struct gpt_part part;    /* the layers and ends this model holds, its micro-batch slots */
+    int nseg;                /* segments of the part's layers (seg > 0) */
+    void *(*saved)[A_COUNT]; /* [slots][L][A_COUNT]: each layer's saved set (NULL: not kept) */
+    void *(*pool)[A_COUNT];  /* [seg][A_COUNT]: saved sets of a segment being recomputed */
+    void **segin;            /* [slots][nseg]: each segment's input */
+    void *pslot;             /* selective: the slot of the recomputed probabilities */
+    void *(*head)[H_COUNT];  /* [slots]: the ends' kept tensors (a part with the head) */
+    bool accumulate;         /* the weight gradients add into the buffer (micro-batches) */
+    size_t layer_bytes, head_bytes; /* a full list of kept tensors; the ends */
+    size_t live, peak;              /* charged activation bytes */
+
+    /* fp32 workspace: one layer's tensors (ws), the residual stream and the gradients; w is
+     * where the layer at hand has its tensors: the workspace, or in fp32 its kept ones in
+     * place in its saved set (bind) */
+    float *ws[A_COUNT], *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du,
+        *dp;
+    float *hx, *hn, *hrstd, *logits;
+    float *rowmax, *rowsum, *rowtgt; /* tensor parallelism: the cross-entropy's row statistics */
+    float *xg, *dg_full; /* sequence parallelism: a norm's output and a gradient, gathered */
+    double *colsum;
+    float *rope_cos, *rope_sin; /* [T, hd / 2] */
+
+    /* each layer's nine tensors in the weights and in the gradients, found once (layout) */
+    struct layer_ptrs *lw, *lg;
+
+    /* diagnosis of the current step */
+    char nonfinite[48];
+    bool nonfinite_forward, in_forward;
+    uint64_t *underflow; /* [L + 1] */
+    uint64_t underflow_total;
+
+    const struct gpt_inject *inj;
+
+    /* One block per category, carved into the buffers: block NULL while sizing */
+    struct gpt_alloc alloc;
+    char *block[GPT_MEM_KINDS];
+    size_t mem[GPT_MEM_KINDS], used[GPT_MEM_KINDS];
+};
+
+/* ------------------------------------------------------------------ shared helpers */
+
+static inline size_t act_elems(const struct gpt *g, int a)
+{
+    size_t N = (size_t)g->N, d = (size_t)g->c.d;
+    if (a == A_P) /* this rank's heads */
+        return (size_t)g->B * g->hl * g->c.seq * g->c.seq;
+    if (a == A_G || a == A_U || a == A_H)
+        return N * (size_t)g->fl;
+    if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
+        return N * (size_t)g->dl;
+    /* the residual stream's: a tp-th of the rows under sequence parallelism */
+    if (a == A_RSTD1 || a == A_RSTD2)
+        return (size_t)g->nl;
+    return (size_t)g->nl * d;
+}
+
+/* Bytes of a kept tensor: the format's width, fp32 for the RMSNorm statistics. */
+static inline size_t act_bytes(const struct gpt *g, int a)
+{
+    return act_elems(g, a) * (a == A_RSTD1 || a == A_RSTD2 ? 4 : g->esize);
+}
+
+static inline void charge(struct gpt *g, long long delta)
+{
+    g->live = (size_t)((long long)g->live + delta);
+    if (g->live > g->peak)
+        g->peak = g->live;
+    if (g->alloc.charge)
+        g->alloc.charge(g->alloc.ctx, GPT_MEM_ACTIVATIONS, delta);
+}
+
+/* Matmul FLOPs (2 per multiply-add) of one layer's forward: the six projections, 2 N (4 d^2 +
+ * 3 d F), and attention's QK^T and P V over full T x T blocks, 2 x 2 B H T^2 hd. */
+/* Matmul FLOPs of this rank (tp 1: of the whole layer) */
+static inline double attn_flops(const struct gpt *g)
+{
+    double T = g->c.seq;
+    return 2.0 * 2.0 * g->B * g->hl * T * T * g->hd;
+}
+
+static inline double layer_flops(const struct gpt *g)
+{
+    double N = g->N, d = g->c.d, dl = g->dl, f = g->fl;
+    return 2.0 * N * (4 * d * dl + 3 * d * f) + attn_flops(g);
+}
+
+static inline double head_flops(const struct gpt *g)
+{
+    return 2.0 * g->N * g->vl * g->c.d;
+}
+
+/* The operations of model/gpt_ops.c, which model/gpt_step.c strings into a layer and a step
+ * (each is described where it is defined). */
+void op_compute(const struct gpt *g, double flops, const char *what, int layer);
+void op_hook(const struct gpt *g, enum gpt_hook h, int unit);
+const float *op_sp_gather(const struct gpt *g, float *full, const float *mine, const char *what);
+void op_tp_reduce_rows(const struct gpt *g, float *full, const char *what);
+void op_rnd(const struct gpt *g, float *p, size_t n);
+void op_store(const struct gpt *g, void *dst, const float *src, size_t n);
+void op_load(const struct gpt *g, float *dst, const void *src, size_t n);
+void op_check(struct gpt *g, const float *p, size_t n, int layer, const char *name);
+void op_produced(struct gpt *g, float *p, size_t n, int layer, const char *name);
+void op_produced_grad(struct gpt *g, float *p, size_t n, int layer, const char *name);
+void op_mm_fwd(float *y, const float *x, const float *w, int n, int out, int in);
+void op_mm_dx(float *dx, const float *dy, const float *w, int n, int out, int in, float beta);
+void op_mm_dw_acc(float *dw, const float *dy, const float *x, int n, int out, int in, bool acc);
+void op_linear(struct gpt *g, int l, const char *name, float *y, const float *x, const float *w,
+               int out, int in);
+void op_weight_grad(struct gpt *g, int l, const char *name, float *dw, const float *dy,
+                    const float *x, int out, int in);
+void op_rmsnorm(struct gpt *g, int l, const char *name, float *y, float *rstd, const float *x,
+                const float *w);
+void op_rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float *rstd,
+                const float *w, const float *dy, int n, int d);
+void op_rope(struct gpt *g, int l, const char *name, float *x, int dir);
+void op_add(struct gpt *g, float *y, const float *a, const float *b, size_t n, int layer,
+            const char *name);
+void op_swiglu_forward(struct gpt *g, float *h, const float *a, const float *u, size_t n,
+                       int layer);
+void op_swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, const float *a,
+                        const float *u, size_t n);
+void op_attn_probs(struct gpt *g, int l);
+void op_attn_out(struct gpt *g, int l);
+void op_attn_core_backward(struct gpt *g, int l);
+
+#endif
