@@ -3,6 +3,10 @@ check_PROGRAMS += tests/unit/test_train
 tests_unit_test_train_SOURCES = tests/unit/test_train.c
 tests_unit_test_train_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_train_LDADD = $(UNIT_LIBS)
+check_PROGRAMS += tests/unit/test_ringattn
+tests_unit_test_ringattn_SOURCES = tests/unit/test_ringattn.c
+tests_unit_test_ringattn_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_ringattn_LDADD = $(UNIT_LIBS)
 
 SH_TESTS += tests/cli/train.sh tests/cli/train_torch.sh tests/cli/train_dp.sh tests/cli/train_pp.sh tests/cli/train_tp.sh tests/cli/train_bits.sh
 SH_TESTS += tests/tui/checkpoint.sh tests/tui/training.sh
