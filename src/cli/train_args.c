@@ -134,25 +134,28 @@ static int configure(int argc, char **argv, struct train_args *r)
     return 0;
 }
 
-/* The GPUs: --gpus (all of them), or --dp x --tp x --pp; and what the layout allows. */
+/* The GPUs: --gpus (all of them), or --dp x --tp x --cp x --pp; and what the layout allows. */
 static int configure_layout(struct train_args *r)
 {
     struct train_opts *o = &r->o;
     struct error e = {0};
-    int mp = o->tp * o->pp;
+    int mp = o->tp * o->cp * o->pp;
     bool gpus = given(r, "gpus");
+    char axes[64]; /* the axes besides dp, as the options name them */
+    if (o->cp > 1)
+        snprintf(axes, sizeof axes, "--tp %d x --cp %d x --pp %d", o->tp, o->cp, o->pp);
+    else
+        snprintf(axes, sizeof axes, "--tp %d x --pp %d", o->tp, o->pp);
     if (r->dp) {
         if (gpus && o->gpus != r->dp * mp)
-            return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus,
-                             r->dp, o->tp, o->pp);
+            return cli_usage("train", "--gpus %d is not --dp %d x %s", o->gpus, r->dp, axes);
         if (r->dp * mp > TRAIN_MAX_GPUS)
-            return cli_usage("train", "--dp %d x --tp %d x --pp %d is %d GPUs, more than %d", r->dp,
-                             o->tp, o->pp, r->dp * mp, TRAIN_MAX_GPUS);
+            return cli_usage("train", "--dp %d x %s is %d GPUs, more than %d", r->dp, axes,
+                             r->dp * mp, TRAIN_MAX_GPUS);
         o->gpus = r->dp * mp;
     } else if (!gpus) {
         if (mp > TRAIN_MAX_GPUS)
-            return cli_usage("train", "--tp %d x --pp %d is %d GPUs, more than %d", o->tp, o->pp,
-                             mp, TRAIN_MAX_GPUS);
+            return cli_usage("train", "%s is %d GPUs, more than %d", axes, mp, TRAIN_MAX_GPUS);
         o->gpus = mp;
     }
     if (o->sp && o->tp == 1)

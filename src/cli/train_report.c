@@ -194,6 +194,10 @@ static json_t *layout_json(const struct train_opts *o)
     json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
     json_object_set_new(lay, "chunks", json_integer(layout_chunks(o)));
     json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
+    if (o->cp > 1) { /* context parallelism: only where it ran, so other runs read as before */
+        json_object_set_new(lay, "cp", json_integer(o->cp));
+        json_object_set_new(lay, "cp_split", json_string(o->cp_naive ? "naive" : "balanced"));
+    }
     return lay;
 }
 
@@ -212,6 +216,11 @@ static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
                                       (json_int_t)g->sent_per_step, "tensor_parallel",
                                       (json_int_t)g->tp_sent_per_step, "pipeline",
                                       (json_int_t)g->pp_sent_per_step));
+        if (o->cp > 1) {
+            json_object_set_new(json_object_get(gj, "coord"), "cp", json_integer(g->place.cprank));
+            json_object_set_new(json_object_get(gj, "comm_bytes_per_step"), "context_parallel",
+                                json_integer((json_int_t)g->cp_sent_per_step));
+        }
         json_array_append_new(per, gj);
     }
     return per;

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "model/gpt.h"
 #include "model/gpt_impl.h"
+#include "model/ringattn.h"
 
 #include <cblas.h>
 #include <pthread.h>
@@ -210,7 +211,7 @@ enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i)
 
 size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p, size_t i)
 {
-    struct gpt_part whole = {0, c->layers, true, true, 1, 1, 0, false};
+    struct gpt_part whole = {.count = c->layers, .embed = true, .head = true, .slots = 1, .tp = 1};
     if (!p)
         p = &whole;
     int tp = part_tp(p), r = p->tprank;
@@ -241,7 +242,7 @@ size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p
 
 size_t gpt_part_rows(const struct gpt_config *c, const struct gpt_part *p, int batch)
 {
-    size_t n = (size_t)batch * (size_t)c->seq;
+    size_t n = (size_t)batch * (size_t)c->seq / (size_t)(p && p->cp > 1 ? p->cp : 1);
     return p && p->sp && part_tp(p) > 1 ? n / (size_t)part_tp(p) : n;
 }
 
@@ -277,7 +278,9 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     int rc = gpt_config_check(c, e);
     if (rc)
         return rc;
-    g->part = part ? *part : (struct gpt_part){0, c->layers, true, true, 1, 1, 0, false};
+    g->part = part ? *part
+                   : (struct gpt_part){
+                         .count = c->layers, .embed = true, .head = true, .slots = 1, .tp = 1};
     int tp = part_tp(&g->part);
     if (c->heads % tp != 0 || c->ffn % tp != 0 || c->vocab % tp != 0 || g->part.tprank < 0 ||
         g->part.tprank >= tp)
@@ -297,16 +300,28 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
         return error_set(e, ERR_INVAL, "training precision must be fp32, bf16 or fp16");
     g->c = *c;
     g->B = batch;
-    g->N = batch * c->seq;
+    g->cp = g->part.cp > 1 ? g->part.cp : 1, g->cpr = g->cp > 1 ? g->part.cprank : 0;
+    enum ring_split split = g->part.cp_naive ? RING_NAIVE : RING_BALANCED;
+    if (g->cp > 1 && (!ring_split_ok(c->seq, g->cp, split) || g->cpr < 0 || g->cpr >= g->cp))
+        return error_set(e, ERR_INVAL,
+                         "context parallelism over %d GPUs needs them to divide the sequence "
+                         "of %d tokens in %d chunks",
+                         g->cp, c->seq, split == RING_NAIVE ? g->cp : 2 * g->cp);
+    if (g->cp > 1 && ckpt && ckpt->kind == CKPT_SELECTIVE)
+        return error_set(e, ERR_INVAL,
+                         "context parallelism keeps no attention probabilities, so selective "
+                         "recomputation has nothing to recompute");
+    g->T = c->seq / g->cp;
+    g->N = batch * g->T;
     g->hd = c->d / c->heads;
     g->tp = tp, g->tr = g->part.tprank;
     g->sp = g->part.sp && tp > 1;
-    if (g->sp && (batch * c->seq) % tp != 0)
+    if (g->sp && g->N % tp != 0)
         return error_set(e, ERR_INVAL,
                          "sequence parallelism over %d GPUs needs it to divide the "
                          "micro-batch's tokens",
                          tp);
-    g->nl = g->sp ? batch * c->seq / tp : batch * c->seq;
+    g->nl = g->sp ? g->N / tp : g->N;
     g->hl = c->heads / tp, g->dl = g->hl * g->hd, g->fl = c->ffn / tp;
     g->vl = c->vocab / tp, g->v0 = g->tr * g->vl;
     g->ckpt = ckpt ? *ckpt : (struct ckpt_policy){CKPT_NONE, 0};
@@ -341,7 +356,7 @@ static void layout(struct gpt *g)
 {
     int L = g->c.layers;
     size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->fl, V = (size_t)g->vl;
-    size_t T = (size_t)g->c.seq, half = (size_t)g->hd / 2;
+    size_t T = (size_t)g->T, half = (size_t)g->hd / 2;
     for (int k = 0; k < GPT_MEM_KINDS; k++)
         g->used[k] = 0;
     g->params = carve(g, g->alloc.params_workspace ? GPT_MEM_WORKSPACE : GPT_MEM_WEIGHTS,
@@ -384,7 +399,16 @@ static void layout(struct gpt *g)
     float **nf[] = {&g->dh, &g->dg, &g->du};
     for (size_t i = 0; i < sizeof nf / sizeof *nf; i++)
         *nf[i] = carve(g, GPT_MEM_WORKSPACE, N * f * 4);
-    g->dp = carve(g, GPT_MEM_WORKSPACE, T * T * 4);
+    /* the scores' gradients of a head's T x T block; with cp, a block's scores and theirs */
+    g->dp = carve(g, GPT_MEM_WORKSPACE, T * T * 4 * (g->cp > 1 ? 2 : 1));
+    if (g->cp > 1) { /* the places of the queries and of the ring's block at hand; the ring's
+                      * blocks: keys, values and their gradients, two of them */
+        g->pos = carve(g, GPT_MEM_WORKSPACE, T * sizeof *g->pos);
+        g->kpos = carve(g, GPT_MEM_WORKSPACE, T * sizeof *g->kpos);
+        g->ringl = carve(g, GPT_MEM_WORKSPACE, (size_t)g->B * g->hl * T * 4);
+        for (int k = 0; k < 2; k++)
+            g->kv[k] = carve(g, GPT_MEM_WORKSPACE, 4 * N * (size_t)g->dl * 4);
+    }
     g->logits = carve(g, GPT_MEM_WORKSPACE, N * V * 4);
     g->colsum = carve(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double));
     g->rope_cos = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
@@ -464,6 +488,10 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
         gpt_free(g);
         return error_set(e, ERR_INVAL, "tensor parallelism needs the seam's tp_reduce");
     }
+    if (g->cp > 1 && !g->alloc.cp_shift) {
+        gpt_free(g);
+        return error_set(e, ERR_INVAL, "context parallelism needs the seam's cp_shift");
+    }
     if (g->alloc.padded > g->nparams)
         g->nalloc = g->alloc.padded;
     static const char *const what[GPT_MEM_KINDS] = {[GPT_MEM_WEIGHTS] = "weights",
@@ -479,13 +507,17 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
         }
     layout(g); /* carves */
 
-    /* RoPE tables: angle = pos * base^(-2i / hd), i < hd / 2 (Su et al. 2021; the rotate-half
-     * layout of GPT-NeoX and Llama); computed in double, stored in fp32. */
-    size_t T = (size_t)c->seq, half = (size_t)g->hd / 2;
+    /* The places of the part's tokens in the sequence: all of them, or its context-parallel
+     * share. RoPE tables: angle = pos * base^(-2i / hd), i < hd / 2 (Su et al. 2021; the
+     * rotate-half layout of GPT-NeoX and Llama); computed in double, stored in fp32. */
+    size_t T = (size_t)g->T, half = (size_t)g->hd / 2;
+    enum ring_split split = g->part.cp_naive ? RING_NAIVE : RING_BALANCED;
+    if (g->pos)
+        ring_positions(c->seq, g->cp, g->cpr, split, g->pos);
     for (size_t t = 0; t < T; t++)
         for (size_t i = 0; i < half; i++) {
             double inv = 1.0 / pow(ROPE_BASE, (double)(2 * i) / (double)g->hd);
-            double ang = (double)t * inv;
+            double ang = (double)ring_position(c->seq, g->cp, g->cpr, split, (int)t) * inv;
             g->rope_cos[t * half + i] = (float)cos(ang);
             g->rope_sin[t * half + i] = (float)sin(ang);
         }
@@ -586,7 +618,8 @@ struct gpt_flops gpt_flops(const struct gpt *g)
 struct gpt_flops gpt_step_flops(const struct gpt_config *c, int batch,
                                 const struct ckpt_policy *ckpt)
 {
-    struct gpt g = {.c = *c, .B = batch, .N = batch * c->seq, .hd = c->d / c->heads, .tp = 1};
+    struct gpt g = {
+        .c = *c, .B = batch, .T = c->seq, .N = batch * c->seq, .hd = c->d / c->heads, .tp = 1};
     g.hl = c->heads, g.dl = c->d, g.fl = c->ffn, g.vl = c->vocab;
     g.ckpt = ckpt ? *ckpt : (struct ckpt_policy){CKPT_NONE, 0};
     g.seg = ckpt_segment(&g.ckpt, c->layers);

@@ -164,6 +164,11 @@ struct gpt_alloc {
      * becomes the element-wise sum or maximum over the group (see enum gpt_tp_op). Needed when
      * the part's tp > 1; what names the tensor for the trace. */
     void (*tp_reduce)(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const char *what);
+    /* Context parallelism: one step of the ring (model/ringattn.h). The n floats at send go to
+     * the next GPU of the context-parallel group while the n floats the one before sends land
+     * in recv (the same n on every GPU; the values are in the training format already, so
+     * carrying them in it is exact). Needed when the part's cp > 1; what names the tensors. */
+    void (*cp_shift)(void *ctx, const float *send, float *recv, size_t n, const char *what);
     void *ctx;
     /* The fp32 parameters and gradients the CPU computes with are the run's weights and
      * gradients (false: fp32 training, unsharded) or the emulation's workspace (true: mixed
@@ -229,13 +234,25 @@ struct gpt;
  * since only the shard is kept) and a reduce-scatter after the row-parallel ones; their
  * backward passes swap the two. The norm weights' gradients are then partial sums over each
  * rank's rows: the caller sums them over the group (gpt_part_norms gives where they are).
- * Activations handed between pipeline stages are the rank's rows only. */
+ * Activations handed between pipeline stages are the rank's rows only.
+ *
+ * Context parallelism (Ring Attention, Liu et al. 2023; model/ringattn.h): the part is rank
+ * cprank of cp along the sequence. It holds T / cp of each sequence's tokens (ring_positions:
+ * chunks cprank and 2 cp - 1 - cprank, or chunk cprank with cp_naive), so its batch is B x T/cp
+ * tokens and each GPU of the group gets its own tokens and targets. Everything but attention
+ * works on them alone (RoPE by their places in the sequence); attention passes the keys and
+ * values round the group through the seam's cp_shift, with the online softmax, and a layer
+ * keeps each query row's log-sum-exp (fp32) instead of the probabilities; its backward passes
+ * the keys, values and their gradients round the ring. The weights are whole: their gradients
+ * cover the part's tokens and are summed over the group by the caller. */
 struct gpt_part {
     int first, count;
     bool embed, head;
     int slots;
     int tp, tprank; /* tp 0 or 1: no tensor parallelism */
     bool sp;        /* sequence parallelism (with tp > 1) */
+    int cp, cprank; /* cp 0 or 1: no context parallelism */
+    bool cp_naive;  /* cp: chunk cprank of cp, not chunks cprank and 2 cp - 1 - cprank */
 };
 
 /* Parameters of a part (NULL: the whole model): the embedding when it holds either end, its
@@ -245,8 +262,9 @@ size_t gpt_part_param_count(const struct gpt_config *c, const struct gpt_part *p
 enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i);
 /* Where element i of a part's flat buffer is in the whole model's (SIZE_MAX past its end). */
 size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p, size_t i);
-/* Rows of the residual stream a part holds for a micro-batch of `batch` sequences: batch x seq,
- * or a tp-th of them under sequence parallelism (what goes between pipeline stages). */
+/* Rows of the residual stream a part holds for a micro-batch of `batch` sequences: batch x seq
+ * (seq / cp of each under context parallelism), or a tp-th of them under sequence parallelism
+ * (what goes between pipeline stages). */
 size_t gpt_part_rows(const struct gpt_config *c, const struct gpt_part *p, int batch);
 /* The offsets in a part's flat buffer of its norm weights (d elements each: the layers'
  * attn_norm and mlp_norm, and the final norm with the head), in order; returns how many, at

@@ -40,7 +40,11 @@ enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
 
 /* A reading guide to struct gpt: one model, or one part of one (model/gpt.h's parts: a
  * pipeline stage's layers and ends, a tensor-parallel rank's shards), over one micro-batch of B
- * sequences of T = c.seq tokens, N = B T rows.
+ * sequences of T = c.seq tokens, N = B T rows; under context parallelism (cp GPUs, this one
+ * cpr) T = c.seq / cp of each sequence's tokens, at places pos[0..T) of it, and the attention
+ * runs as a ring (gpt_ring.c): the probabilities' slot A_P holds each query row's log-sum-exp
+ * (fp32), the ring's blocks travel through kv[2] (keys, values and their gradients, at the
+ * places kpos), the running sums in ringl, a block's scores and their gradients in dp.
  *
  * Widths. The whole model has d = c.d, H = c.heads heads of hd = d / H, F = c.ffn and V =
  * c.vocab. A tensor-parallel rank tr of tp holds hl = H / tp heads (its q, k, v and attention
@@ -65,6 +69,9 @@ enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
 struct gpt {
     struct gpt_config c;
     int B, N, hd, seg; /* seg: segment length (0: not segmented) */
+    int T, cp, cpr;    /* tokens per sequence held: c.seq / cp; context parallelism */
+    int *pos, *kpos;   /* the places of the tokens held, and of the ring's block at hand */
+    float *kv[2], *ringl;
     /* tensor parallelism: tp ranks, this one tr; its heads hl (width dl = hl hd), FFN width
      * fl and vocabulary rows vl, from row v0 (tp 1: the whole model's) */
     int tp, tr, hl, dl, fl, vl, v0;
@@ -121,8 +128,8 @@ struct gpt {
 static inline size_t act_elems(const struct gpt *g, int a)
 {
     size_t N = (size_t)g->N, d = (size_t)g->c.d;
-    if (a == A_P) /* this rank's heads */
-        return (size_t)g->B * g->hl * g->c.seq * g->c.seq;
+    if (a == A_P) /* this rank's heads; with cp, each row's log-sum-exp */
+        return (size_t)g->B * g->hl * g->T * (g->cp > 1 ? 1 : g->T);
     if (a == A_G || a == A_U || a == A_H)
         return N * (size_t)g->fl;
     if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
@@ -133,10 +140,17 @@ static inline size_t act_elems(const struct gpt *g, int a)
     return (size_t)g->nl * d;
 }
 
-/* Bytes of a kept tensor: the format's width, fp32 for the RMSNorm statistics. */
+/* Whether a kept tensor is stored in fp32 whatever the format: the RMSNorm statistics, and
+ * with cp the log-sum-exp of the attention's rows. */
+static inline bool act_fp32(const struct gpt *g, int a)
+{
+    return a == A_RSTD1 || a == A_RSTD2 || (a == A_P && g->cp > 1);
+}
+
+/* Bytes of a kept tensor: the format's width, or fp32 (act_fp32). */
 static inline size_t act_bytes(const struct gpt *g, int a)
 {
-    return act_elems(g, a) * (a == A_RSTD1 || a == A_RSTD2 ? 4 : g->esize);
+    return act_elems(g, a) * (act_fp32(g, a) ? 4 : g->esize);
 }
 
 static inline void charge(struct gpt *g, long long delta)
@@ -149,12 +163,12 @@ static inline void charge(struct gpt *g, long long delta)
 }
 
 /* Matmul FLOPs (2 per multiply-add) of one layer's forward: the six projections, 2 N (4 d^2 +
- * 3 d F), and attention's QK^T and P V over full T x T blocks, 2 x 2 B H T^2 hd. */
+ * 3 d F), and attention's QK^T and P V over full T x T blocks, 2 x 2 B H T^2 hd (with cp, the
+ * queries held against every key: T / cp x T). */
 /* Matmul FLOPs of this rank (tp 1: of the whole layer) */
 static inline double attn_flops(const struct gpt *g)
 {
-    double T = g->c.seq;
-    return 2.0 * 2.0 * g->B * g->hl * T * T * g->hd;
+    return 2.0 * 2.0 * g->B * g->hl * (double)g->T * g->c.seq * g->hd;
 }
 
 static inline double layer_flops(const struct gpt *g)
@@ -201,5 +215,7 @@ void op_swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, co
 void op_attn_probs(struct gpt *g, int l);
 void op_attn_out(struct gpt *g, int l);
 void op_attn_core_backward(struct gpt *g, int l);
+void op_ring_forward(struct gpt *g, int l);
+void op_ring_backward(struct gpt *g, int l);
 
 #endif

@@ -419,7 +419,7 @@ CPU_CLONES(rope_x,
 static void rope_n(const struct gpt *g, float *x, int dir)
 {
     prof_enter(PROF_ROPE);
-    rope_x(x, g->rope_cos, g->rope_sin, g->N, g->c.seq, g->hl, g->hd, g->dl, dir);
+    rope_x(x, g->rope_cos, g->rope_sin, g->N, g->T, g->hl, g->hd, g->dl, dir);
     prof_leave();
 }
 

@@ -52,7 +52,7 @@
 static void bind(struct gpt *g, void *const *set)
 {
     for (int a = 0; a < A_COUNT; a++) {
-        bool fp32 = g->fmt == FP_FP32 || a == A_RSTD1 || a == A_RSTD2;
+        bool fp32 = g->fmt == FP_FP32 || act_fp32(g, a);
         g->w[a] = set && set[a] && fp32 ? set[a] : g->ws[a];
     }
 }
@@ -80,8 +80,12 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     op_rope(g, l, "q", w[A_Q], 1);
     op_rope(g, l, "k", w[A_K], 1);
     op_linear(g, l, "v", w[A_V], xin, W->wv, dl, d);
-    op_attn_probs(g, l);
-    op_attn_out(g, l);
+    if (g->cp > 1) /* every GPU's keys and values come round the ring */
+        op_ring_forward(g, l);
+    else {
+        op_attn_probs(g, l);
+        op_attn_out(g, l);
+    }
     op_linear(g, l, "attn proj", g->tmp, w[A_ATT], W->wo, d, dl);
     op_tp_reduce_rows(g, g->tmp, "attn proj"); /* each rank's heads' share of the projection */
     op_add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
@@ -153,7 +157,10 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     op_rnd(g, g->datt, (size_t)N * dl);
     op_weight_grad(g, l, "grad wo", G->wo, dxm, w[A_ATT], d, dl);
     /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see op_attn_core_backward */
-    op_attn_core_backward(g, l);
+    if (g->cp > 1)
+        op_ring_backward(g, l);
+    else
+        op_attn_core_backward(g, l);
     const float *xn1 = op_sp_gather(g, g->xg, w[A_XN1], "attn norm again");
     op_weight_grad(g, l, "grad wq", G->wq, g->dq, xn1, dl, d);
     op_weight_grad(g, l, "grad wk", G->wk, g->dk, xn1, dl, d);

@@ -15,19 +15,18 @@ bool ring_split_ok(int T, int C, enum ring_split split)
     return T > 0 && C > 0 && T % parts == 0;
 }
 
+int ring_position(int T, int C, int r, enum ring_split split, int i)
+{
+    if (split == RING_NAIVE)
+        return r * (T / C) + i;
+    int n = T / (2 * C); /* chunk r, then chunk 2C - 1 - r */
+    return i < n ? r * n + i : (2 * C - 1 - r) * n + (i - n);
+}
+
 void ring_positions(int T, int C, int r, enum ring_split split, int *pos)
 {
-    if (split == RING_NAIVE) {
-        int n = T / C;
-        for (int i = 0; i < n; i++)
-            pos[i] = r * n + i;
-        return;
-    }
-    int n = T / (2 * C), late = 2 * C - 1 - r;
-    for (int i = 0; i < n; i++) {
-        pos[i] = r * n + i;
-        pos[n + i] = late * n + i;
-    }
+    for (int i = 0; i < T / C; i++)
+        pos[i] = ring_position(T, C, r, split, i);
 }
 
 /* How many of keys kpos[0..nk) (increasing) query position p may see: they are a prefix. */

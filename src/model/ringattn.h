@@ -39,8 +39,9 @@ enum ring_split { RING_BALANCED, RING_NAIVE };
 
 /* Whether T tokens split over C GPUs the given way (T a multiple of C, or of 2C balanced). */
 bool ring_split_ok(int T, int C, enum ring_split split);
-/* The T / C positions GPU r of C holds, in increasing order, into pos. */
+/* The T / C positions GPU r of C holds, in increasing order, into pos; the i-th of them. */
 void ring_positions(int T, int C, int r, enum ring_split split, int *pos);
+int ring_position(int T, int C, int r, enum ring_split split, int i);
 
 /* A block of rows of one (sequence, head): n rows with leading dimension ld, at the sequence
  * positions pos[0..n), increasing (so the keys a query may see are a prefix of a block). */

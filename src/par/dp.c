@@ -72,7 +72,7 @@ void dp_model_seam(const struct train_opts *o, const struct gpt_part *part, stru
     seam->params_workspace = mixed || o->zero >= 3;
     /* the model's fp32 gradients are the gradients when 4-byte and unsharded */
     seam->grads_workspace = grad_format(o) != FP_FP32 || o->zero >= 2;
-    seam->padded = shard_padded(gpt_part_param_count(&o->shape, part), layout_dp(o));
+    seam->padded = shard_padded(gpt_part_param_count(&o->shape, part), layout_grad_ranks(o));
 }
 
 long dp_buffers(const struct train_opts *o)
@@ -91,7 +91,7 @@ long dp_buffers(const struct train_opts *o)
 
 long dp_messages(const struct train_opts *o)
 {
-    int n = layout_dp(o);
+    int n = layout_grad_ranks(o);
     if (o->gpus <= 1)
         return 0;
     long L = o->shape.layers, steps = n - 1; /* a ring pass: N - 1 sends */
@@ -238,8 +238,8 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     p->mem = *mem;
     p->zero = o->zero;
     p->prefetch = o->prefetch;
-    p->n = pl->dp;
-    p->rank = pl->dprank;
+    p->n = pl->dp * pl->cp; /* the weights' copies: the gradients reduce over dp x cp */
+    p->rank = layout_grad_rank(pl);
     p->world = o->gpus > 0 ? o->gpus : 1;
     p->wrank = pl->rank;
     p->pipelined = layout_pipelined(o);
@@ -254,7 +254,7 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
         dp_free(p);
         return error_set(e, ERR_NOMEM, "out of memory");
     }
-    layout_group(pl, LAYOUT_DP, p->group);
+    layout_grad_group(pl, p->group);
     p->mixed = o->precision != FP_FP32;
     p->wdt = o->precision;
     p->gdt = grad_format(o);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
+#include "model/ringattn.h"
 
 _Static_assert(offsetof(struct layout_place, pp) ==
                    offsetof(struct layout_place, size) + LAYOUT_PP * sizeof(int),
@@ -16,8 +17,27 @@ _Static_assert(offsetof(struct layout_place, stage) ==
 
 int layout_dp(const struct train_opts *o)
 {
-    int mp = (o->pp > 0 ? o->pp : 1) * (o->tp > 0 ? o->tp : 1);
+    int mp = (o->pp > 0 ? o->pp : 1) * (o->tp > 0 ? o->tp : 1) * (o->cp > 0 ? o->cp : 1);
     return o->gpus % mp == 0 ? o->gpus / mp : 1;
+}
+
+int layout_grad_ranks(const struct train_opts *o)
+{
+    return layout_dp(o) * (o->cp > 0 ? o->cp : 1);
+}
+
+void layout_grad_group(const struct layout_place *pl, int *ranks)
+{
+    for (int i = 0; i < pl->dp * pl->cp; i++) {
+        struct layout_place q = *pl;
+        q.dprank = i / pl->cp, q.cprank = i % pl->cp;
+        ranks[i] = layout_rank(&q, LAYOUT_TP, pl->tprank);
+    }
+}
+
+int layout_grad_rank(const struct layout_place *pl)
+{
+    return pl->dprank * pl->cp + pl->cprank;
 }
 
 bool layout_pipelined(const struct train_opts *o)
@@ -35,6 +55,7 @@ void layout_place(const struct train_opts *o, int rank, int slots, struct layout
     int m = o->micro_batches > 0 ? o->micro_batches : 1;
     out->rank = rank;
     out->tp = o->tp > 0 ? o->tp : 1;
+    out->cp = o->cp > 0 ? o->cp : 1;
     out->dp = layout_dp(o);
     out->pp = o->pp > 0 ? o->pp : 1;
     for (int a = 0, r = rank; a < LAYOUT_AXES; a++) { /* the digits, innermost first */
@@ -71,7 +92,38 @@ void layout_chunk_part(const struct train_opts *o, const struct layout_place *pl
                              .slots = slots > 0 ? slots : 1,
                              .tp = pl->tp,
                              .tprank = pl->tprank,
-                             .sp = o->sp && pl->tp > 1};
+                             .sp = o->sp && pl->tp > 1,
+                             .cp = pl->cp,
+                             .cprank = pl->cprank,
+                             .cp_naive = o->cp_naive};
+}
+
+/* Context parallelism's checks: its size, the sequence it splits. */
+static int cp_check(const struct train_opts *o, struct error *e)
+{
+    enum ring_split split = o->cp_naive ? RING_NAIVE : RING_BALANCED;
+    if (o->cp < 1 || o->cp > TRAIN_MAX_GPUS)
+        return error_set(e, ERR_INVAL, "--cp %d: from 1 to %d", o->cp, TRAIN_MAX_GPUS);
+    if (o->cp == 1)
+        return 0;
+    if (!ring_split_ok(o->shape.seq, o->cp, split))
+        return error_set(e, ERR_INVAL,
+                         "--cp %d cuts the sequence of %d tokens in %d chunks%s: it must divide "
+                         "it",
+                         o->cp, o->shape.seq, split == RING_NAIVE ? o->cp : 2 * o->cp,
+                         split == RING_NAIVE ? " (--cp-naive)" : " of T / 2C tokens");
+    if (o->ckpt.kind == CKPT_SELECTIVE)
+        return error_set(e, ERR_INVAL,
+                         "--cp %d with --checkpoint selective: ring attention keeps no attention "
+                         "probabilities, so selective recomputation has nothing to recompute "
+                         "(try full)",
+                         o->cp);
+    if (o->sp && (o->shape.seq / o->cp) % o->tp)
+        return error_set(e, ERR_INVAL,
+                         "--sequence-parallel splits each GPU's %d tokens (seq / --cp %d) over "
+                         "--tp %d: it must divide them",
+                         o->shape.seq / o->cp, o->cp, o->tp);
+    return 0;
 }
 
 int layout_check(const struct train_opts *o, struct error *e)
@@ -94,10 +146,19 @@ int layout_check(const struct train_opts *o, struct error *e)
                          "--sequence-parallel splits the sequence of %d tokens over --tp %d: it "
                          "must divide it",
                          o->shape.seq, o->tp);
-    if (o->gpus % (o->pp * o->tp) != 0)
+    int crc = cp_check(o, e);
+    if (crc)
+        return crc;
+    if (o->gpus % (o->pp * o->tp * o->cp) != 0) {
+        if (o->cp == 1)
+            return error_set(e, ERR_INVAL,
+                             "--tp %d x --pp %d does not divide the %d GPUs (dp x tp x pp)", o->tp,
+                             o->pp, o->gpus);
         return error_set(e, ERR_INVAL,
-                         "--tp %d x --pp %d does not divide the %d GPUs (dp x tp x pp)", o->tp,
-                         o->pp, o->gpus);
+                         "--tp %d x --cp %d x --pp %d does not divide the %d GPUs (dp x cp x tp "
+                         "x pp)",
+                         o->tp, o->cp, o->pp, o->gpus);
+    }
     if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
         return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
                          SCHED_MAX_MICRO);

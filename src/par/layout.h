@@ -1,28 +1,31 @@
-/* The layout of a run's GPUs: the grid of tensor, data and pipeline parallelism, where a GPU
- * sits in it and its groups, how the model and the batch split over it, and the checks of a
+/* The layout of a run's GPUs: the grid of tensor, context, data and pipeline parallelism, where a
+ * GPU sits in it and its groups, how the model and the batch split over it, and the checks of a
  * layout against the model and the batch.
  *
  * The grid has an axis per kind of parallelism, innermost first, and a GPU's rank is its
  * coordinates read as the digits of a mixed-radix number (Megatron-LM's RankGenerator, whose
  * order is "tp-cp-ep-dp-pp": megatron/core/parallel_state.py):
- *     rank = (stage x dp + dprank) x tp + tprank
- * so a tensor-parallel group is T consecutive GPUs (a node's fast links), a data-parallel group
- * strides by T and a pipeline stage is a block of D x T GPUs. A GPU's group along an axis is
- * the GPUs whose place differs from its own along that axis only (layout_group): along tp they
- * sum a layer's partial results (par/tp.h), along dp the gradients (par/dp.h), and the ends of
- * the pp axis the tied embedding's gradient.
+ *     rank = ((stage x dp + dprank) x cp + cprank) x tp + tprank
+ * so a tensor-parallel group is T consecutive GPUs (a node's fast links), a context-parallel
+ * group strides by T, a data-parallel group by C T and a pipeline stage is a block of D C T
+ * GPUs; with cp 1 every rank is what it was before context parallelism. A GPU's group along an axis
+ * is the GPUs whose place differs from its own along that axis only (layout_group): along tp they
+ * sum a layer's partial results (par/tp.h), along cp pass keys and values round a ring (ring
+ * attention, model/ringattn.h), along dp and cp together (layout_grad_group: the weights are
+ * replicated over both) the gradients (par/dp.h), and the ends of the pp axis the tied
+ * embedding's gradient.
  *
  * Along the pipeline axis the model's layers split evenly (a stage holds L / P of them, the
  * first the embedding, the last the head; the interleaved schedule gives each GPU v chunks,
  * virtual stages c P + s), along tp each layer's heads, FFN width and vocabulary rows (and with
- * sequence parallelism the tokens between the matmuls), along dp the batch: each data-parallel
- * rank takes batch / D sequences as M micro-batches.
+ * sequence parallelism the tokens between the matmuls), along cp every sequence's tokens (T / C
+ * each, model/ringattn.h's split), along dp the batch: each data-parallel rank takes batch / D
+ * sequences as M micro-batches.
  *
- * Room for more axes: context parallelism (the sequence cut over CP GPUs) is an axis between
- * tp and dp, expert parallelism (mixture of experts) one between cp and dp, as Megatron-LM
- * orders them: a name in enum layout_axis and in struct layout_place's sizes and coordinates,
- * its size from the settings in layout_place, its checks in layout_check; ranks and groups
- * follow from the axes. */
+ * Room for more axes: expert parallelism (mixture of experts) is one between cp and dp, as
+ * Megatron-LM orders them: a name in enum layout_axis and in struct layout_place's sizes and
+ * coordinates, its size from the settings in layout_place, its checks in layout_check; ranks and
+ * groups follow from the axes. */
 #ifndef SCALELAB_PAR_LAYOUT_H
 #define SCALELAB_PAR_LAYOUT_H
 
@@ -34,7 +37,7 @@
 struct error;
 
 /* The grid's axes, innermost first. */
-enum layout_axis { LAYOUT_TP, LAYOUT_DP, LAYOUT_PP, LAYOUT_AXES };
+enum layout_axis { LAYOUT_TP, LAYOUT_CP, LAYOUT_DP, LAYOUT_PP, LAYOUT_AXES };
 
 /* Where a GPU sits: the grid's sizes and its coordinates, by name or by axis (size[LAYOUT_TP]
  * is tp); the micro-batch it computes and the part of the model it holds. */
@@ -42,13 +45,13 @@ struct layout_place {
     int rank;
     union {
         struct {
-            int tp, dp, pp;
+            int tp, cp, dp, pp;
         };
         int size[LAYOUT_AXES];
     };
     union {
         struct {
-            int tprank, dprank, stage;
+            int tprank, cprank, dprank, stage;
         };
         int at[LAYOUT_AXES];
     };
@@ -64,8 +67,15 @@ int layout_rank(const struct layout_place *pl, enum layout_axis a, int at);
 /* pl's group along axis a: the pl->size[a] ranks, in the order of that coordinate. */
 void layout_group(const struct layout_place *pl, enum layout_axis a, int *ranks);
 
-/* The data-parallel size, gpus / (tp x pp) (1 where that does not divide). */
+/* The data-parallel size, gpus / (tp x cp x pp) (1 where that does not divide). */
 int layout_dp(const struct train_opts *o);
+/* The GPUs holding the same weights, over which the gradients reduce: dp x cp. */
+int layout_grad_ranks(const struct train_opts *o);
+/* pl's gradient group: the dp x cp ranks sharing its stage and tensor rank, data rank major
+ * (Megatron-LM's data-parallel group with context parallelism); pl's place in it is
+ * layout_grad_rank. */
+void layout_grad_group(const struct layout_place *pl, int *ranks);
+int layout_grad_rank(const struct layout_place *pl);
 /* Whether a step runs as a pipeline of micro-batches (pp > 1 or M > 1): the gradients are
  * then reduced once all of them are in. */
 bool layout_pipelined(const struct train_opts *o);

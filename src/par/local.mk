@@ -1,4 +1,5 @@
 libscalelab_a_SOURCES += \
+	%reldir%/cp.c %reldir%/cp.h \
 	%reldir%/dp.c %reldir%/dp.h \
 	%reldir%/layout.c %reldir%/layout.h \
 	%reldir%/pp.c %reldir%/pp.h \

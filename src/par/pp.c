@@ -90,7 +90,7 @@ int pp_new(struct pp **out, const struct layout_place *pl, const struct sched *s
     p->mem = *mem;
     p->m = s->m;
     const struct gpt_config *c = gpt_config(g[0]);
-    p->mt = (size_t)pl->micro * (size_t)c->seq;
+    p->mt = (size_t)pl->micro * (size_t)(c->seq / pl->cp); /* with cp, its share of them */
     /* a micro-batch's residual stream: this rank's rows of it under sequence parallelism */
     p->bytes =
         gpt_part_rows(c, &parts[0], pl->micro) * (size_t)c->d * (size_t)(fp_info(fmt)->bits / 8);

@@ -237,6 +237,7 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
     g->sent_bytes = s->sent_bytes;
     g->pp_bytes = s->pp_bytes;
     g->tp_bytes = s->tp_bytes;
+    g->cp_bytes = s->cp_bytes;
     snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
     g->nonfinite_forward = s->nonfinite_forward;
     g->skipped = s->skipped;
@@ -407,6 +408,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
     g->sent_per_step = s.sent_bytes;
     g->pp_sent_per_step = s.pp_bytes;
     g->tp_sent_per_step = s.tp_bytes;
+    g->cp_sent_per_step = s.cp_bytes;
     g->place = *trainer_place(t);
     int nops;
     const struct pp_done *ops = trainer_pipeline(t, &nops, &g->peak_in_flight);

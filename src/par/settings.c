@@ -32,6 +32,7 @@ void train_opts_default(struct train_opts *o)
     o->fail_gpu = -1;
     o->pp = 1;
     o->tp = 1;
+    o->cp = 1;
     o->chunks = 2;
     o->micro_batches = 1;
     o->schedule = SCHED_1F1B;
@@ -411,6 +412,13 @@ const struct setting train_settings[] = {
     {"sequence-parallel", NULL, NULL, set_switch, F(sp), 0, 0, false,
      "with --tp: the norms and residual adds on a T-th of the tokens;\n"
      "all-reduces become reduce-scatters and all-gathers"},
+    {"cp", NULL, "C", set_int, F(cp), 1, TRAIN_MAX_GPUS, false,
+     "each sequence over C GPUs (default 1): each holds 2 chunks of\n"
+     "T / 2C tokens, chunks i and 2C-1-i, so the causal mask gives every\n"
+     "GPU the same work; attention passes the keys and values around the\n"
+     "C GPUs (ring attention). GPU r is context rank r / T % C"},
+    {"cp-naive", NULL, NULL, set_switch, F(cp_naive), 0, 0, false,
+     "with --cp: GPU i holds chunk i of C (the last does the most work)"},
     {"pp", NULL, "P", set_int, F(pp), 1, TRAIN_MAX_GPUS, false,
      "P stages (default 1), dividing the layers: the first also holds the\n"
      "embedding, the last the final norm and a copy of the tied\n"

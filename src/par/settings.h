@@ -65,10 +65,12 @@ struct train_opts {
     double spike_z;   /* a loss with z-score above this is a spike */
     struct train_inject inject[TRAIN_MAX_INJECT];
     int ninject;
-    /* the layout (par/layout.h): gpus = dp x tp x pp, the batch split over the dp */
+    /* the layout (par/layout.h): gpus = dp x cp x tp x pp, the batch split over the dp */
     int gpus;                    /* every GPU of the run */
     int tp;                      /* tensor-parallel GPUs T per layer (1: none) */
     bool sp;                     /* sequence parallelism (with tp > 1) */
+    int cp;                      /* context-parallel GPUs C per sequence (1: none) */
+    bool cp_naive;               /* cp: GPU i holds chunk i of C, not chunks i and 2C-1-i */
     int pp;                      /* pipeline stages P (1: none) */
     int micro_batches;           /* M per step; the gradients add up over them */
     enum calc_schedule schedule; /* the order of the stages' passes (calc/sched.h) */

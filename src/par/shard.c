@@ -40,7 +40,7 @@ int shard_unit_at(const struct shard_plan *p, size_t off)
 int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, const struct gpt_part *part,
                     int n, size_t bucket_elems, struct error *e)
 {
-    struct gpt_part whole = {0, c->layers, true, true, 1, 1, 0, false};
+    struct gpt_part whole = {.count = c->layers, .embed = true, .head = true, .slots = 1, .tp = 1};
     const struct gpt_part *pt = part ? part : &whole;
     memset(p, 0, sizeof *p);
     p->n = n;

@@ -16,6 +16,8 @@
 #include "num/adamw.h"
 #include "num/clip.h"
 #include "num/scaler.h"
+#include "model/ringattn.h"
+#include "par/cp.h"
 #include "par/dp.h"
 #include "comm/coll.h"
 #include "num/fp.h"
@@ -41,6 +43,7 @@ struct trainer {
     struct adamw adam;
     struct scaler scaler;
     int32_t *tokens, *targets; /* the global batch; this GPU computes rows [rank B/N, ...) */
+    int32_t *cp_tokens;        /* cp: its tokens of its rows, then their targets */
     long step;
     double *window; /* the last spike_window losses (a ring) */
     int nwin, iwin, outliers_in_a_row;
@@ -51,6 +54,7 @@ struct trainer {
     long poisoned_at;     /* the step whose update made the weights non-finite (0: none) */
     char poisoned_by[48]; /* the first non-finite tensor of that step */
     struct tp_group *tp;  /* tensor parallelism's communication (NULL: one GPU per layer) */
+    struct cp_ring *cp;   /* context parallelism's ring (NULL: one GPU per sequence) */
 };
 
 int train_opts_check(const struct train_opts *o, struct error *e)
@@ -129,6 +133,14 @@ static void *tmalloc(struct trainer *t, enum gpt_mem kind, size_t bytes, const c
     return p;
 }
 
+/* Context parallelism: the bytes of a GPU's tokens and targets, its places (gpt_part's) of
+ * its data-parallel share's sequences. */
+static size_t cp_batch_bytes(const struct train_opts *o)
+{
+    int dp = layout_dp(o);
+    return 2 * (size_t)(o->batch / dp) * (size_t)(o->shape.seq / o->cp) * sizeof(int32_t);
+}
+
 static size_t batch_bytes(const struct train_opts *o)
 {
     return 2 * (size_t)o->batch * (size_t)o->shape.seq * sizeof(int32_t);
@@ -142,6 +154,7 @@ struct train_calls trainer_calls(const struct train_opts *o)
     /* the model's (weights, gradients, arena, workspace: fewer when its fp32 weights and
      * gradients are workspace), the strategy's, the batch */
     long buffers = GPT_BUFFERS - seam.params_workspace - seam.grads_workspace + dp_buffers(o) + 1;
+    buffers += o->cp > 1 ? 3 : 0; /* the ring's send and receive buffers, the batch share */
     long computes = g.compute;
     /* ZeRO-3: every gather moves reserved bytes to communication and back */
     long charges = g.charge + (o->zero >= 3 ? 2L * (2L * o->shape.layers + 2) : 0);
@@ -188,6 +201,13 @@ static void w_tp_reduce(void *ctx, float *buf, size_t n, enum gpt_tp_op op, cons
     tp_collective(t->tp, buf, n, op, what);
 }
 
+/* Context parallelism: the attention's ring steps over this GPU's group (par/cp.h). */
+static void w_cp_shift(void *ctx, const float *send, float *recv, size_t n, const char *what)
+{
+    struct trainer *t = ctx;
+    cp_shift(t->cp, send, recv, n, what);
+}
+
 static void w_hook(void *ctx, enum gpt_hook h, int unit)
 {
     struct trainer *t = ctx;
@@ -201,9 +221,12 @@ void trainer_free(struct trainer *t)
         return;
     if (t->tokens)
         t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tokens, batch_bytes(&t->o));
+    if (t->cp_tokens)
+        t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->cp_tokens, cp_batch_bytes(&t->o));
     pp_free(t->pp);
     sched_free(&t->sched);
     tp_free(t->tp);
+    cp_free(t->cp);
     for (int c = 0; c < SCHED_MAX_CHUNKS; c++) {
         dp_free(t->dp[c]);
         gpt_free(t->g[c]);
@@ -268,6 +291,7 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .compute = w_compute,
                              .hook = w_hook,
                              .tp_reduce = w_tp_reduce,
+                             .cp_shift = w_cp_shift,
                              .ctx = t};
     t->v = layout_chunks(o);
     if (layout_pipelined(o) && /* the schedule the stages run */
@@ -275,7 +299,8 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
         goto fail;
     layout_place(o, t->rank, 1, &t->pl);
     struct dp_mem mem = {w_alloc, w_free, w_charge, t};
-    if ((rc = tp_new(&t->tp, o, &t->pl, d, &mem, e)))
+    if ((rc = tp_new(&t->tp, o, &t->pl, d, &mem, e)) ||
+        (rc = cp_new(&t->cp, o, &t->pl, d, &mem, e)))
         goto fail;
     for (int c = 0; c < t->v; c++) {
         /* each chunk's part, a slot per micro-batch it holds at once */
@@ -310,7 +335,9 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
     if ((t->tokens = tmalloc(t, GPT_MEM_WORKSPACE, batch_bytes(o), "batch")))
         t->targets = t->tokens + bt;
     t->window = calloc((size_t)o->spike_window, sizeof *t->window);
-    if (!t->tokens || !t->window) {
+    if (o->cp > 1)
+        t->cp_tokens = tmalloc(t, GPT_MEM_WORKSPACE, cp_batch_bytes(o), "batch share");
+    if (!t->tokens || !t->window || (o->cp > 1 && !t->cp_tokens)) {
         rc = error_set(e, ERR_NOMEM, "out of memory allocating the trainer's buffers");
         goto fail;
     }
@@ -386,7 +413,7 @@ static struct gpt_inject injections(const struct trainer *t, long step)
         const struct train_inject *x = &o->inject[i];
         /* on the GPUs of the injection GPU's data-parallel rank: each stage does what its
          * part holds (the NaN in the middle layer, the inf in the last, the spike at the head) */
-        if (x->step != step || x->gpu / t->pl.tp % t->pl.dp != t->pl.dprank)
+        if (x->step != step || x->gpu / (t->pl.tp * t->pl.cp) % t->pl.dp != t->pl.dprank)
             continue;
         if (x->kind == TRAIN_INJECT_NAN)
             inj.nan_scores_layer = o->shape.layers / 2;
@@ -422,6 +449,23 @@ static void diagnose(struct trainer *t, struct gpt_diag *out)
     out->underflow_total = total, out->grad_elements = elems;
 }
 
+/* The tokens and targets at this GPU's places of the rows sequences from token `first` of the
+ * batch, into cp_tokens; returns where they are. */
+static const int32_t *cp_tokens(struct trainer *t, size_t first, int rows)
+{
+    const struct train_opts *o = &t->o;
+    size_t T = (size_t)o->shape.seq, n = T / (size_t)t->pl.cp, bt = (size_t)o->batch * T;
+    size_t share = (size_t)rows * n;
+    enum ring_split split = o->cp_naive ? RING_NAIVE : RING_BALANCED;
+    for (size_t k = 0; k < 2; k++) /* the tokens, the targets */
+        for (size_t b = 0; b < (size_t)rows; b++)
+            for (size_t i = 0; i < n; i++)
+                t->cp_tokens[k * share + b * n + i] =
+                    t->tokens[k * bt + first + b * T +
+                              (size_t)ring_position((int)T, t->pl.cp, t->pl.cprank, split, (int)i)];
+    return t->cp_tokens;
+}
+
 /* 1-3. The global batch and this GPU's share; forward and backward (the strategy reduces
  * buckets as they complete; pipelined, micro-batch by micro-batch in the schedule's order),
  * then the rest of the gradient sync. *local: this GPU's loss (NaN off the last stage). */
@@ -432,14 +476,19 @@ static int forward_backward(struct trainer *t, long step, double *local, struct 
     markov_batch(t->data, &t->rng, o->batch, o->shape.seq, t->tokens, t->targets);
     size_t share = (size_t)(o->batch / t->pl.dp) * o->shape.seq;
     size_t first = (size_t)t->pl.dprank * share;
+    const int32_t *tok = t->tokens + first, *tgt = t->targets + first;
+    if (t->pl.cp > 1) { /* this GPU's tokens of each of its sequences */
+        tok = cp_tokens(t, first, o->batch / t->pl.dp);
+        tgt = tok + (size_t)(o->batch / t->pl.dp) * (size_t)(o->shape.seq / t->pl.cp);
+    }
     int rc;
     if (t->pp) {
-        if ((rc = pp_step(t->pp, (int)step, t->tokens + first, t->targets + first, t->scaler.scale,
-                          &inj, local, e)))
+        if ((rc = pp_step(t->pp, (int)step, tok, tgt, t->scaler.scale, &inj, local, e)))
             return rc;
     } else
-        *local = gpt_step(t->g[0], t->tokens + first, t->targets + first, t->scaler.scale, &inj);
-    if ((rc = tp_failed(t->tp, e)) || (rc = tp_norm_sync(t->tp, t->g, t->part, t->v, e)))
+        *local = gpt_step(t->g[0], tok, tgt, t->scaler.scale, &inj);
+    if ((rc = tp_failed(t->tp, e)) || (rc = cp_failed(t->cp, e)) ||
+        (rc = tp_norm_sync(t->tp, t->g, t->part, t->v, e)))
         return rc;
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
@@ -545,6 +594,7 @@ static void describe(const struct trainer *t, const struct gpt_diag *d, struct t
     }
     out->pp_bytes += t->pp ? pp_sent(t->pp) : 0;
     out->tp_bytes = tp_sent(t->tp);
+    out->cp_bytes = cp_sent(t->cp);
     out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
 }
@@ -559,6 +609,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     for (int c = 0; c < t->v; c++)
         dp_step_begin(t->dp[c]);
     tp_step_begin(t->tp);
+    cp_step_begin(t->cp);
     double local;
     struct step_grads sg;
     struct gpt_diag d;
@@ -655,7 +706,7 @@ long trainer_poisoned(const struct trainer *t, const char **tensor)
 
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind)
 {
-    size_t sum = t->extra[kind] + tp_mem_bytes(t->tp, kind);
+    size_t sum = t->extra[kind] + tp_mem_bytes(t->tp, kind) + cp_mem_bytes(t->cp, kind);
     for (int c = 0; c < t->v; c++)
         sum += gpt_mem_bytes(t->g[c], kind) + dp_mem_bytes(t->dp[c], kind);
     return sum;

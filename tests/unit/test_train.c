@@ -1180,8 +1180,8 @@ START_TEST(parts_compose_into_the_whole_model)
         for (int M = 1; M <= 4; M *= 2) {
             int mb = B / M;
             size_t mt = (size_t)mb * T;
-            struct gpt_part p0 = {0, 1, true, false, M, 1, 0, false},
-                            p1 = {1, 1, false, true, M, 1, 0, false};
+            struct gpt_part p0 = {.first = 0, .count = 1, .embed = true, .slots = M, .tp = 1},
+                            p1 = {.first = 1, .count = 1, .head = true, .slots = M, .tp = 1};
             struct ckpt_policy pol;
             ck_assert_int_eq(ckpt_parse(pols[k], &pol, NULL), 0);
             struct gpt *a = NULL, *b = NULL;

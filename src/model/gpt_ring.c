@@ -1,0 +1,109 @@
+/* The tiny GPT's attention under context parallelism: each GPU holds T / cp of every
+ * sequence's tokens, and its queries meet every GPU's keys and values as they come round the
+ * context-parallel group's ring (model/ringattn.h's arithmetic, the seam's cp_shift). */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/prof.h"
+#include "model/gpt_impl.h"
+#include "model/ringattn.h"
+
+static struct ring_heads heads_of(const struct gpt *g)
+{
+    return (struct ring_heads){g->B, g->hl, g->hd, (float)(1.0 / sqrt((double)g->hd))};
+}
+
+/* The places of the tokens of GPU src's block (kpos). */
+static void block_places(struct gpt *g, int src)
+{
+    ring_positions(g->c.seq, g->cp, src, g->part.cp_naive ? RING_NAIVE : RING_BALANCED, g->kpos);
+}
+
+static void shift(struct gpt *g, const float *send, float *recv, size_t n, const char *what)
+{
+    prof_leave(); /* the ring's waits are not attention's arithmetic */
+    g->alloc.cp_shift(g->alloc.ctx, send, recv, n, what);
+    prof_enter(PROF_ATTENTION);
+}
+
+/* att and the rows' log-sum-exp (into w[A_P]) of layer l's queries over every GPU's keys and
+ * values. At ring step t this GPU holds GPU (cpr - t)'s block; it sends the block on before
+ * computing with it (the receiver copies it out of the sender's buffer, so the block it computes
+ * on is the one it sent), C - 1 sends of K and V in all. */
+void op_ring_forward(struct gpt *g, int l)
+{
+    struct ring_heads rh = heads_of(g);
+    int T = g->T, C = g->cp;
+    size_t blk = (size_t)g->N * g->dl; /* one of K or V of this GPU's tokens */
+    float *att = g->w[A_ATT], *lse = g->w[A_P], *cur = g->kv[0], *nxt = g->kv[1];
+    prof_enter(PROF_ATTENTION);
+    memcpy(cur, g->w[A_K], blk * sizeof *cur);
+    memcpy(cur + blk, g->w[A_V], blk * sizeof *cur);
+    ring_attn_fwd_init_heads(&rh, T, att, lse, g->ringl);
+    for (int t = 0; t < C; t++) {
+        if (t < C - 1)
+            shift(g, cur, nxt, 2 * blk, "attn k v");
+        block_places(g, (g->cpr - t + C) % C);
+        ring_attn_fwd_heads(&rh, T, g->pos, g->w[A_Q], T, g->kpos, cur, cur + blk, att, lse,
+                            g->ringl, g->dp);
+        float *x = cur;
+        cur = nxt, nxt = x;
+    }
+    ring_attn_fwd_finish_heads(&rh, T, att, lse, g->ringl, lse);
+    prof_leave();
+    op_produced(g, att, blk, l, "attn out");
+}
+
+/* The attention core's backward under context parallelism, from datt to dq, dk, dv (rounded,
+ * turned back from RoPE), with layer l's q, k, v, att and log-sum-exp in the workspace. The
+ * keys and values travel the ring again, and with them the gradients the GPUs they passed gave
+ * them (as TransformerEngine's AttnFuncWithCPAndKVP2P, which Megatron-LM's context parallelism
+ * runs): step 0 computes this GPU's own block into dk, dv and sends K, V on; step t of 1 to C -
+ * 1 adds its share to the block of GPU cpr - t, whose gradients arrived with it (zero at step
+ * 1), and sends K, V and dK, dV on, the last step dK, dV alone, to their owner. So K and V go C
+ * - 1 times and their gradients C - 1 times, and the gradients come home to add to the owner's
+ * own share. */
+void op_ring_backward(struct gpt *g, int l)
+{
+    struct ring_heads rh = heads_of(g);
+    int T = g->T, C = g->cp;
+    size_t blk = (size_t)g->N * g->dl, TT = (size_t)T * T;
+    float *cur = g->kv[0], *nxt = g->kv[1], *D = g->ringl, *s = g->dp, *dp = g->dp + TT;
+    float **w = g->w;
+    prof_enter(PROF_ATTENTION);
+    ring_attn_bwd_delta_heads(&rh, T, g->datt, w[A_ATT], D);
+    memset(g->dq, 0, blk * sizeof *g->dq);
+    memset(g->dk, 0, blk * sizeof *g->dk);
+    memset(g->dv, 0, blk * sizeof *g->dv);
+    ring_attn_bwd_heads(&rh, T, g->pos, w[A_Q], g->datt, w[A_P], D, g->dq, T, g->pos, w[A_K],
+                        w[A_V], g->dk, g->dv, s, dp);
+    memcpy(cur, w[A_K], blk * sizeof *cur);
+    memcpy(cur + blk, w[A_V], blk * sizeof *cur);
+    shift(g, cur, nxt, 2 * blk, "attn k v");
+    memset(nxt + 2 * blk, 0, 2 * blk * sizeof *nxt); /* the block's gradients start here */
+    for (int t = 1; t < C; t++) {
+        float *x = cur;
+        cur = nxt, nxt = x;
+        block_places(g, (g->cpr - t + C) % C);
+        ring_attn_bwd_heads(&rh, T, g->pos, w[A_Q], g->datt, w[A_P], D, g->dq, T, g->kpos, cur,
+                            cur + blk, cur + 2 * blk, cur + 3 * blk, s, dp);
+        op_rnd(g, cur + 2 * blk, 2 * blk); /* they travel in the training format */
+        if (t < C - 1)
+            shift(g, cur, nxt, 4 * blk, "attn k v and grads");
+        else /* the block's gradients to their owner, this GPU's from the one before */
+            shift(g, cur + 2 * blk, nxt + 2 * blk, 2 * blk, "grad attn k v");
+    }
+    for (size_t i = 0; i < blk; i++) {
+        g->dk[i] += nxt[2 * blk + i];
+        g->dv[i] += nxt[3 * blk + i];
+    }
+    prof_leave();
+    op_rnd(g, g->dq, blk);
+    op_rnd(g, g->dk, blk);
+    op_rnd(g, g->dv, blk);
+    /* q and k were rotated after their projections: dq, dk turned back (see op_rope) */
+    op_rope(g, l, NULL, g->dq, -1);
+    op_rope(g, l, NULL, g->dk, -1);
+}

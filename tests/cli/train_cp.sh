@@ -1,0 +1,65 @@
+#!/bin/sh
+# Context parallelism on the thread-GPUs (train --cp C): every sequence cut over C GPUs, its
+# attention computed by passing keys and values round a ring (ring attention), alone and with
+# data, tensor and pipeline parallelism (4D): the same training as one GPU, the bytes of the
+# ring as derived, layouts refused with their reason.
+. "$srcdir/tests/lib.sh"
+
+slow=$sanitized
+
+# --- Equivalence: C GPUs of a sequence train as one GPU does (fp32). The online softmax sums a
+# row's terms block by block, rescaled as a later block raises the row's maximum, in another
+# order than one GPU's softmax, and the weights' gradients add over the GPUs of the ring: a few
+# ulps a step. 1e-5 relative per step over 30 steps; the development host sees ~1e-8.
+steps=30
+layouts="--cp=2 --cp=4 --cp=2:--cp-naive --cp=4:--cp-naive --cp=8 --dp=2:--cp=2 --cp=2:--tp=2
+--cp=2:--tp=2:--sequence-parallel --cp=2:--checkpoint=full --cp=2:--dp=2:--zero=3
+--cp=2:--pp=2:--micro-batches=2 --dp=2:--tp=2:--cp=2:--pp=2:--micro-batches=4:--zero=1"
+$slow && steps=4 && layouts="--cp=2 --dp=2:--tp=2:--cp=2:--pp=2:--micro-batches=4:--zero=1"
+$tsan && layouts="--dp=2:--tp=2:--cp=2:--pp=2:--micro-batches=2"
+losses_per_layout $steps 1e-5 "$layouts"
+
+# --- Step 1's gradients equal one GPU's: 1e-6 relative to the largest gradient (fp32; the
+# same batch and initial weights).
+dumps="--cp=2 --cp=4 --cp=4:--cp-naive --dp=2:--tp=2:--cp=2:--pp=2:--micro-batches=2"
+$slow && dumps="--cp=2"
+$tsan && dumps=""
+grads_per_layout 1e-6 "$dumps"
+
+# --- The ring's bytes, tiny in fp32 (batch 16, sequence 64, d 64, 4 layers): one of a layer's
+# K or V over the whole batch is S = b s h p = 16 x 64 x 64 x 4 = 262,144 B, a GPU's block
+# S / C. Forward, C - 1 sends of the block's K and V: 2 (C-1)/C S; backward, K and V again and
+# their gradients as often: 4 (C-1)/C S. Per layer 6 (C-1)/C S, on every GPU of the ring.
+S=262144
+for C in 2 4; do
+    run train --steps 1 --cp $C --json --summary
+    check_json "all(g['comm_bytes_per_step']['context_parallel'] == 4 * 6 * ($C - 1) * $S // $C for g in d['summary']['per_gpu']) and d['summary']['layout']['cp'] == $C" \
+        "cp $C: 4 layers x 6 (C-1)/C x b s h p round the ring per GPU"
+done
+# Full checkpointing runs each layer's forward again before its backward: its ring again.
+run train --steps 1 --cp 2 --checkpoint full --json --summary
+check_json "all(g['comm_bytes_per_step']['context_parallel'] == 4 * (6 + 2) * $S // 2 for g in d['summary']['per_gpu'])" \
+    "cp 2, full checkpointing: the forward's 2 (C-1)/C S again per layer"
+# bf16: the same elements in 2 bytes; with tp 2 a GPU's K and V hold half the heads.
+run train --steps 1 --cp 2 --tp 2 --precision bf16 --json --summary
+check_json "all(g['comm_bytes_per_step']['context_parallel'] == 4 * 6 * $S // 2 // 2 // 2 for g in d['summary']['per_gpu'])" \
+    "cp 2 x tp 2 in bf16: a GPU's heads, 2-byte values"
+# Ranks: tensor-parallel innermost, then context, data, pipeline (Megatron-LM's order).
+run train --steps 1 --dp 2 --tp 2 --cp 2 --pp 2 --micro-batches 2 --json --summary
+check_json "[(g['coord']['pp'], g['coord']['dp'], g['coord']['cp'], g['coord']['tp']) for g in d['summary']['per_gpu']] == [(p, q, c, t) for p in range(2) for q in range(2) for c in range(2) for t in range(2)]" \
+    "dp 2 x cp 2 x tp 2 x pp 2: GPU r is (stage, data rank, context rank, tensor rank)"
+# Each GPU keeps the activations of its T / C tokens.
+run train --steps 1 --json --summary
+one=$(printf '%s' "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)['summary']['per_gpu'][0]['peak']['activations'])")
+run train --steps 1 --cp 2 --json --summary
+check_json "d['summary']['per_gpu'][0]['peak']['activations'] * 2 < $one" \
+    "cp 2 keeps less than half one GPU's activations (no probabilities, half the tokens)"
+
+# --- Layouts refused with their reason (exit 2).
+bad() { w=$1 n=$2; shift 2; refused "$w" "$n" train "$@"; } # WHAT NEEDLE ARGS...
+bad "--cp 3 with 64 tokens" "--cp 3 cuts the sequence of 64 tokens in 6 chunks" --cp 3
+bad "--cp 64 with 64 tokens" "in 128 chunks" --cp 64
+bad "--cp with selective recomputation" "selective recomputation has nothing to recompute" --cp 2 --checkpoint selective
+bad "--gpus not dp x cp x tp x pp" "--gpus 6 is not --dp 2 x --tp 1 x --cp 2 x --pp 1" --gpus 6 --dp 2 --cp 2
+
+done_testing
