@@ -195,7 +195,7 @@ assert open('$1/params.f32', 'rb').read() == open('$2/params.f32', 'rb').read(),
 # check_predicted WHAT [GPUS]: in the last run's summary (train --json --summary), measured =
 # predicted to the byte: every GPU's ledger peaks (weights, gradients, master weights,
 # optimizer, activations, communication) and its bytes sent per step (data-parallel,
-# tensor-parallel, pipeline) equal the calculator's for its stage, and the summary's own
+# tensor-parallel, pipeline, and context-parallel where it ran) equal the calculator's for its stage, and the summary's own
 # difference is 0; with one stage, its peaks also equal the layout's per-GPU prediction and
 # its bytes sent the layout's comm_bytes_per_gpu. There are dp x tp x pp GPUs (GPUS of them,
 # when given).
@@ -206,14 +206,14 @@ check_predicted() {
     PYCODE="
 s = load('_predicted')[-1]['summary']
 lay, pred = s['layout'], s['predicted']
-assert len(s['per_gpu']) == lay['gpus'] == lay['dp'] * lay['tp'] * lay['pp'] $gpus, (len(s['per_gpu']), lay)
+assert len(s['per_gpu']) == lay['gpus'] == lay['dp'] * lay['tp'] * lay['pp'] * lay.get('cp', 1) $gpus, (len(s['per_gpu']), lay)
 keys = ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication')
 for g in s['per_gpu']:
     p = pred['per_stage'][g['coord']['pp']]
     for want in [p] + ([pred['per_gpu']] if lay['pp'] == 1 else []):
         for k in keys:
             assert g['peak'][k] == want[k], (g['gpu'], k, g['peak'][k], want[k])
-    for k in ('data_parallel', 'tensor_parallel', 'pipeline'):
+    for k in ('data_parallel', 'tensor_parallel', 'pipeline') + (('context_parallel',) if 'cp' in lay else ()):
         assert g['comm_bytes_per_step'][k] == p['comm_bytes_per_step'][k], (g['gpu'], k, g['comm_bytes_per_step'], p['comm_bytes_per_step'])
     if lay['pp'] == 1:
         assert g['sent_bytes_per_step'] == pred['comm_bytes_per_gpu'], (g['gpu'], g['sent_bytes_per_step'], pred['comm_bytes_per_gpu'])

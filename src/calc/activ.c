@@ -27,10 +27,17 @@ int activ_check(const struct model_shape *m, const struct activ_config *c, struc
     if (m->ffn % c->tp)
         return error_set(e, ERR_INVAL, "tp %d does not divide the feed-forward width %d of %s",
                          c->tp, m->ffn, m->name);
-    if (c->sp && c->seq % c->tp)
+    int cp = c->cp > 1 ? c->cp : 1, chunks = c->cp_naive ? cp : 2 * cp;
+    if (c->cp < 0)
+        return error_set(e, ERR_INVAL, "cp %d: at least 1", c->cp);
+    if (cp > 1 && c->seq % chunks)
         return error_set(e, ERR_INVAL,
-                         "sequence parallelism splits the sequence: tp %d must divide seq %d",
-                         c->tp, c->seq);
+                         "cp %d cuts the sequence of %d tokens in %d chunks: it must divide it", cp,
+                         c->seq, chunks);
+    if (c->sp && (c->seq / cp) % c->tp)
+        return error_set(e, ERR_INVAL,
+                         "sequence parallelism splits the sequence: tp %d must divide seq %d%s",
+                         c->tp, c->seq / cp, cp > 1 ? " / cp" : "");
     if (m->ffn_kind == FFN_GELU && c->seq > m->seq)
         return error_set(e, ERR_INVAL,
                          "seq %d is longer than the %d learned positions of %s (at most %d)",
@@ -60,6 +67,8 @@ struct acc {
 static void put(struct acc *x, const struct spec *sp)
 {
     const struct activ_config *c = x->c;
+    if (c->cp > 1 && sp->c_as2b) /* ring attention keeps no s x s probabilities */
+        return;
     int bytes = sp->bytes ? sp->bytes : c->bytes;
     double el = sp->c_sbh * x->s * x->b * x->h + sp->c_as2b * x->a * x->s * x->s * x->b +
                 sp->c_sb * x->s * x->b + sp->c_sbv * x->s * x->b * x->v;
@@ -84,7 +93,9 @@ static void acc_init(struct acc *x, struct activ_list *out, const struct model_s
                      const struct activ_config *c)
 {
     memset(out, 0, sizeof *out);
-    *x = (struct acc){out, c, c->seq, c->micro_batch, m->d_model, m->heads, m->vocab, 0, 0, 0, 0};
+    /* with context parallelism a GPU holds s / cp of each sequence's tokens */
+    double s = (double)c->seq / (c->cp > 1 ? c->cp : 1);
+    *x = (struct acc){out, c, s, c->micro_batch, m->d_model, m->heads, m->vocab, 0, 0, 0, 0};
 }
 
 /* "34", "34.375", "10 + 24/t": numbers as short as they are exact. */
@@ -106,12 +117,27 @@ static void formula(struct acc *x, const struct activ_config *c)
         snprintf(sb, sizeof sb, " + %ssb%s", b, c->sp && c->tp > 1 ? "/t" : "");
     char *f = x->out->formula;
     size_t n = sizeof x->out->formula;
-    if (c->tp == 1)
+    if (c->cp > 1 && (c->tp == 1 || c->sp)) /* no s x s terms: no as/h coefficient */
+        snprintf(f, n, c->tp == 1 ? "sbh(%s)%s" : "sbh/t (%s)%s", all, sb);
+    else if (c->cp > 1)
+        snprintf(f, n, "sbh(%s + %s/t)%s", r, s, sb);
+    else if (c->tp == 1)
         snprintf(f, n, "sbh(%s + %sas/h)%s", all, cc, sb);
     else if (c->sp)
         snprintf(f, n, "sbh/t (%s + %sas/h)%s", all, cc, sb);
     else
         snprintf(f, n, "sbh(%s + %s/t + %sas/(ht))%s", r, s, cc, sb);
+    if (c->cp > 1) /* the s x s terms are gone (C is 0), lse's 4a sb is in B */
+        snprintf(f + strlen(f), n - strlen(f), ", s = seq/%d (context parallel)", c->cp);
+}
+
+/* Context parallelism's ring attention keeps each query row's log-sum-exp, fp32, a per head
+ * and token (FlashAttention's softmax statistics; model/ringattn.h), instead of the attention
+ * core's s x s tensors. */
+static void put_lse(struct acc *x, const struct model_shape *m)
+{
+    if (x->c->cp > 1)
+        put(x, &(struct spec){"lse", "asb", 0, 0, m->heads, 0, 4, true, false});
 }
 
 void activ_layer(const struct model_shape *m, const struct activ_config *c, struct activ_list *out)
@@ -139,6 +165,7 @@ void activ_layer(const struct model_shape *m, const struct activ_config *c, stru
         };
         for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
             put(&x, &list[i]);
+        put_lse(&x, m);
     } else {
         const struct spec list[] = {
             {"x", "sbh", 1, 0, 0, 0, 0, false, false},
@@ -158,6 +185,7 @@ void activ_layer(const struct model_shape *m, const struct activ_config *c, stru
         };
         for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
             put(&x, &list[i]);
+        put_lse(&x, m);
     }
     out->input = out->t[0].bytes; /* the first tensor is the layer input */
     formula(&x, c);

@@ -91,6 +91,8 @@ struct activ_config {
     int tp;          /* t */
     bool sp;         /* sequence parallelism */
     int bytes;       /* p: 2 or 4 */
+    int cp;          /* context parallelism: s / cp of each sequence's tokens (0 or 1: all) */
+    bool cp_naive;   /* cp: the naive split (its divisibility) */
 };
 
 /* Checks a configuration against a shape: t divides heads, kv_heads and ffn; with sp, t

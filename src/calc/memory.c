@@ -72,7 +72,7 @@ double memory_comm(const struct memory_config *c, const struct params_breakdown 
 {
     struct memory_states k;
     memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
-    int nd = c->dp;
+    int nd = memory_grad_ranks(c);
     if (!pb) /* a bare count: the textbook's model states alone */
         return 0;
     double S = nd > 1 ? ceil(psi / nd) : psi, pad = S * (nd > 1 ? nd : 1) - psi;
@@ -113,10 +113,37 @@ int memory_in_flight(enum calc_schedule sched, int stage, int pp, int m)
     return pp - stage < m ? pp - stage : m;
 }
 
+/* The activations' view of a layout: one micro-batch on one GPU. */
+static struct activ_config activ_of(const struct memory_config *c)
+{
+    return (struct activ_config){.micro_batch = c->micro_batch,
+                                 .seq = c->seq,
+                                 .tp = c->tp,
+                                 .sp = c->sp,
+                                 .bytes = c->precision == PREC_FP32 ? 4 : 2,
+                                 .cp = c->cp,
+                                 .cp_naive = c->cp_naive};
+}
+
+int memory_grad_ranks(const struct memory_config *c)
+{
+    return c->dp * (c->cp > 1 ? c->cp : 1);
+}
+
+double memory_cp_buffers(const struct memory_config *c)
+{
+    if (!c->model || c->cp <= 1)
+        return 0;
+    const struct model_shape *m = c->model;
+    double kv = (double)m->kv_heads / m->heads * m->d_model / c->tp; /* a GPU's K or V width */
+    int p = c->precision == PREC_FP32 ? 4 : 2;
+    return 2 * 4 * (double)c->micro_batch * (c->seq / c->cp) * kv * p;
+}
+
 int memory_check(const struct memory_config *c, struct error *e)
 {
-    if (c->dp < 1 || c->tp < 1 || c->pp < 1)
-        return error_set(e, ERR_INVAL, "dp, tp and pp must be at least 1");
+    if (c->dp < 1 || c->tp < 1 || c->pp < 1 || c->cp < 0)
+        return error_set(e, ERR_INVAL, "dp, tp, cp and pp must be at least 1");
     if (c->unit_layers < 0)
         return error_set(e, ERR_INVAL, "unit_layers %d: a count of layers", c->unit_layers);
     if (c->zero < 0 || c->zero > 3)
@@ -141,11 +168,15 @@ int memory_check(const struct memory_config *c, struct error *e)
             return error_set(e, ERR_INVAL, "params must be a count of at least 1");
         return 0;
     }
+    if (c->cp > 1 && c->ckpt.kind == CKPT_SELECTIVE)
+        return error_set(e, ERR_INVAL,
+                         "cp %d with selective recomputation: ring attention keeps no attention "
+                         "probabilities, so selective has nothing to recompute",
+                         c->cp);
     if (c->pp > c->model->layers)
         return error_set(e, ERR_INVAL, "pp %d is more than the %d layers of %s (at most %d)", c->pp,
                          c->model->layers, c->model->name, c->model->layers);
-    struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
-                              c->precision == PREC_FP32 ? 4 : 2};
+    struct activ_config ac = activ_of(c);
     return activ_check(c->model, &ac, e);
 }
 
@@ -161,8 +192,7 @@ static void stage_fill_chunks(const struct memory_config *c, const struct params
 {
     const struct model_shape *m = c->model;
     int v = c->chunks, pv = c->pp * v, per = m->layers / pv;
-    struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
-                              c->precision == PREC_FP32 ? 4 : 2};
+    struct activ_config ac = activ_of(c);
     struct activ_total at[SCHED_MAX_CHUNKS];
     double psi = 0;
     memset(&out->states, 0, sizeof out->states);
@@ -170,7 +200,7 @@ static void stage_fill_chunks(const struct memory_config *c, const struct params
         int vs = k * c->pp + s;
         double p = params_per_gpu(pb, m->layers, vs, pv, c->tp, m->tied);
         struct memory_states one;
-        memory_zero(p, &out->per_param, c->zero, c->dp, &one);
+        memory_zero(p, &out->per_param, c->zero, memory_grad_ranks(c), &one);
         add_states(&out->states, &one);
         psi += p;
         activ_total(m, &ac, &c->ckpt, per, vs == 0, vs == pv - 1, &at[k]);
@@ -193,7 +223,7 @@ static void stage_fill_chunks(const struct memory_config *c, const struct params
     }
     out->act = at[0];
     out->activations = most;
-    out->comm = memory_comm(c, pb, psi, per * v, s == 0, s == c->pp - 1);
+    out->comm = memory_comm(c, pb, psi, per * v, s == 0, s == c->pp - 1) + memory_cp_buffers(c);
     out->params_gpu = psi;
     out->stage = s;
     out->stage_layers = per * v;
@@ -213,13 +243,12 @@ static void stage_fill(const struct memory_config *c, const struct params_breakd
     int first, count;
     params_stage_layers(m->layers, s, c->pp, &first, &count);
     double psi = params_per_gpu(pb, m->layers, s, c->pp, c->tp, m->tied);
-    struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
-                              c->precision == PREC_FP32 ? 4 : 2};
-    memory_zero(psi, &out->per_param, c->zero, c->dp, &out->states);
+    struct activ_config ac = activ_of(c);
+    memory_zero(psi, &out->per_param, c->zero, memory_grad_ranks(c), &out->states);
     activ_total(m, &ac, &c->ckpt, count, s == 0, s == c->pp - 1, &out->act);
     out->in_flight = memory_in_flight(c->schedule, s, c->pp, c->micro_batches);
     out->activations = (out->in_flight - 1) * out->act.saved + out->act.peak;
-    out->comm = memory_comm(c, pb, psi, count, s == 0, s == c->pp - 1);
+    out->comm = memory_comm(c, pb, psi, count, s == 0, s == c->pp - 1) + memory_cp_buffers(c);
     out->params_gpu = psi;
     out->stage = s;
     out->stage_layers = count;
@@ -248,8 +277,7 @@ int memory_compute_stage(const struct memory_config *c, int stage, struct memory
     struct params_breakdown pb;
     params_count(c->model, &pb);
     out->params = pb.total;
-    struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
-                              c->precision == PREC_FP32 ? 4 : 2};
+    struct activ_config ac = activ_of(c);
     activ_layer(c->model, &ac, &out->layer);
     stage_fill(c, &pb, stage, out);
     finish(c, out);
@@ -268,7 +296,7 @@ int memory_compute(const struct memory_config *c, struct memory_result *out, str
         /* A bare count: the textbook division by tp x pp, no activations. */
         out->params = c->params;
         out->params_gpu = c->params / ((double)c->tp * c->pp);
-        memory_zero(out->params_gpu, &out->per_param, c->zero, c->dp, &out->states);
+        memory_zero(out->params_gpu, &out->per_param, c->zero, memory_grad_ranks(c), &out->states);
         out->comm = memory_comm(c, NULL, out->params_gpu, 0, false, false);
         out->total = out->states.weights + out->states.gradients + out->states.master +
                      out->states.optimizer + out->comm;
@@ -276,8 +304,7 @@ int memory_compute(const struct memory_config *c, struct memory_result *out, str
         struct params_breakdown pb;
         params_count(c->model, &pb);
         out->params = pb.total;
-        struct activ_config ac = {c->micro_batch, c->seq, c->tp, c->sp,
-                                  c->precision == PREC_FP32 ? 4 : 2};
+        struct activ_config ac = activ_of(c);
         activ_layer(c->model, &ac, &out->layer);
         struct memory_result st = *out;
         out->total = -1;

@@ -67,6 +67,8 @@ struct memory_config {
     enum calc_optimizer optimizer;
     bool grad_fp32;
     int dp, tp, pp, zero;
+    int cp;        /* context parallelism: each sequence over cp GPUs (0 or 1: none) */
+    bool cp_naive; /* cp: GPU i holds chunk i of cp, not chunks i and 2cp - 1 - i */
     int micro_batch, seq, micro_batches;
     enum calc_schedule schedule; /* gpipe, 1f1b, or interleaved with chunks >= 2 (pp > 1) */
     int chunks;                  /* v, model chunks per stage (interleaved); 0 or 1 otherwise */
@@ -119,6 +121,13 @@ double memory_comm(const struct memory_config *c, const struct params_breakdown 
                    int layers, bool first, bool last);
 
 int memory_compute(const struct memory_config *c, struct memory_result *out, struct error *e);
+
+/* The GPUs holding the same weights, over which ZeRO shards and the gradients reduce: dp x cp
+ * (Megatron-LM's data-parallel group with context parallelism). */
+int memory_grad_ranks(const struct memory_config *c);
+/* Context parallelism's ring buffers (par/cp.h): two of a block's K, V, dK and dV, 2 x 4 b s/cp
+ * kv/t p bytes (kv = kv_heads h / a); 0 without cp or a shape. */
+double memory_cp_buffers(const struct memory_config *c);
 
 /* The same for the GPUs of one pipeline stage (0 <= stage < pp; a shaped model only). */
 int memory_compute_stage(const struct memory_config *c, int stage, struct memory_result *out,

@@ -34,7 +34,8 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     params_count(m, &pb);
     double b = mc->micro_batch, s = mc->seq;
     double layer_fwd = 2 * pb.per_layer * b * s + 4 * b * s * s * m->d_model;
-    struct activ_config ac = {mc->micro_batch, mc->seq, 1, false, 2};
+    struct activ_config ac = {
+        .micro_batch = mc->micro_batch, .seq = mc->seq, .tp = 1, .sp = false, .bytes = 2};
     double recompute = activ_recompute_flops(m, &ac, &mc->ckpt, m->layers, layer_fwd) *
                        ((double)pc->global_batch / mc->micro_batch);
 

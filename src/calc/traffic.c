@@ -29,6 +29,12 @@ static int ring(enum cost_op op, const struct cost_net *net, double bytes, doubl
     return rc;
 }
 
+/* The tokens of a sequence one GPU holds: s, or s / cp under context parallelism. */
+static double local_seq(const struct memory_config *c)
+{
+    return (double)c->seq / (c->cp > 1 ? c->cp : 1);
+}
+
 static double pos(double x)
 {
     return x > 0 ? x : 0;
@@ -45,7 +51,7 @@ static void piece(struct traffic_part *t, const char *name, double bytes)
 static int data_parallel(const struct memory_config *c, const struct cluster_spec *cl, double psi,
                          double fwd_s, double bwd_s, struct traffic_part *out, struct error *e)
 {
-    int n = c->dp, m = c->micro_batches;
+    int n = memory_grad_ranks(c), m = c->micro_batches; /* the weights' copies: dp x cp */
     struct memory_states k;
     memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
     /* the flat buffers are padded to N ceil(Ψ/N) elements (par/shard.h): every GPU sends
@@ -165,7 +171,7 @@ static void tensor_parallel(const struct memory_config *c, int s, int layers, do
     int t = c->tp, m = c->micro_batches;
     bool full = c->ckpt.kind != CKPT_NONE && c->ckpt.kind != CKPT_SELECTIVE;
     bool first = s == 0, last = s == c->pp - 1;
-    double ar = 2 * (t - 1.0) / t, sb4 = (double)c->seq * c->micro_batch * 4;
+    double ar = 2 * (t - 1.0) / t, sb4 = local_seq(c) * c->micro_batch * 4;
     int per_layer = 4 + (full ? 2 : 0);
     piece(out, "layers", (double)per_layer * layers * m * ar * sbh);
     if (c->sp)
@@ -190,6 +196,41 @@ static void tensor_parallel(const struct memory_config *c, int s, int layers, do
              c->sp ? " + the norms' weight gradients (sequence parallel)" : "", m, t);
 }
 
+/* Context parallelism on a stage of `layers` layers (ring attention; model/ringattn.h, par/cp.h):
+ * S = b s kv p, one of a layer's K or V over the micro-batch's whole sequences (kv = kv_heads
+ * h/a / t, a tensor-parallel rank's heads), a GPU's block S / C. Per micro-batch and layer, each
+ * GPU sends in the forward pass its block of K and V on to the next GPU C - 1 times, 2 (C-1)/C
+ * S; in the backward pass K and V again, and the gradients the GPUs they passed added to them as
+ * often (the last send bringing them home), 4 (C-1)/C S (TransformerEngine's
+ * AttnFuncWithCPAndKVP2P, which Megatron-LM's --context-parallel-size runs; Liu et al. 2023's
+ * ring); a full recompute runs the forward's ring again, 2 (C-1)/C S more. Each send is one ring
+ * step between neighbours, α + block/β, none of it hidden (the GPU computes after it). */
+static void context_parallel(const struct memory_config *c, const struct cluster_spec *cl,
+                             int layers, int p, struct traffic_part *out)
+{
+    const struct model_shape *md = c->model;
+    int C = c->cp, m = c->micro_batches;
+    bool full = c->ckpt.kind != CKPT_NONE && c->ckpt.kind != CKPT_SELECTIVE;
+    double S =
+        (double)c->micro_batch * c->seq * md->kv_heads * (md->d_model / md->heads) / c->tp * p;
+    double f = (C - 1.0) / C, blk = S / C;
+    piece(out, "kv_forward", 2 * f * S * layers * m);
+    piece(out, "kv_backward", 2 * f * S * layers * m);
+    piece(out, "kv_grads", 2 * f * S * layers * m);
+    if (full)
+        piece(out, "kv_recompute", 2 * f * S * layers * m);
+    /* ranks: a cp group strides by t; it crosses nodes when t cp does */
+    bool inter = (long long)c->tp * C > cl->gpus_per_node;
+    double t1 = inter ? cl->alpha_inter + 2 * blk / cl->beta_inter
+                      : cl->alpha_intra + 2 * blk / cl->beta_intra;
+    double sends = (double)(C - 1) * (3 + (full ? 1 : 0)) * layers * m; /* of 2 blocks each */
+    out->time_s = out->exposed = sends * t1;
+    snprintf(out->formula, sizeof out->formula,
+             "m x %d layers x %d x (C-1)/C x S, S = b s kv p = %.0f B (K or V of the sequence), "
+             "C = %d, m = %d",
+             layers, full ? 8 : 6, S, C, m);
+}
+
 int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, int stage,
                     double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
                     struct traffic *out, struct error *e)
@@ -202,9 +243,10 @@ int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl
         return rc;
     snprintf(out->tp.formula, sizeof out->tp.formula, "none: tp = 1");
     snprintf(out->pp.formula, sizeof out->pp.formula, "none: pp = 1");
+    snprintf(out->cp.formula, sizeof out->cp.formula, "none: cp = 1");
     if (c->model) {
         int p = c->precision == PREC_FP32 ? 4 : 2, t = c->tp;
-        double sbh = (double)c->seq * c->micro_batch * c->model->d_model * p;
+        double sbh = local_seq(c) * c->micro_batch * c->model->d_model * p;
         if (t > 1) {
             struct cost_net net;
             group_net(cl, t, 1, &net);
@@ -220,8 +262,10 @@ int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl
                               : cl->alpha_intra + msg / cl->beta_intra;
             pipeline_stage(c, stage, msg, t1, p, &out->pp);
         }
+        if (c->cp > 1)
+            context_parallel(c, cl, stage_layers, p, &out->cp);
     }
-    out->bytes = out->dp.bytes + out->tp.bytes + out->pp.bytes;
-    out->exposed = out->dp.exposed + out->tp.exposed + out->pp.exposed;
+    out->bytes = out->dp.bytes + out->tp.bytes + out->pp.bytes + out->cp.bytes;
+    out->exposed = out->dp.exposed + out->tp.exposed + out->pp.exposed + out->cp.exposed;
     return 0;
 }

@@ -28,6 +28,9 @@
  *     gradient (1.5 with sequence parallelism: the final norm's output gathered again) and
  *     the parallel cross-entropy's three fp32 numbers per token; with sequence parallelism
  *     the norms' weight gradients, summed once per step.
+ *   context parallel, C = cp: each GPU holds s / C of every sequence's tokens (every s above
+ *     is then s / C), and sends per layer and micro-batch 6 (C-1)/C b s kv p of K, V and their
+ *     gradients round its ring (8 with full recompute); the gradients reduce over dp x cp.
  *   pipeline: each micro-batch's activations go to the next stage and their gradients come
  *     back: a middle stage sends 2 m s b h p per step (divided by t with sequence
  *     parallelism, which sends only its shard).
@@ -67,7 +70,7 @@ struct traffic_part {
 };
 
 struct traffic {
-    struct traffic_part dp, tp, pp;
+    struct traffic_part dp, tp, pp, cp;
     double bytes, exposed; /* sums */
 };
 
@@ -88,7 +91,11 @@ struct traffic {
  *                   (sequence parallelism: the norms' weight gradients, once per step);
  *   pipeline        "activations" (each micro-batch's activations forward and gradients back)
  *                   and "tied_embedding" (the ends' all-reduce of the tied embedding's
- *                   gradient). */
+ *                   gradient);
+ *   context_parallel "kv_forward", "kv_backward", "kv_grads" and "kv_recompute" (full
+ *                   recompute): the ring attention's K and V blocks and their gradients
+ *                   (context_parallel in traffic.c derives them: 6 (C-1)/C b s kv p per layer
+ *                   and micro-batch, 8 with full recompute). */
 int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, int stage,
                     double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
                     struct traffic *out, struct error *e);

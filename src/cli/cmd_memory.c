@@ -24,13 +24,13 @@
  * model, cluster and sizes kept as text for configure (they depend on each other). */
 struct memory_args {
     const char *model, *params, *cluster, *nodes, *grad_accum, *bucket, *gpu_mem, *emit;
-    int gpus, dp, tp, pp, zero, micro_batch, seq, micro_batches, prefetch, unit_layers, chunks;
+    int gpus, dp, tp, pp, cp, zero, micro_batch, seq, micro_batches, prefetch, unit_layers, chunks;
     enum calc_precision precision;
     enum calc_optimizer optimizer;
     enum calc_schedule schedule;
     struct ckpt_policy ckpt;
     enum units_system units;
-    bool sp, json, tensors, force;
+    bool sp, cp_naive, json, tensors, force;
 };
 
 static int parse_schedule(const struct opt_entry *o, const char *arg, void *field, struct error *e)
@@ -83,6 +83,10 @@ static const struct opt_entry options[] = {
     OPT_INT("chunks", "V", A, chunks, 2, SCHED_MAX_CHUNKS,
             "interleaved: V model chunks per stage (default 2), as train's"),
     OPT_FLAG("sequence-parallel", A, sp, "split the norm-region activations over tp too"),
+    OPT_INT("cp", "C", A, cp, 1, 4096,
+            "context parallel size (default 1): each sequence over C GPUs,\n"
+            "attention by ring (activations of s/C tokens, the ring's buffers)"),
+    OPT_FLAG("cp-naive", A, cp_naive, "with --cp: GPU i holds chunk i of C, not i and 2C-1-i"),
     OPT_WITH("checkpoint", "P", calcargs_policy, A, ckpt,
              "none (default), full, selective, sqrt or every:K"),
     OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem,
@@ -146,17 +150,21 @@ static int configure_model(const struct memory_args *a, struct run *r, struct er
 static int configure_layout(const struct memory_args *a, struct run *r, struct error *e)
 {
     struct memory_config *c = &r->c;
-    int gpus = a->gpus, dp = a->dp, tpp = c->tp * c->pp;
+    int gpus = a->gpus, dp = a->dp, tpp = c->tp * c->pp * c->cp;
+    char axes[64]; /* the axes besides dp, as the options name them */
+    if (c->cp > 1)
+        snprintf(axes, sizeof axes, "--tp %d x --cp %d x --pp %d", c->tp, c->cp, c->pp);
+    else
+        snprintf(axes, sizeof axes, "--tp %d x --pp %d", c->tp, c->pp);
     if (gpus && dp && (long long)dp * tpp != gpus)
-        return error_set(e, ERR_INVAL,
-                         "inconsistent layout: --dp %d x --tp %d x --pp %d = %lld, not --gpus %d",
-                         dp, c->tp, c->pp, (long long)dp * tpp, gpus);
+        return error_set(e, ERR_INVAL, "inconsistent layout: --dp %d x %s = %lld, not --gpus %d",
+                         dp, axes, (long long)dp * tpp, gpus);
     if (gpus && !dp) {
         if (gpus % tpp)
             return error_set(e, ERR_INVAL,
-                             "--gpus %d is not a multiple of --tp %d x --pp %d (dp = gpus / (tp x "
-                             "pp) must be whole)",
-                             gpus, c->tp, c->pp);
+                             "--gpus %d is not a multiple of %s (dp = gpus / (tp x %spp) must be "
+                             "whole)",
+                             gpus, axes, c->cp > 1 ? "cp x " : "");
         dp = gpus / tpp;
     }
     c->dp = dp ? dp : 1;
@@ -179,6 +187,8 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
         .schedule = a->schedule,
         .chunks = a->schedule == SCHED_INTERLEAVED ? (a->chunks ? a->chunks : 2) : 0,
         .sp = a->sp,
+        .cp = a->cp ? a->cp : 1,
+        .cp_naive = a->cp_naive,
         .no_prefetch = !a->prefetch,
         .unit_layers = a->unit_layers,
         .ckpt = a->ckpt};
@@ -237,9 +247,9 @@ static json_t *per_gpu_json(const struct memory_result *m)
 static json_t *comm_json(const struct traffic *t)
 {
     json_t *comm = json_object();
-    const struct traffic_part *parts[] = {&t->dp, &t->tp, &t->pp};
-    const char *names[] = {"data_parallel", "tensor_parallel", "pipeline"};
-    for (int i = 0; i < 3; i++) {
+    const struct traffic_part *parts[] = {&t->dp, &t->tp, &t->pp, &t->cp};
+    const char *names[] = {"data_parallel", "tensor_parallel", "pipeline", "context_parallel"};
+    for (int i = 0; i < 3 + (t->cp.bytes > 0); i++) { /* context parallelism where it runs */
         json_t *pieces = json_object();
         for (int k = 0; k < parts[i]->npieces; k++)
             json_object_set_new(pieces, parts[i]->piece[k].name,
@@ -286,6 +296,11 @@ static void print_json(const struct run *r)
                   r->gpus, "layout", "dp", c->dp, "tp", c->tp, "pp", c->pp, "zero", c->zero,
                   "per_gpu", per, "activations_per_layer", json_whole(m->act.per_layer), "capacity",
                   json_whole(m->capacity), "fits", m->fits, "over", json_whole(m->over));
+    if (c->cp > 1) { /* only where it is asked for: other layouts' documents read as before */
+        json_t *lay = json_object_get(doc, "layout");
+        json_object_set_new(lay, "cp", json_integer(c->cp));
+        json_object_set_new(lay, "cp_split", json_string(c->cp_naive ? "naive" : "balanced"));
+    }
     json_object_set_new(doc, "precision", json_string(memory_precision_name(c->precision)));
     json_object_set_new(doc, "optimizer", json_string(memory_optimizer_name(c->optimizer)));
     json_object_set_new(doc, "bytes_per_param",
@@ -347,8 +362,11 @@ static void print_setup(const struct run *r)
     printf("training   %s%s, %s; gradients %s\n", memory_precision_name(c->precision),
            c->precision == PREC_FP32 ? "" : " mixed precision", memory_optimizer_name(c->optimizer),
            k->gradients == 4 ? "fp32" : memory_precision_name(c->precision));
-    printf("layout     %d GPU%s = dp %d x tp %d x pp %d, ZeRO-%d", r->gpus, r->gpus > 1 ? "s" : "",
-           c->dp, c->tp, c->pp, c->zero);
+    printf("layout     %d GPU%s = dp %d x tp %d x pp %d", r->gpus, r->gpus > 1 ? "s" : "", c->dp,
+           c->tp, c->pp);
+    if (c->cp > 1)
+        printf(" x cp %d (%s split)", c->cp, c->cp_naive ? "naive" : "balanced");
+    printf(", ZeRO-%d", c->zero);
     if (c->model)
         printf(", checkpoint %s, micro-batch %d x seq %d%s", ckpt_name(pol, sizeof pol, &c->ckpt),
                c->micro_batch, c->seq, c->sp ? ", sequence parallel" : "");
@@ -365,8 +383,9 @@ static void print_setup(const struct run *r)
            : kk == 18 ? " (Megatron-LM/DeepSpeed with fp32 gradients)"
                       : "");
     units_format_grouped(b1, sizeof b1, (unsigned long long)llround(psi));
-    printf("parameters on this GPU Ψ = %s%s; N_d = dp = %d\n\n", b1,
-           c->tp * c->pp > 1 ? " (its tensor/pipeline share)" : "", c->dp);
+    printf("parameters on this GPU Ψ = %s%s; N_d = %s = %d\n\n", b1,
+           c->tp * c->pp > 1 ? " (its tensor/pipeline share)" : "", c->cp > 1 ? "dp x cp" : "dp",
+           memory_grad_ranks(c));
 }
 
 /* The parts of the memory per GPU, the total and whether it fits. */
@@ -403,11 +422,15 @@ static void print_parts(const struct run *r)
         else
             printf("%d layers + the ends, one micro-batch at its peak\n", m->stage_layers);
     }
-    if (m->comm > 0)
-        printf("  %-18s %14s   %s\n", "comm buffers", calcargs_size(b1, sizeof b1, m->comm, u),
+    double ring = memory_cp_buffers(c), dpc = m->comm - ring;
+    if (dpc > 0)
+        printf("  %-18s %14s   %s\n", "comm buffers", calcargs_size(b1, sizeof b1, dpc, u),
                c->zero == 2     ? "2 gradient buckets (one reduced while the next fills)"
                : c->no_prefetch ? "2 gradient pieces + the largest unit gathered"
                                 : "2 gradient pieces + 2 units gathered at once (prefetch)");
+    if (ring > 0)
+        printf("  %-18s %14s   %s\n", "ring buffers", calcargs_size(b1, sizeof b1, ring, u),
+               "2 x a block's K, V, dK, dV (context parallel: 2 x 4 b s/C kv p)");
     printf("  %-18s %14s\n", "total", calcargs_size(b1, sizeof b1, m->total, u));
     printf("  %-18s %14s   %s\n", "capacity", calcargs_size(b1, sizeof b1, m->capacity, u),
            r->capacity_given ? "--gpu-mem" : r->cluster.name);
@@ -432,9 +455,12 @@ static void print_activations(const struct run *r)
            c->model->ffn_kind == FFN_GELU
                ? "Korthikanti et al. 2022, a GPT layer"
                : "our RMSNorm/SwiGLU layer: the tensors it saves, listed in calc/activ.h");
-    printf("  with s = %d, b = %d, h = %d, a = %d, t = %d; %d bytes per activation\n", c->seq,
-           c->micro_batch, c->model->d_model, c->model->heads, c->tp,
-           c->precision == PREC_FP32 ? 4 : 2);
+    char cps[48] = "";
+    if (c->cp > 1)
+        snprintf(cps, sizeof cps, " (seq %d / cp %d)", c->seq, c->cp);
+    printf("  with s = %d%s, b = %d, h = %d, a = %d, t = %d; %d bytes per activation\n",
+           c->seq / (c->cp > 1 ? c->cp : 1), cps, c->micro_batch, c->model->d_model,
+           c->model->heads, c->tp, c->precision == PREC_FP32 ? 4 : 2);
     printf("  policy %s: ", ckpt_name(pol, sizeof pol, &c->ckpt));
     switch (c->ckpt.kind) {
     case CKPT_NONE:
@@ -466,9 +492,9 @@ static void print_comm(const struct run *r)
     printf("\ncommunication per GPU per step (%d micro-batch%s; times from the α-β ring model of "
            "comm/cost.h on %s):\n",
            c->micro_batches, c->micro_batches > 1 ? "es" : "", r->cluster.name);
-    const struct traffic_part *parts[] = {&r->t.dp, &r->t.tp, &r->t.pp};
-    const char *names[] = {"data parallel", "tensor parallel", "pipeline"};
-    for (int i = 0; i < 3; i++) {
+    const struct traffic_part *parts[] = {&r->t.dp, &r->t.tp, &r->t.pp, &r->t.cp};
+    const char *names[] = {"data parallel", "tensor parallel", "pipeline", "context parallel"};
+    for (int i = 0; i < 3 + (c->cp > 1); i++) {
         units_format_seconds(b2, sizeof b2, parts[i]->time_s);
         printf("  %-16s %14s  %10s   %s\n", names[i],
                calcargs_size(b1, sizeof b1, parts[i]->bytes, u), b2, parts[i]->formula);
@@ -603,7 +629,7 @@ const struct command cmd_memory = {
     "                       [--precision fp32|bf16|fp16] [--optimizer adamw|sgd|sgd-momentum]\n"
     "                       [--grad-accum fp32|same] [--micro-batch B] [--seq S]\n"
     "                       [--micro-batches M] [--schedule gpipe|1f1b|interleaved]\n"
-    "                       [--chunks V] [--sequence-parallel]\n"
+    "                       [--chunks V] [--sequence-parallel] [--cp C [--cp-naive]]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
     "                       [--units auto|GiB|GB] [--tensors] [--json]\n"
     "                       [--unit-layers N] [--emit deepspeed|megatron|fsdp [--force]]\n"

@@ -247,6 +247,9 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
                             json_pack("{s:o, s:o, s:o}", "data_parallel", json_whole(pt->dp.bytes),
                                       "tensor_parallel", json_whole(pt->tp.bytes), "pipeline",
                                       json_whole(pt->pp.bytes)));
+        if (o->cp > 1)
+            json_object_set_new(json_object_get(pg, "comm_bytes_per_step"), "context_parallel",
+                                json_whole(pt->cp.bytes));
         json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
         json_array_append_new(stages, pg);
     }
@@ -267,7 +270,8 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
             dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
         dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
                  fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
-                 fabs((double)g->pp_sent_per_step - pt->pp.bytes);
+                 fabs((double)g->pp_sent_per_step - pt->pp.bytes) +
+                 fabs((double)g->cp_sent_per_step - pt->cp.bytes);
     }
     json_object_set_new(
         m, "measured_minus_predicted",
@@ -340,12 +344,13 @@ static void print_summary_json(const struct train_args *r, const struct run *run
 static void print_gpu_table(const struct train_opts *o, const struct run *run,
                             const struct prediction *p)
 {
-    bool piped = o->pp > 1, tp = o->tp > 1;
+    bool piped = o->pp > 1, tp = o->tp > 1, cp = o->cp > 1;
     printf(
         "\nper GPU, peak bytes (measured by each GPU's ledger; the CPU's fp32 workspace apart)\n");
     printf("%-10s %12s %12s %12s %12s %12s %12s %12s %14s", "GPU", "weights", "gradients", "master",
            "optimizer", "activations", "comm", "workspace", "sent/step");
     printf(tp ? " %14s" : "", "tensor/step");
+    printf(cp ? " %14s" : "", "context/step");
     printf(piped ? " %14s\n" : "\n", "pipeline/step");
     for (int i = 0; i < o->gpus; i++) {
         const struct run_gpu *g = run_gpu(run, i);
@@ -365,6 +370,8 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
                (unsigned long long)g->sent_per_step);
         if (tp)
             printf(" %14llu", (unsigned long long)g->tp_sent_per_step);
+        if (cp)
+            printf(" %14llu", (unsigned long long)g->cp_sent_per_step);
         if (piped)
             printf(" %14llu", (unsigned long long)g->pp_sent_per_step);
         printf("\n");
@@ -378,12 +385,16 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
                m->activations, m->comm, "-", p->comm[st].dp.bytes);
         if (tp)
             printf(" %14.0f", p->comm[st].tp.bytes);
+        if (cp)
+            printf(" %14.0f", p->comm[st].cp.bytes);
         if (piped)
             printf(" %14.0f", p->comm[st].pp.bytes);
         printf("\n");
     }
     if (p->ok) {
         printf("communication: %s\n", p->comm[0].dp.formula);
+        if (cp)
+            printf("context parallel: %s\n", p->comm[0].cp.formula);
         for (int st = 0; piped && st < o->pp; st++)
             printf("pipeline, stage %d: %s\n", st, p->comm[st].pp.formula);
     }

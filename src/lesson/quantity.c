@@ -262,7 +262,8 @@ static double m_activ_layer(const struct model_shape *m, double s, double b)
 {
     if (!whole(s, 1, 1 << 20) || !whole(b, 1, 1 << 20))
         return NAN;
-    struct activ_config c = {(int)b, (int)s, 1, false, 2};
+    struct activ_config c = {
+        .micro_batch = (int)b, .seq = (int)s, .tp = 1, .sp = false, .bytes = 2};
     struct activ_list l;
     activ_layer(m, &c, &l);
     return l.total;
@@ -275,7 +276,8 @@ static double activ_whole(const struct model_shape *m, double s, double b, doubl
     struct ckpt_policy pol;
     if (!whole(s, 1, 1 << 20) || !whole(b, 1, 1 << 20) || !policy_of(m, k, &pol))
         return NAN;
-    struct activ_config c = {(int)b, (int)s, 1, false, p};
+    struct activ_config c = {
+        .micro_batch = (int)b, .seq = (int)s, .tp = 1, .sp = false, .bytes = p};
     struct activ_total t;
     activ_total(m, &c, &pol, m->layers, true, true, &t);
     return t.peak;

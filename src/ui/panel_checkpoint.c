@@ -95,7 +95,7 @@ static double big_activ(const struct ckpt_panel *p, const char *policy)
 {
     struct ckpt_policy pol;
     struct activ_total tot;
-    struct activ_config ac = {1, p->seq, 1, false, 2};
+    struct activ_config ac = {.micro_batch = 1, .seq = p->seq, .tp = 1, .sp = false, .bytes = 2};
     if (ckpt_parse(policy, &pol, NULL) != 0)
         return NAN;
     activ_total(&p->big, &ac, &pol, p->big.layers, true, true, &tot);
@@ -154,7 +154,11 @@ static void measure(struct ckpt_panel *p)
     }
     p->ends = (double)sz.ends;
     struct activ_total tot;
-    struct activ_config ac = {p->batch, c.seq, 1, false, p->fmt == FP_FP32 ? 4 : 2};
+    struct activ_config ac = {.micro_batch = p->batch,
+                              .seq = c.seq,
+                              .tp = 1,
+                              .sp = false,
+                              .bytes = p->fmt == FP_FP32 ? 4 : 2};
     activ_total(&p->tiny, &ac, &ck, c.layers, true, true, &tot);
     p->predicted = tot.peak;
     /* the ghost line: nothing recomputed */

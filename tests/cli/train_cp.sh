@@ -55,6 +55,32 @@ run train --steps 1 --cp 2 --json --summary
 check_json "d['summary']['per_gpu'][0]['peak']['activations'] * 2 < $one" \
     "cp 2 keeps less than half one GPU's activations (no probabilities, half the tokens)"
 
+# --- Measured = predicted: every GPU's ledger peaks (activations of its s / C tokens, the
+# log-sum-exp instead of the probabilities; the ring's two buffers in communication) and its
+# bytes sent by kind, context-parallel included, equal the calculator's for its stage.
+cases="tiny:fp32:--cp=2 tiny:bf16:--cp=4 tiny:fp16:--cp=2:--cp-naive tiny:bf16:--cp=2:--checkpoint=full
+tiny:fp32:--cp=4:--checkpoint=sqrt small:bf16:--cp=2 tiny:bf16:--dp=2:--cp=2:--zero=1
+tiny:bf16:--dp=2:--cp=2:--zero=2 tiny:bf16:--dp=2:--cp=2:--zero=3 tiny:bf16:--cp=2:--tp=2:--sequence-parallel
+tiny:bf16:--cp=2:--pp=2:--micro-batches=4 tiny:fp32:--cp=2:--pp=2:--micro-batches=4:--schedule=interleaved
+tiny:bf16:--dp=2:--tp=2:--cp=2:--pp=2:--micro-batches=2:--zero=1 tiny:bf16:--cp=2:--grad-accum=fp32"
+$slow && cases="tiny:bf16:--cp=2 tiny:bf16:--dp=2:--tp=2:--cp=2:--pp=2:--micro-batches=2:--zero=1"
+predicted_per_case "$cases"
+
+# --- memory --cp: the calculator alone. synthetic-7b at sequence 8192 with full
+# checkpointing: the activations of s / C tokens (the layer inputs kept, and one layer's list
+# at the peak, now without its s x s probabilities), the ring's buffers, and the ring's bytes,
+# 8 (C-1)/C b s h p per layer (S = 8192 x 4096 x 2 B = 64 MiB).
+run memory --model synthetic-7b --seq 8192 --checkpoint full --json
+full=$(printf '%s' "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)['per_gpu']['activations'])")
+run memory --model synthetic-7b --seq 8192 --checkpoint full --cp 4 --json
+check_json "d['per_gpu']['activations'] * 4 < $full and d['layout']['cp'] == 4 and d['gpus'] == 4" \
+    "memory --cp 4: less than a quarter of one GPU's activations at sequence 8192"
+check_json "d['communication']['context_parallel']['bytes'] == 32 * 8 * 3 * 8192 * 4096 * 2 // 4 and d['per_gpu']['communication'] == 2 * 4 * 2048 * 4096 * 2" \
+    "memory --cp 4: 32 layers x 8 (C-1)/C S round the ring; 2 x 4 b s/C h p of ring buffers"
+run memory --model synthetic-7b --json
+check_json "'cp' not in d['layout'] and 'context_parallel' not in d['communication']" \
+    "memory without --cp says nothing of it"
+
 # --- Layouts refused with their reason (exit 2).
 bad() { w=$1 n=$2; shift 2; refused "$w" "$n" train "$@"; } # WHAT NEEDLE ARGS...
 bad "--cp 3 with 64 tokens" "--cp 3 cuts the sequence of 64 tokens in 6 chunks" --cp 3

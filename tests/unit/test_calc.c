@@ -432,7 +432,7 @@ START_TEST(korthikanti_gpt3)
      * selective with sp 34 sbh/t, full recompute 2sbh. Exact integers. */
     struct model_shape m = load_model("gpt3-175b");
     double s = 2048, b = 1, h = 12288, a = 96, sbh = s * b * h;
-    struct activ_config c = {1, 2048, 1, false, 2};
+    struct activ_config c = {.micro_batch = 1, .seq = 2048, .tp = 1, .sp = false, .bytes = 2};
     struct activ_list l;
     activ_layer(&m, &c, &l);
     ck_assert(l.total == sbh * (34 + 5 * a * s / h));
@@ -451,7 +451,7 @@ START_TEST(korthikanti_gpt3)
     ck_assert(l.input == 2 * sbh / 8);
     /* Per layer under each policy (activ_total's per_layer). */
     struct activ_total t;
-    c = (struct activ_config){1, 2048, 1, false, 2};
+    c = (struct activ_config){.micro_batch = 1, .seq = 2048, .tp = 1, .sp = false, .bytes = 2};
     activ_total(&m, &c, &(struct ckpt_policy){CKPT_FULL, 1}, 96, true, true, &t);
     ck_assert(t.per_layer == 2 * sbh && t.checkpoints == 96);
     activ_total(&m, &c, &(struct ckpt_policy){CKPT_SELECTIVE, 0}, 96, true, true, &t);
@@ -465,7 +465,7 @@ START_TEST(korthikanti_gpt3)
         struct model_shape k = {
             "",    table3[i].L, table3[i].h, table3[i].a, table3[i].a, 4 * table3[i].h,
             51200, 2048,        FFN_GELU,    true};
-        struct activ_config kc = {1, 2048, 8, false, 2};
+        struct activ_config kc = {.micro_batch = 1, .seq = 2048, .tp = 8, .sp = false, .bytes = 2};
         activ_layer(&k, &kc, &l);
         /* 5as/h is not a whole number for the 22B model: compare to 1e-12 relative */
         double want = sh * (10 + 24.0 / 8 + 5 * A * 2048 / (H * 8));
@@ -488,7 +488,7 @@ START_TEST(swiglu_tiny_by_hand)
     /* tiny (d 64, 4 heads, ffn 172, vocab 64), b = 2, s = 64, bf16: the list of activ.h by
      * hand. sbh = 8192 elements, sbf = 22016, as^2b = 32768, sb = 128. */
     struct model_shape m = load_model("tiny");
-    struct activ_config c = {2, 64, 1, false, 2};
+    struct activ_config c = {.micro_batch = 2, .seq = 64, .tp = 1, .sp = false, .bytes = 2};
     struct activ_list l;
     activ_layer(&m, &c, &l);
     const char *names[] = {"x",        "attn_rstd", "xn1",      "q",   "k",    "v",  "att",
@@ -527,7 +527,7 @@ END_TEST
 START_TEST(swiglu_formula)
 {
     struct model_shape m = load_model("synthetic-7b");
-    struct activ_config c = {1, 2048, 1, false, 2};
+    struct activ_config c = {.micro_batch = 1, .seq = 2048, .tp = 1, .sp = false, .bytes = 2};
     struct activ_list l;
     activ_layer(&m, &c, &l);
     ck_assert_str_eq(l.formula, "sbh(34.375 + 2as/h) + 8sb");
@@ -538,7 +538,7 @@ START_TEST(swiglu_formula)
     ck_assert_str_eq(l.formula, "sbh(8 + 26.375/t + 2as/(ht)) + 8sb");
     /* GQA: llama2-70b's k and v are kv/h = 1/8 of q. */
     struct model_shape g = load_model("llama2-70b");
-    c = (struct activ_config){1, 4096, 1, false, 2};
+    c = (struct activ_config){.micro_batch = 1, .seq = 4096, .tp = 1, .sp = false, .bytes = 2};
     activ_layer(&g, &c, &l);
     ck_assert(l.t[4].elements == 4096.0 * 1024 && l.t[3].elements == 4096.0 * 8192);
 }
