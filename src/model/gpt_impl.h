@@ -215,6 +215,8 @@ void op_swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, co
 void op_attn_probs(struct gpt *g, int l);
 void op_attn_out(struct gpt *g, int l);
 void op_attn_core_backward(struct gpt *g, int l);
+/* dq, dk, dv of layer l's attention core complete: rounded, dq and dk turned back from RoPE. */
+void op_attn_grads_done(struct gpt *g, int l);
 void op_ring_forward(struct gpt *g, int l);
 void op_ring_backward(struct gpt *g, int l);
 

@@ -702,8 +702,8 @@ void op_attn_out(struct gpt *g, int l)
  * the probabilities, q, k and v of layer l in the workspace. */
 void op_attn_core_backward(struct gpt *g, int l)
 {
-    int N = g->N, d = g->dl, T = g->c.seq, H = g->hl, hd = g->hd;
-    size_t nd = (size_t)N * d, TT = (size_t)T * T;
+    int d = g->dl, T = g->c.seq, H = g->hl, hd = g->hd;
+    size_t TT = (size_t)T * T;
     float **w = g->w;
     float scale = (float)(1.0 / sqrt((double)hd));
     prof_enter(PROF_ATTENTION);
@@ -731,6 +731,12 @@ void op_attn_core_backward(struct gpt *g, int l)
                         w[A_Q] + off, d, 0.0f, g->dk + off, d);
         }
     prof_leave();
+    op_attn_grads_done(g, l);
+}
+
+void op_attn_grads_done(struct gpt *g, int l)
+{
+    size_t nd = (size_t)g->N * g->dl;
     op_rnd(g, g->dq, nd);
     op_rnd(g, g->dk, nd);
     op_rnd(g, g->dv, nd);

@@ -100,10 +100,5 @@ void op_ring_backward(struct gpt *g, int l)
         g->dv[i] += nxt[3 * blk + i];
     }
     prof_leave();
-    op_rnd(g, g->dq, blk);
-    op_rnd(g, g->dk, blk);
-    op_rnd(g, g->dv, blk);
-    /* q and k were rotated after their projections: dq, dk turned back (see op_rope) */
-    op_rope(g, l, NULL, g->dq, -1);
-    op_rope(g, l, NULL, g->dk, -1);
+    op_attn_grads_done(g, l);
 }

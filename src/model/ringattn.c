@@ -44,6 +44,14 @@ static bool masked_whole(const struct ring_rows *qr, const struct ring_rows *kr)
     return qr->n == 0 || kr->n == 0 || qr->pos[qr->n - 1] < kr->pos[0];
 }
 
+/* S = scale q k^T of a block (nq x nk into s). */
+static void block_scores(int hd, float scale, const struct ring_rows *qr, const float *q,
+                         const struct ring_rows *kr, const float *k, float *s)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, qr->n, kr->n, hd, scale, q, qr->ld, k,
+                kr->ld, 0.0f, s, kr->n);
+}
+
 void ring_attn_fwd_init(int nq, int hd, float *o, int ldo, float *m, float *l)
 {
     for (int i = 0; i < nq; i++) {
@@ -61,8 +69,7 @@ long ring_attn_fwd_block(int hd, float scale, const struct ring_rows *qr, const 
     long pairs = 0;
     if (masked_whole(qr, kr))
         return 0;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hd, scale, q, qr->ld, k, kr->ld,
-                0.0f, s, nk);
+    block_scores(hd, scale, qr, q, kr, k, s);
     for (int i = 0; i < nq; i++) {
         float *row = s + (size_t)i * nk;
         int a = seen(kr->pos, nk, qr->pos[i]);
@@ -123,8 +130,7 @@ long ring_attn_bwd_block(int hd, float scale, const struct ring_rows *qr, const 
     if (masked_whole(qr, kr))
         return 0;
     /* P = e^(S - lse): the block's probabilities as the whole row's softmax has them */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hd, scale, q, qr->ld, k, kr->ld,
-                0.0f, s, nk);
+    block_scores(hd, scale, qr, q, kr, k, s);
     for (int i = 0; i < nq; i++) {
         float *row = s + (size_t)i * nk;
         int a = seen(kr->pos, nk, qr->pos[i]);
