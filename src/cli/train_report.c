@@ -220,6 +220,8 @@ static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
             json_object_set_new(json_object_get(gj, "coord"), "cp", json_integer(g->place.cprank));
             json_object_set_new(json_object_get(gj, "comm_bytes_per_step"), "context_parallel",
                                 json_integer((json_int_t)g->cp_sent_per_step));
+            json_object_set_new(gj, "ring_scores_per_step",
+                                json_integer((json_int_t)g->ring_scores_per_step));
         }
         json_array_append_new(per, gj);
     }
@@ -395,6 +397,17 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
         printf("communication: %s\n", p->comm[0].dp.formula);
         if (cp)
             printf("context parallel: %s\n", p->comm[0].cp.formula);
+    }
+    if (cp) { /* the causal mask's work, GPU by GPU: what the balanced split evens out */
+        uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
+        for (int i = 0; i < o->gpus; i++) {
+            uint64_t s = run_gpu(run, i)->ring_scores_per_step;
+            lo = s < lo ? s : lo, hi = s > hi ? s : hi, sum += s;
+        }
+        printf("ring attention (%s split): scores computed per GPU per step %llu to %llu, the "
+               "busiest %.3gx the mean\n",
+               o->cp_naive ? "naive" : "balanced", (unsigned long long)lo, (unsigned long long)hi,
+               sum ? (double)hi * o->gpus / (double)sum : 0.0);
         for (int st = 0; piped && st < o->pp; st++)
             printf("pipeline, stage %d: %s\n", st, p->comm[st].pp.formula);
     }

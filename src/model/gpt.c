@@ -631,6 +631,11 @@ void gpt_set_loss_tokens(struct gpt *g, double tokens)
     g->loss_tokens = tokens > 0 ? tokens : g->N;
 }
 
+uint64_t gpt_ring_scores(const struct gpt *g)
+{
+    return g->ring_scores;
+}
+
 void gpt_diag(const struct gpt *g, struct gpt_diag *out)
 {
     snprintf(out->nonfinite, sizeof out->nonfinite, "%s", g->nonfinite);

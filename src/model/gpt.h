@@ -329,6 +329,11 @@ void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int
 double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
                    const struct gpt_inject *inj);
 
+/* Context parallelism: the attention scores the ring's blocks computed since the step began,
+ * forward, backward and recomputed passes (model/ringattn.h: the rectangles the causal mask
+ * leaves work in, per sequence and head); 0 without it. What the balanced split evens out. */
+uint64_t gpt_ring_scores(const struct gpt *g);
+
 /* Diagnosis of the last step. */
 struct gpt_diag {
     /* The first tensor, in the order computed, holding a NaN or inf ("" if none), e.g.

@@ -72,6 +72,8 @@ struct gpt {
     int T, cp, cpr;    /* tokens per sequence held: c.seq / cp; context parallelism */
     int *pos, *kpos;   /* the places of the tokens held, and of the ring's block at hand */
     float *kv[2], *ringl;
+    double ring_fwd, ring_bwd; /* matmul FLOPs of the latest ring pass forward, backward */
+    uint64_t ring_scores;      /* the scores the ring's blocks computed since the step began */
     /* tensor parallelism: tp ranks, this one tr; its heads hl (width dl = hl hd), FFN width
      * fl and vocabulary rows vl, from row v0 (tp 1: the whole model's) */
     int tp, tr, hl, dl, fl, vl, v0;
@@ -175,6 +177,19 @@ static inline double layer_flops(const struct gpt *g)
 {
     double N = g->N, d = g->c.d, dl = g->dl, f = g->fl;
     return 2.0 * N * (4 * d * dl + 3 * d * f) + attn_flops(g);
+}
+
+/* What a layer's forward and backward passes computed: layer_flops, and 2 x for the backward
+ * pass, but under context parallelism the attention core's is the ring's own, its blocks'
+ * rectangles (model/ringattn.h), which the causal mask makes differ from GPU to GPU. */
+static inline double layer_fwd_work(const struct gpt *g)
+{
+    return g->cp > 1 ? layer_flops(g) - attn_flops(g) + g->ring_fwd : layer_flops(g);
+}
+
+static inline double layer_bwd_work(const struct gpt *g)
+{
+    return g->cp > 1 ? 2 * (layer_flops(g) - attn_flops(g)) + g->ring_bwd : 2 * layer_flops(g);
 }
 
 static inline double head_flops(const struct gpt *g)

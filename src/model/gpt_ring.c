@@ -42,16 +42,19 @@ void op_ring_forward(struct gpt *g, int l)
     memcpy(cur, g->w[A_K], blk * sizeof *cur);
     memcpy(cur + blk, g->w[A_V], blk * sizeof *cur);
     ring_attn_fwd_init_heads(&rh, T, att, lse, g->ringl);
+    long scores = 0;
     for (int t = 0; t < C; t++) {
         if (t < C - 1)
             shift(g, cur, nxt, 2 * blk, "attn k v");
         block_places(g, (g->cpr - t + C) % C);
-        ring_attn_fwd_heads(&rh, T, g->pos, g->w[A_Q], T, g->kpos, cur, cur + blk, att, lse,
-                            g->ringl, g->dp);
+        scores += ring_attn_fwd_heads(&rh, T, g->pos, g->w[A_Q], T, g->kpos, cur, cur + blk, att,
+                                      lse, g->ringl, g->dp);
         float *x = cur;
         cur = nxt, nxt = x;
     }
     ring_attn_fwd_finish_heads(&rh, T, att, lse, g->ringl, lse);
+    g->ring_fwd = 2.0 * 2.0 * (double)scores * g->hd; /* QK^T and P V over the rectangles */
+    g->ring_scores += (uint64_t)scores;
     prof_leave();
     op_produced(g, att, blk, l, "attn out");
 }
@@ -77,8 +80,8 @@ void op_ring_backward(struct gpt *g, int l)
     memset(g->dq, 0, blk * sizeof *g->dq);
     memset(g->dk, 0, blk * sizeof *g->dk);
     memset(g->dv, 0, blk * sizeof *g->dv);
-    ring_attn_bwd_heads(&rh, T, g->pos, w[A_Q], g->datt, w[A_P], D, g->dq, T, g->pos, w[A_K],
-                        w[A_V], g->dk, g->dv, s, dp);
+    long scores = ring_attn_bwd_heads(&rh, T, g->pos, w[A_Q], g->datt, w[A_P], D, g->dq, T, g->pos,
+                                      w[A_K], w[A_V], g->dk, g->dv, s, dp);
     memcpy(cur, w[A_K], blk * sizeof *cur);
     memcpy(cur + blk, w[A_V], blk * sizeof *cur);
     shift(g, cur, nxt, 2 * blk, "attn k v");
@@ -87,8 +90,8 @@ void op_ring_backward(struct gpt *g, int l)
         float *x = cur;
         cur = nxt, nxt = x;
         block_places(g, (g->cpr - t + C) % C);
-        ring_attn_bwd_heads(&rh, T, g->pos, w[A_Q], g->datt, w[A_P], D, g->dq, T, g->kpos, cur,
-                            cur + blk, cur + 2 * blk, cur + 3 * blk, s, dp);
+        scores += ring_attn_bwd_heads(&rh, T, g->pos, w[A_Q], g->datt, w[A_P], D, g->dq, T, g->kpos,
+                                      cur, cur + blk, cur + 2 * blk, cur + 3 * blk, s, dp);
         op_rnd(g, cur + 2 * blk, 2 * blk); /* they travel in the training format */
         if (t < C - 1)
             shift(g, cur, nxt, 4 * blk, "attn k v and grads");
@@ -99,6 +102,10 @@ void op_ring_backward(struct gpt *g, int l)
         g->dk[i] += nxt[2 * blk + i];
         g->dv[i] += nxt[3 * blk + i];
     }
+    /* twice the forward's, as every backward pass is counted (the scores' recomputation from
+     * lse apart, as the full attention's backward counts none) */
+    g->ring_bwd = 2 * 2.0 * 2.0 * (double)scores * g->hd;
+    g->ring_scores += (uint64_t)scores;
     prof_leave();
     op_attn_grads_done(g, l);
 }

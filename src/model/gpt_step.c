@@ -226,6 +226,7 @@ static void step_begin(struct gpt *g)
     g->nonfinite_forward = false;
     memset(g->underflow, 0, ((size_t)g->c.layers + 1) * sizeof *g->underflow);
     g->underflow_total = 0;
+    g->ring_scores = 0;
 }
 
 /* The embedding lookup: the residual stream starts as the rows of the tokens. */
@@ -268,7 +269,7 @@ static void layers_forward(struct gpt *g, int slot)
             layer_forward(g, l, g->res, saved_set(g, slot, l));
             charge(g, (long long)set_bytes(g, saved_set(g, slot, l)));
         }
-        op_compute(g, layer_flops(g), "forward", l);
+        op_compute(g, layer_fwd_work(g), "forward", l);
         op_hook(g, GPT_HOOK_FORWARD_DONE, l);
     }
 }
@@ -424,7 +425,7 @@ static void layers_backward(struct gpt *g, int slot)
                 layer_forward(g, l, g->res, g->pool[l - a]);
                 /* the segment's first input is its checkpoint, already charged */
                 charge(g, (long long)(g->layer_bytes - (l == a ? act_bytes(g, A_X) : 0)));
-                op_compute(g, layer_flops(g), "recompute", l);
+                op_compute(g, layer_fwd_work(g), "recompute", l);
                 if (g->seg > 1)
                     op_hook(g, GPT_HOOK_FORWARD_DONE, l);
             }
@@ -433,7 +434,7 @@ static void layers_backward(struct gpt *g, int slot)
                     op_hook(g, GPT_HOOK_BACKWARD, l);
                 load_set(g, l, g->pool[l - a]);
                 layer_backward(g, l, g->dres);
-                op_compute(g, 2 * layer_flops(g), "backward", l);
+                op_compute(g, layer_bwd_work(g), "backward", l);
                 charge(g, -(long long)g->layer_bytes);
                 op_hook(g, GPT_HOOK_GRADS, l);
             }
@@ -443,7 +444,7 @@ static void layers_backward(struct gpt *g, int slot)
             op_hook(g, GPT_HOOK_BACKWARD, l);
             load_set(g, l, saved_set(g, slot, l));
             layer_backward(g, l, g->dres);
-            op_compute(g, 2 * layer_flops(g), "backward", l);
+            op_compute(g, layer_bwd_work(g), "backward", l);
             charge(g, -(long long)g->layer_bytes);
             op_hook(g, GPT_HOOK_GRADS, l);
         }

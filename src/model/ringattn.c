@@ -38,10 +38,23 @@ static int seen(const int *kpos, int nk, int p)
     return a;
 }
 
-/* Whether no query of the block may see any of its keys (positions increase in both). */
-static bool masked_whole(const struct ring_rows *qr, const struct ring_rows *kr)
+/* The part of a block the mask leaves any work in: the queries from the first that sees a key
+ * (*r0 of them are skipped) and the keys up to the last the last query sees, since positions
+ * increase in both (with the balanced split, half of every block but a GPU's own: the early
+ * chunk of an earlier GPU's keys, the late chunk of a later GPU's queries). false: none of
+ * it. */
+static bool trim(const struct ring_rows *qr, const struct ring_rows *kr, struct ring_rows *qt,
+                 struct ring_rows *kt, int *r0)
 {
-    return qr->n == 0 || kr->n == 0 || qr->pos[qr->n - 1] < kr->pos[0];
+    if (qr->n == 0 || kr->n == 0 || qr->pos[qr->n - 1] < kr->pos[0])
+        return false;
+    int r = 0;
+    while (qr->pos[r] < kr->pos[0])
+        r++;
+    *qt = (struct ring_rows){qr->n - r, qr->ld, qr->pos + r};
+    *kt = (struct ring_rows){seen(kr->pos, kr->n, qr->pos[qr->n - 1]), kr->ld, kr->pos};
+    *r0 = r;
+    return true;
 }
 
 /* S = scale q k^T of a block (nq x nk into s). */
@@ -61,14 +74,16 @@ void ring_attn_fwd_init(int nq, int hd, float *o, int ldo, float *m, float *l)
     }
 }
 
-long ring_attn_fwd_block(int hd, float scale, const struct ring_rows *qr, const float *q,
-                         const struct ring_rows *kr, const float *k, const float *v, float *o,
+long ring_attn_fwd_block(int hd, float scale, const struct ring_rows *qfull, const float *q,
+                         const struct ring_rows *kfull, const float *k, const float *v, float *o,
                          int ldo, float *m, float *l, float *s)
 {
-    int nq = qr->n, nk = kr->n;
-    long pairs = 0;
-    if (masked_whole(qr, kr))
+    struct ring_rows qt, kt, *qr = &qt, *kr = &kt;
+    int r0;
+    if (!trim(qfull, kfull, qr, kr, &r0))
         return 0;
+    q += (size_t)r0 * qr->ld, o += (size_t)r0 * ldo, m += r0, l += r0;
+    int nq = qr->n, nk = kr->n;
     block_scores(hd, scale, qr, q, kr, k, s);
     for (int i = 0; i < nq; i++) {
         float *row = s + (size_t)i * nk;
@@ -90,13 +105,12 @@ long ring_attn_fwd_block(int hd, float scale, const struct ring_rows *qr, const 
             if (alpha != 1.0f)
                 for (int c = 0; c < hd; c++)
                     o[(size_t)i * ldo + c] *= alpha;
-            pairs += a;
         }
         memset(row + a, 0, (size_t)(nk - a) * sizeof *row);
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hd, nk, 1.0f, s, nk, v, kr->ld, 1.0f,
                 o, ldo);
-    return pairs;
+    return (long)nq * nk;
 }
 
 void ring_attn_fwd_finish(int nq, int hd, float *o, int ldo, const float *m, const float *l,
@@ -120,15 +134,18 @@ void ring_attn_bwd_delta(int nq, int hd, const float *dout, const float *o, int 
     }
 }
 
-long ring_attn_bwd_block(int hd, float scale, const struct ring_rows *qr, const float *q,
+long ring_attn_bwd_block(int hd, float scale, const struct ring_rows *qfull, const float *q,
                          const float *dout, const float *lse, const float *D, float *dq,
-                         const struct ring_rows *kr, const float *k, const float *v, float *dk,
+                         const struct ring_rows *kfull, const float *k, const float *v, float *dk,
                          float *dv, float *s, float *dp)
 {
-    int nq = qr->n, nk = kr->n;
-    long pairs = 0;
-    if (masked_whole(qr, kr))
+    struct ring_rows qt, kt, *qr = &qt, *kr = &kt;
+    int r0;
+    if (!trim(qfull, kfull, qr, kr, &r0))
         return 0;
+    q += (size_t)r0 * qr->ld, dout += (size_t)r0 * qr->ld, dq += (size_t)r0 * qr->ld;
+    lse += r0, D += r0;
+    int nq = qr->n, nk = kr->n;
     /* P = e^(S - lse): the block's probabilities as the whole row's softmax has them */
     block_scores(hd, scale, qr, q, kr, k, s);
     for (int i = 0; i < nq; i++) {
@@ -138,7 +155,6 @@ long ring_attn_bwd_block(int hd, float scale, const struct ring_rows *qr, const 
             row[j] -= lse[i];
         exp_n(row, row, (size_t)a);
         memset(row + a, 0, (size_t)(nk - a) * sizeof *row);
-        pairs += a;
     }
     /* O = P V: dV += P^T dO, dP = dO V^T */
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hd, nq, 1.0f, s, nk, dout, qr->ld,
@@ -157,7 +173,7 @@ long ring_attn_bwd_block(int hd, float scale, const struct ring_rows *qr, const 
                 1.0f, dq, qr->ld);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hd, nq, scale, dp, nk, q, qr->ld, 1.0f,
                 dk, kr->ld);
-    return pairs;
+    return (long)nq * nk;
 }
 
 /* ------------------------------------------------------------------ every sequence and head */

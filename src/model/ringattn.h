@@ -19,7 +19,9 @@
  * The mask is by position in the sequence: query row i may see key j when kpos[j] <= qpos[i].
  * Positions are the GPU's tokens' places in the whole sequence (ring_positions): with the
  * balanced split a GPU holds two chunks far apart, so a block's positions are a list, not a
- * range. A block no query of which may see is skipped whole (no work: the causal imbalance).
+ * range. A block no query of which may see is skipped whole, and of the others only the
+ * rectangle some query sees is computed (with the balanced split, half of every block but a
+ * GPU's own): the causal imbalance, and what the balanced split evens out.
  *
  * Matrices are row-major with a leading dimension, so a head's slice of the model's [rows,
  * heads x hd] tensors is used in place: one call per (sequence, head), or ring_attn_*_heads for
@@ -53,8 +55,9 @@ struct ring_rows {
 /* Start a forward pass over nq query rows: o 0 (nq x hd, leading dimension ldo), m -inf, l 0. */
 void ring_attn_fwd_init(int nq, int hd, float *o, int ldo, float *m, float *l);
 /* Add key/value block (k, v) to the running state of queries q, with the scores' scale (1 /
- * sqrt(hd)); s is scratch of nq x nk floats. Returns the (query, key) pairs the mask let through
- * (0: the block was skipped). */
+ * sqrt(hd)); s is scratch of nq x nk floats. Only the rectangle of the block the mask leaves
+ * work in is computed: the queries from the first that sees a key, the keys up to the last the
+ * last query sees. Returns its scores, rows x keys (0: the block was skipped): the work. */
 long ring_attn_fwd_block(int hd, float scale, const struct ring_rows *qr, const float *q,
                          const struct ring_rows *kr, const float *k, const float *v, float *o,
                          int ldo, float *m, float *l, float *s);
@@ -66,8 +69,8 @@ void ring_attn_fwd_finish(int nq, int hd, float *o, int ldo, const float *m, con
 void ring_attn_bwd_delta(int nq, int hd, const float *dout, const float *o, int ld, float *D);
 /* Add key/value block (k, v)'s part of dq (rows of q), and its own dk, dv (rows of k, v), from
  * dout, lse and D of the queries (dout and dq with q's leading dimension, dk and dv with k's); s
- * and dp are scratch of nq x nk floats each. Returns the pairs the mask let through (0: skipped,
- * nothing added). */
+ * and dp are scratch of nq x nk floats each. The same rectangle as the forward pass; returns its
+ * scores (0: skipped, nothing added). */
 long ring_attn_bwd_block(int hd, float scale, const struct ring_rows *qr, const float *q,
                          const float *dout, const float *lse, const float *D, float *dq,
                          const struct ring_rows *kr, const float *k, const float *v, float *dk,

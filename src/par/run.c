@@ -409,6 +409,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
     g->pp_sent_per_step = s.pp_bytes;
     g->tp_sent_per_step = s.tp_bytes;
     g->cp_sent_per_step = s.cp_bytes;
+    g->ring_scores_per_step = s.ring_scores;
     g->place = *trainer_place(t);
     int nops;
     const struct pp_done *ops = trainer_pipeline(t, &nops, &g->peak_in_flight);

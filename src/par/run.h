@@ -83,6 +83,7 @@ struct run_gpu {
     uint64_t pp_sent_per_step;              /* between pipeline stages, in its last step */
     uint64_t tp_sent_per_step;              /* in its tensor-parallel group, in its last step */
     uint64_t cp_sent_per_step;              /* round its context-parallel ring, in its last step */
+    uint64_t ring_scores_per_step;          /* the attention scores its ring computed, last step */
     struct layout_place place;              /* where it sits in the layout */
     struct pp_done *ops;                    /* pipelined: its last step's operations */
     int nops, peak_in_flight;

@@ -595,6 +595,8 @@ static void describe(const struct trainer *t, const struct gpt_diag *d, struct t
     out->pp_bytes += t->pp ? pp_sent(t->pp) : 0;
     out->tp_bytes = tp_sent(t->tp);
     out->cp_bytes = cp_sent(t->cp);
+    for (int c = 0; c < t->v; c++)
+        out->ring_scores += gpt_ring_scores(t->g[c]);
     out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
 }
