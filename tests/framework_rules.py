@@ -126,7 +126,8 @@ MEGATRON = {  # megatron/training/arguments.py and megatron/training/config/*.py
     '--num-query-groups', '--ffn-hidden-size', '--seq-length', '--max-position-embeddings',
     '--swiglu', '--normalization', '--position-embedding-type', '--disable-bias-linear',
     '--untie-embeddings-and-output-weights', '--tensor-model-parallel-size',
-    '--pipeline-model-parallel-size', '--num-layers-per-virtual-pipeline-stage',
+    '--pipeline-model-parallel-size', '--context-parallel-size',
+    '--num-layers-per-virtual-pipeline-stage',
     '--sequence-parallel', '--micro-batch-size', '--global-batch-size',
     '--recompute-granularity', '--recompute-method', '--recompute-num-layers',
     '--use-distributed-optimizer', '--use-megatron-fsdp', '--data-parallel-sharding-strategy',
@@ -176,16 +177,20 @@ def megatron(out, err, gpus):
         bad.append('flags Megatron-LM does not take: %s' % sorted(set(a) - MEGATRON))
     n = world(launcher, bad)
     tp, pp = int(a['--tensor-model-parallel-size']), int(a['--pipeline-model-parallel-size'])
-    # megatron/core/parallel_state.py: world = tp x pp x dp
-    if n % (tp * pp):
-        bad.append('world %d not a multiple of tp x pp' % n)
-    dp = n // (tp * pp)
+    cp = int(a.get('--context-parallel-size', 1))
+    # megatron/core/parallel_state.py: world = tp x cp x pp x dp
+    if n % (tp * pp * cp):
+        bad.append('world %d not a multiple of tp x cp x pp' % n)
+    dp = n // (tp * pp * cp)
     mbs, gbs = int(a['--micro-batch-size']), int(a['--global-batch-size'])
     # num_microbatches_calculator.py: global batch divisible by micro batch x dp
     if gbs % (mbs * dp):
         bad.append('global batch %d not divisible by micro batch x dp' % gbs)
     layers = int(a['--num-layers'])
     runs = ['--dp', dp, '--tp', tp, '--pp', pp]
+    # utils.py get_batch_on_this_cp_rank: 2 cp chunks, rank i holding i and 2cp-1-i (balanced)
+    if cp > 1:
+        runs += ['--cp', cp]
     if '--num-layers-per-virtual-pipeline-stage' in a:
         # arguments.py: layers per stage divisible by it; v = (L / pp) / that
         per = int(a['--num-layers-per-virtual-pipeline-stage'])

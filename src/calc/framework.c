@@ -84,6 +84,13 @@ static void prefetch(struct framework_run *r, const char *why)
 static int deepspeed(struct framework_run *r, struct error *e)
 {
     struct memory_config *c = &r->c;
+    if (c->cp > 1)
+        return error_set(e, ERR_INVAL,
+                         "DeepSpeed: no ring attention: its sequence parallelism "
+                         "(DeepSpeed-Ulysses, deepspeed/sequence/layer.py) splits the heads with "
+                         "all-to-alls, not the keys and values round a ring; use Megatron-LM "
+                         "(--context-parallel-size %d), or --cp 1",
+                         c->cp);
     if (c->pp > 1 && c->zero >= 2)
         return error_set(
             e, ERR_INVAL,
@@ -118,6 +125,13 @@ static int deepspeed(struct framework_run *r, struct error *e)
 static int megatron(struct framework_run *r, struct error *e)
 {
     struct memory_config *c = &r->c;
+    if (c->cp > 1 && c->cp_naive) {
+        c->cp_naive = false;
+        note(r, true,
+             "the balanced split, not the naive one: Megatron-LM cuts each sequence in 2 x cp "
+             "chunks and gives context rank i chunks i and 2cp-1-i "
+             "(get_batch_on_this_cp_rank, megatron/core/utils.py)");
+    }
     if (c->zero >= 2 && c->pp > 1)
         return error_set(e, ERR_INVAL,
                          "Megatron-LM: ZeRO-%d is Megatron-FSDP (--use-megatron-fsdp), which "
@@ -146,6 +160,12 @@ static int megatron(struct framework_run *r, struct error *e)
 static int fsdp(struct framework_run *r, struct error *e)
 {
     struct memory_config *c = &r->c;
+    if (c->cp > 1)
+        return error_set(e, ERR_INVAL,
+                         "PyTorch FSDP: the export's FSDP has no context parallelism (its "
+                         "GPUs would each hold whole sequences); use --cp 1, or Megatron-LM "
+                         "(--context-parallel-size %d)",
+                         c->cp);
     if (c->tp > 1 || c->pp > 1)
         return error_set(e, ERR_INVAL,
                          "PyTorch FSDP: FSDP alone has no %s parallelism: torchrun's %d GPUs "

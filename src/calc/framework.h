@@ -22,6 +22,9 @@
  *     micro-batches at stage s: 1F1B (gpipe and interleaved run as 1F1B).
  * Megatron-LM core_v0.19 (megatron/training/arguments.py, megatron/training/config/,
  * megatron/training/theoretical_memory_usage.py):
+ *   - Context parallelism is --context-parallel-size, always with the balanced split
+ *     (get_batch_on_this_cp_rank, megatron/core/utils.py): a naive split runs as balanced.
+ *     DeepSpeed (whose Ulysses splits heads, not a ring) and the FSDP export refuse it.
  *   - Mixed precision accumulates and all-reduces gradients in fp32
  *     (--accumulate-allreduce-grads-in-fp32, which --bf16 turns on by itself): fp32
  *     gradients, the 18 bytes per parameter (Adam) of Megatron's own estimator.

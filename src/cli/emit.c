@@ -47,7 +47,17 @@ int emit_parse(const char *option, const char *s, enum framework *out, struct er
 
 static int gpus_of(const struct memory_config *c)
 {
-    return c->dp * c->tp * c->pp;
+    return c->dp * c->tp * c->pp * (c->cp > 1 ? c->cp : 1);
+}
+
+/* " x cp C" where context parallelism runs, else "". */
+static const char *cp_words(const struct memory_config *c)
+{
+    static _Thread_local char buf[24];
+    if (c->cp <= 1)
+        return "";
+    snprintf(buf, sizeof buf, " x cp %d", c->cp);
+    return buf;
 }
 
 static int nodes_of(const struct emit_plan *p, const struct memory_config *c)
@@ -113,6 +123,8 @@ static void memory_command(FILE *f, const struct emit_plan *p, const struct memo
             c->micro_batches, c->seq, ckpt_name(pol, sizeof pol, &c->ckpt));
     if (c->sp)
         fprintf(f, " --sequence-parallel");
+    if (c->cp > 1)
+        fprintf(f, " --cp %d%s", c->cp, c->cp_naive ? " --cp-naive" : "");
     if (c->pp > 1 && c->schedule != SCHED_1F1B)
         fprintf(f, " --schedule %s", sched_name(c->schedule));
     if (c->pp > 1 && c->schedule == SCHED_INTERLEAVED)
@@ -139,10 +151,10 @@ static void heading(FILE *f, const struct emit_plan *p, enum framework fw,
     int nodes = nodes_of(p, c);
     fprintf(f, "# %s for %s, from scalelab %s\n", title, c->model->name, p->source);
     fprintf(f,
-            "# layout: %d GPU%s (%d node%s x %d) = dp %d x tp %d x pp %d, ZeRO-%d, checkpoint %s, "
-            "%s with %s gradients\n",
+            "# layout: %d GPU%s (%d node%s x %d) = dp %d x tp %d x pp %d%s, ZeRO-%d, checkpoint "
+            "%s, %s with %s gradients\n",
             gpus_of(c), gpus_of(c) == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", per_node(p, c),
-            c->dp, c->tp, c->pp, c->zero, ckpt_name(pol, sizeof pol, &c->ckpt),
+            c->dp, c->tp, c->pp, cp_words(c), c->zero, ckpt_name(pol, sizeof pol, &c->ckpt),
             memory_precision_name(c->precision), grad_type(c));
     fprintf(
         f, "# batch: %d sequence%s of %d tokens = %d micro-batch%s of %d on each of %d replica%s\n",
@@ -344,6 +356,8 @@ static void megatron(FILE *out, const struct emit_plan *p, const struct memory_c
         arg(out, "--untie-embeddings-and-output-weights", NULL);
     arg(out, "--tensor-model-parallel-size", "%d", c->tp);
     arg(out, "--pipeline-model-parallel-size", "%d", c->pp);
+    if (c->cp > 1) /* ring attention over the cp group (TransformerEngine's p2p by default) */
+        arg(out, "--context-parallel-size", "%d", c->cp);
     if (interleaved && c->pp > 1) /* the layers of one model chunk: L / (pp v) */
         arg(out, "--num-layers-per-virtual-pipeline-stage", "%d", m->layers / (c->pp * c->chunks));
     if (c->sp && c->tp > 1)

@@ -54,7 +54,7 @@ def check(fw, gpus, batch, args):
     assert got == want, ('the framework runs', runs, got, 'the heading says', opts, want)
     assert pred == fmt(want['total']), (pred, want['total'])
     lay = dict(zip(runs[::2], runs[1::2]))
-    assert int(lay['--dp']) * int(lay['--tp']) * int(lay['--pp']) == gpus, (lay, gpus)
+    assert int(lay['--dp']) * int(lay['--tp']) * int(lay['--pp']) * int(lay.get('--cp', 1)) == gpus, (lay, gpus)
     assert batch == '-' or got_batch == int(batch), (got_batch, batch)
 
 for line in open(tmp + '/cases'):
@@ -103,6 +103,9 @@ exports "$(
     case_ deepspeed 8 8 "memory --model tiny --gpus 8 --zero 3 --prefetch 0 --unit-layers 2 --emit deepspeed"
     case_ megatron 8 8 "memory --model tiny --gpus 8 --zero 3 --prefetch 0 --unit-layers 2 --emit megatron"
     case_ fsdp 8 8 "memory --model tiny --gpus 8 --zero 3 --prefetch 0 --unit-layers 2 --emit fsdp"
+    # context parallelism: Megatron-LM's --context-parallel-size (the balanced split always)
+    case_ megatron 8 2 "memory --model synthetic-7b --seq 8192 --checkpoint full --gpus 8 --cp 4 --zero 1 --emit megatron"
+    case_ megatron 16 8 "memory --model synthetic-7b --seq 8192 --gpus 16 --nodes 2 --tp 2 --cp 2 --pp 2 --micro-batches 4 --checkpoint full --cp-naive --emit megatron"
 )"
 
 # ---- a sweep: each framework, each ZeRO stage, pipelines, tensor parallelism, precisions,
@@ -192,6 +195,8 @@ check_contains "$out" "sharding_strategy=ShardingStrategy.SHARD_GRAD_OP," "FSDP:
 check_contains "$out" "ZeRO-2, not ZeRO-1" "FSDP: and the heading says so"
 refused "FSDP: tensor parallelism is refused" "FSDP alone has no tensor parallelism" memory --model synthetic-7b --gpus 64 --nodes 8 --tp 8 --emit fsdp
 check_contains "$err" "8 times this layout's global batch" "FSDP: the refusal says what tp 8 would do to the batch"
+refused "DeepSpeed: context parallelism is refused" "no ring attention" memory --model synthetic-7b --gpus 8 --cp 2 --emit deepspeed
+refused "FSDP: context parallelism is refused" "no context parallelism" memory --model synthetic-7b --gpus 8 --cp 2 --emit fsdp
 refused "DeepSpeed: ZeRO-3 with a pipeline is refused" "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism" memory --model synthetic-7b --gpus 8 --pp 2 --zero 3 --emit deepspeed
 check_contains "$err" "deepspeed/runtime/pipe/engine.py" "DeepSpeed: the refusal cites its source"
 
