@@ -24,7 +24,7 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
 {
     const struct model_shape *m = pc->model;
     const struct cluster_spec *cl = pc->cluster;
-    double gpus = (double)mc->dp * mc->tp * mc->pp;
+    double gpus = (double)mc->dp * mc->tp * mc->pp * (mc->cp > 1 ? mc->cp : 1);
     double tokens = (double)pc->global_batch * mc->seq;
     double model = plan_model_flops(m, mr->params, tokens, mc->seq);
 
@@ -70,6 +70,7 @@ void plan_memory_config(const struct plan_config *c, const struct plan_layout *l
                                   .micro_batches = l->micro_batches,
                                   .schedule = SCHED_1F1B,
                                   .sp = l->tp > 1,
+                                  .cp = l->cp > 1 ? l->cp : 1,
                                   .ckpt = l->ckpt,
                                   .capacity = c->capacity};
 }
@@ -199,16 +200,22 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
     struct list kept = {0}, rejected = {0};
     static const struct ckpt_policy policies[] = {
         {CKPT_NONE, 0}, {CKPT_SELECTIVE, 0}, {CKPT_FULL, 1}};
+    int ncp = 0; /* the sizes of context parallelism tried: 1, 2, 4, ... up to cp_max */
+    for (int x = 1; x <= (c->cp_max > 1 ? c->cp_max : 1); x *= 2)
+        ncp++;
     for (int tp = 1; tp <= c->gpus && rc == 0; tp++) {
         if (c->gpus % tp)
             continue;
-        for (int pp = 1; pp <= c->gpus / tp && rc == 0; pp++) {
-            if ((c->gpus / tp) % pp)
+        for (int k = 0; k < c->gpus / tp * ncp && rc == 0; k++) {
+            /* k runs over pp (1, 2, ...) and, for each, cp (1, 2, 4, ... up to cp_max) */
+            int pp = k / ncp + 1, cp = 1 << (k % ncp);
+            if (pp > c->gpus / tp || (c->gpus / tp) % pp || (c->gpus / tp / pp) % cp)
                 continue;
-            int dp = c->gpus / tp / pp;
+            int dp = c->gpus / tp / pp / cp;
             struct plan_layout l = {.dp = dp,
                                     .tp = tp,
                                     .pp = pp,
+                                    .cp = cp,
                                     .ckpt = policies[0],
                                     .micro_batch = 1,
                                     .micro_batches = 1};
@@ -229,17 +236,20 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
             for (int zero = 0; zero <= 3 && rc == 0; zero++) {
                 if (zero >= 2 && pp > 1)
                     continue; /* not a combination the frameworks offer */
-                if (zero > 0 && dp == 1)
-                    continue; /* nothing to partition */
-                for (size_t k = 0; k < sizeof policies / sizeof policies[0] && rc == 0; k++) {
+                if (zero > 0 && dp * cp == 1)
+                    continue; /* nothing to partition (ZeRO shards over dp x cp) */
+                for (size_t q = 0; q < sizeof policies / sizeof policies[0] && rc == 0; q++) {
+                    if (cp > 1 && policies[q].kind == CKPT_SELECTIVE)
+                        continue; /* ring attention keeps no probabilities to recompute */
                     for (int b = 1; b <= c->global_batch / dp && b <= 64 && rc == 0; b *= 2) {
                         if ((c->global_batch / dp) % b)
                             continue;
                         l = (struct plan_layout){.dp = dp,
                                                  .tp = tp,
                                                  .pp = pp,
+                                                 .cp = cp,
                                                  .zero = zero,
-                                                 .ckpt = policies[k],
+                                                 .ckpt = policies[q],
                                                  .micro_batch = b,
                                                  .micro_batches = c->global_batch / dp / b};
                         rc = weigh(c, &l, &kept, &rejected);

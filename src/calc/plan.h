@@ -1,11 +1,12 @@
 /* The planner: every parallel layout of a model on a cluster, those that fit, ranked by
  * predicted step time.
  *
- * Layouts: dp x tp x pp = the GPUs; ZeRO stage 0-3 (2 and 3 only without pipelining, as
- * DeepSpeed and Megatron-LM allow); checkpoint policy none, selective or full; micro-batch size
- * b a power of two dividing global_batch / dp, so each step runs m = global_batch / (dp b)
- * micro-batches (the pipeline's, or gradient accumulation's). Tensor parallelism uses sequence
- * parallelism (Korthikanti et al. 2022); pipelines run 1F1B.
+ * Layouts: dp x tp x pp (x cp) = the GPUs, context parallelism's cp a power of two up to
+ * plan_config.cp_max (where it pays: long sequences, whose activations it divides); ZeRO stage 0-3
+ * (2 and 3 only without pipelining, as DeepSpeed and Megatron-LM allow); checkpoint policy none,
+ * selective or full; micro-batch size b a power of two dividing global_batch / dp, so each step
+ * runs m = global_batch / (dp b) micro-batches (the pipeline's, or gradient accumulation's). Tensor
+ * parallelism uses sequence parallelism (Korthikanti et al. 2022); pipelines run 1F1B.
  *
  * Predicted step time (all on one GPU, the busiest stage):
  *   compute   (model FLOPs + recompute FLOPs) / (GPUs x peak x efficiency)
@@ -47,10 +48,12 @@ struct plan_config {
     double efficiency;        /* share of peak the matmuls reach, (0, 1] */
     double capacity;          /* bytes per GPU */
     enum framework framework; /* rank only what it runs (FRAMEWORK_NONE: the lab's layouts) */
+    int cp_max;               /* context parallelism up to this (0 or 1: none) */
 };
 
 struct plan_layout {
     int dp, tp, pp, zero;
+    int cp; /* context parallelism (0 or 1: none) */
     struct ckpt_policy ckpt;
     int micro_batch, micro_batches;
     double per_gpu_bytes;

@@ -21,7 +21,7 @@
  * kept as text for configure. */
 struct plan_args {
     const char *model, *cluster, *nodes, *grad_accum, *gpu_mem, *emit, *framework;
-    int gpus, global_batch, seq, top, pick;
+    int gpus, global_batch, seq, top, pick, cp_max;
     double efficiency;
     enum calc_precision precision;
     enum calc_optimizer optimizer;
@@ -80,6 +80,9 @@ static const struct opt_entry options[] = {
              "PyTorch FSDP snippet). Comments give the predicted memory per GPU\n"
              "and the 'scalelab memory' command that computes it"),
     OPT_INT("pick", "K", A, pick, 1, 1 << 20, "the layout --emit writes, by its rank (default 1)"),
+    OPT_INT("cp-max", "C", A, cp_max, 1, 4096,
+            "consider context parallelism, cp 2, 4, ... up to C (default 1: none):\n"
+            "each sequence over cp GPUs, for long sequences' activations"),
     OPT_END,
 };
 #undef A
@@ -130,7 +133,8 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
                               .precision = a->precision,
                               .optimizer = a->optimizer,
                               .efficiency = a->efficiency,
-                              .capacity = r->cluster.hbm_bytes};
+                              .capacity = r->cluster.hbm_bytes,
+                              .cp_max = a->cp_max};
     r->top = a->top;
     r->units = a->units;
     if (a->grad_accum && strcmp(a->grad_accum, "same")) {
@@ -202,12 +206,24 @@ static bool show_rejected(const struct plan_result *res, size_t i, size_t top)
     return true;
 }
 
+/* " cp C" for a layout with context parallelism, else "". */
+static const char *cp_words(const struct plan_layout *l)
+{
+    static char buf[24];
+    if (l->cp <= 1)
+        return "";
+    snprintf(buf, sizeof buf, " cp %d", l->cp);
+    return buf;
+}
+
 static json_t *jlayout(const struct plan_layout *l, bool kept)
 {
     char pol[32];
     json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:s, s:i, s:i}", "dp", l->dp, "tp", l->tp, "pp",
                           l->pp, "zero", l->zero, "checkpoint", policy(l, pol, sizeof pol),
                           "micro_batch", l->micro_batch, "micro_batches", l->micro_batches);
+    if (l->cp > 1)
+        json_object_set_new(o, "cp", json_integer(l->cp));
     if (l->per_gpu_bytes > 0)
         json_object_set_new(o, "per_gpu_bytes", json_whole(l->per_gpu_bytes));
     if (kept) {
@@ -273,14 +289,19 @@ static void print_text(const struct run *r, const struct plan_result *res)
     if (res->n_kept == 0) {
         printf("no layout fits.\n");
     } else {
-        printf("%4s %5s %3s %3s %4s %-9s %3s %5s %11s %9s %9s %9s %9s %6s %11s\n", "rank", "dp",
-               "tp", "pp", "zero", "ckpt", "mb", "m", "memory/GPU", "step", "compute", "bubble",
-               "comm", "MFU", "comm/GPU");
+        bool cps = c->cp_max > 1; /* a column for cp only where it was considered */
+        printf("%4s %5s %3s %3s", "rank", "dp", "tp", "pp");
+        printf(cps ? " %3s" : "", "cp");
+        printf(" %4s %-9s %3s %5s %11s %9s %9s %9s %9s %6s %11s\n", "zero", "ckpt", "mb", "m",
+               "memory/GPU", "step", "compute", "bubble", "comm", "MFU", "comm/GPU");
         for (size_t i = 0; i < res->n_kept && (r->top == 0 || i < (size_t)r->top); i++) {
             const struct plan_layout *l = &res->kept[i];
-            printf("%4zu %5d %3d %3d %4d %-9s %3d %5d %11s %9s %9s %9s %9s %5.1f%% %11s\n", i + 1,
-                   l->dp, l->tp, l->pp, l->zero, policy(l, pol, sizeof pol), l->micro_batch,
-                   l->micro_batches, calcargs_size(b1, sizeof b1, l->per_gpu_bytes, r->units),
+            printf("%4zu %5d %3d %3d", i + 1, l->dp, l->tp, l->pp);
+            if (cps)
+                printf(" %3d", l->cp > 1 ? l->cp : 1);
+            printf(" %4d %-9s %3d %5d %11s %9s %9s %9s %9s %5.1f%% %11s\n", l->zero,
+                   policy(l, pol, sizeof pol), l->micro_batch, l->micro_batches,
+                   calcargs_size(b1, sizeof b1, l->per_gpu_bytes, r->units),
                    units_format_seconds(b2, sizeof b2, l->step_time_s),
                    units_format_seconds(b3, sizeof b3, l->compute_s),
                    units_format_seconds(b4, sizeof b4, l->bubble_s),
@@ -290,9 +311,9 @@ static void print_text(const struct run *r, const struct plan_result *res)
         const struct plan_layout *best = &res->kept[0];
         printf("\nbest layout's communication per GPU per step:\n");
         const struct traffic_part *parts[] = {&best->traffic.dp, &best->traffic.tp,
-                                              &best->traffic.pp};
-        const char *names[] = {"data parallel", "tensor parallel", "pipeline"};
-        for (int i = 0; i < 3; i++)
+                                              &best->traffic.pp, &best->traffic.cp};
+        const char *names[] = {"data parallel", "tensor parallel", "pipeline", "context parallel"};
+        for (int i = 0; i < 3 + (best->cp > 1); i++)
             printf("  %-16s %11s  %s\n", names[i],
                    calcargs_size(b1, sizeof b1, parts[i]->bytes, r->units), parts[i]->formula);
     }
@@ -306,10 +327,10 @@ static void print_text(const struct run *r, const struct plan_result *res)
             continue;
         const struct plan_layout *l = &res->rejected[i];
         if (l->over > 0)
-            printf("  dp %d tp %d pp %d zero %d %s mb %d: %s\n", l->dp, l->tp, l->pp, l->zero,
-                   policy(l, pol, sizeof pol), l->micro_batch, l->reason);
+            printf("  dp %d tp %d pp %d%s zero %d %s mb %d: %s\n", l->dp, l->tp, l->pp, cp_words(l),
+                   l->zero, policy(l, pol, sizeof pol), l->micro_batch, l->reason);
         else
-            printf("  dp %d tp %d pp %d: %s\n", l->dp, l->tp, l->pp, l->reason);
+            printf("  dp %d tp %d pp %d%s: %s\n", l->dp, l->tp, l->pp, cp_words(l), l->reason);
     }
 }
 

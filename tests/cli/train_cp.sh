@@ -94,6 +94,20 @@ run memory --model synthetic-7b --json
 check_json "'cp' not in d['layout'] and 'context_parallel' not in d['communication']" \
     "memory without --cp says nothing of it"
 
+# --- plan --cp-max: context parallelism is weighed where asked. At sequence 32768 on 8 GPUs,
+# where one GPU's activations of a whole sequence do not fit beside the states, the best
+# layouts split the sequence; the ring's bytes are in the layout's communication.
+run plan --model synthetic-7b --gpus 8 --seq 32768 --global-batch 8 --cp-max 8 --json
+check_json "d['layouts'][0].get('cp', 1) > 1" \
+    "plan --cp-max 8 at sequence 32768: the best layout splits the sequence"
+run plan --model synthetic-7b --gpus 8 --seq 32768 --global-batch 8 --cp-max 8 --top 0 --json
+check_json "any(l.get('cp', 1) == 8 for l in d['layouts'])" "plan --cp-max 8: cp 8 weighed too"
+run plan --model synthetic-7b --gpus 8 --seq 32768 --global-batch 8 --json
+check_json "not any('cp' in l for l in d['layouts'] + d['rejected'])" \
+    "plan without --cp-max weighs no context parallelism"
+run plan --model synthetic-7b --gpus 8 --seq 32768 --global-batch 8 --cp-max 8 --emit megatron
+check_contains "$out" "--context-parallel-size" "plan --cp-max --emit megatron writes --context-parallel-size"
+
 # --- Layouts refused with their reason (exit 2).
 bad() { w=$1 n=$2; shift 2; refused "$w" "$n" train "$@"; } # WHAT NEEDLE ARGS...
 bad "--cp 3 with 64 tokens" "--cp 3 cuts the sequence of 64 tokens in 6 chunks" --cp 3
