@@ -38,6 +38,12 @@ void op_ring_forward(struct gpt *g, int l)
     int T = g->T, C = g->cp;
     size_t blk = (size_t)g->N * g->dl; /* one of K or V of this GPU's tokens */
     float *att = g->w[A_ATT], *lse = g->w[A_P], *cur = g->kv[0], *nxt = g->kv[1];
+    if (g->inj && g->inj->nan_scores_layer == l && g->cpr == 0) {
+        /* the lessons' injected NaN: in the first query, so its row's scores are NaN, named as
+         * the full attention names it */
+        g->w[A_Q][0] = NAN;
+        op_check(g, g->w[A_Q], 1, l, "attn scores");
+    }
     prof_enter(PROF_ATTENTION);
     memcpy(cur, g->w[A_K], blk * sizeof *cur);
     memcpy(cur + blk, g->w[A_V], blk * sizeof *cur);

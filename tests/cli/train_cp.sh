@@ -108,6 +108,12 @@ check_json "not any('cp' in l for l in d['layouts'] + d['rejected'])" \
 run plan --model synthetic-7b --gpus 8 --seq 32768 --global-batch 8 --cp-max 8 --emit megatron
 check_contains "$out" "--context-parallel-size" "plan --cp-max --emit megatron writes --context-parallel-size"
 
+# --- One verdict: a NaN in one GPU's attention makes every GPU skip the step.
+run train --steps 3 --cp 2 --precision fp16 --inject nan@2 --json
+check_status 0 "a NaN under context parallelism"
+check_jsonl "d[1]['skipped'] and d[1]['overflow'] and d[2]['loss_scale'] == d[1]['loss_scale'] / 2 and not d[2]['skipped']" \
+    "every GPU of the ring skips step 2 and halves the scale"
+
 # --- Layouts refused with their reason (exit 2).
 bad() { w=$1 n=$2; shift 2; refused "$w" "$n" train "$@"; } # WHAT NEEDLE ARGS...
 bad "--cp 3 with 64 tokens" "--cp 3 cuts the sequence of 64 tokens in 6 chunks" --cp 3
