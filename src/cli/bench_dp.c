@@ -1,6 +1,6 @@
-/* Benchmark groups "dp", "pp" and "tp": data, pipeline and tensor parallelism on the
- * thread-GPUs. The `small` model trains on 1, 2 and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage 3;
- * on 2 pipeline stages with 8 micro-batches; and on 2 tensor-parallel GPUs; each run with the
+/* Benchmark groups "dp", "pp", "tp" and "cp": data, pipeline, tensor and context parallelism
+ * on the thread-GPUs. The `small` model trains on 1, 2 and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage
+ * 3; on 2 pipeline stages with 8 micro-batches; and on 2 tensor-parallel GPUs; each run with the
  * same global batch, in fp32, through the engine of `scalelab train` (par/run.h). The runs of a
  * group take turns (1 GPU, 2 GPUs, ..., then again), each turn a sample.
  *
@@ -214,4 +214,35 @@ const struct bench_case bench_tp = {
     "tp",
     "tensor parallelism on thread-GPUs (small, fp32): 2 GPUs against one, in turns",
     run_tp,
+};
+
+/* Context parallelism at a long sequence, where attention's T x T work dominates: one GPU
+ * computes every score of its heads' T x T blocks (the causal zeros included, as one sgemm
+ * does); cp 2's GPUs compute (C + 1) / 2 = 1.5 blocks of (T/2)^2 each with the balanced
+ * split, 3/8 of it, besides half of the rest of the step. */
+static int run_cp(struct bench *b)
+{
+    struct turns t;
+    if (turns_init(b, &t, 2))
+        return 1;
+    for (int k = 0; k < 2; k++) {
+        t.o[k].shape.seq = b->quick ? 512 : 1024;
+        t.o[k].batch = 4;
+        t.o[k].steps = b->quick ? 3 : 5;
+    }
+    t.o[1].gpus = t.o[1].cp = 2;
+    if (take_turns(&t))
+        return 1;
+    char what[96];
+    snprintf(what, sizeof what, "2 context-parallel GPUs / 1 GPU, sequence %d (target >= 1.5)",
+             t.o[0].shape.seq);
+    speedup(b, "cp", what, &t, 1, 0, false);
+    return 0;
+}
+
+const struct bench_case bench_cp = {
+    "cp",
+    "context parallelism on thread-GPUs (small, fp32, a long sequence): 2 GPUs of a ring "
+    "against one, in turns",
+    run_cp,
 };

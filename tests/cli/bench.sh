@@ -81,6 +81,16 @@ else
     check_json "any(r['measure'].startswith('2 GPUs DDP / 1 GPU') and r['limit'].startswith('2/(1+s), s=') and r['limit_value'] > 0 for r in d['results'])" "DDP's speed-up beside its limit and serial fraction"
 fi
 
+# Context parallelism: 2 GPUs of a ring against one at a long sequence, beside the limit their
+# CPU per token sets (skipped under TSan, as dp is).
+if $tsan; then
+    echo "ok $((T_N + 1)) # SKIP the cp group under TSan"; T_N=$((T_N + 1))
+else
+    run bench --quick --only cp --json --repeat 2
+    check_status 0 "bench --quick --only cp --json"
+    check_json "any(r['group'] == 'cp' and r['measure'].startswith('2 context-parallel GPUs / 1 GPU') and r['limit_value'] > 0 for r in d['results'])" "cp's speed-up beside its limit"
+fi
+
 run bench --list
 check_contains "$out" "formats" "bench --list names the formats group"
 check_contains "$out" "window" "bench --list names the window group"
