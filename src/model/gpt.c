@@ -444,13 +444,20 @@ static void layout(struct gpt *g)
 size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
                           const struct ckpt_policy *ckpt, struct error *e)
 {
+    return gpt_estimate_part_bytes(c, batch, fmt, ckpt, NULL, e);
+}
+
+size_t gpt_estimate_part_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
+                               const struct ckpt_policy *ckpt, const struct gpt_part *part,
+                               struct error *e)
+{
     struct gpt *g = calloc(1, sizeof *g);
     if (!g) {
         error_set(e, ERR_NOMEM, "out of memory");
         return 0;
     }
     size_t total = 0;
-    if (setup(g, c, batch, fmt, ckpt, NULL, e) == 0) {
+    if (setup(g, c, batch, fmt, ckpt, part, e) == 0) {
         layout(g);
         for (int k = 0; k < GPT_MEM_KINDS; k++)
             total += g->mem[k];

@@ -195,6 +195,12 @@ struct gpt_inject {
  * batch that cannot fit before trying; 0 with e set if the shape is bad. */
 size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
                           const struct ckpt_policy *ckpt, struct error *e);
+struct gpt_part;
+/* The same for a part (NULL: the whole model): a context-parallel part holds seq / cp of each
+ * sequence, and none of the whole sequence's s x s probabilities. */
+size_t gpt_estimate_part_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
+                               const struct ckpt_policy *ckpt, const struct gpt_part *part,
+                               struct error *e);
 
 /* Calls one gpt_step makes to the seam's compute and charge hooks, from the shape alone:
  * with GPT_BUFFERS, what a trace of a run holds is known before it starts. */

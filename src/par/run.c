@@ -468,10 +468,16 @@ double run_host_bytes(const struct run_config *cfg)
 {
     const struct train_opts *o = &cfg->o;
     struct error e = {0};
-    int dp = layout_dp(o), rows = (o->batch + dp - 1) / dp;
+    int dp = layout_dp(o), rows = (o->batch + dp - 1) / dp, cp = o->cp > 1 ? o->cp : 1;
     double params = (double)gpt_param_count(&o->shape);
-    double per_gpu = (double)gpt_estimate_bytes(&o->shape, rows, o->precision, &o->ckpt, &e) +
-                     5.0 * 4 * params + CLUSTER_STACK_BYTES;
+    /* the whole model's buffers for the GPU's rows, of its seq / cp tokens each; with cp, the
+     * ring's two buffers (4 rows x seq/cp x d elements, at most 4 bytes each) */
+    struct gpt_part whole = {
+        .count = o->shape.layers, .embed = true, .head = true, .slots = 1, .tp = 1, .cp = cp};
+    double ring = cp > 1 ? 2.0 * 4 * rows * (double)(o->shape.seq / cp) * o->shape.d * 4 : 0;
+    double per_gpu =
+        (double)gpt_estimate_part_bytes(&o->shape, rows, o->precision, &o->ckpt, &whole, &e) +
+        ring + 5.0 * 4 * params + CLUSTER_STACK_BYTES;
     double first = cfg->keep_first_step ? 4.0 * params + 8.0 * o->batch * o->shape.seq : 0;
     return (double)o->gpus * per_gpu + DRIVER_STACK_BYTES + RUN_SMALL_BYTES + first;
 }

@@ -1,7 +1,8 @@
 /* Unit tests of ring attention's arithmetic (model/ringattn.h): C GPUs' blockwise causal
  * attention, run here on one thread in the ring's order, against full causal attention over the
  * whole sequence computed in double precision by a second implementation (loops only), forward
- * and backward, for the balanced and the naive split at several C; and the split itself.
+ * and backward, for the balanced and the naive split at several C; the split itself, the work
+ * per GPU; and a context-parallel model part's buffers against their estimate.
  *
  * Tolerance: 1e-6 of the tensor's largest magnitude (at least 1). fp32's unit roundoff is 6e-8;
  * a row's softmax and output sum at most 64 terms of magnitude below 1 here, and the online
@@ -14,9 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ckpt.h"
 #include "base/rng.h"
 #include "harness.h"
+#include "model/gpt.h"
 #include "model/ringattn.h"
+#include "par/run.h"
+#include "par/settings.h"
 
 enum { B = 2, H = 2, HD = 8, D = H * HD };
 
@@ -280,6 +285,55 @@ START_TEST(balanced_split_evens_the_work)
 }
 END_TEST
 
+/* Bytes a model allocates, counted through its seam. */
+static void *count_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char *what)
+{
+    *(size_t *)ctx += bytes;
+    return gpt_host_alloc(NULL, kind, bytes, what);
+}
+
+static void no_shift(void *ctx, const float *send, float *recv, size_t n, const char *what)
+{
+    (void)ctx, (void)send, (void)recv, (void)n, (void)what;
+}
+
+/* A context-parallel part allocates what gpt_estimate_part_bytes says, and a run's host
+ * estimate counts its s / cp tokens: small at sequence 4096 on 4 GPUs, 4 sequences, needs
+ * less than a quarter of the memory as 4 context-parallel GPUs than as 4 data-parallel ones
+ * (whose every GPU holds a sequence's 4096 x 4096 probabilities per head and layer). */
+START_TEST(a_ring_part_is_estimated)
+{
+    struct gpt_config c;
+    ck_assert_int_eq(train_shape("small", &c, NULL), 0);
+    c.seq = 512;
+    struct ckpt_policy none = {CKPT_NONE, 0};
+    for (int cp = 2; cp <= 4; cp *= 2) {
+        struct gpt_part part = {.count = c.layers,
+                                .embed = true,
+                                .head = true,
+                                .slots = 1,
+                                .tp = 1,
+                                .cp = cp,
+                                .cprank = cp - 1};
+        size_t bytes = 0;
+        struct gpt_alloc seam = {
+            .alloc = count_alloc, .free = gpt_host_free, .cp_shift = no_shift, .ctx = &bytes};
+        struct gpt *g = NULL;
+        ck_assert_int_eq(gpt_new_part(&g, &c, 2, FP_BF16, &none, &seam, &part, NULL), 0);
+        ck_assert_uint_eq(bytes, gpt_estimate_part_bytes(&c, 2, FP_BF16, &none, &part, NULL));
+        gpt_free(g);
+    }
+    struct run_config a = {0}, b = {0};
+    train_opts_default(&a.o);
+    ck_assert_int_eq(train_shape("small", &a.o.shape, NULL), 0);
+    a.o.shape.seq = 4096, a.o.batch = 4, a.o.gpus = 4;
+    b.o = a.o;
+    b.o.cp = 4;
+    ck_assert_msg(run_host_bytes(&b) * 4 < run_host_bytes(&a), "cp 4 %.0f B, dp 4 %.0f B",
+                  run_host_bytes(&b), run_host_bytes(&a));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ringattn");
@@ -288,6 +342,7 @@ int main(void)
     tcase_add_test(tc, split_covers_the_sequence);
     tcase_add_test(tc, ring_equals_full_attention);
     tcase_add_test(tc, balanced_split_evens_the_work);
+    tcase_add_test(tc, a_ring_part_is_estimated);
     suite_add_tcase(s, tc);
     return harness_run_threadless(s);
 }
