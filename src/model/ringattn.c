@@ -203,15 +203,15 @@ long ring_attn_fwd_heads(const struct ring_heads *rh, int nq, const int *qpos, c
 {
     int ld = rh->H * rh->hd;
     struct ring_rows qr = {nq, ld, qpos}, kr = {nk, ld, kpos};
-    long pairs = 0;
+    long scores = 0;
     for (int b = 0; b < rh->B; b++)
         for (int h = 0; h < rh->H; h++) {
             size_t qo = off_mat(rh, nq, b, h), ko = off_mat(rh, nk, b, h);
             size_t mo = off_vec(rh, nq, b, h);
-            pairs += ring_attn_fwd_block(rh->hd, rh->scale, &qr, q + qo, &kr, k + ko, v + ko,
-                                         o + qo, ld, m + mo, l + mo, s);
+            scores += ring_attn_fwd_block(rh->hd, rh->scale, &qr, q + qo, &kr, k + ko, v + ko,
+                                          o + qo, ld, m + mo, l + mo, s);
         }
-    return pairs;
+    return scores;
 }
 
 void ring_attn_fwd_finish_heads(const struct ring_heads *rh, int nq, float *o, const float *m,
@@ -243,14 +243,14 @@ long ring_attn_bwd_heads(const struct ring_heads *rh, int nq, const int *qpos, c
 {
     int ld = rh->H * rh->hd;
     struct ring_rows qr = {nq, ld, qpos}, kr = {nk, ld, kpos};
-    long pairs = 0;
+    long scores = 0;
     for (int b = 0; b < rh->B; b++)
         for (int h = 0; h < rh->H; h++) {
             size_t qo = off_mat(rh, nq, b, h), ko = off_mat(rh, nk, b, h);
             size_t mo = off_vec(rh, nq, b, h);
-            pairs +=
+            scores +=
                 ring_attn_bwd_block(rh->hd, rh->scale, &qr, q + qo, dout + qo, lse + mo, D + mo,
                                     dq + qo, &kr, k + ko, v + ko, dk + ko, dv + ko, s, dp);
         }
-    return pairs;
+    return scores;
 }

@@ -150,7 +150,7 @@ static double worst(const struct full *f, const double *ref, const struct share 
 
 struct errs {
     double o, dq, dk, dv, omax, dqmax, dkmax, dvmax;
-    long pairs[8];
+    long scores[8]; /* the scores each GPU computed, forward */
 };
 
 /* C GPUs' ring attention on one thread: at ring step t GPU r holds the key/value block of GPU
@@ -180,8 +180,8 @@ static void run_ring(const struct full *f, int C, enum ring_split split, struct 
     for (int t = 0; t < C; t++)
         for (int r = 0; r < C; r++) {
             struct share *g = &sh[r], *kv = &sh[(r - t + C) % C];
-            e->pairs[r] += ring_attn_fwd_heads(&rh, n, g->pos, g->q, n, kv->pos, kv->k, kv->v, g->o,
-                                               g->m, g->l, s);
+            e->scores[r] += ring_attn_fwd_heads(&rh, n, g->pos, g->q, n, kv->pos, kv->k, kv->v,
+                                                g->o, g->m, g->l, s);
         }
     for (int r = 0; r < C; r++) {
         ring_attn_fwd_finish_heads(&rh, n, sh[r].o, sh[r].m, sh[r].l, sh[r].m);
@@ -277,8 +277,8 @@ START_TEST(balanced_split_evens_the_work)
         run_ring(&f, C, RING_NAIVE, &nai);
         long n = 64 / C;
         for (int r = 0; r < C; r++) {
-            ck_assert_int_eq(bal.pairs[r], (long)B * H * (C + 1) * n * n / 2);
-            ck_assert_int_eq(nai.pairs[r], (long)B * H * (r + 1) * n * n);
+            ck_assert_int_eq(bal.scores[r], (long)B * H * (C + 1) * n * n / 2);
+            ck_assert_int_eq(nai.scores[r], (long)B * H * (r + 1) * n * n);
         }
     }
     full_free(&f);
