@@ -1,5 +1,6 @@
 libscalelab_a_SOURCES += \
 	%reldir%/algo.h \
+	%reldir%/alltoall.c \
 	%reldir%/coll.c %reldir%/coll.h \
 	%reldir%/cost.c %reldir%/cost.h \
 	%reldir%/mpi.c %reldir%/mpi.h \

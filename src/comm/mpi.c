@@ -56,7 +56,8 @@ void mpi_end(void)
 
 /* ------------------------------------------------------------------ the transport */
 
-#define SLOTS 8 /* sends in flight at once (a tree posts up to four) */
+/* sends in flight at once: a tree posts up to four, the direct all-to-all N-1 */
+#define SLOTS CLUSTER_MAX_GPUS
 
 struct mx {
     MPI_Comm comm;
@@ -255,6 +256,7 @@ struct libcall {
     MPI_Datatype type;
     MPI_Op sum;
     char *buf;
+    char *rbuf; /* all-to-all's receive buffer */
     size_t count;
     int rank, n, root;
     bool even;            /* n divides count: the _block and plain variants */
@@ -286,6 +288,9 @@ static void lib_run(const struct libcall *l, enum cost_op op)
         else
             MPI_Reduce(l->buf, NULL, c, l->type, l->sum, l->root, l->comm);
         break;
+    case COST_ALLTOALL: /* out of place, as ours */
+        MPI_Alltoall(l->buf, per, l->type, l->rbuf, per, l->type, l->comm);
+        break;
     default: break;
     }
 }
@@ -297,6 +302,7 @@ static const char *lib_name(enum cost_op op, bool even)
     case COST_REDUCE_SCATTER: return even ? "MPI_Reduce_scatter_block" : "MPI_Reduce_scatter";
     case COST_ALLGATHER: return even ? "MPI_Allgather" : "MPI_Allgatherv";
     case COST_BROADCAST: return "MPI_Bcast";
+    case COST_ALLTOALL: return "MPI_Alltoall";
     default: return "MPI_Reduce";
     }
 }
@@ -392,16 +398,28 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     MPI_Comm_idup(MPI_COMM_WORLD, &m.comm, &dup);
     await(&m, &dup, MPI_STATUS_IGNORE, "the other ranks to start", -1);
     r->hosts = count_hosts(&m, r->host0, sizeof r->host0);
-    char *buf = malloc(bytes ? bytes : 1);
+    bool a2a = a->op == COST_ALLTOALL;
+    if (a2a && a->count % (size_t)n != 0)
+        return error_set(e, ERR_INVAL,
+                         "all-to-all sends count/N elements to each GPU: %zu elements do not split "
+                         "into %d equal blocks",
+                         a->count, n);
+    char *buf = malloc(bytes ? bytes : 1), *rbuf = a2a ? malloc(bytes ? bytes : 1) : NULL;
     m.scratch = malloc(bytes ? bytes : 1);
     m.scratch_bytes = bytes;
     t->sent = calloc((size_t)n, sizeof *t->sent);
-    if (!buf || !m.scratch || !t->sent)
-        stop("GPU %d: no memory for two buffers of %zu bytes", rank, bytes);
+    if (!buf || !m.scratch || !t->sent || (a2a && !rbuf))
+        stop("GPU %d: no memory for %d buffers of %zu bytes", rank, a2a ? 3 : 2, bytes);
     memset(m.scratch, 0, bytes); /* touched once, before anything is timed */
 
     struct xport x = {&mpi_ops, &m, rank, n, &a->spec};
-    struct coll op = {a->op, t->algo, buf, a->count, a->dtype, a->root, 0, NULL, NULL, 0, false};
+    struct coll op = {.op = a->op,
+                      .algo = t->algo,
+                      .buf = buf,
+                      .count = a->count,
+                      .dtype = a->dtype,
+                      .root = a->root,
+                      .recv = rbuf};
     const char *stall = getenv("SCALELAB_MPI_STALL_RANK");
 
     /* the library's collectives on the same buffers */
@@ -415,6 +433,7 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
                         type,
                         sum,
                         buf,
+                        rbuf,
                         a->count,
                         rank,
                         n,
@@ -432,7 +451,7 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     }
     enum cost_op ops[MPI_LIB_MAX] = {COST_ALLREDUCE, COST_REDUCE_SCATTER, COST_ALLGATHER};
     r->nlib = 3;
-    if (a->op == COST_BROADCAST || a->op == COST_REDUCE)
+    if (a->op == COST_BROADCAST || a->op == COST_REDUCE || a2a)
         ops[r->nlib++] = a->op;
     for (int k = 0; k < r->nlib; k++) {
         r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l.even), ops[k], 1e300,
@@ -445,6 +464,8 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     t->wall_s = 1e300;
     for (int i = -1; i < r->repeat; i++) {
         verify_fill(a->dtype, buf, a->count, a->seed, rank);
+        if (rbuf) /* what the check reads is this run's, not the library's before it */
+            memset(rbuf, 0, bytes);
         m.bytes_sent = 0;
         barrier(&m);
         double t0 = MPI_Wtime();
@@ -462,7 +483,7 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
             for (int g = 0; g < n && rank == 0; g++)
                 t->sent_total += t->sent[g];
             if (a->verify)
-                check(&m, a, buf, r);
+                check(&m, a, rbuf ? rbuf : buf, r);
         }
         for (int k = 0; k < r->nlib; k++) {
             verify_fill(a->dtype, buf, a->count, a->seed, rank);
@@ -481,6 +502,7 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     free(l.counts);
     free(l.displs);
     free(buf);
+    free(rbuf);
     free(m.scratch);
     MPI_Comm_free(&m.comm);
     return 0;

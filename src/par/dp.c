@@ -323,8 +323,13 @@ static int ring(struct dp *p, enum cost_op op, void *buf, size_t count, enum fp_
 {
     if (by_shards && p->n > 1)
         shard_bounds(&p->plan, off, count, p->bounds);
-    struct coll c = {op,   COST_RING, buf,  count, fmt, 0, stream, by_shards ? p->bounds : NULL,
-                     NULL, 0,         false};
+    struct coll c = {.op = op,
+                     .algo = COST_RING,
+                     .buf = buf,
+                     .count = count,
+                     .dtype = fmt,
+                     .stream = stream,
+                     .bounds = by_shards ? p->bounds : NULL};
     return ring_over(p, p->group, p->n, &p->states, &c);
 }
 
@@ -508,8 +513,12 @@ static void flush(struct dp *p)
     stream_wait(p, DP_STREAM_GRADS, DP_STREAM_COMPUTE);
     if (p->emb) {
         void *buf = p->gr ? p->gr : (void *)gpt_grads(p->g);
-        struct coll c = {COST_ALLREDUCE,  COST_RING, buf,  p->emb, p->gdt, 0,
-                         DP_STREAM_GRADS, NULL,      NULL, 0,      false};
+        struct coll c = {.op = COST_ALLREDUCE,
+                         .algo = COST_RING,
+                         .buf = buf,
+                         .count = p->emb,
+                         .dtype = p->gdt,
+                         .stream = DP_STREAM_GRADS};
         ring_over(p, p->embed_group, 2, &p->embed, &c);
     }
     for (; p->next_bucket < p->plan.nbuckets; p->next_bucket++)
@@ -579,8 +588,11 @@ int dp_agree(struct dp *p, double loss, double sumsq, bool found, double *gloss,
     mine[4] = found ? 1.0f : 0.0f;
     mine[5] = p->has_loss ? 1.0f : 0.0f;
     /* an all-gather over every GPU is a copy: the doubles travel as their bits */
-    struct coll c = {COST_ALLGATHER, COST_RING, p->rec, (size_t)p->world * REC, FP_FP32, 0, 0, NULL,
-                     NULL,           0,         false};
+    struct coll c = {.op = COST_ALLGATHER,
+                     .algo = COST_RING,
+                     .buf = p->rec,
+                     .count = (size_t)p->world * REC,
+                     .dtype = FP_FP32};
     int rc = ring_over(p, NULL, p->world, &p->scalars, &c);
     if (rc) {
         *e = p->err;
