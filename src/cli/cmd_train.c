@@ -43,6 +43,10 @@ struct args {
     int dp;     /* --dp, 0 if not given */
     int chunks; /* --chunks, 0 if not given */
     const char *dump, *trace, *cluster, *nodes;
+    /* a mixture of experts: --experts, --top-k, --moe-every (0 if not given), and
+     * --capacity-factor, --aux-loss-coef (negative if not given) */
+    int experts, top_k, moe_every;
+    double capacity, aux;
 };
 
 /* ------------------------------------------------------------------ parsing */
@@ -287,6 +291,15 @@ static int parse_grad_accum(const struct opt_entry *o, const char *arg, void *fi
     return 0;
 }
 
+/* --capacity-factor (0 to 64, 0: none) and --aux-loss-coef (0 to 100). */
+static int parse_moe_num(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    double *v = field, hi = strcmp(o->opt.name, "capacity-factor") ? 100 : 64;
+    if (parse_double(o->opt.name, arg, v, e) || !(*v >= 0 && *v <= hi))
+        return error_set(e, ERR_INVAL, "--%s '%s': a number from 0 to %g", o->opt.name, arg, hi);
+    return 0;
+}
+
 static int parse_fail(const struct opt_entry *o, const char *arg, void *field, struct error *e)
 {
     struct train_opts *t = field;
@@ -367,7 +380,7 @@ static const struct opt_entry options[] = {
              "write model.ini, params.f32, tokens.i32, targets.i32, loss.txt and\n"
              "grads.f32 of step 1 (little-endian; gradients of the mean loss,\n"
              "unscaled and before clipping, gathered from every GPU) to check\n"
-             "against PyTorch"),
+             "against PyTorch; with experts, train.ini holds --aux-loss-coef"),
     OPT_INT("gpus", "N", A, gpus, 1, 64,
             "N simulated GPUs, 1 to 64 (default 1); each takes batch / N\n"
             "sequences of the global batch a one-GPU run draws, so the run\n"
@@ -418,6 +431,23 @@ static const struct opt_entry options[] = {
     OPT_INT("chunks", "V", A, chunks, 2, SCHED_MAX_CHUNKS,
             "interleaved: V model chunks per stage (default 2), P x V dividing\n"
             "the layers; stage s holds virtual stages s, P + s, 2P + s, ..."),
+    OPT_INT("experts", "E", A, experts, 2, GPT_MAX_EXPERTS,
+            "a mixture of experts: each expert layer's feed-forward becomes E\n"
+            "SwiGLU experts of the model's ffn width and a router (2 to 64;\n"
+            "one GPU, one micro-batch); a model preset may hold them (tiny-moe)"),
+    OPT_INT("top-k", "K", A, top_k, 1, 2,
+            "the experts each token goes to (default 2, or the preset's): 1 as\n"
+            "Switch Transformer (its gate is the router's probability), 2 as\n"
+            "Mixtral (the two probabilities renormalised)"),
+    OPT_WITH("capacity-factor", "C", parse_moe_num, A, capacity,
+             "an expert takes at most ceil(C K tokens / E) of a step's tokens; a\n"
+             "choice past it is dropped (the token keeps its residual); 0: no\n"
+             "limit (default, or the preset's)"),
+    OPT_WITH("aux-loss-coef", "A", parse_moe_num, A, aux,
+             "the load-balancing loss A E sum_i f_i P_i (Switch Transformer's)\n"
+             "added to the loss (default 0.01)"),
+    OPT_INT("moe-every", "K", A, moe_every, 1, 1024,
+            "layer l has experts when l % K is 0 (default 1: every layer)"),
     OPT_END,
 };
 #undef LONG_OPT
@@ -520,6 +550,17 @@ static int dump_write(const struct args *r, const struct run *run, struct error 
                  "kv_heads = %d\nffn = %d\nffn_kind = swiglu\nvocab = %d\ntied = true\n"
                  "seq = %d\n",
                  r->shape.name, c->layers, c->d, c->heads, c->heads, c->ffn, c->vocab, c->seq);
+    char aux[128];
+    int al = 0;
+    if (c->moe.experts) { /* the experts in the shape; the loss's coefficient beside it */
+        len += snprintf(ini + len, sizeof ini - (size_t)len,
+                        "experts = %d\ntop_k = %d\nmoe_every = %d\ncapacity_factor = %.17g\n",
+                        c->moe.experts, c->moe.top_k, c->moe.every, c->moe.capacity_factor);
+        al = snprintf(aux, sizeof aux,
+                      "# written by scalelab train --dump: what the loss adds to the shape's\n"
+                      "[train]\naux_coef = %.17g\n",
+                      c->moe.aux_coef);
+    }
     int ll = snprintf(lossbuf, sizeof lossbuf, "%.17g\n", loss);
     if (mkdir(r->dump, 0777) != 0 && errno != EEXIST)
         return error_set(e, ERR_IO, "--dump: cannot create %s: %s", r->dump, strerror(errno));
@@ -529,6 +570,8 @@ static int dump_write(const struct args *r, const struct run *run, struct error 
         return error_set(e, ERR_NOMEM, "out of memory");
     gpt_init_params(c, o->seed, params);
     int rc = write_file(r->dump, "model.ini", ini, (size_t)len, e);
+    if (!rc && al)
+        rc = write_file(r->dump, "train.ini", aux, (size_t)al, e);
     if (!rc)
         rc = write_le32(r->dump, "params.f32", params, n, e);
     if (!rc)
@@ -574,6 +617,12 @@ static void step_json(const struct run_step *rs)
     if (rs->gpus > 1)
         printf("\"nonfinite_gpu\":%d,", rs->nonfinite_gpu);
     printf("\"act_peak_bytes\":%zu,", s->act_peak_bytes);
+    if (s->routed) { /* a mixture of experts: the routing's figures */
+        put_num("aux_loss", s->aux_loss, true);
+        printf("\"routed\":%llu,\"dropped\":%llu,", (unsigned long long)s->routed,
+               (unsigned long long)s->dropped);
+        put_num("expert_imbalance", s->expert_imbalance, true);
+    }
     put_num("sim_time_s", rs->sim_time_s, true);
     printf("\"comm_bytes_per_gpu\":%llu}\n", (unsigned long long)rs->comm_bytes_per_gpu);
 }
@@ -592,6 +641,9 @@ static void step_text(const struct run_step *rs)
         printf("  non-finite on GPU %d: %s", rs->nonfinite_gpu, s->nonfinite);
     else if (s->nonfinite[0])
         printf("  non-finite: %s", s->nonfinite);
+    if (s->routed)
+        printf("  aux %.4f  dropped %.1f%%  max load %.2fx", s->aux_loss,
+               100.0 * (double)s->dropped / (double)s->routed, s->expert_imbalance);
     if (s->overflow)
         printf("  OVERFLOW");
     if (s->spike)
@@ -613,6 +665,10 @@ struct summary {
     int layers;
     float last_scale;
     uint64_t scalars;
+    /* a mixture of experts: the choices routed and dropped over the run; the last step's
+     * load-balancing loss and imbalance */
+    uint64_t routed, dropped;
+    double last_aux, last_imbalance;
 };
 
 /* ------------------------------------------------------------------ --trace */
@@ -886,6 +942,19 @@ static void print_summary_json(const struct args *r, const struct run *run,
     json_object_set_new(m, "steps", json_integer(sum->steps));
     json_object_set_new(m, "model", json_string(r->shape.name));
     json_object_set_new(m, "parameters", json_integer((json_int_t)gpt_param_count(c)));
+    if (c->moe.experts) {
+        json_object_set_new(m, "active_parameters",
+                            json_integer((json_int_t)gpt_active_param_count(c)));
+        json_t *x =
+            json_pack("{s:i, s:i, s:i, s:o, s:o}", "experts", c->moe.experts, "top_k", c->moe.top_k,
+                      "moe_every", c->moe.every, "capacity_factor",
+                      json_num(c->moe.capacity_factor), "aux_loss_coef", json_num(c->moe.aux_coef));
+        json_object_set_new(x, "routed", json_integer((json_int_t)sum->routed));
+        json_object_set_new(x, "dropped", json_integer((json_int_t)sum->dropped));
+        json_object_set_new(x, "last_aux_loss", json_num(sum->last_aux));
+        json_object_set_new(x, "last_expert_imbalance", json_num(sum->last_imbalance));
+        json_object_set_new(m, "moe", x);
+    }
     json_object_set_new(m, "precision", json_string(fp_info(o->precision)->key));
     json_object_set_new(m, "checkpoint", json_string(o->ckpt.name[0] ? o->ckpt.name : "none"));
     json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));
@@ -1071,10 +1140,48 @@ static void account(struct summary *sum, const struct args *r, const struct run_
     sum->exposed += rs->exposed_s;
     sum->scalars = rs->scalar_bytes;
     sum->last_scale = s->next_scale; /* after the last update, as get_scale() says */
+    sum->routed += s->routed, sum->dropped += s->dropped;
+    sum->last_aux = s->aux_loss, sum->last_imbalance = s->expert_imbalance;
     sum->steps = i;
 }
 
 /* ------------------------------------------------------------------ the command */
+
+/* --experts, --top-k, --moe-every and --capacity-factor into the model's shape (the
+ * calculator's and the model's, so the prediction is of the model that runs); what goes
+ * with experts needs them. 0, or the exit status. */
+static int configure_moe(struct args *r)
+{
+    struct model_shape *m = &r->shape;
+    if (r->experts) {
+        if (!m->experts) /* a dense preset turned into a mixture: Mixtral's k by default */
+            m->top_k = 2, m->moe_every = 1;
+        m->experts = r->experts;
+    }
+    const char *lone = r->top_k           ? "--top-k"
+                       : r->moe_every     ? "--moe-every"
+                       : r->capacity >= 0 ? "--capacity-factor"
+                       : r->aux >= 0      ? "--aux-loss-coef"
+                                          : NULL;
+    if (!m->experts) {
+        if (lone)
+            return cli_usage("train", "%s goes with --experts (the model %s has none)", lone,
+                             m->name);
+        return 0;
+    }
+    if (r->top_k)
+        m->top_k = r->top_k;
+    if (r->moe_every)
+        m->moe_every = r->moe_every;
+    if (r->capacity >= 0)
+        m->capacity_factor = r->capacity;
+    if (m->top_k > m->experts)
+        return cli_usage("train", "--top-k %d: more than the %d experts", m->top_k, m->experts);
+    if (m->moe_every > m->layers)
+        return cli_usage("train", "--moe-every %d: %s has %d layers", m->moe_every, m->name,
+                         m->layers);
+    return 0;
+}
 
 /* The options into r, and the checks between them: 0, or the exit status. */
 static int configure(int argc, char **argv, struct args *r)
@@ -1086,11 +1193,14 @@ static int configure(int argc, char **argv, struct args *r)
     r->cluster = "h100-80gb";
     if ((rc = preset_load_model("tiny", &r->shape, &e)))
         return cli_fail(&e);
-    if ((rc = opts_parse(&opts_train, argc, argv, r)))
+    r->capacity = r->aux = -1;
+    if ((rc = opts_parse(&opts_train, argc, argv, r)) || (rc = configure_moe(r)))
         return rc;
     struct train_opts *o = &r->o;
     if (train_shape_of(&r->shape, &o->shape, &e))
         return cli_usage("train", "--model %s", e.msg);
+    if (r->aux >= 0)
+        o->shape.moe.aux_coef = r->aux;
     if (!r->scale_given)
         o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
     if (r->summary_only && !r->json)
@@ -1133,6 +1243,11 @@ static int configure_layout(struct args *r)
                          "--schedule %s needs --pp > 1: one stage runs its micro-batches one "
                          "after the other (forward, backward), adding up their gradients",
                          sched_name(o->schedule));
+    if (o->shape.moe.experts && (o->gpus > 1 || o->micro_batches > 1))
+        return cli_usage("train",
+                         "%s has experts: it trains on one GPU with one micro-batch for now, "
+                         "not %d GPUs and %d micro-batches",
+                         r->shape.name, o->gpus, o->micro_batches);
     if (train_opts_check(o, &e))
         return opts_fail(&opts_train, &e);
     return 0;
@@ -1191,6 +1306,15 @@ static void print_header(const struct args *r, const struct cluster_spec *spec)
            "seq %d\n",
            r->shape.name, units_format_grouped(pc, sizeof pc, gpt_param_count(c)), c->d, c->layers,
            c->heads, c->ffn, c->vocab, c->seq);
+    if (c->moe.experts) {
+        char ac[32], cap[32] = "no capacity limit";
+        if (c->moe.capacity_factor > 0)
+            snprintf(cap, sizeof cap, "capacity factor %g", c->moe.capacity_factor);
+        printf("experts: %d in %d of the %d layers, top-%d, %s, aux-loss coefficient %g; %s "
+               "parameters used per token\n",
+               c->moe.experts, gpt_moe_layers(c), c->layers, c->moe.top_k, cap, c->moe.aux_coef,
+               units_format_grouped(ac, sizeof ac, gpt_active_param_count(c)));
+    }
     printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, ",
            fp_info(o->precision)->name,
            o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"

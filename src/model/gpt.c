@@ -42,6 +42,7 @@
 #include "base/error.h"
 #include "base/prof.h"
 #include "base/rng.h"
+#include "model/moe.h"
 #include "num/exp.h"
 
 #define RMS_EPS   1e-5
@@ -63,28 +64,104 @@ int gpt_config_check(const struct gpt_config *c, struct error *e)
     if (c->vocab > 1 << 20 || c->d > 1 << 16 || c->ffn > 1 << 18 || c->seq > 1 << 16 ||
         c->layers > 1024)
         return error_set(e, ERR_INVAL, "model shape: too large for this lab");
+    const struct gpt_moe *m = &c->moe;
+    if (m->experts == 0)
+        return 0;
+    if (m->experts < 2 || m->experts > GPT_MAX_EXPERTS)
+        return error_set(e, ERR_INVAL, "experts: 2 to %d, not %d", GPT_MAX_EXPERTS, m->experts);
+    if (m->top_k < 1 || m->top_k > 2 || m->top_k > m->experts)
+        return error_set(e, ERR_INVAL, "top_k: 1 or 2 (at most the %d experts), not %d", m->experts,
+                         m->top_k);
+    if (m->every < 1 || m->every > c->layers)
+        return error_set(e, ERR_INVAL, "moe_every: 1 to the %d layers, not %d", c->layers,
+                         m->every);
+    if (!(m->capacity_factor >= 0 && m->capacity_factor <= 64))
+        return error_set(e, ERR_INVAL, "capacity factor: 0 (none) or up to 64, not %g",
+                         m->capacity_factor);
+    if (!(m->aux_coef >= 0 && m->aux_coef <= 100))
+        return error_set(e, ERR_INVAL, "aux-loss coefficient: 0 to 100, not %g", m->aux_coef);
     return 0;
 }
 
-static size_t layer_params(const struct gpt_config *c)
+bool gpt_layer_moe(const struct gpt_config *c, int l)
+{
+    return c->moe.experts > 0 && l % c->moe.every == 0;
+}
+
+/* Layers with experts among 0..l-1. */
+static int moe_before(const struct gpt_config *c, int l)
+{
+    return c->moe.experts > 0 ? (l + c->moe.every - 1) / c->moe.every : 0;
+}
+
+int gpt_moe_layers(const struct gpt_config *c)
+{
+    return moe_before(c, c->layers);
+}
+
+/* The tensors of layer l, in order: rows x cols each, their kind and expert. A dense layer
+ * has 9, one with E experts 7 + 3E (the router after mlp_norm, then the experts' three). */
+static int layer_tensors(const struct gpt_config *c, int l)
+{
+    return gpt_layer_moe(c, l) ? 7 + 3 * c->moe.experts : 9;
+}
+
+static void layer_tensor(const struct gpt_config *c, int l, int k, struct gpt_tensor *t)
+{
+    int d = c->d, f = c->ffn;
+    static const enum gpt_kind ffn[3] = {GPT_W_GATE, GPT_W_UP, GPT_W_DOWN};
+    t->layer = l, t->expert = -1;
+    if (k < 6 || !gpt_layer_moe(c, l)) {
+        const int rows[9] = {1, d, d, d, d, 1, f, f, d}, cols[9] = {d, d, d, d, d, d, d, d, f};
+        t->kind = (enum gpt_kind)(GPT_ATTN_NORM + k), t->rows = rows[k], t->cols = cols[k];
+    } else if (k == 6) {
+        t->kind = GPT_ROUTER, t->rows = c->moe.experts, t->cols = d;
+    } else {
+        int w = (k - 7) % 3;
+        t->kind = ffn[w], t->expert = (k - 7) / 3;
+        t->rows = w == 2 ? d : f, t->cols = w == 2 ? f : d;
+    }
+}
+
+static size_t layer_params_of(const struct gpt_config *c, int l)
 {
     size_t d = (size_t)c->d, f = (size_t)c->ffn;
+    if (gpt_layer_moe(c, l))
+        return 2 * d + 4 * d * d + (size_t)c->moe.experts * (3 * d * f + d);
     return 2 * d + 4 * d * d + 3 * d * f;
+}
+
+/* Where layer l starts in the whole model's buffer. */
+static size_t layer_start(const struct gpt_config *c, int l)
+{
+    int moe = moe_before(c, l);
+    struct gpt_config dense = *c;
+    dense.moe.experts = 0;
+    return (size_t)c->vocab * c->d + (size_t)(l - moe) * layer_params_of(&dense, 0) +
+           (size_t)moe * (c->moe.experts > 0 ? layer_params_of(c, 0) : 0);
 }
 
 size_t gpt_param_count(const struct gpt_config *c)
 {
-    return (size_t)c->vocab * c->d + (size_t)c->layers * layer_params(c) + (size_t)c->d;
+    return layer_start(c, c->layers) + (size_t)c->d;
+}
+
+size_t gpt_active_param_count(const struct gpt_config *c)
+{
+    if (c->moe.experts == 0)
+        return gpt_param_count(c);
+    size_t d = (size_t)c->d, f = (size_t)c->ffn, idle = (size_t)(c->moe.experts - c->moe.top_k);
+    return gpt_param_count(c) - (size_t)gpt_moe_layers(c) * idle * 3 * d * f;
 }
 
 size_t gpt_tensor_count(const struct gpt_config *c)
 {
-    return 2 + 9 * (size_t)c->layers;
+    return 2 + 9 * (size_t)c->layers + (size_t)gpt_moe_layers(c) * (3 * (size_t)c->moe.experts - 2);
 }
 
 static const char *const kind_names[GPT_KINDS] = {
-    "embedding", "attn_norm", "wq",   "wk",     "wv",         "wo",
-    "mlp_norm",  "w_gate",    "w_up", "w_down", "final_norm",
+    "embedding", "attn_norm", "wq",   "wk",     "wv",     "wo",
+    "mlp_norm",  "w_gate",    "w_up", "w_down", "router", "final_norm",
 };
 
 const char *gpt_kind_name(enum gpt_kind k)
@@ -94,21 +171,24 @@ const char *gpt_kind_name(enum gpt_kind k)
 
 struct gpt_tensor gpt_tensor_at(const struct gpt_config *c, size_t i)
 {
-    size_t d = (size_t)c->d, f = (size_t)c->ffn;
-    struct gpt_tensor t = {GPT_EMBEDDING, -1, 0, c->vocab, c->d};
+    struct gpt_tensor t = {GPT_EMBEDDING, -1, 0, c->vocab, c->d, -1};
     if (i == 0)
         return t;
     if (i == gpt_tensor_count(c) - 1)
-        return (struct gpt_tensor){GPT_FINAL_NORM, -1, gpt_param_count(c) - d, 1, c->d};
-    size_t l = (i - 1) / 9, k = (i - 1) % 9;
-    size_t off = (size_t)c->vocab * d + l * layer_params(c);
-    /* sizes of the nine tensors of a layer, in order */
-    const size_t rows[9] = {1, d, d, d, d, 1, f, f, d};
-    const size_t cols[9] = {d, d, d, d, d, d, d, d, f};
-    for (size_t j = 0; j < k; j++)
-        off += rows[j] * cols[j];
-    return (struct gpt_tensor){(enum gpt_kind)(GPT_ATTN_NORM + k), (int)l, off, (int)rows[k],
-                               (int)cols[k]};
+        return (struct gpt_tensor){GPT_FINAL_NORM, -1, gpt_param_count(c) - (size_t)c->d, 1,
+                                   c->d,           -1};
+    size_t k = i - 1;
+    int l = 0;
+    while (k >= (size_t)layer_tensors(c, l))
+        k -= (size_t)layer_tensors(c, l), l++;
+    size_t off = layer_start(c, l);
+    for (int j = 0; j < (int)k; j++) {
+        layer_tensor(c, l, j, &t);
+        off += (size_t)t.rows * (size_t)t.cols;
+    }
+    layer_tensor(c, l, (int)k, &t);
+    t.offset = off;
+    return t;
 }
 
 /* ------------------------------------------------------------------ checkpoint policies */
@@ -139,9 +219,12 @@ int gpt_ckpt_segment(const struct gpt_ckpt *p, int layers)
 
 /* ------------------------------------------------------------------ the model */
 
-/* Where one layer's tensors are in a flat buffer (the weights, or the gradients). */
+/* Where one layer's tensors are in a flat buffer (the weights, or the gradients). A layer
+ * with experts has router and experts (expert e's w_gate, w_up, w_down from experts + 3 e F d)
+ * in place of w_gate, w_up and w_down (NULL). */
 struct layer_ptrs {
     float *attn_norm, *wq, *wk, *wv, *wo, *mlp_norm, *w_gate, *w_up, *w_down;
+    float *router, *experts;
 };
 
 /* The tensors a layer keeps for its backward pass. */
@@ -160,6 +243,13 @@ enum {
     A_G,
     A_U,
     A_H,
+    /* a layer with experts: G, U and H are the experts' rows, and it keeps the router's
+     * probabilities (fp32), the routing (choices, rows, gates, each expert's rows: 4-byte
+     * words), the experts' inputs and their outputs (for the gates' gradients) */
+    A_RP,
+    A_ROUTE,
+    A_XE,
+    A_YE,
     A_COUNT
 };
 /* The ends keep the final norm's input, 1 / rms and output, and the fp32 probabilities. */
@@ -188,8 +278,17 @@ struct gpt {
     void *pslot;             /* selective: the slot of the recomputed probabilities */
     void *(*head)[H_COUNT];  /* [slots]: the ends' kept tensors (a part with the head) */
     bool accumulate;         /* the weight gradients add into the buffer (micro-batches) */
-    size_t layer_bytes, head_bytes; /* a full list of kept tensors; the ends */
+    size_t layer_bytes, head_bytes; /* a dense layer's full list of kept tensors; the ends */
     size_t live, peak;              /* charged activation bytes */
+
+    /* mixture of experts (model/moe.h): the rows of the experts' buffer (0: dense model), the
+     * router's logits and their gradient, the experts' output and input gradients, the gates'
+     * gradients; the last forward pass's figures, per expert layer where it says */
+    size_t rows;
+    float *zlog, *dye, *dxe, *dgate;
+    double aux, aux_scale; /* the loss's load-balancing part; its weight in the backward pass */
+    uint64_t routed, dropped;
+    int32_t *load, *kept; /* [expert layers][E] */
 
     /* fp32 workspace: one layer's tensors (ws), the residual stream and the gradients; w is
      * where the layer at hand has its tensors: the workspace, or in fp32 its kept ones in
@@ -263,37 +362,77 @@ void gpt_free(struct gpt *g)
     free(g->segin);
     free(g->head);
     free(g->underflow);
+    free(g->load);
+    free(g->kept);
     free(g->lw);
     free(g->lg);
     free(g);
 }
 
-static size_t act_elems(const struct gpt *g, int a)
+/* The sizes of a kept tensor: a dense layer's, one with experts, or the larger of the two
+ * (the workspace and a segment's pool serve any layer). */
+enum { SZ_DENSE, SZ_MOE, SZ_ANY };
+
+static int sz_of(const struct gpt *g, int l)
 {
-    size_t N = (size_t)g->N, d = (size_t)g->c.d;
+    return gpt_layer_moe(&g->c, l) ? SZ_MOE : SZ_DENSE;
+}
+
+static size_t act_elems(const struct gpt *g, int a, int sz)
+{
+    if (sz == SZ_ANY) {
+        size_t dense = act_elems(g, a, SZ_DENSE), moe = g->rows ? act_elems(g, a, SZ_MOE) : 0;
+        return dense > moe ? dense : moe;
+    }
+    size_t N = (size_t)g->N, d = (size_t)g->c.d, E = (size_t)g->c.moe.experts;
+    size_t k = (size_t)g->c.moe.top_k, rows = sz == SZ_MOE ? g->rows : N;
     if (a == A_P) /* this rank's heads */
         return (size_t)g->B * g->hl * g->c.seq * g->c.seq;
     if (a == A_G || a == A_U || a == A_H)
-        return N * (size_t)g->fl;
+        return rows * (size_t)g->fl;
     if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
         return N * (size_t)g->dl;
+    if (a == A_RP)
+        return sz == SZ_MOE ? N * E : 0;
+    if (a == A_ROUTE) /* choices, rows and gates [N k]; first row, kept and load [E] */
+        return sz == SZ_MOE ? 3 * N * k + 3 * E : 0;
+    if (a == A_XE || a == A_YE)
+        return sz == SZ_MOE ? rows * d : 0;
     /* the residual stream's: a tp-th of the rows under sequence parallelism */
     if (a == A_RSTD1 || a == A_RSTD2)
         return (size_t)g->nl;
     return (size_t)g->nl * d;
 }
 
-/* Bytes of a kept tensor: the format's width, fp32 for the RMSNorm statistics. */
-static size_t act_bytes(const struct gpt *g, int a)
+/* Kept in fp32 (or 4-byte words) whatever the format: the RMSNorm statistics, the router's. */
+static bool act_fp32(int a)
 {
-    return act_elems(g, a) * (a == A_RSTD1 || a == A_RSTD2 ? 4 : g->esize);
+    return a == A_RSTD1 || a == A_RSTD2 || a == A_RP || a == A_ROUTE;
 }
 
-/* One saved set in the arena; which tensors it holds depends on the policy. */
-static void carve_set(struct gpt *g, void **set, bool selective)
+/* Bytes of a kept tensor: the format's width, 4 for the fp32 ones. */
+static size_t act_bytes(const struct gpt *g, int a, int sz)
+{
+    return act_elems(g, a, sz) * (act_fp32(a) ? 4 : g->esize);
+}
+
+/* Bytes of layer l's full list of kept tensors. */
+static size_t layer_bytes(const struct gpt *g, int l)
+{
+    size_t b = 0;
+    for (int a = 0; a < A_COUNT; a++)
+        b += act_bytes(g, a, sz_of(g, l));
+    return b;
+}
+
+/* One saved set in the arena; which tensors it holds depends on the policy and the layer
+ * (a tensor the layer does not have: NULL). */
+static void carve_set(struct gpt *g, void **set, bool selective, int sz)
 {
     for (int a = 0; a < A_COUNT; a++)
-        set[a] = a == A_P && selective ? NULL : carve(g, GPT_MEM_ARENA, act_bytes(g, a));
+        set[a] = (a == A_P && selective) || act_elems(g, a, sz) == 0
+                     ? NULL
+                     : carve(g, GPT_MEM_ARENA, act_bytes(g, a, sz));
 }
 
 static void charge(struct gpt *g, long long delta)
@@ -344,29 +483,42 @@ static size_t part_embedding(const struct gpt_config *c, const struct gpt_part *
     return p->embed || p->head ? (size_t)(c->vocab / part_tp(p)) * (size_t)c->d : 0;
 }
 
+/* Elements of layers first .. l-1 of a part: a tensor-parallel rank's shards (the layers are
+ * dense then), or the whole layers, with or without experts. */
+static size_t part_layers(const struct gpt_config *c, const struct gpt_part *p, int l)
+{
+    if (part_tp(p) > 1)
+        return (size_t)(l - p->first) * part_layer_params(c, part_tp(p));
+    return layer_start(c, l) - layer_start(c, p->first);
+}
+
 /* Parameters of a part: the embedding when it has either end (the head's is the tied one),
  * its layers, the final norm with the head. */
 size_t gpt_part_param_count(const struct gpt_config *c, const struct gpt_part *p)
 {
     if (!p)
         return gpt_param_count(c);
-    return part_embedding(c, p) + (size_t)p->count * part_layer_params(c, part_tp(p)) +
+    return part_embedding(c, p) + part_layers(c, p, p->first + p->count) +
            (p->head ? (size_t)c->d : 0);
 }
 
 enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i)
 {
-    size_t emb = (size_t)c->vocab * (size_t)c->d, lp = layer_params(c);
-    if (i < emb)
+    if (i < layer_start(c, 0))
         return GPT_EMBEDDING;
-    if (i >= emb + (size_t)c->layers * lp)
+    if (i >= layer_start(c, c->layers))
         return GPT_FINAL_NORM;
-    size_t j = (i - emb) % lp, rows[9], cols[9];
-    layer_shapes(c, 1, rows, cols);
-    int k = 0;
-    while (j >= rows[k] * cols[k])
-        j -= rows[k] * cols[k], k++;
-    return (enum gpt_kind)(GPT_ATTN_NORM + k);
+    int l = 0;
+    while (i >= layer_start(c, l + 1))
+        l++;
+    size_t j = i - layer_start(c, l);
+    struct gpt_tensor t;
+    for (int k = 0;; k++) {
+        layer_tensor(c, l, k, &t);
+        if (j < (size_t)t.rows * (size_t)t.cols)
+            return t.kind;
+        j -= (size_t)t.rows * (size_t)t.cols;
+    }
 }
 
 size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p, size_t i)
@@ -376,10 +528,13 @@ size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p
         p = &whole;
     int tp = part_tp(p), r = p->tprank;
     size_t d = (size_t)c->d, emb = part_embedding(c, p), lp = part_layer_params(c, tp);
+    size_t span = part_layers(c, p, p->first + p->count);
     if (i < emb) /* vocabulary rows r vl.. */
         return (size_t)r * emb + i;
     i -= emb;
-    if (i < (size_t)p->count * lp) {
+    if (i < span && tp == 1) /* whole layers: one range of the model's */
+        return layer_start(c, p->first) + i;
+    if (i < span) {
         int l = p->first + (int)(i / lp);
         size_t j = i % lp, rows[9], cols[9];
         layer_shapes(c, tp, rows, cols);
@@ -394,7 +549,7 @@ size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p
             row += (size_t)r * rows[k];
         return t.offset + row * (size_t)t.cols + col;
     }
-    i -= (size_t)p->count * lp;
+    i -= span;
     if (p->head && i < d)
         return gpt_param_count(c) - d + i;
     return SIZE_MAX;
@@ -408,13 +563,14 @@ size_t gpt_part_rows(const struct gpt_config *c, const struct gpt_part *p, int b
 
 size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size_t *off, size_t max)
 {
-    size_t n = 0, d = (size_t)c->d, rows[9], cols[9];
+    size_t n = 0, rows[9], cols[9];
     layer_shapes(c, part_tp(p), rows, cols);
-    size_t lp = part_layer_params(c, part_tp(p)), mlp = 0;
+    size_t mlp = 0; /* mlp_norm after attn_norm and the four attention matrices */
     for (int k = 0; k < 5; k++)
         mlp += rows[k] * cols[k];
-    size_t base = part_embedding(c, p);
-    for (int l = 0; l < p->count; l++, base += lp) {
+    size_t emb = part_embedding(c, p);
+    for (int l = p->first; l < p->first + p->count; l++) {
+        size_t base = emb + part_layers(c, p, l);
         if (n < max)
             off[n] = base;
         n++;
@@ -424,10 +580,9 @@ size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size
     }
     if (p->head) {
         if (n < max)
-            off[n] = base;
+            off[n] = emb + part_layers(c, p, p->first + p->count);
         n++;
     }
-    (void)d;
     return n;
 }
 
@@ -446,6 +601,8 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
                          "tensor parallelism over %d GPUs needs it to divide the heads (%d), the "
                          "FFN width (%d) and the vocabulary (%d)",
                          tp, c->heads, c->ffn, c->vocab);
+    if (tp > 1 && c->moe.experts > 0)
+        return error_set(e, ERR_INVAL, "a model with experts runs without tensor parallelism");
 
     if (g->part.first < 0 || g->part.count < 1 || g->part.first + g->part.count > c->layers ||
         g->part.slots < 1 || g->part.slots > 4096)
@@ -489,11 +646,17 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
         g->pool = calloc((size_t)g->seg, sizeof *g->pool);
         g->segin = calloc(slots * (size_t)g->nseg, sizeof *g->segin);
     }
+    if (c->moe.experts > 0) {
+        size_t stats = (size_t)gpt_moe_layers(c) * (size_t)c->moe.experts;
+        g->rows = moe_rows(g->N, c->moe.experts, c->moe.top_k, c->moe.capacity_factor);
+        g->load = calloc(stats, sizeof *g->load);
+        g->kept = calloc(stats, sizeof *g->kept);
+    }
     if (!g->saved || !g->head || !g->lw || !g->lg || !g->underflow ||
-        (g->seg && (!g->pool || !g->segin)))
+        (g->seg && (!g->pool || !g->segin)) || (c->moe.experts > 0 && (!g->load || !g->kept)))
         return error_set(e, ERR_NOMEM, "out of memory");
     for (int a = 0; a < A_COUNT; a++)
-        g->layer_bytes += act_bytes(g, a);
+        g->layer_bytes += act_bytes(g, a, SZ_DENSE);
     return 0;
 }
 
@@ -518,13 +681,13 @@ static void layout(struct gpt *g)
                 g->segin[m * g->nseg + s] = carve(g, GPT_MEM_ARENA, (size_t)g->nl * d * g->esize);
         else
             for (int l = pt->first; l < pt->first + pt->count; l++)
-                carve_set(g, g->saved[m * L + l], g->ckpt.kind == GPT_CKPT_SELECTIVE);
+                carve_set(g, g->saved[m * L + l], g->ckpt.kind == GPT_CKPT_SELECTIVE, sz_of(g, l));
     }
     if (g->seg)
         for (int s = 0; s < g->seg; s++)
-            carve_set(g, g->pool[s], false);
+            carve_set(g, g->pool[s], false, SZ_ANY);
     else if (g->ckpt.kind == GPT_CKPT_SELECTIVE)
-        g->pslot = carve(g, GPT_MEM_ARENA, act_bytes(g, A_P));
+        g->pslot = carve(g, GPT_MEM_ARENA, act_bytes(g, A_P, SZ_DENSE));
     size_t nl = (size_t)g->nl;
     const size_t head_bytes[H_COUNT] = {nl * d * g->esize, nl * 4, nl * d * g->esize, N * V * 4};
     g->head_bytes = 0;
@@ -536,15 +699,23 @@ static void layout(struct gpt *g)
 
     /* fp32 workspace */
     for (int a = 0; a < A_COUNT; a++)
-        g->w[a] = g->ws[a] = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a) * 4);
+        g->w[a] = g->ws[a] = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a, SZ_ANY) * 4);
     float **nd[] = {&g->tmp, &g->res, &g->dres, &g->dxn, &g->dq,
                     &g->dk,  &g->dv,  &g->datt, &g->hx,  &g->hn};
     g->hrstd = carve(g, GPT_MEM_WORKSPACE, N * 4);
     for (size_t i = 0; i < sizeof nd / sizeof *nd; i++)
         *nd[i] = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
     float **nf[] = {&g->dh, &g->dg, &g->du};
+    size_t rf = g->rows > N ? g->rows : N; /* the experts' rows, or the tokens */
     for (size_t i = 0; i < sizeof nf / sizeof *nf; i++)
-        *nf[i] = carve(g, GPT_MEM_WORKSPACE, N * f * 4);
+        *nf[i] = carve(g, GPT_MEM_WORKSPACE, rf * f * 4);
+    if (g->rows) {
+        size_t E = (size_t)g->c.moe.experts, k = (size_t)g->c.moe.top_k;
+        g->zlog = carve(g, GPT_MEM_WORKSPACE, N * E * 4);
+        g->dye = carve(g, GPT_MEM_WORKSPACE, g->rows * d * 4);
+        g->dxe = carve(g, GPT_MEM_WORKSPACE, g->rows * d * 4);
+        g->dgate = carve(g, GPT_MEM_WORKSPACE, N * k * 4);
+    }
     g->dp = carve(g, GPT_MEM_WORKSPACE, T * T * 4);
     g->logits = carve(g, GPT_MEM_WORKSPACE, N * V * 4);
     g->colsum = carve(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double));
@@ -562,19 +733,22 @@ static void layout(struct gpt *g)
 
     /* each layer's tensors (or this rank's shards), in the documented order; a part's flat
      * buffer holds its layers right after the embedding (or first, without one) */
-    size_t rows[9], cols[9], lp = part_layer_params(&g->c, g->tp);
+    size_t rows[9], cols[9];
     layer_shapes(&g->c, g->tp, rows, cols);
     for (int l = pt->first; l < pt->first + pt->count; l++)
         for (int which = 0; which < 2; which++) {
             struct layer_ptrs *t = which ? &g->lg[l] : &g->lw[l];
             float *base = (which ? g->grads : g->params) + part_embedding(&g->c, pt) +
-                          (size_t)(l - pt->first) * lp;
+                          part_layers(&g->c, pt, l);
             float **slot[9] = {&t->attn_norm, &t->wq,     &t->wk,   &t->wv,    &t->wo,
                                &t->mlp_norm,  &t->w_gate, &t->w_up, &t->w_down};
-            for (int k = 0; k < 9; k++) {
+            bool moe = gpt_layer_moe(&g->c, l);
+            for (int k = 0; k < (moe ? 6 : 9); k++) {
                 *slot[k] = base;
                 base += rows[k] * cols[k];
             }
+            if (moe) /* the router [E, d], then the experts */
+                t->router = base, t->experts = base + (size_t)g->c.moe.experts * d;
         }
 }
 
@@ -714,8 +888,8 @@ size_t gpt_act_live(const struct gpt *g)
 
 struct gpt_act_sizes gpt_act_sizes(const struct gpt *g)
 {
-    return (struct gpt_act_sizes){g->layer_bytes, act_bytes(g, A_X), act_bytes(g, A_P),
-                                  g->head_bytes};
+    return (struct gpt_act_sizes){g->layer_bytes, act_bytes(g, A_X, SZ_DENSE),
+                                  act_bytes(g, A_P, SZ_DENSE), g->head_bytes};
 }
 
 /* Matmul FLOPs (2 per multiply-add) of one layer's forward: the six projections, 2 N (4 d^2 +
@@ -727,10 +901,29 @@ static double attn_flops(const struct gpt *g)
     return 2.0 * 2.0 * g->B * g->hl * T * T * g->hd;
 }
 
-static double layer_flops(const struct gpt *g)
+/* Layer l's: the four attention matrices, attention, and its feed-forward: the SwiGLU on N
+ * rows, or the router on N and the experts' SwiGLU on the rows of their buffer (k N, or E cap
+ * with a capacity: the static shape a GPU computes, padding included; the CPU skips the
+ * padding, which adds nothing). */
+static double layer_flops(const struct gpt *g, int l)
 {
     double N = g->N, d = g->c.d, dl = g->dl, f = g->fl;
-    return 2.0 * N * (4 * d * dl + 3 * d * f) + attn_flops(g);
+    double ffn = 2.0 * N * 3 * d * f;
+    if (gpt_layer_moe(&g->c, l)) {
+        const struct gpt_moe *m = &g->c.moe;
+        double rows = (double)moe_rows(g->N, m->experts, m->top_k, m->capacity_factor);
+        ffn = 2.0 * N * d * m->experts + 2.0 * rows * 3 * d * f;
+    }
+    return 2.0 * N * 4 * d * dl + ffn + attn_flops(g);
+}
+
+/* The sum over the model's layers. */
+static double layers_flops(const struct gpt *g)
+{
+    double s = 0;
+    for (int l = 0; l < g->c.layers; l++)
+        s += layer_flops(g, l);
+    return s;
 }
 
 static double head_flops(const struct gpt *g)
@@ -755,10 +948,10 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct gpt_ckp
 
 struct gpt_flops gpt_flops(const struct gpt *g)
 {
-    double fwd = g->c.layers * layer_flops(g) + head_flops(g);
+    double fwd = layers_flops(g) + head_flops(g);
     struct gpt_flops fl = {fwd, 2 * fwd, 0};
     if (g->seg)
-        fl.recompute = g->c.layers * layer_flops(g);
+        fl.recompute = layers_flops(g);
     else if (g->ckpt.kind == GPT_CKPT_SELECTIVE)
         fl.recompute = g->c.layers * attn_flops(g) / 2; /* QK^T again; softmax is no matmul */
     return fl;
@@ -831,6 +1024,9 @@ void gpt_diag(const struct gpt *g, struct gpt_diag *out)
     out->underflow = g->underflow;
     out->underflow_total = g->underflow_total;
     out->grad_elements = g->nparams;
+    out->aux_loss = g->aux;
+    out->routed = g->routed, out->dropped = g->dropped;
+    out->expert_load = g->load, out->expert_kept = g->kept;
 }
 
 /* ------------------------------------------------------------------ helpers */
@@ -1483,9 +1679,169 @@ static void attn_out(struct gpt *g, int l)
 static void bind(struct gpt *g, void *const *set)
 {
     for (int a = 0; a < A_COUNT; a++) {
-        bool fp32 = g->fmt == FP_FP32 || a == A_RSTD1 || a == A_RSTD2;
+        bool fp32 = g->fmt == FP_FP32 || act_fp32(a);
         g->w[a] = set && set[a] && fp32 ? set[a] : g->ws[a];
     }
+}
+
+/* ---- a mixture of experts in place of the MLP (model/moe.h routes the tokens) ---- */
+
+/* The routing layer l keeps in w[A_ROUTE] and w[A_RP]: choices, rows and gates [N k], then
+ * each expert's first row, kept tokens and load [E]. */
+static struct moe_route route_of(const struct gpt *g)
+{
+    int N = g->N, k = g->c.moe.top_k, E = g->c.moe.experts;
+    int32_t *r = (int32_t *)(void *)g->w[A_ROUTE];
+    size_t nk = (size_t)N * (size_t)k;
+    return (struct moe_route){.n = N,
+                              .experts = E,
+                              .k = k,
+                              .probs = g->w[A_RP],
+                              .choice = r,
+                              .row = r + nk,
+                              .gate = (float *)(void *)(r + 2 * nk),
+                              .off = r + 3 * nk,
+                              .kept = r + 3 * nk + E,
+                              .load = r + 3 * nk + 2 * E};
+}
+
+/* Expert e's three matrices in a layer's weights or gradients. */
+static void expert_w(const struct gpt *g, const struct layer_ptrs *t, int e, float **gate,
+                     float **up, float **down)
+{
+    size_t fd = (size_t)g->fl * (size_t)g->c.d;
+    *gate = t->experts + 3 * (size_t)e * fd, *up = *gate + fd, *down = *up + fd;
+}
+
+/* out [N, d] = Σ_j g_j expert_j(x) for the N tokens of x = xn2 (their k choices), each
+ * expert a SwiGLU on the rows of its tokens (Shazeer et al. 2017, "Outrageously Large Neural
+ * Networks", the sparsely gated layer). The router computes and keeps in fp32; the experts'
+ * tensors are produced in the format like the dense MLP's. The routing's figures are counted
+ * in the forward pass (not again when a checkpointed layer is recomputed: the same routing). */
+static void moe_forward(struct gpt *g, int l, const float *x, float *out)
+{
+    int N = g->N, d = g->c.d, f = g->fl, k = g->c.moe.top_k, E = g->c.moe.experts;
+    const struct layer_ptrs *W = &g->lw[l];
+    float **w = g->w;
+    struct moe_route r = route_of(g);
+    mm_fwd(g->zlog, x, W->router, N, E, d);
+    check(g, g->zlog, (size_t)N * E, l, "router logits");
+    double aux = moe_route(&r, g->zlog, g->c.moe.capacity_factor, g->c.moe.aux_coef);
+    if (g->in_forward) {
+        int ml = moe_before(&g->c, l);
+        g->aux += aux;
+        g->routed += (uint64_t)N * (uint64_t)k, g->dropped += (uint64_t)r.dropped;
+        memcpy(g->load + (size_t)ml * E, r.load, (size_t)E * sizeof *r.load);
+        memcpy(g->kept + (size_t)ml * E, r.kept, (size_t)E * sizeof *r.kept);
+    }
+    /* dispatch: each kept choice's token into its expert's rows */
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            if (row >= 0)
+                memcpy(w[A_XE] + (size_t)row * d, x + (size_t)t * d, (size_t)d * 4);
+        }
+    for (int e = 0; e < E; e++) {
+        int n = r.kept[e];
+        size_t o = (size_t)r.off[e];
+        float *xe = w[A_XE] + o * d, *a = w[A_G] + o * f, *u = w[A_U] + o * f;
+        float *h = w[A_H] + o * f, *y = w[A_YE] + o * d, *wg, *wu, *wd;
+        if (n == 0)
+            continue;
+        expert_w(g, W, e, &wg, &wu, &wd);
+        mm_fwd(a, xe, wg, n, f, d);
+        produced(g, a, (size_t)n * f, l, "expert gate");
+        mm_fwd(u, xe, wu, n, f, d);
+        produced(g, u, (size_t)n * f, l, "expert up");
+        swiglu_forward(g, h, a, u, (size_t)n * f, l);
+        mm_fwd(y, h, wd, n, d, f);
+        produced(g, y, (size_t)n * d, l, "expert out");
+    }
+    /* combine: the gate-weighted sum of each token's experts' outputs, in choice order */
+    for (int t = 0; t < N; t++) {
+        float *o = out + (size_t)t * d;
+        memset(o, 0, (size_t)d * 4);
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            float gj = r.gate[t * k + j];
+            const float *y = w[A_YE] + (size_t)row * d;
+            for (int c = 0; row >= 0 && c < d; c++)
+                o[c] += gj * y[c];
+        }
+    }
+    produced(g, out, (size_t)N * d, l, "experts out");
+}
+
+/* Its backward, with layer l's tensors in the workspace: from dout (d loss / d out) to dxn
+ * (d loss / d x), and the gradients of the router and of every expert (zero for one that got
+ * no token). */
+static void moe_backward(struct gpt *g, int l, const float *dout, const float *x, float *dxn)
+{
+    int N = g->N, d = g->c.d, f = g->fl, k = g->c.moe.top_k, E = g->c.moe.experts;
+    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
+    float **w = g->w;
+    struct moe_route r = route_of(g);
+    /* out_t = Σ_j g_j y_j: d g_j = dout_t . y_j, d y_j = g_j dout_t */
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            const float *dt = dout + (size_t)t * d, *y = w[A_YE] + (size_t)row * d;
+            float *dy = g->dye + (size_t)row * d, gj = r.gate[t * k + j], dot = 0;
+            for (int c = 0; row >= 0 && c < d; c++) {
+                dot += dt[c] * y[c];
+                dy[c] = gj * dt[c];
+            }
+            g->dgate[t * k + j] = dot;
+            if (row >= 0)
+                rnd_in(g, dy, (size_t)d);
+        }
+    bool injected = false;
+    for (int e = 0; e < E; e++) {
+        int n = r.kept[e];
+        size_t o = (size_t)r.off[e];
+        float *wg, *wu, *wd, *gg, *gu, *gd;
+        expert_w(g, W, e, &wg, &wu, &wd);
+        expert_w(g, G, e, &gg, &gu, &gd);
+        if (n == 0) { /* no token: no gradient (or nothing added to the micro-batches') */
+            if (!g->accumulate)
+                memset(gg, 0, 3 * (size_t)f * d * sizeof *gg);
+            continue;
+        }
+        const float *xe = w[A_XE] + o * d, *a = w[A_G] + o * f, *u = w[A_U] + o * f;
+        const float *h = w[A_H] + o * f, *dy = g->dye + o * d;
+        size_t nf = (size_t)n * f;
+        /* y = h Wd^T: dh = dy Wd, dWd = dy^T h */
+        mm_dx(g->dh, dy, wd, n, d, f, 0.0f);
+        rnd(g, g->dh, nf);
+        if (g->inj && g->inj->inf_grad_layer == l && !injected)
+            g->dh[0] = INFINITY, injected = true; /* the lessons' injected overflow */
+        check(g, g->dh, nf, l, "grad expert hidden");
+        mm_dw_acc(gd, dy, h, n, d, f, g->accumulate);
+        produced_grad(g, gd, (size_t)d * f, l, "grad expert w_down");
+        swiglu_backward(g, g->dg, g->du, g->dh, a, u, nf);
+        mm_dw_acc(gg, g->dg, xe, n, f, d, g->accumulate);
+        produced_grad(g, gg, (size_t)f * d, l, "grad expert w_gate");
+        mm_dw_acc(gu, g->du, xe, n, f, d, g->accumulate);
+        produced_grad(g, gu, (size_t)f * d, l, "grad expert w_up");
+        float *dx = g->dxe + o * d;
+        mm_dx(dx, g->dg, wg, n, f, d, 0.0f);
+        mm_dx(dx, g->du, wu, n, f, d, 1.0f);
+    }
+    /* the dispatch's backward: each token's rows' gradients added back, in choice order */
+    memset(dxn, 0, (size_t)N * d * sizeof *dxn);
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            const float *dx = g->dxe + (size_t)row * d;
+            float *dst = dxn + (size_t)t * d;
+            for (int c = 0; row >= 0 && c < d; c++)
+                dst[c] += dx[c];
+        }
+    /* the router: the gates' and the load-balancing loss's gradients to the logits */
+    moe_route_backward(&r, g->dgate, g->c.moe.aux_coef, g->aux_scale, g->zlog);
+    mm_dw_acc(G->router, g->zlog, x, N, E, d, g->accumulate);
+    produced_grad(g, G->router, (size_t)E * d, l, "grad router");
+    mm_dx(dxn, g->zlog, W->router, N, E, d, 1.0f);
 }
 
 /* Runs layer l on the residual stream res (updated in place to the layer's output); keeps the
@@ -1517,20 +1873,25 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     tp_reduce_rows(g, g->tmp, "attn proj"); /* each rank's heads' share of the projection */
     add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
 
-    /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T */
+    /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T;
+     * or, with experts, out = xm + the experts' gate-weighted outputs (moe_forward) */
     rmsnorm(g, l, "mlp norm", w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm);
     xin = sp_gather(g, g->xg, w[A_XN2], "mlp norm");
-    linear(g, l, "gate", w[A_G], xin, W->w_gate, f, d);
-    linear(g, l, "up", w[A_U], xin, W->w_up, f, d);
-    swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
-    linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
+    if (gpt_layer_moe(&g->c, l)) {
+        moe_forward(g, l, xin, g->tmp);
+    } else {
+        linear(g, l, "gate", w[A_G], xin, W->w_gate, f, d);
+        linear(g, l, "up", w[A_U], xin, W->w_up, f, d);
+        swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
+        linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
+    }
     tp_reduce_rows(g, g->tmp, "mlp out"); /* each rank's share of the FFN width */
     add(g, res, w[A_XM], g->tmp, nd, l, "output");
 
     if (save) /* the kept tensors not computed in place */
         for (int a = A_RSTD1; a < A_COUNT; a++)
             if (save[a] && save[a] != w[a])
-                store(g, save[a], w[a], act_elems(g, a));
+                store(g, save[a], w[a], act_elems(g, a, sz_of(g, l)));
 }
 
 /* The MLP's backward, with the layer's tensors in the workspace: dres holds d loss / d out on
@@ -1544,6 +1905,14 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     /* under sequence parallelism every row of dout and xn2, gathered (the backward of the
      * reduce-scatter, and the norm's output again for the weight gradients) */
     const float *dout = sp_gather(g, g->dg_full, dres, "grad mlp out");
+    if (gpt_layer_moe(&g->c, l)) { /* the experts' and the router's (moe_backward) */
+        moe_backward(g, l, dout, w[A_XN2], g->dxn);
+        produced(g, g->dxn, nd, l, "grad mlp norm");
+        rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, g->nl, d);
+        produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
+        produced(g, dres, nld, l, "grad attn residual");
+        return;
+    }
 
     /* out = xm + h Wd^T: dh = dout Wd, dWd = dout^T h; dout also flows on to xm (the residual) */
     mm_dx(g->dh, dout, W->w_down, N, d, f, 0.0f);
@@ -1655,27 +2024,27 @@ static void load_set(struct gpt *g, int l, void **set)
     bind(g, set);
     for (int a = 0; a < A_COUNT; a++)
         if (set[a] && set[a] != g->w[a])
-            load(g, g->w[a], set[a], act_elems(g, a));
+            load(g, g->w[a], set[a], act_elems(g, a, sz_of(g, l)));
     if (!set[A_P]) { /* selective: the attention core comes back to life, in its slot */
-        charge(g, (long long)act_bytes(g, A_P));
+        charge(g, (long long)act_bytes(g, A_P, SZ_DENSE));
         if (g->fmt == FP_FP32)
             g->w[A_P] = g->pslot;
         attn_probs(g, l);
-        if (g->w[A_P] != g->pslot)
-            store(g, g->pslot, g->w[A_P], act_elems(g, A_P)); /* already rounded: exact */
+        if (g->w[A_P] != g->pslot) /* already rounded: exact */
+            store(g, g->pslot, g->w[A_P], act_elems(g, A_P, SZ_DENSE));
         compute(g, attn_flops(g) / 2, "recompute", l);
     }
 }
 
 /* ------------------------------------------------------------------ the passes */
 
-/* Bytes a layer charges when its list is stored: all of it, or all but the core. */
-static size_t set_bytes(const struct gpt *g, void **set)
+/* Bytes layer l charges when its list is stored: all of it, or all but the core. */
+static size_t set_bytes(const struct gpt *g, void **set, int l)
 {
     size_t b = 0;
     for (int a = 0; a < A_COUNT; a++)
         if (set[a])
-            b += act_bytes(g, a);
+            b += act_bytes(g, a, sz_of(g, l));
     return b;
 }
 
@@ -1691,6 +2060,15 @@ static void step_begin(struct gpt *g)
     g->nonfinite_forward = false;
     memset(g->underflow, 0, ((size_t)g->c.layers + 1) * sizeof *g->underflow);
     g->underflow_total = 0;
+    g->aux = 0, g->routed = g->dropped = 0;
+}
+
+/* The load-balancing loss's weight in the backward pass: the loss scale, times this batch's
+ * share of the tokens the loss is averaged over (a data-parallel GPU's aux is one of the
+ * GPUs', a micro-batch's one of the micro-batches': the gradients add up to their mean's). */
+static void set_aux_scale(struct gpt *g, float loss_scale)
+{
+    g->aux_scale = (double)loss_scale * (double)g->N / g->loss_tokens;
 }
 
 /* The embedding lookup: the residual stream starts as the rows of the tokens. */
@@ -1726,14 +2104,14 @@ static void layers_forward(struct gpt *g, int slot)
             int k = l - pt->first;
             if (k % g->seg == 0) { /* a checkpoint: the segment's input */
                 set[A_X] = g->segin[slot * g->nseg + k / g->seg];
-                charge(g, (long long)act_bytes(g, A_X));
+                charge(g, (long long)act_bytes(g, A_X, SZ_DENSE));
             }
             layer_forward(g, l, g->res, set);
         } else {
             layer_forward(g, l, g->res, saved_set(g, slot, l));
-            charge(g, (long long)set_bytes(g, saved_set(g, slot, l)));
+            charge(g, (long long)set_bytes(g, saved_set(g, slot, l), l));
         }
-        compute(g, layer_flops(g), "forward", l);
+        compute(g, layer_flops(g, l), "forward", l);
         hook(g, GPT_HOOK_FORWARD_DONE, l);
     }
 }
@@ -1888,8 +2266,9 @@ static void layers_backward(struct gpt *g, int slot)
                 hook(g, g->seg == 1 ? GPT_HOOK_BACKWARD : GPT_HOOK_FORWARD, l);
                 layer_forward(g, l, g->res, g->pool[l - a]);
                 /* the segment's first input is its checkpoint, already charged */
-                charge(g, (long long)(g->layer_bytes - (l == a ? act_bytes(g, A_X) : 0)));
-                compute(g, layer_flops(g), "recompute", l);
+                charge(g,
+                       (long long)(layer_bytes(g, l) - (l == a ? act_bytes(g, A_X, SZ_DENSE) : 0)));
+                compute(g, layer_flops(g, l), "recompute", l);
                 if (g->seg > 1)
                     hook(g, GPT_HOOK_FORWARD_DONE, l);
             }
@@ -1898,8 +2277,8 @@ static void layers_backward(struct gpt *g, int slot)
                     hook(g, GPT_HOOK_BACKWARD, l);
                 load_set(g, l, g->pool[l - a]);
                 layer_backward(g, l, g->dres);
-                compute(g, 2 * layer_flops(g), "backward", l);
-                charge(g, -(long long)g->layer_bytes);
+                compute(g, 2 * layer_flops(g, l), "backward", l);
+                charge(g, -(long long)layer_bytes(g, l));
                 hook(g, GPT_HOOK_GRADS, l);
             }
         }
@@ -1908,8 +2287,8 @@ static void layers_backward(struct gpt *g, int slot)
             hook(g, GPT_HOOK_BACKWARD, l);
             load_set(g, l, saved_set(g, slot, l));
             layer_backward(g, l, g->dres);
-            compute(g, 2 * layer_flops(g), "backward", l);
-            charge(g, -(long long)g->layer_bytes);
+            compute(g, 2 * layer_flops(g, l), "backward", l);
+            charge(g, -(long long)layer_bytes(g, l));
             hook(g, GPT_HOOK_GRADS, l);
         }
 }
@@ -1946,7 +2325,7 @@ double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
     g->in_forward = true;
     embed_forward(g, tokens);
     layers_forward(g, 0);
-    double loss = head_forward(g, 0, targets);
+    double loss = head_forward(g, 0, targets) + g->aux; /* the experts' load-balancing loss */
     g->in_forward = false;
     hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
     charge(g, -(long long)g->live); /* nothing will need them */
@@ -1963,8 +2342,9 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
     g->in_forward = true;
     embed_forward(g, tokens);
     layers_forward(g, 0);
-    double loss = head_forward(g, 0, targets);
+    double loss = head_forward(g, 0, targets) + g->aux; /* the experts' load-balancing loss */
     g->in_forward = false;
+    set_aux_scale(g, loss_scale);
     head_backward(g, 0, targets, loss_scale);
     layers_backward(g, 0);
     embed_backward(g, tokens);
@@ -1983,6 +2363,7 @@ double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const vo
                         const int32_t *targets, const struct gpt_inject *inj)
 {
     size_t nd = (size_t)g->nl * g->c.d; /* this rank's rows of the stream */
+    double aux = g->aux;
     g->inj = inj;
     g->in_forward = true;
     if (g->part.embed)
@@ -1991,8 +2372,8 @@ double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const vo
         load(g, g->res, in, nd);
     layers_forward(g, slot);
     double loss = NAN;
-    if (g->part.head)
-        loss = head_forward(g, slot, targets);
+    if (g->part.head) /* with this micro-batch's load-balancing loss in this part's layers */
+        loss = head_forward(g, slot, targets) + (g->aux - aux);
     else
         store(g, out, g->res, nd); /* already in the format: exact */
     g->in_forward = false;
@@ -2007,6 +2388,7 @@ void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int
     size_t nd = (size_t)g->nl * g->c.d; /* this rank's rows of the stream */
     g->inj = inj;
     g->accumulate = accumulate;
+    set_aux_scale(g, loss_scale);
     if (g->part.head)
         head_backward(g, slot, targets, loss_scale);
     else

@@ -96,7 +96,15 @@ int train_shape_of(const struct model_shape *m, struct gpt_config *out, struct e
                          "%s: the tiny GPT trains swiglu models with tied embeddings and "
                          "kv_heads = heads",
                          m->name);
-    *out = (struct gpt_config){m->vocab, m->d_model, m->layers, m->heads, m->ffn, m->seq};
+    *out = (struct gpt_config){.vocab = m->vocab,
+                               .d = m->d_model,
+                               .layers = m->layers,
+                               .heads = m->heads,
+                               .ffn = m->ffn,
+                               .seq = m->seq};
+    if (m->experts > 0) /* α: Switch Transformer's 10^-2 (Fedus et al. 2021, §2.2) */
+        out->moe = (struct gpt_moe){m->experts, m->top_k, m->moe_every > 0 ? m->moe_every : 1,
+                                    m->capacity_factor, TRAIN_AUX_COEF};
     return 0;
 }
 
@@ -695,6 +703,22 @@ static void diagnose(struct trainer *t, struct gpt_diag *out)
     out->underflow_total = total, out->grad_elements = elems;
 }
 
+/* The routing's figures of the step (model/gpt.h's diagnosis). */
+static void describe_experts(const struct trainer *t, const struct gpt_diag *d,
+                             struct train_step *out)
+{
+    const struct gpt_moe *m = &t->o.shape.moe;
+    int layers = gpt_moe_layers(&t->o.shape);
+    out->aux_loss = d->aux_loss, out->routed = d->routed, out->dropped = d->dropped;
+    out->expert_imbalance = 0;
+    if (!layers || !d->expert_load || !d->routed)
+        return;
+    double mean = (double)d->routed / layers / m->experts;
+    for (int i = 0; i < layers * m->experts; i++)
+        if (d->expert_load[i] / mean > out->expert_imbalance)
+            out->expert_imbalance = d->expert_load[i] / mean;
+}
+
 int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
 {
     const struct train_opts *o = &t->o;
@@ -795,6 +819,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
 
     memcpy(out->nonfinite, d.nonfinite, sizeof out->nonfinite);
     out->nonfinite_forward = d.nonfinite_forward;
+    describe_experts(t, &d, out);
     out->underflow = d.underflow;
     out->underflow_frac = (double)d.underflow_total / (double)d.grad_elements;
     for (int c = 0; c < v; c++) {

@@ -140,6 +140,8 @@ struct model_shape;
  * swiglu models with tied embeddings and kv_heads = heads", and *out zeroed. Whether the shape
  * fits the lab's limits is gpt_config_check's (train_opts_check calls it). */
 int train_shape_of(const struct model_shape *m, struct gpt_config *out, struct error *e);
+/* The load-balancing loss's coefficient a shape with experts gets (train --aux-loss-coef). */
+#define TRAIN_AUX_COEF 0.01
 /* The same from a preset name ("tiny") or an INI file path: preset_load_model's errors, or
  * train_shape_of's. */
 int train_shape(const char *model, struct gpt_config *out, struct error *e);
@@ -172,6 +174,11 @@ struct train_step {
     uint64_t scalar_bytes;         /* and for the agreement (loss, norm, found-inf) */
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
     double compute_s;              /* simulated compute time of the step */
+    /* A mixture of experts (model/moe.h): the load-balancing loss (part of loss), the k N
+     * choices routed over the expert layers and those dropped past a capacity, and the most
+     * loaded expert's choices over the mean k N / E in the least even layer (1: even). */
+    double aux_loss, expert_imbalance;
+    uint64_t routed, dropped;
 };
 
 struct trainer;

@@ -35,7 +35,8 @@ extern const struct panel_ops panel_training;
 
 /* A shape small enough for finite differences on every tensor kind, with 2 layers, 2 heads
  * and T > 1 so that attention mixes positions. */
-static const struct gpt_config small_cfg = {16, 16, 2, 2, 24, 8};
+static const struct gpt_config small_cfg = {
+    .vocab = 16, .d = 16, .layers = 2, .heads = 2, .ffn = 24, .seq = 8};
 enum { SB = 2 };
 
 /* ------------------------------------------------------------------ reference in double */
@@ -1161,7 +1162,7 @@ START_TEST(train_shape_reads_the_preset_and_refuses_what_cannot_train)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         shape_text(text, sizeof text, bad[i].name, bad[i].ffn_kind, bad[i].kv_heads, bad[i].tied);
         ck_assert_int_eq(preset_parse_model(text, "bad.ini", &m, &e), 0);
-        c = (struct gpt_config){1, 2, 3, 4, 5, 6};
+        c = (struct gpt_config){.vocab = 1, .d = 2, .layers = 3, .heads = 4, .ffn = 5, .seq = 6};
         e = (struct error){0};
         ck_assert_int_eq(train_shape_of(&m, &c, &e), ERR_INVAL);
         ck_assert_int_eq(e.code, ERR_INVAL);
@@ -1187,7 +1188,7 @@ START_TEST(train_shape_reads_the_preset_and_refuses_what_cannot_train)
     ck_assert_msg(strstr(e.msg, "untied: the tiny GPT trains"), "%s", e.msg);
     remove(path);
     rmdir(dir);
-    c = (struct gpt_config){1, 2, 3, 4, 5, 6};
+    c = (struct gpt_config){.vocab = 1, .d = 2, .layers = 3, .heads = 4, .ffn = 5, .seq = 6};
     ck_assert_int_ne(train_shape("nosuch-model", &c, &e), 0);
     ck_assert_ptr_nonnull(strstr(e.msg, "nosuch-model"));
     ck_assert_int_eq(c.vocab, 0);
