@@ -187,6 +187,13 @@ static double m_params(const struct model_shape *m)
     return params_total(m);
 }
 
+/* The parameters a token uses: all of them for a dense model, the total less the experts it
+ * does not go to for a mixture (calc/params.h). */
+static double m_active_params(const struct model_shape *m)
+{
+    return params_active(m);
+}
+
 /* Its model states with mixed-precision AdamW, 16 bytes per parameter. */
 static double m_states(const struct model_shape *m)
 {
@@ -206,6 +213,8 @@ FIELD(m, model_shape, heads)
 FIELD(m, model_shape, ffn)
 FIELD(m, model_shape, vocab)
 FIELD(m, model_shape, seq)
+FIELD(m, model_shape, experts)
+FIELD(m, model_shape, top_k)
 FIELD(c, cluster_spec, alpha_intra)
 FIELD(c, cluster_spec, alpha_inter)
 FIELD(c, cluster_spec, beta_intra)
@@ -214,12 +223,13 @@ FIELD(c, cluster_spec, peak_flops)
 FIELD(c, cluster_spec, gpus_per_node)
 FIELD(c, cluster_spec, hbm_bytes)
 
-/* One layer's parameters: what FSDP gathers for a layer wrapped as one unit. */
+/* One layer's parameters: what FSDP gathers for a layer wrapped as one unit (layer 0's: with
+ * its experts, in a mixture). */
 static double m_layer_params(const struct model_shape *m)
 {
     struct params_breakdown b;
     params_count(m, &b);
-    return b.per_layer;
+    return b.moe_layers ? b.moe_layer : b.per_layer;
 }
 
 static bool whole(double x, double lo, double hi)
@@ -264,7 +274,10 @@ static double m_activ_layer(const struct model_shape *m, double s, double b)
         return NAN;
     struct activ_config c = {(int)b, (int)s, 1, false, 2};
     struct activ_list l;
-    activ_layer(m, &c, &l);
+    if (m->experts > 0) /* layer 0 has the experts */
+        activ_moe_layer(m, &c, &l);
+    else
+        activ_layer(m, &c, &l);
     return l.total;
 }
 
@@ -301,7 +314,7 @@ static double m_total(const struct model_shape *m, double s, double b, double k)
  * (Narayanan et al. 2021, as 'scalelab plan' counts them). */
 static double m_flops(const struct model_shape *m, double t)
 {
-    return t >= 1 ? plan_model_flops(m, params_total(m), t, m->seq) : NAN;
+    return t >= 1 ? plan_model_flops(m, params_active(m), t, m->seq) : NAN;
 }
 
 /* Bytes one GPU sends per step for Megatron tensor parallelism of degree t over all of its
@@ -495,15 +508,20 @@ static struct cost_net h100(double n)
     return net;
 }
 
-static struct cost_result allreduce(enum cost_algo algo, double n, double bytes)
+static struct cost_result collective(enum cost_op op, enum cost_algo algo, double n, double bytes)
 {
     struct cost_result r = {0};
     struct cost_net net = h100(n);
     /* at most 1024 GPUs: a tree's time replays its messages, for each chunk count it tries */
-    if (!whole(n, 1, 1024) || cost_collective(COST_ALLREDUCE, algo, &net, bytes, &r, NULL))
+    if (!whole(n, 1, 1024) || cost_collective(op, algo, &net, bytes, &r, NULL))
         r.time_s = r.bytes_total = r.bytes_max_per_gpu = r.bytes_min_per_gpu = NAN,
         r.steps = r.rounds = -1;
     return r;
+}
+
+static struct cost_result allreduce(enum cost_algo algo, double n, double bytes)
+{
+    return collective(COST_ALLREDUCE, algo, n, bytes);
 }
 
 static double ring_sent_per_gpu(double n, double bytes)
@@ -624,6 +642,43 @@ static double busbw_factor(double n)
     return n >= 1 ? cost_busbw_factor(COST_ALLREDUCE, (int)n) : NAN;
 }
 
+/* All-to-all: each GPU keeps its own block and sends the N-1 others (comm/cost.h). */
+static double a2a_sent_per_gpu(double n, double bytes)
+{
+    return collective(COST_ALLTOALL, COST_PAIRWISE, n, bytes).bytes_max_per_gpu;
+}
+
+static double a2a_sent_total(double n, double bytes)
+{
+    return collective(COST_ALLTOALL, COST_PAIRWISE, n, bytes).bytes_total;
+}
+
+static double a2a_steps(double n)
+{
+    struct cost_result r = collective(COST_ALLTOALL, COST_PAIRWISE, n, 0);
+    return r.steps < 0 ? NAN : r.steps;
+}
+
+static double a2a_time(double n, double bytes)
+{
+    return collective(COST_ALLTOALL, COST_PAIRWISE, n, bytes).time_s;
+}
+
+static double a2a_direct_time(double n, double bytes)
+{
+    return collective(COST_ALLTOALL, COST_DIRECT, n, bytes).time_s;
+}
+
+static double a2a_direct_faster(double n, double bytes)
+{
+    return a2a_direct_time(n, bytes) < a2a_time(n, bytes);
+}
+
+static double a2a_busbw_factor(double n)
+{
+    return n >= 1 ? cost_busbw_factor(COST_ALLTOALL, (int)n) : NAN;
+}
+
 /* nccl-tests' bus bandwidth of an all-reduce of y bytes on x GPUs that took t seconds:
  * algbw y/t times 2(x-1)/x (nccl-tests, doc/PERFORMANCE.md). */
 static double busbw(double n, double bytes, double t)
@@ -678,6 +733,11 @@ static const struct quantity registry[] = {
     FORMAT_LINES(e4m3, "fp8_e4m3"),
     FORMAT_LINES(e5m2, "fp8_e5m2"),
     M0("params", "", "the model's parameters, counted from its shape", m_params),
+    M0("active_params", "",
+       "the parameters a token uses: all of them, or a mixture's less the experts it skips",
+       m_active_params),
+    M0("experts", "", "its experts per expert layer (0: a dense model)", m_experts),
+    M0("top_k", "", "the experts each token goes to (0: a dense model)", m_top_k),
     M0("states", "B", "its model states with mixed-precision AdamW, 16 B/param", m_states),
     M0("layers", "", "its layers", m_layers),
     M0("d_model", "", "its hidden size", m_d_model),
@@ -695,7 +755,9 @@ static const struct quantity registry[] = {
        m_activ),
     M3("activ_peak32", "B", "the same in fp32 training (4-byte activations)", m_activ32),
     M3("total", "B", "its states plus peak activations on one GPU (s, b, k as above)", m_total),
-    M1("flops", "", "model FLOPs of a step over t tokens: 6 Psi t + 12 L h s t", m_flops),
+    M1("flops", "",
+       "model FLOPs of a step over t tokens: 6 Psi t + 12 L h s t (Psi: the active parameters)",
+       m_flops),
     M2("tp_comm", "B", "bytes a GPU sends per step for its layers' tp = t, m micro-batches",
        m_tp_comm),
     M3("per_gpu", "B", "memory per GPU: n data-parallel GPUs, ZeRO stage z, checkpoint k",
@@ -782,6 +844,22 @@ static const struct quantity registry[] = {
        "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
     Q3("allreduce.busbw", "B/s", "busbw of an all-reduce of y bytes on x GPUs in t s: y/t 2(x-1)/x",
        busbw),
+    Q2("alltoall.sent_per_gpu", "B",
+       "bytes each of x GPUs sends in an all-to-all of y bytes (each GPU's buffer): (x-1)/x y",
+       a2a_sent_per_gpu),
+    Q2("alltoall.sent_total", "B", "bytes all x GPUs send together in it: (x-1) y", a2a_sent_total),
+    Q1("alltoall.steps", "", "steps of a pairwise all-to-all on x GPUs: x-1", a2a_steps),
+    Q2("alltoall.time", "s",
+       "α-β time of a pairwise all-to-all of y bytes on x GPUs of h100-80gb, its messages "
+       "replayed as the simulator times them",
+       a2a_time),
+    Q2("alltoall.direct_time", "s", "the same for the direct all-to-all (every send at once)",
+       a2a_direct_time),
+    Q2("alltoall.direct_faster", "bool",
+       "1 if the direct all-to-all of y bytes on x GPUs of h100-80gb beats pairwise exchange",
+       a2a_direct_faster),
+    Q1("alltoall.busbw_factor", "",
+       "nccl-tests' busbw / algbw for an all-to-all on x GPUs: (x-1)/x", a2a_busbw_factor),
     Q1("sqrt", "", "the square root of x", sqrt),
     Q1("log2", "", "the base-2 logarithm of x", log2),
     Q1("ln", "", "the natural logarithm of x", log),

@@ -1,4 +1,5 @@
-/* Lesson 3's panel: a real all-reduce among N device threads, replayed step by step.
+/* Lesson 3's panel: a real all-reduce (or all-to-all) among N device threads, replayed step by
+ * step.
  *
  * The ring: each GPU a small box on an ellipse (layout_ring in src/ui/layout.c), GPU 0 at
  * the top and the ring running clockwise. Inside each box, its buffer's N chunks: how many
@@ -24,9 +25,17 @@
  * the chosen size: the same numbers as "scalelab collective --size SIZE --steps". The legend
  * under the picture says which: the size that ran for real, and what it is timed as.
  *
+ * An all-to-all (o) is drawn as rows: each GPU's receive buffer, a cell per block, the GPU it
+ * came from once it has arrived ('.' before; its own block is there from the start), the
+ * blocks that landed in the step shown highlighted; pairwise exchange's steps are its N-1
+ * exchanges, direct's the moments its posted blocks arrive. Its bytes go against (N-1)/N x
+ * size, its plot is pairwise against direct (the same time on one node: one curve).
+ *
  * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16), Up/Down (k/j) size (x2),
- * t ring, tree, dbtree, rhd; c the cluster preset. Settings: gpus=N, size=BYTES,
- * algo=ring|tree|dbtree|rhd, cluster=PRESET, step=K. */
+ * o all-reduce or all-to-all, t ring, tree, dbtree, rhd (all-to-all: pairwise, direct); c the
+ * cluster preset. Settings: gpus=N, size=BYTES, op=allreduce|alltoall,
+ * algo=ring|tree|dbtree|rhd|pairwise|direct (pairwise and direct are all-to-all's),
+ * cluster=PRESET, step=K. */
 #include "config.h"
 
 #include <curses.h>
@@ -65,6 +74,7 @@ struct hop {
 struct settings {
     int gpus, cluster;
     double size;
+    enum cost_op op; /* COST_ALLREDUCE or COST_ALLTOALL */
     enum cost_algo algo;
 };
 
@@ -81,7 +91,7 @@ struct coll_panel {
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
     bool verified, scaled; /* scaled: real_bytes ran, timed as the size chosen */
-    struct cost_result ring, tree, dbtree, rhd;
+    struct cost_result ring, tree, dbtree, rhd, pair, direct;
     double crossover;
     /* the replay */
     int step;
@@ -106,9 +116,10 @@ static void replay(struct coll_panel *p)
     int n = p->s.gpus;
     memset(p->fresh, 0, sizeof p->fresh);
     memset(p->sent, 0, sizeof p->sent);
+    bool a2a = p->s.op == COST_ALLTOALL; /* a receive buffer: only its own block at first */
     for (int g = 0; g < n; g++)
         for (int c = 0; c < p->nchunks; c++)
-            p->mask[g][c] = 1ull << g;
+            p->mask[g][c] = !a2a || c == g ? 1ull << g : 0;
     p->now = 0;
     p->phase = NULL;
     double scale = p->real_bytes > 0 ? p->s.size / p->real_bytes : 0;
@@ -116,7 +127,7 @@ static void replay(struct coll_panel *p)
         const struct hop *h = &p->hops[i];
         if (h->step >= p->step)
             continue;
-        uint64_t m = p->mask[h->from][h->chunk];
+        uint64_t m = a2a ? 1ull << h->from : p->mask[h->from][h->chunk]; /* its own block */
         p->mask[h->to][h->chunk] = h->reduce ? p->mask[h->to][h->chunk] | m : m;
         p->sent[h->from] += h->bytes * scale;
         if (h->t_end > p->now)
@@ -140,8 +151,24 @@ static double algo_time(const struct coll_panel *p)
     case COST_TREE: return p->tree.time_s;
     case COST_DBTREE: return p->dbtree.time_s;
     case COST_RHD: return p->rhd.time_s;
+    case COST_PAIRWISE: return p->pair.time_s;
+    case COST_DIRECT: return p->direct.time_s;
     default: return p->ring.time_s;
     }
+}
+
+/* The bytes each GPU sends, over the size: 2(N-1)/N for an all-reduce, (N-1)/N an all-to-all. */
+static double sent_share(const struct coll_panel *p)
+{
+    int n = p->s.gpus;
+    return (p->s.op == COST_ALLTOALL ? 1.0 : 2.0) * (n - 1) / n;
+}
+
+/* The plot's two algorithms: ring and tree, or pairwise and direct. */
+static void plot_algos(const struct coll_panel *p, enum cost_algo a[2])
+{
+    a[0] = p->s.op == COST_ALLTOALL ? COST_PAIRWISE : COST_RING;
+    a[1] = p->s.op == COST_ALLTOALL ? COST_DIRECT : COST_TREE;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -185,11 +212,14 @@ static void compute(struct coll_panel *p)
 {
     struct trial_args a;
     trial_args_init(&a);
-    a.op = COST_ALLREDUCE;
+    a.op = p->s.op;
     a.algo = p->s.algo;
     a.gpus = p->s.gpus;
-    /* the size itself when small, else N x 256 fp32 with the links scaled to take as long */
-    p->scaled = !(p->s.size <= REAL_MAX && fmod(p->s.size, 4) == 0 && p->s.size >= 4);
+    /* the size itself when small, else N x 256 fp32 with the links scaled to take as long (an
+     * all-to-all's size must also split into N blocks of whole elements) */
+    bool a2a = p->s.op == COST_ALLTOALL;
+    p->scaled = !(p->s.size <= REAL_MAX && fmod(p->s.size, 4) == 0 && p->s.size >= 4 &&
+                  (!a2a || fmod(p->s.size / 4, p->s.gpus) == 0));
     a.count = p->scaled ? (size_t)p->s.gpus * 256 : (size_t)(p->s.size / 4);
     a.dtype = FP_FP32;
     a.spec = p->clusters[p->s.cluster];
@@ -209,7 +239,11 @@ static void compute(struct coll_panel *p)
     cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
     cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
     cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
-    p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1024, 1e12);
+    cost_collective(COST_ALLTOALL, COST_PAIRWISE, &net, p->s.size, &p->pair, NULL);
+    cost_collective(COST_ALLTOALL, COST_DIRECT, &net, p->s.size, &p->direct, NULL);
+    enum cost_algo pa[2];
+    plot_algos(p, pa);
+    p->crossover = cost_crossover(p->s.op, pa[0], pa[1], &net, 1024, 1e12);
 
     struct trial t;
     struct error e = {0};
@@ -253,6 +287,8 @@ static void compute(struct coll_panel *p)
             count = count < 1 ? 1 : count;
         }
         const char *ph = ev[i].phase ? ev[i].phase : "";
+        if (a2a) /* the block lands in the receiver's place for its sender */
+            first = ev[i].device;
         for (int j = 0; j < count && first + j < MAX_CHUNKS; j++) {
             struct hop *h = &p->hops[p->nhops++];
             h->step = ev[i].step;
@@ -270,7 +306,7 @@ static void compute(struct coll_panel *p)
                 p->nchunks = h->chunk + 1;
         }
     }
-    if (p->s.algo == COST_RING)
+    if (p->s.algo == COST_RING || a2a)
         p->nchunks = p->s.gpus;
     else if (p->s.algo == COST_RHD)
         p->nchunks = np < MAX_CHUNKS ? np : MAX_CHUNKS;
@@ -285,7 +321,11 @@ static void compute(struct coll_panel *p)
 
 static void defaults(struct settings *s)
 {
-    *s = (struct settings){.gpus = 8, .cluster = 0, .size = 64.0 * 1024 * 1024, .algo = COST_RING};
+    *s = (struct settings){.gpus = 8,
+                           .cluster = 0,
+                           .size = 64.0 * 1024 * 1024,
+                           .op = COST_ALLREDUCE,
+                           .algo = COST_RING};
 }
 
 static int coll_init(void **state, const struct panel_env *env, struct error *e)
@@ -322,6 +362,12 @@ static void coll_fini(void *state)
     free(p);
 }
 
+/* "all-reduce" or "all-to-all". */
+static const char *op_title(const struct coll_panel *p)
+{
+    return p->s.op == COST_ALLTOALL ? "all-to-all" : "all-reduce";
+}
+
 static void changed(struct coll_panel *p, const char *what)
 {
     char b[32];
@@ -333,8 +379,8 @@ static void changed(struct coll_panel *p, const char *what)
                      units_format_bytes(b, sizeof b, p->s.size, UNITS_BINARY));
     else if (!strcmp(what, "gpus"))
         eventlog_add(p->log, "collective: %d GPUs", p->s.gpus);
-    else if (!strcmp(what, "algo"))
-        eventlog_add(p->log, "collective: %s all-reduce", cost_algo_name(p->s.algo));
+    else if (!strcmp(what, "algo") || !strcmp(what, "op"))
+        eventlog_add(p->log, "collective: %s %s", cost_algo_name(p->s.algo), op_title(p));
     else
         eventlog_add(p->log, "collective: cluster %s", p->clusters[p->s.cluster].name);
 }
@@ -386,12 +432,20 @@ static int coll_on_key(void *state, int key)
         p->s.size /= 2;
         changed(p, "size");
         break;
-    case 't': /* ring, tree, NCCL's double binary tree, recursive halving/doubling */
-        p->s.algo = p->s.algo == COST_RING     ? COST_TREE
-                    : p->s.algo == COST_TREE   ? COST_DBTREE
-                    : p->s.algo == COST_DBTREE ? COST_RHD
-                                               : COST_RING;
+    case 't': /* ring, tree, NCCL's double binary tree, recursive halving/doubling; or
+               * all-to-all's pairwise exchange and direct */
+        p->s.algo = p->s.algo == COST_RING       ? COST_TREE
+                    : p->s.algo == COST_TREE     ? COST_DBTREE
+                    : p->s.algo == COST_DBTREE   ? COST_RHD
+                    : p->s.algo == COST_PAIRWISE ? COST_DIRECT
+                    : p->s.algo == COST_DIRECT   ? COST_PAIRWISE
+                                                 : COST_RING;
         changed(p, "algo");
+        break;
+    case 'o': /* all-reduce or all-to-all, each with its first algorithm */
+        p->s.op = p->s.op == COST_ALLREDUCE ? COST_ALLTOALL : COST_ALLREDUCE;
+        p->s.algo = p->s.op == COST_ALLTOALL ? COST_PAIRWISE : COST_RING;
+        changed(p, "op");
         break;
     case 'c':
         p->s.cluster = (p->s.cluster + 1) % p->nclusters;
@@ -454,17 +508,22 @@ static int coll_set(void *state, const char *name, const char *value, struct err
         if ((rc = units_parse_bytes(value, 4.0 * 1024 * 1024 * 1024, &b, e)) == 0 && b < 1024)
             rc = error_set(e, ERR_INVAL, "the size must be at least 1 KiB");
         s.size = b;
-    } else if (!strcmp(name, "algo")) {
-        if (!strcmp(value, "ring"))
-            s.algo = COST_RING;
-        else if (!strcmp(value, "tree"))
-            s.algo = COST_TREE;
-        else if (!strcmp(value, "dbtree"))
-            s.algo = COST_DBTREE;
-        else if (!strcmp(value, "rhd"))
-            s.algo = COST_RHD;
+    } else if (!strcmp(name, "op")) { /* its first algorithm, unless the algo is its own */
+        if (!strcmp(value, "allreduce"))
+            s.op = COST_ALLREDUCE, s.algo = s.algo >= COST_PAIRWISE ? COST_RING : s.algo;
+        else if (!strcmp(value, "alltoall"))
+            s.op = COST_ALLTOALL, s.algo = s.algo < COST_PAIRWISE ? COST_PAIRWISE : s.algo;
         else
-            rc = error_set(e, ERR_INVAL, "algo is ring, tree, dbtree or rhd, not '%s'", value);
+            rc = error_set(e, ERR_INVAL, "op is allreduce or alltoall, not '%s'", value);
+    } else if (!strcmp(name, "algo")) { /* an algorithm of the other op takes its op along */
+        enum cost_algo a;
+        if (cost_parse_algo(value, &a, NULL) == 0 && a != COST_AUTO)
+            s.algo = a, s.op = a >= COST_PAIRWISE ? COST_ALLTOALL : COST_ALLREDUCE;
+        else
+            rc = error_set(e, ERR_INVAL,
+                           "algo is ring, tree, dbtree, rhd (all-reduce), pairwise or direct "
+                           "(all-to-all), not '%s'",
+                           value);
     } else if (!strcmp(name, "cluster")) {
         int found = -1;
         for (int i = 0; i < p->nclusters; i++)
@@ -478,7 +537,8 @@ static int coll_set(void *state, const char *name, const char *value, struct err
             step = (int)v;
     } else {
         return error_set(e, ERR_INVAL,
-                         "the collective panel knows gpus, size, algo, cluster and step, not '%s'",
+                         "the collective panel knows gpus, size, op, algo, cluster and step, not "
+                         "'%s'",
                          name);
     }
     if (rc < 0) {
@@ -495,8 +555,9 @@ static int coll_set(void *state, const char *name, const char *value, struct err
 
 /* ------------------------------------------------------------------ drawing */
 
-/* Ring and tree time against the size, log-log, 1 KiB to 1 GiB, in h rows x w columns at
- * (y0, x0): the curves, the size axis, and a legend (one line when there is room, else two). */
+/* Ring and tree time (all-to-all: pairwise and direct) against the size, log-log, 1 KiB to
+ * 1 GiB, in h rows x w columns at (y0, x0): the curves ('*' where they meet), the size axis,
+ * and a legend (one line when there is room, else two). */
 static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, int x0, int h, int w)
 {
     bool one_line = w >= 40; /* the legend on one row (in fewer words below 52 columns) */
@@ -506,14 +567,18 @@ static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, i
     struct cost_net net = net_of(p, p->s.gpus);
     double lo = 1024, hi = 1024.0 * 1024 * 1024, tmin = INFINITY, tmax = 0;
     double tr[256], tt[256];
+    enum cost_algo pa[2];
+    plot_algos(p, pa);
+    const char *n0 = cost_algo_name(pa[0]), *n1 = cost_algo_name(pa[1]);
+    char c0[2] = {n0[0], 0}, c1[2] = {n1[0], 0}; /* r t, or p d */
     if (pw > 256)
         pw = 256;
     for (int i = 0; i < pw; i++) {
         double s = lo * pow(hi / lo, (double)i / (pw - 1));
         struct cost_result r;
-        cost_collective(COST_ALLREDUCE, COST_RING, &net, s, &r, NULL);
+        cost_collective(p->s.op, pa[0], &net, s, &r, NULL);
         tr[i] = r.time_s;
-        cost_collective(COST_ALLREDUCE, COST_TREE, &net, s, &r, NULL);
+        cost_collective(p->s.op, pa[1], &net, s, &r, NULL);
         tt[i] = r.time_s;
         tmin = fmin(tmin, fmin(tr[i], tt[i]));
         tmax = fmax(tmax, fmax(tr[i], tt[i]));
@@ -534,8 +599,8 @@ static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, i
         if (yr == yt) {
             canvas_text(c, y0 + yr, px + i, ROLE_TEXT, "*");
         } else {
-            canvas_text(c, y0 + yr, px + i, ROLE_GOOD, "r");
-            canvas_text(c, y0 + yt, px + i, ROLE_WARN, "t");
+            canvas_text(c, y0 + yr, px + i, ROLE_GOOD, c0);
+            canvas_text(c, y0 + yt, px + i, ROLE_WARN, c1);
         }
     }
     canvas_text(c, y0 + ph, px, ROLE_DIM, "1 KiB");
@@ -546,14 +611,19 @@ static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, i
     if (xc >= 0 && xc < pw)
         snprintf(cross, sizeof cross, "%s crossover %s", theme_glyphs()->v,
                  units_format_bytes(b, sizeof b, p->crossover, UNITS_BINARY));
-    snprintf(legend[0], sizeof legend[0], "r ring  t tree  %s%s^ this size", cross,
-             *cross ? "  " : "");
-    snprintf(legend[1], sizeof legend[1], "r ring t tree %s%s%s^ size",
-             *cross ? theme_glyphs()->v : "", *cross ? b : "", *cross ? " " : "");
+    /* all-to-all's two take the same time on one node: say that the one curve is both */
+    const char *both = p->s.op == COST_ALLTOALL ? "* both  " : "";
+    snprintf(legend[0], sizeof legend[0], "%s %s  %s %s  %s%s%s^ this size", c0, n0, c1, n1, both,
+             cross, *cross ? "  " : "");
+    snprintf(legend[1], sizeof legend[1], "%s %s %s %s %s%s%s%s^ size", c0, n0, c1, n1,
+             *both ? "* both " : "", *cross ? theme_glyphs()->v : "", *cross ? b : "",
+             *cross ? " " : "");
     if (one_line) {
         canvas_text(c, y0 + ph + 1, x0, ROLE_DIM, legend[layout_text_width(legend[0]) > w]);
     } else {
-        canvas_text(c, y0 + ph + 1, x0, ROLE_DIM, "r ring  t tree  ^ this size");
+        char two[64];
+        snprintf(two, sizeof two, "%s %s  %s %s  %s^ this size", c0, n0, c1, n1, both);
+        canvas_text(c, y0 + ph + 1, x0, ROLE_DIM, two);
         canvas_text(c, y0 + ph + 2, x0, ROLE_DIM, cross);
     }
 }
@@ -614,7 +684,20 @@ static char count_char(int k, int n)
 {
     if (k >= n)
         return '#';
-    return k < 10 ? (char)('0' + k) : (char)('a' + k - 10);
+    return k < 10   ? (char)('0' + k)
+           : k < 36 ? (char)('a' + k - 10)
+           : k < 62 ? (char)('A' + k - 36)
+                    : '+';
+}
+
+/* A cell of GPU g's buffer: its count of contributions (all-reduce), or the GPU whose block
+ * it holds ('.' none yet: all-to-all). */
+static char cell_char(const struct coll_panel *p, int g, int k)
+{
+    uint64_t m = p->mask[g][k];
+    if (p->s.op == COST_ALLTOALL)
+        return m ? count_char(__builtin_ctzll(m), p->s.gpus) : '.';
+    return count_char(__builtin_popcountll(m), p->s.gpus);
 }
 
 /* Chunk k of GPU g: its count of contributions, and its look: where this step's data landed,
@@ -622,6 +705,8 @@ static char count_char(int k, int n)
 static enum ui_role chunk_role(const struct coll_panel *p, int g, int k)
 {
     int n = p->s.gpus, have = __builtin_popcountll(p->mask[g][k]);
+    if (p->s.op == COST_ALLTOALL) /* arrived from another GPU, its own, or still to come */
+        return p->fresh[g][k] ? ROLE_MOVED : have && k != g ? ROLE_GOOD : ROLE_DIM;
     return p->fresh[g][k] ? ROLE_MOVED : have >= n ? ROLE_GOOD : have == 1 ? ROLE_DIM : ROLE_WARN;
 }
 
@@ -646,7 +731,7 @@ static void draw_ring(const struct coll_panel *p, struct ui_canvas *c, int oy, i
         canvas_text(c, y + 1, x, ROLE_BORDER, g->v);
         int pad = (bw - 2 - p->nchunks) / 2;
         for (int k = 0; k < p->nchunks; k++) {
-            char cell[2] = {count_char(__builtin_popcountll(p->mask[i][k]), n), 0};
+            char cell[2] = {cell_char(p, i, k), 0};
             canvas_text(c, y + 1, x + 1 + pad + k, chunk_role(p, i, k), cell);
         }
         canvas_text(c, y + 1, x + bw - 1, ROLE_BORDER, g->v);
@@ -694,19 +779,17 @@ static void draw_ring(const struct coll_panel *p, struct ui_canvas *c, int oy, i
 static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cellw,
                      int barw)
 {
-    int n = p->s.gpus;
     canvas_printf(c, y, 0, ROLE_DIM, "GPU %-2d", g);
     int x = 7;
     for (int k = 0; k < p->nchunks; k++) {
-        int have = __builtin_popcountll(p->mask[g][k]);
-        char cell[3] = {count_char(have, n), ' ', 0};
+        char cell[3] = {cell_char(p, g, k), ' ', 0};
         if (cellw == 1)
             cell[1] = 0;
         canvas_text(c, y, x, chunk_role(p, g, k), cell);
         x += cellw;
     }
-    double line = 2.0 * (n - 1) / n * p->s.size;
-    if (barw >= 4 && p->s.algo == COST_RING) {
+    double line = sent_share(p) * p->s.size;
+    if (barw >= 4 && (p->s.algo == COST_RING || p->s.op == COST_ALLTOALL)) {
         canvas_bar(c, y, x + 1, barw, p->sent[g], line);
         x += barw + 2;
     }
@@ -795,6 +878,15 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int
                       w < 64 ? "2 trees, half each: chunks 0-%d, %d-%d"
                              : "two binary trees, half the data each: chunks 0-%d, then %d-%d",
                       p->nchunks / 2 - 1, p->nchunks / 2, p->nchunks - 1);
+    } else if (p->s.algo == COST_PAIRWISE) {
+        canvas_text(c, y++, 0, ROLE_DIM,
+                    w < 64
+                        ? "step k: GPU i sends its block to GPU i+k"
+                        : "pairwise: in step k GPU i sends GPU i+k its block, gets one from i-k");
+    } else if (p->s.algo == COST_DIRECT) {
+        canvas_text(c, y++, 0, ROLE_DIM,
+                    w < 64 ? "every block posted at once, to i+1, i+2, ..."
+                           : "direct: every GPU posts its N-1 blocks at once, to i+1, i+2, ...");
     } else {
         canvas_printf(c, y++, 0, ROLE_DIM,
                       w < 64 ? "halving, then doubling: %d blocks"
@@ -830,8 +922,66 @@ static int counts_rows(int w)
 /* The legend, the bytes sent against 2(N-1)/N x size, the α-β times (ring and tree, then
  * dbtree and rhd, on the same row when it is wide), the bandwidths as nccl-tests reports
  * them: counts_rows rows. */
+/* The same rows for an all-to-all: the legend (what a cell shows), the bytes sent against
+ * (N-1)/N x size, pairwise's and direct's α-β times, the bandwidths ((N-1)/N, nccl-tests'). */
+static void draw_counts_a2a(const struct coll_panel *p, struct ui_canvas *c, int y)
+{
+    int n = p->s.gpus, w = c->r.w;
+    char b1[32], b2[32], t0[32], t1[32], ran[3][160];
+    double line = sent_share(p) * p->s.size, sent = 0;
+    for (int g = 0; g < n; g++)
+        sent += p->sent[g];
+    const char *ver = p->verified ? "verified" : "NOT verified";
+    units_format_bytes(b1, sizeof b1, p->real_bytes, UNITS_BINARY);
+    units_format_bytes(b2, sizeof b2, p->s.size, UNITS_BINARY);
+    if (p->scaled)
+        snprintf(ran[0], sizeof ran[0],
+                 "cell: the GPU whose block it holds (. to come); ran %s (%s), timed as %s", b1,
+                 ver, b2);
+    else
+        snprintf(ran[0], sizeof ran[0],
+                 "cell: the GPU whose block it holds (. to come); a real run of %s, %s", b1, ver);
+    snprintf(ran[1], sizeof ran[1], "cell: the block's GPU (. to come), %s", ver);
+    snprintf(ran[2], sizeof ran[2], "cell: whose block, %s", ver);
+    int k = 0;
+    while (k < 2 && layout_text_width(ran[k]) > w)
+        k++;
+    canvas_text(c, y++, 0, p->verified ? ROLE_DIM : ROLE_ERROR, ran[k]);
+    units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
+    units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
+    int x = canvas_printf(c, y, 0, ROLE_TEXT,
+                          w < 64 ? "sent/GPU %s of (N-1)/N S = %s"
+                                 : "sent per GPU so far %s of (N-1)/N x size = %s",
+                          b1, b2);
+    if (w - x - 2 >= 8)
+        canvas_bar(c, y, x + 2, w - x - 2 > 24 ? 24 : w - x - 2, sent / n, line);
+    y++;
+    units_format_seconds(t0, sizeof t0, p->pair.time_s);
+    units_format_seconds(t1, sizeof t1, p->direct.time_s);
+    double d = p->direct.time_s - p->pair.time_s;
+    const char *verdict = fabs(d) <= 1e-9 * p->pair.time_s ? "the same"
+                          : d < 0                          ? "direct is faster"
+                                                           : "pairwise is faster";
+    canvas_printf(c, y++, 0, ROLE_TEXT,
+                  w < 64 ? "pairwise %s, direct %s: %s" : "α-β: pairwise %s, direct %s: %s", t0, t1,
+                  verdict);
+    if (counts_rows(w) == 5)
+        canvas_printf(c, y++, 0, ROLE_DIM, "each GPU keeps 1 of its %d blocks and sends %d", n,
+                      n - 1);
+    double f = cost_busbw_factor(COST_ALLTOALL, n), alg = cost_algbw(p->s.size, algo_time(p));
+    if (w < 64)
+        canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9, alg * f / 1e9);
+    else
+        canvas_printf(c, y, 0, ROLE_TEXT, "%s: algbw %.1f GB/s, busbw %.1f GB/s (x %.3g)",
+                      cost_algo_name(p->s.algo), alg / 1e9, alg * f / 1e9, f);
+}
+
 static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
 {
+    if (p->s.op == COST_ALLTOALL) {
+        draw_counts_a2a(p, c, y);
+        return;
+    }
     int n = p->s.gpus;
     char b1[32], b2[32];
     double line = 2.0 * (n - 1) / n * p->s.size;
@@ -940,8 +1090,8 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     /* the longest form that fits: nothing is cut, the cluster's name goes first */
     char head[3][256];
     const char *algo = cost_algo_name(p->s.algo);
-    snprintf(head[0], sizeof head[0], "%s all-reduce, %d GPUs%s, %s fp32, %s", algo, n, where, b1,
-             cl->name);
+    snprintf(head[0], sizeof head[0], "%s %s, %d GPUs%s, %s fp32, %s", algo, op_title(p), n, where,
+             b1, cl->name);
     snprintf(head[1], sizeof head[1], "%s, %d GPUs%s, %s, %s", algo, n, where, b1, cl->name);
     snprintf(head[2], sizeof head[2], "%s, %d GPUs%s, %s", algo, n, where, b1);
     int hi = 0;
@@ -1011,7 +1161,10 @@ static void coll_draw(const void *state, struct ui_canvas *c)
 static const struct panel_key keys[] = {
     {"h/l Left/Right", "fewer or more GPUs (2-64)", "GPUs"},
     {"k/j Up/Down", "double or halve the size", "size"},
-    {"t", "ring, tree, double binary tree, recursive halving/doubling", "algo"},
+    {"o", "all-reduce or all-to-all", "op"},
+    {"t",
+     "ring, tree, double binary tree, recursive halving/doubling (all-to-all: pairwise, direct)",
+     "algo"},
     {"c", "next cluster preset", "cluster"},
     {NULL, NULL, NULL},
 };
@@ -1023,7 +1176,8 @@ const struct panel_ops panel_collective = {
              "named; above, N x 1 KiB timed as that size, which the legend says): each GPU's "
              "chunks and how many GPUs' contributions they hold, reduce-scatter then all-gather; "
              "the bytes each GPU sent against 2(N-1)/N x size; and the α-β time of ring and tree "
-             "against the size.",
+             "against the size. o turns it into an all-to-all: each GPU's blocks arriving from "
+             "every other, pairwise or direct, against (N-1)/N x size.",
     .init = coll_init,
     .fini = coll_fini,
     .on_key = coll_on_key,

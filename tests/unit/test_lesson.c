@@ -1531,7 +1531,7 @@ START_TEST(shipped_lessons)
                                          "Scaling and distributed training",
                                          "ZeRO and FSDP",
                                          "Data parallelism and ZeRO memory"};
-    static const int minutes[] = {40, 35, 40, 45, 40, 0};
+    static const int minutes[] = {40, 35, 45, 45, 40, 0};
     for (size_t i = 0; i < n; i++) {
         ck_assert_int_eq(v[i]->number, (int)i + 1);
         ck_assert_str_eq(v[i]->title, titles[i]);
