@@ -20,7 +20,8 @@
  * one feed-forward: E (3 d ffn) + d E in place of 3 d ffn, in the order of the model's buffer
  * (model/gpt.h). A token goes through k experts of each such layer, so the parameters it uses
  * (active, what a step's FLOPs count) are the total less (E - k) 3 d ffn per expert layer:
- * Mixtral 8x7B, 46.7B in all and 12.9B active (Jiang et al. 2024). */
+ * Mixtral 8x7B's 47B in all, 13B active (Jiang et al. 2024; assets/models/mixtral-8x7b.ini,
+ * tests/unit/test_calc.c). */
 #ifndef SCALELAB_CALC_PARAMS_H
 #define SCALELAB_CALC_PARAMS_H
 

@@ -266,6 +266,13 @@ START_TEST(params_known_models)
                                                  .ffn_kind = FFN_SWIGLU}) == 13015864320.0);
     struct model_shape m70 = load_model("llama2-70b");
     ck_assert(params_total(&m70) == 68976648192.0);
+    /* Mixtral 8x7B: 2 x 32000 x 4096 (untied) + 32 x (41,943,040 attention + 8,192 norms +
+     * 32,768 router + 8 x 3 x 4096 x 14336 experts) + 4096, the paper's 47B with 13B active
+     * per token (Jiang et al. 2024): each token skips 6 of the 8 experts in every layer */
+    struct model_shape mx = load_model("mixtral-8x7b");
+    ck_assert(params_total(&mx) == 46702792704.0);
+    ck_assert(params_active(&mx) == 46702792704.0 - 32 * 6 * 3 * 4096 * 14336.0);
+    ck_assert(round(params_total(&mx) / 1e9) == 47 && round(params_active(&mx) / 1e9) == 13);
     /* GPT-3 175B with its biases and learned positions: 96(12d^2 + 13d) + (50257 + 2048)d + 2d. */
     struct model_shape g = load_model("gpt3-175b");
     double d = 12288;
