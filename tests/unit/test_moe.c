@@ -14,6 +14,7 @@
 #include "base/rng.h"
 #include "calc/activ.h"
 #include "calc/params.h"
+#include "gptref.h"
 #include "harness.h"
 #include "model/gpt.h"
 #include "model/moe.h"
@@ -178,6 +179,25 @@ static struct gpt_config moe_cfg(int every, double capacity)
     return c;
 }
 
+/* The calculator's shape of moe_cfg's model with L layers (calc/preset.h). */
+static struct model_shape moe_shape(int L, int every, double capacity)
+{
+    return (struct model_shape){.name = "m",
+                                .layers = L,
+                                .d_model = 16,
+                                .heads = 2,
+                                .kv_heads = 2,
+                                .ffn = 12,
+                                .vocab = 16,
+                                .seq = 8,
+                                .ffn_kind = FFN_SWIGLU,
+                                .tied = true,
+                                .experts = 4,
+                                .top_k = 2,
+                                .moe_every = every,
+                                .capacity_factor = capacity};
+}
+
 /* Tensor (layer l, kind, expert) of the flat buffer p. */
 static const double *tensor(const struct gpt_config *c, const double *p, int l, enum gpt_kind k,
                             int expert)
@@ -189,26 +209,6 @@ static const double *tensor(const struct gpt_config *c, const double *p, int l, 
     }
     ck_abort_msg("no tensor %d of layer %d expert %d", k, l, expert);
     return NULL;
-}
-
-static void ref_rms(double *y, const double *x, const double *w, int d)
-{
-    double ss = 0;
-    for (int j = 0; j < d; j++)
-        ss += x[j] * x[j];
-    double s = 1.0 / sqrt(ss / d + 1e-5);
-    for (int j = 0; j < d; j++)
-        y[j] = x[j] * s * w[j];
-}
-
-static void ref_lin(double *y, const double *w, const double *x, int out, int in)
-{
-    for (int o = 0; o < out; o++) {
-        double s = 0;
-        for (int i = 0; i < in; i++)
-            s += w[(size_t)o * in + i] * x[i];
-        y[o] = s;
-    }
 }
 
 /* y [d] = SwiGLU expert e of layer l on x [d]. */
@@ -280,16 +280,6 @@ static double ref_moe(const struct gpt_config *c, const double *p, int l, const 
     }
     free(prob), free(ch), free(in);
     return c->moe.aux_coef * E / ((double)k * N * N) * aux;
-}
-
-static void ref_rope(double *v, int t, int hd)
-{
-    int half = hd / 2;
-    for (int i = 0; i < half; i++) {
-        double ang = t * pow(10000.0, -2.0 * i / hd), a = v[i], b = v[i + half];
-        v[i] = a * cos(ang) - b * sin(ang);
-        v[i + half] = b * cos(ang) + a * sin(ang);
-    }
 }
 
 /* The loss of the model in double: the mean cross-entropy plus every expert layer's aux. The
@@ -369,27 +359,6 @@ static double ref_loss(const struct gpt_config *c, const double *p, const int32_
     }
     free(x), free(h), free(q), free(k), free(v), free(o);
     return loss / N + aux;
-}
-
-static void random_params(const struct gpt_config *c, float *p, uint64_t seed)
-{
-    struct rng r;
-    rng_seed(&r, seed, 1);
-    for (size_t i = 0; i < gpt_tensor_count(c); i++) {
-        struct gpt_tensor t = gpt_tensor_at(c, i);
-        bool norm = t.rows == 1;
-        for (size_t j = 0; j < (size_t)t.rows * t.cols; j++)
-            p[t.offset + j] = (float)(norm ? 1 + 0.2 * rng_normal(&r) : 0.3 * rng_normal(&r));
-    }
-}
-
-static void random_batch(const struct gpt_config *c, int B, int32_t *tok, int32_t *tgt)
-{
-    struct rng r;
-    rng_seed(&r, 7, 2);
-    for (int i = 0; i < B * c->seq; i++)
-        tok[i] = (int32_t)rng_below(&r, (uint64_t)c->vocab),
-        tgt[i] = (int32_t)rng_below(&r, (uint64_t)c->vocab);
 }
 
 /* Every tensor of the model, 6 elements each (the first, the last, 4 at random): the
@@ -519,19 +488,7 @@ START_TEST(layout_and_counts)
     size_t moe = 2 * d + 4 * d * d + 4 * (3 * d * f + d);
     ck_assert_uint_eq(gpt_param_count(&c), 16 * d + dense + moe + d);
     ck_assert_uint_eq(gpt_active_param_count(&c), gpt_param_count(&c) - 2 * 3 * d * f);
-    struct model_shape m = {.name = "m",
-                            .layers = 2,
-                            .d_model = 16,
-                            .heads = 2,
-                            .kv_heads = 2,
-                            .ffn = 12,
-                            .vocab = 16,
-                            .seq = 8,
-                            .ffn_kind = FFN_SWIGLU,
-                            .tied = true,
-                            .experts = 4,
-                            .top_k = 2,
-                            .moe_every = 2};
+    struct model_shape m = moe_shape(2, 2, 0);
     ck_assert(params_total(&m) == (double)gpt_param_count(&c));
     ck_assert(params_active(&m) == (double)gpt_active_param_count(&c));
     struct gpt_config from;
@@ -552,20 +509,7 @@ START_TEST(activation_peak_is_predicted)
                 for (int i = 0; i < 5; i++) {
                     struct gpt_config c = moe_cfg(every, cap ? 1.25 : 0);
                     c.layers = 3;
-                    struct model_shape m = {.name = "m",
-                                            .layers = 3,
-                                            .d_model = 16,
-                                            .heads = 2,
-                                            .kv_heads = 2,
-                                            .ffn = 12,
-                                            .vocab = 16,
-                                            .seq = 8,
-                                            .ffn_kind = FFN_SWIGLU,
-                                            .tied = true,
-                                            .experts = 4,
-                                            .top_k = 2,
-                                            .moe_every = every,
-                                            .capacity_factor = c.moe.capacity_factor};
+                    struct model_shape m = moe_shape(3, every, c.moe.capacity_factor);
                     struct gpt_ckpt p;
                     struct gpt *g = NULL;
                     enum fp_format f = fmt ? FP_BF16 : FP_FP32;
