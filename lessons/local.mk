@@ -5,4 +5,4 @@ nobase_dist_pkgdata_DATA += \
 	lessons/03-collectives.lesson \
 	lessons/04-scaling.lesson \
 	lessons/05-zero.lesson \
-	lessons/06-lab.lesson
+	lessons/90-lab.lesson

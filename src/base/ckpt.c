@@ -46,6 +46,12 @@ char *ckpt_name(char *buf, size_t n, const struct ckpt_policy *p)
     return buf;
 }
 
+int ckpt_segment(const struct ckpt_policy *p, int n)
+{
+    int k = ckpt_every(p, n);
+    return k < n ? k : n;
+}
+
 int ckpt_every(const struct ckpt_policy *p, int n)
 {
     int k = 1;

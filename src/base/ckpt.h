@@ -1,5 +1,6 @@
-/* Gradient checkpointing's policies by name: the one vocabulary of the model that runs them
- * (model/gpt.h) and the calculator that predicts their memory (calc/activ.h).
+/* Gradient checkpointing's policies: the one type and vocabulary of the model that runs them
+ * (model/gpt.h), the trainer's settings (par/settings.h) and the calculator that predicts
+ * their memory (calc/activ.h).
  *
  * none keeps every tensor; full (every:1) keeps each layer's input and recomputes the rest;
  * every:K keeps the input of segments of K layers (Megatron-LM's "uniform" method); sqrt
@@ -28,5 +29,8 @@ char *ckpt_name(char *buf, size_t n, const struct ckpt_policy *p);
 /* Layers per segment for n layers: 1 (full), K (every:K), ceil(sqrt(n)) (sqrt); 0 when the
  * policy does not segment (none, selective). */
 int ckpt_every(const struct ckpt_policy *p, int n);
+/* The layers a segment of n layers holds when the model runs the policy: ckpt_every's, at most
+ * n (0 when it does not segment). */
+int ckpt_segment(const struct ckpt_policy *p, int n);
 
 #endif

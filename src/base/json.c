@@ -50,6 +50,22 @@ void json_put_num(FILE *f, double v, int digits)
         fprintf(f, "%.*g", digits, v);
 }
 
+void json_put_str(FILE *f, const char *s)
+{
+    json_t *j = json_string(s ? s : "");
+    if (!j) { /* not UTF-8: its ASCII */
+        char buf[256];
+        size_t k = 0;
+        for (; *s && k + 1 < sizeof buf; s++)
+            if (!((unsigned char)*s & 0x80))
+                buf[k++] = *s;
+        buf[k] = 0;
+        j = json_string(buf);
+    }
+    json_dumpf(j, f, JSON_ENCODE_ANY);
+    json_decref(j);
+}
+
 char *json_num_text(char *buf, size_t n, double v, int digits)
 {
     const char *word = json_nonfinite(v);

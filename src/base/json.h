@@ -40,6 +40,10 @@ int json_write_line(FILE *f, json_t *doc, int digits);
  * or its quoted string. */
 void json_put_num(FILE *f, double v, int digits);
 
+/* ... and s as a JSON string, quoted and escaped by jansson ("" for NULL; bytes that are not
+ * UTF-8 are left out). */
+void json_put_str(FILE *f, const char *s);
+
 /* v as text: "nan", "inf", "-inf", or the number with digits significant digits. */
 char *json_num_text(char *buf, size_t n, double v, int digits);
 

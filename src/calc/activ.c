@@ -13,31 +13,6 @@
 #include "base/units.h"
 #include "calc/params.h"
 
-/* The vocabulary is base/ckpt.h's; the calculator's policy is the same pair of fields. */
-_Static_assert(ACTIV_NONE == (int)CKPT_NONE && ACTIV_FULL == (int)CKPT_FULL &&
-                   ACTIV_EVERY == (int)CKPT_EVERY && ACTIV_SQRT == (int)CKPT_SQRT &&
-                   ACTIV_SELECTIVE == (int)CKPT_SELECTIVE,
-               "calc/activ.h's policies are base/ckpt.h's, in order");
-
-int activ_parse_policy(const char *s, struct activ_policy *out, struct error *e)
-{
-    struct ckpt_policy p;
-    int rc = ckpt_parse(s, &p, e);
-    if (rc == 0)
-        *out = (struct activ_policy){(enum activ_policy_kind)p.kind, p.every};
-    return rc;
-}
-
-char *activ_policy_name(char *buf, size_t n, const struct activ_policy *pol)
-{
-    return ckpt_name(buf, n, &(struct ckpt_policy){(enum ckpt_kind)pol->kind, pol->every});
-}
-
-int activ_policy_every(const struct activ_policy *pol, int n)
-{
-    return ckpt_every(&(struct ckpt_policy){(enum ckpt_kind)pol->kind, pol->every}, n);
-}
-
 int activ_check(const struct model_shape *m, const struct activ_config *c, struct error *e)
 {
     if (c->micro_batch < 1 || c->seq < 1 || c->tp < 1)
@@ -241,14 +216,14 @@ void activ_ends(const struct model_shape *m, const struct activ_config *c, bool 
 }
 
 void activ_total(const struct model_shape *m, const struct activ_config *c,
-                 const struct activ_policy *pol, int n, bool first, bool last,
+                 const struct ckpt_policy *pol, int n, bool first, bool last,
                  struct activ_total *out)
 {
     activ_total_at(m, c, pol, 0, n, first, last, out);
 }
 
 void activ_total_at(const struct model_shape *m, const struct activ_config *c,
-                    const struct activ_policy *pol, int l0, int n, bool first, bool last,
+                    const struct ckpt_policy *pol, int l0, int n, bool first, bool last,
                     struct activ_total *out)
 {
     struct activ_list layer, moe, ends;
@@ -266,17 +241,17 @@ void activ_total_at(const struct model_shape *m, const struct activ_config *c,
                                                                  : layer.total;
     memset(out, 0, sizeof *out);
     switch (pol->kind) {
-    case ACTIV_NONE:
+    case CKPT_NONE:
         out->per_layer = L;
         out->saved = out->peak = LS(0, n) + H;
         break;
-    case ACTIV_SELECTIVE:
+    case CKPT_SELECTIVE:
         out->per_layer = L - core;
         out->saved = LS(0, n) - n * core + H;
         out->peak = fmax(out->saved, n > 0 ? LS(0, n) - n * core + core : 0);
         break;
     default: {
-        int k = activ_policy_every(pol, n);
+        int k = ckpt_every(pol, n);
         int segments = n > 0 ? (n + k - 1) / k : 0;
         out->every = k;
         out->checkpoints = segments;
@@ -294,11 +269,11 @@ void activ_total_at(const struct model_shape *m, const struct activ_config *c,
 }
 
 double activ_recompute_flops(const struct model_shape *m, const struct activ_config *c,
-                             const struct activ_policy *pol, int n, double layer_forward_flops)
+                             const struct ckpt_policy *pol, int n, double layer_forward_flops)
 {
     switch (pol->kind) {
-    case ACTIV_NONE: return 0;
-    case ACTIV_SELECTIVE:
+    case CKPT_NONE: return 0;
+    case CKPT_SELECTIVE:
         /* The scores QK^T again (2 b s^2 h FLOPs, split over t) and their softmax, which is
          * no matmul. The output of P x V is kept (it is wo's input), so backward needs only
          * P back. Megatron's selective recompute checkpoints core attention as a whole and so

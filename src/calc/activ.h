@@ -92,24 +92,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/ckpt.h"
 #include "calc/preset.h"
 
 struct error;
-
-/* The checkpoint policies of base/ckpt.h, in the same order. */
-enum activ_policy_kind { ACTIV_NONE, ACTIV_FULL, ACTIV_EVERY, ACTIV_SQRT, ACTIV_SELECTIVE };
-
-struct activ_policy {
-    enum activ_policy_kind kind;
-    int every; /* K for ACTIV_EVERY */
-};
-
-/* "none", "full", "selective", "sqrt", "every:K" (K >= 1): ckpt_parse. */
-int activ_parse_policy(const char *s, struct activ_policy *out, struct error *e);
-/* The policy as parse accepts it, in buf. */
-char *activ_policy_name(char *buf, size_t n, const struct activ_policy *pol);
-/* K of the every:K equivalent for n layers (0 for none and selective). */
-int activ_policy_every(const struct activ_policy *pol, int n);
 
 struct activ_config {
     int micro_batch; /* b */
@@ -166,12 +152,12 @@ struct activ_total {
 /* n consecutive layers (a pipeline stage, or the whole model), one micro-batch, with the ends
  * of the first and/or last stage (see the policies above). */
 void activ_total(const struct model_shape *m, const struct activ_config *c,
-                 const struct activ_policy *pol, int n, bool first, bool last,
+                 const struct ckpt_policy *pol, int n, bool first, bool last,
                  struct activ_total *out);
 /* The same for layers l0 .. l0 + n - 1 of m, whose layers with experts keep their own list:
  * L above is each layer's own (per_layer: the largest). */
 void activ_total_at(const struct model_shape *m, const struct activ_config *c,
-                    const struct activ_policy *pol, int l0, int n, bool first, bool last,
+                    const struct ckpt_policy *pol, int l0, int n, bool first, bool last,
                     struct activ_total *out);
 
 /* The forward FLOPs the policy recomputes in the backward pass, for n layers and one
@@ -180,6 +166,6 @@ void activ_total_at(const struct model_shape *m, const struct activ_config *c,
  * of 6 FLOPs per parameter and token); selective recomputes the scores QK^T, 2bs^2h/t (P x V is
  * kept). */
 double activ_recompute_flops(const struct model_shape *m, const struct activ_config *c,
-                             const struct activ_policy *pol, int n, double layer_forward_flops);
+                             const struct ckpt_policy *pol, int n, double layer_forward_flops);
 
 #endif

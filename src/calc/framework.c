@@ -166,14 +166,14 @@ static int fsdp(struct framework_run *r, struct error *e)
              "torch/distributed/fsdp/fully_sharded_data_parallel.py); the export reduces "
              "them in fp32 too (reduce_dtype)");
     }
-    if (c->ckpt.kind == ACTIV_SELECTIVE) {
-        c->ckpt = (struct activ_policy){ACTIV_FULL, 1};
+    if (c->ckpt.kind == CKPT_SELECTIVE) {
+        c->ckpt = (struct ckpt_policy){CKPT_FULL, 1};
         note(r, true,
              "full checkpointing, not selective: checkpoint_wrapper recomputes whole "
              "modules, not the attention core alone "
              "(torch/distributed/algorithms/_checkpoint/checkpoint_wrapper.py)");
     }
-    int every = activ_policy_every(&c->ckpt, c->model->layers);
+    int every = ckpt_every(&c->ckpt, c->model->layers);
     units(r, every > 1 ? every : 1,
           "the export wraps each layer, or each checkpointed segment of layers, as one module "
           "and so one FSDP unit, whose weights are gathered and gradients reduced whole "

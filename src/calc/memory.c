@@ -9,15 +9,13 @@
 #include "base/error.h"
 #include "calc/params.h"
 #include "calc/sched.h"
+#include "num/fp.h"
 
 int memory_parse_precision(const char *s, enum calc_precision *out, struct error *e)
 {
-    if (s && !strcmp(s, "fp32"))
-        *out = PREC_FP32;
-    else if (s && !strcmp(s, "bf16"))
-        *out = PREC_BF16;
-    else if (s && !strcmp(s, "fp16"))
-        *out = PREC_FP16;
+    enum fp_format f; /* the formats' one parser (num/fp.h), of the three a run trains in */
+    if (s && fp_parse_format(s, &f, NULL) == 0 && (f == FP_FP32 || f == FP_BF16 || f == FP_FP16))
+        *out = f == FP_FP32 ? PREC_FP32 : f == FP_BF16 ? PREC_BF16 : PREC_FP16;
     else
         return error_set(e, ERR_INVAL, "'%s' is not a precision (use fp32, bf16 or fp16)",
                          s ? s : "");

@@ -71,7 +71,7 @@ struct memory_config {
     enum calc_schedule schedule; /* gpipe, 1f1b, or interleaved with chunks >= 2 (pp > 1) */
     int chunks;                  /* v, model chunks per stage (interleaved); 0 or 1 otherwise */
     bool sp;
-    struct activ_policy ckpt;
+    struct ckpt_policy ckpt;
     double capacity;     /* bytes per GPU */
     double bucket_bytes; /* ZeRO-2's gradient buckets (0: MEMORY_BUCKET) */
     bool no_prefetch;    /* ZeRO-3 gathers one unit at a time (default: the next one too) */

@@ -138,9 +138,9 @@ static bool runs_as(const struct plan_config *c, struct memory_config *mc, struc
     return false;
 }
 
-int plan_run(const struct plan_config *c, struct plan_result *out, struct error *e)
+/* What the planner is asked: 0 or ERR_INVAL naming the problem. */
+static int plan_check(const struct plan_config *c, struct error *e)
 {
-    memset(out, 0, sizeof *out);
     const struct cluster_spec *cl = c->cluster;
     if (c->gpus < 1 || (long long)c->gpus > (long long)cl->gpus_per_node * cl->nodes)
         return error_set(e, ERR_INVAL, "gpus %d: the cluster has %d GPUs (%d node%s of %d)",
@@ -155,15 +155,51 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
     if (c->model->ffn_kind == FFN_GELU && c->seq > c->model->seq)
         return error_set(e, ERR_INVAL, "seq %d is longer than the %d learned positions of %s",
                          c->seq, c->model->seq, c->model->name);
+    return 0;
+}
+
+/* One candidate layout l weighed: into kept when it runs and fits, else into rejected with
+ * its reason (and by how much it is over). 0, or -1 when out of memory. */
+static int weigh(const struct plan_config *c, struct plan_layout *l, struct list *kept,
+                 struct list *rejected)
+{
+    struct memory_config mc;
+    struct memory_result mr;
+    struct error sub = {0};
+    plan_memory_config(c, l, &mc);
+    if (runs_as(c, &mc, l, &sub))
+        return push(rejected, l);
+    if (memory_compute(&mc, &mr, &sub) < 0) {
+        set_reason(l, sub.msg);
+        return push(rejected, l);
+    }
+    l->per_gpu_bytes = mr.total;
+    if (plan_time(c, &mc, &mr, l, &sub) < 0) {
+        set_reason(l, sub.msg);
+        return push(rejected, l);
+    }
+    if (mr.fits)
+        return push(kept, l);
+    l->over = mr.over;
+    snprintf(l->reason, sizeof l->reason, "needs %.2f GiB per GPU: %.2f GiB over the %.2f GiB",
+             mr.total / GIB, mr.over / GIB, c->capacity / GIB);
+    return push(rejected, l);
+}
+
+int plan_run(const struct plan_config *c, struct plan_result *out, struct error *e)
+{
+    memset(out, 0, sizeof *out);
+    int rc = plan_check(c, e);
+    if (rc)
+        return rc;
 
     struct params_breakdown pb;
     params_count(c->model, &pb);
     out->model_flops =
         plan_model_flops(c->model, pb.active, (double)c->global_batch * c->seq, c->seq);
     struct list kept = {0}, rejected = {0};
-    static const struct activ_policy policies[] = {
-        {ACTIV_NONE, 0}, {ACTIV_SELECTIVE, 0}, {ACTIV_FULL, 1}};
-    int rc = 0;
+    static const struct ckpt_policy policies[] = {
+        {CKPT_NONE, 0}, {CKPT_SELECTIVE, 0}, {CKPT_FULL, 1}};
     for (int tp = 1; tp <= c->gpus && rc == 0; tp++) {
         if (c->gpus % tp)
             continue;
@@ -200,7 +236,6 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
                     for (int b = 1; b <= c->global_batch / dp && b <= 64 && rc == 0; b *= 2) {
                         if ((c->global_batch / dp) % b)
                             continue;
-                        struct memory_result mr;
                         l = (struct plan_layout){.dp = dp,
                                                  .tp = tp,
                                                  .pp = pp,
@@ -208,31 +243,7 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
                                                  .ckpt = policies[k],
                                                  .micro_batch = b,
                                                  .micro_batches = c->global_batch / dp / b};
-                        plan_memory_config(c, &l, &mc);
-                        if (runs_as(c, &mc, &l, &sub)) {
-                            rc = push(&rejected, &l);
-                            continue;
-                        }
-                        if (memory_compute(&mc, &mr, &sub) < 0) {
-                            set_reason(&l, sub.msg);
-                            rc = push(&rejected, &l);
-                            continue;
-                        }
-                        l.per_gpu_bytes = mr.total;
-                        if (plan_time(c, &mc, &mr, &l, &sub) < 0) {
-                            set_reason(&l, sub.msg);
-                            rc = push(&rejected, &l);
-                            continue;
-                        }
-                        if (!mr.fits) {
-                            l.over = mr.over;
-                            snprintf(l.reason, sizeof l.reason,
-                                     "needs %.2f GiB per GPU: %.2f GiB over the %.2f GiB",
-                                     mr.total / GIB, mr.over / GIB, c->capacity / GIB);
-                            rc = push(&rejected, &l);
-                        } else {
-                            rc = push(&kept, &l);
-                        }
+                        rc = weigh(c, &l, &kept, &rejected);
                     }
                 }
             }

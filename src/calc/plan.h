@@ -51,7 +51,7 @@ struct plan_config {
 
 struct plan_layout {
     int dp, tp, pp, zero;
-    struct activ_policy ckpt;
+    struct ckpt_policy ckpt;
     int micro_batch, micro_batches;
     double per_gpu_bytes;
     double compute_s, bubble_s, comm_exposed_s, step_time_s;

@@ -58,6 +58,9 @@ enum {
     PRESET_MAX_EXPERTS = 1024,
 };
 
+/* The GPUs the lab simulates unless told: every command's --cluster default, the window's. */
+#define PRESET_CLUSTER "h100-80gb"
+
 /* A preset name or a file path (see above). */
 int preset_load_model(const char *name_or_path, struct model_shape *m, struct error *e);
 int preset_load_cluster(const char *name_or_path, struct cluster_spec *c, struct error *e);

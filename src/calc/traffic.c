@@ -163,7 +163,7 @@ static void tensor_parallel(const struct memory_config *c, int s, int layers, do
                             double t1, struct traffic_part *out)
 {
     int t = c->tp, m = c->micro_batches;
-    bool full = c->ckpt.kind != ACTIV_NONE && c->ckpt.kind != ACTIV_SELECTIVE;
+    bool full = c->ckpt.kind != CKPT_NONE && c->ckpt.kind != CKPT_SELECTIVE;
     bool first = s == 0, last = s == c->pp - 1;
     double ar = 2 * (t - 1.0) / t, sb4 = (double)c->seq * c->micro_batch * 4;
     int per_layer = 4 + (full ? 2 : 0);

@@ -51,7 +51,7 @@ static int run_rate(const struct train_opts *o, struct rate *out)
     struct run_config cfg = {0};
     cfg.o = *o;
     struct error e = {0};
-    if (preset_load_cluster("h100-80gb", &cfg.spec, &e) != 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &cfg.spec, &e) != 0)
         spec_default(&cfg.spec);
     struct run *r = NULL;
     if (run_new(&r, &cfg, &e) || run_start(r, &e)) {

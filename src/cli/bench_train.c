@@ -51,7 +51,7 @@ static struct trainer *trainer_of(const char *model, int batch, enum fp_format f
     o->steps = 1000000; /* steps are run by the timer */
     o->clip = 1.0;
     o->precision = fmt;
-    o->scaling = fmt == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
+    o->scaling = train_scaling_for(fmt);
     struct trainer *tr;
     if (trainer_new(&tr, o, NULL, &e)) {
         fprintf(stderr, "scalelab: bench: %s\n", e.msg);

@@ -71,7 +71,7 @@ int calcargs_cluster(const char *arg, const char *nodes, struct cluster_spec *c,
     }
 NAMED_PARSER(calcargs_precision, memory_parse_precision)
 NAMED_PARSER(calcargs_optimizer, memory_parse_optimizer)
-NAMED_PARSER(calcargs_policy, activ_parse_policy)
+NAMED_PARSER(calcargs_policy, ckpt_parse)
 NAMED_PARSER(calcargs_units, units_parse_system)
 
 char *calcargs_size(char *buf, unsigned long n, double bytes, enum units_system sys)

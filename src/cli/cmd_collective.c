@@ -212,7 +212,7 @@ static int parse(int argc, char **argv, struct cfg *c)
     trial_args_init(&c->a);
     c->a.op = COST_ALLREDUCE;
     c->size = 64.0 * 1024 * 1024;
-    c->cluster = "h100-80gb";
+    c->cluster = PRESET_CLUSTER;
     c->root = -1;
     c->a.algo = COST_ALGO_COUNT; /* not given */
     int rc = opts_parse(&opts_collective, argc, argv, c);
@@ -416,6 +416,63 @@ static const struct mpi_lib_figure *same_op(const struct mpi_run *mr, enum cost_
     return NULL;
 }
 
+/* An MPI run's times (alg, f: its algbw in GB/s and busbw factor): predicted, wall, and the
+ * library's on the same buffers. */
+static void print_mpi_times(const struct trial_args *a, const struct trial *t,
+                            const struct mpi_run *mr, double alg, double f)
+{
+    char b1[32], b2[32];
+    int n = a->gpus;
+    units_format_seconds(b1, sizeof b1, t->predicted.time_s);
+    printf("  predicted time (α-β):   %s on %s's links\n", b1, a->spec.name);
+    units_format_seconds(b2, sizeof b2, t->wall_s);
+    printf("  wall time:              %s (MPI_Wtime, the slowest rank's, best of %d after a "
+           "warm-up)\n",
+           b2, mr->repeat);
+    printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the wall "
+           "time)\n",
+           alg, alg * f, f);
+    printf("  the MPI library on the same buffers (in place, best of %d after a warm-up):\n",
+           mr->repeat);
+    for (int i = 0; i < mr->nlib; i++) {
+        const struct mpi_lib_figure *l = &mr->lib[i];
+        double lf = cost_busbw_factor(l->op, n), la = cost_algbw(t->bytes, l->time_s) / 1e9;
+        printf("    %-25s %10s  algbw %8.2f GB/s, busbw %8.2f GB/s\n", l->name,
+               units_format_seconds(b1, sizeof b1, l->time_s), la, la * lf);
+    }
+    const struct mpi_lib_figure *same = same_op(mr, a->op);
+    if (same)
+        printf("  this %s's busbw is %.2f x %s's\n", cost_algo_name(t->algo),
+               same->time_s / t->wall_s, same->name);
+}
+
+/* A simulated run's times (alg, f as above): predicted and simulated, and this host's. */
+static void print_sim_times(const struct cfg *c, const struct trial *t, double alg, double f)
+{
+    char b1[32], b2[32];
+    units_format_seconds(b1, sizeof b1, t->predicted.time_s);
+    units_format_seconds(b2, sizeof b2, t->simulated_s);
+    printf("  predicted time (α-β):   %s   simulated: %s\n", b1, b2);
+    /* the collective alone is a small part of a large run: setting up the GPUs and their
+     * buffers, the data and the check take most of it, so both are given */
+    units_format_seconds(b1, sizeof b1, clock_now() - c->started);
+    units_format_seconds(b2, sizeof b2, t->wall_s);
+    printf("  host wall time:         %s for the whole run, %s of it the collective\n", b1, b2);
+    units_format_seconds(b1, sizeof b1, t->setup_s);
+    units_format_seconds(b2, sizeof b2, t->check_s);
+    printf("                          (%s before it: the GPUs, their buffers and data; %s after: "
+           "the check)\n",
+           b1, b2);
+    units_format_bytes(b1, sizeof b1, (double)peak_rss(), UNITS_BINARY);
+    units_format_bytes(b2, sizeof b2, t->bytes * c->a.gpus, UNITS_BINARY);
+    printf("  host memory:            %s at the peak, for %s of buffers\n", b1, b2);
+    printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the simulated "
+           "time)\n",
+           alg, alg * f, f);
+    double halg = cost_algbw(t->bytes, t->wall_s) / 1e9;
+    printf("  on this host: algbw %.2f GB/s, busbw %.2f GB/s\n", halg, halg * f);
+}
+
 /* mr: the MPI run's figures, or NULL for the thread transport. */
 static void print_text(const struct cfg *c, const struct trial *t, const struct mpi_run *mr)
 {
@@ -483,51 +540,11 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
                t->steps, t->rounds);
     else
         printf("  steps:                  %d\n", t->steps);
-    units_format_seconds(b1, sizeof b1, t->predicted.time_s);
     double f = cost_busbw_factor(a->op, n), alg = cost_algbw(t->bytes, run_time(t, mr)) / 1e9;
-    if (mr) {
-        printf("  predicted time (α-β):   %s on %s's links\n", b1, s->name);
-        units_format_seconds(b2, sizeof b2, t->wall_s);
-        printf("  wall time:              %s (MPI_Wtime, the slowest rank's, best of %d after a "
-               "warm-up)\n",
-               b2, mr->repeat);
-        printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the wall "
-               "time)\n",
-               alg, alg * f, f);
-        printf("  the MPI library on the same buffers (in place, best of %d after a warm-up):\n",
-               mr->repeat);
-        for (int i = 0; i < mr->nlib; i++) {
-            const struct mpi_lib_figure *l = &mr->lib[i];
-            double lf = cost_busbw_factor(l->op, n), la = cost_algbw(t->bytes, l->time_s) / 1e9;
-            printf("    %-25s %10s  algbw %8.2f GB/s, busbw %8.2f GB/s\n", l->name,
-                   units_format_seconds(b1, sizeof b1, l->time_s), la, la * lf);
-        }
-        const struct mpi_lib_figure *same = same_op(mr, a->op);
-        if (same)
-            printf("  this %s's busbw is %.2f x %s's\n", cost_algo_name(t->algo),
-                   same->time_s / t->wall_s, same->name);
-        return;
-    }
-    units_format_seconds(b2, sizeof b2, t->simulated_s);
-    printf("  predicted time (α-β):   %s   simulated: %s\n", b1, b2);
-    /* the collective alone is a small part of a large run: setting up the GPUs and their
-     * buffers, the data and the check take most of it, so both are given */
-    units_format_seconds(b1, sizeof b1, clock_now() - c->started);
-    units_format_seconds(b2, sizeof b2, t->wall_s);
-    printf("  host wall time:         %s for the whole run, %s of it the collective\n", b1, b2);
-    units_format_seconds(b1, sizeof b1, t->setup_s);
-    units_format_seconds(b2, sizeof b2, t->check_s);
-    printf("                          (%s before it: the GPUs, their buffers and data; %s after: "
-           "the check)\n",
-           b1, b2);
-    units_format_bytes(b1, sizeof b1, (double)peak_rss(), UNITS_BINARY);
-    units_format_bytes(b2, sizeof b2, t->bytes * n, UNITS_BINARY);
-    printf("  host memory:            %s at the peak, for %s of buffers\n", b1, b2);
-    printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the simulated "
-           "time)\n",
-           alg, alg * f, f);
-    double halg = cost_algbw(t->bytes, t->wall_s) / 1e9;
-    printf("  on this host: algbw %.2f GB/s, busbw %.2f GB/s\n", halg, halg * f);
+    if (mr)
+        print_mpi_times(a, t, mr, alg, f);
+    else
+        print_sim_times(c, t, alg, f);
 }
 
 /* Every repetition's time, in order. */

@@ -28,7 +28,7 @@ struct memory_args {
     enum calc_precision precision;
     enum calc_optimizer optimizer;
     enum calc_schedule schedule;
-    struct activ_policy ckpt;
+    struct ckpt_policy ckpt;
     enum units_system units;
     bool sp, json, tensors, force;
 };
@@ -183,8 +183,8 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
         .unit_layers = a->unit_layers,
         .ckpt = a->ckpt};
     if ((rc = configure_model(a, r, e)) < 0 ||
-        (rc = calcargs_cluster(a->cluster ? a->cluster : "h100-80gb", a->nodes, &r->cluster, e)) <
-            0)
+        (rc = calcargs_cluster(a->cluster ? a->cluster : PRESET_CLUSTER, a->nodes, &r->cluster,
+                               e)) < 0)
         return rc;
     c->seq = a->seq ? a->seq : c->model ? c->model->seq : 2048;
     if ((double)c->micro_batch * c->seq > (double)(1 << 30))
@@ -289,8 +289,7 @@ static void print_json(const struct run *r)
     json_object_set_new(doc, "bytes_per_param",
                         json_num(m->per_param.weights + m->per_param.gradients +
                                  m->per_param.master + m->per_param.optimizer));
-    json_object_set_new(doc, "checkpoint",
-                        json_string(activ_policy_name(pol, sizeof pol, &c->ckpt)));
+    json_object_set_new(doc, "checkpoint", json_string(ckpt_name(pol, sizeof pol, &c->ckpt)));
     json_object_set_new(doc, "stage", json_integer(m->stage));
     json_object_set_new(doc, "in_flight", json_integer(m->in_flight));
     json_object_set_new(doc, "activations_saved", json_whole(m->act.saved));
@@ -349,9 +348,8 @@ static void print_setup(const struct run *r)
     printf("layout     %d GPU%s = dp %d x tp %d x pp %d, ZeRO-%d", r->gpus, r->gpus > 1 ? "s" : "",
            c->dp, c->tp, c->pp, c->zero);
     if (c->model)
-        printf(", checkpoint %s, micro-batch %d x seq %d%s",
-               activ_policy_name(pol, sizeof pol, &c->ckpt), c->micro_batch, c->seq,
-               c->sp ? ", sequence parallel" : "");
+        printf(", checkpoint %s, micro-batch %d x seq %d%s", ckpt_name(pol, sizeof pol, &c->ckpt),
+               c->micro_batch, c->seq, c->sp ? ", sequence parallel" : "");
     printf("\n");
     if (c->pp > 1)
         printf("pipeline   %s, %d micro-batches; the GPU shown is stage %d (%d layers), holding "
@@ -435,13 +433,13 @@ static void print_activations(const struct run *r)
     printf("  with s = %d, b = %d, h = %d, a = %d, t = %d; %d bytes per activation\n", c->seq,
            c->micro_batch, c->model->d_model, c->model->heads, c->tp,
            c->precision == PREC_FP32 ? 4 : 2);
-    printf("  policy %s: ", activ_policy_name(pol, sizeof pol, &c->ckpt));
+    printf("  policy %s: ", ckpt_name(pol, sizeof pol, &c->ckpt));
     switch (c->ckpt.kind) {
-    case ACTIV_NONE:
+    case CKPT_NONE:
         printf("every layer keeps its list, %s per layer\n",
                calcargs_size(b1, sizeof b1, m->act.per_layer, u));
         break;
-    case ACTIV_SELECTIVE:
+    case CKPT_SELECTIVE:
         printf("the attention core is recomputed, %s per layer kept\n",
                calcargs_size(b1, sizeof b1, m->act.per_layer, u));
         break;
@@ -548,7 +546,7 @@ static int memory_main(int argc, char **argv)
                             .optimizer = OPT_ADAMW,
                             .prefetch = 1,
                             .schedule = SCHED_1F1B,
-                            .ckpt = {ACTIV_NONE, 0},
+                            .ckpt = {CKPT_NONE, 0},
                             .units = UNITS_AUTO};
     int rc = opts_parse(&opts_memory, argc, argv, &a);
     if (rc)

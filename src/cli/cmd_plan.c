@@ -117,8 +117,8 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
 {
     int rc;
     if ((rc = calcargs_model(a->model ? a->model : "synthetic-7b", &r->model, e)) < 0 ||
-        (rc = calcargs_cluster(a->cluster ? a->cluster : "h100-80gb", a->nodes, &r->cluster, e)) <
-            0)
+        (rc = calcargs_cluster(a->cluster ? a->cluster : PRESET_CLUSTER, a->nodes, &r->cluster,
+                               e)) < 0)
         return rc;
     struct plan_config *c = &r->c;
     *c = (struct plan_config){.model = &r->model,
@@ -186,7 +186,7 @@ static int emit(const struct run *r, const struct plan_result *res)
 
 static const char *policy(const struct plan_layout *l, char *buf, size_t n)
 {
-    return activ_policy_name(buf, n, &l->ckpt);
+    return ckpt_name(buf, n, &l->ckpt);
 }
 
 /* Rejected layouts worth showing: the closest misses (up to top), then one of each other

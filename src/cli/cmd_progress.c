@@ -54,30 +54,31 @@ static int show(const struct progress *p, const char *path, const char *note, bo
         printf("saved progress: %s%s%s\n\n", path, note[0] ? " " : "", note);
         printf("%-6s %-40s %-12s %s\n", "lesson", "title", "step", "answered right");
     }
+    int current = -1; /* the number of the lesson open last */
     for (size_t i = 0; i < n; i++) {
         const struct lesson *l = v[i];
         int num = l->number;
-        bool visited = num >= 0 && num < PROGRESS_LESSONS && p->lessons[num].visited;
-        int step = progress_step(p, num);
-        int right = progress_count(p, num);
+        bool visited = progress_of(p, l->name) != NULL, open = !strcmp(l->name, p->current);
+        int step = progress_step(p, l->name);
+        int right = progress_count(p, l->name);
+        current = open ? num : current;
         size_t qs = questions_of(l);
         if (arr) {
-            json_array_append_new(arr, json_pack("{s:i, s:s, s:b, s:i, s:i, s:i, s:i}", "lesson",
-                                                 num, "title", l->title, "visited", visited, "step",
-                                                 step + 1, "steps", (int)l->nsteps, "right", right,
-                                                 "questions", (int)qs));
+            json_array_append_new(
+                arr, json_pack("{s:i, s:s, s:s, s:b, s:i, s:i, s:i, s:i}", "lesson", num, "name",
+                               l->name, "title", l->title, "visited", visited, "step", step + 1,
+                               "steps", (int)l->nsteps, "right", right, "questions", (int)qs));
             continue;
         }
         char where[32] = "not opened";
         if (visited)
             snprintf(where, sizeof where, "%d of %zu", step + 1, l->nsteps);
         printf("%-6d %-40.40s %-12s %d of %zu%s\n", num, l->title, where, right, qs,
-               num == p->current ? "   (open last)" : "");
+               open ? "   (open last)" : "");
     }
     if (arr) {
-        json_t *doc =
-            json_pack("{s:s, s:o, s:o}", "file", path, "current",
-                      p->current >= 0 ? json_integer(p->current) : json_null(), "lessons", arr);
+        json_t *doc = json_pack("{s:s, s:o, s:o}", "file", path, "current",
+                                current >= 0 ? json_integer(current) : json_null(), "lessons", arr);
         json_write(stdout, doc, JSON_EXACT);
     }
     lesson_free_all(v, n);
@@ -109,13 +110,8 @@ static int progress_main(int argc, char **argv)
         struct lesson *l;
         if (lesson_find(NULL, which, &l, &e) < 0)
             return cli_fail(&e);
-        int num = l->number;
+        progress_forget(&p, l->name);
         lesson_free(l);
-        if (num < 0 || num >= PROGRESS_LESSONS)
-            return cli_usage("progress", "'%s' has no lesson number to reset", which);
-        p.lessons[num] = (struct progress_lesson){0};
-        if (p.current == num)
-            p.current = -1;
     } else {
         progress_init(&p);
     }

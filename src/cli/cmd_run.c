@@ -447,7 +447,9 @@ static int run_lesson(const struct lesson *l, bool json, const struct print_opts
         json_object_set_new(doc, "steps", steps = json_array());
     } else {
         char head[LESSON_LINE_MAX + 64];
-        int n = l->number >= 0 ? snprintf(head, sizeof head, "Lesson %d: ", l->number) : 0;
+        int n = !strcmp(l->name, LESSON_LAB) ? snprintf(head, sizeof head, "The Lab: ")
+                : l->number >= 0             ? snprintf(head, sizeof head, "Lesson %d: ", l->number)
+                                             : 0;
         if (l->minutes)
             snprintf(head + n, sizeof head - (size_t)n, "%s (%d min)", l->title, l->minutes);
         else
@@ -518,15 +520,17 @@ static int list_lessons(bool json)
         return cli_fail(&e);
     json_t *arr = json ? json_array() : NULL;
     for (size_t i = 0; i < n; i++) {
+        char key[8]; /* the window's: the number, L for the Lab */
+        snprintf(key, sizeof key, strcmp(v[i]->name, LESSON_LAB) ? "%d" : "L", v[i]->number);
         if (arr)
             json_array_append_new(arr, json_pack("{s:i, s:s, s:i, s:i}", "lesson", v[i]->number,
                                                  "title", v[i]->title, "minutes", v[i]->minutes,
                                                  "steps", (int)v[i]->nsteps));
         else if (v[i]->minutes)
-            printf("%2d  %-40s %3d min  %2zu steps\n", v[i]->number, v[i]->title, v[i]->minutes,
+            printf("%2s  %-40s %3d min  %2zu steps\n", key, v[i]->title, v[i]->minutes,
                    v[i]->nsteps);
         else
-            printf("%2d  %-40s    open  %2zu steps\n", v[i]->number, v[i]->title, v[i]->nsteps);
+            printf("%2s  %-40s    open  %2zu steps\n", key, v[i]->title, v[i]->nsteps);
     }
     if (arr) {
         json_t *doc = json_pack("{s:o}", "lessons", arr);

@@ -1,4 +1,4 @@
-/* Finding a command by name, and the messages and output checks every command shares. */
+/* Finding a command by name, and its help. */
 #include "config.h"
 #include "cli/command.h"
 
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/error.h"
+#include "cli/fail.h"
 #include "cli/opts.h"
 
 const struct command *command_find(const char *name)
@@ -16,18 +16,6 @@ const struct command *command_find(const char *name)
         if (strcmp(commands[i]->name, name) == 0)
             return commands[i];
     return NULL;
-}
-
-int cli_output_errno;
-
-bool cli_output_ok(void)
-{
-    errno = 0;
-    if (fflush(stdout) == 0 && !ferror(stdout))
-        return true;
-    if (!cli_output_errno)
-        cli_output_errno = errno ? errno : EIO;
-    return false;
 }
 
 /* The help is put together in memory and written in one call, so that a write error is seen
@@ -53,21 +41,4 @@ void command_help(const struct command *c, FILE *f)
     if (fwrite(text, 1, len, f) != len && !cli_output_errno)
         cli_output_errno = errno ? errno : EIO;
     free(text);
-}
-
-int cli_fail(const struct error *e)
-{
-    fprintf(stderr, "scalelab: %s\n", e->msg);
-    return error_exit_status(e->code ? e->code : ERR_RUN);
-}
-
-int cli_usage(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "scalelab: %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "; see 'scalelab help %s'\n", cmd);
-    va_end(ap);
-    return 2;
 }

@@ -4,9 +4,10 @@
 #ifndef SCALELAB_CLI_COMMAND_H
 #define SCALELAB_CLI_COMMAND_H
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+#include "cli/fail.h"
 
 struct error;
 struct opts_spec;
@@ -27,16 +28,5 @@ const struct command *command_find(const char *name);
 
 /* Prints "scalelab help NAME": c->help, then its option table's lines when it has one. */
 void command_help(const struct command *c, FILE *f);
-
-/* Flushes standard output; false when it failed (a full disk, a closed pipe), with the errno
- * kept for main's report. A command that streams calls it to stop writing into the void. */
-bool cli_output_ok(void);
-extern int cli_output_errno; /* the errno of the first write error seen, or 0 */
-
-/* Prints "scalelab: MESSAGE" to stderr and returns the exit status for e's code. */
-int cli_fail(const struct error *e);
-
-/* Prints "scalelab: CMD: MESSAGE; see 'scalelab help CMD'" to stderr and returns 2. */
-int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

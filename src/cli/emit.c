@@ -95,7 +95,7 @@ static int every_of(const struct memory_config *c)
     int n = c->model->layers / c->pp;
     if (c->schedule == SCHED_INTERLEAVED && c->chunks > 1)
         n /= c->chunks;
-    return activ_policy_every(&c->ckpt, n);
+    return ckpt_every(&c->ckpt, n);
 }
 
 /* The `scalelab memory` options of layout c: the command that gives the same figure. */
@@ -110,7 +110,7 @@ static void memory_command(FILE *f, const struct emit_plan *p, const struct memo
             "--micro-batch %d --micro-batches %d --seq %d --checkpoint %s",
             c->dp, c->tp, c->pp, c->zero, memory_precision_name(c->precision),
             memory_optimizer_name(c->optimizer), c->grad_fp32 ? "fp32" : "same", c->micro_batch,
-            c->micro_batches, c->seq, activ_policy_name(pol, sizeof pol, &c->ckpt));
+            c->micro_batches, c->seq, ckpt_name(pol, sizeof pol, &c->ckpt));
     if (c->sp)
         fprintf(f, " --sequence-parallel");
     if (c->pp > 1 && c->schedule != SCHED_1F1B)
@@ -142,7 +142,7 @@ static void heading(FILE *f, const struct emit_plan *p, enum framework fw,
             "# layout: %d GPU%s (%d node%s x %d) = dp %d x tp %d x pp %d, ZeRO-%d, checkpoint %s, "
             "%s with %s gradients\n",
             gpus_of(c), gpus_of(c) == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", per_node(p, c),
-            c->dp, c->tp, c->pp, c->zero, activ_policy_name(pol, sizeof pol, &c->ckpt),
+            c->dp, c->tp, c->pp, c->zero, ckpt_name(pol, sizeof pol, &c->ckpt),
             memory_precision_name(c->precision), grad_type(c));
     fprintf(
         f, "# batch: %d sequence%s of %d tokens = %d micro-batch%s of %d on each of %d replica%s\n",
@@ -229,7 +229,7 @@ static void deepspeed(FILE *out, FILE *notes, const struct memory_config *c)
     json_object_set_new(o, "data_types", json_pack("{s:s}", "grad_accum_dtype", grad_type(c)));
     if (c->zero >= 1 && c->optimizer != OPT_ADAMW)
         json_object_set_new(o, "zero_allow_untested_optimizer", json_true());
-    if (c->ckpt.kind != ACTIV_NONE)
+    if (c->ckpt.kind != CKPT_NONE)
         json_object_set_new(o, "activation_checkpointing",
                             json_pack("{s:b, s:b, s:b, s:b}", "partition_activations", c->tp > 1,
                                       "contiguous_memory_optimization", 0, "cpu_checkpointing", 0,
@@ -268,11 +268,11 @@ static void deepspeed(FILE *out, FILE *notes, const struct memory_config *c)
                 c->dp);
     if (c->pp > 1 && c->tp > 1)
         fprintf(notes, "#   with P = %d, T = %d, D = %d\n", c->pp, c->tp, c->dp);
-    if (c->ckpt.kind == ACTIV_SELECTIVE)
+    if (c->ckpt.kind == CKPT_SELECTIVE)
         fprintf(notes, "# activation_checkpointing configures deepspeed.checkpointing: the model "
                        "calls deepspeed.checkpointing.checkpoint on each layer's attention core "
                        "(QK^T, the softmax and P x V), as selective recompute does\n");
-    else if (c->ckpt.kind != ACTIV_NONE)
+    else if (c->ckpt.kind != CKPT_NONE)
         fprintf(notes,
                 "# activation_checkpointing configures deepspeed.checkpointing: the model calls "
                 "deepspeed.checkpointing.checkpoint on each segment of %d consecutive layers "
@@ -350,9 +350,9 @@ static void megatron(FILE *out, const struct emit_plan *p, const struct memory_c
         arg(out, "--sequence-parallel", NULL);
     arg(out, "--micro-batch-size", "%d", c->micro_batch);
     arg(out, "--global-batch-size", "%d", global_batch(c));
-    if (c->ckpt.kind == ACTIV_SELECTIVE)
+    if (c->ckpt.kind == CKPT_SELECTIVE)
         arg(out, "--recompute-granularity", "selective");
-    else if (c->ckpt.kind != ACTIV_NONE) {
+    else if (c->ckpt.kind != CKPT_NONE) {
         /* uniform: the input of every chunk of N layers is kept, the rest recomputed: the
          * lab's every:N (full is every:1) */
         arg(out, "--recompute-granularity", "full");
@@ -416,7 +416,7 @@ static void fsdp(FILE *out, const struct emit_plan *p, const struct memory_confi
                  "of class `Block`) in turn:\n");
     const char *dt = c->precision == PREC_BF16 ? "torch.bfloat16" : "torch.float16";
     fprintf(out, "import functools\n\nimport torch\n");
-    if (c->ckpt.kind != ACTIV_NONE)
+    if (c->ckpt.kind != CKPT_NONE)
         fprintf(out, "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
                      "    CheckpointImpl,\n    CheckpointWrapper,\n    checkpoint_wrapper,\n)\n");
     fprintf(out, "from torch.distributed.fsdp import BackwardPrefetch, MixedPrecision, "
@@ -425,14 +425,14 @@ static void fsdp(FILE *out, const struct emit_plan *p, const struct memory_confi
     if (c->precision == PREC_FP16)
         fprintf(out, "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n");
     fprintf(out, "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n\n");
-    if (c->ckpt.kind != ACTIV_NONE) {
+    if (c->ckpt.kind != CKPT_NONE) {
         /* checkpointed first, then wrapped: each segment one FSDP unit, FSDP(checkpoint(...)) */
         char pol[32];
         fprintf(out,
                 "# checkpoint %s: segments of %d layer%s, each keeping only its input and "
                 "recomputing\n# its layers in the backward pass; each segment is one FSDP "
                 "unit\n",
-                activ_policy_name(pol, sizeof pol, &c->ckpt), every, every == 1 ? "" : "s");
+                ckpt_name(pol, sizeof pol, &c->ckpt), every, every == 1 ? "" : "s");
         fprintf(out, "blocks = list(model.layers)\nmodel.layers = torch.nn.ModuleList(\n");
         if (every == 1)
             fprintf(out, "    checkpoint_wrapper(b, checkpoint_impl=CheckpointImpl.NO_REENTRANT) "
@@ -453,7 +453,7 @@ static void fsdp(FILE *out, const struct emit_plan *p, const struct memory_confi
     fprintf(out,
             "wrap = functools.partial(transformer_auto_wrap_policy, "
             "transformer_layer_cls={%s})\n",
-            c->ckpt.kind != ACTIV_NONE ? "CheckpointWrapper" : "Block");
+            c->ckpt.kind != CKPT_NONE ? "CheckpointWrapper" : "Block");
     fprintf(out, "model = FSDP(\n    model,\n    sharding_strategy=ShardingStrategy.%s,\n",
             strategy[c->zero]);
     if (mixed(c))

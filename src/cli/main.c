@@ -28,7 +28,8 @@ static void print_usage(FILE *f)
         fprintf(f, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(f, "\noptions:\n"
                "  --ascii      draw the window with ASCII characters only\n"
-               "  --lesson N   open on lesson N (1-5, or lab); --step S on its step S\n"
+               "  --lesson N   open on lesson N (a number or name, or L for the Lab: 'scalelab\n"
+               "               run --list'); --step S on its step S\n"
                "  --autoplay SECONDS\n"
                "               walk the steps by themselves, one every SECONDS, each step's\n"
                "               panel playing; any key pauses, A resumes, G N Enter jumps\n"

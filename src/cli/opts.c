@@ -11,7 +11,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
-#include "cli/command.h"
+#include "cli/fail.h"
 
 void opts_init(struct opts *p, int argc, char **argv, const struct opt *table, const char *cmd)
 {

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "cli/winopts.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -12,7 +13,6 @@
 #include "base/units.h"
 #include "lesson/lesson.h"
 #include "ui/app.h"
-#include "ui/panels.h"
 
 static const char *const options[] = {"--ascii", "--lesson", "--step", "--autoplay"};
 
@@ -32,22 +32,45 @@ bool winopts_is_option(const char *arg)
     return option_of(arg) != NULL;
 }
 
-/* "1".."5", "6", "L" or "lab": the tab. */
-static int parse_tab(const char *s)
+/* The lesson file --lesson names (a number, a name, or L or lab for the Lab), by the names of
+ * the lessons folder's files: its name, number and path. 0, or ERR_INVAL saying which lessons
+ * there are. */
+static int find_lesson(const char *which, char *name, size_t nn, int *number, char *path, size_t pn,
+                       struct error *e)
 {
-    if (!strcasecmp(s, "lab") || !strcasecmp(s, "l") || !strcmp(s, "6"))
-        return UI_TABS - 1;
-    if (s[0] >= '1' && s[0] <= '5' && !s[1])
-        return s[0] - '1';
-    if (s[0] == '0' && s[1] >= '1' && s[1] <= '5' && !s[2])
-        return s[1] - '1';
-    return -1;
+    char **paths;
+    size_t n;
+    if (lesson_paths(NULL, &paths, &n, e) < 0)
+        return ERR_INVAL;
+    if (!strcasecmp(which, "l"))
+        which = LESSON_LAB;
+    long long num = -1;
+    bool numeric = units_parse_int(which, 0, 99, &num, NULL) == 0;
+    int lo = 0, hi = 0;
+    bool found = false;
+    for (size_t i = 0; i < n; i++) {
+        char *nm = lesson_name_of(paths[i]);
+        int k = lesson_number_of(paths[i]);
+        bool lab = nm && !strcmp(nm, LESSON_LAB);
+        if (!lab && k >= 0) /* the lessons' numbers, for the message */
+            lo = lo && lo < k ? lo : k, hi = hi > k ? hi : k;
+        if (!found && nm && (numeric ? k == num : !strcmp(nm, which))) {
+            snprintf(name, nn, "%s", nm);
+            snprintf(path, pn, "%s", paths[i]);
+            *number = k, found = true;
+        }
+        free(nm);
+    }
+    lesson_free_strings(paths, n);
+    if (!found)
+        return error_set(e, ERR_INVAL, "--lesson: %d to %d or lab, not '%s'", lo, hi, which);
+    return 0;
 }
 
 int winopts_parse(int argc, char **argv, struct ui_options *o, struct error *e)
 {
-    *o = (struct ui_options){.tab = -1, .step = -1};
-    const char *step = NULL;
+    *o = (struct ui_options){.step = -1};
+    const char *step = NULL, *lesson = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = option_of(argv[i]);
         if (!a)
@@ -68,8 +91,7 @@ int winopts_parse(int argc, char **argv, struct ui_options *o, struct error *e)
             return error_set(e, ERR_INVAL, "%s needs a value; see 'scalelab --help'", a);
         }
         if (!strcmp(a, "--lesson")) {
-            if ((o->tab = parse_tab(v)) < 0)
-                return error_set(e, ERR_INVAL, "--lesson: 1 to 5 or lab, not '%s'", v);
+            lesson = v;
         } else if (!strcmp(a, "--step")) {
             step = v;
         } else {
@@ -79,23 +101,28 @@ int winopts_parse(int argc, char **argv, struct ui_options *o, struct error *e)
             o->autoplay_s = s;
         }
     }
+    if (step && !lesson)
+        return error_set(e, ERR_INVAL, "--step needs --lesson: which lesson's step?");
+    if (!lesson)
+        return 0;
+    /* a lesson of the lessons folder, by number or name (L: the Lab); the window opens its tab,
+     * and says itself why a lesson that is there cannot be read */
+    char path[4096];
+    int number = 0;
+    if (find_lesson(lesson, o->lesson, sizeof o->lesson, &number, path, sizeof path, e) < 0)
+        return ERR_INVAL;
+    struct lesson *l = NULL;
+    struct error le = {0};
+    size_t n = lesson_load(path, &l, &le) == 0 ? l->nsteps : 0;
+    lesson_free(l);
     if (!step)
         return 0;
-    if (o->tab < 0)
-        return error_set(e, ERR_INVAL, "--step needs --lesson: which lesson's step?");
     long long k;
     if (units_parse_int(step, 1, LESSON_MAX_STEPS, &k, NULL) < 0)
         return error_set(e, ERR_INVAL, "--step: a step number from 1, not '%s'", step);
-    /* the step must exist; a lesson that cannot be read is the window's to report */
-    struct lesson *l = NULL;
-    struct error le = {0};
-    if (lesson_find(NULL, ui_tabs[o->tab].lesson, &l, &le) == 0) {
-        size_t n = l->nsteps;
-        lesson_free(l);
-        if ((size_t)k > n)
-            return error_set(e, ERR_INVAL, "--step: lesson %s has steps 1 to %zu, not %lld",
-                             ui_tabs[o->tab].key, n, k);
-    }
+    if (n && (size_t)k > n)
+        return error_set(e, ERR_INVAL, "--step: lesson %d has steps 1 to %zu, not %lld", number, n,
+                         k);
     o->step = (int)k - 1;
     return 0;
 }

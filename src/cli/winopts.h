@@ -11,7 +11,7 @@ struct ui_options;
 bool winopts_is_option(const char *arg);
 
 /* Reads argv[0..argc) into o (which it initialises). ERR_INVAL with e saying what was
- * expected: an unknown option, a lesson that is not 1-5 or lab, a step the lesson does not
+ * expected: an unknown option, a lesson the lessons folder has not, a step the lesson does not
  * have, --step without --lesson, an autoplay interval that is not 0.5 to 3600 seconds. */
 int winopts_parse(int argc, char **argv, struct ui_options *o, struct error *e);
 

@@ -10,59 +10,6 @@
 #include "comm/algo.h"
 #include "comm/reduce.h"
 
-void coll_chunk(size_t count, int n, int i, size_t *off, size_t *len)
-{
-    size_t base = count / (size_t)n, rem = count % (size_t)n, k = (size_t)i;
-    *off = k * base + (k < rem ? k : rem);
-    *len = base + (k < rem);
-}
-
-void algo_chunk(const struct algo *a, int n, int i, char **p, size_t *bytes)
-{
-    size_t off, len;
-    if (a->bounds && n == a->n)
-        off = a->bounds[i], len = a->bounds[i + 1] - a->bounds[i];
-    else
-        coll_chunk(a->count, n, i, &off, &len);
-    *p = a->buf + off * a->es;
-    *bytes = len * a->es;
-}
-
-static int peer_rank(const struct algo *a, int idx)
-{
-    return a->group ? a->group[idx] : idx;
-}
-
-int algo_sendrecv(const struct algo *a, int to, const void *sbuf, size_t sbytes, int from,
-                  void *rbuf, size_t rbytes, const struct dev_tag *tag, dev_combine_fn combine,
-                  void *ctx, struct error *e)
-{
-    return a->x->ops->sendrecv(a->x->self, peer_rank(a, to), sbuf, sbytes, peer_rank(a, from), rbuf,
-                               rbytes, tag, combine, ctx, e);
-}
-
-int algo_isend(const struct algo *a, int peer, const void *buf, size_t bytes,
-               const struct dev_tag *tag, struct dev_req *req, struct error *e)
-{
-    return a->x->ops->isend(a->x->self, peer_rank(a, peer), buf, bytes, tag, req, e);
-}
-
-int algo_recv(const struct algo *a, int peer, void *buf, size_t bytes, const struct dev_tag *tag,
-              dev_combine_fn combine, void *ctx, struct error *e)
-{
-    return a->x->ops->recv(a->x->self, peer_rank(a, peer), buf, bytes, tag, combine, ctx, e);
-}
-
-int algo_step(const struct algo *a, int step, struct error *e)
-{
-    return a->x->ops->step(a->x->self, step, e);
-}
-
-int algo_wait(const struct algo *a, struct dev_req *req, struct error *e)
-{
-    return a->x->ops->wait(a->x->self, req, e);
-}
-
 void coll_net(const struct cluster_spec *s, int n, struct cost_net *net)
 {
     net->gpus = n;
@@ -135,6 +82,16 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
     return coll_run_on(&x, c, e);
 }
 
+int coll_alltoall_check(size_t count, int n, struct error *e)
+{
+    if (n > 0 && count % (size_t)n != 0)
+        return error_set(e, ERR_INVAL,
+                         "all-to-all sends count/N elements to each GPU: %zu elements do not "
+                         "split into %d equal blocks",
+                         count, n);
+    return 0;
+}
+
 int coll_run_on(const struct xport *x, const struct coll *c, struct error *e)
 {
     int n = c->group ? c->group_size : x->size, me = x->rank;
@@ -178,11 +135,8 @@ int coll_run_on(const struct xport *x, const struct coll *c, struct error *e)
         if (!c->recv || (c->count > 0 && (char *)c->recv < (char *)c->buf + c->count * a.es &&
                          (char *)c->buf < (char *)c->recv + c->count * a.es))
             return error_set(e, ERR_INVAL, "all-to-all receives into a buffer of its own");
-        if (c->count % (size_t)n != 0)
-            return error_set(e, ERR_INVAL,
-                             "all-to-all sends count/N elements to each GPU: %zu elements do not "
-                             "split into %d equal blocks",
-                             c->count, n);
+        if (coll_alltoall_check(c->count, n, e))
+            return ERR_INVAL;
         a.recv = c->recv;
     } else if (c->recv) {
         return error_set(e, ERR_INVAL, "only all-to-all has a receive buffer");

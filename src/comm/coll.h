@@ -44,6 +44,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "comm/chunk.h"
 #include "comm/cost.h"
 #include "num/fp.h"
 #include "comm/xport.h"
@@ -86,6 +87,9 @@ int coll_run(struct device *d, const struct coll *c, struct error *e);
 /* The same over any transport (comm/xport.h): coll_run is this with the device's thread
  * transport; an MPI rank calls it with its own (comm/mpi.h). */
 int coll_run_on(const struct xport *x, const struct coll *c, struct error *e);
+/* Whether count elements split into the n equal blocks an all-to-all sends (a trial asks
+ * before it allocates, coll_run_on before it runs): 0 or ERR_INVAL saying so. */
+int coll_alltoall_check(size_t count, int n, struct error *e);
 
 int coll_allreduce(struct device *d, void *buf, size_t count, enum fp_format dt,
                    enum cost_algo algo, struct error *e);
@@ -97,9 +101,6 @@ int coll_broadcast(struct device *d, void *buf, size_t count, enum fp_format dt,
                    enum cost_algo algo, struct error *e);
 int coll_reduce(struct device *d, void *buf, size_t count, enum fp_format dt, int root,
                 enum cost_algo algo, struct error *e);
-
-/* Chunk i of n over count elements: offset and length in elements (the even split). */
-void coll_chunk(size_t count, int n, int i, size_t *off, size_t *len);
 
 /* The cost model's view of a spec with n GPUs. */
 void coll_net(const struct cluster_spec *s, int n, struct cost_net *net);

@@ -601,28 +601,13 @@ int cost_chunks(enum cost_op op, enum cost_algo algo, const struct cost_net *net
     return p;
 }
 
-int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes,
-                    struct cost_result *out, struct error *e)
+/* The closed formulas of algo's op on n > 1 GPUs over one link of latency a and bandwidth b:
+ * its steps, chunks, time and bytes into out. 0, or ERR_INVAL for no such algorithm. */
+static int closed_form(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double S,
+                       double a, double b, struct cost_result *out, struct error *e)
 {
-    memset(out, 0, sizeof *out);
     int n = net->gpus;
-    if (n < 1 || net->gpus_per_node < 1)
-        return error_set(e, ERR_INVAL, "the cost model needs at least one GPU and one per node");
-    if (!(bytes >= 0))
-        return error_set(e, ERR_INVAL, "the size must be a number of bytes >= 0");
-    if (!(net->beta_intra > 0 && net->beta_inter > 0 && net->alpha_intra >= 0 &&
-          net->alpha_inter >= 0))
-        return error_set(e, ERR_INVAL, "the cost model needs α >= 0 and β > 0");
-    if (algo == COST_AUTO)
-        algo = cost_best_algo(op, net, bytes);
-    if (!cost_supported(op, algo, n, e))
-        return ERR_INVAL;
-    double a, b;
-    cost_link(net, &a, &b);
-    out->alpha = a, out->beta = b, out->chunks = 1;
-    if (n == 1)
-        return 0;
-    double S = bytes, N = n;
+    double N = n;
     int D = cost_log2(n), P;
     bool reduce_all = op == COST_ALLREDUCE;
     switch (algo) {
@@ -696,6 +681,34 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
         break;
     default: return error_set(e, ERR_INVAL, "no such algorithm");
     }
+    return 0;
+}
+
+int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes,
+                    struct cost_result *out, struct error *e)
+{
+    memset(out, 0, sizeof *out);
+    int n = net->gpus;
+    if (n < 1 || net->gpus_per_node < 1)
+        return error_set(e, ERR_INVAL, "the cost model needs at least one GPU and one per node");
+    if (!(bytes >= 0))
+        return error_set(e, ERR_INVAL, "the size must be a number of bytes >= 0");
+    if (!(net->beta_intra > 0 && net->beta_inter > 0 && net->alpha_intra >= 0 &&
+          net->alpha_inter >= 0))
+        return error_set(e, ERR_INVAL, "the cost model needs α >= 0 and β > 0");
+    if (algo == COST_AUTO)
+        algo = cost_best_algo(op, net, bytes);
+    if (!cost_supported(op, algo, n, e))
+        return ERR_INVAL;
+    double a, b;
+    cost_link(net, &a, &b);
+    out->alpha = a, out->beta = b, out->chunks = 1;
+    if (n == 1)
+        return 0;
+    double S = bytes;
+    int rc = closed_form(op, algo, net, S, a, b, out, e);
+    if (rc)
+        return rc;
     /* The closed formulas above hold for full trees on one node; the schedule is the time
      * the simulation takes, for every shape and across nodes. */
     bool ring_coll = algo == COST_RING && op != COST_BROADCAST && op != COST_REDUCE;

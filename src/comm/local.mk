@@ -1,6 +1,7 @@
 libscalelab_a_SOURCES += \
-	%reldir%/algo.h \
+	%reldir%/algo.c %reldir%/algo.h \
 	%reldir%/alltoall.c \
+	%reldir%/chunk.h \
 	%reldir%/coll.c %reldir%/coll.h \
 	%reldir%/cost.c %reldir%/cost.h \
 	%reldir%/mpi.c %reldir%/mpi.h \

@@ -330,6 +330,75 @@ static int count_hosts(const struct mx *m, char *host0, size_t n0)
     return hosts;
 }
 
+/* The library's calls on buf (and all-to-all's rbuf), as trial a makes ours: its sum for 16-bit
+ * data, the chunks of coll_chunk, and in ops (r->nlib of them) the collectives to time, each
+ * figure of r ready. */
+static void lib_open(const struct mx *m, const struct trial_args *a, char *buf, char *rbuf,
+                     struct mpi_run *r, struct libcall *l, enum cost_op *ops)
+{
+    int rank = m->rank, n = m->size;
+    MPI_Op sum = MPI_SUM;
+    MPI_Datatype type = MPI_FLOAT;
+    if (a->dtype != FP_FP32) {
+        type = MPI_UINT16_T;
+        MPI_Op_create(a->dtype == FP_BF16 ? sum_bf16 : sum_fp16, 1, &sum);
+    }
+    *l = (struct libcall){.comm = m->comm,
+                          .type = type,
+                          .sum = sum,
+                          .buf = buf,
+                          .rbuf = rbuf,
+                          .count = a->count,
+                          .rank = rank,
+                          .n = n,
+                          .root = a->root,
+                          .even = a->count % n == 0,
+                          .counts = calloc((size_t)n, sizeof(int)),
+                          .displs = calloc((size_t)n, sizeof(int))};
+    if (!l->counts || !l->displs)
+        stop("GPU %d: out of memory", rank);
+    for (int g = 0; g < n; g++) {
+        size_t off, len;
+        coll_chunk(a->count, n, g, &off, &len);
+        l->counts[g] = (int)len, l->displs[g] = (int)off;
+    }
+    ops[0] = COST_ALLREDUCE, ops[1] = COST_REDUCE_SCATTER, ops[2] = COST_ALLGATHER;
+    r->nlib = 3;
+    if (a->op == COST_BROADCAST || a->op == COST_REDUCE || a->op == COST_ALLTOALL)
+        ops[r->nlib++] = a->op;
+    for (int k = 0; k < r->nlib; k++) {
+        r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l->even), ops[k], 1e300,
+                                            calloc((size_t)r->repeat, sizeof(double))};
+        if (!r->lib[k].sample)
+            stop("GPU %d: out of memory", rank);
+    }
+}
+
+/* Round i of the library's calls (-1: the warm-up), each on the trial's data, timed. */
+static void lib_round(const struct mx *m, const struct trial_args *a, const struct libcall *l,
+                      const enum cost_op *ops, struct mpi_run *r, int i)
+{
+    for (int k = 0; k < r->nlib; k++) {
+        verify_fill(a->dtype, l->buf, a->count, a->seed, m->rank);
+        barrier(m);
+        double t1 = MPI_Wtime();
+        lib_run(l, ops[k]);
+        double lt = slowest(m, MPI_Wtime() - t1);
+        if (i >= 0) {
+            r->lib[k].sample[i] = lt;
+            r->lib[k].time_s = lt < r->lib[k].time_s ? lt : r->lib[k].time_s;
+        }
+    }
+}
+
+static void lib_close(struct libcall *l)
+{
+    if (l->sum != MPI_SUM)
+        MPI_Op_free(&l->sum);
+    free(l->counts);
+    free(l->displs);
+}
+
 /* Each rank checks its own part of the result and its digest; rank 0 gathers them. */
 static void check(const struct mx *m, const struct trial_args *a, const char *buf,
                   struct mpi_run *r)
@@ -361,6 +430,25 @@ static void check(const struct mx *m, const struct trial_args *a, const char *bu
     free(digs);
 }
 
+/* The trial's algorithm over n ranks, its predicted time and its steps, into t. */
+static int predict(const struct trial_args *a, int n, size_t bytes, struct trial *t,
+                   struct error *e)
+{
+    if (a->op == COST_ALLTOALL && coll_alltoall_check(a->count, n, e))
+        return ERR_INVAL;
+    t->bytes = (double)bytes;
+    t->algo = coll_resolve(&a->spec, n, a->op, a->algo, t->bytes);
+    if (!cost_supported(a->op, t->algo, n, e))
+        return ERR_INVAL;
+    struct cost_net net;
+    coll_net(&a->spec, n, &net);
+    int rc = cost_collective(a->op, t->algo, &net, t->bytes, &t->predicted, e);
+    if (rc)
+        return rc;
+    t->steps = coll_steps(&a->spec, n, a->op, t->algo, a->count, a->dtype);
+    return 0;
+}
+
 int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run *r, struct error *e)
 {
     memset(r, 0, sizeof *r);
@@ -376,16 +464,9 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     if (bytes > INT_MAX)
         return error_set(e, ERR_INVAL, "--size: at most %d bytes over MPI, not %zu", INT_MAX,
                          bytes);
-    t->bytes = (double)bytes;
-    t->algo = coll_resolve(&a->spec, n, a->op, a->algo, t->bytes);
-    if (!cost_supported(a->op, t->algo, n, e))
-        return ERR_INVAL;
-    struct cost_net net;
-    coll_net(&a->spec, n, &net);
-    int rc = cost_collective(a->op, t->algo, &net, t->bytes, &t->predicted, e);
+    int rc = predict(a, n, bytes, t, e);
     if (rc)
         return rc;
-    t->steps = coll_steps(&a->spec, n, a->op, t->algo, a->count, a->dtype);
 
     struct mx m = {.rank = rank,
                    .size = n,
@@ -399,11 +480,6 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     await(&m, &dup, MPI_STATUS_IGNORE, "the other ranks to start", -1);
     r->hosts = count_hosts(&m, r->host0, sizeof r->host0);
     bool a2a = a->op == COST_ALLTOALL;
-    if (a2a && a->count % (size_t)n != 0)
-        return error_set(e, ERR_INVAL,
-                         "all-to-all sends count/N elements to each GPU: %zu elements do not split "
-                         "into %d equal blocks",
-                         a->count, n);
     char *buf = malloc(bytes ? bytes : 1), *rbuf = a2a ? malloc(bytes ? bytes : 1) : NULL;
     m.scratch = malloc(bytes ? bytes : 1);
     m.scratch_bytes = bytes;
@@ -423,42 +499,12 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     const char *stall = getenv("SCALELAB_MPI_STALL_RANK");
 
     /* the library's collectives on the same buffers */
-    MPI_Op sum = MPI_SUM;
-    MPI_Datatype type = MPI_FLOAT;
-    if (a->dtype != FP_FP32) {
-        type = MPI_UINT16_T;
-        MPI_Op_create(a->dtype == FP_BF16 ? sum_bf16 : sum_fp16, 1, &sum);
-    }
-    struct libcall l = {m.comm,
-                        type,
-                        sum,
-                        buf,
-                        rbuf,
-                        a->count,
-                        rank,
-                        n,
-                        a->root,
-                        a->count % n == 0,
-                        calloc((size_t)n, sizeof(int)),
-                        calloc((size_t)n, sizeof(int))};
+    struct libcall l;
+    enum cost_op ops[MPI_LIB_MAX];
+    lib_open(&m, a, buf, rbuf, r, &l, ops);
     r->sample = calloc((size_t)r->repeat, sizeof *r->sample);
-    if (!l.counts || !l.displs || !r->sample)
+    if (!r->sample)
         stop("GPU %d: out of memory", rank);
-    for (int g = 0; g < n; g++) {
-        size_t off, len;
-        coll_chunk(a->count, n, g, &off, &len);
-        l.counts[g] = (int)len, l.displs[g] = (int)off;
-    }
-    enum cost_op ops[MPI_LIB_MAX] = {COST_ALLREDUCE, COST_REDUCE_SCATTER, COST_ALLGATHER};
-    r->nlib = 3;
-    if (a->op == COST_BROADCAST || a->op == COST_REDUCE || a2a)
-        ops[r->nlib++] = a->op;
-    for (int k = 0; k < r->nlib; k++) {
-        r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l.even), ops[k], 1e300,
-                                            calloc((size_t)r->repeat, sizeof(double))};
-        if (!r->lib[k].sample)
-            stop("GPU %d: out of memory", rank);
-    }
 
     /* rounds: a warm-up, then the timed ones; in each, ours, then the library's */
     t->wall_s = 1e300;
@@ -485,22 +531,9 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
             if (a->verify)
                 check(&m, a, rbuf ? rbuf : buf, r);
         }
-        for (int k = 0; k < r->nlib; k++) {
-            verify_fill(a->dtype, buf, a->count, a->seed, rank);
-            barrier(&m);
-            double t1 = MPI_Wtime();
-            lib_run(&l, ops[k]);
-            double lt = slowest(&m, MPI_Wtime() - t1);
-            if (i >= 0) {
-                r->lib[k].sample[i] = lt;
-                r->lib[k].time_s = lt < r->lib[k].time_s ? lt : r->lib[k].time_s;
-            }
-        }
+        lib_round(&m, a, &l, ops, r, i);
     }
-    if (sum != MPI_SUM)
-        MPI_Op_free(&sum);
-    free(l.counts);
-    free(l.displs);
+    lib_close(&l);
     free(buf);
     free(rbuf);
     free(m.scratch);

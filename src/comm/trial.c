@@ -136,6 +136,41 @@ static int body(struct device *d, void *arg, struct error *e)
     return 0;
 }
 
+/* The simulated cluster trial a runs on; NULL after saying why. */
+static struct cluster *cluster_of(const struct trial_args *a, struct error *e)
+{
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.spec = a->spec;
+    cfg.gpus = a->gpus;
+    cfg.seed = a->seed;
+    cfg.record_events = a->record_events;
+    cfg.fail_gpu = a->fail_gpu;
+    cfg.fail_step = a->fail_step;
+    if (a->deadline_s > 0)
+        cfg.deadline_s = a->deadline_s;
+    return cluster_new(&cfg, e);
+}
+
+/* The GPUs' checks of their shares merged into t's verdict, and their digests into its. */
+static void merge_checks(const struct ctx *c, struct trial *t)
+{
+    const struct trial_args *a = c->a;
+    int n = a->gpus;
+    t->check = c->share[0];
+    for (int g = 1; g < n; g++)
+        verify_merge(&t->check, &c->share[g]);
+    for (int g = 1; g < n && verify_same_everywhere(a->op); g++)
+        t->check.identical &= c->dig[g] == c->dig[0];
+    /* wrong: the whole check again, serially, to name the first wrong element as it always has
+     * (which GPU, which index, GPUs disagreeing) */
+    if (!t->check.ok || !t->check.identical)
+        verify_check(a->op, a->root, a->dtype, c->rbufs ? c->rbufs : c->bufs, n, a->count, a->seed,
+                     &t->check);
+    t->digest = verify_digest_all(c->dig, n);
+    t->check_s = clock_now() - c->done;
+}
+
 int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
 {
     double started = clock_now();
@@ -148,11 +183,8 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
                          CLUSTER_MAX_GPUS, a->gpus);
     if (a->repeat < 1 || (a->verify && a->repeat != 1))
         return error_set(e, ERR_INVAL, "a checked trial runs once");
-    if (a->op == COST_ALLTOALL && a->count % (size_t)a->gpus != 0)
-        return error_set(e, ERR_INVAL,
-                         "all-to-all sends count/N elements to each GPU: %zu elements do not split "
-                         "into %d equal blocks",
-                         a->count, a->gpus);
+    if (a->op == COST_ALLTOALL && coll_alltoall_check(a->count, a->gpus, e))
+        return ERR_INVAL;
     t->bytes = (double)a->count * (double)es;
     t->algo = coll_resolve(&a->spec, a->gpus, a->op, a->algo, t->bytes);
     struct cost_net net;
@@ -163,17 +195,7 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
     t->steps = t->predicted.rounds;
     t->rounds = coll_steps(&a->spec, a->gpus, a->op, t->algo, a->count, a->dtype);
 
-    struct cluster_config cfg;
-    cluster_config_init(&cfg);
-    cfg.spec = a->spec;
-    cfg.gpus = a->gpus;
-    cfg.seed = a->seed;
-    cfg.record_events = a->record_events;
-    cfg.fail_gpu = a->fail_gpu;
-    cfg.fail_step = a->fail_step;
-    if (a->deadline_s > 0)
-        cfg.deadline_s = a->deadline_s;
-    t->cluster = cluster_new(&cfg, e);
+    t->cluster = cluster_of(a, e);
     if (!t->cluster)
         return e && e->code ? e->code : ERR_RUN;
     int n = a->gpus;
@@ -227,20 +249,8 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
         if (c.best[g] > best)
             best = c.best[g]; /* a repetition ends when its slowest GPU does */
     t->wall_s = best;
-    if (a->verify) {
-        t->check = c.share[0];
-        for (int g = 1; g < n; g++)
-            verify_merge(&t->check, &c.share[g]);
-        for (int g = 1; g < n && verify_same_everywhere(a->op); g++)
-            t->check.identical &= c.dig[g] == c.dig[0];
-        /* wrong: the whole check again, serially, to name the first wrong element as it
-         * always has (which GPU, which index, GPUs disagreeing) */
-        if (!t->check.ok || !t->check.identical)
-            verify_check(a->op, a->root, a->dtype, c.rbufs ? c.rbufs : c.bufs, n, a->count, a->seed,
-                         &t->check);
-        t->digest = verify_digest_all(c.dig, n);
-        t->check_s = clock_now() - c.done;
-    }
+    if (a->verify)
+        merge_checks(&c, t);
 out:
     for (int g = 0; g < n && c.bufs; g++) {
         if (c.bufs[g])

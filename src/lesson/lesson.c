@@ -68,8 +68,10 @@ void lesson_free(struct lesson *l)
     if (!l)
         return;
     free(l->file);
+    free(l->name);
     free(l->title);
     free(l->short_title);
+    free(l->tab);
     lesson_free_strings(l->outcomes, l->noutcomes);
     free_panel(l->panel);
     for (size_t i = 0; i < l->nsteps; i++)
@@ -706,9 +708,9 @@ static int add_text(struct parser *p, const char *line)
 
 /* ---- one line */
 
-static const char *const directives[] = {"title",  "short",   "duration", "outcome",  "panel",
-                                         "step",   "run",     "expect",   "question", "option",
-                                         "answer", "explain", "end"};
+static const char *const directives[] = {"title",  "short",  "tab",     "duration", "outcome",
+                                         "panel",  "step",   "run",     "expect",   "question",
+                                         "option", "answer", "explain", "end"};
 
 static int parse_directive(struct parser *p, const char *line)
 {
@@ -721,7 +723,7 @@ static int parse_directive(struct parser *p, const char *line)
     if (c[n] && c[n] != ' ' && c[n] != '\t') {
         n = strcspn(c, " \t");
         return fail(p,
-                    "unknown directive '@%.*s'; expected one of @title @short @duration "
+                    "unknown directive '@%.*s'; expected one of @title @short @tab @duration "
                     "@outcome @panel @step @run @expect @question @option @answer @explain "
                     "@end (a line starting with '\\@' is text)",
                     (int)(n > 30 ? 30 : n), c);
@@ -731,7 +733,7 @@ static int parse_directive(struct parser *p, const char *line)
         d++;
     if (d == sizeof directives / sizeof directives[0])
         return fail(p,
-                    "unknown directive '@%s'; expected one of @title @short @duration "
+                    "unknown directive '@%s'; expected one of @title @short @tab @duration "
                     "@outcome @panel @step @run @expect @question @option @answer @explain "
                     "@end (a line starting with '\\@' is text)",
                     name);
@@ -751,6 +753,8 @@ static int parse_directive(struct parser *p, const char *line)
         return head_only(p, name) < 0 ? ERR_INVAL : set_once(p, &l->title, name, arg);
     if (!strcmp(name, "short"))
         return head_only(p, name) < 0 ? ERR_INVAL : set_once(p, &l->short_title, name, arg);
+    if (!strcmp(name, "tab"))
+        return head_only(p, name) < 0 ? ERR_INVAL : set_once(p, &l->tab, name, arg);
     if (!strcmp(name, "duration"))
         return head_only(p, name) < 0 ? ERR_INVAL : parse_duration(p, arg);
     if (!strcmp(name, "outcome")) {
@@ -841,6 +845,8 @@ int lesson_parse_string(const char *name, const char *text, size_t len, struct l
     if (!l || !(l->file = lesson_strdup(name)))
         goto oom;
     l->number = lesson_number_of(name);
+    if (!(l->name = lesson_name_of(name)))
+        goto oom;
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) /* a UTF-8 byte-order mark */
         text += 3, len -= 3;
     size_t i = 0;

@@ -104,8 +104,11 @@ struct lesson_step {
 struct lesson {
     char *file;  /* the name used in messages: the path given, or the name given to parse_string */
     int number;  /* NN of NN-name.lesson; -1 when the name does not start with digits */
+    char *name;  /* "mixed-precision" of 01-mixed-precision.lesson: what progress is saved
+                    under, and what "lab" calls the Lab (lesson_is_lab) */
     char *title; /* @title */
     char *short_title; /* @short, or the title */
+    char *tab;         /* @tab: the tab's narrower labels ("Precision Prec"), or NULL */
     int minutes;       /* @duration; 0 for "open" */
     char **outcomes;
     size_t noutcomes;
@@ -135,6 +138,19 @@ const char *lesson_panel_get(const struct lesson_panel *p, const char *key);
  * parse, or two files with the same number, make it fail. */
 int lesson_load_all(const char *dir, struct lesson ***out, size_t *n, struct error *e);
 void lesson_free_all(struct lesson **v, size_t n);
+
+/* The paths of every lessons/NN-name.lesson under dir (datadir() when NULL), sorted by number:
+ * a new array of *n strings (lesson_free_strings frees it). 0, or ERR_INVAL when there is no
+ * such folder or no lesson in it. The window makes a tab of each. */
+int lesson_paths(const char *dir, char ***paths, size_t *n, struct error *e);
+void lesson_free_strings(char **v, size_t n);
+/* A lesson file's number (NN of NN-name.lesson, -1 when its name does not start with digits)
+ * and name ("name": progress is saved under it; a new string, NULL when out of memory). */
+int lesson_number_of(const char *path);
+char *lesson_name_of(const char *path);
+
+/* The Lab: the lesson named "lab" (lessons/90-lab.lesson), the window's last tab, on key L. */
+#define LESSON_LAB "lab"
 
 /* The lesson that "scalelab run LESSON" names: a number ("1", "01"), a file name in the lessons
  * folder ("01-mixed-precision", with or without .lesson), or a path to a file. */

@@ -144,6 +144,34 @@ int lesson_load_all(const char *dir, struct lesson ***out, size_t *n, struct err
     return 0;
 }
 
+int lesson_paths(const char *dir, char ***paths, size_t *n, struct error *e)
+{
+    char folder[4096];
+    char **names;
+    size_t count;
+    int rc = list_lessons(dir, folder, sizeof folder, &names, &count, e);
+    *paths = NULL, *n = 0;
+    if (rc == 0 && count == 0)
+        rc = error_set(e, ERR_INVAL, "%s: no NN-name.lesson files", folder);
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        size_t len = strlen(folder) + strlen(names[i]) + 2;
+        char *p = malloc(len);
+        if (!p) {
+            rc = error_set(e, ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(p, len, "%s/%s", folder, names[i]);
+        free(names[i]);
+        names[i] = p;
+    }
+    if (rc < 0) {
+        lesson_free_strings(names, count);
+        return rc;
+    }
+    *paths = names, *n = count;
+    return 0;
+}
+
 int lesson_find(const char *dir, const char *which, struct lesson **out, struct error *e)
 {
     *out = NULL;
@@ -161,7 +189,7 @@ int lesson_find(const char *dir, const char *which, struct lesson **out, struct 
     bool numeric = units_parse_int(which, 0, 99, &num, NULL) == 0;
     const char *hit = NULL;
     for (size_t i = 0; i < count && !hit; i++) {
-        /* "06-lab.lesson" answers to 6, "06-lab.lesson", "06-lab" and "lab" */
+        /* "90-lab.lesson" answers to 90, "90-lab.lesson", "90-lab" and "lab" */
         const char *dash = strchr(names[i], '-'), *bare = dash ? dash + 1 : names[i];
         if (numeric
                 ? lesson_number_of(names[i]) == num

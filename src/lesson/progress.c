@@ -3,6 +3,7 @@
 #include "config.h"
 #include "lesson/progress.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -14,62 +15,132 @@
 #include "base/error.h"
 #include "base/units.h"
 
-#define HEADER            "# scalelab progress 1"
+#define HEADER            "# scalelab progress 2"
+#define HEADER_V1         "# scalelab progress 1"
 #define PROGRESS_FILE_MAX (4 << 20) /* a progress file is a few hundred bytes */
 #define PROGRESS_LINE_MAX 16384     /* every answer of a lesson: 64 steps x 32 questions */
 
-static bool valid(int lesson, int step, int question)
+/* The lessons of version 1's numbers: lessons/NN-name.lesson as they were when files of
+ * version 1 were written. */
+static const char *const v1_names[] = {
+    NULL, "mixed-precision", "checkpointing", "collectives", "scaling", "zero", "lab"};
+
+const char *progress_v1_name(int n)
 {
-    return lesson >= 0 && lesson < PROGRESS_LESSONS && step >= 0 && step < LESSON_MAX_STEPS &&
-           question >= 0 && question < LESSON_MAX_QUESTIONS;
+    return n > 0 && n < (int)(sizeof v1_names / sizeof *v1_names) ? v1_names[n] : NULL;
+}
+
+/* A name progress can keep: letters, digits, '-', '_' and '.', 1 to PROGRESS_NAME - 1 of them. */
+static bool good_name(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n >= PROGRESS_NAME)
+        return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("-_.", *s))
+            return false;
+    return true;
+}
+
+/* dst = name, the rest of dst zeroed (so that two progresses that say the same are the same
+ * bytes). */
+static void set_name(char dst[PROGRESS_NAME], const char *name)
+{
+    memset(dst, 0, PROGRESS_NAME);
+    snprintf(dst, PROGRESS_NAME, "%s", name);
+}
+
+static bool valid(int step, int question)
+{
+    return step >= 0 && step < LESSON_MAX_STEPS && question >= 0 && question < LESSON_MAX_QUESTIONS;
 }
 
 void progress_init(struct progress *p)
 {
     memset(p, 0, sizeof *p);
-    p->current = -1;
 }
 
-int progress_step(const struct progress *p, int lesson)
+const struct progress_lesson *progress_of(const struct progress *p, const char *lesson)
 {
-    return valid(lesson, 0, 0) ? p->lessons[lesson].step : 0;
+    for (int i = 0; lesson && i < PROGRESS_LESSONS && p->lessons[i].name[0]; i++)
+        if (!strcmp(p->lessons[i].name, lesson))
+            return &p->lessons[i];
+    return NULL;
 }
 
-void progress_set_step(struct progress *p, int lesson, int step)
+/* The lesson's entry, made (in name order) if it has none; NULL when the name cannot be kept. */
+static struct progress_lesson *entry(struct progress *p, const char *lesson)
 {
-    if (!valid(lesson, step, 0))
+    if (!good_name(lesson))
+        return NULL;
+    int i = 0;
+    while (i < PROGRESS_LESSONS && p->lessons[i].name[0] && strcmp(p->lessons[i].name, lesson) < 0)
+        i++;
+    if (i < PROGRESS_LESSONS && !strcmp(p->lessons[i].name, lesson))
+        return &p->lessons[i];
+    if (i == PROGRESS_LESSONS || p->lessons[PROGRESS_LESSONS - 1].name[0])
+        return NULL; /* full */
+    memmove(&p->lessons[i + 1], &p->lessons[i],
+            (size_t)(PROGRESS_LESSONS - 1 - i) * sizeof *p->lessons);
+    memset(&p->lessons[i], 0, sizeof p->lessons[i]);
+    set_name(p->lessons[i].name, lesson);
+    return &p->lessons[i];
+}
+
+int progress_step(const struct progress *p, const char *lesson)
+{
+    const struct progress_lesson *pl = progress_of(p, lesson);
+    return pl ? pl->step : 0;
+}
+
+void progress_set_step(struct progress *p, const char *lesson, int step)
+{
+    struct progress_lesson *pl = valid(step, 0) ? entry(p, lesson) : NULL;
+    if (!pl)
         return;
-    p->lessons[lesson].visited = true;
-    p->lessons[lesson].step = step;
-    p->current = lesson;
+    pl->step = step;
+    set_name(p->current, lesson);
 }
 
-bool progress_correct(const struct progress *p, int lesson, int step, int question)
+bool progress_correct(const struct progress *p, const char *lesson, int step, int question)
 {
-    return valid(lesson, step, question) && (p->lessons[lesson].correct[step] >> question & 1u);
+    const struct progress_lesson *pl = progress_of(p, lesson);
+    return pl && valid(step, question) && (pl->correct[step] >> question & 1u);
 }
 
-void progress_mark(struct progress *p, int lesson, int step, int question, bool correct)
+void progress_mark(struct progress *p, const char *lesson, int step, int question, bool correct)
 {
-    if (!valid(lesson, step, question))
+    struct progress_lesson *pl = valid(step, question) ? entry(p, lesson) : NULL;
+    if (!pl)
         return;
     uint32_t bit = 1u << question;
-    p->lessons[lesson].visited = true;
     if (correct)
-        p->lessons[lesson].correct[step] |= bit;
+        pl->correct[step] |= bit;
     else
-        p->lessons[lesson].correct[step] &= ~bit;
+        pl->correct[step] &= ~bit;
 }
 
-int progress_count(const struct progress *p, int lesson)
+int progress_count(const struct progress *p, const char *lesson)
 {
+    const struct progress_lesson *pl = progress_of(p, lesson);
     int n = 0;
-    if (!valid(lesson, 0, 0))
-        return 0;
-    for (int s = 0; s < LESSON_MAX_STEPS; s++)
-        for (uint32_t b = p->lessons[lesson].correct[s]; b; b &= b - 1)
+    for (int s = 0; pl && s < LESSON_MAX_STEPS; s++)
+        for (uint32_t b = pl->correct[s]; b; b &= b - 1)
             n++;
     return n;
+}
+
+void progress_forget(struct progress *p, const char *lesson)
+{
+    const struct progress_lesson *pl = progress_of(p, lesson);
+    if (!pl)
+        return;
+    int i = (int)(pl - p->lessons);
+    memmove(&p->lessons[i], &p->lessons[i + 1],
+            (size_t)(PROGRESS_LESSONS - 1 - i) * sizeof *p->lessons);
+    memset(&p->lessons[PROGRESS_LESSONS - 1], 0, sizeof *p->lessons);
+    if (!strcmp(p->current, lesson))
+        set_name(p->current, "");
 }
 
 int progress_path(char *buf, size_t n, struct error *e)
@@ -101,31 +172,50 @@ static int parse_int(const char *s, long long min, long long max, int *out)
     return 0;
 }
 
-/* One line, applied to p only when all of it is valid; -1 if it is not one of ours (then p is
- * untouched). */
-static int parse_line(struct progress *p, char *line)
+/* A lesson as a line names it: version 2's name, or version 1's number as the name it had
+ * (another number as its digits); NULL when it is neither. */
+static const char *line_lesson(const char *w, int version, char *buf, size_t n)
 {
-    char *save = NULL, *w = strtok_r(line, " ", &save);
+    int num;
+    if (version == 2)
+        return good_name(w) ? w : NULL;
+    if (!w || parse_int(w, 0, 99, &num) < 0)
+        return NULL;
+    if (progress_v1_name(num))
+        return progress_v1_name(num);
+    snprintf(buf, n, "%d", num);
+    return buf;
+}
+
+/* One line of a file of the version given, applied to p only when all of it is valid; -1 if
+ * it is not one of ours (then p is untouched). */
+static int parse_line(struct progress *p, char *line, int version)
+{
+    char *save = NULL, *w = strtok_r(line, " ", &save), num[16];
     if (!w)
         return 0;
     if (!strcmp(w, "current")) {
-        int current;
-        if (parse_int(strtok_r(NULL, " ", &save), -1, PROGRESS_LESSONS - 1, &current) < 0 ||
-            strtok_r(NULL, " ", &save))
+        const char *which = strtok_r(NULL, " ", &save), *name = NULL;
+        if (!which || strtok_r(NULL, " ", &save))
             return -1;
-        p->current = current;
+        if (version == 1 && !strcmp(which, "-1"))
+            name = "";
+        else if (!(name = line_lesson(which, version, num, sizeof num)))
+            return -1;
+        set_name(p->current, name);
         return 0;
     }
-    int l, step;
+    const char *l = NULL;
+    int step;
     if (strcmp(w, "lesson") ||
-        parse_int(strtok_r(NULL, " ", &save), 0, PROGRESS_LESSONS - 1, &l) < 0)
+        !(l = line_lesson(strtok_r(NULL, " ", &save), version, num, sizeof num)))
         return -1;
     if ((w = strtok_r(NULL, " ", &save)) == NULL || strcmp(w, "step") ||
         parse_int(strtok_r(NULL, " ", &save), 0, LESSON_MAX_STEPS - 1, &step) < 0)
         return -1;
-    if (p->lessons[l].visited)
+    if (progress_of(p, l))
         return -1; /* the same lesson twice: the first one stays */
-    struct progress_lesson pl = {.visited = true, .step = step};
+    struct progress_lesson pl = {.step = step};
     if ((w = strtok_r(NULL, " ", &save)) != NULL) {
         if (strcmp(w, "correct"))
             return -1;
@@ -141,7 +231,11 @@ static int parse_line(struct progress *p, char *line)
             pl.correct[s] |= 1u << q;
         }
     }
-    p->lessons[l] = pl;
+    struct progress_lesson *e = entry(p, l);
+    if (!e)
+        return -1; /* every entry used */
+    memcpy(pl.name, e->name, sizeof pl.name);
+    *e = pl;
     return 0;
 }
 
@@ -218,7 +312,7 @@ int progress_load(struct progress *p, const char *path, struct error *e)
     char line[PROGRESS_LINE_MAX + 1], first[ERROR_MAX] = "";
     long long len, n = 0;
     bool nul, newline, any = false;
-    int skipped = 0;
+    int skipped = 0, version = 2;
     while ((len = read_line(f, line, sizeof line, &nul, &newline)) >= 0) {
         n++;
         const char *why = NULL;
@@ -226,16 +320,17 @@ int progress_load(struct progress *p, const char *path, struct error *e)
             why = "too long";
         else if (nul)
             why = "a NUL byte";
-        else if (n == 1 && !strcmp(line, HEADER))
+        else if (n == 1 && (!strcmp(line, HEADER) || !strcmp(line, HEADER_V1))) {
+            version = strcmp(line, HEADER) ? 1 : 2;
             continue;
-        else if (n == 1)
+        } else if (n == 1)
             why = "not '" HEADER "'";
         else if (!newline)
             why = "cut short: the file ends in the middle of it";
         else {
             char copy[PROGRESS_LINE_MAX + 1];
             memcpy(copy, line, (size_t)len + 1);
-            if (parse_line(p, copy) < 0)
+            if (parse_line(p, copy, version) < 0)
                 why = "not a progress line";
             else
                 any = true;
@@ -292,12 +387,12 @@ static int make_dirs(char *dir, struct error *e)
 
 static int write_all(FILE *f, const struct progress *p)
 {
-    fprintf(f, "%s\ncurrent %d\n", HEADER, p->current);
-    for (int l = 0; l < PROGRESS_LESSONS; l++) {
+    fprintf(f, "%s\n", HEADER);
+    if (p->current[0])
+        fprintf(f, "current %s\n", p->current);
+    for (int l = 0; l < PROGRESS_LESSONS && p->lessons[l].name[0]; l++) {
         const struct progress_lesson *pl = &p->lessons[l];
-        if (!pl->visited)
-            continue;
-        fprintf(f, "lesson %d step %d", l, pl->step);
+        fprintf(f, "lesson %s step %d", pl->name, pl->step);
         bool any = false;
         for (int s = 0; s < LESSON_MAX_STEPS; s++)
             for (int q = 0; q < LESSON_MAX_QUESTIONS; q++)

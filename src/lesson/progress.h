@@ -3,12 +3,15 @@
  *
  * Stored as text in $XDG_STATE_HOME/scalelab/progress (default ~/.local/state/scalelab/):
  *
- *     # scalelab progress 1
- *     current 1
- *     lesson 1 step 3 correct 0.0 2.1
+ *     # scalelab progress 2
+ *     current mixed-precision
+ *     lesson mixed-precision step 3 correct 0.0 2.1
  *
- * (lesson numbers as in NN-name.lesson; steps and questions counted from 0; "2.1" is the second
- * question of the third step). It is written to a temporary file in the same folder and renamed
+ * (a lesson by its name, lesson/lesson.h's: its file's without the number, so lessons can be
+ * renumbered and a new one put before the Lab; steps and questions counted from 0; "2.1" is the
+ * second question of the third step). A file of version 1, which named lessons by their file
+ * number, is read with the names those numbers had (progress_v1_name) and saved as version 2.
+ * It is written to a temporary file in the same folder and renamed
  * over the old one, so a crash leaves the old file or the new one, never a mix.
  *
  * Progress is never lost to a bad file: every valid line is kept, each bad one is skipped and
@@ -26,17 +29,18 @@
 
 struct error;
 
-#define PROGRESS_LESSONS 100 /* lesson numbers 0..99 */
+#define PROGRESS_LESSONS 100 /* lessons kept */
+#define PROGRESS_NAME    32  /* a lesson's name, its NUL included */
 
 struct progress_lesson {
-    bool visited;
+    char name[PROGRESS_NAME];           /* "" for an unused entry */
     int step;                           /* from 0 */
     uint32_t correct[LESSON_MAX_STEPS]; /* bit q: question q of that step answered right */
 };
 
 struct progress {
-    int current; /* the lesson open last, or -1 */
-    struct progress_lesson lessons[PROGRESS_LESSONS];
+    char current[PROGRESS_NAME];                      /* the lesson open last, or "" */
+    struct progress_lesson lessons[PROGRESS_LESSONS]; /* the visited ones first, by name */
     bool unreadable; /* the file read had lines not kept here: keep it before replacing it */
 };
 
@@ -65,16 +69,25 @@ int progress_load(struct progress *p, const char *path, struct error *e);
  * saying what failed. */
 int progress_save(struct progress *p, const char *path, struct error *e);
 
-/* The step to reopen a lesson at (0 if never visited), and setting it (marks it visited and
- * current). Out-of-range numbers are ignored / give 0. */
-int progress_step(const struct progress *p, int lesson);
-void progress_set_step(struct progress *p, int lesson, int step);
+/* A lesson's progress by its name (NULL if never visited), and setting its step (marks it
+ * visited and current). A name that cannot be kept (empty, too long, a space, or every entry
+ * used) is ignored / gives 0, as are out-of-range steps and questions. */
+const struct progress_lesson *progress_of(const struct progress *p, const char *lesson);
+int progress_step(const struct progress *p, const char *lesson);
+void progress_set_step(struct progress *p, const char *lesson, int step);
 
 /* Questions answered right. */
-bool progress_correct(const struct progress *p, int lesson, int step, int question);
-void progress_mark(struct progress *p, int lesson, int step, int question, bool correct);
+bool progress_correct(const struct progress *p, const char *lesson, int step, int question);
+void progress_mark(struct progress *p, const char *lesson, int step, int question, bool correct);
 
-/* How many questions of lesson l are answered right (for "3/12" in the tab bar). */
-int progress_count(const struct progress *p, int lesson);
+/* How many questions of the lesson are answered right (for "3/12" in the tab bar). */
+int progress_count(const struct progress *p, const char *lesson);
+
+/* Forgets a lesson (progress --reset LESSON); it is no longer current. */
+void progress_forget(struct progress *p, const char *lesson);
+
+/* The name lesson number n had in a version 1 file (1 mixed-precision, ..., 5 zero, 6 lab: the
+ * lessons as they were numbered then), or NULL: such a number is kept under its digits. */
+const char *progress_v1_name(int n);
 
 #endif

@@ -62,6 +62,18 @@ void lesson_free_strings(char **v, size_t n)
     free(v);
 }
 
+char *lesson_name_of(const char *name)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    if (lesson_number_of(base) >= 0 && base[2] == '-')
+        base += 3;
+    size_t n = strlen(base);
+    if (n > 7 && !strcmp(base + n - 7, ".lesson"))
+        n -= 7;
+    return lesson_strndup(base, n);
+}
+
 int lesson_number_of(const char *name)
 {
     const char *base = strrchr(name, '/');

@@ -22,6 +22,9 @@ void lesson_free_strings(char **v, size_t n);
 
 /* The number a lesson file's name starts with ("lessons/03-collectives.lesson": 3), or -1. */
 int lesson_number_of(const char *name);
+/* A lesson file's name without its folder, its number and ".lesson" ("collectives"); a new
+ * string, or NULL when out of memory. */
+char *lesson_name_of(const char *name);
 
 /* s after its spaces and tabs. */
 const char *lesson_skip_space(const char *s);

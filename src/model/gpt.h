@@ -36,7 +36,7 @@
  * peak (equal for none, larger when segments share a pool). As each kept tensor comes to life
  * (forward, or recomputation) its bytes are charged (delta > 0) under GPT_MEM_ACTIVATIONS, and
  * released (delta < 0) when the backward pass is done with it: PyTorch's allocated bytes inside
- * the reserved ones. The device (cli/cmd_train.c) allocates the arena as ledger memory of
+ * the reserved ones. The device (par/run.c's ledger seam) allocates the arena as ledger memory of
  * category "reserved" and each charge moves bytes from reserved to activations and back
  * (ledger_move): the ledger's total is every byte the run holds, so the capacity check sees all
  * of it before the first step and nothing can run out of memory inside the step loop, while the
@@ -49,6 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/ckpt.h"
 #include "num/fp.h"
 
 struct error;
@@ -122,23 +123,11 @@ struct gpt_tensor gpt_tensor_at(const struct gpt_config *c, size_t i);
 /* "embedding", "wq", ... */
 const char *gpt_kind_name(enum gpt_kind k);
 
-/* Gradient checkpointing. Segments of k consecutive layers keep only the segment's input and
- * recompute the rest in the backward pass (full: k = 1; every:K: k = K, Megatron's "uniform"
- * method; sqrt: k = ceil(sqrt(L)), Chen et al. 2016). Selective (Korthikanti et al. 2022) keeps
- * everything but attention's softmax probabilities and recomputes QK^T and the softmax. */
-enum gpt_ckpt_kind { GPT_CKPT_NONE, GPT_CKPT_SEGMENTS, GPT_CKPT_SELECTIVE };
-
-struct gpt_ckpt {
-    enum gpt_ckpt_kind kind;
-    int every;     /* segment length for GPT_CKPT_SEGMENTS; 0 means sqrt (resolved by gpt_new) */
-    char name[24]; /* "none", "full", "every:2", "sqrt", "selective" (ckpt_name) */
-};
-
-/* Parses "none", "full", "every:K" (K >= 1), "sqrt", "selective" (base/ckpt.h's vocabulary,
- * shared with the calculator); 0 or ERR_INVAL. */
-int gpt_ckpt_parse(const char *s, struct gpt_ckpt *out, struct error *e);
-/* The segment length a policy uses for L layers (1 for full; 0 when not segmented). */
-int gpt_ckpt_segment(const struct gpt_ckpt *p, int layers);
+/* Gradient checkpointing (base/ckpt.h's policies). Segments of k consecutive layers keep only
+ * the segment's input and recompute the rest in the backward pass (full: k = 1; every:K: k =
+ * K, Megatron's "uniform" method; sqrt: k = ceil(sqrt(L)) of the part's L layers, Chen et al.
+ * 2016: ckpt_segment). Selective (Korthikanti et al. 2022) keeps everything but attention's
+ * softmax probabilities and recomputes QK^T and the softmax. */
 
 /* Memory categories of the run's buffers. */
 enum gpt_mem {
@@ -231,14 +220,14 @@ struct gpt_inject {
 /* The bytes gpt_new allocates (weights, gradients, arena, workspace), exactly, to refuse a
  * batch that cannot fit before trying; 0 with e set if the shape is bad. */
 size_t gpt_estimate_bytes(const struct gpt_config *c, int batch, enum fp_format fmt,
-                          const struct gpt_ckpt *ckpt, struct error *e);
+                          const struct ckpt_policy *ckpt, struct error *e);
 
 /* Calls one gpt_step makes to the seam's compute and charge hooks, from the shape alone:
  * with GPT_BUFFERS, what a trace of a run holds is known before it starts. */
 struct gpt_calls {
     long compute, charge;
 };
-struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct gpt_ckpt *ckpt);
+struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt);
 
 /* A model is used by one thread at a time (its device's); separate models share nothing. */
 struct gpt;
@@ -299,11 +288,11 @@ size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size
 /* A model for batches of `batch` sequences. Parameters start at zero: call gpt_init_params
  * or fill gpt_params(). 0, ERR_INVAL (bad shape) or ERR_NOMEM. */
 int gpt_new(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
-            const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc, struct error *e);
+            const struct ckpt_policy *ckpt, const struct gpt_alloc *alloc, struct error *e);
 void gpt_free(struct gpt *g);
 /* The same for a part (NULL: the whole model); `batch` is a micro-batch. */
 int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum fp_format fmt,
-                 const struct gpt_ckpt *ckpt, const struct gpt_alloc *alloc,
+                 const struct ckpt_policy *ckpt, const struct gpt_alloc *alloc,
                  const struct gpt_part *part, struct error *e);
 
 /* Initialisation (GPT-2's): every matrix ~ normal(0, 0.02), the residual projections wo and
@@ -391,6 +380,7 @@ struct gpt_flops {
 struct gpt_flops gpt_flops(const struct gpt *g);
 /* The same from a shape, a batch and a policy, before any model exists: the one count that
  * train's summary, the bench and the window use. */
-struct gpt_flops gpt_step_flops(const struct gpt_config *c, int batch, const struct gpt_ckpt *ckpt);
+struct gpt_flops gpt_step_flops(const struct gpt_config *c, int batch,
+                                const struct ckpt_policy *ckpt);
 
 #endif

@@ -1,5 +1,6 @@
 libkernels_a_SOURCES += \
-	%reldir%/gpt.c %reldir%/gpt.h
+	%reldir%/gpt.c %reldir%/gpt.h %reldir%/gpt_impl.h %reldir%/gpt_ops.c \
+	%reldir%/gpt_step.c
 libscalelab_a_SOURCES += \
 	%reldir%/markov.c %reldir%/markov.h \
 	%reldir%/moe.c %reldir%/moe.h

@@ -2,12 +2,12 @@
  * small transformer can find, and its exact entropy rate (the loss floor).
  *
  * Each token b has S = 4 successors succ[b][0..3] (distinct, drawn at random). Each token a
- * belongs to one of C = 4 classes. The next token after the pair (a, b) is succ[b][j] with
- * probability (1 - eps) w[class(a)][b][j] + eps / V, any other token with probability eps / V
- * (eps = 0.02: every transition is possible, so the pair chain is irreducible and aperiodic and
- * its stationary distribution unique). w[c][b] are random weights over the four successors
- * (softmax of 1.5 x standard normals). To predict well the model must learn, per token, its
- * successors (the previous token) and how the token before modulates them (its class): an
+ * belongs to one of C = 2 classes (markov.c's CLASSES). The next token after the pair (a, b) is
+ * succ[b][j] with probability (1 - eps) w[class(a)][b][j] + eps / V, any other token with
+ * probability eps / V (eps = 0.02: every transition is possible, so the pair chain is irreducible
+ * and aperiodic and its stationary distribution unique). w[c][b] are random weights over the four
+ * successors (softmax of 1.5 x standard normals). To predict well the model must learn, per token,
+ * its successors (the previous token) and how the token before modulates them (its class): an
  * attention head looking one step back is enough.
  *
  * The entropy rate H = sum_{a,b} pi(a, b) H(next | a, b), with pi the stationary distribution

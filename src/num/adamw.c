@@ -93,19 +93,10 @@ void adamw_update_round(const struct adamw *a, float *p, const float *g, float c
         size_t b = n - i < BLOCK ? n - i : BLOCK;
         update(&k, p + i, g + i, coef, m + i, v + i, b);
         void *wi = w ? (char *)w + i * es : NULL;
-        if (f == FP_FP32) {
-            if (wi)
-                memcpy(wi, p + i, b * 4);
+        if (wi) { /* the bits, then their values from them: exact */
+            fp_pack_n(f, wi, p + i, b);
             if (wf)
-                memcpy(wf + i, p + i, b * 4);
-        } else if (wi && f == FP_BF16) { /* the bits, then their values from them: exact */
-            bf16_from_f32_n(wi, p + i, b);
-            if (wf)
-                bf16_to_f32_n(wf + i, wi, b);
-        } else if (wi) {
-            fp16_from_f32_n(wi, p + i, b);
-            if (wf)
-                fp16_to_f32_n(wf + i, wi, b);
+                fp_unpack_n(f, wf + i, wi, b);
         } else if (wf)
             fp_round_n(f, wf + i, p + i, b);
     }

@@ -497,6 +497,26 @@ void bf16_to_f32_n(float *dst, const bf16_t *src, size_t n)
     bf16_to_n_c(dst, src, n);
 }
 
+void fp_pack_n(enum fp_format f, void *dst, const float *src, size_t n)
+{
+    if (f == FP_FP16)
+        fp16_from_f32_n(dst, src, n);
+    else if (f == FP_BF16)
+        bf16_from_f32_n(dst, src, n);
+    else
+        memmove(dst, src, n * 4);
+}
+
+void fp_unpack_n(enum fp_format f, float *dst, const void *src, size_t n)
+{
+    if (f == FP_FP16)
+        fp16_to_f32_n(dst, src, n);
+    else if (f == FP_BF16)
+        bf16_to_f32_n(dst, src, n);
+    else
+        memmove(dst, src, n * 4);
+}
+
 void fp_round_n(enum fp_format f, float *dst, const float *src, size_t n)
 {
     bool fast = simd();

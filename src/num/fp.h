@@ -61,6 +61,13 @@ void fp16_to_f32_n(float *dst, const fp16_t *src, size_t n);
 void bf16_from_f32_n(bf16_t *dst, const float *src, size_t n);
 void bf16_to_f32_n(float *dst, const bf16_t *src, size_t n);
 void fp_round_n(enum fp_format f, float *dst, const float *src, size_t n);
+/* The training's storage of n values in format f (fp32, fp16 or bf16): fp_pack_n writes the
+ * fp32 values src as f's codes at dst (4-byte copies for fp32, which may overlap; 2-byte codes
+ * rounded to nearest-even, exact where src already holds values of the format), fp_unpack_n
+ * reads them back as fp32 (exact). The model's kept tensors, the strategies' weight and
+ * gradient buffers and tensor parallelism's sums all store this way. */
+void fp_pack_n(enum fp_format f, void *dst, const float *src, size_t n);
+void fp_unpack_n(enum fp_format f, float *dst, const void *src, size_t n);
 
 /* Which bulk implementation runs: FP_IMPL_AUTO (the default) uses x86 F16C/AVX2 when the CPU
  * has them, FP_IMPL_PORTABLE forces the plain C loops. For tests and the benchmark, which

@@ -12,7 +12,7 @@
 #include "num/adamw.h"
 #include "num/clip.h"
 #include "num/fp.h"
-#include "par/trainer.h"
+#include "par/layout.h"
 #include "sim/cluster.h"
 
 #define NO_UNIT (-100)
@@ -72,7 +72,7 @@ void dp_model_seam(const struct train_opts *o, const struct gpt_part *part, stru
     seam->params_workspace = mixed || o->zero >= 3;
     /* the model's fp32 gradients are the gradients when 4-byte and unsharded */
     seam->grads_workspace = grad_format(o) != FP_FP32 || o->zero >= 2;
-    seam->padded = shard_padded(gpt_part_param_count(&o->shape, part), train_dp(o));
+    seam->padded = shard_padded(gpt_part_param_count(&o->shape, part), layout_dp(o));
 }
 
 long dp_buffers(const struct train_opts *o)
@@ -91,7 +91,7 @@ long dp_buffers(const struct train_opts *o)
 
 long dp_messages(const struct train_opts *o)
 {
-    int n = train_dp(o);
+    int n = layout_dp(o);
     if (o->gpus <= 1)
         return 0;
     long L = o->shape.layers, steps = n - 1; /* a ring pass: N - 1 sends */
@@ -150,79 +150,56 @@ void dp_free(struct dp *p)
     free(p);
 }
 
-int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d,
-           const struct train_place *pl, const struct dp_mem *mem, struct error *e)
+/* The ranges of the flat buffer this GPU leaves out of the norm, which counts every gradient
+ * once: both ends of a pipeline hold the tied embedding's summed gradient (the first's
+ * counts), every rank of a tensor-parallel group the same norm weights' (rank 0's count). 0
+ * or ERR_NOMEM. */
+static int norm_skips(struct dp *p, const struct train_opts *o, const struct layout_place *pl,
+                      bool tied_copy)
 {
-    *out = NULL;
-    struct dp *p = calloc(1, sizeof *p);
-    if (!p)
-        return error_set(e, ERR_NOMEM, "out of memory");
-    p->zero = o->zero;
-    p->prefetch = o->prefetch;
-    p->n = pl->dp;
-    p->rank = pl->dprank;
-    p->world = o->gpus > 0 ? o->gpus : 1;
-    p->wrank = train_rank(pl, pl->stage, pl->dprank, pl->tprank);
-    p->group = malloc((size_t)p->n * sizeof *p->group);
-    if (!p->group) {
-        free(p);
-        return error_set(e, ERR_NOMEM, "out of memory");
-    }
-    for (int i = 0; i < p->n; i++)
-        p->group[i] = train_rank(pl, pl->stage, i, pl->tprank);
-    p->pipelined = train_pipelined(o);
-    p->has_loss = pl->part.head && pl->tprank == 0; /* the ranks of a tp group agree */
-    const struct gpt_config *c = &o->shape;
-    bool tied_copy = pl->pp > 1 && (pl->part.embed || pl->part.head);
-    p->emb = tied_copy ? (size_t)(c->vocab / pl->tp) * (size_t)c->d : 0; /* its vocabulary rows */
-    p->embed_group[0] = train_rank(pl, 0, pl->dprank, pl->tprank);
-    p->embed_group[1] = train_rank(pl, pl->pp - 1, pl->dprank, pl->tprank);
-    /* the norm counts every gradient once: both ends hold the embedding's summed gradient (the
-     * first's counts), every rank of a tensor-parallel group the same norm weights' (rank
-     * 0's count) */
     size_t nnorm = pl->tprank > 0 ? gpt_part_norms(&o->shape, &pl->part, NULL, 0) : 0;
+    size_t *off = nnorm ? malloc(nnorm * sizeof *off) : NULL;
     p->skip = malloc((nnorm + 1) * sizeof *p->skip);
-    if (!p->skip) {
-        free(p->group);
-        free(p);
-        return error_set(e, ERR_NOMEM, "out of memory");
+    if (!p->skip || (nnorm && !off)) {
+        free(off);
+        return ERR_NOMEM;
     }
     if (tied_copy && !pl->part.embed)
         p->skip[p->nskip][0] = 0, p->skip[p->nskip++][1] = p->emb;
-    size_t *off = nnorm ? malloc(nnorm * sizeof *off) : NULL;
-    if (nnorm && !off) {
-        dp_free(p);
-        return error_set(e, ERR_NOMEM, "out of memory");
-    }
     if (nnorm)
         gpt_part_norms(&o->shape, &pl->part, off, nnorm);
     for (size_t i = 0; i < nnorm; i++)
         p->skip[p->nskip][0] = off[i], p->skip[p->nskip++][1] = (size_t)o->shape.d;
     free(off);
-    p->mixed = o->precision != FP_FP32;
-    p->wdt = o->precision;
-    p->gdt = grad_format(o);
-    p->wes = p->mixed ? 2 : 4;
-    p->ges = p->gdt == FP_FP32 ? 4 : 2;
-    p->g = g;
-    p->d = d;
-    p->mem = *mem;
-    p->slot_unit[0] = p->slot_unit[1] = NO_UNIT;
-    /* stages 0-2 reduce buckets of the size asked for; stage 3 one piece per unit */
-    size_t belems = o->bucket_bytes / p->ges;
-    if (p->zero >= 3)
-        belems = 0;
-    else if (belems == 0)
-        belems = 1;
-    int rc = shard_plan_init(&p->plan, &o->shape, &pl->part, p->n, belems, e);
-    if (rc) {
-        free(p->group);
-        free(p);
-        return rc;
-    }
+    return 0;
+}
+
+/* ZeRO-3: the buffers the gathered units go into, and the order a step gathers them in: the
+ * ends, each layer, the ends, each layer backwards. false when out of memory. */
+static bool alloc_gathered(struct dp *p, int layers)
+{
+    p->nslots = p->prefetch ? 2 : 1;
+    size_t slot = p->plan.unit_max * p->wes;
+    p->arena = mem_alloc(p, GPT_MEM_ARENA, (size_t)p->nslots * slot, "gathered weights");
+    p->seq = malloc((size_t)(2 * layers + 2) * sizeof *p->seq);
+    if (!p->arena || !p->seq)
+        return false;
+    for (int i = 0; i < p->nslots; i++)
+        p->slot[i] = p->arena + (size_t)i * slot;
+    p->seq[p->nseq++] = 0;
+    for (int l = 0; l < layers; l++)
+        p->seq[p->nseq++] = 1 + l;
+    p->seq[p->nseq++] = 0;
+    for (int l = layers - 1; l >= 0; l--)
+        p->seq[p->nseq++] = 1 + l;
+    return true;
+}
+
+/* The strategy's buffers, by what the stage keeps (par/dp.h's table); false when out of
+ * memory. */
+static bool alloc_buffers(struct dp *p, const struct train_opts *o, const struct layout_place *pl)
+{
     size_t pad = p->plan.padded, S = p->plan.shard;
-    p->roff = p->zero >= 1 ? (size_t)p->rank * S : 0;
-    p->rlen = p->zero >= 1 ? S : pad;
     struct gpt_alloc seam = {0};
     dp_model_seam(o, &pl->part, &seam);
     bool ok = true;
@@ -241,32 +218,65 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
         for (int i = 0; i < 2 && ok; i++)
             ok &= (p->bucket[i] = mem_alloc(p, GPT_MEM_COMM, p->plan.bucket_max * p->ges,
                                             "gradient bucket")) != NULL;
-    if (p->zero >= 3 && ok) {
-        p->nslots = p->prefetch ? 2 : 1;
-        size_t slot = p->plan.unit_max * p->wes;
-        ok &= (p->arena = mem_alloc(p, GPT_MEM_ARENA, (size_t)p->nslots * slot,
-                                    "gathered weights")) != NULL;
-        for (int i = 0; i < p->nslots && ok; i++)
-            p->slot[i] = p->arena + (size_t)i * slot;
-        /* the units a step gathers: the ends, each layer, the ends, each layer backwards */
-        int L = pl->part.count;
-        p->seq = malloc((size_t)(2 * L + 2) * sizeof *p->seq);
-        ok &= p->seq != NULL;
-        if (p->seq) {
-            p->seq[p->nseq++] = 0;
-            for (int l = 0; l < L; l++)
-                p->seq[p->nseq++] = 1 + l;
-            p->seq[p->nseq++] = 0;
-            for (int l = L - 1; l >= 0; l--)
-                p->seq[p->nseq++] = 1 + l;
-        }
-    }
+    if (p->zero >= 3 && ok)
+        ok = alloc_gathered(p, pl->part.count);
     if (ok && p->world > 1) /* only to talk to other GPUs */
         ok &= (p->bounds = mem_alloc(p, GPT_MEM_WORKSPACE, ((size_t)p->n + 1) * sizeof *p->bounds,
                                      "chunk bounds")) != NULL &&
               (p->rec = mem_alloc(p, GPT_MEM_WORKSPACE, (size_t)p->world * REC * 4, "agreement")) !=
                   NULL;
-    if (!ok) {
+    return ok;
+}
+
+int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d,
+           const struct layout_place *pl, const struct dp_mem *mem, struct error *e)
+{
+    *out = NULL;
+    struct dp *p = calloc(1, sizeof *p);
+    if (!p)
+        return error_set(e, ERR_NOMEM, "out of memory");
+    p->mem = *mem;
+    p->zero = o->zero;
+    p->prefetch = o->prefetch;
+    p->n = pl->dp;
+    p->rank = pl->dprank;
+    p->world = o->gpus > 0 ? o->gpus : 1;
+    p->wrank = pl->rank;
+    p->pipelined = layout_pipelined(o);
+    p->has_loss = pl->part.head && pl->tprank == 0; /* the ranks of a tp group agree */
+    const struct gpt_config *c = &o->shape;
+    bool tied_copy = pl->pp > 1 && (pl->part.embed || pl->part.head);
+    p->emb = tied_copy ? (size_t)(c->vocab / pl->tp) * (size_t)c->d : 0; /* its vocabulary rows */
+    p->embed_group[0] = layout_rank(pl, LAYOUT_PP, 0);
+    p->embed_group[1] = layout_rank(pl, LAYOUT_PP, pl->pp - 1);
+    p->group = malloc((size_t)p->n * sizeof *p->group);
+    if (!p->group || norm_skips(p, o, pl, tied_copy)) {
+        dp_free(p);
+        return error_set(e, ERR_NOMEM, "out of memory");
+    }
+    layout_group(pl, LAYOUT_DP, p->group);
+    p->mixed = o->precision != FP_FP32;
+    p->wdt = o->precision;
+    p->gdt = grad_format(o);
+    p->wes = p->mixed ? 2 : 4;
+    p->ges = p->gdt == FP_FP32 ? 4 : 2;
+    p->g = g;
+    p->d = d;
+    p->slot_unit[0] = p->slot_unit[1] = NO_UNIT;
+    /* stages 0-2 reduce buckets of the size asked for; stage 3 one piece per unit */
+    size_t belems = o->bucket_bytes / p->ges;
+    if (p->zero >= 3)
+        belems = 0;
+    else if (belems == 0)
+        belems = 1;
+    int rc = shard_plan_init(&p->plan, &o->shape, &pl->part, p->n, belems, e);
+    if (rc) {
+        dp_free(p);
+        return rc;
+    }
+    p->roff = p->zero >= 1 ? (size_t)p->rank * p->plan.shard : 0;
+    p->rlen = p->zero >= 1 ? p->plan.shard : p->plan.padded;
+    if (!alloc_buffers(p, o, pl)) {
         dp_free(p);
         return error_set(e, ERR_NOMEM, "out of memory allocating the strategy's buffers");
     }
@@ -277,29 +287,6 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
 size_t dp_mem_bytes(const struct dp *p, enum gpt_mem kind)
 {
     return kind < GPT_MEM_KINDS ? p->bytes[kind] : 0;
-}
-
-/* ------------------------------------------------------------------ conversions */
-
-/* dst (fmt) = src (fp32), n elements; exact where src already holds values of the format */
-static void encode(enum fp_format fmt, void *dst, const float *src, size_t n)
-{
-    if (fmt == FP_FP32)
-        memmove(dst, src, n * 4);
-    else if (fmt == FP_FP16)
-        fp16_from_f32_n(dst, src, n);
-    else
-        bf16_from_f32_n(dst, src, n);
-}
-
-static void decode(enum fp_format fmt, float *dst, const void *src, size_t n)
-{
-    if (fmt == FP_FP32)
-        memmove(dst, src, n * 4);
-    else if (fmt == FP_FP16)
-        fp16_to_f32_n(dst, src, n);
-    else
-        bf16_to_f32_n(dst, src, n);
 }
 
 /* ------------------------------------------------------------------ communication */
@@ -348,7 +335,7 @@ static void launch(struct dp *p, const struct shard_range *b, bool encoded)
     if (p->zero <= 1) {
         char *dst = p->gr ? (char *)p->gr + b->off * p->ges : (char *)src;
         if (p->gr && !encoded)
-            encode(p->gdt, dst, src, b->len);
+            fp_pack_n(p->gdt, dst, src, b->len);
         ring(p, p->zero == 0 ? COST_ALLREDUCE : COST_REDUCE_SCATTER, dst, b->len, p->gdt, b->off,
              true, DP_STREAM_GRADS);
         return;
@@ -356,7 +343,7 @@ static void launch(struct dp *p, const struct shard_range *b, bool encoded)
     /* stages 2-3: into a bucket buffer, reduce-scattered, this GPU's part kept */
     char *buf = p->bucket[p->ibucket];
     p->ibucket ^= 1;
-    encode(p->gdt, buf, src, b->len);
+    fp_pack_n(p->gdt, buf, src, b->len);
     ring(p, COST_REDUCE_SCATTER, buf, b->len, p->gdt, b->off, true, DP_STREAM_GRADS);
     size_t S = p->plan.shard, lo = (size_t)p->rank * S, hi = lo + S;
     size_t a = b->off > lo ? b->off : lo, z = b->off + b->len < hi ? b->off + b->len : hi;
@@ -381,7 +368,7 @@ static void gather(struct dp *p, int s, int u)
         size_t a = bounds[p->rank], z = bounds[p->rank + 1];
         memcpy(buf + a * p->wes, (char *)p->w + (r->off + a - lo) * p->wes, (z - a) * p->wes);
         ring(p, COST_ALLGATHER, buf, r->len, p->wdt, r->off, true, DP_STREAM_GATHER);
-        decode(p->wdt, gpt_params(p->g) + r->off, buf, r->len);
+        fp_unpack_n(p->wdt, gpt_params(p->g) + r->off, buf, r->len);
         buf += r->len * p->wes;
     }
 }
@@ -472,11 +459,11 @@ void dp_load_weights(struct dp *p, const float *all)
         memcpy(p->master, params + p->roff, p->rlen * 4);
     if (p->zero >= 3) {
         if (p->mixed)
-            encode(p->wdt, p->w, params + lo, S); /* the master rounded to the format */
+            fp_pack_n(p->wdt, p->w, params + lo, S); /* the master rounded to the format */
         else
             memcpy(p->w, params + lo, S * 4);
     } else if (p->mixed)
-        encode(p->wdt, p->w, params, pad);
+        fp_pack_n(p->wdt, p->w, params, pad);
     if (p->mixed) /* the model computes with the rounded weights */
         fp_round_n(p->wdt, params, params, pad);
 }
@@ -509,7 +496,7 @@ double dp_compute_s(const struct dp *p)
 static void flush(struct dp *p)
 {
     if (p->gr && p->zero <= 1)
-        encode(p->gdt, p->gr, gpt_grads(p->g), p->plan.padded);
+        fp_pack_n(p->gdt, p->gr, gpt_grads(p->g), p->plan.padded);
     stream_wait(p, DP_STREAM_GRADS, DP_STREAM_COMPUTE);
     if (p->emb) {
         void *buf = p->gr ? p->gr : (void *)gpt_grads(p->g);
@@ -544,7 +531,7 @@ float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
     float *ug = gpt_grads(p->g) + p->roff;
     if (p->gr) {
         const char *src = (const char *)p->gr + (p->zero >= 2 ? 0 : p->roff * p->ges);
-        decode(p->gdt, ug, src, p->rlen);
+        fp_unpack_n(p->gdt, ug, src, p->rlen);
     }
     /* unscale and look for inf/NaN over the range, and sum the squares of this GPU's shard in
      * order (the global norm is the shards' sums added in GPU order), but what another GPU
@@ -655,7 +642,7 @@ int dp_update(struct dp *p, const struct adamw *a, const float *g, float coef, s
             return p->err.code;
         }
         if (p->mixed)
-            decode(p->wdt, params, p->w, pad);
+            fp_unpack_n(p->wdt, params, p->w, pad);
     }
     if (p->d)
         dev_join(p->d);

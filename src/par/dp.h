@@ -35,7 +35,7 @@
 struct device;
 struct error;
 struct train_opts;
-struct train_place;
+struct layout_place;
 
 #define DP_STREAM_COMPUTE 0
 #define DP_STREAM_GRADS   1
@@ -56,10 +56,10 @@ struct dp;
  * holds, NULL the whole model). */
 void dp_model_seam(const struct train_opts *o, const struct gpt_part *part, struct gpt_alloc *seam);
 
-/* The strategy of the GPU at place pl (par/trainer.h) for model g (made with dp_model_seam's
+/* The strategy of the GPU at place pl (par/layout.h) for model g (made with dp_model_seam's
  * settings); d is NULL on the host (one GPU). 0, ERR_NOMEM or the seam's error. */
 int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d,
-           const struct train_place *pl, const struct dp_mem *mem, struct error *e);
+           const struct layout_place *pl, const struct dp_mem *mem, struct error *e);
 void dp_free(struct dp *p);
 
 /* Buffers the strategy allocates, and messages a GPU sends in a step at most (for traces

@@ -1,7 +1,10 @@
 libscalelab_a_SOURCES += \
 	%reldir%/dp.c %reldir%/dp.h \
+	%reldir%/layout.c %reldir%/layout.h \
 	%reldir%/pp.c %reldir%/pp.h \
 	%reldir%/predict.c %reldir%/predict.h \
 	%reldir%/run.c %reldir%/run.h \
+	%reldir%/settings.c %reldir%/settings.h \
 	%reldir%/shard.c %reldir%/shard.h \
+	%reldir%/tp.c %reldir%/tp.h \
 	%reldir%/trainer.c %reldir%/trainer.h

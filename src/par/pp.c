@@ -9,11 +9,11 @@
 
 #include "base/error.h"
 #include "par/dp.h"
-#include "par/trainer.h"
+#include "par/layout.h"
 #include "sim/cluster.h"
 
 struct pp {
-    struct train_place pl;
+    struct layout_place pl;
     const struct sched_op *ops; /* this stage's, in order */
     int nops;
     int v;                           /* model chunks */
@@ -72,7 +72,7 @@ void pp_free(struct pp *p)
     free(p);
 }
 
-int pp_new(struct pp **out, const struct train_place *pl, const struct sched *s,
+int pp_new(struct pp **out, const struct layout_place *pl, const struct sched *s,
            struct gpt *const *g, const struct gpt_part *parts, enum fp_format fmt, struct device *d,
            const struct dp_mem *mem, struct error *e)
 {
@@ -151,7 +151,7 @@ static void emit(struct pp *p, int step, const struct pp_done *dn)
 /* The device rank of virtual stage vs (chunk vs / P of stage vs % P), this data rank's. */
 static int rank_of(const struct pp *p, int vs)
 {
-    return train_rank(&p->pl, vs % p->pl.pp, p->pl.dprank, p->pl.tprank);
+    return layout_rank(&p->pl, LAYOUT_PP, vs % p->pl.pp);
 }
 
 /* A message's key: which way, to which virtual stage, which micro-batch (sim/cluster.h). */

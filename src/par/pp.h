@@ -32,7 +32,7 @@
 struct device;
 struct dp_mem;
 struct error;
-struct train_place;
+struct layout_place;
 
 /* One operation as executed: what, and when in simulated time (0 on the host). */
 struct pp_done {
@@ -47,7 +47,7 @@ struct pp;
  * interleaved schedule's virtual stage c pp + stage), whose activations are in fmt; s the
  * schedule (stage pl->stage's operations are run). d NULL: the host, one stage. 0 or
  * ERR_NOMEM. */
-int pp_new(struct pp **out, const struct train_place *pl, const struct sched *s,
+int pp_new(struct pp **out, const struct layout_place *pl, const struct sched *s,
            struct gpt *const *g, const struct gpt_part *parts, enum fp_format fmt, struct device *d,
            const struct dp_mem *mem, struct error *e);
 

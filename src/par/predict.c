@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "calc/activ.h"
+#include "sim/spec.h"
 #include "model/gpt.h"
 
 int predict_config(const struct train_opts *o, const struct model_shape *m, double capacity,
                    struct memory_config *c, struct error *e)
 {
-    int dp = train_dp(o);
+    int dp = layout_dp(o);
     memset(c, 0, sizeof *c);
     c->model = m;
     c->precision = o->precision == FP_FP32   ? PREC_FP32
@@ -25,11 +26,39 @@ int predict_config(const struct train_opts *o, const struct model_shape *m, doub
     c->micro_batch = o->batch / (dp * o->micro_batches), c->seq = m->seq;
     c->micro_batches = o->micro_batches;
     c->schedule = o->schedule;
-    c->chunks = train_chunks(o);
+    c->chunks = layout_chunks(o);
     c->capacity = capacity;
     c->bucket_bytes = (double)o->bucket_bytes;
     c->no_prefetch = !o->prefetch;
-    return activ_parse_policy(o->ckpt.name[0] ? o->ckpt.name : "none", &c->ckpt, e);
+    (void)e;
+    c->ckpt = o->ckpt;
+    return 0;
+}
+
+int predict_run(const struct train_opts *o, const struct model_shape *m,
+                const struct cluster_spec *spec, struct prediction *p, struct error *e)
+{
+    struct memory_config c;
+    p->have_sched = false;
+    int rc = predict_config(o, m, spec->hbm_bytes, &c, e);
+    for (int st = 0; !rc && st < o->pp && st < SCHED_MAX_STAGES; st++) {
+        struct memory_result *r = &p->mem[st];
+        if (!(rc = memory_compute_stage(&c, st, r, e)))
+            rc = traffic_compute(&c, spec, st, r->params_gpu, r->stage_layers, 0, 0, &p->comm[st],
+                                 e);
+    }
+    if (!rc) /* a pipeline's; one stage's too, which the window draws */
+        p->have_sched = sched_build(o->schedule, o->pp, o->micro_batches, layout_chunks(o),
+                                    &p->sched, NULL) == 0;
+    p->ok = rc == 0;
+    return rc;
+}
+
+void predict_free(struct prediction *p)
+{
+    if (p->have_sched)
+        sched_free(&p->sched);
+    p->have_sched = false;
 }
 
 void predict_bubble(const struct pp_done *const *ops, const int *n, int stages,
@@ -53,8 +82,8 @@ void predict_bubble(const struct pp_done *const *ops, const int *n, int stages,
 double predict_recompute_pct(const struct model_shape *m, int batch, const char *policy)
 {
     struct gpt_config c;
-    struct gpt_ckpt ckpt;
-    if (batch < 1 || train_shape_of(m, &c, NULL) < 0 || gpt_ckpt_parse(policy, &ckpt, NULL) < 0)
+    struct ckpt_policy ckpt;
+    if (batch < 1 || train_shape_of(m, &c, NULL) < 0 || ckpt_parse(policy, &ckpt, NULL) < 0)
         return NAN;
     struct gpt_flops fl = gpt_step_flops(&c, batch, &ckpt);
     return 100.0 * fl.recompute / (fl.forward + fl.backward);

@@ -1,23 +1,47 @@
-/* What the calculator (src/calc) predicts for a training run's layout: the memory_config a
- * run's options describe, one function for `scalelab train` and the window's run panels, so
- * that both compare the ledgers with the same figures. And the pipeline's bubble measured on
- * the operations a run executed (par/pp.h), beside the schedule's formula (calc/sched.h). */
+/* What the calculator (src/calc) predicts beside a training run: the memory_config a run's
+ * options describe, and from it each pipeline stage's memory per GPU, the bytes each of its
+ * GPUs sends per step and the schedule the stages run: one function for `scalelab train` and
+ * the window's run panels, so that both compare the ledgers with the same figures. And the
+ * pipeline's bubble measured on the operations a run executed (par/pp.h), beside the
+ * schedule's formula (calc/sched.h). */
 #ifndef SCALELAB_PAR_PREDICT_H
 #define SCALELAB_PAR_PREDICT_H
 
+#include <stdbool.h>
+
 #include "calc/memory.h"
 #include "calc/preset.h"
+#include "calc/sched.h"
+#include "calc/traffic.h"
+#include "par/layout.h"
 #include "par/pp.h"
-#include "par/trainer.h"
+#include "par/settings.h"
 
+struct cluster_spec;
 struct error;
 
 /* The calculator's configuration of the run with options o of model m on GPUs of capacity
  * bytes: precision, AdamW, dp x pp, ZeRO stage, micro-batch, schedule, buckets, prefetch and
- * checkpoint policy as the run uses them. 0, or ERR_INVAL for a checkpoint policy the
- * calculator does not know. */
+ * checkpoint policy as the run uses them. 0: every run's options have one (e is kept for
+ * the calculator's future refusals). */
 int predict_config(const struct train_opts *o, const struct model_shape *m, double capacity,
                    struct memory_config *c, struct error *e);
+
+/* The calculator's figures beside a run, stage by stage. */
+struct prediction {
+    bool ok;                                    /* the figures below are set */
+    struct memory_result mem[SCHED_MAX_STAGES]; /* a GPU of stage s: its memory */
+    struct traffic comm[SCHED_MAX_STAGES];      /* and what it sends per step, by kind */
+    struct sched sched;                         /* pipelined: the schedule the stages run */
+    bool have_sched;
+};
+
+/* The figures for the run of options o of model m on GPUs like spec's (its capacity, its
+ * nodes' links): 0, or ERR_INVAL with the calculator's reason. predict_free frees the
+ * schedule. */
+int predict_run(const struct train_opts *o, const struct model_shape *m,
+                const struct cluster_spec *spec, struct prediction *p, struct error *e);
+void predict_free(struct prediction *p);
 
 /* The matmul FLOPs a checkpoint policy (base/ckpt.h's names: "full", "selective", ...)
  * recomputes in a training step of model m over batch sequences, in percent of its forward

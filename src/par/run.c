@@ -10,16 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/units.h"
 #include "model/markov.h"
 #include "par/dp.h"
 #include "sim/cluster.h"
 
 #define MAX_COMMANDS 64
 
-struct command {
+struct run_cmd {
     long from_step; /* applies from this step on */
     enum { CMD_INJECT, CMD_CLIP, CMD_LR } kind;
     enum train_inject_kind inject;
@@ -45,7 +47,7 @@ struct run {
     long allowed, started_max, consumed;
     int waiting; /* GPUs held at a step's gate */
     bool stop;
-    struct command cmd[MAX_COMMANDS];
+    struct run_cmd cmd[MAX_COMMANDS];
     int ncmd;
     /* the records */
     struct slot slot[RUN_AHEAD + 1];
@@ -171,7 +173,7 @@ static bool gate(struct run *r, struct device *d, struct trainer *t, long step, 
         if (step > r->started_max)
             r->started_max = step;
         for (; *applied < r->ncmd; (*applied)++) {
-            const struct command *c = &r->cmd[*applied];
+            const struct run_cmd *c = &r->cmd[*applied];
             if (c->from_step > step)
                 break;
             if (c->kind == CMD_INJECT)
@@ -212,7 +214,7 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
         if (w != SIZE_MAX)
             r->first_grads[w] = grads[i];
     }
-    const struct train_place *pl = trainer_place(t);
+    const struct layout_place *pl = trainer_place(t);
     if (pl->stage == 0 && pl->dprank == 0 && pl->tprank == 0) {
         memcpy(r->first_tokens, tokens, bt * sizeof *tokens);
         memcpy(r->first_tokens + bt, targets, bt * sizeof *targets);
@@ -257,14 +259,16 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
 /* The first non-finite tensor of the step, in the order computed: forward passes run from
  * the first pipeline stage to the last, backward passes back (every GPU of a stage at once:
  * the lowest rank is named). */
-static void finish_merge(struct run_step *m, int per_stage)
+static void finish_merge(struct run_step *m, const struct train_opts *o)
 {
     m->nonfinite_gpu = -1;
-    int stages = m->gpus / per_stage, best = -1, key = 0;
+    int best = -1, key = 0;
     for (int g = 0; g < m->gpus; g++) {
         if (!m->gpu[g].nonfinite[0])
             continue;
-        int st = g / per_stage, k = m->gpu[g].nonfinite_forward ? st : 2 * stages - st;
+        struct layout_place pl;
+        layout_place(o, g, 1, &pl);
+        int k = m->gpu[g].nonfinite_forward ? pl.stage : 2 * pl.pp - pl.stage;
         if (best < 0 || k < key)
             best = g, key = k;
     }
@@ -344,7 +348,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
         }
         merge(&sl->rec, &s, rank, o->gpus, o->shape.layers);
         if (++sl->done == o->gpus) {
-            finish_merge(&sl->rec, train_dp(o) * o->tp);
+            finish_merge(&sl->rec, o);
             r->produced = i;
             pthread_cond_broadcast(&r->cv);
         }
@@ -400,11 +404,26 @@ static void *driver_main(void *arg)
 
 /* ------------------------------------------------------------------ the reader's side */
 
+int run_host_check(const struct train_opts *o, struct error *e)
+{
+    double need = (double)o->gpus * ((double)gpt_estimate_bytes(&o->shape, o->batch / o->gpus,
+                                                                o->precision, &o->ckpt, NULL) +
+                                     5.0 * 4 * (double)gpt_param_count(&o->shape));
+    double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    char a[32], b[32];
+    if (host > 0 && need > host / 2)
+        return error_set(e, ERR_INVAL,
+                         "the run's buffers need %s, more than half of this host's %s",
+                         units_format_bytes(a, sizeof a, need, UNITS_BINARY),
+                         units_format_bytes(b, sizeof b, host, UNITS_BINARY));
+    return 0;
+}
+
 int run_new(struct run **out, const struct run_config *cfg, struct error *e)
 {
     *out = NULL;
     int rc = train_opts_check(&cfg->o, e);
-    if (rc)
+    if (rc || (rc = run_host_check(&cfg->o, e)))
         return rc;
     struct run *r = calloc(1, sizeof *r);
     if (!r)
@@ -496,7 +515,8 @@ int run_next(struct run *r, struct run_step *out, double timeout_s)
     return got;
 }
 
-static void command(struct run *r, struct command c)
+/* A command from the reader, for the first step no GPU has started. */
+static void post_cmd(struct run *r, struct run_cmd c)
 {
     pthread_mutex_lock(&r->mu);
     c.from_step = r->started_max + 1;
@@ -508,17 +528,17 @@ static void command(struct run *r, struct command c)
 
 void run_inject(struct run *r, enum train_inject_kind kind, double factor, int gpu)
 {
-    command(r, (struct command){0, CMD_INJECT, kind, factor, gpu});
+    post_cmd(r, (struct run_cmd){.kind = CMD_INJECT, .inject = kind, .value = factor, .gpu = gpu});
 }
 
 void run_set_clip(struct run *r, double clip)
 {
-    command(r, (struct command){0, CMD_CLIP, TRAIN_INJECT_NAN, clip, 0});
+    post_cmd(r, (struct run_cmd){.kind = CMD_CLIP, .value = clip});
 }
 
 void run_set_lr(struct run *r, double lr)
 {
-    command(r, (struct command){0, CMD_LR, TRAIN_INJECT_NAN, lr, 0});
+    post_cmd(r, (struct run_cmd){.kind = CMD_LR, .value = lr});
 }
 
 void run_allow(struct run *r, long step)
@@ -618,7 +638,7 @@ double run_trace_events(const struct run_config *cfg)
     struct train_calls c = trainer_calls(o);
     double msgs = (double)dp_messages(o);
     double per_step = 2.0 * c.computes + 2.0 * c.charges + 2.0 * msgs + 2;
-    if (train_pipelined(o)) /* the operations, the sends of activations and their gradients */
+    if (layout_pipelined(o)) /* the operations, the sends of activations and their gradients */
         per_step += 2.0 * o->micro_batches * 3;
     return (double)o->gpus * (2.0 * (double)c.buffers + (double)o->steps * per_step + 1);
 }

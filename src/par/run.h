@@ -75,12 +75,19 @@ struct run_gpu {
     uint64_t sent_per_step;                 /* gradients and weights, in its last step */
     uint64_t pp_sent_per_step;              /* between pipeline stages, in its last step */
     uint64_t tp_sent_per_step;              /* in its tensor-parallel group, in its last step */
-    struct train_place place;               /* where it sits in the layout */
+    struct layout_place place;              /* where it sits in the layout */
     struct pp_done *ops;                    /* pipelined: its last step's operations */
     int nops, peak_in_flight;
 };
 
+/* A run of cfg, its options checked (train_opts_check) and its host memory too
+ * (run_host_check). 0, or ERR_INVAL, ERR_NOMEM. */
 int run_new(struct run **out, const struct run_config *cfg, struct error *e);
+/* Whether this host can hold the run's buffers, every thread-GPU's: its model's for its share
+ * of the batch, and at most the fp32 copies of its weights, gradients, master weights and
+ * Adam's moments; the run may take half of the host's memory. 0, or ERR_INVAL saying "the
+ * run's buffers need SIZE, more than half of this host's SIZE". */
+int run_host_check(const struct train_opts *o, struct error *e);
 void run_free(struct run *r);
 int run_start(struct run *r, struct error *e);
 

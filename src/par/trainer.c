@@ -20,6 +20,7 @@
 #include "comm/coll.h"
 #include "num/fp.h"
 #include "par/pp.h"
+#include "par/tp.h"
 #include "sim/cluster.h"
 
 struct trainer {
@@ -31,7 +32,7 @@ struct trainer {
     uint64_t *underflow; /* L + 1: the chunks' counts added up */
     struct device *d;    /* NULL on the host */
     int rank;
-    struct train_place pl; /* chunk 0's part */
+    struct layout_place pl; /* chunk 0's part */
     struct gpt_part part[SCHED_MAX_CHUNKS];
     struct sched sched; /* pipelined: the schedule the stages run */
     struct pp *pp;      /* pipelined: this stage's executor */
@@ -49,201 +50,8 @@ struct trainer {
     size_t extra[GPT_MEM_KINDS];
     long poisoned_at;     /* the step whose update made the weights non-finite (0: none) */
     char poisoned_by[48]; /* the first non-finite tensor of that step */
-    /* tensor parallelism: the group's device ranks, a buffer for sums in the training format,
-     * the bytes sent this step, the first failure of a reduction */
-    int *tp_group;
-    void *tp_buf;
-    size_t tp_buf_bytes;
-    uint64_t tp_sent;
-    struct error tp_err;
-    /* sequence parallelism: where the norms are, and room to sum their gradients */
-    size_t *norm_off, norm_max;
-    float *norm_buf;
-    void *norm_wire;
+    struct tp_group *tp;  /* tensor parallelism's communication (NULL: one GPU per layer) */
 };
-
-void train_opts_default(struct train_opts *o)
-{
-    memset(o, 0, sizeof *o); /* the shape too: the caller's train_shape sets it */
-    o->batch = 16;
-    o->steps = 300;
-    o->seed = 1;
-    o->precision = FP_FP32;
-    o->ckpt = (struct gpt_ckpt){GPT_CKPT_NONE, 0, "none"};
-    o->lr = 1e-3, o->beta1 = 0.9, o->beta2 = 0.999, o->eps = 1e-8, o->wd = 0.01;
-    o->scaling = TRAIN_SCALE_NONE;
-    o->scale = 65536.0;
-    o->growth_interval = 2000;
-    o->hysteresis = 1;
-    o->spike_window = 64;
-    o->spike_z = 5.0;
-    o->gpus = 1;
-    o->bucket_bytes = 25u << 20;
-    o->prefetch = 1;
-    o->fail_gpu = -1;
-    o->pp = 1;
-    o->tp = 1;
-    o->chunks = 2;
-    o->micro_batches = 1;
-    o->schedule = SCHED_1F1B;
-}
-
-int train_shape_of(const struct model_shape *m, struct gpt_config *out, struct error *e)
-{
-    memset(out, 0, sizeof *out);
-    if (m->ffn_kind != FFN_SWIGLU || m->kv_heads != m->heads || !m->tied)
-        return error_set(e, ERR_INVAL,
-                         "%s: the tiny GPT trains swiglu models with tied embeddings and "
-                         "kv_heads = heads",
-                         m->name);
-    *out = (struct gpt_config){.vocab = m->vocab,
-                               .d = m->d_model,
-                               .layers = m->layers,
-                               .heads = m->heads,
-                               .ffn = m->ffn,
-                               .seq = m->seq};
-    if (m->experts > 0) /* α: Switch Transformer's 10^-2 (Fedus et al. 2021, §2.2) */
-        out->moe = (struct gpt_moe){m->experts, m->top_k, m->moe_every > 0 ? m->moe_every : 1,
-                                    m->capacity_factor, TRAIN_AUX_COEF};
-    return 0;
-}
-
-int train_shape(const char *model, struct gpt_config *out, struct error *e)
-{
-    struct model_shape m;
-    int rc = preset_load_model(model, &m, e);
-    if (rc) {
-        memset(out, 0, sizeof *out);
-        return rc;
-    }
-    return train_shape_of(&m, out, e);
-}
-
-int train_dp(const struct train_opts *o)
-{
-    int mp = (o->pp > 0 ? o->pp : 1) * (o->tp > 0 ? o->tp : 1);
-    return o->gpus % mp == 0 ? o->gpus / mp : 1;
-}
-
-int train_rank(const struct train_place *pl, int stage, int dprank, int tprank)
-{
-    return (stage * pl->dp + dprank) * pl->tp + tprank;
-}
-
-bool train_pipelined(const struct train_opts *o)
-{
-    return o->pp > 1 || o->micro_batches > 1;
-}
-
-int train_chunks(const struct train_opts *o)
-{
-    return o->schedule == SCHED_INTERLEAVED && o->chunks > 1 ? o->chunks : 1;
-}
-
-void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out)
-{
-    int dp = train_dp(o), pp = o->pp > 0 ? o->pp : 1, tp = o->tp > 0 ? o->tp : 1;
-    int m = o->micro_batches > 0 ? o->micro_batches : 1;
-    out->dp = dp, out->tp = tp, out->pp = pp;
-    out->tprank = rank % tp;
-    out->dprank = rank / tp % dp;
-    out->stage = rank / (tp * dp);
-    out->micro = o->batch / (dp * m);
-    train_chunk_part(o, out, 0, slots, &out->part);
-}
-
-void train_chunk_part(const struct train_opts *o, const struct train_place *pl, int chunk,
-                      int slots, struct gpt_part *out)
-{
-    int pp = pl->pp, pv = pp * train_chunks(o), vs = chunk * pp + pl->stage;
-    int per = o->shape.layers / pv;
-    *out = (struct gpt_part){
-        vs * per,           per, vs == 0, vs == pv - 1, slots > 0 ? slots : 1, pl->tp, pl->tprank,
-        o->sp && pl->tp > 1};
-}
-
-int train_par_check(const struct train_opts *o, struct error *e)
-{
-    if (o->gpus < 1 || o->gpus > 64)
-        return error_set(e, ERR_INVAL, "--gpus %d: from 1 to 64 GPUs", o->gpus);
-    if (o->pp < 1 || o->pp > o->shape.layers || o->shape.layers % o->pp != 0)
-        return error_set(e, ERR_INVAL,
-                         "--pp %d: the pipeline's stages must divide the model's %d layers", o->pp,
-                         o->shape.layers);
-    if (o->tp < 1 || o->tp > 64)
-        return error_set(e, ERR_INVAL, "--tp %d: from 1 to 64", o->tp);
-    if (o->shape.heads % o->tp || o->shape.ffn % o->tp || o->shape.vocab % o->tp)
-        return error_set(e, ERR_INVAL,
-                         "--tp %d must divide the attention heads (%d) and the FFN width (%d), "
-                         "which it splits, and the vocabulary (%d)",
-                         o->tp, o->shape.heads, o->shape.ffn, o->shape.vocab);
-    if (o->sp && o->shape.seq % o->tp)
-        return error_set(e, ERR_INVAL,
-                         "--sequence-parallel splits the sequence of %d tokens over --tp %d: it "
-                         "must divide it",
-                         o->shape.seq, o->tp);
-    if (o->gpus % (o->pp * o->tp) != 0)
-        return error_set(e, ERR_INVAL,
-                         "--tp %d x --pp %d does not divide the %d GPUs (dp x tp x pp)", o->tp,
-                         o->pp, o->gpus);
-    if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
-        return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
-                         SCHED_MAX_MICRO);
-    int dp = train_dp(o), split = dp * o->micro_batches;
-    if (o->batch % o->gpus != 0 && o->pp == 1 && o->micro_batches == 1)
-        return error_set(e, ERR_INVAL,
-                         "--batch %d does not split over %d GPUs: data parallelism gives each "
-                         "GPU batch / GPUs sequences (try --batch %d)",
-                         o->batch, o->gpus, (o->batch / o->gpus + 1) * o->gpus);
-    if (o->batch % split != 0)
-        return error_set(e, ERR_INVAL,
-                         "--batch %d does not split into %d data-parallel share%s of %d "
-                         "micro-batch%s (try --batch %d)",
-                         o->batch, dp, dp > 1 ? "s" : "", o->micro_batches,
-                         o->micro_batches > 1 ? "es each" : "", (o->batch / split + 1) * split);
-    if (o->schedule == SCHED_INTERLEAVED) {
-        int rc = sched_check(o->schedule, o->pp, o->micro_batches, o->chunks, e);
-        if (rc)
-            return rc;
-        if (o->shape.layers % (o->pp * o->chunks) != 0)
-            return error_set(e, ERR_INVAL,
-                             "--pp %d x --chunks %d does not divide the model's %d layers", o->pp,
-                             o->chunks, o->shape.layers);
-        if (dp > 1)
-            return error_set(e, ERR_INVAL,
-                             "--schedule interleaved runs on one data-parallel copy (--dp 1) on "
-                             "the thread-GPUs");
-    }
-    /* ZeRO-2 would reduce-scatter every micro-batch's gradients (DeepSpeed's pipeline engine
-     * refuses stages 2 and 3 with pipeline parallelism altogether) */
-    if (train_pipelined(o) && o->zero >= 2)
-        return error_set(e, ERR_INVAL,
-                         "--zero %d with %s: stages 2 and 3 keep only a shard of the gradients, "
-                         "so they reduce every micro-batch's; the thread-GPUs run ZeRO 0 and 1 "
-                         "with micro-batches",
-                         o->zero, o->pp > 1 ? "pipeline stages" : "several micro-batches");
-    if (o->zero < 0 || o->zero > 3)
-        return error_set(e, ERR_INVAL, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", o->zero);
-    if (o->bucket_bytes < 4)
-        return error_set(e, ERR_INVAL, "--bucket must be at least 4 bytes");
-    if (o->prefetch < 0 || o->prefetch > 1)
-        return error_set(e, ERR_INVAL, "--prefetch is 0 or 1");
-    if (o->grad_fp32 && o->precision == FP_FP32)
-        return error_set(e, ERR_INVAL, "--grad-accum fp32 goes with --precision bf16 or fp16");
-    if (o->zero >= 3 && gpt_ckpt_segment(&o->ckpt, o->shape.layers) > 1)
-        return error_set(e, ERR_INVAL,
-                         "--zero 3 with --checkpoint %s: recomputing a segment of several layers "
-                         "would gather each layer a third time; use full, selective or none",
-                         o->ckpt.name);
-    for (int i = 0; i < o->ninject; i++)
-        if (o->inject[i].gpu < 0 || o->inject[i].gpu >= o->gpus)
-            return error_set(e, ERR_INVAL, "--inject: GPU %d is not one of the %d GPUs",
-                             o->inject[i].gpu, o->gpus);
-    if (o->fail_gpu >= o->gpus)
-        return error_set(e, ERR_INVAL, "--fail: GPU %d is not one of the %d GPUs", o->fail_gpu,
-                         o->gpus);
-    return 0;
-}
 
 int train_opts_check(const struct train_opts *o, struct error *e)
 {
@@ -286,7 +94,28 @@ int train_opts_check(const struct train_opts *o, struct error *e)
     if (!o->shape.vocab && !o->shape.d && !o->shape.layers)
         return error_set(e, ERR_INVAL, "the model's shape is not set (train_shape sets it)");
     int rc = gpt_config_check(&o->shape, e);
-    return rc ? rc : train_par_check(o, e);
+    if (rc || (rc = layout_check(o, e)))
+        return rc;
+    if (o->bucket_bytes < 4)
+        return error_set(e, ERR_INVAL, "--bucket must be at least 4 bytes");
+    if (o->prefetch < 0 || o->prefetch > 1)
+        return error_set(e, ERR_INVAL, "--prefetch is 0 or 1");
+    if (o->grad_fp32 && o->precision == FP_FP32)
+        return error_set(e, ERR_INVAL, "--grad-accum fp32 goes with --precision bf16 or fp16");
+    char name[24];
+    if (o->zero >= 3 && ckpt_segment(&o->ckpt, o->shape.layers) > 1)
+        return error_set(e, ERR_INVAL,
+                         "--zero 3 with --checkpoint %s: recomputing a segment of several layers "
+                         "would gather each layer a third time; use full, selective or none",
+                         ckpt_name(name, sizeof name, &o->ckpt));
+    for (int i = 0; i < o->ninject; i++)
+        if (o->inject[i].gpu < 0 || o->inject[i].gpu >= o->gpus)
+            return error_set(e, ERR_INVAL, "--inject: GPU %d is not one of the %d GPUs",
+                             o->inject[i].gpu, o->gpus);
+    if (o->fail_gpu >= o->gpus)
+        return error_set(e, ERR_INVAL, "--fail: GPU %d is not one of the %d GPUs", o->fail_gpu,
+                         o->gpus);
+    return 0;
 }
 
 static void *tmalloc(struct trainer *t, enum gpt_mem kind, size_t bytes, const char *what)
@@ -313,7 +142,7 @@ struct train_calls trainer_calls(const struct train_opts *o)
     long computes = g.compute;
     /* ZeRO-3: every gather moves reserved bytes to communication and back */
     long charges = g.charge + (o->zero >= 3 ? 2L * (2L * o->shape.layers + 2) : 0);
-    if (train_pipelined(o)) { /* at most: a middle stage's buffers, every micro-batch's calls */
+    if (layout_pipelined(o)) { /* at most: a middle stage's buffers, every micro-batch's calls */
         buffers += pp_buffers() + 1; /* and the initial weights' scratch */
         computes *= o->micro_batches, charges *= o->micro_batches;
     }
@@ -349,93 +178,11 @@ static void w_compute(void *ctx, double flops, const char *what, int layer)
         t->alloc.compute(t->alloc.ctx, flops, what, layer);
 }
 
-/* Tensor parallelism: the model's reductions over this GPU's tensor-parallel group, ring
- * all-reduces on the compute stream (they are on the critical path). Sums of activations and
- * their gradients travel in the training format, the cross-entropy's statistics in fp32. */
+/* Tensor parallelism: the model's reductions over this GPU's group (par/tp.h). */
 static void w_tp_reduce(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const char *what)
 {
     struct trainer *t = ctx;
-    (void)what;
-    if (!t->d || t->tp_err.code)
-        return;
-    bool fp32 = op == GPT_TP_SUM_FP32 || op == GPT_TP_MAX_FP32;
-    enum fp_format fmt = fp32 ? FP_FP32 : t->o.precision;
-    enum cost_op cop = op == GPT_TP_GATHER    ? COST_ALLGATHER
-                       : op == GPT_TP_SCATTER ? COST_REDUCE_SCATTER
-                                              : COST_ALLREDUCE;
-    struct coll c = {.op = cop,
-                     .algo = COST_RING,
-                     .buf = buf,
-                     .count = n,
-                     .dtype = FP_FP32,
-                     .group = t->tp_group,
-                     .group_size = t->pl.tp,
-                     .max = op == GPT_TP_MAX_FP32};
-    size_t es = fmt == FP_FP32 ? 4 : 2;
-    if (fmt != FP_FP32) {
-        if (n * es > t->tp_buf_bytes) {
-            error_set(&t->tp_err, ERR_RUN, "tensor parallelism: %zu elements to sum, room for %zu",
-                      n, t->tp_buf_bytes / es);
-            return;
-        }
-        if (fmt == FP_BF16)
-            bf16_from_f32_n(t->tp_buf, buf, n);
-        else
-            fp16_from_f32_n(t->tp_buf, buf, n);
-        c.buf = t->tp_buf, c.dtype = fmt;
-    }
-    uint64_t before = dev_stats(t->d).bytes_sent;
-    coll_run(t->d, &c, &t->tp_err);
-    t->tp_sent += dev_stats(t->d).bytes_sent - before;
-    if (fmt == FP_BF16)
-        bf16_to_f32_n(buf, t->tp_buf, n);
-    else if (fmt == FP_FP16)
-        fp16_to_f32_n(buf, t->tp_buf, n);
-}
-
-/* Sequence parallelism: each rank's norm weight gradients cover its rows only; the group sums
- * them (Megatron-LM's all-reduce of the layer-norm gradients), once the step's micro-batches
- * are all in, in the gradients' format. 0 or the failure. */
-static int sp_norm_sync(struct trainer *t, struct error *e)
-{
-    const struct train_opts *o = &t->o;
-    if (!t->o.sp || t->pl.tp == 1 || !t->d)
-        return 0;
-    enum fp_format gdt = o->precision == FP_FP32 || o->grad_fp32 ? FP_FP32 : o->precision;
-    size_t d = (size_t)o->shape.d;
-    for (int c = 0; c < t->v; c++) {
-        size_t n = gpt_part_norms(&o->shape, &t->part[c], t->norm_off, t->norm_max);
-        float *grads = gpt_grads(t->g[c]);
-        for (size_t k = 0; k < n; k++)
-            memcpy(t->norm_buf + k * d, grads + t->norm_off[k], d * 4);
-        void *buf = t->norm_buf;
-        if (gdt != FP_FP32) { /* the values are in the format already: exact */
-            buf = t->norm_wire;
-            if (gdt == FP_BF16)
-                bf16_from_f32_n(buf, t->norm_buf, n * d);
-            else
-                fp16_from_f32_n(buf, t->norm_buf, n * d);
-        }
-        struct coll cl = {.op = COST_ALLREDUCE,
-                          .algo = COST_RING,
-                          .buf = buf,
-                          .count = n * d,
-                          .dtype = gdt,
-                          .group = t->tp_group,
-                          .group_size = t->pl.tp};
-        uint64_t before = dev_stats(t->d).bytes_sent;
-        int rc = coll_run(t->d, &cl, e);
-        t->tp_sent += dev_stats(t->d).bytes_sent - before;
-        if (rc)
-            return rc;
-        if (gdt == FP_BF16)
-            bf16_to_f32_n(t->norm_buf, buf, n * d);
-        else if (gdt == FP_FP16)
-            fp16_to_f32_n(t->norm_buf, buf, n * d);
-        for (size_t k = 0; k < n; k++)
-            memcpy(grads + t->norm_off[k], t->norm_buf + k * d, d * 4);
-    }
-    return 0;
+    tp_collective(t->tp, buf, n, op, what);
 }
 
 static void w_hook(void *ctx, enum gpt_hook h, int unit)
@@ -453,15 +200,7 @@ void trainer_free(struct trainer *t)
         t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tokens, batch_bytes(&t->o));
     pp_free(t->pp);
     sched_free(&t->sched);
-    if (t->tp_buf)
-        t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tp_buf, t->tp_buf_bytes);
-    free(t->tp_group);
-    size_t nb = t->norm_max * (size_t)t->o.shape.d * 4;
-    if (t->norm_buf)
-        t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->norm_buf, nb);
-    if (t->norm_wire)
-        t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->norm_wire, nb / 2);
-    free(t->norm_off);
+    tp_free(t->tp);
     for (int c = 0; c < SCHED_MAX_CHUNKS; c++) {
         dp_free(t->dp[c]);
         gpt_free(t->g[c]);
@@ -477,7 +216,7 @@ void trainer_free(struct trainer *t)
 /* The initial weights: the whole model's, drawn as on one GPU, cut to this GPU's parts. */
 static int load_part(struct trainer *t, struct error *e)
 {
-    if (!train_pipelined(&t->o) && t->pl.tp == 1) {
+    if (!layout_pipelined(&t->o) && t->pl.tp == 1) {
         float *mine = gpt_params(t->g[0]);
         gpt_init_params(&t->o.shape, t->o.seed, mine);
         dp_load_weights(t->dp[0], mine);
@@ -527,42 +266,19 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .hook = w_hook,
                              .tp_reduce = w_tp_reduce,
                              .ctx = t};
-    t->v = train_chunks(o);
-    int stage = t->rank / (train_dp(o) * (o->tp > 0 ? o->tp : 1));
-    if (train_pipelined(o) && /* the schedule the stages run */
+    t->v = layout_chunks(o);
+    if (layout_pipelined(o) && /* the schedule the stages run */
         (rc = sched_build(o->schedule, o->pp, o->micro_batches, t->v, &t->sched, e)))
         goto fail;
-    train_place(o, t->rank, 1, &t->pl);
-    if (t->pl.tp > 1) { /* the group, and room for the largest sum: a micro-batch's b s h */
-        t->tp_buf_bytes = (size_t)t->pl.micro * o->shape.seq * o->shape.d * 2;
-        t->tp_group = malloc((size_t)t->pl.tp * sizeof *t->tp_group);
-        t->tp_buf = o->precision == FP_FP32
-                        ? NULL
-                        : tmalloc(t, GPT_MEM_WORKSPACE, t->tp_buf_bytes, "tensor-parallel sums");
-        if (!t->tp_group || (o->precision != FP_FP32 && !t->tp_buf)) {
-            rc = error_set(e, ERR_NOMEM, "out of memory for tensor parallelism");
-            goto fail;
-        }
-        for (int i = 0; i < t->pl.tp; i++)
-            t->tp_group[i] = train_rank(&t->pl, t->pl.stage, t->pl.dprank, i);
-    }
-    if (t->pl.tp > 1 && o->sp) { /* at most every layer's two norms and the final one */
-        t->norm_max = 2 * (size_t)o->shape.layers + 1;
-        size_t bytes = t->norm_max * (size_t)o->shape.d * 4;
-        t->norm_off = malloc(t->norm_max * sizeof *t->norm_off);
-        t->norm_buf = tmalloc(t, GPT_MEM_WORKSPACE, bytes, "norm gradients");
-        t->norm_wire = tmalloc(t, GPT_MEM_WORKSPACE, bytes / 2, "norm gradients, 16-bit");
-        if (!t->norm_off || !t->norm_buf || !t->norm_wire) {
-            rc = error_set(e, ERR_NOMEM, "out of memory for sequence parallelism");
-            goto fail;
-        }
-    }
+    layout_place(o, t->rank, 1, &t->pl);
     struct dp_mem mem = {w_alloc, w_free, w_charge, t};
+    if ((rc = tp_new(&t->tp, o, &t->pl, d, &mem, e)))
+        goto fail;
     for (int c = 0; c < t->v; c++) {
         /* each chunk's part, a slot per micro-batch it holds at once */
-        int slots = train_pipelined(o) ? pp_slots(&t->sched, stage, c) : 1;
-        train_chunk_part(o, &t->pl, c, slots, &t->part[c]);
-        struct train_place pl = t->pl;
+        int slots = layout_pipelined(o) ? pp_slots(&t->sched, t->pl.stage, c) : 1;
+        layout_chunk_part(o, &t->pl, c, slots, &t->part[c]);
+        struct layout_place pl = t->pl;
         pl.part = t->part[c];
         dp_model_seam(o, &pl.part, &seam);
         rc =
@@ -580,7 +296,7 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
         rc = error_set(e, ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if (train_pipelined(o) &&
+    if (layout_pipelined(o) &&
         (rc = pp_new(&t->pp, &t->pl, &t->sched, t->g, t->part, o->precision, d, &mem, e)))
         goto fail;
     rc = markov_new(&t->data, o->shape.vocab, o->seed, e);
@@ -719,119 +435,151 @@ static void describe_experts(const struct trainer *t, const struct gpt_diag *d,
             out->expert_imbalance = d->expert_load[i] / mean;
 }
 
-int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
+/* 1-3. The global batch and this GPU's share; forward and backward (the strategy reduces
+ * buckets as they complete; pipelined, micro-batch by micro-batch in the schedule's order),
+ * then the rest of the gradient sync. *local: this GPU's loss (NaN off the last stage). */
+static int forward_backward(struct trainer *t, long step, double *local, struct error *e)
 {
     const struct train_opts *o = &t->o;
-    long step = ++t->step;
-    int v = t->v, rc;
-    memset(out, 0, sizeof *out);
-    out->step = step;
-    out->loss_scale = t->scaler.scale;
-    out->sim_start_s = t->d ? dev_now(t->d) : 0;
-    for (int c = 0; c < v; c++)
-        dp_step_begin(t->dp[c]);
-    t->tp_sent = 0;
-
-    /* 1. the global batch; this GPU's share */
     struct gpt_inject inj = injections(t, step);
     markov_batch(t->data, &t->rng, o->batch, o->shape.seq, t->tokens, t->targets);
     size_t share = (size_t)(o->batch / t->pl.dp) * o->shape.seq;
     size_t first = (size_t)t->pl.dprank * share;
-
-    /* 2-3. forward and backward (the strategy reduces buckets as they complete; pipelined,
-     * micro-batch by micro-batch in the schedule's order), then the rest of the gradient sync */
-    double local;
+    int rc;
     if (t->pp) {
-        rc = pp_step(t->pp, (int)step, t->tokens + first, t->targets + first, t->scaler.scale, &inj,
-                     &local, e);
-        if (rc)
+        if ((rc = pp_step(t->pp, (int)step, t->tokens + first, t->targets + first, t->scaler.scale,
+                          &inj, local, e)))
             return rc;
     } else
-        local = gpt_step(t->g[0], t->tokens + first, t->targets + first, t->scaler.scale, &inj);
-    if (t->tp_err.code) {
-        *e = t->tp_err;
-        return t->tp_err.code;
-    }
-    if ((rc = sp_norm_sync(t, e)))
+        *local = gpt_step(t->g[0], t->tokens + first, t->targets + first, t->scaler.scale, &inj);
+    if ((rc = tp_failed(t->tp, e)) || (rc = tp_norm_sync(t->tp, t->g, t->part, t->v, e)))
         return rc;
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
                         t->rank, step);
-    for (int c = 0; c < v; c++)
+    for (int c = 0; c < t->v; c++)
         if ((rc = dp_grad_sync(t->dp[c], e)))
             return rc;
+    return 0;
+}
 
-    /* 4-5. unscale this GPU's ranges, then agree on the loss, the norm and inf/NaN (the last
-     * chunk's strategy speaks for the GPU: it holds the loss on the last stage) */
-    bool found_local = false, found_inf;
-    double sumsq_local = 0, sumsq;
+/* The step's gradients: each chunk's range, unscaled (grads[c], n[c] elements). */
+struct step_grads {
     float *grads[SCHED_MAX_CHUNKS];
     size_t off[SCHED_MAX_CHUNKS], n[SCHED_MAX_CHUNKS];
+    double sumsq; /* global */
+    bool found_inf;
+};
+
+/* 4-5. Unscales this GPU's ranges, then agrees with the others on the loss, the norm and
+ * inf/NaN (the last chunk's strategy speaks for the GPU: it holds the loss on the last stage);
+ * the observer sees them. */
+static int unscale_agree(struct trainer *t, long step, double local, struct step_grads *sg,
+                         double *loss, struct error *e)
+{
+    bool found_local = false;
+    double sumsq_local = 0;
+    int v = t->v;
     for (int c = 0; c < v; c++) {
         bool f;
         double ss;
-        grads[c] = dp_unscale(t->dp[c], scaler_inv_scale(&t->scaler), &f, &ss);
+        sg->grads[c] = dp_unscale(t->dp[c], scaler_inv_scale(&t->scaler), &f, &ss);
         found_local |= f, sumsq_local += ss;
-        dp_range(t->dp[c], &off[c], &n[c]);
+        dp_range(t->dp[c], &sg->off[c], &sg->n[c]);
     }
     bool bad_loss = t->part[v - 1].head && !isfinite(local);
-    rc = dp_agree(t->dp[v - 1], local, sumsq_local, found_local || bad_loss, &out->loss, &sumsq,
-                  &found_inf, e);
+    int rc = dp_agree(t->dp[v - 1], local, sumsq_local, found_local || bad_loss, loss, &sg->sumsq,
+                      &sg->found_inf, e);
     if (rc)
         return rc;
     for (int c = 0; c < v && t->observe; c++) {
         t->observing = c;
-        t->observe(t->observe_ctx, t, step, t->tokens, t->targets, out->loss, grads[c], off[c],
-                   n[c]);
+        t->observe(t->observe_ctx, t, step, t->tokens, t->targets, *loss, sg->grads[c], sg->off[c],
+                   sg->n[c]);
     }
     t->observing = 0;
+    return 0;
+}
 
-    /* 6. clip by the global norm, skip or update */
-    out->grad_norm = (float)sqrt(sumsq);
+/* 6-7. Clips by the global norm, then skips or updates (the working weights follow; ZeRO-1/2
+ * all-gather them), and the scaler moves on. */
+static int clip_update(struct trainer *t, long step, const struct step_grads *sg,
+                       const struct gpt_diag *d, struct train_step *out, struct error *e)
+{
+    const struct train_opts *o = &t->o;
+    out->grad_norm = (float)sqrt(sg->sumsq);
     out->clip_coef = o->clip > 0 ? clip_coef(out->grad_norm, (float)o->clip) : 1.0f;
     if (isfinite(out->loss)) {
         out->zscore = spike_zscore(t, out->loss);
         out->spike = out->zscore > o->spike_z;
     } else
         out->zscore = NAN;
-    out->overflow = found_inf;
+    out->overflow = sg->found_inf;
     /* A scaler, dynamic or constant, skips a non-finite step; without one nothing looks. */
-    bool skip_inf = found_inf && o->scaling != TRAIN_SCALE_NONE;
+    bool skip_inf = sg->found_inf && o->scaling != TRAIN_SCALE_NONE;
     out->skipped = skip_inf || (o->skip_spikes && out->spike);
-    struct gpt_diag d;
-    diagnose(t, &d);
     if (!out->skipped) {
         adamw_advance(&t->adam);
-        for (int c = 0; c < v; c++) {
-            /* 7. with the working weights following; ZeRO-1/2 all-gather them */
-            if ((rc = dp_update(t->dp[c], &t->adam, grads[c], out->clip_coef, e)))
+        for (int c = 0; c < t->v; c++) {
+            /* with the working weights following; ZeRO-1/2 all-gather them */
+            int rc = dp_update(t->dp[c], &t->adam, sg->grads[c], out->clip_coef, e);
+            if (rc)
                 return rc;
         }
         /* AdamW turns inf/NaN gradients into NaN weights (inf / sqrt(inf) is NaN) */
-        if (found_inf && !t->poisoned_at) {
+        if (sg->found_inf && !t->poisoned_at) {
             t->poisoned_at = step;
-            snprintf(t->poisoned_by, sizeof t->poisoned_by, "%s", d.nonfinite);
+            snprintf(t->poisoned_by, sizeof t->poisoned_by, "%s", d->nonfinite);
         }
     }
     out->weights_nonfinite_since = t->poisoned_at;
-    scaler_update(&t->scaler, found_inf);
+    scaler_update(&t->scaler, sg->found_inf);
     out->next_scale = t->scaler.scale;
+    return 0;
+}
 
-    memcpy(out->nonfinite, d.nonfinite, sizeof out->nonfinite);
-    out->nonfinite_forward = d.nonfinite_forward;
-    describe_experts(t, &d, out);
-    out->underflow = d.underflow;
-    out->underflow_frac = (double)d.underflow_total / (double)d.grad_elements;
-    for (int c = 0; c < v; c++) {
+/* What the step says of itself beyond its verdict: the diagnosis, the memory and the bytes
+ * sent by kind, its compute and its end in simulated time. */
+static void describe(const struct trainer *t, const struct gpt_diag *d, struct train_step *out)
+{
+    memcpy(out->nonfinite, d->nonfinite, sizeof out->nonfinite);
+    out->nonfinite_forward = d->nonfinite_forward;
+    describe_experts(t, d, out);
+    out->underflow = d->underflow;
+    out->underflow_frac = (double)d->underflow_total / (double)d->grad_elements;
+    for (int c = 0; c < t->v; c++) {
         uint64_t states, embed, scalars;
         out->act_peak_bytes += gpt_mem_bytes(t->g[c], GPT_MEM_ACTIVATIONS);
         dp_sent(t->dp[c], &states, &embed, &scalars);
         out->sent_bytes += states, out->pp_bytes += embed, out->scalar_bytes += scalars;
     }
     out->pp_bytes += t->pp ? pp_sent(t->pp) : 0;
-    out->tp_bytes = t->tp_sent;
+    out->tp_bytes = tp_sent(t->tp);
     out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
+}
+
+int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
+{
+    long step = ++t->step;
+    memset(out, 0, sizeof *out);
+    out->step = step;
+    out->loss_scale = t->scaler.scale;
+    out->sim_start_s = t->d ? dev_now(t->d) : 0;
+    for (int c = 0; c < t->v; c++)
+        dp_step_begin(t->dp[c]);
+    tp_step_begin(t->tp);
+    double local;
+    struct step_grads sg;
+    struct gpt_diag d;
+    int rc;
+    if ((rc = forward_backward(t, step, &local, e)) ||
+        (rc = unscale_agree(t, step, local, &sg, &out->loss, e)))
+        return rc;
+    diagnose(t, &d);
+    if ((rc = clip_update(t, step, &sg, &d, out, e)))
+        return rc;
+    describe(t, &d, out);
     return 0;
 }
 
@@ -917,13 +665,13 @@ long trainer_poisoned(const struct trainer *t, const char **tensor)
 
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind)
 {
-    size_t sum = t->extra[kind];
+    size_t sum = t->extra[kind] + tp_mem_bytes(t->tp, kind);
     for (int c = 0; c < t->v; c++)
         sum += gpt_mem_bytes(t->g[c], kind) + dp_mem_bytes(t->dp[c], kind);
     return sum;
 }
 
-const struct train_place *trainer_place(const struct trainer *t)
+const struct layout_place *trainer_place(const struct trainer *t)
 {
     return &t->pl;
 }

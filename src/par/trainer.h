@@ -47,104 +47,10 @@
 
 #include "calc/sched.h"
 #include "model/gpt.h"
+#include "par/layout.h"
+#include "par/settings.h"
 
 struct error;
-
-enum train_scaling { TRAIN_SCALE_NONE, TRAIN_SCALE_DYNAMIC, TRAIN_SCALE_STATIC };
-
-enum train_inject_kind { TRAIN_INJECT_NAN, TRAIN_INJECT_INF, TRAIN_INJECT_SPIKE };
-
-struct train_inject {
-    enum train_inject_kind kind;
-    long step;     /* 1-based, as the step field of the output */
-    double factor; /* spike: the logits are multiplied by it */
-    int gpu;       /* the GPU it happens on (0 unless given) */
-};
-
-#define TRAIN_MAX_INJECT 64
-
-struct train_opts {
-    struct gpt_config shape; /* train_shape's, from a preset */
-    int batch;
-    long steps;
-    uint64_t seed;
-    enum fp_format precision;
-    struct gpt_ckpt ckpt;
-    double lr, beta1, beta2, eps, wd;
-    enum train_scaling scaling;
-    double scale;        /* the initial (dynamic) or fixed (static) loss scale */
-    int growth_interval; /* dynamic: clean steps before the scale doubles */
-    int hysteresis;      /* dynamic: overflowing steps before it halves */
-    double clip;         /* max global norm; 0: no clipping */
-    bool skip_spikes;
-    int spike_window; /* losses in the z-score window */
-    double spike_z;   /* a loss with z-score above this is a spike */
-    struct train_inject inject[TRAIN_MAX_INJECT];
-    int ninject;
-    /* data parallelism (par/dp.h) */
-    int gpus;            /* every GPU of the run: dp x pp; the batch is split over the dp */
-    int zero;            /* ZeRO stage 0 (DDP), 1, 2 or 3 */
-    size_t bucket_bytes; /* a gradient bucket's size (PyTorch DDP's 25 MiB by default) */
-    int prefetch;        /* ZeRO-3: gather the next unit while this one computes (0 or 1) */
-    bool grad_fp32;      /* bf16/fp16: keep and reduce 4-byte gradients */
-    int fail_gpu;        /* that GPU fails in step fail_step's gradient sync; -1: none */
-    long fail_step;
-    /* pipeline parallelism (par/pp.h) */
-    int pp;                      /* stages P (1: none); dp = gpus / (tp x pp) */
-    int tp;                      /* tensor-parallel GPUs T per layer (1: none) */
-    bool sp;                     /* sequence parallelism (with tp > 1) */
-    int micro_batches;           /* M per step; the gradients add up over them */
-    enum calc_schedule schedule; /* the order of the stages' passes (calc/sched.h) */
-    int chunks;                  /* v, model chunks per stage (interleaved) */
-};
-
-/* Where a GPU sits in the layout, as Megatron-LM numbers them (tensor-parallel rank innermost,
- * pipeline stage outermost): rank = (stage x dp + dprank) x tp + tprank (train_rank). Its model
- * holds the stage's layers (L / P of them), the embedding on the first stage and the head (the
- * final norm and the tied embedding's copy) on the last, with a slot for each micro-batch the stage
- * holds at once. */
-struct train_place {
-    int dp, tp, pp;
-    int stage, dprank, tprank;
-    int micro; /* sequences in a micro-batch: batch / (dp x M) */
-    struct gpt_part part;
-};
-/* slots: the micro-batches the stage holds at its peak (the schedule's peak_chunks). */
-void train_place(const struct train_opts *o, int rank, int slots, struct train_place *out);
-/* Chunk c's part of the GPU of stage `stage` (interleaved: virtual stage c pp + stage, the
- * embedding on the first virtual stage, the head on the last; else the stage's layers). */
-void train_chunk_part(const struct train_opts *o, const struct train_place *pl, int chunk,
-                      int slots, struct gpt_part *out);
-/* Model chunks per GPU: the interleaved schedule's v, else 1. */
-int train_chunks(const struct train_opts *o);
-/* The device rank of the GPU at (stage, dprank, tprank) in pl's layout. */
-int train_rank(const struct train_place *pl, int stage, int dprank, int tprank);
-/* The data-parallel size, gpus / (tp x pp). */
-int train_dp(const struct train_opts *o);
-/* Whether a step runs as a pipeline of micro-batches (pp > 1 or M > 1): the gradients are
- * then reduced once all of them are in. */
-bool train_pipelined(const struct train_opts *o);
-
-/* PyTorch's defaults (AdamW, GradScaler), batch 16, 300 steps, seed 1, fp32, one GPU, 25 MiB
- * buckets, prefetch on, one stage and one micro-batch (1F1B when more), and no shape: it stays
- * zeroed, and every caller sets it from the model it names (train_shape("tiny", &o->shape, e)
- * for the lessons' model). Every caller has a model to name anyway; a preset that cannot be
- * read is then reported where it is named, not later as a bad shape; and train_opts_check
- * refuses a shape that was never set. */
-void train_opts_default(struct train_opts *o);
-
-struct model_shape;
-/* The tiny GPT's shape for a preset's (calc/preset.h): the only place a model_shape becomes
- * a gpt_config. The tiny GPT is LLaMA-like, so a shape it cannot train (a gelu feed-forward,
- * kv_heads != heads, untied embeddings) is refused: ERR_INVAL, "NAME: the tiny GPT trains
- * swiglu models with tied embeddings and kv_heads = heads", and *out zeroed. Whether the shape
- * fits the lab's limits is gpt_config_check's (train_opts_check calls it). */
-int train_shape_of(const struct model_shape *m, struct gpt_config *out, struct error *e);
-/* The load-balancing loss's coefficient a shape with experts gets (train --aux-loss-coef). */
-#define TRAIN_AUX_COEF 0.01
-/* The same from a preset name ("tiny") or an INI file path: preset_load_model's errors, or
- * train_shape_of's. */
-int train_shape(const char *model, struct gpt_config *out, struct error *e);
 
 /* Checks the options (ranges, injection steps within 1..steps, a shape that is set and the
  * model can hold); 0 or ERR_INVAL naming the option. */
@@ -238,7 +144,7 @@ long trainer_poisoned(const struct trainer *t, const char **tensor);
 /* Bytes of every buffer of the run by category (model, trainer and strategy). */
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind);
 /* Where this GPU sits. */
-const struct train_place *trainer_place(const struct trainer *t);
+const struct layout_place *trainer_place(const struct trainer *t);
 /* The whole model's index (model/gpt.h's order) of element i of this GPU's flat buffer (of
  * the chunk an observer is called for; chunk 0 outside an observer's call); SIZE_MAX for the
  * padding and for the last stage's copy of the tied embedding. */
@@ -247,7 +153,4 @@ struct pp_done;
 /* Pipelined: the last step's operations as this GPU ran them (*n), and the most
  * micro-batches it held at once; NULL (and *n 0, *peak 1) otherwise. */
 const struct pp_done *trainer_pipeline(const struct trainer *t, int *n, int *peak);
-/* Checks a data-parallel layout: 0 or ERR_INVAL naming the problem. */
-int train_par_check(const struct train_opts *o, struct error *e);
-
 #endif

@@ -21,9 +21,10 @@ static void num(FILE *f, double v)
     json_put_num(f, v, JSON_EXACT);
 }
 
-static const char *str(const char *s)
+/* A string value, escaped (base/json.h). */
+static void str(FILE *f, const char *s)
 {
-    return s ? s : "";
+    json_put_str(f, s);
 }
 
 static double us(double t)
@@ -34,39 +35,41 @@ static double us(double t)
 static void chrome_event(FILE *f, const struct event *ev)
 {
     int d = ev->device;
+    char name[96];
     switch (ev->type) {
     case EV_COMPUTE_BEGIN:
+        fputs(",\n{\"name\":", f);
+        str(f, ev->name);
         fprintf(f,
-                ",\n{\"name\":\"%s\",\"cat\":\"compute\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
-                "\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"layer\":%d,\"micro\":%d,\"flops\":%.17g}}",
-                str(ev->name), d, ev->stream ? 2 + ev->stream : 0, us(ev->t), us(ev->t_end - ev->t),
-                ev->layer, ev->micro, ev->flops);
+                ",\"cat\":\"compute\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,"
+                "\"args\":{\"layer\":%d,\"micro\":%d,\"flops\":",
+                d, ev->stream ? 2 + ev->stream : 0, us(ev->t), us(ev->t_end - ev->t), ev->layer,
+                ev->micro);
+        num(f, ev->flops);
+        fputs("}}", f);
         break;
     case EV_SEND:
-        fprintf(f,
-                ",\n{\"name\":\"%s chunk %d to GPU %d\",\"cat\":\"comm\",\"ph\":\"X\",\"pid\":%d,"
-                "\"tid\":1,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"peer\":%d,\"bytes\":%llu,"
-                "\"chunk\":%d,\"step\":%d,\"phase\":\"%s\"}}",
-                str(ev->phase), ev->chunk, ev->peer, d, us(ev->t), us(ev->t_end - ev->t), ev->peer,
-                (unsigned long long)ev->bytes, ev->chunk, ev->step, str(ev->phase));
-        fprintf(f,
-                ",\n{\"name\":\"hop\",\"cat\":\"comm\",\"ph\":\"s\",\"id\":%llu,\"pid\":%d,"
-                "\"tid\":1,\"ts\":%.6f}",
-                (unsigned long long)ev->msg, d, us(ev->t));
-        break;
     case EV_RECV: {
-        /* a mark at the arrival: receives from two peers may wait at once, and slices on one
-         * track must nest */
+        /* a receive is a mark at the arrival: receives from two peers may wait at once, and
+         * slices on one track must nest */
+        bool send = ev->type == EV_SEND;
+        double t = send ? ev->t : ev->t_end, dur = send ? ev->t_end - ev->t : 1e-9;
+        snprintf(name, sizeof name, "%s chunk %d %s GPU %d", ev->phase ? ev->phase : "", ev->chunk,
+                 send ? "to" : "from", ev->peer);
+        fputs(",\n{\"name\":", f);
+        str(f, name);
         fprintf(f,
-                ",\n{\"name\":\"%s chunk %d from GPU %d\",\"cat\":\"comm\",\"ph\":\"X\","
-                "\"pid\":%d,\"tid\":2,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"peer\":%d,"
-                "\"bytes\":%llu,\"chunk\":%d,\"step\":%d,\"phase\":\"%s\"}}",
-                str(ev->phase), ev->chunk, ev->peer, d, us(ev->t_end), 0.001, ev->peer,
-                (unsigned long long)ev->bytes, ev->chunk, ev->step, str(ev->phase));
+                ",\"cat\":\"comm\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,"
+                "\"args\":{\"peer\":%d,\"bytes\":%llu,\"chunk\":%d,\"step\":%d,\"phase\":",
+                d, send ? 1 : 2, us(t), us(dur), ev->peer, (unsigned long long)ev->bytes, ev->chunk,
+                ev->step);
+        str(f, ev->phase);
+        fputs("}}", f);
         fprintf(f,
-                ",\n{\"name\":\"hop\",\"cat\":\"comm\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,"
-                "\"pid\":%d,\"tid\":2,\"ts\":%.6f}",
-                (unsigned long long)ev->msg, d, us(ev->t_end));
+                ",\n{\"name\":\"hop\",\"cat\":\"comm\",\"ph\":\"%s\",%s\"id\":%llu,\"pid\":%d,"
+                "\"tid\":%d,\"ts\":%.6f}",
+                send ? "s" : "f", send ? "" : "\"bp\":\"e\",", (unsigned long long)ev->msg, d,
+                send ? 1 : 2, us(t));
         break;
     }
     case EV_MEMORY:
@@ -83,22 +86,24 @@ static void chrome_event(FILE *f, const struct event *ev)
     case EV_OOM:
     case EV_FAIL:
     case EV_NONFINITE:
-        fprintf(f,
-                ",\n{\"name\":\"%s%s%s\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":0,"
-                "\"ts\":%.6f}",
-                ev->type == EV_OOM    ? "out of memory: "
-                : ev->type == EV_FAIL ? "failed"
-                                      : "non-finite ",
-                ev->type == EV_OOM ? ledger_cat_name((enum ledger_cat)ev->category) : "",
-                ev->type == EV_NONFINITE ? str(ev->name) : "", d, us(ev->t));
+        snprintf(name, sizeof name, "%s%s%s",
+                 ev->type == EV_OOM    ? "out of memory: "
+                 : ev->type == EV_FAIL ? "failed"
+                                       : "non-finite ",
+                 ev->type == EV_OOM ? ledger_cat_name((enum ledger_cat)ev->category) : "",
+                 ev->type == EV_NONFINITE && ev->name ? ev->name : "");
+        fputs(",\n{\"name\":", f);
+        str(f, name);
+        fprintf(f, ",\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":0,\"ts\":%.6f}", d, us(ev->t));
         break;
     case EV_PIPE_OP:
+        snprintf(name, sizeof name, "%s micro-batch %d", ev->name ? ev->name : "", ev->micro);
+        fputs(",\n{\"name\":", f);
+        str(f, name);
         fprintf(f,
-                ",\n{\"name\":\"%s micro-batch %d\",\"cat\":\"pipeline\",\"ph\":\"X\",\"pid\":%d,"
-                "\"tid\":6,\"ts\":%.6f,\"dur\":%.6f,\"args\":{\"micro\":%d,\"chunk\":%d,"
-                "\"step\":%d}}",
-                str(ev->name), ev->micro, d, us(ev->t), us(ev->t_end - ev->t), ev->micro, ev->chunk,
-                ev->step);
+                ",\"cat\":\"pipeline\",\"ph\":\"X\",\"pid\":%d,\"tid\":6,\"ts\":%.6f,\"dur\":%.6f,"
+                "\"args\":{\"micro\":%d,\"chunk\":%d,\"step\":%d}}",
+                d, us(ev->t), us(ev->t_end - ev->t), ev->micro, ev->chunk, ev->step);
         break;
     case EV_TRAIN_STEP:
         fprintf(f,
@@ -259,16 +264,19 @@ void trace_write_jsonl(FILE *f, const struct event *ev, size_t n)
         switch (v->type) {
         case EV_SEND:
         case EV_RECV:
-            fprintf(f,
-                    ",\"arrival\":%.17g,\"peer\":%d,\"bytes\":%llu,\"chunk\":%d,\"step\":%d,"
-                    "\"phase\":\"%s\",\"msg\":%llu",
-                    v->t_end, v->peer, (unsigned long long)v->bytes, v->chunk, v->step,
-                    str(v->phase), (unsigned long long)v->msg);
+            fputs(",\"arrival\":", f);
+            num(f, v->t_end);
+            fprintf(f, ",\"peer\":%d,\"bytes\":%llu,\"chunk\":%d,\"step\":%d,\"phase\":", v->peer,
+                    (unsigned long long)v->bytes, v->chunk, v->step);
+            str(f, v->phase);
+            fprintf(f, ",\"msg\":%llu", (unsigned long long)v->msg);
             break;
         case EV_COMPUTE_BEGIN:
         case EV_COMPUTE_END:
-            fprintf(f, ",\"name\":\"%s\",\"layer\":%d,\"micro\":%d,\"flops\":%.17g", str(v->name),
-                    v->layer, v->micro, v->flops);
+            fputs(",\"name\":", f);
+            str(f, v->name);
+            fprintf(f, ",\"layer\":%d,\"micro\":%d,\"flops\":", v->layer, v->micro);
+            num(f, v->flops);
             break;
         case EV_MEMORY:
         case EV_OOM:
@@ -292,12 +300,16 @@ void trace_write_jsonl(FILE *f, const struct event *ev, size_t n)
             break;
         case EV_NONFINITE:
         case EV_FAIL:
-            fprintf(f, ",\"name\":\"%s\",\"layer\":%d,\"step\":%d", str(v->name), v->layer,
-                    v->step);
+            fputs(",\"name\":", f);
+            str(f, v->name);
+            fprintf(f, ",\"layer\":%d,\"step\":%d", v->layer, v->step);
             break;
         case EV_PIPE_OP:
-            fprintf(f, ",\"name\":\"%s\",\"micro\":%d,\"chunk\":%d,\"step\":%d,\"t_end\":%.17g",
-                    str(v->name), v->micro, v->chunk, v->step, v->t_end);
+            fputs(",\"name\":", f);
+            str(f, v->name);
+            fprintf(f, ",\"micro\":%d,\"chunk\":%d,\"step\":%d,\"t_end\":", v->micro, v->chunk,
+                    v->step);
+            num(f, v->t_end);
             break;
         default: break;
         }

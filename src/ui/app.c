@@ -31,6 +31,7 @@
 #include "ui/lessonpane.h"
 #include "ui/panel.h"
 #include "ui/panels.h"
+#include "ui/tabs.h"
 #include "ui/steppanel.h"
 #include "ui/term.h"
 #include "ui/termcheck.h"
@@ -53,7 +54,7 @@ struct kept_panel {
 };
 
 struct tab {
-    const struct ui_tab *def;
+    struct ui_tab def;           /* its key, labels and lesson's name (ui/tabs.h) */
     const struct panel_ops *ops; /* the live panel: one of kept[] */
     void *panel;                 /* its state */
     struct kept_panel kept[TAB_PANELS];
@@ -66,13 +67,13 @@ struct tab {
     int scroll, max_scroll; /* lines of the lesson text scrolled away; at most (last frame) */
     int show_q;             /* a question to scroll into view at the next frame, or -1 */
     struct lessonpane_answer *answers; /* [step * LESSON_MAX_QUESTIONS + question] */
-    char label[48];                    /* the label from the lesson file: "1 Mixed precision" */
     double spent;                      /* seconds this tab was the current one, this session */
 };
 
 struct app {
-    struct tab tabs[UI_TABS];
-    int cur;
+    struct tab tabs[UI_MAX_TABS]; /* a tab per lesson file (ui/tabs.h) */
+    int ntabs, cur;
+    char tab_keys[16], tab_what[48]; /* "1-5 L", "lesson 1-5, the Lab" */
     struct ui_layout lay;
     struct eventlog log;
     bool ascii;
@@ -163,10 +164,10 @@ static void switch_tab(struct app *a, int i)
     double now = clock_now();
     a->tabs[a->cur].spent += now - a->tab_since;
     a->tab_since = now;
-    a->cur = (i + UI_TABS) % UI_TABS;
+    a->cur = (i + a->ntabs) % a->ntabs;
     struct tab *t = &a->tabs[a->cur];
     if (t->lesson) {
-        progress_set_step(&a->progress, t->lesson->number, (int)t->step);
+        progress_set_step(&a->progress, t->def.name, (int)t->step);
         save_progress(a);
     }
     a->dirty = true;
@@ -214,9 +215,19 @@ static void panel_event(struct app *a, enum panel_event_kind kind, double dt)
 
 /* ---- lessons and progress ---- */
 
-static int lesson_number(const struct tab *t)
+/* The tab key ch opens (a lesson's number, L the Lab), or -1. */
+static int tab_of_key(const struct app *a, int ch)
 {
-    return t->lesson ? t->lesson->number : -1;
+    for (int i = 0; i < a->ntabs; i++)
+        if (a->tabs[i].def.key[0] == ch && !a->tabs[i].def.key[1])
+            return i;
+    return -1;
+}
+
+/* The panel a tab shows when its lesson names none (or could not be read). */
+static const char *fallback_panel(void)
+{
+    return ui_panels[0]->name;
 }
 
 /* The panels tab t's lesson names (its head's, its steps'), each once, in order; the tab's
@@ -235,7 +246,7 @@ static void find_views(struct tab *t)
             t->views[t->nviews++] = ops;
     }
     if (!t->nviews)
-        t->views[t->nviews++] = panel_find(t->def->panel);
+        t->views[t->nviews++] = panel_find(fallback_panel());
 }
 
 /* The panel v shows next on tab t: the one after the live panel among the lesson's. */
@@ -288,10 +299,10 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
     if (t == &a->tabs[a->cur])
         a->ans.asking = -1;
     const struct lesson_panel *lp = l ? lesson_step_panel(l, i) : NULL;
-    const struct panel_ops *ops = panel_find(lp ? lp->name : t->def->panel);
+    const struct panel_ops *ops = lp ? panel_find(lp->name) : t->views[0];
     if (!ops) {
         eventlog_add(&a->log, "%s:%d: no panel named '%s'", l->file, lp->line, lp->name);
-        ops = panel_find(t->def->panel);
+        ops = t->views[0];
         lp = NULL;
     }
     /* The step's panel opens afresh (its start, the lesson's defaults, the step's settings):
@@ -301,10 +312,39 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
         return;
     }
     if (l && save) {
-        progress_set_step(&a->progress, l->number, (int)i);
+        progress_set_step(&a->progress, t->def.name, (int)i);
         save_progress(a);
     }
     a->dirty = true;
+}
+
+/* Tab t of the lesson file at path: the lesson (or why it could not be read), its key and
+ * labels, its panels, the step saved progress reopens it at. */
+static int make_tab(struct app *a, struct tab *t, const char *path, struct error *e)
+{
+    struct error le = {0};
+    if (lesson_load(path, &t->lesson, &le) < 0) {
+        t->lesson = NULL;
+        snprintf(t->error, sizeof t->error, "The lesson could not be read: %s", le.msg);
+        eventlog_add(&a->log, "%s", le.msg);
+    }
+    tabs_make(t->lesson, path, &t->def);
+    if (a->ascii) {
+        char buf[sizeof t->def.label];
+        ascii_line(buf, sizeof buf, t->def.label);
+        memcpy(t->def.label, buf, sizeof buf);
+    }
+    if (t->lesson && t->lesson->nsteps) {
+        t->answers = calloc(t->lesson->nsteps * LESSON_MAX_QUESTIONS, sizeof *t->answers);
+        if (!t->answers)
+            return error_set(e, ERR_NOMEM, "out of memory");
+    }
+    find_views(t);
+    int rc = open_panel(a, t, t->views[0], NULL, e);
+    if (rc < 0)
+        return rc;
+    show_step(a, t, t->lesson ? (size_t)progress_step(&a->progress, t->def.name) : 0, false);
+    return 0;
 }
 
 static int load_lessons(struct app *a, struct error *e)
@@ -331,32 +371,24 @@ static int load_lessons(struct app *a, struct error *e)
                 m++;
         }
     }
-    for (int i = 0; i < UI_TABS; i++) {
-        struct tab *t = &a->tabs[i];
-        char which[8], buf[96];
-        snprintf(which, sizeof which, "%d", i + 1);
-        struct error le = {0};
-        if (lesson_find(NULL, which, &t->lesson, &le) < 0) {
-            t->lesson = NULL;
-            snprintf(t->error, sizeof t->error, "The lesson could not be read: %s", le.msg);
-            eventlog_add(&a->log, "lesson %s: %s", which, le.msg);
-        }
-        const char *shrt = t->lesson ? t->lesson->short_title : NULL;
-        if (shrt && a->ascii)
-            shrt = ascii_line(buf, sizeof buf, shrt);
-        snprintf(t->label, sizeof t->label, "%s %s", t->def->key, shrt ? shrt : t->def->full + 2);
-        if (t->lesson && t->lesson->nsteps) {
-            t->answers = calloc(t->lesson->nsteps * LESSON_MAX_QUESTIONS, sizeof *t->answers);
-            if (!t->answers)
-                return error_set(e, ERR_NOMEM, "out of memory");
-        }
-        find_views(t);
-        show_step(a, t, t->lesson ? (size_t)progress_step(&a->progress, t->lesson->number) : 0,
-                  false);
-    }
-    int cur = a->progress.current;
-    for (int i = 0; i < UI_TABS; i++)
-        if (cur >= 0 && lesson_number(&a->tabs[i]) == cur)
+    char **paths;
+    size_t n;
+    if (lesson_paths(NULL, &paths, &n, e) < 0)
+        return e->code;
+    if (n > UI_MAX_TABS)
+        eventlog_add(&a->log, "%zu lessons: the window shows the first %d", n, UI_MAX_TABS);
+    int rc = 0;
+    for (size_t i = 0; i < n && a->ntabs < UI_MAX_TABS && rc == 0; i++)
+        rc = make_tab(a, &a->tabs[a->ntabs++], paths[i], e);
+    lesson_free_strings(paths, n);
+    if (rc < 0)
+        return rc;
+    struct ui_tab defs[UI_MAX_TABS];
+    for (int i = 0; i < a->ntabs; i++)
+        defs[i] = a->tabs[i].def;
+    tabs_keys(defs, a->ntabs, a->tab_keys, sizeof a->tab_keys, a->tab_what, sizeof a->tab_what);
+    for (int i = 0; i < a->ntabs; i++)
+        if (a->progress.current[0] && !strcmp(a->tabs[i].def.name, a->progress.current))
             a->cur = i;
     return 0;
 }
@@ -391,14 +423,14 @@ static void answer_key_app(struct app *a, int ch)
     snprintf(ans->text, sizeof ans->text, "%s", a->ans.text);
     bool scored = ans->state != LESSONPANE_SHOWN; /* retyping a shown answer scores nothing */
     if (scored) {
-        progress_mark(&a->progress, t->lesson->number, (int)t->step, a->ans.asking, r.correct);
+        progress_mark(&a->progress, t->def.name, (int)t->step, a->ans.asking, r.correct);
         save_progress(a);
     }
     size_t total = 0;
     for (size_t i = 0; i < t->lesson->nsteps; i++)
         total += t->lesson->steps[i].nquestions;
     char which[16];
-    if (a->cur == UI_TABS - 1) /* the Lab is the Lab, not "lesson 6" */
+    if (t->def.lab) /* the Lab is the Lab, not "lesson 90" */
         snprintf(which, sizeof which, "Lab");
     else
         snprintf(which, sizeof which, "lesson %d", t->lesson->number);
@@ -407,7 +439,7 @@ static void answer_key_app(struct app *a, int ch)
                  !scored     ? "the answer shown, not scored"
                  : r.correct ? "right"
                              : "not quite",
-                 progress_count(&a->progress, t->lesson->number), total);
+                 progress_count(&a->progress, t->def.name), total);
     t->show_q = a->ans.asking; /* its result and explanation */
     a->ans.asking = -1;
 }
@@ -498,6 +530,120 @@ static void jump_key(struct app *a, int ch)
 
 /* ---- keys ---- */
 
+/* The window's keys for the lesson: quit, help, the tabs, the steps, answers, the panels, the
+ * presenter's keys, scrolling. */
+static void lesson_key(struct app *a, struct tab *t, int ch)
+{
+    switch (ch) {
+    case 'q': a->quit = true; break;
+    case '?':
+        a->help = true;
+        a->help_scroll = 0;
+        a->dirty = true;
+        break;
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9':
+    case 'L':
+        if (tab_of_key(a, ch) < 0) {
+            eventlog_add(&a->log, "no lesson on key %c (%s: %s)", ch, a->tab_keys, a->tab_what);
+            a->dirty = true;
+        } else
+            switch_tab(a, tab_of_key(a, ch));
+        break;
+    case KEY_TAB: switch_tab(a, a->cur + 1); break;
+    case KEY_BTAB: switch_tab(a, a->cur - 1); break;
+    case ']':
+    case '[':
+        if (t->lesson && (ch == ']' ? t->step + 1 < t->lesson->nsteps : t->step > 0)) {
+            pause_playing(a);
+            show_step(a, t, ch == ']' ? t->step + 1 : t->step - 1, true);
+        } else if (t->lesson) {
+            eventlog_add(&a->log, ch == ']' ? "the last step" : "the first step");
+            a->dirty = true;
+        }
+        break;
+    case 'a': start_answer(a); break;
+    case 'v': swap_panel(a); break;
+    case 'A': autoplay_start(a); break;
+    case 'g': /* only when the panel does not use g (lesson 1's growth, the Lab's GPUs) */
+    case 'G':
+        a->jumping = true;
+        a->jump[0] = '\0';
+        a->dirty = true;
+        break;
+    case KEY_NPAGE:
+    case KEY_PPAGE:
+    case 'J':
+    case 'K': {
+        /* PgDn/PgUp a pane less two lines; J/K one line. */
+        int page = layout_inner(a->lay.lesson).h - 2;
+        int d = ch == 'J' ? 1 : ch == 'K' ? -1 : ch == KEY_NPAGE ? page : -page;
+        t->scroll += d;
+        if (t->scroll > t->max_scroll)
+            t->scroll = t->max_scroll;
+        if (t->scroll < 0)
+            t->scroll = 0;
+        a->dirty = true;
+        break;
+    }
+    default: break;
+    }
+}
+
+/* The window's keys for the live panel's time: play, one step, speed, reset. */
+static void time_key(struct app *a, struct tab *t, int ch)
+{
+    switch (ch) {
+    case ' ':
+        if (a->playing) {
+            pause_playing(a);
+            a->dirty = true;
+        } else {
+            panel_event(a, PANEL_PLAY, 0);
+        }
+        break;
+    case 'n':
+        pause_playing(a);
+        panel_event(a, PANEL_STEP, 0);
+        break;
+    case '+':
+    case '=':
+    case '-':
+        if (!t->ops->plays) {
+            eventlog_add(&a->log, "%s: nothing plays here, so no speed", t->ops->title);
+            a->dirty = true;
+            break;
+        }
+        if (ch == '-' ? a->speed > SPEED_MIN : a->speed < SPEED_MAX)
+            a->speed += ch == '-' ? -1 : 1;
+        eventlog_add(&a->log, "speed %gx", speed_factor(a->speed));
+        a->dirty = true;
+        break;
+    case 'r':
+        panel_event(a, PANEL_RESET, 0);
+        eventlog_add(&a->log, "%s: reset", t->ops->title);
+        a->dirty = true;
+        break;
+    default: break;
+    }
+}
+
+/* A key of the window's own (help_app_key), after the panel passed on it. */
+static void window_key(struct app *a, struct tab *t, int ch)
+{
+    if (ch > 0 && ch < 128 && strchr(" n+=-r", ch))
+        time_key(a, t, ch);
+    else
+        lesson_key(a, t, ch);
+}
+
 static void app_key(struct app *a, int ch)
 {
     struct tab *t = &a->tabs[a->cur];
@@ -543,88 +689,7 @@ static void app_key(struct app *a, int ch)
         }
         return;
     }
-    switch (ch) {
-    case 'q': a->quit = true; break;
-    case '?':
-        a->help = true;
-        a->help_scroll = 0;
-        a->dirty = true;
-        break;
-    case '1':
-    case '2':
-    case '3':
-    case '4':
-    case '5':
-    case '6': switch_tab(a, ch - '1'); break;
-    case 'L': switch_tab(a, UI_TABS - 1); break;
-    case KEY_TAB: switch_tab(a, a->cur + 1); break;
-    case KEY_BTAB: switch_tab(a, a->cur - 1); break;
-    case ']':
-    case '[':
-        if (t->lesson && (ch == ']' ? t->step + 1 < t->lesson->nsteps : t->step > 0)) {
-            pause_playing(a);
-            show_step(a, t, ch == ']' ? t->step + 1 : t->step - 1, true);
-        } else if (t->lesson) {
-            eventlog_add(&a->log, ch == ']' ? "the last step" : "the first step");
-            a->dirty = true;
-        }
-        break;
-    case 'a': start_answer(a); break;
-    case 'v': swap_panel(a); break;
-    case 'A': autoplay_start(a); break;
-    case 'g': /* only when the panel does not use g (lesson 1's growth, the Lab's GPUs) */
-    case 'G':
-        a->jumping = true;
-        a->jump[0] = '\0';
-        a->dirty = true;
-        break;
-    case KEY_NPAGE:
-    case KEY_PPAGE:
-    case 'J':
-    case 'K': {
-        /* PgDn/PgUp a pane less two lines; J/K one line. */
-        int page = layout_inner(a->lay.lesson).h - 2;
-        int d = ch == 'J' ? 1 : ch == 'K' ? -1 : ch == KEY_NPAGE ? page : -page;
-        t->scroll += d;
-        if (t->scroll > t->max_scroll)
-            t->scroll = t->max_scroll;
-        if (t->scroll < 0)
-            t->scroll = 0;
-        a->dirty = true;
-        break;
-    }
-    case ' ':
-        if (a->playing) {
-            pause_playing(a);
-            a->dirty = true;
-        } else {
-            panel_event(a, PANEL_PLAY, 0);
-        }
-        break;
-    case 'n':
-        pause_playing(a);
-        panel_event(a, PANEL_STEP, 0);
-        break;
-    case '+':
-    case '=':
-    case '-':
-        if (!t->ops->plays) {
-            eventlog_add(&a->log, "%s: nothing plays here, so no speed", t->ops->title);
-            a->dirty = true;
-            break;
-        }
-        if (ch == '-' ? a->speed > SPEED_MIN : a->speed < SPEED_MAX)
-            a->speed += ch == '-' ? -1 : 1;
-        eventlog_add(&a->log, "speed %gx", speed_factor(a->speed));
-        a->dirty = true;
-        break;
-    case 'r':
-        panel_event(a, PANEL_RESET, 0);
-        eventlog_add(&a->log, "%s: reset", t->ops->title);
-        a->dirty = true;
-        break;
-    default: break;
-    }
+    window_key(a, t, ch);
 }
 
 /* ---- drawing ---- */
@@ -650,26 +715,26 @@ static void draw_too_small(const struct app *a)
 static void draw_tabs(const struct app *a)
 {
     /* The lessons' own short titles if they fit, else ours ("1 Precision", then "1 Prec"). */
-    struct tab_label labels[UI_TABS];
-    int x[UI_TABS], w[UI_TABS];
+    struct tab_label labels[UI_MAX_TABS];
+    int x[UI_MAX_TABS], w[UI_MAX_TABS], n = a->ntabs;
     struct ui_rect r = a->lay.tabs;
-    for (int i = 0; i < UI_TABS; i++)
-        labels[i] = (struct tab_label){a->tabs[i].label, a->tabs[i].def->full};
-    if (layout_tabs(labels, UI_TABS, r.w, x, w) < 2)
-        for (int i = 0; i < UI_TABS; i++)
-            labels[i] = (struct tab_label){a->tabs[i].def->full, a->tabs[i].def->brief};
+    for (int i = 0; i < n; i++)
+        labels[i] = (struct tab_label){a->tabs[i].def.label, a->tabs[i].def.full};
+    if (layout_tabs(labels, n, r.w, x, w) < 2)
+        for (int i = 0; i < n; i++)
+            labels[i] = (struct tab_label){a->tabs[i].def.full, a->tabs[i].def.brief};
     struct ui_canvas c = canvas_make(stdscr, r);
-    layout_tabs(labels, UI_TABS, r.w, x, w);
-    int end = x[UI_TABS - 1] + w[UI_TABS - 1];
-    for (int i = 0; i < UI_TABS; i++) {
+    layout_tabs(labels, n, r.w, x, w);
+    int end = x[n - 1] + w[n - 1];
+    for (int i = 0; i < n; i++) {
         bool on = i == a->cur;
         enum ui_role role = on ? ROLE_TAB_ACTIVE : ROLE_TAB;
         canvas_fill(&c, 0, x[i], w[i], role);
         char buf[64];
         const char *s =
             w[i] - 2 >= layout_text_width(labels[i].full) ? labels[i].full : labels[i].brief;
-        size_t n = layout_fit(s, strlen(s), w[i] - 2);
-        snprintf(buf, sizeof buf, "%.*s", (int)n, s);
+        size_t fit = layout_fit(s, strlen(s), w[i] - 2);
+        snprintf(buf, sizeof buf, "%.*s", (int)fit, s);
         canvas_text(&c, 0, x[i] + 1, role, buf);
     }
     const char *brand = "scalelab";
@@ -682,9 +747,9 @@ static void draw_lesson(struct app *a, struct ui_canvas *out)
     struct tab *t = &a->tabs[a->cur];
     const struct ui_glyphs *g = theme_glyphs();
     char title[96];
-    int n = snprintf(title, sizeof title, "%s", a->cur == UI_TABS - 1 ? "The Lab" : "Lesson ");
-    if (a->cur != UI_TABS - 1)
-        n += snprintf(title + n, sizeof title - (size_t)n, "%s", t->def->key);
+    int n = snprintf(title, sizeof title, "%s", t->def.lab ? "The Lab" : "Lesson ");
+    if (!t->def.lab)
+        n += snprintf(title + n, sizeof title - (size_t)n, "%s", t->def.key);
     if (t->lesson && t->lesson->nsteps > 1)
         snprintf(title + n, sizeof title - (size_t)n, " %s step %zu of %zu", g->dot, t->step + 1,
                  t->lesson->nsteps);
@@ -698,7 +763,7 @@ static void draw_lesson(struct app *a, struct ui_canvas *out)
     if (t->lesson) {
         ans = &t->answers[t->step * LESSON_MAX_QUESTIONS];
         for (int q = 0; q < LESSON_MAX_QUESTIONS; q++)
-            right[q] = progress_correct(&a->progress, t->lesson->number, (int)t->step, q);
+            right[q] = progress_correct(&a->progress, t->def.name, (int)t->step, q);
     }
     struct lessonpane_view v = {
         .lesson = t->lesson,
@@ -719,9 +784,8 @@ static void draw_lesson(struct app *a, struct ui_canvas *out)
         int total = 0;
         for (size_t i = 0; i < t->lesson->nsteps; i++)
             total += (int)t->lesson->steps[i].nquestions;
-        v.recap =
-            lessonpane_recap(recap, sizeof recap, progress_count(&a->progress, t->lesson->number),
-                             total, t->spent + clock_now() - a->tab_since);
+        v.recap = lessonpane_recap(recap, sizeof recap, progress_count(&a->progress, t->def.name),
+                                   total, t->spent + clock_now() - a->tab_since);
     }
     /* Count the lines first, to keep the scroll in range and bring a question into view,
      * then draw. */
@@ -787,6 +851,7 @@ static int app_hints(const struct app *a, bool panel_editing, bool brief, struct
                             .next_view = t->nviews > 1 ? next_view(t)->name : NULL,
                             .panel = t->ops,
                             .playing = a->playing,
+                            .tab_keys = a->tab_keys,
                             .brief = brief};
     return hints_list(&hs, h, buf);
 }
@@ -865,7 +930,8 @@ static void draw_frame(struct app *a)
         draw_events(a, rows - 1);
         draw_hints(a, pc.cursor_y >= 0, brief, rows);
         if (a->help)
-            help_draw(a->tabs[a->cur].ops, a->lay.rows, a->lay.cols, a->help_scroll);
+            help_draw(a->tabs[a->cur].ops, a->tab_keys, a->tab_what, a->lay.rows, a->lay.cols,
+                      a->help_scroll);
     }
     if (pc.cursor_y >= 0 && !a->help) {
         curs_set(1);
@@ -940,7 +1006,7 @@ static int run_loop(struct app *a, struct error *e)
 
 static void close_tabs(struct app *a)
 {
-    for (int i = 0; i < UI_TABS; i++) {
+    for (int i = 0; i < a->ntabs; i++) {
         struct tab *t = &a->tabs[i];
         for (int k = 0; k < t->nkept; k++)
             t->kept[k].ops->fini(t->kept[k].state);
@@ -959,17 +1025,6 @@ int ui_run(const struct ui_options *o, struct error *e)
         return error_set(e, ERR_NOMEM, "out of memory");
     if ((rc = term_start(o->ascii, &a->ascii, e)) < 0)
         goto out;
-    for (int i = 0; i < UI_TABS; i++) {
-        struct tab *t = &a->tabs[i];
-        t->def = &ui_tabs[i];
-        const struct panel_ops *ops = panel_find(t->def->panel);
-        if (!ops) {
-            rc = error_set(e, ERR_RUN, "no panel named '%s'", t->def->panel);
-            goto out;
-        }
-        if ((rc = open_panel(a, t, ops, NULL, e)) < 0)
-            goto out;
-    }
     a->ans.asking = -1;
     a->tab_since = clock_now();
     /* welcome first: what loading finds wrong (a skipped progress line) is then the newest */
@@ -981,15 +1036,17 @@ int ui_run(const struct ui_options *o, struct error *e)
         a->progress_file[0] = '\0';
         eventlog_add(&a->log, "autoplay: this session leaves your saved progress alone");
     }
-    if (o->tab >= 0 && o->tab < UI_TABS) {
-        a->cur = o->tab;
+    for (int i = 0; i < a->ntabs && o->lesson[0]; i++)
+        if (!strcmp(a->tabs[i].def.name, o->lesson))
+            a->cur = i;
+    if (o->lesson[0]) {
         struct tab *t = &a->tabs[a->cur];
         if (o->step >= 0 && t->lesson)
             show_step(a, t, (size_t)o->step, true);
         else if (t->lesson && t->lesson->nsteps > 1) /* where --lesson opens it, and why */
             eventlog_add(&a->log, "%s%s opens at step %zu of %zu%s",
-                         a->cur == UI_TABS - 1 ? "the Lab" : "lesson ",
-                         a->cur == UI_TABS - 1 ? "" : t->def->key, t->step + 1, t->lesson->nsteps,
+                         t->def.lab ? "the Lab" : "lesson ", t->def.lab ? "" : t->def.key,
+                         t->step + 1, t->lesson->nsteps,
                          t->step ? ", where you left it (--step 1: the first)" : "");
     }
     if (o->autoplay_s > 0) {
@@ -1004,8 +1061,8 @@ int ui_run(const struct ui_options *o, struct error *e)
     }
 out:
     term_restore();
-    if (a->tabs[a->cur].lesson) {
-        a->progress.current = a->tabs[a->cur].lesson->number;
+    if (a->ntabs && a->tabs[a->cur].lesson) {
+        snprintf(a->progress.current, sizeof a->progress.current, "%s", a->tabs[a->cur].def.name);
         save_progress(a);
     }
     close_tabs(a);

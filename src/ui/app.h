@@ -8,8 +8,8 @@ struct error;
 
 struct ui_options {
     bool ascii;        /* ASCII only, even in a UTF-8 locale (--ascii) */
-    int tab;           /* the tab to open (0-4 lessons 1-5, 5 the Lab), or -1: where left */
-    int step;          /* its step from 0 (with tab), or -1: where left */
+    char lesson[32];   /* the lesson to open, by its name ("" where left: saved progress) */
+    int step;          /* its step from 0 (with lesson), or -1: where left */
     double autoplay_s; /* > 0: walk the steps by themselves, one every so many seconds */
 };
 

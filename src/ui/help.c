@@ -17,7 +17,7 @@ struct help_line {
 
 static const struct help_line app_keys[] = {
     {NULL, "The window"},
-    {"1-5 L 6", "lesson 1-5, the Lab"},
+    {"", NULL}, /* the tabs' keys, from the lessons (ui/tabs.h) */
     {"Tab S-Tab", "next, previous tab"},
     {"] [", "next, previous step"},
     {"PgDn PgUp J K", "scroll the text"},
@@ -82,12 +82,13 @@ static int help_rows(const struct help_line *l, int w)
     return n > 0 ? n : 1;
 }
 
-void help_draw(const struct panel_ops *panel, int screen_rows, int screen_cols, int help_scroll)
+void help_draw(const struct panel_ops *panel, const char *tab_keys, const char *tab_what,
+               int screen_rows, int screen_cols, int help_scroll)
 {
     struct help_line lines[64];
     int n = 0;
     for (size_t i = 0; i < sizeof app_keys / sizeof app_keys[0]; i++)
-        lines[n++] = app_keys[i];
+        lines[n++] = app_keys[i].w ? app_keys[i] : (struct help_line){tab_keys, tab_what};
     int split = n;
     lines[n++] = (struct help_line){NULL, panel->title};
     for (const struct panel_key *k = panel->keys; k->keys && n < 63; k++)

@@ -8,8 +8,10 @@
 struct panel_ops;
 
 /* Draws the help over a rows x cols screen (stdscr), the panel's keys beside the window's,
- * scrolled by scroll rows (at most as far as it goes). */
-void help_draw(const struct panel_ops *panel, int rows, int cols, int scroll);
+ * scrolled by scroll rows (at most as far as it goes); tab_keys and tab_what say the keys of
+ * the tabs ("1-5 L", "lesson 1-5, the Lab": ui/tabs.h). */
+void help_draw(const struct panel_ops *panel, const char *tab_keys, const char *tab_what, int rows,
+               int cols, int scroll);
 
 /* Whether ch is one of the window's own keys, as the help lists them (digits, L, Tab, ] [,
  * the scroll keys, a, v, space, n, + = -, r, ?, Esc, q, G, A): the app takes them before the

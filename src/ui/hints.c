@@ -44,7 +44,7 @@ int hints_list(const struct hint_state *st, struct hint *h, char (*buf)[24])
             h[n++] = (struct hint){buf[nb++], k->brief};
         }
     if (!st->brief)
-        h[n++] = (struct hint){"1-5 L", "lessons"};
+        h[n++] = (struct hint){st->tab_keys ? st->tab_keys : "", "lessons"};
     if (st->panel->plays) /* a panel with nothing to play offers no space */
         h[n++] = (struct hint){"space", st->playing ? "pause" : "play"};
     return n;

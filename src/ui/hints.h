@@ -25,8 +25,9 @@ struct hint_state {
     const char *next_view; /* v's panel, or NULL: the lesson has one */
     const struct panel_ops *panel;
     bool playing;
+    const char *tab_keys; /* the tabs' keys, "1-5 L" (ui/tabs.h) */
     bool brief; /* leave out what the screen shows elsewhere: ] [ and a (the lesson pane says
-                 * them under the step) and 1-5 L (the tab bar) */
+                 * them under the step) and the tabs' keys (the tab bar) */
 };
 
 #define HINTS_MAX 32

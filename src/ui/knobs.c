@@ -42,7 +42,7 @@ void knobs_text(const struct knobs *ks, int k, char *val, size_t n)
     }
     switch (kn->kind) {
     case KNOB_MODEL: snprintf(val, n, "%s", ks->models[*(const int *)f].name); break;
-    case KNOB_CKPT: activ_policy_name(val, n, f); break;
+    case KNOB_CKPT: ckpt_name(val, n, f); break;
     case KNOB_CAPACITY: snprintf(val, n, "%.0f GiB", *(const double *)f / MEMUI_GIB); break;
     default: snprintf(val, n, "%d", *(const int *)f); break;
     }
@@ -50,15 +50,15 @@ void knobs_text(const struct knobs *ks, int k, char *val, size_t n)
 
 /* The next (dir > 0) or the previous checkpoint policy of none, selective, full, sqrt, round
  * the circle; a policy not among them steps from none. */
-static void step_ckpt(struct activ_policy *pol, int dir)
+static void step_ckpt(struct ckpt_policy *pol, int dir)
 {
     int i = 0;
     char cur[32];
-    activ_policy_name(cur, sizeof cur, pol);
+    ckpt_name(cur, sizeof cur, pol);
     for (int j = 0; j < 4; j++)
         if (!strcmp(cur, ckpt_names[j]))
             i = j;
-    activ_parse_policy(ckpt_names[(i + 4 + dir) % 4], pol, NULL);
+    ckpt_parse(ckpt_names[(i + 4 + dir) % 4], pol, NULL);
 }
 
 /* The next larger (dir > 0) or smaller GPU memory among mem_steps; unchanged at the ends. */
@@ -182,9 +182,9 @@ static int parse(const struct knob *kn, const char *value, void *f, struct error
             *(int *)f = (int)v;
         return rc;
     case KNOB_CKPT: {
-        struct activ_policy pol;
-        if ((rc = activ_parse_policy(value, &pol, e)) == 0)
-            *(struct activ_policy *)f = pol;
+        struct ckpt_policy pol;
+        if ((rc = ckpt_parse(value, &pol, e)) == 0)
+            *(struct ckpt_policy *)f = pol;
         return rc;
     }
     case KNOB_CAPACITY: {

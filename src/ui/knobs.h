@@ -17,7 +17,7 @@ enum knob_kind {
     KNOB_TWICE,    /* int from min to max: Right doubles it (up to max), Left halves it */
     KNOB_ROUND,    /* int from min to max: Left/Right step round the circle */
     KNOB_MODEL,    /* int, an index into the panel's models; set by the model's name */
-    KNOB_CKPT,     /* struct activ_policy: none, selective, full, sqrt round the circle */
+    KNOB_CKPT,     /* struct ckpt_policy: none, selective, full, sqrt round the circle */
     KNOB_CAPACITY, /* double, GPU memory in bytes: 16 to 144 GiB */
     KNOB_OWN,      /* the panel's own: its text, step and parse below say what it is */
 };

@@ -14,6 +14,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/plot.c %reldir%/plot.h \
 	%reldir%/gantt.c %reldir%/gantt.h \
 	%reldir%/panels.c %reldir%/panels.h \
+	%reldir%/tabs.c %reldir%/tabs.h \
 	%reldir%/steppanel.c %reldir%/steppanel.h \
 	%reldir%/termcheck.c %reldir%/termcheck.h \
 	%reldir%/theme.c %reldir%/theme.h

@@ -25,11 +25,13 @@
 #include "calc/activ.h"
 #include "calc/preset.h"
 #include "model/gpt.h"
+#include "par/settings.h"
 #include "par/trainer.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/layout.h"
 #include "ui/panel.h"
+#include "ui/runpace.h"
 
 #define MAX_POINTS 4096
 #define MAX_LAYERS 64
@@ -90,10 +92,10 @@ static void rec_compute(void *ctx, double flops, const char *what, int layer)
 
 static double big_activ(const struct ckpt_panel *p, const char *policy)
 {
-    struct activ_policy pol;
+    struct ckpt_policy pol;
     struct activ_total tot;
     struct activ_config ac = {1, p->seq, 1, false, 2};
-    if (activ_parse_policy(policy, &pol, NULL) != 0)
+    if (ckpt_parse(policy, &pol, NULL) != 0)
         return NAN;
     activ_total(&p->big, &ac, &pol, p->big.layers, true, true, &tot);
     return tot.peak;
@@ -103,7 +105,7 @@ static double big_activ(const struct ckpt_panel *p, const char *policy)
 static void measure(struct ckpt_panel *p)
 {
     struct error e = {0};
-    struct gpt_ckpt ck;
+    struct ckpt_policy ck;
     struct gpt *g = NULL;
     struct gpt_config c;
     p->npts = 0, p->flops_done = p->live = p->peak = 0;
@@ -113,7 +115,7 @@ static void measure(struct ckpt_panel *p)
                              .charge = rec_charge,
                              .compute = rec_compute,
                              .ctx = p};
-    if (train_shape_of(&p->tiny, &c, &e) || gpt_ckpt_parse(policies[p->policy], &ck, &e) ||
+    if (train_shape_of(&p->tiny, &c, &e) || ckpt_parse(policies[p->policy], &ck, &e) ||
         gpt_new(&g, &c, p->batch, p->fmt, &ck, &seam, &e)) {
         snprintf(p->err, sizeof p->err, "%s", e.msg);
         return;
@@ -136,11 +138,11 @@ static void measure(struct ckpt_panel *p)
     /* what each layer keeps and what the backward pass rebuilds */
     struct gpt_act_sizes sz = gpt_act_sizes(g);
     p->layers = c.layers < MAX_LAYERS ? c.layers : MAX_LAYERS;
-    int seg = gpt_ckpt_segment(&ck, c.layers);
+    int seg = ckpt_segment(&ck, c.layers);
     for (int l = 0; l < p->layers; l++) {
-        if (ck.kind == GPT_CKPT_NONE)
+        if (ck.kind == CKPT_NONE)
             p->stored[l] = (double)sz.layer, p->recomputed[l] = 0;
-        else if (ck.kind == GPT_CKPT_SELECTIVE)
+        else if (ck.kind == CKPT_SELECTIVE)
             p->stored[l] = (double)(sz.layer - sz.core), p->recomputed[l] = (double)sz.core;
         else if (l % seg == 0)
             p->stored[l] = (double)sz.input, p->recomputed[l] = (double)(sz.layer - sz.input);
@@ -148,18 +150,13 @@ static void measure(struct ckpt_panel *p)
             p->stored[l] = 0, p->recomputed[l] = (double)sz.layer;
     }
     p->ends = (double)sz.ends;
-    struct activ_policy pol;
     struct activ_total tot;
     struct activ_config ac = {p->batch, c.seq, 1, false, p->fmt == FP_FP32 ? 4 : 2};
-    p->predicted = p->none_peak = NAN;
-    if (activ_parse_policy(policies[p->policy], &pol, NULL) == 0) {
-        activ_total(&p->tiny, &ac, &pol, c.layers, true, true, &tot);
-        p->predicted = tot.peak;
-    }
-    if (activ_parse_policy("none", &pol, NULL) == 0) { /* the ghost line: nothing recomputed */
-        activ_total(&p->tiny, &ac, &pol, c.layers, true, true, &tot);
-        p->none_peak = tot.peak;
-    }
+    activ_total(&p->tiny, &ac, &ck, c.layers, true, true, &tot);
+    p->predicted = tot.peak;
+    /* the ghost line: nothing recomputed */
+    activ_total(&p->tiny, &ac, &(struct ckpt_policy){CKPT_NONE, 0}, c.layers, true, true, &tot);
+    p->none_peak = tot.peak;
     if (p->have_big) {
         p->big_peak = big_activ(p, policies[p->policy]);
         p->big_none = big_activ(p, "none");
@@ -176,7 +173,7 @@ static int ckpt_init(void **state, const struct panel_env *env, struct error *e)
     p->log = env->log;
     p->batch = 4;
     p->fmt = FP_BF16;
-    if (preset_load_model("tiny", &p->tiny, e) != 0) {
+    if (preset_load_model(TRAIN_LAB_MODEL, &p->tiny, e) != 0) {
         free(p);
         return ERR_INVAL;
     }
@@ -195,38 +192,37 @@ static void ckpt_fini(void *state)
 static int ckpt_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct ckpt_panel *p = state;
-    long long n;
-    if (!strcmp(name, "policy")) {
-        int i = 0;
-        struct gpt_ckpt ck;
-        if (gpt_ckpt_parse(value, &ck, e))
-            return ERR_INVAL;
-        while (i < NPOLICIES && strcmp(policies[i], value))
-            i++;
-        if (i == NPOLICIES)
-            return error_set(e, ERR_INVAL, "policy: none, full, every:2, sqrt or selective");
-        p->policy = i;
-    } else if (!strcmp(name, "precision")) {
-        if (!strcmp(value, "fp32"))
-            p->fmt = FP_FP32;
-        else if (!strcmp(value, "bf16"))
-            p->fmt = FP_BF16;
-        else
-            return error_set(e, ERR_INVAL, "precision: fp32 or bf16, not '%s'", value);
-    } else if (!strcmp(name, "batch")) {
-        if (units_parse_int(value, 1, 64, &n, e))
-            return ERR_INVAL;
-        p->batch = (int)n;
-    } else if (!strcmp(name, "seq")) {
+    if (!strcmp(name, "seq")) { /* the calculator's line's, not the run's */
+        long long n;
         if (units_parse_int(value, SEQ_MIN, SEQ_MAX, &n, e)) {
             error_prefix(e, "seq");
             return ERR_INVAL;
         }
         p->seq = (int)n;
-    } else
+        measure(p);
+        return 0;
+    }
+    /* the run's settings (par/settings.h reads them), within what this panel shows */
+    if (strcmp(name, "policy") && strcmp(name, "precision") && strcmp(name, "batch"))
         return error_set(e, ERR_INVAL,
                          "the checkpoint panel knows policy, precision, batch and seq; not '%s'",
                          name);
+    struct train_opts t = {.precision = p->fmt, .batch = p->batch};
+    int rc = ckpt_parse(policies[p->policy], &t.ckpt, e);
+    if (rc || (rc = settings_set(&t, name, value, e)))
+        return rc;
+    char want[24];
+    ckpt_name(want, sizeof want, &t.ckpt);
+    int i = 0;
+    while (i < NPOLICIES && strcmp(policies[i], want))
+        i++;
+    if (i == NPOLICIES)
+        return error_set(e, ERR_INVAL, "policy: none, full, every:2, sqrt or selective");
+    if (t.precision != FP_FP32 && t.precision != FP_BF16)
+        return error_set(e, ERR_INVAL, "precision: fp32 or bf16, not '%s'", value);
+    if ((rc = runpace_within("batch", t.batch, 1, RUNPACE_MAX_BATCH, e)))
+        return rc;
+    p->policy = i, p->fmt = t.precision, p->batch = t.batch;
     measure(p);
     return 0;
 }

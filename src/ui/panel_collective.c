@@ -207,6 +207,21 @@ static void stage_steps(struct coll_panel *p)
     free(t);
 }
 
+/* The α-β figures: the all-reduce's four algorithms, all-to-all's two, the plot's crossover. */
+static void model_figures(struct coll_panel *p)
+{
+    struct cost_net net = net_of(p, p->s.gpus);
+    cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
+    cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
+    cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
+    cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
+    cost_collective(COST_ALLTOALL, COST_PAIRWISE, &net, p->s.size, &p->pair, NULL);
+    cost_collective(COST_ALLTOALL, COST_DIRECT, &net, p->s.size, &p->direct, NULL);
+    enum cost_algo pa[2];
+    plot_algos(p, pa);
+    p->crossover = cost_crossover(p->s.op, pa[0], pa[1], &net, 1024, 1e12);
+}
+
 /* Runs the collective for the current settings and keeps its send events as hops. */
 static void compute(struct coll_panel *p)
 {
@@ -234,16 +249,7 @@ static void compute(struct coll_panel *p)
     p->nchunks = 1;
     p->ok = true;
     p->err[0] = 0;
-    struct cost_net net = net_of(p, p->s.gpus);
-    cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
-    cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
-    cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
-    cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
-    cost_collective(COST_ALLTOALL, COST_PAIRWISE, &net, p->s.size, &p->pair, NULL);
-    cost_collective(COST_ALLTOALL, COST_DIRECT, &net, p->s.size, &p->direct, NULL);
-    enum cost_algo pa[2];
-    plot_algos(p, pa);
-    p->crossover = cost_crossover(p->s.op, pa[0], pa[1], &net, 1024, 1e12);
+    model_figures(p);
 
     struct trial t;
     struct error e = {0};
@@ -337,11 +343,11 @@ static int coll_init(void **state, const struct panel_env *env, struct error *e)
     char list[512];
     preset_list(list, sizeof list, "clusters");
     /* h100-80gb first: the lessons' running example */
-    if (preset_load_cluster("h100-80gb", &p->clusters[0], NULL) == 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &p->clusters[0], NULL) == 0)
         p->nclusters = 1;
     for (char *tok = strtok(list, ", "); tok && p->nclusters < MAX_CLUSTERS;
          tok = strtok(NULL, ", "))
-        if (strcmp(tok, "h100-80gb") != 0 &&
+        if (strcmp(tok, PRESET_CLUSTER) != 0 &&
             preset_load_cluster(tok, &p->clusters[p->nclusters], NULL) == 0)
             p->nclusters++;
     if (p->nclusters == 0) {

@@ -33,14 +33,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/error.h"
 #include "base/units.h"
-#include "calc/activ.h"
 #include "calc/memory.h"
 #include "calc/preset.h"
 #include "calc/traffic.h"
+#include "par/predict.h"
 #include "par/run.h"
 #include "sim/event.h"
 #include "sim/ledger.h"
@@ -86,6 +85,7 @@ struct dprun {
     struct runpace pace; /* the run, its models and GPUs, the step replayed, the ledgers */
     /* the calculator: this layout, every stage (for the bars' scale), the 7B */
     struct figures pred, big_pred;
+    struct prediction calc; /* the calculator's work space */
     double scale;
     bool show_big;
     /* the step being replayed: its clock */
@@ -118,44 +118,38 @@ static void apply_send(void *panel, const struct runrec *r)
     p->phase_until[g] = fmax(r->t_end, r->t);
 }
 
-/* The calculator's figures for model m on this layout (micro-batch mb, checkpoint ckpt). */
-static void figures(const struct dprun *p, const struct model_shape *m, int zero, int mb,
-                    const char *ckpt, struct figures *out)
+/* The calculator's figures for model m on this layout (micro-batch mb, checkpoint ckpt): the
+ * prediction beside a run (par/predict.h) of the run this panel would start. */
+static void figures(struct dprun *p, const struct model_shape *m, int zero, int mb,
+                    struct ckpt_policy ckpt, struct figures *out)
 {
-    struct memory_config c = {0};
-    struct error e = {0};
-    c.model = m;
-    c.precision = p->s.prec == FP_FP32 ? PREC_FP32 : p->s.prec == FP_BF16 ? PREC_BF16 : PREC_FP16;
-    c.optimizer = OPT_ADAMW;
-    c.dp = p->s.gpus, c.tp = 1, c.pp = 1, c.zero = zero;
-    c.micro_batch = mb, c.seq = m->seq, c.micro_batches = 1;
-    c.schedule = SCHED_1F1B;
-    c.capacity = p->pace.spec.hbm_bytes;
-    c.bucket_bytes = MEMORY_BUCKET;
-    c.no_prefetch = false;
+    struct train_opts o;
+    runpace_options(&p->pace, p->s.model, p->s.prec, mb * p->s.gpus, p->s.gpus, &o);
+    o.zero = zero, o.ckpt = ckpt;
     struct cluster_spec cl = p->pace.spec;
     cl.nodes = (p->s.gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
-    out->ok = activ_parse_policy(ckpt, &c.ckpt, &e) == 0 && memory_compute(&c, &out->m, &e) == 0 &&
-              traffic_compute(&c, &cl, out->m.stage, out->m.params_gpu, out->m.stage_layers, 0, 0,
-                              &out->t, &e) == 0;
+    out->ok = predict_run(&o, m, &cl, &p->calc, NULL) == 0;
+    out->m = p->calc.mem[0], out->t = p->calc.comm[0];
+    predict_free(&p->calc);
 }
 
 static void predict(struct dprun *p)
 {
     const struct model_shape *m = &p->pace.models[p->s.model];
     int mb = p->batch / p->s.gpus;
-    figures(p, m, p->s.zero, mb, "none", &p->pred);
+    const struct ckpt_policy none = {CKPT_NONE, 0}, full = {CKPT_FULL, 1};
+    figures(p, m, p->s.zero, mb, none, &p->pred);
     /* one scale for every stage, so that the bars shrink stage by stage */
     p->scale = 0;
     for (int z = 0; z < 4; z++) {
         struct figures f;
-        figures(p, m, z, mb, "none", &f);
+        figures(p, m, z, mb, none, &f);
         if (f.ok)
             p->scale = fmax(p->scale, f.m.total);
     }
     p->scale = p->scale > 0 ? p->scale * 1.1 : 1;
     if (p->have_big)
-        figures(p, &p->big, p->s.zero, 1, "full", &p->big_pred);
+        figures(p, &p->big, p->s.zero, 1, full, &p->big_pred);
 }
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step, but the GPUs
@@ -174,18 +168,12 @@ static void restart(struct dprun *p)
     runpace_options(&p->pace, p->s.model, p->s.prec, p->batch, n, &o);
     o.zero = p->s.zero;
     struct error e = {0};
-    /* the host holds every GPU's buffers: at most half of its memory, as `train` allows */
-    double need =
-        (double)n * ((double)gpt_estimate_bytes(&o.shape, p->batch / n, o.precision, &o.ckpt, &e) +
-                     5.0 * 4 * (double)gpt_param_count(&o.shape));
-    double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (host > 0 && need > host / 2) {
-        char a[32], b[32];
-        snprintf(p->pace.err, sizeof p->pace.err,
-                 "%s on %d GPUs needs %s of this host's %s for its buffers: fewer GPUs (f) or "
-                 "the tiny model (m)",
-                 m->name, n, units_format_bytes(a, sizeof a, need, UNITS_BINARY),
-                 units_format_bytes(b, sizeof b, host, UNITS_BINARY));
+    /* the host holds every GPU's buffers (run_host_check, which run_new asks too): said with
+     * the keys that make the run smaller */
+    if (run_host_check(&o, &e)) {
+        error_prefix(&e, "%s on %d GPUs", m->name, n);
+        snprintf(p->pace.err, sizeof p->pace.err, "%.*s: fewer GPUs (f) or the tiny model (m)",
+                 (int)sizeof p->pace.err - 48, e.msg);
         return;
     }
     if (runpace_start(&p->pace, &o) == 0)
@@ -209,7 +197,7 @@ static void say_restart(struct dprun *p)
  * that differs (and on which GPU). */
 static int verdict(const struct dprun *p, int *gpu)
 {
-    return runfeed_verdict(&p->pace.feed, p->s.gpus, &p->pred.m, p->s.gpus, gpu);
+    return runfeed_verdict(&p->pace.feed, &p->pace.o, &p->pred.m, gpu);
 }
 
 /* A step replayed: its loss, and once a run whether the ledgers are the calculator's. */
@@ -294,19 +282,6 @@ static double clock_at(const void *panel, double frac)
 
 /* ------------------------------------------------------------------ settings and keys */
 
-static int parse_prec(const char *v, enum fp_format *out)
-{
-    if (!strcmp(v, "fp32"))
-        *out = FP_FP32;
-    else if (!strcmp(v, "bf16"))
-        *out = FP_BF16;
-    else if (!strcmp(v, "fp16"))
-        *out = FP_FP16;
-    else
-        return -1;
-    return 0;
-}
-
 static bool same_settings(const struct settings *a, const struct settings *b)
 {
     return a->model == b->model && a->gpus == b->gpus && a->zero == b->zero &&
@@ -371,15 +346,14 @@ static int dprun_set(void *state, const char *name, const char *value, struct er
     int rc = 0;
     if (!strcmp(name, "model")) {
         rc = runpace_set_model(value, &s.model, e);
-    } else if (!strcmp(name, "gpus")) {
-        rc = runpace_set_int(name, value, 2, MAX_GPUS, &s.gpus, e);
-    } else if (!strcmp(name, "zero")) {
-        rc = runpace_set_int(name, value, 0, 3, &s.zero, e);
-    } else if (!strcmp(name, "precision")) {
-        if (parse_prec(value, &s.prec))
-            rc = error_set(e, ERR_INVAL, "precision: bf16, fp16 or fp32, not '%s'", value);
-    } else if (!strcmp(name, "batch")) {
-        rc = runpace_set_int(name, value, 1, 64, &s.batch, e);
+    } else if (!strcmp(name, "gpus") || !strcmp(name, "zero") || !strcmp(name, "precision") ||
+               !strcmp(name, "batch")) { /* the run's settings, and this panel's room */
+        struct train_opts t = {
+            .gpus = s.gpus, .zero = s.zero, .precision = s.prec, .batch = s.batch};
+        if (!(rc = settings_set(&t, name, value, e)) &&
+            !(rc = runpace_within("gpus", t.gpus, 2, MAX_GPUS, e)) &&
+            !(rc = runpace_within("batch", t.batch, 1, RUNPACE_MAX_BATCH, e)))
+            s.gpus = t.gpus, s.zero = t.zero, s.prec = t.precision, s.batch = t.batch;
     } else {
         rc =
             error_set(e, ERR_INVAL,
@@ -468,42 +442,13 @@ static void draw_big(const struct dprun *p, struct ui_canvas *c, int y, int h)
                       f->t.bytes / MEMUI_GIB);
 }
 
-static void dprun_draw(const void *state, struct ui_canvas *c)
+/* A row per GPU from row y (as many as fit, then a line saying so): its ledger as a bar of bw
+ * cells, its total and the bytes it sent in the right columns, the collective it runs; the
+ * next row. */
+static int draw_gpus(const struct dprun *p, struct ui_canvas *c, int y, int bw, int right)
 {
-    const struct dprun *p = state;
-    const struct ui_glyphs *gl = theme_glyphs();
-    int W = c->r.w, H = c->r.h, y = 0, n = p->s.gpus;
+    int H = c->r.h, n = p->s.gpus;
     char b1[32], b2[32];
-    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, %d GPUs, %s, %s, batch %d",
-                          runpace_model_names[p->s.model], n, stage_name(p->s.zero),
-                          fp_info(p->s.prec)->name, p->batch);
-    if (x + 14 <= W)
-        canvas_printf(c, y, x, ROLE_DIM, " (%d per GPU)", p->batch / n);
-    y++;
-    if (p->pace.err[0]) {
-        canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
-        return;
-    }
-    /* the step shown */
-    runpace_draw_step(&p->pace, c, y++, "buffers allocated: space trains, n one step");
-    /* legend */
-    static const char *const part_name[MEMUI_PARTS] = {"wt", "grad", "mst", "opt", "act", "buf"};
-    x = 0;
-    for (int i = 0; i < MEMUI_PARTS; i++) {
-        char letter[2] = {memui_part_letter[i], 0};
-        x = canvas_text(c, y, x, memui_part_role[i], theme_color() ? gl->bar : letter);
-        x = canvas_printf(c, y, x + 1, ROLE_DIM, "%s ", part_name[i]);
-    }
-    /* the columns of the GPUs' rows: the bar, its total (when wide), the bytes sent */
-    int right = W >= 110 ? 46 : W >= 66 ? 26 : 10, bw = W - 6 - right;
-    int sx = right == 10 ? 6 + bw + 3 : right == 26 ? 6 + bw + 19 : W;
-    units_format_bytes(b1, sizeof b1, p->scale, UNITS_BINARY);
-    if (x + 6 + (int)strlen(b1) < 6 + bw)
-        canvas_printf(c, y, x, ROLE_DIM, "bar %s", b1);
-    if (sx > x && sx + 4 <= W)
-        canvas_text(c, y, sx, ROLE_DIM, "sent");
-    y++;
-
     /* rows: the GPUs, then the peak and calc bars, 3 of figures, the verdict, the loss */
     int rows = H - y - 9;
     int shown = n <= rows ? n : rows - 1;
@@ -543,65 +488,76 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
     else if (p->pace.feed.dropped && y < H)
         canvas_printf(c, y++, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
                       p->pace.feed.dropped);
+    return y;
+}
 
-    if (p->show_big) {
-        draw_big(p, c, y, 6);
-        y += 6;
-    } else {
-        /* GPU 0's peaks beside the calculator's, as bars and as figures */
-        struct memory_result m;
-        runfeed_as_result(p->pace.feed.peak[0], p->pace.spec.hbm_bytes, &m);
-        canvas_text(c, y, 0, ROLE_DIM, "peak");
-        memui_draw_bar(c, y++, 6, bw, &m, p->scale);
-        canvas_text(c, y, 0, ROLE_DIM, "calc");
-        if (p->pred.ok)
-            memui_draw_bar(c, y, 6, bw, &p->pred.m, p->scale);
-        y++;
-        int cw = (W - 7) / 6 < 11 ? (W - 7) / 6 : 11;
-        static const char *const head[MEMUI_PARTS] = {"W", "G", "M", "O", "A", "C"};
-        canvas_text(c, y, 0, ROLE_DIM, "GPU 0");
-        for (int i = 0; i < MEMUI_PARTS; i++)
-            canvas_printf(c, y, 7 + i * cw, ROLE_DIM, "%*s", cw - 1, head[i]);
-        y++;
-        for (int row = 0; row < 2; row++, y++) {
-            canvas_text(c, y, 0, ROLE_DIM, row ? "calc" : "ledger");
-            for (int i = 0; i < MEMUI_PARTS; i++) {
-                double v = row ? runfeed_predicted_part(&p->pred.m, i)
-                               : (double)p->pace.feed.peak[0][runfeed_part_cat[i]];
-                bool same = (double)p->pace.feed.peak[0][runfeed_part_cat[i]] ==
-                            llround(runfeed_predicted_part(&p->pred.m, i));
-                runfeed_bytes(b1, sizeof b1, v, cw);
-                canvas_printf(c, y, 7 + i * cw,
-                              row || !p->pace.shown ? ROLE_TEXT
-                              : same                ? ROLE_GOOD
-                                                    : ROLE_ERROR,
-                              "%*s", cw - 1, b1);
-            }
+/* GPU 0's ledger peaks beside the calculator's, as bars and as figures, and the verdict over
+ * every GPU with the bytes sent, from row y; the next row. */
+static int draw_against_calc(const struct dprun *p, struct ui_canvas *c, int y, int bw, int right)
+{
+    int W = c->r.w, n = p->s.gpus, x;
+    char b1[32], b2[32];
+    /* GPU 0's peaks beside the calculator's, as bars and as figures */
+    struct memory_result m;
+    runfeed_as_result(p->pace.feed.peak[0], p->pace.spec.hbm_bytes, &m);
+    canvas_text(c, y, 0, ROLE_DIM, "peak");
+    memui_draw_bar(c, y++, 6, bw, &m, p->scale);
+    canvas_text(c, y, 0, ROLE_DIM, "calc");
+    if (p->pred.ok)
+        memui_draw_bar(c, y, 6, bw, &p->pred.m, p->scale);
+    y++;
+    int cw = (W - 7) / 6 < 11 ? (W - 7) / 6 : 11;
+    static const char *const head[MEMUI_PARTS] = {"W", "G", "M", "O", "A", "C"};
+    canvas_text(c, y, 0, ROLE_DIM, "GPU 0");
+    for (int i = 0; i < MEMUI_PARTS; i++)
+        canvas_printf(c, y, 7 + i * cw, ROLE_DIM, "%*s", cw - 1, head[i]);
+    y++;
+    for (int row = 0; row < 2; row++, y++) {
+        canvas_text(c, y, 0, ROLE_DIM, row ? "calc" : "ledger");
+        for (int i = 0; i < MEMUI_PARTS; i++) {
+            double v = row ? runfeed_predicted_part(&p->pred.m, i)
+                           : (double)p->pace.feed.peak[0][runfeed_part_cat[i]];
+            bool same = (double)p->pace.feed.peak[0][runfeed_part_cat[i]] ==
+                        llround(runfeed_predicted_part(&p->pred.m, i));
+            runfeed_bytes(b1, sizeof b1, v, cw);
+            canvas_printf(c, y, 7 + i * cw,
+                          row || !p->pace.shown ? ROLE_TEXT
+                          : same                ? ROLE_GOOD
+                                                : ROLE_ERROR,
+                          "%*s", cw - 1, b1);
         }
-        /* the verdict over every GPU, and the bytes sent */
-        units_format_grouped(b2, sizeof b2, (unsigned long long)llround(p->pred.t.bytes));
-        if (p->pace.shown && p->pred.ok) {
-            int g = 0, i = verdict(p, &g);
-            if (i < 0)
-                x = canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", n);
-            else
-                x = canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs", g,
-                                  ledger_cat_name(runfeed_part_cat[i]));
-            bool same = true;
-            for (int k = 0; k < n; k++)
-                same &= (double)p->pace.last.gpu[k].sent_bytes == llround(p->pred.t.bytes);
-            units_format_grouped(b1, sizeof b1, p->pace.last.gpu[0].sent_bytes);
-            if (right > 10)
-                canvas_printf(c, y, x + 2, same ? ROLE_GOOD : ROLE_ERROR, "sent %s B, calc %s B",
-                              b1, b2);
-            else
-                canvas_printf(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, "sent %s calc",
-                              same ? "=" : "!=");
-        } else {
-            canvas_printf(c, y, 0, ROLE_DIM, "calc: each GPU sends %s B a step", b2);
-        }
-        y++;
     }
+    /* the verdict over every GPU, and the bytes sent */
+    units_format_grouped(b2, sizeof b2, (unsigned long long)llround(p->pred.t.bytes));
+    if (p->pace.shown && p->pred.ok) {
+        int g = 0, i = verdict(p, &g);
+        if (i < 0)
+            x = canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", n);
+        else
+            x = canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs", g,
+                              ledger_cat_name(runfeed_part_cat[i]));
+        bool same = true;
+        for (int k = 0; k < n; k++)
+            same &= (double)p->pace.last.gpu[k].sent_bytes == llround(p->pred.t.bytes);
+        units_format_grouped(b1, sizeof b1, p->pace.last.gpu[0].sent_bytes);
+        if (right > 10)
+            canvas_printf(c, y, x + 2, same ? ROLE_GOOD : ROLE_ERROR, "sent %s B, calc %s B", b1,
+                          b2);
+        else
+            canvas_printf(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, "sent %s calc",
+                          same ? "=" : "!=");
+    } else {
+        canvas_printf(c, y, 0, ROLE_DIM, "calc: each GPU sends %s B a step", b2);
+    }
+    y++;
+    return y;
+}
+
+/* The loss curve from row y to the bottom, with the data's floor. */
+static void draw_loss(const struct dprun *p, struct ui_canvas *c, int y)
+{
+    int W = c->r.w, H = c->r.h, x;
+    char b1[32], b2[32];
     /* the loss, with the data's floor (ui/plot.h: each column's extremes, the labels on
      * their rows) */
     int lossrows = H - y - 1;
@@ -624,6 +580,52 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
             plot_draw(c, y, 0, lossrows, W - PLOT_MARGIN - 1, "", b1, b2, &ls, PLOT_LINEAR, lo, hi,
                       p->floor);
     }
+}
+
+static void dprun_draw(const void *state, struct ui_canvas *c)
+{
+    const struct dprun *p = state;
+    const struct ui_glyphs *gl = theme_glyphs();
+    int W = c->r.w, y = 0, n = p->s.gpus;
+    char b1[32];
+    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, %d GPUs, %s, %s, batch %d",
+                          runpace_model_names[p->s.model], n, stage_name(p->s.zero),
+                          fp_info(p->s.prec)->name, p->batch);
+    if (x + 14 <= W)
+        canvas_printf(c, y, x, ROLE_DIM, " (%d per GPU)", p->batch / n);
+    y++;
+    if (p->pace.err[0]) {
+        canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
+        return;
+    }
+    /* the step shown */
+    runpace_draw_step(&p->pace, c, y++, "buffers allocated: space trains, n one step");
+    /* legend */
+    static const char *const part_name[MEMUI_PARTS] = {"wt", "grad", "mst", "opt", "act", "buf"};
+    x = 0;
+    for (int i = 0; i < MEMUI_PARTS; i++) {
+        char letter[2] = {memui_part_letter[i], 0};
+        x = canvas_text(c, y, x, memui_part_role[i], theme_color() ? gl->bar : letter);
+        x = canvas_printf(c, y, x + 1, ROLE_DIM, "%s ", part_name[i]);
+    }
+    /* the columns of the GPUs' rows: the bar, its total (when wide), the bytes sent */
+    int right = W >= 110 ? 46 : W >= 66 ? 26 : 10, bw = W - 6 - right;
+    int sx = right == 10 ? 6 + bw + 3 : right == 26 ? 6 + bw + 19 : W;
+    units_format_bytes(b1, sizeof b1, p->scale, UNITS_BINARY);
+    if (x + 6 + (int)strlen(b1) < 6 + bw)
+        canvas_printf(c, y, x, ROLE_DIM, "bar %s", b1);
+    if (sx > x && sx + 4 <= W)
+        canvas_text(c, y, sx, ROLE_DIM, "sent");
+    y++;
+
+    y = draw_gpus(p, c, y, bw, right);
+    if (p->show_big) {
+        draw_big(p, c, y, 6);
+        y += 6;
+    } else {
+        y = draw_against_calc(p, c, y, bw, right);
+    }
+    draw_loss(p, c, y);
 }
 
 static const struct panel_key dprun_keys[] = {

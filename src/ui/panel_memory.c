@@ -43,7 +43,7 @@ struct settings {
     int model, gpus, zero, micro_batch, seq;
     enum calc_precision prec;
     bool bytes18;
-    struct activ_policy ckpt;
+    struct ckpt_policy ckpt;
     double capacity;
 };
 
@@ -101,7 +101,7 @@ static void defaults(struct settings *s)
                            .zero = 0,
                            .micro_batch = 1,
                            .prec = PREC_BF16,
-                           .ckpt = {ACTIV_FULL, 1},
+                           .ckpt = {CKPT_FULL, 1},
                            .capacity = 80 * GIB,
                            .seq = 2048}; /* synthetic-7b's; a model's own when it changes */
 }
@@ -197,7 +197,7 @@ static int lab_init(void **state, const struct panel_env *env, struct error *e)
     if (!l)
         return error_set(e, ERR_NOMEM, "out of memory");
     l->nmodels = memui_load_models(l->models, MAX_MODELS);
-    int rc = preset_load_cluster("h100-80gb", &l->cluster, e);
+    int rc = preset_load_cluster(PRESET_CLUSTER, &l->cluster, e);
     if (rc == 0 && l->nmodels == 0)
         rc = error_set(e, ERR_IO, "no model presets found under assets/models");
     if (rc < 0) {
@@ -244,44 +244,14 @@ static char *figure(char *buf, size_t n, double v)
     return buf;
 }
 
-static void lab_draw(const void *state, struct ui_canvas *c)
+/* The legend and a bar per ZeRO stage on one scale, each with its total in unit (uf bytes), its
+ * verdict against the GPU and its traffic, from row y; the next row. */
+static int draw_stages(const struct lab *l, struct ui_canvas *c, int y, int knob_rows,
+                       double largest, const char *unit, double uf)
 {
-    const struct lab *l = state;
     const struct ui_glyphs *g = theme_glyphs();
-    int w = c->r.w, h = c->r.h, y = 0;
-    char b1[32], b2[32];
-
-    /* the knobs in two columns, with their brief names when narrow (80x24): the model, whose
-     * name is long, on a row of its own there */
-    bool brief = w < 56;
-    int colw = w / 2, first = brief; /* knobs before the two columns */
-    if (brief)
-        knobs_draw(&l->knobs, K_MODEL, c, y, 0, 5);
-    for (int k = first; k < K_COUNT; k++) {
-        int i = k - first;
-        knobs_draw(&l->knobs, k, c, y + first + i / 2, (i % 2) * (colw - brief), brief ? 5 : 10);
-    }
-    int knob_rows = first + (K_COUNT - first + 1) / 2;
-    y += knob_rows;
-    const struct model_shape *m = &l->models[l->s.model];
-    units_format_grouped(b1, sizeof b1, (unsigned long long)params_total(m));
-    /* the figures in the unit that suits the largest (a tiny model's MiB, not 0.00 GiB),
-     * GiB at most; narrow rows leave it out, so it is said here */
-    double largest = 0;
-    for (int z = 0; z < 4; z++)
-        largest = fmax(largest, l->mem[z].total);
-    const char *unit = units_auto_unit(largest, UNITS_BINARY);
-    if (units_factor(unit) > GIB) /* GPUs hold GiB: 1034.47 GiB reads better than 1.01 TiB */
-        unit = "GiB";
-    double uf = units_factor(unit);
-    canvas_printf(c, y++, 0, ROLE_DIM,
-                  w < 60 ? "Ψ = %s, N_d = %d, AdamW, in %s" : "Ψ = %s, N_d = %d, AdamW", b1,
-                  l->s.gpus, unit);
-    if (!l->ok) {
-        canvas_wrap(c, y + 1, ROLE_ERROR, l->err, 0);
-        return;
-    }
-
+    int w = c->r.w, h = c->r.h;
+    char b2[32];
     /* legend (a blank line before it when there are rows to spare) */
     if (h >= knob_rows + 2 + 8 + 1 + 3)
         y++;
@@ -335,14 +305,22 @@ static void lab_draw(const void *state, struct ui_canvas *c)
         memui_draw_bar(c, y + 1, 2, w - 3, r, scale);
         y += 2;
     }
+    return y;
+}
 
-    /* the selected stage in detail: its parts, its traffic and formula, one layer's
-     * activations; wrapped where narrow (80x24), what does not fit left to a larger window */
+/* The selected stage in detail from row y: its parts, its traffic and formula, one layer's
+ * activations; wrapped where narrow (80x24), what does not fit left to a larger window. */
+static void draw_detail(const struct lab *l, struct ui_canvas *c, int y)
+{
+    static const char *label[4] = {"DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+    int w = c->r.w, h = c->r.h;
+    char b1[32], b2[32];
     const struct memory_result *r = &l->mem[l->s.zero];
-    unit = units_auto_unit(r->total, UNITS_BINARY); /* the stage's own, as its figures go */
+    const char *unit =
+        units_auto_unit(r->total, UNITS_BINARY); /* the stage's own, as its figures go */
     if (units_factor(unit) > GIB)
         unit = "GiB";
-    uf = units_factor(unit);
+    double uf = units_factor(unit);
     if (y + 1 < h && w >= 56) {
         y++;
         canvas_printf(c, y++, 0, ROLE_TEXT, "%s: W %.2f  G %.2f  M %.2f  O %.2f  A %.2f  C %.2f %s",
@@ -368,6 +346,47 @@ static void lab_draw(const void *state, struct ui_canvas *c)
         struct ui_canvas rest = canvas_make(c->win, (struct ui_rect){c->r.y + y, c->r.x, h - y, w});
         y += canvas_wrap(&rest, 0, ROLE_DIM, line[i], 0);
     }
+}
+
+static void lab_draw(const void *state, struct ui_canvas *c)
+{
+    const struct lab *l = state;
+    int w = c->r.w, y = 0;
+    char b1[32];
+
+    /* the knobs in two columns, with their brief names when narrow (80x24): the model, whose
+     * name is long, on a row of its own there */
+    bool brief = w < 56;
+    int colw = w / 2, first = brief; /* knobs before the two columns */
+    if (brief)
+        knobs_draw(&l->knobs, K_MODEL, c, y, 0, 5);
+    for (int k = first; k < K_COUNT; k++) {
+        int i = k - first;
+        knobs_draw(&l->knobs, k, c, y + first + i / 2, (i % 2) * (colw - brief), brief ? 5 : 10);
+    }
+    int knob_rows = first + (K_COUNT - first + 1) / 2;
+    y += knob_rows;
+    const struct model_shape *m = &l->models[l->s.model];
+    units_format_grouped(b1, sizeof b1, (unsigned long long)params_total(m));
+    /* the figures in the unit that suits the largest (a tiny model's MiB, not 0.00 GiB),
+     * GiB at most; narrow rows leave it out, so it is said here */
+    double largest = 0;
+    for (int z = 0; z < 4; z++)
+        largest = fmax(largest, l->mem[z].total);
+    const char *unit = units_auto_unit(largest, UNITS_BINARY);
+    if (units_factor(unit) > GIB) /* GPUs hold GiB: 1034.47 GiB reads better than 1.01 TiB */
+        unit = "GiB";
+    double uf = units_factor(unit);
+    canvas_printf(c, y++, 0, ROLE_DIM,
+                  w < 60 ? "Ψ = %s, N_d = %d, AdamW, in %s" : "Ψ = %s, N_d = %d, AdamW", b1,
+                  l->s.gpus, unit);
+    if (!l->ok) {
+        canvas_wrap(c, y + 1, ROLE_ERROR, l->err, 0);
+        return;
+    }
+
+    y = draw_stages(l, c, y, knob_rows, largest, unit, uf);
+    draw_detail(l, c, y);
 }
 
 static const struct panel_key lab_keys[] = {

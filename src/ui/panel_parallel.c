@@ -43,7 +43,7 @@ enum { K_MODEL, K_DP, K_TP, K_PP, K_M, K_SCHED, K_ZERO, K_CKPT, K_MEM, K_SEQ, K_
 struct settings {
     int model, dp, tp, pp, m, zero, seq;
     enum calc_schedule sched;
-    struct activ_policy ckpt;
+    struct ckpt_policy ckpt;
     double capacity;
 };
 
@@ -184,7 +184,7 @@ static int par_init(void **state, const struct panel_env *env, struct error *e)
                              .m = 8,
                              .zero = 0,
                              .sched = SCHED_1F1B,
-                             .ckpt = {ACTIV_NONE, 0},
+                             .ckpt = {CKPT_NONE, 0},
                              .capacity = 80 * GIB,
                              .seq = p->models[0].seq};
     p->start = p->s;

@@ -60,7 +60,9 @@
 #include "calc/preset.h"
 #include "calc/sched.h"
 #include "calc/traffic.h"
+#include "par/layout.h"
 #include "par/predict.h"
+#include "par/settings.h"
 #include "par/run.h"
 #include "sim/event.h"
 #include "sim/ledger.h"
@@ -98,10 +100,7 @@ struct pprun {
     enum calc_schedule run_sched; /* 1F1B on one stage */
     struct runpace pace;          /* the run, its models and GPUs, the step replayed, the ledgers */
     /* the calculator: each stage's memory and traffic, the schedule */
-    bool pred_ok, have_sched;
-    struct memory_result stage_m[MAX_STAGES];
-    struct traffic stage_t[MAX_STAGES];
-    struct sched sched;
+    struct prediction pred;
     double scale;
     /* the Gantt chart of the step shown (replaying or the last done), retimed */
     struct ppgantt g, gfree;
@@ -113,8 +112,9 @@ struct pprun {
     double fwd_s; /* a forward's mean compute time */
     bool show_free, said_verdict;
     char note[120]; /* why a key did not do all it was asked (until a step is replayed) */
-    /* the tensor-parallel collectives: each group's (stage x dp + dprank) last send seen by
-     * the replay ends at flash_end; it flashes while that is after the frame's start (the
+    struct layout_place place[MAX_GPUS]; /* where each GPU of the run sits (par/layout.h) */
+    /* the tensor-parallel collectives: each group's (by its first GPU) last send seen by the
+     * replay ends at flash_end; it flashes while that is after the frame's start (the
      * simulated time shown before it, pace.tprev) */
     double flash_end[MAX_GPUS];
 };
@@ -142,15 +142,14 @@ static void predict(struct pprun *p)
     struct memory_config c;
     struct error e = {0};
     options(p, &o);
-    p->pred_ok = predict_config(&o, m, p->pace.spec.hbm_bytes, &c, &e) == 0;
+    predict_free(&p->pred);
+    predict_run(&o, m, &p->pace.spec, &p->pred, &e);
     p->scale = 0;
-    for (int st = 0; p->pred_ok && st < p->s.pp; st++)
-        p->pred_ok = memory_compute_stage(&c, st, &p->stage_m[st], &e) == 0 &&
-                     traffic_compute(&c, &p->pace.spec, st, p->stage_m[st].params_gpu,
-                                     p->stage_m[st].stage_layers, 0, 0, &p->stage_t[st], &e) == 0;
-    for (int k = 0; p->pred_ok && k < 3; k++) {
-        if (k) /* the run's schedule, then the other two of one chunk */
-            c.schedule = k == 1 ? SCHED_GPIPE : SCHED_1F1B, c.chunks = 1;
+    for (int st = 0; p->pred.ok && st < p->s.pp; st++)
+        p->scale = fmax(p->scale, p->pred.mem[st].total);
+    for (int k = 0; p->pred.ok && k < 2; k++) { /* GPipe's and 1F1B's of one chunk */
+        predict_config(&o, m, p->pace.spec.hbm_bytes, &c, &e);
+        c.schedule = k == 0 ? SCHED_GPIPE : SCHED_1F1B, c.chunks = 1;
         for (int st = 0; st < p->s.pp; st++) {
             struct memory_result r;
             if (memory_compute_stage(&c, st, &r, &e) == 0)
@@ -158,12 +157,8 @@ static void predict(struct pprun *p)
         }
     }
     p->scale = p->scale > 0 ? p->scale * 1.1 : 1;
-    if (!p->pred_ok)
+    if (!p->pred.ok)
         snprintf(p->pace.err, sizeof p->pace.err, "%s", e.msg);
-    if (p->have_sched)
-        sched_free(&p->sched);
-    p->have_sched =
-        sched_build(p->run_sched, p->s.pp, p->s.m, train_chunks(&o), &p->sched, &e) == 0;
 }
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step. */
@@ -181,11 +176,13 @@ static void restart(struct pprun *p)
     p->batch = p->s.batch < per ? per : (p->s.batch + per - 1) / per * per;
     p->run_sched = p->s.pp == 1 ? SCHED_1F1B : p->s.sched;
     memset(p->flash_end, 0, sizeof p->flash_end);
+    struct train_opts o;
+    options(p, &o);
+    for (int g = 0; g < p->gpus; g++)
+        layout_place(&o, g, 1, &p->place[g]);
     predict(p);
     if (p->pace.err[0])
         return;
-    struct train_opts o;
-    options(p, &o);
     runpace_start(&p->pace, &o);
 }
 
@@ -203,7 +200,7 @@ static void say_restart(struct pprun *p)
  * that differs (and on which GPU). */
 static int verdict(const struct pprun *p, int *gpu)
 {
-    return runfeed_verdict(&p->pace.feed, p->gpus, p->stage_m, p->cols, gpu);
+    return runfeed_verdict(&p->pace.feed, &p->pace.o, p->pred.mem, gpu);
 }
 
 enum comm_kind { COMM_PP, COMM_DP, COMM_TP };
@@ -225,19 +222,25 @@ static bool sent_as_predicted(const struct pprun *p, enum comm_kind k)
 {
     for (int g = 0; g < p->gpus; g++)
         if ((double)sent_of(&p->pace.last, g, k) !=
-            llround(predicted_sent(&p->stage_t[g / p->cols], k)))
+            llround(predicted_sent(&p->pred.comm[p->place[g].stage], k)))
             return false;
     return true;
 }
 
-/* A send from GPU a to GPU b: within a tensor-parallel group (the same stage and
- * data-parallel rank: rank = (stage x dp + dprank) x tp + tprank), between stages, or
- * between data-parallel copies. */
+/* A send from GPU a to GPU b: between stages, within a tensor-parallel group (the same stage
+ * and data-parallel rank), or between data-parallel copies. */
 static enum comm_kind comm_of(const struct pprun *p, int a, int b)
 {
-    if (a / p->cols != b / p->cols)
+    const struct layout_place *pa = &p->place[a], *pb = &p->place[b];
+    if (pa->stage != pb->stage)
         return COMM_PP;
-    return a / p->s.tp == b / p->s.tp ? COMM_TP : COMM_DP;
+    return pa->dprank == pb->dprank ? COMM_TP : COMM_DP;
+}
+
+/* The tensor-parallel group of GPU g, by its first GPU. */
+static int tp_group_of(const struct pprun *p, int g)
+{
+    return layout_rank(&p->place[g], LAYOUT_TP, 0);
 }
 
 /* The step's Gantt chart from its events: the operations of each stage's first GPU. */
@@ -246,10 +249,13 @@ static void build_gantt(struct pprun *p)
     ppg_reset(&p->g, p->s.pp);
     for (size_t i = 0; i < p->pace.feed.nrep; i++) {
         const struct runrec *r = &p->pace.feed.rep[i];
-        if (r->type != EV_PIPE_OP || r->device % p->cols != 0)
+        if (r->type != EV_PIPE_OP || r->device < 0 || r->device >= p->gpus)
+            continue;
+        const struct layout_place *pl = &p->place[r->device];
+        if (pl->dprank || pl->tprank)
             continue;
         struct pp_done d = {r->kind, r->micro, r->chunk, r->t, r->t_end};
-        ppg_add(&p->g, r->device / p->cols, &d);
+        ppg_add(&p->g, pl->stage, &d);
     }
     p->free_ok = ppg_retime(&p->g, &p->gfree);
 }
@@ -262,7 +268,7 @@ static void end_step(void *panel)
     ppg_bubble(&p->done, &p->bub);
     if (p->free_ok)
         ppg_bubble(&p->gfree, &p->bub_free);
-    p->order_ok = p->have_sched && ppg_same_order(&p->done, &p->sched);
+    p->order_ok = p->pred.have_sched && ppg_same_order(&p->done, &p->pred.sched);
     double fsum = 0;
     int fn = 0;
     for (int st = 0; st < p->done.stages; st++)
@@ -270,7 +276,7 @@ static void end_step(void *panel)
             if (p->done.ops[st][i].kind == 'F')
                 fsum += p->done.ops[st][i].end_s - p->done.ops[st][i].start_s, fn++;
     p->fwd_s = fn ? fsum / fn : 0;
-    if (!p->said_verdict && p->pred_ok) {
+    if (!p->said_verdict && p->pred.ok) {
         int g = 0, i = verdict(p, &g);
         if (i < 0)
             eventlog_add(p->log,
@@ -281,7 +287,7 @@ static void end_step(void *panel)
             eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
                          ledger_cat_name(runfeed_part_cat[i]),
                          (unsigned long long)p->pace.feed.peak[g][runfeed_part_cat[i]],
-                         runfeed_predicted_part(&p->stage_m[g / p->cols], i));
+                         runfeed_predicted_part(&p->pred.mem[p->place[g].stage], i));
         p->said_verdict = true;
     }
 }
@@ -302,7 +308,7 @@ static void light_group(void *panel, const struct runrec *r)
     struct pprun *p = panel;
     if (r->type == EV_SEND && r->peer >= 0 && r->peer < p->gpus &&
         comm_of(p, r->device, r->peer) == COMM_TP) {
-        double *end = &p->flash_end[r->device / p->s.tp];
+        double *end = &p->flash_end[tp_group_of(p, r->device)];
         *end = fmax(*end, r->t_end);
     }
 }
@@ -368,8 +374,7 @@ static void pprun_fini(void *state)
 {
     struct pprun *p = state;
     runpace_fini(&p->pace);
-    if (p->have_sched)
-        sched_free(&p->sched);
+    predict_free(&p->pred);
     free(p);
 }
 
@@ -450,6 +455,17 @@ static void fit(const struct pprun *p, struct settings *s, char *note, size_t n)
     }
 }
 
+/* The run's settings this panel takes (par/settings.h reads them). */
+static bool is_run_setting(const char *name)
+{
+    static const char *const names[] = {
+        "pp", "tp", "sequence_parallel", "micro_batches", "schedule", "precision", "batch", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(name, names[i]))
+            return true;
+    return false;
+}
+
 static int pprun_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct pprun *p = state;
@@ -457,36 +473,29 @@ static int pprun_set(void *state, const char *name, const char *value, struct er
     int rc = 0;
     if (!strcmp(name, "model")) {
         rc = runpace_set_model(value, &s.model, e);
-    } else if (!strcmp(name, "pp")) {
-        rc = runpace_set_int(name, value, 1, MAX_STAGES, &s.pp, e);
     } else if (!strcmp(name, "dp")) {
         rc = runpace_set_int(name, value, 1, MAX_DP, &s.dp, e);
-    } else if (!strcmp(name, "tp")) {
-        rc = runpace_set_int(name, value, 1, MAX_TP, &s.tp, e);
-        if (!rc && !tp_fits(p, &s, s.tp))
+    } else if (is_run_setting(name)) { /* the run's settings, and this panel's room */
+        struct train_opts t = {.pp = s.pp,
+                               .tp = s.tp,
+                               .sp = s.sp,
+                               .micro_batches = s.m,
+                               .schedule = s.sched,
+                               .precision = s.prec,
+                               .batch = s.batch};
+        if (!(rc = settings_set(&t, name, value, e)) &&
+            !(rc = runpace_within("pp", t.pp, 1, MAX_STAGES, e)) &&
+            !(rc = runpace_within("tp", t.tp, 1, MAX_TP, e)) &&
+            !(rc = runpace_within("micro_batches", t.micro_batches, 1, MAX_MICRO, e)) &&
+            !(rc = runpace_within("batch", t.batch, 1, RUNPACE_MAX_BATCH, e))) {
+            s.pp = t.pp, s.tp = t.tp, s.sp = t.sp, s.m = t.micro_batches;
+            s.sched = t.schedule, s.prec = t.precision, s.batch = t.batch;
+        }
+        if (!rc && !strcmp(name, "tp") && !tp_fits(p, &s, s.tp))
             rc = error_set(e, ERR_INVAL,
                            "tp %d must divide %s's heads (%d), FFN width (%d) and vocabulary (%d)",
                            s.tp, runpace_model_names[s.model], p->pace.models[s.model].heads,
                            p->pace.models[s.model].ffn, p->pace.models[s.model].vocab);
-    } else if (!strcmp(name, "sequence_parallel")) {
-        if (!strcmp(value, "on") || !strcmp(value, "off"))
-            s.sp = !strcmp(value, "on");
-        else
-            rc = error_set(e, ERR_INVAL, "sequence_parallel: on or off, not '%s'", value);
-    } else if (!strcmp(name, "micro_batches")) {
-        rc = runpace_set_int(name, value, 1, MAX_MICRO, &s.m, e);
-    } else if (!strcmp(name, "schedule")) {
-        if (sched_parse(value, &s.sched, e)) {
-            error_prefix(e, "schedule");
-            rc = ERR_INVAL;
-        }
-    } else if (!strcmp(name, "precision")) {
-        if (!strcmp(value, "fp32") || !strcmp(value, "bf16") || !strcmp(value, "fp16"))
-            s.prec = !strcmp(value, "fp32") ? FP_FP32 : !strcmp(value, "bf16") ? FP_BF16 : FP_FP16;
-        else
-            rc = error_set(e, ERR_INVAL, "precision: fp32, bf16 or fp16, not '%s'", value);
-    } else if (!strcmp(name, "batch")) {
-        rc = runpace_set_int(name, value, 1, 64, &s.batch, e);
     } else {
         rc = error_set(e, ERR_INVAL,
                        "the pipeline run panel knows model, pp, dp, tp, sequence_parallel, "
@@ -646,7 +655,7 @@ static int pprun_on_event(void *state, const struct panel_event *ev)
 /* Whether GPU g's tensor-parallel group sent within the frame being shown. */
 static bool flashing(const struct pprun *p, int g)
 {
-    return p->pace.replaying && p->s.tp > 1 && p->flash_end[g / p->s.tp] >= p->pace.tprev;
+    return p->pace.replaying && p->s.tp > 1 && p->flash_end[tp_group_of(p, g)] >= p->pace.tprev;
 }
 
 /* The grid of GPUs: a row per stage, a column per GPU of the stage (data-parallel rank, then
@@ -664,37 +673,43 @@ static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
         lw = colw - 4;
     bool totals = lw > 0;
     bool mark = !theme_color() || theme_ascii();
-    if (tp > 1) {
-        for (int k = 0; k < cols; k++)
+    if (tp > 1) { /* the labels: the places of the first stage's GPUs */
+        for (int g = 0, k = 0; g < p->gpus; g++) {
+            const struct layout_place *pl = &p->place[g];
+            if (pl->stage != 0)
+                continue;
             if (p->s.dp > 1)
-                canvas_printf(c, y, 3 + k * colw, ROLE_DIM, "d%dt%d", k / tp, k % tp);
+                canvas_printf(c, y, 3 + k++ * colw, ROLE_DIM, "d%dt%d", pl->dprank, pl->tprank);
             else
-                canvas_printf(c, y, 3 + k * colw, ROLE_DIM, "t%d", k % tp);
+                canvas_printf(c, y, 3 + k++ * colw, ROLE_DIM, "t%d", pl->tprank);
+        }
         y++;
     }
-    for (int st = 0; st < p->s.pp; st++, y++) {
-        canvas_printf(c, y, 0, ROLE_DIM, "s%d", st);
-        for (int k = 0; k < cols; k++) {
-            int g = st * cols + k, x = 3 + k * colw;
-            struct memory_result m;
-            runfeed_as_result(p->pace.feed.cur[g], p->pace.spec.hbm_bytes, &m);
-            bool fl = flashing(p, g);
-            x = canvas_printf(c, y, x, fl ? ROLE_MOVED : ROLE_DIM, "%2d", g);
-            x = canvas_text(c, y, x, ROLE_MOVED, fl && mark ? "*" : " ");
-            int bw = colw - 4 - lw;
-            if (bw > 0)
-                memui_draw_bar(c, y, x, bw, &m, p->scale);
-            if (totals) {
-                char b[32];
-                if (lw >= 11)
-                    units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
-                else
-                    runfeed_bytes(b, sizeof b, m.total, lw - 1);
-                canvas_printf(c, y, x + (bw > 0 ? bw : 0), ROLE_TEXT, " %*s", lw - 1, b);
-            }
+    for (int g = 0, k = 0; g < p->gpus; g++, k++) { /* in rank order: a stage's GPUs in a row */
+        const struct layout_place *pl = &p->place[g];
+        if (g == 0 || pl->stage != p->place[g - 1].stage) {
+            y += g > 0, k = 0;
+            canvas_printf(c, y, 0, ROLE_DIM, "s%d", pl->stage);
+        }
+        int x = 3 + k * colw;
+        struct memory_result m;
+        runfeed_as_result(p->pace.feed.cur[g], p->pace.spec.hbm_bytes, &m);
+        bool fl = flashing(p, g);
+        x = canvas_printf(c, y, x, fl ? ROLE_MOVED : ROLE_DIM, "%2d", g);
+        x = canvas_text(c, y, x, ROLE_MOVED, fl && mark ? "*" : " ");
+        int bw = colw - 4 - lw;
+        if (bw > 0)
+            memui_draw_bar(c, y, x, bw, &m, p->scale);
+        if (totals) {
+            char b[32];
+            if (lw >= 11)
+                units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
+            else
+                runfeed_bytes(b, sizeof b, m.total, lw - 1);
+            canvas_printf(c, y, x + (bw > 0 ? bw : 0), ROLE_TEXT, " %*s", lw - 1, b);
         }
     }
-    return y;
+    return y + (p->gpus > 0);
 }
 
 /* The step's chart: each stage's operations started by the time shown (all of them with free
@@ -769,11 +784,10 @@ static void bubble_why(const struct pprun *p, double fi, char line[3][160])
              uneq);
 }
 
-static void pprun_draw(const void *state, struct ui_canvas *c)
+/* The layout in words, or in short when that does not fit, on row 0. */
+static void draw_head(const struct pprun *p, struct ui_canvas *c)
 {
-    const struct pprun *p = state;
-    int W = c->r.w, H = c->r.h, y = 0, pp = p->s.pp;
-    char b1[32], b2[32];
+    int W = c->r.w, y = 0, pp = p->s.pp;
     char tps[24] = "";
     if (p->s.tp > 1)
         snprintf(tps, sizeof tps, " x tp %d%s", p->s.tp, p->s.sp ? " sp" : "");
@@ -791,6 +805,178 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     int x = canvas_text(c, y, 0, ROLE_TEXT, head[layout_text_width(head[0]) > W]);
     if (p->s.pp == 1 && p->s.sched == SCHED_GPIPE && x + 12 <= W)
         canvas_text(c, y, x, ROLE_DIM, " (one stage)");
+}
+
+/* The Gantt chart of the step shown from row y: its title and legend, the stages' rows and,
+ * with axis, its span and scale; the next row. */
+static int draw_chart(const struct pprun *p, struct ui_canvas *c, int y, bool axis)
+{
+    int W = c->r.w, pp = p->s.pp, x;
+    char b1[32], b2[32];
+    /* the chart */
+    long step = p->pace.replaying ? p->pace.rs.s.step : p->pace.last.s.step;
+    if (pp == 1 && p->s.m == 1)
+        x = canvas_text(c, y, 0, ROLE_TITLE, "one stage, one micro-batch: no pipeline");
+    else if (step)
+        x = canvas_printf(c, y, 0, ROLE_TITLE, "step %ld%s", step,
+                          p->show_free ? ", sends free" : "");
+    else
+        x = canvas_text(c, y, 0, ROLE_TITLE, "the Gantt chart");
+    int nv = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1; /* model chunks a stage */
+    char legend[64];
+    gantt_legend(legend, sizeof legend, p->s.m, nv, 0);
+    if (x + 2 + layout_text_width(legend) > W)
+        gantt_legend(legend, sizeof legend, p->s.m, nv, 1);
+    if (x + 2 + layout_text_width(legend) <= W)
+        canvas_printf(c, y, x, ROLE_DIM, ": %s", legend);
+    y++;
+    double per = 0;
+    enum gantt_scale scale = draw_gantt(p, c, y, &per);
+    y += pp;
+    if (axis) { /* the chart's span in simulated time, and its scale */
+        const struct ppgantt *g = p->show_free && p->free_ok ? &p->gfree : &p->g;
+        double a0 = INFINITY, a1 = -INFINITY;
+        for (int st = 0; st < g->stages; st++)
+            for (int i = 0; i < g->n[st]; i++)
+                a0 = fmin(a0, g->ops[st][i].start_s), a1 = fmax(a1, g->ops[st][i].end_s);
+        if (a1 > a0) {
+            char says[96];
+            units_format_seconds(b1, sizeof b1, a1 - a0);
+            units_format_seconds(b2, sizeof b2, per);
+            /* the longest words that fit: "11.5 us simulated; 1 column = 0.3 us" */
+            char line[3][160];
+            gantt_scale_text(says, sizeof says, scale, b2, PPG_OPS, 0);
+            snprintf(line[0], sizeof line[0], "%s simulated; %s", b1, says);
+            gantt_scale_text(says, sizeof says, scale, b2, PPG_OPS, 1);
+            snprintf(line[1], sizeof line[1], "%s simulated; %s", b1, says);
+            snprintf(line[2], sizeof line[2], "%s; %s", b1, says);
+            int k = 0;
+            while (k < 2 && 3 + layout_text_width(line[k]) > W)
+                k++;
+            canvas_text(c, y, 3, ROLE_DIM, line[k]);
+        }
+        y++;
+    }
+    return y;
+}
+
+/* The bubble measured on the last step (have: one was shown) beside the calculator's, and with
+ * free and why the free sends' bubble and why they differ, from row y; the next row. */
+static int draw_bubble(const struct pprun *p, struct ui_canvas *c, int y, bool have, bool free,
+                       bool why)
+{
+    int W = c->r.w, pp = p->s.pp;
+    /* the bubble: measured on the last step, and the calculator's formulas for the schedule
+     * that ran: (p-1)/m over the ideal time and (p-1)/(m+p-1) over the wall, or the
+     * interleaved schedule's (p-1)/(vm) and (p-1)/(vm+p-1) */
+    int chunks = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1;
+    double fi = sched_bubble_over_ideal(pp, p->s.m, chunks);
+    double fw = sched_bubble_over_wall(pp, p->s.m, chunks);
+    if (have)
+        canvas_printf(c, y, 0, ROLE_TEXT, "bubble measured %.1f%% ideal, %.1f%% wall",
+                      100 * p->bub.over_ideal, 100 * p->bub.over_wall);
+    else
+        canvas_text(c, y, 0, ROLE_DIM, "bubble measured: after a step");
+    y++;
+    if (chunks > 1)
+        canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/(vm) %.1f%%, (p-1)/(vm+p-1) %.1f%%",
+                      100 * fi, 100 * fw);
+    else
+        canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/m %.1f%%, (p-1)/(m+p-1) %.1f%%", 100 * fi,
+                      100 * fw);
+    if (free)
+        canvas_printf(c, y++, 0, ROLE_DIM, "sends free: %.1f%% ideal, %.1f%% wall",
+                      100 * p->bub_free.over_ideal, 100 * p->bub_free.over_wall);
+    if (why) {
+        /* why the measured bubble is not the formula's, in the figures shown above (each
+         * rounded to 0.1 point, so the parts add up to the gap): the sends' latency is what
+         * the retiming with free sends takes away; what is left is the stages' unequal
+         * operations (the ends' embedding, head and loss; their tensor-parallel sums) */
+        char line[3][160];
+        bubble_why(p, fi, line);
+        for (int k = 0; k < 3; k++)
+            if (line[k][0] && layout_text_width(line[k]) <= W) {
+                canvas_text(c, y, 0, ROLE_DIM, line[k]);
+                break;
+            }
+        y++;
+    }
+    return y;
+}
+
+/* The micro-batches each stage held at once beside the schedule's, and whether the executed
+ * order is the schedule's, on row y. */
+static void draw_held(const struct pprun *p, struct ui_canvas *c, int y, bool have)
+{
+    int W = c->r.w, pp = p->s.pp, x;
+    int nv = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1; /* model chunks a stage */
+    /* micro-batches held at once, as train counts them: (micro-batch, chunk) pairs over the
+     * chunks (interleaved: 2.5 is two whole micro-batches and a chunk of another) */
+    x = canvas_text(c, y, 0, ROLE_TEXT, "held:");
+    for (int st = 0; st < pp && have; st++)
+        x = canvas_printf(c, y, x, ROLE_TEXT, " %g", (double)ppg_peak_in_flight(&p->done, st) / nv);
+    if (p->pred.have_sched) {
+        bool same = true;
+        for (int st = 0; st < pp && have; st++)
+            same &= ppg_peak_in_flight(&p->done, st) == p->pred.sched.peak_chunks[st];
+        x = canvas_text(c, y, x + 1, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, "(schedule");
+        for (int st = 0; st < pp; st++)
+            x = canvas_printf(c, y, x,
+                              !have  ? ROLE_DIM
+                              : same ? ROLE_GOOD
+                                     : ROLE_ERROR,
+                              " %g", (double)p->pred.sched.peak_chunks[st] / nv);
+        x = canvas_text(c, y, x, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, ")");
+        if (have && x + 9 <= W) /* the executed order against the schedule's */
+            canvas_text(c, y, x + 1, p->order_ok ? ROLE_GOOD : ROLE_ERROR,
+                        p->order_ok ? "order ok" : "order !=");
+    }
+}
+
+/* The bytes each stage's first GPU sent in the step by kind, beside the calculator's, from
+ * row y to the bottom. */
+static void draw_sent(const struct pprun *p, struct ui_canvas *c, int y)
+{
+    int W = c->r.w, H = c->r.h, pp = p->s.pp, x, tp1 = p->s.tp > 1;
+    char b1[32];
+    /* bytes sent per step by each stage's (first) GPU: pipeline, data-parallel, in its
+     * tensor-parallel group */
+    static const char *const kind_name[] = {"pp B/step", "dp B/step", "tp B/step"};
+    static const enum comm_kind order[] = {COMM_PP, COMM_TP, COMM_DP};
+    int bw = W < 60 ? 7 : W >= 20 + 12 * pp ? 11 : 9; /* a figure's cells */
+    for (int i = 0; i < 3 && y < H; i++) {
+        enum comm_kind kind = order[i];
+        if (kind == COMM_TP && !tp1)
+            continue;
+        x = canvas_text(c, y, 0, ROLE_TEXT, kind_name[kind]);
+        for (int st = 0; st < pp; st++) {
+            double v =
+                p->pace.shown
+                    ? (double)sent_of(&p->pace.last, layout_rank(&p->place[0], LAYOUT_PP, st), kind)
+                : p->pred.ok ? predicted_sent(&p->pred.comm[st], kind)
+                             : 0;
+            runfeed_bytes(b1, sizeof b1, v, bw);
+            x = canvas_printf(c, y, x, ROLE_TEXT, " %s", b1);
+        }
+        if (p->pace.shown && p->pred.ok) {
+            bool same = sent_as_predicted(p, kind);
+            canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, same ? "= calc" : "!= calc");
+        } else {
+            canvas_text(c, y, x + 1, ROLE_DIM, "(calc)");
+        }
+        y++;
+    }
+    if (p->pace.feed.dropped && y < H)
+        canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
+                      p->pace.feed.dropped);
+}
+
+static void pprun_draw(const void *state, struct ui_canvas *c)
+{
+    const struct pprun *p = state;
+    int H = c->r.h, y = 0, pp = p->s.pp, x;
+    char b1[32];
+    draw_head(p, c);
     y++;
     if (p->pace.err[0]) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
@@ -826,149 +1012,23 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     }
     y = draw_grid(p, c, y);
     /* the ledgers against the calculator */
-    if (p->pace.shown && p->pred_ok) {
+    if (p->pace.shown && p->pred.ok) {
         int g = 0, i = verdict(p, &g);
         if (i < 0)
             canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", p->gpus);
         else
             canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs from calc", g,
                           ledger_cat_name(runfeed_part_cat[i]));
-    } else if (p->pred_ok) {
-        runfeed_bytes(b1, sizeof b1, p->stage_m[0].total, 12);
+    } else if (p->pred.ok) {
+        runfeed_bytes(b1, sizeof b1, p->pred.mem[0].total, 12);
         canvas_printf(c, y, 0, ROLE_DIM, "calc: stage 0's GPUs hold %s B at peak", b1);
     }
     y++;
 
-    /* the chart */
-    long step = p->pace.replaying ? p->pace.rs.s.step : p->pace.last.s.step;
-    if (pp == 1 && p->s.m == 1)
-        x = canvas_text(c, y, 0, ROLE_TITLE, "one stage, one micro-batch: no pipeline");
-    else if (step)
-        x = canvas_printf(c, y, 0, ROLE_TITLE, "step %ld%s", step,
-                          p->show_free ? ", sends free" : "");
-    else
-        x = canvas_text(c, y, 0, ROLE_TITLE, "the Gantt chart");
-    int nv = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1; /* model chunks a stage */
-    char legend[64];
-    gantt_legend(legend, sizeof legend, p->s.m, nv, 0);
-    if (x + 2 + layout_text_width(legend) > W)
-        gantt_legend(legend, sizeof legend, p->s.m, nv, 1);
-    if (x + 2 + layout_text_width(legend) <= W)
-        canvas_printf(c, y, x, ROLE_DIM, ": %s", legend);
-    y++;
-    double per = 0;
-    enum gantt_scale scale = draw_gantt(p, c, y, &per);
-    y += pp;
-    if (show_axis) { /* the chart's span in simulated time, and its scale */
-        const struct ppgantt *g = p->show_free && p->free_ok ? &p->gfree : &p->g;
-        double a0 = INFINITY, a1 = -INFINITY;
-        for (int st = 0; st < g->stages; st++)
-            for (int i = 0; i < g->n[st]; i++)
-                a0 = fmin(a0, g->ops[st][i].start_s), a1 = fmax(a1, g->ops[st][i].end_s);
-        if (a1 > a0) {
-            char says[96];
-            units_format_seconds(b1, sizeof b1, a1 - a0);
-            units_format_seconds(b2, sizeof b2, per);
-            /* the longest words that fit: "11.5 us simulated; 1 column = 0.3 us" */
-            char line[3][160];
-            gantt_scale_text(says, sizeof says, scale, b2, PPG_OPS, 0);
-            snprintf(line[0], sizeof line[0], "%s simulated; %s", b1, says);
-            gantt_scale_text(says, sizeof says, scale, b2, PPG_OPS, 1);
-            snprintf(line[1], sizeof line[1], "%s simulated; %s", b1, says);
-            snprintf(line[2], sizeof line[2], "%s; %s", b1, says);
-            int k = 0;
-            while (k < 2 && 3 + layout_text_width(line[k]) > W)
-                k++;
-            canvas_text(c, y, 3, ROLE_DIM, line[k]);
-        }
-        y++;
-    }
-
-    /* the bubble: measured on the last step, and the calculator's formulas for the schedule
-     * that ran: (p-1)/m over the ideal time and (p-1)/(m+p-1) over the wall, or the
-     * interleaved schedule's (p-1)/(vm) and (p-1)/(vm+p-1) */
-    int chunks = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1;
-    double fi = sched_bubble_over_ideal(pp, p->s.m, chunks);
-    double fw = sched_bubble_over_wall(pp, p->s.m, chunks);
-    if (have)
-        canvas_printf(c, y, 0, ROLE_TEXT, "bubble measured %.1f%% ideal, %.1f%% wall",
-                      100 * p->bub.over_ideal, 100 * p->bub.over_wall);
-    else
-        canvas_text(c, y, 0, ROLE_DIM, "bubble measured: after a step");
-    y++;
-    if (chunks > 1)
-        canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/(vm) %.1f%%, (p-1)/(vm+p-1) %.1f%%",
-                      100 * fi, 100 * fw);
-    else
-        canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/m %.1f%%, (p-1)/(m+p-1) %.1f%%", 100 * fi,
-                      100 * fw);
-    if (show_free)
-        canvas_printf(c, y++, 0, ROLE_DIM, "sends free: %.1f%% ideal, %.1f%% wall",
-                      100 * p->bub_free.over_ideal, 100 * p->bub_free.over_wall);
-    if (show_why) {
-        /* why the measured bubble is not the formula's, in the figures shown above (each
-         * rounded to 0.1 point, so the parts add up to the gap): the sends' latency is what
-         * the retiming with free sends takes away; what is left is the stages' unequal
-         * operations (the ends' embedding, head and loss; their tensor-parallel sums) */
-        char line[3][160];
-        bubble_why(p, fi, line);
-        for (int k = 0; k < 3; k++)
-            if (line[k][0] && layout_text_width(line[k]) <= W) {
-                canvas_text(c, y, 0, ROLE_DIM, line[k]);
-                break;
-            }
-        y++;
-    }
-    /* micro-batches held at once, as train counts them: (micro-batch, chunk) pairs over the
-     * chunks (interleaved: 2.5 is two whole micro-batches and a chunk of another) */
-    x = canvas_text(c, y, 0, ROLE_TEXT, "held:");
-    for (int st = 0; st < pp && have; st++)
-        x = canvas_printf(c, y, x, ROLE_TEXT, " %g", (double)ppg_peak_in_flight(&p->done, st) / nv);
-    if (p->have_sched) {
-        bool same = true;
-        for (int st = 0; st < pp && have; st++)
-            same &= ppg_peak_in_flight(&p->done, st) == p->sched.peak_chunks[st];
-        x = canvas_text(c, y, x + 1, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, "(schedule");
-        for (int st = 0; st < pp; st++)
-            x = canvas_printf(c, y, x,
-                              !have  ? ROLE_DIM
-                              : same ? ROLE_GOOD
-                                     : ROLE_ERROR,
-                              " %g", (double)p->sched.peak_chunks[st] / nv);
-        x = canvas_text(c, y, x, !have ? ROLE_DIM : same ? ROLE_GOOD : ROLE_ERROR, ")");
-        if (have && x + 9 <= W) /* the executed order against the schedule's */
-            canvas_text(c, y, x + 1, p->order_ok ? ROLE_GOOD : ROLE_ERROR,
-                        p->order_ok ? "order ok" : "order !=");
-    }
-    y++;
-    /* bytes sent per step by each stage's (first) GPU: pipeline, data-parallel, in its
-     * tensor-parallel group */
-    static const char *const kind_name[] = {"pp B/step", "dp B/step", "tp B/step"};
-    static const enum comm_kind order[] = {COMM_PP, COMM_TP, COMM_DP};
-    int bw = W < 60 ? 7 : W >= 20 + 12 * pp ? 11 : 9; /* a figure's cells */
-    for (int i = 0; i < 3 && y < H; i++) {
-        enum comm_kind kind = order[i];
-        if (kind == COMM_TP && !tp1)
-            continue;
-        x = canvas_text(c, y, 0, ROLE_TEXT, kind_name[kind]);
-        for (int st = 0; st < pp; st++) {
-            double v = p->pace.shown ? (double)sent_of(&p->pace.last, st * p->cols, kind)
-                       : p->pred_ok  ? predicted_sent(&p->stage_t[st], kind)
-                                     : 0;
-            runfeed_bytes(b1, sizeof b1, v, bw);
-            x = canvas_printf(c, y, x, ROLE_TEXT, " %s", b1);
-        }
-        if (p->pace.shown && p->pred_ok) {
-            bool same = sent_as_predicted(p, kind);
-            canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, same ? "= calc" : "!= calc");
-        } else {
-            canvas_text(c, y, x + 1, ROLE_DIM, "(calc)");
-        }
-        y++;
-    }
-    if (p->pace.feed.dropped && y < H)
-        canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
-                      p->pace.feed.dropped);
+    y = draw_chart(p, c, y, show_axis);
+    y = draw_bubble(p, c, y, have, show_free, show_why);
+    draw_held(p, c, y++, have);
+    draw_sent(p, c, y);
 }
 
 static const struct panel_key pprun_keys[] = {

@@ -34,6 +34,7 @@
 #include "base/units.h"
 #include "calc/preset.h"
 #include "par/run.h"
+#include "ui/runpace.h"
 #include "ui/draw.h"
 #include "ui/layout.h"
 #include "ui/eventlog.h"
@@ -128,7 +129,7 @@ static void restart(struct train_panel *p)
     cfg.o.steps = 1L << 40; /* the window runs until stopped */
     cfg.o.gpus = 1;
     cfg.paced = true;
-    if (preset_load_cluster("h100-80gb", &cfg.spec, NULL) != 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &cfg.spec, NULL) != 0)
         spec_default(&cfg.spec);
     if (run_new(&p->run, &cfg, &e) != 0 || run_start(p->run, &e) != 0) {
         snprintf(p->err, sizeof p->err, "%s", e.msg);
@@ -210,12 +211,11 @@ static int pump(struct train_panel *p, double credit)
  * tiny's preset cannot be read. */
 static int defaults(struct train_opts *o, struct error *e)
 {
-    train_opts_default(o);
-    o->lr = 3e-3;
+    int rc = train_opts_lab(o, e);
     o->batch = 4;
     o->spike_window = 32;
     o->spike_z = 4.0;
-    return train_shape("tiny", &o->shape, e);
+    return rc;
 }
 
 static int train_init(void **state, const struct panel_env *env, struct error *e)
@@ -242,64 +242,29 @@ static void train_fini(void *state)
     free(p);
 }
 
+/* The run's settings this panel takes, by their names in a lesson (par/settings.h reads
+ * them, with train's bounds), and the largest batch it runs. */
+static const char *const settings_taken[] = {"precision", "scale", "clip", "lr", "init_scale",
+                                             "growth",    "batch", "seed", NULL};
+
 static int train_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct train_panel *p = state;
-    struct train_opts *o = &p->start;
-    double v;
-    long long n;
-    if (!strcmp(name, "precision")) {
-        if (!strcmp(value, "fp32"))
-            o->precision = FP_FP32;
-        else if (!strcmp(value, "bf16"))
-            o->precision = FP_BF16;
-        else if (!strcmp(value, "fp16"))
-            o->precision = FP_FP16;
-        else
-            return error_set(e, ERR_INVAL, "precision: fp32, bf16 or fp16, not '%s'", value);
-        o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
-    } else if (!strcmp(name, "scale")) {
-        if (!strcmp(value, "dynamic"))
-            o->scaling = TRAIN_SCALE_DYNAMIC;
-        else if (!strcmp(value, "none"))
-            o->scaling = TRAIN_SCALE_NONE;
-        else if (units_parse_double(value, false, &v, NULL) == 0 && v > 0)
-            o->scaling = TRAIN_SCALE_STATIC, o->scale = v;
-        else
-            return error_set(e, ERR_INVAL, "scale: dynamic, none or a number, not '%s'", value);
-    } else if (!strcmp(name, "clip")) {
-        if (!strcmp(value, "none"))
-            o->clip = 0;
-        else if (units_parse_double(value, false, &v, NULL) == 0 && v > 0)
-            o->clip = v;
-        else
-            return error_set(e, ERR_INVAL, "clip: none or a number > 0, not '%s'", value);
-    } else if (!strcmp(name, "lr")) {
-        if (units_parse_double(value, false, &v, NULL) || !(v >= 0))
-            return error_set(e, ERR_INVAL, "lr: a number >= 0, not '%s'", value);
-        o->lr = v;
-    } else if (!strcmp(name, "init_scale")) {
-        if (units_parse_double(value, false, &v, NULL) || !(v > 0 && v < 3e38))
-            return error_set(e, ERR_INVAL, "init_scale: a number > 0, not '%s'", value);
-        o->scale = v;
-    } else if (!strcmp(name, "growth")) {
-        if (units_parse_int(value, 1, 1 << 30, &n, e))
-            return ERR_INVAL;
-        o->growth_interval = (int)n;
-    } else if (!strcmp(name, "batch")) {
-        if (units_parse_int(value, 1, 64, &n, e))
-            return ERR_INVAL;
-        o->batch = (int)n;
-    } else if (!strcmp(name, "seed")) {
-        if (units_parse_int(value, 0, 1LL << 53, &n, e))
-            return ERR_INVAL;
-        o->seed = (uint64_t)n;
-    } else
+    struct train_opts o = p->start;
+    int i = 0;
+    while (settings_taken[i] && strcmp(name, settings_taken[i]))
+        i++;
+    if (!settings_taken[i])
         return error_set(e, ERR_INVAL,
                          "the training panel knows precision, scale, clip, lr, growth, "
                          "init_scale, batch, seed; not '%s'",
                          name);
-    p->o = *o;
+    int rc = settings_set(&o, name, value, e);
+    if (!rc && !strcmp(name, "precision")) /* its loss scaling follows */
+        o.scaling = train_scaling_for(o.precision);
+    if (rc || (rc = runpace_within("batch", o.batch, 1, RUNPACE_MAX_BATCH, e)))
+        return rc;
+    p->start = p->o = o;
     restart(p);
     return 0;
 }
@@ -325,7 +290,7 @@ static int train_on_key(void *state, int key)
         o->precision = o->precision == FP_FP32   ? FP_BF16
                        : o->precision == FP_BF16 ? FP_FP16
                                                  : FP_FP32;
-        o->scaling = o->precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
+        o->scaling = train_scaling_for(o->precision);
         o->scale = 65536;
         restart(p);
         return PANEL_HANDLED | PANEL_REDRAW;
@@ -452,11 +417,12 @@ static void plot_heights(int rows, int h[4])
         h[i]++;
 }
 
-static void train_draw(const void *state, struct ui_canvas *c)
+/* The run's settings and its last step's figures, in rows of items; the next row, or -1 when
+ * the run could not start (the reason drawn instead). */
+static int draw_figures(const struct train_panel *p, struct ui_canvas *c)
 {
-    const struct train_panel *p = state;
     const struct train_opts *o = &p->o;
-    int W = c->r.w, H = c->r.h, y = 0;
+    int y = 0;
     char it[12][48], f1[32], f2[32], f3[32], f4[32];
     enum ui_role role[12];
     for (int i = 0; i < 12; i++)
@@ -477,7 +443,7 @@ static void train_draw(const void *state, struct ui_canvas *c)
     y += items(c, y, role, it, n);
     if (p->err[0]) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
-        return;
+        return -1;
     }
     const struct train_step *s = &p->last;
     if (p->n == 0) {
@@ -503,26 +469,17 @@ static void train_draw(const void *state, struct ui_canvas *c)
         snprintf(it[n++], 48, "spikes %ld", p->spikes);
         y += items(c, y, role, it, n);
     }
-    /* The rows: the events (a fixed number, so that the curves do not jump as they come),
-     * the underflow per layer (a line when the rows are short), a legend, and the curves,
-     * which always draw (in 3 + 2 + 2 + 2 rows at the least: the essential picture). */
-    int nev = 3;
-    char legend[160];
-    int len = snprintf(legend, sizeof legend,
-                       W < 60 ? "v below floor %.3f; log axes but coef"
-                              : "loss above the floor %.3f, v: a batch below it; log axes but coef",
-                       p->floor);
-    if (o->clip > 0 && len > 0 && (size_t)len < sizeof legend)
-        snprintf(legend + len, sizeof legend - (size_t)len, "; -- clip %g", o->clip);
-    struct wrap_line wl[4];
-    int legend_rows = layout_wrap(legend, W, wl, 4);
-    int full_bars = p->layers + 2; /* the title (with the full bar's worth), a bar a part */
-    int rest = H - y - nev;
-    bool bars = rest - legend_rows - full_bars >= 4 * 4 + 1; /* the curves keep 4 rows each */
-    rest -= bars ? full_bars : 1;
-    if (rest - legend_rows < 9) /* the legend gives way first (the lesson's text has it) */
-        legend_rows = 0;
-    rest -= legend_rows;
+    return y;
+}
+
+/* The four curves in rest rows from y (loss, norm, clip coefficient, loss scale), then the
+ * legend's legend_rows rows (wl over legend); the next row. */
+static int draw_curves(const struct train_panel *p, struct ui_canvas *c, int y, int rest,
+                       const char *legend, const struct wrap_line *wl, int legend_rows)
+{
+    const struct train_opts *o = &p->o;
+    int W = c->r.w, H = c->r.h;
+    char f1[32], f2[32];
     if (rest >= 9 && W >= 24) {
         int h[4];
         plot_heights(rest, h);
@@ -573,7 +530,14 @@ static void train_draw(const void *state, struct ui_canvas *c)
     } else if (y < H) {
         canvas_text(c, y++, 0, ROLE_DIM, "(a larger window shows the curves)");
     }
-    /* underflow per layer: each bar full at the largest layer's share, which it says */
+    return y;
+}
+
+/* The gradients that underflowed to 0 in the last step: a bar per layer, or (bars false) a
+ * line saying the most; the next row. */
+static int draw_underflow(const struct train_panel *p, struct ui_canvas *c, int y, bool bars)
+{
+    int W = c->r.w, H = c->r.h;
     double umax = 0;
     int worst = 0;
     for (int l = 0; l <= p->layers; l++)
@@ -601,6 +565,38 @@ static void train_draw(const void *state, struct ui_canvas *c)
                           100 * p->under_frac[l]);
         }
     }
+    return y;
+}
+
+static void train_draw(const void *state, struct ui_canvas *c)
+{
+    const struct train_panel *p = state;
+    const struct train_opts *o = &p->o;
+    int W = c->r.w, H = c->r.h, y = draw_figures(p, c);
+    if (y < 0)
+        return;
+    /* The rows: the events (a fixed number, so that the curves do not jump as they come),
+     * the underflow per layer (a line when the rows are short), a legend, and the curves,
+     * which always draw (in 3 + 2 + 2 + 2 rows at the least: the essential picture). */
+    int nev = 3;
+    char legend[160];
+    int len = snprintf(legend, sizeof legend,
+                       W < 60 ? "v below floor %.3f; log axes but coef"
+                              : "loss above the floor %.3f, v: a batch below it; log axes but coef",
+                       p->floor);
+    if (o->clip > 0 && len > 0 && (size_t)len < sizeof legend)
+        snprintf(legend + len, sizeof legend - (size_t)len, "; -- clip %g", o->clip);
+    struct wrap_line wl[4];
+    int legend_rows = layout_wrap(legend, W, wl, 4);
+    int full_bars = p->layers + 2; /* the title (with the full bar's worth), a bar a part */
+    int rest = H - y - nev;
+    bool bars = rest - legend_rows - full_bars >= 4 * 4 + 1; /* the curves keep 4 rows each */
+    rest -= bars ? full_bars : 1;
+    if (rest - legend_rows < 9) /* the legend gives way first (the lesson's text has it) */
+        legend_rows = 0;
+    rest -= legend_rows;
+    y = draw_curves(p, c, y, rest, legend, wl, legend_rows);
+    y = draw_underflow(p, c, y, bars);
     /* events, newest first, wrapped in the rows kept for them (nothing cut at the frame) */
     for (int i = 0, left = nev; i < p->nev && left > 0 && y < H; i++) {
         struct ui_canvas rows = canvas_make(c->win, (struct ui_rect){c->r.y + y, c->r.x, left, W});

@@ -22,15 +22,6 @@ const struct panel_ops *const ui_panels[] = {
     NULL,
 };
 
-const struct ui_tab ui_tabs[UI_TABS] = {
-    {"1", "1 Precision", "1 Prec", "01", "Gradient clipping and mixed precision", "formats"},
-    {"2", "2 Checkpointing", "2 Ckpt", "02", "Gradient checkpointing", "checkpoint"},
-    {"3", "3 Collectives", "3 Coll", "03", "Collective operations from scratch", "collective"},
-    {"4", "4 Scaling", "4 Scale", "04", "Scaling and distributed training", "parallel"},
-    {"5", "5 ZeRO", "5 ZeRO", "05", "ZeRO and FSDP", "zero"},
-    {"L", "L Lab", "L Lab", "lab", "Data parallelism and ZeRO memory", "memory"},
-};
-
 const struct panel_ops *panel_find(const char *name)
 {
     for (int i = 0; ui_panels[i]; i++)

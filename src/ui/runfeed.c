@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/units.h"
+#include "par/layout.h"
 #include "ui/memui.h"
 
 int runfeed_init(struct runfeed *f, struct error *e)
@@ -215,16 +216,19 @@ double runfeed_predicted_part(const struct memory_result *m, int i)
     return i >= 0 && i < 6 ? v[i] : 0;
 }
 
-int runfeed_verdict(const struct runfeed *f, int gpus, const struct memory_result *m, int per,
-                    int *gpu)
+int runfeed_verdict(const struct runfeed *f, const struct train_opts *o,
+                    const struct memory_result *per_stage, int *gpu)
 {
-    for (int g = 0; g < gpus && g < RUNFEED_GPUS; g++)
+    for (int g = 0; g < o->gpus && g < RUNFEED_GPUS; g++) {
+        struct layout_place pl;
+        layout_place(o, g, 1, &pl);
         for (int i = 0; i < MEMUI_PARTS; i++)
             if ((double)f->peak[g][runfeed_part_cat[i]] !=
-                llround(runfeed_predicted_part(&m[g / per], i))) {
+                llround(runfeed_predicted_part(&per_stage[pl.stage], i))) {
                 *gpu = g;
                 return i;
             }
+    }
     return -1;
 }
 

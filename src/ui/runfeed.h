@@ -23,6 +23,7 @@
 #include "sim/ledger.h"
 
 struct error;
+struct train_opts;
 
 #define RUNFEED_GPUS 16
 #define RUNFEED_RING (1 << 16) /* records between two ticks: a 16-GPU ZeRO-3 step makes ~6000 */
@@ -84,11 +85,11 @@ void runfeed_end_step(struct runfeed *f);
  * calculator's figure for each. */
 extern const enum ledger_cat runfeed_part_cat[6];
 double runfeed_predicted_part(const struct memory_result *m, int i);
-/* Whether the ledger peaks of each of the first `gpus` GPUs equal the calculator's figures for
- * it (GPU g's: m[g / per]): -1 if so, else the first of the bars' parts that differs, on GPU
- * *gpu. */
-int runfeed_verdict(const struct runfeed *f, int gpus, const struct memory_result *m, int per,
-                    int *gpu);
+/* Whether the ledger peaks of each GPU of the run of o equal the calculator's figures for its
+ * pipeline stage (per_stage[stage], par/layout.h): -1 if so, else the first of the bars'
+ * parts that differs, on GPU *gpu. */
+int runfeed_verdict(const struct runfeed *f, const struct train_opts *o,
+                    const struct memory_result *per_stage, int *gpu);
 /* A ledger's categories as a memory_result, for memui's bar on GPUs of `capacity` bytes. */
 void runfeed_as_result(const uint64_t *cat, double capacity, struct memory_result *m);
 /* bytes in fewer than w cells: exact, with separators, when they fit; else in KiB or MiB. */

@@ -29,7 +29,7 @@ int runpace_init(struct runpace *r, const struct runpace_ops *ops, void *panel,
     for (int i = 0; i < 2 && !rc; i++)
         if (!(rc = preset_load_model(runpace_model_names[i], &r->models[i], e)))
             rc = train_shape_of(&r->models[i], &r->shapes[i], e);
-    if (preset_load_cluster("h100-80gb", &r->spec, NULL) != 0)
+    if (preset_load_cluster(PRESET_CLUSTER, &r->spec, NULL) != 0)
         spec_default(&r->spec);
     return rc ? rc : runfeed_init(&r->feed, e);
 }
@@ -60,13 +60,12 @@ static void fail(struct runpace *r)
 void runpace_options(const struct runpace *r, int m, enum fp_format prec, int batch, int gpus,
                      struct train_opts *o)
 {
-    train_opts_default(o);
+    train_opts_lab(o, NULL);
     o->shape = r->shapes[m];
-    o->lr = 3e-3;
     o->batch = batch;
     o->steps = 1L << 40; /* the window runs until stopped */
     o->precision = prec;
-    o->scaling = prec == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
+    o->scaling = train_scaling_for(prec);
     o->gpus = gpus;
     o->bucket_bytes = (size_t)MEMORY_BUCKET;
     o->prefetch = 1;
@@ -100,6 +99,7 @@ static void settle(struct runpace *r, int gpus)
 int runpace_start(struct runpace *r, const struct train_opts *o)
 {
     struct run_config cfg = {0};
+    r->o = *o;
     cfg.o = *o;
     cfg.spec = r->spec;
     cfg.spec.nodes = (o->gpus + cfg.spec.gpus_per_node - 1) / cfg.spec.gpus_per_node;
@@ -139,6 +139,13 @@ int runpace_set_int(const char *name, const char *value, int lo, int hi, int *ou
         return ERR_INVAL;
     }
     *out = (int)v;
+    return 0;
+}
+
+int runpace_within(const char *name, int v, int lo, int hi, struct error *e)
+{
+    if (v < lo || v > hi)
+        return error_set(e, ERR_INVAL, "%s %d: this panel runs %d to %d", name, v, lo, hi);
     return 0;
 }
 

@@ -51,8 +51,10 @@ struct runpace {
     struct model_shape models[2];
     struct gpt_config shapes[2];
     struct cluster_spec spec;
-    /* the run: NULL when stopped, err saying why when it failed or could not start */
+    /* the run: NULL when stopped, err saying why when it failed or could not start; its
+     * settings (those of the last runpace_start) */
     struct run *run;
+    struct train_opts o;
     struct runfeed feed; /* the GPUs' events, the step replayed, each GPU's ledger */
     char err[ERROR_MAX];
     long shown, allowed;  /* steps replayed; steps the run may start */
@@ -84,9 +86,15 @@ int runpace_start(struct runpace *r, const struct train_opts *o);
 bool runpace_fresh(const struct runpace *r);
 
 /* A lesson's settings of a run panel: the model (tiny or small, as its number), a whole
- * number from lo to hi; 0, or ERR_INVAL with an error naming the setting. */
+ * number from lo to hi; 0, or ERR_INVAL with an error naming the setting. A run's setting is
+ * read by its table (settings_set, par/settings.h), then held to the panel's room
+ * (runpace_within: v from lo to hi). */
 int runpace_set_model(const char *value, int *m, struct error *e);
 int runpace_set_int(const char *name, const char *value, int lo, int hi, int *out, struct error *e);
+int runpace_within(const char *name, int v, int lo, int hi, struct error *e);
+
+/* The largest global batch a run panel takes. */
+#define RUNPACE_MAX_BATCH 64
 
 /* The app's play, pause, n and ticks: the panel's on_event, after the panel has restarted
  * its run for r (PANEL_RESET) where its settings or runpace_fresh say so. */

@@ -97,8 +97,8 @@ else
 fi
 
 # The Lab's step about llama2-70b: its experiments' checks hold with the changed preset too.
-step=$(grep '^@step' "$srcdir/lessons/06-lab.lesson" | grep -n 'other models' | cut -d: -f1)
-SCALELAB_DATA="$copy" run run 6 --step "$step" --json
+step=$(grep '^@step' "$srcdir/lessons/90-lab.lesson" | grep -n 'other models' | cut -d: -f1)
+SCALELAB_DATA="$copy" run run lab --step "$step" --json
 check_status 0 "the Lab's llama2-70b step with the changed preset"
 check_json "d['failed'] == 0 and d['passed'] >= 3" "its checks are computed: they hold for 40 layers as for 80"
 

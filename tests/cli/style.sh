@@ -17,6 +17,17 @@ for f in $(cd "$srcdir" && find src tests -name '*.[ch]' | sort); do
         not_ok "opening comment: $f" "say what the file is for in a comment on its first line"
     fi
 done
+# No source file over 1,200 lines and no function over 100 (DESIGN.md, "Layers"): past them a
+# file or a function is split by what it does. The source is clang-formatted, so a function's
+# body opens with '{' in the first column and closes with '}' there.
+big=$(cd "$srcdir" && find src -name '*.[ch]' -exec wc -l {} + | awk '$2 != "total" && $1 > 1200 { print $2 " (" $1 " lines)" }')
+check_eq "$big" "" "no source file over 1,200 lines"
+long=$(cd "$srcdir" && find src -name '*.c' | sort | xargs awk '
+    FNR == 1 { start = 0 }
+    /^[A-Za-z]/ { name = $0 }
+    /^\{/ { start = FNR; fn = name }
+    /^\}/ && start { if (FNR - start + 1 > 100) print FILENAME ":" start ": " FNR - start + 1 " lines: " fn; start = 0 }')
+check_eq "$long" "" "no function over 100 lines"
 command -v clang-format >/dev/null 2>&1 || { done_testing; exit 0; }
 for f in $(cd "$srcdir" && find src tests -name '*.[ch]' | sort); do
     if clang-format --style=file --dry-run --Werror "$srcdir/$f" >/dev/null 2>&1; then

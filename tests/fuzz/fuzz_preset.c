@@ -59,8 +59,8 @@ static void use_model(const struct model_shape *m)
     struct cluster_spec c;
     spec_default(&c);
     sane(params_total(m));
-    static const struct activ_policy pols[] = {
-        {ACTIV_NONE, 0}, {ACTIV_FULL, 0}, {ACTIV_SELECTIVE, 0}, {ACTIV_EVERY, 2}, {ACTIV_SQRT, 0}};
+    static const struct ckpt_policy pols[] = {
+        {CKPT_NONE, 0}, {CKPT_FULL, 0}, {CKPT_SELECTIVE, 0}, {CKPT_EVERY, 2}, {CKPT_SQRT, 0}};
     static const int layouts[][3] = {{1, 1, 1}, {2, 2, 2}, {1, 8, 1}, {1, 1, 4}};
     for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++)
         for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {

@@ -404,6 +404,26 @@ START_TEST(json_policy)
 }
 END_TEST
 
+/* A string written by hand into a stream (traces): quoted and escaped, NULL as "", bytes that
+ * are not UTF-8 left out. */
+START_TEST(json_strings_are_escaped)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    json_put_str(f, "a \"b\"\\c\n\t");
+    fputc(' ', f);
+    json_put_str(f, NULL);
+    fputc(' ', f);
+    json_put_str(f, "x\xff"
+                    "y");
+    fclose(f);
+    ck_assert_str_eq(text, "\"a \\\"b\\\"\\\\c\\n\\t\" \"\" \"xy\"");
+    free(text);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("base");
@@ -422,6 +442,7 @@ int main(void)
     tcase_add_test(tc, opts_table);
     tcase_add_test(tc, opts_flag_words_names_options);
     tcase_add_test(tc, json_policy);
+    tcase_add_test(tc, json_strings_are_escaped);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }

@@ -345,7 +345,7 @@ static struct memory_config config_7b(const struct model_shape *m)
                                   .seq = 2048,
                                   .micro_batches = 1,
                                   .schedule = SCHED_1F1B,
-                                  .ckpt = {ACTIV_FULL, 1},
+                                  .ckpt = {CKPT_FULL, 1},
                                   .capacity = 80 * GiB};
 }
 
@@ -465,9 +465,9 @@ START_TEST(korthikanti_gpt3)
     /* Per layer under each policy (activ_total's per_layer). */
     struct activ_total t;
     c = (struct activ_config){1, 2048, 1, false, 2};
-    activ_total(&m, &c, &(struct activ_policy){ACTIV_FULL, 1}, 96, true, true, &t);
+    activ_total(&m, &c, &(struct ckpt_policy){CKPT_FULL, 1}, 96, true, true, &t);
     ck_assert(t.per_layer == 2 * sbh && t.checkpoints == 96);
-    activ_total(&m, &c, &(struct activ_policy){ACTIV_SELECTIVE, 0}, 96, true, true, &t);
+    activ_total(&m, &c, &(struct ckpt_policy){CKPT_SELECTIVE, 0}, 96, true, true, &t);
     ck_assert(t.per_layer == 34 * sbh);
     /* The paper's other models (Table 3: 22B, 530B, 1T; s = 2048, t = 8), every variant. */
     static const struct {
@@ -524,15 +524,15 @@ START_TEST(swiglu_tiny_by_hand)
     activ_ends(&m, &c, true, true, &ends);
     ck_assert(ends.total == 16384 + 512 + 16384 + 32768);
     struct {
-        struct activ_policy pol;
+        struct ckpt_policy pol;
         double saved, peak;
     } want[] = {
-        {{ACTIV_NONE, 0}, 4 * 329728 + 66048, 4 * 329728 + 66048},
-        {{ACTIV_FULL, 1}, 4 * 16384 + 66048, 3 * 16384 + 329728},
-        {{ACTIV_EVERY, 2}, 2 * 16384 + 66048, 16384 + 2 * 329728},
-        {{ACTIV_SQRT, 0}, 2 * 16384 + 66048, 16384 + 2 * 329728},
-        {{ACTIV_EVERY, 3}, 2 * 16384 + 66048, 3 * 329728},
-        {{ACTIV_SELECTIVE, 0}, 4 * 264192 + 66048, 4 * 264192 + 66048},
+        {{CKPT_NONE, 0}, 4 * 329728 + 66048, 4 * 329728 + 66048},
+        {{CKPT_FULL, 1}, 4 * 16384 + 66048, 3 * 16384 + 329728},
+        {{CKPT_EVERY, 2}, 2 * 16384 + 66048, 16384 + 2 * 329728},
+        {{CKPT_SQRT, 0}, 2 * 16384 + 66048, 16384 + 2 * 329728},
+        {{CKPT_EVERY, 3}, 2 * 16384 + 66048, 3 * 329728},
+        {{CKPT_SELECTIVE, 0}, 4 * 264192 + 66048, 4 * 264192 + 66048},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         struct activ_total t;
@@ -565,19 +565,19 @@ END_TEST
 
 START_TEST(policy_parsing)
 {
-    struct activ_policy p;
+    struct ckpt_policy p;
     struct error e;
     char buf[32];
-    ck_assert_int_eq(activ_parse_policy("every:4", &p, &e), 0);
-    ck_assert(p.kind == ACTIV_EVERY && p.every == 4);
-    ck_assert_str_eq(activ_policy_name(buf, sizeof buf, &p), "every:4");
-    ck_assert_int_eq(activ_parse_policy("every:0", &p, &e), ERR_INVAL);
-    ck_assert_int_eq(activ_parse_policy("every:", &p, &e), ERR_INVAL);
-    ck_assert_int_eq(activ_parse_policy("some", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(ckpt_parse("every:4", &p, &e), 0);
+    ck_assert(p.kind == CKPT_EVERY && p.every == 4);
+    ck_assert_str_eq(ckpt_name(buf, sizeof buf, &p), "every:4");
+    ck_assert_int_eq(ckpt_parse("every:0", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(ckpt_parse("every:", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(ckpt_parse("some", &p, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "none, full, selective, sqrt or every:K"));
-    ck_assert_int_eq(activ_parse_policy("sqrt", &p, &e), 0);
-    ck_assert_int_eq(activ_policy_every(&p, 32), 6);
-    ck_assert_int_eq(activ_policy_every(&p, 4), 2);
+    ck_assert_int_eq(ckpt_parse("sqrt", &p, &e), 0);
+    ck_assert_int_eq(ckpt_every(&p, 32), 6);
+    ck_assert_int_eq(ckpt_every(&p, 4), 2);
 }
 END_TEST
 
@@ -687,7 +687,7 @@ START_TEST(traffic_volumes)
      * 2(t-1)/t x sbh x 2 bytes; full recompute 6. */
     struct model_shape m = load_model("synthetic-7b");
     c = config_7b(&m);
-    c.tp = 8, c.ckpt = (struct activ_policy){ACTIV_NONE, 0};
+    c.tp = 8, c.ckpt = (struct ckpt_policy){CKPT_NONE, 0};
     ck_assert_int_eq(traffic_compute(&c, &cl, 0, 1e9, 32, 1, 1, &t, NULL), 0);
     double sbh2 = 2048.0 * 4096 * 2, ar = 2 * 7.0 / 8;
     ck_assert_str_eq(t.tp.piece[0].name, "layers");
@@ -697,7 +697,7 @@ START_TEST(traffic_volumes)
     ck_assert_double_eq_tol(t.tp.bytes, (4 * 32 + 2) * ar * sbh2 + ar * 3 * 2048 * 4, 1);
     ck_assert_int_eq(t.tp.npieces, 4);
     ck_assert(t.tp.exposed == t.tp.time_s && t.dp.bytes == 0);
-    c.ckpt = (struct activ_policy){ACTIV_FULL, 1};
+    c.ckpt = (struct ckpt_policy){CKPT_FULL, 1};
     ck_assert_int_eq(traffic_compute(&c, &cl, 0, 1e9, 32, 1, 1, &t, NULL), 0);
     ck_assert_double_eq_tol(t.tp.piece[0].bytes, 6 * 32 * ar * sbh2, 1);
     /* pipeline: a middle stage sends 2 m sbh p; an end one way, plus the tied embedding */
@@ -738,7 +738,7 @@ START_TEST(plan_7b_on_one_node)
     double T = 256.0 * 2048;
     double flops = (6 * 7289966592.0 + 12.0 * 32 * 4096 * 2048) * T;
     ck_assert(r.model_flops == flops);
-    ck_assert_int_eq(r.kept[0].ckpt.kind, ACTIV_NONE);
+    ck_assert_int_eq(r.kept[0].ckpt.kind, CKPT_NONE);
     ck_assert_double_eq_tol(r.kept[0].compute_s, flops / (8 * 989.4e12 * 0.5), 1e-9);
     /* the rejected ones say by how much they overflow, the closest first */
     ck_assert(r.rejected[0].over > 0);

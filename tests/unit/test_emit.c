@@ -41,7 +41,7 @@ static struct memory_config layout(const struct model_shape *m, int dp, int tp, 
                                   .seq = m->seq,
                                   .micro_batches = 4,
                                   .schedule = SCHED_1F1B,
-                                  .ckpt = {ACTIV_NONE, 0},
+                                  .ckpt = {CKPT_NONE, 0},
                                   .capacity = 1e15};
 }
 
@@ -55,78 +55,78 @@ START_TEST(framework_rules)
         int dp, tp, pp, zero;
         enum calc_precision prec;
         bool grad_fp32;
-        enum activ_policy_kind ckpt;
+        enum ckpt_kind ckpt;
         int every;
         const char *refused; /* NULL: runs */
         int zero_run;
         bool fp32_run, changed;
-        enum activ_policy_kind ckpt_run;
+        enum ckpt_kind ckpt_run;
         int unit_layers;
     } rows[] = {
         /* DeepSpeed: pipe/engine.py, engine.py, bf16_optimizer.py */
-        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 2, PREC_BF16, false, ACTIV_NONE, 0,
-         "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", 0, false, false,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 3, PREC_FP32, false, ACTIV_NONE, 0,
-         "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", 0, false, false,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, PREC_BF16, true, ACTIV_NONE, 0,
-         "unsupported mix of model_dtype and grad_accum_dtype", 0, false, false, ACTIV_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, PREC_FP16, true, ACTIV_NONE, 0,
-         "unsupported mix of model_dtype and grad_accum_dtype", 0, false, false, ACTIV_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 1, PREC_BF16, true, ACTIV_NONE, 0, NULL, 1, true, false,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, PREC_BF16, false, ACTIV_NONE, 0, NULL, 0, false, false,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 0, PREC_BF16, false, ACTIV_NONE, 0, NULL, 1, false, true,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 0, PREC_FP16, false, ACTIV_NONE, 0, NULL, 0, false, false,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 2, PREC_BF16, false, ACTIV_SELECTIVE, 0, NULL, 2, false,
-         false, ACTIV_SELECTIVE, 0},
+        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 2, PREC_BF16, false, CKPT_NONE, 0,
+         "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", 0, false, false, CKPT_NONE,
+         0},
+        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 3, PREC_FP32, false, CKPT_NONE, 0,
+         "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", 0, false, false, CKPT_NONE,
+         0},
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, PREC_BF16, true, CKPT_NONE, 0,
+         "unsupported mix of model_dtype and grad_accum_dtype", 0, false, false, CKPT_NONE, 0},
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, PREC_FP16, true, CKPT_NONE, 0,
+         "unsupported mix of model_dtype and grad_accum_dtype", 0, false, false, CKPT_NONE, 0},
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 1, PREC_BF16, true, CKPT_NONE, 0, NULL, 1, true, false,
+         CKPT_NONE, 0},
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, PREC_BF16, false, CKPT_NONE, 0, NULL, 0, false, false,
+         CKPT_NONE, 0},
+        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 0, PREC_BF16, false, CKPT_NONE, 0, NULL, 1, false, true,
+         CKPT_NONE, 0},
+        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 0, PREC_FP16, false, CKPT_NONE, 0, NULL, 0, false, false,
+         CKPT_NONE, 0},
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 2, PREC_BF16, false, CKPT_SELECTIVE, 0, NULL, 2, false,
+         false, CKPT_SELECTIVE, 0},
         /* Megatron-LM: arguments.py */
-        {FRAMEWORK_MEGATRON, 8, 1, 1, 0, PREC_BF16, false, ACTIV_NONE, 0, NULL, 0, true, false,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_MEGATRON, 8, 1, 1, 1, PREC_FP16, false, ACTIV_NONE, 0, NULL, 1, true, false,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_MEGATRON, 8, 1, 1, 3, PREC_FP32, false, ACTIV_NONE, 0, NULL, 3, false, false,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_MEGATRON, 4, 1, 2, 3, PREC_BF16, false, ACTIV_NONE, 0,
+        {FRAMEWORK_MEGATRON, 8, 1, 1, 0, PREC_BF16, false, CKPT_NONE, 0, NULL, 0, true, false,
+         CKPT_NONE, 0},
+        {FRAMEWORK_MEGATRON, 8, 1, 1, 1, PREC_FP16, false, CKPT_NONE, 0, NULL, 1, true, false,
+         CKPT_NONE, 0},
+        {FRAMEWORK_MEGATRON, 8, 1, 1, 3, PREC_FP32, false, CKPT_NONE, 0, NULL, 3, false, false,
+         CKPT_NONE, 0},
+        {FRAMEWORK_MEGATRON, 4, 1, 2, 3, PREC_BF16, false, CKPT_NONE, 0,
          "Megatron-FSDP (--use-megatron-fsdp), which scalelab writes without a pipeline", 0, false,
-         false, ACTIV_NONE, 0},
+         false, CKPT_NONE, 0},
         /* PyTorch FSDP: fsdp/api.py, fully_sharded_data_parallel.py, checkpoint_wrapper.py */
-        {FRAMEWORK_FSDP, 4, 2, 1, 3, PREC_BF16, false, ACTIV_NONE, 0,
-         "FSDP alone has no tensor parallelism", 0, false, false, ACTIV_NONE, 0},
-        {FRAMEWORK_FSDP, 4, 1, 2, 3, PREC_BF16, false, ACTIV_NONE, 0,
-         "FSDP alone has no pipeline parallelism", 0, false, false, ACTIV_NONE, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 1, PREC_BF16, false, ACTIV_NONE, 0, NULL, 2, true, true,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_FP32, false, ACTIV_SELECTIVE, 0, NULL, 3, false, true,
-         ACTIV_FULL, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_BF16, false, ACTIV_EVERY, 4, NULL, 3, true, true,
-         ACTIV_EVERY, 4},
-        {FRAMEWORK_FSDP, 8, 1, 1, 2, PREC_BF16, false, ACTIV_EVERY, 4, NULL, 2, true, false,
-         ACTIV_EVERY, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_BF16, true, ACTIV_FULL, 1, NULL, 3, true, false,
-         ACTIV_FULL, 0},
+        {FRAMEWORK_FSDP, 4, 2, 1, 3, PREC_BF16, false, CKPT_NONE, 0,
+         "FSDP alone has no tensor parallelism", 0, false, false, CKPT_NONE, 0},
+        {FRAMEWORK_FSDP, 4, 1, 2, 3, PREC_BF16, false, CKPT_NONE, 0,
+         "FSDP alone has no pipeline parallelism", 0, false, false, CKPT_NONE, 0},
+        {FRAMEWORK_FSDP, 8, 1, 1, 1, PREC_BF16, false, CKPT_NONE, 0, NULL, 2, true, true, CKPT_NONE,
+         0},
+        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_FP32, false, CKPT_SELECTIVE, 0, NULL, 3, false, true,
+         CKPT_FULL, 0},
+        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_BF16, false, CKPT_EVERY, 4, NULL, 3, true, true,
+         CKPT_EVERY, 4},
+        {FRAMEWORK_FSDP, 8, 1, 1, 2, PREC_BF16, false, CKPT_EVERY, 4, NULL, 2, true, false,
+         CKPT_EVERY, 0},
+        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_BF16, true, CKPT_FULL, 1, NULL, 3, true, false, CKPT_FULL,
+         0},
         /* ZeRO-3's units: a layer in DeepSpeed and Megatron-FSDP, FSDP's wrapped modules */
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 3, PREC_FP32, false, ACTIV_NONE, -3, NULL, 3, false, true,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_MEGATRON, 8, 1, 1, 3, PREC_FP32, false, ACTIV_NONE, -3, NULL, 3, false, true,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_FP32, false, ACTIV_NONE, -3, NULL, 3, false, true,
-         ACTIV_NONE, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 2, PREC_FP32, false, ACTIV_NONE, -3, NULL, 2, false, false,
-         ACTIV_NONE, 3},
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 3, PREC_FP32, false, CKPT_NONE, -3, NULL, 3, false, true,
+         CKPT_NONE, 0},
+        {FRAMEWORK_MEGATRON, 8, 1, 1, 3, PREC_FP32, false, CKPT_NONE, -3, NULL, 3, false, true,
+         CKPT_NONE, 0},
+        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_FP32, false, CKPT_NONE, -3, NULL, 3, false, true,
+         CKPT_NONE, 0},
+        {FRAMEWORK_FSDP, 8, 1, 1, 2, PREC_FP32, false, CKPT_NONE, -3, NULL, 2, false, false,
+         CKPT_NONE, 3},
         /* no framework: as asked */
-        {FRAMEWORK_NONE, 4, 1, 2, 3, PREC_BF16, false, ACTIV_SELECTIVE, 0, NULL, 3, false, false,
-         ACTIV_SELECTIVE, 0},
+        {FRAMEWORK_NONE, 4, 1, 2, 3, PREC_BF16, false, CKPT_SELECTIVE, 0, NULL, 3, false, false,
+         CKPT_SELECTIVE, 0},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct memory_config c = layout(&m, rows[i].dp, rows[i].tp, rows[i].pp, rows[i].zero,
                                         rows[i].prec, rows[i].grad_fp32);
         /* every < 0: no checkpointing, units of -every layers asked */
-        c.ckpt = (struct activ_policy){rows[i].ckpt, rows[i].every > 0 ? rows[i].every : 0};
+        c.ckpt = (struct ckpt_policy){rows[i].ckpt, rows[i].every > 0 ? rows[i].every : 0};
         c.unit_layers = rows[i].every < 0 ? -rows[i].every : 0;
         struct framework_run r;
         struct error e = {0};

@@ -911,35 +911,36 @@ START_TEST(progress_round_trip)
     snprintf(dir, sizeof dir, "%s/state/scalelab", tmpdir);
     snprintf(path, sizeof path, "%s/progress", dir);
     progress_init(p);
-    ck_assert_int_eq(p->current, -1);
+    ck_assert_str_eq(p->current, "");
     ck_assert_int_eq(progress_load(q, path, &e), PROGRESS_FRESH);
     ck_assert_int_eq(e.code, 0); /* missing is not an error */
-    ck_assert_int_eq(q->current, -1);
+    ck_assert_str_eq(q->current, "");
 
-    progress_set_step(p, 1, 5);
-    progress_mark(p, 1, 2, 0, true);
-    progress_mark(p, 1, 2, 31, true);
-    progress_mark(p, 1, 63, 3, true);
-    progress_mark(p, 1, 4, 1, true);
-    progress_mark(p, 1, 4, 1, false);
-    progress_set_step(p, 6, 0);
-    progress_set_step(p, 3, 2);
-    progress_set_step(p, 100, 1);     /* out of range: ignored */
-    progress_mark(p, 1, 64, 0, true); /* ignored */
-    ck_assert_int_eq(progress_count(p, 1), 3);
+    progress_set_step(p, "mixed-precision", 5);
+    progress_mark(p, "mixed-precision", 2, 0, true);
+    progress_mark(p, "mixed-precision", 2, 31, true);
+    progress_mark(p, "mixed-precision", 63, 3, true);
+    progress_mark(p, "mixed-precision", 4, 1, true);
+    progress_mark(p, "mixed-precision", 4, 1, false);
+    progress_set_step(p, "lab", 0);
+    progress_set_step(p, "collectives", 2);
+    progress_set_step(p, "a b", 1);                   /* a name that cannot be kept: ignored */
+    progress_mark(p, "mixed-precision", 64, 0, true); /* ignored */
+    ck_assert_int_eq(progress_count(p, "mixed-precision"), 3);
     ck_assert_int_eq(progress_save(p, path, &e), 0); /* creates state/scalelab */
     ck_assert_int_eq(count_files(dir), 1);           /* no temporary file left behind */
 
     ck_assert_int_eq(progress_load(q, path, &e), 0);
-    ck_assert_int_eq(q->current, 3);
-    ck_assert_int_eq(progress_step(q, 1), 5);
-    ck_assert_int_eq(progress_step(q, 3), 2);
-    ck_assert_int_eq(progress_step(q, 2), 0);
-    ck_assert(q->lessons[6].visited && !q->lessons[2].visited);
-    ck_assert(progress_correct(q, 1, 2, 0) && progress_correct(q, 1, 2, 31));
-    ck_assert(progress_correct(q, 1, 63, 3));
-    ck_assert(!progress_correct(q, 1, 4, 1));
-    ck_assert(!progress_correct(q, 1, 2, 1));
+    ck_assert_str_eq(q->current, "collectives");
+    ck_assert_int_eq(progress_step(q, "mixed-precision"), 5);
+    ck_assert_int_eq(progress_step(q, "collectives"), 2);
+    ck_assert_int_eq(progress_step(q, "checkpointing"), 0);
+    ck_assert(progress_of(q, "lab") && !progress_of(q, "checkpointing"));
+    ck_assert(progress_correct(q, "mixed-precision", 2, 0) &&
+              progress_correct(q, "mixed-precision", 2, 31));
+    ck_assert(progress_correct(q, "mixed-precision", 63, 3));
+    ck_assert(!progress_correct(q, "mixed-precision", 4, 1));
+    ck_assert(!progress_correct(q, "mixed-precision", 2, 1));
     ck_assert_int_eq(memcmp(p, q, sizeof *p), 0);
 
     /* the file is the documented text */
@@ -948,8 +949,54 @@ START_TEST(progress_round_trip)
     size_t n = fread(text, 1, sizeof text - 1, f);
     text[n] = '\0';
     fclose(f);
-    ck_assert_str_eq(text, "# scalelab progress 1\ncurrent 3\nlesson 1 step 5 correct 2.0 2.31 "
-                           "63.3\nlesson 3 step 2\nlesson 6 step 0\n");
+    ck_assert_str_eq(text, "# scalelab progress 2\ncurrent collectives\nlesson collectives step 2\n"
+                           "lesson lab step 0\nlesson mixed-precision step 5 correct 2.0 2.31 "
+                           "63.3\n");
+    free(p);
+    free(q);
+}
+END_TEST
+
+/* Saved progress is keyed by the lesson's name, so lessons can be renumbered: a file of
+ * version 1 (by file number, as the lessons were numbered then) is read under the names those
+ * numbers had, a number no lesson had kept under its digits, and saved as version 2. */
+START_TEST(progress_migrates_numbers_to_names)
+{
+    struct progress *p = malloc(sizeof *p);
+    struct error e = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s/progress", tmpdir);
+    const char *v1 = "# scalelab progress 1\ncurrent 6\nlesson 1 step 3 correct 0.0 2.1\n"
+                     "lesson 5 step 1\nlesson 6 step 2 correct 1.0\nlesson 9 step 4\n";
+    write_file(path, v1, strlen(v1));
+    ck_assert_int_eq(progress_load(p, path, &e), 0);
+    ck_assert_str_eq(p->current, "lab");
+    ck_assert_int_eq(progress_step(p, "mixed-precision"), 3);
+    ck_assert(progress_correct(p, "mixed-precision", 2, 1));
+    ck_assert_int_eq(progress_step(p, "zero"), 1);
+    ck_assert(progress_correct(p, "lab", 1, 0));
+    ck_assert_int_eq(progress_step(p, "9"), 4);
+    ck_assert_str_eq(progress_v1_name(3), "collectives");
+    ck_assert_ptr_null(progress_v1_name(7));
+    ck_assert_int_eq(progress_save(p, path, &e), 0);
+    FILE *f = fopen(path, "r");
+    char text[512] = "";
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    ck_assert_str_eq(text, "# scalelab progress 2\ncurrent lab\nlesson 9 step 4\n"
+                           "lesson lab step 2 correct 1.0\n"
+                           "lesson mixed-precision step 3 correct 0.0 2.1\nlesson zero step 1\n");
+    /* version 2 reads back the same; a lesson numbered anew keeps its progress under its name */
+    struct progress *q = malloc(sizeof *q);
+    ck_assert_int_eq(progress_load(q, path, &e), 0);
+    ck_assert_int_eq(memcmp(p, q, sizeof *p), 0);
+    /* names, not numbers, in version 2; forgetting one */
+    const char *v2 = "# scalelab progress 2\ncurrent 3\nlesson zero step 2\n";
+    write_file(path, v2, strlen(v2));
+    ck_assert_int_eq(progress_load(q, path, &e), 0);
+    ck_assert_str_eq(q->current, "3"); /* a name made of digits is a name */
+    progress_forget(q, "zero");
+    ck_assert_ptr_null(progress_of(q, "zero"));
     free(p);
     free(q);
 }
@@ -963,32 +1010,32 @@ START_TEST(progress_replaces_by_rename)
     snprintf(path, sizeof path, "%s/progress", tmpdir);
     snprintf(old, sizeof old, "%s/old", tmpdir);
     progress_init(p);
-    progress_set_step(p, 2, 1);
+    progress_set_step(p, "checkpointing", 1);
     ck_assert_int_eq(progress_save(p, path, &e), 0);
     /* A second name for the old file keeps its old content: the new one is a new file renamed
      * over the path, not the old file rewritten in place. */
     ck_assert_int_eq(link(path, old), 0);
     struct stat before, after;
     ck_assert_int_eq(stat(path, &before), 0);
-    progress_set_step(p, 2, 4);
+    progress_set_step(p, "checkpointing", 4);
     ck_assert_int_eq(progress_save(p, path, &e), 0);
     ck_assert_int_eq(stat(path, &after), 0);
     ck_assert(before.st_ino != after.st_ino);
     ck_assert_int_eq(progress_load(p, old, &e), 0);
-    ck_assert_int_eq(progress_step(p, 2), 1);
+    ck_assert_int_eq(progress_step(p, "checkpointing"), 1);
     ck_assert_int_eq(progress_load(p, path, &e), 0);
-    ck_assert_int_eq(progress_step(p, 2), 4);
+    ck_assert_int_eq(progress_step(p, "checkpointing"), 4);
     ck_assert_int_eq(count_files(tmpdir), 2);
 
     /* a folder that cannot be written: an error, the old file untouched */
     if (geteuid() != 0) {
         chmod(tmpdir, 0500);
-        progress_set_step(p, 2, 9);
+        progress_set_step(p, "checkpointing", 9);
         ck_assert_int_eq(progress_save(p, path, &e), ERR_IO);
         ck_assert_ptr_nonnull(strstr(e.msg, "cannot create a temporary file"));
         chmod(tmpdir, 0700);
         ck_assert_int_eq(progress_load(p, path, &e), 0);
-        ck_assert_int_eq(progress_step(p, 2), 4);
+        ck_assert_int_eq(progress_step(p, "checkpointing"), 4);
     }
     /* a path whose folder is a file */
     char bad[600];
@@ -1008,7 +1055,7 @@ START_TEST(progress_corrupt_is_fresh)
         const char *why;
     } bad[] = {
         {"", 0, ":1: the file is empty"},
-        {"garbage\n", 8, ":1: skipped 'garbage' (not '# scalelab progress 1')"},
+        {"garbage\n", 8, ":1: skipped 'garbage' (not '# scalelab progress 2')"},
         {"# scalelab progress 1\ncurrent x\n", 32, ":2: skipped 'current x' (not a progress line)"},
         {"# scalelab progress 1\nlesson 1 step 2 correct 1\n", 49, ":2: skipped"},
         {"# scalelab progress 1\nlesson 1 step 99\n", 39, ":2: skipped 'lesson 1 step 99'"},
@@ -1024,8 +1071,8 @@ START_TEST(progress_corrupt_is_fresh)
         struct error e = {0};
         write_file(path, bad[i].text, bad[i].len);
         ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_FRESH);
-        ck_assert_int_eq(p->current, -1);
-        ck_assert(!p->lessons[1].visited);
+        ck_assert_str_eq(p->current, "");
+        ck_assert(!p->lessons[0].name[0]);
         ck_assert_msg(strstr(e.msg, bad[i].why), "case %zu: %s", i, e.msg);
     }
     /* a very long line */
@@ -1059,10 +1106,10 @@ START_TEST(progress_keeps_valid_lines)
         ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_PARTIAL);
         ck_assert_msg(strstr(e.msg, "progress:4: skipped"), "case %zu: %s", i, e.msg);
         ck_assert_ptr_nonnull(strstr(e.msg, "; the file will be kept as progress.bad"));
-        ck_assert_int_eq(p->current, 3);
-        ck_assert_int_eq(progress_step(p, 3), 3);
-        ck_assert(progress_correct(p, 3, 3, 0));
-        ck_assert(!p->lessons[9].visited && !p->lessons[4].visited);
+        ck_assert_str_eq(p->current, "collectives");
+        ck_assert_int_eq(progress_step(p, "collectives"), 3);
+        ck_assert(progress_correct(p, "collectives", 3, 0));
+        ck_assert(!progress_of(p, "9") && !progress_of(p, "scaling"));
         ck_assert(p->unreadable);
     }
     /* the line in full in the message, and the others counted */
@@ -1072,10 +1119,10 @@ START_TEST(progress_keeps_valid_lines)
     ck_assert_ptr_nonnull(strstr(e.msg, ":2: skipped 'lesson 9 step zz' (not a progress line)"));
     ck_assert_ptr_nonnull(
         strstr(e.msg, "; 2 more lines skipped; the file will be kept as progress.bad"));
-    ck_assert_int_eq(progress_step(p, 2), 1);
+    ck_assert_int_eq(progress_step(p, "checkpointing"), 1);
 
     /* the first save keeps the file as it was beside it; later saves do not touch that copy */
-    progress_set_step(p, 2, 2);
+    progress_set_step(p, "checkpointing", 2);
     ck_assert_int_eq(progress_save(p, path, &e), 0);
     ck_assert(!p->unreadable);
     FILE *f = fopen(bad, "r");
@@ -1084,12 +1131,12 @@ START_TEST(progress_keeps_valid_lines)
     text[fread(text, 1, sizeof text - 1, f)] = '\0';
     fclose(f);
     ck_assert_str_eq(text, "# scalelab progress 1\nlesson 9 step zz\nlesson 2 step 1\nzz\nyy\n");
-    progress_set_step(p, 2, 3);
+    progress_set_step(p, "checkpointing", 3);
     ck_assert_int_eq(progress_save(p, path, &e), 0);
     ck_assert_int_eq(access(bad1, F_OK), -1);
     ck_assert_int_eq(progress_load(p, path, &e), 0);
-    ck_assert_int_eq(progress_step(p, 2), 3);
-    ck_assert_int_eq(progress_step(p, 3), 0); /* that file had no lesson 3 */
+    ck_assert_int_eq(progress_step(p, "checkpointing"), 3);
+    ck_assert_int_eq(progress_step(p, "collectives"), 0); /* that file had no lesson 3 */
 
     /* another bad file later: kept with a number, progress.bad stays as it was */
     const char *one = "# scalelab progress 1\nlesson 5 step 1\nnonsense\n";
@@ -1102,7 +1149,7 @@ START_TEST(progress_keeps_valid_lines)
     fclose(f);
     ck_assert_ptr_nonnull(strstr(text, "lesson 9 step zz"));
     ck_assert_int_eq(progress_load(p, path, &e), 0);
-    ck_assert_int_eq(progress_step(p, 5), 1);
+    ck_assert_int_eq(progress_step(p, "zero"), 1);
 
     /* a file over the size limit is not read, and kept */
     unlink(bad);
@@ -1533,7 +1580,9 @@ START_TEST(shipped_lessons)
                                          "Data parallelism and ZeRO memory"};
     static const int minutes[] = {40, 35, 45, 45, 40, 0};
     for (size_t i = 0; i < n; i++) {
-        ck_assert_int_eq(v[i]->number, (int)i + 1);
+        /* lessons 1 to 5, the Lab last (90: new lessons are numbered before it) */
+        ck_assert_int_eq(v[i]->number, i + 1 < n ? (int)i + 1 : 90);
+        ck_assert((i + 1 == n) == !strcmp(v[i]->name, LESSON_LAB));
         ck_assert_str_eq(v[i]->title, titles[i]);
         ck_assert_int_eq(v[i]->minutes, minutes[i]);
         ck_assert_uint_ge(v[i]->noutcomes, 2);
@@ -1619,6 +1668,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(t, setup_tmp, teardown_tmp);
     tcase_add_test(t, cut_lesson_is_an_error);
     tcase_add_test(t, progress_round_trip);
+    tcase_add_test(t, progress_migrates_numbers_to_names);
     tcase_add_test(t, progress_replaces_by_rename);
     tcase_add_test(t, progress_corrupt_is_fresh);
     tcase_add_test(t, progress_keeps_valid_lines);

@@ -371,9 +371,9 @@ static double ref_loss(const struct gpt_config *c, const double *p, const int32_
  * through the residual alone, and the kept choice keeps the weight it had. */
 static void check_gradients(struct gpt_config c, const char *ckpt, int B)
 {
-    struct gpt_ckpt pol;
+    struct ckpt_policy pol;
     struct gpt *g = NULL;
-    ck_assert_int_eq(gpt_ckpt_parse(ckpt, &pol, NULL), 0);
+    ck_assert_int_eq(ckpt_parse(ckpt, &pol, NULL), 0);
     struct error e = {0};
     ck_assert_msg(gpt_new(&g, &c, B, FP_FP32, &pol, NULL, &e) == 0, "%s", e.msg);
     size_t n = gpt_nparams(g);
@@ -441,9 +441,9 @@ START_TEST(checkpointing_gives_the_same_bits)
     float *first = NULL;
     size_t n = gpt_param_count(&c);
     for (int i = 0; i < 4; i++) {
-        struct gpt_ckpt p;
+        struct ckpt_policy p;
         struct gpt *g = NULL;
-        ck_assert_int_eq(gpt_ckpt_parse(pol[i], &p, NULL), 0);
+        ck_assert_int_eq(ckpt_parse(pol[i], &p, NULL), 0);
         ck_assert_int_eq(gpt_new(&g, &c, 2, FP_BF16, &p, NULL, NULL), 0);
         int32_t tok[16], tgt[16];
         random_batch(&c, 2, tok, tgt);
@@ -510,20 +510,18 @@ START_TEST(activation_peak_is_predicted)
                     struct gpt_config c = moe_cfg(every, cap ? 1.25 : 0);
                     c.layers = 3;
                     struct model_shape m = moe_shape(3, every, c.moe.capacity_factor);
-                    struct gpt_ckpt p;
+                    struct ckpt_policy p;
                     struct gpt *g = NULL;
                     enum fp_format f = fmt ? FP_BF16 : FP_FP32;
-                    ck_assert_int_eq(gpt_ckpt_parse(pol[i], &p, NULL), 0);
+                    ck_assert_int_eq(ckpt_parse(pol[i], &p, NULL), 0);
                     ck_assert_int_eq(gpt_new(&g, &c, 3, f, &p, NULL, NULL), 0);
                     int32_t tok[24], tgt[24];
                     random_batch(&c, 3, tok, tgt);
                     random_params(&c, gpt_params(g), 5);
                     gpt_step(g, tok, tgt, 1.0f, NULL);
                     struct activ_config ac = {3, 8, 1, false, fmt ? 2 : 4};
-                    struct activ_policy ap;
-                    struct activ_total at;
-                    ck_assert_int_eq(activ_parse_policy(pol[i], &ap, NULL), 0);
-                    activ_total(&m, &ac, &ap, 3, true, true, &at);
+                    struct activ_total at; /* the model's policy is the calculator's */
+                    activ_total(&m, &ac, &p, 3, true, true, &at);
                     ck_assert_msg((double)gpt_mem_bytes(g, GPT_MEM_ACTIVATIONS) == at.peak,
                                   "every %d capacity %d %s %s: measured %zu, predicted %.0f", every,
                                   cap, fmt ? "bf16" : "fp32", pol[i],

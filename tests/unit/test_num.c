@@ -583,6 +583,39 @@ static size_t exp_mismatches(int w, const float *x, const float *y, size_t n)
  * with special inputs among ordinary ones, and at every length of a last partial group. Exact,
  * since the model's results must not change by a bit whichever of them computes them. (All
  * 2^32 inputs agreed while writing exp.c; a stride keeps this test to seconds under TSan.) */
+/* The training's storage (fp_pack_n, fp_unpack_n): each format's codes are its bulk
+ * conversion's, fp32 is a copy, in place too; unpacking a pack gives the rounded values. */
+START_TEST(pack_is_the_formats_storage)
+{
+    enum { N = 1001 };
+    float x[N], y[N], r[N];
+    uint16_t want[N], got[N];
+    struct rng g;
+    rng_seed(&g, 11, 0);
+    for (size_t i = 0; i < N; i++)
+        x[i] = i % 3 ? (float)(rng_normal(&g) * 1e2) : f32((uint32_t)rng_u64(&g));
+    for (int k = 0; k < 2; k++) {
+        enum fp_format f = k ? FP_BF16 : FP_FP16;
+        if (f == FP_FP16)
+            fp16_from_f32_n(want, x, N);
+        else
+            bf16_from_f32_n(want, x, N);
+        fp_pack_n(f, got, x, N);
+        EXPECT(memcmp(want, got, sizeof want) == 0);
+        fp_unpack_n(f, y, got, N);
+        fp_round_n(f, r, x, N);
+        for (size_t i = 0; i < N; i++)
+            EXPECT_EQ(bits(y[i]), bits(r[i]));
+    }
+    memcpy(y, x, sizeof y);
+    fp_pack_n(FP_FP32, y + 1, y, N - 1); /* overlapping: a move */
+    for (size_t i = 1; i < N; i++)
+        EXPECT_EQ(bits(y[i]), bits(x[i - 1]));
+    fp_unpack_n(FP_FP32, r, x, N);
+    EXPECT(memcmp(r, x, sizeof r) == 0);
+}
+END_TEST
+
 START_TEST(exp_n_is_expf_bit_for_bit)
 {
     enum { M = 4096 };
@@ -740,6 +773,7 @@ int main(void)
     tcase_add_test(tc, step_moves_one_ulp);
     tcase_add_test(tc, info_values);
     tcase_add_test(tc, bulk_agrees_with_scalar);
+    tcase_add_test(tc, pack_is_the_formats_storage);
     tcase_add_test(tc, exp_n_is_expf_bit_for_bit);
     tcase_add_test(tc, exp_neg_n_is_expf_of_the_negation);
     tcase_add_test(tc, matches_reference_on_random_patterns);

@@ -604,7 +604,8 @@ static void hints_essentials(const struct panel_ops *p, int cols, const char *wh
     struct hint h[HINTS_MAX];
     struct hint_place at[HINTS_MAX];
     char buf[HINTS_MAX][24];
-    struct hint_state hs = {.question = true, .next_view = "checkpoint", .panel = p};
+    struct hint_state hs = {
+        .question = true, .next_view = "checkpoint", .panel = p, .tab_keys = "1-5 L"};
     int n = hints_list(&hs, h, buf), rows = 1;
     if (hints_place(h, n, cols, 1, 14 /* "playing 1/8x" */, at) < n) {
         /* as the window does: without what the screen shows elsewhere, then on two rows */
@@ -643,7 +644,10 @@ START_TEST(lesson_steps)
     const struct lesson *l = lessons[step_lesson[_i]];
     int st = step_index[_i];
     const struct lesson_panel *lp = lesson_step_panel(l, (size_t)st);
-    const struct panel_ops *p = panel_find(lp ? lp->name : ui_tabs[l->number - 1].panel);
+    const struct lesson_panel *first = lp; /* before any: the tab's first (ui/tabs.h) */
+    for (size_t k = 0; !first && k <= l->nsteps; k++)
+        first = k ? l->steps[k - 1].panel : l->panel;
+    const struct panel_ops *p = panel_find(first->name);
     ck_assert_ptr_nonnull(p);
     int e = 0;
     while (e < (int)(sizeof essentials / sizeof essentials[0]) &&

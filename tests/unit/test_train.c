@@ -121,9 +121,9 @@ static double ref_loss(const struct gpt_config *c, const double *p, const int32_
 
 static struct gpt *new_model(const struct gpt_config *c, int B, enum fp_format f, const char *ck)
 {
-    struct gpt_ckpt p;
+    struct ckpt_policy p;
     struct gpt *g = NULL;
-    ck_assert_int_eq(gpt_ckpt_parse(ck, &p, NULL), 0);
+    ck_assert_int_eq(ckpt_parse(ck, &p, NULL), 0);
     ck_assert_int_eq(gpt_new(&g, c, B, f, &p, NULL, NULL), 0);
     return g;
 }
@@ -267,9 +267,9 @@ START_TEST(checkpoint_memory_equals_calculator)
             struct gpt *g = new_model(&c, B, fmt, policies[k]);
             gpt_init_params(&c, 1, gpt_params(g));
             gpt_step(g, tok, tgt, 1.0f, NULL);
-            struct activ_policy pol;
+            struct ckpt_policy pol;
             struct activ_total tot;
-            ck_assert_int_eq(activ_parse_policy(policies[k], &pol, NULL), 0);
+            ck_assert_int_eq(ckpt_parse(policies[k], &pol, NULL), 0);
             activ_total(&tiny, &ac, &pol, c.layers, true, true, &tot);
             ck_assert_msg((double)gpt_mem_bytes(g, GPT_MEM_ACTIVATIONS) == tot.peak,
                           "%s %s: measured %zu, calculator %.0f", policies[k], f ? "bf16" : "fp32",
@@ -352,9 +352,9 @@ START_TEST(seam_calls_are_known_before_the_run)
                                      .charge = count_charge,
                                      .compute = count_compute,
                                      .ctx = &n};
-            struct gpt_ckpt p;
+            struct ckpt_policy p;
             struct gpt *g = NULL;
-            ck_assert_int_eq(gpt_ckpt_parse(pols[k], &p, NULL), 0);
+            ck_assert_int_eq(ckpt_parse(pols[k], &p, NULL), 0);
             ck_assert_int_eq(gpt_new(&g, &c, B, fmt, &p, &seam, NULL), 0);
             ck_assert_int_eq(n.buffers, GPT_BUFFERS);
             size_t total = 0;
@@ -826,12 +826,12 @@ START_TEST(options_are_checked)
     o.inject[o.ninject++] = (struct train_inject){TRAIN_INJECT_NAN, 301, 1, 0};
     ck_assert_int_eq(train_opts_check(&o, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "--inject"));
-    struct gpt_ckpt p;
-    ck_assert_int_eq(gpt_ckpt_parse("every:0", &p, &e), ERR_INVAL);
-    ck_assert_int_eq(gpt_ckpt_parse("most", &p, &e), ERR_INVAL);
-    ck_assert_int_eq(gpt_ckpt_parse("sqrt", &p, &e), 0);
-    ck_assert_int_eq(gpt_ckpt_segment(&p, 4), 2);
-    ck_assert_int_eq(gpt_ckpt_segment(&p, 10), 4);
+    struct ckpt_policy p;
+    ck_assert_int_eq(ckpt_parse("every:0", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(ckpt_parse("most", &p, &e), ERR_INVAL);
+    ck_assert_int_eq(ckpt_parse("sqrt", &p, &e), 0);
+    ck_assert_int_eq(ckpt_segment(&p, 4), 2);
+    ck_assert_int_eq(ckpt_segment(&p, 10), 4);
     struct gpt_config bad = small_cfg;
     bad.heads = 3;
     ck_assert_int_eq(gpt_config_check(&bad, &e), ERR_INVAL);
@@ -877,6 +877,122 @@ END_TEST
 
 /* The shard plan: units and pieces partition the padded buffer, buckets come in the order
  * the backward pass completes them, chunk edges follow the shards. */
+/* The grid (par/layout.h): Megatron-LM's numbering, tensor-parallel rank innermost, the stage
+ * outermost; each GPU's place gives back its rank; a group along an axis is the GPUs that
+ * differ from it there only, in the order of that coordinate; the model's layers split over
+ * the stages (and the interleaved schedule's chunks). */
+START_TEST(layout_places_ranks_and_groups)
+{
+    struct train_opts o;
+    train_opts_default(&o);
+    ck_assert_int_eq(train_shape("tiny", &o.shape, NULL), 0);
+    o.tp = 2, o.pp = 2, o.gpus = 12, o.micro_batches = 2, o.batch = 12;
+    ck_assert_int_eq(layout_dp(&o), 3);
+    ck_assert_int_eq(layout_check(&o, NULL), 0);
+    for (int r = 0; r < o.gpus; r++) {
+        struct layout_place pl;
+        layout_place(&o, r, 1, &pl);
+        ck_assert_int_eq(pl.rank, r);
+        ck_assert_int_eq(pl.tprank, r % 2);
+        ck_assert_int_eq(pl.dprank, r / 2 % 3);
+        ck_assert_int_eq(pl.stage, r / 6);
+        ck_assert_int_eq(pl.micro, 12 / (3 * 2));
+        ck_assert_int_eq(pl.part.first, pl.stage * o.shape.layers / 2);
+        ck_assert(pl.part.embed == (pl.stage == 0) && pl.part.head == (pl.stage == 1));
+        for (int a = 0; a < LAYOUT_AXES; a++) {
+            ck_assert_int_eq(layout_rank(&pl, a, pl.at[a]), r);
+            int g[TRAIN_MAX_GPUS];
+            layout_group(&pl, a, g);
+            for (int i = 0; i < pl.size[a]; i++) {
+                struct layout_place q;
+                layout_place(&o, g[i], 1, &q);
+                for (int b = 0; b < LAYOUT_AXES; b++)
+                    ck_assert_int_eq(q.at[b], b == a ? i : pl.at[b]);
+            }
+        }
+    }
+    struct layout_place pl; /* the tensor-parallel group is consecutive, the data-parallel one
+                               strides by tp, the pipeline's by dp x tp */
+    int g[TRAIN_MAX_GPUS];
+    layout_place(&o, 9, 1, &pl);
+    layout_group(&pl, LAYOUT_TP, g);
+    ck_assert(g[0] == 8 && g[1] == 9);
+    layout_group(&pl, LAYOUT_DP, g);
+    ck_assert(g[0] == 7 && g[1] == 9 && g[2] == 11);
+    layout_group(&pl, LAYOUT_PP, g);
+    ck_assert(g[0] == 3 && g[1] == 9);
+    /* interleaved, one data-parallel copy: chunk c of stage s is virtual stage c pp + s */
+    o.gpus = 4, o.batch = 4, o.micro_batches = 2, o.schedule = SCHED_INTERLEAVED, o.chunks = 2;
+    ck_assert_int_eq(layout_chunks(&o), 2);
+    layout_place(&o, 3, 1, &pl); /* stage 1 (tp 2) */
+    struct gpt_part part;
+    layout_chunk_part(&o, &pl, 1, 1, &part);
+    ck_assert_int_eq(part.first, 3 * o.shape.layers / 4);
+    ck_assert(part.head && !part.embed);
+    o.gpus = 6; /* tp x pp does not divide it */
+    struct error e = {0};
+    ck_assert_int_eq(layout_check(&o, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "does not divide the 6 GPUs"));
+}
+END_TEST
+
+/* The run's settings table (par/settings.h): each default its help states is the lab's
+ * default, a panel's name ('_' for '-', the older aliases) reads the same setting with the
+ * same bounds as train's option, and precision takes num/fp.h's names for the formats a run
+ * trains in. */
+START_TEST(settings_table_states_its_defaults_and_bounds)
+{
+    struct train_opts lab, o;
+    ck_assert_int_eq(train_opts_lab(&lab, NULL), 0);
+    ck_assert(lab.lr == TRAIN_LAB_LR && lab.scaling == TRAIN_SCALE_NONE);
+    int stated = 0;
+    for (const struct setting *st = train_settings; st->name; st++) {
+        const char *d = strstr(st->help, "(default ");
+        if (!d)
+            continue;
+        d += strlen("(default ");
+        char v[32];
+        size_t n = 0;
+        while (d[n] && !strchr(";:)", d[n]) && !(d[n] == ',' && d[n + 1] == ' ') && n < 31)
+            n++;
+        memcpy(v, d, n);
+        v[n] = 0;
+        memcpy(&o, &lab, sizeof o);
+        struct error e = {0};
+        ck_assert_msg(settings_set(&o, st->name, v, &e) == 0, "%s %s: %s", st->name, v, e.msg);
+        ck_assert_msg(memcmp(&o, &lab, sizeof o) == 0,
+                      "--%s: the help's default %s is not the lab's", st->name, v);
+        stated++;
+    }
+    ck_assert_int_ge(stated, 20);
+    /* one reader for train and the panels: names, aliases, bounds */
+    struct error e = {0};
+    memcpy(&o, &lab, sizeof o);
+    ck_assert_int_eq(settings_set(&o, "micro_batches", "4", &e), 0);
+    ck_assert_int_eq(o.micro_batches, 4);
+    ck_assert_int_eq(settings_set(&o, "scale", "1024", &e), 0);
+    ck_assert(o.scaling == TRAIN_SCALE_STATIC && o.scale == 1024);
+    ck_assert_int_eq(settings_set(&o, "growth", "20", &e), 0);
+    ck_assert_int_eq(o.growth_interval, 20);
+    ck_assert_int_eq(settings_set(&o, "policy", "every:2", &e), 0);
+    ck_assert(o.ckpt.kind == CKPT_EVERY && o.ckpt.every == 2);
+    ck_assert_int_eq(settings_set(&o, "init_scale", "3.4e38", &e), 0);
+    ck_assert_int_eq(settings_set(&o, "init-scale", "3.5e38", &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "init-scale must be > 0 and finite in fp32"));
+    ck_assert_int_eq(settings_set(&o, "precision", "fp8_e4m3", &e), ERR_INVAL);
+    ck_assert_int_eq(settings_set(&o, "precision", "bf16", &e), 0);
+    ck_assert_int_eq(o.precision, FP_BF16);
+    ck_assert_int_eq(settings_set(&o, "sequence_parallel", "on", &e), 0);
+    ck_assert(o.sp);
+    ck_assert_int_eq(settings_set(&o, "clip", "none", &e), 0);
+    ck_assert_int_eq(settings_set(&o, "clip", "0", &e), ERR_INVAL);
+    ck_assert_int_eq(settings_set(&o, "batch", "0", &e), ERR_INVAL);
+    ck_assert_int_eq(settings_set(&o, "colour", "red", &e), ERR_INVAL);
+    ck_assert_int_eq(train_scaling_for(FP_FP16), TRAIN_SCALE_DYNAMIC);
+    ck_assert_int_eq(train_scaling_for(FP_BF16), TRAIN_SCALE_NONE);
+}
+END_TEST
+
 START_TEST(shard_plan_partitions_the_buffer)
 {
     struct gpt_config c = small_cfg;
@@ -1014,8 +1130,8 @@ START_TEST(parts_compose_into_the_whole_model)
             size_t mt = (size_t)mb * T;
             struct gpt_part p0 = {0, 1, true, false, M, 1, 0, false},
                             p1 = {1, 1, false, true, M, 1, 0, false};
-            struct gpt_ckpt pol;
-            ck_assert_int_eq(gpt_ckpt_parse(pols[k], &pol, NULL), 0);
+            struct ckpt_policy pol;
+            ck_assert_int_eq(ckpt_parse(pols[k], &pol, NULL), 0);
             struct gpt *a = NULL, *b = NULL;
             ck_assert_int_eq(gpt_new_part(&a, &c, mb, FP_FP32, &pol, NULL, &p0, NULL), 0);
             ck_assert_int_eq(gpt_new_part(&b, &c, mb, FP_FP32, &pol, NULL, &p1, NULL), 0);
@@ -1210,22 +1326,24 @@ END_TEST
  * accept and refuse the same names, and agree on the segment length. */
 START_TEST(model_and_calculator_share_the_policy_names)
 {
+    /* One type for the model, the trainer's settings and the calculator (base/ckpt.h): a
+     * policy's name reads back as itself, and the model's segments are the calculator's
+     * every:K equivalent, at most the layers it has. */
     const char *const names[] = {"none",      "full",    "every:1", "every:3", "every:07", "sqrt",
                                  "selective", "every:0", "every:",  "every:x", "some",     ""};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        struct gpt_ckpt g;
-        struct activ_policy a;
-        struct error e1 = {0}, e2 = {0};
-        int rg = gpt_ckpt_parse(names[i], &g, &e1), ra = activ_parse_policy(names[i], &a, &e2);
-        ck_assert_int_eq(rg, ra);
-        ck_assert_str_eq(e1.msg, e2.msg);
-        if (rg)
+        struct ckpt_policy a, b;
+        struct error e1 = {0};
+        int ra = ckpt_parse(names[i], &a, &e1);
+        ck_assert_int_eq(ra != 0, i >= 7);
+        if (ra)
             continue;
         char buf[24];
-        ck_assert_str_eq(g.name, activ_policy_name(buf, sizeof buf, &a));
+        ck_assert_int_eq(ckpt_parse(ckpt_name(buf, sizeof buf, &a), &b, NULL), 0);
+        ck_assert(a.kind == b.kind && a.every == b.every);
         for (int layers = 1; layers <= 10; layers++) {
-            int k = activ_policy_every(&a, layers);
-            ck_assert_int_eq(gpt_ckpt_segment(&g, layers), k < layers ? k : layers);
+            int k = ckpt_every(&a, layers);
+            ck_assert_int_eq(ckpt_segment(&a, layers), k < layers ? k : layers);
         }
     }
 }
@@ -1257,6 +1375,8 @@ int main(void)
     tcase_add_test(tc, options_are_checked);
     tcase_add_test(tc, training_panel_runs_its_worker);
     tcase_add_test(tc, training_panel_keys_act_on_the_next_step_shown);
+    tcase_add_test(tc, layout_places_ranks_and_groups);
+    tcase_add_test(tc, settings_table_states_its_defaults_and_bounds);
     tcase_add_test(tc, shard_plan_partitions_the_buffer);
     tcase_add_test(tc, zero_stages_hold_the_same_weights);
     tcase_add_test(tc, parts_compose_into_the_whole_model);

@@ -23,6 +23,7 @@
 #include "ui/panel.h"
 #include "ui/panels.h"
 #include "ui/plot.h"
+#include "ui/tabs.h"
 #include "ui/steppanel.h"
 #include "ui/theme.h"
 #include "lesson/lesson.h"
@@ -551,8 +552,73 @@ START_TEST(panels_keep_the_contract)
         p->fini(st);
     }
     ck_assert_int_ge(n, 7); /* one per tab at least, and lesson 1's training panel */
-    for (int t = 0; t < UI_TABS; t++)
-        ck_assert_msg(panel_find(ui_tabs[t].panel), "tab %d's panel %s", t, ui_tabs[t].panel);
+    /* every tab (a lesson file) opens on a panel there is */
+    char **paths;
+    size_t np;
+    struct error e = {0};
+    ck_assert_int_eq(lesson_paths(NULL, &paths, &np, &e), 0);
+    for (size_t t = 0; t < np; t++) {
+        struct lesson *l;
+        ck_assert_int_eq(lesson_load(paths[t], &l, &e), 0);
+        int named = 0; /* the tab's panels are those its lesson names */
+        for (size_t i = 0; i <= l->nsteps; i++) {
+            const struct lesson_panel *lp = i ? l->steps[i - 1].panel : l->panel;
+            ck_assert_msg(!lp || panel_find(lp->name), "%s names a panel there is", paths[t]);
+            named += lp != NULL;
+        }
+        ck_assert_msg(named > 0, "%s names its panel", paths[t]);
+        lesson_free(l);
+    }
+    lesson_free_strings(paths, np);
+}
+END_TEST
+
+/* The tabs are the lessons folder's files (ui/tabs.h): a lesson numbered 6 goes before the Lab
+ * (90-lab.lesson) with key 6, and the keys the hints and the help name follow. */
+START_TEST(tabs_come_from_the_lesson_list)
+{
+    char **paths;
+    size_t n;
+    struct error e = {0};
+    ck_assert_int_eq(lesson_paths(NULL, &paths, &n, &e), 0);
+    struct ui_tab t[UI_MAX_TABS + 1];
+    int k = 0;
+    for (size_t i = 0; i < n && k < UI_MAX_TABS; i++) {
+        struct lesson *l = NULL;
+        lesson_load(paths[i], &l, NULL);
+        tabs_make(l, paths[i], &t[k++]);
+        lesson_free(l);
+    }
+    lesson_free_strings(paths, n);
+    ck_assert_int_eq(k, 6);
+    ck_assert_str_eq(t[0].label, "1 Mixed precision");
+    ck_assert_str_eq(t[0].full, "1 Precision");
+    ck_assert_str_eq(t[0].brief, "1 Prec");
+    ck_assert_str_eq(t[0].name, "mixed-precision");
+    ck_assert(t[5].lab && !strcmp(t[5].key, "L") && !strcmp(t[5].label, "L Lab"));
+    char keys[16], what[48];
+    tabs_keys(t, k, keys, sizeof keys, what, sizeof what);
+    ck_assert_str_eq(keys, "1-5 L");
+    ck_assert_str_eq(what, "lesson 1-5, the Lab");
+    /* a sixth lesson, its file numbered 06: before the Lab, key 6; without @tab its short name */
+    struct lesson *l;
+    const char *text = "@title Context parallelism\n@short Context\n@duration 30 min\n"
+                       "@outcome split the sequence\n@step One\ntext\n@end\n";
+    ck_assert_int_eq(lesson_parse_string("lessons/06-context.lesson", text, strlen(text), &l, &e),
+                     0);
+    t[6] = t[5];
+    tabs_make(l, "lessons/06-context.lesson", &t[5]);
+    lesson_free(l);
+    ck_assert_str_eq(t[5].key, "6");
+    ck_assert_str_eq(t[5].name, "context");
+    ck_assert_str_eq(t[5].full, "6 Context");
+    ck_assert_str_eq(t[5].brief, "6 Cont");
+    tabs_keys(t, 7, keys, sizeof keys, what, sizeof what);
+    ck_assert_str_eq(keys, "1-6 L");
+    ck_assert_str_eq(what, "lesson 1-6, the Lab");
+    /* a lesson that could not be read: its file's name */
+    tabs_make(NULL, "lessons/07-broken.lesson", &t[0]);
+    ck_assert_str_eq(t[0].label, "07-broken.lesson");
 }
 END_TEST
 
@@ -820,7 +886,7 @@ END_TEST
  * fail without touching the settings, and reset to what the lesson set. */
 struct knob_test {
     int n, z;
-    struct activ_policy ckpt;
+    struct ckpt_policy ckpt;
     double mem;
 };
 
@@ -852,7 +918,7 @@ START_TEST(knobs_from_a_table)
     static const struct knob_letter letters[] = {{'f', 0, -1}, {0, 0, 0}};
     static const struct knobs_spec spec = {
         .knobs = table, .count = 4, .letters = letters, .who = "t", .title = "the test panel"};
-    struct knob_test s = {8, 0, {ACTIV_NONE, 0}, 80 * 1073741824.0}, start = s;
+    struct knob_test s = {8, 0, {CKPT_NONE, 0}, 80 * 1073741824.0}, start = s;
     struct knobs ks;
     knobs_init(&ks, &spec, &s, &start, sizeof s, &log);
     struct error e = {0};
@@ -1147,6 +1213,11 @@ int main(void)
     tcase_add_test(tc, knobs_from_a_table);
     tcase_add_test(tc, calculator_panel_knobs);
     suite_add_tcase(s, tc);
+    /* the lessons read from their files: seconds under the sanitizers on a busy machine */
+    TCase *tl = tcase_create("tabs");
+    tcase_set_timeout(tl, 60);
+    tcase_add_test(tl, tabs_come_from_the_lesson_list);
+    suite_add_tcase(s, tl);
     /* every step of every lesson, its panel opened twice: slow under the sanitizers */
     TCase *steps = tcase_create("steps");
     tcase_set_timeout(steps, 300);

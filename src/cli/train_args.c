@@ -1,0 +1,258 @@
+/* scalelab train's options: its own (the model, the output, the cluster, --dp, --fail, ...)
+ * and a run's settings, read by their table (par/settings.h) into the run's options; then the
+ * checks between them, the layout's, and the host's memory (cli/train.h). */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/units.h"
+#include "calc/preset.h"
+#include "cli/calcargs.h"
+#include "cli/command.h"
+#include "cli/opts.h"
+#include "cli/train.h"
+#include "par/settings.h"
+
+/* The command's struct a parser's field belongs to. */
+static struct train_args *args_of(const struct opt_entry *o, void *field)
+{
+    return (struct train_args *)(void *)((char *)field - o->field);
+}
+
+/* A run's setting, read by the table of par/settings.h into the run's options. */
+static int parse_setting(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    struct train_args *r = args_of(o, field);
+    const struct setting *s = settings_find(o->opt.name);
+    char said[64];
+    snprintf(said, sizeof said, "--%s", o->opt.name);
+    r->given |= 1ull << (s - train_settings);
+    return s->parse(s, said, arg, &r->o, e);
+}
+
+static bool given(const struct train_args *r, const char *name)
+{
+    return r->given >> (settings_find(name) - train_settings) & 1;
+}
+
+static int parse_model(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    int rc = preset_load_model(arg, field, e);
+    if (rc)
+        error_prefix(e, "--%s", o->opt.name);
+    return rc;
+}
+
+static int parse_fail(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    struct train_opts *t = field;
+    long long step;
+    (void)o;
+    int rc = opts_gpu_at(arg, TRAIN_MAX_GPUS - 1, 1, TRAIN_MAX_STEPS, &t->fail_gpu, &step, e);
+    if (!rc)
+        t->fail_step = (long)step;
+    return rc;
+}
+
+#define A struct train_args
+/* train's own options: the model first, the run's settings (par/settings.h), then these */
+static const struct opt_entry model_option =
+    OPT_WITH("model", "NAME|FILE", parse_model, A, shape,
+             "a swiglu preset or INI file (default " TRAIN_LAB_MODEL ")");
+static const struct opt_entry own_options[] = {
+    OPT_FLAG("json", A, json, "one JSON object per step, then {\"summary\": {...}}"),
+    OPT_FLAG("summary", A, summary_only,
+             "with --json, only the summary object (one JSON document)"),
+    OPT_WITH("cluster", "NAME|FILE", opts_str, A, cluster,
+             "the simulated GPU's preset (default " PRESET_CLUSTER "): its memory and\n"
+             "peak FLOP/s set the ledger's capacity and the simulated time"),
+    OPT_WITH("trace", "FILE", opts_str, A, trace,
+             "Chrome trace-event JSON of the run (Perfetto): compute per\n"
+             "layer, memory (total and live activations), steps, non-finite\n"
+             "values, in simulated time. Complete: its events are counted from\n"
+             "the run's shape before it starts; a run of more than 2,000,000\n"
+             "events is refused (exit 2): tiny traces 34,000 to 47,000 steps"),
+    OPT_WITH("dump", "DIR", opts_str, A, dump,
+             "write model.ini, params.f32, tokens.i32, targets.i32, loss.txt and\n"
+             "grads.f32 of step 1 (little-endian; gradients of the mean loss,\n"
+             "unscaled and before clipping, gathered from every GPU) to check\n"
+             "against PyTorch; with experts, train.ini holds --aux-loss-coef"),
+    OPT_WITH("fail", "GPU@STEP", parse_fail, A, o,
+             "that GPU fails in that step's gradient sync: the run ends (exit 1)"),
+    OPT_WITH("nodes", "K", opts_str, A, nodes,
+             "the GPUs split evenly over K nodes (inter-node links between them)"),
+    OPT_INT("dp", "D", A, dp, 1, TRAIN_MAX_GPUS,
+            "data-parallel copies (the run has D x T x P GPUs; or give\n"
+            "--gpus N, N = D x T x P); GPU r is stage r / (D T)"),
+    OPT_END,
+};
+
+static struct opt_entry options[OPTS_MAX + 1];
+
+/* The table: --model, a line per run setting read by parse_setting, train's own options; made
+ * before main runs, as a table written out would be. */
+__attribute__((constructor)) static void build_options(void)
+{
+    size_t n = 0;
+    options[n++] = model_option;
+    for (const struct setting *s = train_settings; s->name && n < OPTS_MAX; s++)
+        options[n++] = (struct opt_entry){.opt = {.name = s->name, .has_arg = s->arg != NULL},
+                                          .arg = s->arg,
+                                          .parse = parse_setting,
+                                          .field = offsetof(A, o),
+                                          .help = s->help,
+                                          .flags = s->repeat ? OPT_REPEAT : 0};
+    for (const struct opt_entry *o = own_options; o->opt.name && n < OPTS_MAX; o++)
+        options[n++] = *o;
+}
+#undef A
+
+const struct opts_spec opts_train = {"train", options, NULL, NULL};
+
+/* The mixture-of-experts settings given (read into the run's shape, over the lab's) onto the
+ * model --model names: the calculator's shape and the model's, so the prediction is of the
+ * model that runs; what goes with experts needs them. 0, or the exit status. */
+static int configure_moe(struct train_args *r)
+{
+    struct model_shape *m = &r->shape;
+    const struct gpt_moe *set = &r->o.shape.moe;
+    if (given(r, "experts")) {
+        if (!m->experts) /* a dense preset turned into a mixture: Mixtral's k by default */
+            m->top_k = 2, m->moe_every = 1;
+        m->experts = set->experts;
+    }
+    const char *lone = given(r, "top-k")             ? "--top-k"
+                       : given(r, "moe-every")       ? "--moe-every"
+                       : given(r, "capacity-factor") ? "--capacity-factor"
+                       : given(r, "aux-loss-coef")   ? "--aux-loss-coef"
+                                                     : NULL;
+    if (!m->experts) {
+        if (lone)
+            return cli_usage("train", "%s goes with --experts (the model %s has none)", lone,
+                             m->name);
+        return 0;
+    }
+    if (given(r, "top-k"))
+        m->top_k = set->top_k;
+    if (given(r, "moe-every"))
+        m->moe_every = set->every;
+    if (given(r, "capacity-factor"))
+        m->capacity_factor = set->capacity_factor;
+    if (m->top_k > m->experts)
+        return cli_usage("train", "--top-k %d: more than the %d experts", m->top_k, m->experts);
+    if (m->moe_every > m->layers)
+        return cli_usage("train", "--moe-every %d: %s has %d layers", m->moe_every, m->name,
+                         m->layers);
+    return 0;
+}
+
+/* The options into r, and the checks between them: 0, or the exit status. */
+static int configure(int argc, char **argv, struct train_args *r)
+{
+    struct error e = {0};
+    int rc;
+    r->cluster = PRESET_CLUSTER;
+    if ((rc = train_opts_lab(&r->o, &e)) ||
+        (rc = preset_load_model(TRAIN_LAB_MODEL, &r->shape, &e)))
+        return cli_fail(&e);
+    if ((rc = opts_parse(&opts_train, argc, argv, r)) || (rc = configure_moe(r)))
+        return rc;
+    struct train_opts *o = &r->o;
+    double aux = o->shape.moe.aux_coef; /* the shape below is the model's, with its default */
+    if (train_shape_of(&r->shape, &o->shape, &e))
+        return cli_usage("train", "--model %s", e.msg);
+    if (given(r, "aux-loss-coef"))
+        o->shape.moe.aux_coef = aux;
+    if (!given(r, "loss-scale"))
+        o->scaling = train_scaling_for(o->precision);
+    if (r->summary_only && !r->json)
+        return cli_usage("train", "--summary goes with --json");
+    if (given(r, "init-scale") && o->scaling != TRAIN_SCALE_DYNAMIC)
+        return cli_usage("train", "--init-scale needs --loss-scale dynamic");
+    return 0;
+}
+
+/* The GPUs: --gpus (all of them), or --dp x --tp x --pp; and what the layout allows. */
+static int configure_layout(struct train_args *r)
+{
+    struct train_opts *o = &r->o;
+    struct error e = {0};
+    int mp = o->tp * o->pp;
+    bool gpus = given(r, "gpus");
+    if (r->dp) {
+        if (gpus && o->gpus != r->dp * mp)
+            return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus,
+                             r->dp, o->tp, o->pp);
+        if (r->dp * mp > TRAIN_MAX_GPUS)
+            return cli_usage("train", "--dp %d x --tp %d x --pp %d is %d GPUs, more than %d", r->dp,
+                             o->tp, o->pp, r->dp * mp, TRAIN_MAX_GPUS);
+        o->gpus = r->dp * mp;
+    } else if (!gpus) {
+        if (mp > TRAIN_MAX_GPUS)
+            return cli_usage("train", "--tp %d x --pp %d is %d GPUs, more than %d", o->tp, o->pp,
+                             mp, TRAIN_MAX_GPUS);
+        o->gpus = mp;
+    }
+    if (o->sp && o->tp == 1)
+        return cli_usage("train", "--sequence-parallel goes with --tp 2 or more");
+    if (given(r, "chunks") && o->schedule != SCHED_INTERLEAVED)
+        return cli_usage("train", "--chunks goes with --schedule interleaved");
+    if (o->pp == 1 && o->micro_batches > 1 && o->schedule != SCHED_1F1B)
+        return cli_usage("train",
+                         "--schedule %s needs --pp > 1: one stage runs its micro-batches one "
+                         "after the other (forward, backward), adding up their gradients",
+                         sched_name(o->schedule));
+    if (o->shape.moe.experts && (o->gpus > 1 || o->micro_batches > 1))
+        return cli_usage("train",
+                         "%s has experts: it trains on one GPU with one micro-batch for now, "
+                         "not %d GPUs and %d micro-batches",
+                         r->shape.name, o->gpus, o->micro_batches);
+    if (train_opts_check(o, &e))
+        return opts_fail(&opts_train, &e);
+    return 0;
+}
+
+/* The simulated cluster (--cluster, --nodes) and what the run needs from this host, checked
+ * before anything is allocated: each GPU's model buffers (exactly, for its share of the batch)
+ * and, at most, the fp32 copies of its weights, gradients, master weights and Adam's moments.
+ * Whether it fits a simulated GPU is the ledger's call, when the buffers are allocated: out of
+ * memory, exit 1. 0, or the exit status. */
+static int configure_host(const struct train_args *r, struct run_config *rcfg)
+{
+    const struct train_opts *o = &r->o;
+    struct error e = {0};
+    rcfg->o = *o;
+    if (calcargs_cluster(r->cluster, NULL, &rcfg->spec, &e) != 0) {
+        error_prefix(&e, "--cluster");
+        return cli_fail(&e);
+    }
+    if (r->nodes) { /* the GPUs split evenly over that many nodes */
+        long long nodes;
+        if (units_parse_int(r->nodes, 1, TRAIN_MAX_GPUS, &nodes, &e)) {
+            error_prefix(&e, "--nodes");
+            return cli_fail(&e);
+        }
+        if (o->gpus % nodes != 0)
+            return cli_usage("train", "--nodes %lld: %d GPUs do not split evenly over %lld nodes",
+                             nodes, o->gpus, nodes);
+        rcfg->spec.gpus_per_node = o->gpus / (int)nodes;
+        rcfg->spec.nodes = (int)nodes;
+    }
+    if (run_host_check(o, &e))
+        return cli_usage("train", "--batch %d on %d GPUs: %s", o->batch, o->gpus, e.msg);
+    if (r->dump && train_dump_check(r->dump, &e))
+        return cli_fail(&e);
+    rcfg->keep_first_step = r->dump != NULL;
+    return 0;
+}
+
+int train_args_read(int argc, char **argv, struct train_args *r, struct run_config *rcfg)
+{
+    int rc;
+    if ((rc = configure(argc, argv, r)) || (rc = configure_layout(r)) ||
+        (rc = configure_host(r, rcfg)))
+        return rc;
+    return 0;
+}

@@ -1,0 +1,521 @@
+/* What scalelab train prints: the run's settings, each step (a JSON line or a line of text),
+ * and the summary: the losses and verdicts, each GPU's ledger peaks and bytes sent beside the
+ * calculator's prediction for its stage, the pipeline as it ran beside its schedule
+ * (cli/train.h). */
+#include "config.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/units.h"
+#include "calc/sched.h"
+#include "cli/train.h"
+#include "par/layout.h"
+#include "sim/ledger.h"
+
+/* The run's settings, before its steps (text only). */
+void train_print_header(const struct train_args *r, const struct cluster_spec *spec)
+{
+    const struct train_opts *o = &r->o;
+    const struct gpt_config *c = &o->shape;
+    char pc[32], ckpt[24];
+    printf("model %s: %s parameters, d_model %d, %d layers, %d heads, ffn %d, vocab %d, "
+           "seq %d\n",
+           r->shape.name, units_format_grouped(pc, sizeof pc, gpt_param_count(c)), c->d, c->layers,
+           c->heads, c->ffn, c->vocab, c->seq);
+    if (c->moe.experts) {
+        char ac[32], cap[32] = "no capacity limit";
+        if (c->moe.capacity_factor > 0)
+            snprintf(cap, sizeof cap, "capacity factor %g", c->moe.capacity_factor);
+        printf("experts: %d in %d of the %d layers, top-%d, %s, aux-loss coefficient %g; %s "
+               "parameters used per token\n",
+               c->moe.experts, gpt_moe_layers(c), c->layers, c->moe.top_k, cap, c->moe.aux_coef,
+               units_format_grouped(ac, sizeof ac, gpt_active_param_count(c)));
+    }
+    printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, ",
+           fp_info(o->precision)->name,
+           o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
+           : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
+                                              : "none",
+           ckpt_name(ckpt, sizeof ckpt, &o->ckpt), o->batch, c->seq, o->lr);
+    if (o->gpus == 1)
+        printf("one simulated %s GPU\n", spec->name);
+    else
+        printf("%d simulated %s GPUs, %s (%d sequences each)\n", o->gpus, spec->name,
+               o->zero ? (o->zero == 3   ? "ZeRO-3 (FSDP)"
+                          : o->zero == 2 ? "ZeRO-2"
+                                         : "ZeRO-1")
+                       : "DDP",
+               o->batch / o->gpus);
+    fflush(stdout);
+}
+
+/* A step's figure as "key":value, written directly (the step loop allocates nothing, not even
+ * a JSON tree), with base/json's policy: 10 significant digits, non-finite as strings. */
+static void put_num(const char *key, double v, bool comma)
+{
+    printf("\"%s\":", key);
+    json_put_num(stdout, v, JSON_FIGURES);
+    if (comma)
+        putchar(',');
+}
+
+void train_print_step_json(const struct run_step *rs)
+{
+    const struct train_step *s = &rs->s;
+    printf("{\"step\":%ld,", s->step);
+    put_num("loss", s->loss, true);
+    put_num("grad_norm", s->grad_norm, true);
+    put_num("clip_coef", s->clip_coef, true);
+    put_num("loss_scale", s->loss_scale, true);
+    printf("\"skipped\":%s,\"overflow\":%s,", s->skipped ? "true" : "false",
+           s->overflow ? "true" : "false");
+    if (s->nonfinite[0]) {
+        printf("\"nonfinite\":");
+        json_put_str(stdout, s->nonfinite);
+        putchar(',');
+    } else
+        printf("\"nonfinite\":null,");
+    put_num("underflow_frac", s->underflow_frac, true);
+    if (rs->gpus > 1)
+        printf("\"nonfinite_gpu\":%d,", rs->nonfinite_gpu);
+    printf("\"act_peak_bytes\":%zu,", s->act_peak_bytes);
+    if (s->routed) { /* a mixture of experts: the routing's figures */
+        put_num("aux_loss", s->aux_loss, true);
+        printf("\"routed\":%llu,\"dropped\":%llu,", (unsigned long long)s->routed,
+               (unsigned long long)s->dropped);
+        put_num("expert_imbalance", s->expert_imbalance, true);
+    }
+    put_num("sim_time_s", rs->sim_time_s, true);
+    printf("\"comm_bytes_per_gpu\":%llu}\n", (unsigned long long)rs->comm_bytes_per_gpu);
+}
+
+void train_print_step_text(const struct run_step *rs)
+{
+    const struct train_step *s = &rs->s;
+    char loss[32], norm[32], coef[32], scale[32];
+    printf("step %6ld  loss %s  grad norm %s  clip %s  scale %s  underflow %.4f%%", s->step,
+           units_format_num(loss, sizeof loss, "%8.4f", s->loss),
+           units_format_num(norm, sizeof norm, "%9.4g", (double)s->grad_norm),
+           units_format_num(coef, sizeof coef, "%6.4f", (double)s->clip_coef),
+           units_format_num(scale, sizeof scale, "%8g", (double)s->loss_scale),
+           100 * s->underflow_frac);
+    if (s->nonfinite[0] && rs->gpus > 1)
+        printf("  non-finite on GPU %d: %s", rs->nonfinite_gpu, s->nonfinite);
+    else if (s->nonfinite[0])
+        printf("  non-finite: %s", s->nonfinite);
+    if (s->routed)
+        printf("  aux %.4f  dropped %.1f%%  max load %.2fx", s->aux_loss,
+               100.0 * (double)s->dropped / (double)s->routed, s->expert_imbalance);
+    if (s->overflow)
+        printf("  OVERFLOW");
+    if (s->spike)
+        printf("  SPIKE (z %.1f)", s->zscore);
+    if (s->skipped)
+        printf("  skipped");
+    printf("\n");
+}
+
+/* Micro-batches held at once, as `pipeline` counts them: (micro-batch, chunk) pairs over v. */
+static json_t *held_json(int pairs, int v)
+{
+    return v == 1 ? json_integer(pairs) : json_num((double)pairs / v);
+}
+
+/* The first GPU of stage st (data-parallel and tensor-parallel rank 0). */
+static const struct run_gpu *stage_gpu(const struct run *run, int st)
+{
+    return run_gpu(run, layout_rank(&run_gpu(run, 0)->place, LAYOUT_PP, st));
+}
+
+/* The pipeline as it ran: each stage's operations (from its first GPU) in
+ * simulated time, the bubble measured on them (idle time of the stages between the first
+ * forward and the last backward, over their compute and over the wall), and the most
+ * micro-batches each stage held; beside the calculator's. */
+static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
+                             const struct prediction *p)
+{
+    int P = o->pp;
+    json_t *ops = json_array(), *peak = json_array();
+    const struct pp_done *done[SCHED_MAX_STAGES];
+    int n[SCHED_MAX_STAGES];
+    for (int st = 0; st < P; st++) {
+        const struct run_gpu *g = stage_gpu(run, st);
+        json_t *list = json_array();
+        for (int i = 0; i < g->nops; i++) {
+            const struct pp_done *d = &g->ops[i];
+            char kind[2] = {d->kind, 0};
+            json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:f, s:f}", "kind", kind,
+                                                  "micro", d->micro, "chunk", d->chunk, "start_s",
+                                                  d->start_s, "end_s", d->end_s));
+        }
+        done[st] = g->ops, n[st] = g->nops;
+        json_array_append_new(ops, list);
+        json_array_append_new(peak, held_json(g->peak_in_flight, layout_chunks(o)));
+    }
+    struct pp_bubble b;
+    predict_bubble(done, n, P, &b);
+    json_t *pj =
+        json_pack("{s:o, s:o, s:o, s:o}", "ops", ops, "bubble_over_ideal",
+                  b.busy_s > 0 ? json_num(b.over_ideal) : json_null(), "bubble_over_wall",
+                  b.span_s > 0 ? json_num(b.over_wall) : json_null(), "peak_in_flight", peak);
+    if (p->have_sched) {
+        json_t *pk = json_array();
+        for (int st = 0; st < P; st++)
+            json_array_append_new(pk, held_json(p->sched.peak_chunks[st], layout_chunks(o)));
+        json_object_set_new(pj, "predicted",
+                            json_pack("{s:f, s:f, s:o}", "bubble_over_ideal",
+                                      p->sched.bubble_over_ideal, "bubble_over_wall",
+                                      p->sched.bubble_over_wall, "peak_in_flight", pk));
+    }
+    return pj;
+}
+
+/* A GPU's ledger peaks under memory --json's names, and the calculator's for the same. */
+static json_t *peaks_json(const uint64_t *cat, uint64_t total)
+{
+    uint64_t states = cat[MEM_WEIGHTS] + cat[MEM_GRADIENTS] + cat[MEM_MASTER] + cat[MEM_OPTIMIZER];
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "states",
+                     (json_int_t)states, "weights", (json_int_t)cat[MEM_WEIGHTS], "gradients",
+                     (json_int_t)cat[MEM_GRADIENTS], "master_weights", (json_int_t)cat[MEM_MASTER],
+                     "optimizer", (json_int_t)cat[MEM_OPTIMIZER], "activations",
+                     (json_int_t)cat[MEM_ACTIVATIONS], "communication", (json_int_t)cat[MEM_COMM],
+                     "workspace", (json_int_t)cat[MEM_WORKSPACE], "reserved",
+                     (json_int_t)cat[MEM_RESERVED], "total", (json_int_t)total);
+}
+
+/* The summary's "layout": the GPUs and how they are used. */
+static json_t *layout_json(const struct train_opts *o)
+{
+    json_t *lay =
+        json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:b}", "gpus", o->gpus, "dp", layout_dp(o),
+                  "tp", o->tp, "pp", o->pp, "zero", o->zero, "bucket_bytes",
+                  (json_int_t)o->bucket_bytes, "prefetch", o->prefetch, "grad_fp32", o->grad_fp32);
+    json_object_set_new(lay, "micro_batches", json_integer(o->micro_batches));
+    json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
+    json_object_set_new(lay, "chunks", json_integer(layout_chunks(o)));
+    json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
+    return lay;
+}
+
+/* "per_gpu": each GPU's place, ledger peaks and bytes sent per step by kind. */
+static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
+{
+    json_t *per = json_array();
+    for (int i = 0; i < o->gpus; i++) {
+        const struct run_gpu *g = run_gpu(run, i);
+        json_t *gj = json_pack("{s:i, s:{s:i, s:i, s:i}, s:o, s:I}", "gpu", i, "coord", "dp",
+                               g->place.dprank, "tp", g->place.tprank, "pp", g->place.stage, "peak",
+                               peaks_json(g->peak_cat, g->peak), "sent_bytes_per_step",
+                               (json_int_t)g->sent_per_step);
+        json_object_set_new(gj, "comm_bytes_per_step",
+                            json_pack("{s:I, s:I, s:I}", "data_parallel",
+                                      (json_int_t)g->sent_per_step, "tensor_parallel",
+                                      (json_int_t)g->tp_sent_per_step, "pipeline",
+                                      (json_int_t)g->pp_sent_per_step));
+        json_array_append_new(per, gj);
+    }
+    return per;
+}
+
+/* "predicted": the calculator's figures for each stage's GPUs (the first stage's also as
+ * "per_gpu"); and into m, "measured_minus_predicted": every GPU against its stage's
+ * prediction, bytes of difference summed (0 when all agree). */
+static void predicted_json(json_t *m, const struct train_opts *o, const struct run *run,
+                           const struct prediction *p)
+{
+    json_t *stages = json_array();
+    for (int st = 0; st < o->pp; st++) {
+        const struct memory_result *pm = &p->mem[st];
+        const struct traffic *pt = &p->comm[st];
+        json_t *pg =
+            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "weights",
+                      json_whole(pm->states.weights), "gradients", json_whole(pm->states.gradients),
+                      "master_weights", json_whole(pm->states.master), "optimizer",
+                      json_whole(pm->states.optimizer), "activations", json_whole(pm->activations),
+                      "communication", json_whole(pm->comm), "total", json_whole(pm->total),
+                      "in_flight", held_json(pm->in_flight, layout_chunks(o)));
+        json_object_set_new(pg, "comm_bytes_per_step",
+                            json_pack("{s:o, s:o, s:o}", "data_parallel", json_whole(pt->dp.bytes),
+                                      "tensor_parallel", json_whole(pt->tp.bytes), "pipeline",
+                                      json_whole(pt->pp.bytes)));
+        json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
+        json_array_append_new(stages, pg);
+    }
+    json_t *pred = json_pack("{s:O, s:o, s:s, s:o}", "per_gpu", json_array_get(stages, 0),
+                             "comm_bytes_per_gpu", json_whole(p->comm[0].dp.bytes), "comm_formula",
+                             p->comm[0].dp.formula, "per_stage", stages);
+    json_object_set_new(m, "predicted", pred);
+    const enum ledger_cat cats[] = {MEM_WEIGHTS,   MEM_GRADIENTS,   MEM_MASTER,
+                                    MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_COMM};
+    double dmem = 0, dcomm = 0;
+    for (int i = 0; i < o->gpus; i++) {
+        const struct run_gpu *g = run_gpu(run, i);
+        const struct memory_result *pm = &p->mem[g->place.stage];
+        const struct traffic *pt = &p->comm[g->place.stage];
+        const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
+                               pm->states.optimizer, pm->activations,      pm->comm};
+        for (int k = 0; k < 6; k++)
+            dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
+        dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
+                 fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
+                 fabs((double)g->pp_sent_per_step - pt->pp.bytes);
+    }
+    json_object_set_new(
+        m, "measured_minus_predicted",
+        json_pack("{s:o, s:o}", "memory_bytes", json_whole(dmem), "comm_bytes", json_whole(dcomm)));
+}
+
+/* A mixture of experts' shape and its routing over the run. */
+static json_t *moe_json(const struct gpt_config *c, const struct train_summary *sum)
+{
+    json_t *x =
+        json_pack("{s:i, s:i, s:i, s:o, s:o}", "experts", c->moe.experts, "top_k", c->moe.top_k,
+                  "moe_every", c->moe.every, "capacity_factor", json_num(c->moe.capacity_factor),
+                  "aux_loss_coef", json_num(c->moe.aux_coef));
+    json_object_set_new(x, "routed", json_integer((json_int_t)sum->routed));
+    json_object_set_new(x, "dropped", json_integer((json_int_t)sum->dropped));
+    json_object_set_new(x, "last_aux_loss", json_num(sum->last_aux));
+    json_object_set_new(x, "last_expert_imbalance", json_num(sum->last_imbalance));
+    return x;
+}
+
+static void print_summary_json(const struct train_args *r, const struct run *run,
+                               const struct train_summary *sum, const struct prediction *p)
+{
+    const struct train_opts *o = &r->o;
+    const struct gpt_config *c = &o->shape;
+    double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
+    const struct run_gpu *g0 = run_gpu(run, 0);
+    json_t *m = json_object();
+    json_object_set_new(m, "first_loss", json_num(sum->first_loss));
+    json_object_set_new(m, "final_loss", json_num(sum->final_loss));
+    json_object_set_new(m, "loss_floor", json_num(sum->floor));
+    json_object_set_new(m, "skipped_steps", json_integer(sum->skipped));
+    json_object_set_new(m, "tokens_per_s", json_num(sum->tokens_per_s));
+    json_object_set_new(m, "steps", json_integer(sum->steps));
+    json_object_set_new(m, "model", json_string(r->shape.name));
+    json_object_set_new(m, "parameters", json_integer((json_int_t)gpt_param_count(c)));
+    if (c->moe.experts) {
+        json_object_set_new(m, "active_parameters",
+                            json_integer((json_int_t)gpt_active_param_count(c)));
+        json_object_set_new(m, "moe", moe_json(c, sum));
+    }
+    json_object_set_new(m, "precision", json_string(fp_info(o->precision)->key));
+    char ckpt[24];
+    json_object_set_new(m, "checkpoint", json_string(ckpt_name(ckpt, sizeof ckpt, &o->ckpt)));
+    json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));
+    json_object_set_new(m, "spikes", json_integer(sum->spikes));
+    json_object_set_new(m, "final_loss_scale", json_num(sum->last_scale));
+    json_object_set_new(m, "max_grad_norm", json_num(sum->max_norm));
+    json_object_set_new(m, "min_clip_coef", json_num(sum->min_coef));
+    json_object_set_new(m, "max_underflow_frac", json_num(sum->max_underflow));
+    json_t *ul = json_array();
+    int nl = sum->layers < 64 ? sum->layers : 64;
+    for (int l = 0; l <= nl; l++)
+        json_array_append_new(ul, json_integer((json_int_t)sum->underflow[l]));
+    json_object_set_new(m, "underflow_by_layer", ul);
+    json_object_set_new(m, "first_nonfinite",
+                        sum->first_nonfinite[0] ? json_string(sum->first_nonfinite) : json_null());
+    json_object_set_new(m, "act_peak_bytes",
+                        json_integer((json_int_t)g0->peak_cat[MEM_ACTIVATIONS]));
+    json_object_set_new(m, "act_predicted_bytes", json_num(sum->predicted));
+    json_t *mem = json_object();
+    for (int i = 0; i < MEM_CAT_COUNT; i++)
+        json_object_set_new(mem, ledger_cat_name((enum ledger_cat)i),
+                            json_integer((json_int_t)g0->peak_cat[i]));
+    json_object_set_new(mem, "total", json_integer((json_int_t)g0->peak));
+    json_object_set_new(m, "memory_peak_bytes", mem);
+    json_object_set_new(m, "flops_per_step", json_num(sum->flops));
+    json_object_set_new(m, "recompute_flops", json_num(sum->recompute));
+    json_object_set_new(m, "recompute_overhead_pct", json_num(sum->overhead));
+    json_object_set_new(m, "gflops", json_num(gflops));
+    json_object_set_new(m, "seconds", json_num(sum->seconds));
+    json_object_set_new(m, "simulated_seconds", json_num(sum->sim_seconds));
+    json_object_set_new(m, "sim_step_time_s", json_num(sum->sim_step));
+    json_object_set_new(m, "comm_exposed_s", json_num(sum->exposed));
+    json_object_set_new(m, "layout", layout_json(o));
+    json_object_set_new(m, "per_gpu", per_gpu_json(o, run));
+    json_object_set_new(m, "scalar_bytes_per_step", json_integer((json_int_t)sum->scalars));
+    if (p->ok)
+        predicted_json(m, o, run, p);
+    if (layout_pipelined(o))
+        json_object_set_new(m, "pipeline", pipeline_json(o, run, p));
+    json_t *top = json_object();
+    json_object_set_new(top, "summary", m);
+    json_write_line(stdout, top, JSON_FIGURES);
+}
+
+/* Every GPU's ledger peaks and bytes sent per step beside the calculator's figures for its
+ * stage; the communication formulas; a pipeline's micro-batches held, measured and scheduled. */
+static void print_gpu_table(const struct train_opts *o, const struct run *run,
+                            const struct prediction *p)
+{
+    bool piped = o->pp > 1, tp = o->tp > 1;
+    printf(
+        "\nper GPU, peak bytes (measured by each GPU's ledger; the CPU's fp32 workspace apart)\n");
+    printf("%-10s %12s %12s %12s %12s %12s %12s %12s %14s", "GPU", "weights", "gradients", "master",
+           "optimizer", "activations", "comm", "workspace", "sent/step");
+    printf(tp ? " %14s" : "", "tensor/step");
+    printf(piped ? " %14s\n" : "\n", "pipeline/step");
+    for (int i = 0; i < o->gpus; i++) {
+        const struct run_gpu *g = run_gpu(run, i);
+        char name[24];
+        if (piped)
+            snprintf(name, sizeof name, "%d (s%d)", i, g->place.stage);
+        else
+            snprintf(name, sizeof name, "%d", i);
+        printf("%-10s %12llu %12llu %12llu %12llu %12llu %12llu %12llu %14llu", name,
+               (unsigned long long)g->peak_cat[MEM_WEIGHTS],
+               (unsigned long long)g->peak_cat[MEM_GRADIENTS],
+               (unsigned long long)g->peak_cat[MEM_MASTER],
+               (unsigned long long)g->peak_cat[MEM_OPTIMIZER],
+               (unsigned long long)g->peak_cat[MEM_ACTIVATIONS],
+               (unsigned long long)g->peak_cat[MEM_COMM],
+               (unsigned long long)g->peak_cat[MEM_WORKSPACE],
+               (unsigned long long)g->sent_per_step);
+        if (tp)
+            printf(" %14llu", (unsigned long long)g->tp_sent_per_step);
+        if (piped)
+            printf(" %14llu", (unsigned long long)g->pp_sent_per_step);
+        printf("\n");
+    }
+    for (int st = 0; p->ok && st < o->pp; st++) {
+        const struct memory_result *m = &p->mem[st];
+        char name[24];
+        snprintf(name, sizeof name, piped ? "stage %d" : "predicted", st);
+        printf("%-10s %12.0f %12.0f %12.0f %12.0f %12.0f %12.0f %12s %14.0f", name,
+               m->states.weights, m->states.gradients, m->states.master, m->states.optimizer,
+               m->activations, m->comm, "-", p->comm[st].dp.bytes);
+        if (tp)
+            printf(" %14.0f", p->comm[st].tp.bytes);
+        if (piped)
+            printf(" %14.0f", p->comm[st].pp.bytes);
+        printf("\n");
+    }
+    if (p->ok) {
+        printf("communication: %s\n", p->comm[0].dp.formula);
+        for (int st = 0; piped && st < o->pp; st++)
+            printf("pipeline, stage %d: %s\n", st, p->comm[st].pp.formula);
+    }
+    if (layout_pipelined(o) && p->have_sched) {
+        printf("schedule %s, %d micro-batches of %d sequences; micro-batches held at once, per "
+               "stage:",
+               sched_name(o->schedule), o->micro_batches,
+               o->batch / (layout_dp(o) * o->micro_batches));
+        for (int st = 0; st < o->pp; st++)
+            printf(" %g", (double)stage_gpu(run, st)->peak_in_flight / layout_chunks(o));
+        printf(" (the schedule's:");
+        for (int st = 0; st < o->pp; st++)
+            printf(" %g", (double)p->sched.peak_chunks[st] / layout_chunks(o));
+        printf(")\n");
+    }
+}
+
+static void print_summary_text(const struct train_args *r, const struct run *run,
+                               const struct train_summary *sum, const struct prediction *p,
+                               const struct cluster_spec *spec)
+{
+    const struct train_opts *o = &r->o;
+    char a[32], b[32];
+    double gflops = sum->flops * (double)sum->steps / sum->seconds / 1e9;
+    const struct run_gpu *g0 = run_gpu(run, 0);
+    printf("\nfinal loss %s (mean of the last %d steps applied), floor %.4f: %s nats above\n",
+           units_format_num(a, sizeof a, "%.4f", sum->final_loss), sum->nlast, sum->floor,
+           units_format_num(b, sizeof b, "%.4f", sum->final_loss - sum->floor));
+    printf("skipped steps %ld (overflow %ld, spikes %ld), final loss scale %g\n", sum->skipped,
+           sum->overflows, sum->spikes, (double)sum->last_scale);
+    printf("activation memory: peak %s measured by the ledger, %s predicted by the "
+           "calculator\n",
+           units_format_bytes(a, sizeof a, (double)g0->peak_cat[MEM_ACTIVATIONS], UNITS_BINARY),
+           units_format_bytes(b, sizeof b, sum->predicted, UNITS_BINARY));
+    printf("GPU memory peak %s (", units_format_bytes(a, sizeof a, (double)g0->peak, UNITS_BINARY));
+    /* the arena is reserved memory whole when allocated; live activations are inside it */
+    bool first = true;
+    for (int i = 0; i < MEM_CAT_COUNT; i++)
+        if (g0->peak_cat[i] && i != MEM_ACTIVATIONS && i != MEM_RESERVED) {
+            printf("%s%s %s", first ? "" : ", ", ledger_cat_name((enum ledger_cat)i),
+                   units_format_bytes(b, sizeof b, (double)g0->peak_cat[i], UNITS_BINARY));
+            first = false;
+        }
+    printf(", arenas %s holding at most %s of live activations)\n",
+           units_format_bytes(a, sizeof a, (double)g0->peak_cat[MEM_RESERVED], UNITS_BINARY),
+           units_format_bytes(b, sizeof b, (double)g0->peak_cat[MEM_ACTIVATIONS], UNITS_BINARY));
+    if (o->precision != FP_FP32) {
+        printf("gradient elements that underflowed to 0 over the run:");
+        int nl = sum->layers < 64 ? sum->layers : 64;
+        for (int l = 0; l < nl; l++)
+            printf(" layer %d: %llu,", l, (unsigned long long)sum->underflow[l]);
+        printf(" embedding and norms: %llu\n", (unsigned long long)sum->underflow[nl]);
+    }
+    printf("matmul FLOPs per step %.4g, recomputed %.4g (%.1f%% overhead)\n", sum->flops,
+           sum->recompute, sum->overhead);
+    printf("%.0f tokens/s, %.2f GFLOP/s, %s wall; %s simulated on %s\n", sum->tokens_per_s, gflops,
+           units_format_seconds(a, sizeof a, sum->seconds),
+           units_format_seconds(b, sizeof b, sum->sim_seconds), spec->name);
+    if (o->gpus == 1 && !layout_pipelined(o))
+        return;
+    print_gpu_table(o, run, p);
+    printf("simulated step %s, of which %s not hidden behind compute; the agreement (loss, "
+           "norm, inf/NaN) %llu bytes per GPU\n",
+           units_format_seconds(a, sizeof a, sum->sim_step),
+           units_format_seconds(b, sizeof b, sum->exposed), (unsigned long long)sum->scalars);
+}
+
+/* One step into the summary, and printed. */
+void train_summary_add(struct train_summary *sum, const struct train_args *r,
+                       const struct run_step *rs, long i)
+{
+    const struct train_step *s = &rs->s;
+    const struct train_opts *o = &r->o;
+    sum->skipped += s->skipped;
+    sum->overflows += s->overflow;
+    sum->spikes += s->spike;
+    if (i == 1)
+        sum->first_loss = s->loss, sum->min_coef = s->clip_coef;
+    if (isfinite(s->grad_norm) && s->grad_norm > sum->max_norm) /* of the finite ones */
+        sum->max_norm = s->grad_norm;
+    if (s->clip_coef < sum->min_coef)
+        sum->min_coef = s->clip_coef;
+    int nl = o->shape.layers < 64 ? o->shape.layers : 64;
+    for (int l = 0; l <= nl; l++)
+        sum->underflow[l] += rs->underflow[l];
+    if (s->underflow_frac > sum->max_underflow)
+        sum->max_underflow = s->underflow_frac;
+    if (s->nonfinite[0] && !sum->first_nonfinite[0])
+        snprintf(sum->first_nonfinite, sizeof sum->first_nonfinite, "%s", s->nonfinite);
+    sum->sim_step += rs->sim_time_s;
+    sum->exposed += rs->exposed_s;
+    sum->scalars = rs->scalar_bytes;
+    sum->last_scale = s->next_scale; /* after the last update, as get_scale() says */
+    sum->routed += s->routed, sum->dropped += s->dropped;
+    sum->last_aux = s->aux_loss, sum->last_imbalance = s->expert_imbalance;
+    sum->steps = i;
+}
+
+/* What the run's FLOPs and the calculator say before it starts. */
+void train_summary_start(const struct train_args *r, const struct prediction *pred,
+                         struct train_summary *sum)
+{
+    const struct train_opts *o = &r->o;
+    /* matmul FLOPs of the global batch, as the model counts them */
+    struct gpt_flops fl = gpt_step_flops(&o->shape, o->batch, &o->ckpt);
+    sum->layers = o->shape.layers;
+    sum->recompute = fl.recompute;
+    sum->flops = fl.forward + fl.backward + fl.recompute;
+    sum->overhead = 100.0 * fl.recompute / (fl.forward + fl.backward);
+    sum->predicted = pred->ok ? pred->mem[0].activations : NAN;
+}
+
+void train_print_summary(const struct train_args *r, const struct run *run,
+                         const struct train_summary *sum, const struct prediction *p,
+                         const struct cluster_spec *spec)
+{
+    if (r->json)
+        print_summary_json(r, run, sum, p);
+    else
+        print_summary_text(r, run, sum, p, spec);
+}

@@ -1,0 +1,276 @@
+/* The tiny GPT's insides, private to src/model: struct gpt (with its reading guide), the
+ * tensors a layer keeps, and the helpers both of its files use: gpt.c builds a model (its
+ * shape, parts, buffers and counts), gpt_step.c runs a step (the kernels, a layer, the passes). */
+#ifndef SCALELAB_MODEL_GPT_IMPL_H
+#define SCALELAB_MODEL_GPT_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/ckpt.h"
+#include "model/gpt.h"
+#include "model/moe.h"
+#include "num/fp.h"
+
+/* Where one layer's tensors are in a flat buffer (the weights, or the gradients). A layer
+ * with experts has router and experts (expert e's w_gate, w_up, w_down from experts + 3 e F d)
+ * in place of w_gate, w_up and w_down (NULL). */
+struct layer_ptrs {
+    float *attn_norm, *wq, *wk, *wv, *wo, *mlp_norm, *w_gate, *w_up, *w_down;
+    float *router, *experts;
+};
+
+/* The tensors a layer keeps for its backward pass. */
+enum {
+    A_X,
+    A_RSTD1,
+    A_XN1,
+    A_Q,
+    A_K,
+    A_V,
+    A_P,
+    A_ATT,
+    A_XM,
+    A_RSTD2,
+    A_XN2,
+    A_G,
+    A_U,
+    A_H,
+    /* a layer with experts: G, U and H are the experts' rows, and it keeps the router's
+     * probabilities (fp32), the routing (choices, rows, gates, each expert's rows: 4-byte
+     * words), the experts' inputs and their outputs (for the gates' gradients) */
+    A_RP,
+    A_ROUTE,
+    A_XE,
+    A_YE,
+    A_COUNT
+};
+/* The ends keep the final norm's input, 1 / rms and output, and the fp32 probabilities. */
+enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
+
+/* A reading guide to struct gpt: one model, or one part of one (model/gpt.h's parts: a
+ * pipeline stage's layers and ends, a tensor-parallel rank's shards), over one micro-batch of B
+ * sequences of T = c.seq tokens, N = B T rows.
+ *
+ * Widths. The whole model has d = c.d, H = c.heads heads of hd = d / H, F = c.ffn and V =
+ * c.vocab. A tensor-parallel rank tr of tp holds hl = H / tp heads (its q, k, v and attention
+ * output are dl = hl hd wide), fl = F / tp of the SwiGLU width and vl = V / tp vocabulary rows
+ * from row v0: the column-parallel matmuls' rows, the row-parallel ones' columns. With tp 1
+ * these are the whole model's (hl = H, dl = d, fl = F, vl = V, v0 = 0).
+ *
+ * Rows. The residual stream (res, dres, the norms' inputs, outputs and 1 / rms) holds nl = N
+ * rows, or under sequence parallelism (sp) this rank's nl = N / tp of them; xg and dg_full
+ * hold a norm's output and a gradient gathered back to all N rows for the column-parallel
+ * matmuls. The attention, the MLP and the logits always work on all N rows.
+ *
+ * Saved or recomputed. The forward pass computes a layer in the fp32 workspace ws (w points at
+ * where the layer at hand has its tensors: ws, or in fp32 its saved set itself, bind) and keeps
+ * the A_COUNT tensors its backward needs in saved[slot][layer], in the format's width (esize
+ * bytes; the 1 / rms vectors in fp32). A checkpointed layer keeps only its segment's input
+ * (segin) and the backward pass rebuilds its sets in pool before running back through it
+ * (seg layers a segment; ckpt says which policy); selective keeps everything but the softmax
+ * probabilities, recomputed into pslot. The ends keep H_COUNT tensors in head[slot]. Each kept
+ * tensor is charged to the seam as it comes to life and released when its backward is done:
+ * live and peak count those bytes, inside the arena that holds them all (block, mem). */
+struct gpt {
+    struct gpt_config c;
+    int B, N, hd, seg; /* seg: segment length (0: not segmented) */
+    /* tensor parallelism: tp ranks, this one tr; its heads hl (width dl = hl hd), FFN width
+     * fl and vocabulary rows vl, from row v0 (tp 1: the whole model's) */
+    int tp, tr, hl, dl, fl, vl, v0;
+    bool sp; /* sequence parallelism: the residual stream holds nl = N / tp of the rows */
+    int nl;
+    struct ckpt_policy ckpt;
+    enum fp_format fmt;
+    size_t esize;           /* bytes per stored activation element */
+    size_t nparams, nalloc; /* the parameters; the flat buffers' elements (padded) */
+    float *params, *grads;
+    double loss_tokens; /* the gradients are of the loss summed over this many tokens' mean */
+
+    struct gpt_part part;    /* the layers and ends this model holds, its micro-batch slots */
+    int nseg;                /* segments of the part's layers (seg > 0) */
+    void *(*saved)[A_COUNT]; /* [slots][L][A_COUNT]: each layer's saved set (NULL: not kept) */
+    void *(*pool)[A_COUNT];  /* [seg][A_COUNT]: saved sets of a segment being recomputed */
+    void **segin;            /* [slots][nseg]: each segment's input */
+    void *pslot;             /* selective: the slot of the recomputed probabilities */
+    void *(*head)[H_COUNT];  /* [slots]: the ends' kept tensors (a part with the head) */
+    bool accumulate;         /* the weight gradients add into the buffer (micro-batches) */
+    size_t layer_bytes, head_bytes; /* a dense layer's full list of kept tensors; the ends */
+    size_t live, peak;              /* charged activation bytes */
+
+    /* mixture of experts (model/moe.h): the rows of the experts' buffer (0: dense model), the
+     * router's logits and their gradient, the experts' output and input gradients, the gates'
+     * gradients; the last forward pass's figures, per expert layer where it says */
+    size_t rows;
+    float *zlog, *dye, *dxe, *dgate;
+    double aux, aux_scale; /* the loss's load-balancing part; its weight in the backward pass */
+    uint64_t routed, dropped;
+    int32_t *load, *kept; /* [expert layers][E] */
+
+    /* fp32 workspace: one layer's tensors (ws), the residual stream and the gradients; w is
+     * where the layer at hand has its tensors: the workspace, or in fp32 its kept ones in
+     * place in its saved set (bind) */
+    float *ws[A_COUNT], *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du,
+        *dp;
+    float *hx, *hn, *hrstd, *logits;
+    float *rowmax, *rowsum, *rowtgt; /* tensor parallelism: the cross-entropy's row statistics */
+    float *xg, *dg_full; /* sequence parallelism: a norm's output and a gradient, gathered */
+    double *colsum;
+    float *rope_cos, *rope_sin; /* [T, hd / 2] */
+
+    /* each layer's nine tensors in the weights and in the gradients, found once (layout) */
+    struct layer_ptrs *lw, *lg;
+
+    /* diagnosis of the current step */
+    char nonfinite[48];
+    bool nonfinite_forward, in_forward;
+    uint64_t *underflow; /* [L + 1] */
+    uint64_t underflow_total;
+
+    const struct gpt_inject *inj;
+
+    /* One block per category, carved into the buffers: block NULL while sizing */
+    struct gpt_alloc alloc;
+    char *block[GPT_MEM_KINDS];
+    size_t mem[GPT_MEM_KINDS], used[GPT_MEM_KINDS];
+};
+
+/* ------------------------------------------------------------------ shared helpers */
+
+/* Layers with experts among 0..l-1. */
+static inline int moe_before(const struct gpt_config *c, int l)
+{
+    return c->moe.experts > 0 ? (l + c->moe.every - 1) / c->moe.every : 0;
+}
+
+/* The sizes of a kept tensor: a dense layer's, one with experts, or the larger of the two
+ * (the workspace and a segment's pool serve any layer). */
+enum { SZ_DENSE, SZ_MOE, SZ_ANY };
+
+static inline int sz_of(const struct gpt *g, int l)
+{
+    return gpt_layer_moe(&g->c, l) ? SZ_MOE : SZ_DENSE;
+}
+
+static inline size_t act_elems(const struct gpt *g, int a, int sz)
+{
+    if (sz == SZ_ANY) {
+        size_t dense = act_elems(g, a, SZ_DENSE), moe = g->rows ? act_elems(g, a, SZ_MOE) : 0;
+        return dense > moe ? dense : moe;
+    }
+    size_t N = (size_t)g->N, d = (size_t)g->c.d, E = (size_t)g->c.moe.experts;
+    size_t k = (size_t)g->c.moe.top_k, rows = sz == SZ_MOE ? g->rows : N;
+    if (a == A_P) /* this rank's heads */
+        return (size_t)g->B * g->hl * g->c.seq * g->c.seq;
+    if (a == A_G || a == A_U || a == A_H)
+        return rows * (size_t)g->fl;
+    if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
+        return N * (size_t)g->dl;
+    if (a == A_RP)
+        return sz == SZ_MOE ? N * E : 0;
+    if (a == A_ROUTE) /* choices, rows and gates [N k]; first row, kept and load [E] */
+        return sz == SZ_MOE ? 3 * N * k + 3 * E : 0;
+    if (a == A_XE || a == A_YE)
+        return sz == SZ_MOE ? rows * d : 0;
+    /* the residual stream's: a tp-th of the rows under sequence parallelism */
+    if (a == A_RSTD1 || a == A_RSTD2)
+        return (size_t)g->nl;
+    return (size_t)g->nl * d;
+}
+
+/* Kept in fp32 (or 4-byte words) whatever the format: the RMSNorm statistics, the router's. */
+static inline bool act_fp32(int a)
+{
+    return a == A_RSTD1 || a == A_RSTD2 || a == A_RP || a == A_ROUTE;
+}
+
+/* Bytes of a kept tensor: the format's width, 4 for the fp32 ones. */
+static inline size_t act_bytes(const struct gpt *g, int a, int sz)
+{
+    return act_elems(g, a, sz) * (act_fp32(a) ? 4 : g->esize);
+}
+
+/* Bytes of layer l's full list of kept tensors. */
+static inline size_t layer_bytes(const struct gpt *g, int l)
+{
+    size_t b = 0;
+    for (int a = 0; a < A_COUNT; a++)
+        b += act_bytes(g, a, sz_of(g, l));
+    return b;
+}
+
+static inline void charge(struct gpt *g, long long delta)
+{
+    g->live = (size_t)((long long)g->live + delta);
+    if (g->live > g->peak)
+        g->peak = g->live;
+    if (g->alloc.charge)
+        g->alloc.charge(g->alloc.ctx, GPT_MEM_ACTIVATIONS, delta);
+}
+
+/* Matmul FLOPs (2 per multiply-add) of one layer's forward: the six projections, 2 N (4 d^2 +
+ * 3 d F), and attention's QK^T and P V over full T x T blocks, 2 x 2 B H T^2 hd. */
+/* Matmul FLOPs of this rank (tp 1: of the whole layer) */
+static inline double attn_flops(const struct gpt *g)
+{
+    double T = g->c.seq;
+    return 2.0 * 2.0 * g->B * g->hl * T * T * g->hd;
+}
+
+/* Layer l's: the four attention matrices, attention, and its feed-forward: the SwiGLU on N
+ * rows, or the router on N and the experts' SwiGLU on the rows of their buffer (k N, or E cap
+ * with a capacity: the static shape a GPU computes, padding included; the CPU skips the
+ * padding, which adds nothing). */
+static inline double layer_flops(const struct gpt *g, int l)
+{
+    double N = g->N, d = g->c.d, dl = g->dl, f = g->fl;
+    double ffn = 2.0 * N * 3 * d * f;
+    if (gpt_layer_moe(&g->c, l)) {
+        const struct gpt_moe *m = &g->c.moe;
+        double rows = (double)moe_rows(g->N, m->experts, m->top_k, m->capacity_factor);
+        ffn = 2.0 * N * d * m->experts + 2.0 * rows * 3 * d * f;
+    }
+    return 2.0 * N * 4 * d * dl + ffn + attn_flops(g);
+}
+
+static inline double head_flops(const struct gpt *g)
+{
+    return 2.0 * g->N * g->vl * g->c.d;
+}
+
+/* The operations of model/gpt_ops.c, which model/gpt_step.c strings into a layer and a step
+ * (each is described where it is defined). */
+void op_compute(const struct gpt *g, double flops, const char *what, int layer);
+void op_hook(const struct gpt *g, enum gpt_hook h, int unit);
+const float *op_sp_gather(const struct gpt *g, float *full, const float *mine, const char *what);
+void op_tp_reduce_rows(const struct gpt *g, float *full, const char *what);
+void op_rnd(const struct gpt *g, float *p, size_t n);
+void op_store(const struct gpt *g, void *dst, const float *src, size_t n);
+void op_load(const struct gpt *g, float *dst, const void *src, size_t n);
+void op_check(struct gpt *g, const float *p, size_t n, int layer, const char *name);
+void op_produced(struct gpt *g, float *p, size_t n, int layer, const char *name);
+void op_produced_grad(struct gpt *g, float *p, size_t n, int layer, const char *name);
+void op_mm_fwd(float *y, const float *x, const float *w, int n, int out, int in);
+void op_mm_dx(float *dx, const float *dy, const float *w, int n, int out, int in, float beta);
+void op_mm_dw_acc(float *dw, const float *dy, const float *x, int n, int out, int in, bool acc);
+void op_linear(struct gpt *g, int l, const char *name, float *y, const float *x, const float *w,
+               int out, int in);
+void op_weight_grad(struct gpt *g, int l, const char *name, float *dw, const float *dy,
+                    const float *x, int out, int in);
+void op_rmsnorm(struct gpt *g, int l, const char *name, float *y, float *rstd, const float *x,
+                const float *w);
+void op_rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float *rstd,
+                const float *w, const float *dy, int n, int d);
+void op_rope(struct gpt *g, int l, const char *name, float *x, int dir);
+void op_add(struct gpt *g, float *y, const float *a, const float *b, size_t n, int layer,
+            const char *name);
+void op_swiglu_forward(struct gpt *g, float *h, const float *a, const float *u, size_t n,
+                       int layer);
+void op_swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, const float *a,
+                        const float *u, size_t n);
+void op_attn_probs(struct gpt *g, int l);
+void op_attn_out(struct gpt *g, int l);
+void op_attn_core_backward(struct gpt *g, int l);
+
+#endif

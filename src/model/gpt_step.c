@@ -1,0 +1,737 @@
+/* The tiny GPT's step: forward and backward by hand over cblas_sgemm (model/gpt.h; the model
+ * is built by model/gpt.c).
+ *
+ * Shapes: N = B T rows (tokens), d model width, H heads of hd = d / H, F SwiGLU width, V
+ * vocabulary. A matrix W [out, in] maps x [N, in] to y = x W^T [N, out] (PyTorch's Linear);
+ * its backward is dx = dy W [N, in] and dW = dy^T x [out, in].
+ *
+ * How a step runs: the forward pass computes one layer at a time in fp32 workspace buffers
+ * (one layer's worth, reused), rounds every tensor to the training format where it is
+ * produced, and copies the tensors the backward pass needs into that layer's saved set, in the
+ * format's width. The backward pass decodes a layer's saved set back into the workspace (or
+ * recomputes it, for checkpointed layers) and runs that layer's backward. Because recomputation
+ * runs exactly the same code on exactly the same inputs (single-threaded sgemm is
+ * deterministic), gradients are bit-identical under every checkpoint policy.
+ *
+ * Saved per layer (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+ * Transformer Models", section 4.1, adapted: no dropout, RMSNorm, SwiGLU): the attention
+ * norm's input x, its output xn1 (input of Wq, Wk, Wv), q and k after RoPE (for QK^T), v, the
+ * softmax probabilities p [B, H, T, T] (for the attention over v), the attention output att
+ * (input of Wo), the MLP norm's input xm, its output xn2 (input of w_gate, w_up), the gate
+ * and up projections g, u (for SwiGLU's backward) and the hidden h = silu(g) u (input of
+ * w_down), and each RMSNorm's 1 / rms per token in fp32: 8 N d + 3 N F + B H T^2 elements in
+ * the format and 2 N in fp32 -- exactly the list of calc/activ.h, which predicts the bytes.
+ * The ends keep the final norm's input, its 1 / rms and output, and the fp32 softmax of the
+ * logits for the cross-entropy's backward.
+ *
+ * Memory is measured, not estimated: the kept tensors live in an arena allocated once, and each
+ * is charged to the allocator seam when it comes to life (forward, or recomputation) and
+ * released when the backward pass is done with it, so the peak is what the policy really
+ * holds at its worst moment.
+ *
+ * The operations a layer is built from (matmuls, RMSNorm, RoPE, SwiGLU, attention, and the
+ * rounding, checking and counting around each) are model/gpt_ops.c's; this file strings them
+ * into a layer, the passes and the step. */
+#include "config.h"
+#include "model/gpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/prof.h"
+#include "model/gpt_impl.h"
+
+/* ------------------------------------------------------------------ one layer */
+
+/* Where a layer's tensors are computed and read: a kept tensor stored in fp32 (every one in
+ * fp32 training, the RMSNorm statistics always) is computed in its saved set itself, since
+ * copying it there would change nothing; the others in the workspace, rounded to the format
+ * as they are stored. */
+static void bind(struct gpt *g, void *const *set)
+{
+    for (int a = 0; a < A_COUNT; a++) {
+        bool fp32 = g->fmt == FP_FP32 || act_fp32(a);
+        g->w[a] = set && set[a] && fp32 ? set[a] : g->ws[a];
+    }
+}
+
+/* ---- a mixture of experts in place of the MLP (model/moe.h routes the tokens) ---- */
+
+/* The routing layer l keeps in w[A_ROUTE] and w[A_RP]: choices, rows and gates [N k], then
+ * each expert's first row, kept tokens and load [E]. */
+static struct moe_route route_of(const struct gpt *g)
+{
+    int N = g->N, k = g->c.moe.top_k, E = g->c.moe.experts;
+    int32_t *r = (int32_t *)(void *)g->w[A_ROUTE];
+    size_t nk = (size_t)N * (size_t)k;
+    return (struct moe_route){.n = N,
+                              .experts = E,
+                              .k = k,
+                              .probs = g->w[A_RP],
+                              .choice = r,
+                              .row = r + nk,
+                              .gate = (float *)(void *)(r + 2 * nk),
+                              .off = r + 3 * nk,
+                              .kept = r + 3 * nk + E,
+                              .load = r + 3 * nk + 2 * E};
+}
+
+/* Expert e's three matrices in a layer's weights or gradients. */
+static void expert_w(const struct gpt *g, const struct layer_ptrs *t, int e, float **gate,
+                     float **up, float **down)
+{
+    size_t fd = (size_t)g->fl * (size_t)g->c.d;
+    *gate = t->experts + 3 * (size_t)e * fd, *up = *gate + fd, *down = *up + fd;
+}
+
+/* out [N, d] = Σ_j g_j expert_j(x) for the N tokens of x = xn2 (their k choices), each
+ * expert a SwiGLU on the rows of its tokens (Shazeer et al. 2017, "Outrageously Large Neural
+ * Networks", the sparsely gated layer). The router computes and keeps in fp32; the experts'
+ * tensors are produced in the format like the dense MLP's. The routing's figures are counted
+ * in the forward pass (not again when a checkpointed layer is recomputed: the same routing). */
+static void moe_forward(struct gpt *g, int l, const float *x, float *out)
+{
+    int N = g->N, d = g->c.d, f = g->fl, k = g->c.moe.top_k, E = g->c.moe.experts;
+    const struct layer_ptrs *W = &g->lw[l];
+    float **w = g->w;
+    struct moe_route r = route_of(g);
+    op_mm_fwd(g->zlog, x, W->router, N, E, d);
+    op_check(g, g->zlog, (size_t)N * E, l, "router logits");
+    double aux = moe_route(&r, g->zlog, g->c.moe.capacity_factor, g->c.moe.aux_coef);
+    if (g->in_forward) {
+        int ml = moe_before(&g->c, l);
+        g->aux += aux;
+        g->routed += (uint64_t)N * (uint64_t)k, g->dropped += (uint64_t)r.dropped;
+        memcpy(g->load + (size_t)ml * E, r.load, (size_t)E * sizeof *r.load);
+        memcpy(g->kept + (size_t)ml * E, r.kept, (size_t)E * sizeof *r.kept);
+    }
+    /* dispatch: each kept choice's token into its expert's rows */
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            if (row >= 0)
+                memcpy(w[A_XE] + (size_t)row * d, x + (size_t)t * d, (size_t)d * 4);
+        }
+    for (int e = 0; e < E; e++) {
+        int n = r.kept[e];
+        size_t o = (size_t)r.off[e];
+        float *xe = w[A_XE] + o * d, *a = w[A_G] + o * f, *u = w[A_U] + o * f;
+        float *h = w[A_H] + o * f, *y = w[A_YE] + o * d, *wg, *wu, *wd;
+        if (n == 0)
+            continue;
+        expert_w(g, W, e, &wg, &wu, &wd);
+        op_mm_fwd(a, xe, wg, n, f, d);
+        op_produced(g, a, (size_t)n * f, l, "expert gate");
+        op_mm_fwd(u, xe, wu, n, f, d);
+        op_produced(g, u, (size_t)n * f, l, "expert up");
+        op_swiglu_forward(g, h, a, u, (size_t)n * f, l);
+        op_mm_fwd(y, h, wd, n, d, f);
+        op_produced(g, y, (size_t)n * d, l, "expert out");
+    }
+    /* combine: the gate-weighted sum of each token's experts' outputs, in choice order */
+    for (int t = 0; t < N; t++) {
+        float *o = out + (size_t)t * d;
+        memset(o, 0, (size_t)d * 4);
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            float gj = r.gate[t * k + j];
+            const float *y = w[A_YE] + (size_t)row * d;
+            for (int c = 0; row >= 0 && c < d; c++)
+                o[c] += gj * y[c];
+        }
+    }
+    op_produced(g, out, (size_t)N * d, l, "experts out");
+}
+
+/* Its backward, with layer l's tensors in the workspace: from dout (d loss / d out) to dxn
+ * (d loss / d x), and the gradients of the router and of every expert (zero for one that got
+ * no token). */
+static void moe_backward(struct gpt *g, int l, const float *dout, const float *x, float *dxn)
+{
+    int N = g->N, d = g->c.d, f = g->fl, k = g->c.moe.top_k, E = g->c.moe.experts;
+    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
+    float **w = g->w;
+    struct moe_route r = route_of(g);
+    /* out_t = Σ_j g_j y_j: d g_j = dout_t . y_j, d y_j = g_j dout_t */
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            const float *dt = dout + (size_t)t * d, *y = w[A_YE] + (size_t)row * d;
+            float *dy = g->dye + (size_t)row * d, gj = r.gate[t * k + j], dot = 0;
+            for (int c = 0; row >= 0 && c < d; c++) {
+                dot += dt[c] * y[c];
+                dy[c] = gj * dt[c];
+            }
+            g->dgate[t * k + j] = dot;
+        }
+    bool injected = false;
+    for (int e = 0; e < E; e++) {
+        int n = r.kept[e];
+        size_t o = (size_t)r.off[e];
+        float *wg, *wu, *wd, *gg, *gu, *gd;
+        expert_w(g, W, e, &wg, &wu, &wd);
+        expert_w(g, G, e, &gg, &gu, &gd);
+        if (n == 0) { /* no token: no gradient (or nothing added to the micro-batches') */
+            if (!g->accumulate)
+                memset(gg, 0, 3 * (size_t)f * d * sizeof *gg);
+            continue;
+        }
+        const float *xe = w[A_XE] + o * d, *a = w[A_G] + o * f, *u = w[A_U] + o * f;
+        const float *h = w[A_H] + o * f;
+        float *dy = g->dye + o * d;
+        size_t nf = (size_t)n * f;
+        op_rnd(g, dy, (size_t)n * d); /* its rows of d y, rounded as produced */
+        /* y = h Wd^T: dh = dy Wd, dWd = dy^T h */
+        op_mm_dx(g->dh, dy, wd, n, d, f, 0.0f);
+        op_rnd(g, g->dh, nf);
+        if (g->inj && g->inj->inf_grad_layer == l && !injected)
+            g->dh[0] = INFINITY, injected = true; /* the lessons' injected overflow */
+        op_check(g, g->dh, nf, l, "grad expert hidden");
+        op_mm_dw_acc(gd, dy, h, n, d, f, g->accumulate);
+        op_produced_grad(g, gd, (size_t)d * f, l, "grad expert w_down");
+        op_swiglu_backward(g, g->dg, g->du, g->dh, a, u, nf);
+        op_mm_dw_acc(gg, g->dg, xe, n, f, d, g->accumulate);
+        op_produced_grad(g, gg, (size_t)f * d, l, "grad expert w_gate");
+        op_mm_dw_acc(gu, g->du, xe, n, f, d, g->accumulate);
+        op_produced_grad(g, gu, (size_t)f * d, l, "grad expert w_up");
+        float *dx = g->dxe + o * d;
+        op_mm_dx(dx, g->dg, wg, n, f, d, 0.0f);
+        op_mm_dx(dx, g->du, wu, n, f, d, 1.0f);
+    }
+    /* the dispatch's backward: each token's rows' gradients added back, in choice order */
+    memset(dxn, 0, (size_t)N * d * sizeof *dxn);
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            const float *dx = g->dxe + (size_t)row * d;
+            float *dst = dxn + (size_t)t * d;
+            for (int c = 0; row >= 0 && c < d; c++)
+                dst[c] += dx[c];
+        }
+    /* the router: the gates' and the load-balancing loss's gradients to the logits */
+    moe_route_backward(&r, g->dgate, g->c.moe.aux_coef, g->aux_scale, g->zlog);
+    op_mm_dw_acc(G->router, g->zlog, x, N, E, d, g->accumulate);
+    op_produced_grad(g, G->router, (size_t)E * d, l, "grad router");
+    op_mm_dx(dxn, g->zlog, W->router, N, E, d, 1.0f);
+}
+
+/* Runs layer l on the residual stream res (updated in place to the layer's output); keeps the
+ * tensors of `save` (any may be NULL). Every tensor is rounded to the working format where it is
+ * produced, as a bf16 kernel would write it. */
+static void layer_forward(struct gpt *g, int l, float *res, void **save)
+{
+    int N = g->N, d = g->c.d, dl = g->dl, f = g->fl;   /* a tensor-parallel rank's widths */
+    size_t nd = (size_t)g->nl * d, nf = (size_t)N * f; /* nd: the residual stream's */
+    const struct layer_ptrs *W = &g->lw[l];
+    float **w = g->w;
+    bind(g, save);
+    if (save && save[A_X])
+        op_store(g, save[A_X], res, nd);
+    const float *xin; /* a norm's output over every row (gathered under sequence parallelism) */
+
+    /* attention: xn1 = RMSNorm(x); q, k, v = xn1 Wq^T, xn1 Wk^T, xn1 Wv^T, q and k rotated by
+     * their position (RoPE); att = softmax(q k^T / sqrt(hd), causal) v; xm = x + att Wo^T */
+    op_rmsnorm(g, l, "attn norm", w[A_XN1], w[A_RSTD1], res, W->attn_norm);
+    xin = op_sp_gather(g, g->xg, w[A_XN1], "attn norm");
+    op_linear(g, l, NULL, w[A_Q], xin, W->wq, dl, d); /* rounded, rotated, then checked */
+    op_linear(g, l, NULL, w[A_K], xin, W->wk, dl, d);
+    op_rope(g, l, "q", w[A_Q], 1);
+    op_rope(g, l, "k", w[A_K], 1);
+    op_linear(g, l, "v", w[A_V], xin, W->wv, dl, d);
+    op_attn_probs(g, l);
+    op_attn_out(g, l);
+    op_linear(g, l, "attn proj", g->tmp, w[A_ATT], W->wo, d, dl);
+    op_tp_reduce_rows(g, g->tmp, "attn proj"); /* each rank's heads' share of the projection */
+    op_add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
+
+    /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T;
+     * or, with experts, out = xm + the experts' gate-weighted outputs (moe_forward) */
+    op_rmsnorm(g, l, "mlp norm", w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm);
+    xin = op_sp_gather(g, g->xg, w[A_XN2], "mlp norm");
+    if (gpt_layer_moe(&g->c, l)) {
+        moe_forward(g, l, xin, g->tmp);
+    } else {
+        op_linear(g, l, "gate", w[A_G], xin, W->w_gate, f, d);
+        op_linear(g, l, "up", w[A_U], xin, W->w_up, f, d);
+        op_swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
+        op_linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
+    }
+    op_tp_reduce_rows(g, g->tmp, "mlp out"); /* each rank's share of the FFN width */
+    op_add(g, res, w[A_XM], g->tmp, nd, l, "output");
+
+    if (save) /* the kept tensors not computed in place */
+        for (int a = A_RSTD1; a < A_COUNT; a++)
+            if (save[a] && save[a] != w[a])
+                op_store(g, save[a], w[a], act_elems(g, a, sz_of(g, l)));
+}
+
+/* The MLP's backward, with the layer's tensors in the workspace: dres holds d loss / d out on
+ * entry, d loss / d xm on return; writes the gradients of w_down, w_gate, w_up and mlp_norm. */
+static void mlp_backward(struct gpt *g, int l, float *dres)
+{
+    int N = g->N, d = g->c.d, f = g->fl;
+    size_t nd = (size_t)N * d, nf = (size_t)N * f, nld = (size_t)g->nl * d;
+    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
+    float **w = g->w;
+    /* under sequence parallelism every row of dout and xn2, gathered (the backward of the
+     * reduce-scatter, and the norm's output again for the weight gradients) */
+    const float *dout = op_sp_gather(g, g->dg_full, dres, "grad mlp out");
+    if (gpt_layer_moe(&g->c, l)) { /* the experts' and the router's (moe_backward) */
+        moe_backward(g, l, dout, w[A_XN2], g->dxn);
+        op_produced(g, g->dxn, nd, l, "grad mlp norm");
+        op_rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, g->nl, d);
+        op_produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
+        op_produced(g, dres, nld, l, "grad attn residual");
+        return;
+    }
+
+    /* out = xm + h Wd^T: dh = dout Wd, dWd = dout^T h; dout also flows on to xm (the residual) */
+    op_mm_dx(g->dh, dout, W->w_down, N, d, f, 0.0f);
+    op_rnd(g, g->dh, nf);
+    if (g->inj && g->inj->inf_grad_layer == l)
+        g->dh[0] = INFINITY; /* the lessons' injected overflow */
+    op_check(g, g->dh, nf, l, "grad mlp hidden");
+    op_weight_grad(g, l, "grad w_down", G->w_down, dout, w[A_H], d, f);
+
+    /* h = silu(a) u: see op_swiglu_backward */
+    op_swiglu_backward(g, g->dg, g->du, g->dh, w[A_G], w[A_U], nf);
+    const float *xn2 = op_sp_gather(g, g->xg, w[A_XN2], "mlp norm again");
+    op_weight_grad(g, l, "grad w_gate", G->w_gate, g->dg, xn2, f, d);
+    op_weight_grad(g, l, "grad w_up", G->w_up, g->du, xn2, f, d);
+    /* a = xn2 Wg^T, u = xn2 Wu^T: dxn2 = da Wg + du Wu */
+    op_mm_dx(g->dxn, g->dg, W->w_gate, N, f, d, 0.0f);
+    op_mm_dx(g->dxn, g->du, W->w_up, N, f, d, 1.0f);
+    op_produced(g, g->dxn, nd, l, "grad mlp norm");
+    op_tp_reduce_rows(g, g->dxn, "grad mlp norm"); /* xn2 fed every rank's share of the width */
+    /* xn2 = RMSNorm(xm): see op_rms_bwd; dxm joins the residual's gradient in dres */
+    op_rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, g->nl, d);
+    op_produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
+    op_produced(g, dres, nld, l, "grad attn residual");
+}
+
+/* The attention's backward: dres holds d loss / d xm on entry, d loss / d x (the layer's
+ * input) on return; writes the gradients of wo, wq, wk, wv and attn_norm. */
+static void attn_backward(struct gpt *g, int l, float *dres)
+{
+    int N = g->N, d = g->c.d, dl = g->dl;
+    size_t nd = (size_t)N * d, nld = (size_t)g->nl * d;
+    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
+    float **w = g->w;
+    const float *dxm = op_sp_gather(g, g->dg_full, dres, "grad attn proj"); /* every row */
+
+    /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
+    op_mm_dx(g->datt, dxm, W->wo, N, d, dl, 0.0f);
+    op_rnd(g, g->datt, (size_t)N * dl);
+    op_weight_grad(g, l, "grad wo", G->wo, dxm, w[A_ATT], d, dl);
+    /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see op_attn_core_backward */
+    op_attn_core_backward(g, l);
+    const float *xn1 = op_sp_gather(g, g->xg, w[A_XN1], "attn norm again");
+    op_weight_grad(g, l, "grad wq", G->wq, g->dq, xn1, dl, d);
+    op_weight_grad(g, l, "grad wk", G->wk, g->dk, xn1, dl, d);
+    op_weight_grad(g, l, "grad wv", G->wv, g->dv, xn1, dl, d);
+    /* q, k, v = xn1 W^T: dxn1 = dq Wq + dk Wk + dv Wv */
+    op_mm_dx(g->dxn, g->dq, W->wq, N, dl, d, 0.0f);
+    op_mm_dx(g->dxn, g->dk, W->wk, N, dl, d, 1.0f);
+    op_mm_dx(g->dxn, g->dv, W->wv, N, dl, d, 1.0f);
+    op_produced(g, g->dxn, nd, l, "grad attn norm");
+    op_tp_reduce_rows(g, g->dxn, "grad attn norm"); /* xn1 fed every rank's heads */
+    op_rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->dxn, g->nl, d);
+    op_produced_grad(g, G->attn_norm, (size_t)d, l, "grad attn_norm");
+    op_produced(g, dres, nld, l, "grad input");
+}
+
+/* Backward of layer l with its tensors in the workspace: on entry dres is d loss / d output,
+ * on return d loss / d input. Writes the layer's weight gradients. */
+static void layer_backward(struct gpt *g, int l, float *dres)
+{
+    mlp_backward(g, l, dres);
+    attn_backward(g, l, dres);
+}
+
+/* Decodes a saved set into the workspace; recomputes the probabilities if they were not kept. */
+static void load_set(struct gpt *g, int l, void **set)
+{
+    bind(g, set);
+    for (int a = 0; a < A_COUNT; a++)
+        if (set[a] && set[a] != g->w[a])
+            op_load(g, g->w[a], set[a], act_elems(g, a, sz_of(g, l)));
+    if (!set[A_P]) { /* selective: the attention core comes back to life, in its slot */
+        charge(g, (long long)act_bytes(g, A_P, SZ_DENSE));
+        if (g->fmt == FP_FP32)
+            g->w[A_P] = g->pslot;
+        op_attn_probs(g, l);
+        if (g->w[A_P] != g->pslot) /* already rounded: exact */
+            op_store(g, g->pslot, g->w[A_P], act_elems(g, A_P, SZ_DENSE));
+        op_compute(g, attn_flops(g) / 2, "recompute", l);
+    }
+}
+
+/* ------------------------------------------------------------------ the passes */
+
+/* Bytes layer l charges when its list is stored: all of it, or all but the core. */
+static size_t set_bytes(const struct gpt *g, void **set, int l)
+{
+    size_t b = 0;
+    for (int a = 0; a < A_COUNT; a++)
+        if (set[a])
+            b += act_bytes(g, a, sz_of(g, l));
+    return b;
+}
+
+static void **saved_set(struct gpt *g, int slot, int l)
+{
+    return g->saved[(size_t)slot * g->c.layers + l];
+}
+
+/* A step begins: the diagnosis and the underflow counts start again. */
+static void step_begin(struct gpt *g)
+{
+    g->nonfinite[0] = 0;
+    g->nonfinite_forward = false;
+    memset(g->underflow, 0, ((size_t)g->c.layers + 1) * sizeof *g->underflow);
+    g->underflow_total = 0;
+    g->aux = 0, g->routed = g->dropped = 0;
+}
+
+/* The load-balancing loss's weight in the backward pass: the loss scale, times this batch's
+ * share of the tokens the loss is averaged over (a data-parallel GPU's aux is one of the
+ * GPUs', a micro-batch's one of the micro-batches': the gradients add up to their mean's). */
+static void set_aux_scale(struct gpt *g, float loss_scale)
+{
+    g->aux_scale = (double)loss_scale * (double)g->N / g->loss_tokens;
+}
+
+/* The embedding lookup: the residual stream starts as the rows of the tokens. */
+static void embed_forward(struct gpt *g, const int32_t *tokens)
+{
+    int N = g->N, d = g->c.d;
+    const float *E = g->params;
+    op_hook(g, GPT_HOOK_FORWARD, GPT_UNIT_EMBED);
+    /* vocabulary-parallel: a rank has rows v0..v0+vl-1; the others' tokens are zeros here and
+     * come from their rank in the sum */
+    for (int r = 0; r < N; r++) {
+        int t = tokens[r] - g->v0;
+        float *x = g->res + (size_t)r * d;
+        if (t >= 0 && t < g->vl)
+            memcpy(x, E + (size_t)t * d, (size_t)d * 4);
+        else
+            memset(x, 0, (size_t)d * 4);
+    }
+    op_tp_reduce_rows(g, g->res, "embedding"); /* under sequence parallelism: this rank's rows */
+    op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_EMBED);
+    op_check(g, g->res, (size_t)g->nl * d, -1, "embedding");
+}
+
+/* The part's layers on the residual stream, keeping what the backward pass of micro-batch
+ * `slot` needs. */
+static void layers_forward(struct gpt *g, int slot)
+{
+    const struct gpt_part *pt = &g->part;
+    for (int l = pt->first; l < pt->first + pt->count; l++) {
+        op_hook(g, GPT_HOOK_FORWARD, l);
+        if (g->seg) {
+            void *set[A_COUNT] = {0};
+            int k = l - pt->first;
+            if (k % g->seg == 0) { /* a checkpoint: the segment's input */
+                set[A_X] = g->segin[slot * g->nseg + k / g->seg];
+                charge(g, (long long)act_bytes(g, A_X, SZ_DENSE));
+            }
+            layer_forward(g, l, g->res, set);
+        } else {
+            layer_forward(g, l, g->res, saved_set(g, slot, l));
+            charge(g, (long long)set_bytes(g, saved_set(g, slot, l), l));
+        }
+        op_compute(g, layer_flops(g, l), "forward", l);
+        op_hook(g, GPT_HOOK_FORWARD_DONE, l);
+    }
+}
+
+/* The cross-entropy over a vocabulary split between the tensor-parallel ranks (Megatron-LM's
+ * vocab-parallel cross-entropy): each rank has logits z for its rows only; the row maximum,
+ * the sum of exp(z - max) and the target's logit (held by one rank, 0 on the others) are
+ * reduced over the group in fp32, so lse = log(sum) + max and the loss lse - z_target are
+ * every rank's, and each keeps softmax = exp(z - lse) for its rows. The sum of the rows' losses. */
+static double parallel_cross_entropy(struct gpt *g, float *probs, const int32_t *targets)
+{
+    int N = g->N, V = g->vl;
+    prof_enter(PROF_LOSS);
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        float mx = z[0];
+        for (int j = 1; j < V; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        g->rowmax[r] = mx;
+    }
+    g->alloc.tp_reduce(g->alloc.ctx, g->rowmax, (size_t)N, GPT_TP_MAX_FP32, "logits max");
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        double s = 0;
+        for (int j = 0; j < V; j++)
+            s += exp((double)z[j] - g->rowmax[r]);
+        int t = targets[r] - g->v0;
+        g->rowsum[r] = (float)s;
+        g->rowtgt[r] = t >= 0 && t < V ? z[t] : 0.0f;
+    }
+    g->alloc.tp_reduce(g->alloc.ctx, g->rowsum, (size_t)N, GPT_TP_SUM_FP32, "sum of exp(logits)");
+    g->alloc.tp_reduce(g->alloc.ctx, g->rowtgt, (size_t)N, GPT_TP_SUM_FP32, "target logits");
+    double loss = 0;
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        float *pr = probs + (size_t)r * V;
+        double lse = log((double)g->rowsum[r]) + g->rowmax[r];
+        for (int j = 0; j < V; j++)
+            pr[j] = (float)exp((double)z[j] - lse);
+        loss += lse - g->rowtgt[r];
+    }
+    prof_leave();
+    return loss;
+}
+
+/* The ends: final norm, logits = hn E^T, softmax in fp32, mean cross-entropy. */
+static double head_forward(struct gpt *g, int slot, const int32_t *targets)
+{
+    int N = g->N, d = g->c.d, V = g->vl;                /* this rank's vocabulary */
+    size_t nld = (size_t)g->nl * d, nv = (size_t)N * V; /* nld: the residual stream's */
+    void **head = g->head[slot];
+    const float *E = g->params, *wf = g->params + g->nparams - d;
+    op_hook(g, GPT_HOOK_FORWARD, GPT_UNIT_HEAD);
+    op_store(g, head[H_X], g->res, nld);
+    op_rmsnorm(g, -1, "final norm", g->hn, head[H_RSTD], g->res, wf);
+    op_store(g, head[H_N], g->hn, nld);
+    op_mm_fwd(g->logits, op_sp_gather(g, g->xg, g->hn, "final norm"), E, N, V, d);
+    if (g->inj && g->inj->logit_factor != 1.0f)
+        for (size_t i = 0; i < nv; i++)
+            g->logits[i] *= g->inj->logit_factor; /* the lessons' bad batch */
+    op_produced(g, g->logits, nv, -1, "logits");
+    float *probs = head[H_PROBS];
+    double loss = 0;
+    if (g->tp > 1) {
+        loss = parallel_cross_entropy(g, probs, targets);
+        charge(g, (long long)g->head_bytes);
+        op_compute(g, head_flops(g), "head forward", -1);
+        return loss / N;
+    }
+    prof_enter(PROF_LOSS);
+    for (int r = 0; r < N; r++) {
+        const float *z = g->logits + (size_t)r * V;
+        float *pr = probs + (size_t)r * V;
+        float mx = z[0];
+        for (int j = 1; j < V; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        double s = 0;
+        for (int j = 0; j < V; j++)
+            s += exp((double)z[j] - mx);
+        double lse = log(s) + mx;
+        for (int j = 0; j < V; j++)
+            pr[j] = (float)exp((double)z[j] - lse);
+        loss += lse - z[targets[r]];
+    }
+    prof_leave();
+    charge(g, (long long)g->head_bytes);
+    op_compute(g, head_flops(g), "head forward", -1);
+    return loss / N;
+}
+
+/* The head's backward, from d(loss_scale x mean CE) / d logits = (softmax - onehot) x
+ * loss_scale / tokens: the tied embedding's head share, the final norm's gradient, and
+ * d loss / d (the last layer's output) into dres. */
+static void head_backward(struct gpt *g, int slot, const int32_t *targets, float loss_scale)
+{
+    int N = g->N, d = g->c.d, V = g->vl, L = g->c.layers; /* this rank's vocabulary */
+    size_t nd = (size_t)N * d, nv = (size_t)N * V;
+    void **head = g->head[slot];
+    float *E = g->params, *gE = g->grads, *dl = g->logits;
+    const float *probs = head[H_PROBS];
+    float coef = loss_scale / (float)g->loss_tokens;
+    prof_enter(PROF_LOSS);
+    for (int r = 0; r < N; r++) {
+        const float *pr = probs + (size_t)r * V;
+        float *z = dl + (size_t)r * V;
+        for (int j = 0; j < V; j++)
+            z[j] = pr[j];
+        int t = targets[r] - g->v0; /* the one-hot is on the target's rank */
+        if (t >= 0 && t < V)
+            z[t] -= 1.0f;
+        for (int j = 0; j < V; j++)
+            z[j] *= coef;
+    }
+    prof_leave();
+    if (g->inj && g->inj->logit_factor != 1.0f)
+        for (size_t i = 0; i < nv; i++)
+            dl[i] *= g->inj->logit_factor;
+    op_produced(g, dl, nv, -1, "grad logits");
+    size_t nld = (size_t)g->nl * d; /* the residual stream's rows */
+    op_load(g, g->hn, head[H_N], nld);
+    op_load(g, g->hx, head[H_X], nld);
+    memcpy(g->hrstd, head[H_RSTD], (size_t)g->nl * 4);
+    const float *hn = op_sp_gather(g, g->xg, g->hn, "final norm again"); /* every row */
+    op_mm_dw_acc(gE, dl, hn, N, V, d, g->accumulate); /* the head's share of the embedding's */
+    op_mm_dx(g->dxn, dl, E, N, V, d, 0.0f);
+    op_rnd(g, g->dxn, nd);
+    op_tp_reduce_rows(g, g->dxn, "grad head input"); /* hn fed every rank's vocabulary */
+    memset(g->dres, 0, nld * 4);
+    float *gwf = g->grads + g->nparams - d;
+    op_rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, g->nl, d);
+    op_produced_grad(g, gwf, (size_t)d, L, "grad final_norm");
+    op_produced(g, g->dres, nld, -1, "grad final norm");
+    op_compute(g, 2 * head_flops(g), "head backward", -1);
+    charge(g, -(long long)g->head_bytes);
+    op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
+    op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_HEAD);
+}
+
+/* The part's layers backward, from dres (d loss / d the part's output) to d loss / d its
+ * input, recomputing what micro-batch `slot` did not keep. */
+static void layers_backward(struct gpt *g, int slot)
+{
+    const struct gpt_part *pt = &g->part;
+    size_t nd = (size_t)g->nl * g->c.d; /* the residual stream's rows */
+    int l0 = pt->first, l1 = pt->first + pt->count;
+    if (g->seg) {
+        for (int s = g->nseg - 1; s >= 0; s--) {
+            int a = l0 + s * g->seg, b = a + g->seg < l1 ? a + g->seg : l1;
+            /* recompute the segment from its checkpoint */
+            op_load(g, g->res, g->segin[slot * g->nseg + s], nd);
+            for (int l = a; l < b; l++) {
+                op_hook(g, g->seg == 1 ? GPT_HOOK_BACKWARD : GPT_HOOK_FORWARD, l);
+                layer_forward(g, l, g->res, g->pool[l - a]);
+                /* the segment's first input is its checkpoint, already charged */
+                charge(g,
+                       (long long)(layer_bytes(g, l) - (l == a ? act_bytes(g, A_X, SZ_DENSE) : 0)));
+                op_compute(g, layer_flops(g, l), "recompute", l);
+                if (g->seg > 1)
+                    op_hook(g, GPT_HOOK_FORWARD_DONE, l);
+            }
+            for (int l = b - 1; l >= a; l--) {
+                if (g->seg > 1)
+                    op_hook(g, GPT_HOOK_BACKWARD, l);
+                load_set(g, l, g->pool[l - a]);
+                layer_backward(g, l, g->dres);
+                op_compute(g, 2 * layer_flops(g, l), "backward", l);
+                charge(g, -(long long)layer_bytes(g, l));
+                op_hook(g, GPT_HOOK_GRADS, l);
+            }
+        }
+    } else
+        for (int l = l1 - 1; l >= l0; l--) {
+            op_hook(g, GPT_HOOK_BACKWARD, l);
+            load_set(g, l, saved_set(g, slot, l));
+            layer_backward(g, l, g->dres);
+            op_compute(g, 2 * layer_flops(g, l), "backward", l);
+            charge(g, -(long long)layer_bytes(g, l));
+            op_hook(g, GPT_HOOK_GRADS, l);
+        }
+}
+
+/* The embedding's backward: the rows of the tokens seen receive the input gradient (after the
+ * head's share, when this model holds the head too). */
+static void embed_backward(struct gpt *g, const int32_t *tokens)
+{
+    int N = g->N, d = g->c.d, V = g->vl; /* this rank's vocabulary rows */
+    float *gE = g->grads;
+    if (!g->part.head && !g->accumulate) /* no head share: the rows alone */
+        memset(gE, 0, (size_t)V * d * sizeof *gE);
+    const float *dx = op_sp_gather(g, g->dg_full, g->dres, "grad embedding"); /* every row */
+    for (int r = 0; r < N; r++) {
+        int t = tokens[r] - g->v0;
+        if (t < 0 || t >= V)
+            continue;
+        float *dst = gE + (size_t)t * d;
+        const float *src = dx + (size_t)r * d;
+        for (int j = 0; j < d; j++)
+            dst[j] += src[j];
+    }
+    op_produced_grad(g, gE, (size_t)V * d, g->c.layers, "grad embedding");
+    op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_EMBED);
+}
+
+/* ------------------------------------------------------------------ the whole model */
+
+/* The whole model's forward pass, from a new step: the loss. */
+static double whole_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets)
+{
+    step_begin(g);
+    g->in_forward = true;
+    embed_forward(g, tokens);
+    layers_forward(g, 0);
+    double loss = head_forward(g, 0, targets) + g->aux; /* the experts' load-balancing loss */
+    g->in_forward = false;
+    return loss;
+}
+
+double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
+                   const struct gpt_inject *inj)
+{
+    g->inj = inj;
+    double loss = whole_forward(g, tokens, targets);
+    op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
+    charge(g, -(long long)g->live); /* nothing will need them */
+    g->inj = NULL;
+    return loss;
+}
+
+double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, float loss_scale,
+                const struct gpt_inject *inj)
+{
+    g->inj = inj;
+    g->accumulate = false;
+    double loss = whole_forward(g, tokens, targets);
+    set_aux_scale(g, loss_scale);
+    head_backward(g, 0, targets, loss_scale);
+    layers_backward(g, 0);
+    embed_backward(g, tokens);
+    g->inj = NULL;
+    return loss;
+}
+
+/* ------------------------------------------------------------------ a part of the model */
+
+void gpt_part_begin(struct gpt *g)
+{
+    step_begin(g);
+}
+
+double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const void *in, void *out,
+                        const int32_t *targets, const struct gpt_inject *inj)
+{
+    size_t nd = (size_t)g->nl * g->c.d; /* this rank's rows of the stream */
+    double aux = g->aux;
+    g->inj = inj;
+    g->in_forward = true;
+    if (g->part.embed)
+        embed_forward(g, tokens);
+    else
+        op_load(g, g->res, in, nd);
+    layers_forward(g, slot);
+    double loss = NAN;
+    if (g->part.head) /* with this micro-batch's load-balancing loss in this part's layers */
+        loss = head_forward(g, slot, targets) + (g->aux - aux);
+    else
+        op_store(g, out, g->res, nd); /* already in the format: exact */
+    g->in_forward = false;
+    g->inj = NULL;
+    return loss;
+}
+
+void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int32_t *targets,
+                       float loss_scale, const void *dout, void *din, bool accumulate,
+                       const struct gpt_inject *inj)
+{
+    size_t nd = (size_t)g->nl * g->c.d; /* this rank's rows of the stream */
+    g->inj = inj;
+    g->accumulate = accumulate;
+    set_aux_scale(g, loss_scale);
+    if (g->part.head)
+        head_backward(g, slot, targets, loss_scale);
+    else
+        op_load(g, g->dres, dout, nd);
+    layers_backward(g, slot);
+    if (g->part.embed)
+        embed_backward(g, tokens);
+    else
+        op_store(g, din, g->dres, nd);
+    g->accumulate = false;
+    g->inj = NULL;
+}

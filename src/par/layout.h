@@ -1,0 +1,85 @@
+/* The layout of a run's GPUs: the grid of tensor, data and pipeline parallelism, where a GPU
+ * sits in it and its groups, how the model and the batch split over it, and the checks of a
+ * layout against the model and the batch.
+ *
+ * The grid has an axis per kind of parallelism, innermost first, and a GPU's rank is its
+ * coordinates read as the digits of a mixed-radix number (Megatron-LM's RankGenerator, whose
+ * order is "tp-cp-ep-dp-pp": megatron/core/parallel_state.py):
+ *     rank = (stage x dp + dprank) x tp + tprank
+ * so a tensor-parallel group is T consecutive GPUs (a node's fast links), a data-parallel group
+ * strides by T and a pipeline stage is a block of D x T GPUs. A GPU's group along an axis is
+ * the GPUs whose place differs from its own along that axis only (layout_group): along tp they
+ * sum a layer's partial results (par/tp.h), along dp the gradients (par/dp.h), and the ends of
+ * the pp axis the tied embedding's gradient.
+ *
+ * Along the pipeline axis the model's layers split evenly (a stage holds L / P of them, the
+ * first the embedding, the last the head; the interleaved schedule gives each GPU v chunks,
+ * virtual stages c P + s), along tp each layer's heads, FFN width and vocabulary rows (and with
+ * sequence parallelism the tokens between the matmuls), along dp the batch: each data-parallel
+ * rank takes batch / D sequences as M micro-batches.
+ *
+ * Room for more axes: context parallelism (the sequence cut over CP GPUs) is an axis between
+ * tp and dp, expert parallelism (mixture of experts) one between cp and dp, as Megatron-LM
+ * orders them: a name in enum layout_axis and in struct layout_place's sizes and coordinates,
+ * its size from the settings in layout_place, its checks in layout_check; ranks and groups
+ * follow from the axes. */
+#ifndef SCALELAB_PAR_LAYOUT_H
+#define SCALELAB_PAR_LAYOUT_H
+
+#include <stdbool.h>
+
+#include "model/gpt.h"
+#include "par/settings.h"
+
+struct error;
+
+/* The grid's axes, innermost first. */
+enum layout_axis { LAYOUT_TP, LAYOUT_DP, LAYOUT_PP, LAYOUT_AXES };
+
+/* Where a GPU sits: the grid's sizes and its coordinates, by name or by axis (size[LAYOUT_TP]
+ * is tp); the micro-batch it computes and the part of the model it holds. */
+struct layout_place {
+    int rank;
+    union {
+        struct {
+            int tp, dp, pp;
+        };
+        int size[LAYOUT_AXES];
+    };
+    union {
+        struct {
+            int tprank, dprank, stage;
+        };
+        int at[LAYOUT_AXES];
+    };
+    int micro;            /* sequences in a micro-batch: batch / (dp x M) */
+    struct gpt_part part; /* chunk 0's layers (and ends); layout_chunk_part gives the others */
+};
+
+/* GPU rank's place in o's layout, its part holding slots micro-batches at once (the schedule's
+ * most for the stage, par/pp.h; 1 without a pipeline). */
+void layout_place(const struct train_opts *o, int rank, int slots, struct layout_place *out);
+/* The rank of the GPU at pl's place but at coordinate `at` along axis a. */
+int layout_rank(const struct layout_place *pl, enum layout_axis a, int at);
+/* pl's group along axis a: the pl->size[a] ranks, in the order of that coordinate. */
+void layout_group(const struct layout_place *pl, enum layout_axis a, int *ranks);
+
+/* The data-parallel size, gpus / (tp x pp) (1 where that does not divide). */
+int layout_dp(const struct train_opts *o);
+/* Whether a step runs as a pipeline of micro-batches (pp > 1 or M > 1): the gradients are
+ * then reduced once all of them are in. */
+bool layout_pipelined(const struct train_opts *o);
+/* Model chunks per GPU: the interleaved schedule's v, else 1. */
+int layout_chunks(const struct train_opts *o);
+/* Chunk c's part of the GPU at pl (interleaved: virtual stage c pp + stage, the embedding on
+ * the first virtual stage, the head on the last; else the stage's layers). */
+void layout_chunk_part(const struct train_opts *o, const struct layout_place *pl, int chunk,
+                       int slots, struct gpt_part *out);
+
+/* Whether the GPUs can run o's layout: the sizes, their product, what each axis splits (the
+ * layers, the heads, FFN width and vocabulary, the sequence, the batch into data-parallel
+ * shares and micro-batches), the interleaved schedule's rules and ZeRO's stages with a
+ * pipeline. 0 or ERR_INVAL naming the setting (--gpus, --tp, ...). */
+int layout_check(const struct train_opts *o, struct error *e);
+
+#endif
