@@ -44,11 +44,15 @@ check_status() { # WANT WHAT
         not_ok "$2: exit $status, wanted $1" "stderr: $err"; fi
 }
 
-check_contains() { # HAYSTACK NEEDLE WHAT
+# check_contains HAYSTACK NEEDLE WHAT: an empty NEEDLE (a grep that found nothing) fails: it
+# would be in every haystack.
+check_contains() {
+    if [ -z "$2" ]; then not_ok "$3" "the needle is empty: nothing to look for"; return; fi
     case "$1" in *"$2"*) ok "$3" ;; *) not_ok "$3" "missing: $2" "in: $(printf '%s' "$1" | head -c 2000)" ;; esac
 }
 
-check_not_contains() { # HAYSTACK NEEDLE WHAT
+check_not_contains() { # HAYSTACK NEEDLE WHAT (an empty NEEDLE fails, as above)
+    if [ -z "$2" ]; then not_ok "$3" "the needle is empty: nothing to look for"; return; fi
     case "$1" in *"$2"*) not_ok "$3" "unexpected: $2" ;; *) ok "$3" ;; esac
 }
 
@@ -56,9 +60,19 @@ check_eq() { # GOT WANT WHAT
     if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3" "got:  $1" "want: $2"; fi
 }
 
+# The python of every check below: all(...) over an empty list raises instead of holding, so a
+# check of every GPU, step or layer cannot pass on a list that came out empty.
+T_PY_ALL='import builtins
+def all(xs):
+    xs = list(xs)
+    assert xs, "all() over an empty list"
+    return builtins.all(xs)
+'
+
 # check_json EXPR WHAT: evaluates a python3 expression on the JSON in $out (bound to 'd').
 check_json() {
-    if printf '%s' "$out" | python3 -c "import json,sys,math; d=json.load(sys.stdin); sys.exit(0 if ($1) else 1)" 2>"$T_TMP/pyerr"; then
+    if printf '%s' "$out" | python3 -c "$T_PY_ALL
+import json,sys,math; d=json.load(sys.stdin); sys.exit(0 if ($1) else 1)" 2>"$T_TMP/pyerr"; then
         ok "$2"
     else
         not_ok "$2" "expression: $1" "$(cat "$T_TMP/pyerr")" "json: $(printf '%s' "$out" | head -c 1500)"
@@ -67,7 +81,7 @@ check_json() {
 
 # check_jsonl EXPR WHAT: EXPR (python) over d, the list of the JSON lines of $out.
 check_jsonl() {
-    if printf '%s\n' "$out" | python3 -c "
+    if printf '%s\n' "$out" | python3 -c "$T_PY_ALL
 import json, sys, math
 d = [json.loads(l) for l in sys.stdin if l.strip()]
 sys.exit(0 if ($1) else 1)" 2>"$T_TMP/pyerr"; then
@@ -109,6 +123,7 @@ torch_python() {
 # f32(PATH) a file of little-endian floats; ok if it raises nothing.
 py() {
     if python3 - "$T_TMP" >"$T_TMP/py.out" 2>&1 <<PY
+$T_PY_ALL
 import json, sys, math, os, struct
 T = sys.argv[1]
 def load(name):
@@ -127,6 +142,17 @@ PY
 # check_losses REF STEPS TOL WHAT [GPUS]: the last run (train --steps STEPS --json) and the
 # saved one-GPU run REF have STEPS step lines and a summary each, and at every step the loss
 # is within TOL of REF's, relative to REF's; with GPUS, the run's layout has that many GPUs.
+# The step's agreement too (the GPUs' loss, norm and inf/NaN verdict): at every step the
+# global sum of squares of the gradients within AGREE_TOL of REF's and the clip coefficient
+# within it, relative, the same skip verdict and loss scale; and every GPU of the run holds
+# that same verdict, scale after the step, coefficient and sum of squares.
+#
+# AGREE_TOL is 1e-6, relative to the sum of squares: an element of tiny's 202,304 parameters
+# holds on average 1/202,304 = 4.9e-6 of it, so a GPU whose norm misses one element of its
+# shard (or counts one twice) exceeds it, at one step or another (planted, 2e-6 to 6e-4 over
+# 30 steps); what else differs is the order of the sums, whose fp32 roundings AdamW carries on
+# from step to step: at most 5.4e-7 on the development host over every layout below.
+AGREE_TOL=1e-6
 check_losses() {
     local gpus=""
     [ -n "${5:-}" ] && gpus="assert b[-1]['summary']['layout']['gpus'] == $5, b[-1]['summary']['layout']"
@@ -138,6 +164,17 @@ worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], 
 assert worst < $3, worst
 $gpus
 " py "$4: every step's loss within $3 of one GPU's"
+    PYCODE="
+a, b = load('$1'), load('_losses')
+for x, y in zip(a[:-1], b[:-1]):
+    s = x['step']
+    assert abs(y['grad_sumsq'] - x['grad_sumsq']) <= $AGREE_TOL * x['grad_sumsq'], (s, x['grad_sumsq'], y['grad_sumsq'])
+    assert abs(y['clip_coef'] - x['clip_coef']) <= $AGREE_TOL * x['clip_coef'], (s, x['clip_coef'], y['clip_coef'])
+    assert (y['skipped'], y['loss_scale']) == (x['skipped'], x['loss_scale']), (s, x, y)
+    for g, p in enumerate(y.get('per_gpu', [])):
+        assert (p['skipped'], p['clip_coef'], p['grad_sumsq']) == (y['skipped'], y['clip_coef'], y['grad_sumsq']), (s, g, p, y)
+        assert p['next_scale'] == y['per_gpu'][0]['next_scale'], (s, g, p)
+" py "$4: every step's norm, clip coefficient and skip verdict are one GPU's, on every GPU"
 }
 
 # check_grads REF DIR TOL WHAT: the --dump folders REF (one GPU) and DIR hold step 1's
@@ -188,15 +225,17 @@ assert s['measured_minus_predicted'] == {'memory_bytes': 0, 'comm_bytes': 0}, s[
 # split on white space). Every run is also checked to exit 0.
 
 # losses_per_layout STEPS TOL LAYOUTS: trains STEPS steps on one GPU, then on each layout;
-# check_losses with TOL for each.
+# check_losses with TOL for each. The runs clip the global norm at 1 (tiny's first steps are
+# above it), so that the clip coefficient, which every GPU computes from the agreed norm,
+# is compared too.
 losses_per_layout() {
     local l args
-    run train --steps "$1" --json
+    run train --steps "$1" --clip 1 --json
     check_status 0 "one GPU, the reference"
     save ref
     for l in $3; do
         args=$(printf '%s' "$l" | tr ':' ' ')
-        run train --steps "$1" $args --json
+        run train --steps "$1" --clip 1 $args --json
         check_status 0 "train $args"
         check_losses ref "$1" "$2" "$args"
     done

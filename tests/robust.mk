@@ -1,6 +1,8 @@
 # Adversarial tests of the whole command line and the file parsers: bad input exits 2 with a
 # clear message and no sanitizer report; a failing GPU ends a collective cleanly.
 SH_TESTS += tests/cli/badinput.sh tests/cli/failstop.sh tests/cli/hardening.sh
+# (issue 21: the hostile tester's matrix: command lines, progress files, low memory, signals)
+SH_TESTS += tests/cli/hostile.sh
 # (issue 11: a damaged progress file in the window)
 SH_TESTS += tests/tui/progress.sh
 

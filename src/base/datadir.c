@@ -3,12 +3,17 @@
 #include "config.h"
 #include "base/datadir.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/error.h"
 
 static int installed(void)
 {
@@ -50,4 +55,29 @@ char *datadir_path(char *buf, size_t n, const char *rel)
 {
     int len = snprintf(buf, n, "%s/%s", datadir(), rel);
     return len < 0 || (size_t)len >= n ? NULL : buf;
+}
+
+int datadir_check(struct error *e)
+{
+    const char *env = getenv("SCALELAB_DATA");
+    const char *from = env && *env ? " (SCALELAB_DATA)" : "";
+    const char *const need[] = {"", "lessons", "assets/models"};
+    for (int i = 0; i < 3; i++) {
+        char path[PATH_MAX];
+        struct stat st;
+        if (!datadir_path(path, sizeof path, need[i]))
+            return error_set(e, ERR_INVAL, "the data folder %s%s: the path is too long", datadir(),
+                             from);
+        bool there = stat(path, &st) == 0;
+        if (there && S_ISDIR(st.st_mode))
+            continue;
+        const char *why = i == 1   ? "has no lessons/ folder"
+                          : i == 2 ? "has no assets/models/ folder"
+                          : there  ? "is not a folder"
+                                   : strerror(errno);
+        return error_set(e, ERR_INVAL,
+                         "the data folder %s%s: %s; it should hold lessons/ and assets/", datadir(),
+                         from, why);
+    }
+    return 0;
 }

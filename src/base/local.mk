@@ -4,7 +4,9 @@ libscalelab_a_SOURCES += \
 	%reldir%/cpu.c %reldir%/cpu.h \
 	%reldir%/datadir.c %reldir%/datadir.h \
 	%reldir%/error.c %reldir%/error.h \
+	%reldir%/hostmem.c %reldir%/hostmem.h \
 	%reldir%/prof.c %reldir%/prof.h \
+	%reldir%/readfile.c %reldir%/readfile.h \
 	%reldir%/json.c %reldir%/json.h \
 	%reldir%/rng.c %reldir%/rng.h \
 	%reldir%/units.c %reldir%/units.h

@@ -17,6 +17,7 @@
 
 #include "base/datadir.h"
 #include "base/error.h"
+#include "base/readfile.h"
 #include "base/units.h"
 #include "comm/cost.h"
 #include "sim/spec.h"
@@ -442,13 +443,14 @@ static bool is_preset_name(const char *s)
 static int read_file(const char *path, char **text, struct error *e)
 {
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return error_set(e, ERR_INVAL, "'%s' is a folder, not a preset file", path);
-    FILE *f = fopen(path, "rb");
+    const char *kind;
+    FILE *f = readfile_open(path, &st, &kind);
+    if (!f && kind)
+        return error_set(e, ERR_INVAL, "'%s' is %s, not a preset file", path, kind);
     if (!f)
         return error_set(e, ERR_INVAL, "cannot open '%s': %s", path, strerror(errno));
-    /* the size is checked before reading; the read is bounded too (pipes, devices) */
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > FILE_MAX) {
+    /* the size is checked before reading; the read is bounded too (a file that grows) */
+    if (st.st_size > FILE_MAX) {
         fclose(f);
         return error_set(e, ERR_INVAL, "'%s' is not a preset file (larger than 1 MiB)", path);
     }

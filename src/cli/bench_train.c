@@ -31,6 +31,8 @@
 #include "base/datadir.h"
 #include "base/error.h"
 #include "base/prof.h"
+#include "model/blasbuf.h"
+#include "par/run.h"
 #include "par/trainer.h"
 
 static void one_step(void *p)
@@ -41,7 +43,7 @@ static void one_step(void *p)
 
 /* A trainer of `model` at `batch` in `fmt`, as the benchmark times it; NULL after saying why. */
 static struct trainer *trainer_of(const char *model, int batch, enum fp_format fmt,
-                                  struct train_opts *o)
+                                  struct train_opts *o, int *claimed)
 {
     struct error e = {0};
     train_opts_default(o);
@@ -53,7 +55,12 @@ static struct trainer *trainer_of(const char *model, int batch, enum fp_format f
     o->precision = fmt;
     o->scaling = train_scaling_for(fmt);
     struct trainer *tr;
-    if (trainer_new(&tr, o, NULL, &e)) {
+    /* the memory it will use, checked first: one GPU's run on this thread; the OpenBLAS
+     * buffers claimed are given back (blasbuf_release) after trainer_free */
+    struct run_config rc = {.o = *o};
+    *claimed = 0;
+    if (run_reserve(&rc, claimed, &e) || trainer_new(&tr, o, NULL, &e)) {
+        blasbuf_release(*claimed);
         fprintf(stderr, "scalelab: bench: %s\n", e.msg);
         return NULL;
     }
@@ -66,7 +73,8 @@ static int run_one(struct bench *b, const char *model, int batch, enum fp_format
                    int k)
 {
     struct train_opts o;
-    struct trainer *tr = trainer_of(model, batch, fmt, &o);
+    int claimed;
+    struct trainer *tr = trainer_of(model, batch, fmt, &o, &claimed);
     if (!tr)
         return 1;
     struct gpt_flops fl = gpt_step_flops(&o.shape, o.batch, &o.ckpt);
@@ -97,6 +105,7 @@ static int run_one(struct bench *b, const char *model, int batch, enum fp_format
         }
     }
     trainer_free(tr);
+    blasbuf_release(claimed);
 
     const char *name = fp_info(fmt)->name;
     char what[96];
@@ -173,7 +182,8 @@ static int beside_torch(struct bench *b, int batch)
         return 0;
     }
     struct train_opts o;
-    struct trainer *tr = trainer_of("torch-compare", batch, FP_FP32, &o);
+    int claimed;
+    struct trainer *tr = trainer_of("torch-compare", batch, FP_FP32, &o, &claimed);
     if (!tr)
         return 1;
     double tokens = batch * (double)o.shape.seq, ours[BENCH_MAX_REPEATS], theirs[BENCH_MAX_REPEATS],
@@ -188,12 +198,14 @@ static int beside_torch(struct bench *b, int batch)
         if (n == 0) {
             fprintf(stderr, "scalelab: bench: train: %s %s gave no step times\n", py, script);
             trainer_free(tr);
+            blasbuf_release(claimed);
             return 1;
         }
         bench_stat_of(t, n, &st);
         theirs[r] = tokens / st.med;
     }
     trainer_free(tr);
+    blasbuf_release(claimed);
     char what[96];
     snprintf(what, sizeof what, "torch-compare fp32 step, batch %d: tokens/s (target 1.2 x)",
              batch);

@@ -13,9 +13,11 @@
 #include "base/clock.h"
 #include "base/cpu.h"
 #include "base/error.h"
+#include "base/hostmem.h"
 #include "base/json.h"
 #include "cli/command.h"
 #include "cli/opts.h"
+#include "model/blasbuf.h"
 #include "model/gpt.h"
 #include "par/trainer.h"
 
@@ -33,7 +35,9 @@ void *bench_alloc(size_t n)
 {
     void *p = NULL;
     if (posix_memalign(&p, 64, n ? n : 1) != 0) {
-        fprintf(stderr, "scalelab: bench: out of memory (%zu bytes)\n", n);
+        struct error e = {0};
+        hostmem_refuse((double)n, hostmem_room(), "bench: a buffer it measures with", &e);
+        fprintf(stderr, "scalelab: %s\n", e.msg);
         exit(1);
     }
     memset(p, 1, n);
@@ -165,6 +169,7 @@ static void do_sgemm(void *arg)
 
 /* The sgemm operands, kept for bench_sgemm_sample. */
 static struct sgemm_arg sgemm_ops;
+static int sgemm_claimed; /* OpenBLAS buffers claimed for it (model/blasbuf.h) */
 
 double bench_sgemm_sample(const struct bench *b)
 {
@@ -190,6 +195,12 @@ static void measure_limits(struct bench *b)
     bench_free(c.src);
 
     int m = b->quick ? 256 : 1024;
+    struct error e = {0};
+    if (blasbuf_claim(1, &sgemm_claimed, NULL, &e)) { /* the sgemm's OpenBLAS buffer, first */
+        hostmem_refuse((double)blasbuf_bytes(), hostmem_room(), "bench: OpenBLAS's buffer", &e);
+        fprintf(stderr, "scalelab: %s\n", e.msg);
+        exit(1);
+    }
     size_t bytes = (size_t)m * m * sizeof(float);
     struct sgemm_arg s = {bench_alloc(bytes), bench_alloc(bytes), bench_alloc(bytes), m};
     for (size_t i = 0; i < (size_t)m * m; i++)
@@ -207,6 +218,7 @@ static void free_limits(void)
     bench_free(sgemm_ops.a);
     bench_free(sgemm_ops.b);
     bench_free(sgemm_ops.c);
+    blasbuf_release(sgemm_claimed);
 }
 
 /* ------------------------------------------------------------------ the machine */

@@ -196,6 +196,8 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
         return error_set(e, ERR_INVAL, "--chunks goes with --schedule interleaved");
     if ((rc = configure_layout(a, r, e)) < 0)
         return rc;
+    if (c->sp && c->tp == 1) /* as train refuses it: nothing to split the sequence over */
+        return error_set(e, ERR_INVAL, "--sequence-parallel goes with --tp 2 or more");
     if (a->grad_accum && strcmp(a->grad_accum, "same")) {
         if (strcmp(a->grad_accum, "fp32"))
             return error_set(e, ERR_INVAL,

@@ -42,12 +42,15 @@ static size_t questions_of(const struct lesson *l)
     return n;
 }
 
+/* The progress of every lesson that can be read; a lesson file that cannot is named on
+ * standard error after the others are shown (exit 2). */
 static int show(const struct progress *p, const char *path, const char *note, bool json)
 {
     struct lesson **v;
     size_t n;
     struct error e = {0};
-    if (lesson_load_all(NULL, &v, &n, &e) < 0)
+    int left_out = lesson_load_all(NULL, &v, &n, &e);
+    if (left_out < 0)
         return cli_fail(&e);
     json_t *arr = json ? json_array() : NULL;
     if (!json) {
@@ -82,7 +85,7 @@ static int show(const struct progress *p, const char *path, const char *note, bo
         json_write(stdout, doc, JSON_EXACT);
     }
     lesson_free_all(v, n);
-    return 0;
+    return left_out ? cli_fail(&e) : 0;
 }
 
 static int progress_main(int argc, char **argv)
@@ -102,10 +105,19 @@ static int progress_main(int argc, char **argv)
     struct progress p;
     progress_init(&p);
     char note[ERROR_MAX + 32] = "";
-    if (progress_load(&p, path, &e) == PROGRESS_FRESH)
-        snprintf(note, sizeof note, "(%s)", e.code ? e.msg : "none saved yet");
-    if (!reset)
-        return show(&p, path, note, json);
+    int loaded = progress_load(&p, path, &e);
+    if (loaded == PROGRESS_FRESH && !e.code)
+        snprintf(note, sizeof note, "(none saved yet)");
+    else if (e.code) /* shown, and said on standard error: exit 2 */
+        snprintf(note, sizeof note, "(%s)", e.msg);
+    if (!reset) {
+        rc = show(&p, path, note, json);
+        return rc ? rc : e.code ? cli_fail(&e) : 0;
+    }
+    /* a file that could not be read at all would be replaced by one without the other
+     * lessons: it stays as it is */
+    if (loaded == PROGRESS_UNREAD && which)
+        return cli_usage("progress", "--reset %s: nothing changed: %s", which, e.msg);
     if (which) {
         struct lesson *l;
         if (lesson_find(NULL, which, &l, &e) < 0)
@@ -115,8 +127,11 @@ static int progress_main(int argc, char **argv)
     } else {
         progress_init(&p);
     }
-    if (progress_save(&p, path, &e) < 0)
-        return cli_fail(&e);
+    struct error se = {0};
+    if (progress_save(&p, path, &se) < 0)
+        return cli_fail(&se);
+    if (e.code) /* what was skipped is kept in the .bad copy */
+        fprintf(stderr, "scalelab: progress: %s\n", e.msg);
     if (!json)
         printf("progress %s: %s\n", which ? "of that lesson cleared" : "cleared", path);
     return json ? show(&p, path, "", true) : 0;
@@ -130,6 +145,11 @@ const struct command cmd_progress = {
     "\n"
     "Shows the progress the window saves in $XDG_STATE_HOME/scalelab/progress (by default\n"
     "~/.local/state/scalelab/progress): for each lesson, the step it reopens at and the\n"
-    "questions answered right, and which lesson was open last.\n",
+    "questions answered right, and which lesson was open last. A damaged file loses nothing:\n"
+    "its valid lines are shown and kept, the others named (exit 2), and the file as it was is\n"
+    "kept as progress.bad at the next save; what is not a regular file (a FIFO, a device) is\n"
+    "neither read nor replaced, and --reset LESSON refuses to replace a file it could not\n"
+    "read. A symbolic link is followed. A lesson file that cannot be read is named after the\n"
+    "others are shown (exit 2).\n",
     progress_main,
 };

@@ -1,6 +1,6 @@
 /* scalelab run LESSON: a lesson headless. Prints its steps, runs its experiments as child
- * processes of this same binary, checks their expectations against their JSON output, and
- * prints each question with the answer the engine computes. */
+ * processes of this same program (started as it was: cli_exec_self), checks their expectations
+ * against their JSON output, and prints each question with the answer the engine computes. */
 #include "config.h"
 
 #include <errno.h>
@@ -25,9 +25,14 @@
 #include "lesson/lesson.h"
 #include "lesson/quantity.h"
 #include "ui/layout.h"
+#include "ui/steppanel.h"
 
-#define OUTPUT_MAX  (16u << 20) /* bytes kept of a run's output */
-#define RUN_SECONDS 120         /* a lesson's experiment is small; a hung one is killed */
+#define OUTPUT_MAX (16u << 20) /* bytes kept of a run's output */
+/* A hung experiment is killed. Not sooner: an experiment takes a second here, but two minutes
+ * under a sanitizer on a machine busy ten times over (it failed a lesson there), and every
+ * wait inside a run has a deadline of its own (600 s), so only what hangs past those meets
+ * this one. */
+#define RUN_SECONDS 900
 
 struct output {
     char *data;
@@ -62,6 +67,26 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* A signal that ends `run` (SIGINT, SIGTERM, SIGHUP) while an experiment runs: the child is
+ * ended too, not left running alone, and then run ends as the signal asked (run_child). */
+static volatile sig_atomic_t ended_by;
+
+static void on_end(int sig)
+{
+    ended_by = sig;
+}
+
+static void catch_ends(bool on)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on ? on_end : SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
 /* Runs this binary with argv (argv[0] is the command name), collecting stdout and stderr. */
 static void run_child(const struct lesson_run *r, struct output *out, struct output *err,
                       struct outcome *oc)
@@ -86,8 +111,9 @@ static void run_child(const struct lesson_run *r, struct output *out, struct out
         dup2(po[1], STDOUT_FILENO);
         dup2(pe[1], STDERR_FILENO);
         close(po[0]), close(po[1]), close(pe[0]), close(pe[1]);
-        execv("/proc/self/exe", argv);
-        fprintf(stderr, "cannot run /proc/self/exe: %s\n", strerror(errno));
+        cli_exec_self(argv);
+        fprintf(stderr, "cannot run %s again: %s\n", cli_argv0 ? cli_argv0 : "scalelab",
+                strerror(errno));
         _exit(127);
     }
     free(argv);
@@ -102,7 +128,7 @@ static void run_child(const struct lesson_run *r, struct output *out, struct out
     int open_fds = 2;
     bool timed_out = false;
     double deadline = now() + RUN_SECONDS;
-    while (open_fds > 0) {
+    while (open_fds > 0 && !ended_by) {
         int left = (int)((deadline - now()) * 1000);
         if (left <= 0) {
             timed_out = true;
@@ -128,9 +154,15 @@ static void run_child(const struct lesson_run *r, struct output *out, struct out
     for (int i = 0; i < 2; i++)
         if (fds[i].fd >= 0)
             close(fds[i].fd);
+    if (ended_by) /* the experiment ends with run, which then ends as the signal asked */
+        kill(pid, SIGKILL);
     int ws;
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
         ;
+    if (ended_by) {
+        catch_ends(false);
+        raise(ended_by);
+    }
     if (timed_out) {
         snprintf(oc->problem, sizeof oc->problem, "killed after %d s", RUN_SECONDS);
         return;
@@ -511,12 +543,14 @@ static int run_lesson(const struct lesson *l, bool json, const struct print_opts
     return t.failed ? 1 : 0;
 }
 
+/* Every lesson that can be read; one that cannot is named after the others (exit 2). */
 static int list_lessons(bool json)
 {
     struct lesson **v;
     size_t n;
     struct error e;
-    if (lesson_load_all(NULL, &v, &n, &e) < 0)
+    int left_out = lesson_load_all(NULL, &v, &n, &e);
+    if (left_out < 0)
         return cli_fail(&e);
     json_t *arr = json ? json_array() : NULL;
     for (size_t i = 0; i < n; i++) {
@@ -537,7 +571,7 @@ static int list_lessons(bool json)
         json_write(stdout, doc, JSON_EXACT);
     }
     lesson_free_all(v, n);
-    return 0;
+    return left_out ? cli_fail(&e) : 0;
 }
 
 /* One line of the list: name (with its arguments' places), value when it takes none. */
@@ -658,8 +692,18 @@ static int run_main(int argc, char **argv)
         lesson_free(l);
         return cli_usage("run", "--step: the lesson has steps 1 to %zu, not %lld", n, step);
     }
+    /* what the window would refuse (a panel it does not know, a setting it skips) is a
+     * lesson that cannot be read as written */
+    if (steppanel_check(l, &e) < 0) {
+        lesson_free(l);
+        return cli_fail(&e);
+    }
     po.step = (int)step - 1;
+    catch_ends(true);
     int status = run_lesson(l, a.json, &po);
+    catch_ends(false);
+    if (ended_by) /* between two experiments: end as the signal asked */
+        raise(ended_by);
     lesson_free(l);
     return status;
 }
@@ -673,6 +717,8 @@ const struct command cmd_run = {
     "Prints a lesson's steps, runs each of its experiments (@run) as a scalelab command,\n"
     "checks each expected result (@expect) against that command's JSON output, and prints each\n"
     "question with the answer the engine computes. Exit status 1 if an expectation failed or\n"
-    "an experiment could not run; 2 if the lesson cannot be found or read.\n",
+    "an experiment could not run; 2 if the lesson cannot be found or read, or names a panel\n"
+    "or a panel setting the window would refuse. --list lists the lessons that can be read\n"
+    "and names the others (exit 2). A signal that ends run ends its experiment too.\n",
     run_main,
 };

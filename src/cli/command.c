@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/fail.h"
 #include "cli/opts.h"
@@ -41,4 +42,13 @@ void command_help(const struct command *c, FILE *f)
     if (fwrite(text, 1, len, f) != len && !cli_output_errno)
         cli_output_errno = errno ? errno : EIO;
     free(text);
+}
+
+const char *cli_argv0;
+
+void cli_exec_self(char **argv)
+{
+    if (cli_argv0 && *cli_argv0)
+        execvp(cli_argv0, argv);
+    execv("/proc/self/exe", argv);
 }

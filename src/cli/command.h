@@ -29,4 +29,12 @@ const struct command *command_find(const char *name);
 /* Prints "scalelab help NAME": c->help, then its option table's lines when it has one. */
 void command_help(const struct command *c, FILE *f);
 
+/* This program as it was started (main's argv[0]), to run it again as a child. */
+extern const char *cli_argv0;
+/* In a child: replaces it with this program run with argv (argv[0] its name), started as the
+ * user started it: argv[0] as given (searched in PATH when it has no '/'), so that a program
+ * run under valgrind or through the dynamic loader runs again; /proc/self/exe (the wrapper,
+ * there) only when that cannot be run. Returns only if neither could be run (errno). */
+void cli_exec_self(char **argv);
+
 #endif

@@ -240,11 +240,11 @@ static int configure_host(const struct train_args *r, struct run_config *rcfg)
         rcfg->spec.gpus_per_node = o->gpus / (int)nodes;
         rcfg->spec.nodes = (int)nodes;
     }
-    if (run_host_check(o, &e))
+    rcfg->keep_first_step = r->dump != NULL;
+    if (run_host_check(rcfg, &e))
         return cli_usage("train", "--batch %d on %d GPUs: %s", o->batch, o->gpus, e.msg);
     if (r->dump && train_dump_check(r->dump, &e))
         return cli_fail(&e);
-    rcfg->keep_first_step = r->dump != NULL;
     return 0;
 }
 

@@ -69,6 +69,7 @@ void train_print_step_json(const struct run_step *rs)
     printf("{\"step\":%ld,", s->step);
     put_num("loss", s->loss, true);
     put_num("grad_norm", s->grad_norm, true);
+    put_num("grad_sumsq", s->grad_sumsq, true);
     put_num("clip_coef", s->clip_coef, true);
     put_num("loss_scale", s->loss_scale, true);
     printf("\"skipped\":%s,\"overflow\":%s,", s->skipped ? "true" : "false",
@@ -80,8 +81,21 @@ void train_print_step_json(const struct run_step *rs)
     } else
         printf("\"nonfinite\":null,");
     put_num("underflow_frac", s->underflow_frac, true);
-    if (rs->gpus > 1)
+    if (rs->gpus > 1) {
         printf("\"nonfinite_gpu\":%d,", rs->nonfinite_gpu);
+        /* each GPU's part of the agreement: every one must hold the same */
+        printf("\"per_gpu\":[");
+        for (int g = 0; g < rs->gpus; g++) {
+            const struct run_gpu_step *gs = &rs->gpu[g];
+            printf("%s{\"overflow_own\":%s,\"skipped\":%s,", g ? "," : "",
+                   gs->overflow_own ? "true" : "false", gs->skipped ? "true" : "false");
+            put_num("next_scale", gs->next_scale, true);
+            put_num("clip_coef", gs->clip_coef, true);
+            put_num("grad_sumsq", gs->grad_sumsq, false);
+            putchar('}');
+        }
+        printf("],");
+    }
     printf("\"act_peak_bytes\":%zu,", s->act_peak_bytes);
     if (s->routed) { /* a mixture of experts: the routing's figures */
         put_num("aux_loss", s->aux_loss, true);

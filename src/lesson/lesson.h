@@ -134,8 +134,11 @@ const struct lesson_panel *lesson_step_panel(const struct lesson *l, size_t i);
 const char *lesson_panel_get(const struct lesson_panel *p, const char *key);
 
 /* Every lessons/NN-name.lesson under dir (datadir() when dir is NULL), sorted by number.
- * *out is a new array of *n lessons; release it with lesson_free_all. Any file that does not
- * parse, or two files with the same number, make it fail. */
+ * *out is a new array of *n lessons; release it with lesson_free_all. A file that does not
+ * parse (or repeats an earlier file's number) is left out and the others are read: the return
+ * is then how many were left out, with e naming the first ("FILE:LINE: why") and counting the
+ * others. Negative (e filled, nothing in *out) when the folder cannot be read or holds no
+ * lesson file. */
 int lesson_load_all(const char *dir, struct lesson ***out, size_t *n, struct error *e);
 void lesson_free_all(struct lesson **v, size_t n);
 

@@ -15,6 +15,7 @@
 
 #include "base/datadir.h"
 #include "base/error.h"
+#include "base/readfile.h"
 #include "base/units.h"
 #include "lesson/text.h"
 
@@ -23,20 +24,21 @@
 int lesson_load(const char *path, struct lesson **out, struct error *e)
 {
     *out = NULL;
-    /* a path that does not exist, is a folder or may not be read is the user's mistake (exit
-     * 2); only a failing disk is an I/O error */
+    /* a path that does not exist, is a folder (or a FIFO, a device) or may not be read is the
+     * user's mistake (exit 2); only a failing disk is an I/O error */
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return error_set(e, ERR_INVAL, "%s: a folder, not a lesson file", path);
-    FILE *f = fopen(path, "rb");
+    const char *kind;
+    FILE *f = readfile_open(path, &st, &kind);
+    if (!f && kind)
+        return error_set(e, ERR_INVAL, "%s: %s, not a lesson file", path, kind);
     if (!f) {
         int err = errno;
         return error_set(e, err == ENOENT || err == EACCES || err == ENOTDIR ? ERR_INVAL : ERR_IO,
                          "%s: cannot read: %s", path, strerror(err));
     }
     /* the size is checked before anything is read; the read below is bounded as well, for a
-     * file that grows meanwhile or has no size (a pipe, a device) */
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > FILE_MAX) {
+     * file that grows meanwhile */
+    if (st.st_size > FILE_MAX) {
         fclose(f);
         return error_set(e, ERR_INVAL, "%s: larger than %d bytes: not a lesson", path, FILE_MAX);
     }
@@ -127,21 +129,39 @@ int lesson_load_all(const char *dir, struct lesson ***out, size_t *n, struct err
         rc = error_set(e, ERR_INVAL, "%s: no NN-name.lesson files", folder);
     if (rc == 0 && !(v = calloc(count, sizeof *v)))
         rc = error_set(e, ERR_NOMEM, "out of memory");
+    /* one damaged file leaves out that lesson only: the others are still read */
+    size_t kept = 0;
+    int skipped = 0;
     for (size_t i = 0; rc == 0 && i < count; i++) {
         snprintf(path, sizeof path, "%s/%s", folder, names[i]);
-        rc = lesson_load(path, &v[i], e);
-        if (rc == 0 && i > 0 && v[i]->number == v[i - 1]->number)
-            rc = error_set(e, ERR_INVAL, "%s: two lessons numbered %d (%s and %s)", folder,
-                           v[i]->number, names[i - 1], names[i]);
+        struct error le = {0};
+        struct lesson *l;
+        int lrc = lesson_load(path, &l, &le);
+        if (lrc == ERR_NOMEM)
+            rc = error_set(e, ERR_NOMEM, "%s", le.msg);
+        else if (lrc == 0 && kept > 0 && l->number == v[kept - 1]->number) {
+            error_set(&le, ERR_INVAL, "%s: numbered %d as %s is", path, l->number,
+                      v[kept - 1]->file);
+            lesson_free(l);
+            lrc = ERR_INVAL;
+        }
+        if (lrc == 0)
+            v[kept++] = l;
+        else if (rc == 0 && skipped++ == 0)
+            *e = le;
     }
     lesson_free_strings(names, count);
     if (rc < 0) {
-        lesson_free_all(v, v ? count : 0);
+        lesson_free_all(v, kept);
         return rc;
     }
+    if (skipped > 1) {
+        size_t len = strlen(e->msg);
+        snprintf(e->msg + len, sizeof e->msg - len, "; %d more lesson files left out", skipped - 1);
+    }
     *out = v;
-    *n = count;
-    return 0;
+    *n = kept;
+    return skipped;
 }
 
 int lesson_paths(const char *dir, char ***paths, size_t *n, struct error *e)

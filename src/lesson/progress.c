@@ -13,12 +13,15 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/readfile.h"
 #include "base/units.h"
 
-#define HEADER            "# scalelab progress 2"
-#define HEADER_V1         "# scalelab progress 1"
-#define PROGRESS_FILE_MAX (4 << 20) /* a progress file is a few hundred bytes */
-#define PROGRESS_LINE_MAX 16384     /* every answer of a lesson: 64 steps x 32 questions */
+#define HEADER    "# scalelab progress 2"
+#define HEADER_V1 "# scalelab progress 1"
+/* a progress file is a few hundred bytes: what follows this much of a damaged one is not read
+ * (and kept) */
+#define PROGRESS_READ_MAX (64 << 20)
+#define PROGRESS_LINE_MAX 16384 /* every answer of a lesson: 64 steps x 32 questions */
 
 /* The lessons of version 1's numbers: lessons/NN-name.lesson as they were when files of
  * version 1 were written. */
@@ -240,14 +243,16 @@ static int parse_line(struct progress *p, char *line, int version)
 }
 
 /* Reads the next line of f into buf (at most n - 1 bytes kept, the rest of a longer line read
- * and dropped). Returns the line's length (more than n - 1 when it was too long), or -1 at the
- * end of the file; *nul says whether it held a NUL byte, *newline whether it ended with one. */
-static long long read_line(FILE *f, char *buf, size_t n, bool *nul, bool *newline)
+ * and dropped), reading at most *left bytes (and counting them off). Returns the line's length
+ * (more than n - 1 when it was too long), or -1 at the end of the file or of *left; *nul says
+ * whether it held a NUL byte, *newline whether it ended with one. */
+static long long read_line(FILE *f, char *buf, size_t n, long long *left, bool *nul, bool *newline)
 {
     long long len = 0;
-    int c;
+    int c = EOF;
     *nul = *newline = false;
-    while ((c = getc(f)) != EOF) {
+    while (*left > 0 && (c = getc(f)) != EOF) {
+        --*left;
         if (c == '\n') {
             *newline = true;
             break;
@@ -283,37 +288,29 @@ int progress_load(struct progress *p, const char *path, struct error *e)
     if (e)
         e->code = 0, e->msg[0] = '\0';
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    const char *kind;
+    FILE *f = readfile_open(path, &st, &kind);
+    if (!f && kind) { /* a folder, a FIFO, a device: never read, never replaced */
         error_set(e, ERR_INVAL,
-                  "%s: a folder where the progress file should be; progress is not saved until "
-                  "it is moved",
-                  path);
-        return PROGRESS_FRESH;
+                  "%s: %s where the progress file should be; progress is neither read nor saved "
+                  "until it is moved",
+                  path, kind);
+        return PROGRESS_UNREAD;
     }
-    FILE *f = fopen(path, "r");
     if (!f) {
-        if (errno != ENOENT) {
-            error_set(e, ERR_IO, "%s: cannot read: %s (kept as %s.bad at the next save)", path,
-                      strerror(errno), path);
-            p->unreadable = true;
-        }
-        return PROGRESS_FRESH;
-    }
-    /* the size is checked before reading: a progress file is a few hundred bytes */
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > PROGRESS_FILE_MAX) {
-        fclose(f);
-        error_set(e, ERR_INVAL,
-                  "%s: larger than %d bytes, not read (kept as %s.bad at the next save)", path,
-                  PROGRESS_FILE_MAX, path);
+        if (errno == ENOENT)
+            return PROGRESS_FRESH;
+        error_set(e, ERR_IO, "%s: cannot read: %s (kept as %s.bad at the next save)", path,
+                  strerror(errno), path);
         p->unreadable = true;
-        return PROGRESS_FRESH;
+        return PROGRESS_UNREAD;
     }
     /* Every line stands alone: a bad one is skipped and reported, the others are kept. */
     char line[PROGRESS_LINE_MAX + 1], first[ERROR_MAX] = "";
-    long long len, n = 0;
+    long long len, n = 0, left = PROGRESS_READ_MAX;
     bool nul, newline, any = false;
     int skipped = 0, version = 2;
-    while ((len = read_line(f, line, sizeof line, &nul, &newline)) >= 0) {
+    while ((len = read_line(f, line, sizeof line, &left, &nul, &newline)) >= 0) {
         n++;
         const char *why = NULL;
         if (len > PROGRESS_LINE_MAX)
@@ -338,6 +335,7 @@ int progress_load(struct progress *p, const char *path, struct error *e)
         if (why)
             note_skipped(first, sizeof first, &skipped, path, n, line, len, why);
     }
+    bool unread = left == 0 && getc(f) != EOF; /* the rest is kept, not read */
     bool bad = ferror(f) != 0;
     fclose(f);
     if (bad) {
@@ -345,21 +343,29 @@ int progress_load(struct progress *p, const char *path, struct error *e)
                   strerror(errno), path);
         progress_init(p);
         p->unreadable = true;
-        return PROGRESS_FRESH;
+        return PROGRESS_UNREAD;
     }
     if (n == 0) {
         error_set(e, ERR_INVAL, "%s:1: the file is empty", path);
         return PROGRESS_FRESH;
     }
-    if (skipped) {
+    if (skipped || unread) {
         p->unreadable = true;
-        char more[64] = "";
+        char more[96] = "";
         if (skipped > 1)
             snprintf(more, sizeof more, "; %d more line%s skipped", skipped - 1,
                      skipped > 2 ? "s" : "");
+        if (unread)
+            snprintf(more + strlen(more), sizeof more - strlen(more),
+                     "%swhat follows its first %d MiB is not read", skipped ? "; " : "",
+                     PROGRESS_READ_MAX >> 20);
         const char *base = strrchr(path, '/');
-        error_set(e, ERR_INVAL, "%s%s; the file will be kept as %s.bad", first, more,
-                  base ? base + 1 : path);
+        if (skipped)
+            error_set(e, ERR_INVAL, "%s%s; the file will be kept as %s.bad", first, more,
+                      base ? base + 1 : path);
+        else
+            error_set(e, ERR_INVAL, "%s: %s; the file will be kept as %s.bad", path, more,
+                      base ? base + 1 : path);
         return any ? PROGRESS_PARTIAL : PROGRESS_FRESH;
     }
     return 0;
@@ -432,9 +438,66 @@ static int keep_unreadable(const char *path, struct error *e)
                      path);
 }
 
-int progress_save(struct progress *p, const char *path, struct error *e)
+/* The file a save replaces: path itself, or where its symbolic links lead (followed, so that
+ * a progress file kept elsewhere through a link stays there and the link stays a link). 0 with
+ * the absolute path in out, or ERR_IO when that is something else than a regular file (a
+ * device, a FIFO: never replaced) or the links cannot be followed. */
+static int save_target(const char *path, char *out, size_t n, struct error *e)
 {
-    char dir[PATH_MAX], tmp[PATH_MAX + 16];
+    char cur[PATH_MAX], link[PATH_MAX];
+    if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur)
+        return error_set(e, ERR_IO, "%s: the path is too long", path);
+    for (int hops = 0;; hops++) {
+        struct stat st;
+        bool missing = false; /* a new file (or a link to one), made by the rename */
+        if (lstat(cur, &st) != 0) {
+            if (errno != ENOENT && errno != ENOTDIR) /* a folder that is a file: make_dirs says */
+                return error_set(e, ERR_IO, "%s: %s", cur, strerror(errno));
+            missing = true;
+        }
+        if (!missing && S_ISLNK(st.st_mode)) {
+            ssize_t len = hops < 40 ? readlink(cur, link, sizeof link - 1) : -1;
+            if (len < 0)
+                return error_set(e, ERR_IO, "%s: cannot follow its symbolic link: %s", path,
+                                 hops < 40 ? strerror(errno) : "too many levels");
+            link[len] = '\0';
+            char *slash = strrchr(cur, '/');
+            if (link[0] != '/' && slash) { /* relative to the link's folder */
+                slash[1] = '\0';
+                if (strlen(cur) + (size_t)len >= sizeof cur)
+                    return error_set(e, ERR_IO, "%s: the path is too long", path);
+                strcat(cur, link);
+            } else {
+                memcpy(cur, link, (size_t)len + 1);
+            }
+            continue;
+        }
+        if (!missing && !S_ISREG(st.st_mode)) {
+            const char *kind = S_ISDIR(st.st_mode)    ? "a folder"
+                               : S_ISFIFO(st.st_mode) ? "a FIFO"
+                               : S_ISSOCK(st.st_mode) ? "a socket"
+                                                      : "a device";
+            if (hops)
+                return error_set(e, ERR_IO,
+                                 "%s: a symbolic link to %s, %s, not a regular file: progress "
+                                 "is not saved there",
+                                 path, cur, kind);
+            return error_set(e, ERR_IO, "%s: %s, not a regular file: progress is not saved there",
+                             path, kind);
+        }
+        if (snprintf(out, n, "%s", cur) >= (int)n)
+            return error_set(e, ERR_IO, "%s: the path is too long", path);
+        return 0;
+    }
+}
+
+int progress_save(struct progress *p, const char *given, struct error *e)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX + 16], path[PATH_MAX];
+    if (given[0] != '/')
+        return error_set(e, ERR_IO, "%s: expected an absolute path to a file", given);
+    if (save_target(given, path, sizeof path, e) < 0)
+        return ERR_IO;
     const char *slash = strrchr(path, '/');
     if (!slash || (size_t)(slash - path) >= sizeof dir ||
         snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)

@@ -47,6 +47,7 @@ struct progress {
 enum {
     PROGRESS_FRESH = 1,   /* progress_load: nothing usable was read */
     PROGRESS_PARTIAL = 2, /* progress_load: some lines were skipped, the others kept */
+    PROGRESS_UNREAD = 3,  /* progress_load: a file is there but could not be read at all */
 };
 
 /* Fresh progress: nothing visited, no lesson open. */
@@ -56,17 +57,21 @@ void progress_init(struct progress *p);
  * else $HOME/.local/state/scalelab/progress. 0, or ERR_INVAL when neither can be found. */
 int progress_path(char *buf, size_t n, struct error *e);
 
-/* Reads path into p. Returns 0 when read; PROGRESS_PARTIAL when some lines were skipped and the
- * others kept; PROGRESS_FRESH with p fresh when the file is missing or nothing in it could be
- * used. Whenever something was skipped e says what ("FILE:LINE: skipped '...' (why); 2 more
- * lines skipped; ..."; a missing file leaves e->code 0), and p->unreadable is set. A folder
- * where the file should be is reported as such. */
+/* Reads path into p: a regular file only (a folder, a FIFO or a device where the file should be
+ * is said and never read: opening never blocks), at most 64 MiB of it. Returns 0 when read;
+ * PROGRESS_PARTIAL when some lines were skipped and the others kept (every valid line is);
+ * PROGRESS_FRESH with p fresh when the file is missing or nothing in it could be used;
+ * PROGRESS_UNREAD with p fresh when there is something but it could not be read (not a regular
+ * file, no permission, an I/O error). Whenever something was skipped e says what
+ * ("FILE:LINE: skipped '...' (why); 2 more lines skipped; ..."; a missing file leaves e->code
+ * 0), and p->unreadable is set when a file was there to keep. */
 int progress_load(struct progress *p, const char *path, struct error *e);
 
 /* Writes p to path through a temporary file in the same folder and a rename; creates the folder
- * (and its parents) if needed. When p->unreadable, the file at path is first kept as
- * path.bad (or the first free path.bad.N), then p->unreadable is cleared. 0, or ERR_IO with e
- * saying what failed. */
+ * (and its parents) if needed. A symbolic link is followed (the file it leads to is replaced,
+ * the link stays); what is not a regular file (a device, a FIFO, a folder) is never replaced.
+ * When p->unreadable, the file at path is first kept as path.bad (or the first free
+ * path.bad.N), then p->unreadable is cleared. 0, or ERR_IO with e saying what failed. */
 int progress_save(struct progress *p, const char *path, struct error *e);
 
 /* A lesson's progress by its name (NULL if never visited), and setting its step (marks it

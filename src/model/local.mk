@@ -2,5 +2,6 @@ libkernels_a_SOURCES += \
 	%reldir%/gpt.c %reldir%/gpt.h %reldir%/gpt_impl.h %reldir%/gpt_ops.c \
 	%reldir%/gpt_step.c
 libscalelab_a_SOURCES += \
+	%reldir%/blasbuf.c %reldir%/blasbuf.h \
 	%reldir%/markov.c %reldir%/markov.h \
 	%reldir%/moe.c %reldir%/moe.h

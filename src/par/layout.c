@@ -102,11 +102,14 @@ int layout_check(const struct train_opts *o, struct error *e)
         return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
                          SCHED_MAX_MICRO);
     int dp = layout_dp(o), split = dp * o->micro_batches;
-    if (o->batch % o->gpus != 0 && o->pp == 1 && o->micro_batches == 1)
+    /* the data-parallel ranks split the batch; a rank's tensor-parallel GPUs share its part
+     * and its pipeline stages pass it on */
+    if (o->batch % dp != 0 && o->pp == 1 && o->micro_batches == 1)
         return error_set(e, ERR_INVAL,
-                         "--batch %d does not split over %d GPUs: data parallelism gives each "
-                         "GPU batch / GPUs sequences (try --batch %d)",
-                         o->batch, o->gpus, (o->batch / o->gpus + 1) * o->gpus);
+                         "--batch %d does not split over %d data-parallel ranks: each takes "
+                         "batch / %d sequences, which its tensor-parallel GPUs share (try "
+                         "--batch %d)",
+                         o->batch, dp, dp, (o->batch / dp + 1) * dp);
     if (o->batch % split != 0)
         return error_set(e, ERR_INVAL,
                          "--batch %d does not split into %d data-parallel share%s of %d "
@@ -114,6 +117,12 @@ int layout_check(const struct train_opts *o, struct error *e)
                          o->batch, dp, dp > 1 ? "s" : "", o->micro_batches,
                          o->micro_batches > 1 ? "es each" : "", (o->batch / split + 1) * split);
     if (o->schedule == SCHED_INTERLEAVED) {
+        /* one stage has no other stage to interleave its chunks with (and, with one
+         * micro-batch, no pipeline would run its chunks at all) */
+        if (o->pp < 2)
+            return error_set(e, ERR_INVAL,
+                             "--schedule interleaved needs --pp 2 or more: it interleaves the "
+                             "model chunks of several stages");
         int rc = sched_check(o->schedule, o->pp, o->micro_batches, o->chunks, e);
         if (rc)
             return rc;

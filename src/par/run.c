@@ -14,7 +14,9 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/hostmem.h"
 #include "base/units.h"
+#include "model/blasbuf.h"
 #include "model/markov.h"
 #include "par/dp.h"
 #include "sim/cluster.h"
@@ -55,6 +57,7 @@ struct run {
     bool ended;
     int rc;
     struct error err;
+    int blas_claimed; /* OpenBLAS buffers claimed for the GPUs (model/blasbuf.h) */
     /* after the run */
     struct run_gpu *gpu;
     double floor, t0, wall;
@@ -67,6 +70,11 @@ struct run {
     float *first_grads;
     double first_loss;
     bool have_first;
+    /* without a scaler, the step whose loss was not finite and the step that applied the
+     * inf/NaN gradients (0: none): the run's message names the first non-finite tensor of
+     * that step over every GPU, from its merged record (under mu) */
+    long nan_step, nan_applied;
+    bool nan_is_inf;
 };
 
 /* ------------------------------------------------------------------ the ledger seam */
@@ -231,6 +239,10 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
     g->tp_bytes = s->tp_bytes;
     snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
     g->nonfinite_forward = s->nonfinite_forward;
+    g->skipped = s->skipped;
+    g->next_scale = s->next_scale, g->clip_coef = s->clip_coef;
+    g->grad_sumsq = s->grad_sumsq;
+    g->overflow_own = s->overflow_own;
     if (gpu == 0) {
         m->s = *s;
         m->s.underflow = NULL;
@@ -356,16 +368,22 @@ static int device_main(struct device *d, void *arg, struct error *e)
         if (s.weights_nonfinite_since && !isfinite(s.loss)) {
             /* Without a scaler the run goes on as plain PyTorch would, applying the bad
              * step; once that shows as a non-finite loss, every later step would only
-             * repeat it: stop, say why and what would have saved the run. */
-            const char *tensor;
-            long at = trainer_poisoned(t, &tensor);
-            rc = dev_fail(d, e,
-                          "step %ld: the loss is %s: without a loss scaler nothing skips a "
-                          "step whose gradients hold inf or NaN, step %ld applied one (first "
-                          "non-finite tensor: %s) and the weights are now NaN; stopping. A "
-                          "scaler skips such steps: --loss-scale dynamic or a fixed VALUE "
-                          "(1 for bf16)",
-                          i, isnan(s.loss) ? "NaN" : "inf", at, tensor[0] ? tensor : "?");
+             * repeat it: stop (every GPU at this step: the loss is the agreed one). The
+             * message, said once the run has ended, names the step's first non-finite
+             * tensor over every GPU (nan_message); this GPU's own may be none. */
+            pthread_mutex_lock(&r->mu);
+            if (!r->nan_step) {
+                r->nan_step = i;
+                r->nan_applied = trainer_poisoned(t, NULL);
+                r->nan_is_inf = !isnan(s.loss);
+            }
+            /* every GPU merges this step before failing: a failure aborts the cluster, which
+             * would stop a GPU still in the step's last collective before its record is in */
+            const struct slot *done = &r->slot[i % (RUN_AHEAD + 1)];
+            while (done->step == i && done->done < o->gpus && !dev_aborted(d))
+                wait_for(r, 0.25);
+            pthread_mutex_unlock(&r->mu);
+            rc = dev_fail(d, e, "step %ld: the loss is not finite", i);
             break;
         }
     }
@@ -387,11 +405,34 @@ static int device_main(struct device *d, void *arg, struct error *e)
     return rc;
 }
 
+/* The message of a run stopped by a non-finite loss without a scaler (every thread joined,
+ * every record of the steps done merged): why, and what would have saved the run. */
+static void nan_message(struct run *r, struct error *e)
+{
+    const struct slot *sl = &r->slot[r->nan_applied % (RUN_AHEAD + 1)];
+    char tensor[96] = "?";
+    if (sl->step == r->nan_applied && sl->done == r->cfg.o.gpus && sl->rec.nonfinite_gpu >= 0) {
+        if (r->cfg.o.gpus > 1)
+            snprintf(tensor, sizeof tensor, "%s, on GPU %d", sl->rec.s.nonfinite,
+                     sl->rec.nonfinite_gpu);
+        else
+            snprintf(tensor, sizeof tensor, "%s", sl->rec.s.nonfinite);
+    }
+    error_set(e, ERR_RUN,
+              "step %ld: the loss is %s: without a loss scaler nothing skips a step whose "
+              "gradients hold inf or NaN, step %ld applied one (first non-finite tensor: %s) "
+              "and the weights are now NaN; stopping. A scaler skips such steps: "
+              "--loss-scale dynamic or a fixed VALUE (1 for bf16)",
+              r->nan_step, r->nan_is_inf ? "inf" : "NaN", r->nan_applied, tensor);
+}
+
 static void *driver_main(void *arg)
 {
     struct run *r = arg;
     struct error e = {0};
     int rc = cluster_run(r->cl, device_main, r, &e);
+    if (rc && r->nan_step) /* the threads are joined: no lock needed to read */
+        nan_message(r, &e);
     pthread_mutex_lock(&r->mu);
     r->rc = rc;
     r->err = e;
@@ -404,11 +445,24 @@ static void *driver_main(void *arg)
 
 /* ------------------------------------------------------------------ the reader's side */
 
-int run_host_check(const struct train_opts *o, struct error *e)
+#define DRIVER_STACK_BYTES (8u << 20)  /* the driver thread's: glibc's default */
+#define RUN_SMALL_BYTES    (16u << 20) /* the run's own tables, stdio, what libraries keep */
+
+double run_host_bytes(const struct run_config *cfg)
 {
-    double need = (double)o->gpus * ((double)gpt_estimate_bytes(&o->shape, o->batch / o->gpus,
-                                                                o->precision, &o->ckpt, NULL) +
-                                     5.0 * 4 * (double)gpt_param_count(&o->shape));
+    const struct train_opts *o = &cfg->o;
+    struct error e = {0};
+    int dp = layout_dp(o), rows = (o->batch + dp - 1) / dp;
+    double params = (double)gpt_param_count(&o->shape);
+    double per_gpu = (double)gpt_estimate_bytes(&o->shape, rows, o->precision, &o->ckpt, &e) +
+                     5.0 * 4 * params + CLUSTER_STACK_BYTES;
+    double first = cfg->keep_first_step ? 4.0 * params + 8.0 * o->batch * o->shape.seq : 0;
+    return (double)o->gpus * per_gpu + DRIVER_STACK_BYTES + RUN_SMALL_BYTES + first;
+}
+
+int run_host_check(const struct run_config *cfg, struct error *e)
+{
+    double need = run_host_bytes(cfg);
     double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     char a[32], b[32];
     if (host > 0 && need > host / 2)
@@ -419,16 +473,41 @@ int run_host_check(const struct train_opts *o, struct error *e)
     return 0;
 }
 
+int run_reserve(const struct run_config *cfg, int *claimed, struct error *e)
+{
+    const struct train_opts *o = &cfg->o;
+    *claimed = 0;
+    int rc = run_host_check(cfg, e);
+    if (rc)
+        return rc;
+    double room = hostmem_room(), lack = 0, host = run_host_bytes(cfg);
+    rc = blasbuf_claim(o->gpus, claimed, &lack, e);
+    if (rc == 0 && host <= hostmem_room())
+        return 0;
+    blasbuf_release(*claimed);
+    *claimed = 0;
+    char what[256], a[32], b[32];
+    snprintf(what, sizeof what,
+             "the run (%d GPU%s: their buffers and threads %s, OpenBLAS's matrix buffers %s)",
+             o->gpus, o->gpus > 1 ? "s" : "", units_format_bytes_in(a, sizeof a, host, "MiB"),
+             units_format_bytes_in(b, sizeof b, lack, "MiB"));
+    return hostmem_refuse(host + lack, room, what, e);
+}
+
 int run_new(struct run **out, const struct run_config *cfg, struct error *e)
 {
     *out = NULL;
     int rc = train_opts_check(&cfg->o, e);
-    if (rc || (rc = run_host_check(&cfg->o, e)))
+    if (rc)
         return rc;
     struct run *r = calloc(1, sizeof *r);
     if (!r)
         return error_set(e, ERR_NOMEM, "out of memory");
     r->cfg = *cfg;
+    if ((rc = run_reserve(cfg, &r->blas_claimed, e))) {
+        free(r);
+        return rc;
+    }
     pthread_mutex_init(&r->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -583,6 +662,7 @@ void run_free(struct run *r)
         run_finish(r, NULL);
     }
     cluster_free(r->cl);
+    blasbuf_release(r->blas_claimed);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     for (int i = 0; r->gpu && i < r->cfg.o.gpus; i++)

@@ -54,6 +54,12 @@ struct run_gpu_step {
     uint64_t tp_bytes;   /* in its tensor-parallel group */
     char nonfinite[48];  /* its first non-finite tensor, "" if none */
     bool nonfinite_forward;
+    /* its part of the agreement, which must be every GPU's: the verdict, the scale after the
+     * step, the global sum of squares and the clip coefficient */
+    bool skipped;
+    float next_scale, clip_coef;
+    double grad_sumsq;
+    bool overflow_own; /* what it found in its own range before the agreement */
 };
 
 /* One step, every GPU's. */
@@ -80,14 +86,27 @@ struct run_gpu {
     int nops, peak_in_flight;
 };
 
-/* A run of cfg, its options checked (train_opts_check) and its host memory too
- * (run_host_check). 0, or ERR_INVAL, ERR_NOMEM. */
+/* A run of cfg, its options checked (train_opts_check) and the host's memory too
+ * (run_reserve). 0, or ERR_INVAL, ERR_NOMEM. */
 int run_new(struct run **out, const struct run_config *cfg, struct error *e);
-/* Whether this host can hold the run's buffers, every thread-GPU's: its model's for its share
- * of the batch, and at most the fp32 copies of its weights, gradients, master weights and
- * Adam's moments; the run may take half of the host's memory. 0, or ERR_INVAL saying "the
- * run's buffers need SIZE, more than half of this host's SIZE". */
-int run_host_check(const struct train_opts *o, struct error *e);
+/* What a run takes from the host beyond OpenBLAS's buffers, at most: each GPU's buffers (the
+ * model's for its share of the batch, as gpt_estimate_bytes counts them for the whole model,
+ * and five fp32 copies of every parameter: master weights, Adam's moments, the strategy's
+ * buffers), each GPU's thread stack and the driver's, step 1's copy when kept. The one
+ * figure of the host-memory guard below. */
+double run_host_bytes(const struct run_config *cfg);
+/* Whether this host can hold a run of cfg at all: run_host_bytes within half of its physical
+ * memory. 0, or ERR_INVAL saying "the run's buffers need SIZE, more than half of this host's
+ * SIZE": a setting too large for the machine, which train and the run panels say in their
+ * own words (an option, a key) before they make a run; run_reserve asks it first. */
+int run_host_check(const struct run_config *cfg, struct error *e);
+/* The host-memory guard of a run (run_new) or of a trainer of cfg's options on this thread
+ * (bench): run_host_check, then what the process may still map under its limits (ulimit -v,
+ * -d: base/hostmem.h) against run_host_bytes and OpenBLAS's buffers, one per GPU up to one
+ * per CPU, which it claims (model/blasbuf.h). 0 with *claimed of them claimed (blasbuf_release
+ * gives them back), or ERR_INVAL (run_host_check's), or ERR_NOMEM: "the run (...) needs N
+ * MiB, the process may use M MiB more (its address space: ulimit -v)". */
+int run_reserve(const struct run_config *cfg, int *claimed, struct error *e);
 void run_free(struct run *r);
 int run_start(struct run *r, struct error *e);
 

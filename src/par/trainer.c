@@ -91,6 +91,9 @@ int train_opts_check(const struct train_opts *o, struct error *e)
         if (o->inject[i].step < 1 || o->inject[i].step > o->steps)
             return error_set(e, ERR_INVAL, "--inject: step %ld is outside the run's steps 1..%ld",
                              o->inject[i].step, o->steps);
+    if (o->fail_gpu >= 0 && (o->fail_step < 1 || o->fail_step > o->steps))
+        return error_set(e, ERR_INVAL, "--fail: step %ld is outside the run's steps 1..%ld",
+                         o->fail_step, o->steps);
     if (!o->shape.vocab && !o->shape.d && !o->shape.layers)
         return error_set(e, ERR_INVAL, "the model's shape is not set (train_shape sets it)");
     int rc = gpt_config_check(&o->shape, e);
@@ -467,8 +470,9 @@ static int forward_backward(struct trainer *t, long step, double *local, struct 
 struct step_grads {
     float *grads[SCHED_MAX_CHUNKS];
     size_t off[SCHED_MAX_CHUNKS], n[SCHED_MAX_CHUNKS];
-    double sumsq; /* global */
-    bool found_inf;
+    double sumsq;      /* global */
+    bool found_inf;    /* any GPU's, as they agreed */
+    bool overflow_own; /* this GPU's own range (or loss), before the agreement */
 };
 
 /* 4-5. Unscales this GPU's ranges, then agrees with the others on the loss, the norm and
@@ -488,6 +492,7 @@ static int unscale_agree(struct trainer *t, long step, double local, struct step
         dp_range(t->dp[c], &sg->off[c], &sg->n[c]);
     }
     bool bad_loss = t->part[v - 1].head && !isfinite(local);
+    sg->overflow_own = found_local || bad_loss;
     int rc = dp_agree(t->dp[v - 1], local, sumsq_local, found_local || bad_loss, loss, &sg->sumsq,
                       &sg->found_inf, e);
     if (rc)
@@ -507,6 +512,7 @@ static int clip_update(struct trainer *t, long step, const struct step_grads *sg
                        const struct gpt_diag *d, struct train_step *out, struct error *e)
 {
     const struct train_opts *o = &t->o;
+    out->grad_sumsq = sg->sumsq;
     out->grad_norm = (float)sqrt(sg->sumsq);
     out->clip_coef = o->clip > 0 ? clip_coef(out->grad_norm, (float)o->clip) : 1.0f;
     if (isfinite(out->loss)) {
@@ -515,6 +521,7 @@ static int clip_update(struct trainer *t, long step, const struct step_grads *sg
     } else
         out->zscore = NAN;
     out->overflow = sg->found_inf;
+    out->overflow_own = sg->overflow_own;
     /* A scaler, dynamic or constant, skips a non-finite step; without one nothing looks. */
     bool skip_inf = sg->found_inf && o->scaling != TRAIN_SCALE_NONE;
     out->skipped = skip_inf || (o->skip_spikes && out->spike);

@@ -59,11 +59,14 @@ int train_opts_check(const struct train_opts *o, struct error *e);
 struct train_step {
     long step;
     double loss;
-    float grad_norm;  /* global L2 norm after unscaling, before clipping */
-    float clip_coef;  /* 1 without clipping */
-    float loss_scale; /* the scale this step used */
-    float next_scale; /* the scale after this step's update (GradScaler.get_scale() now) */
+    float grad_norm;   /* global L2 norm after unscaling, before clipping */
+    double grad_sumsq; /* its square as the GPUs agreed on it, in double (grad_norm's fp32
+                          rounding would hide a gradient element or two) */
+    float clip_coef;   /* 1 without clipping */
+    float loss_scale;  /* the scale this step used */
+    float next_scale;  /* the scale after this step's update (GradScaler.get_scale() now) */
     bool skipped, overflow, spike;
+    bool overflow_own;  /* this GPU's own range held inf/NaN, before the GPUs agreed (overflow) */
     double zscore;      /* of the loss against the window; NaN until the window is full */
     char nonfinite[48]; /* the first non-finite tensor, "" if none */
     bool nonfinite_forward;

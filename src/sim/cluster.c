@@ -314,7 +314,7 @@ int cluster_run(struct cluster *c, int (*fn)(struct device *d, void *arg, struct
     pthread_sigmask(SIG_BLOCK, &all, &old); /* signals belong to the main thread */
     pthread_attr_t attr;
     pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 4u << 20);
+    pthread_attr_setstacksize(&attr, CLUSTER_STACK_BYTES);
     int started = 0;
     for (int i = 0; i < c->n; i++) {
         struct device *d = &c->dev[i];

@@ -47,7 +47,8 @@ struct rng;
 struct cluster;
 struct device;
 
-#define CLUSTER_MAX_GPUS 256
+#define CLUSTER_MAX_GPUS    256
+#define CLUSTER_STACK_BYTES (4u << 20) /* each device thread's stack */
 
 struct cluster_config {
     struct cluster_spec spec;

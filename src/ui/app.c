@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/datadir.h"
 #include "base/error.h"
 #include "lesson/ascii.h"
 #include "lesson/lesson.h"
@@ -87,6 +88,7 @@ struct app {
     struct answer_field ans; /* the answer being typed to a question of the current step */
     struct progress progress;
     char progress_file[4096]; /* "" when progress is not saved */
+    struct error save_err;    /* the first save that failed: said again on quit (exit 1) */
     struct error fatal;       /* a panel could not start (out of memory): the window ends */
     double tab_since;         /* when the current tab became current (clock_now) */
     /* presenter mode: autoplay walks the steps; G jumps to one */
@@ -106,6 +108,8 @@ static void save_progress(struct app *a)
     if (a->progress_file[0] && progress_save(&a->progress, a->progress_file, &e) < 0) {
         eventlog_add(&a->log, "progress not saved: %s", e.msg);
         a->progress_file[0] = '\0'; /* say it once */
+        a->save_err = e;
+        error_prefix(&a->save_err, "progress not saved");
     }
 }
 
@@ -132,7 +136,7 @@ static int open_panel(struct app *a, struct tab *t, const struct panel_ops *ops,
     if (i == TAB_PANELS)
         return error_set(e, ERR_RUN, "panel %s: a tab keeps %d panels at most", ops->name,
                          TAB_PANELS);
-    struct panel_env env = {ops, &a->log, a->ascii};
+    struct panel_env env = {ops, &a->log, a->ascii, false};
     void *state = i < t->nkept ? t->kept[i].state : NULL;
     int rc = steppanel_open(ops, &env, t->lesson, lp, &state, e);
     if (rc < 0)
@@ -1018,7 +1022,7 @@ static void close_tabs(struct app *a)
 int ui_run(const struct ui_options *o, struct error *e)
 {
     int rc = termcheck(e);
-    if (rc < 0)
+    if (rc < 0 || (rc = datadir_check(e)) < 0) /* the folder, before a file of it is missing */
         return rc;
     struct app *a = calloc(1, sizeof *a);
     if (!a)
@@ -1066,9 +1070,13 @@ out:
         save_progress(a);
     }
     close_tabs(a);
+    int sig = term_signal();
+    if (rc >= 0 && !sig && a->save_err.code) { /* the learner leaves believing it saved */
+        *e = a->save_err;
+        rc = ERR_IO;
+    }
     free(a);
     if (rc < 0)
         return rc;
-    int sig = term_signal();
     return sig ? 128 + sig : 0;
 }

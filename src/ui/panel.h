@@ -81,6 +81,7 @@ struct panel_env {
     const struct panel_ops *self; /* the panel's own table (its name, about text) */
     struct eventlog *log;         /* add a line to the latest events: eventlog_add(log, ...) */
     bool ascii;                   /* draw with ASCII only (theme_glyphs() knows it too) */
+    bool check_only; /* settings are only checked (scalelab run): start no run, measure nothing */
 };
 
 struct panel_ops {

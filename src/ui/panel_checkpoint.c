@@ -45,6 +45,7 @@ struct point {
 
 struct ckpt_panel {
     struct eventlog *log;
+    bool check_only; /* settings only checked (scalelab run): nothing is measured */
     int policy, batch;
     int seq; /* synthetic-7b's sequence length, for the calculator's line */
     enum fp_format fmt;
@@ -110,6 +111,8 @@ static void measure(struct ckpt_panel *p)
     struct gpt_config c;
     p->npts = 0, p->flops_done = p->live = p->peak = 0;
     p->err[0] = 0;
+    if (p->check_only)
+        return;
     struct gpt_alloc seam = {.alloc = gpt_host_alloc,
                              .free = gpt_host_free,
                              .charge = rec_charge,
@@ -171,6 +174,7 @@ static int ckpt_init(void **state, const struct panel_env *env, struct error *e)
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
+    p->check_only = env->check_only;
     p->batch = 4;
     p->fmt = FP_BF16;
     if (preset_load_model(TRAIN_LAB_MODEL, &p->tiny, e) != 0) {

@@ -170,7 +170,8 @@ static void restart(struct dprun *p)
     struct error e = {0};
     /* the host holds every GPU's buffers (run_host_check, which run_new asks too): said with
      * the keys that make the run smaller */
-    if (run_host_check(&o, &e)) {
+    struct run_config rc = {.o = o};
+    if (run_host_check(&rc, &e)) {
         error_prefix(&e, "%s on %d GPUs", m->name, n);
         snprintf(p->pace.err, sizeof p->pace.err, "%.*s: fewer GPUs (f) or the tiny model (m)",
                  (int)sizeof p->pace.err - 48, e.msg);
@@ -324,6 +325,7 @@ static int dprun_init(void **state, const struct panel_env *env, struct error *e
         free(p);
         return rc;
     }
+    p->pace.check_only = env->check_only;
     defaults(&p->s);
     p->start = p->s;
     restart(p);

@@ -363,6 +363,7 @@ static int pprun_init(void **state, const struct panel_env *env, struct error *e
         free(p);
         return rc;
     }
+    p->pace.check_only = env->check_only;
     defaults(&p->s);
     p->start = p->s;
     restart(p);

@@ -40,6 +40,8 @@
 #include "ui/eventlog.h"
 #include "ui/panel.h"
 #include "ui/plot.h"
+#include "ui/runpace.h"
+#include "ui/term.h"
 
 #define HIST        4096
 #define NEVENTS     8
@@ -53,6 +55,7 @@ struct tevent {
 
 struct train_panel {
     struct eventlog *log;
+    bool check_only;            /* settings only checked (scalelab run): no run starts */
     struct train_opts o, start; /* the run's settings; the lesson step's */
     struct run *run;            /* the engine (par/run.h), paced by the screen */
     double credit;              /* steps the run may start beyond those shown */
@@ -119,6 +122,8 @@ static void stop_run(struct train_panel *p)
 static void restart(struct train_panel *p)
 {
     stop_run(p);
+    if (p->check_only)
+        return;
     p->n = 0, p->skipped = p->overflows = p->spikes = 0, p->nev = 0, p->credit = 0;
     p->halted = 0;
     memset(&p->last, 0, sizeof p->last);
@@ -224,6 +229,7 @@ static int train_init(void **state, const struct panel_env *env, struct error *e
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
+    p->check_only = env->check_only;
     int rc = defaults(&p->o, e);
     if (rc) {
         free(p);
@@ -358,12 +364,17 @@ static int train_on_event(void *state, const struct panel_event *ev)
             say_halted(p);
             return PANEL_HANDLED | PANEL_REDRAW;
         }
-        /* one step, paused: credit for one, then wait (briefly) for its record */
+        /* one step, paused: credit for one, then wait for its record, however slow the
+         * machine: a key pressed next acts on the step after it, which is the next one shown
+         * only if this one is shown first (a signal ends the wait) */
         if (p->run) {
             struct run_step r;
             run_allow(p->run, p->n + 1);
-            if (run_next(p->run, &r, 2.0) == 1)
+            int got = runpace_next(p->run, &r, RUNPACE_STEP_WAIT_S);
+            if (got == 1)
                 take(p, &r);
+            else if (got == 0 && !term_signal())
+                add_event(p, ROLE_DIM, "step %ld is still running: n again shows it", p->n + 1);
         }
         return PANEL_REDRAW;
     }

@@ -7,11 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/units.h"
 #include "calc/memory.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
+#include "ui/term.h"
 
 #define AHEAD        2   /* steps the run may finish beyond the one shown */
 #define MAX_PER_TICK 8   /* steps replayed in one tick at the highest speeds */
@@ -82,13 +84,24 @@ void runpace_clear(struct runpace *r)
     r->tprev = INFINITY;
 }
 
+int runpace_next(struct run *run, struct run_step *out, double timeout_s)
+{
+    double until = clock_now() + timeout_s;
+    for (;;) { /* short waits: a signal is seen within 50 ms */
+        double left = until - clock_now();
+        int got = run_next(run, out, left < 0.05 ? (left > 0 ? left : 0) : 0.05);
+        if (got != 0 || term_signal() || left <= 0)
+            return got;
+    }
+}
+
 /* Waits until every GPU has built its trainer and waits for the screen to allow its first
  * step, or one failed (it never waits), SETTLE_S at most (small on 16 GPUs takes about 3 s on
- * two busy cores); then takes the memory events of that setup. */
+ * two busy cores), or a signal ends the window; then takes the memory events of that setup. */
 static void settle(struct runpace *r, int gpus)
 {
     for (int i = 0; i < SETTLE_S * 500 && run_waiting(r->run) < gpus; i++) {
-        if (runfeed_failed(&r->feed))
+        if (runfeed_failed(&r->feed) || term_signal())
             break;
         struct timespec ms = {0, 2000000};
         nanosleep(&ms, NULL);
@@ -98,6 +111,8 @@ static void settle(struct runpace *r, int gpus)
 
 int runpace_start(struct runpace *r, const struct train_opts *o)
 {
+    if (r->check_only) /* nothing started, nothing to say */
+        return -1;
     struct run_config cfg = {0};
     r->o = *o;
     cfg.o = *o;
@@ -171,7 +186,7 @@ static bool start_replay(struct runpace *r, double wait_s)
 {
     if (!r->run)
         return false;
-    int got = run_next(r->run, &r->rs, wait_s);
+    int got = runpace_next(r->run, &r->rs, wait_s);
     if (got < 0)
         fail(r);
     if (got != 1)
@@ -227,7 +242,7 @@ int runpace_on_event(struct runpace *r, const struct panel_event *ev)
         if (!r->replaying && r->run) {
             take_setup(r);
             allow(r, r->shown + 1);
-            if (!start_replay(r, 2.0) && r->run)
+            if (!start_replay(r, RUNPACE_STEP_WAIT_S) && r->run && !term_signal())
                 eventlog_add(r->log, "run: step %ld is still running: n again shows it",
                              r->shown + 1);
         }

@@ -64,6 +64,8 @@ struct runpace {
     struct run_step rs;
     double frac;      /* the share of its replay gone by */
     double tc, tprev; /* the simulated time shown, and at the frame before (INFINITY: none) */
+    bool check_only;  /* the panel's settings are only checked: runpace_start starts nothing
+                         (and returns -1, err left empty) */
 };
 
 /* Loads the models and the GPUs, and the feed; the panel's ops and state. */
@@ -99,6 +101,14 @@ int runpace_within(const char *name, int v, int lo, int hi, struct error *e);
 /* The app's play, pause, n and ticks: the panel's on_event, after the panel has restarted
  * its run for r (PANEL_RESET) where its settings or runpace_fresh say so. */
 int runpace_on_event(struct runpace *r, const struct panel_event *ev);
+
+/* How long n waits for the step it shows: as long as a step takes, on a slow machine too (a
+ * key acts on the next step shown, which must then be the one n asked for). */
+#define RUNPACE_STEP_WAIT_S 120.0
+
+/* The window's wait for a run's next step record (run_next): at most timeout_s, and never
+ * past a signal that ends the window (term_signal), which it polls. */
+int runpace_next(struct run *run, struct run_step *out, double timeout_s);
 
 /* The line saying the step shown at row y: the one being replayed and its simulated time, or
  * the last one's loss, or (none yet) idle. */

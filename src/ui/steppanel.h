@@ -17,4 +17,11 @@ struct lesson_panel;
 int steppanel_open(const struct panel_ops *ops, const struct panel_env *env, const struct lesson *l,
                    const struct lesson_panel *lp, void **state, struct error *e);
 
+/* What the window would refuse in l's panels, checked without a screen (scalelab run): each
+ * @panel (the head's and every step's) names a panel, and the panel takes each of its
+ * settings. Each panel is opened once and given the settings of every @panel naming it, in
+ * the file's order. 0, or ERR_INVAL with "FILE:LINE: why" for the first refusal and the
+ * count of the others. */
+int steppanel_check(const struct lesson *l, struct error *e);
+
 #endif

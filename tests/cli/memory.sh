@@ -96,7 +96,7 @@ run memory --cluster "$D/bad-hbm.ini"
 check_status 2 "malformed cluster file"
 check_contains "$err" "bad-hbm.ini:5: 'hbm' must be a size" "cluster file:line"
 run memory --cluster "$D/small-cluster.ini" --model tiny --json
-check_json 'd["capacity"] == 1048576' "--cluster FILE: its capacity"
+check_json 'd["capacity"] == 4 * 1048576' "--cluster FILE: its capacity"
 
 # Bad input: exit 2, a message naming the option.
 bad() { # WHAT NEEDLE ARGS...

@@ -5,7 +5,7 @@
 
 run train --steps 3 --batch 2 --json
 check_status 0 "train --json"
-check_jsonl "len(d) == 4 and all(set(x) == {'step','loss','grad_norm','clip_coef','loss_scale','skipped','overflow','nonfinite','underflow_frac','act_peak_bytes','sim_time_s','comm_bytes_per_gpu'} for x in d[:3])" \
+check_jsonl "len(d) == 4 and all(set(x) == {'step','loss','grad_norm','grad_sumsq','clip_coef','loss_scale','skipped','overflow','nonfinite','underflow_frac','act_peak_bytes','sim_time_s','comm_bytes_per_gpu'} for x in d[:3])" \
     "one object per step with exactly the issue's fields"
 check_jsonl "[x['step'] for x in d[:3]] == [1, 2, 3] and d[0]['nonfinite'] is None and d[0]['skipped'] is False" \
     "steps count from 1; a clean step has no non-finite tensor"

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 int harness_run(Suite *s)
 {
@@ -22,6 +23,24 @@ int harness_run(Suite *s)
 #if __has_feature(thread_sanitizer)
 #define HARNESS_TSAN 1
 #endif
+#endif
+#if defined(HARNESS_TSAN) || defined(__SANITIZE_ADDRESS__)
+#define HARNESS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HARNESS_SANITIZED 1
+#endif
+#endif
+
+#ifdef HARNESS_SANITIZED
+/* A sanitizer build runs about ten times slower (and a busy machine slower still): every
+ * test case's timeout, Check's default (4 s) or its own, is ten times as long there. Check
+ * reads CK_TIMEOUT_MULTIPLIER as each test case is made, so before main builds the suite; a
+ * value already in the environment is kept. */
+__attribute__((constructor)) static void harness_sanitized_timeouts(void)
+{
+    setenv("CK_TIMEOUT_MULTIPLIER", "10", 0);
+}
 #endif
 
 int harness_run_threadless(Suite *s)
@@ -42,4 +61,22 @@ const char *harness_data(const char *name)
     const char *srcdir = getenv("srcdir");
     snprintf(path, sizeof path, "%s/tests/data/%s", srcdir ? srcdir : ".", name);
     return path;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool harness_wait(double *t0)
+{
+    if (*t0 == 0) {
+        *t0 = now_s();
+        return true;
+    }
+    struct timespec ms = {0, 2000000};
+    nanosleep(&ms, NULL);
+    return now_s() - *t0 < HARNESS_WAIT_S;
 }

@@ -4,6 +4,7 @@
 #define SCALELAB_TESTS_HARNESS_H
 
 #include <check.h>
+#include <stdbool.h>
 
 int harness_run(Suite *s);
 
@@ -14,5 +15,13 @@ int harness_run_threadless(Suite *s);
 
 /* A file under tests/data (the source tree's, found through $srcdir). */
 const char *harness_data(const char *name);
+
+/* A loop that waits on a state, not on the clock, and still ends:
+ *     for (double t0 = 0; !done && harness_wait(&t0);) { ... }
+ * true (after a 2 ms sleep, but for the first call, which sets t0) until HARNESS_WAIT_S have
+ * passed since the first call: far more than the state takes on a busy machine under a
+ * sanitizer, so only a state never reached ends the loop there. */
+#define HARNESS_WAIT_S 60.0
+bool harness_wait(double *t0);
 
 #endif

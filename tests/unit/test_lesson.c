@@ -1151,26 +1151,69 @@ START_TEST(progress_keeps_valid_lines)
     ck_assert_int_eq(progress_load(p, path, &e), 0);
     ck_assert_int_eq(progress_step(p, "zero"), 1);
 
-    /* a file over the size limit is not read, and kept */
+    /* Issue 21: a file over 4 MiB (a 10 MB line among valid ones) was ignored whole: every
+     * valid line is kept, and the file too */
     unlink(bad);
     unlink(bad1);
-    ck_assert_int_eq(truncate(path, 30 << 20), 0);
-    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_FRESH);
-    ck_assert_ptr_nonnull(strstr(e.msg, "larger than 4194304 bytes, not read"));
+    f = fopen(path, "w");
+    fputs("# scalelab progress 1\nlesson 2 step 4\n", f);
+    for (int i = 0; i < 10 << 20; i++)
+        putc('x', f);
+    fputs("\nlesson 5 step 2 correct 1.0\ncurrent 5\n", f);
+    fclose(f);
+    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_PARTIAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, ":3: skipped a line of 10485760 bytes (too long)"));
+    ck_assert_int_eq(progress_step(p, "checkpointing"), 4); /* version 1's lesson 2 */
+    ck_assert(progress_correct(p, "zero", 1, 0));
+    ck_assert_str_eq(p->current, "zero");
     ck_assert(p->unreadable);
     ck_assert_int_eq(progress_save(p, path, &e), 0);
     struct stat st;
     ck_assert_int_eq(stat(bad, &st), 0);
-    ck_assert_int_eq(st.st_size, 30 << 20);
+    ck_assert_int_gt(st.st_size, 10 << 20);
     unlink(bad);
-
-    /* a folder where the file should be */
+    /* the read is bounded: what follows 64 MiB is not read, and the file is kept */
+    ck_assert_int_eq(truncate(path, 70 << 20), 0);
+    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_PARTIAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "what follows its first 64 MiB is not read"));
+    /* the file just saved (version 2): its lines come first */
+    ck_assert_int_eq(progress_step(p, "checkpointing"), 4);
+    ck_assert(p->unreadable);
     unlink(path);
+
+    /* a folder where the file should be: neither read nor replaced */
     ck_assert_int_eq(mkdir(path, 0700), 0);
-    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_FRESH);
+    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_UNREAD);
     ck_assert_ptr_nonnull(strstr(e.msg, ": a folder where the progress file should be"));
     ck_assert_int_eq(progress_save(p, path, &e), ERR_IO);
     rmdir(path);
+    /* a FIFO: opening it does not wait for a writer; it is never replaced */
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_UNREAD);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": a FIFO where the progress file should be"));
+    ck_assert_int_eq(progress_save(p, path, &e), ERR_IO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "a FIFO, not a regular file: progress is not saved"));
+    unlink(path);
+    /* a symbolic link: /dev/zero is not read (it never ends); a save does not replace it */
+    ck_assert_int_eq(symlink("/dev/zero", path), 0);
+    ck_assert_int_eq(progress_load(p, path, &e), PROGRESS_UNREAD);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": a device where the progress file should be"));
+    ck_assert_int_eq(progress_save(p, path, &e), ERR_IO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "a symbolic link to /dev/zero, a device"));
+    unlink(path);
+    /* a link to a regular file, relative to its folder: followed, the link stays a link */
+    char real[600];
+    snprintf(real, sizeof real, "%s/elsewhere", tmpdir);
+    ck_assert_int_eq(symlink("elsewhere", path), 0);
+    progress_init(p);
+    progress_set_step(p, "scaling", 6);
+    ck_assert_int_eq(progress_save(p, path, &e), 0);
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(progress_load(p, real, &e), 0);
+    ck_assert_int_eq(progress_step(p, "scaling"), 6);
+    unlink(path);
+    unlink(real);
     free(p);
 }
 END_TEST
@@ -1253,17 +1296,29 @@ START_TEST(load_all_sorted_and_find)
     ck_assert_int_eq(l->number, 10);
     lesson_free(l);
 
-    /* two lessons numbered 2 */
-    snprintf(path, sizeof path, "%s/02-again.lesson", dir);
+    /* two lessons numbered 2: the second (by name) is left out, the others read */
+    snprintf(path, sizeof path, "%s/02-zz.lesson", dir);
     write_file(path, "@title x\n@duration 5 min\n@outcome o\n@step S\ntext\n@end\n", 54);
-    ck_assert_int_eq(lesson_load_all(tmpdir, &v, &n, &e), ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(e.msg, "two lessons numbered 2"));
+    ck_assert_int_eq(lesson_load_all(tmpdir, &v, &n, &e), 1);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(v[1]->title, "02-two.lesson");
+    lesson_free_all(v, n);
+    ck_assert_ptr_nonnull(strstr(e.msg, "02-zz.lesson: numbered 2 as "));
     unlink(path);
-    /* one broken lesson fails the whole load, naming it */
+    /* Issue 21: one broken lesson failed the whole load: it is left out, named, the others
+     * read */
     snprintf(path, sizeof path, "%s/04-broken.lesson", dir);
     write_file(path, "@title x\n@frob\n", 15);
-    ck_assert_int_eq(lesson_load_all(tmpdir, &v, &n, &e), ERR_INVAL);
+    char cut[600];
+    snprintf(cut, sizeof cut, "%s/05-cut.lesson", dir);
+    write_file(cut, "@title x\n@duration 5 min\n@outcome o\n@step S\ntext\n", 49);
+    ck_assert_int_eq(lesson_load_all(tmpdir, &v, &n, &e), 2);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(v[2]->number, 10);
+    lesson_free_all(v, n);
     ck_assert_ptr_nonnull(strstr(e.msg, "04-broken.lesson:2: unknown directive '@frob'"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "; 1 more lesson files left out"));
+    unlink(cut);
 
     ck_assert_int_eq(lesson_load_all("/nonexistent", &v, &n, &e), ERR_INVAL); /* exit 2 */
 }

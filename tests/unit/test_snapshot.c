@@ -179,7 +179,7 @@ static void offscreen_close(struct offscreen *t)
 static void *open_panel(const struct panel_ops *p, struct offscreen *t, struct eventlog *log)
 {
     offscreen_open(t);
-    struct panel_env env = {p, log, true};
+    struct panel_env env = {p, log, true, false};
     void *st = NULL;
     struct error e = {0};
     ck_assert_msg(p->init(&st, &env, &e) == 0, "%s: %s", p->name, e.msg);
@@ -657,7 +657,7 @@ START_TEST(lesson_steps)
                   p->name);
     struct offscreen t;
     offscreen_open(&t);
-    struct panel_env env = {p, &log, true};
+    struct panel_env env = {p, &log, true, false};
     void *state = NULL;
     struct error err = {0};
     ck_assert_msg(steppanel_open(p, &env, l, lp, &state, &err) == 0, "%s", err.msg);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +23,7 @@
 #include "calc/preset.h"
 #include "gptref.h"
 #include "harness.h"
+#include "model/blasbuf.h"
 #include "model/gpt.h"
 #include "model/markov.h"
 #include "num/adamw.h"
@@ -843,7 +846,7 @@ END_TEST
 START_TEST(training_panel_runs_its_worker)
 {
     struct eventlog log = {0};
-    struct panel_env env = {&panel_training, &log, true};
+    struct panel_env env = {&panel_training, &log, true, false};
     void *st = NULL;
     struct error e = {0};
     ck_assert_int_eq(panel_training.init(&st, &env, &e), 0);
@@ -860,12 +863,10 @@ START_TEST(training_panel_runs_its_worker)
     struct panel_event play = {PANEL_PLAY, 0, 1}, tick = {PANEL_TICK, 0.2, 1};
     ck_assert(panel_training.on_event(st, &play) & PANEL_ANIMATE);
     bool skipped = false;
-    for (int i = 0; i < 200 && !skipped; i++) {
+    for (double t0 = 0; !skipped && harness_wait(&t0);) { /* until the step is done */
         panel_training.on_event(st, &tick);
         for (unsigned long k = 0; k < log.count - before && k < EVENTLOG_LINES; k++)
             skipped |= strstr(eventlog_get(&log, k), "layer 2 attn scores") != NULL;
-        struct timespec ms = {0, 10000000};
-        nanosleep(&ms, NULL);
     }
     ck_assert_msg(skipped, "the injected NaN is reported with its tensor");
     ck_assert_int_eq(panel_training.on_key(st, '1'), 0);       /* the app's key */
@@ -1264,7 +1265,7 @@ END_TEST
 START_TEST(training_panel_keys_act_on_the_next_step_shown)
 {
     struct eventlog log = {0};
-    struct panel_env env = {&panel_training, &log, true};
+    struct panel_env env = {&panel_training, &log, true, false};
     void *st = NULL;
     struct error e = {0};
     ck_assert_int_eq(panel_training.init(&st, &env, &e), 0);
@@ -1282,6 +1283,53 @@ START_TEST(training_panel_keys_act_on_the_next_step_shown)
         nan2 |= strstr(eventlog_get(&log, k), "step 2: inf/NaN in layer 2 attn scores") != NULL;
     ck_assert_msg(nan2, "the NaN asked for after step 1 is in step 2");
     panel_training.fini(st);
+}
+END_TEST
+
+/* Issue 21: OpenBLAS tried again forever when it could not map a matrix buffer. Now a run
+ * claims its buffers first (refused when they cannot be had), and a caller without a claim
+ * that finds none ends the process with a message: in a child whose address space is limited
+ * to what it has plus 64 MiB (less than a buffer), an sgemm ends it, exit 1, within the alarm
+ * (a spin would meet the alarm: SIGALRM). Sanitizers reserve terabytes: normal build only. */
+START_TEST(blas_buffer_never_spins)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return;
+#endif
+    int n = 512;
+    float *a = calloc((size_t)n * n, 4), *c = calloc((size_t)n * n, 4);
+    ck_assert(a && c);
+    /* the child inherits the pool: the buffers earlier tests left there are freed first */
+    blasbuf_release(0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        FILE *f = fopen("/proc/self/status", "r");
+        char line[256];
+        long kb = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
+                break;
+        if (f)
+            fclose(f);
+        struct rlimit rl = {(rlim_t)(kb + (64 << 10)) << 10, (rlim_t)(kb + (64 << 10)) << 10};
+        struct error e = {0};
+        int claimed = 0;
+        if (kb <= 0 || setrlimit(RLIMIT_AS, &rl) != 0)
+            _exit(3);
+        if (blasbuf_claim(1, &claimed, NULL, &e) != ERR_NOMEM) /* a claim is refused */
+            _exit(4);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, a, n, 0.0f, c,
+                    n);
+        _exit(0); /* the sgemm had a buffer after all */
+    }
+    int ws = 0;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 1, "the child: %s %d",
+                  WIFEXITED(ws) ? "exit" : "signal",
+                  WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+    free(a), free(c);
 }
 END_TEST
 
@@ -1382,6 +1430,7 @@ int main(void)
     tcase_add_test(tc, parts_compose_into_the_whole_model);
     tcase_add_test(tc, train_shape_reads_the_preset_and_refuses_what_cannot_train);
     tcase_add_test(tc, phase_timers_change_no_bit);
+    tcase_add_test(tc, blas_buffer_never_spins);
     tcase_add_test(tc, model_and_calculator_share_the_policy_names);
     suite_add_tcase(s, tc);
     return harness_run(s);

@@ -532,7 +532,7 @@ START_TEST(panels_keep_the_contract)
                     ck_assert_msg(!help_app_key((unsigned char)*c),
                                   "panel %s lists the window's key '%c'", p->name, *c);
         }
-        struct panel_env env = {p, &log, false};
+        struct panel_env env = {p, &log, false, false};
         void *st = NULL;
         struct error e = {0};
         ck_assert_int_eq(p->init(&st, &env, &e), 0);
@@ -661,7 +661,7 @@ START_TEST(formats_panel)
     static struct eventlog log;
     const struct panel_ops *p = panel_find("formats");
     ck_assert_ptr_nonnull(p);
-    struct panel_env env = {p, &log, false};
+    struct panel_env env = {p, &log, false, false};
     void *st;
     struct error e = {0};
     ck_assert_int_eq(p->init(&st, &env, &e), 0);
@@ -779,7 +779,7 @@ START_TEST(steps_open_their_whole_panel)
             const struct lesson_panel *lp = lesson_step_panel(l, i);
             const struct panel_ops *p = panel_find(lp ? lp->name : "formats");
             ck_assert_msg(p, "%s step %zu: panel %s", l->file, i + 1, lp ? lp->name : "?");
-            struct panel_env env = {p, &log, true};
+            struct panel_env env = {p, &log, true, false};
             void *fresh = NULL, *walked = NULL;
             unsigned long before = log.count;
             ck_assert_int_eq(steppanel_open(p, &env, l, lp, &fresh, &e), 0);
@@ -831,7 +831,7 @@ START_TEST(lab_panel_figures)
     struct fake_term ft;
     WINDOW *w = term_open(&ft, 40, 120);
     const struct panel_ops *p = panel_find("memory");
-    struct panel_env env = {p, &log, true};
+    struct panel_env env = {p, &log, true, false};
     void *st = NULL;
     struct error e = {0};
     ck_assert_int_eq(p->init(&st, &env, &e), 0);
@@ -985,7 +985,7 @@ START_TEST(calculator_panel_knobs)
     struct error e = {0};
     void *st = NULL;
     const struct panel_ops *p = panel_find("memory");
-    struct panel_env env = {p, &log, true};
+    struct panel_env env = {p, &log, true, false};
     ck_assert_int_eq(p->init(&st, &env, &e), 0);
     ck_assert_int_eq(p->on_key(st, 'f'), PANEL_HANDLED | PANEL_REDRAW);
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "lab: GPUs = 4"));
@@ -1104,7 +1104,7 @@ START_TEST(dprun_panel_trains_on_thread_gpus)
     static char screen[16384];
     const struct panel_ops *p = panel_find("dprun");
     ck_assert_ptr_nonnull(p);
-    struct panel_env env = {p, &log, true};
+    struct panel_env env = {p, &log, true, false};
     void *st = NULL;
     struct error e = {0};
     ck_assert_int_eq(p->init(&st, &env, &e), 0);
@@ -1162,14 +1162,12 @@ START_TEST(dprun_panel_trains_on_thread_gpus)
          * ZeRO-3's gathered layers (C) coming and going */
         struct panel_event slow = {PANEL_TICK, 0.04, 1};
         bool act = false, comm = false;
-        for (int i = 0; i < 100 && !(act && comm); i++) {
+        for (double t0 = 0; !(act && comm) && harness_wait(&t0);) { /* as the run goes on */
             p->on_event(st, &slow);
             ck_assert(draw_offscreen(p, st, 42, 126, screen, sizeof screen));
             const char *row = strstr(screen, "GPU0  "), *end = row ? strchr(row, '\n') : NULL;
             for (const char *q = row; q && q < end; q++)
                 act |= *q == 'A', comm |= *q == 'C';
-            struct timespec ms = {0, 2000000};
-            nanosleep(&ms, NULL);
         }
         ck_assert_msg(act && comm, "GPU 0's bar shows activations and gathered layers: %s", screen);
         ck_assert(p->on_key(st, 's') & PANEL_HANDLED); /* the 7B's figures */
@@ -1187,6 +1185,7 @@ int main(void)
 {
     Suite *s = suite_create("ui");
     TCase *tc = tcase_create("layout");
+    tcase_set_timeout(tc, 60); /* the contract opens the run panels, which start their runs */
     tcase_add_test(tc, layout_too_small);
     tcase_add_test(tc, layout_tiles_every_size);
     tcase_add_test(tc, layout_exact_sizes);
