@@ -91,11 +91,19 @@ static int compute_entropy(struct markov *m)
     return 0;
 }
 
+int markov_check(int vocab, struct error *e)
+{
+    if (vocab < 8)
+        return error_set(e, ERR_INVAL, "the synthetic data needs a vocabulary of at least 8");
+    return 0;
+}
+
 int markov_new(struct markov **out, int vocab, uint64_t seed, struct error *e)
 {
     *out = NULL;
-    if (vocab < 8)
-        return error_set(e, ERR_INVAL, "the synthetic data needs a vocabulary of at least 8");
+    int rc = markov_check(vocab, e);
+    if (rc)
+        return rc;
     struct markov *m = calloc(1, sizeof *m);
     if (!m)
         return error_set(e, ERR_NOMEM, "out of memory");

@@ -23,8 +23,11 @@
 struct error;
 struct markov;
 
-/* 0, ERR_INVAL (vocab < 8) or ERR_NOMEM. */
+/* 0, ERR_INVAL (vocab < 8) or ERR_NOMEM. Its entropy rate takes a power iteration over the
+ * V^2 pairs: about 0.2 s for V = 256. */
 int markov_new(struct markov **out, int vocab, uint64_t seed, struct error *e);
+/* Whether markov_new takes a vocabulary of this size: 0, or ERR_INVAL saying why. */
+int markov_check(int vocab, struct error *e);
 void markov_free(struct markov *m);
 
 /* The entropy rate in nats per token. */

@@ -305,6 +305,36 @@ static const char *intern(struct run *r, const char *name)
     return out;
 }
 
+/* A GPU's step done: its events, and its record merged into the step's (the reader's once
+ * every GPU's is in). */
+static void record_step(struct run *r, struct device *d, const struct train_step *s, long i)
+{
+    const struct train_opts *o = &r->cfg.o;
+    struct event ev = {.type = EV_TRAIN_STEP, .t = dev_now(d), .step = (int)i};
+    ev.loss = s->loss, ev.grad_norm = s->grad_norm, ev.clip_coef = s->clip_coef;
+    ev.loss_scale = s->loss_scale, ev.skipped = s->skipped;
+    dev_emit(d, &ev);
+    if (s->nonfinite[0]) {
+        struct event nf = {.type = EV_NONFINITE, .t = dev_now(d), .step = (int)i};
+        nf.name = intern(r, s->nonfinite);
+        nf.layer = atoi(strncmp(s->nonfinite, "layer ", 6) ? "-1" : s->nonfinite + 6);
+        dev_emit(d, &nf);
+    }
+    pthread_mutex_lock(&r->mu);
+    struct slot *sl = &r->slot[i % (RUN_AHEAD + 1)];
+    if (sl->step != i) {
+        memset(sl, 0, sizeof *sl);
+        sl->step = i;
+    }
+    merge(&sl->rec, s, dev_rank(d), o->gpus, o->shape.layers);
+    if (++sl->done == o->gpus) {
+        finish_merge(&sl->rec, o);
+        r->produced = i;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 static int device_main(struct device *d, void *arg, struct error *e)
 {
     struct run *r = arg;
@@ -326,6 +356,11 @@ static int device_main(struct device *d, void *arg, struct error *e)
             msg = colon + 2;
         return dev_fail(d, e, "%s", msg);
     }
+    if (rank == 0) {
+        pthread_mutex_lock(&r->mu);
+        r->floor = trainer_loss_floor(t);
+        pthread_mutex_unlock(&r->mu);
+    }
     if (r->cfg.keep_first_step && (o->zero > 0 || trainer_place(t)->dprank == 0))
         trainer_observe(t, keep_first, r);
     int applied = 0;
@@ -342,29 +377,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
             break;
         }
         s.act_peak_bytes = dev_ledger(d)->peak_cat[MEM_ACTIVATIONS]; /* the ledger's word */
-        struct event ev = {.type = EV_TRAIN_STEP, .t = dev_now(d), .step = (int)i};
-        ev.loss = s.loss, ev.grad_norm = s.grad_norm, ev.clip_coef = s.clip_coef;
-        ev.loss_scale = s.loss_scale, ev.skipped = s.skipped;
-        dev_emit(d, &ev);
-        if (s.nonfinite[0]) {
-            struct event nf = {.type = EV_NONFINITE, .t = dev_now(d), .step = (int)i};
-            nf.name = intern(r, s.nonfinite);
-            nf.layer = atoi(strncmp(s.nonfinite, "layer ", 6) ? "-1" : s.nonfinite + 6);
-            dev_emit(d, &nf);
-        }
-        pthread_mutex_lock(&r->mu);
-        struct slot *sl = &r->slot[i % (RUN_AHEAD + 1)];
-        if (sl->step != i) {
-            memset(sl, 0, sizeof *sl);
-            sl->step = i;
-        }
-        merge(&sl->rec, &s, rank, o->gpus, o->shape.layers);
-        if (++sl->done == o->gpus) {
-            finish_merge(&sl->rec, o);
-            r->produced = i;
-            pthread_cond_broadcast(&r->cv);
-        }
-        pthread_mutex_unlock(&r->mu);
+        record_step(r, d, &s, i);
         if (s.weights_nonfinite_since && !isfinite(s.loss)) {
             /* Without a scaler the run goes on as plain PyTorch would, applying the bad
              * step; once that shows as a non-finite loss, every later step would only
@@ -527,14 +540,14 @@ int run_new(struct run **out, const struct run_config *cfg, struct error *e)
         run_free(r);
         return error_set(e, ERR_NOMEM, "out of memory");
     }
-    /* the loss floor: the data's entropy rate, the same source every GPU draws from */
-    struct markov *src;
-    if ((rc = markov_new(&src, cfg->o.shape.vocab, cfg->o.seed, e))) {
+    /* the loss floor: the data's entropy rate, of the source every GPU draws from, whose
+     * trainer computes it as it sets up (GPU 0's is kept): not here, on the caller's thread
+     * (0.2 s for small's vocabulary, a window's frame four times over) */
+    if ((rc = markov_check(cfg->o.shape.vocab, e))) {
         run_free(r);
         return rc;
     }
-    r->floor = markov_entropy(src);
-    markov_free(src);
+    r->floor = NAN;
     struct cluster_config cc;
     cluster_config_init(&cc);
     cc.spec = cfg->spec;
@@ -653,6 +666,14 @@ int run_finish(struct run *r, struct error *e)
     return r->rc;
 }
 
+bool run_ended(struct run *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool ended = r->ended || !r->started;
+    pthread_mutex_unlock(&r->mu);
+    return ended;
+}
+
 void run_free(struct run *r)
 {
     if (!r)
@@ -681,7 +702,11 @@ const struct run_gpu *run_gpu(const struct run *r, int gpu)
 
 double run_loss_floor(const struct run *r)
 {
-    return r->floor;
+    pthread_mutex_t *mu = (pthread_mutex_t *)&r->mu; /* (a lock does not change the run) */
+    pthread_mutex_lock(mu);
+    double floor = r->floor;
+    pthread_mutex_unlock(mu);
+    return floor;
 }
 
 double run_data_floor(int vocab, uint64_t seed)

@@ -128,9 +128,14 @@ void run_stop(struct run *r);
 
 /* Waits for the run's threads: 0, or the failure that ended it (e). */
 int run_finish(struct run *r, struct error *e);
+/* Whether the run has ended (stopped, finished or failed): run_finish and run_free then
+ * return at once. Never waits. */
+bool run_ended(struct run *r);
 
 /* After run_finish. */
 const struct run_gpu *run_gpu(const struct run *r, int gpu);
+/* The data's entropy rate in nats per token: NAN until GPU 0 has set up (its trainer computes
+ * it), and after a run that failed before. */
 double run_loss_floor(const struct run *r);
 /* The same for the data a run over a vocabulary of vocab tokens with that seed draws, without
  * a run (the lessons quote it); NAN when it cannot be made. */

@@ -1,9 +1,12 @@
 /* The window's frame: tabs, the lesson pane, the live panel, the latest events and the key
  * hints; the input loop; the terminal's set-up and restoration on every way out.
  *
- * The loop waits in poll() on standard input, with no timeout unless a panel is playing, so
- * an idle window costs no CPU. Keys never draw: they change state and mark the frame dirty;
- * the frame is drawn once per loop with one doupdate(). A signal ends the loop and the
+ * The loop waits in poll() on standard input, with no timeout unless a panel is playing or
+ * busy (ui/panel.h: PANEL_POLL), so an idle window costs no CPU. Keys never draw: they change
+ * state and mark the frame dirty; the frame is drawn into curses' screen after each key (the
+ * next key must see whether a field has the keys now), and once the keys that have arrived
+ * are all read and the live panel polled, sent to the terminal with one doupdate(): sixty
+ * keys pressed at once make one frame. A signal ends the loop and the
  * terminal is restored (ui/term.h); the help overlay is ui/help.h, the answer field
  * ui/answer.h. */
 #include "config.h"
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -83,6 +87,7 @@ struct app {
     bool help;
     int help_scroll;
     bool playing;
+    bool busy; /* the live panel may have work going on elsewhere: poll it (PANEL_POLL) */
     int speed; /* the speed is 2^speed */
     double last_tick;
     struct answer_field ans; /* the answer being typed to a question of the current step */
@@ -98,6 +103,9 @@ struct app {
     bool jumping;       /* G: typing a step number */
     bool panel_editing; /* the live panel's input field had the keys at the last frame */
     char jump[8];
+    /* $SCALELAB_FRAME_FD: a socket told of each frame (note_frame); keys read so far */
+    int frame_fd;
+    unsigned long keys;
 };
 
 /* ---- tabs and panels ---- */
@@ -175,6 +183,7 @@ static void switch_tab(struct app *a, int i)
         save_progress(a);
     }
     a->dirty = true;
+    a->busy = true; /* another live panel: what is it doing? */
 }
 
 static double speed_factor(int s)
@@ -274,6 +283,7 @@ static void swap_panel(struct app *a)
     }
     const struct panel_ops *ops = next_view(t);
     pause_playing(a);
+    a->busy = true;
     if (!use_kept(t, ops)) {
         const struct lesson *l = t->lesson;
         const struct lesson_panel *lp = NULL;
@@ -320,6 +330,7 @@ static void show_step(struct app *a, struct tab *t, size_t i, bool save)
         save_progress(a);
     }
     a->dirty = true;
+    a->busy = true;
 }
 
 /* Tab t of the lesson file at path: the lesson (or why it could not be read), its key and
@@ -913,7 +924,24 @@ static void draw_hints(const struct app *a, bool panel_editing, bool brief, int 
                     hl.status);
 }
 
-static void draw_frame(struct app *a)
+/* The window's account of itself for `scalelab bench --only window`, which times keys by it:
+ * with $SCALELAB_FRAME_FD naming a socket, a line "KEYS BUSY" each time a frame goes to the
+ * terminal and each time the live panel stops being busy without one (KEYS: the keys read so
+ * far; BUSY: 1 while the panel's work goes on elsewhere, else 0). Never waits: a line the
+ * socket cannot take now is dropped, and a socket gone ends the account. */
+static void note_frame(struct app *a)
+{
+    if (a->frame_fd < 0)
+        return;
+    char line[32];
+    int n = snprintf(line, sizeof line, "%lu %d\n", a->keys, a->busy);
+    if (send(a->frame_fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN &&
+        errno != EWOULDBLOCK)
+        a->frame_fd = -1;
+}
+
+/* The frame into curses' screen; to the terminal too when flush is set. */
+static void draw_frame(struct app *a, bool flush)
 {
     erase();
     struct ui_canvas pc = {0};
@@ -944,7 +972,10 @@ static void draw_frame(struct app *a)
         curs_set(0);
     }
     wnoutrefresh(stdscr);
-    doupdate();
+    if (flush) {
+        doupdate();
+        note_frame(a);
+    }
 }
 
 static void relayout(struct app *a)
@@ -957,16 +988,39 @@ static void relayout(struct app *a)
 
 /* ---- the loop ---- */
 
+/* What the live panel's work elsewhere has done (ui/panel.h): polled after every turn that
+ * handled something, then each frame while it says it is busy. */
+static void poll_panel(struct app *a)
+{
+    struct tab *t = &a->tabs[a->cur];
+    int r = 0;
+    if (t->ops->on_event) {
+        struct panel_event ev = {PANEL_POLL, 0, speed_factor(a->speed)};
+        r = t->ops->on_event(t->panel, &ev);
+    }
+    a->busy = r & PANEL_BUSY;
+    if (r & PANEL_REDRAW)
+        a->dirty = true;
+    if (r & PANEL_QUIT)
+        a->quit = true;
+}
+
 static int run_loop(struct app *a, struct error *e)
 {
     relayout(a);
+    a->busy = true; /* the panels opened may have started work */
     while (!a->quit && !term_signal()) {
+        bool was_busy = a->busy;
+        if (a->busy)
+            poll_panel(a);
         if (a->dirty) {
-            draw_frame(a);
+            draw_frame(a, true);
             a->dirty = false;
+        } else if (was_busy && !a->busy) {
+            note_frame(a);
         }
         struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {term_wake_fd(), POLLIN, 0}};
-        int wait = a->playing ? FRAME_MS : -1;
+        int wait = a->playing || a->busy ? FRAME_MS : -1;
         if (a->autoplay) { /* wake for the next step */
             double left = (a->next_at - clock_now()) * 1000.0;
             int ms = left > 0 ? (int)left + 1 : 0;
@@ -988,12 +1042,13 @@ static int run_loop(struct app *a, struct error *e)
                 relayout(a);
             else
                 app_key(a, ch);
-            if (a->dirty && !a->quit) { /* a frame per key: the next key sees whether a
-                                         * field has the keys now */
-                draw_frame(a);
-                a->dirty = false;
-            }
+            a->keys++;
+            a->busy = true; /* whatever the key did, the live panel is asked what it started */
+            if (a->dirty && !a->quit) /* a frame per key, in curses' screen: the next key
+                                       * sees whether a field has the keys now */
+                draw_frame(a, false);
         }
+        /* the keys read, once the panel has been polled, in one frame (the loop's top) */
         autoplay_tick(a);
         if (a->playing) {
             double now = clock_now();
@@ -1002,6 +1057,7 @@ static int run_loop(struct app *a, struct error *e)
                 a->last_tick = now;
                 panel_event(a, PANEL_TICK, dt * speed_factor(a->speed));
                 a->dirty = true;
+                a->busy = true;
             }
         }
     }
@@ -1027,6 +1083,8 @@ int ui_run(const struct ui_options *o, struct error *e)
     struct app *a = calloc(1, sizeof *a);
     if (!a)
         return error_set(e, ERR_NOMEM, "out of memory");
+    const char *fd = getenv("SCALELAB_FRAME_FD");
+    a->frame_fd = fd && *fd ? (int)strtol(fd, NULL, 10) : -1;
     if ((rc = term_start(o->ascii, &a->ascii, e)) < 0)
         goto out;
     a->ans.asking = -1;

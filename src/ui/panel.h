@@ -34,7 +34,14 @@
  *     window copes if one does not: its handlers wake the UI thread through a pipe.)
  *   - The app sleeps in its input wait unless something plays: it sends PANEL_TICK (about 20
  *     a second) only after a handler returned PANEL_ANIMATE (from on_key too, e.g. a key that
- *     starts a run), and until a tick returns without it. */
+ *     starts a run), and until a tick returns without it.
+ *   - Work that takes longer than a frame (a run of 64 thread-GPUs, a model's buffers set up)
+ *     never runs in a handler: the handler starts it on other threads and returns, and the
+ *     panel draws what it has meanwhile ("setting up", "running"). After the keys and ticks
+ *     of each turn of its loop, and whenever a panel becomes the live one, the app sends the
+ *     live panel PANEL_POLL; a poll that returns PANEL_BUSY is repeated every frame until one
+ *     returns without it. So a key is answered within a frame whatever it started, and keys
+ *     pressed meanwhile change what the work is for rather than queueing behind it. */
 #ifndef SCALELAB_UI_PANEL_H
 #define SCALELAB_UI_PANEL_H
 
@@ -51,6 +58,7 @@ enum {
     PANEL_REDRAW = 1 << 1,  /* the panel's picture changed */
     PANEL_QUIT = 1 << 2,    /* leave the window */
     PANEL_ANIMATE = 1 << 3, /* something moves: send ticks (until a tick returns without it) */
+    PANEL_BUSY = 1 << 4,    /* PANEL_POLL: work goes on elsewhere; poll again next frame */
 };
 
 enum panel_event_kind {
@@ -61,6 +69,8 @@ enum panel_event_kind {
     PANEL_TICK,  /* while playing, each frame (about 20 a second): dt simulated seconds */
     PANEL_STEP,  /* n: one step of whatever plays, while paused */
     PANEL_RESET, /* r: back to the panel's starting state (and the step's settings) */
+    PANEL_POLL,  /* take what work started elsewhere has done: PANEL_REDRAW if the picture
+                  * changed, PANEL_BUSY while some is still going on */
 };
 
 struct panel_event {

@@ -7,10 +7,10 @@
  * while it holds only its own, highlighted where this step's data landed. On the link from
  * each GPU to the next, the chunk it sent in the step shown ("c3" and an arrow), highlighted;
  * inside the ring the phase, the step and the bytes each GPU sent. Below it the legend, the
- * bytes sent per GPU against the 2(N-1)/N x size line, and the α-β times. The α-β plot of
- * ring and tree time against the size (log axes, the crossover and the chosen size marked)
- * goes beside the ring when the ring as it likes to be leaves it PLOT_W columns, else below
- * it (the ring giving up rows down to what it needs), else it is left out. When no ring fits
+ * bytes sent per GPU against the 2(N-1)/N x size line, and the α-β times. The α-β plot
+ * (ui/collplot.h) of ring and tree time against the size (log axes, the crossover and the chosen
+ * size marked) goes beside the ring when the ring as it likes to be leaves it PLOT_W columns, else
+ * below it (the ring giving up rows down to what it needs), else it is left out. When no ring fits
  * (a small panel), for the other algorithms, and beyond 16 GPUs, a row per GPU instead (the
  * middle ones summarised beyond 16), the ring as one line above them (the tree drawn as a
  * tree) and the plot below if it fits. A tree's steps are its pipeline's stages (the sends
@@ -19,11 +19,12 @@
  * the arrows are > < v ^.
  *
  * Every step comes from a real run (comm/trial.h) on the chosen cluster preset, checked against
- * its reference: its send events are the animation. Up to REAL_MAX the run is of the chosen
- * size itself; above it, of N x 256 fp32 elements, whose link bandwidths are scaled by (its
- * bytes / the chosen size), so that its simulated times and its pipeline chunks are those of
- * the chosen size: the same numbers as "scalelab collective --size SIZE --steps". The legend
- * under the picture says which: the size that ran for real, and what it is timed as.
+ * its reference: its send events are the animation (ui/collrun.h makes it). Up to
+ * COLLRUN_REAL_MAX the run is of the chosen size itself; above it, of N x 256 fp32 elements, whose
+ * link bandwidths are scaled by (its bytes / the chosen size), so that its simulated times and its
+ * pipeline chunks are those of the chosen size: the same numbers as "scalelab collective --size
+ * SIZE --steps". The legend under the picture says which: the size that ran for real, and what it
+ * is timed as.
  *
  * An all-to-all (o) is drawn as rows: each GPU's receive buffer, a cell per block, the GPU it
  * came from once it has arrived ('.' before; its own block is there from the start), the
@@ -31,20 +32,34 @@
  * exchanges, direct's the moments its posted blocks arrive. Its bytes go against (N-1)/N x
  * size, its plot is pairwise against direct (the same time on one node: one curve).
  *
- * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16), Up/Down (k/j) size (x2),
- * o all-reduce or all-to-all, t ring, tree, dbtree, rhd (all-to-all: pairwise, direct); c the
- * cluster preset. Settings: gpus=N, size=BYTES, op=allreduce|alltoall,
- * algo=ring|tree|dbtree|rhd|pairwise|direct (pairwise and direct are all-to-all's),
- * cluster=PRESET, step=K. */
+ * At 64 GPUs that run takes longer than a frame (64 threads on the host's cores), and the
+ * plot's curves and crossover hundreds of replays of the cost model: a key never waits for
+ * them. It changes the settings and asks for the run, which is made on a thread of its own
+ * (ui/bgjob.h, ui/collrun.h) with the curves when the op, the GPUs or the cluster changed; the
+ * panel says
+ * "running" until a poll takes it (or the key's own frame, when the last run took under QUICK_S).
+ * The α-β times (a few replays) are computed by the poll the window sends before each frame, so
+ * keys pressed together cost them once. Keys pressed meanwhile only change what the next run
+ * is for: one run at a time, for the latest settings. Drawing computes nothing: the curves
+ * are kept for the op, GPUs and cluster they were made for, at COLLRUN_PLOT_GRID sizes, and
+ * each column read between two of them.
+ *
+ * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16, and the chunks that do
+ * not fit a row are counted), Up/Down (k/j) size (x2), o all-reduce or all-to-all, t ring,
+ * tree, dbtree, rhd (all-to-all: pairwise, direct); c the cluster preset. Settings: gpus=N,
+ * size=BYTES, op=allreduce|alltoall, algo=ring|tree|dbtree|rhd|pairwise|direct (pairwise and
+ * direct are all-to-all's), cluster=PRESET, step=K. */
 #include "config.h"
 
 #include <curses.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/units.h"
 #include "calc/preset.h"
@@ -53,51 +68,49 @@
 #include "comm/trial.h"
 #include "comm/tree.h"
 #include "sim/cluster.h"
+#include "ui/bgjob.h"
+#include "ui/collplot.h"
+#include "ui/collrun.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
 
 #define MAX_GPUS     64
-#define MAX_CHUNKS   128 /* a double binary tree: two trees of up to 64 chunks */
 #define MAX_CLUSTERS 8
 #define ROWS_FULL    16
-#define STEPS_PER_S  2.0       /* animation speed at 1x */
-#define REAL_MAX     (1 << 20) /* the largest size run for real (bytes); above, a scaled run */
-
-struct hop {
-    int step, from, to, chunk;
-    bool reduce;
-    const char *phase; /* the algorithm's name for it: "reduce-scatter", "broadcast", ... */
-    double bytes, t_end;
-};
-
-struct settings {
-    int gpus, cluster;
-    double size;
-    enum cost_op op; /* COST_ALLREDUCE or COST_ALLTOALL */
-    enum cost_algo algo;
-};
+#define STEPS_PER_S  2.0   /* animation speed at 1x */
+#define QUICK_S      0.015 /* a run made this quickly shows in the frame of the key that asked */
 
 struct coll_panel {
     struct eventlog *log;
     int nclusters;
     struct cluster_spec clusters[MAX_CLUSTERS];
-    struct settings s, start;
+    struct coll_settings s, start;
     int start_step;
-    /* the run */
-    bool ok;
+    /* the run for the settings, once made (have): none while it runs */
+    bool have, ok;
     char err[ERROR_MAX];
-    struct hop *hops;
+    struct coll_hop *hops;
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
     bool verified, scaled; /* scaled: real_bytes ran, timed as the size chosen */
     struct cost_result ring, tree, dbtree, rhd, pair, direct;
-    double crossover;
+    bool times_due; /* those six, not computed yet for the settings */
+    /* the plot's curves and the crossover, for op curves_op on curves_gpus GPUs of cluster
+     * curves_cluster */
+    enum cost_op curves_op;
+    int curves_gpus, curves_cluster;
+    double crossover, tr[COLLRUN_PLOT_GRID], tt[COLLRUN_PLOT_GRID];
+    /* the run being made (for work->s, which may be settings left behind since) */
+    struct bgjob *job;
+    struct coll_run *work;
+    bool quick;       /* the last run took under QUICK_S: a key may wait for the next */
+    int steps_wanted; /* n's that came while the run was being made */
     /* the replay */
     int step;
     double acc;
-    uint64_t mask[MAX_GPUS][MAX_CHUNKS];
-    bool fresh[MAX_GPUS][MAX_CHUNKS];
+    uint64_t mask[MAX_GPUS][COLLRUN_MAX_CHUNKS];
+    bool fresh[MAX_GPUS][COLLRUN_MAX_CHUNKS];
     double sent[MAX_GPUS], now;
     const char *phase;
 };
@@ -124,7 +137,7 @@ static void replay(struct coll_panel *p)
     p->phase = NULL;
     double scale = p->real_bytes > 0 ? p->s.size / p->real_bytes : 0;
     for (int i = 0; i < p->nhops; i++) {
-        const struct hop *h = &p->hops[i];
+        const struct coll_hop *h = &p->hops[i];
         if (h->step >= p->step)
             continue;
         uint64_t m = a2a ? 1ull << h->from : p->mask[h->from][h->chunk]; /* its own block */
@@ -137,11 +150,6 @@ static void replay(struct coll_panel *p)
             p->phase = h->phase;
         }
     }
-}
-
-static int n_gpus(const struct coll_panel *p)
-{
-    return p->s.gpus;
 }
 
 /* The α-β time of the algorithm shown (the same model as the simulated run). */
@@ -164,52 +172,117 @@ static double sent_share(const struct coll_panel *p)
     return (p->s.op == COST_ALLTOALL ? 1.0 : 2.0) * (n - 1) / n;
 }
 
-/* The plot's two algorithms: ring and tree, or pairwise and direct. */
-static void plot_algos(const struct coll_panel *p, enum cost_algo a[2])
+static bool same_settings(const struct coll_settings *a, const struct coll_settings *b)
 {
-    a[0] = p->s.op == COST_ALLTOALL ? COST_PAIRWISE : COST_RING;
-    a[1] = p->s.op == COST_ALLTOALL ? COST_DIRECT : COST_TREE;
+    return a->gpus == b->gpus && a->cluster == b->cluster && a->size == b->size && a->op == b->op &&
+           a->algo == b->algo;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Whether curves made for settings s are the plot's for settings t. */
+static bool curves_for(const struct coll_settings *s, const struct coll_settings *t)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    return s->op == t->op && s->gpus == t->gpus && s->cluster == t->cluster;
 }
 
-/* A tree's panel steps are its pipeline's stages: the sends that arrive at the same moment
- * form one step (a level of the reduce, one child of a level of the broadcast), in the order
- * of time, which respects every dependency. */
-static void stage_steps(struct coll_panel *p)
+static bool have_curves(const struct coll_panel *p)
 {
-    double *t = malloc((size_t)(p->nhops ? p->nhops : 1) * sizeof *t);
-    if (!t)
+    struct coll_settings made = {
+        .op = p->curves_op, .gpus = p->curves_gpus, .cluster = p->curves_cluster};
+    return curves_for(&made, &p->s);
+}
+
+/* Starts making the run for the settings, unless one is being made (the poll that finds it
+ * done starts the next, for the settings then: keys pressed meanwhile never queue runs). */
+static void ask(struct coll_panel *p)
+{
+    if (p->work || p->have)
         return;
-    for (int i = 0; i < p->nhops; i++)
-        t[i] = p->hops[i].t_end;
-    qsort(t, (size_t)p->nhops, sizeof *t, cmp_double);
-    int u = 0;
-    for (int i = 0; i < p->nhops; i++)
-        if (u == 0 || t[i] > t[u - 1] * (1 + 1e-9))
-            t[u++] = t[i];
-    for (int i = 0; i < p->nhops; i++) {
-        int lo = 0, hi = u - 1;
-        while (lo < hi) { /* the last stage at or before this hop's arrival */
-            int mid = (lo + hi + 1) / 2;
-            if (t[mid] <= p->hops[i].t_end * (1 + 1e-9))
-                lo = mid;
-            else
-                hi = mid - 1;
-        }
-        p->hops[i].step = lo;
+    struct coll_run *w = calloc(1, sizeof *w);
+    if (!w) {
+        p->ok = false;
+        snprintf(p->err, sizeof p->err, "out of memory");
+        return;
     }
-    p->nsteps = u;
-    free(t);
+    w->s = p->s;
+    w->spec = p->clusters[p->s.cluster];
+    w->curves = !have_curves(p);
+    atomic_init(&w->stale, false);
+    struct error e = {0};
+    p->work = w;
+    if (bgjob_start(&p->job, collrun_make, w, &e) != 0)
+        collrun_make(w); /* no thread to spare: made here, the window waiting for it */
 }
 
-/* The α-β figures: the all-reduce's four algorithms, all-to-all's two, the plot's crossover. */
-static void model_figures(struct coll_panel *p)
+/* Whether the run being made is done (waiting up to wait_s for it): then its results are the
+ * panel's if they are for its settings now, and the next run is asked for if not. */
+static bool take(struct coll_panel *p, double wait_s)
 {
+    if (!p->work || (p->job && !bgjob_done(p->job, wait_s)))
+        return false;
+    bgjob_finish(p->job);
+    struct coll_run *w = p->work;
+    p->job = NULL, p->work = NULL;
+    if (!atomic_load(&w->stale)) /* (one cut short says nothing of the next) */
+        p->quick = w->took < QUICK_S;
+    if (w->curves_done && curves_for(&w->s, &p->s)) {
+        p->curves_op = w->s.op, p->curves_gpus = w->s.gpus, p->curves_cluster = w->s.cluster;
+        p->crossover = w->crossover;
+        memcpy(p->tr, w->tr, sizeof p->tr);
+        memcpy(p->tt, w->tt, sizeof p->tt);
+    }
+    if (same_settings(&w->s, &p->s) && !p->have && !atomic_load(&w->stale)) {
+        free(p->hops);
+        p->have = true;
+        p->ok = w->ok;
+        snprintf(p->err, sizeof p->err, "%s", w->err);
+        p->hops = w->hops, w->hops = NULL;
+        p->nhops = w->nhops, p->nsteps = w->nsteps, p->nchunks = w->nchunks;
+        p->real_bytes = w->real_bytes, p->sim_time = w->sim_time;
+        p->max_rel_error = w->max_rel_error, p->tolerance = w->tolerance;
+        p->verified = w->verified, p->scaled = w->scaled;
+        if (p->step > p->nsteps)
+            p->step = p->nsteps;
+        if (p->steps_wanted > 0 && p->step < p->nsteps) {
+            p->step = p->step + p->steps_wanted < p->nsteps ? p->step + p->steps_wanted : p->nsteps;
+            eventlog_add(p->log, "collective: step %d of %d", p->step, p->nsteps);
+        }
+        p->steps_wanted = 0;
+        replay(p);
+    }
+    free(w->hops);
+    free(w);
+    ask(p);
+    return true;
+}
+
+/* The settings changed: the run asked for, the α-β times due; the picture says the run is
+ * running until a poll takes it. */
+static void compute(struct coll_panel *p)
+{
+    if (p->work && !same_settings(&p->work->s, &p->s)) /* the run being made is not wanted */
+        atomic_store(&p->work->stale, true);
+    free(p->hops);
+    p->hops = NULL;
+    p->nhops = p->nsteps = p->nchunks = 0;
+    p->have = false;
+    p->ok = true;
+    p->err[0] = 0;
+    p->steps_wanted = 0;
+    p->times_due = true;
+    p->real_bytes = 4.0 * (double)collrun_real_count(&p->s, &p->scaled); /* said while it runs */
+    replay(p);
+    ask(p);
+}
+
+/* The α-β times of the all-reduce's four algorithms and all-to-all's two for the settings,
+ * when due: a few replays of the cost
+ * model (a millisecond or two at 64 GPUs), once per poll rather than once per key, so that
+ * keys pressed together cost them once (the window polls before it sends a frame). Whether
+ * they were computed. */
+static bool times(struct coll_panel *p)
+{
+    if (!p->times_due)
+        return false;
     struct cost_net net = net_of(p, p->s.gpus);
     cost_collective(COST_ALLREDUCE, COST_RING, &net, p->s.size, &p->ring, NULL);
     cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
@@ -217,121 +290,17 @@ static void model_figures(struct coll_panel *p)
     cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
     cost_collective(COST_ALLTOALL, COST_PAIRWISE, &net, p->s.size, &p->pair, NULL);
     cost_collective(COST_ALLTOALL, COST_DIRECT, &net, p->s.size, &p->direct, NULL);
-    enum cost_algo pa[2];
-    plot_algos(p, pa);
-    p->crossover = cost_crossover(p->s.op, pa[0], pa[1], &net, 1024, 1e12);
+    p->times_due = false;
+    return true;
 }
 
-/* Runs the collective for the current settings and keeps its send events as hops. */
-static void compute(struct coll_panel *p)
+static void defaults(struct coll_settings *s)
 {
-    struct trial_args a;
-    trial_args_init(&a);
-    a.op = p->s.op;
-    a.algo = p->s.algo;
-    a.gpus = p->s.gpus;
-    /* the size itself when small, else N x 256 fp32 with the links scaled to take as long (an
-     * all-to-all's size must also split into N blocks of whole elements) */
-    bool a2a = p->s.op == COST_ALLTOALL;
-    p->scaled = !(p->s.size <= REAL_MAX && fmod(p->s.size, 4) == 0 && p->s.size >= 4 &&
-                  (!a2a || fmod(p->s.size / 4, p->s.gpus) == 0));
-    a.count = p->scaled ? (size_t)p->s.gpus * 256 : (size_t)(p->s.size / 4);
-    a.dtype = FP_FP32;
-    a.spec = p->clusters[p->s.cluster];
-    a.record_events = true;
-    p->real_bytes = (double)a.count * 4;
-    double scale = p->real_bytes / p->s.size;
-    a.spec.beta_intra *= scale;
-    a.spec.beta_inter *= scale;
-    free(p->hops);
-    p->hops = NULL;
-    p->nhops = p->nsteps = 0;
-    p->nchunks = 1;
-    p->ok = true;
-    p->err[0] = 0;
-    model_figures(p);
-
-    struct trial t;
-    struct error e = {0};
-    if (trial_run(&a, &t, &e) != 0) {
-        p->ok = false;
-        snprintf(p->err, sizeof p->err, "%s", e.msg);
-        trial_fini(&t);
-        return;
-    }
-    p->verified = t.check.ok;
-    p->max_rel_error = t.check.max_rel_error;
-    p->tolerance = t.check.tolerance;
-    p->sim_time = t.simulated_s;
-    size_t n;
-    const struct event *ev = cluster_events(t.cluster, &n); /* in the order they were sent */
-    /* The panel's chunks: the ring's N; a tree's pipeline chunks, the second tree of a double
-     * binary tree after the first's; rhd's 2^k blocks, a send of a range of them a hop per
-     * block (its fold-in and fold-out carry them all). */
-    int np = 1, per_tree = 1;
-    while (np * 2 <= n_gpus(p))
-        np *= 2;
-    for (size_t i = 0; i < n; i++)
-        if (ev[i].type == EV_SEND && ev[i].chunk + 1 > per_tree)
-            per_tree = ev[i].chunk + 1;
-    double block = p->real_bytes / np;
-    size_t cap = n * (p->s.algo == COST_RHD ? (size_t)np : 1) + 1;
-    p->hops = calloc(cap, sizeof *p->hops);
-    double *arrival = malloc((n ? n : 1) * sizeof *arrival);
-    if (!arrival || event_send_arrivals(ev, n, arrival) < 0) {
-        free(p->hops);
-        p->hops = NULL;
-    }
-    for (size_t i = 0; i < n && p->hops; i++) {
-        if (ev[i].type != EV_SEND || ev[i].chunk < 0)
-            continue;
-        int first = ev[i].chunk, count = 1;
-        if (p->s.algo == COST_DBTREE)
-            first += (ev[i].stream > 0) * per_tree; /* tree 1 runs on the second stream */
-        if (p->s.algo == COST_RHD && block > 0) {
-            count = (int)lround((double)ev[i].bytes / block);
-            count = count < 1 ? 1 : count;
-        }
-        const char *ph = ev[i].phase ? ev[i].phase : "";
-        if (a2a) /* the block lands in the receiver's place for its sender */
-            first = ev[i].device;
-        for (int j = 0; j < count && first + j < MAX_CHUNKS; j++) {
-            struct hop *h = &p->hops[p->nhops++];
-            h->step = ev[i].step;
-            h->from = ev[i].device;
-            h->to = ev[i].peer;
-            h->chunk = first + j;
-            h->phase = ev[i].phase;
-            h->reduce =
-                !strcmp(ph, "reduce-scatter") || !strcmp(ph, "reduce") || !strcmp(ph, "fold-in");
-            h->bytes = (double)ev[i].bytes / count;
-            h->t_end = arrival[i]; /* when its receiver's link let its bytes in */
-            if (h->step + 1 > p->nsteps)
-                p->nsteps = h->step + 1;
-            if (h->chunk + 1 > p->nchunks)
-                p->nchunks = h->chunk + 1;
-        }
-    }
-    if (p->s.algo == COST_RING || a2a)
-        p->nchunks = p->s.gpus;
-    else if (p->s.algo == COST_RHD)
-        p->nchunks = np < MAX_CHUNKS ? np : MAX_CHUNKS;
-    free(arrival);
-    if (p->s.algo != COST_RING)
-        stage_steps(p);
-    trial_fini(&t);
-    if (p->step > p->nsteps)
-        p->step = p->nsteps;
-    replay(p);
-}
-
-static void defaults(struct settings *s)
-{
-    *s = (struct settings){.gpus = 8,
-                           .cluster = 0,
-                           .size = 64.0 * 1024 * 1024,
-                           .op = COST_ALLREDUCE,
-                           .algo = COST_RING};
+    *s = (struct coll_settings){.gpus = 8,
+                                .cluster = 0,
+                                .size = 64.0 * 1024 * 1024,
+                                .op = COST_ALLREDUCE,
+                                .algo = COST_RING};
 }
 
 static int coll_init(void **state, const struct panel_env *env, struct error *e)
@@ -340,6 +309,7 @@ static int coll_init(void **state, const struct panel_env *env, struct error *e)
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
     p->log = env->log;
+    p->curves_gpus = -1;
     char list[512];
     preset_list(list, sizeof list, "clusters");
     /* h100-80gb first: the lessons' running example */
@@ -364,6 +334,12 @@ static int coll_init(void **state, const struct panel_env *env, struct error *e)
 static void coll_fini(void *state)
 {
     struct coll_panel *p = state;
+    if (p->work) /* what is left of it is not wanted: only a run already going is waited for */
+        atomic_store(&p->work->stale, true);
+    bgjob_finish(p->job); /* the run being made, whose thread writes into work */
+    if (p->work)
+        free(p->work->hops);
+    free(p->work);
     free(p->hops);
     free(p);
 }
@@ -380,6 +356,8 @@ static void changed(struct coll_panel *p, const char *what)
     p->step = 0;
     p->acc = 0;
     compute(p);
+    if (p->quick && p->work && same_settings(&p->work->s, &p->s)) /* asked for by this key */
+        take(p, QUICK_S); /* a run as quick as the last shows in the key's own frame */
     if (!strcmp(what, "size"))
         eventlog_add(p->log, "collective: size %s",
                      units_format_bytes(b, sizeof b, p->s.size, UNITS_BINARY));
@@ -471,9 +449,13 @@ static int coll_on_event(void *state, const struct panel_event *ev)
             p->step = 0; /* play again from the start */
         p->acc = 0;
         replay(p);
-        return PANEL_REDRAW | (p->nsteps > 0 ? PANEL_ANIMATE : 0);
+        /* while the run is being made, the ticks wait for it */
+        return PANEL_REDRAW | (p->nsteps > 0 || !p->have ? PANEL_ANIMATE : 0);
     case PANEL_PAUSE: return 0;
     case PANEL_TICK:
+        times(p);
+        if (!p->have)
+            return PANEL_ANIMATE | (take(p, 0) ? PANEL_REDRAW : 0);
         p->acc += ev->dt * STEPS_PER_S;
         if (p->acc >= 1 && p->step < p->nsteps) {
             int k = (int)p->acc;
@@ -484,6 +466,10 @@ static int coll_on_event(void *state, const struct panel_event *ev)
         }
         return p->step < p->nsteps ? PANEL_ANIMATE : 0;
     case PANEL_STEP:
+        if (!p->have) { /* taken once the run is made */
+            p->steps_wanted++;
+            return PANEL_REDRAW;
+        }
         if (p->step < p->nsteps) {
             p->step++;
             replay(p);
@@ -496,6 +482,11 @@ static int coll_on_event(void *state, const struct panel_event *ev)
         p->step = p->start_step;
         compute(p);
         return PANEL_REDRAW;
+    case PANEL_POLL: {
+        bool moved = times(p);
+        moved |= take(p, 0);
+        return (moved ? PANEL_REDRAW : 0) | (p->work ? PANEL_BUSY : 0);
+    }
     }
     return 0;
 }
@@ -503,7 +494,7 @@ static int coll_on_event(void *state, const struct panel_event *ev)
 static int coll_set(void *state, const char *name, const char *value, struct error *e)
 {
     struct coll_panel *p = state;
-    struct settings s = p->s;
+    struct coll_settings s = p->s;
     long long v;
     int rc = 0, step = -1;
     if (!strcmp(name, "gpus")) {
@@ -561,77 +552,14 @@ static int coll_set(void *state, const char *name, const char *value, struct err
 
 /* ------------------------------------------------------------------ drawing */
 
-/* Ring and tree time (all-to-all: pairwise and direct) against the size, log-log, 1 KiB to
- * 1 GiB, in h rows x w columns at (y0, x0): the curves ('*' where they meet), the size axis,
- * and a legend (one line when there is room, else two). */
+/* The α-β plot (ui/collplot.h) of the curves kept for the settings, once they have come. */
 static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, int x0, int h, int w)
 {
-    bool one_line = w >= 40; /* the legend on one row (in fewer words below 52 columns) */
-    int ph = h - (one_line ? 2 : 3), pw = w - 10;
-    if (ph < 2 || w < 30)
+    if (!have_curves(p)) /* (the curves come with the run) */
         return;
-    struct cost_net net = net_of(p, p->s.gpus);
-    double lo = 1024, hi = 1024.0 * 1024 * 1024, tmin = INFINITY, tmax = 0;
-    double tr[256], tt[256];
-    enum cost_algo pa[2];
-    plot_algos(p, pa);
-    const char *n0 = cost_algo_name(pa[0]), *n1 = cost_algo_name(pa[1]);
-    char c0[2] = {n0[0], 0}, c1[2] = {n1[0], 0}; /* r t, or p d */
-    if (pw > 256)
-        pw = 256;
-    for (int i = 0; i < pw; i++) {
-        double s = lo * pow(hi / lo, (double)i / (pw - 1));
-        struct cost_result r;
-        cost_collective(p->s.op, pa[0], &net, s, &r, NULL);
-        tr[i] = r.time_s;
-        cost_collective(p->s.op, pa[1], &net, s, &r, NULL);
-        tt[i] = r.time_s;
-        tmin = fmin(tmin, fmin(tr[i], tt[i]));
-        tmax = fmax(tmax, fmax(tr[i], tt[i]));
-    }
-    double l0 = log(tmin), l1 = log(tmax);
-    char b[32];
-    canvas_text(c, y0, x0, ROLE_DIM, units_format_seconds(b, sizeof b, tmax));
-    canvas_text(c, y0 + ph - 1, x0, ROLE_DIM, units_format_seconds(b, sizeof b, tmin));
-    int xc = p->crossover > 0 ? (int)lround(log(p->crossover / lo) / log(hi / lo) * (pw - 1)) : -1;
-    int xs = (int)lround(log(p->s.size / lo) / log(hi / lo) * (pw - 1));
-    int px = x0 + 10;
-    for (int row = 0; row < ph; row++)
-        if (xc >= 0 && xc < pw)
-            canvas_text(c, y0 + row, px + xc, ROLE_DIM, theme_glyphs()->v);
-    for (int i = 0; i < pw; i++) {
-        int yr = ph - 1 - (int)lround((log(tr[i]) - l0) / (l1 - l0 + 1e-300) * (ph - 1));
-        int yt = ph - 1 - (int)lround((log(tt[i]) - l0) / (l1 - l0 + 1e-300) * (ph - 1));
-        if (yr == yt) {
-            canvas_text(c, y0 + yr, px + i, ROLE_TEXT, "*");
-        } else {
-            canvas_text(c, y0 + yr, px + i, ROLE_GOOD, c0);
-            canvas_text(c, y0 + yt, px + i, ROLE_WARN, c1);
-        }
-    }
-    canvas_text(c, y0 + ph, px, ROLE_DIM, "1 KiB");
-    canvas_text(c, y0 + ph, px + pw - 5, ROLE_DIM, "1 GiB");
-    if (xs >= 0 && xs < pw)
-        canvas_text(c, y0 + ph, px + xs, ROLE_SELECTED, "^");
-    char cross[64] = "", legend[2][128];
-    if (xc >= 0 && xc < pw)
-        snprintf(cross, sizeof cross, "%s crossover %s", theme_glyphs()->v,
-                 units_format_bytes(b, sizeof b, p->crossover, UNITS_BINARY));
-    /* all-to-all's two take the same time on one node: say that the one curve is both */
-    const char *both = p->s.op == COST_ALLTOALL ? "* both  " : "";
-    snprintf(legend[0], sizeof legend[0], "%s %s  %s %s  %s%s%s^ this size", c0, n0, c1, n1, both,
-             cross, *cross ? "  " : "");
-    snprintf(legend[1], sizeof legend[1], "%s %s %s %s %s%s%s%s^ size", c0, n0, c1, n1,
-             *both ? "* both " : "", *cross ? theme_glyphs()->v : "", *cross ? b : "",
-             *cross ? " " : "");
-    if (one_line) {
-        canvas_text(c, y0 + ph + 1, x0, ROLE_DIM, legend[layout_text_width(legend[0]) > w]);
-    } else {
-        char two[64];
-        snprintf(two, sizeof two, "%s %s  %s %s  %s^ this size", c0, n0, c1, n1, both);
-        canvas_text(c, y0 + ph + 1, x0, ROLE_DIM, two);
-        canvas_text(c, y0 + ph + 2, x0, ROLE_DIM, cross);
-    }
+    struct coll_plot pl = {
+        .op = p->s.op, .size = p->s.size, .crossover = p->crossover, .t0 = p->tr, .t1 = p->tt};
+    collplot_draw(&pl, c, y0, x0, h, w);
 }
 
 /* ---- the ring: GPUs in boxes on an ellipse (src/ui/layout.c, layout_ring) ---- */
@@ -686,6 +614,8 @@ static const char *arrow(int y, int x, int y2, int x2)
     return ax > 0 ? "\u2197" : "\u2196";     /* ↗ ↖ */
 }
 
+/* A count of contributions in one cell: 1-9, a-z (10-35), A-Z (36-61), '*' for 62 and 63
+ * (64 GPUs at most), '#' once it holds all n. */
 static char count_char(int k, int n)
 {
     if (k >= n)
@@ -693,7 +623,7 @@ static char count_char(int k, int n)
     return k < 10   ? (char)('0' + k)
            : k < 36 ? (char)('a' + k - 10)
            : k < 62 ? (char)('A' + k - 36)
-                    : '+';
+                    : '*';
 }
 
 /* A cell of GPU g's buffer: its count of contributions (all-reduce), or the GPU whose block
@@ -782,11 +712,21 @@ static void draw_ring(const struct coll_panel *p, struct ui_canvas *c, int oy, i
 
 /* ---- rows: one GPU a line, for small panels, the tree, and more than 16 GPUs ---- */
 
-static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cellw,
-                     int barw)
+/* GPU g's row at y: its first `cells` chunks (the number of the others after them when some
+ * do not fit), its bar and the bytes it sent. */
+static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cells,
+                     int cellw, int barw)
 {
     canvas_printf(c, y, 0, ROLE_DIM, "GPU %-2d", g);
     int x = 7;
+    if (cells < p->nchunks) {
+        for (int k = 0; k < cells; k++) {
+            char cell[2] = {cell_char(p, g, k), 0};
+            canvas_text(c, y, x++, chunk_role(p, g, k), cell);
+        }
+        canvas_printf(c, y, x, ROLE_DIM, "+%d", p->nchunks - cells);
+        return;
+    }
     for (int k = 0; k < p->nchunks; k++) {
         char cell[3] = {cell_char(p, g, k), ' ', 0};
         if (cellw == 1)
@@ -902,18 +842,20 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int
     int cellw = p->nchunks * 2 + 30 <= w ? 2 : 1;
     int barw = w - 7 - p->nchunks * cellw - 14;
     barw = barw > 20 ? 20 : barw;
+    /* the chunks that fit (64 GPUs' 64 in 80x24's panel do not): the others counted */
+    int cells = 7 + p->nchunks * cellw <= w ? p->nchunks : (w - 7 - 4) / cellw;
     /* a row per GPU, up to 16 and as the room allows; else the first ones, a line naming
      * those left out, the last one */
     int fit = room - 1 < ROWS_FULL ? room - 1 : ROWS_FULL;
     if (n <= fit) {
         for (int g = 0; g < n; g++)
-            draw_gpu(p, c, y++, g, cellw, barw);
+            draw_gpu(p, c, y++, g, cells, cellw, barw);
     } else {
         int first = fit - 2 > 1 ? fit - 2 : 1;
         for (int g = 0; g < first; g++)
-            draw_gpu(p, c, y++, g, cellw, barw);
+            draw_gpu(p, c, y++, g, cells, cellw, barw);
         canvas_printf(c, y++, 0, ROLE_DIM, "... GPUs %d to %d ...", first, n - 2);
-        draw_gpu(p, c, y++, n - 1, cellw, barw);
+        draw_gpu(p, c, y++, n - 1, cells, cellw, barw);
     }
     return y;
 }
@@ -925,9 +867,13 @@ static int counts_rows(int w)
     return w >= 80 ? 4 : w >= 64 ? 5 : 4;
 }
 
-/* The legend, the bytes sent against 2(N-1)/N x size, the α-β times (ring and tree, then
- * dbtree and rhd, on the same row when it is wide), the bandwidths as nccl-tests reports
- * them: counts_rows rows. */
+/* "verified", "NOT verified", or "running" while the run is being made; and its look. */
+static const char *run_state(const struct coll_panel *p, enum ui_role *role)
+{
+    *role = !p->have ? ROLE_WARN : p->verified ? ROLE_DIM : ROLE_ERROR;
+    return !p->have ? "running" : p->verified ? "verified" : "NOT verified";
+}
+
 /* The same rows for an all-to-all: the legend (what a cell shows), the bytes sent against
  * (N-1)/N x size, pairwise's and direct's α-β times, the bandwidths ((N-1)/N, nccl-tests'). */
 static void draw_counts_a2a(const struct coll_panel *p, struct ui_canvas *c, int y)
@@ -937,7 +883,8 @@ static void draw_counts_a2a(const struct coll_panel *p, struct ui_canvas *c, int
     double line = sent_share(p) * p->s.size, sent = 0;
     for (int g = 0; g < n; g++)
         sent += p->sent[g];
-    const char *ver = p->verified ? "verified" : "NOT verified";
+    enum ui_role role;
+    const char *ver = run_state(p, &role);
     units_format_bytes(b1, sizeof b1, p->real_bytes, UNITS_BINARY);
     units_format_bytes(b2, sizeof b2, p->s.size, UNITS_BINARY);
     if (p->scaled)
@@ -952,7 +899,7 @@ static void draw_counts_a2a(const struct coll_panel *p, struct ui_canvas *c, int
     int k = 0;
     while (k < 2 && layout_text_width(ran[k]) > w)
         k++;
-    canvas_text(c, y++, 0, p->verified ? ROLE_DIM : ROLE_ERROR, ran[k]);
+    canvas_text(c, y++, 0, role, ran[k]);
     units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
     units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
     int x = canvas_printf(c, y, 0, ROLE_TEXT,
@@ -982,6 +929,9 @@ static void draw_counts_a2a(const struct coll_panel *p, struct ui_canvas *c, int
                       cost_algo_name(p->s.algo), alg / 1e9, alg * f / 1e9, f);
 }
 
+/* The legend, the bytes sent against 2(N-1)/N x size, the α-β times (ring and tree, then
+ * dbtree and rhd, on the same row when it is wide), the bandwidths as nccl-tests reports
+ * them: counts_rows rows (an all-to-all's: draw_counts_a2a). */
 static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
 {
     if (p->s.op == COST_ALLTOALL) {
@@ -1007,8 +957,13 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
         canvas_printf(c, y++, 0, ROLE_TEXT, "ring %s, tree %s: %s wins", t[0], t[1],
                       p->tree.time_s < p->ring.time_s ? "tree" : "ring");
         int x = canvas_printf(c, y, 0, ROLE_DIM, "dbtree %s, rhd %s", t[2], t[3]);
-        canvas_text(c, y++, x + 2, p->verified ? ROLE_GOOD : ROLE_ERROR,
-                    p->verified ? "verified" : "NOT verified");
+        canvas_text(c, y++, x + 2,
+                    !p->have      ? ROLE_WARN
+                    : p->verified ? ROLE_GOOD
+                                  : ROLE_ERROR,
+                    !p->have      ? "running"
+                    : p->verified ? "verified"
+                                  : "NOT verified");
         double alg = cost_algbw(p->s.size, algo_time(p));
         x = canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9,
                           alg * cost_busbw_factor(COST_ALLREDUCE, n) / 1e9);
@@ -1020,7 +975,8 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     }
     /* what ran for real, and what its times are scaled to: the longest form that fits */
     char ran[4][160], b3[32];
-    const char *ver = p->verified ? "verified" : "NOT verified";
+    enum ui_role role;
+    const char *ver = run_state(p, &role);
     units_format_bytes(b1, sizeof b1, p->real_bytes, UNITS_BINARY);
     units_format_bytes(b3, sizeof b3, p->s.size, UNITS_BINARY);
     if (p->scaled) {
@@ -1040,7 +996,7 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     int k = 0;
     while (k < 3 && layout_text_width(ran[k]) > c->r.w)
         k++;
-    canvas_text(c, y++, 0, p->verified ? ROLE_DIM : ROLE_ERROR, ran[k]);
+    canvas_text(c, y++, 0, role, ran[k]);
     units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
     units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
     int x = canvas_printf(c, y, 0, ROLE_TEXT,
@@ -1106,6 +1062,19 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     canvas_text(c, y++, 0, ROLE_TITLE, head[hi]);
     if (!p->ok) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
+        return;
+    }
+    if (!p->have) { /* the run is being made: what needs none of it, the plot once it has come */
+        if (w < 64)
+            canvas_printf(c, y++, 0, ROLE_WARN, "step 0: %d thread-GPUs running it", n);
+        else
+            canvas_printf(c, y++, 0, ROLE_WARN, "step 0: the %s is running on %d thread-GPUs",
+                          op_title(p), n);
+        y++;
+        draw_counts(p, c, y);
+        y += counts_rows(w) + (w >= 64);
+        int ph = h - y;
+        draw_plot(p, c, y, 0, ph > PLOT_H ? PLOT_H : ph, w);
         return;
     }
     units_format_seconds(b2, sizeof b2, p->now);

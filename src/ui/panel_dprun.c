@@ -96,7 +96,6 @@ struct dprun {
     double phase_until[MAX_GPUS];
     /* the losses of the steps shown */
     float loss[HIST];
-    double floor;
     bool said_verdict;
 };
 
@@ -177,8 +176,7 @@ static void restart(struct dprun *p)
                  (int)sizeof p->pace.err - 48, e.msg);
         return;
     }
-    if (runpace_start(&p->pace, &o) == 0)
-        p->floor = run_loss_floor(p->pace.run);
+    runpace_start(&p->pace, &o);
 }
 
 static const char *stage_name(int z)
@@ -564,7 +562,9 @@ static void draw_loss(const struct dprun *p, struct ui_canvas *c, int y)
      * their rows) */
     int lossrows = H - y - 1;
     if (lossrows >= 2 && y < H) {
-        x = canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->floor);
+        x = isfinite(p->pace.floor) /* (known once the run has set up) */
+                ? canvas_printf(c, y, 0, ROLE_TITLE, "loss (floor %.3f)", p->pace.floor)
+                : canvas_text(c, y, 0, ROLE_TITLE, "loss");
         /* what the ledger holds beside the bars: the CPU's fp32 copies */
         units_format_bytes(b1, sizeof b1, (double)p->pace.feed.cur[0][MEM_WORKSPACE], UNITS_BINARY);
         if (x + 56 + (int)strlen(b1) <= W)
@@ -575,12 +575,12 @@ static void draw_loss(const struct dprun *p, struct ui_canvas *c, int y)
         struct plot_series ls = {p->loss, NULL, p->pace.shown - kept, p->pace.shown, HIST};
         double lo, hi;
         plot_range(&ls, PLOT_LINEAR, 1, &lo, &hi);
-        lo = fmin(lo, p->floor), hi = fmax(hi, p->floor + 0.1);
+        lo = fmin(lo, p->pace.floor), hi = fmax(hi, p->pace.floor + 0.1);
         snprintf(b1, sizeof b1, "%.2f", hi);
         snprintf(b2, sizeof b2, "%.2f", lo);
         if (kept > 0)
             plot_draw(c, y, 0, lossrows, W - PLOT_MARGIN - 1, "", b1, b2, &ls, PLOT_LINEAR, lo, hi,
-                      p->floor);
+                      p->pace.floor);
     }
 }
 

@@ -149,6 +149,8 @@ static void restart(struct train_panel *p)
 /* Takes one step's record into the panel's history and events (UI thread). */
 static void take(struct train_panel *p, const struct run_step *r)
 {
+    if (!isfinite(p->floor)) /* a step done: GPU 0 has set up and knows it */
+        p->floor = run_loss_floor(p->run);
     struct train_step s = r->s;
     int i = (int)(p->n % HIST);
     p->loss[i] = (float)s.loss;
@@ -386,6 +388,11 @@ static int train_on_event(void *state, const struct panel_event *ev)
         if (p->halted) /* the first cause stays on screen; nothing more to watch */
             return PANEL_REDRAW;
         return PANEL_ANIMATE | (pump(p, ev->dt * STEPS_PER_S) ? PANEL_REDRAW : 0);
+    case PANEL_POLL: /* the floor, once GPU 0 has set up (par/run.h) */
+        if (!p->run || isfinite(p->floor))
+            return 0;
+        p->floor = run_loss_floor(p->run);
+        return isfinite(p->floor) ? PANEL_REDRAW : PANEL_BUSY;
     }
     return 0;
 }
@@ -459,8 +466,11 @@ static int draw_figures(const struct train_panel *p, struct ui_canvas *c)
     const struct train_step *s = &p->last;
     if (p->n == 0) {
         char hint[96]; /* wrapped: at 80x24 the panel is narrower than the line */
-        snprintf(hint, sizeof hint, "tiny GPT, loss floor %.3f nats: press space to train",
-                 p->floor);
+        if (isfinite(p->floor))
+            snprintf(hint, sizeof hint, "tiny GPT, loss floor %.3f nats: press space to train",
+                     p->floor);
+        else
+            snprintf(hint, sizeof hint, "tiny GPT, setting up: press space to train");
         y += canvas_wrap(c, y, ROLE_DIM, hint, 0);
     } else {
         n = 0;

@@ -33,6 +33,7 @@ void runfeed_fini(struct runfeed *f)
 void runfeed_reset(struct runfeed *f)
 {
     pthread_mutex_lock(&f->mu);
+    f->gen++; /* the runs before write nothing more */
     f->head = f->count = 0, f->lost = 0;
     memset(f->dev_step, 0, sizeof f->dev_step);
     f->failed = false;
@@ -44,16 +45,26 @@ void runfeed_reset(struct runfeed *f)
     memset(f->peak, 0, sizeof f->peak);
 }
 
+void runfeed_tap_open(struct runfeed *f, struct runfeed_tap *t)
+{
+    pthread_mutex_lock(&f->mu);
+    t->feed = f;
+    t->gen = f->gen;
+    pthread_mutex_unlock(&f->mu);
+}
+
 void runfeed_on_event(void *ctx, const struct event *ev)
 {
-    struct runfeed *f = ctx;
+    const struct runfeed_tap *t = ctx;
+    struct runfeed *f = t->feed;
     if (ev->device < 0 || ev->device >= RUNFEED_GPUS)
         return;
     if (ev->type != EV_MEMORY && ev->type != EV_SEND && ev->type != EV_PIPE_OP &&
         ev->type != EV_TRAIN_STEP && ev->type != EV_FAIL && ev->type != EV_OOM)
         return;
     pthread_mutex_lock(&f->mu);
-    if (ev->type == EV_FAIL || ev->type == EV_OOM) {
+    if (t->gen != f->gen) { /* a run the feed was reset after: stopping, not shown */
+    } else if (ev->type == EV_FAIL || ev->type == EV_OOM) {
         f->failed = true;
     } else if (ev->type == EV_TRAIN_STEP) {
         f->dev_step[ev->device] = ev->step;

@@ -9,7 +9,11 @@
  * clock passes them (runfeed_next, which keeps each GPU's ledger, category by category, as the
  * memory records go by) and ends the step with each ledger exact (runfeed_end_step: a GPU's
  * streams do not record in time order, so the last record of each category by the GPU's own
- * sequence gives its value). */
+ * sequence gives its value).
+ *
+ * A run writes through a tap (runfeed_tap_open), and a reset of the feed closes the taps
+ * opened before it: a run that is still stopping when the next one starts (the window never
+ * waits for it) writes nothing into the next run's records. */
 #ifndef SCALELAB_UI_RUNFEED_H
 #define SCALELAB_UI_RUNFEED_H
 
@@ -46,6 +50,7 @@ struct runfeed {
     pthread_mutex_t mu;
     struct runrec *ring;
     size_t head, count;
+    unsigned long gen;           /* bumped by each reset: taps of another gen are closed */
     long dev_step[RUNFEED_GPUS]; /* steps each GPU has finished */
     bool failed;                 /* a GPU failed or ran out of memory */
     unsigned long lost;
@@ -63,7 +68,14 @@ void runfeed_fini(struct runfeed *f);
 /* Empty, every ledger 0: for a new run (its threads stopped). */
 void runfeed_reset(struct runfeed *f);
 
-/* The run's hook (run_config.on_event, event_ctx the runfeed): on the GPUs' threads. */
+/* One run's way into the feed: its event_ctx (run_config), which must outlive the run. */
+struct runfeed_tap {
+    struct runfeed *feed;
+    unsigned long gen;
+};
+/* Opens t on f, until the next runfeed_reset. */
+void runfeed_tap_open(struct runfeed *f, struct runfeed_tap *t);
+/* The run's hook (run_config.on_event, event_ctx a runfeed_tap): on the GPUs' threads. */
 void runfeed_on_event(void *ctx, const struct event *ev);
 
 /* Before the first step: the buffers the GPUs allocate as they start, into the ledgers. */

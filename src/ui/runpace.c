@@ -4,8 +4,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/clock.h"
 #include "base/units.h"
@@ -15,9 +15,8 @@
 #include "ui/panel.h"
 #include "ui/term.h"
 
-#define AHEAD        2   /* steps the run may finish beyond the one shown */
-#define MAX_PER_TICK 8   /* steps replayed in one tick at the highest speeds */
-#define SETTLE_S     5.0 /* the longest wait for the GPUs' setup */
+#define AHEAD        2 /* steps the run may finish beyond the one shown */
+#define MAX_PER_TICK 8 /* steps replayed in one tick at the highest speeds */
 
 const char *const runpace_model_names[2] = {"tiny", "small"};
 
@@ -36,15 +35,18 @@ int runpace_init(struct runpace *r, const struct runpace_ops *ops, void *panel,
     return rc ? rc : runfeed_init(&r->feed, e);
 }
 
-static void stop(struct runpace *r)
+/* The run, its threads joined (at once when it has ended), and its tap. */
+static void free_run(struct run **run, struct runfeed_tap **tap)
 {
-    run_free(r->run); /* stops it at the next step boundary and joins its threads */
-    r->run = NULL;
+    run_free(*run); /* stops it at the next step boundary and joins its threads */
+    free(*tap);
+    *run = NULL, *tap = NULL;
 }
 
 void runpace_fini(struct runpace *r)
 {
-    stop(r);
+    free_run(&r->run, &r->tap);
+    free_run(&r->old, &r->old_tap);
     runfeed_fini(&r->feed);
 }
 
@@ -56,7 +58,8 @@ static void fail(struct runpace *r)
         snprintf(r->err, sizeof r->err, "%s", e.msg);
         eventlog_add(r->log, "%s: %s", r->ops->name, e.msg);
     }
-    stop(r);
+    free_run(&r->run, &r->tap);
+    r->steps_wanted = 0;
 }
 
 void runpace_options(const struct runpace *r, int m, enum fp_format prec, int batch, int gpus,
@@ -75,8 +78,16 @@ void runpace_options(const struct runpace *r, int m, enum fp_format prec, int ba
 
 void runpace_clear(struct runpace *r)
 {
-    stop(r);
-    runfeed_reset(&r->feed);
+    if (r->run && r->launched) { /* it stops on its own threads; the next waits for it */
+        run_stop(r->run);
+        r->old = r->run, r->old_tap = r->tap;
+        r->run = NULL, r->tap = NULL;
+    }
+    free_run(&r->run, &r->tap); /* one not launched yet has no threads to wait for */
+    r->launched = r->ready = false;
+    r->steps_wanted = 0;
+    r->waiting = 0;
+    runfeed_reset(&r->feed); /* and the stopping run's tap closed */
     r->replaying = false;
     r->shown = r->allowed = 0;
     r->err[0] = 0;
@@ -95,18 +106,18 @@ int runpace_next(struct run *run, struct run_step *out, double timeout_s)
     }
 }
 
-/* Waits until every GPU has built its trainer and waits for the screen to allow its first
- * step, or one failed (it never waits), SETTLE_S at most (small on 16 GPUs takes about 3 s on
- * two busy cores), or a signal ends the window; then takes the memory events of that setup. */
-static void settle(struct runpace *r, int gpus)
+/* The run made, once no run is stopping: its threads started, its GPUs setting up. */
+static void launch(struct runpace *r)
 {
-    for (int i = 0; i < SETTLE_S * 500 && run_waiting(r->run) < gpus; i++) {
-        if (runfeed_failed(&r->feed) || term_signal())
-            break;
-        struct timespec ms = {0, 2000000};
-        nanosleep(&ms, NULL);
+    if (!r->run || r->launched || r->old)
+        return;
+    struct error e = {0};
+    if (run_start(r->run, &e) != 0) {
+        snprintf(r->err, sizeof r->err, "%s", e.msg);
+        free_run(&r->run, &r->tap);
+        return;
     }
-    runfeed_take_setup(&r->feed);
+    r->launched = true;
 }
 
 int runpace_start(struct runpace *r, const struct train_opts *o)
@@ -120,20 +131,54 @@ int runpace_start(struct runpace *r, const struct train_opts *o)
     cfg.spec.nodes = (o->gpus + cfg.spec.gpus_per_node - 1) / cfg.spec.gpus_per_node;
     cfg.paced = true;
     cfg.on_event = runfeed_on_event;
-    cfg.event_ctx = &r->feed;
     struct error e = {0};
-    if (run_new(&r->run, &cfg, &e) != 0 || run_start(r->run, &e) != 0) {
-        snprintf(r->err, sizeof r->err, "%s", e.msg);
-        stop(r);
+    r->tap = malloc(sizeof *r->tap);
+    if (!r->tap) {
+        snprintf(r->err, sizeof r->err, "out of memory");
         return -1;
     }
-    settle(r, o->gpus);
-    return 0;
+    runfeed_tap_open(&r->feed, r->tap);
+    cfg.event_ctx = r->tap;
+    if (run_new(&r->run, &cfg, &e) != 0) { /* made now: what it refuses is said now */
+        snprintf(r->err, sizeof r->err, "%s", e.msg);
+        free_run(&r->run, &r->tap);
+        return -1;
+    }
+    r->floor = NAN; /* GPU 0 computes it as it sets up */
+    launch(r);
+    return r->err[0] ? -1 : 0;
 }
 
 bool runpace_fresh(const struct runpace *r)
 {
     return r->run && r->allowed == 0;
+}
+
+/* What the run's threads have done since the last look, never waiting for them: the run
+ * before ended (then the next one starts), the GPUs' buffers as they are set up, a failure.
+ * Whether the run is ready for its steps. */
+static bool look(struct runpace *r)
+{
+    if (r->old && run_ended(r->old)) {
+        free_run(&r->old, &r->old_tap); /* at once: its threads have ended */
+        launch(r);
+    }
+    if (r->run && r->launched && !r->ready) {
+        r->waiting = run_waiting(r->run); /* every buffer of those is in the feed now */
+        runfeed_take_setup(&r->feed);     /* the bars grow as the GPUs set up */
+        r->ready = r->waiting >= r->o.gpus;
+        if (r->ready)
+            r->floor = run_loss_floor(r->run);
+        if (!r->ready && runfeed_failed(&r->feed) && run_ended(r->run))
+            fail(r);
+    }
+    return r->run && r->ready;
+}
+
+/* Whether something goes on that a poll will see the end of. */
+static bool busy(const struct runpace *r)
+{
+    return r->old || (r->run && !r->ready) || r->steps_wanted > 0;
 }
 
 int runpace_set_model(const char *value, int *m, struct error *e)
@@ -172,21 +217,12 @@ static void allow(struct runpace *r, long upto)
     }
 }
 
-/* Before the first step: the buffers the GPUs allocate as they start, as they come (those
- * the settling did not wait for). */
-static void take_setup(struct runpace *r)
-{
-    if (r->allowed > 0)
-        return;
-    runfeed_take_setup(&r->feed);
-}
-
-/* Starts replaying the next step if the run has finished it (or does within wait_s). */
-static bool start_replay(struct runpace *r, double wait_s)
+/* Starts replaying the next step if the run has finished it. */
+static bool start_replay(struct runpace *r)
 {
     if (!r->run)
         return false;
-    int got = runpace_next(r->run, &r->rs, wait_s);
+    int got = run_next(r->run, &r->rs, 0);
     if (got < 0)
         fail(r);
     if (got != 1)
@@ -214,7 +250,7 @@ static int advance(struct runpace *r, double steps)
 {
     int done = 0;
     while (steps > 1e-9 && done < MAX_PER_TICK) {
-        if (!r->replaying && !start_replay(r, 0))
+        if (!r->replaying && !start_replay(r))
             break;
         double use = fmin(steps, 1 - r->frac);
         r->frac += use, steps -= use;
@@ -232,26 +268,48 @@ static int advance(struct runpace *r, double steps)
     return done;
 }
 
+/* The steps n asked for, once the GPUs are set up, each as it is done: shown whole. */
+static void take_wanted_steps(struct runpace *r)
+{
+    if (r->steps_wanted <= 0 || !look(r))
+        return;
+    allow(r, r->shown + r->steps_wanted);
+    while (r->steps_wanted > 0 && start_replay(r)) {
+        finish_replay(r);
+        r->steps_wanted--;
+    }
+}
+
 int runpace_on_event(struct runpace *r, const struct panel_event *ev)
 {
+    bool going = r->run || r->replaying || r->old;
     switch (ev->kind) {
-    case PANEL_PLAY: return r->run || r->replaying ? PANEL_ANIMATE | PANEL_REDRAW : 0;
+    case PANEL_PLAY: return going ? PANEL_ANIMATE | PANEL_REDRAW : 0;
     case PANEL_PAUSE: return 0;
     case PANEL_STEP:
-        /* paused: the rest of the step being replayed, or the whole of the next one */
-        if (!r->replaying && r->run) {
-            take_setup(r);
-            allow(r, r->shown + 1);
-            if (!start_replay(r, RUNPACE_STEP_WAIT_S) && r->run && !term_signal())
-                eventlog_add(r->log, "run: step %ld is still running: n again shows it",
-                             r->shown + 1);
-        }
+        /* paused: the rest of the step being replayed, or the whole of the next one (shown
+         * when a poll finds it done: the window never waits for it) */
         if (r->replaying)
             finish_replay(r);
+        else if (going)
+            r->steps_wanted++;
+        take_wanted_steps(r);
         return PANEL_REDRAW;
     case PANEL_RESET: return PANEL_REDRAW; /* the panel's settings, its restart */
+    case PANEL_POLL: {
+        long shown = r->shown;
+        bool ready = r->ready, old = r->old, run = r->run;
+        int waiting = r->waiting;
+        look(r);
+        take_wanted_steps(r);
+        bool moved = shown != r->shown || ready != r->ready || old != (r->old != NULL) ||
+                     run != (r->run != NULL) || waiting != r->waiting ||
+                     (r->launched && !r->ready); /* the bars grow as the GPUs set up */
+        return (moved ? PANEL_REDRAW : 0) | (busy(r) ? PANEL_BUSY : 0);
+    }
     case PANEL_TICK:
-        take_setup(r);
+        if (!look(r)) /* setting up: nothing to replay yet */
+            return going ? PANEL_ANIMATE | PANEL_REDRAW : PANEL_REDRAW;
         allow(r, r->shown + 1 + AHEAD);
         advance(r, ev->dt / r->ops->replay_s);
         allow(r, r->shown + 1 + AHEAD);
@@ -267,6 +325,13 @@ void runpace_draw_step(const struct runpace *r, struct ui_canvas *c, int y, cons
         units_format_seconds(b1, sizeof b1, r->tc - r->feed.t0);
         units_format_seconds(b2, sizeof b2, r->feed.t1 - r->feed.t0);
         canvas_printf(c, y, 0, ROLE_TEXT, "step %ld  simulated %s of %s", r->rs.s.step, b1, b2);
+    } else if (r->old) {
+        canvas_text(c, y, 0, ROLE_WARN, "setting up: the run before is stopping");
+    } else if (r->run && !r->ready) {
+        canvas_printf(c, y, 0, ROLE_WARN, "setting up: %d of %d GPUs have their buffers",
+                      r->waiting, r->o.gpus);
+    } else if (r->steps_wanted > 0) {
+        canvas_printf(c, y, 0, ROLE_TEXT, "step %ld running", r->shown + 1);
     } else if (r->shown) {
         units_format_seconds(b1, sizeof b1, r->last.sim_time_s);
         canvas_printf(c, y, 0, ROLE_TEXT, "step %ld  loss %.4f  %s simulated", r->last.s.step,

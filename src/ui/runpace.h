@@ -2,7 +2,15 @@
  * panel_pprun.c), paced by the screen: the engine of par/run.h started on the models and GPUs
  * the panels offer, the bars given every buffer of its setup before step 1, its steps allowed
  * a few at a time beyond the one shown, each finished step replayed from its events
- * (ui/runfeed.h) over a share of the screen's time, and the app's play, n and ticks.
+ * (ui/runfeed.h) over a share of the screen's time, and the app's play, n, ticks and polls.
+ *
+ * The window never waits for the run. A new run is set up by its GPUs' threads while the
+ * panel draws "setting up" (the bars growing as the buffers come) and the app polls
+ * (PANEL_POLL, ui/panel.h); steps start only once every GPU has set up. A run being replaced
+ * is told to stop and left to end on its own threads; the next one starts once it has (so two
+ * runs' buffers are never on the host at once), whatever keys came meanwhile: sixty presses
+ * of a key that restarts the run start at most two runs. n asks for a step and shows it when
+ * a poll finds it done.
  *
  * The panel keeps what is its own (its settings, the calculator's figures, the drawing) and
  * says in a table what it does at the replay's moments: a step's records taken, the replay's
@@ -54,10 +62,19 @@ struct runpace {
     /* the run: NULL when stopped, err saying why when it failed or could not start; its
      * settings (those of the last runpace_start) */
     struct run *run;
-    struct train_opts o;
+    struct train_opts o;     /* its options */
+    struct runfeed_tap *tap; /* its way into the feed */
+    bool launched;           /* its threads started (once no run was stopping) */
+    bool ready;              /* every GPU has set up (its buffers are in the ledgers) */
+    int waiting;             /* GPUs set up so far (at the last poll) */
+    double floor;            /* the data's loss floor (run_loss_floor), once ready */
+    /* the run before, stopping on its own threads: the next one starts once it has ended */
+    struct run *old;
+    struct runfeed_tap *old_tap;
     struct runfeed feed; /* the GPUs' events, the step replayed, each GPU's ledger */
     char err[ERROR_MAX];
     long shown, allowed;  /* steps replayed; steps the run may start */
+    int steps_wanted;     /* steps n asked for, not done yet */
     struct run_step last; /* the last step replayed */
     /* the step being replayed */
     bool replaying;
@@ -77,14 +94,17 @@ void runpace_fini(struct runpace *r);
  * panel adds its layout. */
 void runpace_options(const struct runpace *r, int m, enum fp_format prec, int batch, int gpus,
                      struct train_opts *o);
-/* Stops the run and forgets it: nothing shown, no error, every ledger 0. */
+/* Tells the run to stop and forgets it (it ends on its own threads): nothing shown, no error,
+ * every ledger 0. */
 void runpace_clear(struct runpace *r);
 /* Starts the run of o (after runpace_clear), paced: nothing runs until the screen allows a
- * step; then waits (5 s at most) until every GPU has set up and waits at its first step's gate
- * (run_waiting), and takes the memory events of that setup, so the bars show every buffer
- * before step 1, the same every time. 0, or -1 with err said. */
+ * step, and no step before every GPU has set up and waits at its first step's gate
+ * (run_waiting); the polls take the memory events of that setup as they come, so the bars
+ * show every buffer before step 1, the same every time. The run starts now, or once the run
+ * before it has ended. 0, or -1 with err said (options the engine refuses). */
 int runpace_start(struct runpace *r, const struct train_opts *o);
-/* The run started and no step allowed yet: a restart on the same settings changes nothing. */
+/* The run started (or is to start) and no step allowed yet: a restart on the same settings
+ * changes nothing. */
 bool runpace_fresh(const struct runpace *r);
 
 /* A lesson's settings of a run panel: the model (tiny or small, as its number), a whole
@@ -98,8 +118,8 @@ int runpace_within(const char *name, int v, int lo, int hi, struct error *e);
 /* The largest global batch a run panel takes. */
 #define RUNPACE_MAX_BATCH 64
 
-/* The app's play, pause, n and ticks: the panel's on_event, after the panel has restarted
- * its run for r (PANEL_RESET) where its settings or runpace_fresh say so. */
+/* The app's play, pause, n, ticks and polls: the panel's on_event, after the panel has
+ * restarted its run for r (PANEL_RESET) where its settings or runpace_fresh say so. */
 int runpace_on_event(struct runpace *r, const struct panel_event *ev);
 
 /* How long n waits for the step it shows: as long as a step takes, on a slow machine too (a
@@ -111,7 +131,7 @@ int runpace_on_event(struct runpace *r, const struct panel_event *ev);
 int runpace_next(struct run *run, struct run_step *out, double timeout_s);
 
 /* The line saying the step shown at row y: the one being replayed and its simulated time, or
- * the last one's loss, or (none yet) idle. */
+ * the last one's loss, or the setup going on, or (none yet) idle. */
 void runpace_draw_step(const struct runpace *r, struct ui_canvas *c, int y, const char *idle);
 
 #endif

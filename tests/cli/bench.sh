@@ -42,6 +42,10 @@ fi
 
 # The window group: the real window in a pseudo-terminal, lesson 1's training panel playing;
 # its CPU is a positive share of a core (the panel drew while playing, or the group fails).
+# Lesson 3's panel at 64 GPUs and the Lab's small model: each key answered beside a frame, and
+# the work it asked for, done and drawn, beside the same work alone; a key is answered before
+# its work is done (the window's frames say so, and the group fails if the window never
+# answers or stays busy).
 # (Under TSan the window's threads run many times slower: the normal and ASan builds run it.)
 if $tsan; then
     echo "ok $((T_N + 1)) # SKIP the window group under TSan"; T_N=$((T_N + 1))
@@ -49,6 +53,12 @@ else
     run bench --quick --only window --json
     check_status 0 "bench --quick --only window --json"
     check_json "any(r['group'] == 'window' and r['unit'] == '% core' and r['value'] > 0 and r['limit'] == 'one core' for r in d['results'])" "the window's CPU while the training panel plays"
+    every_line window
+    for what in "lesson 3, 64 GPUs: a key answered" "lesson 3: 60 keys at once answered" "Lab's run mode, tiny -> small: key answered"; do
+        check_json "any(r['measure'].startswith(\"$what \") and r['unit'] == 'ms' and r['limit'] == 'a frame' and r['limit_value'] == 50 for r in d['results'])" "$what, beside a frame"
+    done
+    check_json "any(r['measure'] == 'lesson 3, 64 GPUs: the key\'s run, verified, drawn' and r['limit'] == 'that run alone' for r in d['results'])" "lesson 3's run at 64 GPUs, beside the same run alone"
+    check_json "any(r['measure'] == 'Lab\'s run mode, tiny -> small: set up, drawn' and r['limit'] == 'the setup alone' for r in d['results'])" "the small model's setup, beside the same setup alone"
 fi
 
 # The collective group: the thread all-reduce beside the copy-bound busbw, and the whole

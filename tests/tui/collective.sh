@@ -121,6 +121,19 @@ keys Right
 wait_for "ring, 9 GPUs" "l: 9 GPUs"
 keys l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l l
 wait_for "GPUs stay 64, the most (2 to 64)" "at 64 GPUs l stays, and the status line says why"
+# 64 GPUs: the run of 64 thread-GPUs made off the frame loop, then its rows (the middle ones
+# named, the chunks past the width counted), verified
+wait_for "ring, 64 GPUs on 8 nodes, 4.00 MiB" "64 GPUs span 8 nodes"
+wait_for "step 0 of 126: own data" "the run of 64 GPUs: 2(N-1) = 126 steps"
+wait_for "GPU 63 111111111111111111111111111111111+31" "GPU 63's row: the chunks that fit, the other 31 counted"
+wait_for "... GPUs 6 to 62 ..." "the middle rows summarised"
+check_contains "$screen" "verified" "the run of 64 GPUs is verified"
+# sixty presses at once, 64 GPUs down to 4: the window shows the last one's run
+keys h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h h
+wait_for "ring, 4 GPUs, 4.00 MiB" "60 presses of h: 4 GPUs"
+wait_for "step 0 of 6: own data" "the run for 4 GPUs, made once the keys were read"
+wait_for "GPU 3  1 1 1 1" "a row for each of the 4 GPUs"
+check_not_contains "$screen" "GPU 4 " "no row of a run left behind"
 quit
 
 # The tree, drawn as a tree, one panel step per moment its messages arrive: as many as

@@ -54,6 +54,20 @@ else
     not_ok "the peak bar shrinks from DDP to ZeRO-3" "DDP $ddp cells, ZeRO-3 $z3" "$screen"
 fi
 
+# m: the small model, set up by its GPUs while the window goes on (the state in between is
+# test_ui's: here it may come and go between two looks); then its step, measured = predicted
+keys m
+wait_for "small, 4 GPUs, ZeRO-3, bf16" "m: the small model, at once"
+wait_for "calc: each GPU sends" "the run restarted: no step measured yet"
+keys n
+wait_for "ledger = calc, all 4 GPUs" "small's step: every ledger equals the calculator"
+# sixty-one presses at once: the window acts on them all and sets up the last model chosen
+keys m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m m
+wait_for "tiny, 4 GPUs, ZeRO-3, bf16" "61 presses of m: tiny, the model the last one chose"
+wait_for "calc: each GPU sends" "its run restarted"
+keys n
+wait_for "ledger = calc, all 4 GPUs" "and its step measured = predicted"
+
 # s: synthetic-7b on the same layout, from the calculator
 keys s
 wait_for "synthetic-7b on the same layout" "s shows the 7B's figures for the same layout"

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/clock.h"
+#include "ui/panel.h"
+
 int harness_run(Suite *s)
 {
     SRunner *sr = srunner_create(s);
@@ -63,20 +66,29 @@ const char *harness_data(const char *name)
     return path;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 bool harness_wait(double *t0)
 {
     if (*t0 == 0) {
-        *t0 = now_s();
+        *t0 = clock_now();
         return true;
     }
     struct timespec ms = {0, 2000000};
     nanosleep(&ms, NULL);
-    return now_s() - *t0 < HARNESS_WAIT_S;
+    return clock_now() - *t0 < HARNESS_WAIT_S;
+}
+
+int harness_settle(const struct panel_ops *p, void *state)
+{
+    struct panel_event poll = {PANEL_POLL, 0, 1};
+    int all = 0;
+    double until = clock_now() + 600;
+    for (;;) {
+        int r = p->on_event ? p->on_event(state, &poll) : 0;
+        all |= r;
+        if (!(r & PANEL_BUSY))
+            return all;
+        ck_assert_msg(clock_now() < until, "panel %s: still busy after 600 s", p->name);
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
 }

@@ -24,4 +24,11 @@ const char *harness_data(const char *name);
 #define HARNESS_WAIT_S 60.0
 bool harness_wait(double *t0);
 
+struct panel_ops;
+/* What the window does while a panel works elsewhere (ui/panel.h: PANEL_POLL): polls the panel
+ * until a poll returns without PANEL_BUSY, so that a test sees the state the work ends in.
+ * Waits on that state, with a deadline of minutes (a failure, not a slow machine, reaches it);
+ * returns the flags the polls returned, or-ed. */
+int harness_settle(const struct panel_ops *p, void *state);
+
 #endif

@@ -45,11 +45,12 @@
 static const int sizes[][2] = {{24, 80}, {40, 120}, {50, 200}};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
-/* The panel's picture in a rows x cols window: a line saying where it was drawn, then its
- * canvas row by row, trailing blanks removed. */
-static void picture(const struct panel_ops *p, const void *st, int rows, int cols, char *out,
-                    size_t n)
+/* The panel's picture in a rows x cols window, once the work it started elsewhere is done
+ * (harness_settle: the window's polls): a line saying where it was drawn, then its canvas row
+ * by row, trailing blanks removed. */
+static void picture(const struct panel_ops *p, void *st, int rows, int cols, char *out, size_t n)
 {
+    harness_settle(p, st);
     struct ui_layout lay;
     ck_assert_int_eq(layout_compute(rows, cols, &lay), 0);
     struct ui_rect in = layout_inner(lay.panel); /* as the window draws it (ui/app.c) */
@@ -116,7 +117,7 @@ static void first_difference(const char *want, const char *got, char *buf, size_
 
 /* The picture of p's state st at each size against its saved one, named
  * PREFIX[-what]-COLSxROWS (PREFIX the panel's name, or NULL for it), or saved when updating. */
-static void check_pictures(const struct panel_ops *p, const void *st, const char *prefix,
+static void check_pictures(const struct panel_ops *p, void *st, const char *prefix,
                            const char *what)
 {
     static char got[PICTURE_MAX];
@@ -199,8 +200,8 @@ START_TEST(panel_pictures)
 }
 END_TEST
 
-/* The run panels paused after their first steps: n until the panel shows step `steps` (a
- * step's record is waited for 2 s at most; the sanitizer builds may need a second n). Some
+/* The run panels paused after their first steps: n until the panel shows step `steps` (each
+ * step taken by the polls, as the window takes it, once the run has done it). Some
  * with settings first (name=value, as a lesson's @panel gives them), their pictures named by
  * `tag`: lesson 4's run on tensor-parallel GPUs, with the interleaved schedule's two chunks,
  * and on two data-parallel copies of a tensor-parallel pair (the grid's labels). */
@@ -661,7 +662,7 @@ START_TEST(lesson_steps)
     void *state = NULL;
     struct error err = {0};
     ck_assert_msg(steppanel_open(p, &env, l, lp, &state, &err) == 0, "%s", err.msg);
-    /* a run panel's steps, each waited for (2 s at most, a second n if the host is slow) */
+    /* a run panel's steps, each taken by the polls once the run has done it */
     struct panel_event step = {PANEL_STEP, 0, 1};
     for (int k = 0, done = 0; k < 60 && done < essentials[e].steps; k++) {
         p->on_event(state, &step);

@@ -544,6 +544,8 @@ START_TEST(panels_keep_the_contract)
             struct panel_event ev = {PANEL_RESET, 0, 1};
             ck_assert_int_eq(p->on_event(st, &ev) & PANEL_QUIT, 0);
         }
+        /* the work a panel starts elsewhere ends: the polls stop saying it is busy */
+        ck_assert_int_eq(harness_settle(p, st) & PANEL_QUIT, 0);
         /* a panel that says it has nothing to play never starts playing */
         if (!p->plays && p->on_event) {
             struct panel_event ev = {PANEL_PLAY, 0, 1};
@@ -736,8 +738,9 @@ static void term_close(struct fake_term *t, WINDOW *w)
 }
 
 /* The text a panel draws into a rows x cols window, row after row. */
-static void panel_text(const struct panel_ops *p, const void *st, WINDOW *w, char *out, size_t n)
+static void panel_text(const struct panel_ops *p, void *st, WINDOW *w, char *out, size_t n)
 {
+    harness_settle(p, st); /* what the window shows once the panel's work is done */
     int rows, cols;
     getmaxyx(w, rows, cols);
     werase(w);
@@ -1052,8 +1055,8 @@ END_TEST
 
 /* The panel's picture in a window of rows x cols of a terminal that is not there (output to
  * /dev/null), read back as text, one line per row; false when curses cannot start so. */
-static bool draw_offscreen(const struct panel_ops *p, const void *st, int rows, int cols, char *out,
-                           size_t n)
+static bool draw_now(const struct panel_ops *p, const void *st, int rows, int cols, char *out,
+                     size_t n)
 {
     FILE *tout = fopen("/dev/null", "w"), *tin = fopen("/dev/null", "r");
     SCREEN *scr = tout && tin ? newterm("xterm", tout, tin) : NULL;
@@ -1080,14 +1083,23 @@ static bool draw_offscreen(const struct panel_ops *p, const void *st, int rows, 
     return ok;
 }
 
-/* n on the run panel until its first step is shown (a step waits 2 s at most for the run,
- * and the sanitizer builds are slow): whether the panel then said what it measured. */
+/* The same once the work the panel started elsewhere is done (the window's polls). */
+static bool draw_offscreen(const struct panel_ops *p, void *st, int rows, int cols, char *out,
+                           size_t n)
+{
+    harness_settle(p, st);
+    return draw_now(p, st, rows, cols, out, n);
+}
+
+/* n on the run panel until a step is shown (each n's step waited for as the window's polls
+ * wait for it): whether the panel then said what it measured. */
 static bool dprun_step(const struct panel_ops *p, void *st, const struct eventlog *log)
 {
     struct panel_event step = {PANEL_STEP, 0, 1};
     for (int i = 0; i < 30; i++) {
         if (!(p->on_event(st, &step) & PANEL_REDRAW))
             return false;
+        harness_settle(p, st); /* the step, once the run has done it */
         const char *l = eventlog_get(log, 0);
         if (l && strstr(l, "ledger"))
             return true;
@@ -1181,6 +1193,108 @@ START_TEST(dprun_panel_trains_on_thread_gpus)
 }
 END_TEST
 
+/* The Lab's run mode never makes the window wait for a run (issue 25): m answers at once, the
+ * panel saying it is setting up the small model while the run before stops and the new one's
+ * GPUs set up on their own threads, and the polls find it ready; sixty presses leave the
+ * panel on the model the last one chose, ready, and measuring what the calculator says. */
+START_TEST(dprun_sets_up_off_the_frame_loop)
+{
+    static struct eventlog log;
+    static char screen[16384];
+    const struct panel_ops *p = panel_find("dprun");
+    struct panel_env env = {p, &log, true, false};
+    void *st = NULL;
+    struct error e = {0};
+    ck_assert_int_eq(p->init(&st, &env, &e), 0);
+    ck_assert(draw_offscreen(p, st, 42, 126, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "tiny, 4 GPUs, DDP") && strstr(screen, "buffers allocated"),
+                  "%.1800s", screen);
+    /* m: small, answered before any poll: the run before is told to stop, the next waits */
+    ck_assert_int_eq(p->on_key(st, 'm'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert(draw_now(p, st, 42, 126, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "small, 4 GPUs, DDP") &&
+                      strstr(screen, "setting up: the run before is stopping"),
+                  "%.1800s", screen);
+    ck_assert_msg(!strstr(screen, "buffers allocated"), "%.1800s", screen);
+    /* n before it is ready: the step comes once it is */
+    struct panel_event step = {PANEL_STEP, 0, 1};
+    ck_assert(p->on_event(st, &step) & PANEL_REDRAW);
+    ck_assert(harness_settle(p, st) & PANEL_REDRAW);
+    ck_assert(draw_now(p, st, 42, 126, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "step 1  loss"), "%.1800s", screen);
+    ck_assert_msg(strstr(eventlog_get(&log, 0), "every ledger = the calculator, to the byte"), "%s",
+                  eventlog_get(&log, 0));
+    /* sixty presses, then one more: every one answered, the model the last chose (tiny) */
+    for (int i = 0; i < 61; i++)
+        ck_assert_int_eq(p->on_key(st, 'm'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert(draw_now(p, st, 42, 126, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "tiny, 4 GPUs, DDP") && strstr(screen, "setting up"), "%.1800s",
+                  screen);
+    ck_assert(draw_offscreen(p, st, 42, 126, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "tiny, 4 GPUs, DDP") && strstr(screen, "buffers allocated"),
+                  "%.1800s", screen);
+    ck_assert(dprun_step(p, st, &log));
+    ck_assert_msg(strstr(eventlog_get(&log, 0), "DDP on 4 GPUs: every ledger = the calculator"),
+                  "%s", eventlog_get(&log, 0));
+    p->fini(st);
+}
+END_TEST
+
+/* Lesson 3's panel at 64 GPUs (issue 25): a key is answered without waiting for the run of 64
+ * thread-GPUs it asks for, which the polls then take; the rows summarised, each GPU's chunks
+ * with a glyph for every count up to 63, the ones that do not fit counted; sixty presses
+ * leave the panel on the settings of the last, its run made for them. */
+START_TEST(collective_at_64_gpus)
+{
+    static struct eventlog log;
+    static char screen[16384];
+    const struct panel_ops *p = panel_find("collective");
+    struct panel_env env = {p, &log, true, false};
+    void *st = NULL;
+    struct error e = {0};
+    ck_assert_int_eq(p->init(&st, &env, &e), 0);
+    ck_assert_int_eq(p->set(st, "gpus", "64", &e), 0);
+    ck_assert_int_eq(p->set(st, "size", "64MiB", &e), 0);
+    ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen)); /* 120x40's panel */
+    ck_assert_msg(strstr(screen, "ring all-reduce, 64 GPUs on 8 nodes, 64.00 MiB") &&
+                      strstr(screen, "step 0 of 126: each GPU holds its own data") &&
+                      strstr(screen, "(verified)") && strstr(screen, "GPU 13 ") &&
+                      strstr(screen, "... GPUs 14 to 62 ...") && strstr(screen, "GPU 63 "),
+                  "%.1800s", screen);
+    /* 7 + 64 cells are more than 70 columns: 59 shown, the other 5 counted */
+    ck_assert_msg(
+        strstr(screen, "GPU 63 11111111111111111111111111111111111111111111111111111111111+5"),
+        "%.1800s", screen);
+    /* to the end of the reduce-scatter: GPU 0 holds chunk 0 whole, chunk k 64 - k times */
+    struct panel_event step = {PANEL_STEP, 0, 1};
+    for (int i = 0; i < 63; i++)
+        ck_assert(p->on_event(st, &step) & PANEL_REDRAW);
+    ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "step 63 of 126: reduce-scatter"), "%.1800s", screen);
+    ck_assert_msg(
+        strstr(screen, "GPU 0  #**ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba9876+5"),
+        "%.1800s", screen);
+    /* a key: answered with the settings at once; the run for them taken by the polls */
+    ck_assert_int_eq(p->on_key(st, 'k'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert(draw_now(p, st, 38, 70, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "64 GPUs on 8 nodes, 128.00 MiB"), "%.1800s", screen);
+    ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "step 0 of 126: each GPU holds its own data") &&
+                      strstr(screen, "(verified)"),
+                  "%.1800s", screen);
+    /* sixty presses: 64 GPUs down to 4 */
+    for (int i = 0; i < 60; i++)
+        ck_assert_int_eq(p->on_key(st, 'h'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert(draw_now(p, st, 38, 70, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "ring all-reduce, 4 GPUs, 128.00 MiB"), "%.1800s", screen);
+    ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "step 0 of 6: each GPU holds its own data") &&
+                      strstr(screen, "(verified)"),
+                  "%.1800s", screen);
+    p->fini(st);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ui");
@@ -1203,7 +1317,6 @@ int main(void)
     tcase_add_test(tc, bits_and_hex);
     tcase_add_test(tc, values_and_errors);
     tcase_add_test(tc, eventlog_ring);
-    tcase_add_test(tc, panels_keep_the_contract);
     tcase_add_test(tc, formats_panel);
     tcase_add_test(tc, lab_panel_figures);
     tcase_add_test(tc, shown_answers_are_not_scored);
@@ -1224,7 +1337,10 @@ int main(void)
     suite_add_tcase(s, steps);
     TCase *run = tcase_create("run");
     tcase_set_timeout(run, 120); /* a real run on thread-GPUs; the sanitizer builds are slower */
+    tcase_add_test(run, panels_keep_the_contract); /* the run panels' runs are set up */
     tcase_add_test(run, dprun_panel_trains_on_thread_gpus);
+    tcase_add_test(run, dprun_sets_up_off_the_frame_loop);
+    tcase_add_test(run, collective_at_64_gpus);
     suite_add_tcase(s, run);
     return harness_run(s);
 }
