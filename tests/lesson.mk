@@ -5,7 +5,8 @@ tests_unit_test_lesson_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_lesson_LDADD = $(UNIT_LIBS)
 
 # scalelab run: lessons headless
-SH_TESTS += tests/cli/run.sh tests/cli/presets.sh tests/cli/lesson_claims.sh
+SH_TESTS += tests/cli/run.sh tests/cli/presets.sh tests/cli/lesson_claims.sh \
+	tests/cli/doc_figures.sh
 
 # libFuzzer target for the parser (clang only, never part of the build or the tests; see
 # tests/fuzz/README.md).

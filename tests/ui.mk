@@ -15,6 +15,9 @@ check_PROGRAMS += tests/unit/test_snapshot
 tests_unit_test_snapshot_SOURCES = tests/unit/test_snapshot.c
 tests_unit_test_snapshot_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_snapshot_LDADD = $(UNIT_LIBS)
+# what each picture of a lesson step shows at each size, written as the test runs (a table to
+# read, never compared)
+CLEANFILES += tests/snapshots-essentials.txt
 
 update-snapshots: tests/unit/test_snapshot$(EXEEXT)
 	SCALELAB_UPDATE_SNAPSHOTS=1 srcdir='$(abs_top_srcdir)' SCALELAB_DATA='$(abs_top_srcdir)' \

@@ -466,6 +466,10 @@ static void print_sim_times(const struct cfg *c, const struct trial *t, double a
     units_format_bytes(b1, sizeof b1, (double)peak_rss(), UNITS_BINARY);
     units_format_bytes(b2, sizeof b2, t->bytes * c->a.gpus, UNITS_BINARY);
     printf("  host memory:            %s at the peak, for %s of buffers\n", b1, b2);
+    if (c->a.gpus == 1) { /* S/t over a time of 0: no bandwidth to speak of */
+        printf("  algbw, busbw: none on one GPU (it sends nothing, in a simulated time of 0)\n");
+        return;
+    }
     printf("  algbw %.2f GB/s, busbw %.2f GB/s (nccl-tests: S/t and x %.3g, on the simulated "
            "time)\n",
            alg, alg * f, f);
@@ -589,11 +593,13 @@ static void print_json(const struct cfg *c, const struct trial *t, const struct 
         json_object_set_new(o, "buffer_bytes", json_integer((json_int_t)(t->bytes * n)));
         json_object_set_new(o, "host_peak_bytes", json_integer((json_int_t)peak_rss()));
     }
-    json_object_set_new(o, "algbw_GBps", json_num(alg));
-    json_object_set_new(o, "busbw_GBps", json_num(alg * f));
+    /* one GPU sends nothing in no time: no bandwidth (null), not 0 GB/s */
+    bool none = n == 1;
+    json_object_set_new(o, "algbw_GBps", none ? json_null() : json_num(alg));
+    json_object_set_new(o, "busbw_GBps", none ? json_null() : json_num(alg * f));
     json_object_set_new(o, "busbw_factor", json_num(f));
-    json_object_set_new(o, "host_algbw_GBps", json_num(halg));
-    json_object_set_new(o, "host_busbw_GBps", json_num(halg * f));
+    json_object_set_new(o, "host_algbw_GBps", none ? json_null() : json_num(halg));
+    json_object_set_new(o, "host_busbw_GBps", none ? json_null() : json_num(halg * f));
     json_object_set_new(o, "cluster", json_string(a->spec.name));
     json_object_set_new(o, "gpus_per_node", json_integer(a->spec.gpus_per_node));
     json_object_set_new(o, "transport", json_string(mr ? "mpi" : "thread"));

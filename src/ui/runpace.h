@@ -122,7 +122,8 @@ int runpace_within(const char *name, int v, int lo, int hi, struct error *e);
  * restarted its run for r (PANEL_RESET) where its settings or runpace_fresh say so. */
 int runpace_on_event(struct runpace *r, const struct panel_event *ev);
 
-/* How long n waits for the step it shows: as long as a step takes, on a slow machine too (a
+/* How long the training panel's n waits for the step it shows (the run panels never wait:
+ * a poll shows the step when it is done): as long as a step takes, on a slow machine too (a
  * key acts on the next step shown, which must then be the one n asked for). */
 #define RUNPACE_STEP_WAIT_S 120.0
 

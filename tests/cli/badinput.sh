@@ -328,6 +328,12 @@ bad "--list" bench --list --quick
 run collective --gpus 1 --size 4 --json
 check_status 0 "collective on 1 GPU, one element"
 check_json 'd["verified"] and d["bytes_sent_total"] == 0 and d["gpus"] == 1' "1 GPU: verified, sends nothing"
+check_json 'd["algbw_GBps"] is None and d["busbw_GBps"] is None and d["host_algbw_GBps"] is None' \
+    "1 GPU: no bandwidth (null), not 0 GB/s"
+run collective --gpus 1 --size 4
+check_status 0 "collective on 1 GPU, text"
+check_contains "$out" "algbw, busbw: none on one GPU" "1 GPU: the text says there is no bandwidth"
+check_not_contains "$out" "algbw 0.00" "and prints no 0 GB/s"
 run collective --gpus 4 --size 4 --json
 check_status 0 "collective of one element on 4 GPUs"
 check_json 'd["verified"] and d["bytes_sent_total"] == 2*3*4' "one element: 2(N-1) x size bytes in all"

@@ -14,8 +14,8 @@
 #
 # Every test gets a private tmux server (its socket in the test's folder, no configuration
 # file), killed on exit whatever happens. Every wait polls the screen every 0.1 s with a
-# deadline, never a fixed sleep: the deadline is generous (TUI_WAIT seconds, 20 by default:
-# the sanitizer builds are slow) and cut short once scalelab has ended, so a window that died
+# deadline, never a fixed sleep: the deadline is generous (TUI_WAIT seconds, set below: the
+# sanitizer builds are slow) and cut short once scalelab has ended, so a window that died
 # fails the rest of the test fast.
 #
 # The pane runs scalelab through a small script: it records scalelab's pid (the inner sh
@@ -32,7 +32,10 @@ unset TMUX # a private server, even when the tests run inside tmux
 # pid: tests run side by side (from other checkouts too, perhaps in other pid namespaces)
 # and must never reach, or kill, another test's server.
 TUI_SOCK="$T_TMP/tmux.sock"
-TUI_WAIT=${TUI_WAIT:-20}
+# 20 s; under a sanitizer, which is ten times slower and slower still on a busy machine, 200 s
+# (the CI's ASan run once reached 42 of 64 GPUs in 20 s of l presses). Only a state never
+# reached waits the whole deadline, and a window that ended cuts it to two seconds.
+if [ -z "$TUI_WAIT" ]; then TUI_WAIT=20; $sanitized && TUI_WAIT=200; fi
 T() { "$TMUX_BIN" -S "$TUI_SOCK" -f /dev/null "$@"; }
 tui_cleanup() {
     T kill-server >/dev/null 2>&1
@@ -131,10 +134,30 @@ tui_poll() {
 # it did. The capture is in $screen.
 wait_screen() { tui_poll tui_has "$1"; }
 
+# tui_settle TEXT: the frame that showed TEXT may still be arriving: on a busy machine the
+# pane can be captured between two writes of one frame (a header already new, the grid below
+# it not yet). Captures again until two captures agree (ten times at most: an animation never
+# does), keeping in $screen the latest that still shows TEXT.
+tui_settle() {
+    n=0
+    while [ $n -lt 10 ]; do
+        sleep 0.05
+        prev=$screen
+        screen=$(capture)
+        [ "$screen" = "$prev" ] && return 0
+        if ! tui_has "$1"; then
+            screen=$prev
+            return 0
+        fi
+        n=$((n + 1))
+    done
+}
+
 # wait_for TEXT WHAT: waits until the screen shows TEXT; one TAP line. The capture is in
-# $screen (later checks may look for more in the same frame).
+# $screen, the frame settled (tui_settle): later checks may look for more in the same frame.
 wait_for() {
     if tui_poll tui_has "$1"; then
+        tui_settle "$1"
         ok "$2"
         return 0
     fi
@@ -156,7 +179,13 @@ wait_gone() {
 # normal (the shell's prompt, the normal screen, a visible cursor). Under ASan a leak report
 # turns the exit status into 23, so this also says nothing leaked.
 check_restored() {
+    # the end is waited for as long as a run may take to stop: a panel's run of the small
+    # model still setting up when q came (pprun.sh) is joined first, which under ASan at -O0
+    # on a busy machine took longer than the screen's deadline
+    tui_wait_was=$TUI_WAIT
+    TUI_WAIT=$((TUI_WAIT * 10))
     wait_file status
+    TUI_WAIT=$tui_wait_was
     check_eq "$(cat "$T_TMP/status" 2>/dev/null)" "exit=$1" "$2: exit status $1"
     wait_for "PROMPT>" "$2: the shell's prompt shows"
     check_eq "$(T display -p -t "$S" '#{alternate_on}')" "0" "$2: the alternate screen is left"

@@ -139,6 +139,9 @@ quit
 tpstep=$(grep '^@step' "$srcdir/lessons/04-scaling.lesson" | grep -n 'Measured: tensor' | cut -d: -f1)
 # the figures of a "tp B/step" line (after its label, before "(calc)" or "= calc")
 tpline() { printf '%s\n' "$screen" | grep -o 'tp B/step [0-9,. KM]*' | head -n 1 | sed 's/ *$//'; }
+# the tp line gives the calculator's figure, no step run yet: the panel drawn after a restart
+# (a capture can catch a frame half written, its header new and the lines below it old)
+tp_predicted() { printf '%s\n' "$screen" | grep -qE 'tp B/step [0-9,. KM]*\(calc\)'; }
 start -x 120 -y 40 NO_COLOR=1 -- --ascii --lesson 4 --step "$tpstep"
 wait_for "tiny, pp 1 x dp 1 x tp 2, 1f1b, m 1, batch 16, fp32" "the step opens the run on two tensor-parallel GPUs"
 wait_for "buffers allocated" "before a step"
@@ -175,6 +178,7 @@ if tui_poll noflash ""; then ok "a step done: no flash"; else not_ok "a step don
 keys t
 wait_for "tiny, pp 1 x dp 1 x tp 4, 1f1b" "t: four tensor-parallel GPUs"
 check_contains "$screen" "t3" "a column for each"
+tui_poll tp_predicted ""
 pred=$(tpline)
 keys n
 wait_screen "ledger = calc, all 4 GPUs" || keys n
@@ -183,6 +187,7 @@ check_eq "$(tpline)" "$pred" "the measured tensor-parallel bytes are the calcula
 check_contains "$screen" "= calc" "and are said to be"
 keys e
 wait_for "tiny, pp 1 x dp 1 x tp 4 sp, 1f1b" "e: sequence parallelism"
+tui_poll tp_predicted ""
 pred=$(tpline)
 keys n
 wait_screen "ledger = calc, all 4 GPUs" || keys n

@@ -58,7 +58,12 @@ quit
 # step line runs on after it (stdout and stderr are the same terminal here), and it is gone
 # at the end. 300 steps take seconds: the line (every 0.2 s) shows many times.
 start -x 100 -y 40 -- train --steps 300 --batch 4
+# the whole run is waited for: 20 s of CPU under ASan at -O0, 33 s on two cores at load 12,
+# beyond the screen's usual deadline (a state, the status written, ends the wait)
+tui_wait_was=$TUI_WAIT
+TUI_WAIT=$((TUI_WAIT * 15))
 wait_file status
+TUI_WAIT=$tui_wait_was
 screen=$(capture)
 check_contains "$screen" "step    300  loss" "train ran its 300 steps"
 check_eq "$(printf '%s\n' "$screen" | grep -c 'left')" 0 "no progress line left on the screen, none run into a step line"
