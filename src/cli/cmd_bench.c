@@ -90,11 +90,12 @@ void bench_cpu_times(void (*fn)(void *), void *arg, double *out, int n)
 int bench_self(char *buf, size_t size)
 {
     ssize_t len = readlink("/proc/self/exe", buf, size - 1);
+    if (len > 0) /* readlink does not end the path: the check reads up to the end */
+        buf[len] = '\0';
     if (len <= 0 || strchr(buf, '\'') != NULL) {
         fprintf(stderr, "scalelab: bench: cannot find this program's path (/proc/self/exe)\n");
         return 1;
     }
-    buf[len] = '\0';
     return 0;
 }
 
