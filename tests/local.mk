@@ -12,7 +12,8 @@ AM_TESTS_ENVIRONMENT = srcdir='$(abs_top_srcdir)'; export srcdir; \
 # Check unit tests: one program per layer, each linking the internal library.
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 check_LIBRARIES = tests/unit/libharness.a
-tests_unit_libharness_a_SOURCES = tests/unit/harness.c tests/unit/harness.h
+tests_unit_libharness_a_SOURCES = tests/unit/harness.c tests/unit/harness.h \
+	tests/unit/gptref.c tests/unit/gptref.h
 tests_unit_libharness_a_CFLAGS = $(UNIT_CFLAGS)
 UNIT_LIBS = tests/unit/libharness.a $(LIBS_ALL) $(CHECK_LIBS)
 

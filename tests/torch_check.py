@@ -6,6 +6,13 @@ runs the dumped batch, and compares the mean cross-entropy (loss.txt) and its gr
 (grads.f32) tensor by tensor. The reference runs in float32 like scalelab, and again in
 float64 to show how far each float32 result is from the exact one.
 
+A model with experts (model.ini's experts, top_k, moe_every, capacity_factor; train.ini's
+aux_coef) is written here from the definitions scalelab cites (src/model/moe.h): the router's
+softmax in the run's dtype, torch.topk, Switch's gate for top-1 and Mixtral's renormalised
+gates for top-2, each expert's capacity filled by every token's first choice before any
+second one, dropped choices contributing nothing, and Switch's load-balancing loss
+alpha E / (k N^2) sum_i load_i sum_t p_ti added to the loss, the loads held constant.
+
 Tolerance: 1e-5 relative (the issue's figure). Both sides compute in float32 with different
 summation orders (sgemm blocking, PyTorch's reductions), so results differ by a few float32
 ulps per operation; over a 4-layer network that is ~1e-6 relative in the loss and in the
@@ -41,6 +48,13 @@ def load(d):
     ini.read(os.path.join(d, "model.ini"))
     m = ini["model"]
     cfg = {k: int(m[k]) for k in ("layers", "d_model", "heads", "ffn", "vocab", "seq")}
+    if "experts" in m:
+        cfg.update({k: int(m[k]) for k in ("experts", "top_k")})
+        cfg["moe_every"] = int(m.get("moe_every", "1"))
+        cfg["capacity_factor"] = float(m.get("capacity_factor", "0"))
+        train = configparser.ConfigParser(inline_comment_prefixes=("#",))
+        train.read(os.path.join(d, "train.ini"))
+        cfg["aux_coef"] = float(train["train"]["aux_coef"])
     params = read(os.path.join(d, "params.f32"), "<f", torch.float32)
     grads = read(os.path.join(d, "grads.f32"), "<f", torch.float32)
     tokens = read(os.path.join(d, "tokens.i32"), "<i", torch.long).view(-1, cfg["seq"])
@@ -55,6 +69,11 @@ def shape_size(shape):
     for s in shape:
         n *= s
     return n
+
+
+def moe_layer(cfg, l):
+    """Whether layer l's feed-forward is a mixture of experts (l % moe_every == 0)."""
+    return cfg.get("experts", 0) > 0 and l % cfg["moe_every"] == 0
 
 
 def layout(cfg):
@@ -73,11 +92,52 @@ def layout(cfg):
         for w in ("wq", "wk", "wv", "wo"):
             add(f"layer {l} {w}", (D, D))
         add(f"layer {l} mlp_norm", (D,))
+        if moe_layer(cfg, l):
+            add(f"layer {l} router", (cfg["experts"], D))
+            for e in range(cfg["experts"]):
+                add(f"layer {l} expert {e} w_gate", (F, D))
+                add(f"layer {l} expert {e} w_up", (F, D))
+                add(f"layer {l} expert {e} w_down", (D, F))
+            continue
         add(f"layer {l} w_gate", (F, D))
         add(f"layer {l} w_up", (F, D))
         add(f"layer {l} w_down", (D, F))
     add("final_norm", (D,))
     return out, off
+
+
+def experts(cfg, p, l, h):
+    """The mixture of experts of layer l on h [B, T, D]: its output and its aux loss."""
+    B, T, D = h.shape
+    N, E, k = B * T, cfg["experts"], cfg["top_k"]
+    x = h.reshape(N, D)
+    prob = (x @ p[f"layer {l} router"].T).softmax(-1)
+    top, idx = prob.topk(k, dim=-1)
+    gate = top if k == 1 else top / top.sum(-1, keepdim=True)
+    C = cfg["capacity_factor"]
+    cap = N if C <= 0 else min(math.ceil(C * k * N / E), N)
+    choice = idx.tolist()
+    taken = [0] * E
+    kept = [[False] * k for _ in range(N)]
+    for j in range(k):  # every token's first choice before any second one
+        for t in range(N):
+            e = choice[t][j]
+            kept[t][j] = taken[e] < cap
+            taken[e] += 1
+    out = torch.zeros_like(x)
+    for e in range(E):
+        rows = [(t, j) for t in range(N) for j in range(k) if choice[t][j] == e and kept[t][j]]
+        if not rows:
+            continue
+        t_idx = torch.tensor([t for t, _ in rows])
+        j_idx = torch.tensor([j for _, j in rows])
+        xe = x[t_idx]
+        g = torch.nn.functional.silu(xe @ p[f"layer {l} expert {e} w_gate"].T)
+        y = (g * (xe @ p[f"layer {l} expert {e} w_up"].T)) @ p[f"layer {l} expert {e} w_down"].T
+        out = out.index_add(0, t_idx, gate[t_idx, j_idx].unsqueeze(-1) * y)
+    load = torch.bincount(idx.reshape(-1), minlength=E).to(prob.dtype)  # a constant
+    aux = cfg["aux_coef"] * E / (k * N * N) * (load * prob.sum(0)).sum()
+    return out.view(B, T, D), aux
 
 
 def forward(cfg, flat, tokens, targets):
@@ -108,6 +168,7 @@ def forward_params(cfg, p, tokens, targets):
 
     B = tokens.shape[0]
     x = p["embedding"][tokens]
+    aux = 0.0  # the experts' load-balancing loss
     mask = torch.ones(T, T, dtype=torch.bool).tril()
     for l in range(L):
         h = rms(x, p[f"layer {l} attn_norm"])
@@ -120,10 +181,14 @@ def forward_params(cfg, p, tokens, targets):
         o = (a @ v).transpose(1, 2).reshape(B, T, D)
         x = x + o @ p[f"layer {l} wo"].T
         h = rms(x, p[f"layer {l} mlp_norm"])
+        if moe_layer(cfg, l):
+            y, a = experts(cfg, p, l, h)
+            x, aux = x + y, aux + a
+            continue
         g = torch.nn.functional.silu(h @ p[f"layer {l} w_gate"].T) * (h @ p[f"layer {l} w_up"].T)
         x = x + g @ p[f"layer {l} w_down"].T
     logits = rms(x, p["final_norm"]) @ p["embedding"].T
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, V), targets.reshape(-1)) + aux
 
 
 def run(cfg, params, tokens, targets, dtype):

@@ -11,6 +11,7 @@
 #include "base/ckpt.h"
 #include "base/error.h"
 #include "base/units.h"
+#include "calc/params.h"
 
 int activ_check(const struct model_shape *m, const struct activ_config *c, struct error *e)
 {
@@ -191,6 +192,39 @@ void activ_layer(const struct model_shape *m, const struct activ_config *c, stru
     formula(&x, c);
 }
 
+/* A tensor of a given number of elements (the experts' rows fit none of the paper's units). */
+static void put_raw(struct acc *x, const char *name, const char *shape, double el, int bytes)
+{
+    struct activ_list *o = x->out;
+    o->t[o->n++] = (struct activ_tensor){name, shape, el, bytes, el * bytes, false};
+    o->total += el * bytes;
+}
+
+void activ_moe_layer(const struct model_shape *m, const struct activ_config *c,
+                     struct activ_list *out)
+{
+    activ_layer(m, c, out);
+    out->n -= 3; /* gate, up, act: the experts' own, on their rows */
+    for (int i = 0; i < 3; i++)
+        out->total -= out->t[out->n + i].bytes;
+    struct acc x = {.out = out};
+    double sb = (double)c->seq * c->micro_batch, E = m->experts, k = m->top_k;
+    double h = m->d_model, f = m->ffn, C = m->capacity_factor, rows = k * sb;
+    if (C > 0) /* model/moe.h's moe_capacity: at most every token */
+        rows = E * fmin(ceil(C * k * sb / E), sb);
+    put_raw(&x, "router_probs", "sbE", sb * E, 4);
+    put_raw(&x, "routing", "3sbk + 3E", 3 * sb * k + 3 * E, 4);
+    put_raw(&x, "expert_in", "Rh", rows * h, c->bytes);
+    put_raw(&x, "gate", "Rf", rows * f, c->bytes);
+    put_raw(&x, "up", "Rf", rows * f, c->bytes);
+    put_raw(&x, "act", "Rf", rows * f, c->bytes);
+    put_raw(&x, "expert_out", "Rh", rows * h, c->bytes);
+    size_t len = strlen(out->formula);
+    snprintf(out->formula + len, sizeof out->formula - len,
+             " - %gsbf + 4sbE + 12sbk + 12E + %gR(2h + 3f), R = %g rows", 3.0 * c->bytes,
+             (double)c->bytes, rows);
+}
+
 void activ_ends(const struct model_shape *m, const struct activ_config *c, bool first, bool last,
                 struct activ_list *out)
 {
@@ -213,20 +247,36 @@ void activ_total(const struct model_shape *m, const struct activ_config *c,
                  const struct ckpt_policy *pol, int n, bool first, bool last,
                  struct activ_total *out)
 {
-    struct activ_list layer, ends;
+    activ_total_at(m, c, pol, 0, n, first, last, out);
+}
+
+void activ_total_at(const struct model_shape *m, const struct activ_config *c,
+                    const struct ckpt_policy *pol, int l0, int n, bool first, bool last,
+                    struct activ_total *out)
+{
+    struct activ_list layer, moe, ends;
     activ_layer(m, c, &layer);
+    moe = layer;
+    if (m->experts > 0)
+        activ_moe_layer(m, c, &moe);
     activ_ends(m, c, first, last, &ends);
-    double L = layer.total, X = layer.input, H = ends.total, core = layer.core;
+    /* Ls: the sum of the lists of layers l0 + a .. l0 + b - 1 */
+#define LS(a, b)                                                                                   \
+    (((b) - (a)) * layer.total +                                                                   \
+     params_moe_layers(m, l0 + (a), (b) - (a)) * (moe.total - layer.total))
+    double X = layer.input, H = ends.total, core = layer.core;
+    double L = m->experts > 0 && params_moe_layers(m, l0, n) > 0 ? fmax(layer.total, moe.total)
+                                                                 : layer.total;
     memset(out, 0, sizeof *out);
     switch (pol->kind) {
     case CKPT_NONE:
         out->per_layer = L;
-        out->saved = out->peak = n * L + H;
+        out->saved = out->peak = LS(0, n) + H;
         break;
     case CKPT_SELECTIVE:
         out->per_layer = L - core;
-        out->saved = n * (L - core) + H;
-        out->peak = fmax(out->saved, n > 0 ? n * (L - core) + core : 0);
+        out->saved = LS(0, n) - n * core + H;
+        out->peak = fmax(out->saved, n > 0 ? LS(0, n) - n * core + core : 0);
         break;
     default: {
         int k = ckpt_every(pol, n);
@@ -238,11 +288,12 @@ void activ_total(const struct model_shape *m, const struct activ_config *c,
         out->peak = out->saved;
         for (int j = 0; j < segments; j++) {
             int len = j < segments - 1 ? k : n - j * k;
-            out->peak = fmax(out->peak, j * X + len * L);
+            out->peak = fmax(out->peak, j * X + LS(j * k, j * k + len));
         }
         break;
     }
     }
+#undef LS
 }
 
 double activ_recompute_flops(const struct model_shape *m, const struct activ_config *c,

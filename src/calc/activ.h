@@ -48,6 +48,18 @@
  * [norm] tensors are replicated under tensor parallelism and split by t with sequence
  * parallelism (which then needs t | s); [split] ones are split by t; [core] is what selective
  * recompute drops (the attention core, recomputed from q and k in backward).
+ *
+ * A layer with experts (model_shape's experts E, top_k k, capacity_factor C; activ_moe_layer)
+ * keeps the same tensors up to xn2, then, in place of gate, up and act:
+ *   router_probs  sbE x 4     the router's softmax, fp32 (its backward and the aux loss)
+ *   routing       (3sbk + 3E) x 4   each choice's expert, row and gate weight; each expert's
+ *                             first row, tokens kept and tokens routed (4-byte words)
+ *   expert_in     R h p       the experts' inputs, xn2's rows gathered (their weight grads)
+ *   gate, up, act R f p       each expert's SwiGLU, on its rows
+ *   expert_out    R h p       the experts' outputs (the gate weights' gradients)
+ * R, the rows of the experts' buffer: k sb without a capacity (the choices, packed), E cap
+ * with one (cap = min(ceil(C k sb / E), sb): the static [E, cap] shape, padding included).
+ * One GPU, no tensor parallelism (model/moe.h, model/gpt.h keep exactly this).
  * Nothing else is saved: the residual adds need nothing, the output of w_down and wo are added
  * into the stream and not kept, and the next layer's input is that layer's x.
  *
@@ -110,7 +122,7 @@ struct activ_tensor {
     bool core;          /* the attention core: what selective recompute drops */
 };
 
-#define ACTIV_MAX_TENSORS 16
+#define ACTIV_MAX_TENSORS 20
 
 struct activ_list {
     int n;
@@ -121,8 +133,12 @@ struct activ_list {
     char formula[256]; /* the per-layer formula in the paper's notation, with its numbers */
 };
 
-/* One layer's list for one micro-batch on one GPU (m, c checked by activ_check). */
+/* One layer's list for one micro-batch on one GPU (m, c checked by activ_check); a dense
+ * layer's for a model with experts. */
 void activ_layer(const struct model_shape *m, const struct activ_config *c, struct activ_list *out);
+/* The list of a layer with experts (m's experts > 0, swiglu). */
+void activ_moe_layer(const struct model_shape *m, const struct activ_config *c,
+                     struct activ_list *out);
 /* The ends: first-stage and last-stage tensors for one micro-batch. */
 void activ_ends(const struct model_shape *m, const struct activ_config *c, bool first, bool last,
                 struct activ_list *out);
@@ -140,6 +156,11 @@ struct activ_total {
 void activ_total(const struct model_shape *m, const struct activ_config *c,
                  const struct ckpt_policy *pol, int n, bool first, bool last,
                  struct activ_total *out);
+/* The same for layers l0 .. l0 + n - 1 of m, whose layers with experts keep their own list:
+ * L above is each layer's own (per_layer: the largest). */
+void activ_total_at(const struct model_shape *m, const struct activ_config *c,
+                    const struct ckpt_policy *pol, int l0, int n, bool first, bool last,
+                    struct activ_total *out);
 
 /* The forward FLOPs the policy recomputes in the backward pass, for n layers and one
  * micro-batch, given one layer's forward FLOPs on this GPU: none 0; full, every:K and sqrt

@@ -176,6 +176,18 @@ int memory_check(const struct memory_config *c, struct error *e)
     if (c->pp > c->model->layers)
         return error_set(e, ERR_INVAL, "pp %d is more than the %d layers of %s (at most %d)", c->pp,
                          c->model->layers, c->model->name, c->model->layers);
+    /* experts are whole on each GPU here: no expert split by tensor parallelism, and ZeRO-3's
+     * gathered units are counted for dense layers */
+    if (c->model->experts > 0 && (c->tp > 1 || c->zero == 3))
+        return error_set(e, ERR_INVAL,
+                         "%s has experts: the calculator counts them with tp 1 and ZeRO 0 to 2, "
+                         "not tp %d, ZeRO %d",
+                         c->model->name, c->tp, c->zero);
+    if (c->model->experts > 0 && c->cp > 1)
+        return error_set(e, ERR_INVAL,
+                         "%s has experts: the calculator counts them without context "
+                         "parallelism, not cp %d",
+                         c->model->name, c->cp);
     struct activ_config ac = activ_of(c);
     return activ_check(c->model, &ac, e);
 }
@@ -203,7 +215,7 @@ static void stage_fill_chunks(const struct memory_config *c, const struct params
         memory_zero(p, &out->per_param, c->zero, memory_grad_ranks(c), &one);
         add_states(&out->states, &one);
         psi += p;
-        activ_total(m, &ac, &c->ckpt, per, vs == 0, vs == pv - 1, &at[k]);
+        activ_total_at(m, &ac, &c->ckpt, vs * per, per, vs == 0, vs == pv - 1, &at[k]);
     }
     struct sched sc;
     double held = 0, most = 0;
@@ -245,7 +257,7 @@ static void stage_fill(const struct memory_config *c, const struct params_breakd
     double psi = params_per_gpu(pb, m->layers, s, c->pp, c->tp, m->tied);
     struct activ_config ac = activ_of(c);
     memory_zero(psi, &out->per_param, c->zero, memory_grad_ranks(c), &out->states);
-    activ_total(m, &ac, &c->ckpt, count, s == 0, s == c->pp - 1, &out->act);
+    activ_total_at(m, &ac, &c->ckpt, first, count, s == 0, s == c->pp - 1, &out->act);
     out->in_flight = memory_in_flight(c->schedule, s, c->pp, c->micro_batches);
     out->activations = (out->in_flight - 1) * out->act.saved + out->act.peak;
     out->comm = memory_comm(c, pb, psi, count, s == 0, s == c->pp - 1) + memory_cp_buffers(c);

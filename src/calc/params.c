@@ -65,6 +65,23 @@ void params_count(const struct model_shape *m, struct params_breakdown *b)
             b->last += c;
     }
     b->total = b->first + (double)m->layers * b->per_layer + b->last;
+    b->moe_layers = params_moe_layers(m, 0, m->layers);
+    b->moe_every = m->moe_every;
+    b->moe_layer = b->per_layer, b->active = b->total;
+    if (b->moe_layers) { /* E feed-forwards and a router where a dense layer has one */
+        double ffn = 3.0 * d * f, E = m->experts;
+        b->moe_layer = b->per_layer - ffn + E * ffn + (double)d * E;
+        b->total += b->moe_layers * (b->moe_layer - b->per_layer);
+        b->active = b->total - b->moe_layers * (E - m->top_k) * ffn;
+    }
+}
+
+int params_moe_layers(const struct model_shape *m, int first, int count)
+{
+    if (m->experts <= 0 || count <= 0)
+        return 0;
+    int k = m->moe_every > 0 ? m->moe_every : 1, end = first + count;
+    return (end + k - 1) / k - (first + k - 1) / k; /* multiples of k in [first, end) */
 }
 
 double params_total(const struct model_shape *m)
@@ -72,6 +89,13 @@ double params_total(const struct model_shape *m)
     struct params_breakdown b;
     params_count(m, &b);
     return b.total;
+}
+
+double params_active(const struct model_shape *m)
+{
+    struct params_breakdown b;
+    params_count(m, &b);
+    return b.active;
 }
 
 void params_stage_layers(int layers, int stage, int pp, int *first, int *count)
@@ -120,5 +144,9 @@ double params_per_gpu(const struct params_breakdown *b, int layers, int stage, i
         if (tied && pp > 1 && stage == pp - 1 && i == 0)
             n += s;
     }
-    return n;
+    /* the stage's layers with experts (whole: the calculator splits no expert over tp) */
+    int moe = 0, k = b->moe_every > 0 ? b->moe_every : 1;
+    if (b->moe_layers)
+        moe = (first + count + k - 1) / k - (first + k - 1) / k;
+    return n + moe * (b->moe_layer - b->per_layer);
 }

@@ -13,7 +13,15 @@
  * every norm weight and linear matrix (attn_norm_bias, bq, bk, bv, bo, mlp_norm_bias, b_up,
  * b_down, final_norm_bias), and no w_gate.
  *
- * synthetic-7b: 51200*4096 + 32*(2*4096 + 4*4096^2 + 3*4096*12544) + 4096 = 7,289,966,592. */
+ * synthetic-7b: 51200*4096 + 32*(2*4096 + 4*4096^2 + 3*4096*12544) + 4096 = 7,289,966,592.
+ *
+ * A mixture of experts (swiglu, model_shape's experts E, top_k k, moe_every): a layer with
+ * experts holds E copies of w_gate, w_up, w_down and a router [d, E] where a dense layer holds
+ * one feed-forward: E (3 d ffn) + d E in place of 3 d ffn, in the order of the model's buffer
+ * (model/gpt.h). A token goes through k experts of each such layer, so the parameters it uses
+ * (active, what a step's FLOPs count) are the total less (E - k) 3 d ffn per expert layer:
+ * Mixtral 8x7B's 47B in all, 13B active (Jiang et al. 2024; assets/models/mixtral-8x7b.ini,
+ * tests/unit/test_calc.c). */
 #ifndef SCALELAB_CALC_PARAMS_H
 #define SCALELAB_CALC_PARAMS_H
 
@@ -36,9 +44,14 @@ struct params_breakdown {
     int n;
     struct params_tensor t[PARAMS_MAX_TENSORS];
     double first;     /* embeddings (first stage) */
-    double per_layer; /* one layer */
+    double per_layer; /* one layer (a dense one: t[]'s) */
     double last;      /* final norm and an untied output layer (last stage) */
-    double total;     /* first + layers x per_layer + last */
+    double total;     /* first + the layers + last */
+    /* a mixture of experts: the layers with experts, one of them, the parameters a token
+     * uses; without experts 0, per_layer and total */
+    int moe_layers;
+    double moe_layer, active;
+    int moe_every;
 };
 
 /* The tensors of a shape, in buffer order (first, one layer's, last), and their sums. */
@@ -46,6 +59,10 @@ void params_count(const struct model_shape *m, struct params_breakdown *out);
 
 /* The whole count. */
 double params_total(const struct model_shape *m);
+/* The parameters a token uses: the total less the experts it does not go to. */
+double params_active(const struct model_shape *m);
+/* Layers with experts among first .. first + count - 1 (layer l has when l % moe_every is 0). */
+int params_moe_layers(const struct model_shape *m, int first, int count);
 
 /* Parameters held by one GPU of pipeline stage `stage` of pp, tensor-parallel rank of tp:
  * its layers (calc_stage_layers), the embedding on the first stage, the final norm and the

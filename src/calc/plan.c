@@ -26,7 +26,9 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     const struct cluster_spec *cl = pc->cluster;
     double gpus = (double)mc->dp * mc->tp * mc->pp * (mc->cp > 1 ? mc->cp : 1);
     double tokens = (double)pc->global_batch * mc->seq;
-    double model = plan_model_flops(m, mr->params, tokens, mc->seq);
+    /* a mixture of experts computes with the parameters a token uses (calc/params.h) */
+    double model =
+        plan_model_flops(m, m->experts > 0 ? params_active(m) : mr->params, tokens, mc->seq);
 
     /* Recompute, per micro-batch of the whole model (tp = 1), times the micro-batches of the
      * global batch. */
@@ -196,7 +198,7 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
     struct params_breakdown pb;
     params_count(c->model, &pb);
     out->model_flops =
-        plan_model_flops(c->model, pb.total, (double)c->global_batch * c->seq, c->seq);
+        plan_model_flops(c->model, pb.active, (double)c->global_batch * c->seq, c->seq);
     struct list kept = {0}, rejected = {0};
     static const struct ckpt_policy policies[] = {
         {CKPT_NONE, 0}, {CKPT_SELECTIVE, 0}, {CKPT_FULL, 1}};

@@ -54,6 +54,14 @@ static const struct key model_keys[] = {
     MODEL_INT(vocab, 1, PRESET_MAX_VOCAB),
     {"tied", KEY_BOOL, false, 0, 0, 0, 0, false, offsetof(struct model_shape, tied)},
     MODEL_INT(seq, 1, PRESET_MAX_SEQ),
+    /* a mixture of experts: optional (check_model says what goes together) */
+    {"experts", KEY_INT, true, 2, PRESET_MAX_EXPERTS, 0, 0, false,
+     offsetof(struct model_shape, experts)},
+    {"top_k", KEY_INT, true, 1, 2, 0, 0, false, offsetof(struct model_shape, top_k)},
+    {"moe_every", KEY_INT, true, 1, PRESET_MAX_LAYERS, 0, 0, false,
+     offsetof(struct model_shape, moe_every)},
+    {"capacity_factor", KEY_DOUBLE, true, 0, 0, 0, 64, false,
+     offsetof(struct model_shape, capacity_factor)},
     {NULL, KEY_NAME, false, 0, 0, 0, 0, false, 0},
 };
 
@@ -322,10 +330,33 @@ static int parse(const char *text, const char *file, const char *section, const 
 /* ------------------------------------------------------------------ checks after parsing */
 
 /* lines[]: where each of model_keys was given */
-static int check_model(const struct model_shape *m, const char *file, int line,
-                       const int lines[MAX_KEYS], struct error *e)
+static int check_model(struct model_shape *m, const char *file, int line, const int lines[MAX_KEYS],
+                       struct error *e)
 {
     enum { K_LAYERS = 1, K_D_MODEL, K_HEADS, K_KV_HEADS }; /* indices in model_keys */
+    enum { K_FFN_KIND = 6, K_EXPERTS = 10, K_TOP_K, K_MOE_EVERY, K_CAPACITY };
+    if (!m->experts) {
+        for (int k = K_TOP_K; k <= K_CAPACITY; k++)
+            if (lines[k])
+                return error_set(e, ERR_INVAL, "%s:%d: '%s' goes with 'experts'", file, lines[k],
+                                 model_keys[k].name);
+    } else {
+        if (m->ffn_kind != FFN_SWIGLU)
+            return error_set(e, ERR_INVAL,
+                             "%s:%d: experts are SwiGLU feed-forwards: ffn_kind "
+                             "swiglu (line %d), not gelu",
+                             file, lines[K_EXPERTS], lines[K_FFN_KIND]);
+        if (!lines[K_TOP_K])
+            return error_set(e, ERR_INVAL,
+                             "%s:%d: experts need 'top_k' (1 or 2: the experts "
+                             "each token goes to)",
+                             file, lines[K_EXPERTS]);
+        if (!lines[K_MOE_EVERY])
+            m->moe_every = 1;
+        if (m->moe_every > m->layers)
+            return error_set(e, ERR_INVAL, "%s:%d: moe_every %d is more than the %d layers", file,
+                             lines[K_MOE_EVERY], m->moe_every, m->layers);
+    }
     if (m->d_model % m->heads != 0)
         return error_set(e, ERR_INVAL, "%s:%d: heads (%d) must divide d_model (%d, line %d)", file,
                          lines[K_HEADS], m->heads, m->d_model, lines[K_D_MODEL]);
@@ -333,7 +364,8 @@ static int check_model(const struct model_shape *m, const char *file, int line,
         return error_set(e, ERR_INVAL, "%s:%d: kv_heads (%d) must divide heads (%d, line %d)", file,
                          lines[K_KV_HEADS], m->kv_heads, m->heads, lines[K_HEADS]);
     /* A shape whose parameters would not fit any machine (a petabyte of weights) is a typo. */
-    double d = m->d_model, f = m->ffn, per_layer = 4 * d * d + 3 * d * f;
+    double d = m->d_model, f = m->ffn,
+           per_layer = 4 * d * d + 3 * d * f * (m->experts ? m->experts : 1);
     if (per_layer * m->layers + 2.0 * m->vocab * d > 1e15)
         return error_set(e, ERR_INVAL,
                          "%s:%d: the shape gives more than 10^15 parameters; check layers, "

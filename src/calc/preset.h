@@ -3,6 +3,11 @@
  * A model is a shape: a [model] section with every one of the keys
  *   name, layers, d_model, heads, kv_heads, ffn, ffn_kind (swiglu|gelu), vocab,
  *   tied (true|false), seq
+ * and, for a mixture of experts (swiglu only), the optional keys
+ *   experts (E >= 2: each of its layers' feed-forward is E SwiGLU experts of width ffn and a
+ *   router), top_k (1 or 2, needed with experts: the experts a token goes to), moe_every
+ *   (default 1: layer l has experts when l % moe_every == 0, Megatron-LM's moe_layer_freq),
+ *   capacity_factor (default 0, no limit: an expert takes at most ceil(C k tokens / E))
  * and nothing else. Its parameter count is computed from the shape (calc/params.h).
  * ffn_kind also fixes the conventions of the layer: swiglu means the LLaMA family (RMSNorm with
  * a weight only, three feed-forward matrices, no biases, rotary positions: no positional
@@ -38,6 +43,8 @@ struct model_shape {
     int layers, d_model, heads, kv_heads, ffn, vocab, seq;
     enum ffn_kind ffn_kind;
     bool tied;
+    int experts, top_k, moe_every; /* experts 0: a dense model (top_k, moe_every unused) */
+    double capacity_factor;        /* 0: no capacity limit */
 };
 
 /* Limits of a shape (beyond them a file is "absurd" and refused). */
@@ -48,6 +55,7 @@ enum {
     PRESET_MAX_VOCAB = 1 << 24,
     PRESET_MAX_SEQ = 1 << 24,
     PRESET_MAX_GPUS = 1 << 20, /* gpus_per_node x nodes */
+    PRESET_MAX_EXPERTS = 1024,
 };
 
 /* The GPUs the lab simulates unless told: every command's --cluster default, the window's. */

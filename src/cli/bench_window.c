@@ -206,6 +206,12 @@ static bool answered(const struct child *c, const void *arg)
     return c->busy >= 0 && c->keys >= keys[0] && (!keys[1] || c->busy == 0);
 }
 
+/* The window has drawn *arg bytes in all. */
+static bool drew(const struct child *c, const void *arg)
+{
+    return c->drawn >= *(const size_t *)arg;
+}
+
 /* Waits until the window is idle: every key read answered and nothing busy. */
 static bool settle(struct child *c)
 {
@@ -252,8 +258,12 @@ static int training_cpu(struct bench *b)
     int k = b->quick ? 2 : 2 * b->repeats; /* one-second samples */
     pump(&c, 1.0, NULL, NULL);             /* it draws for a second, then space starts the run */
     bool alive = !c.gone && write(c.pty, " ", 1) == 1;
+    /* the run sets up, then plays: sampled once it draws its steps (a run that never starts
+     * draws nothing; a sanitizer on a busy machine takes seconds to set one up) */
+    size_t playing = c.drawn + 1000;
+    pump(&c, WAIT_S, drew, &playing);
     pump(&c, 0.5, NULL, NULL);
-    size_t before = c.drawn; /* a run that did not start draws nothing */
+    size_t before = c.drawn;
     double c0 = cpu_seconds(c.pid), t0 = clock_now(), c1 = c0, t1 = t0, pct[BENCH_MAX_REPEATS];
     for (int i = 0; i < k && alive; i++) {
         pump(&c, 1.0, NULL, NULL);

@@ -4,8 +4,8 @@
  * the run on the simulated cluster, the check against a double-precision reference, the bytes
  * each GPU sent, the simulated and predicted times. algbw and busbw are nccl-tests' (its
  * doc/PERFORMANCE.md): algbw = S / t, busbw = algbw x 2(N-1)/N for all-reduce, (N-1)/N for
- * reduce-scatter and all-gather, 1 for broadcast and reduce; t is the simulated cluster's
- * time (the host's own figures, from its wall time, are given beside them). */
+ * reduce-scatter, all-gather and all-to-all, 1 for broadcast and reduce; t is the simulated
+ * cluster's time (the host's own figures, from its wall time, are given beside them). */
 #include "config.h"
 
 #include <fcntl.h>
@@ -125,15 +125,21 @@ static int parse_fail(const struct opt_entry *o, const char *arg, void *field, s
 #define C struct cfg
 static const struct opt_entry options[] = {
     OPT_WITH("op", "OP", parse_op, C, a.op,
-             "allreduce (default), reduce-scatter, allgather, broadcast, reduce"),
+             "allreduce (default), reduce-scatter, allgather, broadcast, reduce,\n"
+             "alltoall (each GPU's buffer holds N blocks, block j for GPU j; each\n"
+             "GPU receives its block from every GPU into a buffer of its own)"),
     OPT_WITH("algo", "ALGO", parse_algo, C, a.algo,
-             "ring (default), tree, dbtree, rhd, or auto (the α-β model's fastest).\n"
-             "allreduce: all four; reduce-scatter, allgather: ring, rhd (N a power of\n"
-             "two); broadcast, reduce: ring (a pipelined chain), tree"),
+             "ring (default; pairwise for alltoall), tree, dbtree, rhd, pairwise,\n"
+             "direct, or auto (the α-β model's fastest). allreduce: ring, tree,\n"
+             "dbtree, rhd; reduce-scatter, allgather: ring, rhd (N a power of two);\n"
+             "broadcast, reduce: ring (a pipelined chain), tree; alltoall: pairwise\n"
+             "(N-1 exchange steps), direct (every send posted at once)"),
     OPT_INT("gpus", "N", C, gpus, 1, CLUSTER_MAX_GPUS, "1 to 256 (default 8)"),
     OPT_WITH("size", "BYTES", parse_size, C, size,
              "the collective's size S as nccl-tests counts it: the whole buffer of each\n"
-             "GPU (\"64MiB\", default); a whole number of elements; N x S at most 4 GiB.\n"
+             "GPU (\"64MiB\", default); a whole number of elements (alltoall: N blocks\n"
+             "of whole elements); the buffers at most 4 GiB: N x S (2 N x S for\n"
+             "alltoall, which receives into buffers of their own).\n"
              "Host memory: about N x S for the buffers, 4 MiB a GPU for its thread,\n"
              "and 256 MiB for the program (a test holds it to this bound; OpenBLAS\n"
              "reserves more address space per core unless OPENBLAS_NUM_THREADS=1)"),
@@ -161,8 +167,10 @@ static const struct opt_entry options[] = {
              "rhd's are its steps, a tree's a chunk's reduce or broadcast): the run\n"
              "ends with an error naming both (exit 1)"),
     OPT_FLAG("sweep", C, sweep,
-             "ring against tree (rhd for reduce-scatter/allgather) from 1 KiB to\n"
-             "--size (default 64 MiB) by factors of 4, with the crossover"),
+             "ring against tree (rhd for reduce-scatter/allgather, direct against\n"
+             "pairwise for alltoall) from 1 KiB to --size (default 64 MiB) by factors\n"
+             "of 4, with the crossover; alltoall's sizes rounded down to N blocks of\n"
+             "whole elements, as nccl-tests does"),
     OPT_WITH("seed", "S", parse_seed, C, a.seed, "the data's seed (default 1)"),
     OPT_WITH("deadline", "S", parse_deadline, C, deadline_s,
              "the longest wait for one message, in seconds (default 60)"),
@@ -173,7 +181,8 @@ static const struct opt_entry options[] = {
              "(needs a scalelab built with Open MPI: libopenmpi-dev, openmpi-bin).\n"
              "Rank 0 reports algbw and busbw on the real wall time and the MPI\n"
              "library's MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather on\n"
-             "the same buffers (JSON: \"transport\": \"mpi\", \"mpi\": [...]); --fail or a\n"
+             "the same buffers (and MPI_Bcast, MPI_Reduce or MPI_Alltoall for those\n"
+             "ops; JSON: \"transport\": \"mpi\", \"mpi\": [...]); --fail or a\n"
              "rank silent past the deadline ends every rank (MPI_Abort, exit 1).\n"
              "No --sweep, --steps, --trace or --events (they read simulated time)"),
     OPT_FLAG("progress", C, progress,
@@ -205,9 +214,12 @@ static int parse(int argc, char **argv, struct cfg *c)
     c->size = 64.0 * 1024 * 1024;
     c->cluster = PRESET_CLUSTER;
     c->root = -1;
+    c->a.algo = COST_ALGO_COUNT; /* not given */
     int rc = opts_parse(&opts_collective, argc, argv, c);
     if (rc)
         return rc;
+    if (c->a.algo == COST_ALGO_COUNT)
+        c->a.algo = c->a.op == COST_ALLTOALL ? COST_PAIRWISE : COST_RING;
     c->a.gpus = c->gpus ? c->gpus : 8;
     c->a.root = c->root >= 0 ? c->root : 0;
     /* the cluster: a preset or a file, then --nodes */
@@ -246,11 +258,20 @@ static int checks(struct cfg *c)
         return cli_usage("collective",
                          "--size: %.0f bytes is not a whole number of %s elements (%zu bytes each)",
                          c->size, fp_info(c->a.dtype)->name, es);
-    if (!c->mpi && c->size * n > HOST_LIMIT)
+    double buffers = c->size * n * (c->a.op == COST_ALLTOALL ? 2 : 1);
+    if (!c->mpi && buffers > HOST_LIMIT)
         return cli_usage("collective",
-                         "--size x --gpus: %.0f bytes of buffers on the host; at most 4 GiB",
-                         c->size * n);
+                         "--size x --gpus: %.0f bytes of buffers on the host%s; at most 4 GiB",
+                         buffers, c->a.op == COST_ALLTOALL ? " (alltoall: sent and received)" : "");
     c->a.count = (size_t)(c->size / (double)es);
+    if (c->a.op == COST_ALLTOALL && !c->sweep && c->a.count % (size_t)n != 0) {
+        size_t lo = c->a.count / (size_t)n * (size_t)n, hi = lo + (size_t)n;
+        return cli_usage("collective",
+                         "--size: alltoall sends each of the %d GPUs a block of S/N: %zu %s "
+                         "elements do not split into %d equal blocks (%zu or %zu elements do: "
+                         "%zu or %zu bytes)",
+                         n, c->a.count, fp_info(c->a.dtype)->name, n, lo, hi, lo * es, hi * es);
+    }
     /* a root that is not used would be silently ignored: only broadcast and reduce have one */
     if (c->root >= 0 && c->a.op != COST_BROADCAST && c->a.op != COST_REDUCE)
         return cli_usage("collective", "--root %d: only broadcast and reduce have a root, not %s",
@@ -303,6 +324,8 @@ static const char *algo_title(enum cost_op op, enum cost_algo algo)
     case COST_TREE: return "pipelined binary tree";
     case COST_DBTREE: return "double binary tree";
     case COST_RHD: return "recursive halving/doubling";
+    case COST_PAIRWISE: return "pairwise exchange";
+    case COST_DIRECT: return "direct (every send at once)";
     default: return "?";
     }
 }
@@ -487,8 +510,6 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
     const char *formula = NULL;
     switch (a->op) {
     case COST_ALLREDUCE: formula = "2(N-1)", factor = 2.0 * (n - 1); break;
-    case COST_REDUCE_SCATTER:
-    case COST_ALLGATHER: formula = "(N-1)", factor = n - 1; break;
     default: formula = "(N-1)", factor = n - 1; break;
     }
     share = factor / n * t->bytes;
@@ -505,6 +526,8 @@ static void print_text(const struct cfg *c, const struct trial *t, const struct 
     if ((a->op == COST_ALLREDUCE || a->op == COST_REDUCE_SCATTER || a->op == COST_ALLGATHER) &&
         (t->algo == COST_RING || (t->algo == COST_RHD && !(n & (n - 1)))))
         printf("   (%s/N x size = %.1f, up to one element)\n", formula, share);
+    else if (a->op == COST_ALLTOALL) /* its own block stays: N-1 blocks of S/N leave */
+        printf("   (%s/N x size = %.0f: every block but its own)\n", formula, share);
     else
         printf("\n");
     if (n <= 16 && lo != hi) {
@@ -617,6 +640,11 @@ static int sweep(struct cfg *c)
     enum cost_algo algos[2] = {COST_RING, COST_TREE};
     if (base->op == COST_REDUCE_SCATTER || base->op == COST_ALLGATHER)
         algos[1] = COST_RHD;
+    if (base->op == COST_ALLTOALL)
+        algos[0] = COST_PAIRWISE, algos[1] = COST_DIRECT;
+    char key[2][32]; /* the JSON rows' names of the first algorithm's times */
+    snprintf(key[0], sizeof key[0], "%s_s", cost_algo_name(algos[0]));
+    snprintf(key[1], sizeof key[1], "%s_predicted_s", cost_algo_name(algos[0]));
     struct error e = {0};
     if (!cost_supported(base->op, algos[1], base->gpus, &e))
         return cli_fail(&e);
@@ -626,16 +654,22 @@ static int sweep(struct cfg *c)
                cost_op_name(base->op), cost_algo_name(algos[0]), cost_algo_name(algos[1]),
                base->gpus, base->spec.name);
     if (!c->json)
-        printf("%12s %14s %14s %14s %14s  %s\n", "size", "ring", "(predicted)",
+        printf("%12s %14s %14s %14s %14s  %s\n", "size", cost_algo_name(algos[0]), "(predicted)",
                cost_algo_name(algos[1]), "(predicted)", "faster");
     int prev = -1;
     double cross_lo = -1, cross_hi = -1, last = 0;
-    for (double size = 1024; size <= max; size *= 4) {
+    for (double step = 1024; step <= max; step *= 4) {
         double ts[2], tp[2];
+        /* alltoall: N blocks of whole elements, the size rounded down (nccl-tests'
+         * AlltoAllGetCollByteCount does the same) */
+        size_t count = (size_t)(step / (double)es), n = (size_t)base->gpus;
+        if (base->op == COST_ALLTOALL)
+            count = count / n * n;
+        double size = (double)count * (double)es;
         for (int i = 0; i < 2; i++) {
             struct trial_args a = *base;
             a.algo = algos[i];
-            a.count = (size_t)(size / (double)es);
+            a.count = count;
             a.verify = false;
             struct trial t;
             int rc = trial_run(&a, &t, &e);
@@ -660,10 +694,10 @@ static int sweep(struct cfg *c)
                    units_format_seconds(t1, sizeof t1, ts[1]),
                    units_format_seconds(p1, sizeof p1, tp[1]), cost_algo_name(algos[faster]));
         json_array_append_new(rows,
-                              json_pack("{s:f, s:o, s:o, s:o, s:o, s:s}", "size", size, "ring_s",
-                                        json_num(ts[0]), "ring_predicted_s", json_num(tp[0]),
-                                        "other_s", json_num(ts[1]), "other_predicted_s",
-                                        json_num(tp[1]), "faster", cost_algo_name(algos[faster])));
+                              json_pack("{s:f, s:o, s:o, s:o, s:o, s:s}", "size", size, key[0],
+                                        json_num(ts[0]), key[1], json_num(tp[0]), "other_s",
+                                        json_num(ts[1]), "other_predicted_s", json_num(tp[1]),
+                                        "faster", cost_algo_name(algos[faster])));
     }
     /* the model's own crossover, the one the window marks (the same schedule as the runs) */
     struct cost_net net;
@@ -878,10 +912,13 @@ const struct command cmd_collective = {
     "steps, the α-β predicted time, the simulated time, the host's wall time (the whole run's,\n"
     "and the collective's: JSON run_wall_time_s and wall_time_s), and algbw and\n"
     "busbw as nccl-tests defines them (S/t; busbw = algbw x 2(N-1)/N for allreduce, (N-1)/N for\n"
-    "reduce-scatter and allgather, 1 for broadcast and reduce; t the simulated time).\n"
+    "reduce-scatter, allgather and alltoall, 1 for broadcast and reduce; t the simulated time).\n"
+    "An alltoall's S is each GPU's send buffer, N blocks of S/N; each GPU keeps its own block\n"
+    "and sends (N-1)/N x S.\n"
     "\n"
     "Tolerance: each of the N-1 additions of an element rounds once in fp32 and once to the\n"
     "data's format, so |result - exact| <= (N-1)(u_format + u_fp32) sum|x| (u = 2^-24, 2^-8\n"
-    "for bf16, 2^-11 for fp16); copies must be exact.\n",
+    "for bf16, 2^-11 for fp16); copies must be exact (an alltoall's every received block is\n"
+    "checked against its sender's).\n",
     collective_main,
 };

@@ -49,6 +49,10 @@ struct train_summary {
     int layers;
     float last_scale;
     uint64_t scalars;
+    /* a mixture of experts: the choices routed and dropped over the run; the last step's
+     * load-balancing loss and imbalance */
+    uint64_t routed, dropped;
+    double last_aux, last_imbalance;
 };
 
 /* The run's settings before its steps (text). */

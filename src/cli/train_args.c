@@ -78,7 +78,7 @@ static const struct opt_entry own_options[] = {
              "write model.ini, params.f32, tokens.i32, targets.i32, loss.txt and\n"
              "grads.f32 of step 1 (little-endian; gradients of the mean loss,\n"
              "unscaled and before clipping, gathered from every GPU) to check\n"
-             "against PyTorch"),
+             "against PyTorch; with experts, train.ini holds --aux-loss-coef"),
     OPT_WITH("fail", "GPU@STEP", parse_fail, A, o,
              "that GPU fails in that step's gradient sync: the run ends (exit 1)"),
     OPT_WITH("nodes", "K", opts_str, A, nodes,
@@ -111,6 +111,43 @@ __attribute__((constructor)) static void build_options(void)
 
 const struct opts_spec opts_train = {"train", options, NULL, NULL};
 
+/* The mixture-of-experts settings given (read into the run's shape, over the lab's) onto the
+ * model --model names: the calculator's shape and the model's, so the prediction is of the
+ * model that runs; what goes with experts needs them. 0, or the exit status. */
+static int configure_moe(struct train_args *r)
+{
+    struct model_shape *m = &r->shape;
+    const struct gpt_moe *set = &r->o.shape.moe;
+    if (given(r, "experts")) {
+        if (!m->experts) /* a dense preset turned into a mixture: Mixtral's k by default */
+            m->top_k = 2, m->moe_every = 1;
+        m->experts = set->experts;
+    }
+    const char *lone = given(r, "top-k")             ? "--top-k"
+                       : given(r, "moe-every")       ? "--moe-every"
+                       : given(r, "capacity-factor") ? "--capacity-factor"
+                       : given(r, "aux-loss-coef")   ? "--aux-loss-coef"
+                                                     : NULL;
+    if (!m->experts) {
+        if (lone)
+            return cli_usage("train", "%s goes with --experts (the model %s has none)", lone,
+                             m->name);
+        return 0;
+    }
+    if (given(r, "top-k"))
+        m->top_k = set->top_k;
+    if (given(r, "moe-every"))
+        m->moe_every = set->every;
+    if (given(r, "capacity-factor"))
+        m->capacity_factor = set->capacity_factor;
+    if (m->top_k > m->experts)
+        return cli_usage("train", "--top-k %d: more than the %d experts", m->top_k, m->experts);
+    if (m->moe_every > m->layers)
+        return cli_usage("train", "--moe-every %d: %s has %d layers", m->moe_every, m->name,
+                         m->layers);
+    return 0;
+}
+
 /* The options into r, and the checks between them: 0, or the exit status. */
 static int configure(int argc, char **argv, struct train_args *r)
 {
@@ -120,11 +157,14 @@ static int configure(int argc, char **argv, struct train_args *r)
     if ((rc = train_opts_lab(&r->o, &e)) ||
         (rc = preset_load_model(TRAIN_LAB_MODEL, &r->shape, &e)))
         return cli_fail(&e);
-    if ((rc = opts_parse(&opts_train, argc, argv, r)))
+    if ((rc = opts_parse(&opts_train, argc, argv, r)) || (rc = configure_moe(r)))
         return rc;
     struct train_opts *o = &r->o;
+    double aux = o->shape.moe.aux_coef; /* the shape below is the model's, with its default */
     if (train_shape_of(&r->shape, &o->shape, &e))
         return cli_usage("train", "--model %s", e.msg);
+    if (given(r, "aux-loss-coef"))
+        o->shape.moe.aux_coef = aux;
     if (!given(r, "loss-scale"))
         o->scaling = train_scaling_for(o->precision);
     if (r->summary_only && !r->json)
@@ -167,6 +207,11 @@ static int configure_layout(struct train_args *r)
                          "--schedule %s needs --pp > 1: one stage runs its micro-batches one "
                          "after the other (forward, backward), adding up their gradients",
                          sched_name(o->schedule));
+    if (o->shape.moe.experts && (o->gpus > 1 || o->micro_batches > 1))
+        return cli_usage("train",
+                         "%s has experts: it trains on one GPU with one micro-batch for now, "
+                         "not %d GPUs and %d micro-batches",
+                         r->shape.name, o->gpus, o->micro_batches);
     if (train_opts_check(o, &e))
         return opts_fail(&opts_train, &e);
     return 0;

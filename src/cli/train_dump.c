@@ -108,6 +108,17 @@ int train_dump_write(const struct train_args *r, const struct run *run, struct e
                  "kv_heads = %d\nffn = %d\nffn_kind = swiglu\nvocab = %d\ntied = true\n"
                  "seq = %d\n",
                  r->shape.name, c->layers, c->d, c->heads, c->heads, c->ffn, c->vocab, c->seq);
+    char aux[128];
+    int al = 0;
+    if (c->moe.experts) { /* the experts in the shape; the loss's coefficient beside it */
+        len += snprintf(ini + len, sizeof ini - (size_t)len,
+                        "experts = %d\ntop_k = %d\nmoe_every = %d\ncapacity_factor = %.17g\n",
+                        c->moe.experts, c->moe.top_k, c->moe.every, c->moe.capacity_factor);
+        al = snprintf(aux, sizeof aux,
+                      "# written by scalelab train --dump: what the loss adds to the shape's\n"
+                      "[train]\naux_coef = %.17g\n",
+                      c->moe.aux_coef);
+    }
     int ll = snprintf(lossbuf, sizeof lossbuf, "%.17g\n", loss);
     if (mkdir(r->dump, 0777) != 0 && errno != EEXIST)
         return error_set(e, ERR_IO, "--dump: cannot create %s: %s", r->dump, strerror(errno));
@@ -117,6 +128,8 @@ int train_dump_write(const struct train_args *r, const struct run *run, struct e
         return error_set(e, ERR_NOMEM, "out of memory");
     gpt_init_params(c, o->seed, params);
     int rc = write_file(r->dump, "model.ini", ini, (size_t)len, e);
+    if (!rc && al)
+        rc = write_file(r->dump, "train.ini", aux, (size_t)al, e);
     if (!rc)
         rc = write_le32(r->dump, "params.f32", params, n, e);
     if (!rc)

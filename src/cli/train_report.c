@@ -26,6 +26,15 @@ void train_print_header(const struct train_args *r, const struct cluster_spec *s
            "seq %d\n",
            r->shape.name, units_format_grouped(pc, sizeof pc, gpt_param_count(c)), c->d, c->layers,
            c->heads, c->ffn, c->vocab, c->seq);
+    if (c->moe.experts) {
+        char ac[32], cap[32] = "no capacity limit";
+        if (c->moe.capacity_factor > 0)
+            snprintf(cap, sizeof cap, "capacity factor %g", c->moe.capacity_factor);
+        printf("experts: %d in %d of the %d layers, top-%d, %s, aux-loss coefficient %g; %s "
+               "parameters used per token\n",
+               c->moe.experts, gpt_moe_layers(c), c->layers, c->moe.top_k, cap, c->moe.aux_coef,
+               units_format_grouped(ac, sizeof ac, gpt_active_param_count(c)));
+    }
     printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, ",
            fp_info(o->precision)->name,
            o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
@@ -88,6 +97,12 @@ void train_print_step_json(const struct run_step *rs)
         printf("],");
     }
     printf("\"act_peak_bytes\":%zu,", s->act_peak_bytes);
+    if (s->routed) { /* a mixture of experts: the routing's figures */
+        put_num("aux_loss", s->aux_loss, true);
+        printf("\"routed\":%llu,\"dropped\":%llu,", (unsigned long long)s->routed,
+               (unsigned long long)s->dropped);
+        put_num("expert_imbalance", s->expert_imbalance, true);
+    }
     put_num("sim_time_s", rs->sim_time_s, true);
     printf("\"comm_bytes_per_gpu\":%llu}\n", (unsigned long long)rs->comm_bytes_per_gpu);
 }
@@ -106,6 +121,9 @@ void train_print_step_text(const struct run_step *rs)
         printf("  non-finite on GPU %d: %s", rs->nonfinite_gpu, s->nonfinite);
     else if (s->nonfinite[0])
         printf("  non-finite: %s", s->nonfinite);
+    if (s->routed)
+        printf("  aux %.4f  dropped %.1f%%  max load %.2fx", s->aux_loss,
+               100.0 * (double)s->dropped / (double)s->routed, s->expert_imbalance);
     if (s->overflow)
         printf("  OVERFLOW");
     if (s->spike)
@@ -280,6 +298,20 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
         json_pack("{s:o, s:o}", "memory_bytes", json_whole(dmem), "comm_bytes", json_whole(dcomm)));
 }
 
+/* A mixture of experts' shape and its routing over the run. */
+static json_t *moe_json(const struct gpt_config *c, const struct train_summary *sum)
+{
+    json_t *x =
+        json_pack("{s:i, s:i, s:i, s:o, s:o}", "experts", c->moe.experts, "top_k", c->moe.top_k,
+                  "moe_every", c->moe.every, "capacity_factor", json_num(c->moe.capacity_factor),
+                  "aux_loss_coef", json_num(c->moe.aux_coef));
+    json_object_set_new(x, "routed", json_integer((json_int_t)sum->routed));
+    json_object_set_new(x, "dropped", json_integer((json_int_t)sum->dropped));
+    json_object_set_new(x, "last_aux_loss", json_num(sum->last_aux));
+    json_object_set_new(x, "last_expert_imbalance", json_num(sum->last_imbalance));
+    return x;
+}
+
 static void print_summary_json(const struct train_args *r, const struct run *run,
                                const struct train_summary *sum, const struct prediction *p)
 {
@@ -296,6 +328,11 @@ static void print_summary_json(const struct train_args *r, const struct run *run
     json_object_set_new(m, "steps", json_integer(sum->steps));
     json_object_set_new(m, "model", json_string(r->shape.name));
     json_object_set_new(m, "parameters", json_integer((json_int_t)gpt_param_count(c)));
+    if (c->moe.experts) {
+        json_object_set_new(m, "active_parameters",
+                            json_integer((json_int_t)gpt_active_param_count(c)));
+        json_object_set_new(m, "moe", moe_json(c, sum));
+    }
     json_object_set_new(m, "precision", json_string(fp_info(o->precision)->key));
     char ckpt[24];
     json_object_set_new(m, "checkpoint", json_string(ckpt_name(ckpt, sizeof ckpt, &o->ckpt)));
@@ -501,6 +538,8 @@ void train_summary_add(struct train_summary *sum, const struct train_args *r,
     sum->exposed += rs->exposed_s;
     sum->scalars = rs->scalar_bytes;
     sum->last_scale = s->next_scale; /* after the last update, as get_scale() says */
+    sum->routed += s->routed, sum->dropped += s->dropped;
+    sum->last_aux = s->aux_loss, sum->last_imbalance = s->expert_imbalance;
     sum->steps = i;
 }
 

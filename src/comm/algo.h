@@ -1,5 +1,5 @@
 /* Private to comm/: the algorithms behind coll_run, one file per family (ring.c, rhd.c,
- * pipe.c). Each is called by every device with the same arguments. */
+ * pipe.c, alltoall.c). Each is called by every device with the same arguments. */
 #ifndef SCALELAB_COMM_ALGO_H
 #define SCALELAB_COMM_ALGO_H
 
@@ -13,6 +13,7 @@ struct error;
 struct algo {
     const struct xport *x; /* the transport of this member */
     char *buf;
+    char *recv;       /* all-to-all: where the blocks arrive (struct coll's recv) */
     size_t count, es; /* elements, bytes per element */
     enum fp_format dt;
     int n, rank, root;
@@ -57,5 +58,9 @@ int pipe_broadcast(const struct algo *a, struct error *e);
 int pipe_reduce(const struct algo *a, struct error *e);
 int pipe_allreduce(const struct algo *a, struct error *e);
 int pipe_dbtree_allreduce(const struct algo *a, struct error *e);
+
+/* alltoall.c: count a multiple of n */
+int a2a_pairwise(const struct algo *a, struct error *e);
+int a2a_direct(const struct algo *a, struct error *e);
 
 #endif

@@ -4,6 +4,8 @@
 #include "config.h"
 #include "comm/coll.h"
 
+#include <string.h>
+
 #include "base/error.h"
 #include "comm/algo.h"
 #include "comm/reduce.h"
@@ -61,6 +63,8 @@ int coll_steps(const struct cluster_spec *s, int n, enum cost_op op, enum cost_a
             return chunks_for(s, n, op, algo, count, reduce_elem_size(dt));
         return k * (n - 1);
     case COST_RHD: return k * lg + (n != (1 << lg) ? 2 : 0);
+    case COST_PAIRWISE: return n - 1;
+    case COST_DIRECT: return 1;
     case COST_TREE:
     case COST_DBTREE:
         return (op == COST_ALLREDUCE ? 2 : 1) *
@@ -76,6 +80,16 @@ int coll_run(struct device *d, const struct coll *c, struct error *e)
     struct xport x;
     xport_thread(&x, d);
     return coll_run_on(&x, c, e);
+}
+
+int coll_alltoall_check(size_t count, int n, struct error *e)
+{
+    if (n > 0 && count % (size_t)n != 0)
+        return error_set(e, ERR_INVAL,
+                         "all-to-all sends count/N elements to each GPU: %zu elements do not "
+                         "split into %d equal blocks",
+                         count, n);
+    return 0;
 }
 
 int coll_run_on(const struct xport *x, const struct coll *c, struct error *e)
@@ -114,8 +128,19 @@ int coll_run_on(const struct xport *x, const struct coll *c, struct error *e)
         .group = c->group,
         .combine = c->max ? reduce_max : reduce_sum,
     };
-    if (c->max && (c->dtype != FP_FP32 || c->op == COST_ALLGATHER || c->op == COST_BROADCAST))
+    if (c->max && (c->dtype != FP_FP32 || c->op == COST_ALLGATHER || c->op == COST_BROADCAST ||
+                   c->op == COST_ALLTOALL))
         return error_set(e, ERR_INVAL, "a maximum reduces fp32 data");
+    if (c->op == COST_ALLTOALL) {
+        if (!c->recv || (c->count > 0 && (char *)c->recv < (char *)c->buf + c->count * a.es &&
+                         (char *)c->buf < (char *)c->recv + c->count * a.es))
+            return error_set(e, ERR_INVAL, "all-to-all receives into a buffer of its own");
+        if (coll_alltoall_check(c->count, n, e))
+            return ERR_INVAL;
+        a.recv = c->recv;
+    } else if (c->recv) {
+        return error_set(e, ERR_INVAL, "only all-to-all has a receive buffer");
+    }
     if (a.es == 0)
         return error_set(e, ERR_INVAL, "collectives carry fp32, bf16 or fp16 data");
     if ((c->op == COST_BROADCAST || c->op == COST_REDUCE) && (c->root < 0 || c->root >= n))
@@ -139,8 +164,11 @@ int coll_run_on(const struct xport *x, const struct coll *c, struct error *e)
     if (c->stream < 0 || c->stream + (algo == COST_DBTREE) >= DEV_STREAMS)
         return error_set(e, ERR_INVAL, "streams go from 0 to %d (dbtree uses two), not %d",
                          DEV_STREAMS - 1, c->stream);
-    if (n == 1)
+    if (n == 1) {
+        if (c->op == COST_ALLTOALL) /* its own block, across */
+            memcpy(c->recv, c->buf, c->count * a.es);
         return 0;
+    }
     if (algo == COST_RING || algo == COST_TREE || algo == COST_DBTREE)
         a.chunks = chunks_for(s, n, c->op, algo, c->count, a.es);
     int rc = dispatch(c->op, algo, &a, e);
@@ -165,6 +193,7 @@ static int dispatch(enum cost_op op, enum cost_algo algo, const struct algo *a, 
         return algo == COST_RING ? ring_allgather(a, 0, e) : rhd_allgather(a, 0, e);
     case COST_BROADCAST: return algo == COST_RING ? ring_broadcast(a, e) : pipe_broadcast(a, e);
     case COST_REDUCE: return algo == COST_RING ? ring_reduce(a, e) : pipe_reduce(a, e);
+    case COST_ALLTOALL: return algo == COST_DIRECT ? a2a_direct(a, e) : a2a_pairwise(a, e);
     default: return error_set(e, ERR_INVAL, "no such collective");
     }
 }

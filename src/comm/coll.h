@@ -8,6 +8,10 @@
  *   allgather       GPU i starts with its chunk i; every GPU ends with all chunks
  *   broadcast       the root's buffer ends up everywhere
  *   reduce          the root ends with the sum; the other GPUs' buffers hold partial sums
+ *   all-to-all      GPU i's buffer holds N blocks of count/N elements, block j for GPU j;
+ *                   GPU i's recv buffer ends with GPU j's block i in its block j (out of
+ *                   place: recv is a buffer of count elements apart from buf; count a
+ *                   multiple of N), as MPI_Alltoall and a group of NCCL sends and receives
  *
  * Buffers are in place, as NCCL's in-place calls: a ZeRO shard of GPU i is chunk i. Chunks
  * split count elements as evenly as possible (the first count % N chunks one element
@@ -22,11 +26,13 @@
  *   dbtree  NCCL's double binary tree: half of the buffer on each of two trees (all-reduce)
  *   rhd     recursive halving reduce-scatter, recursive doubling all-gather (Rabenseifner);
  *           all-reduce on any N, folding the extra GPUs in and out (see comm/cost.h)
+ *   pairwise   all-to-all in N-1 exchange steps (alltoall.c)
+ *   direct     all-to-all with every send posted at once (alltoall.c)
  *
  * The step numbers (dev_step, the events' step, --fail GPU@STEP) count each algorithm's
  * rounds from 0: ring N-1 per phase; rhd one per exchange (and one per fold); chains and
- * trees one per pipeline chunk and phase. Memory: no allocation; a receive combines straight
- * from the sender's buffer.
+ * trees one per pipeline chunk and phase; pairwise N-1, direct 1. Memory: no allocation; a receive
+ * combines straight from the sender's buffer.
  *
  * Time: a collective runs on one device stream (struct coll's stream, 0 by default), the double
  * binary tree on that stream and the next; when it returns, its stream's clock is when this GPU
@@ -70,6 +76,9 @@ struct coll {
     /* Reduce by the element-wise maximum instead of the sum (fp32 all-reduce, reduce-scatter
      * and reduce): tensor parallelism's cross-entropy takes the row maximum over the group. */
     bool max;
+    /* All-to-all only (required there): where the blocks arrive, count elements not
+     * overlapping buf. */
+    void *recv;
 };
 
 /* Every device calls it with the same op, algo, count, dtype and root. 0, ERR_INVAL (an
@@ -78,6 +87,9 @@ int coll_run(struct device *d, const struct coll *c, struct error *e);
 /* The same over any transport (comm/xport.h): coll_run is this with the device's thread
  * transport; an MPI rank calls it with its own (comm/mpi.h). */
 int coll_run_on(const struct xport *x, const struct coll *c, struct error *e);
+/* Whether count elements split into the n equal blocks an all-to-all sends (a trial asks
+ * before it allocates, coll_run_on before it runs): 0 or ERR_INVAL saying so. */
+int coll_alltoall_check(size_t count, int n, struct error *e);
 
 int coll_allreduce(struct device *d, void *buf, size_t count, enum fp_format dt,
                    enum cost_algo algo, struct error *e);

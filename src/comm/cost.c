@@ -12,8 +12,9 @@
 #include "sim/port.h"
 
 static const char *const op_names[COST_OP_COUNT] = {"allreduce", "reduce-scatter", "allgather",
-                                                    "broadcast", "reduce"};
-static const char *const algo_names[COST_ALGO_COUNT] = {"ring", "tree", "dbtree", "rhd"};
+                                                    "broadcast", "reduce",         "alltoall"};
+static const char *const algo_names[COST_ALGO_COUNT] = {"ring", "tree",     "dbtree",
+                                                        "rhd",  "pairwise", "direct"};
 
 const char *cost_op_name(enum cost_op op)
 {
@@ -34,7 +35,7 @@ int cost_parse_op(const char *s, enum cost_op *out, struct error *e)
         }
     return error_set(e, ERR_INVAL,
                      "unknown collective '%s' (allreduce, reduce-scatter, allgather, broadcast, "
-                     "reduce)",
+                     "reduce, alltoall)",
                      s);
 }
 
@@ -49,7 +50,8 @@ int cost_parse_algo(const char *s, enum cost_algo *out, struct error *e)
             *out = (enum cost_algo)i;
             return 0;
         }
-    return error_set(e, ERR_INVAL, "unknown algorithm '%s' (ring, tree, dbtree, rhd, auto)", s);
+    return error_set(e, ERR_INVAL,
+                     "unknown algorithm '%s' (ring, tree, dbtree, rhd, pairwise, direct, auto)", s);
 }
 
 static bool is_pow2(int n)
@@ -69,7 +71,7 @@ bool cost_supported(enum cost_op op, enum cost_algo algo, int n, struct error *e
 {
     switch (op) {
     case COST_ALLREDUCE:
-        if (algo < COST_ALGO_COUNT)
+        if (algo <= COST_RHD)
             return true;
         break;
     case COST_REDUCE_SCATTER:
@@ -92,6 +94,12 @@ bool cost_supported(enum cost_op op, enum cost_algo algo, int n, struct error *e
             return true;
         error_set(e, ERR_INVAL, "%s runs by ring (a pipelined chain) or tree, not %s",
                   cost_op_name(op), cost_algo_name(algo));
+        return false;
+    case COST_ALLTOALL:
+        if (algo == COST_PAIRWISE || algo == COST_DIRECT)
+            return true;
+        error_set(e, ERR_INVAL, "alltoall runs by pairwise or direct, not %s",
+                  cost_algo_name(algo));
         return false;
     default: break;
     }
@@ -159,18 +167,24 @@ struct sop {
 struct smsg {
     int from;
     bool taken;
+    int next;       /* 1 + the index of the next message from the same sender (0: none) */
     double arrival; /* a free link's; once taken, the one it got */
     double cross;   /* m/β: its bytes on the receiver's incoming link */
+};
+
+struct spend { /* a send not yet waited for: its receiver, its inbox index, its stream */
+    int to, msg, stream;
 };
 
 struct sdev {
     struct sop *ops;
     int nops, cap, pc;
     double clock[2];
-    int pend_to[8], pend_msg[8]; /* the sends not yet waited for: receiver, its inbox index */
-    int pend_stream[8], npend;
+    struct spend *pend;
+    int npend, cappend;
     struct smsg *inbox;
-    int ninbox, capinbox, first; /* messages before first are all taken */
+    int ninbox, capinbox;
+    int *head, *tail; /* per sender: 1 + the index of its first untaken and last message */
     struct port_busy *port, *inport;
     int nport, capport, ninport, capinport;
 };
@@ -182,6 +196,7 @@ struct sched {
     bool nomem;
     double *arrived; /* every message's arrival, when counting rounds (else NULL) */
     int narrived, caparrived;
+    int *links; /* the devices' head and tail arrays, n x 2n */
 };
 
 static void *grow(void *p, int *cap, int need, size_t size, bool *nomem)
@@ -221,12 +236,19 @@ static double link_cross(const struct cost_net *net, int from, int to, double by
     return cost_p2p(net, from, to, bytes) - cost_p2p(net, from, to, 0);
 }
 
-/* Books a port as the simulator does (sim/port.h). */
+/* Books a port as the simulator does (sim/port.h). An interval that starts where the one
+ * before it ends is merged into it: the same busy time, so the same answers, and a port that
+ * sends N-1 messages back to back (the direct all-to-all) keeps one interval, not N-1 to scan
+ * on every booking. */
 static double port_book(struct sched *s, struct port_busy **busy, int *n, int *cap, double ready,
                         double dur)
 {
     int i;
     double t = port_earliest(*busy, *n, ready, dur, &i);
+    if (i > 0 && (*busy)[i - 1].t1 == t && (i == *n || t + dur < (*busy)[i].t0)) {
+        (*busy)[i - 1].t1 = t + dur;
+        return t;
+    }
     struct port_busy *p = grow(*busy, cap, *n + 1, sizeof *p, &s->nomem);
     if (!p)
         return t;
@@ -248,24 +270,30 @@ static bool step_op(struct sched *s, int r)
         double dur = link_time(s->net, r, o->peer, o->bytes);
         double t = port_book(s, &d->port, &d->nport, &d->capport, d->clock[o->stream], dur);
         struct smsg *m = grow(to->inbox, &to->capinbox, to->ninbox + 1, sizeof *m, &s->nomem);
-        if (!m || d->npend == 8)
-            return s->nomem = true;
-        to->inbox = m;
-        to->inbox[to->ninbox] =
-            (struct smsg){r, false, t + dur, link_cross(s->net, r, o->peer, o->bytes)};
-        d->pend_to[d->npend] = o->peer;
-        d->pend_msg[d->npend] = to->ninbox++;
-        d->pend_stream[d->npend++] = o->stream;
+        struct spend *pd = grow(d->pend, &d->cappend, d->npend + 1, sizeof *pd, &s->nomem);
+        if (!m || !pd)
+            return true;
+        to->inbox = m, d->pend = pd;
+        int k = to->ninbox++;
+        to->inbox[k] =
+            (struct smsg){r, false, 0, t + dur, link_cross(s->net, r, o->peer, o->bytes)};
+        if (to->tail[r])
+            to->inbox[to->tail[r] - 1].next = k + 1;
+        else
+            to->head[r] = k + 1;
+        to->tail[r] = k + 1;
+        d->pend[d->npend++] = (struct spend){o->peer, k, o->stream};
         break;
     }
     case SOP_RECV: {
-        int i = d->first;
-        while (i < d->ninbox && (d->inbox[i].taken || d->inbox[i].from != o->peer))
-            i++;
-        if (i == d->ninbox)
+        if (!d->head[o->peer])
             return false;
+        int i = d->head[o->peer] - 1;
         struct smsg *m = &d->inbox[i];
         m->taken = true;
+        d->head[o->peer] = m->next;
+        if (!m->next)
+            d->tail[o->peer] = 0;
         /* the incoming link carries one message's bytes at a time, in the order taken */
         if (m->cross > 0)
             m->arrival = port_book(s, &d->inport, &d->ninport, &d->capinport, m->arrival - m->cross,
@@ -278,20 +306,18 @@ static bool step_op(struct sched *s, int r)
             s->arrived = a;
             s->arrived[s->narrived++] = m->arrival;
         }
-        while (d->first < d->ninbox && d->inbox[d->first].taken)
-            d->first++;
         if (m->arrival > d->clock[o->stream])
             d->clock[o->stream] = m->arrival;
         break;
     }
     case SOP_WAIT: /* as dev_wait: until the receivers have taken them */
         for (int i = 0; i < d->npend; i++)
-            if (!s->d[d->pend_to[i]].inbox[d->pend_msg[i]].taken)
+            if (!s->d[d->pend[i].to].inbox[d->pend[i].msg].taken)
                 return false;
         for (int i = 0; i < d->npend; i++) {
-            double a = s->d[d->pend_to[i]].inbox[d->pend_msg[i]].arrival;
-            if (a > d->clock[d->pend_stream[i]])
-                d->clock[d->pend_stream[i]] = a;
+            double a = s->d[d->pend[i].to].inbox[d->pend[i].msg].arrival;
+            if (a > d->clock[d->pend[i].stream])
+                d->clock[d->pend[i].stream] = a;
         }
         d->npend = 0;
         break;
@@ -435,21 +461,50 @@ static int distinct_moments(double *t, int n)
     return u;
 }
 
+/* src/comm/alltoall.c: blocks of `block` bytes; pairwise, N-1 exchanges (step k: send to
+ * r + k, receive from r - k, wait); direct, every send posted in that order, then the
+ * receives, then one wait for all the sends. */
+static void prog_alltoall(struct sched *s, double block, bool direct)
+{
+    int n = s->n;
+    for (int r = 0; r < n; r++) {
+        for (int k = 1; k < n; k++) {
+            emit(s, r, SOP_SEND, 0, (r + k) % n, block);
+            if (!direct) {
+                emit(s, r, SOP_RECV, 0, (r - k + n) % n, 0);
+                emit(s, r, SOP_WAIT, 0, 0, 0);
+            }
+        }
+        for (int k = 1; k < n && direct; k++)
+            emit(s, r, SOP_RECV, 0, (r - k + n) % n, 0);
+        if (direct)
+            emit(s, r, SOP_WAIT, 0, 0, 0);
+    }
+}
+
 /* The simulated time of op by algo (not the ring's reduce-scatter, all-gather and
  * all-reduce, whose formula is already exact) with P chunks; NAN when out of memory. With
  * rounds, the moments at which its messages arrive (cost_result.rounds). */
 static double sched_time_rounds(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
                                 double S, int P, int *rounds)
 {
-    struct sched s = {net, net->gpus, calloc((size_t)net->gpus, sizeof(struct sdev)), false, NULL,
-                      0,   0};
-    if (!s.d)
+    int n = net->gpus;
+    struct sched s = {net, n, calloc((size_t)n, sizeof(struct sdev)),        false, NULL,
+                      0,   0, calloc((size_t)n * 2 * (size_t)n, sizeof(int))};
+    if (!s.d || !s.links) {
+        free(s.d);
+        free(s.links);
         return NAN;
+    }
+    for (int r = 0; r < n; r++) /* calloc'd zeros: pages a sparse program never touches */
+        s.d[r].head = s.links + (size_t)r * 2 * n, s.d[r].tail = s.d[r].head + n;
     if (rounds && !(s.arrived = malloc(16 * sizeof *s.arrived)))
         s.nomem = true;
     s.caparrived = 16;
     bool ar = op == COST_ALLREDUCE;
-    if (algo == COST_RHD)
+    if (op == COST_ALLTOALL)
+        prog_alltoall(&s, S / n, algo == COST_DIRECT);
+    else if (algo == COST_RHD)
         prog_rhd(&s, S, ar || op == COST_REDUCE_SCATTER, ar || op == COST_ALLGATHER);
     else if (algo == COST_RING)
         prog_chain(&s, P, S / P, op == COST_REDUCE);
@@ -463,10 +518,12 @@ static double sched_time_rounds(enum cost_op op, enum cost_algo algo, const stru
     free(s.arrived);
     for (int r = 0; r < s.n; r++) {
         free(s.d[r].ops);
+        free(s.d[r].pend);
         free(s.d[r].inbox);
         free(s.d[r].port);
         free(s.d[r].inport);
     }
+    free(s.links);
     free(s.d);
     return t;
 }
@@ -508,7 +565,7 @@ int cost_pipe_formula(enum cost_op op, enum cost_algo algo, const struct cost_ne
 double cost_schedule_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
                           double bytes, int chunks)
 {
-    bool replayed = algo == COST_RHD || pipelined(op, algo);
+    bool replayed = algo == COST_RHD || op == COST_ALLTOALL || pipelined(op, algo);
     if (!replayed || !cost_supported(op, algo, net->gpus, NULL) || chunks < 1 || net->gpus < 1)
         return NAN;
     return sched_time(op, algo, net, bytes, chunks);
@@ -544,28 +601,13 @@ int cost_chunks(enum cost_op op, enum cost_algo algo, const struct cost_net *net
     return p;
 }
 
-int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes,
-                    struct cost_result *out, struct error *e)
+/* The closed formulas of algo's op on n > 1 GPUs over one link of latency a and bandwidth b:
+ * its steps, chunks, time and bytes into out. 0, or ERR_INVAL for no such algorithm. */
+static int closed_form(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double S,
+                       double a, double b, struct cost_result *out, struct error *e)
 {
-    memset(out, 0, sizeof *out);
     int n = net->gpus;
-    if (n < 1 || net->gpus_per_node < 1)
-        return error_set(e, ERR_INVAL, "the cost model needs at least one GPU and one per node");
-    if (!(bytes >= 0))
-        return error_set(e, ERR_INVAL, "the size must be a number of bytes >= 0");
-    if (!(net->beta_intra > 0 && net->beta_inter > 0 && net->alpha_intra >= 0 &&
-          net->alpha_inter >= 0))
-        return error_set(e, ERR_INVAL, "the cost model needs α >= 0 and β > 0");
-    if (algo == COST_AUTO)
-        algo = cost_best_algo(op, net, bytes);
-    if (!cost_supported(op, algo, n, e))
-        return ERR_INVAL;
-    double a, b;
-    cost_link(net, &a, &b);
-    out->alpha = a, out->beta = b, out->chunks = 1;
-    if (n == 1)
-        return 0;
-    double S = bytes, N = n;
+    double N = n;
     int D = cost_log2(n), P;
     bool reduce_all = op == COST_ALLREDUCE;
     switch (algo) {
@@ -630,8 +672,43 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
             tree_max_bytes(n, 0, -1, S / 2, S / 2, half, &out->bytes_min_per_gpu);
         break;
     }
+    case COST_PAIRWISE:
+    case COST_DIRECT: /* N-1 blocks of S/N, one after the other through the port */
+        out->steps = n - 1;
+        out->time_s = (N - 1) * (a + S / N / b);
+        out->bytes_total = (N - 1) * S;
+        out->bytes_max_per_gpu = (N - 1) / N * S;
+        break;
     default: return error_set(e, ERR_INVAL, "no such algorithm");
     }
+    return 0;
+}
+
+int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes,
+                    struct cost_result *out, struct error *e)
+{
+    memset(out, 0, sizeof *out);
+    int n = net->gpus;
+    if (n < 1 || net->gpus_per_node < 1)
+        return error_set(e, ERR_INVAL, "the cost model needs at least one GPU and one per node");
+    if (!(bytes >= 0))
+        return error_set(e, ERR_INVAL, "the size must be a number of bytes >= 0");
+    if (!(net->beta_intra > 0 && net->beta_inter > 0 && net->alpha_intra >= 0 &&
+          net->alpha_inter >= 0))
+        return error_set(e, ERR_INVAL, "the cost model needs α >= 0 and β > 0");
+    if (algo == COST_AUTO)
+        algo = cost_best_algo(op, net, bytes);
+    if (!cost_supported(op, algo, n, e))
+        return ERR_INVAL;
+    double a, b;
+    cost_link(net, &a, &b);
+    out->alpha = a, out->beta = b, out->chunks = 1;
+    if (n == 1)
+        return 0;
+    double S = bytes;
+    int rc = closed_form(op, algo, net, S, a, b, out, e);
+    if (rc)
+        return rc;
     /* The closed formulas above hold for full trees on one node; the schedule is the time
      * the simulation takes, for every shape and across nodes. */
     bool ring_coll = algo == COST_RING && op != COST_BROADCAST && op != COST_REDUCE;
@@ -705,7 +782,8 @@ double cost_busbw_factor(enum cost_op op, int n)
     switch (op) {
     case COST_ALLREDUCE: return 2.0 * (n - 1) / n;
     case COST_REDUCE_SCATTER:
-    case COST_ALLGATHER: return (double)(n - 1) / n;
+    case COST_ALLGATHER:
+    case COST_ALLTOALL: return (double)(n - 1) / n;
     default: return 1.0;
     }
 }

@@ -29,7 +29,23 @@
  *   tree all-reduce            (P + D-1)(3α + 4S/(Pβ)) reduce, then        2(N-1) S
  *                                                      broadcast
  *   dbtree all-reduce          its schedule (below)                        2(N-1) S
+ *   pairwise all-to-all        (N-1)(α + S/(Nβ))              (one node)   (N-1) S
+ *   direct all-to-all          (N-1)(α + S/(Nβ))              (one node)   (N-1) S
  *   point-to-point             α + S/β
+ *
+ * All-to-all (comm/alltoall.c): GPU i's buffer of S bytes holds N blocks of S/N, block j for
+ * GPU j. Each GPU keeps its own block and sends the N-1 others, (N-1)/N S; every byte it
+ * sends is a byte another GPU lacks, so no algorithm sends less. Pairwise exchange (N-1
+ * steps; in step k GPU i sends its block (i+k) mod N to GPU (i+k) mod N and receives
+ * block i from GPU (i-k) mod N) pays one α and S/(Nβ) per step. The direct algorithm posts
+ * all N-1 sends at once, in the same staggered order (i+1, i+2, ...: MPICH's algorithm for
+ * medium messages, which avoids every GPU sending to the same one at once; Thakur,
+ * Rabenseifner, Gropp 2005, §3.5), then takes its N-1 receives in the order i-1, i-2, ...
+ * One port sends them one after the other: on one node its k-th message arrives at
+ * k(α + S/(Nβ)), when its receiver wants it, so the two take the same time. Across nodes a
+ * step mixes NVLink and network messages: both are timed by their schedule (cost.c replays
+ * them), and the direct algorithm's GPUs, never waiting for a step's slowest pair, may finish
+ * sooner.
  *
  * Pipelining (P chunks): a chain or tree splits the buffer into P chunks and forwards chunk k
  * while chunk k+1 arrives. A node of a binary tree sends each chunk to two children one after
@@ -68,8 +84,10 @@
  * cost_link gives the link the ring formulas use.
  *
  * Bus bandwidth (nccl-tests, doc/PERFORMANCE.md): algbw = S / t; busbw = algbw × factor with
- * factor 2(N-1)/N for all-reduce, (N-1)/N for reduce-scatter and all-gather, 1 for
- * broadcast and reduce. */
+ * factor 2(N-1)/N for all-reduce, (N-1)/N for reduce-scatter, all-gather and all-to-all, 1
+ * for broadcast and reduce. For all-to-all S is each GPU's whole send buffer (nccl-tests'
+ * src/alltoall.cu: count x nranks x typesize), so busbw is the rate of the (N-1)/N S each
+ * GPU's link carried. */
 #ifndef SCALELAB_COMM_COST_H
 #define SCALELAB_COMM_COST_H
 
@@ -83,10 +101,20 @@ enum cost_op {
     COST_ALLGATHER,
     COST_BROADCAST,
     COST_REDUCE,
+    COST_ALLTOALL,
     COST_OP_COUNT
 };
 
-enum cost_algo { COST_RING, COST_TREE, COST_DBTREE, COST_RHD, COST_ALGO_COUNT, COST_AUTO };
+enum cost_algo {
+    COST_RING,
+    COST_TREE,
+    COST_DBTREE,
+    COST_RHD,
+    COST_PAIRWISE, /* all-to-all: N-1 exchange steps */
+    COST_DIRECT,   /* all-to-all: every send posted at once */
+    COST_ALGO_COUNT,
+    COST_AUTO
+};
 
 #define COST_MAX_CHUNKS 64
 
@@ -111,8 +139,8 @@ struct cost_result {
     double alpha, beta; /* the link the formula used */
 };
 
-/* "allreduce", "reduce-scatter", "allgather", "broadcast", "reduce"; "ring", "tree", "dbtree",
- * "rhd" ("auto" parses to COST_AUTO). */
+/* "allreduce", "reduce-scatter", "allgather", "broadcast", "reduce", "alltoall"; "ring",
+ * "tree", "dbtree", "rhd", "pairwise", "direct" ("auto" parses to COST_AUTO). */
 const char *cost_op_name(enum cost_op op);
 const char *cost_algo_name(enum cost_algo algo);
 int cost_parse_op(const char *s, enum cost_op *out, struct error *e);
@@ -143,8 +171,9 @@ int cost_pipe_formula(enum cost_op op, enum cost_algo algo, const struct cost_ne
                       double bytes, struct cost_pipe *out);
 double cost_pipe_time(const struct cost_pipe *f, int chunks);
 
-/* The time of the schedule of op by a pipelined algorithm or rhd cut in `chunks` chunks, its
- * messages replayed as the simulator times them; NAN for the ring's own collectives. */
+/* The time of the schedule of op by a pipelined algorithm, rhd or an all-to-all cut in
+ * `chunks` chunks (1 for rhd and all-to-all), its messages replayed as the simulator times
+ * them; NAN for the ring's own collectives. */
 double cost_schedule_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
                           double bytes, int chunks);
 

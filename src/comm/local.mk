@@ -1,5 +1,6 @@
 libscalelab_a_SOURCES += \
 	%reldir%/algo.c %reldir%/algo.h \
+	%reldir%/alltoall.c \
 	%reldir%/chunk.h \
 	%reldir%/coll.c %reldir%/coll.h \
 	%reldir%/cost.c %reldir%/cost.h \

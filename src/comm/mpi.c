@@ -56,7 +56,8 @@ void mpi_end(void)
 
 /* ------------------------------------------------------------------ the transport */
 
-#define SLOTS 8 /* sends in flight at once (a tree posts up to four) */
+/* sends in flight at once: a tree posts up to four, the direct all-to-all N-1 */
+#define SLOTS CLUSTER_MAX_GPUS
 
 struct mx {
     MPI_Comm comm;
@@ -255,6 +256,7 @@ struct libcall {
     MPI_Datatype type;
     MPI_Op sum;
     char *buf;
+    char *rbuf; /* all-to-all's receive buffer */
     size_t count;
     int rank, n, root;
     bool even;            /* n divides count: the _block and plain variants */
@@ -286,6 +288,9 @@ static void lib_run(const struct libcall *l, enum cost_op op)
         else
             MPI_Reduce(l->buf, NULL, c, l->type, l->sum, l->root, l->comm);
         break;
+    case COST_ALLTOALL: /* out of place, as ours */
+        MPI_Alltoall(l->buf, per, l->type, l->rbuf, per, l->type, l->comm);
+        break;
     default: break;
     }
 }
@@ -297,6 +302,7 @@ static const char *lib_name(enum cost_op op, bool even)
     case COST_REDUCE_SCATTER: return even ? "MPI_Reduce_scatter_block" : "MPI_Reduce_scatter";
     case COST_ALLGATHER: return even ? "MPI_Allgather" : "MPI_Allgatherv";
     case COST_BROADCAST: return "MPI_Bcast";
+    case COST_ALLTOALL: return "MPI_Alltoall";
     default: return "MPI_Reduce";
     }
 }
@@ -324,10 +330,11 @@ static int count_hosts(const struct mx *m, char *host0, size_t n0)
     return hosts;
 }
 
-/* The library's calls on buf, as trial a makes ours: its sum for 16-bit data, the chunks of
- * coll_chunk, and in ops (r->nlib of them) the collectives to time, each figure of r ready. */
-static void lib_open(const struct mx *m, const struct trial_args *a, char *buf, struct mpi_run *r,
-                     struct libcall *l, enum cost_op *ops)
+/* The library's calls on buf (and all-to-all's rbuf), as trial a makes ours: its sum for 16-bit
+ * data, the chunks of coll_chunk, and in ops (r->nlib of them) the collectives to time, each
+ * figure of r ready. */
+static void lib_open(const struct mx *m, const struct trial_args *a, char *buf, char *rbuf,
+                     struct mpi_run *r, struct libcall *l, enum cost_op *ops)
 {
     int rank = m->rank, n = m->size;
     MPI_Op sum = MPI_SUM;
@@ -336,17 +343,18 @@ static void lib_open(const struct mx *m, const struct trial_args *a, char *buf, 
         type = MPI_UINT16_T;
         MPI_Op_create(a->dtype == FP_BF16 ? sum_bf16 : sum_fp16, 1, &sum);
     }
-    *l = (struct libcall){m->comm,
-                          type,
-                          sum,
-                          buf,
-                          a->count,
-                          rank,
-                          n,
-                          a->root,
-                          a->count % n == 0,
-                          calloc((size_t)n, sizeof(int)),
-                          calloc((size_t)n, sizeof(int))};
+    *l = (struct libcall){.comm = m->comm,
+                          .type = type,
+                          .sum = sum,
+                          .buf = buf,
+                          .rbuf = rbuf,
+                          .count = a->count,
+                          .rank = rank,
+                          .n = n,
+                          .root = a->root,
+                          .even = a->count % n == 0,
+                          .counts = calloc((size_t)n, sizeof(int)),
+                          .displs = calloc((size_t)n, sizeof(int))};
     if (!l->counts || !l->displs)
         stop("GPU %d: out of memory", rank);
     for (int g = 0; g < n; g++) {
@@ -356,13 +364,30 @@ static void lib_open(const struct mx *m, const struct trial_args *a, char *buf, 
     }
     ops[0] = COST_ALLREDUCE, ops[1] = COST_REDUCE_SCATTER, ops[2] = COST_ALLGATHER;
     r->nlib = 3;
-    if (a->op == COST_BROADCAST || a->op == COST_REDUCE)
+    if (a->op == COST_BROADCAST || a->op == COST_REDUCE || a->op == COST_ALLTOALL)
         ops[r->nlib++] = a->op;
     for (int k = 0; k < r->nlib; k++) {
         r->lib[k] = (struct mpi_lib_figure){lib_name(ops[k], l->even), ops[k], 1e300,
                                             calloc((size_t)r->repeat, sizeof(double))};
         if (!r->lib[k].sample)
             stop("GPU %d: out of memory", rank);
+    }
+}
+
+/* Round i of the library's calls (-1: the warm-up), each on the trial's data, timed. */
+static void lib_round(const struct mx *m, const struct trial_args *a, const struct libcall *l,
+                      const enum cost_op *ops, struct mpi_run *r, int i)
+{
+    for (int k = 0; k < r->nlib; k++) {
+        verify_fill(a->dtype, l->buf, a->count, a->seed, m->rank);
+        barrier(m);
+        double t1 = MPI_Wtime();
+        lib_run(l, ops[k]);
+        double lt = slowest(m, MPI_Wtime() - t1);
+        if (i >= 0) {
+            r->lib[k].sample[i] = lt;
+            r->lib[k].time_s = lt < r->lib[k].time_s ? lt : r->lib[k].time_s;
+        }
     }
 }
 
@@ -409,6 +434,8 @@ static void check(const struct mx *m, const struct trial_args *a, const char *bu
 static int predict(const struct trial_args *a, int n, size_t bytes, struct trial *t,
                    struct error *e)
 {
+    if (a->op == COST_ALLTOALL && coll_alltoall_check(a->count, n, e))
+        return ERR_INVAL;
     t->bytes = (double)bytes;
     t->algo = coll_resolve(&a->spec, n, a->op, a->algo, t->bytes);
     if (!cost_supported(a->op, t->algo, n, e))
@@ -452,12 +479,13 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     MPI_Comm_idup(MPI_COMM_WORLD, &m.comm, &dup);
     await(&m, &dup, MPI_STATUS_IGNORE, "the other ranks to start", -1);
     r->hosts = count_hosts(&m, r->host0, sizeof r->host0);
-    char *buf = malloc(bytes ? bytes : 1);
+    bool a2a = a->op == COST_ALLTOALL;
+    char *buf = malloc(bytes ? bytes : 1), *rbuf = a2a ? malloc(bytes ? bytes : 1) : NULL;
     m.scratch = malloc(bytes ? bytes : 1);
     m.scratch_bytes = bytes;
     t->sent = calloc((size_t)n, sizeof *t->sent);
-    if (!buf || !m.scratch || !t->sent)
-        stop("GPU %d: no memory for two buffers of %zu bytes", rank, bytes);
+    if (!buf || !m.scratch || !t->sent || (a2a && !rbuf))
+        stop("GPU %d: no memory for %d buffers of %zu bytes", rank, a2a ? 3 : 2, bytes);
     memset(m.scratch, 0, bytes); /* touched once, before anything is timed */
 
     struct xport x = {&mpi_ops, &m, rank, n, &a->spec};
@@ -466,13 +494,14 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
                       .buf = buf,
                       .count = a->count,
                       .dtype = a->dtype,
-                      .root = a->root};
+                      .root = a->root,
+                      .recv = rbuf};
     const char *stall = getenv("SCALELAB_MPI_STALL_RANK");
 
     /* the library's collectives on the same buffers */
     struct libcall l;
     enum cost_op ops[MPI_LIB_MAX];
-    lib_open(&m, a, buf, r, &l, ops);
+    lib_open(&m, a, buf, rbuf, r, &l, ops);
     r->sample = calloc((size_t)r->repeat, sizeof *r->sample);
     if (!r->sample)
         stop("GPU %d: out of memory", rank);
@@ -481,6 +510,8 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
     t->wall_s = 1e300;
     for (int i = -1; i < r->repeat; i++) {
         verify_fill(a->dtype, buf, a->count, a->seed, rank);
+        if (rbuf) /* what the check reads is this run's, not the library's before it */
+            memset(rbuf, 0, bytes);
         m.bytes_sent = 0;
         barrier(&m);
         double t0 = MPI_Wtime();
@@ -498,22 +529,13 @@ int mpi_trial_run(const struct trial_args *a, double deadline_s, struct mpi_run 
             for (int g = 0; g < n && rank == 0; g++)
                 t->sent_total += t->sent[g];
             if (a->verify)
-                check(&m, a, buf, r);
+                check(&m, a, rbuf ? rbuf : buf, r);
         }
-        for (int k = 0; k < r->nlib; k++) {
-            verify_fill(a->dtype, buf, a->count, a->seed, rank);
-            barrier(&m);
-            double t1 = MPI_Wtime();
-            lib_run(&l, ops[k]);
-            double lt = slowest(&m, MPI_Wtime() - t1);
-            if (i >= 0) {
-                r->lib[k].sample[i] = lt;
-                r->lib[k].time_s = lt < r->lib[k].time_s ? lt : r->lib[k].time_s;
-            }
-        }
+        lib_round(&m, a, &l, ops, r, i);
     }
     lib_close(&l);
     free(buf);
+    free(rbuf);
     free(m.scratch);
     MPI_Comm_free(&m.comm);
     return 0;

@@ -14,7 +14,8 @@
  * round, then `repeat` timed rounds (each run's time is its slowest rank's, between barriers).
  * A round runs ours, then the library's own MPI_Allreduce, MPI_Reduce_scatter_block and
  * MPI_Allgather (the v-variants when N does not divide the count; MPI_Bcast and MPI_Reduce
- * for those ops) on the same buffers, in place: ours and the library's are timed in turns, so
+ * for those ops, MPI_Alltoall for all-to-all, out of place as ours) on the same buffers, in
+ * place: ours and the library's are timed in turns, so
  * that a stretch when the machine is busy (ranks waiting for a core: milliseconds, against a
  * tenth of one for a 1 MiB all-reduce) falls on both instead of on one of them, and every
  * sample is kept (the best is reported; the benchmark shows the spread). Our last run is

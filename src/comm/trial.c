@@ -66,6 +66,7 @@ struct ctx {
     const struct trial_args *a;
     enum cost_algo algo;
     void **bufs;
+    void **rbufs;         /* all-to-all: the receive buffers (else NULL) */
     double *best;         /* per GPU: best single repetition */
     struct verify *share; /* per GPU: its share of the check */
     uint64_t *dig;        /* per GPU: its buffer's digest */
@@ -87,7 +88,9 @@ static int body(struct device *d, void *arg, struct error *e)
                       .buf = c->bufs[r],
                       .count = a->count,
                       .dtype = a->dtype,
-                      .root = a->root};
+                      .root = a->root,
+                      .recv = c->rbufs ? c->rbufs[r] : NULL};
+    void **out = c->rbufs ? c->rbufs : c->bufs; /* where the result is */
     c->best[r] = 1e300;
     /* each GPU fills its own buffer, in parallel, before anything is timed */
     if (r == 0)
@@ -123,11 +126,13 @@ static int body(struct device *d, void *arg, struct error *e)
         return 0;
     if ((rc = dev_barrier(d, e)))
         return rc;
-    verify_share(a->op, a->root, a->dtype, c->bufs, r, n, a->count, a->seed, &c->share[r]);
+    verify_share(a->op, a->root, a->dtype, out, r, n, a->count, a->seed, &c->share[r]);
     size_t off, len;
     coll_chunk(a->count, n, a->op == COST_ALLGATHER ? (r + 1) % n : r, &off, &len);
+    if (a->op == COST_ALLTOALL) /* its whole buffer, each element one input */
+        len = a->count / (size_t)n;
     progress_add(&c->pr, "checking the result", (uint64_t)len * (uint64_t)n);
-    c->dig[r] = verify_digest(c->bufs[r], a->count * es);
+    c->dig[r] = verify_digest(out[r], a->count * es);
     return 0;
 }
 
@@ -160,7 +165,8 @@ static void merge_checks(const struct ctx *c, struct trial *t)
     /* wrong: the whole check again, serially, to name the first wrong element as it always has
      * (which GPU, which index, GPUs disagreeing) */
     if (!t->check.ok || !t->check.identical)
-        verify_check(a->op, a->root, a->dtype, c->bufs, n, a->count, a->seed, &t->check);
+        verify_check(a->op, a->root, a->dtype, c->rbufs ? c->rbufs : c->bufs, n, a->count, a->seed,
+                     &t->check);
     t->digest = verify_digest_all(c->dig, n);
     t->check_s = clock_now() - c->done;
 }
@@ -177,6 +183,8 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
                          CLUSTER_MAX_GPUS, a->gpus);
     if (a->repeat < 1 || (a->verify && a->repeat != 1))
         return error_set(e, ERR_INVAL, "a checked trial runs once");
+    if (a->op == COST_ALLTOALL && coll_alltoall_check(a->count, a->gpus, e))
+        return ERR_INVAL;
     t->bytes = (double)a->count * (double)es;
     t->algo = coll_resolve(&a->spec, a->gpus, a->op, a->algo, t->bytes);
     struct cost_net net;
@@ -194,13 +202,15 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
     struct ctx c = {.a = a,
                     .algo = t->algo,
                     .bufs = calloc((size_t)n, sizeof(void *)),
+                    .rbufs = a->op == COST_ALLTOALL ? calloc((size_t)n, sizeof(void *)) : NULL,
                     .best = calloc((size_t)n, sizeof(double)),
                     .share = calloc((size_t)n, sizeof(struct verify)),
                     .dig = calloc((size_t)n, sizeof(uint64_t)),
                     .pr = {.fn = a->progress, .ctx = a->progress_ctx}};
     pthread_mutex_init(&c.pr.lock, NULL);
     t->sent = calloc((size_t)n, sizeof *t->sent);
-    if (!c.bufs || !c.best || !c.share || !c.dig || !t->sent) {
+    if (!c.bufs || !c.best || !c.share || !c.dig || !t->sent ||
+        (a->op == COST_ALLTOALL && !c.rbufs)) {
         rc = error_set(e, ERR_NOMEM, "no memory for %d GPUs", n);
         goto out;
     }
@@ -210,6 +220,11 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
         c.bufs[g] =
             ledger_alloc(dev_ledger(cluster_device(t->cluster, g)), MEM_COMM, a->count * es, e);
         if (!c.bufs[g]) {
+            rc = e && e->code ? e->code : ERR_NOMEM;
+            goto out;
+        }
+        if (c.rbufs && !(c.rbufs[g] = ledger_alloc(dev_ledger(cluster_device(t->cluster, g)),
+                                                   MEM_COMM, a->count * es, e))) {
             rc = e && e->code ? e->code : ERR_NOMEM;
             goto out;
         }
@@ -237,11 +252,15 @@ int trial_run(const struct trial_args *a, struct trial *t, struct error *e)
     if (a->verify)
         merge_checks(&c, t);
 out:
-    for (int g = 0; g < n && c.bufs; g++)
+    for (int g = 0; g < n && c.bufs; g++) {
         if (c.bufs[g])
             ledger_free(dev_ledger(cluster_device(t->cluster, g)), c.bufs[g]);
+        if (c.rbufs && c.rbufs[g])
+            ledger_free(dev_ledger(cluster_device(t->cluster, g)), c.rbufs[g]);
+    }
     pthread_mutex_destroy(&c.pr.lock);
     free(c.bufs);
+    free(c.rbufs);
     free(c.best);
     free(c.share);
     free(c.dig);

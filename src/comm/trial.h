@@ -1,5 +1,6 @@
 /* One collective on a simulated cluster, start to finish: the buffers (allocated once,
- * through each GPU's ledger, as communication buffers), real data, the run, its check
+ * through each GPU's ledger, as communication buffers; an all-to-all's receive buffers
+ * beside them), real data, the run, its check
  * against a double-precision reference, the bytes each GPU sent, the simulated and the
  * α-β predicted times and the host's wall time. `scalelab collective`, its benchmark, its
  * tests and the lesson 3 panel all go through here.

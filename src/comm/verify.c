@@ -145,14 +145,15 @@ static void check_sum(struct verify *v, enum fp_format dt, const void *buf, int 
     }
 }
 
-/* Elements [lo, hi) of GPU g's buffer must be GPU src's input exactly. */
-static void check_copy(struct verify *v, enum fp_format dt, const void *buf, int g, int src,
-                       size_t lo, size_t hi, uint64_t seed)
+/* Elements [lo, hi) of GPU g's buffer must be GPU src's input elements from src_lo on,
+ * exactly. */
+static void check_copy_from(struct verify *v, enum fp_format dt, const void *buf, int g, int src,
+                            size_t lo, size_t hi, size_t src_lo, uint64_t seed)
 {
     float want[BLOCK], got[BLOCK];
     for (size_t i = lo; i < hi && v->ok; i += BLOCK) {
         size_t m = hi - i < BLOCK ? hi - i : BLOCK;
-        values(dt, want, m, seed, src, i);
+        values(dt, want, m, seed, src, src_lo + (i - lo));
         load(dt, got, buf, i, m);
         if (memcmp(want, got, m * sizeof *got) == 0)
             continue;
@@ -162,6 +163,22 @@ static void check_copy(struct verify *v, enum fp_format dt, const void *buf, int
                 break;
             }
     }
+}
+
+/* Elements [lo, hi) of GPU g's buffer must be GPU src's input exactly. */
+static void check_copy(struct verify *v, enum fp_format dt, const void *buf, int g, int src,
+                       size_t lo, size_t hi, uint64_t seed)
+{
+    check_copy_from(v, dt, buf, g, src, lo, hi, lo, seed);
+}
+
+/* GPU g's received blocks after an all-to-all: its block j must be GPU j's block g. */
+static void check_alltoall(struct verify *v, enum fp_format dt, const void *buf, int g, int n,
+                           size_t count, uint64_t seed)
+{
+    size_t b = count / (size_t)n;
+    for (int j = 0; j < n; j++)
+        check_copy_from(v, dt, buf, g, j, (size_t)j * b, (size_t)(j + 1) * b, (size_t)g * b, seed);
 }
 
 /* A check not yet failed, with op's tolerance over n GPUs. */
@@ -217,6 +234,10 @@ void verify_check(enum cost_op op, int root, enum fp_format dt, void *const *buf
                 check_copy(out, dt, bufs[g], g, root, 0, count, seed);
         out->identical = out->ok;
         break;
+    case COST_ALLTOALL: /* every GPU ends with different blocks: nothing to compare */
+        for (int g = 0; g < n; g++)
+            check_alltoall(out, dt, bufs[g], g, n, count, seed);
+        break;
     default: out->ok = false; break;
     }
     if (!out->identical)
@@ -245,6 +266,7 @@ void verify_check_rank(enum cost_op op, int root, enum fp_format dt, const void 
         }
         break;
     case COST_BROADCAST: check_copy(out, dt, buf, rank, root, 0, count, seed); break;
+    case COST_ALLTOALL: check_alltoall(out, dt, buf, rank, n, count, seed); break;
     default: out->ok = false; break;
     }
 }
@@ -263,6 +285,7 @@ void verify_share(enum cost_op op, int root, enum fp_format dt, void *const *buf
         check_copy(out, dt, bufs[g], g, (g + 1) % n, off, off + len, seed);
         break;
     case COST_BROADCAST: check_copy(out, dt, bufs[g], g, root, off, off + len, seed); break;
+    case COST_ALLTOALL: check_alltoall(out, dt, bufs[g], g, n, count, seed); break;
     default: out->ok = false; break;
     }
 }

@@ -13,7 +13,8 @@
  *     |got - ref| <= (N-1) ((u_fmt + u_fp32)(1 + 1e-3) sum|x_r| + s_fmt/2),
  * where 1e-3 covers the second-order terms. The error is reported relative to sum|x_r| (the
  * sum's scale; the sum itself may be near zero): max_rel_error <= (N-1)(u_fmt + u_fp32).
- * Copies (all-gather, broadcast) must be exact. */
+ * Copies (all-gather, broadcast, all-to-all) must be exact. After an all-to-all the buffers
+ * checked are the receive buffers: GPU g's block j must be GPU j's input block g. */
 #ifndef SCALELAB_COMM_VERIFY_H
 #define SCALELAB_COMM_VERIFY_H
 
@@ -48,16 +49,17 @@ void verify_check(enum cost_op op, int root, enum fp_format dt, void *const *buf
                   size_t count, uint64_t seed, struct verify *out);
 
 /* The same check on one GPU's buffer alone, for its part of the result (all of it for
- * all-reduce, all-gather and broadcast, its chunk for reduce-scatter, nothing off the root
- * for reduce): what an MPI rank, holding only its own buffer, can check. identical is left
- * true: the caller compares the GPUs' digests. */
+ * all-reduce, all-gather, broadcast and all-to-all, its chunk for reduce-scatter, nothing off
+ * the root for reduce): what an MPI rank, holding only its own buffer, can check. identical
+ * is left true: the caller compares the GPUs' digests. */
 void verify_check_rank(enum cost_op op, int root, enum fp_format dt, const void *buf, int rank,
                        int n, size_t count, uint64_t seed, struct verify *out);
 
 /* GPU g's share of verify_check, for the N GPUs to check a result in parallel, each from its
  * own thread: a chunk of the result each (coll_chunk's), so the N shares check every element
  * once -- all-reduce and reduce-scatter: chunk g of GPU g's buffer; reduce: chunk g of the
- * root's; all-gather: chunk g + 1 of GPU g's (a received one); broadcast: chunk g of GPU g's.
+ * root's; all-gather: chunk g + 1 of GPU g's (a received one); broadcast: chunk g of GPU g's;
+ * all-to-all: GPU g's whole receive buffer (every GPU's result is its own).
  * Where the result must be the same everywhere, the shares speak for every GPU only when all
  * the buffers are equal: the caller compares their digests. identical is left true. */
 void verify_share(enum cost_op op, int root, enum fp_format dt, void *const *bufs, int g, int n,
@@ -66,7 +68,8 @@ void verify_share(enum cost_op op, int root, enum fp_format dt, void *const *buf
 /* Folds GPU rank's check into all's (all starts as verify_check_rank's out of GPU 0). */
 void verify_merge(struct verify *all, const struct verify *one);
 
-/* Whether op leaves every GPU with the same bits (all-reduce, all-gather, broadcast). */
+/* Whether op leaves every GPU with the same bits (all-reduce, all-gather, broadcast; not
+ * reduce-scatter, reduce, all-to-all). */
 bool verify_same_everywhere(enum cost_op op);
 
 /* A 64-bit digest of bytes: equal buffers give equal digests, and buffers that differ in one

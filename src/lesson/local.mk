@@ -4,5 +4,5 @@ libscalelab_a_SOURCES += \
 	%reldir%/lesson_check.c %reldir%/lesson_files.c \
 	%reldir%/text.c %reldir%/text.h \
 	%reldir%/progress.c %reldir%/progress.h \
-	%reldir%/quantity.c %reldir%/quantity.h \
+	%reldir%/quantity.c %reldir%/quantity.h %reldir%/quantity_expr.c \
 	%reldir%/figure.c %reldir%/figure.h

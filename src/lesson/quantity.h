@@ -2,7 +2,8 @@
  *
  * A lesson writes "fp16.max", "bf16.round(0.1)" or "synthetic_7b.states / 8" where it needs a
  * number, so the number comes from the engine and not from the teacher's arithmetic. The
- * registry is one table in quantity.c; adding a quantity is adding one line there:
+ * registry is one table in quantity.c (quantity_expr.c evaluates expressions); adding a quantity is
+ * adding one line there:
  *
  *     Q1("bf16.round", "", "x held in fp32, then rounded to bf16", q_bf16_round),
  *
@@ -62,6 +63,9 @@ const struct quantity *quantity_at(size_t i);
 /* A quantity by its name; a family's for any preset's ("llama2_70b.params" gives
  * "MODEL.params"), whether or not that preset can be read; NULL if none. */
 const struct quantity *quantity_find(const char *name);
+/* The same, with a family member's preset name in preset (n bytes; '_' read as '-', "" for a
+ * quantity of no family). */
+const struct quantity *quantity_lookup(const char *name, char *preset, size_t n);
 
 /* Evaluates an expression: "NAME", "NAME(ARG, ...)" (ARGs are expressions), numbers (decimal,
  * inf, nan), + - * / ^ and parentheses. Returns 0 with *value, *q (may be NULL: the quantity

@@ -39,28 +39,98 @@ int gpt_config_check(const struct gpt_config *c, struct error *e)
     if (c->vocab > 1 << 20 || c->d > 1 << 16 || c->ffn > 1 << 18 || c->seq > 1 << 16 ||
         c->layers > 1024)
         return error_set(e, ERR_INVAL, "model shape: too large for this lab");
+    const struct gpt_moe *m = &c->moe;
+    if (m->experts == 0)
+        return 0;
+    if (m->experts < 2 || m->experts > GPT_MAX_EXPERTS)
+        return error_set(e, ERR_INVAL, "experts: 2 to %d, not %d", GPT_MAX_EXPERTS, m->experts);
+    if (m->top_k < 1 || m->top_k > 2 || m->top_k > m->experts)
+        return error_set(e, ERR_INVAL, "top_k: 1 or 2 (at most the %d experts), not %d", m->experts,
+                         m->top_k);
+    if (m->every < 1 || m->every > c->layers)
+        return error_set(e, ERR_INVAL, "moe_every: 1 to the %d layers, not %d", c->layers,
+                         m->every);
+    if (!(m->capacity_factor >= 0 && m->capacity_factor <= 64))
+        return error_set(e, ERR_INVAL, "capacity factor: 0 (none) or up to 64, not %g",
+                         m->capacity_factor);
+    if (!(m->aux_coef >= 0 && m->aux_coef <= 100))
+        return error_set(e, ERR_INVAL, "aux-loss coefficient: 0 to 100, not %g", m->aux_coef);
     return 0;
 }
 
-static size_t layer_params(const struct gpt_config *c)
+bool gpt_layer_moe(const struct gpt_config *c, int l)
+{
+    return c->moe.experts > 0 && l % c->moe.every == 0;
+}
+
+int gpt_moe_layers(const struct gpt_config *c)
+{
+    return moe_before(c, c->layers);
+}
+
+/* The tensors of layer l, in order: rows x cols each, their kind and expert. A dense layer
+ * has 9, one with E experts 7 + 3E (the router after mlp_norm, then the experts' three). */
+static int layer_tensors(const struct gpt_config *c, int l)
+{
+    return gpt_layer_moe(c, l) ? 7 + 3 * c->moe.experts : 9;
+}
+
+static void layer_tensor(const struct gpt_config *c, int l, int k, struct gpt_tensor *t)
+{
+    int d = c->d, f = c->ffn;
+    static const enum gpt_kind ffn[3] = {GPT_W_GATE, GPT_W_UP, GPT_W_DOWN};
+    t->layer = l, t->expert = -1;
+    if (k < 6 || !gpt_layer_moe(c, l)) {
+        const int rows[9] = {1, d, d, d, d, 1, f, f, d}, cols[9] = {d, d, d, d, d, d, d, d, f};
+        t->kind = (enum gpt_kind)(GPT_ATTN_NORM + k), t->rows = rows[k], t->cols = cols[k];
+    } else if (k == 6) {
+        t->kind = GPT_ROUTER, t->rows = c->moe.experts, t->cols = d;
+    } else {
+        int w = (k - 7) % 3;
+        t->kind = ffn[w], t->expert = (k - 7) / 3;
+        t->rows = w == 2 ? d : f, t->cols = w == 2 ? f : d;
+    }
+}
+
+static size_t layer_params_of(const struct gpt_config *c, int l)
 {
     size_t d = (size_t)c->d, f = (size_t)c->ffn;
+    if (gpt_layer_moe(c, l))
+        return 2 * d + 4 * d * d + (size_t)c->moe.experts * (3 * d * f + d);
     return 2 * d + 4 * d * d + 3 * d * f;
+}
+
+/* Where layer l starts in the whole model's buffer. */
+static size_t layer_start(const struct gpt_config *c, int l)
+{
+    int moe = moe_before(c, l);
+    struct gpt_config dense = *c;
+    dense.moe.experts = 0;
+    return (size_t)c->vocab * c->d + (size_t)(l - moe) * layer_params_of(&dense, 0) +
+           (size_t)moe * (c->moe.experts > 0 ? layer_params_of(c, 0) : 0);
 }
 
 size_t gpt_param_count(const struct gpt_config *c)
 {
-    return (size_t)c->vocab * c->d + (size_t)c->layers * layer_params(c) + (size_t)c->d;
+    return layer_start(c, c->layers) + (size_t)c->d;
+}
+
+size_t gpt_active_param_count(const struct gpt_config *c)
+{
+    if (c->moe.experts == 0)
+        return gpt_param_count(c);
+    size_t d = (size_t)c->d, f = (size_t)c->ffn, idle = (size_t)(c->moe.experts - c->moe.top_k);
+    return gpt_param_count(c) - (size_t)gpt_moe_layers(c) * idle * 3 * d * f;
 }
 
 size_t gpt_tensor_count(const struct gpt_config *c)
 {
-    return 2 + 9 * (size_t)c->layers;
+    return 2 + 9 * (size_t)c->layers + (size_t)gpt_moe_layers(c) * (3 * (size_t)c->moe.experts - 2);
 }
 
 static const char *const kind_names[GPT_KINDS] = {
-    "embedding", "attn_norm", "wq",   "wk",     "wv",         "wo",
-    "mlp_norm",  "w_gate",    "w_up", "w_down", "final_norm",
+    "embedding", "attn_norm", "wq",   "wk",     "wv",     "wo",
+    "mlp_norm",  "w_gate",    "w_up", "w_down", "router", "final_norm",
 };
 
 const char *gpt_kind_name(enum gpt_kind k)
@@ -70,21 +140,24 @@ const char *gpt_kind_name(enum gpt_kind k)
 
 struct gpt_tensor gpt_tensor_at(const struct gpt_config *c, size_t i)
 {
-    size_t d = (size_t)c->d, f = (size_t)c->ffn;
-    struct gpt_tensor t = {GPT_EMBEDDING, -1, 0, c->vocab, c->d};
+    struct gpt_tensor t = {GPT_EMBEDDING, -1, 0, c->vocab, c->d, -1};
     if (i == 0)
         return t;
     if (i == gpt_tensor_count(c) - 1)
-        return (struct gpt_tensor){GPT_FINAL_NORM, -1, gpt_param_count(c) - d, 1, c->d};
-    size_t l = (i - 1) / 9, k = (i - 1) % 9;
-    size_t off = (size_t)c->vocab * d + l * layer_params(c);
-    /* sizes of the nine tensors of a layer, in order */
-    const size_t rows[9] = {1, d, d, d, d, 1, f, f, d};
-    const size_t cols[9] = {d, d, d, d, d, d, d, d, f};
-    for (size_t j = 0; j < k; j++)
-        off += rows[j] * cols[j];
-    return (struct gpt_tensor){(enum gpt_kind)(GPT_ATTN_NORM + k), (int)l, off, (int)rows[k],
-                               (int)cols[k]};
+        return (struct gpt_tensor){GPT_FINAL_NORM, -1, gpt_param_count(c) - (size_t)c->d, 1,
+                                   c->d,           -1};
+    size_t k = i - 1;
+    int l = 0;
+    while (k >= (size_t)layer_tensors(c, l))
+        k -= (size_t)layer_tensors(c, l), l++;
+    size_t off = layer_start(c, l);
+    for (int j = 0; j < (int)k; j++) {
+        layer_tensor(c, l, j, &t);
+        off += (size_t)t.rows * (size_t)t.cols;
+    }
+    layer_tensor(c, l, (int)k, &t);
+    t.offset = off;
+    return t;
 }
 
 /* ------------------------------------------------------------------ the model */
@@ -133,16 +206,21 @@ void gpt_free(struct gpt *g)
     free(g->segin);
     free(g->head);
     free(g->underflow);
+    free(g->load);
+    free(g->kept);
     free(g->lw);
     free(g->lg);
     free(g);
 }
 
-/* One saved set in the arena; which tensors it holds depends on the policy. */
-static void carve_set(struct gpt *g, void **set, bool selective)
+/* One saved set in the arena; which tensors it holds depends on the policy and the layer
+ * (a tensor the layer does not have: NULL). */
+static void carve_set(struct gpt *g, void **set, bool selective, int sz)
 {
     for (int a = 0; a < A_COUNT; a++)
-        set[a] = a == A_P && selective ? NULL : carve(g, GPT_MEM_ARENA, act_bytes(g, a));
+        set[a] = (a == A_P && selective) || act_elems(g, a, sz) == 0
+                     ? NULL
+                     : carve(g, GPT_MEM_ARENA, act_bytes(g, a, sz));
 }
 
 /* The simulated devices are the parallelism: OpenBLAS must not start threads of its own inside
@@ -184,29 +262,42 @@ static size_t part_embedding(const struct gpt_config *c, const struct gpt_part *
     return p->embed || p->head ? (size_t)(c->vocab / part_tp(p)) * (size_t)c->d : 0;
 }
 
+/* Elements of layers first .. l-1 of a part: a tensor-parallel rank's shards (the layers are
+ * dense then), or the whole layers, with or without experts. */
+static size_t part_layers(const struct gpt_config *c, const struct gpt_part *p, int l)
+{
+    if (part_tp(p) > 1)
+        return (size_t)(l - p->first) * part_layer_params(c, part_tp(p));
+    return layer_start(c, l) - layer_start(c, p->first);
+}
+
 /* Parameters of a part: the embedding when it has either end (the head's is the tied one),
  * its layers, the final norm with the head. */
 size_t gpt_part_param_count(const struct gpt_config *c, const struct gpt_part *p)
 {
     if (!p)
         return gpt_param_count(c);
-    return part_embedding(c, p) + (size_t)p->count * part_layer_params(c, part_tp(p)) +
+    return part_embedding(c, p) + part_layers(c, p, p->first + p->count) +
            (p->head ? (size_t)c->d : 0);
 }
 
 enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i)
 {
-    size_t emb = (size_t)c->vocab * (size_t)c->d, lp = layer_params(c);
-    if (i < emb)
+    if (i < layer_start(c, 0))
         return GPT_EMBEDDING;
-    if (i >= emb + (size_t)c->layers * lp)
+    if (i >= layer_start(c, c->layers))
         return GPT_FINAL_NORM;
-    size_t j = (i - emb) % lp, rows[9], cols[9];
-    layer_shapes(c, 1, rows, cols);
-    int k = 0;
-    while (j >= rows[k] * cols[k])
-        j -= rows[k] * cols[k], k++;
-    return (enum gpt_kind)(GPT_ATTN_NORM + k);
+    int l = 0;
+    while (i >= layer_start(c, l + 1))
+        l++;
+    size_t j = i - layer_start(c, l);
+    struct gpt_tensor t;
+    for (int k = 0;; k++) {
+        layer_tensor(c, l, k, &t);
+        if (j < (size_t)t.rows * (size_t)t.cols)
+            return t.kind;
+        j -= (size_t)t.rows * (size_t)t.cols;
+    }
 }
 
 size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p, size_t i)
@@ -216,10 +307,13 @@ size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p
         p = &whole;
     int tp = part_tp(p), r = p->tprank;
     size_t d = (size_t)c->d, emb = part_embedding(c, p), lp = part_layer_params(c, tp);
+    size_t span = part_layers(c, p, p->first + p->count);
     if (i < emb) /* vocabulary rows r vl.. */
         return (size_t)r * emb + i;
     i -= emb;
-    if (i < (size_t)p->count * lp) {
+    if (i < span && tp == 1) /* whole layers: one range of the model's */
+        return layer_start(c, p->first) + i;
+    if (i < span) {
         int l = p->first + (int)(i / lp);
         size_t j = i % lp, rows[9], cols[9];
         layer_shapes(c, tp, rows, cols);
@@ -234,7 +328,7 @@ size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p
             row += (size_t)r * rows[k];
         return t.offset + row * (size_t)t.cols + col;
     }
-    i -= (size_t)p->count * lp;
+    i -= span;
     if (p->head && i < d)
         return gpt_param_count(c) - d + i;
     return SIZE_MAX;
@@ -248,13 +342,14 @@ size_t gpt_part_rows(const struct gpt_config *c, const struct gpt_part *p, int b
 
 size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size_t *off, size_t max)
 {
-    size_t n = 0, d = (size_t)c->d, rows[9], cols[9];
+    size_t n = 0, rows[9], cols[9];
     layer_shapes(c, part_tp(p), rows, cols);
-    size_t lp = part_layer_params(c, part_tp(p)), mlp = 0;
+    size_t mlp = 0; /* mlp_norm after attn_norm and the four attention matrices */
     for (int k = 0; k < 5; k++)
         mlp += rows[k] * cols[k];
-    size_t base = part_embedding(c, p);
-    for (int l = 0; l < p->count; l++, base += lp) {
+    size_t emb = part_embedding(c, p);
+    for (int l = p->first; l < p->first + p->count; l++) {
+        size_t base = emb + part_layers(c, p, l);
         if (n < max)
             off[n] = base;
         n++;
@@ -264,10 +359,9 @@ size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size
     }
     if (p->head) {
         if (n < max)
-            off[n] = base;
+            off[n] = emb + part_layers(c, p, p->first + p->count);
         n++;
     }
-    (void)d;
     return n;
 }
 
@@ -288,6 +382,8 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
                          "tensor parallelism over %d GPUs needs it to divide the heads (%d), the "
                          "FFN width (%d) and the vocabulary (%d)",
                          tp, c->heads, c->ffn, c->vocab);
+    if (tp > 1 && c->moe.experts > 0)
+        return error_set(e, ERR_INVAL, "a model with experts runs without tensor parallelism");
 
     if (g->part.first < 0 || g->part.count < 1 || g->part.first + g->part.count > c->layers ||
         g->part.slots < 1 || g->part.slots > 4096)
@@ -343,11 +439,17 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
         g->pool = calloc((size_t)g->seg, sizeof *g->pool);
         g->segin = calloc(slots * (size_t)g->nseg, sizeof *g->segin);
     }
+    if (c->moe.experts > 0) {
+        size_t stats = (size_t)gpt_moe_layers(c) * (size_t)c->moe.experts;
+        g->rows = moe_rows(g->N, c->moe.experts, c->moe.top_k, c->moe.capacity_factor);
+        g->load = calloc(stats, sizeof *g->load);
+        g->kept = calloc(stats, sizeof *g->kept);
+    }
     if (!g->saved || !g->head || !g->lw || !g->lg || !g->underflow ||
-        (g->seg && (!g->pool || !g->segin)))
+        (g->seg && (!g->pool || !g->segin)) || (c->moe.experts > 0 && (!g->load || !g->kept)))
         return error_set(e, ERR_NOMEM, "out of memory");
     for (int a = 0; a < A_COUNT; a++)
-        g->layer_bytes += act_bytes(g, a);
+        g->layer_bytes += act_bytes(g, a, SZ_DENSE);
     return 0;
 }
 
@@ -372,13 +474,13 @@ static void layout(struct gpt *g)
                 g->segin[m * g->nseg + s] = carve(g, GPT_MEM_ARENA, (size_t)g->nl * d * g->esize);
         else
             for (int l = pt->first; l < pt->first + pt->count; l++)
-                carve_set(g, g->saved[m * L + l], g->ckpt.kind == CKPT_SELECTIVE);
+                carve_set(g, g->saved[m * L + l], g->ckpt.kind == CKPT_SELECTIVE, sz_of(g, l));
     }
     if (g->seg)
         for (int s = 0; s < g->seg; s++)
-            carve_set(g, g->pool[s], false);
+            carve_set(g, g->pool[s], false, SZ_ANY);
     else if (g->ckpt.kind == CKPT_SELECTIVE)
-        g->pslot = carve(g, GPT_MEM_ARENA, act_bytes(g, A_P));
+        g->pslot = carve(g, GPT_MEM_ARENA, act_bytes(g, A_P, SZ_DENSE));
     size_t nl = (size_t)g->nl;
     const size_t head_bytes[H_COUNT] = {nl * d * g->esize, nl * 4, nl * d * g->esize, N * V * 4};
     g->head_bytes = 0;
@@ -390,15 +492,23 @@ static void layout(struct gpt *g)
 
     /* fp32 workspace */
     for (int a = 0; a < A_COUNT; a++)
-        g->w[a] = g->ws[a] = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a) * 4);
+        g->w[a] = g->ws[a] = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a, SZ_ANY) * 4);
     float **nd[] = {&g->tmp, &g->res, &g->dres, &g->dxn, &g->dq,
                     &g->dk,  &g->dv,  &g->datt, &g->hx,  &g->hn};
     g->hrstd = carve(g, GPT_MEM_WORKSPACE, N * 4);
     for (size_t i = 0; i < sizeof nd / sizeof *nd; i++)
         *nd[i] = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
     float **nf[] = {&g->dh, &g->dg, &g->du};
+    size_t rf = g->rows > N ? g->rows : N; /* the experts' rows, or the tokens */
     for (size_t i = 0; i < sizeof nf / sizeof *nf; i++)
-        *nf[i] = carve(g, GPT_MEM_WORKSPACE, N * f * 4);
+        *nf[i] = carve(g, GPT_MEM_WORKSPACE, rf * f * 4);
+    if (g->rows) {
+        size_t E = (size_t)g->c.moe.experts, k = (size_t)g->c.moe.top_k;
+        g->zlog = carve(g, GPT_MEM_WORKSPACE, N * E * 4);
+        g->dye = carve(g, GPT_MEM_WORKSPACE, g->rows * d * 4);
+        g->dxe = carve(g, GPT_MEM_WORKSPACE, g->rows * d * 4);
+        g->dgate = carve(g, GPT_MEM_WORKSPACE, N * k * 4);
+    }
     /* the scores' gradients of a head's T x T block; with cp, a block's scores and theirs */
     g->dp = carve(g, GPT_MEM_WORKSPACE, T * T * 4 * (g->cp > 1 ? 2 : 1));
     if (g->cp > 1) { /* the places of the queries and of the ring's block at hand; the ring's
@@ -425,19 +535,22 @@ static void layout(struct gpt *g)
 
     /* each layer's tensors (or this rank's shards), in the documented order; a part's flat
      * buffer holds its layers right after the embedding (or first, without one) */
-    size_t rows[9], cols[9], lp = part_layer_params(&g->c, g->tp);
+    size_t rows[9], cols[9];
     layer_shapes(&g->c, g->tp, rows, cols);
     for (int l = pt->first; l < pt->first + pt->count; l++)
         for (int which = 0; which < 2; which++) {
             struct layer_ptrs *t = which ? &g->lg[l] : &g->lw[l];
             float *base = (which ? g->grads : g->params) + part_embedding(&g->c, pt) +
-                          (size_t)(l - pt->first) * lp;
+                          part_layers(&g->c, pt, l);
             float **slot[9] = {&t->attn_norm, &t->wq,     &t->wk,   &t->wv,    &t->wo,
                                &t->mlp_norm,  &t->w_gate, &t->w_up, &t->w_down};
-            for (int k = 0; k < 9; k++) {
+            bool moe = gpt_layer_moe(&g->c, l);
+            for (int k = 0; k < (moe ? 6 : 9); k++) {
                 *slot[k] = base;
                 base += rows[k] * cols[k];
             }
+            if (moe) /* the router [E, d], then the experts */
+                t->router = base, t->experts = base + (size_t)g->c.moe.experts * d;
         }
 }
 
@@ -592,8 +705,8 @@ size_t gpt_act_live(const struct gpt *g)
 
 struct gpt_act_sizes gpt_act_sizes(const struct gpt *g)
 {
-    return (struct gpt_act_sizes){g->layer_bytes, act_bytes(g, A_X), act_bytes(g, A_P),
-                                  g->head_bytes};
+    return (struct gpt_act_sizes){g->layer_bytes, act_bytes(g, A_X, SZ_DENSE),
+                                  act_bytes(g, A_P, SZ_DENSE), g->head_bytes};
 }
 
 struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt)
@@ -611,12 +724,21 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
     return n;
 }
 
+/* The sum over the model's layers. */
+static double layers_flops(const struct gpt *g)
+{
+    double s = 0;
+    for (int l = 0; l < g->c.layers; l++)
+        s += layer_flops(g, l);
+    return s;
+}
+
 struct gpt_flops gpt_flops(const struct gpt *g)
 {
-    double fwd = g->c.layers * layer_flops(g) + head_flops(g);
+    double fwd = layers_flops(g) + head_flops(g);
     struct gpt_flops fl = {fwd, 2 * fwd, 0};
     if (g->seg)
-        fl.recompute = g->c.layers * layer_flops(g);
+        fl.recompute = layers_flops(g);
     else if (g->ckpt.kind == CKPT_SELECTIVE)
         fl.recompute = g->c.layers * attn_flops(g) / 2; /* QK^T again; softmax is no matmul */
     return fl;
@@ -650,4 +772,7 @@ void gpt_diag(const struct gpt *g, struct gpt_diag *out)
     out->underflow = g->underflow;
     out->underflow_total = g->underflow_total;
     out->grad_elements = g->nparams;
+    out->aux_loss = g->aux;
+    out->routed = g->routed, out->dropped = g->dropped;
+    out->expert_load = g->load, out->expert_kept = g->kept;
 }

@@ -11,6 +11,11 @@
  *     per layer l: attn_norm [d], wq [d, d], wk [d, d], wv [d, d], wo [d, d],
  *                  mlp_norm [d], w_gate [F, d], w_up [F, d], w_down [d, F]
  *     final_norm [d]
+ * A mixture-of-experts layer (struct gpt_moe: layer l when l % every == 0) holds, after
+ * mlp_norm, router [E, d], then each expert's w_gate [F, d], w_up [F, d], w_down [d, F], expert
+ * after expert (an expert, and a range of experts, is a range of the buffer). Its feed-forward
+ * is the experts' (model/moe.h routes each token to k of them): out = x + Σ_j g_j
+ * expert_j(RMSNorm(x)), plus the load-balancing loss added to the model's loss.
  *
  * Precision: in bf16/fp16 the working weights are the master weights rounded to the format,
  * every activation and gradient is rounded to the format where it is produced, matmul operands
@@ -49,19 +54,42 @@
 
 struct error;
 
+/* Mixture of experts (model/moe.h says how tokens are routed). experts 0: every layer's
+ * feed-forward is the dense SwiGLU. */
+struct gpt_moe {
+    int experts;            /* E, 2 to GPT_MAX_EXPERTS (0: none) */
+    int top_k;              /* k, 1 or 2: the experts each token goes to */
+    int every;              /* layer l has experts when l % every == 0 (Megatron-LM's
+                               moe_layer_freq: 1 every layer, 2 every other from layer 0) */
+    double capacity_factor; /* C: an expert takes at most ceil(C k N / E) of N tokens; 0 none */
+    double aux_coef;        /* α of the load-balancing loss (Switch Transformer's 0.01) */
+};
+
+#define GPT_MAX_EXPERTS 64
+
 struct gpt_config {
     int vocab;  /* V */
     int d;      /* d_model */
     int layers; /* L */
     int heads;  /* H; head_dim = d / H, even (RoPE rotates pairs) */
-    int ffn;    /* F, the SwiGLU hidden width */
+    int ffn;    /* F, the SwiGLU hidden width (each expert's too) */
     int seq;    /* T, the context length trained on */
+    struct gpt_moe moe;
 };
 
-/* Checks the shape (positive sizes, d divisible by heads, even head_dim); 0 or ERR_INVAL. */
+/* Checks the shape (positive sizes, d divisible by heads, even head_dim; experts 2 to
+ * GPT_MAX_EXPERTS, top_k 1 or 2 and at most the experts, every >= 1, capacity and
+ * coefficient >= 0); 0 or ERR_INVAL. */
 int gpt_config_check(const struct gpt_config *c, struct error *e);
-/* Number of parameters: V d + L (2d + 4d^2 + 3dF) + d. */
+/* Number of parameters: V d + L (2d + 4d^2 + 3dF) + d; a layer with experts has E (3dF) + E d
+ * (its router) where a dense one has 3dF. */
 size_t gpt_param_count(const struct gpt_config *c);
+/* Whether layer l's feed-forward is a mixture of experts; how many layers are. */
+bool gpt_layer_moe(const struct gpt_config *c, int l);
+int gpt_moe_layers(const struct gpt_config *c);
+/* Parameters a token uses: the dense count with each expert layer's k experts and its router
+ * in place of its E experts (what a step's FLOPs are per token). */
+size_t gpt_active_param_count(const struct gpt_config *c);
 
 /* The named tensors of the flat buffer, in order: 2 + 9 L of them. */
 enum gpt_kind {
@@ -75,6 +103,7 @@ enum gpt_kind {
     GPT_W_GATE,
     GPT_W_UP,
     GPT_W_DOWN,
+    GPT_ROUTER, /* a mixture-of-experts layer's [E, d] */
     GPT_FINAL_NORM,
     GPT_KINDS
 };
@@ -84,8 +113,10 @@ struct gpt_tensor {
     int layer;      /* -1 for the embedding and the final norm */
     size_t offset;  /* in elements */
     int rows, cols; /* a vector has rows 1 */
+    int expert;     /* an expert's w_gate, w_up, w_down: its number; else -1 */
 };
 
+/* 2 + 9 L, and 3E - 2 more for each layer with experts. */
 size_t gpt_tensor_count(const struct gpt_config *c);
 /* Tensor i (0 <= i < gpt_tensor_count) of the documented order. */
 struct gpt_tensor gpt_tensor_at(const struct gpt_config *c, size_t i);
@@ -350,6 +381,13 @@ struct gpt_diag {
      * (index L: the embedding and final norm). Sized layers + 1. */
     const uint64_t *underflow;
     uint64_t underflow_total, grad_elements;
+    /* Mixture of experts, the last forward pass's routing over its expert layers: the
+     * load-balancing loss (in the returned loss), the k N choices routed per layer and those
+     * dropped past a capacity (all layers), and per expert layer (in order) and expert the
+     * choices it got (load, before capacity) and the tokens it took (kept). NULL without. */
+    double aux_loss;
+    uint64_t routed, dropped;
+    const int32_t *expert_load, *expert_kept; /* [moe layers][E] */
 };
 void gpt_diag(const struct gpt *g, struct gpt_diag *out);
 

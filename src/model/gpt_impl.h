@@ -10,11 +10,15 @@
 
 #include "base/ckpt.h"
 #include "model/gpt.h"
+#include "model/moe.h"
 #include "num/fp.h"
 
-/* Where one layer's tensors are in a flat buffer (the weights, or the gradients). */
+/* Where one layer's tensors are in a flat buffer (the weights, or the gradients). A layer
+ * with experts has router and experts (expert e's w_gate, w_up, w_down from experts + 3 e F d)
+ * in place of w_gate, w_up and w_down (NULL). */
 struct layer_ptrs {
     float *attn_norm, *wq, *wk, *wv, *wo, *mlp_norm, *w_gate, *w_up, *w_down;
+    float *router, *experts;
 };
 
 /* The tensors a layer keeps for its backward pass. */
@@ -33,6 +37,13 @@ enum {
     A_G,
     A_U,
     A_H,
+    /* a layer with experts: G, U and H are the experts' rows, and it keeps the router's
+     * probabilities (fp32), the routing (choices, rows, gates, each expert's rows: 4-byte
+     * words), the experts' inputs and their outputs (for the gates' gradients) */
+    A_RP,
+    A_ROUTE,
+    A_XE,
+    A_YE,
     A_COUNT
 };
 /* The ends keep the final norm's input, 1 / rms and output, and the fp32 probabilities. */
@@ -94,8 +105,17 @@ struct gpt {
     void *pslot;             /* selective: the slot of the recomputed probabilities */
     void *(*head)[H_COUNT];  /* [slots]: the ends' kept tensors (a part with the head) */
     bool accumulate;         /* the weight gradients add into the buffer (micro-batches) */
-    size_t layer_bytes, head_bytes; /* a full list of kept tensors; the ends */
+    size_t layer_bytes, head_bytes; /* a dense layer's full list of kept tensors; the ends */
     size_t live, peak;              /* charged activation bytes */
+
+    /* mixture of experts (model/moe.h): the rows of the experts' buffer (0: dense model), the
+     * router's logits and their gradient, the experts' output and input gradients, the gates'
+     * gradients; the last forward pass's figures, per expert layer where it says */
+    size_t rows;
+    float *zlog, *dye, *dxe, *dgate;
+    double aux, aux_scale; /* the loss's load-balancing part; its weight in the backward pass */
+    uint64_t routed, dropped;
+    int32_t *load, *kept; /* [expert layers][E] */
 
     /* fp32 workspace: one layer's tensors (ws), the residual stream and the gradients; w is
      * where the layer at hand has its tensors: the workspace, or in fp32 its kept ones in
@@ -127,32 +147,67 @@ struct gpt {
 
 /* ------------------------------------------------------------------ shared helpers */
 
-static inline size_t act_elems(const struct gpt *g, int a)
+/* Layers with experts among 0..l-1. */
+static inline int moe_before(const struct gpt_config *c, int l)
 {
-    size_t N = (size_t)g->N, d = (size_t)g->c.d;
+    return c->moe.experts > 0 ? (l + c->moe.every - 1) / c->moe.every : 0;
+}
+
+/* The sizes of a kept tensor: a dense layer's, one with experts, or the larger of the two
+ * (the workspace and a segment's pool serve any layer). */
+enum { SZ_DENSE, SZ_MOE, SZ_ANY };
+
+static inline int sz_of(const struct gpt *g, int l)
+{
+    return gpt_layer_moe(&g->c, l) ? SZ_MOE : SZ_DENSE;
+}
+
+static inline size_t act_elems(const struct gpt *g, int a, int sz)
+{
+    if (sz == SZ_ANY) {
+        size_t dense = act_elems(g, a, SZ_DENSE), moe = g->rows ? act_elems(g, a, SZ_MOE) : 0;
+        return dense > moe ? dense : moe;
+    }
+    size_t N = (size_t)g->N, d = (size_t)g->c.d, E = (size_t)g->c.moe.experts;
+    size_t k = (size_t)g->c.moe.top_k, rows = sz == SZ_MOE ? g->rows : N;
     if (a == A_P) /* this rank's heads; with cp, each row's log-sum-exp */
         return (size_t)g->B * g->hl * g->T * (g->cp > 1 ? 1 : g->T);
     if (a == A_G || a == A_U || a == A_H)
-        return N * (size_t)g->fl;
+        return rows * (size_t)g->fl;
     if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
         return N * (size_t)g->dl;
+    if (a == A_RP)
+        return sz == SZ_MOE ? N * E : 0;
+    if (a == A_ROUTE) /* choices, rows and gates [N k]; first row, kept and load [E] */
+        return sz == SZ_MOE ? 3 * N * k + 3 * E : 0;
+    if (a == A_XE || a == A_YE)
+        return sz == SZ_MOE ? rows * d : 0;
     /* the residual stream's: a tp-th of the rows under sequence parallelism */
     if (a == A_RSTD1 || a == A_RSTD2)
         return (size_t)g->nl;
     return (size_t)g->nl * d;
 }
 
-/* Whether a kept tensor is stored in fp32 whatever the format: the RMSNorm statistics, and
- * with cp the log-sum-exp of the attention's rows. */
+/* Kept in fp32 (or 4-byte words) whatever the format: the RMSNorm statistics, the router's,
+ * and with cp the log-sum-exp of the attention's rows. */
 static inline bool act_fp32(const struct gpt *g, int a)
 {
-    return a == A_RSTD1 || a == A_RSTD2 || (a == A_P && g->cp > 1);
+    return a == A_RSTD1 || a == A_RSTD2 || a == A_RP || a == A_ROUTE || (a == A_P && g->cp > 1);
 }
 
-/* Bytes of a kept tensor: the format's width, or fp32 (act_fp32). */
-static inline size_t act_bytes(const struct gpt *g, int a)
+/* Bytes of a kept tensor: the format's width, 4 for the fp32 ones. */
+static inline size_t act_bytes(const struct gpt *g, int a, int sz)
 {
-    return act_elems(g, a) * (act_fp32(g, a) ? 4 : g->esize);
+    return act_elems(g, a, sz) * (act_fp32(g, a) ? 4 : g->esize);
+}
+
+/* Bytes of layer l's full list of kept tensors. */
+static inline size_t layer_bytes(const struct gpt *g, int l)
+{
+    size_t b = 0;
+    for (int a = 0; a < A_COUNT; a++)
+        b += act_bytes(g, a, sz_of(g, l));
+    return b;
 }
 
 static inline void charge(struct gpt *g, long long delta)
@@ -173,23 +228,34 @@ static inline double attn_flops(const struct gpt *g)
     return 2.0 * 2.0 * g->B * g->hl * (double)g->T * g->c.seq * g->hd;
 }
 
-static inline double layer_flops(const struct gpt *g)
+/* Layer l's: the four attention matrices, attention, and its feed-forward: the SwiGLU on N
+ * rows, or the router on N and the experts' SwiGLU on the rows of their buffer (k N, or E cap
+ * with a capacity: the static shape a GPU computes, padding included; the CPU skips the
+ * padding, which adds nothing). */
+static inline double layer_flops(const struct gpt *g, int l)
 {
     double N = g->N, d = g->c.d, dl = g->dl, f = g->fl;
-    return 2.0 * N * (4 * d * dl + 3 * d * f) + attn_flops(g);
+    double ffn = 2.0 * N * 3 * d * f;
+    if (gpt_layer_moe(&g->c, l)) {
+        const struct gpt_moe *m = &g->c.moe;
+        double rows = (double)moe_rows(g->N, m->experts, m->top_k, m->capacity_factor);
+        ffn = 2.0 * N * d * m->experts + 2.0 * rows * 3 * d * f;
+    }
+    return 2.0 * N * 4 * d * dl + ffn + attn_flops(g);
 }
 
 /* What a layer's forward and backward passes computed: layer_flops, and 2 x for the backward
  * pass, but under context parallelism the attention core's is the ring's own, its blocks'
  * rectangles (model/ringattn.h), which the causal mask makes differ from GPU to GPU. */
-static inline double layer_fwd_work(const struct gpt *g)
+static inline double layer_fwd_work(const struct gpt *g, int l)
 {
-    return g->cp > 1 ? layer_flops(g) - attn_flops(g) + g->ring_fwd : layer_flops(g);
+    return g->cp > 1 ? layer_flops(g, l) - attn_flops(g) + g->ring_fwd : layer_flops(g, l);
 }
 
-static inline double layer_bwd_work(const struct gpt *g)
+static inline double layer_bwd_work(const struct gpt *g, int l)
 {
-    return g->cp > 1 ? 2 * (layer_flops(g) - attn_flops(g)) + g->ring_bwd : 2 * layer_flops(g);
+    return g->cp > 1 ? 2 * (layer_flops(g, l) - attn_flops(g)) + g->ring_bwd
+                     : 2 * layer_flops(g, l);
 }
 
 static inline double head_flops(const struct gpt *g)

@@ -57,6 +57,166 @@ static void bind(struct gpt *g, void *const *set)
     }
 }
 
+/* ---- a mixture of experts in place of the MLP (model/moe.h routes the tokens) ---- */
+
+/* The routing layer l keeps in w[A_ROUTE] and w[A_RP]: choices, rows and gates [N k], then
+ * each expert's first row, kept tokens and load [E]. */
+static struct moe_route route_of(const struct gpt *g)
+{
+    int N = g->N, k = g->c.moe.top_k, E = g->c.moe.experts;
+    int32_t *r = (int32_t *)(void *)g->w[A_ROUTE];
+    size_t nk = (size_t)N * (size_t)k;
+    return (struct moe_route){.n = N,
+                              .experts = E,
+                              .k = k,
+                              .probs = g->w[A_RP],
+                              .choice = r,
+                              .row = r + nk,
+                              .gate = (float *)(void *)(r + 2 * nk),
+                              .off = r + 3 * nk,
+                              .kept = r + 3 * nk + E,
+                              .load = r + 3 * nk + 2 * E};
+}
+
+/* Expert e's three matrices in a layer's weights or gradients. */
+static void expert_w(const struct gpt *g, const struct layer_ptrs *t, int e, float **gate,
+                     float **up, float **down)
+{
+    size_t fd = (size_t)g->fl * (size_t)g->c.d;
+    *gate = t->experts + 3 * (size_t)e * fd, *up = *gate + fd, *down = *up + fd;
+}
+
+/* out [N, d] = Σ_j g_j expert_j(x) for the N tokens of x = xn2 (their k choices), each
+ * expert a SwiGLU on the rows of its tokens (Shazeer et al. 2017, "Outrageously Large Neural
+ * Networks", the sparsely gated layer). The router computes and keeps in fp32; the experts'
+ * tensors are produced in the format like the dense MLP's. The routing's figures are counted
+ * in the forward pass (not again when a checkpointed layer is recomputed: the same routing). */
+static void moe_forward(struct gpt *g, int l, const float *x, float *out)
+{
+    int N = g->N, d = g->c.d, f = g->fl, k = g->c.moe.top_k, E = g->c.moe.experts;
+    const struct layer_ptrs *W = &g->lw[l];
+    float **w = g->w;
+    struct moe_route r = route_of(g);
+    op_mm_fwd(g->zlog, x, W->router, N, E, d);
+    op_check(g, g->zlog, (size_t)N * E, l, "router logits");
+    double aux = moe_route(&r, g->zlog, g->c.moe.capacity_factor, g->c.moe.aux_coef);
+    if (g->in_forward) {
+        int ml = moe_before(&g->c, l);
+        g->aux += aux;
+        g->routed += (uint64_t)N * (uint64_t)k, g->dropped += (uint64_t)r.dropped;
+        memcpy(g->load + (size_t)ml * E, r.load, (size_t)E * sizeof *r.load);
+        memcpy(g->kept + (size_t)ml * E, r.kept, (size_t)E * sizeof *r.kept);
+    }
+    /* dispatch: each kept choice's token into its expert's rows */
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            if (row >= 0)
+                memcpy(w[A_XE] + (size_t)row * d, x + (size_t)t * d, (size_t)d * 4);
+        }
+    for (int e = 0; e < E; e++) {
+        int n = r.kept[e];
+        size_t o = (size_t)r.off[e];
+        float *xe = w[A_XE] + o * d, *a = w[A_G] + o * f, *u = w[A_U] + o * f;
+        float *h = w[A_H] + o * f, *y = w[A_YE] + o * d, *wg, *wu, *wd;
+        if (n == 0)
+            continue;
+        expert_w(g, W, e, &wg, &wu, &wd);
+        op_mm_fwd(a, xe, wg, n, f, d);
+        op_produced(g, a, (size_t)n * f, l, "expert gate");
+        op_mm_fwd(u, xe, wu, n, f, d);
+        op_produced(g, u, (size_t)n * f, l, "expert up");
+        op_swiglu_forward(g, h, a, u, (size_t)n * f, l);
+        op_mm_fwd(y, h, wd, n, d, f);
+        op_produced(g, y, (size_t)n * d, l, "expert out");
+    }
+    /* combine: the gate-weighted sum of each token's experts' outputs, in choice order */
+    for (int t = 0; t < N; t++) {
+        float *o = out + (size_t)t * d;
+        memset(o, 0, (size_t)d * 4);
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            float gj = r.gate[t * k + j];
+            const float *y = w[A_YE] + (size_t)row * d;
+            for (int c = 0; row >= 0 && c < d; c++)
+                o[c] += gj * y[c];
+        }
+    }
+    op_produced(g, out, (size_t)N * d, l, "experts out");
+}
+
+/* Its backward, with layer l's tensors in the workspace: from dout (d loss / d out) to dxn
+ * (d loss / d x), and the gradients of the router and of every expert (zero for one that got
+ * no token). */
+static void moe_backward(struct gpt *g, int l, const float *dout, const float *x, float *dxn)
+{
+    int N = g->N, d = g->c.d, f = g->fl, k = g->c.moe.top_k, E = g->c.moe.experts;
+    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
+    float **w = g->w;
+    struct moe_route r = route_of(g);
+    /* out_t = Σ_j g_j y_j: d g_j = dout_t . y_j, d y_j = g_j dout_t */
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            const float *dt = dout + (size_t)t * d, *y = w[A_YE] + (size_t)row * d;
+            float *dy = g->dye + (size_t)row * d, gj = r.gate[t * k + j], dot = 0;
+            for (int c = 0; row >= 0 && c < d; c++) {
+                dot += dt[c] * y[c];
+                dy[c] = gj * dt[c];
+            }
+            g->dgate[t * k + j] = dot;
+        }
+    bool injected = false;
+    for (int e = 0; e < E; e++) {
+        int n = r.kept[e];
+        size_t o = (size_t)r.off[e];
+        float *wg, *wu, *wd, *gg, *gu, *gd;
+        expert_w(g, W, e, &wg, &wu, &wd);
+        expert_w(g, G, e, &gg, &gu, &gd);
+        if (n == 0) { /* no token: no gradient (or nothing added to the micro-batches') */
+            if (!g->accumulate)
+                memset(gg, 0, 3 * (size_t)f * d * sizeof *gg);
+            continue;
+        }
+        const float *xe = w[A_XE] + o * d, *a = w[A_G] + o * f, *u = w[A_U] + o * f;
+        const float *h = w[A_H] + o * f;
+        float *dy = g->dye + o * d;
+        size_t nf = (size_t)n * f;
+        op_rnd(g, dy, (size_t)n * d); /* its rows of d y, rounded as produced */
+        /* y = h Wd^T: dh = dy Wd, dWd = dy^T h */
+        op_mm_dx(g->dh, dy, wd, n, d, f, 0.0f);
+        op_rnd(g, g->dh, nf);
+        if (g->inj && g->inj->inf_grad_layer == l && !injected)
+            g->dh[0] = INFINITY, injected = true; /* the lessons' injected overflow */
+        op_check(g, g->dh, nf, l, "grad expert hidden");
+        op_mm_dw_acc(gd, dy, h, n, d, f, g->accumulate);
+        op_produced_grad(g, gd, (size_t)d * f, l, "grad expert w_down");
+        op_swiglu_backward(g, g->dg, g->du, g->dh, a, u, nf);
+        op_mm_dw_acc(gg, g->dg, xe, n, f, d, g->accumulate);
+        op_produced_grad(g, gg, (size_t)f * d, l, "grad expert w_gate");
+        op_mm_dw_acc(gu, g->du, xe, n, f, d, g->accumulate);
+        op_produced_grad(g, gu, (size_t)f * d, l, "grad expert w_up");
+        float *dx = g->dxe + o * d;
+        op_mm_dx(dx, g->dg, wg, n, f, d, 0.0f);
+        op_mm_dx(dx, g->du, wu, n, f, d, 1.0f);
+    }
+    /* the dispatch's backward: each token's rows' gradients added back, in choice order */
+    memset(dxn, 0, (size_t)N * d * sizeof *dxn);
+    for (int t = 0; t < N; t++)
+        for (int j = 0; j < k; j++) {
+            int row = r.row[t * k + j];
+            const float *dx = g->dxe + (size_t)row * d;
+            float *dst = dxn + (size_t)t * d;
+            for (int c = 0; row >= 0 && c < d; c++)
+                dst[c] += dx[c];
+        }
+    /* the router: the gates' and the load-balancing loss's gradients to the logits */
+    moe_route_backward(&r, g->dgate, g->c.moe.aux_coef, g->aux_scale, g->zlog);
+    op_mm_dw_acc(G->router, g->zlog, x, N, E, d, g->accumulate);
+    op_produced_grad(g, G->router, (size_t)E * d, l, "grad router");
+    op_mm_dx(dxn, g->zlog, W->router, N, E, d, 1.0f);
+}
+
 /* Runs layer l on the residual stream res (updated in place to the layer's output); keeps the
  * tensors of `save` (any may be NULL). Every tensor is rounded to the working format where it is
  * produced, as a bf16 kernel would write it. */
@@ -90,20 +250,25 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     op_tp_reduce_rows(g, g->tmp, "attn proj"); /* each rank's heads' share of the projection */
     op_add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
 
-    /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T */
+    /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T;
+     * or, with experts, out = xm + the experts' gate-weighted outputs (moe_forward) */
     op_rmsnorm(g, l, "mlp norm", w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm);
     xin = op_sp_gather(g, g->xg, w[A_XN2], "mlp norm");
-    op_linear(g, l, "gate", w[A_G], xin, W->w_gate, f, d);
-    op_linear(g, l, "up", w[A_U], xin, W->w_up, f, d);
-    op_swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
-    op_linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
+    if (gpt_layer_moe(&g->c, l)) {
+        moe_forward(g, l, xin, g->tmp);
+    } else {
+        op_linear(g, l, "gate", w[A_G], xin, W->w_gate, f, d);
+        op_linear(g, l, "up", w[A_U], xin, W->w_up, f, d);
+        op_swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
+        op_linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
+    }
     op_tp_reduce_rows(g, g->tmp, "mlp out"); /* each rank's share of the FFN width */
     op_add(g, res, w[A_XM], g->tmp, nd, l, "output");
 
     if (save) /* the kept tensors not computed in place */
         for (int a = A_RSTD1; a < A_COUNT; a++)
             if (save[a] && save[a] != w[a])
-                op_store(g, save[a], w[a], act_elems(g, a));
+                op_store(g, save[a], w[a], act_elems(g, a, sz_of(g, l)));
 }
 
 /* The MLP's backward, with the layer's tensors in the workspace: dres holds d loss / d out on
@@ -117,6 +282,14 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     /* under sequence parallelism every row of dout and xn2, gathered (the backward of the
      * reduce-scatter, and the norm's output again for the weight gradients) */
     const float *dout = op_sp_gather(g, g->dg_full, dres, "grad mlp out");
+    if (gpt_layer_moe(&g->c, l)) { /* the experts' and the router's (moe_backward) */
+        moe_backward(g, l, dout, w[A_XN2], g->dxn);
+        op_produced(g, g->dxn, nd, l, "grad mlp norm");
+        op_rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, g->nl, d);
+        op_produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
+        op_produced(g, dres, nld, l, "grad attn residual");
+        return;
+    }
 
     /* out = xm + h Wd^T: dh = dout Wd, dWd = dout^T h; dout also flows on to xm (the residual) */
     op_mm_dx(g->dh, dout, W->w_down, N, d, f, 0.0f);
@@ -190,27 +363,27 @@ static void load_set(struct gpt *g, int l, void **set)
     bind(g, set);
     for (int a = 0; a < A_COUNT; a++)
         if (set[a] && set[a] != g->w[a])
-            op_load(g, g->w[a], set[a], act_elems(g, a));
+            op_load(g, g->w[a], set[a], act_elems(g, a, sz_of(g, l)));
     if (!set[A_P]) { /* selective: the attention core comes back to life, in its slot */
-        charge(g, (long long)act_bytes(g, A_P));
+        charge(g, (long long)act_bytes(g, A_P, SZ_DENSE));
         if (g->fmt == FP_FP32)
             g->w[A_P] = g->pslot;
         op_attn_probs(g, l);
-        if (g->w[A_P] != g->pslot)
-            op_store(g, g->pslot, g->w[A_P], act_elems(g, A_P)); /* already rounded: exact */
+        if (g->w[A_P] != g->pslot) /* already rounded: exact */
+            op_store(g, g->pslot, g->w[A_P], act_elems(g, A_P, SZ_DENSE));
         op_compute(g, attn_flops(g) / 2, "recompute", l);
     }
 }
 
 /* ------------------------------------------------------------------ the passes */
 
-/* Bytes a layer charges when its list is stored: all of it, or all but the core. */
-static size_t set_bytes(const struct gpt *g, void **set)
+/* Bytes layer l charges when its list is stored: all of it, or all but the core. */
+static size_t set_bytes(const struct gpt *g, void **set, int l)
 {
     size_t b = 0;
     for (int a = 0; a < A_COUNT; a++)
         if (set[a])
-            b += act_bytes(g, a);
+            b += act_bytes(g, a, sz_of(g, l));
     return b;
 }
 
@@ -227,6 +400,15 @@ static void step_begin(struct gpt *g)
     memset(g->underflow, 0, ((size_t)g->c.layers + 1) * sizeof *g->underflow);
     g->underflow_total = 0;
     g->ring_scores = 0;
+    g->aux = 0, g->routed = g->dropped = 0;
+}
+
+/* The load-balancing loss's weight in the backward pass: the loss scale, times this batch's
+ * share of the tokens the loss is averaged over (a data-parallel GPU's aux is one of the
+ * GPUs', a micro-batch's one of the micro-batches': the gradients add up to their mean's). */
+static void set_aux_scale(struct gpt *g, float loss_scale)
+{
+    g->aux_scale = (double)loss_scale * (double)g->N / g->loss_tokens;
 }
 
 /* The embedding lookup: the residual stream starts as the rows of the tokens. */
@@ -262,14 +444,14 @@ static void layers_forward(struct gpt *g, int slot)
             int k = l - pt->first;
             if (k % g->seg == 0) { /* a checkpoint: the segment's input */
                 set[A_X] = g->segin[slot * g->nseg + k / g->seg];
-                charge(g, (long long)act_bytes(g, A_X));
+                charge(g, (long long)act_bytes(g, A_X, SZ_DENSE));
             }
             layer_forward(g, l, g->res, set);
         } else {
             layer_forward(g, l, g->res, saved_set(g, slot, l));
-            charge(g, (long long)set_bytes(g, saved_set(g, slot, l)));
+            charge(g, (long long)set_bytes(g, saved_set(g, slot, l), l));
         }
-        op_compute(g, layer_fwd_work(g), "forward", l);
+        op_compute(g, layer_fwd_work(g, l), "forward", l);
         op_hook(g, GPT_HOOK_FORWARD_DONE, l);
     }
 }
@@ -424,8 +606,9 @@ static void layers_backward(struct gpt *g, int slot)
                 op_hook(g, g->seg == 1 ? GPT_HOOK_BACKWARD : GPT_HOOK_FORWARD, l);
                 layer_forward(g, l, g->res, g->pool[l - a]);
                 /* the segment's first input is its checkpoint, already charged */
-                charge(g, (long long)(g->layer_bytes - (l == a ? act_bytes(g, A_X) : 0)));
-                op_compute(g, layer_fwd_work(g), "recompute", l);
+                charge(g,
+                       (long long)(layer_bytes(g, l) - (l == a ? act_bytes(g, A_X, SZ_DENSE) : 0)));
+                op_compute(g, layer_fwd_work(g, l), "recompute", l);
                 if (g->seg > 1)
                     op_hook(g, GPT_HOOK_FORWARD_DONE, l);
             }
@@ -434,8 +617,8 @@ static void layers_backward(struct gpt *g, int slot)
                     op_hook(g, GPT_HOOK_BACKWARD, l);
                 load_set(g, l, g->pool[l - a]);
                 layer_backward(g, l, g->dres);
-                op_compute(g, layer_bwd_work(g), "backward", l);
-                charge(g, -(long long)g->layer_bytes);
+                op_compute(g, layer_bwd_work(g, l), "backward", l);
+                charge(g, -(long long)layer_bytes(g, l));
                 op_hook(g, GPT_HOOK_GRADS, l);
             }
         }
@@ -444,8 +627,8 @@ static void layers_backward(struct gpt *g, int slot)
             op_hook(g, GPT_HOOK_BACKWARD, l);
             load_set(g, l, saved_set(g, slot, l));
             layer_backward(g, l, g->dres);
-            op_compute(g, layer_bwd_work(g), "backward", l);
-            charge(g, -(long long)g->layer_bytes);
+            op_compute(g, layer_bwd_work(g, l), "backward", l);
+            charge(g, -(long long)layer_bytes(g, l));
             op_hook(g, GPT_HOOK_GRADS, l);
         }
 }
@@ -481,7 +664,7 @@ static double whole_forward(struct gpt *g, const int32_t *tokens, const int32_t 
     g->in_forward = true;
     embed_forward(g, tokens);
     layers_forward(g, 0);
-    double loss = head_forward(g, 0, targets);
+    double loss = head_forward(g, 0, targets) + g->aux; /* the experts' load-balancing loss */
     g->in_forward = false;
     return loss;
 }
@@ -503,6 +686,7 @@ double gpt_step(struct gpt *g, const int32_t *tokens, const int32_t *targets, fl
     g->inj = inj;
     g->accumulate = false;
     double loss = whole_forward(g, tokens, targets);
+    set_aux_scale(g, loss_scale);
     head_backward(g, 0, targets, loss_scale);
     layers_backward(g, 0);
     embed_backward(g, tokens);
@@ -521,6 +705,7 @@ double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const vo
                         const int32_t *targets, const struct gpt_inject *inj)
 {
     size_t nd = (size_t)g->nl * g->c.d; /* this rank's rows of the stream */
+    double aux = g->aux;
     g->inj = inj;
     g->in_forward = true;
     if (g->part.embed)
@@ -529,8 +714,8 @@ double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const vo
         op_load(g, g->res, in, nd);
     layers_forward(g, slot);
     double loss = NAN;
-    if (g->part.head)
-        loss = head_forward(g, slot, targets);
+    if (g->part.head) /* with this micro-batch's load-balancing loss in this part's layers */
+        loss = head_forward(g, slot, targets) + (g->aux - aux);
     else
         op_store(g, out, g->res, nd); /* already in the format: exact */
     g->in_forward = false;
@@ -545,6 +730,7 @@ void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int
     size_t nd = (size_t)g->nl * g->c.d; /* this rank's rows of the stream */
     g->inj = inj;
     g->accumulate = accumulate;
+    set_aux_scale(g, loss_scale);
     if (g->part.head)
         head_backward(g, slot, targets, loss_scale);
     else

@@ -3,4 +3,5 @@ libkernels_a_SOURCES += \
 	%reldir%/gpt_step.c %reldir%/ringattn.c %reldir%/ringattn.h %reldir%/gpt_ring.c
 libscalelab_a_SOURCES += \
 	%reldir%/blasbuf.c %reldir%/blasbuf.h \
-	%reldir%/markov.c %reldir%/markov.h
+	%reldir%/markov.c %reldir%/markov.h \
+	%reldir%/moe.c %reldir%/moe.h

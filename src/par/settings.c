@@ -46,7 +46,15 @@ int train_shape_of(const struct model_shape *m, struct gpt_config *out, struct e
                          "%s: the tiny GPT trains swiglu models with tied embeddings and "
                          "kv_heads = heads",
                          m->name);
-    *out = (struct gpt_config){m->vocab, m->d_model, m->layers, m->heads, m->ffn, m->seq};
+    *out = (struct gpt_config){.vocab = m->vocab,
+                               .d = m->d_model,
+                               .layers = m->layers,
+                               .heads = m->heads,
+                               .ffn = m->ffn,
+                               .seq = m->seq};
+    if (m->experts > 0) /* α: Switch Transformer's 10^-2 (Fedus et al. 2021, §2.2) */
+        out->moe = (struct gpt_moe){m->experts, m->top_k, m->moe_every > 0 ? m->moe_every : 1,
+                                    m->capacity_factor, TRAIN_AUX_COEF};
     return 0;
 }
 
@@ -133,6 +141,20 @@ static int set_nonneg(const struct setting *s, const char *said, const char *val
         return bad(e, said);
     if (!(v >= s->min))
         return error_set(e, ERR_INVAL, "%s must be >= %g, not %s", said, s->min, value);
+    *FIELD(o, s, double) = v;
+    return 0;
+}
+
+/* A number in [min, max] (capacity-factor, aux-loss-coef). */
+static int set_between(const struct setting *s, const char *said, const char *value,
+                       struct train_opts *o, struct error *e)
+{
+    double v;
+    if (units_parse_double(value, false, &v, e))
+        return bad(e, said);
+    if (!(v >= s->min && v <= s->max))
+        return error_set(e, ERR_INVAL, "%s '%s': a number from %g to %g", said, value, s->min,
+                         s->max);
     *FIELD(o, s, double) = v;
     return 0;
 }
@@ -340,7 +362,9 @@ static int set_grad_accum(const struct setting *s, const char *said, const char 
 
 /* ------------------------------------------------------------------ the table */
 
-#define F(x) offsetof(struct train_opts, x)
+#define F(x)    offsetof(struct train_opts, x)
+#define STR(x)  #x
+#define XSTR(x) STR(x)
 
 const struct setting train_settings[] = {
     {"steps", NULL, "K", set_long, F(steps), 1, TRAIN_MAX_STEPS, false,
@@ -435,6 +459,27 @@ const struct setting train_settings[] = {
     {"chunks", NULL, "V", set_int, F(chunks), 2, SCHED_MAX_CHUNKS, false,
      "interleaved: V model chunks per stage (default 2), P x V dividing\n"
      "the layers; stage s holds virtual stages s, P + s, 2P + s, ..."},
+    /* a mixture of experts (model/gpt.h's struct gpt_moe): the model's shape, over the
+     * preset's (train applies them to the model it names, cli/train_args.c) */
+    {"experts", NULL, "E", set_int, F(shape.moe.experts), 2, GPT_MAX_EXPERTS, false,
+     "a mixture of experts: each expert layer's feed-forward becomes E\n"
+     "SwiGLU experts of the model's ffn width and a router (2 to " XSTR(
+         GPT_MAX_EXPERTS) ";\n"
+                          "one GPU, one micro-batch); a model preset may hold them (tiny-moe)"},
+    {"top-k", NULL, "K", set_int, F(shape.moe.top_k), 1, 2, false,
+     "the experts each token goes to (2 on a dense model given\n"
+     "--experts, else the preset's): 1 as Switch Transformer (its gate is\n"
+     "the router's probability), 2 as Mixtral (the two renormalised)"},
+    {"capacity-factor", NULL, "C", set_between, F(shape.moe.capacity_factor), 0, 64, false,
+     "an expert takes at most ceil(C K tokens / E) of a step's tokens; a\n"
+     "choice past it is dropped (the token keeps its residual); 0: no\n"
+     "limit (0 on a dense model given --experts, else the preset's)"},
+    {"aux-loss-coef", NULL, "A", set_between, F(shape.moe.aux_coef), 0, 100, false,
+     "the load-balancing loss A E sum_i f_i P_i (Switch Transformer's)\n"
+     "added to the loss (" XSTR(TRAIN_AUX_COEF) " unless given)"},
+    {"moe-every", NULL, "K", set_int, F(shape.moe.every), 1, 1024, false,
+     "layer l has experts when l % K is 0 (1, every layer, on a dense\n"
+     "model given --experts, else the preset's)"},
     {NULL, NULL, NULL, NULL, 0, 0, 0, false, NULL},
 };
 

@@ -106,6 +106,8 @@ enum train_scaling train_scaling_for(enum fp_format precision);
  * swiglu models with tied embeddings and kv_heads = heads", and *out zeroed. Whether the shape
  * fits the lab's limits is gpt_config_check's (train_opts_check calls it). */
 int train_shape_of(const struct model_shape *m, struct gpt_config *out, struct error *e);
+/* The load-balancing loss's coefficient a shape with experts gets (train --aux-loss-coef). */
+#define TRAIN_AUX_COEF 0.01
 /* The same from a preset name ("tiny") or an INI file path: preset_load_model's errors, or
  * train_shape_of's. */
 int train_shape(const char *model, struct gpt_config *out, struct error *e);

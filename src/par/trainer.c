@@ -466,6 +466,22 @@ static const int32_t *cp_tokens(struct trainer *t, size_t first, int rows)
     return t->cp_tokens;
 }
 
+/* The routing's figures of the step (model/gpt.h's diagnosis). */
+static void describe_experts(const struct trainer *t, const struct gpt_diag *d,
+                             struct train_step *out)
+{
+    const struct gpt_moe *m = &t->o.shape.moe;
+    int layers = gpt_moe_layers(&t->o.shape);
+    out->aux_loss = d->aux_loss, out->routed = d->routed, out->dropped = d->dropped;
+    out->expert_imbalance = 0;
+    if (!layers || !d->expert_load || !d->routed)
+        return;
+    double mean = (double)d->routed / layers / m->experts;
+    for (int i = 0; i < layers * m->experts; i++)
+        if (d->expert_load[i] / mean > out->expert_imbalance)
+            out->expert_imbalance = d->expert_load[i] / mean;
+}
+
 /* 1-3. The global batch and this GPU's share; forward and backward (the strategy reduces
  * buckets as they complete; pipelined, micro-batch by micro-batch in the schedule's order),
  * then the rest of the gradient sync. *local: this GPU's loss (NaN off the last stage). */
@@ -584,6 +600,7 @@ static void describe(const struct trainer *t, const struct gpt_diag *d, struct t
 {
     memcpy(out->nonfinite, d->nonfinite, sizeof out->nonfinite);
     out->nonfinite_forward = d->nonfinite_forward;
+    describe_experts(t, d, out);
     out->underflow = d->underflow;
     out->underflow_frac = (double)d->underflow_total / (double)d->grad_elements;
     for (int c = 0; c < t->v; c++) {

@@ -85,6 +85,11 @@ struct train_step {
     uint64_t scalar_bytes;         /* and for the agreement (loss, norm, found-inf) */
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
     double compute_s;              /* simulated compute time of the step */
+    /* A mixture of experts (model/moe.h): the load-balancing loss (part of loss), the k N
+     * choices routed over the expert layers and those dropped past a capacity, and the most
+     * loaded expert's choices over the mean k N / E in the least even layer (1: even). */
+    double aux_loss, expert_imbalance;
+    uint64_t routed, dropped;
 };
 
 struct trainer;

@@ -55,22 +55,31 @@ static double grid_size(int j)
            pow(COLLRUN_PLOT_HI / COLLRUN_PLOT_LO, (double)j / (COLLRUN_PLOT_GRID - 1));
 }
 
+void collrun_plot_algos(enum cost_op op, enum cost_algo a[2])
+{
+    a[0] = op == COST_ALLTOALL ? COST_PAIRWISE : COST_RING;
+    a[1] = op == COST_ALLTOALL ? COST_DIRECT : COST_TREE;
+}
+
 size_t collrun_real_count(const struct coll_settings *s, bool *scaled)
 {
-    *scaled = !(s->size <= COLLRUN_REAL_MAX && fmod(s->size, 4) == 0 && s->size >= 4);
+    *scaled = !(s->size <= COLLRUN_REAL_MAX && fmod(s->size, 4) == 0 && s->size >= 4 &&
+                (s->op != COST_ALLTOALL || fmod(s->size / 4, s->gpus) == 0));
     return *scaled ? (size_t)s->gpus * 256 : (size_t)(s->size / 4);
 }
 
-/* The plot's curves and the crossover for p's GPUs and cluster, unless p goes stale. */
+/* The plot's curves and the crossover for p's op, GPUs and cluster, unless p goes stale. */
 static void make_curves(struct coll_run *p, const struct cost_net *net)
 {
-    p->crossover = cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, net, 1024, 1e12);
+    enum cost_algo pa[2];
+    collrun_plot_algos(p->s.op, pa);
+    p->crossover = cost_crossover(p->s.op, pa[0], pa[1], net, 1024, 1e12);
     int j = 0;
     for (; j < COLLRUN_PLOT_GRID && !atomic_load(&p->stale); j++) {
         struct cost_result r;
-        cost_collective(COST_ALLREDUCE, COST_RING, net, grid_size(j), &r, NULL);
+        cost_collective(p->s.op, pa[0], net, grid_size(j), &r, NULL);
         p->tr[j] = r.time_s;
-        cost_collective(COST_ALLREDUCE, COST_TREE, net, grid_size(j), &r, NULL);
+        cost_collective(p->s.op, pa[1], net, grid_size(j), &r, NULL);
         p->tt[j] = r.time_s;
     }
     p->curves_done = j == COLLRUN_PLOT_GRID;
@@ -79,9 +88,11 @@ static void make_curves(struct coll_run *p, const struct cost_net *net)
 /* The run's send events (in the order they were sent) as the panel's hops. The panel's
  * chunks: the ring's N; a tree's pipeline chunks, the second tree of a double binary tree
  * after the first's; rhd's 2^k blocks, a send of a range of them a hop per block (its
- * fold-in and fold-out carry them all). */
+ * fold-in and fold-out carry them all); an all-to-all's N blocks of a receive buffer, the
+ * block from GPU i landing in place i. */
 static void keep_hops(struct coll_run *p, const struct event *ev, size_t n)
 {
+    bool a2a = p->s.op == COST_ALLTOALL;
     int np = 1, per_tree = 1;
     while (np * 2 <= p->s.gpus)
         np *= 2;
@@ -107,6 +118,8 @@ static void keep_hops(struct coll_run *p, const struct event *ev, size_t n)
             count = count < 1 ? 1 : count;
         }
         const char *ph = ev[i].phase ? ev[i].phase : "";
+        if (a2a) /* the block lands in the receiver's place for its sender */
+            first = ev[i].device;
         for (int j = 0; j < count && first + j < COLLRUN_MAX_CHUNKS; j++) {
             struct coll_hop *h = &p->hops[p->nhops++];
             h->step = ev[i].step;
@@ -124,7 +137,7 @@ static void keep_hops(struct coll_run *p, const struct event *ev, size_t n)
                 p->nchunks = h->chunk + 1;
         }
     }
-    if (p->s.algo == COST_RING)
+    if (p->s.algo == COST_RING || a2a)
         p->nchunks = p->s.gpus;
     else if (p->s.algo == COST_RHD)
         p->nchunks = np < COLLRUN_MAX_CHUNKS ? np : COLLRUN_MAX_CHUNKS;
@@ -148,7 +161,7 @@ void collrun_make(void *arg)
     }
     struct trial_args a;
     trial_args_init(&a);
-    a.op = COST_ALLREDUCE;
+    a.op = p->s.op;
     a.algo = p->s.algo;
     a.gpus = p->s.gpus;
     a.count = collrun_real_count(&p->s, &p->scaled);

@@ -26,7 +26,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/stackbar.c %reldir%/stackbar.h
 # lesson 3's panel (issue 4), its run made off the frame loop (issue 25)
 libscalelab_a_SOURCES += %reldir%/panel_collective.c %reldir%/collrun.c %reldir%/collrun.h \
-	%reldir%/bgjob.c %reldir%/bgjob.h
+	%reldir%/collplot.c %reldir%/collplot.h %reldir%/bgjob.c %reldir%/bgjob.h
 # lessons 1 and 2's panels (issue 5)
 libscalelab_a_SOURCES += %reldir%/panel_training.c %reldir%/panel_checkpoint.c
 # the Lab's run mode (issue 8)

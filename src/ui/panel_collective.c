@@ -1,4 +1,5 @@
-/* Lesson 3's panel: a real all-reduce among N device threads, replayed step by step.
+/* Lesson 3's panel: a real all-reduce (or all-to-all) among N device threads, replayed step by
+ * step.
  *
  * The ring: each GPU a small box on an ellipse (layout_ring in src/ui/layout.c), GPU 0 at
  * the top and the ring running clockwise. Inside each box, its buffer's N chunks: how many
@@ -6,10 +7,10 @@
  * while it holds only its own, highlighted where this step's data landed. On the link from
  * each GPU to the next, the chunk it sent in the step shown ("c3" and an arrow), highlighted;
  * inside the ring the phase, the step and the bytes each GPU sent. Below it the legend, the
- * bytes sent per GPU against the 2(N-1)/N x size line, and the α-β times. The α-β plot of
- * ring and tree time against the size (log axes, the crossover and the chosen size marked)
- * goes beside the ring when the ring as it likes to be leaves it PLOT_W columns, else below
- * it (the ring giving up rows down to what it needs), else it is left out. When no ring fits
+ * bytes sent per GPU against the 2(N-1)/N x size line, and the α-β times. The α-β plot
+ * (ui/collplot.h) of ring and tree time against the size (log axes, the crossover and the chosen
+ * size marked) goes beside the ring when the ring as it likes to be leaves it PLOT_W columns, else
+ * below it (the ring giving up rows down to what it needs), else it is left out. When no ring fits
  * (a small panel), for the other algorithms, and beyond 16 GPUs, a row per GPU instead (the
  * middle ones summarised beyond 16), the ring as one line above them (the tree drawn as a
  * tree) and the plot below if it fits. A tree's steps are its pipeline's stages (the sends
@@ -25,21 +26,29 @@
  * SIZE --steps". The legend under the picture says which: the size that ran for real, and what it
  * is timed as.
  *
+ * An all-to-all (o) is drawn as rows: each GPU's receive buffer, a cell per block, the GPU it
+ * came from once it has arrived ('.' before; its own block is there from the start), the
+ * blocks that landed in the step shown highlighted; pairwise exchange's steps are its N-1
+ * exchanges, direct's the moments its posted blocks arrive. Its bytes go against (N-1)/N x
+ * size, its plot is pairwise against direct (the same time on one node: one curve).
+ *
  * At 64 GPUs that run takes longer than a frame (64 threads on the host's cores), and the
  * plot's curves and crossover hundreds of replays of the cost model: a key never waits for
  * them. It changes the settings and asks for the run, which is made on a thread of its own
- * (ui/bgjob.h, ui/collrun.h) with the curves when the GPUs or the cluster changed; the panel says
+ * (ui/bgjob.h, ui/collrun.h) with the curves when the op, the GPUs or the cluster changed; the
+ * panel says
  * "running" until a poll takes it (or the key's own frame, when the last run took under QUICK_S).
  * The α-β times (a few replays) are computed by the poll the window sends before each frame, so
  * keys pressed together cost them once. Keys pressed meanwhile only change what the next run
  * is for: one run at a time, for the latest settings. Drawing computes nothing: the curves
- * are kept for the GPUs and cluster they were made for, at COLLRUN_PLOT_GRID sizes, and each
- * column read between two of them.
+ * are kept for the op, GPUs and cluster they were made for, at COLLRUN_PLOT_GRID sizes, and
+ * each column read between two of them.
  *
  * Keys: Left/Right (h/l) GPUs (2-64; the rows summarise beyond 16, and the chunks that do
- * not fit a row are counted), Up/Down (k/j) size (x2),
- * t ring, tree, dbtree, rhd; c the cluster preset. Settings: gpus=N, size=BYTES,
- * algo=ring|tree|dbtree|rhd, cluster=PRESET, step=K. */
+ * not fit a row are counted), Up/Down (k/j) size (x2), o all-reduce or all-to-all, t ring,
+ * tree, dbtree, rhd (all-to-all: pairwise, direct); c the cluster preset. Settings: gpus=N,
+ * size=BYTES, op=allreduce|alltoall, algo=ring|tree|dbtree|rhd|pairwise|direct (pairwise and
+ * direct are all-to-all's), cluster=PRESET, step=K. */
 #include "config.h"
 
 #include <curses.h>
@@ -60,6 +69,7 @@
 #include "comm/tree.h"
 #include "sim/cluster.h"
 #include "ui/bgjob.h"
+#include "ui/collplot.h"
 #include "ui/collrun.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
@@ -84,9 +94,11 @@ struct coll_panel {
     int nhops, nsteps, nchunks;
     double real_bytes, sim_time, max_rel_error, tolerance;
     bool verified, scaled; /* scaled: real_bytes ran, timed as the size chosen */
-    struct cost_result ring, tree, dbtree, rhd;
-    bool times_due; /* those four, not computed yet for the settings */
-    /* the plot's curves and the crossover, for curves_gpus GPUs of cluster curves_cluster */
+    struct cost_result ring, tree, dbtree, rhd, pair, direct;
+    bool times_due; /* those six, not computed yet for the settings */
+    /* the plot's curves and the crossover, for op curves_op on curves_gpus GPUs of cluster
+     * curves_cluster */
+    enum cost_op curves_op;
     int curves_gpus, curves_cluster;
     double crossover, tr[COLLRUN_PLOT_GRID], tt[COLLRUN_PLOT_GRID];
     /* the run being made (for work->s, which may be settings left behind since) */
@@ -117,9 +129,10 @@ static void replay(struct coll_panel *p)
     int n = p->s.gpus;
     memset(p->fresh, 0, sizeof p->fresh);
     memset(p->sent, 0, sizeof p->sent);
+    bool a2a = p->s.op == COST_ALLTOALL; /* a receive buffer: only its own block at first */
     for (int g = 0; g < n; g++)
         for (int c = 0; c < p->nchunks; c++)
-            p->mask[g][c] = 1ull << g;
+            p->mask[g][c] = !a2a || c == g ? 1ull << g : 0;
     p->now = 0;
     p->phase = NULL;
     double scale = p->real_bytes > 0 ? p->s.size / p->real_bytes : 0;
@@ -127,7 +140,7 @@ static void replay(struct coll_panel *p)
         const struct coll_hop *h = &p->hops[i];
         if (h->step >= p->step)
             continue;
-        uint64_t m = p->mask[h->from][h->chunk];
+        uint64_t m = a2a ? 1ull << h->from : p->mask[h->from][h->chunk]; /* its own block */
         p->mask[h->to][h->chunk] = h->reduce ? p->mask[h->to][h->chunk] | m : m;
         p->sent[h->from] += h->bytes * scale;
         if (h->t_end > p->now)
@@ -146,19 +159,36 @@ static double algo_time(const struct coll_panel *p)
     case COST_TREE: return p->tree.time_s;
     case COST_DBTREE: return p->dbtree.time_s;
     case COST_RHD: return p->rhd.time_s;
+    case COST_PAIRWISE: return p->pair.time_s;
+    case COST_DIRECT: return p->direct.time_s;
     default: return p->ring.time_s;
     }
 }
 
+/* The bytes each GPU sends, over the size: 2(N-1)/N for an all-reduce, (N-1)/N an all-to-all. */
+static double sent_share(const struct coll_panel *p)
+{
+    int n = p->s.gpus;
+    return (p->s.op == COST_ALLTOALL ? 1.0 : 2.0) * (n - 1) / n;
+}
+
 static bool same_settings(const struct coll_settings *a, const struct coll_settings *b)
 {
-    return a->gpus == b->gpus && a->cluster == b->cluster && a->size == b->size &&
+    return a->gpus == b->gpus && a->cluster == b->cluster && a->size == b->size && a->op == b->op &&
            a->algo == b->algo;
+}
+
+/* Whether curves made for settings s are the plot's for settings t. */
+static bool curves_for(const struct coll_settings *s, const struct coll_settings *t)
+{
+    return s->op == t->op && s->gpus == t->gpus && s->cluster == t->cluster;
 }
 
 static bool have_curves(const struct coll_panel *p)
 {
-    return p->curves_gpus == p->s.gpus && p->curves_cluster == p->s.cluster;
+    struct coll_settings made = {
+        .op = p->curves_op, .gpus = p->curves_gpus, .cluster = p->curves_cluster};
+    return curves_for(&made, &p->s);
 }
 
 /* Starts making the run for the settings, unless one is being made (the poll that finds it
@@ -194,8 +224,8 @@ static bool take(struct coll_panel *p, double wait_s)
     p->job = NULL, p->work = NULL;
     if (!atomic_load(&w->stale)) /* (one cut short says nothing of the next) */
         p->quick = w->took < QUICK_S;
-    if (w->curves_done && w->s.gpus == p->s.gpus && w->s.cluster == p->s.cluster) {
-        p->curves_gpus = w->s.gpus, p->curves_cluster = w->s.cluster;
+    if (w->curves_done && curves_for(&w->s, &p->s)) {
+        p->curves_op = w->s.op, p->curves_gpus = w->s.gpus, p->curves_cluster = w->s.cluster;
         p->crossover = w->crossover;
         memcpy(p->tr, w->tr, sizeof p->tr);
         memcpy(p->tt, w->tt, sizeof p->tt);
@@ -244,7 +274,8 @@ static void compute(struct coll_panel *p)
     ask(p);
 }
 
-/* The α-β times of the four algorithms for the settings, when due: a few replays of the cost
+/* The α-β times of the all-reduce's four algorithms and all-to-all's two for the settings,
+ * when due: a few replays of the cost
  * model (a millisecond or two at 64 GPUs), once per poll rather than once per key, so that
  * keys pressed together cost them once (the window polls before it sends a frame). Whether
  * they were computed. */
@@ -257,14 +288,19 @@ static bool times(struct coll_panel *p)
     cost_collective(COST_ALLREDUCE, COST_TREE, &net, p->s.size, &p->tree, NULL);
     cost_collective(COST_ALLREDUCE, COST_DBTREE, &net, p->s.size, &p->dbtree, NULL);
     cost_collective(COST_ALLREDUCE, COST_RHD, &net, p->s.size, &p->rhd, NULL);
+    cost_collective(COST_ALLTOALL, COST_PAIRWISE, &net, p->s.size, &p->pair, NULL);
+    cost_collective(COST_ALLTOALL, COST_DIRECT, &net, p->s.size, &p->direct, NULL);
     p->times_due = false;
     return true;
 }
 
 static void defaults(struct coll_settings *s)
 {
-    *s = (struct coll_settings){
-        .gpus = 8, .cluster = 0, .size = 64.0 * 1024 * 1024, .algo = COST_RING};
+    *s = (struct coll_settings){.gpus = 8,
+                                .cluster = 0,
+                                .size = 64.0 * 1024 * 1024,
+                                .op = COST_ALLREDUCE,
+                                .algo = COST_RING};
 }
 
 static int coll_init(void **state, const struct panel_env *env, struct error *e)
@@ -308,6 +344,12 @@ static void coll_fini(void *state)
     free(p);
 }
 
+/* "all-reduce" or "all-to-all". */
+static const char *op_title(const struct coll_panel *p)
+{
+    return p->s.op == COST_ALLTOALL ? "all-to-all" : "all-reduce";
+}
+
 static void changed(struct coll_panel *p, const char *what)
 {
     char b[32];
@@ -321,8 +363,8 @@ static void changed(struct coll_panel *p, const char *what)
                      units_format_bytes(b, sizeof b, p->s.size, UNITS_BINARY));
     else if (!strcmp(what, "gpus"))
         eventlog_add(p->log, "collective: %d GPUs", p->s.gpus);
-    else if (!strcmp(what, "algo"))
-        eventlog_add(p->log, "collective: %s all-reduce", cost_algo_name(p->s.algo));
+    else if (!strcmp(what, "algo") || !strcmp(what, "op"))
+        eventlog_add(p->log, "collective: %s %s", cost_algo_name(p->s.algo), op_title(p));
     else
         eventlog_add(p->log, "collective: cluster %s", p->clusters[p->s.cluster].name);
 }
@@ -374,12 +416,20 @@ static int coll_on_key(void *state, int key)
         p->s.size /= 2;
         changed(p, "size");
         break;
-    case 't': /* ring, tree, NCCL's double binary tree, recursive halving/doubling */
-        p->s.algo = p->s.algo == COST_RING     ? COST_TREE
-                    : p->s.algo == COST_TREE   ? COST_DBTREE
-                    : p->s.algo == COST_DBTREE ? COST_RHD
-                                               : COST_RING;
+    case 't': /* ring, tree, NCCL's double binary tree, recursive halving/doubling; or
+               * all-to-all's pairwise exchange and direct */
+        p->s.algo = p->s.algo == COST_RING       ? COST_TREE
+                    : p->s.algo == COST_TREE     ? COST_DBTREE
+                    : p->s.algo == COST_DBTREE   ? COST_RHD
+                    : p->s.algo == COST_PAIRWISE ? COST_DIRECT
+                    : p->s.algo == COST_DIRECT   ? COST_PAIRWISE
+                                                 : COST_RING;
         changed(p, "algo");
+        break;
+    case 'o': /* all-reduce or all-to-all, each with its first algorithm */
+        p->s.op = p->s.op == COST_ALLREDUCE ? COST_ALLTOALL : COST_ALLREDUCE;
+        p->s.algo = p->s.op == COST_ALLTOALL ? COST_PAIRWISE : COST_RING;
+        changed(p, "op");
         break;
     case 'c':
         p->s.cluster = (p->s.cluster + 1) % p->nclusters;
@@ -455,17 +505,22 @@ static int coll_set(void *state, const char *name, const char *value, struct err
         if ((rc = units_parse_bytes(value, 4.0 * 1024 * 1024 * 1024, &b, e)) == 0 && b < 1024)
             rc = error_set(e, ERR_INVAL, "the size must be at least 1 KiB");
         s.size = b;
-    } else if (!strcmp(name, "algo")) {
-        if (!strcmp(value, "ring"))
-            s.algo = COST_RING;
-        else if (!strcmp(value, "tree"))
-            s.algo = COST_TREE;
-        else if (!strcmp(value, "dbtree"))
-            s.algo = COST_DBTREE;
-        else if (!strcmp(value, "rhd"))
-            s.algo = COST_RHD;
+    } else if (!strcmp(name, "op")) { /* its first algorithm, unless the algo is its own */
+        if (!strcmp(value, "allreduce"))
+            s.op = COST_ALLREDUCE, s.algo = s.algo >= COST_PAIRWISE ? COST_RING : s.algo;
+        else if (!strcmp(value, "alltoall"))
+            s.op = COST_ALLTOALL, s.algo = s.algo < COST_PAIRWISE ? COST_PAIRWISE : s.algo;
         else
-            rc = error_set(e, ERR_INVAL, "algo is ring, tree, dbtree or rhd, not '%s'", value);
+            rc = error_set(e, ERR_INVAL, "op is allreduce or alltoall, not '%s'", value);
+    } else if (!strcmp(name, "algo")) { /* an algorithm of the other op takes its op along */
+        enum cost_algo a;
+        if (cost_parse_algo(value, &a, NULL) == 0 && a != COST_AUTO)
+            s.algo = a, s.op = a >= COST_PAIRWISE ? COST_ALLTOALL : COST_ALLREDUCE;
+        else
+            rc = error_set(e, ERR_INVAL,
+                           "algo is ring, tree, dbtree, rhd (all-reduce), pairwise or direct "
+                           "(all-to-all), not '%s'",
+                           value);
     } else if (!strcmp(name, "cluster")) {
         int found = -1;
         for (int i = 0; i < p->nclusters; i++)
@@ -479,7 +534,8 @@ static int coll_set(void *state, const char *name, const char *value, struct err
             step = (int)v;
     } else {
         return error_set(e, ERR_INVAL,
-                         "the collective panel knows gpus, size, algo, cluster and step, not '%s'",
+                         "the collective panel knows gpus, size, op, algo, cluster and step, not "
+                         "'%s'",
                          name);
     }
     if (rc < 0) {
@@ -496,65 +552,14 @@ static int coll_set(void *state, const char *name, const char *value, struct err
 
 /* ------------------------------------------------------------------ drawing */
 
-/* Ring and tree time against the size, log-log, 1 KiB to 1 GiB, in h rows x w columns at
- * (y0, x0): the curves, the size axis, and a legend (one line when there is room, else two). */
+/* The α-β plot (ui/collplot.h) of the curves kept for the settings, once they have come. */
 static void draw_plot(const struct coll_panel *p, struct ui_canvas *c, int y0, int x0, int h, int w)
 {
-    bool one_line = w >= 40; /* the legend on one row (in fewer words below 52 columns) */
-    int ph = h - (one_line ? 2 : 3), pw = w - 10;
-    if (ph < 2 || w < 30 || !have_curves(p)) /* (the curves come with the run) */
+    if (!have_curves(p)) /* (the curves come with the run) */
         return;
-    double lo = COLLRUN_PLOT_LO, hi = COLLRUN_PLOT_HI, tmin = INFINITY, tmax = 0;
-    double tr[COLLRUN_PLOT_GRID], tt[COLLRUN_PLOT_GRID];
-    if (pw > COLLRUN_PLOT_GRID)
-        pw = COLLRUN_PLOT_GRID;
-    for (int i = 0; i < pw; i++) { /* between the grid's sizes, log-log interpolated */
-        double x = (double)i / (pw - 1) * (COLLRUN_PLOT_GRID - 1);
-        int j = x < COLLRUN_PLOT_GRID - 1 ? (int)x : COLLRUN_PLOT_GRID - 2;
-        double f = x - j;
-        tr[i] = exp((1 - f) * log(p->tr[j]) + f * log(p->tr[j + 1]));
-        tt[i] = exp((1 - f) * log(p->tt[j]) + f * log(p->tt[j + 1]));
-        tmin = fmin(tmin, fmin(tr[i], tt[i]));
-        tmax = fmax(tmax, fmax(tr[i], tt[i]));
-    }
-    double l0 = log(tmin), l1 = log(tmax);
-    char b[32];
-    canvas_text(c, y0, x0, ROLE_DIM, units_format_seconds(b, sizeof b, tmax));
-    canvas_text(c, y0 + ph - 1, x0, ROLE_DIM, units_format_seconds(b, sizeof b, tmin));
-    int xc = p->crossover > 0 ? (int)lround(log(p->crossover / lo) / log(hi / lo) * (pw - 1)) : -1;
-    int xs = (int)lround(log(p->s.size / lo) / log(hi / lo) * (pw - 1));
-    int px = x0 + 10;
-    for (int row = 0; row < ph; row++)
-        if (xc >= 0 && xc < pw)
-            canvas_text(c, y0 + row, px + xc, ROLE_DIM, theme_glyphs()->v);
-    for (int i = 0; i < pw; i++) {
-        int yr = ph - 1 - (int)lround((log(tr[i]) - l0) / (l1 - l0 + 1e-300) * (ph - 1));
-        int yt = ph - 1 - (int)lround((log(tt[i]) - l0) / (l1 - l0 + 1e-300) * (ph - 1));
-        if (yr == yt) {
-            canvas_text(c, y0 + yr, px + i, ROLE_TEXT, "*");
-        } else {
-            canvas_text(c, y0 + yr, px + i, ROLE_GOOD, "r");
-            canvas_text(c, y0 + yt, px + i, ROLE_WARN, "t");
-        }
-    }
-    canvas_text(c, y0 + ph, px, ROLE_DIM, "1 KiB");
-    canvas_text(c, y0 + ph, px + pw - 5, ROLE_DIM, "1 GiB");
-    if (xs >= 0 && xs < pw)
-        canvas_text(c, y0 + ph, px + xs, ROLE_SELECTED, "^");
-    char cross[64] = "", legend[2][128];
-    if (xc >= 0 && xc < pw)
-        snprintf(cross, sizeof cross, "%s crossover %s", theme_glyphs()->v,
-                 units_format_bytes(b, sizeof b, p->crossover, UNITS_BINARY));
-    snprintf(legend[0], sizeof legend[0], "r ring  t tree  %s%s^ this size", cross,
-             *cross ? "  " : "");
-    snprintf(legend[1], sizeof legend[1], "r ring t tree %s%s%s^ size",
-             *cross ? theme_glyphs()->v : "", *cross ? b : "", *cross ? " " : "");
-    if (one_line) {
-        canvas_text(c, y0 + ph + 1, x0, ROLE_DIM, legend[layout_text_width(legend[0]) > w]);
-    } else {
-        canvas_text(c, y0 + ph + 1, x0, ROLE_DIM, "r ring  t tree  ^ this size");
-        canvas_text(c, y0 + ph + 2, x0, ROLE_DIM, cross);
-    }
+    struct coll_plot pl = {
+        .op = p->s.op, .size = p->s.size, .crossover = p->crossover, .t0 = p->tr, .t1 = p->tt};
+    collplot_draw(&pl, c, y0, x0, h, w);
 }
 
 /* ---- the ring: GPUs in boxes on an ellipse (src/ui/layout.c, layout_ring) ---- */
@@ -621,11 +626,23 @@ static char count_char(int k, int n)
                     : '*';
 }
 
+/* A cell of GPU g's buffer: its count of contributions (all-reduce), or the GPU whose block
+ * it holds ('.' none yet: all-to-all). */
+static char cell_char(const struct coll_panel *p, int g, int k)
+{
+    uint64_t m = p->mask[g][k];
+    if (p->s.op == COST_ALLTOALL)
+        return m ? count_char(__builtin_ctzll(m), p->s.gpus) : '.';
+    return count_char(__builtin_popcountll(m), p->s.gpus);
+}
+
 /* Chunk k of GPU g: its count of contributions, and its look: where this step's data landed,
  * complete, its own data only, or partly reduced. */
 static enum ui_role chunk_role(const struct coll_panel *p, int g, int k)
 {
     int n = p->s.gpus, have = __builtin_popcountll(p->mask[g][k]);
+    if (p->s.op == COST_ALLTOALL) /* arrived from another GPU, its own, or still to come */
+        return p->fresh[g][k] ? ROLE_MOVED : have && k != g ? ROLE_GOOD : ROLE_DIM;
     return p->fresh[g][k] ? ROLE_MOVED : have >= n ? ROLE_GOOD : have == 1 ? ROLE_DIM : ROLE_WARN;
 }
 
@@ -650,7 +667,7 @@ static void draw_ring(const struct coll_panel *p, struct ui_canvas *c, int oy, i
         canvas_text(c, y + 1, x, ROLE_BORDER, g->v);
         int pad = (bw - 2 - p->nchunks) / 2;
         for (int k = 0; k < p->nchunks; k++) {
-            char cell[2] = {count_char(__builtin_popcountll(p->mask[i][k]), n), 0};
+            char cell[2] = {cell_char(p, i, k), 0};
             canvas_text(c, y + 1, x + 1 + pad + k, chunk_role(p, i, k), cell);
         }
         canvas_text(c, y + 1, x + bw - 1, ROLE_BORDER, g->v);
@@ -700,27 +717,25 @@ static void draw_ring(const struct coll_panel *p, struct ui_canvas *c, int oy, i
 static void draw_gpu(const struct coll_panel *p, struct ui_canvas *c, int y, int g, int cells,
                      int cellw, int barw)
 {
-    int n = p->s.gpus;
     canvas_printf(c, y, 0, ROLE_DIM, "GPU %-2d", g);
     int x = 7;
     if (cells < p->nchunks) {
         for (int k = 0; k < cells; k++) {
-            char cell[2] = {count_char(__builtin_popcountll(p->mask[g][k]), n), 0};
+            char cell[2] = {cell_char(p, g, k), 0};
             canvas_text(c, y, x++, chunk_role(p, g, k), cell);
         }
         canvas_printf(c, y, x, ROLE_DIM, "+%d", p->nchunks - cells);
         return;
     }
     for (int k = 0; k < p->nchunks; k++) {
-        int have = __builtin_popcountll(p->mask[g][k]);
-        char cell[3] = {count_char(have, n), ' ', 0};
+        char cell[3] = {cell_char(p, g, k), ' ', 0};
         if (cellw == 1)
             cell[1] = 0;
         canvas_text(c, y, x, chunk_role(p, g, k), cell);
         x += cellw;
     }
-    double line = 2.0 * (n - 1) / n * p->s.size;
-    if (barw >= 4 && p->s.algo == COST_RING) {
+    double line = sent_share(p) * p->s.size;
+    if (barw >= 4 && (p->s.algo == COST_RING || p->s.op == COST_ALLTOALL)) {
         canvas_bar(c, y, x + 1, barw, p->sent[g], line);
         x += barw + 2;
     }
@@ -809,6 +824,15 @@ static int draw_rows(const struct coll_panel *p, struct ui_canvas *c, int y, int
                       w < 64 ? "2 trees, half each: chunks 0-%d, %d-%d"
                              : "two binary trees, half the data each: chunks 0-%d, then %d-%d",
                       p->nchunks / 2 - 1, p->nchunks / 2, p->nchunks - 1);
+    } else if (p->s.algo == COST_PAIRWISE) {
+        canvas_text(c, y++, 0, ROLE_DIM,
+                    w < 64
+                        ? "step k: GPU i sends its block to GPU i+k"
+                        : "pairwise: in step k GPU i sends GPU i+k its block, gets one from i-k");
+    } else if (p->s.algo == COST_DIRECT) {
+        canvas_text(c, y++, 0, ROLE_DIM,
+                    w < 64 ? "every block posted at once, to i+1, i+2, ..."
+                           : "direct: every GPU posts its N-1 blocks at once, to i+1, i+2, ...");
     } else {
         canvas_printf(c, y++, 0, ROLE_DIM,
                       w < 64 ? "halving, then doubling: %d blocks"
@@ -843,11 +867,77 @@ static int counts_rows(int w)
     return w >= 80 ? 4 : w >= 64 ? 5 : 4;
 }
 
+/* "verified", "NOT verified", or "running" while the run is being made; and its look. */
+static const char *run_state(const struct coll_panel *p, enum ui_role *role)
+{
+    *role = !p->have ? ROLE_WARN : p->verified ? ROLE_DIM : ROLE_ERROR;
+    return !p->have ? "running" : p->verified ? "verified" : "NOT verified";
+}
+
+/* The same rows for an all-to-all: the legend (what a cell shows), the bytes sent against
+ * (N-1)/N x size, pairwise's and direct's α-β times, the bandwidths ((N-1)/N, nccl-tests'). */
+static void draw_counts_a2a(const struct coll_panel *p, struct ui_canvas *c, int y)
+{
+    int n = p->s.gpus, w = c->r.w;
+    char b1[32], b2[32], t0[32], t1[32], ran[3][160];
+    double line = sent_share(p) * p->s.size, sent = 0;
+    for (int g = 0; g < n; g++)
+        sent += p->sent[g];
+    enum ui_role role;
+    const char *ver = run_state(p, &role);
+    units_format_bytes(b1, sizeof b1, p->real_bytes, UNITS_BINARY);
+    units_format_bytes(b2, sizeof b2, p->s.size, UNITS_BINARY);
+    if (p->scaled)
+        snprintf(ran[0], sizeof ran[0],
+                 "cell: the GPU whose block it holds (. to come); ran %s (%s), timed as %s", b1,
+                 ver, b2);
+    else
+        snprintf(ran[0], sizeof ran[0],
+                 "cell: the GPU whose block it holds (. to come); a real run of %s, %s", b1, ver);
+    snprintf(ran[1], sizeof ran[1], "cell: the block's GPU (. to come), %s", ver);
+    snprintf(ran[2], sizeof ran[2], "cell: whose block, %s", ver);
+    int k = 0;
+    while (k < 2 && layout_text_width(ran[k]) > w)
+        k++;
+    canvas_text(c, y++, 0, role, ran[k]);
+    units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
+    units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
+    int x = canvas_printf(c, y, 0, ROLE_TEXT,
+                          w < 64 ? "sent/GPU %s of (N-1)/N S = %s"
+                                 : "sent per GPU so far %s of (N-1)/N x size = %s",
+                          b1, b2);
+    if (w - x - 2 >= 8)
+        canvas_bar(c, y, x + 2, w - x - 2 > 24 ? 24 : w - x - 2, sent / n, line);
+    y++;
+    units_format_seconds(t0, sizeof t0, p->pair.time_s);
+    units_format_seconds(t1, sizeof t1, p->direct.time_s);
+    double d = p->direct.time_s - p->pair.time_s;
+    const char *verdict = fabs(d) <= 1e-9 * p->pair.time_s ? "the same"
+                          : d < 0                          ? "direct is faster"
+                                                           : "pairwise is faster";
+    canvas_printf(c, y++, 0, ROLE_TEXT,
+                  w < 64 ? "pairwise %s, direct %s: %s" : "α-β: pairwise %s, direct %s: %s", t0, t1,
+                  verdict);
+    if (counts_rows(w) == 5)
+        canvas_printf(c, y++, 0, ROLE_DIM, "each GPU keeps 1 of its %d blocks and sends %d", n,
+                      n - 1);
+    double f = cost_busbw_factor(COST_ALLTOALL, n), alg = cost_algbw(p->s.size, algo_time(p));
+    if (w < 64)
+        canvas_printf(c, y, 0, ROLE_TEXT, "algbw %.1f, busbw %.1f GB/s", alg / 1e9, alg * f / 1e9);
+    else
+        canvas_printf(c, y, 0, ROLE_TEXT, "%s: algbw %.1f GB/s, busbw %.1f GB/s (x %.3g)",
+                      cost_algo_name(p->s.algo), alg / 1e9, alg * f / 1e9, f);
+}
+
 /* The legend, the bytes sent against 2(N-1)/N x size, the α-β times (ring and tree, then
  * dbtree and rhd, on the same row when it is wide), the bandwidths as nccl-tests reports
- * them: counts_rows rows. */
+ * them: counts_rows rows (an all-to-all's: draw_counts_a2a). */
 static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
 {
+    if (p->s.op == COST_ALLTOALL) {
+        draw_counts_a2a(p, c, y);
+        return;
+    }
     int n = p->s.gpus;
     char b1[32], b2[32];
     double line = 2.0 * (n - 1) / n * p->s.size;
@@ -885,7 +975,8 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     }
     /* what ran for real, and what its times are scaled to: the longest form that fits */
     char ran[4][160], b3[32];
-    const char *ver = !p->have ? "running" : p->verified ? "verified" : "NOT verified";
+    enum ui_role role;
+    const char *ver = run_state(p, &role);
     units_format_bytes(b1, sizeof b1, p->real_bytes, UNITS_BINARY);
     units_format_bytes(b3, sizeof b3, p->s.size, UNITS_BINARY);
     if (p->scaled) {
@@ -905,7 +996,7 @@ static void draw_counts(const struct coll_panel *p, struct ui_canvas *c, int y)
     int k = 0;
     while (k < 3 && layout_text_width(ran[k]) > c->r.w)
         k++;
-    canvas_text(c, y++, 0, !p->have ? ROLE_WARN : p->verified ? ROLE_DIM : ROLE_ERROR, ran[k]);
+    canvas_text(c, y++, 0, role, ran[k]);
     units_format_bytes(b1, sizeof b1, sent / n, UNITS_BINARY);
     units_format_bytes(b2, sizeof b2, line, UNITS_BINARY);
     int x = canvas_printf(c, y, 0, ROLE_TEXT,
@@ -961,8 +1052,8 @@ static void coll_draw(const void *state, struct ui_canvas *c)
     /* the longest form that fits: nothing is cut, the cluster's name goes first */
     char head[3][256];
     const char *algo = cost_algo_name(p->s.algo);
-    snprintf(head[0], sizeof head[0], "%s all-reduce, %d GPUs%s, %s fp32, %s", algo, n, where, b1,
-             cl->name);
+    snprintf(head[0], sizeof head[0], "%s %s, %d GPUs%s, %s fp32, %s", algo, op_title(p), n, where,
+             b1, cl->name);
     snprintf(head[1], sizeof head[1], "%s, %d GPUs%s, %s, %s", algo, n, where, b1, cl->name);
     snprintf(head[2], sizeof head[2], "%s, %d GPUs%s, %s", algo, n, where, b1);
     int hi = 0;
@@ -974,10 +1065,11 @@ static void coll_draw(const void *state, struct ui_canvas *c)
         return;
     }
     if (!p->have) { /* the run is being made: what needs none of it, the plot once it has come */
-        canvas_printf(c, y++, 0, ROLE_WARN,
-                      w < 64 ? "step 0: %d thread-GPUs running it"
-                             : "step 0: the all-reduce is running on %d thread-GPUs",
-                      n);
+        if (w < 64)
+            canvas_printf(c, y++, 0, ROLE_WARN, "step 0: %d thread-GPUs running it", n);
+        else
+            canvas_printf(c, y++, 0, ROLE_WARN, "step 0: the %s is running on %d thread-GPUs",
+                          op_title(p), n);
         y++;
         draw_counts(p, c, y);
         y += counts_rows(w) + (w >= 64);
@@ -1044,7 +1136,10 @@ static void coll_draw(const void *state, struct ui_canvas *c)
 static const struct panel_key keys[] = {
     {"h/l Left/Right", "fewer or more GPUs (2-64)", "GPUs"},
     {"k/j Up/Down", "double or halve the size", "size"},
-    {"t", "ring, tree, double binary tree, recursive halving/doubling", "algo"},
+    {"o", "all-reduce or all-to-all", "op"},
+    {"t",
+     "ring, tree, double binary tree, recursive halving/doubling (all-to-all: pairwise, direct)",
+     "algo"},
     {"c", "next cluster preset", "cluster"},
     {NULL, NULL, NULL},
 };
@@ -1056,7 +1151,8 @@ const struct panel_ops panel_collective = {
              "named; above, N x 1 KiB timed as that size, which the legend says): each GPU's "
              "chunks and how many GPUs' contributions they hold, reduce-scatter then all-gather; "
              "the bytes each GPU sent against 2(N-1)/N x size; and the α-β time of ring and tree "
-             "against the size.",
+             "against the size. o turns it into an all-to-all: each GPU's blocks arriving from "
+             "every other, pairwise or direct, against (N-1)/N x size.",
     .init = coll_init,
     .fini = coll_fini,
     .on_key = coll_on_key,

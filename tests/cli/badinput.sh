@@ -245,7 +245,10 @@ bad "--size" collective --size 3 --dtype fp32
 bad "--size" collective --size nan
 bad "--size" collective --size 9223372036854775808
 bad "--size" collective --gpus 256 --size 1GiB
-bad "--op" collective --op alltoall
+bad "--op" collective --op alltogether
+bad "--size" collective --op alltoall --gpus 3 --size 1000
+bad "--algo" collective --op alltoall --algo tree
+bad "--algo" collective --algo direct
 bad "--algo" collective --algo butterfly
 bad "--algo" collective --op broadcast --algo rhd
 bad "--algo" collective --op allgather --algo rhd --gpus 6

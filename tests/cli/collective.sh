@@ -130,6 +130,34 @@ run collective --gpus 8 --sweep --size 4MiB
 check_status 0 "--sweep"
 check_contains "$out" "crossover between" "--sweep finds the ring/tree crossover"
 
+# all-to-all: every GPU's received blocks checked, (N-1)/N x size sent by each (its own block
+# stays), N-1 steps, nccl-tests' busbw factor (N-1)/N; direct posts every send in one round
+run collective --op alltoall --gpus 6 --size 6MiB --json
+check_json "d['op']=='alltoall' and d['algo']=='pairwise' and d['verified'] is True and d['max_rel_error']==0" "alltoall: pairwise by default, verified exactly"
+check_json "d['bytes_sent_total']==5*6*2**20 and all(b==5*2**20 for b in d['bytes_sent_per_gpu'])" "alltoall: each GPU sends (N-1)/N x size"
+check_json "d['steps']==5 and d['rounds']==5 and abs(d['busbw_factor']-5/6)<1e-9" "alltoall: N-1 steps, busbw factor (N-1)/N (to JSON's 10 digits)"
+check_json "abs(d['predicted_time_s']-5*(2e-6+2**20/450e9))<1e-9*d['predicted_time_s'] and d['simulated_time_s']==d['predicted_time_s']" "alltoall on one node: (N-1)(α + S/(Nβ)), simulated as predicted"
+check_json "abs(d['busbw_GBps']-d['algbw_GBps']*5/6)<1e-6*d['busbw_GBps']" "alltoall: busbw = algbw x (N-1)/N"
+pair=$(printf '%s' "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)['result_digest'])")
+run collective --op alltoall --algo direct --gpus 6 --size 6MiB --json
+check_json "d['algo']=='direct' and d['verified'] and d['rounds']==1 and d['steps']==5 and d['result_digest']=='$pair'" "direct: the same blocks, one round, the same 5 arrival moments"
+run collective --op alltoall --algo direct --gpus 12 --size 12MiB --json
+d12=$(printf '%s' "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)['simulated_time_s'])")
+run collective --op alltoall --gpus 12 --size 12MiB --json
+check_json "d['simulated_time_s']==d['predicted_time_s'] and d['simulated_time_s'] > $d12" "across two nodes the schedule decides: pairwise's steps wait for their slowest pair, direct is faster"
+run collective --op alltoall --gpus 4 --size 4KiB --steps
+check_status 0 "alltoall --steps"
+check_contains "$out" "GPU 3 -> GPU 1: chunk 1" "alltoall --steps: in step 1 GPU 3 sends GPU 1 its block"
+check_contains "$out" "every block but its own" "the text says why (N-1)/N"
+run collective --op alltoall --gpus 3 --size 1000
+check_status 2 "alltoall of a size N does not split"
+check_contains "$err" "996 or 1008 bytes" "the refusal gives the sizes that split"
+run collective --op alltoall --algo rhd
+check_status 2 "alltoall by rhd"
+check_contains "$err" "pairwise or direct" "the refusal names alltoall's algorithms"
+run collective --op alltoall --gpus 3 --sweep --size 64KiB --json
+check_json "d['other']=='direct' and all(r['size'] % 12 == 0 and r['pairwise_s']==r['pairwise_predicted_s'] and r['other_s']==r['other_predicted_s'] for r in d['sizes'])" "alltoall --sweep: sizes rounded to 3 blocks, pairwise against direct, simulated as predicted"
+
 # bad options: exit 2, the option named
 run collective --gpus 0
 check_status 2 "0 GPUs"
@@ -144,9 +172,10 @@ check_status 2 "unparsable size"
 run collective --size 10
 check_status 2 "a size that is not whole fp32 elements"
 check_contains "$err" "whole number of fp32 elements" "the element size is explained"
-run collective --op alltoall
+run collective --op alltogether
 check_status 2 "unknown op"
-check_contains "$err" "alltoall" "unknown op named"
+check_contains "$err" "alltogether" "unknown op named"
+check_contains "$err" "alltoall" "the ops are listed"
 run collective --algo butterfly
 check_status 2 "unknown algorithm"
 run collective --dtype fp64

@@ -1,6 +1,6 @@
 #!/bin/sh
 # collective --transport mpi: 2, 3 and 4 MPI ranks on this machine run the same algorithms as
-# the thread transport, with bit-identical results and the same bytes sent by each GPU; the
+# the thread transport (all-to-all's too), with bit-identical results and the same bytes sent by each GPU; the
 # library's collectives are timed beside them; --fail and a stalled rank end every rank; one
 # rank alone is refused.
 . "$srcdir/tests/lib.sh"
@@ -59,6 +59,19 @@ same 3 "ring reduce-scatter bf16, 3 uneven chunks" --op reduce-scatter --dtype b
 same 4 "rhd all-gather" --op allgather --algo rhd --size 65536
 same 3 "tree broadcast from GPU 2" --op broadcast --algo tree --root 2 --size 30000
 same 3 "ring reduce to GPU 1" --op reduce --root 1 --size 30000
+for n in 2 3 4; do
+    same $n "pairwise all-to-all fp32" --op alltoall --size $((n * 4004))
+    same $n "direct all-to-all bf16" --op alltoall --algo direct --dtype bf16 --size $((n * 2002))
+done
+
+# all-to-all beside the library's MPI_Alltoall on the same buffers (out of place, as ours)
+mrun 4 collective --transport mpi --json --op alltoall --algo direct --size 64KiB
+check_json "d['verified'] and d['bytes_sent_total']==3*65536 and all(b==3*65536//4 for b in d['bytes_sent_per_gpu'])" "4 ranks: each sends (N-1)/N x size in an all-to-all"
+check_json "[m['name'] for m in d['mpi']][-1]=='MPI_Alltoall' and d['mpi'][-1]['time_s']>0 and abs(d['busbw_ratio_to_library']-d['mpi'][-1]['time_s']/d['wall_time_s'])<1e-6*d['busbw_ratio_to_library']" "MPI_Alltoall is timed beside it, and the ratio is to it"
+check_json "abs(d['busbw_GBps']-0.75*d['algbw_GBps'])<1e-6*d['busbw_GBps']" "all-to-all busbw = algbw x (N-1)/N on the wall time"
+mrun 3 collective --transport mpi --op alltoall --size 1000
+check_status 2 "an all-to-all size 3 ranks cannot split"
+check_contains "$err" "do not split into 3 equal blocks" "the refusal says why"
 
 # the exact counts, and the library beside ours
 mrun 4 collective --transport mpi --json --size 4MiB

@@ -237,6 +237,9 @@ ends() {
 # as a terminal's Ctrl-C finds it.)
 signum() { case $1 in HUP) echo 1 ;; INT) echo 2 ;; TERM) echo 15 ;; esac; }
 for sig in TERM INT; do
+    # The last round's output goes first: the new child truncates it only once forked, and a
+    # signal sent on the old lines would reach the forked shell, where SIGINT is still ignored.
+    rm -f "$D/steps"
     env --default-signal=INT "$SCALELAB" train --steps 30000 --json --trace "$D/t$sig.json" \
         >"$D/steps" 2>"$D/err" </dev/null &
     pid=$!

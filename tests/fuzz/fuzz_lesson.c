@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (write(fd, data, size) == (ssize_t)size) {
             snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
             int rc = progress_load(&p, path, &e);
-            if (rc == PROGRESS_FRESH && p.current != -1)
+            if (rc == PROGRESS_FRESH && p.current[0] != '\0')
                 abort(); /* a refused file must leave fresh progress */
             if (rc != 0 && (!p.unreadable && e.code != ERR_INVAL))
                 abort(); /* a skipped line must be reported and the file kept */

@@ -116,7 +116,16 @@ static void use_cluster(const struct cluster_spec *c)
                 }
             }
     }
-    struct model_shape tiny = {"tiny", 4, 64, 4, 4, 172, 64, 64, FFN_SWIGLU, true};
+    struct model_shape tiny = {.name = "tiny",
+                               .layers = 4,
+                               .d_model = 64,
+                               .heads = 4,
+                               .kv_heads = 4,
+                               .ffn = 172,
+                               .vocab = 64,
+                               .seq = 64,
+                               .ffn_kind = FFN_SWIGLU,
+                               .tied = true};
     plan_small(&tiny, c, total < 16 ? (int)total : 16);
 }
 #endif

@@ -46,6 +46,34 @@ check_not_contains "$screen" "│1" "no GPU holds a chunk short of all 8"
 wait_for "sent per GPU so far 112.00 MiB of 2(N-1)/N x size = 112.00 MiB" "each GPU sent 2(N-1)/N x size"
 wait_for "crossover" "the α-β plot marks the crossover"
 
+# o: the all-to-all, made as the all-reduce is (on the panel's job, taken by its polls): each
+# GPU's receive buffer, a cell per block naming the GPU it came from ('.' before), as many
+# steps as collective reports, the bytes against (N-1)/N x size, the pairwise/direct plot.
+a2a() {
+    "$SCALELAB" collective --op alltoall --gpus 8 --size 64MiB --algo "$1" --json |
+        python3 -c "import json, sys; d = json.load(sys.stdin); print(d['$2'])"
+}
+keys o
+wait_for "pairwise all-to-all, 8 GPUs, 64.00 MiB fp32" "o turns the panel to an all-to-all, pairwise first"
+wait_for "step 0 of $(a2a pairwise steps): each GPU holds its own data" "pairwise: the steps collective reports"
+wait_for "GPU 0  0 . . . . . . ." "at first each GPU holds its own block only"
+wait_for "GPU 7  . . . . . . . 7" "all 8 rows"
+wait_for "sent per GPU so far 0 B of (N-1)/N x size = 56.00 MiB" "the bytes against (N-1)/N x size"
+wait_for "p pairwise  d direct  * both" "the plot: pairwise against direct, one curve on one node"
+keys n
+wait_for "step 1 of $(a2a pairwise steps): all-to-all" "n: one exchange"
+wait_for "GPU 1  0 1 . . . . . ." "GPU 1 got GPU 0's block"
+wait_for "GPU 0  0 . . . . . . 7" "GPU 0 got GPU 7's"
+keys n n n n n n
+wait_for "GPU 3  0 1 2 3 4 5 6 7" "after N-1 exchanges every GPU holds a block from each"
+wait_for "sent per GPU so far 56.00 MiB of (N-1)/N x size = 56.00 MiB" "each GPU sent (N-1)/N x size"
+keys t
+wait_for "direct all-to-all, 8 GPUs" "t: direct, every block posted at once"
+wait_for "step 0 of $(a2a direct steps): each GPU holds its own data" "direct: the steps collective reports"
+keys o
+wait_for "ring all-reduce, 8 GPUs, 64.00 MiB fp32" "o again: back to the ring all-reduce"
+wait_for "│11111111│" "its ring of boxes again"
+
 # space plays from the start (at 4x: + +); it ends on the last step by itself.
 keys Left
 wait_for "ring all-reduce, 7 GPUs" "Left takes one GPU away"

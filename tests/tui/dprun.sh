@@ -26,8 +26,13 @@ check_contains "$screen" "calc: each GPU sends 606,912 B a step" "before a step,
 keys ' '
 wait_for "ledger = calc, all 4 GPUs" "after a step, every GPU's ledger equals the calculator"
 wait_for "sent 606,912 B, calc 606,912 B" "GPU 0 sent what the calculator says"
-wait_screen "step 3 "
-check_contains "$screen" "step 3 " "the steps go on"
+# the run's step line past step 2 (at 10 steps a second "step 3" itself is on screen briefly,
+# and a busy machine may not capture it)
+step_past_2() {
+    n=$(printf '%s\n' "$screen" | grep -oE 'step [0-9]+  (simulated|loss)' | head -n 1 | grep -oE '[0-9]+')
+    [ "${n:-0}" -ge 3 ]
+}
+if tui_poll step_past_2 ""; then ok "the steps go on"; else not_ok "the steps go on" "$screen"; fi
 check_eq "$(figure ledger)" "404,608" "GPU 0's weights in its ledger: 2 bytes x 202,304 parameters"
 check_eq "$(figure calc)" "$(figure ledger)" "the calculator's weights beside them are the same"
 ddp=$(filled peak)

@@ -256,10 +256,23 @@ END_TEST
 START_TEST(params_known_models)
 {
     /* LLaMA-2 13B and 70B as their released checkpoints count them. */
-    ck_assert(params_total(&(struct model_shape){"", 40, 5120, 40, 40, 13824, 32000, 4096,
-                                                 FFN_SWIGLU, false}) == 13015864320.0);
+    ck_assert(params_total(&(struct model_shape){.layers = 40,
+                                                 .d_model = 5120,
+                                                 .heads = 40,
+                                                 .kv_heads = 40,
+                                                 .ffn = 13824,
+                                                 .vocab = 32000,
+                                                 .seq = 4096,
+                                                 .ffn_kind = FFN_SWIGLU}) == 13015864320.0);
     struct model_shape m70 = load_model("llama2-70b");
     ck_assert(params_total(&m70) == 68976648192.0);
+    /* Mixtral 8x7B: 2 x 32000 x 4096 (untied) + 32 x (41,943,040 attention + 8,192 norms +
+     * 32,768 router + 8 x 3 x 4096 x 14336 experts) + 4096, the paper's 47B with 13B active
+     * per token (Jiang et al. 2024): each token skips 6 of the 8 experts in every layer */
+    struct model_shape mx = load_model("mixtral-8x7b");
+    ck_assert(params_total(&mx) == 46702792704.0);
+    ck_assert(params_active(&mx) == 46702792704.0 - 32 * 6 * 3 * 4096 * 14336.0);
+    ck_assert(round(params_total(&mx) / 1e9) == 47 && round(params_active(&mx) / 1e9) == 13);
     /* GPT-3 175B with its biases and learned positions: 96(12d^2 + 13d) + (50257 + 2048)d + 2d. */
     struct model_shape g = load_model("gpt3-175b");
     double d = 12288;
@@ -462,9 +475,15 @@ START_TEST(korthikanti_gpt3)
     } table3[] = {{6144, 64, 48}, {20480, 128, 105}, {25600, 160, 128}};
     for (size_t i = 0; i < sizeof table3 / sizeof table3[0]; i++) {
         double H = table3[i].h, A = table3[i].a, sh = 2048 * H;
-        struct model_shape k = {
-            "",    table3[i].L, table3[i].h, table3[i].a, table3[i].a, 4 * table3[i].h,
-            51200, 2048,        FFN_GELU,    true};
+        struct model_shape k = {.layers = table3[i].L,
+                                .d_model = table3[i].h,
+                                .heads = table3[i].a,
+                                .kv_heads = table3[i].a,
+                                .ffn = 4 * table3[i].h,
+                                .vocab = 51200,
+                                .seq = 2048,
+                                .ffn_kind = FFN_GELU,
+                                .tied = true};
         struct activ_config kc = {.micro_batch = 1, .seq = 2048, .tp = 8, .sp = false, .bytes = 2};
         activ_layer(&k, &kc, &l);
         /* 5as/h is not a whole number for the 22B model: compare to 1e-12 relative */

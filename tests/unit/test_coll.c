@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +75,161 @@ static void sweep(enum cost_op op, enum cost_algo algo, bool pow2_only)
         check_one(op, algo, n, 13, FP_FP16);
     }
 }
+
+/* All-to-all: N blocks of 1, 37 and 250 elements each, fp32, and 13 each in bf16 and fp16,
+ * every received block checked against its sender's (check_one: (N-1) S sent in total). */
+static void sweep_alltoall(enum cost_algo algo)
+{
+    for (int n = 1; n <= 17; n++) {
+        size_t per[] = {1, 37, 250};
+        for (size_t i = 0; i < 3; i++)
+            check_one(COST_ALLTOALL, algo, n, per[i] * (size_t)n, FP_FP32);
+        check_one(COST_ALLTOALL, algo, n, 13 * (size_t)n, FP_BF16);
+        check_one(COST_ALLTOALL, algo, n, 13 * (size_t)n, FP_FP16);
+    }
+}
+
+START_TEST(alltoall_pairwise)
+{
+    sweep_alltoall(COST_PAIRWISE);
+}
+END_TEST
+
+START_TEST(alltoall_direct)
+{
+    sweep_alltoall(COST_DIRECT);
+}
+END_TEST
+
+/* What an all-to-all moves and refuses: each GPU sends exactly (N-1)/N S; pairwise's steps
+ * are its N-1 exchanges, GPU i's step k going to GPU i+k; a count that N does not divide,
+ * a missing or overlapping receive buffer, and a receive buffer on another op are refused. */
+struct a2a_refuse {
+    float buf[2][64], out[2][64];
+    int refused[2];
+};
+
+static int a2a_refuse_body(struct device *d, void *arg, struct error *e)
+{
+    struct a2a_refuse *o = arg;
+    int r = dev_rank(d), n = 0;
+    struct coll cases[] = {
+        {.op = COST_ALLTOALL,
+         .algo = COST_PAIRWISE,
+         .buf = o->buf[r],
+         .count = 63,
+         .dtype = FP_FP32,
+         .recv = o->out[r]},
+        {.op = COST_ALLTOALL,
+         .algo = COST_PAIRWISE,
+         .buf = o->buf[r],
+         .count = 64,
+         .dtype = FP_FP32},
+        {.op = COST_ALLTOALL,
+         .algo = COST_DIRECT,
+         .buf = o->buf[r],
+         .count = 64,
+         .dtype = FP_FP32,
+         .recv = o->buf[r] + 32},
+        {.op = COST_ALLREDUCE,
+         .algo = COST_RING,
+         .buf = o->buf[r],
+         .count = 64,
+         .dtype = FP_FP32,
+         .recv = o->out[r]},
+        {.op = COST_ALLTOALL,
+         .algo = COST_RING,
+         .buf = o->buf[r],
+         .count = 64,
+         .dtype = FP_FP32,
+         .recv = o->out[r]},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct error e2 = {0};
+        n += coll_run(d, &cases[i], &e2) == ERR_INVAL;
+    }
+    o->refused[r] = n;
+    (void)e;
+    return 0;
+}
+
+START_TEST(alltoall_counts_and_refusals)
+{
+    for (int n = 2; n <= 9; n++) {
+        struct trial_args a = args(COST_ALLTOALL, COST_PAIRWISE, n, 1001 * (size_t)n, FP_FP32);
+        a.record_events = true;
+        struct trial t;
+        ck_assert_int_eq(trial_run(&a, &t, NULL), 0);
+        ck_assert(t.check.ok);
+        for (int g = 0; g < n; g++)
+            ck_assert_uint_eq(t.sent[g], (uint64_t)(n - 1) * 1001 * 4);
+        ck_assert_int_eq(t.rounds, n - 1);
+        size_t ne;
+        const struct event *ev = cluster_events(t.cluster, &ne);
+        int sends = 0;
+        for (size_t i = 0; i < ne; i++)
+            if (ev[i].type == EV_SEND) {
+                sends++;
+                ck_assert_int_eq(ev[i].peer, (ev[i].device + ev[i].step + 1) % n);
+                ck_assert_uint_eq(ev[i].bytes, 1001 * 4);
+            }
+        ck_assert_int_eq(sends, n * (n - 1));
+        trial_fini(&t);
+    }
+    struct error e = {0};
+    struct trial_args a = args(COST_ALLTOALL, COST_DIRECT, 3, 1000, FP_FP32);
+    struct trial t;
+    ck_assert_int_eq(trial_run(&a, &t, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "do not split into 3 equal blocks"));
+    trial_fini(&t);
+
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = 2;
+    struct cluster *cl = cluster_new(&cfg, NULL);
+    static struct a2a_refuse o;
+    ck_assert_int_eq(cluster_run(cl, a2a_refuse_body, &o, NULL), 0);
+    ck_assert_int_eq(o.refused[0], 5);
+    ck_assert_int_eq(o.refused[1], 5);
+    cluster_free(cl);
+}
+END_TEST
+
+/* A wrong element in any GPU's received blocks is found and named by every form of the
+ * check: the whole one, a rank's own, and the shares. */
+START_TEST(verify_finds_a_wrong_block)
+{
+    enum { N = 4, PER = 9, COUNT = N * PER };
+    static float data[N][COUNT];
+    void *bufs[N];
+    for (int bad = -1; bad < N; bad++) {
+        for (int g = 0; g < N; g++) {
+            bufs[g] = data[g];
+            for (int j = 0; j < N; j++) { /* block j of GPU g: GPU j's block g */
+                float in[COUNT];
+                verify_fill(FP_FP32, in, COUNT, 3, j);
+                memcpy(data[g] + j * PER, in + g * PER, PER * sizeof(float));
+            }
+        }
+        if (bad >= 0)
+            data[bad][2 * PER + 4] = nextafterf(data[bad][2 * PER + 4], 2.0f);
+        struct verify v;
+        verify_check(COST_ALLTOALL, 0, FP_FP32, bufs, N, COUNT, 3, &v);
+        ck_assert_msg(v.ok == (bad < 0), "GPU %d wrong: ok %d", bad, v.ok);
+        if (bad >= 0) {
+            ck_assert_int_eq(v.bad_gpu, bad);
+            ck_assert_uint_eq(v.bad_index, 2 * PER + 4);
+        }
+        for (int g = 0; g < N; g++) {
+            verify_check_rank(COST_ALLTOALL, 0, FP_FP32, bufs[g], g, N, COUNT, 3, &v);
+            ck_assert(v.ok == (g != bad));
+            verify_share(COST_ALLTOALL, 0, FP_FP32, bufs, g, N, COUNT, 3, &v);
+            ck_assert(v.ok == (g != bad));
+        }
+    }
+    ck_assert(!verify_same_everywhere(COST_ALLTOALL));
+}
+END_TEST
 
 START_TEST(allreduce_ring)
 {
@@ -196,6 +352,7 @@ START_TEST(simulated_time_matches_the_model)
         {COST_REDUCE_SCATTER, COST_RING}, {COST_ALLGATHER, COST_RHD},
         {COST_BROADCAST, COST_RING},      {COST_BROADCAST, COST_TREE},
         {COST_REDUCE, COST_RING},         {COST_REDUCE, COST_TREE},
+        {COST_ALLTOALL, COST_PAIRWISE},   {COST_ALLTOALL, COST_DIRECT},
     };
     int ns[] = {2, 3, 4, 6, 7, 8, 12, 16};
     int per_node[] = {16, 4, 3};
@@ -343,8 +500,11 @@ static int overlap_body(struct device *d, void *arg, struct error *e)
 {
     struct overlap *o = arg;
     int r = dev_rank(d);
-    struct coll c = {COST_ALLREDUCE, COST_RING, o->buf[r], 1 << 12, FP_FP32, 0, 0,
-                     NULL,           NULL,      0,         false};
+    struct coll c = {.op = COST_ALLREDUCE,
+                     .algo = COST_RING,
+                     .buf = o->buf[r],
+                     .count = 1 << 12,
+                     .dtype = FP_FP32};
     if (o->join) {
         if (coll_run(d, &c, e))
             return ERR_RUN;
@@ -386,17 +546,22 @@ END_TEST
 /* --fail: the GPU stops at the step; everyone else is woken; the error names both. */
 START_TEST(failure_ends_cleanly)
 {
-    enum cost_algo algos[] = {COST_RING, COST_TREE, COST_DBTREE, COST_RHD};
-    for (int i = 0; i < 4; i++) {
-        struct trial_args a = args(COST_ALLREDUCE, algos[i], 17, 1 << 14, FP_FP32);
+    enum cost_algo algos[] = {COST_RING, COST_TREE,     COST_DBTREE,
+                              COST_RHD,  COST_PAIRWISE, COST_DIRECT};
+    for (int i = 0; i < 6; i++) {
+        enum cost_op op = algos[i] >= COST_PAIRWISE ? COST_ALLTOALL : COST_ALLREDUCE;
+        struct trial_args a = args(op, algos[i], 17, 17 << 10, FP_FP32);
         a.fail_gpu = 16;
-        a.fail_step = 1;
+        a.fail_step = algos[i] == COST_DIRECT ? 0 : 1; /* direct has one round */
         struct trial t;
         struct error e = {0};
         double t0 = clock_now();
         ck_assert_int_eq(trial_run(&a, &t, &e), ERR_RUN);
         ck_assert(clock_now() - t0 < 2);
-        ck_assert_str_eq(e.msg, "GPU 16: failed at step 1 (injected with --fail)");
+        char want[64];
+        snprintf(want, sizeof want, "GPU 16: failed at step %d (injected with --fail)",
+                 a.fail_step);
+        ck_assert_str_eq(e.msg, want);
         trial_fini(&t);
     }
 }
@@ -464,7 +629,12 @@ static int own_body(struct device *d, void *arg, struct error *e)
     struct own *o = arg;
     int r = dev_rank(d);
     verify_fill(FP_FP32, o->buf[r], 1001, 5, r);
-    struct coll c = {o->op, COST_RING, o->buf[r], 1001, FP_FP32, 1, 0, NULL, NULL, 0, false};
+    struct coll c = {.op = o->op,
+                     .algo = COST_RING,
+                     .buf = o->buf[r],
+                     .count = 1001,
+                     .dtype = FP_FP32,
+                     .root = 1};
     return coll_run(d, &c, e);
 }
 
@@ -614,14 +784,25 @@ static int groups_body(struct device *d, void *arg, struct error *e)
     struct groups *g = arg;
     int r = dev_rank(d);
     const int *grp = r % 2 ? group_b : group_a;
-    struct coll c = {COST_ALLREDUCE, g->algo, g->buf[r], 300, FP_FP32, 0, 0, NULL, grp, 3, false};
+    struct coll c = {.op = COST_ALLREDUCE,
+                     .algo = g->algo,
+                     .buf = g->buf[r],
+                     .count = 300,
+                     .dtype = FP_FP32,
+                     .group = grp,
+                     .group_size = 3};
     if (coll_run(d, &c, e))
         return ERR_RUN;
     g->sent[r] = dev_stats(d).bytes_sent;
     if (r == 0) { /* GPU 0 is not in group b */
         struct error e2 = {0};
-        struct coll bad = {COST_ALLREDUCE, COST_RING, g->buf[r], 300,  FP_FP32, 0, 0,
-                           NULL,           group_b,   3,         false};
+        struct coll bad = {.op = COST_ALLREDUCE,
+                           .algo = COST_RING,
+                           .buf = g->buf[r],
+                           .count = 300,
+                           .dtype = FP_FP32,
+                           .group = group_b,
+                           .group_size = 3};
         g->refused = coll_run(d, &bad, &e2) == ERR_INVAL;
     }
     return 0;
@@ -637,11 +818,21 @@ static int max_body(struct device *d, void *arg, struct error *e)
         buf[r][i] = (float)((i * 3 + r * 5) % 7) - (i == 4 && r == 2 ? 100.0f : 0.0f);
     if (r == 1)
         buf[r][6] = NAN;
-    struct coll c = {COST_ALLREDUCE, COST_RING, buf[r], 7, FP_FP32, 0, 0, NULL, NULL, 0, true};
+    struct coll c = {.op = COST_ALLREDUCE,
+                     .algo = COST_RING,
+                     .buf = buf[r],
+                     .count = 7,
+                     .dtype = FP_FP32,
+                     .max = true};
     int rc = coll_run(d, &c, e);
     if (rc)
         return rc;
-    struct coll half = {COST_ALLREDUCE, COST_RING, buf[r], 7, FP_BF16, 0, 0, NULL, NULL, 0, true};
+    struct coll half = {.op = COST_ALLREDUCE,
+                        .algo = COST_RING,
+                        .buf = buf[r],
+                        .count = 7,
+                        .dtype = FP_BF16,
+                        .max = true};
     struct error e2 = {0};
     return coll_run(d, &half, &e2) == ERR_INVAL ? 0 : error_set(e, ERR_RUN, "bf16 max accepted");
 }
@@ -727,6 +918,10 @@ int main(void)
     ADD(broadcast_tree);
     ADD(reduce_ring);
     ADD(reduce_tree);
+    ADD(alltoall_pairwise);
+    ADD(alltoall_direct);
+    ADD(alltoall_counts_and_refusals);
+    ADD(verify_finds_a_wrong_block);
     ADD(ring_bytes_per_gpu);
     ADD(simulated_time_matches_the_model);
     ADD(ring_event_order);

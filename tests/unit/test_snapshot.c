@@ -277,6 +277,9 @@ static const struct {
     {"pprun", "ledger = calc", 1, "tp4-", {"pp=1", "tp=4", "micro_batches=1", NULL}, NULL},
     /* lesson 3 on 16 GPUs: the rows, and the ring/tree plot beside them at every size */
     {"collective", NULL, 0, "gpus16", {"gpus=16", NULL}, NULL},
+    /* an all-to-all two exchanges in: each GPU's blocks from its two left neighbours */
+    {"collective", "step 2 of", 2, "alltoall-", {"op=alltoall", "gpus=4", "size=64KiB"}, NULL},
+    {"collective", "step 1 of", 1, "alltoall-direct-", {"algo=direct", "gpus=6", NULL}, NULL},
     /* a tiny model in the calculators: its MiB in MiB, its bars to their own scale */
     {"memory", NULL, 0, "tiny", {"model=tiny", NULL}, NULL},
     {"parallel", NULL, 0, "tiny", {"model=tiny", NULL}, NULL},
@@ -453,6 +456,16 @@ static void collective_essentials(char **L, int n, const char *where, struct fou
         bool summarised = strstr(text, "... GPUs ") != NULL; /* named as left out */
         ck_assert_msg(strstr(text, name) || strstr(text, rows) || summarised, "%s: GPU %d is drawn",
                       where, g);
+    }
+    if (strstr(L[0], "all-to-all") || strstr(L[0], "pairwise") || strstr(L[0], "direct")) {
+        /* one node: the two take the same time, no crossover */
+        bool plot = (strstr(text, "p pairwise  d direct  * both") ||
+                     strstr(text, "p pairwise d direct * both")) &&
+                    strstr(text, "^");
+        ck_assert_msg(plot, "%s: the pairwise/direct plot, its one curve named", where);
+        ck_assert_msg(strstr(text, "(N-1)/N"), "%s: the bytes against (N-1)/N x size", where);
+        seen(f, "%d GPUs, pairwise/direct plot", gpus);
+        return;
     }
     bool plot = (strstr(text, "r ring  t tree") || strstr(text, "r ring t tree")) &&
                 (strstr(text, "crossover") || strstr(text, "| ")) && strstr(text, "^");

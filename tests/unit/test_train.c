@@ -21,6 +21,7 @@
 #include "base/rng.h"
 #include "calc/activ.h"
 #include "calc/preset.h"
+#include "gptref.h"
 #include "harness.h"
 #include "model/blasbuf.h"
 #include "model/gpt.h"
@@ -38,41 +39,11 @@ extern const struct panel_ops panel_training;
 
 /* A shape small enough for finite differences on every tensor kind, with 2 layers, 2 heads
  * and T > 1 so that attention mixes positions. */
-static const struct gpt_config small_cfg = {16, 16, 2, 2, 24, 8};
+static const struct gpt_config small_cfg = {
+    .vocab = 16, .d = 16, .layers = 2, .heads = 2, .ffn = 24, .seq = 8};
 enum { SB = 2 };
 
 /* ------------------------------------------------------------------ reference in double */
-
-static void ref_rms(double *y, const double *x, const double *w, int d)
-{
-    double ss = 0;
-    for (int j = 0; j < d; j++)
-        ss += x[j] * x[j];
-    double s = 1.0 / sqrt(ss / d + 1e-5);
-    for (int j = 0; j < d; j++)
-        y[j] = x[j] * s * w[j];
-}
-
-/* y [out] = W [out, in] x [in] */
-static void ref_lin(double *y, const double *w, const double *x, int out, int in)
-{
-    for (int o = 0; o < out; o++) {
-        double s = 0;
-        for (int i = 0; i < in; i++)
-            s += w[(size_t)o * in + i] * x[i];
-        y[o] = s;
-    }
-}
-
-static void ref_rope(double *v, int t, int hd)
-{
-    int half = hd / 2;
-    for (int i = 0; i < half; i++) {
-        double ang = t * pow(10000.0, -2.0 * i / hd), a = v[i], b = v[i + half];
-        v[i] = a * cos(ang) - b * sin(ang);
-        v[i + half] = b * cos(ang) + a * sin(ang);
-    }
-}
 
 /* The mean cross-entropy of the model in double precision, straight from the definition. */
 static double ref_loss(const struct gpt_config *c, const double *p, const int32_t *tok,
@@ -149,28 +120,6 @@ static double ref_loss(const struct gpt_config *c, const double *p, const int32_
     }
     free(x), free(h), free(q), free(k), free(v), free(o), free(tmp), free(lg);
     return loss / ((double)B * T);
-}
-
-/* Parameters with structure (std 0.3, norms 1 +- 0.2) so attention is far from uniform. */
-static void random_params(const struct gpt_config *c, float *p, uint64_t seed)
-{
-    struct rng r;
-    rng_seed(&r, seed, 1);
-    for (size_t i = 0; i < gpt_tensor_count(c); i++) {
-        struct gpt_tensor t = gpt_tensor_at(c, i);
-        bool norm = t.rows == 1;
-        for (size_t j = 0; j < (size_t)t.rows * t.cols; j++)
-            p[t.offset + j] = (float)(norm ? 1 + 0.2 * rng_normal(&r) : 0.3 * rng_normal(&r));
-    }
-}
-
-static void random_batch(const struct gpt_config *c, int B, int32_t *tok, int32_t *tgt)
-{
-    struct rng r;
-    rng_seed(&r, 7, 2);
-    for (int i = 0; i < B * c->seq; i++)
-        tok[i] = (int32_t)rng_below(&r, (uint64_t)c->vocab),
-        tgt[i] = (int32_t)rng_below(&r, (uint64_t)c->vocab);
 }
 
 static struct gpt *new_model(const struct gpt_config *c, int B, enum fp_format f, const char *ck)
@@ -1279,7 +1228,7 @@ START_TEST(train_shape_reads_the_preset_and_refuses_what_cannot_train)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         shape_text(text, sizeof text, bad[i].name, bad[i].ffn_kind, bad[i].kv_heads, bad[i].tied);
         ck_assert_int_eq(preset_parse_model(text, "bad.ini", &m, &e), 0);
-        c = (struct gpt_config){1, 2, 3, 4, 5, 6};
+        c = (struct gpt_config){.vocab = 1, .d = 2, .layers = 3, .heads = 4, .ffn = 5, .seq = 6};
         e = (struct error){0};
         ck_assert_int_eq(train_shape_of(&m, &c, &e), ERR_INVAL);
         ck_assert_int_eq(e.code, ERR_INVAL);
@@ -1305,7 +1254,7 @@ START_TEST(train_shape_reads_the_preset_and_refuses_what_cannot_train)
     ck_assert_msg(strstr(e.msg, "untied: the tiny GPT trains"), "%s", e.msg);
     remove(path);
     rmdir(dir);
-    c = (struct gpt_config){1, 2, 3, 4, 5, 6};
+    c = (struct gpt_config){.vocab = 1, .d = 2, .layers = 3, .heads = 4, .ffn = 5, .seq = 6};
     ck_assert_int_ne(train_shape("nosuch-model", &c, &e), 0);
     ck_assert_ptr_nonnull(strstr(e.msg, "nosuch-model"));
     ck_assert_int_eq(c.vocab, 0);

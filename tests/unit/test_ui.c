@@ -1295,6 +1295,51 @@ START_TEST(collective_at_64_gpus)
 }
 END_TEST
 
+/* Lesson 3's all-to-all (o) goes the all-reduce's way: the key is answered with the new
+ * settings at once, and the run of 64 thread-GPUs it asks for is made off the frame loop and
+ * taken by the polls; then each GPU's receive buffer (its own block only at first, '.' where
+ * one is still to come), the bytes against (N-1)/N x size, pairwise's and direct's times.
+ * GPU 1's first block to arrive is GPU 0's, its neighbour on the same node. */
+START_TEST(collective_alltoall_on_the_job)
+{
+    static struct eventlog log;
+    static char screen[16384];
+    const struct panel_ops *p = panel_find("collective");
+    struct panel_env env = {p, &log, true, false};
+    void *st = NULL;
+    struct error e = {0};
+    ck_assert_int_eq(p->init(&st, &env, &e), 0);
+    ck_assert_int_eq(p->set(st, "gpus", "64", &e), 0);
+    ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen));
+    ck_assert_int_eq(p->on_key(st, 'o'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert(draw_now(p, st, 38, 70, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "pairwise all-to-all, 64 GPUs on 8 nodes"), "%.1800s", screen);
+    ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "step 0 of ") && strstr(screen, "verified") &&
+                      strstr(screen, "of (N-1)/N x size = 63.00 MiB") &&
+                      strstr(screen, "pairwise 1.64 ms, direct 1.6 ms"),
+                  "%.1800s", screen);
+    /* 7 + 64 cells are more than 70 columns: 59 shown, the other 5 counted */
+    ck_assert_msg(
+        strstr(screen, "GPU 1  .1.........................................................+5"),
+        "%.1800s", screen);
+    struct panel_event step = {PANEL_STEP, 0, 1};
+    ck_assert(p->on_event(st, &step) & PANEL_REDRAW);
+    ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen));
+    ck_assert_msg(
+        strstr(screen, "step 1 of ") &&
+            strstr(screen, "GPU 1  01.........................................................+5"),
+        "%.1800s", screen);
+    /* o again: back to the ring all-reduce, made the same way */
+    ck_assert_int_eq(p->on_key(st, 'o'), PANEL_HANDLED | PANEL_REDRAW);
+    ck_assert(draw_offscreen(p, st, 38, 70, screen, sizeof screen));
+    ck_assert_msg(strstr(screen, "ring all-reduce, 64 GPUs on 8 nodes") &&
+                      strstr(screen, "step 0 of 126"),
+                  "%.1800s", screen);
+    p->fini(st);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ui");
@@ -1341,6 +1386,7 @@ int main(void)
     tcase_add_test(run, dprun_panel_trains_on_thread_gpus);
     tcase_add_test(run, dprun_sets_up_off_the_frame_loop);
     tcase_add_test(run, collective_at_64_gpus);
+    tcase_add_test(run, collective_alltoall_on_the_job);
     suite_add_tcase(s, run);
     return harness_run(s);
 }
