@@ -519,7 +519,8 @@ START_TEST(activation_peak_is_predicted)
                     random_batch(&c, 3, tok, tgt);
                     random_params(&c, gpt_params(g), 5);
                     gpt_step(g, tok, tgt, 1.0f, NULL);
-                    struct activ_config ac = {3, 8, 1, false, fmt ? 2 : 4};
+                    struct activ_config ac = {
+                        .micro_batch = 3, .seq = 8, .tp = 1, .bytes = fmt ? 2 : 4};
                     struct activ_total at; /* the model's policy is the calculator's */
                     activ_total(&m, &ac, &p, 3, true, true, &at);
                     ck_assert_msg((double)gpt_mem_bytes(g, GPT_MEM_ACTIVATIONS) == at.peak,
@@ -548,7 +549,8 @@ START_TEST(bad_shapes)
     ck_assert_int_eq(gpt_config_check(&c, &e), ERR_INVAL);
     c = moe_cfg(1, 0);
     struct gpt *g = NULL;
-    struct gpt_part tp2 = {0, 2, true, true, 1, 2, 0, false};
+    struct gpt_part tp2 = {
+        .first = 0, .count = 2, .embed = true, .head = true, .slots = 1, .tp = 2};
     ck_assert_int_eq(gpt_new_part(&g, &c, 1, FP_FP32, NULL, NULL, &tp2, &e), ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "tensor parallelism"));
 }
