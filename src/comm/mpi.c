@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <unistd.h>
 
 #include "comm/coll.h"
 #include "comm/reduce.h"
@@ -246,7 +247,10 @@ struct mpi_wire {
     MPI_Request ackreq[WIRE_ACKS];
     double ackval[WIRE_ACKS];
     unsigned nack;
-    int stall_rank; /* SCALELAB_MPI_STALL_RANK: that rank stops itself at its first send */
+    /* SCALELAB_MPI_STALL_RANK: that rank stops itself at its first send (SIGSTOP), or with
+     * SCALELAB_MPI_STALL=exit ends there (exit status 9), as a crash would end it */
+    int stall_rank;
+    bool die;
 };
 
 static int w_post(void *ctx, struct dev_req *req, struct error *e)
@@ -256,9 +260,11 @@ static int w_post(void *ctx, struct dev_req *req, struct error *e)
         return error_set(e, ERR_RUN,
                          "GPU %d: a message of %zu bytes with key %d cannot go over MPI", w->m.rank,
                          req->bytes, req->key);
-    if (w->stall_rank == w->m.rank) {
+    if (w->stall_rank == w->m.rank) { /* the tests of a rank gone silent, or dead */
         w->stall_rank = -1;
-        raise(SIGSTOP); /* the deadline's test: this rank hangs as an unreachable one would */
+        if (w->die)
+            _exit(9);
+        raise(SIGSTOP); /* this rank hangs as an unreachable one would */
     }
     int s = w->next, tried = 0;
     while (w->send[s].used && tried++ < WIRE_SLOTS)
@@ -374,6 +380,7 @@ int mpi_wire_open(struct mpi_wire **out, struct dev_wire *dw, const char *who, d
     w->m.fail_rank = -1;
     const char *stall = getenv("SCALELAB_MPI_STALL_RANK");
     w->stall_rank = stall ? atoi(stall) : -1;
+    w->die = getenv("SCALELAB_MPI_STALL") && !strcmp(getenv("SCALELAB_MPI_STALL"), "exit");
     for (int i = 0; i < WIRE_ACKS; i++)
         w->ackreq[i] = MPI_REQUEST_NULL;
     w->m.comm = dup_world(&w->m);
