@@ -97,6 +97,11 @@ check_status 1 "a dead rank the launcher leaves alone: the others end the run"
 check_contains "$err" "waited 2 s for a" "the others report it past the deadline"
 check_contains "$err" "GPU 1: is that rank running and reachable?" "naming the dead rank"
 
+# the benchmark's group runs both and sets them side by side (its figures are not checked: timings)
+run bench --quick --only mpi-train --json --repeat 2
+check_status 0 "bench --quick --only mpi-train"
+check_json 'len(d["results"]) == 1 and all(r["group"] == "mpi-train" and r["limit"] == "thread-GPUs" and r["value"] > 0 and r["limit_value"] > 0 and r["repeats"] == 2 for r in d["results"])' "bench mpi-train: tokens/s over MPI ranks beside the thread-GPUs'"
+
 # bad usage: refused on every rank, said once
 run train --model tiny --transport mpi
 check_status 2 "one MPI rank (no mpirun) is refused"
