@@ -353,6 +353,7 @@ const struct command cmd_train = {
     "train",
     "real mixed-precision training of the tiny GPT (loss scaling, clipping, checkpointing)",
     "usage: scalelab train [OPTIONS]\n"
+    "       mpirun -n N scalelab train --transport mpi [OPTIONS]\n"
     "\n"
     "Trains the tiny GPT (src/model) on a synthetic order-2 Markov source whose entropy rate is\n"
     "the loss floor, with real fp16/bf16 rounding, loss scaling (PyTorch GradScaler semantics),\n"
