@@ -318,17 +318,25 @@ static size_t share_bytes(const struct train_opts *o)
     return sizeof(struct train_step) + ((size_t)o->shape.layers + 1) * sizeof(uint64_t);
 }
 
-/* Every GPU's record of step i over the wire, merged into the step's slot (as the GPUs of a
- * run on threads merge theirs, in the same order of GPUs); r->mu held. */
-static void share_step(struct run *r, const struct train_step *s, struct slot *sl)
+/* Every GPU's record of a step over the wire, into r->share_all (without r->mu: the reader
+ * must not wait for the network). */
+static void share_step(struct run *r, const struct train_step *s)
 {
     const struct train_opts *o = &r->cfg.o;
-    size_t n = share_bytes(o), nuf = (size_t)o->shape.layers + 1;
+    size_t nuf = (size_t)o->shape.layers + 1;
     struct error e = {0};
     memcpy(r->share_mine, s, sizeof *s);
     if (s->underflow)
         memcpy(r->share_mine + sizeof *s, s->underflow, nuf * sizeof(uint64_t));
-    r->cfg.wire->share(r->cfg.wire->ctx, r->share_mine, n, r->share_all, &e);
+    r->cfg.wire->share(r->cfg.wire->ctx, r->share_mine, share_bytes(o), r->share_all, &e);
+}
+
+/* The shared records merged into the step's slot, as the GPUs of a run on threads merge
+ * theirs; r->mu held. */
+static void merge_shared(struct run *r, const struct train_step *s, struct slot *sl)
+{
+    const struct train_opts *o = &r->cfg.o;
+    size_t n = share_bytes(o);
     for (int g = 0; g < o->gpus; g++) {
         struct train_step t;
         char *at = r->share_all + (size_t)g * n;
@@ -352,6 +360,8 @@ static void record_step(struct run *r, struct device *d, const struct train_step
         nf.layer = atoi(strncmp(s->nonfinite, "layer ", 6) ? "-1" : s->nonfinite + 6);
         dev_emit(d, &nf);
     }
+    if (r->cfg.wire)
+        share_step(r, s);
     pthread_mutex_lock(&r->mu);
     struct slot *sl = &r->slot[i % (RUN_AHEAD + 1)];
     if (sl->step != i) {
@@ -359,7 +369,7 @@ static void record_step(struct run *r, struct device *d, const struct train_step
         sl->step = i;
     }
     if (r->cfg.wire)
-        share_step(r, s, sl);
+        merge_shared(r, s, sl);
     else
         merge(&sl->rec, s, dev_rank(d), o->gpus, o->shape.layers), sl->done++;
     if (sl->done == o->gpus) {

@@ -102,6 +102,12 @@ run bench --quick --only mpi-train --json --repeat 2
 check_status 0 "bench --quick --only mpi-train"
 check_json 'len(d["results"]) == 1 and all(r["group"] == "mpi-train" and r["limit"] == "thread-GPUs" and r["value"] > 0 and r["limit_value"] > 0 and r["repeats"] == 2 for r in d["results"])' "bench mpi-train: tokens/s over MPI ranks beside the thread-GPUs'"
 
+# a GPU too small for its buffers: out of memory before the first step, on every rank
+printf '[cluster]\nname = small\ngpus_per_node = 8\nnodes = 1\nhbm = 1MiB\npeak_flops = 1e12\nintra_latency = 1e-6\nintra_bandwidth = 1e11\ninter_latency = 1e-6\ninter_bandwidth = 1e10\n' >"$T_TMP/small.ini"
+mrun 2 train --model tiny --transport mpi --cluster "$T_TMP/small.ini"
+check_status 1 "a GPU out of memory ends every rank"
+check_contains "$err" "out of memory: " "out of memory names the GPU: $(printf '%s\n' "$err" | grep -m1 '^scalelab:')"
+
 # bad usage: refused on every rank, said once
 run train --model tiny --transport mpi
 check_status 2 "one MPI rank (no mpirun) is refused"
