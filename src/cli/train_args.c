@@ -185,6 +185,27 @@ static int configure(int argc, char **argv, struct train_args *r)
     return 0;
 }
 
+/* Over MPI the GPUs are the ranks: as if --gpus N were given, when neither --gpus nor --dp
+ * is (before the layout is read). */
+static void configure_ranks(struct train_args *r)
+{
+    if (!r->mpi || given(r, "gpus") || r->dp)
+        return;
+    r->o.gpus = r->ranks;
+    r->given |= 1ull << (settings_find("gpus") - train_settings);
+}
+
+/* And what the layout asks for must be the ranks (after it is read): 0, or the exit status. */
+static int check_ranks(const struct train_args *r)
+{
+    if (!r->mpi || r->o.gpus == r->ranks)
+        return 0;
+    return cli_usage("train",
+                     "--transport mpi: mpirun started %d ranks, and each rank is one GPU: %s "
+                     "asks for %d (leave it out, or run mpirun -n %d)",
+                     r->ranks, r->dp ? "--dp with the other axes" : "--gpus", r->o.gpus, r->o.gpus);
+}
+
 /* The GPUs: --gpus (all of them), or --dp x --tp x --pp; and what the layout allows. */
 static int configure_layout(struct train_args *r)
 {
@@ -192,16 +213,6 @@ static int configure_layout(struct train_args *r)
     struct error e = {0};
     int mp = o->tp * o->pp;
     bool gpus = given(r, "gpus");
-    if (r->mpi) { /* the GPUs are the ranks: --gpus or --dp say the same, or are left out */
-        int want = r->dp ? r->dp * mp : gpus ? o->gpus : r->ranks;
-        if (want != r->ranks)
-            return cli_usage("train",
-                             "--transport mpi: mpirun started %d ranks, and each rank is one "
-                             "GPU: %s asks for %d (leave it out, or run mpirun -n %d)",
-                             r->ranks, r->dp ? "--dp x --tp x --pp" : "--gpus", want, want);
-        o->gpus = r->ranks;
-        gpus = true;
-    }
     if (r->dp) {
         if (gpus && o->gpus != r->dp * mp)
             return cli_usage("train", "--gpus %d is not --dp %d x --tp %d x --pp %d", o->gpus,
@@ -273,8 +284,10 @@ static int configure_host(const struct train_args *r, struct run_config *rcfg)
 int train_args_read(int argc, char **argv, struct train_args *r, struct run_config *rcfg)
 {
     int rc;
-    if ((rc = configure(argc, argv, r)) || (rc = configure_layout(r)) ||
-        (rc = configure_host(r, rcfg)))
+    if ((rc = configure(argc, argv, r)))
+        return rc;
+    configure_ranks(r);
+    if ((rc = configure_layout(r)) || (rc = check_ranks(r)) || (rc = configure_host(r, rcfg)))
         return rc;
     return 0;
 }
