@@ -185,27 +185,6 @@ static int configure(int argc, char **argv, struct train_args *r)
     return 0;
 }
 
-/* Over MPI the GPUs are the ranks: as if --gpus N were given, when neither --gpus nor --dp
- * is (before the layout is read). */
-static void configure_ranks(struct train_args *r)
-{
-    if (!r->mpi || given(r, "gpus") || r->dp)
-        return;
-    r->o.gpus = r->ranks;
-    r->given |= 1ull << (settings_find("gpus") - train_settings);
-}
-
-/* And what the layout asks for must be the ranks (after it is read): 0, or the exit status. */
-static int check_ranks(const struct train_args *r)
-{
-    if (!r->mpi || r->o.gpus == r->ranks)
-        return 0;
-    return cli_usage("train",
-                     "--transport mpi: mpirun started %d ranks, and each rank is one GPU: %s "
-                     "asks for %d (leave it out, or run mpirun -n %d)",
-                     r->ranks, r->dp ? "--dp with the other axes" : "--gpus", r->o.gpus, r->o.gpus);
-}
-
 /* The GPUs: --gpus (all of them), or --dp x --tp x --pp; and what the layout allows. */
 static int configure_layout(struct train_args *r)
 {
@@ -279,6 +258,27 @@ static int configure_host(const struct train_args *r, struct run_config *rcfg)
     if (r->dump && train_dump_check(r->dump, &e))
         return cli_fail(&e);
     return 0;
+}
+
+/* Over MPI the GPUs are the ranks: as if --gpus N were given, when neither --gpus nor --dp
+ * is (before the layout is read). */
+static void configure_ranks(struct train_args *r)
+{
+    if (!r->mpi || given(r, "gpus") || r->dp)
+        return;
+    r->o.gpus = r->ranks;
+    r->given |= 1ull << (settings_find("gpus") - train_settings);
+}
+
+/* And what the layout asks for must be the ranks (after it is read): 0, or the exit status. */
+static int check_ranks(const struct train_args *r)
+{
+    if (!r->mpi || r->o.gpus == r->ranks)
+        return 0;
+    return cli_usage("train",
+                     "--transport mpi: mpirun started %d ranks, and each rank is one GPU: %s "
+                     "asks for %d (leave it out, or run mpirun -n %d)",
+                     r->ranks, r->dp ? "--dp with the other axes" : "--gpus", r->o.gpus, r->o.gpus);
 }
 
 int train_args_read(int argc, char **argv, struct train_args *r, struct run_config *rcfg)
