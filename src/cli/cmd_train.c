@@ -1,7 +1,9 @@
 /* scalelab train: real mixed-precision training of the tiny GPT on simulated GPUs, one or many
  * (data, tensor and pipeline parallelism): the run (par/run.h) started on train's options
  * (cli/train_args.c), its steps taken as they come and printed (cli/train_report.c), step 1
- * dumped (cli/train_dump.c), the run's events kept for --trace. */
+ * dumped (cli/train_dump.c), the run's events kept for --trace. Under mpirun with --transport
+ * mpi each process is one rank and runs one GPU of the run, its sends over MPI (comm/mpi.h's
+ * wire): the ranks first agree on their command line, rank 0 alone prints. */
 #include "config.h"
 
 #include <math.h>

@@ -796,6 +796,8 @@ int dev_barrier(struct device *d, struct error *e)
 {
     struct cluster *c = d->c;
     struct timespec ts;
+    if (c->cfg.wire) /* the others are not threads of this process */
+        return error_set(e, ERR_INVAL, "GPU %d: a barrier of threads, with a wire", d->rank);
     deadline_at(&ts, c->cfg.deadline_s);
     pthread_mutex_lock(&c->lock);
     uint64_t gen = c->barrier_gen;

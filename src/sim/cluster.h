@@ -223,7 +223,8 @@ int dev_sendrecv(struct device *d, int to, const void *sbuf, size_t sbytes, int 
 
 /* Waits until every device of the cluster has called it: host threads meeting, for timing
  * on the host (every GPU starts a timed collective together); the simulated clocks are left
- * alone. 0, or ERR_RUN (aborted, or the deadline passed). */
+ * alone. 0, or ERR_RUN (aborted, or the deadline passed); ERR_INVAL with a wire (the devices
+ * are not threads of one process). */
 int dev_barrier(struct device *d, struct error *e);
 
 /* Records an event for this device (device, seq filled in; t is the caller's, usually
