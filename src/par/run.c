@@ -310,8 +310,6 @@ static const char *intern(struct run *r, const char *name)
     return out;
 }
 
-/* A GPU's step done: its events, and its record merged into the step's (the reader's once
- * every GPU's is in). */
 /* A step record as the wire carries it: the record, then its layers + 1 underflow counts. */
 static size_t share_bytes(const struct train_opts *o)
 {
@@ -347,6 +345,8 @@ static void merge_shared(struct run *r, const struct train_step *s, struct slot 
     sl->done = o->gpus;
 }
 
+/* A GPU's step done: its events, and its record merged into the step's (the reader's once
+ * every GPU's is in). */
 static void record_step(struct run *r, struct device *d, const struct train_step *s, long i)
 {
     const struct train_opts *o = &r->cfg.o;
