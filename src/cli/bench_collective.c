@@ -1,4 +1,5 @@
-/* Benchmark groups "collective" and "mpi": the collectives on this host.
+/* Benchmark groups "collective", "mpi" and "mpi-train": the collectives on this host, and
+ * training over MPI ranks.
  *
  * Group "collective": the ring all-reduce of the simulated cluster. All simulated GPUs share
  * the host's one memory system, so a thread all-reduce can never reach its bus bandwidth:
@@ -108,8 +109,9 @@ static int run_gpus(struct bench *b, int n)
     return status;
 }
 
-/* Runs a command and reads the one JSON document it prints; NULL after saying why. */
-static json_t *json_of(const char *cmd)
+/* Runs a command and reads the one JSON document it prints, which must say "verified": true
+ * when verified is set; NULL after saying why. */
+static json_t *json_of(const char *cmd, bool verified)
 {
     FILE *p = popen(cmd, "r");
     if (!p) {
@@ -119,7 +121,7 @@ static json_t *json_of(const char *cmd)
     json_error_t je;
     json_t *d = json_loadf(p, 0, &je);
     int rc = pclose(p);
-    if (rc != 0 || !d || !json_is_true(json_object_get(d, "verified"))) {
+    if (rc != 0 || !d || (verified && !json_is_true(json_object_get(d, "verified")))) {
         fprintf(stderr, "scalelab: bench: the run failed: %s\n", cmd);
         json_decref(d);
         return NULL;
@@ -144,7 +146,7 @@ static int whole_run(struct bench *b)
     double run[BENCH_MAX_REPEATS], coll[BENCH_MAX_REPEATS], setup[BENCH_MAX_REPEATS],
         check[BENCH_MAX_REPEATS], peak[BENCH_MAX_REPEATS], bufs = 0;
     for (int i = 0; i < k; i++) {
-        json_t *d = json_of(cmd);
+        json_t *d = json_of(cmd, true);
         if (!d)
             return 1;
         run[i] = num(d, "run_wall_time_s"), coll[i] = num(d, "wall_time_s");
@@ -204,7 +206,7 @@ static int mpi_one(struct bench *b, const char *exe, int n, size_t size)
              "mpirun %s --oversubscribe -n %d '%s' collective --transport mpi --json "
              "--size %zu --repeat %d",
              getuid() == 0 ? "--allow-run-as-root" : "", n, exe, size, repeat);
-    json_t *d = json_of(cmd);
+    json_t *d = json_of(cmd, true);
     if (!d)
         return 1;
     json_t *lib = json_array_get(json_object_get(d, "mpi"), 0);
@@ -227,19 +229,29 @@ static int mpi_one(struct bench *b, const char *exe, int n, size_t size)
     return 0;
 }
 
-static int run_mpi(struct bench *b)
+/* Whether MPI runs can be benchmarked here; false after saying why the group is skipped. */
+static bool mpi_usable(const char *group)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    fprintf(stderr, "scalelab: bench: mpi: skipped in a sanitizer build (Open MPI's own leaks "
-                    "and races would be reported)\n");
-    return 0;
+    fprintf(stderr,
+            "scalelab: bench: %s: skipped in a sanitizer build (Open MPI's own leaks "
+            "and races would be reported)\n",
+            group);
+    return false;
 #endif
     if (!mpi_built() || system("command -v mpirun >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "scalelab: bench: mpi: skipped: %s\n",
+        fprintf(stderr, "scalelab: bench: %s: skipped: %s\n", group,
                 mpi_built() ? "mpirun is not installed (apt-get install openmpi-bin)"
                             : mpi_about());
-        return 0;
+        return false;
     }
+    return true;
+}
+
+static int run_mpi(struct bench *b)
+{
+    if (!mpi_usable("mpi"))
+        return 0;
     char exe[4096];
     if (bench_self(exe, sizeof exe))
         return 1;
@@ -260,4 +272,66 @@ const struct bench_case bench_mpi = {
     "ring all-reduce over 2 and 4 MPI ranks beside MPI_Allreduce, timed in turns "
     "(SCALELAB_BENCH_MPI=full: 2-8 ranks, 1-256 MiB)",
     run_mpi,
+};
+
+/* ------------------------------------------------------------------ group "mpi-train"
+ *
+ * The trainer with one GPU per MPI rank of this machine beside the same run on thread-GPUs
+ * (`scalelab train --transport mpi` under mpirun against `train --gpus N`): the tokens per
+ * second of each, the run as a user starts it (its summary's, from the run's start to its
+ * end: the buffers' allocation is in both), the two commands taken in turns, the ratio sample
+ * by sample. Both compute the same steps bit for bit (tests/cli/train_mpi.sh); what differs is
+ * how the bytes travel (copies between threads, or MPI between processes: shared memory here,
+ * a network between hosts) and the ranks' per-step exchange of their records. The `small`
+ * model in fp32 on 2 GPUs: DDP, ZeRO-3, tp 2, pp 2 with 4 micro-batches (--quick: tiny,
+ * DDP). With more ranks than free cores, a rank waiting for one costs a time slice. */
+
+/* The tokens/s a train command's summary gives, or a negative number after saying why. */
+static double train_rate(const char *cmd)
+{
+    json_t *d = json_of(cmd, false);
+    double v = d ? num(json_object_get(d, "summary"), "tokens_per_s") : -1;
+    json_decref(d);
+    return v > 0 ? v : -1;
+}
+
+static int run_mpi_train(struct bench *b)
+{
+    if (!mpi_usable("mpi-train"))
+        return 0;
+    char exe[4096];
+    if (bench_self(exe, sizeof exe))
+        return 1;
+    static const char *const layouts[][2] = {
+        {"DDP", ""},
+        {"ZeRO-3", "--zero 3"},
+        {"tp 2", "--tp 2"},
+        {"pp 2", "--pp 2 --micro-batches 4"},
+    };
+    const char *model = b->quick ? "tiny" : "small";
+    int steps = b->quick ? 4 : 8, n = 2, k = b->repeats < 3 ? b->repeats : 3;
+    for (int l = 0; l < (b->quick ? 1 : 4); l++) {
+        char args[512], cmd[2][4800];
+        snprintf(args, sizeof args,
+                 "train --model %s --precision fp32 --steps %d %s --json --summary", model, steps,
+                 layouts[l][1]);
+        snprintf(cmd[0], sizeof cmd[0], "'%s' %s --gpus %d", exe, args, n);
+        snprintf(cmd[1], sizeof cmd[1], "mpirun %s --oversubscribe -n %d '%s' %s --transport mpi",
+                 getuid() == 0 ? "--allow-run-as-root" : "", n, exe, args);
+        double thr[BENCH_MAX_REPEATS], mpi[BENCH_MAX_REPEATS];
+        for (int i = 0; i < k; i++)
+            if ((thr[i] = train_rate(cmd[0])) < 0 || (mpi[i] = train_rate(cmd[1])) < 0)
+                return 1;
+        char what[96];
+        snprintf(what, sizeof what, "train %s %s, %d MPI ranks: tokens/s", model, layouts[l][0], n);
+        bench_report_vs(b, "mpi-train", what, mpi, k, "tok/s", "thread-GPUs", thr, k);
+    }
+    return 0;
+}
+
+const struct bench_case bench_mpi_train = {
+    "mpi-train",
+    "training over 2 MPI ranks beside 2 thread-GPUs at the same layout (small, fp32: DDP, "
+    "ZeRO-3, tp 2, pp 2), tokens/s taken in turns",
+    run_mpi_train,
 };

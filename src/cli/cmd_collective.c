@@ -91,24 +91,6 @@ static int parse_seed(const struct opt_entry *o, const char *arg, void *field, s
     return 0;
 }
 
-static int parse_transport(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    if (strcmp(arg, "mpi") && strcmp(arg, "thread"))
-        return error_set(e, ERR_INVAL, "--%s: '%s' is not allowed (thread or mpi)", o->opt.name,
-                         arg);
-    *(bool *)field = !strcmp(arg, "mpi");
-    return 0;
-}
-
-static int parse_deadline(const struct opt_entry *o, const char *arg, void *field, struct error *e)
-{
-    double *s = field;
-    if (units_parse_double(arg, false, s, NULL) < 0 || !(*s > 0 && *s <= 3600))
-        return error_set(e, ERR_INVAL, "--%s: '%s' is not allowed (seconds above 0, at most 3600)",
-                         o->opt.name, arg);
-    return 0;
-}
-
 /* --fail GPU@STEP: the text kept for messages, the GPU and step into the trial. */
 static int parse_fail(const struct opt_entry *o, const char *arg, void *field, struct error *e)
 {
@@ -172,9 +154,9 @@ static const struct opt_entry options[] = {
              "of 4, with the crossover; alltoall's sizes rounded down to N blocks of\n"
              "whole elements, as nccl-tests does"),
     OPT_WITH("seed", "S", parse_seed, C, a.seed, "the data's seed (default 1)"),
-    OPT_WITH("deadline", "S", parse_deadline, C, deadline_s,
+    OPT_WITH("deadline", "S", opts_seconds, C, deadline_s,
              "the longest wait for one message, in seconds (default 60)"),
-    OPT_WITH("transport", "T", parse_transport, C, mpi,
+    OPT_WITH("transport", "T", opts_transport, C, mpi,
              "thread (default: the simulated cluster's device threads) or mpi: under\n"
              "mpirun with 2 or more ranks, each rank is one GPU and runs the same\n"
              "algorithm over MPI (one rank alone is refused: it would send nothing)\n"
@@ -773,22 +755,9 @@ static int run_mpi(struct cfg *c)
     }
     c->a.gpus = size;
     /* every rank checks the same arguments; rank 0 alone says what is wrong */
-    int saved = -1;
-    if (rank) {
-        fflush(stderr);
-        saved = dup(2);
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) {
-            dup2(null, 2);
-            close(null);
-        }
-    }
+    int saved = cli_mute(rank != 0);
     rc = checks(c);
-    if (saved >= 0) {
-        fflush(stderr);
-        dup2(saved, 2);
-        close(saved);
-    }
+    cli_unmute(saved);
     if (rc)
         goto end;
     struct mpi_run r;

@@ -1,7 +1,9 @@
 /* scalelab train: real mixed-precision training of the tiny GPT on simulated GPUs, one or many
  * (data, tensor and pipeline parallelism): the run (par/run.h) started on train's options
  * (cli/train_args.c), its steps taken as they come and printed (cli/train_report.c), step 1
- * dumped (cli/train_dump.c), the run's events kept for --trace. */
+ * dumped (cli/train_dump.c), the run's events kept for --trace. Under mpirun with --transport
+ * mpi each process is one rank and runs one GPU of the run, its sends over MPI (comm/mpi.h's
+ * wire): the ranks first agree on their command line, rank 0 alone prints. */
 #include "config.h"
 
 #include <math.h>
@@ -17,6 +19,8 @@
 #include "base/units.h"
 #include "cli/command.h"
 #include "cli/train.h"
+#include "comm/mpi.h"
+#include "sim/cluster.h"
 #include "sim/trace.h"
 
 /* ------------------------------------------------------------------ --trace */
@@ -198,15 +202,119 @@ static int trace_finish(const struct train_args *r, struct evlog *log, struct er
     return trc;
 }
 
+/* ------------------------------------------------------------------ over MPI ranks */
+
+/* This process as one rank of `mpirun -n N scalelab train --transport mpi`. */
+struct ranks {
+    int rank, size, hosts;
+    struct mpi_wire *w;
+    struct dev_wire dw;
+};
+
+/* Whether the command line asks for --transport mpi: read before the options are, as MPI must
+ * start first for the ranks to agree on who speaks. */
+static bool asks_mpi(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--transport=mpi") ||
+            (!strcmp(argv[i], "--transport") && i + 1 < argc && !strcmp(argv[i + 1], "mpi")))
+            return true;
+    return false;
+}
+
+/* FNV-1a over the arguments, each with its terminating zero. */
+static uint64_t args_hash(int argc, char **argv)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (int i = 0; i < argc; i++)
+        for (const char *p = argv[i];; p++) {
+            h = (h ^ (unsigned char)*p) * 1099511628211ull;
+            if (!*p)
+                break;
+        }
+    return h;
+}
+
+/* MPI started, the wire open and the ranks' command lines compared: 0, or the exit status,
+ * the same on every rank (rank 0 alone says why). */
+static int ranks_join(int argc, char **argv, struct ranks *k)
+{
+    struct error e = {0};
+    if (mpi_begin(NULL, NULL, &k->rank, &k->size, &e))
+        return k->rank ? 2 : cli_usage("train", "%s", e.msg);
+    if (k->size < 2) /* one rank would be one GPU: train --gpus 1 says the same, faster */
+        return cli_usage("train",
+                         "--transport mpi: this is one MPI rank; run it under mpirun with 2 or "
+                         "more ranks (mpirun -n 2 scalelab train --transport mpi), or leave "
+                         "--transport out for one GPU");
+    if (k->size > TRAIN_MAX_GPUS)
+        return k->rank ? 2
+                       : cli_usage("train", "--transport mpi: mpirun started %d ranks, at most %d",
+                                   k->size, TRAIN_MAX_GPUS);
+    if (mpi_wire_open(&k->w, &k->dw, "train", 0, &e))
+        return k->rank ? 2 : cli_fail(&e);
+    uint64_t mine = args_hash(argc, argv), *all = calloc((size_t)k->size, sizeof *all);
+    if (!all) {
+        error_set(&e, ERR_NOMEM, "out of memory");
+        k->dw.fail(k->dw.ctx, &e);
+    }
+    mpi_wire_share(k->w, &mine, sizeof mine, all, &e);
+    int differs = 0;
+    for (int g = 1; g < k->size && !differs; g++)
+        differs = all[g] != all[0] ? g : 0;
+    free(all);
+    if (differs)
+        return k->rank ? 2
+                       : cli_usage("train",
+                                   "--transport mpi: rank %d was started with other arguments "
+                                   "than rank 0; every rank runs the same command line",
+                                   differs);
+    k->hosts = mpi_wire_hosts(k->w);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the command */
+
+static int train_run(int argc, char **argv, const struct ranks *k);
+
 static int train_main(int argc, char **argv)
+{
+    if (!asks_mpi(argc, argv))
+        return train_run(argc, argv, NULL);
+    struct ranks k = {0};
+    int rc = ranks_join(argc, argv, &k);
+    if (!rc) {
+        if (k.rank && !freopen("/dev/null", "w", stdout)) /* rank 0 prints */
+            rc = 1;
+        else
+            rc = train_run(argc, argv, &k);
+    }
+    fflush(stdout);
+    mpi_wire_close(k.w);
+    mpi_end();
+    return rc;
+}
+
+/* The run, on threads (k NULL) or as rank k->rank of k->size. */
+static int train_run(int argc, char **argv, const struct ranks *k)
 {
     static struct train_args r; /* large; one per process */
     memset(&r, 0, sizeof r);
     struct run_config rcfg = {0};
     struct error e = {0};
     int rc;
-    if ((rc = train_args_read(argc, argv, &r, &rcfg)))
+    r.ranks = k ? k->size : 0;
+    r.hosts = k ? k->hosts : 0;
+    int muted = cli_mute(k && k->rank);
+    rc = train_args_read(argc, argv, &r, &rcfg);
+    cli_unmute(muted);
+    if (rc)
         return rc;
+    if (k) {
+        rcfg.wire = &k->dw;
+        rcfg.local = k->rank;
+        mpi_wire_deadline(k->w, rcfg.deadline_s > 0 ? rcfg.deadline_s : 600);
+    }
     struct evlog log = {0};
     if (r.trace) {
         if ((rc = trace_setup(&r, &rcfg, &log)))
@@ -224,7 +332,7 @@ static int train_main(int argc, char **argv)
     if ((rc = run_new(&run, &rcfg, &e))) {
         free(log.ev);
         predict_free(&pred);
-        return cli_fail(&e);
+        return k && k->rank ? error_exit_status(rc) : cli_fail(&e);
     }
     if (!r.json)
         train_print_header(&r, &rcfg.spec);
@@ -235,7 +343,7 @@ static int train_main(int argc, char **argv)
     if (rc) {
         run_free(run);
         predict_free(&pred);
-        return cli_fail(&e);
+        return k && k->rank ? error_exit_status(rc) : cli_fail(&e);
     }
     train_print_summary(&r, run, &sum, &pred, &rcfg.spec);
     run_free(run);
@@ -247,6 +355,7 @@ const struct command cmd_train = {
     "train",
     "real mixed-precision training of the tiny GPT (loss scaling, clipping, checkpointing)",
     "usage: scalelab train [OPTIONS]\n"
+    "       mpirun -n N scalelab train --transport mpi [OPTIONS]\n"
     "\n"
     "Trains the tiny GPT (src/model) on a synthetic order-2 Markov source whose entropy rate is\n"
     "the loss floor, with real fp16/bf16 rounding, loss scaling (PyTorch GradScaler semantics),\n"

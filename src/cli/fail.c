@@ -3,8 +3,10 @@
 #include "cli/fail.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "base/error.h"
 
@@ -35,4 +37,26 @@ int cli_usage(const char *cmd, const char *fmt, ...)
     fprintf(stderr, "; see 'scalelab help %s'\n", cmd);
     va_end(ap);
     return 2;
+}
+
+int cli_mute(bool mute)
+{
+    if (!mute)
+        return -1;
+    fflush(stderr);
+    int saved = dup(2), null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+        dup2(null, 2);
+        close(null);
+    }
+    return saved;
+}
+
+void cli_unmute(int saved)
+{
+    if (saved < 0)
+        return;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
 }

@@ -20,4 +20,10 @@ int cli_fail(const struct error *e);
 /* Prints "scalelab: CMD: MESSAGE; see 'scalelab help CMD'" to stderr and returns 2. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Standard error silenced (to /dev/null) when mute is true: the MPI ranks but rank 0 read and
+ * check the same arguments, and rank 0 alone says what is wrong. Returns what cli_unmute
+ * takes back (-1: nothing was silenced). */
+int cli_mute(bool mute);
+void cli_unmute(int saved);
+
 #endif

@@ -192,6 +192,24 @@ int opts_one(const struct opt_entry *o, const char *arg, void *field, struct err
     return 0;
 }
 
+int opts_transport(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    if (strcmp(arg, "mpi") && strcmp(arg, "thread"))
+        return error_set(e, ERR_INVAL, "--%s: '%s' is not allowed (thread or mpi)", o->opt.name,
+                         arg);
+    *(bool *)field = !strcmp(arg, "mpi");
+    return 0;
+}
+
+int opts_seconds(const struct opt_entry *o, const char *arg, void *field, struct error *e)
+{
+    double *s = field;
+    if (units_parse_double(arg, false, s, NULL) < 0 || !(*s > 0 && *s <= 3600))
+        return error_set(e, ERR_INVAL, "--%s: '%s' is not allowed (seconds above 0, at most 3600)",
+                         o->opt.name, arg);
+    return 0;
+}
+
 static int index_of(const struct opt_entry *table, const char *name)
 {
     for (int i = 0; table[i].opt.name; i++)

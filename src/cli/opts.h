@@ -93,6 +93,10 @@ int opts_flag(const struct opt_entry *o, const char *arg, void *field, struct er
 int opts_int(const struct opt_entry *o, const char *arg, void *field, struct error *e);
 int opts_str(const struct opt_entry *o, const char *arg, void *field, struct error *e);
 int opts_one(const struct opt_entry *o, const char *arg, void *field, struct error *e);
+/* opts_transport: thread or mpi, into a bool (true: mpi); opts_seconds: a time above 0, at
+ * most an hour, into a double (a deadline). */
+int opts_transport(const struct opt_entry *o, const char *arg, void *field, struct error *e);
+int opts_seconds(const struct opt_entry *o, const char *arg, void *field, struct error *e);
 
 /* Reads argv (argv[0] is the command) into values, the command's struct holding its
  * defaults. An unknown option, one given twice (unless OPT_REPEAT), two that exclude each

@@ -8,6 +8,7 @@ extern const struct command cmd_bench;
 extern const struct command cmd_train;
 extern const struct bench_case bench_collective;
 extern const struct bench_case bench_mpi;
+extern const struct bench_case bench_mpi_train;
 extern const struct bench_case bench_train;
 extern const struct bench_case bench_dp;
 extern const struct bench_case bench_pp;
@@ -38,6 +39,6 @@ const struct opts_spec *const command_opts[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
-    &bench_formats, &bench_collective, &bench_train, &bench_dp,     &bench_pp,
-    &bench_tp,      &bench_cp,         &bench_mpi,   &bench_window, NULL,
+    &bench_formats, &bench_collective, &bench_train,     &bench_dp,     &bench_pp, &bench_tp,
+    &bench_cp,      &bench_mpi,        &bench_mpi_train, &bench_window, NULL,
 };

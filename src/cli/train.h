@@ -23,6 +23,10 @@ struct train_args {
     unsigned long long given; /* the run's settings given, a bit per line of train_settings */
     int dp;                   /* --dp, 0 if not given */
     const char *dump, *trace, *cluster, *nodes;
+    bool mpi;          /* --transport mpi: this process is one GPU, an MPI rank */
+    int ranks, hosts;  /* and the ranks mpirun started, on so many hosts (set before the
+                          options are read) */
+    double deadline_s; /* --deadline: the longest wait for one message (0: the run's 600 s) */
 };
 
 /* The options into r and rcfg (the run's options, the simulated cluster, whether step 1 is

@@ -83,6 +83,14 @@ static const struct opt_entry own_options[] = {
              "that GPU fails in that step's gradient sync: the run ends (exit 1)"),
     OPT_WITH("nodes", "K", opts_str, A, nodes,
              "the GPUs split evenly over K nodes (inter-node links between them)"),
+    OPT_WITH("transport", "T", opts_transport, A, mpi,
+             "thread (default: every GPU a thread of this process) or mpi: under\n"
+             "mpirun -n N (N >= 2), each rank is one GPU of the same run, its sends\n"
+             "over MPI: the same losses, ledgers and bytes as --gpus N, bit for bit;\n"
+             "rank 0 prints. --fail or a rank silent past the deadline ends every rank\n"
+             "(MPI_Abort, exit 1). No --trace or --dump (each rank holds its own)"),
+    OPT_WITH("deadline", "S", opts_seconds, A, deadline_s,
+             "the longest wait for one message, in seconds (default 600)"),
     OPT_INT("dp", "D", A, dp, 1, TRAIN_MAX_GPUS,
             "data-parallel copies (the run has D x T x P GPUs; or give\n"
             "--gpus N, N = D x T x P); GPU r is stage r / (D T)"),
@@ -171,6 +179,9 @@ static int configure(int argc, char **argv, struct train_args *r)
         return cli_usage("train", "--summary goes with --json");
     if (given(r, "init-scale") && o->scaling != TRAIN_SCALE_DYNAMIC)
         return cli_usage("train", "--init-scale needs --loss-scale dynamic");
+    if (r->mpi && (r->trace || r->dump))
+        return cli_usage("train", "--transport mpi: no %s (each rank holds only its own GPU's %s)",
+                         r->trace ? "--trace" : "--dump", r->trace ? "events" : "gradients");
     return 0;
 }
 
@@ -244,6 +255,7 @@ static int configure_host(const struct train_args *r, struct run_config *rcfg)
         rcfg->spec.nodes = (int)nodes;
     }
     rcfg->keep_first_step = r->dump != NULL;
+    rcfg->deadline_s = r->deadline_s;
     if (run_host_check(rcfg, &e))
         return cli_usage("train", "--batch %d on %d GPUs: %s", o->batch, o->gpus, e.msg);
     if (r->dump && train_dump_check(r->dump, &e))
@@ -251,11 +263,34 @@ static int configure_host(const struct train_args *r, struct run_config *rcfg)
     return 0;
 }
 
+/* Over MPI the GPUs are the ranks: as if --gpus N were given, when neither --gpus nor --dp
+ * is (before the layout is read). */
+static void configure_ranks(struct train_args *r)
+{
+    if (!r->mpi || given(r, "gpus") || r->dp)
+        return;
+    r->o.gpus = r->ranks;
+    r->given |= 1ull << (settings_find("gpus") - train_settings);
+}
+
+/* And what the layout asks for must be the ranks (after it is read): 0, or the exit status. */
+static int check_ranks(const struct train_args *r)
+{
+    if (!r->mpi || r->o.gpus == r->ranks)
+        return 0;
+    return cli_usage("train",
+                     "--transport mpi: mpirun started %d ranks, and each rank is one GPU: %s "
+                     "asks for %d (leave it out, or run mpirun -n %d)",
+                     r->ranks, r->dp ? "--dp with the other axes" : "--gpus", r->o.gpus, r->o.gpus);
+}
+
 int train_args_read(int argc, char **argv, struct train_args *r, struct run_config *rcfg)
 {
     int rc;
-    if ((rc = configure(argc, argv, r)) || (rc = configure_layout(r)) ||
-        (rc = configure_host(r, rcfg)))
+    if ((rc = configure(argc, argv, r)))
+        return rc;
+    configure_ranks(r);
+    if ((rc = configure_layout(r)) || (rc = check_ranks(r)) || (rc = configure_host(r, rcfg)))
         return rc;
     return 0;
 }

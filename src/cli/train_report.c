@@ -364,6 +364,11 @@ static void print_summary_json(const struct train_args *r, const struct run *run
     json_object_set_new(m, "gflops", json_num(gflops));
     json_object_set_new(m, "seconds", json_num(sum->seconds));
     json_object_set_new(m, "simulated_seconds", json_num(sum->sim_seconds));
+    json_object_set_new(m, "transport", json_string(r->mpi ? "mpi" : "thread"));
+    if (r->mpi) {
+        json_object_set_new(m, "ranks", json_integer(r->ranks));
+        json_object_set_new(m, "hosts", json_integer(r->hosts));
+    }
     json_object_set_new(m, "sim_step_time_s", json_num(sum->sim_step));
     json_object_set_new(m, "comm_exposed_s", json_num(sum->exposed));
     json_object_set_new(m, "layout", layout_json(o));
@@ -503,6 +508,10 @@ static void print_summary_text(const struct train_args *r, const struct run *run
     printf("%.0f tokens/s, %.2f GFLOP/s, %s wall; %s simulated on %s\n", sum->tokens_per_s, gflops,
            units_format_seconds(a, sizeof a, sum->seconds),
            units_format_seconds(b, sizeof b, sum->sim_seconds), spec->name);
+    if (r->mpi)
+        printf("over %d MPI ranks on %d host%s: the wall time is theirs, sends between real "
+               "processes; the simulated time is the %s GPUs'\n",
+               r->ranks, r->hosts, r->hosts == 1 ? "" : "s", spec->name);
     if (o->gpus == 1 && !layout_pipelined(o))
         return;
     print_gpu_table(o, run, p);

@@ -30,6 +30,8 @@
 
 #include <stdbool.h>
 
+#include <stddef.h>
+
 #include "comm/trial.h"
 
 struct error;
@@ -41,7 +43,8 @@ const char *mpi_about(void);
 /* The install hint, for errors: the Debian packages. */
 #define MPI_PACKAGES "libopenmpi-dev and openmpi-bin"
 
-/* MPI_Init (threads: funneled) and the rank and size; 0 or ERR_INVAL (no MPI built). */
+/* MPI_Init_thread (serialized: a run's device thread calls MPI) and the rank and size; 0 or
+ * ERR_INVAL (no MPI built, or a library without threads). */
 int mpi_begin(int *argc, char ***argv, int *rank, int *size, struct error *e);
 void mpi_end(void);
 
@@ -64,6 +67,27 @@ struct mpi_run {
     struct mpi_lib_figure lib[MPI_LIB_MAX];
     int nlib;
 };
+
+/* The wire of a training run over MPI ranks (sim/cluster.h's struct dev_wire): device d is
+ * rank d of MPI_COMM_WORLD, and this process runs it. A message is a header (its size, key,
+ * the sender's simulated start and arrival, the tag; matched by key, as dev_recv_key) and its
+ * bytes, sent together without a copy; the receiver books its incoming link, takes the bytes
+ * (into a scratch buffer first when it sums them, as the collective transport above) and
+ * answers the arrival to the sender, whose dev_wait ends on it: the rendezvous of the thread
+ * transport, so the simulated clocks advance as they do on threads. Every wait polls with the
+ * deadline; past it, or when a device fails, every rank ends (MPI_Abort, exit 1) with a
+ * message ("scalelab: WHO: ..." for a deadline). mpi_wire_share is the wire's share: every
+ * rank's bytes, in rank order, to every rank (also before a run: the ranks' arguments). */
+struct mpi_wire;
+struct dev_wire;
+int mpi_wire_open(struct mpi_wire **out, struct dev_wire *dw, const char *who, double deadline_s,
+                  struct error *e);
+int mpi_wire_share(struct mpi_wire *w, const void *mine, size_t bytes, void *all, struct error *e);
+/* The deadline from now on (the options are read after the wire opens); the distinct
+ * processor names among the ranks (rank 0's answer; every rank calls it). */
+void mpi_wire_deadline(struct mpi_wire *w, double deadline_s);
+int mpi_wire_hosts(struct mpi_wire *w);
+void mpi_wire_close(struct mpi_wire *w);
 
 /* Called by every rank with the same arguments (a->gpus is ignored: the ranks are the GPUs).
  * Rank 0's result holds everything; the others' only their own parts. 0, or an error. */

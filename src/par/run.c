@@ -65,6 +65,9 @@ struct run {
      * the model's tensors, so a table of their number holds every one (under mu) */
     char (*names)[48];
     size_t nnames, capnames;
+    /* with a wire: this GPU's step record and every GPU's (struct train_step, then its
+     * underflow counts: share_bytes each) */
+    char *share_mine, *share_all;
     /* step 1, kept */
     int32_t *first_tokens;
     float *first_grads;
@@ -255,12 +258,14 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
     if (s->scalar_bytes > m->scalar_bytes)
         m->scalar_bytes = s->scalar_bytes;
     double sim = s->sim_end_s - s->sim_start_s;
-    if (sim > m->sim_time_s) {
+    /* the step's span (a difference of clock readings) less the sum of its compute times:
+     * equal up to rounding when nothing is exposed, which must not show as a negative time
+     * (-1e-20 s). Of the GPUs with the longest span, the most exposed: the same whatever
+     * order the GPUs merge in (pipeline stages often tie on the span) */
+    double exposed = sim > s->compute_s ? sim - s->compute_s : 0;
+    if (sim > m->sim_time_s || (sim == m->sim_time_s && exposed > m->exposed_s)) {
         m->sim_time_s = sim;
-        /* the step's span (a difference of clock readings) less the sum of its compute
-         * times: equal up to rounding when nothing is exposed, which must not show as a
-         * negative time (-1e-20 s) */
-        m->exposed_s = sim > s->compute_s ? sim - s->compute_s : 0;
+        m->exposed_s = exposed;
     }
     int nl = layers < 64 ? layers : 64; /* the last entry: embedding and norms */
     for (int l = 0; l < nl && s->underflow; l++)
@@ -306,6 +311,41 @@ static const char *intern(struct run *r, const char *name)
     return out;
 }
 
+/* A step record as the wire carries it: the record, then its layers + 1 underflow counts. */
+static size_t share_bytes(const struct train_opts *o)
+{
+    return sizeof(struct train_step) + ((size_t)o->shape.layers + 1) * sizeof(uint64_t);
+}
+
+/* Every GPU's record of a step over the wire, into r->share_all (without r->mu: the reader
+ * must not wait for the network). */
+static void share_step(struct run *r, const struct train_step *s)
+{
+    const struct train_opts *o = &r->cfg.o;
+    size_t nuf = (size_t)o->shape.layers + 1;
+    struct error e = {0};
+    memcpy(r->share_mine, s, sizeof *s);
+    if (s->underflow)
+        memcpy(r->share_mine + sizeof *s, s->underflow, nuf * sizeof(uint64_t));
+    r->cfg.wire->share(r->cfg.wire->ctx, r->share_mine, share_bytes(o), r->share_all, &e);
+}
+
+/* The shared records merged into the step's slot, as the GPUs of a run on threads merge
+ * theirs; r->mu held. */
+static void merge_shared(struct run *r, const struct train_step *s, struct slot *sl)
+{
+    const struct train_opts *o = &r->cfg.o;
+    size_t n = share_bytes(o);
+    for (int g = 0; g < o->gpus; g++) {
+        struct train_step t;
+        char *at = r->share_all + (size_t)g * n;
+        memcpy(&t, at, sizeof t);
+        t.underflow = s->underflow ? (const uint64_t *)(void *)(at + sizeof t) : NULL;
+        merge(&sl->rec, &t, g, o->gpus, o->shape.layers);
+    }
+    sl->done = o->gpus;
+}
+
 /* A GPU's step done: its events, and its record merged into the step's (the reader's once
  * every GPU's is in). */
 static void record_step(struct run *r, struct device *d, const struct train_step *s, long i)
@@ -321,19 +361,65 @@ static void record_step(struct run *r, struct device *d, const struct train_step
         nf.layer = atoi(strncmp(s->nonfinite, "layer ", 6) ? "-1" : s->nonfinite + 6);
         dev_emit(d, &nf);
     }
+    if (r->cfg.wire)
+        share_step(r, s);
     pthread_mutex_lock(&r->mu);
     struct slot *sl = &r->slot[i % (RUN_AHEAD + 1)];
     if (sl->step != i) {
         memset(sl, 0, sizeof *sl);
         sl->step = i;
     }
-    merge(&sl->rec, s, dev_rank(d), o->gpus, o->shape.layers);
-    if (++sl->done == o->gpus) {
+    if (r->cfg.wire)
+        merge_shared(r, s, sl);
+    else
+        merge(&sl->rec, s, dev_rank(d), o->gpus, o->shape.layers), sl->done++;
+    if (sl->done == o->gpus) {
         finish_merge(&sl->rec, o);
         r->produced = i;
         pthread_cond_broadcast(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
+}
+
+/* Every GPU's summary (struct run_gpu, its pipeline's operations) over the wire, at the end
+ * of the run, into r->gpu: each process then holds every GPU's, as a run on threads does. */
+static void share_gpus(struct run *r, int rank)
+{
+    const struct dev_wire *w = r->cfg.wire;
+    int n = r->cfg.o.gpus, most = 0;
+    struct error e = {0};
+    struct run_gpu *all = calloc((size_t)n, sizeof *all), mine = r->gpu[rank];
+    mine.ops = NULL;
+    if (!all) {
+        error_set(&e, ERR_NOMEM, "GPU %d: out of memory for the run's summary", rank);
+        w->fail(w->ctx, &e);
+    }
+    w->share(w->ctx, &mine, sizeof mine, all, &e);
+    for (int g = 0; g < n; g++)
+        most = all[g].nops > most ? all[g].nops : most;
+    size_t bytes = (size_t)(most ? most : 1) * sizeof(struct pp_done);
+    char *ops = calloc((size_t)n + 1, bytes);
+    if (!ops) {
+        error_set(&e, ERR_NOMEM, "GPU %d: out of memory for the run's summary", rank);
+        w->fail(w->ctx, &e);
+    }
+    char *mops = ops + (size_t)n * bytes;
+    if (r->gpu[rank].nops)
+        memcpy(mops, r->gpu[rank].ops, (size_t)r->gpu[rank].nops * sizeof(struct pp_done));
+    w->share(w->ctx, mops, bytes, ops, &e);
+    for (int g = 0; g < n; g++) {
+        if (g == rank)
+            continue;
+        r->gpu[g] = all[g];
+        r->gpu[g].ops = NULL, r->gpu[g].nops = 0;
+        size_t k = (size_t)all[g].nops * sizeof(struct pp_done);
+        if (k && (r->gpu[g].ops = malloc(k))) {
+            memcpy(r->gpu[g].ops, ops + (size_t)g * bytes, k);
+            r->gpu[g].nops = all[g].nops;
+        }
+    }
+    free(ops);
+    free(all);
 }
 
 static int device_main(struct device *d, void *arg, struct error *e)
@@ -397,7 +483,10 @@ static int device_main(struct device *d, void *arg, struct error *e)
             while (done->step == i && done->done < o->gpus && !dev_aborted(d))
                 wait_for(r, 0.25);
             pthread_mutex_unlock(&r->mu);
-            rc = dev_fail(d, e, "step %ld: the loss is not finite", i);
+            /* over a wire every process stops here by itself (the loss is the agreed one):
+             * no failure to spread, and each says nan_message */
+            rc = r->cfg.wire ? error_set(e, ERR_RUN, "step %ld: the loss is not finite", i)
+                             : dev_fail(d, e, "step %ld: the loss is not finite", i);
             break;
         }
     }
@@ -418,6 +507,8 @@ static int device_main(struct device *d, void *arg, struct error *e)
         g->nops = nops;
     }
     trainer_free(t);
+    if (r->cfg.wire)
+        share_gpus(r, rank);
     return rc;
 }
 
@@ -464,6 +555,12 @@ static void *driver_main(void *arg)
 #define DRIVER_STACK_BYTES (8u << 20)  /* the driver thread's: glibc's default */
 #define RUN_SMALL_BYTES    (16u << 20) /* the run's own tables, stdio, what libraries keep */
 
+/* The GPUs this process runs: all of them, or its own over a wire. */
+static int run_gpus_here(const struct run_config *cfg)
+{
+    return cfg->wire ? 1 : cfg->o.gpus;
+}
+
 double run_host_bytes(const struct run_config *cfg)
 {
     const struct train_opts *o = &cfg->o;
@@ -479,7 +576,7 @@ double run_host_bytes(const struct run_config *cfg)
         (double)gpt_estimate_part_bytes(&o->shape, rows, o->precision, &o->ckpt, &whole, &e) +
         ring + 5.0 * 4 * params + CLUSTER_STACK_BYTES;
     double first = cfg->keep_first_step ? 4.0 * params + 8.0 * o->batch * o->shape.seq : 0;
-    return (double)o->gpus * per_gpu + DRIVER_STACK_BYTES + RUN_SMALL_BYTES + first;
+    return (double)run_gpus_here(cfg) * per_gpu + DRIVER_STACK_BYTES + RUN_SMALL_BYTES + first;
 }
 
 int run_host_check(const struct run_config *cfg, struct error *e)
@@ -503,7 +600,7 @@ int run_reserve(const struct run_config *cfg, int *claimed, struct error *e)
     if (rc)
         return rc;
     double room = hostmem_room(), lack = 0, host = run_host_bytes(cfg);
-    rc = blasbuf_claim(o->gpus, claimed, &lack, e);
+    rc = blasbuf_claim(run_gpus_here(cfg), claimed, &lack, e);
     if (rc == 0 && host <= hostmem_room())
         return 0;
     blasbuf_release(*claimed);
@@ -545,7 +642,12 @@ int run_new(struct run **out, const struct run_config *cfg, struct error *e)
         r->first_tokens = calloc(2 * bt, sizeof *r->first_tokens);
         r->first_grads = calloc(gpt_param_count(&cfg->o.shape), sizeof *r->first_grads);
     }
-    if (!r->gpu || !r->names || (cfg->keep_first_step && (!r->first_tokens || !r->first_grads))) {
+    if (cfg->wire) {
+        r->share_mine = malloc(share_bytes(&cfg->o));
+        r->share_all = calloc((size_t)n, share_bytes(&cfg->o));
+    }
+    if (!r->gpu || !r->names || (cfg->keep_first_step && (!r->first_tokens || !r->first_grads)) ||
+        (cfg->wire && (!r->share_mine || !r->share_all))) {
         run_free(r);
         return error_set(e, ERR_NOMEM, "out of memory");
     }
@@ -565,6 +667,8 @@ int run_new(struct run **out, const struct run_config *cfg, struct error *e)
     cc.deadline_s = cfg->deadline_s > 0 ? cfg->deadline_s : 600;
     cc.on_event = cfg->on_event;
     cc.event_ctx = cfg->event_ctx;
+    cc.wire = cfg->wire;
+    cc.local = cfg->local;
     r->cl = cluster_new(&cc, e);
     if (!r->cl) {
         run_free(r);
@@ -701,6 +805,8 @@ void run_free(struct run *r)
     free(r->names);
     free(r->first_tokens);
     free(r->first_grads);
+    free(r->share_mine);
+    free(r->share_all);
     free(r);
 }
 

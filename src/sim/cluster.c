@@ -40,6 +40,7 @@ struct device {
     size_t nev, cap;
     struct error err;
     int ret;
+    bool running; /* its thread was started (with a wire, only the local device's) */
     pthread_t thread;
     int (*fn)(struct device *, void *, struct error *);
     void *arg;
@@ -173,6 +174,10 @@ struct cluster *cluster_new(const struct cluster_config *cfg, struct error *e)
     }
     if (spec_check(&cfg->spec, e) != 0)
         return NULL;
+    if (cfg->wire && (cfg->local < 0 || cfg->local >= cfg->gpus)) {
+        error_set(e, ERR_INVAL, "GPU %d is not one of the %d GPUs", cfg->local, cfg->gpus);
+        return NULL;
+    }
     struct cluster *c = calloc(1, sizeof *c);
     struct device *dev = calloc((size_t)cfg->gpus, sizeof *dev);
     if (!c || !dev) {
@@ -315,9 +320,11 @@ int cluster_run(struct cluster *c, int (*fn)(struct device *d, void *arg, struct
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, CLUSTER_STACK_BYTES);
-    int started = 0;
     for (int i = 0; i < c->n; i++) {
         struct device *d = &c->dev[i];
+        d->running = false;
+        if (c->cfg.wire && i != c->cfg.local)
+            continue; /* in another process */
         d->fn = fn, d->arg = arg, d->ret = 0;
         memset(&d->err, 0, sizeof d->err);
         if (pthread_create(&d->thread, &attr, device_main, d) != 0) {
@@ -328,12 +335,13 @@ int cluster_run(struct cluster *c, int (*fn)(struct device *d, void *arg, struct
             pthread_mutex_unlock(&c->lock);
             break;
         }
-        started++;
+        d->running = true;
     }
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    for (int i = 0; i < started; i++)
-        pthread_join(c->dev[i].thread, NULL);
+    for (int i = 0; i < c->n; i++)
+        if (c->dev[i].running)
+            pthread_join(c->dev[i].thread, NULL);
     /* every thread has ended: a request still queued (a sender that returned without its
      * dev_wait) points into a stack that is gone, and must not reach the next run */
     for (int i = 0; i < c->n; i++)
@@ -487,6 +495,8 @@ static int vfail(struct device *d, struct error *e, const char *fmt, va_list ap)
     pthread_mutex_lock(&d->c->lock);
     abort_locked(d->c, &why);
     pthread_mutex_unlock(&d->c->lock);
+    if (d->c->cfg.wire) /* the others are in other processes: they stop too */
+        d->c->cfg.wire->fail(d->c->cfg.wire->ctx, &why);
     if (e)
         *e = why;
     return ERR_RUN;
@@ -574,6 +584,12 @@ int dev_isend_key(struct device *d, int peer, int key, const void *buf, size_t b
     ev.step = req->tag.step, ev.chunk = req->tag.chunk, ev.phase = req->tag.phase;
     dev_emit(d, &ev);
 
+    if (c->cfg.wire) {
+        int rc = c->cfg.wire->post(c->cfg.wire->ctx, req, e);
+        if (rc == 0)
+            req->state = REQ_POSTED;
+        return rc;
+    }
     pthread_mutex_lock(&c->lock);
     if (c->aborted) {
         pthread_mutex_unlock(&c->lock);
@@ -611,6 +627,12 @@ int dev_wait(struct device *d, struct dev_req *req, struct error *e)
     struct cluster *c = d->c;
     struct timespec ts;
     int rc = 0;
+    if (c->cfg.wire) {
+        if (req->state != REQ_DONE && (rc = c->cfg.wire->done(c->cfg.wire->ctx, req, e)))
+            return rc;
+        req->state = REQ_DONE;
+        goto arrived;
+    }
     deadline_at(&ts, c->cfg.deadline_s);
     pthread_mutex_lock(&c->lock);
     while (req->state != REQ_DONE) {
@@ -633,6 +655,7 @@ int dev_wait(struct device *d, struct dev_req *req, struct error *e)
             deadline_at(&ts, c->cfg.deadline_s);
     }
     pthread_mutex_unlock(&c->lock);
+arrived:;
     int st = stream_of(&req->tag);
     if (req->t_arrival > d->clock[st])
         d->clock[st] = req->t_arrival;
@@ -663,12 +686,14 @@ int dev_recv_key(struct device *d, int peer, int key, void *buf, size_t bytes,
     return recv_match(d, peer, key, buf, bytes, tag, NULL, NULL, e);
 }
 
-static int recv_match(struct device *d, int peer, int key, void *buf, size_t bytes,
-                      const struct dev_tag *tag, dev_combine_fn combine, void *ctx, struct error *e)
+/* The next message from peer (with key) taken between threads: its bytes copied or combined
+ * into buf when they are the bytes expected, its arrival booked on d's incoming link; *got
+ * holds its size, arrival, number and tag. */
+static int take_local(struct device *d, int peer, int key, void *buf, size_t bytes,
+                      const struct dev_tag *tag, dev_combine_fn combine, void *ctx,
+                      struct dev_req *got, struct error *e)
 {
     struct cluster *c = d->c;
-    if (peer < 0 || peer >= c->n || peer == d->rank)
-        return error_set(e, ERR_INVAL, "GPU %d: cannot receive from GPU %d", d->rank, peer);
     struct timespec ts;
     struct dev_req *req;
     deadline_at(&ts, c->cfg.deadline_s);
@@ -701,28 +726,56 @@ static int recv_match(struct device *d, int peer, int key, void *buf, size_t byt
             port_book_in(d, d->inport, &d->ninport, req->t_arrival - cross, cross) + cross;
     pthread_mutex_unlock(&c->lock);
 
-    size_t got = req->bytes;
-    if (got == bytes && bytes > 0) {
+    if (req->bytes == bytes && bytes > 0) {
         if (combine)
             combine(buf, req->buf, bytes, ctx);
         else
             memcpy(buf, req->buf, bytes);
     }
-    double arrival = req->t_arrival;
-    uint64_t msg = req->msg;
-    struct dev_tag rtag = req->tag;
+    *got = *req;
 
     pthread_mutex_lock(&c->lock);
     req->state = REQ_DONE; /* req belongs to the sender again from here */
     pthread_cond_broadcast(&c->dev[peer].cond);
     pthread_mutex_unlock(&c->lock);
+    return 0;
+}
 
-    if (got != bytes)
+/* The same over the wire: the header, the link booked as above, then the bytes, and the
+ * sender told the arrival. */
+static int take_wire(struct device *d, int peer, int key, void *buf, size_t bytes,
+                     dev_combine_fn combine, void *ctx, struct dev_req *got, struct error *e)
+{
+    const struct dev_wire *w = d->c->cfg.wire;
+    int rc = w->head(w->ctx, peer, key, got, e);
+    if (rc)
+        return rc;
+    double cross = link_bytes_time(d, peer, got->bytes);
+    if (cross > 0)
+        got->t_arrival =
+            port_book_in(d, d->inport, &d->ninport, got->t_arrival - cross, cross) + cross;
+    if (got->bytes != bytes) /* said by the caller, which stops every process */
+        return 0;
+    return w->body(w->ctx, got, buf, combine, ctx, e);
+}
+
+static int recv_match(struct device *d, int peer, int key, void *buf, size_t bytes,
+                      const struct dev_tag *tag, dev_combine_fn combine, void *ctx, struct error *e)
+{
+    struct cluster *c = d->c;
+    if (peer < 0 || peer >= c->n || peer == d->rank)
+        return error_set(e, ERR_INVAL, "GPU %d: cannot receive from GPU %d", d->rank, peer);
+    struct dev_req got;
+    int rc = c->cfg.wire ? take_wire(d, peer, key, buf, bytes, combine, ctx, &got, e)
+                         : take_local(d, peer, key, buf, bytes, tag, combine, ctx, &got, e);
+    if (rc)
+        return rc;
+    if (got.bytes != bytes)
         return dev_fail(d, e, "expected %zu bytes from GPU %d (step %d) but %zu came", bytes, peer,
-                        tag ? tag->step : -1, got);
+                        tag ? tag->step : -1, got.bytes);
     int st = stream_of(tag);
-    if (arrival > d->clock[st])
-        d->clock[st] = arrival;
+    if (got.t_arrival > d->clock[st])
+        d->clock[st] = got.t_arrival;
     d->stats.bytes_received += bytes;
     if (combine)
         d->stats.bytes_combined += bytes;
@@ -731,9 +784,10 @@ static int recv_match(struct device *d, int peer, int key, void *buf, size_t byt
     ev.type = EV_RECV;
     ev.stream = st;
     ev.t = d->clock[st];
-    ev.t_end = arrival;
-    ev.peer = peer, ev.bytes = bytes, ev.msg = msg;
-    ev.step = rtag.step, ev.chunk = rtag.chunk, ev.phase = rtag.phase;
+    ev.t_end = got.t_arrival;
+    ev.peer = peer, ev.bytes = bytes, ev.msg = got.msg;
+    ev.step = got.tag.step, ev.chunk = got.tag.chunk;
+    ev.phase = got.tag.phase ? got.tag.phase : tag ? tag->phase : NULL;
     dev_emit(d, &ev);
     return 0;
 }
@@ -742,6 +796,8 @@ int dev_barrier(struct device *d, struct error *e)
 {
     struct cluster *c = d->c;
     struct timespec ts;
+    if (c->cfg.wire) /* the others are not threads of this process */
+        return error_set(e, ERR_INVAL, "GPU %d: a barrier of threads, with a wire", d->rank);
     deadline_at(&ts, c->cfg.deadline_s);
     pthread_mutex_lock(&c->lock);
     uint64_t gen = c->barrier_gen;

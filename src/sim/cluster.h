@@ -30,7 +30,16 @@
  * Stopping: every wait has a deadline (host seconds) and watches the cluster-wide abort flag.
  * A device that fails (an error returned by fn, out of memory, a deadline, an injected
  * failure) aborts the cluster: every other device's wait returns ERR_RUN, every thread is
- * joined, and cluster_run reports the first failure, naming the GPU. */
+ * joined, and cluster_run reports the first failure, naming the GPU.
+ *
+ * A wire (struct dev_wire): the devices live in separate processes, one GPU per MPI rank
+ * (comm/mpi.h's wire), and each process runs only its own device. Its sends keep every rule
+ * above: the sender books its port and stamps the message with its start and arrival, the
+ * receiver books its incoming link and answers the sender with the arrival it gave, the
+ * counters and events are the same; only the bytes cross the wire instead of a copy between
+ * threads. So the simulated times, the ledger and the bytes sent are those of the same run
+ * on threads, whatever the real network takes. A device's failure (dev_fail) stops every
+ * process through the wire, with its message. */
 #ifndef SCALELAB_SIM_CLUSTER_H
 #define SCALELAB_SIM_CLUSTER_H
 
@@ -61,6 +70,10 @@ struct cluster_config {
     void (*on_event)(void *ctx, const struct event *ev);
     void *event_ctx;
     int fail_gpu, fail_step; /* dev_step(fail_step) on GPU fail_gpu fails; -1: never */
+    /* NULL: every device is a thread here. Else the others are in other processes: only
+     * device `local` runs here, and its messages travel over the wire. */
+    const struct dev_wire *wire;
+    int local;
 };
 
 /* Fills c with a 1-GPU default spec (spec_default), a 60 s deadline, no failure. */
@@ -112,10 +125,35 @@ struct dev_req {
     double t_start, t_arrival;
     uint64_t msg;
     struct dev_tag tag;
+    int slot; /* a wire's: where it keeps the send in flight */
 };
 
 /* Combines src into dst (bytes each), e.g. dst += src in some number format. */
 typedef void (*dev_combine_fn)(void *dst, const void *src, size_t bytes, void *ctx);
+
+/* How a device's messages reach devices in other processes (see the top of this file). Each
+ * call is made by the device's thread; each wait has its own deadline, past which the wire
+ * stops every process with a message naming the peer. */
+struct dev_wire {
+    void *ctx;
+    /* Posts req (its header: bytes, key, times, tag) and its bytes to req->to; both stay the
+     * sender's to read until done. Sets req->slot. */
+    int (*post)(void *ctx, struct dev_req *req, struct error *e);
+    /* Waits until the receiver took req: req->t_arrival becomes the arrival it booked. */
+    int (*done)(void *ctx, struct dev_req *req, struct error *e);
+    /* The next header from peer sent with key (any key when 0) into hdr (its from, to,
+     * bytes, key, times, step and chunk; no buffer, no phase). */
+    int (*head)(void *ctx, int peer, int key, struct dev_req *hdr, struct error *e);
+    /* hdr's bytes (hdr->bytes of them) into buf, or combined into it (bytes must equal
+     * hdr->bytes then); then the sender is told hdr->t_arrival. */
+    int (*body)(void *ctx, const struct dev_req *hdr, void *buf, dev_combine_fn combine, void *cctx,
+                struct error *e);
+    /* Every process's `bytes` of mine, in rank order, into all: the run's own records (no
+     * message of the simulated cluster: no time, no bytes counted). */
+    int (*share)(void *ctx, const void *mine, size_t bytes, void *all, struct error *e);
+    /* A device failed: says why->msg and ends every process (does not return). */
+    void (*fail)(void *ctx, const struct error *why);
+};
 
 int dev_rank(const struct device *d);
 int dev_count(const struct device *d);
@@ -185,7 +223,8 @@ int dev_sendrecv(struct device *d, int to, const void *sbuf, size_t sbytes, int 
 
 /* Waits until every device of the cluster has called it: host threads meeting, for timing
  * on the host (every GPU starts a timed collective together); the simulated clocks are left
- * alone. 0, or ERR_RUN (aborted, or the deadline passed). */
+ * alone. 0, or ERR_RUN (aborted, or the deadline passed); ERR_INVAL with a wire (the devices
+ * are not threads of one process). */
 int dev_barrier(struct device *d, struct error *e);
 
 /* Records an event for this device (device, seq filled in; t is the caller's, usually

@@ -5,36 +5,7 @@
 # rank alone is refused.
 . "$srcdir/tests/lib.sh"
 
-# Without MPI there is nothing to run; under the sanitizers Open MPI's own allocations and
-# threads are reported as ours (leaks at MPI_Init, races in its progress thread).
-if ! "$SCALELAB" --version | grep -q "MPI transport: Open MPI"; then
-    echo "1..0 # SKIP scalelab was built without MPI (apt-get install libopenmpi-dev openmpi-bin)"
-    exit 0
-fi
-if [ -z "$MPIRUN" ] || ! command -v "$MPIRUN" >/dev/null 2>&1; then
-    echo "1..0 # SKIP mpirun is not installed (apt-get install openmpi-bin)"
-    exit 0
-fi
-if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then
-    echo "1..0 # SKIP Open MPI under a sanitizer reports its own leaks and races; the normal build runs these"
-    exit 0
-fi
-
-# Shared memory between the ranks, no network probing; more ranks than cores is fine.
-export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
-root=
-[ "$(id -u)" -eq 0 ] && root=--allow-run-as-root
-
-# mrun N ARGS...: scalelab ARGS on N ranks; sets $out, $err and $status. The timeout only
-# keeps a broken build from hanging the suite: every wait inside has its own deadline.
-mrun() {
-    n=$1; shift
-    timeout 60 "$MPIRUN" $root --oversubscribe -n "$n" "$SCALELAB" "$@" >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
-    status=$?
-    out=$(cat "$T_TMP/out")
-    err=$(cat "$T_TMP/err")
-}
+mpi_setup
 
 # same N WHAT ARGS...: the run on N ranks against the same run on N threads: verified, the
 # same result bits (digest), the same bytes sent by each GPU, the MPI figures present.

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -893,6 +894,226 @@ START_TEST(groups_reduce_their_members_only)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ a wire in one process
+ *
+ * sim/cluster.h's wire without MPI: N clusters of N GPUs, each running only its own GPU, their
+ * messages through queues between them (the sender's buffer read in place, as a rendezvous),
+ * each on a thread of its own as each would be a process. The path `train --transport mpi`
+ * takes, checked in every build (the sanitizers' too): a collective gives the bits, the
+ * simulated times and the bytes of the same collective on one cluster's threads. */
+enum { WN = 4, WSLOTS = 64 };
+
+struct wmsg {
+    struct dev_req hdr;
+    const void *buf;
+    bool used, taken, answered;
+    double arrival;
+};
+
+struct wnet {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct wmsg slot[WN][WSLOTS]; /* each sender's messages in flight */
+    uint64_t seq[WN][WSLOTS];     /* the order they were posted in */
+    uint64_t posted;
+};
+
+struct wend {
+    struct wnet *net;
+    int rank;
+    struct dev_wire w;
+};
+
+static int w_post(void *ctx, struct dev_req *req, struct error *e)
+{
+    struct wend *me = ctx;
+    struct wnet *n = me->net;
+    pthread_mutex_lock(&n->mu);
+    int s = 0;
+    while (s < WSLOTS && n->slot[me->rank][s].used)
+        s++;
+    ck_assert_int_lt(s, WSLOTS);
+    req->slot = s;
+    n->slot[me->rank][s] = (struct wmsg){.hdr = *req, .buf = req->buf, .used = true};
+    n->seq[me->rank][s] = n->posted++;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    (void)e;
+    return 0;
+}
+
+static int w_done(void *ctx, struct dev_req *req, struct error *e)
+{
+    struct wend *me = ctx;
+    struct wnet *n = me->net;
+    struct wmsg *m = &n->slot[me->rank][req->slot];
+    pthread_mutex_lock(&n->mu);
+    while (!m->answered)
+        pthread_cond_wait(&n->cv, &n->mu);
+    req->t_arrival = m->arrival;
+    m->used = false;
+    pthread_mutex_unlock(&n->mu);
+    (void)e;
+    return 0;
+}
+
+/* The first message from peer to me (with key) not taken yet, in the order posted. */
+static struct wmsg *w_first(struct wnet *n, int peer, int me, int key)
+{
+    struct wmsg *best = NULL;
+    uint64_t at = 0;
+    for (int s = 0; s < WSLOTS; s++) {
+        struct wmsg *m = &n->slot[peer][s];
+        if (m->used && !m->taken && m->hdr.to == me && (key == 0 || m->hdr.key == key) &&
+            (!best || n->seq[peer][s] < at))
+            best = m, at = n->seq[peer][s];
+    }
+    return best;
+}
+
+static int w_head(void *ctx, int peer, int key, struct dev_req *hdr, struct error *e)
+{
+    struct wend *me = ctx;
+    struct wnet *n = me->net;
+    struct wmsg *m;
+    pthread_mutex_lock(&n->mu);
+    while (!(m = w_first(n, peer, me->rank, key)))
+        pthread_cond_wait(&n->cv, &n->mu);
+    m->taken = true;
+    *hdr = m->hdr;
+    pthread_mutex_unlock(&n->mu);
+    hdr->buf = NULL, hdr->tag.phase = NULL; /* what a header from another process lacks */
+    (void)e;
+    return 0;
+}
+
+static int w_body(void *ctx, const struct dev_req *hdr, void *buf, dev_combine_fn combine,
+                  void *cctx, struct error *e)
+{
+    struct wend *me = ctx;
+    struct wnet *n = me->net;
+    struct wmsg *m = &n->slot[hdr->from][hdr->slot];
+    if (combine)
+        combine(buf, m->buf, hdr->bytes, cctx);
+    else if (hdr->bytes)
+        memcpy(buf, m->buf, hdr->bytes);
+    pthread_mutex_lock(&n->mu);
+    m->arrival = hdr->t_arrival;
+    m->answered = true;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    (void)e;
+    return 0;
+}
+
+static int w_share(void *ctx, const void *mine, size_t bytes, void *all, struct error *e)
+{
+    (void)ctx, (void)mine, (void)bytes, (void)all;
+    return error_set(e, ERR_INVAL, "no records to share here");
+}
+
+static void w_fail(void *ctx, const struct error *why)
+{
+    (void)ctx;
+    ck_abort_msg("a GPU failed over the wire: %s", why->msg);
+}
+
+/* What one GPU did: its buffer after the collective, its clock, its bytes. */
+struct wrun {
+    enum cost_algo algo;
+    float *buf[WN];
+    double now[WN];
+    uint64_t sent[WN], received[WN];
+};
+
+static int wire_body(struct device *d, void *arg, struct error *e)
+{
+    struct wrun *w = arg;
+    int r = dev_rank(d);
+    verify_fill(FP_BF16, w->buf[r], 3001, 7, r);
+    struct coll c = {
+        .op = COST_ALLREDUCE, .algo = w->algo, .buf = w->buf[r], .count = 3001, .dtype = FP_BF16};
+    if (coll_run(d, &c, e))
+        return ERR_RUN;
+    dev_compute(d, 1e6, "after", 0, 0);
+    w->now[r] = dev_now(d);
+    w->sent[r] = dev_stats(d).bytes_sent;
+    w->received[r] = dev_stats(d).bytes_received;
+    return 0;
+}
+
+struct wproc {
+    struct cluster *c;
+    struct wrun *w;
+    int rc;
+};
+
+static void *wproc_main(void *arg)
+{
+    struct wproc *p = arg;
+    struct error e = {0};
+    p->rc = cluster_run(p->c, wire_body, p->w, &e);
+    return NULL;
+}
+
+START_TEST(a_wire_gives_the_threads_run)
+{
+    enum cost_algo algos[] = {COST_RING, COST_RHD, COST_DBTREE, COST_TREE};
+    for (int k = 0; k < 4; k++) {
+        struct cluster_config cfg;
+        cluster_config_init(&cfg);
+        cfg.gpus = WN;
+        cfg.spec.gpus_per_node = 2; /* inter-node links too */
+        cfg.spec.nodes = 2;
+        struct error e = {0};
+        struct wrun threads = {.algo = algos[k]}, wired = {.algo = algos[k]};
+        for (int g = 0; g < WN; g++) {
+            threads.buf[g] = calloc(3001, 2);
+            wired.buf[g] = calloc(3001, 2);
+        }
+        struct cluster *one = cluster_new(&cfg, &e);
+        ck_assert_msg(one && cluster_run(one, wire_body, &threads, &e) == 0, "%s", e.msg);
+        cluster_free(one);
+
+        struct wnet net = {.posted = 0};
+        pthread_mutex_init(&net.mu, NULL);
+        pthread_cond_init(&net.cv, NULL);
+        struct wend end[WN];
+        struct wproc proc[WN];
+        pthread_t th[WN];
+        for (int r = 0; r < WN; r++) {
+            end[r] =
+                (struct wend){&net, r, {&end[r], w_post, w_done, w_head, w_body, w_share, w_fail}};
+            struct cluster_config wc = cfg;
+            wc.wire = &end[r].w;
+            wc.local = r;
+            proc[r] = (struct wproc){cluster_new(&wc, &e), &wired, -1};
+            ck_assert_msg(proc[r].c != NULL, "%s", e.msg);
+        }
+        for (int r = 0; r < WN; r++)
+            ck_assert_int_eq(pthread_create(&th[r], NULL, wproc_main, &proc[r]), 0);
+        for (int r = 0; r < WN; r++) {
+            pthread_join(th[r], NULL);
+            ck_assert_int_eq(proc[r].rc, 0);
+            cluster_free(proc[r].c);
+        }
+        for (int g = 0; g < WN; g++) {
+            ck_assert_msg(!memcmp(threads.buf[g], wired.buf[g], 3001 * 2), "%s GPU %d: bits",
+                          cost_algo_name(algos[k]), g);
+            ck_assert_msg(threads.now[g] == wired.now[g], "%s GPU %d: simulated %.17g, wired %.17g",
+                          cost_algo_name(algos[k]), g, threads.now[g], wired.now[g]);
+            ck_assert_uint_eq(threads.sent[g], wired.sent[g]);
+            ck_assert_uint_eq(threads.received[g], wired.received[g]);
+            ck_assert_uint_gt(wired.sent[g], 0);
+            free(threads.buf[g]);
+            free(wired.buf[g]);
+        }
+        pthread_mutex_destroy(&net.mu);
+        pthread_cond_destroy(&net.cv);
+    }
+}
+END_TEST
+
 /* One case per test, so that CK_RUN_CASE=name runs one. */
 #define ADD(t)                                                                                     \
     do {                                                                                           \
@@ -935,5 +1156,6 @@ int main(void)
     ADD(verify_one_rank_alone);
     ADD(shares_check_the_whole);
     ADD(digest_sees_every_word);
+    ADD(a_wire_gives_the_threads_run);
     return harness_run(s);
 }
