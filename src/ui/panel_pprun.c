@@ -227,14 +227,17 @@ static bool sent_as_predicted(const struct pprun *p, enum comm_kind k)
     return true;
 }
 
-/* A send from GPU a to GPU b: between stages, within a tensor-parallel group (the same stage
- * and data-parallel rank), or between data-parallel copies. */
+/* A send from GPU a to GPU b, by the layout's coordinates: between stages, within a
+ * tensor-parallel group (the same stage, data- and context-parallel rank), or else between
+ * data-parallel copies (a context-parallel ring's sends, which keep the stage, data-parallel
+ * and tensor-parallel rank, are not tensor-parallel: this panel runs cp 1, and the ring's
+ * bytes are not among the kinds it shows). */
 static enum comm_kind comm_of(const struct pprun *p, int a, int b)
 {
     const struct layout_place *pa = &p->place[a], *pb = &p->place[b];
     if (pa->stage != pb->stage)
         return COMM_PP;
-    return pa->dprank == pb->dprank ? COMM_TP : COMM_DP;
+    return pa->dprank == pb->dprank && pa->cprank == pb->cprank ? COMM_TP : COMM_DP;
 }
 
 /* The tensor-parallel group of GPU g, by its first GPU. */
