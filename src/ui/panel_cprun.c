@@ -448,7 +448,8 @@ static int draw_matrix(const struct cprun *p, struct ui_canvas *c, int y, int x,
     return y;
 }
 
-/* What the ring is doing, on row y: GPU 0's pass and layer, and the block each GPU holds. */
+/* What the ring is doing, on row y: GPU 0's pass, layer and blocks held (forward) or done
+ * (backward), and the GPU whose block each GPU took in last. */
 static void draw_ring(const struct cprun *p, struct ui_canvas *c, int y)
 {
     int C = p->s.cp, W = c->r.w, layer, lit;
@@ -456,11 +457,13 @@ static void draw_ring(const struct cprun *p, struct ui_canvas *c, int y)
     char line[2][160];
     int x = 0;
     if (ps == PASS_FORWARD || ps == PASS_BACKWARD) {
-        snprintf(line[0], sizeof line[0], "layer %d %s, ring step %d of %d, K,V of:", layer,
-                 ps == PASS_FORWARD ? "forward" : "backward", lit, C);
-        snprintf(line[1], sizeof line[1], "L%d %s %d/%d:", layer,
-                 ps == PASS_FORWARD ? "fwd" : "bwd", lit, C);
-        int k = layout_text_width(line[0]) + 4 * C > W;
+        bool fwd = ps == PASS_FORWARD;
+        snprintf(line[0], sizeof line[0],
+                 "layer %d %s: %d of %d blocks %s, the newest from:", layer,
+                 fwd ? "forward" : "backward", lit, C, fwd ? "held" : "done");
+        snprintf(line[1], sizeof line[1], "L%d %s %d/%d, newest from:", layer, fwd ? "fwd" : "bwd",
+                 lit, C);
+        int k = layout_text_width(line[0]) + 2 * C > W;
         x = canvas_text(c, y, 0, ROLE_TEXT, line[k]);
         for (int g = 0, l, n; g < C; g++) {
             enum pass pg = ring_at(p, g, &l, &n);
