@@ -211,15 +211,9 @@ static void end_step(void *panel)
     struct cprun *p = panel;
     if (p->said_verdict || !p->pred.ok)
         return;
-    int g = 0, i = runfeed_verdict(&p->pace.feed, &p->pace.o, p->pred.mem, &g);
-    if (i < 0)
-        eventlog_add(p->log, "ring: cp %d %s: every ledger = the calculator, to the byte", p->s.cp,
-                     split_name(p->s.naive));
-    else
-        eventlog_add(p->log, "ring: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
-                     ledger_cat_name(runfeed_part_cat[i]),
-                     (unsigned long long)p->pace.feed.peak[g][runfeed_part_cat[i]],
-                     runfeed_predicted_part(&p->pred.mem[0], i));
+    char what[64];
+    snprintf(what, sizeof what, "cp %d %s", p->s.cp, split_name(p->s.naive));
+    runpace_say_verdict(&p->pace, p->pred.mem, "ring", what);
     p->said_verdict = true;
 }
 
@@ -608,14 +602,7 @@ static void cprun_draw(const void *state, struct ui_canvas *c)
     }
     /* the verdicts */
     if (y < H) {
-        if (p->pace.shown && p->pred.ok) {
-            int g = 0, i = runfeed_verdict(&p->pace.feed, &p->pace.o, p->pred.mem, &g);
-            if (i < 0)
-                canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", C);
-            else
-                canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs from calc", g,
-                              ledger_cat_name(runfeed_part_cat[i]));
-        } else if (p->pred.ok) {
+        if (!(p->pred.ok && runpace_draw_verdict(&p->pace, c, y, p->pred.mem)) && p->pred.ok) {
             runfeed_bytes(b1, sizeof b1, p->pred.mem[0].total, 12);
             canvas_printf(c, y, 0, ROLE_DIM, "calc: each GPU holds %s B at peak", b1);
         }
