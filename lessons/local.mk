@@ -5,4 +5,5 @@ nobase_dist_pkgdata_DATA += \
 	lessons/03-collectives.lesson \
 	lessons/04-scaling.lesson \
 	lessons/05-zero.lesson \
+	lessons/06-long-sequences.lesson \
 	lessons/90-lab.lesson

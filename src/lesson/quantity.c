@@ -20,6 +20,7 @@
 #include "calc/sched.h"
 #include "calc/traffic.h"
 #include "comm/cost.h"
+#include "model/ringattn.h"
 #include "num/fp.h"
 #include "par/predict.h"
 #include "par/run.h"
@@ -446,6 +447,55 @@ static double m_dp_comm_3d(const struct model_shape *m, double dp, double tp, do
     return layout(m, dp, tp, pp, pp, 0, 0, &c, &r, &t) ? t.dp.bytes : NAN;
 }
 
+/* One GPU's memory and traffic with context parallelism over c GPUs and nothing else
+ * (calc/memory.h, calc/traffic.c's context_parallel): one micro-batch of b sequences of s
+ * tokens, fp-byte activations and ring blocks (4: fp32 training, else bf16), checkpoint
+ * policy k, the balanced split. */
+static bool with_cp(const struct model_shape *m, double c, double s, double b, double k, double fp,
+                    struct memory_result *r, struct traffic *t)
+{
+    struct ckpt_policy pol;
+    if (!whole(c, 1, 1024) || !whole(s, 1, 1 << 20) || !whole(b, 1, 1 << 16) ||
+        (fp != 2 && fp != 4) || !policy_of(m, k, &pol))
+        return false;
+    struct memory_config mc = {.model = m,
+                               .precision = fp == 4 ? PREC_FP32 : PREC_BF16,
+                               .optimizer = OPT_ADAMW,
+                               .dp = 1,
+                               .tp = 1,
+                               .pp = 1,
+                               .cp = (int)c,
+                               .micro_batch = (int)b,
+                               .seq = (int)s,
+                               .micro_batches = 1,
+                               .schedule = SCHED_1F1B,
+                               .ckpt = pol};
+    struct cluster_spec cl;
+    if (preset_load_cluster(PRESET_CLUSTER, &cl, NULL) < 0)
+        spec_default(&cl);
+    mc.capacity = cl.hbm_bytes;
+    cl.nodes = (int)ceil(c / cl.gpus_per_node);
+    return memory_compute(&mc, r, NULL) == 0 &&
+           traffic_compute(&mc, &cl, 0, r->params_gpu, r->stage_layers, 0, 0, t, NULL) == 0;
+}
+
+/* The activations a GPU holds with context parallelism c: s tokens, b sequences, bf16,
+ * checkpoint policy k (c = 1: MODEL.activ_peak's). */
+static double m_activ_cp(const struct model_shape *m, double s, double b, double k, double c)
+{
+    struct memory_result r;
+    struct traffic t;
+    return with_cp(m, c, s, b, k, 2, &r, &t) ? r.activations : NAN;
+}
+
+/* The bytes a GPU sends round the ring per step: c GPUs, s tokens, b sequences, fp bytes. */
+static double m_cp_sent(const struct model_shape *m, double c, double s, double b, double fp)
+{
+    struct memory_result r;
+    struct traffic t;
+    return with_cp(m, c, s, b, 0, fp, &r, &t) ? t.cp.bytes : NAN;
+}
+
 /* The loss floor of the data the lab trains it on: the entropy rate of the source over its
  * vocabulary, with train's default seed (par/run.h); NAN for a model the tiny GPT does not
  * train or whose vocabulary is beyond the data's (its pair chain has V^2 states). */
@@ -728,6 +778,29 @@ static double busbw(double n, double bytes, double t)
         Q1(key ".overflows", "bool", "1 if finite x becomes inf or nan in " key, p##_overflows),   \
         Q1(key ".underflows", "bool", "1 if x is not 0 but becomes 0 in " key, p##_underflows)
 
+/* The attention scores GPU r of c computes in one pass over one sequence's t tokens and one
+ * head, the causal mask's rectangles of its blocks (model/ringattn.h), under a split. */
+static double ring_scores_of(double t, double c, double r, enum ring_split split)
+{
+    if (!whole(c, 1, 1024) || !whole(t, 1, 1 << 20) || !whole(r, 0, c - 1) ||
+        !ring_split_ok((int)t, (int)c, split))
+        return NAN;
+    double sum = 0;
+    for (int k = 0, q0, k1; k < (int)c; k++)
+        sum += (double)ring_block_rect((int)t, (int)c, (int)r, k, split, &q0, &k1);
+    return sum;
+}
+
+static double ring_scores_balanced(double t, double c, double r)
+{
+    return ring_scores_of(t, c, r, RING_BALANCED);
+}
+
+static double ring_scores_naive(double t, double c, double r)
+{
+    return ring_scores_of(t, c, r, RING_NAIVE);
+}
+
 /* libm's functions take and give doubles: the arithmetic quantities are them (sqrt, log2, ...) */
 static const struct quantity registry[] = {
     FORMAT_LINES(fp32, "fp32"),
@@ -775,6 +848,12 @@ static const struct quantity registry[] = {
        m_tp_sent),
     M4("pp_sent", "B", "the first stage's pipeline bytes: p stages, m micro-batches of b, fp bytes",
        m_pp_sent),
+    M4("activ_cp", "B",
+       "activations a GPU holds with cp c: s tokens, b sequences, bf16, checkpoint k: (s, b, k, c)",
+       m_activ_cp),
+    M4("cp_sent", "B",
+       "bytes a GPU sends round the cp ring per step: c GPUs, s tokens, b sequences, fp bytes",
+       m_cp_sent),
     M0("loss_floor", "", "the entropy rate of the data the lab trains it on (nats per token)",
        m_loss_floor),
     M2("recompute", "", "the share of matmul FLOPs policy k adds to a step of b sequences",
@@ -810,6 +889,10 @@ static const struct quantity registry[] = {
        "bytes each of x GPUs sends in a ring all-reduce of y bytes: 2(x-1)/x y", ring_sent_per_gpu),
     Q2("ring.allreduce_sent_total", "B",
        "bytes all x GPUs send together in a ring all-reduce of y bytes: 2(x-1) y", ring_sent_total),
+    Q3("ring.scores", "",
+       "attention scores GPU r of c computes a pass, one sequence of t tokens, one head: balanced",
+       ring_scores_balanced),
+    Q3("ring.scores_naive", "", "the same with the naive split (chunk r of c)", ring_scores_naive),
     Q1("ring.allreduce_steps", "", "steps of a ring all-reduce on x GPUs: 2(x-1)", ring_steps),
     Q2("ring.allreduce_time", "s",
        "α-β time of a ring all-reduce of y bytes on x GPUs of h100-80gb", ring_time),

@@ -51,7 +51,7 @@ void op_ring_forward(struct gpt *g, int l)
     long scores = 0;
     for (int t = 0; t < C; t++) {
         if (t < C - 1)
-            shift(g, cur, nxt, 2 * blk, "attn k v");
+            shift(g, cur, nxt, 2 * blk, RING_SEND_KV);
         block_places(g, (g->cpr - t + C) % C);
         scores += ring_attn_fwd_heads(&rh, T, g->pos, g->w[A_Q], T, g->kpos, cur, cur + blk, att,
                                       lse, g->ringl, g->dp);
@@ -90,7 +90,7 @@ void op_ring_backward(struct gpt *g, int l)
                                       w[A_K], w[A_V], g->dk, g->dv, s, dp);
     memcpy(cur, w[A_K], blk * sizeof *cur);
     memcpy(cur + blk, w[A_V], blk * sizeof *cur);
-    shift(g, cur, nxt, 2 * blk, "attn k v");
+    shift(g, cur, nxt, 2 * blk, RING_SEND_KV);
     memset(nxt + 2 * blk, 0, 2 * blk * sizeof *nxt); /* the block's gradients start here */
     for (int t = 1; t < C; t++) {
         float *x = cur;
@@ -100,9 +100,9 @@ void op_ring_backward(struct gpt *g, int l)
                                       cur, cur + blk, cur + 2 * blk, cur + 3 * blk, s, dp);
         op_rnd(g, cur + 2 * blk, 2 * blk); /* they travel in the training format */
         if (t < C - 1)
-            shift(g, cur, nxt, 4 * blk, "attn k v and grads");
+            shift(g, cur, nxt, 4 * blk, RING_SEND_KV_GRADS);
         else /* the block's gradients to their owner, this GPU's from the one before */
-            shift(g, cur + 2 * blk, nxt + 2 * blk, 2 * blk, "grad attn k v");
+            shift(g, cur + 2 * blk, nxt + 2 * blk, 2 * blk, RING_SEND_GRADS);
     }
     for (size_t i = 0; i < blk; i++) {
         g->dk[i] += nxt[2 * blk + i];

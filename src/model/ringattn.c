@@ -57,6 +57,22 @@ static bool trim(const struct ring_rows *qr, const struct ring_rows *kr, struct 
     return true;
 }
 
+long ring_block_rect(int T, int C, int q, int k, enum ring_split split, int *q0, int *k1)
+{
+    /* trim's rule on the two GPUs' positions: the queries from the first that sees the
+     * block's first key, the keys the last query sees */
+    int n = T / C, first = ring_position(T, C, k, split, 0);
+    int last = ring_position(T, C, q, split, n - 1);
+    *q0 = *k1 = 0;
+    if (n <= 0 || last < first)
+        return 0;
+    while (ring_position(T, C, q, split, *q0) < first)
+        ++*q0;
+    while (*k1 < n && ring_position(T, C, k, split, *k1) <= last)
+        ++*k1;
+    return (long)(n - *q0) * *k1;
+}
+
 /* S = scale q k^T of a block (nq x nk into s). */
 static void block_scores(int hd, float scale, const struct ring_rows *qr, const float *q,
                          const struct ring_rows *kr, const float *k, float *s)

@@ -45,6 +45,20 @@ bool ring_split_ok(int T, int C, enum ring_split split);
 void ring_positions(int T, int C, int r, enum ring_split split, int *pos);
 int ring_position(int T, int C, int r, enum ring_split split, int i);
 
+/* The rectangle of GPU q's queries against GPU k's keys and values that the ring computes (T
+ * tokens over C GPUs, split as given): its query rows from *q0 on and its keys before *k1, of
+ * the T / C each GPU holds (*k1 0: the block is skipped). Returns the rectangle's scores per
+ * (sequence, head): what ring_attn_fwd_block computes of the block, masked scores included.
+ * The window draws the blocks of the causal matrix from it (ui/panel_cprun.c). */
+long ring_block_rect(int T, int C, int q, int k, enum ring_split split, int *q0, int *k1);
+
+/* The phases the ring's sends are tagged with (model/gpt_ring.c, par/cp.c): the forward's K and
+ * V, the backward's K and V with the gradients of the GPUs they passed, the gradients' last
+ * hop home. The backward's first send (K and V alone) is tagged as the forward's. */
+#define RING_SEND_KV       "attn k v"
+#define RING_SEND_KV_GRADS "attn k v and grads"
+#define RING_SEND_GRADS    "grad attn k v"
+
 /* A block of rows of one (sequence, head): n rows with leading dimension ld, at the sequence
  * positions pos[0..n), increasing (so the keys a query may see are a prefix of a block). */
 struct ring_rows {

@@ -241,6 +241,7 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
     g->pp_bytes = s->pp_bytes;
     g->tp_bytes = s->tp_bytes;
     g->cp_bytes = s->cp_bytes;
+    g->ring_scores = s->ring_scores;
     snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
     g->nonfinite_forward = s->nonfinite_forward;
     g->skipped = s->skipped;

@@ -55,11 +55,12 @@ struct run_config {
 
 /* One GPU's part of a step. */
 struct run_gpu_step {
-    uint64_t sent_bytes; /* gradients and weights */
-    uint64_t pp_bytes;   /* between pipeline stages */
-    uint64_t tp_bytes;   /* in its tensor-parallel group */
-    uint64_t cp_bytes;   /* round its context-parallel ring */
-    char nonfinite[48];  /* its first non-finite tensor, "" if none */
+    uint64_t sent_bytes;  /* gradients and weights */
+    uint64_t pp_bytes;    /* between pipeline stages */
+    uint64_t tp_bytes;    /* in its tensor-parallel group */
+    uint64_t cp_bytes;    /* round its context-parallel ring */
+    uint64_t ring_scores; /* the attention scores its ring computed (0 without cp) */
+    char nonfinite[48];   /* its first non-finite tensor, "" if none */
     bool nonfinite_forward;
     /* its part of the agreement, which must be every GPU's: the verdict, the scale after the
      * step, the global sum of squares and the clip coefficient */

@@ -440,7 +440,7 @@ const struct setting train_settings[] = {
      "each sequence over C GPUs (default 1): each holds 2 chunks of\n"
      "T / 2C tokens, chunks i and 2C-1-i, so the causal mask gives every\n"
      "GPU the same work; attention passes the keys and values around the\n"
-     "C GPUs (ring attention). GPU r is context rank r / T % C"},
+     "C GPUs (ring attention). GPU r is context rank (r / tp) % C"},
     {"cp-naive", NULL, NULL, set_switch, F(cp_naive), 0, 0, false,
      "with --cp: GPU i holds chunk i of C (the last does the most work)"},
     {"pp", NULL, "P", set_int, F(pp), 1, TRAIN_MAX_GPUS, false,

@@ -34,3 +34,5 @@ libscalelab_a_SOURCES += %reldir%/panel_dprun.c %reldir%/runfeed.c %reldir%/runf
 	%reldir%/runpace.c %reldir%/runpace.h
 # lesson 4's run panel (issue 9)
 libscalelab_a_SOURCES += %reldir%/panel_pprun.c %reldir%/ppgantt.c %reldir%/ppgantt.h
+# the long sequences lesson's run panel (issue 23)
+libscalelab_a_SOURCES += %reldir%/panel_cprun.c

@@ -196,13 +196,6 @@ static void say_restart(struct pprun *p)
         eventlog_add(p->log, "run: %s", p->note);
 }
 
-/* Whether every GPU's ledger peaks equal its stage's figures: -1 if so, else the first part
- * that differs (and on which GPU). */
-static int verdict(const struct pprun *p, int *gpu)
-{
-    return runfeed_verdict(&p->pace.feed, &p->pace.o, p->pred.mem, gpu);
-}
-
 enum comm_kind { COMM_PP, COMM_DP, COMM_TP };
 
 /* The bytes GPU g sent in the step r of one kind, and the calculator's for its stage's GPUs. */
@@ -227,14 +220,17 @@ static bool sent_as_predicted(const struct pprun *p, enum comm_kind k)
     return true;
 }
 
-/* A send from GPU a to GPU b: between stages, within a tensor-parallel group (the same stage
- * and data-parallel rank), or between data-parallel copies. */
+/* A send from GPU a to GPU b, by the layout's coordinates: between stages, within a
+ * tensor-parallel group (the same stage, data- and context-parallel rank), or else between
+ * data-parallel copies (a context-parallel ring's sends, which keep the stage, data-parallel
+ * and tensor-parallel rank, are not tensor-parallel: this panel runs cp 1, and the ring's
+ * bytes are not among the kinds it shows). */
 static enum comm_kind comm_of(const struct pprun *p, int a, int b)
 {
     const struct layout_place *pa = &p->place[a], *pb = &p->place[b];
     if (pa->stage != pb->stage)
         return COMM_PP;
-    return pa->dprank == pb->dprank ? COMM_TP : COMM_DP;
+    return pa->dprank == pb->dprank && pa->cprank == pb->cprank ? COMM_TP : COMM_DP;
 }
 
 /* The tensor-parallel group of GPU g, by its first GPU. */
@@ -277,17 +273,10 @@ static void end_step(void *panel)
                 fsum += p->done.ops[st][i].end_s - p->done.ops[st][i].start_s, fn++;
     p->fwd_s = fn ? fsum / fn : 0;
     if (!p->said_verdict && p->pred.ok) {
-        int g = 0, i = verdict(p, &g);
-        if (i < 0)
-            eventlog_add(p->log,
-                         "run: pp %d x dp %d x tp %d, %s: every ledger = the calculator for its "
-                         "stage, to the byte",
-                         p->s.pp, p->s.dp, p->s.tp, sched_name(p->run_sched));
-        else
-            eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
-                         ledger_cat_name(runfeed_part_cat[i]),
-                         (unsigned long long)p->pace.feed.peak[g][runfeed_part_cat[i]],
-                         runfeed_predicted_part(&p->pred.mem[p->place[g].stage], i));
+        char what[64];
+        snprintf(what, sizeof what, "pp %d x dp %d x tp %d, %s", p->s.pp, p->s.dp, p->s.tp,
+                 sched_name(p->run_sched));
+        runpace_say_verdict(&p->pace, p->pred.mem, "run", what);
         p->said_verdict = true;
     }
 }
@@ -1013,14 +1002,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     }
     y = draw_grid(p, c, y);
     /* the ledgers against the calculator */
-    if (p->pace.shown && p->pred.ok) {
-        int g = 0, i = verdict(p, &g);
-        if (i < 0)
-            canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", p->gpus);
-        else
-            canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs from calc", g,
-                          ledger_cat_name(runfeed_part_cat[i]));
-    } else if (p->pred.ok) {
+    if (!(p->pred.ok && runpace_draw_verdict(&p->pace, c, y, p->pred.mem)) && p->pred.ok) {
         runfeed_bytes(b1, sizeof b1, p->pred.mem[0].total, 12);
         canvas_printf(c, y, 0, ROLE_DIM, "calc: stage 0's GPUs hold %s B at peak", b1);
     }

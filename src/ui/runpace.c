@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/units.h"
 #include "calc/memory.h"
+#include "par/layout.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/panel.h"
@@ -339,4 +340,35 @@ void runpace_draw_step(const struct runpace *r, struct ui_canvas *c, int y, cons
     } else {
         canvas_text(c, y, 0, ROLE_DIM, idle);
     }
+}
+
+void runpace_say_verdict(const struct runpace *r, const struct memory_result *per_stage,
+                         const char *tag, const char *what)
+{
+    int g = 0, i = runfeed_verdict(&r->feed, &r->o, per_stage, &g);
+    if (i < 0) {
+        eventlog_add(r->log, "%s: %s: every ledger = the calculator%s, to the byte", tag, what,
+                     r->o.pp > 1 ? " for its stage" : "");
+        return;
+    }
+    struct layout_place pl;
+    layout_place(&r->o, g, 1, &pl);
+    eventlog_add(r->log, "%s: GPU %d's %s: ledger %llu B, calculator %.0f B", tag, g,
+                 ledger_cat_name(runfeed_part_cat[i]),
+                 (unsigned long long)r->feed.peak[g][runfeed_part_cat[i]],
+                 runfeed_predicted_part(&per_stage[pl.stage], i));
+}
+
+bool runpace_draw_verdict(const struct runpace *r, struct ui_canvas *c, int y,
+                          const struct memory_result *per_stage)
+{
+    if (!r->shown)
+        return false;
+    int g = 0, i = runfeed_verdict(&r->feed, &r->o, per_stage, &g);
+    if (i < 0)
+        canvas_printf(c, y, 0, ROLE_GOOD, "ledger = calc, all %d GPUs", r->o.gpus);
+    else
+        canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs from calc", g,
+                      ledger_cat_name(runfeed_part_cat[i]));
+    return true;
 }

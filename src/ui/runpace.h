@@ -22,6 +22,7 @@
 #include <stdbool.h>
 
 #include "base/error.h"
+#include "calc/memory.h"
 #include "calc/preset.h"
 #include "num/fp.h"
 #include "par/run.h"
@@ -134,5 +135,15 @@ int runpace_next(struct run *run, struct run_step *out, double timeout_s);
 /* The line saying the step shown at row y: the one being replayed and its simulated time, or
  * the last one's loss, or the setup going on, or (none yet) idle. */
 void runpace_draw_step(const struct runpace *r, struct ui_canvas *c, int y, const char *idle);
+
+/* The ledgers against the calculator's figures for each GPU's stage (per_stage, as
+ * runfeed_verdict takes them), once a step is replayed. In the event log: "TAG: WHAT: every
+ * ledger = the calculator, to the byte" (for its stage, with pipeline stages), or the first
+ * part that differs and on which GPU, with both figures. On row y: "ledger = calc, all N
+ * GPUs" or "GPU g: PART differs from calc"; false (nothing drawn) before a step. */
+void runpace_say_verdict(const struct runpace *r, const struct memory_result *per_stage,
+                         const char *tag, const char *what);
+bool runpace_draw_verdict(const struct runpace *r, struct ui_canvas *c, int y,
+                          const struct memory_result *per_stage);
 
 #endif

@@ -25,9 +25,11 @@ run --ascii formats
 check_status 2 "--ascii takes no command"
 
 # presenter mode's options are checked before the terminal: a clear message, exit 2
-run --lesson 7
-check_status 2 "--lesson 7"
-check_contains "$err" "--lesson: 1 to 5 or lab, not '7'" "names the lessons there are"
+# (the numbered lessons counted from the folder: one past the last is refused)
+last=$(ls "$srcdir/lessons" | grep '^[0-9][0-9]-.*\.lesson$' | grep -v '^90-' | sed 's/-.*//;s/^0//' | sort -n | tail -n 1)
+run --lesson $((last + 1))
+check_status 2 "--lesson $((last + 1))"
+check_contains "$err" "--lesson: 1 to $last or lab, not '$((last + 1))'" "names the lessons there are"
 run --step 2
 check_status 2 "--step alone"
 check_contains "$err" "--step needs --lesson" "--step needs --lesson"

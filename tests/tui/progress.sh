@@ -67,7 +67,7 @@ rm -f "$P"
 if [ "$(id -u)" -ne 0 ]; then chmod 0500 "$T_TMP/state/scalelab"
 else rmdir "$T_TMP/state/scalelab" && : >"$T_TMP/state/scalelab"; fi
 start LC_ALL=C.UTF-8 --
-wait_for "1 Precision" "a state folder that takes no file: the window opens"
+wait_for "1 Prec" "a state folder that takes no file: the window opens"
 keys 2
 wait_for "progress not saved:" "the first failed save is said in the latest events"
 keys q

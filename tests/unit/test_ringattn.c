@@ -279,6 +279,17 @@ START_TEST(balanced_split_evens_the_work)
         for (int r = 0; r < C; r++) {
             ck_assert_int_eq(bal.scores[r], (long)B * H * (C + 1) * n * n / 2);
             ck_assert_int_eq(nai.scores[r], (long)B * H * (r + 1) * n * n);
+            /* the rectangles the window draws add up to the scores the ring computed */
+            long rect[2] = {0, 0};
+            for (int sp = 0; sp < 2; sp++)
+                for (int k = 0, q0, k1; k < C; k++) {
+                    long a = ring_block_rect(64, C, r, k, (enum ring_split)sp, &q0, &k1);
+                    ck_assert_int_eq(a, (long)(n - q0) * k1);
+                    ck_assert(k1 > 0 || a == 0);
+                    rect[sp] += a;
+                }
+            ck_assert_int_eq((long)B * H * rect[RING_BALANCED], bal.scores[r]);
+            ck_assert_int_eq((long)B * H * rect[RING_NAIVE], nai.scores[r]);
         }
     }
     full_free(&f);

@@ -275,6 +275,11 @@ static const struct {
     {"pprun", "order ok", 1, "dp2-tp2-", {"dp=2", "tp=2", NULL}, NULL},
     /* four tensor-parallel GPUs of a stage side by side: each bar keeps its label */
     {"pprun", "ledger = calc", 1, "tp4-", {"pp=1", "tp=4", "micro_batches=1", NULL}, NULL},
+    /* ring attention after a step: every block computed, the ledgers and the scores measured;
+     * the naive split's uneven work, and two GPUs at a longer sequence */
+    {"cprun", "ledger = calc", 1, "", {NULL}, NULL},
+    {"cprun", "ledger = calc", 1, "naive-", {"cp_naive=on", NULL}, NULL},
+    {"cprun", "ledger = calc", 1, "cp2-seq128-", {"cp=2", "seq=128", NULL}, NULL},
     /* lesson 3 on 16 GPUs: the rows, and the ring/tree plot beside them at every size */
     {"collective", NULL, 0, "gpus16", {"gpus=16", NULL}, NULL},
     /* an all-to-all two exchanges in: each GPU's blocks from its two left neighbours */
@@ -586,6 +591,27 @@ static void dprun_essentials(char **L, int n, const char *where, struct found *f
     seen(f, "%d of %d GPUs' bars%s, verdict, loss", shown, gpus, said ? " (rest said)" : "");
 }
 
+/* The long sequences lesson's ring: the causal matrix (a row per query chunk, labelled by its
+ * GPU), each GPU's bar, the scores of both splits, the ledgers' verdict. */
+static void cprun_essentials(char **L, int n, const char *where, struct found *f)
+{
+    int C = 0;
+    const char *h = strstr(L[0], "cp ");
+    ck_assert_msg(h && sscanf(h, "cp %d", &C) == 1 && C > 0, "%s: the header: %s", where, L[0]);
+    int head = row_of(L, n, 0, "k "), rows = 0;
+    ck_assert_msg(head >= 0, "%s: the matrix's head", where);
+    for (int r = head + 1; r < n && L[r][0] >= '0' && L[r][0] <= '9' && L[r][1] == ' '; r++)
+        rows++;
+    ck_assert_msg(rows == 2 * C, "%s: %d rows of the matrix, not %d", where, rows, 2 * C);
+    int scores = -1;
+    for (int i = 0; i < n && scores < 0; i++)
+        if (strstr(L[i], "scores") && strstr(L[i], "balanced") && strstr(L[i], "naive"))
+            scores = i;
+    ck_assert_msg(scores >= 0, "%s: the scores of both splits", where);
+    ck_assert_msg(row_of(L, n, 0, "ledger = calc") >= 0, "%s: the ledgers' verdict", where);
+    seen(f, "matrix %d rows, bars, scores of both splits, verdict", rows);
+}
+
 static void formats_essentials(char **L, int n, const char *where, struct found *f)
 {
     static const char *const fmt[] = {"fp32", "fp16", "bf16", "fp8 e4m3", "fp8 e5m2"};
@@ -634,6 +660,7 @@ static const struct {
     {"zero", memory_essentials, 0, NULL},
     {"dprun", dprun_essentials, 1, "ledger = calc"},
     {"formats", formats_essentials, 0, NULL},
+    {"cprun", cprun_essentials, 1, "ledger = calc"},
 };
 
 START_TEST(lesson_steps)
