@@ -59,6 +59,8 @@ same 4 "tp 2 x dp 2, sequence parallel, bf16" --tp 2 --sequence-parallel --preci
 same 2 "pp 2, 1F1B, 4 micro-batches" --pp 2 --micro-batches 4
 same 2 "pp 2, GPipe" --pp 2 --micro-batches 2 --schedule gpipe
 same 4 "pp 2 x dp 2, ZeRO-1" --pp 2 --micro-batches 2 --zero 1 --precision bf16
+same 2 "cp 2, ring attention" --cp 2
+same 4 "cp 2 x tp 2, bf16" --cp 2 --tp 2 --precision bf16
 
 # text: the same lines, and the wall time's line says where it ran; rank 0 alone prints
 run train --model tiny --steps 6 --gpus 2 --zero 1
