@@ -212,6 +212,8 @@ static json_t *layout_json(const struct train_opts *o)
     json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
     json_object_set_new(lay, "chunks", json_integer(layout_chunks(o)));
     json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
+    if (o->ep > 1) /* expert parallelism: the same */
+        json_object_set_new(lay, "ep", json_integer(o->ep));
     if (o->cp > 1) { /* context parallelism: only where it ran, so other runs read as before */
         json_object_set_new(lay, "cp", json_integer(o->cp));
         json_object_set_new(lay, "cp_split", json_string(o->cp_naive ? "naive" : "balanced"));
@@ -240,6 +242,11 @@ static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
                                 json_integer((json_int_t)g->cp_sent_per_step));
             json_object_set_new(gj, "ring_scores_per_step",
                                 json_integer((json_int_t)g->ring_scores_per_step));
+        }
+        if (o->ep > 1) {
+            json_object_set_new(json_object_get(gj, "coord"), "ep", json_integer(g->place.eprank));
+            json_object_set_new(json_object_get(gj, "comm_bytes_per_step"), "expert_parallel",
+                                json_integer((json_int_t)g->ep_sent_per_step));
         }
         json_array_append_new(per, gj);
     }

@@ -22,12 +22,16 @@ struct dp {
     int zero, prefetch, n, rank; /* the data-parallel group's size and this GPU's place in it */
     int world, wrank;            /* every GPU of the run, for the agreement */
     int *group;                  /* the device ranks of the data-parallel group */
-    int embed_group[2];          /* pipeline: the first and last stage's GPUs of this rank */
-    bool pipelined;              /* gradients are reduced once the schedule has run */
-    bool has_loss;               /* this GPU computes the loss (the last pipeline stage) */
-    size_t emb;                  /* the tied embedding's elements at the start of the buffer */
-    size_t (*skip)[2]; /* ranges [off, off + len) of the flat buffer left out of this GPU's
-                          norm, ascending: another GPU counts them */
+    int xn, *xgroup;             /* expert parallelism: the expert gradient group (par/layout.h) */
+    bool xnorm;                  /* this GPU counts its experts in the norm (expert-dp rank 0) */
+    size_t (*xr)[2];             /* the flat buffer's expert ranges, ascending */
+    int nxr;
+    int embed_group[2]; /* pipeline: the first and last stage's GPUs of this rank */
+    bool pipelined;     /* gradients are reduced once the schedule has run */
+    bool has_loss;      /* this GPU computes the loss (the last pipeline stage) */
+    size_t emb;         /* the tied embedding's elements at the start of the buffer */
+    size_t (*skip)[2];  /* ranges [off, off + len) of the flat buffer left out of this GPU's
+                           norm, ascending: another GPU counts them */
     int nskip;
     bool mixed;
     enum fp_format wdt, gdt; /* the weights' and the gradients' formats */
@@ -145,6 +149,8 @@ void dp_free(struct dp *p)
     mem_free(p, GPT_MEM_WORKSPACE, p->rec, (size_t)p->world * REC * 4);
     free(p->seq);
     free(p->group);
+    free(p->xgroup);
+    free(p->xr);
     free(p->skip);
     shard_plan_fini(&p->plan);
     free(p);
@@ -228,6 +234,56 @@ static bool alloc_buffers(struct dp *p, const struct train_opts *o, const struct
     return ok;
 }
 
+/* Expert parallelism: the expert gradient group, the expert ranges of the flat buffer (left
+ * out of the norm's shards: each expert is counted whole, by the GPUs of expert-data rank 0,
+ * which hold every expert once between them). 0 or ERR_NOMEM. */
+static int experts_apart(struct dp *p, const struct train_opts *o, const struct layout_place *pl)
+{
+    p->xn = pl->dp / pl->ep;
+    p->xnorm = pl->dprank < pl->ep;
+    p->nxr = (int)gpt_part_experts(&o->shape, &pl->part, NULL, 0);
+    p->xgroup = malloc((size_t)p->xn * sizeof *p->xgroup);
+    p->xr = malloc(((size_t)p->nxr + 1) * sizeof *p->xr);
+    size_t(*skip)[2] = realloc(p->skip, ((size_t)p->nskip + (size_t)p->nxr + 1) * sizeof *skip);
+    if (!p->xgroup || !p->xr || !skip)
+        return ERR_NOMEM;
+    p->skip = skip;
+    layout_expert_grad_group(pl, p->xgroup);
+    gpt_part_experts(&o->shape, &pl->part, p->xr, (size_t)p->nxr);
+    for (int i = 0; i < p->nxr; i++) /* no other skip with ep (tp 1, pp 1) */
+        p->skip[p->nskip][0] = p->xr[i][0], p->skip[p->nskip++][1] = p->xr[i][1];
+    return 0;
+}
+
+/* The buckets cut where the expert ranges begin and end, the experts' marked. 0 or ERR_NOMEM. */
+static int split_buckets(struct dp *p)
+{
+    int nb = p->plan.nbuckets, n = 0;
+    struct shard_range *b = malloc(((size_t)nb + 2 * (size_t)p->nxr) * sizeof *b);
+    if (!b)
+        return ERR_NOMEM;
+    for (int i = 0; i < nb; i++) { /* each bucket from its end down, as the buckets go */
+        struct shard_range r = p->plan.buckets[i];
+        size_t end = r.off + r.len;
+        while (end > r.off) {
+            size_t lo = r.off;
+            bool expert = false;
+            for (int k = 0; k < p->nxr; k++) {
+                size_t a = p->xr[k][0], z = a + p->xr[k][1];
+                if (a < end && z >= end)
+                    expert = true, lo = a > lo ? a : lo;
+                else if (z < end && z > lo)
+                    lo = z;
+            }
+            b[n++] = (struct shard_range){lo, end - lo, shard_unit_at(&p->plan, lo), expert};
+            end = lo;
+        }
+    }
+    free(p->plan.buckets);
+    p->plan.buckets = b, p->plan.nbuckets = n;
+    return 0;
+}
+
 int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d,
            const struct layout_place *pl, const struct dp_mem *mem, struct error *e)
 {
@@ -255,6 +311,10 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
         return error_set(e, ERR_NOMEM, "out of memory");
     }
     layout_grad_group(pl, p->group);
+    if (pl->ep > 1 && experts_apart(p, o, pl)) {
+        dp_free(p);
+        return error_set(e, ERR_NOMEM, "out of memory");
+    }
     p->mixed = o->precision != FP_FP32;
     p->wdt = o->precision;
     p->gdt = grad_format(o);
@@ -270,6 +330,8 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     else if (belems == 0)
         belems = 1;
     int rc = shard_plan_init(&p->plan, &o->shape, &pl->part, p->n, belems, e);
+    if (!rc && p->nxr && split_buckets(p))
+        rc = error_set(e, ERR_NOMEM, "out of memory");
     if (rc) {
         dp_free(p);
         return rc;
@@ -336,6 +398,16 @@ static void launch(struct dp *p, const struct shard_range *b, bool encoded)
         char *dst = p->gr ? (char *)p->gr + b->off * p->ges : (char *)src;
         if (p->gr && !encoded)
             fp_pack_n(p->gdt, dst, src, b->len);
+        if (b->expert) { /* over the GPUs holding the same experts (DDP: ZeRO 0 with ep) */
+            struct coll c = {.op = COST_ALLREDUCE,
+                             .algo = COST_RING,
+                             .buf = dst,
+                             .count = b->len,
+                             .dtype = p->gdt,
+                             .stream = DP_STREAM_GRADS};
+            ring_over(p, p->xgroup, p->xn, &p->states, &c);
+            return;
+        }
         ring(p, p->zero == 0 ? COST_ALLREDUCE : COST_REDUCE_SCATTER, dst, b->len, p->gdt, b->off,
              true, DP_STREAM_GRADS);
         return;
@@ -556,6 +628,11 @@ float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
             a = x1;
     }
     bad |= clip_unscale(ug + done, p->rlen - done, inv, NULL);
+    for (int k = 0; k < p->nxr && p->xnorm; k++) { /* experts: each counted whole, once */
+        const float *x = ug + p->xr[k][0];
+        for (size_t i = 0; i < p->xr[k][1]; i++)
+            s += (double)x[i] * x[i];
+    }
     *found = bad;
     *sumsq = s;
     return ug;

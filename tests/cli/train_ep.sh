@@ -1,0 +1,112 @@
+#!/bin/sh
+# Expert parallelism on the thread-GPUs (train --experts E --ep P): each GPU holds E / P of a
+# layer's experts, tokens travel to their experts' GPUs and back by all-to-alls, the experts'
+# gradients reduce over the GPUs holding the same experts and the rest over every data rank:
+# the same training as one GPU holding every expert, the all-to-alls' bytes and the experts'
+# memory per GPU as derived, layouts refused with their reason.
+. "$srcdir/tests/lib.sh"
+
+slow=$sanitized
+
+# tiny-moe (8 experts, top-2, 4 expert layers, d 64, seq 64), batch 16, with a capacity that
+# drops no token (factor 4 = E / k: cap = the GPU's tokens) and no load-balancing loss: the
+# loss then is the mean over the batch of terms each GPU computes for its own tokens, as one GPU
+# does. (The load-balancing loss is not: Switch Transformer's f_i P_i is taken over the tokens
+# a GPU routes, so P GPUs sum P such products where one GPU takes one over the whole batch;
+# with it, P expert-parallel GPUs train as P data-parallel GPUs holding every expert, below.)
+moe="--model tiny-moe --capacity-factor 4"
+
+# --- Equivalence: losses within 1e-5 relative per step over 30 steps of one GPU (fp32). The
+# experts' matmuls run on other groupings of rows (each source GPU's block, padding included)
+# and the gradients add over the GPUs in another order: a few ulps a step; the development host
+# sees ~1e-8. The global sum of squares is compared within 3e-5 (tests/lib.sh's AGREE_TOL is
+# 1e-6 for the dense tiny): tiny-moe's moves that much on data-parallel GPUs that each hold
+# every expert, as it does with ep (on the development host, step 26: 0.265207207 on one GPU,
+# 0.265210005 with --dp 4, 0.265209924 with --ep 4, 1.1e-5 apart; step 3: 2.40710503, 2.40711759
+# with --dp 2, 2.40711646 with --ep 2).
+AGREE_TOL=3e-5
+steps=30
+layouts="--ep=2 --ep=4 --ep=8 --dp=4:--ep=2 --dp=8:--ep=4 --ep=2:--checkpoint=full"
+$slow && steps=4 && layouts="--ep=2 --dp=4:--ep=2"
+$tsan && layouts="--dp=4:--ep=2"
+run train $moe --aux-loss-coef 0 --steps $steps --clip 1 --json
+check_status 0 "one GPU, every expert: the reference"
+check_jsonl "all(s['dropped'] == 0 for s in d[:-1])" "the reference drops no token"
+save ref
+for l in $layouts; do
+    args=$(printf '%s' "$l" | tr ':' ' ')
+    run train $moe --aux-loss-coef 0 --steps $steps --clip 1 $args --json
+    check_status 0 "train $args"
+    check_jsonl "all(s['dropped'] == 0 for s in d[:-1])" "$args drops no token"
+    check_losses ref $steps 1e-5 "$args"
+done
+
+# With the load-balancing loss: P expert-parallel GPUs train as P data-parallel GPUs that each
+# hold every expert (the same tokens per GPU, the same routing).
+for P in 2 4; do
+    run train $moe --steps $steps --clip 1 --dp $P --json
+    save dp$P
+    run train $moe --steps $steps --clip 1 --ep $P --json
+    check_losses dp$P $steps 1e-5 "--ep $P with the aux loss, against --dp $P"
+done
+
+# --- Step 1's gradients equal one GPU's: 1e-6 relative to the largest gradient (fp32; the
+# same batch and initial weights; each GPU's experts gathered where the whole model has them).
+run train $moe --aux-loss-coef 0 --steps 1 --dump "$T_TMP/dump0" --json
+check_status 0 "--dump on one GPU"
+i=0
+dumps="--ep=2 --ep=4 --dp=4:--ep=2"
+$slow && dumps="--ep=2"
+for l in $dumps; do
+    args=$(printf '%s' "$l" | tr ':' ' ')
+    i=$((i + 1))
+    run train $moe --aux-loss-coef 0 --steps 1 $args --dump "$T_TMP/dump$i" --json
+    check_status 0 "--dump with $args"
+    check_grads "$T_TMP/dump0" "$T_TMP/dump$i" 1e-6 "$args"
+done
+
+# --- The all-to-alls' bytes. A GPU routes its n = 16 / D x 64 tokens into the static
+# [E, cap, d] rows, cap = ceil(C k n / E) (C 4, k 2, E 8: cap = n); the rows bound for the
+# P - 1 other GPUs of its expert group are (P - 1) / P of them, sent in the dispatch, and as
+# many come back in the combine; the backward pass sends the outputs' gradients and the
+# inputs' gradients the same ways: per expert layer, 4 (P - 1)/P E cap d b bytes per GPU.
+for lay in "2 2" "4 4" "4 2" "8 4"; do
+    set -- $lay
+    D=$1 P=$2
+    run train $moe --steps 1 --dp $D --ep $P --json --summary
+    check_json "all(g['comm_bytes_per_step']['expert_parallel'] == 4 * 4 * ($P - 1) * 8 * (16 // $D * 64) * 64 * 4 // $P for g in d['summary']['per_gpu']) and d['summary']['layout']['ep'] == $P" \
+        "dp $D ep $P: 4 layers x 4 (P-1)/P E cap d b per GPU"
+done
+# Full checkpointing runs each expert layer's forward again before its backward: its dispatch
+# and combine again. bf16: the same rows in 2 bytes; a capacity factor of 1 sends a quarter.
+run train $moe --steps 1 --ep 2 --checkpoint full --json --summary
+check_json "all(g['comm_bytes_per_step']['expert_parallel'] == 4 * 6 * 8 * 512 * 64 * 4 // 2 for g in d['summary']['per_gpu'])" \
+    "ep 2, full checkpointing: the forward's two all-to-alls again"
+run train --model tiny-moe --capacity-factor 1 --steps 1 --ep 2 --precision bf16 --json --summary
+check_json "all(g['comm_bytes_per_step']['expert_parallel'] == 4 * 4 * 8 * 128 * 64 * 2 // 2 for g in d['summary']['per_gpu'])" \
+    "ep 2, capacity factor 1, bf16: cap = 2 x 512 / 8 = 128 rows of 2-byte values"
+
+# --- Memory: a GPU holds the dense weights and router whole and E / P experts of each layer
+# (3 d F each, F 86); DDP keeps fp32 weights, gradients and Adam's two moments of them; the
+# all-to-alls' send and receive buffers are E cap d b each.
+dense=$((64 * 64 + 4 * (2 * 64 + 4 * 64 * 64 + 8 * 64) + 64))
+for P in 2 4; do
+    run train $moe --steps 1 --ep $P --json --summary
+    params=$((dense + 4 * 8 / P * 3 * 64 * 86))
+    check_json "all(g['peak']['weights'] == g['peak']['gradients'] == 4 * $params and g['peak']['optimizer'] == 8 * $params and g['peak']['communication'] == 2 * 8 * (16 // $P * 64) * 64 * 4 for g in d['summary']['per_gpu'])" \
+        "ep $P: E / P experts' weights, gradients and moments per GPU, two all-to-all buffers"
+done
+
+# --- Ranks: expert rank = data rank % P (Megatron-LM's tp-cp-ep-dp-pp order).
+run train $moe --steps 1 --dp 4 --ep 2 --json --summary
+check_json "[g['coord']['ep'] for g in d['summary']['per_gpu']] == [0, 1, 0, 1]" \
+    "dp 4 ep 2: GPUs 0 and 2 hold experts 0-3, 1 and 3 experts 4-7"
+
+# --- Refused, with the reason.
+refused "ep without experts" "--experts" train --ep 2
+refused "ep not dividing the experts" "divide the 8 experts" train $moe --ep 3 --dp 3 --batch 18
+refused "ep not dividing the data ranks" "data-parallel ranks" train $moe --dp 2 --ep 4
+refused "ep without a capacity" "--capacity-factor" train --model tiny-moe --ep 2
+refused "ep with ZeRO" "--zero 0" train $moe --ep 2 --zero 1
+
+done_testing
