@@ -26,6 +26,7 @@ struct dp {
     bool xnorm;                  /* this GPU counts its experts in the norm (expert-dp rank 0) */
     size_t (*xr)[2];             /* the flat buffer's expert ranges, ascending */
     int nxr;
+    size_t sd, sx;      /* their shards: the other elements' over dp, the experts' over dp / ep */
     int embed_group[2]; /* pipeline: the first and last stage's GPUs of this rank */
     bool pipelined;     /* gradients are reduced once the schedule has run */
     bool has_loss;      /* this GPU computes the loss (the last pipeline stage) */
@@ -70,13 +71,28 @@ static enum fp_format grad_format(const struct train_opts *o)
     return o->precision == FP_FP32 || o->grad_fp32 ? FP_FP32 : o->precision;
 }
 
+/* Expert parallelism: the elements of the part's flat buffer holding experts (0 without). */
+static size_t expert_elems(const struct train_opts *o, const struct gpt_part *part)
+{
+    struct gpt_part whole = {.count = o->shape.layers, .embed = true, .head = true, .slots = 1};
+    const struct gpt_part *pt = part ? part : &whole;
+    size_t r[1][2], n = pt->ep > 1 ? gpt_part_experts(&o->shape, pt, NULL, 0) : 0;
+    if (n) /* every expert layer's range is E / ep experts long */
+        gpt_part_experts(&o->shape, pt, r, 1);
+    return n ? n * r[0][1] : 0;
+}
+
 void dp_model_seam(const struct train_opts *o, const struct gpt_part *part, struct gpt_alloc *seam)
 {
     bool mixed = o->precision != FP_FP32;
     seam->params_workspace = mixed || o->zero >= 3;
     /* the model's fp32 gradients are the gradients when 4-byte and unsharded */
     seam->grads_workspace = grad_format(o) != FP_FP32 || o->zero >= 2;
-    seam->padded = shard_padded(gpt_part_param_count(&o->shape, part), layout_grad_ranks(o));
+    size_t n = gpt_part_param_count(&o->shape, part), x = expert_elems(o, part);
+    /* expert parallelism: the other weights padded to a multiple of the data ranks (their
+     * gradients are reduced in even shards of them, par/dp.h) */
+    seam->padded =
+        x ? x + shard_padded(n - x, layout_grad_ranks(o)) : shard_padded(n, layout_grad_ranks(o));
 }
 
 long dp_buffers(const struct train_opts *o)
@@ -234,9 +250,9 @@ static bool alloc_buffers(struct dp *p, const struct train_opts *o, const struct
     return ok;
 }
 
-/* Expert parallelism: the expert gradient group, the expert ranges of the flat buffer (left
- * out of the norm's shards: each expert is counted whole, by the GPUs of expert-data rank 0,
- * which hold every expert once between them). 0 or ERR_NOMEM. */
+/* Expert parallelism: the expert gradient group, the expert ranges of the flat buffer and
+ * the shards of its two kinds of elements, each kind counted as if packed together (the
+ * padding ends the others'). 0 or ERR_NOMEM. */
 static int experts_apart(struct dp *p, const struct train_opts *o, const struct layout_place *pl)
 {
     p->xn = pl->dp / pl->ep;
@@ -244,14 +260,14 @@ static int experts_apart(struct dp *p, const struct train_opts *o, const struct 
     p->nxr = (int)gpt_part_experts(&o->shape, &pl->part, NULL, 0);
     p->xgroup = malloc((size_t)p->xn * sizeof *p->xgroup);
     p->xr = malloc(((size_t)p->nxr + 1) * sizeof *p->xr);
-    size_t(*skip)[2] = realloc(p->skip, ((size_t)p->nskip + (size_t)p->nxr + 1) * sizeof *skip);
-    if (!p->xgroup || !p->xr || !skip)
+    if (!p->xgroup || !p->xr)
         return ERR_NOMEM;
-    p->skip = skip;
     layout_expert_grad_group(pl, p->xgroup);
     gpt_part_experts(&o->shape, &pl->part, p->xr, (size_t)p->nxr);
-    for (int i = 0; i < p->nxr; i++) /* no other skip with ep (tp 1, pp 1) */
-        p->skip[p->nskip][0] = p->xr[i][0], p->skip[p->nskip++][1] = p->xr[i][1];
+    struct gpt_alloc seam = {0};
+    dp_model_seam(o, &pl->part, &seam);
+    size_t x = expert_elems(o, &pl->part);
+    p->sd = (seam.padded - x) / (size_t)p->n, p->sx = x / (size_t)p->xn;
     return 0;
 }
 
@@ -264,7 +280,9 @@ static int split_buckets(struct dp *p)
         return ERR_NOMEM;
     for (int i = 0; i < nb; i++) { /* each bucket from its end down, as the buckets go */
         struct shard_range r = p->plan.buckets[i];
-        size_t end = r.off + r.len;
+        size_t end = i == 0 ? p->plan.padded : r.off + r.len; /* padded apart (dp_model_seam) */
+        if (r.off >= end)
+            continue;
         while (end > r.off) {
             size_t lo = r.off;
             bool expert = false;
@@ -330,6 +348,11 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     else if (belems == 0)
         belems = 1;
     int rc = shard_plan_init(&p->plan, &o->shape, &pl->part, p->n, belems, e);
+    if (!rc && p->nxr) {
+        struct gpt_alloc seam = {0};
+        dp_model_seam(o, &pl->part, &seam);
+        p->plan.padded = seam.padded;
+    }
     if (!rc && p->nxr && split_buckets(p))
         rc = error_set(e, ERR_NOMEM, "out of memory");
     if (rc) {
@@ -388,6 +411,25 @@ static void stream_wait(struct dp *p, int waiter, int on)
         dev_stream_wait(p->d, waiter, on);
 }
 
+/* Expert parallelism: where the shards of bucket b's kind cut it. The elements of a kind are
+ * counted as if packed together, the experts' (E / ep experts of each expert layer, X in all)
+ * and the others' (the padding last): GPU i of a group of n reduces packed elements [i S, (i +
+ * 1) S), S the kind's shard (X / (dp / ep), or the others' padded count / dp). Summed over
+ * the buckets every GPU's chunks then hold S elements of each kind: a ring all-reduce sends
+ * 2 (n - 1) S of them from every GPU (calc/traffic.h). */
+static void packed_bounds(struct dp *p, const struct shard_range *b)
+{
+    size_t before = 0; /* expert elements before the bucket */
+    for (int k = 0; k < p->nxr && p->xr[k][0] < b->off; k++)
+        before += b->off < p->xr[k][0] + p->xr[k][1] ? b->off - p->xr[k][0] : p->xr[k][1];
+    size_t at = b->expert ? before : b->off - before, S = b->expert ? p->sx : p->sd;
+    int n = b->expert ? p->xn : p->n;
+    for (int i = 0; i <= n; i++) {
+        size_t edge = i == n ? SIZE_MAX : (size_t)i * S;
+        p->bounds[i] = edge <= at ? 0 : edge - at >= b->len ? b->len : edge - at;
+    }
+}
+
 /* Bucket b's gradients are complete in the model's fp32 buffer (or, encoded, already in the
  * gradient buffer): reduce them. */
 static void launch(struct dp *p, const struct shard_range *b, bool encoded)
@@ -398,14 +440,17 @@ static void launch(struct dp *p, const struct shard_range *b, bool encoded)
         char *dst = p->gr ? (char *)p->gr + b->off * p->ges : (char *)src;
         if (p->gr && !encoded)
             fp_pack_n(p->gdt, dst, src, b->len);
-        if (b->expert) { /* over the GPUs holding the same experts (DDP: ZeRO 0 with ep) */
+        if (p->nxr) { /* expert parallelism (DDP): the experts over their own group */
+            packed_bounds(p, b);
             struct coll c = {.op = COST_ALLREDUCE,
                              .algo = COST_RING,
                              .buf = dst,
                              .count = b->len,
                              .dtype = p->gdt,
-                             .stream = DP_STREAM_GRADS};
-            ring_over(p, p->xgroup, p->xn, &p->states, &c);
+                             .stream = DP_STREAM_GRADS,
+                             .bounds = p->bounds};
+            ring_over(p, b->expert ? p->xgroup : p->group, b->expert ? p->xn : p->n, &p->states,
+                      &c);
             return;
         }
         ring(p, p->zero == 0 ? COST_ALLREDUCE : COST_REDUCE_SCATTER, dst, b->len, p->gdt, b->off,
@@ -597,6 +642,28 @@ int dp_grad_sync(struct dp *p, struct error *e)
     return 0;
 }
 
+/* Expert parallelism's part of the norm (DDP, unscaled gradients g): this GPU's packed shard
+ * of the elements that are no experts', and every expert it holds when it is expert-data rank
+ * 0 (those GPUs hold every expert once between them). */
+static double packed_sumsq(const struct dp *p, const float *g)
+{
+    size_t lo = (size_t)p->rank * p->sd, hi = lo + p->sd, at = 0, a = 0;
+    double s = 0;
+    for (int k = 0; k <= p->nxr; k++) { /* the others' elements [a, z), packed from at */
+        size_t z = k < p->nxr ? p->xr[k][0] : p->plan.padded;
+        size_t x0 = at > lo ? at : lo, x1 = at + (z - a) < hi ? at + (z - a) : hi;
+        for (size_t i = x0; i < x1; i++)
+            s += (double)g[a + i - at] * g[a + i - at];
+        at += z - a;
+        if (k < p->nxr) {
+            for (size_t i = 0; i < p->xr[k][1] && p->xnorm; i++)
+                s += (double)g[z + i] * g[z + i];
+            a = z + p->xr[k][1];
+        }
+    }
+    return s;
+}
+
 float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
 {
     /* the fp32 gradients of the range: the model's own buffer (in place) or decoded into it */
@@ -628,11 +695,8 @@ float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
             a = x1;
     }
     bad |= clip_unscale(ug + done, p->rlen - done, inv, NULL);
-    for (int k = 0; k < p->nxr && p->xnorm; k++) { /* experts: each counted whole, once */
-        const float *x = ug + p->xr[k][0];
-        for (size_t i = 0; i < p->xr[k][1]; i++)
-            s += (double)x[i] * x[i];
-    }
+    if (p->nxr) /* expert parallelism: its packed shards instead */
+        s = packed_sumsq(p, ug);
     *found = bad;
     *sumsq = s;
     return ug;

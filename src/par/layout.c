@@ -161,6 +161,13 @@ static int ep_check(const struct train_opts *o, struct error *e)
                          "--ep %d must divide the %d data-parallel ranks (expert parallelism "
                          "splits them, as Megatron-LM's expert-model-parallel size does)",
                          o->ep, dp);
+    size_t x = (size_t)gpt_moe_layers(&o->shape) * (size_t)(m->experts / o->ep) * 3 *
+               (size_t)o->shape.d * (size_t)o->shape.ffn;
+    if (x % (size_t)(dp / o->ep))
+        return error_set(e, ERR_INVAL,
+                         "--dp %d / --ep %d GPUs hold the same %zu expert parameters and reduce "
+                         "their gradients in even shards: they must divide them",
+                         dp, o->ep, x);
     if (!(m->capacity_factor > 0))
         return error_set(e, ERR_INVAL,
                          "--ep %d needs --capacity-factor > 0: the all-to-alls send each expert's "
