@@ -277,6 +277,11 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
         if (o->cp > 1)
             json_object_set_new(json_object_get(pg, "comm_bytes_per_step"), "context_parallel",
                                 json_whole(pt->cp.bytes));
+        if (o->ep > 1) {
+            json_object_set_new(json_object_get(pg, "comm_bytes_per_step"), "expert_parallel",
+                                json_whole(pt->ep.bytes));
+            json_object_set_new(pg, "expert_parallel_formula", json_string(pt->ep.formula));
+        }
         json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
         json_array_append_new(stages, pg);
     }
@@ -298,7 +303,8 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
         dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
                  fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
                  fabs((double)g->pp_sent_per_step - pt->pp.bytes) +
-                 fabs((double)g->cp_sent_per_step - pt->cp.bytes);
+                 fabs((double)g->cp_sent_per_step - pt->cp.bytes) +
+                 fabs((double)g->ep_sent_per_step - pt->ep.bytes);
     }
     json_object_set_new(
         m, "measured_minus_predicted",

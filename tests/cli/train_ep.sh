@@ -97,6 +97,18 @@ for P in 2 4; do
         "ep $P: E / P experts' weights, gradients and moments per GPU, two all-to-all buffers"
 done
 
+# --- Measured = predicted, to the byte: every GPU's ledger peaks and bytes sent by kind
+# (data_parallel: the other weights' gradients all-reduced over dp, the experts' over dp / ep;
+# expert_parallel: the all-to-alls) equal the calculator's (calc/memory.h's ep, calc/traffic.h).
+cases="tiny-moe:fp32:--capacity-factor=4:--ep=2 tiny-moe:fp32:--capacity-factor=4:--ep=4
+tiny-moe:fp32:--capacity-factor=4:--dp=4:--ep=2 tiny-moe:fp32:--capacity-factor=4:--dp=8:--ep=4
+tiny-moe:bf16:--capacity-factor=1.25:--ep=2 tiny-moe:fp16:--capacity-factor=2:--dp=4:--ep=4
+tiny-moe:fp32:--capacity-factor=4:--ep=4:--checkpoint=full
+tiny-moe:bf16:--capacity-factor=1:--dp=4:--ep=2:--checkpoint=selective:--top-k=1
+tiny:fp32:--experts=4:--top-k=1:--moe-every=2:--capacity-factor=2:--dp=4:--ep=2"
+$slow && cases="tiny-moe:fp32:--capacity-factor=4:--dp=4:--ep=2"
+predicted_per_case "$cases"
+
 # --- Ranks: expert rank = data rank % P (Megatron-LM's tp-cp-ep-dp-pp order).
 run train $moe --steps 1 --dp 4 --ep 2 --json --summary
 check_json "[g['coord']['ep'] for g in d['summary']['per_gpu']] == [0, 1, 0, 1]" \
