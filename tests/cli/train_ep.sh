@@ -109,6 +109,26 @@ tiny:fp32:--experts=4:--top-k=1:--moe-every=2:--capacity-factor=2:--dp=4:--ep=2"
 $slow && cases="tiny-moe:fp32:--capacity-factor=4:--dp=4:--ep=2"
 predicted_per_case "$cases"
 
+# `memory --ep` is the same calculator: its figures for that layout are train's ledger and
+# bytes (a GPU's micro-batch: 16 / 4 = 4 sequences).
+run train $moe --steps 1 --dp 4 --ep 2 --json --summary
+save ep_train
+run memory --model tiny-moe --capacity-factor 4 --gpus 4 --ep 2 --micro-batch 4 --precision fp32 --json
+out=$(printf '%s' "$out" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))')
+save ep_memory
+PYCODE="
+t, m = load('ep_train')[-1]['summary'], load('ep_memory')[-1]
+g, p = t['per_gpu'][0], m['per_gpu']
+for k in ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication'):
+    assert g['peak'][k] == p[k], (k, g['peak'][k], p[k])
+assert g['comm_bytes_per_step']['expert_parallel'] == m['communication']['expert_parallel']['bytes']
+assert g['comm_bytes_per_step']['data_parallel'] == m['communication']['data_parallel']['bytes']
+assert m['layout']['ep'] == 2
+" py "memory --ep 2 gives train's ledger and bytes"
+refused "memory: ep without a capacity" "capacity factor" memory --model tiny-moe --gpus 4 --ep 2
+refused "memory: ep not dividing dp" "dp a multiple" memory --model tiny-moe --capacity-factor 1 --gpus 6 --ep 4
+refused "memory: a capacity factor on a dense model" "--capacity-factor" memory --model tiny --capacity-factor 1
+
 # --- Ranks: expert rank = data rank % P (Megatron-LM's tp-cp-ep-dp-pp order).
 run train $moe --steps 1 --dp 4 --ep 2 --json --summary
 check_json "[g['coord']['ep'] for g in d['summary']['per_gpu']] == [0, 1, 0, 1]" \
