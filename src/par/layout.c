@@ -178,10 +178,10 @@ static int ep_check(const struct train_opts *o, struct error *e)
                          "--ep %d runs with data parallelism only on the thread-GPUs (not --tp, "
                          "--cp, --pp)",
                          o->ep);
-    if (o->zero > 0)
+    if (o->zero > 1)
         return error_set(e, ERR_INVAL,
                          "--ep %d with --zero %d: the thread-GPUs run expert parallelism with "
-                         "DDP (--zero 0) for now",
+                         "DDP and ZeRO-1 (--zero 0 or 1) for now",
                          o->ep, o->zero);
     return 0;
 }

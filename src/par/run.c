@@ -219,7 +219,7 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
      * keeps them; ZeRO: each its shard. Each element goes where the whole model has it. */
     const struct layout_place *pl = trainer_place(t);
     /* expert parallelism: the other ranks of data rank 0's group keep their experts alone */
-    bool only_experts = pl->ep > 1 && pl->dprank > 0;
+    bool only_experts = pl->ep > 1 && pl->dprank > 0 && o->zero == 0;
     size_t nx = only_experts ? gpt_part_experts(&o->shape, &pl->part, NULL, 0) : 0;
     size_t(*xr)[2] = nx ? malloc(nx * sizeof *xr) : NULL;
     if (nx && !xr)

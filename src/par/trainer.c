@@ -759,7 +759,8 @@ size_t trainer_whole_index(const struct trainer *t, size_t i)
     const struct gpt_config *c = &t->o.shape;
     if (t->pl.pp > 1 && !pt->embed && pt->head && i < (size_t)(c->vocab / t->pl.tp) * c->d)
         return SIZE_MAX;
-    size_t w = gpt_part_whole_index(c, pt, i);
+    i = dp_flat_index(t->dp[t->observing], i); /* ZeRO-1 with ep: a packed range */
+    size_t w = i == SIZE_MAX ? SIZE_MAX : gpt_part_whole_index(c, pt, i);
     if (t->pl.tprank > 0 && w != SIZE_MAX) { /* the norms, whole on every rank, are rank 0's */
         enum gpt_kind k = gpt_kind_at(c, w);
         if (k == GPT_ATTN_NORM || k == GPT_MLP_NORM || k == GPT_FINAL_NORM)

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Expert parallelism on the thread-GPUs (train --experts E --ep P): each GPU holds E / P of a
-# layer's experts, tokens travel to their experts' GPUs and back by all-to-alls, the experts'
-# gradients reduce over the GPUs holding the same experts and the rest over every data rank:
+# Expert parallelism on the thread-GPUs (train --experts E --ep P, with DDP or ZeRO-1): each
+# GPU holds E / P of a layer's experts, tokens travel to their experts' GPUs and back by
+# all-to-alls, the experts' gradients reduce over the GPUs holding the same experts and the
+# rest over every data rank (ZeRO-1 shards each over its group):
 # the same training as one GPU holding every expert, the all-to-alls' bytes and the experts'
 # memory per GPU as derived, layouts refused with their reason.
 . "$srcdir/tests/lib.sh"
@@ -26,9 +27,10 @@ moe="--model tiny-moe --capacity-factor 4"
 # with --dp 2, 2.40711646 with --ep 2).
 AGREE_TOL=3e-5
 steps=30
-layouts="--ep=2 --ep=4 --ep=8 --dp=4:--ep=2 --dp=8:--ep=4 --ep=2:--checkpoint=full"
-$slow && steps=4 && layouts="--ep=2 --dp=4:--ep=2"
-$tsan && layouts="--dp=4:--ep=2"
+layouts="--ep=2 --ep=4 --ep=8 --dp=4:--ep=2 --dp=8:--ep=4 --ep=2:--checkpoint=full
+--ep=2:--zero=1 --dp=4:--ep=2:--zero=1 --dp=8:--ep=4:--zero=1"
+$slow && steps=4 && layouts="--ep=2 --dp=4:--ep=2:--zero=1"
+$tsan && layouts="--dp=4:--ep=2:--zero=1"
 run train $moe --aux-loss-coef 0 --steps $steps --clip 1 --json
 check_status 0 "one GPU, every expert: the reference"
 check_jsonl "all(s['dropped'] == 0 for s in d[:-1])" "the reference drops no token"
@@ -55,8 +57,8 @@ done
 run train $moe --aux-loss-coef 0 --steps 1 --dump "$T_TMP/dump0" --json
 check_status 0 "--dump on one GPU"
 i=0
-dumps="--ep=2 --ep=4 --dp=4:--ep=2"
-$slow && dumps="--ep=2"
+dumps="--ep=2 --ep=4 --dp=4:--ep=2 --dp=4:--ep=2:--zero=1 --dp=8:--ep=4:--zero=1"
+$slow && dumps="--ep=2 --dp=4:--ep=2:--zero=1"
 for l in $dumps; do
     args=$(printf '%s' "$l" | tr ':' ' ')
     i=$((i + 1))
@@ -105,8 +107,11 @@ tiny-moe:fp32:--capacity-factor=4:--dp=4:--ep=2 tiny-moe:fp32:--capacity-factor=
 tiny-moe:bf16:--capacity-factor=1.25:--ep=2 tiny-moe:fp16:--capacity-factor=2:--dp=4:--ep=4
 tiny-moe:fp32:--capacity-factor=4:--ep=4:--checkpoint=full
 tiny-moe:bf16:--capacity-factor=1:--dp=4:--ep=2:--checkpoint=selective:--top-k=1
-tiny:fp32:--experts=4:--top-k=1:--moe-every=2:--capacity-factor=2:--dp=4:--ep=2"
-$slow && cases="tiny-moe:fp32:--capacity-factor=4:--dp=4:--ep=2"
+tiny:fp32:--experts=4:--top-k=1:--moe-every=2:--capacity-factor=2:--dp=4:--ep=2
+tiny-moe:fp32:--capacity-factor=4:--dp=4:--ep=2:--zero=1 tiny-moe:bf16:--capacity-factor=2:--dp=8:--ep=4:--zero=1
+tiny-moe:fp16:--capacity-factor=1.25:--ep=2:--zero=1:--checkpoint=full
+tiny:bf16:--experts=4:--top-k=2:--moe-every=2:--capacity-factor=1:--dp=4:--ep=4:--zero=1"
+$slow && cases="tiny-moe:fp32:--capacity-factor=4:--dp=4:--ep=2 tiny-moe:bf16:--capacity-factor=2:--dp=8:--ep=4:--zero=1"
 predicted_per_case "$cases"
 
 # `memory --ep` is the same calculator: its figures for that layout are train's ledger and
@@ -139,6 +144,6 @@ refused "ep without experts" "--experts" train --ep 2
 refused "ep not dividing the experts" "divide the 8 experts" train $moe --ep 3 --dp 3 --batch 18
 refused "ep not dividing the data ranks" "data-parallel ranks" train $moe --dp 2 --ep 4
 refused "ep without a capacity" "--capacity-factor" train --model tiny-moe --ep 2
-refused "ep with ZeRO" "--zero 0" train $moe --ep 2 --zero 1
+refused "ep with ZeRO-2" "--zero 0 or 1" train $moe --ep 2 --zero 2
 
 done_testing
