@@ -134,6 +134,17 @@ refused "memory: ep without a capacity" "capacity factor" memory --model tiny-mo
 refused "memory: ep not dividing dp" "dp a multiple" memory --model tiny-moe --capacity-factor 1 --gpus 6 --ep 4
 refused "memory: a capacity factor on a dense model" "--capacity-factor" memory --model tiny --capacity-factor 1
 
+# --- plan --ep-max: layouts with the experts over 2, 4, 8 of the dp GPUs weighed too; by
+# default none (the plan is as before). Mixtral 8x7B on 64 H100s at sequence 4096: its
+# experts' weights do not fit replicated over dp, and the best layout splits them 8 ways.
+mix="--model mixtral-8x7b --nodes 8 --seq 4096 --global-batch 256 --capacity-factor 1.25"
+run plan $mix --json
+check_json "all('ep' not in l for l in d['layouts'])" "plan without --ep-max weighs no expert parallelism"
+run plan $mix --ep-max 8 --json
+check_json "d['layouts'][0]['ep'] == 8 and d['layouts'][0]['pp'] == 1 and all(l.get('ep', 1) in (1, 2, 4, 8) for l in d['layouts'])" \
+    "plan --ep-max 8: Mixtral's best layout on 64 GPUs splits the experts 8 ways"
+refused "plan: a capacity factor on a dense model" "--capacity-factor" plan --model tiny --capacity-factor 1
+
 # --- Ranks: expert rank = data rank % P (Megatron-LM's tp-cp-ep-dp-pp order).
 run train $moe --steps 1 --dp 4 --ep 2 --json --summary
 check_json "[g['coord']['ep'] for g in d['summary']['per_gpu']] == [0, 1, 0, 1]" \
