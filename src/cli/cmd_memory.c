@@ -152,17 +152,9 @@ static int configure_model(const struct memory_args *a, struct run *r, struct er
     }
     int rc = calcargs_model(a->model ? a->model : "synthetic-7b", &r->shape, e);
     c->model = rc < 0 ? NULL : &r->shape;
-    if (rc >= 0 && a->capacity_factor) {
-        char *end;
-        double cf = strtod(a->capacity_factor, &end);
-        if (!r->shape.experts || end == a->capacity_factor || *end || !(cf >= 0 && cf <= 64))
-            return error_set(e, ERR_INVAL,
-                             "--capacity-factor '%s': a number from 0 to 64, for a model with "
-                             "experts (%s has %d)",
-                             a->capacity_factor, r->shape.name, r->shape.experts);
-        r->shape.capacity_factor = cf;
-    }
-    return rc;
+    if (rc < 0)
+        return rc;
+    return calcargs_capacity(a->capacity_factor, &r->shape, e);
 }
 
 /* --gpus, --dp, --tp and --pp into a whole layout. */

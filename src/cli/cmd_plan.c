@@ -145,16 +145,8 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
                               .capacity = r->cluster.hbm_bytes,
                               .cp_max = a->cp_max,
                               .ep_max = a->ep_max};
-    if (a->capacity_factor) {
-        char *end;
-        double cf = strtod(a->capacity_factor, &end);
-        if (!r->model.experts || end == a->capacity_factor || *end || !(cf >= 0 && cf <= 64))
-            return error_set(e, ERR_INVAL,
-                             "--capacity-factor '%s': a number from 0 to 64, for a model with "
-                             "experts (%s has %d)",
-                             a->capacity_factor, r->model.name, r->model.experts);
-        r->model.capacity_factor = cf;
-    }
+    if ((rc = calcargs_capacity(a->capacity_factor, &r->model, e)) < 0)
+        return rc;
     r->top = a->top;
     r->units = a->units;
     if (a->grad_accum && strcmp(a->grad_accum, "same")) {
