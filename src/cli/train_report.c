@@ -396,13 +396,14 @@ static void print_summary_json(const struct train_args *r, const struct run *run
 static void print_gpu_table(const struct train_opts *o, const struct run *run,
                             const struct prediction *p)
 {
-    bool piped = o->pp > 1, tp = o->tp > 1, cp = o->cp > 1;
+    bool piped = o->pp > 1, tp = o->tp > 1, cp = o->cp > 1, ep = o->ep > 1;
     printf(
         "\nper GPU, peak bytes (measured by each GPU's ledger; the CPU's fp32 workspace apart)\n");
     printf("%-10s %12s %12s %12s %12s %12s %12s %12s %14s", "GPU", "weights", "gradients", "master",
            "optimizer", "activations", "comm", "workspace", "sent/step");
     printf(tp ? " %14s" : "", "tensor/step");
     printf(cp ? " %14s" : "", "context/step");
+    printf(ep ? " %14s" : "", "expert/step");
     printf(piped ? " %14s\n" : "\n", "pipeline/step");
     for (int i = 0; i < o->gpus; i++) {
         const struct run_gpu *g = run_gpu(run, i);
@@ -424,6 +425,8 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
             printf(" %14llu", (unsigned long long)g->tp_sent_per_step);
         if (cp)
             printf(" %14llu", (unsigned long long)g->cp_sent_per_step);
+        if (ep)
+            printf(" %14llu", (unsigned long long)g->ep_sent_per_step);
         if (piped)
             printf(" %14llu", (unsigned long long)g->pp_sent_per_step);
         printf("\n");
@@ -439,6 +442,8 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
             printf(" %14.0f", p->comm[st].tp.bytes);
         if (cp)
             printf(" %14.0f", p->comm[st].cp.bytes);
+        if (ep)
+            printf(" %14.0f", p->comm[st].ep.bytes);
         if (piped)
             printf(" %14.0f", p->comm[st].pp.bytes);
         printf("\n");
@@ -447,6 +452,8 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
         printf("communication: %s\n", p->comm[0].dp.formula);
         if (cp)
             printf("context parallel: %s\n", p->comm[0].cp.formula);
+        if (ep)
+            printf("expert parallel: %s\n", p->comm[0].ep.formula);
     }
     if (cp) { /* the causal mask's work, GPU by GPU: what the balanced split evens out */
         uint64_t lo = UINT64_MAX, hi = 0, sum = 0;

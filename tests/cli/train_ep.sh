@@ -145,6 +145,11 @@ check_json "d['layouts'][0]['ep'] == 8 and d['layouts'][0]['pp'] == 1 and all(l.
     "plan --ep-max 8: Mixtral's best layout on 64 GPUs splits the experts 8 ways"
 refused "plan: a capacity factor on a dense model" "--capacity-factor" plan --model tiny --capacity-factor 1
 
+# The text's table has the all-to-alls' bytes per GPU beside the calculator's, and the formula.
+run train $moe --steps 1 --ep 2
+check_contains "$out" "expert/step" "the text's table has a column for the all-to-alls"
+check_contains "$out" "expert parallel: m x 4 expert layers x 4 x (P-1)/P x E cap d p" "the text gives their formula"
+
 # --- Ranks: expert rank = data rank % P (Megatron-LM's tp-cp-ep-dp-pp order).
 run train $moe --steps 1 --dp 4 --ep 2 --json --summary
 check_json "[g['coord']['ep'] for g in d['summary']['per_gpu']] == [0, 1, 0, 1]" \
