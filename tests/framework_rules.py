@@ -133,7 +133,10 @@ MEGATRON = {  # megatron/training/arguments.py and megatron/training/config/*.py
     '--use-distributed-optimizer', '--use-megatron-fsdp', '--data-parallel-sharding-strategy',
     '--megatron-fsdp-main-grads-dtype', '--ckpt-format', '--bf16', '--fp16',
     '--initial-loss-scale', '--min-loss-scale', '--loss-scale-window', '--hysteresis',
-    '--accumulate-allreduce-grads-in-fp32', '--optimizer', '--sgd-momentum', '--clip-grad'}
+    '--accumulate-allreduce-grads-in-fp32', '--optimizer', '--sgd-momentum', '--clip-grad',
+    '--num-experts', '--moe-router-topk', '--moe-layer-freq', '--expert-model-parallel-size',
+    '--moe-token-dispatcher-type', '--moe-expert-capacity-factor',
+    '--moe-pad-expert-input-to-capacity'}
 # torch/distributed/run.py: the spellings torch 1.13 and 2.x both take
 TORCHRUN = {'--nnodes', '--nproc_per_node', '--node_rank', '--master_addr', '--master_port'}
 FSDP_SHARDING = {'NO_SHARD': 0, 'SHARD_GRAD_OP': 2, 'FULL_SHARD': 3}  # fsdp/api.py
@@ -191,6 +194,23 @@ def megatron(out, err, gpus):
     # utils.py get_batch_on_this_cp_rank: 2 cp chunks, rank i holding i and 2cp-1-i (balanced)
     if cp > 1:
         runs += ['--cp', cp]
+    # arguments.py: num_experts divisible by the expert-model-parallel size; parallel_state.py's
+    # expert rank generator splits the dp x cp x tp / etp ranks (etp = tp) into ep x expert-dp
+    ep = int(a.get('--expert-model-parallel-size', 1))
+    if ep > 1:
+        experts = int(a.get('--num-experts', 0))
+        if not experts or experts % ep or (dp * cp) % ep:
+            bad.append('--expert-model-parallel-size %d with %d experts on dp x cp %d'
+                       % (ep, experts, dp * cp))
+        runs += ['--ep', ep]
+    # moe_utils.py get_capacity: ceil(tokens x topk / experts x factor); padding needs it and
+    # the all-to-all dispatcher (arguments.py)
+    if '--moe-pad-expert-input-to-capacity' in a and (
+            '--moe-expert-capacity-factor' not in a or
+            a.get('--moe-token-dispatcher-type') != 'alltoall'):
+        bad.append('padding to capacity without a capacity factor and the alltoall dispatcher')
+    if '--moe-expert-capacity-factor' in a:
+        runs += ['--capacity-factor', a['--moe-expert-capacity-factor']]
     if '--num-layers-per-virtual-pipeline-stage' in a:
         # arguments.py: layers per stage divisible by it; v = (L / pp) / that
         per = int(a['--num-layers-per-virtual-pipeline-stage'])

@@ -195,7 +195,8 @@ assert open('$1/params.f32', 'rb').read() == open('$2/params.f32', 'rb').read(),
 # check_predicted WHAT [GPUS]: in the last run's summary (train --json --summary), measured =
 # predicted to the byte: every GPU's ledger peaks (weights, gradients, master weights,
 # optimizer, activations, communication) and its bytes sent per step (data-parallel,
-# tensor-parallel, pipeline, and context-parallel where it ran) equal the calculator's for its stage, and the summary's own
+# tensor-parallel, pipeline, and context- and expert-parallel where they ran) equal the
+# calculator's for its stage, and the summary's own
 # difference is 0; with one stage, its peaks also equal the layout's per-GPU prediction and
 # its bytes sent the layout's comm_bytes_per_gpu. There are dp x tp x pp GPUs (GPUS of them,
 # when given).
@@ -213,7 +214,7 @@ for g in s['per_gpu']:
     for want in [p] + ([pred['per_gpu']] if lay['pp'] == 1 else []):
         for k in keys:
             assert g['peak'][k] == want[k], (g['gpu'], k, g['peak'][k], want[k])
-    for k in ('data_parallel', 'tensor_parallel', 'pipeline') + (('context_parallel',) if 'cp' in lay else ()):
+    for k in ('data_parallel', 'tensor_parallel', 'pipeline') + (('context_parallel',) if 'cp' in lay else ()) + (('expert_parallel',) if 'ep' in lay else ()):
         assert g['comm_bytes_per_step'][k] == p['comm_bytes_per_step'][k], (g['gpu'], k, g['comm_bytes_per_step'], p['comm_bytes_per_step'])
     if lay['pp'] == 1:
         assert g['sent_bytes_per_step'] == pred['comm_bytes_per_gpu'], (g['gpu'], g['sent_bytes_per_step'], pred['comm_bytes_per_gpu'])

@@ -84,6 +84,12 @@ static void prefetch(struct framework_run *r, const char *why)
 static int deepspeed(struct framework_run *r, struct error *e)
 {
     struct memory_config *c = &r->c;
+    if (c->ep > 1)
+        return error_set(e, ERR_INVAL,
+                         "DeepSpeed: its experts' parallelism (deepspeed.moe.layer.MoE's ep_size) "
+                         "is set in the model's code, not in ds_config.json; use Megatron-LM "
+                         "(--expert-model-parallel-size %d), or --ep 1",
+                         c->ep);
     if (c->cp > 1)
         return error_set(e, ERR_INVAL,
                          "DeepSpeed: no ring attention: its sequence parallelism "
@@ -160,6 +166,12 @@ static int megatron(struct framework_run *r, struct error *e)
 static int fsdp(struct framework_run *r, struct error *e)
 {
     struct memory_config *c = &r->c;
+    if (c->ep > 1)
+        return error_set(e, ERR_INVAL,
+                         "PyTorch FSDP: the export's FSDP has no expert parallelism (each GPU "
+                         "would hold every expert); use --ep 1, or Megatron-LM "
+                         "(--expert-model-parallel-size %d)",
+                         c->ep);
     if (c->cp > 1)
         return error_set(e, ERR_INVAL,
                          "PyTorch FSDP: the export's FSDP has no context parallelism (its "

@@ -114,6 +114,12 @@ int memory_in_flight(enum calc_schedule sched, int stage, int pp, int m)
 }
 
 /* The activations' view of a layout: one micro-batch on one GPU. */
+static void add_states(struct memory_states *sum, const struct memory_states *x)
+{
+    sum->weights += x->weights, sum->gradients += x->gradients;
+    sum->master += x->master, sum->optimizer += x->optimizer;
+}
+
 static struct activ_config activ_of(const struct memory_config *c)
 {
     return (struct activ_config){.micro_batch = c->micro_batch,
@@ -123,6 +129,45 @@ static struct activ_config activ_of(const struct memory_config *c)
                                  .bytes = c->precision == PREC_FP32 ? 4 : 2,
                                  .cp = c->cp,
                                  .cp_naive = c->cp_naive};
+}
+
+double memory_ep_experts(const struct memory_config *c)
+{
+    const struct model_shape *m = c->model;
+    if (!m || !m->experts)
+        return 0;
+    int ep = c->ep > 1 ? c->ep : 1;
+    return (double)params_moe_layers(m, 0, m->layers) * (m->experts / ep) * 3.0 * m->d_model *
+           m->ffn;
+}
+
+double memory_ep_rows(const struct memory_config *c)
+{
+    const struct model_shape *m = c->model;
+    double n = (double)c->micro_batch * c->seq;
+    if (!m || !m->experts || !(m->capacity_factor > 0))
+        return m && m->experts ? m->top_k * n : 0;
+    return m->experts * fmin(n, ceil(m->capacity_factor * m->top_k * n / m->experts));
+}
+
+double memory_ep_buffers(const struct memory_config *c)
+{
+    if (c->ep <= 1 || !c->model)
+        return 0;
+    return 2 * memory_ep_rows(c) * c->model->d_model * (c->precision == PREC_FP32 ? 4 : 2);
+}
+
+/* psi parameters' states, expert parallelism's experts sharded over their own group. */
+static void states_of(const struct memory_config *c, double psi, const struct memory_states *k,
+                      struct memory_states *out)
+{
+    double x = c->ep > 1 ? memory_ep_experts(c) : 0;
+    memory_zero(psi - x, k, c->zero, memory_grad_ranks(c), out);
+    if (x > 0) {
+        struct memory_states xs;
+        memory_zero(x, k, c->zero, c->dp / c->ep, &xs);
+        add_states(out, &xs);
+    }
 }
 
 int memory_grad_ranks(const struct memory_config *c)
@@ -164,6 +209,8 @@ int memory_check(const struct memory_config *c, struct error *e)
     if (!(c->capacity > 0) || !isfinite(c->capacity))
         return error_set(e, ERR_INVAL, "capacity must be a size above 0");
     if (!c->model) {
+        if (c->ep > 1)
+            return error_set(e, ERR_INVAL, "ep %d needs a model with experts, not a count", c->ep);
         if (!(c->params >= 1) || !isfinite(c->params))
             return error_set(e, ERR_INVAL, "params must be a count of at least 1");
         return 0;
@@ -183,6 +230,13 @@ int memory_check(const struct memory_config *c, struct error *e)
                          "%s has experts: the calculator counts them with tp 1 and ZeRO 0 to 2, "
                          "not tp %d, ZeRO %d",
                          c->model->name, c->tp, c->zero);
+    if (c->ep > 1 && (!c->model->experts || c->model->experts % c->ep || c->dp % c->ep ||
+                      !(c->model->capacity_factor > 0) || c->pp > 1))
+        return error_set(e, ERR_INVAL,
+                         "ep %d: expert parallelism needs a model with experts it divides (%s has "
+                         "%d), dp a multiple of it (not %d), a capacity factor (the static shape "
+                         "its all-to-alls send) and pp 1",
+                         c->ep, c->model->name, c->model->experts, c->dp);
     if (c->model->experts > 0 && c->cp > 1)
         return error_set(e, ERR_INVAL,
                          "%s has experts: the calculator counts them without context "
@@ -190,12 +244,6 @@ int memory_check(const struct memory_config *c, struct error *e)
                          c->model->name, c->cp);
     struct activ_config ac = activ_of(c);
     return activ_check(c->model, &ac, e);
-}
-
-static void add_states(struct memory_states *sum, const struct memory_states *x)
-{
-    sum->weights += x->weights, sum->gradients += x->gradients;
-    sum->master += x->master, sum->optimizer += x->optimizer;
 }
 
 /* Interleaved: stage s holds virtual stages c p + s, c < v (see above). */
@@ -255,12 +303,15 @@ static void stage_fill(const struct memory_config *c, const struct params_breakd
     int first, count;
     params_stage_layers(m->layers, s, c->pp, &first, &count);
     double psi = params_per_gpu(pb, m->layers, s, c->pp, c->tp, m->tied);
+    if (c->ep > 1) /* the experts of the other expert ranks */
+        psi -= memory_ep_experts(&(struct memory_config){.model = m}) - memory_ep_experts(c);
     struct activ_config ac = activ_of(c);
-    memory_zero(psi, &out->per_param, c->zero, memory_grad_ranks(c), &out->states);
+    states_of(c, psi, &out->per_param, &out->states);
     activ_total_at(m, &ac, &c->ckpt, first, count, s == 0, s == c->pp - 1, &out->act);
     out->in_flight = memory_in_flight(c->schedule, s, c->pp, c->micro_batches);
     out->activations = (out->in_flight - 1) * out->act.saved + out->act.peak;
-    out->comm = memory_comm(c, pb, psi, count, s == 0, s == c->pp - 1) + memory_cp_buffers(c);
+    out->comm = memory_comm(c, pb, psi, count, s == 0, s == c->pp - 1) + memory_cp_buffers(c) +
+                memory_ep_buffers(c);
     out->params_gpu = psi;
     out->stage = s;
     out->stage_layers = count;

@@ -68,6 +68,7 @@ struct memory_config {
     bool grad_fp32;
     int dp, tp, pp, zero;
     int cp;        /* context parallelism: each sequence over cp GPUs (0 or 1: none) */
+    int ep;        /* expert parallelism: a layer's experts over ep of the dp GPUs (0, 1: none) */
     bool cp_naive; /* cp: GPU i holds chunk i of cp, not chunks i and 2cp - 1 - i */
     int micro_batch, seq, micro_batches;
     enum calc_schedule schedule; /* gpipe, 1f1b, or interleaved with chunks >= 2 (pp > 1) */
@@ -128,6 +129,17 @@ int memory_grad_ranks(const struct memory_config *c);
 /* Context parallelism's ring buffers (par/cp.h): two of a block's K, V, dK and dV, 2 x 4 b s/cp
  * kv/t p bytes (kv = kv_heads h / a); 0 without cp or a shape. */
 double memory_cp_buffers(const struct memory_config *c);
+
+/* Expert parallelism (model/gpt.h, par/layout.h): the expert parameters one GPU holds, E / ep
+ * of each expert layer's E experts of 3 d ffn (all E with ep 1; 0 without experts); and its
+ * all-to-alls' send and receive buffers (par/ep.h), 2 E cap d p bytes for a micro-batch of n =
+ * b s tokens, cap = min(n, ceil(C k n / E)) (model/moe.h), 0 with ep 1. Their weights replicate
+ * over the dp / ep GPUs of the same expert rank, over which ZeRO shards them (Megatron-LM's
+ * expert-data-parallel group); the others' over dp. */
+double memory_ep_experts(const struct memory_config *c);
+double memory_ep_buffers(const struct memory_config *c);
+/* Rows a micro-batch's tokens take in an expert layer's static [E, cap, d] shape: E cap. */
+double memory_ep_rows(const struct memory_config *c);
 
 /* The same for the GPUs of one pipeline stage (0 <= stage < pp; a shaped model only). */
 int memory_compute_stage(const struct memory_config *c, int stage, struct memory_result *out,

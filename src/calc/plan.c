@@ -73,6 +73,7 @@ void plan_memory_config(const struct plan_config *c, const struct plan_layout *l
                                   .schedule = SCHED_1F1B,
                                   .sp = l->tp > 1,
                                   .cp = l->cp > 1 ? l->cp : 1,
+                                  .ep = l->ep > 1 ? l->ep : 1,
                                   .ckpt = l->ckpt,
                                   .capacity = c->capacity};
 }
@@ -243,18 +244,26 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
                 for (size_t q = 0; q < sizeof policies / sizeof policies[0] && rc == 0; q++) {
                     if (cp > 1 && policies[q].kind == CKPT_SELECTIVE)
                         continue; /* ring attention keeps no probabilities to recompute */
-                    for (int b = 1; b <= c->global_batch / dp && b <= 64 && rc == 0; b *= 2) {
-                        if ((c->global_batch / dp) % b)
+                    /* expert parallelism: 1, 2, 4, ... up to ep_max, dividing dp and the
+                     * experts, with one stage (the calculator's) */
+                    for (int ep = 1; ep <= (c->ep_max > 1 ? c->ep_max : 1) && rc == 0; ep *= 2) {
+                        if (ep > 1 && (dp % ep || c->model->experts % ep || pp > 1 ||
+                                       !(c->model->capacity_factor > 0)))
                             continue;
-                        l = (struct plan_layout){.dp = dp,
-                                                 .tp = tp,
-                                                 .pp = pp,
-                                                 .cp = cp,
-                                                 .zero = zero,
-                                                 .ckpt = policies[q],
-                                                 .micro_batch = b,
-                                                 .micro_batches = c->global_batch / dp / b};
-                        rc = weigh(c, &l, &kept, &rejected);
+                        for (int b = 1; b <= c->global_batch / dp && b <= 64 && rc == 0; b *= 2) {
+                            if ((c->global_batch / dp) % b)
+                                continue;
+                            l = (struct plan_layout){.dp = dp,
+                                                     .tp = tp,
+                                                     .pp = pp,
+                                                     .cp = cp,
+                                                     .ep = ep,
+                                                     .zero = zero,
+                                                     .ckpt = policies[q],
+                                                     .micro_batch = b,
+                                                     .micro_batches = c->global_batch / dp / b};
+                            rc = weigh(c, &l, &kept, &rejected);
+                        }
                     }
                 }
             }

@@ -49,11 +49,13 @@ struct plan_config {
     double capacity;          /* bytes per GPU */
     enum framework framework; /* rank only what it runs (FRAMEWORK_NONE: the lab's layouts) */
     int cp_max;               /* context parallelism up to this (0 or 1: none) */
+    int ep_max;               /* expert parallelism up to this (0 or 1: none; experts only) */
 };
 
 struct plan_layout {
     int dp, tp, pp, zero;
     int cp; /* context parallelism (0 or 1: none) */
+    int ep; /* expert parallelism over the dp GPUs (0 or 1: none) */
     struct ckpt_policy ckpt;
     int micro_batch, micro_batches;
     double per_gpu_bytes;

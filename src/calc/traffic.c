@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "calc/params.h"
 #include "calc/preset.h"
 #include "comm/cost.h"
 #include "sim/spec.h"
@@ -48,10 +49,12 @@ static void piece(struct traffic_part *t, const char *name, double bytes)
     t->bytes += bytes;
 }
 
-static int data_parallel(const struct memory_config *c, const struct cluster_spec *cl, double psi,
-                         double fwd_s, double bwd_s, struct traffic_part *out, struct error *e)
+/* The data-parallel reduction of psi parameters replicated over n GPUs `stride` ranks apart. */
+static int dp_pass(const struct memory_config *c, const struct cluster_spec *cl, double psi, int n,
+                   int stride, double fwd_s, double bwd_s, struct traffic_part *out,
+                   struct error *e)
 {
-    int n = memory_grad_ranks(c), m = c->micro_batches; /* the weights' copies: dp x cp */
+    int m = c->micro_batches;
     struct memory_states k;
     memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
     /* the flat buffers are padded to N ceil(Ψ/N) elements (par/shard.h): every GPU sends
@@ -59,7 +62,7 @@ static int data_parallel(const struct memory_config *c, const struct cluster_spe
     double S = ceil(psi / n), g = k.gradients, w = k.weights, f = (n - 1.0) / n;
     psi = S * n;
     struct cost_net net;
-    group_net(cl, n, c->tp, &net);
+    group_net(cl, n, stride, &net);
     double t_ar, t_rs, t_ag;
     int rc = 0;
     rc |= ring(COST_ALLREDUCE, &net, psi * g, &t_ar, e);
@@ -102,9 +105,33 @@ static int data_parallel(const struct memory_config *c, const struct cluster_spe
     }
     if (n == 1)
         snprintf(out->formula, sizeof out->formula, "none: one data-parallel replica");
+    return 0;
+}
+
+/* The gradients and weights over the data-parallel GPUs (dp x cp); with expert parallelism the
+ * experts' over the dp / ep GPUs of their expert rank (each kind's shards even: par/dp.c's
+ * packed_bounds), the others' over dp. */
+static int data_parallel(const struct memory_config *c, const struct cluster_spec *cl, double psi,
+                         double fwd_s, double bwd_s, struct traffic_part *out, struct error *e)
+{
+    double x = c->ep > 1 ? memory_ep_experts(c) : 0;
+    int rc = dp_pass(c, cl, psi - x, memory_grad_ranks(c), c->tp, fwd_s, bwd_s, out, e);
+    if (rc < 0)
+        return rc;
     double bytes = out->bytes;
     out->bytes = 0;
     piece(out, "gradients_and_weights", bytes);
+    if (x > 0) {
+        struct traffic_part xp = {0};
+        int xn = c->dp / c->ep;
+        if ((rc = dp_pass(c, cl, x, xn, c->tp * c->ep, fwd_s, bwd_s, &xp, e)) < 0)
+            return rc;
+        piece(out, "experts", xp.bytes);
+        out->time_s += xp.time_s, out->exposed += xp.exposed;
+        size_t len = strlen(out->formula);
+        snprintf(out->formula + len, sizeof out->formula - len,
+                 "; the experts' Ψ_x the same way, N = dp / ep = %d", xn);
+    }
     return 0;
 }
 
@@ -231,6 +258,39 @@ static void context_parallel(const struct memory_config *c, const struct cluster
              layers, full ? 8 : 6, S, C, m);
 }
 
+/* Expert parallelism on a stage (par/ep.h; pp 1): a GPU routes its micro-batch's n = b s
+ * tokens into the static [E, cap, d] rows of each expert layer, cap = min(n, ceil(C k n / E))
+ * (model/moe.h; GShard's dispatch tensor, Megatron-LM's drop-and-pad), and the rows bound for
+ * the experts of the P - 1 other GPUs of its group, (P-1)/P of them, go there in the dispatch
+ * all-to-all; as many rows of outputs come back in the combine. The backward pass sends the
+ * outputs' gradients the dispatch's way and the inputs' gradients the combine's way: per
+ * expert layer and micro-batch 4 (P-1)/P E cap d p bytes from every GPU, whatever the routing
+ * (the padding travels too), and a full recompute's forward sends its two again (6). Each is a
+ * pairwise all-to-all on the critical path (nothing computes while it runs). */
+static int expert_parallel(const struct memory_config *c, const struct cluster_spec *cl, int layers,
+                           int p, struct traffic_part *out, struct error *e)
+{
+    const struct model_shape *md = c->model;
+    int P = c->ep, m = c->micro_batches, moe = params_moe_layers(md, 0, layers);
+    bool full = c->ckpt.kind != CKPT_NONE && c->ckpt.kind != CKPT_SELECTIVE;
+    double rows = memory_ep_rows(c), X = rows * md->d_model * p, f = (P - 1.0) / P;
+    piece(out, "dispatch_combine", 2 * f * X * moe * m);
+    piece(out, "backward", 2 * f * X * moe * m);
+    if (full)
+        piece(out, "recompute", 2 * f * X * moe * m);
+    struct cost_net net;
+    group_net(cl, P, c->tp, &net);
+    struct cost_result r;
+    if (cost_collective(COST_ALLTOALL, COST_PAIRWISE, &net, X, &r, e) < 0)
+        return ERR_INVAL;
+    out->time_s = out->exposed = (4.0 + (full ? 2 : 0)) * moe * m * r.time_s;
+    snprintf(out->formula, sizeof out->formula,
+             "m x %d expert layers x %d x (P-1)/P x E cap d p, E cap = %.0f rows of d %d x %d B "
+             "(the static [E, cap, d] shape), P = %d, m = %d",
+             moe, full ? 6 : 4, rows, md->d_model, p, P, m);
+    return 0;
+}
+
 int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, int stage,
                     double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
                     struct traffic *out, struct error *e)
@@ -244,6 +304,7 @@ int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl
     snprintf(out->tp.formula, sizeof out->tp.formula, "none: tp = 1");
     snprintf(out->pp.formula, sizeof out->pp.formula, "none: pp = 1");
     snprintf(out->cp.formula, sizeof out->cp.formula, "none: cp = 1");
+    snprintf(out->ep.formula, sizeof out->ep.formula, "none: ep = 1");
     if (c->model) {
         int p = c->precision == PREC_FP32 ? 4 : 2, t = c->tp;
         double sbh = local_seq(c) * c->micro_batch * c->model->d_model * p;
@@ -264,8 +325,11 @@ int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl
         }
         if (c->cp > 1)
             context_parallel(c, cl, stage_layers, p, &out->cp);
+        if (c->ep > 1 && (rc = expert_parallel(c, cl, stage_layers, p, &out->ep, e)) < 0)
+            return rc;
     }
-    out->bytes = out->dp.bytes + out->tp.bytes + out->pp.bytes + out->cp.bytes;
-    out->exposed = out->dp.exposed + out->tp.exposed + out->pp.exposed + out->cp.exposed;
+    out->bytes = out->dp.bytes + out->tp.bytes + out->pp.bytes + out->cp.bytes + out->ep.bytes;
+    out->exposed =
+        out->dp.exposed + out->tp.exposed + out->pp.exposed + out->cp.exposed + out->ep.exposed;
     return 0;
 }

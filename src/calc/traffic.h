@@ -70,7 +70,7 @@ struct traffic_part {
 };
 
 struct traffic {
-    struct traffic_part dp, tp, pp, cp;
+    struct traffic_part dp, tp, pp, cp, ep;
     double bytes, exposed; /* sums */
 };
 
@@ -95,7 +95,11 @@ struct traffic {
  *   context_parallel "kv_forward", "kv_backward", "kv_grads" and "kv_recompute" (full
  *                   recompute): the ring attention's K and V blocks and their gradients
  *                   (context_parallel in traffic.c derives them: 6 (C-1)/C b s kv p per layer
- *                   and micro-batch, 8 with full recompute). */
+ *                   and micro-batch, 8 with full recompute);
+ *   expert_parallel "dispatch_combine", "backward" and "recompute" (full recompute): the
+ *                   all-to-alls of the experts' static rows (expert_parallel in traffic.c
+ *                   derives them: 4 (P-1)/P E cap d p per expert layer and micro-batch, 6 with
+ *                   full recompute). */
 int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, int stage,
                     double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
                     struct traffic *out, struct error *e);

@@ -1,4 +1,5 @@
-/* Benchmark groups "dp", "pp", "tp" and "cp": data, pipeline, tensor and context parallelism
+/* Benchmark groups "dp", "pp", "tp", "cp" and "ep": data, pipeline, tensor, context and expert
+ * parallelism
  * on the thread-GPUs. The `small` model trains on 1, 2 and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage
  * 3; on 2 pipeline stages with 8 micro-batches; and on 2 tensor-parallel GPUs; each run with the
  * same global batch, in fp32, through the engine of `scalelab train` (par/run.h). The runs of a
@@ -245,4 +246,36 @@ const struct bench_case bench_cp = {
     "context parallelism on thread-GPUs (small, fp32, a long sequence): 2 GPUs of a ring "
     "against one, in turns",
     run_cp,
+};
+
+/* Expert parallelism: small with 8 experts of its FFN width in every layer, top-2, capacity
+ * factor 1.25 (cap = 1.25 x 2 n / 8 of a GPU's n tokens): one GPU holding every expert against
+ * 2 GPUs holding 4 each (dp 2 x ep 2), the tokens dispatched and combined by all-to-alls. Each
+ * expert-parallel GPU runs its experts on the static E cap rows it receives, padding included,
+ * where one GPU runs only the rows its tokens fill: the CPU per token says how much that and
+ * the all-to-alls' copies cost. */
+static int run_ep(struct bench *b)
+{
+    struct turns t;
+    if (turns_init(b, &t, 2))
+        return 1;
+    for (int k = 0; k < 2; k++)
+        t.o[k].shape.moe = (struct gpt_moe){.experts = 8,
+                                            .top_k = 2,
+                                            .every = 1,
+                                            .capacity_factor = 1.25,
+                                            .aux_coef = TRAIN_AUX_COEF};
+    t.o[1].gpus = t.o[1].ep = 2;
+    if (take_turns(&t))
+        return 1;
+    speedup(b, "ep", "2 expert-parallel GPUs / 1 GPU, 8 experts top-2 (target >= 1.5)", &t, 1, 0,
+            true);
+    return 0;
+}
+
+const struct bench_case bench_ep = {
+    "ep",
+    "expert parallelism on thread-GPUs (small with 8 experts, fp32): 2 GPUs of 4 experts each "
+    "against one of 8, in turns",
+    run_ep,
 };

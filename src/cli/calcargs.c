@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "base/error.h"
 #include "calc/activ.h"
@@ -32,6 +33,21 @@ int calcargs_bytes(const char *name, const char *arg, double *out, struct error 
     if (!(v > 0))
         return error_set(e, ERR_INVAL, "--%s: '%s' must be above 0 bytes (e.g. 80GiB)", name, arg);
     *out = v;
+    return 0;
+}
+
+int calcargs_capacity(const char *arg, struct model_shape *m, struct error *e)
+{
+    if (!arg)
+        return 0;
+    char *end;
+    double cf = strtod(arg, &end);
+    if (!m->experts || end == arg || *end || !(cf >= 0 && cf <= 64))
+        return error_set(e, ERR_INVAL,
+                         "--capacity-factor '%s': a number from 0 to 64, for a model with "
+                         "experts (%s has %d)",
+                         arg, m->name, m->experts);
+    m->capacity_factor = cf;
     return 0;
 }
 

@@ -21,6 +21,8 @@ int calcargs_bytes(const char *name, const char *arg, double *out, struct error 
 
 /* --model and --cluster (with --nodes, a whole number from 1, when not NULL). */
 int calcargs_model(const char *arg, struct model_shape *m, struct error *e);
+/* --capacity-factor (NULL: the model's) onto model m, which must have experts. */
+int calcargs_capacity(const char *arg, struct model_shape *m, struct error *e);
 int calcargs_cluster(const char *arg, const char *nodes, struct cluster_spec *c, struct error *e);
 
 /* Table parsers (cli/opts.h) for the choices calc/ reads, its message behind the option's

@@ -24,7 +24,9 @@
  * model, cluster and sizes kept as text for configure (they depend on each other). */
 struct memory_args {
     const char *model, *params, *cluster, *nodes, *grad_accum, *bucket, *gpu_mem, *emit;
-    int gpus, dp, tp, pp, cp, zero, micro_batch, seq, micro_batches, prefetch, unit_layers, chunks;
+    const char *capacity_factor;
+    int gpus, dp, tp, pp, cp, ep, zero, micro_batch, seq, micro_batches, prefetch, unit_layers,
+        chunks;
     enum calc_precision precision;
     enum calc_optimizer optimizer;
     enum calc_schedule schedule;
@@ -86,6 +88,13 @@ static const struct opt_entry options[] = {
     OPT_INT("cp", "C", A, cp, 1, 4096,
             "context parallel size (default 1): each sequence over C GPUs,\n"
             "attention by ring (activations of s/C tokens, the ring's buffers)"),
+    OPT_INT("ep", "P", A, ep, 1, 4096,
+            "expert parallel size (default 1), a model with experts: each expert\n"
+            "layer's experts over P of the dp GPUs (E / P each, sharded over\n"
+            "dp / P), the tokens' all-to-alls; needs a capacity factor"),
+    OPT_WITH("capacity-factor", "C", opts_str, A, capacity_factor,
+             "a model with experts: an expert takes at most ceil(C k tokens / E)\n"
+             "of a micro-batch's tokens (default the model's; train's option)"),
     OPT_FLAG("cp-naive", A, cp_naive, "with --cp: GPU i holds chunk i of C, not i and 2C-1-i"),
     OPT_WITH("checkpoint", "P", calcargs_policy, A, ckpt,
              "none (default), full, selective, sqrt or every:K"),
@@ -143,7 +152,9 @@ static int configure_model(const struct memory_args *a, struct run *r, struct er
     }
     int rc = calcargs_model(a->model ? a->model : "synthetic-7b", &r->shape, e);
     c->model = rc < 0 ? NULL : &r->shape;
-    return rc;
+    if (rc < 0)
+        return rc;
+    return calcargs_capacity(a->capacity_factor, &r->shape, e);
 }
 
 /* --gpus, --dp, --tp and --pp into a whole layout. */
@@ -188,6 +199,7 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
         .chunks = a->schedule == SCHED_INTERLEAVED ? (a->chunks ? a->chunks : 2) : 0,
         .sp = a->sp,
         .cp = a->cp ? a->cp : 1,
+        .ep = a->ep ? a->ep : 1,
         .cp_naive = a->cp_naive,
         .no_prefetch = !a->prefetch,
         .unit_layers = a->unit_layers,
@@ -247,9 +259,12 @@ static json_t *per_gpu_json(const struct memory_result *m)
 static json_t *comm_json(const struct traffic *t)
 {
     json_t *comm = json_object();
-    const struct traffic_part *parts[] = {&t->dp, &t->tp, &t->pp, &t->cp};
-    const char *names[] = {"data_parallel", "tensor_parallel", "pipeline", "context_parallel"};
-    for (int i = 0; i < 3 + (t->cp.bytes > 0); i++) { /* context parallelism where it runs */
+    const struct traffic_part *parts[] = {&t->dp, &t->tp, &t->pp, &t->cp, &t->ep};
+    const char *names[] = {"data_parallel", "tensor_parallel", "pipeline", "context_parallel",
+                           "expert_parallel"};
+    for (int i = 0; i < 5; i++) { /* context and expert parallelism where they run */
+        if (i >= 3 && !(parts[i]->bytes > 0))
+            continue;
         json_t *pieces = json_object();
         for (int k = 0; k < parts[i]->npieces; k++)
             json_object_set_new(pieces, parts[i]->piece[k].name,
@@ -301,6 +316,8 @@ static void print_json(const struct run *r)
         json_object_set_new(lay, "cp", json_integer(c->cp));
         json_object_set_new(lay, "cp_split", json_string(c->cp_naive ? "naive" : "balanced"));
     }
+    if (c->ep > 1)
+        json_object_set_new(json_object_get(doc, "layout"), "ep", json_integer(c->ep));
     json_object_set_new(doc, "precision", json_string(memory_precision_name(c->precision)));
     json_object_set_new(doc, "optimizer", json_string(memory_optimizer_name(c->optimizer)));
     json_object_set_new(doc, "bytes_per_param",
@@ -366,6 +383,9 @@ static void print_setup(const struct run *r)
            c->tp, c->pp);
     if (c->cp > 1)
         printf(" x cp %d (%s split)", c->cp, c->cp_naive ? "naive" : "balanced");
+    if (c->ep > 1)
+        printf(", ep %d (%d expert%s a GPU)", c->ep, c->model->experts / c->ep,
+               c->model->experts / c->ep > 1 ? "s" : "");
     printf(", ZeRO-%d", c->zero);
     if (c->model)
         printf(", checkpoint %s, micro-batch %d x seq %d%s", ckpt_name(pol, sizeof pol, &c->ckpt),
@@ -422,7 +442,7 @@ static void print_parts(const struct run *r)
         else
             printf("%d layers + the ends, one micro-batch at its peak\n", m->stage_layers);
     }
-    double ring = memory_cp_buffers(c), dpc = m->comm - ring;
+    double ring = memory_cp_buffers(c), a2a = memory_ep_buffers(c), dpc = m->comm - ring - a2a;
     if (dpc > 0)
         printf("  %-18s %14s   %s\n", "comm buffers", calcargs_size(b1, sizeof b1, dpc, u),
                c->zero == 2     ? "2 gradient buckets (one reduced while the next fills)"
@@ -431,6 +451,9 @@ static void print_parts(const struct run *r)
     if (ring > 0)
         printf("  %-18s %14s   %s\n", "ring buffers", calcargs_size(b1, sizeof b1, ring, u),
                "2 x a block's K, V, dK, dV (context parallel: 2 x 4 b s/C kv p)");
+    if (a2a > 0)
+        printf("  %-18s %14s   %s\n", "all-to-all", calcargs_size(b1, sizeof b1, a2a, u),
+               "send and receive buffers of the static rows (expert parallel: 2 E cap d p)");
     printf("  %-18s %14s\n", "total", calcargs_size(b1, sizeof b1, m->total, u));
     printf("  %-18s %14s   %s\n", "capacity", calcargs_size(b1, sizeof b1, m->capacity, u),
            r->capacity_given ? "--gpu-mem" : r->cluster.name);
@@ -492,9 +515,12 @@ static void print_comm(const struct run *r)
     printf("\ncommunication per GPU per step (%d micro-batch%s; times from the α-β ring model of "
            "comm/cost.h on %s):\n",
            c->micro_batches, c->micro_batches > 1 ? "es" : "", r->cluster.name);
-    const struct traffic_part *parts[] = {&r->t.dp, &r->t.tp, &r->t.pp, &r->t.cp};
-    const char *names[] = {"data parallel", "tensor parallel", "pipeline", "context parallel"};
-    for (int i = 0; i < 3 + (c->cp > 1); i++) {
+    const struct traffic_part *parts[] = {&r->t.dp, &r->t.tp, &r->t.pp, &r->t.cp, &r->t.ep};
+    const char *names[] = {"data parallel", "tensor parallel", "pipeline", "context parallel",
+                           "expert parallel"};
+    for (int i = 0; i < 5; i++) {
+        if ((i == 3 && c->cp <= 1) || (i == 4 && c->ep <= 1))
+            continue;
         units_format_seconds(b2, sizeof b2, parts[i]->time_s);
         printf("  %-16s %14s  %10s   %s\n", names[i],
                calcargs_size(b1, sizeof b1, parts[i]->bytes, u), b2, parts[i]->formula);

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -21,7 +22,8 @@
  * kept as text for configure. */
 struct plan_args {
     const char *model, *cluster, *nodes, *grad_accum, *gpu_mem, *emit, *framework;
-    int gpus, global_batch, seq, top, pick, cp_max;
+    int gpus, global_batch, seq, top, pick, cp_max, ep_max;
+    const char *capacity_factor;
     double efficiency;
     enum calc_precision precision;
     enum calc_optimizer optimizer;
@@ -80,6 +82,13 @@ static const struct opt_entry options[] = {
              "PyTorch FSDP snippet). Comments give the predicted memory per GPU\n"
              "and the 'scalelab memory' command that computes it"),
     OPT_INT("pick", "K", A, pick, 1, 1 << 20, "the layout --emit writes, by its rank (default 1)"),
+    OPT_INT("ep-max", "P", A, ep_max, 1, 4096,
+            "a model with experts: consider expert parallelism, ep 2, 4, ... up\n"
+            "to P (default 1: none), its experts over ep of the dp GPUs; needs a\n"
+            "capacity factor (the model's, or --capacity-factor)"),
+    OPT_WITH("capacity-factor", "C", opts_str, A, capacity_factor,
+             "a model with experts: an expert takes at most ceil(C k tokens / E)\n"
+             "of a micro-batch's tokens (default the model's)"),
     OPT_INT("cp-max", "C", A, cp_max, 1, 4096,
             "consider context parallelism, cp 2, 4, ... up to C (default 1: none):\n"
             "each sequence over cp GPUs, for long sequences' activations"),
@@ -134,7 +143,10 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
                               .optimizer = a->optimizer,
                               .efficiency = a->efficiency,
                               .capacity = r->cluster.hbm_bytes,
-                              .cp_max = a->cp_max};
+                              .cp_max = a->cp_max,
+                              .ep_max = a->ep_max};
+    if ((rc = calcargs_capacity(a->capacity_factor, &r->model, e)) < 0)
+        return rc;
     r->top = a->top;
     r->units = a->units;
     if (a->grad_accum && strcmp(a->grad_accum, "same")) {
@@ -206,13 +218,15 @@ static bool show_rejected(const struct plan_result *res, size_t i, size_t top)
     return true;
 }
 
-/* " cp C" for a layout with context parallelism, else "". */
+/* " cp C" and " ep P" for a layout with context or expert parallelism, else "". */
 static const char *cp_words(const struct plan_layout *l)
 {
-    static char buf[24];
-    if (l->cp <= 1)
-        return "";
-    snprintf(buf, sizeof buf, " cp %d", l->cp);
+    static char buf[48];
+    buf[0] = 0;
+    if (l->cp > 1)
+        snprintf(buf, sizeof buf, " cp %d", l->cp);
+    if (l->ep > 1)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " ep %d", l->ep);
     return buf;
 }
 
@@ -224,6 +238,8 @@ static json_t *jlayout(const struct plan_layout *l, bool kept)
                           "micro_batch", l->micro_batch, "micro_batches", l->micro_batches);
     if (l->cp > 1)
         json_object_set_new(o, "cp", json_integer(l->cp));
+    if (l->ep > 1)
+        json_object_set_new(o, "ep", json_integer(l->ep));
     if (l->per_gpu_bytes > 0)
         json_object_set_new(o, "per_gpu_bytes", json_whole(l->per_gpu_bytes));
     if (kept) {
@@ -290,8 +306,10 @@ static void print_text(const struct run *r, const struct plan_result *res)
         printf("no layout fits.\n");
     } else {
         bool cps = c->cp_max > 1; /* a column for cp only where it was considered */
+        bool eps = c->ep_max > 1;
         printf("%4s %5s %3s %3s", "rank", "dp", "tp", "pp");
         printf(cps ? " %3s" : "", "cp");
+        printf(eps ? " %3s" : "", "ep");
         printf(" %4s %-9s %3s %5s %11s %9s %9s %9s %9s %6s %11s\n", "zero", "ckpt", "mb", "m",
                "memory/GPU", "step", "compute", "bubble", "comm", "MFU", "comm/GPU");
         for (size_t i = 0; i < res->n_kept && (r->top == 0 || i < (size_t)r->top); i++) {
@@ -299,6 +317,8 @@ static void print_text(const struct run *r, const struct plan_result *res)
             printf("%4zu %5d %3d %3d", i + 1, l->dp, l->tp, l->pp);
             if (cps)
                 printf(" %3d", l->cp > 1 ? l->cp : 1);
+            if (eps)
+                printf(" %3d", l->ep > 1 ? l->ep : 1);
             printf(" %4d %-9s %3d %5d %11s %9s %9s %9s %9s %5.1f%% %11s\n", l->zero,
                    policy(l, pol, sizeof pol), l->micro_batch, l->micro_batches,
                    calcargs_size(b1, sizeof b1, l->per_gpu_bytes, r->units),
@@ -311,11 +331,14 @@ static void print_text(const struct run *r, const struct plan_result *res)
         const struct plan_layout *best = &res->kept[0];
         printf("\nbest layout's communication per GPU per step:\n");
         const struct traffic_part *parts[] = {&best->traffic.dp, &best->traffic.tp,
-                                              &best->traffic.pp, &best->traffic.cp};
-        const char *names[] = {"data parallel", "tensor parallel", "pipeline", "context parallel"};
-        for (int i = 0; i < 3 + (best->cp > 1); i++)
-            printf("  %-16s %11s  %s\n", names[i],
-                   calcargs_size(b1, sizeof b1, parts[i]->bytes, r->units), parts[i]->formula);
+                                              &best->traffic.pp, &best->traffic.cp,
+                                              &best->traffic.ep};
+        const char *names[] = {"data parallel", "tensor parallel", "pipeline", "context parallel",
+                               "expert parallel"};
+        for (int i = 0; i < 5; i++)
+            if (i < 3 || (i == 3 && best->cp > 1) || (i == 4 && best->ep > 1))
+                printf("  %-16s %11s  %s\n", names[i],
+                       calcargs_size(b1, sizeof b1, parts[i]->bytes, r->units), parts[i]->formula);
     }
     printf("\n%zu layouts fit, %zu rejected", res->n_kept, res->n_rejected);
     if (res->n_rejected)

@@ -125,6 +125,10 @@ static void memory_command(FILE *f, const struct emit_plan *p, const struct memo
         fprintf(f, " --sequence-parallel");
     if (c->cp > 1)
         fprintf(f, " --cp %d%s", c->cp, c->cp_naive ? " --cp-naive" : "");
+    if (c->ep > 1)
+        fprintf(f, " --ep %d", c->ep);
+    if (c->model->experts && c->model->capacity_factor > 0)
+        fprintf(f, " --capacity-factor %g", c->model->capacity_factor);
     if (c->pp > 1 && c->schedule != SCHED_1F1B)
         fprintf(f, " --schedule %s", sched_name(c->schedule));
     if (c->pp > 1 && c->schedule == SCHED_INTERLEAVED)
@@ -358,6 +362,19 @@ static void megatron(FILE *out, const struct emit_plan *p, const struct memory_c
     arg(out, "--pipeline-model-parallel-size", "%d", c->pp);
     if (c->cp > 1) /* ring attention over the cp group (TransformerEngine's p2p by default) */
         arg(out, "--context-parallel-size", "%d", c->cp);
+    if (m->experts > 0) { /* megatron/core/transformer/moe: E experts, top-k, every k-th layer */
+        arg(out, "--num-experts", "%d", m->experts);
+        arg(out, "--moe-router-topk", "%d", m->top_k);
+        if (m->moe_every > 1)
+            arg(out, "--moe-layer-freq", "%d", m->moe_every);
+        if (c->ep > 1) /* E / ep experts a GPU, expert rank = data rank % ep */
+            arg(out, "--expert-model-parallel-size", "%d", c->ep);
+        arg(out, "--moe-token-dispatcher-type", "alltoall");
+        if (m->capacity_factor > 0) { /* the static [E, cap, d] rows: drop and pad */
+            arg(out, "--moe-expert-capacity-factor", "%g", m->capacity_factor);
+            arg(out, "--moe-pad-expert-input-to-capacity", NULL);
+        }
+    }
     if (interleaved && c->pp > 1) /* the layers of one model chunk: L / (pp v) */
         arg(out, "--num-layers-per-virtual-pipeline-stage", "%d", m->layers / (c->pp * c->chunks));
     if (c->sp && c->tp > 1)

@@ -14,6 +14,7 @@ extern const struct bench_case bench_dp;
 extern const struct bench_case bench_pp;
 extern const struct bench_case bench_tp;
 extern const struct bench_case bench_cp;
+extern const struct bench_case bench_ep;
 extern const struct bench_case bench_window;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
@@ -39,6 +40,6 @@ const struct opts_spec *const command_opts[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
-    &bench_formats, &bench_collective, &bench_train,     &bench_dp,     &bench_pp, &bench_tp,
-    &bench_cp,      &bench_mpi,        &bench_mpi_train, &bench_window, NULL,
+    &bench_formats, &bench_collective, &bench_train, &bench_dp,        &bench_pp,     &bench_tp,
+    &bench_cp,      &bench_ep,         &bench_mpi,   &bench_mpi_train, &bench_window, NULL,
 };

@@ -204,9 +204,11 @@ static int configure_layout(struct train_args *r)
             return cli_usage("train", "--dp %d x %s is %d GPUs, more than %d", r->dp, axes,
                              r->dp * mp, TRAIN_MAX_GPUS);
         o->gpus = r->dp * mp;
-    } else if (!gpus) {
+    } else if (!gpus) { /* --ep alone: as many data ranks as it needs */
+        mp *= o->ep;
         if (mp > TRAIN_MAX_GPUS)
-            return cli_usage("train", "%s is %d GPUs, more than %d", axes, mp, TRAIN_MAX_GPUS);
+            return cli_usage("train", "%s x --ep %d is %d GPUs, more than %d", axes, o->ep, mp,
+                             TRAIN_MAX_GPUS);
         o->gpus = mp;
     }
     if (o->sp && o->tp == 1)
@@ -218,11 +220,12 @@ static int configure_layout(struct train_args *r)
                          "--schedule %s needs --pp > 1: one stage runs its micro-batches one "
                          "after the other (forward, backward), adding up their gradients",
                          sched_name(o->schedule));
-    if (o->shape.moe.experts && (o->gpus > 1 || o->micro_batches > 1))
+    if (o->shape.moe.experts && (o->tp > 1 || o->cp > 1 || o->pp > 1 || o->micro_batches > 1))
         return cli_usage("train",
-                         "%s has experts: it trains on one GPU with one micro-batch for now, "
-                         "not %d GPUs and %d micro-batches",
-                         r->shape.name, o->gpus, o->micro_batches);
+                         "%s has experts: it trains with data and expert parallelism (--dp, "
+                         "--ep) and one micro-batch for now, not --tp %d, --cp %d, --pp %d, "
+                         "--micro-batches %d",
+                         r->shape.name, o->tp, o->cp, o->pp, o->micro_batches);
     if (train_opts_check(o, &e))
         return opts_fail(&opts_train, &e);
     return 0;

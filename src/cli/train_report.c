@@ -212,6 +212,8 @@ static json_t *layout_json(const struct train_opts *o)
     json_object_set_new(lay, "schedule", json_string(sched_name(o->schedule)));
     json_object_set_new(lay, "chunks", json_integer(layout_chunks(o)));
     json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
+    if (o->ep > 1) /* expert parallelism: the same */
+        json_object_set_new(lay, "ep", json_integer(o->ep));
     if (o->cp > 1) { /* context parallelism: only where it ran, so other runs read as before */
         json_object_set_new(lay, "cp", json_integer(o->cp));
         json_object_set_new(lay, "cp_split", json_string(o->cp_naive ? "naive" : "balanced"));
@@ -240,6 +242,11 @@ static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
                                 json_integer((json_int_t)g->cp_sent_per_step));
             json_object_set_new(gj, "ring_scores_per_step",
                                 json_integer((json_int_t)g->ring_scores_per_step));
+        }
+        if (o->ep > 1) {
+            json_object_set_new(json_object_get(gj, "coord"), "ep", json_integer(g->place.eprank));
+            json_object_set_new(json_object_get(gj, "comm_bytes_per_step"), "expert_parallel",
+                                json_integer((json_int_t)g->ep_sent_per_step));
         }
         json_array_append_new(per, gj);
     }
@@ -270,6 +277,11 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
         if (o->cp > 1)
             json_object_set_new(json_object_get(pg, "comm_bytes_per_step"), "context_parallel",
                                 json_whole(pt->cp.bytes));
+        if (o->ep > 1) {
+            json_object_set_new(json_object_get(pg, "comm_bytes_per_step"), "expert_parallel",
+                                json_whole(pt->ep.bytes));
+            json_object_set_new(pg, "expert_parallel_formula", json_string(pt->ep.formula));
+        }
         json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
         json_array_append_new(stages, pg);
     }
@@ -291,7 +303,8 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
         dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
                  fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
                  fabs((double)g->pp_sent_per_step - pt->pp.bytes) +
-                 fabs((double)g->cp_sent_per_step - pt->cp.bytes);
+                 fabs((double)g->cp_sent_per_step - pt->cp.bytes) +
+                 fabs((double)g->ep_sent_per_step - pt->ep.bytes);
     }
     json_object_set_new(
         m, "measured_minus_predicted",
@@ -388,13 +401,14 @@ static void print_summary_json(const struct train_args *r, const struct run *run
 static void print_gpu_table(const struct train_opts *o, const struct run *run,
                             const struct prediction *p)
 {
-    bool piped = o->pp > 1, tp = o->tp > 1, cp = o->cp > 1;
+    bool piped = o->pp > 1, tp = o->tp > 1, cp = o->cp > 1, ep = o->ep > 1;
     printf(
         "\nper GPU, peak bytes (measured by each GPU's ledger; the CPU's fp32 workspace apart)\n");
     printf("%-10s %12s %12s %12s %12s %12s %12s %12s %14s", "GPU", "weights", "gradients", "master",
            "optimizer", "activations", "comm", "workspace", "sent/step");
     printf(tp ? " %14s" : "", "tensor/step");
     printf(cp ? " %14s" : "", "context/step");
+    printf(ep ? " %14s" : "", "expert/step");
     printf(piped ? " %14s\n" : "\n", "pipeline/step");
     for (int i = 0; i < o->gpus; i++) {
         const struct run_gpu *g = run_gpu(run, i);
@@ -416,6 +430,8 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
             printf(" %14llu", (unsigned long long)g->tp_sent_per_step);
         if (cp)
             printf(" %14llu", (unsigned long long)g->cp_sent_per_step);
+        if (ep)
+            printf(" %14llu", (unsigned long long)g->ep_sent_per_step);
         if (piped)
             printf(" %14llu", (unsigned long long)g->pp_sent_per_step);
         printf("\n");
@@ -431,6 +447,8 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
             printf(" %14.0f", p->comm[st].tp.bytes);
         if (cp)
             printf(" %14.0f", p->comm[st].cp.bytes);
+        if (ep)
+            printf(" %14.0f", p->comm[st].ep.bytes);
         if (piped)
             printf(" %14.0f", p->comm[st].pp.bytes);
         printf("\n");
@@ -439,6 +457,8 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
         printf("communication: %s\n", p->comm[0].dp.formula);
         if (cp)
             printf("context parallel: %s\n", p->comm[0].cp.formula);
+        if (ep)
+            printf("expert parallel: %s\n", p->comm[0].ep.formula);
     }
     if (cp) { /* the causal mask's work, GPU by GPU: what the balanced split evens out */
         uint64_t lo = UINT64_MAX, hi = 0, sum = 0;

@@ -262,13 +262,49 @@ static size_t part_embedding(const struct gpt_config *c, const struct gpt_part *
     return p->embed || p->head ? (size_t)(c->vocab / part_tp(p)) * (size_t)c->d : 0;
 }
 
+static int part_ep(const struct gpt_part *p)
+{
+    return p && p->ep > 1 ? p->ep : 1;
+}
+
+/* Elements of an expert layer before its experts: the norms, attention and the router. */
+static size_t moe_head_params(const struct gpt_config *c)
+{
+    size_t d = (size_t)c->d;
+    return 2 * d + 4 * d * d + (size_t)c->moe.experts * d;
+}
+
+/* Elements of one expert's three matrices. */
+static size_t expert_params(const struct gpt_config *c)
+{
+    return 3 * (size_t)c->d * (size_t)c->ffn;
+}
+
 /* Elements of layers first .. l-1 of a part: a tensor-parallel rank's shards (the layers are
- * dense then), or the whole layers, with or without experts. */
+ * dense then), or the whole layers, with or without experts (an expert-parallel rank's own
+ * E / ep of them). */
 static size_t part_layers(const struct gpt_config *c, const struct gpt_part *p, int l)
 {
     if (part_tp(p) > 1)
         return (size_t)(l - p->first) * part_layer_params(c, part_tp(p));
-    return layer_start(c, l) - layer_start(c, p->first);
+    size_t others = (size_t)(c->moe.experts - c->moe.experts / part_ep(p)) * expert_params(c);
+    return layer_start(c, l) - layer_start(c, p->first) -
+           (size_t)(moe_before(c, l) - moe_before(c, p->first)) * others;
+}
+
+size_t gpt_part_experts(const struct gpt_config *c, const struct gpt_part *p, size_t (*r)[2],
+                        size_t max)
+{
+    size_t n = 0, emb = part_embedding(c, p);
+    size_t len = (size_t)(c->moe.experts / part_ep(p)) * expert_params(c);
+    for (int l = p->first; l < p->first + p->count && part_tp(p) == 1; l++) {
+        if (!gpt_layer_moe(c, l))
+            continue;
+        if (n < max)
+            r[n][0] = emb + part_layers(c, p, l) + moe_head_params(c), r[n][1] = len;
+        n++;
+    }
+    return n;
 }
 
 /* Parameters of a part: the embedding when it has either end (the head's is the tied one),
@@ -311,6 +347,16 @@ size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p
     if (i < emb) /* vocabulary rows r vl.. */
         return (size_t)r * emb + i;
     i -= emb;
+    if (i < span && tp == 1 && part_ep(p) > 1) { /* its own experts of each expert layer */
+        int l = p->first;
+        while (l + 1 < p->first + p->count && part_layers(c, p, l + 1) <= i)
+            l++;
+        size_t j = i - part_layers(c, p, l), head = moe_head_params(c);
+        if (!gpt_layer_moe(c, l) || j < head)
+            return layer_start(c, l) + j;
+        size_t mine = (size_t)(c->moe.experts / p->ep) * expert_params(c);
+        return layer_start(c, l) + head + (size_t)p->eprank * mine + (j - head);
+    }
     if (i < span && tp == 1) /* whole layers: one range of the model's */
         return layer_start(c, p->first) + i;
     if (i < span) {
@@ -384,6 +430,13 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
                          tp, c->heads, c->ffn, c->vocab);
     if (tp > 1 && c->moe.experts > 0)
         return error_set(e, ERR_INVAL, "a model with experts runs without tensor parallelism");
+    int ep = part_ep(&g->part);
+    if (ep > 1 && (c->moe.experts % ep || g->part.eprank < 0 || g->part.eprank >= ep ||
+                   !(c->moe.capacity_factor > 0)))
+        return error_set(e, ERR_INVAL,
+                         "expert parallelism over %d GPUs needs them to divide the %d experts "
+                         "and a capacity factor (the static shape the all-to-all sends)",
+                         ep, c->moe.experts);
 
     if (g->part.first < 0 || g->part.count < 1 || g->part.first + g->part.count > c->layers ||
         g->part.slots < 1 || g->part.slots > 4096)
@@ -397,6 +450,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->c = *c;
     g->B = batch;
     g->cp = g->part.cp > 1 ? g->part.cp : 1, g->cpr = g->cp > 1 ? g->part.cprank : 0;
+    g->ep = ep, g->epr = ep > 1 ? g->part.eprank : 0;
     enum ring_split split = g->part.cp_naive ? RING_NAIVE : RING_BALANCED;
     if (g->cp > 1 && (!ring_split_ok(c->seq, g->cp, split) || g->cpr < 0 || g->cpr >= g->cp))
         return error_set(e, ERR_INVAL,
@@ -611,6 +665,10 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
     if (g->cp > 1 && !g->alloc.cp_shift) {
         gpt_free(g);
         return error_set(e, ERR_INVAL, "context parallelism needs the seam's cp_shift");
+    }
+    if (g->ep > 1 && !g->alloc.ep_alltoall) {
+        gpt_free(g);
+        return error_set(e, ERR_INVAL, "expert parallelism needs the seam's ep_alltoall");
     }
     if (g->alloc.padded > g->nparams)
         g->nalloc = g->alloc.padded;

@@ -200,6 +200,11 @@ struct gpt_alloc {
      * in recv (the same n on every GPU; the values are in the training format already, so
      * carrying them in it is exact). Needed when the part's cp > 1; what names the tensors. */
     void (*cp_shift)(void *ctx, const float *send, float *recv, size_t n, const char *what);
+    /* Expert parallelism: an all-to-all over the expert-parallel group. send holds n floats in
+     * ep equal blocks, block j for the group's GPU j; recv (n floats, apart from send) gets GPU
+     * j's block for this GPU in its block j (the values are in the training format already).
+     * Needed when the part's ep > 1; what names the tensors. */
+    void (*ep_alltoall)(void *ctx, const float *send, float *recv, size_t n, const char *what);
     void *ctx;
     /* The fp32 parameters and gradients the CPU computes with are the run's weights and
      * gradients (false: fp32 training, unsharded) or the emulation's workspace (true: mixed
@@ -290,11 +295,29 @@ struct gpt_part {
     bool sp;        /* sequence parallelism (with tp > 1) */
     int cp, cprank; /* cp 0 or 1: no context parallelism */
     bool cp_naive;  /* cp: chunk cprank of cp, not chunks cprank and 2 cp - 1 - cprank */
+    int ep, eprank; /* ep 0 or 1: no expert parallelism (every expert on this GPU) */
 };
+
+/* Expert parallelism (GShard, Lepikhin et al. 2020; Megatron-LM's expert model parallelism):
+ * the part is rank eprank of ep GPUs that share each mixture-of-experts layer's E experts, E /
+ * ep each (rank r experts r E/ep .. (r + 1) E/ep - 1); the router and everything else are
+ * whole. Its flat buffer holds, in each expert layer, the router and then its own experts
+ * only. Each GPU routes its own tokens over all E experts, with a capacity: the experts' rows
+ * are the static [E, cap, d] shape, expert e's from e cap, so the rows bound for GPU j's
+ * experts are block j of ep equal blocks. The forward pass sends them there (dispatch: an
+ * all-to-all, the seam's ep_alltoall), each GPU runs its experts on the ep x E/ep x cap rows it
+ * received, padding included, and sends the outputs back (combine, the same all-to-all); the
+ * backward pass sends the outputs' gradients to the experts and the inputs' gradients back.
+ * The experts' weight gradients then cover every GPU's tokens routed to them; the caller sums
+ * them over the GPUs holding the same experts (par/layout.h's expert gradient group). */
 
 /* Parameters of a part (NULL: the whole model): the embedding when it holds either end, its
  * layers, the final norm with the head, each sharded tensor's shard. */
 size_t gpt_part_param_count(const struct gpt_config *c, const struct gpt_part *p);
+/* The ranges of a part's flat buffer holding experts (each expert layer's, off and len
+ * elements), in order; returns how many, at most max written. */
+size_t gpt_part_experts(const struct gpt_config *c, const struct gpt_part *p, size_t (*r)[2],
+                        size_t max);
 /* The kind of tensor element i of the whole model's flat buffer belongs to. */
 enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i);
 /* Where element i of a part's flat buffer is in the whole model's (SIZE_MAX past its end). */

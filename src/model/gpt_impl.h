@@ -81,6 +81,7 @@ struct gpt {
     struct gpt_config c;
     int B, N, hd, seg; /* seg: segment length (0: not segmented) */
     int T, cp, cpr;    /* tokens per sequence held: c.seq / cp; context parallelism */
+    int ep, epr;       /* expert parallelism: E / ep experts per layer, this GPU's from epr */
     int *pos, *kpos;   /* the places of the tokens held, and of the ring's block at hand */
     float *kv[2], *ringl;
     double ring_fwd, ring_bwd; /* matmul FLOPs of the latest ring pass forward, backward */

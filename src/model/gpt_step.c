@@ -69,6 +69,7 @@ static struct moe_route route_of(const struct gpt *g)
     return (struct moe_route){.n = N,
                               .experts = E,
                               .k = k,
+                              .cap = moe_capacity(N, E, k, g->c.moe.capacity_factor),
                               .probs = g->w[A_RP],
                               .choice = r,
                               .row = r + nk,
@@ -86,11 +87,40 @@ static void expert_w(const struct gpt *g, const struct layer_ptrs *t, int e, flo
     *gate = t->experts + 3 * (size_t)e * fd, *up = *gate + fd, *down = *up + fd;
 }
 
+/* The E blocks of rows the experts run on, each an expert of this GPU's and n rows from row
+ * off of the experts' buffer: on one GPU, expert b's kept rows; under expert parallelism
+ * (model/gpt.h), after the dispatch, block b = j E/ep + e holds the cap rows GPU j sent to
+ * this GPU's expert e, padding included (the receiver does not know how many are tokens: it
+ * runs the static shape, as a GPU does; zero rows give zero outputs and gradients). */
+static int expert_block(const struct gpt *g, const struct moe_route *r, int b, size_t *off)
+{
+    if (g->ep == 1) {
+        *off = (size_t)r->off[b];
+        return r->kept[b];
+    }
+    *off = (size_t)b * (size_t)r->cap;
+    return r->cap;
+}
+
+/* The expert of block b, among this GPU's. */
+static int block_expert(const struct gpt *g, int b)
+{
+    return b % (g->c.moe.experts / g->ep);
+}
+
+/* An all-to-all of the experts' rows over the expert-parallel group (the seam's). */
+static void ep_exchange(struct gpt *g, const float *send, float *recv, const char *what)
+{
+    g->alloc.ep_alltoall(g->alloc.ctx, send, recv, g->rows * (size_t)g->c.d, what);
+}
+
 /* out [N, d] = Σ_j g_j expert_j(x) for the N tokens of x = xn2 (their k choices), each
  * expert a SwiGLU on the rows of its tokens (Shazeer et al. 2017, "Outrageously Large Neural
  * Networks", the sparsely gated layer). The router computes and keeps in fp32; the experts'
  * tensors are produced in the format like the dense MLP's. The routing's figures are counted
- * in the forward pass (not again when a checkpointed layer is recomputed: the same routing). */
+ * in the forward pass (not again when a checkpointed layer is recomputed: the same routing).
+ * Under expert parallelism the rows are gathered in dxe, sent to their experts' GPUs into
+ * the kept xe, and the experts' outputs computed in dye come back into the kept ye. */
 static void moe_forward(struct gpt *g, int l, const float *x, float *out)
 {
     int N = g->N, d = g->c.d, f = g->fl, k = g->c.moe.top_k, E = g->c.moe.experts;
@@ -107,21 +137,26 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
         memcpy(g->load + (size_t)ml * E, r.load, (size_t)E * sizeof *r.load);
         memcpy(g->kept + (size_t)ml * E, r.kept, (size_t)E * sizeof *r.kept);
     }
-    /* dispatch: each kept choice's token into its expert's rows */
+    /* dispatch: each kept choice's token into its expert's rows (the rest zero, sent) */
+    float *rows = g->ep > 1 ? g->dxe : w[A_XE], *yout = g->ep > 1 ? g->dye : w[A_YE];
+    if (g->ep > 1)
+        memset(rows, 0, g->rows * (size_t)d * sizeof *rows);
     for (int t = 0; t < N; t++)
         for (int j = 0; j < k; j++) {
             int row = r.row[t * k + j];
             if (row >= 0)
-                memcpy(w[A_XE] + (size_t)row * d, x + (size_t)t * d, (size_t)d * 4);
+                memcpy(rows + (size_t)row * d, x + (size_t)t * d, (size_t)d * 4);
         }
-    for (int e = 0; e < E; e++) {
-        int n = r.kept[e];
-        size_t o = (size_t)r.off[e];
+    if (g->ep > 1)
+        ep_exchange(g, rows, w[A_XE], "expert dispatch");
+    for (int b = 0; b < E; b++) {
+        size_t o;
+        int n = expert_block(g, &r, b, &o);
         float *xe = w[A_XE] + o * d, *a = w[A_G] + o * f, *u = w[A_U] + o * f;
-        float *h = w[A_H] + o * f, *y = w[A_YE] + o * d, *wg, *wu, *wd;
+        float *h = w[A_H] + o * f, *y = yout + o * d, *wg, *wu, *wd;
         if (n == 0)
             continue;
-        expert_w(g, W, e, &wg, &wu, &wd);
+        expert_w(g, W, block_expert(g, b), &wg, &wu, &wd);
         op_mm_fwd(a, xe, wg, n, f, d);
         op_produced(g, a, (size_t)n * f, l, "expert gate");
         op_mm_fwd(u, xe, wu, n, f, d);
@@ -130,6 +165,8 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
         op_mm_fwd(y, h, wd, n, d, f);
         op_produced(g, y, (size_t)n * d, l, "expert out");
     }
+    if (g->ep > 1)
+        ep_exchange(g, yout, w[A_YE], "expert combine");
     /* combine: the gate-weighted sum of each token's experts' outputs, in choice order */
     for (int t = 0; t < N; t++) {
         float *o = out + (size_t)t * d;
@@ -145,15 +182,65 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
     op_produced(g, out, (size_t)N * d, l, "experts out");
 }
 
+/* The experts' backward, block by block (expert_block), from d y in dy's rows: their weight
+ * gradients (an expert's blocks add up) and d xe into dx's rows (which may be dy's: a block's
+ * d y is used up before its d xe is written). */
+static void experts_backward(struct gpt *g, int l, const struct moe_route *r, float *dy, float *dx)
+{
+    int d = g->c.d, f = g->fl, E = g->c.moe.experts, mine = E / g->ep;
+    const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
+    float **w = g->w;
+    bool injected = false;
+    for (int b = 0; b < E; b++) {
+        size_t o;
+        int n = expert_block(g, r, b, &o), e = block_expert(g, b);
+        float *wg, *wu, *wd, *gg, *gu, *gd;
+        expert_w(g, W, e, &wg, &wu, &wd);
+        expert_w(g, G, e, &gg, &gu, &gd);
+        if (n == 0) { /* no token: no gradient (or nothing added to the micro-batches') */
+            if (!g->accumulate)
+                memset(gg, 0, 3 * (size_t)f * d * sizeof *gg);
+            continue;
+        }
+        /* an expert's later blocks add to its first's; its gradients are done after its last */
+        bool acc = g->accumulate || b >= mine, done = b + mine >= E;
+        const float *xe = w[A_XE] + o * d, *a = w[A_G] + o * f, *u = w[A_U] + o * f;
+        const float *h = w[A_H] + o * f;
+        float *dyb = dy + o * d, *dxb = dx + o * d;
+        size_t nf = (size_t)n * f;
+        /* y = h Wd^T: dh = dy Wd, dWd = dy^T h */
+        op_mm_dx(g->dh, dyb, wd, n, d, f, 0.0f);
+        op_rnd(g, g->dh, nf);
+        if (g->inj && g->inj->inf_grad_layer == l && !injected)
+            g->dh[0] = INFINITY, injected = true; /* the lessons' injected overflow */
+        op_check(g, g->dh, nf, l, "grad expert hidden");
+        op_mm_dw_acc(gd, dyb, h, n, d, f, acc);
+        if (done)
+            op_produced_grad(g, gd, (size_t)d * f, l, "grad expert w_down");
+        op_swiglu_backward(g, g->dg, g->du, g->dh, a, u, nf);
+        op_mm_dw_acc(gg, g->dg, xe, n, f, d, acc);
+        if (done)
+            op_produced_grad(g, gg, (size_t)f * d, l, "grad expert w_gate");
+        op_mm_dw_acc(gu, g->du, xe, n, f, d, acc);
+        if (done)
+            op_produced_grad(g, gu, (size_t)f * d, l, "grad expert w_up");
+        op_mm_dx(dxb, g->dg, wg, n, f, d, 0.0f);
+        op_mm_dx(dxb, g->du, wu, n, f, d, 1.0f);
+    }
+}
+
 /* Its backward, with layer l's tensors in the workspace: from dout (d loss / d out) to dxn
  * (d loss / d x), and the gradients of the router and of every expert (zero for one that got
- * no token). */
+ * no token). Under expert parallelism the rows' d y go to their experts' GPUs and their d xe
+ * come back (dye and dxe take turns). */
 static void moe_backward(struct gpt *g, int l, const float *dout, const float *x, float *dxn)
 {
-    int N = g->N, d = g->c.d, f = g->fl, k = g->c.moe.top_k, E = g->c.moe.experts;
+    int N = g->N, d = g->c.d, k = g->c.moe.top_k, E = g->c.moe.experts;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->w;
     struct moe_route r = route_of(g);
+    if (g->ep > 1) /* the padding's rows are sent too */
+        memset(g->dye, 0, g->rows * (size_t)d * sizeof *g->dye);
     /* out_t = Σ_j g_j y_j: d g_j = dout_t . y_j, d y_j = g_j dout_t */
     for (int t = 0; t < N; t++)
         for (int j = 0; j < k; j++) {
@@ -166,46 +253,24 @@ static void moe_backward(struct gpt *g, int l, const float *dout, const float *x
             }
             g->dgate[t * k + j] = dot;
         }
-    bool injected = false;
-    for (int e = 0; e < E; e++) {
-        int n = r.kept[e];
-        size_t o = (size_t)r.off[e];
-        float *wg, *wu, *wd, *gg, *gu, *gd;
-        expert_w(g, W, e, &wg, &wu, &wd);
-        expert_w(g, G, e, &gg, &gu, &gd);
-        if (n == 0) { /* no token: no gradient (or nothing added to the micro-batches') */
-            if (!g->accumulate)
-                memset(gg, 0, 3 * (size_t)f * d * sizeof *gg);
-            continue;
-        }
-        const float *xe = w[A_XE] + o * d, *a = w[A_G] + o * f, *u = w[A_U] + o * f;
-        const float *h = w[A_H] + o * f;
-        float *dy = g->dye + o * d;
-        size_t nf = (size_t)n * f;
-        op_rnd(g, dy, (size_t)n * d); /* its rows of d y, rounded as produced */
-        /* y = h Wd^T: dh = dy Wd, dWd = dy^T h */
-        op_mm_dx(g->dh, dy, wd, n, d, f, 0.0f);
-        op_rnd(g, g->dh, nf);
-        if (g->inj && g->inj->inf_grad_layer == l && !injected)
-            g->dh[0] = INFINITY, injected = true; /* the lessons' injected overflow */
-        op_check(g, g->dh, nf, l, "grad expert hidden");
-        op_mm_dw_acc(gd, dy, h, n, d, f, g->accumulate);
-        op_produced_grad(g, gd, (size_t)d * f, l, "grad expert w_down");
-        op_swiglu_backward(g, g->dg, g->du, g->dh, a, u, nf);
-        op_mm_dw_acc(gg, g->dg, xe, n, f, d, g->accumulate);
-        op_produced_grad(g, gg, (size_t)f * d, l, "grad expert w_gate");
-        op_mm_dw_acc(gu, g->du, xe, n, f, d, g->accumulate);
-        op_produced_grad(g, gu, (size_t)f * d, l, "grad expert w_up");
-        float *dx = g->dxe + o * d;
-        op_mm_dx(dx, g->dg, wg, n, f, d, 0.0f);
-        op_mm_dx(dx, g->du, wu, n, f, d, 1.0f);
+    const float *dxe = g->dxe;
+    if (g->ep > 1) {
+        op_rnd(g, g->dye, g->rows * (size_t)d); /* d y, rounded as produced */
+        ep_exchange(g, g->dye, g->dxe, "grad expert combine");
+        experts_backward(g, l, &r, g->dxe, g->dxe);
+        ep_exchange(g, g->dxe, g->dye, "grad expert dispatch");
+        dxe = g->dye;
+    } else {
+        for (int e = 0; e < E; e++) /* each expert's rows of d y, rounded as produced */
+            op_rnd(g, g->dye + (size_t)r.off[e] * d, (size_t)r.kept[e] * d);
+        experts_backward(g, l, &r, g->dye, g->dxe);
     }
     /* the dispatch's backward: each token's rows' gradients added back, in choice order */
     memset(dxn, 0, (size_t)N * d * sizeof *dxn);
     for (int t = 0; t < N; t++)
         for (int j = 0; j < k; j++) {
             int row = r.row[t * k + j];
-            const float *dx = g->dxe + (size_t)row * d;
+            const float *dx = dxe + (size_t)row * d;
             float *dst = dxn + (size_t)t * d;
             for (int c = 0; row >= 0 && c < d; c++)
                 dst[c] += dx[c];

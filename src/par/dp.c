@@ -22,12 +22,22 @@ struct dp {
     int zero, prefetch, n, rank; /* the data-parallel group's size and this GPU's place in it */
     int world, wrank;            /* every GPU of the run, for the agreement */
     int *group;                  /* the device ranks of the data-parallel group */
-    int embed_group[2];          /* pipeline: the first and last stage's GPUs of this rank */
-    bool pipelined;              /* gradients are reduced once the schedule has run */
-    bool has_loss;               /* this GPU computes the loss (the last pipeline stage) */
-    size_t emb;                  /* the tied embedding's elements at the start of the buffer */
-    size_t (*skip)[2]; /* ranges [off, off + len) of the flat buffer left out of this GPU's
-                          norm, ascending: another GPU counts them */
+    int xn, *xgroup;             /* expert parallelism: the expert gradient group (par/layout.h) */
+    bool xnorm;                  /* this GPU counts its experts in the norm (expert-dp rank 0) */
+    size_t (*xr)[2];             /* the flat buffer's expert ranges, ascending */
+    int nxr;
+    size_t sd, sx; /* their shards: the other elements' over dp, the experts' over dp / ep */
+    /* ZeRO-1 with ep: the range this GPU updates is its two packed shards, runs of the flat
+     * buffer (own[k] = {off, len}, in packed order), gathered into the fp32 copies below */
+    size_t (*own)[2];
+    int nown;
+    float *pg, *pmaster; /* its gradients; its fp32 weights (fp32 training: no master) */
+    int embed_group[2];  /* pipeline: the first and last stage's GPUs of this rank */
+    bool pipelined;      /* gradients are reduced once the schedule has run */
+    bool has_loss;       /* this GPU computes the loss (the last pipeline stage) */
+    size_t emb;          /* the tied embedding's elements at the start of the buffer */
+    size_t (*skip)[2];   /* ranges [off, off + len) of the flat buffer left out of this GPU's
+                            norm, ascending: another GPU counts them */
     int nskip;
     bool mixed;
     enum fp_format wdt, gdt; /* the weights' and the gradients' formats */
@@ -66,13 +76,28 @@ static enum fp_format grad_format(const struct train_opts *o)
     return o->precision == FP_FP32 || o->grad_fp32 ? FP_FP32 : o->precision;
 }
 
+/* Expert parallelism: the elements of the part's flat buffer holding experts (0 without). */
+static size_t expert_elems(const struct train_opts *o, const struct gpt_part *part)
+{
+    struct gpt_part whole = {.count = o->shape.layers, .embed = true, .head = true, .slots = 1};
+    const struct gpt_part *pt = part ? part : &whole;
+    size_t r[1][2], n = pt->ep > 1 ? gpt_part_experts(&o->shape, pt, NULL, 0) : 0;
+    if (n) /* every expert layer's range is E / ep experts long */
+        gpt_part_experts(&o->shape, pt, r, 1);
+    return n ? n * r[0][1] : 0;
+}
+
 void dp_model_seam(const struct train_opts *o, const struct gpt_part *part, struct gpt_alloc *seam)
 {
     bool mixed = o->precision != FP_FP32;
     seam->params_workspace = mixed || o->zero >= 3;
     /* the model's fp32 gradients are the gradients when 4-byte and unsharded */
     seam->grads_workspace = grad_format(o) != FP_FP32 || o->zero >= 2;
-    seam->padded = shard_padded(gpt_part_param_count(&o->shape, part), layout_grad_ranks(o));
+    size_t n = gpt_part_param_count(&o->shape, part), x = expert_elems(o, part);
+    /* expert parallelism: the other weights padded to a multiple of the data ranks (their
+     * gradients are reduced in even shards of them, par/dp.h) */
+    seam->padded =
+        x ? x + shard_padded(n - x, layout_grad_ranks(o)) : shard_padded(n, layout_grad_ranks(o));
 }
 
 long dp_buffers(const struct train_opts *o)
@@ -143,8 +168,13 @@ void dp_free(struct dp *p)
     mem_free(p, GPT_MEM_ARENA, p->arena, (size_t)p->nslots * p->plan.unit_max * p->wes);
     mem_free(p, GPT_MEM_WORKSPACE, p->bounds, ((size_t)p->n + 1) * sizeof *p->bounds);
     mem_free(p, GPT_MEM_WORKSPACE, p->rec, (size_t)p->world * REC * 4);
+    mem_free(p, GPT_MEM_WORKSPACE, p->pg, p->rlen * 4);
+    mem_free(p, GPT_MEM_WORKSPACE, p->pmaster, p->rlen * 4);
     free(p->seq);
     free(p->group);
+    free(p->xgroup);
+    free(p->xr);
+    free(p->own);
     free(p->skip);
     shard_plan_fini(&p->plan);
     free(p);
@@ -220,12 +250,100 @@ static bool alloc_buffers(struct dp *p, const struct train_opts *o, const struct
                                             "gradient bucket")) != NULL;
     if (p->zero >= 3 && ok)
         ok = alloc_gathered(p, pl->part.count);
+    if (p->own) { /* the packed range's gradients, and its fp32 weights in fp32 training */
+        ok &= (p->pg = mem_alloc(p, GPT_MEM_WORKSPACE, p->rlen * 4, "packed gradients")) != NULL;
+        if (!p->mixed)
+            ok &= (p->pmaster = mem_alloc(p, GPT_MEM_WORKSPACE, p->rlen * 4, "packed weights")) !=
+                  NULL;
+    }
     if (ok && p->world > 1) /* only to talk to other GPUs */
         ok &= (p->bounds = mem_alloc(p, GPT_MEM_WORKSPACE, ((size_t)p->n + 1) * sizeof *p->bounds,
                                      "chunk bounds")) != NULL &&
               (p->rec = mem_alloc(p, GPT_MEM_WORKSPACE, (size_t)p->world * REC * 4, "agreement")) !=
                   NULL;
     return ok;
+}
+
+/* Of the run [a, z) of the flat buffer, packed from *at, the part in packed [lo, hi): onto
+ * p->own. */
+static void own_part(struct dp *p, size_t a, size_t z, size_t *at, size_t lo, size_t hi)
+{
+    size_t x0 = *at > lo ? *at : lo, x1 = *at + (z - a) < hi ? *at + (z - a) : hi;
+    if (x0 < x1)
+        p->own[p->nown][0] = a + x0 - *at, p->own[p->nown++][1] = x1 - x0;
+    *at += z - a;
+}
+
+/* ZeRO-1 with ep: the runs of this GPU's two packed shards, the others' then the experts'. */
+static int owned_runs(struct dp *p, size_t padded, int xrank)
+{
+    p->own = malloc((2 * (size_t)p->nxr + 2) * sizeof *p->own);
+    if (!p->own)
+        return ERR_NOMEM;
+    size_t at = 0, a = 0, lo = (size_t)p->rank * p->sd;
+    for (int k = 0; k <= p->nxr; k++) {
+        own_part(p, a, k < p->nxr ? p->xr[k][0] : padded, &at, lo, lo + p->sd);
+        if (k < p->nxr)
+            a = p->xr[k][0] + p->xr[k][1];
+    }
+    at = 0, lo = (size_t)xrank * p->sx;
+    for (int k = 0; k < p->nxr; k++)
+        own_part(p, p->xr[k][0], p->xr[k][0] + p->xr[k][1], &at, lo, lo + p->sx);
+    return 0;
+}
+
+/* Expert parallelism: the expert gradient group, the expert ranges of the flat buffer and
+ * the shards of its two kinds of elements, each kind counted as if packed together (the
+ * padding ends the others'). 0 or ERR_NOMEM. */
+static int experts_apart(struct dp *p, const struct train_opts *o, const struct layout_place *pl)
+{
+    p->xn = pl->dp / pl->ep;
+    p->xnorm = pl->dprank < pl->ep;
+    p->nxr = (int)gpt_part_experts(&o->shape, &pl->part, NULL, 0);
+    p->xgroup = malloc((size_t)p->xn * sizeof *p->xgroup);
+    p->xr = malloc(((size_t)p->nxr + 1) * sizeof *p->xr);
+    if (!p->xgroup || !p->xr)
+        return ERR_NOMEM;
+    layout_expert_grad_group(pl, p->xgroup);
+    gpt_part_experts(&o->shape, &pl->part, p->xr, (size_t)p->nxr);
+    struct gpt_alloc seam = {0};
+    dp_model_seam(o, &pl->part, &seam);
+    size_t x = expert_elems(o, &pl->part);
+    p->sd = (seam.padded - x) / (size_t)p->n, p->sx = x / (size_t)p->xn;
+    if (o->zero == 1)
+        return owned_runs(p, seam.padded, pl->dprank / pl->ep);
+    return 0;
+}
+
+/* The buckets cut where the expert ranges begin and end, the experts' marked. 0 or ERR_NOMEM. */
+static int split_buckets(struct dp *p)
+{
+    int nb = p->plan.nbuckets, n = 0;
+    struct shard_range *b = malloc(((size_t)nb + 2 * (size_t)p->nxr) * sizeof *b);
+    if (!b)
+        return ERR_NOMEM;
+    for (int i = 0; i < nb; i++) { /* each bucket from its end down, as the buckets go */
+        struct shard_range r = p->plan.buckets[i];
+        size_t end = i == 0 ? p->plan.padded : r.off + r.len; /* padded apart (dp_model_seam) */
+        if (r.off >= end)
+            continue;
+        while (end > r.off) {
+            size_t lo = r.off;
+            bool expert = false;
+            for (int k = 0; k < p->nxr; k++) {
+                size_t a = p->xr[k][0], z = a + p->xr[k][1];
+                if (a < end && z >= end)
+                    expert = true, lo = a > lo ? a : lo;
+                else if (z < end && z > lo)
+                    lo = z;
+            }
+            b[n++] = (struct shard_range){lo, end - lo, shard_unit_at(&p->plan, lo), expert};
+            end = lo;
+        }
+    }
+    free(p->plan.buckets);
+    p->plan.buckets = b, p->plan.nbuckets = n;
+    return 0;
 }
 
 int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct device *d,
@@ -255,6 +373,10 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
         return error_set(e, ERR_NOMEM, "out of memory");
     }
     layout_grad_group(pl, p->group);
+    if (pl->ep > 1 && experts_apart(p, o, pl)) {
+        dp_free(p);
+        return error_set(e, ERR_NOMEM, "out of memory");
+    }
     p->mixed = o->precision != FP_FP32;
     p->wdt = o->precision;
     p->gdt = grad_format(o);
@@ -270,12 +392,21 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     else if (belems == 0)
         belems = 1;
     int rc = shard_plan_init(&p->plan, &o->shape, &pl->part, p->n, belems, e);
+    if (!rc && p->nxr) {
+        struct gpt_alloc seam = {0};
+        dp_model_seam(o, &pl->part, &seam);
+        p->plan.padded = seam.padded;
+    }
+    if (!rc && p->nxr && split_buckets(p))
+        rc = error_set(e, ERR_NOMEM, "out of memory");
     if (rc) {
         dp_free(p);
         return rc;
     }
     p->roff = p->zero >= 1 ? (size_t)p->rank * p->plan.shard : 0;
     p->rlen = p->zero >= 1 ? p->plan.shard : p->plan.padded;
+    if (p->own) /* its two packed shards */
+        p->roff = 0, p->rlen = p->sd + p->sx;
     if (!alloc_buffers(p, o, pl)) {
         dp_free(p);
         return error_set(e, ERR_NOMEM, "out of memory allocating the strategy's buffers");
@@ -326,6 +457,25 @@ static void stream_wait(struct dp *p, int waiter, int on)
         dev_stream_wait(p->d, waiter, on);
 }
 
+/* Expert parallelism: where the shards of bucket b's kind cut it. The elements of a kind are
+ * counted as if packed together, the experts' (E / ep experts of each expert layer, X in all)
+ * and the others' (the padding last): GPU i of a group of n reduces packed elements [i S, (i +
+ * 1) S), S the kind's shard (X / (dp / ep), or the others' padded count / dp). Summed over
+ * the buckets every GPU's chunks then hold S elements of each kind: a ring all-reduce sends
+ * 2 (n - 1) S of them from every GPU (calc/traffic.h). */
+static void packed_bounds(struct dp *p, const struct shard_range *b)
+{
+    size_t before = 0; /* expert elements before the bucket */
+    for (int k = 0; k < p->nxr && p->xr[k][0] < b->off; k++)
+        before += b->off < p->xr[k][0] + p->xr[k][1] ? b->off - p->xr[k][0] : p->xr[k][1];
+    size_t at = b->expert ? before : b->off - before, S = b->expert ? p->sx : p->sd;
+    int n = b->expert ? p->xn : p->n;
+    for (int i = 0; i <= n; i++) {
+        size_t edge = i == n ? SIZE_MAX : (size_t)i * S;
+        p->bounds[i] = edge <= at ? 0 : edge - at >= b->len ? b->len : edge - at;
+    }
+}
+
 /* Bucket b's gradients are complete in the model's fp32 buffer (or, encoded, already in the
  * gradient buffer): reduce them. */
 static void launch(struct dp *p, const struct shard_range *b, bool encoded)
@@ -336,6 +486,19 @@ static void launch(struct dp *p, const struct shard_range *b, bool encoded)
         char *dst = p->gr ? (char *)p->gr + b->off * p->ges : (char *)src;
         if (p->gr && !encoded)
             fp_pack_n(p->gdt, dst, src, b->len);
+        if (p->nxr) { /* expert parallelism: the experts over their own group */
+            packed_bounds(p, b);
+            struct coll c = {.op = p->zero == 0 ? COST_ALLREDUCE : COST_REDUCE_SCATTER,
+                             .algo = COST_RING,
+                             .buf = dst,
+                             .count = b->len,
+                             .dtype = p->gdt,
+                             .stream = DP_STREAM_GRADS,
+                             .bounds = p->bounds};
+            ring_over(p, b->expert ? p->xgroup : p->group, b->expert ? p->xn : p->n, &p->states,
+                      &c);
+            return;
+        }
         ring(p, p->zero == 0 ? COST_ALLREDUCE : COST_REDUCE_SCATTER, dst, b->len, p->gdt, b->off,
              true, DP_STREAM_GRADS);
         return;
@@ -449,13 +612,26 @@ void dp_hook(struct dp *p, enum gpt_hook h, int unit)
 
 /* ------------------------------------------------------------------ the step */
 
+/* ZeRO-1 with ep: the packed range from the flat buffer flat (in), or into it. */
+static void packed_copy(const struct dp *p, float *packed, float *flat, bool in)
+{
+    for (int k = 0; k < p->nown; k++) {
+        float *f = flat + p->own[k][0];
+        size_t n = p->own[k][1];
+        memcpy(in ? packed : f, in ? f : packed, n * 4);
+        packed += n;
+    }
+}
+
 void dp_load_weights(struct dp *p, const float *all)
 {
     size_t pad = p->plan.padded, S = p->plan.shard, lo = (size_t)p->rank * S;
     float *params = gpt_params(p->g);
     if (all != params)
         memcpy(params, all, p->plan.params * 4);
-    if (p->master)
+    if (p->own)
+        packed_copy(p, p->master ? p->master : p->pmaster, params, true);
+    else if (p->master)
         memcpy(p->master, params + p->roff, p->rlen * 4);
     if (p->zero >= 3) {
         if (p->mixed)
@@ -525,10 +701,41 @@ int dp_grad_sync(struct dp *p, struct error *e)
     return 0;
 }
 
+/* Expert parallelism's part of the norm (DDP, unscaled gradients g): this GPU's packed shard
+ * of the elements that are no experts', and every expert it holds when it is expert-data rank
+ * 0 (those GPUs hold every expert once between them). */
+static double packed_sumsq(const struct dp *p, const float *g)
+{
+    size_t lo = (size_t)p->rank * p->sd, hi = lo + p->sd, at = 0, a = 0;
+    double s = 0;
+    for (int k = 0; k <= p->nxr; k++) { /* the others' elements [a, z), packed from at */
+        size_t z = k < p->nxr ? p->xr[k][0] : p->plan.padded;
+        size_t x0 = at > lo ? at : lo, x1 = at + (z - a) < hi ? at + (z - a) : hi;
+        for (size_t i = x0; i < x1; i++)
+            s += (double)g[a + i - at] * g[a + i - at];
+        at += z - a;
+        if (k < p->nxr) {
+            for (size_t i = 0; i < p->xr[k][1] && p->xnorm; i++)
+                s += (double)g[z + i] * g[z + i];
+            a = z + p->xr[k][1];
+        }
+    }
+    return s;
+}
+
 float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
 {
     /* the fp32 gradients of the range: the model's own buffer (in place) or decoded into it */
     float *ug = gpt_grads(p->g) + p->roff;
+    if (p->own) { /* its packed shards, reduced in the flat buffers */
+        if (p->gr)
+            fp_unpack_n(p->gdt, ug, p->gr, p->plan.padded);
+        packed_copy(p, p->pg, ug, true);
+        double sq = 0;
+        *found = clip_unscale(p->pg, p->rlen, inv, &sq);
+        *sumsq = sq;
+        return p->pg;
+    }
     if (p->gr) {
         const char *src = (const char *)p->gr + (p->zero >= 2 ? 0 : p->roff * p->ges);
         fp_unpack_n(p->gdt, ug, src, p->rlen);
@@ -556,6 +763,8 @@ float *dp_unscale(struct dp *p, float inv, bool *found, double *sumsq)
             a = x1;
     }
     bad |= clip_unscale(ug + done, p->rlen - done, inv, NULL);
+    if (p->nxr) /* expert parallelism: its packed shards instead */
+        s = packed_sumsq(p, ug);
     *found = bad;
     *sumsq = s;
     return ug;
@@ -615,7 +824,19 @@ float *dp_master(struct dp *p)
 {
     if (p->master)
         return p->master;
+    if (p->pmaster)
+        return p->pmaster;
     return p->zero >= 3 ? p->w : gpt_params(p->g) + p->roff;
+}
+
+size_t dp_flat_index(const struct dp *p, size_t i)
+{
+    for (int k = 0; k < p->nown; k++) {
+        if (i < p->own[k][1])
+            return p->own[k][0] + i;
+        i -= p->own[k][1];
+    }
+    return p->own ? SIZE_MAX : i;
 }
 
 float *dp_moment(struct dp *p, int which)
@@ -623,10 +844,54 @@ float *dp_moment(struct dp *p, int which)
     return p->mom[which ? 1 : 0];
 }
 
+/* ZeRO-1 with ep: AdamW over the packed range, its weights back where the flat buffer has
+ * them (rounded to the format), then each bucket's weights all-gathered over its kind's group
+ * in the packed shards. */
+static int packed_update(struct dp *p, const struct adamw *a, const float *g, float coef,
+                         struct error *e)
+{
+    float *params = gpt_params(p->g), *m = dp_master(p);
+    adamw_update(a, m, g, coef, p->mom[0], p->mom[1], p->rlen);
+    for (int k = 0; k < p->nown; k++) {
+        float *f = params + p->own[k][0];
+        size_t n = p->own[k][1];
+        if (p->mixed) { /* the bits the others receive, and the values this GPU computes with */
+            fp_pack_n(p->wdt, (char *)p->w + p->own[k][0] * p->wes, m, n);
+            fp_round_n(p->wdt, f, m, n);
+        } else
+            memcpy(f, m, n * 4);
+        m += n;
+    }
+    for (int i = 0; i < p->plan.nbuckets; i++) {
+        const struct shard_range *b = &p->plan.buckets[i];
+        packed_bounds(p, b);
+        char *buf = p->mixed ? (char *)p->w + b->off * p->wes : (char *)(params + b->off);
+        struct coll c = {.op = COST_ALLGATHER,
+                         .algo = COST_RING,
+                         .buf = buf,
+                         .count = b->len,
+                         .dtype = p->wdt,
+                         .stream = DP_STREAM_GRADS,
+                         .bounds = p->bounds};
+        if (ring_over(p, b->expert ? p->xgroup : p->group, b->expert ? p->xn : p->n, &p->states,
+                      &c)) {
+            *e = p->err;
+            return p->err.code;
+        }
+    }
+    if (p->mixed)
+        fp_unpack_n(p->wdt, params, p->w, p->plan.padded);
+    if (p->d)
+        dev_join(p->d);
+    return 0;
+}
+
 int dp_update(struct dp *p, const struct adamw *a, const float *g, float coef, struct error *e)
 {
     size_t pad = p->plan.padded;
     float *params = gpt_params(p->g);
+    if (p->own)
+        return packed_update(p, a, g, coef, e);
     if (!p->mixed)
         adamw_update(a, dp_master(p), g, coef, p->mom[0], p->mom[1], p->rlen);
     else { /* and the range's master weights rounded into the working weights at once; in DDP

@@ -94,6 +94,9 @@ int dp_agree(struct dp *p, double loss, double sumsq, bool found, double *gloss,
 /* The range this GPU updates, and its fp32 master weights and Adam moments (same range). */
 void dp_range(const struct dp *p, size_t *off, size_t *n);
 float *dp_master(struct dp *p);
+/* Where element i of that range is in the flat buffer: off + i, or with ZeRO-1 and expert
+ * parallelism, whose range is two packed shards (par/dp.c's owned_runs), where its run has it. */
+size_t dp_flat_index(const struct dp *p, size_t i);
 float *dp_moment(struct dp *p, int which);
 
 /* The update of this GPU's range: AdamW over its master weights with gradients g times

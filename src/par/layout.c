@@ -40,6 +40,18 @@ int layout_grad_rank(const struct layout_place *pl)
     return pl->dprank * pl->cp + pl->cprank;
 }
 
+void layout_ep_group(const struct layout_place *pl, int *ranks)
+{
+    for (int i = 0; i < pl->ep; i++)
+        ranks[i] = layout_rank(pl, LAYOUT_DP, pl->dprank - pl->eprank + i);
+}
+
+void layout_expert_grad_group(const struct layout_place *pl, int *ranks)
+{
+    for (int i = 0; i < pl->dp / pl->ep; i++)
+        ranks[i] = layout_rank(pl, LAYOUT_DP, i * pl->ep + pl->eprank);
+}
+
 bool layout_pipelined(const struct train_opts *o)
 {
     return o->pp > 1 || o->micro_batches > 1;
@@ -62,6 +74,8 @@ void layout_place(const struct train_opts *o, int rank, int slots, struct layout
         out->at[a] = a == LAYOUT_AXES - 1 ? r : r % out->size[a];
         r /= out->size[a];
     }
+    out->ep = o->ep > 1 && out->dp % o->ep == 0 ? o->ep : 1;
+    out->eprank = out->dprank % out->ep;
     out->micro = o->batch / (out->dp * m);
     layout_chunk_part(o, out, 0, slots, &out->part);
 }
@@ -95,7 +109,9 @@ void layout_chunk_part(const struct train_opts *o, const struct layout_place *pl
                              .sp = o->sp && pl->tp > 1,
                              .cp = pl->cp,
                              .cprank = pl->cprank,
-                             .cp_naive = o->cp_naive};
+                             .cp_naive = o->cp_naive,
+                             .ep = pl->ep,
+                             .eprank = pl->eprank};
 }
 
 /* Context parallelism's checks: its size, the sequence it splits. */
@@ -123,6 +139,50 @@ static int cp_check(const struct train_opts *o, struct error *e)
                          "--sequence-parallel splits each GPU's %d tokens (seq / --cp %d) over "
                          "--tp %d: it must divide them",
                          o->shape.seq / o->cp, o->cp, o->tp);
+    return 0;
+}
+
+/* Expert parallelism's checks: experts to share, the data ranks and the experts it divides,
+ * the static shape its all-to-alls send, what it composes with on the thread-GPUs. */
+static int ep_check(const struct train_opts *o, struct error *e)
+{
+    const struct gpt_moe *m = &o->shape.moe;
+    int dp = layout_dp(o);
+    if (o->ep < 1 || o->ep > TRAIN_MAX_GPUS)
+        return error_set(e, ERR_INVAL, "--ep %d: from 1 to %d", o->ep, TRAIN_MAX_GPUS);
+    if (o->ep == 1)
+        return 0;
+    if (!m->experts)
+        return error_set(e, ERR_INVAL, "--ep %d goes with --experts: the model has none", o->ep);
+    if (m->experts % o->ep)
+        return error_set(e, ERR_INVAL, "--ep %d must divide the %d experts", o->ep, m->experts);
+    if (dp % o->ep)
+        return error_set(e, ERR_INVAL,
+                         "--ep %d must divide the %d data-parallel ranks (expert parallelism "
+                         "splits them, as Megatron-LM's expert-model-parallel size does)",
+                         o->ep, dp);
+    size_t x = (size_t)gpt_moe_layers(&o->shape) * (size_t)(m->experts / o->ep) * 3 *
+               (size_t)o->shape.d * (size_t)o->shape.ffn;
+    if (x % (size_t)(dp / o->ep))
+        return error_set(e, ERR_INVAL,
+                         "--dp %d / --ep %d GPUs hold the same %zu expert parameters and reduce "
+                         "their gradients in even shards: they must divide them",
+                         dp, o->ep, x);
+    if (!(m->capacity_factor > 0))
+        return error_set(e, ERR_INVAL,
+                         "--ep %d needs --capacity-factor > 0: the all-to-alls send each expert's "
+                         "static [capacity, d] rows",
+                         o->ep);
+    if (o->tp > 1 || o->cp > 1 || o->pp > 1)
+        return error_set(e, ERR_INVAL,
+                         "--ep %d runs with data parallelism only on the thread-GPUs (not --tp, "
+                         "--cp, --pp)",
+                         o->ep);
+    if (o->zero > 1)
+        return error_set(e, ERR_INVAL,
+                         "--ep %d with --zero %d: the thread-GPUs run expert parallelism with "
+                         "DDP and ZeRO-1 (--zero 0 or 1) for now",
+                         o->ep, o->zero);
     return 0;
 }
 
@@ -206,5 +266,5 @@ int layout_check(const struct train_opts *o, struct error *e)
                          o->zero, o->pp > 1 ? "pipeline stages" : "several micro-batches");
     if (o->zero < 0 || o->zero > 3)
         return error_set(e, ERR_INVAL, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", o->zero);
-    return 0;
+    return ep_check(o, e);
 }

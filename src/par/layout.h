@@ -22,10 +22,16 @@
  * each, model/ringattn.h's split), along dp the batch: each data-parallel rank takes batch / D
  * sequences as M micro-batches.
  *
- * Room for more axes: expert parallelism (mixture of experts) is one between cp and dp, as
- * Megatron-LM orders them: a name in enum layout_axis and in struct layout_place's sizes and
- * coordinates, its size from the settings in layout_place, its checks in layout_check; ranks and
- * groups follow from the axes. */
+ * Expert parallelism (a mixture of experts' E experts over ep GPUs, model/gpt.h) is no axis of
+ * its own: it divides the data-parallel ranks, as Megatron-LM's expert rank generator does
+ * (order "tp-cp-ep-dp-pp" with ep x expert-dp = the dp ranks, megatron/core/parallel_state.py;
+ * DeepSpeed-MoE's expert-parallel and expert-data-parallel groups, deepspeed/utils/groups.py,
+ * cut the data-parallel ranks the same way). Data rank q is expert rank q % ep of the
+ * expert-parallel group of the ep consecutive data ranks around it (the tokens' all-to-alls),
+ * and the experts it holds are replicated over the dp / ep data ranks with the same expert
+ * rank (the expert-data-parallel group), over which their gradients reduce; the other weights
+ * are replicated over all dp, as before. With ep 1 the expert gradient group is the gradient
+ * group. */
 #ifndef SCALELAB_PAR_LAYOUT_H
 #define SCALELAB_PAR_LAYOUT_H
 
@@ -55,6 +61,7 @@ struct layout_place {
         };
         int at[LAYOUT_AXES];
     };
+    int ep, eprank;       /* expert parallelism: eprank = dprank % ep */
     int micro;            /* sequences in a micro-batch: batch / (dp x M) */
     struct gpt_part part; /* chunk 0's layers (and ends); layout_chunk_part gives the others */
 };
@@ -76,6 +83,12 @@ int layout_grad_ranks(const struct train_opts *o);
  * layout_grad_rank. */
 void layout_grad_group(const struct layout_place *pl, int *ranks);
 int layout_grad_rank(const struct layout_place *pl);
+/* pl's expert-parallel group: the ep data ranks dprank - eprank .. + ep - 1, in expert rank
+ * order (the all-to-all's). */
+void layout_ep_group(const struct layout_place *pl, int *ranks);
+/* pl's expert gradient group (Megatron-LM's expert-data-parallel group): the dp / ep ranks
+ * holding its experts, data ranks eprank, eprank + ep, ...; pl's place in it is dprank / ep. */
+void layout_expert_grad_group(const struct layout_place *pl, int *ranks);
 /* Whether a step runs as a pipeline of micro-batches (pp > 1 or M > 1): the gradients are
  * then reduced once all of them are in. */
 bool layout_pipelined(const struct train_opts *o);

@@ -1,6 +1,7 @@
 libscalelab_a_SOURCES += \
 	%reldir%/cp.c %reldir%/cp.h \
 	%reldir%/dp.c %reldir%/dp.h \
+	%reldir%/ep.c %reldir%/ep.h \
 	%reldir%/layout.c %reldir%/layout.h \
 	%reldir%/pp.c %reldir%/pp.h \
 	%reldir%/predict.c %reldir%/predict.h \

@@ -220,12 +220,25 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
     size_t bt = (size_t)o->batch * o->shape.seq;
     /* DDP: every GPU of a stage holds all of its part and its data-parallel rank 0 alone
      * keeps them; ZeRO: each its shard. Each element goes where the whole model has it. */
-    for (size_t i = 0; i < n; i++) {
+    const struct layout_place *pl = trainer_place(t);
+    /* expert parallelism: the other ranks of data rank 0's group keep their experts alone */
+    bool only_experts = pl->ep > 1 && pl->dprank > 0 && o->zero == 0;
+    size_t nx = only_experts ? gpt_part_experts(&o->shape, &pl->part, NULL, 0) : 0;
+    size_t(*xr)[2] = nx ? malloc(nx * sizeof *xr) : NULL;
+    if (nx && !xr)
+        return;
+    if (nx)
+        gpt_part_experts(&o->shape, &pl->part, xr, nx);
+    for (size_t i = 0, k = 0; i < n; i++) {
+        while (k < nx && off + i >= xr[k][0] + xr[k][1])
+            k++;
+        if (only_experts && !(k < nx && off + i >= xr[k][0]))
+            continue;
         size_t w = trainer_whole_index(t, off + i);
         if (w != SIZE_MAX)
             r->first_grads[w] = grads[i];
     }
-    const struct layout_place *pl = trainer_place(t);
+    free(xr);
     if (pl->stage == 0 && pl->dprank == 0 && pl->tprank == 0) {
         memcpy(r->first_tokens, tokens, bt * sizeof *tokens);
         memcpy(r->first_tokens + bt, targets, bt * sizeof *targets);
@@ -242,6 +255,7 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
     g->tp_bytes = s->tp_bytes;
     g->cp_bytes = s->cp_bytes;
     g->ring_scores = s->ring_scores;
+    g->ep_bytes = s->ep_bytes;
     snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
     g->nonfinite_forward = s->nonfinite_forward;
     g->skipped = s->skipped;
@@ -449,7 +463,9 @@ static int device_main(struct device *d, void *arg, struct error *e)
         r->floor = trainer_loss_floor(t);
         pthread_mutex_unlock(&r->mu);
     }
-    if (r->cfg.keep_first_step && (o->zero > 0 || trainer_place(t)->dprank == 0))
+    /* DDP: data rank 0 holds every gradient of its part, and with expert parallelism the
+     * ranks of its expert-parallel group the other experts' */
+    if (r->cfg.keep_first_step && (o->zero > 0 || trainer_place(t)->dprank < trainer_place(t)->ep))
         trainer_observe(t, keep_first, r);
     int applied = 0;
     struct train_step s;
@@ -499,6 +515,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
     g->pp_sent_per_step = s.pp_bytes;
     g->tp_sent_per_step = s.tp_bytes;
     g->cp_sent_per_step = s.cp_bytes;
+    g->ep_sent_per_step = s.ep_bytes;
     g->ring_scores_per_step = s.ring_scores;
     g->place = *trainer_place(t);
     int nops;

@@ -60,6 +60,7 @@ struct run_gpu_step {
     uint64_t tp_bytes;    /* in its tensor-parallel group */
     uint64_t cp_bytes;    /* round its context-parallel ring */
     uint64_t ring_scores; /* the attention scores its ring computed (0 without cp) */
+    uint64_t ep_bytes;    /* in its experts' all-to-alls */
     char nonfinite[48];   /* its first non-finite tensor, "" if none */
     bool nonfinite_forward;
     /* its part of the agreement, which must be every GPU's: the verdict, the scale after the
@@ -90,6 +91,7 @@ struct run_gpu {
     uint64_t pp_sent_per_step;              /* between pipeline stages, in its last step */
     uint64_t tp_sent_per_step;              /* in its tensor-parallel group, in its last step */
     uint64_t cp_sent_per_step;              /* round its context-parallel ring, in its last step */
+    uint64_t ep_sent_per_step;              /* in its experts' all-to-alls, in its last step */
     uint64_t ring_scores_per_step;          /* the attention scores its ring computed, last step */
     struct layout_place place;              /* where it sits in the layout */
     struct pp_done *ops;                    /* pipelined: its last step's operations */

@@ -33,6 +33,7 @@ void train_opts_default(struct train_opts *o)
     o->pp = 1;
     o->tp = 1;
     o->cp = 1;
+    o->ep = 1;
     o->chunks = 2;
     o->micro_batches = 1;
     o->schedule = SCHED_1F1B;
@@ -443,6 +444,11 @@ const struct setting train_settings[] = {
      "C GPUs (ring attention). GPU r is context rank (r / tp) % C"},
     {"cp-naive", NULL, NULL, set_switch, F(cp_naive), 0, 0, false,
      "with --cp: GPU i holds chunk i of C (the last does the most work)"},
+    {"ep", NULL, "P", set_int, F(ep), 1, TRAIN_MAX_GPUS, false,
+     "with --experts: each expert layer's E experts over P GPUs (default\n"
+     "1), E / P each, P dividing the data-parallel ranks (GPU r is expert\n"
+     "rank of its data rank % P); tokens go to their experts' GPUs and\n"
+     "back by all-to-alls; needs --capacity-factor (the static shape)"},
     {"pp", NULL, "P", set_int, F(pp), 1, TRAIN_MAX_GPUS, false,
      "P stages (default 1), dividing the layers: the first also holds the\n"
      "embedding, the last the final norm and a copy of the tied\n"
@@ -465,7 +471,7 @@ const struct setting train_settings[] = {
      "a mixture of experts: each expert layer's feed-forward becomes E\n"
      "SwiGLU experts of the model's ffn width and a router (2 to " XSTR(
          GPT_MAX_EXPERTS) ";\n"
-                          "one GPU, one micro-batch); a model preset may hold them (tiny-moe)"},
+                          "one micro-batch); a model preset may hold them (tiny-moe)"},
     {"top-k", NULL, "K", set_int, F(shape.moe.top_k), 1, 2, false,
      "the experts each token goes to (2 on a dense model given\n"
      "--experts, else the preset's): 1 as Switch Transformer (its gate is\n"

@@ -71,6 +71,8 @@ struct train_opts {
     bool sp;                     /* sequence parallelism (with tp > 1) */
     int cp;                      /* context-parallel GPUs C per sequence (1: none) */
     bool cp_naive;               /* cp: GPU i holds chunk i of C, not chunks i and 2C-1-i */
+    int ep;                      /* expert-parallel GPUs P sharing the experts (1: none),
+                                    dividing the dp ranks (par/layout.h) */
     int pp;                      /* pipeline stages P (1: none) */
     int micro_batches;           /* M per step; the gradients add up over them */
     enum calc_schedule schedule; /* the order of the stages' passes (calc/sched.h) */

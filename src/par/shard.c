@@ -34,7 +34,18 @@ int shard_unit_at(const struct shard_plan *p, size_t off)
         return GPT_UNIT_EMBED;
     if (off >= fin)
         return GPT_UNIT_HEAD;
-    return p->first + (int)((off - emb) / ((fin - emb) / (size_t)p->layers));
+    int k = 0; /* layers differ in size when some have experts */
+    while (k + 1 < p->layers && p->units[2 + k].r[0].off <= off)
+        k++;
+    return p->first + k;
+}
+
+/* Elements of the part's first k layers (they differ in size when some have experts). */
+static size_t layers_before(const struct gpt_config *c, const struct gpt_part *pt, int k)
+{
+    struct gpt_part some = *pt;
+    some.count = k, some.embed = some.head = false;
+    return gpt_part_param_count(c, &some);
 }
 
 int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, const struct gpt_part *part,
@@ -60,17 +71,17 @@ int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, const stru
 
     /* Units: the ends (embedding; final norm and padding), then each layer. A middle
      * pipeline stage has no embedding and no final norm: its ends are the padding. */
-    struct gpt_part one = *pt, ends = *pt; /* a layer's parameters; the embedding's */
-    one.count = 1, one.embed = one.head = false;
+    struct gpt_part ends = *pt; /* the embedding's parameters */
     ends.count = 0, ends.embed = pt->embed || pt->head, ends.head = false;
-    size_t lp = gpt_part_param_count(c, &one), emb = gpt_part_param_count(c, &ends);
-    size_t fin = emb + (size_t)pt->count * lp;
-    p->units[0] =
-        (struct shard_unit){{{0, emb, GPT_UNIT_EMBED}, {fin, p->padded - fin, GPT_UNIT_HEAD}},
-                            2,
-                            emb + p->padded - fin};
-    for (int k = 0; k < pt->count; k++)
-        p->units[1 + k] = (struct shard_unit){{{emb + (size_t)k * lp, lp, pt->first + k}}, 1, lp};
+    size_t emb = gpt_part_param_count(c, &ends), fin = emb + layers_before(c, pt, pt->count);
+    p->units[0] = (struct shard_unit){
+        {{0, emb, GPT_UNIT_EMBED, false}, {fin, p->padded - fin, GPT_UNIT_HEAD, false}},
+        2,
+        emb + p->padded - fin};
+    for (int k = 0; k < pt->count; k++) {
+        size_t at = emb + layers_before(c, pt, k), lp = layers_before(c, pt, k + 1) - at + emb;
+        p->units[1 + k] = (struct shard_unit){{{at, lp, pt->first + k, false}}, 1, lp};
+    }
     for (int u = 0; u <= pt->count; u++)
         if (p->units[u].elems > p->unit_max)
             p->unit_max = p->units[u].elems;
@@ -79,17 +90,18 @@ int shard_plan_init(struct shard_plan *p, const struct gpt_config *c, const stru
     if (bucket_elems) {
         for (size_t end = p->padded; end > 0;) {
             size_t off = end > bucket_elems ? end - bucket_elems : 0;
-            p->buckets[p->nbuckets++] = (struct shard_range){off, end - off, shard_unit_at(p, off)};
+            p->buckets[p->nbuckets++] =
+                (struct shard_range){off, end - off, shard_unit_at(p, off), false};
             end = off;
         }
     } else {
         if (p->padded > fin)
-            p->buckets[p->nbuckets++] = (struct shard_range){fin, p->padded - fin, GPT_UNIT_HEAD};
-        for (int k = pt->count - 1; k >= 0; k--)
             p->buckets[p->nbuckets++] =
-                (struct shard_range){emb + (size_t)k * lp, lp, pt->first + k};
+                (struct shard_range){fin, p->padded - fin, GPT_UNIT_HEAD, false};
+        for (int k = pt->count - 1; k >= 0; k--)
+            p->buckets[p->nbuckets++] = p->units[1 + k].r[0];
         if (emb)
-            p->buckets[p->nbuckets++] = (struct shard_range){0, emb, GPT_UNIT_EMBED};
+            p->buckets[p->nbuckets++] = (struct shard_range){0, emb, GPT_UNIT_EMBED, false};
     }
     for (int b = 0; b < p->nbuckets; b++)
         if (p->buckets[b].len > p->bucket_max)

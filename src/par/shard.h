@@ -26,6 +26,7 @@
 #ifndef SCALELAB_PAR_SHARD_H
 #define SCALELAB_PAR_SHARD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "model/gpt.h"
@@ -34,7 +35,8 @@
  * whose weights it holds). */
 struct shard_range {
     size_t off, len;
-    int unit; /* a layer, GPT_UNIT_EMBED or GPT_UNIT_HEAD */
+    int unit;    /* a layer, GPT_UNIT_EMBED or GPT_UNIT_HEAD */
+    bool expert; /* a bucket of experts, reduced over their own group (par/dp.h) */
 };
 
 #define SHARD_MAX_RANGES 2 /* the ends: the embedding and the final norm */

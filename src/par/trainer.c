@@ -19,6 +19,7 @@
 #include "model/ringattn.h"
 #include "par/cp.h"
 #include "par/dp.h"
+#include "par/ep.h"
 #include "comm/coll.h"
 #include "num/fp.h"
 #include "par/pp.h"
@@ -55,6 +56,7 @@ struct trainer {
     char poisoned_by[48]; /* the first non-finite tensor of that step */
     struct tp_group *tp;  /* tensor parallelism's communication (NULL: one GPU per layer) */
     struct cp_ring *cp;   /* context parallelism's ring (NULL: one GPU per sequence) */
+    struct ep_group *ep;  /* expert parallelism's all-to-alls (NULL: every expert here) */
 };
 
 int train_opts_check(const struct train_opts *o, struct error *e)
@@ -155,6 +157,7 @@ struct train_calls trainer_calls(const struct train_opts *o)
      * gradients are workspace), the strategy's, the batch */
     long buffers = GPT_BUFFERS - seam.params_workspace - seam.grads_workspace + dp_buffers(o) + 1;
     buffers += o->cp > 1 ? 3 : 0; /* the ring's send and receive buffers, the batch share */
+    buffers += o->ep > 1 ? 2 : 0; /* the all-to-alls' send and receive buffers */
     long computes = g.compute;
     /* ZeRO-3: every gather moves reserved bytes to communication and back */
     long charges = g.charge + (o->zero >= 3 ? 2L * (2L * o->shape.layers + 2) : 0);
@@ -201,6 +204,13 @@ static void w_tp_reduce(void *ctx, float *buf, size_t n, enum gpt_tp_op op, cons
     tp_collective(t->tp, buf, n, op, what);
 }
 
+/* Expert parallelism: the experts' all-to-alls over this GPU's group (par/ep.h). */
+static void w_ep_alltoall(void *ctx, const float *send, float *recv, size_t n, const char *what)
+{
+    struct trainer *t = ctx;
+    ep_alltoall(t->ep, send, recv, n, what);
+}
+
 /* Context parallelism: the attention's ring steps over this GPU's group (par/cp.h). */
 static void w_cp_shift(void *ctx, const float *send, float *recv, size_t n, const char *what)
 {
@@ -227,6 +237,7 @@ void trainer_free(struct trainer *t)
     sched_free(&t->sched);
     tp_free(t->tp);
     cp_free(t->cp);
+    ep_free(t->ep);
     for (int c = 0; c < SCHED_MAX_CHUNKS; c++) {
         dp_free(t->dp[c]);
         gpt_free(t->g[c]);
@@ -242,7 +253,7 @@ void trainer_free(struct trainer *t)
 /* The initial weights: the whole model's, drawn as on one GPU, cut to this GPU's parts. */
 static int load_part(struct trainer *t, struct error *e)
 {
-    if (!layout_pipelined(&t->o) && t->pl.tp == 1) {
+    if (!layout_pipelined(&t->o) && t->pl.tp == 1 && t->pl.ep == 1) {
         float *mine = gpt_params(t->g[0]);
         gpt_init_params(&t->o.shape, t->o.seed, mine);
         dp_load_weights(t->dp[0], mine);
@@ -292,6 +303,7 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .hook = w_hook,
                              .tp_reduce = w_tp_reduce,
                              .cp_shift = w_cp_shift,
+                             .ep_alltoall = w_ep_alltoall,
                              .ctx = t};
     t->v = layout_chunks(o);
     if (layout_pipelined(o) && /* the schedule the stages run */
@@ -300,7 +312,8 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
     layout_place(o, t->rank, 1, &t->pl);
     struct dp_mem mem = {w_alloc, w_free, w_charge, t};
     if ((rc = tp_new(&t->tp, o, &t->pl, d, &mem, e)) ||
-        (rc = cp_new(&t->cp, o, &t->pl, d, &mem, e)))
+        (rc = cp_new(&t->cp, o, &t->pl, d, &mem, e)) ||
+        (rc = ep_new(&t->ep, o, &t->pl, d, &mem, e)))
         goto fail;
     for (int c = 0; c < t->v; c++) {
         /* each chunk's part, a slot per micro-batch it holds at once */
@@ -503,7 +516,7 @@ static int forward_backward(struct trainer *t, long step, double *local, struct 
             return rc;
     } else
         *local = gpt_step(t->g[0], tok, tgt, t->scaler.scale, &inj);
-    if ((rc = tp_failed(t->tp, e)) || (rc = cp_failed(t->cp, e)) ||
+    if ((rc = tp_failed(t->tp, e)) || (rc = cp_failed(t->cp, e)) || (rc = ep_failed(t->ep, e)) ||
         (rc = tp_norm_sync(t->tp, t->g, t->part, t->v, e)))
         return rc;
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
@@ -612,6 +625,7 @@ static void describe(const struct trainer *t, const struct gpt_diag *d, struct t
     out->pp_bytes += t->pp ? pp_sent(t->pp) : 0;
     out->tp_bytes = tp_sent(t->tp);
     out->cp_bytes = cp_sent(t->cp);
+    out->ep_bytes = ep_sent(t->ep);
     for (int c = 0; c < t->v; c++)
         out->ring_scores += gpt_ring_scores(t->g[c]);
     out->compute_s = dp_compute_s(t->dp[0]);
@@ -629,6 +643,7 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
         dp_step_begin(t->dp[c]);
     tp_step_begin(t->tp);
     cp_step_begin(t->cp);
+    ep_step_begin(t->ep);
     double local;
     struct step_grads sg;
     struct gpt_diag d;
@@ -725,7 +740,8 @@ long trainer_poisoned(const struct trainer *t, const char **tensor)
 
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind)
 {
-    size_t sum = t->extra[kind] + tp_mem_bytes(t->tp, kind) + cp_mem_bytes(t->cp, kind);
+    size_t sum = t->extra[kind] + tp_mem_bytes(t->tp, kind) + cp_mem_bytes(t->cp, kind) +
+                 ep_mem_bytes(t->ep, kind);
     for (int c = 0; c < t->v; c++)
         sum += gpt_mem_bytes(t->g[c], kind) + dp_mem_bytes(t->dp[c], kind);
     return sum;
@@ -743,7 +759,8 @@ size_t trainer_whole_index(const struct trainer *t, size_t i)
     const struct gpt_config *c = &t->o.shape;
     if (t->pl.pp > 1 && !pt->embed && pt->head && i < (size_t)(c->vocab / t->pl.tp) * c->d)
         return SIZE_MAX;
-    size_t w = gpt_part_whole_index(c, pt, i);
+    i = dp_flat_index(t->dp[t->observing], i); /* ZeRO-1 with ep: a packed range */
+    size_t w = i == SIZE_MAX ? SIZE_MAX : gpt_part_whole_index(c, pt, i);
     if (t->pl.tprank > 0 && w != SIZE_MAX) { /* the norms, whole on every rank, are rank 0's */
         enum gpt_kind k = gpt_kind_at(c, w);
         if (k == GPT_ATTN_NORM || k == GPT_MLP_NORM || k == GPT_FINAL_NORM)

@@ -81,6 +81,7 @@ struct train_step {
                                       gradients, the tied embedding's gradient */
     uint64_t tp_bytes;             /* and in its tensor-parallel group */
     uint64_t cp_bytes;             /* and round its context-parallel ring */
+    uint64_t ep_bytes;             /* and in its experts' all-to-alls */
     uint64_t ring_scores;          /* the attention scores its ring's blocks computed */
     uint64_t scalar_bytes;         /* and for the agreement (loss, norm, found-inf) */
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */

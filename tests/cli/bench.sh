@@ -91,6 +91,16 @@ else
     check_json "any(r['group'] == 'cp' and r['measure'].startswith('2 context-parallel GPUs / 1 GPU') and r['limit_value'] > 0 for r in d['results'])" "cp's speed-up beside its limit"
 fi
 
+# Expert parallelism: 2 GPUs of 4 experts each against one of 8, beside the limit their CPU
+# per token sets (skipped under TSan, as dp is).
+if $tsan; then
+    echo "ok $((T_N + 1)) # SKIP the ep group under TSan"; T_N=$((T_N + 1))
+else
+    run bench --quick --only ep --json --repeat 2
+    check_status 0 "bench --quick --only ep --json"
+    check_json "any(r['group'] == 'ep' and r['measure'].startswith('2 expert-parallel GPUs / 1 GPU') and r['limit'].startswith('2/(1+s), s=') and r['limit_value'] > 0 for r in d['results'])" "ep's speed-up beside its limit and serial fraction"
+fi
+
 run bench --list
 check_contains "$out" "formats" "bench --list names the formats group"
 check_contains "$out" "window" "bench --list names the window group"

@@ -106,6 +106,12 @@ exports "$(
     # context parallelism: Megatron-LM's --context-parallel-size (the balanced split always)
     case_ megatron 8 2 "memory --model synthetic-7b --seq 8192 --checkpoint full --gpus 8 --cp 4 --zero 1 --emit megatron"
     case_ megatron 16 8 "memory --model synthetic-7b --seq 8192 --gpus 16 --nodes 2 --tp 2 --cp 2 --pp 2 --micro-batches 4 --checkpoint full --cp-naive --emit megatron"
+    # expert parallelism: Megatron-LM's --expert-model-parallel-size, the experts' capacity
+    # padded (--moe-pad-expert-input-to-capacity: the static shape the lab's all-to-alls send)
+    case_ megatron 64 64 "memory --model mixtral-8x7b --seq 4096 --gpus 64 --nodes 8 --ep 8 --capacity-factor 1.25 --zero 1 --checkpoint full --emit megatron"
+    case_ megatron 8 8 "memory --model tiny-moe --gpus 8 --ep 4 --capacity-factor 2 --emit megatron"
+    # the planner's best layout for Mixtral 8x7B on 64 H100s splits the experts 8 ways
+    case_ megatron 64 256 "plan --model mixtral-8x7b --nodes 8 --seq 4096 --global-batch 256 --ep-max 8 --capacity-factor 1.25 --emit megatron"
 )"
 
 # ---- a sweep: each framework, each ZeRO stage, pipelines, tensor parallelism, precisions,
@@ -197,6 +203,8 @@ refused "FSDP: tensor parallelism is refused" "FSDP alone has no tensor parallel
 check_contains "$err" "8 times this layout's global batch" "FSDP: the refusal says what tp 8 would do to the batch"
 refused "DeepSpeed: context parallelism is refused" "no ring attention" memory --model synthetic-7b --gpus 8 --cp 2 --emit deepspeed
 refused "FSDP: context parallelism is refused" "no context parallelism" memory --model synthetic-7b --gpus 8 --cp 2 --emit fsdp
+refused "DeepSpeed: expert parallelism is refused" "set in the model's code" memory --model tiny-moe --gpus 4 --ep 2 --capacity-factor 2 --emit deepspeed
+refused "FSDP: expert parallelism is refused" "no expert parallelism" memory --model tiny-moe --gpus 4 --ep 2 --capacity-factor 2 --emit fsdp
 refused "DeepSpeed: ZeRO-3 with a pipeline is refused" "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism" memory --model synthetic-7b --gpus 8 --pp 2 --zero 3 --emit deepspeed
 check_contains "$err" "deepspeed/runtime/pipe/engine.py" "DeepSpeed: the refusal cites its source"
 

@@ -50,9 +50,9 @@ check_status 2 "--top-k on a dense model"
 check_contains "$err" "--top-k goes with --experts" "the refusal says what it goes with"
 run train --capacity-factor 1
 check_status 2 "--capacity-factor on a dense model"
-run train --model tiny-moe --gpus 2
-check_status 2 "experts on 2 GPUs"
-check_contains "$err" "one GPU with one micro-batch" "the refusal says what runs"
+run train --model tiny-moe --pp 2
+check_status 2 "experts over pipeline stages"
+check_contains "$err" "data and expert parallelism" "the refusal says what runs"
 run train --model tiny-moe --micro-batches 2
 check_status 2 "experts with micro-batches"
 run train --experts 65

@@ -720,7 +720,8 @@ START_TEST(plan_7b_on_one_node)
     struct cluster_spec cl;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
     struct plan_config c = {&m,        &cl,   8,   256,          2048,           PREC_BF16,
-                            OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1};
+                            OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1,
+                            1};
     struct plan_result r;
     struct error e = {0};
     ck_assert_msg(plan_run(&c, &r, &e) == 0, "%s", e.msg);
@@ -757,7 +758,8 @@ START_TEST(plan_reasons_and_scale)
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
     cl.nodes = 6;
     struct plan_config c = {&m,        &cl,   48,  96,           2048,           PREC_BF16,
-                            OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1};
+                            OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1,
+                            1};
     struct plan_result r;
     struct error e = {0};
     ck_assert_int_eq(plan_run(&c, &r, &e), 0);

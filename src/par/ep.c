@@ -1,0 +1,115 @@
+/* Expert parallelism's communication: the all-to-alls of one GPU's mixture-of-experts layers
+ * over its expert-parallel group (par/ep.h). */
+#include "config.h"
+#include "par/ep.h"
+
+#include <stdlib.h>
+
+#include "base/error.h"
+#include "comm/coll.h"
+#include "model/moe.h"
+#include "num/fp.h"
+#include "par/dp.h"
+#include "par/layout.h"
+#include "sim/cluster.h"
+
+struct ep_group {
+    struct device *d;
+    int n;      /* the group's GPUs */
+    int *group; /* their device ranks, in expert rank order */
+    struct dp_mem mem;
+    enum fp_format fmt;
+    void *sbuf, *rbuf; /* a layer's rows in the training format */
+    size_t buf_bytes;
+    uint64_t sent;
+    struct error err;
+};
+
+void ep_free(struct ep_group *x)
+{
+    if (!x)
+        return;
+    if (x->sbuf)
+        x->mem.free(x->mem.ctx, GPT_MEM_COMM, x->sbuf, x->buf_bytes);
+    if (x->rbuf)
+        x->mem.free(x->mem.ctx, GPT_MEM_COMM, x->rbuf, x->buf_bytes);
+    free(x->group);
+    free(x);
+}
+
+int ep_new(struct ep_group **out, const struct train_opts *o, const struct layout_place *pl,
+           struct device *d, const struct dp_mem *mem, struct error *e)
+{
+    *out = NULL;
+    if (pl->ep == 1)
+        return 0;
+    struct ep_group *x = calloc(1, sizeof *x);
+    if (!x)
+        return error_set(e, ERR_NOMEM, "out of memory for expert parallelism");
+    const struct gpt_moe *m = &o->shape.moe;
+    x->d = d, x->n = pl->ep, x->mem = *mem, x->fmt = o->precision;
+    /* the static [E, cap, d] rows of a micro-batch's tokens */
+    size_t rows = moe_rows(pl->micro * o->shape.seq, m->experts, m->top_k, m->capacity_factor);
+    x->buf_bytes = rows * (size_t)o->shape.d * (size_t)(fp_info(x->fmt)->bits / 8);
+    x->group = malloc((size_t)x->n * sizeof *x->group);
+    if (x->group)
+        layout_ep_group(pl, x->group);
+    x->sbuf = mem->alloc(mem->ctx, GPT_MEM_COMM, x->buf_bytes, "expert all-to-all send");
+    x->rbuf = mem->alloc(mem->ctx, GPT_MEM_COMM, x->buf_bytes, "expert all-to-all receive");
+    if (!x->group || !x->sbuf || !x->rbuf) {
+        ep_free(x);
+        return error_set(e, ERR_NOMEM, "out of memory for expert parallelism's buffers");
+    }
+    *out = x;
+    return 0;
+}
+
+void ep_step_begin(struct ep_group *x)
+{
+    if (x)
+        x->sent = 0;
+}
+
+void ep_alltoall(struct ep_group *x, const float *send, float *recv, size_t n, const char *what)
+{
+    (void)what;
+    if (!x || !x->d || x->err.code)
+        return;
+    size_t es = (size_t)(fp_info(x->fmt)->bits / 8);
+    if (n * es > x->buf_bytes) {
+        error_set(&x->err, ERR_RUN, "expert parallelism: %zu elements to exchange, room for %zu", n,
+                  x->buf_bytes / es);
+        return;
+    }
+    fp_pack_n(x->fmt, x->sbuf, send, n); /* the values are in the format already: exact */
+    struct coll c = {.op = COST_ALLTOALL,
+                     .algo = COST_PAIRWISE,
+                     .buf = x->sbuf,
+                     .recv = x->rbuf,
+                     .count = n,
+                     .dtype = x->fmt,
+                     .group = x->group,
+                     .group_size = x->n};
+    uint64_t before = dev_stats(x->d).bytes_sent;
+    if (coll_run(x->d, &c, &x->err) == 0)
+        fp_unpack_n(x->fmt, recv, x->rbuf, n);
+    x->sent += dev_stats(x->d).bytes_sent - before;
+}
+
+int ep_failed(const struct ep_group *x, struct error *e)
+{
+    if (!x || !x->err.code)
+        return 0;
+    *e = x->err;
+    return x->err.code;
+}
+
+uint64_t ep_sent(const struct ep_group *x)
+{
+    return x ? x->sent : 0;
+}
+
+size_t ep_mem_bytes(const struct ep_group *x, enum gpt_mem kind)
+{
+    return x && kind == GPT_MEM_COMM ? 2 * x->buf_bytes : 0;
+}

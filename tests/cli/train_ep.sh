@@ -1,0 +1,165 @@
+#!/bin/sh
+# Expert parallelism on the thread-GPUs (train --experts E --ep P, with DDP or ZeRO-1): each
+# GPU holds E / P of a layer's experts, tokens travel to their experts' GPUs and back by
+# all-to-alls, the experts' gradients reduce over the GPUs holding the same experts and the
+# rest over every data rank (ZeRO-1 shards each over its group):
+# the same training as one GPU holding every expert, the all-to-alls' bytes and the experts'
+# memory per GPU as derived, layouts refused with their reason.
+. "$srcdir/tests/lib.sh"
+
+slow=$sanitized
+
+# tiny-moe (8 experts, top-2, 4 expert layers, d 64, seq 64), batch 16, with a capacity that
+# drops no token (factor 4 = E / k: cap = the GPU's tokens) and no load-balancing loss: the
+# loss then is the mean over the batch of terms each GPU computes for its own tokens, as one GPU
+# does. (The load-balancing loss is not: Switch Transformer's f_i P_i is taken over the tokens
+# a GPU routes, so P GPUs sum P such products where one GPU takes one over the whole batch;
+# with it, P expert-parallel GPUs train as P data-parallel GPUs holding every expert, below.)
+moe="--model tiny-moe --capacity-factor 4"
+
+# --- Equivalence: losses within 1e-5 relative per step over 30 steps of one GPU (fp32). The
+# experts' matmuls run on other groupings of rows (each source GPU's block, padding included)
+# and the gradients add over the GPUs in another order: a few ulps a step; the development host
+# sees ~1e-8. The global sum of squares is compared within 3e-5 (tests/lib.sh's AGREE_TOL is
+# 1e-6 for the dense tiny): tiny-moe's moves that much on data-parallel GPUs that each hold
+# every expert, as it does with ep (on the development host, step 26: 0.265207207 on one GPU,
+# 0.265210005 with --dp 4, 0.265209924 with --ep 4, 1.1e-5 apart; step 3: 2.40710503, 2.40711759
+# with --dp 2, 2.40711646 with --ep 2).
+AGREE_TOL=3e-5
+steps=30
+layouts="--ep=2 --ep=4 --ep=8 --dp=4:--ep=2 --dp=8:--ep=4 --ep=2:--checkpoint=full
+--ep=2:--zero=1 --dp=4:--ep=2:--zero=1 --dp=8:--ep=4:--zero=1"
+$slow && steps=4 && layouts="--ep=2 --dp=4:--ep=2:--zero=1"
+$tsan && layouts="--dp=4:--ep=2:--zero=1"
+run train $moe --aux-loss-coef 0 --steps $steps --clip 1 --json
+check_status 0 "one GPU, every expert: the reference"
+check_jsonl "all(s['dropped'] == 0 for s in d[:-1])" "the reference drops no token"
+save ref
+for l in $layouts; do
+    args=$(printf '%s' "$l" | tr ':' ' ')
+    run train $moe --aux-loss-coef 0 --steps $steps --clip 1 $args --json
+    check_status 0 "train $args"
+    check_jsonl "all(s['dropped'] == 0 for s in d[:-1])" "$args drops no token"
+    check_losses ref $steps 1e-5 "$args"
+done
+
+# With the load-balancing loss: P expert-parallel GPUs train as P data-parallel GPUs that each
+# hold every expert (the same tokens per GPU, the same routing).
+for P in 2 4; do
+    run train $moe --steps $steps --clip 1 --dp $P --json
+    save dp$P
+    run train $moe --steps $steps --clip 1 --ep $P --json
+    check_losses dp$P $steps 1e-5 "--ep $P with the aux loss, against --dp $P"
+done
+
+# --- Step 1's gradients equal one GPU's: 1e-6 relative to the largest gradient (fp32; the
+# same batch and initial weights; each GPU's experts gathered where the whole model has them).
+run train $moe --aux-loss-coef 0 --steps 1 --dump "$T_TMP/dump0" --json
+check_status 0 "--dump on one GPU"
+i=0
+dumps="--ep=2 --ep=4 --dp=4:--ep=2 --dp=4:--ep=2:--zero=1 --dp=8:--ep=4:--zero=1"
+$slow && dumps="--ep=2 --dp=4:--ep=2:--zero=1"
+for l in $dumps; do
+    args=$(printf '%s' "$l" | tr ':' ' ')
+    i=$((i + 1))
+    run train $moe --aux-loss-coef 0 --steps 1 $args --dump "$T_TMP/dump$i" --json
+    check_status 0 "--dump with $args"
+    check_grads "$T_TMP/dump0" "$T_TMP/dump$i" 1e-6 "$args"
+done
+
+# --- The all-to-alls' bytes. A GPU routes its n = 16 / D x 64 tokens into the static
+# [E, cap, d] rows, cap = ceil(C k n / E) (C 4, k 2, E 8: cap = n); the rows bound for the
+# P - 1 other GPUs of its expert group are (P - 1) / P of them, sent in the dispatch, and as
+# many come back in the combine; the backward pass sends the outputs' gradients and the
+# inputs' gradients the same ways: per expert layer, 4 (P - 1)/P E cap d b bytes per GPU.
+for lay in "2 2" "4 4" "4 2" "8 4"; do
+    set -- $lay
+    D=$1 P=$2
+    run train $moe --steps 1 --dp $D --ep $P --json --summary
+    check_json "all(g['comm_bytes_per_step']['expert_parallel'] == 4 * 4 * ($P - 1) * 8 * (16 // $D * 64) * 64 * 4 // $P for g in d['summary']['per_gpu']) and d['summary']['layout']['ep'] == $P" \
+        "dp $D ep $P: 4 layers x 4 (P-1)/P E cap d b per GPU"
+done
+# Full checkpointing runs each expert layer's forward again before its backward: its dispatch
+# and combine again. bf16: the same rows in 2 bytes; a capacity factor of 1 sends a quarter.
+run train $moe --steps 1 --ep 2 --checkpoint full --json --summary
+check_json "all(g['comm_bytes_per_step']['expert_parallel'] == 4 * 6 * 8 * 512 * 64 * 4 // 2 for g in d['summary']['per_gpu'])" \
+    "ep 2, full checkpointing: the forward's two all-to-alls again"
+run train --model tiny-moe --capacity-factor 1 --steps 1 --ep 2 --precision bf16 --json --summary
+check_json "all(g['comm_bytes_per_step']['expert_parallel'] == 4 * 4 * 8 * 128 * 64 * 2 // 2 for g in d['summary']['per_gpu'])" \
+    "ep 2, capacity factor 1, bf16: cap = 2 x 512 / 8 = 128 rows of 2-byte values"
+
+# --- Memory: a GPU holds the dense weights and router whole and E / P experts of each layer
+# (3 d F each, F 86); DDP keeps fp32 weights, gradients and Adam's two moments of them; the
+# all-to-alls' send and receive buffers are E cap d b each.
+dense=$((64 * 64 + 4 * (2 * 64 + 4 * 64 * 64 + 8 * 64) + 64))
+for P in 2 4; do
+    run train $moe --steps 1 --ep $P --json --summary
+    params=$((dense + 4 * 8 / P * 3 * 64 * 86))
+    check_json "all(g['peak']['weights'] == g['peak']['gradients'] == 4 * $params and g['peak']['optimizer'] == 8 * $params and g['peak']['communication'] == 2 * 8 * (16 // $P * 64) * 64 * 4 for g in d['summary']['per_gpu'])" \
+        "ep $P: E / P experts' weights, gradients and moments per GPU, two all-to-all buffers"
+done
+
+# --- Measured = predicted, to the byte: every GPU's ledger peaks and bytes sent by kind
+# (data_parallel: the other weights' gradients all-reduced over dp, the experts' over dp / ep;
+# expert_parallel: the all-to-alls) equal the calculator's (calc/memory.h's ep, calc/traffic.h).
+cases="tiny-moe:fp32:--capacity-factor=4:--ep=2 tiny-moe:fp32:--capacity-factor=4:--ep=4
+tiny-moe:fp32:--capacity-factor=4:--dp=4:--ep=2 tiny-moe:fp32:--capacity-factor=4:--dp=8:--ep=4
+tiny-moe:bf16:--capacity-factor=1.25:--ep=2 tiny-moe:fp16:--capacity-factor=2:--dp=4:--ep=4
+tiny-moe:fp32:--capacity-factor=4:--ep=4:--checkpoint=full
+tiny-moe:bf16:--capacity-factor=1:--dp=4:--ep=2:--checkpoint=selective:--top-k=1
+tiny:fp32:--experts=4:--top-k=1:--moe-every=2:--capacity-factor=2:--dp=4:--ep=2
+tiny-moe:fp32:--capacity-factor=4:--dp=4:--ep=2:--zero=1 tiny-moe:bf16:--capacity-factor=2:--dp=8:--ep=4:--zero=1
+tiny-moe:fp16:--capacity-factor=1.25:--ep=2:--zero=1:--checkpoint=full
+tiny:bf16:--experts=4:--top-k=2:--moe-every=2:--capacity-factor=1:--dp=4:--ep=4:--zero=1"
+$slow && cases="tiny-moe:fp32:--capacity-factor=4:--dp=4:--ep=2 tiny-moe:bf16:--capacity-factor=2:--dp=8:--ep=4:--zero=1"
+predicted_per_case "$cases"
+
+# `memory --ep` is the same calculator: its figures for that layout are train's ledger and
+# bytes (a GPU's micro-batch: 16 / 4 = 4 sequences).
+run train $moe --steps 1 --dp 4 --ep 2 --json --summary
+save ep_train
+run memory --model tiny-moe --capacity-factor 4 --gpus 4 --ep 2 --micro-batch 4 --precision fp32 --json
+out=$(printf '%s' "$out" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))')
+save ep_memory
+PYCODE="
+t, m = load('ep_train')[-1]['summary'], load('ep_memory')[-1]
+g, p = t['per_gpu'][0], m['per_gpu']
+for k in ('weights', 'gradients', 'master_weights', 'optimizer', 'activations', 'communication'):
+    assert g['peak'][k] == p[k], (k, g['peak'][k], p[k])
+assert g['comm_bytes_per_step']['expert_parallel'] == m['communication']['expert_parallel']['bytes']
+assert g['comm_bytes_per_step']['data_parallel'] == m['communication']['data_parallel']['bytes']
+assert m['layout']['ep'] == 2
+" py "memory --ep 2 gives train's ledger and bytes"
+refused "memory: ep without a capacity" "capacity factor" memory --model tiny-moe --gpus 4 --ep 2
+refused "memory: ep not dividing dp" "dp a multiple" memory --model tiny-moe --capacity-factor 1 --gpus 6 --ep 4
+refused "memory: a capacity factor on a dense model" "--capacity-factor" memory --model tiny --capacity-factor 1
+
+# --- plan --ep-max: layouts with the experts over 2, 4, 8 of the dp GPUs weighed too; by
+# default none (the plan is as before). Mixtral 8x7B on 64 H100s at sequence 4096: its
+# experts' weights do not fit replicated over dp, and the best layout splits them 8 ways.
+mix="--model mixtral-8x7b --nodes 8 --seq 4096 --global-batch 256 --capacity-factor 1.25"
+run plan $mix --json
+check_json "all('ep' not in l for l in d['layouts'])" "plan without --ep-max weighs no expert parallelism"
+run plan $mix --ep-max 8 --json
+check_json "d['layouts'][0]['ep'] == 8 and d['layouts'][0]['pp'] == 1 and all(l.get('ep', 1) in (1, 2, 4, 8) for l in d['layouts'])" \
+    "plan --ep-max 8: Mixtral's best layout on 64 GPUs splits the experts 8 ways"
+refused "plan: a capacity factor on a dense model" "--capacity-factor" plan --model tiny --capacity-factor 1
+
+# The text's table has the all-to-alls' bytes per GPU beside the calculator's, and the formula.
+run train $moe --steps 1 --ep 2
+check_contains "$out" "expert/step" "the text's table has a column for the all-to-alls"
+check_contains "$out" "expert parallel: m x 4 expert layers x 4 x (P-1)/P x E cap d p" "the text gives their formula"
+
+# --- Ranks: expert rank = data rank % P (Megatron-LM's tp-cp-ep-dp-pp order).
+run train $moe --steps 1 --dp 4 --ep 2 --json --summary
+check_json "[g['coord']['ep'] for g in d['summary']['per_gpu']] == [0, 1, 0, 1]" \
+    "dp 4 ep 2: GPUs 0 and 2 hold experts 0-3, 1 and 3 experts 4-7"
+
+# --- Refused, with the reason.
+refused "ep without experts" "--experts" train --ep 2
+refused "ep not dividing the experts" "divide the 8 experts" train $moe --ep 3 --dp 3 --batch 18
+refused "ep not dividing the data ranks" "data-parallel ranks" train $moe --dp 2 --ep 4
+refused "ep without a capacity" "--capacity-factor" train --model tiny-moe --ep 2
+refused "ep with ZeRO-2" "--zero 0 or 1" train $moe --ep 2 --zero 2
+
+done_testing
