@@ -81,6 +81,10 @@ struct coll {
     void *recv;
 };
 
+/* The phase of an all-to-all's sends and receives in their events (sim/event.h): what a run
+ * panel watches for expert parallelism's all-to-alls (ui/panel_eprun.c). */
+#define COLL_ALLTOALL_PHASE "all-to-all"
+
 /* Every device calls it with the same op, algo, count, dtype and root. 0, ERR_INVAL (an
  * unsupported combination), or ERR_RUN (the run was aborted or failed). */
 int coll_run(struct device *d, const struct coll *c, struct error *e);

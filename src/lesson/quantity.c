@@ -20,6 +20,7 @@
 #include "calc/sched.h"
 #include "calc/traffic.h"
 #include "comm/cost.h"
+#include "model/moe.h"
 #include "model/ringattn.h"
 #include "num/fp.h"
 #include "par/predict.h"
@@ -496,6 +497,82 @@ static double m_cp_sent(const struct model_shape *m, double c, double s, double 
     return with_cp(m, c, s, b, 0, fp, &r, &t) ? t.cp.bytes : NAN;
 }
 
+/* One GPU's memory and traffic with expert parallelism over p GPUs (dp p, ep p, nothing
+ * else: calc/memory.h's memory_ep_experts, calc/traffic.c's expert_parallel): a micro-batch of
+ * b sequences of the model's length, capacity factor c (the static rows ep needs), fp-byte
+ * activations (4: fp32 training, else bf16); mc points at shape. */
+static bool with_ep(const struct model_shape *m, double p, double b, double c, double fp,
+                    struct model_shape *shape, struct memory_config *mc, struct memory_result *r,
+                    struct traffic *t)
+{
+    if (m->experts < 2 || !whole(p, 1, 1024) || !whole(b, 1, 1 << 16) || !(c > 0 && c <= 64) ||
+        (fp != 2 && fp != 4) || m->experts % (int)p)
+        return false;
+    *shape = *m; /* the config points at it */
+    shape->capacity_factor = c;
+    *mc = (struct memory_config){.model = shape,
+                                 .precision = fp == 4 ? PREC_FP32 : PREC_BF16,
+                                 .optimizer = OPT_ADAMW,
+                                 .dp = (int)p,
+                                 .tp = 1,
+                                 .pp = 1,
+                                 .cp = 1,
+                                 .ep = (int)p,
+                                 .micro_batch = (int)b,
+                                 .seq = m->seq,
+                                 .micro_batches = 1,
+                                 .schedule = SCHED_1F1B,
+                                 .ckpt = {CKPT_NONE, 0}};
+    struct cluster_spec cl;
+    if (preset_load_cluster(PRESET_CLUSTER, &cl, NULL) < 0)
+        spec_default(&cl);
+    mc->capacity = cl.hbm_bytes;
+    cl.nodes = (int)ceil(p / cl.gpus_per_node);
+    return memory_compute(mc, r, NULL) == 0 &&
+           traffic_compute(mc, &cl, 0, r->params_gpu, r->stage_layers, 0, 0, t, NULL) == 0;
+}
+
+/* The expert parameters a GPU holds with expert parallelism over p GPUs (all with p = 1). */
+static double m_ep_experts(const struct model_shape *m, double p)
+{
+    struct model_shape sh;
+    struct memory_config mc;
+    struct memory_result r;
+    struct traffic t;
+    return with_ep(m, p, 1, 1, 2, &sh, &mc, &r, &t) ? memory_ep_experts(&mc) : NAN;
+}
+
+/* The bytes a GPU sends per step in its experts' all-to-alls: p GPUs, b sequences a GPU,
+ * capacity factor c, fp bytes. */
+static double m_ep_sent(const struct model_shape *m, double p, double b, double c, double fp)
+{
+    struct model_shape sh;
+    struct memory_config mc;
+    struct memory_result r;
+    struct traffic t;
+    return with_ep(m, p, b, c, fp, &sh, &mc, &r, &t) ? t.ep.bytes : NAN;
+}
+
+/* A GPU's memory with expert parallelism over p GPUs: b sequences a GPU, capacity factor c,
+ * fp bytes (4: fp32 training as the window runs it). */
+static double m_ep_per_gpu(const struct model_shape *m, double p, double b, double c, double fp)
+{
+    struct model_shape sh;
+    struct memory_config mc;
+    struct memory_result r;
+    struct traffic t;
+    return with_ep(m, p, b, c, fp, &sh, &mc, &r, &t) ? r.total : NAN;
+}
+
+/* An expert's rows for n tokens with capacity factor c: min(n, ceil(c k n / E))
+ * (model/moe.h's moe_rows over E). */
+static double m_capacity(const struct model_shape *m, double n, double c)
+{
+    if (m->experts < 2 || !whole(n, 1, 1 << 24) || !(c > 0 && c <= 64))
+        return NAN;
+    return (double)moe_rows((int)n, m->experts, m->top_k, c) / m->experts;
+}
+
 /* The loss floor of the data the lab trains it on: the entropy rate of the source over its
  * vocabulary, with train's default seed (par/run.h); NAN for a model the tiny GPT does not
  * train or whose vocabulary is beyond the data's (its pair chain has V^2 states). */
@@ -854,6 +931,17 @@ static const struct quantity registry[] = {
     M4("cp_sent", "B",
        "bytes a GPU sends round the cp ring per step: c GPUs, s tokens, b sequences, fp bytes",
        m_cp_sent),
+    M1("ep_experts", "", "expert parameters a GPU holds with expert parallelism over p GPUs",
+       m_ep_experts),
+    M4("ep_sent", "B",
+       "bytes a GPU sends per step in its experts' all-to-alls: p GPUs, b sequences a GPU, "
+       "capacity factor c, fp bytes: (p, b, c, fp)",
+       m_ep_sent),
+    M4("ep_per_gpu", "B",
+       "a GPU's memory with experts over p GPUs: b sequences a GPU, capacity c, fp bytes",
+       m_ep_per_gpu),
+    M2("capacity", "", "an expert's rows for n tokens, capacity factor c: min(n, ceil(c k n/E))",
+       m_capacity),
     M0("loss_floor", "", "the entropy rate of the data the lab trains it on (nats per token)",
        m_loss_floor),
     M2("recompute", "", "the share of matmul FLOPs policy k adds to a step of b sequences",

@@ -256,6 +256,9 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
     g->cp_bytes = s->cp_bytes;
     g->ring_scores = s->ring_scores;
     g->ep_bytes = s->ep_bytes;
+    g->routed = s->routed, g->dropped = s->dropped;
+    memcpy(g->expert_load, s->expert_load, sizeof g->expert_load);
+    memcpy(g->expert_kept, s->expert_kept, sizeof g->expert_kept);
     snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
     g->nonfinite_forward = s->nonfinite_forward;
     g->skipped = s->skipped;

@@ -61,7 +61,11 @@ struct run_gpu_step {
     uint64_t cp_bytes;    /* round its context-parallel ring */
     uint64_t ring_scores; /* the attention scores its ring computed (0 without cp) */
     uint64_t ep_bytes;    /* in its experts' all-to-alls */
-    char nonfinite[48];   /* its first non-finite tensor, "" if none */
+    /* a mixture of experts: its tokens' choices routed and dropped past a capacity, and per
+     * expert (summed over the expert layers) those routed to it and those it took */
+    uint64_t routed, dropped;
+    uint32_t expert_load[GPT_MAX_EXPERTS], expert_kept[GPT_MAX_EXPERTS];
+    char nonfinite[48]; /* its first non-finite tensor, "" if none */
     bool nonfinite_forward;
     /* its part of the agreement, which must be every GPU's: the verdict, the scale after the
      * step, the global sum of squares and the clip coefficient */

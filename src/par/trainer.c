@@ -487,8 +487,14 @@ static void describe_experts(const struct trainer *t, const struct gpt_diag *d,
     int layers = gpt_moe_layers(&t->o.shape);
     out->aux_loss = d->aux_loss, out->routed = d->routed, out->dropped = d->dropped;
     out->expert_imbalance = 0;
+    memset(out->expert_load, 0, sizeof out->expert_load);
+    memset(out->expert_kept, 0, sizeof out->expert_kept);
     if (!layers || !d->expert_load || !d->routed)
         return;
+    for (int i = 0; i < layers * m->experts; i++) {
+        out->expert_load[i % m->experts] += (uint32_t)d->expert_load[i];
+        out->expert_kept[i % m->experts] += (uint32_t)d->expert_kept[i];
+    }
     double mean = (double)d->routed / layers / m->experts;
     for (int i = 0; i < layers * m->experts; i++)
         if (d->expert_load[i] / mean > out->expert_imbalance)

@@ -91,6 +91,9 @@ struct train_step {
      * loaded expert's choices over the mean k N / E in the least even layer (1: even). */
     double aux_loss, expert_imbalance;
     uint64_t routed, dropped;
+    /* and per expert (of E), summed over the expert layers: the choices this GPU's tokens
+     * routed to it (before the capacity) and those it took */
+    uint32_t expert_load[GPT_MAX_EXPERTS], expert_kept[GPT_MAX_EXPERTS];
 };
 
 struct trainer;

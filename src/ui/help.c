@@ -44,6 +44,9 @@ bool help_app_key(int ch)
     case '4':
     case '5':
     case '6':
+    case '7':
+    case '8':
+    case '9':
     case 'L':
     case '\t':
     case KEY_BTAB:

@@ -36,3 +36,5 @@ libscalelab_a_SOURCES += %reldir%/panel_dprun.c %reldir%/runfeed.c %reldir%/runf
 libscalelab_a_SOURCES += %reldir%/panel_pprun.c %reldir%/ppgantt.c %reldir%/ppgantt.h
 # the long sequences lesson's run panel (issue 23)
 libscalelab_a_SOURCES += %reldir%/panel_cprun.c
+# the mixtures of experts lesson's run panel (issue 24)
+libscalelab_a_SOURCES += %reldir%/panel_eprun.c

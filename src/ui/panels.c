@@ -7,7 +7,7 @@
 extern const struct panel_ops panel_formats;
 extern const struct panel_ops panel_collective, panel_memory, panel_parallel, panel_zero;
 extern const struct panel_ops panel_training, panel_checkpoint, panel_dprun, panel_pprun;
-extern const struct panel_ops panel_cprun;
+extern const struct panel_ops panel_cprun, panel_eprun;
 
 /* One line per panel; a lesson file names its panel with @panel NAME. */
 const struct panel_ops *const ui_panels[] = {
@@ -19,6 +19,7 @@ const struct panel_ops *const ui_panels[] = {
     &panel_pprun,      /* lesson 4's run: pipeline parallelism on thread-GPUs */
     &panel_zero,       /* lesson 5 */
     &panel_cprun,      /* lesson 6's run: ring attention (context parallelism) on thread-GPUs */
+    &panel_eprun,      /* lesson 7's run: expert parallelism on thread-GPUs */
     &panel_memory,     /* the Lab */
     &panel_dprun,      /* the Lab's run mode: data parallelism on thread-GPUs */
     NULL,

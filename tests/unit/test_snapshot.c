@@ -280,6 +280,10 @@ static const struct {
     {"cprun", "ledger = calc", 1, "", {NULL}, NULL},
     {"cprun", "ledger = calc", 1, "naive-", {"cp_naive=on", NULL}, NULL},
     {"cprun", "ledger = calc", 1, "cp2-seq128-", {"cp=2", "seq=128", NULL}, NULL},
+    /* experts after a step: the load per expert, each GPU's ledger, the all-to-all bytes; two
+     * GPUs, top-1, no aux loss */
+    {"eprun", "ledger = calc", 1, "", {NULL}, NULL},
+    {"eprun", "ledger = calc", 1, "ep2-top1-aux0-", {"ep=2", "top_k=1", "aux_loss_coef=0"}, NULL},
     /* lesson 3 on 16 GPUs: the rows, and the ring/tree plot beside them at every size */
     {"collective", NULL, 0, "gpus16", {"gpus=16", NULL}, NULL},
     /* an all-to-all two exchanges in: each GPU's blocks from its two left neighbours */
@@ -612,6 +616,32 @@ static void cprun_essentials(char **L, int n, const char *where, struct found *f
     seen(f, "matrix %d rows, bars, scores of both splits, verdict", rows);
 }
 
+/* The experts lesson's run: a row per expert (its number and its GPU), each GPU's row, the
+ * ledgers' verdict and the all-to-all bytes against the calculator. */
+static void eprun_essentials(char **L, int n, const char *where, struct found *f)
+{
+    int E = 0, P = 0;
+    const char *h = strstr(L[0], "E ");
+    if (!h || sscanf(h, "E %d top-%*d ep %d", &E, &P) != 2) {
+        h = strstr(L[0], "tiny-moe, ");
+        ck_assert_msg(h && sscanf(h, "tiny-moe, %d experts top-%*d, ep %d", &E, &P) == 2,
+                      "%s: the header: %s", where, L[0]);
+    }
+    int head = row_of(L, n, 0, "ex "), rows = 0;
+    ck_assert_msg(head >= 0, "%s: the experts' head", where);
+    for (int r = head + 1; r < n && L[r][0] >= '0' && L[r][0] <= '9'; r++)
+        rows++;
+    ck_assert_msg(rows == E, "%s: %d experts' rows, not %d", where, rows, E);
+    bool gpus = false, bytes = false;
+    for (int i = 0; i < n; i++)
+        gpus |= strstr(L[i], "G sent to") || strstr(L[i], "G to "),
+            bytes |= strstr(L[i], "a2a B/step") && strstr(L[i], "each = calc");
+    ck_assert_msg(gpus, "%s: the GPUs' head", where);
+    ck_assert_msg(row_of(L, n, 0, "ledger = calc") >= 0, "%s: the ledgers' verdict", where);
+    ck_assert_msg(bytes, "%s: the all-to-all bytes = calc", where);
+    seen(f, "%d experts' rows, %d GPUs, verdicts", rows, P);
+}
+
 static void formats_essentials(char **L, int n, const char *where, struct found *f)
 {
     static const char *const fmt[] = {"fp32", "fp16", "bf16", "fp8 e4m3", "fp8 e5m2"};
@@ -661,6 +691,7 @@ static const struct {
     {"dprun", dprun_essentials, 1, "ledger = calc"},
     {"formats", formats_essentials, 0, NULL},
     {"cprun", cprun_essentials, 1, "ledger = calc"},
+    {"eprun", eprun_essentials, 1, "ledger = calc"},
 };
 
 START_TEST(lesson_steps)
