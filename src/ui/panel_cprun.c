@@ -174,14 +174,6 @@ static bool scores_as_rects(const struct cprun *p)
     return true;
 }
 
-static bool ring_bytes_as_predicted(const struct cprun *p)
-{
-    for (int g = 0; g < p->s.cp; g++)
-        if ((double)p->pace.last.gpu[g].cp_bytes != llround(p->pred.comm[0].cp.bytes))
-            return false;
-    return true;
-}
-
 static void begin_step(void *panel)
 {
     struct cprun *p = panel;
@@ -478,20 +470,10 @@ static void draw_ring(const struct cprun *p, struct ui_canvas *c, int y)
 /* Each GPU's bar and total from row y at column x, w wide; the next row. */
 static int draw_bars(const struct cprun *p, struct ui_canvas *c, int y, int x, int w)
 {
-    int lw = w >= 30 ? 11 : 7, bw = w - 2 - lw;
     canvas_text(c, y++, x, ROLE_DIM, w >= 26 ? "memory, each GPU's ledger" : "GPU ledgers");
     for (int g = 0; g < p->s.cp; g++, y++) {
-        struct memory_result m;
-        runfeed_as_result(p->pace.feed.cur[g], p->pace.spec.hbm_bytes, &m);
         canvas_printf(c, y, x, ROLE_DIM, "%d", g);
-        if (bw > 0)
-            memui_draw_bar(c, y, x + 2, bw, &m, p->scale);
-        char b[32];
-        if (lw >= 11)
-            units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
-        else
-            runfeed_bytes(b, sizeof b, m.total, lw - 1);
-        canvas_printf(c, y, x + 2 + (bw > 0 ? bw : 0), ROLE_TEXT, " %*s", lw - 1, b);
+        runpace_draw_ledger(&p->pace, c, y, x + 2, w - 2, g, p->scale);
     }
     return y;
 }
@@ -607,19 +589,10 @@ static void cprun_draw(const void *state, struct ui_canvas *c)
         y++;
     }
     if (y < H && p->pred.ok) { /* the ring's bytes per GPU */
-        bool shown = p->pace.shown > 0;
-        runfeed_bytes(b1, sizeof b1,
-                      shown ? (double)p->pace.last.gpu[0].cp_bytes : p->pred.comm[0].cp.bytes,
-                      W < 60 ? 8 : 12);
-        int x = canvas_printf(c, y, 0, ROLE_TEXT, "ring B/step %s", b1);
-        if (shown) {
-            bool same = ring_bytes_as_predicted(p);
-            canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR,
-                        same ? "each = calc" : "!= calc");
-        } else {
-            canvas_text(c, y, x + 1, ROLE_DIM, "(calc)");
-        }
-        y++;
+        uint64_t sent[MAX_CP];
+        for (int g = 0; g < C; g++)
+            sent[g] = p->pace.last.gpu[g].cp_bytes;
+        runpace_draw_sent(&p->pace, c, y++, "ring B/step", sent, p->pred.comm[0].cp.bytes);
     }
     if (y < H && p->pred.ok) { /* activations per GPU against one GPU's */
         units_format_bytes(b1, sizeof b1, p->pred.mem[0].activations, UNITS_BINARY);

@@ -184,14 +184,6 @@ static double busiest_over_mean(const struct eprun *p)
     return sum > 0 ? most / (sum / p->s.experts) : 0;
 }
 
-static bool a2a_as_predicted(const struct eprun *p)
-{
-    for (int g = 0; g < p->s.ep; g++)
-        if ((double)p->pace.last.gpu[g].ep_bytes != llround(p->pred.comm[0].ep.bytes))
-            return false;
-    return true;
-}
-
 static void begin_step(void *panel)
 {
     struct eprun *p = panel;
@@ -503,7 +495,7 @@ static int draw_experts(const struct eprun *p, struct ui_canvas *c, int y, int x
 /* Each GPU's row from row y at column x, w wide: its all-to-all sends and its ledger's bar. */
 static int draw_gpus(const struct eprun *p, struct ui_canvas *c, int y, int x, int w)
 {
-    int P = p->s.ep, sw = 2 * P, lw = w >= 30 ? 11 : 7, bw = w - 2 - sw - lw;
+    int P = p->s.ep;
     canvas_text(c, y++, x, ROLE_DIM, w >= 30 ? "G sent to  memory, its ledger" : "G to  ledger");
     for (int g = 0; g < P; g++, y++) {
         int layer;
@@ -514,16 +506,7 @@ static int draw_gpus(const struct eprun *p, struct ui_canvas *c, int y, int x, i
             enum ui_role role = !on ? ROLE_DIM : q == p->newest[g] ? ROLE_MOVED : ROLE_BAR;
             xx = canvas_printf(c, y, xx, role, "%c ", q == g ? '.' : (char)('0' + q));
         }
-        struct memory_result m;
-        runfeed_as_result(p->pace.feed.cur[g], p->pace.spec.hbm_bytes, &m);
-        if (bw > 0)
-            memui_draw_bar(c, y, xx, bw, &m, p->scale);
-        char b[32];
-        if (lw >= 11)
-            units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
-        else
-            runfeed_bytes(b, sizeof b, m.total, lw - 1);
-        canvas_printf(c, y, xx + (bw > 0 ? bw : 0), ROLE_TEXT, " %*s", lw - 1, b);
+        runpace_draw_ledger(&p->pace, c, y, xx, w - (xx - x), g, p->scale);
     }
     return y;
 }
@@ -570,19 +553,10 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
         y++;
     }
     if (y < H && p->pred.ok) { /* the all-to-alls' bytes per GPU */
-        bool shown = p->pace.shown > 0;
-        runfeed_bytes(b1, sizeof b1,
-                      shown ? (double)p->pace.last.gpu[0].ep_bytes : p->pred.comm[0].ep.bytes,
-                      W < 60 ? 8 : 12);
-        int x = canvas_printf(c, y, 0, ROLE_TEXT, "a2a B/step %s", b1);
-        if (shown) {
-            bool same = a2a_as_predicted(p);
-            canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR,
-                        same ? "each = calc" : "!= calc");
-        } else {
-            canvas_text(c, y, x + 1, ROLE_DIM, "(calc)");
-        }
-        y++;
+        uint64_t sent[MAX_EP];
+        for (int g = 0; g < P; g++)
+            sent[g] = p->pace.last.gpu[g].ep_bytes;
+        runpace_draw_sent(&p->pace, c, y++, "a2a B/step", sent, p->pred.comm[0].ep.bytes);
     }
     if (y < H && p->pred.ok) { /* the experts a GPU holds */
         units_format_bytes(b2, sizeof b2, p->pred.mem[0].total, UNITS_BINARY);

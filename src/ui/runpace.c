@@ -13,6 +13,7 @@
 #include "par/layout.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
+#include "ui/memui.h"
 #include "ui/panel.h"
 #include "ui/term.h"
 
@@ -371,4 +372,37 @@ bool runpace_draw_verdict(const struct runpace *r, struct ui_canvas *c, int y,
         canvas_printf(c, y, 0, ROLE_ERROR, "GPU %d: %s differs from calc", g,
                       ledger_cat_name(runfeed_part_cat[i]));
     return true;
+}
+
+void runpace_draw_ledger(const struct runpace *r, struct ui_canvas *c, int y, int x, int w, int g,
+                         double scale)
+{
+    int lw = w >= 28 ? 11 : 7, bw = w - lw;
+    struct memory_result m;
+    runfeed_as_result(r->feed.cur[g], r->spec.hbm_bytes, &m);
+    if (bw > 0)
+        memui_draw_bar(c, y, x, bw, &m, scale);
+    char b[32];
+    if (lw >= 11)
+        units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
+    else
+        runfeed_bytes(b, sizeof b, m.total, lw - 1);
+    canvas_printf(c, y, x + (bw > 0 ? bw : 0), ROLE_TEXT, " %*s", lw - 1, b);
+}
+
+void runpace_draw_sent(const struct runpace *r, struct ui_canvas *c, int y, const char *label,
+                       const uint64_t *sent, double predicted)
+{
+    char b[32];
+    bool shown = r->shown > 0;
+    runfeed_bytes(b, sizeof b, shown ? (double)sent[0] : predicted, c->r.w < 60 ? 8 : 12);
+    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s %s", label, b);
+    if (!shown) {
+        canvas_text(c, y, x + 1, ROLE_DIM, "(calc)");
+        return;
+    }
+    bool same = true;
+    for (int g = 0; g < r->o.gpus; g++)
+        same &= (double)sent[g] == llround(predicted);
+    canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, same ? "each = calc" : "!= calc");
 }
