@@ -492,19 +492,23 @@ static int draw_experts(const struct eprun *p, struct ui_canvas *c, int y, int x
     return y;
 }
 
-/* Each GPU's row from row y at column x, w wide: its all-to-all sends and its ledger's bar. */
+/* Each GPU's row from row y at column x, w wide: the GPUs it sends to (during an all-to-all,
+ * those it has sent to in it, '-' the others, the newest drawn as moved data) and its ledger's
+ * bar. */
 static int draw_gpus(const struct eprun *p, struct ui_canvas *c, int y, int x, int w)
 {
     int P = p->s.ep;
+    bool mark = !theme_color() || theme_ascii(); /* the newest send marked '*' */
     canvas_text(c, y++, x, ROLE_DIM, w >= 30 ? "G sent to  memory, its ledger" : "G to  ledger");
     for (int g = 0; g < P; g++, y++) {
         int layer;
         bool live = a2a_at(p, g, &layer) != NULL;
         int xx = canvas_printf(c, y, x, ROLE_DIM, "%d ", g);
         for (int q = 0; q < P; q++) {
-            bool on = live && p->to[g][q];
-            enum ui_role role = !on ? ROLE_DIM : q == p->newest[g] ? ROLE_MOVED : ROLE_BAR;
-            xx = canvas_printf(c, y, xx, role, "%c ", q == g ? '.' : (char)('0' + q));
+            bool on = live && p->to[g][q], now = on && q == p->newest[g];
+            char ch = q == g ? '.' : live && !on ? '-' : (char)('0' + q);
+            enum ui_role role = !on ? ROLE_DIM : now ? ROLE_MOVED : ROLE_BAR;
+            xx = canvas_printf(c, y, xx, role, "%c%c", ch, now && mark ? '*' : ' ');
         }
         runpace_draw_ledger(&p->pace, c, y, xx, w - (xx - x), g, p->scale);
     }

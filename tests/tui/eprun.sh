@@ -24,6 +24,16 @@ check_contains "$screen" "a2a B/step 983,040 (calc)" "the calculator's all-to-al
 # space plays at 1/8x: the all-to-all line follows GPU 0 through a step's all-to-alls
 keys - - - ' '
 wait_for "forward dispatch, " "the forward's dispatch shows as the step is replayed"
+# a GPU's row in the middle of an all-to-all: the GPUs it has sent to in it, '-' those to come
+midway() {
+    printf '%s\n' "$screen" | grep -qE '(^|[^0-9])[0-3] ([.0-3-][ *]){4}' &&
+        printf '%s\n' "$screen" | grep -E '(^|[^0-9])[0-3] ([.0-3-][ *]){4}' | grep -q -- '-'
+}
+if tui_poll midway ""; then
+    ok "a GPU's row shows the sends of an all-to-all still going on"
+else
+    not_ok "a GPU's row shows the sends of an all-to-all still going on" "$screen"
+fi
 wait_for "backward combine, " "and the backward's gradients of the combine"
 keys ' ' n
 wait_for "ledger = calc, all 4 GPUs" "after a step every ledger equals the calculator"
