@@ -629,9 +629,22 @@ static void eprun_essentials(char **L, int n, const char *where, struct found *f
     }
     int head = row_of(L, n, 0, "ex "), rows = 0;
     ck_assert_msg(head >= 0, "%s: the experts' head", where);
-    for (int r = head + 1; r < n && L[r][0] >= '0' && L[r][0] <= '9'; r++)
-        rows++;
+    long loads = 0; /* each expert's choices, after its bar */
+    for (int r = head + 1; r < n && L[r][0] >= '0' && L[r][0] <= '9'; r++) {
+        const char *b = L[r] + 5;
+        b += strspn(b, "#x.|");
+        long v = 0;
+        ck_assert_msg(sscanf(b, "%ld", &v) == 1, "%s: expert %d's load: %s", where, rows, L[r]);
+        loads += v, rows++;
+    }
     ck_assert_msg(rows == E, "%s: %d experts' rows, not %d", where, rows, E);
+    int said = row_of(L, n, 0, "routed "); /* every GPU's choices, where there is room */
+    long routed = 0;
+    if (said >= 0) {
+        ck_assert(sscanf(L[said], "routed %ld", &routed) == 1);
+        ck_assert_msg(loads == routed, "%s: the experts' loads add up to %ld, routed %ld", where,
+                      loads, routed);
+    }
     bool gpus = false, bytes = false;
     for (int i = 0; i < n; i++)
         gpus |= strstr(L[i], "G sent to") || strstr(L[i], "G to "),
@@ -639,7 +652,7 @@ static void eprun_essentials(char **L, int n, const char *where, struct found *f
     ck_assert_msg(gpus, "%s: the GPUs' head", where);
     ck_assert_msg(row_of(L, n, 0, "ledger = calc") >= 0, "%s: the ledgers' verdict", where);
     ck_assert_msg(bytes, "%s: the all-to-all bytes = calc", where);
-    seen(f, "%d experts' rows, %d GPUs, verdicts", rows, P);
+    seen(f, "%d experts' rows%s, %d GPUs, verdicts", rows, said >= 0 ? " (loads = routed)" : "", P);
 }
 
 static void formats_essentials(char **L, int n, const char *where, struct found *f)
