@@ -563,12 +563,12 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
         runpace_draw_sent(&p->pace, c, y++, "a2a B/step", sent, p->pred.comm[0].ep.bytes);
     }
     if (y < H && p->pred.ok) { /* the experts a GPU holds */
-        units_format_bytes(b2, sizeof b2, p->pred.mem[0].total, UNITS_BINARY);
+        units_format_grouped(b2, sizeof b2, (unsigned long long)llround(p->expert_params));
         char line[2][160];
-        snprintf(line[0], sizeof line[0], "a GPU holds %d of %d experts, %.0f params (calc)",
-                 p->s.experts / P, p->s.experts, p->expert_params);
-        snprintf(line[1], sizeof line[1], "%d of %d experts/GPU, %.0f p", p->s.experts / P,
-                 p->s.experts, p->expert_params);
+        snprintf(line[0], sizeof line[0], "a GPU holds %d of %d experts, %s params (calc)",
+                 p->s.experts / P, p->s.experts, b2);
+        snprintf(line[1], sizeof line[1], "%d of %d experts/GPU, %s p", p->s.experts / P,
+                 p->s.experts, b2);
         canvas_text(c, y++, 0, ROLE_TEXT, line[layout_text_width(line[0]) > W]);
     }
     if (y < H && p->pace.shown) { /* the step's routing */
