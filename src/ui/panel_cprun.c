@@ -473,7 +473,7 @@ static int draw_bars(const struct cprun *p, struct ui_canvas *c, int y, int x, i
     canvas_text(c, y++, x, ROLE_DIM, w >= 26 ? "memory, each GPU's ledger" : "GPU ledgers");
     for (int g = 0; g < p->s.cp; g++, y++) {
         canvas_printf(c, y, x, ROLE_DIM, "%d", g);
-        runpace_draw_ledger(&p->pace, c, y, x + 2, w - 2, g, p->scale);
+        runpace_draw_ledger(&p->pace, c, y, x + 2, w - 2, w >= 30 ? 11 : 7, g, p->scale);
     }
     return y;
 }

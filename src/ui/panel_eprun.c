@@ -510,7 +510,8 @@ static int draw_gpus(const struct eprun *p, struct ui_canvas *c, int y, int x, i
             enum ui_role role = !on ? ROLE_DIM : now ? ROLE_MOVED : ROLE_BAR;
             xx = canvas_printf(c, y, xx, role, "%c%c", ch, now && mark ? '*' : ' ');
         }
-        runpace_draw_ledger(&p->pace, c, y, xx, w - (xx - x), g, p->scale);
+        int lw = w - (xx - x) >= 28 ? 11 : 7;
+        runpace_draw_ledger(&p->pace, c, y, xx, w - (xx - x), lw, g, p->scale);
     }
     return y;
 }

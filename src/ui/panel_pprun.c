@@ -682,22 +682,10 @@ static int draw_grid(const struct pprun *p, struct ui_canvas *c, int y)
             canvas_printf(c, y, 0, ROLE_DIM, "s%d", pl->stage);
         }
         int x = 3 + k * colw;
-        struct memory_result m;
-        runfeed_as_result(p->pace.feed.cur[g], p->pace.spec.hbm_bytes, &m);
         bool fl = flashing(p, g);
         x = canvas_printf(c, y, x, fl ? ROLE_MOVED : ROLE_DIM, "%2d", g);
         x = canvas_text(c, y, x, ROLE_MOVED, fl && mark ? "*" : " ");
-        int bw = colw - 4 - lw;
-        if (bw > 0)
-            memui_draw_bar(c, y, x, bw, &m, p->scale);
-        if (totals) {
-            char b[32];
-            if (lw >= 11)
-                units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);
-            else
-                runfeed_bytes(b, sizeof b, m.total, lw - 1);
-            canvas_printf(c, y, x + (bw > 0 ? bw : 0), ROLE_TEXT, " %*s", lw - 1, b);
-        }
+        runpace_draw_ledger(&p->pace, c, y, x, colw - 4, totals ? lw : 0, g, p->scale);
     }
     return y + (p->gpus > 0);
 }

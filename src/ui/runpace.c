@@ -374,14 +374,16 @@ bool runpace_draw_verdict(const struct runpace *r, struct ui_canvas *c, int y,
     return true;
 }
 
-void runpace_draw_ledger(const struct runpace *r, struct ui_canvas *c, int y, int x, int w, int g,
-                         double scale)
+void runpace_draw_ledger(const struct runpace *r, struct ui_canvas *c, int y, int x, int w, int lw,
+                         int g, double scale)
 {
-    int lw = w >= 28 ? 11 : 7, bw = w - lw;
+    int bw = w - lw;
     struct memory_result m;
     runfeed_as_result(r->feed.cur[g], r->spec.hbm_bytes, &m);
     if (bw > 0)
         memui_draw_bar(c, y, x, bw, &m, scale);
+    if (lw <= 0)
+        return;
     char b[32];
     if (lw >= 11)
         units_format_bytes(b, sizeof b, m.total, UNITS_BINARY);

@@ -146,11 +146,11 @@ void runpace_say_verdict(const struct runpace *r, const struct memory_result *pe
 bool runpace_draw_verdict(const struct runpace *r, struct ui_canvas *c, int y,
                           const struct memory_result *per_stage);
 
-/* GPU g's row from row y at column x, w wide: its ledger as it is replayed (memui's stacked
- * bar, to scale bytes across) and its total, in binary units when w has room, else in fewer
- * cells. */
-void runpace_draw_ledger(const struct runpace *r, struct ui_canvas *c, int y, int x, int w, int g,
-                         double scale);
+/* GPU g's ledger from row y at column x, w wide, as it is replayed: memui's stacked bar (to
+ * scale bytes across) in w - lw cells, then its total in lw (11 or more: in binary units; fewer:
+ * runfeed_bytes's; 0: none). */
+void runpace_draw_ledger(const struct runpace *r, struct ui_canvas *c, int y, int x, int w, int lw,
+                         int g, double scale);
 /* The bytes of one kind GPU 0 sent in the step shown (sent[g], each GPU's), or before a step the
  * calculator's, on row y after label ("ring B/step"); then whether every GPU's equals the
  * calculator's figure predicted ("each = calc", "!= calc"), or "(calc)" before a step. */
