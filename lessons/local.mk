@@ -6,4 +6,5 @@ nobase_dist_pkgdata_DATA += \
 	lessons/04-scaling.lesson \
 	lessons/05-zero.lesson \
 	lessons/06-long-sequences.lesson \
+	lessons/07-experts.lesson \
 	lessons/90-lab.lesson
