@@ -85,8 +85,10 @@ check_eq "$(printf '%s\n' "$err" | grep -c 'the loss is NaN')" 1 "said once"
 mrun 4 train --model tiny --steps 5 --transport mpi --fail 2@3
 check_status 1 "--fail 2@3 on 4 ranks"
 check_contains "$err" "GPU 2: failed in step 3's gradient sync (--fail 2@3): MPI_Abort ends every rank" "--fail names the GPU and the step"
-# (comm/mpi.c's test hook: that rank stops itself at its first send)
-SCALELAB_MPI_STALL_RANK=1 mrun 4 train --model tiny --steps 5 --transport mpi --deadline 1
+# (comm/mpi.c's test hook: that rank stops itself at its first send). Two ranks, so that the
+# rank that waits is the one waiting for it: on four, the ranks downstream of a ring wait too,
+# and on a busy machine one of them may reach its deadline first and name its own neighbour.
+SCALELAB_MPI_STALL_RANK=1 mrun 2 train --model tiny --steps 5 --transport mpi --deadline 1
 check_status 1 "a rank that stops answering ends the run"
 check_contains "$err" "waited 1 s for a" "the deadline is named"
 check_contains "$err" "GPU 1: is that rank running and reachable?" "the rank that did not answer is named"
@@ -95,7 +97,7 @@ SCALELAB_MPI_STALL=exit SCALELAB_MPI_STALL_RANK=1 mrun 4 train --model tiny --st
 check_status 9 "a rank that dies ends the run with its status"
 # ...and where the launcher would not, the others say so within the deadline
 SCALELAB_MPI_STALL=exit SCALELAB_MPI_STALL_RANK=1 OMPI_MCA_orte_abort_on_non_zero_status=0 \
-    mrun 4 train --model tiny --steps 5 --transport mpi --deadline 2
+    mrun 2 train --model tiny --steps 5 --transport mpi --deadline 2
 check_status 1 "a dead rank the launcher leaves alone: the others end the run"
 check_contains "$err" "waited 2 s for a" "the others report it past the deadline"
 check_contains "$err" "GPU 1: is that rank running and reachable?" "naming the dead rank"
