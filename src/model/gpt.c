@@ -380,6 +380,52 @@ size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p
     return SIZE_MAX;
 }
 
+void gpt_part_gather(const struct gpt_config *c, const struct gpt_part *p, const float *whole,
+                     float *mine)
+{
+    int tp = part_tp(p), r = p->tprank;
+    size_t emb = part_embedding(c, p), d = (size_t)c->d;
+    size_t span = part_layers(c, p, p->first + p->count);
+    memcpy(mine, whole + (size_t)r * emb, emb * sizeof *mine); /* its vocabulary rows */
+    float *out = mine + emb;
+    if (tp == 1 && part_ep(p) == 1) { /* whole layers: one range */
+        memcpy(out, whole + layer_start(c, p->first), span * sizeof *mine);
+    } else if (tp == 1) { /* each layer whole, but an expert layer's other experts */
+        size_t head = moe_head_params(c);
+        size_t own = (size_t)(c->moe.experts / p->ep) * expert_params(c);
+        for (int l = p->first; l < p->first + p->count; l++) {
+            size_t len = part_layers(c, p, l + 1) - part_layers(c, p, l);
+            const float *at = whole + layer_start(c, l);
+            if (!gpt_layer_moe(c, l)) {
+                memcpy(out, at, len * sizeof *mine);
+            } else {
+                memcpy(out, at, head * sizeof *mine);
+                memcpy(out + head, at + head + (size_t)p->eprank * own, own * sizeof *mine);
+            }
+            out += len;
+        }
+    } else { /* each tensor's shard: a block of rows, a block of each row's columns, or whole */
+        size_t rows[9], cols[9];
+        layer_shapes(c, tp, rows, cols);
+        for (int l = p->first; l < p->first + p->count; l++)
+            for (int k = 0; k < 9; k++) {
+                struct gpt_tensor t = gpt_tensor_at(c, 1 + 9 * (size_t)l + (size_t)k);
+                const float *at = whole + t.offset;
+                if (k == 4 || k == 8) /* wo, w_down: row-parallel */
+                    for (size_t row = 0; row < rows[k]; row++, out += cols[k])
+                        memcpy(out, at + row * (size_t)t.cols + (size_t)r * cols[k],
+                               cols[k] * sizeof *mine);
+                else { /* the norms whole; the column-parallel matrices' rows r rows[k].. */
+                    size_t first = k == 0 || k == 5 ? 0 : (size_t)r * rows[k];
+                    memcpy(out, at + first * (size_t)t.cols, rows[k] * cols[k] * sizeof *mine);
+                    out += rows[k] * cols[k];
+                }
+            }
+    }
+    if (p->head) /* the final norm */
+        memcpy(mine + emb + span, whole + gpt_param_count(c) - d, d * sizeof *mine);
+}
+
 size_t gpt_part_rows(const struct gpt_config *c, const struct gpt_part *p, int batch)
 {
     size_t n = (size_t)batch * (size_t)c->seq / (size_t)(p && p->cp > 1 ? p->cp : 1);
@@ -703,7 +749,43 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
     return 0;
 }
 
+/* The weights last drawn, kept for the next draw of the same shape and seed: every GPU of a
+ * run draws the whole model on its own thread, and the window's panels start run after run
+ * of one model, while a normal per weight (a logarithm and a cosine) took a third of a short
+ * run's time. One copy for the process, replaced by a draw of another shape or seed; a copy
+ * that finds no memory is not kept. What the draw depends on is its key: the sizes of the
+ * tensors and their kinds (which layers hold experts), the layers (the projections' scale)
+ * and the seed; the parameter count besides, so that a field added to the shape which
+ * changes it cannot be missed. */
+static struct {
+    pthread_mutex_t mu;
+    long key[9];
+    float *w;
+} drawn = {PTHREAD_MUTEX_INITIALIZER, {0}, NULL};
+
+static void draw_params(const struct gpt_config *c, uint64_t seed, float *master);
+
 void gpt_init_params(const struct gpt_config *c, uint64_t seed, float *master)
+{
+    size_t n = gpt_param_count(c);
+    long key[9] = {(long)seed, (long)n,        c->vocab,
+                   c->d,       c->layers,      c->heads,
+                   c->ffn,     c->moe.experts, c->moe.experts ? c->moe.every : 0};
+    pthread_mutex_lock(&drawn.mu);
+    if (drawn.w && !memcmp(drawn.key, key, sizeof key)) {
+        memcpy(master, drawn.w, n * sizeof *master);
+    } else {
+        draw_params(c, seed, master);
+        free(drawn.w);
+        if ((drawn.w = malloc(n * sizeof *master))) {
+            memcpy(drawn.w, master, n * sizeof *master);
+            memcpy(drawn.key, key, sizeof key);
+        }
+    }
+    pthread_mutex_unlock(&drawn.mu);
+}
+
+static void draw_params(const struct gpt_config *c, uint64_t seed, float *master)
 {
     struct rng r;
     rng_seed(&r, seed, 0x6770);

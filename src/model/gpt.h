@@ -322,6 +322,10 @@ size_t gpt_part_experts(const struct gpt_config *c, const struct gpt_part *p, si
 enum gpt_kind gpt_kind_at(const struct gpt_config *c, size_t i);
 /* Where element i of a part's flat buffer is in the whole model's (SIZE_MAX past its end). */
 size_t gpt_part_whole_index(const struct gpt_config *c, const struct gpt_part *p, size_t i);
+/* A part's elements out of the whole model's buffer: mine[i] = whole[gpt_part_whole_index(c,
+ * p, i)] for each of its gpt_part_param_count elements, copied a run at a time. */
+void gpt_part_gather(const struct gpt_config *c, const struct gpt_part *p, const float *whole,
+                     float *mine);
 /* Rows of the residual stream a part holds for a micro-batch of `batch` sequences: batch x seq
  * (seq / cp of each under context parallelism), or a tp-th of them under sequence parallelism
  * (what goes between pipeline stages). */

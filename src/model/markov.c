@@ -16,11 +16,11 @@
 
 struct markov {
     int V;
-    int *succ;   /* [V][SUCC] */
-    int *cls;    /* [V] */
-    double *w;   /* [CLASSES][V][SUCC]: the structured part, sums to 1 */
-    double *cum; /* the same, cumulative, for sampling */
-    double entropy;
+    int *succ;      /* [V][SUCC] */
+    int *cls;       /* [V] */
+    double *w;      /* [CLASSES][V][SUCC]: the structured part, sums to 1 */
+    double *cum;    /* the same, cumulative, for sampling */
+    double entropy; /* computed at the first markov_entropy, NAN before */
 };
 
 void markov_free(struct markov *m)
@@ -139,16 +139,15 @@ int markov_new(struct markov **out, int vocab, uint64_t seed, struct error *e)
         for (int j = 0; j < SUCC; j++)
             m->cum[i * SUCC + j] = c += w[j] /= s;
     }
-    if (compute_entropy(m)) {
-        markov_free(m);
-        return error_set(e, ERR_NOMEM, "out of memory");
-    }
+    m->entropy = NAN;
     *out = m;
     return 0;
 }
 
-double markov_entropy(const struct markov *m)
+double markov_entropy(struct markov *m)
 {
+    if (isnan(m->entropy) && compute_entropy(m))
+        return NAN;
     return m->entropy;
 }
 

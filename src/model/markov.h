@@ -23,15 +23,17 @@
 struct error;
 struct markov;
 
-/* 0, ERR_INVAL (vocab < 8) or ERR_NOMEM. Its entropy rate takes a power iteration over the
- * V^2 pairs: about 0.2 s for V = 256. */
+/* 0, ERR_INVAL (vocab < 8) or ERR_NOMEM. */
 int markov_new(struct markov **out, int vocab, uint64_t seed, struct error *e);
 /* Whether markov_new takes a vocabulary of this size: 0, or ERR_INVAL saying why. */
 int markov_check(int vocab, struct error *e);
 void markov_free(struct markov *m);
 
-/* The entropy rate in nats per token. */
-double markov_entropy(const struct markov *m);
+/* The entropy rate in nats per token (NAN without the memory to compute it). It takes a power
+ * iteration over the V^2 pairs, about 0.2 s for V = 256, so it is computed at the first call,
+ * not by markov_new: of a run's GPUs, only the first asks (the loss floor). Not thread-safe:
+ * one thread asks of one chain. */
+double markov_entropy(struct markov *m);
 
 /* Fills batch rows of seq inputs and targets (targets[t] = inputs[t + 1] of the stream); each
  * row is a fresh stretch of the chain after a burn-in from a random pair. */

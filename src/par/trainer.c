@@ -266,9 +266,7 @@ static int load_part(struct trainer *t, struct error *e)
     gpt_init_params(&t->o.shape, t->o.seed, all);
     for (int c = 0; c < t->v; c++) {
         float *mine = gpt_params(t->g[c]);
-        size_t own = gpt_nparams(t->g[c]);
-        for (size_t i = 0; i < own; i++)
-            mine[i] = all[gpt_part_whole_index(&t->o.shape, &t->part[c], i)];
+        gpt_part_gather(&t->o.shape, &t->part[c], all, mine);
         dp_load_weights(t->dp[c], mine);
     }
     t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, all, bytes);

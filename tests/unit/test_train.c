@@ -1106,6 +1106,60 @@ END_TEST
  * two shares (the head's on the last part, the lookup's on the first) add in another order;
  * with 2 and 4 micro-batches every gradient within 1e-5 of the largest (the batch's sums in
  * another order: fp32 rounding, a few ulps). */
+/* gpt_part_gather copies, run by run, what gpt_part_whole_index maps element by element: for
+ * the whole model, pipeline stages, tensor-parallel ranks with and without the ends, and
+ * expert-parallel ranks (experts in every layer and every other one). And a second draw of the
+ * initial weights (kept by gpt_init_params) gives the first one's bits, after a draw of
+ * another shape too. */
+START_TEST(part_gather_is_the_index_map)
+{
+    struct gpt_config tiny, moe;
+    ck_assert_int_eq(train_shape("tiny", &tiny, NULL), 0);
+    moe = tiny;
+    moe.moe = (struct gpt_moe){.experts = 4, .top_k = 2, .every = 2};
+    struct {
+        const struct gpt_config *c;
+        struct gpt_part p;
+    } cases[] = {
+        {&tiny, {.count = 4, .embed = true, .head = true, .slots = 1, .tp = 1}},
+        {&tiny, {.first = 1, .count = 2, .embed = false, .head = false, .slots = 1}},
+        {&tiny, {.first = 2, .count = 2, .head = true, .slots = 1}},
+        {&tiny, {.count = 4, .embed = true, .head = true, .slots = 1, .tp = 2, .tprank = 1}},
+        {&tiny, {.first = 0, .count = 2, .embed = true, .slots = 1, .tp = 4, .tprank = 3}},
+        {&moe, {.count = 4, .embed = true, .head = true, .slots = 1, .ep = 2, .eprank = 1}},
+        {&moe, {.count = 4, .embed = true, .head = true, .slots = 1, .ep = 4, .eprank = 2}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const struct gpt_config *c = cases[k].c;
+        if (cases[k].p.count > c->layers)
+            cases[k].p.count = c->layers - cases[k].p.first;
+        size_t n = gpt_param_count(c), own = gpt_part_param_count(c, &cases[k].p);
+        float *whole = malloc(n * sizeof *whole), *mine = malloc(own * sizeof *mine);
+        ck_assert(whole && mine);
+        for (size_t i = 0; i < n; i++)
+            whole[i] = (float)i;
+        gpt_part_gather(c, &cases[k].p, whole, mine);
+        for (size_t i = 0; i < own; i++)
+            ck_assert_msg(mine[i] == whole[gpt_part_whole_index(c, &cases[k].p, i)],
+                          "case %zu: element %zu of %zu", k, i, own);
+        free(whole);
+        free(mine);
+    }
+    size_t n = gpt_param_count(&tiny), m = gpt_param_count(&moe);
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *x = malloc(m * sizeof *x);
+    ck_assert(a && b && x);
+    gpt_init_params(&tiny, 7, a);
+    gpt_init_params(&moe, 7, x); /* another shape drawn between */
+    gpt_init_params(&tiny, 7, b);
+    ck_assert(!memcmp(a, b, n * sizeof *a));
+    gpt_init_params(&tiny, 8, b); /* and another seed, other weights */
+    ck_assert(memcmp(a, b, n * sizeof *a) != 0);
+    free(a);
+    free(b);
+    free(x);
+}
+END_TEST
+
 START_TEST(parts_compose_into_the_whole_model)
 {
     struct gpt_config c = small_cfg;
@@ -1429,6 +1483,7 @@ int main(void)
     tcase_add_test(tc, shard_plan_partitions_the_buffer);
     tcase_add_test(tc, zero_stages_hold_the_same_weights);
     tcase_add_test(tc, parts_compose_into_the_whole_model);
+    tcase_add_test(tc, part_gather_is_the_index_map);
     tcase_add_test(tc, train_shape_reads_the_preset_and_refuses_what_cannot_train);
     tcase_add_test(tc, phase_timers_change_no_bit);
     tcase_add_test(tc, blas_buffer_never_spins);
