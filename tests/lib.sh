@@ -22,10 +22,14 @@ not_ok() {
     shift; for line in "$@"; do printf '#   %s\n' "$line"; done
 }
 
-# run ARGS...: runs scalelab; sets $out, $err and $status.
+# run ARGS...: runs scalelab; sets $out, $err and $status. With SCALELAB_TEST_PROFILE=FILE,
+# each run's wall seconds and arguments are added to FILE (where a test's time goes).
 run() {
+    [ -n "${SCALELAB_TEST_PROFILE:-}" ] && t_run=$(date +%s.%N)
     "$SCALELAB" "$@" >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
     status=$?
+    [ -n "${SCALELAB_TEST_PROFILE:-}" ] &&
+        echo "$(echo "$(date +%s.%N) - $t_run" | bc) $(basename "$0") $*" >>"$SCALELAB_TEST_PROFILE"
     out=$(cat "$T_TMP/out")
     err=$(cat "$T_TMP/err")
 }
@@ -105,6 +109,26 @@ refused() {
 sanitized=false tsan=false
 if ldd "$SCALELAB" 2>/dev/null | grep -q 'libasan\|libtsan'; then sanitized=true; fi
 if ldd "$SCALELAB" 2>/dev/null | grep -q 'libtsan'; then tsan=true; fi
+# quick: the fewer cases, under the sanitizers and where tests/as_cpu.sh runs the numeric tests
+# again under other CPU configurations (SCALELAB_TEST_QUICK=1). There (SCALELAB_TEST_NUMERIC=1)
+# a test checks only what a CPU's kernels can move (losses, gradients, bit-identities between
+# layouts), which comes first in it: numeric_done ends it where the rest begins (ledgers, bytes,
+# orders, refusals: the same on every CPU).
+quick=$sanitized
+[ -n "${SCALELAB_TEST_QUICK:-}" ] && quick=true
+# threadless WHY: under TSan, which looks for races between threads, a test whose commands
+# run on one thread (parsers, the calculator) or which checks numbers only is skipped whole;
+# the normal and ASan builds run it.
+threadless() {
+    $tsan || return 0
+    echo "1..0 # SKIP under TSan: $1 (the normal and ASan builds run it)"
+    exit 0
+}
+numeric_done() {
+    [ -n "${SCALELAB_TEST_NUMERIC:-}" ] || return 0
+    done_testing
+    exit $?
+}
 
 # save NAME: the last run's output, for py's load(NAME).
 save() { printf '%s\n' "$out" >"$T_TMP/$1.jsonl"; }

@@ -19,8 +19,11 @@ UNIT_LIBS = tests/unit/libharness.a $(LIBS_ALL) $(CHECK_LIBS)
 
 EXTRA_DIST += tests/lib.sh tests/tui/lib.sh tests/data
 
-# Shell tests are listed in SH_TESTS, so that they are distributed as well as run.
-SH_TESTS =
+# Shell tests are listed in SH_TESTS, so that they are distributed as well as run. The first
+# two run the numeric tests again as an AVX2 and a pre-AVX machine would (tests/as_cpu.sh); they
+# are the longest, so they start first.
+SH_TESTS = tests/cli/as_avx2.sh tests/cli/as_pre_avx.sh
+EXTRA_DIST += tests/as_cpu.sh
 
 # Each area lists its unit tests (tests/unit), command-line tests (tests/cli) and terminal
 # tests driven through tmux (tests/tui) in its own fragment.

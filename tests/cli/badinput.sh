@@ -4,6 +4,7 @@
 # leave no sanitizer report (this suite also runs in the ASan+UBSan and TSan builds). A few
 # valid edge cases at the end must succeed with the right values.
 . "$srcdir/tests/lib.sh"
+threadless "options and files are refused before any thread starts"
 
 # bad NEEDLE ARGS...: scalelab ARGS must fail with exit 2 and NEEDLE in its message.
 bad() {

@@ -3,6 +3,7 @@
 # whose TAP lines are read here, and on one where it must pass. A check that passes on an
 # empty needle or an empty list would pass whatever the program printed.
 . "$srcdir/tests/lib.sh"
+threadless "the test helpers' own checks"
 
 # verdict COMMANDS: "ok" or "not ok", the first word of the TAP line the commands print.
 verdict() { (T_N=0 T_FAILED=0; eval "$1") | sed -n 's/^\(not ok\|ok\) .*/\1/p' | head -n 1; }

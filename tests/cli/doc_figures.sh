@@ -4,6 +4,7 @@
 # opening, README's example of an answer). A change of the preset or of the calculator that
 # moves them fails here, so the prose is updated with it.
 . "${srcdir:-.}/tests/lib.sh"
+threadless "the calculator runs on one thread"
 
 run memory --model synthetic-7b --json
 check_status 0 "memory of synthetic-7b"

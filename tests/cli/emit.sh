@@ -8,6 +8,7 @@
 # forced. Where PyTorch is installed, torchrun's own parser reads the launch lines and the
 # FSDP snippet's checkpointing runs on a toy model.
 . "$srcdir/tests/lib.sh"
+threadless "the exports are computed on one thread"
 
 RULES="$srcdir/tests"
 

@@ -3,6 +3,7 @@
 # and bad input (exit 2, the value named, nothing on stdout). Expected bits are IEEE 754
 # binary16, bfloat16 and fp8 (e4m3fn, e5m2) round-to-nearest-even, as PyTorch casts.
 . "$srcdir/tests/lib.sh"
+threadless "formats runs on one thread"
 
 # fp32 bits of a JSON value, for checks that the printed number reads back exactly.
 F32='(lambda v: __import__("struct").unpack(">I", __import__("struct").pack(">f", v))[0])'

@@ -260,7 +260,7 @@ for sig in TERM INT HUP; do
     ends $sig
     check_eq "$status" "$((128 + $(signum $sig)))" "run ends on SIG$sig with 128 + its number"
     i=0
-    while child_up && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    while child_up && [ $i -lt $((LIMIT * 10)) ]; do sleep 0.1; i=$((i + 1)); done
     if child_up; then
         not_ok "run's experiment ends with it (SIG$sig)" "$(pgrep -af -- "--seed $seed")"
         pkill -KILL -f -- "--seed $seed"

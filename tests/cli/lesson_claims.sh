@@ -6,6 +6,7 @@
 # consecutive_hysteresis reset the count only when the scale grows; scalelab's --hysteresis
 # follows them).
 . "${srcdir:-.}/tests/lib.sh"
+threadless "the lessons' text against the calculator"
 
 # Lesson 2: tiny's layer in bf16, 4 sequences, run one operation at a time by PyTorch (RMSNorm
 # and the softmax upcast to fp32, a causal mask, SwiGLU's gate, up and product kept), its saved

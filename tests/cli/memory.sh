@@ -1,6 +1,7 @@
 #!/bin/sh
 # scalelab memory: the synthetic-7b's numbers, the ZeRO paper's, JSON, files and bad input.
 . "$srcdir/tests/lib.sh"
+threadless "the calculator runs on one thread"
 D="$srcdir/tests/data/calc"
 
 run memory

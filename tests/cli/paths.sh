@@ -4,6 +4,7 @@
 # the same losses and norms, and leave a collective with the same result. On a machine without
 # AVX-512 (or AVX2) the capped runs repeat a path, which still holds.
 . "$srcdir/tests/lib.sh"
+threadless "numbers only: the vector paths' bits"
 
 paths="native avx2 portable"
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # scalelab pipeline: Gantt charts, bubbles under both definitions, peak micro-batches, JSON.
 . "$srcdir/tests/lib.sh"
+threadless "the schedules are computed on one thread"
 
 run pipeline --stages 4 --micro-batches 8 --schedule 1f1b
 check_status 0 "1f1b, p 4, m 8"

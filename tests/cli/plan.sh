@@ -1,6 +1,7 @@
 #!/bin/sh
 # scalelab plan: ranked layouts, rejected ones with reasons, JSON, scale and bad input.
 . "$srcdir/tests/lib.sh"
+threadless "the planner runs on one thread"
 D="$srcdir/tests/data/calc"
 
 run plan

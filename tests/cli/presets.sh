@@ -7,6 +7,7 @@
 # quantities is rendered by `scalelab run` from a lesson file of its own, once with each data
 # folder.
 . "${srcdir:-.}/tests/lib.sh"
+threadless "the presets' figures in the lessons' text"
 
 copy="$T_TMP/data"
 mkdir -p "$copy"

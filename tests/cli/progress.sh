@@ -1,6 +1,7 @@
 #!/bin/sh
 # scalelab progress: the saved progress shown (text and JSON), cleared for one lesson or all.
 . "$srcdir/tests/lib.sh"
+threadless "saved progress is read and written on one thread"
 
 file="$XDG_STATE_HOME/scalelab/progress"
 run progress

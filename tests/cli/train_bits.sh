@@ -16,6 +16,7 @@
 # in the commit): each layout under every CPU configuration this machine can run, so that the
 # tolerances are measured again.
 . "$srcdir/tests/lib.sh"
+threadless "numbers only: the recorded figures"
 
 ref="$srcdir/tests/data/train_bits.json"
 figs="python3 $srcdir/tests/train_figures.py"

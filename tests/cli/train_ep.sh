@@ -7,7 +7,7 @@
 # memory per GPU as derived, layouts refused with their reason.
 . "$srcdir/tests/lib.sh"
 
-slow=$sanitized
+slow=$quick
 
 # tiny-moe (8 experts, top-2, 4 expert layers, d 64, seq 64), batch 16, with a capacity that
 # drops no token (factor 4 = E / k: cap = the GPU's tokens) and no load-balancing loss: the
@@ -66,6 +66,8 @@ for l in $dumps; do
     check_status 0 "--dump with $args"
     check_grads "$T_TMP/dump0" "$T_TMP/dump$i" 1e-6 "$args"
 done
+
+numeric_done # (tests/as_cpu.sh: what follows is the same on every CPU)
 
 # --- The all-to-alls' bytes. A GPU routes its n = 16 / D x 64 tokens into the static
 # [E, cap, d] rows, cap = ceil(C k n / E) (C 4, k 2, E 8: cap = n); the rows bound for the

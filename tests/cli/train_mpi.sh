@@ -47,21 +47,32 @@ same() {
 }
 
 same 2 "DDP fp32" --precision fp32
-same 4 "DDP bf16" --precision bf16
-same 4 "ZeRO-1 bf16" --zero 1 --precision bf16
-same 4 "ZeRO-2 fp16, 64 KiB buckets" --zero 2 --bucket 64KiB --precision fp16
-same 2 "ZeRO-2 bf16, fp32 gradients" --zero 2 --precision bf16 --grad-accum fp32
-same 4 "ZeRO-3 bf16" --zero 3 --precision bf16
-same 2 "ZeRO-3 without prefetch" --zero 3 --prefetch 0
-same 4 "DDP fp16, inf injected on GPU 3" --precision fp16 --inject inf@2:gpu=3
-same 2 "tp 2" --tp 2
-same 4 "tp 2 x dp 2, sequence parallel, bf16" --tp 2 --sequence-parallel --precision bf16
-same 2 "pp 2, 1F1B, 4 micro-batches" --pp 2 --micro-batches 4
-same 2 "pp 2, GPipe" --pp 2 --micro-batches 2 --schedule gpipe
-same 4 "pp 2 x dp 2, ZeRO-1" --pp 2 --micro-batches 2 --zero 1 --precision bf16
-same 2 "cp 2, ring attention" --cp 2
-same 4 "cp 2 x tp 2, bf16" --cp 2 --tp 2 --precision bf16
-same 4 "experts over 2 ranks of 4, ZeRO-1" --experts 4 --capacity-factor 2 --ep 2 --zero 1
+# (quick: tests/as_cpu.sh's other CPUs, and the sanitizers: one of each kind)
+if $quick; then
+    same 4 "ZeRO-3 bf16" --zero 3 --precision bf16
+    same 4 "tp 2 x dp 2, sequence parallel, bf16" --tp 2 --sequence-parallel --precision bf16
+    same 4 "pp 2 x dp 2, ZeRO-1" --pp 2 --micro-batches 2 --zero 1 --precision bf16
+    same 4 "cp 2 x tp 2, bf16" --cp 2 --tp 2 --precision bf16
+    same 4 "experts over 2 ranks of 4, ZeRO-1" --experts 4 --capacity-factor 2 --ep 2 --zero 1
+else
+    same 4 "DDP bf16" --precision bf16
+    same 4 "ZeRO-1 bf16" --zero 1 --precision bf16
+    same 4 "ZeRO-2 fp16, 64 KiB buckets" --zero 2 --bucket 64KiB --precision fp16
+    same 2 "ZeRO-2 bf16, fp32 gradients" --zero 2 --precision bf16 --grad-accum fp32
+    same 4 "ZeRO-3 bf16" --zero 3 --precision bf16
+    same 2 "ZeRO-3 without prefetch" --zero 3 --prefetch 0
+    same 4 "DDP fp16, inf injected on GPU 3" --precision fp16 --inject inf@2:gpu=3
+    same 2 "tp 2" --tp 2
+    same 4 "tp 2 x dp 2, sequence parallel, bf16" --tp 2 --sequence-parallel --precision bf16
+    same 2 "pp 2, 1F1B, 4 micro-batches" --pp 2 --micro-batches 4
+    same 2 "pp 2, GPipe" --pp 2 --micro-batches 2 --schedule gpipe
+    same 4 "pp 2 x dp 2, ZeRO-1" --pp 2 --micro-batches 2 --zero 1 --precision bf16
+    same 2 "cp 2, ring attention" --cp 2
+    same 4 "cp 2 x tp 2, bf16" --cp 2 --tp 2 --precision bf16
+    same 4 "experts over 2 ranks of 4, ZeRO-1" --experts 4 --capacity-factor 2 --ep 2 --zero 1
+fi
+
+numeric_done # (tests/as_cpu.sh: what follows is the same on every CPU)
 
 # text: the same lines, and the wall time's line says where it ran; rank 0 alone prints
 run train --model tiny --steps 6 --gpus 2 --zero 1

@@ -4,6 +4,7 @@
 # (no escape sequence) to standard output. The TERM cases need a terminal on stdin and
 # stdout: script(1) gives them one.
 . "$srcdir/tests/lib.sh"
+threadless "the window is refused before any thread starts"
 
 ESC=$(printf '\033')
 

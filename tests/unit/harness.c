@@ -46,6 +46,15 @@ __attribute__((constructor)) static void harness_sanitized_timeouts(void)
 }
 #endif
 
+bool harness_sanitized(void)
+{
+#ifdef HARNESS_SANITIZED
+    return true;
+#else
+    return false;
+#endif
+}
+
 int harness_run_threadless(Suite *s)
 {
 #ifdef HARNESS_TSAN

@@ -13,6 +13,10 @@ int harness_run(Suite *s);
  * normal and ASan+UBSan builds run it. */
 int harness_run_threadless(Suite *s);
 
+/* Whether this is a sanitizer build (ASan or TSan): about ten times slower, where a test may
+ * check fewer cases (the normal build checks them all). */
+bool harness_sanitized(void);
+
 /* A file under tests/data (the source tree's, found through $srcdir). */
 const char *harness_data(const char *name);
 

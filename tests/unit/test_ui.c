@@ -786,13 +786,27 @@ START_TEST(steps_open_their_whole_panel)
     const int scramble[] = {KEY_RIGHT, KEY_DOWN, 'l', 'c', 'p',    'g', 'z', 'm', 'b', 'f',
                             'k',       'h',      's', 't', KEY_UP, 'l', 'c', 'p', 27};
     unsigned long seed = 12345;
-    int steps = 0;
+    int steps = 0, left = 0; /* steps opened, and left out under a sanitizer */
     for (size_t li = 0; li < nl; li++) {
         const struct lesson *l = ls[li];
+        const struct panel_ops *seen[64];
+        size_t nseen = 0;
         for (size_t i = 0; i < l->nsteps; i++) {
             const struct lesson_panel *lp = lesson_step_panel(l, i);
             const struct panel_ops *p = panel_find(lp ? lp->name : "formats");
             ck_assert_msg(p, "%s step %zu: panel %s", l->file, i + 1, lp ? lp->name : "?");
+            /* Under a sanitizer, a panel that plays (a run to set up on thread-GPUs, ten
+             * times slower there) at the first step of a lesson that shows it; the normal
+             * build opens every step. */
+            bool again = false;
+            for (size_t k = 0; k < nseen; k++)
+                again |= seen[k] == p;
+            if (nseen < 64 && !again)
+                seen[nseen++] = p;
+            if (harness_sanitized() && p->plays && again) {
+                left++;
+                continue;
+            }
             struct panel_env env = {p, &log, true, false};
             void *fresh = NULL, *walked = NULL;
             unsigned long before = log.count;
@@ -829,7 +843,8 @@ START_TEST(steps_open_their_whole_panel)
             steps++;
         }
     }
-    ck_assert_int_ge(steps, 40);
+    ck_assert_int_ge(steps + left, 40);
+    ck_assert_int_ge(steps, 10);
     lesson_free_all(ls, nl);
     term_close(&ft, w);
 }
