@@ -767,18 +767,40 @@ struct gpt_act_sizes gpt_act_sizes(const struct gpt *g)
                                   act_bytes(g, A_P, SZ_DENSE), g->head_bytes};
 }
 
-struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt)
+struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt,
+                                const struct gpt_part *part)
 {
-    long L = c->layers, seg = ckpt ? ckpt_segment(ckpt, c->layers) : 0;
-    bool selective = ckpt && ckpt->kind == CKPT_SELECTIVE;
-    struct gpt_calls n;
+    struct gpt_part whole = {.count = c->layers, .embed = true, .head = true, .slots = 1};
+    const struct gpt_part *p = part ? part : &whole;
+    long L = p->count, seg = ckpt ? ckpt_segment(ckpt, p->count) : 0, ends = p->head ? 1 : 0;
+    bool selective = ckpt && ckpt->kind == CKPT_SELECTIVE, again = seg || selective;
+    struct gpt_calls n = {0};
     /* forward and backward of each layer, the head's forward and backward, and a
      * recomputation per layer (all of it when segmented, the core when selective) */
-    n.compute = 2 * L + 2 + (seg || selective ? L : 0);
+    n.compute = 2 * L + 2 * ends + (again ? L : 0);
     /* the forward keeps each layer's list (segmented: each segment's input), then the ends;
      * the backward frees the ends, brings back what is recomputed (each layer when
      * segmented or selective) and frees each layer's list */
-    n.charge = (seg ? (L + seg - 1) / seg : L) + 1 + 1 + (seg || selective ? L : 0) + L;
+    n.charge = (seg ? (L + seg - 1) / seg : L) + 2 * ends + (again ? L : 0) + L;
+    /* a layer's forward sums its two row-parallel outputs, its backward the two norms' input
+     * gradients; the ends sum the lookup, and the head's input gradient and the
+     * cross-entropy's three row statistics; a segment's layers run their forward again.
+     * Sequence parallelism turns each sum of rows into a reduce-scatter and gathers each
+     * norm's output before its matmuls (again in the backward pass) and each gradient before
+     * the row-parallel matmuls' backward. */
+    long fwd = L + (seg ? L : 0), rows = 2 * fwd + 2 * L + (p->embed ? 1 : 0) + ends;
+    bool sp = p->sp && p->tp > 1;
+    if (p->tp > 1) {
+        n.tp_sum = 3 * ends + (sp ? 0 : rows);
+        n.tp_half = sp ? rows + 2 * fwd + 4 * L + (p->embed ? 1 : 0) + 2 * ends : 0;
+    }
+    /* ring attention: C - 1 steps forward, C backward (model/gpt_ring.c) */
+    if (p->cp > 1)
+        n.cp_shift = fwd * (p->cp - 1) + L * p->cp;
+    /* an expert layer dispatches and combines, forward and backward */
+    if (p->ep > 1)
+        for (int l = p->first; l < p->first + p->count; l++)
+            n.ep_a2a += gpt_layer_moe(c, l) ? 2 * (seg ? 2 : 1) + 2 : 0;
     return n;
 }
 

@@ -238,12 +238,21 @@ size_t gpt_estimate_part_bytes(const struct gpt_config *c, int batch, enum fp_fo
                                const struct ckpt_policy *ckpt, const struct gpt_part *part,
                                struct error *e);
 
-/* Calls one gpt_step makes to the seam's compute and charge hooks, from the shape alone:
- * with GPT_BUFFERS, what a trace of a run holds is known before it starts. */
+/* Calls one micro-batch's forward and backward pass through a part (NULL: the whole model)
+ * makes to the seam, from the shape alone: its compute and charge hooks, and the
+ * communication the part asks of its strategies (tensor parallelism's reductions by kind,
+ * context parallelism's ring steps, expert parallelism's all-to-alls). With GPT_BUFFERS,
+ * what a trace of a run holds is known before it starts (par/strategy.h). */
 struct gpt_calls {
     long compute, charge;
+    long tp_sum;   /* GPT_TP_SUM, GPT_TP_SUM_FP32 and GPT_TP_MAX_FP32: all-reduces */
+    long tp_half;  /* GPT_TP_GATHER and GPT_TP_SCATTER: half an all-reduce each */
+    long cp_shift; /* ring steps */
+    long ep_a2a;   /* all-to-alls */
 };
-struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt);
+struct gpt_part;
+struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt,
+                                const struct gpt_part *part);
 
 /* A model is used by one thread at a time (its device's); separate models share nothing. */
 struct gpt;

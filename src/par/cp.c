@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "base/error.h"
+#include "model/ringattn.h"
 #include "num/fp.h"
 #include "par/dp.h"
 #include "par/layout.h"
@@ -18,6 +19,10 @@ struct cp_ring {
     enum fp_format fmt;
     void *sbuf, *rbuf; /* a block's K, V, dK, dV in the training format */
     size_t buf_bytes;
+    int seq, cp, cprank; /* the sequence's tokens, the ring's GPUs and this one's place */
+    enum ring_split split;
+    int32_t *share; /* this GPU's tokens of a data-parallel share's sequences, then targets */
+    size_t share_bytes;
     uint64_t sent;
     struct error err;
 };
@@ -38,9 +43,13 @@ int cp_new(struct cp_ring **out, const struct train_opts *o, const struct layout
     size_t elems =
         4 * (size_t)pl->micro * (size_t)(o->shape.seq / pl->cp) * (size_t)(o->shape.d / pl->tp);
     c->buf_bytes = elems * (size_t)(fp_info(c->fmt)->bits / 8);
+    c->seq = o->shape.seq, c->cp = pl->cp, c->cprank = pl->cprank;
+    c->split = o->cp_naive ? RING_NAIVE : RING_BALANCED;
+    c->share_bytes = 2 * (size_t)(o->batch / pl->dp) * (size_t)(c->seq / c->cp) * sizeof(int32_t);
     c->sbuf = mem->alloc(mem->ctx, GPT_MEM_COMM, c->buf_bytes, "ring send buffer");
     c->rbuf = mem->alloc(mem->ctx, GPT_MEM_COMM, c->buf_bytes, "ring receive buffer");
-    if (!c->sbuf || !c->rbuf) {
+    c->share = mem->alloc(mem->ctx, GPT_MEM_WORKSPACE, c->share_bytes, "batch share");
+    if (!c->sbuf || !c->rbuf || !c->share) {
         cp_free(c);
         return error_set(e, ERR_NOMEM, "out of memory for context parallelism's ring buffers");
     }
@@ -56,13 +65,22 @@ void cp_free(struct cp_ring *c)
         c->mem.free(c->mem.ctx, GPT_MEM_COMM, c->sbuf, c->buf_bytes);
     if (c->rbuf)
         c->mem.free(c->mem.ctx, GPT_MEM_COMM, c->rbuf, c->buf_bytes);
+    if (c->share)
+        c->mem.free(c->mem.ctx, GPT_MEM_WORKSPACE, c->share, c->share_bytes);
     free(c);
 }
 
-void cp_step_begin(struct cp_ring *c)
+void cp_share(struct cp_ring *c, int rows, const int32_t **tokens, const int32_t **targets)
 {
-    if (c)
-        c->sent = 0;
+    size_t T = (size_t)c->seq, n = T / (size_t)c->cp, share = (size_t)rows * n;
+    const int32_t *whole[2] = {*tokens, *targets};
+    for (size_t k = 0; k < 2; k++) /* the tokens, the targets */
+        for (size_t b = 0; b < (size_t)rows; b++)
+            for (size_t i = 0; i < n; i++)
+                c->share[k * share + b * n + i] =
+                    whole[k][b * T +
+                             (size_t)ring_position((int)T, c->cp, c->cprank, c->split, (int)i)];
+    *tokens = c->share, *targets = c->share + share;
 }
 
 void cp_shift(struct cp_ring *c, const float *send, float *recv, size_t n, const char *what)
@@ -85,20 +103,67 @@ void cp_shift(struct cp_ring *c, const float *send, float *recv, size_t n, const
     c->sent += dev_stats(c->d).bytes_sent - before;
 }
 
-int cp_failed(const struct cp_ring *c, struct error *e)
+/* ------------------------------------------------------------------ its face */
+
+static int check(const struct train_opts *o, struct error *e)
 {
-    if (!c || !c->err.code)
+    enum ring_split split = o->cp_naive ? RING_NAIVE : RING_BALANCED;
+    if (o->cp == 1)
         return 0;
-    *e = c->err;
+    if (!ring_split_ok(o->shape.seq, o->cp, split))
+        return error_set(e, ERR_INVAL,
+                         "--cp %d cuts the sequence of %d tokens in %d chunks%s: it must divide "
+                         "it",
+                         o->cp, o->shape.seq, split == RING_NAIVE ? o->cp : 2 * o->cp,
+                         split == RING_NAIVE ? " (--cp-naive)" : " of T / 2C tokens");
+    if (o->ckpt.kind == CKPT_SELECTIVE)
+        return error_set(e, ERR_INVAL,
+                         "--cp %d with --checkpoint selective: ring attention keeps no attention "
+                         "probabilities, so selective recomputation has nothing to recompute "
+                         "(try full)",
+                         o->cp);
+    if (o->sp && (o->shape.seq / o->cp) % o->tp)
+        return error_set(e, ERR_INVAL,
+                         "--sequence-parallel splits each GPU's %d tokens (seq / --cp %d) over "
+                         "--tp %d: it must divide them",
+                         o->shape.seq / o->cp, o->cp, o->tp);
+    return 0;
+}
+
+static void count(const struct train_opts *o, const struct layout_place *pl,
+                  struct strategy_count *c)
+{
+    if (pl->cp == 1)
+        return;
+    c->buffers += 3;
+    c->messages += layout_calls(o, pl).cp_shift;
+}
+
+static void step_begin(void *self)
+{
+    struct cp_ring *c = self;
+    c->sent = 0;
+}
+
+static int failed(const void *self, struct error *e)
+{
+    const struct cp_ring *c = self;
+    if (c->err.code)
+        *e = c->err;
     return c->err.code;
 }
 
-uint64_t cp_sent(const struct cp_ring *c)
+static void sent(const void *self, struct strategy_sent *s)
 {
-    return c ? c->sent : 0;
+    const struct cp_ring *c = self;
+    s->bytes[STRATEGY_CP] += c->sent;
 }
 
-size_t cp_mem_bytes(const struct cp_ring *c, enum gpt_mem kind)
+static size_t mem_bytes(const void *self, enum gpt_mem kind)
 {
-    return c && kind == GPT_MEM_COMM ? 2 * c->buf_bytes : 0;
+    const struct cp_ring *c = self;
+    return kind == GPT_MEM_COMM ? 2 * c->buf_bytes : kind == GPT_MEM_WORKSPACE ? c->share_bytes : 0;
 }
+
+const struct strategy cp_strategy = {STRATEGY_CP, check, count,    step_begin,
+                                     failed,      sent,  mem_bytes};

@@ -64,12 +64,6 @@ int ep_new(struct ep_group **out, const struct train_opts *o, const struct layou
     return 0;
 }
 
-void ep_step_begin(struct ep_group *x)
-{
-    if (x)
-        x->sent = 0;
-}
-
 void ep_alltoall(struct ep_group *x, const float *send, float *recv, size_t n, const char *what)
 {
     (void)what;
@@ -96,20 +90,84 @@ void ep_alltoall(struct ep_group *x, const float *send, float *recv, size_t n, c
     x->sent += dev_stats(x->d).bytes_sent - before;
 }
 
-int ep_failed(const struct ep_group *x, struct error *e)
+/* ------------------------------------------------------------------ its face */
+
+static int check(const struct train_opts *o, struct error *e)
 {
-    if (!x || !x->err.code)
+    const struct gpt_moe *m = &o->shape.moe;
+    int dp = layout_dp(o);
+    if (o->ep < 1 || o->ep > TRAIN_MAX_GPUS)
+        return error_set(e, ERR_INVAL, "--ep %d: from 1 to %d", o->ep, TRAIN_MAX_GPUS);
+    if (o->ep == 1)
         return 0;
-    *e = x->err;
+    if (!m->experts)
+        return error_set(e, ERR_INVAL, "--ep %d goes with --experts: the model has none", o->ep);
+    if (m->experts % o->ep)
+        return error_set(e, ERR_INVAL, "--ep %d must divide the %d experts", o->ep, m->experts);
+    if (dp % o->ep)
+        return error_set(e, ERR_INVAL,
+                         "--ep %d must divide the %d data-parallel ranks (expert parallelism "
+                         "splits them, as Megatron-LM's expert-model-parallel size does)",
+                         o->ep, dp);
+    size_t x = (size_t)gpt_moe_layers(&o->shape) * (size_t)(m->experts / o->ep) * 3 *
+               (size_t)o->shape.d * (size_t)o->shape.ffn;
+    if (x % (size_t)(dp / o->ep))
+        return error_set(e, ERR_INVAL,
+                         "--dp %d / --ep %d GPUs hold the same %zu expert parameters and reduce "
+                         "their gradients in even shards: they must divide them",
+                         dp, o->ep, x);
+    if (!(m->capacity_factor > 0))
+        return error_set(e, ERR_INVAL,
+                         "--ep %d needs --capacity-factor > 0: the all-to-alls send each expert's "
+                         "static [capacity, d] rows",
+                         o->ep);
+    if (o->tp > 1 || o->cp > 1 || o->pp > 1)
+        return error_set(e, ERR_INVAL,
+                         "--ep %d runs with data parallelism only on the thread-GPUs (not --tp, "
+                         "--cp, --pp)",
+                         o->ep);
+    if (o->zero > 1)
+        return error_set(e, ERR_INVAL,
+                         "--ep %d with --zero %d: the thread-GPUs run expert parallelism with "
+                         "DDP and ZeRO-1 (--zero 0 or 1) for now",
+                         o->ep, o->zero);
+    return 0;
+}
+
+static void count(const struct train_opts *o, const struct layout_place *pl,
+                  struct strategy_count *c)
+{
+    if (pl->ep == 1)
+        return;
+    c->buffers += 2;
+    c->messages += (pl->ep - 1) * layout_calls(o, pl).ep_a2a;
+}
+
+static void step_begin(void *self)
+{
+    struct ep_group *x = self;
+    x->sent = 0;
+}
+
+static int failed(const void *self, struct error *e)
+{
+    const struct ep_group *x = self;
+    if (x->err.code)
+        *e = x->err;
     return x->err.code;
 }
 
-uint64_t ep_sent(const struct ep_group *x)
+static void sent(const void *self, struct strategy_sent *s)
 {
-    return x ? x->sent : 0;
+    const struct ep_group *x = self;
+    s->bytes[STRATEGY_EP] += x->sent;
 }
 
-size_t ep_mem_bytes(const struct ep_group *x, enum gpt_mem kind)
+static size_t mem_bytes(const void *self, enum gpt_mem kind)
 {
-    return x && kind == GPT_MEM_COMM ? 2 * x->buf_bytes : 0;
+    const struct ep_group *x = self;
+    return kind == GPT_MEM_COMM ? 2 * x->buf_bytes : 0;
 }
+
+const struct strategy ep_strategy = {STRATEGY_EP, check, count,    step_begin,
+                                     failed,      sent,  mem_bytes};

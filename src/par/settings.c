@@ -11,6 +11,54 @@
 #include "base/units.h"
 #include "calc/preset.h"
 
+int settings_check(const struct train_opts *o, struct error *e)
+{
+    if (o->batch < 1)
+        return error_set(e, ERR_INVAL, "--batch must be at least 1");
+    if (o->steps < 1)
+        return error_set(e, ERR_INVAL, "--steps must be at least 1");
+    if (!(o->lr >= 0) || !isfinite(o->lr))
+        return error_set(e, ERR_INVAL, "--lr must be a finite number >= 0");
+    if (!(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1))
+        return error_set(e, ERR_INVAL, "--betas must both be in [0, 1)");
+    if (!(o->eps > 0) || !isfinite(o->eps))
+        return error_set(e, ERR_INVAL, "--eps must be a finite number > 0");
+    if (!(o->wd >= 0) || !isfinite(o->wd))
+        return error_set(e, ERR_INVAL, "--wd must be a finite number >= 0");
+    if (o->scaling != TRAIN_SCALE_NONE && !(o->scale > 0 && o->scale <= 3.4e38))
+        return error_set(e, ERR_INVAL, "--loss-scale must be > 0 and finite in fp32");
+    if (o->growth_interval < 1)
+        return error_set(e, ERR_INVAL, "--growth-interval must be at least 1");
+    if (o->hysteresis < 1)
+        return error_set(e, ERR_INVAL, "--hysteresis must be at least 1");
+    if (o->clip < 0 || !isfinite(o->clip))
+        return error_set(e, ERR_INVAL, "--clip must be a finite number > 0");
+    if (o->spike_window < 2)
+        return error_set(e, ERR_INVAL, "--spike-window must be at least 2");
+    if (!(o->spike_z > 0))
+        return error_set(e, ERR_INVAL, "--spike-z must be > 0");
+    /* z over a window of N losses that includes the loss itself is at most sqrt(N - 1) */
+    if (o->spike_z >= sqrt((double)o->spike_window - 1))
+        return error_set(e, ERR_INVAL,
+                         "--spike-z %g can never be reached: over a window of %d losses that "
+                         "includes the loss itself, a z-score is at most sqrt(%d - 1) = %.3g; "
+                         "lower --spike-z or widen --spike-window",
+                         o->spike_z, o->spike_window, o->spike_window,
+                         sqrt((double)o->spike_window - 1));
+    for (int i = 0; i < o->ninject; i++)
+        if (o->inject[i].step < 1 || o->inject[i].step > o->steps)
+            return error_set(e, ERR_INVAL, "--inject: step %ld is outside the run's steps 1..%ld",
+                             o->inject[i].step, o->steps);
+    if (o->fail_gpu >= 0 && (o->fail_step < 1 || o->fail_step > o->steps))
+        return error_set(e, ERR_INVAL, "--fail: step %ld is outside the run's steps 1..%ld",
+                         o->fail_step, o->steps);
+    if (!o->shape.vocab && !o->shape.d && !o->shape.layers)
+        return error_set(e, ERR_INVAL, "the model's shape is not set (train_shape sets it)");
+    if (o->grad_fp32 && o->precision == FP_FP32)
+        return error_set(e, ERR_INVAL, "--grad-accum fp32 goes with --precision bf16 or fp16");
+    return 0;
+}
+
 void train_opts_default(struct train_opts *o)
 {
     memset(o, 0, sizeof *o); /* the shape too: the caller's train_shape sets it */

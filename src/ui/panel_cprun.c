@@ -591,7 +591,7 @@ static void cprun_draw(const void *state, struct ui_canvas *c)
     if (y < H && p->pred.ok) { /* the ring's bytes per GPU */
         uint64_t sent[MAX_CP];
         for (int g = 0; g < C; g++)
-            sent[g] = p->pace.last.gpu[g].cp_bytes;
+            sent[g] = p->pace.last.gpu[g].sent[STRATEGY_CP];
         runpace_draw_sent(&p->pace, c, y++, "ring B/step", sent, p->pred.comm[0].cp.bytes);
     }
     if (y < H && p->pred.ok) { /* activations per GPU against one GPU's */

@@ -462,7 +462,7 @@ static int draw_gpus(const struct dprun *p, struct ui_canvas *c, int y, int bw, 
         memui_draw_bar(c, y, 6, bw, &m, p->scale);
         int rx = 6 + bw + 1;
         int ph = p->pace.replaying && tc <= p->phase_until[g] ? p->phase[g] : PH_NONE;
-        uint64_t sent = p->pace.shown ? p->pace.last.gpu[g].sent_bytes : 0;
+        uint64_t sent = p->pace.shown ? p->pace.last.gpu[g].sent[STRATEGY_DP] : 0;
         if (right > 10) {
             units_format_bytes(b1, sizeof b1, m.total, UNITS_BINARY);
             rx = canvas_printf(c, y, rx, ROLE_TEXT, "%10s ", b1);
@@ -538,8 +538,8 @@ static int draw_against_calc(const struct dprun *p, struct ui_canvas *c, int y, 
                               ledger_cat_name(runfeed_part_cat[i]));
         bool same = true;
         for (int k = 0; k < n; k++)
-            same &= (double)p->pace.last.gpu[k].sent_bytes == llround(p->pred.t.bytes);
-        units_format_grouped(b1, sizeof b1, p->pace.last.gpu[0].sent_bytes);
+            same &= (double)p->pace.last.gpu[k].sent[STRATEGY_DP] == llround(p->pred.t.bytes);
+        units_format_grouped(b1, sizeof b1, p->pace.last.gpu[0].sent[STRATEGY_DP]);
         if (right > 10)
             canvas_printf(c, y, x + 2, same ? ROLE_GOOD : ROLE_ERROR, "sent %s B, calc %s B", b1,
                           b2);

@@ -560,7 +560,7 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
     if (y < H && p->pred.ok) { /* the all-to-alls' bytes per GPU */
         uint64_t sent[MAX_EP];
         for (int g = 0; g < P; g++)
-            sent[g] = p->pace.last.gpu[g].ep_bytes;
+            sent[g] = p->pace.last.gpu[g].sent[STRATEGY_EP];
         runpace_draw_sent(&p->pace, c, y++, "a2a B/step", sent, p->pred.comm[0].ep.bytes);
     }
     if (y < H && p->pred.ok) { /* the experts a GPU holds */

@@ -202,7 +202,7 @@ enum comm_kind { COMM_PP, COMM_DP, COMM_TP };
 static uint64_t sent_of(const struct run_step *r, int g, enum comm_kind k)
 {
     const struct run_gpu_step *s = &r->gpu[g];
-    return k == COMM_PP ? s->pp_bytes : k == COMM_DP ? s->sent_bytes : s->tp_bytes;
+    return s->sent[k == COMM_PP ? STRATEGY_PP : k == COMM_DP ? STRATEGY_DP : STRATEGY_TP];
 }
 
 static double predicted_sent(const struct traffic *t, enum comm_kind k)
