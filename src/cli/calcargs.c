@@ -85,7 +85,7 @@ int calcargs_cluster(const char *arg, const char *nodes, struct cluster_spec *c,
             error_prefix(e, "--%s", o->opt.name);                                                  \
         return rc;                                                                                 \
     }
-NAMED_PARSER(calcargs_precision, memory_parse_precision)
+NAMED_PARSER(calcargs_precision, fp_parse_precision)
 NAMED_PARSER(calcargs_optimizer, memory_parse_optimizer)
 NAMED_PARSER(calcargs_policy, ckpt_parse)
 NAMED_PARSER(calcargs_units, units_parse_system)

@@ -386,9 +386,7 @@ static int dprun_on_key(void *state, int key)
         }
         s->gpus = gpu_steps[i];
         break;
-    case 'p':
-        s->prec = s->prec == FP_BF16 ? FP_FP16 : s->prec == FP_FP16 ? FP_FP32 : FP_BF16;
-        break;
+    case 'p': s->prec = fp_precision_step(s->prec, 1); break;
     case 'm': s->model = !s->model; break;
     case 's': p->show_big = !p->show_big; return PANEL_HANDLED | PANEL_REDRAW;
     default: return 0;

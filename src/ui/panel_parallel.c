@@ -72,7 +72,7 @@ static void compute(void *state)
     const struct settings *s = &p->s;
     const struct model_shape *m = &p->models[s->model];
     struct memory_config c = {.model = m,
-                              .precision = PREC_BF16,
+                              .precision = FP_BF16,
                               .optimizer = OPT_ADAMW,
                               .dp = s->dp,
                               .tp = s->tp,

@@ -313,7 +313,7 @@ START_TEST(zero_paper_numbers)
     /* ZeRO paper, Figure 1: Ψ = 7.5B, N_d = 64, K = 12: 120, 31.4, 16.6, 1.875 GB. Exact in
      * binary floating point for these inputs, so compared exactly. */
     struct memory_states k, st;
-    memory_bytes_per_param(PREC_BF16, OPT_ADAMW, false, &k);
+    memory_bytes_per_param(FP_BF16, OPT_ADAMW, false, &k);
     ck_assert(k.weights == 2 && k.gradients == 2 && k.master + k.optimizer == 12);
     const double want[4] = {120e9, 31.40625e9, 16.640625e9, 1.875e9};
     for (int z = 0; z < 4; z++) {
@@ -322,13 +322,13 @@ START_TEST(zero_paper_numbers)
         ck_assert_msg(total == want[z], "stage %d: %.6g", z, total);
     }
     /* 18 bytes with fp32 gradient accumulation; fp32 training 16; SGD variants. */
-    memory_bytes_per_param(PREC_FP16, OPT_ADAMW, true, &k);
+    memory_bytes_per_param(FP_FP16, OPT_ADAMW, true, &k);
     ck_assert(k.weights + k.gradients + k.master + k.optimizer == 18);
-    memory_bytes_per_param(PREC_FP32, OPT_ADAMW, false, &k);
+    memory_bytes_per_param(FP_FP32, OPT_ADAMW, false, &k);
     ck_assert(k.weights == 4 && k.gradients == 4 && k.master == 0 && k.optimizer == 8);
-    memory_bytes_per_param(PREC_BF16, OPT_SGD, false, &k);
+    memory_bytes_per_param(FP_BF16, OPT_SGD, false, &k);
     ck_assert(k.weights + k.gradients + k.master + k.optimizer == 8);
-    memory_bytes_per_param(PREC_BF16, OPT_SGD_MOMENTUM, false, &k);
+    memory_bytes_per_param(FP_BF16, OPT_SGD_MOMENTUM, false, &k);
     ck_assert(k.weights + k.gradients + k.master + k.optimizer == 12);
 }
 END_TEST
@@ -336,7 +336,7 @@ END_TEST
 static struct memory_config config_7b(const struct model_shape *m)
 {
     return (struct memory_config){.model = m,
-                                  .precision = PREC_BF16,
+                                  .precision = FP_BF16,
                                   .optimizer = OPT_ADAMW,
                                   .dp = 1,
                                   .tp = 1,
@@ -719,9 +719,8 @@ START_TEST(plan_7b_on_one_node)
     struct model_shape m = load_model("synthetic-7b");
     struct cluster_spec cl;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
-    struct plan_config c = {&m,        &cl,   8,   256,          2048,           PREC_BF16,
-                            OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1,
-                            1};
+    struct plan_config c = {
+        &m, &cl, 8, 256, 2048, FP_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1, 1};
     struct plan_result r;
     struct error e = {0};
     ck_assert_msg(plan_run(&c, &r, &e) == 0, "%s", e.msg);
@@ -757,9 +756,8 @@ START_TEST(plan_reasons_and_scale)
     struct cluster_spec cl;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
     cl.nodes = 6;
-    struct plan_config c = {&m,        &cl,   48,  96,           2048,           PREC_BF16,
-                            OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1,
-                            1};
+    struct plan_config c = {
+        &m, &cl, 48, 96, 2048, FP_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1, 1};
     struct plan_result r;
     struct error e = {0};
     ck_assert_int_eq(plan_run(&c, &r, &e), 0);
