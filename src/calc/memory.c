@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/experts.h"
 #include "calc/params.h"
 #include "calc/sched.h"
 #include "num/fp.h"
@@ -130,9 +131,7 @@ double memory_ep_rows(const struct memory_config *c)
 {
     const struct model_shape *m = c->model;
     double n = (double)c->micro_batch * c->seq;
-    if (!m || !m->experts || !(m->capacity_factor > 0))
-        return m && m->experts ? m->top_k * n : 0;
-    return m->experts * fmin(n, ceil(m->capacity_factor * m->top_k * n / m->experts));
+    return m && m->experts ? experts_rows(n, m->experts, m->top_k, m->capacity_factor) : 0;
 }
 
 double memory_ep_buffers(const struct memory_config *c)

@@ -20,7 +20,7 @@
 #include "calc/sched.h"
 #include "calc/traffic.h"
 #include "comm/cost.h"
-#include "model/moe.h"
+#include "base/experts.h"
 #include "model/ringattn.h"
 #include "num/fp.h"
 #include "par/predict.h"
@@ -565,12 +565,12 @@ static double m_ep_per_gpu(const struct model_shape *m, double p, double b, doub
 }
 
 /* An expert's rows for n tokens with capacity factor c: min(n, ceil(c k n / E))
- * (model/moe.h's moe_rows over E). */
+ * (base/experts.h's rule). */
 static double m_capacity(const struct model_shape *m, double n, double c)
 {
-    if (m->experts < 2 || !whole(n, 1, 1 << 24) || !(c > 0 && c <= 64))
+    if (m->experts < 2 || !whole(n, 1, 1 << 24) || !(c > 0) || !experts_capacity_ok(c))
         return NAN;
-    return (double)moe_rows((int)n, m->experts, m->top_k, c) / m->experts;
+    return experts_capacity((int)n, m->experts, m->top_k, c);
 }
 
 /* The loss floor of the data the lab trains it on: the entropy rate of the source over its

@@ -50,9 +50,9 @@ int gpt_config_check(const struct gpt_config *c, struct error *e)
     if (m->every < 1 || m->every > c->layers)
         return error_set(e, ERR_INVAL, "moe_every: 1 to the %d layers, not %d", c->layers,
                          m->every);
-    if (!(m->capacity_factor >= 0 && m->capacity_factor <= 64))
-        return error_set(e, ERR_INVAL, "capacity factor: 0 (none) or up to 64, not %g",
-                         m->capacity_factor);
+    if (!experts_capacity_ok(m->capacity_factor))
+        return error_set(e, ERR_INVAL, "capacity factor: 0 (none) or up to %d, not %g",
+                         EXPERTS_MAX_CAPACITY, m->capacity_factor);
     if (!(m->aux_coef >= 0 && m->aux_coef <= 100))
         return error_set(e, ERR_INVAL, "aux-loss coefficient: 0 to 100, not %g", m->aux_coef);
     return 0;
@@ -495,7 +495,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     }
     if (c->moe.experts > 0) {
         size_t stats = (size_t)gpt_moe_layers(c) * (size_t)c->moe.experts;
-        g->rows = moe_rows(g->N, c->moe.experts, c->moe.top_k, c->moe.capacity_factor);
+        g->rows = (size_t)experts_rows(g->N, c->moe.experts, c->moe.top_k, c->moe.capacity_factor);
         g->load = calloc(stats, sizeof *g->load);
         g->kept = calloc(stats, sizeof *g->kept);
     }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base/ckpt.h"
+#include "base/experts.h"
 #include "model/gpt.h"
 #include "model/moe.h"
 #include "num/fp.h"
@@ -239,7 +240,7 @@ static inline double layer_flops(const struct gpt *g, int l)
     double ffn = 2.0 * N * 3 * d * f;
     if (gpt_layer_moe(&g->c, l)) {
         const struct gpt_moe *m = &g->c.moe;
-        double rows = (double)moe_rows(g->N, m->experts, m->top_k, m->capacity_factor);
+        double rows = experts_rows(g->N, m->experts, m->top_k, m->capacity_factor);
         ffn = 2.0 * N * d * m->experts + 2.0 * rows * 3 * d * f;
     }
     return 2.0 * N * 4 * d * dl + ffn + attn_flops(g);

@@ -69,7 +69,7 @@ static struct moe_route route_of(const struct gpt *g)
     return (struct moe_route){.n = N,
                               .experts = E,
                               .k = k,
-                              .cap = moe_capacity(N, E, k, g->c.moe.capacity_factor),
+                              .cap = (int)experts_capacity(N, E, k, g->c.moe.capacity_factor),
                               .probs = g->w[A_RP],
                               .choice = r,
                               .row = r + nk,

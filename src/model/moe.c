@@ -7,20 +7,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-int moe_capacity(int n, int experts, int k, double capacity_factor)
-{
-    if (!(capacity_factor > 0))
-        return n;
-    double c = ceil(capacity_factor * k * (double)n / experts);
-    return c < n ? (int)c : n;
-}
-
-size_t moe_rows(int n, int experts, int k, double capacity_factor)
-{
-    if (!(capacity_factor > 0))
-        return (size_t)k * (size_t)n;
-    return (size_t)experts * (size_t)moe_capacity(n, experts, k, capacity_factor);
-}
+#include "base/experts.h"
 
 /* The k largest of p[0..E-1], largest first; ties go to the lower index. */
 static void top_k(const float *p, int E, int k, int32_t *out)
@@ -41,7 +28,7 @@ static void top_k(const float *p, int E, int k, int32_t *out)
 double moe_route(struct moe_route *r, const float *logits, double capacity_factor, double aux_coef)
 {
     int n = r->n, E = r->experts, k = r->k;
-    r->cap = moe_capacity(n, E, k, capacity_factor);
+    r->cap = (int)experts_capacity(n, E, k, capacity_factor);
     r->dropped = 0;
     memset(r->load, 0, (size_t)E * sizeof *r->load);
     memset(r->kept, 0, (size_t)E * sizeof *r->kept);

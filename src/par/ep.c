@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 #include "comm/coll.h"
-#include "model/moe.h"
+#include "base/experts.h"
 #include "num/fp.h"
 #include "par/dp.h"
 #include "par/layout.h"
@@ -49,7 +49,8 @@ int ep_new(struct ep_group **out, const struct train_opts *o, const struct layou
     const struct gpt_moe *m = &o->shape.moe;
     x->d = d, x->n = pl->ep, x->mem = *mem, x->fmt = o->precision;
     /* the static [E, cap, d] rows of a micro-batch's tokens */
-    size_t rows = moe_rows(pl->micro * o->shape.seq, m->experts, m->top_k, m->capacity_factor);
+    size_t rows =
+        (size_t)experts_rows(pl->micro * o->shape.seq, m->experts, m->top_k, m->capacity_factor);
     x->buf_bytes = rows * (size_t)o->shape.d * (size_t)(fp_info(x->fmt)->bits / 8);
     x->group = malloc((size_t)x->n * sizeof *x->group);
     if (x->group)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/experts.h"
 #include "base/units.h"
 #include "calc/preset.h"
 
@@ -195,7 +196,7 @@ static int set_nonneg(const struct setting *s, const char *said, const char *val
     return 0;
 }
 
-/* A number in [min, max] (capacity-factor, aux-loss-coef). */
+/* A number in [min, max] (aux-loss-coef). */
 static int set_between(const struct setting *s, const char *said, const char *value,
                        struct train_opts *o, struct error *e)
 {
@@ -207,6 +208,13 @@ static int set_between(const struct setting *s, const char *said, const char *va
                          s->max);
     *FIELD(o, s, double) = v;
     return 0;
+}
+
+/* A capacity factor: base/experts.h's reader, which every command and panel shares. */
+static int set_capacity(const struct setting *s, const char *said, const char *value,
+                        struct train_opts *o, struct error *e)
+{
+    return experts_parse_capacity(said, value, FIELD(o, s, double), e);
 }
 
 /* A number > 0 (eps, spike-z). */
@@ -521,7 +529,7 @@ const struct setting train_settings[] = {
      "the experts each token goes to (2 on a dense model given\n"
      "--experts, else the preset's): 1 as Switch Transformer (its gate is\n"
      "the router's probability), 2 as Mixtral (the two renormalised)"},
-    {"capacity-factor", NULL, "C", set_between, F(shape.moe.capacity_factor), 0, 64, false,
+    {"capacity-factor", NULL, "C", set_capacity, F(shape.moe.capacity_factor), 0, 0, false,
      "an expert takes at most ceil(C K tokens / E) of a step's tokens; a\n"
      "choice past it is dropped (the token keeps its residual); 0: no\n"
      "limit (0 on a dense model given --experts, else the preset's)"},

@@ -42,7 +42,7 @@
 #include "calc/preset.h"
 #include "calc/traffic.h"
 #include "comm/coll.h"
-#include "model/moe.h"
+#include "base/experts.h"
 #include "par/predict.h"
 #include "par/run.h"
 #include "par/settings.h"
@@ -130,7 +130,7 @@ static void predict(struct eprun *p, struct train_opts *o)
     p->expert_params = memory_ep_experts(&mc);
     int n = o->batch / o->gpus * o->shape.seq; /* a GPU's tokens */
     const struct gpt_moe *mo = &o->shape.moe;
-    p->cap = (int)(moe_rows(n, mo->experts, mo->top_k, mo->capacity_factor) / (size_t)mo->experts);
+    p->cap = (int)(experts_rows(n, mo->experts, mo->top_k, mo->capacity_factor) / mo->experts);
     p->moe_layers = gpt_moe_layers(&o->shape);
     p->scale = p->pred.mem[0].total * 1.1;
 }

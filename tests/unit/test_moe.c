@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/experts.h"
 #include "base/rng.h"
 #include "calc/activ.h"
 #include "calc/params.h"
@@ -120,13 +121,13 @@ START_TEST(aux_loss_and_capacity)
             ck_assert_int_eq(b.load[e], 2 * k);
         ck_assert_double_eq_tol(aux, 0.02, 1e-6);
     }
-    ck_assert_int_eq(moe_capacity(256, 8, 2, 1.0), 64);
-    ck_assert_int_eq(moe_capacity(256, 8, 2, 1.25), 80);
-    ck_assert_int_eq(moe_capacity(10, 4, 1, 1.5), 4); /* ceil(3.75) */
-    ck_assert_int_eq(moe_capacity(10, 2, 2, 8), 10);  /* never more than every token */
-    ck_assert_int_eq(moe_capacity(10, 2, 2, 0), 10);
-    ck_assert_uint_eq(moe_rows(256, 8, 2, 1.25), 8 * 80);
-    ck_assert_uint_eq(moe_rows(256, 8, 2, 0), 512);
+    ck_assert(experts_capacity(256, 8, 2, 1.0) == 64);
+    ck_assert(experts_capacity(256, 8, 2, 1.25) == 80);
+    ck_assert(experts_capacity(10, 4, 1, 1.5) == 4); /* ceil(3.75) */
+    ck_assert(experts_capacity(10, 2, 2, 8) == 10);  /* never more than every token */
+    ck_assert(experts_capacity(10, 2, 2, 0) == 10);
+    ck_assert(experts_rows(256, 8, 2, 1.25) == 8 * 80);
+    ck_assert(experts_rows(256, 8, 2, 0) == 512);
 }
 END_TEST
 
