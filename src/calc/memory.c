@@ -254,10 +254,11 @@ static void stage_fill_chunks(const struct memory_config *c, const struct params
     if (sched_build(SCHED_INTERLEAVED, c->pp, c->micro_batches, v, &sc, NULL) == 0) {
         for (int i = 0; i < sc.count[s]; i++) {
             const struct activ_total *a = &at[sc.ops[s][i].chunk];
-            if (sc.ops[s][i].kind == 'F') {
+            int change = sched_held_change(sc.ops[s][i].kind);
+            if (change > 0) {
                 most = fmax(most, held + a->peak);
                 held += a->saved;
-            } else {
+            } else if (change < 0) {
                 held -= a->saved;
                 most = fmax(most, held + a->peak);
             }

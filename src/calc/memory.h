@@ -34,12 +34,12 @@
 
 #include "calc/activ.h"
 #include "calc/preset.h"
+#include "calc/sched.h"
 #include "num/fp.h"
 
 struct error;
 
 enum calc_optimizer { OPT_ADAMW, OPT_SGD, OPT_SGD_MOMENTUM };
-enum calc_schedule { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED };
 
 int memory_parse_optimizer(const char *s, enum calc_optimizer *out, struct error *e);
 const char *memory_optimizer_name(enum calc_optimizer o);

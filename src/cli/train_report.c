@@ -162,7 +162,7 @@ static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
         json_t *list = json_array();
         for (int i = 0; i < g->nops; i++) {
             const struct pp_done *d = &g->ops[i];
-            char kind[2] = {d->kind, 0};
+            char kind[2] = {sched_op_info(d->kind)->letter, 0};
             json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:f, s:f}", "kind", kind,
                                                   "micro", d->micro, "chunk", d->chunk, "start_s",
                                                   d->start_s, "end_s", d->end_s));

@@ -39,7 +39,7 @@ int pp_slots(const struct sched *s, int stage, int chunk)
     int held = 0, most = 1;
     for (int i = 0; i < s->count[stage]; i++)
         if (s->ops[stage][i].chunk == chunk) {
-            held += s->ops[stage][i].kind == 'F' ? 1 : -1;
+            held += sched_held_change(s->ops[stage][i].kind);
             most = held > most ? held : most;
         }
     return most;
@@ -138,7 +138,7 @@ static void emit(struct pp *p, int step, const struct pp_done *dn)
     if (!p->d)
         return;
     struct event ev = {.type = EV_PIPE_OP, .t = dn->start_s, .t_end = dn->end_s, .step = step};
-    ev.name = dn->kind == 'F' ? "forward" : "backward";
+    ev.name = sched_op_info(dn->kind)->name;
     ev.micro = dn->micro, ev.chunk = dn->chunk;
     dev_emit(p->d, &ev);
 }
@@ -178,7 +178,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
         *dn = (struct pp_done){op->kind, k, c, 0, 0};
         if (p->d)
             dev_set_micro(p->d, k);
-        if (op->kind == 'F') {
+        if (op->kind == SCHED_OP_F) {
             if (*hold >= 0) { /* the schedule holds more than the part has slots for: a bug */
                 rc = error_set(e, ERR_RUN, "stage %d: no slot for micro-batch %d of chunk %d",
                                p->pl.stage, k, c);
@@ -291,7 +291,7 @@ static void count(const struct train_opts *o, const struct layout_place *pl,
     for (int i = 0; i < s.count[pl->stage]; i++) {
         const struct sched_op *op = &s.ops[pl->stage][i];
         int vs = op->chunk * pl->pp + pl->stage;
-        c->messages += op->kind == 'F' ? vs < last : vs > 0;
+        c->messages += op->kind == SCHED_OP_F ? vs < last : op->kind == SCHED_OP_B && vs > 0;
     }
     if (pl->pp > 1) /* an input and its gradients; an output gradient and the outputs */
         c->buffers +=

@@ -37,7 +37,7 @@ struct layout_place;
 
 /* One operation as executed: what, and when in simulated time (0 on the host). */
 struct pp_done {
-    char kind; /* 'F' or 'B' */
+    enum sched_op_kind kind;
     int micro, chunk;
     double start_s, end_s;
 };

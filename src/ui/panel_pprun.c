@@ -269,7 +269,7 @@ static void end_step(void *panel)
     int fn = 0;
     for (int st = 0; st < p->done.stages; st++)
         for (int i = 0; i < p->done.n[st]; i++)
-            if (p->done.ops[st][i].kind == 'F')
+            if (p->done.ops[st][i].kind == SCHED_OP_F)
                 fsum += p->done.ops[st][i].end_s - p->done.ops[st][i].start_s, fn++;
     p->fwd_s = fn ? fsum / fn : 0;
     if (!p->said_verdict && p->pred.ok) {
@@ -725,7 +725,7 @@ static enum gantt_scale draw_gantt(const struct pprun *p, struct ui_canvas *c, i
             last = it[k].c0 +
                    (int)((end - o->start_s) / (o->end_s - o->start_s) * (it[k].c1 - it[k].c0 + 1));
         for (int col = it[k].c0; col >= 0 && col <= (last > it[k].c1 ? it[k].c1 : last); col++)
-            canvas_text(c, y + it[k].row, 3 + col, o->kind == 'F' ? ROLE_EXP : ROLE_MAN, ch);
+            canvas_text(c, y + it[k].row, 3 + col, o->kind == SCHED_OP_F ? ROLE_EXP : ROLE_MAN, ch);
     }
     return sc;
 }

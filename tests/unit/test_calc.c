@@ -609,6 +609,28 @@ START_TEST(sched_bubbles_match_formulas)
 }
 END_TEST
 
+/* The kinds of operation are a table with room for the weights' gradients apart (W), the
+ * micro-batches held change by kind, and a plan's bubble is the schedule's own timeline's. */
+START_TEST(sched_kinds_and_bubble_time)
+{
+    ck_assert_int_eq(sched_op_info(SCHED_OP_W)->letter, 'W');
+    ck_assert_int_eq(sched_op_kind_of("weight gradients"), SCHED_OP_W);
+    ck_assert_int_eq(sched_op_kind_of("backward"), SCHED_OP_B);
+    ck_assert_int_eq(sched_op_kind_of("F"), SCHED_OP_F);
+    ck_assert_int_eq(sched_op_kind_of("sideways"), SCHED_OP_KINDS);
+    ck_assert_int_eq(sched_held_change(SCHED_OP_F), 1);
+    ck_assert_int_eq(sched_held_change(SCHED_OP_B), -1);
+    ck_assert_int_eq(sched_held_change(SCHED_OP_W), 0);
+    struct sched s;
+    ck_assert_int_eq(sched_build(SCHED_1F1B, 4, 8, 1, &s, NULL), 0);
+    ck_assert(sched_bubble_time(&s, 2.0) == 2.0 * 3 / 8); /* (p - 1) / m, to the bit */
+    sched_free(&s);
+    ck_assert_int_eq(sched_build(SCHED_INTERLEAVED, 4, 8, 2, &s, NULL), 0);
+    ck_assert(sched_bubble_time(&s, 2.0) == 2.0 * 3 / 16); /* (p - 1) / (v m) */
+    sched_free(&s);
+}
+END_TEST
+
 START_TEST(sched_gpipe_vs_1f1b)
 {
     /* p = 4, m = 8: bubble 3/8 of ideal time, 3/11 of wall time for both; GPipe holds all 8
@@ -626,8 +648,8 @@ START_TEST(sched_gpipe_vs_1f1b)
     const char *want = "F0F1F2F3B0F4B1F5B2F6B3F7B4B5B6B7";
     char got[64] = "";
     for (int i = 0; i < f.count[0]; i++)
-        snprintf(got + strlen(got), sizeof got - strlen(got), "%c%d", f.ops[0][i].kind,
-                 f.ops[0][i].micro);
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%c%d",
+                 sched_op_info(f.ops[0][i].kind)->letter, f.ops[0][i].micro);
     ck_assert_str_eq(got, want);
     /* the last stage starts its first forward after 3 forwards upstream */
     ck_assert_int_eq(f.ops[3][0].start, 3);
@@ -809,6 +831,7 @@ int main(void)
     tc = tcase_create("schedules");
     tcase_add_test(tc, sched_bubbles_match_formulas);
     tcase_add_test(tc, sched_gpipe_vs_1f1b);
+    tcase_add_test(tc, sched_kinds_and_bubble_time);
     tcase_add_test(tc, sched_bad_sizes);
     suite_add_tcase(s, tc);
     tc = tcase_create("plan");
