@@ -46,7 +46,7 @@ struct run_config {
     void (*on_event)(void *ctx, const struct event *ev);
     void *event_ctx;
     /* NULL: every GPU is a thread of this process. Else one GPU per process (an MPI rank:
-     * comm/mpi.h), GPU `local` here, its messages over the wire (sim/cluster.h); after each
+     * comm/mpiwire.h), GPU `local` here, its messages over the wire (sim/cluster.h); after each
      * step the GPUs share their records over it, so every process merges the same steps and
      * the same summary (run_gpu of every GPU) as a run on threads. */
     const struct dev_wire *wire;
