@@ -181,6 +181,16 @@ enum gpt_tp_op {
                         sum of it (reduce-scatter, training format), the others anything */
 };
 
+/* Expert parallelism's all-to-alls of an expert layer, as the seam's ep_alltoall names them (and
+ * the sends' phase in a run's events: a trace and the experts' panel read them), in the order
+ * a step runs them: the forward pass's dispatch of the rows to their experts and combine of the
+ * outputs, the backward pass's combine (the outputs' gradients to the experts) and dispatch
+ * (the inputs' gradients back). A recomputed layer runs its forward pair again. */
+#define GPT_EP_DISPATCH      "expert dispatch"
+#define GPT_EP_COMBINE       "expert combine"
+#define GPT_EP_GRAD_COMBINE  "grad expert combine"
+#define GPT_EP_GRAD_DISPATCH "grad expert dispatch"
+
 struct gpt_alloc {
     void *(*alloc)(void *ctx, enum gpt_mem kind, size_t bytes, const char *what);
     void (*free)(void *ctx, enum gpt_mem kind, void *p, size_t bytes);
@@ -203,7 +213,7 @@ struct gpt_alloc {
     /* Expert parallelism: an all-to-all over the expert-parallel group. send holds n floats in
      * ep equal blocks, block j for the group's GPU j; recv (n floats, apart from send) gets GPU
      * j's block for this GPU in its block j (the values are in the training format already).
-     * Needed when the part's ep > 1; what names the tensors. */
+     * Needed when the part's ep > 1; what is the all-to-all's phase (GPT_EP_DISPATCH, ...). */
     void (*ep_alltoall)(void *ctx, const float *send, float *recv, size_t n, const char *what);
     void *ctx;
     /* The fp32 parameters and gradients the CPU computes with are the run's weights and

@@ -148,7 +148,7 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
                 memcpy(rows + (size_t)row * d, x + (size_t)t * d, (size_t)d * 4);
         }
     if (g->ep > 1)
-        ep_exchange(g, rows, w[A_XE], "expert dispatch");
+        ep_exchange(g, rows, w[A_XE], GPT_EP_DISPATCH);
     for (int b = 0; b < E; b++) {
         size_t o;
         int n = expert_block(g, &r, b, &o);
@@ -166,7 +166,7 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
         op_produced(g, y, (size_t)n * d, l, "expert out");
     }
     if (g->ep > 1)
-        ep_exchange(g, yout, w[A_YE], "expert combine");
+        ep_exchange(g, yout, w[A_YE], GPT_EP_COMBINE);
     /* combine: the gate-weighted sum of each token's experts' outputs, in choice order */
     for (int t = 0; t < N; t++) {
         float *o = out + (size_t)t * d;
@@ -256,9 +256,9 @@ static void moe_backward(struct gpt *g, int l, const float *dout, const float *x
     const float *dxe = g->dxe;
     if (g->ep > 1) {
         op_rnd(g, g->dye, g->rows * (size_t)d); /* d y, rounded as produced */
-        ep_exchange(g, g->dye, g->dxe, "grad expert combine");
+        ep_exchange(g, g->dye, g->dxe, GPT_EP_GRAD_COMBINE);
         experts_backward(g, l, &r, g->dxe, g->dxe);
-        ep_exchange(g, g->dxe, g->dye, "grad expert dispatch");
+        ep_exchange(g, g->dxe, g->dye, GPT_EP_GRAD_DISPATCH);
         dxe = g->dye;
     } else {
         for (int e = 0; e < E; e++) /* each expert's rows of d y, rounded as produced */

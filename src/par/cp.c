@@ -10,21 +10,17 @@
 #include "num/fp.h"
 #include "par/dp.h"
 #include "par/layout.h"
+#include "par/xbuf.h"
 #include "sim/cluster.h"
 
 struct cp_ring {
-    struct device *d;
+    struct xbuf x;  /* room for a block's K, V, dK, dV in the training format */
     int next, prev; /* the device ranks the ring sends to and receives from */
     struct dp_mem mem;
-    enum fp_format fmt;
-    void *sbuf, *rbuf; /* a block's K, V, dK, dV in the training format */
-    size_t buf_bytes;
     int seq, cp, cprank; /* the sequence's tokens, the ring's GPUs and this one's place */
     enum ring_split split;
     int32_t *share; /* this GPU's tokens of a data-parallel share's sequences, then targets */
     size_t share_bytes;
-    uint64_t sent;
-    struct error err;
 };
 
 int cp_new(struct cp_ring **out, const struct train_opts *o, const struct layout_place *pl,
@@ -36,22 +32,25 @@ int cp_new(struct cp_ring **out, const struct train_opts *o, const struct layout
     struct cp_ring *c = calloc(1, sizeof *c);
     if (!c)
         return error_set(e, ERR_NOMEM, "out of memory for context parallelism");
-    c->d = d, c->mem = *mem, c->fmt = o->precision;
+    c->mem = *mem;
     c->next = layout_rank(pl, LAYOUT_CP, (pl->cprank + 1) % pl->cp);
     c->prev = layout_rank(pl, LAYOUT_CP, (pl->cprank + pl->cp - 1) % pl->cp);
     /* K, V, dK, dV of this GPU's tokens and heads: 4 x micro x seq / cp x d / tp elements */
     size_t elems =
         4 * (size_t)pl->micro * (size_t)(o->shape.seq / pl->cp) * (size_t)(o->shape.d / pl->tp);
-    c->buf_bytes = elems * (size_t)(fp_info(c->fmt)->bits / 8);
     c->seq = o->shape.seq, c->cp = pl->cp, c->cprank = pl->cprank;
     c->split = o->cp_naive ? RING_NAIVE : RING_BALANCED;
     c->share_bytes = 2 * (size_t)(o->batch / pl->dp) * (size_t)(c->seq / c->cp) * sizeof(int32_t);
-    c->sbuf = mem->alloc(mem->ctx, GPT_MEM_COMM, c->buf_bytes, "ring send buffer");
-    c->rbuf = mem->alloc(mem->ctx, GPT_MEM_COMM, c->buf_bytes, "ring receive buffer");
+    int rc = xbuf_init(&c->x, d, mem, o->precision, elems, "ring send buffer",
+                       "ring receive buffer", "context parallelism's ring", e);
+    if (rc) {
+        free(c);
+        return rc;
+    }
     c->share = mem->alloc(mem->ctx, GPT_MEM_WORKSPACE, c->share_bytes, "batch share");
-    if (!c->sbuf || !c->rbuf || !c->share) {
+    if (!c->share) {
         cp_free(c);
-        return error_set(e, ERR_NOMEM, "out of memory for context parallelism's ring buffers");
+        return error_set(e, ERR_NOMEM, "out of memory for context parallelism's batch share");
     }
     *out = c;
     return 0;
@@ -61,10 +60,7 @@ void cp_free(struct cp_ring *c)
 {
     if (!c)
         return;
-    if (c->sbuf)
-        c->mem.free(c->mem.ctx, GPT_MEM_COMM, c->sbuf, c->buf_bytes);
-    if (c->rbuf)
-        c->mem.free(c->mem.ctx, GPT_MEM_COMM, c->rbuf, c->buf_bytes);
+    xbuf_fini(&c->x);
     if (c->share)
         c->mem.free(c->mem.ctx, GPT_MEM_WORKSPACE, c->share, c->share_bytes);
     free(c);
@@ -85,22 +81,15 @@ void cp_share(struct cp_ring *c, int rows, const int32_t **tokens, const int32_t
 
 void cp_shift(struct cp_ring *c, const float *send, float *recv, size_t n, const char *what)
 {
-    if (!c || !c->d || c->err.code)
+    struct xbuf *x = c ? &c->x : NULL;
+    if (!x || !xbuf_pack(x, send, n, "context parallelism's ring"))
         return;
-    size_t bytes = n * (size_t)(fp_info(c->fmt)->bits / 8);
-    if (bytes > c->buf_bytes) {
-        error_set(&c->err, ERR_RUN,
-                  "context parallelism: %zu elements round the ring, room for %zu", n,
-                  c->buf_bytes / (size_t)(fp_info(c->fmt)->bits / 8));
-        return;
-    }
-    fp_pack_n(c->fmt, c->sbuf, send, n); /* the values are in the format already: exact */
     struct dev_tag tag = {.phase = what};
-    uint64_t before = dev_stats(c->d).bytes_sent;
-    if (dev_sendrecv(c->d, c->next, c->sbuf, bytes, c->prev, c->rbuf, bytes, &tag, NULL, NULL,
-                     &c->err) == 0)
-        fp_unpack_n(c->fmt, recv, c->rbuf, n);
-    c->sent += dev_stats(c->d).bytes_sent - before;
+    size_t bytes = xbuf_size(x, n);
+    uint64_t before = xbuf_device_sent(x);
+    int rc = dev_sendrecv(x->d, c->next, x->send, bytes, c->prev, x->recv, bytes, &tag, NULL, NULL,
+                          &x->err);
+    xbuf_unpack(x, rc, before, recv, n);
 }
 
 /* ------------------------------------------------------------------ its face */
@@ -142,27 +131,25 @@ static void count(const struct train_opts *o, const struct layout_place *pl,
 static void step_begin(void *self)
 {
     struct cp_ring *c = self;
-    c->sent = 0;
+    xbuf_step_begin(&c->x);
 }
 
 static int failed(const void *self, struct error *e)
 {
     const struct cp_ring *c = self;
-    if (c->err.code)
-        *e = c->err;
-    return c->err.code;
+    return xbuf_failed(&c->x, e);
 }
 
 static void sent(const void *self, struct strategy_sent *s)
 {
     const struct cp_ring *c = self;
-    s->bytes[STRATEGY_CP] += c->sent;
+    s->bytes[STRATEGY_CP] += c->x.sent;
 }
 
 static size_t mem_bytes(const void *self, enum gpt_mem kind)
 {
     const struct cp_ring *c = self;
-    return kind == GPT_MEM_COMM ? 2 * c->buf_bytes : kind == GPT_MEM_WORKSPACE ? c->share_bytes : 0;
+    return kind == GPT_MEM_COMM ? 2 * c->x.bytes : kind == GPT_MEM_WORKSPACE ? c->share_bytes : 0;
 }
 
 const struct strategy cp_strategy = {STRATEGY_CP, check, count,    step_begin,

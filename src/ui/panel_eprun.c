@@ -7,10 +7,11 @@
  * the other run panels' are (ui/runpace.h): each GPU holds E / P experts of every layer and
  * routes its own share of the batch over all E; the tokens go to their experts' GPUs and back
  * by all-to-alls (par/ep.h), each of the static [E, cap, d] rows, pairwise (comm/alltoall.c:
- * P - 1 sends a GPU). A step's all-to-alls come in a known order, a GPU's sends in it too:
- * forward, each expert layer's dispatch then combine; backward, from the last expert layer,
- * the gradients of the combine then of the dispatch. So the k-th all-to-all send of a GPU in
- * the step says which all-to-all is going on, and to which GPU it went.
+ * P - 1 sends a GPU). Each send carries its all-to-all's phase (model/gpt.h's GPT_EP_*:
+ * dispatch or combine, forward or backward) and says to which GPU it went; a step's
+ * all-to-alls come in a known order (forward, each expert layer's dispatch then combine;
+ * backward, from the last expert layer, the gradients of the combine then of the dispatch, a
+ * recomputed layer's forward pair before them), so the phases begun so far say the layer.
  *
  * Drawn: an expert's row per expert, headed by the GPU that holds it, with the choices routed
  * to it in the step shown (every GPU's tokens, summed over the expert layers: the step
@@ -76,6 +77,19 @@ struct settings {
     enum fp_format prec;
 };
 
+/* The all-to-alls of an expert layer: the phase their sends carry, the name the panel gives
+ * them, whether the forward pass runs them. */
+enum { A2A_DISPATCH, A2A_COMBINE, A2A_GRAD_COMBINE, A2A_GRAD_DISPATCH, A2A_PHASES };
+static const struct {
+    const char *phase, *name;
+    bool forward;
+} a2a_phases[A2A_PHASES] = {
+    [A2A_DISPATCH] = {GPT_EP_DISPATCH, "forward dispatch", true},
+    [A2A_COMBINE] = {GPT_EP_COMBINE, "forward combine", true},
+    [A2A_GRAD_COMBINE] = {GPT_EP_GRAD_COMBINE, "backward combine", false},
+    [A2A_GRAD_DISPATCH] = {GPT_EP_GRAD_DISPATCH, "backward dispatch", false},
+};
+
 struct eprun {
     struct eventlog *log;
     struct settings s, start;
@@ -86,9 +100,10 @@ struct eprun {
     int cap;              /* an expert's rows per GPU and expert layer */
     int moe_layers;
     double scale;
-    /* the step being replayed: each GPU's all-to-all sends so far, and the GPUs it sent to in
-     * the all-to-all going on (the newest: newest[g]) */
-    int sends[MAX_EP];
+    /* the step being replayed: each GPU's all-to-all going on (its phase, NULL before the first,
+     * and expert layer), those of each phase it has begun, and the GPUs it sent to in the one
+     * going on (the newest: newest[g]) */
+    int phase[MAX_EP], layer[MAX_EP], begun[MAX_EP][A2A_PHASES];
     bool to[MAX_EP][MAX_EP];
     int newest[MAX_EP];
     /* the busiest expert over the mean, per step shown (the last HISTORY) */
@@ -135,13 +150,21 @@ static void predict(struct eprun *p, struct train_opts *o)
     p->scale = p->pred.mem[0].total * 1.1;
 }
 
+/* No all-to-all going on, none begun. */
+static void no_a2a(struct eprun *p)
+{
+    for (int g = 0; g < MAX_EP; g++)
+        p->phase[g] = -1;
+    memset(p->begun, 0, sizeof p->begun);
+    memset(p->to, 0, sizeof p->to);
+}
+
 static void restart(struct eprun *p)
 {
     runpace_clear(&p->pace);
     p->said_verdict = false;
     p->nhist = 0;
-    memset(p->sends, 0, sizeof p->sends);
-    memset(p->to, 0, sizeof p->to);
+    no_a2a(p);
     struct train_opts o;
     predict(p, &o);
     if (p->pace.err[0])
@@ -187,22 +210,35 @@ static double busiest_over_mean(const struct eprun *p)
 static void begin_step(void *panel)
 {
     struct eprun *p = panel;
-    memset(p->sends, 0, sizeof p->sends);
-    memset(p->to, 0, sizeof p->to);
+    no_a2a(p);
     p->note[0] = 0;
 }
 
-/* An all-to-all send the replay passes: the first of an all-to-all forgets the one before. */
+/* The phase of an expert all-to-all's send (a2a_phases), or -1. */
+static int phase_of(const char *phase)
+{
+    for (int i = 0; phase && i < A2A_PHASES; i++)
+        if (!strcmp(phase, a2a_phases[i].phase))
+            return i;
+    return -1;
+}
+
+/* An all-to-all send the replay passes: a send of another phase, or to a GPU the all-to-all
+ * going on has sent to, begins the next one and forgets the one before; the phases begun say
+ * its expert layer (a forward phase begun more often than there are layers: a recomputed
+ * layer's, the one whose backward comes next). */
 static void on_record(void *panel, const struct runrec *r)
 {
     struct eprun *p = panel;
-    int P = p->s.ep, g = r->device;
-    if (r->type != EV_SEND || !r->phase || strcmp(r->phase, COLL_ALLTOALL_PHASE) || g < 0 ||
-        g >= P || r->peer < 0 || r->peer >= P)
+    int P = p->s.ep, g = r->device, i = r->type == EV_SEND ? phase_of(r->phase) : -1;
+    if (i < 0 || g < 0 || g >= P || r->peer < 0 || r->peer >= P)
         return;
-    if (p->sends[g] % (P - 1) == 0)
+    if (i != p->phase[g] || p->to[g][r->peer]) {
+        int M = p->moe_layers, k = ++p->begun[g][i], back = p->begun[g][A2A_GRAD_COMBINE];
         memset(p->to[g], 0, sizeof p->to[g]);
-    p->sends[g]++;
+        p->phase[g] = i;
+        p->layer[g] = a2a_phases[i].forward ? (k <= M ? k - 1 : M - 1 - back) : M - k;
+    }
     p->to[g][r->peer] = true;
     p->newest[g] = r->peer;
 }
@@ -227,23 +263,15 @@ static const struct runpace_ops pace_ops = {.name = "eprun",
                                             .record = on_record,
                                             .end = end_step};
 
-/* The all-to-all GPU g is in, in the step being replayed: its name and expert layer, or NULL
- * (none yet, or past the step's 4 per expert layer). */
+/* The all-to-all GPU g is in, in the step being replayed: its name and layer, or NULL (none
+ * yet). */
 static const char *a2a_at(const struct eprun *p, int g, int *layer)
 {
-    int M = p->moe_layers, every = p->model.moe_every > 0 ? p->model.moe_every : 1;
-    if (!p->pace.replaying || p->sends[g] == 0 || M == 0)
+    int every = p->model.moe_every > 0 ? p->model.moe_every : 1;
+    if (!p->pace.replaying || p->phase[g] < 0 || p->moe_layers == 0)
         return NULL;
-    int i = (p->sends[g] - 1) / (p->s.ep - 1);
-    if (i < 2 * M) {
-        *layer = i / 2 * every;
-        return i % 2 ? "forward combine" : "forward dispatch";
-    }
-    if ((i -= 2 * M) < 2 * M) {
-        *layer = (M - 1 - i / 2) * every;
-        return i % 2 ? "backward dispatch" : "backward combine";
-    }
-    return NULL;
+    *layer = p->layer[g] * every;
+    return a2a_phases[p->phase[g]].name;
 }
 
 /* ------------------------------------------------------------------ settings and keys */

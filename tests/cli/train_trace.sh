@@ -90,6 +90,20 @@ for l in $layouts; do
     fi
 done
 
+# An all-to-all's sends say what it moves (model/gpt.h's phases), in the trace as in the panel.
+run train --steps 1 --batch 8 --model tiny-moe --capacity-factor 2 --ep 2 --trace "$T_TMP/ep.json"
+check_status 0 "train --trace with expert parallelism"
+if python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+phases = {e['args']['phase'] for e in d['traceEvents'] if e.get('cat') == 'comm' and e.get('ph') == 'X'}
+want = {'expert dispatch', 'expert combine', 'grad expert combine', 'grad expert dispatch'}
+sys.exit(0 if want <= phases and 'all-to-all' not in phases else 1)" "$T_TMP/ep.json"; then
+    ok "the experts' all-to-alls name their phase in the trace: dispatch, combine, forward and backward"
+else
+    not_ok "the experts' all-to-alls name their phase in the trace" "$(head -c 600 "$T_TMP/ep.json")"
+fi
+
 # The check can fail: a trace with one send left out does not add up.
 python3 - "$T_TMP/trace.json" <<'EOF'
 import json, sys
