@@ -9,6 +9,23 @@
 
 #include "base/experts.h"
 
+size_t moe_table_words(int n, int k, int experts)
+{
+    return 3 * (size_t)n * (size_t)k + 3 * (size_t)experts;
+}
+
+struct moe_table moe_table_at(void *block, int n, int k, int experts)
+{
+    size_t nk = (size_t)n * (size_t)k, E = (size_t)experts;
+    int32_t *w = block; /* 4-byte words: int32_t and float alike */
+    return (struct moe_table){.choice = w,
+                              .row = w + nk,
+                              .gate = (float *)(void *)(w + 2 * nk),
+                              .off = w + 3 * nk,
+                              .kept = w + 3 * nk + E,
+                              .load = w + 3 * nk + 2 * E};
+}
+
 /* The k largest of p[0..E-1], largest first; ties go to the lower index. */
 static void top_k(const float *p, int E, int k, int32_t *out)
 {

@@ -37,8 +37,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A layer's routing as its backward pass needs it, in a block of moe_table_words 4-byte words
+ * (what the layer keeps, model/gpt_impl.h's A_ROUTE): each of the n k choices' expert, row and
+ * gate, then each expert's first row, kept tokens and load. */
+struct moe_table {
+    int32_t *choice, *row;
+    float *gate;
+    int32_t *off, *kept, *load;
+};
+size_t moe_table_words(int n, int k, int experts);
+struct moe_table moe_table_at(void *block, int n, int k, int experts);
+
 /* One layer's routing of n tokens. The arrays are the caller's: probs [n E], choice, row,
- * gate [n k], off, kept, load [E]. */
+ * gate [n k], off, kept, load [E] (a struct moe_table's). */
 struct moe_route {
     int n, experts, k, cap;
     float *probs;
