@@ -47,6 +47,7 @@
 #include "par/predict.h"
 #include "par/run.h"
 #include "par/settings.h"
+#include "par/strategies.h"
 #include "sim/event.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
@@ -91,7 +92,6 @@ static const struct {
 };
 
 struct eprun {
-    struct eventlog *log;
     struct settings s, start;
     struct model_shape model; /* tiny-moe as the preset has it */
     struct runpace pace;      /* the run, its GPUs, the step replayed, the ledgers */
@@ -110,7 +110,6 @@ struct eprun {
     double hist[HISTORY];
     int nhist;
     bool said_verdict;
-    char note[ERROR_MAX]; /* why a key did not do what it was asked (until a step is replayed) */
 };
 
 /* ------------------------------------------------------------------ the run */
@@ -159,8 +158,9 @@ static void no_a2a(struct eprun *p)
     memset(p->to, 0, sizeof p->to);
 }
 
-static void restart(struct eprun *p)
+static void restart(void *panel)
 {
+    struct eprun *p = panel;
     runpace_clear(&p->pace);
     p->said_verdict = false;
     p->nhist = 0;
@@ -178,13 +178,12 @@ static void settings_text(const struct settings *s, char *buf, size_t n)
              s->ep, s->capacity, s->aux);
 }
 
-static void say_restart(struct eprun *p)
+static void say_restart(void *panel)
 {
+    struct eprun *p = panel;
     char b[120];
     settings_text(&p->s, b, sizeof b);
-    eventlog_add(p->log, "experts: %s, batch %d: restarted", b, p->s.batch);
-    if (p->note[0])
-        eventlog_add(p->log, "experts: %s", p->note);
+    eventlog_add(p->pace.log, "experts: %s, batch %d: restarted", b, p->s.batch);
 }
 
 /* The step shown, every GPU's tokens: the choices routed to expert x and those it took. */
@@ -211,7 +210,6 @@ static void begin_step(void *panel)
 {
     struct eprun *p = panel;
     no_a2a(p);
-    p->note[0] = 0;
 }
 
 /* The phase of an expert all-to-all's send (a2a_phases), or -1. */
@@ -257,12 +255,6 @@ static void end_step(void *panel)
     p->said_verdict = true;
 }
 
-static const struct runpace_ops pace_ops = {.name = "eprun",
-                                            .replay_s = REPLAY_S,
-                                            .begin = begin_step,
-                                            .record = on_record,
-                                            .end = end_step};
-
 /* The all-to-all GPU g is in, in the step being replayed: its name and layer, or NULL (none
  * yet). */
 static const char *a2a_at(const struct eprun *p, int g, int *layer)
@@ -276,21 +268,24 @@ static const char *a2a_at(const struct eprun *p, int g, int *layer)
 
 /* ------------------------------------------------------------------ settings and keys */
 
-static bool same_settings(const struct settings *a, const struct settings *b)
+static bool same_settings(const void *x, const void *y)
 {
+    const struct settings *a = x, *b = y;
     return a->ep == b->ep && a->experts == b->experts && a->top_k == b->top_k &&
            a->batch == b->batch && a->capacity == b->capacity && a->aux == b->aux &&
            a->prec == b->prec;
 }
 
-static bool run_on(struct eprun *p, const struct settings *s)
-{
-    if (same_settings(s, &p->s) && runpace_fresh(&p->pace))
-        return false;
-    p->s = *s;
-    restart(p);
-    return true;
-}
+static const struct runpace_ops pace_ops = {.name = "eprun",
+                                            .tag = "experts",
+                                            .replay_s = REPLAY_S,
+                                            .begin = begin_step,
+                                            .record = on_record,
+                                            .end = end_step,
+                                            .settings = sizeof(struct settings),
+                                            .same = same_settings,
+                                            .restart = restart,
+                                            .say_restart = say_restart};
 
 static void defaults(const struct eprun *p, struct settings *s)
 {
@@ -308,8 +303,7 @@ static int eprun_init(void **state, const struct panel_env *env, struct error *e
     struct eprun *p = calloc(1, sizeof *p);
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
-    p->log = env->log;
-    int rc = runpace_init(&p->pace, &pace_ops, p, p->log, e);
+    int rc = runpace_init(&p->pace, &pace_ops, p, &p->s, &p->start, env, e);
     if (!rc)
         rc = preset_load_model(MODEL, &p->model, e);
     if (rc) {
@@ -317,10 +311,8 @@ static int eprun_init(void **state, const struct panel_env *env, struct error *e
         free(p);
         return rc;
     }
-    p->pace.check_only = env->check_only;
     defaults(p, &p->s);
-    p->start = p->s;
-    restart(p);
+    runpace_first(&p->pace);
     *state = p;
     return 0;
 }
@@ -333,16 +325,14 @@ static void eprun_fini(void *state)
     free(p);
 }
 
-/* Settings the panel runs: E a multiple of P, k at most E. 0 or ERR_INVAL saying why. */
-static int fits(const struct settings *s, struct error *e)
+/* Whether the run takes settings s (the engine's checks, train_opts_check): 0 or ERR_INVAL
+ * saying why. */
+static int runs(const struct eprun *p, const struct settings *s, struct error *e)
 {
-    if (s->experts % s->ep)
-        return error_set(e, ERR_INVAL, "experts %d: a multiple of ep (%d)", s->experts, s->ep);
-    if (s->top_k > s->experts)
-        return error_set(e, ERR_INVAL, "top_k %d: more than the %d experts", s->top_k, s->experts);
-    if (s->capacity <= 0)
-        return error_set(e, ERR_INVAL, "capacity_factor: more than 0 (ep needs a capacity)");
-    return 0;
+    struct model_shape m;
+    struct train_opts o;
+    int rc = shape_of(p, s, &m, &o, e);
+    return rc ? rc : train_opts_check(&o, e);
 }
 
 static int eprun_set(void *state, const char *name, const char *value, struct error *e)
@@ -371,20 +361,9 @@ static int eprun_set(void *state, const char *name, const char *value, struct er
     s.ep = t.ep, s.batch = t.batch, s.prec = t.precision;
     s.experts = t.shape.moe.experts, s.top_k = t.shape.moe.top_k;
     s.capacity = t.shape.moe.capacity_factor, s.aux = t.shape.moe.aux_coef;
-    if ((rc = fits(&s, e)))
+    if ((rc = runs(p, &s, e)))
         return rc;
-    if (s.batch % s.ep)
-        return error_set(e, ERR_INVAL, "batch %d: a multiple of ep (%d)", s.batch, s.ep);
-    p->start = s;
-    run_on(p, &s);
-    return 0;
-}
-
-static int refuse(struct eprun *p, const char *what)
-{
-    snprintf(p->note, sizeof p->note, "%s", what);
-    eventlog_add(p->log, "experts: %s", p->note);
-    return PANEL_HANDLED | PANEL_REDRAW;
+    return runpace_set(&p->pace, &s);
 }
 
 /* The index of v in steps (the nearest at or below), of n. */
@@ -400,16 +379,13 @@ static int eprun_on_key(void *state, int key)
 {
     struct eprun *p = state;
     struct settings t = p->s;
-    char why[120];
     switch (key) {
     case 'p':
     case 'P': {
         int ep = key == 'p' ? t.ep * 2 : t.ep / 2;
-        if (ep < MIN_EP || ep > MAX_EP) {
-            snprintf(why, sizeof why, "ep stays %d: the panel runs %d or %d GPUs", t.ep, MIN_EP,
-                     MAX_EP);
-            return refuse(p, why);
-        }
+        if (ep < MIN_EP || ep > MAX_EP)
+            return runpace_refuse(&p->pace, "ep stays %d: the panel runs %d or %d GPUs", t.ep,
+                                  MIN_EP, MAX_EP);
         t.ep = ep;
         break;
     }
@@ -419,32 +395,25 @@ static int eprun_on_key(void *state, int key)
     case 'f':
     case 'F': {
         int i = step_of(cap_steps, NCAP, t.capacity) + (key == 'f' ? 1 : -1);
-        if (i < 0 || i >= NCAP) {
-            snprintf(why, sizeof why, "capacity stays %.2f: the panel runs %.2f to %.2f",
-                     t.capacity, cap_steps[0], cap_steps[NCAP - 1]);
-            return refuse(p, why);
-        }
+        if (i < 0 || i >= NCAP)
+            return runpace_refuse(&p->pace, "capacity stays %.2f: the panel runs %.2f to %.2f",
+                                  t.capacity, cap_steps[0], cap_steps[NCAP - 1]);
         t.capacity = cap_steps[i];
         break;
     }
     default: return 0;
     }
     struct error e = {0};
-    if (fits(&t, &e) != 0)
-        return refuse(p, e.msg);
+    if (runs(p, &t, &e) != 0)
+        return runpace_refuse(&p->pace, "%s", e.msg);
     p->s = t;
-    p->note[0] = 0;
-    restart(p);
-    say_restart(p);
-    return PANEL_HANDLED | PANEL_REDRAW;
+    return runpace_rekeyed(&p->pace, NULL);
 }
 
 static int eprun_on_event(void *state, const struct panel_event *ev)
 {
     struct eprun *p = state;
-    if (ev->kind == PANEL_RESET && run_on(p, &p->start))
-        say_restart(p);
-    return runpace_on_event(&p->pace, ev);
+    return runpace_panel_event(&p->pace, ev);
 }
 
 /* ------------------------------------------------------------------ drawing */
@@ -564,10 +533,9 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
         canvas_wrap(c, 2, ROLE_ERROR, p->pace.err, 0);
         return;
     }
-    if (p->note[0] && !p->pace.replaying)
-        canvas_text(c, y++, 0, ROLE_WARN, p->note);
-    else
-        runpace_draw_step(&p->pace, c, y++, "buffers allocated: space runs, n one step");
+    if (!runpace_draw_note(&p->pace, c, y))
+        runpace_draw_step(&p->pace, c, y, "buffers allocated: space runs, n one step");
+    y++;
     draw_a2a(p, c, y++);
     /* the experts, and beside them (or below, when narrow) the GPUs */
     int top = y, ew = W >= 100 ? W / 2 : W >= 44 ? W / 2 + 1 : W;
@@ -615,9 +583,8 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
     }
     if (y < H && p->nhist)
         draw_history(p, c, y++);
-    if (p->pace.feed.dropped && y < H)
-        canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
-                      p->pace.feed.dropped);
+    if (y < H)
+        runpace_draw_missed(&p->pace, c, y);
 }
 
 static const struct panel_key eprun_keys[] = {
