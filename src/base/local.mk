@@ -4,6 +4,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/cpu.c %reldir%/cpu.h \
 	%reldir%/datadir.c %reldir%/datadir.h \
 	%reldir%/error.c %reldir%/error.h \
+	%reldir%/experts.c %reldir%/experts.h \
 	%reldir%/hostmem.c %reldir%/hostmem.h \
 	%reldir%/prof.c %reldir%/prof.h \
 	%reldir%/readfile.c %reldir%/readfile.h \

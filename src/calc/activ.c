@@ -10,6 +10,7 @@
 
 #include "base/ckpt.h"
 #include "base/error.h"
+#include "base/experts.h"
 #include "base/units.h"
 #include "calc/params.h"
 
@@ -209,9 +210,8 @@ void activ_moe_layer(const struct model_shape *m, const struct activ_config *c,
         out->total -= out->t[out->n + i].bytes;
     struct acc x = {.out = out};
     double sb = (double)c->seq * c->micro_batch, E = m->experts, k = m->top_k;
-    double h = m->d_model, f = m->ffn, C = m->capacity_factor, rows = k * sb;
-    if (C > 0) /* model/moe.h's moe_capacity: at most every token */
-        rows = E * fmin(ceil(C * k * sb / E), sb);
+    double h = m->d_model, f = m->ffn,
+           rows = experts_rows(sb, m->experts, m->top_k, m->capacity_factor);
     put_raw(&x, "router_probs", "sbE", sb * E, 4);
     put_raw(&x, "routing", "3sbk + 3E", 3 * sb * k + 3 * E, 4);
     put_raw(&x, "expert_in", "Rh", rows * h, c->bytes);

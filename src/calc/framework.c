@@ -46,7 +46,7 @@ static void note(struct framework_run *r, bool layout, const char *fmt, ...)
 
 static bool mixed(const struct memory_config *c)
 {
-    return c->precision != PREC_FP32;
+    return fp_precision(c->precision)->mixed;
 }
 
 /* A schedule the framework does not have runs as its 1F1B. */
@@ -110,8 +110,8 @@ static int deepspeed(struct framework_run *r, struct error *e)
                          "(without it the two types must agree: \"unsupported mix of "
                          "model_dtype and grad_accum_dtype\", deepspeed/runtime/engine.py); use "
                          "--zero 1 (for bf16, its BF16_Optimizer) or --grad-accum same",
-                         memory_precision_name(c->precision));
-    if (c->precision == PREC_BF16 && c->pp > 1 && c->zero == 0 && c->dp > 1) {
+                         fp_info(c->precision)->name);
+    if (c->precision == FP_BF16 && c->pp > 1 && c->zero == 0 && c->dp > 1) {
         c->zero = 1;
         note(r, true,
              "ZeRO-1, not ZeRO-0: with bf16 and a pipeline DeepSpeed runs its BF16_Optimizer, "

@@ -7,20 +7,10 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/experts.h"
 #include "calc/params.h"
 #include "calc/sched.h"
 #include "num/fp.h"
-
-int memory_parse_precision(const char *s, enum calc_precision *out, struct error *e)
-{
-    enum fp_format f; /* the formats' one parser (num/fp.h), of the three a run trains in */
-    if (s && fp_parse_format(s, &f, NULL) == 0 && (f == FP_FP32 || f == FP_BF16 || f == FP_FP16))
-        *out = f == FP_FP32 ? PREC_FP32 : f == FP_BF16 ? PREC_BF16 : PREC_FP16;
-    else
-        return error_set(e, ERR_INVAL, "'%s' is not a precision (use fp32, bf16 or fp16)",
-                         s ? s : "");
-    return 0;
-}
 
 int memory_parse_optimizer(const char *s, enum calc_optimizer *out, struct error *e)
 {
@@ -36,22 +26,18 @@ int memory_parse_optimizer(const char *s, enum calc_optimizer *out, struct error
     return 0;
 }
 
-const char *memory_precision_name(enum calc_precision p)
-{
-    return p == PREC_FP32 ? "fp32" : p == PREC_BF16 ? "bf16" : "fp16";
-}
-
 const char *memory_optimizer_name(enum calc_optimizer o)
 {
     return o == OPT_ADAMW ? "adamw" : o == OPT_SGD ? "sgd" : "sgd-momentum";
 }
 
-void memory_bytes_per_param(enum calc_precision prec, enum calc_optimizer opt, bool grad_fp32,
+void memory_bytes_per_param(enum fp_format prec, enum calc_optimizer opt, bool grad_fp32,
                             struct memory_states *out)
 {
-    bool mixed = prec != PREC_FP32;
-    out->weights = mixed ? 2 : 4;
-    out->gradients = mixed && !grad_fp32 ? 2 : 4;
+    const struct fp_precision *p = fp_precision(prec);
+    bool mixed = p && p->mixed;
+    out->weights = fp_bytes(prec);
+    out->gradients = mixed && !grad_fp32 ? fp_bytes(prec) : 4;
     out->master = mixed ? 4 : 0; /* fp32 weights are their own master copy */
     out->optimizer = opt == OPT_ADAMW ? 8 : opt == OPT_SGD_MOMENTUM ? 4 : 0;
 }
@@ -126,7 +112,7 @@ static struct activ_config activ_of(const struct memory_config *c)
                                  .seq = c->seq,
                                  .tp = c->tp,
                                  .sp = c->sp,
-                                 .bytes = c->precision == PREC_FP32 ? 4 : 2,
+                                 .bytes = fp_bytes(c->precision),
                                  .cp = c->cp,
                                  .cp_naive = c->cp_naive};
 }
@@ -145,16 +131,14 @@ double memory_ep_rows(const struct memory_config *c)
 {
     const struct model_shape *m = c->model;
     double n = (double)c->micro_batch * c->seq;
-    if (!m || !m->experts || !(m->capacity_factor > 0))
-        return m && m->experts ? m->top_k * n : 0;
-    return m->experts * fmin(n, ceil(m->capacity_factor * m->top_k * n / m->experts));
+    return m && m->experts ? experts_rows(n, m->experts, m->top_k, m->capacity_factor) : 0;
 }
 
 double memory_ep_buffers(const struct memory_config *c)
 {
     if (c->ep <= 1 || !c->model)
         return 0;
-    return 2 * memory_ep_rows(c) * c->model->d_model * (c->precision == PREC_FP32 ? 4 : 2);
+    return 2 * memory_ep_rows(c) * c->model->d_model * fp_bytes(c->precision);
 }
 
 /* psi parameters' states, expert parallelism's experts sharded over their own group. */
@@ -181,7 +165,7 @@ double memory_cp_buffers(const struct memory_config *c)
         return 0;
     const struct model_shape *m = c->model;
     double kv = (double)m->kv_heads / m->heads * m->d_model / c->tp; /* a GPU's K or V width */
-    int p = c->precision == PREC_FP32 ? 4 : 2;
+    int p = fp_bytes(c->precision);
     return 2 * 4 * (double)c->micro_batch * (c->seq / c->cp) * kv * p;
 }
 
@@ -270,10 +254,11 @@ static void stage_fill_chunks(const struct memory_config *c, const struct params
     if (sched_build(SCHED_INTERLEAVED, c->pp, c->micro_batches, v, &sc, NULL) == 0) {
         for (int i = 0; i < sc.count[s]; i++) {
             const struct activ_total *a = &at[sc.ops[s][i].chunk];
-            if (sc.ops[s][i].kind == 'F') {
+            int change = sched_held_change(sc.ops[s][i].kind);
+            if (change > 0) {
                 most = fmax(most, held + a->peak);
                 held += a->saved;
-            } else {
+            } else if (change < 0) {
                 held -= a->saved;
                 most = fmax(most, held + a->peak);
             }

@@ -34,24 +34,24 @@
 
 #include "calc/activ.h"
 #include "calc/preset.h"
+#include "calc/sched.h"
+#include "num/fp.h"
 
 struct error;
 
-enum calc_precision { PREC_FP32, PREC_BF16, PREC_FP16 };
 enum calc_optimizer { OPT_ADAMW, OPT_SGD, OPT_SGD_MOMENTUM };
-enum calc_schedule { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED };
 
-int memory_parse_precision(const char *s, enum calc_precision *out, struct error *e);
 int memory_parse_optimizer(const char *s, enum calc_optimizer *out, struct error *e);
-const char *memory_precision_name(enum calc_precision p);
 const char *memory_optimizer_name(enum calc_optimizer o);
 
-/* Bytes per parameter of each model state, before any partitioning. */
+/* Bytes per parameter of each model state, before any partitioning, for a training precision
+ * (num/fp.h's table: the format's width for weights and gradients, fp32 master weights when
+ * mixed). */
 struct memory_states {
     double weights, gradients, master, optimizer;
 };
 
-void memory_bytes_per_param(enum calc_precision prec, enum calc_optimizer opt, bool grad_fp32,
+void memory_bytes_per_param(enum fp_format prec, enum calc_optimizer opt, bool grad_fp32,
                             struct memory_states *out);
 
 /* psi parameters' states on one of nd data-parallel GPUs at ZeRO stage 0-3. With nd > 1 the
@@ -63,7 +63,7 @@ void memory_zero(double psi, const struct memory_states *per_param, int zero, in
 struct memory_config {
     const struct model_shape *model; /* NULL: a bare parameter count, no activations */
     double params;                   /* used when model is NULL */
-    enum calc_precision precision;
+    enum fp_format precision;
     enum calc_optimizer optimizer;
     bool grad_fp32;
     int dp, tp, pp, zero;

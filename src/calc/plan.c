@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "calc/params.h"
+#include "calc/sched.h"
 #include "sim/spec.h"
 
 #define GIB 1073741824.0
@@ -43,10 +44,17 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
 
     double rate = gpus * cl->peak_flops * pc->efficiency;
     l->compute_s = (model + recompute) / rate;
-    l->bubble_s = l->compute_s * (mc->pp - 1.0) / mc->micro_batches;
+    /* the bubble as the schedule's timeline has it (calc/sched.h) */
+    struct sched sc;
+    int v = mc->schedule == SCHED_INTERLEAVED && mc->chunks > 1 ? mc->chunks : 1;
+    int rc = sched_build(mc->schedule, mc->pp, mc->micro_batches, v, &sc, e);
+    if (rc < 0)
+        return rc;
+    l->bubble_s = sched_bubble_time(&sc, l->compute_s);
+    sched_free(&sc);
     double per_micro = l->compute_s / mc->micro_batches;
-    int rc = traffic_compute(mc, cl, mr->stage, mr->params_gpu, mr->stage_layers, per_micro / 3,
-                             per_micro * 2 / 3, &l->traffic, e);
+    rc = traffic_compute(mc, cl, mr->stage, mr->params_gpu, mr->stage_layers, per_micro / 3,
+                         per_micro * 2 / 3, &l->traffic, e);
     if (rc < 0)
         return rc;
     l->comm_exposed_s = l->traffic.exposed;

@@ -42,7 +42,7 @@ struct plan_config {
     int gpus;         /* at most gpus_per_node x nodes */
     int global_batch; /* sequences per step */
     int seq;
-    enum calc_precision precision;
+    enum fp_format precision;
     enum calc_optimizer optimizer;
     bool grad_fp32;
     double efficiency;        /* share of peak the matmuls reach, (0, 1] */

@@ -17,6 +17,7 @@
 
 #include "base/datadir.h"
 #include "base/error.h"
+#include "base/experts.h"
 #include "base/readfile.h"
 #include "base/units.h"
 #include "comm/cost.h"
@@ -60,7 +61,7 @@ static const struct key model_keys[] = {
     {"top_k", KEY_INT, true, 1, 2, 0, 0, false, offsetof(struct model_shape, top_k)},
     {"moe_every", KEY_INT, true, 1, PRESET_MAX_LAYERS, 0, 0, false,
      offsetof(struct model_shape, moe_every)},
-    {"capacity_factor", KEY_DOUBLE, true, 0, 0, 0, 64, false,
+    {"capacity_factor", KEY_DOUBLE, true, 0, 0, 0, EXPERTS_MAX_CAPACITY, false,
      offsetof(struct model_shape, capacity_factor)},
     {NULL, KEY_NAME, false, 0, 0, 0, 0, false, 0},
 };

@@ -28,6 +28,36 @@ const char *sched_name(enum calc_schedule k)
     return k == SCHED_GPIPE ? "gpipe" : k == SCHED_1F1B ? "1f1b" : "interleaved";
 }
 
+static const struct sched_op_info op_info[SCHED_OP_KINDS] = {
+    [SCHED_OP_F] = {'F', "forward", SCHED_TF},
+    [SCHED_OP_B] = {'B', "backward", SCHED_TB},
+    [SCHED_OP_W] = {'W', "weight gradients", SCHED_TW},
+};
+
+const struct sched_op_info *sched_op_info(enum sched_op_kind k)
+{
+    return &op_info[k < SCHED_OP_KINDS ? k : SCHED_OP_F];
+}
+
+enum sched_op_kind sched_op_kind_of(const char *name)
+{
+    for (int k = 0; name && k < SCHED_OP_KINDS; k++)
+        if (!strcmp(name, op_info[k].name) || (name[0] == op_info[k].letter && !name[1]))
+            return (enum sched_op_kind)k;
+    return SCHED_OP_KINDS;
+}
+
+int sched_held_change(enum sched_op_kind kind)
+{
+    return kind == SCHED_OP_F ? 1 : kind == SCHED_OP_B ? -1 : 0;
+}
+
+double sched_bubble_time(const struct sched *s, double compute)
+{
+    double pass = SCHED_TF + SCHED_TB, idle = (s->makespan - s->busy) / pass;
+    return compute * idle / (s->busy / pass);
+}
+
 double sched_bubble_over_ideal(int p, int m, int v)
 {
     return (p - 1.0) / ((double)v * m);
@@ -66,21 +96,21 @@ static int order(enum calc_schedule k, int p, int m, int v, int s, struct sched_
     int n = 0;
     if (k == SCHED_GPIPE) {
         for (int i = 0; i < m; i++)
-            ops[n++] = (struct sched_op){'F', i, 0, 0, 0};
+            ops[n++] = (struct sched_op){SCHED_OP_F, i, 0, 0, 0};
         for (int i = m - 1; i >= 0; i--)
-            ops[n++] = (struct sched_op){'B', i, 0, 0, 0};
+            ops[n++] = (struct sched_op){SCHED_OP_B, i, 0, 0, 0};
         return n;
     }
     if (k == SCHED_1F1B) {
         int warm = p - s - 1 < m ? p - s - 1 : m;
         for (int i = 0; i < warm; i++)
-            ops[n++] = (struct sched_op){'F', i, 0, 0, 0};
+            ops[n++] = (struct sched_op){SCHED_OP_F, i, 0, 0, 0};
         for (int i = 0; i < m - warm; i++) {
-            ops[n++] = (struct sched_op){'F', warm + i, 0, 0, 0};
-            ops[n++] = (struct sched_op){'B', i, 0, 0, 0};
+            ops[n++] = (struct sched_op){SCHED_OP_F, warm + i, 0, 0, 0};
+            ops[n++] = (struct sched_op){SCHED_OP_B, i, 0, 0, 0};
         }
         for (int i = m - warm; i < m; i++)
-            ops[n++] = (struct sched_op){'B', i, 0, 0, 0};
+            ops[n++] = (struct sched_op){SCHED_OP_B, i, 0, 0, 0};
         return n;
     }
     /* Interleaved: the k-th forward is micro-batch (k / pv) p + k % p of chunk (k % pv) / p;
@@ -89,8 +119,8 @@ static int order(enum calc_schedule k, int p, int m, int v, int s, struct sched_
     if (warm > total)
         warm = total;
     int pv = p * v;
-#define FWD(q) ((struct sched_op){'F', (q) / pv * p + (q) % p, (q) % pv / p, 0, 0})
-#define BWD(q) ((struct sched_op){'B', (q) / pv * p + (q) % p, v - 1 - (q) % pv / p, 0, 0})
+#define FWD(q) ((struct sched_op){SCHED_OP_F, (q) / pv * p + (q) % p, (q) % pv / p, 0, 0})
+#define BWD(q) ((struct sched_op){SCHED_OP_B, (q) / pv * p + (q) % p, v - 1 - (q) % pv / p, 0, 0})
     for (int q = 0; q < warm; q++)
         ops[n++] = FWD(q);
     for (int q = 0; q < total - warm; q++) {
@@ -122,18 +152,25 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /* Most (micro-batch, chunk) pairs a stage holds at once: held from the start of a forward to
- * the end of its backward; a backward ending at t frees before a forward starting at t. */
+ * the end of the operation that releases it (sched_held_change); a release at t comes before a
+ * forward starting at t. Each change is a time (twice the slot, one more for a forward, so
+ * that the sort puts releases first) and its sign. */
 static int peak_held(const struct sched_op *ops, int n)
 {
-    int *ev = malloc(sizeof *ev * (size_t)n);
+    int *ev = malloc(sizeof *ev * 2 * (size_t)n), k = 0;
     if (!ev)
         return -1;
-    for (int i = 0; i < n; i++)
-        ev[i] = ops[i].kind == 'F' ? 2 * ops[i].start + 1 : 2 * (ops[i].start + ops[i].duration);
-    qsort(ev, (size_t)n, sizeof *ev, cmp_int);
-    int held = 0, peak = 0;
     for (int i = 0; i < n; i++) {
-        held += ev[i] % 2 ? 1 : -1;
+        int d = sched_held_change(ops[i].kind);
+        if (d > 0)
+            ev[k++] = 2 * ops[i].start + 1, ev[k++] = d;
+        else if (d < 0)
+            ev[k++] = 2 * (ops[i].start + ops[i].duration), ev[k++] = d;
+    }
+    qsort(ev, (size_t)k / 2, 2 * sizeof *ev, cmp_int);
+    int held = 0, peak = 0;
+    for (int i = 0; i < k; i += 2) {
+        held += ev[i + 1];
         if (held > peak)
             peak = held;
     }
@@ -148,12 +185,12 @@ int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, st
         return rc;
     memset(out, 0, sizeof *out);
     *out = (struct sched){.kind = k, .p = p, .m = m, .v = v};
-    int per = 2 * m * v, nv = p * v;
+    int per = 2 * m * v, nv = p * v; /* at most a forward and a backward per pair */
     out->count = calloc((size_t)p, sizeof *out->count);
     out->ops = calloc((size_t)p, sizeof *out->ops);
     out->peak_chunks = calloc((size_t)p, sizeof *out->peak_chunks);
-    /* finish[F/B][micro][virtual stage], -1 until scheduled */
-    int *finish = malloc(sizeof *finish * 2 * (size_t)m * (size_t)nv);
+    /* finish[kind][micro][virtual stage], -1 until scheduled */
+    int *finish = malloc(sizeof *finish * SCHED_OP_KINDS * (size_t)m * (size_t)nv);
     int *next = calloc((size_t)p, sizeof *next), *free_at = calloc((size_t)p, sizeof *free_at);
     if (!out->count || !out->ops || !out->peak_chunks || !finish || !next || !free_at)
         goto nomem;
@@ -163,32 +200,35 @@ int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, st
             goto nomem;
         out->count[s] = order(k, p, m, v, s, out->ops[s]);
     }
-    for (int i = 0; i < 2 * m * nv; i++)
+    for (int i = 0; i < SCHED_OP_KINDS * m * nv; i++)
         finish[i] = -1;
-#define FIN(kind, micro, vs) finish[((kind) == 'B') * m * nv + (micro)*nv + (vs)]
-    int left = p * per;
+#define FIN(kind, micro, vs) finish[(kind)*m * nv + (micro)*nv + (vs)]
+    int left = 0;
+    for (int s = 0; s < p; s++)
+        left += out->count[s];
     while (left > 0) {
         int progress = 0;
         for (int s = 0; s < p; s++) {
             while (next[s] < out->count[s]) {
                 struct sched_op *op = &out->ops[s][next[s]];
                 int vs = op->chunk * p + s, ready = 0;
-                if (op->kind == 'F') {
-                    if (vs > 0 && (ready = FIN('F', op->micro, vs - 1)) < 0)
+                if (op->kind == SCHED_OP_F) {
+                    if (vs > 0 && (ready = FIN(SCHED_OP_F, op->micro, vs - 1)) < 0)
                         break;
-                } else {
-                    ready = FIN('F', op->micro, vs);
+                } else if (op->kind == SCHED_OP_B) {
+                    ready = FIN(SCHED_OP_F, op->micro, vs);
                     if (ready < 0)
                         break;
                     if (vs < nv - 1) {
-                        int b = FIN('B', op->micro, vs + 1);
+                        int b = FIN(SCHED_OP_B, op->micro, vs + 1);
                         if (b < 0)
                             break;
                         ready = ready > b ? ready : b;
                     }
-                }
+                } else if ((ready = FIN(SCHED_OP_B, op->micro, vs)) < 0) /* W after its B */
+                    break;
                 op->start = ready > free_at[s] ? ready : free_at[s];
-                op->duration = op->kind == 'F' ? SCHED_TF : SCHED_TB;
+                op->duration = sched_op_info(op->kind)->slots;
                 free_at[s] = op->start + op->duration;
                 FIN(op->kind, op->micro, vs) = free_at[s];
                 next[s]++, left--, progress++;
@@ -208,7 +248,8 @@ int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, st
         if (out->peak_chunks[s] < 0)
             goto nomem;
     }
-    out->busy = (double)m * v * (SCHED_TF + SCHED_TB);
+    for (int i = 0; i < out->count[0]; i++) /* every stage runs the same work */
+        out->busy += out->ops[0][i].duration;
     out->bubble_over_ideal = (out->makespan - out->busy) / out->busy;
     out->bubble_over_wall = (out->makespan - out->busy) / out->makespan;
     free(finish);

@@ -28,15 +28,32 @@
 #ifndef SCALELAB_CALC_SCHED_H
 #define SCALELAB_CALC_SCHED_H
 
-#include "calc/memory.h"
-
 struct error;
 
-enum { SCHED_TF = 1, SCHED_TB = 2 };
+enum calc_schedule { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED };
+
+enum { SCHED_TF = 1, SCHED_TB = 2, SCHED_TW = 1 };
 enum { SCHED_MAX_STAGES = 64, SCHED_MAX_MICRO = 1024, SCHED_MAX_CHUNKS = 16 };
 
+/* What an operation runs on a micro-batch's chunk: its forward pass (F), its backward pass (B:
+ * the input's gradient, and the weights' too unless the schedule runs them apart), or its
+ * weights' gradients apart (W: a zero-bubble schedule's, Qi et al. 2024, which split B so that
+ * W fills the bubble; no schedule here has one yet). */
+enum sched_op_kind { SCHED_OP_F, SCHED_OP_B, SCHED_OP_W, SCHED_OP_KINDS };
+
+/* A kind's letter in the charts and JSON ('F', 'B', 'W'), its name in events and traces
+ * ("forward", "backward", "weight gradients") and the slots it takes (TF, TB, TW). */
+struct sched_op_info {
+    char letter;
+    const char *name;
+    int slots;
+};
+const struct sched_op_info *sched_op_info(enum sched_op_kind k);
+/* The kind of a letter or a name (sched_op_info's); SCHED_OP_KINDS for none. */
+enum sched_op_kind sched_op_kind_of(const char *name);
+
 struct sched_op {
-    char kind; /* 'F' or 'B' */
+    enum sched_op_kind kind;
     int micro, chunk;
     int start, duration; /* in slots */
 };
@@ -44,13 +61,24 @@ struct sched_op {
 struct sched {
     enum calc_schedule kind;
     int p, m, v;
-    int *count;            /* operations per stage (2 m v each) */
+    int *count;            /* operations per stage, as built */
     struct sched_op **ops; /* ops[s][i]: stage s's operations in the order it runs them */
     int makespan;          /* slots from the first forward to the last backward */
-    double busy;           /* slots one stage computes: m v (TF + TB) */
+    double busy;           /* slots one stage computes: its operations' */
     double bubble_over_ideal, bubble_over_wall; /* measured on the timeline */
     int *peak_chunks; /* per stage: most (micro-batch, chunk) pairs held at once */
 };
+
+/* How an operation of a kind changes the micro-batches (and chunks) its stage holds: +1 at a
+ * forward, -1 at the operation that ends the backward (B, as no schedule here runs W apart
+ * yet: one that does holds the micro-batch until its W), 0 otherwise. */
+int sched_held_change(enum sched_op_kind kind);
+
+/* The bubble's time in a step of `compute` seconds of work per GPU, as this schedule's
+ * timeline has it: compute x its idle slots per stage over its busy ones, counted in whole
+ * passes (a forward and a backward) so that the classic schedules give compute (p - 1) /
+ * (v m) exactly. */
+double sched_bubble_time(const struct sched *s, double compute);
 
 int sched_parse(const char *s, enum calc_schedule *out, struct error *e);
 const char *sched_name(enum calc_schedule k);

@@ -306,7 +306,7 @@ int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl
     snprintf(out->cp.formula, sizeof out->cp.formula, "none: cp = 1");
     snprintf(out->ep.formula, sizeof out->ep.formula, "none: ep = 1");
     if (c->model) {
-        int p = c->precision == PREC_FP32 ? 4 : 2, t = c->tp;
+        int p = fp_bytes(c->precision), t = c->tp;
         double sbh = local_seq(c) * c->micro_batch * c->model->d_model * p;
         if (t > 1) {
             struct cost_net net;

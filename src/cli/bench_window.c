@@ -358,7 +358,8 @@ static double setup_headless(void)
     static struct eventlog log;
     struct runpace r;
     struct error e = {0};
-    if (runpace_init(&r, &headless_ops, NULL, &log, &e) != 0)
+    struct panel_env env = {.log = &log};
+    if (runpace_init(&r, &headless_ops, NULL, NULL, NULL, &env, &e) != 0)
         return -1;
     struct train_opts o;
     runpace_options(&r, 1, FP_BF16, 8, 4, &o);

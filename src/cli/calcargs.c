@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "base/error.h"
+#include "base/experts.h"
 #include "calc/activ.h"
 #include "calc/memory.h"
 #include "cli/opts.h"
@@ -40,13 +41,14 @@ int calcargs_capacity(const char *arg, struct model_shape *m, struct error *e)
 {
     if (!arg)
         return 0;
-    char *end;
-    double cf = strtod(arg, &end);
-    if (!m->experts || end == arg || *end || !(cf >= 0 && cf <= 64))
+    double cf;
+    int rc = experts_parse_capacity("--capacity-factor", arg, &cf, e);
+    if (rc)
+        return rc;
+    if (!m->experts)
         return error_set(e, ERR_INVAL,
-                         "--capacity-factor '%s': a number from 0 to 64, for a model with "
-                         "experts (%s has %d)",
-                         arg, m->name, m->experts);
+                         "--capacity-factor '%s': for a model with experts (%s has none)", arg,
+                         m->name);
     m->capacity_factor = cf;
     return 0;
 }
@@ -85,7 +87,7 @@ int calcargs_cluster(const char *arg, const char *nodes, struct cluster_spec *c,
             error_prefix(e, "--%s", o->opt.name);                                                  \
         return rc;                                                                                 \
     }
-NAMED_PARSER(calcargs_precision, memory_parse_precision)
+NAMED_PARSER(calcargs_precision, fp_parse_precision)
 NAMED_PARSER(calcargs_optimizer, memory_parse_optimizer)
 NAMED_PARSER(calcargs_policy, ckpt_parse)
 NAMED_PARSER(calcargs_units, units_parse_system)

@@ -27,6 +27,7 @@
 #include "comm/coll.h"
 #include "comm/cost.h"
 #include "comm/mpi.h"
+#include "comm/mpitrial.h"
 #include "comm/reduce.h"
 #include "comm/trial.h"
 #include "sim/trace.h"

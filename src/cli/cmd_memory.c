@@ -27,7 +27,7 @@ struct memory_args {
     const char *capacity_factor;
     int gpus, dp, tp, pp, cp, ep, zero, micro_batch, seq, micro_batches, prefetch, unit_layers,
         chunks;
-    enum calc_precision precision;
+    enum fp_format precision;
     enum calc_optimizer optimizer;
     enum calc_schedule schedule;
     struct ckpt_policy ckpt;
@@ -318,7 +318,7 @@ static void print_json(const struct run *r)
     }
     if (c->ep > 1)
         json_object_set_new(json_object_get(doc, "layout"), "ep", json_integer(c->ep));
-    json_object_set_new(doc, "precision", json_string(memory_precision_name(c->precision)));
+    json_object_set_new(doc, "precision", json_string(fp_info(c->precision)->name));
     json_object_set_new(doc, "optimizer", json_string(memory_optimizer_name(c->optimizer)));
     json_object_set_new(doc, "bytes_per_param",
                         json_num(m->per_param.weights + m->per_param.gradients +
@@ -376,9 +376,9 @@ static void print_setup(const struct run *r)
         printf("model      --params: %s parameters (model states only: no shape, no "
                "activations)\n",
                b1);
-    printf("training   %s%s, %s; gradients %s\n", memory_precision_name(c->precision),
-           c->precision == PREC_FP32 ? "" : " mixed precision", memory_optimizer_name(c->optimizer),
-           k->gradients == 4 ? "fp32" : memory_precision_name(c->precision));
+    printf("training   %s%s, %s; gradients %s\n", fp_info(c->precision)->name,
+           c->precision == FP_FP32 ? "" : " mixed precision", memory_optimizer_name(c->optimizer),
+           k->gradients == 4 ? "fp32" : fp_info(c->precision)->name);
     printf("layout     %d GPU%s = dp %d x tp %d x pp %d", r->gpus, r->gpus > 1 ? "s" : "", c->dp,
            c->tp, c->pp);
     if (c->cp > 1)
@@ -483,7 +483,7 @@ static void print_activations(const struct run *r)
         snprintf(cps, sizeof cps, " (seq %d / cp %d)", c->seq, c->cp);
     printf("  with s = %d%s, b = %d, h = %d, a = %d, t = %d; %d bytes per activation\n",
            c->seq / (c->cp > 1 ? c->cp : 1), cps, c->micro_batch, c->model->d_model,
-           c->model->heads, c->tp, c->precision == PREC_FP32 ? 4 : 2);
+           c->model->heads, c->tp, fp_bytes(c->precision));
     printf("  policy %s: ", ckpt_name(pol, sizeof pol, &c->ckpt));
     switch (c->ckpt.kind) {
     case CKPT_NONE:
@@ -596,7 +596,7 @@ static int compute(struct run *r, struct error *e)
 
 static int memory_main(int argc, char **argv)
 {
-    struct memory_args a = {.precision = PREC_BF16,
+    struct memory_args a = {.precision = FP_BF16,
                             .optimizer = OPT_ADAMW,
                             .prefetch = 1,
                             .schedule = SCHED_1F1B,

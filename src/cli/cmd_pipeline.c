@@ -52,8 +52,9 @@ const struct opts_spec opts_pipeline = {"pipeline", options, NULL, NULL};
 static int label(char *buf, size_t n, const struct sched_op *op, int v)
 {
     if (v > 1)
-        return snprintf(buf, n, "%c%d%c", op->kind, op->micro, 'a' + op->chunk);
-    return snprintf(buf, n, "%c%d", op->kind, op->micro);
+        return snprintf(buf, n, "%c%d%c", sched_op_info(op->kind)->letter, op->micro,
+                        'a' + op->chunk);
+    return snprintf(buf, n, "%c%d", sched_op_info(op->kind)->letter, op->micro);
 }
 
 /* The width to draw in: the terminal's, else $COLUMNS, else 80. */
@@ -82,7 +83,7 @@ static void render_row(const struct sched *s, int st, int w, int t0, int t1, cha
         for (int k = 0; k < w * op->duration; k++) {
             int col = (op->start - t0) * w + k;
             if (col >= 0 && col < n)
-                row[col] = k < len ? buf[k] : op->kind == 'B' ? '-' : ' ';
+                row[col] = k < len ? buf[k] : op->kind == SCHED_OP_F ? ' ' : '-';
         }
     }
 }
@@ -118,7 +119,7 @@ static void print_text(const struct sched *s)
     int p = s->p, m = s->m, v = s->v;
     char buf[32];
     /* cell width: the longest label, so every slot lines up */
-    struct sched_op widest = {'F', m - 1, v - 1, 0, 0};
+    struct sched_op widest = {SCHED_OP_F, m - 1, v - 1, 0, 0};
     int w = label(buf, sizeof buf, &widest, v);
     printf("pipeline: %s, %d stage%s, %d micro-batch%s", sched_name(s->kind), p, p > 1 ? "s" : "",
            m, m > 1 ? "es" : "");
@@ -208,7 +209,8 @@ static void print_json(const struct sched *s)
             const struct sched_op *op = &s->ops[st][i];
             printf("%s\n      {\"kind\":\"%c\",\"micro\":%d,\"chunk\":%d,\"start\":%d,"
                    "\"duration\":%d}",
-                   i ? "," : "", op->kind, op->micro, op->chunk, op->start, op->duration);
+                   i ? "," : "", sched_op_info(op->kind)->letter, op->micro, op->chunk, op->start,
+                   op->duration);
         }
         printf("%s]", s->count[st] ? "\n    " : "");
     }

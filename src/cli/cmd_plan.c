@@ -25,7 +25,7 @@ struct plan_args {
     int gpus, global_batch, seq, top, pick, cp_max, ep_max;
     const char *capacity_factor;
     double efficiency;
-    enum calc_precision precision;
+    enum fp_format precision;
     enum calc_optimizer optimizer;
     enum units_system units;
     bool json;
@@ -290,7 +290,7 @@ static void print_text(const struct run *r, const struct plan_result *res)
            calcargs_size(b2, sizeof b2, c->capacity, r->units), r->cluster.peak_flops / 1e12);
     units_format_grouped(b1, sizeof b1, (unsigned long long)c->global_batch * c->seq);
     printf("batch      %d sequences x %d tokens = %s tokens per step; %s, %s%s\n", c->global_batch,
-           c->seq, b1, memory_precision_name(c->precision), memory_optimizer_name(c->optimizer),
+           c->seq, b1, fp_info(c->precision)->name, memory_optimizer_name(c->optimizer),
            c->grad_fp32 ? ", fp32 gradients" : "");
     if (c->framework != FRAMEWORK_NONE)
         printf("framework  %s: the layouts it runs, each as it runs them (the others rejected "
@@ -362,7 +362,7 @@ static int plan_main(int argc, char **argv)
     struct plan_args a = {.global_batch = 256,
                           .top = 10,
                           .efficiency = 0.5,
-                          .precision = PREC_BF16,
+                          .precision = FP_BF16,
                           .optimizer = OPT_ADAMW,
                           .units = UNITS_BINARY};
     int rc = opts_parse(&opts_plan, argc, argv, &a);

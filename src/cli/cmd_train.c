@@ -2,7 +2,7 @@
  * (data, tensor and pipeline parallelism): the run (par/run.h) started on train's options
  * (cli/train_args.c), its steps taken as they come and printed (cli/train_report.c), step 1
  * dumped (cli/train_dump.c), the run's events kept for --trace. Under mpirun with --transport
- * mpi each process is one rank and runs one GPU of the run, its sends over MPI (comm/mpi.h's
+ * mpi each process is one rank and runs one GPU of the run, its sends over MPI (comm/mpiwire.h's
  * wire): the ranks first agree on their command line, rank 0 alone prints. */
 #include "config.h"
 
@@ -20,6 +20,7 @@
 #include "cli/command.h"
 #include "cli/train.h"
 #include "comm/mpi.h"
+#include "comm/mpiwire.h"
 #include "sim/cluster.h"
 #include "sim/trace.h"
 

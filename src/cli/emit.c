@@ -79,13 +79,13 @@ static int global_batch(const struct memory_config *c)
 
 static bool mixed(const struct memory_config *c)
 {
-    return c->precision != PREC_FP32;
+    return fp_precision(c->precision)->mixed;
 }
 
 /* The type gradients accumulate in. */
 static const char *grad_type(const struct memory_config *c)
 {
-    return c->grad_fp32 || !mixed(c) ? "fp32" : memory_precision_name(c->precision);
+    return c->grad_fp32 || !mixed(c) ? "fp32" : fp_info(c->precision)->name;
 }
 
 static double grad_bytes(const struct memory_config *c)
@@ -118,7 +118,7 @@ static void memory_command(FILE *f, const struct emit_plan *p, const struct memo
     fprintf(f,
             " --dp %d --tp %d --pp %d --zero %d --precision %s --optimizer %s --grad-accum %s "
             "--micro-batch %d --micro-batches %d --seq %d --checkpoint %s",
-            c->dp, c->tp, c->pp, c->zero, memory_precision_name(c->precision),
+            c->dp, c->tp, c->pp, c->zero, fp_info(c->precision)->name,
             memory_optimizer_name(c->optimizer), c->grad_fp32 ? "fp32" : "same", c->micro_batch,
             c->micro_batches, c->seq, ckpt_name(pol, sizeof pol, &c->ckpt));
     if (c->sp)
@@ -159,7 +159,7 @@ static void heading(FILE *f, const struct emit_plan *p, enum framework fw,
             "%s, %s with %s gradients\n",
             gpus_of(c), gpus_of(c) == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", per_node(p, c),
             c->dp, c->tp, c->pp, cp_words(c), c->zero, ckpt_name(pol, sizeof pol, &c->ckpt),
-            memory_precision_name(c->precision), grad_type(c));
+            fp_info(c->precision)->name, grad_type(c));
     fprintf(
         f, "# batch: %d sequence%s of %d tokens = %d micro-batch%s of %d on each of %d replica%s\n",
         global_batch(c), global_batch(c) == 1 ? "" : "s", c->seq, c->micro_batches,
@@ -234,13 +234,13 @@ static void deepspeed(FILE *out, FILE *notes, const struct memory_config *c)
                             json_integer(c->no_prefetch ? 0 : (json_int_t)(pb.per_layer / c->tp)));
     }
     json_object_set_new(o, "zero_optimization", z);
-    if (c->precision == PREC_FP16) {
+    if (c->precision == FP_FP16) {
         json_object_set_new(o, "fp16",
                             json_pack("{s:b, s:i, s:i, s:i, s:i, s:i}", "enabled", 1, "loss_scale",
                                       0, "initial_scale_power", 16, "loss_scale_window", 2000,
                                       "hysteresis", 1, "min_loss_scale", 1));
     } else {
-        json_object_set_new(o, "bf16", json_pack("{s:b}", "enabled", c->precision == PREC_BF16));
+        json_object_set_new(o, "bf16", json_pack("{s:b}", "enabled", c->precision == FP_BF16));
     }
     json_object_set_new(o, "data_types", json_pack("{s:s}", "grad_accum_dtype", grad_type(c)));
     if (c->zero >= 1 && c->optimizer != OPT_ADAMW)
@@ -400,9 +400,9 @@ static void megatron(FILE *out, const struct emit_plan *p, const struct memory_c
             arg(out, "--megatron-fsdp-main-grads-dtype", "fp32");
         arg(out, "--ckpt-format", "fsdp_dtensor");
     }
-    if (c->precision == PREC_BF16)
+    if (c->precision == FP_BF16)
         arg(out, "--bf16", NULL);
-    else if (c->precision == PREC_FP16) {
+    else if (c->precision == FP_FP16) {
         arg(out, "--fp16", NULL);
         arg(out, "--initial-loss-scale", "%d", 65536);
         arg(out, "--min-loss-scale", "%d", 1);
@@ -436,7 +436,7 @@ static void fsdp(FILE *out, const struct emit_plan *p, const struct memory_confi
         fprintf(out,
                 "# FULL_SHARD gathers each unit's %s weights from its fp32 shard and keeps no %s "
                 "copy between uses: up to %s of the prediction's weights are not held\n",
-                memory_precision_name(c->precision), memory_precision_name(c->precision),
+                fp_info(c->precision)->name, fp_info(c->precision)->name,
                 units_format_bytes(b, sizeof b, mr->states.weights, UNITS_BINARY));
     }
     on_each_node(out, p, c);
@@ -445,7 +445,7 @@ static void fsdp(FILE *out, const struct emit_plan *p, const struct memory_confi
     fprintf(out, "\n# train.py, after torch.distributed.init_process_group(\"nccl\") and building "
                  "`model`,\n# whose forward runs the modules of `model.layers` (an nn.ModuleList "
                  "of class `Block`) in turn:\n");
-    const char *dt = c->precision == PREC_BF16 ? "torch.bfloat16" : "torch.float16";
+    const char *dt = c->precision == FP_BF16 ? "torch.bfloat16" : "torch.float16";
     fprintf(out, "import functools\n\nimport torch\n");
     if (c->ckpt.kind != CKPT_NONE)
         fprintf(out, "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (\n"
@@ -453,7 +453,7 @@ static void fsdp(FILE *out, const struct emit_plan *p, const struct memory_confi
     fprintf(out, "from torch.distributed.fsdp import BackwardPrefetch, MixedPrecision, "
                  "ShardingStrategy\n");
     fprintf(out, "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n");
-    if (c->precision == PREC_FP16)
+    if (c->precision == FP_FP16)
         fprintf(out, "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n");
     fprintf(out, "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n\n");
     if (c->ckpt.kind != CKPT_NONE) {
@@ -492,7 +492,7 @@ static void fsdp(FILE *out, const struct emit_plan *p, const struct memory_confi
     fprintf(out,
             "    auto_wrap_policy=wrap,\n    backward_prefetch=BackwardPrefetch.BACKWARD_PRE,\n"
             "    device_id=torch.cuda.current_device(),\n)\n");
-    if (c->precision == PREC_FP16)
+    if (c->precision == FP_FP16)
         fprintf(out, "scaler = ShardedGradScaler(init_scale=65536.0, growth_factor=2.0, "
                      "backoff_factor=0.5, growth_interval=2000)\n");
     fprintf(out,

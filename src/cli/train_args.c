@@ -14,6 +14,7 @@
 #include "cli/opts.h"
 #include "cli/train.h"
 #include "par/settings.h"
+#include "par/strategies.h"
 
 /* The command's struct a parser's field belongs to. */
 static struct train_args *args_of(const struct opt_entry *o, void *field)

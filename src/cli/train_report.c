@@ -14,6 +14,7 @@
 #include "calc/sched.h"
 #include "cli/train.h"
 #include "par/layout.h"
+#include "par/strategies.h"
 #include "sim/ledger.h"
 
 /* The run's settings, before its steps (text only). */
@@ -161,7 +162,7 @@ static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
         json_t *list = json_array();
         for (int i = 0; i < g->nops; i++) {
             const struct pp_done *d = &g->ops[i];
-            char kind[2] = {d->kind, 0};
+            char kind[2] = {sched_op_info(d->kind)->letter, 0};
             json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:f, s:f}", "kind", kind,
                                                   "micro", d->micro, "chunk", d->chunk, "start_s",
                                                   d->start_s, "end_s", d->end_s));
@@ -221,6 +222,17 @@ static json_t *layout_json(const struct train_opts *o)
     return lay;
 }
 
+/* The calculator's bytes of one kind (calc/traffic.h), beside a run's (par/strategy.h). */
+static const struct traffic_part *traffic_of(const struct traffic *t, enum strategy_kind k)
+{
+    const struct traffic_part *part[STRATEGIES] = {[STRATEGY_DP] = &t->dp,
+                                                   [STRATEGY_TP] = &t->tp,
+                                                   [STRATEGY_PP] = &t->pp,
+                                                   [STRATEGY_CP] = &t->cp,
+                                                   [STRATEGY_EP] = &t->ep};
+    return part[k];
+}
+
 /* "per_gpu": each GPU's place, ledger peaks and bytes sent per step by kind. */
 static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
 {
@@ -230,24 +242,22 @@ static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
         json_t *gj = json_pack("{s:i, s:{s:i, s:i, s:i}, s:o, s:I}", "gpu", i, "coord", "dp",
                                g->place.dprank, "tp", g->place.tprank, "pp", g->place.stage, "peak",
                                peaks_json(g->peak_cat, g->peak), "sent_bytes_per_step",
-                               (json_int_t)g->sent_per_step);
-        json_object_set_new(gj, "comm_bytes_per_step",
-                            json_pack("{s:I, s:I, s:I}", "data_parallel",
-                                      (json_int_t)g->sent_per_step, "tensor_parallel",
-                                      (json_int_t)g->tp_sent_per_step, "pipeline",
-                                      (json_int_t)g->pp_sent_per_step));
+                               (json_int_t)g->sent_per_step[STRATEGY_DP]);
+        /* every kind's bytes; context and expert parallelism's only where they ran, so other
+         * runs read as before */
+        json_t *kinds = json_object();
+        for (int k = 0; k < STRATEGIES; k++)
+            if (!(k == STRATEGY_CP && o->cp == 1) && !(k == STRATEGY_EP && o->ep == 1))
+                json_object_set_new(kinds, strategy_name(k),
+                                    json_integer((json_int_t)g->sent_per_step[k]));
+        json_object_set_new(gj, "comm_bytes_per_step", kinds);
         if (o->cp > 1) {
             json_object_set_new(json_object_get(gj, "coord"), "cp", json_integer(g->place.cprank));
-            json_object_set_new(json_object_get(gj, "comm_bytes_per_step"), "context_parallel",
-                                json_integer((json_int_t)g->cp_sent_per_step));
             json_object_set_new(gj, "ring_scores_per_step",
                                 json_integer((json_int_t)g->ring_scores_per_step));
         }
-        if (o->ep > 1) {
+        if (o->ep > 1)
             json_object_set_new(json_object_get(gj, "coord"), "ep", json_integer(g->place.eprank));
-            json_object_set_new(json_object_get(gj, "comm_bytes_per_step"), "expert_parallel",
-                                json_integer((json_int_t)g->ep_sent_per_step));
-        }
         json_array_append_new(per, gj);
     }
     return per;
@@ -300,11 +310,8 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
                                pm->states.optimizer, pm->activations,      pm->comm};
         for (int k = 0; k < 6; k++)
             dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
-        dcomm += fabs((double)g->sent_per_step - pt->dp.bytes) +
-                 fabs((double)g->tp_sent_per_step - pt->tp.bytes) +
-                 fabs((double)g->pp_sent_per_step - pt->pp.bytes) +
-                 fabs((double)g->cp_sent_per_step - pt->cp.bytes) +
-                 fabs((double)g->ep_sent_per_step - pt->ep.bytes);
+        for (int k = 0; k < STRATEGIES; k++)
+            dcomm += fabs((double)g->sent_per_step[k] - traffic_of(pt, k)->bytes);
     }
     json_object_set_new(
         m, "measured_minus_predicted",
@@ -425,15 +432,15 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
                (unsigned long long)g->peak_cat[MEM_ACTIVATIONS],
                (unsigned long long)g->peak_cat[MEM_COMM],
                (unsigned long long)g->peak_cat[MEM_WORKSPACE],
-               (unsigned long long)g->sent_per_step);
+               (unsigned long long)g->sent_per_step[STRATEGY_DP]);
         if (tp)
-            printf(" %14llu", (unsigned long long)g->tp_sent_per_step);
+            printf(" %14llu", (unsigned long long)g->sent_per_step[STRATEGY_TP]);
         if (cp)
-            printf(" %14llu", (unsigned long long)g->cp_sent_per_step);
+            printf(" %14llu", (unsigned long long)g->sent_per_step[STRATEGY_CP]);
         if (ep)
-            printf(" %14llu", (unsigned long long)g->ep_sent_per_step);
+            printf(" %14llu", (unsigned long long)g->sent_per_step[STRATEGY_EP]);
         if (piped)
-            printf(" %14llu", (unsigned long long)g->pp_sent_per_step);
+            printf(" %14llu", (unsigned long long)g->sent_per_step[STRATEGY_PP]);
         printf("\n");
     }
     for (int st = 0; p->ok && st < o->pp; st++) {

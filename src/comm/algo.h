@@ -22,6 +22,7 @@ struct algo {
     const size_t *bounds;   /* NULL, or the n chunks' edges in elements (struct coll) */
     const int *group;       /* NULL, or the device ranks of the group, indexed 0..n-1 */
     dev_combine_fn combine; /* the reduction: reduce_sum or reduce_max (ctx: &dt) */
+    const char *phase;      /* all-to-all: its sends' phase (struct coll's, or the default) */
 };
 
 /* Point-to-point between members of the algorithm's group: peers are group indices

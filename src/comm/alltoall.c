@@ -51,7 +51,7 @@ int a2a_pairwise(const struct algo *a, struct error *e)
     memcpy(block(a, a->recv, r), block(a, a->buf, r), b);
     for (int k = 1; k < n; k++) {
         int to = mod(r + k, n), from = mod(r - k, n);
-        struct dev_tag tag = {k - 1, to, COLL_ALLTOALL_PHASE, a->stream};
+        struct dev_tag tag = {k - 1, to, a->phase, a->stream};
         int rc = algo_step(a, k - 1, e);
         if (!rc)
             rc = algo_sendrecv(a, to, block(a, a->buf, to), b, from, block(a, a->recv, from), b,
@@ -74,12 +74,12 @@ int a2a_direct(const struct algo *a, struct error *e)
     /* the tag's chunk is the block: the one sent is the receiver's */
     for (int k = 1; k < n && !rc; k++, posted++) {
         int to = mod(r + k, n);
-        struct dev_tag tag = {0, to, COLL_ALLTOALL_PHASE, a->stream};
+        struct dev_tag tag = {0, to, a->phase, a->stream};
         rc = algo_isend(a, to, block(a, a->buf, to), b, &tag, &req[posted], e);
     }
     for (int k = 1; k < n && !rc; k++) {
         int from = mod(r - k, n);
-        struct dev_tag tag = {0, r, COLL_ALLTOALL_PHASE, a->stream};
+        struct dev_tag tag = {0, r, a->phase, a->stream};
         rc = algo_recv(a, from, block(a, a->recv, from), b, &tag, NULL, NULL, e);
     }
     /* every posted send is waited for, a failed run's too: its buffer is read until then */

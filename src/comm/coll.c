@@ -127,6 +127,7 @@ int coll_run_on(const struct xport *x, const struct coll *c, struct error *e)
         .bounds = c->bounds,
         .group = c->group,
         .combine = c->max ? reduce_max : reduce_sum,
+        .phase = c->phase ? c->phase : COLL_ALLTOALL_PHASE,
     };
     if (c->max && (c->dtype != FP_FP32 || c->op == COST_ALLGATHER || c->op == COST_BROADCAST ||
                    c->op == COST_ALLTOALL))

@@ -79,10 +79,13 @@ struct coll {
     /* All-to-all only (required there): where the blocks arrive, count elements not
      * overlapping buf. */
     void *recv;
+    /* All-to-all: the phase its sends and receives carry in their events (sim/event.h), a
+     * static string naming what it moves ("expert dispatch", for the traces and the panel that
+     * watches expert parallelism's all-to-alls, ui/panel_eprun.c); NULL: COLL_ALLTOALL_PHASE. */
+    const char *phase;
 };
 
-/* The phase of an all-to-all's sends and receives in their events (sim/event.h): what a run
- * panel watches for expert parallelism's all-to-alls (ui/panel_eprun.c). */
+/* The phase of an all-to-all's sends and receives that name none of their own. */
 #define COLL_ALLTOALL_PHASE "all-to-all"
 
 /* Every device calls it with the same op, algo, count, dtype and root. 0, ERR_INVAL (an

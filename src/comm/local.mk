@@ -4,7 +4,9 @@ libscalelab_a_SOURCES += \
 	%reldir%/chunk.h \
 	%reldir%/coll.c %reldir%/coll.h \
 	%reldir%/cost.c %reldir%/cost.h \
-	%reldir%/mpi.c %reldir%/mpi.h \
+	%reldir%/mpi.c %reldir%/mpi.h %reldir%/mpi_impl.h \
+	%reldir%/mpitrial.c %reldir%/mpitrial.h \
+	%reldir%/mpiwire.c %reldir%/mpiwire.h \
 	%reldir%/pipe.c \
 	%reldir%/reduce.c %reldir%/reduce.h \
 	%reldir%/rhd.c \

@@ -20,7 +20,7 @@
 #include "calc/sched.h"
 #include "calc/traffic.h"
 #include "comm/cost.h"
-#include "model/moe.h"
+#include "base/experts.h"
 #include "model/ringattn.h"
 #include "num/fp.h"
 #include "par/predict.h"
@@ -121,7 +121,7 @@ static double zero_states(double psi, double n, double z, bool grad_fp32)
     if (!(psi >= 0) || !(n >= 1) || n != floor(n) || !(z >= 0 && z <= 3) || z != floor(z))
         return NAN;
     struct memory_states k, st;
-    memory_bytes_per_param(PREC_BF16, OPT_ADAMW, grad_fp32, &k);
+    memory_bytes_per_param(FP_BF16, OPT_ADAMW, grad_fp32, &k);
     memory_zero(psi, &k, (int)z, (int)n, &st);
     return st.weights + st.gradients + st.master + st.optimizer;
 }
@@ -161,7 +161,7 @@ static double zero_min_gpus(double psi, double z, double capacity)
 static double mixed_bytes(bool grad_fp32)
 {
     struct memory_states k;
-    memory_bytes_per_param(PREC_BF16, OPT_ADAMW, grad_fp32, &k);
+    memory_bytes_per_param(FP_BF16, OPT_ADAMW, grad_fp32, &k);
     return k.weights + k.gradients + k.master + k.optimizer;
 }
 
@@ -346,7 +346,7 @@ static bool layout(const struct model_shape *m, double dp, double tp, double pp,
         !whole(mb, 1, 1 << 16) || !whole(z, 0, 3) || !policy_of(m, k, &pol))
         return false;
     *c = (struct memory_config){.model = m,
-                                .precision = PREC_BF16,
+                                .precision = FP_BF16,
                                 .optimizer = OPT_ADAMW,
                                 .dp = (int)dp,
                                 .tp = (int)tp,
@@ -377,7 +377,7 @@ static bool sent(const struct model_shape *m, double tp, double pp, double mb, d
         !whole(b, 1, 1 << 16) || (fp != 2 && fp != 4))
         return false;
     struct memory_config c = {.model = m,
-                              .precision = fp == 4 ? PREC_FP32 : PREC_BF16,
+                              .precision = fp == 4 ? FP_FP32 : FP_BF16,
                               .optimizer = OPT_ADAMW,
                               .dp = 1,
                               .tp = (int)tp,
@@ -460,7 +460,7 @@ static bool with_cp(const struct model_shape *m, double c, double s, double b, d
         (fp != 2 && fp != 4) || !policy_of(m, k, &pol))
         return false;
     struct memory_config mc = {.model = m,
-                               .precision = fp == 4 ? PREC_FP32 : PREC_BF16,
+                               .precision = fp == 4 ? FP_FP32 : FP_BF16,
                                .optimizer = OPT_ADAMW,
                                .dp = 1,
                                .tp = 1,
@@ -511,7 +511,7 @@ static bool with_ep(const struct model_shape *m, double p, double b, double c, d
     *shape = *m; /* the config points at it */
     shape->capacity_factor = c;
     *mc = (struct memory_config){.model = shape,
-                                 .precision = fp == 4 ? PREC_FP32 : PREC_BF16,
+                                 .precision = fp == 4 ? FP_FP32 : FP_BF16,
                                  .optimizer = OPT_ADAMW,
                                  .dp = (int)p,
                                  .tp = 1,
@@ -565,12 +565,12 @@ static double m_ep_per_gpu(const struct model_shape *m, double p, double b, doub
 }
 
 /* An expert's rows for n tokens with capacity factor c: min(n, ceil(c k n / E))
- * (model/moe.h's moe_rows over E). */
+ * (base/experts.h's rule). */
 static double m_capacity(const struct model_shape *m, double n, double c)
 {
-    if (m->experts < 2 || !whole(n, 1, 1 << 24) || !(c > 0 && c <= 64))
+    if (m->experts < 2 || !whole(n, 1, 1 << 24) || !(c > 0) || !experts_capacity_ok(c))
         return NAN;
-    return (double)moe_rows((int)n, m->experts, m->top_k, c) / m->experts;
+    return experts_capacity((int)n, m->experts, m->top_k, c);
 }
 
 /* The loss floor of the data the lab trains it on: the entropy rate of the source over its

@@ -50,9 +50,9 @@ int gpt_config_check(const struct gpt_config *c, struct error *e)
     if (m->every < 1 || m->every > c->layers)
         return error_set(e, ERR_INVAL, "moe_every: 1 to the %d layers, not %d", c->layers,
                          m->every);
-    if (!(m->capacity_factor >= 0 && m->capacity_factor <= 64))
-        return error_set(e, ERR_INVAL, "capacity factor: 0 (none) or up to 64, not %g",
-                         m->capacity_factor);
+    if (!experts_capacity_ok(m->capacity_factor))
+        return error_set(e, ERR_INVAL, "capacity factor: 0 (none) or up to %d, not %g",
+                         EXPERTS_MAX_CAPACITY, m->capacity_factor);
     if (!(m->aux_coef >= 0 && m->aux_coef <= 100))
         return error_set(e, ERR_INVAL, "aux-loss coefficient: 0 to 100, not %g", m->aux_coef);
     return 0;
@@ -206,8 +206,8 @@ void gpt_free(struct gpt *g)
     free(g->segin);
     free(g->head);
     free(g->underflow);
-    free(g->load);
-    free(g->kept);
+    free(g->moe.load);
+    free(g->moe.kept);
     free(g->lw);
     free(g->lg);
     free(g);
@@ -495,19 +495,20 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
         return error_set(e, ERR_INVAL, "training precision must be fp32, bf16 or fp16");
     g->c = *c;
     g->B = batch;
-    g->cp = g->part.cp > 1 ? g->part.cp : 1, g->cpr = g->cp > 1 ? g->part.cprank : 0;
-    g->ep = ep, g->epr = ep > 1 ? g->part.eprank : 0;
+    g->ring.cp = g->part.cp > 1 ? g->part.cp : 1, g->ring.cpr = g->ring.cp > 1 ? g->part.cprank : 0;
+    g->moe.ep = ep, g->moe.epr = ep > 1 ? g->part.eprank : 0;
     enum ring_split split = g->part.cp_naive ? RING_NAIVE : RING_BALANCED;
-    if (g->cp > 1 && (!ring_split_ok(c->seq, g->cp, split) || g->cpr < 0 || g->cpr >= g->cp))
+    if (g->ring.cp > 1 &&
+        (!ring_split_ok(c->seq, g->ring.cp, split) || g->ring.cpr < 0 || g->ring.cpr >= g->ring.cp))
         return error_set(e, ERR_INVAL,
                          "context parallelism over %d GPUs needs them to divide the sequence "
                          "of %d tokens in %d chunks",
-                         g->cp, c->seq, split == RING_NAIVE ? g->cp : 2 * g->cp);
-    if (g->cp > 1 && ckpt && ckpt->kind == CKPT_SELECTIVE)
+                         g->ring.cp, c->seq, split == RING_NAIVE ? g->ring.cp : 2 * g->ring.cp);
+    if (g->ring.cp > 1 && ckpt && ckpt->kind == CKPT_SELECTIVE)
         return error_set(e, ERR_INVAL,
                          "context parallelism keeps no attention probabilities, so selective "
                          "recomputation has nothing to recompute");
-    g->T = c->seq / g->cp;
+    g->T = c->seq / g->ring.cp;
     g->N = batch * g->T;
     g->hd = c->d / c->heads;
     g->tp = tp, g->tr = g->part.tprank;
@@ -541,24 +542,79 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     }
     if (c->moe.experts > 0) {
         size_t stats = (size_t)gpt_moe_layers(c) * (size_t)c->moe.experts;
-        g->rows = moe_rows(g->N, c->moe.experts, c->moe.top_k, c->moe.capacity_factor);
-        g->load = calloc(stats, sizeof *g->load);
-        g->kept = calloc(stats, sizeof *g->kept);
+        g->moe.rows =
+            (size_t)experts_rows(g->N, c->moe.experts, c->moe.top_k, c->moe.capacity_factor);
+        g->moe.load = calloc(stats, sizeof *g->moe.load);
+        g->moe.kept = calloc(stats, sizeof *g->moe.kept);
     }
     if (!g->saved || !g->head || !g->lw || !g->lg || !g->underflow ||
-        (g->seg && (!g->pool || !g->segin)) || (c->moe.experts > 0 && (!g->load || !g->kept)))
+        (g->seg && (!g->pool || !g->segin)) ||
+        (c->moe.experts > 0 && (!g->moe.load || !g->moe.kept)))
         return error_set(e, ERR_NOMEM, "out of memory");
     for (int a = 0; a < A_COUNT; a++)
         g->layer_bytes += act_bytes(g, a, SZ_DENSE);
     return 0;
 }
 
+/* The fp32 workspace (struct gpt_scratch), the ring's and the experts' buffers: sized or
+ * carved, in order. */
+static void layout_scratch(struct gpt *g)
+{
+    size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->fl, V = (size_t)g->vl;
+    size_t T = (size_t)g->T, half = (size_t)g->hd / 2;
+    for (int a = 0; a < A_COUNT; a++) {
+        void *p = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a, SZ_ANY) * 4);
+        if (a == A_ROUTE) /* the routing's table of words (model/moe.h) */
+            g->moe.route_ws = p;
+        else
+            g->s.w[a] = g->s.ws[a] = p;
+    }
+    float **nd[] = {&g->s.tmp, &g->s.res, &g->s.dres, &g->s.dxn, &g->s.dq,
+                    &g->s.dk,  &g->s.dv,  &g->s.datt, &g->s.hx,  &g->s.hn};
+    g->s.hrstd = carve(g, GPT_MEM_WORKSPACE, N * 4);
+    for (size_t i = 0; i < sizeof nd / sizeof *nd; i++)
+        *nd[i] = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
+    float **nf[] = {&g->s.dh, &g->s.dg, &g->s.du};
+    size_t rf = g->moe.rows > N ? g->moe.rows : N; /* the experts' rows, or the tokens */
+    for (size_t i = 0; i < sizeof nf / sizeof *nf; i++)
+        *nf[i] = carve(g, GPT_MEM_WORKSPACE, rf * f * 4);
+    if (g->moe.rows) {
+        size_t E = (size_t)g->c.moe.experts, k = (size_t)g->c.moe.top_k;
+        g->moe.zlog = carve(g, GPT_MEM_WORKSPACE, N * E * 4);
+        g->moe.dye = carve(g, GPT_MEM_WORKSPACE, g->moe.rows * d * 4);
+        g->moe.dxe = carve(g, GPT_MEM_WORKSPACE, g->moe.rows * d * 4);
+        g->moe.dgate = carve(g, GPT_MEM_WORKSPACE, N * k * 4);
+    }
+    /* the scores' gradients of a head's T x T block; with cp, a block's scores and theirs */
+    g->s.dscores = carve(g, GPT_MEM_WORKSPACE, T * T * 4 * (g->ring.cp > 1 ? 2 : 1));
+    if (g->ring.cp > 1) { /* the places of the queries and of the ring's block at hand; the ring's
+                           * blocks: keys, values and their gradients, two of them */
+        g->ring.pos = carve(g, GPT_MEM_WORKSPACE, T * sizeof *g->ring.pos);
+        g->ring.kpos = carve(g, GPT_MEM_WORKSPACE, T * sizeof *g->ring.kpos);
+        g->ring.l = carve(g, GPT_MEM_WORKSPACE, (size_t)g->B * g->hl * T * 4);
+        for (int k = 0; k < 2; k++)
+            g->ring.kv[k] = carve(g, GPT_MEM_WORKSPACE, 4 * N * (size_t)g->dl * 4);
+    }
+    g->s.logits = carve(g, GPT_MEM_WORKSPACE, N * V * 4);
+    g->s.colsum = carve(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double));
+    g->s.rope_cos = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
+    g->s.rope_sin = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
+    if (g->sp) {
+        g->s.xg = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
+        g->s.dg_full = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
+    }
+    if (g->tp > 1) {
+        g->s.rowmax = carve(g, GPT_MEM_WORKSPACE, N * 4);
+        g->s.rowsum = carve(g, GPT_MEM_WORKSPACE, N * 4);
+        g->s.rowtgt = carve(g, GPT_MEM_WORKSPACE, N * 4);
+    }
+}
+
 /* Every buffer of the model, in order: sizes them (no blocks yet) or carves them. */
 static void layout(struct gpt *g)
 {
     int L = g->c.layers;
-    size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->fl, V = (size_t)g->vl;
-    size_t T = (size_t)g->T, half = (size_t)g->hd / 2;
+    size_t N = (size_t)g->N, d = (size_t)g->c.d, V = (size_t)g->vl;
     for (int k = 0; k < GPT_MEM_KINDS; k++)
         g->used[k] = 0;
     g->params = carve(g, g->alloc.params_workspace ? GPT_MEM_WORKSPACE : GPT_MEM_WEIGHTS,
@@ -590,48 +646,7 @@ static void layout(struct gpt *g)
         for (int a = 0; a < H_COUNT; a++)
             g->head[m][a] = carve(g, GPT_MEM_ARENA, head_bytes[a]);
 
-    /* fp32 workspace */
-    for (int a = 0; a < A_COUNT; a++)
-        g->w[a] = g->ws[a] = carve(g, GPT_MEM_WORKSPACE, act_elems(g, a, SZ_ANY) * 4);
-    float **nd[] = {&g->tmp, &g->res, &g->dres, &g->dxn, &g->dq,
-                    &g->dk,  &g->dv,  &g->datt, &g->hx,  &g->hn};
-    g->hrstd = carve(g, GPT_MEM_WORKSPACE, N * 4);
-    for (size_t i = 0; i < sizeof nd / sizeof *nd; i++)
-        *nd[i] = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
-    float **nf[] = {&g->dh, &g->dg, &g->du};
-    size_t rf = g->rows > N ? g->rows : N; /* the experts' rows, or the tokens */
-    for (size_t i = 0; i < sizeof nf / sizeof *nf; i++)
-        *nf[i] = carve(g, GPT_MEM_WORKSPACE, rf * f * 4);
-    if (g->rows) {
-        size_t E = (size_t)g->c.moe.experts, k = (size_t)g->c.moe.top_k;
-        g->zlog = carve(g, GPT_MEM_WORKSPACE, N * E * 4);
-        g->dye = carve(g, GPT_MEM_WORKSPACE, g->rows * d * 4);
-        g->dxe = carve(g, GPT_MEM_WORKSPACE, g->rows * d * 4);
-        g->dgate = carve(g, GPT_MEM_WORKSPACE, N * k * 4);
-    }
-    /* the scores' gradients of a head's T x T block; with cp, a block's scores and theirs */
-    g->dp = carve(g, GPT_MEM_WORKSPACE, T * T * 4 * (g->cp > 1 ? 2 : 1));
-    if (g->cp > 1) { /* the places of the queries and of the ring's block at hand; the ring's
-                      * blocks: keys, values and their gradients, two of them */
-        g->pos = carve(g, GPT_MEM_WORKSPACE, T * sizeof *g->pos);
-        g->kpos = carve(g, GPT_MEM_WORKSPACE, T * sizeof *g->kpos);
-        g->ringl = carve(g, GPT_MEM_WORKSPACE, (size_t)g->B * g->hl * T * 4);
-        for (int k = 0; k < 2; k++)
-            g->kv[k] = carve(g, GPT_MEM_WORKSPACE, 4 * N * (size_t)g->dl * 4);
-    }
-    g->logits = carve(g, GPT_MEM_WORKSPACE, N * V * 4);
-    g->colsum = carve(g, GPT_MEM_WORKSPACE, (d > V ? d : V) * sizeof(double));
-    g->rope_cos = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
-    g->rope_sin = carve(g, GPT_MEM_WORKSPACE, T * half * 4);
-    if (g->sp) {
-        g->xg = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
-        g->dg_full = carve(g, GPT_MEM_WORKSPACE, N * d * 4);
-    }
-    if (g->tp > 1) {
-        g->rowmax = carve(g, GPT_MEM_WORKSPACE, N * 4);
-        g->rowsum = carve(g, GPT_MEM_WORKSPACE, N * 4);
-        g->rowtgt = carve(g, GPT_MEM_WORKSPACE, N * 4);
-    }
+    layout_scratch(g);
 
     /* each layer's tensors (or this rank's shards), in the documented order; a part's flat
      * buffer holds its layers right after the embedding (or first, without one) */
@@ -708,11 +723,11 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
         gpt_free(g);
         return error_set(e, ERR_INVAL, "tensor parallelism needs the seam's tp_reduce");
     }
-    if (g->cp > 1 && !g->alloc.cp_shift) {
+    if (g->ring.cp > 1 && !g->alloc.cp_shift) {
         gpt_free(g);
         return error_set(e, ERR_INVAL, "context parallelism needs the seam's cp_shift");
     }
-    if (g->ep > 1 && !g->alloc.ep_alltoall) {
+    if (g->moe.ep > 1 && !g->alloc.ep_alltoall) {
         gpt_free(g);
         return error_set(e, ERR_INVAL, "expert parallelism needs the seam's ep_alltoall");
     }
@@ -736,14 +751,15 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
      * rotate-half layout of GPT-NeoX and Llama); computed in double, stored in fp32. */
     size_t T = (size_t)g->T, half = (size_t)g->hd / 2;
     enum ring_split split = g->part.cp_naive ? RING_NAIVE : RING_BALANCED;
-    if (g->pos)
-        ring_positions(c->seq, g->cp, g->cpr, split, g->pos);
+    if (g->ring.pos)
+        ring_positions(c->seq, g->ring.cp, g->ring.cpr, split, g->ring.pos);
     for (size_t t = 0; t < T; t++)
         for (size_t i = 0; i < half; i++) {
             double inv = 1.0 / pow(ROPE_BASE, (double)(2 * i) / (double)g->hd);
-            double ang = (double)ring_position(c->seq, g->cp, g->cpr, split, (int)t) * inv;
-            g->rope_cos[t * half + i] = (float)cos(ang);
-            g->rope_sin[t * half + i] = (float)sin(ang);
+            double ang =
+                (double)ring_position(c->seq, g->ring.cp, g->ring.cpr, split, (int)t) * inv;
+            g->s.rope_cos[t * half + i] = (float)cos(ang);
+            g->s.rope_sin[t * half + i] = (float)sin(ang);
         }
     *out = g;
     return 0;
@@ -849,18 +865,40 @@ struct gpt_act_sizes gpt_act_sizes(const struct gpt *g)
                                   act_bytes(g, A_P, SZ_DENSE), g->head_bytes};
 }
 
-struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt)
+struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt,
+                                const struct gpt_part *part)
 {
-    long L = c->layers, seg = ckpt ? ckpt_segment(ckpt, c->layers) : 0;
-    bool selective = ckpt && ckpt->kind == CKPT_SELECTIVE;
-    struct gpt_calls n;
+    struct gpt_part whole = {.count = c->layers, .embed = true, .head = true, .slots = 1};
+    const struct gpt_part *p = part ? part : &whole;
+    long L = p->count, seg = ckpt ? ckpt_segment(ckpt, p->count) : 0, ends = p->head ? 1 : 0;
+    bool selective = ckpt && ckpt->kind == CKPT_SELECTIVE, again = seg || selective;
+    struct gpt_calls n = {0};
     /* forward and backward of each layer, the head's forward and backward, and a
      * recomputation per layer (all of it when segmented, the core when selective) */
-    n.compute = 2 * L + 2 + (seg || selective ? L : 0);
+    n.compute = 2 * L + 2 * ends + (again ? L : 0);
     /* the forward keeps each layer's list (segmented: each segment's input), then the ends;
      * the backward frees the ends, brings back what is recomputed (each layer when
      * segmented or selective) and frees each layer's list */
-    n.charge = (seg ? (L + seg - 1) / seg : L) + 1 + 1 + (seg || selective ? L : 0) + L;
+    n.charge = (seg ? (L + seg - 1) / seg : L) + 2 * ends + (again ? L : 0) + L;
+    /* a layer's forward sums its two row-parallel outputs, its backward the two norms' input
+     * gradients; the ends sum the lookup, and the head's input gradient and the
+     * cross-entropy's three row statistics; a segment's layers run their forward again.
+     * Sequence parallelism turns each sum of rows into a reduce-scatter and gathers each
+     * norm's output before its matmuls (again in the backward pass) and each gradient before
+     * the row-parallel matmuls' backward. */
+    long fwd = L + (seg ? L : 0), rows = 2 * fwd + 2 * L + (p->embed ? 1 : 0) + ends;
+    bool sp = p->sp && p->tp > 1;
+    if (p->tp > 1) {
+        n.tp_sum = 3 * ends + (sp ? 0 : rows);
+        n.tp_half = sp ? rows + 2 * fwd + 4 * L + (p->embed ? 1 : 0) + 2 * ends : 0;
+    }
+    /* ring attention: C - 1 steps forward, C backward (model/gpt_ring.c) */
+    if (p->cp > 1)
+        n.cp_shift = fwd * (p->cp - 1) + L * p->cp;
+    /* an expert layer dispatches and combines, forward and backward */
+    if (p->ep > 1)
+        for (int l = p->first; l < p->first + p->count; l++)
+            n.ep_a2a += gpt_layer_moe(c, l) ? 2 * (seg ? 2 : 1) + 2 : 0;
     return n;
 }
 
@@ -902,7 +940,7 @@ void gpt_set_loss_tokens(struct gpt *g, double tokens)
 
 uint64_t gpt_ring_scores(const struct gpt *g)
 {
-    return g->ring_scores;
+    return g->ring.scores;
 }
 
 void gpt_diag(const struct gpt *g, struct gpt_diag *out)
@@ -912,7 +950,7 @@ void gpt_diag(const struct gpt *g, struct gpt_diag *out)
     out->underflow = g->underflow;
     out->underflow_total = g->underflow_total;
     out->grad_elements = g->nparams;
-    out->aux_loss = g->aux;
-    out->routed = g->routed, out->dropped = g->dropped;
-    out->expert_load = g->load, out->expert_kept = g->kept;
+    out->aux_loss = g->moe.aux;
+    out->routed = g->moe.routed, out->dropped = g->moe.dropped;
+    out->expert_load = g->moe.load, out->expert_kept = g->moe.kept;
 }

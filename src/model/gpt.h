@@ -181,6 +181,16 @@ enum gpt_tp_op {
                         sum of it (reduce-scatter, training format), the others anything */
 };
 
+/* Expert parallelism's all-to-alls of an expert layer, as the seam's ep_alltoall names them (and
+ * the sends' phase in a run's events: a trace and the experts' panel read them), in the order
+ * a step runs them: the forward pass's dispatch of the rows to their experts and combine of the
+ * outputs, the backward pass's combine (the outputs' gradients to the experts) and dispatch
+ * (the inputs' gradients back). A recomputed layer runs its forward pair again. */
+#define GPT_EP_DISPATCH      "expert dispatch"
+#define GPT_EP_COMBINE       "expert combine"
+#define GPT_EP_GRAD_COMBINE  "grad expert combine"
+#define GPT_EP_GRAD_DISPATCH "grad expert dispatch"
+
 struct gpt_alloc {
     void *(*alloc)(void *ctx, enum gpt_mem kind, size_t bytes, const char *what);
     void (*free)(void *ctx, enum gpt_mem kind, void *p, size_t bytes);
@@ -203,7 +213,7 @@ struct gpt_alloc {
     /* Expert parallelism: an all-to-all over the expert-parallel group. send holds n floats in
      * ep equal blocks, block j for the group's GPU j; recv (n floats, apart from send) gets GPU
      * j's block for this GPU in its block j (the values are in the training format already).
-     * Needed when the part's ep > 1; what names the tensors. */
+     * Needed when the part's ep > 1; what is the all-to-all's phase (GPT_EP_DISPATCH, ...). */
     void (*ep_alltoall)(void *ctx, const float *send, float *recv, size_t n, const char *what);
     void *ctx;
     /* The fp32 parameters and gradients the CPU computes with are the run's weights and
@@ -238,12 +248,21 @@ size_t gpt_estimate_part_bytes(const struct gpt_config *c, int batch, enum fp_fo
                                const struct ckpt_policy *ckpt, const struct gpt_part *part,
                                struct error *e);
 
-/* Calls one gpt_step makes to the seam's compute and charge hooks, from the shape alone:
- * with GPT_BUFFERS, what a trace of a run holds is known before it starts. */
+/* Calls one micro-batch's forward and backward pass through a part (NULL: the whole model)
+ * makes to the seam, from the shape alone: its compute and charge hooks, and the
+ * communication the part asks of its strategies (tensor parallelism's reductions by kind,
+ * context parallelism's ring steps, expert parallelism's all-to-alls). With GPT_BUFFERS,
+ * what a trace of a run holds is known before it starts (par/strategy.h). */
 struct gpt_calls {
     long compute, charge;
+    long tp_sum;   /* GPT_TP_SUM, GPT_TP_SUM_FP32 and GPT_TP_MAX_FP32: all-reduces */
+    long tp_half;  /* GPT_TP_GATHER and GPT_TP_SCATTER: half an all-reduce each */
+    long cp_shift; /* ring steps */
+    long ep_a2a;   /* all-to-alls */
 };
-struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt);
+struct gpt_part;
+struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt,
+                                const struct gpt_part *part);
 
 /* A model is used by one thread at a time (its device's); separate models share nothing. */
 struct gpt;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base/ckpt.h"
+#include "base/experts.h"
 #include "model/gpt.h"
 #include "model/moe.h"
 #include "num/fp.h"
@@ -49,13 +50,55 @@ enum {
 /* The ends keep the final norm's input, 1 / rms and output, and the fp32 probabilities. */
 enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
 
+/* The fp32 workspace a step computes in: one layer's tensors (ws), the residual stream and the
+ * gradients; w is where the layer at hand has its tensors: the workspace, or in fp32 its kept
+ * ones in place in its saved set (bind). */
+struct gpt_scratch {
+    float *ws[A_COUNT], *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du;
+    float *dscores; /* the scores' gradients of a head's T x T block; with the ring, a block's
+                       scores and theirs */
+    float *hx, *hn, *hrstd, *logits;
+    float *rowmax, *rowsum, *rowtgt; /* tensor parallelism: the cross-entropy's row statistics */
+    float *xg, *dg_full; /* sequence parallelism: a norm's output and a gradient, gathered */
+    double *colsum;
+    float *rope_cos, *rope_sin; /* [T, hd / 2] */
+};
+
+/* Context parallelism's state (gpt_ring.c): this GPU's place cpr of cp, the places of the tokens
+ * it holds (pos) and of the ring's block at hand (kpos), the blocks travelling round (kv[2]:
+ * keys, values and their gradients), each query row's running sum (l), and what the latest
+ * ring passes computed. cp 1: none. */
+struct gpt_ring {
+    int cp, cpr;
+    int *pos, *kpos;
+    float *kv[2], *l;
+    double fwd, bwd; /* matmul FLOPs of the latest ring pass forward, backward */
+    uint64_t scores; /* the scores the ring's blocks computed since the step began */
+};
+
+/* A mixture of experts' state (model/moe.h): this GPU's experts (E / ep per layer, from rank
+ * epr's), the rows of the experts' buffer (0: a dense model), the routing of the layer at hand
+ * (route: its kept table, in the saved set or in route_ws), the router's logits and their
+ * gradient, the experts' output and input gradients, the gates' gradients; the last forward
+ * pass's figures, per expert layer where it says. */
+struct gpt_experts {
+    int ep, epr;
+    size_t rows;
+    void *route, *route_ws;
+    float *zlog, *dye, *dxe, *dgate;
+    double aux, aux_scale; /* the loss's load-balancing part; its weight in the backward pass */
+    uint64_t routed, dropped;
+    int32_t *load, *kept; /* [expert layers][E] */
+};
+
 /* A reading guide to struct gpt: one model, or one part of one (model/gpt.h's parts: a
  * pipeline stage's layers and ends, a tensor-parallel rank's shards), over one micro-batch of B
- * sequences of T = c.seq tokens, N = B T rows; under context parallelism (cp GPUs, this one
- * cpr) T = c.seq / cp of each sequence's tokens, at places pos[0..T) of it, and the attention
- * runs as a ring (gpt_ring.c): the probabilities' slot A_P holds each query row's log-sum-exp
- * (fp32), the ring's blocks travel through kv[2] (keys, values and their gradients, at the
- * places kpos), the running sums in ringl, a block's scores and their gradients in dp.
+ * sequences of T = c.seq tokens, N = B T rows; under context parallelism (ring.cp GPUs) T =
+ * c.seq / cp of each sequence's tokens, at places ring.pos[0..T) of it, and the attention runs
+ * as a ring (gpt_ring.c): the probabilities' slot A_P holds each query row's log-sum-exp (fp32).
+ * Its members come in groups by job: the model (its shape, part, widths, precision, parameters
+ * and kept tensors), its scratch (s), the ring's state (ring), the experts' (moe), the step's
+ * diagnosis and the buffers' blocks.
  *
  * Widths. The whole model has d = c.d, H = c.heads heads of hd = d / H, F = c.ffn and V =
  * c.vocab. A tensor-parallel rank tr of tp holds hl = H / tp heads (its q, k, v and attention
@@ -63,81 +106,59 @@ enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
  * from row v0: the column-parallel matmuls' rows, the row-parallel ones' columns. With tp 1
  * these are the whole model's (hl = H, dl = d, fl = F, vl = V, v0 = 0).
  *
- * Rows. The residual stream (res, dres, the norms' inputs, outputs and 1 / rms) holds nl = N
- * rows, or under sequence parallelism (sp) this rank's nl = N / tp of them; xg and dg_full
+ * Rows. The residual stream (s.res, s.dres, the norms' inputs, outputs and 1 / rms) holds nl = N
+ * rows, or under sequence parallelism (sp) this rank's nl = N / tp of them; s.xg and s.dg_full
  * hold a norm's output and a gradient gathered back to all N rows for the column-parallel
  * matmuls. The attention, the MLP and the logits always work on all N rows.
  *
- * Saved or recomputed. The forward pass computes a layer in the fp32 workspace ws (w points at
- * where the layer at hand has its tensors: ws, or in fp32 its saved set itself, bind) and keeps
- * the A_COUNT tensors its backward needs in saved[slot][layer], in the format's width (esize
- * bytes; the 1 / rms vectors in fp32). A checkpointed layer keeps only its segment's input
- * (segin) and the backward pass rebuilds its sets in pool before running back through it
- * (seg layers a segment; ckpt says which policy); selective keeps everything but the softmax
- * probabilities, recomputed into pslot. The ends keep H_COUNT tensors in head[slot]. Each kept
- * tensor is charged to the seam as it comes to life and released when its backward is done:
- * live and peak count those bytes, inside the arena that holds them all (block, mem). */
+ * Saved or recomputed. The forward pass computes a layer in the fp32 workspace s.ws (s.w points
+ * at where the layer at hand has its tensors: s.ws, or in fp32 its saved set itself, bind) and
+ * keeps the A_COUNT tensors its backward needs in saved[slot][layer], in the format's width
+ * (esize bytes; the 1 / rms vectors and the routing in fp32 or 4-byte words). A checkpointed
+ * layer keeps only its segment's input (segin) and the backward pass rebuilds its sets in pool
+ * before running back through it (seg layers a segment; ckpt says which policy); selective
+ * keeps everything but the softmax probabilities, recomputed into pslot. The ends keep H_COUNT
+ * tensors in head[slot]. Each kept tensor is charged to the seam as it comes to life and
+ * released when its backward is done: live and peak count those bytes, inside the arena that
+ * holds them all (block, mem). */
 struct gpt {
+    /* the model */
     struct gpt_config c;
-    int B, N, hd, seg; /* seg: segment length (0: not segmented) */
-    int T, cp, cpr;    /* tokens per sequence held: c.seq / cp; context parallelism */
-    int ep, epr;       /* expert parallelism: E / ep experts per layer, this GPU's from epr */
-    int *pos, *kpos;   /* the places of the tokens held, and of the ring's block at hand */
-    float *kv[2], *ringl;
-    double ring_fwd, ring_bwd; /* matmul FLOPs of the latest ring pass forward, backward */
-    uint64_t ring_scores;      /* the scores the ring's blocks computed since the step began */
+    struct gpt_part part; /* the layers and ends this model holds, its micro-batch slots */
+    int B, N, hd, T;      /* T: tokens per sequence held, c.seq / ring.cp */
     /* tensor parallelism: tp ranks, this one tr; its heads hl (width dl = hl hd), FFN width
      * fl and vocabulary rows vl, from row v0 (tp 1: the whole model's) */
     int tp, tr, hl, dl, fl, vl, v0;
     bool sp; /* sequence parallelism: the residual stream holds nl = N / tp of the rows */
     int nl;
-    struct ckpt_policy ckpt;
     enum fp_format fmt;
-    size_t esize;           /* bytes per stored activation element */
     size_t nparams, nalloc; /* the parameters; the flat buffers' elements (padded) */
     float *params, *grads;
+    struct layer_ptrs *lw, *lg; /* each layer's tensors in the weights and the gradients */
     double loss_tokens; /* the gradients are of the loss summed over this many tokens' mean */
+    bool accumulate;    /* the weight gradients add into the buffer (micro-batches) */
 
-    struct gpt_part part;    /* the layers and ends this model holds, its micro-batch slots */
-    int nseg;                /* segments of the part's layers (seg > 0) */
+    /* its kept tensors */
+    struct ckpt_policy ckpt;
+    int seg, nseg;           /* segment length (0: not segmented); segments of the part */
+    size_t esize;            /* bytes per stored activation element */
     void *(*saved)[A_COUNT]; /* [slots][L][A_COUNT]: each layer's saved set (NULL: not kept) */
     void *(*pool)[A_COUNT];  /* [seg][A_COUNT]: saved sets of a segment being recomputed */
     void **segin;            /* [slots][nseg]: each segment's input */
     void *pslot;             /* selective: the slot of the recomputed probabilities */
     void *(*head)[H_COUNT];  /* [slots]: the ends' kept tensors (a part with the head) */
-    bool accumulate;         /* the weight gradients add into the buffer (micro-batches) */
     size_t layer_bytes, head_bytes; /* a dense layer's full list of kept tensors; the ends */
     size_t live, peak;              /* charged activation bytes */
 
-    /* mixture of experts (model/moe.h): the rows of the experts' buffer (0: dense model), the
-     * router's logits and their gradient, the experts' output and input gradients, the gates'
-     * gradients; the last forward pass's figures, per expert layer where it says */
-    size_t rows;
-    float *zlog, *dye, *dxe, *dgate;
-    double aux, aux_scale; /* the loss's load-balancing part; its weight in the backward pass */
-    uint64_t routed, dropped;
-    int32_t *load, *kept; /* [expert layers][E] */
-
-    /* fp32 workspace: one layer's tensors (ws), the residual stream and the gradients; w is
-     * where the layer at hand has its tensors: the workspace, or in fp32 its kept ones in
-     * place in its saved set (bind) */
-    float *ws[A_COUNT], *w[A_COUNT], *tmp, *res, *dres, *dxn, *dq, *dk, *dv, *datt, *dh, *dg, *du,
-        *dp;
-    float *hx, *hn, *hrstd, *logits;
-    float *rowmax, *rowsum, *rowtgt; /* tensor parallelism: the cross-entropy's row statistics */
-    float *xg, *dg_full; /* sequence parallelism: a norm's output and a gradient, gathered */
-    double *colsum;
-    float *rope_cos, *rope_sin; /* [T, hd / 2] */
-
-    /* each layer's nine tensors in the weights and in the gradients, found once (layout) */
-    struct layer_ptrs *lw, *lg;
+    struct gpt_scratch s;
+    struct gpt_ring ring;
+    struct gpt_experts moe;
 
     /* diagnosis of the current step */
     char nonfinite[48];
     bool nonfinite_forward, in_forward;
     uint64_t *underflow; /* [L + 1] */
     uint64_t underflow_total;
-
     const struct gpt_inject *inj;
 
     /* One block per category, carved into the buffers: block NULL while sizing */
@@ -166,21 +187,21 @@ static inline int sz_of(const struct gpt *g, int l)
 static inline size_t act_elems(const struct gpt *g, int a, int sz)
 {
     if (sz == SZ_ANY) {
-        size_t dense = act_elems(g, a, SZ_DENSE), moe = g->rows ? act_elems(g, a, SZ_MOE) : 0;
+        size_t dense = act_elems(g, a, SZ_DENSE), moe = g->moe.rows ? act_elems(g, a, SZ_MOE) : 0;
         return dense > moe ? dense : moe;
     }
     size_t N = (size_t)g->N, d = (size_t)g->c.d, E = (size_t)g->c.moe.experts;
-    size_t k = (size_t)g->c.moe.top_k, rows = sz == SZ_MOE ? g->rows : N;
+    size_t rows = sz == SZ_MOE ? g->moe.rows : N;
     if (a == A_P) /* this rank's heads; with cp, each row's log-sum-exp */
-        return (size_t)g->B * g->hl * g->T * (g->cp > 1 ? 1 : g->T);
+        return (size_t)g->B * g->hl * g->T * (g->ring.cp > 1 ? 1 : g->T);
     if (a == A_G || a == A_U || a == A_H)
         return rows * (size_t)g->fl;
     if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
         return N * (size_t)g->dl;
     if (a == A_RP)
         return sz == SZ_MOE ? N * E : 0;
-    if (a == A_ROUTE) /* choices, rows and gates [N k]; first row, kept and load [E] */
-        return sz == SZ_MOE ? 3 * N * k + 3 * E : 0;
+    if (a == A_ROUTE) /* the routing's table (model/moe.h): words, not elements */
+        return sz == SZ_MOE ? moe_table_words(g->N, g->c.moe.top_k, g->c.moe.experts) : 0;
     if (a == A_XE || a == A_YE)
         return sz == SZ_MOE ? rows * d : 0;
     /* the residual stream's: a tp-th of the rows under sequence parallelism */
@@ -193,7 +214,8 @@ static inline size_t act_elems(const struct gpt *g, int a, int sz)
  * and with cp the log-sum-exp of the attention's rows. */
 static inline bool act_fp32(const struct gpt *g, int a)
 {
-    return a == A_RSTD1 || a == A_RSTD2 || a == A_RP || a == A_ROUTE || (a == A_P && g->cp > 1);
+    return a == A_RSTD1 || a == A_RSTD2 || a == A_RP || a == A_ROUTE ||
+           (a == A_P && g->ring.cp > 1);
 }
 
 /* Bytes of a kept tensor: the format's width, 4 for the fp32 ones. */
@@ -239,7 +261,7 @@ static inline double layer_flops(const struct gpt *g, int l)
     double ffn = 2.0 * N * 3 * d * f;
     if (gpt_layer_moe(&g->c, l)) {
         const struct gpt_moe *m = &g->c.moe;
-        double rows = (double)moe_rows(g->N, m->experts, m->top_k, m->capacity_factor);
+        double rows = experts_rows(g->N, m->experts, m->top_k, m->capacity_factor);
         ffn = 2.0 * N * d * m->experts + 2.0 * rows * 3 * d * f;
     }
     return 2.0 * N * 4 * d * dl + ffn + attn_flops(g);
@@ -250,13 +272,13 @@ static inline double layer_flops(const struct gpt *g, int l)
  * rectangles (model/ringattn.h), which the causal mask makes differ from GPU to GPU. */
 static inline double layer_fwd_work(const struct gpt *g, int l)
 {
-    return g->cp > 1 ? layer_flops(g, l) - attn_flops(g) + g->ring_fwd : layer_flops(g, l);
+    return g->ring.cp > 1 ? layer_flops(g, l) - attn_flops(g) + g->ring.fwd : layer_flops(g, l);
 }
 
 static inline double layer_bwd_work(const struct gpt *g, int l)
 {
-    return g->cp > 1 ? 2 * (layer_flops(g, l) - attn_flops(g)) + g->ring_bwd
-                     : 2 * layer_flops(g, l);
+    return g->ring.cp > 1 ? 2 * (layer_flops(g, l) - attn_flops(g)) + g->ring.bwd
+                          : 2 * layer_flops(g, l);
 }
 
 static inline double head_flops(const struct gpt *g)

@@ -382,7 +382,7 @@ void op_rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float
                 const float *w, const float *dy, int n, int d)
 {
     prof_enter(PROF_NORM);
-    double *cs = g->colsum;
+    double *cs = g->s.colsum;
     memset(cs, 0, (size_t)d * sizeof *cs);
     rms_bwd_n(cs, dx, x, rstd, w, dy, n, d);
     for (int j = 0; j < d; j++)
@@ -419,7 +419,7 @@ CPU_CLONES(rope_x,
 static void rope_n(const struct gpt *g, float *x, int dir)
 {
     prof_enter(PROF_ROPE);
-    rope_x(x, g->rope_cos, g->rope_sin, g->N, g->T, g->hl, g->hd, g->dl, dir);
+    rope_x(x, g->s.rope_cos, g->s.rope_sin, g->N, g->T, g->hl, g->hd, g->dl, dir);
     prof_leave();
 }
 
@@ -663,9 +663,9 @@ void op_attn_probs(struct gpt *g, int l)
     prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
-            const float *q = g->w[A_Q] + (size_t)b * T * d + (size_t)h * hd;
-            const float *k = g->w[A_K] + (size_t)b * T * d + (size_t)h * hd;
-            float *s = g->w[A_P] + ((size_t)b * H + h) * TT;
+            const float *q = g->s.w[A_Q] + (size_t)b * T * d + (size_t)h * hd;
+            const float *k = g->s.w[A_K] + (size_t)b * T * d + (size_t)h * hd;
+            float *s = g->s.w[A_P] + ((size_t)b * H + h) * TT;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, scale, q, d, k, d, 0.0f,
                         s, T);
             for (int i = 0; i < T; i++)
@@ -688,14 +688,14 @@ void op_attn_out(struct gpt *g, int l)
     prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
-            const float *p = g->w[A_P] + ((size_t)b * H + h) * TT;
-            const float *v = g->w[A_V] + (size_t)b * T * d + (size_t)h * hd;
-            float *o = g->w[A_ATT] + (size_t)b * T * d + (size_t)h * hd;
+            const float *p = g->s.w[A_P] + ((size_t)b * H + h) * TT;
+            const float *v = g->s.w[A_V] + (size_t)b * T * d + (size_t)h * hd;
+            float *o = g->s.w[A_ATT] + (size_t)b * T * d + (size_t)h * hd;
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, v, d, 0.0f,
                         o, d);
         }
     prof_leave();
-    op_produced(g, g->w[A_ATT], (size_t)g->N * d, l, "attn out");
+    op_produced(g, g->s.w[A_ATT], (size_t)g->N * d, l, "attn out");
 }
 
 /* The attention core's backward, per (batch, head), from datt to dq, dk, dv (rounded), with
@@ -704,20 +704,20 @@ void op_attn_core_backward(struct gpt *g, int l)
 {
     int d = g->dl, T = g->c.seq, H = g->hl, hd = g->hd;
     size_t TT = (size_t)T * T;
-    float **w = g->w;
+    float **w = g->s.w;
     float scale = (float)(1.0 / sqrt((double)hd));
     prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
             size_t off = (size_t)b * T * d + (size_t)h * hd;
             const float *p = w[A_P] + ((size_t)b * H + h) * TT;
-            const float *dO = g->datt + off;
-            float *dp = g->dp;
+            const float *dO = g->s.datt + off;
+            float *dp = g->s.dscores;
             /* O = P V: dP = dO V^T, dV = P^T dO */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, 1.0f, dO, d,
                         w[A_V] + off, d, 0.0f, dp, T);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, dO, d, 0.0f,
-                        g->dv + off, d);
+                        g->s.dv + off, d);
             rnd_in(g, dp, TT);
             /* P = softmax(S) row by row: dS_j = P_j (dP_j - sum_k P_k dP_k), since
              * dP_i/dS_j = P_i (delta_ij - P_j); times the 1/sqrt(hd) of S = q k^T / sqrt(hd).
@@ -726,9 +726,9 @@ void op_attn_core_backward(struct gpt *g, int l)
             produced_in(g, dp, TT, l, "grad attn scores");
             /* S = Q K^T (scaled above): dQ = dS K, dK = dS^T Q */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
-                        w[A_K] + off, d, 0.0f, g->dq + off, d);
+                        w[A_K] + off, d, 0.0f, g->s.dq + off, d);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, dp, T,
-                        w[A_Q] + off, d, 0.0f, g->dk + off, d);
+                        w[A_Q] + off, d, 0.0f, g->s.dk + off, d);
         }
     prof_leave();
     op_attn_grads_done(g, l);
@@ -737,10 +737,10 @@ void op_attn_core_backward(struct gpt *g, int l)
 void op_attn_grads_done(struct gpt *g, int l)
 {
     size_t nd = (size_t)g->N * g->dl;
-    op_rnd(g, g->dq, nd);
-    op_rnd(g, g->dk, nd);
-    op_rnd(g, g->dv, nd);
+    op_rnd(g, g->s.dq, nd);
+    op_rnd(g, g->s.dk, nd);
+    op_rnd(g, g->s.dv, nd);
     /* q and k were rotated after their projections: dq, dk turned back (see op_rope) */
-    op_rope(g, l, NULL, g->dq, -1);
-    op_rope(g, l, NULL, g->dk, -1);
+    op_rope(g, l, NULL, g->s.dq, -1);
+    op_rope(g, l, NULL, g->s.dk, -1);
 }

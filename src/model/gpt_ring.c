@@ -18,7 +18,8 @@ static struct ring_heads heads_of(const struct gpt *g)
 /* The places of the tokens of GPU src's block (kpos). */
 static void block_places(struct gpt *g, int src)
 {
-    ring_positions(g->c.seq, g->cp, src, g->part.cp_naive ? RING_NAIVE : RING_BALANCED, g->kpos);
+    ring_positions(g->c.seq, g->ring.cp, src, g->part.cp_naive ? RING_NAIVE : RING_BALANCED,
+                   g->ring.kpos);
 }
 
 static void shift(struct gpt *g, const float *send, float *recv, size_t n, const char *what)
@@ -35,32 +36,32 @@ static void shift(struct gpt *g, const float *send, float *recv, size_t n, const
 void op_ring_forward(struct gpt *g, int l)
 {
     struct ring_heads rh = heads_of(g);
-    int T = g->T, C = g->cp;
+    int T = g->T, C = g->ring.cp;
     size_t blk = (size_t)g->N * g->dl; /* one of K or V of this GPU's tokens */
-    float *att = g->w[A_ATT], *lse = g->w[A_P], *cur = g->kv[0], *nxt = g->kv[1];
-    if (g->inj && g->inj->nan_scores_layer == l && g->cpr == 0) {
+    float *att = g->s.w[A_ATT], *lse = g->s.w[A_P], *cur = g->ring.kv[0], *nxt = g->ring.kv[1];
+    if (g->inj && g->inj->nan_scores_layer == l && g->ring.cpr == 0) {
         /* the lessons' injected NaN: in the first query, so its row's scores are NaN, named as
          * the full attention names it */
-        g->w[A_Q][0] = NAN;
-        op_check(g, g->w[A_Q], 1, l, "attn scores");
+        g->s.w[A_Q][0] = NAN;
+        op_check(g, g->s.w[A_Q], 1, l, "attn scores");
     }
     prof_enter(PROF_ATTENTION);
-    memcpy(cur, g->w[A_K], blk * sizeof *cur);
-    memcpy(cur + blk, g->w[A_V], blk * sizeof *cur);
-    ring_attn_fwd_init_heads(&rh, T, att, lse, g->ringl);
+    memcpy(cur, g->s.w[A_K], blk * sizeof *cur);
+    memcpy(cur + blk, g->s.w[A_V], blk * sizeof *cur);
+    ring_attn_fwd_init_heads(&rh, T, att, lse, g->ring.l);
     long scores = 0;
     for (int t = 0; t < C; t++) {
         if (t < C - 1)
             shift(g, cur, nxt, 2 * blk, RING_SEND_KV);
-        block_places(g, (g->cpr - t + C) % C);
-        scores += ring_attn_fwd_heads(&rh, T, g->pos, g->w[A_Q], T, g->kpos, cur, cur + blk, att,
-                                      lse, g->ringl, g->dp);
+        block_places(g, (g->ring.cpr - t + C) % C);
+        scores += ring_attn_fwd_heads(&rh, T, g->ring.pos, g->s.w[A_Q], T, g->ring.kpos, cur,
+                                      cur + blk, att, lse, g->ring.l, g->s.dscores);
         float *x = cur;
         cur = nxt, nxt = x;
     }
-    ring_attn_fwd_finish_heads(&rh, T, att, lse, g->ringl, lse);
-    g->ring_fwd = 2.0 * 2.0 * (double)scores * g->hd; /* QK^T and P V over the rectangles */
-    g->ring_scores += (uint64_t)scores;
+    ring_attn_fwd_finish_heads(&rh, T, att, lse, g->ring.l, lse);
+    g->ring.fwd = 2.0 * 2.0 * (double)scores * g->hd; /* QK^T and P V over the rectangles */
+    g->ring.scores += (uint64_t)scores;
     prof_leave();
     op_produced(g, att, blk, l, "attn out");
 }
@@ -77,17 +78,18 @@ void op_ring_forward(struct gpt *g, int l)
 void op_ring_backward(struct gpt *g, int l)
 {
     struct ring_heads rh = heads_of(g);
-    int T = g->T, C = g->cp;
+    int T = g->T, C = g->ring.cp;
     size_t blk = (size_t)g->N * g->dl, TT = (size_t)T * T;
-    float *cur = g->kv[0], *nxt = g->kv[1], *D = g->ringl, *s = g->dp, *dp = g->dp + TT;
-    float **w = g->w;
+    float *cur = g->ring.kv[0], *nxt = g->ring.kv[1], *D = g->ring.l, *s = g->s.dscores,
+          *dp = g->s.dscores + TT;
+    float **w = g->s.w;
     prof_enter(PROF_ATTENTION);
-    ring_attn_bwd_delta_heads(&rh, T, g->datt, w[A_ATT], D);
-    memset(g->dq, 0, blk * sizeof *g->dq);
-    memset(g->dk, 0, blk * sizeof *g->dk);
-    memset(g->dv, 0, blk * sizeof *g->dv);
-    long scores = ring_attn_bwd_heads(&rh, T, g->pos, w[A_Q], g->datt, w[A_P], D, g->dq, T, g->pos,
-                                      w[A_K], w[A_V], g->dk, g->dv, s, dp);
+    ring_attn_bwd_delta_heads(&rh, T, g->s.datt, w[A_ATT], D);
+    memset(g->s.dq, 0, blk * sizeof *g->s.dq);
+    memset(g->s.dk, 0, blk * sizeof *g->s.dk);
+    memset(g->s.dv, 0, blk * sizeof *g->s.dv);
+    long scores = ring_attn_bwd_heads(&rh, T, g->ring.pos, w[A_Q], g->s.datt, w[A_P], D, g->s.dq, T,
+                                      g->ring.pos, w[A_K], w[A_V], g->s.dk, g->s.dv, s, dp);
     memcpy(cur, w[A_K], blk * sizeof *cur);
     memcpy(cur + blk, w[A_V], blk * sizeof *cur);
     shift(g, cur, nxt, 2 * blk, RING_SEND_KV);
@@ -95,9 +97,10 @@ void op_ring_backward(struct gpt *g, int l)
     for (int t = 1; t < C; t++) {
         float *x = cur;
         cur = nxt, nxt = x;
-        block_places(g, (g->cpr - t + C) % C);
-        scores += ring_attn_bwd_heads(&rh, T, g->pos, w[A_Q], g->datt, w[A_P], D, g->dq, T, g->kpos,
-                                      cur, cur + blk, cur + 2 * blk, cur + 3 * blk, s, dp);
+        block_places(g, (g->ring.cpr - t + C) % C);
+        scores +=
+            ring_attn_bwd_heads(&rh, T, g->ring.pos, w[A_Q], g->s.datt, w[A_P], D, g->s.dq, T,
+                                g->ring.kpos, cur, cur + blk, cur + 2 * blk, cur + 3 * blk, s, dp);
         op_rnd(g, cur + 2 * blk, 2 * blk); /* they travel in the training format */
         if (t < C - 1)
             shift(g, cur, nxt, 4 * blk, RING_SEND_KV_GRADS);
@@ -105,13 +108,13 @@ void op_ring_backward(struct gpt *g, int l)
             shift(g, cur + 2 * blk, nxt + 2 * blk, 2 * blk, RING_SEND_GRADS);
     }
     for (size_t i = 0; i < blk; i++) {
-        g->dk[i] += nxt[2 * blk + i];
-        g->dv[i] += nxt[3 * blk + i];
+        g->s.dk[i] += nxt[2 * blk + i];
+        g->s.dv[i] += nxt[3 * blk + i];
     }
     /* twice the forward's, as every backward pass is counted (the scores' recomputation from
      * lse apart, as the full attention's backward counts none) */
-    g->ring_bwd = 2 * 2.0 * 2.0 * (double)scores * g->hd;
-    g->ring_scores += (uint64_t)scores;
+    g->ring.bwd = 2 * 2.0 * 2.0 * (double)scores * g->hd;
+    g->ring.scores += (uint64_t)scores;
     prof_leave();
     op_attn_grads_done(g, l);
 }

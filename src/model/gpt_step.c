@@ -53,30 +53,31 @@ static void bind(struct gpt *g, void *const *set)
 {
     for (int a = 0; a < A_COUNT; a++) {
         bool fp32 = g->fmt == FP_FP32 || act_fp32(g, a);
-        g->w[a] = set && set[a] && fp32 ? set[a] : g->ws[a];
+        g->s.w[a] = a == A_ROUTE ? NULL : set && set[a] && fp32 ? set[a] : g->s.ws[a];
     }
+    /* the routing is no tensor but a table of words, kept in place as the fp32 tensors are */
+    g->moe.route = set && set[A_ROUTE] ? set[A_ROUTE] : g->moe.route_ws;
 }
 
 /* ---- a mixture of experts in place of the MLP (model/moe.h routes the tokens) ---- */
 
-/* The routing layer l keeps in w[A_ROUTE] and w[A_RP]: choices, rows and gates [N k], then
- * each expert's first row, kept tokens and load [E]. */
+/* The routing the layer at hand keeps: its table (moe.route, model/moe.h's struct moe_table)
+ * and the router's probabilities (w[A_RP]). */
 static struct moe_route route_of(const struct gpt *g)
 {
     int N = g->N, k = g->c.moe.top_k, E = g->c.moe.experts;
-    int32_t *r = (int32_t *)(void *)g->w[A_ROUTE];
-    size_t nk = (size_t)N * (size_t)k;
+    struct moe_table t = moe_table_at(g->moe.route, N, k, E);
     return (struct moe_route){.n = N,
                               .experts = E,
                               .k = k,
-                              .cap = moe_capacity(N, E, k, g->c.moe.capacity_factor),
-                              .probs = g->w[A_RP],
-                              .choice = r,
-                              .row = r + nk,
-                              .gate = (float *)(void *)(r + 2 * nk),
-                              .off = r + 3 * nk,
-                              .kept = r + 3 * nk + E,
-                              .load = r + 3 * nk + 2 * E};
+                              .cap = (int)experts_capacity(N, E, k, g->c.moe.capacity_factor),
+                              .probs = g->s.w[A_RP],
+                              .choice = t.choice,
+                              .row = t.row,
+                              .gate = t.gate,
+                              .off = t.off,
+                              .kept = t.kept,
+                              .load = t.load};
 }
 
 /* Expert e's three matrices in a layer's weights or gradients. */
@@ -94,7 +95,7 @@ static void expert_w(const struct gpt *g, const struct layer_ptrs *t, int e, flo
  * runs the static shape, as a GPU does; zero rows give zero outputs and gradients). */
 static int expert_block(const struct gpt *g, const struct moe_route *r, int b, size_t *off)
 {
-    if (g->ep == 1) {
+    if (g->moe.ep == 1) {
         *off = (size_t)r->off[b];
         return r->kept[b];
     }
@@ -105,13 +106,13 @@ static int expert_block(const struct gpt *g, const struct moe_route *r, int b, s
 /* The expert of block b, among this GPU's. */
 static int block_expert(const struct gpt *g, int b)
 {
-    return b % (g->c.moe.experts / g->ep);
+    return b % (g->c.moe.experts / g->moe.ep);
 }
 
 /* An all-to-all of the experts' rows over the expert-parallel group (the seam's). */
 static void ep_exchange(struct gpt *g, const float *send, float *recv, const char *what)
 {
-    g->alloc.ep_alltoall(g->alloc.ctx, send, recv, g->rows * (size_t)g->c.d, what);
+    g->alloc.ep_alltoall(g->alloc.ctx, send, recv, g->moe.rows * (size_t)g->c.d, what);
 }
 
 /* out [N, d] = Σ_j g_j expert_j(x) for the N tokens of x = xn2 (their k choices), each
@@ -125,30 +126,31 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
 {
     int N = g->N, d = g->c.d, f = g->fl, k = g->c.moe.top_k, E = g->c.moe.experts;
     const struct layer_ptrs *W = &g->lw[l];
-    float **w = g->w;
+    float **w = g->s.w;
     struct moe_route r = route_of(g);
-    op_mm_fwd(g->zlog, x, W->router, N, E, d);
-    op_check(g, g->zlog, (size_t)N * E, l, "router logits");
-    double aux = moe_route(&r, g->zlog, g->c.moe.capacity_factor, g->c.moe.aux_coef);
+    op_mm_fwd(g->moe.zlog, x, W->router, N, E, d);
+    op_check(g, g->moe.zlog, (size_t)N * E, l, "router logits");
+    double aux = moe_route(&r, g->moe.zlog, g->c.moe.capacity_factor, g->c.moe.aux_coef);
     if (g->in_forward) {
         int ml = moe_before(&g->c, l);
-        g->aux += aux;
-        g->routed += (uint64_t)N * (uint64_t)k, g->dropped += (uint64_t)r.dropped;
-        memcpy(g->load + (size_t)ml * E, r.load, (size_t)E * sizeof *r.load);
-        memcpy(g->kept + (size_t)ml * E, r.kept, (size_t)E * sizeof *r.kept);
+        g->moe.aux += aux;
+        g->moe.routed += (uint64_t)N * (uint64_t)k, g->moe.dropped += (uint64_t)r.dropped;
+        memcpy(g->moe.load + (size_t)ml * E, r.load, (size_t)E * sizeof *r.load);
+        memcpy(g->moe.kept + (size_t)ml * E, r.kept, (size_t)E * sizeof *r.kept);
     }
     /* dispatch: each kept choice's token into its expert's rows (the rest zero, sent) */
-    float *rows = g->ep > 1 ? g->dxe : w[A_XE], *yout = g->ep > 1 ? g->dye : w[A_YE];
-    if (g->ep > 1)
-        memset(rows, 0, g->rows * (size_t)d * sizeof *rows);
+    float *rows = g->moe.ep > 1 ? g->moe.dxe : w[A_XE],
+          *yout = g->moe.ep > 1 ? g->moe.dye : w[A_YE];
+    if (g->moe.ep > 1)
+        memset(rows, 0, g->moe.rows * (size_t)d * sizeof *rows);
     for (int t = 0; t < N; t++)
         for (int j = 0; j < k; j++) {
             int row = r.row[t * k + j];
             if (row >= 0)
                 memcpy(rows + (size_t)row * d, x + (size_t)t * d, (size_t)d * 4);
         }
-    if (g->ep > 1)
-        ep_exchange(g, rows, w[A_XE], "expert dispatch");
+    if (g->moe.ep > 1)
+        ep_exchange(g, rows, w[A_XE], GPT_EP_DISPATCH);
     for (int b = 0; b < E; b++) {
         size_t o;
         int n = expert_block(g, &r, b, &o);
@@ -165,17 +167,19 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
         op_mm_fwd(y, h, wd, n, d, f);
         op_produced(g, y, (size_t)n * d, l, "expert out");
     }
-    if (g->ep > 1)
-        ep_exchange(g, yout, w[A_YE], "expert combine");
+    if (g->moe.ep > 1)
+        ep_exchange(g, yout, w[A_YE], GPT_EP_COMBINE);
     /* combine: the gate-weighted sum of each token's experts' outputs, in choice order */
     for (int t = 0; t < N; t++) {
         float *o = out + (size_t)t * d;
         memset(o, 0, (size_t)d * 4);
         for (int j = 0; j < k; j++) {
             int row = r.row[t * k + j];
+            if (row < 0) /* dropped: nothing from that expert */
+                continue;
             float gj = r.gate[t * k + j];
             const float *y = w[A_YE] + (size_t)row * d;
-            for (int c = 0; row >= 0 && c < d; c++)
+            for (int c = 0; c < d; c++)
                 o[c] += gj * y[c];
         }
     }
@@ -187,9 +191,9 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
  * d y is used up before its d xe is written). */
 static void experts_backward(struct gpt *g, int l, const struct moe_route *r, float *dy, float *dx)
 {
-    int d = g->c.d, f = g->fl, E = g->c.moe.experts, mine = E / g->ep;
+    int d = g->c.d, f = g->fl, E = g->c.moe.experts, mine = E / g->moe.ep;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
-    float **w = g->w;
+    float **w = g->s.w;
     bool injected = false;
     for (int b = 0; b < E; b++) {
         size_t o;
@@ -209,23 +213,23 @@ static void experts_backward(struct gpt *g, int l, const struct moe_route *r, fl
         float *dyb = dy + o * d, *dxb = dx + o * d;
         size_t nf = (size_t)n * f;
         /* y = h Wd^T: dh = dy Wd, dWd = dy^T h */
-        op_mm_dx(g->dh, dyb, wd, n, d, f, 0.0f);
-        op_rnd(g, g->dh, nf);
+        op_mm_dx(g->s.dh, dyb, wd, n, d, f, 0.0f);
+        op_rnd(g, g->s.dh, nf);
         if (g->inj && g->inj->inf_grad_layer == l && !injected)
-            g->dh[0] = INFINITY, injected = true; /* the lessons' injected overflow */
-        op_check(g, g->dh, nf, l, "grad expert hidden");
+            g->s.dh[0] = INFINITY, injected = true; /* the lessons' injected overflow */
+        op_check(g, g->s.dh, nf, l, "grad expert hidden");
         op_mm_dw_acc(gd, dyb, h, n, d, f, acc);
         if (done)
             op_produced_grad(g, gd, (size_t)d * f, l, "grad expert w_down");
-        op_swiglu_backward(g, g->dg, g->du, g->dh, a, u, nf);
-        op_mm_dw_acc(gg, g->dg, xe, n, f, d, acc);
+        op_swiglu_backward(g, g->s.dg, g->s.du, g->s.dh, a, u, nf);
+        op_mm_dw_acc(gg, g->s.dg, xe, n, f, d, acc);
         if (done)
             op_produced_grad(g, gg, (size_t)f * d, l, "grad expert w_gate");
-        op_mm_dw_acc(gu, g->du, xe, n, f, d, acc);
+        op_mm_dw_acc(gu, g->s.du, xe, n, f, d, acc);
         if (done)
             op_produced_grad(g, gu, (size_t)f * d, l, "grad expert w_up");
-        op_mm_dx(dxb, g->dg, wg, n, f, d, 0.0f);
-        op_mm_dx(dxb, g->du, wu, n, f, d, 1.0f);
+        op_mm_dx(dxb, g->s.dg, wg, n, f, d, 0.0f);
+        op_mm_dx(dxb, g->s.du, wu, n, f, d, 1.0f);
     }
 }
 
@@ -237,49 +241,54 @@ static void moe_backward(struct gpt *g, int l, const float *dout, const float *x
 {
     int N = g->N, d = g->c.d, k = g->c.moe.top_k, E = g->c.moe.experts;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
-    float **w = g->w;
+    float **w = g->s.w;
     struct moe_route r = route_of(g);
-    if (g->ep > 1) /* the padding's rows are sent too */
-        memset(g->dye, 0, g->rows * (size_t)d * sizeof *g->dye);
+    if (g->moe.ep > 1) /* the padding's rows are sent too */
+        memset(g->moe.dye, 0, g->moe.rows * (size_t)d * sizeof *g->moe.dye);
     /* out_t = Σ_j g_j y_j: d g_j = dout_t . y_j, d y_j = g_j dout_t */
     for (int t = 0; t < N; t++)
         for (int j = 0; j < k; j++) {
             int row = r.row[t * k + j];
-            const float *dt = dout + (size_t)t * d, *y = w[A_YE] + (size_t)row * d;
-            float *dy = g->dye + (size_t)row * d, gj = r.gate[t * k + j], dot = 0;
-            for (int c = 0; row >= 0 && c < d; c++) {
-                dot += dt[c] * y[c];
-                dy[c] = gj * dt[c];
+            float dot = 0; /* a dropped choice's gate has no gradient */
+            if (row >= 0) {
+                const float *dt = dout + (size_t)t * d, *y = w[A_YE] + (size_t)row * d;
+                float *dy = g->moe.dye + (size_t)row * d, gj = r.gate[t * k + j];
+                for (int c = 0; c < d; c++) {
+                    dot += dt[c] * y[c];
+                    dy[c] = gj * dt[c];
+                }
             }
-            g->dgate[t * k + j] = dot;
+            g->moe.dgate[t * k + j] = dot;
         }
-    const float *dxe = g->dxe;
-    if (g->ep > 1) {
-        op_rnd(g, g->dye, g->rows * (size_t)d); /* d y, rounded as produced */
-        ep_exchange(g, g->dye, g->dxe, "grad expert combine");
-        experts_backward(g, l, &r, g->dxe, g->dxe);
-        ep_exchange(g, g->dxe, g->dye, "grad expert dispatch");
-        dxe = g->dye;
+    const float *dxe = g->moe.dxe;
+    if (g->moe.ep > 1) {
+        op_rnd(g, g->moe.dye, g->moe.rows * (size_t)d); /* d y, rounded as produced */
+        ep_exchange(g, g->moe.dye, g->moe.dxe, GPT_EP_GRAD_COMBINE);
+        experts_backward(g, l, &r, g->moe.dxe, g->moe.dxe);
+        ep_exchange(g, g->moe.dxe, g->moe.dye, GPT_EP_GRAD_DISPATCH);
+        dxe = g->moe.dye;
     } else {
         for (int e = 0; e < E; e++) /* each expert's rows of d y, rounded as produced */
-            op_rnd(g, g->dye + (size_t)r.off[e] * d, (size_t)r.kept[e] * d);
-        experts_backward(g, l, &r, g->dye, g->dxe);
+            op_rnd(g, g->moe.dye + (size_t)r.off[e] * d, (size_t)r.kept[e] * d);
+        experts_backward(g, l, &r, g->moe.dye, g->moe.dxe);
     }
     /* the dispatch's backward: each token's rows' gradients added back, in choice order */
     memset(dxn, 0, (size_t)N * d * sizeof *dxn);
     for (int t = 0; t < N; t++)
         for (int j = 0; j < k; j++) {
             int row = r.row[t * k + j];
+            if (row < 0) /* dropped: no gradient through that expert */
+                continue;
             const float *dx = dxe + (size_t)row * d;
             float *dst = dxn + (size_t)t * d;
-            for (int c = 0; row >= 0 && c < d; c++)
+            for (int c = 0; c < d; c++)
                 dst[c] += dx[c];
         }
     /* the router: the gates' and the load-balancing loss's gradients to the logits */
-    moe_route_backward(&r, g->dgate, g->c.moe.aux_coef, g->aux_scale, g->zlog);
-    op_mm_dw_acc(G->router, g->zlog, x, N, E, d, g->accumulate);
+    moe_route_backward(&r, g->moe.dgate, g->c.moe.aux_coef, g->moe.aux_scale, g->moe.zlog);
+    op_mm_dw_acc(G->router, g->moe.zlog, x, N, E, d, g->accumulate);
     op_produced_grad(g, G->router, (size_t)E * d, l, "grad router");
-    op_mm_dx(dxn, g->zlog, W->router, N, E, d, 1.0f);
+    op_mm_dx(dxn, g->moe.zlog, W->router, N, E, d, 1.0f);
 }
 
 /* Runs layer l on the residual stream res (updated in place to the layer's output); keeps the
@@ -290,7 +299,7 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     int N = g->N, d = g->c.d, dl = g->dl, f = g->fl;   /* a tensor-parallel rank's widths */
     size_t nd = (size_t)g->nl * d, nf = (size_t)N * f; /* nd: the residual stream's */
     const struct layer_ptrs *W = &g->lw[l];
-    float **w = g->w;
+    float **w = g->s.w;
     bind(g, save);
     if (save && save[A_X])
         op_store(g, save[A_X], res, nd);
@@ -299,40 +308,40 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     /* attention: xn1 = RMSNorm(x); q, k, v = xn1 Wq^T, xn1 Wk^T, xn1 Wv^T, q and k rotated by
      * their position (RoPE); att = softmax(q k^T / sqrt(hd), causal) v; xm = x + att Wo^T */
     op_rmsnorm(g, l, "attn norm", w[A_XN1], w[A_RSTD1], res, W->attn_norm);
-    xin = op_sp_gather(g, g->xg, w[A_XN1], "attn norm");
+    xin = op_sp_gather(g, g->s.xg, w[A_XN1], "attn norm");
     op_linear(g, l, NULL, w[A_Q], xin, W->wq, dl, d); /* rounded, rotated, then checked */
     op_linear(g, l, NULL, w[A_K], xin, W->wk, dl, d);
     op_rope(g, l, "q", w[A_Q], 1);
     op_rope(g, l, "k", w[A_K], 1);
     op_linear(g, l, "v", w[A_V], xin, W->wv, dl, d);
-    if (g->cp > 1) /* every GPU's keys and values come round the ring */
+    if (g->ring.cp > 1) /* every GPU's keys and values come round the ring */
         op_ring_forward(g, l);
     else {
         op_attn_probs(g, l);
         op_attn_out(g, l);
     }
-    op_linear(g, l, "attn proj", g->tmp, w[A_ATT], W->wo, d, dl);
-    op_tp_reduce_rows(g, g->tmp, "attn proj"); /* each rank's heads' share of the projection */
-    op_add(g, w[A_XM], res, g->tmp, nd, l, "attn residual");
+    op_linear(g, l, "attn proj", g->s.tmp, w[A_ATT], W->wo, d, dl);
+    op_tp_reduce_rows(g, g->s.tmp, "attn proj"); /* each rank's heads' share of the projection */
+    op_add(g, w[A_XM], res, g->s.tmp, nd, l, "attn residual");
 
     /* MLP (SwiGLU): xn2 = RMSNorm(xm); h = silu(xn2 Wg^T) * (xn2 Wu^T); out = xm + h Wd^T;
      * or, with experts, out = xm + the experts' gate-weighted outputs (moe_forward) */
     op_rmsnorm(g, l, "mlp norm", w[A_XN2], w[A_RSTD2], w[A_XM], W->mlp_norm);
-    xin = op_sp_gather(g, g->xg, w[A_XN2], "mlp norm");
+    xin = op_sp_gather(g, g->s.xg, w[A_XN2], "mlp norm");
     if (gpt_layer_moe(&g->c, l)) {
-        moe_forward(g, l, xin, g->tmp);
+        moe_forward(g, l, xin, g->s.tmp);
     } else {
         op_linear(g, l, "gate", w[A_G], xin, W->w_gate, f, d);
         op_linear(g, l, "up", w[A_U], xin, W->w_up, f, d);
         op_swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
-        op_linear(g, l, "mlp out", g->tmp, w[A_H], W->w_down, d, f);
+        op_linear(g, l, "mlp out", g->s.tmp, w[A_H], W->w_down, d, f);
     }
-    op_tp_reduce_rows(g, g->tmp, "mlp out"); /* each rank's share of the FFN width */
-    op_add(g, res, w[A_XM], g->tmp, nd, l, "output");
+    op_tp_reduce_rows(g, g->s.tmp, "mlp out"); /* each rank's share of the FFN width */
+    op_add(g, res, w[A_XM], g->s.tmp, nd, l, "output");
 
     if (save) /* the kept tensors not computed in place */
         for (int a = A_RSTD1; a < A_COUNT; a++)
-            if (save[a] && save[a] != w[a])
+            if (save[a] && a != A_ROUTE && save[a] != w[a])
                 op_store(g, save[a], w[a], act_elems(g, a, sz_of(g, l)));
 }
 
@@ -343,39 +352,39 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     int N = g->N, d = g->c.d, f = g->fl;
     size_t nd = (size_t)N * d, nf = (size_t)N * f, nld = (size_t)g->nl * d;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
-    float **w = g->w;
+    float **w = g->s.w;
     /* under sequence parallelism every row of dout and xn2, gathered (the backward of the
      * reduce-scatter, and the norm's output again for the weight gradients) */
-    const float *dout = op_sp_gather(g, g->dg_full, dres, "grad mlp out");
+    const float *dout = op_sp_gather(g, g->s.dg_full, dres, "grad mlp out");
     if (gpt_layer_moe(&g->c, l)) { /* the experts' and the router's (moe_backward) */
-        moe_backward(g, l, dout, w[A_XN2], g->dxn);
-        op_produced(g, g->dxn, nd, l, "grad mlp norm");
-        op_rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, g->nl, d);
+        moe_backward(g, l, dout, w[A_XN2], g->s.dxn);
+        op_produced(g, g->s.dxn, nd, l, "grad mlp norm");
+        op_rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->s.dxn, g->nl, d);
         op_produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
         op_produced(g, dres, nld, l, "grad attn residual");
         return;
     }
 
     /* out = xm + h Wd^T: dh = dout Wd, dWd = dout^T h; dout also flows on to xm (the residual) */
-    op_mm_dx(g->dh, dout, W->w_down, N, d, f, 0.0f);
-    op_rnd(g, g->dh, nf);
+    op_mm_dx(g->s.dh, dout, W->w_down, N, d, f, 0.0f);
+    op_rnd(g, g->s.dh, nf);
     if (g->inj && g->inj->inf_grad_layer == l)
-        g->dh[0] = INFINITY; /* the lessons' injected overflow */
-    op_check(g, g->dh, nf, l, "grad mlp hidden");
+        g->s.dh[0] = INFINITY; /* the lessons' injected overflow */
+    op_check(g, g->s.dh, nf, l, "grad mlp hidden");
     op_weight_grad(g, l, "grad w_down", G->w_down, dout, w[A_H], d, f);
 
     /* h = silu(a) u: see op_swiglu_backward */
-    op_swiglu_backward(g, g->dg, g->du, g->dh, w[A_G], w[A_U], nf);
-    const float *xn2 = op_sp_gather(g, g->xg, w[A_XN2], "mlp norm again");
-    op_weight_grad(g, l, "grad w_gate", G->w_gate, g->dg, xn2, f, d);
-    op_weight_grad(g, l, "grad w_up", G->w_up, g->du, xn2, f, d);
+    op_swiglu_backward(g, g->s.dg, g->s.du, g->s.dh, w[A_G], w[A_U], nf);
+    const float *xn2 = op_sp_gather(g, g->s.xg, w[A_XN2], "mlp norm again");
+    op_weight_grad(g, l, "grad w_gate", G->w_gate, g->s.dg, xn2, f, d);
+    op_weight_grad(g, l, "grad w_up", G->w_up, g->s.du, xn2, f, d);
     /* a = xn2 Wg^T, u = xn2 Wu^T: dxn2 = da Wg + du Wu */
-    op_mm_dx(g->dxn, g->dg, W->w_gate, N, f, d, 0.0f);
-    op_mm_dx(g->dxn, g->du, W->w_up, N, f, d, 1.0f);
-    op_produced(g, g->dxn, nd, l, "grad mlp norm");
-    op_tp_reduce_rows(g, g->dxn, "grad mlp norm"); /* xn2 fed every rank's share of the width */
+    op_mm_dx(g->s.dxn, g->s.dg, W->w_gate, N, f, d, 0.0f);
+    op_mm_dx(g->s.dxn, g->s.du, W->w_up, N, f, d, 1.0f);
+    op_produced(g, g->s.dxn, nd, l, "grad mlp norm");
+    op_tp_reduce_rows(g, g->s.dxn, "grad mlp norm"); /* xn2 fed every rank's share of the width */
     /* xn2 = RMSNorm(xm): see op_rms_bwd; dxm joins the residual's gradient in dres */
-    op_rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->dxn, g->nl, d);
+    op_rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->s.dxn, g->nl, d);
     op_produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
     op_produced(g, dres, nld, l, "grad attn residual");
 }
@@ -387,29 +396,29 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     int N = g->N, d = g->c.d, dl = g->dl;
     size_t nd = (size_t)N * d, nld = (size_t)g->nl * d;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
-    float **w = g->w;
-    const float *dxm = op_sp_gather(g, g->dg_full, dres, "grad attn proj"); /* every row */
+    float **w = g->s.w;
+    const float *dxm = op_sp_gather(g, g->s.dg_full, dres, "grad attn proj"); /* every row */
 
     /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
-    op_mm_dx(g->datt, dxm, W->wo, N, d, dl, 0.0f);
-    op_rnd(g, g->datt, (size_t)N * dl);
+    op_mm_dx(g->s.datt, dxm, W->wo, N, d, dl, 0.0f);
+    op_rnd(g, g->s.datt, (size_t)N * dl);
     op_weight_grad(g, l, "grad wo", G->wo, dxm, w[A_ATT], d, dl);
     /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see op_attn_core_backward */
-    if (g->cp > 1)
+    if (g->ring.cp > 1)
         op_ring_backward(g, l);
     else
         op_attn_core_backward(g, l);
-    const float *xn1 = op_sp_gather(g, g->xg, w[A_XN1], "attn norm again");
-    op_weight_grad(g, l, "grad wq", G->wq, g->dq, xn1, dl, d);
-    op_weight_grad(g, l, "grad wk", G->wk, g->dk, xn1, dl, d);
-    op_weight_grad(g, l, "grad wv", G->wv, g->dv, xn1, dl, d);
+    const float *xn1 = op_sp_gather(g, g->s.xg, w[A_XN1], "attn norm again");
+    op_weight_grad(g, l, "grad wq", G->wq, g->s.dq, xn1, dl, d);
+    op_weight_grad(g, l, "grad wk", G->wk, g->s.dk, xn1, dl, d);
+    op_weight_grad(g, l, "grad wv", G->wv, g->s.dv, xn1, dl, d);
     /* q, k, v = xn1 W^T: dxn1 = dq Wq + dk Wk + dv Wv */
-    op_mm_dx(g->dxn, g->dq, W->wq, N, dl, d, 0.0f);
-    op_mm_dx(g->dxn, g->dk, W->wk, N, dl, d, 1.0f);
-    op_mm_dx(g->dxn, g->dv, W->wv, N, dl, d, 1.0f);
-    op_produced(g, g->dxn, nd, l, "grad attn norm");
-    op_tp_reduce_rows(g, g->dxn, "grad attn norm"); /* xn1 fed every rank's heads */
-    op_rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->dxn, g->nl, d);
+    op_mm_dx(g->s.dxn, g->s.dq, W->wq, N, dl, d, 0.0f);
+    op_mm_dx(g->s.dxn, g->s.dk, W->wk, N, dl, d, 1.0f);
+    op_mm_dx(g->s.dxn, g->s.dv, W->wv, N, dl, d, 1.0f);
+    op_produced(g, g->s.dxn, nd, l, "grad attn norm");
+    op_tp_reduce_rows(g, g->s.dxn, "grad attn norm"); /* xn1 fed every rank's heads */
+    op_rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->s.dxn, g->nl, d);
     op_produced_grad(g, G->attn_norm, (size_t)d, l, "grad attn_norm");
     op_produced(g, dres, nld, l, "grad input");
 }
@@ -427,15 +436,15 @@ static void load_set(struct gpt *g, int l, void **set)
 {
     bind(g, set);
     for (int a = 0; a < A_COUNT; a++)
-        if (set[a] && set[a] != g->w[a])
-            op_load(g, g->w[a], set[a], act_elems(g, a, sz_of(g, l)));
+        if (set[a] && a != A_ROUTE && set[a] != g->s.w[a])
+            op_load(g, g->s.w[a], set[a], act_elems(g, a, sz_of(g, l)));
     if (!set[A_P]) { /* selective: the attention core comes back to life, in its slot */
         charge(g, (long long)act_bytes(g, A_P, SZ_DENSE));
         if (g->fmt == FP_FP32)
-            g->w[A_P] = g->pslot;
+            g->s.w[A_P] = g->pslot;
         op_attn_probs(g, l);
-        if (g->w[A_P] != g->pslot) /* already rounded: exact */
-            op_store(g, g->pslot, g->w[A_P], act_elems(g, A_P, SZ_DENSE));
+        if (g->s.w[A_P] != g->pslot) /* already rounded: exact */
+            op_store(g, g->pslot, g->s.w[A_P], act_elems(g, A_P, SZ_DENSE));
         op_compute(g, attn_flops(g) / 2, "recompute", l);
     }
 }
@@ -464,8 +473,8 @@ static void step_begin(struct gpt *g)
     g->nonfinite_forward = false;
     memset(g->underflow, 0, ((size_t)g->c.layers + 1) * sizeof *g->underflow);
     g->underflow_total = 0;
-    g->ring_scores = 0;
-    g->aux = 0, g->routed = g->dropped = 0;
+    g->ring.scores = 0;
+    g->moe.aux = 0, g->moe.routed = g->moe.dropped = 0;
 }
 
 /* The load-balancing loss's weight in the backward pass: the loss scale, times this batch's
@@ -473,7 +482,7 @@ static void step_begin(struct gpt *g)
  * GPUs', a micro-batch's one of the micro-batches': the gradients add up to their mean's). */
 static void set_aux_scale(struct gpt *g, float loss_scale)
 {
-    g->aux_scale = (double)loss_scale * (double)g->N / g->loss_tokens;
+    g->moe.aux_scale = (double)loss_scale * (double)g->N / g->loss_tokens;
 }
 
 /* The embedding lookup: the residual stream starts as the rows of the tokens. */
@@ -486,15 +495,15 @@ static void embed_forward(struct gpt *g, const int32_t *tokens)
      * come from their rank in the sum */
     for (int r = 0; r < N; r++) {
         int t = tokens[r] - g->v0;
-        float *x = g->res + (size_t)r * d;
+        float *x = g->s.res + (size_t)r * d;
         if (t >= 0 && t < g->vl)
             memcpy(x, E + (size_t)t * d, (size_t)d * 4);
         else
             memset(x, 0, (size_t)d * 4);
     }
-    op_tp_reduce_rows(g, g->res, "embedding"); /* under sequence parallelism: this rank's rows */
+    op_tp_reduce_rows(g, g->s.res, "embedding"); /* under sequence parallelism: this rank's rows */
     op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_EMBED);
-    op_check(g, g->res, (size_t)g->nl * d, -1, "embedding");
+    op_check(g, g->s.res, (size_t)g->nl * d, -1, "embedding");
 }
 
 /* The part's layers on the residual stream, keeping what the backward pass of micro-batch
@@ -511,9 +520,9 @@ static void layers_forward(struct gpt *g, int slot)
                 set[A_X] = g->segin[slot * g->nseg + k / g->seg];
                 charge(g, (long long)act_bytes(g, A_X, SZ_DENSE));
             }
-            layer_forward(g, l, g->res, set);
+            layer_forward(g, l, g->s.res, set);
         } else {
-            layer_forward(g, l, g->res, saved_set(g, slot, l));
+            layer_forward(g, l, g->s.res, saved_set(g, slot, l));
             charge(g, (long long)set_bytes(g, saved_set(g, slot, l), l));
         }
         op_compute(g, layer_fwd_work(g, l), "forward", l);
@@ -531,32 +540,32 @@ static double parallel_cross_entropy(struct gpt *g, float *probs, const int32_t 
     int N = g->N, V = g->vl;
     prof_enter(PROF_LOSS);
     for (int r = 0; r < N; r++) {
-        const float *z = g->logits + (size_t)r * V;
+        const float *z = g->s.logits + (size_t)r * V;
         float mx = z[0];
         for (int j = 1; j < V; j++)
             mx = z[j] > mx ? z[j] : mx;
-        g->rowmax[r] = mx;
+        g->s.rowmax[r] = mx;
     }
-    g->alloc.tp_reduce(g->alloc.ctx, g->rowmax, (size_t)N, GPT_TP_MAX_FP32, "logits max");
+    g->alloc.tp_reduce(g->alloc.ctx, g->s.rowmax, (size_t)N, GPT_TP_MAX_FP32, "logits max");
     for (int r = 0; r < N; r++) {
-        const float *z = g->logits + (size_t)r * V;
+        const float *z = g->s.logits + (size_t)r * V;
         double s = 0;
         for (int j = 0; j < V; j++)
-            s += exp((double)z[j] - g->rowmax[r]);
+            s += exp((double)z[j] - g->s.rowmax[r]);
         int t = targets[r] - g->v0;
-        g->rowsum[r] = (float)s;
-        g->rowtgt[r] = t >= 0 && t < V ? z[t] : 0.0f;
+        g->s.rowsum[r] = (float)s;
+        g->s.rowtgt[r] = t >= 0 && t < V ? z[t] : 0.0f;
     }
-    g->alloc.tp_reduce(g->alloc.ctx, g->rowsum, (size_t)N, GPT_TP_SUM_FP32, "sum of exp(logits)");
-    g->alloc.tp_reduce(g->alloc.ctx, g->rowtgt, (size_t)N, GPT_TP_SUM_FP32, "target logits");
+    g->alloc.tp_reduce(g->alloc.ctx, g->s.rowsum, (size_t)N, GPT_TP_SUM_FP32, "sum of exp(logits)");
+    g->alloc.tp_reduce(g->alloc.ctx, g->s.rowtgt, (size_t)N, GPT_TP_SUM_FP32, "target logits");
     double loss = 0;
     for (int r = 0; r < N; r++) {
-        const float *z = g->logits + (size_t)r * V;
+        const float *z = g->s.logits + (size_t)r * V;
         float *pr = probs + (size_t)r * V;
-        double lse = log((double)g->rowsum[r]) + g->rowmax[r];
+        double lse = log((double)g->s.rowsum[r]) + g->s.rowmax[r];
         for (int j = 0; j < V; j++)
             pr[j] = (float)exp((double)z[j] - lse);
-        loss += lse - g->rowtgt[r];
+        loss += lse - g->s.rowtgt[r];
     }
     prof_leave();
     return loss;
@@ -570,14 +579,14 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
     void **head = g->head[slot];
     const float *E = g->params, *wf = g->params + g->nparams - d;
     op_hook(g, GPT_HOOK_FORWARD, GPT_UNIT_HEAD);
-    op_store(g, head[H_X], g->res, nld);
-    op_rmsnorm(g, -1, "final norm", g->hn, head[H_RSTD], g->res, wf);
-    op_store(g, head[H_N], g->hn, nld);
-    op_mm_fwd(g->logits, op_sp_gather(g, g->xg, g->hn, "final norm"), E, N, V, d);
+    op_store(g, head[H_X], g->s.res, nld);
+    op_rmsnorm(g, -1, "final norm", g->s.hn, head[H_RSTD], g->s.res, wf);
+    op_store(g, head[H_N], g->s.hn, nld);
+    op_mm_fwd(g->s.logits, op_sp_gather(g, g->s.xg, g->s.hn, "final norm"), E, N, V, d);
     if (g->inj && g->inj->logit_factor != 1.0f)
         for (size_t i = 0; i < nv; i++)
-            g->logits[i] *= g->inj->logit_factor; /* the lessons' bad batch */
-    op_produced(g, g->logits, nv, -1, "logits");
+            g->s.logits[i] *= g->inj->logit_factor; /* the lessons' bad batch */
+    op_produced(g, g->s.logits, nv, -1, "logits");
     float *probs = head[H_PROBS];
     double loss = 0;
     if (g->tp > 1) {
@@ -588,7 +597,7 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
     }
     prof_enter(PROF_LOSS);
     for (int r = 0; r < N; r++) {
-        const float *z = g->logits + (size_t)r * V;
+        const float *z = g->s.logits + (size_t)r * V;
         float *pr = probs + (size_t)r * V;
         float mx = z[0];
         for (int j = 1; j < V; j++)
@@ -615,7 +624,7 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
     int N = g->N, d = g->c.d, V = g->vl, L = g->c.layers; /* this rank's vocabulary */
     size_t nd = (size_t)N * d, nv = (size_t)N * V;
     void **head = g->head[slot];
-    float *E = g->params, *gE = g->grads, *dl = g->logits;
+    float *E = g->params, *gE = g->grads, *dl = g->s.logits;
     const float *probs = head[H_PROBS];
     float coef = loss_scale / (float)g->loss_tokens;
     prof_enter(PROF_LOSS);
@@ -636,19 +645,20 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
             dl[i] *= g->inj->logit_factor;
     op_produced(g, dl, nv, -1, "grad logits");
     size_t nld = (size_t)g->nl * d; /* the residual stream's rows */
-    op_load(g, g->hn, head[H_N], nld);
-    op_load(g, g->hx, head[H_X], nld);
-    memcpy(g->hrstd, head[H_RSTD], (size_t)g->nl * 4);
-    const float *hn = op_sp_gather(g, g->xg, g->hn, "final norm again"); /* every row */
+    op_load(g, g->s.hn, head[H_N], nld);
+    op_load(g, g->s.hx, head[H_X], nld);
+    memcpy(g->s.hrstd, head[H_RSTD], (size_t)g->nl * 4);
+    const float *hn = op_sp_gather(g, g->s.xg, g->s.hn, "final norm again"); /* every row */
     op_mm_dw_acc(gE, dl, hn, N, V, d, g->accumulate); /* the head's share of the embedding's */
-    op_mm_dx(g->dxn, dl, E, N, V, d, 0.0f);
-    op_rnd(g, g->dxn, nd);
-    op_tp_reduce_rows(g, g->dxn, "grad head input"); /* hn fed every rank's vocabulary */
-    memset(g->dres, 0, nld * 4);
+    op_mm_dx(g->s.dxn, dl, E, N, V, d, 0.0f);
+    op_rnd(g, g->s.dxn, nd);
+    op_tp_reduce_rows(g, g->s.dxn, "grad head input"); /* hn fed every rank's vocabulary */
+    memset(g->s.dres, 0, nld * 4);
     float *gwf = g->grads + g->nparams - d;
-    op_rms_bwd(g, g->dres, gwf, g->hx, g->hrstd, g->params + g->nparams - d, g->dxn, g->nl, d);
+    op_rms_bwd(g, g->s.dres, gwf, g->s.hx, g->s.hrstd, g->params + g->nparams - d, g->s.dxn, g->nl,
+               d);
     op_produced_grad(g, gwf, (size_t)d, L, "grad final_norm");
-    op_produced(g, g->dres, nld, -1, "grad final norm");
+    op_produced(g, g->s.dres, nld, -1, "grad final norm");
     op_compute(g, 2 * head_flops(g), "head backward", -1);
     charge(g, -(long long)g->head_bytes);
     op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
@@ -666,10 +676,10 @@ static void layers_backward(struct gpt *g, int slot)
         for (int s = g->nseg - 1; s >= 0; s--) {
             int a = l0 + s * g->seg, b = a + g->seg < l1 ? a + g->seg : l1;
             /* recompute the segment from its checkpoint */
-            op_load(g, g->res, g->segin[slot * g->nseg + s], nd);
+            op_load(g, g->s.res, g->segin[slot * g->nseg + s], nd);
             for (int l = a; l < b; l++) {
                 op_hook(g, g->seg == 1 ? GPT_HOOK_BACKWARD : GPT_HOOK_FORWARD, l);
-                layer_forward(g, l, g->res, g->pool[l - a]);
+                layer_forward(g, l, g->s.res, g->pool[l - a]);
                 /* the segment's first input is its checkpoint, already charged */
                 charge(g,
                        (long long)(layer_bytes(g, l) - (l == a ? act_bytes(g, A_X, SZ_DENSE) : 0)));
@@ -681,7 +691,7 @@ static void layers_backward(struct gpt *g, int slot)
                 if (g->seg > 1)
                     op_hook(g, GPT_HOOK_BACKWARD, l);
                 load_set(g, l, g->pool[l - a]);
-                layer_backward(g, l, g->dres);
+                layer_backward(g, l, g->s.dres);
                 op_compute(g, layer_bwd_work(g, l), "backward", l);
                 charge(g, -(long long)layer_bytes(g, l));
                 op_hook(g, GPT_HOOK_GRADS, l);
@@ -691,7 +701,7 @@ static void layers_backward(struct gpt *g, int slot)
         for (int l = l1 - 1; l >= l0; l--) {
             op_hook(g, GPT_HOOK_BACKWARD, l);
             load_set(g, l, saved_set(g, slot, l));
-            layer_backward(g, l, g->dres);
+            layer_backward(g, l, g->s.dres);
             op_compute(g, layer_bwd_work(g, l), "backward", l);
             charge(g, -(long long)layer_bytes(g, l));
             op_hook(g, GPT_HOOK_GRADS, l);
@@ -706,7 +716,7 @@ static void embed_backward(struct gpt *g, const int32_t *tokens)
     float *gE = g->grads;
     if (!g->part.head && !g->accumulate) /* no head share: the rows alone */
         memset(gE, 0, (size_t)V * d * sizeof *gE);
-    const float *dx = op_sp_gather(g, g->dg_full, g->dres, "grad embedding"); /* every row */
+    const float *dx = op_sp_gather(g, g->s.dg_full, g->s.dres, "grad embedding"); /* every row */
     for (int r = 0; r < N; r++) {
         int t = tokens[r] - g->v0;
         if (t < 0 || t >= V)
@@ -729,7 +739,7 @@ static double whole_forward(struct gpt *g, const int32_t *tokens, const int32_t 
     g->in_forward = true;
     embed_forward(g, tokens);
     layers_forward(g, 0);
-    double loss = head_forward(g, 0, targets) + g->aux; /* the experts' load-balancing loss */
+    double loss = head_forward(g, 0, targets) + g->moe.aux; /* the experts' load-balancing loss */
     g->in_forward = false;
     return loss;
 }
@@ -770,19 +780,19 @@ double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const vo
                         const int32_t *targets, const struct gpt_inject *inj)
 {
     size_t nd = (size_t)g->nl * g->c.d; /* this rank's rows of the stream */
-    double aux = g->aux;
+    double aux = g->moe.aux;
     g->inj = inj;
     g->in_forward = true;
     if (g->part.embed)
         embed_forward(g, tokens);
     else
-        op_load(g, g->res, in, nd);
+        op_load(g, g->s.res, in, nd);
     layers_forward(g, slot);
     double loss = NAN;
     if (g->part.head) /* with this micro-batch's load-balancing loss in this part's layers */
-        loss = head_forward(g, slot, targets) + (g->aux - aux);
+        loss = head_forward(g, slot, targets) + (g->moe.aux - aux);
     else
-        op_store(g, out, g->res, nd); /* already in the format: exact */
+        op_store(g, out, g->s.res, nd); /* already in the format: exact */
     g->in_forward = false;
     g->inj = NULL;
     return loss;
@@ -799,12 +809,12 @@ void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int
     if (g->part.head)
         head_backward(g, slot, targets, loss_scale);
     else
-        op_load(g, g->dres, dout, nd);
+        op_load(g, g->s.dres, dout, nd);
     layers_backward(g, slot);
     if (g->part.embed)
         embed_backward(g, tokens);
     else
-        op_store(g, din, g->dres, nd);
+        op_store(g, din, g->s.dres, nd);
     g->accumulate = false;
     g->inj = NULL;
 }

@@ -7,19 +7,23 @@
 #include <stdbool.h>
 #include <string.h>
 
-int moe_capacity(int n, int experts, int k, double capacity_factor)
+#include "base/experts.h"
+
+size_t moe_table_words(int n, int k, int experts)
 {
-    if (!(capacity_factor > 0))
-        return n;
-    double c = ceil(capacity_factor * k * (double)n / experts);
-    return c < n ? (int)c : n;
+    return 3 * (size_t)n * (size_t)k + 3 * (size_t)experts;
 }
 
-size_t moe_rows(int n, int experts, int k, double capacity_factor)
+struct moe_table moe_table_at(void *block, int n, int k, int experts)
 {
-    if (!(capacity_factor > 0))
-        return (size_t)k * (size_t)n;
-    return (size_t)experts * (size_t)moe_capacity(n, experts, k, capacity_factor);
+    size_t nk = (size_t)n * (size_t)k, E = (size_t)experts;
+    int32_t *w = block; /* 4-byte words: int32_t and float alike */
+    return (struct moe_table){.choice = w,
+                              .row = w + nk,
+                              .gate = (float *)(void *)(w + 2 * nk),
+                              .off = w + 3 * nk,
+                              .kept = w + 3 * nk + E,
+                              .load = w + 3 * nk + 2 * E};
 }
 
 /* The k largest of p[0..E-1], largest first; ties go to the lower index. */
@@ -41,7 +45,7 @@ static void top_k(const float *p, int E, int k, int32_t *out)
 double moe_route(struct moe_route *r, const float *logits, double capacity_factor, double aux_coef)
 {
     int n = r->n, E = r->experts, k = r->k;
-    r->cap = moe_capacity(n, E, k, capacity_factor);
+    r->cap = (int)experts_capacity(n, E, k, capacity_factor);
     r->dropped = 0;
     memset(r->load, 0, (size_t)E * sizeof *r->load);
     memset(r->kept, 0, (size_t)E * sizeof *r->kept);

@@ -12,16 +12,16 @@
  *                   2021, eq. 2: the router's gradient reaches it through the gate); k = 2:
  *                   g_j = p_j / (p_1 + p_2), the softmax over the top-k logits, as Mixtral does
  *                   (Jiang et al. 2024, "Mixtral of Experts", eq. 1: Softmax(TopK(x Wg)))
- *   capacity        an expert takes at most cap = ceil(C k n / E) tokens (Switch's expert
- *                   capacity, tokens / experts x capacity factor, eq. 3, with the k choices of
- *                   each token counted, as Megatron-LM's get_capacity is called with n k); the
+ *   capacity        an expert takes at most cap = ceil(C k n / E) tokens (base/experts.h's
+ *                   rule: Switch's expert capacity, with the k choices of each token counted,
+ *                   as Megatron-LM's get_capacity is called with n k); the
  *                   first choices of every token, in token order, take their rows before any
  *                   second choice (GShard, Lepikhin et al. 2020, Algorithm 1); a choice past an
  *                   expert's capacity is dropped: that token gets nothing from that expert and
  *                   passes through the residual alone (its other choice still counts, with the
  *                   weight it had). C = 0: no limit (cap = n, nothing dropped)
  *   rows            expert e's tokens are rows off[e] .. off[e] + kept[e] - 1 of a buffer of
- *                   moe_rows rows: with a capacity, E x cap rows, expert e's from e cap (the
+ *                   experts_rows rows: with a capacity, E x cap rows, expert e's from e cap (the
  *                   static [E, cap, d] shape of GShard's dispatch); without, the k n choices
  *                   packed expert by expert
  *   load-balancing  aux = α E Σ_i f_i P_i (Fedus et al. 2021, eq. 4-6), f_i the share of the
@@ -37,8 +37,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A layer's routing as its backward pass needs it, in a block of moe_table_words 4-byte words
+ * (what the layer keeps, model/gpt_impl.h's A_ROUTE): each of the n k choices' expert, row and
+ * gate, then each expert's first row, kept tokens and load. */
+struct moe_table {
+    int32_t *choice, *row;
+    float *gate;
+    int32_t *off, *kept, *load;
+};
+size_t moe_table_words(int n, int k, int experts);
+struct moe_table moe_table_at(void *block, int n, int k, int experts);
+
 /* One layer's routing of n tokens. The arrays are the caller's: probs [n E], choice, row,
- * gate [n k], off, kept, load [E]. */
+ * gate [n k], off, kept, load [E] (a struct moe_table's). */
 struct moe_route {
     int n, experts, k, cap;
     float *probs;
@@ -48,11 +59,6 @@ struct moe_route {
     int32_t *off, *kept, *load;
     long dropped; /* choices dropped past a capacity */
 };
-
-/* Tokens an expert takes at most: ceil(C k n / E), at most n; n for C = 0. */
-int moe_capacity(int n, int experts, int k, double capacity_factor);
-/* Rows of the experts' buffer: E cap with a capacity, k n without. */
-size_t moe_rows(int n, int experts, int k, double capacity_factor);
 
 /* Routes n tokens from their logits [n, E]: fills r (whose n, experts, k and arrays are set)
  * and returns the load-balancing loss with coefficient aux_coef. */

@@ -27,6 +27,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/cpu.h"
@@ -72,6 +73,56 @@ int fp_parse_format(const char *s, enum fp_format *out, struct error *e)
     return error_set(e, ERR_INVAL,
                      "'%s' is not a number format (fp32, fp16, bf16, fp8_e4m3, fp8_e5m2)",
                      s ? s : "");
+}
+
+int fp_bytes(enum fp_format f)
+{
+    return infos[f].bits / 8;
+}
+
+static const struct fp_precision precisions[] = {
+    {FP_FP32, false, false},
+    {FP_BF16, true, false},
+    {FP_FP16, true, true},
+};
+#define NPRECISIONS ((int)(sizeof precisions / sizeof precisions[0]))
+
+const struct fp_precision *fp_precisions(int *n)
+{
+    *n = NPRECISIONS;
+    return precisions;
+}
+
+const struct fp_precision *fp_precision(enum fp_format f)
+{
+    for (int i = 0; i < NPRECISIONS; i++)
+        if (precisions[i].format == f)
+            return &precisions[i];
+    return NULL;
+}
+
+enum fp_format fp_precision_step(enum fp_format f, int dir)
+{
+    const struct fp_precision *p = fp_precision(f);
+    int i = p ? (int)(p - precisions) : 0;
+    return precisions[((i + dir) % NPRECISIONS + NPRECISIONS) % NPRECISIONS].format;
+}
+
+int fp_parse_precision(const char *s, enum fp_format *out, struct error *e)
+{
+    enum fp_format f;
+    if (s && fp_parse_format(s, &f, NULL) == 0 && fp_precision(f)) {
+        *out = f;
+        return 0;
+    }
+    char names[64] = "";
+    for (int i = 0, at = 0; i < NPRECISIONS && at < (int)sizeof names; i++)
+        at += snprintf(names + at, sizeof names - (size_t)at, "%s%s",
+                       i == 0                 ? ""
+                       : i == NPRECISIONS - 1 ? " or "
+                                              : ", ",
+                       infos[precisions[i].format].name);
+    return error_set(e, ERR_INVAL, "'%s' is not a precision (use %s)", s ? s : "", names);
 }
 
 uint32_t fp_f32_bits(float x)

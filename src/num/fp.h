@@ -33,6 +33,30 @@ const struct fp_info *fp_info(enum fp_format f);
 /* "fp32", "fp16", "bf16", "fp8_e4m3"/"e4m3", "fp8_e5m2"/"e5m2"; 0 or ERR_INVAL with a message. */
 int fp_parse_format(const char *s, enum fp_format *out, struct error *e);
 
+/* Bytes one value of format f takes: 4, 2 or 1. */
+int fp_bytes(enum fp_format f);
+
+/* The precisions a run trains in and the calculator sizes (train --precision, memory, plan,
+ * the panels), in the order they are offered: fp32, bf16, fp16. The weights, gradients and
+ * activations are held in the format; a mixed precision keeps fp32 master weights beside them;
+ * a scaled one (fp16, whose range needs it) trains with a dynamic loss scale unless told
+ * otherwise. A new training precision is a line of this table (num/fp.c). */
+struct fp_precision {
+    enum fp_format format;
+    bool mixed;  /* fp32 master weights beside the format's */
+    bool scaled; /* a dynamic loss scale by default */
+};
+/* The table, *n lines. */
+const struct fp_precision *fp_precisions(int *n);
+/* f's line, or NULL when no run trains in f. */
+const struct fp_precision *fp_precision(enum fp_format f);
+/* The precision dir lines after f's in the table (dir -1: before), round the table's end: a
+ * knob's next. */
+enum fp_format fp_precision_step(enum fp_format f, int dir);
+/* The one reader of a training precision, for every command and panel: 0, or ERR_INVAL
+ * "'S' is not a precision (use fp32, bf16 or fp16)". */
+int fp_parse_precision(const char *s, enum fp_format *out, struct error *e);
+
 /* Nearest value of x in format f, round to nearest even, subnormals kept, overflow as the
  * format does it; the result's bits in the low bits of the return value. */
 uint32_t fp_encode(enum fp_format f, float x);

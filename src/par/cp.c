@@ -6,20 +6,21 @@
 #include <stdlib.h>
 
 #include "base/error.h"
+#include "model/ringattn.h"
 #include "num/fp.h"
 #include "par/dp.h"
 #include "par/layout.h"
+#include "par/xbuf.h"
 #include "sim/cluster.h"
 
 struct cp_ring {
-    struct device *d;
+    struct xbuf x;  /* room for a block's K, V, dK, dV in the training format */
     int next, prev; /* the device ranks the ring sends to and receives from */
     struct dp_mem mem;
-    enum fp_format fmt;
-    void *sbuf, *rbuf; /* a block's K, V, dK, dV in the training format */
-    size_t buf_bytes;
-    uint64_t sent;
-    struct error err;
+    int seq, cp, cprank; /* the sequence's tokens, the ring's GPUs and this one's place */
+    enum ring_split split;
+    int32_t *share; /* this GPU's tokens of a data-parallel share's sequences, then targets */
+    size_t share_bytes;
 };
 
 int cp_new(struct cp_ring **out, const struct train_opts *o, const struct layout_place *pl,
@@ -31,18 +32,25 @@ int cp_new(struct cp_ring **out, const struct train_opts *o, const struct layout
     struct cp_ring *c = calloc(1, sizeof *c);
     if (!c)
         return error_set(e, ERR_NOMEM, "out of memory for context parallelism");
-    c->d = d, c->mem = *mem, c->fmt = o->precision;
+    c->mem = *mem;
     c->next = layout_rank(pl, LAYOUT_CP, (pl->cprank + 1) % pl->cp);
     c->prev = layout_rank(pl, LAYOUT_CP, (pl->cprank + pl->cp - 1) % pl->cp);
     /* K, V, dK, dV of this GPU's tokens and heads: 4 x micro x seq / cp x d / tp elements */
     size_t elems =
         4 * (size_t)pl->micro * (size_t)(o->shape.seq / pl->cp) * (size_t)(o->shape.d / pl->tp);
-    c->buf_bytes = elems * (size_t)(fp_info(c->fmt)->bits / 8);
-    c->sbuf = mem->alloc(mem->ctx, GPT_MEM_COMM, c->buf_bytes, "ring send buffer");
-    c->rbuf = mem->alloc(mem->ctx, GPT_MEM_COMM, c->buf_bytes, "ring receive buffer");
-    if (!c->sbuf || !c->rbuf) {
+    c->seq = o->shape.seq, c->cp = pl->cp, c->cprank = pl->cprank;
+    c->split = o->cp_naive ? RING_NAIVE : RING_BALANCED;
+    c->share_bytes = 2 * (size_t)(o->batch / pl->dp) * (size_t)(c->seq / c->cp) * sizeof(int32_t);
+    int rc = xbuf_init(&c->x, d, mem, o->precision, elems, "ring send buffer",
+                       "ring receive buffer", "context parallelism's ring", e);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    c->share = mem->alloc(mem->ctx, GPT_MEM_WORKSPACE, c->share_bytes, "batch share");
+    if (!c->share) {
         cp_free(c);
-        return error_set(e, ERR_NOMEM, "out of memory for context parallelism's ring buffers");
+        return error_set(e, ERR_NOMEM, "out of memory for context parallelism's batch share");
     }
     *out = c;
     return 0;
@@ -52,53 +60,97 @@ void cp_free(struct cp_ring *c)
 {
     if (!c)
         return;
-    if (c->sbuf)
-        c->mem.free(c->mem.ctx, GPT_MEM_COMM, c->sbuf, c->buf_bytes);
-    if (c->rbuf)
-        c->mem.free(c->mem.ctx, GPT_MEM_COMM, c->rbuf, c->buf_bytes);
+    xbuf_fini(&c->x);
+    if (c->share)
+        c->mem.free(c->mem.ctx, GPT_MEM_WORKSPACE, c->share, c->share_bytes);
     free(c);
 }
 
-void cp_step_begin(struct cp_ring *c)
+void cp_share(struct cp_ring *c, int rows, const int32_t **tokens, const int32_t **targets)
 {
-    if (c)
-        c->sent = 0;
+    size_t T = (size_t)c->seq, n = T / (size_t)c->cp, share = (size_t)rows * n;
+    const int32_t *whole[2] = {*tokens, *targets};
+    for (size_t k = 0; k < 2; k++) /* the tokens, the targets */
+        for (size_t b = 0; b < (size_t)rows; b++)
+            for (size_t i = 0; i < n; i++)
+                c->share[k * share + b * n + i] =
+                    whole[k][b * T +
+                             (size_t)ring_position((int)T, c->cp, c->cprank, c->split, (int)i)];
+    *tokens = c->share, *targets = c->share + share;
 }
 
 void cp_shift(struct cp_ring *c, const float *send, float *recv, size_t n, const char *what)
 {
-    if (!c || !c->d || c->err.code)
+    struct xbuf *x = c ? &c->x : NULL;
+    if (!x || !xbuf_pack(x, send, n, "context parallelism's ring"))
         return;
-    size_t bytes = n * (size_t)(fp_info(c->fmt)->bits / 8);
-    if (bytes > c->buf_bytes) {
-        error_set(&c->err, ERR_RUN,
-                  "context parallelism: %zu elements round the ring, room for %zu", n,
-                  c->buf_bytes / (size_t)(fp_info(c->fmt)->bits / 8));
-        return;
-    }
-    fp_pack_n(c->fmt, c->sbuf, send, n); /* the values are in the format already: exact */
     struct dev_tag tag = {.phase = what};
-    uint64_t before = dev_stats(c->d).bytes_sent;
-    if (dev_sendrecv(c->d, c->next, c->sbuf, bytes, c->prev, c->rbuf, bytes, &tag, NULL, NULL,
-                     &c->err) == 0)
-        fp_unpack_n(c->fmt, recv, c->rbuf, n);
-    c->sent += dev_stats(c->d).bytes_sent - before;
+    size_t bytes = xbuf_size(x, n);
+    uint64_t before = xbuf_device_sent(x);
+    int rc = dev_sendrecv(x->d, c->next, x->send, bytes, c->prev, x->recv, bytes, &tag, NULL, NULL,
+                          &x->err);
+    xbuf_unpack(x, rc, before, recv, n);
 }
 
-int cp_failed(const struct cp_ring *c, struct error *e)
+/* ------------------------------------------------------------------ its face */
+
+static int check(const struct train_opts *o, struct error *e)
 {
-    if (!c || !c->err.code)
+    enum ring_split split = o->cp_naive ? RING_NAIVE : RING_BALANCED;
+    if (o->cp == 1)
         return 0;
-    *e = c->err;
-    return c->err.code;
+    if (!ring_split_ok(o->shape.seq, o->cp, split))
+        return error_set(e, ERR_INVAL,
+                         "--cp %d cuts the sequence of %d tokens in %d chunks%s: it must divide "
+                         "it",
+                         o->cp, o->shape.seq, split == RING_NAIVE ? o->cp : 2 * o->cp,
+                         split == RING_NAIVE ? " (--cp-naive)" : " of T / 2C tokens");
+    if (o->ckpt.kind == CKPT_SELECTIVE)
+        return error_set(e, ERR_INVAL,
+                         "--cp %d with --checkpoint selective: ring attention keeps no attention "
+                         "probabilities, so selective recomputation has nothing to recompute "
+                         "(try full)",
+                         o->cp);
+    if (o->sp && (o->shape.seq / o->cp) % o->tp)
+        return error_set(e, ERR_INVAL,
+                         "--sequence-parallel splits each GPU's %d tokens (seq / --cp %d) over "
+                         "--tp %d: it must divide them",
+                         o->shape.seq / o->cp, o->cp, o->tp);
+    return 0;
 }
 
-uint64_t cp_sent(const struct cp_ring *c)
+static void count(const struct train_opts *o, const struct layout_place *pl,
+                  struct strategy_count *c)
 {
-    return c ? c->sent : 0;
+    if (pl->cp == 1)
+        return;
+    c->buffers += 3;
+    c->messages += layout_calls(o, pl).cp_shift;
 }
 
-size_t cp_mem_bytes(const struct cp_ring *c, enum gpt_mem kind)
+static void step_begin(void *self)
 {
-    return c && kind == GPT_MEM_COMM ? 2 * c->buf_bytes : 0;
+    struct cp_ring *c = self;
+    xbuf_step_begin(&c->x);
 }
+
+static int failed(const void *self, struct error *e)
+{
+    const struct cp_ring *c = self;
+    return xbuf_failed(&c->x, e);
+}
+
+static void sent(const void *self, struct strategy_sent *s)
+{
+    const struct cp_ring *c = self;
+    s->bytes[STRATEGY_CP] += c->x.sent;
+}
+
+static size_t mem_bytes(const void *self, enum gpt_mem kind)
+{
+    const struct cp_ring *c = self;
+    return kind == GPT_MEM_COMM ? 2 * c->x.bytes : kind == GPT_MEM_WORKSPACE ? c->share_bytes : 0;
+}
+
+const struct strategy cp_strategy = {STRATEGY_CP, check, count,    step_begin,
+                                     failed,      sent,  mem_bytes};

@@ -5,7 +5,8 @@
  * 2023; model/ringattn.h). The values travel in the training format: packed into a send
  * buffer and received into another, each room for a block's K, V, dK and dV (4 b s/C h/T
  * elements), which a GPU would hold as its two ring buffers (TransformerEngine's
- * p2p_comm_buffers): communication memory. */
+ * p2p_comm_buffers): communication memory. Each GPU computes on its own tokens of every
+ * sequence (model/ringattn.h's split): the ring keeps them, and their targets, for the step. */
 #ifndef SCALELAB_PAR_CP_H
 #define SCALELAB_PAR_CP_H
 
@@ -13,6 +14,7 @@
 #include <stdint.h>
 
 #include "model/gpt.h"
+#include "par/strategy.h"
 
 struct device;
 struct dp_mem;
@@ -28,16 +30,19 @@ int cp_new(struct cp_ring **out, const struct train_opts *o, const struct layout
            struct device *d, const struct dp_mem *mem, struct error *e);
 void cp_free(struct cp_ring *c);
 
-/* A step begins: its bytes are counted from here. */
-void cp_step_begin(struct cp_ring *c);
+/* This GPU's tokens and targets (*tokens, *targets) of `rows` sequences whose whole tokens
+ * and targets are at tokens and targets: its places of each (ring_positions), in a buffer of
+ * the ring's (workspace). */
+void cp_share(struct cp_ring *c, int rows, const int32_t **tokens, const int32_t **targets);
 /* The model's ring step: n floats of send to the next GPU, n from the one before into recv. A
- * failure is kept for cp_failed; later steps of the step do nothing. */
+ * failure is kept for its face's failed; later steps of the step do nothing. */
 void cp_shift(struct cp_ring *c, const float *send, float *recv, size_t n, const char *what);
-/* The first failed ring step: 0, or its code with e set. */
-int cp_failed(const struct cp_ring *c, struct error *e);
-/* Bytes this GPU sent round its ring since the step began. */
-uint64_t cp_sent(const struct cp_ring *c);
-/* Bytes of the buffers it allocated in a category. */
-size_t cp_mem_bytes(const struct cp_ring *c, enum gpt_mem kind);
+
+/* Its face (par/strategy.h), through which the trainer begins its steps, hears of its
+ * failures and reads its bytes sent and held: C dividing the sequence into its chunks, no selective
+ * recomputation (no probabilities are kept), C dividing a GPU's tokens under sequence
+ * parallelism; per GPU three buffers (the ring's two, the tokens' share) and one send for
+ * every ring step the model asks for. */
+extern const struct strategy cp_strategy;
 
 #endif

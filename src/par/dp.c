@@ -100,7 +100,8 @@ void dp_model_seam(const struct train_opts *o, const struct gpt_part *part, stru
         x ? x + shard_padded(n - x, layout_grad_ranks(o)) : shard_padded(n, layout_grad_ranks(o));
 }
 
-long dp_buffers(const struct train_opts *o)
+/* Buffers the strategy allocates for one model chunk. */
+static long buffers(const struct train_opts *o)
 {
     bool mixed = o->precision != FP_FP32;
     struct gpt_alloc s = {0};
@@ -114,23 +115,26 @@ long dp_buffers(const struct train_opts *o)
     return n;
 }
 
-long dp_messages(const struct train_opts *o)
+/* Ring passes of one model chunk's part over its n-GPU gradient group in a step, a pass N - 1
+ * sends: the buckets (cut where the expert ranges begin and end, with expert parallelism),
+ * ZeRO-3's pieces and gathers, the tied embedding's all-reduce between the pipeline's ends. */
+static long passes(const struct train_opts *o, const struct gpt_part *part, int n)
 {
-    int n = layout_grad_ranks(o);
-    if (o->gpus <= 1)
-        return 0;
-    long L = o->shape.layers, steps = n - 1; /* a ring pass: N - 1 sends */
-    size_t es = grad_format(o) == FP_FP32 ? 4 : 2, belems = o->bucket_bytes / es;
-    size_t pad = shard_padded(gpt_param_count(&o->shape), n);
-    long buckets = (long)((pad + (belems ? belems : 1) - 1) / (belems ? belems : 1));
-    long m = o->gpus - 1 + 2; /* the agreement; the embedding's all-reduce between two stages */
-    if (o->zero == 0)
-        m += 2 * steps * buckets;
-    else if (o->zero <= 2)
-        m += steps * buckets + steps; /* reduce-scatters, the weights' all-gather */
-    else /* pieces; the ends (two ranges) and each layer, gathered twice */
-        m += steps * (L + 2) + 2 * steps * (2 + L);
-    return m;
+    long L = part->count, p = 0;
+    if (n > 1 && o->zero >= 3) /* pieces; the ends (two ranges) and each layer, gathered twice */
+        p += (L + 2) + 2 * (2 + L);
+    else if (n > 1) {
+        struct gpt_alloc seam = {0};
+        dp_model_seam(o, part, &seam);
+        size_t es = grad_format(o) == FP_FP32 ? 4 : 2, belems = o->bucket_bytes / es;
+        belems = belems ? belems : 1;
+        long buckets = (long)((seam.padded + belems - 1) / belems);
+        buckets += part->ep > 1 ? 2 * (long)gpt_part_experts(&o->shape, part, NULL, 0) : 0;
+        /* DDP all-reduces each bucket; ZeRO 1-2 reduce-scatter it, then all-gather the
+         * weights at once, or with experts bucket by bucket (packed_update) */
+        p += o->zero == 0 || part->ep > 1 ? 2 * buckets : buckets + 1;
+    }
+    return p * (n - 1) + (o->pp > 1 && (part->embed || part->head) ? 2 : 0);
 }
 
 static void *mem_alloc(struct dp *p, enum gpt_mem kind, size_t bytes, const char *what)
@@ -415,11 +419,6 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     return 0;
 }
 
-size_t dp_mem_bytes(const struct dp *p, enum gpt_mem kind)
-{
-    return kind < GPT_MEM_KINDS ? p->bytes[kind] : 0;
-}
-
 /* ------------------------------------------------------------------ communication */
 
 /* A ring collective over a group (NULL: every GPU) of size n, its bytes sent added to *sent. */
@@ -642,17 +641,6 @@ void dp_load_weights(struct dp *p, const float *all)
         fp_pack_n(p->wdt, p->w, params, pad);
     if (p->mixed) /* the model computes with the rounded weights */
         fp_round_n(p->wdt, params, params, pad);
-}
-
-void dp_step_begin(struct dp *p)
-{
-    p->next_bucket = 0;
-    p->iseq = 0;
-    p->ibucket = 0;
-    p->compute_s = 0;
-    p->states = p->embed = p->scalars = 0;
-    if (p->d)
-        dev_join(p->d);
 }
 
 void dp_add_compute(struct dp *p, double seconds)
@@ -914,9 +902,88 @@ int dp_update(struct dp *p, const struct adamw *a, const float *g, float coef, s
     return 0;
 }
 
-void dp_sent(const struct dp *p, uint64_t *states, uint64_t *embed, uint64_t *scalars)
+/* ------------------------------------------------------------------ its face */
+
+static int check(const struct train_opts *o, struct error *e)
 {
-    *states = p->states;
-    *embed = p->embed;
-    *scalars = p->scalars;
+    int dp = layout_dp(o), split = dp * o->micro_batches;
+    /* the data-parallel ranks split the batch; a rank's tensor-parallel GPUs share its part
+     * and its pipeline stages pass it on */
+    if (o->batch % dp != 0 && o->pp == 1 && o->micro_batches == 1)
+        return error_set(e, ERR_INVAL,
+                         "--batch %d does not split over %d data-parallel ranks: each takes "
+                         "batch / %d sequences, which its tensor-parallel GPUs share (try "
+                         "--batch %d)",
+                         o->batch, dp, dp, (o->batch / dp + 1) * dp);
+    if (o->batch % split != 0)
+        return error_set(e, ERR_INVAL,
+                         "--batch %d does not split into %d data-parallel share%s of %d "
+                         "micro-batch%s (try --batch %d)",
+                         o->batch, dp, dp > 1 ? "s" : "", o->micro_batches,
+                         o->micro_batches > 1 ? "es each" : "", (o->batch / split + 1) * split);
+    /* ZeRO-2 would reduce-scatter every micro-batch's gradients (DeepSpeed's pipeline engine
+     * refuses stages 2 and 3 with pipeline parallelism altogether) */
+    if (layout_pipelined(o) && o->zero >= 2)
+        return error_set(e, ERR_INVAL,
+                         "--zero %d with %s: stages 2 and 3 keep only a shard of the gradients, "
+                         "so they reduce every micro-batch's; the thread-GPUs run ZeRO 0 and 1 "
+                         "with micro-batches",
+                         o->zero, o->pp > 1 ? "pipeline stages" : "several micro-batches");
+    if (o->zero < 0 || o->zero > 3)
+        return error_set(e, ERR_INVAL, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", o->zero);
+    if (o->bucket_bytes < 4)
+        return error_set(e, ERR_INVAL, "--bucket must be at least 4 bytes");
+    if (o->prefetch < 0 || o->prefetch > 1)
+        return error_set(e, ERR_INVAL, "--prefetch is 0 or 1");
+    char name[24];
+    if (o->zero >= 3 && ckpt_segment(&o->ckpt, o->shape.layers) > 1)
+        return error_set(e, ERR_INVAL,
+                         "--zero 3 with --checkpoint %s: recomputing a segment of several layers "
+                         "would gather each layer a third time; use full, selective or none",
+                         ckpt_name(name, sizeof name, &o->ckpt));
+    return 0;
 }
+
+static void count(const struct train_opts *o, const struct layout_place *pl,
+                  struct strategy_count *c)
+{
+    int v = layout_chunks(o), L = o->shape.layers;
+    for (int k = 0; k < v; k++) {
+        struct gpt_part part;
+        layout_chunk_part(o, pl, k, 1, &part);
+        c->buffers += buffers(o);
+        c->messages += passes(o, &part, pl->dp * pl->cp);
+    }
+    if (o->gpus > 1) /* the agreement: an all-gather over every GPU */
+        c->messages += o->gpus - 1;
+    if (o->zero >= 3) /* each gather moves reserved bytes to communication and back */
+        c->charges += 2L * (2L * L + 2);
+}
+
+static void step_begin(void *self)
+{
+    struct dp *p = self;
+    p->next_bucket = 0;
+    p->iseq = 0;
+    p->ibucket = 0;
+    p->compute_s = 0;
+    p->states = p->embed = p->scalars = 0;
+    if (p->d)
+        dev_join(p->d);
+}
+
+static void sent(const void *self, struct strategy_sent *s)
+{
+    const struct dp *p = self;
+    s->bytes[STRATEGY_DP] += p->states;
+    s->bytes[STRATEGY_PP] += p->embed; /* the tied embedding's: between the pipeline's ends */
+    s->scalars += p->scalars;
+}
+
+static size_t mem_bytes(const void *self, enum gpt_mem kind)
+{
+    const struct dp *p = self;
+    return kind < GPT_MEM_KINDS ? p->bytes[kind] : 0;
+}
+
+const struct strategy dp_strategy = {STRATEGY_DP, check, count, step_begin, NULL, sent, mem_bytes};

@@ -31,6 +31,7 @@
 
 #include "model/gpt.h"
 #include "par/shard.h"
+#include "par/strategy.h"
 
 struct device;
 struct error;
@@ -62,11 +63,6 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
            const struct layout_place *pl, const struct dp_mem *mem, struct error *e);
 void dp_free(struct dp *p);
 
-/* Buffers the strategy allocates, and messages a GPU sends in a step at most (for traces
- * that count them before the run). */
-long dp_buffers(const struct train_opts *o);
-long dp_messages(const struct train_opts *o);
-
 /* The model's hook points (model/gpt.h). */
 void dp_hook(struct dp *p, enum gpt_hook h, int unit);
 
@@ -74,8 +70,6 @@ void dp_hook(struct dp *p, enum gpt_hook h, int unit);
  * cut into this GPU's master and working weights. */
 void dp_load_weights(struct dp *p, const float *all);
 
-/* A step begins (bytes and time are counted from here). */
-void dp_step_begin(struct dp *p);
 /* The backward pass is done: the gradient sync finishes (pipelined, it happens now: the
  * tied embedding's gradient summed between the first and last stage, then every bucket).
  * 0, or the first failure of the step's communication. */
@@ -105,14 +99,20 @@ float *dp_moment(struct dp *p, int which);
 struct adamw;
 int dp_update(struct dp *p, const struct adamw *a, const float *g, float coef, struct error *e);
 
-/* Bytes this GPU sent since dp_step_begin: model states over the data-parallel group, the
- * tied embedding's gradient between the pipeline's ends, and the agreement's scalars. */
-void dp_sent(const struct dp *p, uint64_t *states, uint64_t *embed, uint64_t *scalars);
-/* Simulated compute time since dp_step_begin. */
+/* Simulated compute time since the step began. */
 double dp_compute_s(const struct dp *p);
 void dp_add_compute(struct dp *p, double seconds);
 
-/* Bytes the strategy allocated in a category. */
-size_t dp_mem_bytes(const struct dp *p, enum gpt_mem kind);
+/* Its face (par/strategy.h), through which the trainer begins its steps (bytes and time are
+ * counted from there) and reads its bytes sent (model states over the data-parallel group,
+ * the tied embedding's gradient between the pipeline's ends, and the agreement's scalars)
+ * and held: the batch splitting
+ * over the data-parallel ranks and their micro-batches, a ZeRO stage the layout runs, a
+ * bucket and prefetch; per GPU and model chunk its buffers (Adam's moments, its own weights
+ * and gradients, master weights, buckets, the gathered units, the agreement's) and its ring
+ * passes: each bucket's all-reduce (DDP) or reduce-scatter and the weights' all-gather (ZeRO
+ * 1 and 2), ZeRO-3's per-piece reduce-scatters and two gathers of every unit, the tied
+ * embedding's all-reduce between the pipeline's ends, and once per GPU the agreement. */
+extern const struct strategy dp_strategy;
 
 #endif

@@ -7,32 +7,24 @@
 
 #include "base/error.h"
 #include "comm/coll.h"
-#include "model/moe.h"
+#include "base/experts.h"
 #include "num/fp.h"
 #include "par/dp.h"
 #include "par/layout.h"
+#include "par/xbuf.h"
 #include "sim/cluster.h"
 
 struct ep_group {
-    struct device *d;
-    int n;      /* the group's GPUs */
-    int *group; /* their device ranks, in expert rank order */
-    struct dp_mem mem;
-    enum fp_format fmt;
-    void *sbuf, *rbuf; /* a layer's rows in the training format */
-    size_t buf_bytes;
-    uint64_t sent;
-    struct error err;
+    struct xbuf x; /* room for a layer's rows in the training format */
+    int n;         /* the group's GPUs */
+    int *group;    /* their device ranks, in expert rank order */
 };
 
 void ep_free(struct ep_group *x)
 {
     if (!x)
         return;
-    if (x->sbuf)
-        x->mem.free(x->mem.ctx, GPT_MEM_COMM, x->sbuf, x->buf_bytes);
-    if (x->rbuf)
-        x->mem.free(x->mem.ctx, GPT_MEM_COMM, x->rbuf, x->buf_bytes);
+    xbuf_fini(&x->x);
     free(x->group);
     free(x);
 }
@@ -47,69 +39,122 @@ int ep_new(struct ep_group **out, const struct train_opts *o, const struct layou
     if (!x)
         return error_set(e, ERR_NOMEM, "out of memory for expert parallelism");
     const struct gpt_moe *m = &o->shape.moe;
-    x->d = d, x->n = pl->ep, x->mem = *mem, x->fmt = o->precision;
+    x->n = pl->ep;
     /* the static [E, cap, d] rows of a micro-batch's tokens */
-    size_t rows = moe_rows(pl->micro * o->shape.seq, m->experts, m->top_k, m->capacity_factor);
-    x->buf_bytes = rows * (size_t)o->shape.d * (size_t)(fp_info(x->fmt)->bits / 8);
+    size_t rows =
+        (size_t)experts_rows(pl->micro * o->shape.seq, m->experts, m->top_k, m->capacity_factor);
     x->group = malloc((size_t)x->n * sizeof *x->group);
-    if (x->group)
-        layout_ep_group(pl, x->group);
-    x->sbuf = mem->alloc(mem->ctx, GPT_MEM_COMM, x->buf_bytes, "expert all-to-all send");
-    x->rbuf = mem->alloc(mem->ctx, GPT_MEM_COMM, x->buf_bytes, "expert all-to-all receive");
-    if (!x->group || !x->sbuf || !x->rbuf) {
+    if (!x->group) {
+        free(x);
+        return error_set(e, ERR_NOMEM, "out of memory for expert parallelism");
+    }
+    layout_ep_group(pl, x->group);
+    int rc =
+        xbuf_init(&x->x, d, mem, o->precision, rows * (size_t)o->shape.d, "expert all-to-all send",
+                  "expert all-to-all receive", "expert parallelism", e);
+    if (rc) {
         ep_free(x);
-        return error_set(e, ERR_NOMEM, "out of memory for expert parallelism's buffers");
+        return rc;
     }
     *out = x;
     return 0;
 }
 
-void ep_step_begin(struct ep_group *x)
-{
-    if (x)
-        x->sent = 0;
-}
-
 void ep_alltoall(struct ep_group *x, const float *send, float *recv, size_t n, const char *what)
 {
-    (void)what;
-    if (!x || !x->d || x->err.code)
+    struct xbuf *b = x ? &x->x : NULL;
+    if (!b || !xbuf_pack(b, send, n, "expert parallelism's all-to-all"))
         return;
-    size_t es = (size_t)(fp_info(x->fmt)->bits / 8);
-    if (n * es > x->buf_bytes) {
-        error_set(&x->err, ERR_RUN, "expert parallelism: %zu elements to exchange, room for %zu", n,
-                  x->buf_bytes / es);
-        return;
-    }
-    fp_pack_n(x->fmt, x->sbuf, send, n); /* the values are in the format already: exact */
+    /* the all-to-all's sends carry what it moves (dispatch or combine, forward or backward) */
     struct coll c = {.op = COST_ALLTOALL,
                      .algo = COST_PAIRWISE,
-                     .buf = x->sbuf,
-                     .recv = x->rbuf,
+                     .buf = b->send,
+                     .recv = b->recv,
                      .count = n,
-                     .dtype = x->fmt,
+                     .dtype = b->fmt,
                      .group = x->group,
-                     .group_size = x->n};
-    uint64_t before = dev_stats(x->d).bytes_sent;
-    if (coll_run(x->d, &c, &x->err) == 0)
-        fp_unpack_n(x->fmt, recv, x->rbuf, n);
-    x->sent += dev_stats(x->d).bytes_sent - before;
+                     .group_size = x->n,
+                     .phase = what};
+    uint64_t before = xbuf_device_sent(b);
+    xbuf_unpack(b, coll_run(b->d, &c, &b->err), before, recv, n);
 }
 
-int ep_failed(const struct ep_group *x, struct error *e)
+/* ------------------------------------------------------------------ its face */
+
+static int check(const struct train_opts *o, struct error *e)
 {
-    if (!x || !x->err.code)
+    const struct gpt_moe *m = &o->shape.moe;
+    int dp = layout_dp(o);
+    if (o->ep < 1 || o->ep > TRAIN_MAX_GPUS)
+        return error_set(e, ERR_INVAL, "--ep %d: from 1 to %d", o->ep, TRAIN_MAX_GPUS);
+    if (o->ep == 1)
         return 0;
-    *e = x->err;
-    return x->err.code;
+    if (!m->experts)
+        return error_set(e, ERR_INVAL, "--ep %d goes with --experts: the model has none", o->ep);
+    if (m->experts % o->ep)
+        return error_set(e, ERR_INVAL, "--ep %d must divide the %d experts", o->ep, m->experts);
+    if (dp % o->ep)
+        return error_set(e, ERR_INVAL,
+                         "--ep %d must divide the %d data-parallel ranks (expert parallelism "
+                         "splits them, as Megatron-LM's expert-model-parallel size does)",
+                         o->ep, dp);
+    size_t x = (size_t)gpt_moe_layers(&o->shape) * (size_t)(m->experts / o->ep) * 3 *
+               (size_t)o->shape.d * (size_t)o->shape.ffn;
+    if (x % (size_t)(dp / o->ep))
+        return error_set(e, ERR_INVAL,
+                         "--dp %d / --ep %d GPUs hold the same %zu expert parameters and reduce "
+                         "their gradients in even shards: they must divide them",
+                         dp, o->ep, x);
+    if (!(m->capacity_factor > 0))
+        return error_set(e, ERR_INVAL,
+                         "--ep %d needs --capacity-factor > 0: the all-to-alls send each expert's "
+                         "static [capacity, d] rows",
+                         o->ep);
+    if (o->tp > 1 || o->cp > 1 || o->pp > 1)
+        return error_set(e, ERR_INVAL,
+                         "--ep %d runs with data parallelism only on the thread-GPUs (not --tp, "
+                         "--cp, --pp)",
+                         o->ep);
+    if (o->zero > 1)
+        return error_set(e, ERR_INVAL,
+                         "--ep %d with --zero %d: the thread-GPUs run expert parallelism with "
+                         "DDP and ZeRO-1 (--zero 0 or 1) for now",
+                         o->ep, o->zero);
+    return 0;
 }
 
-uint64_t ep_sent(const struct ep_group *x)
+static void count(const struct train_opts *o, const struct layout_place *pl,
+                  struct strategy_count *c)
 {
-    return x ? x->sent : 0;
+    if (pl->ep == 1)
+        return;
+    c->buffers += 2;
+    c->messages += (pl->ep - 1) * layout_calls(o, pl).ep_a2a;
 }
 
-size_t ep_mem_bytes(const struct ep_group *x, enum gpt_mem kind)
+static void step_begin(void *self)
 {
-    return x && kind == GPT_MEM_COMM ? 2 * x->buf_bytes : 0;
+    struct ep_group *x = self;
+    xbuf_step_begin(&x->x);
 }
+
+static int failed(const void *self, struct error *e)
+{
+    const struct ep_group *x = self;
+    return xbuf_failed(&x->x, e);
+}
+
+static void sent(const void *self, struct strategy_sent *s)
+{
+    const struct ep_group *x = self;
+    s->bytes[STRATEGY_EP] += x->x.sent;
+}
+
+static size_t mem_bytes(const void *self, enum gpt_mem kind)
+{
+    const struct ep_group *x = self;
+    return kind == GPT_MEM_COMM ? 2 * x->x.bytes : 0;
+}
+
+const struct strategy ep_strategy = {STRATEGY_EP, check, count,    step_begin,
+                                     failed,      sent,  mem_bytes};

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "model/gpt.h"
+#include "par/strategy.h"
 
 struct device;
 struct dp_mem;
@@ -29,16 +30,15 @@ int ep_new(struct ep_group **out, const struct train_opts *o, const struct layou
            struct device *d, const struct dp_mem *mem, struct error *e);
 void ep_free(struct ep_group *x);
 
-/* A step begins: its bytes are counted from here. */
-void ep_step_begin(struct ep_group *x);
 /* The model's all-to-all: n floats of send in ep blocks, one per GPU of the group, into recv.
- * A failure is kept for ep_failed; later calls of the step do nothing. */
+ * A failure is kept for its face's failed; later calls of the step do nothing. */
 void ep_alltoall(struct ep_group *x, const float *send, float *recv, size_t n, const char *what);
-/* The first failed all-to-all: 0, or its code with e set. */
-int ep_failed(const struct ep_group *x, struct error *e);
-/* Bytes this GPU sent in its group since the step began. */
-uint64_t ep_sent(const struct ep_group *x);
-/* Bytes of the buffers it allocated in a category. */
-size_t ep_mem_bytes(const struct ep_group *x, enum gpt_mem kind);
+
+/* Its face (par/strategy.h), through which the trainer begins its steps, hears of its
+ * failures and reads its bytes sent and held: a model with experts, P dividing them and the
+ * data-parallel ranks, a capacity factor (the static shape), data parallelism alone beside it; per
+ * GPU its two buffers and a pairwise all-to-all's P - 1 sends for every all-to-all the model asks
+ * for. */
+extern const struct strategy ep_strategy;
 
 #endif

@@ -6,7 +6,6 @@
 #include <stddef.h>
 
 #include "base/error.h"
-#include "model/ringattn.h"
 
 _Static_assert(offsetof(struct layout_place, pp) ==
                    offsetof(struct layout_place, size) + LAYOUT_PP * sizeof(int),
@@ -114,101 +113,18 @@ void layout_chunk_part(const struct train_opts *o, const struct layout_place *pl
                              .eprank = pl->eprank};
 }
 
-/* Context parallelism's checks: its size, the sequence it splits. */
-static int cp_check(const struct train_opts *o, struct error *e)
-{
-    enum ring_split split = o->cp_naive ? RING_NAIVE : RING_BALANCED;
-    if (o->cp < 1 || o->cp > TRAIN_MAX_GPUS)
-        return error_set(e, ERR_INVAL, "--cp %d: from 1 to %d", o->cp, TRAIN_MAX_GPUS);
-    if (o->cp == 1)
-        return 0;
-    if (!ring_split_ok(o->shape.seq, o->cp, split))
-        return error_set(e, ERR_INVAL,
-                         "--cp %d cuts the sequence of %d tokens in %d chunks%s: it must divide "
-                         "it",
-                         o->cp, o->shape.seq, split == RING_NAIVE ? o->cp : 2 * o->cp,
-                         split == RING_NAIVE ? " (--cp-naive)" : " of T / 2C tokens");
-    if (o->ckpt.kind == CKPT_SELECTIVE)
-        return error_set(e, ERR_INVAL,
-                         "--cp %d with --checkpoint selective: ring attention keeps no attention "
-                         "probabilities, so selective recomputation has nothing to recompute "
-                         "(try full)",
-                         o->cp);
-    if (o->sp && (o->shape.seq / o->cp) % o->tp)
-        return error_set(e, ERR_INVAL,
-                         "--sequence-parallel splits each GPU's %d tokens (seq / --cp %d) over "
-                         "--tp %d: it must divide them",
-                         o->shape.seq / o->cp, o->cp, o->tp);
-    return 0;
-}
-
-/* Expert parallelism's checks: experts to share, the data ranks and the experts it divides,
- * the static shape its all-to-alls send, what it composes with on the thread-GPUs. */
-static int ep_check(const struct train_opts *o, struct error *e)
-{
-    const struct gpt_moe *m = &o->shape.moe;
-    int dp = layout_dp(o);
-    if (o->ep < 1 || o->ep > TRAIN_MAX_GPUS)
-        return error_set(e, ERR_INVAL, "--ep %d: from 1 to %d", o->ep, TRAIN_MAX_GPUS);
-    if (o->ep == 1)
-        return 0;
-    if (!m->experts)
-        return error_set(e, ERR_INVAL, "--ep %d goes with --experts: the model has none", o->ep);
-    if (m->experts % o->ep)
-        return error_set(e, ERR_INVAL, "--ep %d must divide the %d experts", o->ep, m->experts);
-    if (dp % o->ep)
-        return error_set(e, ERR_INVAL,
-                         "--ep %d must divide the %d data-parallel ranks (expert parallelism "
-                         "splits them, as Megatron-LM's expert-model-parallel size does)",
-                         o->ep, dp);
-    size_t x = (size_t)gpt_moe_layers(&o->shape) * (size_t)(m->experts / o->ep) * 3 *
-               (size_t)o->shape.d * (size_t)o->shape.ffn;
-    if (x % (size_t)(dp / o->ep))
-        return error_set(e, ERR_INVAL,
-                         "--dp %d / --ep %d GPUs hold the same %zu expert parameters and reduce "
-                         "their gradients in even shards: they must divide them",
-                         dp, o->ep, x);
-    if (!(m->capacity_factor > 0))
-        return error_set(e, ERR_INVAL,
-                         "--ep %d needs --capacity-factor > 0: the all-to-alls send each expert's "
-                         "static [capacity, d] rows",
-                         o->ep);
-    if (o->tp > 1 || o->cp > 1 || o->pp > 1)
-        return error_set(e, ERR_INVAL,
-                         "--ep %d runs with data parallelism only on the thread-GPUs (not --tp, "
-                         "--cp, --pp)",
-                         o->ep);
-    if (o->zero > 1)
-        return error_set(e, ERR_INVAL,
-                         "--ep %d with --zero %d: the thread-GPUs run expert parallelism with "
-                         "DDP and ZeRO-1 (--zero 0 or 1) for now",
-                         o->ep, o->zero);
-    return 0;
-}
-
 int layout_check(const struct train_opts *o, struct error *e)
 {
     if (o->gpus < 1 || o->gpus > TRAIN_MAX_GPUS)
         return error_set(e, ERR_INVAL, "--gpus %d: from 1 to %d GPUs", o->gpus, TRAIN_MAX_GPUS);
-    if (o->pp < 1 || o->pp > o->shape.layers || o->shape.layers % o->pp != 0)
+    if (o->pp < 1 || o->pp > o->shape.layers)
         return error_set(e, ERR_INVAL,
                          "--pp %d: the pipeline's stages must divide the model's %d layers", o->pp,
                          o->shape.layers);
     if (o->tp < 1 || o->tp > TRAIN_MAX_GPUS)
         return error_set(e, ERR_INVAL, "--tp %d: from 1 to %d", o->tp, TRAIN_MAX_GPUS);
-    if (o->shape.heads % o->tp || o->shape.ffn % o->tp || o->shape.vocab % o->tp)
-        return error_set(e, ERR_INVAL,
-                         "--tp %d must divide the attention heads (%d) and the FFN width (%d), "
-                         "which it splits, and the vocabulary (%d)",
-                         o->tp, o->shape.heads, o->shape.ffn, o->shape.vocab);
-    if (o->sp && o->shape.seq % o->tp)
-        return error_set(e, ERR_INVAL,
-                         "--sequence-parallel splits the sequence of %d tokens over --tp %d: it "
-                         "must divide it",
-                         o->shape.seq, o->tp);
-    int crc = cp_check(o, e);
-    if (crc)
-        return crc;
+    if (o->cp < 1 || o->cp > TRAIN_MAX_GPUS)
+        return error_set(e, ERR_INVAL, "--cp %d: from 1 to %d", o->cp, TRAIN_MAX_GPUS);
     if (o->gpus % (o->pp * o->tp * o->cp) != 0) {
         if (o->cp == 1)
             return error_set(e, ERR_INVAL,
@@ -219,52 +135,27 @@ int layout_check(const struct train_opts *o, struct error *e)
                          "x pp)",
                          o->tp, o->cp, o->pp, o->gpus);
     }
-    if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
-        return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
-                         SCHED_MAX_MICRO);
-    int dp = layout_dp(o), split = dp * o->micro_batches;
-    /* the data-parallel ranks split the batch; a rank's tensor-parallel GPUs share its part
-     * and its pipeline stages pass it on */
-    if (o->batch % dp != 0 && o->pp == 1 && o->micro_batches == 1)
-        return error_set(e, ERR_INVAL,
-                         "--batch %d does not split over %d data-parallel ranks: each takes "
-                         "batch / %d sequences, which its tensor-parallel GPUs share (try "
-                         "--batch %d)",
-                         o->batch, dp, dp, (o->batch / dp + 1) * dp);
-    if (o->batch % split != 0)
-        return error_set(e, ERR_INVAL,
-                         "--batch %d does not split into %d data-parallel share%s of %d "
-                         "micro-batch%s (try --batch %d)",
-                         o->batch, dp, dp > 1 ? "s" : "", o->micro_batches,
-                         o->micro_batches > 1 ? "es each" : "", (o->batch / split + 1) * split);
-    if (o->schedule == SCHED_INTERLEAVED) {
-        /* one stage has no other stage to interleave its chunks with (and, with one
-         * micro-batch, no pipeline would run its chunks at all) */
-        if (o->pp < 2)
-            return error_set(e, ERR_INVAL,
-                             "--schedule interleaved needs --pp 2 or more: it interleaves the "
-                             "model chunks of several stages");
-        int rc = sched_check(o->schedule, o->pp, o->micro_batches, o->chunks, e);
-        if (rc)
-            return rc;
-        if (o->shape.layers % (o->pp * o->chunks) != 0)
-            return error_set(e, ERR_INVAL,
-                             "--pp %d x --chunks %d does not divide the model's %d layers", o->pp,
-                             o->chunks, o->shape.layers);
-        if (dp > 1)
-            return error_set(e, ERR_INVAL,
-                             "--schedule interleaved runs on one data-parallel copy (--dp 1) on "
-                             "the thread-GPUs");
+    for (int i = 0; i < o->ninject; i++)
+        if (o->inject[i].gpu < 0 || o->inject[i].gpu >= o->gpus)
+            return error_set(e, ERR_INVAL, "--inject: GPU %d is not one of the %d GPUs",
+                             o->inject[i].gpu, o->gpus);
+    if (o->fail_gpu >= o->gpus)
+        return error_set(e, ERR_INVAL, "--fail: GPU %d is not one of the %d GPUs", o->fail_gpu,
+                         o->gpus);
+    return 0;
+}
+
+struct gpt_calls layout_calls(const struct train_opts *o, const struct layout_place *pl)
+{
+    struct gpt_calls n = {0};
+    for (int c = 0; c < layout_chunks(o); c++) {
+        struct gpt_part part;
+        layout_chunk_part(o, pl, c, 1, &part);
+        struct gpt_calls k = gpt_step_calls(&o->shape, &o->ckpt, &part);
+        long m = o->micro_batches > 0 ? o->micro_batches : 1; /* each runs every chunk */
+        n.compute += m * k.compute, n.charge += m * k.charge;
+        n.tp_sum += m * k.tp_sum, n.tp_half += m * k.tp_half;
+        n.cp_shift += m * k.cp_shift, n.ep_a2a += m * k.ep_a2a;
     }
-    /* ZeRO-2 would reduce-scatter every micro-batch's gradients (DeepSpeed's pipeline engine
-     * refuses stages 2 and 3 with pipeline parallelism altogether) */
-    if (layout_pipelined(o) && o->zero >= 2)
-        return error_set(e, ERR_INVAL,
-                         "--zero %d with %s: stages 2 and 3 keep only a shard of the gradients, "
-                         "so they reduce every micro-batch's; the thread-GPUs run ZeRO 0 and 1 "
-                         "with micro-batches",
-                         o->zero, o->pp > 1 ? "pipeline stages" : "several micro-batches");
-    if (o->zero < 0 || o->zero > 3)
-        return error_set(e, ERR_INVAL, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", o->zero);
-    return ep_check(o, e);
+    return n;
 }

@@ -99,10 +99,14 @@ int layout_chunks(const struct train_opts *o);
 void layout_chunk_part(const struct train_opts *o, const struct layout_place *pl, int chunk,
                        int slots, struct gpt_part *out);
 
-/* Whether the GPUs can run o's layout: the sizes, their product, what each axis splits (the
- * layers, the heads, FFN width and vocabulary, the sequence, the batch into data-parallel
- * shares and micro-batches), the interleaved schedule's rules and ZeRO's stages with a
- * pipeline. 0 or ERR_INVAL naming the setting (--gpus, --tp, ...). */
+/* The grid's own checks: the GPUs, each axis's size (tp, cp, pp from 1, the stages at most the
+ * layers), tp x cp x pp dividing the GPUs (dp is the rest), and the GPUs --inject and --fail
+ * name among them. What each axis must divide is its
+ * strategy's (par/strategies.h checks a run whole). 0 or ERR_INVAL naming the setting. */
 int layout_check(const struct train_opts *o, struct error *e);
+
+/* The calls the model makes in one step of the GPU at pl (model/gpt.h's gpt_step_calls): every
+ * micro-batch through each of its model chunks. */
+struct gpt_calls layout_calls(const struct train_opts *o, const struct layout_place *pl);
 
 #endif

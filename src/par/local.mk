@@ -8,5 +8,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/run.c %reldir%/run.h \
 	%reldir%/settings.c %reldir%/settings.h \
 	%reldir%/shard.c %reldir%/shard.h \
+	%reldir%/strategies.c %reldir%/strategies.h %reldir%/strategy.h \
 	%reldir%/tp.c %reldir%/tp.h \
-	%reldir%/trainer.c %reldir%/trainer.h
+	%reldir%/trainer.c %reldir%/trainer.h \
+	%reldir%/xbuf.c %reldir%/xbuf.h

@@ -34,17 +34,12 @@ struct pp {
     uint64_t sent;
 };
 
-long pp_buffers(void)
-{
-    return 4; /* in, dout, out, din */
-}
-
 int pp_slots(const struct sched *s, int stage, int chunk)
 {
     int held = 0, most = 1;
     for (int i = 0; i < s->count[stage]; i++)
         if (s->ops[stage][i].chunk == chunk) {
-            held += s->ops[stage][i].kind == 'F' ? 1 : -1;
+            held += sched_held_change(s->ops[stage][i].kind);
             most = held > most ? held : most;
         }
     return most;
@@ -143,7 +138,7 @@ static void emit(struct pp *p, int step, const struct pp_done *dn)
     if (!p->d)
         return;
     struct event ev = {.type = EV_PIPE_OP, .t = dn->start_s, .t_end = dn->end_s, .step = step};
-    ev.name = dn->kind == 'F' ? "forward" : "backward";
+    ev.name = sched_op_info(dn->kind)->name;
     ev.micro = dn->micro, ev.chunk = dn->chunk;
     dev_emit(p->d, &ev);
 }
@@ -183,7 +178,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
         *dn = (struct pp_done){op->kind, k, c, 0, 0};
         if (p->d)
             dev_set_micro(p->d, k);
-        if (op->kind == 'F') {
+        if (op->kind == SCHED_OP_F) {
             if (*hold >= 0) { /* the schedule holds more than the part has slots for: a bug */
                 rc = error_set(e, ERR_RUN, "stage %d: no slot for micro-batch %d of chunk %d",
                                p->pl.stage, k, c);
@@ -251,7 +246,74 @@ int pp_peak_in_flight(const struct pp *p)
     return p->peak;
 }
 
-uint64_t pp_sent(const struct pp *p)
+/* ------------------------------------------------------------------ its face */
+
+static int check(const struct train_opts *o, struct error *e)
 {
-    return p->sent;
+    if (o->pp > o->shape.layers || o->shape.layers % o->pp != 0)
+        return error_set(e, ERR_INVAL,
+                         "--pp %d: the pipeline's stages must divide the model's %d layers", o->pp,
+                         o->shape.layers);
+    if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
+        return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
+                         SCHED_MAX_MICRO);
+    if (o->schedule != SCHED_INTERLEAVED)
+        return 0;
+    /* one stage has no other stage to interleave its chunks with (and, with one micro-batch,
+     * no pipeline would run its chunks at all) */
+    if (o->pp < 2)
+        return error_set(e, ERR_INVAL,
+                         "--schedule interleaved needs --pp 2 or more: it interleaves the "
+                         "model chunks of several stages");
+    int rc = sched_check(o->schedule, o->pp, o->micro_batches, o->chunks, e);
+    if (rc)
+        return rc;
+    if (o->shape.layers % (o->pp * o->chunks) != 0)
+        return error_set(e, ERR_INVAL,
+                         "--pp %d x --chunks %d does not divide the model's %d layers", o->pp,
+                         o->chunks, o->shape.layers);
+    if (layout_dp(o) > 1)
+        return error_set(e, ERR_INVAL,
+                         "--schedule interleaved runs on one data-parallel copy (--dp 1) on "
+                         "the thread-GPUs");
+    return 0;
 }
+
+static void count(const struct train_opts *o, const struct layout_place *pl,
+                  struct strategy_count *c)
+{
+    struct sched s;
+    if (!layout_pipelined(o) ||
+        sched_build(o->schedule, pl->pp, o->micro_batches, layout_chunks(o), &s, NULL))
+        return;
+    int last = pl->pp * s.v - 1;
+    c->ops += s.count[pl->stage];
+    for (int i = 0; i < s.count[pl->stage]; i++) {
+        const struct sched_op *op = &s.ops[pl->stage][i];
+        int vs = op->chunk * pl->pp + pl->stage;
+        c->messages += op->kind == SCHED_OP_F ? vs < last : op->kind == SCHED_OP_B && vs > 0;
+    }
+    if (pl->pp > 1) /* an input and its gradients; an output gradient and the outputs */
+        c->buffers +=
+            (pl->stage > 0 || s.v > 1 ? 2 : 0) + (pl->stage < pl->pp - 1 || s.v > 1 ? 2 : 0);
+    sched_free(&s);
+}
+
+/* the sends of this executor, in its last step (the stage's collectives are counted apart) */
+static void sent(const void *self, struct strategy_sent *s)
+{
+    const struct pp *p = self;
+    s->bytes[STRATEGY_PP] += p->sent;
+}
+
+/* its staging copies: workspace */
+static size_t mem_bytes(const void *self, enum gpt_mem kind)
+{
+    const struct pp *p = self;
+    size_t n = (size_t)p->m * (size_t)p->v;
+    if (kind != GPT_MEM_WORKSPACE)
+        return 0;
+    return (p->in ? p->bytes + n * p->bytes : 0) + (p->out ? p->bytes + n * p->bytes : 0);
+}
+
+const struct strategy pp_strategy = {STRATEGY_PP, check, count, NULL, NULL, sent, mem_bytes};

@@ -28,6 +28,7 @@
 
 #include "calc/sched.h"
 #include "model/gpt.h"
+#include "par/strategy.h"
 
 struct device;
 struct dp_mem;
@@ -36,7 +37,7 @@ struct layout_place;
 
 /* One operation as executed: what, and when in simulated time (0 on the host). */
 struct pp_done {
-    char kind; /* 'F' or 'B' */
+    enum sched_op_kind kind;
     int micro, chunk;
     double start_s, end_s;
 };
@@ -66,9 +67,13 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
 const struct pp_done *pp_ops(const struct pp *p, int *n);
 /* Most micro-batches this stage held at once (forward done, backward not yet), over the run. */
 int pp_peak_in_flight(const struct pp *p);
-/* Bytes this GPU sent in the last step: activations and their gradients. */
-uint64_t pp_sent(const struct pp *p);
-/* Workspace buffers pp_new allocates. */
-long pp_buffers(void);
+
+/* Its face (par/strategy.h), through which the trainer reads the bytes it sent in the last
+ * step (activations and their gradients) and its staging buffers' (workspace): stages dividing the
+ * layers, the micro-batches, the interleaved schedule's rules; per GPU the schedule's operations of
+ * its stage (calc/sched.h), a send after each but the last virtual stage's forwards and the first's
+ * backwards, and its staging buffers (an input and its gradient, each micro-batch's output and
+ * input gradient, on the GPUs that have a stage on that side). */
+extern const struct strategy pp_strategy;
 
 #endif

@@ -16,9 +16,7 @@ int predict_config(const struct train_opts *o, const struct model_shape *m, doub
     int dp = layout_dp(o);
     memset(c, 0, sizeof *c);
     c->model = m;
-    c->precision = o->precision == FP_FP32   ? PREC_FP32
-                   : o->precision == FP_BF16 ? PREC_BF16
-                                             : PREC_FP16;
+    c->precision = o->precision;
     c->optimizer = OPT_ADAMW;
     c->grad_fp32 = o->grad_fp32;
     c->dp = dp, c->tp = o->tp, c->pp = o->pp, c->zero = o->zero;

@@ -19,6 +19,7 @@
 #include "model/blasbuf.h"
 #include "model/markov.h"
 #include "par/dp.h"
+#include "par/strategies.h"
 #include "sim/cluster.h"
 
 #define MAX_COMMANDS 64
@@ -250,12 +251,8 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
 static void merge(struct run_step *m, const struct train_step *s, int gpu, int gpus, int layers)
 {
     struct run_gpu_step *g = &m->gpu[gpu];
-    g->sent_bytes = s->sent_bytes;
-    g->pp_bytes = s->pp_bytes;
-    g->tp_bytes = s->tp_bytes;
-    g->cp_bytes = s->cp_bytes;
+    memcpy(g->sent, s->sent.bytes, sizeof g->sent);
     g->ring_scores = s->ring_scores;
-    g->ep_bytes = s->ep_bytes;
     g->routed = s->routed, g->dropped = s->dropped;
     memcpy(g->expert_load, s->expert_load, sizeof g->expert_load);
     memcpy(g->expert_kept, s->expert_kept, sizeof g->expert_kept);
@@ -271,10 +268,10 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
         m->s.nonfinite[0] = 0;
     }
     m->gpus = gpus;
-    if (s->sent_bytes > m->comm_bytes_per_gpu)
-        m->comm_bytes_per_gpu = s->sent_bytes;
-    if (s->scalar_bytes > m->scalar_bytes)
-        m->scalar_bytes = s->scalar_bytes;
+    if (s->sent.bytes[STRATEGY_DP] > m->comm_bytes_per_gpu)
+        m->comm_bytes_per_gpu = s->sent.bytes[STRATEGY_DP];
+    if (s->sent.scalars > m->scalar_bytes)
+        m->scalar_bytes = s->sent.scalars;
     double sim = s->sim_end_s - s->sim_start_s;
     /* the step's span (a difference of clock readings) less the sum of its compute times:
      * equal up to rounding when nothing is exposed, which must not show as a negative time
@@ -514,11 +511,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
     struct run_gpu *g = &r->gpu[rank];
     memcpy(g->peak_cat, led->peak_cat, sizeof g->peak_cat);
     g->peak = led->peak;
-    g->sent_per_step = s.sent_bytes;
-    g->pp_sent_per_step = s.pp_bytes;
-    g->tp_sent_per_step = s.tp_bytes;
-    g->cp_sent_per_step = s.cp_bytes;
-    g->ep_sent_per_step = s.ep_bytes;
+    memcpy(g->sent_per_step, s.sent.bytes, sizeof g->sent_per_step);
     g->ring_scores_per_step = s.ring_scores;
     g->place = *trainer_place(t);
     int nops;
@@ -637,7 +630,7 @@ int run_reserve(const struct run_config *cfg, int *claimed, struct error *e)
 int run_new(struct run **out, const struct run_config *cfg, struct error *e)
 {
     *out = NULL;
-    int rc = train_opts_check(&cfg->o, e);
+    int rc = train_opts_check(&cfg->o, e); /* once: the GPUs' trainers take them as they are */
     if (rc)
         return rc;
     struct run *r = calloc(1, sizeof *r);
@@ -876,10 +869,17 @@ bool run_first_step(const struct run *r, const int32_t **tokens, const int32_t *
 double run_trace_events(const struct run_config *cfg)
 {
     const struct train_opts *o = &cfg->o;
-    struct train_calls c = trainer_calls(o);
-    double msgs = (double)dp_messages(o);
-    double per_step = 2.0 * c.computes + 2.0 * c.charges + 2.0 * msgs + 2;
-    if (layout_pipelined(o)) /* the operations, the sends of activations and their gradients */
-        per_step += 2.0 * o->micro_batches * 3;
-    return (double)o->gpus * (2.0 * (double)c.buffers + (double)o->steps * per_step + 1);
+    double events = 0;
+    for (int g = 0; g < o->gpus; g++) {
+        struct layout_place pl;
+        struct strategy_count c = {0};
+        layout_place(o, g, 1, &pl);
+        trainer_count(o, &pl, &c);
+        /* a step's: a begin and an end per compute, two per charge (out of one kind, into
+         * another), a send and its receive per message, each operation, the step's record and
+         * a non-finite value at most */
+        double per_step = 2.0 * c.computes + 2.0 * c.charges + 2.0 * c.messages + c.ops + 2;
+        events += 2.0 * (double)c.buffers + (double)o->steps * per_step + 1; /* a failure */
+    }
+    return events;
 }

@@ -46,7 +46,7 @@ struct run_config {
     void (*on_event)(void *ctx, const struct event *ev);
     void *event_ctx;
     /* NULL: every GPU is a thread of this process. Else one GPU per process (an MPI rank:
-     * comm/mpi.h), GPU `local` here, its messages over the wire (sim/cluster.h); after each
+     * comm/mpiwire.h), GPU `local` here, its messages over the wire (sim/cluster.h); after each
      * step the GPUs share their records over it, so every process merges the same steps and
      * the same summary (run_gpu of every GPU) as a run on threads. */
     const struct dev_wire *wire;
@@ -55,12 +55,11 @@ struct run_config {
 
 /* One GPU's part of a step. */
 struct run_gpu_step {
-    uint64_t sent_bytes;  /* gradients and weights */
-    uint64_t pp_bytes;    /* between pipeline stages */
-    uint64_t tp_bytes;    /* in its tensor-parallel group */
-    uint64_t cp_bytes;    /* round its context-parallel ring */
+    /* bytes sent by kind (par/strategy.h): gradients and weights, in its tensor-parallel
+     * group, between pipeline stages, round its context-parallel ring, in its experts'
+     * all-to-alls */
+    uint64_t sent[STRATEGIES];
     uint64_t ring_scores; /* the attention scores its ring computed (0 without cp) */
-    uint64_t ep_bytes;    /* in its experts' all-to-alls */
     /* a mixture of experts: its tokens' choices routed and dropped past a capacity, and per
      * expert (summed over the expert layers) those routed to it and those it took */
     uint64_t routed, dropped;
@@ -79,7 +78,7 @@ struct run_gpu_step {
 struct run_step {
     struct train_step s; /* the global figures (GPU 0's record; nonfinite: the first GPU's) */
     int nonfinite_gpu;   /* -1 when nothing was non-finite */
-    uint64_t comm_bytes_per_gpu; /* the most any GPU sent: gradients and weights */
+    uint64_t comm_bytes_per_gpu; /* the most any GPU sent: gradients and weights (dp) */
     uint64_t scalar_bytes;       /* the agreement's, per GPU */
     double sim_time_s;           /* the step's simulated time (the slowest GPU) */
     double exposed_s;            /* of it, time not computing (communication not hidden) */
@@ -91,11 +90,7 @@ struct run_step {
 /* One GPU over the run. */
 struct run_gpu {
     uint64_t peak_cat[MEM_CAT_COUNT], peak; /* the ledger's peaks */
-    uint64_t sent_per_step;                 /* gradients and weights, in its last step */
-    uint64_t pp_sent_per_step;              /* between pipeline stages, in its last step */
-    uint64_t tp_sent_per_step;              /* in its tensor-parallel group, in its last step */
-    uint64_t cp_sent_per_step;              /* round its context-parallel ring, in its last step */
-    uint64_t ep_sent_per_step;              /* in its experts' all-to-alls, in its last step */
+    uint64_t sent_per_step[STRATEGIES];     /* bytes sent in its last step, by kind */
     uint64_t ring_scores_per_step;          /* the attention scores its ring computed, last step */
     struct layout_place place;              /* where it sits in the layout */
     struct pp_done *ops;                    /* pipelined: its last step's operations */
@@ -163,9 +158,10 @@ double run_wall_s(const struct run *r); /* host seconds from run_start to the en
 bool run_first_step(const struct run *r, const int32_t **tokens, const int32_t **targets,
                     double *loss, const float **grads);
 
-/* Events a run records for --trace, counted from its shape before it starts: each buffer's
- * allocation and release, the compute, charge, send, receive and step events of every step,
- * and at most one non-finite value per GPU per step and one failure. */
+/* Events a run records for --trace, counted before it starts from what each GPU's trainer
+ * and strategies say they do (trainer_count, par/strategy.h): each buffer's allocation and
+ * release, the compute, charge, send, receive, pipeline and step events of every step, and at
+ * most one non-finite value per GPU per step and one failure. */
 double run_trace_events(const struct run_config *cfg);
 
 #endif

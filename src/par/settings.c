@@ -8,8 +8,57 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/experts.h"
 #include "base/units.h"
 #include "calc/preset.h"
+
+int settings_check(const struct train_opts *o, struct error *e)
+{
+    if (o->batch < 1)
+        return error_set(e, ERR_INVAL, "--batch must be at least 1");
+    if (o->steps < 1)
+        return error_set(e, ERR_INVAL, "--steps must be at least 1");
+    if (!(o->lr >= 0) || !isfinite(o->lr))
+        return error_set(e, ERR_INVAL, "--lr must be a finite number >= 0");
+    if (!(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1))
+        return error_set(e, ERR_INVAL, "--betas must both be in [0, 1)");
+    if (!(o->eps > 0) || !isfinite(o->eps))
+        return error_set(e, ERR_INVAL, "--eps must be a finite number > 0");
+    if (!(o->wd >= 0) || !isfinite(o->wd))
+        return error_set(e, ERR_INVAL, "--wd must be a finite number >= 0");
+    if (o->scaling != TRAIN_SCALE_NONE && !(o->scale > 0 && o->scale <= 3.4e38))
+        return error_set(e, ERR_INVAL, "--loss-scale must be > 0 and finite in fp32");
+    if (o->growth_interval < 1)
+        return error_set(e, ERR_INVAL, "--growth-interval must be at least 1");
+    if (o->hysteresis < 1)
+        return error_set(e, ERR_INVAL, "--hysteresis must be at least 1");
+    if (o->clip < 0 || !isfinite(o->clip))
+        return error_set(e, ERR_INVAL, "--clip must be a finite number > 0");
+    if (o->spike_window < 2)
+        return error_set(e, ERR_INVAL, "--spike-window must be at least 2");
+    if (!(o->spike_z > 0))
+        return error_set(e, ERR_INVAL, "--spike-z must be > 0");
+    /* z over a window of N losses that includes the loss itself is at most sqrt(N - 1) */
+    if (o->spike_z >= sqrt((double)o->spike_window - 1))
+        return error_set(e, ERR_INVAL,
+                         "--spike-z %g can never be reached: over a window of %d losses that "
+                         "includes the loss itself, a z-score is at most sqrt(%d - 1) = %.3g; "
+                         "lower --spike-z or widen --spike-window",
+                         o->spike_z, o->spike_window, o->spike_window,
+                         sqrt((double)o->spike_window - 1));
+    for (int i = 0; i < o->ninject; i++)
+        if (o->inject[i].step < 1 || o->inject[i].step > o->steps)
+            return error_set(e, ERR_INVAL, "--inject: step %ld is outside the run's steps 1..%ld",
+                             o->inject[i].step, o->steps);
+    if (o->fail_gpu >= 0 && (o->fail_step < 1 || o->fail_step > o->steps))
+        return error_set(e, ERR_INVAL, "--fail: step %ld is outside the run's steps 1..%ld",
+                         o->fail_step, o->steps);
+    if (!o->shape.vocab && !o->shape.d && !o->shape.layers)
+        return error_set(e, ERR_INVAL, "the model's shape is not set (train_shape sets it)");
+    if (o->grad_fp32 && o->precision == FP_FP32)
+        return error_set(e, ERR_INVAL, "--grad-accum fp32 goes with --precision bf16 or fp16");
+    return 0;
+}
 
 void train_opts_default(struct train_opts *o)
 {
@@ -80,7 +129,8 @@ int train_opts_lab(struct train_opts *o, struct error *e)
 
 enum train_scaling train_scaling_for(enum fp_format precision)
 {
-    return precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
+    const struct fp_precision *p = fp_precision(precision);
+    return p && p->scaled ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
 }
 
 /* ------------------------------------------------------------------ the parsers */
@@ -146,7 +196,7 @@ static int set_nonneg(const struct setting *s, const char *said, const char *val
     return 0;
 }
 
-/* A number in [min, max] (capacity-factor, aux-loss-coef). */
+/* A number in [min, max] (aux-loss-coef). */
 static int set_between(const struct setting *s, const char *said, const char *value,
                        struct train_opts *o, struct error *e)
 {
@@ -158,6 +208,13 @@ static int set_between(const struct setting *s, const char *said, const char *va
                          s->max);
     *FIELD(o, s, double) = v;
     return 0;
+}
+
+/* A capacity factor: base/experts.h's reader, which every command and panel shares. */
+static int set_capacity(const struct setting *s, const char *said, const char *value,
+                        struct train_opts *o, struct error *e)
+{
+    return experts_parse_capacity(said, value, FIELD(o, s, double), e);
 }
 
 /* A number > 0 (eps, spike-z). */
@@ -212,17 +269,13 @@ static int set_betas(const struct setting *s, const char *said, const char *valu
     return 0;
 }
 
-/* The formats a run trains in: num/fp.h's names, fp8 refused (no matmul of the lab's runs
- * in it). */
+/* The precisions a run trains in: num/fp.h's table, with the calculator's reader (fp8 is no
+ * line of it yet: no matmul of the lab's runs is in it). */
 static int set_precision(const struct setting *s, const char *said, const char *value,
                          struct train_opts *o, struct error *e)
 {
     (void)s;
-    enum fp_format f;
-    if (fp_parse_format(value, &f, NULL) || (f != FP_FP32 && f != FP_BF16 && f != FP_FP16))
-        return error_set(e, ERR_INVAL, "%s '%s': expected fp32, bf16 or fp16", said, value);
-    o->precision = f;
-    return 0;
+    return fp_parse_precision(value, &o->precision, e) ? bad(e, said) : 0;
 }
 
 /* A loss scale fp32 can hold. */
@@ -476,7 +529,7 @@ const struct setting train_settings[] = {
      "the experts each token goes to (2 on a dense model given\n"
      "--experts, else the preset's): 1 as Switch Transformer (its gate is\n"
      "the router's probability), 2 as Mixtral (the two renormalised)"},
-    {"capacity-factor", NULL, "C", set_between, F(shape.moe.capacity_factor), 0, 64, false,
+    {"capacity-factor", NULL, "C", set_capacity, F(shape.moe.capacity_factor), 0, 0, false,
      "an expert takes at most ceil(C K tokens / E) of a step's tokens; a\n"
      "choice past it is dropped (the token keeps its residual); 0: no\n"
      "limit (0 on a dense model given --experts, else the preset's)"},

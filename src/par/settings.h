@@ -6,8 +6,9 @@
  * The table is the one reader of a run's settings: `scalelab train --NAME VALUE` and a
  * window panel's NAME=VALUE (a lesson's @panel line, '_' for '-') parse a value with the same
  * code and the same bounds, and train's help is the table's. Each setting is checked alone
- * here; the trainer checks them together (train_opts_check, par/trainer.h), the layout how
- * the GPUs split the work (par/layout.h). A panel adds its own limits (the screen's room). */
+ * here, and those that need no layout together (settings_check); a run's whole check is
+ * par/strategies.h's, each strategy checking how it splits the work. A panel adds its own
+ * limits (the screen's room). */
 #ifndef SCALELAB_PAR_SETTINGS_H
 #define SCALELAB_PAR_SETTINGS_H
 
@@ -86,6 +87,12 @@ struct train_opts {
     int fail_gpu; /* that GPU fails in step fail_step's gradient sync; -1: none */
     long fail_step;
 };
+
+/* The settings' checks that need no layout: ranges, a loss scale fp32 holds, a spike test
+ * that can fire, injections and --fail within the run's steps and GPUs, a shape that is set,
+ * fp32 gradients with a 16-bit precision. 0 or ERR_INVAL naming the option (the whole check of
+ * a run is par/strategies.h's train_opts_check). */
+int settings_check(const struct train_opts *o, struct error *e);
 
 /* PyTorch's defaults (AdamW, GradScaler), batch 16, 300 steps, seed 1, fp32, one GPU, 25 MiB
  * buckets, prefetch on, one stage and one micro-batch (1F1B when more), and no shape: it stays

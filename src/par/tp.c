@@ -95,12 +95,6 @@ int tp_new(struct tp_group **out, const struct train_opts *o, const struct layou
     return 0;
 }
 
-void tp_step_begin(struct tp_group *t)
-{
-    if (t)
-        t->sent = 0;
-}
-
 /* A collective over the group, its bytes counted. */
 static int run(struct tp_group *t, struct coll *c, struct error *e)
 {
@@ -139,14 +133,6 @@ void tp_collective(struct tp_group *t, float *buf, size_t n, enum gpt_tp_op op, 
         fp_unpack_n(fmt, buf, t->buf, n);
 }
 
-int tp_failed(const struct tp_group *t, struct error *e)
-{
-    if (!t || !t->err.code)
-        return 0;
-    *e = t->err;
-    return t->err.code;
-}
-
 int tp_norm_sync(struct tp_group *t, struct gpt *const *g, const struct gpt_part *parts, int v,
                  struct error *e)
 {
@@ -175,12 +161,61 @@ int tp_norm_sync(struct tp_group *t, struct gpt *const *g, const struct gpt_part
     return 0;
 }
 
-uint64_t tp_sent(const struct tp_group *t)
+/* ------------------------------------------------------------------ its face */
+
+static int check(const struct train_opts *o, struct error *e)
 {
-    return t ? t->sent : 0;
+    if (o->shape.heads % o->tp || o->shape.ffn % o->tp || o->shape.vocab % o->tp)
+        return error_set(e, ERR_INVAL,
+                         "--tp %d must divide the attention heads (%d) and the FFN width (%d), "
+                         "which it splits, and the vocabulary (%d)",
+                         o->tp, o->shape.heads, o->shape.ffn, o->shape.vocab);
+    if (o->sp && o->shape.seq % o->tp)
+        return error_set(e, ERR_INVAL,
+                         "--sequence-parallel splits the sequence of %d tokens over --tp %d: it "
+                         "must divide it",
+                         o->shape.seq, o->tp);
+    return 0;
 }
 
-size_t tp_mem_bytes(const struct tp_group *t, enum gpt_mem kind)
+static void count(const struct train_opts *o, const struct layout_place *pl,
+                  struct strategy_count *c)
 {
-    return t && kind < GPT_MEM_KINDS ? t->bytes[kind] : 0;
+    if (pl->tp == 1)
+        return;
+    struct gpt_calls g = layout_calls(o, pl);
+    long hop = pl->tp - 1; /* a ring pass: T - 1 sends */
+    c->buffers += (o->precision != FP_FP32) + (o->sp ? 2 : 0);
+    c->messages += 2 * hop * g.tp_sum + hop * g.tp_half;
+    if (o->sp) /* the norms' gradients, each chunk's once */
+        c->messages += 2 * hop * layout_chunks(o);
 }
+
+static void step_begin(void *self)
+{
+    struct tp_group *t = self;
+    t->sent = 0;
+}
+
+static int failed(const void *self, struct error *e)
+{
+    const struct tp_group *t = self;
+    if (t->err.code)
+        *e = t->err;
+    return t->err.code;
+}
+
+static void sent(const void *self, struct strategy_sent *s)
+{
+    const struct tp_group *t = self;
+    s->bytes[STRATEGY_TP] += t->sent;
+}
+
+static size_t mem_bytes(const void *self, enum gpt_mem kind)
+{
+    const struct tp_group *t = self;
+    return kind < GPT_MEM_KINDS ? t->bytes[kind] : 0;
+}
+
+const struct strategy tp_strategy = {STRATEGY_TP, check, count,    step_begin,
+                                     failed,      sent,  mem_bytes};

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "model/gpt.h"
+#include "par/strategy.h"
 
 struct device;
 struct dp_mem;
@@ -36,20 +37,21 @@ int tp_new(struct tp_group **out, const struct train_opts *o, const struct layou
            struct device *d, const struct dp_mem *mem, struct error *e);
 void tp_free(struct tp_group *t);
 
-/* A step begins: its bytes are counted from here. */
-void tp_step_begin(struct tp_group *t);
 /* The model's reduction of n values at buf (model/gpt.h's tp_reduce, op as it says), over
- * the group. A failure is kept for tp_failed; later reductions of the step do nothing. */
+ * the group. A failure is kept for its face's failed; later reductions of the step do
+ * nothing. */
 void tp_collective(struct tp_group *t, float *buf, size_t n, enum gpt_tp_op op, const char *what);
-/* The first failed reduction: 0, or its code with e set. */
-int tp_failed(const struct tp_group *t, struct error *e);
 /* Sequence parallelism, once every micro-batch's gradients are in: the norms' weight
  * gradients of the v model parts g[c] (parts[c]) summed over the group. 0 or the failure. */
 int tp_norm_sync(struct tp_group *t, struct gpt *const *g, const struct gpt_part *parts, int v,
                  struct error *e);
-/* Bytes this GPU sent in its group since the step began. */
-uint64_t tp_sent(const struct tp_group *t);
-/* Bytes of the buffers it allocated in a category. */
-size_t tp_mem_bytes(const struct tp_group *t, enum gpt_mem kind);
+
+/* Its face (par/strategy.h), through which the trainer begins its steps, hears of its
+ * failures and reads its bytes sent and held: T dividing the heads, the FFN width and the
+ * vocabulary (and the sequence, with sequence parallelism); per GPU its two buffers (the sums' in
+ * bf16/fp16, the norms' with sequence parallelism) and a ring all-reduce's 2 (T - 1) sends for
+ * every sum the model asks for (a reduce-scatter's or all-gather's T - 1), the norms' once a step.
+ */
+extern const struct strategy tp_strategy;
 
 #endif

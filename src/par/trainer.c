@@ -11,20 +11,24 @@
 
 #include "base/error.h"
 #include "base/rng.h"
-#include "calc/preset.h"
 #include "model/markov.h"
 #include "num/adamw.h"
 #include "num/clip.h"
+#include "num/fp.h"
 #include "num/scaler.h"
-#include "model/ringattn.h"
 #include "par/cp.h"
 #include "par/dp.h"
 #include "par/ep.h"
-#include "comm/coll.h"
-#include "num/fp.h"
 #include "par/pp.h"
+#include "par/strategies.h"
 #include "par/tp.h"
 #include "sim/cluster.h"
+
+/* A strategy at work on this GPU: its face and its instance. */
+struct instance {
+    const struct strategy *s;
+    void *self;
+};
 
 struct trainer {
     struct train_opts o;
@@ -44,7 +48,6 @@ struct trainer {
     struct adamw adam;
     struct scaler scaler;
     int32_t *tokens, *targets; /* the global batch; this GPU computes rows [rank B/N, ...) */
-    int32_t *cp_tokens;        /* cp: its tokens of its rows, then their targets */
     long step;
     double *window; /* the last spike_window losses (a ring) */
     int nwin, iwin, outliers_in_a_row;
@@ -57,75 +60,11 @@ struct trainer {
     struct tp_group *tp;  /* tensor parallelism's communication (NULL: one GPU per layer) */
     struct cp_ring *cp;   /* context parallelism's ring (NULL: one GPU per sequence) */
     struct ep_group *ep;  /* expert parallelism's all-to-alls (NULL: every expert here) */
+    /* every strategy at work here, each chunk's data parallelism apart, in the order their
+     * failures are said */
+    struct instance inst[SCHED_MAX_CHUNKS + STRATEGIES];
+    int ninst;
 };
-
-int train_opts_check(const struct train_opts *o, struct error *e)
-{
-    if (o->batch < 1)
-        return error_set(e, ERR_INVAL, "--batch must be at least 1");
-    if (o->steps < 1)
-        return error_set(e, ERR_INVAL, "--steps must be at least 1");
-    if (!(o->lr >= 0) || !isfinite(o->lr))
-        return error_set(e, ERR_INVAL, "--lr must be a finite number >= 0");
-    if (!(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1))
-        return error_set(e, ERR_INVAL, "--betas must both be in [0, 1)");
-    if (!(o->eps > 0) || !isfinite(o->eps))
-        return error_set(e, ERR_INVAL, "--eps must be a finite number > 0");
-    if (!(o->wd >= 0) || !isfinite(o->wd))
-        return error_set(e, ERR_INVAL, "--wd must be a finite number >= 0");
-    if (o->scaling != TRAIN_SCALE_NONE && !(o->scale > 0 && o->scale <= 3.4e38))
-        return error_set(e, ERR_INVAL, "--loss-scale must be > 0 and finite in fp32");
-    if (o->growth_interval < 1)
-        return error_set(e, ERR_INVAL, "--growth-interval must be at least 1");
-    if (o->hysteresis < 1)
-        return error_set(e, ERR_INVAL, "--hysteresis must be at least 1");
-    if (o->clip < 0 || !isfinite(o->clip))
-        return error_set(e, ERR_INVAL, "--clip must be a finite number > 0");
-    if (o->spike_window < 2)
-        return error_set(e, ERR_INVAL, "--spike-window must be at least 2");
-    if (!(o->spike_z > 0))
-        return error_set(e, ERR_INVAL, "--spike-z must be > 0");
-    /* z over a window of N losses that includes the loss itself is at most sqrt(N - 1) */
-    if (o->spike_z >= sqrt((double)o->spike_window - 1))
-        return error_set(e, ERR_INVAL,
-                         "--spike-z %g can never be reached: over a window of %d losses that "
-                         "includes the loss itself, a z-score is at most sqrt(%d - 1) = %.3g; "
-                         "lower --spike-z or widen --spike-window",
-                         o->spike_z, o->spike_window, o->spike_window,
-                         sqrt((double)o->spike_window - 1));
-    for (int i = 0; i < o->ninject; i++)
-        if (o->inject[i].step < 1 || o->inject[i].step > o->steps)
-            return error_set(e, ERR_INVAL, "--inject: step %ld is outside the run's steps 1..%ld",
-                             o->inject[i].step, o->steps);
-    if (o->fail_gpu >= 0 && (o->fail_step < 1 || o->fail_step > o->steps))
-        return error_set(e, ERR_INVAL, "--fail: step %ld is outside the run's steps 1..%ld",
-                         o->fail_step, o->steps);
-    if (!o->shape.vocab && !o->shape.d && !o->shape.layers)
-        return error_set(e, ERR_INVAL, "the model's shape is not set (train_shape sets it)");
-    int rc = gpt_config_check(&o->shape, e);
-    if (rc || (rc = layout_check(o, e)))
-        return rc;
-    if (o->bucket_bytes < 4)
-        return error_set(e, ERR_INVAL, "--bucket must be at least 4 bytes");
-    if (o->prefetch < 0 || o->prefetch > 1)
-        return error_set(e, ERR_INVAL, "--prefetch is 0 or 1");
-    if (o->grad_fp32 && o->precision == FP_FP32)
-        return error_set(e, ERR_INVAL, "--grad-accum fp32 goes with --precision bf16 or fp16");
-    char name[24];
-    if (o->zero >= 3 && ckpt_segment(&o->ckpt, o->shape.layers) > 1)
-        return error_set(e, ERR_INVAL,
-                         "--zero 3 with --checkpoint %s: recomputing a segment of several layers "
-                         "would gather each layer a third time; use full, selective or none",
-                         ckpt_name(name, sizeof name, &o->ckpt));
-    for (int i = 0; i < o->ninject; i++)
-        if (o->inject[i].gpu < 0 || o->inject[i].gpu >= o->gpus)
-            return error_set(e, ERR_INVAL, "--inject: GPU %d is not one of the %d GPUs",
-                             o->inject[i].gpu, o->gpus);
-    if (o->fail_gpu >= o->gpus)
-        return error_set(e, ERR_INVAL, "--fail: GPU %d is not one of the %d GPUs", o->fail_gpu,
-                         o->gpus);
-    return 0;
-}
 
 static void *tmalloc(struct trainer *t, enum gpt_mem kind, size_t bytes, const char *what)
 {
@@ -135,37 +74,24 @@ static void *tmalloc(struct trainer *t, enum gpt_mem kind, size_t bytes, const c
     return p;
 }
 
-/* Context parallelism: the bytes of a GPU's tokens and targets, its places (gpt_part's) of
- * its data-parallel share's sequences. */
-static size_t cp_batch_bytes(const struct train_opts *o)
-{
-    int dp = layout_dp(o);
-    return 2 * (size_t)(o->batch / dp) * (size_t)(o->shape.seq / o->cp) * sizeof(int32_t);
-}
-
 static size_t batch_bytes(const struct train_opts *o)
 {
     return 2 * (size_t)o->batch * (size_t)o->shape.seq * sizeof(int32_t);
 }
 
-struct train_calls trainer_calls(const struct train_opts *o)
+void trainer_count(const struct train_opts *o, const struct layout_place *pl,
+                   struct strategy_count *c)
 {
-    struct gpt_calls g = gpt_step_calls(&o->shape, &o->ckpt);
+    struct gpt_calls g = layout_calls(o, pl);
     struct gpt_alloc seam = {0};
     dp_model_seam(o, NULL, &seam);
-    /* the model's (weights, gradients, arena, workspace: fewer when its fp32 weights and
-     * gradients are workspace), the strategy's, the batch */
-    long buffers = GPT_BUFFERS - seam.params_workspace - seam.grads_workspace + dp_buffers(o) + 1;
-    buffers += o->cp > 1 ? 3 : 0; /* the ring's send and receive buffers, the batch share */
-    buffers += o->ep > 1 ? 2 : 0; /* the all-to-alls' send and receive buffers */
-    long computes = g.compute;
-    /* ZeRO-3: every gather moves reserved bytes to communication and back */
-    long charges = g.charge + (o->zero >= 3 ? 2L * (2L * o->shape.layers + 2) : 0);
-    if (layout_pipelined(o)) { /* at most: a middle stage's buffers, every micro-batch's calls */
-        buffers += pp_buffers() + 1; /* and the initial weights' scratch */
-        computes *= o->micro_batches, charges *= o->micro_batches;
-    }
-    return (struct train_calls){buffers, charges, computes};
+    /* the model parts' (weights, gradients, arena, workspace: fewer when its fp32 weights and
+     * gradients are workspace), the batch, and the whole model's initial weights drawn on
+     * the side when the GPU holds a part of them */
+    c->buffers += layout_chunks(o) * (GPT_BUFFERS - seam.params_workspace - seam.grads_workspace);
+    c->buffers += 1 + (layout_pipelined(o) || pl->tp > 1 || pl->ep > 1);
+    c->computes += g.compute, c->charges += g.charge;
+    strategies_count(o, pl, c);
 }
 
 /* The model's seam: the caller's, with the strategy's hook points. */
@@ -231,8 +157,6 @@ void trainer_free(struct trainer *t)
         return;
     if (t->tokens)
         t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->tokens, batch_bytes(&t->o));
-    if (t->cp_tokens)
-        t->alloc.free(t->alloc.ctx, GPT_MEM_WORKSPACE, t->cp_tokens, cp_batch_bytes(&t->o));
     pp_free(t->pp);
     sched_free(&t->sched);
     tp_free(t->tp);
@@ -273,14 +197,18 @@ static int load_part(struct trainer *t, struct error *e)
     return 0;
 }
 
+/* A strategy at work here (self NULL: it has nothing to do on this GPU). */
+static void at_work(struct trainer *t, const struct strategy *s, void *self)
+{
+    if (self)
+        t->inst[t->ninst++] = (struct instance){s, self};
+}
+
 int trainer_new_on(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
                    struct device *d, struct error *e)
 {
     *out = NULL;
-    int rc = train_opts_check(o, e);
-    if (rc)
-        return rc;
-    int n = d ? dev_count(d) : 1;
+    int rc = 0, n = d ? dev_count(d) : 1;
     if (o->gpus != n)
         return error_set(e, ERR_INVAL, "the trainer is set for %d GPUs, the cluster has %d",
                          o->gpus, n);
@@ -328,7 +256,11 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
         gpt_set_loss_tokens(t->g[c], (double)o->batch * o->shape.seq);
         if ((rc = dp_new(&t->dp[c], o, t->g[c], d, &pl, &mem, e)))
             goto fail;
+        at_work(t, &dp_strategy, t->dp[c]);
     }
+    at_work(t, &tp_strategy, t->tp);
+    at_work(t, &cp_strategy, t->cp);
+    at_work(t, &ep_strategy, t->ep);
     t->pl.part = t->part[0];
     t->underflow = calloc((size_t)o->shape.layers + 1, sizeof *t->underflow);
     if (!t->underflow) {
@@ -338,6 +270,7 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
     if (layout_pipelined(o) &&
         (rc = pp_new(&t->pp, &t->pl, &t->sched, t->g, t->part, o->precision, d, &mem, e)))
         goto fail;
+    at_work(t, &pp_strategy, t->pp);
     rc = markov_new(&t->data, o->shape.vocab, o->seed, e);
     if (rc)
         goto fail;
@@ -346,9 +279,7 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
     if ((t->tokens = tmalloc(t, GPT_MEM_WORKSPACE, batch_bytes(o), "batch")))
         t->targets = t->tokens + bt;
     t->window = calloc((size_t)o->spike_window, sizeof *t->window);
-    if (o->cp > 1)
-        t->cp_tokens = tmalloc(t, GPT_MEM_WORKSPACE, cp_batch_bytes(o), "batch share");
-    if (!t->tokens || !t->window || (o->cp > 1 && !t->cp_tokens)) {
+    if (!t->tokens || !t->window) {
         rc = error_set(e, ERR_NOMEM, "out of memory allocating the trainer's buffers");
         goto fail;
     }
@@ -371,6 +302,9 @@ fail:
 int trainer_new(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
                 struct error *e)
 {
+    int rc = train_opts_check(o, e);
+    if (rc)
+        return rc;
     return trainer_new_on(out, o, alloc, NULL, e);
 }
 
@@ -460,23 +394,6 @@ static void diagnose(struct trainer *t, struct gpt_diag *out)
     out->underflow_total = total, out->grad_elements = elems;
 }
 
-/* The tokens and targets at this GPU's places of the rows sequences from token `first` of the
- * batch, into cp_tokens; returns where they are. */
-static const int32_t *cp_tokens(struct trainer *t, size_t first, int rows)
-{
-    const struct train_opts *o = &t->o;
-    size_t T = (size_t)o->shape.seq, n = T / (size_t)t->pl.cp, bt = (size_t)o->batch * T;
-    size_t share = (size_t)rows * n;
-    enum ring_split split = o->cp_naive ? RING_NAIVE : RING_BALANCED;
-    for (size_t k = 0; k < 2; k++) /* the tokens, the targets */
-        for (size_t b = 0; b < (size_t)rows; b++)
-            for (size_t i = 0; i < n; i++)
-                t->cp_tokens[k * share + b * n + i] =
-                    t->tokens[k * bt + first + b * T +
-                              (size_t)ring_position((int)T, t->pl.cp, t->pl.cprank, split, (int)i)];
-    return t->cp_tokens;
-}
-
 /* The routing's figures of the step (model/gpt.h's diagnosis). */
 static void describe_experts(const struct trainer *t, const struct gpt_diag *d,
                              struct train_step *out)
@@ -510,18 +427,18 @@ static int forward_backward(struct trainer *t, long step, double *local, struct 
     size_t share = (size_t)(o->batch / t->pl.dp) * o->shape.seq;
     size_t first = (size_t)t->pl.dprank * share;
     const int32_t *tok = t->tokens + first, *tgt = t->targets + first;
-    if (t->pl.cp > 1) { /* this GPU's tokens of each of its sequences */
-        tok = cp_tokens(t, first, o->batch / t->pl.dp);
-        tgt = tok + (size_t)(o->batch / t->pl.dp) * (size_t)(o->shape.seq / t->pl.cp);
-    }
+    if (t->cp) /* this GPU's tokens of each of its sequences */
+        cp_share(t->cp, o->batch / t->pl.dp, &tok, &tgt);
     int rc;
     if (t->pp) {
         if ((rc = pp_step(t->pp, (int)step, tok, tgt, t->scaler.scale, &inj, local, e)))
             return rc;
     } else
         *local = gpt_step(t->g[0], tok, tgt, t->scaler.scale, &inj);
-    if ((rc = tp_failed(t->tp, e)) || (rc = cp_failed(t->cp, e)) || (rc = ep_failed(t->ep, e)) ||
-        (rc = tp_norm_sync(t->tp, t->g, t->part, t->v, e)))
+    for (int i = 0; i < t->ninst; i++)
+        if (t->inst[i].s->failed && (rc = t->inst[i].s->failed(t->inst[i].self, e)))
+            return rc;
+    if ((rc = tp_norm_sync(t->tp, t->g, t->part, t->v, e)))
         return rc;
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
@@ -620,16 +537,10 @@ static void describe(const struct trainer *t, const struct gpt_diag *d, struct t
     describe_experts(t, d, out);
     out->underflow = d->underflow;
     out->underflow_frac = (double)d->underflow_total / (double)d->grad_elements;
-    for (int c = 0; c < t->v; c++) {
-        uint64_t states, embed, scalars;
+    for (int c = 0; c < t->v; c++)
         out->act_peak_bytes += gpt_mem_bytes(t->g[c], GPT_MEM_ACTIVATIONS);
-        dp_sent(t->dp[c], &states, &embed, &scalars);
-        out->sent_bytes += states, out->pp_bytes += embed, out->scalar_bytes += scalars;
-    }
-    out->pp_bytes += t->pp ? pp_sent(t->pp) : 0;
-    out->tp_bytes = tp_sent(t->tp);
-    out->cp_bytes = cp_sent(t->cp);
-    out->ep_bytes = ep_sent(t->ep);
+    for (int i = 0; i < t->ninst; i++)
+        t->inst[i].s->sent(t->inst[i].self, &out->sent);
     for (int c = 0; c < t->v; c++)
         out->ring_scores += gpt_ring_scores(t->g[c]);
     out->compute_s = dp_compute_s(t->dp[0]);
@@ -643,11 +554,9 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     out->step = step;
     out->loss_scale = t->scaler.scale;
     out->sim_start_s = t->d ? dev_now(t->d) : 0;
-    for (int c = 0; c < t->v; c++)
-        dp_step_begin(t->dp[c]);
-    tp_step_begin(t->tp);
-    cp_step_begin(t->cp);
-    ep_step_begin(t->ep);
+    for (int i = 0; i < t->ninst; i++)
+        if (t->inst[i].s->step_begin)
+            t->inst[i].s->step_begin(t->inst[i].self);
     double local;
     struct step_grads sg;
     struct gpt_diag d;
@@ -744,10 +653,11 @@ long trainer_poisoned(const struct trainer *t, const char **tensor)
 
 size_t trainer_mem_bytes(const struct trainer *t, enum gpt_mem kind)
 {
-    size_t sum = t->extra[kind] + tp_mem_bytes(t->tp, kind) + cp_mem_bytes(t->cp, kind) +
-                 ep_mem_bytes(t->ep, kind);
+    size_t sum = t->extra[kind];
     for (int c = 0; c < t->v; c++)
-        sum += gpt_mem_bytes(t->g[c], kind) + dp_mem_bytes(t->dp[c], kind);
+        sum += gpt_mem_bytes(t->g[c], kind);
+    for (int i = 0; i < t->ninst; i++)
+        sum += t->inst[i].s->mem_bytes(t->inst[i].self, kind);
     return sum;
 }
 

@@ -49,12 +49,9 @@
 #include "model/gpt.h"
 #include "par/layout.h"
 #include "par/settings.h"
+#include "par/strategy.h"
 
 struct error;
-
-/* Checks the options (ranges, injection steps within 1..steps, a shape that is set and the
- * model can hold); 0 or ERR_INVAL naming the option. */
-int train_opts_check(const struct train_opts *o, struct error *e);
 
 struct train_step {
     long step;
@@ -76,14 +73,9 @@ struct train_step {
     /* The step whose applied update made the fp32 weights non-finite, 0 if they are finite;
      * only without a scaler, which applies non-finite gradients. */
     long weights_nonfinite_since;
-    uint64_t sent_bytes;           /* this GPU sent this step: gradients and weights */
-    uint64_t pp_bytes;             /* and between pipeline stages: activations, their
-                                      gradients, the tied embedding's gradient */
-    uint64_t tp_bytes;             /* and in its tensor-parallel group */
-    uint64_t cp_bytes;             /* and round its context-parallel ring */
-    uint64_t ep_bytes;             /* and in its experts' all-to-alls */
+    struct strategy_sent sent;     /* bytes this GPU sent this step, by kind, and for the
+                                      agreement (loss, norm, found-inf) */
     uint64_t ring_scores;          /* the attention scores its ring's blocks computed */
-    uint64_t scalar_bytes;         /* and for the agreement (loss, norm, found-inf) */
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
     double compute_s;              /* simulated compute time of the step */
     /* A mixture of experts (model/moe.h): the load-balancing loss (part of loss), the k N
@@ -98,20 +90,20 @@ struct train_step {
 
 struct trainer;
 
-/* What a run does through the allocator seam, known from its options alone: buffers
- * allocated by trainer_new (and freed by trainer_free), and calls to the seam's charge and
- * compute hooks per trainer_step. */
-struct train_calls {
-    long buffers, charges, computes;
-};
-struct train_calls trainer_calls(const struct train_opts *o);
+/* What the GPU at pl of a run of o allocates and does per step, known from its options alone
+ * (par/strategy.h's count): the trainer's own (its model parts' buffers and their compute and
+ * memory calls, the batch, the initial weights' scratch) and every strategy's. */
+void trainer_count(const struct train_opts *o, const struct layout_place *pl,
+                   struct strategy_count *c);
 
-/* alloc: the allocator seam for every buffer (NULL: the host's). One GPU (o->gpus 1). */
+/* alloc: the allocator seam for every buffer (NULL: the host's). One GPU (o->gpus 1); the
+ * options are checked (train_opts_check, par/strategies.h). */
 int trainer_new(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
                 struct error *e);
 struct device;
-/* The trainer of device d, one of o->gpus = dev_count(d); every device of the cluster calls
- * it, then trainer_step together. */
+/* The trainer of device d, one of o->gpus = dev_count(d), for options train_opts_check passed
+ * (the run checks them once: par/run.h); every device of the cluster calls it, then
+ * trainer_step together. */
 int trainer_new_on(struct trainer **out, const struct train_opts *o, const struct gpt_alloc *alloc,
                    struct device *d, struct error *e);
 void trainer_free(struct trainer *t);

@@ -33,7 +33,7 @@
  * joined, and cluster_run reports the first failure, naming the GPU.
  *
  * A wire (struct dev_wire): the devices live in separate processes, one GPU per MPI rank
- * (comm/mpi.h's wire), and each process runs only its own device. Its sends keep every rule
+ * (comm/mpiwire.h), and each process runs only its own device. Its sends keep every rule
  * above: the sender books its port and stamps the message with its start and arrival, the
  * receiver books its incoming link and answers the sender with the arrival it gave, the
  * counters and events are the same; only the bytes cross the wire instead of a copy between

@@ -154,12 +154,12 @@ static bool numbered(int m, int v)
     return v <= 1 ? m <= 10 : v == 2 && m <= 8;
 }
 
-char gantt_char(char kind, int micro, int chunk, int m, int v)
+char gantt_char(enum sched_op_kind kind, int micro, int chunk, int m, int v)
 {
-    bool fwd = kind == 'F';
-    if (!numbered(m, v) || micro < 0)
-        return chunk ? (fwd ? 'f' : 'b') : (fwd ? 'F' : 'B');
-    if (fwd)
+    char letter = sched_op_info(kind)->letter; /* chunk 1's in lower case */
+    if (kind == SCHED_OP_W || !numbered(m, v) || micro < 0)
+        return chunk ? (char)(letter - 'A' + 'a') : letter;
+    if (kind == SCHED_OP_F)
         return (char)((chunk ? 'A' : '0') + micro);
     return (char)((chunk ? 'i' : 'a') + micro);
 }

@@ -16,6 +16,8 @@
 
 #include <stddef.h>
 
+#include "calc/sched.h"
+
 /* An operation: its row (stage) and its time; the layout fills its columns [c0, c1], or
  * c0 = -1 when it could not be drawn (GANTT_CUT). Items come row by row, each row's in the
  * order its stage ran them (their starts do not decrease). */
@@ -45,9 +47,9 @@ char *gantt_scale_text(char *buf, size_t n, enum gantt_scale s, const char *per_
 
 /* An operation's letter: by micro-batch k of m when they can be told apart (m <= 10 with one
  * chunk: forwards 0-9, backwards a-j; m <= 8 with two: chunk 1's forwards A-H, backwards i-p),
- * else its kind (F, B; chunk 1 f, b). gantt_legend says which, in buf: "0-3 forward, a-d
- * backward", or shorter for a narrow chart (short). */
-char gantt_char(char kind, int micro, int chunk, int m, int v);
+ * else its kind (F, B; chunk 1 f, b; W, w: the weights' gradients apart). gantt_legend says which,
+ * in buf: "0-3 forward, a-d backward", or shorter for a narrow chart (short). */
+char gantt_char(enum sched_op_kind kind, int micro, int chunk, int m, int v);
 char *gantt_legend(char *buf, size_t n, int m, int v, int short_form);
 
 #endif

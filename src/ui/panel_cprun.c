@@ -51,6 +51,7 @@
 #include "par/predict.h"
 #include "par/run.h"
 #include "par/settings.h"
+#include "par/strategies.h"
 #include "sim/event.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
@@ -78,7 +79,6 @@ struct settings {
 enum pass { PASS_NONE, PASS_FORWARD, PASS_BACKWARD, PASS_DONE };
 
 struct cprun {
-    struct eventlog *log;
     struct settings s, start;
     int layers, heads;   /* the model's */
     struct runpace pace; /* the run, its GPUs, the step replayed, the ledgers */
@@ -88,7 +88,6 @@ struct cprun {
     /* the ring sends each GPU made in the step being replayed: forward, backward */
     int fsend[MAX_CP], bsend[MAX_CP];
     bool said_verdict;
-    char note[120]; /* why a key did not do what it was asked (until a step is replayed) */
 };
 
 static enum ring_split split_of(const struct settings *s)
@@ -132,8 +131,9 @@ static void predict(struct cprun *p)
     p->scale = p->pred.mem[0].total * 1.1;
 }
 
-static void restart(struct cprun *p)
+static void restart(void *panel)
 {
+    struct cprun *p = panel;
     runpace_clear(&p->pace);
     p->said_verdict = false;
     memset(p->fsend, 0, sizeof p->fsend);
@@ -146,12 +146,11 @@ static void restart(struct cprun *p)
     runpace_start(&p->pace, &o);
 }
 
-static void say_restart(struct cprun *p)
+static void say_restart(void *panel)
 {
-    eventlog_add(p->log, "ring: tiny, cp %d %s, sequence %d, batch %d: restarted", p->s.cp,
+    struct cprun *p = panel;
+    eventlog_add(p->pace.log, "ring: tiny, cp %d %s, sequence %d, batch %d: restarted", p->s.cp,
                  split_name(p->s.naive), p->s.seq, p->s.batch);
-    if (p->note[0])
-        eventlog_add(p->log, "ring: %s", p->note);
 }
 
 /* The scores GPU g computes in a step with the given split, from the rectangles of its blocks:
@@ -179,7 +178,6 @@ static void begin_step(void *panel)
     struct cprun *p = panel;
     memset(p->fsend, 0, sizeof p->fsend);
     memset(p->bsend, 0, sizeof p->bsend);
-    p->note[0] = 0;
 }
 
 /* A ring send the replay passes: the forward's first (its layers' C - 1 sends of K and V
@@ -207,12 +205,6 @@ static void end_step(void *panel)
     p->said_verdict = true;
 }
 
-static const struct runpace_ops pace_ops = {.name = "cprun",
-                                            .replay_s = REPLAY_S,
-                                            .begin = begin_step,
-                                            .record = on_record,
-                                            .end = end_step};
-
 /* Where GPU g is in the step shown: its pass, the layer, and the ring steps whose blocks it
  * holds (forward: received; backward: computed), 0 to *lit - 1. */
 static enum pass ring_at(const struct cprun *p, int g, int *layer, int *lit)
@@ -238,20 +230,23 @@ static enum pass ring_at(const struct cprun *p, int g, int *layer, int *lit)
 
 /* ------------------------------------------------------------------ settings and keys */
 
-static bool same_settings(const struct settings *a, const struct settings *b)
+static bool same_settings(const void *x, const void *y)
 {
+    const struct settings *a = x, *b = y;
     return a->cp == b->cp && a->seq == b->seq && a->batch == b->batch && a->naive == b->naive &&
            a->prec == b->prec;
 }
 
-static bool run_on(struct cprun *p, const struct settings *s)
-{
-    if (same_settings(s, &p->s) && runpace_fresh(&p->pace))
-        return false;
-    p->s = *s;
-    restart(p);
-    return true;
-}
+static const struct runpace_ops pace_ops = {.name = "cprun",
+                                            .tag = "ring",
+                                            .replay_s = REPLAY_S,
+                                            .begin = begin_step,
+                                            .record = on_record,
+                                            .end = end_step,
+                                            .settings = sizeof(struct settings),
+                                            .same = same_settings,
+                                            .restart = restart,
+                                            .say_restart = say_restart};
 
 static void defaults(const struct cprun *p, struct settings *s)
 {
@@ -264,18 +259,15 @@ static int cprun_init(void **state, const struct panel_env *env, struct error *e
     struct cprun *p = calloc(1, sizeof *p);
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
-    p->log = env->log;
-    int rc = runpace_init(&p->pace, &pace_ops, p, p->log, e);
+    int rc = runpace_init(&p->pace, &pace_ops, p, &p->s, &p->start, env, e);
     if (rc) {
         free(p);
         return rc;
     }
-    p->pace.check_only = env->check_only;
     p->layers = p->pace.shapes[0].layers;
     p->heads = p->pace.shapes[0].heads;
     defaults(p, &p->s);
-    p->start = p->s;
-    restart(p);
+    runpace_first(&p->pace);
     *state = p;
     return 0;
 }
@@ -288,10 +280,19 @@ static void cprun_fini(void *state)
     free(p);
 }
 
-/* A sequence both splits of cp GPUs take: a multiple of 2 cp. */
-static bool seq_fits(int seq, int cp)
+/* Whether the run takes settings s (the engine's checks, train_opts_check), with either split
+ * (b toggles them): 0, or ERR_INVAL saying why. */
+static int runs(const struct cprun *p, const struct settings *s, struct error *e)
 {
-    return seq >= MIN_SEQ && seq <= MAX_SEQ && ring_split_ok(seq, cp, RING_BALANCED);
+    struct train_opts o;
+    struct settings t = *s;
+    int rc = 0;
+    for (int naive = 0; naive < 2 && !rc; naive++) {
+        t.naive = naive;
+        options(p, &t, &o);
+        rc = train_opts_check(&o, e);
+    }
+    return rc;
 }
 
 static int cprun_set(void *state, const char *name, const char *value, struct error *e)
@@ -315,66 +316,48 @@ static int cprun_set(void *state, const char *name, const char *value, struct er
                        "not '%s'",
                        name);
     }
-    if (rc)
+    if (rc || (rc = runs(p, &s, e)))
         return rc;
-    if (!seq_fits(s.seq, s.cp))
-        return error_set(e, ERR_INVAL, "seq %d: a multiple of 2 x cp (%d) from %d to %d", s.seq,
-                         2 * s.cp, MIN_SEQ, MAX_SEQ);
-    p->start = s;
-    run_on(p, &s);
-    return 0;
-}
-
-static int refuse(struct cprun *p, const char *what)
-{
-    snprintf(p->note, sizeof p->note, "%s", what);
-    eventlog_add(p->log, "ring: %s", p->note);
-    return PANEL_HANDLED | PANEL_REDRAW;
+    return runpace_set(&p->pace, &s);
 }
 
 static int cprun_on_key(void *state, int key)
 {
     struct cprun *p = state;
-    struct settings *s = &p->s;
-    char why[120];
+    struct settings t = p->s;
+    struct error e = {0};
     switch (key) {
     case 'c':
     case 'C': {
-        int cp = key == 'c' ? s->cp * 2 : s->cp / 2;
-        if (cp < MIN_CP || cp > MAX_CP) {
-            snprintf(why, sizeof why, "cp stays %d: the panel runs %d or %d GPUs", s->cp, MIN_CP,
-                     MAX_CP);
-            return refuse(p, why);
-        }
-        s->cp = cp;
+        int cp = key == 'c' ? t.cp * 2 : t.cp / 2;
+        if (cp < MIN_CP || cp > MAX_CP)
+            return runpace_refuse(&p->pace, "cp stays %d: the panel runs %d or %d GPUs", t.cp,
+                                  MIN_CP, MAX_CP);
+        t.cp = cp;
         break;
     }
-    case 'b': s->naive = !s->naive; break;
+    case 'b': t.naive = !t.naive; break;
     case 's':
     case 'S': {
-        int seq = key == 's' ? s->seq * 2 : s->seq / 2;
-        if (!seq_fits(seq, s->cp)) {
-            snprintf(why, sizeof why, "sequence stays %d: the panel runs %d to %d tokens", s->seq,
-                     MIN_SEQ, MAX_SEQ);
-            return refuse(p, why);
-        }
-        s->seq = seq;
+        int seq = key == 's' ? t.seq * 2 : t.seq / 2;
+        if (seq < MIN_SEQ || seq > MAX_SEQ)
+            return runpace_refuse(&p->pace, "sequence stays %d: the panel runs %d to %d tokens",
+                                  t.seq, MIN_SEQ, MAX_SEQ);
+        t.seq = seq;
         break;
     }
     default: return 0;
     }
-    p->note[0] = 0;
-    restart(p);
-    say_restart(p);
-    return PANEL_HANDLED | PANEL_REDRAW;
+    if (runs(p, &t, &e))
+        return runpace_refuse(&p->pace, "%s", e.msg);
+    p->s = t;
+    return runpace_rekeyed(&p->pace, NULL);
 }
 
 static int cprun_on_event(void *state, const struct panel_event *ev)
 {
     struct cprun *p = state;
-    if (ev->kind == PANEL_RESET && run_on(p, &p->start))
-        say_restart(p);
-    return runpace_on_event(&p->pace, ev);
+    return runpace_panel_event(&p->pace, ev);
 }
 
 /* ------------------------------------------------------------------ drawing */
@@ -563,10 +546,9 @@ static void cprun_draw(const void *state, struct ui_canvas *c)
         canvas_wrap(c, 2, ROLE_ERROR, p->pace.err, 0);
         return;
     }
-    if (p->note[0] && !p->pace.replaying)
-        canvas_text(c, y++, 0, ROLE_WARN, p->note);
-    else
-        runpace_draw_step(&p->pace, c, y++, "buffers allocated: space runs, n one step");
+    if (!runpace_draw_note(&p->pace, c, y))
+        runpace_draw_step(&p->pace, c, y, "buffers allocated: space runs, n one step");
+    y++;
     draw_ring(p, c, y++);
     /* the matrix, and beside it (or below, when narrow) the bars and the scores */
     int U = 2 * C, cw = W >= 60 ? 4 : C > 2 ? 2 : 3, mw = 2 + U * cw, sx = mw + 2, sw = W - sx;
@@ -591,7 +573,7 @@ static void cprun_draw(const void *state, struct ui_canvas *c)
     if (y < H && p->pred.ok) { /* the ring's bytes per GPU */
         uint64_t sent[MAX_CP];
         for (int g = 0; g < C; g++)
-            sent[g] = p->pace.last.gpu[g].cp_bytes;
+            sent[g] = p->pace.last.gpu[g].sent[STRATEGY_CP];
         runpace_draw_sent(&p->pace, c, y++, "ring B/step", sent, p->pred.comm[0].cp.bytes);
     }
     if (y < H && p->pred.ok) { /* activations per GPU against one GPU's */
@@ -624,9 +606,8 @@ static void cprun_draw(const void *state, struct ui_canvas *c)
                       "the %s split computes (not run):", split_name(!p->s.naive));
         y = draw_matrix(p, c, y, 0, cw, p->s.naive ? RING_BALANCED : RING_NAIVE, false);
     }
-    if (p->pace.feed.dropped && y < H)
-        canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
-                      p->pace.feed.dropped);
+    if (y < H)
+        runpace_draw_missed(&p->pace, c, y);
 }
 
 static const struct panel_key cprun_keys[] = {

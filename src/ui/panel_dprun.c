@@ -77,7 +77,6 @@ struct figures {
 };
 
 struct dprun {
-    struct eventlog *log;
     struct settings s, start;
     struct model_shape big;
     bool have_big;
@@ -153,8 +152,9 @@ static void predict(struct dprun *p)
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step, but the GPUs
  * allocate their buffers at once, so the bars show them from the start. */
-static void restart(struct dprun *p)
+static void restart(void *panel)
 {
+    struct dprun *p = panel;
     runpace_clear(&p->pace);
     p->said_verdict = false;
     memset(p->phase, 0, sizeof p->phase);
@@ -185,9 +185,10 @@ static const char *stage_name(int z)
     return names[z & 3];
 }
 
-static void say_restart(struct dprun *p)
+static void say_restart(void *panel)
 {
-    eventlog_add(p->log, "run: %s, %d GPUs, %s, %s, batch %d: restarted",
+    struct dprun *p = panel;
+    eventlog_add(p->pace.log, "run: %s, %d GPUs, %s, %s, batch %d: restarted",
                  runpace_model_names[p->s.model], p->s.gpus, stage_name(p->s.zero),
                  fp_info(p->s.prec)->name, p->batch);
 }
@@ -210,12 +211,12 @@ static void end_step(void *panel)
         char b[32];
         units_format_grouped(b, sizeof b, p->pace.feed.peak[0][MEM_WEIGHTS]);
         if (i < 0)
-            eventlog_add(p->log,
+            eventlog_add(p->pace.log,
                          "run: %s on %d GPUs: every ledger = the calculator, to the byte "
                          "(weights %s B per GPU)",
                          stage_name(p->s.zero), p->s.gpus, b);
         else
-            eventlog_add(p->log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
+            eventlog_add(p->pace.log, "run: GPU %d's %s: ledger %llu B, calculator %.0f B", g,
                          ledger_cat_name(runfeed_part_cat[i]),
                          (unsigned long long)p->pace.feed.peak[g][runfeed_part_cat[i]],
                          runfeed_predicted_part(&p->pred.m, i));
@@ -281,30 +282,26 @@ static double clock_at(const void *panel, double frac)
 
 /* ------------------------------------------------------------------ settings and keys */
 
-static bool same_settings(const struct settings *a, const struct settings *b)
+static bool same_settings(const void *x, const void *y)
 {
+    const struct settings *a = x, *b = y;
     return a->model == b->model && a->gpus == b->gpus && a->zero == b->zero &&
            a->batch == b->batch && a->prec == b->prec;
 }
 
-/* The run on settings s: restarted unless it already runs on them and has not moved on (a
- * step's settings come one by one); whether it was. */
-static bool run_on(struct dprun *p, const struct settings *s)
-{
-    if (same_settings(s, &p->s) && runpace_fresh(&p->pace))
-        return false;
-    p->s = *s;
-    restart(p);
-    return true;
-}
-
-/* The run panel's part in the replay: the clock's moments, the sends' phases, the losses. */
+/* The run panel's part in the replay: the clock's moments, the sends' phases, the losses;
+ * its settings. */
 static const struct runpace_ops pace_ops = {.name = "dprun",
+                                            .tag = "run",
                                             .replay_s = REPLAY_S,
                                             .begin = clock_moments,
                                             .clock = clock_at,
                                             .record = apply_send,
-                                            .end = end_step};
+                                            .end = end_step,
+                                            .settings = sizeof(struct settings),
+                                            .same = same_settings,
+                                            .restart = restart,
+                                            .say_restart = say_restart};
 
 static void defaults(struct settings *s)
 {
@@ -316,17 +313,14 @@ static int dprun_init(void **state, const struct panel_env *env, struct error *e
     struct dprun *p = calloc(1, sizeof *p);
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
-    p->log = env->log;
     p->have_big = preset_load_model("synthetic-7b", &p->big, NULL) == 0;
-    int rc = runpace_init(&p->pace, &pace_ops, p, p->log, e);
+    int rc = runpace_init(&p->pace, &pace_ops, p, &p->s, &p->start, env, e);
     if (rc) {
         free(p);
         return rc;
     }
-    p->pace.check_only = env->check_only;
     defaults(&p->s);
-    p->start = p->s;
-    restart(p);
+    runpace_first(&p->pace);
     *state = p;
     return 0;
 }
@@ -359,11 +353,7 @@ static int dprun_set(void *state, const char *name, const char *value, struct er
             error_set(e, ERR_INVAL,
                       "the run panel knows model, gpus, zero, precision and batch, not '%s'", name);
     }
-    if (rc)
-        return rc;
-    p->start = s;
-    run_on(p, &s);
-    return 0;
+    return rc ? rc : runpace_set(&p->pace, &s);
 }
 
 static int dprun_on_key(void *state, int key)
@@ -379,31 +369,23 @@ static int dprun_on_key(void *state, int key)
         i = key == 'g' ? 0 : 3;
         while (i >= 0 && i < 4 && (key == 'g' ? gpu_steps[i] <= s->gpus : gpu_steps[i] >= s->gpus))
             i += key == 'g' ? 1 : -1;
-        if (i < 0 || i > 3) {
-            eventlog_add(p->log, "run: GPUs stay %d, the %s: the run takes 2, 4, 8 or 16", s->gpus,
-                         key == 'g' ? "most" : "fewest");
-            return PANEL_HANDLED | PANEL_REDRAW;
-        }
+        if (i < 0 || i > 3)
+            return runpace_refuse(&p->pace, "GPUs stay %d, the %s: the run takes 2, 4, 8 or 16",
+                                  s->gpus, key == 'g' ? "most" : "fewest");
         s->gpus = gpu_steps[i];
         break;
-    case 'p':
-        s->prec = s->prec == FP_BF16 ? FP_FP16 : s->prec == FP_FP16 ? FP_FP32 : FP_BF16;
-        break;
+    case 'p': s->prec = fp_precision_step(s->prec, 1); break;
     case 'm': s->model = !s->model; break;
     case 's': p->show_big = !p->show_big; return PANEL_HANDLED | PANEL_REDRAW;
     default: return 0;
     }
-    restart(p);
-    say_restart(p);
-    return PANEL_HANDLED | PANEL_REDRAW;
+    return runpace_rekeyed(&p->pace, NULL);
 }
 
 static int dprun_on_event(void *state, const struct panel_event *ev)
 {
     struct dprun *p = state;
-    if (ev->kind == PANEL_RESET && run_on(p, &p->start)) /* back to the step's settings */
-        say_restart(p);
-    return runpace_on_event(&p->pace, ev);
+    return runpace_panel_event(&p->pace, ev);
 }
 
 /* ------------------------------------------------------------------ drawing */
@@ -462,7 +444,7 @@ static int draw_gpus(const struct dprun *p, struct ui_canvas *c, int y, int bw, 
         memui_draw_bar(c, y, 6, bw, &m, p->scale);
         int rx = 6 + bw + 1;
         int ph = p->pace.replaying && tc <= p->phase_until[g] ? p->phase[g] : PH_NONE;
-        uint64_t sent = p->pace.shown ? p->pace.last.gpu[g].sent_bytes : 0;
+        uint64_t sent = p->pace.shown ? p->pace.last.gpu[g].sent[STRATEGY_DP] : 0;
         if (right > 10) {
             units_format_bytes(b1, sizeof b1, m.total, UNITS_BINARY);
             rx = canvas_printf(c, y, rx, ROLE_TEXT, "%10s ", b1);
@@ -485,9 +467,8 @@ static int draw_gpus(const struct dprun *p, struct ui_canvas *c, int y, int bw, 
     }
     if (shown < n && y < H)
         canvas_printf(c, y++, 0, ROLE_DIM, "(a larger window shows all %d GPUs)", n);
-    else if (p->pace.feed.dropped && y < H)
-        canvas_printf(c, y++, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
-                      p->pace.feed.dropped);
+    else if (y < H && runpace_draw_missed(&p->pace, c, y))
+        y++;
     return y;
 }
 
@@ -538,8 +519,8 @@ static int draw_against_calc(const struct dprun *p, struct ui_canvas *c, int y, 
                               ledger_cat_name(runfeed_part_cat[i]));
         bool same = true;
         for (int k = 0; k < n; k++)
-            same &= (double)p->pace.last.gpu[k].sent_bytes == llround(p->pred.t.bytes);
-        units_format_grouped(b1, sizeof b1, p->pace.last.gpu[0].sent_bytes);
+            same &= (double)p->pace.last.gpu[k].sent[STRATEGY_DP] == llround(p->pred.t.bytes);
+        units_format_grouped(b1, sizeof b1, p->pace.last.gpu[0].sent[STRATEGY_DP]);
         if (right > 10)
             canvas_printf(c, y, x + 2, same ? ROLE_GOOD : ROLE_ERROR, "sent %s B, calc %s B", b1,
                           b2);

@@ -7,10 +7,11 @@
  * the other run panels' are (ui/runpace.h): each GPU holds E / P experts of every layer and
  * routes its own share of the batch over all E; the tokens go to their experts' GPUs and back
  * by all-to-alls (par/ep.h), each of the static [E, cap, d] rows, pairwise (comm/alltoall.c:
- * P - 1 sends a GPU). A step's all-to-alls come in a known order, a GPU's sends in it too:
- * forward, each expert layer's dispatch then combine; backward, from the last expert layer,
- * the gradients of the combine then of the dispatch. So the k-th all-to-all send of a GPU in
- * the step says which all-to-all is going on, and to which GPU it went.
+ * P - 1 sends a GPU). Each send carries its all-to-all's phase (model/gpt.h's GPT_EP_*:
+ * dispatch or combine, forward or backward) and says to which GPU it went; a step's
+ * all-to-alls come in a known order (forward, each expert layer's dispatch then combine;
+ * backward, from the last expert layer, the gradients of the combine then of the dispatch, a
+ * recomputed layer's forward pair before them), so the phases begun so far say the layer.
  *
  * Drawn: an expert's row per expert, headed by the GPU that holds it, with the choices routed
  * to it in the step shown (every GPU's tokens, summed over the expert layers: the step
@@ -42,10 +43,11 @@
 #include "calc/preset.h"
 #include "calc/traffic.h"
 #include "comm/coll.h"
-#include "model/moe.h"
+#include "base/experts.h"
 #include "par/predict.h"
 #include "par/run.h"
 #include "par/settings.h"
+#include "par/strategies.h"
 #include "sim/event.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
@@ -76,8 +78,20 @@ struct settings {
     enum fp_format prec;
 };
 
+/* The all-to-alls of an expert layer: the phase their sends carry, the name the panel gives
+ * them, whether the forward pass runs them. */
+enum { A2A_DISPATCH, A2A_COMBINE, A2A_GRAD_COMBINE, A2A_GRAD_DISPATCH, A2A_PHASES };
+static const struct {
+    const char *phase, *name;
+    bool forward;
+} a2a_phases[A2A_PHASES] = {
+    [A2A_DISPATCH] = {GPT_EP_DISPATCH, "forward dispatch", true},
+    [A2A_COMBINE] = {GPT_EP_COMBINE, "forward combine", true},
+    [A2A_GRAD_COMBINE] = {GPT_EP_GRAD_COMBINE, "backward combine", false},
+    [A2A_GRAD_DISPATCH] = {GPT_EP_GRAD_DISPATCH, "backward dispatch", false},
+};
+
 struct eprun {
-    struct eventlog *log;
     struct settings s, start;
     struct model_shape model; /* tiny-moe as the preset has it */
     struct runpace pace;      /* the run, its GPUs, the step replayed, the ledgers */
@@ -86,16 +100,16 @@ struct eprun {
     int cap;              /* an expert's rows per GPU and expert layer */
     int moe_layers;
     double scale;
-    /* the step being replayed: each GPU's all-to-all sends so far, and the GPUs it sent to in
-     * the all-to-all going on (the newest: newest[g]) */
-    int sends[MAX_EP];
+    /* the step being replayed: each GPU's all-to-all going on (its phase, NULL before the first,
+     * and expert layer), those of each phase it has begun, and the GPUs it sent to in the one
+     * going on (the newest: newest[g]) */
+    int phase[MAX_EP], layer[MAX_EP], begun[MAX_EP][A2A_PHASES];
     bool to[MAX_EP][MAX_EP];
     int newest[MAX_EP];
     /* the busiest expert over the mean, per step shown (the last HISTORY) */
     double hist[HISTORY];
     int nhist;
     bool said_verdict;
-    char note[ERROR_MAX]; /* why a key did not do what it was asked (until a step is replayed) */
 };
 
 /* ------------------------------------------------------------------ the run */
@@ -130,18 +144,27 @@ static void predict(struct eprun *p, struct train_opts *o)
     p->expert_params = memory_ep_experts(&mc);
     int n = o->batch / o->gpus * o->shape.seq; /* a GPU's tokens */
     const struct gpt_moe *mo = &o->shape.moe;
-    p->cap = (int)(moe_rows(n, mo->experts, mo->top_k, mo->capacity_factor) / (size_t)mo->experts);
+    p->cap = (int)(experts_rows(n, mo->experts, mo->top_k, mo->capacity_factor) / mo->experts);
     p->moe_layers = gpt_moe_layers(&o->shape);
     p->scale = p->pred.mem[0].total * 1.1;
 }
 
-static void restart(struct eprun *p)
+/* No all-to-all going on, none begun. */
+static void no_a2a(struct eprun *p)
 {
+    for (int g = 0; g < MAX_EP; g++)
+        p->phase[g] = -1;
+    memset(p->begun, 0, sizeof p->begun);
+    memset(p->to, 0, sizeof p->to);
+}
+
+static void restart(void *panel)
+{
+    struct eprun *p = panel;
     runpace_clear(&p->pace);
     p->said_verdict = false;
     p->nhist = 0;
-    memset(p->sends, 0, sizeof p->sends);
-    memset(p->to, 0, sizeof p->to);
+    no_a2a(p);
     struct train_opts o;
     predict(p, &o);
     if (p->pace.err[0])
@@ -155,13 +178,12 @@ static void settings_text(const struct settings *s, char *buf, size_t n)
              s->ep, s->capacity, s->aux);
 }
 
-static void say_restart(struct eprun *p)
+static void say_restart(void *panel)
 {
+    struct eprun *p = panel;
     char b[120];
     settings_text(&p->s, b, sizeof b);
-    eventlog_add(p->log, "experts: %s, batch %d: restarted", b, p->s.batch);
-    if (p->note[0])
-        eventlog_add(p->log, "experts: %s", p->note);
+    eventlog_add(p->pace.log, "experts: %s, batch %d: restarted", b, p->s.batch);
 }
 
 /* The step shown, every GPU's tokens: the choices routed to expert x and those it took. */
@@ -187,22 +209,34 @@ static double busiest_over_mean(const struct eprun *p)
 static void begin_step(void *panel)
 {
     struct eprun *p = panel;
-    memset(p->sends, 0, sizeof p->sends);
-    memset(p->to, 0, sizeof p->to);
-    p->note[0] = 0;
+    no_a2a(p);
 }
 
-/* An all-to-all send the replay passes: the first of an all-to-all forgets the one before. */
+/* The phase of an expert all-to-all's send (a2a_phases), or -1. */
+static int phase_of(const char *phase)
+{
+    for (int i = 0; phase && i < A2A_PHASES; i++)
+        if (!strcmp(phase, a2a_phases[i].phase))
+            return i;
+    return -1;
+}
+
+/* An all-to-all send the replay passes: a send of another phase, or to a GPU the all-to-all
+ * going on has sent to, begins the next one and forgets the one before; the phases begun say
+ * its expert layer (a forward phase begun more often than there are layers: a recomputed
+ * layer's, the one whose backward comes next). */
 static void on_record(void *panel, const struct runrec *r)
 {
     struct eprun *p = panel;
-    int P = p->s.ep, g = r->device;
-    if (r->type != EV_SEND || !r->phase || strcmp(r->phase, COLL_ALLTOALL_PHASE) || g < 0 ||
-        g >= P || r->peer < 0 || r->peer >= P)
+    int P = p->s.ep, g = r->device, i = r->type == EV_SEND ? phase_of(r->phase) : -1;
+    if (i < 0 || g < 0 || g >= P || r->peer < 0 || r->peer >= P)
         return;
-    if (p->sends[g] % (P - 1) == 0)
+    if (i != p->phase[g] || p->to[g][r->peer]) {
+        int M = p->moe_layers, k = ++p->begun[g][i], back = p->begun[g][A2A_GRAD_COMBINE];
         memset(p->to[g], 0, sizeof p->to[g]);
-    p->sends[g]++;
+        p->phase[g] = i;
+        p->layer[g] = a2a_phases[i].forward ? (k <= M ? k - 1 : M - 1 - back) : M - k;
+    }
     p->to[g][r->peer] = true;
     p->newest[g] = r->peer;
 }
@@ -221,48 +255,37 @@ static void end_step(void *panel)
     p->said_verdict = true;
 }
 
-static const struct runpace_ops pace_ops = {.name = "eprun",
-                                            .replay_s = REPLAY_S,
-                                            .begin = begin_step,
-                                            .record = on_record,
-                                            .end = end_step};
-
-/* The all-to-all GPU g is in, in the step being replayed: its name and expert layer, or NULL
- * (none yet, or past the step's 4 per expert layer). */
+/* The all-to-all GPU g is in, in the step being replayed: its name and layer, or NULL (none
+ * yet). */
 static const char *a2a_at(const struct eprun *p, int g, int *layer)
 {
-    int M = p->moe_layers, every = p->model.moe_every > 0 ? p->model.moe_every : 1;
-    if (!p->pace.replaying || p->sends[g] == 0 || M == 0)
+    int every = p->model.moe_every > 0 ? p->model.moe_every : 1;
+    if (!p->pace.replaying || p->phase[g] < 0 || p->moe_layers == 0)
         return NULL;
-    int i = (p->sends[g] - 1) / (p->s.ep - 1);
-    if (i < 2 * M) {
-        *layer = i / 2 * every;
-        return i % 2 ? "forward combine" : "forward dispatch";
-    }
-    if ((i -= 2 * M) < 2 * M) {
-        *layer = (M - 1 - i / 2) * every;
-        return i % 2 ? "backward dispatch" : "backward combine";
-    }
-    return NULL;
+    *layer = p->layer[g] * every;
+    return a2a_phases[p->phase[g]].name;
 }
 
 /* ------------------------------------------------------------------ settings and keys */
 
-static bool same_settings(const struct settings *a, const struct settings *b)
+static bool same_settings(const void *x, const void *y)
 {
+    const struct settings *a = x, *b = y;
     return a->ep == b->ep && a->experts == b->experts && a->top_k == b->top_k &&
            a->batch == b->batch && a->capacity == b->capacity && a->aux == b->aux &&
            a->prec == b->prec;
 }
 
-static bool run_on(struct eprun *p, const struct settings *s)
-{
-    if (same_settings(s, &p->s) && runpace_fresh(&p->pace))
-        return false;
-    p->s = *s;
-    restart(p);
-    return true;
-}
+static const struct runpace_ops pace_ops = {.name = "eprun",
+                                            .tag = "experts",
+                                            .replay_s = REPLAY_S,
+                                            .begin = begin_step,
+                                            .record = on_record,
+                                            .end = end_step,
+                                            .settings = sizeof(struct settings),
+                                            .same = same_settings,
+                                            .restart = restart,
+                                            .say_restart = say_restart};
 
 static void defaults(const struct eprun *p, struct settings *s)
 {
@@ -280,8 +303,7 @@ static int eprun_init(void **state, const struct panel_env *env, struct error *e
     struct eprun *p = calloc(1, sizeof *p);
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
-    p->log = env->log;
-    int rc = runpace_init(&p->pace, &pace_ops, p, p->log, e);
+    int rc = runpace_init(&p->pace, &pace_ops, p, &p->s, &p->start, env, e);
     if (!rc)
         rc = preset_load_model(MODEL, &p->model, e);
     if (rc) {
@@ -289,10 +311,8 @@ static int eprun_init(void **state, const struct panel_env *env, struct error *e
         free(p);
         return rc;
     }
-    p->pace.check_only = env->check_only;
     defaults(p, &p->s);
-    p->start = p->s;
-    restart(p);
+    runpace_first(&p->pace);
     *state = p;
     return 0;
 }
@@ -305,16 +325,14 @@ static void eprun_fini(void *state)
     free(p);
 }
 
-/* Settings the panel runs: E a multiple of P, k at most E. 0 or ERR_INVAL saying why. */
-static int fits(const struct settings *s, struct error *e)
+/* Whether the run takes settings s (the engine's checks, train_opts_check): 0 or ERR_INVAL
+ * saying why. */
+static int runs(const struct eprun *p, const struct settings *s, struct error *e)
 {
-    if (s->experts % s->ep)
-        return error_set(e, ERR_INVAL, "experts %d: a multiple of ep (%d)", s->experts, s->ep);
-    if (s->top_k > s->experts)
-        return error_set(e, ERR_INVAL, "top_k %d: more than the %d experts", s->top_k, s->experts);
-    if (s->capacity <= 0)
-        return error_set(e, ERR_INVAL, "capacity_factor: more than 0 (ep needs a capacity)");
-    return 0;
+    struct model_shape m;
+    struct train_opts o;
+    int rc = shape_of(p, s, &m, &o, e);
+    return rc ? rc : train_opts_check(&o, e);
 }
 
 static int eprun_set(void *state, const char *name, const char *value, struct error *e)
@@ -343,20 +361,9 @@ static int eprun_set(void *state, const char *name, const char *value, struct er
     s.ep = t.ep, s.batch = t.batch, s.prec = t.precision;
     s.experts = t.shape.moe.experts, s.top_k = t.shape.moe.top_k;
     s.capacity = t.shape.moe.capacity_factor, s.aux = t.shape.moe.aux_coef;
-    if ((rc = fits(&s, e)))
+    if ((rc = runs(p, &s, e)))
         return rc;
-    if (s.batch % s.ep)
-        return error_set(e, ERR_INVAL, "batch %d: a multiple of ep (%d)", s.batch, s.ep);
-    p->start = s;
-    run_on(p, &s);
-    return 0;
-}
-
-static int refuse(struct eprun *p, const char *what)
-{
-    snprintf(p->note, sizeof p->note, "%s", what);
-    eventlog_add(p->log, "experts: %s", p->note);
-    return PANEL_HANDLED | PANEL_REDRAW;
+    return runpace_set(&p->pace, &s);
 }
 
 /* The index of v in steps (the nearest at or below), of n. */
@@ -372,16 +379,13 @@ static int eprun_on_key(void *state, int key)
 {
     struct eprun *p = state;
     struct settings t = p->s;
-    char why[120];
     switch (key) {
     case 'p':
     case 'P': {
         int ep = key == 'p' ? t.ep * 2 : t.ep / 2;
-        if (ep < MIN_EP || ep > MAX_EP) {
-            snprintf(why, sizeof why, "ep stays %d: the panel runs %d or %d GPUs", t.ep, MIN_EP,
-                     MAX_EP);
-            return refuse(p, why);
-        }
+        if (ep < MIN_EP || ep > MAX_EP)
+            return runpace_refuse(&p->pace, "ep stays %d: the panel runs %d or %d GPUs", t.ep,
+                                  MIN_EP, MAX_EP);
         t.ep = ep;
         break;
     }
@@ -391,32 +395,25 @@ static int eprun_on_key(void *state, int key)
     case 'f':
     case 'F': {
         int i = step_of(cap_steps, NCAP, t.capacity) + (key == 'f' ? 1 : -1);
-        if (i < 0 || i >= NCAP) {
-            snprintf(why, sizeof why, "capacity stays %.2f: the panel runs %.2f to %.2f",
-                     t.capacity, cap_steps[0], cap_steps[NCAP - 1]);
-            return refuse(p, why);
-        }
+        if (i < 0 || i >= NCAP)
+            return runpace_refuse(&p->pace, "capacity stays %.2f: the panel runs %.2f to %.2f",
+                                  t.capacity, cap_steps[0], cap_steps[NCAP - 1]);
         t.capacity = cap_steps[i];
         break;
     }
     default: return 0;
     }
     struct error e = {0};
-    if (fits(&t, &e) != 0)
-        return refuse(p, e.msg);
+    if (runs(p, &t, &e) != 0)
+        return runpace_refuse(&p->pace, "%s", e.msg);
     p->s = t;
-    p->note[0] = 0;
-    restart(p);
-    say_restart(p);
-    return PANEL_HANDLED | PANEL_REDRAW;
+    return runpace_rekeyed(&p->pace, NULL);
 }
 
 static int eprun_on_event(void *state, const struct panel_event *ev)
 {
     struct eprun *p = state;
-    if (ev->kind == PANEL_RESET && run_on(p, &p->start))
-        say_restart(p);
-    return runpace_on_event(&p->pace, ev);
+    return runpace_panel_event(&p->pace, ev);
 }
 
 /* ------------------------------------------------------------------ drawing */
@@ -536,10 +533,9 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
         canvas_wrap(c, 2, ROLE_ERROR, p->pace.err, 0);
         return;
     }
-    if (p->note[0] && !p->pace.replaying)
-        canvas_text(c, y++, 0, ROLE_WARN, p->note);
-    else
-        runpace_draw_step(&p->pace, c, y++, "buffers allocated: space runs, n one step");
+    if (!runpace_draw_note(&p->pace, c, y))
+        runpace_draw_step(&p->pace, c, y, "buffers allocated: space runs, n one step");
+    y++;
     draw_a2a(p, c, y++);
     /* the experts, and beside them (or below, when narrow) the GPUs */
     int top = y, ew = W >= 100 ? W / 2 : W >= 44 ? W / 2 + 1 : W;
@@ -560,7 +556,7 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
     if (y < H && p->pred.ok) { /* the all-to-alls' bytes per GPU */
         uint64_t sent[MAX_EP];
         for (int g = 0; g < P; g++)
-            sent[g] = p->pace.last.gpu[g].ep_bytes;
+            sent[g] = p->pace.last.gpu[g].sent[STRATEGY_EP];
         runpace_draw_sent(&p->pace, c, y++, "a2a B/step", sent, p->pred.comm[0].ep.bytes);
     }
     if (y < H && p->pred.ok) { /* the experts a GPU holds */
@@ -587,9 +583,8 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
     }
     if (y < H && p->nhist)
         draw_history(p, c, y++);
-    if (p->pace.feed.dropped && y < H)
-        canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
-                      p->pace.feed.dropped);
+    if (y < H)
+        runpace_draw_missed(&p->pace, c, y);
 }
 
 static const struct panel_key eprun_keys[] = {

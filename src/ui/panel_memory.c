@@ -41,7 +41,7 @@ enum { K_MODEL, K_GPUS, K_ZERO, K_PREC, K_BYTES, K_MB, K_CKPT, K_MEM, K_SEQ, K_C
 
 struct settings {
     int model, gpus, zero, micro_batch, seq;
-    enum calc_precision prec;
+    enum fp_format prec;
     bool bytes18;
     struct ckpt_policy ckpt;
     double capacity;
@@ -100,7 +100,7 @@ static void defaults(struct settings *s)
                            .gpus = 8,
                            .zero = 0,
                            .micro_batch = 1,
-                           .prec = PREC_BF16,
+                           .prec = FP_BF16,
                            .ckpt = {CKPT_FULL, 1},
                            .capacity = 80 * GIB,
                            .seq = 2048}; /* synthetic-7b's; a model's own when it changes */
@@ -116,21 +116,21 @@ static void zero_text(const void *f, char *out, size_t n)
 
 static void prec_text(const void *f, char *out, size_t n)
 {
-    snprintf(out, n, "%s", memory_precision_name(*(const enum calc_precision *)f));
+    snprintf(out, n, "%s", fp_info(*(const enum fp_format *)f)->name);
 }
 
 static void prec_step(void *f, int dir)
 {
-    enum calc_precision *p = f;
-    *p = (enum calc_precision)((*p + 3 + dir) % 3);
+    enum fp_format *p = f;
+    *p = fp_precision_step(*p, dir);
 }
 
 static int prec_parse(const char *value, void *f, struct error *e)
 {
-    enum calc_precision p;
-    int rc = memory_parse_precision(value, &p, e);
+    enum fp_format p;
+    int rc = fp_parse_precision(value, &p, e);
     if (rc == 0)
-        *(enum calc_precision *)f = p;
+        *(enum fp_format *)f = p;
     return rc;
 }
 

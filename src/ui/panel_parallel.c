@@ -72,7 +72,7 @@ static void compute(void *state)
     const struct settings *s = &p->s;
     const struct model_shape *m = &p->models[s->model];
     struct memory_config c = {.model = m,
-                              .precision = PREC_BF16,
+                              .precision = FP_BF16,
                               .optimizer = OPT_ADAMW,
                               .dp = s->dp,
                               .tp = s->tp,
@@ -236,7 +236,8 @@ static enum gantt_scale draw_gantt(const struct par *p, struct ui_canvas *c, int
         const struct sched_op *op = &s->ops[st][i];
         char cell[2] = {gantt_char(op->kind, op->micro, op->chunk, s->m, s->v), 0};
         for (int col = it[k].c0; col >= 0 && col <= it[k].c1; col++)
-            canvas_text(c, y + it[k].row, 3 + col, op->kind == 'F' ? ROLE_EXP : ROLE_MAN, cell);
+            canvas_text(c, y + it[k].row, 3 + col, op->kind == SCHED_OP_F ? ROLE_EXP : ROLE_MAN,
+                        cell);
     }
     return sc;
 }

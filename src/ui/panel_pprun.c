@@ -93,7 +93,6 @@ struct settings {
 };
 
 struct pprun {
-    struct eventlog *log;
     struct settings s, start;
     int gpus, batch;              /* the run's: dp x tp x pp, the global batch */
     int cols;                     /* a stage's GPUs: dp x tp */
@@ -111,7 +110,6 @@ struct pprun {
     bool order_ok;
     double fwd_s; /* a forward's mean compute time */
     bool show_free, said_verdict;
-    char note[120]; /* why a key did not do all it was asked (until a step is replayed) */
     struct layout_place place[MAX_GPUS]; /* where each GPU of the run sits (par/layout.h) */
     /* the tensor-parallel collectives: each group's (by its first GPU) last send seen by the
      * replay ends at flash_end; it flashes while that is after the frame's start (the
@@ -162,8 +160,9 @@ static void predict(struct pprun *p)
 }
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step. */
-static void restart(struct pprun *p)
+static void restart(void *panel)
 {
+    struct pprun *p = panel;
     runpace_clear(&p->pace);
     p->said_verdict = false;
     ppg_reset(&p->g, p->s.pp);
@@ -186,14 +185,13 @@ static void restart(struct pprun *p)
     runpace_start(&p->pace, &o);
 }
 
-static void say_restart(struct pprun *p)
+static void say_restart(void *panel)
 {
-    eventlog_add(p->log,
+    struct pprun *p = panel;
+    eventlog_add(p->pace.log,
                  "run: %s, pp %d x dp %d x tp %d%s, %s, %d micro-batches, batch %d: restarted",
                  runpace_model_names[p->s.model], p->s.pp, p->s.dp, p->s.tp,
                  p->s.sp && p->s.tp > 1 ? " sp" : "", sched_name(p->run_sched), p->s.m, p->batch);
-    if (p->note[0])
-        eventlog_add(p->log, "run: %s", p->note);
 }
 
 enum comm_kind { COMM_PP, COMM_DP, COMM_TP };
@@ -202,7 +200,7 @@ enum comm_kind { COMM_PP, COMM_DP, COMM_TP };
 static uint64_t sent_of(const struct run_step *r, int g, enum comm_kind k)
 {
     const struct run_gpu_step *s = &r->gpu[g];
-    return k == COMM_PP ? s->pp_bytes : k == COMM_DP ? s->sent_bytes : s->tp_bytes;
+    return s->sent[k == COMM_PP ? STRATEGY_PP : k == COMM_DP ? STRATEGY_DP : STRATEGY_TP];
 }
 
 static double predicted_sent(const struct traffic *t, enum comm_kind k)
@@ -269,7 +267,7 @@ static void end_step(void *panel)
     int fn = 0;
     for (int st = 0; st < p->done.stages; st++)
         for (int i = 0; i < p->done.n[st]; i++)
-            if (p->done.ops[st][i].kind == 'F')
+            if (p->done.ops[st][i].kind == SCHED_OP_F)
                 fsum += p->done.ops[st][i].end_s - p->done.ops[st][i].start_s, fn++;
     p->fwd_s = fn ? fsum / fn : 0;
     if (!p->said_verdict && p->pred.ok) {
@@ -286,7 +284,6 @@ static void begin_step(void *panel)
 {
     struct pprun *p = panel;
     build_gantt(p);
-    p->note[0] = 0; /* said until now */
     memset(p->flash_end, 0, sizeof p->flash_end);
 }
 
@@ -304,30 +301,26 @@ static void light_group(void *panel, const struct runrec *r)
 
 /* ------------------------------------------------------------------ settings and keys */
 
-static bool same_settings(const struct settings *a, const struct settings *b)
+static bool same_settings(const void *x, const void *y)
 {
+    const struct settings *a = x, *b = y;
     return a->model == b->model && a->pp == b->pp && a->dp == b->dp && a->tp == b->tp &&
            a->sp == b->sp && a->m == b->m && a->batch == b->batch && a->sched == b->sched &&
            a->prec == b->prec;
 }
 
-/* The run on settings s: restarted unless it already runs on them and has not moved on (a
- * step's settings come one by one); whether it was. */
-static bool run_on(struct pprun *p, const struct settings *s)
-{
-    if (same_settings(s, &p->s) && runpace_fresh(&p->pace))
-        return false;
-    p->s = *s;
-    restart(p);
-    return true;
-}
-
-/* The run panel's part in the replay: the chart, the flashes, the measurements. */
+/* The run panel's part in the replay: the chart, the flashes, the measurements; its
+ * settings. */
 static const struct runpace_ops pace_ops = {.name = "pprun",
+                                            .tag = "run",
                                             .replay_s = REPLAY_S,
                                             .begin = begin_step,
                                             .record = light_group,
-                                            .end = end_step};
+                                            .end = end_step,
+                                            .settings = sizeof(struct settings),
+                                            .same = same_settings,
+                                            .restart = restart,
+                                            .say_restart = say_restart};
 
 static void defaults(struct settings *s)
 {
@@ -346,16 +339,13 @@ static int pprun_init(void **state, const struct panel_env *env, struct error *e
     struct pprun *p = calloc(1, sizeof *p);
     if (!p)
         return error_set(e, ERR_NOMEM, "out of memory");
-    p->log = env->log;
-    int rc = runpace_init(&p->pace, &pace_ops, p, p->log, e);
+    int rc = runpace_init(&p->pace, &pace_ops, p, &p->s, &p->start, env, e);
     if (rc) {
         free(p);
         return rc;
     }
-    p->pace.check_only = env->check_only;
     defaults(&p->s);
-    p->start = p->s;
-    restart(p);
+    runpace_first(&p->pace);
     *state = p;
     return 0;
 }
@@ -506,22 +496,7 @@ static int pprun_set(void *state, const char *name, const char *value, struct er
         return error_set(e, ERR_INVAL, "schedule: interleaved cannot run here: %s",
                          no_interleaved(p, &s, why, sizeof why) ? why : "?");
     }
-    p->start = s;
-    run_on(p, &s);
-    return 0;
-}
-
-/* A twice / half key's refusal at its bound, on the status line (and the panel's note). */
-static int refuse(struct pprun *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int refuse(struct pprun *p, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->note, sizeof p->note, fmt, ap);
-    va_end(ap);
-    eventlog_add(p->log, "run: %s", p->note);
-    return PANEL_HANDLED | PANEL_REDRAW;
+    return runpace_set(&p->pace, &s);
 }
 
 /* The next value from v up (dir > 0: doubling) or down (halving) that ok() takes, within
@@ -543,7 +518,8 @@ static bool twice(struct pprun *p, int *v, int dir, int hi, bool (*ok)(const str
     int was = *v;
     *v = next_size(*v, dir, 1, hi, ok, p);
     if (*v == was)
-        refuse(p, "%s %d, %s: %s", what, was, dir > 0 ? "the most" : "the fewest", why);
+        runpace_refuse(&p->pace, "%s %d, %s: %s", what, was, dir > 0 ? "the most" : "the fewest",
+                       why);
     return *v != was;
 }
 
@@ -567,8 +543,7 @@ static int pprun_on_key(void *state, int key)
 {
     struct pprun *p = state;
     struct settings *s = &p->s;
-    if (key > 0 && key < 128 && strchr("pPmMdDtTeso", key))
-        p->note[0] = 0;
+    char note[ERROR_MAX] = ""; /* what a key had to change beside (fit) */
     int dir = key >= 'a' ? +1 : -1, was;
     char range[48];
     const char *most = dir > 0 ? "the most" : "the fewest";
@@ -580,9 +555,9 @@ static int pprun_on_key(void *state, int key)
             if (pp_fits(p, s->model, x))
                 s->pp = x;
         if (s->pp == was)
-            return refuse(p, "pp stays %d, %s: %s has %d layers, the run up to %d stages", was,
-                          most, runpace_model_names[s->model], p->pace.models[s->model].layers,
-                          MAX_STAGES);
+            return runpace_refuse(
+                &p->pace, "pp stays %d, %s: %s has %d layers, the run up to %d stages", was, most,
+                runpace_model_names[s->model], p->pace.models[s->model].layers, MAX_STAGES);
         break;
     case 'm':
     case 'M':
@@ -607,7 +582,8 @@ static int pprun_on_key(void *state, int key)
         break;
     case 'e':
         if (s->tp == 1)
-            return refuse(p, "sequence parallelism splits a tensor-parallel group's work: t first");
+            return runpace_refuse(&p->pace, "sequence parallelism splits a tensor-parallel "
+                                            "group's work: t first");
         s->sp = !s->sp;
         break;
     case 's': /* GPipe, 1F1B, interleaved (where it runs), round the circle */
@@ -617,7 +593,7 @@ static int pprun_on_key(void *state, int key)
         if (s->sched == SCHED_INTERLEAVED) {
             char why[96];
             if (no_interleaved(p, s, why, sizeof why)) {
-                snprintf(p->note, sizeof p->note, "interleaved skipped: %s", why);
+                snprintf(note, sizeof note, "interleaved skipped: %s", why);
                 s->sched = SCHED_GPIPE;
             }
         }
@@ -626,18 +602,14 @@ static int pprun_on_key(void *state, int key)
     case 'f': p->show_free = !p->show_free; return PANEL_HANDLED | PANEL_REDRAW;
     default: return 0;
     }
-    fit(p, s, p->note, sizeof p->note);
-    restart(p);
-    say_restart(p);
-    return PANEL_HANDLED | PANEL_REDRAW;
+    fit(p, s, note, sizeof note);
+    return runpace_rekeyed(&p->pace, note);
 }
 
 static int pprun_on_event(void *state, const struct panel_event *ev)
 {
     struct pprun *p = state;
-    if (ev->kind == PANEL_RESET && run_on(p, &p->start)) /* back to the step's settings */
-        say_restart(p);
-    return runpace_on_event(&p->pace, ev);
+    return runpace_panel_event(&p->pace, ev);
 }
 
 /* ------------------------------------------------------------------ drawing */
@@ -725,7 +697,7 @@ static enum gantt_scale draw_gantt(const struct pprun *p, struct ui_canvas *c, i
             last = it[k].c0 +
                    (int)((end - o->start_s) / (o->end_s - o->start_s) * (it[k].c1 - it[k].c0 + 1));
         for (int col = it[k].c0; col >= 0 && col <= (last > it[k].c1 ? it[k].c1 : last); col++)
-            canvas_text(c, y + it[k].row, 3 + col, o->kind == 'F' ? ROLE_EXP : ROLE_MAN, ch);
+            canvas_text(c, y + it[k].row, 3 + col, o->kind == SCHED_OP_F ? ROLE_EXP : ROLE_MAN, ch);
     }
     return sc;
 }
@@ -944,9 +916,8 @@ static void draw_sent(const struct pprun *p, struct ui_canvas *c, int y)
         }
         y++;
     }
-    if (p->pace.feed.dropped && y < H)
-        canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)",
-                      p->pace.feed.dropped);
+    if (y < H)
+        runpace_draw_missed(&p->pace, c, y);
 }
 
 static void pprun_draw(const void *state, struct ui_canvas *c)
@@ -971,11 +942,9 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     bool show_why = have && spare-- > 0;
     bool show_free = have && p->free_ok && spare-- > 0;
     bool show_legend = spare-- > 0;
-    if (p->note[0] && !p->pace.replaying) { /* what the last key could not do, until a replay */
-        canvas_text(c, y++, 0, ROLE_WARN, p->note);
-    } else {
-        runpace_draw_step(&p->pace, c, y++, "buffers allocated: space runs, n one step");
-    }
+    if (!runpace_draw_note(&p->pace, c, y)) /* what the last key could not do, until a replay */
+        runpace_draw_step(&p->pace, c, y, "buffers allocated: space runs, n one step");
+    y++;
     if (show_legend) {
         static const char *const part_name[MEMUI_PARTS] = {"wt",  "grad", "mst",
                                                            "opt", "act",  "buf"};

@@ -295,9 +295,7 @@ static int train_on_key(void *state, int key)
     }
     switch (key) {
     case 'p':
-        o->precision = o->precision == FP_FP32   ? FP_BF16
-                       : o->precision == FP_BF16 ? FP_FP16
-                                                 : FP_FP32;
+        o->precision = fp_precision_step(o->precision, 1);
         o->scaling = train_scaling_for(o->precision);
         o->scale = 65536;
         restart(p);

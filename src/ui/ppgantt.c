@@ -32,7 +32,7 @@ int ppg_peak_in_flight(const struct ppgantt *g, int stage)
 {
     int held = 0, peak = 0;
     for (int i = 0; stage >= 0 && stage < g->stages && i < g->n[stage]; i++) {
-        held += g->ops[stage][i].kind == 'F' ? 1 : -1;
+        held += sched_held_change(g->ops[stage][i].kind);
         peak = held > peak ? held : peak;
     }
     return peak;
@@ -55,9 +55,10 @@ bool ppg_same_order(const struct ppgantt *g, const struct sched *s)
     return true;
 }
 
-/* When stage st's forward (kind 'F') or backward of micro-batch k in chunk c ended in out;
+/* When stage st's forward (kind SCHED_OP_F) or backward of micro-batch k in chunk c ended in out;
  * -1: not yet. */
-static double ended(const struct ppgantt *out, const int *done, int st, char kind, int k, int c)
+static double ended(const struct ppgantt *out, const int *done, int st, enum sched_op_kind kind,
+                    int k, int c)
 {
     for (int i = 0; i < done[st]; i++)
         if (out->ops[st][i].kind == kind && out->ops[st][i].micro == k &&
@@ -89,14 +90,14 @@ bool ppg_retime(const struct ppgantt *g, struct ppgantt *out)
                 const struct pp_done *op = &g->ops[s][done[s]];
                 double ready = t0;
                 int c = op->chunk;
-                if (op->kind == 'F' && s > 0)
-                    ready = ended(out, done, s - 1, 'F', op->micro, c);
-                else if (op->kind == 'F' && c > 0)
-                    ready = ended(out, done, last, 'F', op->micro, c - 1);
-                else if (op->kind == 'B' && s < last)
-                    ready = ended(out, done, s + 1, 'B', op->micro, c);
-                else if (op->kind == 'B' && c + 1 < v)
-                    ready = ended(out, done, 0, 'B', op->micro, c + 1);
+                if (op->kind == SCHED_OP_F && s > 0)
+                    ready = ended(out, done, s - 1, SCHED_OP_F, op->micro, c);
+                else if (op->kind == SCHED_OP_F && c > 0)
+                    ready = ended(out, done, last, SCHED_OP_F, op->micro, c - 1);
+                else if (op->kind == SCHED_OP_B && s < last)
+                    ready = ended(out, done, s + 1, SCHED_OP_B, op->micro, c);
+                else if (op->kind == SCHED_OP_B && c + 1 < v)
+                    ready = ended(out, done, 0, SCHED_OP_B, op->micro, c + 1);
                 if (ready < 0)
                     break;
                 double free = done[s] ? out->ops[s][done[s] - 1].end_s : t0;

@@ -87,7 +87,7 @@ void runfeed_on_event(void *ctx, const struct event *ev)
                              .peer = (short)ev->peer,
                              .type = (unsigned char)ev->type};
         if (ev->type == EV_PIPE_OP)
-            r->kind = ev->name && !strcmp(ev->name, "backward") ? 'B' : 'F';
+            r->kind = sched_op_kind_of(ev->name);
     }
     pthread_mutex_unlock(&f->mu);
 }

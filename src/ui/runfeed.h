@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "calc/memory.h"
+#include "calc/sched.h"
 #include "sim/event.h"
 #include "sim/ledger.h"
 
@@ -42,7 +43,7 @@ struct runrec {
     short device, category, micro, chunk;
     short peer; /* EV_SEND: the GPU it went to */
     unsigned char type;
-    char kind; /* EV_PIPE_OP: 'F' (forward) or 'B' (backward) */
+    enum sched_op_kind kind; /* EV_PIPE_OP: what the operation ran (calc/sched.h) */
 };
 
 struct runfeed {

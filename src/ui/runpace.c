@@ -3,6 +3,7 @@
 #include "ui/runpace.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +23,12 @@
 
 const char *const runpace_model_names[2] = {"tiny", "small"};
 
-int runpace_init(struct runpace *r, const struct runpace_ops *ops, void *panel,
-                 struct eventlog *log, struct error *e)
+int runpace_init(struct runpace *r, const struct runpace_ops *ops, void *panel, void *cur,
+                 void *start, const struct panel_env *env, struct error *e)
 {
     memset(r, 0, sizeof *r);
-    r->ops = ops, r->panel = panel, r->log = log;
+    r->ops = ops, r->panel = panel, r->cur = cur, r->start = start;
+    r->log = env->log, r->check_only = env->check_only;
     r->tprev = INFINITY;
     int rc = 0;
     for (int i = 0; i < 2 && !rc; i++)
@@ -95,6 +97,77 @@ void runpace_clear(struct runpace *r)
     r->err[0] = 0;
     memset(&r->last, 0, sizeof r->last);
     r->tprev = INFINITY;
+}
+
+void runpace_first(struct runpace *r)
+{
+    memcpy(r->start, r->cur, r->ops->settings);
+    r->ops->restart(r->panel);
+}
+
+bool runpace_run_on(struct runpace *r, const void *s)
+{
+    if (r->ops->same(s, r->cur) && runpace_fresh(r))
+        return false;
+    memmove(r->cur, s, r->ops->settings);
+    r->ops->restart(r->panel);
+    return true;
+}
+
+int runpace_set(struct runpace *r, const void *s)
+{
+    memmove(r->start, s, r->ops->settings);
+    runpace_run_on(r, s);
+    return 0;
+}
+
+/* The restart in the event log, and the note of a key refused before it. */
+static void say_restart(struct runpace *r)
+{
+    r->ops->say_restart(r->panel);
+    if (r->note[0])
+        eventlog_add(r->log, "%s: %s", r->ops->tag, r->note);
+}
+
+int runpace_rekeyed(struct runpace *r, const char *note)
+{
+    snprintf(r->note, sizeof r->note, "%s", note ? note : "");
+    r->ops->restart(r->panel);
+    say_restart(r);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+int runpace_refuse(struct runpace *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->note, sizeof r->note, fmt, ap);
+    va_end(ap);
+    eventlog_add(r->log, "%s: %s", r->ops->tag, r->note);
+    return PANEL_HANDLED | PANEL_REDRAW;
+}
+
+int runpace_panel_event(struct runpace *r, const struct panel_event *ev)
+{
+    if (ev->kind == PANEL_RESET && runpace_run_on(r, r->start)) /* back to the step's settings */
+        say_restart(r);
+    return runpace_on_event(r, ev);
+}
+
+bool runpace_draw_note(const struct runpace *r, struct ui_canvas *c, int y)
+{
+    if (!r->note[0] || r->replaying)
+        return false;
+    canvas_text(c, y, 0, ROLE_WARN, r->note);
+    return true;
+}
+
+bool runpace_draw_missed(const struct runpace *r, struct ui_canvas *c, int y)
+{
+    if (!r->feed.dropped)
+        return false;
+    canvas_printf(c, y, 0, ROLE_WARN, "(%lu events missed: the bars may be off)", r->feed.dropped);
+    return true;
 }
 
 int runpace_next(struct run *run, struct run_step *out, double timeout_s)
@@ -231,6 +304,7 @@ static bool start_replay(struct runpace *r)
         return false;
     if (!runfeed_begin_step(&r->feed, r->rs.s.step))
         return false;
+    r->note[0] = 0; /* said until now */
     r->ops->begin(r->panel);
     r->frac = 0, r->tc = r->feed.t0;
     r->replaying = true;

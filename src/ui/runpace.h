@@ -14,8 +14,13 @@
  *
  * The panel keeps what is its own (its settings, the calculator's figures, the drawing) and
  * says in a table what it does at the replay's moments: a step's records taken, the replay's
- * clock, each record passed, the step done. Everything runs on the UI thread; the run's
- * threads only write the feed. */
+ * clock, each record passed, the step done; and what its settings are: whether two run the
+ * same, its restart on its current ones, the event log's line saying so. The run panels'
+ * common part is here: a lesson step's settings and the reset back to them, a restart only
+ * when they change, a key refused (its note on screen until a step is replayed, its line in
+ * the event log), the line of events missed. A panel checks a layout as a run does
+ * (train_opts_check, par/strategies.h), adding only its own room (runpace_within).
+ * Everything runs on the UI thread; the run's threads only write the feed. */
 #ifndef SCALELAB_UI_RUNPACE_H
 #define SCALELAB_UI_RUNPACE_H
 
@@ -30,12 +35,14 @@
 #include "ui/runfeed.h"
 
 struct eventlog;
+struct panel_env;
 struct panel_event;
 struct ui_canvas;
 
 /* What a panel does at the replay's moments (panel: the panel's state). */
 struct runpace_ops {
     const char *name; /* the panel's, before a failure in the event log: "dprun" */
+    const char *tag;  /* before its other lines there: "run", "ring", "experts" */
     double replay_s;  /* wall seconds one step's replay takes at 1x */
     /* A step is about to be replayed: its records are feed.rep, its span feed.t0 to t1. */
     void (*begin)(void *panel);
@@ -47,6 +54,13 @@ struct runpace_ops {
     void (*record)(void *panel, const struct runrec *r);
     /* The step is replayed: each ledger exact, the step in last, counted in shown. */
     void (*end)(void *panel);
+    /* The panel's settings (a struct of `settings` bytes, its current ones at runpace_init's
+     * cur, a lesson step's at start): whether two run the same; the run restarted on the
+     * current ones; the event log's line saying so. */
+    size_t settings;
+    bool (*same)(const void *a, const void *b);
+    void (*restart)(void *panel);
+    void (*say_restart)(void *panel);
 };
 
 /* The models a run panel trains, by number: tiny, small. */
@@ -55,7 +69,9 @@ extern const char *const runpace_model_names[2];
 struct runpace {
     const struct runpace_ops *ops;
     void *panel;
+    void *cur, *start; /* the panel's settings: running, and a lesson step's */
     struct eventlog *log;
+    char note[ERROR_MAX]; /* why a key did not do what it was asked (until a step is replayed) */
     /* the models (as presets, and as the tiny GPT trains them) and the GPUs (h100-80gb) */
     struct model_shape models[2];
     struct gpt_config shapes[2];
@@ -86,10 +102,29 @@ struct runpace {
                          (and returns -1, err left empty) */
 };
 
-/* Loads the models and the GPUs, and the feed; the panel's ops and state. */
-int runpace_init(struct runpace *r, const struct runpace_ops *ops, void *panel,
-                 struct eventlog *log, struct error *e);
+/* Loads the models and the GPUs, and the feed; the panel's ops and state, its settings (cur,
+ * start: ops->settings bytes each) and its environment (the event log, check only). */
+int runpace_init(struct runpace *r, const struct runpace_ops *ops, void *panel, void *cur,
+                 void *start, const struct panel_env *env, struct error *e);
 void runpace_fini(struct runpace *r);
+
+/* The run on the panel's current settings, which are also the lesson step's: the first. */
+void runpace_first(struct runpace *r);
+/* The run on settings s, which become the current ones: restarted unless it already runs on
+ * them and has not moved on (a lesson step's settings come one by one); whether it was. */
+bool runpace_run_on(struct runpace *r, const void *s);
+/* A lesson step's setting, read into s (a copy of the step's settings): s becomes the step's,
+ * and the run runs on it. 0. */
+int runpace_set(struct runpace *r, const void *s);
+/* A key changed the current settings: the note what the key had to change beside (NULL: none),
+ * the run restarted and said. Its answer to the app. */
+int runpace_rekeyed(struct runpace *r, const char *note);
+/* A key refused: its note (printf's format) on screen until a step is replayed and in the
+ * event log. Its answer to the app. */
+int runpace_refuse(struct runpace *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The app's events to a run panel: a reset back to the lesson step's settings (restarting and
+ * saying so when they differ), then runpace_on_event's. */
+int runpace_panel_event(struct runpace *r, const struct panel_event *ev);
 
 /* A window run's options: model m (0 tiny, 1 small), precision, global batch, GPUs; the
  * panel adds its layout. */
@@ -131,6 +166,11 @@ int runpace_on_event(struct runpace *r, const struct panel_event *ev);
 /* The window's wait for a run's next step record (run_next): at most timeout_s, and never
  * past a signal that ends the window (term_signal), which it polls. */
 int runpace_next(struct run *run, struct run_step *out, double timeout_s);
+
+/* The note a refused key left, on row y, while no step is replayed; events the feed missed
+ * (the bars may be off), on row y. Each: whether it drew its line. */
+bool runpace_draw_note(const struct runpace *r, struct ui_canvas *c, int y);
+bool runpace_draw_missed(const struct runpace *r, struct ui_canvas *c, int y);
 
 /* The line saying the step shown at row y: the one being replayed and its simulated time, or
  * the last one's loss, or the setup going on, or (none yet) idle. */

@@ -122,6 +122,27 @@ bad "unknown model preset" "unknown model preset 'synthetic-8b' (presets: gpt3-1
 bad "missing model file" "cannot open" --model /nonexistent/m.ini
 bad "unknown cluster" "unknown cluster preset 'h100'" --cluster h100
 bad "bad precision" "--precision: 'fp8' is not a precision (use fp32, bf16 or fp16)" --precision fp8
+# One reader of a training precision (num/fp.h's table) for every command: the same words.
+run memory --precision e4m3
+mem_said=${err#scalelab: memory: }
+mem_said=${mem_said%; see *}
+run train --steps 1 --precision e4m3
+check_status 2 "train --precision e4m3 refused"
+train_said=${err#scalelab: train: }
+check_eq "${train_said%; see *}" "$mem_said" "train and memory refuse --precision e4m3 in the same words"
+# One reader of a capacity factor (base/experts.h) for every command: ' 1.25' is no number to
+# either, 65 beyond the bound of both.
+for v in " 1.25" 65; do
+    run memory --model tiny-moe --capacity-factor "$v"
+    check_status 2 "memory --capacity-factor '$v' refused"
+    mem_said=${err#scalelab: }
+    run train --steps 1 --model tiny-moe --capacity-factor "$v"
+    check_status 2 "train --capacity-factor '$v' refused"
+    train_said=${err#scalelab: train: }
+    check_eq "${train_said%; see *}" "$mem_said" "train and memory refuse --capacity-factor '$v' in the same words"
+done
+run memory --model tiny-moe --capacity-factor 64
+check_status 0 "memory --capacity-factor 64, the bound, taken"
 bad "bad optimizer" "use adamw, sgd or sgd-momentum" --optimizer adam
 bad "bad policy" "use none, full, selective, sqrt or every:K" --checkpoint some
 bad "every:0" "every:K needs a whole number K" --checkpoint every:0

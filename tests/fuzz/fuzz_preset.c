@@ -37,7 +37,7 @@ static void plan_small(const struct model_shape *m, const struct cluster_spec *c
                              .gpus = gpus,
                              .global_batch = 8,
                              .seq = m->seq < 4096 ? m->seq : 4096,
-                             .precision = PREC_BF16,
+                             .precision = FP_BF16,
                              .optimizer = OPT_ADAMW,
                              .efficiency = 0.5,
                              .capacity = c->hbm_bytes};
@@ -65,7 +65,7 @@ static void use_model(const struct model_shape *m)
     for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++)
         for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
             struct memory_config mc = {.model = m,
-                                       .precision = PREC_FP16,
+                                       .precision = FP_FP16,
                                        .optimizer = OPT_ADAMW,
                                        .dp = layouts[l][0],
                                        .tp = layouts[l][1],

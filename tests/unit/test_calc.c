@@ -313,7 +313,7 @@ START_TEST(zero_paper_numbers)
     /* ZeRO paper, Figure 1: Ψ = 7.5B, N_d = 64, K = 12: 120, 31.4, 16.6, 1.875 GB. Exact in
      * binary floating point for these inputs, so compared exactly. */
     struct memory_states k, st;
-    memory_bytes_per_param(PREC_BF16, OPT_ADAMW, false, &k);
+    memory_bytes_per_param(FP_BF16, OPT_ADAMW, false, &k);
     ck_assert(k.weights == 2 && k.gradients == 2 && k.master + k.optimizer == 12);
     const double want[4] = {120e9, 31.40625e9, 16.640625e9, 1.875e9};
     for (int z = 0; z < 4; z++) {
@@ -322,13 +322,13 @@ START_TEST(zero_paper_numbers)
         ck_assert_msg(total == want[z], "stage %d: %.6g", z, total);
     }
     /* 18 bytes with fp32 gradient accumulation; fp32 training 16; SGD variants. */
-    memory_bytes_per_param(PREC_FP16, OPT_ADAMW, true, &k);
+    memory_bytes_per_param(FP_FP16, OPT_ADAMW, true, &k);
     ck_assert(k.weights + k.gradients + k.master + k.optimizer == 18);
-    memory_bytes_per_param(PREC_FP32, OPT_ADAMW, false, &k);
+    memory_bytes_per_param(FP_FP32, OPT_ADAMW, false, &k);
     ck_assert(k.weights == 4 && k.gradients == 4 && k.master == 0 && k.optimizer == 8);
-    memory_bytes_per_param(PREC_BF16, OPT_SGD, false, &k);
+    memory_bytes_per_param(FP_BF16, OPT_SGD, false, &k);
     ck_assert(k.weights + k.gradients + k.master + k.optimizer == 8);
-    memory_bytes_per_param(PREC_BF16, OPT_SGD_MOMENTUM, false, &k);
+    memory_bytes_per_param(FP_BF16, OPT_SGD_MOMENTUM, false, &k);
     ck_assert(k.weights + k.gradients + k.master + k.optimizer == 12);
 }
 END_TEST
@@ -336,7 +336,7 @@ END_TEST
 static struct memory_config config_7b(const struct model_shape *m)
 {
     return (struct memory_config){.model = m,
-                                  .precision = PREC_BF16,
+                                  .precision = FP_BF16,
                                   .optimizer = OPT_ADAMW,
                                   .dp = 1,
                                   .tp = 1,
@@ -609,6 +609,28 @@ START_TEST(sched_bubbles_match_formulas)
 }
 END_TEST
 
+/* The kinds of operation are a table with room for the weights' gradients apart (W), the
+ * micro-batches held change by kind, and a plan's bubble is the schedule's own timeline's. */
+START_TEST(sched_kinds_and_bubble_time)
+{
+    ck_assert_int_eq(sched_op_info(SCHED_OP_W)->letter, 'W');
+    ck_assert_int_eq(sched_op_kind_of("weight gradients"), SCHED_OP_W);
+    ck_assert_int_eq(sched_op_kind_of("backward"), SCHED_OP_B);
+    ck_assert_int_eq(sched_op_kind_of("F"), SCHED_OP_F);
+    ck_assert_int_eq(sched_op_kind_of("sideways"), SCHED_OP_KINDS);
+    ck_assert_int_eq(sched_held_change(SCHED_OP_F), 1);
+    ck_assert_int_eq(sched_held_change(SCHED_OP_B), -1);
+    ck_assert_int_eq(sched_held_change(SCHED_OP_W), 0);
+    struct sched s;
+    ck_assert_int_eq(sched_build(SCHED_1F1B, 4, 8, 1, &s, NULL), 0);
+    ck_assert(sched_bubble_time(&s, 2.0) == 2.0 * 3 / 8); /* (p - 1) / m, to the bit */
+    sched_free(&s);
+    ck_assert_int_eq(sched_build(SCHED_INTERLEAVED, 4, 8, 2, &s, NULL), 0);
+    ck_assert(sched_bubble_time(&s, 2.0) == 2.0 * 3 / 16); /* (p - 1) / (v m) */
+    sched_free(&s);
+}
+END_TEST
+
 START_TEST(sched_gpipe_vs_1f1b)
 {
     /* p = 4, m = 8: bubble 3/8 of ideal time, 3/11 of wall time for both; GPipe holds all 8
@@ -626,8 +648,8 @@ START_TEST(sched_gpipe_vs_1f1b)
     const char *want = "F0F1F2F3B0F4B1F5B2F6B3F7B4B5B6B7";
     char got[64] = "";
     for (int i = 0; i < f.count[0]; i++)
-        snprintf(got + strlen(got), sizeof got - strlen(got), "%c%d", f.ops[0][i].kind,
-                 f.ops[0][i].micro);
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%c%d",
+                 sched_op_info(f.ops[0][i].kind)->letter, f.ops[0][i].micro);
     ck_assert_str_eq(got, want);
     /* the last stage starts its first forward after 3 forwards upstream */
     ck_assert_int_eq(f.ops[3][0].start, 3);
@@ -719,9 +741,8 @@ START_TEST(plan_7b_on_one_node)
     struct model_shape m = load_model("synthetic-7b");
     struct cluster_spec cl;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
-    struct plan_config c = {&m,        &cl,   8,   256,          2048,           PREC_BF16,
-                            OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1,
-                            1};
+    struct plan_config c = {
+        &m, &cl, 8, 256, 2048, FP_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1, 1};
     struct plan_result r;
     struct error e = {0};
     ck_assert_msg(plan_run(&c, &r, &e) == 0, "%s", e.msg);
@@ -757,9 +778,8 @@ START_TEST(plan_reasons_and_scale)
     struct cluster_spec cl;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
     cl.nodes = 6;
-    struct plan_config c = {&m,        &cl,   48,  96,           2048,           PREC_BF16,
-                            OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1,
-                            1};
+    struct plan_config c = {
+        &m, &cl, 48, 96, 2048, FP_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1, 1};
     struct plan_result r;
     struct error e = {0};
     ck_assert_int_eq(plan_run(&c, &r, &e), 0);
@@ -811,6 +831,7 @@ int main(void)
     tc = tcase_create("schedules");
     tcase_add_test(tc, sched_bubbles_match_formulas);
     tcase_add_test(tc, sched_gpipe_vs_1f1b);
+    tcase_add_test(tc, sched_kinds_and_bubble_time);
     tcase_add_test(tc, sched_bad_sizes);
     suite_add_tcase(s, tc);
     tc = tcase_create("plan");

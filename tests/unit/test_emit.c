@@ -27,7 +27,7 @@ static struct model_shape model(const char *name)
 }
 
 static struct memory_config layout(const struct model_shape *m, int dp, int tp, int pp, int zero,
-                                   enum calc_precision prec, bool grad_fp32)
+                                   enum fp_format prec, bool grad_fp32)
 {
     return (struct memory_config){.model = m,
                                   .precision = prec,
@@ -53,7 +53,7 @@ START_TEST(framework_rules)
     const struct {
         enum framework f;
         int dp, tp, pp, zero;
-        enum calc_precision prec;
+        enum fp_format prec;
         bool grad_fp32;
         enum ckpt_kind ckpt;
         int every;
@@ -64,62 +64,62 @@ START_TEST(framework_rules)
         int unit_layers;
     } rows[] = {
         /* DeepSpeed: pipe/engine.py, engine.py, bf16_optimizer.py */
-        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 2, PREC_BF16, false, CKPT_NONE, 0,
+        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 2, FP_BF16, false, CKPT_NONE, 0,
          "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", 0, false, false, CKPT_NONE,
          0},
-        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 3, PREC_FP32, false, CKPT_NONE, 0,
+        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 3, FP_FP32, false, CKPT_NONE, 0,
          "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", 0, false, false, CKPT_NONE,
          0},
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, PREC_BF16, true, CKPT_NONE, 0,
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, FP_BF16, true, CKPT_NONE, 0,
          "unsupported mix of model_dtype and grad_accum_dtype", 0, false, false, CKPT_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, PREC_FP16, true, CKPT_NONE, 0,
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, FP_FP16, true, CKPT_NONE, 0,
          "unsupported mix of model_dtype and grad_accum_dtype", 0, false, false, CKPT_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 1, PREC_BF16, true, CKPT_NONE, 0, NULL, 1, true, false,
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 1, FP_BF16, true, CKPT_NONE, 0, NULL, 1, true, false,
          CKPT_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, PREC_BF16, false, CKPT_NONE, 0, NULL, 0, false, false,
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 0, FP_BF16, false, CKPT_NONE, 0, NULL, 0, false, false,
          CKPT_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 0, PREC_BF16, false, CKPT_NONE, 0, NULL, 1, false, true,
+        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 0, FP_BF16, false, CKPT_NONE, 0, NULL, 1, false, true,
          CKPT_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 0, PREC_FP16, false, CKPT_NONE, 0, NULL, 0, false, false,
+        {FRAMEWORK_DEEPSPEED, 4, 1, 2, 0, FP_FP16, false, CKPT_NONE, 0, NULL, 0, false, false,
          CKPT_NONE, 0},
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 2, PREC_BF16, false, CKPT_SELECTIVE, 0, NULL, 2, false,
-         false, CKPT_SELECTIVE, 0},
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 2, FP_BF16, false, CKPT_SELECTIVE, 0, NULL, 2, false, false,
+         CKPT_SELECTIVE, 0},
         /* Megatron-LM: arguments.py */
-        {FRAMEWORK_MEGATRON, 8, 1, 1, 0, PREC_BF16, false, CKPT_NONE, 0, NULL, 0, true, false,
+        {FRAMEWORK_MEGATRON, 8, 1, 1, 0, FP_BF16, false, CKPT_NONE, 0, NULL, 0, true, false,
          CKPT_NONE, 0},
-        {FRAMEWORK_MEGATRON, 8, 1, 1, 1, PREC_FP16, false, CKPT_NONE, 0, NULL, 1, true, false,
+        {FRAMEWORK_MEGATRON, 8, 1, 1, 1, FP_FP16, false, CKPT_NONE, 0, NULL, 1, true, false,
          CKPT_NONE, 0},
-        {FRAMEWORK_MEGATRON, 8, 1, 1, 3, PREC_FP32, false, CKPT_NONE, 0, NULL, 3, false, false,
+        {FRAMEWORK_MEGATRON, 8, 1, 1, 3, FP_FP32, false, CKPT_NONE, 0, NULL, 3, false, false,
          CKPT_NONE, 0},
-        {FRAMEWORK_MEGATRON, 4, 1, 2, 3, PREC_BF16, false, CKPT_NONE, 0,
+        {FRAMEWORK_MEGATRON, 4, 1, 2, 3, FP_BF16, false, CKPT_NONE, 0,
          "Megatron-FSDP (--use-megatron-fsdp), which scalelab writes without a pipeline", 0, false,
          false, CKPT_NONE, 0},
         /* PyTorch FSDP: fsdp/api.py, fully_sharded_data_parallel.py, checkpoint_wrapper.py */
-        {FRAMEWORK_FSDP, 4, 2, 1, 3, PREC_BF16, false, CKPT_NONE, 0,
+        {FRAMEWORK_FSDP, 4, 2, 1, 3, FP_BF16, false, CKPT_NONE, 0,
          "FSDP alone has no tensor parallelism", 0, false, false, CKPT_NONE, 0},
-        {FRAMEWORK_FSDP, 4, 1, 2, 3, PREC_BF16, false, CKPT_NONE, 0,
+        {FRAMEWORK_FSDP, 4, 1, 2, 3, FP_BF16, false, CKPT_NONE, 0,
          "FSDP alone has no pipeline parallelism", 0, false, false, CKPT_NONE, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 1, PREC_BF16, false, CKPT_NONE, 0, NULL, 2, true, true, CKPT_NONE,
+        {FRAMEWORK_FSDP, 8, 1, 1, 1, FP_BF16, false, CKPT_NONE, 0, NULL, 2, true, true, CKPT_NONE,
          0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_FP32, false, CKPT_SELECTIVE, 0, NULL, 3, false, true,
+        {FRAMEWORK_FSDP, 8, 1, 1, 3, FP_FP32, false, CKPT_SELECTIVE, 0, NULL, 3, false, true,
          CKPT_FULL, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_BF16, false, CKPT_EVERY, 4, NULL, 3, true, true,
-         CKPT_EVERY, 4},
-        {FRAMEWORK_FSDP, 8, 1, 1, 2, PREC_BF16, false, CKPT_EVERY, 4, NULL, 2, true, false,
+        {FRAMEWORK_FSDP, 8, 1, 1, 3, FP_BF16, false, CKPT_EVERY, 4, NULL, 3, true, true, CKPT_EVERY,
+         4},
+        {FRAMEWORK_FSDP, 8, 1, 1, 2, FP_BF16, false, CKPT_EVERY, 4, NULL, 2, true, false,
          CKPT_EVERY, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_BF16, true, CKPT_FULL, 1, NULL, 3, true, false, CKPT_FULL,
+        {FRAMEWORK_FSDP, 8, 1, 1, 3, FP_BF16, true, CKPT_FULL, 1, NULL, 3, true, false, CKPT_FULL,
          0},
         /* ZeRO-3's units: a layer in DeepSpeed and Megatron-FSDP, FSDP's wrapped modules */
-        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 3, PREC_FP32, false, CKPT_NONE, -3, NULL, 3, false, true,
+        {FRAMEWORK_DEEPSPEED, 8, 1, 1, 3, FP_FP32, false, CKPT_NONE, -3, NULL, 3, false, true,
          CKPT_NONE, 0},
-        {FRAMEWORK_MEGATRON, 8, 1, 1, 3, PREC_FP32, false, CKPT_NONE, -3, NULL, 3, false, true,
+        {FRAMEWORK_MEGATRON, 8, 1, 1, 3, FP_FP32, false, CKPT_NONE, -3, NULL, 3, false, true,
          CKPT_NONE, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 3, PREC_FP32, false, CKPT_NONE, -3, NULL, 3, false, true,
-         CKPT_NONE, 0},
-        {FRAMEWORK_FSDP, 8, 1, 1, 2, PREC_FP32, false, CKPT_NONE, -3, NULL, 2, false, false,
+        {FRAMEWORK_FSDP, 8, 1, 1, 3, FP_FP32, false, CKPT_NONE, -3, NULL, 3, false, true, CKPT_NONE,
+         0},
+        {FRAMEWORK_FSDP, 8, 1, 1, 2, FP_FP32, false, CKPT_NONE, -3, NULL, 2, false, false,
          CKPT_NONE, 3},
         /* no framework: as asked */
-        {FRAMEWORK_NONE, 4, 1, 2, 3, PREC_BF16, false, CKPT_SELECTIVE, 0, NULL, 3, false, false,
+        {FRAMEWORK_NONE, 4, 1, 2, 3, FP_BF16, false, CKPT_SELECTIVE, 0, NULL, 3, false, false,
          CKPT_SELECTIVE, 0},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -162,7 +162,7 @@ START_TEST(zero3_units)
     struct params_breakdown pb;
     params_count(&m, &pb);
     for (int per = 0; per <= m.layers + 1; per++) {
-        struct memory_config c = layout(&m, 4, 1, 1, 3, PREC_BF16, false);
+        struct memory_config c = layout(&m, 4, 1, 1, 3, FP_BF16, false);
         c.unit_layers = per;
         struct memory_result r;
         struct error e = {0};
@@ -206,7 +206,7 @@ START_TEST(megatron_interleaved)
     struct cluster_spec cl;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
     struct emit_plan p = {.source = "test", .cluster = &cl};
-    p.c = layout(&m, 4, 1, 2, 1, PREC_BF16, false);
+    p.c = layout(&m, 4, 1, 2, 1, FP_BF16, false);
     p.c.schedule = SCHED_INTERLEAVED;
     p.c.chunks = 2;
     p.c.micro_batches = 8;
@@ -239,14 +239,14 @@ START_TEST(emit_refuses_and_fits)
     struct cluster_spec cl;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
     struct emit_plan p = {.source = "test", .cluster = &cl};
-    p.c = layout(&m, 4, 2, 1, 3, PREC_BF16, false);
+    p.c = layout(&m, 4, 2, 1, 3, FP_BF16, false);
     p.c.capacity = cl.hbm_bytes;
     int rc;
     char *notes, *out = emitted(FRAMEWORK_FSDP, &p, &rc, &notes);
     ck_assert_msg(rc == ERR_INVAL && !*out && !*notes, "%d: %s%s", rc, out, notes);
     free(out);
     free(notes);
-    p.c = layout(&m, 1, 1, 1, 0, PREC_BF16, false);
+    p.c = layout(&m, 1, 1, 1, 0, FP_BF16, false);
     p.c.capacity = cl.hbm_bytes;
     out = emitted(FRAMEWORK_DEEPSPEED, &p, &rc, &notes);
     ck_assert_msg(rc == 1 && !*out && strstr(notes, "# does NOT fit") &&

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/experts.h"
 #include "base/rng.h"
 #include "calc/activ.h"
 #include "calc/params.h"
@@ -120,13 +121,23 @@ START_TEST(aux_loss_and_capacity)
             ck_assert_int_eq(b.load[e], 2 * k);
         ck_assert_double_eq_tol(aux, 0.02, 1e-6);
     }
-    ck_assert_int_eq(moe_capacity(256, 8, 2, 1.0), 64);
-    ck_assert_int_eq(moe_capacity(256, 8, 2, 1.25), 80);
-    ck_assert_int_eq(moe_capacity(10, 4, 1, 1.5), 4); /* ceil(3.75) */
-    ck_assert_int_eq(moe_capacity(10, 2, 2, 8), 10);  /* never more than every token */
-    ck_assert_int_eq(moe_capacity(10, 2, 2, 0), 10);
-    ck_assert_uint_eq(moe_rows(256, 8, 2, 1.25), 8 * 80);
-    ck_assert_uint_eq(moe_rows(256, 8, 2, 0), 512);
+    ck_assert(experts_capacity(256, 8, 2, 1.0) == 64);
+    ck_assert(experts_capacity(256, 8, 2, 1.25) == 80);
+    ck_assert(experts_capacity(10, 4, 1, 1.5) == 4); /* ceil(3.75) */
+    ck_assert(experts_capacity(10, 2, 2, 8) == 10);  /* never more than every token */
+    ck_assert(experts_capacity(10, 2, 2, 0) == 10);
+    ck_assert(experts_rows(256, 8, 2, 1.25) == 8 * 80);
+    ck_assert(experts_rows(256, 8, 2, 0) == 512);
+    /* the routing kept for the backward pass is a table of words, each array after the last */
+    int32_t words[3 * 10 * 2 + 3 * 4];
+    ck_assert_uint_eq(moe_table_words(10, 2, 4), sizeof words / sizeof *words);
+    struct moe_table t = moe_table_at(words, 10, 2, 4);
+    ck_assert_ptr_eq(t.choice, words);
+    ck_assert_ptr_eq(t.row, words + 20);
+    ck_assert_ptr_eq((void *)t.gate, (void *)(words + 40));
+    ck_assert_ptr_eq(t.off, words + 60);
+    ck_assert_ptr_eq(t.kept, words + 64);
+    ck_assert_ptr_eq(t.load, words + 68);
 }
 END_TEST
 

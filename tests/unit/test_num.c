@@ -146,6 +146,32 @@ static int check_against_ref(uint32_t u)
     return bad;
 }
 
+/* The training precisions are one table (num/fp.h): its order is the knobs', its reader
+ * the commands', and a format no run trains in is refused with the table's names. */
+START_TEST(training_precisions_are_one_table)
+{
+    int n;
+    const struct fp_precision *t = fp_precisions(&n);
+    ck_assert_int_eq(n, 3);
+    ck_assert(t[0].format == FP_FP32 && !t[0].mixed && !t[0].scaled);
+    ck_assert(t[1].format == FP_BF16 && t[1].mixed && !t[1].scaled);
+    ck_assert(t[2].format == FP_FP16 && t[2].mixed && t[2].scaled);
+    ck_assert(fp_precision_step(FP_FP32, 1) == FP_BF16);
+    ck_assert(fp_precision_step(FP_FP16, 1) == FP_FP32);
+    ck_assert(fp_precision_step(FP_FP32, -1) == FP_FP16);
+    ck_assert_ptr_null(fp_precision(FP_E4M3));
+    enum fp_format f = FP_FP32;
+    ck_assert_int_eq(fp_parse_precision("bf16", &f, NULL), 0);
+    ck_assert(f == FP_BF16);
+    struct error e = {0};
+    ck_assert_int_eq(fp_parse_precision("e4m3", &f, &e), ERR_INVAL);
+    ck_assert_str_eq(e.msg, "'e4m3' is not a precision (use fp32, bf16 or fp16)");
+    ck_assert(f == FP_BF16);
+    ck_assert_int_eq(fp_bytes(FP_BF16), 2);
+    ck_assert_int_eq(fp_bytes(FP_E4M3), 1);
+}
+END_TEST
+
 START_TEST(matches_reference_on_random_patterns)
 {
     struct rng r;
@@ -763,6 +789,7 @@ int main(void)
     TCase *tc = tcase_create("fp");
     tcase_set_timeout(tc, 120); /* the sanitizer builds are several times slower */
     tcase_add_unchecked_fixture(tc, refs_setup, refs_teardown);
+    tcase_add_test(tc, training_precisions_are_one_table);
     tcase_add_test(tc, every_fp16_pattern_round_trips);
     tcase_add_test(tc, every_bf16_pattern_round_trips);
     tcase_add_test(tc, every_fp8_pattern_round_trips);

@@ -90,7 +90,7 @@ START_TEST(another_order_is_seen)
     /* a backward whose gradient never comes cannot be retimed */
     struct ppgantt bad, out;
     ppg_reset(&bad, 2);
-    struct pp_done b = {'B', 0, 0, 0, 2};
+    struct pp_done b = {SCHED_OP_B, 0, 0, 0, 2};
     ppg_add(&bad, 0, &b);
     ck_assert(!ppg_retime(&bad, &out));
     sched_free(&s);
@@ -111,8 +111,7 @@ static void on_event(void *ctx, const struct event *ev)
     struct catch *c = ctx;
     if (ev->type != EV_PIPE_OP || ev->step != 2 || ev->device % c->cols)
         return;
-    struct pp_done d = {!strcmp(ev->name, "backward") ? 'B' : 'F', ev->micro, ev->chunk, ev->t,
-                        ev->t_end};
+    struct pp_done d = {sched_op_kind_of(ev->name), ev->micro, ev->chunk, ev->t, ev->t_end};
     pthread_mutex_lock(&c->mu);
     ppg_add(&c->g, ev->device / c->cols, &d);
     pthread_mutex_unlock(&c->mu);

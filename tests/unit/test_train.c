@@ -30,6 +30,7 @@
 #include "num/clip.h"
 #include "num/scaler.h"
 #include "par/shard.h"
+#include "par/strategies.h"
 #include "par/trainer.h"
 #include "sim/cluster.h"
 #include "ui/eventlog.h"
@@ -370,7 +371,7 @@ START_TEST(seam_calls_are_known_before_the_run)
             for (int step = 1; step <= 2; step++) {
                 n.charges = n.computes = 0;
                 gpt_step(g, tok, tgt, 1.0f, NULL);
-                struct gpt_calls want = gpt_step_calls(&c, &p);
+                struct gpt_calls want = gpt_step_calls(&c, &p, NULL);
                 ck_assert_msg(n.charges == want.charge && n.computes == want.compute,
                               "%s: %ld charges, %ld computes; predicted %ld, %ld", pols[k],
                               n.charges, n.computes, want.charge, want.compute);
@@ -380,6 +381,99 @@ START_TEST(seam_calls_are_known_before_the_run)
                           "%s: %lld bytes live at the peak, the arena holds %zu", pols[k], n.peak,
                           n.bytes[GPT_MEM_ARENA]);
             ck_assert_uint_eq((size_t)n.peak, gpt_mem_bytes(g, GPT_MEM_ACTIVATIONS));
+            gpt_free(g);
+        }
+    free(tok);
+    free(tgt);
+}
+END_TEST
+
+/* A seam that counts the strategies' calls (their results left as they were: the counts only
+ * matter), and the compute and charge calls. */
+struct comm_counting {
+    struct counting k;
+    long tp_sum, tp_half, cp_shift, ep_a2a;
+};
+
+static void count_tp(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const char *what)
+{
+    struct comm_counting *k = ctx;
+    (void)buf, (void)n, (void)what;
+    if (op == GPT_TP_GATHER || op == GPT_TP_SCATTER)
+        k->tp_half++;
+    else
+        k->tp_sum++;
+}
+
+static void count_cp(void *ctx, const float *send, float *recv, size_t n, const char *what)
+{
+    struct comm_counting *k = ctx;
+    (void)what;
+    memcpy(recv, send, n * sizeof *recv);
+    k->cp_shift++;
+}
+
+static void count_ep(void *ctx, const float *send, float *recv, size_t n, const char *what)
+{
+    struct comm_counting *k = ctx;
+    (void)what;
+    memcpy(recv, send, n * sizeof *recv);
+    k->ep_a2a++;
+}
+
+/* What a strategy's count rests on (par/strategy.h): the calls a part's step makes to the seam,
+ * tensor parallelism's sums and halves, the ring's steps and the experts' all-to-alls, known
+ * from the shape before the run, for parts of every kind and each policy. */
+START_TEST(strategy_calls_are_known_before_the_run)
+{
+    struct gpt_config dense, moe;
+    ck_assert_int_eq(train_shape("tiny", &dense, NULL), 0);
+    ck_assert_int_eq(train_shape("tiny-moe", &moe, NULL), 0);
+    moe.moe.capacity_factor = 2;
+    const struct {
+        const struct gpt_config *c;
+        struct gpt_part p;
+    } parts[] = {
+        {&dense, {.count = 4, .embed = true, .head = true, .slots = 1, .tp = 2, .tprank = 1}},
+        {&dense, {.count = 4, .embed = true, .head = true, .slots = 1, .tp = 2, .sp = true}},
+        {&dense, {.count = 4, .embed = true, .head = true, .slots = 1, .cp = 2, .cprank = 1}},
+        {&dense, {.count = 4, .embed = true, .head = true, .slots = 1, .tp = 2, .cp = 4}},
+        {&moe, {.count = 4, .embed = true, .head = true, .slots = 1, .ep = 2, .eprank = 1}},
+    };
+    const char *pols[] = {"none", "full", "every:2", "selective"};
+    int B = 2;
+    int32_t *tok = calloc((size_t)B * dense.seq, 4), *tgt = calloc((size_t)B * dense.seq, 4);
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        for (size_t k = 0; k < sizeof pols / sizeof *pols; k++) {
+            struct ckpt_policy pol;
+            ck_assert_int_eq(ckpt_parse(pols[k], &pol, NULL), 0);
+            if (parts[i].p.cp > 1 && pol.kind == CKPT_SELECTIVE)
+                continue; /* refused: ring attention keeps no probabilities */
+            struct comm_counting n = {0};
+            struct gpt_alloc seam = {.alloc = count_alloc,
+                                     .free = count_free,
+                                     .charge = count_charge,
+                                     .compute = count_compute,
+                                     .tp_reduce = count_tp,
+                                     .cp_shift = count_cp,
+                                     .ep_alltoall = count_ep,
+                                     .ctx = &n};
+            struct gpt *g = NULL;
+            ck_assert_int_eq(
+                gpt_new_part(&g, parts[i].c, B, FP_BF16, &pol, &seam, &parts[i].p, NULL), 0);
+            float *w = gpt_params(g); /* a part's share: any values do */
+            for (size_t j = 0; j < gpt_nparams(g); j++)
+                w[j] = 0.01f * (float)((int)(j % 7) - 3);
+            gpt_step(g, tok, tgt, 1.0f, NULL);
+            struct gpt_calls want = gpt_step_calls(parts[i].c, &pol, &parts[i].p);
+            ck_assert_msg(n.k.charges == want.charge && n.k.computes == want.compute &&
+                              n.tp_sum == want.tp_sum && n.tp_half == want.tp_half &&
+                              n.cp_shift == want.cp_shift && n.ep_a2a == want.ep_a2a,
+                          "part %zu, %s: %ld charges, %ld computes, tp %ld + %ld halves, %ld ring "
+                          "steps, %ld all-to-alls; predicted %ld, %ld, %ld + %ld, %ld, %ld",
+                          i, pols[k], n.k.charges, n.k.computes, n.tp_sum, n.tp_half, n.cp_shift,
+                          n.ep_a2a, want.charge, want.compute, want.tp_sum, want.tp_half,
+                          want.cp_shift, want.ep_a2a);
             gpt_free(g);
         }
     free(tok);
@@ -1463,6 +1557,7 @@ int main(void)
     tcase_add_test(tc, checkpoint_gradients_bit_identical);
     tcase_add_test(tc, checkpoint_memory_equals_calculator);
     tcase_add_test(tc, seam_calls_are_known_before_the_run);
+    tcase_add_test(tc, strategy_calls_are_known_before_the_run);
     tcase_add_test(tc, nonfinite_names_the_first_tensor);
     tcase_add_test(tc, fp16_gradients_underflow_without_scaling);
     tcase_add_test(tc, grad_scaler_semantics);
