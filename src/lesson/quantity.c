@@ -856,15 +856,15 @@ static double busbw(double n, double bytes, double t)
         Q1(key ".underflows", "bool", "1 if x is not 0 but becomes 0 in " key, p##_underflows)
 
 /* The attention scores GPU r of c computes in one pass over one sequence's t tokens and one
- * head, the causal mask's rectangles of its blocks (model/ringattn.h), under a split. */
+ * head, what the causal mask leaves of its blocks (model/ringattn.h), under a split. */
 static double ring_scores_of(double t, double c, double r, enum ring_split split)
 {
     if (!whole(c, 1, 1024) || !whole(t, 1, 1 << 20) || !whole(r, 0, c - 1) ||
         !ring_split_ok((int)t, (int)c, split))
         return NAN;
     double sum = 0;
-    for (int k = 0, q0, k1; k < (int)c; k++)
-        sum += (double)ring_block_rect((int)t, (int)c, (int)r, k, split, &q0, &k1);
+    for (int k = 0; k < (int)c; k++)
+        sum += (double)ring_block_scores((int)t, (int)c, (int)r, k, split);
     return sum;
 }
 

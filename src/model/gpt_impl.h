@@ -247,7 +247,7 @@ static inline double layer_flops(const struct gpt *g, int l)
 
 /* What a layer's forward and backward passes computed: layer_flops, and 2 x for the backward
  * pass, but under context parallelism the attention core's is the ring's own, its blocks'
- * rectangles (model/ringattn.h), which the causal mask makes differ from GPU to GPU. */
+ * scores (model/ringattn.h: what the causal mask leaves), which differ from GPU to GPU. */
 static inline double layer_fwd_work(const struct gpt *g, int l)
 {
     return g->cp > 1 ? layer_flops(g, l) - attn_flops(g) + g->ring_fwd : layer_flops(g, l);

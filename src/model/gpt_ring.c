@@ -59,7 +59,8 @@ void op_ring_forward(struct gpt *g, int l)
         cur = nxt, nxt = x;
     }
     ring_attn_fwd_finish_heads(&rh, T, att, lse, g->ringl, lse);
-    g->ring_fwd = 2.0 * 2.0 * (double)scores * g->hd; /* QK^T and P V over the rectangles */
+    g->ring_fwd =
+        2.0 * 2.0 * (double)scores * g->hd; /* QK^T and P V over the scores the mask leaves */
     g->ring_scores += (uint64_t)scores;
     prof_leave();
     op_produced(g, att, blk, l, "attn out");

@@ -45,17 +45,20 @@ run train --steps 1 --cp 2 --tp 2 --precision bf16 --json --summary
 check_json "all(g['comm_bytes_per_step']['context_parallel'] == 4 * 6 * $S // 2 // 2 // 2 for g in d['summary']['per_gpu'])" \
     "cp 2 x tp 2 in bf16: a GPU's heads, 2-byte values"
 # The causal mask's work per GPU, measured: the scores each GPU's ring blocks computed in a step
-# (forward and backward, 4 layers, batch 16 x 4 heads, n = 64 / C tokens a GPU). Naive: GPU r
-# computes the blocks of GPUs 0 to r, (r + 1) n^2 each pass; balanced: its own block and half of
-# every other, (C + 1) n^2 / 2 on every GPU (test_ringattn derives both).
+# (forward and backward, 4 layers, batch 16 x 4 heads, n = 64 / C tokens a GPU), only the pairs
+# the mask leaves. Naive: GPU r computes the blocks of GPUs 0 to r - 1 whole and its own
+# triangle, r n^2 + n (n + 1) / 2 each pass; balanced: half of every block, its own two triangles
+# and the late queries against the early keys, C n^2 / 2 + n / 2 on every GPU, the mean
+# (test_ringattn derives both). The naive split's busiest GPU does ((2C - 1) n + 1) / (C n + 1)
+# times the mean: (2C - 1)/C for long blocks, TransformerEngine's causal halves.
 for C in 2 4; do
     n=$((64 / C))
     run train --steps 1 --cp $C --json --summary
-    check_json "all(g['ring_scores_per_step'] == 4 * 2 * 16 * 4 * ($C + 1) * $n * $n // 2 for g in d['summary']['per_gpu'])" \
-        "cp $C balanced: every GPU computes (C+1)/2 blocks' scores"
+    check_json "all(g['ring_scores_per_step'] == 4 * 2 * 16 * 4 * ($C * $n * $n + $n) // 2 for g in d['summary']['per_gpu'])" \
+        "cp $C balanced: every GPU computes C/2 blocks' scores and half a row of them"
     run train --steps 1 --cp $C --cp-naive --json --summary
-    check_json "[g['ring_scores_per_step'] for g in d['summary']['per_gpu']] == [4 * 2 * 16 * 4 * (r + 1) * $n * $n for r in range($C)] and d['summary']['layout']['cp_split'] == 'naive'" \
-        "cp $C naive: GPU r computes r + 1 blocks' scores"
+    check_json "[g['ring_scores_per_step'] for g in d['summary']['per_gpu']] == [4 * 2 * 16 * 4 * (r * $n * $n + $n * ($n + 1) // 2) for r in range($C)] and d['summary']['layout']['cp_split'] == 'naive'" \
+        "cp $C naive: GPU r computes r blocks and its own triangle"
 done
 # Ranks: tensor-parallel innermost, then context, data, pipeline (Megatron-LM's order).
 run train --steps 1 --dp 2 --tp 2 --cp 2 --pp 2 --micro-batches 2 --json --summary
