@@ -37,10 +37,11 @@
 #include <stddef.h>
 
 /* How a sequence's T tokens are cut over C GPUs. Naive: GPU r holds chunk r of C (positions r
- * T/C to (r + 1) T/C - 1), so under the causal mask the last GPU has C times the first one's
- * work. Balanced: the sequence is cut in 2C chunks and GPU r holds chunks r and 2C - 1 - r, an
- * early and a late one, so every GPU has the same work (Megatron-LM's
- * get_batch_on_this_cp_rank; picotron's context-parallel split). */
+ * T/C to (r + 1) T/C - 1), so under the causal mask the last GPU has 2C - 1 times the first
+ * one's work (picotron's context-parallel split: its data loader, picotron/data.py's
+ * collate_batch, slices each sequence contiguously from cp_rank x seq_length_per_gpu).
+ * Balanced: the sequence is cut in 2C chunks and GPU r holds chunks r and 2C - 1 - r, an early
+ * and a late one, so every GPU has the same work (Megatron-LM's get_batch_on_this_cp_rank). */
 enum ring_split { RING_BALANCED, RING_NAIVE };
 
 /* Whether T tokens split over C GPUs the given way (T a multiple of C, or of 2C balanced). */
