@@ -128,7 +128,8 @@ static struct activ_config activ_of(const struct memory_config *c)
                                  .sp = c->sp,
                                  .bytes = c->precision == PREC_FP32 ? 4 : 2,
                                  .cp = c->cp,
-                                 .cp_naive = c->cp_naive};
+                                 .cp_naive = c->cp_naive,
+                                 .attention = c->attention};
 }
 
 double memory_ep_experts(const struct memory_config *c)
@@ -215,11 +216,6 @@ int memory_check(const struct memory_config *c, struct error *e)
             return error_set(e, ERR_INVAL, "params must be a count of at least 1");
         return 0;
     }
-    if (c->cp > 1 && c->ckpt.kind == CKPT_SELECTIVE)
-        return error_set(e, ERR_INVAL,
-                         "cp %d with selective recomputation: ring attention keeps no attention "
-                         "probabilities, so selective has nothing to recompute",
-                         c->cp);
     if (c->pp > c->model->layers)
         return error_set(e, ERR_INVAL, "pp %d is more than the %d layers of %s (at most %d)", c->pp,
                          c->model->layers, c->model->name, c->model->layers);

@@ -31,6 +31,7 @@ struct memory_args {
     enum calc_optimizer optimizer;
     enum calc_schedule schedule;
     struct ckpt_policy ckpt;
+    enum activ_attention attention;
     enum units_system units;
     bool sp, cp_naive, json, tensors, force;
 };
@@ -98,6 +99,7 @@ static const struct opt_entry options[] = {
     OPT_FLAG("cp-naive", A, cp_naive, "with --cp: GPU i holds chunk i of C, not i and 2C-1-i"),
     OPT_WITH("checkpoint", "P", calcargs_policy, A, ckpt,
              "none (default), full, selective, sqrt or every:K"),
+    OPT_WITH("attention", "K", calcargs_attention, A, attention, CALCARGS_ATTENTION_HELP),
     OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem,
              "memory per GPU (default the cluster's), e.g. 80GiB"),
     OPT_WITH("units", "U", calcargs_units, A, units,
@@ -201,6 +203,7 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
         .cp = a->cp ? a->cp : 1,
         .ep = a->ep ? a->ep : 1,
         .cp_naive = a->cp_naive,
+        .attention = a->attention,
         .no_prefetch = !a->prefetch,
         .unit_layers = a->unit_layers,
         .ckpt = a->ckpt};
@@ -330,6 +333,7 @@ static void print_json(const struct run *r)
     json_object_set_new(doc, "activations_peak", json_whole(m->act.peak));
     json_object_set_new(doc, "activation_formula",
                         json_string(c->model ? m->layer.formula : "none (no shape)"));
+    json_object_set_new(doc, "attention", json_string(activ_attention_name(c->attention)));
     json_object_set_new(doc, "communication", comm);
     json_object_set_new(doc, "schedule", json_string(sched_name(c->schedule)));
     json_object_set_new(doc, "chunks", json_integer(c->chunks > 1 ? c->chunks : 1));
@@ -441,6 +445,10 @@ static void print_parts(const struct run *r)
                    calcargs_size(b3, sizeof b3, m->act.peak, u));
         else
             printf("%d layers + the ends, one micro-batch at its peak\n", m->stage_layers);
+        printf("  %-18s %14s   %s\n", "", "",
+               c->attention == ACTIV_FLASH
+                   ? "flash attention: each row's log-sum-exp kept, no probabilities"
+                   : "eager attention: the a s^2 b probabilities kept");
     }
     double ring = memory_cp_buffers(c), a2a = memory_ep_buffers(c), dpc = m->comm - ring - a2a;
     if (dpc > 0)

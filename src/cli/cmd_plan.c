@@ -27,6 +27,7 @@ struct plan_args {
     double efficiency;
     enum calc_precision precision;
     enum calc_optimizer optimizer;
+    enum activ_attention attention;
     enum units_system units;
     bool json;
 };
@@ -60,6 +61,7 @@ static const struct opt_entry options[] = {
              "adamw (default), sgd or sgd-momentum"),
     OPT_WITH("grad-accum", "fp32|same", opts_str, A, grad_accum,
              "fp32 keeps gradients in fp32, as for 'scalelab memory'"),
+    OPT_WITH("attention", "K", calcargs_attention, A, attention, CALCARGS_ATTENTION_HELP),
     OPT_WITH("efficiency", "X", parse_efficiency, A, efficiency,
              "share of peak FLOP/s the matmuls reach, (0, 1] (default 0.5)"),
     OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem, "memory per GPU (default the cluster's)"),
@@ -144,7 +146,8 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
                               .efficiency = a->efficiency,
                               .capacity = r->cluster.hbm_bytes,
                               .cp_max = a->cp_max,
-                              .ep_max = a->ep_max};
+                              .ep_max = a->ep_max,
+                              .attention = a->attention};
     if ((rc = calcargs_capacity(a->capacity_factor, &r->model, e)) < 0)
         return rc;
     r->top = a->top;
@@ -272,6 +275,7 @@ static void print_json(const struct run *r, const struct plan_result *res)
                   "kept_count", (json_int_t)res->n_kept, "rejected_count",
                   (json_int_t)res->n_rejected, "layouts", kept, "rejected", rej);
     json_object_set_new(doc, "capacity", json_whole(r->c.capacity));
+    json_object_set_new(doc, "attention", json_string(activ_attention_name(r->c.attention)));
     if (r->c.framework != FRAMEWORK_NONE)
         json_object_set_new(doc, "framework", json_string(framework_title(r->c.framework)));
     json_write(stdout, doc, JSON_FIGURES);
@@ -289,9 +293,10 @@ static void print_text(const struct run *r, const struct plan_result *res)
            r->model.name, b1, c->gpus, r->cluster.name, r->cluster.gpus_per_node,
            calcargs_size(b2, sizeof b2, c->capacity, r->units), r->cluster.peak_flops / 1e12);
     units_format_grouped(b1, sizeof b1, (unsigned long long)c->global_batch * c->seq);
-    printf("batch      %d sequences x %d tokens = %s tokens per step; %s, %s%s\n", c->global_batch,
-           c->seq, b1, memory_precision_name(c->precision), memory_optimizer_name(c->optimizer),
-           c->grad_fp32 ? ", fp32 gradients" : "");
+    printf("batch      %d sequences x %d tokens = %s tokens per step; %s, %s%s, %s attention\n",
+           c->global_batch, c->seq, b1, memory_precision_name(c->precision),
+           memory_optimizer_name(c->optimizer), c->grad_fp32 ? ", fp32 gradients" : "",
+           activ_attention_name(c->attention));
     if (c->framework != FRAMEWORK_NONE)
         printf("framework  %s: the layouts it runs, each as it runs them (the others rejected "
                "with its reason)\n",

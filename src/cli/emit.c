@@ -117,10 +117,11 @@ static void memory_command(FILE *f, const struct emit_plan *p, const struct memo
         fprintf(f, " --nodes %d", p->cluster->nodes);
     fprintf(f,
             " --dp %d --tp %d --pp %d --zero %d --precision %s --optimizer %s --grad-accum %s "
-            "--micro-batch %d --micro-batches %d --seq %d --checkpoint %s",
+            "--micro-batch %d --micro-batches %d --seq %d --checkpoint %s --attention %s",
             c->dp, c->tp, c->pp, c->zero, memory_precision_name(c->precision),
             memory_optimizer_name(c->optimizer), c->grad_fp32 ? "fp32" : "same", c->micro_batch,
-            c->micro_batches, c->seq, ckpt_name(pol, sizeof pol, &c->ckpt));
+            c->micro_batches, c->seq, ckpt_name(pol, sizeof pol, &c->ckpt),
+            activ_attention_name(c->attention));
     if (c->sp)
         fprintf(f, " --sequence-parallel");
     if (c->cp > 1)

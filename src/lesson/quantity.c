@@ -270,13 +270,14 @@ static double m_recompute(const struct model_shape *m, double b, double k)
 }
 
 /* Bytes one layer saves for one micro-batch of b sequences of s tokens in bf16, without
- * checkpointing (calc/activ.h's list). */
-static double m_activ_layer(const struct model_shape *m, double s, double b)
+ * checkpointing (calc/activ.h's list), with the attention kernel given. */
+static double activ_layer_with(const struct model_shape *m, double s, double b,
+                               enum activ_attention att)
 {
     if (!whole(s, 1, 1 << 20) || !whole(b, 1, 1 << 20))
         return NAN;
     struct activ_config c = {
-        .micro_batch = (int)b, .seq = (int)s, .tp = 1, .sp = false, .bytes = 2};
+        .micro_batch = (int)b, .seq = (int)s, .tp = 1, .sp = false, .bytes = 2, .attention = att};
     struct activ_list l;
     if (m->experts > 0) /* layer 0 has the experts */
         activ_moe_layer(m, &c, &l);
@@ -285,15 +286,26 @@ static double m_activ_layer(const struct model_shape *m, double s, double b)
     return l.total;
 }
 
+static double m_activ_layer(const struct model_shape *m, double s, double b)
+{
+    return activ_layer_with(m, s, b, ACTIV_FLASH);
+}
+
+static double m_activ_layer_eager(const struct model_shape *m, double s, double b)
+{
+    return activ_layer_with(m, s, b, ACTIV_EAGER);
+}
+
 /* The whole model (its layers and its ends), b sequences of s tokens in p-byte activations
- * on one GPU. */
-static double activ_whole(const struct model_shape *m, double s, double b, double k, int p)
+ * on one GPU, with the attention kernel given. */
+static double activ_whole(const struct model_shape *m, double s, double b, double k, int p,
+                          enum activ_attention att)
 {
     struct ckpt_policy pol;
     if (!whole(s, 1, 1 << 20) || !whole(b, 1, 1 << 20) || !policy_of(m, k, &pol))
         return NAN;
     struct activ_config c = {
-        .micro_batch = (int)b, .seq = (int)s, .tp = 1, .sp = false, .bytes = p};
+        .micro_batch = (int)b, .seq = (int)s, .tp = 1, .sp = false, .bytes = p, .attention = att};
     struct activ_total t;
     activ_total(m, &c, &pol, m->layers, true, true, &t);
     return t.peak;
@@ -301,18 +313,33 @@ static double activ_whole(const struct model_shape *m, double s, double b, doubl
 
 static double m_activ(const struct model_shape *m, double s, double b, double k)
 {
-    return activ_whole(m, s, b, k, 2);
+    return activ_whole(m, s, b, k, 2, ACTIV_FLASH);
 }
 
 static double m_activ32(const struct model_shape *m, double s, double b, double k)
 {
-    return activ_whole(m, s, b, k, 4);
+    return activ_whole(m, s, b, k, 4, ACTIV_FLASH);
+}
+
+static double m_activ_eager(const struct model_shape *m, double s, double b, double k)
+{
+    return activ_whole(m, s, b, k, 2, ACTIV_EAGER);
+}
+
+static double m_activ32_eager(const struct model_shape *m, double s, double b, double k)
+{
+    return activ_whole(m, s, b, k, 4, ACTIV_EAGER);
 }
 
 /* Its states (16 bytes per parameter) plus the peak activations: one GPU, no parallelism. */
 static double m_total(const struct model_shape *m, double s, double b, double k)
 {
     return m_states(m) + m_activ(m, s, b, k);
+}
+
+static double m_total_eager(const struct model_shape *m, double s, double b, double k)
+{
+    return m_states(m) + m_activ_eager(m, s, b, k);
 }
 
 /* Model FLOPs of one training step over t tokens of its sequences, 6 Psi t + 12 L h s t
@@ -335,15 +362,17 @@ static double m_tp_comm(const struct model_shape *m, double t, double mb)
 }
 
 /* The calculator (`scalelab memory`) on dp x tp x pp GPUs of h100-80gb: bf16 mixed-precision
- * AdamW, one sequence of the model's length per micro-batch, mb micro-batches under 1F1B,
- * sequence parallelism with tp > 1, ZeRO stage z, checkpoint policy k; the fullest stage. */
-static bool layout(const struct model_shape *m, double dp, double tp, double pp, double mb,
-                   double z, double k, struct memory_config *c, struct memory_result *r,
-                   struct traffic *t)
+ * AdamW, b sequences of the model's length per micro-batch, mb micro-batches under 1F1B,
+ * sequence parallelism with tp > 1, ZeRO stage z, checkpoint policy k, flash attention (its
+ * default); the fullest stage. */
+static bool layout_b(const struct model_shape *m, double dp, double tp, double pp, double mb,
+                     double z, double k, double b, struct memory_config *c, struct memory_result *r,
+                     struct traffic *t)
 {
     struct ckpt_policy pol;
     if (!whole(dp, 1, 1 << 20) || !whole(tp, 1, 4096) || !whole(pp, 1, m->layers) ||
-        !whole(mb, 1, 1 << 16) || !whole(z, 0, 3) || !policy_of(m, k, &pol))
+        !whole(mb, 1, 1 << 16) || !whole(z, 0, 3) || !whole(b, 1, 1 << 16) ||
+        !policy_of(m, k, &pol))
         return false;
     *c = (struct memory_config){.model = m,
                                 .precision = PREC_BF16,
@@ -352,7 +381,7 @@ static bool layout(const struct model_shape *m, double dp, double tp, double pp,
                                 .tp = (int)tp,
                                 .pp = (int)pp,
                                 .zero = (int)z,
-                                .micro_batch = 1,
+                                .micro_batch = (int)b,
                                 .seq = m->seq,
                                 .micro_batches = (int)mb,
                                 .schedule = SCHED_1F1B,
@@ -365,6 +394,14 @@ static bool layout(const struct model_shape *m, double dp, double tp, double pp,
     cl.nodes = (int)ceil(dp * tp * pp / cl.gpus_per_node);
     return memory_compute(c, r, NULL) == 0 &&
            traffic_compute(c, &cl, r->stage, r->params_gpu, r->stage_layers, 0, 0, t, NULL) == 0;
+}
+
+/* The same with one sequence a micro-batch. */
+static bool layout(const struct model_shape *m, double dp, double tp, double pp, double mb,
+                   double z, double k, struct memory_config *c, struct memory_result *r,
+                   struct traffic *t)
+{
+    return layout_b(m, dp, tp, pp, mb, z, k, 1, c, r, t);
 }
 
 /* What the first stage's GPUs send per step (calc/traffic.h, as train measures it): tp GPUs
@@ -418,6 +455,15 @@ static double m_per_gpu(const struct model_shape *m, double n, double z, double 
     struct memory_result r;
     struct traffic t;
     return layout(m, n, 1, 1, 1, z, k, &c, &r, &t) ? r.total : NAN;
+}
+
+/* The same with micro-batches of b sequences. */
+static double m_per_gpu_b(const struct model_shape *m, double n, double z, double k, double b)
+{
+    struct memory_config c;
+    struct memory_result r;
+    struct traffic t;
+    return layout_b(m, n, 1, 1, 1, z, k, b, &c, &r, &t) ? r.total : NAN;
 }
 
 /* The communication buffers ZeRO holds at stage z on n GPUs (calc/memory.h's memory_comm). */
@@ -900,14 +946,22 @@ static const struct quantity registry[] = {
     M0("seq", "", "its sequence length", m_seq),
     M0("layer_params", "", "parameters of one of its layers", m_layer_params),
     M2("activ_layer", "B",
-       "bytes one layer saves for b sequences of s tokens in bf16, no checkpointing: (s, b)",
+       "bytes one layer saves for b sequences of s tokens in bf16, no checkpointing, flash "
+       "attention (the calculator's default): (s, b)",
        m_activ_layer),
     M3("activ_peak", "B",
-       "its peak activations, s tokens x b sequences, bf16; k: 0 none, -1 selective, -2 sqrt, "
-       "every:k",
+       "its peak activations, s tokens x b sequences, bf16, flash attention; k: 0 none, -1 "
+       "selective, -2 sqrt, every:k",
        m_activ),
     M3("activ_peak32", "B", "the same in fp32 training (4-byte activations)", m_activ32),
     M3("total", "B", "its states plus peak activations on one GPU (s, b, k as above)", m_total),
+    M2("activ_layer_eager", "B",
+       "activ_layer with eager attention: the a s^2 b probabilities kept (the tiny GPT's "
+       "kernel without cp)",
+       m_activ_layer_eager),
+    M3("activ_peak_eager", "B", "activ_peak with eager attention", m_activ_eager),
+    M3("activ_peak32_eager", "B", "activ_peak32 with eager attention", m_activ32_eager),
+    M3("total_eager", "B", "total with eager attention", m_total_eager),
     M1("flops", "",
        "model FLOPs of a step over t tokens: 6 Psi t + 12 L h s t (Psi: the active parameters)",
        m_flops),
@@ -915,6 +969,7 @@ static const struct quantity registry[] = {
        m_tp_comm),
     M3("per_gpu", "B", "memory per GPU: n data-parallel GPUs, ZeRO stage z, checkpoint k",
        m_per_gpu),
+    M4("per_gpu_b", "B", "the same with micro-batches of b sequences: (n, z, k, b)", m_per_gpu_b),
     M2("comm_buffers", "B", "ZeRO's communication buffers per GPU: n GPUs, stage z",
        m_comm_buffers),
     M4("per_gpu_3d", "B", "the fullest GPU on dp x tp x pp GPUs, m micro-batches (1F1B, sp)",

@@ -450,6 +450,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->c = *c;
     g->B = batch;
     g->cp = g->part.cp > 1 ? g->part.cp : 1, g->cpr = g->cp > 1 ? g->part.cprank : 0;
+    g->ring = g->cp > 1 || g->part.flash;
     g->ep = ep, g->epr = ep > 1 ? g->part.eprank : 0;
     enum ring_split split = g->part.cp_naive ? RING_NAIVE : RING_BALANCED;
     if (g->cp > 1 && (!ring_split_ok(c->seq, g->cp, split) || g->cpr < 0 || g->cpr >= g->cp))
@@ -457,10 +458,10 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
                          "context parallelism over %d GPUs needs them to divide the sequence "
                          "of %d tokens in %d chunks",
                          g->cp, c->seq, split == RING_NAIVE ? g->cp : 2 * g->cp);
-    if (g->cp > 1 && ckpt && ckpt->kind == CKPT_SELECTIVE)
+    if (g->ring && ckpt && ckpt->kind == CKPT_SELECTIVE)
         return error_set(e, ERR_INVAL,
-                         "context parallelism keeps no attention probabilities, so selective "
-                         "recomputation has nothing to recompute");
+                         "flash attention (the ring's) keeps no probabilities, and its core is "
+                         "not recomputed by itself: selective recomputation needs eager attention");
     g->T = c->seq / g->cp;
     g->N = batch * g->T;
     g->hd = c->d / c->heads;
@@ -564,9 +565,9 @@ static void layout(struct gpt *g)
         g->dgate = carve(g, GPT_MEM_WORKSPACE, N * k * 4);
     }
     /* the scores' gradients of a head's T x T block; with cp, a block's scores and theirs */
-    g->dp = carve(g, GPT_MEM_WORKSPACE, T * T * 4 * (g->cp > 1 ? 2 : 1));
-    if (g->cp > 1) { /* the places of the queries and of the ring's block at hand; the ring's
-                      * blocks: keys, values and their gradients, two of them */
+    g->dp = carve(g, GPT_MEM_WORKSPACE, T * T * 4 * (g->ring ? 2 : 1));
+    if (g->ring) { /* the places of the queries and of the ring's block at hand; the ring's
+                    * blocks: keys, values and their gradients, two of them */
         g->pos = carve(g, GPT_MEM_WORKSPACE, T * sizeof *g->pos);
         g->kpos = carve(g, GPT_MEM_WORKSPACE, T * sizeof *g->kpos);
         g->ringl = carve(g, GPT_MEM_WORKSPACE, (size_t)g->B * g->hl * T * 4);

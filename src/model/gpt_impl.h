@@ -81,6 +81,7 @@ struct gpt {
     struct gpt_config c;
     int B, N, hd, seg; /* seg: segment length (0: not segmented) */
     int T, cp, cpr;    /* tokens per sequence held: c.seq / cp; context parallelism */
+    bool ring;         /* attention by blocks (model/ringattn.h): cp > 1, or flash */
     int ep, epr;       /* expert parallelism: E / ep experts per layer, this GPU's from epr */
     int *pos, *kpos;   /* the places of the tokens held, and of the ring's block at hand */
     float *kv[2], *ringl;
@@ -172,7 +173,7 @@ static inline size_t act_elems(const struct gpt *g, int a, int sz)
     size_t N = (size_t)g->N, d = (size_t)g->c.d, E = (size_t)g->c.moe.experts;
     size_t k = (size_t)g->c.moe.top_k, rows = sz == SZ_MOE ? g->rows : N;
     if (a == A_P) /* this rank's heads; with cp, each row's log-sum-exp */
-        return (size_t)g->B * g->hl * g->T * (g->cp > 1 ? 1 : g->T);
+        return (size_t)g->B * g->hl * g->T * (g->ring ? 1 : g->T);
     if (a == A_G || a == A_U || a == A_H)
         return rows * (size_t)g->fl;
     if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
@@ -193,7 +194,7 @@ static inline size_t act_elems(const struct gpt *g, int a, int sz)
  * and with cp the log-sum-exp of the attention's rows. */
 static inline bool act_fp32(const struct gpt *g, int a)
 {
-    return a == A_RSTD1 || a == A_RSTD2 || a == A_RP || a == A_ROUTE || (a == A_P && g->cp > 1);
+    return a == A_RSTD1 || a == A_RSTD2 || a == A_RP || a == A_ROUTE || (a == A_P && g->ring);
 }
 
 /* Bytes of a kept tensor: the format's width, 4 for the fp32 ones. */
@@ -250,13 +251,12 @@ static inline double layer_flops(const struct gpt *g, int l)
  * scores (model/ringattn.h: what the causal mask leaves), which differ from GPU to GPU. */
 static inline double layer_fwd_work(const struct gpt *g, int l)
 {
-    return g->cp > 1 ? layer_flops(g, l) - attn_flops(g) + g->ring_fwd : layer_flops(g, l);
+    return g->ring ? layer_flops(g, l) - attn_flops(g) + g->ring_fwd : layer_flops(g, l);
 }
 
 static inline double layer_bwd_work(const struct gpt *g, int l)
 {
-    return g->cp > 1 ? 2 * (layer_flops(g, l) - attn_flops(g)) + g->ring_bwd
-                     : 2 * layer_flops(g, l);
+    return g->ring ? 2 * (layer_flops(g, l) - attn_flops(g)) + g->ring_bwd : 2 * layer_flops(g, l);
 }
 
 static inline double head_flops(const struct gpt *g)

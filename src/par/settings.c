@@ -83,6 +83,11 @@ enum train_scaling train_scaling_for(enum fp_format precision)
     return precision == FP_FP16 ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
 }
 
+bool train_flash(const struct train_opts *o)
+{
+    return o->attention == TRAIN_ATTN_FLASH || (o->attention == TRAIN_ATTN_DEFAULT && o->cp > 1);
+}
+
 /* ------------------------------------------------------------------ the parsers */
 
 #define FIELD(o, s, T) ((T *)(void *)((char *)(o) + (s)->field))
@@ -320,6 +325,19 @@ static int set_inject(const struct setting *s, const char *said, const char *val
     return 0;
 }
 
+static int set_attention(const struct setting *s, const char *said, const char *value,
+                         struct train_opts *o, struct error *e)
+{
+    (void)s;
+    if (strcmp(value, "eager") && strcmp(value, "flash"))
+        return error_set(e, ERR_INVAL,
+                         "%s '%s': expected eager (the probabilities kept) or flash (each row's "
+                         "log-sum-exp kept, no probabilities)",
+                         said, value);
+    o->attention = strcmp(value, "flash") ? TRAIN_ATTN_EAGER : TRAIN_ATTN_FLASH;
+    return 0;
+}
+
 static int set_checkpoint(const struct setting *s, const char *said, const char *value,
                           struct train_opts *o, struct error *e)
 {
@@ -444,6 +462,11 @@ const struct setting train_settings[] = {
      "C GPUs (ring attention). GPU r is context rank (r / tp) % C"},
     {"cp-naive", NULL, NULL, set_switch, F(cp_naive), 0, 0, false,
      "with --cp: GPU i holds chunk i of C (the last does the most work)"},
+    {"attention", NULL, "K", set_attention, 0, 0, 0, false,
+     "the attention kernel: eager (default with --cp 1) keeps the a s^2 b\n"
+     "probabilities; flash (default with --cp, ring attention) keeps each\n"
+     "row's log-sum-exp and computes only what the causal mask leaves, a\n"
+     "block at a time; eager needs --cp 1, selective recompute eager"},
     {"ep", NULL, "P", set_int, F(ep), 1, TRAIN_MAX_GPUS, false,
      "with --experts: each expert layer's E experts over P GPUs (default\n"
      "1), E / P each, P dividing the data-parallel ranks (GPU r is expert\n"

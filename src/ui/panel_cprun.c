@@ -112,7 +112,9 @@ static void options(const struct cprun *p, const struct settings *s, struct trai
     o->shape.seq = s->seq;
 }
 
-/* The calculator's figures for the run, and for one GPU without context parallelism. */
+/* The calculator's figures for the run, and for one GPU without context parallelism with the
+ * same attention, flash (one attention model: cp divides the activations, the kernel does not
+ * change with it). */
 static void predict(struct cprun *p)
 {
     struct model_shape m = p->pace.models[0];
@@ -127,7 +129,7 @@ static void predict(struct cprun *p)
         return;
     }
     struct prediction one = {0};
-    o.cp = 1, o.gpus = 1, o.cp_naive = false;
+    o.cp = 1, o.gpus = 1, o.cp_naive = false, o.attention = TRAIN_ATTN_FLASH;
     p->act1 = predict_run(&o, &m, &p->pace.spec, &one, &e) == 0 ? one.mem[0].activations : 0;
     predict_free(&one);
     p->scale = p->pred.mem[0].total * 1.1;

@@ -11,7 +11,7 @@
 # and the softmax upcast to fp32, a causal mask, SwiGLU's gate, up and product kept), its saved
 # tensors counted with torch.autograd.graph.saved_tensors_hooks (the parameters apart), beside
 # the list scalelab's calculator and trainer keep. "About twice": within 1.5 and 2.5 times.
-run memory --model tiny --micro-batch 4 --json
+run memory --model tiny --micro-batch 4 --attention eager --json
 layer=$(printf '%s' "$out" | python3 -c "import json, sys; print(json.load(sys.stdin)['activations_per_layer'])")
 shape=$(printf '%s' "$out" | python3 -c "
 import json, sys

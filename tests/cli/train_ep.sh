@@ -118,7 +118,7 @@ predicted_per_case "$cases"
 # bytes (a GPU's micro-batch: 16 / 4 = 4 sequences).
 run train $moe --steps 1 --dp 4 --ep 2 --json --summary
 save ep_train
-run memory --model tiny-moe --capacity-factor 4 --gpus 4 --ep 2 --micro-batch 4 --precision fp32 --json
+run memory --model tiny-moe --capacity-factor 4 --gpus 4 --ep 2 --micro-batch 4 --precision fp32 --attention eager --json
 out=$(printf '%s' "$out" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))')
 save ep_memory
 PYCODE="
