@@ -16,6 +16,39 @@
 #include "par/layout.h"
 #include "sim/ledger.h"
 
+/* The layout of a run on several GPUs: its axes, dp x tp x pp x cp (ep over the dp ranks), the
+ * data-parallel strategy where there is one, and what each GPU holds of the batch and the
+ * model. */
+static void print_layout(const struct train_opts *o, const struct cluster_spec *spec)
+{
+    const struct gpt_config *c = &o->shape;
+    int dp = layout_dp(o), per = o->batch / dp, mb = per / o->micro_batches;
+    printf("%d simulated %s GPUs\nlayout %d GPUs = dp %d x tp %d x pp %d x cp %d", o->gpus,
+           spec->name, o->gpus, dp, o->tp, o->pp, o->cp);
+    if (o->ep > 1)
+        printf(", ep %d of the dp ranks", o->ep);
+    if (dp * o->cp > 1) /* the weights' copies the gradients reduce over: dp x cp */
+        printf(", %s%s",
+               o->zero == 3   ? "ZeRO-3 (FSDP)"
+               : o->zero == 2 ? "ZeRO-2"
+               : o->zero == 1 ? "ZeRO-1"
+                              : "DDP",
+               o->cp > 1 ? " over dp x cp" : "");
+    printf("; each GPU: %d sequence%s", per, per == 1 ? "" : "s");
+    if (o->micro_batches > 1)
+        printf(" (%d micro-batches of %d)", o->micro_batches, mb);
+    if (o->cp > 1)
+        printf(", %d of each one's %d tokens", c->seq / o->cp, c->seq);
+    if (o->pp > 1)
+        printf(", %d of the %d layers%s", c->layers / o->pp, c->layers,
+               layout_chunks(o) > 1 ? " in chunks" : "");
+    if (o->tp > 1)
+        printf(", %d of each layer's %d heads", c->heads / o->tp, c->heads);
+    if (o->ep > 1)
+        printf(", %d of each expert layer's %d experts", c->moe.experts / o->ep, c->moe.experts);
+    printf("\n");
+}
+
 /* The run's settings, before its steps (text only). */
 void train_print_header(const struct train_args *r, const struct cluster_spec *spec)
 {
@@ -35,21 +68,18 @@ void train_print_header(const struct train_args *r, const struct cluster_spec *s
                c->moe.experts, gpt_moe_layers(c), c->layers, c->moe.top_k, cap, c->moe.aux_coef,
                units_format_grouped(ac, sizeof ac, gpt_active_param_count(c)));
     }
-    printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, ",
+    printf("precision %s, loss scale %s, checkpoint %s, attention %s, batch %d x %d tokens, "
+           "lr %g, ",
            fp_info(o->precision)->name,
            o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
            : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
                                               : "none",
-           ckpt_name(ckpt, sizeof ckpt, &o->ckpt), o->batch, c->seq, o->lr);
+           ckpt_name(ckpt, sizeof ckpt, &o->ckpt), train_flash(o) ? "flash" : "eager", o->batch,
+           c->seq, o->lr);
     if (o->gpus == 1)
         printf("one simulated %s GPU\n", spec->name);
     else
-        printf("%d simulated %s GPUs, %s (%d sequences each)\n", o->gpus, spec->name,
-               o->zero ? (o->zero == 3   ? "ZeRO-3 (FSDP)"
-                          : o->zero == 2 ? "ZeRO-2"
-                                         : "ZeRO-1")
-                       : "DDP",
-               o->batch / o->gpus);
+        print_layout(o, spec);
     fflush(stdout);
 }
 
@@ -214,6 +244,7 @@ static json_t *layout_json(const struct train_opts *o)
     json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
     if (o->ep > 1) /* expert parallelism: the same */
         json_object_set_new(lay, "ep", json_integer(o->ep));
+    json_object_set_new(lay, "attention", json_string(train_flash(o) ? "flash" : "eager"));
     if (o->cp > 1) { /* context parallelism: only where it ran, so other runs read as before */
         json_object_set_new(lay, "cp", json_integer(o->cp));
         json_object_set_new(lay, "cp_split", json_string(o->cp_naive ? "naive" : "balanced"));
