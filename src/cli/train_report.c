@@ -67,6 +67,10 @@ void train_print_header(const struct train_args *r, const struct cluster_spec *s
                "parameters used per token\n",
                c->moe.experts, gpt_moe_layers(c), c->layers, c->moe.top_k, cap, c->moe.aux_coef,
                units_format_grouped(ac, sizeof ac, gpt_active_param_count(c)));
+        printf("routing: aux is the load-balancing loss, part of the loss: each expert layer's "
+               "α E Σ f_i P_i (Switch Transformer's; %g, α, when the routing is even), summed "
+               "over the %d expert layers; dropped and busiest/mean over every GPU's tokens\n",
+               c->moe.aux_coef, gpt_moe_layers(c));
     }
     printf("precision %s, loss scale %s, checkpoint %s, attention %s, batch %d x %d tokens, "
            "lr %g, ",
@@ -129,6 +133,7 @@ void train_print_step_json(const struct run_step *rs)
     printf("\"act_peak_bytes\":%zu,", s->act_peak_bytes);
     if (s->routed) { /* a mixture of experts: the routing's figures */
         put_num("aux_loss", s->aux_loss, true);
+        put_num("aux_loss_per_layer", s->aux_layers ? s->aux_loss / s->aux_layers : 0, true);
         printf("\"routed\":%llu,\"dropped\":%llu,", (unsigned long long)s->routed,
                (unsigned long long)s->dropped);
         put_num("expert_imbalance", s->expert_imbalance, true);
@@ -152,7 +157,8 @@ void train_print_step_text(const struct run_step *rs)
     else if (s->nonfinite[0])
         printf("  non-finite: %s", s->nonfinite);
     if (s->routed)
-        printf("  aux %.4f  dropped %.1f%%  max load %.2fx", s->aux_loss,
+        printf("  aux %.4f (%d layers x %.4f)  dropped %.1f%%  busiest/mean %.2fx", s->aux_loss,
+               s->aux_layers, s->aux_layers ? s->aux_loss / s->aux_layers : 0,
                100.0 * (double)s->dropped / (double)s->routed, s->expert_imbalance);
     if (s->overflow)
         printf("  OVERFLOW");
@@ -352,6 +358,9 @@ static json_t *moe_json(const struct gpt_config *c, const struct train_summary *
     json_object_set_new(x, "routed", json_integer((json_int_t)sum->routed));
     json_object_set_new(x, "dropped", json_integer((json_int_t)sum->dropped));
     json_object_set_new(x, "last_aux_loss", json_num(sum->last_aux));
+    /* a layer's loss, and what Switch Transformer's formula gives it when the routing is even */
+    json_object_set_new(x, "last_aux_loss_per_layer", json_num(sum->last_aux / gpt_moe_layers(c)));
+    json_object_set_new(x, "aux_loss_per_layer_even", json_num(c->moe.aux_coef));
     json_object_set_new(x, "last_expert_imbalance", json_num(sum->last_imbalance));
     return x;
 }

@@ -463,10 +463,10 @@ const struct setting train_settings[] = {
     {"cp-naive", NULL, NULL, set_switch, F(cp_naive), 0, 0, false,
      "with --cp: GPU i holds chunk i of C (the last does the most work)"},
     {"attention", NULL, "K", set_attention, 0, 0, 0, false,
-     "the attention kernel: eager (default with --cp 1) keeps the a s^2 b\n"
-     "probabilities; flash (default with --cp, ring attention) keeps each\n"
-     "row's log-sum-exp and computes only what the causal mask leaves, a\n"
-     "block at a time; eager needs --cp 1, selective recompute eager"},
+     "the attention kernel: eager keeps the a s^2 b probabilities; flash\n"
+     "(ring attention's) keeps each row's log-sum-exp and computes only\n"
+     "what the causal mask leaves, a block at a time. Unless given: eager\n"
+     "with --cp 1, flash with --cp. Eager needs --cp 1, selective eager"},
     {"ep", NULL, "P", set_int, F(ep), 1, TRAIN_MAX_GPUS, false,
      "with --experts: each expert layer's E experts over P GPUs (default\n"
      "1), E / P each, P dividing the data-parallel ranks (GPU r is expert\n"

@@ -164,24 +164,17 @@ static void say_restart(struct eprun *p)
         eventlog_add(p->log, "experts: %s", p->note);
 }
 
-/* The step shown, every GPU's tokens: the choices routed to expert x and those it took. */
+/* The step shown, every GPU's tokens (the run's merged record, par/run.c): the choices routed
+ * to expert x and those it took. */
 static double load_of(const struct eprun *p, int x, bool kept)
 {
-    double v = 0;
-    for (int g = 0; g < p->s.ep; g++)
-        v += kept ? p->pace.last.gpu[g].expert_kept[x] : p->pace.last.gpu[g].expert_load[x];
-    return v;
+    return kept ? p->pace.last.s.expert_kept[x] : p->pace.last.s.expert_load[x];
 }
 
-/* The step shown: the busiest expert's choices over the mean (1: even). */
+/* The step shown: the busiest expert's choices over the mean (1: even), as train prints it. */
 static double busiest_over_mean(const struct eprun *p)
 {
-    double sum = 0, most = 0;
-    for (int x = 0; x < p->s.experts; x++) {
-        double v = load_of(p, x, false);
-        sum += v, most = fmax(most, v);
-    }
-    return sum > 0 ? most / (sum / p->s.experts) : 0;
+    return p->pace.last.s.expert_imbalance;
 }
 
 static void begin_step(void *panel)
@@ -572,16 +565,18 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
                  p->s.experts, b2);
         canvas_text(c, y++, 0, ROLE_TEXT, line[layout_text_width(line[0]) > W]);
     }
-    if (y < H && p->pace.shown) { /* the step's routing */
-        uint64_t routed = 0, dropped = 0;
-        for (int g = 0; g < P; g++)
-            routed += p->pace.last.gpu[g].routed, dropped += p->pace.last.gpu[g].dropped;
+    if (y < H && p->pace.shown) {                     /* the step's routing */
+        const struct train_step *s = &p->pace.last.s; /* every GPU's, as train prints it */
+        uint64_t routed = s->routed, dropped = s->dropped;
+        int L = s->aux_layers > 0 ? s->aux_layers : 1;
         char line[2][160];
         double pct = routed ? 100.0 * (double)dropped / (double)routed : 0;
-        snprintf(line[0], sizeof line[0], "routed %llu, dropped %llu (%.1f%%), aux loss %.4f",
-                 (unsigned long long)routed, (unsigned long long)dropped, pct,
-                 p->pace.last.s.aux_loss);
-        snprintf(line[1], sizeof line[1], "drop %.1f%% aux %.4f", pct, p->pace.last.s.aux_loss);
+        /* the aux loss is each expert layer's, summed: a layer's is α when the load is even */
+        snprintf(line[0], sizeof line[0],
+                 "routed %llu, dropped %llu (%.1f%%), aux %d x %.4f (even %g)",
+                 (unsigned long long)routed, (unsigned long long)dropped, pct, L, s->aux_loss / L,
+                 p->s.aux);
+        snprintf(line[1], sizeof line[1], "drop %.1f%% aux %dx%.4f", pct, L, s->aux_loss / L);
         canvas_text(c, y++, 0, dropped ? ROLE_WARN : ROLE_TEXT,
                     line[layout_text_width(line[0]) > W]);
     }
