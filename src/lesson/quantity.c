@@ -3,6 +3,7 @@
  * lesson/quantity_expr.c's. */
 #include "config.h"
 #include "lesson/quantity.h"
+#include "lesson/quantity_table.h" /* the table's lines: QN, Q0..Q4, M0..M4, C0 */
 
 #include <ctype.h>
 #include <float.h>
@@ -19,9 +20,7 @@
 #include "calc/preset.h"
 #include "calc/sched.h"
 #include "calc/traffic.h"
-#include "comm/cost.h"
 #include "model/moe.h"
-#include "model/ringattn.h"
 #include "num/fp.h"
 #include "par/predict.h"
 #include "par/run.h"
@@ -235,9 +234,14 @@ static double m_layer_params(const struct model_shape *m)
     return b.moe_layers ? b.moe_layer : b.per_layer;
 }
 
-static bool whole(double x, double lo, double hi)
+bool quantity_whole(double x, double lo, double hi)
 {
     return x >= lo && x <= hi && x == floor(x);
+}
+
+static bool whole(double x, double lo, double hi)
+{
+    return quantity_whole(x, lo, hi);
 }
 
 /* k as a checkpoint policy's name (base/ckpt.h): 0 none, -1 selective, -2 sqrt, k >= 1
@@ -670,217 +674,7 @@ static double peak_gpipe(double p, double m, double s)
     return peak_in_flight(SCHED_GPIPE, p, m, s);
 }
 
-/* ------------------------------------------------------------------ collectives (comm/cost.h) */
-
-/* n GPUs of the h100-80gb preset (assets/clusters; sim/spec.h's built-in copy of its numbers
- * if it cannot be read), the α-β model of comm/cost.h. */
-static struct cost_net h100(double n)
-{
-    struct cluster_spec s;
-    if (preset_load_cluster(PRESET_CLUSTER, &s, NULL) < 0)
-        spec_default(&s);
-    struct cost_net net;
-    preset_cost_net(&s, (int)n, &net);
-    return net;
-}
-
-static struct cost_result collective(enum cost_op op, enum cost_algo algo, double n, double bytes)
-{
-    struct cost_result r = {0};
-    struct cost_net net = h100(n);
-    /* at most 1024 GPUs: a tree's time replays its messages, for each chunk count it tries */
-    if (!whole(n, 1, 1024) || cost_collective(op, algo, &net, bytes, &r, NULL))
-        r.time_s = r.bytes_total = r.bytes_max_per_gpu = r.bytes_min_per_gpu = NAN,
-        r.steps = r.rounds = -1;
-    return r;
-}
-
-static struct cost_result allreduce(enum cost_algo algo, double n, double bytes)
-{
-    return collective(COST_ALLREDUCE, algo, n, bytes);
-}
-
-static double ring_sent_per_gpu(double n, double bytes)
-{
-    return allreduce(COST_RING, n, bytes).bytes_max_per_gpu;
-}
-
-static double ring_sent_total(double n, double bytes)
-{
-    return allreduce(COST_RING, n, bytes).bytes_total;
-}
-
-static double ring_steps(double n)
-{
-    struct cost_result r = allreduce(COST_RING, n, 0);
-    return r.steps < 0 ? NAN : r.steps;
-}
-
-static double ring_time(double n, double bytes)
-{
-    return allreduce(COST_RING, n, bytes).time_s;
-}
-
-static double tree_time(double n, double bytes)
-{
-    return allreduce(COST_TREE, n, bytes).time_s;
-}
-
-/* The steps lesson 3's panel and collective count: the moments its messages arrive. */
-static double tree_steps(double n, double bytes)
-{
-    struct cost_result r = allreduce(COST_TREE, n, bytes);
-    return r.rounds < 0 ? NAN : r.rounds;
-}
-
-static double tree_chunks(double n, double bytes)
-{
-    struct cost_result r = allreduce(COST_TREE, n, bytes);
-    return r.rounds < 0 ? NAN : r.chunks;
-}
-
-/* The tree all-reduce's own formula on n GPUs of one node, (a P + b)α + (c P + d)S/(Pβ)
- * (comm/cost.h, cost_pipe_formula): what = 0 gives a, 1 b, 2 c, 3 d. */
-static double tree_formula(double n, int what)
-{
-    struct cost_net net = h100(n);
-    struct cost_pipe f;
-    double S = 1 << 20, a = net.alpha_intra, sb = S / net.beta_intra;
-    if (!whole(n, 2, net.gpus_per_node) ||
-        cost_pipe_formula(COST_ALLREDUCE, COST_TREE, &net, S, &f) != 0)
-        return NAN;
-    double v[] = {f.lat_per_chunk / a, f.lat_fixed / a, f.bw_fixed / sb, f.bw_split / sb};
-    return round(v[what] * 1e6) / 1e6;
-}
-
-static double tree_alpha_per_chunk(double n)
-{
-    return tree_formula(n, 0);
-}
-
-static double tree_alpha_fixed(double n)
-{
-    return tree_formula(n, 1);
-}
-
-static double tree_beta_per_chunk(double n)
-{
-    return tree_formula(n, 2);
-}
-
-static double tree_beta_fixed(double n)
-{
-    return tree_formula(n, 3);
-}
-
-/* The bytes the busiest and the least busy GPU send in a double-binary-tree all-reduce. */
-static double dbtree_sent_max(double n, double bytes)
-{
-    return allreduce(COST_DBTREE, n, bytes).bytes_max_per_gpu;
-}
-
-static double dbtree_sent_min(double n, double bytes)
-{
-    return allreduce(COST_DBTREE, n, bytes).bytes_min_per_gpu;
-}
-
-static double dbtree_time(double n, double bytes)
-{
-    return allreduce(COST_DBTREE, n, bytes).time_s;
-}
-
-static double rhd_time(double n, double bytes)
-{
-    return allreduce(COST_RHD, n, bytes).time_s;
-}
-
-static double rhd_steps(double n)
-{
-    struct cost_result r = allreduce(COST_RHD, n, 0);
-    return r.steps < 0 ? NAN : r.steps;
-}
-
-static double tree_faster(double n, double bytes)
-{
-    return tree_time(n, bytes) < ring_time(n, bytes);
-}
-
-static double crossover(double n)
-{
-    struct cost_net net = h100(n);
-    if (!whole(n, 2, 1024))
-        return NAN;
-    return cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1, 1e12);
-}
-
-static double busbw_factor(double n)
-{
-    return n >= 1 ? cost_busbw_factor(COST_ALLREDUCE, (int)n) : NAN;
-}
-
-/* All-to-all: each GPU keeps its own block and sends the N-1 others (comm/cost.h). */
-static double a2a_sent_per_gpu(double n, double bytes)
-{
-    return collective(COST_ALLTOALL, COST_PAIRWISE, n, bytes).bytes_max_per_gpu;
-}
-
-static double a2a_sent_total(double n, double bytes)
-{
-    return collective(COST_ALLTOALL, COST_PAIRWISE, n, bytes).bytes_total;
-}
-
-static double a2a_steps(double n)
-{
-    struct cost_result r = collective(COST_ALLTOALL, COST_PAIRWISE, n, 0);
-    return r.steps < 0 ? NAN : r.steps;
-}
-
-static double a2a_time(double n, double bytes)
-{
-    return collective(COST_ALLTOALL, COST_PAIRWISE, n, bytes).time_s;
-}
-
-static double a2a_direct_time(double n, double bytes)
-{
-    return collective(COST_ALLTOALL, COST_DIRECT, n, bytes).time_s;
-}
-
-static double a2a_direct_faster(double n, double bytes)
-{
-    return a2a_direct_time(n, bytes) < a2a_time(n, bytes);
-}
-
-static double a2a_busbw_factor(double n)
-{
-    return n >= 1 ? cost_busbw_factor(COST_ALLTOALL, (int)n) : NAN;
-}
-
-/* nccl-tests' bus bandwidth of an all-reduce of y bytes on x GPUs that took t seconds:
- * algbw y/t times 2(x-1)/x (nccl-tests, doc/PERFORMANCE.md). */
-static double busbw(double n, double bytes, double t)
-{
-    return t > 0 && bytes >= 0 ? bytes / t * busbw_factor(n) : NAN;
-}
-
 /* ------------------------------------------------------------------ the registry */
-
-#define QN(name, unit, what, n, kind, field, f)                                                    \
-    {                                                                                              \
-        name, unit, what, n, kind,                                                                 \
-        {                                                                                          \
-            .field = f                                                                             \
-        }                                                                                          \
-    }
-#define Q0(name, unit, what, f) QN(name, unit, what, 0, QUANTITY_PLAIN, f0, f)
-#define Q1(name, unit, what, f) QN(name, unit, what, 1, QUANTITY_PLAIN, f1, f)
-#define Q2(name, unit, what, f) QN(name, unit, what, 2, QUANTITY_PLAIN, f2, f)
-#define Q3(name, unit, what, f) QN(name, unit, what, 3, QUANTITY_PLAIN, f3, f)
-#define M0(name, unit, what, f) QN("MODEL." name, unit, what, 0, QUANTITY_MODEL, m0, f)
-#define M1(name, unit, what, f) QN("MODEL." name, unit, what, 1, QUANTITY_MODEL, m1, f)
-#define M2(name, unit, what, f) QN("MODEL." name, unit, what, 2, QUANTITY_MODEL, m2, f)
-#define M3(name, unit, what, f) QN("MODEL." name, unit, what, 3, QUANTITY_MODEL, m3, f)
-#define M4(name, unit, what, f) QN("MODEL." name, unit, what, 4, QUANTITY_MODEL, m4, f)
-#define C0(name, unit, what, f) QN("CLUSTER." name, unit, what, 0, QUANTITY_CLUSTER, c0, f)
 
 #define FORMAT_LINES(p, key)                                                                       \
     Q0(key ".max", "", "largest finite " key " value", p##_max),                                   \
@@ -900,29 +694,6 @@ static double busbw(double n, double bytes, double t)
            p##_rel_error),                                                                         \
         Q1(key ".overflows", "bool", "1 if finite x becomes inf or nan in " key, p##_overflows),   \
         Q1(key ".underflows", "bool", "1 if x is not 0 but becomes 0 in " key, p##_underflows)
-
-/* The attention scores GPU r of c computes in one pass over one sequence's t tokens and one
- * head, what the causal mask leaves of its blocks (model/ringattn.h), under a split. */
-static double ring_scores_of(double t, double c, double r, enum ring_split split)
-{
-    if (!whole(c, 1, 1024) || !whole(t, 1, 1 << 20) || !whole(r, 0, c - 1) ||
-        !ring_split_ok((int)t, (int)c, split))
-        return NAN;
-    double sum = 0;
-    for (int k = 0; k < (int)c; k++)
-        sum += (double)ring_block_scores((int)t, (int)c, (int)r, k, split);
-    return sum;
-}
-
-static double ring_scores_balanced(double t, double c, double r)
-{
-    return ring_scores_of(t, c, r, RING_BALANCED);
-}
-
-static double ring_scores_naive(double t, double c, double r)
-{
-    return ring_scores_of(t, c, r, RING_NAIVE);
-}
 
 /* libm's functions take and give doubles: the arithmetic quantities are them (sqrt, log2, ...) */
 static const struct quantity registry[] = {
@@ -1028,67 +799,6 @@ static const struct quantity registry[] = {
        peak_1f1b),
     Q3("pipeline.peak_gpipe", "", "micro-batches stage s of p holds at once under GPipe",
        peak_gpipe),
-    Q2("ring.allreduce_sent_per_gpu", "B",
-       "bytes each of x GPUs sends in a ring all-reduce of y bytes: 2(x-1)/x y", ring_sent_per_gpu),
-    Q2("ring.allreduce_sent_total", "B",
-       "bytes all x GPUs send together in a ring all-reduce of y bytes: 2(x-1) y", ring_sent_total),
-    Q3("ring.scores", "",
-       "attention scores GPU r of c computes a pass, one sequence of t tokens, one head: balanced",
-       ring_scores_balanced),
-    Q3("ring.scores_naive", "", "the same with the naive split (chunk r of c)", ring_scores_naive),
-    Q1("ring.allreduce_steps", "", "steps of a ring all-reduce on x GPUs: 2(x-1)", ring_steps),
-    Q2("ring.allreduce_time", "s",
-       "α-β time of a ring all-reduce of y bytes on x GPUs of h100-80gb", ring_time),
-    Q2("tree.allreduce_time", "s",
-       "α-β time of a pipelined binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
-       tree_time),
-    Q2("tree.allreduce_steps", "",
-       "steps of that tree all-reduce: the moments its messages arrive (lesson 3's panel)",
-       tree_steps),
-    Q2("tree.allreduce_chunks", "", "the pipeline chunks P that tree all-reduce cuts y bytes into",
-       tree_chunks),
-    Q1("tree.alpha_per_chunk", "",
-       "a in the tree all-reduce's formula (aP + b)α + (cP + d)S/(Pβ) on x GPUs of a node",
-       tree_alpha_per_chunk),
-    Q1("tree.alpha_fixed", "", "b in that formula", tree_alpha_fixed),
-    Q1("tree.beta_per_chunk", "", "c in that formula", tree_beta_per_chunk),
-    Q1("tree.beta_fixed", "", "d in that formula", tree_beta_fixed),
-    Q2("dbtree.allreduce_time", "s",
-       "α-β time of a double-binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
-       dbtree_time),
-    Q2("dbtree.allreduce_sent_max", "B",
-       "bytes the busiest GPU sends in a double-binary-tree all-reduce of y bytes on x GPUs",
-       dbtree_sent_max),
-    Q2("dbtree.allreduce_sent_min", "B", "the same for the least busy GPU", dbtree_sent_min),
-    Q2("rhd.allreduce_time", "s",
-       "α-β time of a recursive halving/doubling all-reduce of y bytes on x GPUs of h100-80gb",
-       rhd_time),
-    Q1("rhd.allreduce_steps", "", "steps of a recursive halving/doubling all-reduce on x GPUs",
-       rhd_steps),
-    Q2("allreduce.tree_faster", "bool",
-       "1 if the tree all-reduce of y bytes on x GPUs of h100-80gb beats the ring", tree_faster),
-    Q1("allreduce.crossover", "B",
-       "the all-reduce size above which a ring beats a tree on x GPUs of h100-80gb", crossover),
-    Q1("allreduce.busbw_factor", "",
-       "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
-    Q3("allreduce.busbw", "B/s", "busbw of an all-reduce of y bytes on x GPUs in t s: y/t 2(x-1)/x",
-       busbw),
-    Q2("alltoall.sent_per_gpu", "B",
-       "bytes each of x GPUs sends in an all-to-all of y bytes (each GPU's buffer): (x-1)/x y",
-       a2a_sent_per_gpu),
-    Q2("alltoall.sent_total", "B", "bytes all x GPUs send together in it: (x-1) y", a2a_sent_total),
-    Q1("alltoall.steps", "", "steps of a pairwise all-to-all on x GPUs: x-1", a2a_steps),
-    Q2("alltoall.time", "s",
-       "α-β time of a pairwise all-to-all of y bytes on x GPUs of h100-80gb, its messages "
-       "replayed as the simulator times them",
-       a2a_time),
-    Q2("alltoall.direct_time", "s", "the same for the direct all-to-all (every send at once)",
-       a2a_direct_time),
-    Q2("alltoall.direct_faster", "bool",
-       "1 if the direct all-to-all of y bytes on x GPUs of h100-80gb beats pairwise exchange",
-       a2a_direct_faster),
-    Q1("alltoall.busbw_factor", "",
-       "nccl-tests' busbw / algbw for an all-to-all on x GPUs: (x-1)/x", a2a_busbw_factor),
     Q1("sqrt", "", "the square root of x", sqrt),
     Q1("log2", "", "the base-2 logarithm of x", log2),
     Q1("ln", "", "the natural logarithm of x", log),
@@ -1099,21 +809,23 @@ static const struct quantity registry[] = {
     Q2("max", "", "the larger of x and y", fmax),
 };
 
+/* The table here, then the collectives' (quantity_comm.c). */
 size_t quantity_count(void)
 {
-    return sizeof registry / sizeof registry[0];
+    return sizeof registry / sizeof registry[0] + quantity_comm_count;
 }
 
 const struct quantity *quantity_at(size_t i)
 {
-    return i < quantity_count() ? &registry[i] : NULL;
+    size_t here = sizeof registry / sizeof registry[0];
+    return i < here ? &registry[i] : i < quantity_count() ? &quantity_comm[i - here] : NULL;
 }
 
 static const struct quantity *exact(const char *name)
 {
     for (size_t i = 0; i < quantity_count(); i++)
-        if (strcmp(registry[i].name, name) == 0)
-            return &registry[i];
+        if (strcmp(quantity_at(i)->name, name) == 0)
+            return quantity_at(i);
     return NULL;
 }
 
