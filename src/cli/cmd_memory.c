@@ -407,9 +407,16 @@ static void print_setup(const struct run *r)
            : kk == 18 ? " (Megatron-LM/DeepSpeed with fp32 gradients)"
                       : "");
     units_format_grouped(b1, sizeof b1, (unsigned long long)llround(psi));
-    printf("parameters on this GPU Ψ = %s%s; N_d = %s = %d\n\n", b1,
-           c->tp * c->pp > 1 ? " (its tensor/pipeline share)" : "", c->cp > 1 ? "dp x cp" : "dp",
-           memory_grad_ranks(c));
+    printf("parameters on this GPU Ψ = %s%s", b1,
+           c->tp * c->pp > 1 ? " (its tensor/pipeline share)" : "");
+    if (c->ep > 1) { /* its experts shard over the GPUs of its expert rank, dp / ep */
+        units_format_grouped(b1, sizeof b1, (unsigned long long)llround(memory_ep_experts(c)));
+        printf(", of them its experts' Ψ_x = %s", b1);
+    }
+    printf("; N_d = %s = %d", c->cp > 1 ? "dp x cp" : "dp", memory_grad_ranks(c));
+    if (c->ep > 1)
+        printf(", the experts' N_x = dp / ep = %d", c->dp / c->ep);
+    printf("\n\n");
 }
 
 /* The parts of the memory per GPU, the total and whether it fits. */
@@ -430,10 +437,13 @@ static void print_parts(const struct run *r)
         {"master weights", m->states.master, k->master, 1},
         {"optimizer state", m->states.optimizer, k->optimizer, 1},
     };
-    for (int i = 0; i < 4; i++) {
-        bool split = c->zero >= rows[i].from_stage && c->dp > 1;
-        printf("  %-18s %14s   %g B x Ψ%s\n", rows[i].name,
-               calcargs_size(b1, sizeof b1, rows[i].bytes, u), rows[i].per, split ? " / N_d" : "");
+    for (int i = 0; i < 4; i++) { /* each as states_of (calc/memory.c) divides it */
+        bool split = c->zero >= rows[i].from_stage && memory_grad_ranks(c) > 1;
+        printf("  %-18s %14s   ", rows[i].name, calcargs_size(b1, sizeof b1, rows[i].bytes, u));
+        if (split && c->ep > 1)
+            printf("%g B x (Ψ - Ψ_x) / N_d + %g B x Ψ_x / N_x\n", rows[i].per, rows[i].per);
+        else
+            printf("%g B x Ψ%s\n", rows[i].per, split ? " / N_d" : "");
     }
     double states = m->total - m->activations - m->comm;
     printf("  %-18s %14s\n", "model states", calcargs_size(b1, sizeof b1, states, u));

@@ -101,6 +101,20 @@ run memory ${long%--json} --cp 2 --checkpoint selective
 check_status 0 "selective recompute with cp"
 check_contains "$out" "m x 32 layers x 8 x (C-1)/C x S" "... repeats the ring's forward"
 
+# The ZeRO lines name the divisor their figure has: with ep the experts' states shard over the
+# GPUs of an expert rank, N_x = dp / ep, the rest over N_d = dp ("4 B x Ψ / N_d, N_d = dp =
+# 64" was printed for both); with cp over N_d = dp x cp, even with dp 1.
+run memory --model mixtral-8x7b --gpus 64 --nodes 8 --ep 8 --zero 1 --capacity-factor 1.25
+check_contains "$out" "4 B x (Ψ - Ψ_x) / N_d + 4 B x Ψ_x / N_x" "ep: the master weights' divisors, N_d and N_x"
+check_contains "$out" "8 B x (Ψ - Ψ_x) / N_d + 8 B x Ψ_x / N_x" "ep: the optimizer state's"
+check_contains "$out" "N_d = dp = 64, the experts' N_x = dp / ep = 8" "ep: N_x named"
+psi=$(printf '%s\n' "$out" | sed -n 's/.*Ψ = \([0-9,]*\), of them its experts. Ψ_x = \([0-9,]*\);.*/\1 \2/p' | tr -d ,)
+run memory --model mixtral-8x7b --gpus 64 --nodes 8 --ep 8 --zero 1 --capacity-factor 1.25 --json
+check_json "(lambda p, x: d['per_gpu']['master_weights'] == 4 * (math.ceil((p - x) / 64) + math.ceil(x / 8)))(*[int(v) for v in '$psi'.split()])" \
+    "ep: the master weights are 4 B x ((Ψ - Ψ_x) / 64 + Ψ_x / 8), each shard rounded up"
+run memory --model synthetic-7b --tp 8 --cp 2 --nodes 2 --zero 1
+check_contains "$out" "4 B x Ψ / N_d" "cp 2, dp 1: sharded over N_d = dp x cp"
+
 # The lists behind the numbers (tiny, b = 2, s = 64, bf16; by hand in tests/unit/test_calc.c).
 run memory --model tiny --micro-batch 2 --attention eager --json
 check_json '[t["name"] for t in d["activation_tensors"]] == ["x","attn_rstd","xn1","q","k","v","att","attn_out","x1","mlp_rstd","xn2","gate","up","act"]' "JSON: the activation list, in order"
