@@ -202,6 +202,12 @@ static double m_states(const struct model_shape *m)
     return mixed_bytes(false) * params_total(m);
 }
 
+/* The width of a layer's K and of its V: its key/value heads' (d_model with kv_heads = heads). */
+static double m_kv_width(const struct model_shape *m)
+{
+    return (double)m->kv_heads * (m->d_model / m->heads);
+}
+
 /* A field of the shape, or of the cluster, as a quantity. */
 #define FIELD(prefix, type, field)                                                                 \
     static double prefix##_##field(const struct type *x)                                           \
@@ -212,6 +218,7 @@ static double m_states(const struct model_shape *m)
 FIELD(m, model_shape, layers)
 FIELD(m, model_shape, d_model)
 FIELD(m, model_shape, heads)
+FIELD(m, model_shape, kv_heads)
 FIELD(m, model_shape, ffn)
 FIELD(m, model_shape, vocab)
 FIELD(m, model_shape, seq)
@@ -712,6 +719,9 @@ static const struct quantity registry[] = {
     M0("layers", "", "its layers", m_layers),
     M0("d_model", "", "its hidden size", m_d_model),
     M0("heads", "", "its attention heads", m_heads),
+    M0("kv_heads", "", "its key/value heads (fewer than heads: grouped-query attention)",
+       m_kv_heads),
+    M0("kv_width", "", "the width of its K and V, kv_heads x d_model / heads", m_kv_width),
     M0("ffn", "", "its feed-forward width", m_ffn),
     M0("vocab", "", "its vocabulary", m_vocab),
     M0("seq", "", "its sequence length", m_seq),

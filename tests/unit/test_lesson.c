@@ -1619,6 +1619,66 @@ START_TEST(questions_ask_for_what_is_not_shown)
 }
 END_TEST
 
+/* A question that asks "how many ms" (or "..., in GiB?") takes a bare number in that unit: its
+ * answer's unit is the one the question names, or the same by another spelling (us for µs, B
+ * for bytes): lesson 2 asked for ms and took a bare 1200 as 1200 s, "the answer is 1.2 s". */
+START_TEST(questions_take_the_unit_they_ask_for)
+{
+    struct lesson **v;
+    size_t n;
+    struct error e = {0};
+    ck_assert_int_eq(lesson_load_all(NULL, &v, &n, &e), 0);
+    int bad = 0, asked = 0;
+    static char report[8192];
+    report[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        for (size_t st = 0; st < v[i]->nsteps; st++)
+            for (size_t k = 0; k < v[i]->steps[st].nquestions; k++) {
+                const struct lesson_question *q = &v[i]->steps[st].questions[k];
+                if (q->kind != LESSON_Q_NUMBER)
+                    continue;
+                /* the words after "how many " and after the last " in " before a '?' */
+                const char *at[2] = {strstr(q->text, "how many "), NULL};
+                for (const char *p = strstr(q->text, " in "); p; p = strstr(p + 1, " in "))
+                    at[1] = p;
+                for (int w = 0; w < 2; w++) {
+                    if (!at[w])
+                        continue;
+                    const char *word = at[w] + (w ? 4 : 9);
+                    char unit[16];
+                    size_t len = strcspn(word, " ,?");
+                    if (len == 0 || len >= sizeof unit || (w && word[len] != '?'))
+                        continue;
+                    memcpy(unit, word, len);
+                    unit[len] = '\0';
+                    const char *kind = "";
+                    if (!lesson_unit_factor(unit, &kind) || !strcmp(kind, "number"))
+                        continue;
+                    asked++;
+                    /* the answer, typed as a bare number in the unit asked for */
+                    char typed[40];
+                    snprintf(typed, sizeof typed, "%.17g", q->answer.value);
+                    struct lesson_result r;
+                    const char *ukind = "";
+                    double uf = lesson_unit_factor(q->unit, &ukind),
+                           af = lesson_unit_factor(unit, &kind);
+                    bool right = uf == af && !strcmp(ukind, kind) &&
+                                 lesson_check_answer(q, typed, &r, &e) == 0 && r.correct;
+                    if (!right) {
+                        bad++;
+                        size_t used = strlen(report);
+                        snprintf(report + used, sizeof report - used,
+                                 "\n  %s:%d: asks for %s, takes %s", v[i]->file, q->line, unit,
+                                 q->unit[0] ? q->unit : "a plain number");
+                    }
+                }
+            }
+    lesson_free_all(v, n);
+    ck_assert_int_ge(asked, 10);
+    ck_assert_msg(bad == 0, "%d questions take another unit than they ask for:%s", bad, report);
+}
+END_TEST
+
 START_TEST(shipped_lessons)
 {
     struct lesson **v;
@@ -1719,6 +1779,7 @@ static Suite *suite(void)
     tcase_add_test(t, figures_typed_by_hand_are_found);
     tcase_add_test(t, figures_computed_or_cited);
     tcase_add_test(t, questions_ask_for_what_is_not_shown);
+    tcase_add_test(t, questions_take_the_unit_they_ask_for);
     suite_add_tcase(s, t);
     t = tcase_create("answers");
     tcase_add_checked_fixture(t, setup_questions, teardown_questions);
