@@ -185,6 +185,35 @@ static int configure_layout(const struct memory_args *a, struct run *r, struct e
     return 0;
 }
 
+/* An option given that the layout gives nothing to act on is refused, saying what it goes
+ * with, rather than ignored. */
+static int options_act(const struct memory_args *a, const struct memory_config *c, struct error *e)
+{
+    if (a->cp_naive && c->cp == 1)
+        return error_set(e, ERR_INVAL,
+                         "--cp-naive splits a sequence over the context-parallel GPUs: it goes "
+                         "with --cp 2 or more");
+    if (a->bucket && c->zero != 2)
+        return error_set(e, ERR_INVAL,
+                         "--bucket sizes ZeRO-2's two gradient buckets, the ones memory counts "
+                         "(DDP and ZeRO-1 reduce in place): it goes with --zero 2, not %d",
+                         c->zero);
+    if (!a->prefetch && c->zero != 3)
+        return error_set(e, ERR_INVAL,
+                         "--prefetch 0 holds one of ZeRO-3's gathered units at a time: it goes "
+                         "with --zero 3, not %d",
+                         c->zero);
+    if (a->unit_layers && c->zero != 3)
+        return error_set(e, ERR_INVAL,
+                         "--unit-layers sizes ZeRO-3's gathered units: it goes with --zero 3, "
+                         "not %d",
+                         c->zero);
+    if (a->schedule != SCHED_1F1B && c->pp == 1)
+        return error_set(e, ERR_INVAL,
+                         "--schedule orders a pipeline's stages: it goes with --pp 2 or more");
+    return 0;
+}
+
 /* Reads the options into r->c; ERR_INVAL with a message naming the option. */
 static int configure(const struct memory_args *a, struct run *r, struct error *e)
 {
@@ -243,7 +272,7 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
         return rc;
     r->capacity_given = a->gpu_mem != NULL;
     r->units = a->units;
-    return 0;
+    return options_act(a, c, e);
 }
 
 /* ------------------------------------------------------------------ output */

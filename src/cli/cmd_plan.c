@@ -163,6 +163,17 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
     r->json = a->json;
     if ((rc = check_fit(r, e)) < 0)
         return rc;
+    if (a->ep_max > 1 && !(r->model.experts > 0)) /* an option that cannot act is refused */
+        return error_set(e, ERR_INVAL,
+                         "--ep-max %d: expert parallelism shares a model's experts, and %s has "
+                         "none",
+                         a->ep_max, r->model.name);
+    if (a->ep_max > 1 && !(r->model.capacity_factor > 0))
+        return error_set(e, ERR_INVAL,
+                         "--ep-max %d: expert parallelism needs a capacity factor (the static "
+                         "shape its all-to-alls send), and %s's preset has none: give "
+                         "--capacity-factor C",
+                         a->ep_max, r->model.name);
     r->pick = a->pick ? a->pick : 1;
     if (a->pick && !a->emit)
         return error_set(e, ERR_INVAL, "--pick chooses the layout --emit writes: give --emit too");

@@ -134,11 +134,12 @@ static void memory_command(FILE *f, const struct emit_plan *p, const struct memo
         fprintf(f, " --schedule %s", sched_name(c->schedule));
     if (c->pp > 1 && c->schedule == SCHED_INTERLEAVED)
         fprintf(f, " --chunks %d", c->chunks);
-    if (c->bucket_bytes > 0)
+    /* each where it acts (memory refuses it elsewhere) */
+    if (c->bucket_bytes > 0 && c->zero == 2)
         fprintf(f, " --bucket %.0f", c->bucket_bytes);
-    if (c->no_prefetch)
+    if (c->no_prefetch && c->zero == 3)
         fprintf(f, " --prefetch 0");
-    if (c->unit_layers > 1)
+    if (c->unit_layers > 1 && c->zero == 3)
         fprintf(f, " --unit-layers %d", c->unit_layers);
     if (c->capacity != p->cluster->hbm_bytes)
         fprintf(f, " --gpu-mem %.0f", c->capacity);

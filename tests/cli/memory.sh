@@ -174,4 +174,25 @@ bad "absurd sequence" "--seq: '99999999' is not allowed" --seq 99999999
 run memory --model tiny --micro-batch 1024 --seq 1048576 --attention eager --json
 check_json 'd["per_gpu"]["activations"] > 1e16 and d["fits"] is False' "huge activations stay positive numbers"
 
+# Every refusal names the one condition that failed, and an option that cannot act is refused,
+# never ignored: mixtral-8x7b on 64 GPUs with ep 8 lacks a capacity factor (it was told "dp a
+# multiple of it (not 64)"); --cp-naive without cp, ZeRO's options at another stage, a schedule
+# without a pipeline.
+run memory --model mixtral-8x7b --gpus 64 --nodes 8 --ep 8
+check_status 2 "ep without a capacity factor"
+check_contains "$err" "needs a capacity factor" "... names the capacity factor"
+check_not_contains "$err" "multiple" "... and not dp, which ep 8 divides"
+run memory --model mixtral-8x7b --gpus 60 --nodes 8 --ep 8 --capacity-factor 1
+check_contains "$err" "dp must be a multiple of it (not 60)" "ep not dividing dp: that alone"
+check_not_contains "$err" "capacity" "... and not the capacity factor, which was given"
+for bad in "--cp-naive|--cp-naive splits a sequence" "--prefetch 0|it goes with --zero 3, not 0" \
+    "--bucket 1MiB --zero 1|it goes with --zero 2, not 1" "--unit-layers 2 --zero 2|it goes with --zero 3, not 2" \
+    "--schedule gpipe|it goes with --pp 2 or more"; do
+    args=${bad%%|*}
+    # shellcheck disable=SC2086
+    run memory $args
+    check_status 2 "memory $args is refused"
+    check_contains "$err" "${bad#*|}" "... saying what it goes with"
+done
+
 done_testing

@@ -131,7 +131,7 @@ assert g['comm_bytes_per_step']['data_parallel'] == m['communication']['data_par
 assert m['layout']['ep'] == 2
 " py "memory --ep 2 gives train's ledger and bytes"
 refused "memory: ep without a capacity" "capacity factor" memory --model tiny-moe --gpus 4 --ep 2
-refused "memory: ep not dividing dp" "dp a multiple" memory --model tiny-moe --capacity-factor 1 --gpus 6 --ep 4
+refused "memory: ep not dividing dp" "dp must be a multiple of it (not 6)" memory --model tiny-moe --capacity-factor 1 --gpus 6 --ep 4
 refused "memory: a capacity factor on a dense model" "--capacity-factor" memory --model tiny --capacity-factor 1
 
 # --- plan --ep-max: layouts with the experts over 2, 4, 8 of the dp GPUs weighed too; by
