@@ -488,8 +488,11 @@ const struct setting train_settings[] = {
     {"chunks", NULL, "V", set_int, F(chunks), 2, SCHED_MAX_CHUNKS, false,
      "interleaved: V model chunks per stage (default 2), P x V dividing\n"
      "the layers; stage s holds virtual stages s, P + s, 2P + s, ..."},
-    /* a mixture of experts (model/gpt.h's struct gpt_moe): the model's shape, over the
-     * preset's (train applies them to the model it names, cli/train_args.c) */
+    /* the model's shape, over the preset's (train applies them to the model it names,
+     * cli/train_args.c): the sequence, and a mixture of experts (model/gpt.h's gpt_moe) */
+    {"seq", NULL, "S", set_int, F(shape.seq), 1, 1 << 16, false,
+     "tokens per sequence, over the model's own (lesson 6's panel runs\n"
+     "32 to 512 of tiny's)"},
     {"experts", NULL, "E", set_int, F(shape.moe.experts), 2, GPT_MAX_EXPERTS, false,
      "a mixture of experts: each expert layer's feed-forward becomes E\n"
      "SwiGLU experts of the model's ffn width and a router (2 to " XSTR(

@@ -144,4 +144,11 @@ bad "eager attention with cp" "--attention eager with --cp 2: ring attention is 
 bad "--cp-naive without cp" "--cp-naive splits a sequence over the context-parallel GPUs" --cp-naive
 bad "--gpus not dp x cp x tp x pp" "--gpus 6 is not --dp 2 x --tp 1 x --cp 2 x --pp 1" --gpus 6 --dp 2 --cp 2
 
+# train --seq, as lesson 6's panel runs its sequences: the model's sequence over the preset's,
+# measured = predicted for the run's own sequence.
+run train --cp 4 --seq 128 --batch 8 --steps 1 --json --summary
+check_json "d['summary']['measured_minus_predicted'] == {'memory_bytes': 0, 'comm_bytes': 0} and d['summary']['per_gpu'][0]['comm_bytes_per_step']['context_parallel'] == 4 * 6 * 3 * 8 * 128 * 64 * 4 // 4" \
+    "--seq 128: the ring's bytes of 128-token sequences, as the calculator says"
+bad "--seq past the lab's" "--seq: '100000' is not allowed" --seq 100000
+
 done_testing
