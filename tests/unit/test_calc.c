@@ -557,6 +557,34 @@ END_TEST
  * kept, and 9.02 GiB at cp 2, none kept: a 30x drop). Eager keeps the a s^2 b probabilities and
  * needs cp 1. Selective recompute with cp drops lse, as Megatron-LM's recompute of core
  * attention does, and runs the ring's forward again. */
+/* One rule for an interleaved schedule with one stage, as train's: refused (its first chunk
+ * would hold the embedding and its last the tied head's copy, one GPU counting it twice: 3.12
+ * GiB more for synthetic-7b, as memory and lesson 4's panel showed). */
+START_TEST(interleaved_needs_stages)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct memory_config c = {.model = &m,
+                              .precision = PREC_BF16,
+                              .optimizer = OPT_ADAMW,
+                              .dp = 1,
+                              .tp = 1,
+                              .pp = 1,
+                              .micro_batch = 1,
+                              .seq = 2048,
+                              .micro_batches = 4,
+                              .schedule = SCHED_INTERLEAVED,
+                              .chunks = 2,
+                              .capacity = 80.0 * (1 << 30)};
+    struct error e = {0};
+    struct memory_result r;
+    ck_assert_int_eq(memory_compute_stage(&c, 0, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "interleaved needs 2 or more"));
+    ck_assert_int_eq(sched_check(SCHED_INTERLEAVED, 1, 4, 2, &e), ERR_INVAL);
+    c.pp = 2;
+    ck_assert_int_eq(memory_compute_stage(&c, 0, &r, &e), 0);
+}
+END_TEST
+
 START_TEST(one_attention_model)
 {
     struct model_shape m = load_model("synthetic-7b");
@@ -664,7 +692,8 @@ START_TEST(sched_bubbles_match_formulas)
         for (int p = 1; p <= 8; p++)
             for (int m = 1; m <= 16; m++)
                 for (int v = 1; v <= 3; v++) {
-                    if ((k != SCHED_INTERLEAVED) != (v == 1) || (k == SCHED_INTERLEAVED && m % p))
+                    if ((k != SCHED_INTERLEAVED) != (v == 1) ||
+                        (k == SCHED_INTERLEAVED && (m % p || p < 2)))
                         continue;
                     struct sched s;
                     struct error e = {0};
@@ -880,6 +909,7 @@ int main(void)
     tcase_add_test(tc, swiglu_tiny_by_hand);
     tcase_add_test(tc, swiglu_formula);
     tcase_add_test(tc, one_attention_model);
+    tcase_add_test(tc, interleaved_needs_stages);
     tcase_add_test(tc, policy_parsing);
     suite_add_tcase(s, tc);
     tc = tcase_create("schedules");
