@@ -130,7 +130,7 @@ static int progress_main(int argc, char **argv)
         progress_forget(&p, l->name);
         lesson_free(l);
     } else {
-        progress_init(&p);
+        progress_forget_all(&p);
     }
     struct error se = {0};
     if (progress_save(&p, path, &se) < 0)
