@@ -485,13 +485,22 @@ static int draw_experts(const struct eprun *p, struct ui_canvas *c, int y, int x
     return y;
 }
 
+/* The columns the GPUs' rows need beside their ledger's bar when narrow: the GPU, its sends (a
+ * column each; two when wide, where the newest is marked '*' without colour) and the ledger's
+ * total. */
+static int gpus_cols(int P)
+{
+    return 2 + P + 1 + 6;
+}
+
 /* Each GPU's row from row y at column x, w wide: the GPUs it sends to (during an all-to-all,
  * those it has sent to in it, '-' the others, the newest drawn as moved data) and its ledger's
- * bar. */
+ * bar. Narrow, the sends take a column each and the total fewer, so the bar keeps its room. */
 static int draw_gpus(const struct eprun *p, struct ui_canvas *c, int y, int x, int w)
 {
     int P = p->s.ep;
-    bool mark = !theme_color() || theme_ascii(); /* the newest send marked '*' */
+    bool wide = w >= 2 + 2 * P + 7 + 8; /* the sends spaced, and still 8 cells of bar */
+    bool mark = wide && (!theme_color() || theme_ascii()); /* the newest send marked '*' */
     canvas_text(c, y++, x, ROLE_DIM, w >= 30 ? "G sent to  memory, its ledger" : "G to  ledger");
     for (int g = 0; g < P; g++, y++) {
         int layer;
@@ -501,9 +510,13 @@ static int draw_gpus(const struct eprun *p, struct ui_canvas *c, int y, int x, i
             bool on = live && p->to[g][q], now = on && q == p->newest[g];
             char ch = q == g ? '.' : live && !on ? '-' : (char)('0' + q);
             enum ui_role role = !on ? ROLE_DIM : now ? ROLE_MOVED : ROLE_BAR;
-            xx = canvas_printf(c, y, xx, role, "%c%c", ch, now && mark ? '*' : ' ');
+            xx = canvas_printf(c, y, xx, role, "%c", ch);
+            if (wide)
+                xx = canvas_printf(c, y, xx, role, "%c", now && mark ? '*' : ' ');
         }
-        int lw = w - (xx - x) >= 28 ? 11 : 7;
+        if (!wide)
+            xx++;
+        int lw = !wide ? 6 : w - (xx - x) >= 28 ? 11 : 7;
         runpace_draw_ledger(&p->pace, c, y, xx, w - (xx - x), lw, g, p->scale);
     }
     return y;
@@ -535,9 +548,13 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
         runpace_draw_step(&p->pace, c, y++, "buffers allocated: space runs, n one step");
     draw_a2a(p, c, y++);
     /* the experts, and beside them (or below, when narrow) the GPUs */
-    int top = y, ew = W >= 100 ? W / 2 : W >= 44 ? W / 2 + 1 : W;
+    /* narrow, the GPUs' side keeps 8 cells of bar for the ledgers (3 were left at 80x24) */
+    int top = y, ew = W >= 100  ? W / 2
+                      : W >= 60 ? W / 2 + 1
+                      : W >= 44 ? W - gpus_cols(P) - 8 - 1
+                                : W;
     y = draw_experts(p, c, y, 0, ew);
-    if (W - ew - 1 >= 20) {
+    if (W - ew - 1 >= gpus_cols(P) + 8) { /* room for 8 cells of ledger beside */
         int yy = draw_gpus(p, c, top, ew + 1, W - ew - 1);
         y = yy > y ? yy : y;
     } else {
