@@ -251,4 +251,27 @@ check_contains "$out" "layout 4 GPUs = dp 4 x tp 1 x pp 1 x cp 1, ep 4 of the dp
 run train --steps 1 --json --summary
 check_json "d['summary']['layout']['attention'] == 'eager'" "the summary names the attention kernel"
 
+# A train --json killed by a signal leaves whole lines: each leaves in one write (stdio's 4 KiB
+# blocks cut the last one). Waited on by the output's size, then killed.
+"$SCALELAB" train --steps 1000000 --json >"$T_TMP/killed.jsonl" 2>/dev/null &
+pid=$!
+n=0
+while [ "$(wc -c <"$T_TMP/killed.jsonl")" -lt 20000 ] && [ $n -lt 12000 ] && kill -0 $pid 2>/dev/null; do
+    sleep 0.01
+    n=$((n + 1))
+done
+kill -KILL $pid 2>/dev/null
+wait $pid 2>/dev/null
+if python3 - "$T_TMP/killed.jsonl" <<'PY'; then
+import json, sys
+text = open(sys.argv[1]).read()
+assert len(text) >= 20000 and text.endswith("\n"), len(text)
+for line in text.splitlines():
+    json.loads(line)
+PY
+    ok "a killed train --json leaves whole lines only"
+else
+    not_ok "a killed train --json leaves whole lines only" "$(tail -c 300 "$T_TMP/killed.jsonl")"
+fi
+
 done_testing
