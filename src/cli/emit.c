@@ -35,6 +35,7 @@
 #include "base/units.h"
 #include "calc/params.h"
 #include "calc/sched.h"
+#include "par/settings.h"
 #include "sim/spec.h"
 
 int emit_parse(const char *option, const char *s, enum framework *out, struct error *e)
@@ -334,9 +335,21 @@ static void megatron(FILE *out, const struct emit_plan *p, const struct memory_c
     if (c->zero >= 2)
         fprintf(out, "# Megatron-FSDP: CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 "
                      "(arguments.py asserts it)\n");
+    if (m->experts > 0 && m->capacity_factor > 0 && m->top_k > 1)
+        fprintf(out,
+                "# the drop policy: position keeps each expert's earliest tokens, as the lab "
+                "does; the lab also takes every token's first choice before any second one "
+                "(GShard), Megatron-LM a choice of either rank by its token's place, so when "
+                "tokens drop a top-%d run differs (moe_utils.py)\n",
+                m->top_k);
     fprintf(out, "# vocabulary %d: from your tokenizer (--vocab-size with the NullTokenizer)\n",
             m->vocab);
     on_each_node(out, p, c);
+    /* arguments.py (validate_args): tensor or context parallelism without Megatron-FSDP (or
+     * overlap_moe_expert_parallel_comm) on a GPU before Blackwell, as every preset's is,
+     * asserts CUDA_DEVICE_MAX_CONNECTIONS == "1" */
+    if ((c->tp > 1 || c->cp > 1) && c->zero < 2)
+        fprintf(out, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
     torchrun(out, p, c, 6000);
     fprintf(out, " pretrain_gpt.py");
     arg(out, "--num-layers", "%d", m->layers);
@@ -375,7 +388,13 @@ static void megatron(FILE *out, const struct emit_plan *p, const struct memory_c
         if (m->capacity_factor > 0) { /* the static [E, cap, d] rows: drop and pad */
             arg(out, "--moe-expert-capacity-factor", "%g", m->capacity_factor);
             arg(out, "--moe-pad-expert-input-to-capacity", NULL);
+            /* its default, probs, drops the lowest gates; the lab drops the last tokens */
+            arg(out, "--moe-token-drop-policy", "position");
         }
+        /* Switch Transformer's load-balancing loss with the lab's α (Megatron-LM's
+         * --moe-aux-loss-coeff defaults to 0) */
+        arg(out, "--moe-router-load-balancing-type", "aux_loss");
+        arg(out, "--moe-aux-loss-coeff", "%g", TRAIN_AUX_COEF);
     }
     if (interleaved && c->pp > 1) /* the layers of one model chunk: L / (pp v) */
         arg(out, "--num-layers-per-virtual-pipeline-stage", "%d", m->layers / (c->pp * c->chunks));
