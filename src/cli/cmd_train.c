@@ -147,7 +147,7 @@ static int run_steps(const struct train_args *r, struct run *run, struct train_s
             progress_clear(&shown);
             train_print_step_text(&rs);
         }
-        fflush(stdout); /* the line whole, now */
+        cli_output_ok(); /* the line whole, now (a failure's errno kept for the report) */
         if (progress && clock_now() - tprog > 0.2) {
             double el = clock_now() - t0, rate = (double)i / el;
             char left[32], loss[32];

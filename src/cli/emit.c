@@ -322,10 +322,12 @@ static void arg(FILE *f, const char *name, const char *fmt, ...)
     }
 }
 
-static void megatron(FILE *out, const struct emit_plan *p, const struct memory_config *c)
+/* The comments above the command: the schedule, what FSDP needs, the drop policy, the
+ * vocabulary */
+static void megatron_notes(FILE *out, const struct memory_config *c)
 {
     const struct model_shape *m = c->model;
-    bool swiglu = m->ffn_kind == FFN_SWIGLU, interleaved = c->schedule == SCHED_INTERLEAVED;
+    bool interleaved = c->schedule == SCHED_INTERLEAVED;
     if (c->pp > 1)
         fprintf(out, "# schedule: %s\n",
                 interleaved ? "interleaved 1F1B, model chunks of "
@@ -344,6 +346,37 @@ static void megatron(FILE *out, const struct emit_plan *p, const struct memory_c
                 m->top_k);
     fprintf(out, "# vocabulary %d: from your tokenizer (--vocab-size with the NullTokenizer)\n",
             m->vocab);
+}
+
+/* A mixture of experts' arguments (megatron/core/transformer/moe): E experts, top-k, every
+ * k-th layer */
+static void megatron_moe(FILE *out, const struct memory_config *c)
+{
+    const struct model_shape *m = c->model;
+    arg(out, "--num-experts", "%d", m->experts);
+    arg(out, "--moe-router-topk", "%d", m->top_k);
+    if (m->moe_every > 1)
+        arg(out, "--moe-layer-freq", "%d", m->moe_every);
+    if (c->ep > 1) /* E / ep experts a GPU, expert rank = data rank % ep */
+        arg(out, "--expert-model-parallel-size", "%d", c->ep);
+    arg(out, "--moe-token-dispatcher-type", "alltoall");
+    if (m->capacity_factor > 0) { /* the static [E, cap, d] rows: drop and pad */
+        arg(out, "--moe-expert-capacity-factor", "%g", m->capacity_factor);
+        arg(out, "--moe-pad-expert-input-to-capacity", NULL);
+        /* its default, probs, drops the lowest gates; the lab drops the last tokens */
+        arg(out, "--moe-token-drop-policy", "position");
+    }
+    /* Switch Transformer's load-balancing loss with the lab's α (Megatron-LM's
+     * --moe-aux-loss-coeff defaults to 0) */
+    arg(out, "--moe-router-load-balancing-type", "aux_loss");
+    arg(out, "--moe-aux-loss-coeff", "%g", TRAIN_AUX_COEF);
+}
+
+static void megatron(FILE *out, const struct emit_plan *p, const struct memory_config *c)
+{
+    const struct model_shape *m = c->model;
+    bool swiglu = m->ffn_kind == FFN_SWIGLU, interleaved = c->schedule == SCHED_INTERLEAVED;
+    megatron_notes(out, c);
     on_each_node(out, p, c);
     /* arguments.py (validate_args): tensor or context parallelism without Megatron-FSDP (or
      * overlap_moe_expert_parallel_comm) on a GPU before Blackwell, as every preset's is,
@@ -377,25 +410,8 @@ static void megatron(FILE *out, const struct emit_plan *p, const struct memory_c
     arg(out, "--pipeline-model-parallel-size", "%d", c->pp);
     if (c->cp > 1) /* ring attention over the cp group (TransformerEngine's p2p by default) */
         arg(out, "--context-parallel-size", "%d", c->cp);
-    if (m->experts > 0) { /* megatron/core/transformer/moe: E experts, top-k, every k-th layer */
-        arg(out, "--num-experts", "%d", m->experts);
-        arg(out, "--moe-router-topk", "%d", m->top_k);
-        if (m->moe_every > 1)
-            arg(out, "--moe-layer-freq", "%d", m->moe_every);
-        if (c->ep > 1) /* E / ep experts a GPU, expert rank = data rank % ep */
-            arg(out, "--expert-model-parallel-size", "%d", c->ep);
-        arg(out, "--moe-token-dispatcher-type", "alltoall");
-        if (m->capacity_factor > 0) { /* the static [E, cap, d] rows: drop and pad */
-            arg(out, "--moe-expert-capacity-factor", "%g", m->capacity_factor);
-            arg(out, "--moe-pad-expert-input-to-capacity", NULL);
-            /* its default, probs, drops the lowest gates; the lab drops the last tokens */
-            arg(out, "--moe-token-drop-policy", "position");
-        }
-        /* Switch Transformer's load-balancing loss with the lab's α (Megatron-LM's
-         * --moe-aux-loss-coeff defaults to 0) */
-        arg(out, "--moe-router-load-balancing-type", "aux_loss");
-        arg(out, "--moe-aux-loss-coeff", "%g", TRAIN_AUX_COEF);
-    }
+    if (m->experts > 0)
+        megatron_moe(out, c);
     if (interleaved && c->pp > 1) /* the layers of one model chunk: L / (pp v) */
         arg(out, "--num-layers-per-virtual-pipeline-stage", "%d", m->layers / (c->pp * c->chunks));
     if (c->sp && c->tp > 1)

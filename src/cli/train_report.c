@@ -4,6 +4,7 @@
  * (cli/train.h). */
 #include "config.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "base/json.h"
 #include "base/units.h"
 #include "calc/sched.h"
+#include "cli/fail.h"
 #include "cli/train.h"
 #include "par/layout.h"
 #include "sim/ledger.h"
@@ -433,7 +435,9 @@ static void print_summary_json(const struct train_args *r, const struct run *run
         json_object_set_new(m, "pipeline", pipeline_json(o, run, p));
     json_t *top = json_object();
     json_object_set_new(top, "summary", m);
-    json_write_line(stdout, top, JSON_FIGURES);
+    errno = 0;
+    if (json_write_line(stdout, top, JSON_FIGURES) != 0)
+        cli_output_failed();
 }
 
 /* Every GPU's ledger peaks and bytes sent per step beside the calculator's figures for its
