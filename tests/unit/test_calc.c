@@ -551,12 +551,6 @@ START_TEST(swiglu_tiny_by_hand)
 }
 END_TEST
 
-/* One attention model for every layout (issue 30): flash attention, the default, keeps each
- * query row's log-sum-exp and no s^2 term whatever cp is, so cp 2 halves the activations of
- * synthetic-7b at 32768 tokens on tp 8 with sp (they read 274.03 GiB at cp 1, the probabilities
- * kept, and 9.02 GiB at cp 2, none kept: a 30x drop). Eager keeps the a s^2 b probabilities and
- * needs cp 1. Selective recompute with cp drops lse, as Megatron-LM's recompute of core
- * attention does, and runs the ring's forward again. */
 /* One rule for an interleaved schedule with one stage, as train's: refused (its first chunk
  * would hold the embedding and its last the tied head's copy, one GPU counting it twice: 3.12
  * GiB more for synthetic-7b, as memory and lesson 4's panel showed). */
@@ -585,6 +579,12 @@ START_TEST(interleaved_needs_stages)
 }
 END_TEST
 
+/* One attention model for every layout (issue 30): flash attention, the default, keeps each
+ * query row's log-sum-exp and no s^2 term whatever cp is, so cp 2 halves the activations of
+ * synthetic-7b at 32768 tokens on tp 8 with sp (they read 274.03 GiB at cp 1, the probabilities
+ * kept, and 9.02 GiB at cp 2, none kept: a 30x drop). Eager keeps the a s^2 b probabilities and
+ * needs cp 1. Selective recompute with cp drops lse, as Megatron-LM's recompute of core
+ * attention does, and runs the ring's forward again. */
 START_TEST(one_attention_model)
 {
     struct model_shape m = load_model("synthetic-7b");
