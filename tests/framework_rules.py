@@ -136,7 +136,11 @@ MEGATRON = {  # megatron/training/arguments.py and megatron/training/config/*.py
     '--accumulate-allreduce-grads-in-fp32', '--optimizer', '--sgd-momentum', '--clip-grad',
     '--num-experts', '--moe-router-topk', '--moe-layer-freq', '--expert-model-parallel-size',
     '--moe-token-dispatcher-type', '--moe-expert-capacity-factor',
-    '--moe-pad-expert-input-to-capacity'}
+    '--moe-pad-expert-input-to-capacity', '--moe-token-drop-policy',
+    '--moe-router-load-balancing-type', '--moe-aux-loss-coeff'}
+# the lab's load-balancing loss coefficient (par/settings.h's TRAIN_AUX_COEF, Switch
+# Transformer's 10^-2), which a Megatron-LM run of its mixture must be given
+LAB_AUX_COEF = 0.01
 # torch/distributed/run.py: the spellings torch 1.13 and 2.x both take
 TORCHRUN = {'--nnodes', '--nproc_per_node', '--node_rank', '--master_addr', '--master_port'}
 FSDP_SHARDING = {'NO_SHARD': 0, 'SHARD_GRAD_OP': 2, 'FULL_SHARD': 3}  # fsdp/api.py
@@ -211,6 +215,22 @@ def megatron(out, err, gpus):
         bad.append('padding to capacity without a capacity factor and the alltoall dispatcher')
     if '--moe-expert-capacity-factor' in a:
         runs += ['--capacity-factor', a['--moe-expert-capacity-factor']]
+        # moe_utils.py topk_routing_with_score_function: the default policy, probs, drops the
+        # lowest gates; the lab drops the last tokens, position's
+        if a.get('--moe-token-drop-policy') != 'position':
+            bad.append('a capacity factor without --moe-token-drop-policy position')
+    # arguments.py: --moe-aux-loss-coeff defaults to 0, no load-balancing loss
+    if '--num-experts' in a and (a.get('--moe-router-load-balancing-type', 'aux_loss') != 'aux_loss'
+                                 or float(a.get('--moe-aux-loss-coeff', 0)) != LAB_AUX_COEF):
+        bad.append('experts without the lab\'s aux loss, --moe-aux-loss-coeff %g' % LAB_AUX_COEF)
+    # arguments.py validate_args: tensor or context parallelism on a GPU before Blackwell (the
+    # presets') asserts CUDA_DEVICE_MAX_CONNECTIONS == "1", unless Megatron-FSDP or Torch-FSDP2
+    # run (which want it above 1)
+    env = re.search(r'^export CUDA_DEVICE_MAX_CONNECTIONS=(\S+)$', out, re.M)
+    if (tp > 1 or cp > 1) and '--use-megatron-fsdp' not in a and (not env or env.group(1) != '1'):
+        bad.append('tp or cp without CUDA_DEVICE_MAX_CONNECTIONS=1')
+    if '--use-megatron-fsdp' in a and env and env.group(1) == '1':
+        bad.append('Megatron-FSDP with CUDA_DEVICE_MAX_CONNECTIONS=1')
     if '--num-layers-per-virtual-pipeline-stage' in a:
         # arguments.py: layers per stage divisible by it; v = (L / pp) / that
         per = int(a['--num-layers-per-virtual-pipeline-stage'])

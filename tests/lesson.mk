@@ -25,7 +25,7 @@ FUZZ_CALC_SRC = $(top_srcdir)/src/calc/preset.c $(top_srcdir)/src/calc/params.c 
 	$(top_srcdir)/src/base/cpu.c $(top_srcdir)/src/base/readfile.c $(top_srcdir)/src/num/fp.c
 FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/lesson/lesson.c $(top_srcdir)/src/lesson/quantity.c \
-	$(top_srcdir)/src/lesson/quantity_expr.c \
+	$(top_srcdir)/src/lesson/quantity_expr.c $(top_srcdir)/src/lesson/quantity_comm.c \
 	$(top_srcdir)/src/lesson/lesson_check.c $(top_srcdir)/src/lesson/lesson_files.c \
 	$(top_srcdir)/src/lesson/text.c $(top_srcdir)/src/lesson/figure.c \
 	$(top_srcdir)/src/lesson/ascii.c $(top_srcdir)/src/lesson/progress.c \

@@ -4,6 +4,8 @@
 #include "base/json.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 const char *json_nonfinite(double v)
 {
@@ -35,9 +37,22 @@ int json_write(FILE *f, json_t *doc, int digits)
 
 int json_write_line(FILE *f, json_t *doc, int digits)
 {
-    int rc = json_dumpf(doc, f, JSON_COMPACT | JSON_REAL_PRECISION(digits));
-    fputc('\n', f);
+    /* the line and its newline in one piece, written and flushed at once: a reader (or a run
+     * killed by a signal) never sees half of it */
+    char *s = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(digits));
     json_decref(doc);
+    if (!s)
+        return -1;
+    size_t n = strlen(s);
+    char *line = realloc(s, n + 2);
+    if (!line) {
+        free(s);
+        return -1;
+    }
+    line[n] = '\n', line[n + 1] = '\0';
+    fflush(f);
+    int rc = fwrite(line, 1, n + 1, f) == n + 1 && fflush(f) == 0 ? 0 : -1;
+    free(line);
     return rc;
 }
 

@@ -32,8 +32,9 @@ json_t *json_whole(double v);
 int json_write(FILE *f, json_t *doc, int digits);
 
 /* Writes doc to f on one line, without spaces, and a newline, reals with digits significant
- * digits; takes the reference to doc. For streams of JSON lines (train --json: one object
- * per step, then the summary). The return of json_dumpf: 0, or -1. */
+ * digits, the line in one piece and flushed (what f held before first), so a reader or a
+ * process killed by a signal never sees half of it; takes the reference to doc. For streams of
+ * JSON lines (train --json: one object per step, then the summary). 0, or -1. */
 int json_write_line(FILE *f, json_t *doc, int digits);
 
 /* For JSON written by hand, a stream that holds no tree: v with digits significant digits,

@@ -14,6 +14,25 @@
 #include "base/units.h"
 #include "calc/params.h"
 
+const char *activ_attention_name(enum activ_attention a)
+{
+    return a == ACTIV_EAGER ? "eager" : "flash";
+}
+
+int activ_parse_attention(const char *s, enum activ_attention *out, struct error *e)
+{
+    if (s && strcmp(s, "flash") == 0)
+        *out = ACTIV_FLASH;
+    else if (s && strcmp(s, "eager") == 0)
+        *out = ACTIV_EAGER;
+    else
+        return error_set(e, ERR_INVAL,
+                         "'%s' is not an attention kernel: flash (no probabilities kept) or "
+                         "eager (the a s^2 b probabilities kept)",
+                         s ? s : "");
+    return 0;
+}
+
 int activ_check(const struct model_shape *m, const struct activ_config *c, struct error *e)
 {
     if (c->micro_batch < 1 || c->seq < 1 || c->tp < 1)
@@ -32,6 +51,11 @@ int activ_check(const struct model_shape *m, const struct activ_config *c, struc
     int cp = c->cp > 1 ? c->cp : 1, chunks = c->cp_naive ? cp : 2 * cp;
     if (c->cp < 0)
         return error_set(e, ERR_INVAL, "cp %d: at least 1", c->cp);
+    if (cp > 1 && c->attention == ACTIV_EAGER)
+        return error_set(e, ERR_INVAL,
+                         "cp %d with eager attention: ring attention is a flash-style kernel, "
+                         "it never holds the probabilities (attention flash)",
+                         cp);
     if (cp > 1 && c->seq % chunks)
         return error_set(e, ERR_INVAL,
                          "cp %d cuts the sequence of %d tokens in %d chunks: it must divide it", cp,
@@ -62,14 +86,15 @@ struct acc {
     struct activ_list *out;
     const struct activ_config *c;
     double s, b, h, a, v;
-    /* coefficients in bytes, for the formula: R replicated sbh, S split sbh, C as^2b, B sb */
-    double R, S, C, B;
+    /* coefficients in bytes, for the formula: R replicated sbh, S split sbh, C as^2b, B sb
+     * (replicated), Bt sb divided by t (split: lse's heads, or every sb term with sp) */
+    double R, S, C, B, Bt;
 };
 
 static void put(struct acc *x, const struct spec *sp)
 {
     const struct activ_config *c = x->c;
-    if (c->cp > 1 && sp->c_as2b) /* ring attention keeps no s x s probabilities */
+    if (c->attention == ACTIV_FLASH && sp->c_as2b) /* flash keeps no s x s probabilities */
         return;
     int bytes = sp->bytes ? sp->bytes : c->bytes;
     double el = sp->c_sbh * x->s * x->b * x->h + sp->c_as2b * x->a * x->s * x->s * x->b +
@@ -88,7 +113,10 @@ static void put(struct acc *x, const struct spec *sp)
     if (sp->c_sbh && sp->split)
         x->S += sp->c_sbh * bytes;
     x->C += sp->c_as2b * bytes;
-    x->B += sp->c_sb * bytes;
+    if (divided)
+        x->Bt += sp->c_sb * bytes;
+    else
+        x->B += sp->c_sb * bytes;
 }
 
 static void acc_init(struct acc *x, struct activ_list *out, const struct model_shape *m,
@@ -97,7 +125,7 @@ static void acc_init(struct acc *x, struct activ_list *out, const struct model_s
     memset(out, 0, sizeof *out);
     /* with context parallelism a GPU holds s / cp of each sequence's tokens */
     double s = (double)c->seq / (c->cp > 1 ? c->cp : 1);
-    *x = (struct acc){out, c, s, c->micro_batch, m->d_model, m->heads, m->vocab, 0, 0, 0, 0};
+    *x = (struct acc){out, c, s, c->micro_batch, m->d_model, m->heads, m->vocab, 0, 0, 0, 0, 0};
 }
 
 /* "34", "34.375", "10 + 24/t": numbers as short as they are exact. */
@@ -108,20 +136,24 @@ static void num(char *buf, size_t n, double v)
 
 static void formula(struct acc *x, const struct activ_config *c)
 {
-    char r[32], s[32], cc[32], b[32], all[32];
+    char r[32], s[32], cc[32], b[32], bt[32], all[32];
     num(r, sizeof r, x->R);
     num(s, sizeof s, x->S);
     num(cc, sizeof cc, x->C);
-    num(b, sizeof b, x->B);
+    num(b, sizeof b, c->tp > 1 ? x->B : x->B + x->Bt);
+    num(bt, sizeof bt, x->Bt);
     num(all, sizeof all, x->R + x->S);
-    char sb[48] = "";
-    if (x->B)
-        snprintf(sb, sizeof sb, " + %ssb%s", b, c->sp && c->tp > 1 ? "/t" : "");
+    char sb[80] = "";
+    if (c->tp > 1 ? x->B != 0 : x->B + x->Bt != 0)
+        snprintf(sb, sizeof sb, " + %ssb", b);
+    if (c->tp > 1 && x->Bt) /* the terms divided by t: lse's heads, all of them with sp */
+        snprintf(sb + strlen(sb), sizeof sb - strlen(sb), " + %ssb/t", bt);
     char *f = x->out->formula;
     size_t n = sizeof x->out->formula;
-    if (c->cp > 1 && (c->tp == 1 || c->sp)) /* no s x s terms: no as/h coefficient */
+    bool flash = c->attention == ACTIV_FLASH;
+    if (flash && (c->tp == 1 || c->sp)) /* no s x s terms: no as/h coefficient */
         snprintf(f, n, c->tp == 1 ? "sbh(%s)%s" : "sbh/t (%s)%s", all, sb);
-    else if (c->cp > 1)
+    else if (flash)
         snprintf(f, n, "sbh(%s + %s/t)%s", r, s, sb);
     else if (c->tp == 1)
         snprintf(f, n, "sbh(%s + %sas/h)%s", all, cc, sb);
@@ -129,17 +161,17 @@ static void formula(struct acc *x, const struct activ_config *c)
         snprintf(f, n, "sbh/t (%s + %sas/h)%s", all, cc, sb);
     else
         snprintf(f, n, "sbh(%s + %s/t + %sas/(ht))%s", r, s, cc, sb);
-    if (c->cp > 1) /* the s x s terms are gone (C is 0), lse's 4a sb is in B */
+    if (c->cp > 1) /* with flash the s x s terms are gone (C is 0), lse's 4a sb is in Bt */
         snprintf(f + strlen(f), n - strlen(f), ", s = seq/%d (context parallel)", c->cp);
 }
 
-/* Context parallelism's ring attention keeps each query row's log-sum-exp, fp32, a per head
+/* Flash attention (ring attention too) keeps each query row's log-sum-exp, fp32, a per head
  * and token (FlashAttention's softmax statistics; model/ringattn.h), instead of the attention
- * core's s x s tensors. */
+ * core's s x s tensors: the core selective recompute drops. */
 static void put_lse(struct acc *x, const struct model_shape *m)
 {
-    if (x->c->cp > 1)
-        put(x, &(struct spec){"lse", "asb", 0, 0, m->heads, 0, 4, true, false});
+    if (x->c->attention == ACTIV_FLASH)
+        put(x, &(struct spec){"lse", "asb", 0, 0, m->heads, 0, 4, true, true});
 }
 
 void activ_layer(const struct model_shape *m, const struct activ_config *c, struct activ_list *out)
@@ -301,12 +333,16 @@ double activ_recompute_flops(const struct model_shape *m, const struct activ_con
 {
     switch (pol->kind) {
     case CKPT_NONE: return 0;
-    case CKPT_SELECTIVE:
-        /* The scores QK^T again (2 b s^2 h FLOPs, split over t) and their softmax, which is
-         * no matmul. The output of P x V is kept (it is wo's input), so backward needs only
-         * P back. Megatron's selective recompute checkpoints core attention as a whole and so
-         * also repeats P x V, another 2 b s^2 h. */
-        return n * 2.0 * c->micro_batch * (double)c->seq * c->seq * m->d_model / c->tp;
+    case CKPT_SELECTIVE: {
+        /* Eager: the scores QK^T again (2 b s^2 h FLOPs, split over t) and their softmax,
+         * which is no matmul. The output of P x V is kept (it is wo's input), so backward needs
+         * only P back. Flash: the kernel's forward again, QK^T and P x V (Megatron's selective
+         * recompute checkpoints core attention as a whole), for lse; with cp a GPU's s / cp
+         * queries meet all s keys. Full blocks, as the layer's forward FLOPs count them. */
+        double sq = (double)c->seq / (c->cp > 1 ? c->cp : 1);
+        double qk = 2.0 * c->micro_batch * sq * c->seq * m->d_model / c->tp;
+        return n * (c->attention == ACTIV_FLASH ? 2 * qk : qk);
+    }
     default: return n * layer_forward_flops;
     }
 }

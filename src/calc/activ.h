@@ -34,7 +34,9 @@
  *   k          sb kv p    key after rotary                                         [split]
  *   v          sb kv p    value, for P x V's backward                              [split]
  *   att        as^2b p    softmax probabilities P (full s x s, causal zeros included;
- *                         the softmax backward needs its output)          [split, core]
+ *                         the softmax backward needs its output)   [split, core; eager]
+ *   lse        as x 4     each query row's log-sum-exp, fp32, instead of att [split, core;
+ *                         flash]
  *   attn_out   sbh p      heads merged, input of wo                                [split]
  *   x1         sbh p      x + attention projection = mlp_norm input                [norm]
  *   mlp_rstd   sb x 4     1/rms(x1), fp32                                          [norm]
@@ -45,6 +47,21 @@
  * Total (activ_layer sums the list): p(6 + 2kv/h) sbh + 3p sbf + p as^2b + 8 sb; for p = 2,
  * kv = h, t = 1: sbh(16 + 6f/h + 2as/h) + 8sb.
  *   synthetic-7b (f/h = 3.0625): sbh(34.375 + 2as/h) + 8sb.
+ *
+ * ---- the attention kernel (activ_attention, one model for every layout) ----
+ * flash (the default): the kernel keeps no probabilities; its backward pass rebuilds them block
+ *   by block from q, k, v and each row's log-sum-exp (FlashAttention, Dao et al. 2022), so a
+ *   layer keeps lse, 4 asb bytes, in place of the as^2b terms (att; a gelu layer's
+ *   softmax_out, its dropout mask and output, which flash attention regenerates from the RNG's
+ *   state). What Megatron-LM's estimator assumes (megatron/training/theoretical_memory_usage.py
+ *   counts sbh(18 + 4f/h) a SwiGLU layer, no s^2 term), what TransformerEngine's attention
+ *   keeps and what ring attention does (model/ringattn.h). Context parallelism needs it:
+ *   TransformerEngine disables its unfused attention under context parallelism
+ *   (dot_product_attention/utils.py, get_attention_backend).
+ * eager: the probabilities kept, as above (the tiny GPT's attention without cp, PyTorch's
+ *   eager softmax, Korthikanti et al.'s bookkeeping). Selective recompute drops the core:
+ *   the probabilities (eager) or lse (flash, Megatron-LM's recompute of core attention, which
+ *   then repeats the attention's forward).
  * [norm] tensors are replicated under tensor parallelism and split by t with sequence
  * parallelism (which then needs t | s); [split] ones are split by t; [core] is what selective
  * recompute drops (the attention core, recomputed from q and k in backward).
@@ -97,6 +114,14 @@
 
 struct error;
 
+/* What the attention keeps of its softmax for the backward pass (see above). */
+enum activ_attention { ACTIV_FLASH, ACTIV_EAGER };
+
+/* "flash" or "eager". */
+const char *activ_attention_name(enum activ_attention a);
+/* Reads "flash" or "eager"; ERR_INVAL naming the choices. */
+int activ_parse_attention(const char *s, enum activ_attention *out, struct error *e);
+
 struct activ_config {
     int micro_batch; /* b */
     int seq;         /* s */
@@ -105,10 +130,12 @@ struct activ_config {
     int bytes;       /* p: 2 or 4 */
     int cp;          /* context parallelism: s / cp of each sequence's tokens (0 or 1: all) */
     bool cp_naive;   /* cp: the naive split (its divisibility) */
+    enum activ_attention attention; /* flash (0, the default) or eager: the probabilities */
 };
 
 /* Checks a configuration against a shape: t divides heads, kv_heads and ffn; with sp, t
- * divides s; for gelu models s is at most the learned positions. ERR_INVAL naming the option. */
+ * divides s; for gelu models s is at most the learned positions; eager attention has cp 1.
+ * ERR_INVAL naming the option. */
 int activ_check(const struct model_shape *m, const struct activ_config *c, struct error *e);
 
 enum activ_region { ACTIV_REPLICATED, ACTIV_SPLIT }; /* under tensor parallelism */
@@ -165,8 +192,9 @@ void activ_total_at(const struct model_shape *m, const struct activ_config *c,
 /* The forward FLOPs the policy recomputes in the backward pass, for n layers and one
  * micro-batch, given one layer's forward FLOPs on this GPU: none 0; full, every:K and sqrt
  * recompute every layer once (n x layer_forward_flops, about a third more compute: 8 instead
- * of 6 FLOPs per parameter and token); selective recomputes the scores QK^T, 2bs^2h/t (P x V is
- * kept). */
+ * of 6 FLOPs per parameter and token); selective recomputes, eager, the scores QK^T, 2bs^2h/t
+ * (P x V is kept), and flash the attention's forward, QK^T and P x V, 4bs^2h/t (with cp, a
+ * GPU's s/cp queries against all s keys). */
 double activ_recompute_flops(const struct model_shape *m, const struct activ_config *c,
                              const struct ckpt_policy *pol, int n, double layer_forward_flops);
 

@@ -114,7 +114,8 @@ static struct activ_config activ_of(const struct memory_config *c)
                                  .sp = c->sp,
                                  .bytes = fp_bytes(c->precision),
                                  .cp = c->cp,
-                                 .cp_naive = c->cp_naive};
+                                 .cp_naive = c->cp_naive,
+                                 .attention = c->attention};
 }
 
 double memory_ep_experts(const struct memory_config *c)
@@ -199,11 +200,6 @@ int memory_check(const struct memory_config *c, struct error *e)
             return error_set(e, ERR_INVAL, "params must be a count of at least 1");
         return 0;
     }
-    if (c->cp > 1 && c->ckpt.kind == CKPT_SELECTIVE)
-        return error_set(e, ERR_INVAL,
-                         "cp %d with selective recomputation: ring attention keeps no attention "
-                         "probabilities, so selective has nothing to recompute",
-                         c->cp);
     if (c->pp > c->model->layers)
         return error_set(e, ERR_INVAL, "pp %d is more than the %d layers of %s (at most %d)", c->pp,
                          c->model->layers, c->model->name, c->model->layers);
@@ -214,13 +210,28 @@ int memory_check(const struct memory_config *c, struct error *e)
                          "%s has experts: the calculator counts them with tp 1 and ZeRO 0 to 2, "
                          "not tp %d, ZeRO %d",
                          c->model->name, c->tp, c->zero);
-    if (c->ep > 1 && (!c->model->experts || c->model->experts % c->ep || c->dp % c->ep ||
-                      !(c->model->capacity_factor > 0) || c->pp > 1))
-        return error_set(e, ERR_INVAL,
-                         "ep %d: expert parallelism needs a model with experts it divides (%s has "
-                         "%d), dp a multiple of it (not %d), a capacity factor (the static shape "
-                         "its all-to-alls send) and pp 1",
-                         c->ep, c->model->name, c->model->experts, c->dp);
+    if (c->ep > 1) { /* each condition by itself: the message names the one that failed */
+        if (!c->model->experts || c->model->experts % c->ep)
+            return error_set(e, ERR_INVAL,
+                             "ep %d: expert parallelism needs a model with experts it divides "
+                             "(%s has %d)",
+                             c->ep, c->model->name, c->model->experts);
+        if (c->dp % c->ep)
+            return error_set(e, ERR_INVAL,
+                             "ep %d: expert parallelism shares the experts over the data-parallel "
+                             "GPUs: dp must be a multiple of it (not %d)",
+                             c->ep, c->dp);
+        if (!(c->model->capacity_factor > 0))
+            return error_set(e, ERR_INVAL,
+                             "ep %d: expert parallelism needs a capacity factor (the static shape "
+                             "its all-to-alls send), and %s's preset has none",
+                             c->ep, c->model->name);
+        if (c->pp > 1)
+            return error_set(e, ERR_INVAL,
+                             "ep %d with pp %d: the calculator counts expert parallelism on one "
+                             "stage",
+                             c->ep, c->pp);
+    }
     if (c->model->experts > 0 && c->cp > 1)
         return error_set(e, ERR_INVAL,
                          "%s has experts: the calculator counts them without context "

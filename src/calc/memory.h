@@ -70,6 +70,8 @@ struct memory_config {
     int cp;        /* context parallelism: each sequence over cp GPUs (0 or 1: none) */
     int ep;        /* expert parallelism: a layer's experts over ep of the dp GPUs (0, 1: none) */
     bool cp_naive; /* cp: GPU i holds chunk i of cp, not chunks i and 2cp - 1 - i */
+    enum activ_attention attention; /* flash (the default: no probabilities kept) or eager;
+                                       cp > 1 needs flash (calc/activ.h) */
     int micro_batch, seq, micro_batches;
     enum calc_schedule schedule; /* gpipe, 1f1b, or interleaved with chunks >= 2 (pp > 1) */
     int chunks;                  /* v, model chunks per stage (interleaved); 0 or 1 otherwise */

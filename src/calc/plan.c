@@ -37,8 +37,13 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     params_count(m, &pb);
     double b = mc->micro_batch, s = mc->seq;
     double layer_fwd = 2 * pb.per_layer * b * s + 4 * b * s * s * m->d_model;
-    struct activ_config ac = {
-        .micro_batch = mc->micro_batch, .seq = mc->seq, .tp = 1, .sp = false, .bytes = 2};
+    struct activ_config ac = {.micro_batch = mc->micro_batch,
+                              .seq = mc->seq,
+                              .tp = 1,
+                              .sp = false,
+                              .bytes = 2,
+                              .cp = mc->cp,
+                              .attention = mc->attention};
     double recompute = activ_recompute_flops(m, &ac, &mc->ckpt, m->layers, layer_fwd) *
                        ((double)pc->global_batch / mc->micro_batch);
 
@@ -83,6 +88,7 @@ void plan_memory_config(const struct plan_config *c, const struct plan_layout *l
                                   .cp = l->cp > 1 ? l->cp : 1,
                                   .ep = l->ep > 1 ? l->ep : 1,
                                   .ckpt = l->ckpt,
+                                  .attention = c->attention,
                                   .capacity = c->capacity};
 }
 
@@ -250,8 +256,6 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
                 if (zero > 0 && dp * cp == 1)
                     continue; /* nothing to partition (ZeRO shards over dp x cp) */
                 for (size_t q = 0; q < sizeof policies / sizeof policies[0] && rc == 0; q++) {
-                    if (cp > 1 && policies[q].kind == CKPT_SELECTIVE)
-                        continue; /* ring attention keeps no probabilities to recompute */
                     /* expert parallelism: 1, 2, 4, ... up to ep_max, dividing dp and the
                      * experts, with one stage (the calculator's) */
                     for (int ep = 1; ep <= (c->ep_max > 1 ? c->ep_max : 1) && rc == 0; ep *= 2) {

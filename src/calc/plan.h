@@ -45,11 +45,12 @@ struct plan_config {
     enum fp_format precision;
     enum calc_optimizer optimizer;
     bool grad_fp32;
-    double efficiency;        /* share of peak the matmuls reach, (0, 1] */
-    double capacity;          /* bytes per GPU */
-    enum framework framework; /* rank only what it runs (FRAMEWORK_NONE: the lab's layouts) */
-    int cp_max;               /* context parallelism up to this (0 or 1: none) */
-    int ep_max;               /* expert parallelism up to this (0 or 1: none; experts only) */
+    double efficiency;              /* share of peak the matmuls reach, (0, 1] */
+    double capacity;                /* bytes per GPU */
+    enum framework framework;       /* rank only what it runs (FRAMEWORK_NONE: the lab's layouts) */
+    int cp_max;                     /* context parallelism up to this (0 or 1: none) */
+    int ep_max;                     /* expert parallelism up to this (0 or 1: none; experts only) */
+    enum activ_attention attention; /* flash (the default) or eager (calc/activ.h) */
 };
 
 struct plan_layout {

@@ -83,6 +83,12 @@ int sched_check(enum calc_schedule k, int p, int m, int v, struct error *e)
         if (v < 2 || v > SCHED_MAX_CHUNKS)
             return error_set(e, ERR_INVAL, "chunks %d: interleaved needs 2 to %d chunks", v,
                              SCHED_MAX_CHUNKS);
+        if (p < 2) /* one rule for train, memory, the panels and the chart */
+            return error_set(e, ERR_INVAL,
+                             "stages %d: interleaved needs 2 or more (one stage's chunks are "
+                             "all its layers: its first chunk would hold the embedding and its "
+                             "last the tied head's copy of it, one GPU twice)",
+                             p);
         if (m % p)
             return error_set(e, ERR_INVAL,
                              "micro-batches %d: interleaved needs a multiple of stages %d", m, p);

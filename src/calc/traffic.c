@@ -230,14 +230,16 @@ static void tensor_parallel(const struct memory_config *c, int s, int layers, do
  * S; in the backward pass K and V again, and the gradients the GPUs they passed added to them as
  * often (the last send bringing them home), 4 (C-1)/C S (TransformerEngine's
  * AttnFuncWithCPAndKVP2P, which Megatron-LM's --context-parallel-size runs; Liu et al. 2023's
- * ring); a full recompute runs the forward's ring again, 2 (C-1)/C S more. Each send is one ring
- * step between neighbours, α + block/β, none of it hidden (the GPU computes after it). */
+ * ring); a recompute runs the forward's ring again, 2 (C-1)/C S more: a full one the layer's,
+ * a selective one the attention core's (Megatron-LM checkpoints core attention whole, and
+ * TransformerEngine's forward is the ring). Each send is one ring step between neighbours, α +
+ * block/β, none of it hidden (the GPU computes after it). */
 static void context_parallel(const struct memory_config *c, const struct cluster_spec *cl,
                              int layers, int p, struct traffic_part *out)
 {
     const struct model_shape *md = c->model;
     int C = c->cp, m = c->micro_batches;
-    bool full = c->ckpt.kind != CKPT_NONE && c->ckpt.kind != CKPT_SELECTIVE;
+    bool full = c->ckpt.kind != CKPT_NONE; /* the forward's ring again */
     double S =
         (double)c->micro_batch * c->seq * md->kv_heads * (md->d_model / md->heads) / c->tp * p;
     double f = (C - 1.0) / C, blk = S / C;

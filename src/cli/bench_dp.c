@@ -219,8 +219,9 @@ const struct bench_case bench_tp = {
 
 /* Context parallelism at a long sequence, where attention's T x T work dominates: one GPU
  * computes every score of its heads' T x T blocks (the causal zeros included, as one sgemm
- * does); cp 2's GPUs compute (C + 1) / 2 = 1.5 blocks of (T/2)^2 each with the balanced
- * split, 3/8 of it, besides half of the rest of the step. */
+ * does); cp 2's GPUs compute only what the mask leaves, half of each of C = 2 blocks of
+ * (T/2)^2 with the balanced split, about a quarter of it, besides half of the rest of the
+ * step. */
 static int run_cp(struct bench *b)
 {
     struct turns t;

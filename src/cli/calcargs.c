@@ -91,6 +91,7 @@ NAMED_PARSER(calcargs_precision, fp_parse_precision)
 NAMED_PARSER(calcargs_optimizer, memory_parse_optimizer)
 NAMED_PARSER(calcargs_policy, ckpt_parse)
 NAMED_PARSER(calcargs_units, units_parse_system)
+NAMED_PARSER(calcargs_attention, activ_parse_attention)
 
 char *calcargs_size(char *buf, unsigned long n, double bytes, enum units_system sys)
 {

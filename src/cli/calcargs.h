@@ -27,11 +27,17 @@ int calcargs_cluster(const char *arg, const char *nodes, struct cluster_spec *c,
 
 /* Table parsers (cli/opts.h) for the choices calc/ reads, its message behind the option's
  * name ("--precision: 'fp8' is not a precision ..."): a precision, an optimizer, a checkpoint
- * policy, a unit system. */
+ * policy, a unit system, an attention kernel (calc/activ.h). */
 int calcargs_precision(const struct opt_entry *o, const char *arg, void *field, struct error *e);
 int calcargs_optimizer(const struct opt_entry *o, const char *arg, void *field, struct error *e);
 int calcargs_policy(const struct opt_entry *o, const char *arg, void *field, struct error *e);
 int calcargs_units(const struct opt_entry *o, const char *arg, void *field, struct error *e);
+int calcargs_attention(const struct opt_entry *o, const char *arg, void *field, struct error *e);
+/* The help line of --attention, the same in every command. */
+#define CALCARGS_ATTENTION_HELP                                                                    \
+    "the attention kernel: flash (default; keeps each row's log-sum-exp,\n"                        \
+    "no probabilities: FlashAttention, ring attention, Megatron-LM's\n"                            \
+    "estimator) or eager (keeps the a s^2 b probabilities; cp 1 only)"
 
 /* A number of bytes in the chosen units, labelled: "108.63 GiB"; with UNITS_AUTO in the binary
  * unit that suits it ("2.31 MiB"). */

@@ -31,6 +31,7 @@ struct memory_args {
     enum calc_optimizer optimizer;
     enum calc_schedule schedule;
     struct ckpt_policy ckpt;
+    enum activ_attention attention;
     enum units_system units;
     bool sp, cp_naive, json, tensors, force;
 };
@@ -98,6 +99,7 @@ static const struct opt_entry options[] = {
     OPT_FLAG("cp-naive", A, cp_naive, "with --cp: GPU i holds chunk i of C, not i and 2C-1-i"),
     OPT_WITH("checkpoint", "P", calcargs_policy, A, ckpt,
              "none (default), full, selective, sqrt or every:K"),
+    OPT_WITH("attention", "K", calcargs_attention, A, attention, CALCARGS_ATTENTION_HELP),
     OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem,
              "memory per GPU (default the cluster's), e.g. 80GiB"),
     OPT_WITH("units", "U", calcargs_units, A, units,
@@ -183,6 +185,35 @@ static int configure_layout(const struct memory_args *a, struct run *r, struct e
     return 0;
 }
 
+/* An option given that the layout gives nothing to act on is refused, saying what it goes
+ * with, rather than ignored. */
+static int options_act(const struct memory_args *a, const struct memory_config *c, struct error *e)
+{
+    if (a->cp_naive && c->cp == 1)
+        return error_set(e, ERR_INVAL,
+                         "--cp-naive splits a sequence over the context-parallel GPUs: it goes "
+                         "with --cp 2 or more");
+    if (a->bucket && c->zero != 2)
+        return error_set(e, ERR_INVAL,
+                         "--bucket sizes ZeRO-2's two gradient buckets, the ones memory counts "
+                         "(DDP and ZeRO-1 reduce in place): it goes with --zero 2, not %d",
+                         c->zero);
+    if (!a->prefetch && c->zero != 3)
+        return error_set(e, ERR_INVAL,
+                         "--prefetch 0 holds one of ZeRO-3's gathered units at a time: it goes "
+                         "with --zero 3, not %d",
+                         c->zero);
+    if (a->unit_layers && c->zero != 3)
+        return error_set(e, ERR_INVAL,
+                         "--unit-layers sizes ZeRO-3's gathered units: it goes with --zero 3, "
+                         "not %d",
+                         c->zero);
+    if (a->schedule != SCHED_1F1B && c->pp == 1)
+        return error_set(e, ERR_INVAL,
+                         "--schedule orders a pipeline's stages: it goes with --pp 2 or more");
+    return 0;
+}
+
 /* Reads the options into r->c; ERR_INVAL with a message naming the option. */
 static int configure(const struct memory_args *a, struct run *r, struct error *e)
 {
@@ -201,6 +232,7 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
         .cp = a->cp ? a->cp : 1,
         .ep = a->ep ? a->ep : 1,
         .cp_naive = a->cp_naive,
+        .attention = a->attention,
         .no_prefetch = !a->prefetch,
         .unit_layers = a->unit_layers,
         .ckpt = a->ckpt};
@@ -240,7 +272,7 @@ static int configure(const struct memory_args *a, struct run *r, struct error *e
         return rc;
     r->capacity_given = a->gpu_mem != NULL;
     r->units = a->units;
-    return 0;
+    return options_act(a, c, e);
 }
 
 /* ------------------------------------------------------------------ output */
@@ -330,6 +362,7 @@ static void print_json(const struct run *r)
     json_object_set_new(doc, "activations_peak", json_whole(m->act.peak));
     json_object_set_new(doc, "activation_formula",
                         json_string(c->model ? m->layer.formula : "none (no shape)"));
+    json_object_set_new(doc, "attention", json_string(activ_attention_name(c->attention)));
     json_object_set_new(doc, "communication", comm);
     json_object_set_new(doc, "schedule", json_string(sched_name(c->schedule)));
     json_object_set_new(doc, "chunks", json_integer(c->chunks > 1 ? c->chunks : 1));
@@ -403,9 +436,16 @@ static void print_setup(const struct run *r)
            : kk == 18 ? " (Megatron-LM/DeepSpeed with fp32 gradients)"
                       : "");
     units_format_grouped(b1, sizeof b1, (unsigned long long)llround(psi));
-    printf("parameters on this GPU Ψ = %s%s; N_d = %s = %d\n\n", b1,
-           c->tp * c->pp > 1 ? " (its tensor/pipeline share)" : "", c->cp > 1 ? "dp x cp" : "dp",
-           memory_grad_ranks(c));
+    printf("parameters on this GPU Ψ = %s%s", b1,
+           c->tp * c->pp > 1 ? " (its tensor/pipeline share)" : "");
+    if (c->ep > 1) { /* its experts shard over the GPUs of its expert rank, dp / ep */
+        units_format_grouped(b1, sizeof b1, (unsigned long long)llround(memory_ep_experts(c)));
+        printf(", of them its experts' Ψ_x = %s", b1);
+    }
+    printf("; N_d = %s = %d", c->cp > 1 ? "dp x cp" : "dp", memory_grad_ranks(c));
+    if (c->ep > 1)
+        printf(", the experts' N_x = dp / ep = %d", c->dp / c->ep);
+    printf("\n\n");
 }
 
 /* The parts of the memory per GPU, the total and whether it fits. */
@@ -426,10 +466,13 @@ static void print_parts(const struct run *r)
         {"master weights", m->states.master, k->master, 1},
         {"optimizer state", m->states.optimizer, k->optimizer, 1},
     };
-    for (int i = 0; i < 4; i++) {
-        bool split = c->zero >= rows[i].from_stage && c->dp > 1;
-        printf("  %-18s %14s   %g B x Ψ%s\n", rows[i].name,
-               calcargs_size(b1, sizeof b1, rows[i].bytes, u), rows[i].per, split ? " / N_d" : "");
+    for (int i = 0; i < 4; i++) { /* each as states_of (calc/memory.c) divides it */
+        bool split = c->zero >= rows[i].from_stage && memory_grad_ranks(c) > 1;
+        printf("  %-18s %14s   ", rows[i].name, calcargs_size(b1, sizeof b1, rows[i].bytes, u));
+        if (split && c->ep > 1)
+            printf("%g B x (Ψ - Ψ_x) / N_d + %g B x Ψ_x / N_x\n", rows[i].per, rows[i].per);
+        else
+            printf("%g B x Ψ%s\n", rows[i].per, split ? " / N_d" : "");
     }
     double states = m->total - m->activations - m->comm;
     printf("  %-18s %14s\n", "model states", calcargs_size(b1, sizeof b1, states, u));
@@ -441,6 +484,10 @@ static void print_parts(const struct run *r)
                    calcargs_size(b3, sizeof b3, m->act.peak, u));
         else
             printf("%d layers + the ends, one micro-batch at its peak\n", m->stage_layers);
+        printf("  %-18s %14s   %s\n", "", "",
+               c->attention == ACTIV_FLASH
+                   ? "flash attention: each row's log-sum-exp kept, no probabilities"
+                   : "eager attention: the a s^2 b probabilities kept");
     }
     double ring = memory_cp_buffers(c), a2a = memory_ep_buffers(c), dpc = m->comm - ring - a2a;
     if (dpc > 0)

@@ -27,6 +27,7 @@ struct plan_args {
     double efficiency;
     enum fp_format precision;
     enum calc_optimizer optimizer;
+    enum activ_attention attention;
     enum units_system units;
     bool json;
 };
@@ -60,6 +61,7 @@ static const struct opt_entry options[] = {
              "adamw (default), sgd or sgd-momentum"),
     OPT_WITH("grad-accum", "fp32|same", opts_str, A, grad_accum,
              "fp32 keeps gradients in fp32, as for 'scalelab memory'"),
+    OPT_WITH("attention", "K", calcargs_attention, A, attention, CALCARGS_ATTENTION_HELP),
     OPT_WITH("efficiency", "X", parse_efficiency, A, efficiency,
              "share of peak FLOP/s the matmuls reach, (0, 1] (default 0.5)"),
     OPT_WITH("gpu-mem", "SIZE", opts_str, A, gpu_mem, "memory per GPU (default the cluster's)"),
@@ -144,7 +146,8 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
                               .efficiency = a->efficiency,
                               .capacity = r->cluster.hbm_bytes,
                               .cp_max = a->cp_max,
-                              .ep_max = a->ep_max};
+                              .ep_max = a->ep_max,
+                              .attention = a->attention};
     if ((rc = calcargs_capacity(a->capacity_factor, &r->model, e)) < 0)
         return rc;
     r->top = a->top;
@@ -160,6 +163,17 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
     r->json = a->json;
     if ((rc = check_fit(r, e)) < 0)
         return rc;
+    if (a->ep_max > 1 && !(r->model.experts > 0)) /* an option that cannot act is refused */
+        return error_set(e, ERR_INVAL,
+                         "--ep-max %d: expert parallelism shares a model's experts, and %s has "
+                         "none",
+                         a->ep_max, r->model.name);
+    if (a->ep_max > 1 && !(r->model.capacity_factor > 0))
+        return error_set(e, ERR_INVAL,
+                         "--ep-max %d: expert parallelism needs a capacity factor (the static "
+                         "shape its all-to-alls send), and %s's preset has none: give "
+                         "--capacity-factor C",
+                         a->ep_max, r->model.name);
     r->pick = a->pick ? a->pick : 1;
     if (a->pick && !a->emit)
         return error_set(e, ERR_INVAL, "--pick chooses the layout --emit writes: give --emit too");
@@ -272,6 +286,7 @@ static void print_json(const struct run *r, const struct plan_result *res)
                   "kept_count", (json_int_t)res->n_kept, "rejected_count",
                   (json_int_t)res->n_rejected, "layouts", kept, "rejected", rej);
     json_object_set_new(doc, "capacity", json_whole(r->c.capacity));
+    json_object_set_new(doc, "attention", json_string(activ_attention_name(r->c.attention)));
     if (r->c.framework != FRAMEWORK_NONE)
         json_object_set_new(doc, "framework", json_string(framework_title(r->c.framework)));
     json_write(stdout, doc, JSON_FIGURES);
@@ -289,9 +304,10 @@ static void print_text(const struct run *r, const struct plan_result *res)
            r->model.name, b1, c->gpus, r->cluster.name, r->cluster.gpus_per_node,
            calcargs_size(b2, sizeof b2, c->capacity, r->units), r->cluster.peak_flops / 1e12);
     units_format_grouped(b1, sizeof b1, (unsigned long long)c->global_batch * c->seq);
-    printf("batch      %d sequences x %d tokens = %s tokens per step; %s, %s%s\n", c->global_batch,
-           c->seq, b1, fp_info(c->precision)->name, memory_optimizer_name(c->optimizer),
-           c->grad_fp32 ? ", fp32 gradients" : "");
+    printf("batch      %d sequences x %d tokens = %s tokens per step; %s, %s%s, %s attention\n",
+           c->global_batch, c->seq, b1, fp_info(c->precision)->name,
+           memory_optimizer_name(c->optimizer), c->grad_fp32 ? ", fp32 gradients" : "",
+           activ_attention_name(c->attention));
     if (c->framework != FRAMEWORK_NONE)
         printf("framework  %s: the layouts it runs, each as it runs them (the others rejected "
                "with its reason)\n",

@@ -21,7 +21,7 @@ struct progress_args {
 
 static const struct opt_entry lesson_arg =
     OPT_ONE("lesson", "LESSON", struct progress_args, which,
-            "with --reset: forget that lesson's only (a number, lab, or a lesson's name)");
+            "with --reset: forget that lesson's only (a number, L or lab, or a\nlesson's name)");
 
 static const struct opt_entry options[] = {
     OPT_FLAG("json", struct progress_args, json,
@@ -66,17 +66,22 @@ static int show(const struct progress *p, const char *path, const char *note, bo
         int right = progress_count(p, l->name);
         current = open ? num : current;
         size_t qs = questions_of(l);
+        char key[8]; /* as the window's tab names it (ui/tabs.h): L for the Lab */
+        snprintf(key, sizeof key, "%d", num);
+        if (!strcmp(l->name, LESSON_LAB))
+            snprintf(key, sizeof key, "L");
         if (arr) {
-            json_array_append_new(
-                arr, json_pack("{s:i, s:s, s:s, s:b, s:i, s:i, s:i, s:i}", "lesson", num, "name",
-                               l->name, "title", l->title, "visited", visited, "step", step + 1,
-                               "steps", (int)l->nsteps, "right", right, "questions", (int)qs));
+            json_array_append_new(arr,
+                                  json_pack("{s:i, s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:i}",
+                                            "lesson", num, "key", key, "name", l->name, "title",
+                                            l->title, "visited", visited, "step", step + 1, "steps",
+                                            (int)l->nsteps, "right", right, "questions", (int)qs));
             continue;
         }
         char where[32] = "not opened";
         if (visited)
             snprintf(where, sizeof where, "%d of %zu", step + 1, l->nsteps);
-        printf("%-6d %-40.40s %-12s %d of %zu%s\n", num, l->title, where, right, qs,
+        printf("%-6s %-40.40s %-12s %d of %zu%s\n", key, l->title, where, right, qs,
                open ? "   (open last)" : "");
     }
     if (arr) {
@@ -125,7 +130,7 @@ static int progress_main(int argc, char **argv)
         progress_forget(&p, l->name);
         lesson_free(l);
     } else {
-        progress_init(&p);
+        progress_forget_all(&p);
     }
     struct error se = {0};
     if (progress_save(&p, path, &se) < 0)

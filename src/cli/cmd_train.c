@@ -148,8 +148,7 @@ static int run_steps(const struct train_args *r, struct run *run, struct train_s
             progress_clear(&shown);
             train_print_step_text(&rs);
         }
-        if (!r->json)
-            fflush(stdout);
+        cli_output_ok(); /* the line whole, now (a failure's errno kept for the report) */
         if (progress && clock_now() - tprog > 0.2) {
             double el = clock_now() - t0, rate = (double)i / el;
             char left[32], loss[32];
@@ -299,6 +298,11 @@ static int train_main(int argc, char **argv)
 /* The run, on threads (k NULL) or as rank k->rank of k->size. */
 static int train_run(int argc, char **argv, const struct ranks *k)
 {
+    /* Each line written whole: stdout is buffered in a buffer of its own (no allocation)
+     * larger than a step's line and flushed after each line, so a line leaves in one write and
+     * a run killed by a signal never leaves half of one (stdio's 4 KiB blocks cut them). */
+    static char out_buffer[1 << 16];
+    setvbuf(stdout, out_buffer, _IOFBF, sizeof out_buffer);
     static struct train_args r; /* large; one per process */
     memset(&r, 0, sizeof r);
     struct run_config rcfg = {0};

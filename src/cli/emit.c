@@ -35,6 +35,7 @@
 #include "base/units.h"
 #include "calc/params.h"
 #include "calc/sched.h"
+#include "par/settings.h"
 #include "sim/spec.h"
 
 int emit_parse(const char *option, const char *s, enum framework *out, struct error *e)
@@ -117,10 +118,11 @@ static void memory_command(FILE *f, const struct emit_plan *p, const struct memo
         fprintf(f, " --nodes %d", p->cluster->nodes);
     fprintf(f,
             " --dp %d --tp %d --pp %d --zero %d --precision %s --optimizer %s --grad-accum %s "
-            "--micro-batch %d --micro-batches %d --seq %d --checkpoint %s",
+            "--micro-batch %d --micro-batches %d --seq %d --checkpoint %s --attention %s",
             c->dp, c->tp, c->pp, c->zero, fp_info(c->precision)->name,
             memory_optimizer_name(c->optimizer), c->grad_fp32 ? "fp32" : "same", c->micro_batch,
-            c->micro_batches, c->seq, ckpt_name(pol, sizeof pol, &c->ckpt));
+            c->micro_batches, c->seq, ckpt_name(pol, sizeof pol, &c->ckpt),
+            activ_attention_name(c->attention));
     if (c->sp)
         fprintf(f, " --sequence-parallel");
     if (c->cp > 1)
@@ -133,11 +135,12 @@ static void memory_command(FILE *f, const struct emit_plan *p, const struct memo
         fprintf(f, " --schedule %s", sched_name(c->schedule));
     if (c->pp > 1 && c->schedule == SCHED_INTERLEAVED)
         fprintf(f, " --chunks %d", c->chunks);
-    if (c->bucket_bytes > 0)
+    /* each where it acts (memory refuses it elsewhere) */
+    if (c->bucket_bytes > 0 && c->zero == 2)
         fprintf(f, " --bucket %.0f", c->bucket_bytes);
-    if (c->no_prefetch)
+    if (c->no_prefetch && c->zero == 3)
         fprintf(f, " --prefetch 0");
-    if (c->unit_layers > 1)
+    if (c->unit_layers > 1 && c->zero == 3)
         fprintf(f, " --unit-layers %d", c->unit_layers);
     if (c->capacity != p->cluster->hbm_bytes)
         fprintf(f, " --gpu-mem %.0f", c->capacity);
@@ -319,10 +322,12 @@ static void arg(FILE *f, const char *name, const char *fmt, ...)
     }
 }
 
-static void megatron(FILE *out, const struct emit_plan *p, const struct memory_config *c)
+/* The comments above the command: the schedule, what FSDP needs, the drop policy, the
+ * vocabulary */
+static void megatron_notes(FILE *out, const struct memory_config *c)
 {
     const struct model_shape *m = c->model;
-    bool swiglu = m->ffn_kind == FFN_SWIGLU, interleaved = c->schedule == SCHED_INTERLEAVED;
+    bool interleaved = c->schedule == SCHED_INTERLEAVED;
     if (c->pp > 1)
         fprintf(out, "# schedule: %s\n",
                 interleaved ? "interleaved 1F1B, model chunks of "
@@ -332,9 +337,52 @@ static void megatron(FILE *out, const struct emit_plan *p, const struct memory_c
     if (c->zero >= 2)
         fprintf(out, "# Megatron-FSDP: CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 "
                      "(arguments.py asserts it)\n");
+    if (m->experts > 0 && m->capacity_factor > 0 && m->top_k > 1)
+        fprintf(out,
+                "# the drop policy: position keeps each expert's earliest tokens, as the lab "
+                "does; the lab also takes every token's first choice before any second one "
+                "(GShard), Megatron-LM a choice of either rank by its token's place, so when "
+                "tokens drop a top-%d run differs (moe_utils.py)\n",
+                m->top_k);
     fprintf(out, "# vocabulary %d: from your tokenizer (--vocab-size with the NullTokenizer)\n",
             m->vocab);
+}
+
+/* A mixture of experts' arguments (megatron/core/transformer/moe): E experts, top-k, every
+ * k-th layer */
+static void megatron_moe(FILE *out, const struct memory_config *c)
+{
+    const struct model_shape *m = c->model;
+    arg(out, "--num-experts", "%d", m->experts);
+    arg(out, "--moe-router-topk", "%d", m->top_k);
+    if (m->moe_every > 1)
+        arg(out, "--moe-layer-freq", "%d", m->moe_every);
+    if (c->ep > 1) /* E / ep experts a GPU, expert rank = data rank % ep */
+        arg(out, "--expert-model-parallel-size", "%d", c->ep);
+    arg(out, "--moe-token-dispatcher-type", "alltoall");
+    if (m->capacity_factor > 0) { /* the static [E, cap, d] rows: drop and pad */
+        arg(out, "--moe-expert-capacity-factor", "%g", m->capacity_factor);
+        arg(out, "--moe-pad-expert-input-to-capacity", NULL);
+        /* its default, probs, drops the lowest gates; the lab drops the last tokens */
+        arg(out, "--moe-token-drop-policy", "position");
+    }
+    /* Switch Transformer's load-balancing loss with the lab's α (Megatron-LM's
+     * --moe-aux-loss-coeff defaults to 0) */
+    arg(out, "--moe-router-load-balancing-type", "aux_loss");
+    arg(out, "--moe-aux-loss-coeff", "%g", TRAIN_AUX_COEF);
+}
+
+static void megatron(FILE *out, const struct emit_plan *p, const struct memory_config *c)
+{
+    const struct model_shape *m = c->model;
+    bool swiglu = m->ffn_kind == FFN_SWIGLU, interleaved = c->schedule == SCHED_INTERLEAVED;
+    megatron_notes(out, c);
     on_each_node(out, p, c);
+    /* arguments.py (validate_args): tensor or context parallelism without Megatron-FSDP (or
+     * overlap_moe_expert_parallel_comm) on a GPU before Blackwell, as every preset's is,
+     * asserts CUDA_DEVICE_MAX_CONNECTIONS == "1" */
+    if ((c->tp > 1 || c->cp > 1) && c->zero < 2)
+        fprintf(out, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
     torchrun(out, p, c, 6000);
     fprintf(out, " pretrain_gpt.py");
     arg(out, "--num-layers", "%d", m->layers);
@@ -362,19 +410,8 @@ static void megatron(FILE *out, const struct emit_plan *p, const struct memory_c
     arg(out, "--pipeline-model-parallel-size", "%d", c->pp);
     if (c->cp > 1) /* ring attention over the cp group (TransformerEngine's p2p by default) */
         arg(out, "--context-parallel-size", "%d", c->cp);
-    if (m->experts > 0) { /* megatron/core/transformer/moe: E experts, top-k, every k-th layer */
-        arg(out, "--num-experts", "%d", m->experts);
-        arg(out, "--moe-router-topk", "%d", m->top_k);
-        if (m->moe_every > 1)
-            arg(out, "--moe-layer-freq", "%d", m->moe_every);
-        if (c->ep > 1) /* E / ep experts a GPU, expert rank = data rank % ep */
-            arg(out, "--expert-model-parallel-size", "%d", c->ep);
-        arg(out, "--moe-token-dispatcher-type", "alltoall");
-        if (m->capacity_factor > 0) { /* the static [E, cap, d] rows: drop and pad */
-            arg(out, "--moe-expert-capacity-factor", "%g", m->capacity_factor);
-            arg(out, "--moe-pad-expert-input-to-capacity", NULL);
-        }
-    }
+    if (m->experts > 0)
+        megatron_moe(out, c);
     if (interleaved && c->pp > 1) /* the layers of one model chunk: L / (pp v) */
         arg(out, "--num-layers-per-virtual-pipeline-stage", "%d", m->layers / (c->pp * c->chunks));
     if (c->sp && c->tp > 1)

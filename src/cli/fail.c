@@ -17,9 +17,14 @@ bool cli_output_ok(void)
     errno = 0;
     if (fflush(stdout) == 0 && !ferror(stdout))
         return true;
+    cli_output_failed();
+    return false;
+}
+
+void cli_output_failed(void)
+{
     if (!cli_output_errno)
         cli_output_errno = errno ? errno : EIO;
-    return false;
 }
 
 int cli_fail(const struct error *e)

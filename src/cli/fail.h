@@ -12,6 +12,8 @@ struct error;
 /* Flushes standard output; false when it failed (a full disk, a closed pipe), with the errno
  * kept for main's report. A command that streams calls it to stop writing into the void. */
 bool cli_output_ok(void);
+/* A write to stdout just failed: keep errno (the first failure's, e.g. ENOSPC) for the report. */
+void cli_output_failed(void);
 extern int cli_output_errno; /* the errno of the first write error seen, or 0 */
 
 /* Prints "scalelab: MESSAGE" to stderr and returns the exit status for e's code. */

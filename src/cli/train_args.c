@@ -170,6 +170,8 @@ static int configure(int argc, char **argv, struct train_args *r)
         return rc;
     struct train_opts *o = &r->o;
     double aux = o->shape.moe.aux_coef; /* the shape below is the model's, with its default */
+    if (given(r, "seq")) /* onto the model, so the calculator predicts the run's sequence */
+        r->shape.seq = o->shape.seq;
     if (train_shape_of(&r->shape, &o->shape, &e))
         return cli_usage("train", "--model %s", e.msg);
     if (given(r, "aux-loss-coef"))

@@ -4,6 +4,7 @@
  * (cli/train.h). */
 #include "config.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,10 +13,44 @@
 #include "base/json.h"
 #include "base/units.h"
 #include "calc/sched.h"
+#include "cli/fail.h"
 #include "cli/train.h"
 #include "par/layout.h"
 #include "par/strategies.h"
 #include "sim/ledger.h"
+
+/* The layout of a run on several GPUs: its axes, dp x tp x pp x cp (ep over the dp ranks), the
+ * data-parallel strategy where there is one, and what each GPU holds of the batch and the
+ * model. */
+static void print_layout(const struct train_opts *o, const struct cluster_spec *spec)
+{
+    const struct gpt_config *c = &o->shape;
+    int dp = layout_dp(o), per = o->batch / dp, mb = per / o->micro_batches;
+    printf("%d simulated %s GPUs\nlayout %d GPUs = dp %d x tp %d x pp %d x cp %d", o->gpus,
+           spec->name, o->gpus, dp, o->tp, o->pp, o->cp);
+    if (o->ep > 1)
+        printf(", ep %d of the dp ranks", o->ep);
+    if (dp * o->cp > 1) /* the weights' copies the gradients reduce over: dp x cp */
+        printf(", %s%s",
+               o->zero == 3   ? "ZeRO-3 (FSDP)"
+               : o->zero == 2 ? "ZeRO-2"
+               : o->zero == 1 ? "ZeRO-1"
+                              : "DDP",
+               o->cp > 1 ? " over dp x cp" : "");
+    printf("; each GPU: %d sequence%s", per, per == 1 ? "" : "s");
+    if (o->micro_batches > 1)
+        printf(" (%d micro-batches of %d)", o->micro_batches, mb);
+    if (o->cp > 1)
+        printf(", %d of each one's %d tokens", c->seq / o->cp, c->seq);
+    if (o->pp > 1)
+        printf(", %d of the %d layers%s", c->layers / o->pp, c->layers,
+               layout_chunks(o) > 1 ? " in chunks" : "");
+    if (o->tp > 1)
+        printf(", %d of each layer's %d heads", c->heads / o->tp, c->heads);
+    if (o->ep > 1)
+        printf(", %d of each expert layer's %d experts", c->moe.experts / o->ep, c->moe.experts);
+    printf("\n");
+}
 
 /* The run's settings, before its steps (text only). */
 void train_print_header(const struct train_args *r, const struct cluster_spec *spec)
@@ -35,22 +70,23 @@ void train_print_header(const struct train_args *r, const struct cluster_spec *s
                "parameters used per token\n",
                c->moe.experts, gpt_moe_layers(c), c->layers, c->moe.top_k, cap, c->moe.aux_coef,
                units_format_grouped(ac, sizeof ac, gpt_active_param_count(c)));
+        printf("routing: aux is the load-balancing loss, part of the loss: each expert layer's "
+               "α E Σ f_i P_i (Switch Transformer's; %g, α, when the routing is even), summed "
+               "over the %d expert layers; dropped and busiest/mean over every GPU's tokens\n",
+               c->moe.aux_coef, gpt_moe_layers(c));
     }
-    printf("precision %s, loss scale %s, checkpoint %s, batch %d x %d tokens, lr %g, ",
+    printf("precision %s, loss scale %s, checkpoint %s, attention %s, batch %d x %d tokens, "
+           "lr %g, ",
            fp_info(o->precision)->name,
            o->scaling == TRAIN_SCALE_DYNAMIC  ? "dynamic"
            : o->scaling == TRAIN_SCALE_STATIC ? "fixed"
                                               : "none",
-           ckpt_name(ckpt, sizeof ckpt, &o->ckpt), o->batch, c->seq, o->lr);
+           ckpt_name(ckpt, sizeof ckpt, &o->ckpt), train_flash(o) ? "flash" : "eager", o->batch,
+           c->seq, o->lr);
     if (o->gpus == 1)
         printf("one simulated %s GPU\n", spec->name);
     else
-        printf("%d simulated %s GPUs, %s (%d sequences each)\n", o->gpus, spec->name,
-               o->zero ? (o->zero == 3   ? "ZeRO-3 (FSDP)"
-                          : o->zero == 2 ? "ZeRO-2"
-                                         : "ZeRO-1")
-                       : "DDP",
-               o->batch / o->gpus);
+        print_layout(o, spec);
     fflush(stdout);
 }
 
@@ -100,6 +136,7 @@ void train_print_step_json(const struct run_step *rs)
     printf("\"act_peak_bytes\":%zu,", s->act_peak_bytes);
     if (s->routed) { /* a mixture of experts: the routing's figures */
         put_num("aux_loss", s->aux_loss, true);
+        put_num("aux_loss_per_layer", s->aux_layers ? s->aux_loss / s->aux_layers : 0, true);
         printf("\"routed\":%llu,\"dropped\":%llu,", (unsigned long long)s->routed,
                (unsigned long long)s->dropped);
         put_num("expert_imbalance", s->expert_imbalance, true);
@@ -123,7 +160,8 @@ void train_print_step_text(const struct run_step *rs)
     else if (s->nonfinite[0])
         printf("  non-finite: %s", s->nonfinite);
     if (s->routed)
-        printf("  aux %.4f  dropped %.1f%%  max load %.2fx", s->aux_loss,
+        printf("  aux %.4f (%d layers x %.4f)  dropped %.1f%%  busiest/mean %.2fx", s->aux_loss,
+               s->aux_layers, s->aux_layers ? s->aux_loss / s->aux_layers : 0,
                100.0 * (double)s->dropped / (double)s->routed, s->expert_imbalance);
     if (s->overflow)
         printf("  OVERFLOW");
@@ -215,6 +253,7 @@ static json_t *layout_json(const struct train_opts *o)
     json_object_set_new(lay, "sequence_parallel", json_boolean(o->sp));
     if (o->ep > 1) /* expert parallelism: the same */
         json_object_set_new(lay, "ep", json_integer(o->ep));
+    json_object_set_new(lay, "attention", json_string(train_flash(o) ? "flash" : "eager"));
     if (o->cp > 1) { /* context parallelism: only where it ran, so other runs read as before */
         json_object_set_new(lay, "cp", json_integer(o->cp));
         json_object_set_new(lay, "cp_split", json_string(o->cp_naive ? "naive" : "balanced"));
@@ -328,6 +367,9 @@ static json_t *moe_json(const struct gpt_config *c, const struct train_summary *
     json_object_set_new(x, "routed", json_integer((json_int_t)sum->routed));
     json_object_set_new(x, "dropped", json_integer((json_int_t)sum->dropped));
     json_object_set_new(x, "last_aux_loss", json_num(sum->last_aux));
+    /* a layer's loss, and what Switch Transformer's formula gives it when the routing is even */
+    json_object_set_new(x, "last_aux_loss_per_layer", json_num(sum->last_aux / gpt_moe_layers(c)));
+    json_object_set_new(x, "aux_loss_per_layer_even", json_num(c->moe.aux_coef));
     json_object_set_new(x, "last_expert_imbalance", json_num(sum->last_imbalance));
     return x;
 }
@@ -400,7 +442,9 @@ static void print_summary_json(const struct train_args *r, const struct run *run
         json_object_set_new(m, "pipeline", pipeline_json(o, run, p));
     json_t *top = json_object();
     json_object_set_new(top, "summary", m);
-    json_write_line(stdout, top, JSON_FIGURES);
+    errno = 0;
+    if (json_write_line(stdout, top, JSON_FIGURES) != 0)
+        cli_output_failed();
 }
 
 /* Every GPU's ledger peaks and bytes sent per step beside the calculator's figures for its

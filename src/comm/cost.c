@@ -542,23 +542,44 @@ static bool pipelined(enum cost_op op, enum cost_algo algo)
            (algo == COST_RING && (op == COST_BROADCAST || op == COST_REDUCE));
 }
 
+/* One cycle of the pipeline with chunks of m bytes on net: two chunks' time less one's. */
+static double pace(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double m)
+{
+    return sched_time(op, algo, net, 2 * m, 2) - sched_time(op, algo, net, m, 1);
+}
+
 int cost_pipe_formula(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
                       double bytes, struct cost_pipe *out)
 {
     memset(out, 0, sizeof *out);
     if (!pipelined(op, algo) || net->gpus < 2 || !(bytes >= 0))
         return ERR_INVAL;
-    struct cost_net free_alpha = *net;
+    struct cost_net free_alpha = *net, small_alpha = *net;
     free_alpha.alpha_intra = free_alpha.alpha_inter = 0;
-    double l1 = sched_time(op, algo, net, 0, 1), l2 = sched_time(op, algo, net, 0, 2);
-    double b1 = sched_time(op, algo, &free_alpha, bytes, 1);
-    double b2 = sched_time(op, algo, &free_alpha, bytes, 2);
-    if (isnan(l1) || isnan(l2) || isnan(b1) || isnan(b2))
-        return ERR_NOMEM;
-    out->lat_per_chunk = l2 - l1;
-    out->lat_fixed = l1 - out->lat_per_chunk;
-    out->bw_split = 2 * (b1 - b2);
-    out->bw_fixed = b1 - out->bw_split;
+    /* the fill: one chunk through, its latencies and its bytes */
+    out->fill_lat = sched_time(op, algo, net, 0, 1);
+    out->fill_bw = sched_time(op, algo, &free_alpha, bytes, 1);
+    /* the cycle the latencies set: with no bytes, and its bytes' share from chunks of a
+     * thousandth of the smallest α β (the latencies still set the pace) */
+    double ab = fmin(net->alpha_intra * net->beta_intra, net->alpha_inter * net->beta_inter);
+    double m = 1e-3 * ab;
+    out->lat_pace_lat = pace(op, algo, net, 0);
+    if (bytes > 0 && m > 0)
+        out->lat_pace_bw = (pace(op, algo, net, m) - out->lat_pace_lat) / m * bytes;
+    /* the cycle the bytes set: with α = 0, and its latencies' share from an α a thousandth of
+     * a chunk's time (the bytes still set the pace) */
+    out->bw_pace_bw = pace(op, algo, &free_alpha, bytes);
+    double eps = net->alpha_intra > 0 ? 1e-3 * (bytes / net->beta_intra) / net->alpha_intra : 0;
+    if (bytes > 0 && eps > 0) {
+        small_alpha.alpha_intra *= eps, small_alpha.alpha_inter *= eps;
+        out->bw_pace_lat = (pace(op, algo, &small_alpha, bytes) - out->bw_pace_bw) / eps;
+    } else /* no bytes: one cycle, the latencies' */
+        out->bw_pace_lat = out->lat_pace_lat, out->bw_pace_bw = out->lat_pace_bw;
+    double all[] = {out->fill_lat,    out->fill_bw,     out->lat_pace_lat,
+                    out->lat_pace_bw, out->bw_pace_lat, out->bw_pace_bw};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (isnan(all[i]))
+            return ERR_NOMEM;
     return 0;
 }
 
@@ -573,17 +594,28 @@ double cost_schedule_time(enum cost_op op, enum cost_algo algo, const struct cos
 
 double cost_pipe_time(const struct cost_pipe *f, int chunks)
 {
-    return f->lat_per_chunk * chunks + f->lat_fixed + f->bw_fixed + f->bw_split / chunks;
+    double P = chunks;
+    return f->fill_lat + f->fill_bw / P +
+           (P - 1) * fmax(f->lat_pace_lat + f->lat_pace_bw / P, f->bw_pace_lat + f->bw_pace_bw / P);
 }
 
 int cost_chunks(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes)
 {
-    struct cost_pipe f;
-    if (cost_pipe_formula(op, algo, net, bytes, &f) != 0 || !(f.bw_split > 0))
+    /* the start: the least of the schedule's latencies (no bytes), a P + b, plus its bytes
+     * (α = 0), c + d / P, at P* = sqrt(d / a): a bound of the schedule for the trees whose
+     * cycles are more than two (cost_pipe_formula's are exact for two), and as good a start */
+    if (!pipelined(op, algo) || net->gpus < 2 || !(bytes >= 0))
         return 1;
-    if (!(f.lat_per_chunk > 0))
+    struct cost_net free_alpha = *net;
+    free_alpha.alpha_intra = free_alpha.alpha_inter = 0;
+    double lat = sched_time(op, algo, net, 0, 2) - sched_time(op, algo, net, 0, 1);
+    double split = 2 * (sched_time(op, algo, &free_alpha, bytes, 1) -
+                        sched_time(op, algo, &free_alpha, bytes, 2));
+    if (!(split > 0))
+        return 1;
+    if (!(lat > 0))
         return COST_MAX_CHUNKS;
-    double pstar = sqrt(f.bw_split / f.lat_per_chunk);
+    double pstar = sqrt(split / lat);
     int p = !(pstar < COST_MAX_CHUNKS) ? COST_MAX_CHUNKS : pstar < 1 ? 1 : (int)lround(pstar);
     /* the formula bounds the schedule, which decides: from P*, towards fewer or more chunks
      * while the replayed time falls */

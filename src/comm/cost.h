@@ -26,8 +26,9 @@
  *   ring broadcast / reduce    (P + N-2)(α + S/(Pβ))  a pipelined chain    (N-1) S
  *   tree broadcast             2(P + D-1)(α + S/(Pβ))  pipelined binary    (N-1) S
  *   tree reduce                (P + D-1)(α + 2S/(Pβ))  tree                (N-1) S
- *   tree all-reduce            (P + D-1)(3α + 4S/(Pβ)) reduce, then        2(N-1) S
- *                                                      broadcast
+ *   tree all-reduce            D(3α + 4S/(Pβ)) + (P-1)    reduce, then    2(N-1) S
+ *                                max(3α + 3S/(Pβ),     broadcast
+ *                                    2α + 4S/(Pβ))     (N = 2^(D+1) - 1)
  *   dbtree all-reduce          its schedule (below)                        2(N-1) S
  *   pairwise all-to-all        (N-1)(α + S/(Nβ))              (one node)   (N-1) S
  *   direct all-to-all          (N-1)(α + S/(Nβ))              (one node)   (N-1) S
@@ -52,14 +53,16 @@
  * the other through its one port, so a broadcast step costs 2(α + m/β); a reduction takes
  * both children's chunks through its one incoming link, one after the other, so a step costs
  * α + 2m/β; the all-reduce is a pipelined reduce to the root followed by a pipelined
- * broadcast from it. (With N = 2 the tree is a chain.) The tree's formulas above bound a full
- * tree (N = 2^k - 1) on one node: each of their two parts, the latency (the schedule with no
- * bytes) and the bandwidth (with α = 0), is the schedule's own; the schedule's time is at most
- * their sum, its critical path overlapping the two (tests/unit/test_cost.c). The time
+ * broadcast from it. (With N = 2 the tree is a chain.) The trees' formulas above bound a full
+ * tree (N = 2^k - 1) on one node; the all-reduce's is its schedule's own: D levels to fill the
+ * pipeline, then a chunk each cycle of the slower of two, one its latencies set (an inner GPU's
+ * three messages a chunk through its one port, 3α + 3S/(Pβ), while a chunk's bytes take less
+ * than α) and one its bytes set (2α + 4S/(Pβ)) (tests/unit/test_cost.c). The time
  * cost_collective returns for the chain, the trees and rhd is their schedule: their programs
  * replayed under the simulator's own timing rules (cost.c), which counts each node's real
  * children (for N = 2^k the root has one child: on 8 GPUs the tree all-reduce's formula is
- * (3P + 5)α + (4P + 6)S/(Pβ)) and each message's own link; the simulated and predicted
+ * 8α + 10S/(Pβ) + (P - 1) max(3α + 3S/(Pβ), 2α + 4S/(Pβ))) and each message's own link; the
+ * simulated and predicted
  * times agree to rounding (tests/unit/test_coll.c). P is the one whose schedule takes the
  * least time (cost_chunks, starting at its formula's least, cost_pipe_formula); the
  * collectives use the same P, capped by the number of elements.
@@ -154,18 +157,28 @@ bool cost_supported(enum cost_op op, enum cost_algo algo, int n, struct error *e
 void cost_link(const struct cost_net *net, double *alpha, double *beta);
 
 /* A pipelined chain or tree's own α-β formula in its number of chunks P, read off its schedule
- * (its messages replayed as the simulator times them) at P = 1 and 2: the latency part, its
- * time with no bytes, lat_per_chunk P + lat_fixed; the bandwidth part, its time with α = 0,
- * bw_fixed + bw_split / P. A full tree on one node without the incoming links' limit would
- * be 3(P + D - 1)(α + S/(Pβ)): lat_per_chunk = 3α, lat_fixed = 3(D-1)α, bw_fixed = 3S/β,
- * bw_split = 3(D-1)S/β. The lab's tree on 8 GPUs of one node is (3P + 5)α + (4 + 6/P)S/β:
- * its root has one child, and a parent takes its two children's chunks one after the other
- * through its incoming link. On one node each part is exact for the tree and the chain (the
- * schedule's own counts); the time of the schedule is at most their sum (its critical path's
- * latency and bandwidth, each at its worst); the double binary tree's and a tree's across
- * nodes follow them less closely. ERR_INVAL for an algorithm that is not pipelined. */
+ * (its messages replayed as the simulator times them): the first chunk's way through, the fill,
+ * then each further chunk one cycle of the slower of the two the schedule repeats, one its
+ * latencies set (while a chunk's bytes take less than α) and one its bytes set:
+ *
+ *   t(P) = fill_lat + fill_bw / P + (P - 1) max(lat_pace_lat + lat_pace_bw / P,
+ *                                                bw_pace_lat + bw_pace_bw / P)
+ *
+ * each *_lat a time of latencies, each *_bw the time of the whole buffer's bytes (a chunk's is
+ * that over P), read off the schedule with no bytes, with α = 0, and near each (so the
+ * coefficients are the schedule's counts). The lab's tree all-reduce on 8 GPUs of one node is
+ * 8α + 10S/(Pβ) + (P - 1) max(3α + 3S/(Pβ), 2α + 4S/(Pβ)): its root has one child, and a
+ * parent takes its two children's chunks one after the other through its incoming link. On one
+ * node it is the schedule's time exactly (to rounding) for the chain, the tree's broadcast,
+ * and the tree's reduce and all-reduce on N = 2^k or 2^k - 1 GPUs, where every inner GPU but
+ * the root has two children (tests/unit/test_cost.c); a tree with GPUs of one child, the
+ * double binary tree and a tree across nodes repeat more than two cycles and follow it less
+ * closely (the lab times their schedule). ERR_INVAL for an algorithm that is not
+ * pipelined. */
 struct cost_pipe {
-    double lat_per_chunk, lat_fixed, bw_fixed, bw_split;
+    double fill_lat, fill_bw;
+    double lat_pace_lat, lat_pace_bw; /* the cycle the latencies set */
+    double bw_pace_lat, bw_pace_bw;   /* the cycle the bytes set */
 };
 int cost_pipe_formula(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
                       double bytes, struct cost_pipe *out);
@@ -177,8 +190,9 @@ double cost_pipe_time(const struct cost_pipe *f, int chunks);
 double cost_schedule_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
                           double bytes, int chunks);
 
-/* The chunks P a pipelined chain or tree cuts `bytes` into: from the least of its own formula,
- * P* = sqrt(bw_split / lat_per_chunk) rounded, the P whose replayed schedule takes the least
+/* The chunks P a pipelined chain or tree cuts `bytes` into: from the least of its schedule's
+ * latencies (no bytes) plus its bytes (α = 0), a P + b + c + d / P at P* = sqrt(d / a) rounded,
+ * the P whose replayed schedule takes the least
  * time, found by stepping to fewer or more chunks while it falls (between 1 and
  * COST_MAX_CHUNKS); 1 for the others. For the chain and the tree, whose time falls then rises
  * in P, this is the least of all P; the double binary tree's two trees share each GPU's

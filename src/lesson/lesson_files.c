@@ -195,6 +195,8 @@ int lesson_paths(const char *dir, char ***paths, size_t *n, struct error *e)
 int lesson_find(const char *dir, const char *which, struct lesson **out, struct error *e)
 {
     *out = NULL;
+    if (!strcasecmp(which, "l")) /* the Lab's key in the window, as everywhere */
+        which = LESSON_LAB;
     size_t wl = strlen(which);
     if (strchr(which, '/') ||
         (wl > 7 && !strcmp(which + wl - 7, ".lesson") && access(which, F_OK) == 0))
@@ -209,7 +211,7 @@ int lesson_find(const char *dir, const char *which, struct lesson **out, struct 
     bool numeric = units_parse_int(which, 0, 99, &num, NULL) == 0;
     const char *hit = NULL;
     for (size_t i = 0; i < count && !hit; i++) {
-        /* "90-lab.lesson" answers to 90, "90-lab.lesson", "90-lab" and "lab" */
+        /* "90-lab.lesson" answers to 90, "90-lab.lesson", "90-lab", "lab" and L (above) */
         const char *dash = strchr(names[i], '-'), *bare = dash ? dash + 1 : names[i];
         if (numeric
                 ? lesson_number_of(names[i]) == num
@@ -224,7 +226,7 @@ int lesson_find(const char *dir, const char *which, struct lesson **out, struct 
     } else {
         rc = error_set(e, ERR_INVAL,
                        "no lesson '%s' in %s (give a number, a name such as "
-                       "01-mixed-precision or lab, or a path)",
+                       "01-mixed-precision, L or lab for the Lab, or a path)",
                        which, folder);
     }
     lesson_free_strings(names, count);

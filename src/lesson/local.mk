@@ -5,4 +5,5 @@ libscalelab_a_SOURCES += \
 	%reldir%/text.c %reldir%/text.h \
 	%reldir%/progress.c %reldir%/progress.h \
 	%reldir%/quantity.c %reldir%/quantity.h %reldir%/quantity_expr.c \
+	%reldir%/quantity_comm.c %reldir%/quantity_table.h \
 	%reldir%/figure.c %reldir%/figure.h

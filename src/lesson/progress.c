@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -101,8 +104,9 @@ void progress_set_step(struct progress *p, const char *lesson, int step)
     struct progress_lesson *pl = valid(step, 0) ? entry(p, lesson) : NULL;
     if (!pl)
         return;
-    pl->step = step;
+    pl->step = step, pl->step_set = true;
     set_name(p->current, lesson);
+    p->current_set = true;
 }
 
 bool progress_correct(const struct progress *p, const char *lesson, int step, int question)
@@ -118,9 +122,9 @@ void progress_mark(struct progress *p, const char *lesson, int step, int questio
         return;
     uint32_t bit = 1u << question;
     if (correct)
-        pl->correct[step] |= bit;
+        pl->correct[step] |= bit, pl->set[step] |= bit, pl->cleared[step] &= ~bit;
     else
-        pl->correct[step] &= ~bit;
+        pl->correct[step] &= ~bit, pl->cleared[step] |= bit, pl->set[step] &= ~bit;
 }
 
 int progress_count(const struct progress *p, const char *lesson)
@@ -133,7 +137,8 @@ int progress_count(const struct progress *p, const char *lesson)
     return n;
 }
 
-void progress_forget(struct progress *p, const char *lesson)
+/* The lesson's entry removed, if it has one. */
+static void drop(struct progress *p, const char *lesson)
 {
     const struct progress_lesson *pl = progress_of(p, lesson);
     if (!pl)
@@ -142,8 +147,21 @@ void progress_forget(struct progress *p, const char *lesson)
     memmove(&p->lessons[i], &p->lessons[i + 1],
             (size_t)(PROGRESS_LESSONS - 1 - i) * sizeof *p->lessons);
     memset(&p->lessons[PROGRESS_LESSONS - 1], 0, sizeof *p->lessons);
+}
+
+void progress_forget(struct progress *p, const char *lesson)
+{
+    if (good_name(lesson) && p->nforgot < PROGRESS_LESSONS) /* for the disk's copy too */
+        set_name(p->forgot[p->nforgot++], lesson);
     if (!strcmp(p->current, lesson))
-        set_name(p->current, "");
+        set_name(p->current, ""), p->current_set = true;
+    drop(p, lesson);
+}
+
+void progress_forget_all(struct progress *p)
+{
+    progress_init(p);
+    p->forgot_all = p->current_set = true;
 }
 
 int progress_path(char *buf, size_t n, struct error *e)
@@ -491,16 +509,72 @@ static int save_target(const char *path, char *out, size_t n, struct error *e)
     }
 }
 
+/* The lock a save holds while it reads, merges and writes: the file's folder's (flock on the
+ * folder itself, so no lock file is left beside the progress): 0 with *fd, or ERR_IO. Another
+ * process's save takes milliseconds: it is waited for, up to 5 s (a wait with a deadline, as
+ * every wait here has). */
+static int lock_file(const char *dir, int *fd, struct error *e)
+{
+    const char *lk = dir[0] ? dir : "/";
+    *fd = open(lk, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*fd < 0)
+        return error_set(e, ERR_IO, "%s: cannot open the folder to lock it: %s", lk,
+                         strerror(errno));
+    int err = 0;
+    for (int i = 0; i < 500; i++) {
+        if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if ((err = errno) != EWOULDBLOCK && err != EINTR)
+            break;
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    close(*fd);
+    return error_set(e, ERR_IO, "%s: cannot lock the folder: %s", lk,
+                     err == EWOULDBLOCK ? "another save has held it for 5 s" : strerror(err));
+}
+
+/* p's changes laid onto d, the disk's progress: lessons forgotten here dropped, a lesson's step
+ * set here taken, its answers the disk's with those marked here set or cleared, the lesson open
+ * here current if it was set here; what was not changed here stays the disk's. */
+static void merge(struct progress *d, const struct progress *p)
+{
+    if (p->forgot_all) {
+        bool unreadable = d->unreadable;
+        progress_init(d);
+        d->unreadable = unreadable;
+    }
+    for (int i = 0; i < p->nforgot; i++)
+        drop(d, p->forgot[i]);
+    for (int l = 0; l < PROGRESS_LESSONS && p->lessons[l].name[0]; l++) {
+        const struct progress_lesson *pl = &p->lessons[l];
+        bool changed = pl->step_set;
+        for (int s = 0; s < LESSON_MAX_STEPS && !changed; s++)
+            changed = pl->set[s] || pl->cleared[s];
+        struct progress_lesson *dl = changed ? entry(d, pl->name) : NULL;
+        if (!dl)
+            continue;
+        if (pl->step_set)
+            dl->step = pl->step;
+        for (int s = 0; s < LESSON_MAX_STEPS; s++)
+            dl->correct[s] = (dl->correct[s] & ~pl->cleared[s]) | pl->set[s];
+    }
+    if (p->current_set)
+        set_name(d->current, p->current);
+}
+
+/* The merged progress written to path (the target, its folder made): 0, or ERR_IO. */
+static int write_file(struct progress *p, const char *path, struct error *e);
+
 int progress_save(struct progress *p, const char *given, struct error *e)
 {
-    char dir[PATH_MAX], tmp[PATH_MAX + 16], path[PATH_MAX];
+    char path[PATH_MAX];
     if (given[0] != '/')
         return error_set(e, ERR_IO, "%s: expected an absolute path to a file", given);
     if (save_target(given, path, sizeof path, e) < 0)
         return ERR_IO;
+    char dir[PATH_MAX] = "";
     const char *slash = strrchr(path, '/');
-    if (!slash || (size_t)(slash - path) >= sizeof dir ||
-        snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
+    if (!slash || (size_t)(slash - path) >= sizeof dir)
         return error_set(e, ERR_IO, "%s: expected an absolute path to a file", path);
     if (slash != path) {
         memcpy(dir, path, (size_t)(slash - path));
@@ -508,6 +582,33 @@ int progress_save(struct progress *p, const char *given, struct error *e)
         if (make_dirs(dir, e) < 0)
             return ERR_IO;
     }
+    struct progress *d = malloc(sizeof *d);
+    int lock = -1;
+    if (!d)
+        return error_set(e, ERR_NOMEM, "out of memory saving progress");
+    if (lock_file(dir, &lock, e) < 0) {
+        free(d);
+        return ERR_IO;
+    }
+    struct error de = {0};
+    progress_load(d, path, &de); /* what another window saved, or fresh */
+    merge(d, p);
+    d->unreadable = d->unreadable || p->unreadable;
+    int rc = write_file(d, path, e);
+    close(lock); /* the lock goes with its descriptor */
+    if (rc == 0) {
+        *p = *d;               /* what was written, no change pending */
+        p->unreadable = false; /* kept once: the next saves replace only what this one wrote */
+    }
+    free(d);
+    return rc;
+}
+
+static int write_file(struct progress *p, const char *path, struct error *e)
+{
+    char tmp[PATH_MAX + 16];
+    if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
+        return error_set(e, ERR_IO, "%s: the path is too long", path);
     int fd = mkstemp(tmp);
     if (fd < 0)
         return error_set(e, ERR_IO, "%s: cannot create a temporary file: %s", tmp, strerror(errno));
@@ -535,6 +636,5 @@ int progress_save(struct progress *p, const char *given, struct error *e)
         unlink(tmp);
         return error_set(e, ERR_IO, "%s: cannot save progress: %s", path, strerror(err));
     }
-    p->unreadable = false; /* kept once: the next saves replace only what this one wrote */
     return 0;
 }

@@ -14,6 +14,13 @@
  * It is written to a temporary file in the same folder and renamed
  * over the old one, so a crash leaves the old file or the new one, never a mix.
  *
+ * Two windows may share the file: a save merges this process's changes since its last load or
+ * save into what is on disk, under a lock (flock on the file's folder), so neither loses the
+ * other's. A lesson's step is the one set last (a change here is newer than what the
+ * disk holds: the window saves each change as it makes it), the answers are the disk's with
+ * the ones marked here set or cleared, a lesson forgotten here is forgotten, and the others
+ * are the disk's as they are.
+ *
  * Progress is never lost to a bad file: every valid line is kept, each bad one is skipped and
  * reported, and before the first save replaces such a file it is kept beside it as
  * progress.bad (or progress.bad.1, .2, ... when that exists). A missing file reads as fresh
@@ -36,12 +43,19 @@ struct progress_lesson {
     char name[PROGRESS_NAME];           /* "" for an unused entry */
     int step;                           /* from 0 */
     uint32_t correct[LESSON_MAX_STEPS]; /* bit q: question q of that step answered right */
+    /* changed here since the last load or save: what a save lays onto the disk's */
+    bool step_set;
+    uint32_t set[LESSON_MAX_STEPS], cleared[LESSON_MAX_STEPS];
 };
 
 struct progress {
     char current[PROGRESS_NAME];                      /* the lesson open last, or "" */
     struct progress_lesson lessons[PROGRESS_LESSONS]; /* the visited ones first, by name */
     bool unreadable; /* the file read had lines not kept here: keep it before replacing it */
+    /* changed here since the last load or save */
+    bool current_set, forgot_all;
+    char forgot[PROGRESS_LESSONS][PROGRESS_NAME]; /* lessons forgotten here */
+    int nforgot;
 };
 
 enum {
@@ -67,11 +81,13 @@ int progress_path(char *buf, size_t n, struct error *e);
  * 0), and p->unreadable is set when a file was there to keep. */
 int progress_load(struct progress *p, const char *path, struct error *e);
 
-/* Writes p to path through a temporary file in the same folder and a rename; creates the folder
- * (and its parents) if needed. A symbolic link is followed (the file it leads to is replaced,
- * the link stays); what is not a regular file (a device, a FIFO, a folder) is never replaced.
- * When p->unreadable, the file at path is first kept as path.bad (or the first free
- * path.bad.N), then p->unreadable is cleared. 0, or ERR_IO with e saying what failed. */
+/* Merges p's changes since its last load or save into the file at path, under its lock, and
+ * writes the result through a temporary file in the same folder and a rename; p becomes what
+ * was written, with no changes pending. Creates the folder (and its parents) if needed. A symbolic
+ * link is followed (the file it leads to is replaced, the link stays); what is not a regular file
+ * (a device, a FIFO, a folder) is never replaced. When p->unreadable, the file at path is first
+ * kept as path.bad (or the first free path.bad.N), then p->unreadable is cleared. 0, or ERR_IO with
+ * e saying what failed. */
 int progress_save(struct progress *p, const char *path, struct error *e);
 
 /* A lesson's progress by its name (NULL if never visited), and setting its step (marks it
@@ -90,6 +106,8 @@ int progress_count(const struct progress *p, const char *lesson);
 
 /* Forgets a lesson (progress --reset LESSON); it is no longer current. */
 void progress_forget(struct progress *p, const char *lesson);
+/* Forgets every lesson (progress --reset): the next save writes nothing of the disk's. */
+void progress_forget_all(struct progress *p);
 
 /* The name lesson number n had in a version 1 file (1 mixed-precision, ..., 5 zero, 6 lab: the
  * lessons as they were numbered then), or NULL: such a number is kept under its digits. */

@@ -3,6 +3,7 @@
  * lesson/quantity_expr.c's. */
 #include "config.h"
 #include "lesson/quantity.h"
+#include "lesson/quantity_table.h" /* the table's lines: QN, Q0..Q4, M0..M4, C0 */
 
 #include <ctype.h>
 #include <float.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/experts.h"
 #include "base/units.h"
 #include "calc/activ.h"
 #include "calc/memory.h"
@@ -19,9 +21,7 @@
 #include "calc/preset.h"
 #include "calc/sched.h"
 #include "calc/traffic.h"
-#include "comm/cost.h"
-#include "base/experts.h"
-#include "model/ringattn.h"
+#include "model/moe.h"
 #include "num/fp.h"
 #include "par/predict.h"
 #include "par/run.h"
@@ -203,6 +203,12 @@ static double m_states(const struct model_shape *m)
     return mixed_bytes(false) * params_total(m);
 }
 
+/* The width of a layer's K and of its V: its key/value heads' (d_model with kv_heads = heads). */
+static double m_kv_width(const struct model_shape *m)
+{
+    return (double)m->kv_heads * (m->d_model / m->heads);
+}
+
 /* A field of the shape, or of the cluster, as a quantity. */
 #define FIELD(prefix, type, field)                                                                 \
     static double prefix##_##field(const struct type *x)                                           \
@@ -213,6 +219,7 @@ static double m_states(const struct model_shape *m)
 FIELD(m, model_shape, layers)
 FIELD(m, model_shape, d_model)
 FIELD(m, model_shape, heads)
+FIELD(m, model_shape, kv_heads)
 FIELD(m, model_shape, ffn)
 FIELD(m, model_shape, vocab)
 FIELD(m, model_shape, seq)
@@ -235,9 +242,14 @@ static double m_layer_params(const struct model_shape *m)
     return b.moe_layers ? b.moe_layer : b.per_layer;
 }
 
-static bool whole(double x, double lo, double hi)
+bool quantity_whole(double x, double lo, double hi)
 {
     return x >= lo && x <= hi && x == floor(x);
+}
+
+static bool whole(double x, double lo, double hi)
+{
+    return quantity_whole(x, lo, hi);
 }
 
 /* k as a checkpoint policy's name (base/ckpt.h): 0 none, -1 selective, -2 sqrt, k >= 1
@@ -270,13 +282,14 @@ static double m_recompute(const struct model_shape *m, double b, double k)
 }
 
 /* Bytes one layer saves for one micro-batch of b sequences of s tokens in bf16, without
- * checkpointing (calc/activ.h's list). */
-static double m_activ_layer(const struct model_shape *m, double s, double b)
+ * checkpointing (calc/activ.h's list), with the attention kernel given. */
+static double activ_layer_with(const struct model_shape *m, double s, double b,
+                               enum activ_attention att)
 {
     if (!whole(s, 1, 1 << 20) || !whole(b, 1, 1 << 20))
         return NAN;
     struct activ_config c = {
-        .micro_batch = (int)b, .seq = (int)s, .tp = 1, .sp = false, .bytes = 2};
+        .micro_batch = (int)b, .seq = (int)s, .tp = 1, .sp = false, .bytes = 2, .attention = att};
     struct activ_list l;
     if (m->experts > 0) /* layer 0 has the experts */
         activ_moe_layer(m, &c, &l);
@@ -285,15 +298,26 @@ static double m_activ_layer(const struct model_shape *m, double s, double b)
     return l.total;
 }
 
+static double m_activ_layer(const struct model_shape *m, double s, double b)
+{
+    return activ_layer_with(m, s, b, ACTIV_FLASH);
+}
+
+static double m_activ_layer_eager(const struct model_shape *m, double s, double b)
+{
+    return activ_layer_with(m, s, b, ACTIV_EAGER);
+}
+
 /* The whole model (its layers and its ends), b sequences of s tokens in p-byte activations
- * on one GPU. */
-static double activ_whole(const struct model_shape *m, double s, double b, double k, int p)
+ * on one GPU, with the attention kernel given. */
+static double activ_whole(const struct model_shape *m, double s, double b, double k, int p,
+                          enum activ_attention att)
 {
     struct ckpt_policy pol;
     if (!whole(s, 1, 1 << 20) || !whole(b, 1, 1 << 20) || !policy_of(m, k, &pol))
         return NAN;
     struct activ_config c = {
-        .micro_batch = (int)b, .seq = (int)s, .tp = 1, .sp = false, .bytes = p};
+        .micro_batch = (int)b, .seq = (int)s, .tp = 1, .sp = false, .bytes = p, .attention = att};
     struct activ_total t;
     activ_total(m, &c, &pol, m->layers, true, true, &t);
     return t.peak;
@@ -301,18 +325,33 @@ static double activ_whole(const struct model_shape *m, double s, double b, doubl
 
 static double m_activ(const struct model_shape *m, double s, double b, double k)
 {
-    return activ_whole(m, s, b, k, 2);
+    return activ_whole(m, s, b, k, 2, ACTIV_FLASH);
 }
 
 static double m_activ32(const struct model_shape *m, double s, double b, double k)
 {
-    return activ_whole(m, s, b, k, 4);
+    return activ_whole(m, s, b, k, 4, ACTIV_FLASH);
+}
+
+static double m_activ_eager(const struct model_shape *m, double s, double b, double k)
+{
+    return activ_whole(m, s, b, k, 2, ACTIV_EAGER);
+}
+
+static double m_activ32_eager(const struct model_shape *m, double s, double b, double k)
+{
+    return activ_whole(m, s, b, k, 4, ACTIV_EAGER);
 }
 
 /* Its states (16 bytes per parameter) plus the peak activations: one GPU, no parallelism. */
 static double m_total(const struct model_shape *m, double s, double b, double k)
 {
     return m_states(m) + m_activ(m, s, b, k);
+}
+
+static double m_total_eager(const struct model_shape *m, double s, double b, double k)
+{
+    return m_states(m) + m_activ_eager(m, s, b, k);
 }
 
 /* Model FLOPs of one training step over t tokens of its sequences, 6 Psi t + 12 L h s t
@@ -335,15 +374,17 @@ static double m_tp_comm(const struct model_shape *m, double t, double mb)
 }
 
 /* The calculator (`scalelab memory`) on dp x tp x pp GPUs of h100-80gb: bf16 mixed-precision
- * AdamW, one sequence of the model's length per micro-batch, mb micro-batches under 1F1B,
- * sequence parallelism with tp > 1, ZeRO stage z, checkpoint policy k; the fullest stage. */
-static bool layout(const struct model_shape *m, double dp, double tp, double pp, double mb,
-                   double z, double k, struct memory_config *c, struct memory_result *r,
-                   struct traffic *t)
+ * AdamW, b sequences of the model's length per micro-batch, mb micro-batches under 1F1B,
+ * sequence parallelism with tp > 1, ZeRO stage z, checkpoint policy k, flash attention (its
+ * default); the fullest stage. */
+static bool layout_b(const struct model_shape *m, double dp, double tp, double pp, double mb,
+                     double z, double k, double b, struct memory_config *c, struct memory_result *r,
+                     struct traffic *t)
 {
     struct ckpt_policy pol;
     if (!whole(dp, 1, 1 << 20) || !whole(tp, 1, 4096) || !whole(pp, 1, m->layers) ||
-        !whole(mb, 1, 1 << 16) || !whole(z, 0, 3) || !policy_of(m, k, &pol))
+        !whole(mb, 1, 1 << 16) || !whole(z, 0, 3) || !whole(b, 1, 1 << 16) ||
+        !policy_of(m, k, &pol))
         return false;
     *c = (struct memory_config){.model = m,
                                 .precision = FP_BF16,
@@ -352,7 +393,7 @@ static bool layout(const struct model_shape *m, double dp, double tp, double pp,
                                 .tp = (int)tp,
                                 .pp = (int)pp,
                                 .zero = (int)z,
-                                .micro_batch = 1,
+                                .micro_batch = (int)b,
                                 .seq = m->seq,
                                 .micro_batches = (int)mb,
                                 .schedule = SCHED_1F1B,
@@ -365,6 +406,14 @@ static bool layout(const struct model_shape *m, double dp, double tp, double pp,
     cl.nodes = (int)ceil(dp * tp * pp / cl.gpus_per_node);
     return memory_compute(c, r, NULL) == 0 &&
            traffic_compute(c, &cl, r->stage, r->params_gpu, r->stage_layers, 0, 0, t, NULL) == 0;
+}
+
+/* The same with one sequence a micro-batch. */
+static bool layout(const struct model_shape *m, double dp, double tp, double pp, double mb,
+                   double z, double k, struct memory_config *c, struct memory_result *r,
+                   struct traffic *t)
+{
+    return layout_b(m, dp, tp, pp, mb, z, k, 1, c, r, t);
 }
 
 /* What the first stage's GPUs send per step (calc/traffic.h, as train measures it): tp GPUs
@@ -418,6 +467,15 @@ static double m_per_gpu(const struct model_shape *m, double n, double z, double 
     struct memory_result r;
     struct traffic t;
     return layout(m, n, 1, 1, 1, z, k, &c, &r, &t) ? r.total : NAN;
+}
+
+/* The same with micro-batches of b sequences. */
+static double m_per_gpu_b(const struct model_shape *m, double n, double z, double k, double b)
+{
+    struct memory_config c;
+    struct memory_result r;
+    struct traffic t;
+    return layout_b(m, n, 1, 1, 1, z, k, b, &c, &r, &t) ? r.total : NAN;
 }
 
 /* The communication buffers ZeRO holds at stage z on n GPUs (calc/memory.h's memory_comm). */
@@ -624,217 +682,7 @@ static double peak_gpipe(double p, double m, double s)
     return peak_in_flight(SCHED_GPIPE, p, m, s);
 }
 
-/* ------------------------------------------------------------------ collectives (comm/cost.h) */
-
-/* n GPUs of the h100-80gb preset (assets/clusters; sim/spec.h's built-in copy of its numbers
- * if it cannot be read), the α-β model of comm/cost.h. */
-static struct cost_net h100(double n)
-{
-    struct cluster_spec s;
-    if (preset_load_cluster(PRESET_CLUSTER, &s, NULL) < 0)
-        spec_default(&s);
-    struct cost_net net;
-    preset_cost_net(&s, (int)n, &net);
-    return net;
-}
-
-static struct cost_result collective(enum cost_op op, enum cost_algo algo, double n, double bytes)
-{
-    struct cost_result r = {0};
-    struct cost_net net = h100(n);
-    /* at most 1024 GPUs: a tree's time replays its messages, for each chunk count it tries */
-    if (!whole(n, 1, 1024) || cost_collective(op, algo, &net, bytes, &r, NULL))
-        r.time_s = r.bytes_total = r.bytes_max_per_gpu = r.bytes_min_per_gpu = NAN,
-        r.steps = r.rounds = -1;
-    return r;
-}
-
-static struct cost_result allreduce(enum cost_algo algo, double n, double bytes)
-{
-    return collective(COST_ALLREDUCE, algo, n, bytes);
-}
-
-static double ring_sent_per_gpu(double n, double bytes)
-{
-    return allreduce(COST_RING, n, bytes).bytes_max_per_gpu;
-}
-
-static double ring_sent_total(double n, double bytes)
-{
-    return allreduce(COST_RING, n, bytes).bytes_total;
-}
-
-static double ring_steps(double n)
-{
-    struct cost_result r = allreduce(COST_RING, n, 0);
-    return r.steps < 0 ? NAN : r.steps;
-}
-
-static double ring_time(double n, double bytes)
-{
-    return allreduce(COST_RING, n, bytes).time_s;
-}
-
-static double tree_time(double n, double bytes)
-{
-    return allreduce(COST_TREE, n, bytes).time_s;
-}
-
-/* The steps lesson 3's panel and collective count: the moments its messages arrive. */
-static double tree_steps(double n, double bytes)
-{
-    struct cost_result r = allreduce(COST_TREE, n, bytes);
-    return r.rounds < 0 ? NAN : r.rounds;
-}
-
-static double tree_chunks(double n, double bytes)
-{
-    struct cost_result r = allreduce(COST_TREE, n, bytes);
-    return r.rounds < 0 ? NAN : r.chunks;
-}
-
-/* The tree all-reduce's own formula on n GPUs of one node, (a P + b)α + (c P + d)S/(Pβ)
- * (comm/cost.h, cost_pipe_formula): what = 0 gives a, 1 b, 2 c, 3 d. */
-static double tree_formula(double n, int what)
-{
-    struct cost_net net = h100(n);
-    struct cost_pipe f;
-    double S = 1 << 20, a = net.alpha_intra, sb = S / net.beta_intra;
-    if (!whole(n, 2, net.gpus_per_node) ||
-        cost_pipe_formula(COST_ALLREDUCE, COST_TREE, &net, S, &f) != 0)
-        return NAN;
-    double v[] = {f.lat_per_chunk / a, f.lat_fixed / a, f.bw_fixed / sb, f.bw_split / sb};
-    return round(v[what] * 1e6) / 1e6;
-}
-
-static double tree_alpha_per_chunk(double n)
-{
-    return tree_formula(n, 0);
-}
-
-static double tree_alpha_fixed(double n)
-{
-    return tree_formula(n, 1);
-}
-
-static double tree_beta_per_chunk(double n)
-{
-    return tree_formula(n, 2);
-}
-
-static double tree_beta_fixed(double n)
-{
-    return tree_formula(n, 3);
-}
-
-/* The bytes the busiest and the least busy GPU send in a double-binary-tree all-reduce. */
-static double dbtree_sent_max(double n, double bytes)
-{
-    return allreduce(COST_DBTREE, n, bytes).bytes_max_per_gpu;
-}
-
-static double dbtree_sent_min(double n, double bytes)
-{
-    return allreduce(COST_DBTREE, n, bytes).bytes_min_per_gpu;
-}
-
-static double dbtree_time(double n, double bytes)
-{
-    return allreduce(COST_DBTREE, n, bytes).time_s;
-}
-
-static double rhd_time(double n, double bytes)
-{
-    return allreduce(COST_RHD, n, bytes).time_s;
-}
-
-static double rhd_steps(double n)
-{
-    struct cost_result r = allreduce(COST_RHD, n, 0);
-    return r.steps < 0 ? NAN : r.steps;
-}
-
-static double tree_faster(double n, double bytes)
-{
-    return tree_time(n, bytes) < ring_time(n, bytes);
-}
-
-static double crossover(double n)
-{
-    struct cost_net net = h100(n);
-    if (!whole(n, 2, 1024))
-        return NAN;
-    return cost_crossover(COST_ALLREDUCE, COST_RING, COST_TREE, &net, 1, 1e12);
-}
-
-static double busbw_factor(double n)
-{
-    return n >= 1 ? cost_busbw_factor(COST_ALLREDUCE, (int)n) : NAN;
-}
-
-/* All-to-all: each GPU keeps its own block and sends the N-1 others (comm/cost.h). */
-static double a2a_sent_per_gpu(double n, double bytes)
-{
-    return collective(COST_ALLTOALL, COST_PAIRWISE, n, bytes).bytes_max_per_gpu;
-}
-
-static double a2a_sent_total(double n, double bytes)
-{
-    return collective(COST_ALLTOALL, COST_PAIRWISE, n, bytes).bytes_total;
-}
-
-static double a2a_steps(double n)
-{
-    struct cost_result r = collective(COST_ALLTOALL, COST_PAIRWISE, n, 0);
-    return r.steps < 0 ? NAN : r.steps;
-}
-
-static double a2a_time(double n, double bytes)
-{
-    return collective(COST_ALLTOALL, COST_PAIRWISE, n, bytes).time_s;
-}
-
-static double a2a_direct_time(double n, double bytes)
-{
-    return collective(COST_ALLTOALL, COST_DIRECT, n, bytes).time_s;
-}
-
-static double a2a_direct_faster(double n, double bytes)
-{
-    return a2a_direct_time(n, bytes) < a2a_time(n, bytes);
-}
-
-static double a2a_busbw_factor(double n)
-{
-    return n >= 1 ? cost_busbw_factor(COST_ALLTOALL, (int)n) : NAN;
-}
-
-/* nccl-tests' bus bandwidth of an all-reduce of y bytes on x GPUs that took t seconds:
- * algbw y/t times 2(x-1)/x (nccl-tests, doc/PERFORMANCE.md). */
-static double busbw(double n, double bytes, double t)
-{
-    return t > 0 && bytes >= 0 ? bytes / t * busbw_factor(n) : NAN;
-}
-
 /* ------------------------------------------------------------------ the registry */
-
-#define QN(name, unit, what, n, kind, field, f)                                                    \
-    {                                                                                              \
-        name, unit, what, n, kind,                                                                 \
-        {                                                                                          \
-            .field = f                                                                             \
-        }                                                                                          \
-    }
-#define Q0(name, unit, what, f) QN(name, unit, what, 0, QUANTITY_PLAIN, f0, f)
-#define Q1(name, unit, what, f) QN(name, unit, what, 1, QUANTITY_PLAIN, f1, f)
-#define Q2(name, unit, what, f) QN(name, unit, what, 2, QUANTITY_PLAIN, f2, f)
-#define Q3(name, unit, what, f) QN(name, unit, what, 3, QUANTITY_PLAIN, f3, f)
-#define M0(name, unit, what, f) QN("MODEL." name, unit, what, 0, QUANTITY_MODEL, m0, f)
-#define M1(name, unit, what, f) QN("MODEL." name, unit, what, 1, QUANTITY_MODEL, m1, f)
-#define M2(name, unit, what, f) QN("MODEL." name, unit, what, 2, QUANTITY_MODEL, m2, f)
-#define M3(name, unit, what, f) QN("MODEL." name, unit, what, 3, QUANTITY_MODEL, m3, f)
-#define M4(name, unit, what, f) QN("MODEL." name, unit, what, 4, QUANTITY_MODEL, m4, f)
-#define C0(name, unit, what, f) QN("CLUSTER." name, unit, what, 0, QUANTITY_CLUSTER, c0, f)
 
 #define FORMAT_LINES(p, key)                                                                       \
     Q0(key ".max", "", "largest finite " key " value", p##_max),                                   \
@@ -855,29 +703,6 @@ static double busbw(double n, double bytes, double t)
         Q1(key ".overflows", "bool", "1 if finite x becomes inf or nan in " key, p##_overflows),   \
         Q1(key ".underflows", "bool", "1 if x is not 0 but becomes 0 in " key, p##_underflows)
 
-/* The attention scores GPU r of c computes in one pass over one sequence's t tokens and one
- * head, the causal mask's rectangles of its blocks (model/ringattn.h), under a split. */
-static double ring_scores_of(double t, double c, double r, enum ring_split split)
-{
-    if (!whole(c, 1, 1024) || !whole(t, 1, 1 << 20) || !whole(r, 0, c - 1) ||
-        !ring_split_ok((int)t, (int)c, split))
-        return NAN;
-    double sum = 0;
-    for (int k = 0, q0, k1; k < (int)c; k++)
-        sum += (double)ring_block_rect((int)t, (int)c, (int)r, k, split, &q0, &k1);
-    return sum;
-}
-
-static double ring_scores_balanced(double t, double c, double r)
-{
-    return ring_scores_of(t, c, r, RING_BALANCED);
-}
-
-static double ring_scores_naive(double t, double c, double r)
-{
-    return ring_scores_of(t, c, r, RING_NAIVE);
-}
-
 /* libm's functions take and give doubles: the arithmetic quantities are them (sqrt, log2, ...) */
 static const struct quantity registry[] = {
     FORMAT_LINES(fp32, "fp32"),
@@ -895,19 +720,30 @@ static const struct quantity registry[] = {
     M0("layers", "", "its layers", m_layers),
     M0("d_model", "", "its hidden size", m_d_model),
     M0("heads", "", "its attention heads", m_heads),
+    M0("kv_heads", "", "its key/value heads (fewer than heads: grouped-query attention)",
+       m_kv_heads),
+    M0("kv_width", "", "the width of its K and V, kv_heads x d_model / heads", m_kv_width),
     M0("ffn", "", "its feed-forward width", m_ffn),
     M0("vocab", "", "its vocabulary", m_vocab),
     M0("seq", "", "its sequence length", m_seq),
     M0("layer_params", "", "parameters of one of its layers", m_layer_params),
     M2("activ_layer", "B",
-       "bytes one layer saves for b sequences of s tokens in bf16, no checkpointing: (s, b)",
+       "bytes one layer saves for b sequences of s tokens in bf16, no checkpointing, flash "
+       "attention (the calculator's default): (s, b)",
        m_activ_layer),
     M3("activ_peak", "B",
-       "its peak activations, s tokens x b sequences, bf16; k: 0 none, -1 selective, -2 sqrt, "
-       "every:k",
+       "its peak activations, s tokens x b sequences, bf16, flash attention; k: 0 none, -1 "
+       "selective, -2 sqrt, every:k",
        m_activ),
     M3("activ_peak32", "B", "the same in fp32 training (4-byte activations)", m_activ32),
     M3("total", "B", "its states plus peak activations on one GPU (s, b, k as above)", m_total),
+    M2("activ_layer_eager", "B",
+       "activ_layer with eager attention: the a s^2 b probabilities kept (the tiny GPT's "
+       "kernel without cp)",
+       m_activ_layer_eager),
+    M3("activ_peak_eager", "B", "activ_peak with eager attention", m_activ_eager),
+    M3("activ_peak32_eager", "B", "activ_peak32 with eager attention", m_activ32_eager),
+    M3("total_eager", "B", "total with eager attention", m_total_eager),
     M1("flops", "",
        "model FLOPs of a step over t tokens: 6 Psi t + 12 L h s t (Psi: the active parameters)",
        m_flops),
@@ -915,6 +751,7 @@ static const struct quantity registry[] = {
        m_tp_comm),
     M3("per_gpu", "B", "memory per GPU: n data-parallel GPUs, ZeRO stage z, checkpoint k",
        m_per_gpu),
+    M4("per_gpu_b", "B", "the same with micro-batches of b sequences: (n, z, k, b)", m_per_gpu_b),
     M2("comm_buffers", "B", "ZeRO's communication buffers per GPU: n GPUs, stage z",
        m_comm_buffers),
     M4("per_gpu_3d", "B", "the fullest GPU on dp x tp x pp GPUs, m micro-batches (1F1B, sp)",
@@ -973,67 +810,6 @@ static const struct quantity registry[] = {
        peak_1f1b),
     Q3("pipeline.peak_gpipe", "", "micro-batches stage s of p holds at once under GPipe",
        peak_gpipe),
-    Q2("ring.allreduce_sent_per_gpu", "B",
-       "bytes each of x GPUs sends in a ring all-reduce of y bytes: 2(x-1)/x y", ring_sent_per_gpu),
-    Q2("ring.allreduce_sent_total", "B",
-       "bytes all x GPUs send together in a ring all-reduce of y bytes: 2(x-1) y", ring_sent_total),
-    Q3("ring.scores", "",
-       "attention scores GPU r of c computes a pass, one sequence of t tokens, one head: balanced",
-       ring_scores_balanced),
-    Q3("ring.scores_naive", "", "the same with the naive split (chunk r of c)", ring_scores_naive),
-    Q1("ring.allreduce_steps", "", "steps of a ring all-reduce on x GPUs: 2(x-1)", ring_steps),
-    Q2("ring.allreduce_time", "s",
-       "α-β time of a ring all-reduce of y bytes on x GPUs of h100-80gb", ring_time),
-    Q2("tree.allreduce_time", "s",
-       "α-β time of a pipelined binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
-       tree_time),
-    Q2("tree.allreduce_steps", "",
-       "steps of that tree all-reduce: the moments its messages arrive (lesson 3's panel)",
-       tree_steps),
-    Q2("tree.allreduce_chunks", "", "the pipeline chunks P that tree all-reduce cuts y bytes into",
-       tree_chunks),
-    Q1("tree.alpha_per_chunk", "",
-       "a in the tree all-reduce's formula (aP + b)α + (cP + d)S/(Pβ) on x GPUs of a node",
-       tree_alpha_per_chunk),
-    Q1("tree.alpha_fixed", "", "b in that formula", tree_alpha_fixed),
-    Q1("tree.beta_per_chunk", "", "c in that formula", tree_beta_per_chunk),
-    Q1("tree.beta_fixed", "", "d in that formula", tree_beta_fixed),
-    Q2("dbtree.allreduce_time", "s",
-       "α-β time of a double-binary-tree all-reduce of y bytes on x GPUs of h100-80gb",
-       dbtree_time),
-    Q2("dbtree.allreduce_sent_max", "B",
-       "bytes the busiest GPU sends in a double-binary-tree all-reduce of y bytes on x GPUs",
-       dbtree_sent_max),
-    Q2("dbtree.allreduce_sent_min", "B", "the same for the least busy GPU", dbtree_sent_min),
-    Q2("rhd.allreduce_time", "s",
-       "α-β time of a recursive halving/doubling all-reduce of y bytes on x GPUs of h100-80gb",
-       rhd_time),
-    Q1("rhd.allreduce_steps", "", "steps of a recursive halving/doubling all-reduce on x GPUs",
-       rhd_steps),
-    Q2("allreduce.tree_faster", "bool",
-       "1 if the tree all-reduce of y bytes on x GPUs of h100-80gb beats the ring", tree_faster),
-    Q1("allreduce.crossover", "B",
-       "the all-reduce size above which a ring beats a tree on x GPUs of h100-80gb", crossover),
-    Q1("allreduce.busbw_factor", "",
-       "nccl-tests' busbw / algbw for an all-reduce on x GPUs: 2(x-1)/x", busbw_factor),
-    Q3("allreduce.busbw", "B/s", "busbw of an all-reduce of y bytes on x GPUs in t s: y/t 2(x-1)/x",
-       busbw),
-    Q2("alltoall.sent_per_gpu", "B",
-       "bytes each of x GPUs sends in an all-to-all of y bytes (each GPU's buffer): (x-1)/x y",
-       a2a_sent_per_gpu),
-    Q2("alltoall.sent_total", "B", "bytes all x GPUs send together in it: (x-1) y", a2a_sent_total),
-    Q1("alltoall.steps", "", "steps of a pairwise all-to-all on x GPUs: x-1", a2a_steps),
-    Q2("alltoall.time", "s",
-       "α-β time of a pairwise all-to-all of y bytes on x GPUs of h100-80gb, its messages "
-       "replayed as the simulator times them",
-       a2a_time),
-    Q2("alltoall.direct_time", "s", "the same for the direct all-to-all (every send at once)",
-       a2a_direct_time),
-    Q2("alltoall.direct_faster", "bool",
-       "1 if the direct all-to-all of y bytes on x GPUs of h100-80gb beats pairwise exchange",
-       a2a_direct_faster),
-    Q1("alltoall.busbw_factor", "",
-       "nccl-tests' busbw / algbw for an all-to-all on x GPUs: (x-1)/x", a2a_busbw_factor),
     Q1("sqrt", "", "the square root of x", sqrt),
     Q1("log2", "", "the base-2 logarithm of x", log2),
     Q1("ln", "", "the natural logarithm of x", log),
@@ -1044,21 +820,23 @@ static const struct quantity registry[] = {
     Q2("max", "", "the larger of x and y", fmax),
 };
 
+/* The table here, then the collectives' (quantity_comm.c). */
 size_t quantity_count(void)
 {
-    return sizeof registry / sizeof registry[0];
+    return sizeof registry / sizeof registry[0] + quantity_comm_count;
 }
 
 const struct quantity *quantity_at(size_t i)
 {
-    return i < quantity_count() ? &registry[i] : NULL;
+    size_t here = sizeof registry / sizeof registry[0];
+    return i < here ? &registry[i] : i < quantity_count() ? &quantity_comm[i - here] : NULL;
 }
 
 static const struct quantity *exact(const char *name)
 {
     for (size_t i = 0; i < quantity_count(); i++)
-        if (strcmp(registry[i].name, name) == 0)
-            return &registry[i];
+        if (strcmp(quantity_at(i)->name, name) == 0)
+            return quantity_at(i);
     return NULL;
 }
 

@@ -2,8 +2,9 @@
  *
  * A lesson writes "fp16.max", "bf16.round(0.1)" or "synthetic_7b.states / 8" where it needs a
  * number, so the number comes from the engine and not from the teacher's arithmetic. The
- * registry is one table in quantity.c (quantity_expr.c evaluates expressions); adding a quantity is
- * adding one line there:
+ * registry is one table in two parts, quantity.c's and quantity_comm.c's (the collectives',
+ * lesson/quantity_table.h; quantity_expr.c evaluates expressions); adding a quantity is adding
+ * one line there:
  *
  *     Q1("bf16.round", "", "x held in fp32, then rounded to bf16", q_bf16_round),
  *

@@ -496,6 +496,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->c = *c;
     g->B = batch;
     g->ring.cp = g->part.cp > 1 ? g->part.cp : 1, g->ring.cpr = g->ring.cp > 1 ? g->part.cprank : 0;
+    g->ring.blocks = g->ring.cp > 1 || g->part.flash;
     g->moe.ep = ep, g->moe.epr = ep > 1 ? g->part.eprank : 0;
     enum ring_split split = g->part.cp_naive ? RING_NAIVE : RING_BALANCED;
     if (g->ring.cp > 1 &&
@@ -504,10 +505,10 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
                          "context parallelism over %d GPUs needs them to divide the sequence "
                          "of %d tokens in %d chunks",
                          g->ring.cp, c->seq, split == RING_NAIVE ? g->ring.cp : 2 * g->ring.cp);
-    if (g->ring.cp > 1 && ckpt && ckpt->kind == CKPT_SELECTIVE)
+    if (g->ring.blocks && ckpt && ckpt->kind == CKPT_SELECTIVE)
         return error_set(e, ERR_INVAL,
-                         "context parallelism keeps no attention probabilities, so selective "
-                         "recomputation has nothing to recompute");
+                         "flash attention (the ring's) keeps no probabilities, and its core is "
+                         "not recomputed by itself: selective recomputation needs eager attention");
     g->T = c->seq / g->ring.cp;
     g->N = batch * g->T;
     g->hd = c->d / c->heads;
@@ -586,8 +587,8 @@ static void layout_scratch(struct gpt *g)
         g->moe.dgate = carve(g, GPT_MEM_WORKSPACE, N * k * 4);
     }
     /* the scores' gradients of a head's T x T block; with cp, a block's scores and theirs */
-    g->s.dscores = carve(g, GPT_MEM_WORKSPACE, T * T * 4 * (g->ring.cp > 1 ? 2 : 1));
-    if (g->ring.cp > 1) { /* the places of the queries and of the ring's block at hand; the ring's
+    g->s.dscores = carve(g, GPT_MEM_WORKSPACE, T * T * 4 * (g->ring.blocks ? 2 : 1));
+    if (g->ring.blocks) { /* the places of the queries and of the ring's block at hand; the ring's
                            * blocks: keys, values and their gradients, two of them */
         g->ring.pos = carve(g, GPT_MEM_WORKSPACE, T * sizeof *g->ring.pos);
         g->ring.kpos = carve(g, GPT_MEM_WORKSPACE, T * sizeof *g->ring.kpos);

@@ -305,7 +305,9 @@ struct gpt;
  * values round the group through the seam's cp_shift, with the online softmax, and a layer
  * keeps each query row's log-sum-exp (fp32) instead of the probabilities; its backward passes
  * the keys, values and their gradients round the ring. The weights are whole: their gradients
- * cover the part's tokens and are summed over the group by the caller. */
+ * cover the part's tokens and are summed over the group by the caller. With cp 1, flash runs
+ * that attention on the GPU's own block alone (a flash-style kernel: the log-sum-exp kept, no
+ * probabilities); without it, cp 1 keeps the probabilities (eager attention). */
 struct gpt_part {
     int first, count;
     bool embed, head;
@@ -314,6 +316,7 @@ struct gpt_part {
     bool sp;        /* sequence parallelism (with tp > 1) */
     int cp, cprank; /* cp 0 or 1: no context parallelism */
     bool cp_naive;  /* cp: chunk cprank of cp, not chunks cprank and 2 cp - 1 - cprank */
+    bool flash;     /* cp 1: the blockwise attention of cp > 1, on one block */
     int ep, eprank; /* ep 0 or 1: no expert parallelism (every expert on this GPU) */
 };
 

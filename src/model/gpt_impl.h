@@ -67,9 +67,11 @@ struct gpt_scratch {
 /* Context parallelism's state (gpt_ring.c): this GPU's place cpr of cp, the places of the tokens
  * it holds (pos) and of the ring's block at hand (kpos), the blocks travelling round (kv[2]:
  * keys, values and their gradients), each query row's running sum (l), and what the latest
- * ring passes computed. cp 1: none. */
+ * ring passes computed. cp 1: none, or with flash attention the same kernel on the GPU's own
+ * block (blocks). */
 struct gpt_ring {
     int cp, cpr;
+    bool blocks; /* attention by blocks (model/ringattn.h): cp > 1, or flash at cp 1 */
     int *pos, *kpos;
     float *kv[2], *l;
     double fwd, bwd; /* matmul FLOPs of the latest ring pass forward, backward */
@@ -193,7 +195,7 @@ static inline size_t act_elems(const struct gpt *g, int a, int sz)
     size_t N = (size_t)g->N, d = (size_t)g->c.d, E = (size_t)g->c.moe.experts;
     size_t rows = sz == SZ_MOE ? g->moe.rows : N;
     if (a == A_P) /* this rank's heads; with cp, each row's log-sum-exp */
-        return (size_t)g->B * g->hl * g->T * (g->ring.cp > 1 ? 1 : g->T);
+        return (size_t)g->B * g->hl * g->T * (g->ring.blocks ? 1 : g->T);
     if (a == A_G || a == A_U || a == A_H)
         return rows * (size_t)g->fl;
     if (a == A_Q || a == A_K || a == A_V || a == A_ATT)
@@ -215,7 +217,7 @@ static inline size_t act_elems(const struct gpt *g, int a, int sz)
 static inline bool act_fp32(const struct gpt *g, int a)
 {
     return a == A_RSTD1 || a == A_RSTD2 || a == A_RP || a == A_ROUTE ||
-           (a == A_P && g->ring.cp > 1);
+           (a == A_P && g->ring.blocks);
 }
 
 /* Bytes of a kept tensor: the format's width, 4 for the fp32 ones. */
@@ -269,15 +271,15 @@ static inline double layer_flops(const struct gpt *g, int l)
 
 /* What a layer's forward and backward passes computed: layer_flops, and 2 x for the backward
  * pass, but under context parallelism the attention core's is the ring's own, its blocks'
- * rectangles (model/ringattn.h), which the causal mask makes differ from GPU to GPU. */
+ * scores (model/ringattn.h: what the causal mask leaves), which differ from GPU to GPU. */
 static inline double layer_fwd_work(const struct gpt *g, int l)
 {
-    return g->ring.cp > 1 ? layer_flops(g, l) - attn_flops(g) + g->ring.fwd : layer_flops(g, l);
+    return g->ring.blocks ? layer_flops(g, l) - attn_flops(g) + g->ring.fwd : layer_flops(g, l);
 }
 
 static inline double layer_bwd_work(const struct gpt *g, int l)
 {
-    return g->ring.cp > 1 ? 2 * (layer_flops(g, l) - attn_flops(g)) + g->ring.bwd
+    return g->ring.blocks ? 2 * (layer_flops(g, l) - attn_flops(g)) + g->ring.bwd
                           : 2 * layer_flops(g, l);
 }
 

@@ -1,6 +1,7 @@
 /* The tiny GPT's attention under context parallelism: each GPU holds T / cp of every
  * sequence's tokens, and its queries meet every GPU's keys and values as they come round the
- * context-parallel group's ring (model/ringattn.h's arithmetic, the seam's cp_shift). */
+ * context-parallel group's ring (model/ringattn.h's arithmetic, the seam's cp_shift). With cp
+ * 1 and flash attention, the same kernel on the GPU's own block alone. */
 #include "config.h"
 
 #include <math.h>
@@ -60,36 +61,24 @@ void op_ring_forward(struct gpt *g, int l)
         cur = nxt, nxt = x;
     }
     ring_attn_fwd_finish_heads(&rh, T, att, lse, g->ring.l, lse);
-    g->ring.fwd = 2.0 * 2.0 * (double)scores * g->hd; /* QK^T and P V over the rectangles */
+    g->ring.fwd =
+        2.0 * 2.0 * (double)scores * g->hd; /* QK^T and P V over the scores the mask leaves */
     g->ring.scores += (uint64_t)scores;
     prof_leave();
     op_produced(g, att, blk, l, "attn out");
 }
 
-/* The attention core's backward under context parallelism, from datt to dq, dk, dv (rounded,
- * turned back from RoPE), with layer l's q, k, v, att and log-sum-exp in the workspace. The
- * keys and values travel the ring again, and with them the gradients the GPUs they passed gave
- * them (as TransformerEngine's AttnFuncWithCPAndKVP2P, which Megatron-LM's context parallelism
- * runs): step 0 computes this GPU's own block into dk, dv and sends K, V on; step t of 1 to C -
- * 1 adds its share to the block of GPU cpr - t, whose gradients arrived with it (zero at step
- * 1), and sends K, V and dK, dV on, the last step dK, dV alone, to their owner. So K and V go C
- * - 1 times and their gradients C - 1 times, and the gradients come home to add to the owner's
- * own share. */
-void op_ring_backward(struct gpt *g, int l)
+/* The ring's steps of the backward pass after the GPU's own block (C > 1): K and V sent on, then
+ * each other GPU's block's share added to its gradients, which travel with it and come home at
+ * the last step. Returns the scores computed. */
+static long ring_backward_blocks(struct gpt *g, const float *D, float *s, float *dp)
 {
     struct ring_heads rh = heads_of(g);
     int T = g->T, C = g->ring.cp;
-    size_t blk = (size_t)g->N * g->dl, TT = (size_t)T * T;
-    float *cur = g->ring.kv[0], *nxt = g->ring.kv[1], *D = g->ring.l, *s = g->s.dscores,
-          *dp = g->s.dscores + TT;
+    size_t blk = (size_t)g->N * g->dl;
+    float *cur = g->ring.kv[0], *nxt = g->ring.kv[1];
     float **w = g->s.w;
-    prof_enter(PROF_ATTENTION);
-    ring_attn_bwd_delta_heads(&rh, T, g->s.datt, w[A_ATT], D);
-    memset(g->s.dq, 0, blk * sizeof *g->s.dq);
-    memset(g->s.dk, 0, blk * sizeof *g->s.dk);
-    memset(g->s.dv, 0, blk * sizeof *g->s.dv);
-    long scores = ring_attn_bwd_heads(&rh, T, g->ring.pos, w[A_Q], g->s.datt, w[A_P], D, g->s.dq, T,
-                                      g->ring.pos, w[A_K], w[A_V], g->s.dk, g->s.dv, s, dp);
+    long scores = 0;
     memcpy(cur, w[A_K], blk * sizeof *cur);
     memcpy(cur + blk, w[A_V], blk * sizeof *cur);
     shift(g, cur, nxt, 2 * blk, RING_SEND_KV);
@@ -111,6 +100,34 @@ void op_ring_backward(struct gpt *g, int l)
         g->s.dk[i] += nxt[2 * blk + i];
         g->s.dv[i] += nxt[3 * blk + i];
     }
+    return scores;
+}
+
+/* The attention core's backward under context parallelism, from datt to dq, dk, dv (rounded,
+ * turned back from RoPE), with layer l's q, k, v, att and log-sum-exp in the workspace. The
+ * keys and values travel the ring again, and with them the gradients the GPUs they passed gave
+ * them (as TransformerEngine's AttnFuncWithCPAndKVP2P, which Megatron-LM's context parallelism
+ * runs): step 0 computes this GPU's own block into dk, dv and sends K, V on; step t of 1 to C -
+ * 1 adds its share to the block of GPU cpr - t, whose gradients arrived with it (zero at step
+ * 1), and sends K, V and dK, dV on, the last step dK, dV alone, to their owner. So K and V go C
+ * - 1 times and their gradients C - 1 times, and the gradients come home to add to the owner's
+ * own share. With flash attention at cp 1 the own block is all. */
+void op_ring_backward(struct gpt *g, int l)
+{
+    struct ring_heads rh = heads_of(g);
+    int T = g->T;
+    size_t blk = (size_t)g->N * g->dl, TT = (size_t)T * T;
+    float *D = g->ring.l, *s = g->s.dscores, *dp = g->s.dscores + TT;
+    float **w = g->s.w;
+    prof_enter(PROF_ATTENTION);
+    ring_attn_bwd_delta_heads(&rh, T, g->s.datt, w[A_ATT], D);
+    memset(g->s.dq, 0, blk * sizeof *g->s.dq);
+    memset(g->s.dk, 0, blk * sizeof *g->s.dk);
+    memset(g->s.dv, 0, blk * sizeof *g->s.dv);
+    long scores = ring_attn_bwd_heads(&rh, T, g->ring.pos, w[A_Q], g->s.datt, w[A_P], D, g->s.dq, T,
+                                      g->ring.pos, w[A_K], w[A_V], g->s.dk, g->s.dv, s, dp);
+    if (g->ring.cp > 1)
+        scores += ring_backward_blocks(g, D, s, dp);
     /* twice the forward's, as every backward pass is counted (the scores' recomputation from
      * lse apart, as the full attention's backward counts none) */
     g->ring.bwd = 2 * 2.0 * 2.0 * (double)scores * g->hd;

@@ -314,7 +314,7 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     op_rope(g, l, "q", w[A_Q], 1);
     op_rope(g, l, "k", w[A_K], 1);
     op_linear(g, l, "v", w[A_V], xin, W->wv, dl, d);
-    if (g->ring.cp > 1) /* every GPU's keys and values come round the ring */
+    if (g->ring.blocks) /* every GPU's keys and values come round the ring */
         op_ring_forward(g, l);
     else {
         op_attn_probs(g, l);
@@ -404,7 +404,7 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     op_rnd(g, g->s.datt, (size_t)N * dl);
     op_weight_grad(g, l, "grad wo", G->wo, dxm, w[A_ATT], d, dl);
     /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see op_attn_core_backward */
-    if (g->ring.cp > 1)
+    if (g->ring.blocks)
         op_ring_backward(g, l);
     else
         op_attn_core_backward(g, l);

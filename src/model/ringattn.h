@@ -19,9 +19,13 @@
  * The mask is by position in the sequence: query row i may see key j when kpos[j] <= qpos[i].
  * Positions are the GPU's tokens' places in the whole sequence (ring_positions): with the
  * balanced split a GPU holds two chunks far apart, so a block's positions are a list, not a
- * range. A block no query of which may see is skipped whole, and of the others only the
- * rectangle some query sees is computed (with the balanced split, half of every block but a
- * GPU's own): the causal imbalance, and what the balanced split evens out.
+ * range. Only the scores the mask leaves are computed: a block no query of which may see is
+ * skipped whole, and in the others each query row meets the keys it sees, a tile of rows at a
+ * time (with the balanced split, half of every block, a GPU's own included: its early chunk's
+ * triangle, its late chunk's triangle and the late queries against the early keys, the early
+ * queries against the late keys skipped). The causal imbalance is what is left: under the naive
+ * split the last GPU computes C - 1 blocks and a triangle, (2C - 1)/C times the mean for long
+ * blocks, and the balanced split evens it out.
  *
  * Matrices are row-major with a leading dimension, so a head's slice of the model's [rows,
  * heads x hd] tensors is used in place: one call per (sequence, head), or ring_attn_*_heads for
@@ -33,10 +37,11 @@
 #include <stddef.h>
 
 /* How a sequence's T tokens are cut over C GPUs. Naive: GPU r holds chunk r of C (positions r
- * T/C to (r + 1) T/C - 1), so under the causal mask the last GPU has C times the first one's
- * work. Balanced: the sequence is cut in 2C chunks and GPU r holds chunks r and 2C - 1 - r, an
- * early and a late one, so every GPU has the same work (Megatron-LM's
- * get_batch_on_this_cp_rank; picotron's context-parallel split). */
+ * T/C to (r + 1) T/C - 1), so under the causal mask the last GPU has 2C - 1 times the first
+ * one's work (picotron's context-parallel split: its data loader, picotron/data.py's
+ * collate_batch, slices each sequence contiguously from cp_rank x seq_length_per_gpu).
+ * Balanced: the sequence is cut in 2C chunks and GPU r holds chunks r and 2C - 1 - r, an early
+ * and a late one, so every GPU has the same work (Megatron-LM's get_batch_on_this_cp_rank). */
 enum ring_split { RING_BALANCED, RING_NAIVE };
 
 /* Whether T tokens split over C GPUs the given way (T a multiple of C, or of 2C balanced). */
@@ -45,12 +50,13 @@ bool ring_split_ok(int T, int C, enum ring_split split);
 void ring_positions(int T, int C, int r, enum ring_split split, int *pos);
 int ring_position(int T, int C, int r, enum ring_split split, int i);
 
-/* The rectangle of GPU q's queries against GPU k's keys and values that the ring computes (T
- * tokens over C GPUs, split as given): its query rows from *q0 on and its keys before *k1, of
- * the T / C each GPU holds (*k1 0: the block is skipped). Returns the rectangle's scores per
- * (sequence, head): what ring_attn_fwd_block computes of the block, masked scores included.
- * The window draws the blocks of the causal matrix from it (ui/panel_cprun.c). */
-long ring_block_rect(int T, int C, int q, int k, enum ring_split split, int *q0, int *k1);
+/* The scores GPU q's queries compute against GPU k's keys (T tokens over C GPUs, split as
+ * given), per (sequence, head): the pairs the causal mask leaves, key position <= query
+ * position, and no other (ring_attn_fwd_block's work). A block of later keys than all the
+ * queries is 0, one of earlier keys n^2 (n = T / C), a GPU's own block under the naive split
+ * the triangle n (n + 1) / 2. The window draws the blocks of the causal matrix from it
+ * (ui/panel_cprun.c). */
+long ring_block_scores(int T, int C, int q, int k, enum ring_split split);
 
 /* The phases the ring's sends are tagged with (model/gpt_ring.c, par/cp.c): the forward's K and
  * V, the backward's K and V with the gradients of the GPUs they passed, the gradients' last
@@ -69,9 +75,9 @@ struct ring_rows {
 /* Start a forward pass over nq query rows: o 0 (nq x hd, leading dimension ldo), m -inf, l 0. */
 void ring_attn_fwd_init(int nq, int hd, float *o, int ldo, float *m, float *l);
 /* Add key/value block (k, v) to the running state of queries q, with the scores' scale (1 /
- * sqrt(hd)); s is scratch of nq x nk floats. Only the rectangle of the block the mask leaves
- * work in is computed: the queries from the first that sees a key, the keys up to the last the
- * last query sees. Returns its scores, rows x keys (0: the block was skipped): the work. */
+ * sqrt(hd)); s is scratch of nq x nk floats. Only the scores the mask leaves are computed, each
+ * query row against the keys it sees (ring_block_scores). Returns their number (0: the block
+ * was skipped): the work. */
 long ring_attn_fwd_block(int hd, float scale, const struct ring_rows *qr, const float *q,
                          const struct ring_rows *kr, const float *k, const float *v, float *o,
                          int ldo, float *m, float *l, float *s);
@@ -83,8 +89,8 @@ void ring_attn_fwd_finish(int nq, int hd, float *o, int ldo, const float *m, con
 void ring_attn_bwd_delta(int nq, int hd, const float *dout, const float *o, int ld, float *D);
 /* Add key/value block (k, v)'s part of dq (rows of q), and its own dk, dv (rows of k, v), from
  * dout, lse and D of the queries (dout and dq with q's leading dimension, dk and dv with k's); s
- * and dp are scratch of nq x nk floats each. The same rectangle as the forward pass; returns its
- * scores (0: skipped, nothing added). */
+ * and dp are scratch of nq x nk floats each. The same scores as the forward pass; returns their
+ * number (0: skipped, nothing added). */
 long ring_attn_bwd_block(int hd, float scale, const struct ring_rows *qr, const float *q,
                          const float *dout, const float *lse, const float *D, float *dq,
                          const struct ring_rows *kr, const float *k, const float *v, float *dk,

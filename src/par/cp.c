@@ -97,6 +97,22 @@ void cp_shift(struct cp_ring *c, const float *send, float *recv, size_t n, const
 static int check(const struct train_opts *o, struct error *e)
 {
     enum ring_split split = o->cp_naive ? RING_NAIVE : RING_BALANCED;
+    if (o->cp > 1 && o->attention == TRAIN_ATTN_EAGER)
+        return error_set(e, ERR_INVAL,
+                         "--attention eager with --cp %d: ring attention is a flash-style kernel, "
+                         "it never holds the probabilities (--attention flash)",
+                         o->cp);
+    if (train_flash(o) && o->ckpt.kind == CKPT_SELECTIVE)
+        return error_set(e, ERR_INVAL,
+                         "--checkpoint selective with flash attention%s: the trainer's flash "
+                         "kernel keeps no probabilities and does not recompute its core alone "
+                         "(memory --checkpoint selective counts Megatron-LM's, which does); use "
+                         "full, or eager attention with --cp 1",
+                         o->cp > 1 ? " (--cp's ring)" : "");
+    if (o->cp_naive && o->cp == 1)
+        return error_set(e, ERR_INVAL,
+                         "--cp-naive splits a sequence over the context-parallel GPUs: it goes "
+                         "with --cp 2 or more");
     if (o->cp == 1)
         return 0;
     if (!ring_split_ok(o->shape.seq, o->cp, split))
@@ -105,12 +121,6 @@ static int check(const struct train_opts *o, struct error *e)
                          "it",
                          o->cp, o->shape.seq, split == RING_NAIVE ? o->cp : 2 * o->cp,
                          split == RING_NAIVE ? " (--cp-naive)" : " of T / 2C tokens");
-    if (o->ckpt.kind == CKPT_SELECTIVE)
-        return error_set(e, ERR_INVAL,
-                         "--cp %d with --checkpoint selective: ring attention keeps no attention "
-                         "probabilities, so selective recomputation has nothing to recompute "
-                         "(try full)",
-                         o->cp);
     if (o->sp && (o->shape.seq / o->cp) % o->tp)
         return error_set(e, ERR_INVAL,
                          "--sequence-parallel splits each GPU's %d tokens (seq / --cp %d) over "

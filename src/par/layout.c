@@ -109,6 +109,7 @@ void layout_chunk_part(const struct train_opts *o, const struct layout_place *pl
                              .cp = pl->cp,
                              .cprank = pl->cprank,
                              .cp_naive = o->cp_naive,
+                             .flash = train_flash(o),
                              .ep = pl->ep,
                              .eprank = pl->eprank};
 }

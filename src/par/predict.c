@@ -22,6 +22,7 @@ int predict_config(const struct train_opts *o, const struct model_shape *m, doub
     c->dp = dp, c->tp = o->tp, c->pp = o->pp, c->zero = o->zero;
     c->sp = o->sp;
     c->cp = o->cp, c->cp_naive = o->cp_naive;
+    c->attention = train_flash(o) ? ACTIV_FLASH : ACTIV_EAGER; /* the kernel the run has */
     c->ep = o->ep;
     c->micro_batch = o->batch / (dp * o->micro_batches), c->seq = m->seq;
     c->micro_batches = o->micro_batches;

@@ -256,6 +256,7 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
     g->routed = s->routed, g->dropped = s->dropped;
     memcpy(g->expert_load, s->expert_load, sizeof g->expert_load);
     memcpy(g->expert_kept, s->expert_kept, sizeof g->expert_kept);
+    g->aux_loss = s->aux_loss;
     snprintf(g->nonfinite, sizeof g->nonfinite, "%s", s->nonfinite);
     g->nonfinite_forward = s->nonfinite_forward;
     g->skipped = s->skipped;
@@ -289,11 +290,31 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
         m->underflow[nl] += s->underflow[layers];
 }
 
+/* A mixture's routing, every GPU's: the choices routed and dropped and each expert's load
+ * summed, the busiest expert over the mean of those, and the load-balancing loss as the loss
+ * has it, the mean over the GPUs (each one's is part of its loss, which the step averages). */
+static void merge_routing(struct run_step *m, int experts)
+{
+    struct train_step *s = &m->s;
+    s->routed = s->dropped = 0, s->aux_loss = 0;
+    memset(s->expert_load, 0, sizeof s->expert_load);
+    memset(s->expert_kept, 0, sizeof s->expert_kept);
+    for (int g = 0; g < m->gpus; g++) {
+        const struct run_gpu_step *x = &m->gpu[g];
+        s->routed += x->routed, s->dropped += x->dropped, s->aux_loss += x->aux_loss / m->gpus;
+        for (int i = 0; i < experts; i++)
+            s->expert_load[i] += x->expert_load[i], s->expert_kept[i] += x->expert_kept[i];
+    }
+    s->expert_imbalance = train_expert_imbalance(s->expert_load, experts);
+}
+
 /* The first non-finite tensor of the step, in the order computed: forward passes run from
  * the first pipeline stage to the last, backward passes back (every GPU of a stage at once:
  * the lowest rank is named). */
 static void finish_merge(struct run_step *m, const struct train_opts *o)
 {
+    if (m->s.routed) /* a mixture's routing over every GPU's tokens, as the window shows it */
+        merge_routing(m, o->shape.moe.experts);
     m->nonfinite_gpu = -1;
     int best = -1, key = 0;
     for (int g = 0; g < m->gpus; g++) {

@@ -64,6 +64,7 @@ struct run_gpu_step {
      * expert (summed over the expert layers) those routed to it and those it took */
     uint64_t routed, dropped;
     uint32_t expert_load[GPT_MAX_EXPERTS], expert_kept[GPT_MAX_EXPERTS];
+    double aux_loss;    /* its load-balancing loss (over its tokens, part of its loss) */
     char nonfinite[48]; /* its first non-finite tensor, "" if none */
     bool nonfinite_forward;
     /* its part of the agreement, which must be every GPU's: the verdict, the scale after the
@@ -76,9 +77,10 @@ struct run_gpu_step {
 
 /* One step, every GPU's. */
 struct run_step {
-    struct train_step s; /* the global figures (GPU 0's record; nonfinite: the first GPU's) */
-    int nonfinite_gpu;   /* -1 when nothing was non-finite */
-    uint64_t comm_bytes_per_gpu; /* the most any GPU sent: gradients and weights (dp) */
+    struct train_step s;         /* the global figures (GPU 0's record; nonfinite: the first GPU's;
+                                    a mixture's routing and aux loss over every GPU: par/run.c) */
+    int nonfinite_gpu;           /* -1 when nothing was non-finite */
+    uint64_t comm_bytes_per_gpu; /* the most any GPU sent: gradients and weights */
     uint64_t scalar_bytes;       /* the agreement's, per GPU */
     double sim_time_s;           /* the step's simulated time (the slowest GPU) */
     double exposed_s;            /* of it, time not computing (communication not hidden) */

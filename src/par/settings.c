@@ -133,6 +133,11 @@ enum train_scaling train_scaling_for(enum fp_format precision)
     return p && p->scaled ? TRAIN_SCALE_DYNAMIC : TRAIN_SCALE_NONE;
 }
 
+bool train_flash(const struct train_opts *o)
+{
+    return o->attention == TRAIN_ATTN_FLASH || (o->attention == TRAIN_ATTN_DEFAULT && o->cp > 1);
+}
+
 /* ------------------------------------------------------------------ the parsers */
 
 #define FIELD(o, s, T) ((T *)(void *)((char *)(o) + (s)->field))
@@ -373,6 +378,19 @@ static int set_inject(const struct setting *s, const char *said, const char *val
     return 0;
 }
 
+static int set_attention(const struct setting *s, const char *said, const char *value,
+                         struct train_opts *o, struct error *e)
+{
+    (void)s;
+    if (strcmp(value, "eager") && strcmp(value, "flash"))
+        return error_set(e, ERR_INVAL,
+                         "%s '%s': expected eager (the probabilities kept) or flash (each row's "
+                         "log-sum-exp kept, no probabilities)",
+                         said, value);
+    o->attention = strcmp(value, "flash") ? TRAIN_ATTN_EAGER : TRAIN_ATTN_FLASH;
+    return 0;
+}
+
 static int set_checkpoint(const struct setting *s, const char *said, const char *value,
                           struct train_opts *o, struct error *e)
 {
@@ -497,6 +515,11 @@ const struct setting train_settings[] = {
      "C GPUs (ring attention). GPU r is context rank (r / tp) % C"},
     {"cp-naive", NULL, NULL, set_switch, F(cp_naive), 0, 0, false,
      "with --cp: GPU i holds chunk i of C (the last does the most work)"},
+    {"attention", NULL, "K", set_attention, 0, 0, 0, false,
+     "the attention kernel: eager keeps the a s^2 b probabilities; flash\n"
+     "(ring attention's) keeps each row's log-sum-exp and computes only\n"
+     "what the causal mask leaves, a block at a time. Unless given: eager\n"
+     "with --cp 1, flash with --cp. Eager needs --cp 1, selective eager"},
     {"ep", NULL, "P", set_int, F(ep), 1, TRAIN_MAX_GPUS, false,
      "with --experts: each expert layer's E experts over P GPUs (default\n"
      "1), E / P each, P dividing the data-parallel ranks (GPU r is expert\n"
@@ -518,8 +541,11 @@ const struct setting train_settings[] = {
     {"chunks", NULL, "V", set_int, F(chunks), 2, SCHED_MAX_CHUNKS, false,
      "interleaved: V model chunks per stage (default 2), P x V dividing\n"
      "the layers; stage s holds virtual stages s, P + s, 2P + s, ..."},
-    /* a mixture of experts (model/gpt.h's struct gpt_moe): the model's shape, over the
-     * preset's (train applies them to the model it names, cli/train_args.c) */
+    /* the model's shape, over the preset's (train applies them to the model it names,
+     * cli/train_args.c): the sequence, and a mixture of experts (model/gpt.h's gpt_moe) */
+    {"seq", NULL, "S", set_int, F(shape.seq), 1, 1 << 16, false,
+     "tokens per sequence, over the model's own (lesson 6's panel runs\n"
+     "32 to 512 of tiny's)"},
     {"experts", NULL, "E", set_int, F(shape.moe.experts), 2, GPT_MAX_EXPERTS, false,
      "a mixture of experts: each expert layer's feed-forward becomes E\n"
      "SwiGLU experts of the model's ffn width and a router (2 to " XSTR(

@@ -37,6 +37,11 @@ struct model_shape;
 
 enum train_scaling { TRAIN_SCALE_NONE, TRAIN_SCALE_DYNAMIC, TRAIN_SCALE_STATIC };
 
+/* The attention kernel (calc/activ.h's two): unless told, eager with cp 1 (the probabilities
+ * kept, as lesson 2 counts them) and flash with cp > 1 (ring attention has no other); eager
+ * with cp > 1 is refused (train_attention_check). */
+enum train_attention { TRAIN_ATTN_DEFAULT, TRAIN_ATTN_EAGER, TRAIN_ATTN_FLASH };
+
 enum train_inject_kind { TRAIN_INJECT_NAN, TRAIN_INJECT_INF, TRAIN_INJECT_SPIKE };
 
 struct train_inject {
@@ -67,17 +72,18 @@ struct train_opts {
     struct train_inject inject[TRAIN_MAX_INJECT];
     int ninject;
     /* the layout (par/layout.h): gpus = dp x cp x tp x pp, the batch split over the dp */
-    int gpus;                    /* every GPU of the run */
-    int tp;                      /* tensor-parallel GPUs T per layer (1: none) */
-    bool sp;                     /* sequence parallelism (with tp > 1) */
-    int cp;                      /* context-parallel GPUs C per sequence (1: none) */
-    bool cp_naive;               /* cp: GPU i holds chunk i of C, not chunks i and 2C-1-i */
-    int ep;                      /* expert-parallel GPUs P sharing the experts (1: none),
-                                    dividing the dp ranks (par/layout.h) */
-    int pp;                      /* pipeline stages P (1: none) */
-    int micro_batches;           /* M per step; the gradients add up over them */
-    enum calc_schedule schedule; /* the order of the stages' passes (calc/sched.h) */
-    int chunks;                  /* v, model chunks per stage (interleaved) */
+    int gpus;                       /* every GPU of the run */
+    int tp;                         /* tensor-parallel GPUs T per layer (1: none) */
+    bool sp;                        /* sequence parallelism (with tp > 1) */
+    int cp;                         /* context-parallel GPUs C per sequence (1: none) */
+    bool cp_naive;                  /* cp: GPU i holds chunk i of C, not chunks i and 2C-1-i */
+    enum train_attention attention; /* the kernel; train_flash says which runs */
+    int ep;                         /* expert-parallel GPUs P sharing the experts (1: none),
+                                       dividing the dp ranks (par/layout.h) */
+    int pp;                         /* pipeline stages P (1: none) */
+    int micro_batches;              /* M per step; the gradients add up over them */
+    enum calc_schedule schedule;    /* the order of the stages' passes (calc/sched.h) */
+    int chunks;                     /* v, model chunks per stage (interleaved) */
     /* data parallelism (par/dp.h) */
     int zero;            /* ZeRO stage 0 (DDP), 1, 2 or 3 */
     size_t bucket_bytes; /* a gradient bucket's size (PyTorch DDP's 25 MiB by default) */
@@ -108,6 +114,9 @@ int train_opts_lab(struct train_opts *o, struct error *e);
 /* The loss scaling a precision runs with unless one is asked for: dynamic for fp16 (PyTorch's
  * GradScaler; fp16's range needs it), none for bf16 and fp32. */
 enum train_scaling train_scaling_for(enum fp_format precision);
+/* Whether the run's attention is the flash-style kernel (model/ringattn.h): asked for, or the
+ * default with cp > 1. */
+bool train_flash(const struct train_opts *o);
 
 /* The tiny GPT's shape for a preset's (calc/preset.h): the only place a model_shape becomes
  * a gpt_config. The tiny GPT is LLaMA-like, so a shape it cannot train (a gelu feed-forward,

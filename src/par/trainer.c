@@ -394,6 +394,14 @@ static void diagnose(struct trainer *t, struct gpt_diag *out)
     out->underflow_total = total, out->grad_elements = elems;
 }
 
+double train_expert_imbalance(const uint32_t *load, int experts)
+{
+    double sum = 0, most = 0;
+    for (int i = 0; i < experts; i++)
+        sum += load[i], most = load[i] > most ? load[i] : most;
+    return sum > 0 ? most / (sum / experts) : 0;
+}
+
 /* The routing's figures of the step (model/gpt.h's diagnosis). */
 static void describe_experts(const struct trainer *t, const struct gpt_diag *d,
                              struct train_step *out)
@@ -401,6 +409,7 @@ static void describe_experts(const struct trainer *t, const struct gpt_diag *d,
     const struct gpt_moe *m = &t->o.shape.moe;
     int layers = gpt_moe_layers(&t->o.shape);
     out->aux_loss = d->aux_loss, out->routed = d->routed, out->dropped = d->dropped;
+    out->aux_layers = layers;
     out->expert_imbalance = 0;
     memset(out->expert_load, 0, sizeof out->expert_load);
     memset(out->expert_kept, 0, sizeof out->expert_kept);
@@ -410,10 +419,7 @@ static void describe_experts(const struct trainer *t, const struct gpt_diag *d,
         out->expert_load[i % m->experts] += (uint32_t)d->expert_load[i];
         out->expert_kept[i % m->experts] += (uint32_t)d->expert_kept[i];
     }
-    double mean = (double)d->routed / layers / m->experts;
-    for (int i = 0; i < layers * m->experts; i++)
-        if (d->expert_load[i] / mean > out->expert_imbalance)
-            out->expert_imbalance = d->expert_load[i] / mean;
+    out->expert_imbalance = train_expert_imbalance(out->expert_load, m->experts);
 }
 
 /* 1-3. The global batch and this GPU's share; forward and backward (the strategy reduces

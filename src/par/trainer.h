@@ -78,15 +78,22 @@ struct train_step {
     uint64_t ring_scores;          /* the attention scores its ring's blocks computed */
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
     double compute_s;              /* simulated compute time of the step */
-    /* A mixture of experts (model/moe.h): the load-balancing loss (part of loss), the k N
-     * choices routed over the expert layers and those dropped past a capacity, and the most
-     * loaded expert's choices over the mean k N / E in the least even layer (1: even). */
+    /* A mixture of experts (model/moe.h): the load-balancing loss (part of loss: each expert
+     * layer's α E sum_i f_i P_i, α when the routing is even, summed over the expert layers),
+     * the k N choices routed over the expert layers and those dropped past a capacity, and the
+     * busiest expert's choices over the mean (train_expert_imbalance; 1: even). */
     double aux_loss, expert_imbalance;
+    int aux_layers; /* the expert layers aux_loss sums over */
     uint64_t routed, dropped;
     /* and per expert (of E), summed over the expert layers: the choices this GPU's tokens
      * routed to it (before the capacity) and those it took */
     uint32_t expert_load[GPT_MAX_EXPERTS], expert_kept[GPT_MAX_EXPERTS];
 };
+
+/* The busiest expert's choices over the mean, of E experts' loads (each summed over the expert
+ * layers): 1 when even, 0 without choices. The one definition train and the window show, over
+ * a GPU's tokens or (par/run.c) every GPU's. */
+double train_expert_imbalance(const uint32_t *load, int experts);
 
 struct trainer;
 

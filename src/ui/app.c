@@ -545,6 +545,27 @@ static void jump_key(struct app *a, int ch)
 
 /* ---- keys ---- */
 
+/* A key as the help names keys: 'x', Enter, Esc, Backspace, Tab, Ctrl-X, or its code. */
+static void key_text(int ch, char *buf, size_t n)
+{
+    if (ch > ' ' && ch < 127)
+        snprintf(buf, n, "'%c'", ch);
+    else if (ch == '\r' || ch == '\n')
+        snprintf(buf, n, "Enter");
+    else if (ch == 27)
+        snprintf(buf, n, "Esc");
+    else if (ch == 127 || ch == 8)
+        snprintf(buf, n, "Backspace");
+    else if (ch == '\t')
+        snprintf(buf, n, "Tab");
+    else if (ch == ' ')
+        snprintf(buf, n, "space");
+    else if (ch > 0 && ch < 27)
+        snprintf(buf, n, "Ctrl-%c", 'A' + ch - 1);
+    else
+        snprintf(buf, n, "code %d", ch);
+}
+
 /* The window's keys for the lesson: quit, help, the tabs, the steps, answers, the panels, the
  * presenter's keys, scrolling. */
 static void lesson_key(struct app *a, struct tab *t, int ch)
@@ -675,10 +696,11 @@ static void app_key(struct app *a, int ch)
         jump_key(a, ch);
         return;
     }
-    if (a->autoplay) { /* the presenter takes over: any key but q pauses the walk, used up */
-        pause_playing(a);
+    if (a->autoplay) { /* the presenter takes over: any key pauses the walk, then does what it
+                        * does without it (G N Enter jumps, space pauses the panel); A only
+                        * pauses */
         autoplay_stop(a, ch == 'A' ? "paused" : "paused: A resumes");
-        if (ch != 'q')
+        if (ch == 'A')
             return;
     }
     /* the window's own keys reach the lesson whatever the panel, unless its field has the
@@ -697,7 +719,7 @@ static void app_key(struct app *a, int ch)
     if (!help_app_key(ch) && ch != 'g') { /* nobody's key: say so, and where the keys are */
         if (ch >= 0 && ch < KEY_MIN) {
             char name[16];
-            snprintf(name, sizeof name, ch > ' ' && ch < 127 ? "'%c'" : "code %d", ch);
+            key_text(ch, name, sizeof name);
             eventlog_add(&a->log, "key %s does nothing in %s: ? lists the keys", name,
                          t->ops->title);
             a->dirty = true;

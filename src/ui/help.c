@@ -32,7 +32,7 @@ static const struct help_line app_keys[] = {
     {"q", "quit"},
     {"G N Enter", "go to step N (g too, unless the panel uses g)"},
     {"", "These keys are the window's in every panel; a key that does nothing says so below."},
-    {"A", "autoplay the steps (any key pauses)"},
+    {"A", "autoplay the steps (any key pauses, then does what it does; A pauses)"},
 };
 
 bool help_app_key(int ch)

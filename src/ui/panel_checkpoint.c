@@ -95,7 +95,13 @@ static double big_activ(const struct ckpt_panel *p, const char *policy)
 {
     struct ckpt_policy pol;
     struct activ_total tot;
-    struct activ_config ac = {.micro_batch = 1, .seq = p->seq, .tp = 1, .sp = false, .bytes = 2};
+    /* eager attention, as the lesson counts it: the probabilities kept */
+    struct activ_config ac = {.micro_batch = 1,
+                              .seq = p->seq,
+                              .tp = 1,
+                              .sp = false,
+                              .bytes = 2,
+                              .attention = ACTIV_EAGER};
     if (ckpt_parse(policy, &pol, NULL) != 0)
         return NAN;
     activ_total(&p->big, &ac, &pol, p->big.layers, true, true, &tot);
@@ -158,7 +164,8 @@ static void measure(struct ckpt_panel *p)
                               .seq = c.seq,
                               .tp = 1,
                               .sp = false,
-                              .bytes = p->fmt == FP_FP32 ? 4 : 2};
+                              .bytes = p->fmt == FP_FP32 ? 4 : 2,
+                              .attention = ACTIV_EAGER}; /* the trainer's, cp 1 */
     activ_total(&p->tiny, &ac, &ck, c.layers, true, true, &tot);
     p->predicted = tot.peak;
     /* the ghost line: nothing recomputed */

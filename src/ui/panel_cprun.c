@@ -16,15 +16,16 @@
  * Drawn: the causal attention matrix of a sequence, in units of T / 2C tokens (the balanced
  * split's chunks; a naive chunk is two), a row per query unit labelled by the GPU that holds
  * it, a column per key unit headed by its GPU. A cell is a part of the block of GPU q's queries
- * against GPU k's keys; the ring computes only the rectangle of a block some query sees
- * (ring_block_rect, the trimming model/ringattn.c does), and a cell of it lights, in its
- * query GPU's digit, when that GPU holds the block in the layer being replayed (the block
- * that just came in or was just computed drawn as moved data); 'x' is a cell the rectangle
- * computes though the mask hides all of it, '.' a cell still to come, blank one never
- * computed. Beside it each GPU's memory from its own ledger (a stacked bar), and the
- * attention scores each GPU computed in the step, measured, beside the other split's computed
- * from the rectangles (so the naive split's idle first GPU and over-busy last one show beside
- * the balanced split's even work), and whether the measured ones are the rectangles'. Below:
+ * against GPU k's keys; the ring computes only the scores the causal mask leaves
+ * (ring_block_scores, what model/ringattn.c's kernels compute): a cell below the diagonal
+ * whole, a cell on it as a triangle (its lower left half, edged '\'), none above it. A cell lights,
+ * in its query GPU's digit, when that GPU holds the block in the layer being replayed (the block
+ * that just came in or was just computed drawn as moved data); '.' is a cell still to come,
+ * blank one the mask hides, never computed. Beside it each GPU's memory from its own ledger
+ * (a stacked bar), and the attention scores each GPU computed in the step, measured, beside
+ * the other split's computed from its blocks (so the naive split's idle first GPU and
+ * over-busy last one show beside the balanced split's even work), and whether the measured
+ * ones are the blocks' (ring_block_scores). Below:
  * whether every ledger equals the calculator, the ring's bytes per GPU beside the calculator's
  * context_parallel bytes (calc/traffic.c), and the activations per GPU beside one GPU's
  * without context parallelism.
@@ -110,7 +111,9 @@ static void options(const struct cprun *p, const struct settings *s, struct trai
     o->shape.seq = s->seq;
 }
 
-/* The calculator's figures for the run, and for one GPU without context parallelism. */
+/* The calculator's figures for the run, and for one GPU without context parallelism with the
+ * same attention, flash (one attention model: cp divides the activations, the kernel does not
+ * change with it). */
 static void predict(struct cprun *p)
 {
     struct model_shape m = p->pace.models[0];
@@ -125,7 +128,7 @@ static void predict(struct cprun *p)
         return;
     }
     struct prediction one = {0};
-    o.cp = 1, o.gpus = 1, o.cp_naive = false;
+    o.cp = 1, o.gpus = 1, o.cp_naive = false, o.attention = TRAIN_ATTN_FLASH;
     p->act1 = predict_run(&o, &m, &p->pace.spec, &one, &e) == 0 ? one.mem[0].activations : 0;
     predict_free(&one);
     p->scale = p->pred.mem[0].total * 1.1;
@@ -153,22 +156,22 @@ static void say_restart(void *panel)
                  split_name(p->s.naive), p->s.seq, p->s.batch);
 }
 
-/* The scores GPU g computes in a step with the given split, from the rectangles of its blocks:
- * each block once forward and once backward, for every layer, sequence and head. */
-static double rect_scores(const struct cprun *p, int g, bool naive)
+/* The scores GPU g computes in a step with the given split, from its blocks' (what the mask
+ * leaves of each): each block once forward and once backward, for every layer, sequence and
+ * head. */
+static double block_scores(const struct cprun *p, int g, bool naive)
 {
     long per = 0;
-    for (int k = 0, q0, k1; k < p->s.cp; k++)
-        per +=
-            ring_block_rect(p->s.seq, p->s.cp, g, k, naive ? RING_NAIVE : RING_BALANCED, &q0, &k1);
+    for (int k = 0; k < p->s.cp; k++)
+        per += ring_block_scores(p->s.seq, p->s.cp, g, k, naive ? RING_NAIVE : RING_BALANCED);
     return 2.0 * p->layers * p->s.batch * p->heads * (double)per;
 }
 
-/* Whether each GPU's measured scores in the last step are its rectangles'. */
-static bool scores_as_rects(const struct cprun *p)
+/* Whether each GPU's measured scores in the last step are its blocks'. */
+static bool scores_as_blocks(const struct cprun *p)
 {
     for (int g = 0; g < p->s.cp; g++)
-        if ((double)p->pace.last.gpu[g].ring_scores != rect_scores(p, g, p->s.naive))
+        if ((double)p->pace.last.gpu[g].ring_scores != block_scores(p, g, p->s.naive))
             return false;
     return true;
 }
@@ -383,7 +386,7 @@ static int unit_owner(const struct cprun *p, enum ring_split split, int u, int *
 static int draw_matrix(const struct cprun *p, struct ui_canvas *c, int y, int x, int cw,
                        enum ring_split split, bool live)
 {
-    int T = p->s.seq, C = p->s.cp, U = 2 * C, w = T / U;
+    int C = p->s.cp, U = 2 * C;
     int owner[UNITS], local[UNITS], layer[MAX_CP], lit[MAX_CP];
     enum pass pass[MAX_CP];
     for (int u = 0; u < U; u++)
@@ -400,16 +403,20 @@ static int draw_matrix(const struct cprun *p, struct ui_canvas *c, int y, int x,
         int r = owner[i];
         canvas_printf(c, y, x, ROLE_DIM, "%d", r);
         for (int j = 0; j < U; j++) {
-            int s = owner[j], q0, k1;
-            ring_block_rect(T, C, r, s, split, &q0, &k1);
-            bool computed = local[i] + w > q0 && local[j] < k1;
+            /* units are in the sequence's order: query unit i sees key unit j whole below the
+             * diagonal, a triangle of it on the diagonal, nothing above it */
+            int s = owner[j];
+            bool computed = j <= i;
             int step = (r - s + C) % C; /* the ring step that brings GPU s's block to GPU r */
             bool on = computed && pass[r] != PASS_NONE && step < lit[r];
             bool now = on && pass[r] != PASS_DONE && step == lit[r] - 1;
-            char ch = !computed ? ' ' : !on ? '.' : j > i ? 'x' : (char)('0' + r);
-            enum ui_role role = !on ? ROLE_DIM : now ? ROLE_MOVED : j > i ? ROLE_DIM : ROLE_BAR;
-            for (int k = 0; k < cw; k++)
-                canvas_printf(c, y, x + 2 + j * cw + k, role, "%c", ch);
+            char ch = !computed ? ' ' : !on ? '.' : (char)('0' + r);
+            enum ui_role role = !on ? ROLE_DIM : now ? ROLE_MOVED : ROLE_BAR;
+            for (int k = 0; k < cw; k++) /* the diagonal's triangle: its lower left half */
+                canvas_printf(c, y, x + 2 + j * cw + k, role, "%c",
+                              j < i || k < cw / 2       ? ch
+                              : k == cw / 2 && computed ? '\\'
+                                                        : ' ');
         }
     }
     return y;
@@ -480,8 +487,7 @@ static void count_text(char *buf, size_t n, double v, int w)
 }
 
 /* The scores each GPU computes per step: the run's split measured (after a step; before, its
- * rectangles, dim), the other computed from its rectangles, from row y at column x; the next
- * row. */
+ * blocks', dim), the other computed from its blocks, from row y at column x; the next row. */
 static int draw_scores(const struct cprun *p, struct ui_canvas *c, int y, int x, int w)
 {
     int C = p->s.cp, fw = w >= 26 ? 11 : 9;
@@ -491,7 +497,7 @@ static int draw_scores(const struct cprun *p, struct ui_canvas *c, int y, int x,
         for (int g = 0; g < C; g++) {
             bool run = k == (int)p->s.naive;
             v[k][g] =
-                run && shown ? (double)p->pace.last.gpu[g].ring_scores : rect_scores(p, g, k == 1);
+                run && shown ? (double)p->pace.last.gpu[g].ring_scores : block_scores(p, g, k == 1);
             mean[k] += v[k][g] / C, most = fmax(most, v[k][g]);
         }
     int xx = canvas_text(c, y, x, ROLE_DIM, "scores");
@@ -515,12 +521,12 @@ static int draw_scores(const struct cprun *p, struct ui_canvas *c, int y, int x,
     return y;
 }
 
-/* The busiest GPU's scores over the mean, for a split (computed from the rectangles). */
+/* The busiest GPU's scores over the mean, for a split (computed from its blocks). */
 static double busiest_over_mean(const struct cprun *p, bool naive)
 {
     double sum = 0, most = 0;
     for (int g = 0; g < p->s.cp; g++) {
-        double v = rect_scores(p, g, naive);
+        double v = block_scores(p, g, naive);
         sum += v, most = fmax(most, v);
     }
     return sum > 0 ? most / (sum / p->s.cp) : 0;
@@ -593,13 +599,13 @@ static void cprun_draw(const void *state, struct ui_canvas *c)
                  busiest_over_mean(p, false), busiest_over_mean(p, true));
         int x = canvas_text(c, y, 0, ROLE_TEXT, line[layout_text_width(line[0]) + 14 > W]);
         if (p->pace.shown) {
-            bool same = scores_as_rects(p);
+            bool same = scores_as_blocks(p);
             canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR,
-                        same ? "run = rects" : "run != rects");
+                        same ? "run = blocks" : "run != blocks");
         }
         y++;
     }
-    /* the other split, as it would compute (its rectangles), where there is room */
+    /* the other split, as it would compute (its blocks), where there is room */
     if (y + 2 + U + 1 <= H) {
         y++;
         canvas_printf(c, y++, 0, ROLE_DIM,

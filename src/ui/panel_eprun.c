@@ -186,24 +186,17 @@ static void say_restart(void *panel)
     eventlog_add(p->pace.log, "experts: %s, batch %d: restarted", b, p->s.batch);
 }
 
-/* The step shown, every GPU's tokens: the choices routed to expert x and those it took. */
+/* The step shown, every GPU's tokens (the run's merged record, par/run.c): the choices routed
+ * to expert x and those it took. */
 static double load_of(const struct eprun *p, int x, bool kept)
 {
-    double v = 0;
-    for (int g = 0; g < p->s.ep; g++)
-        v += kept ? p->pace.last.gpu[g].expert_kept[x] : p->pace.last.gpu[g].expert_load[x];
-    return v;
+    return kept ? p->pace.last.s.expert_kept[x] : p->pace.last.s.expert_load[x];
 }
 
-/* The step shown: the busiest expert's choices over the mean (1: even). */
+/* The step shown: the busiest expert's choices over the mean (1: even), as train prints it. */
 static double busiest_over_mean(const struct eprun *p)
 {
-    double sum = 0, most = 0;
-    for (int x = 0; x < p->s.experts; x++) {
-        double v = load_of(p, x, false);
-        sum += v, most = fmax(most, v);
-    }
-    return sum > 0 ? most / (sum / p->s.experts) : 0;
+    return p->pace.last.s.expert_imbalance;
 }
 
 static void begin_step(void *panel)
@@ -489,13 +482,22 @@ static int draw_experts(const struct eprun *p, struct ui_canvas *c, int y, int x
     return y;
 }
 
+/* The columns the GPUs' rows need beside their ledger's bar when narrow: the GPU, its sends (a
+ * column each; two when wide, where the newest is marked '*' without colour) and the ledger's
+ * total. */
+static int gpus_cols(int P)
+{
+    return 2 + P + 1 + 6;
+}
+
 /* Each GPU's row from row y at column x, w wide: the GPUs it sends to (during an all-to-all,
  * those it has sent to in it, '-' the others, the newest drawn as moved data) and its ledger's
- * bar. */
+ * bar. Narrow, the sends take a column each and the total fewer, so the bar keeps its room. */
 static int draw_gpus(const struct eprun *p, struct ui_canvas *c, int y, int x, int w)
 {
     int P = p->s.ep;
-    bool mark = !theme_color() || theme_ascii(); /* the newest send marked '*' */
+    bool wide = w >= 2 + 2 * P + 7 + 8; /* the sends spaced, and still 8 cells of bar */
+    bool mark = wide && (!theme_color() || theme_ascii()); /* the newest send marked '*' */
     canvas_text(c, y++, x, ROLE_DIM, w >= 30 ? "G sent to  memory, its ledger" : "G to  ledger");
     for (int g = 0; g < P; g++, y++) {
         int layer;
@@ -505,9 +507,13 @@ static int draw_gpus(const struct eprun *p, struct ui_canvas *c, int y, int x, i
             bool on = live && p->to[g][q], now = on && q == p->newest[g];
             char ch = q == g ? '.' : live && !on ? '-' : (char)('0' + q);
             enum ui_role role = !on ? ROLE_DIM : now ? ROLE_MOVED : ROLE_BAR;
-            xx = canvas_printf(c, y, xx, role, "%c%c", ch, now && mark ? '*' : ' ');
+            xx = canvas_printf(c, y, xx, role, "%c", ch);
+            if (wide)
+                xx = canvas_printf(c, y, xx, role, "%c", now && mark ? '*' : ' ');
         }
-        int lw = w - (xx - x) >= 28 ? 11 : 7;
+        if (!wide)
+            xx++;
+        int lw = !wide ? 6 : w - (xx - x) >= 28 ? 11 : 7;
         runpace_draw_ledger(&p->pace, c, y, xx, w - (xx - x), lw, g, p->scale);
     }
     return y;
@@ -538,9 +544,13 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
     y++;
     draw_a2a(p, c, y++);
     /* the experts, and beside them (or below, when narrow) the GPUs */
-    int top = y, ew = W >= 100 ? W / 2 : W >= 44 ? W / 2 + 1 : W;
+    /* narrow, the GPUs' side keeps 8 cells of bar for the ledgers (3 were left at 80x24) */
+    int top = y, ew = W >= 100  ? W / 2
+                      : W >= 60 ? W / 2 + 1
+                      : W >= 44 ? W - gpus_cols(P) - 8 - 1
+                                : W;
     y = draw_experts(p, c, y, 0, ew);
-    if (W - ew - 1 >= 20) {
+    if (W - ew - 1 >= gpus_cols(P) + 8) { /* room for 8 cells of ledger beside */
         int yy = draw_gpus(p, c, top, ew + 1, W - ew - 1);
         y = yy > y ? yy : y;
     } else {
@@ -568,16 +578,18 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
                  p->s.experts, b2);
         canvas_text(c, y++, 0, ROLE_TEXT, line[layout_text_width(line[0]) > W]);
     }
-    if (y < H && p->pace.shown) { /* the step's routing */
-        uint64_t routed = 0, dropped = 0;
-        for (int g = 0; g < P; g++)
-            routed += p->pace.last.gpu[g].routed, dropped += p->pace.last.gpu[g].dropped;
+    if (y < H && p->pace.shown) {                     /* the step's routing */
+        const struct train_step *s = &p->pace.last.s; /* every GPU's, as train prints it */
+        uint64_t routed = s->routed, dropped = s->dropped;
+        int L = s->aux_layers > 0 ? s->aux_layers : 1;
         char line[2][160];
         double pct = routed ? 100.0 * (double)dropped / (double)routed : 0;
-        snprintf(line[0], sizeof line[0], "routed %llu, dropped %llu (%.1f%%), aux loss %.4f",
-                 (unsigned long long)routed, (unsigned long long)dropped, pct,
-                 p->pace.last.s.aux_loss);
-        snprintf(line[1], sizeof line[1], "drop %.1f%% aux %.4f", pct, p->pace.last.s.aux_loss);
+        /* the aux loss is each expert layer's, summed: a layer's is α when the load is even */
+        snprintf(line[0], sizeof line[0],
+                 "routed %llu, dropped %llu (%.1f%%), aux %d x %.4f (even %g)",
+                 (unsigned long long)routed, (unsigned long long)dropped, pct, L, s->aux_loss / L,
+                 p->s.aux);
+        snprintf(line[1], sizeof line[1], "drop %.1f%% aux %dx%.4f", pct, L, s->aux_loss / L);
         canvas_text(c, y++, 0, dropped ? ROLE_WARN : ROLE_TEXT,
                     line[layout_text_width(line[0]) > W]);
     }

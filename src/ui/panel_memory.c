@@ -340,7 +340,7 @@ static void draw_detail(const struct lab *l, struct ui_canvas *c, int y)
         snprintf(ratio, sizeof ratio, " (%.3gx DDP)", l->comm[l->s.zero].bytes / l->comm[0].bytes);
     snprintf(line[0], sizeof line[0], "comm %s/step%s: %s", b2, ratio, f);
     /* one layer's list, the figure a question may ask for, then its formula */
-    snprintf(line[1], sizeof line[1], "activations/layer: %s = %s",
+    snprintf(line[1], sizeof line[1], "activations/layer, flash attention: %s = %s",
              units_format_bytes(b1, sizeof b1, r->layer.total, UNITS_BINARY), r->layer.formula);
     for (int i = 0; i < 2 && y < h; i++) {
         struct ui_canvas rest = canvas_make(c->win, (struct ui_rect){c->r.y + y, c->r.x, h - y, w});

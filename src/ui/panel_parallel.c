@@ -257,8 +257,12 @@ static void par_draw(const void *state, struct ui_canvas *c)
     }
     y += 1 + (K_COUNT - 1 + per_row - 1) / per_row;
     const struct settings *s = &p->s;
-    canvas_printf(c, y++, 0, ROLE_DIM, "%d GPUs: dp %d x tp %d x pp %d%s", s->dp * s->tp * s->pp,
-                  s->dp, s->tp, s->pp, s->tp > 1 ? " (+ seq. parallel)" : "");
+    char head[2][96]; /* the layout, and the attention the calculator counts (its default) */
+    snprintf(head[0], sizeof head[0], "%d GPUs: dp %d x tp %d x pp %d%s, flash attention",
+             s->dp * s->tp * s->pp, s->dp, s->tp, s->pp, s->tp > 1 ? " (+ seq. parallel)" : "");
+    snprintf(head[1], sizeof head[1], "%d GPUs: dp %d x tp %d x pp %d%s, flash",
+             s->dp * s->tp * s->pp, s->dp, s->tp, s->pp, s->tp > 1 ? " + sp" : "");
+    canvas_text(c, y++, 0, ROLE_DIM, head[layout_text_width(head[0]) > c->r.w]);
     if (!p->ok) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->err, 0);
         return;

@@ -935,11 +935,12 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
      * in flight, sent; the rest for the optional lines */
     int tp1 = p->s.tp > 1; /* the grid's labels, the tensor-parallel bytes */
     int spare = H - (2 + tp1 + pp + 1 + 1 + pp + 2 + 1 + 1 + (p->s.dp > 1) + tp1);
-    /* the optional lines, most wanted first: why the bubbles differ, the free sends' bubble,
-     * the chart's time axis, the bars' legend */
+    /* the optional lines, most wanted first: why the bubbles differ (the measured bubble is
+     * not read without it: at 80x24 it was the line dropped), the chart's time axis, the free
+     * sends' bubble, the bars' legend */
     bool have = p->pace.shown && p->done.n[0] > 0;
-    bool show_axis = spare-- > 0; /* the chart's span and scale */
     bool show_why = have && spare-- > 0;
+    bool show_axis = spare-- > 0; /* the chart's span and scale */
     bool show_free = have && p->free_ok && spare-- > 0;
     bool show_legend = spare-- > 0;
     if (!runpace_draw_note(&p->pace, c, y)) /* what the last key could not do, until a replay */

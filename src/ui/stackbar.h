@@ -1,13 +1,15 @@
 /* A stacked horizontal bar, as a pure function (no curses, tested without a terminal): parts
- * laid end to end on one scale, each cell showing the part under its middle, the cells past a
- * capacity flagged (they overflow), and the capacity's column. The memory panels draw per-GPU
- * memory with it: weights, gradients, master weights, optimizer state, activations. */
+ * laid end to end on one scale, each its share of the cells rounded, a part above zero at
+ * least one cell when the bar has room for each (else each cell shows the part under its
+ * middle), the cells past a capacity flagged (they overflow), and the capacity's column. The memory
+ * panels draw per-GPU memory with it: weights, gradients, master weights, optimizer state,
+ * activations. */
 #ifndef SCALELAB_UI_STACKBAR_H
 #define SCALELAB_UI_STACKBAR_H
 
 #include <stdbool.h>
 
-enum { STACKBAR_MAX_CELLS = 400 };
+enum { STACKBAR_MAX_CELLS = 400, STACKBAR_MAX_PARTS = 16 };
 
 struct stackbar {
     int width;

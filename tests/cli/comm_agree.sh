@@ -55,16 +55,19 @@ elif $sanitized; then
     layouts=$(printf '%s\n' "$layouts" | awk 'NR % 2 == 1')
 fi
 
+# Both run eager attention, the tiny GPT's default at cp 1 (memory counts flash unless told): the
+# totals compared include the activations.
 while read -r model dp tp pp m batch prec rest; do
     mb=$((batch / (dp * m)))
     name="$model dp $dp tp $tp pp $pp m $m batch $batch $prec $rest"
     # shellcheck disable=SC2086
     "$SCALELAB" memory --model "$model" --dp "$dp" --tp "$tp" --pp "$pp" --micro-batches "$m" \
-        --micro-batch "$mb" --precision "$prec" $rest --json >"$T_TMP/mem.json" 2>"$T_TMP/mem.err"
+        --micro-batch "$mb" --precision "$prec" --attention eager $rest --json \
+        >"$T_TMP/mem.json" 2>"$T_TMP/mem.err"
     mstatus=$?
     # shellcheck disable=SC2086
     "$SCALELAB" train --model "$model" --dp "$dp" --tp "$tp" --pp "$pp" --micro-batches "$m" \
-        --batch "$batch" --precision "$prec" $rest --steps 1 --json --summary \
+        --batch "$batch" --precision "$prec" --attention eager $rest --steps 1 --json --summary \
         >"$T_TMP/train.json" 2>"$T_TMP/train.err"
     tstatus=$?
     if [ "$mstatus" -ne 0 ] || [ "$tstatus" -ne 0 ]; then

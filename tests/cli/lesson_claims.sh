@@ -12,7 +12,7 @@ threadless "the lessons' text against the calculator"
 # and the softmax upcast to fp32, a causal mask, SwiGLU's gate, up and product kept), its saved
 # tensors counted with torch.autograd.graph.saved_tensors_hooks (the parameters apart), beside
 # the list scalelab's calculator and trainer keep. "About twice": within 1.5 and 2.5 times.
-run memory --model tiny --micro-batch 4 --json
+run memory --model tiny --micro-batch 4 --attention eager --json
 layer=$(printf '%s' "$out" | python3 -c "import json, sys; print(json.load(sys.stdin)['activations_per_layer'])")
 shape=$(printf '%s' "$out" | python3 -c "
 import json, sys
@@ -80,5 +80,21 @@ run train --steps 6 --batch 2 --precision fp16 --hysteresis 2 --inject inf@2 --i
 check_status 0 "two overflows two steps apart, hysteresis 2"
 check_jsonl "[s['loss_scale'] for s in d[:-1]] == [65536] * 4 + [32768] * 2 and [s['skipped'] for s in d[:-1]] == [False, True, False, True, False, False]" \
     "the scale holds at the first overflow and halves at the second, a clean step between them"
+
+# Lesson 6 and the map name the frameworks' splits of a sequence: the balanced split is
+# Megatron-LM's (get_batch_on_this_cp_rank); picotron cuts each sequence contiguously (its
+# data.py's collate_batch takes the tokens from cp_rank x seq_length_per_gpu on), the naive
+# split. Every sentence that names picotron says so.
+for f in lessons/06-long-sequences.lesson DESIGN.md src/model/ringattn.h README.md; do
+    wrong=$(python3 - "$srcdir/$f" <<'PY'
+import re, sys
+text = re.sub(r"(^|\n)\s*(\*|#|@explain)", " ", open(sys.argv[1]).read())
+for s in re.split(r"(?<=[.;])\s", " ".join(text.split())):
+    if "picotron" in s and not re.search(r"naive|contiguous", s):
+        print(s[:120])
+PY
+    )
+    check_eq "$wrong" "" "$f credits picotron with the split it runs, the naive one"
+done
 
 done_testing

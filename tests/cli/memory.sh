@@ -9,7 +9,11 @@ check_status 0 "memory with the defaults"
 check_contains "$out" "synthetic-7b: 7,289,966,592 parameters" "the 7B's count from its shape"
 check_contains "$out" "model states           108.63 GiB" "16 bytes/param = 108.63 GiB"
 check_contains "$out" "does NOT fit: over by" "says it does not fit on 80 GiB"
-check_contains "$out" "formula: sbh(34.375 + 2as/h) + 8sb" "names the activation formula"
+check_contains "$out" "formula: sbh(34.375) + 136sb" "names the activation formula: flash attention's, lse 4 a sb for the probabilities"
+check_contains "$out" "flash attention: each row's log-sum-exp kept, no probabilities" "names the attention kernel"
+run memory --attention eager
+check_contains "$out" "formula: sbh(34.375 + 2as/h) + 8sb" "--attention eager: the probabilities' 2as/h"
+check_contains "$out" "eager attention: the a s^2 b probabilities kept" "names the eager kernel"
 check_contains "$out" "2 + 2 + K, K = 12" "names the 16-byte convention"
 
 # --units auto (the default): each figure in the binary unit that suits it, so a tiny model's
@@ -31,7 +35,9 @@ check_json 'd["params"] == 7289966592 and d["fits"] is False and d["model"] == "
 check_json 'sum(d["per_gpu"][k] for k in ("weights","gradients","master_weights","optimizer")) == 16 * 7289966592' "JSON: 16 bytes per parameter"
 check_json 'd["per_gpu"]["total"] == sum(v for k, v in d["per_gpu"].items() if k != "total")' "JSON: the total is the sum of the parts"
 check_json 'd["layout"] == {"dp": 1, "tp": 1, "pp": 1, "zero": 0} and d["capacity"] == 80 * 2**30' "JSON: layout and capacity"
-check_json 'd["activations_per_layer"] == 2048*4096*34.375 + 2*32*2048*2048 + 8*2048' "JSON: one layer's activations by the formula"
+check_json 'd["activations_per_layer"] == 2048*4096*34.375 + 4*32*2048 + 8*2048 and d["attention"] == "flash"' "JSON: one layer's activations by the formula, flash attention named"
+run memory --attention eager --json
+check_json 'd["activations_per_layer"] == 2048*4096*34.375 + 2*32*2048*2048 + 8*2048 and d["attention"] == "eager"' "JSON: eager attention's layer keeps the probabilities"
 
 # The ZeRO paper (Rajbhandari et al. 2020, Figure 1): Ψ = 7.5B, N_d = 64.
 i=0
@@ -72,18 +78,50 @@ run memory --pp 4 --micro-batches 16 --schedule 1f1b --json
 check_json 'd["in_flight"] == 4 and d["per_gpu"]["activations"] < '"$(printf '%s' "$gpipe" | python3 -c 'import json,sys; print(json.load(sys.stdin)["per_gpu"]["activations"])')" "1F1B: 4 in flight, fewer activations"
 
 # Tensor and sequence parallelism (Korthikanti's variants on GPT-3).
-run memory --model gpt3-175b --tp 8 --pp 8 --nodes 8 --json
+run memory --model gpt3-175b --tp 8 --pp 8 --nodes 8 --attention eager --json
 check_json 'd["activations_per_layer"] == 2048*12288*(10 + 24/8 + 5*96*2048/(12288*8))' "GPT-3, t = 8: sbh(10 + 24/t + 5as/(ht))"
 check_json 'd["activation_formula"] == "sbh(10 + 24/t + 5as/(ht))"' "GPT-3: names Korthikanti's formula"
 run memory --model gpt3-175b --tp 8 --pp 8 --nodes 8 --sequence-parallel --checkpoint selective --json
 check_json 'd["activations_per_layer"] == 34*2048*12288/8' "GPT-3, sp + selective: 34 sbh/t"
 
+# One attention model for every layout: at cp 1 and cp 2 the same flash kernel (each row's
+# log-sum-exp, no probabilities), so cp 2 halves the activations of every token (they read
+# 274.03 GiB, the probabilities kept, then 9.02 GiB); eager keeps the probabilities and needs
+# cp 1; selective recompute goes with cp, as Megatron-LM accepts it.
+long="--model synthetic-7b --seq 32768 --nodes 8 --tp 8 --sequence-parallel --zero 1 --json"
+run memory $long
+one=$(printf '%s' "$out" | python3 -c "import json,sys; print(json.load(sys.stdin)['per_gpu']['activations'])")
+run memory $long --cp 2
+check_json "d['per_gpu']['activations'] * 2 == $one and d['attention'] == 'flash'" "cp 2 halves the activations of cp 1, one flash kernel"
+run memory $long --attention eager
+check_json "d['per_gpu']['activations'] > 10 * $one" "eager at 32768 tokens: the probabilities outweigh the rest"
+run memory $long --cp 2 --attention eager
+check_status 2 "eager attention with cp is refused"
+check_contains "$err" "cp 2 with eager attention: ring attention is a flash-style kernel" "... saying why"
+run memory ${long%--json} --cp 2 --checkpoint selective
+check_status 0 "selective recompute with cp"
+check_contains "$out" "m x 32 layers x 8 x (C-1)/C x S" "... repeats the ring's forward"
+
+# The ZeRO lines name the divisor their figure has: with ep the experts' states shard over the
+# GPUs of an expert rank, N_x = dp / ep, the rest over N_d = dp ("4 B x Ψ / N_d, N_d = dp =
+# 64" was printed for both); with cp over N_d = dp x cp, even with dp 1.
+run memory --model mixtral-8x7b --gpus 64 --nodes 8 --ep 8 --zero 1 --capacity-factor 1.25
+check_contains "$out" "4 B x (Ψ - Ψ_x) / N_d + 4 B x Ψ_x / N_x" "ep: the master weights' divisors, N_d and N_x"
+check_contains "$out" "8 B x (Ψ - Ψ_x) / N_d + 8 B x Ψ_x / N_x" "ep: the optimizer state's"
+check_contains "$out" "N_d = dp = 64, the experts' N_x = dp / ep = 8" "ep: N_x named"
+psi=$(printf '%s\n' "$out" | sed -n 's/.*Ψ = \([0-9,]*\), of them its experts. Ψ_x = \([0-9,]*\);.*/\1 \2/p' | tr -d ,)
+run memory --model mixtral-8x7b --gpus 64 --nodes 8 --ep 8 --zero 1 --capacity-factor 1.25 --json
+check_json "(lambda p, x: d['per_gpu']['master_weights'] == 4 * (math.ceil((p - x) / 64) + math.ceil(x / 8)))(*[int(v) for v in '$psi'.split()])" \
+    "ep: the master weights are 4 B x ((Ψ - Ψ_x) / 64 + Ψ_x / 8), each shard rounded up"
+run memory --model synthetic-7b --tp 8 --cp 2 --nodes 2 --zero 1
+check_contains "$out" "4 B x Ψ / N_d" "cp 2, dp 1: sharded over N_d = dp x cp"
+
 # The lists behind the numbers (tiny, b = 2, s = 64, bf16; by hand in tests/unit/test_calc.c).
-run memory --model tiny --micro-batch 2 --json
+run memory --model tiny --micro-batch 2 --attention eager --json
 check_json '[t["name"] for t in d["activation_tensors"]] == ["x","attn_rstd","xn1","q","k","v","att","attn_out","x1","mlp_rstd","xn2","gate","up","act"]' "JSON: the activation list, in order"
 check_json 'sum(t["bytes"] for t in d["activation_tensors"]) == 329728 == d["activations_per_layer"]' "JSON: the list adds up to one layer's 329,728 bytes"
 check_json 'sum(t["rows"]*t["cols"]*(4 if t["where"]=="layer" else 1) for t in d["param_tensors"]) == d["params"]' "JSON: the parameter tensors add up to the count"
-run memory --model tiny --micro-batch 2 --tensors
+run memory --model tiny --micro-batch 2 --attention eager --tensors
 check_contains "$out" "att           as^2b             32,768 x 2 B =      64.00 KiB" "--tensors lists the attention matrix"
 check_contains "$out" "w_gate                 64 x 172                11,008  each layer  split by tp" "--tensors lists the parameters"
 
@@ -155,7 +193,28 @@ bad "absurd tokens per micro-batch" "more than 2^30 tokens per micro-batch" --mi
 bad "absurd sequence" "--seq: '99999999' is not allowed" --seq 99999999
 
 # Huge but allowed sizes stay numbers in the JSON, never wrapped integers.
-run memory --model tiny --micro-batch 1024 --seq 1048576 --json
+run memory --model tiny --micro-batch 1024 --seq 1048576 --attention eager --json
 check_json 'd["per_gpu"]["activations"] > 1e16 and d["fits"] is False' "huge activations stay positive numbers"
+
+# Every refusal names the one condition that failed, and an option that cannot act is refused,
+# never ignored: mixtral-8x7b on 64 GPUs with ep 8 lacks a capacity factor (it was told "dp a
+# multiple of it (not 64)"); --cp-naive without cp, ZeRO's options at another stage, a schedule
+# without a pipeline.
+run memory --model mixtral-8x7b --gpus 64 --nodes 8 --ep 8
+check_status 2 "ep without a capacity factor"
+check_contains "$err" "needs a capacity factor" "... names the capacity factor"
+check_not_contains "$err" "multiple" "... and not dp, which ep 8 divides"
+run memory --model mixtral-8x7b --gpus 60 --nodes 8 --ep 8 --capacity-factor 1
+check_contains "$err" "dp must be a multiple of it (not 60)" "ep not dividing dp: that alone"
+check_not_contains "$err" "capacity" "... and not the capacity factor, which was given"
+for bad in "--cp-naive|--cp-naive splits a sequence" "--prefetch 0|it goes with --zero 3, not 0" \
+    "--bucket 1MiB --zero 1|it goes with --zero 2, not 1" "--unit-layers 2 --zero 2|it goes with --zero 3, not 2" \
+    "--schedule gpipe|it goes with --pp 2 or more"; do
+    args=${bad%%|*}
+    # shellcheck disable=SC2086
+    run memory $args
+    check_status 2 "memory $args is refused"
+    check_contains "$err" "${bad#*|}" "... saying what it goes with"
+done
 
 done_testing

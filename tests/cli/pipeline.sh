@@ -48,4 +48,11 @@ bad "chunks without interleaving" "only the interleaved schedule has chunks" --c
 bad "interleaved m not a multiple of p" "interleaved needs a multiple of --stages 4" --schedule interleaved --micro-batches 6
 bad "NaN stages" "--stages: 'nan' is not allowed" --stages nan
 
+# An interleaved schedule needs two stages or more, the same rule as train's and memory's.
+run pipeline --stages 1 --micro-batches 4 --schedule interleaved
+check_status 2 "interleaved on one stage is refused"
+check_contains "$err" "interleaved needs 2 or more" "... saying why"
+run memory --schedule interleaved --micro-batches 4
+check_status 2 "memory: interleaved on one stage is refused"
+
 done_testing

@@ -103,4 +103,14 @@ SCALELAB_DATA="$copy" run run lab --step "$step" --json
 check_status 0 "the Lab's llama2-70b step with the changed preset"
 check_json "d['failed'] == 0 and d['passed'] >= 3" "its checks are computed: they hold for 40 layers as for 80"
 
+# Lesson 6's ring bytes are K's and V's, kv_heads x d_model / heads wide (the calculator's
+# S_kv), not d_model's: with a grouped-query synthetic-7b (8 key/value heads of its 32) in the
+# copy, the explanation's S and its step's bytes still agree, layers x 6 x 3/4 x S.
+sed -i 's/^kv_heads = 32$/kv_heads = 8/' "$copy/assets/models/synthetic-7b.ini"
+step=$(grep '^@step' "$srcdir/lessons/06-long-sequences.lesson" | grep -n 'Keys and values go round' | cut -d: -f1)
+SCALELAB_DATA="$copy" run run 6 --step "$step" --json
+check_status 0 "lesson 6's ring step with a grouped-query synthetic-7b"
+check_json "(lambda x: abs(32 * 6 * 3 / 4 * float(__import__('re').search(r'= ([0-9.]+) MiB;', x).group(1)) / 1024 - float(__import__('re').search(r'= ([0-9.]+) GiB', x).group(1))) < 0.01)([q for q in d['steps'][0]['questions'] if 'synthetic-7b' in q['question']][0]['explain'])" \
+    "its S is K's or V's bytes, the calculator's: layers x 6 x 3/4 x S is the step's"
+
 done_testing

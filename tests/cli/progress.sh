@@ -41,4 +41,18 @@ check_status 2 "an unknown lesson"
 check_contains "$err" "no lesson '99'" "names it"
 run progress --bogus
 check_status 2 "an unknown option"
+# The Lab has one name everywhere: L (the window's key), lab and 90 are each accepted, and the
+# list names it L as the window's tab does (it said 90, and 'progress --reset L' was refused).
+printf '# scalelab progress 2\ncurrent lab\nlesson lab step 2\n' >"$file"
+run progress
+check_contains "$out" "L      Data parallelism and ZeRO memory" "the list names the Lab L"
+run progress --json
+check_json "[(x['key'], x['lesson']) for x in d['lessons'] if x['name'] == 'lab'] == [('L', 90)]" "JSON: its key L beside its number"
+for name in L l lab 90; do
+    printf '# scalelab progress 2\ncurrent lab\nlesson lab step 2\n' >"$file"
+    run progress --reset $name
+    check_status 0 "progress --reset $name"
+    check_not_contains "$(cat "$file")" "lesson lab" "--reset $name forgets the Lab"
+done
+
 done_testing

@@ -118,4 +118,9 @@ check_status 2 "no lesson given"
 run run 1 2
 check_status 2 "two lessons given"
 
+# The Lab by its window key too.
+run run L --step 1 --json
+check_status 0 "run L finds 90-lab.lesson, as the window's key names it"
+check_json "d['lesson'] == 90 and d['title'].startswith('Data parallelism')" "... the Lab"
+
 done_testing

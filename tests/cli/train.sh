@@ -234,4 +234,44 @@ run train --steps 12 --batch 2 --inject spike@10:50 --skip-spikes --spike-window
 check_status 0 "a spike skipped near the end"
 check_jsonl "[s['skipped'] for s in d[:-1]].count(True) == 1 and abs(d[-1]['summary']['final_loss'] / (sum([s['loss'] for s in d[:-1] if not s['skipped']][-10:]) / 10) - 1) < 1e-8" "the final loss is the mean of the last 10 applied steps' losses, the skipped spike left out"
 
+# The header names the layout (dp x tp x pp x cp, ep over the dp ranks) and what each GPU holds
+# of the batch and the model; it said "DDP (1 sequences each)" for every layout, and "DDP (2
+# sequences each)" for dp 1 with cp 4. The summary's layout names the attention kernel.
+run train --dp 2 --tp 2 --pp 2 --micro-batches 2 --batch 8 --steps 1
+check_contains "$out" "layout 8 GPUs = dp 2 x tp 2 x pp 2 x cp 1, DDP; each GPU: 4 sequences (2 micro-batches of 2), 2 of the 4 layers, 2 of each layer's 4 heads" \
+    "dp 2 x tp 2 x pp 2: the layout and each GPU's share"
+check_not_contains "$out" "sequences each" "no per-GPU count that ignores tp and pp"
+run train --cp 4 --batch 8 --steps 1
+check_contains "$out" "layout 4 GPUs = dp 1 x tp 1 x pp 1 x cp 4, DDP over dp x cp; each GPU: 8 sequences, 16 of each one's 64 tokens" \
+    "cp 4: every sequence on each GPU, a quarter of its tokens"
+check_contains "$out" "attention flash" "cp: the ring's flash attention named"
+run train --model tiny-moe --gpus 4 --ep 4 --capacity-factor 1.25 --batch 8 --steps 1
+check_contains "$out" "layout 4 GPUs = dp 4 x tp 1 x pp 1 x cp 1, ep 4 of the dp ranks, DDP; each GPU: 2 sequences, 2 of each expert layer's 8 experts" \
+    "ep 4: its experts' share"
+run train --steps 1 --json --summary
+check_json "d['summary']['layout']['attention'] == 'eager'" "the summary names the attention kernel"
+
+# A train --json killed by a signal leaves whole lines: each leaves in one write (stdio's 4 KiB
+# blocks cut the last one). Waited on by the output's size, then killed.
+"$SCALELAB" train --steps 1000000 --json >"$T_TMP/killed.jsonl" 2>/dev/null &
+pid=$!
+n=0
+while [ "$(wc -c <"$T_TMP/killed.jsonl")" -lt 20000 ] && [ $n -lt 12000 ] && kill -0 $pid 2>/dev/null; do
+    sleep 0.01
+    n=$((n + 1))
+done
+kill -KILL $pid 2>/dev/null
+wait $pid 2>/dev/null
+if python3 - "$T_TMP/killed.jsonl" <<'PY'; then
+import json, sys
+text = open(sys.argv[1]).read()
+assert len(text) >= 20000 and text.endswith("\n"), len(text)
+for line in text.splitlines():
+    json.loads(line)
+PY
+    ok "a killed train --json leaves whole lines only"
+else
+    not_ok "a killed train --json leaves whole lines only" "$(tail -c 300 "$T_TMP/killed.jsonl")"
+fi
+
 done_testing

@@ -120,7 +120,7 @@ predicted_per_case "$cases"
 # bytes (a GPU's micro-batch: 16 / 4 = 4 sequences).
 run train $moe --steps 1 --dp 4 --ep 2 --json --summary
 save ep_train
-run memory --model tiny-moe --capacity-factor 4 --gpus 4 --ep 2 --micro-batch 4 --precision fp32 --json
+run memory --model tiny-moe --capacity-factor 4 --gpus 4 --ep 2 --micro-batch 4 --precision fp32 --attention eager --json
 out=$(printf '%s' "$out" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))')
 save ep_memory
 PYCODE="
@@ -133,7 +133,7 @@ assert g['comm_bytes_per_step']['data_parallel'] == m['communication']['data_par
 assert m['layout']['ep'] == 2
 " py "memory --ep 2 gives train's ledger and bytes"
 refused "memory: ep without a capacity" "capacity factor" memory --model tiny-moe --gpus 4 --ep 2
-refused "memory: ep not dividing dp" "dp a multiple" memory --model tiny-moe --capacity-factor 1 --gpus 6 --ep 4
+refused "memory: ep not dividing dp" "dp must be a multiple of it (not 6)" memory --model tiny-moe --capacity-factor 1 --gpus 6 --ep 4
 refused "memory: a capacity factor on a dense model" "--capacity-factor" memory --model tiny --capacity-factor 1
 
 # --- plan --ep-max: layouts with the experts over 2, 4, 8 of the dp GPUs weighed too; by
@@ -163,5 +163,24 @@ refused "ep not dividing the experts" "divide the 8 experts" train $moe --ep 3 -
 refused "ep not dividing the data ranks" "data-parallel ranks" train $moe --dp 2 --ep 4
 refused "ep without a capacity" "--capacity-factor" train --model tiny-moe --ep 2
 refused "ep with ZeRO-2" "--zero 0 or 1" train $moe --ep 2 --zero 2
+
+# --- One definition of the routing, every GPU's, in train and the window: a step's routed and
+# dropped choices are every GPU's (they were GPU 0's: 1024 of 4096), the busiest expert over the
+# mean is over those, and the aux loss is the mean of the GPUs' (each part of its loss), a sum
+# over the 4 expert layers given per layer too, and α per layer when the routing is even
+# (test_moe's aux_loss_and_capacity).
+run train --model tiny-moe --gpus 4 --ep 4 --capacity-factor 1.25 --batch 8 --steps 1 --json
+check_jsonl "d[0]['routed'] == 4 * 2 * 64 * 2 * 4" \
+    "routed: 4 GPUs x 2 sequences x 64 tokens x top-2 x 4 expert layers"
+check_jsonl "abs(d[0]['aux_loss_per_layer'] * 4 - d[0]['aux_loss']) < 1e-9" \
+    "the aux loss: the 4 layers' sum, and a layer's"
+run train --model tiny-moe --gpus 4 --ep 4 --capacity-factor 1.25 --batch 8 --steps 1 --json --summary
+check_json "d['summary']['moe']['routed'] == 4096 and d['summary']['moe']['aux_loss_per_layer_even'] == 0.01" \
+    "the summary: every GPU's choices, and α = 0.01 a layer when the routing is even"
+run train --model tiny-moe --gpus 4 --ep 4 --capacity-factor 1.25 --batch 8 --steps 1
+check_contains "$out" "routing: aux is the load-balancing loss, part of the loss" "the header says what the routing figures count"
+check_contains "$out" "over every GPU's tokens" "... every GPU's tokens"
+check_contains "$out" "(4 layers x " "the step line gives the aux loss per layer"
+check_contains "$out" "busiest/mean" "the busiest expert over the mean, named as the window names it"
 
 done_testing

@@ -78,9 +78,11 @@ if $tsan; then
 fi
 
 # The load-balancing loss pulls the load even (Switch Transformer, section 2.2): with a capacity
-# of 1.0, 150 steps without it leave the busiest expert further above the mean and drop more
-# choices than with the default coefficient (seed 1, tiny-moe: 1.73x and 10.3% against 1.31x
-# and 6.1% over the last 30 steps on the development host; the run is deterministic).
+# of 1.0, 150 steps without it leave the busiest expert further above the mean (its choices
+# summed over the expert layers, as train and the window show it) and drop more choices than with
+# the default coefficient (seed 1, tiny-moe: 1.16x and 10.9% against 1.08x and 5.7% over the
+# last 30 steps on the development host; the run is deterministic; the margins are half the
+# differences).
 if $sanitized; then
     echo "ok $((T_N + 1)) # SKIP 2 x 150 steps under a sanitizer"; T_N=$((T_N + 1))
 else
@@ -94,7 +96,7 @@ def last(name):
     return (sum(x["expert_imbalance"] for x in rows) / 30,
             sum(x["dropped"] for x in rows) / sum(x["routed"] for x in rows))
 (i0, d0), (i1, d1) = last("noaux"), last("aux")
-assert i1 < i0 - 0.2 and d1 < d0 - 0.02, (i0, d0, i1, d1)
+assert i1 < i0 - 0.04 and d1 < d0 - 0.025, (i0, d0, i1, d1)
 '
     py "the aux loss pulls the load even: a less loaded busiest expert and fewer drops"
 fi

@@ -4,9 +4,10 @@
 # query chunk, labelled by its GPU) with nothing lit before a step; space plays, and while a
 # step is replayed the ring line says the layer, the pass and the blocks each GPU holds, and
 # the matrix lights more cells as the step goes; after a step every ledger equals the
-# calculator, each GPU sent the calculator's ring bytes and computed the scores of its
-# rectangles. b runs the naive split (its first GPU's scores a quarter of its last's, as the
-# rectangles say), s / S the sequence, c / C the GPUs, each stopping at its bound and saying
+# calculator, each GPU sent the calculator's ring bytes and computed the scores of its blocks
+# (what the causal mask leaves). b runs the naive split (its first GPU a triangle, its last three
+# blocks and a triangle, as the blocks say), s / S the sequence, c / C the GPUs, each stopping
+# at its bound and saying
 # why. A small window without colour or UTF-8 still shows the matrix and the verdicts; q
 # leaves the terminal as it was.
 . "$srcdir/tests/lib.sh"
@@ -71,18 +72,19 @@ wait_for "blocks done, the newest from:" "the backward's ring steps too"
 keys ' ' n
 wait_for "ledger = calc, all 4 GPUs" "after a step every ledger equals the calculator"
 wait_for "ring B/step 2,359,296 each = calc" "each GPU sent the calculator's ring bytes"
-wait_for "run = rects" "each GPU computed the scores of its rectangles"
+wait_for "run = blocks" "each GPU computed the scores of its blocks"
 wait_for "every block computed" "the step done: every block"
-check_contains "$screen" "busiest / mean: balanced 1.00, naive 1.60" "the balance of both splits"
+check_contains "$screen" "busiest / mean: balanced 1.00, naive 1.74" "the balance of both splits: (7 n + 1)/(4 n + 1), n = 16"
 
 keys b
 wait_for "tiny, cp 4 naive, sequence 64" "b: the naive split"
 keys n
-wait_screen "run = rects" || keys n
-wait_for "run = rects" "naive: the measured scores are the rectangles'"
-# GPU r of the naive split computes (r + 1) blocks: its scores (r + 1) / 4 of the last's
+wait_screen "run = blocks" || keys n
+wait_for "run = blocks" "naive: the measured scores are the blocks'"
+# GPU r of the naive split computes r blocks and its own triangle: (r n^2 + n (n + 1) / 2) x 2
+# passes x 4 layers x 8 sequences x 4 heads, n = 16
 scores=$(printf '%s\n' "$screen" | grep -oE '[0-3] +[0-9,]{5,} +[0-9,]{5,}' | awk '{print $3}' | tr -d ',' | tr '\n' ' ')
-check_eq "$scores" "65536 131072 196608 262144 " "naive scores per GPU: 1, 2, 3, 4 blocks' worth"
+check_eq "$scores" "34816 100352 165888 231424 " "naive scores per GPU: r blocks and a triangle"
 keys s
 wait_for "tiny, cp 4 naive, sequence 128" "s: twice the sequence"
 keys S S S
@@ -103,10 +105,10 @@ start -x 80 -y 24 NO_COLOR=1 -- --ascii --lesson 6 --step "$naive"
 wait_for "Ring attention, running" "80x24 without colour: the panel"
 wait_for "tiny, cp 4 naive, sequence 64" "the naive step opens the naive split"
 keys n
-wait_screen "run = rects" || keys n
+wait_screen "run = blocks" || keys n
 wait_for "ledger = calc, all 4 GPUs" "80x24: every ledger equals the calculator"
-wait_for "run = rects" "80x24: the scores are the rectangles'"
-check_eq "$(lit 8)" 36 "80x24: after a step every cell on or under the diagonal lit: 8 x 9 / 2"
+wait_for "run = blocks" "80x24: the scores are the blocks'"
+check_eq "$(lit 8)" 32 "80x24: after a step every cell under the diagonal lit and half of each on it: 8 x 7 / 2 + 8 / 2"
 hints=$(printf '%s\n' "$screen" | tail -n 2)
 for h in "c cp" "b split" "s seq" "space"; do
     check_contains "$hints" "$h" "80x24: the hint $h is on the hint lines"

@@ -15,7 +15,7 @@ keys j h h h h h h h h h h j h h h h h h h l j h h h h h h h l l j h h h h h h h
 wait_screen "micro m   8"
 case "$screen" in *"gpipe bubble"*) keys s; wait_screen "1f1b bubble" ;; esac
 wait_for "8 GPUs: dp 1 x tp 2 x pp 4" "the layout and its GPU count"
-wait_for "23.05 GiB 4 in fl." "1F1B: stage 0 holds p = 4 micro-batches"
+wait_for "19.05 GiB 4 in fl." "1F1B: stage 0 holds p = 4 micro-batches (flash attention, the calculator's)"
 wait_for "1f1b bubble 3/8: 37.5% ideal, 27.3% wall" "the bubble under both definitions"
 wait_for " 3 ...0aa1bb2cc3dd4ee5ff6gg7hh......" "the last stage's row of the chart"
 

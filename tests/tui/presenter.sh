@@ -31,6 +31,22 @@ keys A
 wait_for "step $((num + 1)) of" "A resumes it: step $((num + 1)) comes"
 quit
 
+# The keys work the same while autoplay runs: G 5 Enter pauses the walk and jumps to step 5 of
+# the lesson shown (the G was taken as the pausing key, and 5 then opened lesson 5); a key that
+# does nothing is named as the help names it (Enter read "key code 13").
+start -x 120 -y 40 -- --lesson 1 --step 1 --autoplay 1
+wait_for "step 2 of" "autoplay walks"
+keys G 5 Enter
+wait_for "Lesson 1 · step 5 of" "G 5 Enter during autoplay: step 5 of lesson 1"
+wait_for "autoplay paused" "and the walk paused"
+check_not_contains "$screen" "Lesson 5 ·" "not lesson 5"
+quit
+start -x 120 -y 40 -- --lesson 6 --step 1
+wait_for "Lesson 6 · step 1 of" "lesson 6, whose panel takes no Enter"
+keys Enter
+wait_for "key Enter does nothing" "Enter, named"
+quit
+
 # --lesson without --step says which step it opens; an autoplayed demo leaves the saved place
 # alone (and says so).
 start -x 120 -y 40 -- --lesson 5

@@ -445,7 +445,8 @@ START_TEST(korthikanti_gpt3)
      * selective with sp 34 sbh/t, full recompute 2sbh. Exact integers. */
     struct model_shape m = load_model("gpt3-175b");
     double s = 2048, b = 1, h = 12288, a = 96, sbh = s * b * h;
-    struct activ_config c = {.micro_batch = 1, .seq = 2048, .tp = 1, .sp = false, .bytes = 2};
+    struct activ_config c = {
+        .micro_batch = 1, .seq = 2048, .tp = 1, .sp = false, .bytes = 2, .attention = ACTIV_EAGER};
     struct activ_list l;
     activ_layer(&m, &c, &l);
     ck_assert(l.total == sbh * (34 + 5 * a * s / h));
@@ -464,7 +465,8 @@ START_TEST(korthikanti_gpt3)
     ck_assert(l.input == 2 * sbh / 8);
     /* Per layer under each policy (activ_total's per_layer). */
     struct activ_total t;
-    c = (struct activ_config){.micro_batch = 1, .seq = 2048, .tp = 1, .sp = false, .bytes = 2};
+    c = (struct activ_config){
+        .micro_batch = 1, .seq = 2048, .tp = 1, .sp = false, .bytes = 2, .attention = ACTIV_EAGER};
     activ_total(&m, &c, &(struct ckpt_policy){CKPT_FULL, 1}, 96, true, true, &t);
     ck_assert(t.per_layer == 2 * sbh && t.checkpoints == 96);
     activ_total(&m, &c, &(struct ckpt_policy){CKPT_SELECTIVE, 0}, 96, true, true, &t);
@@ -484,7 +486,12 @@ START_TEST(korthikanti_gpt3)
                                 .seq = 2048,
                                 .ffn_kind = FFN_GELU,
                                 .tied = true};
-        struct activ_config kc = {.micro_batch = 1, .seq = 2048, .tp = 8, .sp = false, .bytes = 2};
+        struct activ_config kc = {.micro_batch = 1,
+                                  .seq = 2048,
+                                  .tp = 8,
+                                  .sp = false,
+                                  .bytes = 2,
+                                  .attention = ACTIV_EAGER};
         activ_layer(&k, &kc, &l);
         /* 5as/h is not a whole number for the 22B model: compare to 1e-12 relative */
         double want = sh * (10 + 24.0 / 8 + 5 * A * 2048 / (H * 8));
@@ -507,7 +514,8 @@ START_TEST(swiglu_tiny_by_hand)
     /* tiny (d 64, 4 heads, ffn 172, vocab 64), b = 2, s = 64, bf16: the list of activ.h by
      * hand. sbh = 8192 elements, sbf = 22016, as^2b = 32768, sb = 128. */
     struct model_shape m = load_model("tiny");
-    struct activ_config c = {.micro_batch = 2, .seq = 64, .tp = 1, .sp = false, .bytes = 2};
+    struct activ_config c = {
+        .micro_batch = 2, .seq = 64, .tp = 1, .sp = false, .bytes = 2, .attention = ACTIV_EAGER};
     struct activ_list l;
     activ_layer(&m, &c, &l);
     const char *names[] = {"x",        "attn_rstd", "xn1",      "q",   "k",    "v",  "att",
@@ -543,10 +551,102 @@ START_TEST(swiglu_tiny_by_hand)
 }
 END_TEST
 
+/* One rule for an interleaved schedule with one stage, as train's: refused (its first chunk
+ * would hold the embedding and its last the tied head's copy, one GPU counting it twice: 3.12
+ * GiB more for synthetic-7b, as memory and lesson 4's panel showed). */
+START_TEST(interleaved_needs_stages)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct memory_config c = {.model = &m,
+                              .precision = FP_BF16,
+                              .optimizer = OPT_ADAMW,
+                              .dp = 1,
+                              .tp = 1,
+                              .pp = 1,
+                              .micro_batch = 1,
+                              .seq = 2048,
+                              .micro_batches = 4,
+                              .schedule = SCHED_INTERLEAVED,
+                              .chunks = 2,
+                              .capacity = 80.0 * (1 << 30)};
+    struct error e = {0};
+    struct memory_result r;
+    ck_assert_int_eq(memory_compute_stage(&c, 0, &r, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "interleaved needs 2 or more"));
+    ck_assert_int_eq(sched_check(SCHED_INTERLEAVED, 1, 4, 2, &e), ERR_INVAL);
+    c.pp = 2;
+    ck_assert_int_eq(memory_compute_stage(&c, 0, &r, &e), 0);
+}
+END_TEST
+
+/* One attention model for every layout (issue 30): flash attention, the default, keeps each
+ * query row's log-sum-exp and no s^2 term whatever cp is, so cp 2 halves the activations of
+ * synthetic-7b at 32768 tokens on tp 8 with sp (they read 274.03 GiB at cp 1, the probabilities
+ * kept, and 9.02 GiB at cp 2, none kept: a 30x drop). Eager keeps the a s^2 b probabilities and
+ * needs cp 1. Selective recompute with cp drops lse, as Megatron-LM's recompute of core
+ * attention does, and runs the ring's forward again. */
+START_TEST(one_attention_model)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    cl.nodes = 2;
+    struct memory_config c = {.model = &m,
+                              .precision = FP_BF16,
+                              .optimizer = OPT_ADAMW,
+                              .dp = 1,
+                              .tp = 8,
+                              .pp = 1,
+                              .zero = 1,
+                              .cp = 1,
+                              .micro_batch = 1,
+                              .seq = 32768,
+                              .micro_batches = 1,
+                              .schedule = SCHED_1F1B,
+                              .sp = true,
+                              .ckpt = {CKPT_NONE, 0},
+                              .capacity = cl.hbm_bytes};
+    struct memory_result one, two, eager;
+    struct error e = {0};
+    ck_assert_int_eq(c.attention, ACTIV_FLASH);
+    ck_assert_int_eq(memory_compute(&c, &one, NULL), 0);
+    c.cp = 2;
+    ck_assert_int_eq(memory_compute(&c, &two, NULL), 0);
+    /* every saved tensor is per token: exactly half, the ends too */
+    ck_assert(two.activations * 2 == one.activations);
+    ck_assert(two.layer.total * 2 == one.layer.total);
+    /* lse: 4 bytes per head and token, the heads split by t */
+    double s = 32768, a = 32, t = 8, lse = 4 * a / t * s;
+    c.cp = 1, c.attention = ACTIV_EAGER;
+    ck_assert_int_eq(memory_compute(&c, &eager, NULL), 0);
+    ck_assert(eager.layer.total - one.layer.total == a / t * s * s * 2 - lse);
+    c.cp = 2;
+    ck_assert_int_eq(memory_check(&c, &e), ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "eager"));
+    /* selective with cp: lse dropped, the ring's forward again (8 for 6 (C-1)/C S a layer) */
+    c.attention = ACTIV_FLASH;
+    struct traffic tn, ts;
+    ck_assert_int_eq(traffic_compute(&c, &cl, 0, two.params_gpu, 32, 0, 0, &tn, NULL), 0);
+    c.ckpt = (struct ckpt_policy){CKPT_SELECTIVE, 0};
+    struct memory_result sel;
+    ck_assert_int_eq(memory_compute(&c, &sel, NULL), 0);
+    ck_assert(sel.act.per_layer == two.layer.total - lse / 2);
+    ck_assert_int_eq(traffic_compute(&c, &cl, 0, sel.params_gpu, 32, 0, 0, &ts, NULL), 0);
+    ck_assert(ts.cp.bytes * 6 == tn.cp.bytes * 8);
+    /* its recompute: QK^T and P V of a GPU's s/2 queries against all s keys */
+    struct activ_config ac = {.micro_batch = 1, .seq = 32768, .tp = 8, .bytes = 2, .cp = 2};
+    double h = 4096;
+    ck_assert(activ_recompute_flops(&m, &ac, &c.ckpt, 1, 0) == 4 * (s / 2) * s * h / t);
+    ac.cp = 1, ac.attention = ACTIV_EAGER;
+    ck_assert(activ_recompute_flops(&m, &ac, &c.ckpt, 1, 0) == 2 * s * s * h / t);
+}
+END_TEST
+
 START_TEST(swiglu_formula)
 {
     struct model_shape m = load_model("synthetic-7b");
-    struct activ_config c = {.micro_batch = 1, .seq = 2048, .tp = 1, .sp = false, .bytes = 2};
+    struct activ_config c = {
+        .micro_batch = 1, .seq = 2048, .tp = 1, .sp = false, .bytes = 2, .attention = ACTIV_EAGER};
     struct activ_list l;
     activ_layer(&m, &c, &l);
     ck_assert_str_eq(l.formula, "sbh(34.375 + 2as/h) + 8sb");
@@ -557,7 +657,8 @@ START_TEST(swiglu_formula)
     ck_assert_str_eq(l.formula, "sbh(8 + 26.375/t + 2as/(ht)) + 8sb");
     /* GQA: llama2-70b's k and v are kv/h = 1/8 of q. */
     struct model_shape g = load_model("llama2-70b");
-    c = (struct activ_config){.micro_batch = 1, .seq = 4096, .tp = 1, .sp = false, .bytes = 2};
+    c = (struct activ_config){
+        .micro_batch = 1, .seq = 4096, .tp = 1, .sp = false, .bytes = 2, .attention = ACTIV_EAGER};
     activ_layer(&g, &c, &l);
     ck_assert(l.t[4].elements == 4096.0 * 1024 && l.t[3].elements == 4096.0 * 8192);
 }
@@ -591,7 +692,8 @@ START_TEST(sched_bubbles_match_formulas)
         for (int p = 1; p <= 8; p++)
             for (int m = 1; m <= 16; m++)
                 for (int v = 1; v <= 3; v++) {
-                    if ((k != SCHED_INTERLEAVED) != (v == 1) || (k == SCHED_INTERLEAVED && m % p))
+                    if ((k != SCHED_INTERLEAVED) != (v == 1) ||
+                        (k == SCHED_INTERLEAVED && (m % p || p < 2)))
                         continue;
                     struct sched s;
                     struct error e = {0};
@@ -741,8 +843,9 @@ START_TEST(plan_7b_on_one_node)
     struct model_shape m = load_model("synthetic-7b");
     struct cluster_spec cl;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
-    struct plan_config c = {
-        &m, &cl, 8, 256, 2048, FP_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1, 1};
+    struct plan_config c = {&m,        &cl,        8,   256,          2048,           FP_BF16,
+                            OPT_ADAMW, false,      0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1,
+                            1,         ACTIV_FLASH};
     struct plan_result r;
     struct error e = {0};
     ck_assert_msg(plan_run(&c, &r, &e) == 0, "%s", e.msg);
@@ -778,8 +881,9 @@ START_TEST(plan_reasons_and_scale)
     struct cluster_spec cl;
     ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
     cl.nodes = 6;
-    struct plan_config c = {
-        &m, &cl, 48, 96, 2048, FP_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1, 1};
+    struct plan_config c = {&m,        &cl,        48,  96,           2048,           FP_BF16,
+                            OPT_ADAMW, false,      0.5, cl.hbm_bytes, FRAMEWORK_NONE, 1,
+                            1,         ACTIV_FLASH};
     struct plan_result r;
     struct error e = {0};
     ck_assert_int_eq(plan_run(&c, &r, &e), 0);
@@ -826,6 +930,8 @@ int main(void)
     tcase_add_test(tc, korthikanti_gpt3);
     tcase_add_test(tc, swiglu_tiny_by_hand);
     tcase_add_test(tc, swiglu_formula);
+    tcase_add_test(tc, one_attention_model);
+    tcase_add_test(tc, interleaved_needs_stages);
     tcase_add_test(tc, policy_parsing);
     suite_add_tcase(s, tc);
     tc = tcase_create("schedules");

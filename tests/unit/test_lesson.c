@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -903,6 +904,111 @@ START_TEST(cut_lesson_is_an_error)
 }
 END_TEST
 
+/* Two windows on one state folder: each saves its own changes merged into what the other saved
+ * (lesson 5's progress was lost when the second window quit with its older copy): a step set
+ * here wins, answers marked here are set or cleared on the disk's, a lesson forgotten here is
+ * forgotten, and what was not changed here stays the disk's. */
+START_TEST(progress_two_windows_merge)
+{
+    struct progress *a = malloc(sizeof *a), *b = malloc(sizeof *b), *q = malloc(sizeof *q);
+    struct error e = {0};
+    char path[600];
+    snprintf(path, sizeof path, "%s/progress", tmpdir);
+    progress_init(a);
+    progress_set_step(a, "mixed-precision", 3);
+    progress_mark(a, "mixed-precision", 0, 0, true);
+    progress_mark(a, "mixed-precision", 1, 2, true);
+    ck_assert_int_eq(progress_save(a, path, &e), 0);
+    /* both windows open now */
+    ck_assert_int_eq(progress_load(a, path, &e), 0);
+    ck_assert_int_eq(progress_load(b, path, &e), 0);
+    progress_set_step(a, "zero", 4); /* window a: lesson 5 */
+    progress_mark(a, "zero", 4, 1, true);
+    ck_assert_int_eq(progress_save(a, path, &e), 0);
+    progress_set_step(b, "checkpointing", 2); /* window b, which never saw a's lesson 5 */
+    progress_mark(b, "mixed-precision", 1, 2, false);
+    ck_assert_int_eq(progress_save(b, path, &e), 0);
+    ck_assert_int_eq(progress_load(q, path, &e), 0);
+    ck_assert_int_eq(progress_step(q, "zero"), 4);
+    ck_assert(progress_correct(q, "zero", 4, 1));
+    ck_assert_int_eq(progress_step(q, "checkpointing"), 2);
+    ck_assert_int_eq(progress_step(q, "mixed-precision"), 3);
+    ck_assert(progress_correct(q, "mixed-precision", 0, 0));
+    ck_assert(!progress_correct(q, "mixed-precision", 1, 2)); /* cleared by b */
+    ck_assert_str_eq(q->current, "checkpointing");
+    /* b now holds what it wrote, a's lesson 5 too; a saves again with nothing changed: its
+     * older view of checkpointing is not written back */
+    ck_assert_int_eq(progress_step(b, "zero"), 4);
+    ck_assert_int_eq(progress_save(a, path, &e), 0);
+    ck_assert_int_eq(progress_load(q, path, &e), 0);
+    ck_assert_int_eq(progress_step(q, "checkpointing"), 2);
+    ck_assert_str_eq(q->current, "checkpointing");
+    /* progress --reset zero while b is open: b's next save keeps it forgotten */
+    ck_assert_int_eq(progress_load(a, path, &e), 0);
+    progress_forget(a, "zero");
+    ck_assert_int_eq(progress_save(a, path, &e), 0);
+    progress_set_step(b, "collectives", 1);
+    ck_assert_int_eq(progress_save(b, path, &e), 0);
+    ck_assert_int_eq(progress_load(q, path, &e), 0);
+    ck_assert(!progress_of(q, "zero") && progress_of(q, "collectives") &&
+              progress_of(q, "checkpointing"));
+    /* and --reset of everything */
+    progress_forget_all(a);
+    ck_assert_int_eq(progress_save(a, path, &e), 0);
+    ck_assert_int_eq(progress_load(q, path, &e), 0);
+    ck_assert(!q->lessons[0].name[0] && !q->current[0]);
+    free(a);
+    free(b);
+    free(q);
+}
+END_TEST
+
+struct saver {
+    char path[600], lesson[PROGRESS_NAME];
+    int failed;
+};
+
+/* One window of many: its own lesson, stepped and saved 40 times. */
+static void *save_often(void *arg)
+{
+    struct saver *s = arg;
+    struct progress *p = malloc(sizeof *p);
+    struct error e = {0};
+    progress_load(p, s->path, &e);
+    for (int i = 0; i < 40; i++) {
+        progress_set_step(p, s->lesson, i);
+        s->failed += progress_save(p, s->path, &e) != 0;
+    }
+    free(p);
+    return NULL;
+}
+
+/* Eight windows saving at once lose nothing: each read-merge-write holds the folder's lock. */
+START_TEST(progress_saves_at_once_lose_nothing)
+{
+    enum { W = 8 };
+    pthread_t th[W];
+    static struct saver sv[W];
+    for (int i = 0; i < W; i++) {
+        snprintf(sv[i].path, sizeof sv[i].path, "%s/progress", tmpdir);
+        snprintf(sv[i].lesson, sizeof sv[i].lesson, "lesson-%d", i);
+        sv[i].failed = 0;
+        ck_assert_int_eq(pthread_create(&th[i], NULL, save_often, &sv[i]), 0);
+    }
+    for (int i = 0; i < W; i++)
+        pthread_join(th[i], NULL);
+    struct progress *q = malloc(sizeof *q);
+    struct error e = {0};
+    ck_assert_int_eq(progress_load(q, sv[0].path, &e), 0);
+    for (int i = 0; i < W; i++) {
+        ck_assert_int_eq(sv[i].failed, 0);
+        ck_assert_msg(progress_of(q, sv[i].lesson) && progress_step(q, sv[i].lesson) == 39,
+                      "%s lost", sv[i].lesson);
+    }
+    free(q);
+}
+END_TEST
+
 START_TEST(progress_round_trip)
 {
     struct progress *p = malloc(sizeof *p), *q = malloc(sizeof *q);
@@ -1619,6 +1725,66 @@ START_TEST(questions_ask_for_what_is_not_shown)
 }
 END_TEST
 
+/* A question that asks "how many ms" (or "..., in GiB?") takes a bare number in that unit: its
+ * answer's unit is the one the question names, or the same by another spelling (us for µs, B
+ * for bytes): lesson 2 asked for ms and took a bare 1200 as 1200 s, "the answer is 1.2 s". */
+START_TEST(questions_take_the_unit_they_ask_for)
+{
+    struct lesson **v;
+    size_t n;
+    struct error e = {0};
+    ck_assert_int_eq(lesson_load_all(NULL, &v, &n, &e), 0);
+    int bad = 0, asked = 0;
+    static char report[8192];
+    report[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        for (size_t st = 0; st < v[i]->nsteps; st++)
+            for (size_t k = 0; k < v[i]->steps[st].nquestions; k++) {
+                const struct lesson_question *q = &v[i]->steps[st].questions[k];
+                if (q->kind != LESSON_Q_NUMBER)
+                    continue;
+                /* the words after "how many " and after the last " in " before a '?' */
+                const char *at[2] = {strstr(q->text, "how many "), NULL};
+                for (const char *p = strstr(q->text, " in "); p; p = strstr(p + 1, " in "))
+                    at[1] = p;
+                for (int w = 0; w < 2; w++) {
+                    if (!at[w])
+                        continue;
+                    const char *word = at[w] + (w ? 4 : 9);
+                    char unit[16];
+                    size_t len = strcspn(word, " ,?");
+                    if (len == 0 || len >= sizeof unit || (w && word[len] != '?'))
+                        continue;
+                    memcpy(unit, word, len);
+                    unit[len] = '\0';
+                    const char *kind = "";
+                    if (!lesson_unit_factor(unit, &kind) || !strcmp(kind, "number"))
+                        continue;
+                    asked++;
+                    /* the answer, typed as a bare number in the unit asked for */
+                    char typed[40];
+                    snprintf(typed, sizeof typed, "%.17g", q->answer.value);
+                    struct lesson_result r;
+                    const char *ukind = "";
+                    double uf = lesson_unit_factor(q->unit, &ukind),
+                           af = lesson_unit_factor(unit, &kind);
+                    bool right = uf == af && !strcmp(ukind, kind) &&
+                                 lesson_check_answer(q, typed, &r, &e) == 0 && r.correct;
+                    if (!right) {
+                        bad++;
+                        size_t used = strlen(report);
+                        snprintf(report + used, sizeof report - used,
+                                 "\n  %s:%d: asks for %s, takes %s", v[i]->file, q->line, unit,
+                                 q->unit[0] ? q->unit : "a plain number");
+                    }
+                }
+            }
+    lesson_free_all(v, n);
+    ck_assert_int_ge(asked, 10);
+    ck_assert_msg(bad == 0, "%d questions take another unit than they ask for:%s", bad, report);
+}
+END_TEST
+
 START_TEST(shipped_lessons)
 {
     struct lesson **v;
@@ -1719,6 +1885,7 @@ static Suite *suite(void)
     tcase_add_test(t, figures_typed_by_hand_are_found);
     tcase_add_test(t, figures_computed_or_cited);
     tcase_add_test(t, questions_ask_for_what_is_not_shown);
+    tcase_add_test(t, questions_take_the_unit_they_ask_for);
     suite_add_tcase(s, t);
     t = tcase_create("answers");
     tcase_add_checked_fixture(t, setup_questions, teardown_questions);
@@ -1731,6 +1898,8 @@ static Suite *suite(void)
     tcase_add_checked_fixture(t, setup_tmp, teardown_tmp);
     tcase_add_test(t, cut_lesson_is_an_error);
     tcase_add_test(t, progress_round_trip);
+    tcase_add_test(t, progress_two_windows_merge);
+    tcase_add_test(t, progress_saves_at_once_lose_nothing);
     tcase_add_test(t, progress_migrates_numbers_to_names);
     tcase_add_test(t, progress_replaces_by_rename);
     tcase_add_test(t, progress_corrupt_is_fresh);

@@ -530,8 +530,11 @@ START_TEST(activation_peak_is_predicted)
                     random_batch(&c, 3, tok, tgt);
                     random_params(&c, gpt_params(g), 5);
                     gpt_step(g, tok, tgt, 1.0f, NULL);
-                    struct activ_config ac = {
-                        .micro_batch = 3, .seq = 8, .tp = 1, .bytes = fmt ? 2 : 4};
+                    struct activ_config ac = {.micro_batch = 3,
+                                              .seq = 8,
+                                              .tp = 1,
+                                              .bytes = fmt ? 2 : 4,
+                                              .attention = ACTIV_EAGER}; /* the model's at cp 1 */
                     struct activ_total at; /* the model's policy is the calculator's */
                     activ_total(&m, &ac, &p, 3, true, true, &at);
                     ck_assert_msg((double)gpt_mem_bytes(g, GPT_MEM_ACTIVATIONS) == at.peak,

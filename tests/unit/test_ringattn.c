@@ -262,11 +262,12 @@ START_TEST(ring_equals_full_attention)
 }
 END_TEST
 
-/* The causal mask's work per GPU: the scores its blocks compute, n = T / C tokens a GPU.
- * Naive: GPU r computes the blocks of GPUs 0 to r whole, (r + 1) n^2, the last C n^2. Balanced:
- * its own block whole and half of every other (the early chunk of an earlier GPU's keys, the
- * late chunk of its queries for a later GPU's), (C + 1) n^2 / 2 on every GPU: the slowest GPU
- * does 2C / (C + 1) times less than the naive split's. */
+/* The causal mask's work per GPU: the scores its blocks compute, n = T / C tokens a GPU, only the
+ * pairs the mask leaves (key position <= query position). Naive: GPU r computes the blocks of
+ * GPUs 0 to r - 1 whole and its own triangle, r n^2 + n (n + 1) / 2. Balanced: half of every
+ * other block and of its own (two triangles of n / 2 and a square of them), C n^2 / 2 + n / 2 on
+ * every GPU, the mean; the naive split's busiest GPU does ((2C - 1) n + 1) / (C n + 1) times it,
+ * (2C - 1)/C as blocks grow (TransformerEngine's causal kernel skips the same half). */
 START_TEST(balanced_split_evens_the_work)
 {
     struct full f;
@@ -275,23 +276,31 @@ START_TEST(balanced_split_evens_the_work)
         struct errs bal, nai;
         run_ring(&f, C, RING_BALANCED, &bal);
         run_ring(&f, C, RING_NAIVE, &nai);
-        long n = 64 / C;
+        long n = 64 / C, most = 0, sum = 0;
         for (int r = 0; r < C; r++) {
-            ck_assert_int_eq(bal.scores[r], (long)B * H * (C + 1) * n * n / 2);
-            ck_assert_int_eq(nai.scores[r], (long)B * H * (r + 1) * n * n);
-            /* the rectangles the window draws add up to the scores the ring computed */
-            long rect[2] = {0, 0};
+            ck_assert_int_eq(bal.scores[r], (long)B * H * (C * n * n + n) / 2);
+            ck_assert_int_eq(nai.scores[r], (long)B * H * (r * n * n + n * (n + 1) / 2));
+            most = nai.scores[r] > most ? nai.scores[r] : most, sum += nai.scores[r];
+            /* the blocks the window draws add up to the scores the ring computed */
+            long blocks[2] = {0, 0};
             for (int sp = 0; sp < 2; sp++)
-                for (int k = 0, q0, k1; k < C; k++) {
-                    long a = ring_block_rect(64, C, r, k, (enum ring_split)sp, &q0, &k1);
-                    ck_assert_int_eq(a, (long)(n - q0) * k1);
-                    ck_assert(k1 > 0 || a == 0);
-                    rect[sp] += a;
-                }
-            ck_assert_int_eq((long)B * H * rect[RING_BALANCED], bal.scores[r]);
-            ck_assert_int_eq((long)B * H * rect[RING_NAIVE], nai.scores[r]);
+                for (int k = 0; k < C; k++)
+                    blocks[sp] += ring_block_scores(64, C, r, k, (enum ring_split)sp);
+            ck_assert_int_eq((long)B * H * blocks[RING_BALANCED], bal.scores[r]);
+            ck_assert_int_eq((long)B * H * blocks[RING_NAIVE], nai.scores[r]);
         }
+        /* every pair the mask leaves once: T (T + 1) / 2 per sequence and head */
+        ck_assert_int_eq(sum, (long)B * H * 64 * 65 / 2);
+        ck_assert_int_eq(most * (C * n + 1), sum / C * ((2 * C - 1) * n + 1));
     }
+    /* long blocks: the naive split's busiest over the mean tends to (2C - 1)/C, 1.75 on 4 GPUs */
+    long last = 0, mean = 0;
+    for (int k = 0; k < 4; k++) {
+        last += ring_block_scores(8192, 4, 3, k, RING_NAIVE);
+        for (int r = 0; r < 4; r++)
+            mean += ring_block_scores(8192, 4, r, k, RING_NAIVE);
+    }
+    ck_assert(fabs((double)last / (mean / 4.0) - 1.75) < 1e-3);
     full_free(&f);
 }
 END_TEST

@@ -63,6 +63,32 @@ START_TEST(degenerate_inputs)
 }
 END_TEST
 
+/* A part under one cell's worth still shows, one cell taken from the widest against its share
+ * (at 80x24 ZeRO-2's and ZeRO-3's gradients vanished from their bars); a bar too short for a
+ * cell each shows what lies under each cell's middle. */
+START_TEST(small_parts_show)
+{
+    double p[3] = {10, 0.2, 9.8};
+    struct stackbar b;
+    stackbar_layout(p, 3, 20, 20, 20, &b);
+    int count[3] = {0, 0, 0};
+    for (int i = 0; i < 20; i++)
+        if (b.part[i] >= 0)
+            count[b.part[i]]++;
+    ck_assert_int_eq(count[1], 1);
+    ck_assert_int_eq(count[0] + count[1] + count[2], 20);
+    ck_assert(b.part[10] == 1 && b.part[9] == 0 && b.part[11] == 2); /* in order */
+    double zero[3] = {5, 0, 5};
+    stackbar_layout(zero, 3, 10, 10, 10, &b);
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_ne(b.part[i], 1); /* a part of nothing takes no cell */
+    double many[3] = {0.1, 0.1, 0.1};
+    stackbar_layout(many, 3, 10, 10, 10, &b); /* 0.3 of 10 is no cell: nothing to share */
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(b.part[i], -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stackbar");
@@ -70,6 +96,7 @@ int main(void)
     tcase_add_test(tc, parts_end_to_end);
     tcase_add_test(tc, overflow_cells);
     tcase_add_test(tc, degenerate_inputs);
+    tcase_add_test(tc, small_parts_show);
     suite_add_tcase(s, tc);
     return harness_run(s);
 }

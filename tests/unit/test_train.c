@@ -266,8 +266,12 @@ START_TEST(checkpoint_memory_equals_calculator)
     int32_t *tok = calloc((size_t)B * c.seq, 4), *tgt = calloc((size_t)B * c.seq, 4);
     for (int f = 0; f < 2; f++) {
         enum fp_format fmt = f ? FP_BF16 : FP_FP32;
-        struct activ_config ac = {
-            .micro_batch = B, .seq = c.seq, .tp = 1, .sp = false, .bytes = f ? 2 : 4};
+        struct activ_config ac = {.micro_batch = B,
+                                  .seq = c.seq,
+                                  .tp = 1,
+                                  .sp = false,
+                                  .bytes = f ? 2 : 4,
+                                  .attention = ACTIV_EAGER}; /* the model's at cp 1 */
         for (size_t k = 0; k < sizeof policies / sizeof *policies; k++) {
             struct gpt *g = new_model(&c, B, fmt, policies[k]);
             gpt_init_params(&c, 1, gpt_params(g));

@@ -873,7 +873,7 @@ START_TEST(lab_panel_figures)
         ck_assert_msg(p->set(st, set[i][0], set[i][1], &e) == 0, "%s", e.msg);
     panel_text(p, st, w, text, sizeof text);
     ck_assert_msg(strstr(text, "(1.5x DDP)"), "%s", text);
-    ck_assert_msg(strstr(text, "activations/layer: 4.15 GiB"), "%s", text);
+    ck_assert_msg(strstr(text, "activations/layer, flash attention: 2.15 GiB"), "%s", text);
     ck_assert_int_eq(p->set(st, "zero", "1", &e), 0);
     panel_text(p, st, w, text, sizeof text);
     ck_assert_msg(strstr(text, "(1x DDP)"), "%s", text);
