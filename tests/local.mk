@@ -1,5 +1,7 @@
 # Every test speaks TAP, so the harness counts each check, not each program.
-LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+# tests/timed.sh adds each test's wall and CPU time to its log.
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/tests/timed.sh \
+	$(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 TEST_EXTENSIONS = .sh
 SH_LOG_DRIVER = $(LOG_DRIVER)
 AM_TESTS_ENVIRONMENT = srcdir='$(abs_top_srcdir)'; export srcdir; \
@@ -17,7 +19,7 @@ tests_unit_libharness_a_SOURCES = tests/unit/harness.c tests/unit/harness.h \
 tests_unit_libharness_a_CFLAGS = $(UNIT_CFLAGS)
 UNIT_LIBS = tests/unit/libharness.a $(LIBS_ALL) $(CHECK_LIBS)
 
-EXTRA_DIST += tests/lib.sh tests/tui/lib.sh tests/data
+EXTRA_DIST += tests/lib.sh tests/tui/lib.sh tests/data tests/timed.sh
 
 # Shell tests are listed in SH_TESTS, so that they are distributed as well as run. The first
 # two run the numeric tests again as an AVX2 and a pre-AVX machine would (tests/as_cpu.sh); they

@@ -44,7 +44,8 @@ CLEANFILES += tests/fuzz/fuzz_preset_model tests/fuzz/fuzz_preset_cluster
 .PHONY: fuzz-preset fuzz-preset-run
 
 # Every fuzzer, on the committed corpus (tests/fuzz/corpus/KIND) and dictionaries. New inputs go
-# to a working copy in the build folder, so the committed corpus changes only by hand.
+# to a working copy in the build folder, so the committed corpus changes only by hand. The three
+# run side by side: each stops at its time budget, so together they take one budget.
 #   make fuzz          each fuzzer for FUZZ_SECONDS (default 60; FUZZ_SECONDS=3600 for a long run)
 #   make fuzz-ci       each for FUZZ_CI_SECONDS (default 20): what scripts/test runs every time
 FUZZ_CI_SECONDS = 20
@@ -57,9 +58,10 @@ FUZZ_RUN = run() { \
 		-print_final_stats=0 tests/fuzz/work-$$kind $(top_srcdir)/tests/fuzz/corpus/$$kind \
 		>tests/fuzz/$$name.log 2>&1 || { tail -n 40 tests/fuzz/$$name.log; exit 1; }; \
 	}; \
-	run fuzz_lesson lesson lesson.dict $$secs && \
-	run fuzz_preset_model model preset.dict $$secs && \
-	run fuzz_preset_cluster cluster preset.dict $$secs
+	run fuzz_lesson lesson lesson.dict $$secs & a=$$!; \
+	run fuzz_preset_model model preset.dict $$secs & b=$$!; \
+	run fuzz_preset_cluster cluster preset.dict $$secs & c=$$!; \
+	s=0; wait $$a || s=1; wait $$b || s=1; wait $$c || s=1; exit $$s
 
 fuzz: fuzz-lesson fuzz-preset
 	@secs=$(FUZZ_SECONDS); $(FUZZ_RUN)
