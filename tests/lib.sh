@@ -124,6 +124,14 @@ threadless() {
     echo "1..0 # SKIP under TSan: $1 (the normal and ASan builds run it)"
     exit 0
 }
+# tsan_covered WHERE: under TSan, a test whose threads are the ones WHERE runs under TSan, at a
+# fraction of its cost (a window driving runs and collectives the CLI and unit tests drive
+# directly), is skipped whole; the normal and ASan builds run it.
+tsan_covered() {
+    $tsan || return 0
+    echo "1..0 # SKIP under TSan: its threads are those $1 runs under TSan (the normal and ASan builds run it)"
+    exit 0
+}
 numeric_done() {
     [ -n "${SCALELAB_TEST_NUMERIC:-}" ] || return 0
     done_testing

@@ -5,6 +5,9 @@
 # a small terminal gets instead; the ring in ASCII at a large size, with the plot beside it.
 . "$srcdir/tests/lib.sh"
 . "$srcdir/tests/tui/lib.sh"
+# 64 MiB collectives of 8 GPUs, a plot of many sizes: 290 s of CPU under TSan, where the races
+# it could find are the collectives' and the panel's background job's
+tsan_covered "test_coll, cli/collective.sh and test_ui's collective panel"
 
 # ---- 130x45: the ring, the plot below it ----
 start -x 130 -y 45 --
