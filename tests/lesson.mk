@@ -22,7 +22,8 @@ FUZZ_CALC_SRC = $(top_srcdir)/src/calc/preset.c $(top_srcdir)/src/calc/params.c 
 	$(top_srcdir)/src/sim/port.c \
 	$(top_srcdir)/src/base/error.c $(top_srcdir)/src/base/units.c \
 	$(top_srcdir)/src/base/datadir.c $(top_srcdir)/src/base/ckpt.c \
-	$(top_srcdir)/src/base/cpu.c $(top_srcdir)/src/base/readfile.c $(top_srcdir)/src/num/fp.c
+	$(top_srcdir)/src/base/cpu.c $(top_srcdir)/src/base/readfile.c $(top_srcdir)/src/base/experts.c \
+	$(top_srcdir)/src/num/fp.c
 FUZZ_LESSON_SRC = $(top_srcdir)/tests/fuzz/fuzz_lesson.c \
 	$(top_srcdir)/src/lesson/lesson.c $(top_srcdir)/src/lesson/quantity.c \
 	$(top_srcdir)/src/lesson/quantity_expr.c $(top_srcdir)/src/lesson/quantity_comm.c \
