@@ -1895,6 +1895,9 @@ static Suite *suite(void)
     tcase_add_test(t, tolerances);
     suite_add_tcase(s, t);
     t = tcase_create("files");
+    /* each save syncs its file to the disk, which a busy machine's disk may hold for seconds
+     * (Check's 4 s ran out there, beside two other suites) */
+    tcase_set_timeout(t, 30);
     tcase_add_checked_fixture(t, setup_tmp, teardown_tmp);
     tcase_add_test(t, cut_lesson_is_an_error);
     tcase_add_test(t, progress_round_trip);
