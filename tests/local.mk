@@ -23,7 +23,7 @@ EXTRA_DIST += tests/lib.sh tests/tui/lib.sh tests/data tests/timed.sh
 
 # Shell tests are listed in SH_TESTS, so that they are distributed as well as run. The first
 # two run the numeric tests again as an AVX2 and a pre-AVX machine would (tests/as_cpu.sh); they
-# are the longest, so they start first.
+# are the longest, so they start first of the shell tests (after the unit test programs).
 SH_TESTS = tests/cli/as_avx2.sh tests/cli/as_pre_avx.sh
 EXTRA_DIST += tests/as_cpu.sh
 
