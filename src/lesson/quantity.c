@@ -21,7 +21,6 @@
 #include "calc/preset.h"
 #include "calc/sched.h"
 #include "calc/traffic.h"
-#include "model/moe.h"
 #include "num/fp.h"
 #include "par/predict.h"
 #include "par/run.h"
