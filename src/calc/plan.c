@@ -20,6 +20,16 @@ double plan_model_flops(const struct model_shape *m, double params, double token
     return 6 * params * tokens + 12.0 * m->layers * m->d_model * (double)seq * tokens;
 }
 
+void plan_op_flops(const struct model_shape *m, double params, int b, int s, double *layer,
+                   double *ends)
+{
+    struct params_breakdown pb;
+    params_count(m, &pb);
+    double bd = b, sd = s;
+    *layer = 2 * pb.per_layer * bd * sd + 4 * bd * sd * sd * m->d_model;
+    *ends = 2 * (params - m->layers * pb.per_layer) * bd * sd;
+}
+
 int plan_time(const struct plan_config *pc, const struct memory_config *mc,
               const struct memory_result *mr, struct plan_layout *l, struct error *e)
 {
@@ -33,10 +43,8 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
 
     /* Recompute, per micro-batch of the whole model (tp = 1), times the micro-batches of the
      * global batch. */
-    struct params_breakdown pb;
-    params_count(m, &pb);
-    double b = mc->micro_batch, s = mc->seq;
-    double layer_fwd = 2 * pb.per_layer * b * s + 4 * b * s * s * m->d_model;
+    double layer_fwd, ends_fwd;
+    plan_op_flops(m, mr->params, mc->micro_batch, mc->seq, &layer_fwd, &ends_fwd);
     struct activ_config ac = {.micro_batch = mc->micro_batch,
                               .seq = mc->seq,
                               .tp = 1,

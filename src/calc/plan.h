@@ -79,8 +79,18 @@ struct plan_result {
 void plan_memory_config(const struct plan_config *c, const struct plan_layout *l,
                         struct memory_config *out);
 
+/* The share of peak FLOP/s the matmuls reach unless told (plan --efficiency): the one a run
+ * timed as a model computes at too (train --time-as, par/timeas.h). */
+#define PLAN_EFFICIENCY 0.5
+
 /* 6 Ψ T + 12 L h s T. */
 double plan_model_flops(const struct model_shape *m, double params, double tokens, int seq);
+/* The same count, one micro-batch of b sequences of s tokens, by operation: a layer's forward,
+ * 2 Ψ_layer b s + 4 b s^2 h (its parameters, and attention's scores and values), and the ends'
+ * (embedding, final norm, head: the rest of Ψ), 2 (Ψ - L Ψ_layer) b s; plan_model_flops is 3
+ * (L layer + ends) per micro-batch (a backward pass is twice the forward). */
+void plan_op_flops(const struct model_shape *m, double params, int b, int s, double *layer,
+                   double *ends);
 
 /* Step time, MFU and communication of one layout (memory already computed into l's fields by
  * the caller, or not needed). */

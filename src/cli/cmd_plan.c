@@ -377,7 +377,7 @@ static int plan_main(int argc, char **argv)
 {
     struct plan_args a = {.global_batch = 256,
                           .top = 10,
-                          .efficiency = 0.5,
+                          .efficiency = PLAN_EFFICIENCY,
                           .precision = FP_BF16,
                           .optimizer = OPT_ADAMW,
                           .units = UNITS_BINARY};

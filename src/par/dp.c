@@ -21,6 +21,7 @@
 struct dp {
     int zero, prefetch, n, rank; /* the data-parallel group's size and this GPU's place in it */
     int world, wrank;            /* every GPU of the run, for the agreement */
+    int stage;                   /* its pipeline stage (how its messages are timed) */
     int *group;                  /* the device ranks of the data-parallel group */
     int xn, *xgroup;             /* expert parallelism: the expert gradient group (par/layout.h) */
     bool xnorm;                  /* this GPU counts its experts in the norm (expert-dp rank 0) */
@@ -369,6 +370,7 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     const struct gpt_config *c = &o->shape;
     bool tied_copy = pl->pp > 1 && (pl->part.embed || pl->part.head);
     p->emb = tied_copy ? (size_t)(c->vocab / pl->tp) * (size_t)c->d : 0; /* its vocabulary rows */
+    p->stage = pl->stage;
     p->embed_group[0] = layout_rank(pl, LAYOUT_PP, 0);
     p->embed_group[1] = layout_rank(pl, LAYOUT_PP, pl->pp - 1);
     p->group = malloc((size_t)p->n * sizeof *p->group);
@@ -421,15 +423,30 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
 
 /* ------------------------------------------------------------------ communication */
 
-/* A ring collective over a group (NULL: every GPU) of size n, its bytes sent added to *sent. */
+/* A ring collective over a group (NULL: every GPU) of size n, its bytes sent added to *sent:
+ * the states', the tied embedding's or the agreement's. Timed, in a run timed as another model
+ * (sim/spec.h), as the parameters or the embedding they carry stand for; the agreement's
+ * numbers as sent. */
 static int ring_over(struct dp *p, const int *group, int n, uint64_t *sent, struct coll *c)
 {
     if (!p->d || n <= 1 || p->err.code)
         return p->err.code;
     c->group = group, c->group_size = group ? n : 0;
+    struct time_msg_scale as = {1, 1, 0};
+    if (sent != &p->scalars)
+        as = time_msg(&dev_spec(p->d)->time, p->stage,
+                      sent == &p->embed ? TIME_MSG_TIED : TIME_MSG_PARAMS);
+    /* its chunks are cut where the shards cut the buffer (the same sums at every stage), so a
+     * bucket or unit inside one GPU's shard is one chunk carried round the whole ring; the
+     * framework it stands for cuts the collective in n even chunks (PyTorch DDP's buckets,
+     * FSDP's units), and the time is theirs */
+    if (sent == &p->states && dev_spec(p->d)->time.as[0])
+        as.each = (double)c->count * fp_bytes(c->dtype) / n;
+    struct time_msg_scale was = dev_time_msgs(p->d, as);
     uint64_t before = dev_stats(p->d).bytes_sent;
     int rc = coll_run(p->d, c, &p->err);
     *sent += dev_stats(p->d).bytes_sent - before;
+    dev_time_msgs(p->d, was);
     return rc;
 }
 
