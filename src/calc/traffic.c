@@ -96,11 +96,16 @@ static int dp_pass(const struct memory_config *c, const struct cluster_spec *cl,
         /* the gradients are reduced in their own format, as at every other stage */
         out->bytes = f * psi * m * (2 * w + g);
         out->time_s = m * (2 * t_ag + t_rs);
-        out->exposed = m * (pos(t_ag - fwd_s) + pos(t_ag + t_rs - bwd_s));
+        /* without prefetch a unit is gathered once it is needed, and in the backward pass
+         * after the unit before it has been computed, when that one's gradients start their
+         * reduce-scatter on the same port: every gather and reduce-scatter is waited for */
+        out->exposed =
+            c->no_prefetch ? out->time_s : m * (pos(t_ag - fwd_s) + pos(t_ag + t_rs - bwd_s));
         snprintf(out->formula, sizeof out->formula,
                  "(N-1)/N x Ψ x m x (2 x %g + %g) B: 2 all-gathers + 1 reduce-scatter per "
-                 "micro-batch (%.3gx DDP), m = %d, N = %d",
-                 w, g, m * (2 * w + g) / (2 * g), m, n);
+                 "micro-batch (%.3gx DDP), m = %d, N = %d%s",
+                 w, g, m * (2 * w + g) / (2 * g), m, n,
+                 c->no_prefetch ? "; no prefetch: all of it waited for" : "");
         break;
     }
     if (n == 1)
