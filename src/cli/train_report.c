@@ -402,17 +402,18 @@ static void print_timed_as(const struct train_args *r, const struct train_summar
         return;
     const struct plan_layout *l = &r->as_plan;
     const struct traffic *t = &l->traffic;
-    char a[32], b[32], c[32], d[32], x[5][32];
+    char a[32], b[32], c[32], d[32], x[6][32];
     printf("timed as %s: step %s, compute %s, the rest (not hidden, bubble included) %s\n",
            r->as.name, units_format_seconds(a, sizeof a, sum->sim_step),
            units_format_seconds(b, sizeof b, sum->sim_step - sum->exposed),
            units_format_seconds(c, sizeof c, sum->exposed));
-    printf("the calculator for %s in this layout: step %s = compute %s + bubble %s + exposed "
-           "communication %s (dp %s, tp %s, pp %s, cp %s, ep %s), MFU %.1f%%; the run is %+.1f%% "
-           "of it\n",
+    printf("the calculator for %s in this layout: step %s = compute %s + bubble %s + the "
+           "slowest stage's wait %s + exposed communication %s (dp %s, tp %s, pp %s, cp %s, ep "
+           "%s), MFU %.1f%%; the run is %+.1f%% of it\n",
            r->as.name, units_format_seconds(a, sizeof a, l->step_time_s),
            units_format_seconds(b, sizeof b, l->compute_s),
            units_format_seconds(c, sizeof c, l->bubble_s),
+           units_format_seconds(x[5], sizeof x[5], l->imbalance_s),
            units_format_seconds(d, sizeof d, l->comm_exposed_s),
            units_format_seconds(x[0], sizeof x[0], t->dp.exposed),
            units_format_seconds(x[1], sizeof x[1], t->tp.exposed),
@@ -427,13 +428,13 @@ static json_t *timed_as_json(const struct train_args *r, const struct train_summ
 {
     const struct plan_layout *l = &r->as_plan;
     const struct traffic *t = &l->traffic;
-    json_t *p =
-        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "step_time_s",
-                  json_num(l->step_time_s), "compute_s", json_num(l->compute_s), "bubble_s",
-                  json_num(l->bubble_s), "comm_exposed_s", json_num(l->comm_exposed_s),
-                  "dp_exposed_s", json_num(t->dp.exposed), "tp_exposed_s", json_num(t->tp.exposed),
-                  "pp_exposed_s", json_num(t->pp.exposed), "cp_exposed_s", json_num(t->cp.exposed),
-                  "ep_exposed_s", json_num(t->ep.exposed), "mfu", json_num(l->mfu));
+    json_t *p = json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "step_time_s",
+        json_num(l->step_time_s), "compute_s", json_num(l->compute_s), "bubble_s",
+        json_num(l->bubble_s), "imbalance_s", json_num(l->imbalance_s), "comm_exposed_s",
+        json_num(l->comm_exposed_s), "dp_exposed_s", json_num(t->dp.exposed), "tp_exposed_s",
+        json_num(t->tp.exposed), "pp_exposed_s", json_num(t->pp.exposed), "cp_exposed_s",
+        json_num(t->cp.exposed), "ep_exposed_s", json_num(t->ep.exposed), "mfu", json_num(l->mfu));
     return json_pack("{s:s, s:o, s:o}", "model", r->as.name, "sim_compute_s",
                      json_num(sum->sim_step - sum->exposed), "predicted", p);
 }
