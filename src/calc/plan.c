@@ -87,14 +87,20 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     int rc = sched_build(mc->schedule, mc->pp, mc->micro_batches, v, &sc, e);
     if (rc < 0)
         return rc;
-    l->bubble_s = sched_bubble_time(&sc, l->compute_s);
-    sched_free(&sc);
-    l->imbalance_s = stage_imbalance(m, mc, layer_fwd, recompute_mb / m->layers, l->compute_s);
     double per_micro = l->compute_s / mc->micro_batches;
     rc = traffic_compute(mc, cl, mr->stage, mr->params_gpu, mr->stage_layers, per_micro / 3,
                          per_micro * 2 / 3, &l->traffic, e);
-    if (rc < 0)
+    if (rc < 0) {
+        sched_free(&sc);
         return rc;
+    }
+    /* a stage's micro-batch is its compute and the sums and exchanges on its path (tensor,
+     * context and expert parallelism's), and the pipeline fills and drains with all of it */
+    const struct traffic *t = &l->traffic;
+    l->bubble_s =
+        sched_bubble_time(&sc, l->compute_s + t->tp.exposed + t->cp.exposed + t->ep.exposed);
+    sched_free(&sc);
+    l->imbalance_s = stage_imbalance(m, mc, layer_fwd, recompute_mb / m->layers, l->compute_s);
     l->comm_exposed_s = l->traffic.exposed;
     l->comm_bytes_per_gpu = l->traffic.bytes;
     l->step_time_s = l->compute_s + l->bubble_s + l->imbalance_s + l->comm_exposed_s;

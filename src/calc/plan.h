@@ -14,7 +14,10 @@
  *             parameter and token, plus attention's scores and values as PaLM's MFU counts
  *             them, Chowdhery et al. 2022, appendix B); recompute: one more forward of every
  *             layer for full checkpointing, QK^T and P x V for selective (calc/activ.h)
- *   bubble    compute x (pp - 1) / m (calc/sched.h)
+ *   bubble    (compute + the tensor-, context- and expert-parallel communication on each
+ *             stage's path) x (pp - 1) / m (calc/sched.h): the pipeline fills and drains with
+ *             a stage's whole micro-batch (timed as synthetic-7b, pp 2 x tp 4 ran 3.7% longer
+ *             than the calculator said when it counted the compute alone)
  *   imbalance the pipeline runs at its slowest stage: the last one also computes the head (and
  *             the first an untied embedding's FLOPs), so each of the m - 1 micro-batches after
  *             the first waits (its micro-batch - the mean stage's): (m - 1) / m x compute x

@@ -315,8 +315,8 @@ static void print_text(const struct run *r, const struct plan_result *res)
                framework_title(c->framework));
     printf("step time  compute (6ΨT + 12LhsT model FLOPs = %.3g, + recompute) / (GPUs x peak x "
            "%.2f)\n"
-           "           + bubble compute x (pp-1)/m (1F1B), and (m-1)/m x compute x (the slowest "
-           "stage's share x pp - 1)\n"
+           "           + bubble (compute + tp/cp/ep communication) x (pp-1)/m (1F1B), and "
+           "(m-1)/m x compute x (the slowest stage's share x pp - 1)\n"
            "           + communication not hidden (α-β, comm/cost.h)\n"
            "MFU        model FLOPs / (step time x GPUs x peak)\n\n",
            res->model_flops, c->efficiency);
