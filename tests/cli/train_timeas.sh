@@ -45,36 +45,62 @@ check_json "d['summary']['timed_as']['predicted']['step_time_s'] == d['summary']
 # synthetic-7b's layer count, read from its preset), so each of its layers stands for one of
 # MODEL's: the run's overlap then has MODEL's granularity (with tiny's 4 layers each stands
 # for 8, and the gradients of the last 8 layers are reduced after the backward pass, where
-# synthetic-7b reduces the last one's: +7% for DDP). A second shape has 8 heads for tp 8.
+# synthetic-7b reduces the last one's: +9% for DDP, +8% for ZeRO-3; tp and pp agree as
+# well either way). A second shape has 8 heads for tp 8.
 # Tolerance: 5% of the calculator's step (the issue's). What the run has that the calculator
-# does not count: every bucket's and unit's α (it counts one collective's), the data-parallel
-# buckets sharing the port with tensor parallelism's sums; measured 0.0 to 0.5% here, 3.7%
-# with dp x tp; pipelines 0.1 to 0.7%. The compute is the same sum of the same operations' FLOPs on
-# one stage: 2e-9 relative (the JSON's 10 digits, twice).
+# does not count: every bucket's and unit's α (it counts one collective's), the pipeline's
+# sends sharing ports with the buckets; measured 0.0 to 0.8% here, 3D 2.0 to 3.7%. The
+# compute is the same sum of the same operations' FLOPs on one stage: 2e-9 relative (the
+# JSON's 10 digits, twice).
 layers=$(sed -n 's/^layers *= *//p' "$srcdir/assets/models/synthetic-7b.ini")
 sed "s/^name = tiny/name = tiny-deep/; s/^layers = .*/layers = $layers/" \
     "$srcdir/assets/models/tiny.ini" >"$T_TMP/deep.ini"
 sed "s/^heads = .*/heads = 8/; s/^kv_heads = .*/kv_heads = 8/; s/^ffn = .*/ffn = 176/" \
     "$T_TMP/deep.ini" >"$T_TMP/deep8.ini"
 cases="deep:--gpus=8:--zero=0:--cluster=h200 deep:--gpus=8:--zero=1 deep:--gpus=8:--zero=2
-deep:--gpus=8:--zero=3 deep:--gpus=8:--zero=3:--prefetch=0 deep:--tp=4:--gpus=4
-deep:--tp=4:--gpus=4:--sequence-parallel deep8:--tp=8:--gpus=8:--sequence-parallel
-deep:--tp=4:--dp=2:--sequence-parallel deep:--pp=4:--micro-batches=4
+deep:--gpus=8:--zero=3 deep:--gpus=8:--zero=3:--prefetch=0 deep:--gpus=8:--zero=1:--checkpoint=selective
+deep:--gpus=4:--zero=1:--micro-batches=2 deep:--tp=4:--gpus=4 deep:--tp=4:--gpus=4:--sequence-parallel
+deep8:--tp=8:--gpus=8:--sequence-parallel deep:--tp=4:--dp=2:--sequence-parallel
+deep:--tp=2:--dp=4:--sequence-parallel:--zero=1 deep:--pp=4:--micro-batches=4
 deep:--pp=4:--micro-batches=8:--schedule=gpipe deep:--pp=4:--micro-batches=8
 deep:--pp=4:--micro-batches=8:--schedule=interleaved:--chunks=2 deep:--pp=4:--micro-batches=8:--checkpoint=full
-deep:--pp=8:--micro-batches=8"
+deep:--pp=8:--micro-batches=8 deep:--pp=2:--dp=2:--micro-batches=4:--cluster=h200
+deep:--pp=2:--dp=4:--zero=1:--micro-batches=2 deep:--pp=2:--tp=4:--micro-batches=4:--sequence-parallel
+deep:--pp=2:--tp=2:--dp=2:--micro-batches=4:--sequence-parallel"
 $quick && cases="deep:--gpus=8:--zero=3 deep:--tp=4:--gpus=4:--sequence-parallel deep:--pp=4:--micro-batches=4"
+# timed MODEL ARGS...: the run of the deep shape MODEL with ARGS, timed as synthetic-7b
+timed() {
+    model=$1
+    shift
+    run train --model "$T_TMP/$model.ini" --batch 8 --precision bf16 --steps 2 "$@" \
+        --time-as synthetic-7b --json --summary
+}
+apart="abs(d['summary']['sim_step_time_s'] / d['summary']['timed_as']['predicted']['step_time_s'] - 1)"
 for c in $cases; do
     model=${c%%:*}
     args=$(printf '%s' "${c#*:}" | tr ':' ' ')
     # shellcheck disable=SC2086
-    run train --model "$T_TMP/$model.ini" --batch 8 --precision bf16 --steps 2 $args \
-        --time-as synthetic-7b --json --summary
-    check_json "abs(d['summary']['sim_step_time_s'] / d['summary']['timed_as']['predicted']['step_time_s'] - 1) <= 0.05" \
-        "$model $args as synthetic-7b: the run's step within 5% of the calculator's"
+    timed "$model" $args
+    check_json "$apart <= 0.05" "$model $args as synthetic-7b: the run's step within 5% of the calculator's"
     case $args in *--pp*) continue ;; esac # a stage's compute is not the mean the calculator has
     check_json "abs(d['summary']['timed_as']['sim_compute_s'] / d['summary']['timed_as']['predicted']['compute_s'] - 1) <= 2e-9" \
         "$model $args as synthetic-7b: its compute the calculator's"
 done
+
+# Known apart, said as TAP's TODO (an expected failure; passing, it fails the test, so that it
+# moves up when fixed): ZeRO-3 with tensor parallelism, 12% longer than the calculator says.
+# Its gathers, prefetched behind compute, share the port with the tensor-parallel sums on the
+# step's path; the calculator counts the data-parallel time so hidden against the
+# tensor-parallel time once, where the gathers and the sums delay each other unit by unit.
+if ! $quick; then
+    timed deep --tp=2 --dp=4 --zero=3
+    if printf '%s' "$out" | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if $apart <= 0.05 else 1)"; then
+        T_N=$((T_N + 1)) && T_FAILED=$((T_FAILED + 1))
+        echo "ok $T_N - deep --tp=2 --dp=4 --zero=3 as synthetic-7b within 5% # TODO ZeRO-3 gathers and tp sums sharing a port"
+    else
+        T_N=$((T_N + 1))
+        echo "not ok $T_N - deep --tp=2 --dp=4 --zero=3 as synthetic-7b within 5% # TODO ZeRO-3 gathers and tp sums sharing a port"
+    fi
+fi
 
 done_testing
