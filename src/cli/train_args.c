@@ -94,8 +94,8 @@ static const struct opt_entry own_options[] = {
              "time the run as MODEL (a preset or file, as memory --model):\n"
              "each operation and message is charged what it costs in MODEL in\n"
              "the same layout on the cluster (its layers, sequence, bytes; compute\n"
-             "at plan's efficiency), beside the calculator's step for it; without\n"
-             "it the run is timed as itself"),
+             "at plan's efficiency), beside the calculator's step for it; --bucket\n"
+             "is then MODEL's. Without it the run is timed as itself"),
     OPT_WITH("deadline", "S", opts_seconds, A, deadline_s,
              "the longest wait for one message, in seconds (default 600)"),
     OPT_INT("dp", "D", A, dp, 1, TRAIN_MAX_GPUS,
