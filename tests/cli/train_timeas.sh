@@ -63,8 +63,8 @@ cases="deep:--gpus=8:--zero=0:--cluster=h200 deep:--gpus=8:--zero=1 deep:--gpus=
 deep:--gpus=8:--zero=3 deep:--gpus=8:--zero=3:--prefetch=0 deep:--gpus=8:--zero=1:--checkpoint=selective
 deep:--gpus=4:--zero=1:--micro-batches=2 deep:--tp=4:--gpus=4 deep:--tp=4:--gpus=4:--sequence-parallel
 deep8:--tp=8:--gpus=8:--sequence-parallel deep:--tp=4:--dp=2:--sequence-parallel
-deep:--tp=2:--dp=4:--sequence-parallel:--zero=1 deep:--tp=2:--dp=4:--zero=3
-deep:--pp=4:--micro-batches=4
+deep:--tp=2:--dp=4:--sequence-parallel:--zero=1 deep:--tp=2:--dp=4:--zero=1 deep:--tp=2:--dp=4:--zero=3
+deep:--tp=4:--dp=2 deep:--pp=4:--micro-batches=4
 deep:--pp=4:--micro-batches=8:--schedule=gpipe deep:--pp=4:--micro-batches=8
 deep:--pp=4:--micro-batches=8:--schedule=interleaved:--chunks=2 deep:--pp=4:--micro-batches=8:--checkpoint=full
 deep:--pp=8:--micro-batches=8 deep:--pp=2:--dp=2:--micro-batches=4:--cluster=h200
