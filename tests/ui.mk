@@ -30,3 +30,9 @@ check_PROGRAMS += tests/unit/test_ppgantt
 tests_unit_test_ppgantt_SOURCES = tests/unit/test_ppgantt.c
 tests_unit_test_ppgantt_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_ppgantt_LDADD = $(UNIT_LIBS)
+
+# the run panels' timeline of a step: spans in, rows out, the exposed communication marked
+check_PROGRAMS += tests/unit/test_timeline
+tests_unit_test_timeline_SOURCES = tests/unit/test_timeline.c
+tests_unit_test_timeline_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_timeline_LDADD = $(UNIT_LIBS)
