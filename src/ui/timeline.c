@@ -174,7 +174,7 @@ int timeline_rows(int shown, bool all)
     return 2 * shown + 2 + (all ? 0 : 1);
 }
 
-#define LABEL 7 /* "GPU15 c" */
+#define LABEL TIMELINE_LABEL
 
 static enum ui_role role_of(enum timeline_cell c)
 {
@@ -188,9 +188,9 @@ static void draw_row(const struct timeline *tl, struct ui_canvas *c, int y, int 
                      enum timeline_kind k)
 {
     if (k == TIMELINE_COMPUTE)
-        canvas_printf(c, y, 0, ROLE_DIM, "GPU%-2d c", g);
+        canvas_printf(c, y, 0, ROLE_DIM, "GPU%-2d comp", g);
     else
-        canvas_text(c, y, 0, ROLE_DIM, "      n");
+        canvas_text(c, y, 0, ROLE_DIM, "      comm");
     for (int i = 0; i < tl->w && LABEL + i < c->r.w; i++) {
         enum timeline_cell v = tl->cell[g][k][i];
         char s[2] = {timeline_glyph(v), 0};

@@ -18,8 +18,9 @@
 
 struct ui_canvas;
 
-#define TIMELINE_GPUS 16
-#define TIMELINE_W    256 /* cells a row holds at most */
+#define TIMELINE_GPUS  16
+#define TIMELINE_W     256 /* cells a row holds at most */
+#define TIMELINE_LABEL 10  /* the columns of a row's label */
 
 enum timeline_kind { TIMELINE_COMPUTE, TIMELINE_COMM };
 
@@ -56,9 +57,9 @@ char timeline_glyph(enum timeline_cell c);
  * as many labels as fit. */
 char *timeline_axis(char *buf, size_t n, int w, double span);
 
-/* The rows of the first `shown` GPUs (two each, "GPU0 c" and "   n"), the axis and the legend,
- * from row y at column 0 in the canvas's width; "(N of M GPUs: a larger window shows all)"
- * when shown < tl->gpus. The rows drawn. */
+/* The rows of the first `shown` GPUs (two each, "GPU0  comp" and "      comm", then the cells
+ * from column TIMELINE_LABEL), the axis and the legend, from row y at column 0; "(N of M GPUs: a
+ * larger window shows all)" when shown < tl->gpus. The rows drawn. */
 int timeline_draw(const struct timeline *tl, struct ui_canvas *c, int y, int shown);
 /* The rows timeline_draw takes for `shown` GPUs: 2 each, the axis, the legend and the note. */
 int timeline_rows(int shown, bool all);
