@@ -31,6 +31,10 @@
  * stage's GPUs sent in the step (pipeline, tensor-parallel, data-parallel) beside the
  * calculator's.
  *
+ * The run is timed as synthetic-7b where the engine can and that model fits the layout
+ * (runpace_time): the bubble then in seconds beside (p-1)/m x ideal; w the last step's
+ * timeline (ui/timeline.h).
+ *
  * Keys: p / P more / fewer stages (the divisors of the model's layers up to 4), m / M twice /
  * half the micro-batches (1-8), d / D twice / half the data-parallel ranks (1-4), t / T twice
  * / half the tensor-parallel GPUs (those dividing the heads, FFN width and vocabulary: tiny 1,
@@ -727,6 +731,15 @@ static void bubble_why(const struct pprun *p, double fi, char line[3][160])
         p->gpus <= p->pace.spec.gpus_per_node ? p->pace.spec.alpha_intra : p->pace.spec.alpha_inter;
     units_format_seconds(b1, sizeof b1, alpha);
     units_format_seconds(b2, sizeof b2, p->fwd_s);
+    if (p->pace.timed) { /* a send is timed as the model's messages, not one α */
+        snprintf(line[0], sizeof line[0],
+                 "why %+.1f%%: the sends %+.1f%%, unequal stages %+.1f%% (the ends)", lat + uneq,
+                 lat, uneq);
+        snprintf(line[1], sizeof line[1], "why %+.1f%%: sends %+.1f%%, ends %+.1f%%", lat + uneq,
+                 lat, uneq);
+        snprintf(line[2], sizeof line[2], "%s", line[1]);
+        return;
+    }
     snprintf(line[0], sizeof line[0],
              "why %+.1f%%: sends' latency %+.1f%% (%s a send, a forward %s), unequal stages "
              "%+.1f%% (the ends)",
@@ -832,7 +845,11 @@ static int draw_bubble(const struct pprun *p, struct ui_canvas *c, int y, bool h
     units_format_seconds(b1, sizeof b1, measured);
     units_format_seconds(b2, sizeof b2, ideal);
     units_format_seconds(b3, sizeof b3, fi * ideal);
-    if (have && p->pace.timed)
+    if (have && p->pace.timed && W >= 64)
+        canvas_printf(c, y, 0, ROLE_TEXT,
+                      "bubble measured %.1f%% ideal, %.1f%% wall: %s of ideal %s",
+                      100 * p->bub.over_ideal, 100 * p->bub.over_wall, b1, b2);
+    else if (have && p->pace.timed)
         canvas_printf(c, y, 0, ROLE_TEXT, "bubble %s: %.1f%% of ideal %s", b1,
                       100 * p->bub.over_ideal, b2);
     else if (have) { /* a latency-bound tiny step: not the lesson's model's ratio */
@@ -843,10 +860,13 @@ static int draw_bubble(const struct pprun *p, struct ui_canvas *c, int y, bool h
     } else
         canvas_text(c, y, 0, ROLE_DIM, "bubble measured: after a step");
     y++;
-    if (have && p->pace.timed && chunks > 1)
-        canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/(vm) x ideal: %.1f%% = %s", 100 * fi, b3);
+    const char *f = chunks > 1 ? "(p-1)/(vm)" : "(p-1)/m",
+               *fwall = chunks > 1 ? "(p-1)/(vm+p-1)" : "(p-1)/(m+p-1)";
+    if (have && p->pace.timed && W >= 64)
+        canvas_printf(c, y++, 0, ROLE_TEXT, "calc %s %.1f%%, %s %.1f%%; x ideal = %s", f, 100 * fi,
+                      fwall, 100 * fw, b3);
     else if (have && p->pace.timed)
-        canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/m x ideal: %.1f%% = %s", 100 * fi, b3);
+        canvas_printf(c, y++, 0, ROLE_TEXT, "calc %s x ideal: %.1f%% = %s", f, 100 * fi, b3);
     else if (chunks > 1)
         canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/(vm) %.1f%%, (p-1)/(vm+p-1) %.1f%%",
                       100 * fi, 100 * fw);
