@@ -31,7 +31,9 @@
  * without context parallelism.
  *
  * Keys: c / C twice / half the context-parallel GPUs (2 or 4), b the split (balanced or
- * naive), s / S twice / half the sequence (32 to 512 tokens): each restarts the run. Space
+ * naive), s / S twice / half the sequence (32 to 512 tokens): each restarts the run; w the
+ * last step's timeline (timed as itself: the engine does not time ring attention as synthetic-7b
+ * yet, and the panel says so; runpace_time times it once it does). Space
  * (the app's) plays and pauses, n steps. Settings: cp=2|4 cp_naive=on|off seq=N (32 to 512, a
  * multiple of 2 cp) batch=B precision=fp32|bf16|fp16; by default `scalelab train --cp 4
  * --batch 8` at tiny's sequence. */

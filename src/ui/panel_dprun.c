@@ -22,9 +22,11 @@
  *
  * Keys (those of the Lab's calculator for the same things): z / Z next / previous ZeRO stage,
  * g / f twice / half the GPUs (2 to 16; at a bound the status line says so), p precision
- * (bf16, fp16, fp32), m model (tiny, small), s synthetic-7b's figures; each but s restarts the
- * run. Settings: model=tiny|small gpus=N zero=S precision=P batch=B (the global batch,
- * raised to a multiple of the GPUs). */
+ * (bf16, fp16, fp32), m model (tiny, small), s synthetic-7b's figures, w the last step's
+ * timeline and synthetic-7b's step at each stage (ui/timeline.h); each but s and w restarts the
+ * run. The run is timed as synthetic-7b where the engine can (runpace_time), and says so. Settings:
+ * model=tiny|small gpus=N zero=S precision=P batch=B (the global batch, raised to a multiple of the
+ * GPUs). */
 #include "config.h"
 
 #include <curses.h>

@@ -26,9 +26,11 @@
  *
  * Keys: p / P twice / half the GPUs (2 or 4), e the experts (4 or 8), k top-1 or top-2, x the
  * aux loss coefficient (0, 0.01, 0.1), f / F the capacity factor up / down (1, 1.25, 1.5, 2):
- * each restarts the run. Space (the app's) plays and pauses, n steps. Settings: ep=P
- * experts=E top_k=K capacity_factor=C aux_loss_coef=A batch=B precision=fp32|bf16|fp16; by
- * default ep 4, tiny-moe's 8 experts top-2, capacity 1.25, aux 0.01, batch 8, fp32. */
+ * each restarts the run; w the last step's timeline (timed as itself: the engine does not time
+ * a mixture of experts as another model yet, and the panel says so). Space (the app's) plays and
+ * pauses, n steps. Settings: ep=P experts=E top_k=K capacity_factor=C aux_loss_coef=A batch=B
+ * precision=fp32|bf16|fp16; by default ep 4, tiny-moe's 8 experts top-2, capacity 1.25, aux 0.01,
+ * batch 8, fp32. */
 #include "config.h"
 
 #include <curses.h>
