@@ -396,6 +396,41 @@ static void clipped(const char *pic)
 }
 
 /* The scale's staircase: three rows at least, the skipped steps marked x. */
+/* A number of milliseconds after `after` in pic ("211 ms", "211 ms:"), or NAN. */
+static double ms_after(const char *pic, const char *after)
+{
+    const char *at = strstr(pic, after);
+    double v;
+    char unit[4];
+    if (!at || sscanf(at + strlen(after), "%lf %3s", &v, unit) != 2 || strncmp(unit, "ms", 2))
+        return NAN;
+    return v;
+}
+
+/* The timeline of a step timed as synthetic-7b (8 GPUs, ZeRO-3) says the step the run's own
+ * line says, the run's step beside the calculator's, and its axis ends there; GPU 0's exposed
+ * communication fits in the time it does not compute, and some of it hides (=) behind compute
+ * while some does not (X). */
+static void timeline_agrees(const char *pic)
+{
+    const char *line = strstr(pic, "  loss ");
+    ck_assert_ptr_nonnull(line);
+    double step = NAN, run = ms_after(pic, "  run "),
+           total = ms_after(line, "\nstep "); /* the timeline's, after the run's line */
+    ck_assert(sscanf(strstr(line + 7, "  ") + 2, "%lf ms simulated", &step) == 1);
+    ck_assert_double_eq(step, run);
+    ck_assert_double_eq(step, total);
+    double busy = ms_after(pic, "GPU 0 computes "), exposed = ms_after(pic, "exposed comm ");
+    ck_assert(busy > 0 && exposed > 0 && exposed <= step - busy);
+    char end[32];
+    snprintf(end, sizeof end, "%g ms\n", step);
+    ck_assert_msg(strstr(pic, end), "the axis ends at the step, %g ms", step);
+    const char *comm = strstr(pic, "      comm");
+    ck_assert_ptr_nonnull(comm);
+    const char *eol = strchr(comm, '\n');
+    ck_assert(memchr(comm, '=', eol - comm) && memchr(comm, 'X', eol - comm));
+}
+
 static void staircase(const char *pic)
 {
     bool x;
@@ -427,7 +462,7 @@ static const struct {
      1,
      "zero3-gpus8-time-",
      {"zero=3", "gpus=8", "key:w", NULL},
-     NULL},
+     timeline_agrees},
     {"pprun", "order ok", 1, "", {NULL}, NULL},
     {"pprun", "order ok", 1, "tp2-interleaved-", {"tp=2", "schedule=interleaved", NULL}, NULL},
     {"pprun", "order ok", 1, "dp2-tp2-", {"dp=2", "tp=2", NULL}, NULL},
