@@ -20,6 +20,40 @@ double plan_model_flops(const struct model_shape *m, double params, double token
     return 6 * params * tokens + 12.0 * m->layers * m->d_model * (double)seq * tokens;
 }
 
+void plan_op_flops(const struct model_shape *m, double params, int b, int s, double *layer,
+                   double *ends)
+{
+    struct params_breakdown pb;
+    params_count(m, &pb);
+    double bd = b, sd = s;
+    *layer = 2 * pb.per_layer * bd * sd + 4 * bd * sd * sd * m->d_model;
+    *ends = 2 * (params - m->layers * pb.per_layer) * bd * sd;
+}
+
+/* The pipeline's stage imbalance (calc/plan.h): each stage's work per micro-batch, its
+ * layers' (forward, backward, recompute) and its ends', the head's on the last stage (with a
+ * tied embedding the head's matmul is that embedding's) and an untied embedding's on the
+ * first, against the mean stage's. */
+static double stage_imbalance(const struct model_shape *m, const struct memory_config *mc,
+                              double layer_fwd, double recompute_layer, double compute_s)
+{
+    if (mc->pp <= 1 || mc->micro_batches <= 1)
+        return 0;
+    struct params_breakdown pb;
+    params_count(m, &pb);
+    double bs = (double)mc->micro_batch * mc->seq, layer = 3 * layer_fwd + recompute_layer;
+    double head = 3 * 2 * (m->tied ? pb.first + pb.last : pb.last) * bs;
+    double embed = 3 * 2 * (m->tied ? 0 : pb.first) * bs;
+    double most = 0, total = m->layers * layer + head + embed;
+    for (int s = 0; s < mc->pp; s++) {
+        int first, count;
+        params_stage_layers(m->layers, s, mc->pp, &first, &count);
+        double w = count * layer + (s == mc->pp - 1 ? head : 0) + (s == 0 ? embed : 0);
+        most = w > most ? w : most;
+    }
+    return (mc->micro_batches - 1.0) / mc->micro_batches * compute_s * (most * mc->pp / total - 1);
+}
+
 int plan_time(const struct plan_config *pc, const struct memory_config *mc,
               const struct memory_result *mr, struct plan_layout *l, struct error *e)
 {
@@ -33,10 +67,8 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
 
     /* Recompute, per micro-batch of the whole model (tp = 1), times the micro-batches of the
      * global batch. */
-    struct params_breakdown pb;
-    params_count(m, &pb);
-    double b = mc->micro_batch, s = mc->seq;
-    double layer_fwd = 2 * pb.per_layer * b * s + 4 * b * s * s * m->d_model;
+    double layer_fwd, ends_fwd;
+    plan_op_flops(m, mr->params, mc->micro_batch, mc->seq, &layer_fwd, &ends_fwd);
     struct activ_config ac = {.micro_batch = mc->micro_batch,
                               .seq = mc->seq,
                               .tp = 1,
@@ -44,8 +76,8 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
                               .bytes = 2,
                               .cp = mc->cp,
                               .attention = mc->attention};
-    double recompute = activ_recompute_flops(m, &ac, &mc->ckpt, m->layers, layer_fwd) *
-                       ((double)pc->global_batch / mc->micro_batch);
+    double recompute_mb = activ_recompute_flops(m, &ac, &mc->ckpt, m->layers, layer_fwd);
+    double recompute = recompute_mb * ((double)pc->global_batch / mc->micro_batch);
 
     double rate = gpus * cl->peak_flops * pc->efficiency;
     l->compute_s = (model + recompute) / rate;
@@ -55,16 +87,23 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     int rc = sched_build(mc->schedule, mc->pp, mc->micro_batches, v, &sc, e);
     if (rc < 0)
         return rc;
-    l->bubble_s = sched_bubble_time(&sc, l->compute_s);
-    sched_free(&sc);
     double per_micro = l->compute_s / mc->micro_batches;
     rc = traffic_compute(mc, cl, mr->stage, mr->params_gpu, mr->stage_layers, per_micro / 3,
                          per_micro * 2 / 3, &l->traffic, e);
-    if (rc < 0)
+    if (rc < 0) {
+        sched_free(&sc);
         return rc;
+    }
+    /* a stage's micro-batch is its compute and the sums and exchanges on its path (tensor,
+     * context and expert parallelism's), and the pipeline fills and drains with all of it */
+    const struct traffic *t = &l->traffic;
+    l->bubble_s =
+        sched_bubble_time(&sc, l->compute_s + t->tp.exposed + t->cp.exposed + t->ep.exposed);
+    sched_free(&sc);
+    l->imbalance_s = stage_imbalance(m, mc, layer_fwd, recompute_mb / m->layers, l->compute_s);
     l->comm_exposed_s = l->traffic.exposed;
     l->comm_bytes_per_gpu = l->traffic.bytes;
-    l->step_time_s = l->compute_s + l->bubble_s + l->comm_exposed_s;
+    l->step_time_s = l->compute_s + l->bubble_s + l->imbalance_s + l->comm_exposed_s;
     l->mfu = model / (l->step_time_s * gpus * cl->peak_flops);
     return 0;
 }

@@ -14,7 +14,16 @@
  *             parameter and token, plus attention's scores and values as PaLM's MFU counts
  *             them, Chowdhery et al. 2022, appendix B); recompute: one more forward of every
  *             layer for full checkpointing, QK^T and P x V for selective (calc/activ.h)
- *   bubble    compute x (pp - 1) / m (calc/sched.h)
+ *   bubble    (compute + the tensor-, context- and expert-parallel communication on each
+ *             stage's path) x (pp - 1) / m (calc/sched.h): the pipeline fills and drains with
+ *             a stage's whole micro-batch (timed as synthetic-7b, pp 2 x tp 4 ran 3.7% longer
+ *             than the calculator said when it counted the compute alone)
+ *   imbalance the pipeline runs at its slowest stage: the last one also computes the head (and
+ *             the first an untied embedding's FLOPs), so each of the m - 1 micro-batches after
+ *             the first waits (its micro-batch - the mean stage's): (m - 1) / m x compute x
+ *             (the slowest stage's share x pp - 1). Measured on runs timed as synthetic-7b
+ *             (train --time-as): without it 1F1B on 4 stages was 3.6% (m 4) to 5.3% (m 8)
+ *             slower than the calculator said, with it within 0.5%
  *   exposed communication: calc/traffic.h
  * MFU = model FLOPs / (step time x GPUs x peak).
  *
@@ -60,7 +69,7 @@ struct plan_layout {
     struct ckpt_policy ckpt;
     int micro_batch, micro_batches;
     double per_gpu_bytes;
-    double compute_s, bubble_s, comm_exposed_s, step_time_s;
+    double compute_s, bubble_s, imbalance_s, comm_exposed_s, step_time_s;
     double mfu;
     double comm_bytes_per_gpu;
     struct traffic traffic;
@@ -79,8 +88,18 @@ struct plan_result {
 void plan_memory_config(const struct plan_config *c, const struct plan_layout *l,
                         struct memory_config *out);
 
+/* The share of peak FLOP/s the matmuls reach unless told (plan --efficiency): the one a run
+ * timed as a model computes at too (train --time-as, par/timeas.h). */
+#define PLAN_EFFICIENCY 0.5
+
 /* 6 Ψ T + 12 L h s T. */
 double plan_model_flops(const struct model_shape *m, double params, double tokens, int seq);
+/* The same count, one micro-batch of b sequences of s tokens, by operation: a layer's forward,
+ * 2 Ψ_layer b s + 4 b s^2 h (its parameters, and attention's scores and values), and the ends'
+ * (embedding, final norm, head: the rest of Ψ), 2 (Ψ - L Ψ_layer) b s; plan_model_flops is 3
+ * (L layer + ends) per micro-batch (a backward pass is twice the forward). */
+void plan_op_flops(const struct model_shape *m, double params, int b, int s, double *layer,
+                   double *ends);
 
 /* Step time, MFU and communication of one layout (memory already computed into l's fields by
  * the caller, or not needed). */

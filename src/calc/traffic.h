@@ -41,9 +41,11 @@
  *   DDP, ZeRO-1/2 gradient reduction overlaps the backward pass of the last micro-batch (the
  *   earlier micro-batches' under ZeRO-2 overlap their own backward pass); the weight
  *   all-gather after the optimizer step is exposed; ZeRO-3's gathers are prefetched behind the
- *   forward and backward passes of each micro-batch. Tensor-parallel all-reduces are on the
- *   critical path (exposed). Pipeline sends are exposed only while the pipeline fills and
- *   drains: 2(pp - 1) of them. */
+ *   forward and backward passes of each micro-batch, and without prefetch (memory --prefetch
+ *   0) every gather and reduce-scatter is waited for (a unit is gathered once it is needed, on
+ *   the port its successor's reduce-scatter holds in the backward pass). Tensor-parallel
+ * all-reduces are on the critical path (exposed). Pipeline sends are exposed only while the
+ * pipeline fills and drains: 2(pp - 1) of them. */
 #ifndef SCALELAB_CALC_TRAFFIC_H
 #define SCALELAB_CALC_TRAFFIC_H
 

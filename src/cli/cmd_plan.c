@@ -260,6 +260,7 @@ static json_t *jlayout(const struct plan_layout *l, bool kept)
         json_object_set_new(o, "step_time_s", json_num(l->step_time_s));
         json_object_set_new(o, "compute_s", json_num(l->compute_s));
         json_object_set_new(o, "bubble_s", json_num(l->bubble_s));
+        json_object_set_new(o, "imbalance_s", json_num(l->imbalance_s));
         json_object_set_new(o, "comm_exposed_s", json_num(l->comm_exposed_s));
         json_object_set_new(o, "mfu", json_num(l->mfu));
         json_object_set_new(o, "comm_bytes_per_gpu", json_whole(l->comm_bytes_per_gpu));
@@ -314,8 +315,9 @@ static void print_text(const struct run *r, const struct plan_result *res)
                framework_title(c->framework));
     printf("step time  compute (6ΨT + 12LhsT model FLOPs = %.3g, + recompute) / (GPUs x peak x "
            "%.2f)\n"
-           "           + bubble compute x (pp-1)/m (1F1B) + communication not hidden (α-β, "
-           "comm/cost.h)\n"
+           "           + bubble (compute + tp/cp/ep communication) x (pp-1)/m (1F1B), and "
+           "(m-1)/m x compute x (the slowest stage's share x pp - 1)\n"
+           "           + communication not hidden (α-β, comm/cost.h)\n"
            "MFU        model FLOPs / (step time x GPUs x peak)\n\n",
            res->model_flops, c->efficiency);
     if (res->n_kept == 0) {
@@ -340,7 +342,7 @@ static void print_text(const struct run *r, const struct plan_result *res)
                    calcargs_size(b1, sizeof b1, l->per_gpu_bytes, r->units),
                    units_format_seconds(b2, sizeof b2, l->step_time_s),
                    units_format_seconds(b3, sizeof b3, l->compute_s),
-                   units_format_seconds(b4, sizeof b4, l->bubble_s),
+                   units_format_seconds(b4, sizeof b4, l->bubble_s + l->imbalance_s),
                    units_format_seconds(b5, sizeof b5, l->comm_exposed_s), 100 * l->mfu,
                    calcargs_size(b6, sizeof b6, l->comm_bytes_per_gpu, r->units));
         }
@@ -377,7 +379,7 @@ static int plan_main(int argc, char **argv)
 {
     struct plan_args a = {.global_batch = 256,
                           .top = 10,
-                          .efficiency = 0.5,
+                          .efficiency = PLAN_EFFICIENCY,
                           .precision = FP_BF16,
                           .optimizer = OPT_ADAMW,
                           .units = UNITS_BINARY};

@@ -11,6 +11,7 @@
 #include "calc/preset.h"
 #include "par/predict.h"
 #include "par/run.h"
+#include "par/timeas.h"
 
 struct error;
 struct opts_spec;
@@ -27,6 +28,11 @@ struct train_args {
     int ranks, hosts;  /* and the ranks mpirun started, on so many hosts (set before the
                           options are read) */
     double deadline_s; /* --deadline: the longest wait for one message (0: the run's 600 s) */
+    /* --time-as MODEL: the model the run is timed as (par/timeas.h), and the calculator's step
+     * for it in the run's layout */
+    const char *time_as;
+    struct model_shape as;
+    struct plan_layout as_plan;
 };
 
 /* The options into r and rcfg (the run's options, the simulated cluster, whether step 1 is

@@ -90,6 +90,12 @@ static const struct opt_entry own_options[] = {
              "over MPI: the same losses, ledgers and bytes as --gpus N, bit for bit;\n"
              "rank 0 prints. --fail or a rank silent past the deadline ends every rank\n"
              "(MPI_Abort, exit 1). No --trace or --dump (each rank holds its own)"),
+    OPT_WITH("time-as", "MODEL", opts_str, A, time_as,
+             "time the run as MODEL (a preset or file, as memory --model):\n"
+             "each operation and message is charged what it costs in MODEL in\n"
+             "the same layout on the cluster (its layers, sequence, bytes; compute\n"
+             "at plan's efficiency), beside the calculator's step for it; --bucket\n"
+             "is then MODEL's. Without it the run is timed as itself"),
     OPT_WITH("deadline", "S", opts_seconds, A, deadline_s,
              "the longest wait for one message, in seconds (default 600)"),
     OPT_INT("dp", "D", A, dp, 1, TRAIN_MAX_GPUS,
@@ -269,6 +275,27 @@ static int configure_host(const struct train_args *r, struct run_config *rcfg)
     return 0;
 }
 
+/* --time-as MODEL: the cluster's clock charges what MODEL costs (par/timeas.h), the gradient
+ * buckets are cut as MODEL's (--bucket is MODEL's), and the calculator's step for MODEL in
+ * the layout is kept for the summary. 0, or the exit status. */
+static int configure_time(struct train_args *r, struct run_config *rcfg)
+{
+    struct error e = {0};
+    if (!r->time_as)
+        return 0;
+    if (preset_load_model(r->time_as, &r->as, &e)) {
+        error_prefix(&e, "train: --time-as");
+        return cli_fail(&e);
+    }
+    if (timeas_scale(&r->o, &r->shape, &r->as, &rcfg->spec, &e) ||
+        timeas_predict(&r->o, &r->as, &rcfg->spec, &r->as_plan, &e))
+        return cli_usage("train", "--time-as %s", e.msg);
+    size_t es = r->o.grad_fp32 || r->o.precision == FP_FP32 ? 4 : 2;
+    r->o.bucket_bytes = timeas_bucket(&rcfg->spec, r->o.bucket_bytes, es);
+    rcfg->o.bucket_bytes = r->o.bucket_bytes;
+    return 0;
+}
+
 /* Over MPI the GPUs are the ranks: as if --gpus N were given, when neither --gpus nor --dp
  * is (before the layout is read). */
 static void configure_ranks(struct train_args *r)
@@ -296,7 +323,8 @@ int train_args_read(int argc, char **argv, struct train_args *r, struct run_conf
     if ((rc = configure(argc, argv, r)))
         return rc;
     configure_ranks(r);
-    if ((rc = configure_layout(r)) || (rc = check_ranks(r)) || (rc = configure_host(r, rcfg)))
+    if ((rc = configure_layout(r)) || (rc = check_ranks(r)) || (rc = configure_host(r, rcfg)) ||
+        (rc = configure_time(r, rcfg)))
         return rc;
     return 0;
 }

@@ -52,6 +52,25 @@ static void print_layout(const struct train_opts *o, const struct cluster_spec *
     printf("\n");
 }
 
+/* What the simulated clock shows: the run timed as itself, or as the model --time-as names
+ * (par/timeas.h). */
+static void print_time(const struct train_args *r, const struct cluster_spec *spec)
+{
+    const struct train_opts *o = &r->o;
+    if (!r->time_as) {
+        printf("time: the run timed as itself, %s at the %s's peak (--time-as MODEL times it as "
+               "MODEL)\n",
+               r->shape.name, spec->name);
+        return;
+    }
+    const struct model_shape *m = &r->as;
+    printf("time: timed as %s on %d %s GPU%s: seq %d, micro-batch %d, each of the %d layers "
+           "standing for %g of its %d, compute at %g%% of peak\n",
+           m->name, o->gpus, spec->name, o->gpus == 1 ? "" : "s", m->seq, r->as_plan.micro_batch,
+           o->shape.layers, (double)m->layers / o->shape.layers, m->layers,
+           100 * spec->time.efficiency);
+}
+
 /* The run's settings, before its steps (text only). */
 void train_print_header(const struct train_args *r, const struct cluster_spec *spec)
 {
@@ -87,6 +106,7 @@ void train_print_header(const struct train_args *r, const struct cluster_spec *s
         printf("one simulated %s GPU\n", spec->name);
     else
         print_layout(o, spec);
+    print_time(r, spec);
     fflush(stdout);
 }
 
@@ -374,6 +394,51 @@ static json_t *moe_json(const struct gpt_config *c, const struct train_summary *
     return x;
 }
 
+/* A run timed as a model: its step beside the calculator's for that model and layout
+ * (plan_time's terms, what plan ranks layouts by). */
+static void print_timed_as(const struct train_args *r, const struct train_summary *sum)
+{
+    if (!r->time_as)
+        return;
+    const struct plan_layout *l = &r->as_plan;
+    const struct traffic *t = &l->traffic;
+    char a[32], b[32], c[32], d[32], x[6][32];
+    printf("timed as %s: step %s, compute %s, the rest (not hidden, bubble included) %s\n",
+           r->as.name, units_format_seconds(a, sizeof a, sum->sim_step),
+           units_format_seconds(b, sizeof b, sum->sim_step - sum->exposed),
+           units_format_seconds(c, sizeof c, sum->exposed));
+    printf("the calculator for %s in this layout: step %s = compute %s + bubble %s + the "
+           "slowest stage's wait %s + exposed communication %s (dp %s, tp %s, pp %s, cp %s, ep "
+           "%s), MFU %.1f%%; the run is %+.1f%% of it\n",
+           r->as.name, units_format_seconds(a, sizeof a, l->step_time_s),
+           units_format_seconds(b, sizeof b, l->compute_s),
+           units_format_seconds(c, sizeof c, l->bubble_s),
+           units_format_seconds(x[5], sizeof x[5], l->imbalance_s),
+           units_format_seconds(d, sizeof d, l->comm_exposed_s),
+           units_format_seconds(x[0], sizeof x[0], t->dp.exposed),
+           units_format_seconds(x[1], sizeof x[1], t->tp.exposed),
+           units_format_seconds(x[2], sizeof x[2], t->pp.exposed),
+           units_format_seconds(x[3], sizeof x[3], t->cp.exposed),
+           units_format_seconds(x[4], sizeof x[4], t->ep.exposed), 100 * l->mfu,
+           100 * (sum->sim_step / l->step_time_s - 1));
+}
+
+/* The calculator's step for the model a run is timed as, for train --json. */
+static json_t *timed_as_json(const struct train_args *r, const struct train_summary *sum)
+{
+    const struct plan_layout *l = &r->as_plan;
+    const struct traffic *t = &l->traffic;
+    json_t *p = json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "step_time_s",
+        json_num(l->step_time_s), "compute_s", json_num(l->compute_s), "bubble_s",
+        json_num(l->bubble_s), "imbalance_s", json_num(l->imbalance_s), "comm_exposed_s",
+        json_num(l->comm_exposed_s), "dp_exposed_s", json_num(t->dp.exposed), "tp_exposed_s",
+        json_num(t->tp.exposed), "pp_exposed_s", json_num(t->pp.exposed), "cp_exposed_s",
+        json_num(t->cp.exposed), "ep_exposed_s", json_num(t->ep.exposed), "mfu", json_num(l->mfu));
+    return json_pack("{s:s, s:o, s:o}", "model", r->as.name, "sim_compute_s",
+                     json_num(sum->sim_step - sum->exposed), "predicted", p);
+}
+
 static void print_summary_json(const struct train_args *r, const struct run *run,
                                const struct train_summary *sum, const struct prediction *p)
 {
@@ -433,6 +498,7 @@ static void print_summary_json(const struct train_args *r, const struct run *run
     }
     json_object_set_new(m, "sim_step_time_s", json_num(sum->sim_step));
     json_object_set_new(m, "comm_exposed_s", json_num(sum->exposed));
+    json_object_set_new(m, "timed_as", r->time_as ? timed_as_json(r, sum) : json_null());
     json_object_set_new(m, "layout", layout_json(o));
     json_object_set_new(m, "per_gpu", per_gpu_json(o, run));
     json_object_set_new(m, "scalar_bytes_per_step", json_integer((json_int_t)sum->scalars));
@@ -583,13 +649,16 @@ static void print_summary_text(const struct train_args *r, const struct run *run
         printf("over %d MPI ranks on %d host%s: the wall time is theirs, sends between real "
                "processes; the simulated time is the %s GPUs'\n",
                r->ranks, r->hosts, r->hosts == 1 ? "" : "s", spec->name);
-    if (o->gpus == 1 && !layout_pipelined(o))
+    if (o->gpus == 1 && !layout_pipelined(o)) {
+        print_timed_as(r, sum);
         return;
+    }
     print_gpu_table(o, run, p);
     printf("simulated step %s, of which %s not hidden behind compute; the agreement (loss, "
            "norm, inf/NaN) %llu bytes per GPU\n",
            units_format_seconds(a, sizeof a, sum->sim_step),
            units_format_seconds(b, sizeof b, sum->exposed), (unsigned long long)sum->scalars);
+    print_timed_as(r, sum);
 }
 
 /* One step into the summary, and printed. */

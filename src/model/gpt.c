@@ -875,8 +875,13 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
     bool selective = ckpt && ckpt->kind == CKPT_SELECTIVE, again = seg || selective;
     struct gpt_calls n = {0};
     /* forward and backward of each layer, the head's forward and backward, and a
-     * recomputation per layer (all of it when segmented, the core when selective) */
-    n.compute = 2 * L + 2 * ends + (again ? L : 0);
+     * recomputation per layer (all of it when segmented, the core when selective); with
+     * tensor parallelism a layer's compute is charged in parts, before each sum that follows
+     * its matmuls (model/gpt_step.c's work): the attention's and the MLP's, in the backward
+     * pass under sequence parallelism before each gather of a norm's output again as well */
+    bool tpp = p->tp > 1, sp = tpp && p->sp;
+    long fwd_parts = tpp ? 2 : 1, bwd_parts = sp ? 4 : tpp ? 2 : 1;
+    n.compute = (fwd_parts + bwd_parts) * L + 2 * ends + (seg ? fwd_parts * L : selective ? L : 0);
     /* the forward keeps each layer's list (segmented: each segment's input), then the ends;
      * the backward frees the ends, brings back what is recomputed (each layer when
      * segmented or selective) and frees each layer's list */
@@ -888,8 +893,7 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
      * norm's output before its matmuls (again in the backward pass) and each gradient before
      * the row-parallel matmuls' backward. */
     long fwd = L + (seg ? L : 0), rows = 2 * fwd + 2 * L + (p->embed ? 1 : 0) + ends;
-    bool sp = p->sp && p->tp > 1;
-    if (p->tp > 1) {
+    if (tpp) {
         n.tp_sum = 3 * ends + (sp ? 0 : rows);
         n.tp_half = sp ? rows + 2 * fwd + 4 * L + (p->embed ? 1 : 0) + 2 * ends : 0;
     }

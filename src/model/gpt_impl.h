@@ -153,6 +153,13 @@ struct gpt {
     size_t live, peak;              /* charged activation bytes */
 
     struct gpt_scratch s;
+    /* the compute of the pass at hand not charged yet (gpt_step.c's work): charged as it runs,
+     * before each tensor-parallel communication that follows it, and at the pass's end */
+    struct {
+        double flops;
+        const char *what;
+        int layer;
+    } work;
     struct gpt_ring ring;
     struct gpt_experts moe;
 
@@ -267,6 +274,12 @@ static inline double layer_flops(const struct gpt *g, int l)
         ffn = 2.0 * N * d * m->experts + 2.0 * rows * 3 * d * f;
     }
     return 2.0 * N * 4 * d * dl + ffn + attn_flops(g);
+}
+
+/* Layer l's feed-forward part of layer_flops (the router and experts with experts). */
+static inline double mlp_flops(const struct gpt *g, int l)
+{
+    return layer_flops(g, l) - 2.0 * g->N * 4 * g->c.d * g->dl - attn_flops(g);
 }
 
 /* What a layer's forward and backward passes computed: layer_flops, and 2 x for the backward

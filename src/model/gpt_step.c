@@ -291,6 +291,35 @@ static void moe_backward(struct gpt *g, int l, const float *dout, const float *x
     op_mm_dx(dxn, g->moe.zlog, W->router, N, E, d, 1.0f);
 }
 
+/* Compute is charged where it runs. A pass (a layer's forward, backward or recomputation, the
+ * head's) begins with work_begin; its matmuls add their FLOPs as they run (work); they are
+ * charged to the seam before each tensor-parallel communication that follows them (work_sync)
+ * and at the pass's end (work_end), so a simulated clock sees a layer's sums between its
+ * matmuls, where a GPU's stream has them, and not all at once after the layer. */
+static void work_begin(struct gpt *g, const char *what, int layer)
+{
+    g->work.flops = 0, g->work.what = what, g->work.layer = layer;
+}
+
+static void work(struct gpt *g, double flops)
+{
+    g->work.flops += flops;
+}
+
+static void work_end(struct gpt *g)
+{
+    if (g->work.flops > 0)
+        op_compute(g, g->work.flops, g->work.what, g->work.layer);
+    g->work.flops = 0;
+}
+
+/* Before a tensor-parallel communication (none with tp 1). */
+static void work_sync(struct gpt *g)
+{
+    if (g->tp > 1)
+        work_end(g);
+}
+
 /* Runs layer l on the residual stream res (updated in place to the layer's output); keeps the
  * tensors of `save` (any may be NULL). Every tensor is rounded to the working format where it is
  * produced, as a bf16 kernel would write it. */
@@ -321,6 +350,8 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
         op_attn_out(g, l);
     }
     op_linear(g, l, "attn proj", g->s.tmp, w[A_ATT], W->wo, d, dl);
+    work(g, layer_fwd_work(g, l) - mlp_flops(g, l)); /* after the ring, its blocks' own */
+    work_sync(g);
     op_tp_reduce_rows(g, g->s.tmp, "attn proj"); /* each rank's heads' share of the projection */
     op_add(g, w[A_XM], res, g->s.tmp, nd, l, "attn residual");
 
@@ -336,6 +367,8 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
         op_swiglu_forward(g, w[A_H], w[A_G], w[A_U], nf, l);
         op_linear(g, l, "mlp out", g->s.tmp, w[A_H], W->w_down, d, f);
     }
+    work(g, mlp_flops(g, l));
+    work_sync(g);
     op_tp_reduce_rows(g, g->s.tmp, "mlp out"); /* each rank's share of the FFN width */
     op_add(g, res, w[A_XM], g->s.tmp, nd, l, "output");
 
@@ -358,6 +391,8 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     const float *dout = op_sp_gather(g, g->s.dg_full, dres, "grad mlp out");
     if (gpt_layer_moe(&g->c, l)) { /* the experts' and the router's (moe_backward) */
         moe_backward(g, l, dout, w[A_XN2], g->s.dxn);
+        work(g, 2 * mlp_flops(g, l));
+        work_sync(g);
         op_produced(g, g->s.dxn, nd, l, "grad mlp norm");
         op_rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->s.dxn, g->nl, d);
         op_produced_grad(g, G->mlp_norm, (size_t)d, l, "grad mlp_norm");
@@ -375,6 +410,9 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
 
     /* h = silu(a) u: see op_swiglu_backward */
     op_swiglu_backward(g, g->s.dg, g->s.du, g->s.dh, w[A_G], w[A_U], nf);
+    work(g, 2.0 * 2 * N * d * f); /* dh and dWd */
+    if (g->sp)                    /* before the gather of xn2 again */
+        work_sync(g);
     const float *xn2 = op_sp_gather(g, g->s.xg, w[A_XN2], "mlp norm again");
     op_weight_grad(g, l, "grad w_gate", G->w_gate, g->s.dg, xn2, f, d);
     op_weight_grad(g, l, "grad w_up", G->w_up, g->s.du, xn2, f, d);
@@ -382,6 +420,8 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     op_mm_dx(g->s.dxn, g->s.dg, W->w_gate, N, f, d, 0.0f);
     op_mm_dx(g->s.dxn, g->s.du, W->w_up, N, f, d, 1.0f);
     op_produced(g, g->s.dxn, nd, l, "grad mlp norm");
+    work(g, 2 * mlp_flops(g, l) - 2.0 * 2 * N * d * f); /* dWg, dWu, dxn2 */
+    work_sync(g);
     op_tp_reduce_rows(g, g->s.dxn, "grad mlp norm"); /* xn2 fed every rank's share of the width */
     /* xn2 = RMSNorm(xm): see op_rms_bwd; dxm joins the residual's gradient in dres */
     op_rms_bwd(g, dres, G->mlp_norm, w[A_XM], w[A_RSTD2], W->mlp_norm, g->s.dxn, g->nl, d);
@@ -408,6 +448,10 @@ static void attn_backward(struct gpt *g, int l, float *dres)
         op_ring_backward(g, l);
     else
         op_attn_core_backward(g, l);
+    /* dWo, datt and the core's; after the ring, its blocks' own */
+    work(g, layer_bwd_work(g, l) - 2 * mlp_flops(g, l) - 2.0 * 6 * N * d * dl);
+    if (g->sp) /* before the gather of xn1 again */
+        work_sync(g);
     const float *xn1 = op_sp_gather(g, g->s.xg, w[A_XN1], "attn norm again");
     op_weight_grad(g, l, "grad wq", G->wq, g->s.dq, xn1, dl, d);
     op_weight_grad(g, l, "grad wk", G->wk, g->s.dk, xn1, dl, d);
@@ -417,6 +461,8 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     op_mm_dx(g->s.dxn, g->s.dk, W->wk, N, dl, d, 1.0f);
     op_mm_dx(g->s.dxn, g->s.dv, W->wv, N, dl, d, 1.0f);
     op_produced(g, g->s.dxn, nd, l, "grad attn norm");
+    work(g, 2.0 * 6 * N * d * dl); /* dWq, dWk, dWv and dxn1 */
+    work_sync(g);
     op_tp_reduce_rows(g, g->s.dxn, "grad attn norm"); /* xn1 fed every rank's heads */
     op_rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->s.dxn, g->nl, d);
     op_produced_grad(g, G->attn_norm, (size_t)d, l, "grad attn_norm");
@@ -513,6 +559,7 @@ static void layers_forward(struct gpt *g, int slot)
     const struct gpt_part *pt = &g->part;
     for (int l = pt->first; l < pt->first + pt->count; l++) {
         op_hook(g, GPT_HOOK_FORWARD, l);
+        work_begin(g, "forward", l);
         if (g->seg) {
             void *set[A_COUNT] = {0};
             int k = l - pt->first;
@@ -525,7 +572,7 @@ static void layers_forward(struct gpt *g, int slot)
             layer_forward(g, l, g->s.res, saved_set(g, slot, l));
             charge(g, (long long)set_bytes(g, saved_set(g, slot, l), l));
         }
-        op_compute(g, layer_fwd_work(g, l), "forward", l);
+        work_end(g);
         op_hook(g, GPT_HOOK_FORWARD_DONE, l);
     }
 }
@@ -589,10 +636,10 @@ static double head_forward(struct gpt *g, int slot, const int32_t *targets)
     op_produced(g, g->s.logits, nv, -1, "logits");
     float *probs = head[H_PROBS];
     double loss = 0;
-    if (g->tp > 1) {
+    if (g->tp > 1) { /* the logits' matmul runs before the cross-entropy's sums */
+        op_compute(g, head_flops(g), "head forward", -1);
         loss = parallel_cross_entropy(g, probs, targets);
         charge(g, (long long)g->head_bytes);
-        op_compute(g, head_flops(g), "head forward", -1);
         return loss / N;
     }
     prof_enter(PROF_LOSS);
@@ -652,6 +699,9 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
     op_mm_dw_acc(gE, dl, hn, N, V, d, g->accumulate); /* the head's share of the embedding's */
     op_mm_dx(g->s.dxn, dl, E, N, V, d, 0.0f);
     op_rnd(g, g->s.dxn, nd);
+    work_begin(g, "head backward", -1);
+    work(g, 2 * head_flops(g));
+    work_sync(g);
     op_tp_reduce_rows(g, g->s.dxn, "grad head input"); /* hn fed every rank's vocabulary */
     memset(g->s.dres, 0, nld * 4);
     float *gwf = g->grads + g->nparams - d;
@@ -659,7 +709,7 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
                d);
     op_produced_grad(g, gwf, (size_t)d, L, "grad final_norm");
     op_produced(g, g->s.dres, nld, -1, "grad final norm");
-    op_compute(g, 2 * head_flops(g), "head backward", -1);
+    work_end(g);
     charge(g, -(long long)g->head_bytes);
     op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
     op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_HEAD);
@@ -679,11 +729,12 @@ static void layers_backward(struct gpt *g, int slot)
             op_load(g, g->s.res, g->segin[slot * g->nseg + s], nd);
             for (int l = a; l < b; l++) {
                 op_hook(g, g->seg == 1 ? GPT_HOOK_BACKWARD : GPT_HOOK_FORWARD, l);
+                work_begin(g, "recompute", l);
                 layer_forward(g, l, g->s.res, g->pool[l - a]);
                 /* the segment's first input is its checkpoint, already charged */
                 charge(g,
                        (long long)(layer_bytes(g, l) - (l == a ? act_bytes(g, A_X, SZ_DENSE) : 0)));
-                op_compute(g, layer_fwd_work(g, l), "recompute", l);
+                work_end(g);
                 if (g->seg > 1)
                     op_hook(g, GPT_HOOK_FORWARD_DONE, l);
             }
@@ -691,8 +742,9 @@ static void layers_backward(struct gpt *g, int slot)
                 if (g->seg > 1)
                     op_hook(g, GPT_HOOK_BACKWARD, l);
                 load_set(g, l, g->pool[l - a]);
+                work_begin(g, "backward", l);
                 layer_backward(g, l, g->s.dres);
-                op_compute(g, layer_bwd_work(g, l), "backward", l);
+                work_end(g);
                 charge(g, -(long long)layer_bytes(g, l));
                 op_hook(g, GPT_HOOK_GRADS, l);
             }
@@ -701,8 +753,9 @@ static void layers_backward(struct gpt *g, int slot)
         for (int l = l1 - 1; l >= l0; l--) {
             op_hook(g, GPT_HOOK_BACKWARD, l);
             load_set(g, l, saved_set(g, slot, l));
+            work_begin(g, "backward", l);
             layer_backward(g, l, g->s.dres);
-            op_compute(g, layer_bwd_work(g, l), "backward", l);
+            work_end(g);
             charge(g, -(long long)layer_bytes(g, l));
             op_hook(g, GPT_HOOK_GRADS, l);
         }

@@ -21,6 +21,7 @@
 struct dp {
     int zero, prefetch, n, rank; /* the data-parallel group's size and this GPU's place in it */
     int world, wrank;            /* every GPU of the run, for the agreement */
+    int stage;                   /* its pipeline stage (how its messages are timed) */
     int *group;                  /* the device ranks of the data-parallel group */
     int xn, *xgroup;             /* expert parallelism: the expert gradient group (par/layout.h) */
     bool xnorm;                  /* this GPU counts its experts in the norm (expert-dp rank 0) */
@@ -53,7 +54,8 @@ struct dp {
     float *mom[2];   /* Adam's m and v over the range */
     void *bucket[2]; /* stages 2-3: one being reduced, one filling */
     int ibucket, next_bucket;
-    char *arena; /* stage 3: the gathered units' buffers, reserved until held */
+    int passes, micro, first_layer; /* pipelined: backward passes done, of micro, from layer */
+    char *arena;                    /* stage 3: the gathered units' buffers, reserved until held */
     void *slot[2];
     int slot_unit[2];
     bool slot_held[2];
@@ -365,10 +367,12 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     p->world = o->gpus > 0 ? o->gpus : 1;
     p->wrank = pl->rank;
     p->pipelined = layout_pipelined(o);
+    p->micro = o->micro_batches, p->first_layer = pl->part.first;
     p->has_loss = pl->part.head && pl->tprank == 0; /* the ranks of a tp group agree */
     const struct gpt_config *c = &o->shape;
     bool tied_copy = pl->pp > 1 && (pl->part.embed || pl->part.head);
     p->emb = tied_copy ? (size_t)(c->vocab / pl->tp) * (size_t)c->d : 0; /* its vocabulary rows */
+    p->stage = pl->stage;
     p->embed_group[0] = layout_rank(pl, LAYOUT_PP, 0);
     p->embed_group[1] = layout_rank(pl, LAYOUT_PP, pl->pp - 1);
     p->group = malloc((size_t)p->n * sizeof *p->group);
@@ -421,15 +425,30 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
 
 /* ------------------------------------------------------------------ communication */
 
-/* A ring collective over a group (NULL: every GPU) of size n, its bytes sent added to *sent. */
+/* A ring collective over a group (NULL: every GPU) of size n, its bytes sent added to *sent:
+ * the states', the tied embedding's or the agreement's. Timed, in a run timed as another model
+ * (sim/spec.h), as the parameters or the embedding they carry stand for; the agreement's
+ * numbers as sent. */
 static int ring_over(struct dp *p, const int *group, int n, uint64_t *sent, struct coll *c)
 {
     if (!p->d || n <= 1 || p->err.code)
         return p->err.code;
     c->group = group, c->group_size = group ? n : 0;
+    struct time_msg_scale as = {1, 1, 0};
+    if (sent != &p->scalars)
+        as = time_msg(&dev_spec(p->d)->time, p->stage,
+                      sent == &p->embed ? TIME_MSG_TIED : TIME_MSG_PARAMS);
+    /* its chunks are cut where the shards cut the buffer (the same sums at every stage), so a
+     * bucket or unit inside one GPU's shard is one chunk carried round the whole ring; the
+     * framework it stands for cuts the collective in n even chunks (PyTorch DDP's buckets,
+     * FSDP's units), and the time is theirs */
+    if (sent == &p->states && dev_spec(p->d)->time.as[0])
+        as.each = (double)c->count * fp_bytes(c->dtype) / n;
+    struct time_msg_scale was = dev_time_msgs(p->d, as);
     uint64_t before = dev_stats(p->d).bytes_sent;
     int rc = coll_run(p->d, c, &p->err);
     *sent += dev_stats(p->d).bytes_sent - before;
+    dev_time_msgs(p->d, was);
     return rc;
 }
 
@@ -595,8 +614,22 @@ static int unit_index(const struct dp *p, int unit)
 
 void dp_hook(struct dp *p, enum gpt_hook h, int unit)
 {
-    if (p->pipelined) /* the gradients are reduced once every micro-batch's are in */
+    if (p->pipelined) {
+        /* each unit's gradients are complete once the last micro-batch's backward pass has
+         * computed them: its buckets are reduced then, behind the rest of that pass (PyTorch
+         * DDP's no_sync leaves the last pass to reduce, Megatron-LM overlaps it), but the tied
+         * embedding's, which a pipeline's two ends sum first (flush) */
+        if (h != GPT_HOOK_GRADS)
+            return;
+        if (p->passes < p->micro - 1) {
+            p->passes += unit == p->first_layer;
+            return;
+        }
+        while (p->next_bucket < p->plan.nbuckets && p->plan.buckets[p->next_bucket].unit == unit &&
+               p->plan.buckets[p->next_bucket].off >= p->emb)
+            launch(p, &p->plan.buckets[p->next_bucket++], false);
         return;
+    }
     if (p->zero >= 3) {
         if (h == GPT_HOOK_FORWARD || h == GPT_HOOK_BACKWARD)
             acquire(p, unit_index(p, unit));
@@ -653,14 +686,18 @@ double dp_compute_s(const struct dp *p)
     return p->compute_s;
 }
 
-/* Pipelined: every micro-batch's gradients are in the model's fp32 buffer. They go into the
- * gradient buffer's format; the two ends sum the tied embedding's (an all-reduce between the
- * first and the last stage, as Megatron-LM's embedding group does); then every bucket is
- * reduced over the data-parallel group. */
+/* Pipelined: every micro-batch's gradients are in the model's fp32 buffer. Those of the
+ * buckets the last backward pass did not reduce (dp_hook) go into the gradient buffer's
+ * format; the two ends sum the tied embedding's (an all-reduce between the first and the last
+ * stage, as Megatron-LM's embedding group does); then those buckets are reduced over the
+ * data-parallel group. */
 static void flush(struct dp *p)
 {
+    /* the buckets the last pass left: the buffer's start, up to those it reduced */
+    size_t left = p->next_bucket ? p->plan.buckets[p->next_bucket - 1].off : p->plan.padded;
+    p->passes = 0;
     if (p->gr && p->zero <= 1)
-        fp_pack_n(p->gdt, p->gr, gpt_grads(p->g), p->plan.padded);
+        fp_pack_n(p->gdt, p->gr, gpt_grads(p->g), left);
     stream_wait(p, DP_STREAM_GRADS, DP_STREAM_COMPUTE);
     if (p->emb) {
         void *buf = p->gr ? p->gr : (void *)gpt_grads(p->g);

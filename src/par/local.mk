@@ -9,6 +9,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/settings.c %reldir%/settings.h \
 	%reldir%/shard.c %reldir%/shard.h \
 	%reldir%/strategies.c %reldir%/strategies.h %reldir%/strategy.h \
+	%reldir%/timeas.c %reldir%/timeas.h \
 	%reldir%/tp.c %reldir%/tp.h \
 	%reldir%/trainer.c %reldir%/trainer.h \
 	%reldir%/xbuf.c %reldir%/xbuf.h

@@ -132,6 +132,12 @@ static double now(const struct pp *p)
     return p->d ? dev_stream_now(p->d, 0) : 0;
 }
 
+/* The stage's sends timed as the activations they stand for (sim/spec.h); the scale before. */
+static struct time_msg_scale timed(struct pp *p)
+{
+    return dev_time_msgs(p->d, time_msg(&dev_spec(p->d)->time, p->pl.stage, TIME_MSG_ACTS));
+}
+
 /* The operation done, for the window's Gantt chart and the trace. */
 static void emit(struct pp *p, int step, const struct pp_done *dn)
 {
@@ -200,8 +206,10 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
                 p->peak = p->in_flight;
             if (vs < last_vs) {
                 size_t r = (size_t)c * (size_t)p->m + (size_t)k;
+                struct time_msg_scale was = timed(p);
                 rc = dev_isend_key(p->d, rank_of(p, vs + 1), key_of(p, false, vs + 1, k), o,
                                    p->bytes, &tag, &p->req[r], e);
+                dev_time_msgs(p->d, was);
                 p->posted[r] = rc == 0;
                 p->sent += rc == 0 ? p->bytes : 0;
             }
@@ -219,8 +227,10 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
             p->in_flight--;
             if (vs > 0) {
                 size_t r = (size_t)(V + c) * (size_t)p->m + (size_t)k;
+                struct time_msg_scale was = timed(p);
                 rc = dev_isend_key(p->d, rank_of(p, vs - 1), key_of(p, true, vs - 1, k), o,
                                    p->bytes, &tag, &p->req[r], e);
+                dev_time_msgs(p->d, was);
                 p->posted[r] = rc == 0;
                 p->sent += rc == 0 ? p->bytes : 0;
             }

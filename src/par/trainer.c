@@ -60,6 +60,7 @@ struct trainer {
     struct tp_group *tp;  /* tensor parallelism's communication (NULL: one GPU per layer) */
     struct cp_ring *cp;   /* context parallelism's ring (NULL: one GPU per sequence) */
     struct ep_group *ep;  /* expert parallelism's all-to-alls (NULL: every expert here) */
+    bool in_layer;        /* the model is inside a layer (its hooks say), not at the ends */
     /* every strategy at work here, each chunk's data parallelism apart, in the order their
      * failures are said */
     struct instance inst[SCHED_MAX_CHUNKS + STRATEGIES];
@@ -114,20 +115,51 @@ static void w_charge(void *ctx, enum gpt_mem kind, long long delta)
         t->alloc.charge(t->alloc.ctx, kind, delta);
 }
 
+/* The model's operations are charged what they stand for when the run is timed as another
+ * model (sim/spec.h): a layer's, the ends' (layer -1), or selective recompute's attention core
+ * (a layer's "recompute" under the selective policy; model/gpt.h names them). */
 static void w_compute(void *ctx, double flops, const char *what, int layer)
 {
     struct trainer *t = ctx;
-    if (t->dp[0] && t->d)
-        dp_add_compute(t->dp[0], flops / dev_spec(t->d)->peak_flops);
+    if (t->d) {
+        const struct cluster_spec *spec = dev_spec(t->d);
+        enum time_op op = layer < 0 ? TIME_OP_ENDS
+                          : t->o.ckpt.kind == CKPT_SELECTIVE && !strcmp(what, "recompute")
+                              ? TIME_OP_CORE
+                              : TIME_OP_LAYER;
+        flops = time_flops(&spec->time, op, flops);
+        if (t->dp[0])
+            dp_add_compute(t->dp[0], spec_compute_time(spec, flops));
+    }
     if (t->alloc.compute)
         t->alloc.compute(t->alloc.ctx, flops, what, layer);
 }
 
-/* Tensor parallelism: the model's reductions over this GPU's group (par/tp.h). */
+/* This GPU's messages timed as kind k (sim/spec.h's time_msg); the scale before, to put back. */
+static struct time_msg_scale timed(struct trainer *t, enum time_msg k)
+{
+    if (!t->d)
+        return (struct time_msg_scale){1, 1, 0};
+    return dev_time_msgs(t->d, time_msg(&dev_spec(t->d)->time, t->pl.stage, k));
+}
+
+static void untimed(struct trainer *t, struct time_msg_scale was)
+{
+    if (t->d)
+        dev_time_msgs(t->d, was);
+}
+
+/* Tensor parallelism: the model's reductions over this GPU's group (par/tp.h): a layer's rows,
+ * the ends' rows, or the cross-entropy's fp32 numbers per token. */
 static void w_tp_reduce(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const char *what)
 {
     struct trainer *t = ctx;
+    enum time_msg k = op == GPT_TP_SUM_FP32 || op == GPT_TP_MAX_FP32 ? TIME_MSG_TOKENS
+                      : t->in_layer                                  ? TIME_MSG_LAYER_ROWS
+                                                                     : TIME_MSG_END_ROWS;
+    struct time_msg_scale was = timed(t, k);
     tp_collective(t->tp, buf, n, op, what);
+    untimed(t, was);
 }
 
 /* Expert parallelism: the experts' all-to-alls over this GPU's group (par/ep.h). */
@@ -147,6 +179,11 @@ static void w_cp_shift(void *ctx, const float *send, float *recv, size_t n, cons
 static void w_hook(void *ctx, enum gpt_hook h, int unit)
 {
     struct trainer *t = ctx;
+    /* a layer runs from its FORWARD or BACKWARD to its FORWARD_DONE or GRADS (model/gpt.h) */
+    if (h == GPT_HOOK_FORWARD || h == GPT_HOOK_BACKWARD)
+        t->in_layer = unit >= 0;
+    else
+        t->in_layer = false;
     if (t->dp[0] && t->v == 1)
         dp_hook(t->dp[0], h, unit);
 }
@@ -444,7 +481,10 @@ static int forward_backward(struct trainer *t, long step, double *local, struct 
     for (int i = 0; i < t->ninst; i++)
         if (t->inst[i].s->failed && (rc = t->inst[i].s->failed(t->inst[i].self, e)))
             return rc;
-    if ((rc = tp_norm_sync(t->tp, t->g, t->part, t->v, e)))
+    struct time_msg_scale was = timed(t, TIME_MSG_NORMS);
+    rc = tp_norm_sync(t->tp, t->g, t->part, t->v, e);
+    untimed(t, was);
+    if (rc)
         return rc;
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,

@@ -33,8 +33,9 @@ struct device {
     pthread_cond_t cond;                     /* with c->lock */
     struct dev_req *inbox_head, *inbox_tail; /* posted to me; c->lock */
     uint64_t nsent, seq;
-    int step;  /* the last dev_step */
-    int micro; /* the micro-batch its compute belongs to (dev_set_micro) */
+    int step;                    /* the last dev_step */
+    int micro;                   /* the micro-batch its compute belongs to (dev_set_micro) */
+    struct time_msg_scale timed; /* how its sends are timed (dev_time_msgs) */
     struct dev_stats stats;
     struct event *ev;
     size_t nev, cap;
@@ -199,6 +200,7 @@ struct cluster *cluster_new(const struct cluster_config *cfg, struct error *e)
         struct device *d = &dev[i];
         d->c = c;
         d->rank = i;
+        d->timed = (struct time_msg_scale){1, 1, 0};
         pthread_cond_init(&d->cond, &ca);
         rng_seed(&d->rng, cfg->seed, (uint64_t)i);
         ledger_init(&d->ledger, i, (uint64_t)cfg->spec.hbm_bytes);
@@ -413,7 +415,7 @@ void dev_advance(struct device *d, double seconds)
 void dev_compute(struct device *d, double flops, const char *name, int layer, int micro)
 {
     struct event ev = {0};
-    double dt = flops > 0 ? flops / d->c->cfg.spec.peak_flops : 0;
+    double dt = spec_compute_time(&d->c->cfg.spec, flops);
     dev_join(d);
     ev.type = EV_COMPUTE_BEGIN;
     ev.t = d->clock[0];
@@ -431,7 +433,7 @@ void dev_compute_on(struct device *d, int stream, double flops, const char *name
 {
     struct event ev = {0};
     int st = stream_of(&(struct dev_tag){0, 0, NULL, stream});
-    double dt = flops > 0 ? flops / d->c->cfg.spec.peak_flops : 0;
+    double dt = spec_compute_time(&d->c->cfg.spec, flops);
     ev.type = EV_COMPUTE_BEGIN;
     ev.stream = st;
     ev.t = d->clock[st];
@@ -531,19 +533,27 @@ static void deadline_at(struct timespec *ts, double seconds)
         ts->tv_sec++, ts->tv_nsec -= 1000000000L;
 }
 
-/* m/β over the link between d and peer: the time its bytes take to cross. */
-static double link_bytes_time(const struct device *d, int peer, size_t bytes)
+/* m/β over the link between d and peer: the time its bytes (as timed) take to cross. */
+static double link_bytes_time(const struct device *d, int peer, double bytes)
 {
     const struct cluster_spec *s = &d->c->cfg.spec;
     bool same = spec_node(s, d->rank) == spec_node(s, peer);
-    return (double)bytes / (same ? s->beta_intra : s->beta_inter);
+    return bytes / (same ? s->beta_intra : s->beta_inter);
 }
 
-static double link_cost(const struct device *d, int peer, size_t bytes)
+/* α (alphas of them) + m/β. */
+static double link_cost(const struct device *d, int peer, double bytes, double alphas)
 {
     const struct cluster_spec *s = &d->c->cfg.spec;
     bool same = spec_node(s, d->rank) == spec_node(s, peer);
-    return (same ? s->alpha_intra : s->alpha_inter) + link_bytes_time(d, peer, bytes);
+    return alphas * (same ? s->alpha_intra : s->alpha_inter) + link_bytes_time(d, peer, bytes);
+}
+
+struct time_msg_scale dev_time_msgs(struct device *d, struct time_msg_scale s)
+{
+    struct time_msg_scale was = d->timed;
+    d->timed = s;
+    return was;
 }
 
 int dev_isend(struct device *d, int peer, const void *buf, size_t bytes, const struct dev_tag *tag,
@@ -566,7 +576,9 @@ int dev_isend_key(struct device *d, int peer, int key, const void *buf, size_t b
     req->key = key;
     req->from = d->rank;
     req->to = peer;
-    double cost = link_cost(d, peer, bytes);
+    req->timed_bytes = (d->timed.each > 0 ? d->timed.each : (double)bytes) * d->timed.bytes;
+    req->alphas = d->timed.alphas;
+    double cost = link_cost(d, peer, req->timed_bytes, req->alphas);
     req->t_start = port_book(d, d->clock[stream_of(tag)], cost);
     req->t_arrival = req->t_start + cost;
     req->msg = ((uint64_t)d->rank << 40) | d->nsent++;
@@ -720,7 +732,7 @@ static int take_local(struct device *d, int peer, int key, void *buf, size_t byt
      * carries one message's bytes at a time, in the order this device takes them. A message
      * whose bytes would overlap another's arrives after them; the sender's dev_wait sees the
      * later arrival (only this thread books this link: deterministic). */
-    double cross = link_bytes_time(d, peer, req->bytes);
+    double cross = link_bytes_time(d, peer, req->timed_bytes);
     if (cross > 0)
         req->t_arrival =
             port_book_in(d, d->inport, &d->ninport, req->t_arrival - cross, cross) + cross;
@@ -750,7 +762,7 @@ static int take_wire(struct device *d, int peer, int key, void *buf, size_t byte
     int rc = w->head(w->ctx, peer, key, got, e);
     if (rc)
         return rc;
-    double cross = link_bytes_time(d, peer, got->bytes);
+    double cross = link_bytes_time(d, peer, got->timed_bytes);
     if (cross > 0)
         got->t_arrival =
             port_book_in(d, d->inport, &d->ninport, got->t_arrival - cross, cross) + cross;

@@ -24,8 +24,11 @@
  * is free again). A send's EV_SEND spans its time on the sender's port (its t_end is the
  * arrival a free incoming link would give); its EV_RECV's t_end is the arrival it got
  * (event_send_arrivals pairs them). Compute joins the streams (dev_join) and advances them by FLOPs
- * / peak. With one stream this is: each send starts when the device is ready and its previous send
- * has left. Simulated times depend only on the program, never on the host.
+ * / peak. A run timed as another model (sim/spec.h's struct time_scale) keeps every rule: its
+ * compute runs at peak x efficiency, and a message's α and bytes are those it stands for
+ * (dev_time_msgs), which its receiver's link books too. With one stream this is: each send starts
+ * when the device is ready and its previous send has left. Simulated times depend only on the
+ * program, never on the host.
  *
  * Stopping: every wait has a deadline (host seconds) and watches the cluster-wide abort flag.
  * A device that fails (an error returned by fn, out of memory, a deadline, an injected
@@ -123,6 +126,7 @@ struct dev_req {
     int from, to, state;
     int key; /* dev_isend_key's */
     double t_start, t_arrival;
+    double timed_bytes, alphas; /* what it is timed as (dev_time_msgs): m, 1 unless scaled */
     uint64_t msg;
     struct dev_tag tag;
     int slot; /* a wire's: where it keeps the send in flight */
@@ -188,6 +192,11 @@ void dev_sync(struct device *d, int a, int b);
 void dev_stream_wait(struct device *d, int waiter, int on);
 /* The clock of one stream. */
 double dev_stream_now(const struct device *d, int stream);
+
+/* The messages the device sends from now on are timed as s says (sim/spec.h's struct
+ * time_msg_scale: each stands for s.alphas messages of s.bytes times its bytes); returns the
+ * scale before, for the caller to put back. {1, 1} until set. */
+struct time_msg_scale dev_time_msgs(struct device *d, struct time_msg_scale s);
 
 /* The device starts step `step` (of a collective or of training): 0, or ERR_RUN if the run
  * was aborted or this is the injected failure (--fail GPU@STEP). */

@@ -1,4 +1,5 @@
-/* The default cluster description and its checks (sim/spec.h). */
+/* The default cluster description, its checks, and how a run timed as another model charges
+ * its operations and messages (sim/spec.h). */
 #include "config.h"
 #include "sim/spec.h"
 
@@ -35,10 +36,33 @@ int spec_check(const struct cluster_spec *s, struct error *e)
         return error_set(e, ERR_INVAL, "cluster %s: α must be >= 0", s->name);
     if (!(s->beta_intra > 0 && s->beta_inter > 0))
         return error_set(e, ERR_INVAL, "cluster %s: β must be > 0", s->name);
+    if (s->time.as[0] && !(s->time.efficiency > 0 && s->time.efficiency <= 1))
+        return error_set(e, ERR_INVAL, "cluster %s timed as %s: the efficiency must be in (0, 1]",
+                         s->name, s->time.as);
     return 0;
 }
 
 int spec_node(const struct cluster_spec *s, int gpu)
 {
     return gpu / (s->gpus_per_node > 0 ? s->gpus_per_node : 1);
+}
+
+double spec_compute_time(const struct cluster_spec *s, double flops)
+{
+    if (!(flops > 0))
+        return 0;
+    double eff = s->time.as[0] ? s->time.efficiency : 1;
+    return flops / (s->peak_flops * eff);
+}
+
+double time_flops(const struct time_scale *t, enum time_op op, double flops)
+{
+    return t->as[0] && op >= 0 && op < TIME_OPS ? flops * t->flops[op] : flops;
+}
+
+struct time_msg_scale time_msg(const struct time_scale *t, int stage, enum time_msg k)
+{
+    if (!t->as[0] || stage < 0 || stage >= TIME_STAGES || k < 0 || k >= TIME_MSGS)
+        return (struct time_msg_scale){1, 1, 0};
+    return t->msg[stage][k];
 }

@@ -838,6 +838,55 @@ END_TEST
 
 /* ------------------------------------------------------------------ the planner */
 
+/* plan_op_flops splits plan_model_flops by operation (a layer's forward, the ends'), which a
+ * run timed as a model charges op by op (par/timeas.h): 3 (L layer + ends) per micro-batch is
+ * the step's count, for every preset without experts. */
+START_TEST(plan_ops_add_up)
+{
+    static const char *models[] = {"tiny", "small", "synthetic-7b", "llama2-70b", "gpt3-175b"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        struct model_shape m = load_model(models[i]);
+        double layer, ends, params = params_total(&m), b = 2, T = 16.0 * m.seq;
+        plan_op_flops(&m, params, (int)b, m.seq, &layer, &ends);
+        double step = 3 * (m.layers * layer + ends) * (T / (b * m.seq));
+        ck_assert_double_eq_tol(step / plan_model_flops(&m, params, T, m.seq), 1, 1e-12);
+    }
+}
+END_TEST
+
+/* The pipeline's slowest stage (calc/plan.h), by hand: synthetic-7b on 4 stages of 8 layers,
+ * 4 micro-batches of 1 x 2048 tokens; a layer's forward 2 (4 d^2 + 3 d f + 2 d) s + 4 s^2 d,
+ * the last stage's head (the tied embedding and the final norm) 2 (V d + d) s; each of the m -
+ * 1 micro-batches after the first waits for the last stage's extra over the mean. */
+START_TEST(plan_slowest_stage)
+{
+    struct model_shape m = load_model("synthetic-7b");
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    struct plan_config c = {
+        &m, &cl, 4,          4, 2048, FP_BF16, OPT_ADAMW, false, 0.5, cl.hbm_bytes, FRAMEWORK_NONE,
+        1,  1,   ACTIV_FLASH};
+    struct plan_result r;
+    struct error e = {0};
+    ck_assert_msg(plan_run(&c, &r, &e) == 0, "%s", e.msg);
+    const struct plan_layout *l = NULL;
+    for (size_t i = 0; i < r.n_kept; i++)
+        if (r.kept[i].pp == 4 && r.kept[i].ckpt.kind == CKPT_NONE && r.kept[i].micro_batch == 1)
+            l = &r.kept[i];
+    ck_assert_ptr_nonnull(l);
+    ck_assert_int_eq(l->micro_batches, 4);
+    double d = 4096, f = 12544, s = 2048, V = 51200;
+    double layer = 3 * (2 * (4 * d * d + 3 * d * f + 2 * d) * s + 4 * s * s * d);
+    double head = 3 * 2 * (V * d + d) * s, mean = (32 * layer + head) / 4;
+    double want = 3.0 / 4 * l->compute_s * ((8 * layer + head) / mean - 1);
+    ck_assert_double_eq_tol(l->imbalance_s / want, 1, 1e-12);
+    ck_assert(l->step_time_s == l->compute_s + l->bubble_s + l->imbalance_s + l->comm_exposed_s);
+    for (size_t i = 0; i < r.n_kept; i++) /* one stage: no imbalance */
+        ck_assert(r.kept[i].pp > 1 || r.kept[i].imbalance_s == 0);
+    plan_free(&r);
+}
+END_TEST
+
 START_TEST(plan_7b_on_one_node)
 {
     struct model_shape m = load_model("synthetic-7b");
@@ -944,6 +993,8 @@ int main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, traffic_volumes);
     tcase_add_test(tc, plan_7b_on_one_node);
+    tcase_add_test(tc, plan_ops_add_up);
+    tcase_add_test(tc, plan_slowest_stage);
     tcase_add_test(tc, plan_reasons_and_scale);
     suite_add_tcase(s, tc);
     return harness_run(s);

@@ -1,7 +1,9 @@
-/* Unit tests of src/sim: the ledger, point-to-point timing, abort, deadlines, determinism. */
+/* Unit tests of src/sim: the ledger, point-to-point timing (a run timed as another model's
+ * too), abort, deadlines, determinism. */
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -210,6 +212,67 @@ START_TEST(streams_share_the_port_not_the_waits)
     ck_assert(fabs(dev_now(cluster_device(c, 2)) - 4e-6) < 1e-18);
     ck_assert(fabs(dev_now(cluster_device(c, 3)) - 2e-6) < 1e-18);
     cluster_free(c);
+}
+END_TEST
+
+/* A run timed as another model (sim/spec.h's struct time_scale): GPU 0's first message of
+ * 1000 bytes stands for 3 messages of 10 x its bytes, 3 α + 10^4 / β = 13 us; its second is
+ * timed as 500 bytes (each) x 10 and one α, 6 us, after the first on the port: it arrives at
+ * 19 us. The counters keep the bytes sent; compute runs at peak x 0.5: 1e6 FLOPs in 2 us. */
+static int timed(struct device *d, void *arg, struct error *e)
+{
+    static char buf[3][1000];
+    (void)arg;
+    struct dev_tag t = {0, 0, "x", 0};
+    int r = dev_rank(d);
+    if (r > 0) {
+        if (dev_recv(d, 0, buf[r], 1000, &t, NULL, NULL, e))
+            return ERR_RUN;
+        double want = r == 1 ? 13e-6 : 19e-6;
+        return fabs(dev_now(d) - want) < 1e-18
+                   ? 0
+                   : error_set(e, ERR_RUN, "GPU %d at %g, not %g", r, dev_now(d), want);
+    }
+    struct dev_req a, b;
+    struct time_msg_scale was = dev_time_msgs(d, (struct time_msg_scale){10, 3, 0});
+    if (was.bytes != 1 || was.alphas != 1 || was.each != 0)
+        return error_set(e, ERR_RUN, "a device's messages are timed as sent until told");
+    if (dev_isend(d, 1, buf[0], 1000, &t, &a, e))
+        return ERR_RUN;
+    dev_time_msgs(d, (struct time_msg_scale){10, 1, 500});
+    if (dev_isend(d, 2, buf[0], 1000, &t, &b, e) || dev_wait(d, &a, e) || dev_wait(d, &b, e))
+        return ERR_RUN;
+    dev_time_msgs(d, was);
+    dev_compute(d, 1e6, "x", 0, 0);
+    if (fabs(dev_now(d) - 21e-6) > 1e-18 || dev_stats(d).bytes_sent != 2000)
+        return error_set(e, ERR_RUN, "GPU 0 at %g, %llu bytes sent", dev_now(d),
+                         (unsigned long long)dev_stats(d).bytes_sent);
+    return 0;
+}
+
+START_TEST(timed_as_another_model)
+{
+    struct cluster_config cfg;
+    cluster_config_init(&cfg);
+    cfg.gpus = 3;
+    cfg.spec.alpha_intra = 1e-6;
+    cfg.spec.beta_intra = 1e9;
+    cfg.spec.peak_flops = 1e12;
+    snprintf(cfg.spec.time.as, sizeof cfg.spec.time.as, "%s", "a larger model");
+    cfg.spec.time.efficiency = 0.5;
+    struct error e = {0};
+    struct cluster *c = cluster_new(&cfg, &e);
+    ck_assert_msg(c != NULL, "%s", e.msg);
+    ck_assert_msg(cluster_run(c, timed, NULL, &e) == 0, "%s", e.msg);
+    cluster_free(c);
+    /* the scale's readers: as sent without a model, its factors with one */
+    struct time_scale ts = {0};
+    ck_assert(time_flops(&ts, TIME_OP_LAYER, 3) == 3 && time_msg(&ts, 0, TIME_MSG_ACTS).bytes == 1);
+    snprintf(ts.as, sizeof ts.as, "%s", "m");
+    ts.flops[TIME_OP_LAYER] = 4, ts.msg[2][TIME_MSG_ACTS].bytes = 5;
+    ck_assert(time_flops(&ts, TIME_OP_LAYER, 3) == 12 &&
+              time_msg(&ts, 2, TIME_MSG_ACTS).bytes == 5);
+    ck_assert(time_msg(&ts, TIME_STAGES, TIME_MSG_ACTS).bytes == 1); /* no such stage */
 }
 END_TEST
 
@@ -484,6 +547,7 @@ int main(void)
     tcase_add_test(tc, barrier_waits_for_everyone);
     tcase_add_test(tc, p2p_times);
     tcase_add_test(tc, streams_share_the_port_not_the_waits);
+    tcase_add_test(tc, timed_as_another_model);
     tcase_add_test(tc, keyed_receives_take_their_message);
     tcase_add_test(tc, live_hook_sees_every_event);
     tcase_add_test(tc, failure_stops_everyone);

@@ -1,0 +1,93 @@
+#!/bin/sh
+# train --time-as MODEL (issue 32): the run computes its own small model while its simulated
+# clock charges what MODEL costs in the same layout. Held here: what the clock says it shows,
+# the refusals, the time scale's compute against the run timed as itself, and measured =
+# predicted in seconds: the run's step beside the calculator's (plan_time) for MODEL.
+. "$srcdir/tests/lib.sh"
+
+# --- What the clock shows, said in the header.
+run train --model tiny --steps 1 --gpus 2
+check_contains "$out" "time: the run timed as itself, tiny at the h100-80gb's peak" \
+    "without --time-as the header says the run is timed as itself"
+run train --model tiny --steps 1 --time-as small
+check_contains "$out" "time: timed as small on 1 h100-80gb GPU" \
+    "with --time-as the header names the model and the GPUs the time is of"
+check_contains "$out" "the calculator for small in this layout: step" \
+    "and the summary puts the calculator's step for it beside the run's"
+
+# --- Refusals: exit 2, naming --time-as and the reason.
+refused "an unknown model" "--time-as: unknown model preset 'nosuch'" \
+    train --model tiny --steps 1 --time-as nosuch
+refused "a layout the model cannot hold (synthetic-7b's states on 2 GPUs)" \
+    "--time-as synthetic-7b does not fit this layout" \
+    train --model tiny --steps 1 --gpus 2 --time-as synthetic-7b
+refused "context parallelism, not timed yet" "context and expert parallelism are not timed" \
+    train --model tiny --steps 1 --cp 2 --time-as small
+refused "a mixture of experts, not timed yet" "a mixture of experts is not timed" \
+    train --model tiny --steps 1 --time-as mixtral-8x7b
+refused "the run's flash attention, not timed yet" "flash attention is not timed" \
+    train --model tiny --steps 1 --attention flash --time-as small
+
+# --- The scale's compute against an independent count: tiny timed as tiny on one GPU charges
+# the calculator's FLOPs of its step, 6 Ψ T + 12 L h s T (Kaplan's 6 per parameter and token,
+# PaLM's attention), at the preset's peak x 0.5 (plan's efficiency); the step is all compute.
+# Tolerance 2e-9: the JSON's 10 significant digits, twice.
+peak=$(sed -n 's/^peak_flops *= *//p' "$srcdir/assets/clusters/h100-80gb.ini")
+key() { sed -n "s/^$1 *= *//p" "$srcdir/assets/models/tiny.ini"; }
+L=$(key layers) h=$(key d_model) s=$(key seq) T=$((16 * $(key seq)))
+run train --model tiny --batch 16 --steps 2 --time-as tiny --json --summary
+check_json "abs(d['summary']['sim_step_time_s'] / ((6 * d['summary']['parameters'] * $T + 12 * $L * $h * $s * $T) / ($peak * 0.5)) - 1) < 2e-9 and d['summary']['timed_as']['model'] == 'tiny'" \
+    "tiny timed as tiny: its step is (6 Ψ T + 12 L h s T) / (peak x 0.5)"
+check_json "d['summary']['timed_as']['predicted']['step_time_s'] == d['summary']['timed_as']['predicted']['compute_s'] and abs(d['summary']['sim_step_time_s'] / d['summary']['timed_as']['predicted']['step_time_s'] - 1) < 2e-9" \
+    "and the calculator's step for it is that compute"
+
+# --- Measured = predicted, in seconds. The run's model has MODEL's layers (tiny's shape with
+# synthetic-7b's layer count, read from its preset), so each of its layers stands for one of
+# MODEL's: the run's overlap then has MODEL's granularity (with tiny's 4 layers each stands
+# for 8, and the gradients of the last 8 layers are reduced after the backward pass, where
+# synthetic-7b reduces the last one's: +9% for DDP, +8% for ZeRO-3; tp and pp agree as
+# well either way). A second shape has 8 heads for tp 8.
+# Tolerance: 5% of the calculator's step (the issue's). What the run has that the calculator
+# does not count: every bucket's and unit's α (it counts one collective's), the pipeline's
+# sends sharing ports with the buckets; measured 0.0 to 0.8% here, 3D 2.0 to 3.7%. ZeRO-3
+# with tp was 12% apart while the model charged a layer's compute after its sums (all of them
+# then waited for the next unit's gather); it charges each part where it runs now. The
+# compute is the same sum of the same operations' FLOPs on one stage: 2e-9 relative (the
+# JSON's 10 digits, twice).
+layers=$(sed -n 's/^layers *= *//p' "$srcdir/assets/models/synthetic-7b.ini")
+sed "s/^name = tiny/name = tiny-deep/; s/^layers = .*/layers = $layers/" \
+    "$srcdir/assets/models/tiny.ini" >"$T_TMP/deep.ini"
+sed "s/^heads = .*/heads = 8/; s/^kv_heads = .*/kv_heads = 8/; s/^ffn = .*/ffn = 176/" \
+    "$T_TMP/deep.ini" >"$T_TMP/deep8.ini"
+cases="deep:--gpus=8:--zero=0:--cluster=h200 deep:--gpus=8:--zero=1 deep:--gpus=8:--zero=2
+deep:--gpus=8:--zero=3 deep:--gpus=8:--zero=3:--prefetch=0 deep:--gpus=8:--zero=1:--checkpoint=selective
+deep:--gpus=4:--zero=1:--micro-batches=2 deep:--tp=4:--gpus=4 deep:--tp=4:--gpus=4:--sequence-parallel
+deep8:--tp=8:--gpus=8:--sequence-parallel deep:--tp=4:--dp=2:--sequence-parallel
+deep:--tp=2:--dp=4:--sequence-parallel:--zero=1 deep:--tp=2:--dp=4:--zero=1 deep:--tp=2:--dp=4:--zero=3
+deep:--tp=4:--dp=2 deep:--pp=4:--micro-batches=4
+deep:--pp=4:--micro-batches=8:--schedule=gpipe deep:--pp=4:--micro-batches=8
+deep:--pp=4:--micro-batches=8:--schedule=interleaved:--chunks=2 deep:--pp=4:--micro-batches=8:--checkpoint=full
+deep:--pp=8:--micro-batches=8 deep:--pp=2:--dp=2:--micro-batches=4:--cluster=h200
+deep:--pp=2:--dp=4:--zero=1:--micro-batches=2 deep:--pp=2:--tp=4:--micro-batches=4:--sequence-parallel
+deep:--pp=2:--tp=2:--dp=2:--micro-batches=4:--sequence-parallel"
+$quick && cases="deep:--gpus=8:--zero=3 deep:--tp=4:--gpus=4:--sequence-parallel deep:--pp=4:--micro-batches=4"
+# timed MODEL ARGS...: the run of the deep shape MODEL with ARGS, timed as synthetic-7b
+timed() {
+    model=$1
+    shift
+    run train --model "$T_TMP/$model.ini" --batch 8 --precision bf16 --steps 2 "$@" \
+        --time-as synthetic-7b --json --summary
+}
+apart="abs(d['summary']['sim_step_time_s'] / d['summary']['timed_as']['predicted']['step_time_s'] - 1)"
+for c in $cases; do
+    model=${c%%:*}
+    args=$(printf '%s' "${c#*:}" | tr ':' ' ')
+    # shellcheck disable=SC2086
+    timed "$model" $args
+    check_json "$apart <= 0.05" "$model $args as synthetic-7b: the run's step within 5% of the calculator's"
+    case $args in *--pp*) continue ;; esac # a stage's compute is not the mean the calculator has
+    check_json "abs(d['summary']['timed_as']['sim_compute_s'] / d['summary']['timed_as']['predicted']['compute_s'] - 1) <= 2e-9" \
+        "$model $args as synthetic-7b: its compute the calculator's"
+done
+
+done_testing
