@@ -252,8 +252,10 @@ run train --steps 1 --json --summary
 check_json "d['summary']['layout']['attention'] == 'eager'" "the summary names the attention kernel"
 
 # A train --json killed by a signal leaves whole lines: each leaves in one write (stdio's 4 KiB
-# blocks cut the last one). Waited on by the output's size, then killed.
-"$SCALELAB" train --steps 1000000 --json >"$T_TMP/killed.jsonl" 2>/dev/null &
+# blocks cut the last one). Waited on by the output's size, then killed. The file exists
+# before the run starts: the loop may look before the background shell has opened it.
+: >"$T_TMP/killed.jsonl"
+"$SCALELAB" train --steps 1000000 --json >"$T_TMP/killed.jsonl" 2>"$T_TMP/killed.err" &
 pid=$!
 n=0
 while [ "$(wc -c <"$T_TMP/killed.jsonl")" -lt 20000 ] && [ $n -lt 12000 ] && kill -0 $pid 2>/dev/null; do
@@ -271,7 +273,8 @@ for line in text.splitlines():
 PY
     ok "a killed train --json leaves whole lines only"
 else
-    not_ok "a killed train --json leaves whole lines only" "$(tail -c 300 "$T_TMP/killed.jsonl")"
+    not_ok "a killed train --json leaves whole lines only" "$(tail -c 300 "$T_TMP/killed.jsonl")" \
+        "stderr: $(head -c 300 "$T_TMP/killed.err")"
 fi
 
 done_testing
