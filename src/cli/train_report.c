@@ -417,6 +417,8 @@ static void terms(const struct train_args *r, const struct train_summary *sum, d
     double bubble = sum->sim_step - sum->compute_mean;
     for (int k = 0; k < RUN_WAITS; k++)
         bubble -= k == RUN_WAIT_BUBBLE ? 0 : w[k];
+    if (fabs(bubble) < 1e-9 * sum->sim_step) /* a difference of sums' rounding: none */
+        bubble = 0;
     double rv[TERMS] = {sum->sim_step,
                         sum->compute_mean,
                         bubble,

@@ -785,6 +785,49 @@ END_TEST
 
 /* ------------------------------------------------------------------ communication */
 
+/* The data-parallel traffic hidden behind compute holds the port tensor parallelism's sums
+ * wait for (calc/traffic.c): under sequence parallelism all of it, up to the sums' time, as a
+ * layer's pass opens with a gather; without, only what a layer's share (DDP: all of it in the
+ * backward pass) exceeds the MLP's backward matmuls by, which run first. By hand for
+ * synthetic-7b (h 4096, F 12544, s 2048): a layer's attention forward is 2 (4 h^2 + h) + 4 s h
+ * FLOPs per token, its MLP's 2 (3 h F + h), the backward's twice; a micro-batch's forward pass
+ * takes fwd seconds over 32 layers. Once the backward pass (2 fwd) is as long as the
+ * all-reduce, DDP exposes a constant part of it (the last gradients' reduction), read off a
+ * run whose matmuls hide the rest: the rest is what is hidden. */
+START_TEST(traffic_port_shared)
+{
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    struct model_shape m = load_model("synthetic-7b");
+    struct memory_config c = config_7b(&m);
+    c.dp = 4, c.tp = 2, c.zero = 0, c.micro_batch = 2, c.ckpt = (struct ckpt_policy){CKPT_NONE, 0};
+    struct memory_result r;
+    ck_assert_int_eq(memory_compute(&c, &r, NULL), 0);
+    double h = 4096, F = 12544, s = 2048, L = 32;
+    double attn = 2 * (4 * h * h + h) + 4 * s * h, ffn = 2 * (3 * h * F + h);
+    struct traffic ts, tn;
+    ck_assert_int_eq(traffic_compute(&c, &cl, 0, r.params_gpu, 32, 100, 200, &tn, NULL), 0);
+    double own = tn.dp.exposed, hidden = tn.dp.time_s - own; /* 100 s hide it all */
+    int seen_between = 0, seen = 0;
+    for (double fwd = tn.dp.time_s / 2; fwd < 0.5; fwd *= 1.02, seen++) {
+        c.sp = true;
+        ck_assert_int_eq(traffic_compute(&c, &cl, 0, r.params_gpu, 32, fwd, 2 * fwd, &ts, NULL), 0);
+        double want = own + fmin(hidden, ts.tp.time_s);
+        ck_assert_msg(fabs(ts.dp.exposed - want) <= 1e-12 * want,
+                      "sp, fwd %g: dp exposed %.9g, by hand %.9g", fwd, ts.dp.exposed, want);
+        c.sp = false;
+        ck_assert_int_eq(traffic_compute(&c, &cl, 0, r.params_gpu, 32, fwd, 2 * fwd, &tn, NULL), 0);
+        double gap = fwd / L * 2 * ffn / (attn + ffn), past = L * fmax(hidden / L - gap, 0);
+        want = own + fmin(fmin(hidden, tn.tp.time_s), past);
+        ck_assert_msg(fabs(tn.dp.exposed - want) <= 1e-12 * want,
+                      "fwd %g: dp exposed %.9g, by hand %.9g", fwd, tn.dp.exposed, want);
+        seen_between += past > 0 && past < fmin(hidden, tn.tp.time_s);
+    }
+    ck_assert_int_gt(seen_between, 0); /* the formula's middle, not only its ends */
+    ck_assert_int_gt(seen - seen_between, 0);
+}
+END_TEST
+
 START_TEST(traffic_volumes)
 {
     struct cluster_spec cl;
@@ -992,6 +1035,7 @@ int main(void)
     tc = tcase_create("plan");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, traffic_volumes);
+    tcase_add_test(tc, traffic_port_shared);
     tcase_add_test(tc, plan_7b_on_one_node);
     tcase_add_test(tc, plan_ops_add_up);
     tcase_add_test(tc, plan_slowest_stage);
