@@ -8,6 +8,7 @@ tests_unit_test_ui_LDADD = $(UNIT_LIBS)
 SH_TESTS += tests/cli/window_refuses.sh
 SH_TESTS += tests/tui/window.sh tests/tui/presenter.sh
 SH_TESTS += tests/tui/dprun.sh tests/tui/pprun.sh tests/tui/cprun.sh tests/tui/eprun.sh
+SH_TESTS += tests/tui/timeline.sh
 
 # The panels' pictures at three terminal sizes, against tests/data/snapshots; after a change
 # of picture that is meant, "make update-snapshots" saves the new ones (review: git diff).
@@ -30,3 +31,9 @@ check_PROGRAMS += tests/unit/test_ppgantt
 tests_unit_test_ppgantt_SOURCES = tests/unit/test_ppgantt.c
 tests_unit_test_ppgantt_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_ppgantt_LDADD = $(UNIT_LIBS)
+
+# the run panels' timeline of a step: spans in, rows out, the exposed communication marked
+check_PROGRAMS += tests/unit/test_timeline
+tests_unit_test_timeline_SOURCES = tests/unit/test_timeline.c
+tests_unit_test_timeline_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_timeline_LDADD = $(UNIT_LIBS)

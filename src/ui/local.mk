@@ -32,6 +32,8 @@ libscalelab_a_SOURCES += %reldir%/panel_training.c %reldir%/panel_checkpoint.c
 # the Lab's run mode (issue 8)
 libscalelab_a_SOURCES += %reldir%/panel_dprun.c %reldir%/runfeed.c %reldir%/runfeed.h \
 	%reldir%/runpace.c %reldir%/runpace.h
+# the run panels' timeline of a step, timed as the lesson's model (issue 32)
+libscalelab_a_SOURCES += %reldir%/timeline.c %reldir%/timeline.h
 # lesson 4's run panel (issue 9)
 libscalelab_a_SOURCES += %reldir%/panel_pprun.c %reldir%/ppgantt.c %reldir%/ppgantt.h
 # the long sequences lesson's run panel (issue 23)

@@ -31,7 +31,9 @@
  * without context parallelism.
  *
  * Keys: c / C twice / half the context-parallel GPUs (2 or 4), b the split (balanced or
- * naive), s / S twice / half the sequence (32 to 512 tokens): each restarts the run. Space
+ * naive), s / S twice / half the sequence (32 to 512 tokens): each restarts the run; w the
+ * last step's timeline (timed as itself: the engine does not time ring attention as synthetic-7b
+ * yet, and the panel says so; runpace_time times it once it does). Space
  * (the app's) plays and pauses, n steps. Settings: cp=2|4 cp_naive=on|off seq=N (32 to 512, a
  * multiple of 2 cp) batch=B precision=fp32|bf16|fp16; by default `scalelab train --cp 4
  * --batch 8` at tiny's sequence. */
@@ -80,6 +82,7 @@ struct settings {
 enum pass { PASS_NONE, PASS_FORWARD, PASS_BACKWARD, PASS_DONE };
 
 struct cprun {
+    bool show_time; /* the timeline of the last step in place of the rest */
     struct settings s, start;
     int layers, heads;   /* the model's */
     struct runpace pace; /* the run, its GPUs, the step replayed, the ledgers */
@@ -141,11 +144,16 @@ static void restart(void *panel)
     p->said_verdict = false;
     memset(p->fsend, 0, sizeof p->fsend);
     memset(p->bsend, 0, sizeof p->bsend);
+    struct train_opts o;
+    options(p, &p->s, &o);
+    struct model_shape m = p->pace.models[0];
+    m.seq = p->s.seq;
+    /* the engine refuses context parallelism under time-as for now: then timed as itself, and
+     * the panel says so; before the calculator, as the bucket may be the model's */
+    runpace_time(&p->pace, &o, &m);
     predict(p);
     if (p->pace.err[0])
         return;
-    struct train_opts o;
-    options(p, &p->s, &o);
     runpace_start(&p->pace, &o);
 }
 
@@ -327,6 +335,10 @@ static int cprun_set(void *state, const char *name, const char *value, struct er
 static int cprun_on_key(void *state, int key)
 {
     struct cprun *p = state;
+    if (key == 'w') {
+        p->show_time = !p->show_time;
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     struct settings t = p->s;
     struct error e = {0};
     switch (key) {
@@ -548,13 +560,18 @@ static void cprun_draw(const void *state, struct ui_canvas *c)
     int W = c->r.w, H = c->r.h, C = p->s.cp, y = 1;
     char b1[32], b2[32];
     draw_head(p, c);
+    runpace_draw_timing(&p->pace, c, y++);
     if (p->pace.err[0]) {
-        canvas_wrap(c, 2, ROLE_ERROR, p->pace.err, 0);
+        canvas_wrap(c, 3, ROLE_ERROR, p->pace.err, 0);
         return;
     }
     if (!runpace_draw_note(&p->pace, c, y))
         runpace_draw_step(&p->pace, c, y, "buffers allocated: space runs, n one step");
     y++;
+    if (p->show_time) {
+        runpace_draw_timeline(&p->pace, c, y, H - y);
+        return;
+    }
     draw_ring(p, c, y++);
     /* the matrix, and beside it (or below, when narrow) the bars and the scores */
     int U = 2 * C, cw = W >= 60 ? 4 : C > 2 ? 2 : 3, mw = 2 + U * cw, sx = mw + 2, sw = W - sx;
@@ -620,6 +637,7 @@ static const struct panel_key cprun_keys[] = {
     {"c C", "twice / half the context-parallel GPUs: 2 or 4 (restarts)", "cp"},
     {"b", "the split: balanced (chunks i and 2C-1-i) or naive (chunk i); restarts", "split"},
     {"s S", "twice / half the sequence, 32 to 512 tokens (restarts)", "seq"},
+    {"w", "the last step's timeline: each GPU's compute and communication", "time"},
     {NULL, NULL, NULL},
 };
 

@@ -22,9 +22,11 @@
  *
  * Keys (those of the Lab's calculator for the same things): z / Z next / previous ZeRO stage,
  * g / f twice / half the GPUs (2 to 16; at a bound the status line says so), p precision
- * (bf16, fp16, fp32), m model (tiny, small), s synthetic-7b's figures; each but s restarts the
- * run. Settings: model=tiny|small gpus=N zero=S precision=P batch=B (the global batch,
- * raised to a multiple of the GPUs). */
+ * (bf16, fp16, fp32), m model (tiny, small), s synthetic-7b's figures, w the last step's
+ * timeline and synthetic-7b's step at each stage (ui/timeline.h); each but s and w restarts the
+ * run. The run is timed as synthetic-7b where the engine can (runpace_time), and says so. Settings:
+ * model=tiny|small gpus=N zero=S precision=P batch=B (the global batch, raised to a multiple of the
+ * GPUs). */
 #include "config.h"
 
 #include <curses.h>
@@ -41,6 +43,7 @@
 #include "calc/traffic.h"
 #include "par/predict.h"
 #include "par/run.h"
+#include "par/timeas.h"
 #include "sim/event.h"
 #include "sim/ledger.h"
 #include "ui/draw.h"
@@ -86,7 +89,11 @@ struct dprun {
     struct figures pred, big_pred;
     struct prediction calc; /* the calculator's work space */
     double scale;
-    bool show_big;
+    bool show_big, show_time;
+    /* the calculator's synthetic-7b in the same layout at each ZeRO stage: its memory per GPU
+     * and its step (timeas_predict), or why not */
+    struct plan_layout as_stage[4];
+    bool as_ok[4];
     /* the step being replayed: its clock */
     struct moment *mom;
     size_t nmom, capmom;
@@ -148,6 +155,17 @@ static void predict(struct dprun *p)
     p->scale = p->scale > 0 ? p->scale * 1.1 : 1;
     if (p->have_big)
         figures(p, &p->big, p->s.zero, 1, full, &p->big_pred);
+    /* the model the run is timed as, at every stage of the run's layout */
+    for (int z = 0; z < 4; z++) {
+        struct train_opts o;
+        struct error e = {0};
+        runpace_options(&p->pace, p->s.model, p->s.prec, p->batch, p->s.gpus, &o);
+        o.zero = z;
+        struct cluster_spec cl = p->pace.spec;
+        cl.nodes = (p->s.gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
+        p->as_ok[z] =
+            p->pace.have_as && timeas_predict(&o, &p->pace.as, &cl, &p->as_stage[z], &e) == 0;
+    }
 }
 
 /* (Re)starts the run with p->s: nothing runs until the screen allows a step, but the GPUs
@@ -160,12 +178,13 @@ static void restart(void *panel)
     memset(p->phase, 0, sizeof p->phase);
     int n = p->s.gpus;
     p->batch = p->s.batch < n ? n : (p->s.batch + n - 1) / n * n;
-    predict(p);
 
     const struct model_shape *m = &p->pace.models[p->s.model];
     struct train_opts o;
     runpace_options(&p->pace, p->s.model, p->s.prec, p->batch, n, &o);
     o.zero = p->s.zero;
+    runpace_time(&p->pace, &o, m); /* before the calculator: the bucket may be the model's */
+    predict(p);
     struct error e = {0};
     /* the host holds every GPU's buffers (run_host_check, which run_new asks too): said with
      * the keys that make the run smaller */
@@ -376,7 +395,10 @@ static int dprun_on_key(void *state, int key)
         break;
     case 'p': s->prec = fp_precision_step(s->prec, 1); break;
     case 'm': s->model = !s->model; break;
-    case 's': p->show_big = !p->show_big; return PANEL_HANDLED | PANEL_REDRAW;
+    case 's': p->show_big = !p->show_big, p->show_time = false; return PANEL_HANDLED | PANEL_REDRAW;
+    case 'w':
+        p->show_time = !p->show_time, p->show_big = false;
+        return PANEL_HANDLED | PANEL_REDRAW;
     default: return 0;
     }
     return runpace_rekeyed(&p->pace, NULL);
@@ -534,6 +556,67 @@ static int draw_against_calc(const struct dprun *p, struct ui_canvas *c, int y, 
     return y;
 }
 
+/* The model the run is timed as, at each ZeRO stage of the layout (the calculator's memory per
+ * GPU and step), the run's own step beside its stage when timed as it; from row y, a row a
+ * stage under a heading when rows allows, else one line. The rows drawn. */
+static int draw_stages(const struct dprun *p, struct ui_canvas *c, int y, int rows)
+{
+    char b1[32];
+    int W = c->r.w;
+    double cap = p->pace.spec.hbm_bytes;
+    if (rows >= 5) {
+        canvas_printf(c, y, 0, ROLE_TITLE, "%s (calc)  GiB/GPU  step", p->pace.as.name);
+        for (int z = 0; z < 4; z++) {
+            const struct plan_layout *l = &p->as_stage[z];
+            bool cur = z == p->s.zero;
+            int x = canvas_printf(c, y + 1 + z, 0, cur ? ROLE_SELECTED : ROLE_TEXT, "%c %-6s",
+                                  cur ? '>' : ' ', stage_name(z));
+            if (!p->as_ok[z]) {
+                canvas_text(c, y + 1 + z, x + 1, ROLE_DIM, "no figures");
+                continue;
+            }
+            x = canvas_printf(c, y + 1 + z, 20, l->per_gpu_bytes > cap ? ROLE_ERROR : ROLE_TEXT,
+                              "%8.2f  ", l->per_gpu_bytes / MEMUI_GIB);
+            if (l->per_gpu_bytes > cap) {
+                canvas_printf(c, y + 1 + z, x, ROLE_ERROR, "over %.0f GiB", cap / MEMUI_GIB);
+                continue;
+            }
+            units_format_seconds(b1, sizeof b1, l->step_time_s);
+            x = canvas_text(c, y + 1 + z, x, ROLE_TEXT, b1);
+            if (cur && p->pace.timed && p->pace.shown && x + 18 <= W) {
+                units_format_seconds(b1, sizeof b1, p->pace.span_t1 - p->pace.span_t0);
+                canvas_printf(c, y + 1 + z, x + 2, ROLE_GOOD, "run %s", b1);
+            }
+        }
+        return 5;
+    }
+    if (rows < 1)
+        return 0;
+    int x = canvas_text(c, y, 0, ROLE_DIM, "7b calc:");
+    for (int z = 0; z < 4; z++) {
+        static const char *const sn[4] = {"DDP", "Z1", "Z2", "Z3"};
+        const struct plan_layout *l = &p->as_stage[z];
+        if (!p->as_ok[z])
+            snprintf(b1, sizeof b1, "-");
+        else if (l->per_gpu_bytes > cap)
+            snprintf(b1, sizeof b1, "over");
+        else
+            snprintf(b1, sizeof b1, "%.0fms", l->step_time_s * 1e3);
+        x = canvas_printf(c, y, x + 1, z == p->s.zero ? ROLE_SELECTED : ROLE_TEXT, "%s %s", sn[z],
+                          b1);
+    }
+    return 1;
+}
+
+/* The timeline view: the last step's timeline, then the model's step at each stage. */
+static void draw_time(const struct dprun *p, struct ui_canvas *c, int y)
+{
+    int H = c->r.h;
+    int n = p->s.gpus, stages = H - y >= timeline_rows(n, true) + 1 + 5 ? 5 : 1;
+    y += runpace_draw_timeline(&p->pace, c, y, H - y - stages);
+    draw_stages(p, c, y, H - y);
+}
+
 /* The loss curve from row y to the bottom, with the data's floor. */
 static void draw_loss(const struct dprun *p, struct ui_canvas *c, int y)
 {
@@ -565,24 +648,12 @@ static void draw_loss(const struct dprun *p, struct ui_canvas *c, int y)
     }
 }
 
-static void dprun_draw(const void *state, struct ui_canvas *c)
+/* The bars' legend on row y, the bars' scale and the column of the bytes sent; the next row. */
+static int draw_legend(const struct dprun *p, struct ui_canvas *c, int y, int bw, int right)
 {
-    const struct dprun *p = state;
     const struct ui_glyphs *gl = theme_glyphs();
-    int W = c->r.w, y = 0, n = p->s.gpus;
+    int W = c->r.w, x;
     char b1[32];
-    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, %d GPUs, %s, %s, batch %d",
-                          runpace_model_names[p->s.model], n, stage_name(p->s.zero),
-                          fp_info(p->s.prec)->name, p->batch);
-    if (x + 14 <= W)
-        canvas_printf(c, y, x, ROLE_DIM, " (%d per GPU)", p->batch / n);
-    y++;
-    if (p->pace.err[0]) {
-        canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
-        return;
-    }
-    /* the step shown */
-    runpace_draw_step(&p->pace, c, y++, "buffers allocated: space trains, n one step");
     /* legend */
     static const char *const part_name[MEMUI_PARTS] = {"wt", "grad", "mst", "opt", "act", "buf"};
     x = 0;
@@ -591,16 +662,44 @@ static void dprun_draw(const void *state, struct ui_canvas *c)
         x = canvas_text(c, y, x, memui_part_role[i], theme_color() ? gl->bar : letter);
         x = canvas_printf(c, y, x + 1, ROLE_DIM, "%s ", part_name[i]);
     }
-    /* the columns of the GPUs' rows: the bar, its total (when wide), the bytes sent */
-    int right = W >= 110 ? 46 : W >= 66 ? 26 : 10, bw = W - 6 - right;
     int sx = right == 10 ? 6 + bw + 3 : right == 26 ? 6 + bw + 19 : W;
     units_format_bytes(b1, sizeof b1, p->scale, UNITS_BINARY);
     if (x + 6 + (int)strlen(b1) < 6 + bw)
         canvas_printf(c, y, x, ROLE_DIM, "bar %s", b1);
     if (sx > x && sx + 4 <= W)
         canvas_text(c, y, sx, ROLE_DIM, "sent");
-    y++;
+    return y + 1;
+}
 
+static void dprun_draw(const void *state, struct ui_canvas *c)
+{
+    const struct dprun *p = state;
+    int W = c->r.w, y = 0, n = p->s.gpus;
+    int x = canvas_printf(c, y, 0, ROLE_TEXT, "%s, %d GPUs, %s, %s, batch %d",
+                          runpace_model_names[p->s.model], n, stage_name(p->s.zero),
+                          fp_info(p->s.prec)->name, p->batch);
+    if (x + 14 <= W)
+        canvas_printf(c, y, x, ROLE_DIM, " (%d per GPU)", p->batch / n);
+    y++;
+    runpace_draw_timing(&p->pace, c, y++);
+    if (p->pace.err[0]) {
+        canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
+        return;
+    }
+    /* the step shown */
+    runpace_draw_step(&p->pace, c, y++, "buffers allocated: space trains, n one step");
+    /* the columns of the GPUs' rows: the bar, its total (when wide), the bytes sent */
+    int right = W >= 110 ? 46 : W >= 66 ? 26 : 10, bw = W - 6 - right;
+    if (p->show_time) { /* the GPUs' rows give way to the timeline's where it needs them */
+        bool bars = c->r.h - y - 1 >= timeline_rows(n, true) + 2 + n + 1;
+        if (bars) {
+            y = draw_legend(p, c, y, bw, right);
+            y = draw_gpus(p, c, y, bw, right);
+        }
+        draw_time(p, c, y);
+        return;
+    }
+    y = draw_legend(p, c, y, bw, right);
     y = draw_gpus(p, c, y, bw, right);
     if (p->show_big) {
         draw_big(p, c, y, 6);
@@ -617,6 +716,7 @@ static const struct panel_key dprun_keys[] = {
     {"p", "precision: bf16, fp16, fp32 (restarts)", "precision"},
     {"m", "model: tiny or small (restarts)", "model"},
     {"s", "synthetic-7b's calculator figures for the same layout", "7B"},
+    {"w", "the last step's timeline, and the timed model's step at each ZeRO stage", "time"},
     {NULL, NULL, NULL},
 };
 

@@ -26,9 +26,11 @@
  *
  * Keys: p / P twice / half the GPUs (2 or 4), e the experts (4 or 8), k top-1 or top-2, x the
  * aux loss coefficient (0, 0.01, 0.1), f / F the capacity factor up / down (1, 1.25, 1.5, 2):
- * each restarts the run. Space (the app's) plays and pauses, n steps. Settings: ep=P
- * experts=E top_k=K capacity_factor=C aux_loss_coef=A batch=B precision=fp32|bf16|fp16; by
- * default ep 4, tiny-moe's 8 experts top-2, capacity 1.25, aux 0.01, batch 8, fp32. */
+ * each restarts the run; w the last step's timeline (timed as itself: the engine does not time
+ * a mixture of experts as another model yet, and the panel says so). Space (the app's) plays and
+ * pauses, n steps. Settings: ep=P experts=E top_k=K capacity_factor=C aux_loss_coef=A batch=B
+ * precision=fp32|bf16|fp16; by default ep 4, tiny-moe's 8 experts top-2, capacity 1.25, aux 0.01,
+ * batch 8, fp32. */
 #include "config.h"
 
 #include <curses.h>
@@ -92,6 +94,7 @@ static const struct {
 };
 
 struct eprun {
+    bool show_time; /* the timeline of the last step in place of the rest */
     struct settings s, start;
     struct model_shape model; /* tiny-moe as the preset has it */
     struct runpace pace;      /* the run, its GPUs, the step replayed, the ledgers */
@@ -166,6 +169,12 @@ static void restart(void *panel)
     p->nhist = 0;
     no_a2a(p);
     struct train_opts o;
+    struct model_shape m;
+    struct error e = {0};
+    /* the engine refuses expert parallelism under time-as for now: then timed as itself, and
+     * the panel says so; before the calculator, as the bucket may be the model's */
+    if (shape_of(p, &p->s, &m, &o, &e) == 0)
+        runpace_time(&p->pace, &o, &m);
     predict(p, &o);
     if (p->pace.err[0])
         return;
@@ -371,6 +380,10 @@ static int step_of(const double *steps, int n, double v)
 static int eprun_on_key(void *state, int key)
 {
     struct eprun *p = state;
+    if (key == 'w') {
+        p->show_time = !p->show_time;
+        return PANEL_HANDLED | PANEL_REDRAW;
+    }
     struct settings t = p->s;
     switch (key) {
     case 'p':
@@ -535,13 +548,18 @@ static void eprun_draw(const void *state, struct ui_canvas *c)
     int W = c->r.w, H = c->r.h, P = p->s.ep, y = 1;
     char b1[32], b2[32];
     draw_head(p, c);
+    runpace_draw_timing(&p->pace, c, y++);
     if (p->pace.err[0]) {
-        canvas_wrap(c, 2, ROLE_ERROR, p->pace.err, 0);
+        canvas_wrap(c, 3, ROLE_ERROR, p->pace.err, 0);
         return;
     }
     if (!runpace_draw_note(&p->pace, c, y))
         runpace_draw_step(&p->pace, c, y, "buffers allocated: space runs, n one step");
     y++;
+    if (p->show_time) {
+        runpace_draw_timeline(&p->pace, c, y, H - y);
+        return;
+    }
     draw_a2a(p, c, y++);
     /* the experts, and beside them (or below, when narrow) the GPUs */
     /* narrow, the GPUs' side keeps 8 cells of bar for the ledgers (3 were left at 80x24) */
@@ -605,6 +623,7 @@ static const struct panel_key eprun_keys[] = {
     {"k", "the experts a token goes to: top-1 or top-2 (restarts)", "top-k"},
     {"x", "the aux loss coefficient: 0, 0.01, 0.1 (restarts)", "aux"},
     {"f F", "the capacity factor up / down: 1, 1.25, 1.5, 2 (restarts)", "capacity"},
+    {"w", "the last step's timeline: each GPU's compute and communication", "time"},
     {NULL, NULL, NULL},
 };
 

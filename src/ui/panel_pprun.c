@@ -31,6 +31,10 @@
  * stage's GPUs sent in the step (pipeline, tensor-parallel, data-parallel) beside the
  * calculator's.
  *
+ * The run is timed as synthetic-7b where the engine can and that model fits the layout
+ * (runpace_time): the bubble then in seconds beside (p-1)/m x ideal; w the last step's
+ * timeline (ui/timeline.h).
+ *
  * Keys: p / P more / fewer stages (the divisors of the model's layers up to 4), m / M twice /
  * half the micro-batches (1-8), d / D twice / half the data-parallel ranks (1-4), t / T twice
  * / half the tensor-parallel GPUs (those dividing the heads, FFN width and vocabulary: tiny 1,
@@ -109,7 +113,7 @@ struct pprun {
     struct pp_bubble bub, bub_free;
     bool order_ok;
     double fwd_s; /* a forward's mean compute time */
-    bool show_free, said_verdict;
+    bool show_free, show_time, said_verdict;
     struct layout_place place[MAX_GPUS]; /* where each GPU of the run sits (par/layout.h) */
     /* the tensor-parallel collectives: each group's (by its first GPU) last send seen by the
      * replay ends at flash_end; it flashes while that is after the frame's start (the
@@ -179,6 +183,8 @@ static void restart(void *panel)
     options(p, &o);
     for (int g = 0; g < p->gpus; g++)
         layout_place(&o, g, 1, &p->place[g]);
+    /* before the calculator: the bucket may be the model's */
+    runpace_time(&p->pace, &o, &p->pace.models[p->s.model]);
     predict(p);
     if (p->pace.err[0])
         return;
@@ -600,6 +606,7 @@ static int pprun_on_key(void *state, int key)
         break;
     case 'o': s->model = !s->model; break;
     case 'f': p->show_free = !p->show_free; return PANEL_HANDLED | PANEL_REDRAW;
+    case 'w': p->show_time = !p->show_time; return PANEL_HANDLED | PANEL_REDRAW;
     default: return 0;
     }
     fit(p, s, note, sizeof note);
@@ -724,6 +731,15 @@ static void bubble_why(const struct pprun *p, double fi, char line[3][160])
         p->gpus <= p->pace.spec.gpus_per_node ? p->pace.spec.alpha_intra : p->pace.spec.alpha_inter;
     units_format_seconds(b1, sizeof b1, alpha);
     units_format_seconds(b2, sizeof b2, p->fwd_s);
+    if (p->pace.timed) { /* a send is timed as the model's messages, not one α */
+        snprintf(line[0], sizeof line[0],
+                 "why %+.1f%%: the sends %+.1f%%, unequal stages %+.1f%% (the ends)", lat + uneq,
+                 lat, uneq);
+        snprintf(line[1], sizeof line[1], "why %+.1f%%: sends %+.1f%%, ends %+.1f%%", lat + uneq,
+                 lat, uneq);
+        snprintf(line[2], sizeof line[2], "%s", line[1]);
+        return;
+    }
     snprintf(line[0], sizeof line[0],
              "why %+.1f%%: sends' latency %+.1f%% (%s a send, a forward %s), unequal stages "
              "%+.1f%% (the ends)",
@@ -822,13 +838,36 @@ static int draw_bubble(const struct pprun *p, struct ui_canvas *c, int y, bool h
     int chunks = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1;
     double fi = sched_bubble_over_ideal(pp, p->s.m, chunks);
     double fw = sched_bubble_over_wall(pp, p->s.m, chunks);
-    if (have)
-        canvas_printf(c, y, 0, ROLE_TEXT, "bubble measured %.1f%% ideal, %.1f%% wall",
-                      100 * p->bub.over_ideal, 100 * p->bub.over_wall);
-    else
+    /* a stage's ideal time (its mean compute) and the bubble, in the seconds the run is timed
+     * in: span - ideal measured, the formula's share of the ideal time */
+    double ideal = pp > 0 ? p->bub.busy_s / pp : 0, measured = p->bub.span_s - ideal;
+    char b1[32], b2[32], b3[32];
+    units_format_seconds(b1, sizeof b1, measured);
+    units_format_seconds(b2, sizeof b2, ideal);
+    units_format_seconds(b3, sizeof b3, fi * ideal);
+    if (have && p->pace.timed && W >= 64)
+        canvas_printf(c, y, 0, ROLE_TEXT,
+                      "bubble measured %.1f%% ideal, %.1f%% wall: %s of ideal %s",
+                      100 * p->bub.over_ideal, 100 * p->bub.over_wall, b1, b2);
+    else if (have && p->pace.timed)
+        canvas_printf(c, y, 0, ROLE_TEXT, "bubble %s: %.1f%% of ideal %s", b1,
+                      100 * p->bub.over_ideal, b2);
+    else if (have) { /* a latency-bound tiny step: not the lesson's model's ratio */
+        int x = canvas_printf(c, y, 0, ROLE_TEXT, "bubble measured %.1f%% ideal, %.1f%% wall",
+                              100 * p->bub.over_ideal, 100 * p->bub.over_wall);
+        if (x + 17 <= W)
+            canvas_text(c, y, x + 1, ROLE_WARN, "(timed as itself)");
+    } else
         canvas_text(c, y, 0, ROLE_DIM, "bubble measured: after a step");
     y++;
-    if (chunks > 1)
+    const char *f = chunks > 1 ? "(p-1)/(vm)" : "(p-1)/m",
+               *fwall = chunks > 1 ? "(p-1)/(vm+p-1)" : "(p-1)/(m+p-1)";
+    if (have && p->pace.timed && W >= 64)
+        canvas_printf(c, y++, 0, ROLE_TEXT, "calc %s %.1f%%, %s %.1f%%; x ideal = %s", f, 100 * fi,
+                      fwall, 100 * fw, b3);
+    else if (have && p->pace.timed)
+        canvas_printf(c, y++, 0, ROLE_TEXT, "calc %s x ideal: %.1f%% = %s", f, 100 * fi, b3);
+    else if (chunks > 1)
         canvas_printf(c, y++, 0, ROLE_TEXT, "calc (p-1)/(vm) %.1f%%, (p-1)/(vm+p-1) %.1f%%",
                       100 * fi, 100 * fw);
     else
@@ -927,6 +966,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     char b1[32];
     draw_head(p, c);
     y++;
+    runpace_draw_timing(&p->pace, c, y++);
     if (p->pace.err[0]) {
         canvas_wrap(c, y + 1, ROLE_ERROR, p->pace.err, 0);
         return;
@@ -934,7 +974,7 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
     /* rows: header, status, the grid, the verdict, the chart's head and rows, two of bubble,
      * in flight, sent; the rest for the optional lines */
     int tp1 = p->s.tp > 1; /* the grid's labels, the tensor-parallel bytes */
-    int spare = H - (2 + tp1 + pp + 1 + 1 + pp + 2 + 1 + 1 + (p->s.dp > 1) + tp1);
+    int spare = H - (3 + tp1 + pp + 1 + 1 + pp + 2 + 1 + 1 + (p->s.dp > 1) + tp1);
     /* the optional lines, most wanted first: why the bubbles differ (the measured bubble is
      * not read without it: at 80x24 it was the line dropped), the chart's time axis, the free
      * sends' bubble, the bars' legend */
@@ -957,6 +997,12 @@ static void pprun_draw(const void *state, struct ui_canvas *c)
             x = canvas_printf(c, y, x + 1, ROLE_DIM, "%s ", part_name[i]);
         }
         y++;
+    }
+    if (p->show_time) { /* the grid when the timeline leaves room for it, then the timeline */
+        if (H - y - (tp1 + pp) >= timeline_rows(p->gpus, true) + 2)
+            y = draw_grid(p, c, y);
+        runpace_draw_timeline(&p->pace, c, y, H - y);
+        return;
     }
     y = draw_grid(p, c, y);
     /* the ledgers against the calculator */
@@ -981,6 +1027,7 @@ static const struct panel_key pprun_keys[] = {
     {"s", "schedule: GPipe, 1F1B, interleaved with 2 chunks (dp 1; restarts)", "schedule"},
     {"o", "model: tiny or small (restarts)", "model"},
     {"f", "the chart with free sends: the same operations, no link latency", "free"},
+    {"w", "the last step's timeline: each GPU's compute and communication", "time"},
     {NULL, NULL, NULL},
 };
 

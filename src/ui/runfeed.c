@@ -60,7 +60,8 @@ void runfeed_on_event(void *ctx, const struct event *ev)
     if (ev->device < 0 || ev->device >= RUNFEED_GPUS)
         return;
     if (ev->type != EV_MEMORY && ev->type != EV_SEND && ev->type != EV_PIPE_OP &&
-        ev->type != EV_TRAIN_STEP && ev->type != EV_FAIL && ev->type != EV_OOM)
+        ev->type != EV_COMPUTE_BEGIN && ev->type != EV_TRAIN_STEP && ev->type != EV_FAIL &&
+        ev->type != EV_OOM)
         return;
     pthread_mutex_lock(&f->mu);
     if (t->gen != f->gen) { /* a run the feed was reset after: stopping, not shown */

@@ -2,7 +2,8 @@
  * pipeline, panel_pprun.c) take from a running engine (par/run.h), and how they replay it.
  *
  * The GPUs' threads hand every event to runfeed_on_event (the run's on_event hook): memory
- * changes, sends, pipeline operations go into a ring under a lock of their own, held for a
+ * changes, sends, operations computed (their begin, with their end), pipeline operations go
+ * into a ring under a lock of their own, held for a
  * copy and never waited on for long; a GPU's step events move its step count on, so each
  * record knows the step it belongs to. The screen's side (the UI thread) takes the records of
  * one finished step at a time, in simulated-time order (runfeed_begin_step), walks them as its

@@ -12,6 +12,7 @@
 #include "base/units.h"
 #include "calc/memory.h"
 #include "par/layout.h"
+#include "par/timeas.h"
 #include "ui/draw.h"
 #include "ui/eventlog.h"
 #include "ui/memui.h"
@@ -36,6 +37,7 @@ int runpace_init(struct runpace *r, const struct runpace_ops *ops, void *panel, 
             rc = train_shape_of(&r->models[i], &r->shapes[i], e);
     if (preset_load_cluster(PRESET_CLUSTER, &r->spec, NULL) != 0)
         spec_default(&r->spec);
+    r->have_as = preset_load_model(RUNPACE_TIME_AS, &r->as, NULL) == 0;
     return rc ? rc : runfeed_init(&r->feed, e);
 }
 
@@ -52,6 +54,7 @@ void runpace_fini(struct runpace *r)
     free_run(&r->run, &r->tap);
     free_run(&r->old, &r->old_tap);
     runfeed_fini(&r->feed);
+    free(r->spans);
 }
 
 /* The run has ended (a GPU failed): why, once, and the run stopped. */
@@ -76,7 +79,7 @@ void runpace_options(const struct runpace *r, int m, enum fp_format prec, int ba
     o->precision = prec;
     o->scaling = train_scaling_for(prec);
     o->gpus = gpus;
-    o->bucket_bytes = (size_t)MEMORY_BUCKET;
+    o->bucket_bytes = r->bucket ? r->bucket : (size_t)MEMORY_BUCKET;
     o->prefetch = 1;
 }
 
@@ -97,6 +100,34 @@ void runpace_clear(struct runpace *r)
     r->err[0] = 0;
     memset(&r->last, 0, sizeof r->last);
     r->tprev = INFINITY;
+    r->timed = false, r->untimed[0] = 0, r->bucket = 0;
+    r->nspans = 0, r->span_t0 = r->span_t1 = 0;
+}
+
+/* GPUs like the panels' for the run of o: as many nodes as it takes. */
+static struct cluster_spec spec_for(const struct runpace *r, const struct train_opts *o)
+{
+    struct cluster_spec s = r->spec;
+    s.nodes = (o->gpus + s.gpus_per_node - 1) / s.gpus_per_node;
+    return s;
+}
+
+void runpace_time(struct runpace *r, struct train_opts *o, const struct model_shape *run)
+{
+    struct error e = {0};
+    r->timed = false, r->bucket = 0;
+    if (!r->have_as) {
+        snprintf(r->untimed, sizeof r->untimed, "no preset %s to time the run as", RUNPACE_TIME_AS);
+        return;
+    }
+    struct cluster_spec s = spec_for(r, o);
+    if (timeas_scale(o, run, &r->as, &s, &e)) {
+        snprintf(r->untimed, sizeof r->untimed, "%s", e.msg);
+        return;
+    }
+    size_t es = o->grad_fp32 || o->precision == FP_FP32 ? 4 : 2;
+    o->bucket_bytes = r->bucket = timeas_bucket(&s, o->bucket_bytes, es);
+    r->timed_spec = s, r->timed = true, r->untimed[0] = 0;
 }
 
 void runpace_first(struct runpace *r)
@@ -202,8 +233,7 @@ int runpace_start(struct runpace *r, const struct train_opts *o)
     struct run_config cfg = {0};
     r->o = *o;
     cfg.o = *o;
-    cfg.spec = r->spec;
-    cfg.spec.nodes = (o->gpus + cfg.spec.gpus_per_node - 1) / cfg.spec.gpus_per_node;
+    cfg.spec = r->timed ? r->timed_spec : spec_for(r, o);
     cfg.paced = true;
     cfg.on_event = runfeed_on_event;
     struct error e = {0};
@@ -311,8 +341,29 @@ static bool start_replay(struct runpace *r)
     return true;
 }
 
+/* The step's compute and sends as the timeline's spans, kept until the next step is done. */
+static void keep_spans(struct runpace *r)
+{
+    const struct runfeed *f = &r->feed;
+    if (r->capspans < f->nrep) {
+        struct timeline_span *s = realloc(r->spans, f->nrep * sizeof *s);
+        if (!s)
+            return; /* the timeline shows the step before */
+        r->spans = s, r->capspans = f->nrep;
+    }
+    r->nspans = 0;
+    for (size_t i = 0; i < f->nrep; i++) {
+        const struct runrec *q = &f->rep[i];
+        if (q->type == EV_COMPUTE_BEGIN || q->type == EV_SEND)
+            r->spans[r->nspans++] = (struct timeline_span){
+                q->device, q->type == EV_SEND ? TIMELINE_COMM : TIMELINE_COMPUTE, q->t, q->t_end};
+    }
+    r->span_t0 = f->t0, r->span_t1 = f->t1;
+}
+
 static void finish_replay(struct runpace *r)
 {
+    keep_spans(r);
     runfeed_end_step(&r->feed); /* the rest of the step, then each ledger exact */
     r->replaying = false;
     r->tc = r->tprev = INFINITY;
@@ -481,4 +532,52 @@ void runpace_draw_sent(const struct runpace *r, struct ui_canvas *c, int y, cons
     for (int g = 0; g < r->o.gpus; g++)
         same &= (double)sent[g] == llround(predicted);
     canvas_text(c, y, x + 1, same ? ROLE_GOOD : ROLE_ERROR, same ? "each = calc" : "!= calc");
+}
+
+void runpace_draw_timing(const struct runpace *r, struct ui_canvas *c, int y)
+{
+    if (r->timed) {
+        canvas_printf(c, y, 0, ROLE_TEXT, "timed as %s on %d %s", r->as.name, r->o.gpus,
+                      r->spec.name);
+        return;
+    }
+    int x = canvas_text(c, y, 0, ROLE_WARN, "timed as itself");
+    if (x + 2 + (int)strlen(r->untimed) <= c->r.w) /* else the timeline's view says why */
+        canvas_printf(c, y, x, ROLE_DIM, ": %s", r->untimed);
+    else if (r->have_as)
+        canvas_printf(c, y, x, ROLE_DIM, ", not as %s (w)", r->as.name);
+}
+
+int runpace_draw_timeline(const struct runpace *r, struct ui_canvas *c, int y, int rows)
+{
+    int W = c->r.w, n = r->o.gpus, y0 = y;
+    if (rows < 1)
+        return 0;
+    if (!r->timed && r->untimed[0] && rows > 4) { /* why the run is not timed as the model */
+        struct ui_canvas in = *c;                 /* three rows at most */
+        in.r.h = y + 3 < c->r.h ? y + 3 : c->r.h;
+        int k = canvas_wrap(&in, y, ROLE_DIM, r->untimed, 0); /* names the model */
+        y += k, rows -= k;
+    }
+    if (!r->shown || r->span_t1 <= r->span_t0) {
+        canvas_text(c, y, 0, ROLE_DIM, "the timeline: after a step");
+        return y + 1 - y0;
+    }
+    struct timeline tl;
+    if (timeline_build(&tl, r->spans, r->nspans, n, r->span_t0, r->span_t1, W - TIMELINE_LABEL))
+        return y - y0;
+    char b1[32], b2[32], b3[32];
+    units_format_seconds(b1, sizeof b1, r->span_t1 - r->span_t0);
+    units_format_seconds(b2, sizeof b2, tl.busy[0]);
+    units_format_seconds(b3, sizeof b3, tl.exposed[0]);
+    canvas_printf(c, y, 0, ROLE_TITLE,
+                  W >= 60 ? "step %s: GPU 0 computes %s, exposed comm %s"
+                          : "step %s: GPU0 %s, exposed %s",
+                  b1, b2, b3);
+    int left = rows - 1, shown = n;
+    while (shown > 1 && timeline_rows(shown, shown == n) > left)
+        shown--;
+    if (timeline_rows(shown, shown == n) > left)
+        return y + 1 - y0;
+    return y + 1 - y0 + timeline_draw(&tl, c, y + 1, shown);
 }

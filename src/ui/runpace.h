@@ -33,6 +33,7 @@
 #include "par/run.h"
 #include "sim/spec.h"
 #include "ui/runfeed.h"
+#include "ui/timeline.h"
 
 struct eventlog;
 struct panel_env;
@@ -100,7 +101,21 @@ struct runpace {
     double tc, tprev; /* the simulated time shown, and at the frame before (INFINITY: none) */
     bool check_only;  /* the panel's settings are only checked: runpace_start starts nothing
                          (and returns -1, err left empty) */
+    /* the time: the model the runs stand for (RUNPACE_TIME_AS, when its preset loads); the
+     * run of runpace_time timed as it (the spec it runs on) or, untimed, why not */
+    struct model_shape as;
+    bool have_as, timed;
+    struct cluster_spec timed_spec;
+    size_t bucket; /* the run's gradient bucket (0: MEMORY_BUCKET), MODEL's when timed */
+    char untimed[ERROR_MAX];
+    /* the last step replayed as a timeline's spans (compute and sends), and its span */
+    struct timeline_span *spans;
+    size_t nspans, capspans;
+    double span_t0, span_t1;
 };
+
+/* The model the run panels' runs are timed as: the lessons' running example. */
+#define RUNPACE_TIME_AS "synthetic-7b"
 
 /* Loads the models and the GPUs, and the feed; the panel's ops and state, its settings (cur,
  * start: ops->settings bytes each) and its environment (the event log, check only). */
@@ -130,6 +145,20 @@ int runpace_panel_event(struct runpace *r, const struct panel_event *ev);
  * panel adds its layout. */
 void runpace_options(const struct runpace *r, int m, enum fp_format prec, int batch, int gpus,
                      struct train_opts *o);
+/* The run of o (its layout complete) timed as RUNPACE_TIME_AS where the engine times it
+ * (timeas_scale, par/timeas.h, for the run of model `run`): r->timed, o's gradient bucket
+ * MODEL's (the calculator's figures for the run, through runpace_options, then take it too),
+ * and runpace_start runs on the timed spec; else r->untimed says why not (the engine's words)
+ * and the run is timed as itself. After runpace_clear, before the panel's calculator. */
+void runpace_time(struct runpace *r, struct train_opts *o, const struct model_shape *run);
+/* The line saying how the run is timed, on row y: "timed as synthetic-7b on 8 h100-80gb", or
+ * "timed as itself" and why not as the model, as much as the width holds. */
+void runpace_draw_timing(const struct runpace *r, struct ui_canvas *c, int y);
+/* The last step replayed as a timeline (ui/timeline.h) from row y in rows rows: a line of its
+ * totals (the step, GPU 0's compute and exposed communication), then each GPU's two rows as
+ * many as fit, the axis and legend; "the timeline: after a step" before one. The rows drawn. */
+int runpace_draw_timeline(const struct runpace *r, struct ui_canvas *c, int y, int rows);
+
 /* Tells the run to stop and forgets it (it ends on its own threads): nothing shown, no error,
  * every ledger 0. */
 void runpace_clear(struct runpace *r);

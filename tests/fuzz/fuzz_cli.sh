@@ -158,6 +158,8 @@ while [ $SECONDS -lt $end ]; do
     done
     # keep the real runs small: a train that survived the mutations gets few steps
     if [ "$cmd" = train ]; then args+=(--steps 2); fi
+    # and a lesson one step (a whole shipped lesson under ASan on a busy machine took over 30 s)
+    if [ "$cmd" = run ] && [[ " ${args[*]} " != *" --list "* ]]; then args+=(--step 1); fi
     # and a full benchmark takes minutes: without --list, only the quick formats group
     if [ "$cmd" = bench ] && [[ " ${args[*]} " != *" --list "* ]]; then
         args=(bench --quick --only formats "${args[@]:1}")

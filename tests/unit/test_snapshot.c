@@ -396,6 +396,41 @@ static void clipped(const char *pic)
 }
 
 /* The scale's staircase: three rows at least, the skipped steps marked x. */
+/* A number of milliseconds after `after` in pic ("211 ms", "211 ms:"), or NAN. */
+static double ms_after(const char *pic, const char *after)
+{
+    const char *at = strstr(pic, after);
+    double v;
+    char unit[4];
+    if (!at || sscanf(at + strlen(after), "%lf %3s", &v, unit) != 2 || strncmp(unit, "ms", 2))
+        return NAN;
+    return v;
+}
+
+/* The timeline of a step timed as synthetic-7b (8 GPUs, ZeRO-3) says the step the run's own
+ * line says, the run's step beside the calculator's, and its axis ends there; GPU 0's exposed
+ * communication fits in the time it does not compute, and some of it hides (=) behind compute
+ * while some does not (X). */
+static void timeline_agrees(const char *pic)
+{
+    const char *line = strstr(pic, "  loss ");
+    ck_assert_ptr_nonnull(line);
+    double step = NAN, run = ms_after(pic, "  run "),
+           total = ms_after(line, "\nstep "); /* the timeline's, after the run's line */
+    ck_assert(sscanf(strstr(line + 7, "  ") + 2, "%lf ms simulated", &step) == 1);
+    ck_assert_double_eq(step, run);
+    ck_assert_double_eq(step, total);
+    double busy = ms_after(pic, "GPU 0 computes "), exposed = ms_after(pic, "exposed comm ");
+    ck_assert(busy > 0 && exposed > 0 && exposed <= step - busy);
+    char end[32];
+    snprintf(end, sizeof end, "%g ms\n", step);
+    ck_assert_msg(strstr(pic, end), "the axis ends at the step, %g ms", step);
+    const char *comm = strstr(pic, "      comm");
+    ck_assert_ptr_nonnull(comm);
+    const char *eol = strchr(comm, '\n');
+    ck_assert(memchr(comm, '=', eol - comm) && memchr(comm, 'X', eol - comm));
+}
+
 static void staircase(const char *pic)
 {
     bool x;
@@ -406,7 +441,7 @@ static void staircase(const char *pic)
 static const struct {
     const char *panel, *done; /* the panel; what its picture or latest event says at the end */
     int steps;
-    const char *tag, *set[4];
+    const char *tag, *set[6]; /* settings; "key:K", keys pressed once the steps are done */
     void (*check)(const char *picture); /* at 120x40, where the issue saw them fail */
 } runs[] = {
     {"training", "step 3 ", 3, "", {NULL}, NULL},
@@ -421,11 +456,31 @@ static const struct {
      {"precision=fp16", "growth=20", NULL},
      staircase},
     {"dprun", "every ledger = the calculator", 1, "", {NULL}, NULL},
+    /* the timeline of a step timed as synthetic-7b, on more GPUs than 80x24 shows */
+    {"dprun",
+     "every ledger = the calculator",
+     1,
+     "zero3-gpus8-time-",
+     {"zero=3", "gpus=8", "key:w", NULL},
+     timeline_agrees},
     {"pprun", "order ok", 1, "", {NULL}, NULL},
     {"pprun", "order ok", 1, "tp2-interleaved-", {"tp=2", "schedule=interleaved", NULL}, NULL},
     {"pprun", "order ok", 1, "dp2-tp2-", {"dp=2", "tp=2", NULL}, NULL},
     /* four stages of two: at 80x24 one optional row is left, for the bubble's why */
     {"pprun", "order ok", 1, "pp4-dp2-", {"pp=4", "dp=2", NULL}, NULL},
+    /* a pipeline that synthetic-7b fits, timed as it: the bubble in seconds; its timeline */
+    {"pprun",
+     "order ok",
+     1,
+     "pp4-m8-bf16-",
+     {"pp=4", "micro_batches=8", "batch=8", "precision=bf16", NULL},
+     NULL},
+    {"pprun",
+     "order ok",
+     1,
+     "pp4-m8-bf16-time-",
+     {"pp=4", "micro_batches=8", "batch=8", "precision=bf16", "key:w"},
+     NULL},
     /* four tensor-parallel GPUs of a stage side by side: each bar keeps its label */
     {"pprun", "ledger = calc", 1, "tp4-", {"pp=1", "tp=4", "micro_batches=1", NULL}, NULL},
     /* ring attention after a step: every block computed, the ledgers and the scores measured;
@@ -433,10 +488,13 @@ static const struct {
     {"cprun", "ledger = calc", 1, "", {NULL}, NULL},
     {"cprun", "ledger = calc", 1, "naive-", {"cp_naive=on", NULL}, NULL},
     {"cprun", "ledger = calc", 1, "cp2-seq128-", {"cp=2", "seq=128", NULL}, NULL},
+    /* timed as itself (the engine does not time ring attention as a model yet): its timeline */
+    {"cprun", "ledger = calc", 1, "time-", {"key:w", NULL}, NULL},
     /* experts after a step: the load per expert, each GPU's ledger, the all-to-all bytes; two
      * GPUs, top-1, no aux loss */
     {"eprun", "ledger = calc", 1, "", {NULL}, NULL},
     {"eprun", "ledger = calc", 1, "ep2-top1-aux0-", {"ep=2", "top_k=1", "aux_loss_coef=0"}, NULL},
+    {"eprun", "ledger = calc", 1, "time-", {"key:w", NULL}, NULL},
     /* lesson 3 on 16 GPUs: the rows, and the ring/tree plot beside them at every size */
     {"collective", NULL, 0, "gpus16", {"gpus=16", NULL}, NULL},
     /* an all-to-all two exchanges in: each GPU's blocks from its two left neighbours */
@@ -460,6 +518,8 @@ START_TEST(run_pictures)
     struct offscreen t;
     void *st = open_panel(p, &t, &log);
     for (int k = 0; runs[_i].set[k]; k++) {
+        if (!strncmp(runs[_i].set[k], "key:", 4))
+            continue; /* after the steps */
         char name[32];
         const char *eq = strchr(runs[_i].set[k], '=');
         snprintf(name, sizeof name, "%.*s", (int)(eq - runs[_i].set[k]), runs[_i].set[k]);
@@ -475,7 +535,10 @@ START_TEST(run_pictures)
         done = strstr(seen, runs[_i].done) || (last && strstr(last, runs[_i].done));
     }
     ck_assert_msg(done, "%s: no '%s' after the steps: %s", p->name, runs[_i].done, seen);
-    char what[32];
+    for (int k = 0; runs[_i].set[k]; k++)
+        if (!strncmp(runs[_i].set[k], "key:", 4))
+            p->on_key(st, runs[_i].set[k][4]);
+    char what[48];
     snprintf(what, sizeof what, runs[_i].steps ? "%sstep%d" : "%s", runs[_i].tag, runs[_i].steps);
     check_pictures(p, st, NULL, what, runs[_i].steps > 0 && shows_a_run(p->name));
     if (runs[_i].check) {
@@ -713,14 +776,15 @@ static void pprun_essentials(char **L, int n, const char *where, struct found *f
     ck_assert_msg(rows >= 1, "%s: the chart", where);
     bool scale = false;
     for (int i = verdict; i < n; i++)
-        scale |= strstr(L[i], " us") && (strstr(L[i], "; col") || strstr(L[i], "; 1 column") ||
-                                         strstr(L[i], "stretched") || strstr(L[i], "order"));
+        scale |= (strstr(L[i], " us") || strstr(L[i], " ms")) &&
+                 (strstr(L[i], "; col") || strstr(L[i], "; 1 column") ||
+                  strstr(L[i], "stretched") || strstr(L[i], "order"));
     /* the measured bubble comes with the line that says why it is not the formula's, before
      * any other optional line; the chart's scale where a row is left for it */
     bool why = row_of(L, n, 0, "why ") >= 0;
     ck_assert_msg(why, "%s: why the measured bubble is not the formula's", where);
     ck_assert_msg(scale || n < 20, "%s: the chart says its scale", where);
-    ck_assert_msg(row_of(L, n, 0, "held:") >= 0 && row_of(L, n, 0, "bubble measured") >= 0,
+    ck_assert_msg(row_of(L, n, 0, "held:") >= 0 && row_of(L, n, 0, "bubble ") >= 0,
                   "%s: the bubble and the micro-batches held", where);
     seen(f, "grid, verdict, Gantt %d rows x %d ops, scale, bubble, held", rows, 2 * m * v);
 }
