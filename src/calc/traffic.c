@@ -402,8 +402,9 @@ int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl
             shared = fmin(shared, past_gaps(c, hidden, fwd_s, stage_layers));
         out->dp.exposed += shared;
         size_t len = strlen(out->dp.formula);
-        snprintf(out->dp.formula + len, sizeof out->dp.formula - len,
-                 "; %.3g s of it hidden behind compute shares the port with tp's sums", shared);
+        if (shared > 0)
+            snprintf(out->dp.formula + len, sizeof out->dp.formula - len,
+                     "; %.3g s of it hidden behind compute shares the port with tp's sums", shared);
     }
     out->bytes = out->dp.bytes + out->tp.bytes + out->pp.bytes + out->cp.bytes + out->ep.bytes;
     out->exposed =

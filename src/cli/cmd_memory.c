@@ -13,6 +13,7 @@
 #include "calc/activ.h"
 #include "calc/memory.h"
 #include "calc/params.h"
+#include "calc/plan.h"
 #include "calc/sched.h"
 #include "calc/traffic.h"
 #include "cli/calcargs.h"
@@ -125,7 +126,9 @@ struct run {
     struct cluster_spec cluster;
     struct memory_config c;
     struct memory_result r;
-    struct traffic t; /* the reported GPU's stage's */
+    struct traffic t;        /* the reported GPU's stage's */
+    struct plan_layout step; /* the step time as plan computes it (has_step: a model's) */
+    bool has_step;
     int gpus;
     enum units_system units;
     bool capacity_given;
@@ -367,6 +370,20 @@ static void print_json(const struct run *r)
     json_object_set_new(doc, "schedule", json_string(sched_name(c->schedule)));
     json_object_set_new(doc, "chunks", json_integer(c->chunks > 1 ? c->chunks : 1));
     json_object_set_new(doc, "per_stage", per_stage_json(r));
+    if (r->has_step) {
+        const struct plan_layout *l = &r->step;
+        const struct traffic *t = &l->traffic;
+        json_object_set_new(
+            doc, "step_time",
+            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i}", "step_time_s",
+                      json_num(l->step_time_s), "compute_s", json_num(l->compute_s), "bubble_s",
+                      json_num(l->bubble_s), "imbalance_s", json_num(l->imbalance_s),
+                      "dp_exposed_s", json_num(t->dp.exposed), "tp_exposed_s",
+                      json_num(t->tp.exposed), "pp_exposed_s", json_num(t->pp.exposed),
+                      "cp_exposed_s", json_num(t->cp.exposed), "ep_exposed_s",
+                      json_num(t->ep.exposed), "mfu", json_num(l->mfu), "global_batch",
+                      c->dp * c->micro_batch * c->micro_batches));
+    }
     if (c->model) {
         json_t *acts = json_array(), *pars = json_array();
         for (int i = 0; i < m->layer.n; i++) {
@@ -575,12 +592,51 @@ static void print_comm(const struct run *r)
     printf("  %-16s %14s\n", "total", calcargs_size(b1, sizeof b1, r->t.bytes, u));
 }
 
+/* The step time as plan computes it, term by term (calc/plan.h). */
+static void print_step(const struct run *r)
+{
+    if (!r->has_step)
+        return;
+    const struct plan_layout *l = &r->step;
+    const struct memory_config *c = &r->c;
+    const struct traffic *t = &l->traffic;
+    char b[64];
+    printf("\nstep time, as plan computes it (a global batch of %d sequences: dp x micro-batch x "
+           "micro-batches; compute at %g%% of peak):\n",
+           c->dp * c->micro_batch * c->micro_batches, 100 * PLAN_EFFICIENCY);
+    struct {
+        const char *name;
+        double s;
+        const char *says;
+    } rows[] = {
+        {"compute", l->compute_s, "(6 Ψ T + 12 L h s T + recompute) / (GPUs x peak x efficiency)"},
+        {"bubble", l->bubble_s,
+         "(compute + the tp, cp and ep exposed on its path) x the schedule's idle share"},
+        {"slowest stage", l->imbalance_s,
+         "(m-1)/m x compute x (the slowest stage's share x pp - 1)"},
+        {"exposed dp", t->dp.exposed, t->dp.formula},
+        {"exposed tp", t->tp.exposed, t->tp.formula},
+        {"exposed pp", t->pp.exposed, t->pp.formula},
+        {"exposed cp", t->cp.exposed, t->cp.formula},
+        {"exposed ep", t->ep.exposed, t->ep.formula},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if ((i == 6 && c->cp <= 1) || (i == 7 && c->ep <= 1))
+            continue;
+        printf("  %-14s %10s   %s\n", rows[i].name, units_format_seconds(b, sizeof b, rows[i].s),
+               rows[i].says);
+    }
+    printf("  %-14s %10s   MFU %.1f%%\n", "step", units_format_seconds(b, sizeof b, l->step_time_s),
+           100 * l->mfu);
+}
+
 static void print_text(const struct run *r)
 {
     print_setup(r);
     print_parts(r);
     print_activations(r);
     print_comm(r);
+    print_step(r);
 }
 
 /* --tensors: the parameter and activation lists the numbers come from. */
@@ -622,6 +678,37 @@ static int write_emit(const struct run *r, enum framework kind, bool force, stru
     return emit_write(stdout, stderr, kind, &ep, e);
 }
 
+/* The step time of the layout as plan ranks it (calc/plan.h's plan_time): a global batch of
+ * dp x micro-batch x micro-batches sequences, compute at plan's efficiency. */
+static int step_time(struct run *r, struct error *e)
+{
+    const struct memory_config *c = &r->c;
+    struct plan_config pc = {.model = c->model,
+                             .cluster = &r->cluster,
+                             .gpus = r->gpus,
+                             .global_batch = c->dp * c->micro_batch * c->micro_batches,
+                             .seq = c->seq,
+                             .precision = c->precision,
+                             .optimizer = c->optimizer,
+                             .grad_fp32 = c->grad_fp32,
+                             .efficiency = PLAN_EFFICIENCY,
+                             .capacity = r->r.capacity,
+                             .attention = c->attention};
+    r->step = (struct plan_layout){.dp = c->dp,
+                                   .tp = c->tp,
+                                   .pp = c->pp,
+                                   .zero = c->zero,
+                                   .cp = c->cp,
+                                   .ep = c->ep,
+                                   .ckpt = c->ckpt,
+                                   .micro_batch = c->micro_batch,
+                                   .micro_batches = c->micro_batches,
+                                   .per_gpu_bytes = r->r.total};
+    int rc = plan_time(&pc, c, &r->r, &r->step, e);
+    r->has_step = rc == 0;
+    return rc;
+}
+
 /* The configured layout checked against the cluster, then computed. */
 static int compute(struct run *r, struct error *e)
 {
@@ -638,6 +725,8 @@ static int compute(struct run *r, struct error *e)
     if (rc == 0)
         rc = traffic_compute(&r->c, &r->cluster, r->r.stage, r->r.params_gpu, r->r.stage_layers, 0,
                              0, &r->t, e);
+    if (rc == 0 && r->c.model)
+        rc = step_time(r, e);
     return rc;
 }
 

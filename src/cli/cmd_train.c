@@ -176,8 +176,12 @@ static int run_steps(const struct train_args *r, struct run *run, struct train_s
     sum->final_loss = sum->nlast ? lastsum / sum->nlast : NAN;
     sum->tokens_per_s = (double)sum->steps * o->batch * o->shape.seq / sum->seconds;
     sum->sim_seconds = sum->sim_step;
-    if (sum->steps > 0)
+    if (sum->steps > 0) {
         sum->sim_step /= (double)sum->steps, sum->exposed /= (double)sum->steps;
+        for (int w = 0; w < RUN_WAITS; w++)
+            sum->exposed_by[w] /= (double)sum->steps;
+        sum->compute_mean /= (double)sum->steps;
+    }
     return rc;
 }
 

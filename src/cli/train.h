@@ -52,6 +52,8 @@ int train_dump_write(const struct train_args *r, const struct run *run, struct e
 struct train_summary {
     double final_loss, floor, seconds, sim_seconds, tokens_per_s, flops, recompute, overhead;
     double predicted, first_loss, max_norm, min_coef, max_underflow, sim_step, exposed;
+    double exposed_by[RUN_WAITS]; /* exposed by kind (par/run.h's enum run_wait) */
+    double compute_mean;          /* a GPU's compute, the mean of every GPU's */
     char first_nonfinite[48];
     long steps, skipped, overflows, spikes;
     int nlast;              /* the steps the final loss is the mean of */

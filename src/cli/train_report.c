@@ -394,6 +394,49 @@ static json_t *moe_json(const struct gpt_config *c, const struct train_summary *
     return x;
 }
 
+/* A step's terms, the run's beside the calculator's (plan_time's, calc/plan.h), in the order
+ * of term_names: the run's exposed time by kind (par/run.h's enum run_wait) and its MFU, the
+ * model FLOPs the calculator's MFU is of over the run's step. */
+enum { TERMS = 10 };
+static const char *const term_names[TERMS] = {
+    "step",       "compute",    "bubble (calculator: + slowest stage's wait)",
+    "exposed dp", "exposed tp", "exposed pp",
+    "exposed cp", "exposed ep", "other (the agreement's scalars)",
+    "MFU"};
+
+static void terms(const struct train_args *r, const struct train_summary *sum, double run[TERMS],
+                  double calc[TERMS])
+{
+    const struct plan_layout *l = &r->as_plan;
+    const struct traffic *t = &l->traffic;
+    const double *w = sum->exposed_by;
+    /* the calculator's compute is the mean GPU's, its bubble and the slowest stage's wait
+     * what the mean GPU would wait besides communication: the run's, the step less the mean
+     * GPU's compute and the exposed communication of the GPU on the step's path (with one
+     * stage, that GPU's waits for a pipeline's messages: none) */
+    double bubble = sum->sim_step - sum->compute_mean;
+    for (int k = 0; k < RUN_WAITS; k++)
+        bubble -= k == RUN_WAIT_BUBBLE ? 0 : w[k];
+    if (fabs(bubble) < 1e-9 * sum->sim_step) /* a difference of sums' rounding: none */
+        bubble = 0;
+    double rv[TERMS] = {sum->sim_step,
+                        sum->compute_mean,
+                        bubble,
+                        w[RUN_WAIT_DP],
+                        w[RUN_WAIT_TP],
+                        w[RUN_WAIT_PP],
+                        w[RUN_WAIT_CP],
+                        w[RUN_WAIT_EP],
+                        w[RUN_WAIT_OTHER],
+                        l->mfu * l->step_time_s / sum->sim_step};
+    double cv[TERMS] = {l->step_time_s, l->compute_s,  l->bubble_s + l->imbalance_s,
+                        t->dp.exposed,  t->tp.exposed, t->pp.exposed,
+                        t->cp.exposed,  t->ep.exposed, 0,
+                        l->mfu};
+    memcpy(run, rv, sizeof rv);
+    memcpy(calc, cv, sizeof cv);
+}
+
 /* A run timed as a model: its step beside the calculator's for that model and layout
  * (plan_time's terms, what plan ranks layouts by). */
 static void print_timed_as(const struct train_args *r, const struct train_summary *sum)
@@ -421,6 +464,20 @@ static void print_timed_as(const struct train_args *r, const struct train_summar
            units_format_seconds(x[3], sizeof x[3], t->cp.exposed),
            units_format_seconds(x[4], sizeof x[4], t->ep.exposed), 100 * l->mfu,
            100 * (sum->sim_step / l->step_time_s - 1));
+    double run[TERMS], calc[TERMS];
+    terms(r, sum, run, calc);
+    printf("  %-44s %10s %10s %8s\n", "term, seconds per step", "run", "calculator", "apart");
+    for (int i = 0; i < TERMS; i++) {
+        char dd[32] = "";
+        if (i == TERMS - 1)
+            printf("  %-44s %9.1f%% %9.1f%%", term_names[i], 100 * run[i], 100 * calc[i]);
+        else
+            printf("  %-44s %10s %10s", term_names[i], units_format_seconds(a, sizeof a, run[i]),
+                   units_format_seconds(b, sizeof b, calc[i]));
+        if (calc[i] > 0)
+            snprintf(dd, sizeof dd, "%+.1f%%", 100 * (run[i] / calc[i] - 1));
+        printf(" %8s\n", dd);
+    }
 }
 
 /* The calculator's step for the model a run is timed as, for train --json. */
@@ -435,8 +492,17 @@ static json_t *timed_as_json(const struct train_args *r, const struct train_summ
         json_num(l->comm_exposed_s), "dp_exposed_s", json_num(t->dp.exposed), "tp_exposed_s",
         json_num(t->tp.exposed), "pp_exposed_s", json_num(t->pp.exposed), "cp_exposed_s",
         json_num(t->cp.exposed), "ep_exposed_s", json_num(t->ep.exposed), "mfu", json_num(l->mfu));
-    return json_pack("{s:s, s:o, s:o}", "model", r->as.name, "sim_compute_s",
-                     json_num(sum->sim_step - sum->exposed), "predicted", p);
+    /* the run's terms under the calculator's names (terms) */
+    double run[TERMS], calc[TERMS];
+    terms(r, sum, run, calc);
+    static const char *const keys[TERMS] = {
+        "step_time_s",  "compute_s",    "bubble_s",     "dp_exposed_s", "tp_exposed_s",
+        "pp_exposed_s", "cp_exposed_s", "ep_exposed_s", "other_s",      "mfu"};
+    json_t *m = json_object();
+    for (int i = 0; i < TERMS; i++)
+        json_object_set_new(m, keys[i], json_num(run[i]));
+    return json_pack("{s:s, s:o, s:o, s:o}", "model", r->as.name, "sim_compute_s",
+                     json_num(sum->sim_step - sum->exposed), "run", m, "predicted", p);
 }
 
 static void print_summary_json(const struct train_args *r, const struct run *run,
@@ -685,6 +751,9 @@ void train_summary_add(struct train_summary *sum, const struct train_args *r,
         snprintf(sum->first_nonfinite, sizeof sum->first_nonfinite, "%s", s->nonfinite);
     sum->sim_step += rs->sim_time_s;
     sum->exposed += rs->exposed_s;
+    for (int w = 0; w < RUN_WAITS; w++)
+        sum->exposed_by[w] += rs->exposed_by[w];
+    sum->compute_mean += rs->gpus > 0 ? rs->compute_sum_s / rs->gpus : 0;
     sum->scalars = rs->scalar_bytes;
     sum->last_scale = s->next_scale; /* after the last update, as get_scale() says */
     sum->routed += s->routed, sum->dropped += s->dropped;

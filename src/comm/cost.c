@@ -254,7 +254,7 @@ static double port_book(struct sched *s, struct port_busy **busy, int *n, int *c
         return t;
     *busy = p;
     memmove(p + i + 1, p + i, (size_t)(*n - i) * sizeof *p);
-    p[i] = (struct port_busy){t, t + dur};
+    p[i] = (struct port_busy){t, t + dur, 0};
     (*n)++;
     return t;
 }

@@ -434,7 +434,7 @@ static int ring_over(struct dp *p, const int *group, int n, uint64_t *sent, stru
     if (!p->d || n <= 1 || p->err.code)
         return p->err.code;
     c->group = group, c->group_size = group ? n : 0;
-    struct time_msg_scale as = {1, 1, 0};
+    struct time_msg_scale as = {1, 1, 0, TIME_MSG_NONE};
     if (sent != &p->scalars)
         as = time_msg(&dev_spec(p->d)->time, p->stage,
                       sent == &p->embed ? TIME_MSG_TIED : TIME_MSG_PARAMS);

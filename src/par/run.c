@@ -247,6 +247,31 @@ static void keep_first(void *ctx, const struct trainer *t, long step, const int3
     }
 }
 
+const char *const run_wait_names[RUN_WAITS] = {"dp", "tp", "pp", "cp", "ep", "bubble", "other"};
+
+/* A GPU's exposed time of a step by kind (enum run_wait), its waits by the kind of message
+ * (sim/spec.h's enum time_msg); the rest of `exposed` is the other's. */
+static void exposed_by(const struct train_step *s, double exposed, double out[RUN_WAITS])
+{
+    static const enum run_wait kind[TIME_MSGS] = {
+        [TIME_MSG_NONE] = RUN_WAIT_OTHER,    [TIME_MSG_PARAMS] = RUN_WAIT_DP,
+        [TIME_MSG_LAYER_ROWS] = RUN_WAIT_TP, [TIME_MSG_END_ROWS] = RUN_WAIT_TP,
+        [TIME_MSG_TOKENS] = RUN_WAIT_TP,     [TIME_MSG_NORMS] = RUN_WAIT_TP,
+        [TIME_MSG_ACTS] = RUN_WAIT_PP,       [TIME_MSG_TIED] = RUN_WAIT_PP};
+    double known = 0;
+    for (int w = 0; w < RUN_WAITS; w++)
+        out[w] = 0;
+    for (int k = 0; k < TIME_MSGS; k++) {
+        if (kind[k] == RUN_WAIT_OTHER)
+            continue;
+        /* a pipeline's message not posted yet is the bubble; another's, its kind's */
+        out[kind[k]] += s->waited[k] + (kind[k] == RUN_WAIT_PP ? 0 : s->waited_peer[k]);
+        out[RUN_WAIT_BUBBLE] += kind[k] == RUN_WAIT_PP ? s->waited_peer[k] : 0;
+        known += s->waited[k] + s->waited_peer[k];
+    }
+    out[RUN_WAIT_OTHER] = exposed - known;
+}
+
 /* The merged record of a step: the global figures from GPU 0, the rest over every GPU. */
 static void merge(struct run_step *m, const struct train_step *s, int gpu, int gpus, int layers)
 {
@@ -283,6 +308,15 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
         m->sim_time_s = sim;
         m->exposed_s = exposed;
     }
+    /* by kind, of the GPU on the step's path: the one whose compute ended last (the others
+     * wait for it at the step's end; the first of them if they tie, whatever order the GPUs
+     * merge in) */
+    if (!m->by_set || s->compute_end_s > m->by_end_s ||
+        (s->compute_end_s == m->by_end_s && gpu < m->by_gpu)) {
+        m->by_end_s = s->compute_end_s, m->by_gpu = gpu, m->by_set = true;
+        exposed_by(s, exposed, m->exposed_by);
+    }
+    m->compute_sum_s += s->compute_s;
     int nl = layers < 64 ? layers : 64; /* the last entry: embedding and norms */
     for (int l = 0; l < nl && s->underflow; l++)
         m->underflow[l] += s->underflow[l];

@@ -75,6 +75,23 @@ struct run_gpu_step {
     bool overflow_own; /* what it found in its own range before the agreement */
 };
 
+/* A step's time not computing, by what it waited for, as the calculator names its terms
+ * (calc/plan.h): each kind of communication's messages posted (their transfer and the queue
+ * for the port; a stream waited for, as what it last carried), the pipeline's bubble (a
+ * pipeline's message its sender had not posted yet: that stage still busy, filling, draining
+ * or slower), and the rest (the agreement's scalars; what no message accounts for). */
+enum run_wait {
+    RUN_WAIT_DP,
+    RUN_WAIT_TP,
+    RUN_WAIT_PP,
+    RUN_WAIT_CP,
+    RUN_WAIT_EP,
+    RUN_WAIT_BUBBLE,
+    RUN_WAIT_OTHER,
+    RUN_WAITS
+};
+extern const char *const run_wait_names[RUN_WAITS];
+
 /* One step, every GPU's. */
 struct run_step {
     struct train_step s;         /* the global figures (GPU 0's record; nonfinite: the first GPU's;
@@ -84,7 +101,12 @@ struct run_step {
     uint64_t scalar_bytes;       /* the agreement's, per GPU */
     double sim_time_s;           /* the step's simulated time (the slowest GPU) */
     double exposed_s;            /* of it, time not computing (communication not hidden) */
-    uint64_t underflow[65];      /* summed over GPUs, per layer (the last: embedding, norms) */
+    /* the exposed time by kind (enum run_wait) of the GPU on the step's path (par/run.c):
+     * when its compute ended, its number (by_set: one merged); every GPU's compute summed */
+    double exposed_by[RUN_WAITS], by_end_s, compute_sum_s;
+    int by_gpu;
+    bool by_set;
+    uint64_t underflow[65]; /* summed over GPUs, per layer (the last: embedding, norms) */
     int gpus;
     struct run_gpu_step gpu[64];
 };

@@ -138,20 +138,22 @@ static int stage_scale(const struct train_opts *o, const struct model_shape *run
     }
     bool last = s == o->pp - 1;
     const char *end = last ? "head" : "embedding";
-    msg[TIME_MSG_PARAMS] = (struct time_msg_scale){ratio(t[1].dp.bytes, t[0].dp.bytes), 1, 0};
-    msg[TIME_MSG_LAYER_ROWS] =
-        (struct time_msg_scale){ratio(piece(&t[1].tp, "layers"), piece(&t[0].tp, "layers")),
-                                ratio(r[1].stage_layers, r[0].stage_layers), 0};
-    msg[TIME_MSG_END_ROWS] =
-        (struct time_msg_scale){ratio(piece(&t[1].tp, end), piece(&t[0].tp, end)), 1, 0};
-    msg[TIME_MSG_TOKENS] =
-        (struct time_msg_scale){ratio(piece(&t[1].tp, "loss"), piece(&t[0].tp, "loss")), 1, 0};
+    msg[TIME_MSG_PARAMS] =
+        (struct time_msg_scale){ratio(t[1].dp.bytes, t[0].dp.bytes), 1, 0, TIME_MSG_PARAMS};
+    msg[TIME_MSG_LAYER_ROWS] = (struct time_msg_scale){
+        ratio(piece(&t[1].tp, "layers"), piece(&t[0].tp, "layers")),
+        ratio(r[1].stage_layers, r[0].stage_layers), 0, TIME_MSG_LAYER_ROWS};
+    msg[TIME_MSG_END_ROWS] = (struct time_msg_scale){
+        ratio(piece(&t[1].tp, end), piece(&t[0].tp, end)), 1, 0, TIME_MSG_END_ROWS};
+    msg[TIME_MSG_TOKENS] = (struct time_msg_scale){
+        ratio(piece(&t[1].tp, "loss"), piece(&t[0].tp, "loss")), 1, 0, TIME_MSG_TOKENS};
     msg[TIME_MSG_NORMS] = (struct time_msg_scale){
-        ratio(piece(&t[1].tp, "norm_grads"), piece(&t[0].tp, "norm_grads")), 1, 0};
+        ratio(piece(&t[1].tp, "norm_grads"), piece(&t[0].tp, "norm_grads")), 1, 0, TIME_MSG_NORMS};
     msg[TIME_MSG_ACTS] = (struct time_msg_scale){
-        ratio(piece(&t[1].pp, "activations"), piece(&t[0].pp, "activations")), 1, 0};
+        ratio(piece(&t[1].pp, "activations"), piece(&t[0].pp, "activations")), 1, 0, TIME_MSG_ACTS};
     msg[TIME_MSG_TIED] = (struct time_msg_scale){
-        ratio(piece(&t[1].pp, "tied_embedding"), piece(&t[0].pp, "tied_embedding")), 1, 0};
+        ratio(piece(&t[1].pp, "tied_embedding"), piece(&t[0].pp, "tied_embedding")), 1, 0,
+        TIME_MSG_TIED};
     return 0;
 }
 

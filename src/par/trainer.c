@@ -139,7 +139,7 @@ static void w_compute(void *ctx, double flops, const char *what, int layer)
 static struct time_msg_scale timed(struct trainer *t, enum time_msg k)
 {
     if (!t->d)
-        return (struct time_msg_scale){1, 1, 0};
+        return (struct time_msg_scale){1, 1, 0, k};
     return dev_time_msgs(t->d, time_msg(&dev_spec(t->d)->time, t->pl.stage, k));
 }
 
@@ -591,6 +591,14 @@ static void describe(const struct trainer *t, const struct gpt_diag *d, struct t
         out->ring_scores += gpt_ring_scores(t->g[c]);
     out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
+    out->compute_end_s = t->d ? dev_compute_end(t->d) : 0;
+    if (t->d) { /* since the step began (trainer_run_step put the counts before it in out) */
+        double w[TIME_MSGS], p[TIME_MSGS];
+        dev_waited(t->d, w, p);
+        for (int k = 0; k < TIME_MSGS; k++)
+            out->waited[k] = w[k] - out->waited[k],
+            out->waited_peer[k] = p[k] - out->waited_peer[k];
+    }
 }
 
 int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
@@ -600,6 +608,8 @@ int trainer_run_step(struct trainer *t, struct train_step *out, struct error *e)
     out->step = step;
     out->loss_scale = t->scaler.scale;
     out->sim_start_s = t->d ? dev_now(t->d) : 0;
+    if (t->d)
+        dev_waited(t->d, out->waited, out->waited_peer);
     for (int i = 0; i < t->ninst; i++)
         if (t->inst[i].s->step_begin)
             t->inst[i].s->step_begin(t->inst[i].self);

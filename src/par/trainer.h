@@ -50,6 +50,7 @@
 #include "par/layout.h"
 #include "par/settings.h"
 #include "par/strategy.h"
+#include "sim/spec.h"
 
 struct error;
 
@@ -78,6 +79,10 @@ struct train_step {
     uint64_t ring_scores;          /* the attention scores its ring's blocks computed */
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
     double compute_s;              /* simulated compute time of the step */
+    /* the step's waits of the compute stream, by the kind of message (sim/cluster.h's
+     * dev_waited): posted, and not posted yet by its sender */
+    double waited[TIME_MSGS], waited_peer[TIME_MSGS];
+    double compute_end_s; /* when its last compute of the step ended */
     /* A mixture of experts (model/moe.h): the load-balancing loss (part of loss: each expert
      * layer's α E sum_i f_i P_i, α when the routing is even, summed over the expert layers),
      * the k N choices routed over the expert layers and those dropped past a capacity, and the

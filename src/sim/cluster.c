@@ -3,6 +3,7 @@
 #include "config.h"
 #include "sim/cluster.h"
 
+#include <math.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -36,6 +37,11 @@ struct device {
     int step;                    /* the last dev_step */
     int micro;                   /* the micro-batch its compute belongs to (dev_set_micro) */
     struct time_msg_scale timed; /* how its sends are timed (dev_time_msgs) */
+    /* stream 0's waits by kind (dev_waited); each stream's kind of message it last carried */
+    double wait_wire[TIME_MSGS], wait_peer[TIME_MSGS];
+    enum time_msg stream_kind[DEV_STREAMS];
+    double stream_post[DEV_STREAMS]; /* when what each stream last waited for was posted */
+    double compute_end;              /* when its latest compute ended */
     struct dev_stats stats;
     struct event *ev;
     size_t nev, cap;
@@ -71,7 +77,7 @@ static double clock_min(const struct device *d)
  * that waits for its data). A single stream books in order, so for it this is first come,
  * first served. */
 static double port_book_in(const struct device *d, struct port_busy *busy, int *n, double ready,
-                           double dur)
+                           double dur, int kind, int *queued)
 {
     if (*n == PORT_MAX) { /* forget what no stream can reach any more */
         double floor = clock_min(d);
@@ -86,19 +92,21 @@ static double port_book_in(const struct device *d, struct port_busy *busy, int *
     if (*n == PORT_MAX) { /* still full: book after everything */
         t = busy[*n - 1].t1 > ready ? busy[*n - 1].t1 : ready;
         memmove(busy, busy + 1, (size_t)(*n - 1) * sizeof busy[0]);
-        busy[*n - 1] = (struct port_busy){t, t + dur};
+        *queued = busy[*n - 2].kind;
+        busy[*n - 1] = (struct port_busy){t, t + dur, kind};
         return t;
     }
+    *queued = i > 0 ? busy[i - 1].kind : kind; /* the booking it waited for, if it did */
     memmove(busy + i + 1, busy + i, (size_t)(*n - i) * sizeof busy[0]);
-    busy[i] = (struct port_busy){t, t + dur};
+    busy[i] = (struct port_busy){t, t + dur, kind};
     (*n)++;
     return t;
 }
 
 /* The outgoing port: a send occupies it for α + m/β. */
-static double port_book(struct device *d, double ready, double dur)
+static double port_book(struct device *d, double ready, double dur, int kind, int *queued)
 {
-    return port_book_in(d, d->port, &d->nport, ready, dur);
+    return port_book_in(d, d->port, &d->nport, ready, dur, kind, queued);
 }
 
 static int stream_of(const struct dev_tag *tag)
@@ -200,7 +208,7 @@ struct cluster *cluster_new(const struct cluster_config *cfg, struct error *e)
         struct device *d = &dev[i];
         d->c = c;
         d->rank = i;
-        d->timed = (struct time_msg_scale){1, 1, 0};
+        d->timed = (struct time_msg_scale){1, 1, 0, TIME_MSG_NONE};
         pthread_cond_init(&d->cond, &ca);
         rng_seed(&d->rng, cfg->seed, (uint64_t)i);
         ledger_init(&d->ledger, i, (uint64_t)cfg->spec.hbm_bytes);
@@ -230,6 +238,11 @@ void cluster_reset(struct cluster *c)
     for (int i = 0; i < c->n; i++) {
         struct device *d = &c->dev[i];
         memset(d->clock, 0, sizeof d->clock);
+        memset(d->wait_wire, 0, sizeof d->wait_wire);
+        memset(d->wait_peer, 0, sizeof d->wait_peer);
+        memset(d->stream_kind, 0, sizeof d->stream_kind);
+        memset(d->stream_post, 0, sizeof d->stream_post);
+        d->compute_end = 0;
         d->nport = d->ninport = 0;
         d->nsent = d->seq = 0;
         memset(&d->stats, 0, sizeof d->stats);
@@ -392,6 +405,56 @@ struct dev_stats dev_stats(const struct device *d)
     return d->stats;
 }
 
+/* The part of [a, b) after `from` and before `to`. */
+static double part(double a, double b, double from, double to)
+{
+    double lo = a > from ? a : from, hi = b < to ? b : to;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* Stream st's clock moves on to message m's arrival, if later: stream 0 counts the wait
+ * (dev_waited) as m's kind's, but before its sender posted it as the peer's, and while it
+ * queued for the sender's port as the kind of what held the port. */
+static void raise_to(struct device *d, int st, const struct dev_req *m)
+{
+    double t = m->t_arrival, now = d->clock[st];
+    d->stream_kind[st] = m->kind, d->stream_post[st] = m->t_post;
+    if (t <= now)
+        return;
+    if (st == 0) {
+        double peer = part(now, t, -INFINITY, m->t_post),
+               queue = part(now, t, m->t_post, m->t_start);
+        d->wait_peer[m->kind] += peer;
+        d->wait_wire[m->queue_kind] += queue;
+        d->wait_wire[m->kind] += t - now - peer - queue;
+    }
+    d->clock[st] = t;
+}
+
+/* Stream 0 waits for stream `on`: counted as what that one last carried, the part before it
+ * was posted as the peer's. */
+static void wait_stream(struct device *d, int on)
+{
+    double now = d->clock[0], t = d->clock[on];
+    if (t > now) {
+        double peer = part(now, t, -INFINITY, d->stream_post[on]);
+        d->wait_peer[d->stream_kind[on]] += peer;
+        d->wait_wire[d->stream_kind[on]] += t - now - peer;
+        d->clock[0] = t;
+    }
+}
+
+double dev_compute_end(const struct device *d)
+{
+    return d->compute_end;
+}
+
+void dev_waited(const struct device *d, double wire[TIME_MSGS], double peer[TIME_MSGS])
+{
+    memcpy(wire, d->wait_wire, sizeof d->wait_wire);
+    memcpy(peer, d->wait_peer, sizeof d->wait_peer);
+}
+
 double dev_now(const struct device *d)
 {
     return clock_max(d);
@@ -400,6 +463,9 @@ double dev_now(const struct device *d)
 void dev_join(struct device *d)
 {
     double t = clock_max(d);
+    for (int i = 1; i < DEV_STREAMS; i++)
+        if (d->clock[i] == t)
+            wait_stream(d, i);
     for (int i = 0; i < DEV_STREAMS; i++)
         d->clock[i] = t;
 }
@@ -423,6 +489,7 @@ void dev_compute(struct device *d, double flops, const char *name, int layer, in
     ev.name = name, ev.layer = layer, ev.micro = micro >= 0 ? micro : d->micro, ev.flops = flops;
     dev_emit(d, &ev);
     dev_advance(d, dt);
+    d->compute_end = d->clock[0];
     ev.type = EV_COMPUTE_END;
     ev.t = d->clock[0];
     dev_emit(d, &ev);
@@ -441,6 +508,7 @@ void dev_compute_on(struct device *d, int stream, double flops, const char *name
     ev.name = name, ev.layer = layer, ev.micro = micro >= 0 ? micro : d->micro, ev.flops = flops;
     dev_emit(d, &ev);
     d->clock[st] += dt;
+    d->compute_end = d->clock[st];
     ev.type = EV_COMPUTE_END;
     ev.t = d->clock[st];
     dev_emit(d, &ev);
@@ -455,6 +523,8 @@ void dev_sync(struct device *d, int a, int b)
 {
     if (a < 0 || a >= DEV_STREAMS || b < 0 || b >= DEV_STREAMS)
         return;
+    if (a == 0 || b == 0)
+        wait_stream(d, a ? a : b);
     double t = d->clock[a] > d->clock[b] ? d->clock[a] : d->clock[b];
     d->clock[a] = d->clock[b] = t;
 }
@@ -463,6 +533,8 @@ void dev_stream_wait(struct device *d, int waiter, int on)
 {
     if (waiter < 0 || waiter >= DEV_STREAMS || on < 0 || on >= DEV_STREAMS)
         return;
+    if (waiter == 0)
+        wait_stream(d, on);
     if (d->clock[on] > d->clock[waiter])
         d->clock[waiter] = d->clock[on];
 }
@@ -579,7 +651,12 @@ int dev_isend_key(struct device *d, int peer, int key, const void *buf, size_t b
     req->timed_bytes = (d->timed.each > 0 ? d->timed.each : (double)bytes) * d->timed.bytes;
     req->alphas = d->timed.alphas;
     double cost = link_cost(d, peer, req->timed_bytes, req->alphas);
-    req->t_start = port_book(d, d->clock[stream_of(tag)], cost);
+    req->t_post = d->clock[stream_of(tag)];
+    req->kind = d->timed.kind;
+    d->stream_kind[stream_of(tag)] = d->timed.kind, d->stream_post[stream_of(tag)] = req->t_post;
+    int queued;
+    req->t_start = port_book(d, req->t_post, cost, req->kind, &queued);
+    req->queue_kind = (enum time_msg)queued;
     req->t_arrival = req->t_start + cost;
     req->msg = ((uint64_t)d->rank << 40) | d->nsent++;
     if (tag)
@@ -669,8 +746,7 @@ int dev_wait(struct device *d, struct dev_req *req, struct error *e)
     pthread_mutex_unlock(&c->lock);
 arrived:;
     int st = stream_of(&req->tag);
-    if (req->t_arrival > d->clock[st])
-        d->clock[st] = req->t_arrival;
+    raise_to(d, st, req);
     return 0;
 }
 
@@ -734,8 +810,9 @@ static int take_local(struct device *d, int peer, int key, void *buf, size_t byt
      * later arrival (only this thread books this link: deterministic). */
     double cross = link_bytes_time(d, peer, req->timed_bytes);
     if (cross > 0)
-        req->t_arrival =
-            port_book_in(d, d->inport, &d->ninport, req->t_arrival - cross, cross) + cross;
+        req->t_arrival = port_book_in(d, d->inport, &d->ninport, req->t_arrival - cross, cross,
+                                      req->kind, &(int){0}) +
+                         cross;
     pthread_mutex_unlock(&c->lock);
 
     if (req->bytes == bytes && bytes > 0) {
@@ -764,8 +841,9 @@ static int take_wire(struct device *d, int peer, int key, void *buf, size_t byte
         return rc;
     double cross = link_bytes_time(d, peer, got->timed_bytes);
     if (cross > 0)
-        got->t_arrival =
-            port_book_in(d, d->inport, &d->ninport, got->t_arrival - cross, cross) + cross;
+        got->t_arrival = port_book_in(d, d->inport, &d->ninport, got->t_arrival - cross, cross,
+                                      got->kind, &(int){0}) +
+                         cross;
     if (got->bytes != bytes) /* said by the caller, which stops every process */
         return 0;
     return w->body(w->ctx, got, buf, combine, ctx, e);
@@ -786,8 +864,7 @@ static int recv_match(struct device *d, int peer, int key, void *buf, size_t byt
         return dev_fail(d, e, "expected %zu bytes from GPU %d (step %d) but %zu came", bytes, peer,
                         tag ? tag->step : -1, got.bytes);
     int st = stream_of(tag);
-    if (got.t_arrival > d->clock[st])
-        d->clock[st] = got.t_arrival;
+    raise_to(d, st, &got);
     d->stats.bytes_received += bytes;
     if (combine)
         d->stats.bytes_combined += bytes;

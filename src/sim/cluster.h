@@ -124,9 +124,11 @@ struct dev_req {
     const void *buf;
     size_t bytes;
     int from, to, state;
-    int key; /* dev_isend_key's */
-    double t_start, t_arrival;
-    double timed_bytes, alphas; /* what it is timed as (dev_time_msgs): m, 1 unless scaled */
+    int key;                           /* dev_isend_key's */
+    double t_post, t_start, t_arrival; /* posted at, its bytes leave at, arrive at */
+    enum time_msg kind;                /* what it carries, its sender's dev_time_msgs */
+    enum time_msg queue_kind;          /* what held the sender's port while it queued */
+    double timed_bytes, alphas;        /* what it is timed as (dev_time_msgs): m, 1 unless scaled */
     uint64_t msg;
     struct dev_tag tag;
     int slot; /* a wire's: where it keeps the send in flight */
@@ -197,6 +199,16 @@ double dev_stream_now(const struct device *d, int stream);
  * time_msg_scale: each stands for s.alphas messages of s.bytes times its bytes); returns the
  * scale before, for the caller to put back. {1, 1} until set. */
 struct time_msg_scale dev_time_msgs(struct device *d, struct time_msg_scale s);
+
+/* The time the device's compute stream (stream 0) has waited since the run began, by the kind
+ * of message it waited for (sim/spec.h's enum time_msg, its sender's dev_time_msgs): wire[k]
+ * for a message of kind k its sender had posted (its transfer), or that waited for the
+ * sender's port while a message of kind k held it, or for another stream that last carried
+ * kind k; peer[k] for a message of kind k not posted yet (its sender still busy: a pipeline's
+ * bubble). The rest of the stream's time is its compute, and what dev_advance adds. */
+void dev_waited(const struct device *d, double wire[TIME_MSGS], double peer[TIME_MSGS]);
+/* When the device's latest compute ended (0 before any). */
+double dev_compute_end(const struct device *d);
 
 /* The device starts step `step` (of a collective or of training): 0, or ERR_RUN if the run
  * was aborted or this is the injected failure (--fail GPU@STEP). */

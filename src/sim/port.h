@@ -7,6 +7,7 @@
 
 struct port_busy {
     double t0, t1; /* booked for [t0, t1) */
+    int kind;      /* what the booking carries (the simulator's sim/spec.h enum time_msg) */
 };
 
 /* Among n booked intervals sorted by time, the earliest t >= ready with [t, t + dur) free (a

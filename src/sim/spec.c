@@ -63,6 +63,8 @@ double time_flops(const struct time_scale *t, enum time_op op, double flops)
 struct time_msg_scale time_msg(const struct time_scale *t, int stage, enum time_msg k)
 {
     if (!t->as[0] || stage < 0 || stage >= TIME_STAGES || k < 0 || k >= TIME_MSGS)
-        return (struct time_msg_scale){1, 1, 0};
-    return t->msg[stage][k];
+        return (struct time_msg_scale){1, 1, 0, k >= 0 && k < TIME_MSGS ? k : TIME_MSG_NONE};
+    struct time_msg_scale s = t->msg[stage][k];
+    s.kind = k;
+    return s;
 }

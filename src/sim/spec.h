@@ -19,6 +19,7 @@ enum time_op {
     TIME_OPS
 };
 enum time_msg {
+    TIME_MSG_NONE,       /* none said: timed as sent (the agreement's scalars) */
     TIME_MSG_PARAMS,     /* gradients and weights of data parallelism (buckets, ZeRO units) */
     TIME_MSG_LAYER_ROWS, /* tensor parallelism's b s h sums and gathers inside a layer */
     TIME_MSG_END_ROWS,   /* the same at the ends (the embedding's lookup, the head's input) */
@@ -34,6 +35,8 @@ struct time_msg_scale {
      * collective whose chunks the run cuts unevenly, timed as the even chunks a framework's
      * ring cuts (par/dp.c) */
     double each;
+    enum time_msg kind; /* what the messages carry (TIME_MSG_NONE unless said): the kind a
+                         * device's waits for them are counted as (dev_waited) */
 };
 #define TIME_STAGES 16
 struct time_scale {

@@ -217,4 +217,30 @@ for bad in "--cp-naive|--cp-naive splits a sequence" "--prefetch 0|it goes with 
     check_contains "$err" "${bad#*|}" "... saying what it goes with"
 done
 
+# The step time as plan computes it, term by term (issue 32): the terms add up to the step; the
+# compute is 6 Ψ T + 12 L h s T over the GPUs at the preset's peak x 0.5 (Kaplan's 6 per
+# parameter and token, PaLM's attention; plan's efficiency), T the global batch's tokens
+# dp x micro-batch x micro-batches x s; and it is the step train --time-as puts beside a run of
+# that layout. Tolerance 2e-9: the JSON's 10 significant digits, twice.
+peak=$(sed -n 's/^peak_flops *= *//p' "$srcdir/assets/clusters/h100-80gb.ini")
+key() { sed -n "s/^$1 *= *//p" "$srcdir/assets/models/synthetic-7b.ini"; }
+L=$(key layers) h=$(key d_model) s=$(key seq)
+run memory --model synthetic-7b --dp 4 --tp 2 --zero 3 --micro-batch 2 --json
+check_json "abs(sum(d['step_time'][k] for k in ('compute_s', 'bubble_s', 'imbalance_s', 'dp_exposed_s', 'tp_exposed_s', 'pp_exposed_s', 'cp_exposed_s', 'ep_exposed_s')) / d['step_time']['step_time_s'] - 1) < 2e-9" \
+    "memory's step time: its terms add up to the step"
+check_json "abs(d['step_time']['compute_s'] / ((6 * d['params'] + 12 * $L * $h * $s) * 8 * $s / (8 * $peak * 0.5)) - 1) < 2e-9" \
+    "memory's compute: (6 Ψ T + 12 L h s T) / (GPUs x peak x 0.5), T = 8 x s"
+mem=$out
+run memory --model synthetic-7b --dp 4 --tp 2 --zero 3 --micro-batch 2
+check_contains "$out" "step time, as plan computes it" "memory prints the step time with its terms"
+check_contains "$out" "exposed tp" "... each a named line"
+layers=$L
+sed "s/^name = tiny/name = tiny-deep/; s/^layers = .*/layers = $layers/" \
+    "$srcdir/assets/models/tiny.ini" >"$T_TMP/deep.ini"
+run train --model "$T_TMP/deep.ini" --batch 8 --precision bf16 --steps 1 --tp 2 --dp 4 --zero 3 \
+    --time-as synthetic-7b --json --summary
+out=$(printf '{"m": %s, "t": %s}' "$mem" "$(printf '%s' "$out" | tail -1)")
+check_json "abs(d['m']['step_time']['step_time_s'] / d['t']['summary']['timed_as']['predicted']['step_time_s'] - 1) < 2e-9" \
+    "memory's step time is the calculator's that train --time-as shows for the layout"
+
 done_testing

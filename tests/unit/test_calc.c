@@ -785,6 +785,94 @@ END_TEST
 
 /* ------------------------------------------------------------------ communication */
 
+/* Context and expert parallelism's exposed time (calc/traffic.c), by hand from the presets and
+ * the α-β link (nothing hides either: the ring's sends wait for their blocks, the experts'
+ * all-to-alls are on the path). Ring attention, synthetic-7b at 32768 tokens, cp 4 x tp 2 on
+ * one node: each layer's forward sends K and V C - 1 times, the backward K and V and their
+ * gradients (3 (C - 1) sends of 2 blocks per layer, a full recompute's forward 4); a block is
+ * b s kv_heads hd / (tp C) elements of 2 bytes, a send of two of them α + 2 block / β.
+ * Experts, mixtral-8x7b at 4096 tokens with capacity factor 1 on ep 8: each expert layer's
+ * dispatch and combine, forward and backward (4, a full recompute's 6), a pairwise all-to-all
+ * of X = E cap d p bytes per GPU, cap = ceil(C k n / E): P - 1 steps of α + X / P / β. */
+START_TEST(traffic_cp_ep_by_hand)
+{
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    double a = cl.alpha_intra, b = cl.beta_intra;
+    struct model_shape m = load_model("synthetic-7b");
+    struct memory_config c = config_7b(&m);
+    c.cp = 4, c.tp = 2, c.seq = 32768, c.sp = true, c.ckpt = (struct ckpt_policy){CKPT_NONE, 0};
+    struct memory_result r;
+    ck_assert_int_eq(memory_compute(&c, &r, NULL), 0);
+    struct traffic t;
+    double block = 1.0 * 32768 * 32 * 128 / (2 * 4) * 2, send = a + 2 * block / b;
+    for (int full = 0; full < 2; full++) {
+        c.ckpt = (struct ckpt_policy){full ? CKPT_FULL : CKPT_NONE, full};
+        ck_assert_int_eq(traffic_compute(&c, &cl, 0, r.params_gpu, 32, 0, 0, &t, NULL), 0);
+        double want = (4 - 1) * (3 + full) * 32 * send;
+        ck_assert_msg(fabs(t.cp.exposed - want) <= 1e-12 * want, "cp: %.9g s, by hand %.9g",
+                      t.cp.exposed, want);
+    }
+    struct model_shape x = load_model("mixtral-8x7b");
+    x.capacity_factor = 1;
+    c = config_7b(&x);
+    c.dp = 8, c.ep = 8, c.seq = 4096, c.ckpt = (struct ckpt_policy){CKPT_NONE, 0};
+    ck_assert_int_eq(memory_compute(&c, &r, NULL), 0);
+    double n = 4096, cap = ceil(1.0 * 2 * n / 8), X = 8 * cap * 4096 * 2;
+    double a2a = (8 - 1) * (a + X / 8 / b);
+    for (int full = 0; full < 2; full++) {
+        c.ckpt = (struct ckpt_policy){full ? CKPT_FULL : CKPT_NONE, full};
+        ck_assert_int_eq(traffic_compute(&c, &cl, 0, r.params_gpu, 32, 0, 0, &t, NULL), 0);
+        double want = (4 + 2 * full) * 32 * a2a;
+        ck_assert_msg(fabs(t.ep.exposed - want) <= 1e-12 * want, "ep: %.9g s, by hand %.9g",
+                      t.ep.exposed, want);
+    }
+}
+END_TEST
+
+/* The data-parallel traffic hidden behind compute holds the port tensor parallelism's sums
+ * wait for (calc/traffic.c): under sequence parallelism all of it, up to the sums' time, as a
+ * layer's pass opens with a gather; without, only what a layer's share (DDP: all of it in the
+ * backward pass) exceeds the MLP's backward matmuls by, which run first. By hand for
+ * synthetic-7b (h 4096, F 12544, s 2048): a layer's attention forward is 2 (4 h^2 + h) + 4 s h
+ * FLOPs per token, its MLP's 2 (3 h F + h), the backward's twice; a micro-batch's forward pass
+ * takes fwd seconds over 32 layers. Once the backward pass (2 fwd) is as long as the
+ * all-reduce, DDP exposes a constant part of it (the last gradients' reduction), read off a
+ * run whose matmuls hide the rest: the rest is what is hidden. */
+START_TEST(traffic_port_shared)
+{
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    struct model_shape m = load_model("synthetic-7b");
+    struct memory_config c = config_7b(&m);
+    c.dp = 4, c.tp = 2, c.zero = 0, c.micro_batch = 2, c.ckpt = (struct ckpt_policy){CKPT_NONE, 0};
+    struct memory_result r;
+    ck_assert_int_eq(memory_compute(&c, &r, NULL), 0);
+    double h = 4096, F = 12544, s = 2048, L = 32;
+    double attn = 2 * (4 * h * h + h) + 4 * s * h, ffn = 2 * (3 * h * F + h);
+    struct traffic ts, tn;
+    ck_assert_int_eq(traffic_compute(&c, &cl, 0, r.params_gpu, 32, 100, 200, &tn, NULL), 0);
+    double own = tn.dp.exposed, hidden = tn.dp.time_s - own; /* 100 s hide it all */
+    int seen_between = 0, seen = 0;
+    for (double fwd = tn.dp.time_s / 2; fwd < 0.5; fwd *= 1.02, seen++) {
+        c.sp = true;
+        ck_assert_int_eq(traffic_compute(&c, &cl, 0, r.params_gpu, 32, fwd, 2 * fwd, &ts, NULL), 0);
+        double want = own + fmin(hidden, ts.tp.time_s);
+        ck_assert_msg(fabs(ts.dp.exposed - want) <= 1e-12 * want,
+                      "sp, fwd %g: dp exposed %.9g, by hand %.9g", fwd, ts.dp.exposed, want);
+        c.sp = false;
+        ck_assert_int_eq(traffic_compute(&c, &cl, 0, r.params_gpu, 32, fwd, 2 * fwd, &tn, NULL), 0);
+        double gap = fwd / L * 2 * ffn / (attn + ffn), past = L * fmax(hidden / L - gap, 0);
+        want = own + fmin(fmin(hidden, tn.tp.time_s), past);
+        ck_assert_msg(fabs(tn.dp.exposed - want) <= 1e-12 * want,
+                      "fwd %g: dp exposed %.9g, by hand %.9g", fwd, tn.dp.exposed, want);
+        seen_between += past > 0 && past < fmin(hidden, tn.tp.time_s);
+    }
+    ck_assert_int_gt(seen_between, 0); /* the formula's middle, not only its ends */
+    ck_assert_int_gt(seen - seen_between, 0);
+}
+END_TEST
+
 START_TEST(traffic_volumes)
 {
     struct cluster_spec cl;
@@ -992,6 +1080,8 @@ int main(void)
     tc = tcase_create("plan");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, traffic_volumes);
+    tcase_add_test(tc, traffic_port_shared);
+    tcase_add_test(tc, traffic_cp_ep_by_hand);
     tcase_add_test(tc, plan_7b_on_one_node);
     tcase_add_test(tc, plan_ops_add_up);
     tcase_add_test(tc, plan_slowest_stage);

@@ -234,12 +234,12 @@ static int timed(struct device *d, void *arg, struct error *e)
                    : error_set(e, ERR_RUN, "GPU %d at %g, not %g", r, dev_now(d), want);
     }
     struct dev_req a, b;
-    struct time_msg_scale was = dev_time_msgs(d, (struct time_msg_scale){10, 3, 0});
+    struct time_msg_scale was = dev_time_msgs(d, (struct time_msg_scale){10, 3, 0, TIME_MSG_NONE});
     if (was.bytes != 1 || was.alphas != 1 || was.each != 0)
         return error_set(e, ERR_RUN, "a device's messages are timed as sent until told");
     if (dev_isend(d, 1, buf[0], 1000, &t, &a, e))
         return ERR_RUN;
-    dev_time_msgs(d, (struct time_msg_scale){10, 1, 500});
+    dev_time_msgs(d, (struct time_msg_scale){10, 1, 500, TIME_MSG_NONE});
     if (dev_isend(d, 2, buf[0], 1000, &t, &b, e) || dev_wait(d, &a, e) || dev_wait(d, &b, e))
         return ERR_RUN;
     dev_time_msgs(d, was);
