@@ -346,3 +346,12 @@ double activ_recompute_flops(const struct model_shape *m, const struct activ_con
     default: return n * layer_forward_flops;
     }
 }
+
+double activ_wgrad_bytes(const struct model_shape *m, const struct activ_config *c)
+{
+    double sb = (double)c->micro_batch * c->seq / (c->cp > 1 ? c->cp : 1), h = m->d_model;
+    double t = c->tp > 1 ? c->tp : 1, kv = (double)m->kv_heads / m->heads * h;
+    double norms = c->sp && t > 1 ? sb / t : sb, f = m->ffn_kind == FFN_SWIGLU ? 3 : 2;
+    return c->bytes *
+           (2 * norms * h + 2 * sb * h + sb * (2 * h + 2 * kv) / t + f * sb * m->ffn / t);
+}

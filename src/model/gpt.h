@@ -318,6 +318,8 @@ struct gpt_part {
     bool cp_naive;  /* cp: chunk cprank of cp, not chunks cprank and 2 cp - 1 - cprank */
     bool flash;     /* cp 1: the blockwise attention of cp > 1, on one block */
     int ep, eprank; /* ep 0 or 1: no expert parallelism (every expert on this GPU) */
+    int wslots;     /* B and W apart: micro-batches kept for their weight gradients at once (0:
+                       the backward pass is fused; gpt_part_backward_input) */
 };
 
 /* Expert parallelism (GShard, Lepikhin et al. 2020; Megatron-LM's expert model parallelism):
@@ -411,6 +413,25 @@ void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int
                        float loss_scale, const void *dout, void *din, bool accumulate,
                        const struct gpt_inject *inj);
 
+/* The backward pass in two, as a zero-bubble pipeline runs it (Qi et al. 2024, "Zero Bubble
+ * Pipeline Parallelism", §2: B, the input's gradient, is on the critical path between stages;
+ * W, the weights', is not and may run later). gpt_part_backward_input is gpt_part_backward but
+ * for each layer's seven matmul weight gradients: it keeps their operands (the matmuls' inputs
+ * and their outputs' gradients, W_COUNT tensors a layer, gpt_act_sizes' wgrads bytes) in weight
+ * slot `wslot` < part.wslots and writes `din` as the fused pass does; the norms' and the ends'
+ * weight gradients (a vector over the rows, the embedding's rows, the head's share of the tied
+ * embedding) come with it, as the input's gradient runs through them anyway.
+ * gpt_part_backward_weights then computes the layers' weight gradients from that slot, adding to
+ * the buffer's when `accumulate`. B then W, micro-batch by micro-batch in the same order, gives
+ * the fused pass's gradients bit for bit. The kept bytes are charged as activations when B
+ * begins, all layers' at once, and released layer by layer as W uses them. A layer's gradients
+ * are complete after W: the GRADS hooks (the ends' too, in the fused order) fire in W. Needs
+ * part.wslots > 0, so a model without experts. */
+void gpt_part_backward_input(struct gpt *g, int slot, int wslot, const int32_t *tokens,
+                             const int32_t *targets, float loss_scale, const void *dout, void *din,
+                             bool accumulate, const struct gpt_inject *inj);
+void gpt_part_backward_weights(struct gpt *g, int wslot, bool accumulate);
+
 /* The forward pass only (the loss). */
 double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
                    const struct gpt_inject *inj);
@@ -446,9 +467,10 @@ size_t gpt_mem_bytes(const struct gpt *g, enum gpt_mem kind);
 /* Activation bytes charged now (0 between steps). */
 size_t gpt_act_live(const struct gpt *g);
 /* Bytes of one layer's full list of kept tensors, of its input alone, of the attention core
- * (the probabilities), and of the ends (final norm input, its rstd and output, fp32 probs). */
+ * (the probabilities), of the ends (final norm input, its rstd and output, fp32 probs), and
+ * what a layer's B keeps for its W (gpt_part_backward_input). */
 struct gpt_act_sizes {
-    size_t layer, input, core, ends;
+    size_t layer, input, core, ends, wgrads;
 };
 struct gpt_act_sizes gpt_act_sizes(const struct gpt *g);
 /* Matmul FLOPs of one step: forward, backward, and recomputation for checkpointing. */
