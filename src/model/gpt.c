@@ -904,11 +904,17 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
      * pass under sequence parallelism before each gather of a norm's output again as well */
     bool tpp = p->tp > 1, sp = tpp && p->sp;
     long fwd_parts = tpp ? 2 : 1, bwd_parts = sp ? 4 : tpp ? 2 : 1;
+    /* B and W apart: B gathers no norm output again; W charges its matmuls in one part, or
+     * before each of those gathers and at its end; B books W's tensors, W frees each layer's */
+    bool split = p->wslots > 0;
+    if (split)
+        bwd_parts = (tpp ? 2 : 1) + (sp ? 3 : 1);
     n.compute = (fwd_parts + bwd_parts) * L + 2 * ends + (seg ? fwd_parts * L : selective ? L : 0);
     /* the forward keeps each layer's list (segmented: each segment's input), then the ends;
      * the backward frees the ends, brings back what is recomputed (each layer when
      * segmented or selective) and frees each layer's list */
-    n.charge = (seg ? (L + seg - 1) / seg : L) + 2 * ends + (again ? L : 0) + L;
+    n.charge =
+        (seg ? (L + seg - 1) / seg : L) + 2 * ends + (again ? L : 0) + L + (split ? 1 + L : 0);
     /* a layer's forward sums its two row-parallel outputs, its backward the two norms' input
      * gradients; the ends sum the lookup, and the head's input gradient and the
      * cross-entropy's three row statistics; a segment's layers run their forward again.

@@ -248,11 +248,11 @@ size_t gpt_estimate_part_bytes(const struct gpt_config *c, int batch, enum fp_fo
                                const struct ckpt_policy *ckpt, const struct gpt_part *part,
                                struct error *e);
 
-/* Calls one micro-batch's forward and backward pass through a part (NULL: the whole model)
- * makes to the seam, from the shape alone: its compute and charge hooks, and the
- * communication the part asks of its strategies (tensor parallelism's reductions by kind,
- * context parallelism's ring steps, expert parallelism's all-to-alls). With GPT_BUFFERS,
- * what a trace of a run holds is known before it starts (par/strategy.h). */
+/* Calls one micro-batch's forward and backward pass through a part (NULL: the whole model;
+ * its B and W apart when part->wslots > 0) makes to the seam, from the shape alone: its compute and
+ * charge hooks, and the communication the part asks of its strategies (tensor parallelism's
+ * reductions by kind, context parallelism's ring steps, expert parallelism's all-to-alls). With
+ * GPT_BUFFERS, what a trace of a run holds is known before it starts (par/strategy.h). */
 struct gpt_calls {
     long compute, charge;
     long tp_sum;   /* GPT_TP_SUM, GPT_TP_SUM_FP32 and GPT_TP_MAX_FP32: all-reduces */

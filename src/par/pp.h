@@ -1,7 +1,7 @@
 /* Pipeline parallelism, one GPU's part: it runs its stage's forward and backward passes,
  * micro-batch by micro-batch, in the order of the schedule that `scalelab pipeline` draws
- * (calc/sched.h: GPipe or 1F1B), receiving each micro-batch's activations from the stage
- * before and its activations' gradients from the stage after by point-to-point sends.
+ * (calc/sched.h: GPipe, 1F1B, interleaved or ZB-H1), receiving each micro-batch's activations from
+ * the stage before and its activations' gradients from the stage after by point-to-point sends.
  *
  * A forward operation waits for its input (the first stage reads the tokens), runs the
  * stage's layers keeping what the backward pass needs in the micro-batch's slot (model/gpt.h's

@@ -2,7 +2,8 @@
  * gpt_part_backward_weights, what zero-bubble pipelines run): B then W gives the fused pass's
  * gradients and input gradients bit for bit, for the whole model and for pipeline parts, every
  * checkpoint policy, fp32 and bf16, W right after B or after every B; what B keeps for W is
- * charged as activations and the calculator's count of it (calc/activ.h). */
+ * charged as activations and the calculator's count of it (calc/activ.h); and ZB-H1's schedule
+ * (calc/sched.h) against the paper: its bubble, its memory, its order. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "base/rng.h"
 #include "calc/activ.h"
 #include "calc/preset.h"
+#include "calc/sched.h"
 #include "harness.h"
 #include "model/gpt.h"
 #include "num/fp.h"
@@ -21,18 +23,26 @@
 static const struct gpt_config shape = {
     .vocab = 64, .d = 32, .layers = 4, .heads = 4, .ffn = 48, .seq = 16};
 
-/* A seam that counts the charged activation bytes alive. */
+/* A seam that counts the charged activation bytes alive, and the charge and compute calls. */
 struct live {
     long long now, peak;
+    long charges, computes;
 };
 
 static void live_charge(void *ctx, enum gpt_mem kind, long long delta)
 {
     struct live *l = ctx;
+    l->charges++;
     if (kind != GPT_MEM_ACTIVATIONS)
         return;
     l->now += delta;
     l->peak = l->now > l->peak ? l->now : l->peak;
+}
+
+static void live_compute(void *ctx, double flops, const char *what, int layer)
+{
+    (void)flops, (void)what, (void)layer;
+    ((struct live *)ctx)->computes++;
 }
 
 /* One pipeline of parts (first..last layers of each), fused or split. */
@@ -41,18 +51,20 @@ struct pipe {
     struct gpt *g[2];
     struct gpt_part part[2];
     struct live live[2];
+    struct ckpt_policy pol;
 };
 
 static void pipe_new(struct pipe *p, const struct gpt_part *parts, int nparts, int M, bool split,
                      enum fp_format fmt, const struct ckpt_policy *pol, int mb, const float *whole)
 {
     memset(p, 0, sizeof *p);
-    p->nparts = nparts, p->M = M;
+    p->nparts = nparts, p->M = M, p->pol = *pol;
     for (int i = 0; i < nparts; i++) {
         p->part[i] = parts[i];
         p->part[i].slots = M;
         p->part[i].wslots = split ? M : 0;
-        struct gpt_alloc seam = {.charge = live_charge, .ctx = &p->live[i]};
+        struct gpt_alloc seam = {
+            .charge = live_charge, .compute = live_compute, .ctx = &p->live[i]};
         ck_assert_int_eq(gpt_new_part(&p->g[i], &shape, mb, fmt, pol, &seam, &p->part[i], NULL), 0);
         float *mine = malloc(gpt_nparams(p->g[i]) * sizeof *mine);
         ck_assert_ptr_nonnull(mine);
@@ -105,8 +117,12 @@ static void pipe_step(struct pipe *p, bool split, bool w_late, const int32_t *to
         for (int i = P - 1; i >= 0; i--)
             gpt_part_backward_weights(p->g[i], m, m > 0);
     }
-    for (int i = 0; i < P; i++)
+    for (int i = 0; i < P; i++) { /* and the seam saw the calls the shape says */
         ck_assert_int_eq(p->live[i].now, 0);
+        struct gpt_calls want = gpt_step_calls(&shape, &p->pol, &p->part[i]);
+        ck_assert_int_eq(p->live[i].charges, M * want.charge);
+        ck_assert_int_eq(p->live[i].computes, M * want.compute);
+    }
 }
 
 START_TEST(split_backward_is_bit_identical)
@@ -225,6 +241,51 @@ START_TEST(split_with_experts_is_refused)
 }
 END_TEST
 
+/* ZB-H1 (Qi et al. 2024, §3.1) as built: each stage runs every micro-batch's F, B and W once,
+ * each W after its B and in order; between F and B it holds what 1F1B holds, p - s; between B
+ * and W at most s + 1 (s W's deferred, and one the moment its B ends); and its idle time is
+ * (p - 1)(F + B - W) slots a stage, against 1F1B's (p - 1)(F + B + W): a third, F = B = W. */
+START_TEST(zbh1_is_the_papers)
+{
+    for (int p = 1; p <= 8; p++)
+        for (int m = p; m <= 3 * p; m++) {
+            struct sched zb, ob;
+            ck_assert_int_eq(sched_build(SCHED_ZBH1, p, m, 1, &zb, NULL), 0);
+            ck_assert_int_eq(sched_build(SCHED_1F1B, p, m, 1, &ob, NULL), 0);
+            ck_assert_int_eq(zb.makespan - (int)zb.busy, p - 1);
+            ck_assert_int_eq(ob.makespan - (int)ob.busy, 3 * (p - 1));
+            ck_assert_double_eq_tol(zb.bubble_over_ideal,
+                                    sched_formula_over_ideal(SCHED_ZBH1, p, m, 1), 1e-12);
+            ck_assert_double_eq_tol(zb.bubble_over_wall,
+                                    sched_formula_over_wall(SCHED_ZBH1, p, m, 1), 1e-12);
+            ck_assert_double_eq_tol(3 * sched_formula_over_ideal(SCHED_ZBH1, p, m, 1),
+                                    sched_formula_over_ideal(SCHED_1F1B, p, m, 1), 1e-12);
+            for (int s = 0; s < p; s++) {
+                ck_assert_int_eq(zb.count[s], 3 * m);
+                ck_assert_int_eq(zb.peak_chunks[s], ob.peak_chunks[s]);
+                ck_assert_int_eq(sched_wslots(&zb, s, 0), s + 1 < m ? s + 1 : m);
+                ck_assert_int_eq(sched_wslots(&ob, s, 0), 0);
+                int next[SCHED_OP_KINDS] = {0};
+                for (int i = 0; i < zb.count[s]; i++) {
+                    const struct sched_op *op = &zb.ops[s][i];
+                    ck_assert_int_eq(op->micro, next[op->kind]++); /* each kind in order */
+                    if (op->kind == SCHED_OP_W)                    /* after its B */
+                        ck_assert_int_gt(next[SCHED_OP_B], op->micro);
+                    ck_assert_int_eq(op->duration, 1);
+                }
+            }
+            sched_free(&zb);
+            sched_free(&ob);
+        }
+    struct error e = {0};
+    ck_assert_int_eq(sched_check(SCHED_ZBH1, 4, 8, 2, &e), ERR_INVAL); /* no chunks */
+    enum calc_schedule k;
+    ck_assert_int_eq(sched_parse("zb-h1", &k, NULL), 0);
+    ck_assert_int_eq(k, SCHED_ZBH1);
+    ck_assert_str_eq(sched_name(k), "zb-h1");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("zb");
@@ -233,6 +294,7 @@ int main(void)
     tcase_add_test(tc, split_backward_is_bit_identical);
     tcase_add_test(tc, kept_for_w_is_the_calculators);
     tcase_add_test(tc, split_with_experts_is_refused);
+    tcase_add_test(tc, zbh1_is_the_papers);
     suite_add_tcase(s, tc);
     return harness_run_threadless(s);
 }
