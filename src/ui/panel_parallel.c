@@ -325,7 +325,7 @@ static void par_draw(const void *state, struct ui_canvas *c)
         if (y < h) { /* what the letters are, and the scale */
             char legend[64], says[96], slots[32];
             snprintf(slots, sizeof slots, "%.3g slot%s", per, per == 1 ? "" : "s");
-            gantt_legend(legend, sizeof legend, s->m, v, w < 60);
+            gantt_legend(legend, sizeof legend, s->m, v, sched_splits(s->sched), w < 60);
             gantt_scale_text(says, sizeof says, g, slots, w - 3, w < 60);
             int x = canvas_printf(c, y, 0, ROLE_DIM, "%s; %d slots", legend, sc->makespan);
             if (x + 2 + layout_text_width(says) <= w)

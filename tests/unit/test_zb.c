@@ -18,6 +18,7 @@
 #include "harness.h"
 #include "model/gpt.h"
 #include "num/fp.h"
+#include "ui/gantt.h"
 
 /* A shape with every kind of tensor and uneven widths: d 32, 4 heads, F 48 (not 4d). */
 static const struct gpt_config shape = {
@@ -283,6 +284,14 @@ START_TEST(zbh1_is_the_papers)
     ck_assert_int_eq(sched_parse("zb-h1", &k, NULL), 0);
     ck_assert_int_eq(k, SCHED_ZBH1);
     ck_assert_str_eq(sched_name(k), "zb-h1");
+    /* the window's chart: W its own letter, named in the legend beside B */
+    char buf[96];
+    ck_assert_int_eq(gantt_char(SCHED_OP_W, 3, 0, 8, 1), 'W');
+    ck_assert_int_eq(gantt_char(SCHED_OP_B, 3, 0, 8, 1), 'd');
+    ck_assert_str_eq(gantt_legend(buf, sizeof buf, 8, 1, true, 0), "0-7 forward, a-h B, W weights");
+    ck_assert_str_eq(gantt_legend(buf, sizeof buf, 16, 1, true, 0),
+                     "F forward, B input grad, W weights");
+    ck_assert_str_eq(gantt_legend(buf, sizeof buf, 8, 1, false, 0), "0-7 forward, a-h backward");
 }
 END_TEST
 
