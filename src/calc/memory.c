@@ -293,11 +293,11 @@ static void stage_fill_chunks(const struct memory_config *c, const struct params
 }
 
 /* zb-h1 (calc/sched.h): the most stage s's activations reach, walking its operations as
- * model/gpt.h charges them: a forward adds its saved bytes; a B books what W needs (wset) as
- * it begins, peaks at its own peak over the rest, and leaves wset for its saved bytes; a W
- * releases wset. */
+ * model/gpt.h charges them: a forward adds its saved bytes; a B peaks at bpeak over the rest
+ * (calc/activ.h's activ_split_peak: each layer's W tensors booked as its backward begins) and
+ * leaves wset for its saved bytes; a W releases wset. */
 static double zb_activations(const struct memory_config *c, int s, const struct activ_total *a,
-                             double wset, int *w_held)
+                             double bpeak, double wset, int *w_held)
 {
     struct sched sc;
     double held = 0, most = 0;
@@ -310,7 +310,7 @@ static double zb_activations(const struct memory_config *c, int s, const struct 
             most = fmax(most, held + a->saved);
             held += a->saved;
         } else if (k == SCHED_OP_B) {
-            most = fmax(most, held - a->saved + wset + a->peak);
+            most = fmax(most, held - a->saved + bpeak);
             held += wset - a->saved;
         } else
             held -= wset;
@@ -340,7 +340,8 @@ static void stage_fill(const struct memory_config *c, const struct params_breakd
     out->activations = (out->in_flight - 1) * out->act.saved + out->act.peak;
     if (sched_splits(c->schedule) && c->pp > 1) {
         out->wset = count * activ_wgrad_bytes(m, &ac);
-        out->activations = zb_activations(c, s, &out->act, out->wset, &out->w_held);
+        double bpeak = activ_split_peak(m, &ac, &c->ckpt, count, out->act.saved);
+        out->activations = zb_activations(c, s, &out->act, bpeak, out->wset, &out->w_held);
     }
     out->comm = memory_comm(c, pb, psi, count, s == 0, s == c->pp - 1) + memory_cp_buffers(c) +
                 memory_ep_buffers(c);

@@ -905,7 +905,8 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
     bool tpp = p->tp > 1, sp = tpp && p->sp;
     long fwd_parts = tpp ? 2 : 1, bwd_parts = sp ? 4 : tpp ? 2 : 1;
     /* B and W apart: B gathers no norm output again; W charges its matmuls in one part, or
-     * before each of those gathers and at its end; B books W's tensors, W frees each layer's */
+     * before each of those gathers and at its end; B books each layer's W tensors, W frees
+     * them */
     bool split = p->wslots > 0;
     if (split)
         bwd_parts = (tpp ? 2 : 1) + (sp ? 3 : 1);
@@ -914,7 +915,7 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
      * the backward frees the ends, brings back what is recomputed (each layer when
      * segmented or selective) and frees each layer's list */
     n.charge =
-        (seg ? (L + seg - 1) / seg : L) + 2 * ends + (again ? L : 0) + L + (split ? 1 + L : 0);
+        (seg ? (L + seg - 1) / seg : L) + 2 * ends + (again ? L : 0) + L + (split ? 2 * L : 0);
     /* a layer's forward sums its two row-parallel outputs, its backward the two norms' input
      * gradients; the ends sum the lookup, and the head's input gradient and the
      * cross-entropy's three row statistics; a segment's layers run their forward again.

@@ -423,10 +423,10 @@ void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int
  * embedding) come with it, as the input's gradient runs through them anyway.
  * gpt_part_backward_weights then computes the layers' weight gradients from that slot, adding to
  * the buffer's when `accumulate`. B then W, micro-batch by micro-batch in the same order, gives
- * the fused pass's gradients bit for bit. The kept bytes are charged as activations when B
- * begins, all layers' at once, and released layer by layer as W uses them. A layer's gradients
- * are complete after W: the GRADS hooks (the ends' too, in the fused order) fire in W. Needs
- * part.wslots > 0, so a model without experts. */
+ * the fused pass's gradients bit for bit. A layer's kept bytes are charged as activations as
+ * its B begins (before its own kept tensors are released) and released as W uses them. A layer's
+ * gradients are complete after W: the GRADS hooks (the ends' too, in the fused order) fire in W.
+ * Needs part.wslots > 0, so a model without experts. */
 void gpt_part_backward_input(struct gpt *g, int slot, int wslot, const int32_t *tokens,
                              const int32_t *targets, float loss_scale, const void *dout, void *din,
                              bool accumulate, const struct gpt_inject *inj);

@@ -745,6 +745,8 @@ static void layer_backward_at(struct gpt *g, int l, int slot)
 {
     (void)slot;
     g->wkeep = g->wslot >= 0 ? wset_at(g, g->wslot, l) : NULL;
+    if (g->wkeep) /* what W needs of this layer, booked before B writes it */
+        charge(g, (long long)g->wset_bytes);
     work_begin(g, "backward", l);
     layer_backward(g, l, g->s.dres);
     work_end(g);
@@ -954,8 +956,6 @@ void gpt_part_backward_input(struct gpt *g, int slot, int wslot, const int32_t *
                              bool accumulate, const struct gpt_inject *inj)
 {
     g->wslot = wslot;
-    /* what W needs, booked whole as B begins (a layer's set fills as its backward runs) */
-    charge(g, (long long)((size_t)g->part.count * g->wset_bytes));
     part_backward(g, slot, tokens, targets, loss_scale, dout, din, accumulate, inj);
     g->wslot = -1;
 }

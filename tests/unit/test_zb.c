@@ -227,6 +227,64 @@ START_TEST(kept_for_w_is_the_calculators)
 }
 END_TEST
 
+/* One micro-batch's F, B and W through each part peak where the calculator says (calc/activ.h's
+ * activ_split_peak over the policy's saved bytes): each layer's W tensors booked as its B
+ * begins, its list freed after. */
+START_TEST(split_peak_is_the_calculators)
+{
+    const char *pols[] = {"none", "full", "every:2", "selective", "sqrt"};
+    const struct gpt_part two[2] = {{.first = 0, .count = 2, .embed = true, .tp = 1},
+                                    {.first = 2, .count = 2, .head = true, .tp = 1}};
+    const struct gpt_part whole[1] = {{.count = 4, .embed = true, .head = true, .tp = 1}};
+    struct model_shape m = {.vocab = 64,
+                            .d_model = 32,
+                            .layers = 4,
+                            .heads = 4,
+                            .kv_heads = 4,
+                            .ffn = 48,
+                            .seq = 16,
+                            .ffn_kind = FFN_SWIGLU,
+                            .tied = true};
+    int mb = 2, T = shape.seq;
+    size_t mt = (size_t)mb * T, rows = mt * (size_t)shape.d, n = gpt_param_count(&shape);
+    float *params = malloc(n * sizeof *params), *act = calloc(2 * rows, 4),
+          *din = calloc(2 * rows, 4);
+    int32_t *tok = malloc(mt * 4), *tgt = malloc(mt * 4);
+    ck_assert(params && act && din && tok && tgt);
+    gpt_init_params(&shape, 11, params);
+    for (size_t i = 0; i < mt; i++)
+        tok[i] = (int32_t)(i * 7 % 64), tgt[i] = (int32_t)(i * 5 % 64);
+    for (size_t k = 0; k < sizeof pols / sizeof *pols; k++)
+        for (int f = 0; f < 2; f++)
+            for (int layout = 0; layout < 2; layout++) {
+                struct ckpt_policy pol;
+                ck_assert_int_eq(ckpt_parse(pols[k], &pol, NULL), 0);
+                const struct gpt_part *parts = layout ? two : whole;
+                int P = layout ? 2 : 1;
+                enum fp_format fmt = f ? FP_BF16 : FP_FP32;
+                struct pipe split;
+                pipe_new(&split, parts, P, 1, true, fmt, &pol, mb, params);
+                pipe_step(&split, true, false, tok, tgt, mt, rows, act, din);
+                struct activ_config ac = {.micro_batch = mb,
+                                          .seq = T,
+                                          .tp = 1,
+                                          .bytes = f ? 2 : 4,
+                                          .attention = ACTIV_EAGER};
+                for (int i = 0; i < P; i++) {
+                    const struct gpt_part *pt = &split.part[i];
+                    struct activ_total at;
+                    activ_total_at(&m, &ac, &pol, pt->first, pt->count, pt->embed, pt->head, &at);
+                    double want = activ_split_peak(&m, &ac, &pol, pt->count, at.saved);
+                    ck_assert_msg(split.live[i].peak == (long long)want,
+                                  "%s %s, part %d of %d: peak %lld, calculator %.0f", pols[k],
+                                  fp_info(fmt)->name, i, P, split.live[i].peak, want);
+                }
+                pipe_free(&split);
+            }
+    free(params), free(act), free(din), free(tok), free(tgt);
+}
+END_TEST
+
 /* A part that splits its backward cannot hold experts: refused, not run wrong. */
 START_TEST(split_with_experts_is_refused)
 {
@@ -302,6 +360,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, split_backward_is_bit_identical);
     tcase_add_test(tc, kept_for_w_is_the_calculators);
+    tcase_add_test(tc, split_peak_is_the_calculators);
     tcase_add_test(tc, split_with_experts_is_refused);
     tcase_add_test(tc, zbh1_is_the_papers);
     suite_add_tcase(s, tc);
