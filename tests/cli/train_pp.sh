@@ -97,7 +97,8 @@ tiny:bf16:--pp=2:--micro-batches=4:--schedule=zb-h1 tiny:fp32:--pp=4:--micro-bat
 tiny:bf16:--dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1:--checkpoint=full
 tiny:bf16:--pp=2:--micro-batches=4:--schedule=zb-h1:--checkpoint=selective
 small:bf16:--pp=3:--micro-batches=6:--batch=6:--schedule=zb-h1:--tp=2:--sequence-parallel
-small:fp32:--pp=2:--micro-batches=4:--schedule=zb-h1:--checkpoint=sqrt"
+small:fp32:--pp=2:--micro-batches=4:--schedule=zb-h1:--checkpoint=sqrt
+tiny:bf16:--pp=2:--cp=2:--micro-batches=2:--schedule=zb-h1"
 $slow && cases="tiny:bf16:--dp=2:--pp=2:--micro-batches=4:--zero=1 tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved"
 predicted_per_case "$cases"
 # The pipeline's bytes against the formula: stage 0 sends m micro-batches' activations
