@@ -114,6 +114,11 @@ double sched_formula_over_ideal(enum calc_schedule k, int p, int m, int v)
     return idle / busy;
 }
 
+double sched_zb_over_ideal(int p, int m, double f, double b, double w)
+{
+    return (p - 1.0) * (f + b - w) / ((double)m * (f + b + w));
+}
+
 double sched_formula_over_wall(enum calc_schedule k, int p, int m, int v)
 {
     double idle, busy;

@@ -118,5 +118,9 @@ double sched_bubble_over_wall(int p, int m, int v);
  * m (TF + TB) busy ones (and over their sum). */
 double sched_formula_over_ideal(enum calc_schedule k, int p, int m, int v);
 double sched_formula_over_wall(enum calc_schedule k, int p, int m, int v);
+/* zb-h1's idle time over its compute for F, B and W of times f, b and w (a micro-batch's on a
+ * stage): (p - 1)(f + b - w) / (m (f + b + w)) (Qi et al. 2024, §3.1; m >= p, f + b >= w); the
+ * slots' f = b = w give sched_formula_over_ideal's. */
+double sched_zb_over_ideal(int p, int m, double f, double b, double w);
 
 #endif

@@ -53,9 +53,9 @@ check_json "d['summary']['timed_as']['predicted']['step_time_s'] == d['summary']
 # with tp was 12% apart while the model charged a layer's compute after its sums (all of them
 # then waited for the next unit's gather); it charges each part where it runs now. The
 # compute is the same sum of the same operations' FLOPs on one stage: 2e-9 relative (the
-# JSON's 10 digits, twice). zb-h1 is +3.7% (its bubble 3.6% of the step longer than the
-# calculator's): the calculator's bubble is its slot timeline's, F = B = W, where the run's B
-# also runs the attention core's backward and its W only the matmuls' weight gradients.
+# JSON's 10 digits, twice). zb-h1 is +2.2% (+3.7% while the calculator took the bubble of its
+# slot timeline, F = B = W, where a layer's B also runs the attention core's backward and its W
+# only the matmuls' weight gradients: it now takes (p-1)(F+B-W) with those).
 layers=$(sed -n 's/^layers *= *//p' "$srcdir/assets/models/synthetic-7b.ini")
 sed "s/^name = tiny/name = tiny-deep/; s/^layers = .*/layers = $layers/" \
     "$srcdir/assets/models/tiny.ini" >"$T_TMP/deep.ini"

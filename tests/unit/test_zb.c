@@ -319,6 +319,11 @@ START_TEST(zbh1_is_the_papers)
                                     sched_formula_over_wall(SCHED_ZBH1, p, m, 1), 1e-12);
             ck_assert_double_eq_tol(3 * sched_formula_over_ideal(SCHED_ZBH1, p, m, 1),
                                     sched_formula_over_ideal(SCHED_1F1B, p, m, 1), 1e-12);
+            ck_assert_double_eq_tol(sched_zb_over_ideal(p, m, 1, 1, 1),
+                                    sched_formula_over_ideal(SCHED_ZBH1, p, m, 1), 1e-12);
+            /* B longer than W idles (p - 1)(B - W) more a stage */
+            ck_assert_double_eq_tol(sched_zb_over_ideal(p, m, 1, 1.5, 0.5), (p - 1) * 2.0 / (3 * m),
+                                    1e-12);
             for (int s = 0; s < p; s++) {
                 ck_assert_int_eq(zb.count[s], 3 * m);
                 ck_assert_int_eq(zb.peak_chunks[s], ob.peak_chunks[s]);
