@@ -100,6 +100,11 @@ double plan_model_flops(const struct model_shape *m, double params, double token
  * (L layer + ends) per micro-batch (a backward pass is twice the forward). */
 void plan_op_flops(const struct model_shape *m, double params, int b, int s, double *layer,
                    double *ends);
+/* A layer's attention forward (scores and values) for b sequences of s tokens: 4 b s^2 h as
+ * plan_op_flops counts it, or, causal, 2 b h s (s + 1), the s (s + 1) / 2 pairs the mask leaves
+ * per head, which ring attention's blocks compute (model/ringattn.h): the calculator's count
+ * under context parallelism. */
+double plan_attn_flops(const struct model_shape *m, int b, int s, bool causal);
 
 /* Step time, MFU and communication of one layout (memory already computed into l's fields by
  * the caller, or not needed). */
