@@ -129,6 +129,33 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     return 0;
 }
 
+int plan_step(const struct memory_config *mc, const struct memory_result *mr,
+              const struct cluster_spec *cluster, struct plan_layout *out, struct error *e)
+{
+    struct plan_config pc = {.model = mc->model,
+                             .cluster = cluster,
+                             .gpus = mc->dp * mc->tp * mc->pp * (mc->cp > 1 ? mc->cp : 1),
+                             .global_batch = mc->dp * mc->micro_batch * mc->micro_batches,
+                             .seq = mc->seq,
+                             .precision = mc->precision,
+                             .optimizer = mc->optimizer,
+                             .grad_fp32 = mc->grad_fp32,
+                             .efficiency = PLAN_EFFICIENCY,
+                             .capacity = mc->capacity,
+                             .attention = mc->attention};
+    *out = (struct plan_layout){.dp = mc->dp,
+                                .tp = mc->tp,
+                                .pp = mc->pp,
+                                .zero = mc->zero,
+                                .cp = mc->cp,
+                                .ep = mc->ep,
+                                .ckpt = mc->ckpt,
+                                .micro_batch = mc->micro_batch,
+                                .micro_batches = mc->micro_batches,
+                                .per_gpu_bytes = mr->total};
+    return plan_time(&pc, mc, mr, out, e);
+}
+
 void plan_memory_config(const struct plan_config *c, const struct plan_layout *l,
                         struct memory_config *out)
 {

@@ -210,26 +210,5 @@ int timeas_predict(const struct train_opts *o, const struct model_shape *as,
     int rc = as_config(o, as, spec->hbm_bytes, &mc, e);
     if (rc || (rc = memory_compute(&mc, &mr, e)) < 0)
         return rc;
-    struct plan_config pc = {.model = as,
-                             .cluster = spec,
-                             .gpus = o->gpus,
-                             .global_batch = o->batch,
-                             .seq = mc.seq,
-                             .precision = o->precision,
-                             .optimizer = OPT_ADAMW,
-                             .grad_fp32 = o->grad_fp32,
-                             .efficiency = PLAN_EFFICIENCY,
-                             .capacity = spec->hbm_bytes,
-                             .attention = mc.attention};
-    *out = (struct plan_layout){.dp = mc.dp,
-                                .tp = mc.tp,
-                                .pp = mc.pp,
-                                .zero = mc.zero,
-                                .cp = mc.cp,
-                                .ep = mc.ep,
-                                .ckpt = mc.ckpt,
-                                .micro_batch = mc.micro_batch,
-                                .micro_batches = mc.micro_batches,
-                                .per_gpu_bytes = mr.total};
-    return plan_time(&pc, &mc, &mr, out, e);
+    return plan_step(&mc, &mr, spec, out, e);
 }
