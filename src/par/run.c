@@ -321,6 +321,8 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
         exposed_by(s, exposed, m->exposed_by);
     }
     m->compute_sum_s += s->compute_s;
+    if (s->compute_s > m->compute_max_s)
+        m->compute_max_s = s->compute_s;
     int nl = layers < 64 ? layers : 64; /* the last entry: embedding and norms */
     for (int l = 0; l < nl && s->underflow; l++)
         m->underflow[l] += s->underflow[l];

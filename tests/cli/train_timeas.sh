@@ -96,6 +96,8 @@ apart="abs(d['summary']['sim_step_time_s'] / d['summary']['timed_as']['predicted
 # microseconds): held under 0.1% of the step. MFU within 5% of the calculator's.
 terms="all(abs(r[k] - p[k] - (p['imbalance_s'] if k == 'bubble_s' else 0)) <= 0.05 * p['step_time_s'] for k in ('compute_s', 'bubble_s', 'dp_exposed_s', 'tp_exposed_s', 'pp_exposed_s', 'cp_exposed_s', 'ep_exposed_s')) and r['other_s'] <= 1e-3 * p['step_time_s'] and abs(r['mfu'] / p['mfu'] - 1) <= 0.05"
 terms="(lambda r, p: $terms)(d['summary']['timed_as']['run'], d['summary']['timed_as']['predicted'])"
+# the busiest GPU's compute over the mean GPU's (the summary's sim_compute_s, the line's)
+busy="(lambda t: t['busiest_compute_s'] - t['sim_compute_s'])(d['summary']['timed_as'])"
 for c in $cases; do
     model=${c%%:*}
     args=$(printf '%s' "${c#*:}" | tr ':' ' ')
@@ -103,7 +105,19 @@ for c in $cases; do
     timed "$model" $args
     check_json "$apart <= 0.05" "$model $args as synthetic-7b: the run's step within 5% of the calculator's"
     check_json "$terms" "$model $args as synthetic-7b: each term of its step within 5% of the calculator's step, MFU within 5%"
-    case $args in *--pp*) continue ;; esac # a stage's compute is not the mean the calculator has
+    # The busiest GPU's compute (the summary's, beside the mean GPU's): a pipeline's slowest
+    # stage (its last, with the head) ahead of the mean by what the calculator's slowest
+    # stage's wait is (m - 1) / m of (calc/plan.h's imbalance); without a pipeline or the naive
+    # split, every GPU's the mean's. Tolerance 2e-9 of the compute: the JSON's 10 digits, twice.
+    case $args in
+    *--pp*)
+        check_json "(lambda m, t: abs((m - 1) / m * $busy - t['predicted']['imbalance_s']) <= 2e-9 * t['sim_compute_s'])(d['summary']['layout']['micro_batches'], d['summary']['timed_as'])" \
+            "$model $args as synthetic-7b: the busiest stage's extra compute x (m - 1) / m is the calculator's slowest stage's wait"
+        continue ;; # a stage's compute is not the mean the calculator has
+    *--cp-naive*) ;;
+    *) check_json "abs($busy) <= 2e-9 * d['summary']['timed_as']['sim_compute_s']" \
+        "$model $args as synthetic-7b: every GPU computes the mean's" ;;
+    esac
     # the mean GPU's (the naive split's GPUs compute unlike amounts of attention)
     check_json "abs(d['summary']['timed_as']['run']['compute_s'] / d['summary']['timed_as']['predicted']['compute_s'] - 1) <= 2e-9" \
         "$model $args as synthetic-7b: its compute the calculator's"
@@ -127,5 +141,19 @@ balanced=$(printf '%s' "$out" | python3 -c "import json,sys; print(repr(json.loa
 timed deep --cp=2 --gpus=8 --zero=1 --cp-naive
 check_json "(lambda g, per: abs((d['summary']['sim_step_time_s'] - $balanced) / ((max(g) - sum(g) / len(g)) * per) - 1) <= 1e-6)([x['ring_scores_per_step'] for x in d['summary']['per_gpu']], 6 * $hd * ($S * ($S + 1) * $H) / ($s * ($s + 1) * $h) / ($peak * 0.5))" \
     "cp 2 as synthetic-7b: the naive split's step is the balanced one's and its busiest GPU's extra attention"
+# and the busiest GPU's compute, which the summary gives beside the mean GPU's, is the mean's
+# and that extra attention (the same tolerance; measured 8e-10)
+check_json "(lambda g, per: abs(($busy) / ((max(g) - sum(g) / len(g)) * per) - 1) <= 1e-6)([x['ring_scores_per_step'] for x in d['summary']['per_gpu']], 6 * $hd * ($S * ($S + 1) * $H) / ($s * ($s + 1) * $h) / ($peak * 0.5))" \
+    "cp 2 as synthetic-7b: the naive split's busiest GPU computes the mean's and its extra attention"
+
+# --- The summary's line of the run timed as MODEL: the step, the mean GPU's compute (named;
+# the table's and the calculator's figure) and the rest, then the busiest GPU's compute: at pp
+# 4 its last stage, with the head.
+run train --model "$T_TMP/deep.ini" --batch 8 --precision bf16 --steps 1 --pp 4 \
+    --micro-batches 8 --time-as synthetic-7b
+row=$(printf '%s\n' "$out" | sed -n 's/^  compute  *\([0-9.]* [a-z]*s\) .*/\1/p')
+check_contains "$out" "= the mean GPU's compute $row + the rest (not hidden, bubble included)" \
+    "pp 4 as synthetic-7b: the summary's line gives the mean GPU's compute, the table's ($row)"
+check_contains "$out" "; the busiest GPU computes " "... and the busiest GPU's beside it"
 
 done_testing
