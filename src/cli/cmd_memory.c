@@ -685,33 +685,10 @@ static int write_emit(const struct run *r, enum framework kind, bool force, stru
     return emit_write(stdout, stderr, kind, &ep, e);
 }
 
-/* The step time of the layout as plan ranks it (calc/plan.h's plan_time): a global batch of
- * dp x micro-batch x micro-batches sequences, compute at plan's efficiency. */
+/* The step time of the layout as plan ranks it (calc/plan.h's plan_step). */
 static int step_time(struct run *r, struct error *e)
 {
-    const struct memory_config *c = &r->c;
-    struct plan_config pc = {.model = c->model,
-                             .cluster = &r->cluster,
-                             .gpus = r->gpus,
-                             .global_batch = c->dp * c->micro_batch * c->micro_batches,
-                             .seq = c->seq,
-                             .precision = c->precision,
-                             .optimizer = c->optimizer,
-                             .grad_fp32 = c->grad_fp32,
-                             .efficiency = PLAN_EFFICIENCY,
-                             .capacity = r->r.capacity,
-                             .attention = c->attention};
-    r->step = (struct plan_layout){.dp = c->dp,
-                                   .tp = c->tp,
-                                   .pp = c->pp,
-                                   .zero = c->zero,
-                                   .cp = c->cp,
-                                   .ep = c->ep,
-                                   .ckpt = c->ckpt,
-                                   .micro_batch = c->micro_batch,
-                                   .micro_batches = c->micro_batches,
-                                   .per_gpu_bytes = r->r.total};
-    int rc = plan_time(&pc, c, &r->r, &r->step, e);
+    int rc = plan_step(&r->c, &r->r, &r->cluster, &r->step, e);
     r->has_step = rc == 0;
     return rc;
 }

@@ -747,9 +747,9 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
         gpt_free(g);
         return error_set(e, ERR_INVAL, "tensor parallelism needs the seam's tp_reduce");
     }
-    if (g->ring.cp > 1 && !g->alloc.cp_shift) {
+    if (g->ring.cp > 1 && !(g->alloc.cp_post && g->alloc.cp_wait)) {
         gpt_free(g);
-        return error_set(e, ERR_INVAL, "context parallelism needs the seam's cp_shift");
+        return error_set(e, ERR_INVAL, "context parallelism needs the seam's cp_post and cp_wait");
     }
     if (g->moe.ep > 1 && !g->alloc.ep_alltoall) {
         gpt_free(g);
@@ -927,9 +927,15 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
         n.tp_sum = 3 * ends + (sp ? 0 : rows);
         n.tp_half = sp ? rows + 2 * fwd + 4 * L + (p->embed ? 1 : 0) + 2 * ends : 0;
     }
-    /* ring attention: C - 1 steps forward, C backward (model/gpt_ring.c) */
-    if (p->cp > 1)
-        n.cp_shift = fwd * (p->cp - 1) + L * p->cp;
+    /* ring attention (model/gpt_ring.c, and flash at cp 1): C - 1 steps forward, 2 (C - 1) backward
+     * (K and V ahead, the gradients after each block); each pass charges its C blocks apart, and
+     * the q, k, v (forward) or dWo, datt (backward) before them; under sequence parallelism that
+     * leaves nothing for the backward's charge before the gather of xn1 again */
+    if (p->cp > 1 || p->flash) { /* flash at cp 1: the GPU's own block, no steps */
+        long C = p->cp > 1 ? p->cp : 1;
+        n.cp_shift = fwd * (C - 1) + L * 2 * (C - 1);
+        n.compute += (fwd + L) * (C + 1) - (sp ? L : 0);
+    }
     /* an expert layer dispatches and combines, forward and backward */
     if (p->ep > 1)
         for (int l = p->first; l < p->first + p->count; l++)

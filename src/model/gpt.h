@@ -186,6 +186,8 @@ enum gpt_tp_op {
  * a step runs them: the forward pass's dispatch of the rows to their experts and combine of the
  * outputs, the backward pass's combine (the outputs' gradients to the experts) and dispatch
  * (the inputs' gradients back). A recomputed layer runs its forward pair again. */
+#define GPT_ATTN_FORWARD     "attention forward"
+#define GPT_ATTN_BACKWARD    "attention backward"
 #define GPT_EP_DISPATCH      "expert dispatch"
 #define GPT_EP_COMBINE       "expert combine"
 #define GPT_EP_GRAD_COMBINE  "grad expert combine"
@@ -196,8 +198,10 @@ struct gpt_alloc {
     void (*free)(void *ctx, enum gpt_mem kind, void *p, size_t bytes);
     void (*charge)(void *ctx, enum gpt_mem kind, long long delta);
     /* Told after each piece of work with its matmul FLOPs: "forward", "backward" or
-     * "recompute" of a layer, "head forward" / "head backward" (layer -1); may be NULL. A
-     * simulated device advances its clock by it. what is a static string. */
+     * "recompute" of a layer, "head forward" / "head backward" (layer -1), or a block of ring
+     * attention's (GPT_ATTN_FORWARD, GPT_ATTN_BACKWARD: its scores', charged apart from the
+     * layer's pass, between its ring step's post and wait); may be NULL. A simulated device
+     * advances its clock by it. what is a static string. */
     void (*compute)(void *ctx, double flops, const char *what, int layer);
     /* Called at each point of a step listed above gpt_alloc; may be NULL. */
     void (*hook)(void *ctx, enum gpt_hook h, int unit);
@@ -205,11 +209,16 @@ struct gpt_alloc {
      * becomes the element-wise sum or maximum over the group (see enum gpt_tp_op). Needed when
      * the part's tp > 1; what names the tensor for the trace. */
     void (*tp_reduce)(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const char *what);
-    /* Context parallelism: one step of the ring (model/ringattn.h). The n floats at send go to
-     * the next GPU of the context-parallel group while the n floats the one before sends land
-     * in recv (the same n on every GPU; the values are in the training format already, so
-     * carrying them in it is exact). Needed when the part's cp > 1; what names the tensors. */
-    void (*cp_shift)(void *ctx, const float *send, float *recv, size_t n, const char *what);
+    /* Context parallelism: one step of the ring (model/ringattn.h), in two halves so that a
+     * GPU computes while the step's block travels (TransformerEngine's P2P order: post the
+     * next block's send and receive, compute the current block, wait). cp_post takes the n
+     * floats at send (send may change after it returns) for the next GPU of the
+     * context-parallel group and posts the receive of the n floats the one before sends;
+     * cp_wait waits for both and puts those n floats in recv (the same n on every GPU; the
+     * values are in the training format already, so carrying them in it is exact). One step
+     * is posted at a time. Needed when the part's cp > 1; what names the tensors. */
+    void (*cp_post)(void *ctx, const float *send, size_t n, const char *what);
+    void (*cp_wait)(void *ctx, float *recv, size_t n);
     /* Expert parallelism: an all-to-all over the expert-parallel group. send holds n floats in
      * ep equal blocks, block j for the group's GPU j; recv (n floats, apart from send) gets GPU
      * j's block for this GPU in its block j (the values are in the training format already).

@@ -74,15 +74,14 @@ struct gpt_scratch {
 
 /* Context parallelism's state (gpt_ring.c): this GPU's place cpr of cp, the places of the tokens
  * it holds (pos) and of the ring's block at hand (kpos), the blocks travelling round (kv[2]:
- * keys, values and their gradients), each query row's running sum (l), and what the latest
- * ring passes computed. cp 1: none, or with flash attention the same kernel on the GPU's own
+ * keys, values and their gradients), each query row's running sum (l), and the scores its
+ * blocks computed. cp 1: none, or with flash attention the same kernel on the GPU's own
  * block (blocks). */
 struct gpt_ring {
     int cp, cpr;
     bool blocks; /* attention by blocks (model/ringattn.h): cp > 1, or flash at cp 1 */
     int *pos, *kpos;
     float *kv[2], *l;
-    double fwd, bwd; /* matmul FLOPs of the latest ring pass forward, backward */
     uint64_t scores; /* the scores the ring's blocks computed since the step began */
 };
 
@@ -309,18 +308,18 @@ static inline double mlp_flops(const struct gpt *g, int l)
     return layer_flops(g, l) - 2.0 * g->N * 4 * g->c.d * g->dl - attn_flops(g);
 }
 
-/* What a layer's forward and backward passes computed: layer_flops, and 2 x for the backward
- * pass, but under context parallelism the attention core's is the ring's own, its blocks'
- * scores (model/ringattn.h: what the causal mask leaves), which differ from GPU to GPU. */
+/* What a layer's forward and backward passes charge at their ends and between their sums:
+ * layer_flops, and 2 x for the backward pass; with ring attention all but the attention core,
+ * whose blocks gpt_ring.c charges as they run (their scores: what the causal mask leaves, which
+ * differ from GPU to GPU). */
 static inline double layer_fwd_work(const struct gpt *g, int l)
 {
-    return g->ring.blocks ? layer_flops(g, l) - attn_flops(g) + g->ring.fwd : layer_flops(g, l);
+    return g->ring.blocks ? layer_flops(g, l) - attn_flops(g) : layer_flops(g, l);
 }
 
 static inline double layer_bwd_work(const struct gpt *g, int l)
 {
-    return g->ring.blocks ? 2 * (layer_flops(g, l) - attn_flops(g)) + g->ring.bwd
-                          : 2 * layer_flops(g, l);
+    return 2 * layer_fwd_work(g, l);
 }
 
 static inline double head_flops(const struct gpt *g)

@@ -343,14 +343,17 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     op_rope(g, l, "q", w[A_Q], 1);
     op_rope(g, l, "k", w[A_K], 1);
     op_linear(g, l, "v", w[A_V], xin, W->wv, dl, d);
-    if (g->ring.blocks) /* every GPU's keys and values come round the ring */
-        op_ring_forward(g, l);
-    else {
+    double qkv = 0;       /* charged before the ring sends k and v */
+    if (g->ring.blocks) { /* every GPU's keys and values come round the ring */
+        work(g, qkv = 2.0 * 3 * N * d * dl);
+        work_end(g);
+        op_ring_forward(g, l); /* charges its blocks */
+    } else {
         op_attn_probs(g, l);
         op_attn_out(g, l);
     }
     op_linear(g, l, "attn proj", g->s.tmp, w[A_ATT], W->wo, d, dl);
-    work(g, layer_fwd_work(g, l) - mlp_flops(g, l)); /* after the ring, its blocks' own */
+    work(g, layer_fwd_work(g, l) - mlp_flops(g, l) - qkv);
     work_sync(g);
     op_tp_reduce_rows(g, g->s.tmp, "attn proj"); /* each rank's heads' share of the projection */
     op_add(g, w[A_XM], res, g->s.tmp, nd, l, "attn residual");
@@ -457,12 +460,13 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     else
         op_weight_grad(g, l, "grad wo", G->wo, dxm, w[A_ATT], d, dl);
     /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see op_attn_core_backward */
-    if (g->ring.blocks)
-        op_ring_backward(g, l);
-    else
-        op_attn_core_backward(g, l);
-    /* (dWo,) datt and the core's; after the ring, its blocks' own */
+    /* (dWo,) datt and the core's (the ring charges its blocks itself, after dWo and datt) */
     work(g, layer_bwd_work(g, l) - 2 * mlp_flops(g, l) - 2.0 * (keep ? 7 : 6) * N * d * dl);
+    if (g->ring.blocks) {
+        work_end(g);
+        op_ring_backward(g, l);
+    } else
+        op_attn_core_backward(g, l);
     if (keep) {
         op_store(g, keep[W_XN1], w[A_XN1], nld);
     } else {
