@@ -116,8 +116,16 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     /* a stage's micro-batch is its compute and the sums and exchanges on its path (tensor,
      * context and expert parallelism's), and the pipeline fills and drains with all of it */
     const struct traffic *t = &l->traffic;
-    l->bubble_s =
-        sched_bubble_time(&sc, l->compute_s + t->tp.exposed + t->cp.exposed + t->ep.exposed);
+    double path = l->compute_s + t->tp.exposed + t->cp.exposed + t->ep.exposed;
+    l->bubble_s = sched_bubble_time(&sc, path);
+    if (sched_splits(mc->schedule) && mc->micro_batches >= mc->pp) {
+        /* zb-h1 with F, B and W as a layer computes them: W the matmuls' weight gradients (the
+         * forward's linear FLOPs), B the rest of the backward, the attention core's twice and
+         * the recomputation */
+        double core = 4.0 * mc->micro_batch * mc->seq * mc->seq * m->d_model, w = layer_fwd - core;
+        double b = 2 * layer_fwd - w + recompute_mb / m->layers;
+        l->bubble_s = path * sched_zb_over_ideal(mc->pp, mc->micro_batches, layer_fwd, b, w);
+    }
     sched_free(&sc);
     /* the pipeline's slowest stage, and the naive split's busiest GPU of the ring */
     l->imbalance_s =

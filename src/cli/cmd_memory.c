@@ -81,9 +81,9 @@ static const struct opt_entry options[] = {
     OPT_INT("micro-batches", "M", A, micro_batches, 1, 1 << 16,
             "micro-batches per step (default pp)"),
     OPT_WITH("schedule", "S", parse_schedule, A, schedule,
-             "pipeline schedule, gpipe, 1f1b (default) or interleaved (Megatron-LM's,\n"
-             "--chunks V model chunks per stage): how many micro-batches each stage\n"
-             "holds"),
+             "pipeline schedule, gpipe, 1f1b (default), interleaved (Megatron-LM's,\n"
+             "--chunks V model chunks per stage) or zb-h1 (B and W apart): how many\n"
+             "micro-batches each stage holds"),
     OPT_INT("chunks", "V", A, chunks, 2, SCHED_MAX_CHUNKS,
             "interleaved: V model chunks per stage (default 2), as train's"),
     OPT_FLAG("sequence-parallel", A, sp, "split the norm-region activations over tp too"),
@@ -495,7 +495,14 @@ static void print_parts(const struct run *r)
     printf("  %-18s %14s\n", "model states", calcargs_size(b1, sizeof b1, states, u));
     if (c->model) {
         printf("  %-18s %14s   ", "activations", calcargs_size(b1, sizeof b1, m->activations, u));
-        if (m->in_flight > 1)
+        if (m->w_held > 0) /* zb-h1: the walk of calc/memory.c */
+            printf("up to %d micro-batch%s saved (%s each, peak %s) and %d W sets (%s each) "
+                   "at once\n",
+                   m->in_flight, m->in_flight > 1 ? "es" : "",
+                   calcargs_size(b2, sizeof b2, m->act.saved, u),
+                   calcargs_size(b3, sizeof b3, m->act.peak, u), m->w_held,
+                   calcargs_size(b1, sizeof b1, m->wset, u));
+        else if (m->in_flight > 1)
             printf("(%d - 1) x saved %s + peak %s\n", m->in_flight,
                    calcargs_size(b2, sizeof b2, m->act.saved, u),
                    calcargs_size(b3, sizeof b3, m->act.peak, u));
@@ -767,7 +774,7 @@ const struct command cmd_memory = {
     "                       [--nodes K] [--gpus N] [--dp N] [--tp N] [--pp N] [--zero 0-3]\n"
     "                       [--precision fp32|bf16|fp16] [--optimizer adamw|sgd|sgd-momentum]\n"
     "                       [--grad-accum fp32|same] [--micro-batch B] [--seq S]\n"
-    "                       [--micro-batches M] [--schedule gpipe|1f1b|interleaved]\n"
+    "                       [--micro-batches M] [--schedule gpipe|1f1b|interleaved|zb-h1]\n"
     "                       [--chunks V] [--sequence-parallel] [--cp C [--cp-naive]]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
     "                       [--units auto|GiB|GB] [--tensors] [--json]\n"

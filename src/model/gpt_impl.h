@@ -50,6 +50,14 @@ enum {
 /* The ends keep the final norm's input, 1 / rms and output, and the fp32 probabilities. */
 enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
 
+/* What a layer's input-gradient pass (B) keeps for its weight-gradient pass (W), when the two
+ * run apart (model/gpt.h's gpt_part_backward_input): the inputs of its seven matmuls (xn1 and
+ * xn2 this rank's rows, gathered again by W under sequence parallelism; the attention output;
+ * SwiGLU's h) and the gradients of their outputs (d out and d xm over every row, d gate, d up,
+ * dq, dk before RoPE is turned back, dv), each in the format's width: every one of them is
+ * already rounded to it, so W computes from the very bits the fused pass had. */
+enum { W_XN1, W_ATT, W_XN2, W_H, W_DOUT, W_DXM, W_DG, W_DU, W_DQ, W_DK, W_DV, W_COUNT };
+
 /* The fp32 workspace a step computes in: one layer's tensors (ws), the residual stream and the
  * gradients; w is where the layer at hand has its tensors: the workspace, or in fp32 its kept
  * ones in place in its saved set (bind). */
@@ -150,6 +158,12 @@ struct gpt {
     void *(*head)[H_COUNT];  /* [slots]: the ends' kept tensors (a part with the head) */
     size_t layer_bytes, head_bytes; /* a dense layer's full list of kept tensors; the ends */
     size_t live, peak;              /* charged activation bytes */
+    /* B and W apart: each layer's W_COUNT tensors per weight slot ([wslots][L]), the set the
+     * layer at hand keeps into during a B (NULL: the fused backward), a layer's bytes */
+    void *(*wsets)[W_COUNT];
+    void **wkeep;
+    size_t wset_bytes;
+    int wslot; /* the weight slot of the B at hand; -1: a fused backward */
 
     struct gpt_scratch s;
     /* the compute of the pass at hand not charged yet (gpt_step.c's work): charged as it runs,
@@ -230,6 +244,19 @@ static inline bool act_fp32(const struct gpt *g, int a)
 static inline size_t act_bytes(const struct gpt *g, int a, int sz)
 {
     return act_elems(g, a, sz) * (act_fp32(g, a) ? 4 : g->esize);
+}
+
+/* Elements of a layer's tensor kept for its weight gradients (W_XN1, ...). */
+static inline size_t wset_elems(const struct gpt *g, int w)
+{
+    size_t N = (size_t)g->N, d = (size_t)g->c.d;
+    if (w == W_XN1 || w == W_XN2)
+        return (size_t)g->nl * d;
+    if (w == W_DOUT || w == W_DXM)
+        return N * d;
+    if (w == W_H || w == W_DG || w == W_DU)
+        return N * (size_t)g->fl;
+    return N * (size_t)g->dl; /* att, dq, dk, dv */
 }
 
 /* Bytes of layer l's full list of kept tensors. */
@@ -333,7 +360,8 @@ void op_swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, co
 void op_attn_probs(struct gpt *g, int l);
 void op_attn_out(struct gpt *g, int l);
 void op_attn_core_backward(struct gpt *g, int l);
-/* dq, dk, dv of layer l's attention core complete: rounded, dq and dk turned back from RoPE. */
+/* dq, dk, dv of layer l's attention core complete: rounded (and kept for W, when B and W run
+ * apart: wkeep), dq and dk turned back from RoPE. */
 void op_attn_grads_done(struct gpt *g, int l);
 void op_ring_forward(struct gpt *g, int l);
 void op_ring_backward(struct gpt *g, int l);

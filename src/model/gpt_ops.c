@@ -797,6 +797,11 @@ void op_attn_grads_done(struct gpt *g, int l)
     op_rnd(g, g->s.dq, nd);
     op_rnd(g, g->s.dk, nd);
     op_rnd(g, g->s.dv, nd);
+    if (g->wkeep) { /* W turns dq and dk back again: the same bits */
+        op_store(g, g->wkeep[W_DQ], g->s.dq, nd);
+        op_store(g, g->wkeep[W_DK], g->s.dk, nd);
+        op_store(g, g->wkeep[W_DV], g->s.dv, nd);
+    }
     /* q and k were rotated after their projections: dq, dk turned back (see op_rope) */
     op_rope(g, l, NULL, g->s.dq, -1);
     op_rope(g, l, NULL, g->s.dk, -1);

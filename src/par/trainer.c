@@ -294,6 +294,8 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
         /* each chunk's part, a slot per micro-batch it holds at once */
         int slots = layout_pipelined(o) ? pp_slots(&t->sched, t->pl.stage, c) : 1;
         layout_chunk_part(o, &t->pl, c, slots, &t->part[c]);
+        /* and one per micro-batch between its B and its W, when they run apart */
+        t->part[c].wslots = layout_pipelined(o) ? sched_wslots(&t->sched, t->pl.stage, c) : 0;
         struct layout_place pl = t->pl;
         pl.part = t->part[c];
         dp_model_seam(o, &pl.part, &seam);
