@@ -1,6 +1,6 @@
 /* Benchmark groups "dp", "pp", "tp", "cp" and "ep": data, pipeline, tensor, context and expert
- * parallelism
- * on the thread-GPUs. The `small` model trains on 1, 2 and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage
+ * parallelism on the thread-GPUs; and "timeas", the host's cost of a run timed as a model (at
+ * the end). The `small` model trains on 1, 2 and 8 GPUs (DDP) and on 2 GPUs at ZeRO stage
  * 3; on 2 pipeline stages with 8 micro-batches; and on 2 tensor-parallel GPUs; each run with the
  * same global batch, in fp32, through the engine of `scalelab train` (par/run.h). The runs of a
  * group take turns (1 GPU, 2 GPUs, ..., then again), each turn a sample.
@@ -30,6 +30,7 @@
 #include "base/error.h"
 #include "calc/preset.h"
 #include "par/run.h"
+#include "par/timeas.h"
 
 /* The process's CPU seconds so far, every thread. */
 static double process_cpu(void)
@@ -46,14 +47,34 @@ struct rate {
     double cpu_token; /* CPU seconds per token */
 };
 
-/* Steps 2..steps of one run of o; 1 after saying why. */
-static int run_rate(const struct train_opts *o, struct rate *out)
+/* The run of o on model `model` timed as model `as`, as train --time-as sets it up
+ * (cli/train_args.c): the cluster's time scale, and the gradient buckets cut as the model's. 0,
+ * or 1 after saying why. */
+static int time_as(struct run_config *cfg, const char *model, const char *as)
+{
+    struct error e = {0};
+    struct model_shape run, m;
+    if (preset_load_model(model, &run, &e) || preset_load_model(as, &m, &e) ||
+        timeas_scale(&cfg->o, &run, &m, &cfg->spec, &e)) {
+        fprintf(stderr, "scalelab: bench: timed as %s: %s\n", as, e.msg);
+        return 1;
+    }
+    size_t es = cfg->o.grad_fp32 || cfg->o.precision == FP_FP32 ? 4 : 2;
+    cfg->o.bucket_bytes = timeas_bucket(&cfg->spec, cfg->o.bucket_bytes, es);
+    return 0;
+}
+
+/* Steps 2..steps of one run of o (of model `model`, timed as model `as` unless NULL); 1
+ * after saying why. */
+static int run_rate(const struct train_opts *o, const char *model, const char *as, struct rate *out)
 {
     struct run_config cfg = {0};
     cfg.o = *o;
     struct error e = {0};
     if (preset_load_cluster(PRESET_CLUSTER, &cfg.spec, &e) != 0)
         spec_default(&cfg.spec);
+    if (as && time_as(&cfg, model, as))
+        return 1;
     struct run *r = NULL;
     if (run_new(&r, &cfg, &e) || run_start(r, &e)) {
         fprintf(stderr, "scalelab: bench: %s\n", e.msg);
@@ -80,9 +101,11 @@ static int run_rate(const struct train_opts *o, struct rate *out)
     return 0;
 }
 
-/* Up to four layouts of one group, run in turns: r[k][i] is layout k's sample i. */
+/* Up to four layouts of one group, run in turns: r[k][i] is layout k's sample i. Each of
+ * `model`, timed as as[k] (NULL: as itself). */
 struct turns {
     struct train_opts o[4];
+    const char *model, *as[4];
     int n, rounds;
     struct rate r[4][BENCH_MAX_REPEATS];
 };
@@ -91,7 +114,7 @@ static int take_turns(struct turns *t)
 {
     for (int i = 0; i < t->rounds; i++)
         for (int k = 0; k < t->n; k++)
-            if (run_rate(&t->o[k], &t->r[k][i]))
+            if (run_rate(&t->o[k], t->model, t->as[k], &t->r[k][i]))
                 return 1;
     return 0;
 }
@@ -144,9 +167,11 @@ static int turns_init(struct bench *b, struct turns *t, int n)
 {
     t->n = n;
     t->rounds = b->repeats;
+    t->model = "small";
     for (int k = 0; k < n; k++) {
+        t->as[k] = NULL;
         train_opts_default(&t->o[k]);
-        if (bench_model("small", &t->o[k].shape))
+        if (bench_model(t->model, &t->o[k].shape))
             return 1;
         t->o[k].batch = b->quick ? 8 : 16;
         t->o[k].steps = b->quick ? 3 : 8;
@@ -279,4 +304,38 @@ const struct bench_case bench_ep = {
     "expert parallelism on thread-GPUs (small with 8 experts, fp32): 2 GPUs of 4 experts each "
     "against one of 8, in turns",
     run_ep,
+};
+
+/* The host's cost of timing a run as the model it stands for (train --time-as): the same run
+ * of small, fp32, ZeRO-3 on 8 GPUs, as itself and timed as synthetic-7b (its layout holds
+ * synthetic-7b on H100s), in turns. The timed run charges every operation and message the
+ * model's cost, and cuts its gradient buckets as the model's (a bucket over the parameters'
+ * scale: more, smaller collectives), so it does more host work per step; the target is at
+ * most 10% more wall time a step (issue 32). */
+static int run_timeas(struct bench *b)
+{
+    struct turns t;
+    if (turns_init(b, &t, 2))
+        return 1;
+    for (int k = 0; k < 2; k++)
+        t.o[k].gpus = 8, t.o[k].zero = 3;
+    t.as[1] = "synthetic-7b";
+    if (take_turns(&t))
+        return 1;
+    double v[BENCH_MAX_REPEATS], lim[BENCH_MAX_REPEATS];
+    double tokens = t.o[0].batch * (double)t.o[0].shape.seq;
+    for (int i = 0; i < t.rounds; i++) /* a step's wall time, ms */
+        v[i] = tokens / t.r[1][i].tokens_s * 1e3, lim[i] = tokens / t.r[0][i].tokens_s * 1e3;
+    char what[96];
+    snprintf(what, sizeof what, "small fp32, 8 GPUs ZeRO-3, timed as %s: step (target <= 1.10)",
+             t.as[1]);
+    bench_report_vs(b, "timeas", what, v, t.rounds, "ms", "the run as itself", lim, t.rounds);
+    return 0;
+}
+
+const struct bench_case bench_timeas = {
+    "timeas",
+    "a run timed as synthetic-7b (train --time-as) beside the same run as itself (small, fp32, "
+    "8 GPUs ZeRO-3), in turns: the host's wall time a step",
+    run_timeas,
 };

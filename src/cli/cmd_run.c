@@ -224,6 +224,17 @@ static const char *check_text(const struct lesson_expect *x, char *buf, size_t n
     return buf;
 }
 
+/* The value in an expectation's finding, "PATH is VALUE, expected ...": VALUE, cut in place. */
+static const char *found_value(char *why, const char *path)
+{
+    size_t n = strlen(path);
+    char *v = strncmp(why, path, n) == 0 && strncmp(why + n, " is ", 4) == 0 ? why + n + 4 : why;
+    char *end = strstr(v, ", expected");
+    if (end)
+        *end = '\0';
+    return v;
+}
+
 struct tally {
     int passed, failed;
 };
@@ -378,8 +389,8 @@ static void run_step(const struct lesson_step *st, json_t *runs, struct tally *t
             if (jx)
                 json_array_append_new(jx, json_pack("{s:s, s:i, s:b, s:s}", "check", what, "line",
                                                     x->line, "ok", ok, "found", why));
-            else if (ok)
-                snprintf(line, sizeof line, "ok   %s", what);
+            else if (ok) /* and what the run gave: "PATH is VALUE, expected ..." */
+                snprintf(line, sizeof line, "ok   %s   [run: %s]", what, found_value(why, x->path));
             else
                 snprintf(line, sizeof line, "FAIL %s (line %d): %s", what, x->line, why);
             if (!jx)

@@ -15,6 +15,7 @@ extern const struct bench_case bench_pp;
 extern const struct bench_case bench_tp;
 extern const struct bench_case bench_cp;
 extern const struct bench_case bench_ep;
+extern const struct bench_case bench_timeas;
 extern const struct bench_case bench_window;
 extern const struct command cmd_collective;
 extern const struct command cmd_formats;
@@ -40,6 +41,7 @@ const struct opts_spec *const command_opts[] = {
 };
 
 const struct bench_case *const bench_cases[] = {
-    &bench_formats, &bench_collective, &bench_train, &bench_dp,        &bench_pp,     &bench_tp,
-    &bench_cp,      &bench_ep,         &bench_mpi,   &bench_mpi_train, &bench_window, NULL,
+    &bench_formats,   &bench_collective, &bench_train, &bench_dp,     &bench_pp,
+    &bench_tp,        &bench_cp,         &bench_ep,    &bench_timeas, &bench_mpi,
+    &bench_mpi_train, &bench_window,     NULL,
 };

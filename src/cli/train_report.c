@@ -204,6 +204,21 @@ static const struct run_gpu *stage_gpu(const struct run *run, int st)
     return run_gpu(run, layout_rank(&run_gpu(run, 0)->place, LAYOUT_PP, st));
 }
 
+/* The bubble in seconds, measured on the stages' operations: the step's span beyond the ideal
+ * (a stage's mean compute, the step without a bubble), and its two parts, as the calculator
+ * names them: the slowest stage's wait, (m - 1)/m x its compute beyond the mean (in 1F1B the
+ * others wait for it at every micro-batch but one; the head makes the last stage the
+ * slowest), and the fill and drain, the rest, which (p - 1)/m x ideal predicts when the sends
+ * between stages are small beside compute. */
+static json_t *bubble_seconds(const struct pp_bubble *b, int P, int m)
+{
+    double ideal = b->busy_s / P, bubble = b->span_s - ideal;
+    double wait = (double)(m - 1) / m * (b->slowest_s - ideal), fill = bubble - wait;
+    return json_pack("{s:o, s:o, s:o, s:o, s:o}", "ideal_s", json_num(ideal), "bubble_s",
+                     json_num(bubble), "slowest_wait_s", json_num(wait), "fill_drain_s",
+                     json_num(fill), "fill_drain_over_ideal", json_num(fill / ideal));
+}
+
 /* The pipeline as it ran: each stage's operations (from its first GPU) in
  * simulated time, the bubble measured on them (idle time of the stages between the first
  * forward and the last backward, over their compute and over the wall), and the most
@@ -235,6 +250,8 @@ static json_t *pipeline_json(const struct train_opts *o, const struct run *run,
         json_pack("{s:o, s:o, s:o, s:o}", "ops", ops, "bubble_over_ideal",
                   b.busy_s > 0 ? json_num(b.over_ideal) : json_null(), "bubble_over_wall",
                   b.span_s > 0 ? json_num(b.over_wall) : json_null(), "peak_in_flight", peak);
+    if (b.busy_s > 0)
+        json_object_set_new(pj, "seconds", bubble_seconds(&b, P, o->micro_batches));
     if (p->have_sched) {
         json_t *pk = json_array();
         for (int st = 0; st < P; st++)

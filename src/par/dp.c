@@ -35,6 +35,8 @@ struct dp {
     float *pg, *pmaster; /* its gradients; its fp32 weights (fp32 training: no master) */
     int embed_group[2];  /* pipeline: the first and last stage's GPUs of this rank */
     bool pipelined;      /* gradients are reduced once the schedule has run */
+    bool accum;          /* ZeRO-2/3 with micro-batches: each one's reduced, its shard added */
+    int mb;              /* accum: the micro-batch whose gradients are being reduced */
     bool has_loss;       /* this GPU computes the loss (the last pipeline stage) */
     size_t emb;          /* the tied embedding's elements at the start of the buffer */
     size_t (*skip)[2];   /* ranges [off, off + len) of the flat buffer left out of this GPU's
@@ -54,8 +56,9 @@ struct dp {
     float *mom[2];   /* Adam's m and v over the range */
     void *bucket[2]; /* stages 2-3: one being reduced, one filling */
     int ibucket, next_bucket;
-    int passes, micro, first_layer; /* pipelined: backward passes done, of micro, from layer */
-    char *arena;                    /* stage 3: the gathered units' buffers, reserved until held */
+    int passes, micro, last_unit; /* pipelined: backward passes done, of micro; the unit whose
+                                     gradients a pass completes last */
+    char *arena;                  /* stage 3: the gathered units' buffers, reserved until held */
     void *slot[2];
     int slot_unit[2];
     bool slot_held[2];
@@ -122,9 +125,9 @@ static long buffers(const struct train_opts *o)
  * ZeRO-3's pieces and gathers, the tied embedding's all-reduce between the pipeline's ends. */
 static long passes(const struct train_opts *o, const struct gpt_part *part, int n)
 {
-    long L = part->count, p = 0;
+    long L = part->count, p = 0, m = o->micro_batches; /* ZeRO-2/3: each micro-batch's */
     if (n > 1 && o->zero >= 3) /* pieces; the ends (two ranges) and each layer, gathered twice */
-        p += (L + 2) + 2 * (2 + L);
+        p += m * ((L + 2) + 2 * (2 + L));
     else if (n > 1) {
         struct gpt_alloc seam = {0};
         dp_model_seam(o, part, &seam);
@@ -134,7 +137,7 @@ static long passes(const struct train_opts *o, const struct gpt_part *part, int 
         buckets += part->ep > 1 ? 2 * (long)gpt_part_experts(&o->shape, part, NULL, 0) : 0;
         /* DDP all-reduces each bucket; ZeRO 1-2 reduce-scatter it, then all-gather the
          * weights at once, or with experts bucket by bucket (packed_update) */
-        p += o->zero == 0 || part->ep > 1 ? 2 * buckets : buckets + 1;
+        p += o->zero == 0 || part->ep > 1 ? 2 * buckets : (o->zero >= 2 ? m : 1) * buckets + 1;
     }
     return p * (n - 1) + (o->pp > 1 && (part->embed || part->head) ? 2 : 0);
 }
@@ -366,8 +369,14 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     p->rank = layout_grad_rank(pl);
     p->world = o->gpus > 0 ? o->gpus : 1;
     p->wrank = pl->rank;
-    p->pipelined = layout_pipelined(o);
-    p->micro = o->micro_batches, p->first_layer = pl->part.first;
+    /* ZeRO 2 and 3 keep a shard of the gradients only: with micro-batches (one stage), each
+     * micro-batch's backward pass reduce-scatters its buckets as they complete and each GPU
+     * adds its part to its shard (DeepSpeed's gradient accumulation at stages 2 and 3) */
+    p->accum = o->zero >= 2 && o->micro_batches > 1 && o->pp == 1;
+    p->pipelined = layout_pipelined(o) && !p->accum;
+    /* a pass completes the embedding's gradients last, or its first layer's */
+    p->micro = o->micro_batches;
+    p->last_unit = pl->part.embed ? GPT_UNIT_EMBED : pl->part.first;
     p->has_loss = pl->part.head && pl->tprank == 0; /* the ranks of a tp group agree */
     const struct gpt_config *c = &o->shape;
     bool tied_copy = pl->pp > 1 && (pl->part.embed || pl->part.head);
@@ -494,6 +503,25 @@ static void packed_bounds(struct dp *p, const struct shard_range *b)
     }
 }
 
+/* ZeRO-2/3: n elements of this GPU's part of a reduced bucket, src, into its shard at dst (in
+ * the gradients' format), or added to what the earlier micro-batches left there. */
+static void keep_own(struct dp *p, char *dst, const char *src, size_t n)
+{
+    if (!p->accum || p->mb == 0) {
+        memcpy(dst, src, n * p->ges);
+        return;
+    }
+    float x[256], y[256];
+    for (size_t i = 0; i < n; i += 256) {
+        size_t k = n - i < 256 ? n - i : 256;
+        fp_unpack_n(p->gdt, x, dst + i * p->ges, k);
+        fp_unpack_n(p->gdt, y, src + i * p->ges, k);
+        for (size_t j = 0; j < k; j++)
+            x[j] += y[j];
+        fp_pack_n(p->gdt, dst + i * p->ges, x, k);
+    }
+}
+
 /* Bucket b's gradients are complete in the model's fp32 buffer (or, encoded, already in the
  * gradient buffer): reduce them. */
 static void launch(struct dp *p, const struct shard_range *b, bool encoded)
@@ -521,15 +549,18 @@ static void launch(struct dp *p, const struct shard_range *b, bool encoded)
              true, DP_STREAM_GRADS);
         return;
     }
-    /* stages 2-3: into a bucket buffer, reduce-scattered, this GPU's part kept */
+    /* stages 2-3: into a bucket buffer, reduce-scattered, this GPU's part kept (added to
+     * the earlier micro-batches' with micro-batches; the model's buffer then starts again) */
     char *buf = p->bucket[p->ibucket];
     p->ibucket ^= 1;
     fp_pack_n(p->gdt, buf, src, b->len);
+    if (p->accum)
+        memset(src, 0, b->len * sizeof *src);
     ring(p, COST_REDUCE_SCATTER, buf, b->len, p->gdt, b->off, true, DP_STREAM_GRADS);
     size_t S = p->plan.shard, lo = (size_t)p->rank * S, hi = lo + S;
     size_t a = b->off > lo ? b->off : lo, z = b->off + b->len < hi ? b->off + b->len : hi;
     if (a < z)
-        memcpy((char *)p->gr + (a - lo) * p->ges, buf + (a - b->off) * p->ges, (z - a) * p->ges);
+        keep_own(p, (char *)p->gr + (a - lo) * p->ges, buf + (a - b->off) * p->ges, z - a);
 }
 
 /* ZeRO-3: unit u (shard_plan's index) gathered into slot s and decoded into the model's
@@ -587,6 +618,8 @@ static void acquire(struct dp *p, int u)
     int i = p->iseq;
     while (i < p->nseq && p->seq[i] != u)
         i++;
+    for (i = i < p->nseq ? i : 0; i < p->nseq && p->seq[i] != u; i++) /* the next micro-batch */
+        ;
     if (i < p->nseq) {
         p->iseq = i + 1;
         if (p->prefetch && i + 1 < p->nseq && slot_of(p, p->seq[i + 1]) < 0) {
@@ -622,7 +655,7 @@ void dp_hook(struct dp *p, enum gpt_hook h, int unit)
         if (h != GPT_HOOK_GRADS)
             return;
         if (p->passes < p->micro - 1) {
-            p->passes += unit == p->first_layer;
+            p->passes += unit == p->last_unit;
             return;
         }
         while (p->next_bucket < p->plan.nbuckets && p->plan.buckets[p->next_bucket].unit == unit &&
@@ -638,6 +671,8 @@ void dp_hook(struct dp *p, enum gpt_hook h, int unit)
     }
     if (h != GPT_HOOK_GRADS)
         return;
+    if (p->accum && p->next_bucket == p->plan.nbuckets) /* the next micro-batch's backward */
+        p->next_bucket = 0, p->mb++;
     while (p->next_bucket < p->plan.nbuckets && p->plan.buckets[p->next_bucket].unit == unit)
         launch(p, &p->plan.buckets[p->next_bucket++], false);
 }
@@ -958,14 +993,15 @@ static int check(const struct train_opts *o, struct error *e)
                          "micro-batch%s (try --batch %d)",
                          o->batch, dp, dp > 1 ? "s" : "", o->micro_batches,
                          o->micro_batches > 1 ? "es each" : "", (o->batch / split + 1) * split);
-    /* ZeRO-2 would reduce-scatter every micro-batch's gradients (DeepSpeed's pipeline engine
-     * refuses stages 2 and 3 with pipeline parallelism altogether) */
-    if (layout_pipelined(o) && o->zero >= 2)
+    /* with stages, ZeRO-2 would reduce-scatter every micro-batch's gradients in the pipeline's
+     * order (DeepSpeed's pipeline engine refuses stages 2 and 3 with pipeline parallelism
+     * altogether); on one stage each micro-batch's are reduced as its backward pass ends */
+    if (o->pp > 1 && o->zero >= 2)
         return error_set(e, ERR_INVAL,
-                         "--zero %d with %s: stages 2 and 3 keep only a shard of the gradients, "
-                         "so they reduce every micro-batch's; the thread-GPUs run ZeRO 0 and 1 "
-                         "with micro-batches",
-                         o->zero, o->pp > 1 ? "pipeline stages" : "several micro-batches");
+                         "--zero %d with pipeline stages: stages 2 and 3 keep only a shard of the "
+                         "gradients, so they would reduce every micro-batch's; the thread-GPUs "
+                         "run ZeRO 0 and 1 with pipeline stages",
+                         o->zero);
     if (o->zero < 0 || o->zero > 3)
         return error_set(e, ERR_INVAL, "--zero %d: the ZeRO stage is 0, 1, 2 or 3", o->zero);
     if (o->bucket_bytes < 4)
@@ -994,13 +1030,14 @@ static void count(const struct train_opts *o, const struct layout_place *pl,
     if (o->gpus > 1) /* the agreement: an all-gather over every GPU */
         c->messages += o->gpus - 1;
     if (o->zero >= 3) /* each gather moves reserved bytes to communication and back */
-        c->charges += 2L * (2L * L + 2);
+        c->charges += 2L * (2L * L + 2) * o->micro_batches;
 }
 
 static void step_begin(void *self)
 {
     struct dp *p = self;
     p->next_bucket = 0;
+    p->mb = 0;
     p->iseq = 0;
     p->ibucket = 0;
     p->compute_s = 0;

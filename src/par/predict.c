@@ -65,17 +65,20 @@ void predict_free(struct prediction *p)
 void predict_bubble(const struct pp_done *const *ops, const int *n, int stages,
                     struct pp_bubble *out)
 {
-    double t0 = INFINITY, t1 = -INFINITY, busy = 0;
-    for (int s = 0; s < stages; s++)
+    double t0 = INFINITY, t1 = -INFINITY, busy = 0, slowest = 0;
+    for (int s = 0; s < stages; s++) {
+        double own = 0;
         for (int i = 0; i < n[s]; i++) {
             t0 = fmin(t0, ops[s][i].start_s), t1 = fmax(t1, ops[s][i].end_s);
-            busy += ops[s][i].end_s - ops[s][i].start_s;
+            own += ops[s][i].end_s - ops[s][i].start_s;
         }
+        busy += own, slowest = fmax(slowest, own);
+    }
     *out = (struct pp_bubble){0};
     if (!(t1 > t0))
         return;
     double wall = (t1 - t0) * stages, idle = wall - busy;
-    out->busy_s = busy, out->span_s = t1 - t0;
+    out->busy_s = busy, out->span_s = t1 - t0, out->slowest_s = slowest;
     out->over_ideal = busy > 0 ? idle / busy : 0;
     out->over_wall = idle / wall;
 }

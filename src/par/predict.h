@@ -53,9 +53,10 @@ double predict_recompute_pct(const struct model_shape *m, int batch, const char 
  * simulated time. The stages are idle between the step's first start and its last end
  * whenever they do not compute: idle = P x span - busy; over_ideal = idle / busy (the
  * calculator's (p - 1) / m), over_wall = idle / (P x span) (its (p - 1) / (m + p - 1)). Both 0
- * when nothing ran. */
+ * when nothing ran. slowest_s is the busiest stage's compute (busy / P when the stages are
+ * equal). */
 struct pp_bubble {
-    double busy_s, span_s, over_ideal, over_wall;
+    double busy_s, span_s, over_ideal, over_wall, slowest_s;
 };
 void predict_bubble(const struct pp_done *const *ops, const int *n, int stages,
                     struct pp_bubble *out);

@@ -101,6 +101,19 @@ else
     check_json "any(r['group'] == 'ep' and r['measure'].startswith('2 expert-parallel GPUs / 1 GPU') and r['limit'].startswith('2/(1+s), s=') and r['limit_value'] > 0 for r in d['results'])" "ep's speed-up beside its limit and serial fraction"
 fi
 
+# The host's cost of timing a run as a model (issue 32): the same run as itself and timed as
+# synthetic-7b, in turns; its row is a step's wall time beside the run as itself, its target
+# (at most 1.10 x) in its name. The ratio is the host's and is not asserted; its form is: taken
+# sample by sample (the runs in turns), each within the samples' extremes.
+if $sanitized; then
+    echo "ok $((T_N + 1)) # SKIP the timeas group under a sanitizer"; T_N=$((T_N + 1))
+else
+    run bench --quick --only timeas --json --repeat 2
+    check_status 0 "bench --quick --only timeas --json"
+    every_line timeas
+    check_json "[r['measure'] for r in d['results'] if r['group'] == 'timeas' and r['unit'] == 'ms' and r['value'] > 0 and r['limit'] == 'the run as itself' and r['limit_value'] > 0 and r['min'] / r['limit_max'] * (1 - 1e-9) <= r['ratio_min'] <= r['ratio'] <= r['ratio_max'] <= r['max'] / r['limit_min'] * (1 + 1e-9)] == ['small fp32, 8 GPUs ZeRO-3, timed as synthetic-7b: step (target <= 1.10)']" "timed as synthetic-7b: a step's wall time beside the run as itself, its target 1.10"
+fi
+
 run bench --list
 check_contains "$out" "formats" "bench --list names the formats group"
 check_contains "$out" "window" "bench --list names the window group"

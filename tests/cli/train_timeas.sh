@@ -100,6 +100,15 @@ apart="abs(d['summary']['sim_step_time_s'] / d['summary']['timed_as']['predicted
 # microseconds): held under 0.1% of the step. MFU within 5% of the calculator's.
 terms="all(abs(r[k] - p[k] - (p['imbalance_s'] if k == 'bubble_s' else 0)) <= 0.05 * p['step_time_s'] for k in ('compute_s', 'bubble_s', 'dp_exposed_s', 'tp_exposed_s', 'pp_exposed_s', 'cp_exposed_s', 'ep_exposed_s')) and r['other_s'] <= 1e-3 * p['step_time_s'] and abs(r['mfu'] / p['mfu'] - 1) <= 0.05"
 terms="(lambda r, p: $terms)(d['summary']['timed_as']['run'], d['summary']['timed_as']['predicted'])"
+# table WHAT: a line of the table of the layouts held (a TAP comment, for the log): the
+# calculator's step, the run's, how far apart
+table() {
+    printf '%s' "$out" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)['summary']
+p, r = d['timed_as']['predicted']['step_time_s'], d['sim_step_time_s']
+print('# table: %-62s predicted %8.2f ms  timed %8.2f ms  %+.1f%%' % (sys.argv[1], 1e3 * p, 1e3 * r, 100 * (r / p - 1)))" "$1"
+}
 # the busiest GPU's compute over the mean GPU's (the summary's sim_compute_s, the line's)
 busy="(lambda t: t['busiest_compute_s'] - t['sim_compute_s'])(d['summary']['timed_as'])"
 for c in $cases; do
@@ -107,6 +116,7 @@ for c in $cases; do
     args=$(printf '%s' "${c#*:}" | tr ':' ' ')
     # shellcheck disable=SC2086
     timed "$model" $args
+    table "$model $args"
     check_json "$apart <= 0.05" "$model $args as synthetic-7b: the run's step within 5% of the calculator's"
     check_json "$terms" "$model $args as synthetic-7b: each term of its step within 5% of the calculator's step, MFU within 5%"
     # The busiest GPU's compute (the summary's, beside the mean GPU's): a pipeline's slowest
@@ -149,6 +159,64 @@ check_json "(lambda g, per: abs((d['summary']['sim_step_time_s'] - $balanced) / 
 # and that extra attention (the same tolerance; measured 8e-10)
 check_json "(lambda g, per: abs(($busy) / ((max(g) - sum(g) / len(g)) * per) - 1) <= 1e-6)([x['ring_scores_per_step'] for x in d['summary']['per_gpu']], 6 * $hd * ($S * ($S + 1) * $H) / ($s * ($s + 1) * $h) / ($peak * 0.5))" \
     "cp 2 as synthetic-7b: the naive split's busiest GPU computes the mean's and its extra attention"
+
+# --- The three layouts plan ranks first for synthetic-7b on one node of 8 GPUs (plan's
+# defaults: 8 h100-80gb, a global batch of 256 sequences, bf16), read from plan --json: each run
+# in that layout (dp, tp, pp, ZeRO stage, checkpoint policy, micro-batches of plan's
+# micro-batch) on the deep shape (the 8-head one where tp does not divide tiny's heads), timed
+# as synthetic-7b, gives plan's step time within 5% (the issue's). Measured: ZeRO-3 with 8 and
+# 16 micro-batches and ZeRO-1 with 32, each +0.0 to +0.1%. The run's own prediction is plan's
+# step to the JSON's digits (2e-9): the layout run is the one plan ranked.
+if $quick; then
+    echo "ok $((T_N + 1)) # SKIP plan's first three layouts, timed (quick: a minute of CPU each)"
+    T_N=$((T_N + 1))
+else
+    run plan --json --top 3
+    check_json "d['model'] == 'synthetic-7b' and d['gpus'] == 8 and len(d['layouts']) == 3" \
+        "plan ranks three layouts for synthetic-7b on 8 GPUs"
+    heads=$(key heads)
+    ranked=$(printf '%s' "$out" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+for l in d['layouts']:
+    print('%s:--dp=%d:--tp=%d:--pp=%d:--zero=%d:--checkpoint=%s:--micro-batches=%d:--batch=%d:%r' % (
+        'deep' if $heads % l['tp'] == 0 else 'deep8', l['dp'], l['tp'], l['pp'], l['zero'],
+        l['checkpoint'], l['micro_batches'], l['dp'] * l['micro_batch'] * l['micro_batches'],
+        l['step_time_s']))")
+    rank=0
+    for c in $ranked; do
+        rank=$((rank + 1))
+        model=${c%%:*} want=${c##*:} args=${c#*:}
+        args=$(printf '%s' "${args%:*}" | tr ':' ' ')
+        # shellcheck disable=SC2086
+        run train --model "$T_TMP/$model.ini" --precision bf16 --steps 2 $args \
+            --time-as synthetic-7b --json --summary
+        table "plan's $rank: $model $args"
+        check_json "abs(d['summary']['timed_as']['predicted']['step_time_s'] / $want - 1) <= 2e-9 and abs(d['summary']['sim_step_time_s'] / $want - 1) <= 0.05" \
+            "plan's layout $rank ($args, plan's step $want s) timed as synthetic-7b: within 5% of plan's step"
+    done
+fi
+
+# --- Lesson 4's pipeline in seconds: tiny (the lesson's run) on 4 stages, 8 micro-batches,
+# 1F1B, timed as synthetic-7b. The summary's pipeline.seconds, recomputed here from the stages'
+# operations it lists: the ideal is a stage's mean compute, the bubble the span beyond it, the
+# slowest stage's wait (m - 1)/m x the busiest stage's compute beyond the mean (the calculator's
+# imbalance_s, to the JSON's digits: 2e-9 of the step), the fill and drain the rest. The sends
+# between stages are small beside compute here (an activation of b s h against 8 of
+# synthetic-7b's layers a stage: the run's exposed pp under 1% of its compute), so the fill and
+# drain is (p - 1)/m x ideal within the issue's 5% (measured +0.16%).
+run train --model tiny --pp 4 --micro-batches 8 --batch 8 --precision bf16 --steps 1 \
+    --time-as synthetic-7b --json --summary
+ideal="(lambda ops: sum(o['end_s'] - o['start_s'] for st in ops for o in st) / len(ops))(d['summary']['pipeline']['ops'])"
+span="(lambda ops: max(o['end_s'] for st in ops for o in st) - min(o['start_s'] for st in ops for o in st))(d['summary']['pipeline']['ops'])"
+slowest="max(sum(o['end_s'] - o['start_s'] for o in st) for st in d['summary']['pipeline']['ops'])"
+sec="d['summary']['pipeline']['seconds']"
+check_json "abs($sec['ideal_s'] - $ideal) <= 2e-9 * $span and abs($sec['bubble_s'] - ($span - $ideal)) <= 2e-9 * $span and abs($sec['slowest_wait_s'] - 7 / 8 * ($slowest - $ideal)) <= 2e-9 * $span and abs($sec['fill_drain_s'] - ($sec['bubble_s'] - $sec['slowest_wait_s'])) <= 2e-9 * $span" \
+    "pp 4, m 8 as synthetic-7b: the bubble in seconds, its parts, as the stages' operations give them"
+check_json "abs($sec['slowest_wait_s'] - d['summary']['timed_as']['predicted']['imbalance_s']) <= 2e-9 * $span" \
+    "pp 4, m 8 as synthetic-7b: the slowest stage's wait is the calculator's"
+check_json "d['summary']['timed_as']['run']['pp_exposed_s'] < 0.01 * d['summary']['timed_as']['run']['compute_s'] and abs($sec['fill_drain_s'] / (3 / 8 * $sec['ideal_s']) - 1) <= 0.05 and abs($sec['fill_drain_over_ideal'] - $sec['fill_drain_s'] / $sec['ideal_s']) <= 1e-9" \
+    "pp 4, m 8 as synthetic-7b: the sends small beside compute, the fill and drain is (p - 1)/m x ideal within 5%"
 
 # --- The summary's line of the run timed as MODEL: the step, the mean GPU's compute (named;
 # the table's and the calculator's figure) and the rest, then the busiest GPU's compute: at pp
