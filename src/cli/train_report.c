@@ -317,6 +317,13 @@ static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
         }
         if (o->ep > 1)
             json_object_set_new(json_object_get(gj, "coord"), "ep", json_integer(g->place.eprank));
+        if (o->ep > 1 && !(o->shape.moe.capacity_factor > 0)) { /* dropless: its routing's */
+            json_object_set_new(gj, "expert_rows_per_step",
+                                json_pack("{s:I, s:I}", "sent", (json_int_t)g->ep_rows[0],
+                                          "received", (json_int_t)g->ep_rows[1]));
+            json_object_set_new(gj, "expert_rows_held_peak",
+                                json_integer((json_int_t)g->ep_rows[2]));
+        }
         json_array_append_new(per, gj);
     }
     return per;
@@ -350,6 +357,8 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
             json_object_set_new(json_object_get(pg, "comm_bytes_per_step"), "expert_parallel",
                                 json_whole(pt->ep.bytes));
             json_object_set_new(pg, "expert_parallel_formula", json_string(pt->ep.formula));
+            if (pt->ep.worst != pt->ep.bytes) /* dropless: the bytes are uniform routing's */
+                json_object_set_new(pg, "expert_parallel_worst", json_whole(pt->ep.worst));
         }
         json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
         json_array_append_new(stages, pg);

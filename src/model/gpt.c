@@ -208,6 +208,7 @@ void gpt_free(struct gpt *g)
     free(g->underflow);
     free(g->moe.load);
     free(g->moe.kept);
+    free(g->moe.scount);
     free(g->lw);
     free(g->lg);
     free(g);
@@ -477,12 +478,10 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     if (tp > 1 && c->moe.experts > 0)
         return error_set(e, ERR_INVAL, "a model with experts runs without tensor parallelism");
     int ep = part_ep(&g->part);
-    if (ep > 1 && (c->moe.experts % ep || g->part.eprank < 0 || g->part.eprank >= ep ||
-                   !(c->moe.capacity_factor > 0)))
+    if (ep > 1 && (c->moe.experts % ep || g->part.eprank < 0 || g->part.eprank >= ep))
         return error_set(e, ERR_INVAL,
-                         "expert parallelism over %d GPUs needs them to divide the %d experts "
-                         "and a capacity factor (the static shape the all-to-all sends)",
-                         ep, c->moe.experts);
+                         "expert parallelism over %d GPUs needs them to divide the %d experts", ep,
+                         c->moe.experts);
 
     if (g->part.first < 0 || g->part.count < 1 || g->part.first + g->part.count > c->layers ||
         g->part.slots < 1 || g->part.slots > 4096)
@@ -498,6 +497,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->ring.cp = g->part.cp > 1 ? g->part.cp : 1, g->ring.cpr = g->ring.cp > 1 ? g->part.cprank : 0;
     g->ring.blocks = g->ring.cp > 1 || g->part.flash;
     g->moe.ep = ep, g->moe.epr = ep > 1 ? g->part.eprank : 0;
+    g->moe.dropless = ep > 1 && !(c->moe.capacity_factor > 0);
     enum ring_split split = g->part.cp_naive ? RING_NAIVE : RING_BALANCED;
     if (g->ring.cp > 1 &&
         (!ring_split_ok(c->seq, g->ring.cp, split) || g->ring.cpr < 0 || g->ring.cpr >= g->ring.cp))
@@ -543,14 +543,16 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     }
     if (c->moe.experts > 0) {
         size_t stats = (size_t)gpt_moe_layers(c) * (size_t)c->moe.experts;
-        g->moe.rows =
-            (size_t)experts_rows(g->N, c->moe.experts, c->moe.top_k, c->moe.capacity_factor);
+        g->moe.rows = (size_t)experts_rows_held(g->N, c->moe.experts, c->moe.top_k,
+                                                c->moe.capacity_factor, ep);
         g->moe.load = calloc(stats, sizeof *g->moe.load);
         g->moe.kept = calloc(stats, sizeof *g->moe.kept);
+        g->moe.scount = calloc(2 * (size_t)ep, sizeof *g->moe.scount);
+        g->moe.rcount = g->moe.scount ? g->moe.scount + ep : NULL;
     }
     if (!g->saved || !g->head || !g->lw || !g->lg || !g->underflow ||
         (g->seg && (!g->pool || !g->segin)) ||
-        (c->moe.experts > 0 && (!g->moe.load || !g->moe.kept)))
+        (c->moe.experts > 0 && (!g->moe.load || !g->moe.kept || !g->moe.scount)))
         return error_set(e, ERR_NOMEM, "out of memory");
     for (int a = 0; a < A_COUNT; a++)
         g->layer_bytes += act_bytes(g, a, SZ_DENSE);
@@ -900,10 +902,15 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
     /* ring attention: C - 1 steps forward, C backward (model/gpt_ring.c) */
     if (p->cp > 1)
         n.cp_shift = fwd * (p->cp - 1) + L * p->cp;
-    /* an expert layer dispatches and combines, forward and backward */
+    /* an expert layer dispatches and combines, forward and backward; dropless, each forward
+     * sends its counts first */
+    bool dropless = !(c->moe.capacity_factor > 0);
     if (p->ep > 1)
         for (int l = p->first; l < p->first + p->count; l++)
-            n.ep_a2a += gpt_layer_moe(c, l) ? 2 * (seg ? 2 : 1) + 2 : 0;
+            if (gpt_layer_moe(c, l)) {
+                n.ep_a2a += (dropless ? 3 : 2) * (seg ? 2 : 1) + 2;
+                n.ep_counts += dropless ? (seg ? 2 : 1) : 0;
+            }
     return n;
 }
 
