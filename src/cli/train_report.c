@@ -651,6 +651,10 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
             printf("context parallel: %s\n", p->comm[0].cp.formula);
         if (ep)
             printf("expert parallel: %s\n", p->comm[0].ep.formula);
+        if (ep && !(o->shape.moe.capacity_factor > 0))
+            printf("dropless: the measured bytes and buffers follow each step's routing; the "
+                   "predicted comm is the buffers' bound\n(every token of the group to one "
+                   "GPU), the predicted expert/step uniform routing's\n");
     }
     if (cp) { /* the causal mask's work, GPU by GPU: what the balanced split evens out */
         uint64_t lo = UINT64_MAX, hi = 0, sum = 0;

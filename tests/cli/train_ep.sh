@@ -186,6 +186,7 @@ done
 run train --model tiny-moe --gpus 2 --ep 2 --steps 2
 check_status 0 "train --model tiny-moe --gpus 2 --ep 2 runs with no other option"
 check_contains "$out" "expert parallel: dropless" "... and says it ran dropless"
+check_contains "$out" "the predicted comm is the buffers' bound" "... and what its predicted figures are"
 
 # Bytes: what the step's own routing implies. Each GPU reports the rows its dispatches sent
 # the other GPUs of its group and received from them (expert_rows_per_step; a recomputed
