@@ -17,8 +17,9 @@ install_missing() {
         { echo "scalelab: could not install:$missing" >&2; exit 1; }
 }
 
-# build DIR [CONFIGURE-ARGS...]: an out-of-tree build in DIR.
-build() {
+# configured DIR [CONFIGURE-ARGS...]: an out-of-tree build in DIR, configured (again only when
+# the arguments changed).
+configured() {
     dir=$1; shift
     top=$(cd "$(dirname "$0")/.." && pwd)
     if [ ! -x "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ]; then
@@ -30,5 +31,10 @@ build() {
         (cd "$dir" && "$top/configure" -q "$@") || exit 1
         echo "$want" >"$dir/.configure-args"
     fi
-    make -s -C "$dir" -j"$(nproc)" >"$dir/build.out" 2>&1 || { cat "$dir/build.out"; exit 1; }
+}
+
+# build DIR [CONFIGURE-ARGS...]: configured, then built.
+build() {
+    configured "$@"
+    make -s -C "$1" -j"$(nproc)" >"$1/build.out" 2>&1 || { cat "$1/build.out"; exit 1; }
 }

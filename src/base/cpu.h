@@ -44,24 +44,22 @@ const char *cpu_path_name(enum cpu_path p); /* "portable C", "AVX2", "AVX-512" *
  * `static inline CPU_INLINE void name##_body(params)`, compiled three times: for AVX-512, for
  * AVX2 and portably; each call takes the widest this machine runs (cpu_path). The body is
  * plain C whose loops the compiler vectorizes for each target (KERNEL_CFLAGS: no contraction,
- * no reassociation, so every build gives the same bits). CPU_CLONES_WITH(attrs, name, ...)
- * gives the body and its clones more attributes (gpt_ops.c's scan, uninstrumented under TSan). */
+ * no reassociation, so every build gives the same bits). */
 #define CPU_INLINE __attribute__((always_inline))
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CPU_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define CPU_TARGET_AVX512                                                                          \
     __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c")))
-#define CPU_CLONES(name, params, args) CPU_CLONES_WITH(, name, params, args)
-#define CPU_CLONES_WITH(attrs, name, params, args)                                                 \
-    attrs static void name##_portable params                                                       \
+#define CPU_CLONES(name, params, args)                                                             \
+    static void name##_portable params                                                             \
     {                                                                                              \
         name##_body args;                                                                          \
     }                                                                                              \
-    attrs CPU_TARGET_AVX2 static void name##_avx2 params                                           \
+    CPU_TARGET_AVX2 static void name##_avx2 params                                                 \
     {                                                                                              \
         name##_body args;                                                                          \
     }                                                                                              \
-    attrs CPU_TARGET_AVX512 static void name##_avx512 params                                       \
+    CPU_TARGET_AVX512 static void name##_avx512 params                                             \
     {                                                                                              \
         name##_body args;                                                                          \
     }                                                                                              \
@@ -74,9 +72,8 @@ const char *cpu_path_name(enum cpu_path p); /* "portable C", "AVX2", "AVX-512" *
         }                                                                                          \
     }
 #else
-#define CPU_CLONES(name, params, args) CPU_CLONES_WITH(, name, params, args)
-#define CPU_CLONES_WITH(attrs, name, params, args)                                                 \
-    attrs static void name params                                                                  \
+#define CPU_CLONES(name, params, args)                                                             \
+    static void name params                                                                        \
     {                                                                                              \
         name##_body args;                                                                          \
     }

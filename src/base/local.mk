@@ -7,6 +7,7 @@ libscalelab_a_SOURCES += \
 	%reldir%/experts.c %reldir%/experts.h \
 	%reldir%/hostmem.c %reldir%/hostmem.h \
 	%reldir%/prof.c %reldir%/prof.h \
+	%reldir%/race.h \
 	%reldir%/readfile.c %reldir%/readfile.h \
 	%reldir%/json.c %reldir%/json.h \
 	%reldir%/rng.c %reldir%/rng.h \

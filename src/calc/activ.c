@@ -350,3 +350,31 @@ double activ_recompute_flops(const struct model_shape *m, const struct activ_con
     default: return n * layer_forward_flops;
     }
 }
+
+double activ_wgrad_bytes(const struct model_shape *m, const struct activ_config *c)
+{
+    double sb = (double)c->micro_batch * c->seq / (c->cp > 1 ? c->cp : 1), h = m->d_model;
+    double t = c->tp > 1 ? c->tp : 1, kv = (double)m->kv_heads / m->heads * h;
+    double norms = c->sp && t > 1 ? sb / t : sb, f = m->ffn_kind == FFN_SWIGLU ? 3 : 2;
+    return c->bytes *
+           (2 * norms * h + 2 * sb * h + sb * (2 * h + 2 * kv) / t + f * sb * m->ffn / t);
+}
+
+double activ_split_peak(const struct model_shape *m, const struct activ_config *c,
+                        const struct ckpt_policy *pol, int n, double saved)
+{
+    struct activ_list layer;
+    activ_layer(m, c, &layer);
+    double W = activ_wgrad_bytes(m, c), L = layer.total, X = layer.input, peak = saved;
+    if (pol->kind == CKPT_NONE || pol->kind == CKPT_SELECTIVE) {
+        double r = pol->kind == CKPT_SELECTIVE ? layer.core : 0, S = L - r;
+        for (int l = n - 1; l >= 0; l--)
+            peak = fmax(peak, (l + 1) * S + r + (n - l) * W);
+        return peak;
+    }
+    int k = ckpt_every(pol, n), segs = n > 0 ? (n + k - 1) / k : 0;
+    for (int j = segs - 1; j >= 0; j--)
+        for (int a = j * k, l = j < segs - 1 ? a + k - 1 : n - 1; l >= a; l--)
+            peak = fmax(peak, j * X + (l - a + 1) * L + (n - l) * W);
+    return peak;
+}

@@ -194,6 +194,28 @@ void activ_total_at(const struct model_shape *m, const struct activ_config *c,
                     const struct ckpt_policy *pol, int l0, int n, bool first, bool last,
                     struct activ_total *out);
 
+/* What one layer's input-gradient pass (B) keeps for its weight-gradient pass (W) when a
+ * zero-bubble pipeline runs them apart (Qi et al. 2024, "Zero Bubble Pipeline Parallelism",
+ * §2: W needs each matmul's input and its output's gradient), bytes for one micro-batch: the
+ * inputs xn1, xn2 (sbh each, a t-th with sp: W gathers them again), attn_out (sbh/t) and act
+ * (sbf/t), and the gradients of the MLP's and the attention's outputs (sbh each, every row),
+ * of q, k, v (sb (h + 2kv)/t) and of gate and up (2 sbf/t): p [2 sbh(/t) + 2 sbh + sb(2h +
+ * 2kv)/t + 3 sbf/t] (gelu: 2 sbf/t, fc1's output gradient and fc2's input), s the tokens a GPU
+ * holds (s/cp). The norms' and the ends' weight gradients are computed with B and keep
+ * nothing. What src/model keeps (gpt_part_backward_input), to the byte. */
+double activ_wgrad_bytes(const struct model_shape *m, const struct activ_config *c);
+
+/* The most one micro-batch holds during such a B over n layers that kept `saved` bytes (the
+ * policy's, with the ends'): B books each layer's W tensors W as the layer's backward begins,
+ * after the layer's recomputation, and frees the layer's list after it, from the top layer
+ * down (the head's kept tensors freed first). At layer l (0-based, others' lists still held):
+ *   none, selective   (l + 1) S + r + (n - l) W      S = L (none) or L - core, r = core
+ *                                                    (selective: the layer's core, back)
+ *   every:K           j X + (l - a + 1) L + (n - l) W   in segment j from layer a
+ * and at the start, saved; the most of these. */
+double activ_split_peak(const struct model_shape *m, const struct activ_config *c,
+                        const struct ckpt_policy *pol, int n, double saved);
+
 /* The forward FLOPs the policy recomputes in the backward pass, for n layers and one
  * micro-batch, given one layer's forward FLOPs on this GPU: none 0; full, every:K and sqrt
  * recompute every layer once (n x layer_forward_flops, about a third more compute: 8 instead

@@ -55,7 +55,11 @@ static void one_f_one_b(struct framework_run *r, const char *why)
     struct memory_config *c = &r->c;
     if (c->pp == 1 || c->schedule == SCHED_1F1B)
         return;
-    note(r, true, "1F1B, not %s: %s", c->schedule == SCHED_GPIPE ? "GPipe" : "interleaved", why);
+    note(r, true, "1F1B, not %s: %s",
+         c->schedule == SCHED_GPIPE  ? "GPipe"
+         : c->schedule == SCHED_ZBH1 ? "ZB-H1"
+                                     : "interleaved",
+         why);
     c->schedule = SCHED_1F1B;
     c->chunks = 0;
 }
@@ -155,6 +159,11 @@ static int megatron(struct framework_run *r, struct error *e)
     if (c->schedule == SCHED_GPIPE)
         one_f_one_b(r, "Megatron-LM's pipelines run 1F1B or its interleaved form "
                        "(megatron/core/pipeline_parallel/schedules.py)");
+    if (c->schedule == SCHED_ZBH1)
+        one_f_one_b(r, "Megatron-LM has no zero-bubble schedule upstream (its pipelines run 1F1B "
+                       "or its interleaved form: megatron/core/pipeline_parallel/schedules.py); "
+                       "the paper's fork (sail-sg/zero-bubble-pipeline-parallelism, README) "
+                       "runs its own automatic schedule with --enable-zero-bubble");
     units(r, 1,
           "Megatron-FSDP's units are its TransformerLayers "
           "(megatron/core/distributed/fsdp/mcore_fsdp_adapter.py)");

@@ -244,6 +244,11 @@ int memory_check(const struct memory_config *c, struct error *e)
                              "stage",
                              c->ep, c->pp);
     }
+    if (c->model->experts > 0 && sched_splits(c->schedule))
+        return error_set(e, ERR_INVAL,
+                         "%s has experts: schedule %s runs B and W apart, which the calculator "
+                         "(and the model) count for dense layers only",
+                         c->model->name, sched_name(c->schedule));
     if (c->model->experts > 0 && c->cp > 1)
         return error_set(e, ERR_INVAL,
                          "%s has experts: the calculator counts them without context "
@@ -299,6 +304,33 @@ static void stage_fill_chunks(const struct memory_config *c, const struct params
                  out->states.optimizer + out->activations + out->comm;
 }
 
+/* zb-h1 (calc/sched.h): the most stage s's activations reach, walking its operations as
+ * model/gpt.h charges them: a forward adds its saved bytes; a B peaks at bpeak over the rest
+ * (calc/activ.h's activ_split_peak: each layer's W tensors booked as its backward begins) and
+ * leaves wset for its saved bytes; a W releases wset. */
+static double zb_activations(const struct memory_config *c, int s, const struct activ_total *a,
+                             double bpeak, double wset, int *w_held)
+{
+    struct sched sc;
+    double held = 0, most = 0;
+    if (sched_build(c->schedule, c->pp, c->micro_batches, 1, &sc, NULL))
+        return 0;
+    *w_held = sched_wslots(&sc, s, 0);
+    for (int i = 0; i < sc.count[s]; i++) {
+        enum sched_op_kind k = sc.ops[s][i].kind;
+        if (k == SCHED_OP_F) {
+            most = fmax(most, held + a->saved);
+            held += a->saved;
+        } else if (k == SCHED_OP_B) {
+            most = fmax(most, held - a->saved + bpeak);
+            held += wset - a->saved;
+        } else
+            held -= wset;
+    }
+    sched_free(&sc);
+    return most;
+}
+
 /* The states and activations of one GPU of pipeline stage s (shape given). */
 static void stage_fill(const struct memory_config *c, const struct params_breakdown *pb, int s,
                        struct memory_result *out)
@@ -318,6 +350,11 @@ static void stage_fill(const struct memory_config *c, const struct params_breakd
     activ_total_at(m, &ac, &c->ckpt, first, count, s == 0, s == c->pp - 1, &out->act);
     out->in_flight = memory_in_flight(c->schedule, s, c->pp, c->micro_batches);
     out->activations = (out->in_flight - 1) * out->act.saved + out->act.peak;
+    if (sched_splits(c->schedule) && c->pp > 1) {
+        out->wset = count * activ_wgrad_bytes(m, &ac);
+        double bpeak = activ_split_peak(m, &ac, &c->ckpt, count, out->act.saved);
+        out->activations = zb_activations(c, s, &out->act, bpeak, out->wset, &out->w_held);
+    }
     out->comm = memory_comm(c, pb, psi, count, s == 0, s == c->pp - 1) + memory_cp_buffers(c) +
                 memory_ep_buffers(c);
     out->params_gpu = psi;

@@ -25,6 +25,8 @@
  * are the most the stage holds over its schedule (calc/sched.h), walking its operations: a
  * forward holds the chunks in flight plus its own peak, then keeps its saved bytes; a backward
  * releases them and peaks over the rest (for v = 1 this is (k - 1) x saved + peak again).
+ * zb-h1 walks its operations too: a B also books what its W needs (calc/activ.h's
+ * activ_wgrad_bytes a layer), which the W releases.
  * Communication buffers (memory_comm) complete the total. */
 #ifndef SCALELAB_CALC_MEMORY_H
 #define SCALELAB_CALC_MEMORY_H
@@ -73,7 +75,7 @@ struct memory_config {
     enum activ_attention attention; /* flash (the default: no probabilities kept) or eager;
                                        cp > 1 needs flash (calc/activ.h) */
     int micro_batch, seq, micro_batches;
-    enum calc_schedule schedule; /* gpipe, 1f1b, or interleaved with chunks >= 2 (pp > 1) */
+    enum calc_schedule schedule; /* gpipe, 1f1b, zb-h1, or interleaved with chunks >= 2 */
     int chunks;                  /* v, model chunks per stage (interleaved); 0 or 1 otherwise */
     bool sp;
     struct ckpt_policy ckpt;
@@ -104,6 +106,8 @@ struct memory_result {
     double comm; /* communication buffers: ZeRO-2's buckets, ZeRO-3's pieces and gathers */
     double total;
     int in_flight;           /* micro-batches that stage holds at once */
+    double wset;             /* zb-h1: what one micro-batch's B keeps for its W on the stage */
+    int w_held;              /* zb-h1: most of those the stage holds at once (0 otherwise) */
     struct activ_total act;  /* one micro-batch of the stage */
     struct activ_list layer; /* one layer's list (empty without a shape) */
     double capacity;

@@ -30,6 +30,12 @@ void plan_op_flops(const struct model_shape *m, double params, int b, int s, dou
     *ends = 2 * (params - m->layers * pb.per_layer) * bd * sd;
 }
 
+double plan_attn_flops(const struct model_shape *m, int b, int s, bool causal)
+{
+    double bd = b, sd = s;
+    return causal ? 2 * bd * m->d_model * sd * (sd + 1) : 4 * bd * sd * sd * m->d_model;
+}
+
 /* The pipeline's stage imbalance (calc/plan.h): each stage's work per micro-batch, its
  * layers' (forward, backward, recompute) and its ends', the head's on the last stage (with a
  * tied embedding the head's matmul is that embedding's) and an untied embedding's on the
@@ -69,6 +75,15 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
      * global batch. */
     double layer_fwd, ends_fwd;
     plan_op_flops(m, mr->params, mc->micro_batch, mc->seq, &layer_fwd, &ends_fwd);
+    /* Under context parallelism the attention is the ring's, whose blocks compute the scores
+     * the causal mask leaves (model/ringattn.h), about half of the square the model's FLOPs
+     * count: the GPUs compute that much less (MFU keeps the convention). */
+    double causal = 0;
+    if (mc->cp > 1) {
+        causal = plan_attn_flops(m, mc->micro_batch, mc->seq, false) -
+                 plan_attn_flops(m, mc->micro_batch, mc->seq, true);
+        layer_fwd -= causal;
+    }
     struct activ_config ac = {.micro_batch = mc->micro_batch,
                               .seq = mc->seq,
                               .tp = 1,
@@ -80,7 +95,8 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     double recompute = recompute_mb * ((double)pc->global_batch / mc->micro_batch);
 
     double rate = gpus * cl->peak_flops * pc->efficiency;
-    l->compute_s = (model + recompute) / rate;
+    double skipped = 3 * m->layers * causal * ((double)pc->global_batch / mc->micro_batch);
+    l->compute_s = (model - skipped + recompute) / rate;
     /* the bubble as the schedule's timeline has it (calc/sched.h) */
     struct sched sc;
     int v = mc->schedule == SCHED_INTERLEAVED && mc->chunks > 1 ? mc->chunks : 1;
@@ -94,18 +110,58 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
         sched_free(&sc);
         return rc;
     }
+    double cp_wait;
+    traffic_cp_overlap(mc, cl, mr->stage_layers, cl->peak_flops * pc->efficiency, &l->traffic,
+                       &cp_wait);
     /* a stage's micro-batch is its compute and the sums and exchanges on its path (tensor,
      * context and expert parallelism's), and the pipeline fills and drains with all of it */
     const struct traffic *t = &l->traffic;
-    l->bubble_s =
-        sched_bubble_time(&sc, l->compute_s + t->tp.exposed + t->cp.exposed + t->ep.exposed);
+    double path = l->compute_s + t->tp.exposed + t->cp.exposed + t->ep.exposed;
+    l->bubble_s = sched_bubble_time(&sc, path);
+    if (sched_splits(mc->schedule) && mc->micro_batches >= mc->pp) {
+        /* zb-h1 with F, B and W as a layer computes them: W the matmuls' weight gradients (the
+         * forward's linear FLOPs), B the rest of the backward, the attention core's twice and
+         * the recomputation */
+        double core = 4.0 * mc->micro_batch * mc->seq * mc->seq * m->d_model, w = layer_fwd - core;
+        double b = 2 * layer_fwd - w + recompute_mb / m->layers;
+        l->bubble_s = path * sched_zb_over_ideal(mc->pp, mc->micro_batches, layer_fwd, b, w);
+    }
     sched_free(&sc);
-    l->imbalance_s = stage_imbalance(m, mc, layer_fwd, recompute_mb / m->layers, l->compute_s);
+    /* the pipeline's slowest stage, and the naive split's busiest GPU of the ring */
+    l->imbalance_s =
+        stage_imbalance(m, mc, layer_fwd, recompute_mb / m->layers, l->compute_s) + cp_wait;
     l->comm_exposed_s = l->traffic.exposed;
     l->comm_bytes_per_gpu = l->traffic.bytes;
     l->step_time_s = l->compute_s + l->bubble_s + l->imbalance_s + l->comm_exposed_s;
     l->mfu = model / (l->step_time_s * gpus * cl->peak_flops);
     return 0;
+}
+
+int plan_step(const struct memory_config *mc, const struct memory_result *mr,
+              const struct cluster_spec *cluster, struct plan_layout *out, struct error *e)
+{
+    struct plan_config pc = {.model = mc->model,
+                             .cluster = cluster,
+                             .gpus = mc->dp * mc->tp * mc->pp * (mc->cp > 1 ? mc->cp : 1),
+                             .global_batch = mc->dp * mc->micro_batch * mc->micro_batches,
+                             .seq = mc->seq,
+                             .precision = mc->precision,
+                             .optimizer = mc->optimizer,
+                             .grad_fp32 = mc->grad_fp32,
+                             .efficiency = PLAN_EFFICIENCY,
+                             .capacity = mc->capacity,
+                             .attention = mc->attention};
+    *out = (struct plan_layout){.dp = mc->dp,
+                                .tp = mc->tp,
+                                .pp = mc->pp,
+                                .zero = mc->zero,
+                                .cp = mc->cp,
+                                .ep = mc->ep,
+                                .ckpt = mc->ckpt,
+                                .micro_batch = mc->micro_batch,
+                                .micro_batches = mc->micro_batches,
+                                .per_gpu_bytes = mr->total};
+    return plan_time(&pc, mc, mr, out, e);
 }
 
 void plan_memory_config(const struct plan_config *c, const struct plan_layout *l,

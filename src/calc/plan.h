@@ -100,11 +100,24 @@ double plan_model_flops(const struct model_shape *m, double params, double token
  * (L layer + ends) per micro-batch (a backward pass is twice the forward). */
 void plan_op_flops(const struct model_shape *m, double params, int b, int s, double *layer,
                    double *ends);
+/* A layer's attention forward (scores and values) for b sequences of s tokens: 4 b s^2 h as
+ * plan_op_flops counts it, or, causal, 2 b h s (s + 1), the s (s + 1) / 2 pairs the mask leaves
+ * per head, which ring attention's blocks compute (model/ringattn.h): the calculator's count
+ * under context parallelism. */
+double plan_attn_flops(const struct model_shape *m, int b, int s, bool causal);
 
 /* Step time, MFU and communication of one layout (memory already computed into l's fields by
  * the caller, or not needed). */
 int plan_time(const struct plan_config *pc, const struct memory_config *mc,
               const struct memory_result *mr, struct plan_layout *l, struct error *e);
+
+/* The step of the one layout mc describes, whose memory mr is (memory_compute's for mc): a
+ * global batch of dp x micro-batch x micro-batches sequences of mc's model, computed at
+ * PLAN_EFFICIENCY of cluster's peak, timed by plan_time into out (compute, bubble, the slowest
+ * stage's wait, exposed communication by kind, MFU): what `plan` would rank the layout by, what
+ * `memory` prints and what a run timed as mc's model (par/timeas.h) is set beside. */
+int plan_step(const struct memory_config *mc, const struct memory_result *mr,
+              const struct cluster_spec *cluster, struct plan_layout *out, struct error *e);
 
 /* Checks the configuration (ERR_INVAL naming the field of struct plan_config: the command line
  * checks its options first, in its own words), enumerates and ranks: kept by step time,

@@ -1,4 +1,4 @@
-/* Pipeline schedules (GPipe, 1F1B, interleaved) built as data, their bubble and the
+/* Pipeline schedules (GPipe, 1F1B, interleaved, ZB-H1) built as data, their bubble and the
  * micro-batches each stage holds (calc/sched.h). */
 #include "config.h"
 #include "calc/sched.h"
@@ -16,16 +16,46 @@ int sched_parse(const char *s, enum calc_schedule *out, struct error *e)
         *out = SCHED_1F1B;
     else if (s && !strcmp(s, "interleaved"))
         *out = SCHED_INTERLEAVED;
+    else if (s && !strcmp(s, "zb-h1"))
+        *out = SCHED_ZBH1;
     else
         return error_set(e, ERR_INVAL,
-                         "'%s' is not a pipeline schedule (use gpipe, 1f1b or interleaved)",
+                         "'%s' is not a pipeline schedule (use gpipe, 1f1b, interleaved or zb-h1)",
                          s ? s : "");
     return 0;
 }
 
 const char *sched_name(enum calc_schedule k)
 {
-    return k == SCHED_GPIPE ? "gpipe" : k == SCHED_1F1B ? "1f1b" : "interleaved";
+    static const char *const names[] = {[SCHED_GPIPE] = "gpipe",
+                                        [SCHED_1F1B] = "1f1b",
+                                        [SCHED_INTERLEAVED] = "interleaved",
+                                        [SCHED_ZBH1] = "zb-h1"};
+    return k <= SCHED_ZBH1 ? names[k] : "interleaved";
+}
+
+bool sched_splits(enum calc_schedule k)
+{
+    return k == SCHED_ZBH1;
+}
+
+int sched_op_slots(enum calc_schedule k, enum sched_op_kind kind)
+{
+    if (kind == SCHED_OP_B && sched_splits(k))
+        return SCHED_TB - SCHED_TW;
+    return sched_op_info(kind)->slots;
+}
+
+int sched_wslots(const struct sched *s, int stage, int chunk)
+{
+    int held = 0, most = 0;
+    for (int i = 0; sched_splits(s->kind) && i < s->count[stage]; i++) {
+        const struct sched_op *op = &s->ops[stage][i];
+        if (op->chunk == chunk && op->kind != SCHED_OP_F)
+            held += op->kind == SCHED_OP_B ? 1 : -1;
+        most = held > most ? held : most;
+    }
+    return most;
 }
 
 static const struct sched_op_info op_info[SCHED_OP_KINDS] = {
@@ -66,6 +96,36 @@ double sched_bubble_over_ideal(int p, int m, int v)
 double sched_bubble_over_wall(int p, int m, int v)
 {
     return (p - 1.0) / ((double)v * m + p - 1.0);
+}
+
+/* zb-h1's idle and busy slots a stage (Qi et al. 2024, §3.1: (p - 1)(F + B - W)). */
+static void zb_slots(int p, int m, double *idle, double *busy)
+{
+    *idle = (p - 1.0) * (SCHED_TF + (SCHED_TB - SCHED_TW) - SCHED_TW);
+    *busy = (double)m * (SCHED_TF + SCHED_TB);
+}
+
+double sched_formula_over_ideal(enum calc_schedule k, int p, int m, int v)
+{
+    double idle, busy;
+    if (k != SCHED_ZBH1)
+        return sched_bubble_over_ideal(p, m, v);
+    zb_slots(p, m, &idle, &busy);
+    return idle / busy;
+}
+
+double sched_zb_over_ideal(int p, int m, double f, double b, double w)
+{
+    return (p - 1.0) * (f + b - w) / ((double)m * (f + b + w));
+}
+
+double sched_formula_over_wall(enum calc_schedule k, int p, int m, int v)
+{
+    double idle, busy;
+    if (k != SCHED_ZBH1)
+        return sched_bubble_over_wall(p, m, v);
+    zb_slots(p, m, &idle, &busy);
+    return idle / (idle + busy);
 }
 
 int sched_check(enum calc_schedule k, int p, int m, int v, struct error *e)
@@ -117,6 +177,21 @@ static int order(enum calc_schedule k, int p, int m, int v, int s, struct sched_
         }
         for (int i = m - warm; i < m; i++)
             ops[n++] = (struct sched_op){SCHED_OP_B, i, 0, 0, 0};
+        return n;
+    }
+    if (k == SCHED_ZBH1) { /* 1F1B's order, B in the backward's place, W s B's later */
+        int warm = p - s - 1 < m ? p - s - 1 : m, w = 0;
+        for (int i = 0; i < warm; i++)
+            ops[n++] = (struct sched_op){SCHED_OP_F, i, 0, 0, 0};
+        for (int b = 0; b < m; b++) {
+            if (warm + b < m)
+                ops[n++] = (struct sched_op){SCHED_OP_F, warm + b, 0, 0, 0};
+            ops[n++] = (struct sched_op){SCHED_OP_B, b, 0, 0, 0};
+            if (b + 1 - w > s)
+                ops[n++] = (struct sched_op){SCHED_OP_W, w++, 0, 0, 0};
+        }
+        while (w < m)
+            ops[n++] = (struct sched_op){SCHED_OP_W, w++, 0, 0, 0};
         return n;
     }
     /* Interleaved: the k-th forward is micro-batch (k / pv) p + k % p of chunk (k % pv) / p;
@@ -191,7 +266,7 @@ int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, st
         return rc;
     memset(out, 0, sizeof *out);
     *out = (struct sched){.kind = k, .p = p, .m = m, .v = v};
-    int per = 2 * m * v, nv = p * v; /* at most a forward and a backward per pair */
+    int per = 3 * m * v, nv = p * v; /* at most a forward, a backward and a W per pair */
     out->count = calloc((size_t)p, sizeof *out->count);
     out->ops = calloc((size_t)p, sizeof *out->ops);
     out->peak_chunks = calloc((size_t)p, sizeof *out->peak_chunks);
@@ -234,7 +309,7 @@ int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, st
                 } else if ((ready = FIN(SCHED_OP_B, op->micro, vs)) < 0) /* W after its B */
                     break;
                 op->start = ready > free_at[s] ? ready : free_at[s];
-                op->duration = sched_op_info(op->kind)->slots;
+                op->duration = sched_op_slots(k, op->kind);
                 free_at[s] = op->start + op->duration;
                 FIN(op->kind, op->micro, vs) = free_at[s];
                 next[s]++, left--, progress++;

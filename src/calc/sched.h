@@ -14,23 +14,35 @@
  *                v model chunks (virtual stage c p + s); forwards go through groups of p
  *                micro-batches chunk by chunk; stage s warms up with 2(p - s - 1) + (v - 1) p
  *                chunk forwards. m must be a multiple of p.
+ *   zb-h1        ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR, §3.1): each
+ *                backward split into B (the input's gradient) and W (the weights'); 1F1B's
+ *                warm-up and steady state with B in the backward's place, stage s running each
+ *                W s backwards after its B, and the W left over at the end: they fill the
+ *                cool-down the B's no longer wait in. Stage s holds at most p - s micro-batches
+ *                between F and B (1F1B's) and s between B and W, whose W set is smaller (the
+ *                paper: peak memory p M_B, 1F1B's).
  *
  * Time: a chunk's forward takes TF = 1 slot and its backward TB = 2 slots (the backward pass
  * costs about twice the forward: 4 of the 6 FLOPs per parameter and token); with v chunks a
- * stage's whole forward is v slots. Sends take no time. Each operation starts when its stage
- * is free and its input is ready (the previous virtual stage's forward of the same
+ * stage's whole forward is v slots. Split (zb-h1), B takes TB - TW = 1 and W TW = 1: the
+ * input's and the weights' gradients cost a matmul each. Sends take no time. Each operation starts
+ * when its stage is free and its input is ready (the previous virtual stage's forward of the same
  * micro-batch; the next virtual stage's backward), so the timeline follows from the order.
  *
  * Bubble (the time stages sit idle), in the two definitions in use:
  *   over ideal compute time  (p - 1) / (v m)          (Narayanan et al. 2021, eq. in §2.2)
  *   over wall time           (p - 1) / (v m + p - 1)  (the idle share of the whole step)
- * GPipe and 1F1B have the same bubble and differ in peak memory. */
+ * GPipe and 1F1B have the same bubble and differ in peak memory. In times of F, B and W (B
+ * the input's gradient alone), 1F1B's bubble is (p - 1)(F + B + W) a stage, ZB-H1's (p - 1)(F
+ * + B - W) (Qi et al. 2024, §3.1; m >= p): a third of it when the three are equal. */
 #ifndef SCALELAB_CALC_SCHED_H
 #define SCALELAB_CALC_SCHED_H
 
+#include <stdbool.h>
+
 struct error;
 
-enum calc_schedule { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED };
+enum calc_schedule { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZBH1 };
 
 enum { SCHED_TF = 1, SCHED_TB = 2, SCHED_TW = 1 };
 enum { SCHED_MAX_STAGES = 64, SCHED_MAX_MICRO = 1024, SCHED_MAX_CHUNKS = 16 };
@@ -38,7 +50,7 @@ enum { SCHED_MAX_STAGES = 64, SCHED_MAX_MICRO = 1024, SCHED_MAX_CHUNKS = 16 };
 /* What an operation runs on a micro-batch's chunk: its forward pass (F), its backward pass (B:
  * the input's gradient, and the weights' too unless the schedule runs them apart), or its
  * weights' gradients apart (W: a zero-bubble schedule's, Qi et al. 2024, which split B so that
- * W fills the bubble; no schedule here has one yet). */
+ * W fills the bubble: zb-h1). */
 enum sched_op_kind { SCHED_OP_F, SCHED_OP_B, SCHED_OP_W, SCHED_OP_KINDS };
 
 /* A kind's letter in the charts and JSON ('F', 'B', 'W'), its name in events and traces
@@ -69,10 +81,19 @@ struct sched {
     int *peak_chunks; /* per stage: most (micro-batch, chunk) pairs held at once */
 };
 
-/* How an operation of a kind changes the micro-batches (and chunks) its stage holds: +1 at a
- * forward, -1 at the operation that ends the backward (B, as no schedule here runs W apart
- * yet: one that does holds the micro-batch until its W), 0 otherwise. */
+/* How an operation of a kind changes the micro-batches (and chunks) its stage holds between
+ * their forward and their backward: +1 at a forward, -1 at B, 0 at W (the in-flight count of
+ * the charts and the peaks). */
 int sched_held_change(enum sched_op_kind kind);
+
+/* Whether the schedule runs W apart from B (zb-h1). */
+bool sched_splits(enum calc_schedule k);
+/* The slots an operation of a kind takes in a schedule: sched_op_info's, but TB - TW for a B
+ * whose W runs apart. */
+int sched_op_slots(enum calc_schedule k, enum sched_op_kind kind);
+/* Most micro-batches of chunk `chunk` stage `stage` holds between B and W at once (what its B
+ * keeps for W: model/gpt.h's weight slots); 0 for a schedule that does not split. */
+int sched_wslots(const struct sched *s, int stage, int chunk);
 
 /* The bubble's time in a step of `compute` seconds of work per GPU, as this schedule's
  * timeline has it: compute x its idle slots per stage over its busy ones, counted in whole
@@ -90,8 +111,16 @@ int sched_check(enum calc_schedule k, int p, int m, int v, struct error *e);
 int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, struct error *e);
 void sched_free(struct sched *s);
 
-/* The formulas above. */
+/* The formulas above: GPipe's, 1F1B's and interleaved's. */
 double sched_bubble_over_ideal(int p, int m, int v);
 double sched_bubble_over_wall(int p, int m, int v);
+/* Schedule k's: the above, or zb-h1's (p - 1)(TF + (TB - TW) - TW) idle slots a stage over its
+ * m (TF + TB) busy ones (and over their sum). */
+double sched_formula_over_ideal(enum calc_schedule k, int p, int m, int v);
+double sched_formula_over_wall(enum calc_schedule k, int p, int m, int v);
+/* zb-h1's idle time over its compute for F, B and W of times f, b and w (a micro-batch's on a
+ * stage): (p - 1)(f + b - w) / (m (f + b + w)) (Qi et al. 2024, §3.1; m >= p, f + b >= w); the
+ * slots' f = b = w give sched_formula_over_ideal's. */
+double sched_zb_over_ideal(int p, int m, double f, double b, double w);
 
 #endif

@@ -254,8 +254,9 @@ static void tensor_parallel(const struct memory_config *c, int s, int layers, do
  * AttnFuncWithCPAndKVP2P, which Megatron-LM's --context-parallel-size runs; Liu et al. 2023's
  * ring); a recompute runs the forward's ring again, 2 (C-1)/C S more: a full one the layer's,
  * a selective one the attention core's (Megatron-LM checkpoints core attention whole, and
- * TransformerEngine's forward is the ring). Each send is one ring step between neighbours, α +
- * block/β, none of it hidden (the GPU computes after it). */
+ * TransformerEngine's forward is the ring). Each send is one ring step between neighbours of two
+ * blocks, α + 2 block/β; without the compute's rate none of it is counted hidden (what the
+ * blocks' attention hides: traffic_cp_overlap). */
 static void context_parallel(const struct memory_config *c, const struct cluster_spec *cl,
                              int layers, int p, struct traffic_part *out)
 {
@@ -323,6 +324,68 @@ static int expert_parallel_dropless(const struct memory_config *c, const struct 
              "at worst %.0f B (its tokens all to other GPUs, every other GPU's to it)",
              moe, passes, full ? 2 : 1, k * n, h, p, P, m, out->worst);
     return 0;
+}
+
+/* The forward FLOPs of ring attention's block at step t on the GPU on the ring's path, per
+ * micro-batch and layer: 4 (h/t) b pairs, the pairs of queries and keys the causal mask leaves
+ * of n = s/C tokens each (model/ringattn.h's ring_block_scores). Balanced, every GPU's: its own
+ * block two triangles and a square of n/2, n^2/2 + n/2, every other block half, n^2/2. Naive,
+ * the busiest GPU's, the last, on whose blocks the others wait: its own triangle n (n + 1)/2,
+ * then every other block whole, n^2. */
+static double ring_block_flops(const struct memory_config *c, int t)
+{
+    double n = (double)c->seq / c->cp, pairs;
+    if (t == 0)
+        pairs = n * n / 2 + n / 2;
+    else
+        pairs = c->cp_naive ? n * n : n * n / 2;
+    return 4.0 * c->model->d_model / c->tp * c->micro_batch * pairs;
+}
+
+void traffic_cp_overlap(const struct memory_config *c, const struct cluster_spec *cl, int layers,
+                        double rate, struct traffic *t, double *imbalance_s)
+{
+    *imbalance_s = 0;
+    if (c->cp <= 1 || !c->model || !(rate > 0) || layers <= 0)
+        return;
+    int C = c->cp, p = fp_bytes(c->precision);
+    const struct model_shape *md = c->model;
+    double S = (double)c->micro_batch * c->seq * md->kv_heads * (md->d_model / md->heads) / c->tp *
+               p,
+           blk = S / C;
+    bool inter = (long long)c->tp * C > cl->gpus_per_node;
+    double x = inter ? cl->alpha_inter + 2 * blk / cl->beta_inter
+                     : cl->alpha_intra + 2 * blk / cl->beta_intra;
+    /* a pass of the ring, per layer and micro-batch (model/gpt_ring.c's order): forward, each
+     * step's K, V posted before its block and waited for after it, x hidden by the block's
+     * compute but what exceeds it; the last block sends nothing. Backward, the same for K and V,
+     * then each block's gradients sent after it (the next GPU adds to them), x wholly. */
+    double fwd = 0, bwd = 0;
+    for (int k = 0; k < C; k++) {
+        double cf = ring_block_flops(c, k) / rate, cb = 2 * cf;
+        if (k < C - 1) {
+            fwd += pos(x - cf);
+            bwd += pos(x - cb);
+        }
+        if (k > 0)
+            bwd += x;
+    }
+    bool full = c->ckpt.kind != CKPT_NONE;
+    int m = c->micro_batches;
+    t->cp.exposed = (double)layers * m * ((full ? 2 : 1) * fwd + bwd);
+    /* the naive split: the busiest GPU computes (C-1) n^2/2 more pairs a pass than the mean,
+     * (2C-1)/C of it for long blocks, and the ring waits for it */
+    if (c->cp_naive) {
+        double n = (double)c->seq / C;
+        double more = 4.0 * md->d_model / c->tp * c->micro_batch * (C - 1) * n * n / 2;
+        *imbalance_s = (double)layers * m * (3 + (full ? 1 : 0)) * more / rate;
+    }
+    t->exposed = t->dp.exposed + t->tp.exposed + t->pp.exposed + t->cp.exposed + t->ep.exposed;
+    size_t len = strlen(t->cp.formula);
+    snprintf(t->cp.formula + len, sizeof t->cp.formula - len,
+             "; each step's %.3g s hidden behind its block's attention but what exceeds it, the "
+             "backward's gradients not%s",
+             x, c->cp_naive ? "; the naive split's busiest GPU waited for" : "");
 }
 
 /* Expert parallelism on a stage (par/ep.h; pp 1): a GPU routes its micro-batch's n = b s

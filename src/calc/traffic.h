@@ -110,4 +110,12 @@ int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl
                     double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
                     struct traffic *out, struct error *e);
 
+/* Context parallelism's exposed time on stage s's path (t->cp.exposed, and t->exposed) when a
+ * GPU computes at `rate` FLOP/s: each ring step's send hidden behind its block's attention but
+ * what exceeds it, the backward's gradients sent after their block not hidden (model/gpt_ring.c's
+ * order, TransformerEngine's P2P one for K and V), of `layers` layers; into *imbalance_s the
+ * naive split's busiest GPU's extra attention, which the ring waits for (0 balanced). */
+void traffic_cp_overlap(const struct memory_config *c, const struct cluster_spec *cl, int layers,
+                        double rate, struct traffic *t, double *imbalance_s);
+
 #endif

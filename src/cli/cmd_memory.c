@@ -81,9 +81,9 @@ static const struct opt_entry options[] = {
     OPT_INT("micro-batches", "M", A, micro_batches, 1, 1 << 16,
             "micro-batches per step (default pp)"),
     OPT_WITH("schedule", "S", parse_schedule, A, schedule,
-             "pipeline schedule, gpipe, 1f1b (default) or interleaved (Megatron-LM's,\n"
-             "--chunks V model chunks per stage): how many micro-batches each stage\n"
-             "holds"),
+             "pipeline schedule, gpipe, 1f1b (default), interleaved (Megatron-LM's,\n"
+             "--chunks V model chunks per stage) or zb-h1 (B and W apart): how many\n"
+             "micro-batches each stage holds"),
     OPT_INT("chunks", "V", A, chunks, 2, SCHED_MAX_CHUNKS,
             "interleaved: V model chunks per stage (default 2), as train's"),
     OPT_FLAG("sequence-parallel", A, sp, "split the norm-region activations over tp too"),
@@ -501,7 +501,14 @@ static void print_parts(const struct run *r)
     printf("  %-18s %14s\n", "model states", calcargs_size(b1, sizeof b1, states, u));
     if (c->model) {
         printf("  %-18s %14s   ", "activations", calcargs_size(b1, sizeof b1, m->activations, u));
-        if (m->in_flight > 1)
+        if (m->w_held > 0) /* zb-h1: the walk of calc/memory.c */
+            printf("up to %d micro-batch%s saved (%s each, peak %s) and %d W sets (%s each) "
+                   "at once\n",
+                   m->in_flight, m->in_flight > 1 ? "es" : "",
+                   calcargs_size(b2, sizeof b2, m->act.saved, u),
+                   calcargs_size(b3, sizeof b3, m->act.peak, u), m->w_held,
+                   calcargs_size(b1, sizeof b1, m->wset, u));
+        else if (m->in_flight > 1)
             printf("(%d - 1) x saved %s + peak %s\n", m->in_flight,
                    calcargs_size(b2, sizeof b2, m->act.saved, u),
                    calcargs_size(b3, sizeof b3, m->act.peak, u));
@@ -691,33 +698,10 @@ static int write_emit(const struct run *r, enum framework kind, bool force, stru
     return emit_write(stdout, stderr, kind, &ep, e);
 }
 
-/* The step time of the layout as plan ranks it (calc/plan.h's plan_time): a global batch of
- * dp x micro-batch x micro-batches sequences, compute at plan's efficiency. */
+/* The step time of the layout as plan ranks it (calc/plan.h's plan_step). */
 static int step_time(struct run *r, struct error *e)
 {
-    const struct memory_config *c = &r->c;
-    struct plan_config pc = {.model = c->model,
-                             .cluster = &r->cluster,
-                             .gpus = r->gpus,
-                             .global_batch = c->dp * c->micro_batch * c->micro_batches,
-                             .seq = c->seq,
-                             .precision = c->precision,
-                             .optimizer = c->optimizer,
-                             .grad_fp32 = c->grad_fp32,
-                             .efficiency = PLAN_EFFICIENCY,
-                             .capacity = r->r.capacity,
-                             .attention = c->attention};
-    r->step = (struct plan_layout){.dp = c->dp,
-                                   .tp = c->tp,
-                                   .pp = c->pp,
-                                   .zero = c->zero,
-                                   .cp = c->cp,
-                                   .ep = c->ep,
-                                   .ckpt = c->ckpt,
-                                   .micro_batch = c->micro_batch,
-                                   .micro_batches = c->micro_batches,
-                                   .per_gpu_bytes = r->r.total};
-    int rc = plan_time(&pc, c, &r->r, &r->step, e);
+    int rc = plan_step(&r->c, &r->r, &r->cluster, &r->step, e);
     r->has_step = rc == 0;
     return rc;
 }
@@ -803,7 +787,7 @@ const struct command cmd_memory = {
     "                       [--nodes K] [--gpus N] [--dp N] [--tp N] [--pp N] [--zero 0-3]\n"
     "                       [--precision fp32|bf16|fp16] [--optimizer adamw|sgd|sgd-momentum]\n"
     "                       [--grad-accum fp32|same] [--micro-batch B] [--seq S]\n"
-    "                       [--micro-batches M] [--schedule gpipe|1f1b|interleaved]\n"
+    "                       [--micro-batches M] [--schedule gpipe|1f1b|interleaved|zb-h1]\n"
     "                       [--chunks V] [--sequence-parallel] [--cp C [--cp-naive]]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
     "                       [--units auto|GiB|GB] [--tensors] [--json]\n"

@@ -36,7 +36,8 @@ static const struct opt_entry options[] = {
     OPT_INT("micro-batches", "M", struct pipeline_args, m, 1, SCHED_MAX_MICRO,
             "micro-batches per step, 1 to 1024 (default 8)"),
     OPT_WITH("schedule", "S", parse_schedule, struct pipeline_args, kind,
-             "gpipe, 1f1b (default) or interleaved (Megatron-LM: M a multiple of P)"),
+             "gpipe, 1f1b (default), interleaved (Megatron-LM: M a multiple of P) or zb-h1\n"
+             "(Qi et al. 2024: each backward split into B and W, the W filling the bubble)"),
     OPT_INT("chunks", "V", struct pipeline_args, v, 1, SCHED_MAX_CHUNKS,
             "model chunks per stage for interleaved, 2 to 16 (default 2)"),
     OPT_FLAG("json", struct pipeline_args, json,
@@ -83,7 +84,10 @@ static void render_row(const struct sched *s, int st, int w, int t0, int t1, cha
         for (int k = 0; k < w * op->duration; k++) {
             int col = (op->start - t0) * w + k;
             if (col >= 0 && col < n)
-                row[col] = k < len ? buf[k] : op->kind == SCHED_OP_F ? ' ' : '-';
+                row[col] = k < len                  ? buf[k]
+                           : op->kind == SCHED_OP_F ? ' '
+                           : op->kind == SCHED_OP_B ? '-'
+                                                    : '=';
         }
     }
 }
@@ -125,8 +129,13 @@ static void print_text(const struct sched *s)
            m, m > 1 ? "es" : "");
     if (v > 1)
         printf(", %d model chunks per stage (a, b, ...)", v);
-    printf("\ntime: one slot = one forward of a %s; a backward takes %d slots\n\n",
-           v > 1 ? "chunk" : "stage", SCHED_TB / SCHED_TF);
+    if (sched_splits(s->kind))
+        printf("\ntime: one slot = one forward of a stage; a backward takes %d slots, its B "
+               "(the input's gradient) %d and its W (the weights') %d\n\n",
+               SCHED_TB / SCHED_TF, sched_op_slots(s->kind, SCHED_OP_B), SCHED_TW);
+    else
+        printf("\ntime: one slot = one forward of a %s; a backward takes %d slots\n\n",
+               v > 1 ? "chunk" : "stage", SCHED_TB / SCHED_TF);
     int per = (text_width() - 9) / w; /* slots per band */
     if (per < 4)
         per = 4;
@@ -150,13 +159,24 @@ static void print_text(const struct sched *s)
     if (v > 1)
         printf("\nlegend: Fkc forward of micro-batch k on model chunk c, Bkc--- its backward, "
                ". idle\n\n");
+    else if (sched_splits(s->kind))
+        printf("\nlegend: Fk forward of micro-batch k, Bk its input's gradient, Wk its weights' "
+               "gradients, . idle\n\n");
     else
         printf("\nlegend: Fk forward of micro-batch k, Bk-- its backward, . idle\n\n");
-    double fi = sched_bubble_over_ideal(p, m, v), fw = sched_bubble_over_wall(p, m, v);
-    printf("bubble: %.1f%% of ideal compute time  (p-1)/(%sm) = %d/%d\n", 100 * fi,
-           v > 1 ? "v" : "", p - 1, v * m);
-    printf("        %.1f%% of wall time           (p-1)/(%sm+p-1) = %d/%d\n", 100 * fw,
-           v > 1 ? "v" : "", p - 1, v * m + p - 1);
+    double fi = sched_formula_over_ideal(s->kind, p, m, v),
+           fw = sched_formula_over_wall(s->kind, p, m, v);
+    if (sched_splits(s->kind)) { /* Qi et al. 2024, §3.1, with F = B = W = 1 slot */
+        printf("bubble: %.1f%% of ideal compute time  (p-1)(F+B-W)/(m(F+B+W)) = %d/%d "
+               "(1F1B's (p-1)(F+B+W): %d/%d)\n",
+               100 * fi, p - 1, 3 * m, 3 * (p - 1), 3 * m);
+        printf("        %.1f%% of wall time\n", 100 * fw);
+    } else {
+        printf("bubble: %.1f%% of ideal compute time  (p-1)/(%sm) = %d/%d\n", 100 * fi,
+               v > 1 ? "v" : "", p - 1, v * m);
+        printf("        %.1f%% of wall time           (p-1)/(%sm+p-1) = %d/%d\n", 100 * fw,
+               v > 1 ? "v" : "", p - 1, v * m + p - 1);
+    }
     printf("        measured on this timeline: %.1f%% and %.1f%% (%d idle of %d slots per stage)\n",
            100 * s->bubble_over_ideal, 100 * s->bubble_over_wall, s->makespan - (int)s->busy,
            s->makespan);
@@ -172,6 +192,9 @@ static void print_text(const struct sched *s)
                          : s->kind == SCHED_1F1B
                              ? "1F1B holds at most p - s at stage s: same bubble as GPipe, less "
                                "memory"
+                         : s->kind == SCHED_ZBH1
+                             ? "between F and B, as 1F1B; stage s also holds s W sets between B "
+                               "and W"
                              : "chunks held / v: each chunk keeps 1/v of the stage's layers");
 }
 
@@ -184,14 +207,15 @@ static void print_json(const struct sched *s)
         json_array_append_new(peak, json_num((double)s->peak_chunks[st] / s->v));
         json_array_append_new(chunks, json_integer(s->peak_chunks[st]));
     }
-    json_t *doc = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o, s:i, s:{s:i, s:i}}",
-                            "schedule", sched_name(s->kind), "stages", s->p, "micro_batches", s->m,
-                            "chunks", s->v, "bubble_over_ideal",
-                            sched_bubble_over_ideal(s->p, s->m, s->v), "bubble_over_wall",
-                            sched_bubble_over_wall(s->p, s->m, s->v), "measured_bubble_over_ideal",
-                            s->bubble_over_ideal, "measured_bubble_over_wall", s->bubble_over_wall,
-                            "peak_in_flight", peak, "peak_chunks", chunks, "makespan_slots",
-                            s->makespan, "slots", "forward", SCHED_TF, "backward", SCHED_TB);
+    json_t *doc =
+        json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o, s:i, s:{s:i, s:i, s:i}}",
+                  "schedule", sched_name(s->kind), "stages", s->p, "micro_batches", s->m, "chunks",
+                  s->v, "bubble_over_ideal", sched_formula_over_ideal(s->kind, s->p, s->m, s->v),
+                  "bubble_over_wall", sched_formula_over_wall(s->kind, s->p, s->m, s->v),
+                  "measured_bubble_over_ideal", s->bubble_over_ideal, "measured_bubble_over_wall",
+                  s->bubble_over_wall, "peak_in_flight", peak, "peak_chunks", chunks,
+                  "makespan_slots", s->makespan, "slots", "forward", SCHED_TF, "backward",
+                  sched_op_slots(s->kind, SCHED_OP_B), "weights", SCHED_TW);
     char *head = json_dumps(doc, JSON_INDENT(2) | JSON_COMPACT | JSON_REAL_PRECISION(JSON_EXACT));
     json_decref(doc);
     if (!head)

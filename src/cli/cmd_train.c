@@ -181,6 +181,7 @@ static int run_steps(const struct train_args *r, struct run *run, struct train_s
         for (int w = 0; w < RUN_WAITS; w++)
             sum->exposed_by[w] /= (double)sum->steps;
         sum->compute_mean /= (double)sum->steps;
+        sum->compute_busiest /= (double)sum->steps;
     }
     return rc;
 }

@@ -54,6 +54,7 @@ struct train_summary {
     double predicted, first_loss, max_norm, min_coef, max_underflow, sim_step, exposed;
     double exposed_by[RUN_WAITS]; /* exposed by kind (par/run.h's enum run_wait) */
     double compute_mean;          /* a GPU's compute, the mean of every GPU's */
+    double compute_busiest;       /* the busiest GPU's compute (each step's) */
     char first_nonfinite[48];
     long steps, skipped, overflows, spikes;
     int nlast;              /* the steps the final loss is the mean of */

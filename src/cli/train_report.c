@@ -455,10 +455,17 @@ static void print_timed_as(const struct train_args *r, const struct train_summar
     const struct plan_layout *l = &r->as_plan;
     const struct traffic *t = &l->traffic;
     char a[32], b[32], c[32], d[32], x[6][32];
-    printf("timed as %s: step %s, compute %s, the rest (not hidden, bubble included) %s\n",
+    /* the mean GPU's compute, the one the calculator counts (and the table's), so the rest is
+     * the table's bubble and exposed communication; the busiest GPU's beside it (a pipeline's
+     * last stage with the head, the naive split's GPU of the last chunk) */
+    bool even = sum->compute_busiest - sum->compute_mean <= 1e-9 * sum->compute_mean;
+    printf("timed as %s: step %s = the mean GPU's compute %s + the rest (not hidden, bubble "
+           "included) %s; %s%s\n",
            r->as.name, units_format_seconds(a, sizeof a, sum->sim_step),
-           units_format_seconds(b, sizeof b, sum->sim_step - sum->exposed),
-           units_format_seconds(c, sizeof c, sum->exposed));
+           units_format_seconds(b, sizeof b, sum->compute_mean),
+           units_format_seconds(c, sizeof c, sum->sim_step - sum->compute_mean),
+           even ? "every GPU computes as much" : "the busiest GPU computes ",
+           even ? "" : units_format_seconds(d, sizeof d, sum->compute_busiest));
     printf("the calculator for %s in this layout: step %s = compute %s + bubble %s + the "
            "slowest stage's wait %s + exposed communication %s (dp %s, tp %s, pp %s, cp %s, ep "
            "%s), MFU %.1f%%; the run is %+.1f%% of it\n",
@@ -510,8 +517,9 @@ static json_t *timed_as_json(const struct train_args *r, const struct train_summ
     json_t *m = json_object();
     for (int i = 0; i < TERMS; i++)
         json_object_set_new(m, keys[i], json_num(run[i]));
-    return json_pack("{s:s, s:o, s:o, s:o}", "model", r->as.name, "sim_compute_s",
-                     json_num(sum->sim_step - sum->exposed), "run", m, "predicted", p);
+    return json_pack("{s:s, s:o, s:o, s:o, s:o}", "model", r->as.name, "sim_compute_s",
+                     json_num(sum->compute_mean), "busiest_compute_s",
+                     json_num(sum->compute_busiest), "run", m, "predicted", p);
 }
 
 static void print_summary_json(const struct train_args *r, const struct run *run,
@@ -767,6 +775,7 @@ void train_summary_add(struct train_summary *sum, const struct train_args *r,
     for (int w = 0; w < RUN_WAITS; w++)
         sum->exposed_by[w] += rs->exposed_by[w];
     sum->compute_mean += rs->gpus > 0 ? rs->compute_sum_s / rs->gpus : 0;
+    sum->compute_busiest += rs->compute_max_s;
     sum->scalars = rs->scalar_bytes;
     sum->last_scale = s->next_scale; /* after the last update, as get_scale() says */
     sum->routed += s->routed, sum->dropped += s->dropped;

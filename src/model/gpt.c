@@ -202,6 +202,7 @@ void gpt_free(struct gpt *g)
         if (g->block[k])
             g->alloc.free(g->alloc.ctx, (enum gpt_mem)k, g->block[k], g->mem[k]);
     free(g->saved);
+    free(g->wsets);
     free(g->pool);
     free(g->segin);
     free(g->head);
@@ -458,6 +459,35 @@ size_t gpt_part_norms(const struct gpt_config *c, const struct gpt_part *p, size
     return n;
 }
 
+/* A part's own checks: its tensor and expert parallelism, layers and slots. */
+static int check_part(const struct gpt_config *c, const struct gpt_part *p, struct error *e)
+{
+    int tp = part_tp(p);
+    if (c->heads % tp != 0 || c->ffn % tp != 0 || c->vocab % tp != 0 || p->tprank < 0 ||
+        p->tprank >= tp)
+        return error_set(e, ERR_INVAL,
+                         "tensor parallelism over %d GPUs needs it to divide the heads (%d), the "
+                         "FFN width (%d) and the vocabulary (%d)",
+                         tp, c->heads, c->ffn, c->vocab);
+    if (tp > 1 && c->moe.experts > 0)
+        return error_set(e, ERR_INVAL, "a model with experts runs without tensor parallelism");
+    int ep = part_ep(p);
+    if (ep > 1 && (c->moe.experts % ep || p->eprank < 0 || p->eprank >= ep))
+        return error_set(e, ERR_INVAL,
+                         "expert parallelism over %d GPUs needs them to divide the %d experts", ep,
+                         c->moe.experts);
+    if (p->first < 0 || p->count < 1 || p->first + p->count > c->layers || p->slots < 1 ||
+        p->slots > 4096)
+        return error_set(e, ERR_INVAL,
+                         "a part holds layers first..first+count-1 of the %d and 1 to 4096 slots",
+                         c->layers);
+    if (p->wslots < 0 || p->wslots > 4096 || (p->wslots && c->moe.experts > 0))
+        return error_set(e, ERR_INVAL,
+                         "a part keeps 0 to 4096 micro-batches for W, without "
+                         "experts (their passes interleave B and W)");
+    return 0;
+}
+
 /* The shape of a model, before any buffer: 0 or an error. */
 static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_format fmt,
                  const struct ckpt_policy *ckpt, const struct gpt_part *part, struct error *e)
@@ -468,26 +498,9 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->part = part ? *part
                    : (struct gpt_part){
                          .count = c->layers, .embed = true, .head = true, .slots = 1, .tp = 1};
-    int tp = part_tp(&g->part);
-    if (c->heads % tp != 0 || c->ffn % tp != 0 || c->vocab % tp != 0 || g->part.tprank < 0 ||
-        g->part.tprank >= tp)
-        return error_set(e, ERR_INVAL,
-                         "tensor parallelism over %d GPUs needs it to divide the heads (%d), the "
-                         "FFN width (%d) and the vocabulary (%d)",
-                         tp, c->heads, c->ffn, c->vocab);
-    if (tp > 1 && c->moe.experts > 0)
-        return error_set(e, ERR_INVAL, "a model with experts runs without tensor parallelism");
-    int ep = part_ep(&g->part);
-    if (ep > 1 && (c->moe.experts % ep || g->part.eprank < 0 || g->part.eprank >= ep))
-        return error_set(e, ERR_INVAL,
-                         "expert parallelism over %d GPUs needs them to divide the %d experts", ep,
-                         c->moe.experts);
-
-    if (g->part.first < 0 || g->part.count < 1 || g->part.first + g->part.count > c->layers ||
-        g->part.slots < 1 || g->part.slots > 4096)
-        return error_set(e, ERR_INVAL,
-                         "a part holds layers first..first+count-1 of the %d and 1 to 4096 slots",
-                         c->layers);
+    if ((rc = check_part(c, &g->part, e)))
+        return rc;
+    int tp = part_tp(&g->part), ep = part_ep(&g->part);
     if (batch < 1)
         return error_set(e, ERR_INVAL, "batch must be at least 1");
     if (fmt != FP_FP32 && fmt != FP_FP16 && fmt != FP_BF16)
@@ -533,6 +546,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     size_t slots = (size_t)g->part.slots;
     g->nseg = g->seg ? (g->part.count + g->seg - 1) / g->seg : 0;
     g->saved = calloc(slots * (size_t)L, sizeof *g->saved);
+    g->wslot = -1;
     g->head = calloc(slots, sizeof *g->head);
     g->lw = calloc((size_t)L, sizeof *g->lw);
     g->lg = calloc((size_t)L, sizeof *g->lg);
@@ -550,12 +564,16 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
         g->moe.scount = calloc(2 * (size_t)ep, sizeof *g->moe.scount);
         g->moe.rcount = g->moe.scount ? g->moe.scount + ep : NULL;
     }
+    if (g->part.wslots > 0) /* B and W apart: a W set per layer and weight slot */
+        g->wsets = calloc((size_t)g->part.wslots * (size_t)L, sizeof *g->wsets);
     if (!g->saved || !g->head || !g->lw || !g->lg || !g->underflow ||
-        (g->seg && (!g->pool || !g->segin)) ||
+        (g->part.wslots > 0 && !g->wsets) || (g->seg && (!g->pool || !g->segin)) ||
         (c->moe.experts > 0 && (!g->moe.load || !g->moe.kept || !g->moe.scount)))
         return error_set(e, ERR_NOMEM, "out of memory");
     for (int a = 0; a < A_COUNT; a++)
         g->layer_bytes += act_bytes(g, a, SZ_DENSE);
+    for (int w = 0; w < W_COUNT; w++)
+        g->wset_bytes += wset_elems(g, w) * g->esize;
     return 0;
 }
 
@@ -648,6 +666,11 @@ static void layout(struct gpt *g)
     for (int m = 0; m < pt->slots && pt->head; m++)
         for (int a = 0; a < H_COUNT; a++)
             g->head[m][a] = carve(g, GPT_MEM_ARENA, head_bytes[a]);
+    /* B and W apart: what each B keeps for its W (struct gpt's wsets) */
+    for (int m = 0; m < pt->wslots; m++)
+        for (int l = pt->first; l < pt->first + pt->count; l++)
+            for (int w = 0; w < W_COUNT; w++)
+                g->wsets[m * L + l][w] = carve(g, GPT_MEM_ARENA, wset_elems(g, w) * g->esize);
 
     layout_scratch(g);
 
@@ -726,9 +749,9 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
         gpt_free(g);
         return error_set(e, ERR_INVAL, "tensor parallelism needs the seam's tp_reduce");
     }
-    if (g->ring.cp > 1 && !g->alloc.cp_shift) {
+    if (g->ring.cp > 1 && !(g->alloc.cp_post && g->alloc.cp_wait)) {
         gpt_free(g);
-        return error_set(e, ERR_INVAL, "context parallelism needs the seam's cp_shift");
+        return error_set(e, ERR_INVAL, "context parallelism needs the seam's cp_post and cp_wait");
     }
     if (g->moe.ep > 1 && !g->alloc.ep_alltoall) {
         gpt_free(g);
@@ -865,7 +888,7 @@ size_t gpt_act_live(const struct gpt *g)
 struct gpt_act_sizes gpt_act_sizes(const struct gpt *g)
 {
     return (struct gpt_act_sizes){g->layer_bytes, act_bytes(g, A_X, SZ_DENSE),
-                                  act_bytes(g, A_P, SZ_DENSE), g->head_bytes};
+                                  act_bytes(g, A_P, SZ_DENSE), g->head_bytes, g->wset_bytes};
 }
 
 struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt,
@@ -883,11 +906,18 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
      * pass under sequence parallelism before each gather of a norm's output again as well */
     bool tpp = p->tp > 1, sp = tpp && p->sp;
     long fwd_parts = tpp ? 2 : 1, bwd_parts = sp ? 4 : tpp ? 2 : 1;
+    /* B and W apart: B gathers no norm output again; W charges its matmuls in one part, or
+     * before each of those gathers and at its end; B books each layer's W tensors, W frees
+     * them */
+    bool split = p->wslots > 0;
+    if (split)
+        bwd_parts = (tpp ? 2 : 1) + (sp ? 3 : 1);
     n.compute = (fwd_parts + bwd_parts) * L + 2 * ends + (seg ? fwd_parts * L : selective ? L : 0);
     /* the forward keeps each layer's list (segmented: each segment's input), then the ends;
      * the backward frees the ends, brings back what is recomputed (each layer when
      * segmented or selective) and frees each layer's list */
-    n.charge = (seg ? (L + seg - 1) / seg : L) + 2 * ends + (again ? L : 0) + L;
+    n.charge =
+        (seg ? (L + seg - 1) / seg : L) + 2 * ends + (again ? L : 0) + L + (split ? 2 * L : 0);
     /* a layer's forward sums its two row-parallel outputs, its backward the two norms' input
      * gradients; the ends sum the lookup, and the head's input gradient and the
      * cross-entropy's three row statistics; a segment's layers run their forward again.
@@ -899,9 +929,15 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
         n.tp_sum = 3 * ends + (sp ? 0 : rows);
         n.tp_half = sp ? rows + 2 * fwd + 4 * L + (p->embed ? 1 : 0) + 2 * ends : 0;
     }
-    /* ring attention: C - 1 steps forward, C backward (model/gpt_ring.c) */
-    if (p->cp > 1)
-        n.cp_shift = fwd * (p->cp - 1) + L * p->cp;
+    /* ring attention (model/gpt_ring.c, and flash at cp 1): C - 1 steps forward, 2 (C - 1) backward
+     * (K and V ahead, the gradients after each block); each pass charges its C blocks apart, and
+     * the q, k, v (forward) or dWo, datt (backward) before them; under sequence parallelism that
+     * leaves nothing for the backward's charge before the gather of xn1 again */
+    if (p->cp > 1 || p->flash) { /* flash at cp 1: the GPU's own block, no steps */
+        long C = p->cp > 1 ? p->cp : 1;
+        n.cp_shift = fwd * (C - 1) + L * 2 * (C - 1);
+        n.compute += (fwd + L) * (C + 1) - (sp ? L : 0);
+    }
     /* an expert layer dispatches and combines, forward and backward; dropless, each forward
      * sends its counts first */
     bool dropless = !(c->moe.capacity_factor > 0);

@@ -186,6 +186,8 @@ enum gpt_tp_op {
  * a step runs them: the forward pass's dispatch of the rows to their experts and combine of the
  * outputs, the backward pass's combine (the outputs' gradients to the experts) and dispatch
  * (the inputs' gradients back). A recomputed layer runs its forward pair again. */
+#define GPT_ATTN_FORWARD     "attention forward"
+#define GPT_ATTN_BACKWARD    "attention backward"
 #define GPT_EP_DISPATCH      "expert dispatch"
 #define GPT_EP_COMBINE       "expert combine"
 #define GPT_EP_GRAD_COMBINE  "grad expert combine"
@@ -198,8 +200,10 @@ struct gpt_alloc {
     void (*free)(void *ctx, enum gpt_mem kind, void *p, size_t bytes);
     void (*charge)(void *ctx, enum gpt_mem kind, long long delta);
     /* Told after each piece of work with its matmul FLOPs: "forward", "backward" or
-     * "recompute" of a layer, "head forward" / "head backward" (layer -1); may be NULL. A
-     * simulated device advances its clock by it. what is a static string. */
+     * "recompute" of a layer, "head forward" / "head backward" (layer -1), or a block of ring
+     * attention's (GPT_ATTN_FORWARD, GPT_ATTN_BACKWARD: its scores', charged apart from the
+     * layer's pass, between its ring step's post and wait); may be NULL. A simulated device
+     * advances its clock by it. what is a static string. */
     void (*compute)(void *ctx, double flops, const char *what, int layer);
     /* Called at each point of a step listed above gpt_alloc; may be NULL. */
     void (*hook)(void *ctx, enum gpt_hook h, int unit);
@@ -207,11 +211,16 @@ struct gpt_alloc {
      * becomes the element-wise sum or maximum over the group (see enum gpt_tp_op). Needed when
      * the part's tp > 1; what names the tensor for the trace. */
     void (*tp_reduce)(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const char *what);
-    /* Context parallelism: one step of the ring (model/ringattn.h). The n floats at send go to
-     * the next GPU of the context-parallel group while the n floats the one before sends land
-     * in recv (the same n on every GPU; the values are in the training format already, so
-     * carrying them in it is exact). Needed when the part's cp > 1; what names the tensors. */
-    void (*cp_shift)(void *ctx, const float *send, float *recv, size_t n, const char *what);
+    /* Context parallelism: one step of the ring (model/ringattn.h), in two halves so that a
+     * GPU computes while the step's block travels (TransformerEngine's P2P order: post the
+     * next block's send and receive, compute the current block, wait). cp_post takes the n
+     * floats at send (send may change after it returns) for the next GPU of the
+     * context-parallel group and posts the receive of the n floats the one before sends;
+     * cp_wait waits for both and puts those n floats in recv (the same n on every GPU; the
+     * values are in the training format already, so carrying them in it is exact). One step
+     * is posted at a time. Needed when the part's cp > 1; what names the tensors. */
+    void (*cp_post)(void *ctx, const float *send, size_t n, const char *what);
+    void (*cp_wait)(void *ctx, float *recv, size_t n);
     /* Expert parallelism: an all-to-all over the expert-parallel group. send holds n floats in
      * ep equal blocks, block j for the group's GPU j; recv (n floats, apart from send) gets GPU
      * j's block for this GPU in its block j (the values are in the training format already).
@@ -259,11 +268,11 @@ size_t gpt_estimate_part_bytes(const struct gpt_config *c, int batch, enum fp_fo
                                const struct ckpt_policy *ckpt, const struct gpt_part *part,
                                struct error *e);
 
-/* Calls one micro-batch's forward and backward pass through a part (NULL: the whole model)
- * makes to the seam, from the shape alone: its compute and charge hooks, and the
- * communication the part asks of its strategies (tensor parallelism's reductions by kind,
- * context parallelism's ring steps, expert parallelism's all-to-alls). With GPT_BUFFERS,
- * what a trace of a run holds is known before it starts (par/strategy.h). */
+/* Calls one micro-batch's forward and backward pass through a part (NULL: the whole model;
+ * its B and W apart when part->wslots > 0) makes to the seam, from the shape alone: its compute and
+ * charge hooks, and the communication the part asks of its strategies (tensor parallelism's
+ * reductions by kind, context parallelism's ring steps, expert parallelism's all-to-alls). With
+ * GPT_BUFFERS, what a trace of a run holds is known before it starts (par/strategy.h). */
 struct gpt_calls {
     long compute, charge;
     long tp_sum;    /* GPT_TP_SUM, GPT_TP_SUM_FP32 and GPT_TP_MAX_FP32: all-reduces */
@@ -330,6 +339,8 @@ struct gpt_part {
     bool cp_naive;  /* cp: chunk cprank of cp, not chunks cprank and 2 cp - 1 - cprank */
     bool flash;     /* cp 1: the blockwise attention of cp > 1, on one block */
     int ep, eprank; /* ep 0 or 1: no expert parallelism (every expert on this GPU) */
+    int wslots;     /* B and W apart: micro-batches kept for their weight gradients at once (0:
+                       the backward pass is fused; gpt_part_backward_input) */
 };
 
 /* Expert parallelism (GShard, Lepikhin et al. 2020; Megatron-LM's expert model parallelism):
@@ -438,6 +449,25 @@ void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int
                        float loss_scale, const void *dout, void *din, bool accumulate,
                        const struct gpt_inject *inj);
 
+/* The backward pass in two, as a zero-bubble pipeline runs it (Qi et al. 2024, "Zero Bubble
+ * Pipeline Parallelism", §2: B, the input's gradient, is on the critical path between stages;
+ * W, the weights', is not and may run later). gpt_part_backward_input is gpt_part_backward but
+ * for each layer's seven matmul weight gradients: it keeps their operands (the matmuls' inputs
+ * and their outputs' gradients, W_COUNT tensors a layer, gpt_act_sizes' wgrads bytes) in weight
+ * slot `wslot` < part.wslots and writes `din` as the fused pass does; the norms' and the ends'
+ * weight gradients (a vector over the rows, the embedding's rows, the head's share of the tied
+ * embedding) come with it, as the input's gradient runs through them anyway.
+ * gpt_part_backward_weights then computes the layers' weight gradients from that slot, adding to
+ * the buffer's when `accumulate`. B then W, micro-batch by micro-batch in the same order, gives
+ * the fused pass's gradients bit for bit. A layer's kept bytes are charged as activations as
+ * its B begins (before its own kept tensors are released) and released as W uses them. A layer's
+ * gradients are complete after W: the GRADS hooks (the ends' too, in the fused order) fire in W.
+ * Needs part.wslots > 0, so a model without experts. */
+void gpt_part_backward_input(struct gpt *g, int slot, int wslot, const int32_t *tokens,
+                             const int32_t *targets, float loss_scale, const void *dout, void *din,
+                             bool accumulate, const struct gpt_inject *inj);
+void gpt_part_backward_weights(struct gpt *g, int wslot, bool accumulate);
+
 /* The forward pass only (the loss). */
 double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
                    const struct gpt_inject *inj);
@@ -473,9 +503,10 @@ size_t gpt_mem_bytes(const struct gpt *g, enum gpt_mem kind);
 /* Activation bytes charged now (0 between steps). */
 size_t gpt_act_live(const struct gpt *g);
 /* Bytes of one layer's full list of kept tensors, of its input alone, of the attention core
- * (the probabilities), and of the ends (final norm input, its rstd and output, fp32 probs). */
+ * (the probabilities), of the ends (final norm input, its rstd and output, fp32 probs), and
+ * what a layer's B keeps for its W (gpt_part_backward_input). */
 struct gpt_act_sizes {
-    size_t layer, input, core, ends;
+    size_t layer, input, core, ends, wgrads;
 };
 struct gpt_act_sizes gpt_act_sizes(const struct gpt *g);
 /* Matmul FLOPs of one step: forward, backward, and recomputation for checkpointing. */

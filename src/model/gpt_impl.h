@@ -50,6 +50,14 @@ enum {
 /* The ends keep the final norm's input, 1 / rms and output, and the fp32 probabilities. */
 enum { H_X, H_RSTD, H_N, H_PROBS, H_COUNT };
 
+/* What a layer's input-gradient pass (B) keeps for its weight-gradient pass (W), when the two
+ * run apart (model/gpt.h's gpt_part_backward_input): the inputs of its seven matmuls (xn1 and
+ * xn2 this rank's rows, gathered again by W under sequence parallelism; the attention output;
+ * SwiGLU's h) and the gradients of their outputs (d out and d xm over every row, d gate, d up,
+ * dq, dk before RoPE is turned back, dv), each in the format's width: every one of them is
+ * already rounded to it, so W computes from the very bits the fused pass had. */
+enum { W_XN1, W_ATT, W_XN2, W_H, W_DOUT, W_DXM, W_DG, W_DU, W_DQ, W_DK, W_DV, W_COUNT };
+
 /* The fp32 workspace a step computes in: one layer's tensors (ws), the residual stream and the
  * gradients; w is where the layer at hand has its tensors: the workspace, or in fp32 its kept
  * ones in place in its saved set (bind). */
@@ -66,15 +74,14 @@ struct gpt_scratch {
 
 /* Context parallelism's state (gpt_ring.c): this GPU's place cpr of cp, the places of the tokens
  * it holds (pos) and of the ring's block at hand (kpos), the blocks travelling round (kv[2]:
- * keys, values and their gradients), each query row's running sum (l), and what the latest
- * ring passes computed. cp 1: none, or with flash attention the same kernel on the GPU's own
+ * keys, values and their gradients), each query row's running sum (l), and the scores its
+ * blocks computed. cp 1: none, or with flash attention the same kernel on the GPU's own
  * block (blocks). */
 struct gpt_ring {
     int cp, cpr;
     bool blocks; /* attention by blocks (model/ringattn.h): cp > 1, or flash at cp 1 */
     int *pos, *kpos;
     float *kv[2], *l;
-    double fwd, bwd; /* matmul FLOPs of the latest ring pass forward, backward */
     uint64_t scores; /* the scores the ring's blocks computed since the step began */
 };
 
@@ -154,6 +161,12 @@ struct gpt {
     void *(*head)[H_COUNT];  /* [slots]: the ends' kept tensors (a part with the head) */
     size_t layer_bytes, head_bytes; /* a dense layer's full list of kept tensors; the ends */
     size_t live, peak;              /* charged activation bytes */
+    /* B and W apart: each layer's W_COUNT tensors per weight slot ([wslots][L]), the set the
+     * layer at hand keeps into during a B (NULL: the fused backward), a layer's bytes */
+    void *(*wsets)[W_COUNT];
+    void **wkeep;
+    size_t wset_bytes;
+    int wslot; /* the weight slot of the B at hand; -1: a fused backward */
 
     struct gpt_scratch s;
     /* the compute of the pass at hand not charged yet (gpt_step.c's work): charged as it runs,
@@ -239,6 +252,19 @@ static inline size_t act_bytes(const struct gpt *g, int a, int sz)
     return act_elems(g, a, sz) * (act_fp32(g, a) ? 4 : g->esize);
 }
 
+/* Elements of a layer's tensor kept for its weight gradients (W_XN1, ...). */
+static inline size_t wset_elems(const struct gpt *g, int w)
+{
+    size_t N = (size_t)g->N, d = (size_t)g->c.d;
+    if (w == W_XN1 || w == W_XN2)
+        return (size_t)g->nl * d;
+    if (w == W_DOUT || w == W_DXM)
+        return N * d;
+    if (w == W_H || w == W_DG || w == W_DU)
+        return N * (size_t)g->fl;
+    return N * (size_t)g->dl; /* att, dq, dk, dv */
+}
+
 /* Bytes of layer l's full list of kept tensors. */
 static inline size_t layer_bytes(const struct gpt *g, int l)
 {
@@ -288,18 +314,18 @@ static inline double mlp_flops(const struct gpt *g, int l)
     return layer_flops(g, l) - 2.0 * g->N * 4 * g->c.d * g->dl - attn_flops(g);
 }
 
-/* What a layer's forward and backward passes computed: layer_flops, and 2 x for the backward
- * pass, but under context parallelism the attention core's is the ring's own, its blocks'
- * scores (model/ringattn.h: what the causal mask leaves), which differ from GPU to GPU. */
+/* What a layer's forward and backward passes charge at their ends and between their sums:
+ * layer_flops, and 2 x for the backward pass; with ring attention all but the attention core,
+ * whose blocks gpt_ring.c charges as they run (their scores: what the causal mask leaves, which
+ * differ from GPU to GPU). */
 static inline double layer_fwd_work(const struct gpt *g, int l)
 {
-    return g->ring.blocks ? layer_flops(g, l) - attn_flops(g) + g->ring.fwd : layer_flops(g, l);
+    return g->ring.blocks ? layer_flops(g, l) - attn_flops(g) : layer_flops(g, l);
 }
 
 static inline double layer_bwd_work(const struct gpt *g, int l)
 {
-    return g->ring.blocks ? 2 * (layer_flops(g, l) - attn_flops(g)) + g->ring.bwd
-                          : 2 * layer_flops(g, l);
+    return 2 * layer_fwd_work(g, l);
 }
 
 static inline double head_flops(const struct gpt *g)
@@ -340,7 +366,8 @@ void op_swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, co
 void op_attn_probs(struct gpt *g, int l);
 void op_attn_out(struct gpt *g, int l);
 void op_attn_core_backward(struct gpt *g, int l);
-/* dq, dk, dv of layer l's attention core complete: rounded, dq and dk turned back from RoPE. */
+/* dq, dk, dv of layer l's attention core complete: rounded (and kept for W, when B and W run
+ * apart: wkeep), dq and dk turned back from RoPE. */
 void op_attn_grads_done(struct gpt *g, int l);
 void op_ring_forward(struct gpt *g, int l);
 void op_ring_backward(struct gpt *g, int l);

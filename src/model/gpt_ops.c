@@ -15,6 +15,7 @@
 
 #include "base/cpu.h"
 #include "base/prof.h"
+#include "base/race.h"
 #include "model/gpt_impl.h"
 #include "num/exp.h"
 
@@ -82,6 +83,7 @@ static inline void rnd_in(const struct gpt *g, float *p, size_t n)
 void op_rnd(const struct gpt *g, float *p, size_t n)
 {
     if (g->fmt != FP_FP32) {
+        RACE_WRITE(p, n * 4);
         prof_enter(PROF_ROUNDING);
         rnd_in(g, p, n);
         prof_leave();
@@ -105,18 +107,8 @@ void op_load(const struct gpt *g, float *dst, const void *src, size_t n)
 /* The element-wise loops below are compiled for each vector path (CPU_CLONES, base/cpu.h):
  * plain C without contraction or reassociation, so every path gives the same bits. */
 
-/* Under ThreadSanitizer the scan below is left uninstrumented: it reads, after every
- * operation, the tensor this thread has just written, and every tensor it scans is read again
- * by the operation that consumes it, which is instrumented; a race on the tensor shows there.
- * Instrumented, its vector loads were two fifths of a TSan build's training step. */
-#if defined(__SANITIZE_THREAD__)
-#define SCAN_ATTRS __attribute__((no_sanitize_thread))
-#else
-#define SCAN_ATTRS
-#endif
-
 /* Whether any of n values is inf or NaN (all exponent bits set). */
-SCAN_ATTRS static inline CPU_INLINE void nonfinite_body(const float *p, size_t n, uint32_t *bad)
+static inline CPU_INLINE void nonfinite_body(const float *p, size_t n, uint32_t *bad)
 {
     uint32_t b = 0;
     for (size_t i = 0; i < n; i++) {
@@ -126,7 +118,7 @@ SCAN_ATTRS static inline CPU_INLINE void nonfinite_body(const float *p, size_t n
     }
     *bad = b;
 }
-CPU_CLONES_WITH(SCAN_ATTRS, nonfinite, (const float *p, size_t n, uint32_t *bad), (p, n, bad))
+CPU_CLONES(nonfinite, (const float *p, size_t n, uint32_t *bad), (p, n, bad))
 
 static bool any_nonfinite(const float *p, size_t n)
 {
@@ -138,6 +130,8 @@ static bool any_nonfinite(const float *p, size_t n)
 /* Records the first non-finite tensor of the step: "layer 2 attn scores", "logits". */
 static void name_nonfinite(struct gpt *g, int layer, const char *what)
 {
+    RACE_WRITE(g->nonfinite, sizeof g->nonfinite);
+    RACE_WRITE(&g->nonfinite_forward, sizeof g->nonfinite_forward);
     if (layer >= 0)
         snprintf(g->nonfinite, sizeof g->nonfinite, "layer %d %s", layer, what);
     else
@@ -154,6 +148,7 @@ static void check_in(struct gpt *g, const float *p, size_t n, int layer, const c
 
 void op_check(struct gpt *g, const float *p, size_t n, int layer, const char *name)
 {
+    RACE_READ(p, n * 4);
     prof_enter(PROF_ROUNDING);
     check_in(g, p, n, layer, name);
     prof_leave();
@@ -186,6 +181,10 @@ static void produced_in(struct gpt *g, float *p, size_t n, int layer, const char
 
 void op_produced(struct gpt *g, float *p, size_t n, int layer, const char *name)
 {
+    if (g->fmt == FP_FP32) /* looked at only */
+        RACE_READ(p, n * 4);
+    else
+        RACE_WRITE(p, n * 4);
     prof_enter(PROF_ROUNDING);
     produced_in(g, p, n, layer, name);
     prof_leave();
@@ -200,11 +199,15 @@ void op_produced_grad(struct gpt *g, float *p, size_t n, int layer, const char *
     bool look = !g->nonfinite[0];
     prof_enter(PROF_ROUNDING);
     if (g->fmt == FP_FP32) {
+        RACE_READ(p, n * 4);
         if (look && any_nonfinite(p, n))
             name_nonfinite(g, named, name);
         prof_leave();
         return;
     }
+    RACE_WRITE(p, n * 4);
+    RACE_WRITE(&g->underflow[layer], sizeof g->underflow[layer]);
+    RACE_WRITE(&g->underflow_total, sizeof g->underflow_total);
     uint64_t under = 0;
     float buf[BLOCK];
     for (size_t i = 0; i < n; i += BLOCK) {
@@ -325,6 +328,11 @@ static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int n
 void op_rmsnorm(struct gpt *g, int l, const char *name, float *y, float *rstd, const float *x,
                 const float *w)
 {
+    size_t nd = (size_t)g->nl * g->c.d;
+    RACE_READ(x, nd * 4);
+    RACE_READ(w, (size_t)g->c.d * 4);
+    RACE_WRITE(y, nd * 4);
+    RACE_WRITE(rstd, (size_t)g->nl * 4);
     rms_fwd(y, rstd, x, w, g->nl, g->c.d); /* the residual stream's rows */
     op_produced(g, y, (size_t)g->nl * g->c.d, l, name);
 }
@@ -391,8 +399,16 @@ CPU_CLONES(rms_bwd_n,
 void op_rms_bwd(struct gpt *g, float *dx, float *dw, const float *x, const float *rstd,
                 const float *w, const float *dy, int n, int d)
 {
+    size_t nd = (size_t)n * d;
+    RACE_READ(x, nd * 4);
+    RACE_READ(dy, nd * 4);
+    RACE_READ(rstd, (size_t)n * 4);
+    RACE_READ(w, (size_t)d * 4);
+    RACE_WRITE(dx, nd * 4);
+    RACE_WRITE(dw, (size_t)d * 4);
     prof_enter(PROF_NORM);
     double *cs = g->s.colsum;
+    RACE_WRITE(cs, (size_t)d * sizeof *cs);
     memset(cs, 0, (size_t)d * sizeof *cs);
     rms_bwd_n(cs, dx, x, rstd, w, dy, n, d);
     for (int j = 0; j < d; j++)
@@ -428,6 +444,10 @@ CPU_CLONES(rope_x,
 
 static void rope_n(const struct gpt *g, float *x, int dir)
 {
+    size_t table = (size_t)g->T * (g->hd / 2) * 4;
+    RACE_READ(g->s.rope_cos, table);
+    RACE_READ(g->s.rope_sin, table);
+    RACE_WRITE(x, (size_t)g->N * g->dl * 4);
     prof_enter(PROF_ROPE);
     rope_x(x, g->s.rope_cos, g->s.rope_sin, g->N, g->T, g->hl, g->hd, g->dl, dir);
     prof_leave();
@@ -454,6 +474,9 @@ CPU_CLONES(sum_n, (float *y, const float *a, const float *b, size_t m), (y, a, b
 void op_add(struct gpt *g, float *y, const float *a, const float *b, size_t n, int layer,
             const char *name)
 {
+    RACE_READ(a, n * 4);
+    RACE_READ(b, n * 4);
+    RACE_WRITE(y, n * 4);
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t m = n - i < BLOCK ? n - i : BLOCK;
         sum_n(y + i, a + i, b + i, m);
@@ -490,6 +513,9 @@ CPU_CLONES(glu_bwd,
  * silu(a) = a sg(a), sg the logistic sigmoid 1 / (1 + e^-a); produced block by block. */
 void op_swiglu_forward(struct gpt *g, float *h, const float *a, const float *u, size_t n, int layer)
 {
+    RACE_READ(a, n * 4);
+    RACE_READ(u, n * 4);
+    RACE_WRITE(h, n * 4);
     float e[BLOCK];
     prof_enter(PROF_SWIGLU);
     for (size_t i = 0; i < n; i += BLOCK) {
@@ -507,6 +533,11 @@ void op_swiglu_forward(struct gpt *g, float *h, const float *a, const float *u, 
 void op_swiglu_backward(struct gpt *g, float *da, float *du, const float *dh, const float *a,
                         const float *u, size_t n)
 {
+    RACE_READ(dh, n * 4);
+    RACE_READ(a, n * 4);
+    RACE_READ(u, n * 4);
+    RACE_WRITE(da, n * 4);
+    RACE_WRITE(du, n * 4);
     float e[BLOCK];
     prof_enter(PROF_SWIGLU);
     for (size_t i = 0; i < n; i += BLOCK) {
@@ -670,6 +701,9 @@ void op_attn_probs(struct gpt *g, int l)
     int T = g->c.seq, H = g->hl, hd = g->hd, d = g->dl;
     float scale = (float)(1.0 / sqrt((double)hd));
     size_t TT = (size_t)T * T;
+    RACE_READ(g->s.w[A_Q], (size_t)g->B * T * d * 4);
+    RACE_READ(g->s.w[A_K], (size_t)g->B * T * d * 4);
+    RACE_WRITE(g->s.w[A_P], (size_t)g->B * H * TT * 4);
     prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
@@ -695,6 +729,9 @@ void op_attn_out(struct gpt *g, int l)
 {
     int T = g->c.seq, H = g->hl, hd = g->hd, d = g->dl;
     size_t TT = (size_t)T * T;
+    RACE_READ(g->s.w[A_P], (size_t)g->B * H * TT * 4);
+    RACE_READ(g->s.w[A_V], (size_t)g->B * T * d * 4);
+    RACE_WRITE(g->s.w[A_ATT], (size_t)g->B * T * d * 4);
     prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
@@ -716,6 +753,16 @@ void op_attn_core_backward(struct gpt *g, int l)
     size_t TT = (size_t)T * T;
     float **w = g->s.w;
     float scale = (float)(1.0 / sqrt((double)hd));
+    size_t btd = (size_t)g->B * T * d * 4;
+    RACE_READ(w[A_P], (size_t)g->B * H * TT * 4);
+    RACE_READ(w[A_Q], btd);
+    RACE_READ(w[A_K], btd);
+    RACE_READ(w[A_V], btd);
+    RACE_READ(g->s.datt, btd);
+    RACE_WRITE(g->s.dscores, TT * 4);
+    RACE_WRITE(g->s.dv, btd);
+    RACE_WRITE(g->s.dq, btd);
+    RACE_WRITE(g->s.dk, btd);
     prof_enter(PROF_ATTENTION);
     for (int b = 0; b < g->B; b++)
         for (int h = 0; h < H; h++) {
@@ -750,6 +797,11 @@ void op_attn_grads_done(struct gpt *g, int l)
     op_rnd(g, g->s.dq, nd);
     op_rnd(g, g->s.dk, nd);
     op_rnd(g, g->s.dv, nd);
+    if (g->wkeep) { /* W turns dq and dk back again: the same bits */
+        op_store(g, g->wkeep[W_DQ], g->s.dq, nd);
+        op_store(g, g->wkeep[W_DK], g->s.dk, nd);
+        op_store(g, g->wkeep[W_DV], g->s.dv, nd);
+    }
     /* q and k were rotated after their projections: dq, dk turned back (see op_rope) */
     op_rope(g, l, NULL, g->s.dq, -1);
     op_rope(g, l, NULL, g->s.dk, -1);

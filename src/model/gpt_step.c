@@ -388,14 +388,17 @@ static void layer_forward(struct gpt *g, int l, float *res, void **save)
     op_rope(g, l, "q", w[A_Q], 1);
     op_rope(g, l, "k", w[A_K], 1);
     op_linear(g, l, "v", w[A_V], xin, W->wv, dl, d);
-    if (g->ring.blocks) /* every GPU's keys and values come round the ring */
-        op_ring_forward(g, l);
-    else {
+    double qkv = 0;       /* charged before the ring sends k and v */
+    if (g->ring.blocks) { /* every GPU's keys and values come round the ring */
+        work(g, qkv = 2.0 * 3 * N * d * dl);
+        work_end(g);
+        op_ring_forward(g, l); /* charges its blocks */
+    } else {
         op_attn_probs(g, l);
         op_attn_out(g, l);
     }
     op_linear(g, l, "attn proj", g->s.tmp, w[A_ATT], W->wo, d, dl);
-    work(g, layer_fwd_work(g, l) - mlp_flops(g, l)); /* after the ring, its blocks' own */
+    work(g, layer_fwd_work(g, l) - mlp_flops(g, l) - qkv);
     work_sync(g);
     op_tp_reduce_rows(g, g->s.tmp, "attn proj"); /* each rank's heads' share of the projection */
     op_add(g, w[A_XM], res, g->s.tmp, nd, l, "attn residual");
@@ -446,26 +449,35 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
     }
 
     /* out = xm + h Wd^T: dh = dout Wd, dWd = dout^T h; dout also flows on to xm (the residual) */
+    void **keep = g->wkeep; /* B and W apart: the weight gradients' operands kept, not used */
     op_mm_dx(g->s.dh, dout, W->w_down, N, d, f, 0.0f);
     op_rnd(g, g->s.dh, nf);
     if (g->inj && g->inj->inf_grad_layer == l)
         g->s.dh[0] = INFINITY; /* the lessons' injected overflow */
     op_check(g, g->s.dh, nf, l, "grad mlp hidden");
-    op_weight_grad(g, l, "grad w_down", G->w_down, dout, w[A_H], d, f);
+    if (keep)
+        op_store(g, keep[W_DOUT], dout, nd), op_store(g, keep[W_H], w[A_H], nf);
+    else
+        op_weight_grad(g, l, "grad w_down", G->w_down, dout, w[A_H], d, f);
 
     /* h = silu(a) u: see op_swiglu_backward */
     op_swiglu_backward(g, g->s.dg, g->s.du, g->s.dh, w[A_G], w[A_U], nf);
-    work(g, 2.0 * 2 * N * d * f); /* dh and dWd */
-    if (g->sp)                    /* before the gather of xn2 again */
-        work_sync(g);
-    const float *xn2 = op_sp_gather(g, g->s.xg, w[A_XN2], "mlp norm again");
-    op_weight_grad(g, l, "grad w_gate", G->w_gate, g->s.dg, xn2, f, d);
-    op_weight_grad(g, l, "grad w_up", G->w_up, g->s.du, xn2, f, d);
+    work(g, (keep ? 1.0 : 2.0) * 2 * N * d * f); /* dh and dWd */
+    if (keep) {
+        op_store(g, keep[W_DG], g->s.dg, nf), op_store(g, keep[W_DU], g->s.du, nf);
+        op_store(g, keep[W_XN2], w[A_XN2], nld);
+    } else {
+        if (g->sp) /* before the gather of xn2 again */
+            work_sync(g);
+        const float *xn2 = op_sp_gather(g, g->s.xg, w[A_XN2], "mlp norm again");
+        op_weight_grad(g, l, "grad w_gate", G->w_gate, g->s.dg, xn2, f, d);
+        op_weight_grad(g, l, "grad w_up", G->w_up, g->s.du, xn2, f, d);
+    }
     /* a = xn2 Wg^T, u = xn2 Wu^T: dxn2 = da Wg + du Wu */
     op_mm_dx(g->s.dxn, g->s.dg, W->w_gate, N, f, d, 0.0f);
     op_mm_dx(g->s.dxn, g->s.du, W->w_up, N, f, d, 1.0f);
     op_produced(g, g->s.dxn, nd, l, "grad mlp norm");
-    work(g, 2 * mlp_flops(g, l) - 2.0 * 2 * N * d * f); /* dWg, dWu, dxn2 */
+    work(g, 2 * mlp_flops(g, l) - 2.0 * (keep ? 4 : 2) * N * d * f); /* (dWg, dWu,) dxn2 */
     work_sync(g);
     op_tp_reduce_rows(g, g->s.dxn, "grad mlp norm"); /* xn2 fed every rank's share of the width */
     /* xn2 = RMSNorm(xm): see op_rms_bwd; dxm joins the residual's gradient in dres */
@@ -485,28 +497,37 @@ static void attn_backward(struct gpt *g, int l, float *dres)
     const float *dxm = op_sp_gather(g, g->s.dg_full, dres, "grad attn proj"); /* every row */
 
     /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
+    void **keep = g->wkeep; /* B and W apart: the weight gradients' operands kept, not used */
     op_mm_dx(g->s.datt, dxm, W->wo, N, d, dl, 0.0f);
     op_rnd(g, g->s.datt, (size_t)N * dl);
-    op_weight_grad(g, l, "grad wo", G->wo, dxm, w[A_ATT], d, dl);
-    /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see op_attn_core_backward */
-    if (g->ring.blocks)
-        op_ring_backward(g, l);
+    if (keep)
+        op_store(g, keep[W_DXM], dxm, nd), op_store(g, keep[W_ATT], w[A_ATT], (size_t)N * dl);
     else
+        op_weight_grad(g, l, "grad wo", G->wo, dxm, w[A_ATT], d, dl);
+    /* att = softmax(q k^T / sqrt(hd)) v per head, q and k rotated: see op_attn_core_backward */
+    /* (dWo,) datt and the core's (the ring charges its blocks itself, after dWo and datt) */
+    work(g, layer_bwd_work(g, l) - 2 * mlp_flops(g, l) - 2.0 * (keep ? 7 : 6) * N * d * dl);
+    if (g->ring.blocks) {
+        work_end(g);
+        op_ring_backward(g, l);
+    } else
         op_attn_core_backward(g, l);
-    /* dWo, datt and the core's; after the ring, its blocks' own */
-    work(g, layer_bwd_work(g, l) - 2 * mlp_flops(g, l) - 2.0 * 6 * N * d * dl);
-    if (g->sp) /* before the gather of xn1 again */
-        work_sync(g);
-    const float *xn1 = op_sp_gather(g, g->s.xg, w[A_XN1], "attn norm again");
-    op_weight_grad(g, l, "grad wq", G->wq, g->s.dq, xn1, dl, d);
-    op_weight_grad(g, l, "grad wk", G->wk, g->s.dk, xn1, dl, d);
-    op_weight_grad(g, l, "grad wv", G->wv, g->s.dv, xn1, dl, d);
+    if (keep) {
+        op_store(g, keep[W_XN1], w[A_XN1], nld);
+    } else {
+        if (g->sp) /* before the gather of xn1 again */
+            work_sync(g);
+        const float *xn1 = op_sp_gather(g, g->s.xg, w[A_XN1], "attn norm again");
+        op_weight_grad(g, l, "grad wq", G->wq, g->s.dq, xn1, dl, d);
+        op_weight_grad(g, l, "grad wk", G->wk, g->s.dk, xn1, dl, d);
+        op_weight_grad(g, l, "grad wv", G->wv, g->s.dv, xn1, dl, d);
+    }
     /* q, k, v = xn1 W^T: dxn1 = dq Wq + dk Wk + dv Wv */
     op_mm_dx(g->s.dxn, g->s.dq, W->wq, N, dl, d, 0.0f);
     op_mm_dx(g->s.dxn, g->s.dk, W->wk, N, dl, d, 1.0f);
     op_mm_dx(g->s.dxn, g->s.dv, W->wv, N, dl, d, 1.0f);
     op_produced(g, g->s.dxn, nd, l, "grad attn norm");
-    work(g, 2.0 * 6 * N * d * dl); /* dWq, dWk, dWv and dxn1 */
+    work(g, 2.0 * (keep ? 3 : 6) * N * d * dl); /* (dWq, dWk, dWv and) dxn1 */
     work_sync(g);
     op_tp_reduce_rows(g, g->s.dxn, "grad attn norm"); /* xn1 fed every rank's heads */
     op_rms_bwd(g, dres, G->attn_norm, w[A_X], w[A_RSTD1], W->attn_norm, g->s.dxn, g->nl, d);
@@ -757,7 +778,67 @@ static void head_backward(struct gpt *g, int slot, const int32_t *targets, float
     work_end(g);
     charge(g, -(long long)g->head_bytes);
     op_hook(g, GPT_HOOK_FORWARD_DONE, GPT_UNIT_HEAD);
-    op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_HEAD);
+    if (g->wslot < 0) /* B and W apart: W says the gradients are complete */
+        op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_HEAD);
+}
+
+/* Layer l's W set in weight slot ws. */
+static void **wset_at(struct gpt *g, int ws, int l)
+{
+    return g->wsets[(size_t)ws * g->c.layers + l];
+}
+
+/* Layer l's backward with its tensors loaded: its kept tensors released after it; fused, its
+ * gradients complete; with B and W apart (wslot >= 0), what W needs kept in its set instead. */
+static void layer_backward_at(struct gpt *g, int l, int slot)
+{
+    (void)slot;
+    g->wkeep = g->wslot >= 0 ? wset_at(g, g->wslot, l) : NULL;
+    if (g->wkeep) /* what W needs of this layer, booked before B writes it */
+        charge(g, (long long)g->wset_bytes);
+    work_begin(g, "backward", l);
+    layer_backward(g, l, g->s.dres);
+    work_end(g);
+    g->wkeep = NULL;
+    charge(g, -(long long)layer_bytes(g, l));
+    if (g->wslot < 0)
+        op_hook(g, GPT_HOOK_GRADS, l);
+}
+
+/* Layer l's weight gradients from what its B kept in set: the seven matmuls the fused backward
+ * runs between its input-gradient ones, in the same order and on the same bits (dq and dk
+ * turned back from RoPE again, by the same code). No weights are read: a ZeRO-3 GPU would not
+ * gather them for W. */
+static void layer_weights(struct gpt *g, int l, void *const *set)
+{
+    int N = g->N, d = g->c.d, dl = g->dl, f = g->fl;
+    const struct layer_ptrs *G = &g->lg[l];
+    float **w = g->s.w;
+    bind(g, NULL);
+    float *to[W_COUNT] = {w[A_XN1], w[A_ATT], w[A_XN2], w[A_H],  g->s.tmp, g->s.dxn,
+                          g->s.dg,  g->s.du,  g->s.dq,  g->s.dk, g->s.dv};
+    for (int k = 0; k < W_COUNT; k++)
+        op_load(g, to[k], set[k], wset_elems(g, k));
+    op_rope(g, l, NULL, g->s.dq, -1);
+    op_rope(g, l, NULL, g->s.dk, -1);
+    work_begin(g, "weight gradients", l);
+    op_weight_grad(g, l, "grad w_down", G->w_down, g->s.tmp, w[A_H], d, f);
+    work(g, 2.0 * N * d * f);
+    if (g->sp) /* before the gather of xn2 again */
+        work_sync(g);
+    const float *xn2 = op_sp_gather(g, g->s.xg, w[A_XN2], "mlp norm again");
+    op_weight_grad(g, l, "grad w_gate", G->w_gate, g->s.dg, xn2, f, d);
+    op_weight_grad(g, l, "grad w_up", G->w_up, g->s.du, xn2, f, d);
+    op_weight_grad(g, l, "grad wo", G->wo, g->s.dxn, w[A_ATT], d, dl);
+    work(g, 2.0 * 2 * N * d * f + 2.0 * N * d * dl);
+    if (g->sp) /* before the gather of xn1 again */
+        work_sync(g);
+    const float *xn1 = op_sp_gather(g, g->s.xg, w[A_XN1], "attn norm again");
+    op_weight_grad(g, l, "grad wq", G->wq, g->s.dq, xn1, dl, d);
+    op_weight_grad(g, l, "grad wk", G->wk, g->s.dk, xn1, dl, d);
+    op_weight_grad(g, l, "grad wv", G->wv, g->s.dv, xn1, dl, d);
+    work(g, 2.0 * 3 * N * d * dl);
+    work_end(g);
 }
 
 /* The part's layers backward, from dres (d loss / d the part's output) to d loss / d its
@@ -787,22 +868,14 @@ static void layers_backward(struct gpt *g, int slot)
                 if (g->seg > 1)
                     op_hook(g, GPT_HOOK_BACKWARD, l);
                 load_set(g, l, g->pool[l - a]);
-                work_begin(g, "backward", l);
-                layer_backward(g, l, g->s.dres);
-                work_end(g);
-                charge(g, -(long long)layer_bytes(g, l));
-                op_hook(g, GPT_HOOK_GRADS, l);
+                layer_backward_at(g, l, slot);
             }
         }
     } else
         for (int l = l1 - 1; l >= l0; l--) {
             op_hook(g, GPT_HOOK_BACKWARD, l);
             load_set(g, l, saved_set(g, slot, l));
-            work_begin(g, "backward", l);
-            layer_backward(g, l, g->s.dres);
-            work_end(g);
-            charge(g, -(long long)layer_bytes(g, l));
-            op_hook(g, GPT_HOOK_GRADS, l);
+            layer_backward_at(g, l, slot);
         }
 }
 
@@ -825,7 +898,8 @@ static void embed_backward(struct gpt *g, const int32_t *tokens)
             dst[j] += src[j];
     }
     op_produced_grad(g, gE, (size_t)V * d, g->c.layers, "grad embedding");
-    op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_EMBED);
+    if (g->wslot < 0) /* B and W apart: W says the gradients are complete */
+        op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_EMBED);
 }
 
 /* ------------------------------------------------------------------ the whole model */
@@ -896,9 +970,10 @@ double gpt_part_forward(struct gpt *g, int slot, const int32_t *tokens, const vo
     return loss;
 }
 
-void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int32_t *targets,
-                       float loss_scale, const void *dout, void *din, bool accumulate,
-                       const struct gpt_inject *inj)
+/* A part's backward pass, fused (wslot -1) or its B (model/gpt.h). */
+static void part_backward(struct gpt *g, int slot, const int32_t *tokens, const int32_t *targets,
+                          float loss_scale, const void *dout, void *din, bool accumulate,
+                          const struct gpt_inject *inj)
 {
     size_t nd = (size_t)g->nl * g->c.d; /* this rank's rows of the stream */
     g->inj = inj;
@@ -915,4 +990,37 @@ void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int
         op_store(g, din, g->s.dres, nd);
     g->accumulate = false;
     g->inj = NULL;
+}
+
+void gpt_part_backward(struct gpt *g, int slot, const int32_t *tokens, const int32_t *targets,
+                       float loss_scale, const void *dout, void *din, bool accumulate,
+                       const struct gpt_inject *inj)
+{
+    g->wslot = -1;
+    part_backward(g, slot, tokens, targets, loss_scale, dout, din, accumulate, inj);
+}
+
+void gpt_part_backward_input(struct gpt *g, int slot, int wslot, const int32_t *tokens,
+                             const int32_t *targets, float loss_scale, const void *dout, void *din,
+                             bool accumulate, const struct gpt_inject *inj)
+{
+    g->wslot = wslot;
+    part_backward(g, slot, tokens, targets, loss_scale, dout, din, accumulate, inj);
+    g->wslot = -1;
+}
+
+void gpt_part_backward_weights(struct gpt *g, int wslot, bool accumulate)
+{
+    const struct gpt_part *pt = &g->part;
+    g->accumulate = accumulate;
+    if (pt->head) /* the ends' gradients came with B; their hooks come in the fused order */
+        op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_HEAD);
+    for (int l = pt->first + pt->count - 1; l >= pt->first; l--) {
+        layer_weights(g, l, wset_at(g, wslot, l));
+        charge(g, -(long long)g->wset_bytes);
+        op_hook(g, GPT_HOOK_GRADS, l);
+    }
+    if (pt->embed)
+        op_hook(g, GPT_HOOK_GRADS, GPT_UNIT_EMBED);
+    g->accumulate = false;
 }

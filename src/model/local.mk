@@ -1,5 +1,6 @@
+libloops_a_SOURCES += %reldir%/gpt_ops.c
 libkernels_a_SOURCES += \
-	%reldir%/gpt.c %reldir%/gpt.h %reldir%/gpt_impl.h %reldir%/gpt_ops.c \
+	%reldir%/gpt.c %reldir%/gpt.h %reldir%/gpt_impl.h \
 	%reldir%/gpt_step.c %reldir%/ringattn.c %reldir%/ringattn.h %reldir%/gpt_ring.c
 libscalelab_a_SOURCES += \
 	%reldir%/blasbuf.c %reldir%/blasbuf.h \

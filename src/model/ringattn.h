@@ -59,11 +59,12 @@ int ring_position(int T, int C, int r, enum ring_split split, int i);
 long ring_block_scores(int T, int C, int q, int k, enum ring_split split);
 
 /* The phases the ring's sends are tagged with (model/gpt_ring.c, par/cp.c): the forward's K and
- * V, the backward's K and V with the gradients of the GPUs they passed, the gradients' last
- * hop home. The backward's first send (K and V alone) is tagged as the forward's. */
-#define RING_SEND_KV       "attn k v"
-#define RING_SEND_KV_GRADS "attn k v and grads"
-#define RING_SEND_GRADS    "grad attn k v"
+ * V, the backward's K and V sent on ahead of the blocks after the GPU's own, the gradients the
+ * GPUs a block passed added (one send after each of those blocks, the last home). The
+ * backward's first send (K and V, before its own block) is tagged as the forward's. */
+#define RING_SEND_KV    "attn k v"
+#define RING_SEND_KV_ON "attn k v on"
+#define RING_SEND_GRADS "grad attn k v"
 
 /* A block of rows of one (sequence, head): n rows with leading dimension ld, at the sequence
  * positions pos[0..n), increasing (so the keys a query may see are a prefix of a block). */

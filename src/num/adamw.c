@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/cpu.h"
+#include "base/race.h"
 #include "base/prof.h"
 
 void adamw_init(struct adamw *a, double lr, double beta1, double beta2, double eps, double wd)
@@ -77,6 +78,10 @@ void adamw_update(const struct adamw *a, float *p, const float *g, float coef, f
                   size_t n)
 {
     const struct adamw_k k = constants(a);
+    RACE_READ(g, n * 4);
+    RACE_WRITE(p, n * 4);
+    RACE_WRITE(m, n * 4);
+    RACE_WRITE(v, n * 4);
     prof_enter(PROF_OPTIMIZER);
     update(&k, p, g, coef, m, v, n);
     prof_leave();
@@ -88,6 +93,10 @@ void adamw_update_round(const struct adamw *a, float *p, const float *g, float c
     enum { BLOCK = 2048 };
     const struct adamw_k k = constants(a);
     size_t es = f == FP_FP32 ? 4 : 2;
+    RACE_READ(g, n * 4);
+    RACE_WRITE(p, n * 4);
+    RACE_WRITE(m, n * 4);
+    RACE_WRITE(v, n * 4);
     prof_enter(PROF_OPTIMIZER);
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t b = n - i < BLOCK ? n - i : BLOCK;

@@ -7,9 +7,11 @@
 #include <string.h>
 
 #include "base/cpu.h"
+#include "base/race.h"
 
 float clip_norm(const float *g, size_t n)
 {
+    RACE_READ(g, n * 4);
     double s = 0;
     for (size_t i = 0; i < n; i++)
         s += (double)g[i] * g[i];
@@ -34,6 +36,9 @@ CPU_CLONES(check_scale, (float *g, size_t n, float inv, uint32_t *bad), (g, n, i
 
 bool clip_unscale(float *g, size_t n, float inv, double *sumsq)
 {
+    RACE_WRITE(g, n * 4);
+    if (sumsq)
+        RACE_WRITE(sumsq, sizeof *sumsq);
     uint32_t bad = 0;
     if (!sumsq) {
         check_scale(g, n, inv, &bad);
@@ -59,6 +64,7 @@ float clip_coef(float total_norm, float max_norm)
 
 void clip_apply(float *g, size_t n, float coef)
 {
+    RACE_WRITE(g, n * 4);
     for (size_t i = 0; i < n; i++)
         g[i] *= coef;
 }

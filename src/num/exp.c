@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "base/cpu.h"
+#include "base/race.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define EXP_X86 1
@@ -296,15 +297,21 @@ static bool lanes_exp(int w, float *y, const float *x, size_t n, bool neg)
 
 bool exp_n_lanes(int w, float *y, const float *x, size_t n)
 {
+    RACE_READ(x, n * 4);
+    RACE_WRITE(y, n * 4);
     return lanes_exp(w, y, x, n, false);
 }
 
 void exp_n(float *y, const float *x, size_t n)
 {
+    RACE_READ(x, n * 4);
+    RACE_WRITE(y, n * 4);
     lanes_exp(exp_lanes(), y, x, n, false);
 }
 
 void exp_neg_n(float *y, const float *x, size_t n)
 {
+    RACE_READ(x, n * 4);
+    RACE_WRITE(y, n * 4);
     lanes_exp(exp_lanes(), y, x, n, true);
 }

@@ -32,6 +32,7 @@
 
 #include "base/cpu.h"
 #include "base/error.h"
+#include "base/race.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define FP_X86 1
@@ -506,6 +507,8 @@ bool fp_simd_active(void)
 
 void fp16_from_f32_n(fp16_t *dst, const float *src, size_t n)
 {
+    RACE_READ(src, n * 4);
+    RACE_WRITE(dst, n * 2);
 #if FP_X86
     if (simd()) {
         f16_from_n_f16c(dst, src, n);
@@ -517,6 +520,8 @@ void fp16_from_f32_n(fp16_t *dst, const float *src, size_t n)
 
 void fp16_to_f32_n(float *dst, const fp16_t *src, size_t n)
 {
+    RACE_READ(src, n * 2);
+    RACE_WRITE(dst, n * 4);
 #if FP_X86
     if (simd()) {
         f16_to_n_f16c(dst, src, n);
@@ -528,6 +533,8 @@ void fp16_to_f32_n(float *dst, const fp16_t *src, size_t n)
 
 void bf16_from_f32_n(bf16_t *dst, const float *src, size_t n)
 {
+    RACE_READ(src, n * 4);
+    RACE_WRITE(dst, n * 2);
 #if FP_X86
     if (simd()) {
         bf16_from_n_avx2(dst, src, n);
@@ -539,6 +546,8 @@ void bf16_from_f32_n(bf16_t *dst, const float *src, size_t n)
 
 void bf16_to_f32_n(float *dst, const bf16_t *src, size_t n)
 {
+    RACE_READ(src, n * 2);
+    RACE_WRITE(dst, n * 4);
 #if FP_X86
     if (simd()) {
         bf16_to_n_avx2(dst, src, n);
@@ -570,6 +579,8 @@ void fp_unpack_n(enum fp_format f, float *dst, const void *src, size_t n)
 
 void fp_round_n(enum fp_format f, float *dst, const float *src, size_t n)
 {
+    RACE_READ(src, n * 4);
+    RACE_WRITE(dst, n * 4);
     bool fast = simd();
     switch (f) {
     case FP_FP16:

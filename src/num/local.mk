@@ -1,4 +1,4 @@
-libkernels_a_SOURCES += \
+libloops_a_SOURCES += \
 	%reldir%/fp.c %reldir%/fp.h \
 	%reldir%/adamw.c %reldir%/adamw.h \
 	%reldir%/clip.c %reldir%/clip.h \

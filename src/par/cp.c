@@ -3,6 +3,7 @@
 #include "config.h"
 #include "par/cp.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "base/error.h"
@@ -21,6 +22,12 @@ struct cp_ring {
     enum ring_split split;
     int32_t *share; /* this GPU's tokens of a data-parallel share's sequences, then targets */
     size_t share_bytes;
+    /* the ring step posted (cp_post) and not yet waited for */
+    bool posted;
+    struct dev_req req;
+    struct dev_tag tag;
+    size_t bytes;
+    uint64_t before;
 };
 
 int cp_new(struct cp_ring **out, const struct train_opts *o, const struct layout_place *pl,
@@ -79,17 +86,27 @@ void cp_share(struct cp_ring *c, int rows, const int32_t **tokens, const int32_t
     *tokens = c->share, *targets = c->share + share;
 }
 
-void cp_shift(struct cp_ring *c, const float *send, float *recv, size_t n, const char *what)
+void cp_post(struct cp_ring *c, const float *send, size_t n, const char *what)
 {
     struct xbuf *x = c ? &c->x : NULL;
     if (!x || !xbuf_pack(x, send, n, "context parallelism's ring"))
         return;
-    struct dev_tag tag = {.phase = what};
-    size_t bytes = xbuf_size(x, n);
-    uint64_t before = xbuf_device_sent(x);
-    int rc = dev_sendrecv(x->d, c->next, x->send, bytes, c->prev, x->recv, bytes, &tag, NULL, NULL,
-                          &x->err);
-    xbuf_unpack(x, rc, before, recv, n);
+    c->tag = (struct dev_tag){.phase = what};
+    c->bytes = xbuf_size(x, n);
+    c->before = xbuf_device_sent(x);
+    c->posted = dev_isend(x->d, c->next, x->send, c->bytes, &c->tag, &c->req, &x->err) == 0;
+}
+
+void cp_wait(struct cp_ring *c, float *recv, size_t n)
+{
+    if (!c || !c->posted)
+        return;
+    struct xbuf *x = &c->x;
+    struct error we;
+    c->posted = false;
+    int rc = dev_recv(x->d, c->prev, x->recv, c->bytes, &c->tag, NULL, NULL, &x->err);
+    int wrc = dev_wait(x->d, &c->req, rc ? &we : &x->err);
+    xbuf_unpack(x, rc ? rc : wrc, c->before, recv, n);
 }
 
 /* ------------------------------------------------------------------ its face */

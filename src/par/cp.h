@@ -34,9 +34,12 @@ void cp_free(struct cp_ring *c);
  * and targets are at tokens and targets: its places of each (ring_positions), in a buffer of
  * the ring's (workspace). */
 void cp_share(struct cp_ring *c, int rows, const int32_t **tokens, const int32_t **targets);
-/* The model's ring step: n floats of send to the next GPU, n from the one before into recv. A
- * failure is kept for its face's failed; later steps of the step do nothing. */
-void cp_shift(struct cp_ring *c, const float *send, float *recv, size_t n, const char *what);
+/* The model's ring step in two halves (model/gpt.h's cp_post and cp_wait): n floats of send
+ * packed and posted to the next GPU; then, after the GPU computed, the n from the one before
+ * received into recv and the send waited for. A failure is kept for its face's failed; later
+ * steps of the step do nothing. */
+void cp_post(struct cp_ring *c, const float *send, size_t n, const char *what);
+void cp_wait(struct cp_ring *c, float *recv, size_t n);
 
 /* Its face (par/strategy.h), through which the trainer begins its steps, hears of its
  * failures and reads its bytes sent and held: C dividing the sequence into its chunks, no selective

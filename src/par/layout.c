@@ -152,6 +152,7 @@ struct gpt_calls layout_calls(const struct train_opts *o, const struct layout_pl
     for (int c = 0; c < layout_chunks(o); c++) {
         struct gpt_part part;
         layout_chunk_part(o, pl, c, 1, &part);
+        part.wslots = sched_splits(o->schedule) && layout_pipelined(o); /* B and W apart */
         struct gpt_calls k = gpt_step_calls(&o->shape, &o->ckpt, &part);
         long m = o->micro_batches > 0 ? o->micro_batches : 1; /* each runs every chunk */
         n.compute += m * k.compute, n.charge += m * k.charge;

@@ -29,6 +29,8 @@ struct pp {
     struct dev_req *req; /* [2 m v]: the forward sends, then the backward sends */
     bool *posted;
     int *holder; /* [v][slots]: the micro-batch whose activations a slot holds, -1: none */
+    bool split;  /* the schedule runs W apart from B (zb-h1) */
+    int wslots[SCHED_MAX_CHUNKS]; /* each chunk's weight slots (model/gpt.h) */
     struct pp_done *done;
     int in_flight, peak;
     uint64_t sent;
@@ -84,6 +86,9 @@ int pp_new(struct pp **out, const struct layout_place *pl, const struct sched *s
     p->d = d;
     p->mem = *mem;
     p->m = s->m;
+    p->split = sched_splits(s->kind);
+    for (int k = 0; k < p->v; k++)
+        p->wslots[k] = parts[k].wslots;
     const struct gpt_config *c = gpt_config(g[0]);
     p->mt = (size_t)pl->micro * (size_t)(c->seq / pl->cp); /* with cp, its share of them */
     /* a micro-batch's residual stream: this rank's rows of it under sequence parallelism */
@@ -165,7 +170,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
             const struct gpt_inject *inj, double *loss, struct error *e)
 {
     int P = p->pl.pp, V = p->v, last_vs = P * V - 1, rc = 0;
-    int backwards[SCHED_MAX_CHUNKS] = {0};
+    int backwards[SCHED_MAX_CHUNKS] = {0}, weights[SCHED_MAX_CHUNKS] = {0};
     double sum = 0;
     p->sent = 0; /* the sends of this executor (the stage's collectives are counted apart) */
     p->in_flight = 0;
@@ -213,6 +218,11 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
                 p->posted[r] = rc == 0;
                 p->sent += rc == 0 ? p->bytes : 0;
             }
+        } else if (op->kind == SCHED_OP_W) { /* from what its B kept; nothing to send */
+            dn->start_s = now(p);
+            gpt_part_backward_weights(g, k % p->wslots[c], weights[c]++ > 0);
+            dn->end_s = now(p);
+            emit(p, step, dn);
         } else {
             struct dev_tag tag = {step, k, "activation gradients", 0};
             if (vs < last_vs && (rc = dev_recv_key(p->d, rank_of(p, vs + 1), key_of(p, true, vs, k),
@@ -220,7 +230,11 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
                 break;
             dn->start_s = now(p);
             char *o = vs > 0 ? p->din + mine : NULL;
-            gpt_part_backward(g, slot, tok, tgt, scale, p->dout, o, backwards[c]++ > 0, inj);
+            if (p->split) /* B: its W later, from weight slot k % wslots */
+                gpt_part_backward_input(g, slot, k % p->wslots[c], tok, tgt, scale, p->dout, o,
+                                        backwards[c]++ > 0, inj);
+            else
+                gpt_part_backward(g, slot, tok, tgt, scale, p->dout, o, backwards[c]++ > 0, inj);
             dn->end_s = now(p);
             emit(p, step, dn);
             *hold = -1;
@@ -267,6 +281,10 @@ static int check(const struct train_opts *o, struct error *e)
     if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
         return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
                          SCHED_MAX_MICRO);
+    if (o->schedule == SCHED_ZBH1 && o->pp < 2)
+        return error_set(e, ERR_INVAL,
+                         "--schedule zb-h1 needs --pp 2 or more: its W fill the bubble between "
+                         "stages");
     if (o->schedule != SCHED_INTERLEAVED)
         return 0;
     /* one stage has no other stage to interleave its chunks with (and, with one micro-batch,

@@ -1,13 +1,16 @@
 /* Pipeline parallelism, one GPU's part: it runs its stage's forward and backward passes,
  * micro-batch by micro-batch, in the order of the schedule that `scalelab pipeline` draws
- * (calc/sched.h: GPipe or 1F1B), receiving each micro-batch's activations from the stage
- * before and its activations' gradients from the stage after by point-to-point sends.
+ * (calc/sched.h: GPipe, 1F1B, interleaved or ZB-H1), receiving each micro-batch's activations from
+ * the stage before and its activations' gradients from the stage after by point-to-point sends.
  *
  * A forward operation waits for its input (the first stage reads the tokens), runs the
  * stage's layers keeping what the backward pass needs in the micro-batch's slot (model/gpt.h's
  * parts), and posts its output to the next stage; a backward operation waits for the gradient
  * of that output, runs back through the layers (the weight gradients add up over the step's
- * micro-batches) and posts the gradient of its input to the stage before. Sends are posted
+ * micro-batches) and posts the gradient of its input to the stage before. ZB-H1's B does the
+ * same but for the layers' weight gradients, which it leaves in a weight slot (micro-batch k
+ * in slot k mod the most the stage holds between B and W); its W computes them from there and
+ * sends nothing. Sends are posted
  * and left pending until the step ends, each from a buffer of its own, so no stage ever waits
  * for another to take a message: a stage only waits for what it needs, and any order the
  * schedule allows runs without deadlock. Each message is keyed by its direction, the virtual stage

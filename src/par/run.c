@@ -257,16 +257,20 @@ static void exposed_by(const struct train_step *s, double exposed, double out[RU
         [TIME_MSG_NONE] = RUN_WAIT_OTHER,    [TIME_MSG_PARAMS] = RUN_WAIT_DP,
         [TIME_MSG_LAYER_ROWS] = RUN_WAIT_TP, [TIME_MSG_END_ROWS] = RUN_WAIT_TP,
         [TIME_MSG_TOKENS] = RUN_WAIT_TP,     [TIME_MSG_NORMS] = RUN_WAIT_TP,
-        [TIME_MSG_ACTS] = RUN_WAIT_PP,       [TIME_MSG_TIED] = RUN_WAIT_PP};
+        [TIME_MSG_ACTS] = RUN_WAIT_PP,       [TIME_MSG_TIED] = RUN_WAIT_PP,
+        [TIME_MSG_RING] = RUN_WAIT_CP};
     double known = 0;
     for (int w = 0; w < RUN_WAITS; w++)
         out[w] = 0;
     for (int k = 0; k < TIME_MSGS; k++) {
         if (kind[k] == RUN_WAIT_OTHER)
             continue;
-        /* a pipeline's message not posted yet is the bubble; another's, its kind's */
-        out[kind[k]] += s->waited[k] + (kind[k] == RUN_WAIT_PP ? 0 : s->waited_peer[k]);
-        out[RUN_WAIT_BUBBLE] += kind[k] == RUN_WAIT_PP ? s->waited_peer[k] : 0;
+        /* a pipeline's message not posted yet is the bubble, and so is a ring's (a GPU of the
+         * ring still computing more attention: the naive split's imbalance); another's, its
+         * kind's */
+        bool idle = kind[k] == RUN_WAIT_PP || k == TIME_MSG_RING;
+        out[kind[k]] += s->waited[k] + (idle ? 0 : s->waited_peer[k]);
+        out[RUN_WAIT_BUBBLE] += idle ? s->waited_peer[k] : 0;
         known += s->waited[k] + s->waited_peer[k];
     }
     out[RUN_WAIT_OTHER] = exposed - known;
@@ -317,6 +321,8 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
         exposed_by(s, exposed, m->exposed_by);
     }
     m->compute_sum_s += s->compute_s;
+    if (s->compute_s > m->compute_max_s)
+        m->compute_max_s = s->compute_s;
     int nl = layers < 64 ? layers : 64; /* the last entry: embedding and norms */
     for (int l = 0; l < nl && s->underflow; l++)
         m->underflow[l] += s->underflow[l];

@@ -102,8 +102,9 @@ struct run_step {
     double sim_time_s;           /* the step's simulated time (the slowest GPU) */
     double exposed_s;            /* of it, time not computing (communication not hidden) */
     /* the exposed time by kind (enum run_wait) of the GPU on the step's path (par/run.c):
-     * when its compute ended, its number (by_set: one merged); every GPU's compute summed */
-    double exposed_by[RUN_WAITS], by_end_s, compute_sum_s;
+     * when its compute ended, its number (by_set: one merged); every GPU's compute summed,
+     * and the busiest GPU's */
+    double exposed_by[RUN_WAITS], by_end_s, compute_sum_s, compute_max_s;
     int by_gpu;
     bool by_set;
     uint64_t underflow[65]; /* summed over GPUs, per layer (the last: embedding, norms) */

@@ -535,10 +535,11 @@ const struct setting train_settings[] = {
      "(default 1), gradients added up over them; with --pp 1 this is\n"
      "gradient accumulation"},
     {"schedule", NULL, "S", set_schedule, 0, 0, 0, false,
-     "gpipe, 1f1b (default) or interleaved (Megatron-LM's: M a multiple\n"
-     "of P, --dp 1): each stage runs its forward and backward passes in\n"
-     "the order 'scalelab pipeline --schedule S' draws; activations go\n"
-     "forward and their gradients back by sends"},
+     "gpipe, 1f1b (default), interleaved (Megatron-LM's: M a multiple\n"
+     "of P, --dp 1) or zb-h1 (each backward as B then W, Qi et al. 2024):\n"
+     "each stage runs its forward and backward passes in the order\n"
+     "'scalelab pipeline --schedule S' draws; activations go forward and\n"
+     "their gradients back by sends"},
     {"chunks", NULL, "V", set_int, F(chunks), 2, SCHED_MAX_CHUNKS, false,
      "interleaved: V model chunks per stage (default 2), P x V dividing\n"
      "the layers; stage s holds virtual stages s, P + s, 2P + s, ..."},

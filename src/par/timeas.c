@@ -51,11 +51,11 @@ static int refuse(const struct train_opts *o, const struct model_shape *run,
     if (as->experts || run->experts)
         return error_set(e, ERR_INVAL, "%s: a mixture of experts is not timed as another model yet",
                          as->experts ? as->name : run->name);
-    if (o->cp > 1 || o->ep > 1)
-        return error_set(e, ERR_INVAL,
-                         "%s: context and expert parallelism are not timed as another model yet",
+    if (o->ep > 1)
+        return error_set(e, ERR_INVAL, "%s: expert parallelism is not timed as another model yet",
                          as->name);
-    if (train_flash(o)) /* its causal blocks' FLOPs are not the layer's the calculator counts */
+    if (train_flash(o) && o->cp == 1) /* its causal block's FLOPs are not eager's the
+                                       * calculator counts for MODEL at cp 1 */
         return error_set(e, ERR_INVAL,
                          "%s: the run's flash attention is not timed as another model yet (its "
                          "eager attention is)",
@@ -103,6 +103,20 @@ static int compute_scale(const struct train_opts *o, const struct model_shape *a
         return error_set(e, ERR_INVAL, "%s: the run computes nothing to scale", as->name);
     double per = (double)as->layers / L; /* MODEL's layers a run's layer stands for */
     t->flops[TIME_OP_LAYER] = layer * per / run_layer;
+    /* Ring attention charges its blocks apart (model/gpt.h's GPT_ATTN_*), each the FLOPs of
+     * the scores the causal mask leaves, so the layer's factor is its linear parts' (2 Ψ_layer
+     * b s of MODEL over the run's layer less its attention, 4 b T^2 h), and a block's is the
+     * ratio of a sequence's causal scores, 2 b h s (s + 1) FLOPs forward: the calculator's
+     * count under context parallelism (plan_attn_flops), over the run's at its own T. Its
+     * mean GPU then computes MODEL's mean GPU's FLOPs; one GPU of the naive split its blocks'
+     * share, at the run's block size. */
+    double T = o->shape.seq, run_attn = 4.0 * b * T * T * o->shape.d;
+    if (o->cp > 1) {
+        t->flops[TIME_OP_LAYER] =
+            (layer - plan_attn_flops(as, b, cm->seq, false)) * per / (run_layer - run_attn);
+        t->flops[TIME_OP_ATTN] =
+            plan_attn_flops(as, b, cm->seq, true) * per / (2.0 * b * o->shape.d * T * (T + 1));
+    }
     t->flops[TIME_OP_ENDS] = end / run_ends;
     /* selective recompute, the attention core alone: the calculator's for MODEL, the model's */
     struct ckpt_policy sel = {CKPT_SELECTIVE, 0};
@@ -154,6 +168,11 @@ static int stage_scale(const struct train_opts *o, const struct model_shape *run
     msg[TIME_MSG_TIED] = (struct time_msg_scale){
         ratio(piece(&t[1].pp, "tied_embedding"), piece(&t[0].pp, "tied_embedding")), 1, 0,
         TIME_MSG_TIED};
+    /* the ring's blocks, b s kv p bytes at MODEL's sequence; a send stands for as many of
+     * MODEL's as a layer (3 (C-1) of two blocks a layer, each side) */
+    msg[TIME_MSG_RING] =
+        (struct time_msg_scale){ratio(t[1].cp.bytes, t[0].cp.bytes),
+                                ratio(r[1].stage_layers, r[0].stage_layers), 0, TIME_MSG_RING};
     return 0;
 }
 
@@ -191,26 +210,5 @@ int timeas_predict(const struct train_opts *o, const struct model_shape *as,
     int rc = as_config(o, as, spec->hbm_bytes, &mc, e);
     if (rc || (rc = memory_compute(&mc, &mr, e)) < 0)
         return rc;
-    struct plan_config pc = {.model = as,
-                             .cluster = spec,
-                             .gpus = o->gpus,
-                             .global_batch = o->batch,
-                             .seq = mc.seq,
-                             .precision = o->precision,
-                             .optimizer = OPT_ADAMW,
-                             .grad_fp32 = o->grad_fp32,
-                             .efficiency = PLAN_EFFICIENCY,
-                             .capacity = spec->hbm_bytes,
-                             .attention = mc.attention};
-    *out = (struct plan_layout){.dp = mc.dp,
-                                .tp = mc.tp,
-                                .pp = mc.pp,
-                                .zero = mc.zero,
-                                .cp = mc.cp,
-                                .ep = mc.ep,
-                                .ckpt = mc.ckpt,
-                                .micro_batch = mc.micro_batch,
-                                .micro_batches = mc.micro_batches,
-                                .per_gpu_bytes = mr.total};
-    return plan_time(&pc, &mc, &mr, out, e);
+    return plan_step(&mc, &mr, spec, out, e);
 }

@@ -40,8 +40,8 @@ int timeas_scale(const struct train_opts *o, const struct model_shape *run,
  * pass as MODEL's would. */
 size_t timeas_bucket(const struct cluster_spec *spec, size_t bucket_bytes, size_t es);
 
-/* The calculator's step for the same layout of MODEL `as` (plan_time: compute, bubble, exposed
- * communication by kind, MFU), what `plan` ranks it by. */
+/* The calculator's step for the same layout of MODEL `as` (plan_step: compute, bubble, exposed
+ * communication by kind, MFU), what `plan` ranks it by and `memory` prints for it. */
 int timeas_predict(const struct train_opts *o, const struct model_shape *as,
                    const struct cluster_spec *spec, struct plan_layout *out, struct error *e);
 

@@ -116,17 +116,19 @@ static void w_charge(void *ctx, enum gpt_mem kind, long long delta)
 }
 
 /* The model's operations are charged what they stand for when the run is timed as another
- * model (sim/spec.h): a layer's, the ends' (layer -1), or selective recompute's attention core
- * (a layer's "recompute" under the selective policy; model/gpt.h names them). */
+ * model (sim/spec.h): a layer's, the ends' (layer -1), selective recompute's attention core
+ * (a layer's "recompute" under the selective policy), or a block of ring attention (model/gpt.h
+ * names them). */
 static void w_compute(void *ctx, double flops, const char *what, int layer)
 {
     struct trainer *t = ctx;
     if (t->d) {
         const struct cluster_spec *spec = dev_spec(t->d);
-        enum time_op op = layer < 0 ? TIME_OP_ENDS
-                          : t->o.ckpt.kind == CKPT_SELECTIVE && !strcmp(what, "recompute")
-                              ? TIME_OP_CORE
-                              : TIME_OP_LAYER;
+        enum time_op op =
+            layer < 0                                                             ? TIME_OP_ENDS
+            : t->o.ckpt.kind == CKPT_SELECTIVE && !strcmp(what, "recompute")      ? TIME_OP_CORE
+            : !strcmp(what, GPT_ATTN_FORWARD) || !strcmp(what, GPT_ATTN_BACKWARD) ? TIME_OP_ATTN
+                                                                                  : TIME_OP_LAYER;
         flops = time_flops(&spec->time, op, flops);
         if (t->dp[0])
             dp_add_compute(t->dp[0], spec_compute_time(spec, flops));
@@ -182,11 +184,20 @@ static void w_ep_counts(void *ctx, const int32_t *send, int32_t *recv, size_t n,
     ep_counts(t->ep, send, recv, n, what);
 }
 
-/* Context parallelism: the attention's ring steps over this GPU's group (par/cp.h). */
-static void w_cp_shift(void *ctx, const float *send, float *recv, size_t n, const char *what)
+/* Context parallelism: the attention's ring steps over this GPU's group (par/cp.h), timed as
+ * the blocks of K and V (or their gradients) they stand for. */
+static void w_cp_post(void *ctx, const float *send, size_t n, const char *what)
 {
     struct trainer *t = ctx;
-    cp_shift(t->cp, send, recv, n, what);
+    struct time_msg_scale was = timed(t, TIME_MSG_RING);
+    cp_post(t->cp, send, n, what);
+    untimed(t, was);
+}
+
+static void w_cp_wait(void *ctx, float *recv, size_t n)
+{
+    struct trainer *t = ctx;
+    cp_wait(t->cp, recv, n);
 }
 
 static void w_hook(void *ctx, enum gpt_hook h, int unit)
@@ -278,7 +289,8 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .compute = w_compute,
                              .hook = w_hook,
                              .tp_reduce = w_tp_reduce,
-                             .cp_shift = w_cp_shift,
+                             .cp_post = w_cp_post,
+                             .cp_wait = w_cp_wait,
                              .ep_alltoall = w_ep_alltoall,
                              .ep_alltoallv = w_ep_alltoallv,
                              .ep_counts = w_ep_counts,
@@ -297,6 +309,8 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
         /* each chunk's part, a slot per micro-batch it holds at once */
         int slots = layout_pipelined(o) ? pp_slots(&t->sched, t->pl.stage, c) : 1;
         layout_chunk_part(o, &t->pl, c, slots, &t->part[c]);
+        /* and one per micro-batch between its B and its W, when they run apart */
+        t->part[c].wslots = layout_pipelined(o) ? sched_wslots(&t->sched, t->pl.stage, c) : 0;
         struct layout_place pl = t->pl;
         pl.part = t->part[c];
         dp_model_seam(o, &pl.part, &seam);

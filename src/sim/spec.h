@@ -16,6 +16,7 @@ enum time_op {
     TIME_OP_LAYER, /* a layer's forward, backward or recomputed forward */
     TIME_OP_ENDS,  /* the embedding, the final norm and the head */
     TIME_OP_CORE,  /* selective recompute: the attention core alone */
+    TIME_OP_ATTN,  /* a block of ring attention: the scores the causal mask leaves */
     TIME_OPS
 };
 enum time_msg {
@@ -27,6 +28,7 @@ enum time_msg {
     TIME_MSG_NORMS,      /* sequence parallelism's norm weight gradients */
     TIME_MSG_ACTS,       /* a pipeline's activations and their gradients */
     TIME_MSG_TIED,       /* the tied embedding's gradient between a pipeline's ends */
+    TIME_MSG_RING,       /* context parallelism's K and V blocks and their gradients */
     TIME_MSGS
 };
 struct time_msg_scale {

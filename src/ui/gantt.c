@@ -164,8 +164,16 @@ char gantt_char(enum sched_op_kind kind, int micro, int chunk, int m, int v)
     return (char)((chunk ? 'i' : 'a') + micro);
 }
 
-char *gantt_legend(char *buf, size_t n, int m, int v, int short_form)
+char *gantt_legend(char *buf, size_t n, int m, int v, bool w, int short_form)
 {
+    if (w && v <= 1) { /* B the input's gradient, W the weights' */
+        if (numbered(m, v))
+            snprintf(buf, n, short_form ? "0-%d fwd, a-%c B, W" : "0-%d forward, a-%c B, W weights",
+                     m - 1, 'a' + m - 1);
+        else
+            snprintf(buf, n, short_form ? "F fwd, B, W" : "F forward, B input grad, W weights");
+        return buf;
+    }
     if (!numbered(m, v))
         snprintf(buf, n, v > 1 ? "F B forward, backward (f b: chunk 1)" : "F forward, B backward");
     else if (v > 1)

@@ -48,8 +48,9 @@ char *gantt_scale_text(char *buf, size_t n, enum gantt_scale s, const char *per_
 /* An operation's letter: by micro-batch k of m when they can be told apart (m <= 10 with one
  * chunk: forwards 0-9, backwards a-j; m <= 8 with two: chunk 1's forwards A-H, backwards i-p),
  * else its kind (F, B; chunk 1 f, b; W, w: the weights' gradients apart). gantt_legend says which,
- * in buf: "0-3 forward, a-d backward", or shorter for a narrow chart (short). */
+ * in buf: "0-3 forward, a-d backward", or shorter for a narrow chart (short); with W (a schedule
+ * that runs B and W apart, zb-h1), the backward is B and W's letter is named too. */
 char gantt_char(enum sched_op_kind kind, int micro, int chunk, int m, int v);
-char *gantt_legend(char *buf, size_t n, int m, int v, int short_form);
+char *gantt_legend(char *buf, size_t n, int m, int v, bool w, int short_form);
 
 #endif

@@ -201,7 +201,7 @@ static void on_record(void *panel, const struct runrec *r)
     bool kv = !strcmp(r->phase, RING_SEND_KV);
     if (kv && p->fsend[r->device] < p->layers * (p->s.cp - 1))
         p->fsend[r->device]++;
-    else if (kv || !strcmp(r->phase, RING_SEND_KV_GRADS) || !strcmp(r->phase, RING_SEND_GRADS))
+    else if (kv || !strcmp(r->phase, RING_SEND_GRADS)) /* a block computed: K, V on go ahead */
         p->bsend[r->device]++;
 }
 

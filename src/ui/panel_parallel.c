@@ -4,11 +4,11 @@
  * 'scalelab memory' and 'scalelab pipeline' print them.
  *
  * Knobs (Up/Down select, Left/Right change): model, dp, tp, pp, micro-batches, schedule
- * (gpipe, 1f1b, or interleaved with 2 model chunks a stage), ZeRO stage, checkpoint policy,
+ * (gpipe, 1f1b, interleaved with 2 model chunks a stage, or zb-h1), ZeRO stage, checkpoint policy,
  * GPU memory, sequence length; and the letters lesson 4's run panel takes for the same things:
  * o model, s schedule, p / P, d / D, t / T, m / M twice / half pp, dp, tp and micro-batches.
  * Lesson settings: model=NAME, dp=N, tp=N, pp=N, micro_batches=M,
- * schedule=gpipe|1f1b|interleaved, zero=0-3, checkpoint=none|selective|full|sqrt|every:K,
+ * schedule=gpipe|1f1b|interleaved|zb-h1, zero=0-3, checkpoint=none|selective|full|sqrt|every:K,
  * gpu_mem=SIZE, seq=S. */
 #include "config.h"
 
@@ -116,11 +116,11 @@ static void schedule_text(const void *f, char *out, size_t n)
     snprintf(out, n, "%s", sched_name(*(const enum calc_schedule *)f));
 }
 
-/* gpipe, 1f1b, interleaved (2 chunks a stage), round the circle */
+/* gpipe, 1f1b, interleaved (2 chunks a stage), zb-h1 (B and W apart), round the circle */
 static void schedule_step(void *f, int dir)
 {
     enum calc_schedule *k = f;
-    *k = (enum calc_schedule)((*k + 3 + dir) % 3);
+    *k = (enum calc_schedule)((*k + 4 + dir) % 4);
 }
 
 static int schedule_parse(const char *value, void *f, struct error *e)
@@ -310,14 +310,14 @@ static void par_draw(const void *state, struct ui_canvas *c)
         const struct sched *sc = &p->sched;
         int v = chunks(s);
         char vm[16] = "";
-        if (v > 1)
-            snprintf(vm, sizeof vm, "(%dx%d)", v, s->m);
+        if (v > 1 || sched_splits(s->sched)) /* zb-h1: (p-1)(F+B-W) over m(F+B+W), in slots */
+            snprintf(vm, sizeof vm, "(%dx%d)", v > 1 ? v : 3, s->m);
         else
             snprintf(vm, sizeof vm, "%d", s->m);
         canvas_printf(c, y++, 0, ROLE_TITLE, "%s bubble %d/%s: %.1f%% ideal, %.1f%% wall",
                       sched_name(s->sched), s->pp - 1, vm,
-                      100 * sched_bubble_over_ideal(s->pp, s->m, v),
-                      100 * sched_bubble_over_wall(s->pp, s->m, v));
+                      100 * sched_formula_over_ideal(s->sched, s->pp, s->m, v),
+                      100 * sched_formula_over_wall(s->sched, s->pp, s->m, v));
         int rows = gantt_rows < h - y - 1 ? gantt_rows : h - y - 1;
         double per;
         enum gantt_scale g = draw_gantt(p, c, y, rows, &per);
@@ -325,7 +325,7 @@ static void par_draw(const void *state, struct ui_canvas *c)
         if (y < h) { /* what the letters are, and the scale */
             char legend[64], says[96], slots[32];
             snprintf(slots, sizeof slots, "%.3g slot%s", per, per == 1 ? "" : "s");
-            gantt_legend(legend, sizeof legend, s->m, v, w < 60);
+            gantt_legend(legend, sizeof legend, s->m, v, sched_splits(s->sched), w < 60);
             gantt_scale_text(says, sizeof says, g, slots, w - 3, w < 60);
             int x = canvas_printf(c, y, 0, ROLE_DIM, "%s; %d slots", legend, sc->makespan);
             if (x + 2 + layout_text_width(says) <= w)
@@ -343,7 +343,8 @@ static const struct panel_key par_keys[] = {
     {"m M", "twice / half the micro-batches", "micro"},
     {"d D", "twice / half the data-parallel GPUs", "dp"},
     {"t T", "twice / half the tensor-parallel GPUs", "tp"},
-    {"s", "schedule: GPipe, 1F1B, interleaved (2 chunks a stage)", "schedule"},
+    {"s", "schedule: GPipe, 1F1B, interleaved (2 chunks a stage), ZB-H1 (B and W apart)",
+     "schedule"},
     {"o", "next model", "model"},
     {NULL, NULL, NULL},
 };

@@ -790,9 +790,9 @@ static int draw_chart(const struct pprun *p, struct ui_canvas *c, int y, bool ax
         x = canvas_text(c, y, 0, ROLE_TITLE, "the Gantt chart");
     int nv = p->run_sched == SCHED_INTERLEAVED ? CHUNKS : 1; /* model chunks a stage */
     char legend[64];
-    gantt_legend(legend, sizeof legend, p->s.m, nv, 0);
+    gantt_legend(legend, sizeof legend, p->s.m, nv, sched_splits(p->run_sched), 0);
     if (x + 2 + layout_text_width(legend) > W)
-        gantt_legend(legend, sizeof legend, p->s.m, nv, 1);
+        gantt_legend(legend, sizeof legend, p->s.m, nv, sched_splits(p->run_sched), 1);
     if (x + 2 + layout_text_width(legend) <= W)
         canvas_printf(c, y, x, ROLE_DIM, ": %s", legend);
     y++;

@@ -14,7 +14,7 @@
 #include "par/predict.h"
 
 #define PPG_STAGES 16
-#define PPG_OPS    32 /* 2 m: up to 16 micro-batches */
+#define PPG_OPS    48 /* 3 m (F, B and W apart): up to 16 micro-batches */
 
 struct ppgantt {
     int stages;

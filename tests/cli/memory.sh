@@ -146,6 +146,7 @@ bad() { # WHAT NEEDLE ARGS...
 }
 bad "tp not dividing the heads" "--tp 3 does not divide the 32 attention heads" --tp 3
 bad "pp above the layers" "--pp 33 is more than the 32 layers" --pp 33
+bad "zb-h1 with experts" "tiny-moe has experts: schedule zb-h1 runs B and W apart" --model tiny-moe --pp 2 --micro-batches 4 --schedule zb-h1
 bad "zero above 3" "--zero: '4' is not allowed (a whole number from 0 to 3)" --zero 4
 bad "inconsistent layout" "inconsistent layout: --dp 4 x --tp 1 x --pp 1 = 4, not --gpus 8" --gpus 8 --dp 4
 bad "gpus not a multiple of tp x pp" "--gpus 6 is not a multiple of --tp 4" --gpus 6 --tp 4

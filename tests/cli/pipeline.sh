@@ -31,6 +31,18 @@ check_json 'all(len(row) == 32 for row in d["ops"])' "2 m v operations per stage
 run pipeline --stages 4 --micro-batches 8 --schedule interleaved --chunks 2
 check_contains "$out" "(p-1)/(vm) = 3/16" "interleaved: the formula with v"
 
+# ZB-H1 (Qi et al. 2024): B and W apart, each a slot; the W fill the cool-down, so the bubble is
+# (p-1)(F+B-W) a stage, a third of 1F1B's (p-1)(F+B+W) when F = B = W.
+run pipeline --stages 4 --micro-batches 8 --schedule zb-h1
+check_status 0 "zb-h1, p 4, m 8"
+check_contains "$out" "12.5% of ideal compute time  (p-1)(F+B-W)/(m(F+B+W)) = 3/24 (1F1B's (p-1)(F+B+W): 9/24)" "zb-h1: its bubble beside 1F1B's"
+check_contains "$out" "stage 0  F0F1F2F3......B0W0F4B1W1" "stage 0: 1F1B's warm-up, then F, B and W"
+check_contains "$out" "stage 3  ......F0B0F1B1F2B2F3B3W0F4B4W1" "the last stage defers p - 1 W's"
+check_contains "$out" "peak micro-batches in flight per stage: 4 3 2 1" "zb-h1 holds 1F1B's between F and B"
+run pipeline --stages 4 --micro-batches 8 --schedule zb-h1 --json
+check_json 'd["bubble_over_ideal"] == 3/24 and d["measured_bubble_over_ideal"] == 3/24 and d["peak_in_flight"] == [4, 3, 2, 1]' "JSON: zb-h1's bubble, measured = formula"
+check_json 'all(len(row) == 24 and sorted(o["kind"] for o in row) == ["B"] * 8 + ["F"] * 8 + ["W"] * 8 for row in d["ops"]) and d["slots"] == {"forward": 1, "backward": 1, "weights": 1}' "3 m operations a stage, each a slot"
+
 run pipeline --stages 1 --micro-batches 1
 check_status 0 "one stage, one micro-batch"
 check_contains "$out" "0.0% of ideal compute time" "no bubble"
@@ -43,7 +55,7 @@ bad() { # WHAT NEEDLE ARGS...
 }
 bad "zero stages" "--stages: '0' is not allowed (a whole number from 1 to 64)" --stages 0
 bad "too many micro-batches" "--micro-batches: '5000' is not allowed" --micro-batches 5000
-bad "unknown schedule" "'zigzag' is not a pipeline schedule (use gpipe, 1f1b or interleaved)" --schedule zigzag
+bad "unknown schedule" "'zigzag' is not a pipeline schedule (use gpipe, 1f1b, interleaved or zb-h1)" --schedule zigzag
 bad "chunks without interleaving" "only the interleaved schedule has chunks" --chunks 2
 bad "interleaved m not a multiple of p" "interleaved needs a multiple of --stages 4" --schedule interleaved --micro-batches 6
 bad "NaN stages" "--stages: 'nan' is not allowed" --stages nan

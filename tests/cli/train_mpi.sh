@@ -67,6 +67,7 @@ else
     same 2 "pp 2, 1F1B, 4 micro-batches" --pp 2 --micro-batches 4
     same 2 "pp 2, GPipe" --pp 2 --micro-batches 2 --schedule gpipe
     same 4 "pp 2 x dp 2, ZeRO-1" --pp 2 --micro-batches 2 --zero 1 --precision bf16
+    same 4 "pp 4, ZB-H1 (B and W apart), bf16" --pp 4 --micro-batches 8 --schedule zb-h1 --precision bf16
     same 2 "cp 2, ring attention" --cp 2
     same 4 "cp 2 x tp 2, bf16" --cp 2 --tp 2 --precision bf16
     same 4 "experts over 2 ranks of 4, ZeRO-1" --experts 4 --capacity-factor 2 --ep 2 --zero 1

@@ -18,14 +18,16 @@ layouts="--pp=2:--micro-batches=1 --pp=2:--micro-batches=4 --pp=2:--micro-batche
 --pp=2:--micro-batches=4:--schedule=gpipe --pp=4:--micro-batches=8:--schedule=gpipe
 --micro-batches=4 --dp=2:--pp=2:--micro-batches=4 --dp=2:--pp=2:--micro-batches=2:--zero=1
 --pp=2:--micro-batches=4:--schedule=interleaved --pp=2:--micro-batches=8:--schedule=interleaved:--chunks=2
---pp=2:--micro-batches=2:--schedule=interleaved"
-$slow && steps=4 && layouts="--pp=2:--micro-batches=4 --pp=4:--micro-batches=8:--schedule=gpipe --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
+--pp=2:--micro-batches=2:--schedule=interleaved
+--pp=2:--micro-batches=4:--schedule=zb-h1 --pp=4:--micro-batches=8:--schedule=zb-h1
+--dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1 --dp=2:--pp=4:--micro-batches=4:--schedule=zb-h1:--batch=16"
+$slow && steps=4 && layouts="--pp=2:--micro-batches=4 --pp=4:--micro-batches=8:--schedule=gpipe --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved --dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1"
 $tsan && layouts="--dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
 losses_per_layout $steps 1e-5 "$layouts"
 
 # --- Step 1's gradients, gathered from every stage (and shard), equal one GPU's: 1e-5
 # relative to the largest gradient; the batch and the initial weights are the same bits.
-dumps="--pp=2:--micro-batches=4:--schedule=gpipe --pp=4:--micro-batches=8 --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
+dumps="--pp=2:--micro-batches=4:--schedule=gpipe --pp=4:--micro-batches=8 --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved --pp=4:--micro-batches=8:--schedule=zb-h1 --dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1:--zero=1"
 $slow && dumps="--dp=2:--pp=2:--micro-batches=2:--zero=1"
 $tsan && dumps=""
 grads_per_layout 1e-5 "$dumps"
@@ -43,8 +45,9 @@ numeric_done # (tests/as_cpu.sh: what follows is the same on every CPU)
 # for spaces), each stage is read from its own GPUs, rank (stage x dp + dprank) x tp +
 # tprank: stage 1 once showed stage 0's order.
 scheds="gpipe:2:4:1 1f1b:2:4:1 1f1b:4:8:1 gpipe:4:8:1 1f1b:4:2:1 interleaved:2:4:2 interleaved:2:8:2
-1f1b:2:4:1:--tp,2,--dp,2 gpipe:2:2:1:--tp,2"
-$slow && scheds="gpipe:2:4:1 1f1b:4:8:1 interleaved:2:4:2 1f1b:2:4:1:--tp,2,--dp,2"
+1f1b:2:4:1:--tp,2,--dp,2 gpipe:2:2:1:--tp,2 zb-h1:2:4:1 zb-h1:4:8:1 zb-h1:4:4:1 zb-h1:2:4:1:--dp,2
+zb-h1:2:4:1:--tp,2,--sequence-parallel"
+$slow && scheds="gpipe:2:4:1 1f1b:4:8:1 interleaved:2:4:2 1f1b:2:4:1:--tp,2,--dp,2 zb-h1:4:8:1"
 $tsan && scheds="1f1b:4:8:1"
 for sp in $scheds; do
     IFS=: read -r sch p m v extra <<EOF
@@ -89,7 +92,13 @@ cases="tiny:fp32:--pp=2:--micro-batches=4 tiny:bf16:--pp=4:--micro-batches=8:--s
 tiny:bf16:--dp=2:--pp=2:--micro-batches=4:--zero=1 small:fp32:--pp=2:--micro-batches=2
 small:bf16:--dp=2:--pp=2:--micro-batches=2 tiny:fp16:--pp=2:--micro-batches=4:--checkpoint=full
 tiny:bf16:--dp=3:--micro-batches=2:--batch=12:--grad-accum=fp32
-tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved small:fp32:--pp=3:--micro-batches=3:--batch=6:--schedule=interleaved:--checkpoint=full"
+tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved small:fp32:--pp=3:--micro-batches=3:--batch=6:--schedule=interleaved:--checkpoint=full
+tiny:bf16:--pp=2:--micro-batches=4:--schedule=zb-h1 tiny:fp32:--pp=4:--micro-batches=8:--schedule=zb-h1
+tiny:bf16:--dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1:--checkpoint=full
+tiny:bf16:--pp=2:--micro-batches=4:--schedule=zb-h1:--checkpoint=selective
+small:bf16:--pp=3:--micro-batches=6:--batch=6:--schedule=zb-h1:--tp=2:--sequence-parallel
+small:fp32:--pp=2:--micro-batches=4:--schedule=zb-h1:--checkpoint=sqrt
+tiny:bf16:--pp=2:--cp=2:--micro-batches=2:--schedule=zb-h1"
 $slow && cases="tiny:bf16:--dp=2:--pp=2:--micro-batches=4:--zero=1 tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved"
 predicted_per_case "$cases"
 # The pipeline's bytes against the formula: stage 0 sends m micro-batches' activations
@@ -129,6 +138,14 @@ check_json "len({e.get('pid') for e in d['traceEvents'] if e.get('cat') == 'comp
 check_json "sorted({(e['pid'], e['args']['micro']) for e in d['traceEvents'] if e.get('cat') == 'compute'}) == [(0, 0), (0, 1), (1, 0), (1, 1)] and len([e for e in d['traceEvents'] if e.get('cat') == 'pipeline']) == 8" \
     "compute is labelled with its micro-batch; each stage's four operations are on its pipeline track"
 
+# ZB-H1's trace: each stage's F, B and W of every micro-batch on its pipeline track (the W
+# events counted before the run, so the buffer sized for it holds them).
+run train --steps 1 --pp 2 --micro-batches 2 --schedule zb-h1 --trace "$T_TMP/zb.json"
+check_status 0 "--trace with zb-h1"
+out=$(cat "$T_TMP/zb.json")
+check_json "sorted(e['name'] for e in d['traceEvents'] if e.get('cat') == 'pipeline') == sorted([k + ' micro-batch ' + str(m) for k in ('forward', 'backward', 'weight gradients') for m in (0, 1)] * 2)" \
+    "zb-h1: F, B and W of each micro-batch on both stages' tracks"
+
 # --- The text output: per GPU with its stage, the pipeline's bytes and the schedule.
 run train --steps 2 --pp 2 --micro-batches 4
 check_contains "$out" "pipeline/step" "text: pipeline bytes per GPU"
@@ -148,6 +165,9 @@ bad "ZeRO-2 with stages" "stages 2 and 3" --pp 2 --dp 2 --zero 2
 bad "--gpus not dp x pp" "--gpus 3 is not --dp 2 x --tp 1 x --pp 2" --gpus 3 --dp 2 --pp 2
 bad "--gpus not a multiple of pp" "does not divide the 3 GPUs" --gpus 3 --pp 2
 bad "gpipe on one stage" "needs --pp > 1" --micro-batches 4 --schedule gpipe
+bad "zb-h1 on one stage" "--schedule zb-h1 needs --pp 2 or more" --schedule zb-h1
+bad "zb-h1 on one stage with micro-batches" "--schedule zb-h1 needs --pp > 1" --micro-batches 2 --schedule zb-h1
+bad "zb-h1 with chunks" "--chunks goes with" --pp 2 --micro-batches 4 --schedule zb-h1 --chunks 2
 bad "an unknown schedule" "--schedule" --pp 2 --schedule zigzag
 
 done_testing

@@ -23,6 +23,9 @@ keys s
 wait_for "interleaved bubble 3/(2x8): 18.8% ideal" "s: the interleaved schedule, 2 chunks a stage: half the bubble"
 wait_for "0-7 A-H forward, a-h i-p backward" "its chart's letters, both chunks"
 keys s
+wait_for "zb-h1 bubble 3/(3x8): 12.5% ideal" "s: ZB-H1, B and W apart: a third of 1F1B's bubble"
+wait_for "0-7 forward, a-h B, W weights" "its chart's letters: W apart"
+keys s
 wait_screen "gpipe bubble"
 wait_for "gpipe bubble 3/8: 37.5% ideal, 27.3% wall" "GPipe: the same bubble"
 wait_for "8 in fl." "GPipe: stage 0 holds all m = 8"

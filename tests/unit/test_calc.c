@@ -830,6 +830,45 @@ START_TEST(traffic_cp_ep_by_hand)
 }
 END_TEST
 
+/* What ring attention's blocks hide of its sends (traffic_cp_overlap), by hand: synthetic-7b
+ * at 2048 tokens, cp 4, 4 sequences a micro-batch, GPUs at peak x 0.5. A block of n = s/C
+ * tokens' forward attention is 4 h b pairs FLOPs: the own block's pairs n^2/2 + n/2 (either
+ * split), another's n^2/2 balanced, n^2 on the naive split's busiest GPU. A send of two
+ * blocks of K or V takes x = α + 2 b n h p / β; forward, steps 0 to C-2 each expose what x
+ * exceeds its block by; backward the same for K and V at twice the block's FLOPs, and each of
+ * the C-1 other blocks' gradients their whole x. The naive split's busiest GPU computes (C-1)
+ * n^2/2 pairs a pass more than the mean, three passes. 1e-12 relative: the same sums. */
+START_TEST(traffic_cp_overlap_by_hand)
+{
+    struct cluster_spec cl;
+    ck_assert_int_eq(preset_load_cluster("h100-80gb", &cl, NULL), 0);
+    struct model_shape m = load_model("synthetic-7b");
+    struct memory_config c = config_7b(&m);
+    c.cp = 4, c.micro_batch = 4, c.ckpt = (struct ckpt_policy){CKPT_NONE, 0};
+    struct memory_result r;
+    ck_assert_int_eq(memory_compute(&c, &r, NULL), 0);
+    double rate = cl.peak_flops * 0.5, n = 2048.0 / 4, h = 4096, b = 4;
+    double x = cl.alpha_intra + 2 * b * n * h * 2 / cl.beta_intra;
+    double own = 4 * h * b * (n * n / 2 + n / 2) / rate;
+    for (int naive = 0; naive < 2; naive++) {
+        c.cp_naive = naive;
+        double other = 4 * h * b * (naive ? n * n : n * n / 2) / rate;
+        double fwd = fmax(x - own, 0) + 2 * fmax(x - other, 0);
+        double bwd = fmax(x - 2 * own, 0) + 2 * fmax(x - 2 * other, 0) + 3 * x;
+        struct traffic t;
+        double wait;
+        ck_assert_int_eq(traffic_compute(&c, &cl, 0, r.params_gpu, 32, 0, 0, &t, NULL), 0);
+        traffic_cp_overlap(&c, &cl, 32, rate, &t, &wait);
+        double want = 32 * (fwd + bwd),
+               more = naive ? 3 * 32 * 4 * h * b * 3 * n * n / 2 / rate : 0;
+        ck_assert_msg(fabs(t.cp.exposed - want) <= 1e-12 * want, "%s: cp %.9g s, by hand %.9g",
+                      naive ? "naive" : "balanced", t.cp.exposed, want);
+        ck_assert_msg(fabs(wait - more) <= 1e-12 * want, "%s: the busiest GPU %.9g s, by hand %.9g",
+                      naive ? "naive" : "balanced", wait, more);
+    }
+}
+END_TEST
+
 /* The data-parallel traffic hidden behind compute holds the port tensor parallelism's sums
  * wait for (calc/traffic.c): under sequence parallelism all of it, up to the sums' time, as a
  * layer's pass opens with a gather; without, only what a layer's share (DDP: all of it in the
@@ -1082,6 +1121,7 @@ int main(void)
     tcase_add_test(tc, traffic_volumes);
     tcase_add_test(tc, traffic_port_shared);
     tcase_add_test(tc, traffic_cp_ep_by_hand);
+    tcase_add_test(tc, traffic_cp_overlap_by_hand);
     tcase_add_test(tc, plan_7b_on_one_node);
     tcase_add_test(tc, plan_ops_add_up);
     tcase_add_test(tc, plan_slowest_stage);

@@ -36,16 +36,17 @@ START_TEST(free_sends_give_the_schedules_bubble)
 {
     /* interleaved with 2 chunks: the retiming follows each micro-batch through the virtual
      * stages, chunk 0 of every stage before chunk 1 */
-    static const enum calc_schedule kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED};
+    static const enum calc_schedule kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED,
+                                               SCHED_ZBH1};
     static const int ps[] = {2, 4}, ms[] = {1, 2, 4, 8};
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         for (int a = 0; a < 2; a++)
             for (int b = 0; b < 4; b++) {
                 struct sched s;
                 struct error e = {0};
                 int p = ps[a], m = ms[b], v = kinds[k] == SCHED_INTERLEAVED ? 2 : 1;
-                if (m % p && v > 1)
-                    continue; /* interleaved needs p | m */
+                if ((m % p && v > 1) || (kinds[k] == SCHED_ZBH1 && m < p))
+                    continue; /* interleaved needs p | m; zb-h1's formula m >= p */
                 ck_assert_int_eq(sched_build(kinds[k], p, m, v, &s, &e), 0);
                 struct ppgantt g, r;
                 chart_of(&s, 0.25, &g);
@@ -63,8 +64,10 @@ START_TEST(free_sends_give_the_schedules_bubble)
                 struct pp_bubble bu, late;
                 ppg_bubble(&r, &bu);
                 ppg_bubble(&g, &late);
-                ck_assert_double_eq_tol(bu.over_ideal, sched_bubble_over_ideal(p, m, v), 1e-12);
-                ck_assert_double_eq_tol(bu.over_wall, sched_bubble_over_wall(p, m, v), 1e-12);
+                ck_assert_double_eq_tol(bu.over_ideal, sched_formula_over_ideal(kinds[k], p, m, v),
+                                        1e-12);
+                ck_assert_double_eq_tol(bu.over_wall, sched_formula_over_wall(kinds[k], p, m, v),
+                                        1e-12);
                 if (p > 1)
                     ck_assert(late.over_ideal > bu.over_ideal); /* late sends: more idle */
                 for (int st = 0; st < p; st++)

@@ -312,9 +312,14 @@ static void *count_alloc(void *ctx, enum gpt_mem kind, size_t bytes, const char 
     return gpt_host_alloc(NULL, kind, bytes, what);
 }
 
-static void no_shift(void *ctx, const float *send, float *recv, size_t n, const char *what)
+static void no_post(void *ctx, const float *send, size_t n, const char *what)
 {
-    (void)ctx, (void)send, (void)recv, (void)n, (void)what;
+    (void)ctx, (void)send, (void)n, (void)what;
+}
+
+static void no_wait(void *ctx, float *recv, size_t n)
+{
+    (void)ctx, (void)recv, (void)n;
 }
 
 /* A context-parallel part allocates what gpt_estimate_part_bytes says, and a run's host
@@ -336,8 +341,11 @@ START_TEST(a_ring_part_is_estimated)
                                 .cp = cp,
                                 .cprank = cp - 1};
         size_t bytes = 0;
-        struct gpt_alloc seam = {
-            .alloc = count_alloc, .free = gpt_host_free, .cp_shift = no_shift, .ctx = &bytes};
+        struct gpt_alloc seam = {.alloc = count_alloc,
+                                 .free = gpt_host_free,
+                                 .cp_post = no_post,
+                                 .cp_wait = no_wait,
+                                 .ctx = &bytes};
         struct gpt *g = NULL;
         ck_assert_int_eq(gpt_new_part(&g, &c, 2, FP_BF16, &none, &seam, &part, NULL), 0);
         ck_assert_uint_eq(bytes, gpt_estimate_part_bytes(&c, 2, FP_BF16, &none, &part, NULL));

@@ -398,6 +398,7 @@ struct comm_counting {
     struct counting k;
     long tp_sum, tp_half, cp_shift, ep_a2a, ep_counts;
     int ep, eprank, experts; /* dropless: the group the counts' stand-in answers for */
+    float *ring;             /* the ring step in flight */
 };
 
 static void count_tp(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const char *what)
@@ -410,12 +411,19 @@ static void count_tp(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const c
         k->tp_sum++;
 }
 
-static void count_cp(void *ctx, const float *send, float *recv, size_t n, const char *what)
+/* A ring step posted and waited for: what was posted comes back (one step at a time). */
+static void count_cp_post(void *ctx, const float *send, size_t n, const char *what)
 {
     struct comm_counting *k = ctx;
     (void)what;
-    memcpy(recv, send, n * sizeof *recv);
+    memcpy(k->ring, send, n * sizeof *send);
     k->cp_shift++;
+}
+
+static void count_cp_wait(void *ctx, float *recv, size_t n)
+{
+    struct comm_counting *k = ctx;
+    memcpy(recv, k->ring, n * sizeof *recv);
 }
 
 static void count_ep(void *ctx, const float *send, float *recv, size_t n, const char *what)
@@ -470,6 +478,9 @@ START_TEST(strategy_calls_are_known_before_the_run)
         {&dense, {.count = 4, .embed = true, .head = true, .slots = 1, .tp = 2, .sp = true}},
         {&dense, {.count = 4, .embed = true, .head = true, .slots = 1, .cp = 2, .cprank = 1}},
         {&dense, {.count = 4, .embed = true, .head = true, .slots = 1, .tp = 2, .cp = 4}},
+        {&dense,
+         {.count = 4, .embed = true, .head = true, .slots = 1, .tp = 2, .sp = true, .cp = 2}},
+        {&dense, {.count = 4, .embed = true, .head = true, .slots = 1, .flash = true}},
         {&moe, {.count = 4, .embed = true, .head = true, .slots = 1, .ep = 2, .eprank = 1}},
         {&dropless, {.count = 4, .embed = true, .head = true, .slots = 1, .ep = 2, .eprank = 1}},
         {&dropless, {.count = 4, .embed = true, .head = true, .slots = 1, .ep = 4, .eprank = 2}},
@@ -477,21 +488,24 @@ START_TEST(strategy_calls_are_known_before_the_run)
     const char *pols[] = {"none", "full", "every:2", "selective"};
     int B = 2;
     int32_t *tok = calloc((size_t)B * dense.seq, 4), *tgt = calloc((size_t)B * dense.seq, 4);
+    float *ring = calloc(2 * (size_t)B * dense.seq * dense.d, sizeof *ring); /* K and V at most */
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         for (size_t k = 0; k < sizeof pols / sizeof *pols; k++) {
             struct ckpt_policy pol;
             ck_assert_int_eq(ckpt_parse(pols[k], &pol, NULL), 0);
-            if (parts[i].p.cp > 1 && pol.kind == CKPT_SELECTIVE)
+            if ((parts[i].p.cp > 1 || parts[i].p.flash) && pol.kind == CKPT_SELECTIVE)
                 continue; /* refused: ring attention keeps no probabilities */
             struct comm_counting n = {.ep = parts[i].p.ep,
                                       .eprank = parts[i].p.eprank,
-                                      .experts = parts[i].c->moe.experts};
+                                      .experts = parts[i].c->moe.experts,
+                                      .ring = ring};
             struct gpt_alloc seam = {.alloc = count_alloc,
                                      .free = count_free,
                                      .charge = count_charge,
                                      .compute = count_compute,
                                      .tp_reduce = count_tp,
-                                     .cp_shift = count_cp,
+                                     .cp_post = count_cp_post,
+                                     .cp_wait = count_cp_wait,
                                      .ep_alltoall = count_ep,
                                      .ep_alltoallv = count_ep_v,
                                      .ep_counts = count_counts,
@@ -515,6 +529,7 @@ START_TEST(strategy_calls_are_known_before_the_run)
                           want.cp_shift, want.ep_a2a);
             gpt_free(g);
         }
+    free(ring);
     free(tok);
     free(tgt);
 }

@@ -1040,6 +1040,8 @@ START_TEST(calculator_panel_knobs)
     p->on_key(st, 's');
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: schedule = interleaved"));
     p->on_key(st, 's');
+    ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: schedule = zb-h1"));
+    p->on_key(st, 's');
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: schedule = gpipe"));
     p->on_key(st, 'P');
     ck_assert_ptr_nonnull(strstr(eventlog_get(&log, 0), "layout: pp = 2"));
