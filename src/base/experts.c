@@ -21,6 +21,14 @@ double experts_rows(double n, int experts, int k, double capacity_factor)
     return experts * experts_capacity(n, experts, k, capacity_factor);
 }
 
+double experts_rows_held(double n, int experts, int k, double capacity_factor, int ep)
+{
+    if (capacity_factor > 0 || ep <= 1)
+        return experts_rows(n, experts, k, capacity_factor);
+    int mine = experts / ep;
+    return ep * n * (k < mine ? k : mine);
+}
+
 int experts_capacity_ok(double c)
 {
     return c >= 0 && c <= EXPERTS_MAX_CAPACITY;

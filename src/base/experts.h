@@ -21,6 +21,14 @@ struct error;
 double experts_capacity(double n, int experts, int k, double capacity_factor);
 /* The rows of the experts' buffer: E cap with a capacity factor, k n without. */
 double experts_rows(double n, int experts, int k, double capacity_factor);
+/* The most rows a GPU's experts run on when ep GPUs share the E experts (ep 1: every expert
+ * here): the static E cap with a capacity (GShard's shape: P blocks of E / P experts' cap rows
+ * each, whatever the routing); without one, expert parallelism is dropless and a GPU receives
+ * what the routing sends it, at most every token's choices of its E / ep experts from every GPU
+ * of its group, ep n min(k, E / ep) (all of them routed to it: the worst case), k n on one GPU.
+ * The buffers that hold them are sized by this, as Megatron-Core's dropless dispatcher's would
+ * be at its worst. */
+double experts_rows_held(double n, int experts, int k, double capacity_factor, int ep);
 /* Whether c is a capacity factor: from 0 (none) to EXPERTS_MAX_CAPACITY. */
 int experts_capacity_ok(double c);
 /* The reader of a capacity factor as `said` names it ("--capacity-factor", "capacity_factor"):

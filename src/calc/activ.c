@@ -242,10 +242,14 @@ void activ_moe_layer(const struct model_shape *m, const struct activ_config *c,
         out->total -= out->t[out->n + i].bytes;
     struct acc x = {.out = out};
     double sb = (double)c->seq * c->micro_batch, E = m->experts, k = m->top_k;
+    bool dropless = c->ep > 1 && !(m->capacity_factor > 0);
     double h = m->d_model, f = m->ffn,
-           rows = experts_rows(sb, m->experts, m->top_k, m->capacity_factor);
+           rows = experts_rows_held(sb, m->experts, m->top_k, m->capacity_factor, c->ep);
     put_raw(&x, "router_probs", "sbE", sb * E, 4);
-    put_raw(&x, "routing", "3sbk + 3E", 3 * sb * k + 3 * E, 4);
+    if (dropless) /* the counts received beside the routing */
+        put_raw(&x, "routing", "3sbk + 4E", 3 * sb * k + 4 * E, 4);
+    else
+        put_raw(&x, "routing", "3sbk + 3E", 3 * sb * k + 3 * E, 4);
     put_raw(&x, "expert_in", "Rh", rows * h, c->bytes);
     put_raw(&x, "gate", "Rf", rows * f, c->bytes);
     put_raw(&x, "up", "Rf", rows * f, c->bytes);
@@ -253,8 +257,8 @@ void activ_moe_layer(const struct model_shape *m, const struct activ_config *c,
     put_raw(&x, "expert_out", "Rh", rows * h, c->bytes);
     size_t len = strlen(out->formula);
     snprintf(out->formula + len, sizeof out->formula - len,
-             " - %gsbf + 4sbE + 12sbk + 12E + %gR(2h + 3f), R = %g rows", 3.0 * c->bytes,
-             (double)c->bytes, rows);
+             " - %gsbf + 4sbE + 12sbk + %dE + %gR(2h + 3f), R = %g rows", 3.0 * c->bytes,
+             dropless ? 16 : 12, (double)c->bytes, rows);
 }
 
 void activ_ends(const struct model_shape *m, const struct activ_config *c, bool first, bool last,

@@ -75,8 +75,11 @@
  *   gate, up, act R f p       each expert's SwiGLU, on its rows
  *   expert_out    R h p       the experts' outputs (the gate weights' gradients)
  * R, the rows of the experts' buffer: k sb without a capacity (the choices, packed), E cap
- * with one (cap = min(ceil(C k sb / E), sb): the static [E, cap] shape, padding included).
- * One GPU, no tensor parallelism (model/moe.h, model/gpt.h keep exactly this).
+ * with one (cap = min(ceil(C k sb / E), sb): the static [E, cap] shape, padding included);
+ * dropless expert parallelism over ep GPUs (no capacity), the most rows that can come, ep sb
+ * min(k, E/ep) (every token of the group routed to this GPU), and the routing keeps E words
+ * more (the counts each GPU sent). No tensor parallelism (model/moe.h, model/gpt.h keep
+ * exactly this).
  * Nothing else is saved: the residual adds need nothing, the output of w_down and wo are added
  * into the stream and not kept, and the next layer's input is that layer's x.
  *
@@ -131,6 +134,8 @@ struct activ_config {
     int cp;          /* context parallelism: s / cp of each sequence's tokens (0 or 1: all) */
     bool cp_naive;   /* cp: the naive split (its divisibility) */
     enum activ_attention attention; /* flash (0, the default) or eager: the probabilities */
+    int ep; /* expert parallelism (0 or 1: none): without a capacity factor a layer's experts
+               hold the most rows that can come (base/experts.h's experts_rows_held) */
 };
 
 /* Checks a configuration against a shape: t divides heads, kv_heads and ffn; with sp, t

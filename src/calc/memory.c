@@ -115,7 +115,8 @@ static struct activ_config activ_of(const struct memory_config *c)
                                  .bytes = fp_bytes(c->precision),
                                  .cp = c->cp,
                                  .cp_naive = c->cp_naive,
-                                 .attention = c->attention};
+                                 .attention = c->attention,
+                                 .ep = c->ep};
 }
 
 double memory_ep_experts(const struct memory_config *c)
@@ -135,11 +136,27 @@ double memory_ep_rows(const struct memory_config *c)
     return m && m->experts ? experts_rows(n, m->experts, m->top_k, m->capacity_factor) : 0;
 }
 
-double memory_ep_buffers(const struct memory_config *c)
+bool memory_ep_dropless(const struct memory_config *c)
+{
+    return c->ep > 1 && c->model && c->model->experts && !(c->model->capacity_factor > 0);
+}
+
+double memory_ep_buffers_at(const struct memory_config *c, bool worst)
 {
     if (c->ep <= 1 || !c->model)
         return 0;
-    return 2 * memory_ep_rows(c) * c->model->d_model * fp_bytes(c->precision);
+    const struct model_shape *m = c->model;
+    double p = (double)m->d_model * fp_bytes(c->precision);
+    if (!memory_ep_dropless(c))
+        return 2 * memory_ep_rows(c) * p;
+    double n = (double)c->micro_batch * c->seq;
+    double in = worst ? experts_rows_held(n, m->experts, m->top_k, 0, c->ep) : m->top_k * n;
+    return (m->top_k * n + in) * p;
+}
+
+double memory_ep_buffers(const struct memory_config *c)
+{
+    return memory_ep_buffers_at(c, true);
 }
 
 /* psi parameters' states, expert parallelism's experts sharded over their own group. */
@@ -221,11 +238,6 @@ int memory_check(const struct memory_config *c, struct error *e)
                              "ep %d: expert parallelism shares the experts over the data-parallel "
                              "GPUs: dp must be a multiple of it (not %d)",
                              c->ep, c->dp);
-        if (!(c->model->capacity_factor > 0))
-            return error_set(e, ERR_INVAL,
-                             "ep %d: expert parallelism needs a capacity factor (the static shape "
-                             "its all-to-alls send), and %s's preset has none",
-                             c->ep, c->model->name);
         if (c->pp > 1)
             return error_set(e, ERR_INVAL,
                              "ep %d with pp %d: the calculator counts expert parallelism on one "

@@ -144,6 +144,14 @@ double memory_cp_buffers(const struct memory_config *c);
  * expert-data-parallel group); the others' over dp. */
 double memory_ep_experts(const struct memory_config *c);
 double memory_ep_buffers(const struct memory_config *c);
+/* Dropless expert parallelism (ep > 1, a model with experts and no capacity factor: model/gpt.h):
+ * an all-to-all holds its k n rows out and the rows that come in, (k n + in) d p bytes, in one
+ * block of that size at most (par/ep.h, par/xbuf.h's xbuf_reserve); memory_ep_buffers is its
+ * bound, every token of the group routed to this GPU (in = ep n min(k, E/ep), base/experts.h's
+ * experts_rows_held), what the block reserves and the plan counts, and worst false gives the
+ * expected, uniform routing (in = k n: 2 k n d p). With a capacity both are 2 E cap d p. */
+bool memory_ep_dropless(const struct memory_config *c);
+double memory_ep_buffers_at(const struct memory_config *c, bool worst);
 /* Rows a micro-batch's tokens take in an expert layer's static [E, cap, d] shape: E cap. */
 double memory_ep_rows(const struct memory_config *c);
 

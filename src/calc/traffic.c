@@ -283,6 +283,49 @@ static void context_parallel(const struct memory_config *c, const struct cluster
              layers, full ? 8 : 6, S, C, m);
 }
 
+/* Dropless expert parallelism (no capacity factor; model/gpt.h, par/ep.h): a GPU routes its k n
+ * choices packed, sends each GPU of its group its counts for that GPU's E/P experts, (P-1) E/P
+ * 4-byte words before each dispatch (Megatron-Core's dropless dispatcher exchanges them too,
+ * all of them), then the rows the routing gives each GPU, and takes back as many outputs; the
+ * backward pass the same ways. What a GPU sends depends on the routing:
+ *   uniform    each of the P GPUs gets (P-1)/P of every GPU's k n rows: per expert layer and
+ *              micro-batch 4 (P-1)/P k n d p, the static formula with k n rows for E cap (6
+ *              with full recompute, which dispatches and combines again);
+ *   worst      its own k n choices all to other GPUs (at most min(k, E - E/P) a token) while
+ *              every other GPU's tokens come to it (at most min(k, E/P) a token): per pass
+ *              (n min(k, E - E/P) + (P-1) n min(k, E/P)) d p, four passes (six), the most any
+ *              routing makes one GPU send.
+ * The time is uniform routing's: a pairwise all-to-all of k n d p, and one of E words. */
+static int expert_parallel_dropless(const struct memory_config *c, const struct cluster_spec *cl,
+                                    int moe, int p, bool full, struct traffic_part *out,
+                                    struct error *e)
+{
+    const struct model_shape *md = c->model;
+    int P = c->ep, m = c->micro_batches, E = md->experts, k = md->top_k, mine = E / P;
+    double n = (double)c->micro_batch * c->seq, h = md->d_model, f = (P - 1.0) / P;
+    double X = k * n * h * p, passes = full ? 6 : 4, counts = (P - 1.0) * mine * 4;
+    double out_max = n * fmin(k, E - mine), in_max = (P - 1.0) * n * fmin(k, mine);
+    piece(out, "dispatch_combine", 2 * f * X * moe * m);
+    piece(out, "backward", 2 * f * X * moe * m);
+    if (full)
+        piece(out, "recompute", 2 * f * X * moe * m);
+    piece(out, "counts", counts * (full ? 2 : 1) * moe * m);
+    out->worst = ((out_max + in_max) * h * p * passes / 2 + counts * (full ? 2 : 1)) * moe * m;
+    struct cost_net net;
+    group_net(cl, P, c->tp, &net);
+    struct cost_result r, rc;
+    if (cost_collective(COST_ALLTOALL, COST_PAIRWISE, &net, X, &r, e) < 0 ||
+        cost_collective(COST_ALLTOALL, COST_PAIRWISE, &net, E * 4.0, &rc, e) < 0)
+        return ERR_INVAL;
+    out->time_s = out->exposed = (passes * r.time_s + (full ? 2 : 1) * rc.time_s) * moe * m;
+    snprintf(out->formula, sizeof out->formula,
+             "dropless: m x %d expert layers x (%g x (P-1)/P x k n d p + %d x (P-1) E/P x 4 B of "
+             "counts) under uniform routing, k n = %.0f rows of d %.0f x %d B, P = %d, m = %d; "
+             "at worst %.0f B (its tokens all to other GPUs, every other GPU's to it)",
+             moe, passes, full ? 2 : 1, k * n, h, p, P, m, out->worst);
+    return 0;
+}
+
 /* The forward FLOPs of ring attention's block at step t on the GPU on the ring's path, per
  * micro-batch and layer: 4 (h/t) b pairs, the pairs of queries and keys the causal mask leaves
  * of n = s/C tokens each (model/ringattn.h's ring_block_scores). Balanced, every GPU's: its own
@@ -360,6 +403,8 @@ static int expert_parallel(const struct memory_config *c, const struct cluster_s
     const struct model_shape *md = c->model;
     int P = c->ep, m = c->micro_batches, moe = params_moe_layers(md, 0, layers);
     bool full = c->ckpt.kind != CKPT_NONE && c->ckpt.kind != CKPT_SELECTIVE;
+    if (memory_ep_dropless(c))
+        return expert_parallel_dropless(c, cl, moe, p, full, out, e);
     double rows = memory_ep_rows(c), X = rows * md->d_model * p, f = (P - 1.0) / P;
     piece(out, "dispatch_combine", 2 * f * X * moe * m);
     piece(out, "backward", 2 * f * X * moe * m);
@@ -375,6 +420,7 @@ static int expert_parallel(const struct memory_config *c, const struct cluster_s
              "m x %d expert layers x %d x (P-1)/P x E cap d p, E cap = %.0f rows of d %d x %d B "
              "(the static [E, cap, d] shape), P = %d, m = %d",
              moe, full ? 6 : 4, rows, md->d_model, p, P, m);
+    out->worst = out->bytes;
     return 0;
 }
 

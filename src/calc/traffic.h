@@ -64,6 +64,8 @@ struct traffic_piece {
 
 struct traffic_part {
     double bytes;   /* sent per GPU per step */
+    double worst;   /* expert parallelism: the most a routing can make it send (dropless: bytes
+                       is then uniform routing's; with a capacity the same); 0 for the others */
     double time_s;  /* α-β time of all of it */
     double exposed; /* the part not hidden behind compute */
     char formula[320];
@@ -101,7 +103,9 @@ struct traffic {
  *   expert_parallel "dispatch_combine", "backward" and "recompute" (full recompute): the
  *                   all-to-alls of the experts' static rows (expert_parallel in traffic.c
  *                   derives them: 4 (P-1)/P E cap d p per expert layer and micro-batch, 6 with
- *                   full recompute). */
+ *                   full recompute); dropless (no capacity factor), the same under uniform
+ *                   routing with k n rows in place of E cap, and "counts", the token counts
+ *                   sent before each dispatch, with the worst case beside (worst). */
 int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl, int stage,
                     double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
                     struct traffic *out, struct error *e);

@@ -93,7 +93,7 @@ static const struct opt_entry options[] = {
     OPT_INT("ep", "P", A, ep, 1, 4096,
             "expert parallel size (default 1), a model with experts: each expert\n"
             "layer's experts over P of the dp GPUs (E / P each, sharded over\n"
-            "dp / P), the tokens' all-to-alls; needs a capacity factor"),
+            "dp / P), the tokens' all-to-alls: dropless without a capacity factor"),
     OPT_WITH("capacity-factor", "C", opts_str, A, capacity_factor,
              "a model with experts: an expert takes at most ceil(C k tokens / E)\n"
              "of a micro-batch's tokens (default the model's; train's option)"),
@@ -304,10 +304,12 @@ static json_t *comm_json(const struct traffic *t)
         for (int k = 0; k < parts[i]->npieces; k++)
             json_object_set_new(pieces, parts[i]->piece[k].name,
                                 json_whole(parts[i]->piece[k].bytes));
-        json_object_set_new(comm, names[i],
-                            json_pack("{s:o, s:o, s:s, s:o}", "bytes", json_whole(parts[i]->bytes),
-                                      "time_s", json_num(parts[i]->time_s), "formula",
-                                      parts[i]->formula, "parts", pieces));
+        json_t *kind =
+            json_pack("{s:o, s:o, s:s, s:o}", "bytes", json_whole(parts[i]->bytes), "time_s",
+                      json_num(parts[i]->time_s), "formula", parts[i]->formula, "parts", pieces);
+        if (i == 4 && parts[i]->worst != parts[i]->bytes) /* dropless: bytes is uniform's */
+            json_object_set_new(kind, "worst_bytes", json_whole(parts[i]->worst));
+        json_object_set_new(comm, names[i], kind);
     }
     json_object_set_new(comm, "bytes", json_whole(t->bytes));
     return comm;
@@ -353,6 +355,10 @@ static void print_json(const struct run *r)
     }
     if (c->ep > 1)
         json_object_set_new(json_object_get(doc, "layout"), "ep", json_integer(c->ep));
+    if (memory_ep_dropless(c)) /* its buffers' bound (in per_gpu's communication) and mean */
+        json_object_set_new(doc, "expert_buffers",
+                            json_pack("{s:o, s:o}", "worst", json_whole(memory_ep_buffers(c)),
+                                      "uniform", json_whole(memory_ep_buffers_at(c, false))));
     json_object_set_new(doc, "precision", json_string(fp_info(c->precision)->name));
     json_object_set_new(doc, "optimizer", json_string(memory_optimizer_name(c->optimizer)));
     json_object_set_new(doc, "bytes_per_param",
@@ -522,9 +528,16 @@ static void print_parts(const struct run *r)
     if (ring > 0)
         printf("  %-18s %14s   %s\n", "ring buffers", calcargs_size(b1, sizeof b1, ring, u),
                "2 x a block's K, V, dK, dV (context parallel: 2 x 4 b s/C kv p)");
-    if (a2a > 0)
+    if (a2a > 0 && memory_ep_dropless(c)) {
+        printf("  %-18s %14s   %s\n", "all-to-all", calcargs_size(b1, sizeof b1, a2a, u),
+               "dropless, at worst: an exchange's k n rows out and every token of the group in,");
+        printf("  %-18s %14s   %s%s\n", "", "",
+               "(k n + ep n min(k, E/ep)) d p; under uniform routing 2 k n d p = ",
+               calcargs_size(b2, sizeof b2, memory_ep_buffers_at(c, false), u));
+    } else if (a2a > 0) {
         printf("  %-18s %14s   %s\n", "all-to-all", calcargs_size(b1, sizeof b1, a2a, u),
                "send and receive buffers of the static rows (expert parallel: 2 E cap d p)");
+    }
     printf("  %-18s %14s\n", "total", calcargs_size(b1, sizeof b1, m->total, u));
     printf("  %-18s %14s   %s\n", "capacity", calcargs_size(b1, sizeof b1, m->capacity, u),
            r->capacity_given ? "--gpu-mem" : r->cluster.name);

@@ -334,6 +334,13 @@ static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
         }
         if (o->ep > 1)
             json_object_set_new(json_object_get(gj, "coord"), "ep", json_integer(g->place.eprank));
+        if (o->ep > 1 && !(o->shape.moe.capacity_factor > 0)) { /* dropless: its routing's */
+            json_object_set_new(gj, "expert_rows_per_step",
+                                json_pack("{s:I, s:I}", "sent", (json_int_t)g->ep_rows[0],
+                                          "received", (json_int_t)g->ep_rows[1]));
+            json_object_set_new(gj, "expert_rows_held_peak",
+                                json_integer((json_int_t)g->ep_rows[2]));
+        }
         json_array_append_new(per, gj);
     }
     return per;
@@ -367,6 +374,8 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
             json_object_set_new(json_object_get(pg, "comm_bytes_per_step"), "expert_parallel",
                                 json_whole(pt->ep.bytes));
             json_object_set_new(pg, "expert_parallel_formula", json_string(pt->ep.formula));
+            if (pt->ep.worst != pt->ep.bytes) /* dropless: the bytes are uniform routing's */
+                json_object_set_new(pg, "expert_parallel_worst", json_whole(pt->ep.worst));
         }
         json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
         json_array_append_new(stages, pg);
@@ -667,6 +676,10 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
             printf("context parallel: %s\n", p->comm[0].cp.formula);
         if (ep)
             printf("expert parallel: %s\n", p->comm[0].ep.formula);
+        if (ep && !(o->shape.moe.capacity_factor > 0))
+            printf("dropless: the measured bytes and buffers follow each step's routing; the "
+                   "predicted comm is the buffers' bound\n(every token of the group to one "
+                   "GPU), the predicted expert/step uniform routing's\n");
     }
     if (cp) { /* the causal mask's work, GPU by GPU: what the balanced split evens out */
         uint64_t lo = UINT64_MAX, hi = 0, sum = 0;

@@ -23,6 +23,7 @@ struct algo {
     const int *group;       /* NULL, or the device ranks of the group, indexed 0..n-1 */
     dev_combine_fn combine; /* the reduction: reduce_sum or reduce_max (ctx: &dt) */
     const char *phase;      /* all-to-all: its sends' phase (struct coll's, or the default) */
+    const size_t *sendcounts, *recvcounts; /* all-to-all: blocks' elements (NULL: count / n) */
 };
 
 /* Point-to-point between members of the algorithm's group: peers are group indices
@@ -60,7 +61,7 @@ int pipe_reduce(const struct algo *a, struct error *e);
 int pipe_allreduce(const struct algo *a, struct error *e);
 int pipe_dbtree_allreduce(const struct algo *a, struct error *e);
 
-/* alltoall.c: count a multiple of n */
+/* alltoall.c: count a multiple of n, or blocks of sendcounts and recvcounts */
 int a2a_pairwise(const struct algo *a, struct error *e);
 int a2a_direct(const struct algo *a, struct error *e);
 

@@ -128,16 +128,32 @@ int coll_run_on(const struct xport *x, const struct coll *c, struct error *e)
         .group = c->group,
         .combine = c->max ? reduce_max : reduce_sum,
         .phase = c->phase ? c->phase : COLL_ALLTOALL_PHASE,
+        .sendcounts = c->sendcounts,
+        .recvcounts = c->recvcounts,
     };
     if (c->max && (c->dtype != FP_FP32 || c->op == COST_ALLGATHER || c->op == COST_BROADCAST ||
                    c->op == COST_ALLTOALL))
         return error_set(e, ERR_INVAL, "a maximum reduces fp32 data");
     if (c->op == COST_ALLTOALL) {
-        if (!c->recv || (c->count > 0 && (char *)c->recv < (char *)c->buf + c->count * a.es &&
-                         (char *)c->buf < (char *)c->recv + c->count * a.es))
-            return error_set(e, ERR_INVAL, "all-to-all receives into a buffer of its own");
-        if (coll_alltoall_check(c->count, n, e))
+        size_t rcount = c->count;
+        if (!c->sendcounts != !c->recvcounts)
+            return error_set(e, ERR_INVAL, "an all-to-all's block sizes go both ways");
+        if (c->sendcounts) {
+            size_t sum = 0;
+            rcount = 0;
+            for (int i = 0; i < n; i++)
+                sum += c->sendcounts[i], rcount += c->recvcounts[i];
+            if (sum != c->count)
+                return error_set(e, ERR_INVAL,
+                                 "an all-to-all's blocks hold %zu elements, not its count %zu", sum,
+                                 c->count);
+        } else if (coll_alltoall_check(c->count, n, e)) {
             return ERR_INVAL;
+        }
+        if (!c->recv ||
+            (c->count > 0 && rcount > 0 && (char *)c->recv < (char *)c->buf + c->count * a.es &&
+             (char *)c->buf < (char *)c->recv + rcount * a.es))
+            return error_set(e, ERR_INVAL, "all-to-all receives into a buffer of its own");
         a.recv = c->recv;
     } else if (c->recv) {
         return error_set(e, ERR_INVAL, "only all-to-all has a receive buffer");
@@ -166,7 +182,7 @@ int coll_run_on(const struct xport *x, const struct coll *c, struct error *e)
         return error_set(e, ERR_INVAL, "streams go from 0 to %d (dbtree uses two), not %d",
                          DEV_STREAMS - 1, c->stream);
     if (n == 1) {
-        if (c->op == COST_ALLTOALL) /* its own block, across */
+        if (c->op == COST_ALLTOALL && c->count) /* its own block, across */
             memcpy(c->recv, c->buf, c->count * a.es);
         return 0;
     }

@@ -11,7 +11,8 @@
  *   all-to-all      GPU i's buffer holds N blocks of count/N elements, block j for GPU j;
  *                   GPU i's recv buffer ends with GPU j's block i in its block j (out of
  *                   place: recv is a buffer of count elements apart from buf; count a
- *                   multiple of N), as MPI_Alltoall and a group of NCCL sends and receives
+ *                   multiple of N), as MPI_Alltoall and a group of NCCL sends and receives;
+ *                   or blocks of given sizes (struct coll's sendcounts), as MPI_Alltoallv
  *
  * Buffers are in place, as NCCL's in-place calls: a ZeRO shard of GPU i is chunk i. Chunks
  * split count elements as evenly as possible (the first count % N chunks one element
@@ -83,6 +84,14 @@ struct coll {
      * static string naming what it moves ("expert dispatch", for the traces and the panel that
      * watches expert parallelism's all-to-alls, ui/panel_eprun.c); NULL: COLL_ALLTOALL_PHASE. */
     const char *phase;
+    /* All-to-all only. NULL (both): count / N elements to and from each member. Else N counts
+     * each (MPI_Alltoallv's): block j of buf, sendcounts[j] elements, goes to member j, and
+     * member j's block for this GPU arrives as block j of recv, recvcounts[j] elements; blocks
+     * lie back to back in member order, count = the sum of sendcounts, and each recvcounts[j]
+     * is member j's sendcounts for this GPU (the caller exchanged them first). A block may be
+     * empty: its message is still sent, as a zero-byte send and receive of a group of NCCL
+     * calls are still matched. */
+    const size_t *sendcounts, *recvcounts;
 };
 
 /* The phase of an all-to-all's sends and receives that name none of their own. */

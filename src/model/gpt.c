@@ -209,6 +209,7 @@ void gpt_free(struct gpt *g)
     free(g->underflow);
     free(g->moe.load);
     free(g->moe.kept);
+    free(g->moe.scount);
     free(g->lw);
     free(g->lg);
     free(g);
@@ -471,12 +472,10 @@ static int check_part(const struct gpt_config *c, const struct gpt_part *p, stru
     if (tp > 1 && c->moe.experts > 0)
         return error_set(e, ERR_INVAL, "a model with experts runs without tensor parallelism");
     int ep = part_ep(p);
-    if (ep > 1 &&
-        (c->moe.experts % ep || p->eprank < 0 || p->eprank >= ep || !(c->moe.capacity_factor > 0)))
+    if (ep > 1 && (c->moe.experts % ep || p->eprank < 0 || p->eprank >= ep))
         return error_set(e, ERR_INVAL,
-                         "expert parallelism over %d GPUs needs them to divide the %d experts "
-                         "and a capacity factor (the static shape the all-to-all sends)",
-                         ep, c->moe.experts);
+                         "expert parallelism over %d GPUs needs them to divide the %d experts", ep,
+                         c->moe.experts);
     if (p->first < 0 || p->count < 1 || p->first + p->count > c->layers || p->slots < 1 ||
         p->slots > 4096)
         return error_set(e, ERR_INVAL,
@@ -511,6 +510,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     g->ring.cp = g->part.cp > 1 ? g->part.cp : 1, g->ring.cpr = g->ring.cp > 1 ? g->part.cprank : 0;
     g->ring.blocks = g->ring.cp > 1 || g->part.flash;
     g->moe.ep = ep, g->moe.epr = ep > 1 ? g->part.eprank : 0;
+    g->moe.dropless = ep > 1 && !(c->moe.capacity_factor > 0);
     enum ring_split split = g->part.cp_naive ? RING_NAIVE : RING_BALANCED;
     if (g->ring.cp > 1 &&
         (!ring_split_ok(c->seq, g->ring.cp, split) || g->ring.cpr < 0 || g->ring.cpr >= g->ring.cp))
@@ -557,16 +557,18 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     }
     if (c->moe.experts > 0) {
         size_t stats = (size_t)gpt_moe_layers(c) * (size_t)c->moe.experts;
-        g->moe.rows =
-            (size_t)experts_rows(g->N, c->moe.experts, c->moe.top_k, c->moe.capacity_factor);
+        g->moe.rows = (size_t)experts_rows_held(g->N, c->moe.experts, c->moe.top_k,
+                                                c->moe.capacity_factor, ep);
         g->moe.load = calloc(stats, sizeof *g->moe.load);
         g->moe.kept = calloc(stats, sizeof *g->moe.kept);
+        g->moe.scount = calloc(2 * (size_t)ep, sizeof *g->moe.scount);
+        g->moe.rcount = g->moe.scount ? g->moe.scount + ep : NULL;
     }
     if (g->part.wslots > 0) /* B and W apart: a W set per layer and weight slot */
         g->wsets = calloc((size_t)g->part.wslots * (size_t)L, sizeof *g->wsets);
     if (!g->saved || !g->head || !g->lw || !g->lg || !g->underflow ||
         (g->part.wslots > 0 && !g->wsets) || (g->seg && (!g->pool || !g->segin)) ||
-        (c->moe.experts > 0 && (!g->moe.load || !g->moe.kept)))
+        (c->moe.experts > 0 && (!g->moe.load || !g->moe.kept || !g->moe.scount)))
         return error_set(e, ERR_NOMEM, "out of memory");
     for (int a = 0; a < A_COUNT; a++)
         g->layer_bytes += act_bytes(g, a, SZ_DENSE);
@@ -936,10 +938,15 @@ struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_po
         n.cp_shift = fwd * (C - 1) + L * 2 * (C - 1);
         n.compute += (fwd + L) * (C + 1) - (sp ? L : 0);
     }
-    /* an expert layer dispatches and combines, forward and backward */
+    /* an expert layer dispatches and combines, forward and backward; dropless, each forward
+     * sends its counts first */
+    bool dropless = !(c->moe.capacity_factor > 0);
     if (p->ep > 1)
         for (int l = p->first; l < p->first + p->count; l++)
-            n.ep_a2a += gpt_layer_moe(c, l) ? 2 * (seg ? 2 : 1) + 2 : 0;
+            if (gpt_layer_moe(c, l)) {
+                n.ep_a2a += (dropless ? 3 : 2) * (seg ? 2 : 1) + 2;
+                n.ep_counts += dropless ? (seg ? 2 : 1) : 0;
+            }
     return n;
 }
 

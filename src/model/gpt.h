@@ -192,6 +192,8 @@ enum gpt_tp_op {
 #define GPT_EP_COMBINE       "expert combine"
 #define GPT_EP_GRAD_COMBINE  "grad expert combine"
 #define GPT_EP_GRAD_DISPATCH "grad expert dispatch"
+/* Dropless expert parallelism's exchange of token counts before each dispatch. */
+#define GPT_EP_COUNTS "expert counts"
 
 struct gpt_alloc {
     void *(*alloc)(void *ctx, enum gpt_mem kind, size_t bytes, const char *what);
@@ -224,6 +226,15 @@ struct gpt_alloc {
      * j's block for this GPU in its block j (the values are in the training format already).
      * Needed when the part's ep > 1; what is the all-to-all's phase (GPT_EP_DISPATCH, ...). */
     void (*ep_alltoall)(void *ctx, const float *send, float *recv, size_t n, const char *what);
+    /* Dropless expert parallelism (no capacity factor): the same all-to-all in blocks of given
+     * sizes, block j of send (sendcounts[j] floats) for the group's GPU j and GPU j's block for
+     * this GPU into recv's block j (recvcounts[j] floats), blocks back to back; and before each
+     * dispatch the counts themselves: send holds n 4-byte counts in ep equal blocks, block j
+     * for GPU j, and recv gets GPU j's block for this GPU in its block j (what = GPT_EP_COUNTS).
+     * Needed when the part's ep > 1 without a capacity factor. */
+    void (*ep_alltoallv)(void *ctx, const float *send, const size_t *sendcounts, float *recv,
+                         const size_t *recvcounts, const char *what);
+    void (*ep_counts)(void *ctx, const int32_t *send, int32_t *recv, size_t n, const char *what);
     void *ctx;
     /* The fp32 parameters and gradients the CPU computes with are the run's weights and
      * gradients (false: fp32 training, unsharded) or the emulation's workspace (true: mixed
@@ -264,10 +275,11 @@ size_t gpt_estimate_part_bytes(const struct gpt_config *c, int batch, enum fp_fo
  * GPT_BUFFERS, what a trace of a run holds is known before it starts (par/strategy.h). */
 struct gpt_calls {
     long compute, charge;
-    long tp_sum;   /* GPT_TP_SUM, GPT_TP_SUM_FP32 and GPT_TP_MAX_FP32: all-reduces */
-    long tp_half;  /* GPT_TP_GATHER and GPT_TP_SCATTER: half an all-reduce each */
-    long cp_shift; /* ring steps */
-    long ep_a2a;   /* all-to-alls */
+    long tp_sum;    /* GPT_TP_SUM, GPT_TP_SUM_FP32 and GPT_TP_MAX_FP32: all-reduces */
+    long tp_half;   /* GPT_TP_GATHER and GPT_TP_SCATTER: half an all-reduce each */
+    long cp_shift;  /* ring steps */
+    long ep_a2a;    /* all-to-alls */
+    long ep_counts; /* of them, dropless expert parallelism's of the counts */
 };
 struct gpt_part;
 struct gpt_calls gpt_step_calls(const struct gpt_config *c, const struct ckpt_policy *ckpt,
@@ -342,7 +354,22 @@ struct gpt_part {
  * received, padding included, and sends the outputs back (combine, the same all-to-all); the
  * backward pass sends the outputs' gradients to the experts and the inputs' gradients back.
  * The experts' weight gradients then cover every GPU's tokens routed to them; the caller sums
- * them over the GPUs holding the same experts (par/layout.h's expert gradient group). */
+ * them over the GPUs holding the same experts (par/layout.h's expert gradient group).
+ *
+ * Without a capacity factor it is dropless (Megatron-Core's default, its all-to-all token
+ * dispatcher, MoEAlltoAllTokenDispatcher in megatron/core/transformer/moe/token_dispatcher.py:
+ * preprocess counts each rank's tokens per expert and gathers them over the expert group, the
+ * tokens then go in an all-to-all of those sizes, input_splits and output_splits, and are sorted
+ * by local expert): a GPU routes its n tokens' k n choices packed expert by expert (no drop, no
+ * padding), so the rows for GPU j's experts are one run of them; it sends each GPU its counts for
+ * that GPU's E/ep experts (an all-to-all of the counts, the seam's ep_counts, where Megatron
+ * gathers all of them: a GPU needs only its own experts'; kept with the routing for the backward
+ * pass), then the rows themselves (ep_alltoallv), and receives from each GPU j, for each of its
+ * experts e, the rows GPU j routed there: block j E/ep + e of the rows it runs (source by
+ * source, not sorted by expert: each block runs by itself), of the size GPU j said. The
+ * outputs go back the same way, and the backward pass as with a capacity. At most ep n min(k,
+ * E/ep) rows arrive (every token of the group routed to this GPU: base/experts.h's
+ * experts_rows_held), what its buffers hold. */
 
 /* Parameters of a part (NULL: the whole model): the embedding when it holds either end, its
  * layers, the final norm with the head, each sharded tensor's shard. */

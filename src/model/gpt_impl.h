@@ -86,13 +86,16 @@ struct gpt_ring {
 };
 
 /* A mixture of experts' state (model/moe.h): this GPU's experts (E / ep per layer, from rank
- * epr's), the rows of the experts' buffer (0: a dense model), the routing of the layer at hand
+ * epr's), the rows of the experts' buffer (0: a dense model), dropless expert parallelism's
+ * block sizes of the layer at hand (from its kept routing), the routing of the layer at hand
  * (route: its kept table, in the saved set or in route_ws), the router's logits and their
  * gradient, the experts' output and input gradients, the gates' gradients; the last forward
  * pass's figures, per expert layer where it says. */
 struct gpt_experts {
     int ep, epr;
-    size_t rows;
+    bool dropless; /* ep > 1 without a capacity: blocks of the routing's sizes (model/gpt.h) */
+    size_t rows;   /* base/experts.h's experts_rows_held: the most its experts run on */
+    size_t *scount, *rcount; /* dropless: a layer's elements to and from each GPU of the group */
     void *route, *route_ws;
     float *zlog, *dye, *dxe, *dgate;
     double aux, aux_scale; /* the loss's load-balancing part; its weight in the backward pass */
@@ -222,8 +225,11 @@ static inline size_t act_elems(const struct gpt *g, int a, int sz)
         return N * (size_t)g->dl;
     if (a == A_RP)
         return sz == SZ_MOE ? N * E : 0;
-    if (a == A_ROUTE) /* the routing's table (model/moe.h): words, not elements */
-        return sz == SZ_MOE ? moe_table_words(g->N, g->c.moe.top_k, g->c.moe.experts) : 0;
+    if (a == A_ROUTE) /* the routing's table (model/moe.h): words, not elements; dropless, the
+                         counts received too */
+        return sz == SZ_MOE ? moe_table_words(g->N, g->c.moe.top_k, g->c.moe.experts) +
+                                  (g->moe.dropless ? E : 0)
+                            : 0;
     if (a == A_XE || a == A_YE)
         return sz == SZ_MOE ? rows * d : 0;
     /* the residual stream's: a tp-th of the rows under sequence parallelism */

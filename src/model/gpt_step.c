@@ -99,6 +99,13 @@ static int expert_block(const struct gpt *g, const struct moe_route *r, int b, s
         *off = (size_t)r->off[b];
         return r->kept[b];
     }
+    if (g->moe.dropless) { /* the rows GPU j sent expert e, after GPU j's for the ones before */
+        const int32_t *got = moe_table_at(g->moe.route, g->N, r->k, r->experts).recv;
+        *off = 0;
+        for (int i = 0; i < b; i++)
+            *off += (size_t)got[i];
+        return got[b];
+    }
     *off = (size_t)b * (size_t)r->cap;
     return r->cap;
 }
@@ -109,10 +116,32 @@ static int block_expert(const struct gpt *g, int b)
     return b % (g->c.moe.experts / g->moe.ep);
 }
 
-/* An all-to-all of the experts' rows over the expert-parallel group (the seam's). */
-static void ep_exchange(struct gpt *g, const float *send, float *recv, const char *what)
+/* Dropless: the elements of the layer at hand this GPU sends each GPU of its group (its rows
+ * for that GPU's experts, a run of its packed rows) and receives from each (what that GPU said
+ * it routed to this GPU's experts), from its kept routing. */
+static void dropless_counts(struct gpt *g, const struct moe_route *r)
 {
-    g->alloc.ep_alltoall(g->alloc.ctx, send, recv, g->moe.rows * (size_t)g->c.d, what);
+    const int32_t *got = moe_table_at(g->moe.route, g->N, r->k, r->experts).recv;
+    int mine = r->experts / g->moe.ep;
+    for (int j = 0; j < g->moe.ep; j++) {
+        size_t out = 0, in = 0;
+        for (int e = 0; e < mine; e++)
+            out += (size_t)r->load[j * mine + e], in += (size_t)got[j * mine + e];
+        g->moe.scount[j] = out * (size_t)g->c.d, g->moe.rcount[j] = in * (size_t)g->c.d;
+    }
+}
+
+/* An all-to-all of the experts' rows over the expert-parallel group (the seam's): the static
+ * shape's equal blocks, or dropless, the routing's blocks the way the tokens go (out: this GPU's
+ * rows to their experts) or back. */
+static void ep_exchange(struct gpt *g, const float *send, float *recv, bool out, const char *what)
+{
+    if (!g->moe.dropless) {
+        g->alloc.ep_alltoall(g->alloc.ctx, send, recv, g->moe.rows * (size_t)g->c.d, what);
+        return;
+    }
+    const size_t *s = out ? g->moe.scount : g->moe.rcount, *r = out ? g->moe.rcount : g->moe.scount;
+    g->alloc.ep_alltoallv(g->alloc.ctx, send, s, recv, r, what);
 }
 
 /* out [N, d] = Σ_j g_j expert_j(x) for the N tokens of x = xn2 (their k choices), each
@@ -138,11 +167,17 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
         memcpy(g->moe.load + (size_t)ml * E, r.load, (size_t)E * sizeof *r.load);
         memcpy(g->moe.kept + (size_t)ml * E, r.kept, (size_t)E * sizeof *r.kept);
     }
-    /* dispatch: each kept choice's token into its expert's rows (the rest zero, sent) */
+    /* dispatch: each kept choice's token into its expert's rows (the rest zero, sent; dropless:
+     * every row a choice's) */
     float *rows = g->moe.ep > 1 ? g->moe.dxe : w[A_XE],
           *yout = g->moe.ep > 1 ? g->moe.dye : w[A_YE];
-    if (g->moe.ep > 1)
+    if (g->moe.ep > 1 && !g->moe.dropless)
         memset(rows, 0, g->moe.rows * (size_t)d * sizeof *rows);
+    if (g->moe.dropless) { /* the counts first: each GPU's for its experts, kept with the routing */
+        struct moe_table t = moe_table_at(g->moe.route, N, k, E);
+        g->alloc.ep_counts(g->alloc.ctx, r.load, t.recv, (size_t)E, GPT_EP_COUNTS);
+        dropless_counts(g, &r);
+    }
     for (int t = 0; t < N; t++)
         for (int j = 0; j < k; j++) {
             int row = r.row[t * k + j];
@@ -150,7 +185,7 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
                 memcpy(rows + (size_t)row * d, x + (size_t)t * d, (size_t)d * 4);
         }
     if (g->moe.ep > 1)
-        ep_exchange(g, rows, w[A_XE], GPT_EP_DISPATCH);
+        ep_exchange(g, rows, w[A_XE], true, GPT_EP_DISPATCH);
     for (int b = 0; b < E; b++) {
         size_t o;
         int n = expert_block(g, &r, b, &o);
@@ -168,7 +203,7 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
         op_produced(g, y, (size_t)n * d, l, "expert out");
     }
     if (g->moe.ep > 1)
-        ep_exchange(g, yout, w[A_YE], GPT_EP_COMBINE);
+        ep_exchange(g, yout, w[A_YE], false, GPT_EP_COMBINE);
     /* combine: the gate-weighted sum of each token's experts' outputs, in choice order */
     for (int t = 0; t < N; t++) {
         float *o = out + (size_t)t * d;
@@ -194,20 +229,27 @@ static void experts_backward(struct gpt *g, int l, const struct moe_route *r, fl
     int d = g->c.d, f = g->fl, E = g->c.moe.experts, mine = E / g->moe.ep;
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->s.w;
-    bool injected = false;
+    bool injected = false, seen[GPT_MAX_EXPERTS] = {false};
     for (int b = 0; b < E; b++) {
         size_t o;
         int n = expert_block(g, r, b, &o), e = block_expert(g, b);
         float *wg, *wu, *wd, *gg, *gu, *gd;
         expert_w(g, W, e, &wg, &wu, &wd);
         expert_w(g, G, e, &gg, &gu, &gd);
+        /* an expert's later blocks add to its first with rows; its gradients are done after its
+         * last (dropless, a block may be empty: one GPU routed none of its tokens there) */
+        bool acc = g->accumulate || seen[e], done = b + mine >= E;
         if (n == 0) { /* no token: no gradient (or nothing added to the micro-batches') */
-            if (!g->accumulate)
+            if (done && seen[e]) {
+                op_produced_grad(g, gd, (size_t)d * f, l, "grad expert w_down");
+                op_produced_grad(g, gg, (size_t)f * d, l, "grad expert w_gate");
+                op_produced_grad(g, gu, (size_t)f * d, l, "grad expert w_up");
+            } else if (done && !g->accumulate) {
                 memset(gg, 0, 3 * (size_t)f * d * sizeof *gg);
+            }
             continue;
         }
-        /* an expert's later blocks add to its first's; its gradients are done after its last */
-        bool acc = g->accumulate || b >= mine, done = b + mine >= E;
+        seen[e] = true;
         const float *xe = w[A_XE] + o * d, *a = w[A_G] + o * f, *u = w[A_U] + o * f;
         const float *h = w[A_H] + o * f;
         float *dyb = dy + o * d, *dxb = dx + o * d;
@@ -243,7 +285,7 @@ static void moe_backward(struct gpt *g, int l, const float *dout, const float *x
     const struct layer_ptrs *W = &g->lw[l], *G = &g->lg[l];
     float **w = g->s.w;
     struct moe_route r = route_of(g);
-    if (g->moe.ep > 1) /* the padding's rows are sent too */
+    if (g->moe.ep > 1 && !g->moe.dropless) /* the padding's rows are sent too */
         memset(g->moe.dye, 0, g->moe.rows * (size_t)d * sizeof *g->moe.dye);
     /* out_t = Σ_j g_j y_j: d g_j = dout_t . y_j, d y_j = g_j dout_t */
     for (int t = 0; t < N; t++)
@@ -262,10 +304,13 @@ static void moe_backward(struct gpt *g, int l, const float *dout, const float *x
         }
     const float *dxe = g->moe.dxe;
     if (g->moe.ep > 1) {
-        op_rnd(g, g->moe.dye, g->moe.rows * (size_t)d); /* d y, rounded as produced */
-        ep_exchange(g, g->moe.dye, g->moe.dxe, GPT_EP_GRAD_COMBINE);
+        size_t rows = g->moe.rows;
+        if (g->moe.dropless) /* its k N rows, in the sizes kept from the forward pass */
+            dropless_counts(g, &r), rows = (size_t)N * (size_t)k;
+        op_rnd(g, g->moe.dye, rows * (size_t)d); /* d y, rounded as produced */
+        ep_exchange(g, g->moe.dye, g->moe.dxe, true, GPT_EP_GRAD_COMBINE);
         experts_backward(g, l, &r, g->moe.dxe, g->moe.dxe);
-        ep_exchange(g, g->moe.dxe, g->moe.dye, GPT_EP_GRAD_DISPATCH);
+        ep_exchange(g, g->moe.dxe, g->moe.dye, false, GPT_EP_GRAD_DISPATCH);
         dxe = g->moe.dye;
     } else {
         for (int e = 0; e < E; e++) /* each expert's rows of d y, rounded as produced */

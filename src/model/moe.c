@@ -23,7 +23,8 @@ struct moe_table moe_table_at(void *block, int n, int k, int experts)
                               .gate = (float *)(void *)(w + 2 * nk),
                               .off = w + 3 * nk,
                               .kept = w + 3 * nk + E,
-                              .load = w + 3 * nk + 2 * E};
+                              .load = w + 3 * nk + 2 * E,
+                              .recv = w + 3 * nk + 3 * E};
 }
 
 /* The k largest of p[0..E-1], largest first; ties go to the lower index. */

@@ -39,11 +39,14 @@
 
 /* A layer's routing as its backward pass needs it, in a block of moe_table_words 4-byte words
  * (what the layer keeps, model/gpt_impl.h's A_ROUTE): each of the n k choices' expert, row and
- * gate, then each expert's first row, kept tokens and load. */
+ * gate, then each expert's first row, kept tokens and load. Dropless expert parallelism keeps E
+ * words more after them (recv: the rows each GPU of the group sent each of this GPU's experts,
+ * model/gpt.h), which only a block sized for them holds. */
 struct moe_table {
     int32_t *choice, *row;
     float *gate;
     int32_t *off, *kept, *load;
+    int32_t *recv;
 };
 size_t moe_table_words(int n, int k, int experts);
 struct moe_table moe_table_at(void *block, int n, int k, int experts);

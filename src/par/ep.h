@@ -6,7 +6,10 @@
  * [E, cap, d] shape of the layer's rows, ep equal blocks (GShard's dispatch, Lepikhin et al.
  * 2020; Megatron-LM's all-to-all token dispatcher with moe_pad_expert_input_to_capacity), in
  * the training format: packed into a send buffer and received into another, E cap d elements
- * each, communication memory. */
+ * each, communication memory. Without a capacity factor it is dropless (model/gpt.h): the
+ * counts first, then blocks of the routing's sizes, the two buffers reserved for the most that
+ * can come (base/experts.h's experts_rows_held) and charged to communication by what each
+ * exchange holds. */
 #ifndef SCALELAB_PAR_EP_H
 #define SCALELAB_PAR_EP_H
 
@@ -34,9 +37,22 @@ void ep_free(struct ep_group *x);
  * A failure is kept for its face's failed; later calls of the step do nothing. */
 void ep_alltoall(struct ep_group *x, const float *send, float *recv, size_t n, const char *what);
 
+/* Dropless (no capacity factor): the model's all-to-all in blocks of the routing's sizes
+ * (sendcounts[j] floats to the group's GPU j, recvcounts[j] from it), its buffers charged to
+ * communication by what it holds; and before each dispatch the counts themselves, n 4-byte
+ * words in ep equal blocks, from the model's buffers. */
+void ep_alltoallv(struct ep_group *x, const float *send, const size_t *sendcounts, float *recv,
+                  const size_t *recvcounts, const char *what);
+void ep_counts(struct ep_group *x, const int32_t *send, int32_t *recv, size_t n, const char *what);
+/* Dropless: the rows the step's dispatches sent the group's other GPUs and received from them
+ * (recomputed passes included), and the most rows one exchange held since the run began (its
+ * rows out and in, its own block both ways: what its buffers' ledger peak is of); 0 without
+ * expert parallelism or with a capacity. */
+void ep_rows(const struct ep_group *x, uint64_t *out, uint64_t *in, uint64_t *held);
+
 /* Its face (par/strategy.h), through which the trainer begins its steps, hears of its
  * failures and reads its bytes sent and held: a model with experts, P dividing them and the
- * data-parallel ranks, a capacity factor (the static shape), data parallelism alone beside it; per
+ * data-parallel ranks, data parallelism alone beside it; per
  * GPU its two buffers and a pairwise all-to-all's P - 1 sends for every all-to-all the model asks
  * for. */
 extern const struct strategy ep_strategy;

@@ -157,7 +157,7 @@ struct gpt_calls layout_calls(const struct train_opts *o, const struct layout_pl
         long m = o->micro_batches > 0 ? o->micro_batches : 1; /* each runs every chunk */
         n.compute += m * k.compute, n.charge += m * k.charge;
         n.tp_sum += m * k.tp_sum, n.tp_half += m * k.tp_half;
-        n.cp_shift += m * k.cp_shift, n.ep_a2a += m * k.ep_a2a;
+        n.cp_shift += m * k.cp_shift, n.ep_a2a += m * k.ep_a2a, n.ep_counts += m * k.ep_counts;
     }
     return n;
 }

@@ -524,7 +524,8 @@ const struct setting train_settings[] = {
      "with --experts: each expert layer's E experts over P GPUs (default\n"
      "1), E / P each, P dividing the data-parallel ranks (GPU r is expert\n"
      "rank of its data rank % P); tokens go to their experts' GPUs and\n"
-     "back by all-to-alls; needs --capacity-factor (the static shape)"},
+     "back by all-to-alls: dropless (the routing's own sizes), or with\n"
+     "--capacity-factor the static [E, cap, d] rows"},
     {"pp", NULL, "P", set_int, F(pp), 1, TRAIN_MAX_GPUS, false,
      "P stages (default 1), dividing the layers: the first also holds the\n"
      "embedding, the last the final norm and a copy of the tied\n"

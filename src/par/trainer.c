@@ -171,6 +171,19 @@ static void w_ep_alltoall(void *ctx, const float *send, float *recv, size_t n, c
     ep_alltoall(t->ep, send, recv, n, what);
 }
 
+static void w_ep_alltoallv(void *ctx, const float *send, const size_t *sendcounts, float *recv,
+                           const size_t *recvcounts, const char *what)
+{
+    struct trainer *t = ctx;
+    ep_alltoallv(t->ep, send, sendcounts, recv, recvcounts, what);
+}
+
+static void w_ep_counts(void *ctx, const int32_t *send, int32_t *recv, size_t n, const char *what)
+{
+    struct trainer *t = ctx;
+    ep_counts(t->ep, send, recv, n, what);
+}
+
 /* Context parallelism: the attention's ring steps over this GPU's group (par/cp.h), timed as
  * the blocks of K and V (or their gradients) they stand for. */
 static void w_cp_post(void *ctx, const float *send, size_t n, const char *what)
@@ -279,6 +292,8 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .cp_post = w_cp_post,
                              .cp_wait = w_cp_wait,
                              .ep_alltoall = w_ep_alltoall,
+                             .ep_alltoallv = w_ep_alltoallv,
+                             .ep_counts = w_ep_counts,
                              .ctx = t};
     t->v = layout_chunks(o);
     if (layout_pipelined(o) && /* the schedule the stages run */
@@ -603,6 +618,7 @@ static void describe(const struct trainer *t, const struct gpt_diag *d, struct t
         t->inst[i].s->sent(t->inst[i].self, &out->sent);
     for (int c = 0; c < t->v; c++)
         out->ring_scores += gpt_ring_scores(t->g[c]);
+    ep_rows(t->ep, &out->ep_rows_out, &out->ep_rows_in, &out->ep_rows_held);
     out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
     out->compute_end_s = t->d ? dev_compute_end(t->d) : 0;

@@ -74,9 +74,12 @@ struct train_step {
     /* The step whose applied update made the fp32 weights non-finite, 0 if they are finite;
      * only without a scaler, which applies non-finite gradients. */
     long weights_nonfinite_since;
-    struct strategy_sent sent;     /* bytes this GPU sent this step, by kind, and for the
-                                      agreement (loss, norm, found-inf) */
-    uint64_t ring_scores;          /* the attention scores its ring's blocks computed */
+    struct strategy_sent sent; /* bytes this GPU sent this step, by kind, and for the
+                                  agreement (loss, norm, found-inf) */
+    uint64_t ring_scores;      /* the attention scores its ring's blocks computed */
+    /* dropless expert parallelism: the token rows its dispatches sent the other GPUs of its
+     * group and received from them, the most one exchange has held (par/ep.h's ep_rows) */
+    uint64_t ep_rows_out, ep_rows_in, ep_rows_held;
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
     double compute_s;              /* simulated compute time of the step */
     /* the step's waits of the compute stream, by the kind of message (sim/cluster.h's

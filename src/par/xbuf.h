@@ -23,8 +23,9 @@ struct xbuf {
     struct device *d;
     struct dp_mem mem;
     enum fp_format fmt;
+    enum gpt_mem kind; /* communication, or reserved: one block (xbuf_reserve) */
     void *send, *recv;
-    size_t bytes;  /* each buffer's */
+    size_t bytes;  /* each buffer's; reserved, the block's */
     uint64_t sent; /* by the exchanges since the step began */
     struct error err;
 };
@@ -34,6 +35,14 @@ struct xbuf {
 int xbuf_init(struct xbuf *x, struct device *d, const struct dp_mem *mem, enum fp_format fmt,
               size_t elems, const char *send_name, const char *recv_name, const char *what,
               struct error *e);
+/* For exchanges of variable sizes (dropless expert parallelism): one block of elems values as
+ * reserved memory (GPT_MEM_ARENA), as ZeRO-3's gathered weights are, holding each exchange's
+ * send buffer then its receive buffer, back to back (xbuf_pack_v places them); their bytes are
+ * charged to communication for the exchange and released after it, so the ledger's
+ * communication is what the exchanges hold and its peak the largest, within elems. */
+int xbuf_reserve(struct xbuf *x, struct device *d, const struct dp_mem *mem, enum fp_format fmt,
+                 size_t elems, const char *send_name, const char *recv_name, const char *what,
+                 struct error *e);
 void xbuf_fini(struct xbuf *x);
 /* Bytes of n values in the format. */
 size_t xbuf_size(const struct xbuf *x, size_t n);
@@ -44,6 +53,11 @@ bool xbuf_pack(struct xbuf *x, const float *src, size_t n, const char *what);
 /* After an exchange that returned rc, begun when the device had sent `before` bytes: its bytes
  * counted, and when it succeeded the n values received unpacked into dst. */
 void xbuf_unpack(struct xbuf *x, int rc, uint64_t before, float *dst, size_t n);
+/* The same for an exchange of n values out and m in, in a reserved block: the send buffer its
+ * first n values, the receive buffer the m after them, their bytes charged to communication
+ * until xbuf_unpack_v. */
+bool xbuf_pack_v(struct xbuf *x, const float *src, size_t n, size_t m, const char *what);
+void xbuf_unpack_v(struct xbuf *x, int rc, uint64_t before, float *dst, size_t n, size_t m);
 /* Bytes the device has sent so far (an exchange's `before`). */
 uint64_t xbuf_device_sent(const struct xbuf *x);
 

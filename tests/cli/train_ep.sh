@@ -4,7 +4,9 @@
 # all-to-alls, the experts' gradients reduce over the GPUs holding the same experts and the
 # rest over every data rank (ZeRO-1 shards each over its group):
 # the same training as one GPU holding every expert, the all-to-alls' bytes and the experts'
-# memory per GPU as derived, layouts refused with their reason.
+# memory per GPU as derived, layouts refused with their reason. With a capacity factor the
+# all-to-alls send the static [E, cap, d] rows; without one (the default) they are dropless:
+# the counts first, then the routing's own rows (its section below).
 . "$srcdir/tests/lib.sh"
 
 slow=$quick
@@ -132,7 +134,6 @@ assert g['comm_bytes_per_step']['expert_parallel'] == m['communication']['expert
 assert g['comm_bytes_per_step']['data_parallel'] == m['communication']['data_parallel']['bytes']
 assert m['layout']['ep'] == 2
 " py "memory --ep 2 gives train's ledger and bytes"
-refused "memory: ep without a capacity" "capacity factor" memory --model tiny-moe --gpus 4 --ep 2
 refused "memory: ep not dividing dp" "dp must be a multiple of it (not 6)" memory --model tiny-moe --capacity-factor 1 --gpus 6 --ep 4
 refused "memory: a capacity factor on a dense model" "--capacity-factor" memory --model tiny --capacity-factor 1
 
@@ -161,8 +162,102 @@ check_json "[g['coord']['ep'] for g in d['summary']['per_gpu']] == [0, 1, 0, 1]"
 refused "ep without experts" "--experts" train --ep 2
 refused "ep not dividing the experts" "divide the 8 experts" train $moe --ep 3 --dp 3 --batch 18
 refused "ep not dividing the data ranks" "data-parallel ranks" train $moe --dp 2 --ep 4
-refused "ep without a capacity" "--capacity-factor" train --model tiny-moe --ep 2
 refused "ep with ZeRO-2" "--zero 0 or 1" train $moe --ep 2 --zero 2
+
+# --- Dropless (no --capacity-factor, the default): each GPU sends each GPU of its expert group
+# its token counts for that GPU's experts, then exactly those rows, no drop, no padding
+# (model/gpt.h). Losses within 1e-5 of one GPU holding every expert (also dropless: no capacity)
+# over 30 steps, fp32, no load-balancing loss (as above: with it, P GPUs train as P data-parallel
+# GPUs, each its own f_i P_i).
+dsteps=30
+dlayouts="--ep=2 --ep=4 --dp=4:--ep=2 --ep=2:--checkpoint=full --dp=4:--ep=2:--zero=1"
+$slow && dsteps=4 && dlayouts="--ep=2 --dp=4:--ep=2"
+$tsan && dlayouts="--dp=4:--ep=2"
+run train --model tiny-moe --aux-loss-coef 0 --steps $dsteps --clip 1 --json
+check_status 0 "dropless: one GPU, every expert, no capacity: the reference"
+save dref
+for l in $dlayouts; do
+    args=$(printf '%s' "$l" | tr ':' ' ')
+    run train --model tiny-moe --aux-loss-coef 0 --steps $dsteps --clip 1 $args --json
+    check_status 0 "dropless train $args"
+    check_jsonl "all(s['dropped'] == 0 for s in d[:-1])" "dropless $args drops no token"
+    check_losses dref $dsteps 1e-5 "dropless $args"
+done
+run train --model tiny-moe --gpus 2 --ep 2 --steps 2
+check_status 0 "train --model tiny-moe --gpus 2 --ep 2 runs with no other option"
+check_contains "$out" "expert parallel: dropless" "... and says it ran dropless"
+check_contains "$out" "the predicted comm is the buffers' bound" "... and what its predicted figures are"
+
+# Bytes: what the step's own routing implies. Each GPU reports the rows its dispatches sent
+# the other GPUs of its group and received from them (expert_rows_per_step; a recomputed
+# forward dispatches again, f forward passes a layer); the combine sends back what came, and
+# the backward pass sends the outputs' gradients the dispatch's way and the inputs' gradients
+# the combine's, once: (sent + received) (1 + 1/f) d p bytes, plus the counts, (P - 1) E/P
+# 4-byte words per expert layer and forward pass. Every row sent is received. The buffers:
+# one block for an exchange's rows out and in, charged to communication while it runs, so the
+# ledger's communication peak (DDP has no other buffer) is the largest exchange the GPU
+# reported, within the calculator's bound (k n + P n min(k, E/P)) d p, which is also its
+# prediction; train's prediction of the bytes is uniform routing's, the worst case beside.
+dcases="2:2:fp32 4:4:fp32 4:2:bf16 2:2:fp32:--checkpoint=full 8:4:fp16:--zero=1 4:2:fp32:--top-k=1"
+$slow && dcases="4:2:bf16 2:2:fp32:--checkpoint=full"
+for c in $dcases; do
+    D=${c%%:*} rest=${c#*:} P=${rest%%:*} rest=${rest#*:} prec=${rest%%:*} extra=""
+    [ "$rest" != "$prec" ] && extra=$(printf '%s' "${rest#*:}" | tr ':' ' ')
+    run train --model tiny-moe --dp $D --ep $P --precision $prec $extra --steps 2 --json --summary
+    check_status 0 "dropless dp $D ep $P $prec $extra"
+    save dbytes
+    PYCODE="
+s = load('dbytes')[-1]['summary']
+D, P, E, d, L = $D, $P, 8, 64, 4
+k = s['moe']['top_k']
+p = {'fp32': 4, 'bf16': 2, 'fp16': 2}['$prec']
+f = 2 if 'full' in '$extra' else 1
+n = 16 // D * 64
+pred = s['predicted']['per_gpu']
+out = sum(g['expert_rows_per_step']['sent'] for g in s['per_gpu'])
+assert out == sum(g['expert_rows_per_step']['received'] for g in s['per_gpu']), 'rows sent = rows received'
+bound = (k * n + P * n * min(k, E // P)) * d * p
+assert pred['communication'] == bound, (pred['communication'], bound)
+for g in s['per_gpu']:
+    r = g['expert_rows_per_step']
+    want = (r['sent'] + r['received']) * (f + 1) // f * d * p + f * L * (P - 1) * (E // P) * 4
+    assert (r['sent'] + r['received']) % f == 0, r
+    assert g['comm_bytes_per_step']['expert_parallel'] == want, (g['gpu'], g['comm_bytes_per_step'], want)
+    assert g['peak']['communication'] == g['expert_rows_held_peak'] * d * p, (g['gpu'], g['peak'], g['expert_rows_held_peak'])
+    assert k * n < g['expert_rows_held_peak'] <= k * n + P * n * min(k, E // P), g['expert_rows_held_peak']
+    for key in ('weights', 'gradients', 'master_weights', 'optimizer', 'activations'):
+        assert g['peak'][key] == pred[key], (g['gpu'], key, g['peak'][key], pred[key])
+" py "dropless dp $D ep $P $prec $extra: bytes = (sent + received) x d x p + the counts, the buffers' peak its largest exchange, within the bound"
+done
+
+# The calculator: memory --ep without a capacity factor is dropless. Its per-GPU figures are
+# train's ledger (communication: the bound), its expert bytes uniform routing's, with the worst
+# case: 4 layers x 4 passes x (P-1)/P k n d p + the counts, and (n min(k, E - E/P) + (P-1) n
+# min(k, E/P)) d p x 2 passes a layer (n = 4 x 64 tokens, k 2, E 8, d 64, fp32).
+run train --model tiny-moe --dp 4 --ep 2 --steps 1 --json --summary
+save dl_train
+run memory --model tiny-moe --gpus 4 --ep 2 --micro-batch 4 --precision fp32 --attention eager --json
+check_status 0 "memory --ep 2 without a capacity factor: dropless"
+out=$(printf '%s' "$out" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))')
+save dl_memory
+PYCODE="
+t, m = load('dl_train')[-1]['summary'], load('dl_memory')[-1]
+g, p, x = t['per_gpu'][0], m['per_gpu'], m['communication']['expert_parallel']
+for k in ('weights', 'gradients', 'master_weights', 'optimizer', 'activations'):
+    assert g['peak'][k] == p[k], (k, g['peak'][k], p[k])
+n, k, E, P, d, b = 256, 2, 8, 2, 64, 4
+assert p['communication'] == m['expert_buffers']['worst'] == (k * n + P * n * min(k, E // P)) * d * b
+assert m['expert_buffers']['uniform'] == 2 * k * n * d * b
+assert x['bytes'] == 4 * 4 * (P - 1) * k * n * d * b // P + 4 * (P - 1) * (E // P) * 4, x
+assert x['worst_bytes'] == 4 * 2 * (n * min(k, E - E // P) + (P - 1) * n * min(k, E // P)) * d * b + 4 * (P - 1) * (E // P) * 4, x
+assert x['bytes'] == t['predicted']['per_gpu']['comm_bytes_per_step']['expert_parallel']
+assert all(q['comm_bytes_per_step']['expert_parallel'] <= x['worst_bytes'] for q in t['per_gpu'])
+assert t['predicted']['per_gpu']['expert_parallel_worst'] == x['worst_bytes']
+" py "memory --ep 2, dropless: train's ledger, the buffers' bound and uniform routing's, the bytes uniform and worst"
+run memory --model tiny-moe --gpus 4 --ep 2 --micro-batch 4
+check_contains "$out" "dropless, at worst" "memory's text gives the all-to-all buffers' worst case"
+check_contains "$out" "under uniform routing 2 k n d p" "... and uniform routing's"
+check_contains "$out" "expert parallel" "... and the bytes"
 
 # --- One definition of the routing, every GPU's, in train and the window: a step's routed and
 # dropped choices are every GPU's (they were GPU 0's: 1024 of 4096), the busiest expert over the

@@ -71,6 +71,7 @@ else
     same 2 "cp 2, ring attention" --cp 2
     same 4 "cp 2 x tp 2, bf16" --cp 2 --tp 2 --precision bf16
     same 4 "experts over 2 ranks of 4, ZeRO-1" --experts 4 --capacity-factor 2 --ep 2 --zero 1
+    same 4 "dropless experts over 2 ranks of 4" --experts 4 --ep 2
 fi
 
 numeric_done # (tests/as_cpu.sh: what follows is the same on every CPU)

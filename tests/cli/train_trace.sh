@@ -104,6 +104,23 @@ else
     not_ok "the experts' all-to-alls name their phase in the trace" "$(head -c 600 "$T_TMP/ep.json")"
 fi
 
+# Dropless expert parallelism (no capacity factor): the counts' all-to-alls and the exchanges'
+# buffers charged and released fit the trace sized for the run, every send is in it, and the
+# counts' sends name their phase. One step: its bytes follow the routing, which changes from
+# step to step (the check multiplies the last step's by the steps).
+run train --steps 1 --batch 8 --json --model tiny-moe --ep 2 --dp 4 --trace "$T_TMP/epd.json"
+check_status 0 "train --trace with dropless expert parallelism"
+printf '%s\n' "$out" >"$T_TMP/summary.json"
+if why=$(every_send_and_op "$T_TMP/epd.json" "$T_TMP/summary.json" 2>&1) &&
+    python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if 'expert counts' in {e['args']['phase'] for e in d['traceEvents'] if e.get('cat') == 'comm' and e.get('ph') == 'X'} else 1)" "$T_TMP/epd.json"; then
+    ok "dropless: every send of the run in the trace, the counts' named"
+else
+    not_ok "dropless: every send of the run in the trace, the counts' named" "$why"
+fi
+
 # The check can fail: a trace with one send left out does not add up.
 python3 - "$T_TMP/trace.json" <<'EOF'
 import json, sys

@@ -196,6 +196,83 @@ START_TEST(alltoall_counts_and_refusals)
 }
 END_TEST
 
+/* An all-to-all of variable sizes (MPI_Alltoallv's: struct coll's sendcounts): GPU i sends GPU
+ * j (i + 2 j) % 5 elements, empty blocks among them, valued 1000 i + 100 j + the place in the
+ * block; every GPU receives exactly each sender's block for it, in its block i, for both
+ * algorithms; each GPU's bytes sent are its blocks for the others, and N - 1 messages (an empty
+ * block too); counts that do not add up to the count are refused. */
+#define V_GPUS 4
+struct a2av {
+    enum cost_algo algo;
+    float buf[V_GPUS][64], out[V_GPUS][64];
+    int bad[V_GPUS], refused[V_GPUS];
+};
+
+static size_t v_count(int from, int to)
+{
+    return (size_t)((from + 2 * to) % 5);
+}
+
+static int a2av_body(struct device *d, void *arg, struct error *e)
+{
+    struct a2av *o = arg;
+    int r = dev_rank(d);
+    size_t sc[V_GPUS], rc[V_GPUS], n = 0, at = 0;
+    for (int j = 0; j < V_GPUS; j++) {
+        sc[j] = v_count(r, j), rc[j] = v_count(j, r);
+        for (size_t i = 0; i < sc[j]; i++)
+            o->buf[r][n++] = (float)(1000 * r + 100 * j + (int)i);
+    }
+    for (int j = 0; j < 64; j++)
+        o->out[r][j] = -1;
+    struct coll c = {.op = COST_ALLTOALL,
+                     .algo = o->algo,
+                     .buf = o->buf[r],
+                     .recv = o->out[r],
+                     .count = n,
+                     .dtype = FP_FP32,
+                     .sendcounts = sc,
+                     .recvcounts = rc};
+    int rcode = coll_run(d, &c, e);
+    if (rcode)
+        return rcode;
+    for (int j = 0; j < V_GPUS; j++)
+        for (size_t i = 0; i < rc[j]; i++, at++)
+            o->bad[r] += o->out[r][at] != (float)(1000 * j + 100 * r + (int)i);
+    o->bad[r] += o->out[r][at] != -1; /* nothing past the blocks */
+    struct error e2 = {0};
+    c.count = n + 1;
+    o->refused[r] = coll_run(d, &c, &e2) == ERR_INVAL && strstr(e2.msg, "blocks hold");
+    return 0;
+}
+
+START_TEST(alltoall_of_variable_sizes)
+{
+    enum cost_algo algos[] = {COST_PAIRWISE, COST_DIRECT};
+    for (int a = 0; a < 2; a++) {
+        struct cluster_config cfg;
+        cluster_config_init(&cfg);
+        cfg.gpus = V_GPUS;
+        struct cluster *cl = cluster_new(&cfg, NULL);
+        static struct a2av o;
+        memset(&o, 0, sizeof o);
+        o.algo = algos[a];
+        struct error e = {0};
+        ck_assert_msg(cluster_run(cl, a2av_body, &o, &e) == 0, "%s", e.msg);
+        for (int r = 0; r < V_GPUS; r++) {
+            size_t others = 0;
+            for (int j = 0; j < V_GPUS; j++)
+                others += j == r ? 0 : v_count(r, j);
+            ck_assert_int_eq(o.bad[r], 0);
+            ck_assert_int_eq(o.refused[r], 1);
+            ck_assert_uint_eq(dev_stats(cluster_device(cl, r)).bytes_sent, others * 4);
+            ck_assert_uint_eq(dev_stats(cluster_device(cl, r)).msgs_sent, V_GPUS - 1);
+        }
+        cluster_free(cl);
+    }
+}
+END_TEST
+
 /* A wrong element in any GPU's received blocks is found and named by every form of the
  * check: the whole one, a rank's own, and the shares. */
 START_TEST(verify_finds_a_wrong_block)
@@ -1142,6 +1219,7 @@ int main(void)
     ADD(alltoall_pairwise);
     ADD(alltoall_direct);
     ADD(alltoall_counts_and_refusals);
+    ADD(alltoall_of_variable_sizes);
     ADD(verify_finds_a_wrong_block);
     ADD(ring_bytes_per_gpu);
     ADD(simulated_time_matches_the_model);

@@ -396,8 +396,9 @@ END_TEST
  * matter), and the compute and charge calls. */
 struct comm_counting {
     struct counting k;
-    long tp_sum, tp_half, cp_shift, ep_a2a;
-    float *ring; /* the ring step in flight */
+    long tp_sum, tp_half, cp_shift, ep_a2a, ep_counts;
+    int ep, eprank, experts; /* dropless: the group the counts' stand-in answers for */
+    float *ring;             /* the ring step in flight */
 };
 
 static void count_tp(void *ctx, float *buf, size_t n, enum gpt_tp_op op, const char *what)
@@ -433,14 +434,41 @@ static void count_ep(void *ctx, const float *send, float *recv, size_t n, const 
     k->ep_a2a++;
 }
 
+/* Dropless expert parallelism's all-to-alls, as if every GPU of the group routed as this one:
+ * the counts this GPU sends itself come from each GPU; the rows arrive as zeros, as many as
+ * the counts say. */
+static void count_counts(void *ctx, const int32_t *send, int32_t *recv, size_t n, const char *what)
+{
+    struct comm_counting *k = ctx;
+    size_t mine = n / (size_t)k->ep;
+    ck_assert_str_eq(what, GPT_EP_COUNTS);
+    ck_assert_uint_eq(n, (size_t)k->experts);
+    for (int j = 0; j < k->ep; j++)
+        memcpy(recv + (size_t)j * mine, send + (size_t)k->eprank * mine, mine * sizeof *recv);
+    k->ep_a2a++, k->ep_counts++;
+}
+
+static void count_ep_v(void *ctx, const float *send, const size_t *sendcounts, float *recv,
+                       const size_t *recvcounts, const char *what)
+{
+    struct comm_counting *k = ctx;
+    size_t in = 0;
+    (void)send, (void)sendcounts, (void)what;
+    for (int j = 0; j < k->ep; j++)
+        in += recvcounts[j];
+    memset(recv, 0, in * sizeof *recv);
+    k->ep_a2a++;
+}
+
 /* What a strategy's count rests on (par/strategy.h): the calls a part's step makes to the seam,
  * tensor parallelism's sums and halves, the ring's steps and the experts' all-to-alls, known
  * from the shape before the run, for parts of every kind and each policy. */
 START_TEST(strategy_calls_are_known_before_the_run)
 {
-    struct gpt_config dense, moe;
+    struct gpt_config dense, moe, dropless;
     ck_assert_int_eq(train_shape("tiny", &dense, NULL), 0);
     ck_assert_int_eq(train_shape("tiny-moe", &moe, NULL), 0);
+    dropless = moe; /* no capacity factor: dropless, its counts sent first */
     moe.moe.capacity_factor = 2;
     const struct {
         const struct gpt_config *c;
@@ -454,6 +482,8 @@ START_TEST(strategy_calls_are_known_before_the_run)
          {.count = 4, .embed = true, .head = true, .slots = 1, .tp = 2, .sp = true, .cp = 2}},
         {&dense, {.count = 4, .embed = true, .head = true, .slots = 1, .flash = true}},
         {&moe, {.count = 4, .embed = true, .head = true, .slots = 1, .ep = 2, .eprank = 1}},
+        {&dropless, {.count = 4, .embed = true, .head = true, .slots = 1, .ep = 2, .eprank = 1}},
+        {&dropless, {.count = 4, .embed = true, .head = true, .slots = 1, .ep = 4, .eprank = 2}},
     };
     const char *pols[] = {"none", "full", "every:2", "selective"};
     int B = 2;
@@ -465,7 +495,10 @@ START_TEST(strategy_calls_are_known_before_the_run)
             ck_assert_int_eq(ckpt_parse(pols[k], &pol, NULL), 0);
             if ((parts[i].p.cp > 1 || parts[i].p.flash) && pol.kind == CKPT_SELECTIVE)
                 continue; /* refused: ring attention keeps no probabilities */
-            struct comm_counting n = {.ring = ring};
+            struct comm_counting n = {.ep = parts[i].p.ep,
+                                      .eprank = parts[i].p.eprank,
+                                      .experts = parts[i].c->moe.experts,
+                                      .ring = ring};
             struct gpt_alloc seam = {.alloc = count_alloc,
                                      .free = count_free,
                                      .charge = count_charge,
@@ -474,6 +507,8 @@ START_TEST(strategy_calls_are_known_before_the_run)
                                      .cp_post = count_cp_post,
                                      .cp_wait = count_cp_wait,
                                      .ep_alltoall = count_ep,
+                                     .ep_alltoallv = count_ep_v,
+                                     .ep_counts = count_counts,
                                      .ctx = &n};
             struct gpt *g = NULL;
             ck_assert_int_eq(
@@ -485,7 +520,8 @@ START_TEST(strategy_calls_are_known_before_the_run)
             struct gpt_calls want = gpt_step_calls(parts[i].c, &pol, &parts[i].p);
             ck_assert_msg(n.k.charges == want.charge && n.k.computes == want.compute &&
                               n.tp_sum == want.tp_sum && n.tp_half == want.tp_half &&
-                              n.cp_shift == want.cp_shift && n.ep_a2a == want.ep_a2a,
+                              n.cp_shift == want.cp_shift && n.ep_a2a == want.ep_a2a &&
+                              n.ep_counts == want.ep_counts,
                           "part %zu, %s: %ld charges, %ld computes, tp %ld + %ld halves, %ld ring "
                           "steps, %ld all-to-alls; predicted %ld, %ld, %ld + %ld, %ld, %ld",
                           i, pols[k], n.k.charges, n.k.computes, n.tp_sum, n.tp_half, n.cp_shift,
