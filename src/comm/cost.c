@@ -1,5 +1,7 @@
 /* The alpha-beta time of each collective and algorithm, and the choice among them
- * (comm/cost.h): pure functions, no threads. */
+ * (comm/cost.h): pure functions, no threads. Under ThreadSanitizer this file is not instrumented
+ * (Makefile.am's libpure): each entry point names what it reads and writes of its caller's
+ * memory instead (base/race.h). */
 #include "config.h"
 #include "comm/cost.h"
 
@@ -8,6 +10,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/race.h"
 #include "comm/tree.h"
 #include "sim/port.h"
 
@@ -28,6 +31,7 @@ const char *cost_algo_name(enum cost_algo algo)
 
 int cost_parse_op(const char *s, enum cost_op *out, struct error *e)
 {
+    RACE_WRITE(out, sizeof *out);
     for (int i = 0; i < COST_OP_COUNT; i++)
         if (!strcmp(s, op_names[i])) {
             *out = (enum cost_op)i;
@@ -41,6 +45,7 @@ int cost_parse_op(const char *s, enum cost_op *out, struct error *e)
 
 int cost_parse_algo(const char *s, enum cost_algo *out, struct error *e)
 {
+    RACE_WRITE(out, sizeof *out);
     if (!strcmp(s, "auto")) {
         *out = COST_AUTO;
         return 0;
@@ -109,6 +114,9 @@ bool cost_supported(enum cost_op op, enum cost_algo algo, int n, struct error *e
 
 void cost_link(const struct cost_net *net, double *alpha, double *beta)
 {
+    RACE_READ(net, sizeof *net);
+    RACE_WRITE(alpha, sizeof *alpha);
+    RACE_WRITE(beta, sizeof *beta);
     bool one_node = net->gpus <= net->gpus_per_node;
     *alpha = one_node ? net->alpha_intra : net->alpha_inter;
     *beta = one_node ? net->beta_intra : net->beta_inter;
@@ -116,6 +124,7 @@ void cost_link(const struct cost_net *net, double *alpha, double *beta)
 
 double cost_p2p(const struct cost_net *net, int from, int to, double bytes)
 {
+    RACE_READ(net, sizeof *net);
     int g = net->gpus_per_node > 0 ? net->gpus_per_node : 1;
     bool same = from / g == to / g;
     return same ? net->alpha_intra + bytes / net->beta_intra
@@ -551,6 +560,8 @@ static double pace(enum cost_op op, enum cost_algo algo, const struct cost_net *
 int cost_pipe_formula(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
                       double bytes, struct cost_pipe *out)
 {
+    RACE_READ(net, sizeof *net);
+    RACE_WRITE(out, sizeof *out);
     memset(out, 0, sizeof *out);
     if (!pipelined(op, algo) || net->gpus < 2 || !(bytes >= 0))
         return ERR_INVAL;
@@ -586,6 +597,7 @@ int cost_pipe_formula(enum cost_op op, enum cost_algo algo, const struct cost_ne
 double cost_schedule_time(enum cost_op op, enum cost_algo algo, const struct cost_net *net,
                           double bytes, int chunks)
 {
+    RACE_READ(net, sizeof *net);
     bool replayed = algo == COST_RHD || op == COST_ALLTOALL || pipelined(op, algo);
     if (!replayed || !cost_supported(op, algo, net->gpus, NULL) || chunks < 1 || net->gpus < 1)
         return NAN;
@@ -594,6 +606,7 @@ double cost_schedule_time(enum cost_op op, enum cost_algo algo, const struct cos
 
 double cost_pipe_time(const struct cost_pipe *f, int chunks)
 {
+    RACE_READ(f, sizeof *f);
     double P = chunks;
     return f->fill_lat + f->fill_bw / P +
            (P - 1) * fmax(f->lat_pace_lat + f->lat_pace_bw / P, f->bw_pace_lat + f->bw_pace_bw / P);
@@ -601,6 +614,7 @@ double cost_pipe_time(const struct cost_pipe *f, int chunks)
 
 int cost_chunks(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes)
 {
+    RACE_READ(net, sizeof *net);
     /* the start: the least of the schedule's latencies (no bytes), a P + b, plus its bytes
      * (α = 0), c + d / P, at P* = sqrt(d / a): a bound of the schedule for the trees whose
      * cycles are more than two (cost_pipe_formula's are exact for two), and as good a start */
@@ -719,6 +733,8 @@ static int closed_form(enum cost_op op, enum cost_algo algo, const struct cost_n
 int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net *net, double bytes,
                     struct cost_result *out, struct error *e)
 {
+    RACE_READ(net, sizeof *net);
+    RACE_WRITE(out, sizeof *out);
     memset(out, 0, sizeof *out);
     int n = net->gpus;
     if (n < 1 || net->gpus_per_node < 1)
@@ -758,6 +774,7 @@ int cost_collective(enum cost_op op, enum cost_algo algo, const struct cost_net 
 
 enum cost_algo cost_best_algo(enum cost_op op, const struct cost_net *net, double bytes)
 {
+    RACE_READ(net, sizeof *net);
     enum cost_algo best = COST_RING;
     double best_t = INFINITY;
     for (int i = 0; i < COST_ALGO_COUNT; i++) {
@@ -783,6 +800,7 @@ static double diff(enum cost_op op, enum cost_algo a, enum cost_algo b, const st
 double cost_crossover(enum cost_op op, enum cost_algo a, enum cost_algo b,
                       const struct cost_net *net, double lo, double hi)
 {
+    RACE_READ(net, sizeof *net);
     if (!(lo > 0 && hi > lo))
         return -1;
     double step = pow(2, 1.0 / 32), x0 = lo, d0 = diff(op, a, b, net, lo);
