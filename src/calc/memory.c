@@ -96,7 +96,8 @@ int memory_in_flight(enum calc_schedule sched, int stage, int pp, int m)
         return 1;
     if (sched == SCHED_GPIPE)
         return m;
-    return pp - stage < m ? pp - stage : m;
+    int most = sched == SCHED_ZBH2 ? 2 * (pp - stage) - 1 : pp - stage; /* calc/sched.h */
+    return most < m ? most : m;
 }
 
 /* The activations' view of a layout: one micro-batch on one GPU. */

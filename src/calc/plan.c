@@ -119,12 +119,15 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     double path = l->compute_s + t->tp.exposed + t->cp.exposed + t->ep.exposed;
     l->bubble_s = sched_bubble_time(&sc, path);
     if (sched_splits(mc->schedule) && mc->micro_batches >= mc->pp) {
-        /* zb-h1 with F, B and W as a layer computes them: W the matmuls' weight gradients (the
-         * forward's linear FLOPs), B the rest of the backward, the attention core's twice and
-         * the recomputation */
+        /* zb-h1 and zb-h2 with F, B and W as a layer computes them: W the matmuls' weight
+         * gradients (the forward's linear FLOPs), B the rest of the backward, the attention
+         * core's twice and the recomputation; zb-h2's step also waits for its parallelogram's
+         * p - 1 forwards at the ends (calc/sched.h: the optimizer step is synchronized) */
         double core = 4.0 * mc->micro_batch * mc->seq * mc->seq * m->d_model, w = layer_fwd - core;
-        double b = 2 * layer_fwd - w + recompute_mb / m->layers;
-        l->bubble_s = path * sched_zb_over_ideal(mc->pp, mc->micro_batches, layer_fwd, b, w);
+        double b = 2 * layer_fwd - w + recompute_mb / m->layers, f = layer_fwd;
+        int p = mc->pp, mb = mc->micro_batches;
+        double ends = mc->schedule == SCHED_ZBH2 ? (p - 1.0) * f / (mb * (f + b + w)) : 0;
+        l->bubble_s = path * (sched_formula_times(mc->schedule, p, mb, 1, f, b, w) + ends);
     }
     sched_free(&sc);
     /* the pipeline's slowest stage, and the naive split's busiest GPU of the ring */

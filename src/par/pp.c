@@ -281,10 +281,11 @@ static int check(const struct train_opts *o, struct error *e)
     if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
         return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
                          SCHED_MAX_MICRO);
-    if (o->schedule == SCHED_ZBH1 && o->pp < 2)
+    if (sched_splits(o->schedule) && o->pp < 2)
         return error_set(e, ERR_INVAL,
-                         "--schedule zb-h1 needs --pp 2 or more: its W fill the bubble between "
-                         "stages");
+                         "--schedule %s needs --pp 2 or more: its W fill the bubble between "
+                         "stages",
+                         sched_name(o->schedule));
     if (o->schedule != SCHED_INTERLEAVED)
         return 0;
     /* one stage has no other stage to interleave its chunks with (and, with one micro-batch,

@@ -362,6 +362,62 @@ START_TEST(zbh1_is_the_papers)
 }
 END_TEST
 
+/* ZB-H2 (calc/sched.h): with F = B = W = 1 slot the paper's (p - 1)(F + B - 2W) is nothing,
+ * and each stage computes without a gap from its first operation to its last once m >= 2p - 1
+ * (the warm-up's 2(p - s) - 1 forwards need that many micro-batches); the step still holds the
+ * parallelogram's p - 1 slots at its ends, ZB-H1's whole bubble, and no more. It holds 2(p - s)
+ * - 1 micro-batches between F and B and at most 2p between F and W; every stage runs each kind
+ * in micro-batch order, each W after its B. Exact: the timeline is in whole slots. */
+START_TEST(zbh2_is_the_papers)
+{
+    for (int p = 2; p <= 8; p++)
+        for (int m = 1; m <= 4 * p; m++) {
+            struct sched h2, h1;
+            ck_assert_int_eq(sched_build(SCHED_ZBH2, p, m, 1, &h2, NULL), 0);
+            ck_assert_int_eq(sched_build(SCHED_ZBH1, p, m, 1, &h1, NULL), 0);
+            if (m >= 2 * p - 1) {
+                ck_assert_int_eq(h2.span_idle, 0);
+                ck_assert_int_eq(h2.makespan, 3 * m + p - 1);
+                ck_assert_double_eq(sched_formula_over_ideal(SCHED_ZBH2, p, m, 1), 0);
+            }
+            if (m >= p) { /* the step: ZB-H1's makespan, its bubble the parallelogram's ends */
+                ck_assert_int_eq(h2.makespan, h1.makespan);
+                ck_assert_int_eq(h1.span_idle, h1.makespan - 3 * m);
+            }
+            for (int s = 0; s < p; s++) {
+                int most = 2 * (p - s) - 1 < m ? 2 * (p - s) - 1 : m, held = 0, peak = 0;
+                ck_assert_int_eq(h2.count[s], 3 * m);
+                ck_assert_int_eq(h2.peak_chunks[s], most);
+                ck_assert_int_le(sched_wslots(&h2, s, 0), 2 * p);
+                int next[SCHED_OP_KINDS] = {0};
+                for (int i = 0; i < h2.count[s]; i++) {
+                    const struct sched_op *op = &h2.ops[s][i];
+                    ck_assert_int_eq(op->micro, next[op->kind]++);
+                    if (op->kind == SCHED_OP_W)
+                        ck_assert_int_gt(next[SCHED_OP_B], op->micro);
+                    held += op->kind == SCHED_OP_F ? 1 : op->kind == SCHED_OP_W ? -1 : 0;
+                    peak = held > peak ? held : peak;
+                }
+                ck_assert_int_le(peak, 2 * p); /* the paper's 2p M_B */
+            }
+            sched_free(&h2);
+            sched_free(&h1);
+        }
+    /* the paper's three formulas in F, B and W: with B = W = F, 3:1:0 of (p - 1) F */
+    ck_assert_double_eq_tol(sched_formula_times(SCHED_1F1B, 4, 8, 1, 1, 1, 1), 9.0 / 24, 1e-15);
+    ck_assert_double_eq_tol(sched_formula_times(SCHED_ZBH1, 4, 8, 1, 1, 1, 1), 3.0 / 24, 1e-15);
+    ck_assert_double_eq(sched_formula_times(SCHED_ZBH2, 4, 8, 1, 1, 1, 1), 0);
+    /* 2W short of F + B: (p - 1)(F + B - 2W) */
+    ck_assert_double_eq_tol(sched_formula_times(SCHED_ZBH2, 4, 8, 1, 1, 1.5, 0.5), 3 * 1.5 / 24,
+                            1e-15);
+    enum calc_schedule k;
+    ck_assert_int_eq(sched_parse("zb-h2", &k, NULL), 0);
+    ck_assert_int_eq(k, SCHED_ZBH2);
+    ck_assert_str_eq(sched_name(k), "zb-h2");
+    ck_assert(sched_splits(k));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("zb");
@@ -372,6 +428,7 @@ int main(void)
     tcase_add_test(tc, split_peak_is_the_calculators);
     tcase_add_test(tc, split_with_experts_is_refused);
     tcase_add_test(tc, zbh1_is_the_papers);
+    tcase_add_test(tc, zbh2_is_the_papers);
     suite_add_tcase(s, tc);
     return harness_run_threadless(s);
 }
