@@ -121,13 +121,14 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     if (sched_splits(mc->schedule) && mc->micro_batches >= mc->pp) {
         /* zb-h1 and zb-h2 with F, B and W as a layer computes them: W the matmuls' weight
          * gradients (the forward's linear FLOPs), B the rest of the backward, the attention
-         * core's twice and the recomputation; zb-h2's step also waits for its parallelogram's
-         * p - 1 forwards at the ends (calc/sched.h: the optimizer step is synchronized) */
+         * core's twice and the recomputation; zb-h2's step waits for the later of its stage 0's
+         * idle time and its last stage's p - 1 forwards late start, the parallelogram's ends
+         * (calc/sched.h: the optimizer step is synchronized) */
         double core = 4.0 * mc->micro_batch * mc->seq * mc->seq * m->d_model, w = layer_fwd - core;
         double b = 2 * layer_fwd - w + recompute_mb / m->layers, f = layer_fwd;
         int p = mc->pp, mb = mc->micro_batches;
         double ends = mc->schedule == SCHED_ZBH2 ? (p - 1.0) * f / (mb * (f + b + w)) : 0;
-        l->bubble_s = path * (sched_formula_times(mc->schedule, p, mb, 1, f, b, w) + ends);
+        l->bubble_s = path * fmax(sched_formula_times(mc->schedule, p, mb, 1, f, b, w), ends);
     }
     sched_free(&sc);
     /* the pipeline's slowest stage, and the naive split's busiest GPU of the ring */
