@@ -59,6 +59,7 @@ static void one_f_one_b(struct framework_run *r, const char *why)
          c->schedule == SCHED_GPIPE  ? "GPipe"
          : c->schedule == SCHED_ZBH1 ? "ZB-H1"
          : c->schedule == SCHED_ZBH2 ? "ZB-H2"
+         : c->schedule == SCHED_ZBV  ? "ZB-V"
                                      : "interleaved",
          why);
     c->schedule = SCHED_1F1B;

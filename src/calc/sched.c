@@ -20,27 +20,46 @@ int sched_parse(const char *s, enum calc_schedule *out, struct error *e)
         *out = SCHED_ZBH1;
     else if (s && !strcmp(s, "zb-h2"))
         *out = SCHED_ZBH2;
+    else if (s && !strcmp(s, "zbv"))
+        *out = SCHED_ZBV;
     else
         return error_set(e, ERR_INVAL,
-                         "'%s' is not a pipeline schedule (use gpipe, 1f1b, interleaved, zb-h1 or "
-                         "zb-h2)",
+                         "'%s' is not a pipeline schedule (use gpipe, 1f1b, interleaved, zb-h1, "
+                         "zb-h2 or zbv)",
                          s ? s : "");
     return 0;
 }
 
 const char *sched_name(enum calc_schedule k)
 {
-    static const char *const names[] = {[SCHED_GPIPE] = "gpipe",
-                                        [SCHED_1F1B] = "1f1b",
-                                        [SCHED_INTERLEAVED] = "interleaved",
-                                        [SCHED_ZBH1] = "zb-h1",
-                                        [SCHED_ZBH2] = "zb-h2"};
+    static const char *const names[] = {
+        [SCHED_GPIPE] = "gpipe", [SCHED_1F1B] = "1f1b",  [SCHED_INTERLEAVED] = "interleaved",
+        [SCHED_ZBH1] = "zb-h1",  [SCHED_ZBH2] = "zb-h2", [SCHED_ZBV] = "zbv"};
     return (int)k < SCHED_KINDS ? names[k] : "interleaved";
 }
 
 bool sched_splits(enum calc_schedule k)
 {
-    return k == SCHED_ZBH1 || k == SCHED_ZBH2;
+    return k == SCHED_ZBH1 || k == SCHED_ZBH2 || k == SCHED_ZBV;
+}
+
+int sched_vstage(enum calc_schedule k, int p, int stage, int chunk)
+{
+    if (k == SCHED_ZBV)
+        return chunk ? 2 * p - 1 - stage : stage;
+    return chunk * p + stage;
+}
+
+int sched_stage_of(enum calc_schedule k, int p, int vs)
+{
+    if (k == SCHED_ZBV)
+        return vs < p ? vs : 2 * p - 1 - vs;
+    return vs % p;
+}
+
+int sched_chunks(enum calc_schedule k, int chunks)
+{
+    return k == SCHED_ZBV ? 2 : k == SCHED_INTERLEAVED && chunks > 1 ? chunks : 1;
 }
 
 int sched_op_slots(enum calc_schedule k, enum sched_op_kind kind)
@@ -107,7 +126,7 @@ double sched_bubble_over_wall(int p, int m, int v)
  * 1F1B, one W in zb-h1, two in zb-h2, never below nothing). */
 double sched_formula_times(enum calc_schedule k, int p, int m, int v, double f, double b, double w)
 {
-    int ws = k == SCHED_ZBH1 ? -1 : k == SCHED_ZBH2 ? -2 : 1;
+    int ws = k == SCHED_ZBH1 ? -1 : k == SCHED_ZBH2 || k == SCHED_ZBV ? -2 : 1;
     double idle = f + b + ws * w;
     if (idle < 0)
         idle = 0;
@@ -140,7 +159,12 @@ int sched_check(enum calc_schedule k, int p, int m, int v, struct error *e)
         return error_set(e, ERR_INVAL, "stages %d: allowed 1 to %d", p, SCHED_MAX_STAGES);
     if (m < 1 || m > SCHED_MAX_MICRO)
         return error_set(e, ERR_INVAL, "micro-batches %d: allowed 1 to %d", m, SCHED_MAX_MICRO);
-    if (k != SCHED_INTERLEAVED && v != 1)
+    if (k == SCHED_ZBV && (v != 2 || p < 2))
+        return error_set(e, ERR_INVAL,
+                         "zbv runs 2 chunks a stage in a V over 2 or more stages (chunks %d, "
+                         "stages %d)",
+                         v, p);
+    if (k != SCHED_INTERLEAVED && k != SCHED_ZBV && v != 1)
         return error_set(e, ERR_INVAL,
                          "chunks %d: only the interleaved schedule has chunks "
                          "(use the interleaved schedule, or 1 chunk)",
@@ -268,6 +292,54 @@ static int zbh2_orders(int p, int m, struct sched_op **ops, int *count)
     return 0;
 }
 
+/* zbv's order for stage s (calc/sched.h), laid out for max(m, 2p - 1) micro-batches and the
+ * ones beyond m dropped. */
+static int zbv_order(int p, int m, int s, struct sched_op *ops)
+{
+    int n = 0, mm = m > 2 * p - 1 ? m : 2 * p - 1;
+    int f[2] = {0}, b[2] = {0}, w[2] = {0}; /* the next micro-batch of each kind, per chunk */
+#define PUT(kind, c, cnt)                                                                          \
+    do {                                                                                           \
+        int k_ = (cnt)[c]++;                                                                       \
+        if (k_ < m)                                                                                \
+            ops[n++] = (struct sched_op){(kind), k_, (c), 0, 0};                                   \
+    } while (0)
+    for (int i = 0; i < 2 * (p - s) - 1; i++)
+        PUT(SCHED_OP_F, 0, f);
+    for (int i = 0; i < s; i++) {
+        PUT(SCHED_OP_F, 1, f);
+        PUT(SCHED_OP_F, 0, f);
+    }
+    for (int i = 0; i < p - s; i++) {
+        PUT(SCHED_OP_F, 1, f);
+        PUT(SCHED_OP_B, 1, b);
+        PUT(SCHED_OP_W, 1, w);
+    }
+    while (f[1] < f[0] || f[0] < mm) {
+        if (f[0] < mm)
+            PUT(SCHED_OP_F, 0, f);
+        PUT(SCHED_OP_B, 0, b);
+        PUT(SCHED_OP_W, 0, w);
+        PUT(SCHED_OP_F, 1, f);
+        PUT(SCHED_OP_B, 1, b);
+        PUT(SCHED_OP_W, 1, w);
+    }
+    for (int i = 0; i < s; i++) {
+        PUT(SCHED_OP_B, 0, b);
+        PUT(SCHED_OP_B, 1, b);
+    }
+    for (int i = 0; i < p - s; i++) {
+        PUT(SCHED_OP_B, 0, b);
+        PUT(SCHED_OP_W, 0, w);
+    }
+    while (w[1] < b[1])
+        PUT(SCHED_OP_W, 1, w);
+    while (w[0] < b[0])
+        PUT(SCHED_OP_W, 0, w);
+#undef PUT
+    return n;
+}
+
 void sched_free(struct sched *s)
 {
     if (s->ops)
@@ -332,7 +404,9 @@ int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, st
         out->ops[s] = malloc(sizeof **out->ops * (size_t)per);
         if (!out->ops[s])
             goto nomem;
-        if (k != SCHED_ZBH2)
+        if (k == SCHED_ZBV)
+            out->count[s] = zbv_order(p, m, s, out->ops[s]);
+        else if (k != SCHED_ZBH2)
             out->count[s] = order(k, p, m, v, s, out->ops[s]);
     }
     if (k == SCHED_ZBH2 && zbh2_orders(p, m, out->ops, out->count) < 0)
@@ -348,7 +422,7 @@ int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, st
         for (int s = 0; s < p; s++) {
             while (next[s] < out->count[s]) {
                 struct sched_op *op = &out->ops[s][next[s]];
-                int vs = op->chunk * p + s, ready = 0;
+                int vs = sched_vstage(k, p, s, op->chunk), ready = 0;
                 if (op->kind == SCHED_OP_F) {
                     if (vs > 0 && (ready = FIN(SCHED_OP_F, op->micro, vs - 1)) < 0)
                         break;

@@ -29,6 +29,18 @@
  *                is found as the paper's heuristic finds one (§3.2), slot by slot: a B as soon
  *                as its gradient is in, else a forward while the stage holds fewer than 2p,
  *                else the oldest W.
+ *   zbv          ZB-V (Qi et al. 2024, §6; torch.distributed.pipelining's ScheduleZBVZeroBubble):
+ *                B and W apart and two chunks a stage in a V, stage s holding virtual stages
+ *                s and 2p - 1 - s, so the first and the last virtual stage (the embedding and
+ *                the head) are both stage 0's. Stage s runs 2(p - s) - 1 forwards of chunk 0,
+ *                then s pairs (chunk 1's forward, chunk 0's), then p - s times chunk 1's F, B
+ *                and W; the steady state F, B, W of chunk 0 then of chunk 1 while forwards are
+ *                left; the cool-down s pairs of B (chunk 0's, chunk 1's), p - s of chunk 0's B
+ *                and W, then the W left, chunk 1's first. The order is laid out as if m were at
+ *                least 2p - 1 and the micro-batches beyond m dropped. Each stage holds 2p
+ *                chunks between F and B (1F1B's p micro-batches of stage 0, at half the
+ *                layers: 1F1B's memory), and with F = B = W computes without a gap from its
+ *                first operation to its last once m >= 2p - 1.
  *
  * Time: a chunk's forward takes TF = 1 slot and its backward TB = 2 slots (the backward pass
  * costs about twice the forward: 4 of the 6 FLOPs per parameter and token); with v chunks a
@@ -57,8 +69,15 @@
 
 struct error;
 
-enum calc_schedule { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZBH1, SCHED_ZBH2 };
-enum { SCHED_KINDS = SCHED_ZBH2 + 1 };
+enum calc_schedule {
+    SCHED_GPIPE,
+    SCHED_1F1B,
+    SCHED_INTERLEAVED,
+    SCHED_ZBH1,
+    SCHED_ZBH2,
+    SCHED_ZBV
+};
+enum { SCHED_KINDS = SCHED_ZBV + 1 };
 
 enum { SCHED_TF = 1, SCHED_TB = 2, SCHED_TW = 1 };
 enum { SCHED_MAX_STAGES = 64, SCHED_MAX_MICRO = 1024, SCHED_MAX_CHUNKS = 16 };
@@ -103,8 +122,14 @@ struct sched {
  * the charts and the peaks). */
 int sched_held_change(enum sched_op_kind kind);
 
-/* Whether the schedule runs W apart from B (zb-h1, zb-h2). */
+/* Whether the schedule runs W apart from B (zb-h1, zb-h2, zbv). */
 bool sched_splits(enum calc_schedule k);
+/* The virtual stage chunk `chunk` of stage `stage` runs: c p + s, or zbv's V (s, then 2p - 1 -
+ * s); and the stage that runs virtual stage vs. */
+int sched_vstage(enum calc_schedule k, int p, int stage, int chunk);
+int sched_stage_of(enum calc_schedule k, int p, int vs);
+/* The model chunks a stage of schedule k holds: chunks for interleaved, 2 for zbv, else 1. */
+int sched_chunks(enum calc_schedule k, int chunks);
 /* The slots an operation of a kind takes in a schedule: sched_op_info's, but TB - TW for a B
  * whose W runs apart. */
 int sched_op_slots(enum calc_schedule k, enum sched_op_kind kind);
@@ -121,7 +146,8 @@ double sched_bubble_time(const struct sched *s, double compute);
 int sched_parse(const char *s, enum calc_schedule *out, struct error *e);
 const char *sched_name(enum calc_schedule k);
 
-/* Checks p, m, v (v is 1 except for interleaved, which needs v >= 2 and p | m). */
+/* Checks p, m, v (v is 1 except for interleaved, which needs v >= 2 and p | m, and zbv, which
+ * needs v = 2 and p >= 2). */
 int sched_check(enum calc_schedule k, int p, int m, int v, struct error *e);
 
 /* Builds and times the schedule; sched_free releases it. ERR_INVAL for bad sizes, ERR_NOMEM. */
@@ -142,7 +168,8 @@ double sched_zb_over_ideal(int p, int m, double f, double b, double w);
 /* Schedule k's idle time a stage over its compute for F, B and W of times f, b and w (B the
  * input's gradient alone; a schedule that does not split runs b + w as its backward): 1F1B's
  * and GPipe's (p - 1)(f + b + w), zb-h1's (p - 1)(f + b - w), zb-h2's (p - 1) max(0, f + b -
- * 2w), over m (f + b + w) (Qi et al. 2024, §3.1); interleaved's over v m (f + b + w). */
+ * 2w), over m (f + b + w) (Qi et al. 2024, §3.1); interleaved's over v m (f + b + w); zbv's
+ * zb-h2's in a chunk's times over v m (f + b + w), none with F = B = W (its timeline's). */
 double sched_formula_times(enum calc_schedule k, int p, int m, int v, double f, double b, double w);
 
 #endif

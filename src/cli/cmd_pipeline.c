@@ -38,9 +38,10 @@ static const struct opt_entry options[] = {
     OPT_WITH("schedule", "S", parse_schedule, struct pipeline_args, kind,
              "gpipe, 1f1b (default), interleaved (Megatron-LM: M a multiple of P), zb-h1 or\n"
              "zb-h2 (Qi et al. 2024: each backward split into B and W, the W filling the\n"
-             "bubble; zb-h2 holds up to 2P micro-batches to fill all of it)"),
+             "bubble; zb-h2 holds up to 2P micro-batches to fill all of it) or zbv (two\n"
+             "chunks a stage in a V, B and W apart, at 1F1B's memory)"),
     OPT_INT("chunks", "V", struct pipeline_args, v, 1, SCHED_MAX_CHUNKS,
-            "model chunks per stage for interleaved, 2 to 16 (default 2)"),
+            "model chunks per stage for interleaved, 2 to 16 (default 2); zbv's are 2"),
     OPT_FLAG("json", struct pipeline_args, json,
              "{\"schedule\", \"stages\", \"micro_batches\", \"chunks\",\n"
              "\"bubble_over_ideal\", \"bubble_over_wall\", \"peak_in_flight\": [...],\n"
@@ -158,7 +159,11 @@ static void print_text(const struct sched *s)
             printf("\n");
     }
     free(row);
-    if (v > 1)
+    if (v > 1 && sched_splits(s->kind))
+        printf(
+            "\nlegend: Fkc forward of micro-batch k on model chunk c (a: virtual stage s, b: "
+            "2p-1-s),\n        Bkc its input's gradient, Wkc its weights' gradients, . idle\n\n");
+    else if (v > 1)
         printf("\nlegend: Fkc forward of micro-batch k on model chunk c, Bkc--- its backward, "
                ". idle\n\n");
     else if (sched_splits(s->kind))
@@ -168,8 +173,8 @@ static void print_text(const struct sched *s)
         printf("\nlegend: Fk forward of micro-batch k, Bk-- its backward, . idle\n\n");
     double fi = sched_formula_over_ideal(s->kind, p, m, v),
            fw = sched_formula_over_wall(s->kind, p, m, v);
-    if (sched_splits(s->kind)) { /* Qi et al. 2024, §3.1, with F = B = W = 1 slot */
-        bool h2 = s->kind == SCHED_ZBH2;
+    if (sched_splits(s->kind)) {         /* Qi et al. 2024, §3.1, with F = B = W = 1 slot */
+        bool h2 = s->kind != SCHED_ZBH1; /* zb-h2's, and zbv's in a chunk's F, B and W */
         printf("bubble: %.1f%% of ideal compute time  (p-1)(F+B-%sW)/(%sm(F+B+W)) = %d/%d "
                "(1F1B's (p-1)(F+B+W): %d/%d)\n",
                100 * fi, h2 ? "2" : "", v > 1 ? "v" : "", h2 ? 0 : p - 1, 3 * v * m, 3 * (p - 1),
@@ -197,18 +202,18 @@ static void print_text(const struct sched *s)
         else
             printf(" %d", s->peak_chunks[st]);
     }
-    printf("\n  (%s)\n", s->kind == SCHED_GPIPE ? "GPipe keeps all m micro-batches until their "
-                                                  "backward: same bubble as 1F1B, more memory"
-                         : s->kind == SCHED_1F1B
-                             ? "1F1B holds at most p - s at stage s: same bubble as GPipe, less "
-                               "memory"
-                         : s->kind == SCHED_ZBH1
-                             ? "between F and B, as 1F1B; stage s also holds s W sets between B "
-                               "and W"
-                         : s->kind == SCHED_ZBH2
-                             ? "between F and B, 2(p - s) - 1; between F and W, up to 2p (the "
-                               "smaller W sets)"
-                             : "chunks held / v: each chunk keeps 1/v of the stage's layers");
+    printf(
+        "\n  (%s)\n",
+        s->kind == SCHED_GPIPE  ? "GPipe keeps all m micro-batches until their "
+                                  "backward: same bubble as 1F1B, more memory"
+        : s->kind == SCHED_1F1B ? "1F1B holds at most p - s at stage s: same bubble as GPipe, less "
+                                  "memory"
+        : s->kind == SCHED_ZBH1 ? "between F and B, as 1F1B; stage s also holds s W sets between B "
+                                  "and W"
+        : s->kind == SCHED_ZBH2 ? "between F and B, 2(p - s) - 1; between F and W, up to 2p (the "
+                                  "smaller W sets)"
+        : s->kind == SCHED_ZBV  ? "chunks held / 2: 2p half-size chunks, 1F1B's stage 0 in memory"
+                                : "chunks held / v: each chunk keeps 1/v of the stage's layers");
 }
 
 /* One JSON document, written as it goes: the operations (2 m v per stage, two million at the
@@ -261,7 +266,7 @@ static int pipeline_main(int argc, char **argv)
     if (rc)
         return rc;
     if (a.v == 0)
-        a.v = a.kind == SCHED_INTERLEAVED ? 2 : 1;
+        a.v = sched_chunks(a.kind, 2);
     struct sched s;
     struct error e = {0};
     if (sched_build(a.kind, a.p, a.m, a.v, &s, &e) < 0)
@@ -273,10 +278,11 @@ static int pipeline_main(int argc, char **argv)
 
 const struct command cmd_pipeline = {
     "pipeline",
-    "a pipeline schedule (GPipe, 1F1B, interleaved, ZB-H1, ZB-H2) as a Gantt chart with its "
-    "bubble",
+    "a pipeline schedule (GPipe, 1F1B, interleaved, ZB-H1, ZB-H2, ZB-V) as a Gantt chart with "
+    "its bubble",
     "usage: scalelab pipeline [--stages P] [--micro-batches M]\n"
-    "                         [--schedule gpipe|1f1b|interleaved|zb-h1|zb-h2] [--chunks V]\n"
+    "                         [--schedule gpipe|1f1b|interleaved|zb-h1|zb-h2|zbv]\n"
+    "                         [--chunks V]\n"
     "                         [--json]\n"
     "\n"
     "Builds the schedule as data (which stage runs which forward or backward when), times it\n"

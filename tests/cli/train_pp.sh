@@ -22,14 +22,35 @@ layouts="--pp=2:--micro-batches=1 --pp=2:--micro-batches=4 --pp=2:--micro-batche
 --pp=2:--micro-batches=4:--schedule=zb-h1 --pp=4:--micro-batches=8:--schedule=zb-h1
 --dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1 --dp=2:--pp=4:--micro-batches=4:--schedule=zb-h1:--batch=16
 --pp=2:--micro-batches=4:--schedule=zb-h2 --pp=4:--micro-batches=8:--schedule=zb-h2
---dp=2:--pp=2:--micro-batches=4:--schedule=zb-h2 --tp=2:--pp=4:--micro-batches=8:--schedule=zb-h2"
-$slow && steps=4 && layouts="--pp=2:--micro-batches=4 --pp=4:--micro-batches=8:--schedule=gpipe --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved --dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1 --pp=4:--micro-batches=8:--schedule=zb-h2"
+--dp=2:--pp=2:--micro-batches=4:--schedule=zb-h2 --tp=2:--pp=4:--micro-batches=8:--schedule=zb-h2
+--pp=2:--micro-batches=4:--schedule=zbv --pp=2:--micro-batches=1:--schedule=zbv
+--dp=2:--pp=2:--micro-batches=4:--schedule=zbv --tp=2:--pp=2:--micro-batches=4:--schedule=zbv"
+$slow && steps=4 && layouts="--pp=2:--micro-batches=4 --pp=4:--micro-batches=8:--schedule=gpipe --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved --dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1 --pp=4:--micro-batches=8:--schedule=zb-h2 --pp=2:--micro-batches=4:--schedule=zbv"
 $tsan && layouts="--dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
 losses_per_layout $steps 1e-5 "$layouts"
+# zbv over 4 stages needs 2 x 4 chunks of layers: the tiny shape with 8, its losses to the
+# same tolerance. Not its norms to AGREE_TOL: 8 layers' sum of squares over 8 micro-batches is
+# 5e-6 from one GPU's under 1F1B and zb-h1 too (the same figure: the accumulation's order).
+sed "s/^name = tiny/name = tiny8/; s/^layers = .*/layers = 8/" "$srcdir/assets/models/tiny.ini" \
+    >"$T_TMP/tiny8.ini"
+if ! $tsan; then
+    run train --model "$T_TMP/tiny8.ini" --steps $steps --clip 1 --json
+    check_status 0 "one GPU, 8 layers"
+    save ref8
+    run train --model "$T_TMP/tiny8.ini" --steps $steps --clip 1 --pp 4 --micro-batches 8 --schedule zbv --json
+    check_status 0 "zbv, pp 4, 8 layers"
+    save zbv8
+    PYCODE="
+a, b = load('ref8'), load('zbv8')
+assert len(a) == len(b) == $steps + 1, (len(a), len(b))
+worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
+assert worst < 1e-5, worst
+" py "--pp 4 --micro-batches 8 --schedule zbv, 8 layers: every step's loss within 1e-5 of one GPU's"
+fi
 
 # --- Step 1's gradients, gathered from every stage (and shard), equal one GPU's: 1e-5
 # relative to the largest gradient; the batch and the initial weights are the same bits.
-dumps="--pp=2:--micro-batches=4:--schedule=gpipe --pp=4:--micro-batches=8 --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved --pp=4:--micro-batches=8:--schedule=zb-h1 --dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1:--zero=1 --pp=4:--micro-batches=8:--schedule=zb-h2"
+dumps="--pp=2:--micro-batches=4:--schedule=gpipe --pp=4:--micro-batches=8 --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved --pp=4:--micro-batches=8:--schedule=zb-h1 --dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1:--zero=1 --pp=4:--micro-batches=8:--schedule=zb-h2 --pp=2:--micro-batches=4:--schedule=zbv"
 $slow && dumps="--dp=2:--pp=2:--micro-batches=2:--zero=1"
 $tsan && dumps=""
 grads_per_layout 1e-5 "$dumps"
@@ -48,8 +69,8 @@ numeric_done # (tests/as_cpu.sh: what follows is the same on every CPU)
 # its own GPUs, rank (stage x dp + dprank) x tp + tprank: stage 1 once showed stage 0's order.
 scheds="gpipe:2:4:1 1f1b:2:4:1 1f1b:4:8:1 gpipe:4:8:1 1f1b:4:2:1 interleaved:2:4:2 interleaved:2:8:2
 1f1b:2:4:1:--tp,2,--dp,2 gpipe:2:2:1:--tp,2 zb-h1:2:4:1 zb-h1:4:8:1 zb-h1:4:4:1 zb-h1:2:4:1:--dp,2
-zb-h1:2:4:1:--tp,2,--sequence-parallel zb-h2:4:8:1 zb-h2:2:4:1:--tp,2,--dp,2"
-$slow && scheds="gpipe:2:4:1 1f1b:4:8:1 interleaved:2:4:2 1f1b:2:4:1:--tp,2,--dp,2 zb-h1:4:8:1 zb-h2:4:8:1"
+zb-h1:2:4:1:--tp,2,--sequence-parallel zb-h2:4:8:1 zb-h2:2:4:1:--tp,2,--dp,2 zbv:2:4:2 zbv:2:4:2:--tp,2,--dp,2"
+$slow && scheds="gpipe:2:4:1 1f1b:4:8:1 interleaved:2:4:2 1f1b:2:4:1:--tp,2,--dp,2 zb-h1:4:8:1 zb-h2:4:8:1 zbv:2:4:2"
 $tsan && scheds="1f1b:4:8:1"
 for sp in $scheds; do
     IFS=: read -r sch p m v extra <<EOF
@@ -104,7 +125,9 @@ small:bf16:--pp=3:--micro-batches=6:--batch=6:--schedule=zb-h1:--tp=2:--sequence
 small:fp32:--pp=2:--micro-batches=4:--schedule=zb-h1:--checkpoint=sqrt
 tiny:bf16:--pp=2:--cp=2:--micro-batches=2:--schedule=zb-h1
 tiny:bf16:--pp=4:--micro-batches=8:--schedule=zb-h2 tiny:fp32:--dp=2:--pp=2:--micro-batches=4:--schedule=zb-h2:--checkpoint=full
-small:bf16:--pp=2:--micro-batches=4:--batch=8:--schedule=zb-h2:--tp=2:--sequence-parallel"
+small:bf16:--pp=2:--micro-batches=4:--batch=8:--schedule=zb-h2:--tp=2:--sequence-parallel
+tiny:bf16:--pp=2:--micro-batches=4:--schedule=zbv tiny:fp32:--dp=2:--pp=2:--micro-batches=4:--schedule=zbv:--checkpoint=full
+tiny:bf16:--pp=2:--micro-batches=4:--schedule=zbv:--checkpoint=selective:--tp=2:--sequence-parallel"
 $slow && cases="tiny:bf16:--dp=2:--pp=2:--micro-batches=4:--zero=1 tiny:bf16:--pp=2:--micro-batches=4:--schedule=interleaved"
 predicted_per_case "$cases"
 # The pipeline's bytes against the formula: stage 0 sends m micro-batches' activations
@@ -174,6 +197,8 @@ bad "gpipe on one stage" "needs --pp > 1" --micro-batches 4 --schedule gpipe
 bad "zb-h1 on one stage" "--schedule zb-h1 needs --pp 2 or more" --schedule zb-h1
 bad "zb-h1 on one stage with micro-batches" "--schedule zb-h1 needs --pp > 1" --micro-batches 2 --schedule zb-h1
 bad "zb-h2 on one stage" "--schedule zb-h2 needs --pp 2 or more" --schedule zb-h2
+bad "zbv with 2 x 4 chunks over 4 layers" "--schedule zbv with --pp 4: each stage holds 2 chunks in a V" --pp 4 --micro-batches 4 --schedule zbv
+bad "zbv with --chunks" "--chunks goes with" --pp 2 --micro-batches 4 --schedule zbv --chunks 3
 bad "zb-h1 with chunks" "--chunks goes with" --pp 2 --micro-batches 4 --schedule zb-h1 --chunks 2
 bad "an unknown schedule" "--schedule" --pp 2 --schedule zigzag
 

@@ -418,6 +418,57 @@ START_TEST(zbh2_is_the_papers)
 }
 END_TEST
 
+/* ZB-V (calc/sched.h; Qi et al. 2024, §6, and torch.distributed.pipelining's
+ * ScheduleZBVZeroBubble): two chunks a stage in a V, virtual stages s and 2p - 1 - s, so
+ * stage 0 holds both ends. With F = B = W a chunk's slot every stage computes without a gap
+ * from its first operation to its last once m >= 2p - 1, and the step spans the p - 1 slots
+ * of the V's ends more (6m + p - 1); each stage holds 2p chunks between F and B, 1F1B's p
+ * micro-batches at stage 0, at half the layers. Every chunk runs each kind in micro-batch
+ * order, each W after its B. Exact: whole slots. */
+START_TEST(zbv_is_the_papers)
+{
+    for (int p = 2; p <= 8; p++) {
+        for (int s = 0; s < p; s++) { /* the V: a stage's chunks, and back */
+            ck_assert_int_eq(sched_vstage(SCHED_ZBV, p, s, 0), s);
+            ck_assert_int_eq(sched_vstage(SCHED_ZBV, p, s, 1), 2 * p - 1 - s);
+            for (int c = 0; c < 2; c++)
+                ck_assert_int_eq(sched_stage_of(SCHED_ZBV, p, sched_vstage(SCHED_ZBV, p, s, c)), s);
+        }
+        for (int m = 1; m <= 4 * p; m++) {
+            struct sched v;
+            ck_assert_int_eq(sched_build(SCHED_ZBV, p, m, 2, &v, NULL), 0);
+            if (m >= 2 * p - 1) {
+                ck_assert_int_eq(v.span_idle, 0);
+                ck_assert_int_eq(v.makespan, 6 * m + p - 1);
+            }
+            for (int s = 0; s < p; s++) {
+                ck_assert_int_eq(v.count[s], 6 * m);
+                if (m >= 2 * p - 1)
+                    ck_assert_int_eq(v.peak_chunks[s], 2 * p);
+                ck_assert_int_le(v.peak_chunks[s], 2 * p);
+                int next[2][SCHED_OP_KINDS] = {{0}};
+                for (int i = 0; i < v.count[s]; i++) {
+                    const struct sched_op *op = &v.ops[s][i];
+                    ck_assert_int_eq(op->micro, next[op->chunk][op->kind]++);
+                    if (op->kind == SCHED_OP_W)
+                        ck_assert_int_gt(next[op->chunk][SCHED_OP_B], op->micro);
+                }
+            }
+            sched_free(&v);
+        }
+    }
+    ck_assert_double_eq(sched_formula_over_ideal(SCHED_ZBV, 4, 8, 2), 0);
+    struct error e = {0};
+    ck_assert_int_eq(sched_check(SCHED_ZBV, 4, 8, 1, &e), ERR_INVAL); /* two chunks */
+    ck_assert_int_eq(sched_check(SCHED_ZBV, 1, 8, 2, &e), ERR_INVAL); /* two stages or more */
+    enum calc_schedule k;
+    ck_assert_int_eq(sched_parse("zbv", &k, NULL), 0);
+    ck_assert_int_eq(k, SCHED_ZBV);
+    ck_assert_str_eq(sched_name(k), "zbv");
+    ck_assert_int_eq(sched_chunks(k, 0), 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("zb");
@@ -429,6 +480,7 @@ int main(void)
     tcase_add_test(tc, split_with_experts_is_refused);
     tcase_add_test(tc, zbh1_is_the_papers);
     tcase_add_test(tc, zbh2_is_the_papers);
+    tcase_add_test(tc, zbv_is_the_papers);
     suite_add_tcase(s, tc);
     return harness_run_threadless(s);
 }
