@@ -21,28 +21,27 @@ layouts="--pp=2:--micro-batches=1 --pp=2:--micro-batches=4 --pp=2:--micro-batche
 --pp=2:--micro-batches=2:--schedule=interleaved
 --pp=2:--micro-batches=4:--schedule=zb-h1 --pp=4:--micro-batches=8:--schedule=zb-h1
 --dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1 --dp=2:--pp=4:--micro-batches=4:--schedule=zb-h1:--batch=16
---pp=2:--micro-batches=4:--schedule=zb-h2 --pp=4:--micro-batches=8:--schedule=zb-h2
 --dp=2:--pp=2:--micro-batches=4:--schedule=zb-h2 --tp=2:--pp=4:--micro-batches=8:--schedule=zb-h2
---pp=2:--micro-batches=4:--schedule=zbv --pp=2:--micro-batches=1:--schedule=zbv
---dp=2:--pp=2:--micro-batches=4:--schedule=zbv --tp=2:--pp=2:--micro-batches=4:--schedule=zbv"
+--dp=2:--pp=2:--micro-batches=4:--schedule=zbv --tp=2:--pp=2:--micro-batches=1:--schedule=zbv"
 $slow && steps=4 && layouts="--pp=2:--micro-batches=4 --pp=4:--micro-batches=8:--schedule=gpipe --dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved --dp=2:--pp=2:--micro-batches=4:--schedule=zb-h1 --pp=4:--micro-batches=8:--schedule=zb-h2 --pp=2:--micro-batches=4:--schedule=zbv"
 $tsan && layouts="--dp=2:--pp=2:--micro-batches=2:--zero=1 --pp=2:--micro-batches=4:--schedule=interleaved"
 losses_per_layout $steps 1e-5 "$layouts"
 # zbv over 4 stages needs 2 x 4 chunks of layers: the tiny shape with 8, its losses to the
 # same tolerance. Not its norms to AGREE_TOL: 8 layers' sum of squares over 8 micro-batches is
 # 5e-6 from one GPU's under 1F1B and zb-h1 too (the same figure: the accumulation's order).
+# Four steps: the losses part from step 2 on if anything is wrong.
 sed "s/^name = tiny/name = tiny8/; s/^layers = .*/layers = 8/" "$srcdir/assets/models/tiny.ini" \
     >"$T_TMP/tiny8.ini"
-if ! $tsan; then
-    run train --model "$T_TMP/tiny8.ini" --steps $steps --clip 1 --json
+if ! $slow; then # under the sanitizers, pp 2 holds zbv
+    run train --model "$T_TMP/tiny8.ini" --steps 4 --clip 1 --json
     check_status 0 "one GPU, 8 layers"
     save ref8
-    run train --model "$T_TMP/tiny8.ini" --steps $steps --clip 1 --pp 4 --micro-batches 8 --schedule zbv --json
+    run train --model "$T_TMP/tiny8.ini" --steps 4 --clip 1 --pp 4 --micro-batches 8 --schedule zbv --json
     check_status 0 "zbv, pp 4, 8 layers"
     save zbv8
     PYCODE="
 a, b = load('ref8'), load('zbv8')
-assert len(a) == len(b) == $steps + 1, (len(a), len(b))
+assert len(a) == len(b) == 4 + 1, (len(a), len(b))
 worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a[:-1], b[:-1]))
 assert worst < 1e-5, worst
 " py "--pp 4 --micro-batches 8 --schedule zbv, 8 layers: every step's loss within 1e-5 of one GPU's"
@@ -124,7 +123,7 @@ tiny:bf16:--pp=2:--micro-batches=4:--schedule=zb-h1:--checkpoint=selective
 small:bf16:--pp=3:--micro-batches=6:--batch=6:--schedule=zb-h1:--tp=2:--sequence-parallel
 small:fp32:--pp=2:--micro-batches=4:--schedule=zb-h1:--checkpoint=sqrt
 tiny:bf16:--pp=2:--cp=2:--micro-batches=2:--schedule=zb-h1
-tiny:bf16:--pp=4:--micro-batches=8:--schedule=zb-h2 tiny:fp32:--dp=2:--pp=2:--micro-batches=4:--schedule=zb-h2:--checkpoint=full
+tiny:fp32:--dp=2:--pp=2:--micro-batches=4:--schedule=zb-h2:--checkpoint=full
 small:bf16:--pp=2:--micro-batches=4:--batch=8:--schedule=zb-h2:--tp=2:--sequence-parallel
 tiny:bf16:--pp=2:--micro-batches=4:--schedule=zbv tiny:fp32:--dp=2:--pp=2:--micro-batches=4:--schedule=zbv:--checkpoint=full
 tiny:bf16:--pp=2:--micro-batches=4:--schedule=zbv:--checkpoint=selective:--tp=2:--sequence-parallel"
