@@ -58,6 +58,8 @@ static void one_f_one_b(struct framework_run *r, const char *why)
     note(r, true, "1F1B, not %s: %s",
          c->schedule == SCHED_GPIPE  ? "GPipe"
          : c->schedule == SCHED_ZBH1 ? "ZB-H1"
+         : c->schedule == SCHED_ZBH2 ? "ZB-H2"
+         : c->schedule == SCHED_ZBV  ? "ZB-V"
                                      : "interleaved",
          why);
     c->schedule = SCHED_1F1B;
@@ -159,7 +161,7 @@ static int megatron(struct framework_run *r, struct error *e)
     if (c->schedule == SCHED_GPIPE)
         one_f_one_b(r, "Megatron-LM's pipelines run 1F1B or its interleaved form "
                        "(megatron/core/pipeline_parallel/schedules.py)");
-    if (c->schedule == SCHED_ZBH1)
+    if (sched_splits(c->schedule))
         one_f_one_b(r, "Megatron-LM has no zero-bubble schedule upstream (its pipelines run 1F1B "
                        "or its interleaved form: megatron/core/pipeline_parallel/schedules.py); "
                        "the paper's fork (sail-sg/zero-bubble-pipeline-parallelism, README) "

@@ -96,7 +96,8 @@ int memory_in_flight(enum calc_schedule sched, int stage, int pp, int m)
         return 1;
     if (sched == SCHED_GPIPE)
         return m;
-    return pp - stage < m ? pp - stage : m;
+    int most = sched == SCHED_ZBH2 ? 2 * (pp - stage) - 1 : pp - stage; /* calc/sched.h */
+    return most < m ? most : m;
 }
 
 /* The activations' view of a layout: one micro-batch on one GPU. */
@@ -200,6 +201,16 @@ int memory_check(const struct memory_config *c, struct error *e)
     if (c->schedule == SCHED_INTERLEAVED && c->chunks < 2)
         return error_set(e, ERR_INVAL, "chunks %d: the interleaved schedule needs 2 or more",
                          c->chunks);
+    if (c->schedule == SCHED_ZBV) {
+        int rc = sched_check(SCHED_ZBV, c->pp, c->micro_batches, 2, e);
+        if (rc)
+            return rc;
+        if (c->model && c->model->layers % (2 * c->pp) != 0)
+            return error_set(e, ERR_INVAL,
+                             "schedule zbv: 2 chunks a stage x pp %d does not divide the %d "
+                             "layers of %s",
+                             c->pp, c->model->layers, c->model->name);
+    }
     if (c->schedule == SCHED_INTERLEAVED) {
         int rc = sched_check(SCHED_INTERLEAVED, c->pp, c->micro_batches, c->chunks, e);
         if (rc)
@@ -258,29 +269,53 @@ int memory_check(const struct memory_config *c, struct error *e)
     return activ_check(c->model, &ac, e);
 }
 
-/* Interleaved: stage s holds virtual stages c p + s, c < v (see above). */
+/* zbv's walk of stage s's operations (zb_activations' over each chunk's own bytes). */
+static double zbv_walk(const struct sched *sc, int s, const struct activ_total *at,
+                       const double *bpeak, const double *wset)
+{
+    double held = 0, most = 0;
+    for (int i = 0; i < sc->count[s]; i++) {
+        int k = sc->ops[s][i].chunk;
+        if (sc->ops[s][i].kind == SCHED_OP_F) {
+            most = fmax(most, held + at[k].saved);
+            held += at[k].saved;
+        } else if (sc->ops[s][i].kind == SCHED_OP_B) {
+            most = fmax(most, held - at[k].saved + bpeak[k]);
+            held += wset[k] - at[k].saved;
+        } else
+            held -= wset[k];
+    }
+    return most;
+}
+
+/* Interleaved: stage s holds virtual stages c p + s, c < v (see above); zbv the V's s and 2p -
+ * 1 - s (calc/sched.h), with B and W apart. */
 static void stage_fill_chunks(const struct memory_config *c, const struct params_breakdown *pb,
                               int s, struct memory_result *out)
 {
     const struct model_shape *m = c->model;
-    int v = c->chunks, pv = c->pp * v, per = m->layers / pv;
+    int v = sched_chunks(c->schedule, c->chunks), pv = c->pp * v, per = m->layers / pv;
     struct activ_config ac = activ_of(c);
     struct activ_total at[SCHED_MAX_CHUNKS];
-    double psi = 0;
+    double psi = 0, bpeak[SCHED_MAX_CHUNKS], wset[SCHED_MAX_CHUNKS];
+    bool first = false, last = false;
     memset(&out->states, 0, sizeof out->states);
     for (int k = 0; k < v; k++) {
-        int vs = k * c->pp + s;
+        int vs = sched_vstage(c->schedule, c->pp, s, k);
         double p = params_per_gpu(pb, m->layers, vs, pv, c->tp, m->tied);
         struct memory_states one;
         memory_zero(p, &out->per_param, c->zero, memory_grad_ranks(c), &one);
         add_states(&out->states, &one);
         psi += p;
+        first |= vs == 0, last |= vs == pv - 1;
         activ_total_at(m, &ac, &c->ckpt, vs * per, per, vs == 0, vs == pv - 1, &at[k]);
+        wset[k] = per * activ_wgrad_bytes(m, &ac);
+        bpeak[k] = activ_split_peak(m, &ac, &c->ckpt, per, at[k].saved);
     }
     struct sched sc;
     double held = 0, most = 0;
-    if (sched_build(SCHED_INTERLEAVED, c->pp, c->micro_batches, v, &sc, NULL) == 0) {
-        for (int i = 0; i < sc.count[s]; i++) {
+    if (sched_build(c->schedule, c->pp, c->micro_batches, v, &sc, NULL) == 0) {
+        for (int i = 0; i < sc.count[s] && !sched_splits(c->schedule); i++) {
             const struct activ_total *a = &at[sc.ops[s][i].chunk];
             int change = sched_held_change(sc.ops[s][i].kind);
             if (change > 0) {
@@ -291,12 +326,17 @@ static void stage_fill_chunks(const struct memory_config *c, const struct params
                 most = fmax(most, held + a->peak);
             }
         }
+        if (sched_splits(c->schedule)) {
+            most = zbv_walk(&sc, s, at, bpeak, wset);
+            out->wset = wset[0];
+            out->w_held = sched_wslots(&sc, s, 0) + sched_wslots(&sc, s, 1);
+        }
         out->in_flight = sc.peak_chunks[s];
         sched_free(&sc);
     }
     out->act = at[0];
     out->activations = most;
-    out->comm = memory_comm(c, pb, psi, per * v, s == 0, s == c->pp - 1) + memory_cp_buffers(c);
+    out->comm = memory_comm(c, pb, psi, per * v, first, last) + memory_cp_buffers(c);
     out->params_gpu = psi;
     out->stage = s;
     out->stage_layers = per * v;
@@ -335,7 +375,7 @@ static double zb_activations(const struct memory_config *c, int s, const struct 
 static void stage_fill(const struct memory_config *c, const struct params_breakdown *pb, int s,
                        struct memory_result *out)
 {
-    if (c->schedule == SCHED_INTERLEAVED) {
+    if (c->schedule == SCHED_INTERLEAVED || c->schedule == SCHED_ZBV) {
         stage_fill_chunks(c, pb, s, out);
         return;
     }

@@ -99,7 +99,7 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     l->compute_s = (model - skipped + recompute) / rate;
     /* the bubble as the schedule's timeline has it (calc/sched.h) */
     struct sched sc;
-    int v = mc->schedule == SCHED_INTERLEAVED && mc->chunks > 1 ? mc->chunks : 1;
+    int v = sched_chunks(mc->schedule, mc->chunks);
     int rc = sched_build(mc->schedule, mc->pp, mc->micro_batches, v, &sc, e);
     if (rc < 0)
         return rc;
@@ -119,12 +119,17 @@ int plan_time(const struct plan_config *pc, const struct memory_config *mc,
     double path = l->compute_s + t->tp.exposed + t->cp.exposed + t->ep.exposed;
     l->bubble_s = sched_bubble_time(&sc, path);
     if (sched_splits(mc->schedule) && mc->micro_batches >= mc->pp) {
-        /* zb-h1 with F, B and W as a layer computes them: W the matmuls' weight gradients (the
-         * forward's linear FLOPs), B the rest of the backward, the attention core's twice and
-         * the recomputation */
+        /* zb-h1, zb-h2 and zbv with F, B and W as a layer computes them: W the matmuls' weight
+         * gradients (the forward's linear FLOPs), B the rest of the backward, the attention
+         * core's twice and the recomputation; zb-h2's step waits for the later of its stage 0's
+         * idle time and its last stage's p - 1 forwards late start, the parallelogram's ends
+         * (calc/sched.h: the optimizer step is synchronized), zbv's the same in a chunk's */
         double core = 4.0 * mc->micro_batch * mc->seq * mc->seq * m->d_model, w = layer_fwd - core;
-        double b = 2 * layer_fwd - w + recompute_mb / m->layers;
-        l->bubble_s = path * sched_zb_over_ideal(mc->pp, mc->micro_batches, layer_fwd, b, w);
+        double b = 2 * layer_fwd - w + recompute_mb / m->layers, f = layer_fwd;
+        int p = mc->pp, mb = mc->micro_batches;
+        bool ends_apart = mc->schedule == SCHED_ZBH2 || mc->schedule == SCHED_ZBV; /* zbv: a V */
+        double ends = ends_apart ? (p - 1.0) * f / ((double)v * mb * (f + b + w)) : 0;
+        l->bubble_s = path * fmax(sched_formula_times(mc->schedule, p, mb, v, f, b, w), ends);
     }
     sched_free(&sc);
     /* the pipeline's slowest stage, and the naive split's busiest GPU of the ring */

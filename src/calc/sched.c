@@ -1,4 +1,4 @@
-/* Pipeline schedules (GPipe, 1F1B, interleaved, ZB-H1) built as data, their bubble and the
+/* Pipeline schedules (GPipe, 1F1B, interleaved, ZB-H1, ZB-H2) built as data, their bubble and the
  * micro-batches each stage holds (calc/sched.h). */
 #include "config.h"
 #include "calc/sched.h"
@@ -18,25 +18,48 @@ int sched_parse(const char *s, enum calc_schedule *out, struct error *e)
         *out = SCHED_INTERLEAVED;
     else if (s && !strcmp(s, "zb-h1"))
         *out = SCHED_ZBH1;
+    else if (s && !strcmp(s, "zb-h2"))
+        *out = SCHED_ZBH2;
+    else if (s && !strcmp(s, "zbv"))
+        *out = SCHED_ZBV;
     else
         return error_set(e, ERR_INVAL,
-                         "'%s' is not a pipeline schedule (use gpipe, 1f1b, interleaved or zb-h1)",
+                         "'%s' is not a pipeline schedule (use gpipe, 1f1b, interleaved, zb-h1, "
+                         "zb-h2 or zbv)",
                          s ? s : "");
     return 0;
 }
 
 const char *sched_name(enum calc_schedule k)
 {
-    static const char *const names[] = {[SCHED_GPIPE] = "gpipe",
-                                        [SCHED_1F1B] = "1f1b",
-                                        [SCHED_INTERLEAVED] = "interleaved",
-                                        [SCHED_ZBH1] = "zb-h1"};
-    return k <= SCHED_ZBH1 ? names[k] : "interleaved";
+    static const char *const names[] = {
+        [SCHED_GPIPE] = "gpipe", [SCHED_1F1B] = "1f1b",  [SCHED_INTERLEAVED] = "interleaved",
+        [SCHED_ZBH1] = "zb-h1",  [SCHED_ZBH2] = "zb-h2", [SCHED_ZBV] = "zbv"};
+    return (int)k < SCHED_KINDS ? names[k] : "interleaved";
 }
 
 bool sched_splits(enum calc_schedule k)
 {
-    return k == SCHED_ZBH1;
+    return k == SCHED_ZBH1 || k == SCHED_ZBH2 || k == SCHED_ZBV;
+}
+
+int sched_vstage(enum calc_schedule k, int p, int stage, int chunk)
+{
+    if (k == SCHED_ZBV)
+        return chunk ? 2 * p - 1 - stage : stage;
+    return chunk * p + stage;
+}
+
+int sched_stage_of(enum calc_schedule k, int p, int vs)
+{
+    if (k == SCHED_ZBV)
+        return vs < p ? vs : 2 * p - 1 - vs;
+    return vs % p;
+}
+
+int sched_chunks(enum calc_schedule k, int chunks)
+{
+    return k == SCHED_ZBV ? 2 : k == SCHED_INTERLEAVED && chunks > 1 ? chunks : 1;
 }
 
 int sched_op_slots(enum calc_schedule k, enum sched_op_kind kind)
@@ -98,34 +121,36 @@ double sched_bubble_over_wall(int p, int m, int v)
     return (p - 1.0) / ((double)v * m + p - 1.0);
 }
 
-/* zb-h1's idle and busy slots a stage (Qi et al. 2024, §3.1: (p - 1)(F + B - W)). */
-static void zb_slots(int p, int m, double *idle, double *busy)
+/* A stage's idle time over its busy time, schedule k's (Qi et al. 2024, §3.1), with F, B and W
+ * of times f, b and w: the time it waits is (p - 1) of F and B, less what W fills (none in
+ * 1F1B, one W in zb-h1, two in zb-h2, never below nothing). */
+double sched_formula_times(enum calc_schedule k, int p, int m, int v, double f, double b, double w)
 {
-    *idle = (p - 1.0) * (SCHED_TF + (SCHED_TB - SCHED_TW) - SCHED_TW);
-    *busy = (double)m * (SCHED_TF + SCHED_TB);
+    int ws = k == SCHED_ZBH1 ? -1 : k == SCHED_ZBH2 || k == SCHED_ZBV ? -2 : 1;
+    double idle = f + b + ws * w;
+    if (idle < 0)
+        idle = 0;
+    return (p - 1.0) * idle / ((double)v * m * (f + b + w));
 }
 
 double sched_formula_over_ideal(enum calc_schedule k, int p, int m, int v)
 {
-    double idle, busy;
-    if (k != SCHED_ZBH1)
+    if (!sched_splits(k))
         return sched_bubble_over_ideal(p, m, v);
-    zb_slots(p, m, &idle, &busy);
-    return idle / busy;
+    return sched_formula_times(k, p, m, v, SCHED_TF, SCHED_TB - SCHED_TW, SCHED_TW);
 }
 
 double sched_zb_over_ideal(int p, int m, double f, double b, double w)
 {
-    return (p - 1.0) * (f + b - w) / ((double)m * (f + b + w));
+    return sched_formula_times(SCHED_ZBH1, p, m, 1, f, b, w);
 }
 
 double sched_formula_over_wall(enum calc_schedule k, int p, int m, int v)
 {
-    double idle, busy;
-    if (k != SCHED_ZBH1)
+    if (!sched_splits(k))
         return sched_bubble_over_wall(p, m, v);
-    zb_slots(p, m, &idle, &busy);
-    return idle / (idle + busy);
+    double r = sched_formula_over_ideal(k, p, m, v);
+    return r / (1 + r);
 }
 
 int sched_check(enum calc_schedule k, int p, int m, int v, struct error *e)
@@ -134,7 +159,12 @@ int sched_check(enum calc_schedule k, int p, int m, int v, struct error *e)
         return error_set(e, ERR_INVAL, "stages %d: allowed 1 to %d", p, SCHED_MAX_STAGES);
     if (m < 1 || m > SCHED_MAX_MICRO)
         return error_set(e, ERR_INVAL, "micro-batches %d: allowed 1 to %d", m, SCHED_MAX_MICRO);
-    if (k != SCHED_INTERLEAVED && v != 1)
+    if (k == SCHED_ZBV && (v != 2 || p < 2))
+        return error_set(e, ERR_INVAL,
+                         "zbv runs 2 chunks a stage in a V over 2 or more stages (chunks %d, "
+                         "stages %d)",
+                         v, p);
+    if (k != SCHED_INTERLEAVED && k != SCHED_ZBV && v != 1)
         return error_set(e, ERR_INVAL,
                          "chunks %d: only the interleaved schedule has chunks "
                          "(use the interleaved schedule, or 1 chunk)",
@@ -215,6 +245,101 @@ static int order(enum calc_schedule k, int p, int m, int v, int s, struct sched_
     return n;
 }
 
+/* zb-h2's orders, every stage's at once (calc/sched.h): slot by slot, each free stage runs a B
+ * whose gradient is in, else a forward whose input is in while it holds fewer than 2p
+ * micro-batches between their F and their W, else its oldest W; all three take a slot. Ends
+ * with -1 for out of memory, else 0. */
+static int zbh2_orders(int p, int m, struct sched_op **ops, int *count)
+{
+    enum { F, B, W };
+    int *fin = malloc(sizeof *fin * 2 * (size_t)p * (size_t)m),
+        *next = calloc(3 * (size_t)p, sizeof *next);
+    if (!fin || !next) {
+        free(fin);
+        free(next);
+        return -1;
+    }
+#define FIN(kind, st, k) fin[((kind)*p + (st)) * m + (k)] /* F or B's end slot */
+#define NEXT(kind, st)   next[(kind)*p + (st)]
+    for (int i = 0; i < 2 * p * m; i++)
+        fin[i] = -1;
+    for (int t = 0, left = p; left > 0; t++) {
+        left = 0;
+        for (int st = 0; st < p; st++) {
+            int f = NEXT(F, st), b = NEXT(B, st), w = NEXT(W, st), ran[3] = {0};
+            int up = st + 1 < p ? FIN(B, st + 1, b < m ? b : 0) : 0;
+            if (b < f && FIN(F, st, b) <= t && (st == p - 1 || (up >= 0 && up <= t)))
+                ran[B] = 1;
+            else if (f < m && f - w < 2 * p &&
+                     (st == 0 || (FIN(F, st - 1, f) >= 0 && FIN(F, st - 1, f) <= t)))
+                ran[F] = 1;
+            else if (w < b)
+                ran[W] = 1;
+            for (int kind = F; kind <= W; kind++)
+                if (ran[kind]) {
+                    int k = NEXT(kind, st)++;
+                    ops[st][count[st]++] = (struct sched_op){(enum sched_op_kind)kind, k, 0, 0, 0};
+                    if (kind != W)
+                        FIN(kind, st, k) = t + 1;
+                }
+            left += NEXT(W, st) < m;
+        }
+    }
+#undef FIN
+#undef NEXT
+    free(fin);
+    free(next);
+    return 0;
+}
+
+/* zbv's order for stage s (calc/sched.h), laid out for max(m, 2p - 1) micro-batches and the
+ * ones beyond m dropped. */
+static int zbv_order(int p, int m, int s, struct sched_op *ops)
+{
+    int n = 0, mm = m > 2 * p - 1 ? m : 2 * p - 1;
+    int f[2] = {0}, b[2] = {0}, w[2] = {0}; /* the next micro-batch of each kind, per chunk */
+#define PUT(kind, c, cnt)                                                                          \
+    do {                                                                                           \
+        int k_ = (cnt)[c]++;                                                                       \
+        if (k_ < m)                                                                                \
+            ops[n++] = (struct sched_op){(kind), k_, (c), 0, 0};                                   \
+    } while (0)
+    for (int i = 0; i < 2 * (p - s) - 1; i++)
+        PUT(SCHED_OP_F, 0, f);
+    for (int i = 0; i < s; i++) {
+        PUT(SCHED_OP_F, 1, f);
+        PUT(SCHED_OP_F, 0, f);
+    }
+    for (int i = 0; i < p - s; i++) {
+        PUT(SCHED_OP_F, 1, f);
+        PUT(SCHED_OP_B, 1, b);
+        PUT(SCHED_OP_W, 1, w);
+    }
+    while (f[1] < f[0] || f[0] < mm) {
+        if (f[0] < mm)
+            PUT(SCHED_OP_F, 0, f);
+        PUT(SCHED_OP_B, 0, b);
+        PUT(SCHED_OP_W, 0, w);
+        PUT(SCHED_OP_F, 1, f);
+        PUT(SCHED_OP_B, 1, b);
+        PUT(SCHED_OP_W, 1, w);
+    }
+    for (int i = 0; i < s; i++) {
+        PUT(SCHED_OP_B, 0, b);
+        PUT(SCHED_OP_B, 1, b);
+    }
+    for (int i = 0; i < p - s; i++) {
+        PUT(SCHED_OP_B, 0, b);
+        PUT(SCHED_OP_W, 0, w);
+    }
+    while (w[1] < b[1])
+        PUT(SCHED_OP_W, 1, w);
+    while (w[0] < b[0])
+        PUT(SCHED_OP_W, 0, w);
+#undef PUT
+    return n;
+}
+
 void sched_free(struct sched *s)
 {
     if (s->ops)
@@ -279,8 +404,13 @@ int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, st
         out->ops[s] = malloc(sizeof **out->ops * (size_t)per);
         if (!out->ops[s])
             goto nomem;
-        out->count[s] = order(k, p, m, v, s, out->ops[s]);
+        if (k == SCHED_ZBV)
+            out->count[s] = zbv_order(p, m, s, out->ops[s]);
+        else if (k != SCHED_ZBH2)
+            out->count[s] = order(k, p, m, v, s, out->ops[s]);
     }
+    if (k == SCHED_ZBH2 && zbh2_orders(p, m, out->ops, out->count) < 0)
+        goto nomem;
     for (int i = 0; i < SCHED_OP_KINDS * m * nv; i++)
         finish[i] = -1;
 #define FIN(kind, micro, vs) finish[(kind)*m * nv + (micro)*nv + (vs)]
@@ -292,7 +422,7 @@ int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, st
         for (int s = 0; s < p; s++) {
             while (next[s] < out->count[s]) {
                 struct sched_op *op = &out->ops[s][next[s]];
-                int vs = op->chunk * p + s, ready = 0;
+                int vs = sched_vstage(k, p, s, op->chunk), ready = 0;
                 if (op->kind == SCHED_OP_F) {
                     if (vs > 0 && (ready = FIN(SCHED_OP_F, op->micro, vs - 1)) < 0)
                         break;
@@ -325,6 +455,12 @@ int sched_build(enum calc_schedule k, int p, int m, int v, struct sched *out, st
     for (int s = 0; s < p; s++) {
         if (free_at[s] > out->makespan)
             out->makespan = free_at[s];
+        int busy = 0, n = out->count[s];
+        for (int i = 0; i < n; i++)
+            busy += out->ops[s][i].duration;
+        int span = n ? free_at[s] - out->ops[s][0].start : 0;
+        if (span - busy > out->span_idle)
+            out->span_idle = span - busy;
         out->peak_chunks[s] = peak_held(out->ops[s], out->count[s]);
         if (out->peak_chunks[s] < 0)
             goto nomem;

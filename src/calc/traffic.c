@@ -165,10 +165,18 @@ static void pipeline_stage(const struct memory_config *c, int s, double msg, dou
                            struct traffic_part *out)
 {
     int m = c->micro_batches, P = c->pp;
-    int v = c->schedule == SCHED_INTERLEAVED && c->chunks > 1 ? c->chunks : 1;
-    /* interleaved: every chunk's output goes on, but the last virtual stage's; every chunk's
-     * input gradient goes back, but the first's */
-    int fwd = v - (s == P - 1), bwd = v - (s == 0), sends = (fwd + bwd) * m;
+    int v = sched_chunks(c->schedule, c->chunks), pv = P * v, fwd = 0, bwd = 0;
+    /* every chunk's output goes on, but the last virtual stage's; every chunk's input gradient
+     * goes back, but the first's; none to this GPU's own other chunk (zbv's turn) */
+    bool ends = false,
+         apart = sched_stage_of(c->schedule, P, 0) != sched_stage_of(c->schedule, P, pv - 1);
+    for (int k = 0; k < v; k++) {
+        int vs = sched_vstage(c->schedule, P, s, k);
+        fwd += vs < pv - 1 && sched_stage_of(c->schedule, P, vs + 1) != s;
+        bwd += vs > 0 && sched_stage_of(c->schedule, P, vs - 1) != s;
+        ends |= vs == 0 || vs == pv - 1;
+    }
+    int sends = (fwd + bwd) * m;
     int ways = (s < P - 1) + (s > 0);
     piece(out, "activations", sends * msg);
     out->time_s = sends * t1;
@@ -176,7 +184,7 @@ static void pipeline_stage(const struct memory_config *c, int s, double msg, dou
      * on the step's critical path, whichever stage this is */
     out->exposed = 2.0 * (P - 1) * t1;
     char emb[96] = "";
-    if (c->model->tied && (s == 0 || s == P - 1)) {
+    if (c->model->tied && ends && apart) {
         struct memory_states k;
         memory_bytes_per_param(c->precision, c->optimizer, c->grad_fp32, &k);
         piece(out, "tied_embedding",
@@ -219,7 +227,9 @@ static void tensor_parallel(const struct memory_config *c, int s, int layers, do
 {
     int t = c->tp, m = c->micro_batches;
     bool full = c->ckpt.kind != CKPT_NONE && c->ckpt.kind != CKPT_SELECTIVE;
-    bool first = s == 0, last = s == c->pp - 1;
+    /* the stages of the first and the last virtual stage (zbv's are both stage 0) */
+    int pv = c->pp * sched_chunks(c->schedule, c->chunks);
+    bool first = s == 0, last = sched_stage_of(c->schedule, c->pp, pv - 1) == s;
     double ar = 2 * (t - 1.0) / t, sb4 = local_seq(c) * c->micro_batch * 4;
     int per_layer = 4 + (full ? 2 : 0);
     piece(out, "layers", (double)per_layer * layers * m * ar * sbh);

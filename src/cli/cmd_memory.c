@@ -82,8 +82,8 @@ static const struct opt_entry options[] = {
             "micro-batches per step (default pp)"),
     OPT_WITH("schedule", "S", parse_schedule, A, schedule,
              "pipeline schedule, gpipe, 1f1b (default), interleaved (Megatron-LM's,\n"
-             "--chunks V model chunks per stage) or zb-h1 (B and W apart): how many\n"
-             "micro-batches each stage holds"),
+             "--chunks V model chunks per stage), zb-h1, zb-h2 or zbv (B and W apart): how\n"
+             "many micro-batches each stage holds"),
     OPT_INT("chunks", "V", A, chunks, 2, SCHED_MAX_CHUNKS,
             "interleaved: V model chunks per stage (default 2), as train's"),
     OPT_FLAG("sequence-parallel", A, sp, "split the norm-region activations over tp too"),
@@ -787,7 +787,8 @@ const struct command cmd_memory = {
     "                       [--nodes K] [--gpus N] [--dp N] [--tp N] [--pp N] [--zero 0-3]\n"
     "                       [--precision fp32|bf16|fp16] [--optimizer adamw|sgd|sgd-momentum]\n"
     "                       [--grad-accum fp32|same] [--micro-batch B] [--seq S]\n"
-    "                       [--micro-batches M] [--schedule gpipe|1f1b|interleaved|zb-h1]\n"
+    "                       [--micro-batches M]\n"
+    "                       [--schedule gpipe|1f1b|interleaved|zb-h1|zb-h2|zbv]\n"
     "                       [--chunks V] [--sequence-parallel] [--cp C [--cp-naive]]\n"
     "                       [--checkpoint none|full|selective|sqrt|every:K] [--gpu-mem SIZE]\n"
     "                       [--units auto|GiB|GB] [--tensors] [--json]\n"

@@ -36,10 +36,12 @@ static const struct opt_entry options[] = {
     OPT_INT("micro-batches", "M", struct pipeline_args, m, 1, SCHED_MAX_MICRO,
             "micro-batches per step, 1 to 1024 (default 8)"),
     OPT_WITH("schedule", "S", parse_schedule, struct pipeline_args, kind,
-             "gpipe, 1f1b (default), interleaved (Megatron-LM: M a multiple of P) or zb-h1\n"
-             "(Qi et al. 2024: each backward split into B and W, the W filling the bubble)"),
+             "gpipe, 1f1b (default), interleaved (Megatron-LM: M a multiple of P), zb-h1 or\n"
+             "zb-h2 (Qi et al. 2024: each backward split into B and W, the W filling the\n"
+             "bubble; zb-h2 holds up to 2P micro-batches to fill all of it) or zbv (two\n"
+             "chunks a stage in a V, B and W apart, at 1F1B's memory)"),
     OPT_INT("chunks", "V", struct pipeline_args, v, 1, SCHED_MAX_CHUNKS,
-            "model chunks per stage for interleaved, 2 to 16 (default 2)"),
+            "model chunks per stage for interleaved, 2 to 16 (default 2); zbv's are 2"),
     OPT_FLAG("json", struct pipeline_args, json,
              "{\"schedule\", \"stages\", \"micro_batches\", \"chunks\",\n"
              "\"bubble_over_ideal\", \"bubble_over_wall\", \"peak_in_flight\": [...],\n"
@@ -130,9 +132,10 @@ static void print_text(const struct sched *s)
     if (v > 1)
         printf(", %d model chunks per stage (a, b, ...)", v);
     if (sched_splits(s->kind))
-        printf("\ntime: one slot = one forward of a stage; a backward takes %d slots, its B "
+        printf("\ntime: one slot = one forward of a %s; a backward takes %d slots, its B "
                "(the input's gradient) %d and its W (the weights') %d\n\n",
-               SCHED_TB / SCHED_TF, sched_op_slots(s->kind, SCHED_OP_B), SCHED_TW);
+               v > 1 ? "chunk" : "stage", SCHED_TB / SCHED_TF, sched_op_slots(s->kind, SCHED_OP_B),
+               SCHED_TW);
     else
         printf("\ntime: one slot = one forward of a %s; a backward takes %d slots\n\n",
                v > 1 ? "chunk" : "stage", SCHED_TB / SCHED_TF);
@@ -156,7 +159,11 @@ static void print_text(const struct sched *s)
             printf("\n");
     }
     free(row);
-    if (v > 1)
+    if (v > 1 && sched_splits(s->kind))
+        printf(
+            "\nlegend: Fkc forward of micro-batch k on model chunk c (a: virtual stage s, b: "
+            "2p-1-s),\n        Bkc its input's gradient, Wkc its weights' gradients, . idle\n\n");
+    else if (v > 1)
         printf("\nlegend: Fkc forward of micro-batch k on model chunk c, Bkc--- its backward, "
                ". idle\n\n");
     else if (sched_splits(s->kind))
@@ -166,10 +173,12 @@ static void print_text(const struct sched *s)
         printf("\nlegend: Fk forward of micro-batch k, Bk-- its backward, . idle\n\n");
     double fi = sched_formula_over_ideal(s->kind, p, m, v),
            fw = sched_formula_over_wall(s->kind, p, m, v);
-    if (sched_splits(s->kind)) { /* Qi et al. 2024, §3.1, with F = B = W = 1 slot */
-        printf("bubble: %.1f%% of ideal compute time  (p-1)(F+B-W)/(m(F+B+W)) = %d/%d "
+    if (sched_splits(s->kind)) {         /* Qi et al. 2024, §3.1, with F = B = W = 1 slot */
+        bool h2 = s->kind != SCHED_ZBH1; /* zb-h2's, and zbv's in a chunk's F, B and W */
+        printf("bubble: %.1f%% of ideal compute time  (p-1)(F+B-%sW)/(%sm(F+B+W)) = %d/%d "
                "(1F1B's (p-1)(F+B+W): %d/%d)\n",
-               100 * fi, p - 1, 3 * m, 3 * (p - 1), 3 * m);
+               100 * fi, h2 ? "2" : "", v > 1 ? "v" : "", h2 ? 0 : p - 1, 3 * v * m, 3 * (p - 1),
+               3 * v * m);
         printf("        %.1f%% of wall time\n", 100 * fw);
     } else {
         printf("bubble: %.1f%% of ideal compute time  (p-1)/(%sm) = %d/%d\n", 100 * fi,
@@ -180,6 +189,12 @@ static void print_text(const struct sched *s)
     printf("        measured on this timeline: %.1f%% and %.1f%% (%d idle of %d slots per stage)\n",
            100 * s->bubble_over_ideal, 100 * s->bubble_over_wall, s->makespan - (int)s->busy,
            s->makespan);
+    if (s->span_idle != s->makespan - (int)s->busy) /* zb-h2's parallelogram */
+        printf("        each stage idle %d slots between its first operation and its last (the "
+               "paper's\n        bubble); the step's %d more are stage s's first s slots and "
+               "the others' ends:\n        a synchronized optimizer step waits for them (the "
+               "paper's post-validation, §4)\n",
+               s->span_idle, s->makespan - (int)s->busy - s->span_idle);
     printf("\npeak micro-batches in flight per stage:");
     for (int st = 0; st < p; st++) {
         if (v > 1)
@@ -187,15 +202,18 @@ static void print_text(const struct sched *s)
         else
             printf(" %d", s->peak_chunks[st]);
     }
-    printf("\n  (%s)\n", s->kind == SCHED_GPIPE ? "GPipe keeps all m micro-batches until their "
-                                                  "backward: same bubble as 1F1B, more memory"
-                         : s->kind == SCHED_1F1B
-                             ? "1F1B holds at most p - s at stage s: same bubble as GPipe, less "
-                               "memory"
-                         : s->kind == SCHED_ZBH1
-                             ? "between F and B, as 1F1B; stage s also holds s W sets between B "
-                               "and W"
-                             : "chunks held / v: each chunk keeps 1/v of the stage's layers");
+    printf(
+        "\n  (%s)\n",
+        s->kind == SCHED_GPIPE  ? "GPipe keeps all m micro-batches until their "
+                                  "backward: same bubble as 1F1B, more memory"
+        : s->kind == SCHED_1F1B ? "1F1B holds at most p - s at stage s: same bubble as GPipe, less "
+                                  "memory"
+        : s->kind == SCHED_ZBH1 ? "between F and B, as 1F1B; stage s also holds s W sets between B "
+                                  "and W"
+        : s->kind == SCHED_ZBH2 ? "between F and B, 2(p - s) - 1; between F and W, up to 2p (the "
+                                  "smaller W sets)"
+        : s->kind == SCHED_ZBV  ? "chunks held / 2: 2p half-size chunks, 1F1B's stage 0 in memory"
+                                : "chunks held / v: each chunk keeps 1/v of the stage's layers");
 }
 
 /* One JSON document, written as it goes: the operations (2 m v per stage, two million at the
@@ -207,15 +225,15 @@ static void print_json(const struct sched *s)
         json_array_append_new(peak, json_num((double)s->peak_chunks[st] / s->v));
         json_array_append_new(chunks, json_integer(s->peak_chunks[st]));
     }
-    json_t *doc =
-        json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o, s:i, s:{s:i, s:i, s:i}}",
-                  "schedule", sched_name(s->kind), "stages", s->p, "micro_batches", s->m, "chunks",
-                  s->v, "bubble_over_ideal", sched_formula_over_ideal(s->kind, s->p, s->m, s->v),
-                  "bubble_over_wall", sched_formula_over_wall(s->kind, s->p, s->m, s->v),
-                  "measured_bubble_over_ideal", s->bubble_over_ideal, "measured_bubble_over_wall",
-                  s->bubble_over_wall, "peak_in_flight", peak, "peak_chunks", chunks,
-                  "makespan_slots", s->makespan, "slots", "forward", SCHED_TF, "backward",
-                  sched_op_slots(s->kind, SCHED_OP_B), "weights", SCHED_TW);
+    json_t *doc = json_pack(
+        "{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:o, s:o, s:i, s:i, s:{s:i, s:i, s:i}}",
+        "schedule", sched_name(s->kind), "stages", s->p, "micro_batches", s->m, "chunks", s->v,
+        "bubble_over_ideal", sched_formula_over_ideal(s->kind, s->p, s->m, s->v),
+        "bubble_over_wall", sched_formula_over_wall(s->kind, s->p, s->m, s->v),
+        "measured_bubble_over_ideal", s->bubble_over_ideal, "measured_bubble_over_wall",
+        s->bubble_over_wall, "peak_in_flight", peak, "peak_chunks", chunks, "makespan_slots",
+        s->makespan, "span_idle_slots", s->span_idle, "slots", "forward", SCHED_TF, "backward",
+        sched_op_slots(s->kind, SCHED_OP_B), "weights", SCHED_TW);
     char *head = json_dumps(doc, JSON_INDENT(2) | JSON_COMPACT | JSON_REAL_PRECISION(JSON_EXACT));
     json_decref(doc);
     if (!head)
@@ -248,7 +266,7 @@ static int pipeline_main(int argc, char **argv)
     if (rc)
         return rc;
     if (a.v == 0)
-        a.v = a.kind == SCHED_INTERLEAVED ? 2 : 1;
+        a.v = sched_chunks(a.kind, 2);
     struct sched s;
     struct error e = {0};
     if (sched_build(a.kind, a.p, a.m, a.v, &s, &e) < 0)
@@ -260,9 +278,12 @@ static int pipeline_main(int argc, char **argv)
 
 const struct command cmd_pipeline = {
     "pipeline",
-    "a pipeline schedule (GPipe, 1F1B, interleaved) as a Gantt chart with its bubble",
+    "a pipeline schedule (GPipe, 1F1B, interleaved, ZB-H1, ZB-H2, ZB-V) as a Gantt chart with "
+    "its bubble",
     "usage: scalelab pipeline [--stages P] [--micro-batches M]\n"
-    "                         [--schedule gpipe|1f1b|interleaved] [--chunks V] [--json]\n"
+    "                         [--schedule gpipe|1f1b|interleaved|zb-h1|zb-h2|zbv]\n"
+    "                         [--chunks V]\n"
+    "                         [--json]\n"
     "\n"
     "Builds the schedule as data (which stage runs which forward or backward when), times it\n"
     "(a forward takes one slot, a backward two) and prints one row per stage, the bubble over\n"

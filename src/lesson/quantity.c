@@ -660,6 +660,21 @@ static double bubble_interleaved(double p, double m, double v)
     return p >= 1 && m >= 1 && v >= 1 ? sched_bubble_over_ideal((int)p, (int)m, (int)v) : NAN;
 }
 
+/* zb-h1's bubble over ideal time with F = B = W (calc/sched.h, Qi et al. 2024). */
+static double bubble_zbh1(double p, double m)
+{
+    return p >= 1 && m >= 1 ? sched_formula_over_ideal(SCHED_ZBH1, (int)p, (int)m, 1) : NAN;
+}
+
+/* zb-h1's bubble over 1F1B's for F, B and W of these times: (F + B - W)/(F + B + W). */
+static double zb_share(double f, double b, double w)
+{
+    if (!(f >= 0 && b >= 0 && w >= 0 && f + b + w > 0))
+        return NAN;
+    return sched_formula_times(SCHED_ZBH1, 2, 1, 1, f, b, w) /
+           sched_formula_times(SCHED_1F1B, 2, 1, 1, f, b, w);
+}
+
 /* The most micro-batches stage s holds at once, measured on the built schedule. */
 static double peak_in_flight(enum calc_schedule k, double p, double m, double s)
 {
@@ -805,6 +820,9 @@ static const struct quantity registry[] = {
     Q2("pipeline.bubble_wall", "", "pipeline bubble over wall time, (p-1)/(m+p-1)", bubble_wall),
     Q3("pipeline.bubble_interleaved", "", "interleaved 1F1B bubble over ideal time, (p-1)/(vm)",
        bubble_interleaved),
+    Q2("pipeline.bubble_zbh1", "", "zb-h1's bubble over ideal time, F = B = W: (p-1)/(3m)",
+       bubble_zbh1),
+    Q3("pipeline.zb_share", "", "zb-h1's bubble over 1F1B's, (F+B-W)/(F+B+W)", zb_share),
     Q3("pipeline.peak_1f1b", "", "micro-batches stage s of p holds at once under 1F1B, m of them",
        peak_1f1b),
     Q3("pipeline.peak_gpipe", "", "micro-batches stage s of p holds at once under GPipe",

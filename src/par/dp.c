@@ -383,7 +383,9 @@ int dp_new(struct dp **out, const struct train_opts *o, struct gpt *g, struct de
     p->emb = tied_copy ? (size_t)(c->vocab / pl->tp) * (size_t)c->d : 0; /* its vocabulary rows */
     p->stage = pl->stage;
     p->embed_group[0] = layout_rank(pl, LAYOUT_PP, 0);
-    p->embed_group[1] = layout_rank(pl, LAYOUT_PP, pl->pp - 1);
+    /* the last virtual stage's GPU: the last stage's, or zbv's stage 0 (calc/sched.h) */
+    int last = pl->pp * layout_chunks(o) - 1;
+    p->embed_group[1] = layout_rank(pl, LAYOUT_PP, sched_stage_of(o->schedule, pl->pp, last));
     p->group = malloc((size_t)p->n * sizeof *p->group);
     if (!p->group || norm_skips(p, o, pl, tied_copy)) {
         dp_free(p);
@@ -734,7 +736,7 @@ static void flush(struct dp *p)
     if (p->gr && p->zero <= 1)
         fp_pack_n(p->gdt, p->gr, gpt_grads(p->g), left);
     stream_wait(p, DP_STREAM_GRADS, DP_STREAM_COMPUTE);
-    if (p->emb) {
+    if (p->emb && p->embed_group[0] != p->embed_group[1]) { /* one GPU's two ends: dp_tie */
         void *buf = p->gr ? p->gr : (void *)gpt_grads(p->g);
         struct coll c = {.op = COST_ALLREDUCE,
                          .algo = COST_RING,
@@ -746,6 +748,15 @@ static void flush(struct dp *p)
     }
     for (; p->next_bucket < p->plan.nbuckets; p->next_bucket++)
         launch(p, &p->plan.buckets[p->next_bucket], true);
+}
+
+void dp_tie(struct dp *a, struct dp *b)
+{
+    if (!a->emb || a->emb != b->emb || a->embed_group[0] != a->embed_group[1])
+        return;
+    float *x = gpt_grads(a->g), *y = gpt_grads(b->g);
+    for (size_t i = 0; i < a->emb; i++)
+        x[i] = y[i] = x[i] + y[i];
 }
 
 int dp_grad_sync(struct dp *p, struct error *e)

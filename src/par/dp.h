@@ -74,6 +74,10 @@ void dp_load_weights(struct dp *p, const float *all);
  * tied embedding's gradient summed between the first and last stage, then every bucket).
  * 0, or the first failure of the step's communication. */
 int dp_grad_sync(struct dp *p, struct error *e);
+/* zbv's two ends on one GPU (calc/sched.h): the embedding's and the head's copies of the tied
+ * embedding sum their gradients in place, in fp32, before either's dp_grad_sync (which then
+ * sends nothing for them); nothing for parts without a copy. */
+void dp_tie(struct dp *a, struct dp *b);
 
 /* The fp32 gradients of the range this GPU updates, unscaled by inv (found-inf set if any
  * held inf/NaN), and the sum of squares of this GPU's shard. */

@@ -58,7 +58,7 @@ bool layout_pipelined(const struct train_opts *o)
 
 int layout_chunks(const struct train_opts *o)
 {
-    return o->schedule == SCHED_INTERLEAVED && o->chunks > 1 ? o->chunks : 1;
+    return sched_chunks(o->schedule, o->chunks);
 }
 
 void layout_place(const struct train_opts *o, int rank, int slots, struct layout_place *out)
@@ -96,7 +96,7 @@ void layout_group(const struct layout_place *pl, enum layout_axis a, int *ranks)
 void layout_chunk_part(const struct train_opts *o, const struct layout_place *pl, int chunk,
                        int slots, struct gpt_part *out)
 {
-    int pv = pl->pp * layout_chunks(o), vs = chunk * pl->pp + pl->stage;
+    int pv = pl->pp * layout_chunks(o), vs = sched_vstage(o->schedule, pl->pp, pl->stage, chunk);
     int per = o->shape.layers / pv;
     *out = (struct gpt_part){.first = vs * per,
                              .count = per,

@@ -29,7 +29,8 @@ struct pp {
     struct dev_req *req; /* [2 m v]: the forward sends, then the backward sends */
     bool *posted;
     int *holder; /* [v][slots]: the micro-batch whose activations a slot holds, -1: none */
-    bool split;  /* the schedule runs W apart from B (zb-h1) */
+    bool split;  /* the schedule runs W apart from B (zb-h1, zb-h2, zbv) */
+    enum calc_schedule kind;
     int wslots[SCHED_MAX_CHUNKS]; /* each chunk's weight slots (model/gpt.h) */
     struct pp_done *done;
     int in_flight, peak;
@@ -87,6 +88,7 @@ int pp_new(struct pp **out, const struct layout_place *pl, const struct sched *s
     p->mem = *mem;
     p->m = s->m;
     p->split = sched_splits(s->kind);
+    p->kind = s->kind;
     for (int k = 0; k < p->v; k++)
         p->wslots[k] = parts[k].wslots;
     const struct gpt_config *c = gpt_config(g[0]);
@@ -154,10 +156,23 @@ static void emit(struct pp *p, int step, const struct pp_done *dn)
     dev_emit(p->d, &ev);
 }
 
-/* The device rank of virtual stage vs (chunk vs / P of stage vs % P), this data rank's. */
+/* The device rank of virtual stage vs (calc/sched.h's stage of it), this data rank's. */
 static int rank_of(const struct pp *p, int vs)
 {
-    return layout_rank(&p->pl, LAYOUT_PP, vs % p->pl.pp);
+    return layout_rank(&p->pl, LAYOUT_PP, sched_stage_of(p->kind, p->pl.pp, vs));
+}
+
+/* Whether virtual stage vs is this GPU's too (zbv's turn at the last stage): its activations
+ * and their gradients are then handed over in memory, not sent. */
+static bool here(const struct pp *p, int vs)
+{
+    return sched_stage_of(p->kind, p->pl.pp, vs) == p->pl.stage;
+}
+
+/* Where micro-batch k's message of chunk c is staged: its output or its input gradient. */
+static size_t staged(const struct pp *p, int c, int k)
+{
+    return ((size_t)c * (size_t)p->m + (size_t)k) * p->bytes;
 }
 
 /* A message's key: which way, to which virtual stage, which micro-batch (sim/cluster.h). */
@@ -180,7 +195,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
         gpt_part_begin(p->g[c]);
     for (int i = 0; i < p->nops && !rc; i++) {
         const struct sched_op *op = &p->ops[i];
-        int k = op->micro, c = op->chunk, vs = c * P + p->pl.stage;
+        int k = op->micro, c = op->chunk, vs = sched_vstage(p->kind, P, p->pl.stage, c);
         int slot = k % p->part[c].slots, *hold = &p->holder[c * p->m + slot];
         struct gpt *g = p->g[c];
         const int32_t *tok = tokens + (size_t)k * p->mt, *tgt = targets + (size_t)k * p->mt;
@@ -197,8 +212,10 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
             }
             *hold = k;
             struct dev_tag tag = {step, k, "activations", 0};
-            if (vs > 0 && (rc = dev_recv_key(p->d, rank_of(p, vs - 1), key_of(p, false, vs, k),
-                                             p->in, p->bytes, &tag, e)))
+            if (vs > 0 && here(p, vs - 1)) /* from this GPU's other chunk */
+                memcpy(p->in, p->out + staged(p, 1 - c, k), p->bytes);
+            else if (vs > 0 && (rc = dev_recv_key(p->d, rank_of(p, vs - 1), key_of(p, false, vs, k),
+                                                  p->in, p->bytes, &tag, e)))
                 break;
             dn->start_s = now(p);
             char *o = vs < last_vs ? p->out + mine : NULL;
@@ -209,7 +226,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
             emit(p, step, dn);
             if (++p->in_flight > p->peak)
                 p->peak = p->in_flight;
-            if (vs < last_vs) {
+            if (vs < last_vs && !here(p, vs + 1)) {
                 size_t r = (size_t)c * (size_t)p->m + (size_t)k;
                 struct time_msg_scale was = timed(p);
                 rc = dev_isend_key(p->d, rank_of(p, vs + 1), key_of(p, false, vs + 1, k), o,
@@ -225,8 +242,11 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
             emit(p, step, dn);
         } else {
             struct dev_tag tag = {step, k, "activation gradients", 0};
-            if (vs < last_vs && (rc = dev_recv_key(p->d, rank_of(p, vs + 1), key_of(p, true, vs, k),
-                                                   p->dout, p->bytes, &tag, e)))
+            if (vs < last_vs && here(p, vs + 1)) /* from this GPU's other chunk */
+                memcpy(p->dout, p->din + staged(p, 1 - c, k), p->bytes);
+            else if (vs < last_vs &&
+                     (rc = dev_recv_key(p->d, rank_of(p, vs + 1), key_of(p, true, vs, k), p->dout,
+                                        p->bytes, &tag, e)))
                 break;
             dn->start_s = now(p);
             char *o = vs > 0 ? p->din + mine : NULL;
@@ -239,7 +259,7 @@ int pp_step(struct pp *p, int step, const int32_t *tokens, const int32_t *target
             emit(p, step, dn);
             *hold = -1;
             p->in_flight--;
-            if (vs > 0) {
+            if (vs > 0 && !here(p, vs - 1)) {
                 size_t r = (size_t)(V + c) * (size_t)p->m + (size_t)k;
                 struct time_msg_scale was = timed(p);
                 rc = dev_isend_key(p->d, rank_of(p, vs - 1), key_of(p, true, vs - 1, k), o,
@@ -281,10 +301,18 @@ static int check(const struct train_opts *o, struct error *e)
     if (o->micro_batches < 1 || o->micro_batches > SCHED_MAX_MICRO)
         return error_set(e, ERR_INVAL, "--micro-batches %d: from 1 to %d", o->micro_batches,
                          SCHED_MAX_MICRO);
-    if (o->schedule == SCHED_ZBH1 && o->pp < 2)
+    if (sched_splits(o->schedule) && o->pp < 2)
         return error_set(e, ERR_INVAL,
-                         "--schedule zb-h1 needs --pp 2 or more: its W fill the bubble between "
-                         "stages");
+                         "--schedule %s needs --pp 2 or more: its W fill the bubble between "
+                         "stages",
+                         sched_name(o->schedule));
+    if (o->schedule == SCHED_ZBV && o->shape.layers % (2 * o->pp) != 0)
+        return error_set(e, ERR_INVAL,
+                         "--schedule zbv with --pp %d: each stage holds 2 chunks in a V, so 2 x "
+                         "%d chunks must divide the model's %d layers",
+                         o->pp, o->pp, o->shape.layers);
+    if (o->schedule == SCHED_ZBV)
+        return sched_check(o->schedule, o->pp, o->micro_batches, 2, e);
     if (o->schedule != SCHED_INTERLEAVED)
         return 0;
     /* one stage has no other stage to interleave its chunks with (and, with one micro-batch,
@@ -318,8 +346,10 @@ static void count(const struct train_opts *o, const struct layout_place *pl,
     c->ops += s.count[pl->stage];
     for (int i = 0; i < s.count[pl->stage]; i++) {
         const struct sched_op *op = &s.ops[pl->stage][i];
-        int vs = op->chunk * pl->pp + pl->stage;
-        c->messages += op->kind == SCHED_OP_F ? vs < last : op->kind == SCHED_OP_B && vs > 0;
+        int vs = sched_vstage(o->schedule, pl->pp, pl->stage, op->chunk);
+        int to = op->kind == SCHED_OP_F ? vs + 1 : vs - 1; /* none to this GPU's other chunk */
+        bool away = to >= 0 && to <= last && sched_stage_of(o->schedule, pl->pp, to) != pl->stage;
+        c->messages += op->kind != SCHED_OP_W && away;
     }
     if (pl->pp > 1) /* an input and its gradients; an output gradient and the outputs */
         c->buffers +=

@@ -536,7 +536,9 @@ const struct setting train_settings[] = {
      "gradient accumulation"},
     {"schedule", NULL, "S", set_schedule, 0, 0, 0, false,
      "gpipe, 1f1b (default), interleaved (Megatron-LM's: M a multiple\n"
-     "of P, --dp 1) or zb-h1 (each backward as B then W, Qi et al. 2024):\n"
+     "of P, --dp 1), zb-h1, zb-h2 or zbv (each backward as B then W, Qi\n"
+     "et al. 2024; zb-h2 holds up to 2P micro-batches between F and W;\n"
+     "zbv runs 2 chunks a stage in a V, 2P dividing the layers):\n"
      "each stage runs its forward and backward passes in the order\n"
      "'scalelab pipeline --schedule S' draws; activations go forward and\n"
      "their gradients back by sends"},

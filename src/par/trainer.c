@@ -518,6 +518,8 @@ static int forward_backward(struct trainer *t, long step, double *local, struct 
     if (t->d && o->fail_gpu == t->rank && o->fail_step == step)
         return dev_fail(t->d, e, "failed in step %ld's gradient sync (--fail %d@%ld)", step,
                         t->rank, step);
+    if (t->v == 2) /* zbv: both ends of the tied embedding on this GPU */
+        dp_tie(t->dp[0], t->dp[1]);
     for (int c = 0; c < t->v; c++)
         if ((rc = dp_grad_sync(t->dp[c], e)))
             return rc;

@@ -60,10 +60,10 @@ struct par {
     bool have_sched;
 };
 
-/* The model chunks a stage holds: 2 with the interleaved schedule, else 1. */
+/* The model chunks a stage holds: 2 with the interleaved schedule and zbv, else 1. */
 static int chunks(const struct settings *s)
 {
-    return s->sched == SCHED_INTERLEAVED ? CHUNKS : 1;
+    return sched_chunks(s->sched, CHUNKS);
 }
 
 static void compute(void *state)
@@ -82,7 +82,7 @@ static void compute(void *state)
                               .seq = s->seq,
                               .micro_batches = s->m,
                               .schedule = s->sched,
-                              .chunks = s->sched == SCHED_INTERLEAVED ? CHUNKS : 1,
+                              .chunks = chunks(s),
                               .sp = s->tp > 1,
                               .ckpt = s->ckpt,
                               .capacity = s->capacity};

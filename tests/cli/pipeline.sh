@@ -43,6 +43,30 @@ run pipeline --stages 4 --micro-batches 8 --schedule zb-h1 --json
 check_json 'd["bubble_over_ideal"] == 3/24 and d["measured_bubble_over_ideal"] == 3/24 and d["peak_in_flight"] == [4, 3, 2, 1]' "JSON: zb-h1's bubble, measured = formula"
 check_json 'all(len(row) == 24 and sorted(o["kind"] for o in row) == ["B"] * 8 + ["F"] * 8 + ["W"] * 8 for row in d["ops"]) and d["slots"] == {"forward": 1, "backward": 1, "weights": 1}' "3 m operations a stage, each a slot"
 
+# ZB-H2: up to 2p micro-batches between F and W; the warm-up's extra forwards and the W's at the
+# tail leave no stage a gap between its first operation and its last, (p-1)(F+B-2W) = 0, while
+# the step still spans the parallelogram's p - 1 slots at its ends.
+run pipeline --stages 4 --micro-batches 8 --schedule zb-h2
+check_status 0 "zb-h2, p 4, m 8"
+check_contains "$out" "0.0% of ideal compute time  (p-1)(F+B-2W)/(m(F+B+W)) = 0/24" "zb-h2: none"
+check_contains "$out" "stage 0  F0F1F2F3F4F5F6B0F7B1W0B2W1" "stage 0: 2p - 1 forwards before its first B"
+check_contains "$out" "each stage idle 0 slots between its first operation and its last" "zb-h2: no gap within a stage"
+check_contains "$out" "peak micro-batches in flight per stage: 7 5 3 1" "2(p - s) - 1 between F and B"
+run pipeline --stages 4 --micro-batches 8 --schedule zb-h2 --json
+check_json 'd["bubble_over_ideal"] == 0 and d["span_idle_slots"] == 0 and d["makespan_slots"] == 27 and d["peak_in_flight"] == [7, 5, 3, 1]' "JSON: zb-h2's bubble and what it holds"
+
+# ZB-V: two chunks a stage in a V (a: virtual stage s, b: 2p-1-s), B and W apart: stage 0
+# runs the first and the last virtual stage; no gap within a stage, 2p chunks held (1F1B's p
+# micro-batches at stage 0, at half the layers).
+run pipeline --stages 4 --micro-batches 8 --schedule zbv
+check_status 0 "zbv, p 4, m 8"
+check_contains "$out" "stage 0  F0aF1aF2aF3aF4aF5aF6aF0bB0bW0bF1bB1bW1b" "stage 0: 2p - 1 forwards of chunk a, then chunk b's F, B and W"
+check_contains "$out" "stage 3  .........F0aF0bF1aF1bF2aF2bF3aF3bB0bW0b" "the last stage turns the V: its chunk a feeds its chunk b"
+check_contains "$out" "each stage idle 0 slots between its first operation and its last" "zbv: no gap within a stage"
+check_contains "$out" "peak micro-batches in flight per stage: 4 4 4 4" "2p chunks: 1F1B's stage 0"
+run pipeline --stages 4 --micro-batches 8 --schedule zbv --json
+check_json 'd["chunks"] == 2 and d["span_idle_slots"] == 0 and d["makespan_slots"] == 51 and d["peak_chunks"] == [8, 8, 8, 8] and all(len(row) == 48 for row in d["ops"])' "JSON: zbv's 6m operations a stage, its span and what it holds"
+
 run pipeline --stages 1 --micro-batches 1
 check_status 0 "one stage, one micro-batch"
 check_contains "$out" "0.0% of ideal compute time" "no bubble"
@@ -55,7 +79,9 @@ bad() { # WHAT NEEDLE ARGS...
 }
 bad "zero stages" "--stages: '0' is not allowed (a whole number from 1 to 64)" --stages 0
 bad "too many micro-batches" "--micro-batches: '5000' is not allowed" --micro-batches 5000
-bad "unknown schedule" "'zigzag' is not a pipeline schedule (use gpipe, 1f1b, interleaved or zb-h1)" --schedule zigzag
+bad "unknown schedule" "'zigzag' is not a pipeline schedule (use gpipe, 1f1b, interleaved, zb-h1, zb-h2 or zbv)" --schedule zigzag
+bad "zbv with 3 chunks" "zbv runs 2 chunks a stage in a V" --schedule zbv --chunks 3
+bad "zbv on one stage" "zbv runs 2 chunks a stage in a V over 2 or more stages" --schedule zbv --stages 1
 bad "chunks without interleaving" "only the interleaved schedule has chunks" --chunks 2
 bad "interleaved m not a multiple of p" "interleaved needs a multiple of --stages 4" --schedule interleaved --micro-batches 6
 bad "NaN stages" "--stages: 'nan' is not allowed" --stages nan

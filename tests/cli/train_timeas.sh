@@ -59,7 +59,9 @@ check_json "d['summary']['timed_as']['predicted']['step_time_s'] == d['summary']
 # and its bubble as much shorter than the busiest GPU's extra attention (3.2% of the step).
 # zb-h1 is +2.2% (+3.7% while the calculator took the bubble of its slot timeline, F = B = W,
 # where a layer's B also runs the attention core's backward and its W only the matmuls' weight
-# gradients: it now takes (p-1)(F+B-W) with those).
+# gradients: it now takes (p-1)(F+B-W) with those). zb-h2 is +0.7%: its step waits for the later
+# of stage 0's (p-1)(F+B-2W) and the last stage's late start, (p-1)F (the parallelogram's
+# ends; +1.5% while the calculator added the two).
 layers=$(sed -n 's/^layers *= *//p' "$srcdir/assets/models/synthetic-7b.ini")
 sed "s/^name = tiny/name = tiny-deep/; s/^layers = .*/layers = $layers/" \
     "$srcdir/assets/models/tiny.ini" >"$T_TMP/deep.ini"
@@ -73,7 +75,7 @@ deep:--tp=2:--dp=4:--sequence-parallel:--zero=1 deep:--tp=2:--dp=4:--zero=1 deep
 deep:--tp=4:--dp=2 deep:--pp=4:--micro-batches=4
 deep:--pp=4:--micro-batches=8:--schedule=gpipe deep:--pp=4:--micro-batches=8
 deep:--pp=4:--micro-batches=8:--schedule=interleaved:--chunks=2 deep:--pp=4:--micro-batches=8:--checkpoint=full
-deep:--pp=4:--micro-batches=8:--schedule=zb-h1
+deep:--pp=4:--micro-batches=8:--schedule=zb-h1 deep:--pp=4:--micro-batches=8:--schedule=zb-h2:--cluster=h200
 deep:--pp=8:--micro-batches=8 deep:--pp=2:--dp=2:--micro-batches=4:--cluster=h200
 deep:--pp=2:--dp=4:--zero=1:--micro-batches=2 deep:--pp=2:--tp=4:--micro-batches=4:--sequence-parallel
 deep:--pp=2:--tp=2:--dp=2:--micro-batches=4:--sequence-parallel

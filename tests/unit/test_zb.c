@@ -18,11 +18,29 @@
 #include "harness.h"
 #include "model/gpt.h"
 #include "num/fp.h"
+#include "par/settings.h"
 #include "ui/gantt.h"
 
-/* A shape with every kind of tensor and uneven widths: d 32, 4 heads, F 48 (not 4d). */
-static const struct gpt_config shape = {
-    .vocab = 64, .d = 32, .layers = 4, .heads = 4, .ffn = 48, .seq = 16};
+/* A shape with every kind of tensor and uneven widths: d 32, 4 heads, F 48 (not 4d); the
+ * calculator reads it as it is, the model as train_shape_of makes it (par/settings.h). */
+static const struct model_shape zb_model = {.vocab = 64,
+                                            .d_model = 32,
+                                            .layers = 4,
+                                            .heads = 4,
+                                            .kv_heads = 4,
+                                            .ffn = 48,
+                                            .seq = 16,
+                                            .ffn_kind = FFN_SWIGLU,
+                                            .tied = true};
+
+/* zb_model as the tiny GPT's configuration. */
+static const struct gpt_config *zb_config(void)
+{
+    static struct gpt_config c;
+    if (!c.layers)
+        ck_assert_int_eq(train_shape_of(&zb_model, &c, NULL), 0);
+    return &c;
+}
 
 /* A seam that counts the charged activation bytes alive, and the charge and compute calls. */
 struct live {
@@ -66,13 +84,14 @@ static void pipe_new(struct pipe *p, const struct gpt_part *parts, int nparts, i
         p->part[i].wslots = split ? M : 0;
         struct gpt_alloc seam = {
             .charge = live_charge, .compute = live_compute, .ctx = &p->live[i]};
-        ck_assert_int_eq(gpt_new_part(&p->g[i], &shape, mb, fmt, pol, &seam, &p->part[i], NULL), 0);
+        ck_assert_int_eq(
+            gpt_new_part(&p->g[i], zb_config(), mb, fmt, pol, &seam, &p->part[i], NULL), 0);
         float *mine = malloc(gpt_nparams(p->g[i]) * sizeof *mine);
         ck_assert_ptr_nonnull(mine);
-        gpt_part_gather(&shape, &p->part[i], whole, mine);
+        gpt_part_gather(zb_config(), &p->part[i], whole, mine);
         gpt_set_weights(p->g[i], mine);
         free(mine);
-        gpt_set_loss_tokens(p->g[i], (double)M * mb * shape.seq);
+        gpt_set_loss_tokens(p->g[i], (double)M * mb * zb_config()->seq);
     }
 }
 
@@ -120,7 +139,7 @@ static void pipe_step(struct pipe *p, bool split, bool w_late, const int32_t *to
     }
     for (int i = 0; i < P; i++) { /* and the seam saw the calls the shape says */
         ck_assert_int_eq(p->live[i].now, 0);
-        struct gpt_calls want = gpt_step_calls(&shape, &p->pol, &p->part[i]);
+        struct gpt_calls want = gpt_step_calls(zb_config(), &p->pol, &p->part[i]);
         ck_assert_int_eq(p->live[i].charges, M * want.charge);
         ck_assert_int_eq(p->live[i].computes, M * want.compute);
     }
@@ -134,8 +153,8 @@ START_TEST(split_backward_is_bit_identical)
     const struct gpt_part whole[1] = {{.count = 4, .embed = true, .head = true, .tp = 1}};
     const struct gpt_part two[2] = {{.first = 0, .count = 2, .embed = true, .tp = 1},
                                     {.first = 2, .count = 2, .head = true, .tp = 1}};
-    int mb = 2, M = 3, T = shape.seq, d = shape.d;
-    size_t mt = (size_t)mb * T, rows = mt * (size_t)d, n = gpt_param_count(&shape);
+    int mb = 2, M = 3, T = zb_config()->seq, d = zb_config()->d;
+    size_t mt = (size_t)mb * T, rows = mt * (size_t)d, n = gpt_param_count(zb_config());
     float *params = malloc(n * sizeof *params);
     int32_t *tok = malloc((size_t)M * mt * 4), *tgt = malloc((size_t)M * mt * 4);
     float *act[2], *din[2];
@@ -145,7 +164,7 @@ START_TEST(split_backward_is_bit_identical)
         ck_assert(act[k] && din[k]);
     }
     ck_assert(params && tok && tgt);
-    gpt_init_params(&shape, 11, params);
+    gpt_init_params(zb_config(), 11, params);
     struct rng r;
     rng_seed(&r, 12, 0);
     for (size_t i = 0; i < (size_t)M * mt; i++)
@@ -206,19 +225,11 @@ START_TEST(kept_for_w_is_the_calculators)
             struct gpt_part part = {
                 .count = 4, .embed = true, .head = true, .slots = 1, .tp = 1, .wslots = 1};
             struct gpt *g = NULL;
-            ck_assert_int_eq(gpt_new_part(&g, &shape, mb, fmts[f], NULL, NULL, &part, NULL), 0);
-            struct model_shape m = {.vocab = 64,
-                                    .d_model = 32,
-                                    .layers = 4,
-                                    .heads = 4,
-                                    .kv_heads = 4,
-                                    .ffn = 48,
-                                    .seq = 16,
-                                    .ffn_kind = FFN_SWIGLU,
-                                    .tied = true};
+            ck_assert_int_eq(gpt_new_part(&g, zb_config(), mb, fmts[f], NULL, NULL, &part, NULL),
+                             0);
             struct activ_config ac = {
                 .micro_batch = mb, .seq = 16, .tp = 1, .bytes = fmts[f] == FP_FP32 ? 4 : 2};
-            double want = activ_wgrad_bytes(&m, &ac);
+            double want = activ_wgrad_bytes(&zb_model, &ac);
             double s = 16.0 * mb, p = ac.bytes;
             ck_assert_double_eq(want, p * s * (4 * 32 + 4 * 32 + 3 * 48));
             ck_assert_uint_eq(gpt_act_sizes(g).wgrads, (size_t)want);
@@ -236,22 +247,14 @@ START_TEST(split_peak_is_the_calculators)
     const struct gpt_part two[2] = {{.first = 0, .count = 2, .embed = true, .tp = 1},
                                     {.first = 2, .count = 2, .head = true, .tp = 1}};
     const struct gpt_part whole[1] = {{.count = 4, .embed = true, .head = true, .tp = 1}};
-    struct model_shape m = {.vocab = 64,
-                            .d_model = 32,
-                            .layers = 4,
-                            .heads = 4,
-                            .kv_heads = 4,
-                            .ffn = 48,
-                            .seq = 16,
-                            .ffn_kind = FFN_SWIGLU,
-                            .tied = true};
-    int mb = 2, T = shape.seq;
-    size_t mt = (size_t)mb * T, rows = mt * (size_t)shape.d, n = gpt_param_count(&shape);
+    int mb = 2, T = zb_config()->seq;
+    size_t mt = (size_t)mb * T, rows = mt * (size_t)zb_config()->d,
+           n = gpt_param_count(zb_config());
     float *params = malloc(n * sizeof *params), *act = calloc(2 * rows, 4),
           *din = calloc(2 * rows, 4);
     int32_t *tok = malloc(mt * 4), *tgt = malloc(mt * 4);
     ck_assert(params && act && din && tok && tgt);
-    gpt_init_params(&shape, 11, params);
+    gpt_init_params(zb_config(), 11, params);
     for (size_t i = 0; i < mt; i++)
         tok[i] = (int32_t)(i * 7 % 64), tgt[i] = (int32_t)(i * 5 % 64);
     for (size_t k = 0; k < sizeof pols / sizeof *pols; k++)
@@ -273,8 +276,9 @@ START_TEST(split_peak_is_the_calculators)
                 for (int i = 0; i < P; i++) {
                     const struct gpt_part *pt = &split.part[i];
                     struct activ_total at;
-                    activ_total_at(&m, &ac, &pol, pt->first, pt->count, pt->embed, pt->head, &at);
-                    double want = activ_split_peak(&m, &ac, &pol, pt->count, at.saved);
+                    activ_total_at(&zb_model, &ac, &pol, pt->first, pt->count, pt->embed, pt->head,
+                                   &at);
+                    double want = activ_split_peak(&zb_model, &ac, &pol, pt->count, at.saved);
                     ck_assert_msg(split.live[i].peak == (long long)want,
                                   "%s %s, part %d of %d: peak %lld, calculator %.0f", pols[k],
                                   fp_info(fmt)->name, i, P, split.live[i].peak, want);
@@ -288,7 +292,7 @@ END_TEST
 /* A part that splits its backward cannot hold experts: refused, not run wrong. */
 START_TEST(split_with_experts_is_refused)
 {
-    struct gpt_config c = shape;
+    struct gpt_config c = *zb_config();
     c.moe = (struct gpt_moe){.experts = 4, .top_k = 1, .every = 1};
     struct gpt_part part = {
         .count = 4, .embed = true, .head = true, .slots = 1, .tp = 1, .wslots = 1};
@@ -358,6 +362,113 @@ START_TEST(zbh1_is_the_papers)
 }
 END_TEST
 
+/* ZB-H2 (calc/sched.h): with F = B = W = 1 slot the paper's (p - 1)(F + B - 2W) is nothing,
+ * and each stage computes without a gap from its first operation to its last once m >= 2p - 1
+ * (the warm-up's 2(p - s) - 1 forwards need that many micro-batches); the step still holds the
+ * parallelogram's p - 1 slots at its ends, ZB-H1's whole bubble, and no more. It holds 2(p - s)
+ * - 1 micro-batches between F and B and at most 2p between F and W; every stage runs each kind
+ * in micro-batch order, each W after its B. Exact: the timeline is in whole slots. */
+START_TEST(zbh2_is_the_papers)
+{
+    for (int p = 2; p <= 8; p++)
+        for (int m = 1; m <= 4 * p; m++) {
+            struct sched h2, h1;
+            ck_assert_int_eq(sched_build(SCHED_ZBH2, p, m, 1, &h2, NULL), 0);
+            ck_assert_int_eq(sched_build(SCHED_ZBH1, p, m, 1, &h1, NULL), 0);
+            if (m >= 2 * p - 1) {
+                ck_assert_int_eq(h2.span_idle, 0);
+                ck_assert_int_eq(h2.makespan, 3 * m + p - 1);
+                ck_assert_double_eq(sched_formula_over_ideal(SCHED_ZBH2, p, m, 1), 0);
+            }
+            if (m >= p) { /* the step: ZB-H1's makespan, its bubble the parallelogram's ends */
+                ck_assert_int_eq(h2.makespan, h1.makespan);
+                ck_assert_int_eq(h1.span_idle, h1.makespan - 3 * m);
+            }
+            for (int s = 0; s < p; s++) {
+                int most = 2 * (p - s) - 1 < m ? 2 * (p - s) - 1 : m, held = 0, peak = 0;
+                ck_assert_int_eq(h2.count[s], 3 * m);
+                ck_assert_int_eq(h2.peak_chunks[s], most);
+                ck_assert_int_le(sched_wslots(&h2, s, 0), 2 * p);
+                int next[SCHED_OP_KINDS] = {0};
+                for (int i = 0; i < h2.count[s]; i++) {
+                    const struct sched_op *op = &h2.ops[s][i];
+                    ck_assert_int_eq(op->micro, next[op->kind]++);
+                    if (op->kind == SCHED_OP_W)
+                        ck_assert_int_gt(next[SCHED_OP_B], op->micro);
+                    held += op->kind == SCHED_OP_F ? 1 : op->kind == SCHED_OP_W ? -1 : 0;
+                    peak = held > peak ? held : peak;
+                }
+                ck_assert_int_le(peak, 2 * p); /* the paper's 2p M_B */
+            }
+            sched_free(&h2);
+            sched_free(&h1);
+        }
+    /* the paper's three formulas in F, B and W: with B = W = F, 3:1:0 of (p - 1) F */
+    ck_assert_double_eq_tol(sched_formula_times(SCHED_1F1B, 4, 8, 1, 1, 1, 1), 9.0 / 24, 1e-15);
+    ck_assert_double_eq_tol(sched_formula_times(SCHED_ZBH1, 4, 8, 1, 1, 1, 1), 3.0 / 24, 1e-15);
+    ck_assert_double_eq(sched_formula_times(SCHED_ZBH2, 4, 8, 1, 1, 1, 1), 0);
+    /* 2W short of F + B: (p - 1)(F + B - 2W) */
+    ck_assert_double_eq_tol(sched_formula_times(SCHED_ZBH2, 4, 8, 1, 1, 1.5, 0.5), 3 * 1.5 / 24,
+                            1e-15);
+    enum calc_schedule k;
+    ck_assert_int_eq(sched_parse("zb-h2", &k, NULL), 0);
+    ck_assert_int_eq(k, SCHED_ZBH2);
+    ck_assert_str_eq(sched_name(k), "zb-h2");
+    ck_assert(sched_splits(k));
+}
+END_TEST
+
+/* ZB-V (calc/sched.h; Qi et al. 2024, §6, and torch.distributed.pipelining's
+ * ScheduleZBVZeroBubble): two chunks a stage in a V, virtual stages s and 2p - 1 - s, so
+ * stage 0 holds both ends. With F = B = W a chunk's slot every stage computes without a gap
+ * from its first operation to its last once m >= 2p - 1, and the step spans the p - 1 slots
+ * of the V's ends more (6m + p - 1); each stage holds 2p chunks between F and B, 1F1B's p
+ * micro-batches at stage 0, at half the layers. Every chunk runs each kind in micro-batch
+ * order, each W after its B. Exact: whole slots. */
+START_TEST(zbv_is_the_papers)
+{
+    for (int p = 2; p <= 8; p++) {
+        for (int s = 0; s < p; s++) { /* the V: a stage's chunks, and back */
+            ck_assert_int_eq(sched_vstage(SCHED_ZBV, p, s, 0), s);
+            ck_assert_int_eq(sched_vstage(SCHED_ZBV, p, s, 1), 2 * p - 1 - s);
+            for (int c = 0; c < 2; c++)
+                ck_assert_int_eq(sched_stage_of(SCHED_ZBV, p, sched_vstage(SCHED_ZBV, p, s, c)), s);
+        }
+        for (int m = 1; m <= 4 * p; m++) {
+            struct sched v;
+            ck_assert_int_eq(sched_build(SCHED_ZBV, p, m, 2, &v, NULL), 0);
+            if (m >= 2 * p - 1) {
+                ck_assert_int_eq(v.span_idle, 0);
+                ck_assert_int_eq(v.makespan, 6 * m + p - 1);
+            }
+            for (int s = 0; s < p; s++) {
+                ck_assert_int_eq(v.count[s], 6 * m);
+                if (m >= 2 * p - 1)
+                    ck_assert_int_eq(v.peak_chunks[s], 2 * p);
+                ck_assert_int_le(v.peak_chunks[s], 2 * p);
+                int next[2][SCHED_OP_KINDS] = {{0}};
+                for (int i = 0; i < v.count[s]; i++) {
+                    const struct sched_op *op = &v.ops[s][i];
+                    ck_assert_int_eq(op->micro, next[op->chunk][op->kind]++);
+                    if (op->kind == SCHED_OP_W)
+                        ck_assert_int_gt(next[op->chunk][SCHED_OP_B], op->micro);
+                }
+            }
+            sched_free(&v);
+        }
+    }
+    ck_assert_double_eq(sched_formula_over_ideal(SCHED_ZBV, 4, 8, 2), 0);
+    struct error e = {0};
+    ck_assert_int_eq(sched_check(SCHED_ZBV, 4, 8, 1, &e), ERR_INVAL); /* two chunks */
+    ck_assert_int_eq(sched_check(SCHED_ZBV, 1, 8, 2, &e), ERR_INVAL); /* two stages or more */
+    enum calc_schedule k;
+    ck_assert_int_eq(sched_parse("zbv", &k, NULL), 0);
+    ck_assert_int_eq(k, SCHED_ZBV);
+    ck_assert_str_eq(sched_name(k), "zbv");
+    ck_assert_int_eq(sched_chunks(k, 0), 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("zb");
@@ -368,6 +479,8 @@ int main(void)
     tcase_add_test(tc, split_peak_is_the_calculators);
     tcase_add_test(tc, split_with_experts_is_refused);
     tcase_add_test(tc, zbh1_is_the_papers);
+    tcase_add_test(tc, zbh2_is_the_papers);
+    tcase_add_test(tc, zbv_is_the_papers);
     suite_add_tcase(s, tc);
     return harness_run_threadless(s);
 }
