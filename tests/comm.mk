@@ -13,4 +13,4 @@ tests_unit_test_coll_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_coll_LDADD = $(UNIT_LIBS)
 SH_TESTS += tests/cli/collective.sh
 SH_TESTS += tests/tui/collective.sh
-SH_TESTS += tests/cli/collective_mpi.sh tests/cli/train_mpi.sh
+SH_TESTS += tests/cli/collective_mpi.sh tests/cli/train_mpi.sh tests/cli/hosts.sh

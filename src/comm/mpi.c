@@ -71,6 +71,16 @@ void mpi_end(void)
 
 static const char *stop_who = "collective"; /* the command whose messages these are */
 
+/* every rank's processor name, in rank order, once mpi_count_hosts has gathered them: a
+ * deadline's message names the hosts of both ends (across hosts, a cut link is one host's) */
+static char (*host_names)[MPI_MAX_PROCESSOR_NAME];
+static int host_count;
+
+static const char *host_of(int rank)
+{
+    return host_names && rank >= 0 && rank < host_count ? host_names[rank] : NULL;
+}
+
 void mpi_stop_as(const char *who)
 {
     stop_who = who;
@@ -78,12 +88,15 @@ void mpi_stop_as(const char *who)
 
 void mpi_stop(const char *fmt, ...)
 {
+    /* one write of the whole line: ranks stopping together write to one stream, and pieces
+     * written apart would interleave */
+    char line[1024];
+    int at = snprintf(line, sizeof line - 1, "scalelab: %s: ", stop_who);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "scalelab: %s: ", stop_who);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n", stderr);
+    vsnprintf(line + at, sizeof line - 1 - (size_t)at, fmt, ap);
     va_end(ap);
+    fputs(strcat(line, "\n"), stderr);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);
@@ -102,13 +115,18 @@ void mpi_await(const struct mx *m, MPI_Request *r, MPI_Status *st, const char *w
         if (t0 == 0)
             t0 = MPI_Wtime();
         else if (MPI_Wtime() - t0 > m->deadline_s) {
+            const char *mine = host_of(m->rank), *theirs = host_of(peer);
+            if (peer >= 0 && mine && theirs)
+                mpi_stop("GPU %d: waited %g s for %s GPU %d: is that rank running and reachable? "
+                         "GPU %d is on host %s, GPU %d on host %s; stopping every rank",
+                         m->rank, m->deadline_s, what, peer, peer, theirs, m->rank, mine);
             if (peer >= 0)
                 mpi_stop("GPU %d: waited %g s for %s GPU %d: is that rank running and reachable? "
                          "stopping every rank",
                          m->rank, m->deadline_s, what, peer);
-            mpi_stop("GPU %d: waited %g s for %s: is every rank running and reachable? stopping "
-                     "every rank",
-                     m->rank, m->deadline_s, what);
+            mpi_stop("GPU %d: waited %g s for %s: is every rank running and reachable?%s%s "
+                     "stopping every rank",
+                     m->rank, m->deadline_s, what, mine ? " this is host " : "", mine ? mine : "");
         }
         sched_yield();
     }
@@ -126,20 +144,25 @@ int mpi_count_hosts(const struct mx *m, char *host0, size_t n0)
     char me[MPI_MAX_PROCESSOR_NAME] = {0};
     int len = 0, hosts = 0;
     MPI_Get_processor_name(me, &len);
-    memcpy(host0, me, n0 - 1);
-    host0[n0 - 1] = '\0';
-    char *all = m->rank == 0 ? calloc((size_t)m->size, MPI_MAX_PROCESSOR_NAME) : NULL;
-    if (m->rank == 0 && !all)
-        mpi_stop("GPU 0: out of memory");
-    mpi_gather(m, me, MPI_MAX_PROCESSOR_NAME, all);
-    for (int i = 0; all && i < m->size; i++) {
+    char(*all)[MPI_MAX_PROCESSOR_NAME] = calloc((size_t)m->size, sizeof *all);
+    if (!all)
+        mpi_stop("GPU %d: out of memory", m->rank);
+    MPI_Request r; /* every rank keeps the table, for the deadlines' messages */
+    MPI_Iallgather(me, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                   m->comm, &r);
+    mpi_await(m, &r, MPI_STATUS_IGNORE, "the other ranks' host names", -1);
+    for (int i = 0; i < m->size; i++) {
+        all[i][MPI_MAX_PROCESSOR_NAME - 1] = '\0';
         bool seen = false;
         for (int j = 0; j < i && !seen; j++)
-            seen = !strcmp(all + (size_t)i * MPI_MAX_PROCESSOR_NAME,
-                           all + (size_t)j * MPI_MAX_PROCESSOR_NAME);
+            seen = !strcmp(all[i], all[j]);
         hosts += !seen;
     }
-    free(all);
+    memcpy(host0, all[0], n0 - 1);
+    host0[n0 - 1] = '\0';
+    free(host_names);
+    host_names = all;
+    host_count = m->size;
     return hosts;
 }
 

@@ -39,7 +39,8 @@ void mpi_await(const struct mx *m, MPI_Request *r, MPI_Status *st, const char *w
 void mpi_land(struct mx *m, MPI_Request *r, int peer, void *buf, size_t bytes,
               dev_combine_fn combine, void *ctx);
 /* Every rank's `bytes` at mine into rank 0's all; the distinct processor names among the ranks
- * (rank 0's answer), rank 0's into host0; a communicator of its own, like MPI_COMM_WORLD. */
+ * (every rank's answer, each keeping every rank's name for the deadlines' messages), rank
+ * 0's into host0; a communicator of its own, like MPI_COMM_WORLD. */
 void mpi_gather(const struct mx *m, const void *mine, int bytes, void *all);
 int mpi_count_hosts(const struct mx *m, char *host0, size_t n0);
 MPI_Comm mpi_dup_world(const struct mx *m);
