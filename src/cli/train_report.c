@@ -102,6 +102,15 @@ void train_print_header(const struct train_args *r, const struct cluster_spec *s
                                               : "none",
            ckpt_name(ckpt, sizeof ckpt, &o->ckpt), train_flash(o) ? "flash" : "eager", o->batch,
            c->seq, o->lr);
+    struct gpt_fp8 f8 = train_fp8(o);
+    if (f8.recipe == FP8_DELAYED)
+        printf("fp8 %s (amax history %d, margin %d), ", fp8_recipe_name(f8.recipe), f8.history,
+               f8.margin);
+    else if (f8.recipe == FP8_BLOCK)
+        printf("fp8 %s (1 x %d and %d x %d tiles), ", fp8_recipe_name(f8.recipe), f8.block,
+               f8.block, f8.block);
+    else if (f8.recipe == FP8_CURRENT)
+        printf("fp8 %s, ", fp8_recipe_name(f8.recipe));
     if (o->gpus == 1)
         printf("one simulated %s GPU\n", spec->name);
     else
@@ -616,6 +625,12 @@ static void print_summary_json(const struct train_args *r, const struct run *run
         json_object_set_new(m, "moe", moe_json(c, sum));
     }
     json_object_set_new(m, "precision", json_string(fp_info(o->precision)->key));
+    struct gpt_fp8 f8 = train_fp8(o);
+    if (f8.recipe != FP8_OFF) /* the linear layers' GEMMs in fp8 over the bf16 model */
+        json_object_set_new(m, "fp8",
+                            json_pack("{s:s, s:i, s:i, s:i, s:b}", "recipe",
+                                      fp8_recipe_name(f8.recipe), "history", f8.history, "margin",
+                                      f8.margin, "block", f8.block, "pow2", f8.pow2));
     char ckpt[24];
     json_object_set_new(m, "checkpoint", json_string(ckpt_name(ckpt, sizeof ckpt, &o->ckpt)));
     json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));

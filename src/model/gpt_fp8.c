@@ -103,13 +103,14 @@ static size_t site(const struct gpt *g, int l, int lin, enum fp8_role role)
 }
 
 /* Operand `which` of GEMM k of layer l's linear layer lin: the delayed recipe's scale, and
- * its statistics when counted (x and w in fprop, dy in dgrad). */
+ * its statistics when counted (x and w in the forward pass, not again when a checkpointed
+ * layer is recomputed: the same values; dy in dgrad). */
 static struct fp8_operand operand(struct gpt *g, int l, int lin, enum fp8_gemm k, int which,
                                   const float *v)
 {
     enum fp8_role role = fp8_gemm_role(k, which);
     size_t at = site(g, l, lin, role);
-    bool count = k == FP8_FPROP || (k == FP8_DGRAD && role == FP8_DY);
+    bool count = (k == FP8_FPROP && g->in_forward) || (k == FP8_DGRAD && role == FP8_DY);
     return (struct fp8_operand){v, g->f8.hist ? g->f8.hist[at].scale : 0,
                                 count ? &g->f8.stats[at] : NULL};
 }
