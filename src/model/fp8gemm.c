@@ -31,7 +31,7 @@ void fp8_gemm(const struct gpt_fp8 *c, enum fp8_gemm k, float *out, struct fp8_o
               struct fp8_operand b, int n, int out_w, int in_w, float beta, float *qa, float *qb)
 {
     int B = c->block;
-    prof_enter(PROF_ROUNDING);
+    prof_enter(PROF_FP8);
     if (k == FP8_FPROP) {
         quant(c, FP8_X, qa, &a, n, in_w, 1, B);
         quant(c, FP8_W, qb, &b, out_w, in_w, B, B);
