@@ -107,10 +107,11 @@ void train_print_header(const struct train_args *r, const struct cluster_spec *s
         printf("fp8 %s (amax history %d, margin %d), ", fp8_recipe_name(f8.recipe), f8.history,
                f8.margin);
     else if (f8.recipe == FP8_BLOCK)
-        printf("fp8 %s (1 x %d and %d x %d tiles), ", fp8_recipe_name(f8.recipe), f8.block,
-               f8.block, f8.block);
+        printf("fp8 %s (1 x %d and %d x %d tiles, %s scales), ", fp8_recipe_name(f8.recipe),
+               f8.block, f8.block, f8.block, f8.pow2 ? "power-of-two" : "fp32");
     else if (f8.recipe == FP8_CURRENT)
-        printf("fp8 %s, ", fp8_recipe_name(f8.recipe));
+        printf("fp8 %s (%s scales), ", fp8_recipe_name(f8.recipe),
+               f8.pow2 ? "power-of-two" : "fp32");
     if (o->gpus == 1)
         printf("one simulated %s GPU\n", spec->name);
     else

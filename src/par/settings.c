@@ -20,7 +20,7 @@ static int fp8_check(const struct train_opts *o, struct error *e)
                        : o->fp8_history     ? "--fp8-history"
                        : o->fp8_margin >= 0 ? "--fp8-margin"
                        : o->fp8_block       ? "--fp8-block"
-                       : o->fp8_pow2        ? "--fp8-pow2"
+                       : o->fp8_scales      ? "--fp8-scales"
                                             : NULL;
     if (!o->fp8) {
         if (lone)
@@ -33,6 +33,10 @@ static int fp8_check(const struct train_opts *o, struct error *e)
                          "--fp8-history and --fp8-margin go with --fp8-recipe delayed");
     if (o->fp8_block && o->fp8_recipe != FP8_BLOCK)
         return error_set(e, ERR_INVAL, "--fp8-block goes with --fp8-recipe block");
+    if (o->fp8_scales && o->fp8_recipe != FP8_CURRENT && o->fp8_recipe != FP8_BLOCK)
+        return error_set(e, ERR_INVAL,
+                         "--fp8-scales goes with --fp8-recipe current or block (the delayed "
+                         "recipe's scales are TE's fp32 quotients)");
     if (o->tp > 1 || o->cp > 1 || o->shape.moe.experts)
         return error_set(e, ERR_INVAL,
                          "--precision fp8 trains a dense model with data and pipeline "
@@ -52,7 +56,8 @@ struct gpt_fp8 train_fp8(const struct train_opts *o)
     f.margin = o->fp8_margin >= 0 ? o->fp8_margin : FP8_MARGIN_DEFAULT;
     int half = o->shape.d / 2 > 1 ? o->shape.d / 2 : 1;
     f.block = o->fp8_block ? o->fp8_block : half < FP8_BLOCK_DEFAULT ? half : FP8_BLOCK_DEFAULT;
-    f.pow2 = o->fp8_pow2;
+    f.pow2 = o->fp8_scales == TRAIN_FP8_SCALES_POW2 ||
+             (o->fp8_scales == TRAIN_FP8_SCALES_RECIPE && f.recipe == FP8_BLOCK);
     return f;
 }
 
@@ -337,6 +342,16 @@ static int set_precision(const struct setting *s, const char *said, const char *
     return 0;
 }
 
+static int set_fp8_scales(const struct setting *s, const char *said, const char *value,
+                          struct train_opts *o, struct error *e)
+{
+    (void)s;
+    if (strcmp(value, "pow2") && strcmp(value, "fp32"))
+        return error_set(e, ERR_INVAL, "%s '%s': expected pow2 or fp32", said, value);
+    o->fp8_scales = strcmp(value, "pow2") ? TRAIN_FP8_SCALES_FP32 : TRAIN_FP8_SCALES_POW2;
+    return 0;
+}
+
 static int set_fp8_recipe(const struct setting *s, const char *said, const char *value,
                           struct train_opts *o, struct error *e)
 {
@@ -524,8 +539,9 @@ const struct setting train_settings[] = {
     {"fp8-block", NULL, "B", set_int, F(fp8_block), 1, 1 << 16, false,
      "block: the tile B (unless given 128, at most half of d_model: 32 on\n"
      "tiny)"},
-    {"fp8-pow2", NULL, NULL, set_switch, F(fp8_pow2), 0, 0, false,
-     "with --precision fp8: power-of-two scales (exact dequantisation)"},
+    {"fp8-scales", NULL, "S", set_fp8_scales, 0, 0, 0, false,
+     "current and block: pow2 (powers of two, exact dequantisation) or\n"
+     "fp32 (max / amax); TE's unless given: pow2 for block, fp32 for current"},
     {"loss-scale", "scale", "S", set_loss_scale, 0, 0, 0, false,
      "dynamic (PyTorch's GradScaler: halves and skips the step on an\n"
      "inf/NaN gradient, doubles after --growth-interval clean steps),\n"

@@ -79,5 +79,7 @@ bad "an unknown precision" "use fp32, bf16, fp16 or fp8" --precision fp4
 bad "a history under current scaling" "--fp8-history and --fp8-margin go with --fp8-recipe delayed" --precision fp8 --fp8-recipe current --fp8-history 16
 bad "a tile without the block recipe" "--fp8-block goes with --fp8-recipe block" --precision fp8 --fp8-block 16
 bad "fp8 with tensor parallelism" "not --tp 2" --precision fp8 --tp 2
+bad "scales of the delayed recipe" "--fp8-scales goes with --fp8-recipe current or block" --precision fp8 --fp8-scales pow2
+bad "scales neither pow2 nor fp32" "expected pow2 or fp32" --precision fp8 --fp8-recipe block --fp8-scales ue8m0
 
 done_testing
