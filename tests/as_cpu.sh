@@ -25,7 +25,7 @@ fi
 # and the MPI ranks' bit-identity with the thread-GPUs.
 numeric="tests/cli/train_bits.sh tests/cli/run.sh tests/cli/paths.sh tests/unit/test_snapshot
 tests/cli/train_dp.sh tests/cli/train_tp.sh tests/cli/train_pp.sh tests/cli/train_cp.sh
-tests/cli/train_ep.sh tests/cli/train_mpi.sh"
+tests/cli/train_ep.sh tests/cli/train_mpi.sh tests/cli/train_fp8.sh"
 
 for t in $numeric; do
     case $t in

@@ -42,8 +42,8 @@ void prof_leave(void)
 
 const char *prof_name(enum prof_phase ph)
 {
-    static const char *const names[PROF_PHASES] = {"matmuls",   "attention", "norms",
-                                                   "RoPE",      "SwiGLU",    "loss",
-                                                   "optimizer", "rounding",  "kept tensors"};
+    static const char *const names[PROF_PHASES] = {
+        "matmuls", "attention", "norms",    "RoPE",         "SwiGLU",
+        "loss",    "optimizer", "rounding", "kept tensors", "fp8 quantisation"};
     return ph < PROF_PHASES ? names[ph] : "?";
 }

@@ -19,6 +19,7 @@ enum prof_phase {
     PROF_OPTIMIZER, /* AdamW */
     PROF_ROUNDING,  /* rounding to the format, non-finite checks, underflow counts */
     PROF_KEEP,      /* storing kept tensors for the backward pass and loading them back */
+    PROF_FP8,       /* fp8 training: each GEMM input's amax, scales, rounding and read-back */
     PROF_PHASES
 };
 

@@ -1,5 +1,6 @@
 /* Benchmark group "train": one training step (forward, backward, clip, AdamW) of the `small`
- * model in fp32, bf16 and fp16, and of the `torch-compare` model (the shape set beside PyTorch) in
+ * model in fp32, bf16 and fp16 and with fp8 GEMMs (each recipe beside bf16's step), and of the
+ * `torch-compare` model (the shape set beside PyTorch) in
  * fp32, on this host's one core.
  *
  * Reported: tokens per second of each step, beside the tokens per second the step would reach
@@ -25,6 +26,7 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -41,9 +43,10 @@ static void one_step(void *p)
     trainer_step(p, &s);
 }
 
-/* A trainer of `model` at `batch` in `fmt`, as the benchmark times it; NULL after saying why. */
+/* A trainer of `model` at `batch` in `fmt` (with an fp8 recipe r: its GEMMs in fp8, fmt bf16),
+ * as the benchmark times it; NULL after saying why. */
 static struct trainer *trainer_of(const char *model, int batch, enum fp_format fmt,
-                                  struct train_opts *o, int *claimed)
+                                  enum fp8_recipe r, struct train_opts *o, int *claimed)
 {
     struct error e = {0};
     train_opts_default(o);
@@ -54,6 +57,7 @@ static struct trainer *trainer_of(const char *model, int batch, enum fp_format f
     o->clip = 1.0;
     o->precision = fmt;
     o->scaling = train_scaling_for(fmt);
+    o->fp8 = r != FP8_OFF, o->fp8_recipe = r;
     struct trainer *tr;
     /* the memory it will use, checked first: one GPU's run on this thread; the OpenBLAS
      * buffers claimed are given back (blasbuf_release) after trainer_free */
@@ -67,14 +71,14 @@ static struct trainer *trainer_of(const char *model, int batch, enum fp_format f
     return tr;
 }
 
-/* Times `model` at `batch` in `fmt`: the rows, and the step's CPU seconds in t[0..k-1] (k =
- * 3 x repeats). 0 or 1. */
-static int run_one(struct bench *b, const char *model, int batch, enum fp_format fmt, double *t,
-                   int k)
+/* Times `model` at `batch` in `fmt` (fp8 recipe r, or FP8_OFF): the rows, and the step's CPU
+ * seconds in t[0..k-1] (k = 3 x repeats). 0 or 1. */
+static int run_one(struct bench *b, const char *model, int batch, enum fp_format fmt,
+                   enum fp8_recipe r, double *t, int k)
 {
     struct train_opts o;
     int claimed;
-    struct trainer *tr = trainer_of(model, batch, fmt, &o, &claimed);
+    struct trainer *tr = trainer_of(model, batch, fmt, r, &o, &claimed);
     if (!tr)
         return 1;
     struct gpt_flops fl = gpt_step_flops(&o.shape, o.batch, &o.ckpt);
@@ -107,7 +111,11 @@ static int run_one(struct bench *b, const char *model, int batch, enum fp_format
     trainer_free(tr);
     blasbuf_release(claimed);
 
-    const char *name = fp_info(fmt)->name;
+    char name[32];
+    if (r != FP8_OFF)
+        snprintf(name, sizeof name, "fp8 %s", fp8_recipe_name(r));
+    else
+        snprintf(name, sizeof name, "%s", fp_info(fmt)->name);
     char what[96];
     double v[BENCH_MAX_REPEATS], lim[BENCH_MAX_REPEATS];
     for (int i = 0; i < k; i++)
@@ -183,7 +191,7 @@ static int beside_torch(struct bench *b, int batch)
     }
     struct train_opts o;
     int claimed;
-    struct trainer *tr = trainer_of("torch-compare", batch, FP_FP32, &o, &claimed);
+    struct trainer *tr = trainer_of("torch-compare", batch, FP_FP32, FP8_OFF, &o, &claimed);
     if (!tr)
         return 1;
     double tokens = batch * (double)o.shape.seq, ours[BENCH_MAX_REPEATS], theirs[BENCH_MAX_REPEATS],
@@ -213,32 +221,53 @@ static int beside_torch(struct bench *b, int batch)
     return 0;
 }
 
+/* A step's times t (k of them, seconds) beside another run's median (ref), in ms, as "small
+ * NAME step time" against "LIMIT step". */
+static void beside(struct bench *b, const char *name, double *t, const double *ref, int k,
+                   const char *limit)
+{
+    char what[96], lim[32];
+    snprintf(what, sizeof what, "small %s step time", name);
+    snprintf(lim, sizeof lim, "%s step", limit);
+    struct bench_stat st;
+    bench_stat_of(ref, k, &st);
+    for (int j = 0; j < k; j++)
+        t[j] *= 1e3;
+    double ms = st.med * 1e3; /* another run: its median, not its samples in turn */
+    bench_report_vs(b, "train", what, t, k, "ms", lim, &ms, 1);
+}
+
 static int run(struct bench *b)
 {
     const enum fp_format fmts[3] = {FP_FP32, FP_BF16, FP_FP16};
-    int k = 3 * b->repeats;
-    double t32[BENCH_MAX_REPEATS], t[BENCH_MAX_REPEATS];
+    int k = 3 * b->repeats, batch = b->quick ? 1 : 4;
+    double t32[BENCH_MAX_REPEATS], t16[BENCH_MAX_REPEATS], t[BENCH_MAX_REPEATS];
     for (int i = 0; i < 3; i++) {
-        if (run_one(b, "small", b->quick ? 1 : 4, fmts[i], i ? t : t32, k))
+        double *into = i == 0 ? t32 : i == 1 ? t16 : t;
+        if (run_one(b, "small", batch, fmts[i], FP8_OFF, into, k))
             return 1;
         if (i > 0) {
-            char what[96];
-            snprintf(what, sizeof what, "small %s step time", fp_info(fmts[i])->name);
-            struct bench_stat fp32;
-            bench_stat_of(t32, k, &fp32);
-            for (int j = 0; j < k; j++)
-                t[j] *= 1e3;
-            double ms = fp32.med * 1e3; /* another run: its median, not its samples in turn */
-            bench_report_vs(b, "train", what, t, k, "ms", "fp32 step", &ms, 1);
+            memcpy(t, into, (size_t)k * sizeof *t);
+            beside(b, fp_info(fmts[i])->name, t, t32, k, "fp32");
         }
     }
-    int batch = b->quick ? 2 : 16;
-    return run_one(b, "torch-compare", batch, FP_FP32, t, k) || beside_torch(b, batch);
+    /* fp8's GEMMs in the bf16 model, beside bf16's step: the quantisation's cost (its phase,
+     * "fp8 quantisation", among the rows of its step); --quick: the current recipe alone */
+    for (int r = b->quick ? FP8_CURRENT : FP8_DELAYED; r <= (b->quick ? FP8_CURRENT : FP8_BLOCK);
+         r++) {
+        if (run_one(b, "small", batch, FP_BF16, (enum fp8_recipe)r, t, k))
+            return 1;
+        char name[32];
+        snprintf(name, sizeof name, "fp8 %s", fp8_recipe_name((enum fp8_recipe)r));
+        beside(b, name, t, t16, k, "bf16");
+    }
+    int tb = b->quick ? 2 : 16;
+    return run_one(b, "torch-compare", tb, FP_FP32, FP8_OFF, t, k) || beside_torch(b, tb);
 }
 
 const struct bench_case bench_train = {
     "train",
-    "a training step of the small GPT in fp32, bf16 and fp16, and of the torch-compare GPT in "
-    "fp32 (beside PyTorch's): tokens/s, matmul GFLOP/s, time per phase",
+    "a training step of the small GPT in fp32, bf16, fp16 and fp8 (each recipe), and of the "
+    "torch-compare GPT in fp32 (beside PyTorch's): tokens/s, matmul GFLOP/s, time per phase",
     run,
 };

@@ -102,6 +102,16 @@ void train_print_header(const struct train_args *r, const struct cluster_spec *s
                                               : "none",
            ckpt_name(ckpt, sizeof ckpt, &o->ckpt), train_flash(o) ? "flash" : "eager", o->batch,
            c->seq, o->lr);
+    struct gpt_fp8 f8 = train_fp8(o);
+    if (f8.recipe == FP8_DELAYED)
+        printf("fp8 %s (amax history %d, margin %d), ", fp8_recipe_name(f8.recipe), f8.history,
+               f8.margin);
+    else if (f8.recipe == FP8_BLOCK)
+        printf("fp8 %s (1 x %d and %d x %d tiles, %s scales), ", fp8_recipe_name(f8.recipe),
+               f8.block, f8.block, f8.block, f8.pow2 ? "power-of-two" : "fp32");
+    else if (f8.recipe == FP8_CURRENT)
+        printf("fp8 %s (%s scales), ", fp8_recipe_name(f8.recipe),
+               f8.pow2 ? "power-of-two" : "fp32");
     if (o->gpus == 1)
         printf("one simulated %s GPU\n", spec->name);
     else
@@ -118,6 +128,50 @@ static void put_num(const char *key, double v, bool comma)
     json_put_num(stdout, v, JSON_FIGURES);
     if (comma)
         putchar(',');
+}
+
+/* A step's fp8 quantisations per input, over every linear layer. */
+static void fp8_sum(const struct train_step *s, struct fp8_stats tot[FP8_ROLES])
+{
+    memset(tot, 0, FP8_ROLES * sizeof *tot);
+    for (int i = 0; i < GPT_LINEARS; i++)
+        for (int k = 0; k < FP8_ROLES; k++)
+            if (s->fp8[i][k].n)
+                fp8_stats_add(&tot[k], &s->fp8[i][k]);
+}
+
+/* What one fp8 input's quantisations did: its amax, its scale (where amax was), the fractions
+ * saturated and flushed to zero, and the elements. */
+static void put_fp8_one(const char *key, const struct fp8_stats *f, bool comma)
+{
+    double n = f->n ? (double)f->n : 1;
+    printf("\"%s\":{", key);
+    put_num("amax", f->amax, true);
+    put_num("scale", f->scale, true);
+    put_num("saturated", (double)f->saturated / n, true);
+    put_num("flushed", (double)f->flushed / n, true);
+    printf("\"n\":%llu}%s", (unsigned long long)f->n, comma ? "," : "");
+}
+
+/* The step's fp8 quantisations (FP8 training): per input over every linear layer, and per
+ * linear layer and input (num/fp8.h's roles x, w, dy). */
+static void put_fp8(const struct train_step *s)
+{
+    struct fp8_stats tot[FP8_ROLES];
+    fp8_sum(s, tot);
+    if (!tot[FP8_X].n)
+        return;
+    printf("\"fp8\":{");
+    for (int k = 0; k < FP8_ROLES; k++)
+        put_fp8_one(fp8_role_name((enum fp8_role)k), &tot[k], true);
+    printf("\"tensors\":{");
+    for (int i = 0; i < GPT_LINEARS; i++) {
+        printf("\"%s\":{", gpt_kind_name(gpt_linear_kind(i)));
+        for (int k = 0; k < FP8_ROLES; k++)
+            put_fp8_one(fp8_role_name((enum fp8_role)k), &s->fp8[i][k], k + 1 < FP8_ROLES);
+        printf("}%s", i + 1 < GPT_LINEARS ? "," : "");
+    }
+    printf("}},");
 }
 
 void train_print_step_json(const struct run_step *rs)
@@ -154,6 +208,7 @@ void train_print_step_json(const struct run_step *rs)
         printf("],");
     }
     printf("\"act_peak_bytes\":%zu,", s->act_peak_bytes);
+    put_fp8(s);
     if (s->routed) { /* a mixture of experts: the routing's figures */
         put_num("aux_loss", s->aux_loss, true);
         put_num("aux_loss_per_layer", s->aux_layers ? s->aux_loss / s->aux_layers : 0, true);
@@ -183,6 +238,16 @@ void train_print_step_text(const struct run_step *rs)
         printf("  aux %.4f (%d layers x %.4f)  dropped %.1f%%  busiest/mean %.2fx", s->aux_loss,
                s->aux_layers, s->aux_layers ? s->aux_loss / s->aux_layers : 0,
                100.0 * (double)s->dropped / (double)s->routed, s->expert_imbalance);
+    struct fp8_stats tot[FP8_ROLES];
+    fp8_sum(s, tot);
+    if (tot[FP8_X].n) /* fp8: saturated and flushed to zero, x/w/dy */
+        printf("  fp8 saturated %.3g/%.3g/%.3g%%  flushed %.3g/%.3g/%.3g%%",
+               100.0 * (double)tot[0].saturated / (double)tot[0].n,
+               100.0 * (double)tot[1].saturated / (double)tot[1].n,
+               100.0 * (double)tot[2].saturated / (double)tot[2].n,
+               100.0 * (double)tot[0].flushed / (double)tot[0].n,
+               100.0 * (double)tot[1].flushed / (double)tot[1].n,
+               100.0 * (double)tot[2].flushed / (double)tot[2].n);
     if (s->overflow)
         printf("  OVERFLOW");
     if (s->spike)
@@ -561,6 +626,12 @@ static void print_summary_json(const struct train_args *r, const struct run *run
         json_object_set_new(m, "moe", moe_json(c, sum));
     }
     json_object_set_new(m, "precision", json_string(fp_info(o->precision)->key));
+    struct gpt_fp8 f8 = train_fp8(o);
+    if (f8.recipe != FP8_OFF) /* the linear layers' GEMMs in fp8 over the bf16 model */
+        json_object_set_new(m, "fp8",
+                            json_pack("{s:s, s:i, s:i, s:i, s:b}", "recipe",
+                                      fp8_recipe_name(f8.recipe), "history", f8.history, "margin",
+                                      f8.margin, "block", f8.block, "pow2", f8.pow2));
     char ckpt[24];
     json_object_set_new(m, "checkpoint", json_string(ckpt_name(ckpt, sizeof ckpt, &o->ckpt)));
     json_object_set_new(m, "overflow_steps", json_integer(sum->overflows));

@@ -39,6 +39,13 @@ int gpt_config_check(const struct gpt_config *c, struct error *e)
     if (c->vocab > 1 << 20 || c->d > 1 << 16 || c->ffn > 1 << 18 || c->seq > 1 << 16 ||
         c->layers > 1024)
         return error_set(e, ERR_INVAL, "model shape: too large for this lab");
+    const struct gpt_fp8 *f8 = &c->fp8;
+    if (f8->recipe != FP8_OFF &&
+        (f8->recipe >= FP8_RECIPES || f8->history < 1 || f8->history > 1 << 20 || f8->margin < 0 ||
+         f8->margin > 64 || f8->block < 1))
+        return error_set(e, ERR_INVAL,
+                         "fp8: a recipe, an amax history of 1 to 2^20 steps, a margin of 0 to "
+                         "64 and a block of at least 1 are needed");
     const struct gpt_moe *m = &c->moe;
     if (m->experts == 0)
         return 0;
@@ -212,6 +219,7 @@ void gpt_free(struct gpt *g)
     free(g->moe.scount);
     free(g->lw);
     free(g->lg);
+    fp8_free(g);
     free(g);
 }
 
@@ -566,7 +574,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
     }
     if (g->part.wslots > 0) /* B and W apart: a W set per layer and weight slot */
         g->wsets = calloc((size_t)g->part.wslots * (size_t)L, sizeof *g->wsets);
-    if (!g->saved || !g->head || !g->lw || !g->lg || !g->underflow ||
+    if (fp8_setup(g) || !g->saved || !g->head || !g->lw || !g->lg || !g->underflow ||
         (g->part.wslots > 0 && !g->wsets) || (g->seg && (!g->pool || !g->segin)) ||
         (c->moe.experts > 0 && (!g->moe.load || !g->moe.kept || !g->moe.scount)))
         return error_set(e, ERR_NOMEM, "out of memory");
@@ -581,6 +589,7 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
  * carved, in order. */
 static void layout_scratch(struct gpt *g)
 {
+    fp8_layout(g, carve);
     size_t N = (size_t)g->N, d = (size_t)g->c.d, f = (size_t)g->fl, V = (size_t)g->vl;
     size_t T = (size_t)g->T, half = (size_t)g->hd / 2;
     for (int a = 0; a < A_COUNT; a++) {

@@ -51,6 +51,7 @@
 
 #include "base/ckpt.h"
 #include "num/fp.h"
+#include "num/fp8.h"
 
 struct error;
 
@@ -67,6 +68,27 @@ struct gpt_moe {
 
 #define GPT_MAX_EXPERTS 64
 
+/* FP8 training (num/fp8.h's recipes; model/gpt_fp8.c): with a recipe, each dense layer's seven
+ * linear layers (wq, wk, wv, wo, w_gate, w_up, w_down) run their three GEMMs on inputs
+ * quantised to fp8 with their scales: fprop y = x W^T, dgrad dx = dy W, wgrad dW = dy^T x, each
+ * accumulating in fp32 (sgemm) over the dequantised values. The rest of the model (the
+ * embedding and the tied head, norms, attention's core, SwiGLU, the loss) and its storage run
+ * in the model's format (bf16), and the optimizer keeps fp32 master weights, as TE's layers
+ * inside a bf16 model do. Under the block recipe activations and gradients have a scale per
+ * 1 x block tile along the GEMM's inner dimension (fprop and dgrad: a row's; wgrad, whose
+ * inner dimension is the tokens: a column's, block x 1) and weights per block x block. */
+struct gpt_fp8 {
+    enum fp8_recipe recipe; /* FP8_OFF: none */
+    int history;            /* delayed: amaxes kept (TE's 1024) */
+    int margin;             /* delayed: scale = max / amax / 2^margin (TE's 0) */
+    int block;              /* block: the tile's width B */
+    bool pow2;              /* power-of-two scales (s_inv exact) */
+};
+/* The linear layers fp8 covers, in a layer's order: GPT_WQ + i for i < 4, GPT_W_GATE + i - 4
+ * after (gpt_linear_kind). */
+#define GPT_LINEARS 7
+enum gpt_kind gpt_linear_kind(int i);
+
 struct gpt_config {
     int vocab;  /* V */
     int d;      /* d_model */
@@ -75,6 +97,7 @@ struct gpt_config {
     int ffn;    /* F, the SwiGLU hidden width (each expert's too) */
     int seq;    /* T, the context length trained on */
     struct gpt_moe moe;
+    struct gpt_fp8 fp8; /* zero: no fp8 (how it trains, not its shape: the trainer sets it) */
 };
 
 /* Checks the shape (positive sizes, d divisible by heads, even head_dim; experts 2 to
@@ -476,6 +499,14 @@ double gpt_forward(struct gpt *g, const int32_t *tokens, const int32_t *targets,
  * forward, backward and recomputed passes (model/ringattn.h: the rectangles the causal mask
  * leaves work in, per sequence and head); 0 without it. What the balanced split evens out. */
 uint64_t gpt_ring_scores(const struct gpt *g);
+
+/* FP8 training: what the last step's quantisations did, per linear layer of the model's
+ * (GPT_LINEARS, summed over the part's layers) and input (num/fp8.h's roles: x and w counted
+ * in fprop, dy in dgrad; wgrad's quantisations of the same tensors are not counted again),
+ * added into out (amax the largest, with its scale). Nothing without a recipe. */
+void gpt_fp8_stats(const struct gpt *g, struct fp8_stats out[GPT_LINEARS][FP8_ROLES]);
+/* The same summed over every linear layer, per input. */
+void gpt_fp8_totals(const struct gpt *g, struct fp8_stats out[FP8_ROLES]);
 
 /* Diagnosis of the last step. */
 struct gpt_diag {

@@ -103,6 +103,18 @@ struct gpt_experts {
     int32_t *load, *kept; /* [expert layers][E] */
 };
 
+/* FP8 training's state (gpt_fp8.c): for each linear layer (GPT_LINEARS) of each layer of the
+ * part and each input (FP8_ROLES), the step's statistics and, under the delayed recipe, the
+ * amax history and the scale it gives (the histories' values in the workspace); the two
+ * operand buffers the GEMMs read their dequantised inputs from (qa: x or dy, qb: w, or x in
+ * wgrad). */
+struct gpt_fp8_state {
+    struct fp8_stats *stats;  /* [count][GPT_LINEARS][FP8_ROLES] */
+    struct fp8_history *hist; /* the same places; NULL but under the delayed recipe */
+    float *qa, *qb;
+    size_t qa_elems, qb_elems;
+};
+
 /* A reading guide to struct gpt: one model, or one part of one (model/gpt.h's parts: a
  * pipeline stage's layers and ends, a tensor-parallel rank's shards), over one micro-batch of B
  * sequences of T = c.seq tokens, N = B T rows; under context parallelism (ring.cp GPUs) T =
@@ -178,6 +190,7 @@ struct gpt {
     } work;
     struct gpt_ring ring;
     struct gpt_experts moe;
+    struct gpt_fp8_state f8;
 
     /* diagnosis of the current step */
     char nonfinite[48];
@@ -370,6 +383,24 @@ void op_attn_core_backward(struct gpt *g, int l);
  * apart: wkeep), dq and dk turned back from RoPE. */
 void op_attn_grads_done(struct gpt *g, int l);
 void op_ring_forward(struct gpt *g, int l);
+/* dx [N, in] (+)= dy [N, out] W, layer l's linear layer W: in fp8 when its recipe says so. */
+void op_linear_dx(struct gpt *g, int l, float *dx, const float *dy, const float *w, int out, int in,
+                  float beta);
+
+/* FP8 training (gpt_fp8.c): its state made (setup: 0 or ERR_NOMEM) and freed, its buffers
+ * carved with the workspace's, a step's start (the delayed recipe's histories take the last
+ * step's amaxes); the three GEMMs of layer l's linear layer whose weight (or, for wgrad, its
+ * gradient) is w: false when w is not one of fp8's linear layers, or no recipe is set (the
+ * caller then runs the plain GEMM). */
+int fp8_setup(struct gpt *g);
+void fp8_free(struct gpt *g);
+void fp8_layout(struct gpt *g, void *(*carve)(struct gpt *, enum gpt_mem, size_t));
+void fp8_step_begin(struct gpt *g);
+bool fp8_fprop(struct gpt *g, int l, float *y, const float *x, const float *w, int out, int in);
+bool fp8_dgrad(struct gpt *g, int l, float *dx, const float *dy, const float *w, int out, int in,
+               float beta);
+bool fp8_wgrad(struct gpt *g, int l, float *dw, const float *dy, const float *x, int out, int in,
+               bool acc);
 void op_ring_backward(struct gpt *g, int l);
 
 #endif

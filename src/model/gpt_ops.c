@@ -253,6 +253,13 @@ void op_mm_dw_acc(float *dw, const float *dy, const float *x, int n, int out, in
     prof_leave();
 }
 
+void op_linear_dx(struct gpt *g, int l, float *dx, const float *dy, const float *w, int out, int in,
+                  float beta)
+{
+    if (!fp8_dgrad(g, l, dx, dy, w, out, in, beta))
+        op_mm_dx(dx, dy, w, g->N, out, in, beta);
+}
+
 /* The calls that produce a tensor of layer l: compute it, round it to the format, check it
  * (and count a weight gradient's underflow), so the passes read as the maths. */
 
@@ -260,7 +267,8 @@ void op_mm_dw_acc(float *dw, const float *dy, const float *x, int n, int out, in
 void op_linear(struct gpt *g, int l, const char *name, float *y, const float *x, const float *w,
                int out, int in)
 {
-    op_mm_fwd(y, x, w, g->N, out, in);
+    if (!fp8_fprop(g, l, y, x, w, out, in))
+        op_mm_fwd(y, x, w, g->N, out, in);
     if (name)
         op_produced(g, y, (size_t)g->N * out, l, name);
     else
@@ -271,7 +279,8 @@ void op_linear(struct gpt *g, int l, const char *name, float *y, const float *x,
 void op_weight_grad(struct gpt *g, int l, const char *name, float *dw, const float *dy,
                     const float *x, int out, int in)
 {
-    op_mm_dw_acc(dw, dy, x, g->N, out, in, g->accumulate);
+    if (!fp8_wgrad(g, l, dw, dy, x, out, in, g->accumulate))
+        op_mm_dw_acc(dw, dy, x, g->N, out, in, g->accumulate);
     op_produced_grad(g, dw, (size_t)out * in, l, name);
 }
 

@@ -450,7 +450,7 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
 
     /* out = xm + h Wd^T: dh = dout Wd, dWd = dout^T h; dout also flows on to xm (the residual) */
     void **keep = g->wkeep; /* B and W apart: the weight gradients' operands kept, not used */
-    op_mm_dx(g->s.dh, dout, W->w_down, N, d, f, 0.0f);
+    op_linear_dx(g, l, g->s.dh, dout, W->w_down, d, f, 0.0f);
     op_rnd(g, g->s.dh, nf);
     if (g->inj && g->inj->inf_grad_layer == l)
         g->s.dh[0] = INFINITY; /* the lessons' injected overflow */
@@ -474,8 +474,8 @@ static void mlp_backward(struct gpt *g, int l, float *dres)
         op_weight_grad(g, l, "grad w_up", G->w_up, g->s.du, xn2, f, d);
     }
     /* a = xn2 Wg^T, u = xn2 Wu^T: dxn2 = da Wg + du Wu */
-    op_mm_dx(g->s.dxn, g->s.dg, W->w_gate, N, f, d, 0.0f);
-    op_mm_dx(g->s.dxn, g->s.du, W->w_up, N, f, d, 1.0f);
+    op_linear_dx(g, l, g->s.dxn, g->s.dg, W->w_gate, f, d, 0.0f);
+    op_linear_dx(g, l, g->s.dxn, g->s.du, W->w_up, f, d, 1.0f);
     op_produced(g, g->s.dxn, nd, l, "grad mlp norm");
     work(g, 2 * mlp_flops(g, l) - 2.0 * (keep ? 4 : 2) * N * d * f); /* (dWg, dWu,) dxn2 */
     work_sync(g);
@@ -498,7 +498,7 @@ static void attn_backward(struct gpt *g, int l, float *dres)
 
     /* xm = x + att Wo^T: datt = dxm Wo, dWo = dxm^T att */
     void **keep = g->wkeep; /* B and W apart: the weight gradients' operands kept, not used */
-    op_mm_dx(g->s.datt, dxm, W->wo, N, d, dl, 0.0f);
+    op_linear_dx(g, l, g->s.datt, dxm, W->wo, d, dl, 0.0f);
     op_rnd(g, g->s.datt, (size_t)N * dl);
     if (keep)
         op_store(g, keep[W_DXM], dxm, nd), op_store(g, keep[W_ATT], w[A_ATT], (size_t)N * dl);
@@ -523,9 +523,9 @@ static void attn_backward(struct gpt *g, int l, float *dres)
         op_weight_grad(g, l, "grad wv", G->wv, g->s.dv, xn1, dl, d);
     }
     /* q, k, v = xn1 W^T: dxn1 = dq Wq + dk Wk + dv Wv */
-    op_mm_dx(g->s.dxn, g->s.dq, W->wq, N, dl, d, 0.0f);
-    op_mm_dx(g->s.dxn, g->s.dk, W->wk, N, dl, d, 1.0f);
-    op_mm_dx(g->s.dxn, g->s.dv, W->wv, N, dl, d, 1.0f);
+    op_linear_dx(g, l, g->s.dxn, g->s.dq, W->wq, dl, d, 0.0f);
+    op_linear_dx(g, l, g->s.dxn, g->s.dk, W->wk, dl, d, 1.0f);
+    op_linear_dx(g, l, g->s.dxn, g->s.dv, W->wv, dl, d, 1.0f);
     op_produced(g, g->s.dxn, nd, l, "grad attn norm");
     work(g, 2.0 * (keep ? 3 : 6) * N * d * dl); /* (dWq, dWk, dWv and) dxn1 */
     work_sync(g);
@@ -587,6 +587,7 @@ static void step_begin(struct gpt *g)
     g->underflow_total = 0;
     g->ring.scores = 0;
     g->moe.aux = 0, g->moe.routed = g->moe.dropped = 0;
+    fp8_step_begin(g);
 }
 
 /* The load-balancing loss's weight in the backward pass: the loss scale, times this batch's

@@ -577,6 +577,34 @@ void fp_unpack_n(enum fp_format f, float *dst, const void *src, size_t n)
         memmove(dst, src, n * 4);
 }
 
+/* fp8's bulk rounding, the generic rule's values by a shorter road (fp8 training rounds
+ * every GEMM input): a value at or above the smallest normal keeps 23 - m fewer fp32 mantissa
+ * bits, rounded to nearest even by adding half the dropped part less one plus the kept last
+ * bit, the bf16 trick (a carry moves into the exponent, the next binade); below it the
+ * quantum is fixed, 2^(emin - m), and adding and taking away C = 2^(emin - m + 23), whose ulp
+ * it is, rounds to a multiple of it in fp32's own round-to-nearest-even. inf and NaN take the
+ * generic path. */
+static void f8_round_n_c(enum fp_format f, float *dst, const float *src, size_t n)
+{
+    const struct fp_info *fi = &infos[f];
+    int k = 23 - fi->man_bits, emin = 1 - fi->bias;
+    uint32_t min_normal = (uint32_t)(127 + emin) << 23, max = fp_f32_bits((float)fi->max);
+    uint32_t over = fp_f32_bits(fp_round(f, INFINITY)), low = (1u << k) - 1; /* inf, or NaN */
+    float C = ldexpf(1.0f, emin - fi->man_bits + 23);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = fp_f32_bits(src[i]), a = u & 0x7fffffffu, sign = u & 0x80000000u;
+        if (a >= 0x7f800000u) {
+            dst[i] = fp_round(f, src[i]);
+        } else if (a >= min_normal) {
+            uint32_t r = (a + (low >> 1) + ((a >> k) & 1)) & ~low;
+            dst[i] = fp_f32_from_bits(sign | (r > max ? over : r));
+        } else {
+            float t = (fp_f32_from_bits(a) + C) - C;
+            dst[i] = fp_f32_from_bits(sign | fp_f32_bits(t));
+        }
+    }
+}
+
 void fp_round_n(enum fp_format f, float *dst, const float *src, size_t n)
 {
     RACE_READ(src, n * 4);
@@ -600,6 +628,11 @@ void fp_round_n(enum fp_format f, float *dst, const float *src, size_t n)
         }
 #endif
         bf16_round_n_c(dst, src, n);
+        return;
+    case FP_E4M3:
+    case FP_E5M2:
+        (void)fast;
+        f8_round_n_c(f, dst, src, n);
         return;
     default:
         (void)fast;

@@ -4,4 +4,5 @@ libloops_a_SOURCES += \
 	%reldir%/clip.c %reldir%/clip.h \
 	%reldir%/exp.c %reldir%/exp.h
 libscalelab_a_SOURCES += \
-	%reldir%/scaler.c %reldir%/scaler.h
+	%reldir%/scaler.c %reldir%/scaler.h \
+	%reldir%/fp8.c %reldir%/fp8.h

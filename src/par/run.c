@@ -328,6 +328,10 @@ static void merge(struct run_step *m, const struct train_step *s, int gpu, int g
         m->underflow[l] += s->underflow[l];
     if (s->underflow)
         m->underflow[nl] += s->underflow[layers];
+    for (int i = 0; i < GPT_LINEARS; i++)
+        for (int k = 0; k < FP8_ROLES; k++)
+            if (s->fp8[i][k].n)
+                fp8_stats_add(&m->fp8[i][k], &s->fp8[i][k]);
 }
 
 /* A mixture's routing, every GPU's: the choices routed and dropped and each expert's load
@@ -353,6 +357,7 @@ static void merge_routing(struct run_step *m, int experts)
  * the lowest rank is named). */
 static void finish_merge(struct run_step *m, const struct train_opts *o)
 {
+    memcpy(m->s.fp8, m->fp8, sizeof m->s.fp8); /* every GPU's quantisations */
     if (m->s.routed) /* a mixture's routing over every GPU's tokens, as the window shows it */
         merge_routing(m, o->shape.moe.experts);
     m->nonfinite_gpu = -1;
@@ -648,9 +653,11 @@ double run_host_bytes(const struct run_config *cfg)
     struct gpt_part whole = {
         .count = o->shape.layers, .embed = true, .head = true, .slots = 1, .tp = 1, .cp = cp};
     double ring = cp > 1 ? 2.0 * 4 * rows * (double)(o->shape.seq / cp) * o->shape.d * 4 : 0;
+    struct gpt_config shape = o->shape;
+    shape.fp8 = train_fp8(o); /* its operands and histories */
     double per_gpu =
-        (double)gpt_estimate_part_bytes(&o->shape, rows, o->precision, &o->ckpt, &whole, &e) +
-        ring + 5.0 * 4 * params + CLUSTER_STACK_BYTES;
+        (double)gpt_estimate_part_bytes(&shape, rows, o->precision, &o->ckpt, &whole, &e) + ring +
+        5.0 * 4 * params + CLUSTER_STACK_BYTES;
     double first = cfg->keep_first_step ? 4.0 * params + 8.0 * o->batch * o->shape.seq : 0;
     return (double)run_gpus_here(cfg) * per_gpu + DRIVER_STACK_BYTES + RUN_SMALL_BYTES + first;
 }

@@ -108,6 +108,7 @@ struct run_step {
     int by_gpu;
     bool by_set;
     uint64_t underflow[65]; /* summed over GPUs, per layer (the last: embedding, norms) */
+    struct fp8_stats fp8[GPT_LINEARS][FP8_ROLES]; /* every GPU's, into s.fp8 when merged */
     int gpus;
     struct run_gpu_step gpu[64];
 };

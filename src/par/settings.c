@@ -12,6 +12,55 @@
 #include "base/units.h"
 #include "calc/preset.h"
 
+/* fp8's options need --precision fp8, and it trains dense models with data and pipeline
+ * parallelism for now. */
+static int fp8_check(const struct train_opts *o, struct error *e)
+{
+    const char *lone = o->fp8_recipe        ? "--fp8-recipe"
+                       : o->fp8_history     ? "--fp8-history"
+                       : o->fp8_margin >= 0 ? "--fp8-margin"
+                       : o->fp8_block       ? "--fp8-block"
+                       : o->fp8_scales      ? "--fp8-scales"
+                                            : NULL;
+    if (!o->fp8) {
+        if (lone)
+            return error_set(e, ERR_INVAL, "%s goes with --precision fp8", lone);
+        return 0;
+    }
+    if (o->fp8_recipe != FP8_OFF && o->fp8_recipe != FP8_DELAYED &&
+        (o->fp8_history || o->fp8_margin >= 0))
+        return error_set(e, ERR_INVAL,
+                         "--fp8-history and --fp8-margin go with --fp8-recipe delayed");
+    if (o->fp8_block && o->fp8_recipe != FP8_BLOCK)
+        return error_set(e, ERR_INVAL, "--fp8-block goes with --fp8-recipe block");
+    if (o->fp8_scales && o->fp8_recipe != FP8_CURRENT && o->fp8_recipe != FP8_BLOCK)
+        return error_set(e, ERR_INVAL,
+                         "--fp8-scales goes with --fp8-recipe current or block (the delayed "
+                         "recipe's scales are TE's fp32 quotients)");
+    if (o->tp > 1 || o->cp > 1 || o->shape.moe.experts)
+        return error_set(e, ERR_INVAL,
+                         "--precision fp8 trains a dense model with data and pipeline "
+                         "parallelism for now (--gpus, --zero, --pp), not --tp %d, --cp %d or "
+                         "experts",
+                         o->tp, o->cp);
+    return 0;
+}
+
+struct gpt_fp8 train_fp8(const struct train_opts *o)
+{
+    struct gpt_fp8 f = {0};
+    if (!o->fp8)
+        return f;
+    f.recipe = o->fp8_recipe != FP8_OFF ? o->fp8_recipe : FP8_DELAYED;
+    f.history = o->fp8_history ? o->fp8_history : FP8_HISTORY_DEFAULT;
+    f.margin = o->fp8_margin >= 0 ? o->fp8_margin : FP8_MARGIN_DEFAULT;
+    int half = o->shape.d / 2 > 1 ? o->shape.d / 2 : 1;
+    f.block = o->fp8_block ? o->fp8_block : half < FP8_BLOCK_DEFAULT ? half : FP8_BLOCK_DEFAULT;
+    f.pow2 = o->fp8_scales == TRAIN_FP8_SCALES_POW2 ||
+             (o->fp8_scales == TRAIN_FP8_SCALES_RECIPE && f.recipe == FP8_BLOCK);
+    return f;
+}
+
 int settings_check(const struct train_opts *o, struct error *e)
 {
     if (o->batch < 1)
@@ -57,7 +106,7 @@ int settings_check(const struct train_opts *o, struct error *e)
         return error_set(e, ERR_INVAL, "the model's shape is not set (train_shape sets it)");
     if (o->grad_fp32 && o->precision == FP_FP32)
         return error_set(e, ERR_INVAL, "--grad-accum fp32 goes with --precision bf16 or fp16");
-    return 0;
+    return fp8_check(o, e);
 }
 
 void train_opts_default(struct train_opts *o)
@@ -67,6 +116,7 @@ void train_opts_default(struct train_opts *o)
     o->steps = 300;
     o->seed = 1;
     o->precision = FP_FP32;
+    o->fp8_margin = -1;
     o->ckpt = (struct ckpt_policy){CKPT_NONE, 0};
     o->lr = 1e-3, o->beta1 = 0.9, o->beta2 = 0.999, o->eps = 1e-8, o->wd = 0.01;
     o->scaling = TRAIN_SCALE_NONE;
@@ -280,7 +330,33 @@ static int set_precision(const struct setting *s, const char *said, const char *
                          struct train_opts *o, struct error *e)
 {
     (void)s;
-    return fp_parse_precision(value, &o->precision, e) ? bad(e, said) : 0;
+    o->fp8 = !strcmp(value, "fp8");
+    if (o->fp8) { /* fp8 GEMMs in a bf16 model */
+        o->precision = FP_BF16;
+        return 0;
+    }
+    if (fp_parse_precision(value, &o->precision, e)) {
+        error_set(e, ERR_INVAL, "'%s' is not a precision (use fp32, bf16, fp16 or fp8)", value);
+        return bad(e, said);
+    }
+    return 0;
+}
+
+static int set_fp8_scales(const struct setting *s, const char *said, const char *value,
+                          struct train_opts *o, struct error *e)
+{
+    (void)s;
+    if (strcmp(value, "pow2") && strcmp(value, "fp32"))
+        return error_set(e, ERR_INVAL, "%s '%s': expected pow2 or fp32", said, value);
+    o->fp8_scales = strcmp(value, "pow2") ? TRAIN_FP8_SCALES_FP32 : TRAIN_FP8_SCALES_POW2;
+    return 0;
+}
+
+static int set_fp8_recipe(const struct setting *s, const char *said, const char *value,
+                          struct train_opts *o, struct error *e)
+{
+    (void)s;
+    return fp8_parse_recipe(value, &o->fp8_recipe, e) ? bad(e, said) : 0;
 }
 
 /* A loss scale fp32 can hold. */
@@ -448,7 +524,24 @@ const struct setting train_settings[] = {
     {"betas", NULL, "B1,B2", set_betas, 0, 0, 0, false, "AdamW's betas (default 0.9,0.999)"},
     {"wd", NULL, "WD", set_nonneg, F(wd), 0, 0, false, "weight decay (default 0.01)"},
     {"eps", NULL, "E", set_positive, F(eps), 0, 0, false, "AdamW's epsilon (default 1e-8)"},
-    {"precision", NULL, "P", set_precision, 0, 0, 0, false, "fp32, bf16 or fp16 (default fp32)"},
+    {"precision", NULL, "P", set_precision, 0, 0, 0, false,
+     "fp32, bf16, fp16 or fp8 (default fp32); fp8: bf16 mixed precision\n"
+     "with every linear layer's three GEMMs on fp8 inputs and their scales"},
+    {"fp8-recipe", NULL, "R", set_fp8_recipe, 0, 0, 0, false,
+     "with --precision fp8: delayed (unless given; TE's DelayedScaling: a\n"
+     "scale per tensor from the largest amax of its history, e4m3 forward,\n"
+     "e5m2 gradients), current (this step's amax) or block (e4m3, a scale\n"
+     "per 1 x B tile of activations and gradients, B x B block of weights)"},
+    {"fp8-history", NULL, "N", set_int, F(fp8_history), 1, 1 << 20, false,
+     "delayed: the amaxes a scale looks back on (TE's 1024 unless given)"},
+    {"fp8-margin", NULL, "M", set_int, F(fp8_margin), 0, 64, false,
+     "delayed: scales divided by 2^M (TE's 0 unless given)"},
+    {"fp8-block", NULL, "B", set_int, F(fp8_block), 1, 1 << 16, false,
+     "block: the tile B (unless given 128, at most half of d_model: 32 on\n"
+     "tiny)"},
+    {"fp8-scales", NULL, "S", set_fp8_scales, 0, 0, 0, false,
+     "current and block: pow2 (powers of two, exact dequantisation) or\n"
+     "fp32 (max / amax); TE's unless given: pow2 for block, fp32 for current"},
     {"loss-scale", "scale", "S", set_loss_scale, 0, 0, 0, false,
      "dynamic (PyTorch's GradScaler: halves and skips the step on an\n"
      "inf/NaN gradient, doubles after --growth-interval clean steps),\n"

@@ -42,6 +42,10 @@ enum train_scaling { TRAIN_SCALE_NONE, TRAIN_SCALE_DYNAMIC, TRAIN_SCALE_STATIC }
  * with cp > 1 is refused (train_attention_check). */
 enum train_attention { TRAIN_ATTN_DEFAULT, TRAIN_ATTN_EAGER, TRAIN_ATTN_FLASH };
 
+/* --fp8-scales: TE's defaults (power-of-two for the block recipe, Float8BlockScaling's; fp32
+ * quotients for the others), fp32 quotients, or powers of two (s_inv exact). */
+enum { TRAIN_FP8_SCALES_RECIPE, TRAIN_FP8_SCALES_FP32, TRAIN_FP8_SCALES_POW2 };
+
 enum train_inject_kind { TRAIN_INJECT_NAN, TRAIN_INJECT_INF, TRAIN_INJECT_SPIKE };
 
 struct train_inject {
@@ -59,6 +63,14 @@ struct train_opts {
     long steps;
     uint64_t seed;
     enum fp_format precision;
+    /* --precision fp8 (precision bf16, every linear layer's GEMMs in fp8: model/gpt.h's
+     * struct gpt_fp8): the recipe (FP8_OFF: not given, the delayed), the delayed recipe's
+     * amax history and margin (0 and -1: TE's), the block recipe's tile (0: train_fp8's),
+     * the scales (TRAIN_FP8_SCALES_*: the recipe's own unless given) */
+    bool fp8;
+    enum fp8_recipe fp8_recipe;
+    int fp8_history, fp8_margin, fp8_block;
+    int fp8_scales;
     struct ckpt_policy ckpt;
     double lr, beta1, beta2, eps, wd;
     enum train_scaling scaling;
@@ -114,6 +126,14 @@ int train_opts_lab(struct train_opts *o, struct error *e);
 /* The loss scaling a precision runs with unless one is asked for: dynamic for fp16 (PyTorch's
  * GradScaler; fp16's range needs it), none for bf16 and fp32. */
 enum train_scaling train_scaling_for(enum fp_format precision);
+/* The fp8 training a run's options ask for (recipe FP8_OFF without --precision fp8), TE's
+ * defaults filled in (transformer_engine/common/recipe/__init__.py: DelayedScaling's history
+ * 1024 and margin 0; Float8BlockScaling's power-of-two scales, which
+ * NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1 turns off; Float8CurrentScaling's fp32 ones); the block
+ * recipe's tile, unless given, min(128, d_model / 2): DeepSeek-V3's and TE's 128 where the
+ * model is that wide, two tiles a row on a smaller one (tiny: 32). */
+struct gpt_fp8 train_fp8(const struct train_opts *o);
+
 /* Whether the run's attention is the flash-style kernel (model/ringattn.h): asked for, or the
  * default with cp > 1. */
 bool train_flash(const struct train_opts *o);

@@ -314,8 +314,9 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
         struct layout_place pl = t->pl;
         pl.part = t->part[c];
         dp_model_seam(o, &pl.part, &seam);
-        rc =
-            gpt_new_part(&t->g[c], &o->shape, pl.micro, o->precision, &o->ckpt, &seam, &pl.part, e);
+        struct gpt_config shape = o->shape;
+        shape.fp8 = train_fp8(o); /* how its linear layers train, beside the shape */
+        rc = gpt_new_part(&t->g[c], &shape, pl.micro, o->precision, &o->ckpt, &seam, &pl.part, e);
         if (rc)
             goto fail;
         /* the gradients of the global batch's mean: each share's add up to them */
@@ -620,6 +621,8 @@ static void describe(const struct trainer *t, const struct gpt_diag *d, struct t
         t->inst[i].s->sent(t->inst[i].self, &out->sent);
     for (int c = 0; c < t->v; c++)
         out->ring_scores += gpt_ring_scores(t->g[c]);
+    for (int c = 0; c < t->v; c++)
+        gpt_fp8_stats(t->g[c], out->fp8);
     ep_rows(t->ep, &out->ep_rows_out, &out->ep_rows_in, &out->ep_rows_held);
     out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;

@@ -96,6 +96,11 @@ struct train_step {
     /* and per expert (of E), summed over the expert layers: the choices this GPU's tokens
      * routed to it (before the capacity) and those it took */
     uint32_t expert_load[GPT_MAX_EXPERTS], expert_kept[GPT_MAX_EXPERTS];
+    /* FP8 training (model/gpt.h's gpt_fp8_stats): per linear layer (wq ... w_down, summed over
+     * the layers) and input (x, w, dy), the step's elements quantised, saturated and flushed
+     * to zero, its amax and the scale it was quantised with; this GPU's, and in a run's
+     * merged record every GPU's (par/run.c). Zero without fp8. */
+    struct fp8_stats fp8[GPT_LINEARS][FP8_ROLES];
 };
 
 /* The busiest expert's choices over the mean, of E experts' loads (each summed over the expert

@@ -24,7 +24,8 @@ out=$(SCALELAB_CPU=portable "$SCALELAB" bench --quick --only formats --json --re
 check_json 'd["machine"]["kernels"] == "portable C" and all(r["repeats"] == 6 for r in d["results"])' "SCALELAB_CPU=portable: the kernels say so; --repeat 2 takes 6 samples of single calls"
 
 # The train group: each model's step reports tokens/s, matmul GFLOP/s against the sgemm rate
-# and the time of every phase (ms, none negative); the torch-compare model (PyTorch's side-by-side
+# and the time of every phase (ms, none negative; fp8's quantisation a phase of its own, timed
+# only in fp8, whose step is set beside bf16's); the torch-compare model (PyTorch's side-by-side
 # shape) runs in fp32.
 # (Under the sanitizers the heavy groups are left out: they time the engines that the train and
 # window tests run there, at ten times the cost; the normal build runs them.)
@@ -33,11 +34,12 @@ if $sanitized; then
 else
     run bench --quick --only train --json
     check_status 0 "bench --quick --only train --json"
-    for m in "small fp32" "small bf16" "small fp16" "torch-compare fp32"; do
+    for m in "small fp32" "small bf16" "small fp16" "small fp8 current" "torch-compare fp32"; do
         check_json "any(r['measure'] == '$m step: matmul GFLOP/s' and r['limit'] == 'sgemm' and r['min'] / r['limit_max'] * (1 - 1e-9) <= r['ratio_min'] <= r['ratio'] <= r['ratio_max'] <= r['max'] / r['limit_min'] * (1 + 1e-9) for r in d['results'])" "$m: matmul GFLOP/s and its ratio to the sgemm rate taken beside each step"
-        check_json "sorted(r['measure'][len('$m step: time in '):] for r in d['results'] if r['measure'].startswith('$m step: time in ') and r['unit'] == 'ms' and r['value'] >= 0 and r['limit'] == 'its step') == sorted(['matmuls', 'attention', 'norms', 'RoPE', 'SwiGLU', 'loss', 'optimizer', 'rounding', 'kept tensors', 'the rest'])" "$m: the time of every phase, beside its step"
+        check_json "sorted(r['measure'][len('$m step: time in '):] for r in d['results'] if r['measure'].startswith('$m step: time in ') and r['unit'] == 'ms' and r['value'] >= 0 and r['limit'] == 'its step') == sorted(['matmuls', 'attention', 'norms', 'RoPE', 'SwiGLU', 'loss', 'optimizer', 'rounding', 'kept tensors', 'fp8 quantisation', 'the rest'])" "$m: the time of every phase, beside its step"
     done
     check_json "any(r['measure'] == 'small bf16 step time' and r['limit'] == 'fp32 step' and r['value'] > 0 for r in d['results'])" "bf16 step against fp32's"
+    check_json "any(r['measure'] == 'small fp8 current step time' and r['limit'] == 'bf16 step' and r['value'] > 0 for r in d['results']) and any(r['measure'] == 'small fp8 current step: time in fp8 quantisation' and r['value'] > 0 for r in d['results'])" "fp8's step against bf16's, its quantisation's time named"
     check_json "all(r['ratio_min'] >= 0 and r['min'] <= r['value'] <= r['max'] for r in d['results'])" "train: every line has its spread"
 fi
 
