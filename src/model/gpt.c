@@ -563,6 +563,8 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
         g->moe.kept = calloc(stats, sizeof *g->moe.kept);
         g->moe.scount = calloc(2 * (size_t)ep, sizeof *g->moe.scount);
         g->moe.rcount = g->moe.scount ? g->moe.scount + ep : NULL;
+        for (int j = 0; g->moe.scount && !g->moe.dropless && j < ep; j++) /* the static shape's */
+            g->moe.scount[j] = g->moe.rcount[j] = g->moe.rows * (size_t)c->d / (size_t)ep;
     }
     if (g->part.wslots > 0) /* B and W apart: a W set per layer and weight slot */
         g->wsets = calloc((size_t)g->part.wslots * (size_t)L, sizeof *g->wsets);
@@ -753,9 +755,11 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
         gpt_free(g);
         return error_set(e, ERR_INVAL, "context parallelism needs the seam's cp_post and cp_wait");
     }
-    if (g->moe.ep > 1 && !g->alloc.ep_alltoall) {
+    if (g->moe.ep > 1 && !(g->alloc.ep_alltoallv && (!g->moe.dropless || g->alloc.ep_counts))) {
         gpt_free(g);
-        return error_set(e, ERR_INVAL, "expert parallelism needs the seam's ep_alltoall");
+        return error_set(e, ERR_INVAL,
+                         "expert parallelism needs the seam's ep_alltoallv (and ep_counts when "
+                         "dropless)");
     }
     if (g->alloc.padded > g->nparams)
         g->nalloc = g->alloc.padded;

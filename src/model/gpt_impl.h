@@ -95,7 +95,8 @@ struct gpt_experts {
     int ep, epr;
     bool dropless; /* ep > 1 without a capacity: blocks of the routing's sizes (model/gpt.h) */
     size_t rows;   /* base/experts.h's experts_rows_held: the most its experts run on */
-    size_t *scount, *rcount; /* dropless: a layer's elements to and from each GPU of the group */
+    size_t *scount, *rcount; /* a layer's elements to and from each GPU of the group: the static
+                                shape's equal blocks, or dropless the routing's */
     void *route, *route_ws;
     float *zlog, *dye, *dxe, *dgate;
     double aux, aux_scale; /* the loss's load-balancing part; its weight in the backward pass */

@@ -131,15 +131,11 @@ static void dropless_counts(struct gpt *g, const struct moe_route *r)
     }
 }
 
-/* An all-to-all of the experts' rows over the expert-parallel group (the seam's): the static
- * shape's equal blocks, or dropless, the routing's blocks the way the tokens go (out: this GPU's
- * rows to their experts) or back. */
+/* An all-to-all of the experts' rows over the expert-parallel group (the seam's): the blocks
+ * the way the tokens go (out: this GPU's rows to their experts) or back; the static shape's are
+ * equal both ways, dropless the routing's. */
 static void ep_exchange(struct gpt *g, const float *send, float *recv, bool out, const char *what)
 {
-    if (!g->moe.dropless) {
-        g->alloc.ep_alltoall(g->alloc.ctx, send, recv, g->moe.rows * (size_t)g->c.d, what);
-        return;
-    }
     const size_t *s = out ? g->moe.scount : g->moe.rcount, *r = out ? g->moe.rcount : g->moe.scount;
     g->alloc.ep_alltoallv(g->alloc.ctx, send, s, recv, r, what);
 }

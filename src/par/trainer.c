@@ -165,12 +165,6 @@ static void w_tp_reduce(void *ctx, float *buf, size_t n, enum gpt_tp_op op, cons
 }
 
 /* Expert parallelism: the experts' all-to-alls over this GPU's group (par/ep.h). */
-static void w_ep_alltoall(void *ctx, const float *send, float *recv, size_t n, const char *what)
-{
-    struct trainer *t = ctx;
-    ep_alltoall(t->ep, send, recv, n, what);
-}
-
 static void w_ep_alltoallv(void *ctx, const float *send, const size_t *sendcounts, float *recv,
                            const size_t *recvcounts, const char *what)
 {
@@ -291,7 +285,6 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .tp_reduce = w_tp_reduce,
                              .cp_post = w_cp_post,
                              .cp_wait = w_cp_wait,
-                             .ep_alltoall = w_ep_alltoall,
                              .ep_alltoallv = w_ep_alltoallv,
                              .ep_counts = w_ep_counts,
                              .ctx = t};
