@@ -116,7 +116,9 @@ static struct activ_config activ_of(const struct memory_config *c)
                                  .cp = c->cp,
                                  .cp_naive = c->cp_naive,
                                  .attention = c->attention,
-                                 .ep = c->ep};
+                                 .ep = c->ep,
+                                 .ep_rows = c->ep_rows,
+                                 .ep_uniform = c->ep_uniform};
 }
 
 double memory_ep_experts(const struct memory_config *c)

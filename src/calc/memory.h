@@ -69,8 +69,11 @@ struct memory_config {
     enum calc_optimizer optimizer;
     bool grad_fp32;
     int dp, tp, pp, zero;
-    int cp;        /* context parallelism: each sequence over cp GPUs (0 or 1: none) */
-    int ep;        /* expert parallelism: a layer's experts over ep of the dp GPUs (0, 1: none) */
+    int cp; /* context parallelism: each sequence over cp GPUs (0 or 1: none) */
+    int ep; /* expert parallelism: a layer's experts over ep of the dp GPUs (0, 1: none) */
+    /* dropless ep: the rows a layer's experts hold, calc/activ.h's (NULL, false: the bound) */
+    const double *ep_rows;
+    bool ep_uniform;
     bool cp_naive; /* cp: GPU i holds chunk i of cp, not chunks i and 2cp - 1 - i */
     enum activ_attention attention; /* flash (the default: no probabilities kept) or eager;
                                        cp > 1 needs flash (calc/activ.h) */

@@ -493,6 +493,10 @@ struct gpt_diag {
     double aux_loss;
     uint64_t routed, dropped;
     const int32_t *expert_load, *expert_kept; /* [moe layers][E] */
+    /* Per expert layer, the rows its experts held (what their kept tensors are charged: the
+     * static shape's, or dropless the step's own counts) in the pass whose activations reached
+     * the peak gpt_mem_bytes gives (NULL without experts). */
+    const uint32_t *expert_rows_at_peak;
 };
 void gpt_diag(const struct gpt *g, struct gpt_diag *out);
 

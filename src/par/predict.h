@@ -31,8 +31,11 @@ int predict_config(const struct train_opts *o, const struct model_shape *m, doub
 struct prediction {
     bool ok;                                    /* the figures below are set */
     struct memory_result mem[SCHED_MAX_STAGES]; /* a GPU of stage s: its memory */
-    struct traffic comm[SCHED_MAX_STAGES];      /* and what it sends per step, by kind */
-    struct sched sched;                         /* pipelined: the schedule the stages run */
+    /* dropless expert parallelism: a GPU's activations under uniform routing (the expected;
+     * mem's are the bound, every token of the group routed to it) */
+    double act_uniform[SCHED_MAX_STAGES];
+    struct traffic comm[SCHED_MAX_STAGES]; /* and what it sends per step, by kind */
+    struct sched sched;                    /* pipelined: the schedule the stages run */
     bool have_sched;
 };
 
@@ -42,6 +45,11 @@ struct prediction {
 int predict_run(const struct train_opts *o, const struct model_shape *m,
                 const struct cluster_spec *spec, struct prediction *p, struct error *e);
 void predict_free(struct prediction *p);
+/* Dropless expert parallelism: the activations the calculator gives a GPU of stage st whose
+ * expert layers held rows[i] rows each (the model's in order, a step's own counts: model/gpt.h
+ * books them so), for the run of options o of model m; NAN when it refuses the layout. */
+double predict_activations_at(const struct train_opts *o, const struct model_shape *m, int st,
+                              const double *rows);
 
 /* The matmul FLOPs a checkpoint policy (base/ckpt.h's names: "full", "selective", ...)
  * recomputes in a training step of model m over batch sequences, in percent of its forward

@@ -612,6 +612,11 @@ static void describe(const struct trainer *t, const struct gpt_diag *d, struct t
     for (int c = 0; c < t->v; c++)
         out->ring_scores += gpt_ring_scores(t->g[c]);
     ep_rows(t->ep, &out->ep_rows_out, &out->ep_rows_in, &out->ep_rows_held);
+    int ml = gpt_moe_layers(&t->o.shape);
+    if (t->ep && d->expert_rows_at_peak) /* the first chunk's: expert parallelism has one */
+        memcpy(out->ep_rows_kept, d->expert_rows_at_peak,
+               (size_t)(ml < TRAIN_MAX_EXPERT_LAYERS ? ml : TRAIN_MAX_EXPERT_LAYERS) *
+                   sizeof *out->ep_rows_kept);
     out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
     out->compute_end_s = t->d ? dev_compute_end(t->d) : 0;

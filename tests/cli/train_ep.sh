@@ -186,7 +186,8 @@ done
 run train --model tiny-moe --gpus 2 --ep 2 --steps 2
 check_status 0 "train --model tiny-moe --gpus 2 --ep 2 runs with no other option"
 check_contains "$out" "expert parallel: dropless" "... and says it ran dropless"
-check_contains "$out" "the predicted comm is the buffers' bound" "... and what its predicted figures are"
+check_contains "$out" "the predicted comm and activations are the bound" "... and what its predicted figures are"
+check_contains "$out" "uniform routing's activations" "... uniform routing's activations beside"
 
 # Bytes: what the step's own routing implies. Each GPU reports the rows its dispatches sent
 # the other GPUs of its group and received from them (expert_rows_per_step; a recomputed
@@ -198,6 +199,14 @@ check_contains "$out" "the predicted comm is the buffers' bound" "... and what i
 # ledger's communication peak (DDP has no other buffer) is the largest exchange the GPU
 # reported, within the calculator's bound (k n + P n min(k, E/P)) d p, which is also its
 # prediction; train's prediction of the bytes is uniform routing's, the worst case beside.
+# Activations: an expert layer's kept expert tensors (its input and output rows, d each, and
+# gate, up and hidden, F = 86 each) are booked at the rows its experts held that step, not the
+# arena's room; each GPU reports them per layer for the pass of its peak (expert_rows_kept) and
+# its peak is the calculator's at those rows (predicted_activations); without checkpointing,
+# every expert layer's set is held at the end of the forward pass, so the peak is uniform
+# routing's plus (rows - L k n)(2d + 3F) p, derived here. The group's rows average k n a layer
+# (every row sent is received), so its busiest GPU's peak is at least uniform routing's (a
+# peak is a convex function of the layers' rows), and none above the bound.
 dcases="2:2:fp32 4:4:fp32 4:2:bf16 2:2:fp32:--checkpoint=full 8:4:fp16:--zero=1 4:2:fp32:--top-k=1"
 $slow && dcases="4:2:bf16 2:2:fp32:--checkpoint=full"
 for c in $dcases; do
@@ -225,9 +234,15 @@ for g in s['per_gpu']:
     assert g['comm_bytes_per_step']['expert_parallel'] == want, (g['gpu'], g['comm_bytes_per_step'], want)
     assert g['peak']['communication'] == g['expert_rows_held_peak'] * d * p, (g['gpu'], g['peak'], g['expert_rows_held_peak'])
     assert k * n < g['expert_rows_held_peak'] <= k * n + P * n * min(k, E // P), g['expert_rows_held_peak']
-    for key in ('weights', 'gradients', 'master_weights', 'optimizer', 'activations'):
+    for key in ('weights', 'gradients', 'master_weights', 'optimizer'):
         assert g['peak'][key] == pred[key], (g['gpu'], key, g['peak'][key], pred[key])
-" py "dropless dp $D ep $P $prec $extra: bytes = (sent + received) x d x p + the counts, the buffers' peak its largest exchange, within the bound"
+    kept = g['expert_rows_kept']
+    assert len(kept) == L and g['peak']['activations'] == g['predicted_activations'], (g['gpu'], g['peak'], g['predicted_activations'], kept)
+    assert g['peak']['activations'] <= pred['activations'], (g['gpu'], g['peak'], pred['activations'])
+    if f == 1:
+        assert g['peak']['activations'] == pred['activations_uniform'] + (sum(kept) - L * k * n) * (2 * d + 3 * 86) * p, (g['gpu'], kept)
+assert max(g['peak']['activations'] for g in s['per_gpu']) >= pred['activations_uniform']
+" py "dropless dp $D ep $P $prec $extra: bytes = (sent + received) x d x p + the counts, the buffers' peak its largest exchange, within the bound; activations by the step's rows, the calculator's at them, within uniform and the bound"
 done
 
 # The calculator: memory --ep without a capacity factor is dropless. Its per-GPU figures are
@@ -243,9 +258,12 @@ save dl_memory
 PYCODE="
 t, m = load('dl_train')[-1]['summary'], load('dl_memory')[-1]
 g, p, x = t['per_gpu'][0], m['per_gpu'], m['communication']['expert_parallel']
-for k in ('weights', 'gradients', 'master_weights', 'optimizer', 'activations'):
+for k in ('weights', 'gradients', 'master_weights', 'optimizer'):
     assert g['peak'][k] == p[k], (k, g['peak'][k], p[k])
 n, k, E, P, d, b = 256, 2, 8, 2, 64, 4
+assert p['activations'] == m['expert_activations']['worst'] == t['predicted']['per_gpu']['activations']
+assert m['expert_activations']['uniform'] == t['predicted']['per_gpu']['activations_uniform'] < p['activations']
+assert p['activations'] - m['expert_activations']['uniform'] == 4 * (P * n * min(k, E // P) - k * n) * (2 * d + 3 * 86) * b
 assert p['communication'] == m['expert_buffers']['worst'] == (k * n + P * n * min(k, E // P)) * d * b
 assert m['expert_buffers']['uniform'] == 2 * k * n * d * b
 assert x['bytes'] == 4 * 4 * (P - 1) * k * n * d * b // P + 4 * (P - 1) * (E // P) * 4, x
