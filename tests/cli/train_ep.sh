@@ -147,6 +147,18 @@ run plan $mix --ep-max 8 --json
 check_json "d['layouts'][0]['ep'] == 8 and d['layouts'][0]['pp'] == 1 and all(l.get('ep', 1) in (1, 2, 4, 8) for l in d['layouts'])" \
     "plan --ep-max 8: Mixtral's best layout on 64 GPUs splits the experts 8 ways"
 refused "plan: a capacity factor on a dense model" "--capacity-factor" plan --model tiny --capacity-factor 1
+# Without a capacity factor (the preset has none) the ep layouts are dropless, weighed at the
+# all-to-all buffers' and activations' bound and uniform routing's time: offered with no other
+# option, their memory what `memory` gives the same layout dropless.
+run plan --model mixtral-8x7b --nodes 8 --seq 4096 --ep-max 8 --json
+check_status 0 "plan --ep-max 8 for mixtral-8x7b, no capacity factor"
+save dplan
+check_json "any(l.get('ep', 1) == 8 for l in d['layouts']) and all(l.get('ep', 1) in (1, 2, 4, 8) for l in d['layouts'])" \
+    "... offers dropless layouts with the experts over 8 GPUs"
+l8=$(printf '%s' "$out" | python3 -c "import json, sys; l = [l for l in json.load(sys.stdin)['layouts'] if l.get('ep', 1) == 8][0]; print('--dp %d --zero %d --checkpoint %s --micro-batch %d --micro-batches %d %d' % (l['dp'], l['zero'], l['checkpoint'], l['micro_batch'], l['micro_batches'], l['per_gpu_bytes']))")
+set -- $l8
+run memory --model mixtral-8x7b --nodes 8 --gpus 64 --seq 4096 --ep 8 $1 $2 $3 $4 $5 $6 $7 $8 $9 ${10} --json
+check_json "d['per_gpu']['total'] == ${11} and 'expert_buffers' in d" "... its memory per GPU the dropless calculator's"
 
 # The text's table has the all-to-alls' bytes per GPU beside the calculator's, and the formula.
 run train $moe --steps 1 --ep 2
