@@ -273,7 +273,10 @@ static inline size_t act_bytes_at(const struct gpt *g, int a, int sz, size_t row
     return act_elems_at(g, a, sz, rows) * (act_fp32(g, a) ? 4 : g->esize);
 }
 
-/* The rows layer l's experts hold in its last forward pass (0 without experts). */
+/* The rows layer l's experts hold in its last forward pass (0 without experts). They vary only
+ * under dropless expert parallelism, which runs one micro-batch's forward and then its backward
+ * (no pipeline: par/ep.c refuses --pp), so a layer's release books what its forward did; with
+ * several micro-batches in flight they would have to come from each slot's kept counts. */
 static inline size_t layer_rows(const struct gpt *g, int l)
 {
     return gpt_layer_moe(&g->c, l) ? g->moe.held[moe_before(&g->c, l)] : 0;
