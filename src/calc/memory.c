@@ -161,6 +161,13 @@ double memory_ep_buffers(const struct memory_config *c)
     return memory_ep_buffers_at(c, true);
 }
 
+double memory_ep_buffers_held(const struct memory_config *c)
+{
+    if (!(memory_ep_dropless(c) && c->ep_held > 0))
+        return memory_ep_buffers(c);
+    return c->ep_held * c->model->d_model * fp_bytes(c->precision);
+}
+
 /* psi parameters' states, expert parallelism's experts sharded over their own group. */
 static void states_of(const struct memory_config *c, double psi, const struct memory_states *k,
                       struct memory_states *out)
@@ -358,7 +365,7 @@ static void stage_fill(const struct memory_config *c, const struct params_breakd
         out->activations = zb_activations(c, s, &out->act, bpeak, out->wset, &out->w_held);
     }
     out->comm = memory_comm(c, pb, psi, count, s == 0, s == c->pp - 1) + memory_cp_buffers(c) +
-                memory_ep_buffers(c);
+                memory_ep_buffers_held(c);
     out->params_gpu = psi;
     out->stage = s;
     out->stage_layers = count;

@@ -309,18 +309,22 @@ static const struct traffic_part *traffic_of(const struct traffic *t, enum strat
     return part[k];
 }
 
-/* Dropless expert parallelism (its buffers and kept expert tensors follow each step's routing):
- * GPU g's activations as the calculator gives them at the rows its expert layers held in the
- * pass of its peak (the rows in rows[]); NAN for the others. */
-static double dropless_activations(const struct train_opts *o, const struct model_shape *m,
-                                   const struct run_gpu *g, double *rows)
+/* Dropless expert parallelism (its buffers, kept expert tensors and bytes follow each step's
+ * routing): GPU g's memory (into r) and all-to-all bytes (*ep_bytes) as the calculator gives
+ * them at the rows its expert layers held in the pass of its peak (the rows in rows[]), its
+ * largest all-to-all held and its last step's dispatches moved: true; false for the others. */
+static bool dropless_at(const struct train_opts *o, const struct model_shape *m,
+                        const struct run_gpu *g, double *rows, struct memory_result *r,
+                        double *ep_bytes)
 {
     int ml = gpt_moe_layers(&o->shape);
     if (o->ep <= 1 || o->shape.moe.capacity_factor > 0 || ml > TRAIN_MAX_EXPERT_LAYERS)
-        return NAN;
+        return false;
     for (int i = 0; i < ml; i++)
         rows[i] = g->ep_rows_kept[i];
-    return predict_activations_at(o, m, g->place.stage, rows);
+    struct predict_routing rt = {rows, (double)g->ep_rows[2],
+                                 (double)g->ep_rows[0] + (double)g->ep_rows[1]};
+    return predict_at(o, m, g->place.stage, &rt, r, ep_bytes) == 0;
 }
 
 /* "per_gpu": each GPU's place, ledger peaks and bytes sent per step by kind. */
@@ -355,13 +359,17 @@ static json_t *per_gpu_json(const struct train_opts *o, const struct model_shape
                                           "received", (json_int_t)g->ep_rows[1]));
             json_object_set_new(gj, "expert_rows_held_peak",
                                 json_integer((json_int_t)g->ep_rows[2]));
-            double rows[TRAIN_MAX_EXPERT_LAYERS], act = dropless_activations(o, m, g, rows);
-            if (!isnan(act)) { /* its kept expert tensors: the rows of its peak's pass */
+            double rows[TRAIN_MAX_EXPERT_LAYERS], bytes;
+            struct memory_result at;
+            if (dropless_at(o, m, g, rows, &at, &bytes)) { /* its kept expert tensors: the rows of
+                                                          its peak's pass */
                 json_t *kept = json_array();
                 for (int l = 0; l < gpt_moe_layers(&o->shape); l++)
                     json_array_append_new(kept, json_integer((json_int_t)rows[l]));
                 json_object_set_new(gj, "expert_rows_kept", kept);
-                json_object_set_new(gj, "predicted_activations", json_whole(act));
+                json_object_set_new(gj, "predicted_activations", json_whole(at.activations));
+                json_object_set_new(gj, "predicted_communication", json_whole(at.comm));
+                json_object_set_new(gj, "predicted_expert_parallel_bytes", json_whole(bytes));
             }
         }
         json_array_append_new(per, gj);
@@ -416,17 +424,18 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct m
         const struct run_gpu *g = run_gpu(run, i);
         const struct memory_result *pm = &p->mem[g->place.stage];
         const struct traffic *pt = &p->comm[g->place.stage];
-        double rows[TRAIN_MAX_EXPERT_LAYERS], act = dropless_activations(o, shape, g, rows);
-        const double want[] = {pm->states.weights,
-                               pm->states.gradients,
-                               pm->states.master,
-                               pm->states.optimizer,
-                               isnan(act) ? pm->activations : act,
-                               pm->comm};
+        double rows[TRAIN_MAX_EXPERT_LAYERS], ep_bytes = NAN;
+        struct memory_result at;
+        if (dropless_at(o, shape, g, rows, &at, &ep_bytes)) /* its own routing's */
+            pm = &at;
+        const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
+                               pm->states.optimizer, pm->activations,      pm->comm};
         for (int k = 0; k < 6; k++)
             dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
         for (int k = 0; k < STRATEGIES; k++)
-            dcomm += fabs((double)g->sent_per_step[k] - traffic_of(pt, k)->bytes);
+            dcomm +=
+                fabs((double)g->sent_per_step[k] -
+                     (k == STRATEGY_EP && !isnan(ep_bytes) ? ep_bytes : traffic_of(pt, k)->bytes));
     }
     json_object_set_new(
         m, "measured_minus_predicted",
@@ -710,9 +719,9 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
             printf("dropless: the measured bytes, buffers and kept expert tensors follow each "
                    "step's routing;\nthe predicted comm and activations are the bound (every "
                    "token of the group to one GPU),\nthe predicted expert/step uniform "
-                   "routing's; uniform routing's activations %.0f, and each\nGPU's peak the "
-                   "calculator's at the rows its peak's pass held (--json: predicted_activations)"
-                   "\n",
+                   "routing's; uniform routing's activations %.0f, and each\nGPU's peaks the "
+                   "calculator's at the rows its peak's pass and largest all-to-all held\n(--json: "
+                   "predicted_activations, predicted_communication)\n",
                    p->act_uniform[0]);
     }
     if (cp) { /* the causal mask's work, GPU by GPU: what the balanced split evens out */

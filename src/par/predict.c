@@ -60,15 +60,18 @@ int predict_run(const struct train_opts *o, const struct model_shape *m,
     return rc;
 }
 
-double predict_activations_at(const struct train_opts *o, const struct model_shape *m, int st,
-                              const double *rows)
+int predict_at(const struct train_opts *o, const struct model_shape *m, int st,
+               const struct predict_routing *rt, struct memory_result *r, double *ep_bytes)
 {
     struct memory_config c;
-    struct memory_result r;
-    if (predict_config(o, m, DBL_MAX, &c, NULL)) /* any capacity: the activations do not ask */
-        return NAN;
-    c.ep_rows = rows;
-    return memory_compute_stage(&c, st, &r, NULL) ? NAN : r.activations;
+    if (predict_config(o, m, DBL_MAX, &c, NULL)) /* any capacity: the figures do not ask */
+        return -1;
+    c.ep_rows = rt->rows;
+    c.ep_held = rt->held;
+    if (memory_compute_stage(&c, st, r, NULL))
+        return -1;
+    *ep_bytes = traffic_ep_bytes_at(&c, r->stage_layers, rt->moved);
+    return isnan(*ep_bytes) ? -1 : 0;
 }
 
 void predict_free(struct prediction *p)

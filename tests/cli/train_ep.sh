@@ -209,8 +209,12 @@ check_contains "$out" "uniform routing's activations" "... uniform routing's act
 # 4-byte words per expert layer and forward pass. Every row sent is received. The buffers:
 # one block for an exchange's rows out and in, charged to communication while it runs, so the
 # ledger's communication peak (DDP has no other buffer) is the largest exchange the GPU
-# reported, within the calculator's bound (k n + P n min(k, E/P)) d p, which is also its
-# prediction; train's prediction of the bytes is uniform routing's, the worst case beside.
+# reported, within the calculator's bound (k n + P n min(k, E/P)) d p, the stage's prediction;
+# the calculator given that exchange's rows (predicted_communication) gives the peak to the
+# byte, so every GPU's memory is measured = predicted (measured_minus_predicted's memory_bytes
+# 0). train's prediction of the bytes is uniform routing's, the worst case beside, and the
+# calculator given the rows a GPU's dispatches moved gives its bytes to the byte
+# (predicted_expert_parallel_bytes; measured_minus_predicted's comm_bytes 0).
 # Activations: an expert layer's kept expert tensors (its input and output rows, d each, and
 # gate, up and hidden, F = 86 each) are booked at the rows its experts held that step, not the
 # arena's room; each GPU reports them per layer for the pass of its peak (expert_rows_kept) and
@@ -244,7 +248,8 @@ for g in s['per_gpu']:
     want = (r['sent'] + r['received']) * (f + 1) // f * d * p + f * L * (P - 1) * (E // P) * 4
     assert (r['sent'] + r['received']) % f == 0, r
     assert g['comm_bytes_per_step']['expert_parallel'] == want, (g['gpu'], g['comm_bytes_per_step'], want)
-    assert g['peak']['communication'] == g['expert_rows_held_peak'] * d * p, (g['gpu'], g['peak'], g['expert_rows_held_peak'])
+    assert g['comm_bytes_per_step']['expert_parallel'] == g['predicted_expert_parallel_bytes'], (g['gpu'], g['predicted_expert_parallel_bytes'])
+    assert g['peak']['communication'] == g['expert_rows_held_peak'] * d * p == g['predicted_communication'], (g['gpu'], g['peak'], g['expert_rows_held_peak'], g['predicted_communication'])
     assert k * n < g['expert_rows_held_peak'] <= k * n + P * n * min(k, E // P), g['expert_rows_held_peak']
     for key in ('weights', 'gradients', 'master_weights', 'optimizer'):
         assert g['peak'][key] == pred[key], (g['gpu'], key, g['peak'][key], pred[key])
@@ -254,7 +259,8 @@ for g in s['per_gpu']:
     if f == 1:
         assert g['peak']['activations'] == pred['activations_uniform'] + (sum(kept) - L * k * n) * (2 * d + 3 * 86) * p, (g['gpu'], kept)
 assert max(g['peak']['activations'] for g in s['per_gpu']) >= pred['activations_uniform']
-" py "dropless dp $D ep $P $prec $extra: bytes = (sent + received) x d x p + the counts, the buffers' peak its largest exchange, within the bound; activations by the step's rows, the calculator's at them, within uniform and the bound"
+assert s['measured_minus_predicted'] == {'memory_bytes': 0, 'comm_bytes': 0}, s['measured_minus_predicted']
+" py "dropless dp $D ep $P $prec $extra: bytes = (sent + received) x d x p + the counts, the buffers' peak its largest exchange, the calculator's at it, within the bound; activations by the step's rows, the calculator's at them, within uniform and the bound; bytes the calculator's at the rows moved; measured - predicted 0"
 done
 
 # The calculator: memory --ep without a capacity factor is dropless. Its per-GPU figures are
