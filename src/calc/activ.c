@@ -233,8 +233,17 @@ static void put_raw(struct acc *x, const char *name, const char *shape, double e
     o->total += el * bytes;
 }
 
-void activ_moe_layer(const struct model_shape *m, const struct activ_config *c,
-                     struct activ_list *out)
+/* The rows a layer's experts hold by default (struct activ_config's ep_rows aside). */
+static double moe_rows(const struct model_shape *m, const struct activ_config *c)
+{
+    double sb = (double)c->seq * c->micro_batch;
+    if (c->ep > 1 && !(m->capacity_factor > 0) && c->ep_uniform)
+        return m->top_k * sb;
+    return experts_rows_held(sb, m->experts, m->top_k, m->capacity_factor, c->ep);
+}
+
+static void moe_layer_at(const struct model_shape *m, const struct activ_config *c, double rows,
+                         struct activ_list *out)
 {
     activ_layer(m, c, out);
     out->n -= 3; /* gate, up, act: the experts' own, on their rows */
@@ -243,8 +252,7 @@ void activ_moe_layer(const struct model_shape *m, const struct activ_config *c,
     struct acc x = {.out = out};
     double sb = (double)c->seq * c->micro_batch, E = m->experts, k = m->top_k;
     bool dropless = c->ep > 1 && !(m->capacity_factor > 0);
-    double h = m->d_model, f = m->ffn,
-           rows = experts_rows_held(sb, m->experts, m->top_k, m->capacity_factor, c->ep);
+    double h = m->d_model, f = m->ffn;
     put_raw(&x, "router_probs", "sbE", sb * E, 4);
     if (dropless) /* the counts received beside the routing */
         put_raw(&x, "routing", "3sbk + 4E", 3 * sb * k + 4 * E, 4);
@@ -259,6 +267,30 @@ void activ_moe_layer(const struct model_shape *m, const struct activ_config *c,
     snprintf(out->formula + len, sizeof out->formula - len,
              " - %gsbf + 4sbE + 12sbk + %dE + %gR(2h + 3f), R = %g rows", 3.0 * c->bytes,
              dropless ? 16 : 12, (double)c->bytes, rows);
+}
+
+void activ_moe_layer(const struct model_shape *m, const struct activ_config *c,
+                     struct activ_list *out)
+{
+    moe_layer_at(m, c, moe_rows(m, c), out);
+}
+
+/* Bytes of the lists of layers l0 + a .. l0 + b - 1 (layer: a dense one's, moe: one with
+ * experts at the default rows); dropless with a step's rows, each expert layer at its own. */
+static double layers_sum(const struct model_shape *m, const struct activ_config *c, int l0, int a,
+                         int b, const struct activ_list *layer, const struct activ_list *moe)
+{
+    int nm = params_moe_layers(m, l0 + a, b - a);
+    if (!(c->ep_rows && c->ep > 1 && !(m->capacity_factor > 0)) || !nm)
+        return (b - a) * layer->total + nm * (moe->total - layer->total);
+    double sum = (b - a - nm) * layer->total;
+    for (int l = l0 + a; l < l0 + b; l++)
+        if (params_moe_layers(m, l, 1)) {
+            struct activ_list x;
+            moe_layer_at(m, c, c->ep_rows[params_moe_layers(m, 0, l)], &x);
+            sum += x.total;
+        }
+    return sum;
 }
 
 void activ_ends(const struct model_shape *m, const struct activ_config *c, bool first, bool last,
@@ -297,9 +329,7 @@ void activ_total_at(const struct model_shape *m, const struct activ_config *c,
         activ_moe_layer(m, c, &moe);
     activ_ends(m, c, first, last, &ends);
     /* Ls: the sum of the lists of layers l0 + a .. l0 + b - 1 */
-#define LS(a, b)                                                                                   \
-    (((b) - (a)) * layer.total +                                                                   \
-     params_moe_layers(m, l0 + (a), (b) - (a)) * (moe.total - layer.total))
+#define LS(a, b) layers_sum(m, c, l0, (a), (b), &layer, &moe)
     double X = layer.input, H = ends.total, core = layer.core;
     double L = m->experts > 0 && params_moe_layers(m, l0, n) > 0 ? fmax(layer.total, moe.total)
                                                                  : layer.total;

@@ -76,9 +76,10 @@
  *   expert_out    R h p       the experts' outputs (the gate weights' gradients)
  * R, the rows of the experts' buffer: k sb without a capacity (the choices, packed), E cap
  * with one (cap = min(ceil(C k sb / E), sb): the static [E, cap] shape, padding included);
- * dropless expert parallelism over ep GPUs (no capacity), the most rows that can come, ep sb
- * min(k, E/ep) (every token of the group routed to this GPU), and the routing keeps E words
- * more (the counts each GPU sent). No tensor parallelism (model/moe.h, model/gpt.h keep
+ * dropless expert parallelism over ep GPUs (no capacity), what the routing sends: at most ep
+ * sb min(k, E/ep) (every token of the group routed to this GPU, the bound), k sb under
+ * uniform routing, or a step's own (struct activ_config's ep_rows), and the routing keeps E
+ * words more (the counts each GPU sent). No tensor parallelism (model/moe.h, model/gpt.h keep
  * exactly this).
  * Nothing else is saved: the residual adds need nothing, the output of w_down and wo are added
  * into the stream and not kept, and the next layer's input is that layer's x.
@@ -136,6 +137,12 @@ struct activ_config {
     enum activ_attention attention; /* flash (0, the default) or eager: the probabilities */
     int ep; /* expert parallelism (0 or 1: none): without a capacity factor a layer's experts
                hold the most rows that can come (base/experts.h's experts_rows_held) */
+    /* Dropless expert parallelism only (ep > 1, no capacity factor): the rows its experts hold
+     * are the routing's. ep_rows (not NULL): each expert layer's of the model, in order (a run's
+     * step, its own counts: model/gpt.h books them); else ep_uniform: uniform routing's, k s b
+     * a layer (the expected); else the bound above. */
+    const double *ep_rows;
+    bool ep_uniform;
 };
 
 /* Checks a configuration against a shape: t divides heads, kv_heads and ffn; with sp, t

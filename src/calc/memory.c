@@ -117,7 +117,9 @@ static struct activ_config activ_of(const struct memory_config *c)
                                  .cp = c->cp,
                                  .cp_naive = c->cp_naive,
                                  .attention = c->attention,
-                                 .ep = c->ep};
+                                 .ep = c->ep,
+                                 .ep_rows = c->ep_rows,
+                                 .ep_uniform = c->ep_uniform};
 }
 
 double memory_ep_experts(const struct memory_config *c)
@@ -158,6 +160,13 @@ double memory_ep_buffers_at(const struct memory_config *c, bool worst)
 double memory_ep_buffers(const struct memory_config *c)
 {
     return memory_ep_buffers_at(c, true);
+}
+
+double memory_ep_buffers_held(const struct memory_config *c)
+{
+    if (!(memory_ep_dropless(c) && c->ep_held > 0))
+        return memory_ep_buffers(c);
+    return c->ep_held * c->model->d_model * fp_bytes(c->precision);
 }
 
 /* psi parameters' states, expert parallelism's experts sharded over their own group. */
@@ -396,7 +405,7 @@ static void stage_fill(const struct memory_config *c, const struct params_breakd
         out->activations = zb_activations(c, s, &out->act, bpeak, out->wset, &out->w_held);
     }
     out->comm = memory_comm(c, pb, psi, count, s == 0, s == c->pp - 1) + memory_cp_buffers(c) +
-                memory_ep_buffers(c);
+                memory_ep_buffers_held(c);
     out->params_gpu = psi;
     out->stage = s;
     out->stage_layers = count;

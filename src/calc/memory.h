@@ -69,8 +69,14 @@ struct memory_config {
     enum calc_optimizer optimizer;
     bool grad_fp32;
     int dp, tp, pp, zero;
-    int cp;        /* context parallelism: each sequence over cp GPUs (0 or 1: none) */
-    int ep;        /* expert parallelism: a layer's experts over ep of the dp GPUs (0, 1: none) */
+    int cp; /* context parallelism: each sequence over cp GPUs (0 or 1: none) */
+    int ep; /* expert parallelism: a layer's experts over ep of the dp GPUs (0, 1: none) */
+    /* dropless ep: the rows a layer's experts hold, calc/activ.h's (NULL, false: the bound) */
+    const double *ep_rows;
+    bool ep_uniform;
+    /* and the rows the largest all-to-all held, out and in (a run's: par/ep.h's ep_rows), its
+     * buffers' bytes then ep_held d p (0: the bound, memory_ep_buffers) */
+    double ep_held;
     bool cp_naive; /* cp: GPU i holds chunk i of cp, not chunks i and 2cp - 1 - i */
     enum activ_attention attention; /* flash (the default: no probabilities kept) or eager;
                                        cp > 1 needs flash (calc/activ.h) */
@@ -152,6 +158,12 @@ double memory_ep_buffers(const struct memory_config *c);
  * expected, uniform routing (in = k n: 2 k n d p). With a capacity both are 2 E cap d p. */
 bool memory_ep_dropless(const struct memory_config *c);
 double memory_ep_buffers_at(const struct memory_config *c, bool worst);
+/* What a GPU's communication counts for its all-to-alls: memory_ep_buffers, or dropless with
+ * ep_held set, the largest exchange's ep_held d p. The block is reserved at the bound (the room
+ * a plan must find: memory_ep_buffers), but the ledger charges to communication only what each
+ * exchange holds, as activations are booked at the step's rows: the bound says whether it fits,
+ * a step's own rows say what it held, and the calculator given them says it to the byte. */
+double memory_ep_buffers_held(const struct memory_config *c);
 /* Rows a micro-batch's tokens take in an expert layer's static [E, cap, d] shape: E cap. */
 double memory_ep_rows(const struct memory_config *c);
 

@@ -357,10 +357,10 @@ int plan_run(const struct plan_config *c, struct plan_result *out, struct error 
                     continue; /* nothing to partition (ZeRO shards over dp x cp) */
                 for (size_t q = 0; q < sizeof policies / sizeof policies[0] && rc == 0; q++) {
                     /* expert parallelism: 1, 2, 4, ... up to ep_max, dividing dp and the
-                     * experts, with one stage (the calculator's) */
+                     * experts, with one stage (the calculator's); without a capacity factor
+                     * dropless, weighed at its bound's memory and uniform routing's time */
                     for (int ep = 1; ep <= (c->ep_max > 1 ? c->ep_max : 1) && rc == 0; ep *= 2) {
-                        if (ep > 1 && (dp % ep || c->model->experts % ep || pp > 1 ||
-                                       !(c->model->capacity_factor > 0)))
+                        if (ep > 1 && (dp % ep || c->model->experts % ep || pp > 1))
                             continue;
                         for (int b = 1; b <= c->global_batch / dp && b <= 64 && rc == 0; b *= 2) {
                             if ((c->global_batch / dp) % b)

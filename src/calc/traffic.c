@@ -434,6 +434,18 @@ static int expert_parallel(const struct memory_config *c, const struct cluster_s
     return 0;
 }
 
+double traffic_ep_bytes_at(const struct memory_config *c, int layers, double moved)
+{
+    const struct model_shape *md = c->model;
+    if (!memory_ep_dropless(c))
+        return NAN;
+    int P = c->ep, moe = params_moe_layers(md, 0, layers), f = 1;
+    if (c->ckpt.kind != CKPT_NONE && c->ckpt.kind != CKPT_SELECTIVE)
+        f = 2; /* a full recompute's forward dispatches and combines again */
+    double counts = (P - 1.0) * (md->experts / P) * 4.0 * f * moe * c->micro_batches;
+    return moved * (f + 1.0) / f * md->d_model * fp_bytes(c->precision) + counts;
+}
+
 /* The compute a layer's passes run before their first tensor-parallel sum without sequence
  * parallelism (model/gpt_step.c's order), a micro-batch's forward pass taking fwd_s over
  * `layers` layers (the ends' share neglected: the head's 2 V h of a layer's 24 h^2 + 4 s h

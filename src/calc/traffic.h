@@ -110,6 +110,15 @@ int traffic_compute(const struct memory_config *c, const struct cluster_spec *cl
                     double psi_gpu, int stage_layers, double fwd_s, double bwd_s,
                     struct traffic *out, struct error *e);
 
+/* Dropless expert parallelism: the bytes a GPU of c's layout sends per step over a stage of
+ * `layers` layers when its dispatches sent and received `moved` rows to and from the other GPUs
+ * of its group (a step's own routing: par/ep.h's ep_rows, every forward pass's): the forward's
+ * rows out and back, the backward's the same once more (a full recompute's forward passes are
+ * f = 2 of the moved rows' passes, the backward one: moved (f + 1)/f d p), and the counts, as
+ * expert_parallel's; at moved = 2 (P-1)/P k n f a layer and micro-batch, uniform routing's
+ * bytes. NAN when c is not dropless. */
+double traffic_ep_bytes_at(const struct memory_config *c, int layers, double moved);
+
 /* Context parallelism's exposed time on stage s's path (t->cp.exposed, and t->exposed) when a
  * GPU computes at `rate` FLOP/s: each ring step's send hidden behind its block's attention but
  * what exceeds it, the backward's gradients sent after their block not hidden (model/gpt_ring.c's

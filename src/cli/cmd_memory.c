@@ -355,10 +355,19 @@ static void print_json(const struct run *r)
     }
     if (c->ep > 1)
         json_object_set_new(json_object_get(doc, "layout"), "ep", json_integer(c->ep));
-    if (memory_ep_dropless(c)) /* its buffers' bound (in per_gpu's communication) and mean */
+    if (memory_ep_dropless(c)) { /* its buffers' bound (in per_gpu's communication) and mean */
         json_object_set_new(doc, "expert_buffers",
                             json_pack("{s:o, s:o}", "worst", json_whole(memory_ep_buffers(c)),
                                       "uniform", json_whole(memory_ep_buffers_at(c, false))));
+        /* and the activations' (per_gpu's are the bound): the kept expert tensors' rows */
+        struct memory_config u = *c;
+        struct memory_result ru;
+        u.ep_uniform = true;
+        if (memory_compute_stage(&u, 0, &ru, NULL) == 0)
+            json_object_set_new(doc, "expert_activations",
+                                json_pack("{s:o, s:o}", "worst", json_whole(m->activations),
+                                          "uniform", json_whole(ru.activations)));
+    }
     json_object_set_new(doc, "precision", json_string(fp_info(c->precision)->name));
     json_object_set_new(doc, "optimizer", json_string(memory_optimizer_name(c->optimizer)));
     json_object_set_new(doc, "bytes_per_param",

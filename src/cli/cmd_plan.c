@@ -86,8 +86,8 @@ static const struct opt_entry options[] = {
     OPT_INT("pick", "K", A, pick, 1, 1 << 20, "the layout --emit writes, by its rank (default 1)"),
     OPT_INT("ep-max", "P", A, ep_max, 1, 4096,
             "a model with experts: consider expert parallelism, ep 2, 4, ... up\n"
-            "to P (default 1: none), its experts over ep of the dp GPUs; needs a\n"
-            "capacity factor (the model's, or --capacity-factor)"),
+            "to P (default 1: none), its experts over ep of the dp GPUs; dropless\n"
+            "without a capacity factor (the model's, or --capacity-factor)"),
     OPT_WITH("capacity-factor", "C", opts_str, A, capacity_factor,
              "a model with experts: an expert takes at most ceil(C k tokens / E)\n"
              "of a micro-batch's tokens (default the model's)"),
@@ -167,12 +167,6 @@ static int configure(const struct plan_args *a, struct run *r, struct error *e)
         return error_set(e, ERR_INVAL,
                          "--ep-max %d: expert parallelism shares a model's experts, and %s has "
                          "none",
-                         a->ep_max, r->model.name);
-    if (a->ep_max > 1 && !(r->model.capacity_factor > 0))
-        return error_set(e, ERR_INVAL,
-                         "--ep-max %d: expert parallelism needs a capacity factor (the static "
-                         "shape its all-to-alls send), and %s's preset has none: give "
-                         "--capacity-factor C",
                          a->ep_max, r->model.name);
     r->pick = a->pick ? a->pick : 1;
     if (a->pick && !a->emit)

@@ -374,8 +374,27 @@ static const struct traffic_part *traffic_of(const struct traffic *t, enum strat
     return part[k];
 }
 
+/* Dropless expert parallelism (its buffers, kept expert tensors and bytes follow each step's
+ * routing): GPU g's memory (into r) and all-to-all bytes (*ep_bytes) as the calculator gives
+ * them at the rows its expert layers held in the pass of its peak (the rows in rows[]), its
+ * largest all-to-all held and its last step's dispatches moved: true; false for the others. */
+static bool dropless_at(const struct train_opts *o, const struct model_shape *m,
+                        const struct run_gpu *g, double *rows, struct memory_result *r,
+                        double *ep_bytes)
+{
+    int ml = gpt_moe_layers(&o->shape);
+    if (o->ep <= 1 || o->shape.moe.capacity_factor > 0 || ml > TRAIN_MAX_EXPERT_LAYERS)
+        return false;
+    for (int i = 0; i < ml; i++)
+        rows[i] = g->ep_rows_kept[i];
+    struct predict_routing rt = {rows, (double)g->ep_rows[2],
+                                 (double)g->ep_rows[0] + (double)g->ep_rows[1]};
+    return predict_at(o, m, g->place.stage, &rt, r, ep_bytes) == 0;
+}
+
 /* "per_gpu": each GPU's place, ledger peaks and bytes sent per step by kind. */
-static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
+static json_t *per_gpu_json(const struct train_opts *o, const struct model_shape *m,
+                            const struct run *run)
 {
     json_t *per = json_array();
     for (int i = 0; i < o->gpus; i++) {
@@ -405,6 +424,18 @@ static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
                                           "received", (json_int_t)g->ep_rows[1]));
             json_object_set_new(gj, "expert_rows_held_peak",
                                 json_integer((json_int_t)g->ep_rows[2]));
+            double rows[TRAIN_MAX_EXPERT_LAYERS], bytes;
+            struct memory_result at;
+            if (dropless_at(o, m, g, rows, &at, &bytes)) { /* its kept expert tensors: the rows of
+                                                          its peak's pass */
+                json_t *kept = json_array();
+                for (int l = 0; l < gpt_moe_layers(&o->shape); l++)
+                    json_array_append_new(kept, json_integer((json_int_t)rows[l]));
+                json_object_set_new(gj, "expert_rows_kept", kept);
+                json_object_set_new(gj, "predicted_activations", json_whole(at.activations));
+                json_object_set_new(gj, "predicted_communication", json_whole(at.comm));
+                json_object_set_new(gj, "predicted_expert_parallel_bytes", json_whole(bytes));
+            }
         }
         json_array_append_new(per, gj);
     }
@@ -414,8 +445,8 @@ static json_t *per_gpu_json(const struct train_opts *o, const struct run *run)
 /* "predicted": the calculator's figures for each stage's GPUs (the first stage's also as
  * "per_gpu"); and into m, "measured_minus_predicted": every GPU against its stage's
  * prediction, bytes of difference summed (0 when all agree). */
-static void predicted_json(json_t *m, const struct train_opts *o, const struct run *run,
-                           const struct prediction *p)
+static void predicted_json(json_t *m, const struct train_opts *o, const struct model_shape *shape,
+                           const struct run *run, const struct prediction *p)
 {
     json_t *stages = json_array();
     for (int st = 0; st < o->pp; st++) {
@@ -441,6 +472,8 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
             json_object_set_new(pg, "expert_parallel_formula", json_string(pt->ep.formula));
             if (pt->ep.worst != pt->ep.bytes) /* dropless: the bytes are uniform routing's */
                 json_object_set_new(pg, "expert_parallel_worst", json_whole(pt->ep.worst));
+            if (!(o->shape.moe.capacity_factor > 0)) /* and activations are the bound */
+                json_object_set_new(pg, "activations_uniform", json_whole(p->act_uniform[st]));
         }
         json_object_set_new(pg, "pipeline_formula", json_string(pt->pp.formula));
         json_array_append_new(stages, pg);
@@ -456,12 +489,18 @@ static void predicted_json(json_t *m, const struct train_opts *o, const struct r
         const struct run_gpu *g = run_gpu(run, i);
         const struct memory_result *pm = &p->mem[g->place.stage];
         const struct traffic *pt = &p->comm[g->place.stage];
+        double rows[TRAIN_MAX_EXPERT_LAYERS], ep_bytes = NAN;
+        struct memory_result at;
+        if (dropless_at(o, shape, g, rows, &at, &ep_bytes)) /* its own routing's */
+            pm = &at;
         const double want[] = {pm->states.weights,   pm->states.gradients, pm->states.master,
                                pm->states.optimizer, pm->activations,      pm->comm};
         for (int k = 0; k < 6; k++)
             dmem += fabs((double)g->peak_cat[cats[k]] - want[k]);
         for (int k = 0; k < STRATEGIES; k++)
-            dcomm += fabs((double)g->sent_per_step[k] - traffic_of(pt, k)->bytes);
+            dcomm +=
+                fabs((double)g->sent_per_step[k] -
+                     (k == STRATEGY_EP && !isnan(ep_bytes) ? ep_bytes : traffic_of(pt, k)->bytes));
     }
     json_object_set_new(
         m, "measured_minus_predicted",
@@ -671,10 +710,10 @@ static void print_summary_json(const struct train_args *r, const struct run *run
     json_object_set_new(m, "comm_exposed_s", json_num(sum->exposed));
     json_object_set_new(m, "timed_as", r->time_as ? timed_as_json(r, sum) : json_null());
     json_object_set_new(m, "layout", layout_json(o));
-    json_object_set_new(m, "per_gpu", per_gpu_json(o, run));
+    json_object_set_new(m, "per_gpu", per_gpu_json(o, &r->shape, run));
     json_object_set_new(m, "scalar_bytes_per_step", json_integer((json_int_t)sum->scalars));
     if (p->ok)
-        predicted_json(m, o, run, p);
+        predicted_json(m, o, &r->shape, run, p);
     if (layout_pipelined(o))
         json_object_set_new(m, "pipeline", pipeline_json(o, run, p));
     json_t *top = json_object();
@@ -748,9 +787,13 @@ static void print_gpu_table(const struct train_opts *o, const struct run *run,
         if (ep)
             printf("expert parallel: %s\n", p->comm[0].ep.formula);
         if (ep && !(o->shape.moe.capacity_factor > 0))
-            printf("dropless: the measured bytes and buffers follow each step's routing; the "
-                   "predicted comm is the buffers' bound\n(every token of the group to one "
-                   "GPU), the predicted expert/step uniform routing's\n");
+            printf("dropless: the measured bytes, buffers and kept expert tensors follow each "
+                   "step's routing;\nthe predicted comm and activations are the bound (every "
+                   "token of the group to one GPU),\nthe predicted expert/step uniform "
+                   "routing's; uniform routing's activations %.0f, and each\nGPU's peaks the "
+                   "calculator's at the rows its peak's pass and largest all-to-all held\n(--json: "
+                   "predicted_activations, predicted_communication)\n",
+                   p->act_uniform[0]);
     }
     if (cp) { /* the causal mask's work, GPU by GPU: what the balanced split evens out */
         uint64_t lo = UINT64_MAX, hi = 0, sum = 0;

@@ -217,6 +217,7 @@ void gpt_free(struct gpt *g)
     free(g->moe.load);
     free(g->moe.kept);
     free(g->moe.scount);
+    free(g->moe.held);
     free(g->lw);
     free(g->lg);
     fp8_free(g);
@@ -569,14 +570,18 @@ static int setup(struct gpt *g, const struct gpt_config *c, int batch, enum fp_f
                                                 c->moe.capacity_factor, ep);
         g->moe.load = calloc(stats, sizeof *g->moe.load);
         g->moe.kept = calloc(stats, sizeof *g->moe.kept);
+        g->moe.held = calloc(2 * (size_t)gpt_moe_layers(c), sizeof *g->moe.held);
+        g->moe.held_peak = g->moe.held ? g->moe.held + gpt_moe_layers(c) : NULL;
         g->moe.scount = calloc(2 * (size_t)ep, sizeof *g->moe.scount);
         g->moe.rcount = g->moe.scount ? g->moe.scount + ep : NULL;
+        for (int j = 0; g->moe.scount && !g->moe.dropless && j < ep; j++) /* the static shape's */
+            g->moe.scount[j] = g->moe.rcount[j] = g->moe.rows * (size_t)c->d / (size_t)ep;
     }
     if (g->part.wslots > 0) /* B and W apart: a W set per layer and weight slot */
         g->wsets = calloc((size_t)g->part.wslots * (size_t)L, sizeof *g->wsets);
     if (fp8_setup(g) || !g->saved || !g->head || !g->lw || !g->lg || !g->underflow ||
         (g->part.wslots > 0 && !g->wsets) || (g->seg && (!g->pool || !g->segin)) ||
-        (c->moe.experts > 0 && (!g->moe.load || !g->moe.kept || !g->moe.scount)))
+        (c->moe.experts > 0 && (!g->moe.load || !g->moe.kept || !g->moe.scount || !g->moe.held)))
         return error_set(e, ERR_NOMEM, "out of memory");
     for (int a = 0; a < A_COUNT; a++)
         g->layer_bytes += act_bytes(g, a, SZ_DENSE);
@@ -762,9 +767,11 @@ int gpt_new_part(struct gpt **out, const struct gpt_config *c, int batch, enum f
         gpt_free(g);
         return error_set(e, ERR_INVAL, "context parallelism needs the seam's cp_post and cp_wait");
     }
-    if (g->moe.ep > 1 && !g->alloc.ep_alltoall) {
+    if (g->moe.ep > 1 && !(g->alloc.ep_alltoallv && (!g->moe.dropless || g->alloc.ep_counts))) {
         gpt_free(g);
-        return error_set(e, ERR_INVAL, "expert parallelism needs the seam's ep_alltoall");
+        return error_set(e, ERR_INVAL,
+                         "expert parallelism needs the seam's ep_alltoallv (and ep_counts when "
+                         "dropless)");
     }
     if (g->alloc.padded > g->nparams)
         g->nalloc = g->alloc.padded;
@@ -1010,4 +1017,5 @@ void gpt_diag(const struct gpt *g, struct gpt_diag *out)
     out->aux_loss = g->moe.aux;
     out->routed = g->moe.routed, out->dropped = g->moe.dropped;
     out->expert_load = g->moe.load, out->expert_kept = g->moe.kept;
+    out->expert_rows_at_peak = g->moe.held_peak;
 }

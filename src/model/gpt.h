@@ -204,7 +204,7 @@ enum gpt_tp_op {
                         sum of it (reduce-scatter, training format), the others anything */
 };
 
-/* Expert parallelism's all-to-alls of an expert layer, as the seam's ep_alltoall names them (and
+/* Expert parallelism's all-to-alls of an expert layer, as the seam's ep_alltoallv names them (and
  * the sends' phase in a run's events: a trace and the experts' panel read them), in the order
  * a step runs them: the forward pass's dispatch of the rows to their experts and combine of the
  * outputs, the backward pass's combine (the outputs' gradients to the experts) and dispatch
@@ -244,17 +244,15 @@ struct gpt_alloc {
      * is posted at a time. Needed when the part's cp > 1; what names the tensors. */
     void (*cp_post)(void *ctx, const float *send, size_t n, const char *what);
     void (*cp_wait)(void *ctx, float *recv, size_t n);
-    /* Expert parallelism: an all-to-all over the expert-parallel group. send holds n floats in
-     * ep equal blocks, block j for the group's GPU j; recv (n floats, apart from send) gets GPU
-     * j's block for this GPU in its block j (the values are in the training format already).
-     * Needed when the part's ep > 1; what is the all-to-all's phase (GPT_EP_DISPATCH, ...). */
-    void (*ep_alltoall)(void *ctx, const float *send, float *recv, size_t n, const char *what);
-    /* Dropless expert parallelism (no capacity factor): the same all-to-all in blocks of given
+    /* Expert parallelism: an all-to-all over the expert-parallel group in blocks of given
      * sizes, block j of send (sendcounts[j] floats) for the group's GPU j and GPU j's block for
-     * this GPU into recv's block j (recvcounts[j] floats), blocks back to back; and before each
-     * dispatch the counts themselves: send holds n 4-byte counts in ep equal blocks, block j
-     * for GPU j, and recv gets GPU j's block for this GPU in its block j (what = GPT_EP_COUNTS).
-     * Needed when the part's ep > 1 without a capacity factor. */
+     * this GPU into recv's block j (recvcounts[j] floats, apart from send), blocks back to back
+     * (the values are in the training format already); what is its phase (GPT_EP_DISPATCH,
+     * ...). With a capacity the blocks are equal, the static shape's; dropless (no capacity
+     * factor), the routing's, and before each dispatch the counts themselves (ep_counts): send
+     * holds n 4-byte counts in ep equal blocks, block j for GPU j, and recv gets GPU j's block
+     * for this GPU in its block j (what = GPT_EP_COUNTS). Needed when the part's ep > 1 (the
+     * counts without a capacity factor). */
     void (*ep_alltoallv)(void *ctx, const float *send, const size_t *sendcounts, float *recv,
                          const size_t *recvcounts, const char *what);
     void (*ep_counts)(void *ctx, const int32_t *send, int32_t *recv, size_t n, const char *what);
@@ -373,9 +371,10 @@ struct gpt_part {
  * only. Each GPU routes its own tokens over all E experts, with a capacity: the experts' rows
  * are the static [E, cap, d] shape, expert e's from e cap, so the rows bound for GPU j's
  * experts are block j of ep equal blocks. The forward pass sends them there (dispatch: an
- * all-to-all, the seam's ep_alltoall), each GPU runs its experts on the ep x E/ep x cap rows it
- * received, padding included, and sends the outputs back (combine, the same all-to-all); the
- * backward pass sends the outputs' gradients to the experts and the inputs' gradients back.
+ * all-to-all, the seam's ep_alltoallv in equal blocks), each GPU runs its experts on the ep x
+ * E/ep x cap rows it received, padding included, and sends the outputs back (combine, the same
+ * all-to-all); the backward pass sends the outputs' gradients to the experts and the inputs'
+ * gradients back.
  * The experts' weight gradients then cover every GPU's tokens routed to them; the caller sums
  * them over the GPUs holding the same experts (par/layout.h's expert gradient group).
  *
@@ -525,6 +524,10 @@ struct gpt_diag {
     double aux_loss;
     uint64_t routed, dropped;
     const int32_t *expert_load, *expert_kept; /* [moe layers][E] */
+    /* Per expert layer, the rows its experts held (what their kept tensors are charged: the
+     * static shape's, or dropless the step's own counts) in the pass whose activations reached
+     * the peak gpt_mem_bytes gives (NULL without experts). */
+    const uint32_t *expert_rows_at_peak;
 };
 void gpt_diag(const struct gpt *g, struct gpt_diag *out);
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/ckpt.h"
 #include "base/experts.h"
@@ -95,12 +96,17 @@ struct gpt_experts {
     int ep, epr;
     bool dropless; /* ep > 1 without a capacity: blocks of the routing's sizes (model/gpt.h) */
     size_t rows;   /* base/experts.h's experts_rows_held: the most its experts run on */
-    size_t *scount, *rcount; /* dropless: a layer's elements to and from each GPU of the group */
+    size_t *scount, *rcount; /* a layer's elements to and from each GPU of the group: the static
+                                shape's equal blocks, or dropless the routing's */
     void *route, *route_ws;
     float *zlog, *dye, *dxe, *dgate;
     double aux, aux_scale; /* the loss's load-balancing part; its weight in the backward pass */
     uint64_t routed, dropped;
     int32_t *load, *kept; /* [expert layers][E] */
+    /* [expert layers]: the rows each layer's experts ran on in its last forward pass (the
+     * static shape's, or dropless the step's own counts: what its kept tensors are charged),
+     * and their values when the charged activations last reached a new peak */
+    uint32_t *held, *held_peak;
 };
 
 /* FP8 training's state (gpt_fp8.c): for each linear layer (GPT_LINEARS) of each layer of the
@@ -222,14 +228,12 @@ static inline int sz_of(const struct gpt *g, int l)
     return gpt_layer_moe(&g->c, l) ? SZ_MOE : SZ_DENSE;
 }
 
-static inline size_t act_elems(const struct gpt *g, int a, int sz)
+/* Elements of kept tensor a of a layer of size sz whose experts run on `rows` rows (a layer
+ * with experts; the others ignore it). */
+static inline size_t act_elems_at(const struct gpt *g, int a, int sz, size_t rows)
 {
-    if (sz == SZ_ANY) {
-        size_t dense = act_elems(g, a, SZ_DENSE), moe = g->moe.rows ? act_elems(g, a, SZ_MOE) : 0;
-        return dense > moe ? dense : moe;
-    }
     size_t N = (size_t)g->N, d = (size_t)g->c.d, E = (size_t)g->c.moe.experts;
-    size_t rows = sz == SZ_MOE ? g->moe.rows : N;
+    rows = sz == SZ_MOE ? rows : N;
     if (a == A_P) /* this rank's heads; with cp, each row's log-sum-exp */
         return (size_t)g->B * g->hl * g->T * (g->ring.blocks ? 1 : g->T);
     if (a == A_G || a == A_U || a == A_H)
@@ -251,6 +255,17 @@ static inline size_t act_elems(const struct gpt *g, int a, int sz)
     return (size_t)g->nl * d;
 }
 
+/* Elements of kept tensor a at the most rows an expert layer holds (what the arena has room
+ * for), or for any layer, the larger (the workspace and a segment's pool serve any layer). */
+static inline size_t act_elems(const struct gpt *g, int a, int sz)
+{
+    if (sz == SZ_ANY) {
+        size_t dense = act_elems(g, a, SZ_DENSE), moe = g->moe.rows ? act_elems(g, a, SZ_MOE) : 0;
+        return dense > moe ? dense : moe;
+    }
+    return act_elems_at(g, a, sz, g->moe.rows);
+}
+
 /* Kept in fp32 (or 4-byte words) whatever the format: the RMSNorm statistics, the router's,
  * and with cp the log-sum-exp of the attention's rows. */
 static inline bool act_fp32(const struct gpt *g, int a)
@@ -263,6 +278,21 @@ static inline bool act_fp32(const struct gpt *g, int a)
 static inline size_t act_bytes(const struct gpt *g, int a, int sz)
 {
     return act_elems(g, a, sz) * (act_fp32(g, a) ? 4 : g->esize);
+}
+
+/* The same of a layer whose experts hold `rows` rows: what it is charged. */
+static inline size_t act_bytes_at(const struct gpt *g, int a, int sz, size_t rows)
+{
+    return act_elems_at(g, a, sz, rows) * (act_fp32(g, a) ? 4 : g->esize);
+}
+
+/* The rows layer l's experts hold in its last forward pass (0 without experts). They vary only
+ * under dropless expert parallelism, which runs one micro-batch's forward and then its backward
+ * (no pipeline: par/ep.c refuses --pp), so a layer's release books what its forward did; with
+ * several micro-batches in flight they would have to come from each slot's kept counts. */
+static inline size_t layer_rows(const struct gpt *g, int l)
+{
+    return gpt_layer_moe(&g->c, l) ? g->moe.held[moe_before(&g->c, l)] : 0;
 }
 
 /* Elements of a layer's tensor kept for its weight gradients (W_XN1, ...). */
@@ -278,20 +308,24 @@ static inline size_t wset_elems(const struct gpt *g, int w)
     return N * (size_t)g->dl; /* att, dq, dk, dv */
 }
 
-/* Bytes of layer l's full list of kept tensors. */
+/* Bytes of layer l's full list of kept tensors, its experts' at the rows they hold. */
 static inline size_t layer_bytes(const struct gpt *g, int l)
 {
     size_t b = 0;
     for (int a = 0; a < A_COUNT; a++)
-        b += act_bytes(g, a, sz_of(g, l));
+        b += act_bytes_at(g, a, sz_of(g, l), layer_rows(g, l));
     return b;
 }
 
 static inline void charge(struct gpt *g, long long delta)
 {
     g->live = (size_t)((long long)g->live + delta);
-    if (g->live > g->peak)
+    if (g->live > g->peak) {
         g->peak = g->live;
+        if (g->moe.held)
+            memcpy(g->moe.held_peak, g->moe.held,
+                   (size_t)moe_before(&g->c, g->c.layers) * sizeof *g->moe.held);
+    }
     if (g->alloc.charge)
         g->alloc.charge(g->alloc.ctx, GPT_MEM_ACTIVATIONS, delta);
 }

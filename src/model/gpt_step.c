@@ -131,15 +131,11 @@ static void dropless_counts(struct gpt *g, const struct moe_route *r)
     }
 }
 
-/* An all-to-all of the experts' rows over the expert-parallel group (the seam's): the static
- * shape's equal blocks, or dropless, the routing's blocks the way the tokens go (out: this GPU's
- * rows to their experts) or back. */
+/* An all-to-all of the experts' rows over the expert-parallel group (the seam's): the blocks
+ * the way the tokens go (out: this GPU's rows to their experts) or back; the static shape's are
+ * equal both ways, dropless the routing's. */
 static void ep_exchange(struct gpt *g, const float *send, float *recv, bool out, const char *what)
 {
-    if (!g->moe.dropless) {
-        g->alloc.ep_alltoall(g->alloc.ctx, send, recv, g->moe.rows * (size_t)g->c.d, what);
-        return;
-    }
     const size_t *s = out ? g->moe.scount : g->moe.rcount, *r = out ? g->moe.rcount : g->moe.scount;
     g->alloc.ep_alltoallv(g->alloc.ctx, send, s, recv, r, what);
 }
@@ -173,11 +169,16 @@ static void moe_forward(struct gpt *g, int l, const float *x, float *out)
           *yout = g->moe.ep > 1 ? g->moe.dye : w[A_YE];
     if (g->moe.ep > 1 && !g->moe.dropless)
         memset(rows, 0, g->moe.rows * (size_t)d * sizeof *rows);
+    size_t held = g->moe.rows; /* the rows its experts run on: the buffer's, or dropless */
     if (g->moe.dropless) { /* the counts first: each GPU's for its experts, kept with the routing */
         struct moe_table t = moe_table_at(g->moe.route, N, k, E);
         g->alloc.ep_counts(g->alloc.ctx, r.load, t.recv, (size_t)E, GPT_EP_COUNTS);
         dropless_counts(g, &r);
+        held = 0;
+        for (int j = 0; j < g->moe.ep; j++)
+            held += g->moe.rcount[j] / (size_t)d;
     }
+    g->moe.held[moe_before(&g->c, l)] = (uint32_t)held;
     for (int t = 0; t < N; t++)
         for (int j = 0; j < k; j++) {
             int row = r.row[t * k + j];
@@ -563,13 +564,14 @@ static void load_set(struct gpt *g, int l, void **set)
 
 /* ------------------------------------------------------------------ the passes */
 
-/* Bytes layer l charges when its list is stored: all of it, or all but the core. */
+/* Bytes layer l charges when its list is stored: all of it, or all but the core; its experts'
+ * tensors at the rows they hold (dropless: the step's own counts, not the arena's room). */
 static size_t set_bytes(const struct gpt *g, void **set, int l)
 {
     size_t b = 0;
     for (int a = 0; a < A_COUNT; a++)
         if (set[a])
-            b += act_bytes(g, a, sz_of(g, l));
+            b += act_bytes_at(g, a, sz_of(g, l), layer_rows(g, l));
     return b;
 }
 

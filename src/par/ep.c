@@ -75,25 +75,10 @@ int ep_new(struct ep_group **out, const struct train_opts *o, const struct layou
     return 0;
 }
 
-void ep_alltoall(struct ep_group *x, const float *send, float *recv, size_t n, const char *what)
-{
-    struct xbuf *b = x ? &x->x : NULL;
-    if (!b || !xbuf_pack(b, send, n, "expert parallelism's all-to-all"))
-        return;
-    /* the all-to-all's sends carry what it moves (dispatch or combine, forward or backward) */
-    struct coll c = {.op = COST_ALLTOALL,
-                     .algo = COST_PAIRWISE,
-                     .buf = b->send,
-                     .recv = b->recv,
-                     .count = n,
-                     .dtype = b->fmt,
-                     .group = x->group,
-                     .group_size = x->n,
-                     .phase = what};
-    uint64_t before = xbuf_device_sent(b);
-    xbuf_unpack(b, coll_run(b->d, &c, &b->err), before, recv, n);
-}
-
+/* One all-to-all for both ways of sizing the blocks: the static shape's equal ones go through
+ * MPI_Alltoallv's counts as the routing's do (the same pairwise sends, bytes and phases), and
+ * only the buffers differ: the static ones are held, the dropless block charged by what an
+ * exchange holds. */
 void ep_alltoallv(struct ep_group *x, const float *send, const size_t *sendcounts, float *recv,
                   const size_t *recvcounts, const char *what)
 {
@@ -101,8 +86,10 @@ void ep_alltoallv(struct ep_group *x, const float *send, const size_t *sendcount
     size_t n = 0, m = 0;
     for (int j = 0; x && j < x->n; j++)
         n += sendcounts[j], m += recvcounts[j];
-    if (!b || !xbuf_pack_v(b, send, n, m, "expert parallelism's all-to-all"))
+    const char *name = "expert parallelism's all-to-all";
+    if (!b || !(x->dropless ? xbuf_pack_v(b, send, n, m, name) : xbuf_pack(b, send, n, name)))
         return;
+    /* the all-to-all's sends carry what it moves (dispatch or combine, forward or backward) */
     struct coll c = {.op = COST_ALLTOALL,
                      .algo = COST_PAIRWISE,
                      .buf = b->send,
@@ -114,6 +101,11 @@ void ep_alltoallv(struct ep_group *x, const float *send, const size_t *sendcount
                      .phase = what,
                      .sendcounts = sendcounts,
                      .recvcounts = recvcounts};
+    uint64_t before = xbuf_device_sent(b);
+    if (!x->dropless) {
+        xbuf_unpack(b, coll_run(b->d, &c, &b->err), before, recv, m);
+        return;
+    }
     if (!strcmp(what, GPT_EP_DISPATCH)) /* the tokens' rows that leave and that come, once a pass */
         for (int j = 0; j < x->n; j++)
             if (j != x->me)
@@ -121,7 +113,6 @@ void ep_alltoallv(struct ep_group *x, const float *send, const size_t *sendcount
                     x->rows_in += recvcounts[j] / (size_t)x->width;
     if ((n + m) / (size_t)x->width > x->held_peak)
         x->held_peak = (n + m) / (size_t)x->width;
-    uint64_t before = xbuf_device_sent(b);
     xbuf_unpack_v(b, coll_run(b->d, &c, &b->err), before, recv, n, m);
 }
 

@@ -1,5 +1,5 @@
 /* Expert parallelism's communication, one GPU's part: the all-to-alls the model's
- * mixture-of-experts layers ask for (model/gpt.h's ep_alltoall) over the GPU's
+ * mixture-of-experts layers ask for (model/gpt.h's ep_alltoallv) over the GPU's
  * expert-parallel group (par/layout.h's layout_ep_group): the tokens' rows sent to their
  * experts' GPUs and the experts' outputs sent back in the forward pass (dispatch, combine),
  * and the outputs' and the inputs' gradients in the backward pass. Each is the static
@@ -33,14 +33,13 @@ int ep_new(struct ep_group **out, const struct train_opts *o, const struct layou
            struct device *d, const struct dp_mem *mem, struct error *e);
 void ep_free(struct ep_group *x);
 
-/* The model's all-to-all: n floats of send in ep blocks, one per GPU of the group, into recv.
- * A failure is kept for its face's failed; later calls of the step do nothing. */
-void ep_alltoall(struct ep_group *x, const float *send, float *recv, size_t n, const char *what);
-
-/* Dropless (no capacity factor): the model's all-to-all in blocks of the routing's sizes
- * (sendcounts[j] floats to the group's GPU j, recvcounts[j] from it), its buffers charged to
- * communication by what it holds; and before each dispatch the counts themselves, n 4-byte
- * words in ep equal blocks, from the model's buffers. */
+/* The model's all-to-all (model/gpt.h's ep_alltoallv): sendcounts[j] floats of send to the
+ * group's GPU j, recvcounts[j] from it into recv, blocks back to back: with a capacity the static
+ * shape's equal blocks through the two held buffers; dropless (no capacity factor) blocks of the
+ * routing's sizes, the reserved block charged to communication by what it holds. A failure is
+ * kept for its face's failed; later calls of the step do nothing. Dropless, before each
+ * dispatch, the counts themselves (ep_counts): n 4-byte words in ep equal blocks, from the
+ * model's buffers. */
 void ep_alltoallv(struct ep_group *x, const float *send, const size_t *sendcounts, float *recv,
                   const size_t *recvcounts, const char *what);
 void ep_counts(struct ep_group *x, const int32_t *send, int32_t *recv, size_t n, const char *what);

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "par/predict.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -47,12 +48,30 @@ int predict_run(const struct train_opts *o, const struct model_shape *m,
         if (!(rc = memory_compute_stage(&c, st, r, e)))
             rc = traffic_compute(&c, spec, st, r->params_gpu, r->stage_layers, 0, 0, &p->comm[st],
                                  e);
+        struct memory_config u = c;
+        struct memory_result ru;
+        u.ep_uniform = true;
+        p->act_uniform[st] = !rc && !memory_compute_stage(&u, st, &ru, NULL) ? ru.activations : NAN;
     }
     if (!rc) /* a pipeline's; one stage's too, which the window draws */
         p->have_sched = sched_build(o->schedule, o->pp, o->micro_batches, layout_chunks(o),
                                     &p->sched, NULL) == 0;
     p->ok = rc == 0;
     return rc;
+}
+
+int predict_at(const struct train_opts *o, const struct model_shape *m, int st,
+               const struct predict_routing *rt, struct memory_result *r, double *ep_bytes)
+{
+    struct memory_config c;
+    if (predict_config(o, m, DBL_MAX, &c, NULL)) /* any capacity: the figures do not ask */
+        return -1;
+    c.ep_rows = rt->rows;
+    c.ep_held = rt->held;
+    if (memory_compute_stage(&c, st, r, NULL))
+        return -1;
+    *ep_bytes = traffic_ep_bytes_at(&c, r->stage_layers, rt->moved);
+    return isnan(*ep_bytes) ? -1 : 0;
 }
 
 void predict_free(struct prediction *p)

@@ -31,8 +31,11 @@ int predict_config(const struct train_opts *o, const struct model_shape *m, doub
 struct prediction {
     bool ok;                                    /* the figures below are set */
     struct memory_result mem[SCHED_MAX_STAGES]; /* a GPU of stage s: its memory */
-    struct traffic comm[SCHED_MAX_STAGES];      /* and what it sends per step, by kind */
-    struct sched sched;                         /* pipelined: the schedule the stages run */
+    /* dropless expert parallelism: a GPU's activations under uniform routing (the expected;
+     * mem's are the bound, every token of the group routed to it) */
+    double act_uniform[SCHED_MAX_STAGES];
+    struct traffic comm[SCHED_MAX_STAGES]; /* and what it sends per step, by kind */
+    struct sched sched;                    /* pipelined: the schedule the stages run */
     bool have_sched;
 };
 
@@ -42,6 +45,20 @@ struct prediction {
 int predict_run(const struct train_opts *o, const struct model_shape *m,
                 const struct cluster_spec *spec, struct prediction *p, struct error *e);
 void predict_free(struct prediction *p);
+/* Dropless expert parallelism: a GPU's own routing over a run (model/gpt.h, par/ep.h's ep_rows):
+ * the rows its expert layers held in the pass of its activation peak (rows[i], the model's
+ * expert layers in order), the rows its largest all-to-all held out and in, and the rows its
+ * last step's dispatches sent and received. */
+struct predict_routing {
+    const double *rows;
+    double held, moved;
+};
+/* The calculator's figures for a GPU of stage st with that routing, for the run of options o
+ * of model m: its memory (into r: activations and communication the ledger's at those rows)
+ * and the bytes its all-to-alls send per step (*ep_bytes). 0, or -1 when the calculator
+ * refuses the layout. */
+int predict_at(const struct train_opts *o, const struct model_shape *m, int st,
+               const struct predict_routing *rt, struct memory_result *r, double *ep_bytes);
 
 /* The matmul FLOPs a checkpoint policy (base/ckpt.h's names: "full", "selective", ...)
  * recomputes in a training step of model m over batch sequences, in percent of its forward

@@ -580,6 +580,7 @@ static int device_main(struct device *d, void *arg, struct error *e)
     memcpy(g->sent_per_step, s.sent.bytes, sizeof g->sent_per_step);
     g->ring_scores_per_step = s.ring_scores;
     g->ep_rows[0] = s.ep_rows_out, g->ep_rows[1] = s.ep_rows_in, g->ep_rows[2] = s.ep_rows_held;
+    memcpy(g->ep_rows_kept, s.ep_rows_kept, sizeof g->ep_rows_kept);
     g->place = *trainer_place(t);
     int nops;
     const struct pp_done *ops = trainer_pipeline(t, &nops, &g->peak_in_flight);

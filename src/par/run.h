@@ -119,8 +119,9 @@ struct run_gpu {
     uint64_t sent_per_step[STRATEGIES];     /* bytes sent in its last step, by kind */
     uint64_t ring_scores_per_step;          /* the attention scores its ring computed, last step */
     uint64_t ep_rows[3]; /* dropless experts: its last step's rows out and in, the most held */
-    struct layout_place place; /* where it sits in the layout */
-    struct pp_done *ops;       /* pipelined: its last step's operations */
+    uint32_t ep_rows_kept[TRAIN_MAX_EXPERT_LAYERS]; /* and each expert layer's at its peak */
+    struct layout_place place;                      /* where it sits in the layout */
+    struct pp_done *ops;                            /* pipelined: its last step's operations */
     int nops, peak_in_flight;
 };
 

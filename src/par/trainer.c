@@ -165,12 +165,6 @@ static void w_tp_reduce(void *ctx, float *buf, size_t n, enum gpt_tp_op op, cons
 }
 
 /* Expert parallelism: the experts' all-to-alls over this GPU's group (par/ep.h). */
-static void w_ep_alltoall(void *ctx, const float *send, float *recv, size_t n, const char *what)
-{
-    struct trainer *t = ctx;
-    ep_alltoall(t->ep, send, recv, n, what);
-}
-
 static void w_ep_alltoallv(void *ctx, const float *send, const size_t *sendcounts, float *recv,
                            const size_t *recvcounts, const char *what)
 {
@@ -291,7 +285,6 @@ int trainer_new_on(struct trainer **out, const struct train_opts *o, const struc
                              .tp_reduce = w_tp_reduce,
                              .cp_post = w_cp_post,
                              .cp_wait = w_cp_wait,
-                             .ep_alltoall = w_ep_alltoall,
                              .ep_alltoallv = w_ep_alltoallv,
                              .ep_counts = w_ep_counts,
                              .ctx = t};
@@ -624,6 +617,11 @@ static void describe(const struct trainer *t, const struct gpt_diag *d, struct t
     for (int c = 0; c < t->v; c++)
         gpt_fp8_stats(t->g[c], out->fp8);
     ep_rows(t->ep, &out->ep_rows_out, &out->ep_rows_in, &out->ep_rows_held);
+    int ml = gpt_moe_layers(&t->o.shape);
+    if (t->ep && d->expert_rows_at_peak) /* the first chunk's: expert parallelism has one */
+        memcpy(out->ep_rows_kept, d->expert_rows_at_peak,
+               (size_t)(ml < TRAIN_MAX_EXPERT_LAYERS ? ml : TRAIN_MAX_EXPERT_LAYERS) *
+                   sizeof *out->ep_rows_kept);
     out->compute_s = dp_compute_s(t->dp[0]);
     out->sim_end_s = t->d ? dev_now(t->d) : 0;
     out->compute_end_s = t->d ? dev_compute_end(t->d) : 0;

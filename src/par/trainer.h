@@ -52,6 +52,9 @@
 #include "par/strategy.h"
 #include "sim/spec.h"
 
+/* The expert layers whose rows a GPU reports (struct train_step's ep_rows_kept). */
+#define TRAIN_MAX_EXPERT_LAYERS 64
+
 struct error;
 
 struct train_step {
@@ -80,6 +83,9 @@ struct train_step {
     /* dropless expert parallelism: the token rows its dispatches sent the other GPUs of its
      * group and received from them, the most one exchange has held (par/ep.h's ep_rows) */
     uint64_t ep_rows_out, ep_rows_in, ep_rows_held;
+    /* and per expert layer (the first TRAIN_MAX_EXPERT_LAYERS), the rows its experts held in the
+     * pass whose activations reached its peak (model/gpt.h's expert_rows_at_peak) */
+    uint32_t ep_rows_kept[TRAIN_MAX_EXPERT_LAYERS];
     double sim_start_s, sim_end_s; /* the step in simulated time (0 without a device) */
     double compute_s;              /* simulated compute time of the step */
     /* the step's waits of the compute stream, by the kind of message (sim/cluster.h's

@@ -147,6 +147,18 @@ run plan $mix --ep-max 8 --json
 check_json "d['layouts'][0]['ep'] == 8 and d['layouts'][0]['pp'] == 1 and all(l.get('ep', 1) in (1, 2, 4, 8) for l in d['layouts'])" \
     "plan --ep-max 8: Mixtral's best layout on 64 GPUs splits the experts 8 ways"
 refused "plan: a capacity factor on a dense model" "--capacity-factor" plan --model tiny --capacity-factor 1
+# Without a capacity factor (the preset has none) the ep layouts are dropless, weighed at the
+# all-to-all buffers' and activations' bound and uniform routing's time: offered with no other
+# option, their memory what `memory` gives the same layout dropless.
+run plan --model mixtral-8x7b --nodes 8 --seq 4096 --ep-max 8 --json
+check_status 0 "plan --ep-max 8 for mixtral-8x7b, no capacity factor"
+save dplan
+check_json "any(l.get('ep', 1) == 8 for l in d['layouts']) and all(l.get('ep', 1) in (1, 2, 4, 8) for l in d['layouts'])" \
+    "... offers dropless layouts with the experts over 8 GPUs"
+l8=$(printf '%s' "$out" | python3 -c "import json, sys; l = [l for l in json.load(sys.stdin)['layouts'] if l.get('ep', 1) == 8][0]; print('--dp %d --zero %d --checkpoint %s --micro-batch %d --micro-batches %d %d' % (l['dp'], l['zero'], l['checkpoint'], l['micro_batch'], l['micro_batches'], l['per_gpu_bytes']))")
+set -- $l8
+run memory --model mixtral-8x7b --nodes 8 --gpus 64 --seq 4096 --ep 8 $1 $2 $3 $4 $5 $6 $7 $8 $9 ${10} --json
+check_json "d['per_gpu']['total'] == ${11} and 'expert_buffers' in d" "... its memory per GPU the dropless calculator's"
 
 # The text's table has the all-to-alls' bytes per GPU beside the calculator's, and the formula.
 run train $moe --steps 1 --ep 2
@@ -186,7 +198,8 @@ done
 run train --model tiny-moe --gpus 2 --ep 2 --steps 2
 check_status 0 "train --model tiny-moe --gpus 2 --ep 2 runs with no other option"
 check_contains "$out" "expert parallel: dropless" "... and says it ran dropless"
-check_contains "$out" "the predicted comm is the buffers' bound" "... and what its predicted figures are"
+check_contains "$out" "the predicted comm and activations are the bound" "... and what its predicted figures are"
+check_contains "$out" "uniform routing's activations" "... uniform routing's activations beside"
 
 # Bytes: what the step's own routing implies. Each GPU reports the rows its dispatches sent
 # the other GPUs of its group and received from them (expert_rows_per_step; a recomputed
@@ -196,8 +209,20 @@ check_contains "$out" "the predicted comm is the buffers' bound" "... and what i
 # 4-byte words per expert layer and forward pass. Every row sent is received. The buffers:
 # one block for an exchange's rows out and in, charged to communication while it runs, so the
 # ledger's communication peak (DDP has no other buffer) is the largest exchange the GPU
-# reported, within the calculator's bound (k n + P n min(k, E/P)) d p, which is also its
-# prediction; train's prediction of the bytes is uniform routing's, the worst case beside.
+# reported, within the calculator's bound (k n + P n min(k, E/P)) d p, the stage's prediction;
+# the calculator given that exchange's rows (predicted_communication) gives the peak to the
+# byte, so every GPU's memory is measured = predicted (measured_minus_predicted's memory_bytes
+# 0). train's prediction of the bytes is uniform routing's, the worst case beside, and the
+# calculator given the rows a GPU's dispatches moved gives its bytes to the byte
+# (predicted_expert_parallel_bytes; measured_minus_predicted's comm_bytes 0).
+# Activations: an expert layer's kept expert tensors (its input and output rows, d each, and
+# gate, up and hidden, F = 86 each) are booked at the rows its experts held that step, not the
+# arena's room; each GPU reports them per layer for the pass of its peak (expert_rows_kept) and
+# its peak is the calculator's at those rows (predicted_activations); without checkpointing,
+# every expert layer's set is held at the end of the forward pass, so the peak is uniform
+# routing's plus (rows - L k n)(2d + 3F) p, derived here. The group's rows average k n a layer
+# (every row sent is received), so its busiest GPU's peak is at least uniform routing's (a
+# peak is a convex function of the layers' rows), and none above the bound.
 dcases="2:2:fp32 4:4:fp32 4:2:bf16 2:2:fp32:--checkpoint=full 8:4:fp16:--zero=1 4:2:fp32:--top-k=1"
 $slow && dcases="4:2:bf16 2:2:fp32:--checkpoint=full"
 for c in $dcases; do
@@ -223,11 +248,19 @@ for g in s['per_gpu']:
     want = (r['sent'] + r['received']) * (f + 1) // f * d * p + f * L * (P - 1) * (E // P) * 4
     assert (r['sent'] + r['received']) % f == 0, r
     assert g['comm_bytes_per_step']['expert_parallel'] == want, (g['gpu'], g['comm_bytes_per_step'], want)
-    assert g['peak']['communication'] == g['expert_rows_held_peak'] * d * p, (g['gpu'], g['peak'], g['expert_rows_held_peak'])
+    assert g['comm_bytes_per_step']['expert_parallel'] == g['predicted_expert_parallel_bytes'], (g['gpu'], g['predicted_expert_parallel_bytes'])
+    assert g['peak']['communication'] == g['expert_rows_held_peak'] * d * p == g['predicted_communication'], (g['gpu'], g['peak'], g['expert_rows_held_peak'], g['predicted_communication'])
     assert k * n < g['expert_rows_held_peak'] <= k * n + P * n * min(k, E // P), g['expert_rows_held_peak']
-    for key in ('weights', 'gradients', 'master_weights', 'optimizer', 'activations'):
+    for key in ('weights', 'gradients', 'master_weights', 'optimizer'):
         assert g['peak'][key] == pred[key], (g['gpu'], key, g['peak'][key], pred[key])
-" py "dropless dp $D ep $P $prec $extra: bytes = (sent + received) x d x p + the counts, the buffers' peak its largest exchange, within the bound"
+    kept = g['expert_rows_kept']
+    assert len(kept) == L and g['peak']['activations'] == g['predicted_activations'], (g['gpu'], g['peak'], g['predicted_activations'], kept)
+    assert g['peak']['activations'] <= pred['activations'], (g['gpu'], g['peak'], pred['activations'])
+    if f == 1:
+        assert g['peak']['activations'] == pred['activations_uniform'] + (sum(kept) - L * k * n) * (2 * d + 3 * 86) * p, (g['gpu'], kept)
+assert max(g['peak']['activations'] for g in s['per_gpu']) >= pred['activations_uniform']
+assert s['measured_minus_predicted'] == {'memory_bytes': 0, 'comm_bytes': 0}, s['measured_minus_predicted']
+" py "dropless dp $D ep $P $prec $extra: bytes = (sent + received) x d x p + the counts, the buffers' peak its largest exchange, the calculator's at it, within the bound; activations by the step's rows, the calculator's at them, within uniform and the bound; bytes the calculator's at the rows moved; measured - predicted 0"
 done
 
 # The calculator: memory --ep without a capacity factor is dropless. Its per-GPU figures are
@@ -243,9 +276,12 @@ save dl_memory
 PYCODE="
 t, m = load('dl_train')[-1]['summary'], load('dl_memory')[-1]
 g, p, x = t['per_gpu'][0], m['per_gpu'], m['communication']['expert_parallel']
-for k in ('weights', 'gradients', 'master_weights', 'optimizer', 'activations'):
+for k in ('weights', 'gradients', 'master_weights', 'optimizer'):
     assert g['peak'][k] == p[k], (k, g['peak'][k], p[k])
 n, k, E, P, d, b = 256, 2, 8, 2, 64, 4
+assert p['activations'] == m['expert_activations']['worst'] == t['predicted']['per_gpu']['activations']
+assert m['expert_activations']['uniform'] == t['predicted']['per_gpu']['activations_uniform'] < p['activations']
+assert p['activations'] - m['expert_activations']['uniform'] == 4 * (P * n * min(k, E // P) - k * n) * (2 * d + 3 * 86) * b
 assert p['communication'] == m['expert_buffers']['worst'] == (k * n + P * n * min(k, E // P)) * d * b
 assert m['expert_buffers']['uniform'] == 2 * k * n * d * b
 assert x['bytes'] == 4 * 4 * (P - 1) * k * n * d * b // P + 4 * (P - 1) * (E // P) * 4, x

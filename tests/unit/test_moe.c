@@ -546,6 +546,76 @@ START_TEST(activation_peak_is_predicted)
 }
 END_TEST
 
+/* Dropless expert parallelism's seam for one GPU, rank 0 of two, as if the other routed as it
+ * does: the counts for its experts come back twice, and as many rows arrive (zeros: the
+ * booking reads the counts, not the values). */
+static void twin_counts(void *ctx, const int32_t *send, int32_t *recv, size_t n, const char *what)
+{
+    (void)ctx, (void)what;
+    for (size_t j = 0; j < 2; j++)
+        memcpy(recv + j * (n / 2), send, n / 2 * sizeof *recv);
+}
+
+static void twin_rows(void *ctx, const float *send, const size_t *sendcounts, float *recv,
+                      const size_t *recvcounts, const char *what)
+{
+    (void)ctx, (void)send, (void)sendcounts, (void)what;
+    memset(recv, 0, (recvcounts[0] + recvcounts[1]) * sizeof *recv);
+}
+
+/* Dropless, a layer's kept expert tensors are booked at the rows its experts held (the step's
+ * counts, not the arena's room for every token of the group): under every policy the peak is the
+ * calculator's given those rows, per layer (activ_config's ep_rows), which lie between uniform
+ * routing's and the bound's here, and differ from both. */
+START_TEST(dropless_activations_follow_the_counts)
+{
+    const char *pol[] = {"none", "full", "every:2", "sqrt", "selective"};
+    for (int every = 1; every <= 2; every++)
+        for (int i = 0; i < 5; i++) {
+            struct gpt_config c = moe_cfg(every, 0);
+            c.layers = 3;
+            struct model_shape m = moe_shape(3, every, 0);
+            struct ckpt_policy p;
+            struct gpt *g = NULL;
+            ck_assert_int_eq(ckpt_parse(pol[i], &p, NULL), 0);
+            struct gpt_alloc seam = {.ep_alltoallv = twin_rows, .ep_counts = twin_counts};
+            struct gpt_part part = {.count = 3, .embed = true, .head = true, .slots = 1, .ep = 2};
+            ck_assert_int_eq(gpt_new_part(&g, &c, 3, FP_BF16, &p, &seam, &part, NULL), 0);
+            int32_t tok[24], tgt[24];
+            random_batch(&c, 3, tok, tgt);
+            float *whole = malloc(gpt_param_count(&c) * sizeof *whole);
+            ck_assert_ptr_nonnull(whole);
+            random_params(&c, whole, 5); /* the whole model's, its share of them */
+            gpt_part_gather(&c, &part, whole, gpt_params(g));
+            free(whole);
+            gpt_step(g, tok, tgt, 1.0f, NULL);
+            struct gpt_diag d;
+            gpt_diag(g, &d);
+            double rows[3] = {0};
+            int nm = gpt_moe_layers(&c);
+            for (int l = 0; l < nm; l++) /* its experts' own choices, twice */
+                rows[l] = 2.0 * (d.expert_load[l * 4] + d.expert_load[l * 4 + 1]);
+            for (int l = 0; l < nm; l++)
+                ck_assert_uint_eq(d.expert_rows_at_peak[l], (unsigned)rows[l]);
+            struct activ_config ac = {
+                .micro_batch = 3, .seq = 8, .tp = 1, .bytes = 2, .attention = ACTIV_EAGER, .ep = 2};
+            struct activ_total at, uni, worst;
+            activ_total(&m, &ac, &p, 3, true, true, &worst);
+            ac.ep_uniform = true;
+            activ_total(&m, &ac, &p, 3, true, true, &uni);
+            ac.ep_rows = rows;
+            activ_total(&m, &ac, &p, 3, true, true, &at);
+            double got = (double)gpt_mem_bytes(g, GPT_MEM_ACTIVATIONS);
+            ck_assert_msg(got == at.peak && got < worst.peak && uni.peak < worst.peak,
+                          "every %d %s: measured %.0f, predicted %.0f at rows %g %g %g, uniform "
+                          "%.0f, the bound %.0f",
+                          every, pol[i], got, at.peak, rows[0], rows[1], rows[2], uni.peak,
+                          worst.peak);
+            gpt_free(g);
+        }
+}
+END_TEST
+
 /* Bad shapes are refused with what is allowed. */
 START_TEST(bad_shapes)
 {
@@ -582,6 +652,7 @@ int main(void)
     tcase_add_test(tc, checkpointing_gives_the_same_bits);
     tcase_add_test(tc, layout_and_counts);
     tcase_add_test(tc, activation_peak_is_predicted);
+    tcase_add_test(tc, dropless_activations_follow_the_counts);
     tcase_add_test(tc, bad_shapes);
     suite_add_tcase(s, tc);
     return harness_run(s);

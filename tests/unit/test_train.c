@@ -426,17 +426,9 @@ static void count_cp_wait(void *ctx, float *recv, size_t n)
     memcpy(recv, k->ring, n * sizeof *recv);
 }
 
-static void count_ep(void *ctx, const float *send, float *recv, size_t n, const char *what)
-{
-    struct comm_counting *k = ctx;
-    (void)what;
-    memcpy(recv, send, n * sizeof *recv);
-    k->ep_a2a++;
-}
-
-/* Dropless expert parallelism's all-to-alls, as if every GPU of the group routed as this one:
+/* Expert parallelism's all-to-alls, as if every GPU of the group routed as this one: dropless,
  * the counts this GPU sends itself come from each GPU; the rows arrive as zeros, as many as
- * the counts say. */
+ * the counts say (with a capacity, the static shape's equal blocks). */
 static void count_counts(void *ctx, const int32_t *send, int32_t *recv, size_t n, const char *what)
 {
     struct comm_counting *k = ctx;
@@ -506,7 +498,6 @@ START_TEST(strategy_calls_are_known_before_the_run)
                                      .tp_reduce = count_tp,
                                      .cp_post = count_cp_post,
                                      .cp_wait = count_cp_wait,
-                                     .ep_alltoall = count_ep,
                                      .ep_alltoallv = count_ep_v,
                                      .ep_counts = count_counts,
                                      .ctx = &n};
