@@ -116,14 +116,17 @@ int fp_parse_precision(const char *s, enum fp_format *out, struct error *e)
         *out = f;
         return 0;
     }
+    /* fp8 trains (fp8 GEMMs in a bf16 model, par/settings.c reads it) but is no line of the
+     * table: the calculator does not count its copies yet */
+    if (s && !strcmp(s, "fp8"))
+        return error_set(e, ERR_INVAL,
+                         "'fp8' trains (train --precision fp8) but its memory is not counted "
+                         "here yet (use fp32, bf16 or fp16)");
     char names[64] = "";
     for (int i = 0, at = 0; i < NPRECISIONS && at < (int)sizeof names; i++)
-        at += snprintf(names + at, sizeof names - (size_t)at, "%s%s",
-                       i == 0                 ? ""
-                       : i == NPRECISIONS - 1 ? " or "
-                                              : ", ",
+        at += snprintf(names + at, sizeof names - (size_t)at, "%s%s", i == 0 ? "" : ", ",
                        infos[precisions[i].format].name);
-    return error_set(e, ERR_INVAL, "'%s' is not a precision (use %s)", s ? s : "", names);
+    return error_set(e, ERR_INVAL, "'%s' is not a precision (use %s or fp8)", s ? s : "", names);
 }
 
 uint32_t fp_f32_bits(float x)

@@ -54,7 +54,8 @@ const struct fp_precision *fp_precision(enum fp_format f);
  * knob's next. */
 enum fp_format fp_precision_step(enum fp_format f, int dir);
 /* The one reader of a training precision, for every command and panel: 0, or ERR_INVAL
- * "'S' is not a precision (use fp32, bf16 or fp16)". */
+ * "'S' is not a precision (use fp32, bf16, fp16 or fp8)"; "fp8", which train reads itself
+ * (par/settings.c), is refused saying its memory is not counted yet. */
 int fp_parse_precision(const char *s, enum fp_format *out, struct error *e);
 
 /* Nearest value of x in format f, round to nearest even, subnormals kept, overflow as the

@@ -335,10 +335,8 @@ static int set_precision(const struct setting *s, const char *said, const char *
         o->precision = FP_BF16;
         return 0;
     }
-    if (fp_parse_precision(value, &o->precision, e)) {
-        error_set(e, ERR_INVAL, "'%s' is not a precision (use fp32, bf16, fp16 or fp8)", value);
+    if (fp_parse_precision(value, &o->precision, e))
         return bad(e, said);
-    }
     return 0;
 }
 

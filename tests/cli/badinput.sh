@@ -287,7 +287,7 @@ bad "--batch" train --batch 0
 bad "--lr" train --lr -1
 bad "--lr" train --lr nan
 bad "--clip" train --clip 0
-bad "--precision" train --precision fp8
+bad "--precision" train --precision e4m3
 bad "--loss-scale" train --loss-scale abc
 bad "--checkpoint" train --checkpoint every:0
 # outputs and options that would fail only after the run are refused before it

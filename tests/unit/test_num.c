@@ -165,7 +165,7 @@ START_TEST(training_precisions_are_one_table)
     ck_assert(f == FP_BF16);
     struct error e = {0};
     ck_assert_int_eq(fp_parse_precision("e4m3", &f, &e), ERR_INVAL);
-    ck_assert_str_eq(e.msg, "'e4m3' is not a precision (use fp32, bf16 or fp16)");
+    ck_assert_str_eq(e.msg, "'e4m3' is not a precision (use fp32, bf16, fp16 or fp8)");
     ck_assert(f == FP_BF16);
     ck_assert_int_eq(fp_bytes(FP_BF16), 2);
     ck_assert_int_eq(fp_bytes(FP_E4M3), 1);
