@@ -196,8 +196,10 @@ check_eq "$err" "" "no progress on stderr when it is not a terminal"
 
 run bench --quick --only train --json
 check_status 0 "bench --only train"
-check_json "len([r for r in d['results'] if r['unit'] in ('tok/s', 'GFLOP/s')]) == 8 and len([r for r in d['results'] if r['limit'] == 'fp32 step']) == 2 and all(r['value'] > 0 for r in d['results'] if r['unit'] != 'ms')" \
-    "the train benchmark reports tokens/s, GFLOP/s beside sgemm, and the emulation's cost"
+# five steps (small in fp32, bf16, fp16 and fp8, torch-compare), each with its tokens/s and
+# GFLOP/s; bf16's and fp16's emulation beside fp32's step, fp8's quantisation beside bf16's
+check_json "len([r for r in d['results'] if r['unit'] in ('tok/s', 'GFLOP/s')]) == 10 and len([r for r in d['results'] if r['limit'] == 'fp32 step']) == 2 and [r['measure'] for r in d['results'] if r['limit'] == 'bf16 step'] == ['small fp8 current step time'] and all(r['value'] > 0 for r in d['results'] if r['unit'] != 'ms')" \
+    "the train benchmark reports tokens/s, GFLOP/s beside sgemm, the emulation's cost and fp8's"
 
 bad() { # WHAT NEEDLE ARGS...
     what=$1 needle=$2; shift 2
@@ -205,7 +207,7 @@ bad() { # WHAT NEEDLE ARGS...
     check_status 2 "$what"
     check_contains "$err" "$needle" "$what: the message names it"
 }
-bad "unknown precision" "--precision" --precision fp8
+bad "unknown precision" "--precision" --precision e4m3
 bad "negative lr" "--lr" --lr -1
 bad "clip 0" "--clip" --clip 0
 bad "negative clip" "--clip" --clip -2
