@@ -9,7 +9,14 @@ AM_TESTS_ENVIRONMENT = srcdir='$(abs_top_srcdir)'; export srcdir; \
 	SCALELAB_DATA='$(abs_top_srcdir)'; export SCALELAB_DATA; \
 	TMUX_BIN='$(TMUX)'; export TMUX_BIN; \
 	SCALELAB_SANITIZERS='$(SAN_CFLAGS)'; export SCALELAB_SANITIZERS; \
-	MPIRUN='$(MPIRUN)'; export MPIRUN;
+	MPIRUN='$(MPIRUN)'; export MPIRUN; \
+	OPENBLAS_NUM_THREADS=1; export OPENBLAS_NUM_THREADS;
+# OPENBLAS_NUM_THREADS=1: scalelab runs OpenBLAS on each thread-GPU's own thread
+# (openblas_set_num_threads(1) in main), but the library has already started its own thread
+# pool when it loaded, and each pool thread spins on sched_yield for a while before it sleeps:
+# 0.05 s of a core in a 0.05 s training run, a sixth of the CPU of tests/cli/train_dp.sh
+# (measured). Read at load time, the variable keeps the pool from starting; the bits are the
+# same (one thread computes every GEMM either way).
 
 # Check unit tests: one program per layer, each linking the internal library.
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
