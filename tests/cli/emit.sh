@@ -272,8 +272,9 @@ done
 run plan --model synthetic-7b --cluster a100-80gb --nodes 8 --framework megatron --json
 check_json "all(l['per_gpu_bytes'] <= d['capacity'] for l in d['layouts']) and d['layouts'][0]['zero'] in (0, 1, 2, 3)" "plan --framework megatron: every layout fits as Megatron-LM runs it"
 
-# ---- PyTorch, where installed (python3-torch): its own source and parser
-tpy=$(torch_python)
+# ---- PyTorch, where installed (python3-torch): its own source and parser (Python alone, on
+# an export the lines above wrote: the sanitizer builds leave it to the normal build)
+tpy=$($sanitized || torch_python)
 torch_dir=$([ -n "$tpy" ] && "$tpy" -c "import importlib.util as u; print(u.find_spec('torch').submodule_search_locations[0])" 2>/dev/null)
 if [ -n "$torch_dir" ] && [ -d "$torch_dir/distributed/fsdp" ]; then
     # torchrun's own argument parser (torch/distributed/run.py) reads both launch lines
@@ -374,6 +375,8 @@ for (n, p), q in zip(model.named_parameters(), plain.parameters()):
 PY
     then ok "FSDP: the snippet checkpoints segments of 4 layers on a toy model (PyTorch $($tpy -c 'import torch; print(torch.__version__)'))"
     else not_ok "FSDP: the snippet checkpoints segments of 4 layers on a toy model" "$(cat "$T_TMP/toy")"; fi
+elif $sanitized; then
+    ok "# SKIP PyTorch's parser and FSDP's names under a sanitizer (no scalelab code runs)"
 else
     ok "# SKIP PyTorch is not installed here (python3-torch): the rules above stand"
 fi
