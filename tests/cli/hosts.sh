@@ -176,6 +176,20 @@ for bad in "--hosts 1:--hosts: 2 to 16 hosts" "--rate fast:--rate: a rate as tc 
     check_status 2 "scripts/hosts ${bad%%:*} is refused"
     check_contains "$err" "${bad#*:}" "scripts/hosts ${bad%%:*}: the message names the option and what it takes"
 done
+# a delay where the kernel has no netem: refused before anything is made (exit 2, the reason);
+# where it has netem, host 0's link sends after the delay (its qdiscs, read on host 0)
+if unshare --net tc qdisc add dev lo root netem delay 1ms 2>/dev/null; then
+    "$HOSTS" --delay 5ms -- tc qdisc show >"$T_TMP/out" 2>"$T_TMP/err"
+    status=$? out=$(cat "$T_TMP/out") err=$(cat "$T_TMP/err")
+    check_status 0 "scripts/hosts --delay 5ms"
+    check_contains "$out" "netem 1: root" "host 0's link has netem at its root"
+    check_contains "$out" "delay 5ms" "and its delay is 5 ms"
+else
+    "$HOSTS" --delay 1ms true >/dev/null 2>"$T_TMP/err"
+    status=$? err=$(cat "$T_TMP/err")
+    check_status 2 "scripts/hosts --delay on a kernel without netem is refused"
+    check_contains "$err" "--delay: this kernel has no netem" "and says why, and what to do"
+fi
 if command -v setpriv >/dev/null 2>&1; then # (util-linux; as user nobody)
     setpriv --reuid=65534 --regid=65534 --clear-groups sh "$HOSTS" true >/dev/null 2>"$T_TMP/err"
     status=$? err=$(cat "$T_TMP/err")
