@@ -76,6 +76,32 @@ fi
 
 numeric_done # (tests/as_cpu.sh: what follows is the same on every CPU)
 
+# The wire's clock at the wire (tests/unit/wire_fanin.c): GPUs 1 and 2 send 1 MiB each to GPU 0
+# at once; GPU 0's incoming link takes GPU 1's bytes first, so GPU 2's arrival, and its clock
+# once its send is done, is later by their crossing, m / beta: GPU 1 at alpha + m / beta, GPU 2
+# at alpha + 2 m / beta (1e-12 relative: double rounding). Over MPI the receiver tells each
+# sender the arrival it booked: the three ranks' lines are the threads' (a sender that kept
+# the arrival it computed itself would say alpha + m / beta for GPU 2).
+fanin=./tests/unit/wire_fanin
+if [ -x "$fanin" ]; then
+    "$fanin" threads >"$T_TMP/fanin.threads" 2>&1
+    check_eq "$?" 0 "wire_fanin on threads"
+    PYCODE="
+import re
+text = open(T + '/fanin.threads').read()
+a, b, m = [float(x) for x in re.match(r'alpha ([^,]+), beta ([^,]+), message ([0-9]+)', text).groups()]
+t = {int(g): float(c) for g, c in re.findall(r'GPU ([0-9]): clock ([^,]+),', text)}
+near = lambda x, y: abs(x - y) <= 1e-12 * abs(y)
+assert near(t[1], a + m / b) and near(t[2], a + 2 * m / b) and near(t[0], t[2]), (t, a, b, m)
+" py "threads: GPU 2's message arrives after GPU 1's bytes crossed GPU 0's link, and GPU 2's clock says so"
+    timeout 60 "$MPIRUN" $MPI_ROOT_FLAG --oversubscribe -n 3 "$fanin" mpi >"$T_TMP/fanin.mpi" 2>"$T_TMP/fanin.err" </dev/null
+    check_eq "$?" 0 "wire_fanin over 3 MPI ranks"
+    check_eq "$(sort "$T_TMP/fanin.mpi")" "$(grep '^GPU' "$T_TMP/fanin.threads")" \
+        "over MPI: each sender's clock is the arrival its receiver booked, as on threads"
+else
+    ok "# SKIP tests/unit/wire_fanin is not built here"
+fi
+
 # text: the same lines, and the wall time's line says where it ran; rank 0 alone prints
 run train --model tiny --steps 6 --gpus 2 --zero 1
 printf '%s\n' "$out" | grep -v ' wall; ' >"$T_TMP/thread.txt"
