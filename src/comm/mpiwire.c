@@ -134,13 +134,37 @@ static int w_body(void *ctx, const struct dev_req *hdr, void *buf, dev_combine_f
     return 0;
 }
 
+/* Each rank's record sent to every other rank, point to point (the tag of no other message on
+ * the records' communicator), and the others' taken in rank order: a rank that does not
+ * answer is named with its host by the wait past the deadline (comm/mpi.c), as a message's
+ * sender is. (An all-gather's wait could only say that some rank had not answered.) */
+enum { SHARE_TAG = 32000 };
+
 static int w_share(void *ctx, const void *mine, size_t bytes, void *all, struct error *e)
 {
     struct mpi_wire *w = ctx;
-    MPI_Request r;
-    (void)e;
-    MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, w->m.comm, &r);
-    mpi_await(&w->m, &r, MPI_STATUS_IGNORE, "the other ranks' records", -1);
+    int n = w->m.size, me = w->m.rank;
+    if (bytes > INT_MAX)
+        return error_set(e, ERR_RUN, "GPU %d: a record of %zu bytes cannot go over MPI", me, bytes);
+    MPI_Request *r = malloc(2 * (size_t)n * sizeof *r);
+    if (!r)
+        return error_set(e, ERR_NOMEM, "GPU %d: out of memory", me);
+    for (int p = 0; p < n; p++) {
+        r[p] = r[n + p] = MPI_REQUEST_NULL;
+        if (p == me)
+            continue;
+        MPI_Irecv((char *)all + (size_t)p * bytes, (int)bytes, MPI_BYTE, p, SHARE_TAG, w->m.comm,
+                  &r[p]);
+        MPI_Isend(mine, (int)bytes, MPI_BYTE, p, SHARE_TAG, w->m.comm, &r[n + p]);
+    }
+    memcpy((char *)all + (size_t)me * bytes, mine, bytes);
+    for (int p = 0; p < n; p++)
+        if (p != me)
+            mpi_await(&w->m, &r[p], MPI_STATUS_IGNORE, "the records of", p);
+    for (int p = 0; p < n; p++)
+        if (p != me)
+            mpi_await(&w->m, &r[n + p], MPI_STATUS_IGNORE, "its records to reach", p);
+    free(r);
     return 0;
 }
 

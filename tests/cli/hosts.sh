@@ -83,8 +83,28 @@ EOF
     check_json "d['verified'] is True and d['ranks']==4 and d['hosts']==2" "verified, on 4 ranks of 2 hosts"
     check_json "d['result_digest']==json.load(open('$T_TMP/thread.json'))['result_digest'] and d['bytes_sent_per_gpu']==json.load(open('$T_TMP/thread.json'))['bytes_sent_per_gpu']" "the thread run's result bits and bytes per GPU"
 
-    # host 1's link cut once the run has done a step: the ranks waiting past --deadline stop
-    # every rank, naming the GPU they waited for and its host; mpirun ends when the TCP
+    # a rank of host 1 that dies at its first send (comm/mpiwire.c's test hook, the variables
+    # sent to host 1 with -x): mpirun sees it and ends the job with its status; and where the
+    # launcher leaves the other running, it ends the run past the deadline, naming the dead GPU
+    # and its host. One rank a host (--map-by node): on four, a rank downstream of the ring
+    # may reach its deadline first and name its own neighbour (tests/cli/train_mpi.sh).
+    die() { # MPIRUN-OPTIONS...: a run of 2 ranks on 2 hosts whose rank 1 dies
+        SCALELAB_MPI_STALL=exit SCALELAB_MPI_STALL_RANK=1 timeout -k 10 300 "$MPIRUN" -n 2 \
+            --map-by node -x SCALELAB_MPI_STALL -x SCALELAB_MPI_STALL_RANK "$@" "$SCALELAB" \
+            train --model tiny --steps 5 --transport mpi --deadline 5 \
+            >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
+        status=$? err=$(cat "$T_TMP/err")
+    }
+    die
+    check_status 9 "a rank of host 1 that dies ends the run with its status"
+    die --mca orte_abort_on_non_zero_status 0
+    check_status 1 "a dead rank on host 1 the launcher leaves alone: the other ends the run"
+    check_contains "$err" "waited 5 s for " "past the deadline"
+    check_contains "$err" "GPU 1 is on host $h1, GPU 0 on host $h0" "naming the dead GPU and its host ($h1)"
+
+    # host 1's link cut once the run has done a step (last: host 1 stays unreachable): the
+    # ranks waiting past --deadline stop every rank, naming the GPU they waited for (for a
+    # message, or for its record of the step) and its host; mpirun ends when the TCP
     # connections to host 1 break (scripts/hosts: within seconds), and every process there
     # has ended. The deadline, 5 s: at a load of 20 on 2 cores (others' work, this one at nice
     # 19) 3 s ran out before a step; at 10 s mpirun's own keepalives (9 s) found host 1 gone
@@ -105,7 +125,7 @@ EOF
         status=$?
         err=$(cat "$T_TMP/err")
         check_status 1 "host 1's link cut: every rank stops"
-        check_contains "$err" "waited 5 s for a" "the deadline is named"
+        check_contains "$err" "waited 5 s for " "the deadline is named"
         check_contains "$err" "is on host $h1, GPU" "the GPU waited for is named with its host ($h1)"
         check_contains "$(printf '%s\n' "$err" | grep -E 'GPU [0-9] is on host')" "on host $h0" "by a rank of host 0 ($h0)"
         i=0 # host 1's daemon and ranks end with it: polled, at most 60 s
@@ -119,6 +139,7 @@ EOF
         wait $job
         not_ok "the run to cut did not start a step" "$(cat "$T_TMP/err")"
     fi
+
     echo "$T_N $T_FAILED" >"$HOSTS_TAP_STATE"
     exit 0
 fi
