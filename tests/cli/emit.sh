@@ -111,9 +111,18 @@ exports "$(
     # padded (--moe-pad-expert-input-to-capacity: the static shape the lab's all-to-alls send)
     case_ megatron 64 64 "memory --model mixtral-8x7b --seq 4096 --gpus 64 --nodes 8 --ep 8 --capacity-factor 1.25 --zero 1 --checkpoint full --emit megatron"
     case_ megatron 8 8 "memory --model tiny-moe --gpus 8 --ep 4 --capacity-factor 2 --emit megatron"
+    # dropless (no capacity factor, as the lab trains tiny-moe): Megatron-LM's own default
+    case_ megatron 8 8 "memory --model tiny-moe --gpus 8 --ep 4 --emit megatron"
     # the planner's best layout for Mixtral 8x7B on 64 H100s splits the experts 8 ways
     case_ megatron 64 256 "plan --model mixtral-8x7b --nodes 8 --seq 4096 --global-batch 256 --ep-max 8 --capacity-factor 1.25 --emit megatron"
 )"
+
+# dropless experts: no capacity, so none of the flags that set one, pad to it or drop past it
+run memory --model tiny-moe --gpus 8 --ep 4 --emit megatron
+check_contains "$out" "--expert-model-parallel-size 4" "dropless experts: split over 4 GPUs"
+for flag in --moe-expert-capacity-factor --moe-pad-expert-input-to-capacity --moe-token-drop-policy; do
+    check_not_contains "$out" "$flag" "dropless experts: no $flag (Megatron-LM's default: none, every token kept)"
+done
 
 # ---- a sweep: each framework, each ZeRO stage, pipelines, tensor parallelism, precisions,
 # fp32 gradients, checkpoint policies and optimizers (one of each per layout, scattered); each
