@@ -1029,12 +1029,16 @@ int main(void)
     int n = 0;
     while (ui_panels[n])
         n++;
-    tcase_set_timeout(tc, 120); /* the run panels start thread-GPUs; the sanitizers are slow */
+    /* A guard against a hang, not a limit on speed: the run panels train on thread-GPUs, a
+     * picture of 200 steps too; on the portable path beside two suites and two CPU-bound
+     * processes two of them took longer than 120 s. (Ten times as long under the sanitizers:
+     * harness.c.) */
+    tcase_set_timeout(tc, 480);
     tcase_add_loop_test(tc, panel_pictures, 0, n);
     tcase_add_loop_test(tc, run_pictures, 0, (int)(sizeof runs / sizeof runs[0]));
     suite_add_tcase(s, tc);
     TCase *steps = tcase_create("lesson steps");
-    tcase_set_timeout(steps, 120);
+    tcase_set_timeout(steps, 480);
     load_lessons();
     tcase_add_loop_test(steps, lesson_steps, 0, nsteps_all > 0 ? nsteps_all : 1);
     suite_add_tcase(s, steps);
