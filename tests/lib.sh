@@ -333,11 +333,11 @@ mpi_setup() {
 }
 
 # mrun N ARGS...: scalelab ARGS on N ranks (after mpi_setup); sets $out, $err and $status. The
-# timeout (MRUN_TIMEOUT, 60 s) only keeps a broken build from hanging the suite: every wait
+# timeout (MRUN_TIMEOUT, 300 s) only keeps a broken build from hanging the suite: every wait
 # inside has its own deadline.
 mrun() {
     n=$1; shift
-    timeout "${MRUN_TIMEOUT:-60}" "$MPIRUN" $MPI_ROOT_FLAG --oversubscribe -n "$n" "$SCALELAB" "$@" \
+    timeout "${MRUN_TIMEOUT:-300}" "$MPIRUN" $MPI_ROOT_FLAG --oversubscribe -n "$n" "$SCALELAB" "$@" \
         >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
     status=$?
     out=$(cat "$T_TMP/out")
