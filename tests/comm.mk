@@ -14,7 +14,7 @@ tests_unit_test_coll_LDADD = $(UNIT_LIBS)
 SH_TESTS += tests/cli/collective.sh
 SH_TESTS += tests/tui/collective.sh
 SH_TESTS += tests/cli/collective_mpi.sh tests/cli/train_mpi.sh tests/cli/hosts.sh
-# The wire's clock at the wire (tests/cli/train_mpi.sh runs it on threads and over MPI ranks)
+# The wire's clock at the wire: a test on threads by itself, and train_mpi.sh runs it over MPI ranks
 check_PROGRAMS += tests/unit/wire_fanin
 tests_unit_wire_fanin_SOURCES = tests/unit/wire_fanin.c
 tests_unit_wire_fanin_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS)

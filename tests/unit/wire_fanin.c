@@ -11,9 +11,12 @@
  *
  * Prints a line per GPU it ran, "GPU g: clock SECONDS, sent BYTES, received BYTES", after the
  * link's "alpha SECONDS, beta BYTES/s, message BYTES" on threads. Exit 0, or 1 with the error,
- * 2 for bad usage. */
+ * 2 for bad usage. Without arguments (as the suite runs each test program) it runs on threads
+ * and checks the clocks itself, in TAP: GPU 1 at alpha + m/beta, GPU 2 at alpha + 2 m/beta
+ * (1e-12 relative: double rounding). */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +59,32 @@ static void print_gpu(struct cluster *c, int g)
            (unsigned long long)s.bytes_sent, (unsigned long long)s.bytes_received);
 }
 
+/* The suite's check on threads: 0 if each clock is the booking's. */
+static int check_threads(void)
+{
+    struct error e = {0};
+    struct cluster_config cc;
+    cluster_config_init(&cc);
+    cc.spec.gpus_per_node = GPUS;
+    cc.gpus = GPUS;
+    cc.deadline_s = 60;
+    struct cluster *c = cluster_new(&cc, &e);
+    int rc = !c || cluster_run(c, fan_in, NULL, &e);
+    double a = cc.spec.alpha_intra, x = BYTES / cc.spec.beta_intra;
+    double want[GPUS] = {a + 2 * x, a + x, a + 2 * x};
+    for (int g = 0; g < GPUS && !rc; g++)
+        rc = fabs(dev_now(cluster_device(c, g)) - want[g]) > 1e-12 * want[g];
+    printf("%s 1 - two GPUs send to a third at once: the second arrives one crossing later, "
+           "and its sender's clock says so%s%s\n1..1\n",
+           rc ? "not ok" : "ok", e.msg[0] ? ": " : "", e.msg);
+    cluster_free(c);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 1)
+        return check_threads();
     bool mpi = argc == 2 && !strcmp(argv[1], "mpi");
     if (argc != 2 || (!mpi && strcmp(argv[1], "threads"))) {
         fprintf(stderr, "usage: wire_fanin threads | mpirun -n %d wire_fanin mpi\n", GPUS);
