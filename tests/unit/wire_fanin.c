@@ -59,15 +59,21 @@ static void print_gpu(struct cluster *c, int g)
            (unsigned long long)s.bytes_sent, (unsigned long long)s.bytes_received);
 }
 
+/* Three GPUs of one node of the built-in preset (h100-80gb), a 60 s deadline. */
+static void fan_in_config(struct cluster_config *cc)
+{
+    cluster_config_init(cc);
+    cc->spec.gpus_per_node = GPUS;
+    cc->gpus = GPUS;
+    cc->deadline_s = 60;
+}
+
 /* The suite's check on threads: 0 if each clock is the booking's. */
 static int check_threads(void)
 {
     struct error e = {0};
     struct cluster_config cc;
-    cluster_config_init(&cc);
-    cc.spec.gpus_per_node = GPUS;
-    cc.gpus = GPUS;
-    cc.deadline_s = 60;
+    fan_in_config(&cc);
     struct cluster *c = cluster_new(&cc, &e);
     int rc = !c || cluster_run(c, fan_in, NULL, &e);
     double a = cc.spec.alpha_intra, x = BYTES / cc.spec.beta_intra;
@@ -92,10 +98,7 @@ int main(int argc, char **argv)
     }
     struct error e = {0};
     struct cluster_config cc;
-    cluster_config_init(&cc);
-    cc.spec.gpus_per_node = GPUS;
-    cc.gpus = GPUS;
-    cc.deadline_s = 60;
+    fan_in_config(&cc);
     struct mpi_wire *w = NULL;
     struct dev_wire dw;
     int rank = 0, size = 1, rc = 0;
